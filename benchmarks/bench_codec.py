@@ -1,0 +1,134 @@
+"""Codec throughput as a ratio to ``numpy.copyto`` of the same number of bytes, in the same run.
+
+    python benchmarks/bench_codec.py            # all cases, with the compiled kernel if built
+    python benchmarks/bench_codec.py --quick    # the small sizes only
+    python benchmarks/bench_codec.py --no-kernel  # numpy only, to see what the kernel buys
+
+For each case: MB/s of pack and unpack (logical tensor bytes per second) and the ratio of their
+time to the time ``numpy.copyto`` takes to copy the same bytes between two preallocated arrays
+(lower is better; 1.0 is a plain memory copy). Best of several repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Case:
+    label: str
+    target: str
+    layout: str
+    shape: tuple[int, ...]
+    dtype: str
+    role: str
+    params: dict[str, Any]
+    big: bool = False
+
+
+CASES = (
+    Case("kl730 4W4C8B", "kl730", "4W4C8B", (1, 3, 1080, 1920), "uint8", "input", {}),
+    Case("kl730 HW4C8B_DROP_A", "kl730", "HW4C8B_DROP_A", (1, 3, 1080, 1920), "uint8", "input", {}),
+    Case("kl730 1W16C8B", "kl730", "1W16C8B", (1, 256, 80, 80), "int8", "output", {}),
+    Case("kl730 1W16C8B_CH_COMPACT", "kl730", "1W16C8B_CH_COMPACT", (1, 256, 80, 80), "int8",
+         "output", {}),
+    Case("kl730 16W1C8B", "kl730", "16W1C8B", (1, 64, 90, 100), "int8", "output", {}),
+    Case("rk3588 NC1HWC2 int8", "rk3588", "NC1HWC2", (1, 256, 80, 80), "int8", "output", {}),
+    Case("rk3588 NHWC input w_stride", "rk3588", "NHWC", (1, 3, 1080, 1918), "uint8", "input", {}),
+    Case("rdk-s100 strided u8", "rdk-s100", "strided", (1, 3, 1080, 1910), "uint8", "output", {}),
+    Case("kl730 1W16C8BHL", "kl730", "1W16C8BHL", (1, 64, 160, 160), "int16", "output", {}),
+    Case("kl730 8W1C16B", "kl730", "8W1C16B", (1, 64, 160, 160), "int16", "output", {}),
+    Case("rk3588 NC1HWC2 fp16", "rk3588", "NC1HWC2", (1, 128, 80, 80), "float16", "output", {}),
+    # Well beyond the CPU caches (64 MB and up).
+    Case("kl730 4W4C8B 4K", "kl730", "4W4C8B", (1, 3, 4320, 7680), "uint8", "input", {}, True),
+    Case("kl730 1W16C8B 64MB", "kl730", "1W16C8B", (1, 1024, 256, 256), "int8", "output", {}, True),
+    Case("rk3588 NC1HWC2 64MB", "rk3588", "NC1HWC2", (1, 1024, 256, 256), "int8", "output", {},
+         True),
+    Case("rk3588 NHWC input 4K", "rk3588", "NHWC", (1, 3, 4320, 7678), "uint8", "input", {}, True),
+    Case("kl730 1W16C8BHL 64MB", "kl730", "1W16C8BHL", (1, 512, 256, 256), "int16", "output", {},
+         True),
+)
+
+
+def best_of(fn: Callable[[], object], repeats: int) -> float:
+    fn()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def random_tensor(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    if dtype == "float16":
+        return rng.standard_normal(shape, dtype=np.float32).astype(np.float16)
+    info = np.iinfo(dtype)
+    values = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dtype)
+    return values & ~np.array(1, dtype=dtype) if info.bits == 16 else values
+
+
+def run(cases: tuple[Case, ...], repeats: int) -> list[dict[str, Any]]:
+    from harness.codec import get_layout
+
+    rows = []
+    for case in cases:
+        layout = get_layout(case.target, case.layout, case.shape, case.dtype, role=case.role,
+                            **case.params)
+        tensor = random_tensor(case.shape, case.dtype)
+        buffer = layout.pack(tensor)
+        assert np.array_equal(layout.unpack(buffer), tensor), case.label
+        copy_dst = np.empty_like(tensor)
+        t_copy = best_of(lambda t=tensor, d=copy_dst: np.copyto(d, t), repeats)
+        t_pack = best_of(lambda lay=layout, t=tensor: lay.pack(t), repeats)
+        t_unpack = best_of(lambda lay=layout, b=buffer: lay.unpack(b), repeats)
+        mb = tensor.nbytes / 1e6
+        rows.append({
+            "case": case.label, "MB": mb, "copy MB/s": mb / t_copy,
+            "pack MB/s": mb / t_pack, "pack/copy": t_pack / t_copy,
+            "unpack MB/s": mb / t_unpack, "unpack/copy": t_unpack / t_copy,
+        })
+        print(_format_row(rows[-1]), flush=True)
+    return rows
+
+
+HEADER = ("case", "MB", "copy MB/s", "pack MB/s", "pack/copy", "unpack MB/s", "unpack/copy")
+
+
+def _format_row(row: dict[str, Any]) -> str:
+    return (f"| {row['case']:<27} | {row['MB']:7.1f} | {row['copy MB/s']:9.0f} | "
+            f"{row['pack MB/s']:9.0f} | {row['pack/copy']:9.2f} | {row['unpack MB/s']:11.0f} | "
+            f"{row['unpack/copy']:11.2f} |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="skip the cases beyond the caches")
+    parser.add_argument("--no-kernel", action="store_true", help="numpy path only")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+    if args.no_kernel:
+        os.environ["NPU_HIL_NO_KERNEL"] = "1"
+    from harness.codec import fastcopy
+
+    print(f"compiled kernel: {'yes' if fastcopy.KERNEL_AVAILABLE and not args.no_kernel else 'no'}"
+          f"; numpy {np.__version__}; python {sys.version.split()[0]}")
+    print("| case                        |      MB | copy MB/s | pack MB/s | pack/copy | "
+          "unpack MB/s | unpack/copy |")
+    print("|" + "|".join("-" * (len(h) + 2) for h in HEADER) + "|")
+    cases = tuple(c for c in CASES if not (args.quick and c.big))
+    run(cases, args.repeats)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The ``npu-hil`` command line."""

@@ -1,0 +1,55 @@
+"""Argument parsing shared by the subcommands: tensor description flags and ``--param k=v``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from harness.codec import BlockedLayout, get_layout
+from harness.errors import LayoutError
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    try:
+        dims = tuple(int(v) for v in text.replace("x", ",").split(",") if v.strip())
+    except ValueError as exc:
+        raise LayoutError(f"--shape: expected integers like 1,32,4,5, got {text!r}") from exc
+    if not dims:
+        raise LayoutError("--shape: expected at least one dimension")
+    return dims
+
+
+def parse_params(items: list[str] | None) -> dict[str, Any]:
+    """``k=v`` pairs; ``v`` is JSON where it parses (numbers, lists), else a plain string."""
+    params: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise LayoutError(f"--param: expected key=value, got {item!r}")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return params
+
+
+def add_layout_args(parser: argparse.ArgumentParser, *, tensor: bool = True) -> None:
+    parser.add_argument("--target", required=True, help="e.g. kl730, rk3588, rdk-s100")
+    parser.add_argument("--layout", required=True, help="e.g. 1W16C8B, NC1HWC2, strided")
+    parser.add_argument("--role", choices=("input", "output"), default="output")
+    parser.add_argument("--param", action="append", metavar="K=V",
+                        help="layout parameter or device-reported attribute (repeatable)")
+    if tensor:
+        parser.add_argument("--shape", required=True, type=str, help="logical shape, e.g. 1,32,4,5")
+        parser.add_argument("--dtype", required=True, help="e.g. int8, uint8, int16, float16")
+
+
+def layout_from_args(args: argparse.Namespace, shape: tuple[int, ...], dtype: str) -> BlockedLayout:
+    return get_layout(
+        args.target, args.layout, shape, dtype, role=args.role, **parse_params(args.param)
+    )
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, sort_keys=False, default=str))

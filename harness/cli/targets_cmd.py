@@ -1,0 +1,81 @@
+"""``npu-hil targets list|show|conv-check``."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Any
+
+from harness.cli.common import print_json
+from harness.codec import known_targets, layout_names
+from harness.errors import LayoutError
+from targets import check_conv, tables_text
+
+KINDS = ("conv", "depthwise", "deconv")
+
+
+def add_parser(sub: Any) -> None:
+    targets = sub.add_parser("targets", help="the targets and their seed tables")
+    actions = targets.add_subparsers(dest="action", required=True)
+
+    listing = actions.add_parser("list", help="every target and its layouts")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(run=run_list)
+
+    show = actions.add_parser("show", help="a target's tables, readable")
+    show.add_argument("target")
+    show.set_defaults(run=run_show)
+
+    conv = actions.add_parser("conv-check", help="check a convolution against the width rules")
+    conv.add_argument("--target", required=True)
+    conv.add_argument("--width", required=True, type=int)
+    conv.add_argument("--kernel", required=True, help="HxW, e.g. 3x3")
+    conv.add_argument("--dilation", default="1x1", help="HxW, default 1x1")
+    conv.add_argument("--kind", choices=KINDS, default="conv")
+    conv.add_argument("--rule", choices=("A", "B"), default=None)
+    conv.add_argument("--first-layer", choices=("int8", "float16"), default="int8")
+    conv.add_argument("--json", action="store_true")
+    conv.set_defaults(run=run_conv_check)
+
+
+def _pair(flag: str, text: str) -> tuple[int, int]:
+    parts = text.lower().split("x")
+    try:
+        h, w = (int(p) for p in parts)
+    except ValueError as exc:
+        raise LayoutError(f"{flag}: expected HxW like 3x3, got {text!r}") from exc
+    return h, w
+
+
+def run_list(args: argparse.Namespace) -> int:
+    rows = {target: list(layout_names(target)) for target in known_targets()}
+    if args.json:
+        print_json(rows)
+        return 0
+    for target, names in rows.items():
+        print(f"{target:<10} {' '.join(names)}")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    print(tables_text(args.target))
+    return 0
+
+
+def run_conv_check(args: argparse.Namespace) -> int:
+    result = check_conv(
+        args.target,
+        args.width,
+        _pair("--kernel", args.kernel),
+        _pair("--dilation", args.dilation),
+        kind=args.kind,
+        rule=args.rule,
+        first_layer=args.first_layer,
+    )
+    if args.json:
+        print_json(dataclasses.asdict(result))
+    else:
+        print(result.message)
+        for condition in result.conditions:
+            print(f"  {'ok  ' if condition.ok else 'FAIL'} {condition.text}")
+    return 0 if result.ok else 1

@@ -1,0 +1,28 @@
+"""The host codec: logical tensors ↔ the bytes an NPU holds, for every layout in the seeds.
+
+One engine (:mod:`harness.codec.engine`) serves every format; the vendor modules in ``targets/``
+describe their formats as data on it. Entry point: :func:`get_layout`.
+"""
+
+from __future__ import annotations
+
+from harness.codec.aligned import aligned_empty, aligned_zeros, is_aligned
+from harness.codec.engine import BlockedLayout, Dim, Location
+from harness.codec.registry import get_layout, known_targets, layout_names
+from harness.errors import LayoutError
+
+Layout = BlockedLayout
+
+__all__ = [
+    "BlockedLayout",
+    "Dim",
+    "Layout",
+    "LayoutError",
+    "Location",
+    "aligned_empty",
+    "aligned_zeros",
+    "get_layout",
+    "is_aligned",
+    "known_targets",
+    "layout_names",
+]

@@ -1,0 +1,410 @@
+"""The one layout engine: a blocked, padded, strided placement of a logical tensor in bytes.
+
+Every vendor format is data for this engine (built in ``targets/``), never its own code path.
+
+A layout is a list of physical *dims*. Each dim walks one logical axis (or the byte slots of an
+element, the *part* dim) with a byte stride; a logical axis split into blocks (KL730 channel
+groups, RKNN C2) has two dims, ``outer`` counting whole blocks and ``inner`` the position inside a
+block. The byte offset of an element's slot is a mixed-radix sum, as in oneDNN's ``off_v``::
+
+    offset(index, slot) = sum(((index[d.axis] // d.block) % d.size) * d.stride for d in dims)
+                          + slot * part_stride
+
+Padding is every byte no stored element reaches: row tails, padded channels inside a block, plane
+tails, the tail of the last 16-byte entry. Packing writes it as zero.
+
+The strides must *nest* (sorted by stride, each dim's stride is at least the span of the dims
+below it), which every format in the seeds does and which makes ``locate`` a closed form: divide
+the offset by the strides from the largest down.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from harness.codec.aligned import aligned_empty, aligned_like
+from harness.codec.encodings import Encoding
+from harness.codec.fastcopy import strided_copy
+from harness.errors import LayoutError
+
+PART = -1
+"""``Dim.axis`` of the dim that walks the byte slots of one element."""
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One physical dimension: ``size`` positions of logical axis ``axis`` (each ``block``
+    logical indices apart), ``stride`` bytes apart."""
+
+    axis: int
+    size: int
+    stride: int
+    block: int = 1
+    name: str = ""
+
+
+def span(dims: list[Dim] | tuple[Dim, ...], nparts: int = 1, part_stride: int = 1) -> int:
+    """One past the last byte an element slot can reach through ``dims``."""
+    return 1 + sum((d.size - 1) * d.stride for d in dims) + (nparts - 1) * part_stride
+
+
+@dataclass(frozen=True)
+class Location:
+    """What sits at one byte offset of a packed buffer."""
+
+    offset: int
+    index: tuple[int, ...] | None
+    part: str | None
+    entry: int | None
+    bits: str | None
+    padding: bool
+    byte_in_element: int | None = None
+    axis_names: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        where = f"offset {self.offset}"
+        if self.entry is not None:
+            where += f", entry {self.entry} bits {self.bits}"
+        if self.padding or self.index is None:
+            return f"{where}: padding"
+        names = self.axis_names or tuple(f"d{i}" for i in range(len(self.index)))
+        idx = ", ".join(f"{n}={i}" for n, i in zip(names, self.index, strict=True))
+        part = f" ({self.part} byte)" if self.part else ""
+        return f"{where}: {idx}{part}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "offset": self.offset,
+            "index": list(self.index) if self.index is not None else None,
+            "part": self.part,
+            "entry": self.entry,
+            "bits": self.bits,
+            "padding": self.padding,
+            "byte_in_element": self.byte_in_element,
+        }
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """A rectangular region of the logical tensor that maps onto one strided view of the buffer:
+    one per combination of (whole blocks, last partial block) over the blocked axes."""
+
+    src_index: tuple[slice, ...]
+    src_shape: tuple[int, ...]
+    dst_offset: int
+    dst_shape: tuple[int, ...]
+    dst_strides: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class BlockedLayout:
+    """A logical tensor (``shape``, ``dtype``) placed in ``nbytes`` bytes by ``dims``.
+
+    ``canonical_shape`` is the shape the dims index (a vendor may view a rank-2 tensor as 4-D);
+    it holds the same elements as ``shape`` with the size-1 axes ``inserted_axes`` added. ``stored`` limits how
+    many indices of each canonical axis are kept in memory (KL730 ``HW4C8B_DROP_A`` keeps 3 of 4
+    channels); indices beyond it are written as nothing and read back as zero.
+    """
+
+    target: str
+    name: str
+    role: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    dims: tuple[Dim, ...]
+    nbytes: int
+    encoding: Encoding
+    part_stride: int = 1
+    canonical_shape: tuple[int, ...] = ()
+    stored: tuple[int, ...] = ()
+    axis_names: tuple[str, ...] = ()
+    inserted_axes: tuple[int, ...] = ()
+    entry_bytes: int | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, str] = field(default_factory=dict)
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        canonical = self.canonical_shape or self.shape
+        object.__setattr__(self, "canonical_shape", tuple(canonical))
+        object.__setattr__(self, "stored", tuple(self.stored or canonical))
+        if int(np.prod(canonical)) != int(np.prod(self.shape)):
+            raise LayoutError(f"{self._what}: canonical shape {canonical} does not hold {self.shape}")
+        if any(d < 1 for d in self.shape):
+            raise LayoutError(f"{self._what}: every dimension must be >= 1, got shape {self.shape}")
+        self._check_dims()
+        self._check_nesting()
+
+    # ----------------------------------------------------------------- checks
+
+    @property
+    def _what(self) -> str:
+        return f"{self.target} {self.name} ({self.role})"
+
+    def _check_dims(self) -> None:
+        rank = len(self.canonical_shape)
+        for axis in range(rank):
+            own = [d for d in self.dims if d.axis == axis]
+            if not 1 <= len(own) <= 2:
+                raise LayoutError(f"{self._what}: axis {axis} needs one or two dims, has {len(own)}")
+            reach = own[0].size * own[0].block
+            if reach < self.stored[axis]:
+                raise LayoutError(
+                    f"{self._what}: axis {axis} holds {self.stored[axis]} indices but its dims "
+                    f"reach only {reach}"
+                )
+        if any(d.axis != PART and not 0 <= d.axis < rank for d in self.dims):
+            raise LayoutError(f"{self._what}: a dim names an axis outside rank {rank}")
+        if self.encoding.nparts > 1 and self.part_stride < 1:
+            raise LayoutError(f"{self._what}: part stride must be >= 1")
+        extent = self.extent
+        if extent > self.nbytes:
+            raise LayoutError(
+                f"{self._what}: the layout reaches byte {extent - 1} but the buffer has "
+                f"{self.nbytes} bytes"
+            )
+
+    def _all_dims(self) -> list[Dim]:
+        dims = list(self.dims)
+        if self.encoding.nparts > 1:
+            dims.append(Dim(PART, self.encoding.nparts, self.part_stride, 1, "part"))
+        return dims
+
+    def _check_nesting(self) -> None:
+        span = 1
+        for dim in sorted((d for d in self._all_dims() if d.size > 1), key=lambda d: d.stride):
+            if dim.stride < span:
+                raise LayoutError(
+                    f"{self._what}: strides overlap: dim {dim.name or dim.axis} has stride "
+                    f"{dim.stride} but the dims inside it span {span} bytes"
+                )
+            span = dim.stride * (dim.size - 1) + span
+
+    # ------------------------------------------------------------ properties
+
+    @property
+    def extent(self) -> int:
+        """One past the last byte any element slot can reach."""
+        return span(self.dims, self.encoding.nparts, self.part_stride)
+
+    @property
+    def stored_elements(self) -> int:
+        return int(np.prod(self.stored))
+
+    @property
+    def padding_bytes(self) -> int:
+        return self.nbytes - self.stored_elements * self.encoding.nparts
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Byte stride of each logical axis, taken from its innermost dim (for an unblocked
+        layout, exactly the strides a runtime such as Horizon's reports)."""
+        inner: dict[int, int] = {}
+        for dim in self.dims:
+            if dim.axis != PART and (dim.axis not in inner or dim.block == 1):
+                inner[dim.axis] = dim.stride
+        canonical = tuple(inner[a] for a in range(len(self.canonical_shape)))
+        return self._to_logical(canonical)
+
+    def config(self) -> dict[str, Any]:
+        """Everything :func:`harness.codec.get_layout` needs to build this layout again."""
+        return {
+            "target": self.target,
+            "layout": self.name,
+            "shape": list(self.shape),
+            "dtype": self.dtype.name,
+            "role": self.role,
+            "params": dict(self.params),
+        }
+
+    # ----------------------------------------------------------- pack/unpack
+
+    def pack(self, array: np.ndarray) -> np.ndarray:
+        """The logical tensor → a 1-D uint8 buffer of ``nbytes``, 32-byte aligned, padding zero."""
+        values = self._check_array(array)
+        buf = aligned_empty(self.nbytes)
+        if self.padding_bytes:
+            buf.fill(0)
+        canonical = values.reshape(self.canonical_shape)
+        if self.stored != self.canonical_shape:
+            canonical = canonical[tuple(slice(0, s) for s in self.stored)]
+        parts = self.encoding.encode(np.ascontiguousarray(canonical))
+        for piece in self._pieces():
+            dst = as_strided(buf[piece.dst_offset :], piece.dst_shape, piece.dst_strides)
+            strided_copy(dst, parts[piece.src_index].reshape(piece.src_shape))
+        return buf
+
+    def unpack(self, buffer: Any) -> np.ndarray:
+        """A packed buffer (bytes-like or array of exactly ``nbytes``) → the logical tensor."""
+        buf = self._check_buffer(buffer)
+        out = aligned_like(self.canonical_shape, self.dtype)
+        stored_out = out
+        if self.stored != self.canonical_shape:
+            out.fill(0)
+            stored_out = np.empty(self.stored, self.dtype)
+        target = self.encoding.view_target(stored_out)
+        parts = target if target is not None else np.empty(
+            (*self.stored, self.encoding.nparts), np.uint8
+        )
+        for piece in self._pieces():
+            src = as_strided(buf[piece.dst_offset :], piece.dst_shape, piece.dst_strides)
+            strided_copy(parts[piece.src_index].reshape(piece.src_shape), src)
+        if target is None:
+            self.encoding.decode_into(parts, stored_out)
+        else:
+            self.encoding.finish_in_place(stored_out)
+        if stored_out is not out:
+            out[tuple(slice(0, s) for s in self.stored)] = stored_out
+        return out.reshape(self.shape)
+
+    def padding_mask(self) -> np.ndarray:
+        """A bool per buffer byte: True where no stored element lives."""
+        mask = np.ones(self.nbytes, dtype=bool)
+        for piece in self._pieces():
+            view = as_strided(mask[piece.dst_offset :], piece.dst_shape, piece.dst_strides)
+            view[...] = False
+        return mask
+
+    # ---------------------------------------------------------------- locate
+
+    def locate(self, offset: int) -> Location:
+        """What lives at byte ``offset``: closed form, by dividing by the strides largest first."""
+        if not 0 <= offset < self.nbytes:
+            raise LayoutError(
+                f"{self._what}: offset {offset} is outside the buffer of {self.nbytes} bytes"
+            )
+        entry = bits = None
+        if self.entry_bytes:
+            entry, byte = divmod(offset, self.entry_bytes)
+            bits = f"[{8 * byte + 7}:{8 * byte}]"
+        padding = Location(offset, None, None, entry, bits, True, None, self.axis_names)
+        rest = offset
+        index = [0] * len(self.canonical_shape)
+        slot = 0
+        for dim in self._dims_by_stride():
+            pos, rest = divmod(rest, dim.stride)
+            if pos >= dim.size:
+                return padding
+            if dim.axis == PART:
+                slot = pos
+            else:
+                index[dim.axis] += pos * dim.block
+        if rest or any(i >= s for i, s in zip(index, self.stored, strict=True)):
+            return padding
+        part = self.encoding.part_names[slot]
+        return Location(
+            offset, self._to_logical(tuple(index)), part, entry, bits, False, slot, self.axis_names
+        )
+
+    def offset_of(self, index: tuple[int, ...], slot: int = 0) -> int:
+        """Byte offset of slot ``slot`` of the element at logical ``index`` (the forward map)."""
+        canonical = self._to_canonical(index)
+        total = slot * self.part_stride
+        for dim in self.dims:
+            total += ((canonical[dim.axis] // dim.block) % dim.size) * dim.stride
+        return total
+
+    # --------------------------------------------------------------- helpers
+
+    def _dims_by_stride(self) -> list[Dim]:
+        dims = [d for d in self._all_dims() if d.size > 1]
+        return sorted(dims, key=lambda d: d.stride, reverse=True)
+
+    def _to_logical(self, canonical: tuple[int, ...]) -> tuple[int, ...]:
+        dropped = self.inserted_axes
+        return tuple(v for a, v in enumerate(canonical) if a not in dropped)
+
+    def _to_canonical(self, index: tuple[int, ...]) -> tuple[int, ...]:
+        dropped = self.inserted_axes
+        values = iter(index)
+        return tuple(0 if a in dropped else next(values) for a in range(len(self.canonical_shape)))
+
+    def _pieces(self) -> list[_Piece]:
+        cached: list[_Piece] | None = self.__dict__.get("_pieces_cache")
+        if cached is None:
+            cached = self._build_pieces()
+            object.__setattr__(self, "_pieces_cache", cached)
+        return cached
+
+    def _build_pieces(self) -> list[_Piece]:
+        # Per axis: (src slice, src split sizes, dst offset, dst sizes, dst strides) options.
+        per_axis: list[list[tuple[slice, tuple[int, ...], int, tuple[int, ...], tuple[int, ...]]]]
+        per_axis = []
+        for axis, extent in enumerate(self.stored):
+            own = sorted((d for d in self.dims if d.axis == axis), key=lambda d: -d.block)
+            if len(own) == 1:
+                dim = own[0]
+                per_axis.append([(slice(0, extent), (extent,), 0, (extent,), (dim.stride,))])
+                continue
+            outer, inner = own
+            whole, rest = divmod(extent, inner.size)
+            options = []
+            if whole:
+                sizes = (whole, inner.size)
+                options.append(
+                    (slice(0, whole * inner.size), sizes, 0, sizes, (outer.stride, inner.stride))
+                )
+            if rest:
+                options.append(
+                    (
+                        slice(whole * inner.size, extent),
+                        (1, rest),
+                        whole * outer.stride,
+                        (1, rest),
+                        (outer.stride, inner.stride),
+                    )
+                )
+            per_axis.append(options)
+        nparts = self.encoding.nparts
+        pieces = []
+        for combo in itertools.product(*per_axis):
+            pieces.append(
+                _Piece(
+                    src_index=(*(c[0] for c in combo), slice(None)),
+                    src_shape=(*itertools.chain.from_iterable(c[1] for c in combo), nparts),
+                    dst_offset=sum(c[2] for c in combo),
+                    dst_shape=(*itertools.chain.from_iterable(c[3] for c in combo), nparts),
+                    dst_strides=(
+                        *itertools.chain.from_iterable(c[4] for c in combo),
+                        self.part_stride,
+                    ),
+                )
+            )
+        return pieces
+
+    def _check_array(self, array: Any) -> np.ndarray:
+        values = np.asarray(array)
+        if values.shape != self.shape:
+            raise LayoutError(
+                f"{self._what}: expected a tensor of shape {self.shape}, got {values.shape}"
+            )
+        if values.dtype != self.dtype:
+            raise LayoutError(
+                f"{self._what}: expected dtype {self.dtype.name}, got {values.dtype.name}"
+            )
+        return values
+
+    def _check_buffer(self, buffer: Any) -> np.ndarray:
+        if isinstance(buffer, np.ndarray):
+            if not buffer.flags.c_contiguous:
+                buffer = np.ascontiguousarray(buffer)
+            buf = buffer.reshape(-1).view(np.uint8)
+        else:
+            try:
+                buf = np.frombuffer(buffer, dtype=np.uint8)
+            except TypeError as exc:
+                raise LayoutError(
+                    f"{self._what}: expected a bytes-like buffer, got {type(buffer).__name__}"
+                ) from exc
+        if buf.size != self.nbytes:
+            diff = buf.size - self.nbytes
+            how = f"{abs(diff)} bytes {'long' if diff > 0 else 'short'}"
+            raise LayoutError(
+                f"{self._what}: expected a buffer of {self.nbytes} bytes, got {buf.size} ({how})"
+            )
+        return buf

@@ -1,0 +1,142 @@
+"""The one registry from target names to the vendor modules that build their layouts.
+
+Vendor modules live in ``targets/`` and register themselves on import; the registry imports them
+lazily so that ``import harness`` stays cheap and ``targets`` can import the engine freely.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+
+from harness.codec.engine import BlockedLayout
+from harness.errors import LayoutError
+
+ROLES = ("input", "output")
+
+VENDOR_MODULES = ("targets.kl730", "targets.rockchip_layouts", "targets.horizon")
+
+
+class LayoutBuilder(Protocol):
+    """Builds the layout ``name`` of ``target`` for a logical tensor."""
+
+    def __call__(
+        self,
+        target: str,
+        name: str,
+        shape: tuple[int, ...],
+        dtype: np.dtype,
+        role: str,
+        params: dict[str, Any],
+    ) -> BlockedLayout: ...
+
+
+_BUILDERS: dict[str, LayoutBuilder] = {}
+_LAYOUT_NAMES: dict[str, Callable[[], tuple[str, ...]]] = {}
+
+
+def register(
+    targets: tuple[str, ...], builder: LayoutBuilder, layouts: Callable[[], tuple[str, ...]]
+) -> None:
+    """Called by a vendor module for the targets it serves."""
+    for target in targets:
+        _BUILDERS[target] = builder
+        _LAYOUT_NAMES[target] = layouts
+
+
+def _load() -> None:
+    if not _BUILDERS:
+        for module in VENDOR_MODULES:
+            importlib.import_module(module)
+
+
+def known_targets() -> tuple[str, ...]:
+    _load()
+    return tuple(_BUILDERS)
+
+
+def layout_names(target: str) -> tuple[str, ...]:
+    """The layout names ``target`` knows (for both roles)."""
+    _load()
+    _require_target(target)
+    return _LAYOUT_NAMES[target]()
+
+
+def _require_target(target: str) -> None:
+    if target not in _BUILDERS:
+        raise LayoutError(
+            f"unknown target {target!r}; known targets: {', '.join(known_targets())}"
+        )
+
+
+def get_layout(
+    target: str,
+    layout: str,
+    shape: tuple[int, ...] | list[int],
+    dtype: Any,
+    *,
+    role: str = "output",
+    **params: Any,
+) -> BlockedLayout:
+    """The layout ``layout`` of ``target`` for a logical tensor of ``shape`` and ``dtype``.
+
+    ``role`` is ``"input"`` or ``"output"``; ``params`` are the vendor's knobs and the attributes a
+    device reported (``w_stride``, ``native_dims``, ``stride``, ``stride_npu`` ...), which override
+    the codec's predictions.
+    """
+    _load()
+    _require_target(target)
+    if role not in ROLES:
+        raise LayoutError(f"role must be one of {ROLES}, got {role!r}")
+    try:
+        dims = tuple(int(d) for d in shape)
+    except (TypeError, ValueError) as exc:
+        raise LayoutError(f"shape must be a sequence of integers, got {shape!r}") from exc
+    if not dims or any(d < 1 for d in dims):
+        raise LayoutError(f"shape must have at least one axis, each >= 1; got {dims}")
+    try:
+        np_dtype = np.dtype(dtype)
+    except TypeError as exc:
+        raise LayoutError(f"unknown dtype {dtype!r}") from exc
+    names = _LAYOUT_NAMES[target]()
+    if layout not in names:
+        raise LayoutError(f"{target} has no layout {layout!r}; it has: {', '.join(names)}")
+    return _BUILDERS[target](target, layout, dims, np_dtype, role, dict(params))
+
+
+def take_params(
+    where: str, params: dict[str, Any], accepted: tuple[str, ...]
+) -> dict[str, Any]:
+    """Refuse parameters a layout does not know, naming the ones it does."""
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        listed = ", ".join(accepted) if accepted else "none"
+        raise LayoutError(f"{where}: unknown parameter(s) {', '.join(unknown)}; accepted: {listed}")
+    return params
+
+
+def int_tuple(where: str, key: str, value: Any, length: int | None = None) -> tuple[int, ...]:
+    """A device-reported list of integers (strides, dims) checked for type and length."""
+    if isinstance(value, str):
+        value = [v for v in value.replace("x", ",").split(",") if v.strip()]
+    try:
+        out = tuple(int(v) for v in value)
+    except (TypeError, ValueError) as exc:
+        raise LayoutError(f"{where}: {key} must be a list of integers, got {value!r}") from exc
+    if length is not None and len(out) != length:
+        raise LayoutError(f"{where}: {key} must have {length} values, got {len(out)}: {out}")
+    return out
+
+
+def one_int(where: str, key: str, value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError) as exc:
+        raise LayoutError(f"{where}: {key} must be an integer, got {value!r}") from exc
+
+
+def round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple

@@ -1,0 +1,31 @@
+"""The harness's exception hierarchy: a small set of typed errors, each with a message.
+
+Outcomes follow the type: a LayoutError is raised before anything is sent to a board, a
+TransportError is infrastructure (an *error* outcome in pytest, retried per policy), a DeviceError
+is the board's runtime refusing or crashing. A buffer mismatch is not an exception at all: it is a
+test failure carrying the diff as evidence.
+"""
+
+from __future__ import annotations
+
+
+class NpuHilError(Exception):
+    """Base of every error the harness raises on purpose."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class LayoutError(NpuHilError, ValueError):
+    """A request a layout cannot serve: wrong rank, channel count, role, dtype, parameter or a
+    combination the vendor's tables do not list. The message says what was expected, what came
+    and where."""
+
+
+class TransportError(NpuHilError):
+    """Infrastructure failed: connection lost, timeout, checksum mismatch."""
+
+
+class DeviceError(NpuHilError):
+    """The runtime on the board refused the job or crashed (model load, unsupported op)."""
