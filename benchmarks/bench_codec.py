@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -38,8 +39,15 @@ CASES = (
     Case("kl730 4W4C8B", "kl730", "4W4C8B", (1, 3, 1080, 1920), "uint8", "input", {}),
     Case("kl730 HW4C8B_DROP_A", "kl730", "HW4C8B_DROP_A", (1, 3, 1080, 1920), "uint8", "input", {}),
     Case("kl730 1W16C8B", "kl730", "1W16C8B", (1, 256, 80, 80), "int8", "output", {}),
-    Case("kl730 1W16C8B_CH_COMPACT", "kl730", "1W16C8B_CH_COMPACT", (1, 256, 80, 80), "int8",
-         "output", {}),
+    Case(
+        "kl730 1W16C8B_CH_COMPACT",
+        "kl730",
+        "1W16C8B_CH_COMPACT",
+        (1, 256, 80, 80),
+        "int8",
+        "output",
+        {},
+    ),
     Case("kl730 16W1C8B", "kl730", "16W1C8B", (1, 64, 90, 100), "int8", "output", {}),
     Case("rk3588 NC1HWC2 int8", "rk3588", "NC1HWC2", (1, 256, 80, 80), "int8", "output", {}),
     Case("rk3588 NHWC input w_stride", "rk3588", "NHWC", (1, 3, 1080, 1918), "uint8", "input", {}),
@@ -50,11 +58,20 @@ CASES = (
     # Well beyond the CPU caches (64 MB and up).
     Case("kl730 4W4C8B 4K", "kl730", "4W4C8B", (1, 3, 4320, 7680), "uint8", "input", {}, True),
     Case("kl730 1W16C8B 64MB", "kl730", "1W16C8B", (1, 1024, 256, 256), "int8", "output", {}, True),
-    Case("rk3588 NC1HWC2 64MB", "rk3588", "NC1HWC2", (1, 1024, 256, 256), "int8", "output", {},
-         True),
+    Case(
+        "rk3588 NC1HWC2 64MB", "rk3588", "NC1HWC2", (1, 1024, 256, 256), "int8", "output", {}, True
+    ),
     Case("rk3588 NHWC input 4K", "rk3588", "NHWC", (1, 3, 4320, 7678), "uint8", "input", {}, True),
-    Case("kl730 1W16C8BHL 64MB", "kl730", "1W16C8BHL", (1, 512, 256, 256), "int16", "output", {},
-         True),
+    Case(
+        "kl730 1W16C8BHL 64MB",
+        "kl730",
+        "1W16C8BHL",
+        (1, 512, 256, 256),
+        "int16",
+        "output",
+        {},
+        True,
+    ),
 )
 
 
@@ -82,21 +99,28 @@ def run(cases: tuple[Case, ...], repeats: int) -> list[dict[str, Any]]:
 
     rows = []
     for case in cases:
-        layout = get_layout(case.target, case.layout, case.shape, case.dtype, role=case.role,
-                            **case.params)
+        layout = get_layout(
+            case.target, case.layout, case.shape, case.dtype, role=case.role, **case.params
+        )
         tensor = random_tensor(case.shape, case.dtype)
         buffer = layout.pack(tensor)
         assert np.array_equal(layout.unpack(buffer), tensor), case.label
         copy_dst = np.empty_like(tensor)
-        t_copy = best_of(lambda t=tensor, d=copy_dst: np.copyto(d, t), repeats)
-        t_pack = best_of(lambda lay=layout, t=tensor: lay.pack(t), repeats)
-        t_unpack = best_of(lambda lay=layout, b=buffer: lay.unpack(b), repeats)
+        t_copy = best_of(partial(np.copyto, copy_dst, tensor), repeats)
+        t_pack = best_of(partial(layout.pack, tensor), repeats)
+        t_unpack = best_of(partial(layout.unpack, buffer), repeats)
         mb = tensor.nbytes / 1e6
-        rows.append({
-            "case": case.label, "MB": mb, "copy MB/s": mb / t_copy,
-            "pack MB/s": mb / t_pack, "pack/copy": t_pack / t_copy,
-            "unpack MB/s": mb / t_unpack, "unpack/copy": t_unpack / t_copy,
-        })
+        rows.append(
+            {
+                "case": case.label,
+                "MB": mb,
+                "copy MB/s": mb / t_copy,
+                "pack MB/s": mb / t_pack,
+                "pack/copy": t_pack / t_copy,
+                "unpack MB/s": mb / t_unpack,
+                "unpack/copy": t_unpack / t_copy,
+            }
+        )
         print(_format_row(rows[-1]), flush=True)
     return rows
 
@@ -105,9 +129,11 @@ HEADER = ("case", "MB", "copy MB/s", "pack MB/s", "pack/copy", "unpack MB/s", "u
 
 
 def _format_row(row: dict[str, Any]) -> str:
-    return (f"| {row['case']:<27} | {row['MB']:7.1f} | {row['copy MB/s']:9.0f} | "
-            f"{row['pack MB/s']:9.0f} | {row['pack/copy']:9.2f} | {row['unpack MB/s']:11.0f} | "
-            f"{row['unpack/copy']:11.2f} |")
+    return (
+        f"| {row['case']:<27} | {row['MB']:7.1f} | {row['copy MB/s']:9.0f} | "
+        f"{row['pack MB/s']:9.0f} | {row['pack/copy']:9.2f} | {row['unpack MB/s']:11.0f} | "
+        f"{row['unpack/copy']:11.2f} |"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,10 +146,14 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["NPU_HIL_NO_KERNEL"] = "1"
     from harness.codec import fastcopy
 
-    print(f"compiled kernel: {'yes' if fastcopy.KERNEL_AVAILABLE and not args.no_kernel else 'no'}"
-          f"; numpy {np.__version__}; python {sys.version.split()[0]}")
-    print("| case                        |      MB | copy MB/s | pack MB/s | pack/copy | "
-          "unpack MB/s | unpack/copy |")
+    print(
+        f"compiled kernel: {'yes' if fastcopy.KERNEL_AVAILABLE and not args.no_kernel else 'no'}"
+        f"; numpy {np.__version__}; python {sys.version.split()[0]}"
+    )
+    print(
+        "| case                        |      MB | copy MB/s | pack MB/s | pack/copy | "
+        "unpack MB/s | unpack/copy |"
+    )
     print("|" + "|".join("-" * (len(h) + 2) for h in HEADER) + "|")
     cases = tuple(c for c in CASES if not (args.quick and c.big))
     run(cases, args.repeats)

@@ -48,8 +48,10 @@ class SpatialAlign:
 
 SPATIAL_ALIGN = {
     "rdk-s100": SpatialAlign(
-        32, 32, "seeds/003 worked example: validShape [1,3,212,212] U16 -> stride "
-        "[301056,100352,448,2] (H and W padded to 224)"
+        32,
+        32,
+        "seeds/003 worked example: validShape [1,3,212,212] U16 -> stride "
+        "[301056,100352,448,2] (H and W padded to 224)",
     ),
     "rdk-x5": SpatialAlign(2, 32, "community reports for X3/X5 (H to 2, W to 32); not in the seed"),
     "rdk-x3": SpatialAlign(2, 32, "community reports for X3/X5 (H to 2, W to 32); not in the seed"),
@@ -57,8 +59,16 @@ SPATIAL_ALIGN = {
 
 # hbDNNTensorProperties.tensorType names for the numpy dtypes the codec handles.
 TENSOR_TYPES = {
-    "int8": "S8", "uint8": "U8", "int16": "S16", "uint16": "U16", "float16": "F16",
-    "float32": "F32", "int32": "S32", "uint32": "U32", "int64": "S64", "uint64": "U64",
+    "int8": "S8",
+    "uint8": "U8",
+    "int16": "S16",
+    "uint16": "U16",
+    "float16": "F16",
+    "float32": "F32",
+    "int32": "S32",
+    "uint32": "U32",
+    "int64": "S64",
+    "uint64": "U64",
     "float64": "F64",
 }
 
@@ -111,7 +121,9 @@ def build(
 ) -> BlockedLayout:
     where = f"{target} {name}"
     if name == "strided":
-        return _strided(target, where, shape, dtype, role, take_params(where, params, STRIDED_PARAMS))
+        return _strided(
+            target, where, shape, dtype, role, take_params(where, params, STRIDED_PARAMS)
+        )
     return _image(target, name, where, shape, dtype, role, take_params(where, params, IMAGE_PARAMS))
 
 
@@ -162,7 +174,9 @@ def _strided(
     default_size = stride[0] * shape[0]
     nbytes, size_source = _size(where, params, default_size)
     provenance["aligned_byte_size"] = size_source
-    dims = tuple(Dim(a, n, s, 1, f"d{a}") for a, (n, s) in enumerate(zip(shape, stride, strict=True)))
+    dims = tuple(
+        Dim(a, n, s, 1, f"d{a}") for a, (n, s) in enumerate(zip(shape, stride, strict=True))
+    )
     return BlockedLayout(
         target=target,
         name="strided",
@@ -204,12 +218,11 @@ def _image(
         raise LayoutError(f"{where}: expected shape (N, rows, W) or (rows, W), got {shape}")
     shape3 = shape if len(shape) == 3 else (1, *shape)
     _, rows, width = shape3
-    if name == "NV12":
-        if rows % 3 or (rows // 3 * 2) % 2 or width % 2:
-            raise LayoutError(
-                f"{where}: NV12 needs even H and W (UV is half of Y): rows = 3H/2 with H even and "
-                f"W even; got rows {rows}, W {width}"
-            )
+    if name == "NV12" and (rows % 3 or (rows // 3 * 2) % 2 or width % 2):
+        raise LayoutError(
+            f"{where}: NV12 needs even H and W (UV is half of Y): rows = 3H/2 with H even and "
+            f"W even; got rows {rows}, W {width}"
+        )
     predicted = round_up(width, IMAGE_WIDTH_ALIGN)
     row_stride = predicted
     provenance = {"stride": f"predicted: width rounded up to {IMAGE_WIDTH_ALIGN} bytes (seeds/003)"}
@@ -227,8 +240,11 @@ def _image(
         )
     nbytes, size_source = _size(where, params, shape3[0] * rows * row_stride)
     provenance["aligned_byte_size"] = size_source
-    dims = (Dim(0, shape3[0], rows * row_stride, 1, "n"), Dim(1, rows, row_stride, 1, "row"),
-            Dim(2, width, 1, 1, "w"))
+    dims = (
+        Dim(0, shape3[0], rows * row_stride, 1, "n"),
+        Dim(1, rows, row_stride, 1, "row"),
+        Dim(2, width, 1, 1, "w"),
+    )
     inserted = () if len(shape) == 3 else (0,)
     return BlockedLayout(
         target=target,
@@ -241,7 +257,7 @@ def _image(
         encoding=Encoding("raw", dtype),
         canonical_shape=shape3,
         inserted_axes=inserted,
-        axis_names=("n", "row", "w")[len(inserted):],
+        axis_names=("n", "row", "w")[len(inserted) :],
         params=dict(params),
         provenance=provenance,
         attributes={

@@ -59,37 +59,126 @@ class Kl730Format:
 FORMATS: dict[str, Kl730Format] = {
     f.name: f
     for f in (
-        Kl730Format("4W4C8B", 8, True, 4, group=4, input_only=True,
-                    summary="4 columns x 4 channels an entry; C=3 leaves channel 3 zero"),
-        Kl730Format("1W16C8B_CH_COMPACT", 8, True, 1, group=16, inner=True,
-                    summary="1 column x 16 channels an entry, groups of a pixel adjacent"),
+        Kl730Format(
+            "4W4C8B",
+            8,
+            True,
+            4,
+            group=4,
+            input_only=True,
+            summary="4 columns x 4 channels an entry; C=3 leaves channel 3 zero",
+        ),
+        Kl730Format(
+            "1W16C8B_CH_COMPACT",
+            8,
+            True,
+            1,
+            group=16,
+            inner=True,
+            summary="1 column x 16 channels an entry, groups of a pixel adjacent",
+        ),
         Kl730Format("16W1C8B", 8, False, 16, summary="16 columns of one channel an entry"),
-        Kl730Format("1W16C8B", 8, True, 1, group=16,
-                    summary="1 column x 16 channels an entry, group-major"),
+        Kl730Format(
+            "1W16C8B", 8, True, 1, group=16, summary="1 column x 16 channels an entry, group-major"
+        ),
         Kl730Format("RAW_8B", 8, False, 1, summary="16 consecutive values, flat NCHW"),
-        Kl730Format("HW4C8B_KEEP_A", 8, True, 1, group=4, input_only=True, channels=(4,),
-                    summary="4 pixels x RGBA an entry, no column alignment"),
-        Kl730Format("HW4C8B_DROP_A", 8, True, 1, group=4, input_only=True, channels=(3, 4),
-                    stored_channels=3, summary="4 pixels x RGB + a zero byte an entry"),
-        Kl730Format("HW1C8B", 8, False, 1, input_only=True,
-                    summary="16 pixels of one channel an entry, no column alignment"),
-        Kl730Format("8W1C16B", 16, False, 8, quirk_15bit=True,
-                    summary="8 columns of one channel an entry, 16-bit lanes"),
-        Kl730Format("4W4C8BHL", 16, True, 4, group=4, hl=True, quirk_15bit=True,
-                    summary="L entry then H entry of 4 columns x 4 channels"),
-        Kl730Format("1W16C8BHL", 16, True, 1, group=16, hl=True, quirk_15bit=True,
-                    summary="L then H entry of 1 column x 16 channels, group-major"),
-        Kl730Format("16W1C8BHL", 16, False, 16, hl=True, quirk_15bit=True,
-                    summary="L then H entry of 16 columns of one channel"),
-        Kl730Format("1W16C8BHL_CH_COMPACT", 16, True, 1, group=16, inner=True, hl=True,
-                    quirk_15bit=True,
-                    summary="L then H entry of 1 column x 16 channels, groups adjacent"),
-        Kl730Format("RAW_16B", 16, False, 1, quirk_15bit=True,
-                    summary="8 consecutive values, flat NCHW"),
-        Kl730Format("HW1C16B_LE", 16, False, 1, input_only=True,
-                    summary="8 pixels an entry, little-endian, no column alignment"),
-        Kl730Format("HW1C16B_BE", 16, False, 1, big_endian=True, input_only=True,
-                    summary="8 pixels an entry, big-endian, no column alignment"),
+        Kl730Format(
+            "HW4C8B_KEEP_A",
+            8,
+            True,
+            1,
+            group=4,
+            input_only=True,
+            channels=(4,),
+            summary="4 pixels x RGBA an entry, no column alignment",
+        ),
+        Kl730Format(
+            "HW4C8B_DROP_A",
+            8,
+            True,
+            1,
+            group=4,
+            input_only=True,
+            channels=(3, 4),
+            stored_channels=3,
+            summary="4 pixels x RGB + a zero byte an entry",
+        ),
+        Kl730Format(
+            "HW1C8B",
+            8,
+            False,
+            1,
+            input_only=True,
+            summary="16 pixels of one channel an entry, no column alignment",
+        ),
+        Kl730Format(
+            "8W1C16B",
+            16,
+            False,
+            8,
+            quirk_15bit=True,
+            summary="8 columns of one channel an entry, 16-bit lanes",
+        ),
+        Kl730Format(
+            "4W4C8BHL",
+            16,
+            True,
+            4,
+            group=4,
+            hl=True,
+            quirk_15bit=True,
+            summary="L entry then H entry of 4 columns x 4 channels",
+        ),
+        Kl730Format(
+            "1W16C8BHL",
+            16,
+            True,
+            1,
+            group=16,
+            hl=True,
+            quirk_15bit=True,
+            summary="L then H entry of 1 column x 16 channels, group-major",
+        ),
+        Kl730Format(
+            "16W1C8BHL",
+            16,
+            False,
+            16,
+            hl=True,
+            quirk_15bit=True,
+            summary="L then H entry of 16 columns of one channel",
+        ),
+        Kl730Format(
+            "1W16C8BHL_CH_COMPACT",
+            16,
+            True,
+            1,
+            group=16,
+            inner=True,
+            hl=True,
+            quirk_15bit=True,
+            summary="L then H entry of 1 column x 16 channels, groups adjacent",
+        ),
+        Kl730Format(
+            "RAW_16B", 16, False, 1, quirk_15bit=True, summary="8 consecutive values, flat NCHW"
+        ),
+        Kl730Format(
+            "HW1C16B_LE",
+            16,
+            False,
+            1,
+            input_only=True,
+            summary="8 pixels an entry, little-endian, no column alignment",
+        ),
+        Kl730Format(
+            "HW1C16B_BE",
+            16,
+            False,
+            1,
+            big_endian=True,
+            input_only=True,
+            summary="8 pixels an entry, big-endian, no column alignment",
+        ),
     )
 }
 
@@ -105,7 +194,9 @@ def canonical_shape(shape: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int,
     """(N, C, H, W) and the axes added to reach it: rank 1 is (C), 2 is (N, C), 3 is (N, C, W)."""
     inserted = {1: (0, 2, 3), 2: (2, 3), 3: (2,), 4: ()}.get(len(shape))
     if inserted is None:
-        raise LayoutError(f"kl730: expected a tensor of rank 1 to 4 (N, C, H, W), got shape {shape}")
+        raise LayoutError(
+            f"kl730: expected a tensor of rank 1 to 4 (N, C, H, W), got shape {shape}"
+        )
     values = iter(shape)
     return tuple(1 if a in inserted else next(values) for a in range(4)), inserted
 
@@ -162,7 +253,9 @@ def _split_hl_entries(dims: list[Dim]) -> list[Dim]:
             out.append(dim)
             continue
         out += [
-            Dim(dim.axis, -(-dim.size // per_entry), 2 * ENTRY_BYTES, per_entry, dim.name + "_entry"),
+            Dim(
+                dim.axis, -(-dim.size // per_entry), 2 * ENTRY_BYTES, per_entry, dim.name + "_entry"
+            ),
             Dim(dim.axis, per_entry, dim.stride, 1, dim.name),
         ]
     return out
@@ -195,7 +288,9 @@ def build(
         raise LayoutError(
             f"{where} needs C in {fmt.channels} channels, got C = {shape4[1]} (shape {shape})"
         )
-    value_bits = one_int(where, "value_bits", params.get("value_bits", 15 if fmt.quirk_15bit else 16))
+    value_bits = one_int(
+        where, "value_bits", params.get("value_bits", 15 if fmt.quirk_15bit else 16)
+    )
     encoding = _encoding(fmt, dtype, value_bits, where)
 
     provenance = {}
@@ -271,7 +366,8 @@ def tables_text(target: str = "kl730") -> str:
             str(f.entry_cols) if f.entry_cols > 1 else "none",
             f"{f.group} ({'inner' if f.inner else 'outer'})" if f.pixel else "planes",
             ("HL planes" if f.hl else "big-endian" if f.big_endian else "little-endian")
-            if f.bits == 16 else "-",
+            if f.bits == 16
+            else "-",
             f.summary,
         )
         for f in FORMATS.values()

@@ -30,8 +30,16 @@ from targets import rockchip
 
 INPUT_LAYOUTS = ("NHWC", "NC1HWC2", "UNDEFINE")
 OUTPUT_LAYOUTS = ("NCHW", "NHWC", "NC1HWC2", "UNDEFINE")
-RKNN_TYPES = {"int8": "INT8", "uint8": "UINT8", "float16": "FLOAT16", "int16": "INT16",
-              "float32": "FLOAT32", "int32": "INT32", "uint16": "UINT16", "uint32": "UINT32"}
+RKNN_TYPES = {
+    "int8": "INT8",
+    "uint8": "UINT8",
+    "float16": "FLOAT16",
+    "int16": "INT16",
+    "float32": "FLOAT32",
+    "int32": "INT32",
+    "uint16": "UINT16",
+    "uint32": "UINT32",
+}
 PARAMS = {
     ("input", "NHWC"): ("first_layer", "w_stride", "size_with_stride"),
     ("input", "NC1HWC2"): ("first_layer", "c2", "native_dims", "size_with_stride"),
@@ -80,22 +88,48 @@ def _input(
 ) -> BlockedLayout:
     first_layer = str(params.get("first_layer", rockchip.default_first_layer(target)))
     row = rockchip.input_row(
-        target, first_layer=first_layer, rank=len(shape),
+        target,
+        first_layer=first_layer,
+        rank=len(shape),
         input_type=rockchip.input_type_of(dtype.name),
     )
     table_row = (
         f"{row.platform} input row: first layer {row.first_layer}, rank "
         f"{'4' if row.rank4 else 'not 4'}, input {row.input_types_text()}"
     )
-    base = {"first_layer": first_layer, "mean_scale_on": row.mean_scale_on,
-            "width_rule": row.width_rule, "table_row": table_row}
+    base = {
+        "first_layer": first_layer,
+        "mean_scale_on": row.mean_scale_on,
+        "width_rule": row.width_rule,
+        "table_row": table_row,
+    }
     if name == "UNDEFINE":
-        return _flat(target, name, "input", shape, dtype, params, prod(shape) * dtype.itemsize,
-                     {"size": "the tensor's own size"}, base)
+        return _flat(
+            target,
+            name,
+            "input",
+            shape,
+            dtype,
+            params,
+            prod(shape) * dtype.itemsize,
+            {"size": "the tensor's own size"},
+            base,
+        )
     if name == "NC1HWC2":
         c2, c2_source = _c2(where, target, dtype, params)
-        return _nc1hwc2(target, "input", where, shape, dtype, params, c2, c2_source,
-                        channel_multiple=c2, hw_align=1, base=base)
+        return _nc1hwc2(
+            target,
+            "input",
+            where,
+            shape,
+            dtype,
+            params,
+            c2,
+            c2_source,
+            channel_multiple=c2,
+            hw_align=1,
+            base=base,
+        )
     n, c, h, w = shape
     align = row.width_align(c)
     predicted = round_up(w, align)
@@ -106,15 +140,33 @@ def _input(
         if w_stride < w:
             raise LayoutError(f"{where}: w_stride {w_stride} is smaller than the width {w}")
     item = dtype.itemsize
-    dims = (Dim(0, n, h * w_stride * c * item, 1, "n"), Dim(1, c, item, 1, "c"),
-            Dim(2, h, w_stride * c * item, 1, "h"), Dim(3, w, c * item, 1, "w"))
+    dims = (
+        Dim(0, n, h * w_stride * c * item, 1, "n"),
+        Dim(1, c, item, 1, "c"),
+        Dim(2, h, w_stride * c * item, 1, "h"),
+        Dim(3, w, c * item, 1, "w"),
+    )
     nbytes, size_source = _size(where, params, "size_with_stride", n * h * w_stride * c * item)
     return _layout(
-        target, "NHWC", "input", shape, dtype, dims, nbytes, params,
+        target,
+        "NHWC",
+        "input",
+        shape,
+        dtype,
+        dims,
+        nbytes,
+        params,
         {"w_stride": source, "size_with_stride": size_source},
-        {**base, "fmt": "NHWC", "dims": [n, h, w, c], "w_stride": w_stride,
-         "predicted_w_stride": predicted, "width_align": align, "size": prod(shape) * item,
-         "size_with_stride": nbytes},
+        {
+            **base,
+            "fmt": "NHWC",
+            "dims": [n, h, w, c],
+            "w_stride": w_stride,
+            "predicted_w_stride": predicted,
+            "width_align": align,
+            "size": prod(shape) * item,
+            "size_with_stride": nbytes,
+        },
     )
 
 
@@ -140,22 +192,55 @@ def _output(
     base = {"precision": precision, "last_op": last_op, "table_row": table_row}
     item = dtype.itemsize
     if name in ("UNDEFINE", "NCHW"):
-        return _flat(target, name, "output", shape, dtype, params, prod(shape) * item,
-                     {"size": "the tensor's own size"}, base)
+        return _flat(
+            target,
+            name,
+            "output",
+            shape,
+            dtype,
+            params,
+            prod(shape) * item,
+            {"size": "the tensor's own size"},
+            base,
+        )
     if name == "NC1HWC2":
         c2, c2_source = _c2(where, target, dtype, params)
         hw_align = one_int(where, "hw_align", params.get("hw_align", row.hw_align))
-        return _nc1hwc2(target, "output", where, shape, dtype, params, c2, c2_source,
-                        channel_multiple=lcm(multiple, c2), hw_align=hw_align, base=base)
+        return _nc1hwc2(
+            target,
+            "output",
+            where,
+            shape,
+            dtype,
+            params,
+            c2,
+            c2_source,
+            channel_multiple=lcm(multiple, c2),
+            hw_align=hw_align,
+            base=base,
+        )
     n, c, h, w = shape
     padded_c = round_up(c, multiple)
-    dims = (Dim(0, n, h * w * padded_c * item, 1, "n"), Dim(1, c, item, 1, "c"),
-            Dim(2, h, w * padded_c * item, 1, "h"), Dim(3, w, padded_c * item, 1, "w"))
+    dims = (
+        Dim(0, n, h * w * padded_c * item, 1, "n"),
+        Dim(1, c, item, 1, "c"),
+        Dim(2, h, w * padded_c * item, 1, "h"),
+        Dim(3, w, padded_c * item, 1, "w"),
+    )
     nbytes, size_source = _size(where, params, "size", n * h * w * padded_c * item)
     return _layout(
-        target, "NHWC", "output", shape, dtype, dims, nbytes, params,
-        {"channels": f"predicted: padded to a multiple of {multiple} ({table_row})",
-         "size": size_source},
+        target,
+        "NHWC",
+        "output",
+        shape,
+        dtype,
+        dims,
+        nbytes,
+        params,
+        {
+            "channels": f"predicted: padded to a multiple of {multiple} ({table_row})",
+            "size": size_source,
+        },
         {**base, "fmt": "NHWC", "dims": [n, h, w, padded_c], "size": nbytes},
     )
 
@@ -177,8 +262,10 @@ def _nc1hwc2(
     n, c, h, w = shape
     c1 = round_up(c, channel_multiple) // c2
     native_h, native_w = h, w
-    provenance = {"c2": c2_source,
-                  "c1": f"predicted: channels padded to a multiple of {channel_multiple}"}
+    provenance = {
+        "c2": c2_source,
+        "c1": f"predicted: channels padded to a multiple of {channel_multiple}",
+    }
     if "native_dims" in params:
         native = int_tuple(where, "native_dims", params["native_dims"], 5)
         if native[0] != n or native[1] * native[4] < c or native[2] < h or native[3] < w:
@@ -204,9 +291,23 @@ def _nc1hwc2(
     provenance[key] = size_source
     provenance["hw_align"] = f"H*W plane padded to a multiple of {hw_align}"
     return _layout(
-        target, "NC1HWC2", role, shape, dtype, dims, nbytes, params, provenance,
-        {**base, "fmt": "NC1HWC2", "native_dims": [n, c1, native_h, native_w, c2], "c2": c2,
-         "hw_align": hw_align, key: nbytes},
+        target,
+        "NC1HWC2",
+        role,
+        shape,
+        dtype,
+        dims,
+        nbytes,
+        params,
+        provenance,
+        {
+            **base,
+            "fmt": "NC1HWC2",
+            "native_dims": [n, c1, native_h, native_w, c2],
+            "c2": c2,
+            "hw_align": hw_align,
+            key: nbytes,
+        },
     )
 
 
@@ -225,14 +326,27 @@ def _flat(
     strides = [item] * len(shape)
     for axis in range(len(shape) - 2, -1, -1):
         strides[axis] = strides[axis + 1] * shape[axis + 1]
-    dims = tuple(Dim(a, d, s, 1, f"d{a}") for a, (d, s) in enumerate(zip(shape, strides, strict=True)))
+    dims = tuple(
+        Dim(a, d, s, 1, f"d{a}") for a, (d, s) in enumerate(zip(shape, strides, strict=True))
+    )
     key = "size_with_stride" if role == "input" else "size"
     nbytes, source = (
-        _size(f"{target} {name}", params, key, default_size) if key in params else
-        (default_size, provenance["size"])
+        _size(f"{target} {name}", params, key, default_size)
+        if key in params
+        else (default_size, provenance["size"])
     )
-    return _layout(target, name, role, shape, dtype, dims, nbytes, params, {key: source},
-                   {**base, "fmt": name, "dims": list(shape), key: nbytes})
+    return _layout(
+        target,
+        name,
+        role,
+        shape,
+        dtype,
+        dims,
+        nbytes,
+        params,
+        {key: source},
+        {**base, "fmt": name, "dims": list(shape), key: nbytes},
+    )
 
 
 def _c2(where: str, target: str, dtype: np.dtype, params: dict[str, Any]) -> tuple[int, str]:

@@ -116,8 +116,10 @@ def run_describe(args: argparse.Namespace) -> int:
     print(f"  strides        {list(layout.strides)} bytes per logical axis")
     dims = ", ".join(f"{d.name or d.axis}:{d.size}@{d.stride}" for d in layout.dims)
     print(f"  dims           {dims}")
-    print(f"  element        {layout.encoding.nparts} byte(s), {layout.encoding.kind}, "
-          f"{layout.encoding.value_bits} significant bits")
+    print(
+        f"  element        {layout.encoding.nparts} byte(s), {layout.encoding.kind}, "
+        f"{layout.encoding.value_bits} significant bits"
+    )
     for key, source in layout.provenance.items():
         print(f"  {key:<14} {source}")
     for key, value in layout.attributes.items():

@@ -38,8 +38,12 @@ def add_layout_args(parser: argparse.ArgumentParser, *, tensor: bool = True) -> 
     parser.add_argument("--target", required=True, help="e.g. kl730, rk3588, rdk-s100")
     parser.add_argument("--layout", required=True, help="e.g. 1W16C8B, NC1HWC2, strided")
     parser.add_argument("--role", choices=("input", "output"), default="output")
-    parser.add_argument("--param", action="append", metavar="K=V",
-                        help="layout parameter or device-reported attribute (repeatable)")
+    parser.add_argument(
+        "--param",
+        action="append",
+        metavar="K=V",
+        help="layout parameter or device-reported attribute (repeatable)",
+    )
     if tensor:
         parser.add_argument("--shape", required=True, type=str, help="logical shape, e.g. 1,32,4,5")
         parser.add_argument("--dtype", required=True, help="e.g. int8, uint8, int16, float16")

@@ -12,7 +12,7 @@ DEFAULT_ALIGN = 32
 
 
 def aligned_empty(nbytes: int, align: int = DEFAULT_ALIGN) -> np.ndarray:
-    """An uninitialised 1-D uint8 array of ``nbytes`` whose data pointer is a multiple of ``align``."""
+    """An uninitialised 1-D uint8 array of ``nbytes`` starting on an ``align`` boundary."""
     if nbytes < 0:
         raise ValueError(f"nbytes must be >= 0, got {nbytes}")
     if align < 1 or align & (align - 1):

@@ -35,7 +35,9 @@ class Encoding:
 
     def __post_init__(self) -> None:
         if self.kind not in ENCODINGS:
-            raise LayoutError(f"unknown element encoding {self.kind!r}; expected one of {ENCODINGS}")
+            raise LayoutError(
+                f"unknown element encoding {self.kind!r}; expected one of {ENCODINGS}"
+            )
         if self.kind != "raw" and self.dtype.itemsize != 2:
             raise LayoutError(
                 f"encoding {self.kind} is for 16-bit values, got dtype {self.dtype.name}"
@@ -65,16 +67,24 @@ class Encoding:
         return self.kind == "raw"
 
     def encode(self, values: np.ndarray) -> np.ndarray:
-        """``values`` (C-contiguous, this dtype) → uint8 array of shape ``values.shape + (nparts,)``."""
+        """``values`` (C-contiguous, this dtype) → uint8 of shape ``values.shape + (nparts,)``."""
         shape = (*values.shape, self.nparts)
         if self.kind == "raw":
-            le = values if values.dtype.byteorder in "<=|" else values.astype(values.dtype.newbyteorder("<"))
-            return np.ascontiguousarray(le).view(np.uint8).reshape(shape)
+            le = (
+                values
+                if values.dtype.byteorder in "<=|"
+                else values.astype(values.dtype.newbyteorder("<"))
+            )
+            raw: np.ndarray = np.ascontiguousarray(le).view(np.uint8).reshape(shape)
+            return raw
         u16 = np.ascontiguousarray(values).view(np.uint16)
+        out: np.ndarray
         if self.kind == "raw_be":
-            return u16.astype(">u2").view(np.uint8).reshape(shape)
+            out = u16.astype(">u2").view(np.uint8).reshape(shape)
+            return out
         if self.kind == "kl15":
-            return (u16 & np.uint16(0xFFFE)).view(np.uint8).reshape(shape)
+            out = (u16 & np.uint16(0xFFFE)).view(np.uint8).reshape(shape)
+            return out
         out = np.empty(shape, dtype=np.uint8)
         low = u16 >> 1
         low &= np.uint16(0x7F)

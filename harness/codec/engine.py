@@ -89,6 +89,11 @@ class Location:
         }
 
 
+_AxisOption = tuple[slice, tuple[int, ...], int, tuple[int, ...], tuple[int, ...]]
+"""One axis's share of a piece: source slice, source split sizes, buffer offset, view sizes,
+view strides."""
+
+
 @dataclass(frozen=True)
 class _Piece:
     """A rectangular region of the logical tensor that maps onto one strided view of the buffer:
@@ -106,9 +111,10 @@ class BlockedLayout:
     """A logical tensor (``shape``, ``dtype``) placed in ``nbytes`` bytes by ``dims``.
 
     ``canonical_shape`` is the shape the dims index (a vendor may view a rank-2 tensor as 4-D);
-    it holds the same elements as ``shape`` with the size-1 axes ``inserted_axes`` added. ``stored`` limits how
-    many indices of each canonical axis are kept in memory (KL730 ``HW4C8B_DROP_A`` keeps 3 of 4
-    channels); indices beyond it are written as nothing and read back as zero.
+    it holds the same elements as ``shape`` with the size-1 axes ``inserted_axes`` added.
+    ``stored`` limits how many indices of each canonical axis are kept in memory (KL730
+    ``HW4C8B_DROP_A`` keeps 3 of 4 channels); indices beyond it are written as nothing and read
+    back as zero.
     """
 
     target: str
@@ -134,7 +140,9 @@ class BlockedLayout:
         object.__setattr__(self, "canonical_shape", tuple(canonical))
         object.__setattr__(self, "stored", tuple(self.stored or canonical))
         if int(np.prod(canonical)) != int(np.prod(self.shape)):
-            raise LayoutError(f"{self._what}: canonical shape {canonical} does not hold {self.shape}")
+            raise LayoutError(
+                f"{self._what}: canonical shape {canonical} does not hold {self.shape}"
+            )
         if any(d < 1 for d in self.shape):
             raise LayoutError(f"{self._what}: every dimension must be >= 1, got shape {self.shape}")
         self._check_dims()
@@ -151,7 +159,9 @@ class BlockedLayout:
         for axis in range(rank):
             own = [d for d in self.dims if d.axis == axis]
             if not 1 <= len(own) <= 2:
-                raise LayoutError(f"{self._what}: axis {axis} needs one or two dims, has {len(own)}")
+                raise LayoutError(
+                    f"{self._what}: axis {axis} needs one or two dims, has {len(own)}"
+                )
             reach = own[0].size * own[0].block
             if reach < self.stored[axis]:
                 raise LayoutError(
@@ -237,7 +247,7 @@ class BlockedLayout:
         for piece in self._pieces():
             dst = as_strided(buf[piece.dst_offset :], piece.dst_shape, piece.dst_strides)
             strided_copy(dst, parts[piece.src_index].reshape(piece.src_shape))
-        return buf
+        return np.asarray(buf, dtype=np.uint8)
 
     def unpack(self, buffer: Any) -> np.ndarray:
         """A packed buffer (bytes-like or array of exactly ``nbytes``) → the logical tensor."""
@@ -248,8 +258,10 @@ class BlockedLayout:
             out.fill(0)
             stored_out = np.empty(self.stored, self.dtype)
         target = self.encoding.view_target(stored_out)
-        parts = target if target is not None else np.empty(
-            (*self.stored, self.encoding.nparts), np.uint8
+        parts = (
+            target
+            if target is not None
+            else np.empty((*self.stored, self.encoding.nparts), np.uint8)
         )
         for piece in self._pieces():
             src = as_strided(buf[piece.dst_offset :], piece.dst_shape, piece.dst_strides)
@@ -333,8 +345,7 @@ class BlockedLayout:
 
     def _build_pieces(self) -> list[_Piece]:
         # Per axis: (src slice, src split sizes, dst offset, dst sizes, dst strides) options.
-        per_axis: list[list[tuple[slice, tuple[int, ...], int, tuple[int, ...], tuple[int, ...]]]]
-        per_axis = []
+        per_axis: list[list[_AxisOption]] = []
         for axis, extent in enumerate(self.stored):
             own = sorted((d for d in self.dims if d.axis == axis), key=lambda d: -d.block)
             if len(own) == 1:
@@ -343,7 +354,7 @@ class BlockedLayout:
                 continue
             outer, inner = own
             whole, rest = divmod(extent, inner.size)
-            options = []
+            options: list[_AxisOption] = []
             if whole:
                 sizes = (whole, inner.size)
                 options.append(
@@ -407,4 +418,4 @@ class BlockedLayout:
             raise LayoutError(
                 f"{self._what}: expected a buffer of {self.nbytes} bytes, got {buf.size} ({how})"
             )
-        return buf
+        return np.asarray(buf, dtype=np.uint8)

@@ -67,9 +67,7 @@ def layout_names(target: str) -> tuple[str, ...]:
 
 def _require_target(target: str) -> None:
     if target not in _BUILDERS:
-        raise LayoutError(
-            f"unknown target {target!r}; known targets: {', '.join(known_targets())}"
-        )
+        raise LayoutError(f"unknown target {target!r}; known targets: {', '.join(known_targets())}")
 
 
 def get_layout(
@@ -107,9 +105,7 @@ def get_layout(
     return _BUILDERS[target](target, layout, dims, np_dtype, role, dict(params))
 
 
-def take_params(
-    where: str, params: dict[str, Any], accepted: tuple[str, ...]
-) -> dict[str, Any]:
+def take_params(where: str, params: dict[str, Any], accepted: tuple[str, ...]) -> dict[str, Any]:
     """Refuse parameters a layout does not know, naming the ones it does."""
     unknown = sorted(set(params) - set(accepted))
     if unknown:
