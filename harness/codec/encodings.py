@@ -62,68 +62,48 @@ class Encoding:
         return 15 if self.kind.startswith("kl15") else 8 * self.nparts
 
     @property
-    def is_view(self) -> bool:
-        """True when encoding is a reinterpretation of the value's own bytes (no arithmetic)."""
-        return self.kind == "raw"
+    def interleaved(self) -> bool:
+        """True when the slots are the value's own little-endian bytes in order, so one copy moves
+        whole elements (``raw``, ``kl15``); otherwise each slot is copied on its own."""
+        return self.kind in ("raw", "kl15")
 
-    def encode(self, values: np.ndarray) -> np.ndarray:
-        """``values`` (C-contiguous, this dtype) → uint8 of shape ``values.shape + (nparts,)``."""
-        shape = (*values.shape, self.nparts)
-        if self.kind == "raw":
-            le = (
-                values
-                if values.dtype.byteorder in "<=|"
-                else values.astype(values.dtype.newbyteorder("<"))
-            )
-            raw: np.ndarray = np.ascontiguousarray(le).view(np.uint8).reshape(shape)
-            return raw
-        u16 = np.ascontiguousarray(values).view(np.uint16)
-        out: np.ndarray
-        if self.kind == "raw_be":
-            out = u16.astype(">u2").view(np.uint8).reshape(shape)
-            return out
-        if self.kind == "kl15":
-            out = (u16 & np.uint16(0xFFFE)).view(np.uint8).reshape(shape)
-            return out
-        out = np.empty(shape, dtype=np.uint8)
-        low = u16 >> 1
-        low &= np.uint16(0x7F)
-        out[..., 0] = low
-        out[..., 1] = u16 >> 8
+    @property
+    def slot_bytes(self) -> tuple[int, ...]:
+        """For each memory slot, which little-endian byte of the value it holds."""
+        return (1, 0) if self.kind == "raw_be" else tuple(range(self.nparts))
+
+    def value_bytes(self, values: np.ndarray) -> np.ndarray:
+        """The values' little-endian bytes, shape ``values.shape + (nparts,)`` (a view when the
+        array is C-contiguous and native little-endian)."""
+        if values.dtype.byteorder == ">" or (values.dtype.byteorder == "=" and _BIG_ENDIAN_HOST):
+            values = values.astype(values.dtype.newbyteorder("<"))
+        contiguous = np.ascontiguousarray(values)
+        out: np.ndarray = contiguous.view(np.uint8).reshape((*values.shape, self.nparts))
         return out
 
-    def decode_into(self, parts: np.ndarray, out: np.ndarray) -> None:
-        """Rebuild values from ``parts`` (shape ``out.shape + (nparts,)``) into ``out``."""
-        if self.kind == "raw":
-            out.view(np.uint8).reshape(parts.shape)[...] = parts
-            if out.dtype.byteorder == ">":
-                out.byteswap(inplace=True)
-            return
-        u16 = out.view(np.uint16)
-        if self.kind == "raw_be":
-            u16[...] = parts[..., 0]
-            u16 <<= 8
-            u16 |= parts[..., 1]
-            return
+    def pack_interleaved(self, values: np.ndarray) -> np.ndarray:
+        """Interleaved encodings: the bytes to copy, slots last."""
         if self.kind == "kl15":
-            u16.view(np.uint8).reshape(parts.shape)[...] = parts
-            u16 &= np.uint16(0xFFFE)
-            return
-        u16[...] = parts[..., 1]
-        u16 <<= 7
-        u16 |= parts[..., 0] & np.uint8(0x7F)
-        u16 <<= 1
+            cleared = np.ascontiguousarray(values).view(np.uint16) & np.uint16(0xFFFE)
+            return self.value_bytes(cleared.view(self.dtype))
+        return self.value_bytes(values)
 
-    def view_target(self, out: np.ndarray) -> np.ndarray | None:
-        """The output's own bytes as the parts array, where the slots are the value's
-        little-endian bytes (``raw``, ``kl15``): unpack then copies straight into the result and
-        only :meth:`finish_in_place` remains. None where a decode pass is needed."""
-        native = out.dtype.byteorder in "<=|" and out.flags.c_contiguous
-        if self.kind in ("raw", "kl15") and native:
-            return out.view(np.uint8).reshape((*out.shape, self.nparts))
-        return None
+    def pack_slot(self, value_bytes: np.ndarray, slot: int) -> np.ndarray:
+        """Slot-by-slot encodings: what goes into ``slot``, from :meth:`value_bytes`."""
+        source = value_bytes[..., self.slot_bytes[slot]]
+        if self.kind == "kl15_hl" and slot == 0:
+            # The low plane holds bits [7:1] of the value in its low 7 bits.
+            shifted: np.ndarray = np.right_shift(source, 1)
+            return shifted
+        return source
 
-    def finish_in_place(self, out: np.ndarray) -> None:
-        """The step left after bytes were copied through :meth:`view_target`."""
+    def finish_unpack(self, out: np.ndarray) -> None:
+        """In place, after the slots were copied to the value's bytes (see :meth:`slot_bytes`)."""
         if self.kind == "kl15":
             out.view(np.uint16)[...] &= np.uint16(0xFFFE)
+        elif self.kind == "kl15_hl":
+            low = out.view(np.uint8).reshape((*out.shape, 2))[..., 0]
+            np.left_shift(low, 1, out=low)
+
+
+_BIG_ENDIAN_HOST = np.little_endian is False

@@ -21,6 +21,7 @@ the offset by the strides from the largest down.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,13 @@ class Dim:
     stride: int
     block: int = 1
     name: str = ""
+
+
+def _split_view(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``array`` reshaped to ``shape`` without a copy (it splits axes only), so writes reach it."""
+    view = array.view()
+    view.shape = shape
+    return view
 
 
 def span(dims: list[Dim] | tuple[Dim, ...], nparts: int = 1, part_stride: int = 1) -> int:
@@ -234,20 +242,27 @@ class BlockedLayout:
 
     # ----------------------------------------------------------- pack/unpack
 
-    def pack(self, array: np.ndarray) -> np.ndarray:
-        """The logical tensor → a 1-D uint8 buffer of ``nbytes``, 32-byte aligned, padding zero."""
+    def pack(self, array: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The logical tensor → a 1-D uint8 buffer of ``nbytes``, 32-byte aligned, padding zero.
+
+        ``out``, when given, is the buffer to fill (1-D uint8 of ``nbytes``), e.g. memory the
+        runtime allocated; it is returned.
+        """
         values = self._check_array(array)
-        buf = aligned_empty(self.nbytes)
+        buf = self._out_buffer(out)
         if self.padding_bytes:
             buf.fill(0)
         canonical = values.reshape(self.canonical_shape)
         if self.stored != self.canonical_shape:
             canonical = canonical[tuple(slice(0, s) for s in self.stored)]
-        parts = self.encoding.encode(np.ascontiguousarray(canonical))
-        for piece in self._pieces():
-            dst = as_strided(buf[piece.dst_offset :], piece.dst_shape, piece.dst_strides)
-            strided_copy(dst, parts[piece.src_index].reshape(piece.src_shape))
-        return np.asarray(buf, dtype=np.uint8)
+        encoding = self.encoding
+        if encoding.interleaved:
+            self._copy_in(buf, encoding.pack_interleaved(canonical), slot=None)
+        else:
+            value_bytes = encoding.value_bytes(canonical)
+            for slot in range(encoding.nparts):
+                self._copy_in(buf, encoding.pack_slot(value_bytes, slot), slot=slot)
+        return buf
 
     def unpack(self, buffer: Any) -> np.ndarray:
         """A packed buffer (bytes-like or array of exactly ``nbytes``) → the logical tensor."""
@@ -256,23 +271,55 @@ class BlockedLayout:
         stored_out = out
         if self.stored != self.canonical_shape:
             out.fill(0)
-            stored_out = np.empty(self.stored, self.dtype)
-        target = self.encoding.view_target(stored_out)
-        parts = (
-            target
-            if target is not None
-            else np.empty((*self.stored, self.encoding.nparts), np.uint8)
-        )
-        for piece in self._pieces():
-            src = as_strided(buf[piece.dst_offset :], piece.dst_shape, piece.dst_strides)
-            strided_copy(parts[piece.src_index].reshape(piece.src_shape), src)
-        if target is None:
-            self.encoding.decode_into(parts, stored_out)
+            stored_out = aligned_like(self.stored, self.dtype)
+        nparts = self.encoding.nparts
+        value_bytes = stored_out.view(np.uint8).reshape((*self.stored, nparts))
+        if self.encoding.interleaved:
+            self._copy_out(buf, value_bytes, slot=None)
         else:
-            self.encoding.finish_in_place(stored_out)
+            for slot, byte in enumerate(self.encoding.slot_bytes):
+                self._copy_out(buf, value_bytes[..., byte], slot=slot)
+        self.encoding.finish_unpack(stored_out)
         if stored_out is not out:
             out[tuple(slice(0, s) for s in self.stored)] = stored_out
+        if self.dtype.byteorder == ">":
+            out.byteswap(inplace=True)
         return out.reshape(self.shape)
+
+    def _views(self, buf: np.ndarray, slot: int | None) -> Iterator[tuple[_Piece, np.ndarray]]:
+        """Each piece with its strided view of ``buf``: the whole element (``slot`` None, the
+        part dim last) or one slot of it."""
+        for piece in self._pieces():
+            if slot is None:
+                yield piece, as_strided(buf[piece.dst_offset :], piece.dst_shape, piece.dst_strides)
+            else:
+                start = piece.dst_offset + slot * self.part_stride
+                view = as_strided(buf[start:], piece.dst_shape[:-1], piece.dst_strides[:-1])
+                yield piece, view
+
+    def _copy_in(self, buf: np.ndarray, source: np.ndarray, slot: int | None) -> None:
+        for piece, view in self._views(buf, slot):
+            index = piece.src_index if slot is None else piece.src_index[:-1]
+            shape = piece.src_shape if slot is None else piece.src_shape[:-1]
+            strided_copy(view, source[index].reshape(shape))
+
+    def _copy_out(self, buf: np.ndarray, target: np.ndarray, slot: int | None) -> None:
+        for piece, view in self._views(buf, slot):
+            index = piece.src_index if slot is None else piece.src_index[:-1]
+            shape = piece.src_shape if slot is None else piece.src_shape[:-1]
+            strided_copy(_split_view(target[index], shape), view)
+
+    def _out_buffer(self, out: np.ndarray | None) -> np.ndarray:
+        if out is None:
+            return aligned_empty(self.nbytes)
+        if out.dtype != np.uint8 or out.ndim != 1 or out.size != self.nbytes:
+            raise LayoutError(
+                f"{self._what}: out must be a 1-D uint8 array of {self.nbytes} bytes, got "
+                f"{out.dtype.name} {out.shape}"
+            )
+        if not out.flags.writeable or not out.flags.c_contiguous:
+            raise LayoutError(f"{self._what}: out must be writeable and contiguous")
+        return out
 
     def padding_mask(self) -> np.ndarray:
         """A bool per buffer byte: True where no stored element lives."""

@@ -1,0 +1,140 @@
+"""The ``npu-hil`` command line: codec and targets subcommands, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.cli.main import main
+from harness.codec import get_layout
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI as users run it: a separate process, so exit codes and stderr are real."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli.main", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_pack_then_unpack_round_trips_through_files(tmp_path: Path) -> None:
+    tensor = np.arange(1 * 20 * 3 * 5, dtype=np.int64).reshape(1, 20, 3, 5).astype(np.int8)
+    np.save(tmp_path / "x.npy", tensor)
+    common = ["--target", "kl730", "--layout", "1W16C8B"]
+    assert main(["codec", "pack", *common, "--in", str(tmp_path / "x.npy"),
+                 "--out", str(tmp_path / "y.bin")]) == 0  # fmt: skip
+    packed = (tmp_path / "y.bin").read_bytes()
+    expected = get_layout("kl730", "1W16C8B", tensor.shape, "int8").pack(tensor)
+    assert packed == expected.tobytes()
+    assert main(["codec", "unpack", *common, "--shape", "1,20,3,5", "--dtype", "int8",
+                 "--in", str(tmp_path / "y.bin"), "--out", str(tmp_path / "z.npy")]) == 0  # fmt: skip
+    np.testing.assert_array_equal(np.load(tmp_path / "z.npy"), tensor)
+
+
+def test_pack_takes_device_params(tmp_path: Path) -> None:
+    tensor = np.ones((1, 3, 2, 5), np.uint8)
+    np.save(tmp_path / "x.npy", tensor)
+    args = ["codec", "pack", "--target", "rk3588", "--layout", "NHWC", "--role", "input",
+            "--param", "w_stride=32", "--in", str(tmp_path / "x.npy"),
+            "--out", str(tmp_path / "y.bin")]  # fmt: skip
+    assert main(args) == 0
+    assert len((tmp_path / "y.bin").read_bytes()) == 1 * 2 * 32 * 3
+
+
+def test_locate_json_names_index_entry_and_bits(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["codec", "locate", "--target", "kl730", "--layout", "1W16C8B", "--shape", "1,32,4,5",
+            "--dtype", "int8", "--offset", "335", "--json"]  # fmt: skip
+    assert main(args) == 0
+    found = json.loads(capsys.readouterr().out)
+    # Group 1 starts after 20 pixels x 16 bytes of group 0; byte 15 of its first entry is c=31.
+    assert found["index"] == [0, 31, 0, 0]
+    assert found["entry"] == 20
+    assert found["bits"] == "[127:120]"
+    assert found["padding"] is False
+
+
+def test_locate_text_says_padding(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["codec", "locate", "--target", "kl730", "--layout", "1W16C8B", "--shape", "1,20,1,1",
+            "--dtype", "int8", "--offset", "20"]  # fmt: skip
+    assert main(args) == 0
+    assert "padding" in capsys.readouterr().out
+
+
+def test_describe_json_says_what_was_predicted_and_given(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["codec", "describe", "--target", "rk3566", "--layout", "NC1HWC2", "--shape",
+            "1,255,20,20", "--dtype", "int8", "--json"]  # fmt: skip
+    assert main(args) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["attributes"]["native_dims"] == [1, 32, 20, 20, 8]
+    assert info["nbytes"] == 32 * 20 * 20 * 8
+    assert info["provenance"]["c2"].startswith("predicted")
+    assert main([*args, "--param", "native_dims=[1,16,20,20,16]"]) == 0
+    given = json.loads(capsys.readouterr().out)
+    assert given["provenance"]["c2"].startswith("given")
+    assert given["nbytes"] == 16 * 20 * 20 * 16
+
+
+def test_targets_list_show_and_conv_check(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["targets", "list", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert len(listing) == 15
+    assert len(listing["kl730"]) == 16
+    for target in ("kl730", "rk3588", "rdk-s100"):
+        assert main(["targets", "show", target]) == 0
+        assert target in capsys.readouterr().out
+    ok = ["targets", "conv-check", "--target", "rk3588", "--width", "6144", "--kernel", "3x3"]
+    assert main(ok) == 0
+    capsys.readouterr()
+    too_wide = ["targets", "conv-check", "--target", "rk3588", "--width", "6145", "--kernel",
+                "3x3", "--json"]  # fmt: skip
+    assert main(too_wide) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["ok"] is False
+    assert result["n"] == 9
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["codec", "describe", "--target", "nope", "--layout", "X", "--shape", "1",
+          "--dtype", "int8"], "unknown target"),
+        (["codec", "describe", "--target", "kl730", "--layout", "4W4C8B", "--shape", "1,3,4,4",
+          "--dtype", "uint8"], "input-only"),
+        (["codec", "describe", "--target", "kl730", "--layout", "1W16C8B", "--shape", "1,a",
+          "--dtype", "int8"], "--shape"),
+        (["codec", "describe", "--target", "rk3588", "--layout", "NHWC", "--role", "input",
+          "--shape", "1,3,4,4", "--dtype", "uint8", "--param", "w_stride=abc"], "w_stride"),
+        (["codec", "locate", "--target", "kl730", "--layout", "1W16C8B", "--shape", "1,16,1,1",
+          "--dtype", "int8", "--offset", "99"], "outside the buffer"),
+        (["codec", "unpack", "--target", "kl730", "--layout", "1W16C8B", "--shape", "1,16,1,1",
+          "--dtype", "int8", "--in", "/nonexistent/y.bin", "--out", "/tmp/never.npy"],
+         "No such file"),
+        (["targets", "conv-check", "--target", "rk3588", "--width", "10", "--kernel", "3by3"],
+         "--kernel"),
+        (["targets", "show", "rk9999"], "unknown target"),
+        (["codec", "describe", "--target", "kl730"], "required"),
+    ],
+)  # fmt: skip
+def test_bad_input_exits_2_with_one_line_and_no_traceback(args: list[str], needle: str) -> None:
+    done = run(*args)
+    assert done.returncode == 2, done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 or lines[0].startswith("usage:"), done.stderr
+    assert "Traceback" not in done.stderr
+    assert needle in done.stderr
+
+
+def test_unpack_of_a_short_buffer_says_how_short(tmp_path: Path) -> None:
+    (tmp_path / "y.bin").write_bytes(b"\0" * 10)
+    done = run("codec", "unpack", "--target", "kl730", "--layout", "1W16C8B", "--shape",
+               "1,16,1,1", "--dtype", "int8", "--in", str(tmp_path / "y.bin"),
+               "--out", str(tmp_path / "x.npy"))  # fmt: skip
+    assert done.returncode == 2
+    assert "6 bytes short" in done.stderr
