@@ -51,7 +51,7 @@ class Dim:
 
 def _split_view(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """``array`` reshaped to ``shape`` without a copy (it splits axes only), so writes reach it."""
-    view = array.view()
+    view: np.ndarray = array.view()
     view.shape = shape
     return view
 

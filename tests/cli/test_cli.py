@@ -33,8 +33,9 @@ def test_pack_then_unpack_round_trips_through_files(tmp_path: Path) -> None:
     packed = (tmp_path / "y.bin").read_bytes()
     expected = get_layout("kl730", "1W16C8B", tensor.shape, "int8").pack(tensor)
     assert packed == expected.tobytes()
-    assert main(["codec", "unpack", *common, "--shape", "1,20,3,5", "--dtype", "int8",
-                 "--in", str(tmp_path / "y.bin"), "--out", str(tmp_path / "z.npy")]) == 0  # fmt: skip
+    unpack = ["codec", "unpack", *common, "--shape", "1,20,3,5", "--dtype", "int8",
+              "--in", str(tmp_path / "y.bin"), "--out", str(tmp_path / "z.npy")]  # fmt: skip
+    assert main(unpack) == 0
     np.testing.assert_array_equal(np.load(tmp_path / "z.npy"), tensor)
 
 
@@ -67,7 +68,9 @@ def test_locate_text_says_padding(capsys: pytest.CaptureFixture[str]) -> None:
     assert "padding" in capsys.readouterr().out
 
 
-def test_describe_json_says_what_was_predicted_and_given(capsys: pytest.CaptureFixture[str]) -> None:
+def test_describe_json_says_what_is_predicted_and_given(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     args = ["codec", "describe", "--target", "rk3566", "--layout", "NC1HWC2", "--shape",
             "1,255,20,20", "--dtype", "int8", "--json"]  # fmt: skip
     assert main(args) == 0
