@@ -28,7 +28,8 @@ import numpy as np
 
 from harness.codec.encodings import Encoding
 from harness.codec.engine import BlockedLayout, Dim
-from harness.codec.registry import int_tuple, one_int, register, round_up, take_params
+from harness.codec.params import int_tuple, one_int, round_up, take_params
+from harness.codec.registry import register
 from harness.errors import LayoutError
 
 TARGETS = ("rdk-x3", "rdk-x5", "rdk-s100")
@@ -90,17 +91,24 @@ def layout_names() -> tuple[str, ...]:
     return LAYOUTS
 
 
-def predict_stride(
-    target: str, shape: tuple[int, ...], itemsize: int, tensor_layout: str
+def predict_aligned_shape(
+    target: str, shape: tuple[int, ...], tensor_layout: str
 ) -> tuple[int, ...]:
-    """Byte strides the target's runtime is expected to report for ``shape``."""
+    """The aligned shape the target's runtime is expected to use for ``shape``."""
     aligned = list(shape)
     if len(shape) == 4:
         rule = SPATIAL_ALIGN[target]
         h_axis, w_axis = (1, 2) if tensor_layout == "NHWC" else (2, 3)
         aligned[h_axis] = round_up(shape[h_axis], rule.h)
         aligned[w_axis] = round_up(shape[w_axis], rule.w)
-    return strides_of_aligned_shape(tuple(aligned), itemsize)
+    return tuple(aligned)
+
+
+def predict_stride(
+    target: str, shape: tuple[int, ...], itemsize: int, tensor_layout: str
+) -> tuple[int, ...]:
+    """Byte strides the target's runtime is expected to report for ``shape``."""
+    return strides_of_aligned_shape(predict_aligned_shape(target, shape, tensor_layout), itemsize)
 
 
 def strides_of_aligned_shape(aligned: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
@@ -193,6 +201,7 @@ def _strided(
             "validShape": list(shape),
             "stride": list(stride),
             "predicted_stride": list(predicted),
+            "predicted_alignedShape": list(predict_aligned_shape(target, shape, tensor_layout)),
             "alignedByteSize": nbytes,
             "tensorType": TENSOR_TYPES[dtype.name],
             "needs_padding": needs_padding(shape, stride, item),
@@ -233,11 +242,9 @@ def _image(
         if value > 0:  # the runtime reports -1 (S100) or 0 (J6): dynamic, the user supplies it
             row_stride = value
             provenance["stride"] = "given"
-    if row_stride < width or row_stride % IMAGE_WIDTH_ALIGN:
-        raise LayoutError(
-            f"{where}: row stride must be >= W ({width}) and a multiple of {IMAGE_WIDTH_ALIGN}, "
-            f"got {row_stride}"
-        )
+    if row_stride < width:
+        # A given stride that breaks the 32-byte rule is the device's claim to check, not an error.
+        raise LayoutError(f"{where}: row stride must be >= W ({width}), got {row_stride}")
     nbytes, size_source = _size(where, params, shape3[0] * rows * row_stride)
     provenance["aligned_byte_size"] = size_source
     dims = (

@@ -23,7 +23,8 @@ import numpy as np
 
 from harness.codec.encodings import Encoding
 from harness.codec.engine import BlockedLayout, Dim, span
-from harness.codec.registry import int_tuple, one_int, register, round_up, take_params
+from harness.codec.params import int_tuple, one_int, round_up, take_params
+from harness.codec.registry import register
 from harness.errors import LayoutError
 
 TARGETS = ("kl730",)
@@ -298,15 +299,19 @@ def build(
     if "stride_npu" in params:
         given = int_tuple(where, "stride_npu", params["stride_npu"], len(shape))
         values = iter(given)
-        strides = tuple(0 if a in inserted else next(values) for a in range(4))
+        # Axes the tensor does not have are size 1: their stride moves nothing, but the group
+        # stride is derived from the spatial axes, so they keep the predicted one.
+        strides = tuple(predicted[a] if a in inserted else next(values) for a in range(4))
         provenance["stride_npu"] = "given (device-reported)"
     else:
         strides = predicted
-        provenance["stride_npu"] = (
-            f"predicted: rows padded to {fmt.entry_cols} columns, channels to groups of "
-            f"{fmt.group} ({'inner' if fmt.inner else 'outer'} mode) per seeds/000 and "
-            "spec/kl730-layouts.md"
+        rows = f"rows padded to {fmt.entry_cols} columns" if fmt.entry_cols > 1 else "rows unpadded"
+        groups = (
+            f"channels in groups of {fmt.group} ({'inner' if fmt.inner else 'outer'} mode)"
+            if fmt.pixel
+            else "one plane per channel"
         )
+        provenance["stride_npu"] = f"predicted: {rows}, {groups} (seeds/000 {name})"
     dims = dims_from_strides(fmt, shape4, strides)
     stored = list(shape4)
     if fmt.stored_channels is not None:

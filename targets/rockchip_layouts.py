@@ -24,7 +24,8 @@ import numpy as np
 
 from harness.codec.encodings import Encoding
 from harness.codec.engine import BlockedLayout, Dim
-from harness.codec.registry import int_tuple, one_int, register, round_up, take_params
+from harness.codec.params import int_tuple, one_int, round_up, take_params
+from harness.codec.registry import register
 from harness.errors import LayoutError
 from targets import rockchip
 
@@ -355,6 +356,11 @@ def _c2(where: str, target: str, dtype: np.dtype, params: dict[str, Any]) -> tup
         if c2 < 1:
             raise LayoutError(f"{where}: c2 must be >= 1, got {c2}")
         return c2, "given"
+    if dtype.name not in ("int8", "uint8", "float16"):
+        raise LayoutError(
+            f"{where}: the C2 block is known for 8-bit and float16 data only, got "
+            f"{dtype.name}; give the device's c2 or native_dims"
+        )
     c2, source = rockchip.c2_default(target, rockchip.precision_of(dtype.name))
     return c2, f"predicted: {source}"
 

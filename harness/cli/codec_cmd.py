@@ -46,7 +46,7 @@ def add_parser(sub: Any) -> None:
     describe.set_defaults(run=run_describe)
 
 
-def _load_npy(path: Path) -> np.ndarray:
+def load_npy(path: Path) -> np.ndarray:
     try:
         array = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
@@ -57,7 +57,7 @@ def _load_npy(path: Path) -> np.ndarray:
 
 
 def run_pack(args: argparse.Namespace) -> int:
-    tensor = _load_npy(args.src)
+    tensor = load_npy(args.src)
     layout = layout_from_args(args, tensor.shape, tensor.dtype.name)
     args.dst.write_bytes(layout.pack(tensor).tobytes())
     print(f"{args.dst}: {layout.nbytes} bytes ({layout.name}, {layout.padding_bytes} padding)")

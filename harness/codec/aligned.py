@@ -19,7 +19,8 @@ def aligned_empty(nbytes: int, align: int = DEFAULT_ALIGN) -> np.ndarray:
         raise ValueError(f"align must be a power of two, got {align}")
     raw = np.empty(nbytes + align, dtype=np.uint8)
     shift = (-raw.ctypes.data) % align
-    return raw[shift : shift + nbytes]
+    # An explicit offset: numpy gives an empty slice its base's address, not the slice's.
+    return np.ndarray((nbytes,), dtype=np.uint8, buffer=raw, offset=shift)
 
 
 def aligned_zeros(nbytes: int, align: int = DEFAULT_ALIGN) -> np.ndarray:

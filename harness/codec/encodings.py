@@ -32,6 +32,9 @@ class Encoding:
 
     kind: str
     dtype: np.dtype
+    swapped: bool = False
+    """The slots in reverse order: a fault hypothesis (H/L planes or bytes swapped) that
+    forensics tries; no vendor format uses it."""
 
     def __post_init__(self) -> None:
         if self.kind not in ENCODINGS:
@@ -53,7 +56,7 @@ class Encoding:
         if self.nparts == 1:
             return (None,)
         if self.nparts == 2:
-            return ("H", "L") if self.kind == "raw_be" else ("L", "H")
+            return tuple("LH"[byte] for byte in self.slot_bytes)
         return (None,) * self.nparts
 
     @property
@@ -65,12 +68,13 @@ class Encoding:
     def interleaved(self) -> bool:
         """True when the slots are the value's own little-endian bytes in order, so one copy moves
         whole elements (``raw``, ``kl15``); otherwise each slot is copied on its own."""
-        return self.kind in ("raw", "kl15")
+        return self.kind in ("raw", "kl15") and not self.swapped
 
     @property
     def slot_bytes(self) -> tuple[int, ...]:
         """For each memory slot, which little-endian byte of the value it holds."""
-        return (1, 0) if self.kind == "raw_be" else tuple(range(self.nparts))
+        order = (1, 0) if self.kind == "raw_be" else tuple(range(self.nparts))
+        return order[::-1] if self.swapped else order
 
     def value_bytes(self, values: np.ndarray) -> np.ndarray:
         """The values' little-endian bytes, shape ``values.shape + (nparts,)`` (a view when the
@@ -90,11 +94,15 @@ class Encoding:
 
     def pack_slot(self, value_bytes: np.ndarray, slot: int) -> np.ndarray:
         """Slot-by-slot encodings: what goes into ``slot``, from :meth:`value_bytes`."""
-        source = value_bytes[..., self.slot_bytes[slot]]
-        if self.kind == "kl15_hl" and slot == 0:
+        byte = self.slot_bytes[slot]
+        source = value_bytes[..., byte]
+        if byte == 0 and self.kind == "kl15_hl":
             # The low plane holds bits [7:1] of the value in its low 7 bits.
             shifted: np.ndarray = np.right_shift(source, 1)
             return shifted
+        if byte == 0 and self.kind == "kl15":
+            cleared: np.ndarray = source & np.uint8(0xFE)
+            return cleared
         return source
 
     def finish_unpack(self, out: np.ndarray) -> None:
@@ -104,6 +112,17 @@ class Encoding:
         elif self.kind == "kl15_hl":
             low = out.view(np.uint8).reshape((*out.shape, 2))[..., 0]
             np.left_shift(low, 1, out=low)
+
+
+    def decode_slots(self, slots: np.ndarray) -> np.ndarray:
+        """Values from their slot bytes: ``slots`` is (k, nparts) uint8 in memory-slot order."""
+        value_bytes = np.zeros((slots.shape[0], self.nparts), dtype=np.uint8)
+        for slot, byte in enumerate(self.slot_bytes):
+            value_bytes[:, byte] = slots[:, slot]
+        values: np.ndarray = value_bytes.view(self.dtype.newbyteorder("<")).reshape(-1)
+        values = values.astype(self.dtype)
+        self.finish_unpack(values)
+        return values
 
 
 _BIG_ENDIAN_HOST = np.little_endian is False

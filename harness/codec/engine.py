@@ -31,6 +31,7 @@ from numpy.lib.stride_tricks import as_strided
 from harness.codec.aligned import aligned_empty, aligned_like
 from harness.codec.encodings import Encoding
 from harness.codec.fastcopy import strided_copy
+from harness.codec.params import strict_int
 from harness.errors import LayoutError
 
 PART = -1
@@ -100,6 +101,18 @@ class Location:
 _AxisOption = tuple[slice, tuple[int, ...], int, tuple[int, ...], tuple[int, ...]]
 """One axis's share of a piece: source slice, source split sizes, buffer offset, view sizes,
 view strides."""
+
+
+@dataclass(frozen=True)
+class LocatedOffsets:
+    """Vectorised :class:`Location` for many offsets: ``index`` is (k, rank) in the logical
+    shape, ``slot`` the byte slot of the element (see ``Encoding.part_names``), ``padding`` True
+    where no stored element lives (``index`` is then meaningless)."""
+
+    offsets: np.ndarray
+    index: np.ndarray
+    slot: np.ndarray
+    padding: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -333,6 +346,10 @@ class BlockedLayout:
 
     def locate(self, offset: int) -> Location:
         """What lives at byte ``offset``: closed form, by dividing by the strides largest first."""
+        try:
+            offset = strict_int(offset)
+        except (TypeError, ValueError) as exc:
+            raise LayoutError(f"{self._what}: offset must be an integer, got {offset!r}") from exc
         if not 0 <= offset < self.nbytes:
             raise LayoutError(
                 f"{self._what}: offset {offset} is outside the buffer of {self.nbytes} bytes"
@@ -369,6 +386,37 @@ class BlockedLayout:
         return total
 
     # --------------------------------------------------------------- helpers
+
+    def locate_many(self, offsets: np.ndarray) -> LocatedOffsets:
+        """:meth:`locate` for many offsets at once (vectorised, same closed form)."""
+        rest = np.asarray(offsets, dtype=np.int64).reshape(-1).copy()
+        if rest.size and (rest.min() < 0 or rest.max() >= self.nbytes):
+            raise LayoutError(f"{self._what}: offsets outside the buffer of {self.nbytes} bytes")
+        index = np.zeros((rest.size, len(self.canonical_shape)), dtype=np.int64)
+        slot = np.zeros(rest.size, dtype=np.int64)
+        padding = np.zeros(rest.size, dtype=bool)
+        for dim in self._dims_by_stride():
+            pos, rest = np.divmod(rest, dim.stride)
+            padding |= pos >= dim.size
+            if dim.axis == PART:
+                slot = pos
+            else:
+                index[:, dim.axis] += pos * dim.block
+        padding |= rest != 0
+        padding |= (index >= np.asarray(self.stored, dtype=np.int64)).any(axis=1)
+        keep = [a for a in range(len(self.canonical_shape)) if a not in self.inserted_axes]
+        return LocatedOffsets(np.asarray(offsets).reshape(-1), index[:, keep], slot, padding)
+
+    def offsets_of(self, index: np.ndarray, slot: int = 0) -> np.ndarray:
+        """:meth:`offset_of` for an (k, rank) array of logical indices."""
+        logical = np.asarray(index, dtype=np.int64).reshape(-1, len(self.shape))
+        canonical = np.zeros((logical.shape[0], len(self.canonical_shape)), dtype=np.int64)
+        keep = [a for a in range(len(self.canonical_shape)) if a not in self.inserted_axes]
+        canonical[:, keep] = logical
+        total = np.full(logical.shape[0], slot * self.part_stride, dtype=np.int64)
+        for dim in self.dims:
+            total += ((canonical[:, dim.axis] // dim.block) % dim.size) * dim.stride
+        return total
 
     def _dims_by_stride(self) -> list[Dim]:
         dims = [d for d in self._all_dims() if d.size > 1]
@@ -442,9 +490,10 @@ class BlockedLayout:
                 f"{self._what}: expected a tensor of shape {self.shape}, got {values.shape}"
             )
         if values.dtype != self.dtype:
-            raise LayoutError(
-                f"{self._what}: expected dtype {self.dtype.name}, got {values.dtype.name}"
-            )
+            want, got = self.dtype.name, values.dtype.name
+            if want == got:  # same kind, other byte order: say so
+                want, got = self.dtype.str, values.dtype.str
+            raise LayoutError(f"{self._what}: expected dtype {want}, got {got}")
         return values
 
     def _check_buffer(self, buffer: Any) -> np.ndarray:

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from harness.codec.engine import BlockedLayout
+from harness.codec.params import strict_int
 from harness.errors import LayoutError
 
 ROLES = ("input", "output")
@@ -36,6 +37,7 @@ class LayoutBuilder(Protocol):
 
 _BUILDERS: dict[str, LayoutBuilder] = {}
 _LAYOUT_NAMES: dict[str, Callable[[], tuple[str, ...]]] = {}
+_ALL_LOADED: list[bool] = []
 
 
 def register(
@@ -48,9 +50,11 @@ def register(
 
 
 def _load() -> None:
-    if not _BUILDERS:
+    # Every vendor module, even when one was imported directly first and registered alone.
+    if not _ALL_LOADED:
         for module in VENDOR_MODULES:
             importlib.import_module(module)
+        _ALL_LOADED.append(True)
 
 
 def known_targets() -> tuple[str, ...]:
@@ -90,7 +94,7 @@ def get_layout(
     if role not in ROLES:
         raise LayoutError(f"role must be one of {ROLES}, got {role!r}")
     try:
-        dims = tuple(int(d) for d in shape)
+        dims = tuple(strict_int(d) for d in shape)
     except (TypeError, ValueError) as exc:
         raise LayoutError(f"shape must be a sequence of integers, got {shape!r}") from exc
     if not dims or any(d < 1 for d in dims):
@@ -103,36 +107,3 @@ def get_layout(
     if layout not in names:
         raise LayoutError(f"{target} has no layout {layout!r}; it has: {', '.join(names)}")
     return _BUILDERS[target](target, layout, dims, np_dtype, role, dict(params))
-
-
-def take_params(where: str, params: dict[str, Any], accepted: tuple[str, ...]) -> dict[str, Any]:
-    """Refuse parameters a layout does not know, naming the ones it does."""
-    unknown = sorted(set(params) - set(accepted))
-    if unknown:
-        listed = ", ".join(accepted) if accepted else "none"
-        raise LayoutError(f"{where}: unknown parameter(s) {', '.join(unknown)}; accepted: {listed}")
-    return params
-
-
-def int_tuple(where: str, key: str, value: Any, length: int | None = None) -> tuple[int, ...]:
-    """A device-reported list of integers (strides, dims) checked for type and length."""
-    if isinstance(value, str):
-        value = [v for v in value.replace("x", ",").split(",") if v.strip()]
-    try:
-        out = tuple(int(v) for v in value)
-    except (TypeError, ValueError) as exc:
-        raise LayoutError(f"{where}: {key} must be a list of integers, got {value!r}") from exc
-    if length is not None and len(out) != length:
-        raise LayoutError(f"{where}: {key} must have {length} values, got {len(out)}: {out}")
-    return out
-
-
-def one_int(where: str, key: str, value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError) as exc:
-        raise LayoutError(f"{where}: {key} must be an integer, got {value!r}") from exc
-
-
-def round_up(value: int, multiple: int) -> int:
-    return -(-value // multiple) * multiple

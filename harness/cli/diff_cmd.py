@@ -1,0 +1,64 @@
+"""``npu-hil diff``: a device buffer against the codec's expectation; exit 0 equal, 1 different."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.cli.codec_cmd import load_npy
+from harness.cli.common import add_layout_args, layout_from_args, parse_shape
+from harness.diff import diff_buffers
+from harness.diff.heatmap import render_heatmap
+from harness.errors import LayoutError
+
+
+def add_parser(sub: Any) -> None:
+    diff = sub.add_parser("diff", help="diff a device buffer against the expected tensor")
+    add_layout_args(diff)
+    source = diff.add_mutually_exclusive_group(required=True)
+    source.add_argument("--expected", type=Path, help="the expected logical tensor (.npy)")
+    source.add_argument("--expected-bin", type=Path, help="the expected packed buffer (.bin)")
+    diff.add_argument("--device", required=True, type=Path, help="the device's raw buffer (.bin)")
+    diff.add_argument("--tolerance", type=float, default=0, help="± in value units (default 0)")
+    diff.add_argument("--padding", choices=("zero", "ignore", "exact"), default="zero")
+    diff.add_argument("--json", action="store_true")
+    diff.add_argument("--png", type=Path, help="write a heatmap of the mismatches here")
+    diff.set_defaults(run=run_diff)
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    layout = layout_from_args(args, parse_shape(args.shape), args.dtype)
+    if args.expected is not None:
+        expected: Any = load_npy(args.expected)
+        if expected.shape != layout.shape:
+            raise LayoutError(
+                f"{args.expected}: holds shape {expected.shape}, --shape says {layout.shape}"
+            )
+        if expected.dtype != layout.dtype:
+            expected = _cast_exactly(expected, layout.dtype, args.expected)
+    else:
+        expected = args.expected_bin.read_bytes()
+    report = diff_buffers(
+        layout, expected, args.device.read_bytes(), tolerance=args.tolerance, padding=args.padding
+    )
+    if args.png is not None:
+        render_heatmap(report, layout, args.png)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(report.summary())
+    return 0 if report.ok else 1
+
+
+def _cast_exactly(array: np.ndarray, dtype: np.dtype, path: Path) -> np.ndarray:
+    """Accept an .npy of another dtype only when every value survives the cast unchanged."""
+    cast = array.astype(dtype)
+    if not np.array_equal(cast.astype(array.dtype), array):
+        raise LayoutError(
+            f"{path}: holds {array.dtype.name} values that do not fit {dtype.name} exactly"
+        )
+    return cast

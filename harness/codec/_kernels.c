@@ -1,0 +1,1382 @@
+/*
+ * harness.codec._kernels: fast strided byte copies for the layout engine.
+ *
+ * Plain C against the CPython C API only (no numpy headers), so the build
+ * needs nothing but a C compiler and Python's headers.
+ *
+ * The one operation is an N-d copy between two strided views of raw memory:
+ *
+ *     dst[i0, ..., ik] = src[i0, ..., ik]     (elements of `itemsize` bytes)
+ *
+ * with non-negative byte strides on both sides.  The copy is planned first:
+ *
+ *   1. size-1 dims are dropped, and the element becomes a trailing byte dim
+ *      (stride 1 on both sides);
+ *   2. dims contiguous with each other on both sides are merged, repeatedly,
+ *      so e.g. H and W of a plane become one dim, and a run of bytes that is
+ *      contiguous on both sides becomes one "unit" of E bytes, moved whole;
+ *   3. the dim with the smallest dst stride (D) and the one with the smallest
+ *      src stride (S) are picked.  If they are the same dim the copy is a row
+ *      copy along it.  Otherwise it is a 2-d transpose of D and S, repeated
+ *      over the remaining ("outer") dims, done by one of:
+ *        - IL : interleave.  D has K <= 8 units per pixel in dst, S walks
+ *               contiguous src planes.  Constant-K loops the compiler
+ *               vectorises; a pixel with a gap (K units in a wider pixel,
+ *               e.g. RGB in 4-byte pixels) is staged in a dense block and
+ *               written out with byte-masked stores (AVX-512BW) or one
+ *               fixed-size move per pixel, never touching the gap.
+ *        - DIL: deinterleave, the mirror image.
+ *        - BT : blocked transpose: 16x16-byte register transposes (two side
+ *               by side with AVX2), cache-tiled.
+ *        - GEN: tiled scalar loop, for everything else.
+ *
+ * The vectorised kernels are compiled once per instruction-set level (the
+ * "kernel pass" at the end of this file is included once per level with a
+ * different target) and picked at import from what the CPU supports: SSE2 /
+ * NEON baseline, AVX2, AVX2 + AVX-512BW masked stores.  No -march is needed.
+ *
+ * The GIL is released while copying.  Nothing outside the dst view is ever
+ * written; nothing outside the src view's byte range is ever read.
+ */
+
+#ifndef FC_KERNEL_PASS
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <string.h>
+
+#define FC_MAX_RANK 10
+#define FC_MAX_DIMS (FC_MAX_RANK + 1)
+
+#if defined(__GNUC__) || defined(__clang__)
+#define FC_GNU 1
+#define FC_INLINE static inline __attribute__((always_inline))
+#define FC_NOINLINE static __attribute__((noinline))
+#define FC_RESTRICT __restrict__
+#define FC_ALIGN64 __attribute__((aligned(64)))
+#else
+#define FC_GNU 0
+#define FC_INLINE static inline
+#define FC_NOINLINE static
+#define FC_RESTRICT
+#define FC_ALIGN64
+#endif
+
+#if FC_GNU && (defined(__x86_64__) || defined(__i386__)) &&                   \
+    (defined(__clang__) || __GNUC__ >= 8)
+#define FC_X86_DISPATCH 1
+#include <immintrin.h>
+#else
+#define FC_X86_DISPATCH 0
+#endif
+
+#define FC_CAT2(a, b) a##_##b
+#define FC_CAT(a, b) FC_CAT2(a, b)
+
+/* Bytes staged per chunk by the kernels that go through a dense block. */
+#define FC_STAGE 8192
+
+/* ------------------------------------------------------------------------ */
+/* Unaligned unit loads and stores                                           */
+/* ------------------------------------------------------------------------ */
+
+typedef uint8_t fc_u8;
+#if FC_GNU
+typedef uint16_t fc_u16 __attribute__((aligned(1), may_alias));
+typedef uint32_t fc_u32 __attribute__((aligned(1), may_alias));
+typedef uint64_t fc_u64 __attribute__((aligned(1), may_alias));
+#define FC_LD(T, p) (*(const fc_##T *)(const void *)(p))
+#define FC_ST(T, p, v) (*(fc_##T *)(void *)(p) = (v))
+#else
+typedef uint16_t fc_u16;
+typedef uint32_t fc_u32;
+typedef uint64_t fc_u64;
+#define FC_LD(T, p) fc_ld_##T(p)
+#define FC_ST(T, p, v) fc_st_##T((p), (v))
+#define FC_DEF_LDST(T)                                                        \
+    static inline fc_##T fc_ld_##T(const void *p)                             \
+    {                                                                         \
+        fc_##T v;                                                             \
+        memcpy(&v, p, sizeof v);                                              \
+        return v;                                                             \
+    }                                                                         \
+    static inline void fc_st_##T(void *p, fc_##T v) { memcpy(p, &v, sizeof v); }
+FC_DEF_LDST(u8)
+FC_DEF_LDST(u16)
+FC_DEF_LDST(u32)
+FC_DEF_LDST(u64)
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Plan                                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    Py_ssize_t n;  /* extent */
+    Py_ssize_t ds; /* dst byte stride */
+    Py_ssize_t ss; /* src byte stride */
+} fc_dim;
+
+enum { FC_EMPTY, FC_MEMCPY, FC_ROWS, FC_T2D };
+enum { FC_GEN, FC_IL, FC_DIL, FC_BT };
+
+typedef struct {
+    int kind;
+    int sub;      /* FC_T2D only */
+    Py_ssize_t E; /* unit size in bytes */
+    fc_dim D;     /* inner dim with the smallest dst stride */
+    fc_dim S;     /* FC_T2D: inner dim with the smallest src stride */
+    int nouter;
+    fc_dim outer[FC_MAX_DIMS]; /* outermost first */
+} fc_plan;
+
+/* a * b for non-negative operands, or -1 when it overflows. */
+static Py_ssize_t
+fc_mul(Py_ssize_t a, Py_ssize_t b)
+{
+    if (b != 0 && a > PY_SSIZE_T_MAX / b)
+        return -1;
+    return a * b;
+}
+
+static void
+fc_make_plan(fc_plan *p, int rank, const Py_ssize_t *shape, const Py_ssize_t *ds,
+             const Py_ssize_t *ss, Py_ssize_t itemsize)
+{
+    fc_dim d[FC_MAX_DIMS + 1];
+    int nd = 0, i, j, iD, iS;
+
+    memset(p, 0, sizeof *p);
+    for (i = 0; i < rank; i++) {
+        if (shape[i] == 0) {
+            p->kind = FC_EMPTY;
+            return;
+        }
+    }
+    for (i = 0; i < rank; i++) {
+        if (shape[i] == 1)
+            continue;
+        d[nd].n = shape[i];
+        d[nd].ds = ds[i];
+        d[nd].ss = ss[i];
+        nd++;
+    }
+    /* The element itself: itemsize bytes, contiguous on both sides. */
+    d[nd].n = itemsize;
+    d[nd].ds = 1;
+    d[nd].ss = 1;
+    nd++;
+
+    /* Merge dim i (outer) into dim j (inner) when j's extent is exactly i's
+     * stride on both sides: a*ds_i + b*ds_j == (a*n_j + b)*ds_j. */
+again:
+    for (i = 0; i < nd; i++) {
+        for (j = 0; j < nd; j++) {
+            if (i == j)
+                continue;
+            if (fc_mul(d[j].n, d[j].ds) == d[i].ds && fc_mul(d[j].n, d[j].ss) == d[i].ss &&
+                fc_mul(d[j].n, d[i].n) > 0) {
+                d[j].n *= d[i].n;
+                d[i] = d[--nd];
+                goto again;
+            }
+        }
+    }
+
+    /* The unit: the dim contiguous on both sides (there is always one, of
+     * size 1 when itemsize == 1 and nothing merged into it). */
+    p->E = 1;
+    for (i = 0; i < nd; i++) {
+        if (d[i].ds == 1 && d[i].ss == 1) {
+            p->E = d[i].n;
+            d[i] = d[--nd];
+            break;
+        }
+    }
+    if (nd == 0) {
+        p->kind = FC_MEMCPY;
+        return;
+    }
+
+    /* Sort by dst stride, largest first: the outer loops walk dst in order. */
+    for (i = 1; i < nd; i++) {
+        fc_dim t = d[i];
+        for (j = i; j > 0 && d[j - 1].ds < t.ds; j--)
+            d[j] = d[j - 1];
+        d[j] = t;
+    }
+
+    /* D: smallest non-zero dst stride; S: smallest non-zero src stride
+     * (zero-stride, i.e. broadcast, dims are better left to outer loops). */
+    iD = -1;
+    iS = -1;
+    for (i = 0; i < nd; i++) {
+        if (d[i].ds > 0 && (iD < 0 || d[i].ds <= d[iD].ds))
+            iD = i;
+        if (d[i].ss > 0 && (iS < 0 || d[i].ss < d[iS].ss))
+            iS = i;
+    }
+    if (iD < 0)
+        iD = nd - 1;
+    if (iS < 0)
+        iS = iD;
+    p->D = d[iD];
+    p->S = d[iS];
+    p->nouter = 0;
+    for (i = 0; i < nd; i++) {
+        if (i != iD && i != iS)
+            p->outer[p->nouter++] = d[i];
+    }
+    if (iD == iS) {
+        p->kind = FC_ROWS;
+        return;
+    }
+    p->kind = FC_T2D;
+    p->sub = FC_GEN;
+    {
+        Py_ssize_t E = p->E;
+        int typed = (E == 1 || E == 2 || E == 4 || E == 8);
+        if (typed && p->D.ds == E && p->S.ss == E) {
+            if (p->D.n <= 8)
+                p->sub = FC_IL;
+            else if (p->S.n <= 8)
+                p->sub = FC_DIL;
+            else
+                p->sub = FC_BT;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Row copy: one dim, both sides strided, a unit of E bytes per step         */
+/* ------------------------------------------------------------------------ */
+
+#define FC_DEF_ROW(T)                                                         \
+    FC_NOINLINE void fc_row_##T(char *FC_RESTRICT dst, const char *FC_RESTRICT src, \
+                                Py_ssize_t n, Py_ssize_t ds, Py_ssize_t ss)   \
+    {                                                                         \
+        for (Py_ssize_t i = 0; i < n; i++)                                    \
+            FC_ST(T, dst + i * ds, FC_LD(T, src + i * ss));                   \
+    }
+FC_DEF_ROW(u8)
+FC_DEF_ROW(u16)
+FC_DEF_ROW(u32)
+FC_DEF_ROW(u64)
+
+FC_NOINLINE void
+fc_row_mem(char *FC_RESTRICT dst, const char *FC_RESTRICT src, Py_ssize_t E, Py_ssize_t n,
+           Py_ssize_t ds, Py_ssize_t ss)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        memcpy(dst + i * ds, src + i * ss, (size_t)E);
+}
+
+static void
+fc_rows(const fc_plan *p, char *dst, const char *src)
+{
+    const fc_dim *D = &p->D;
+    switch (p->E) {
+    case 1:
+        fc_row_u8(dst, src, D->n, D->ds, D->ss);
+        break;
+    case 2:
+        fc_row_u16(dst, src, D->n, D->ds, D->ss);
+        break;
+    case 4:
+        fc_row_u32(dst, src, D->n, D->ds, D->ss);
+        break;
+    case 8:
+        fc_row_u64(dst, src, D->n, D->ds, D->ss);
+        break;
+    default:
+        fc_row_mem(dst, src, p->E, D->n, D->ds, D->ss);
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Generic tiled 2-d copy                                                    */
+/*   dst[d*dD + s*dS] = src[d*sD + s*sS],  d < nD, s < nS                    */
+/* ------------------------------------------------------------------------ */
+
+#define FC_GEN_TILE 64
+
+#define FC_DEF_GEN(T)                                                         \
+    FC_NOINLINE void fc_gen_##T(char *FC_RESTRICT dst, const char *FC_RESTRICT src, \
+                                Py_ssize_t nD, Py_ssize_t dD, Py_ssize_t sD,  \
+                                Py_ssize_t nS, Py_ssize_t dS, Py_ssize_t sS)  \
+    {                                                                         \
+        for (Py_ssize_t s0 = 0; s0 < nS; s0 += FC_GEN_TILE) {                 \
+            Py_ssize_t s1 = s0 + FC_GEN_TILE < nS ? s0 + FC_GEN_TILE : nS;    \
+            for (Py_ssize_t d0 = 0; d0 < nD; d0 += FC_GEN_TILE) {             \
+                Py_ssize_t d1 = d0 + FC_GEN_TILE < nD ? d0 + FC_GEN_TILE : nD; \
+                for (Py_ssize_t s = s0; s < s1; s++) {                        \
+                    char *dr = dst + s * dS;                                  \
+                    const char *sr = src + s * sS;                            \
+                    for (Py_ssize_t d = d0; d < d1; d++)                      \
+                        FC_ST(T, dr + d * dD, FC_LD(T, sr + d * sD));         \
+                }                                                             \
+            }                                                                 \
+        }                                                                     \
+    }
+FC_DEF_GEN(u8)
+FC_DEF_GEN(u16)
+FC_DEF_GEN(u32)
+FC_DEF_GEN(u64)
+
+FC_NOINLINE void
+fc_gen_mem(char *FC_RESTRICT dst, const char *FC_RESTRICT src, Py_ssize_t E, Py_ssize_t nD,
+           Py_ssize_t dD, Py_ssize_t sD, Py_ssize_t nS, Py_ssize_t dS, Py_ssize_t sS)
+{
+    for (Py_ssize_t s0 = 0; s0 < nS; s0 += FC_GEN_TILE) {
+        Py_ssize_t s1 = s0 + FC_GEN_TILE < nS ? s0 + FC_GEN_TILE : nS;
+        for (Py_ssize_t d0 = 0; d0 < nD; d0 += FC_GEN_TILE) {
+            Py_ssize_t d1 = d0 + FC_GEN_TILE < nD ? d0 + FC_GEN_TILE : nD;
+            for (Py_ssize_t s = s0; s < s1; s++)
+                for (Py_ssize_t d = d0; d < d1; d++)
+                    memcpy(dst + d * dD + s * dS, src + d * sD + s * sS, (size_t)E);
+        }
+    }
+}
+
+static void
+fc_gen(Py_ssize_t E, char *dst, const char *src, Py_ssize_t nD, Py_ssize_t dD, Py_ssize_t sD,
+       Py_ssize_t nS, Py_ssize_t dS, Py_ssize_t sS)
+{
+    if (nD <= 0 || nS <= 0)
+        return;
+    switch (E) {
+    case 1:
+        fc_gen_u8(dst, src, nD, dD, sD, nS, dS, sS);
+        break;
+    case 2:
+        fc_gen_u16(dst, src, nD, dD, sD, nS, dS, sS);
+        break;
+    case 4:
+        fc_gen_u32(dst, src, nD, dD, sD, nS, dS, sS);
+        break;
+    case 8:
+        fc_gen_u64(dst, src, nD, dD, sD, nS, dS, sS);
+        break;
+    default:
+        fc_gen_mem(dst, src, E, nD, dD, sD, nS, dS, sS);
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Byte-masked stores (x86 with AVX-512BW/VL only)                           */
+/* ------------------------------------------------------------------------ */
+
+/* Copy nbytes from tmp to dst, writing only the first KE bytes of each
+ * P-byte pixel (32 % P == 0).  Masked-off bytes are neither written nor
+ * faulted on, so pixel gaps and the bytes past the last pixel stay as they
+ * are. */
+typedef void (*fc_masked_fn)(char *dst, const char *tmp, Py_ssize_t nbytes, Py_ssize_t P,
+                             Py_ssize_t KE);
+
+#if FC_X86_DISPATCH
+__attribute__((target("avx2,avx512f,avx512bw,avx512vl"))) static void
+fc_masked_store_avx512(char *dst, const char *tmp, Py_ssize_t nbytes, Py_ssize_t P,
+                       Py_ssize_t KE)
+{
+    uint32_t m = 0;
+    Py_ssize_t i = 0;
+    for (int b = 0; b < 32; b++) {
+        if (b % P < KE)
+            m |= (uint32_t)1 << b;
+    }
+    for (; i + 32 <= nbytes; i += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(tmp + i));
+        __builtin_prefetch(dst + i + FC_PF, 1, 3);
+        _mm256_mask_storeu_epi8(dst + i, (__mmask32)m, v);
+    }
+    if (i < nbytes) {
+        __mmask32 t = (__mmask32)(m & (((uint32_t)1 << (nbytes - i)) - 1));
+        __m256i v = _mm256_maskz_loadu_epi8(t, tmp + i);
+        _mm256_mask_storeu_epi8(dst + i, t, v);
+    }
+}
+#endif
+
+/* Set with the kernel table; NULL where the CPU (or the chosen level) has
+ * no byte-masked stores. */
+static fc_masked_fn fc_masked_store = NULL;
+
+/* ------------------------------------------------------------------------ */
+/* Kernel table, one per instruction-set level                               */
+/* ------------------------------------------------------------------------ */
+
+/* il(dst, src, n, P, plane, K):  dst[i*P + k*E] = src[k*plane + i*E]
+ * dil(dst, src, n, P, plane, K): dst[k*plane + i*E] = src[i*P + k*E]
+ * bt(dst, src, nD, sD, nS, dS):  dst[d*E + s*dS] = src[d*sD + s*E]     */
+typedef void (*fc_ildil_fn)(char *, const char *, Py_ssize_t, Py_ssize_t, Py_ssize_t, int);
+typedef void (*fc_bt_fn)(char *, const char *, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t);
+
+typedef struct {
+    const char *name;
+    int masked; /* uses byte-masked stores for gapped interleaves */
+    fc_ildil_fn il[4], dil[4];
+    fc_bt_fn bt[4]; /* NULL: no vector transpose, use GEN */
+} fc_isa;
+
+#define FC_KERNEL_PASS 1
+
+/* Baseline: SSE2 on x86_64, NEON on aarch64, plain C elsewhere. */
+#define FC_SFX base
+#define FC_PASS_WIDE 0
+#define FC_PASS_MASKED 0
+#include "_kernels.c"
+#undef FC_SFX
+#undef FC_PASS_WIDE
+#undef FC_PASS_MASKED
+
+#if FC_X86_DISPATCH
+/* AVX2: 256-bit vectors, 16 registers. */
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#endif
+#define FC_SFX avx2
+#define FC_PASS_WIDE 1
+#define FC_PASS_MASKED 0
+#include "_kernels.c"
+#undef FC_SFX
+#undef FC_PASS_WIDE
+#undef FC_PASS_MASKED
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+/* AVX-512BW/VL: the same 256-bit kernels with 32 registers (the register
+ * transposes stop spilling), and byte-masked stores for gapped pixels. */
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,avx512f,avx512bw,avx512vl"))), \
+                             apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,avx512f,avx512bw,avx512vl,prefer-vector-width=256")
+#endif
+#define FC_SFX avx512
+#define FC_PASS_WIDE 1
+#define FC_PASS_MASKED 1
+#include "_kernels.c"
+#undef FC_SFX
+#undef FC_PASS_WIDE
+#undef FC_PASS_MASKED
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#endif
+
+#undef FC_KERNEL_PASS
+
+static const fc_isa *fc_active = &fc_isa_base;
+
+
+/* The best level this CPU runs, capped at `cap` ("base", "avx2", "avx512";
+ * NULL for no cap). */
+static const fc_isa *
+fc_pick_isa(const char *cap)
+{
+    const fc_isa *best = &fc_isa_base;
+#if FC_X86_DISPATCH
+    int want_avx2 = cap == NULL || strcmp(cap, "avx2") == 0 || strcmp(cap, "avx512") == 0;
+    int want_512 = cap == NULL || strcmp(cap, "avx512") == 0;
+    __builtin_cpu_init();
+    if (want_avx2 && __builtin_cpu_supports("avx2")) {
+        best = &fc_isa_avx2;
+        if (want_512 && __builtin_cpu_supports("avx512f") &&
+            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+            best = &fc_isa_avx512;
+    }
+#else
+    (void)cap;
+#endif
+    return best;
+}
+
+static void
+fc_set_isa(const fc_isa *isa)
+{
+    fc_active = isa;
+#if FC_X86_DISPATCH
+    fc_masked_store = isa->masked ? fc_masked_store_avx512 : NULL;
+#else
+    fc_masked_store = NULL;
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* Execution                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static int
+fc_log2_unit(Py_ssize_t E)
+{
+    switch (E) {
+    case 1:
+        return 0;
+    case 2:
+        return 1;
+    case 4:
+        return 2;
+    case 8:
+        return 3;
+    default:
+        return -1;
+    }
+}
+
+static void
+fc_t2d(const fc_isa *isa, const fc_plan *p, char *dst, const char *src)
+{
+    const fc_dim *D = &p->D, *S = &p->S;
+    const Py_ssize_t E = p->E;
+    const int u = fc_log2_unit(E);
+
+    if (u >= 0) {
+        switch (p->sub) {
+        case FC_IL: /* K = D.n units per pixel, pixels along S */
+            isa->il[u](dst, src, S->n, S->ds, D->ss, (int)D->n);
+            return;
+        case FC_DIL: /* K = S.n units per pixel, pixels along D */
+            isa->dil[u](dst, src, D->n, D->ss, S->ds, (int)S->n);
+            return;
+        case FC_BT:
+            if (isa->bt[u] != NULL) {
+                isa->bt[u](dst, src, D->n, D->ss, S->n, S->ds);
+                return;
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    fc_gen(E, dst, src, D->n, D->ds, D->ss, S->n, S->ds, S->ss);
+}
+
+static void
+fc_execute(const fc_isa *isa, const fc_plan *p, char *dst, const char *src)
+{
+    Py_ssize_t idx[FC_MAX_DIMS];
+    int k;
+
+    if (p->kind == FC_EMPTY)
+        return;
+    if (p->kind == FC_MEMCPY) {
+        memcpy(dst, src, (size_t)p->E);
+        return;
+    }
+    for (k = 0; k < p->nouter; k++)
+        idx[k] = 0;
+    for (;;) {
+        if (p->kind == FC_ROWS)
+            fc_rows(p, dst, src);
+        else
+            fc_t2d(isa, p, dst, src);
+        for (k = p->nouter - 1; k >= 0; k--) {
+            const fc_dim *o = &p->outer[k];
+            dst += o->ds;
+            src += o->ss;
+            if (++idx[k] < o->n)
+                break;
+            dst -= o->ds * o->n;
+            src -= o->ss * o->n;
+            idx[k] = 0;
+        }
+        if (k < 0)
+            return;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Python interface                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* Parse a tuple/list of Py_ssize_t into out; returns its length or -1. */
+static int
+fc_parse_ints(PyObject *obj, Py_ssize_t *out, const char *what, int allow_negative)
+{
+    PyObject *seq = PySequence_Fast(obj, what);
+    Py_ssize_t n, i;
+
+    if (seq == NULL)
+        return -1;
+    n = PySequence_Fast_GET_SIZE(seq);
+    if (n > FC_MAX_RANK) {
+        PyErr_Format(PyExc_ValueError, "%s: rank %zd exceeds the maximum of %d", what, n,
+                     FC_MAX_RANK);
+        Py_DECREF(seq);
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        Py_ssize_t v = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(seq, i), PyExc_OverflowError);
+        if (v == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        if (v < 0 && !allow_negative) {
+            PyErr_Format(PyExc_ValueError, "%s: negative value %zd", what, v);
+            Py_DECREF(seq);
+            return -1;
+        }
+        out[i] = v;
+    }
+    Py_DECREF(seq);
+    return (int)n;
+}
+
+/* Highest byte offset touched by a view (0 for an empty one); -1 on overflow. */
+static Py_ssize_t
+fc_extent(int rank, const Py_ssize_t *shape, const Py_ssize_t *strides, Py_ssize_t itemsize)
+{
+    Py_ssize_t hi = itemsize - 1;
+    for (int i = 0; i < rank; i++) {
+        Py_ssize_t t;
+        if (shape[i] == 0)
+            return 0;
+#if FC_GNU
+        if (__builtin_mul_overflow(shape[i] - 1, strides[i], &t) ||
+            __builtin_add_overflow(hi, t, &hi))
+            return -1;
+#else
+        if (strides[i] != 0 && shape[i] - 1 > PY_SSIZE_T_MAX / strides[i])
+            return -1;
+        t = (shape[i] - 1) * strides[i];
+        if (hi > PY_SSIZE_T_MAX - t)
+            return -1;
+        hi += t;
+#endif
+    }
+    return hi;
+}
+
+typedef struct {
+    int rank;
+    Py_ssize_t itemsize;
+    Py_ssize_t shape[FC_MAX_RANK], ds[FC_MAX_RANK], ss[FC_MAX_RANK];
+} fc_args;
+
+static int
+fc_parse_layout(PyObject *dst_strides, PyObject *src_strides, PyObject *shape,
+                PyObject *itemsize, fc_args *a)
+{
+    int nd, ns;
+
+    a->itemsize = PyNumber_AsSsize_t(itemsize, PyExc_OverflowError);
+    if (a->itemsize == -1 && PyErr_Occurred())
+        return -1;
+    if (a->itemsize < 1) {
+        PyErr_SetString(PyExc_ValueError, "itemsize must be >= 1");
+        return -1;
+    }
+    if ((a->rank = fc_parse_ints(shape, a->shape, "shape", 0)) < 0)
+        return -1;
+    if ((nd = fc_parse_ints(dst_strides, a->ds, "dst_strides", 0)) < 0)
+        return -1;
+    if ((ns = fc_parse_ints(src_strides, a->ss, "src_strides", 0)) < 0)
+        return -1;
+    if (nd != a->rank || ns != a->rank) {
+        PyErr_SetString(PyExc_ValueError, "shape, dst_strides and src_strides differ in length");
+        return -1;
+    }
+    if (fc_extent(a->rank, a->shape, a->ds, a->itemsize) < 0 ||
+        fc_extent(a->rank, a->shape, a->ss, a->itemsize) < 0) {
+        PyErr_SetString(PyExc_OverflowError, "layout extent overflows Py_ssize_t");
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(copy_strided_doc,
+"copy_strided(dst_addr, dst_strides, src_addr, src_strides, shape, itemsize)\n"
+"--\n\n"
+"Copy the elements of the strided view at src_addr into the strided view at\n"
+"dst_addr, byte for byte.  Addresses are ints; strides are tuples of\n"
+"non-negative byte strides, one per dim of shape (rank <= 10).  The two\n"
+"views must not overlap.  Nothing outside the dst view is written.  The GIL\n"
+"is released during the copy.");
+
+static PyObject *
+fc_copy_strided(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    fc_args a;
+    fc_plan plan;
+    void *dst, *src;
+    int i;
+
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "copy_strided() takes 6 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (fc_parse_layout(args[1], args[3], args[4], args[5], &a) < 0)
+        return NULL;
+    dst = PyLong_AsVoidPtr(args[0]);
+    if (dst == NULL && PyErr_Occurred())
+        return NULL;
+    src = PyLong_AsVoidPtr(args[2]);
+    if (src == NULL && PyErr_Occurred())
+        return NULL;
+    for (i = 0; i < a.rank; i++) {
+        if (a.shape[i] == 0)
+            Py_RETURN_NONE;
+    }
+    if (dst == NULL || src == NULL) {
+        PyErr_SetString(PyExc_ValueError, "NULL address for a non-empty view");
+        return NULL;
+    }
+    fc_make_plan(&plan, a.rank, a.shape, a.ds, a.ss, a.itemsize);
+    Py_BEGIN_ALLOW_THREADS
+    fc_execute(fc_active, &plan, (char *)dst, (const char *)src);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* Copies at least this big release the GIL (below it the release costs
+ * more than it could give another thread). */
+#define FC_GIL_BYTES 32768
+
+/* Whether two exported buffers can go to the kernel as dst and src: same
+ * rank (<= FC_MAX_RANK), shape and itemsize, no object items, non-negative
+ * strides, no two dst elements on one slot, no overlap between the two. */
+static int
+fc_buffers_ok(const Py_buffer *d, const Py_buffer *s, Py_ssize_t *nbytes)
+{
+    Py_ssize_t hd, hs, n = d->itemsize;
+    const char *lo_d, *lo_s;
+    int i;
+
+    *nbytes = 0;
+    if (d->ndim != s->ndim || d->ndim > FC_MAX_RANK || d->itemsize != s->itemsize ||
+        d->itemsize < 1 || d->suboffsets != NULL || s->suboffsets != NULL)
+        return 0;
+    if ((d->format != NULL && strchr(d->format, 'O') != NULL) ||
+        (s->format != NULL && strchr(s->format, 'O') != NULL))
+        return 0;
+    if (d->ndim > 0 && (d->strides == NULL || s->strides == NULL))
+        return 0;
+    for (i = 0; i < d->ndim; i++) {
+        if (d->shape[i] != s->shape[i] || d->strides[i] < 0 || s->strides[i] < 0)
+            return 0;
+        if (d->shape[i] == 0)
+            return 1; /* nothing to copy */
+        if (d->strides[i] == 0 && d->shape[i] > 1)
+            return 0;
+        n = fc_mul(n, d->shape[i]);
+        if (n < 0)
+            return 0;
+    }
+    hd = fc_extent(d->ndim, d->shape, d->strides, d->itemsize);
+    hs = fc_extent(s->ndim, s->shape, s->strides, s->itemsize);
+    if (hd < 0 || hs < 0)
+        return 0;
+    lo_d = (const char *)d->buf;
+    lo_s = (const char *)s->buf;
+    if (lo_d <= lo_s + hs && lo_s <= lo_d + hd)
+        return 0; /* byte ranges overlap: leave it to numpy */
+    *nbytes = n;
+    return 1;
+}
+
+PyDoc_STRVAR(copy_arrays_doc,
+"copy_arrays(dst, src) -> bool\n"
+"--\n\n"
+"Copy src into dst (any objects exporting strided buffers, e.g. numpy arrays),\n"
+"byte for byte, and return True; or return False without copying when the\n"
+"pair does not qualify: dst not writeable, ranks, shapes or itemsizes that\n"
+"differ, rank > 10, negative strides, object items, dst elements sharing a\n"
+"slot, overlapping memory, or no strided buffer export.");
+
+static PyObject *
+fc_copy_arrays(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer bd, bs;
+    Py_ssize_t nbytes;
+    fc_plan plan;
+    int ok;
+
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "copy_arrays() takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[0], &bd, PyBUF_RECORDS) < 0) {
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    if (PyObject_GetBuffer(args[1], &bs, PyBUF_RECORDS_RO) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&bd);
+        Py_RETURN_FALSE;
+    }
+    ok = fc_buffers_ok(&bd, &bs, &nbytes);
+    if (ok && nbytes > 0) {
+        fc_make_plan(&plan, bd.ndim, bd.shape, bd.strides, bs.strides, bd.itemsize);
+        if (nbytes >= FC_GIL_BYTES) {
+            Py_BEGIN_ALLOW_THREADS
+            fc_execute(fc_active, &plan, (char *)bd.buf, (const char *)bs.buf);
+            Py_END_ALLOW_THREADS
+        }
+        else {
+            fc_execute(fc_active, &plan, (char *)bd.buf, (const char *)bs.buf);
+        }
+    }
+    PyBuffer_Release(&bs);
+    PyBuffer_Release(&bd);
+    return PyBool_FromLong(ok);
+}
+
+PyDoc_STRVAR(describe_doc,
+"describe(dst_strides, src_strides, shape, itemsize) -> str\n"
+"--\n\n"
+"The plan copy_strided would follow for this layout, as text (for tests,\n"
+"benchmarks and debugging).");
+
+static PyObject *
+fc_describe(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    static const char *kinds[] = {"empty", "memcpy", "rows", "t2d"};
+    static const char *subs[] = {"gen", "il", "dil", "bt"};
+    fc_args a;
+    fc_plan p;
+    PyObject *res, *part;
+    int k;
+
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "describe() takes 4 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (fc_parse_layout(args[0], args[1], args[2], args[3], &a) < 0)
+        return NULL;
+    fc_make_plan(&p, a.rank, a.shape, a.ds, a.ss, a.itemsize);
+    if (p.kind == FC_EMPTY || p.kind == FC_MEMCPY)
+        return PyUnicode_FromFormat("%s E=%zd", kinds[p.kind], p.E);
+    if (p.kind == FC_ROWS)
+        res = PyUnicode_FromFormat("rows E=%zd D=(%zd,%zd,%zd)", p.E, p.D.n, p.D.ds, p.D.ss);
+    else
+        res = PyUnicode_FromFormat("t2d/%s E=%zd D=(%zd,%zd,%zd) S=(%zd,%zd,%zd)", subs[p.sub],
+                                   p.E, p.D.n, p.D.ds, p.D.ss, p.S.n, p.S.ds, p.S.ss);
+    for (k = 0; res != NULL && k < p.nouter; k++) {
+        part = PyUnicode_FromFormat(" O=(%zd,%zd,%zd)", p.outer[k].n, p.outer[k].ds,
+                                    p.outer[k].ss);
+        if (part == NULL) {
+            Py_CLEAR(res);
+            break;
+        }
+        PyUnicode_AppendAndDel(&res, part);
+    }
+    return res;
+}
+
+PyDoc_STRVAR(set_isa_doc,
+"set_isa(level=None) -> str\n"
+"--\n\n"
+"Use the kernels of instruction-set level `level` (\"base\", \"avx2\" or\n"
+"\"avx512\"), or of a lower one when the CPU lacks it; None picks the best\n"
+"the CPU runs.  Returns the level in use.  For tests and benchmarks.");
+
+static PyObject *
+fc_set_isa_py(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    const char *cap = NULL;
+
+    if (nargs > 1) {
+        PyErr_Format(PyExc_TypeError, "set_isa() takes at most 1 argument (%zd given)", nargs);
+        return NULL;
+    }
+    if (nargs == 1 && args[0] != Py_None) {
+        cap = PyUnicode_AsUTF8(args[0]);
+        if (cap == NULL)
+            return NULL;
+        if (strcmp(cap, "base") != 0 && strcmp(cap, "avx2") != 0 && strcmp(cap, "avx512") != 0) {
+            PyErr_Format(PyExc_ValueError, "unknown instruction-set level %R", args[0]);
+            return NULL;
+        }
+    }
+    fc_set_isa(fc_pick_isa(cap));
+    return PyUnicode_FromString(fc_active->name);
+}
+
+PyDoc_STRVAR(get_isa_doc,
+"get_isa() -> str\n"
+"--\n\n"
+"The instruction-set level whose kernels are in use.");
+
+static PyObject *
+fc_get_isa_py(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(args))
+{
+    return PyUnicode_FromString(fc_active->name);
+}
+
+static PyMethodDef fc_methods[] = {
+    {"copy_arrays", (PyCFunction)(void (*)(void))fc_copy_arrays, METH_FASTCALL,
+     copy_arrays_doc},
+    {"copy_strided", (PyCFunction)(void (*)(void))fc_copy_strided, METH_FASTCALL,
+     copy_strided_doc},
+    {"describe", (PyCFunction)(void (*)(void))fc_describe, METH_FASTCALL, describe_doc},
+    {"set_isa", (PyCFunction)(void (*)(void))fc_set_isa_py, METH_FASTCALL, set_isa_doc},
+    {"get_isa", fc_get_isa_py, METH_NOARGS, get_isa_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef fc_module = {
+    PyModuleDef_HEAD_INIT,
+    "harness.codec._kernels",
+    "Fast strided byte copies (see harness.codec.fastcopy).",
+    0,
+    fc_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__kernels(void)
+{
+    PyObject *m;
+
+    fc_set_isa(fc_pick_isa(NULL));
+    m = PyModule_Create(&fc_module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddIntConstant(m, "MAX_RANK", FC_MAX_RANK) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
+
+#else /* FC_KERNEL_PASS: the vectorised kernels, once per ISA level ------- */
+
+#define FC_N(name) FC_CAT(name, FC_SFX)
+
+/* ---------------------------------------------------------------- IL/DIL */
+
+/* Staged or dense interleave of K channels into pixels of Kp units:
+ *   out[(i*Kp + k)*E] = src[(k < K ? k : 0)*plane + i*E]
+ * K and Kp are compile-time constants at every call site, so the loop over
+ * k unrolls and the pixel loop vectorises as a store group of Kp units.
+ * Gap units (k >= K) repeat channel 0: the masked store drops them, and a
+ * full store group vectorises where one with holes or constants does not. */
+#define FC_DEF_IL_KK(T)                                                       \
+    FC_INLINE void FC_N(fc_il_kk_##T)(char *FC_RESTRICT out, const char *FC_RESTRICT src, \
+                                      Py_ssize_t n, Py_ssize_t plane, int K, int Kp) \
+    {                                                                         \
+        const Py_ssize_t E = (Py_ssize_t)sizeof(fc_##T);                      \
+        for (Py_ssize_t i = 0; i < n; i++)                                    \
+            for (int k = 0; k < Kp; k++)                                      \
+                FC_ST(T, out + (i * Kp + k) * E,                              \
+                      FC_LD(T, src + (k < K ? k : 0) * plane + i * E));       \
+    }
+
+/* Deinterleave K channels out of pixels of Kp units (Kp >= K):
+ *   dst[k*plane + i*E] = in[(i*Kp + k)*E]                                  */
+#define FC_DEF_DIL_KK(T)                                                      \
+    FC_INLINE void FC_N(fc_dil_kk_##T)(char *FC_RESTRICT dst, const char *FC_RESTRICT in, \
+                                       Py_ssize_t n, Py_ssize_t plane, int K, int Kp) \
+    {                                                                         \
+        const Py_ssize_t E = (Py_ssize_t)sizeof(fc_##T);                      \
+        for (Py_ssize_t i = 0; i < n; i++)                                    \
+            for (int k = 0; k < K; k++)                                       \
+                FC_ST(T, dst + k * plane + i * E, FC_LD(T, in + (i * Kp + k) * E)); \
+    }
+
+/* One fixed-size (KE bytes, a constant at the call sites) move per pixel. */
+FC_INLINE void
+FC_N(fc_scatter_fixed)(char *FC_RESTRICT dst, Py_ssize_t P, const char *FC_RESTRICT tmp,
+                       Py_ssize_t tP, Py_ssize_t n, Py_ssize_t KE)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        memcpy(dst + i * P, tmp + i * tP, (size_t)KE);
+}
+
+FC_INLINE void
+FC_N(fc_gather_fixed)(char *FC_RESTRICT tmp, const char *FC_RESTRICT src, Py_ssize_t P,
+                      Py_ssize_t n, Py_ssize_t KE)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        memcpy(tmp + i * KE, src + i * P, (size_t)KE);
+}
+
+#define FC_KCASES(X) X(2) X(3) X(4) X(5) X(6) X(7) X(8)
+/* (K, Kp) with a gap, Kp in {4, 8} */
+#define FC_GAPCASES(X)                                                        \
+    X(2, 4) X(3, 4) X(2, 8) X(3, 8) X(4, 8) X(5, 8) X(6, 8) X(7, 8)
+
+#define FC_DEF_IL(T)                                                          \
+    FC_DEF_IL_KK(T)                                                           \
+    FC_NOINLINE void FC_N(fc_il_gap_##T)(char *dst, const char *src, Py_ssize_t n, \
+                                         Py_ssize_t P, Py_ssize_t plane, int K) \
+    {                                                                         \
+        const Py_ssize_t E = (Py_ssize_t)sizeof(fc_##T);                      \
+        char tmp[FC_STAGE] FC_ALIGN64;                                        \
+        const fc_masked_fn masked = fc_masked_store;                          \
+        const int Kp = P % E == 0 && P / E <= 8 ? (int)(P / E) : 0;           \
+        Py_ssize_t i0, m, chunk;                                              \
+        if ((Kp == 4 || Kp == 8) && K < Kp) {                                 \
+            /* Stage whole pixels (gap units are junk), then store only the   \
+             * K units of each: byte-masked, or one fixed-size move each. */  \
+            chunk = FC_STAGE / P;                                             \
+            for (i0 = 0; i0 < n; i0 += chunk) {                               \
+                m = n - i0 < chunk ? n - i0 : chunk;                          \
+                switch (Kp * 16 + K) {                                        \
+                    FC_GAPCASES(FC_IL_STAGE_CASE)                             \
+                default:                                                      \
+                    break;                                                    \
+                }                                                             \
+                if (masked != NULL && 32 % P == 0) {                          \
+                    masked(dst + i0 * P, tmp, m * P, P, K * E);               \
+                    continue;                                                 \
+                }                                                             \
+                switch (K) {                                                  \
+                    FC_KCASES(FC_IL_MOVE_CASE)                                \
+                default:                                                      \
+                    break;                                                    \
+                }                                                             \
+            }                                                                 \
+            return;                                                           \
+        }                                                                     \
+        /* Stage dense K-unit pixels, move K*E bytes per pixel. */            \
+        chunk = FC_STAGE / (K * E);                                           \
+        for (i0 = 0; i0 < n; i0 += chunk) {                                   \
+            m = n - i0 < chunk ? n - i0 : chunk;                              \
+            switch (K) {                                                      \
+                FC_KCASES(FC_IL_SCATTER_CASE)                                 \
+            default:                                                          \
+                break;                                                        \
+            }                                                                 \
+        }                                                                     \
+    }                                                                         \
+    FC_NOINLINE void FC_N(fc_il_##T)(char *dst, const char *src, Py_ssize_t n, Py_ssize_t P, \
+                                     Py_ssize_t plane, int K)                 \
+    {                                                                         \
+        const Py_ssize_t E = (Py_ssize_t)sizeof(fc_##T);                      \
+        if (P == K * E) {                                                     \
+            switch (K) {                                                      \
+                FC_KCASES(FC_IL_DENSE_CASE)                                   \
+            default:                                                          \
+                break;                                                        \
+            }                                                                 \
+            fc_gen(E, dst, src, K, E, plane, n, P, E);                        \
+            return;                                                           \
+        }                                                                     \
+        if (K >= 2 && K <= 8) {                                               \
+            FC_N(fc_il_gap_##T)(dst, src, n, P, plane, K);                    \
+            return;                                                           \
+        }                                                                     \
+        fc_gen(E, dst, src, K, E, plane, n, P, E);                            \
+    }
+
+#define FC_IL_STAGE_CASE(K_, KP_)                                             \
+    case KP_ * 16 + K_:                                                       \
+        FC_N(FC_CAT(fc_il_kk, T))(tmp, src + i0 * E, m, plane, K_, KP_);      \
+        break;
+#define FC_IL_MOVE_CASE(K_)                                                   \
+    case K_:                                                                  \
+        FC_N(fc_scatter_fixed)(dst + i0 * P, P, tmp, P, m, K_ * E);           \
+        break;
+#define FC_IL_SCATTER_CASE(K_)                                                \
+    case K_:                                                                  \
+        FC_N(FC_CAT(fc_il_kk, T))(tmp, src + i0 * E, m, plane, K_, K_);       \
+        FC_N(fc_scatter_fixed)(dst + i0 * P, P, tmp, K_ * E, m, K_ * E);      \
+        break;
+#define FC_IL_DENSE_CASE(K_)                                                  \
+    case K_:                                                                  \
+        FC_N(FC_CAT(fc_il_kk, T))(dst, src, n, plane, K_, K_);                \
+        return;
+
+#define FC_DEF_DIL(T)                                                         \
+    FC_DEF_DIL_KK(T)                                                          \
+    FC_NOINLINE void FC_N(fc_dil_gap_##T)(char *dst, const char *src, Py_ssize_t n, \
+                                          Py_ssize_t P, Py_ssize_t plane, int K) \
+    {                                                                         \
+        const Py_ssize_t E = (Py_ssize_t)sizeof(fc_##T);                      \
+        char tmp[FC_STAGE] FC_ALIGN64;                                        \
+        const int Kp = P % E == 0 && P / E <= 8 ? (int)(P / E) : 0;           \
+        Py_ssize_t i0, m, chunk;                                              \
+        switch (Kp * 16 + K) {                                                \
+            /* Pixels of Kp units read whole (gap included) and split. */     \
+            FC_GAPCASES(FC_DIL_GAP_CASE)                                      \
+        default:                                                              \
+            break;                                                            \
+        }                                                                     \
+        /* Gather K*E bytes per pixel into dense pixels, split those. */      \
+        chunk = FC_STAGE / (K * E);                                           \
+        for (i0 = 0; i0 < n; i0 += chunk) {                                   \
+            m = n - i0 < chunk ? n - i0 : chunk;                              \
+            switch (K) {                                                      \
+                FC_KCASES(FC_DIL_GATHER_CASE)                                 \
+            default:                                                          \
+                break;                                                        \
+            }                                                                 \
+        }                                                                     \
+    }                                                                         \
+    FC_NOINLINE void FC_N(fc_dil_##T)(char *dst, const char *src, Py_ssize_t n, Py_ssize_t P, \
+                                      Py_ssize_t plane, int K)                \
+    {                                                                         \
+        const Py_ssize_t E = (Py_ssize_t)sizeof(fc_##T);                      \
+        if (P == K * E) {                                                     \
+            switch (K) {                                                      \
+                FC_KCASES(FC_DIL_DENSE_CASE)                                  \
+            default:                                                          \
+                break;                                                        \
+            }                                                                 \
+            fc_gen(E, dst, src, n, E, P, K, plane, E);                        \
+            return;                                                           \
+        }                                                                     \
+        if (K >= 2 && K <= 8) {                                               \
+            FC_N(fc_dil_gap_##T)(dst, src, n, P, plane, K);                   \
+            return;                                                           \
+        }                                                                     \
+        fc_gen(E, dst, src, n, E, P, K, plane, E);                            \
+    }
+
+#define FC_DIL_GAP_CASE(K_, KP_)                                              \
+    case KP_ * 16 + K_:                                                       \
+        FC_N(FC_CAT(fc_dil_kk, T))(dst, src, n, plane, K_, KP_);              \
+        return;
+#define FC_DIL_GATHER_CASE(K_)                                                \
+    case K_:                                                                  \
+        FC_N(fc_gather_fixed)(tmp, src + i0 * P, P, m, K_ * E);               \
+        FC_N(FC_CAT(fc_dil_kk, T))(dst + i0 * E, tmp, m, plane, K_, K_);      \
+        break;
+#define FC_DIL_DENSE_CASE(K_)                                                 \
+    case K_:                                                                  \
+        FC_N(FC_CAT(fc_dil_kk, T))(dst, src, n, plane, K_, K_);               \
+        return;
+
+/* The case macros refer to T, so T is a real macro while they expand. */
+#define T u8
+FC_DEF_IL(u8)
+FC_DEF_DIL(u8)
+#undef T
+#define T u16
+FC_DEF_IL(u16)
+FC_DEF_DIL(u16)
+#undef T
+#define T u32
+FC_DEF_IL(u32)
+FC_DEF_DIL(u32)
+#undef T
+#define T u64
+FC_DEF_IL(u64)
+FC_DEF_DIL(u64)
+#undef T
+
+#undef FC_DEF_IL_KK
+#undef FC_DEF_DIL_KK
+#undef FC_KCASES
+#undef FC_GAPCASES
+#undef FC_DEF_IL
+#undef FC_DEF_DIL
+#undef FC_IL_STAGE_CASE
+#undef FC_IL_SCATTER_CASE
+#undef FC_IL_MOVE_CASE
+#undef FC_IL_DENSE_CASE
+#undef FC_DIL_GAP_CASE
+#undef FC_DIL_GATHER_CASE
+#undef FC_DIL_DENSE_CASE
+
+/* ------------------------------------------------------- blocked transpose */
+/*   dst[d*E + s*dS] = src[d*sD + s*E]                                        */
+/* src row d holds s contiguously, dst row s holds d contiguously.  A block  */
+/* is R rows of d (R = 16 / E units, 16 bytes of each dst row) by 16 bytes   */
+/* of s; the wide pass also has a double block, two side by side (one per    */
+/* 128-bit lane).  log2(R) rounds of the perfect shuffle (each rotates the   */
+/* bits of the (row, column) index by one) transpose each 16x16-byte square. */
+
+#if FC_GNU
+#define FC_HAVE_BT 1
+
+#if defined(__clang__)
+#define FC_SHUF(V, a, b, ...) __builtin_shufflevector((a), (b), __VA_ARGS__)
+#else
+#define FC_SHUF(V, a, b, ...) __builtin_shuffle((a), (b), (V){__VA_ARGS__})
+#endif
+
+typedef uint8_t FC_N(n8) __attribute__((vector_size(16)));
+typedef uint16_t FC_N(n16) __attribute__((vector_size(16)));
+typedef uint32_t FC_N(n32) __attribute__((vector_size(16)));
+typedef uint64_t FC_N(n64) __attribute__((vector_size(16)));
+
+#define FC_NZIP_u8(a, b, lo, hi)                                              \
+    do {                                                                      \
+        lo = FC_SHUF(FC_N(n8), a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23); \
+        hi = FC_SHUF(FC_N(n8), a, b, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, \
+                     15, 31);                                                 \
+    } while (0)
+#define FC_NZIP_u16(a, b, lo, hi)                                             \
+    do {                                                                      \
+        lo = FC_SHUF(FC_N(n16), a, b, 0, 8, 1, 9, 2, 10, 3, 11);              \
+        hi = FC_SHUF(FC_N(n16), a, b, 4, 12, 5, 13, 6, 14, 7, 15);            \
+    } while (0)
+#define FC_NZIP_u32(a, b, lo, hi)                                             \
+    do {                                                                      \
+        lo = FC_SHUF(FC_N(n32), a, b, 0, 4, 1, 5);                            \
+        hi = FC_SHUF(FC_N(n32), a, b, 2, 6, 3, 7);                            \
+    } while (0)
+#define FC_NZIP_u64(a, b, lo, hi)                                             \
+    do {                                                                      \
+        lo = FC_SHUF(FC_N(n64), a, b, 0, 2);                                  \
+        hi = FC_SHUF(FC_N(n64), a, b, 1, 3);                                  \
+    } while (0)
+
+/* One block: R src rows of VB bytes -> (VB / 16) * R dst rows of 16 bytes;
+ * lane L of transposed row i is dst row L * R + i. */
+#define FC_DEF_TBLOCK(NAME, V, VB, R, ROUNDS, ZIP)                            \
+    FC_INLINE void FC_N(NAME)(char *FC_RESTRICT dst, Py_ssize_t dS,           \
+                              const char *FC_RESTRICT src, Py_ssize_t sD)     \
+    {                                                                         \
+        V r[R], t[R];                                                         \
+        int i, round, lane;                                                   \
+        for (i = 0; i < R; i++)                                               \
+            memcpy(&r[i], src + i * sD, VB);                                  \
+        for (round = 0; round < ROUNDS; round++) {                            \
+            for (i = 0; i < R / 2; i++)                                       \
+                ZIP(r[i], r[i + R / 2], t[2 * i], t[2 * i + 1]);              \
+            for (i = 0; i < R; i++)                                           \
+                r[i] = t[i];                                                  \
+        }                                                                     \
+        for (lane = 0; lane < VB / 16; lane++)                                \
+            for (i = 0; i < R; i++)                                           \
+                memcpy(dst + (lane * R + i) * dS, (const char *)&r[i] + 16 * lane, 16); \
+    }
+FC_DEF_TBLOCK(fc_tb16_u8, FC_N(n8), 16, 16, 4, FC_NZIP_u8)
+FC_DEF_TBLOCK(fc_tb16_u16, FC_N(n16), 16, 8, 3, FC_NZIP_u16)
+FC_DEF_TBLOCK(fc_tb16_u32, FC_N(n32), 16, 4, 2, FC_NZIP_u32)
+FC_DEF_TBLOCK(fc_tb16_u64, FC_N(n64), 16, 2, 1, FC_NZIP_u64)
+
+#if FC_PASS_WIDE
+typedef uint8_t FC_N(w8) __attribute__((vector_size(32)));
+typedef uint16_t FC_N(w16) __attribute__((vector_size(32)));
+typedef uint32_t FC_N(w32) __attribute__((vector_size(32)));
+typedef uint64_t FC_N(w64) __attribute__((vector_size(32)));
+
+#define FC_WZIP_u8(a, b, lo, hi)                                              \
+    do {                                                                      \
+        lo = FC_SHUF(FC_N(w8), a, b, 0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39, \
+                     16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55); \
+        hi = FC_SHUF(FC_N(w8), a, b, 8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, \
+                     15, 47, 24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, \
+                     63);                                                     \
+    } while (0)
+#define FC_WZIP_u16(a, b, lo, hi)                                             \
+    do {                                                                      \
+        lo = FC_SHUF(FC_N(w16), a, b, 0, 16, 1, 17, 2, 18, 3, 19, 8, 24, 9, 25, 10, 26, 11, \
+                     27);                                                     \
+        hi = FC_SHUF(FC_N(w16), a, b, 4, 20, 5, 21, 6, 22, 7, 23, 12, 28, 13, 29, 14, 30, \
+                     15, 31);                                                 \
+    } while (0)
+#define FC_WZIP_u32(a, b, lo, hi)                                             \
+    do {                                                                      \
+        lo = FC_SHUF(FC_N(w32), a, b, 0, 8, 1, 9, 4, 12, 5, 13);              \
+        hi = FC_SHUF(FC_N(w32), a, b, 2, 10, 3, 11, 6, 14, 7, 15);            \
+    } while (0)
+#define FC_WZIP_u64(a, b, lo, hi)                                             \
+    do {                                                                      \
+        lo = FC_SHUF(FC_N(w64), a, b, 0, 4, 2, 6);                            \
+        hi = FC_SHUF(FC_N(w64), a, b, 1, 5, 3, 7);                            \
+    } while (0)
+
+FC_DEF_TBLOCK(fc_tb32_u8, FC_N(w8), 32, 16, 4, FC_WZIP_u8)
+FC_DEF_TBLOCK(fc_tb32_u16, FC_N(w16), 32, 8, 3, FC_WZIP_u16)
+FC_DEF_TBLOCK(fc_tb32_u32, FC_N(w32), 32, 4, 2, FC_WZIP_u32)
+FC_DEF_TBLOCK(fc_tb32_u64, FC_N(w64), 32, 2, 1, FC_WZIP_u64)
+#endif
+
+/* Cache tile of the blocked transpose, in bytes of d and of s, by which
+ * side has its rows far apart (measured; 256-row byte transposes, 6-64 MB):
+ * with far src rows, few of them per tile and long pieces (the hardware
+ * prefetchers follow a few dozen read streams, not hundreds); with far dst
+ * rows, big tiles (written-to streams are cheap, write-backs stay whole). */
+#define FC_BT_FAR_SRC_D 32
+#define FC_BT_FAR_SRC_S 1024
+#define FC_BT_FAR_DST_D 1024
+#define FC_BT_FAR_DST_S 256
+
+#define FC_BT_INNER(BLOCK, BS)                                                \
+    for (Py_ssize_t s = s0; s < s1; s += (BS))                                \
+        for (Py_ssize_t d = d0; d < d1; d += BD)                              \
+            BLOCK(dst + d * E + s * dS, dS, src + d * sD + s * E, sD);
+/* Blocks of BD x BS units over d in [0, nDb), s in [sa, sb), tiled. */
+#define FC_BT_LOOP(BLOCK, BS, sa, sb)                                         \
+    for (Py_ssize_t s0 = (sa); s0 < (sb); s0 += TS) {                         \
+        Py_ssize_t s1 = s0 + TS < (sb) ? s0 + TS : (sb);                      \
+        for (Py_ssize_t d0 = 0; d0 < nDb; d0 += TD) {                         \
+            Py_ssize_t d1 = d0 + TD < nDb ? d0 + TD : nDb;                    \
+            FC_BT_INNER(BLOCK, BS)                                            \
+        }                                                                     \
+    }
+
+#if FC_PASS_WIDE
+#define FC_BT_WIDE(T)                                                         \
+    nSw = nS - nS % (32 / E);                                                 \
+    FC_BT_LOOP(FC_N(fc_tb32_##T), 32 / E, 0, nSw)
+#else
+#define FC_BT_WIDE(T) nSw = 0;
+#endif
+
+#define FC_DEF_BT(T)                                                          \
+    FC_NOINLINE void FC_N(fc_bt_##T)(char *dst, const char *src, Py_ssize_t nD, Py_ssize_t sD, \
+                                     Py_ssize_t nS, Py_ssize_t dS)            \
+    {                                                                         \
+        const Py_ssize_t E = (Py_ssize_t)sizeof(fc_##T), BD = 16 / E;         \
+        const Py_ssize_t TD = (sD >= dS ? FC_BT_FAR_SRC_D : FC_BT_FAR_DST_D) / E; \
+        const Py_ssize_t TS = (sD >= dS ? FC_BT_FAR_SRC_S : FC_BT_FAR_DST_S) / E; \
+        const Py_ssize_t nDb = nD - nD % BD, nSn = nS - nS % (16 / E);        \
+        Py_ssize_t nSw;                                                       \
+        FC_BT_WIDE(T)                                                         \
+        FC_BT_LOOP(FC_N(fc_tb16_##T), 16 / E, nSw, nSn)                       \
+        /* Edges: the last nD % BD rows of d for every s, then the last       \
+         * nS % (16 / E) columns of s for the whole blocks of d. */           \
+        fc_gen(E, dst + nDb * E, src + nDb * sD, nD - nDb, E, sD, nS, dS, E); \
+        fc_gen(E, dst + nSn * dS, src + nSn * E, nDb, E, sD, nS - nSn, dS, E); \
+    }
+FC_DEF_BT(u8)
+FC_DEF_BT(u16)
+FC_DEF_BT(u32)
+FC_DEF_BT(u64)
+
+#undef FC_SHUF
+#undef FC_NZIP_u8
+#undef FC_NZIP_u16
+#undef FC_NZIP_u32
+#undef FC_NZIP_u64
+#undef FC_WZIP_u8
+#undef FC_WZIP_u16
+#undef FC_WZIP_u32
+#undef FC_WZIP_u64
+#undef FC_DEF_TBLOCK
+#undef FC_BT_LOOP
+#undef FC_BT_INNER
+#undef FC_BT_WIDE
+#undef FC_DEF_BT
+#else
+#define FC_HAVE_BT 0
+#endif /* FC_GNU */
+
+static const fc_isa FC_N(fc_isa) = {
+    FC_PASS_MASKED ? "avx512" : FC_PASS_WIDE ? "avx2" : "base",
+    FC_PASS_MASKED,
+    {FC_N(fc_il_u8), FC_N(fc_il_u16), FC_N(fc_il_u32), FC_N(fc_il_u64)},
+    {FC_N(fc_dil_u8), FC_N(fc_dil_u16), FC_N(fc_dil_u32), FC_N(fc_dil_u64)},
+#if FC_HAVE_BT
+    {FC_N(fc_bt_u8), FC_N(fc_bt_u16), FC_N(fc_bt_u32), FC_N(fc_bt_u64)},
+#else
+    {NULL, NULL, NULL, NULL},
+#endif
+};
+
+#undef FC_HAVE_BT
+#undef FC_N
+
+#endif /* FC_KERNEL_PASS */

@@ -1,0 +1,55 @@
+"""Checking the parameters and device-reported attributes a layout is built from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from harness.errors import LayoutError
+
+
+def take_params(where: str, params: dict[str, Any], accepted: tuple[str, ...]) -> dict[str, Any]:
+    """Refuse parameters a layout does not know, naming the ones it does."""
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        listed = ", ".join(accepted) if accepted else "none"
+        raise LayoutError(f"{where}: unknown parameter(s) {', '.join(unknown)}; accepted: {listed}")
+    return params
+
+
+def strict_int(value: Any) -> int:
+    """An integer, or ValueError: 24.5 is refused rather than truncated, True is no number."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected an integer, got {value!r}")
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        return int(value)
+    if isinstance(value, str):
+        return int(value.strip())
+    raise ValueError(f"expected an integer, got {value!r}")
+
+
+def int_tuple(where: str, key: str, value: Any, length: int | None = None) -> tuple[int, ...]:
+    """A device-reported list of integers (strides, dims) checked for type and length."""
+    if isinstance(value, str):
+        value = [v for v in value.replace("x", ",").split(",") if v.strip()]
+    try:
+        out = tuple(strict_int(v) for v in value)
+    except (TypeError, ValueError) as exc:
+        raise LayoutError(f"{where}: {key} must be a list of integers, got {value!r}") from exc
+    if length is not None and len(out) != length:
+        raise LayoutError(f"{where}: {key} must have {length} values, got {len(out)}: {out}")
+    return out
+
+
+def one_int(where: str, key: str, value: Any) -> int:
+    try:
+        return strict_int(value)
+    except (TypeError, ValueError) as exc:
+        raise LayoutError(f"{where}: {key} must be an integer, got {value!r}") from exc
+
+
+def round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple

@@ -1,0 +1,17 @@
+"""Buffer diffs that say what is wrong and where: values, padding, length, attributes, layout."""
+
+from __future__ import annotations
+
+from harness.diff.buffers import diff_buffers
+from harness.diff.forensics import Candidate, Explanation, explain
+from harness.diff.report import DiffReport, Finding, Mismatch
+
+__all__ = [
+    "Candidate",
+    "DiffReport",
+    "Explanation",
+    "Finding",
+    "Mismatch",
+    "diff_buffers",
+    "explain",
+]

@@ -1,0 +1,261 @@
+"""Diff a device buffer against what the codec says it must be, and say where it differs.
+
+The work is proportional to the bytes compared plus the bytes that differ: the buffers are
+compared byte for byte first (one vectorised pass, the whole cost when they are equal); only the
+offsets that differ are located (closed form, vectorised) and only the elements they touch are
+decoded, so a 100 MB buffer with a few differences costs little more than ``numpy.array_equal``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from harness.codec.engine import PART, BlockedLayout
+from harness.diff.diagnose import diagnose
+from harness.diff.inputs import as_bytes
+from harness.diff.report import DiffReport, Mismatch
+from harness.errors import LayoutError
+
+PADDING_POLICIES = ("zero", "ignore", "exact")
+FIRST_MISMATCHES = 100
+
+
+def diff_buffers(
+    layout: BlockedLayout,
+    expected: Any,
+    device: Any,
+    *,
+    tolerance: float = 0,
+    padding: str = "zero",
+    first: int = FIRST_MISMATCHES,
+) -> DiffReport:
+    """Compare ``device`` (the raw buffer) with ``expected`` under ``layout``.
+
+    ``expected`` is the logical tensor (packed here, padding zero) or the packed bytes.
+    Valid data is compared per decoded element, within ``±tolerance`` in the layout's value
+    units (quantized units for integer data). ``padding``: ``"zero"`` — every padding byte of the
+    device buffer must be zero; ``"exact"`` — padding must equal the expected buffer's;
+    ``"ignore"`` — padding is not looked at. Dirty padding is its own finding, never a value
+    mismatch. A device buffer of the wrong length is reported short or long; the common prefix is
+    still compared.
+    """
+    if padding not in PADDING_POLICIES:
+        raise LayoutError(f"padding must be one of {PADDING_POLICIES}, got {padding!r}")
+    if tolerance < 0:
+        raise LayoutError(f"tolerance must be >= 0, got {tolerance}")
+    expected_buf, expected_is_tensor = _expected_bytes(layout, expected)
+    device_buf = as_bytes(device, "device")
+    common = min(device_buf.size, layout.nbytes)
+
+    if device_buf.size == layout.nbytes and np.array_equal(expected_buf, device_buf):
+        dirty = np.zeros(0, dtype=np.int64)
+        if padding == "zero" and not expected_is_tensor:
+            dirty = _nonzero_padding(layout, device_buf, common)
+        return _report(layout, tolerance, padding, device_buf.size, common, dirty, first)
+
+    differing = np.flatnonzero(expected_buf[:common] != device_buf[:common])
+    located = layout.locate_many(differing)
+    pad_offsets = differing[located.padding]
+    if padding == "ignore":
+        dirty = np.zeros(0, dtype=np.int64)
+    elif padding == "exact" or expected_is_tensor:
+        dirty = pad_offsets
+    else:
+        dirty = _nonzero_padding(layout, device_buf, common)
+    element_rows = ~located.padding
+    return _report(
+        layout,
+        tolerance,
+        padding,
+        device_buf.size,
+        common,
+        dirty,
+        first,
+        expected_buf=expected_buf,
+        device_buf=device_buf,
+        offsets=differing[element_rows],
+        index=located.index[element_rows],
+        slots=located.slot[element_rows],
+    )
+
+
+def _report(
+    layout: BlockedLayout,
+    tolerance: float,
+    padding: str,
+    device_nbytes: int,
+    common: int,
+    dirty: np.ndarray,
+    first: int,
+    *,
+    expected_buf: np.ndarray | None = None,
+    device_buf: np.ndarray | None = None,
+    offsets: np.ndarray | None = None,
+    index: np.ndarray | None = None,
+    slots: np.ndarray | None = None,
+) -> DiffReport:
+    total = int(np.prod(layout.shape))
+    missing = _elements_beyond(layout, common) if common < layout.nbytes else 0
+    group_size = _group_size(layout)
+    report = DiffReport(
+        target=layout.target,
+        layout=layout.name,
+        role=layout.role,
+        shape=tuple(layout.shape),
+        dtype=layout.dtype.name,
+        axis_names=layout.axis_names,
+        tolerance=float(tolerance),
+        padding_policy=padding,
+        expected_nbytes=layout.nbytes,
+        device_nbytes=int(device_nbytes),
+        elements_total=total,
+        elements_compared=total - missing,
+        elements_missing=missing,
+        mismatched=0,
+        within_tolerance=0,
+        max_abs_error=0.0,
+        dirty_padding_bytes=int(dirty.size),
+        first_dirty_padding=[int(o) for o in dirty[:first]],
+        first_mismatches=[],
+        per_channel={},
+        per_group={},
+        group_size=group_size,
+        dirty_padding_offsets=dirty,
+    )
+    if offsets is not None and offsets.size:
+        assert expected_buf is not None and device_buf is not None
+        assert index is not None and slots is not None
+        _compare_elements(report, layout, tolerance, first, expected_buf, device_buf,
+                          offsets, index, slots)  # fmt: skip
+    if expected_buf is not None and device_buf is not None:
+        report.findings = diagnose(layout, report, expected_buf, device_buf)
+    elif report.dirty_padding_bytes or report.length_delta:
+        report.findings = diagnose(layout, report, None, None)
+    return report
+
+
+def _compare_elements(
+    report: DiffReport,
+    layout: BlockedLayout,
+    tolerance: float,
+    first: int,
+    expected_buf: np.ndarray,
+    device_buf: np.ndarray,
+    offsets: np.ndarray,
+    index: np.ndarray,
+    slots: np.ndarray,
+) -> None:
+    """Decode the elements the differing bytes belong to and compare their values."""
+    flat = np.ravel_multi_index(tuple(index.T), layout.shape)
+    elements, first_row = np.unique(flat, return_index=True)
+    element_index = index[first_row]
+    nparts = layout.encoding.nparts
+    slot_offsets = np.stack(
+        [layout.offsets_of(element_index, slot) for slot in range(nparts)], axis=1
+    )
+    complete = (slot_offsets < device_buf.size).all(axis=1)
+    slot_offsets, element_index, elements = (
+        slot_offsets[complete],
+        element_index[complete],
+        elements[complete],
+    )
+    expected = layout.encoding.decode_slots(expected_buf[slot_offsets])
+    got = layout.encoding.decode_slots(device_buf[slot_offsets])
+    exp_f, got_f = expected.astype(np.float64), got.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        error = np.abs(got_f - exp_f)
+    both_nan = np.isnan(exp_f) & np.isnan(got_f)
+    error[both_nan] = 0.0
+    error[np.isnan(error)] = np.inf
+    bad = error > tolerance
+    report.within_tolerance = int(np.count_nonzero(~bad & (error > 0)))
+    report.mismatched = int(np.count_nonzero(bad))
+    report.max_abs_error = float(error[bad].max()) if report.mismatched else 0.0
+    report.mismatch_index = element_index[bad]
+    report.mismatch_expected = expected[bad]
+    report.mismatch_got = got[bad]
+
+    # Offsets are ascending, so each element's first row is its first differing byte.
+    first_offset = offsets[first_row][complete]
+    first_slot = slots[first_row][complete]
+    bad_rows = np.flatnonzero(bad)
+    shown = bad_rows[np.argsort(first_offset[bad_rows], kind="stable")[:first]]
+    for row in shown:
+        offset = int(first_offset[row])
+        where = layout.locate(offset)
+        report.first_mismatches.append(
+            Mismatch(
+                offset=offset,
+                index=tuple(int(i) for i in element_index[row]),
+                part=layout.encoding.part_names[int(first_slot[row])],
+                entry=where.entry,
+                bits=where.bits,
+                expected=_scalar(expected[row]),
+                got=_scalar(got[row]),
+            )
+        )
+    channel_axis = _channel_axis(layout)
+    if channel_axis is not None and report.mismatched:
+        channels, counts = np.unique(report.mismatch_index[:, channel_axis], return_counts=True)
+        report.per_channel = {int(c): int(n) for c, n in zip(channels, counts, strict=True)}
+        if report.group_size:
+            per_group: dict[int, int] = {}
+            for channel, count in report.per_channel.items():
+                group = channel // report.group_size
+                per_group[group] = per_group.get(group, 0) + count
+            report.per_group = per_group
+
+
+def _scalar(value: Any) -> float:
+    number = float(value)
+    return int(number) if number.is_integer() else number
+
+
+def _channel_axis(layout: BlockedLayout) -> int | None:
+    names = layout.axis_names
+    return names.index("c") if "c" in names else None
+
+
+def _group_size(layout: BlockedLayout) -> int | None:
+    """The channel block of a blocked channel axis (KL730 group, RKNN C2), if any."""
+    axis = _channel_axis(layout)
+    if axis is None:
+        return None
+    canonical_axis = [
+        a for a in range(len(layout.canonical_shape)) if a not in layout.inserted_axes
+    ][axis]
+    blocks = [d.block for d in layout.dims if d.axis == canonical_axis and d.axis != PART]
+    return max(blocks) if max(blocks) > 1 else None
+
+
+def _nonzero_padding(layout: BlockedLayout, device_buf: np.ndarray, common: int) -> np.ndarray:
+    mask = layout.padding_mask()[:common]
+    return np.flatnonzero(mask & (device_buf[:common] != 0))
+
+
+def _elements_beyond(layout: BlockedLayout, common: int) -> int:
+    """How many elements have a byte at or past ``common`` (lost in a short device buffer)."""
+    located = layout.locate_many(np.arange(common, layout.nbytes))
+    index = located.index[~located.padding]
+    if not index.size:
+        return 0
+    return int(np.unique(np.ravel_multi_index(tuple(index.T), layout.shape)).size)
+
+
+def _expected_bytes(layout: BlockedLayout, expected: Any) -> tuple[np.ndarray, bool]:
+    if isinstance(expected, np.ndarray) and expected.shape == layout.shape:
+        if expected.dtype != layout.dtype:
+            raise LayoutError(
+                f"expected tensor has dtype {expected.dtype.name}, the layout holds "
+                f"{layout.dtype.name}"
+            )
+        return layout.pack(expected), True
+    buf = as_bytes(expected, "expected")
+    if buf.size != layout.nbytes:
+        raise LayoutError(
+            f"expected must be the logical tensor {layout.shape} {layout.dtype.name} or its "
+            f"packed bytes ({layout.nbytes} bytes); got {buf.size} bytes"
+        )
+    return buf, False

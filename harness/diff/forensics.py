@@ -1,0 +1,246 @@
+"""Layout forensics: which known layout and parameters reproduce a device buffer?
+
+Given the raw device buffer and the logical tensor that should be in it, :func:`explain` packs
+the tensor with every layout the target knows, under the parameter variants devices get wrong
+(row alignment 1/4/8/16/32, outer vs inner channel groups, C2 blocks, last-op channel padding,
+H·W plane padding, 15- vs 16-bit data, swapped L/H bytes), and ranks the candidates by how much
+of the buffer they reproduce. Each candidate costs one pack and one vectorised compare.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from harness.codec import get_layout, layout_names
+from harness.codec.engine import BlockedLayout
+from harness.diff.inputs import as_bytes
+from harness.errors import LayoutError
+
+ALIGNMENTS = (1, 4, 8, 16, 32)
+C2_BLOCKS = (4, 8, 16, 32)
+MATCH_THRESHOLD = 0.999
+"""A candidate that reproduces at least this fraction of the bytes counts as a match."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A layout and parameters, and how much of the device buffer they reproduce."""
+
+    layout: str
+    role: str
+    params: dict[str, Any]
+    swapped: bool
+    nbytes: int
+    matching: float
+    exact: bool
+    note: str = ""
+
+    def describe(self) -> str:
+        params = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        text = self.layout + (f" ({params})" if params else "")
+        if self.swapped:
+            text += " with its L/H bytes swapped"
+        return text + (f" [{self.note}]" if self.note else "")
+
+
+@dataclass
+class Explanation:
+    """The ranked candidates and a one-line verdict."""
+
+    target: str
+    declared: str | None
+    candidates: list[Candidate] = field(default_factory=list)
+
+    @property
+    def best(self) -> Candidate | None:
+        return self.candidates[0] if self.candidates else None
+
+    @property
+    def found(self) -> bool:
+        return self.best is not None and self.best.matching >= MATCH_THRESHOLD
+
+    def verdict(self) -> str:
+        best = self.best
+        if best is None or not self.found:
+            return f"no known {self.target} layout reproduces the device buffer"
+        sentence = f"the device buffer is {best.describe()}"
+        if self.declared and self.declared != best.describe():
+            sentence += f"; the model declares {self.declared}"
+        return sentence
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "declared": self.declared,
+            "found": self.found,
+            "verdict": self.verdict(),
+            "candidates": [dataclasses.asdict(c) for c in self.candidates],
+        }
+
+
+def explain(
+    device_buffer: Any,
+    tensor: np.ndarray,
+    target: str,
+    *,
+    role: str | None = None,
+    declared: BlockedLayout | None = None,
+    limit: int = 5,
+) -> Explanation:
+    """Rank the target's layouts by how much of ``device_buffer`` they reproduce from ``tensor``.
+
+    ``role`` limits the search to that role's layouts (both when None). ``declared`` is the
+    layout the model says it uses; the verdict names it when the buffer is something else.
+    """
+    device = as_bytes(device_buffer, "device")
+    tensor = np.asarray(tensor)
+    seen: set[tuple[str, str, int, bool, bytes]] = set()
+    candidates: list[Candidate] = []
+    for layout, note in _candidate_layouts(target, tensor, role):
+        for swapped in (False, True) if layout.encoding.nparts == 2 else (False,):
+            variant = _swapped(layout) if swapped else layout
+            packed = variant.pack(tensor)
+            key = (layout.name, layout.role, layout.nbytes, swapped, _digest(packed))
+            if key in seen:
+                continue
+            seen.add(key)
+            candidates.append(_score(variant, packed, device, swapped, note))
+    candidates.sort(key=lambda c: (not c.exact, -c.matching, c.swapped, len(c.params)))
+    return Explanation(
+        target=target,
+        declared=_describe_declared(declared),
+        candidates=candidates[:limit],
+    )
+
+
+def _describe_declared(layout: BlockedLayout | None) -> str | None:
+    if layout is None:
+        return None
+    params = ", ".join(f"{k}={v}" for k, v in layout.params.items())
+    return layout.name + (f" ({params})" if params else "")
+
+
+def _score(
+    layout: BlockedLayout, packed: np.ndarray, device: np.ndarray, swapped: bool, note: str
+) -> Candidate:
+    common = min(packed.size, device.size)
+    equal = int(np.count_nonzero(packed[:common] == device[:common]))
+    longest = max(packed.size, device.size, 1)
+    return Candidate(
+        layout=layout.name,
+        role=layout.role,
+        params=dict(layout.params),
+        swapped=swapped,
+        nbytes=layout.nbytes,
+        matching=equal / longest,
+        exact=packed.size == device.size and equal == common,
+        note=note,
+    )
+
+
+def _digest(packed: np.ndarray) -> bytes:
+    """Two candidates that pack the tensor identically are one candidate."""
+    return hashlib.blake2b(packed.tobytes(), digest_size=16).digest()
+
+
+def _swapped(layout: BlockedLayout) -> BlockedLayout:
+    return dataclasses.replace(layout, encoding=dataclasses.replace(layout.encoding, swapped=True))
+
+
+def _candidate_layouts(
+    target: str, tensor: np.ndarray, role: str | None
+) -> Iterator[tuple[BlockedLayout, str]]:
+    shape, dtype = tensor.shape, tensor.dtype
+    roles = (role,) if role else ("output", "input")
+    for each_role in roles:
+        for name in layout_names(target):
+            for params, note in _param_variants(target, name, each_role, shape, dtype):
+                try:
+                    yield get_layout(target, name, shape, dtype, role=each_role, **params), note
+                except LayoutError:
+                    continue
+
+
+def _param_variants(
+    target: str, name: str, role: str, shape: tuple[int, ...], dtype: np.dtype
+) -> Iterator[tuple[dict[str, Any], str]]:
+    yield {}, ""
+    if target == "kl730":
+        yield from _kl730_variants(name, shape, dtype)
+    elif target.startswith("rdk-"):
+        yield from _horizon_variants(name, shape, dtype)
+    else:
+        yield from _rockchip_variants(name, role, shape)
+
+
+def _kl730_variants(
+    name: str, shape: tuple[int, ...], dtype: np.dtype
+) -> Iterator[tuple[dict[str, Any], str]]:
+    from targets import kl730
+
+    fmt = kl730.FORMATS[name]
+    if fmt.bits == 16:
+        yield {"value_bits": 16 if fmt.quirk_15bit else 15}, ""
+    try:
+        shape4, inserted = kl730.canonical_shape(shape)
+    except LayoutError:
+        return
+    for cols in ALIGNMENTS:
+        if cols == fmt.entry_cols:
+            continue
+        strides = kl730.predict_stride_npu(dataclasses.replace(fmt, entry_cols=cols), shape4)
+        given = [s for a, s in enumerate(strides) if a not in inserted]
+        yield {"stride_npu": given}, f"rows padded to {cols} columns"
+
+
+def _rockchip_variants(
+    name: str, role: str, shape: tuple[int, ...]
+) -> Iterator[tuple[dict[str, Any], str]]:
+    if len(shape) != 4:
+        return
+    width = shape[3]
+    if role == "input" and name == "NHWC":
+        for align in ALIGNMENTS:
+            yield {"w_stride": -(-width // align) * align}, f"width aligned to {align}"
+        yield {"first_layer": "float16"}, ""
+    if name in ("NHWC", "NC1HWC2") and role == "output":
+        yield {"last_op": "other"}, ""
+    if name == "NC1HWC2":
+        for c2 in C2_BLOCKS:
+            for last_op in ("conv", "other"):
+                for hw_align in (1, 4):
+                    params: dict[str, Any] = {"c2": c2, "hw_align": hw_align}
+                    if role == "output":
+                        params["last_op"] = last_op
+                    elif last_op == "other" or hw_align != 1:
+                        continue
+                    yield params, ""
+
+
+def _horizon_variants(
+    name: str, shape: tuple[int, ...], dtype: np.dtype
+) -> Iterator[tuple[dict[str, Any], str]]:
+    from targets import horizon
+
+    if name == "strided" and len(shape) == 4:
+        for tensor_layout in ("NCHW", "NHWC"):
+            h_axis, w_axis = (1, 2) if tensor_layout == "NHWC" else (2, 3)
+            for h_align in ALIGNMENTS:
+                for w_align in ALIGNMENTS:
+                    aligned = list(shape)
+                    aligned[h_axis] = -(-shape[h_axis] // h_align) * h_align
+                    aligned[w_axis] = -(-shape[w_axis] // w_align) * w_align
+                    stride = horizon.strides_of_aligned_shape(tuple(aligned), dtype.itemsize)
+                    yield (
+                        {"stride": list(stride)},
+                        f"H aligned to {h_align}, W to {w_align} ({tensor_layout})",
+                    )
+    elif name in ("NV12", "Y") and len(shape) in (2, 3):
+        for align in ALIGNMENTS:
+            yield {"stride": -(-shape[-1] // align) * align}, f"rows aligned to {align} bytes"

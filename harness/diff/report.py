@@ -1,0 +1,147 @@
+"""What a buffer diff found: plain data, a JSON form and a few human lines."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+VERDICT_EQUAL = "equal"
+VERDICT_WITHIN = "equal within tolerance"
+VERDICT_DIFFERENT = "different"
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """One element whose decoded value differs from the expected one beyond the tolerance.
+
+    ``offset`` is the first byte of the element that differs; ``part``, ``entry`` and ``bits``
+    describe that byte (L/H part of a 16-bit value, 16-byte entry and its bit range on KL730).
+    """
+
+    offset: int
+    index: tuple[int, ...]
+    part: str | None
+    entry: int | None
+    bits: str | None
+    expected: float
+    got: float
+
+    def describe(self, axis_names: tuple[str, ...]) -> str:
+        names = axis_names or tuple(f"d{a}" for a in range(len(self.index)))
+        where = ", ".join(f"{n}={i}" for n, i in zip(names, self.index, strict=True))
+        byte = f"offset {self.offset}"
+        if self.entry is not None:
+            byte += f" (entry {self.entry} bits {self.bits})"
+        part = f" {self.part} byte" if self.part else ""
+        return f"{where}: expected {_num(self.expected)}, got {_num(self.got)} at {byte}{part}"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A named fault the diff recognised, e.g. ``dirty-padding`` or ``channel-groups-swapped``."""
+
+    kind: str
+    message: str
+
+
+@dataclass
+class DiffReport:
+    """The outcome of :func:`harness.diff.diff_buffers`."""
+
+    target: str
+    layout: str
+    role: str
+    shape: tuple[int, ...]
+    dtype: str
+    axis_names: tuple[str, ...]
+    tolerance: float
+    padding_policy: str
+    expected_nbytes: int
+    device_nbytes: int
+    elements_total: int
+    elements_compared: int
+    elements_missing: int
+    mismatched: int
+    within_tolerance: int
+    max_abs_error: float
+    dirty_padding_bytes: int
+    first_dirty_padding: list[int]
+    first_mismatches: list[Mismatch]
+    per_channel: dict[int, int]
+    per_group: dict[int, int]
+    group_size: int | None
+    findings: list[Finding] = field(default_factory=list)
+    mismatch_index: np.ndarray | None = field(default=None, repr=False, compare=False)
+    mismatch_expected: np.ndarray | None = field(default=None, repr=False, compare=False)
+    mismatch_got: np.ndarray | None = field(default=None, repr=False, compare=False)
+    dirty_padding_offsets: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def length_delta(self) -> int:
+        """Device bytes minus expected bytes: negative when the device buffer is short."""
+        return self.device_nbytes - self.expected_nbytes
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict != VERDICT_DIFFERENT
+
+    @property
+    def verdict(self) -> str:
+        if self.mismatched or self.dirty_padding_bytes or self.length_delta:
+            return VERDICT_DIFFERENT
+        return VERDICT_WITHIN if self.within_tolerance else VERDICT_EQUAL
+
+    def summary(self, lines: int = 5) -> str:
+        """A few human lines: the verdict, the counts, the first mismatches, the findings."""
+        head = (
+            f"{self.target} {self.layout} ({self.role}) {list(self.shape)} {self.dtype}: "
+            f"{self.verdict}"
+        )
+        out = [head]
+        if self.length_delta:
+            how = "short" if self.length_delta < 0 else "long"
+            out.append(
+                f"  device buffer is {abs(self.length_delta)} bytes {how} "
+                f"({self.device_nbytes} vs {self.expected_nbytes})"
+            )
+        out.append(
+            f"  {self.mismatched} of {self.elements_compared} elements differ"
+            + (f" beyond ±{_num(self.tolerance)}" if self.tolerance else "")
+            + (f", max abs error {_num(self.max_abs_error)}" if self.mismatched else "")
+            + (f", {self.elements_missing} missing" if self.elements_missing else "")
+            + (
+                f"; {self.dirty_padding_bytes} dirty padding bytes"
+                if self.dirty_padding_bytes
+                else ""
+            )
+        )
+        for mismatch in self.first_mismatches[:lines]:
+            out.append(f"  {mismatch.describe(self.axis_names)}")
+        if self.dirty_padding_bytes and self.first_dirty_padding:
+            first = ", ".join(str(o) for o in self.first_dirty_padding[:lines])
+            out.append(f"  dirty padding at offsets {first}")
+        for finding in self.findings:
+            out.append(f"  {finding.kind}: {finding.message}")
+        return "\n".join(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for array_field in ("mismatch_index", "mismatch_expected", "mismatch_got"):
+            data.pop(array_field)
+        data.pop("dirty_padding_offsets")
+        data["shape"] = list(self.shape)
+        data["verdict"] = self.verdict
+        data["length_delta"] = self.length_delta
+        data["per_channel"] = {str(k): v for k, v in self.per_channel.items()}
+        data["per_group"] = {str(k): v for k, v in self.per_group.items()}
+        return data
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"

@@ -1,0 +1,99 @@
+"""The heatmap PNG and ``npu-hil diff``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from harness.codec import get_layout
+from harness.diff import diff_buffers
+from harness.diff.heatmap import mismatch_grid, render_heatmap
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def faulty_case() -> tuple[object, np.ndarray, np.ndarray]:
+    layout = get_layout("kl730", "16W1C8B", (1, 4, 6, 20), "int8")
+    tensor = np.arange(layout.shape[1] * 6 * 20, dtype=np.int64).reshape(layout.shape)
+    tensor = (tensor % 100).astype(np.int8)
+    device = layout.pack(tensor)
+    device[layout.offset_of((0, 2, 3, 7))] += 1
+    device[layout.offset_of((0, 2, 3, 8))] += 1
+    padding = np.flatnonzero(layout.padding_mask())
+    device[padding[:4]] = 9
+    return layout, tensor, device
+
+
+def test_grid_counts_mismatches_and_dirty_padding_where_they_are() -> None:
+    layout, tensor, device = faulty_case()
+    report = diff_buffers(layout, tensor, device)  # type: ignore[arg-type]
+    counts, dirty, per_panel = mismatch_grid(report, layout)  # type: ignore[arg-type]
+    assert per_panel == 1
+    assert counts.sum() == 2
+    assert counts[2, 3, 7] == 1 and counts[2, 3, 8] == 1
+    # The first padding bytes are the right-hand padding of row 0 of channel 0 (w = 20..31).
+    assert dirty.sum() == 4
+    assert dirty[0, 0, 20:24].tolist() == [1, 1, 1, 1]
+    assert counts.shape[2] >= 24
+
+
+def test_render_heatmap_writes_a_png(tmp_path: Path) -> None:
+    layout, tensor, device = faulty_case()
+    report = diff_buffers(layout, tensor, device)  # type: ignore[arg-type]
+    out = render_heatmap(report, layout, tmp_path / "diff.png")  # type: ignore[arg-type]
+    assert out.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_many_channels_are_grouped_into_panels() -> None:
+    layout = get_layout("kl730", "1W16C8B", (1, 100, 2, 3), "int8")
+    tensor = np.zeros(layout.shape, np.int8)
+    device = layout.pack(tensor)
+    device[layout.offset_of((0, 99, 1, 2))] = 1
+    report = diff_buffers(layout, tensor, device)
+    counts, _, per_panel = mismatch_grid(report, layout)
+    assert per_panel == 16
+    assert counts.shape[0] == 7
+    assert counts[6, 1, 2] == 1
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness.cli.main", "diff", *args],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+
+
+def test_cli_exit_codes_json_and_png(tmp_path: Path) -> None:
+    layout, tensor, device = faulty_case()
+    np.save(tmp_path / "ref.npy", tensor)
+    (tmp_path / "good.bin").write_bytes(layout.pack(tensor).tobytes())  # type: ignore[attr-defined]
+    (tmp_path / "bad.bin").write_bytes(device.tobytes())
+    common = ["--target", "kl730", "--layout", "16W1C8B", "--shape", "1,4,6,20", "--dtype",
+              "int8", "--expected", str(tmp_path / "ref.npy")]  # fmt: skip
+    good = cli(*common, "--device", str(tmp_path / "good.bin"))
+    assert good.returncode == 0, good.stderr
+    assert "equal" in good.stdout
+    bad = cli(*common, "--device", str(tmp_path / "bad.bin"), "--json",
+              "--png", str(tmp_path / "d.png"))  # fmt: skip
+    assert bad.returncode == 1, bad.stderr
+    data = json.loads(bad.stdout)
+    assert data["mismatched"] == 2
+    assert data["dirty_padding_bytes"] == 4
+    assert (tmp_path / "d.png").read_bytes()[:8] == PNG_MAGIC
+    packed = cli("--target", "kl730", "--layout", "16W1C8B", "--shape", "1,4,6,20", "--dtype",
+                 "int8", "--expected-bin", str(tmp_path / "good.bin"),
+                 "--device", str(tmp_path / "good.bin"))  # fmt: skip
+    assert packed.returncode == 0, packed.stderr
+
+
+def test_cli_bad_input_exits_2(tmp_path: Path) -> None:
+    np.save(tmp_path / "ref.npy", np.zeros((1, 2), np.int8))
+    (tmp_path / "d.bin").write_bytes(b"\0")
+    done = cli("--target", "kl730", "--layout", "16W1C8B", "--shape", "1,4,6,20", "--dtype",
+               "int8", "--expected", str(tmp_path / "ref.npy"),
+               "--device", str(tmp_path / "d.bin"))  # fmt: skip
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "holds shape" in done.stderr
