@@ -20,7 +20,8 @@ def aligned_empty(nbytes: int, align: int = DEFAULT_ALIGN) -> np.ndarray:
     raw = np.empty(nbytes + align, dtype=np.uint8)
     shift = (-raw.ctypes.data) % align
     # An explicit offset: numpy gives an empty slice its base's address, not the slice's.
-    return np.ndarray((nbytes,), dtype=np.uint8, buffer=raw, offset=shift)
+    aligned: np.ndarray = np.ndarray((nbytes,), dtype=np.uint8, buffer=raw, offset=shift)
+    return aligned
 
 
 def aligned_zeros(nbytes: int, align: int = DEFAULT_ALIGN) -> np.ndarray:
