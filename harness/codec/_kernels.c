@@ -390,7 +390,6 @@ fc_masked_store_avx512(char *dst, const char *tmp, Py_ssize_t nbytes, Py_ssize_t
     }
     for (; i + 32 <= nbytes; i += 32) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(tmp + i));
-        __builtin_prefetch(dst + i + FC_PF, 1, 3);
         _mm256_mask_storeu_epi8(dst + i, (__mmask32)m, v);
     }
     if (i < nbytes) {
