@@ -55,8 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         ("1% differ, first 100", partial(diff_buffers, layout, packed, wrong, first=100)),
         ("1% differ, first 0", partial(diff_buffers, layout, packed, wrong, first=0)),
     ]
-    print(f"buffer {packed.nbytes / 1e6:.0f} MB ({layout.target} {layout.name} "
-          f"{list(layout.shape)}); numpy.array_equal {baseline * 1e3:.1f} ms")  # fmt: skip
+    print(
+        f"buffer {packed.nbytes / 1e6:.0f} MB ({layout.target} {layout.name} "
+        f"{list(layout.shape)}); numpy.array_equal {baseline * 1e3:.1f} ms"
+    )
     print("| case | ms | ratio to array_equal |")
     print("|---|---|---|")
     timings = {}

@@ -9,7 +9,9 @@ For each pattern and size it prints the throughput (logical bytes / time) of
 and each time as a multiple of the contiguous copy's (``numpy x``, ``kernel x``; ``speedup`` is
 numpy's time over the kernel's). The three are timed in turn within each repeat (numpy's
 strided copy first, so that the contiguous copy and the kernel both start from the caches it
-left), and the best of the repeats is kept, so that a noisy neighbour slows all three alike. Run: ``python benchmarks/bench_fastcopy.py [--sizes 6.2,64] [--isa avx2]``.
+left), and the best of the repeats is kept, so that a noisy neighbour slows all three alike.
+
+Run: ``python benchmarks/bench_fastcopy.py [--sizes 6.2,64] [--isa base|avx2|avx512]``.
 """
 
 from __future__ import annotations

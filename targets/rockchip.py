@@ -281,9 +281,7 @@ def input_row(target: str, *, first_layer: str, rank: int, input_type: str) -> I
     """
     platform = platform_of(target)
     _check_choice("first_layer", first_layer, PRECISIONS)
-    _check_choice(
-        "input_type", input_type, INPUT_TYPES, " (map dtype names with input_type_of())"
-    )
+    _check_choice("input_type", input_type, INPUT_TYPES, " (map dtype names with input_type_of())")
     _check_rank(rank)
     rows = input_rows(target)
     for row in rows:
@@ -296,7 +294,7 @@ def input_row(target: str, *, first_layer: str, rank: int, input_type: str) -> I
 
 
 def default_first_layer(target: str) -> str:
-    """"int8" where the platform has int8 first-layer rows, else "float16" (RK2118)."""
+    """ "int8" where the platform has int8 first-layer rows, else "float16" (RK2118)."""
     rows = input_rows(target)
     return "int8" if any(row.first_layer == "int8" for row in rows) else "float16"
 
@@ -546,32 +544,85 @@ class ConvRule:
 # N < 1 is treated as unsupported.
 CONV_RULES: tuple[ConvRule, ...] = (
     # RK3566/RK3568: strict "<" in (1), base 1024, no MAX floor.
-    ConvRule(RK3566_RK3568, "A", 1024, True, 4096,
-             NFormula(8, 128), NFormula(8, 4096), NFormula(8, 128)),
-    ConvRule(RK3566_RK3568, "B", 1024, True, 4096,
-             NFormula(8, 128), NFormula(8, 4096), NFormula(8, 128)),
+    ConvRule(
+        RK3566_RK3568, "A", 1024, True, 4096, NFormula(8, 128), NFormula(8, 4096), NFormula(8, 128)
+    ),
+    ConvRule(
+        RK3566_RK3568, "B", 1024, True, 4096, NFormula(8, 128), NFormula(8, 4096), NFormula(8, 128)
+    ),
     # RK3588: max width 8192; rule B has base 1024 where rule A has 2048.
-    ConvRule(RK3588, "A", 2048, False, 8192,
-             NFormula(12, 128, 3), NFormula(12, 2048, 3), NFormula(12, 128, 3)),
-    ConvRule(RK3588, "B", 1024, False, 8192,
-             NFormula(12, 128, 3), NFormula(12, 2048, 3), NFormula(12, 128, 3)),
-    ConvRule(RV1103_RV1106, "A", 2048, False, 4096,
-             NFormula(8, 128, 2), NFormula(8, 4096), NFormula(8, 128, 2)),
-    ConvRule(RK3562, "A", 2048, False, 4096,
-             NFormula(8, 128, 2), NFormula(8, 4096), NFormula(8, 128, 2)),
-    ConvRule(RK3562, "B", 2048, False, 4096,
-             NFormula(8, 128, 2), NFormula(8, 4096), NFormula(8, 128, 2)),
+    ConvRule(
+        RK3588,
+        "A",
+        2048,
+        False,
+        8192,
+        NFormula(12, 128, 3),
+        NFormula(12, 2048, 3),
+        NFormula(12, 128, 3),
+    ),
+    ConvRule(
+        RK3588,
+        "B",
+        1024,
+        False,
+        8192,
+        NFormula(12, 128, 3),
+        NFormula(12, 2048, 3),
+        NFormula(12, 128, 3),
+    ),
+    ConvRule(
+        RV1103_RV1106,
+        "A",
+        2048,
+        False,
+        4096,
+        NFormula(8, 128, 2),
+        NFormula(8, 4096),
+        NFormula(8, 128, 2),
+    ),
+    ConvRule(
+        RK3562, "A", 2048, False, 4096, NFormula(8, 128, 2), NFormula(8, 4096), NFormula(8, 128, 2)
+    ),
+    ConvRule(
+        RK3562, "B", 2048, False, 4096, NFormula(8, 128, 2), NFormula(8, 4096), NFormula(8, 128, 2)
+    ),
     # RK3576/RV1126B: depthwise divides by 2048; rule B depthwise has floor 3 and rule B
     # deconvolution uses 12 (sic).
-    ConvRule(RK3576_RV1126B, "A", 2048, False, 4096,
-             NFormula(8, 128, 2), NFormula(8, 2048), NFormula(8, 128, 2)),
-    ConvRule(RK3576_RV1126B, "B", 2048, False, 4096,
-             NFormula(8, 128, 2), NFormula(8, 2048, 3), NFormula(12, 128, 2)),
-    ConvRule(RK2118, "A", 2048, False, 4096,
-             NFormula(8, 128, 2), NFormula(8, 4096), NFormula(8, 128, 2)),
-    ConvRule(RV1103B_RV1106B, "A", 2048, False, 4096,
-             NFormula(8, 128, 2), NFormula(8, 4096), NFormula(8, 128, 2)),
-)  # fmt: skip
+    ConvRule(
+        RK3576_RV1126B,
+        "A",
+        2048,
+        False,
+        4096,
+        NFormula(8, 128, 2),
+        NFormula(8, 2048),
+        NFormula(8, 128, 2),
+    ),
+    ConvRule(
+        RK3576_RV1126B,
+        "B",
+        2048,
+        False,
+        4096,
+        NFormula(8, 128, 2),
+        NFormula(8, 2048, 3),
+        NFormula(12, 128, 2),
+    ),
+    ConvRule(
+        RK2118, "A", 2048, False, 4096, NFormula(8, 128, 2), NFormula(8, 4096), NFormula(8, 128, 2)
+    ),
+    ConvRule(
+        RV1103B_RV1106B,
+        "A",
+        2048,
+        False,
+        4096,
+        NFormula(8, 128, 2),
+        NFormula(8, 4096),
+        NFormula(8, 128, 2),
+    ),
+)
 
 
 def conv_rules(target: str) -> tuple[ConvRule, ...]:
@@ -601,8 +652,10 @@ def conv_rule(target: str, rule: str) -> ConvRule:
 def _table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> list[str]:
     body = [header, *rows]
     widths = [max(len(row[i]) for row in body) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-             for row in body]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in body
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return lines
 
@@ -616,35 +669,59 @@ def tables_text(target: str) -> str:
     platform = platform_of(target)
     lines = [f"{target}: RKNN2 V2.5.0 table group {platform} (zero-copy API)", "", "Inputs"]
     lines += _table(
-        ("first layer", "rank", "input type", "mean/scale/quant", "w-align C=1,3,4",
-         "w-align other C", "width rule C=1,3,4"),
         (
-            (row.first_layer, "4" if row.rank4 else "not 4", row.input_types_text(),
-             row.mean_scale_on, str(row.width_align_c134), str(row.width_align_other),
-             row.width_rule or "none")
+            "first layer",
+            "rank",
+            "input type",
+            "mean/scale/quant",
+            "w-align C=1,3,4",
+            "w-align other C",
+            "width rule C=1,3,4",
+        ),
+        (
+            (
+                row.first_layer,
+                "4" if row.rank4 else "not 4",
+                row.input_types_text(),
+                row.mean_scale_on,
+                str(row.width_align_c134),
+                str(row.width_align_other),
+                row.width_rule or "none",
+            )
             for row in input_rows(target)
         ),
-    )  # fmt: skip
+    )
     lines.append("(other channel counts: no width limit)")
     lines += ["", "Convolution width limits (K = dkh*dkw, dkh = dilated kernel height)"]
     lines += _table(
         ("rule", "(1)", "(2)", "conv N", "depthwise N", "deconv N"),
         (
-            (rule.rule, rule.condition1_text(), f"width <= {rule.max_width}",
-             rule.conv.text(), rule.depthwise.text(), rule.deconv.text())
+            (
+                rule.rule,
+                rule.condition1_text(),
+                f"width <= {rule.max_width}",
+                rule.conv.text(),
+                rule.depthwise.text(),
+                rule.deconv.text(),
+            )
             for rule in conv_rules(target)
         ),
-    )  # fmt: skip
+    )
     lines += ["", "Outputs"]
     lines += _table(
         ("precision", "rank", "layout", "C-align last conv", "C-align other", "HW-align"),
         (
-            (row.precision, "4" if row.rank4 else "not 4", row.layouts_text(),
-             _align_text(row.channel_align_conv), _align_text(row.channel_align_other),
-             _align_text(row.hw_align))
+            (
+                row.precision,
+                "4" if row.rank4 else "not 4",
+                row.layouts_text(),
+                _align_text(row.channel_align_conv),
+                _align_text(row.channel_align_other),
+                _align_text(row.hw_align),
+            )
             for row in output_rows(target)
         ),
-    )  # fmt: skip
+    )
     c2_lines = []
     for precision in PRECISIONS:
         try:

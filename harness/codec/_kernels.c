@@ -480,7 +480,6 @@ typedef struct {
 
 static const fc_isa *fc_active = &fc_isa_base;
 
-
 /* The best level this CPU runs, capped at `cap` ("base", "avx2", "avx512";
  * NULL for no cap). */
 static const fc_isa *

@@ -113,7 +113,6 @@ class Encoding:
             low = out.view(np.uint8).reshape((*out.shape, 2))[..., 0]
             np.left_shift(low, 1, out=low)
 
-
     def decode_slots(self, slots: np.ndarray) -> np.ndarray:
         """Values from their slot bytes: ``slots`` is (k, nparts) uint8 in memory-slot order."""
         value_bytes = np.zeros((slots.shape[0], self.nparts), dtype=np.uint8)

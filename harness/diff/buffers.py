@@ -127,8 +127,9 @@ def _report(
     if offsets is not None and offsets.size:
         assert expected_buf is not None and device_buf is not None
         assert index is not None and slots is not None
-        _compare_elements(report, layout, tolerance, first, expected_buf, device_buf,
-                          offsets, index, slots)  # fmt: skip
+        _compare_elements(
+            report, layout, tolerance, first, expected_buf, device_buf, offsets, index, slots
+        )
     if expected_buf is not None and device_buf is not None:
         report.findings = diagnose(layout, report, expected_buf, device_buf)
     elif report.dirty_padding_bytes or report.length_delta:

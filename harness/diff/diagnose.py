@@ -40,10 +40,10 @@ def diagnose(
                 "dirty-padding",
                 f"{report.dirty_padding_bytes} padding bytes are not "
                 f"{'zero' if report.padding_policy == 'zero' else 'as expected'}, first at "
-                f"offset {first}" + (f" (entry {where.entry} bits {where.bits})" if where.entry
-                                     is not None else ""),
+                f"offset {first}"
+                + (f" (entry {where.entry} bits {where.bits})" if where.entry is not None else ""),
             )
-        )  # fmt: skip
+        )
     both = expected_buf is not None and device_buf is not None
     if both and _wants_forensics(report):
         assert expected_buf is not None and device_buf is not None
@@ -163,9 +163,11 @@ def _swapped_channels(
     noun = "channel groups" if size > 1 else "channels"
     text = "; ".join(
         f"{noun} {a} and {b} are swapped (channels {a * size}-{(a + 1) * size - 1} hold "
-        f"{b * size}-{(b + 1) * size - 1})" if size > 1 else f"channels {a} and {b} are swapped"
+        f"{b * size}-{(b + 1) * size - 1})"
+        if size > 1
+        else f"channels {a} and {b} are swapped"
         for a, b in pairs
-    )  # fmt: skip
+    )
     return [Finding("channel-groups-swapped" if size > 1 else "channels-swapped", text)]
 
 

@@ -28,13 +28,36 @@ def test_pack_then_unpack_round_trips_through_files(tmp_path: Path) -> None:
     tensor = np.arange(1 * 20 * 3 * 5, dtype=np.int64).reshape(1, 20, 3, 5).astype(np.int8)
     np.save(tmp_path / "x.npy", tensor)
     common = ["--target", "kl730", "--layout", "1W16C8B"]
-    assert main(["codec", "pack", *common, "--in", str(tmp_path / "x.npy"),
-                 "--out", str(tmp_path / "y.bin")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "codec",
+                "pack",
+                *common,
+                "--in",
+                str(tmp_path / "x.npy"),
+                "--out",
+                str(tmp_path / "y.bin"),
+            ]
+        )
+        == 0
+    )
     packed = (tmp_path / "y.bin").read_bytes()
     expected = get_layout("kl730", "1W16C8B", tensor.shape, "int8").pack(tensor)
     assert packed == expected.tobytes()
-    unpack = ["codec", "unpack", *common, "--shape", "1,20,3,5", "--dtype", "int8",
-              "--in", str(tmp_path / "y.bin"), "--out", str(tmp_path / "z.npy")]  # fmt: skip
+    unpack = [
+        "codec",
+        "unpack",
+        *common,
+        "--shape",
+        "1,20,3,5",
+        "--dtype",
+        "int8",
+        "--in",
+        str(tmp_path / "y.bin"),
+        "--out",
+        str(tmp_path / "z.npy"),
+    ]
     assert main(unpack) == 0
     np.testing.assert_array_equal(np.load(tmp_path / "z.npy"), tensor)
 
@@ -42,16 +65,42 @@ def test_pack_then_unpack_round_trips_through_files(tmp_path: Path) -> None:
 def test_pack_takes_device_params(tmp_path: Path) -> None:
     tensor = np.ones((1, 3, 2, 5), np.uint8)
     np.save(tmp_path / "x.npy", tensor)
-    args = ["codec", "pack", "--target", "rk3588", "--layout", "NHWC", "--role", "input",
-            "--param", "w_stride=32", "--in", str(tmp_path / "x.npy"),
-            "--out", str(tmp_path / "y.bin")]  # fmt: skip
+    args = [
+        "codec",
+        "pack",
+        "--target",
+        "rk3588",
+        "--layout",
+        "NHWC",
+        "--role",
+        "input",
+        "--param",
+        "w_stride=32",
+        "--in",
+        str(tmp_path / "x.npy"),
+        "--out",
+        str(tmp_path / "y.bin"),
+    ]
     assert main(args) == 0
     assert len((tmp_path / "y.bin").read_bytes()) == 1 * 2 * 32 * 3
 
 
 def test_locate_json_names_index_entry_and_bits(capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["codec", "locate", "--target", "kl730", "--layout", "1W16C8B", "--shape", "1,32,4,5",
-            "--dtype", "int8", "--offset", "335", "--json"]  # fmt: skip
+    args = [
+        "codec",
+        "locate",
+        "--target",
+        "kl730",
+        "--layout",
+        "1W16C8B",
+        "--shape",
+        "1,32,4,5",
+        "--dtype",
+        "int8",
+        "--offset",
+        "335",
+        "--json",
+    ]
     assert main(args) == 0
     found = json.loads(capsys.readouterr().out)
     # Group 1 starts after 20 pixels x 16 bytes of group 0; byte 15 of its first entry is c=31.
@@ -62,8 +111,20 @@ def test_locate_json_names_index_entry_and_bits(capsys: pytest.CaptureFixture[st
 
 
 def test_locate_text_says_padding(capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["codec", "locate", "--target", "kl730", "--layout", "1W16C8B", "--shape", "1,20,1,1",
-            "--dtype", "int8", "--offset", "20"]  # fmt: skip
+    args = [
+        "codec",
+        "locate",
+        "--target",
+        "kl730",
+        "--layout",
+        "1W16C8B",
+        "--shape",
+        "1,20,1,1",
+        "--dtype",
+        "int8",
+        "--offset",
+        "20",
+    ]
     assert main(args) == 0
     assert "padding" in capsys.readouterr().out
 
@@ -71,8 +132,19 @@ def test_locate_text_says_padding(capsys: pytest.CaptureFixture[str]) -> None:
 def test_describe_json_says_what_is_predicted_and_given(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    args = ["codec", "describe", "--target", "rk3566", "--layout", "NC1HWC2", "--shape",
-            "1,255,20,20", "--dtype", "int8", "--json"]  # fmt: skip
+    args = [
+        "codec",
+        "describe",
+        "--target",
+        "rk3566",
+        "--layout",
+        "NC1HWC2",
+        "--shape",
+        "1,255,20,20",
+        "--dtype",
+        "int8",
+        "--json",
+    ]
     assert main(args) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["attributes"]["native_dims"] == [1, 32, 20, 20, 8]
@@ -95,8 +167,17 @@ def test_targets_list_show_and_conv_check(capsys: pytest.CaptureFixture[str]) ->
     ok = ["targets", "conv-check", "--target", "rk3588", "--width", "6144", "--kernel", "3x3"]
     assert main(ok) == 0
     capsys.readouterr()
-    too_wide = ["targets", "conv-check", "--target", "rk3588", "--width", "6145", "--kernel",
-                "3x3", "--json"]  # fmt: skip
+    too_wide = [
+        "targets",
+        "conv-check",
+        "--target",
+        "rk3588",
+        "--width",
+        "6145",
+        "--kernel",
+        "3x3",
+        "--json",
+    ]
     assert main(too_wide) == 1
     result = json.loads(capsys.readouterr().out)
     assert result["ok"] is False
@@ -106,25 +187,114 @@ def test_targets_list_show_and_conv_check(capsys: pytest.CaptureFixture[str]) ->
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["codec", "describe", "--target", "nope", "--layout", "X", "--shape", "1",
-          "--dtype", "int8"], "unknown target"),
-        (["codec", "describe", "--target", "kl730", "--layout", "4W4C8B", "--shape", "1,3,4,4",
-          "--dtype", "uint8"], "input-only"),
-        (["codec", "describe", "--target", "kl730", "--layout", "1W16C8B", "--shape", "1,a",
-          "--dtype", "int8"], "--shape"),
-        (["codec", "describe", "--target", "rk3588", "--layout", "NHWC", "--role", "input",
-          "--shape", "1,3,4,4", "--dtype", "uint8", "--param", "w_stride=abc"], "w_stride"),
-        (["codec", "locate", "--target", "kl730", "--layout", "1W16C8B", "--shape", "1,16,1,1",
-          "--dtype", "int8", "--offset", "99"], "outside the buffer"),
-        (["codec", "unpack", "--target", "kl730", "--layout", "1W16C8B", "--shape", "1,16,1,1",
-          "--dtype", "int8", "--in", "/nonexistent/y.bin", "--out", "/tmp/never.npy"],
-         "No such file"),
-        (["targets", "conv-check", "--target", "rk3588", "--width", "10", "--kernel", "3by3"],
-         "--kernel"),
+        (
+            [
+                "codec",
+                "describe",
+                "--target",
+                "nope",
+                "--layout",
+                "X",
+                "--shape",
+                "1",
+                "--dtype",
+                "int8",
+            ],
+            "unknown target",
+        ),
+        (
+            [
+                "codec",
+                "describe",
+                "--target",
+                "kl730",
+                "--layout",
+                "4W4C8B",
+                "--shape",
+                "1,3,4,4",
+                "--dtype",
+                "uint8",
+            ],
+            "input-only",
+        ),
+        (
+            [
+                "codec",
+                "describe",
+                "--target",
+                "kl730",
+                "--layout",
+                "1W16C8B",
+                "--shape",
+                "1,a",
+                "--dtype",
+                "int8",
+            ],
+            "--shape",
+        ),
+        (
+            [
+                "codec",
+                "describe",
+                "--target",
+                "rk3588",
+                "--layout",
+                "NHWC",
+                "--role",
+                "input",
+                "--shape",
+                "1,3,4,4",
+                "--dtype",
+                "uint8",
+                "--param",
+                "w_stride=abc",
+            ],
+            "w_stride",
+        ),
+        (
+            [
+                "codec",
+                "locate",
+                "--target",
+                "kl730",
+                "--layout",
+                "1W16C8B",
+                "--shape",
+                "1,16,1,1",
+                "--dtype",
+                "int8",
+                "--offset",
+                "99",
+            ],
+            "outside the buffer",
+        ),
+        (
+            [
+                "codec",
+                "unpack",
+                "--target",
+                "kl730",
+                "--layout",
+                "1W16C8B",
+                "--shape",
+                "1,16,1,1",
+                "--dtype",
+                "int8",
+                "--in",
+                "/nonexistent/y.bin",
+                "--out",
+                "/tmp/never.npy",
+            ],
+            "No such file",
+        ),
+        (
+            ["targets", "conv-check", "--target", "rk3588", "--width", "10", "--kernel", "3by3"],
+            "--kernel",
+        ),
         (["targets", "show", "rk9999"], "unknown target"),
         (["codec", "describe", "--target", "kl730"], "required"),
     ],
-)  # fmt: skip
+)
 def test_bad_input_exits_2_with_one_line_and_no_traceback(args: list[str], needle: str) -> None:
     done = run(*args)
     assert done.returncode == 2, done
@@ -136,8 +306,21 @@ def test_bad_input_exits_2_with_one_line_and_no_traceback(args: list[str], needl
 
 def test_unpack_of_a_short_buffer_says_how_short(tmp_path: Path) -> None:
     (tmp_path / "y.bin").write_bytes(b"\0" * 10)
-    done = run("codec", "unpack", "--target", "kl730", "--layout", "1W16C8B", "--shape",
-               "1,16,1,1", "--dtype", "int8", "--in", str(tmp_path / "y.bin"),
-               "--out", str(tmp_path / "x.npy"))  # fmt: skip
+    done = run(
+        "codec",
+        "unpack",
+        "--target",
+        "kl730",
+        "--layout",
+        "1W16C8B",
+        "--shape",
+        "1,16,1,1",
+        "--dtype",
+        "int8",
+        "--in",
+        str(tmp_path / "y.bin"),
+        "--out",
+        str(tmp_path / "x.npy"),
+    )
     assert done.returncode == 2
     assert "6 bytes short" in done.stderr

@@ -70,8 +70,17 @@ RKNN_PRECISION_DTYPES = {"int8": ("int8", "uint8"), "float16": ("float16",)}
 
 HORIZON_TARGETS = ("rdk-x3", "rdk-x5", "rdk-s100")
 HORIZON_DTYPES = (
-    "int8", "uint8", "int16", "uint16", "float16", "float32", "int32", "uint32", "int64", "float64",
-)  # fmt: skip
+    "int8",
+    "uint8",
+    "int16",
+    "uint16",
+    "float16",
+    "float32",
+    "int32",
+    "uint32",
+    "int64",
+    "float64",
+)
 
 ALL_TARGETS = ("kl730", *ROCKCHIP_TARGETS, *HORIZON_TARGETS)
 
@@ -405,9 +414,15 @@ def representative_cases() -> list[Case]:
     for target in HORIZON_TARGETS:
         for tensor_layout in ("NCHW", "NHWC"):
             out.append(
-                Case(target, "strided", "output", (1, 3, 5, 7), "uint16",
-                     {"tensor_layout": tensor_layout})
-            )  # fmt: skip
+                Case(
+                    target,
+                    "strided",
+                    "output",
+                    (1, 3, 5, 7),
+                    "uint16",
+                    {"tensor_layout": tensor_layout},
+                )
+            )
         out.append(Case(target, "strided", "input", (2, 5, 7), "float32"))
         out.append(Case(target, "NV12", "input", (1, 6, 10), "uint8"))
         out.append(Case(target, "Y", "input", (5, 7), "uint8"))

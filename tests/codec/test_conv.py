@@ -92,11 +92,18 @@ KIND_OF = {
     "ConvTranspose/Deconvolution": "deconv",
 }
 TARGET_PLATFORM = {
-    "rk3566": "RK3566/RK3568", "rk3568": "RK3566/RK3568", "rk3588": "RK3588",
-    "rk3562": "RK3562", "rv1103": "RV1103/RV1106", "rv1106": "RV1103/RV1106",
-    "rk3576": "RK3576/RV1126B", "rv1126b": "RK3576/RV1126B", "rk2118": "RK2118",
-    "rv1103b": "RV1103B/RV1106B", "rv1106b": "RV1103B/RV1106B",
-}  # fmt: skip
+    "rk3566": "RK3566/RK3568",
+    "rk3568": "RK3566/RK3568",
+    "rk3588": "RK3588",
+    "rk3562": "RK3562",
+    "rv1103": "RV1103/RV1106",
+    "rv1106": "RV1103/RV1106",
+    "rk3576": "RK3576/RV1126B",
+    "rv1126b": "RK3576/RV1126B",
+    "rk2118": "RK2118",
+    "rv1103b": "RV1103B/RV1106B",
+    "rv1106b": "RV1103B/RV1106B",
+}
 NO_LIMIT_TARGETS = ("kl730", "rdk-x3", "rdk-x5", "rdk-s100")
 
 
@@ -185,12 +192,16 @@ def test_seed_transcription_is_complete() -> None:
 def test_rule_data_is_the_seed() -> None:
     got = {
         (r.platform, r.rule): (
-            r.strict, r.base, r.max_width,
-            {kind: (f.c, f.d, f.floor) for kind, f in
-             (("conv", r.conv), ("depthwise", r.depthwise), ("deconv", r.deconv))},
+            r.strict,
+            r.base,
+            r.max_width,
+            {
+                kind: (f.c, f.d, f.floor)
+                for kind, f in (("conv", r.conv), ("depthwise", r.depthwise), ("deconv", r.deconv))
+            },
         )
         for r in rockchip.CONV_RULES
-    }  # fmt: skip
+    }
     want = {key: (s.strict, s.base, s.max_width, s.n) for key, s in SEED.items()}
     assert got == want
 
@@ -255,8 +266,10 @@ def test_n_drops_by_one_past_the_kernel_step(target: str, rule: str, kind: str) 
     assert flat.ok and drop.ok
     # and one step further along: K = 2 steps past the plateau
     far = last + d + 1
-    assert check_conv(target, 1, (1, far), kind=kind, rule=rule).n == plateau - 2 == seed_n(
-        seed, kind, far
+    assert (
+        check_conv(target, 1, (1, far), kind=kind, rule=rule).n
+        == plateau - 2
+        == seed_n(seed, kind, far)
     )
 
 
@@ -407,16 +420,24 @@ def test_messages_say_the_numbers_and_the_platform() -> None:
 
 # From the input table, rank-4 rows: the width rule column for channel 1, 3, 4.
 RULE_FROM_INPUT_TABLE = {
-    ("rk3566", "int8"): "A", ("rk3566", "float16"): "B",
-    ("rk3568", "int8"): "A", ("rk3568", "float16"): "B",
-    ("rk3588", "int8"): "A", ("rk3588", "float16"): "B",
-    ("rk3562", "int8"): "A", ("rk3562", "float16"): "B",
-    ("rk3576", "int8"): "A", ("rk3576", "float16"): "B",
-    ("rv1126b", "int8"): "A", ("rv1126b", "float16"): "B",
-    ("rv1103", "int8"): "A", ("rv1106", "int8"): "A",
+    ("rk3566", "int8"): "A",
+    ("rk3566", "float16"): "B",
+    ("rk3568", "int8"): "A",
+    ("rk3568", "float16"): "B",
+    ("rk3588", "int8"): "A",
+    ("rk3588", "float16"): "B",
+    ("rk3562", "int8"): "A",
+    ("rk3562", "float16"): "B",
+    ("rk3576", "int8"): "A",
+    ("rk3576", "float16"): "B",
+    ("rv1126b", "int8"): "A",
+    ("rv1126b", "float16"): "B",
+    ("rv1103", "int8"): "A",
+    ("rv1106", "int8"): "A",
     ("rk2118", "float16"): "A",
-    ("rv1103b", "int8"): "A", ("rv1106b", "int8"): "A",
-}  # fmt: skip
+    ("rv1103b", "int8"): "A",
+    ("rv1106b", "int8"): "A",
+}
 
 
 @pytest.mark.parametrize(("target", "first_layer"), list(RULE_FROM_INPUT_TABLE))

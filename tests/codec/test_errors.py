@@ -231,13 +231,15 @@ def test_unpack_needs_a_bytes_like_buffer(buffer: Any) -> None:
     [
         (("kl730", "RAW_8B", (1, 3, 4, 4), "int8"), {"w_stride": 8}, "stride_npu"),
         (("rk3588", "NCHW", (1, 3, 4, 4), "int8"), {"w_stride": 8}, "size"),
-        (("rk3588", "NHWC", (1, 3, 4, 4), "int8"), {"role": "input", "last_op": "conv"},
-         "w_stride"),
+        (
+            ("rk3588", "NHWC", (1, 3, 4, 4), "int8"),
+            {"role": "input", "last_op": "conv"},
+            "w_stride",
+        ),
         (("rdk-x3", "strided", (1, 3, 4, 4), "int8"), {"stride_npu": [1]}, "aligned_shape"),
-        (("rdk-x3", "NV12", (6, 8), "uint8"), {"role": "input", "tensor_layout": "NHWC"},
-         "stride"),
+        (("rdk-x3", "NV12", (6, 8), "uint8"), {"role": "input", "tensor_layout": "NHWC"}, "stride"),
     ],
-)  # fmt: skip
+)
 def test_unknown_param_names_the_accepted_ones(
     args: tuple[Any, ...], kwargs: dict[str, Any], accepted: str
 ) -> None:
@@ -266,20 +268,38 @@ def test_w_stride_smaller_than_the_width() -> None:
 @pytest.mark.parametrize(
     ("args", "kwargs", "fragment"),
     [
-        (("rdk-s100", "strided", (1, 3, 4, 4), "uint16"), {"stride": [96, 32, 8]},
-         "must have 4 values"),
-        (("rdk-s100", "strided", (1, 3, 4, 4), "uint16"), {"stride": [96, 32, 8, 2, 1]},
-         "must have 4 values"),
-        (("rdk-s100", "strided", (1, 3, 4, 4), "uint16"), {"stride": "a,b,c,d"},
-         "list of integers"),
-        (("rdk-s100", "strided", (1, 3, 4, 4), "uint16"), {"aligned_shape": [1, 3, 4]},
-         "must have 4 values"),
-        (("kl730", "RAW_16B", (1, 1, 4, 4), "int16"), {"stride_npu": [16, 16, 4]},
-         "must have 4 values"),
-        (("rk3588", "NC1HWC2", (1, 3, 4, 4), "int8"), {"native_dims": [1, 1, 4, 4]},
-         "must have 5 values"),
+        (
+            ("rdk-s100", "strided", (1, 3, 4, 4), "uint16"),
+            {"stride": [96, 32, 8]},
+            "must have 4 values",
+        ),
+        (
+            ("rdk-s100", "strided", (1, 3, 4, 4), "uint16"),
+            {"stride": [96, 32, 8, 2, 1]},
+            "must have 4 values",
+        ),
+        (
+            ("rdk-s100", "strided", (1, 3, 4, 4), "uint16"),
+            {"stride": "a,b,c,d"},
+            "list of integers",
+        ),
+        (
+            ("rdk-s100", "strided", (1, 3, 4, 4), "uint16"),
+            {"aligned_shape": [1, 3, 4]},
+            "must have 4 values",
+        ),
+        (
+            ("kl730", "RAW_16B", (1, 1, 4, 4), "int16"),
+            {"stride_npu": [16, 16, 4]},
+            "must have 4 values",
+        ),
+        (
+            ("rk3588", "NC1HWC2", (1, 3, 4, 4), "int8"),
+            {"native_dims": [1, 1, 4, 4]},
+            "must have 5 values",
+        ),
     ],
-)  # fmt: skip
+)
 def test_param_lists_of_the_wrong_length(
     args: tuple[Any, ...], kwargs: dict[str, Any], fragment: str
 ) -> None:
@@ -314,9 +334,13 @@ def test_aligned_shape_and_stride_conflicts() -> None:
         "rdk-x3", "strided", (1, 3, 5, 7), "int8", aligned_shape=[1, 3, 4, 32]
     )
     assert "not both" in refused(
-        "rdk-x3", "strided", (1, 3, 5, 7), "int8",
-        aligned_shape=[1, 3, 6, 32], stride=[576, 192, 32, 1],
-    )  # fmt: skip
+        "rdk-x3",
+        "strided",
+        (1, 3, 5, 7),
+        "int8",
+        aligned_shape=[1, 3, 6, 32],
+        stride=[576, 192, 32, 1],
+    )
 
 
 @pytest.mark.parametrize(
@@ -337,21 +361,33 @@ def test_reported_sizes_too_small(args: tuple[Any, ...], kwargs: dict[str, Any])
     ("args", "kwargs", "fragment"),
     [
         (("kl730", "RAW_16B", (1, 1, 4, 4), "int16"), {"value_bits": 12}, "15 or 16"),
-        (("kl730", "HW1C16B_BE", (1, 1, 4, 4), "int16"), {"role": "input", "value_bits": 15},
-         "little-endian"),
+        (
+            ("kl730", "HW1C16B_BE", (1, 1, 4, 4), "int16"),
+            {"role": "input", "value_bits": 15},
+            "little-endian",
+        ),
         (("rdk-x3", "strided", (1, 3, 4, 4), "int8"), {"tensor_layout": "NC1HWC2"}, "NCHW or NHWC"),
         (("rdk-x3", "NV12", (6, 40), "uint8"), {"role": "input", "stride": 32}, ">= W"),
         (("rk3588", "NC1HWC2", (1, 3, 4, 4), "int8"), {"hw_align": 0}, "hw_align"),
         (("rk3588", "NC1HWC2", (1, 3, 4, 4), "int8"), {"c2": 0}, "c2"),
         (("rk3588", "NC1HWC2", (1, 3, 4, 4), "int8"), {"last_op": "relu"}, "'conv' or 'other'"),
-        (("rk3588", "NC1HWC2", (1, 3, 4, 4), "int8"), {"native_dims": [1, 1, 4, 4, 2]},
-         "cannot hold"),
-        (("rk3588", "NC1HWC2", (1, 3, 4, 4), "int8"), {"native_dims": [2, 1, 4, 4, 16]},
-         "cannot hold"),
-        (("rk3588", "NHWC", (1, 3, 4, 4), "int8"), {"role": "input", "first_layer": "int4"},
-         "first_layer"),
+        (
+            ("rk3588", "NC1HWC2", (1, 3, 4, 4), "int8"),
+            {"native_dims": [1, 1, 4, 4, 2]},
+            "cannot hold",
+        ),
+        (
+            ("rk3588", "NC1HWC2", (1, 3, 4, 4), "int8"),
+            {"native_dims": [2, 1, 4, 4, 16]},
+            "cannot hold",
+        ),
+        (
+            ("rk3588", "NHWC", (1, 3, 4, 4), "int8"),
+            {"role": "input", "first_layer": "int4"},
+            "first_layer",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_param_values(args: tuple[Any, ...], kwargs: dict[str, Any], fragment: str) -> None:
     assert fragment in refused(*args, **kwargs)
 

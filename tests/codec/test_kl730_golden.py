@@ -170,8 +170,9 @@ def test_pack_matches_seed_diagram(
                 byte = lo // 8 + k
                 offset = entry * 16 + byte
                 where = f"{name} ({section}) {shape}: entry #{entry} {token} byte {byte}"
-                _check_byte(layout, buf, offset, byte, entry, cell, values, name, k, lane_bytes,
-                            where)  # fmt: skip
+                _check_byte(
+                    layout, buf, offset, byte, entry, cell, values, name, k, lane_bytes, where
+                )
 
 
 def _check_byte(

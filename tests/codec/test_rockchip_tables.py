@@ -199,9 +199,18 @@ def _output_cases(row: OutputRow) -> list[tuple[str, int, str]]:
 
 def test_target_names_and_platform_groups() -> None:
     assert rockchip.TARGETS == (
-        "rk3566", "rk3568", "rk3588", "rk3562", "rv1103", "rv1106",
-        "rk3576", "rv1126b", "rk2118", "rv1103b", "rv1106b",
-    )  # fmt: skip
+        "rk3566",
+        "rk3568",
+        "rk3588",
+        "rk3562",
+        "rv1103",
+        "rv1106",
+        "rk3576",
+        "rv1126b",
+        "rk2118",
+        "rv1103b",
+        "rv1106b",
+    )
     assert rockchip.PLATFORM_OF == TARGET_PLATFORM
     assert set(rockchip.PLATFORM_OF) == set(rockchip.TARGETS)
 
@@ -246,9 +255,11 @@ def test_input_row_finds_every_seed_row(target: str) -> None:
 def test_unlisted_input_combinations_raise(target: str) -> None:
     platform = TARGET_PLATFORM[target]
     covered = {
-        case for row in golden_input_rows() if row.platform == platform
+        case
+        for row in golden_input_rows()
+        if row.platform == platform
         for case in _input_cases(row)
-    }  # fmt: skip
+    }
     missing = [
         case for case in itertools.product(PRECISIONS, (4, 3), INPUT_TYPES) if case not in covered
     ]
@@ -313,10 +324,16 @@ def test_input_row_bad_arguments(kwargs: dict[str, object], fragment: str) -> No
 @pytest.mark.parametrize(
     ("dtype", "expected"),
     [
-        ("uint8", "uint8"), ("int8", "int8"), ("float16", "float16"), ("float32", "other"),
-        ("int16", "other"), ("float64", "other"), ("bool", "other"), ("int32", "other"),
+        ("uint8", "uint8"),
+        ("int8", "int8"),
+        ("float16", "float16"),
+        ("float32", "other"),
+        ("int16", "other"),
+        ("float64", "other"),
+        ("bool", "other"),
+        ("int32", "other"),
     ],
-)  # fmt: skip
+)
 def test_input_type_of(dtype: str, expected: str) -> None:
     assert rockchip.input_type_of(dtype) == expected
 
@@ -358,9 +375,11 @@ def test_output_row_finds_every_seed_row(target: str) -> None:
 def test_unlisted_output_combinations_raise(target: str) -> None:
     platform = TARGET_PLATFORM[target]
     covered = {
-        case for row in golden_output_rows() if row.platform == platform
+        case
+        for row in golden_output_rows()
+        if row.platform == platform
         for case in _output_cases(row)
-    }  # fmt: skip
+    }
     missing = [c for c in itertools.product(PRECISIONS, (4, 3), LAYOUTS) if c not in covered]
     assert missing, "every platform leaves something unlisted (at least NCHW at rank 3)"
     for precision, rank, layout in missing:
@@ -375,18 +394,34 @@ def test_unlisted_output_combinations_raise(target: str) -> None:
 @pytest.mark.parametrize(
     ("target", "precision", "layout", "listing"),
     [
-        ("rv1106", "int8", "NCHW",
-         "RV1103/RV1106 lists: precision=int8 rank 4 layout NC1HWC2/NHWC"),
-        ("rv1106", "float16", "NHWC",
-         "RV1103/RV1106 lists: precision=int8 rank 4 layout NC1HWC2/NHWC"),
-        ("rk2118", "int8", "NC1HWC2",
-         "RK2118 lists: precision=float16 rank 4 layout NC1HWC2/NHWC; "
-         "precision=float16 rank not 4 layout UNDEFINE"),
-        ("rv1103b", "float16", "NC1HWC2",
-         "RV1103B/RV1106B lists: precision=int8 rank 4 layout NC1HWC2/NHWC"),
+        (
+            "rv1106",
+            "int8",
+            "NCHW",
+            "RV1103/RV1106 lists: precision=int8 rank 4 layout NC1HWC2/NHWC",
+        ),
+        (
+            "rv1106",
+            "float16",
+            "NHWC",
+            "RV1103/RV1106 lists: precision=int8 rank 4 layout NC1HWC2/NHWC",
+        ),
+        (
+            "rk2118",
+            "int8",
+            "NC1HWC2",
+            "RK2118 lists: precision=float16 rank 4 layout NC1HWC2/NHWC; "
+            "precision=float16 rank not 4 layout UNDEFINE",
+        ),
+        (
+            "rv1103b",
+            "float16",
+            "NC1HWC2",
+            "RV1103B/RV1106B lists: precision=int8 rank 4 layout NC1HWC2/NHWC",
+        ),
         ("rk2118", "float16", "NCHW", "RK2118 lists:"),
     ],
-)  # fmt: skip
+)
 def test_output_error_message_names_what_the_platform_lists(
     target: str, precision: str, layout: str, listing: str
 ) -> None:
@@ -450,28 +485,42 @@ DERIVED = "derived: half the seed's last-layer-conv channel multiple"
 @pytest.mark.parametrize(
     ("target", "precision", "c2", "source"),
     [
-        ("rk3566", "int8", 8, GUIDE), ("rk3566", "float16", 4, GUIDE),
-        ("rk3568", "int8", 8, GUIDE), ("rk3568", "float16", 4, GUIDE),
-        ("rk3588", "int8", 16, GUIDE), ("rk3588", "float16", 8, GUIDE),
-        ("rv1103", "int8", 16, GUIDE), ("rv1106", "int8", 16, GUIDE),
-        ("rk3562", "int8", 16, GUIDE), ("rk3562", "float16", 8, GUIDE),
+        ("rk3566", "int8", 8, GUIDE),
+        ("rk3566", "float16", 4, GUIDE),
+        ("rk3568", "int8", 8, GUIDE),
+        ("rk3568", "float16", 4, GUIDE),
+        ("rk3588", "int8", 16, GUIDE),
+        ("rk3588", "float16", 8, GUIDE),
+        ("rv1103", "int8", 16, GUIDE),
+        ("rv1106", "int8", 16, GUIDE),
+        ("rk3562", "int8", 16, GUIDE),
+        ("rk3562", "float16", 8, GUIDE),
         # seed: last layer conv multiple 32 (int8) / 16 (float16) -> 16 / 8
-        ("rk3576", "int8", 16, DERIVED), ("rk3576", "float16", 8, DERIVED),
-        ("rv1126b", "int8", 16, DERIVED), ("rv1126b", "float16", 8, DERIVED),
+        ("rk3576", "int8", 16, DERIVED),
+        ("rk3576", "float16", 8, DERIVED),
+        ("rv1126b", "int8", 16, DERIVED),
+        ("rv1126b", "float16", 8, DERIVED),
         # seed: RK2118 float16 multiple 8 -> 4; RV1103B/RV1106B int8 multiple 8 -> 4
         ("rk2118", "float16", 4, DERIVED),
-        ("rv1103b", "int8", 4, DERIVED), ("rv1106b", "int8", 4, DERIVED),
+        ("rv1103b", "int8", 4, DERIVED),
+        ("rv1106b", "int8", 4, DERIVED),
     ],
-)  # fmt: skip
+)
 def test_c2_default(target: str, precision: str, c2: int, source: str) -> None:
     assert rockchip.c2_default(target, precision) == (c2, source)
 
 
 @pytest.mark.parametrize(
     ("target", "precision"),
-    [("rv1106", "float16"), ("rv1103", "float16"), ("rk2118", "int8"), ("rv1103b", "float16"),
-     ("rv1106b", "float16"), ("rk3588", "float32")],
-)  # fmt: skip
+    [
+        ("rv1106", "float16"),
+        ("rv1103", "float16"),
+        ("rk2118", "int8"),
+        ("rv1103b", "float16"),
+        ("rv1106b", "float16"),
+        ("rk3588", "float32"),
+    ],
+)
 def test_c2_default_refuses_what_the_output_table_does_not_list(
     target: str, precision: str
 ) -> None:

@@ -229,9 +229,13 @@ def check_config(case: Case) -> None:
     params: dict[str, Any] = dict(config.pop("params"))
     assert set(config) == {"target", "layout", "shape", "dtype", "role"}
     again = get_layout(
-        config["target"], config["layout"], config["shape"], config["dtype"],
-        role=config["role"], **params,
-    )  # fmt: skip
+        config["target"],
+        config["layout"],
+        config["shape"],
+        config["dtype"],
+        role=config["role"],
+        **params,
+    )
     assert again.nbytes == layout.nbytes
     assert again.dims == layout.dims
     assert again.strides == layout.strides
@@ -440,11 +444,14 @@ def test_reported_attributes_rebuild_the_predicted_layout(
     reported = _reported(predicted)
     if reported is None:  # flat layouts: the device reports nothing beyond the size
         return
-    keep = {k: v for k, v in case.params.items() if k not in reported and k not in (
-        "aligned_shape", "c2", "size", "size_with_stride"
-    )}  # fmt: skip
-    device = Case(case.target, case.layout, case.role, case.shape, case.dtype,
-                  {**keep, **reported}).build()  # fmt: skip
+    keep = {
+        k: v
+        for k, v in case.params.items()
+        if k not in reported and k not in ("aligned_shape", "c2", "size", "size_with_stride")
+    }
+    device = Case(
+        case.target, case.layout, case.role, case.shape, case.dtype, {**keep, **reported}
+    ).build()
     assert device.nbytes == predicted.nbytes
     assert device.strides == predicted.strides
     x = make_tensor(predicted, seed, clear_bit0=value_bits(predicted) == 15)

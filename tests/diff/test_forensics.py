@@ -81,8 +81,7 @@ def test_rknn_c2_and_last_op_are_recovered() -> None:
 def test_horizon_alignment_is_recovered() -> None:
     rng = np.random.default_rng(6)
     tensor = rng.integers(0, 255, (1, 3, 5, 7), endpoint=True).astype(np.uint8)
-    aligned = get_layout("rdk-x3", "strided", tensor.shape, "uint8",
-                         aligned_shape=[1, 3, 8, 16])  # fmt: skip
+    aligned = get_layout("rdk-x3", "strided", tensor.shape, "uint8", aligned_shape=[1, 3, 8, 16])
     explanation = explain(aligned.pack(tensor), tensor, "rdk-x3")
     assert explanation.found
     assert explanation.best is not None

@@ -61,8 +61,12 @@ def test_many_channels_are_grouped_into_panels() -> None:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli.main", "diff", *args],
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli.main", "diff", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 def test_cli_exit_codes_json_and_png(tmp_path: Path) -> None:
@@ -70,30 +74,63 @@ def test_cli_exit_codes_json_and_png(tmp_path: Path) -> None:
     np.save(tmp_path / "ref.npy", tensor)
     (tmp_path / "good.bin").write_bytes(layout.pack(tensor).tobytes())  # type: ignore[attr-defined]
     (tmp_path / "bad.bin").write_bytes(device.tobytes())
-    common = ["--target", "kl730", "--layout", "16W1C8B", "--shape", "1,4,6,20", "--dtype",
-              "int8", "--expected", str(tmp_path / "ref.npy")]  # fmt: skip
+    common = [
+        "--target",
+        "kl730",
+        "--layout",
+        "16W1C8B",
+        "--shape",
+        "1,4,6,20",
+        "--dtype",
+        "int8",
+        "--expected",
+        str(tmp_path / "ref.npy"),
+    ]
     good = cli(*common, "--device", str(tmp_path / "good.bin"))
     assert good.returncode == 0, good.stderr
     assert "equal" in good.stdout
-    bad = cli(*common, "--device", str(tmp_path / "bad.bin"), "--json",
-              "--png", str(tmp_path / "d.png"))  # fmt: skip
+    bad = cli(
+        *common, "--device", str(tmp_path / "bad.bin"), "--json", "--png", str(tmp_path / "d.png")
+    )
     assert bad.returncode == 1, bad.stderr
     data = json.loads(bad.stdout)
     assert data["mismatched"] == 2
     assert data["dirty_padding_bytes"] == 4
     assert (tmp_path / "d.png").read_bytes()[:8] == PNG_MAGIC
-    packed = cli("--target", "kl730", "--layout", "16W1C8B", "--shape", "1,4,6,20", "--dtype",
-                 "int8", "--expected-bin", str(tmp_path / "good.bin"),
-                 "--device", str(tmp_path / "good.bin"))  # fmt: skip
+    packed = cli(
+        "--target",
+        "kl730",
+        "--layout",
+        "16W1C8B",
+        "--shape",
+        "1,4,6,20",
+        "--dtype",
+        "int8",
+        "--expected-bin",
+        str(tmp_path / "good.bin"),
+        "--device",
+        str(tmp_path / "good.bin"),
+    )
     assert packed.returncode == 0, packed.stderr
 
 
 def test_cli_bad_input_exits_2(tmp_path: Path) -> None:
     np.save(tmp_path / "ref.npy", np.zeros((1, 2), np.int8))
     (tmp_path / "d.bin").write_bytes(b"\0")
-    done = cli("--target", "kl730", "--layout", "16W1C8B", "--shape", "1,4,6,20", "--dtype",
-               "int8", "--expected", str(tmp_path / "ref.npy"),
-               "--device", str(tmp_path / "d.bin"))  # fmt: skip
+    done = cli(
+        "--target",
+        "kl730",
+        "--layout",
+        "16W1C8B",
+        "--shape",
+        "1,4,6,20",
+        "--dtype",
+        "int8",
+        "--expected",
+        str(tmp_path / "ref.npy"),
+        "--device",
+        str(tmp_path / "d.bin"),
+    )
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert "holds shape" in done.stderr

@@ -1,0 +1,109 @@
+"""The contract between the board agent and a runtime adapter.
+
+Board-side code: Python >= 3.8, standard library and numpy only, and nothing from ``harness``
+(the agent and its adapters are copied to the board as plain files next to each other). An
+adapter module ``adapters/<name>.py`` defines ``ADAPTER``: a subclass of :class:`Adapter`.
+
+One adapter instance lives for a whole agent session; the agent caches loaded models by their
+sha256 and calls :meth:`Adapter.run` once per job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+
+class AdapterError(Exception):
+    """A typed failure the agent records in result.json.
+
+    ``kind``: ``DeviceError`` (the runtime refused or crashed), ``LayoutError`` (the request cannot
+    be served, e.g. a combination the runtime does not support), ``UnsupportedError`` (the adapter
+    cannot do this on this board), ``TimeoutError``. ``stage``: ``init``, ``load``, ``run``,
+    ``fetch``, ``release``.
+    """
+
+    def __init__(self, kind: str, stage: str, message: str, code: Optional[int] = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.stage = stage
+        self.message = message
+        self.code = code
+
+    def record(self) -> Dict[str, Any]:
+        return {"type": self.kind, "stage": self.stage, "message": self.message, "code": self.code}
+
+
+@dataclass
+class InputTensor:
+    """One input of a job.
+
+    ``data`` holds the file's bytes as a flat uint8 array. With ``pass_through`` the bytes are
+    already in the device's native layout (packed by the host codec in ``layout``); without it
+    they are the logical tensor in C order (``shape``, ``dtype``).
+    """
+
+    name: str
+    data: np.ndarray
+    layout: str
+    shape: List[int]
+    dtype: str
+    pass_through: bool
+
+    def logical(self) -> np.ndarray:
+        """The logical tensor (only for ``pass_through`` False)."""
+        return self.data.view(np.dtype(self.dtype)).reshape(self.shape)
+
+
+@dataclass
+class TensorOut:
+    """A tensor as the runtime holds it: the raw device buffer and the runtime's own attributes.
+
+    ``attributes`` are reported exactly as the runtime gives them (RKNN ``rknn_tensor_attr``
+    fields, Horizon ``hbDNNTensorProperties``, KL730 node descriptor ...), JSON-serialisable.
+    ``layout`` is the runtime's layout name for the buffer (``NC1HWC2``, ``1W16C8B`` ...).
+    """
+
+    name: str
+    data: np.ndarray
+    layout: str
+    dtype: str
+    shape: List[int]
+    attributes: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunOutput:
+    """What one run brought back: device input buffers (as the runtime holds them after they were
+    set, read back from zero-copy memory where the runtime allows), output buffers, timings in
+    seconds (``run_s``, ``copy_s`` ...)."""
+
+    inputs: List[TensorOut]
+    outputs: List[TensorOut]
+    timings: Dict[str, float] = field(default_factory=dict)
+
+
+class Adapter:
+    """Base class of the runtime adapters. ``options`` is the job's ``adapter_options``."""
+
+    name = "base"
+
+    def __init__(self, options: Dict[str, Any]) -> None:
+        self.options = dict(options)
+
+    def versions(self) -> Dict[str, str]:
+        """Runtime, driver and SDK versions, as the runtime reports them."""
+        return {}
+
+    def load(self, model_path: str) -> Any:
+        """Load a model artifact; the agent caches the handle by the artifact's sha256."""
+        raise NotImplementedError
+
+    def run(self, model: Any, inputs: List[InputTensor], outputs: Optional[List[str]]) -> RunOutput:
+        """Run one inference; ``outputs`` names the wanted outputs (None: all)."""
+        raise NotImplementedError
+
+    def release(self, model: Any) -> None:
+        """Free a loaded model."""

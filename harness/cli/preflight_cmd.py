@@ -1,0 +1,38 @@
+"""``npu-hil preflight``: exit 0 when the model passes, 1 when it violates a rule, 2 bad input."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.preflight import preflight
+
+
+def add_parser(sub: Any) -> None:
+    parser = sub.add_parser("preflight", help="check an ONNX model against a target's tables")
+    parser.add_argument("--target", required=True)
+    parser.add_argument("model", type=Path, help="the model (.onnx)")
+    parser.add_argument("--first-layer", choices=("int8", "float16"), default=None)
+    parser.add_argument("--output-precision", choices=("int8", "float16"), default="int8")
+    parser.add_argument("--rule", choices=("A", "B"), default=None)
+    parser.add_argument("--input-type", default=None, help="Horizon image input type, e.g. nv12")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(run=run_preflight)
+
+
+def run_preflight(args: argparse.Namespace) -> int:
+    report = preflight(
+        args.model,
+        args.target,
+        first_layer=args.first_layer,
+        output_precision=args.output_precision,
+        rule=args.rule,
+        input_type=args.input_type,
+    )
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(report.summary())
+    return 0 if report.ok else 1

@@ -1,0 +1,323 @@
+"""Preflight: check an ONNX model against a target's tables before anything is deployed.
+
+Walks the graph with ONNX shape inference and checks:
+- every Conv / ConvTranspose against the convolution width rules (rules A/B of the Rockchip seed,
+  with dilated kernels; depthwise when ``group`` equals the input channels). Which rule applies
+  comes from the input table: the width-rule column for a model input with 1, 3 or 4 channels,
+  "no limit" for other channel counts;
+- every model input against the input table (first-layer precision, rank, declared input type)
+  and, for Horizon NV12 inputs, even H and W;
+- every model output against the output table (precision, rank, layout).
+
+Each finding names the node, the rule and the numbers, e.g.
+``conv_17: width 6145 · 3 > 2048 · 9, rule A(1), rk3588``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import LayoutError, NpuHilError
+from targets import check_conv, rockchip
+from targets.conv import NO_CONV_LIMIT_TARGETS
+
+
+class PreflightError(NpuHilError):
+    """The model could not be read or analysed (not a rule violation)."""
+
+
+@dataclass(frozen=True)
+class PreflightFinding:
+    """One check: ``ok`` False is a violation of ``rule``."""
+
+    node: str
+    rule: str
+    ok: bool
+    message: str
+
+
+@dataclass
+class PreflightReport:
+    target: str
+    model: str
+    findings: list[PreflightFinding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(f.ok for f in self.findings)
+
+    @property
+    def violations(self) -> list[PreflightFinding]:
+        return [f for f in self.findings if not f.ok]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "model": self.model,
+            "ok": self.ok,
+            "violations": len(self.violations),
+            "findings": [dataclasses.asdict(f) for f in self.findings],
+            "notes": list(self.notes),
+        }
+
+    def summary(self) -> str:
+        verdict = "passes" if self.ok else f"violates {len(self.violations)} rule(s)"
+        lines = [f"{self.model} on {self.target}: {verdict}"]
+        lines += [f"  {f.message}" for f in self.violations]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def preflight(
+    model: Any,
+    target: str,
+    *,
+    first_layer: str | None = None,
+    output_precision: str = "int8",
+    rule: str | None = None,
+    input_type: str | None = None,
+) -> PreflightReport:
+    """Check ``model`` (an ``onnx.ModelProto`` or a path) against ``target``'s tables.
+
+    ``first_layer`` is the precision of the compiled model's first layer (Rockchip: default
+    int8, float16 on RK2118); ``output_precision`` the precision of its outputs; ``rule``
+    forces rule A or B; ``input_type`` (e.g. ``nv12``) is the image type a Horizon input takes.
+    """
+    import onnx
+
+    proto, name = _load(model)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto)
+    except Exception as exc:  # onnx raises several unrelated types for a malformed graph
+        raise PreflightError(f"{name}: ONNX shape inference failed: {exc}") from exc
+    graph = inferred.graph
+    shapes = _value_shapes(inferred)
+    report = PreflightReport(target=target, model=name)
+    initializers = {init.name for init in graph.initializer}
+    inputs = [i for i in graph.input if i.name not in initializers]
+    if target in rockchip.TARGETS:
+        layer = first_layer or rockchip.default_first_layer(target)
+        _check_inputs(report, target, inputs, shapes, layer)
+        _check_outputs(report, target, graph.output, shapes, output_precision)
+        conv_rule = rule or _rule_for_inputs(report, target, inputs, shapes, layer)
+        if conv_rule is not None:
+            _check_convs(report, target, graph, shapes, conv_rule, layer)
+    elif target in NO_CONV_LIMIT_TARGETS:
+        report.notes.append(f"the seeds give no convolution width limits for {target}")
+        if target.startswith("rdk-") and (input_type or "").lower() == "nv12":
+            _check_nv12(report, inputs, shapes)
+    else:
+        raise LayoutError(f"unknown target {target!r}")
+    return report
+
+
+def _load(model: Any) -> tuple[Any, str]:
+    import onnx
+
+    if isinstance(model, str | Path):
+        path = Path(model)
+        try:
+            return onnx.load(str(path)), path.name
+        except Exception as exc:  # a missing or corrupt file: say which, not a traceback
+            raise PreflightError(f"{path}: cannot read an ONNX model ({exc})") from exc
+    if isinstance(model, onnx.ModelProto):
+        return model, model.graph.name or "model"
+    raise PreflightError(f"expected an ONNX model or a path, got {type(model).__name__}")
+
+
+def _value_shapes(model: Any) -> dict[str, list[int | None]]:
+    """Static shapes of every value the inference could resolve (None for symbolic dims)."""
+    shapes: dict[str, list[int | None]] = {}
+    graph = model.graph
+    for value in [*graph.input, *graph.value_info, *graph.output]:
+        tensor = value.type.tensor_type
+        if not tensor.HasField("shape"):
+            continue
+        shapes[value.name] = [
+            d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim
+        ]
+    for init in graph.initializer:
+        shapes[init.name] = list(init.dims)
+    return shapes
+
+
+def _elem_type_name(value: Any) -> str:
+    import onnx
+
+    return str(onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type).name)
+
+
+def _rule_for_inputs(
+    report: PreflightReport, target: str, inputs: list[Any], shapes: dict[str, Any], layer: str
+) -> str | None:
+    """Rule A/B of the input table's width-rule column; None when no input has 1, 3 or 4
+    channels (the seed: no width limit for other channel counts)."""
+    for value in inputs:
+        shape = shapes.get(value.name) or []
+        if len(shape) == 4 and shape[1] in (1, 3, 4):
+            try:
+                row = rockchip.input_row(
+                    target,
+                    first_layer=layer,
+                    rank=4,
+                    input_type=rockchip.input_type_of(_elem_type_name(value)),
+                )
+            except LayoutError:
+                continue
+            if row.width_rule is not None:
+                return row.width_rule
+    report.notes.append(
+        "no model input has 1, 3 or 4 channels: the input table sets no convolution width limit"
+    )
+    return None
+
+
+def _check_inputs(
+    report: PreflightReport, target: str, inputs: list[Any], shapes: dict[str, Any], layer: str
+) -> None:
+    for value in inputs:
+        shape = shapes.get(value.name) or []
+        dtype = _elem_type_name(value)
+        try:
+            row = rockchip.input_row(
+                target, first_layer=layer, rank=len(shape), input_type=rockchip.input_type_of(dtype)
+            )
+        except LayoutError as exc:
+            report.findings.append(
+                PreflightFinding(value.name, "input table", False, f"{value.name}: {exc.message}")
+            )
+            continue
+        channels = shape[1] if len(shape) == 4 else None
+        align = row.width_align(channels) if channels is not None else 1
+        report.findings.append(
+            PreflightFinding(
+                value.name,
+                "input table",
+                True,
+                f"{value.name}: {dtype} {shape}, first layer {layer}: width aligned to {align} "
+                f"(w_stride), mean/scale on {row.mean_scale_on}",
+            )
+        )
+
+
+def _check_outputs(
+    report: PreflightReport, target: str, outputs: Any, shapes: dict[str, Any], precision: str
+) -> None:
+    for value in outputs:
+        shape = shapes.get(value.name) or []
+        rows = [
+            r
+            for r in rockchip.output_rows(target)
+            if r.precision in (precision, "any") and r.rank4 == (len(shape) == 4)
+        ]
+        if rows:
+            layouts = sorted({name for r in rows for name in r.layouts})
+            report.findings.append(
+                PreflightFinding(
+                    value.name,
+                    "output table",
+                    True,
+                    f"{value.name}: {precision} rank {len(shape)}: layouts {', '.join(layouts)}",
+                )
+            )
+        else:
+            report.findings.append(
+                PreflightFinding(
+                    value.name,
+                    "output table",
+                    False,
+                    f"{value.name}: {rockchip.platform_of(target)} lists no {precision} output of "
+                    f"rank {len(shape)} ({target})",
+                )
+            )
+
+
+def _attribute(node: Any, name: str, default: Any) -> Any:
+    import onnx
+
+    for attribute in node.attribute:
+        if attribute.name == name:
+            return onnx.helper.get_attribute_value(attribute)
+    return default
+
+
+def _check_convs(
+    report: PreflightReport,
+    target: str,
+    graph: Any,
+    shapes: dict[str, Any],
+    rule: str,
+    layer: str,
+) -> None:
+    for number, node in enumerate(graph.node):
+        if node.op_type not in ("Conv", "ConvTranspose"):
+            continue
+        label = node.name or f"{node.op_type.lower()}_{number}"
+        in_shape = shapes.get(node.input[0]) or []
+        weight = shapes.get(node.input[1]) if len(node.input) > 1 else None
+        if len(in_shape) != 4 or in_shape[3] is None:
+            report.notes.append(f"{label}: input width unknown, not checked")
+            continue
+        kernel = _attribute(node, "kernel_shape", None) or (weight[2:4] if weight else None)
+        if not kernel or len(kernel) != 2:
+            report.notes.append(f"{label}: not a 2-D convolution, not checked")
+            continue
+        dilations = _attribute(node, "dilations", [1, 1])
+        group = int(_attribute(node, "group", 1))
+        channels = in_shape[1]
+        if node.op_type == "ConvTranspose":
+            kind = "deconv"
+        elif group > 1 and group == channels:
+            kind = "depthwise"
+        else:
+            kind = "conv"
+        result = check_conv(
+            target,
+            int(in_shape[3]),
+            (int(kernel[0]), int(kernel[1])),
+            (int(dilations[0]), int(dilations[1])),
+            kind=kind,
+            rule=rule,
+            first_layer=layer,
+        )
+        report.findings.append(
+            PreflightFinding(label, f"rule {rule}", result.ok, _conv_message(label, target, result))
+        )
+
+
+def _conv_message(label: str, target: str, result: Any) -> str:
+    dkh, dkw = result.dilated_kernel_hw
+    if result.ok:
+        return (
+            f"{label}: {result.kind} width {result.width}, dilated kernel {dkh}x{dkw}: N = "
+            f"{result.n}, rule {result.rule}, {target}: ok"
+        )
+    failed = [c for c in result.conditions if not c.ok]
+    texts = "; ".join(c.text.split(" [")[0] for c in failed)
+    which = ", ".join(
+        f"{result.rule}{c.name}" if c.name != "N" else f"{result.rule} N" for c in failed
+    )
+    kind = "" if result.kind == "conv" else f" ({result.kind})"
+    return f"{label}{kind}: {texts}, rule {which}, {target}"
+
+
+def _check_nv12(report: PreflightReport, inputs: list[Any], shapes: dict[str, Any]) -> None:
+    for value in inputs:
+        shape = shapes.get(value.name) or []
+        if len(shape) != 4:
+            continue
+        h, w = (shape[1], shape[2]) if shape[3] in (1, 3) else (shape[2], shape[3])
+        ok = h is not None and w is not None and h % 2 == 0 and w % 2 == 0
+        report.findings.append(
+            PreflightFinding(
+                value.name,
+                "NV12 even H and W",
+                ok,
+                f"{value.name}: NV12 input {h}x{w}"
+                + ("" if ok else ": H and W must be even (seeds/003)"),
+            )
+        )
