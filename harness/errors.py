@@ -29,3 +29,8 @@ class TransportError(NpuHilError):
 
 class DeviceError(NpuHilError):
     """The runtime on the board refused the job or crashed (model load, unsupported op)."""
+
+
+class ProtocolError(NpuHilError):
+    """The host and the board agent do not speak the same protocol: a job.json or result.json with
+    an unknown major schema version, a malformed record, a job the agent refused as invalid."""

@@ -132,11 +132,19 @@ def _rule(provenance: str | None, fallback: str) -> str:
     return fallback
 
 
+SPELLINGS = {"UNDEFINED": "UNDEFINE"}
+"""The runtime's enum name → the seed's (RKNN's API says UNDEFINED, the tables UNDEFINE)."""
+ENUM_PREFIXES = ("KP_MODEL_TENSOR_DATA_LAYOUT_", "RKNN_TENSOR_", "HB_DNN_TENSOR_TYPE_")
+
+
 def _normalise(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return tuple(_normalise(v) for v in value)
     if isinstance(value, str):
-        return value.upper()
+        name = value.upper()
+        for prefix in ENUM_PREFIXES:
+            name = name.removeprefix(prefix)
+        return SPELLINGS.get(name, name)
     return value
 
 

@@ -60,3 +60,13 @@ def test_a_layout_built_with_device_params_still_compares_predictions() -> None:
     (finding,) = diff_attributes(layout, {"w_stride": 32})
     assert finding.predicted == 16
     assert not finding.agrees
+
+
+def test_runtime_enum_spellings_are_the_same_attribute() -> None:
+    rknn = get_layout("rk3588", "UNDEFINE", (1, 20), "int8")
+    assert disagreements(diff_attributes(rknn, {"fmt": "UNDEFINED"})) == []
+    assert disagreements(diff_attributes(rknn, {"fmt": "RKNN_TENSOR_UNDEFINED"})) == []
+    kl730 = get_layout("kl730", "1W16C8B", (1, 20, 2, 2), "int8")
+    reported = {"data_layout": "KP_MODEL_TENSOR_DATA_LAYOUT_1W16C8B"}
+    assert disagreements(diff_attributes(kl730, reported)) == []
+    assert disagreements(diff_attributes(kl730, {"data_layout": "1W16C8B_CH_COMPACT"}))

@@ -1,0 +1,955 @@
+"""``hobot_native``: Horizon / D-Robotics BPU runtime (``libdnn``) through ctypes.
+
+Why not ``hobot_dnn.pyeasy_dnn``: its ``.buffer`` is not a faithful view of the device buffer (see
+``spec/vendor-runtimes.md``), and it exposes neither ``stride`` nor ``alignedByteSize``. This
+adapter calls the documented C API instead and returns the raw aligned buffers with the full
+``hbDNNTensorProperties``.
+
+Two ABIs, chosen with the option ``abi`` (the headers differ, so one struct cannot serve both):
+
+``x3x5`` (RDK X3/X5, ``hb_dnn.h`` with ``hb_sys.h``, HB_DNN_TENSOR_MAX_DIMENSIONS 8):
+    hbDNNInitializeFromFiles -> hbDNNGetModelNameList -> hbDNNGetModelHandle ->
+    hbDNNGetInput/OutputCount -> hbDNNGetInput/OutputTensorProperties ->
+    hbSysAllocCachedMem(alignedByteSize) -> copy input -> hbSysFlushMem(CLEAN) -> hbDNNInfer ->
+    hbDNNWaitTaskDone(timeout) -> hbSysFlushMem(INVALIDATE) -> read -> hbDNNReleaseTask ->
+    hbSysFreeMem; hbDNNRelease on release. Properties carry validShape, alignedShape,
+    tensorLayout, shift, scale (int8 zero points), int32 alignedByteSize and stride[8].
+``s100`` (RDK S100, ``hobot/dnn/hb_dnn.h`` with ``hb_ucp.h``/``hb_ucp_sys.h``, 10 dimensions):
+    the same model calls, with hbUCPMallocCached / hbUCPMemFlush / hbUCPFree for memory and
+    hbDNNInferV2 -> hbUCPSubmitTask -> hbUCPWaitTaskDone -> hbUCPReleaseTask for the task.
+    Properties have no alignedShape, tensorLayout or shift; zero points are int32,
+    alignedByteSize and stride int64, and the tensor type enum starts at S4 = 0.
+
+Options (``adapter_options``): ``abi`` (``x3x5`` default, or ``s100``), ``library`` (default
+``libdnn.so``), ``ucp_library`` (s100, default ``libhbucp.so``), ``sys_library`` (x3x5, only if the
+hbSys* calls live outside libdnn), ``preload`` (libraries loaded first with RTLD_GLOBAL, e.g.
+``libcnn_intf.so``), ``model_name`` (when the artifact packs several models), ``timeout_ms``
+(default 10000), ``bpu_core`` (x3x5 bpuCoreId / s100 backend, default 0 = any), ``input_strides``
+(``{input name: [bytes per dim]}`` for inputs whose stride the model leaves dynamic, -1).
+
+Every buffer's first address must be 32-byte aligned (the BPU requires it); an allocation that is
+not is refused as a DeviceError. Tensors come back as flat uint8 arrays (the bytes of the
+allocation); ``layout`` is ``strided`` (validShape + byte strides) or the image type (``NV12``,
+``Y`` ...), ``dtype`` follows tensorType, ``shape`` is validShape.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from harness.agent.adapters.base import (
+        Adapter,
+        AdapterError,
+        InputTensor,
+        RunOutput,
+        TensorOut,
+    )
+else:
+    try:  # on the board: the agent imports adapters.<name> from its own folder
+        from adapters.base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
+    except ImportError:  # in the harness's own tests, imported as part of the package
+        from harness.agent.adapters.base import (
+            Adapter,
+            AdapterError,
+            InputTensor,
+            RunOutput,
+            TensorOut,
+        )
+
+FIRST_ADDRESS_ALIGNMENT = 32
+HB_SYS_MEM_CACHE_INVALIDATE = 1
+HB_SYS_MEM_CACHE_CLEAN = 2
+# Arrays read through pointers the runtime hands out are bounded: a corrupt length must not
+# turn into a multi-gigabyte read.
+MAX_QUANT_PARAMS = 1 << 16
+
+# ---------------------------------------------------------------------------------------------
+# hb_dnn.h / hb_sys.h (RDK X3, X5)
+# ---------------------------------------------------------------------------------------------
+
+X3X5_MAX_DIMS = 8
+
+
+class TensorShapeX3X5(ctypes.Structure):
+    """``hbDNNTensorShape`` (8 dimensions)."""
+
+    _fields_ = [
+        ("dimensionSize", ctypes.c_int32 * X3X5_MAX_DIMS),
+        ("numDimensions", ctypes.c_int32),
+    ]
+
+
+class QuantiShift(ctypes.Structure):
+    """``hbDNNQuantiShift``."""
+
+    _fields_ = [("shiftLen", ctypes.c_int32), ("shiftData", ctypes.POINTER(ctypes.c_uint8))]
+
+
+class QuantiScaleX3X5(ctypes.Structure):
+    """``hbDNNQuantiScale`` with int8 zero points."""
+
+    _fields_ = [
+        ("scaleLen", ctypes.c_int32),
+        ("scaleData", ctypes.POINTER(ctypes.c_float)),
+        ("zeroPointLen", ctypes.c_int32),
+        ("zeroPointData", ctypes.POINTER(ctypes.c_int8)),
+    ]
+
+
+class TensorPropertiesX3X5(ctypes.Structure):
+    """``hbDNNTensorProperties`` of RDK X3/X5 (hbDNNQuantiType is an int-sized enum)."""
+
+    _fields_ = [
+        ("validShape", TensorShapeX3X5),
+        ("alignedShape", TensorShapeX3X5),
+        ("tensorLayout", ctypes.c_int32),
+        ("tensorType", ctypes.c_int32),
+        ("shift", QuantiShift),
+        ("scale", QuantiScaleX3X5),
+        ("quantiType", ctypes.c_int),
+        ("quantizeAxis", ctypes.c_int32),
+        ("alignedByteSize", ctypes.c_int32),
+        ("stride", ctypes.c_int32 * X3X5_MAX_DIMS),
+    ]
+
+
+class SysMem(ctypes.Structure):
+    """``hbSysMem``."""
+
+    _fields_ = [
+        ("phyAddr", ctypes.c_uint64),
+        ("virAddr", ctypes.c_void_p),
+        ("memSize", ctypes.c_uint32),
+    ]
+
+
+class TensorX3X5(ctypes.Structure):
+    """``hbDNNTensor`` of RDK X3/X5: NV12_SEPARATE uses two of the four memories."""
+
+    _fields_ = [("sysMem", SysMem * 4), ("properties", TensorPropertiesX3X5)]
+
+
+class InferCtrlParam(ctypes.Structure):
+    """``hbDNNInferCtrlParam``."""
+
+    _fields_ = [
+        ("bpuCoreId", ctypes.c_int32),
+        ("dspCoreId", ctypes.c_int32),
+        ("priority", ctypes.c_int32),
+        ("more", ctypes.c_int32),
+        ("customId", ctypes.c_int64),
+        ("reserved1", ctypes.c_int32),
+        ("reserved2", ctypes.c_int32),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# hobot/dnn/hb_dnn.h, hb_ucp.h, hb_ucp_sys.h (RDK S100)
+# ---------------------------------------------------------------------------------------------
+
+S100_MAX_DIMS = 10
+
+
+class TensorShapeS100(ctypes.Structure):
+    """``hbDNNTensorShape`` (10 dimensions)."""
+
+    _fields_ = [
+        ("dimensionSize", ctypes.c_int32 * S100_MAX_DIMS),
+        ("numDimensions", ctypes.c_int32),
+    ]
+
+
+class QuantiScaleS100(ctypes.Structure):
+    """``hbDNNQuantiScale`` with int32 zero points."""
+
+    _fields_ = [
+        ("scaleLen", ctypes.c_int32),
+        ("scaleData", ctypes.POINTER(ctypes.c_float)),
+        ("zeroPointLen", ctypes.c_int32),
+        ("zeroPointData", ctypes.POINTER(ctypes.c_int32)),
+    ]
+
+
+class TensorPropertiesS100(ctypes.Structure):
+    """``hbDNNTensorProperties`` of RDK S100: no alignedShape, tensorLayout or shift."""
+
+    _fields_ = [
+        ("validShape", TensorShapeS100),
+        ("tensorType", ctypes.c_int32),
+        ("scale", QuantiScaleS100),
+        ("quantiType", ctypes.c_int),
+        ("quantizeAxis", ctypes.c_int32),
+        ("alignedByteSize", ctypes.c_int64),
+        ("stride", ctypes.c_int64 * S100_MAX_DIMS),
+    ]
+
+
+class UCPSysMem(ctypes.Structure):
+    """``hbUCPSysMem`` (64-bit size, unlike hbSysMem)."""
+
+    _fields_ = [
+        ("phyAddr", ctypes.c_uint64),
+        ("virAddr", ctypes.c_void_p),
+        ("memSize", ctypes.c_uint64),
+    ]
+
+
+class TensorS100(ctypes.Structure):
+    """``hbDNNTensor`` of RDK S100: one memory."""
+
+    _fields_ = [("sysMem", UCPSysMem), ("properties", TensorPropertiesS100)]
+
+
+class UCPSchedParam(ctypes.Structure):
+    """``hbUCPSchedParam``."""
+
+    _fields_ = [
+        ("priority", ctypes.c_int32),
+        ("customId", ctypes.c_int64),
+        ("backend", ctypes.c_uint64),
+        ("deviceId", ctypes.c_uint32),
+    ]
+
+
+STRUCTS_X3X5 = {
+    "hbDNNTensorShape": TensorShapeX3X5,
+    "hbDNNQuantiShift": QuantiShift,
+    "hbDNNQuantiScale": QuantiScaleX3X5,
+    "hbDNNTensorProperties": TensorPropertiesX3X5,
+    "hbSysMem": SysMem,
+    "hbDNNTensor": TensorX3X5,
+    "hbDNNInferCtrlParam": InferCtrlParam,
+}
+STRUCTS_S100 = {
+    "hbDNNTensorShape": TensorShapeS100,
+    "hbDNNQuantiScale": QuantiScaleS100,
+    "hbDNNTensorProperties": TensorPropertiesS100,
+    "hbUCPSysMem": UCPSysMem,
+    "hbDNNTensor": TensorS100,
+    "hbUCPSchedParam": UCPSchedParam,
+}
+
+LAYOUTS = {0: "NHWC", 2: "NCHW", 255: "NONE"}
+# hbDNNDataType (X3/X5: image types first; S100: tensor types only).
+TENSOR_TYPES_X3X5 = {
+    0: "Y",
+    1: "NV12",
+    2: "NV12_SEPARATE",
+    3: "YUV444",
+    4: "RGB",
+    5: "BGR",
+    6: "S4",
+    7: "U4",
+    8: "S8",
+    9: "U8",
+    10: "F16",
+    11: "S16",
+    12: "U16",
+    13: "F32",
+    14: "S32",
+    15: "U32",
+    16: "F64",
+    17: "S64",
+    18: "U64",
+}
+TENSOR_TYPES_S100 = {
+    0: "S4",
+    1: "U4",
+    2: "S8",
+    3: "U8",
+    4: "F16",
+    5: "S16",
+    6: "U16",
+    7: "F32",
+    8: "S32",
+    9: "U32",
+    10: "F64",
+    11: "S64",
+    12: "U64",
+    13: "BOOL8",
+}
+QUANTI_TYPES_X3X5 = {0: "NONE", 1: "SHIFT", 2: "SCALE"}
+QUANTI_TYPES_S100 = {0: "NONE", 1: "SCALE"}
+IMAGE_TYPES = ("Y", "NV12", "NV12_SEPARATE", "YUV444", "RGB", "BGR")
+# numpy names by tensorType; 4-bit types have none and keep their own.
+NUMPY_TYPES = {
+    "S4": "int4",
+    "U4": "uint4",
+    "S8": "int8",
+    "U8": "uint8",
+    "F16": "float16",
+    "S16": "int16",
+    "U16": "uint16",
+    "F32": "float32",
+    "S32": "int32",
+    "U32": "uint32",
+    "F64": "float64",
+    "S64": "int64",
+    "U64": "uint64",
+    "BOOL8": "bool",
+}
+
+
+@dataclass(frozen=True)
+class Abi:
+    """What differs between the two headers."""
+
+    name: str
+    properties: Any
+    tensor: Any
+    mem: Any
+    tensor_types: dict[int, str]
+    quanti_types: dict[int, str]
+    has_aligned_shape: bool
+
+
+ABIS = {
+    "x3x5": Abi(
+        "x3x5", TensorPropertiesX3X5, TensorX3X5, SysMem, TENSOR_TYPES_X3X5, QUANTI_TYPES_X3X5, True
+    ),
+    "s100": Abi(
+        "s100",
+        TensorPropertiesS100,
+        TensorS100,
+        UCPSysMem,
+        TENSOR_TYPES_S100,
+        QUANTI_TYPES_S100,
+        False,
+    ),
+}
+
+
+def _error(kind: str, stage: str, message: str, code: int | None = None) -> AdapterError:
+    return AdapterError(kind, stage, message, code)
+
+
+def _shape(shape: Any) -> list[int]:
+    count = max(0, min(int(shape.numDimensions), len(shape.dimensionSize)))
+    return [int(d) for d in shape.dimensionSize[:count]]
+
+
+def _array(pointer: Any, length: int) -> list[Any]:
+    if not pointer or length <= 0:
+        return []
+    return [pointer[i] for i in range(min(int(length), MAX_QUANT_PARAMS))]
+
+
+def properties_record(props: Any, abi: Abi) -> dict[str, Any]:
+    """``hbDNNTensorProperties`` as the runtime reported it: the header's names, enums by name."""
+    valid = _shape(props.validShape)
+    record: dict[str, Any] = {"validShape": valid}
+    if abi.has_aligned_shape:
+        record["alignedShape"] = _shape(props.alignedShape)
+        layout = int(props.tensorLayout)
+        record["tensorLayout"] = LAYOUTS.get(layout, f"UNKNOWN({layout})")
+    ttype = int(props.tensorType)
+    record["tensorType"] = abi.tensor_types.get(ttype, f"UNKNOWN({ttype})")
+    qtype = int(props.quantiType)
+    record["quantiType"] = abi.quanti_types.get(qtype, f"UNKNOWN({qtype})")
+    if abi.has_aligned_shape:
+        record["shift"] = [int(v) for v in _array(props.shift.shiftData, props.shift.shiftLen)]
+    record["scale"] = [float(v) for v in _array(props.scale.scaleData, props.scale.scaleLen)]
+    record["zeroPoint"] = [
+        int(v) for v in _array(props.scale.zeroPointData, props.scale.zeroPointLen)
+    ]
+    record["quantizeAxis"] = int(props.quantizeAxis)
+    record["alignedByteSize"] = int(props.alignedByteSize)
+    record["stride"] = [int(s) for s in props.stride[: len(valid)]]
+    return record
+
+
+# ---------------------------------------------------------------------------------------------
+# The runtime binding: one place that knows the C signatures of each ABI.
+# ---------------------------------------------------------------------------------------------
+
+
+class HorizonRuntime:
+    """libdnn (+ hbSys or hbUCP) with argtypes from the headers of one ABI."""
+
+    def __init__(self, abi: Abi, options: dict[str, Any]) -> None:
+        self.abi = abi
+        self.libs: list[Any] = []
+        self.funcs: dict[str, Any] = {}
+        self.has_ucp_version = False
+        for path in options.get("preload") or []:
+            self._open(str(path), ctypes.RTLD_GLOBAL)
+        self.dnn_path = str(options.get("library") or "libdnn.so")
+        self._open(self.dnn_path, ctypes.RTLD_GLOBAL)
+        extra = (
+            options.get("ucp_library") or "libhbucp.so"
+            if abi.name == "s100"
+            else options.get("sys_library")
+        )
+        if extra and str(extra) != self.dnn_path:
+            self._open(str(extra), ctypes.RTLD_GLOBAL)
+
+        P, T, M = abi.properties, abi.tensor, abi.mem
+        vp, i32 = ctypes.c_void_p, ctypes.c_int32
+        self._bind("hbDNNGetVersion", [], ctypes.c_char_p)
+        self._bind(
+            "hbDNNInitializeFromFiles",
+            [ctypes.POINTER(vp), ctypes.POINTER(ctypes.c_char_p), i32],
+            i32,
+        )
+        self._bind(
+            "hbDNNGetModelNameList",
+            [ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p)), ctypes.POINTER(i32), vp],
+            i32,
+        )
+        self._bind("hbDNNGetModelHandle", [ctypes.POINTER(vp), vp, ctypes.c_char_p], i32)
+        self._bind("hbDNNGetInputCount", [ctypes.POINTER(i32), vp], i32)
+        self._bind("hbDNNGetOutputCount", [ctypes.POINTER(i32), vp], i32)
+        self._bind("hbDNNGetInputTensorProperties", [ctypes.POINTER(P), vp, i32], i32)
+        self._bind("hbDNNGetOutputTensorProperties", [ctypes.POINTER(P), vp, i32], i32)
+        self._bind("hbDNNRelease", [vp], i32)
+        self.has_names = self._bind(
+            "hbDNNGetInputName", [ctypes.POINTER(ctypes.c_char_p), vp, i32], i32, False
+        ) and self._bind(
+            "hbDNNGetOutputName", [ctypes.POINTER(ctypes.c_char_p), vp, i32], i32, False
+        )
+        self.has_error_desc = self._bind("hbDNNGetErrorDesc", [i32], ctypes.c_char_p, False)
+        if abi.name == "x3x5":
+            self._bind(
+                "hbDNNInfer",
+                [
+                    ctypes.POINTER(vp),
+                    ctypes.POINTER(ctypes.POINTER(T)),
+                    ctypes.POINTER(T),
+                    vp,
+                    ctypes.POINTER(InferCtrlParam),
+                ],
+                i32,
+            )
+            self._bind("hbDNNWaitTaskDone", [vp, i32], i32)
+            self._bind("hbDNNReleaseTask", [vp], i32)
+            self._bind("hbSysAllocCachedMem", [ctypes.POINTER(M), ctypes.c_uint32], i32)
+            self._bind("hbSysFlushMem", [ctypes.POINTER(M), i32], i32)
+            self._bind("hbSysFreeMem", [ctypes.POINTER(M)], i32)
+        else:
+            self._bind(
+                "hbDNNInferV2", [ctypes.POINTER(vp), ctypes.POINTER(T), ctypes.POINTER(T), vp], i32
+            )
+            self._bind("hbUCPSubmitTask", [vp, ctypes.POINTER(UCPSchedParam)], i32)
+            self._bind("hbUCPWaitTaskDone", [vp, i32], i32)
+            self._bind("hbUCPReleaseTask", [vp], i32)
+            self._bind("hbUCPMallocCached", [ctypes.POINTER(M), ctypes.c_uint64, i32], i32)
+            self._bind("hbUCPMemFlush", [ctypes.POINTER(M), i32], i32)
+            self._bind("hbUCPFree", [ctypes.POINTER(M)], i32)
+            self.has_ucp_version = self._bind("hbUCPGetVersion", [], ctypes.c_char_p, False)
+
+    def _open(self, path: str, mode: int) -> None:
+        try:
+            self.libs.append(ctypes.CDLL(path, mode=mode))
+        except OSError as exc:
+            raise _error(
+                "UnsupportedError",
+                "init",
+                f"cannot load {path!r}: {exc} (set adapter_options.library / ucp_library / "
+                "preload)",
+            ) from exc
+
+    def _bind(self, name: str, argtypes: list[Any], restype: Any, required: bool = True) -> bool:
+        for lib in self.libs:
+            try:
+                func = getattr(lib, name)
+            except AttributeError:
+                continue
+            func.argtypes = argtypes
+            func.restype = restype
+            self.funcs[name] = func
+            return True
+        if required:
+            raise _error(
+                "UnsupportedError",
+                "init",
+                f"no loaded library exports {name} (abi {self.abi.name})",
+            )
+        return False
+
+    def call(self, name: str, *args: Any) -> Any:
+        return self.funcs[name](*args)
+
+    def check(self, ret: int, stage: str, call: str, kind: str = "DeviceError") -> None:
+        """One map from the runtime's return codes to typed errors."""
+        if ret == 0:
+            return
+        desc = ""
+        if self.has_error_desc:
+            text = self.call("hbDNNGetErrorDesc", ret)
+            desc = f" ({text.decode('utf-8', 'replace')})" if text else ""
+        raise _error(kind, stage, f"{call} returned {ret}{desc}", ret)
+
+    # -- memory and tasks, per ABI --------------------------------------------------------
+
+    def alloc(self, size: int, what: str) -> Any:
+        mem = self.abi.mem()
+        if self.abi.name == "x3x5":
+            ret = self.call("hbSysAllocCachedMem", ctypes.byref(mem), size)
+            call = "hbSysAllocCachedMem"
+        else:
+            ret = self.call("hbUCPMallocCached", ctypes.byref(mem), size, 0)
+            call = "hbUCPMallocCached"
+        self.check(int(ret), "run", f"{call}({size}) for {what}")
+        if not mem.virAddr:
+            raise _error("DeviceError", "run", f"{call}({size}) for {what} returned no address")
+        return mem
+
+    def flush(self, mem: Any, flag: int, what: str) -> None:
+        call = "hbSysFlushMem" if self.abi.name == "x3x5" else "hbUCPMemFlush"
+        label = "CLEAN" if flag == HB_SYS_MEM_CACHE_CLEAN else "INVALIDATE"
+        stage = "run" if flag == HB_SYS_MEM_CACHE_CLEAN else "fetch"
+        self.check(int(self.call(call, ctypes.byref(mem), flag)), stage, f"{call}({what}, {label})")
+
+    def free(self, mem: Any, what: str) -> None:
+        call = "hbSysFreeMem" if self.abi.name == "x3x5" else "hbUCPFree"
+        self.check(int(self.call(call, ctypes.byref(mem))), "release", f"{call}({what})")
+
+    def submit(self, inputs: Any, outputs: Any, dnn: Any, options: dict[str, Any]) -> Any:
+        task = ctypes.c_void_p(None)  # the API wants a null handle for a new task
+        core = int(options.get("bpu_core", 0))
+        if self.abi.name == "x3x5":
+            ctrl = InferCtrlParam(bpuCoreId=core, dspCoreId=0, priority=0, more=0, customId=0)
+            out_ptr = ctypes.cast(outputs, ctypes.POINTER(self.abi.tensor))
+            ret = self.call(
+                "hbDNNInfer",
+                ctypes.byref(task),
+                ctypes.byref(out_ptr),
+                inputs,
+                dnn,
+                ctypes.byref(ctrl),
+            )
+            self.check(int(ret), "run", "hbDNNInfer")
+            return task
+        ret = self.call("hbDNNInferV2", ctypes.byref(task), outputs, inputs, dnn)
+        self.check(int(ret), "run", "hbDNNInferV2")
+        sched = UCPSchedParam(priority=0, customId=0, backend=core, deviceId=0)
+        try:
+            self.check(
+                int(self.call("hbUCPSubmitTask", task, ctypes.byref(sched))),
+                "run",
+                "hbUCPSubmitTask",
+            )
+        except AdapterError:
+            self.release_task(task)
+            raise
+        return task
+
+    def wait(self, task: Any, timeout_ms: int) -> None:
+        call = "hbDNNWaitTaskDone" if self.abi.name == "x3x5" else "hbUCPWaitTaskDone"
+        start = time.perf_counter()
+        ret = int(self.call(call, task, timeout_ms))
+        # The headers document no timeout code: a failure after (nearly) the whole timeout is
+        # taken for one, anything earlier for a device error.
+        waited_ms = (time.perf_counter() - start) * 1000.0
+        kind = "TimeoutError" if timeout_ms > 0 and waited_ms >= 0.9 * timeout_ms else "DeviceError"
+        self.check(ret, "run", f"{call}(timeout={timeout_ms} ms)", kind)
+
+    def release_task(self, task: Any) -> None:
+        call = "hbDNNReleaseTask" if self.abi.name == "x3x5" else "hbUCPReleaseTask"
+        self.check(int(self.call(call, task)), "release", call)
+
+    def versions(self) -> dict[str, str]:
+        found = {"abi": self.abi.name, "library": self.dnn_path}
+        text = self.call("hbDNNGetVersion")
+        if text:
+            found["dnn"] = text.decode("utf-8", "replace")
+        if self.abi.name == "s100" and self.has_ucp_version:
+            text = self.call("hbUCPGetVersion")
+            if text:
+                found["ucp"] = text.decode("utf-8", "replace")
+        return found
+
+
+# ---------------------------------------------------------------------------------------------
+# The adapter
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class HbTensor:
+    """One model input or output: its name, properties (the C struct) and their record."""
+
+    name: str
+    properties: Any
+    record: dict[str, Any]
+
+
+@dataclass
+class HorizonModel:
+    path: str
+    model_name: str
+    packed: Any
+    dnn: Any
+    inputs: list[HbTensor] = field(default_factory=list)
+    outputs: list[HbTensor] = field(default_factory=list)
+    released: bool = False
+
+
+@dataclass
+class _Buffer:
+    """One allocation: the hbSysMem/hbUCPSysMem, what it holds, the bytes asked for."""
+
+    mem: Any
+    what: str
+    size: int
+
+
+@dataclass
+class _Job:
+    """What one run holds and must give back."""
+
+    task: Any = None
+    buffers: list[_Buffer] = field(default_factory=list)
+
+
+def _match(names: list[str], wanted: list[str], stage: str, what: str) -> tuple[list[int], str]:
+    """Positions of ``wanted`` among ``names``: by name, else by position when the counts agree."""
+    if all(w in names for w in wanted):
+        return [names.index(w) for w in wanted], "name"
+    if len(wanted) == len(names):
+        return list(range(len(names))), "position"
+    missing = [w for w in wanted if w not in names]
+    raise _error("LayoutError", stage, f"{what} {missing} not in the model (it has {names})")
+
+
+def _buffer_size(tensor: HbTensor, stage: str) -> int:
+    """The bytes to allocate: alignedByteSize when > 0 (the seed's rule), else from the strides."""
+    size = int(tensor.record["alignedByteSize"])
+    if size > 0:
+        return size
+    stride, valid = tensor.record["stride"], tensor.record["validShape"]
+    if stride and valid and all(s > 0 for s in stride):
+        return int(stride[0]) * int(valid[0])
+    raise _error(
+        "LayoutError",
+        stage,
+        f"{tensor.name!r}: alignedByteSize {size} and stride {stride} give no buffer size",
+    )
+
+
+class HobotNativeAdapter(Adapter):
+    """Raw aligned BPU buffers and full ``hbDNNTensorProperties`` through libdnn."""
+
+    name = "hobot_native"
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        super().__init__(options)
+        abi = str(self.options.get("abi", "x3x5")).lower()
+        if abi not in ABIS:
+            raise _error(
+                "UnsupportedError", "init", f"abi must be one of {sorted(ABIS)}, not {abi!r}"
+            )
+        self.abi = ABIS[abi]
+        self._runtime: HorizonRuntime | None = None
+
+    def runtime(self) -> HorizonRuntime:
+        if self._runtime is None:
+            self._runtime = HorizonRuntime(self.abi, self.options)
+        return self._runtime
+
+    def versions(self) -> dict[str, str]:
+        return self.runtime().versions()
+
+    # -- load / release -------------------------------------------------------------------
+
+    def load(self, model_path: str) -> HorizonModel:
+        rt = self.runtime()
+        packed = ctypes.c_void_p()
+        files = (ctypes.c_char_p * 1)(model_path.encode())
+        rt.check(
+            int(rt.call("hbDNNInitializeFromFiles", ctypes.byref(packed), files, 1)),
+            "load",
+            f"hbDNNInitializeFromFiles({model_path!r})",
+        )
+        model = HorizonModel(path=model_path, model_name="", packed=packed, dnn=ctypes.c_void_p())
+        try:
+            self._describe(model)
+        except BaseException:
+            with contextlib.suppress(AdapterError):
+                self.release(model)
+            raise
+        return model
+
+    def _describe(self, model: HorizonModel) -> None:
+        rt = self.runtime()
+        name_list = ctypes.POINTER(ctypes.c_char_p)()
+        count = ctypes.c_int32()
+        rt.check(
+            int(
+                rt.call(
+                    "hbDNNGetModelNameList",
+                    ctypes.byref(name_list),
+                    ctypes.byref(count),
+                    model.packed,
+                )
+            ),
+            "load",
+            "hbDNNGetModelNameList",
+        )
+        names = [(name_list[i] or b"").decode("utf-8", "replace") for i in range(count.value)]
+        wanted = self.options.get("model_name")
+        if wanted is not None:
+            if wanted not in names:
+                raise _error(
+                    "LayoutError",
+                    "load",
+                    f"model_name {wanted!r} is not in {model.path} (it has {names})",
+                )
+            model.model_name = str(wanted)
+        elif len(names) == 1:
+            model.model_name = names[0]
+        else:
+            raise _error(
+                "LayoutError",
+                "load",
+                f"{model.path} packs {len(names)} models {names}: set model_name",
+            )
+        rt.check(
+            int(
+                rt.call(
+                    "hbDNNGetModelHandle",
+                    ctypes.byref(model.dnn),
+                    model.packed,
+                    model.model_name.encode(),
+                )
+            ),
+            "load",
+            f"hbDNNGetModelHandle({model.model_name!r})",
+        )
+        for kind, target in (("Input", model.inputs), ("Output", model.outputs)):
+            n = ctypes.c_int32()
+            rt.check(
+                int(rt.call(f"hbDNNGet{kind}Count", ctypes.byref(n), model.dnn)),
+                "load",
+                f"hbDNNGet{kind}Count",
+            )
+            for i in range(n.value):
+                props = self.abi.properties()
+                rt.check(
+                    int(
+                        rt.call(
+                            f"hbDNNGet{kind}TensorProperties", ctypes.byref(props), model.dnn, i
+                        )
+                    ),
+                    "load",
+                    f"hbDNNGet{kind}TensorProperties({i})",
+                )
+                target.append(
+                    HbTensor(
+                        self._tensor_name(kind, model.dnn, i),
+                        props,
+                        properties_record(props, self.abi),
+                    )
+                )
+
+    def _tensor_name(self, kind: str, dnn: Any, index: int) -> str:
+        rt = self.runtime()
+        if rt.has_names:
+            text = ctypes.c_char_p()
+            ret = int(rt.call(f"hbDNNGet{kind}Name", ctypes.byref(text), dnn, index))
+            if ret == 0 and text.value:
+                return text.value.decode("utf-8", "replace")
+        return f"{kind.lower()}{index}"
+
+    def release(self, model: Any) -> None:
+        if not isinstance(model, HorizonModel) or model.released:
+            return
+        model.released = True
+        if model.packed:
+            rt = self.runtime()
+            rt.check(int(rt.call("hbDNNRelease", model.packed)), "release", "hbDNNRelease")
+
+    # -- run ------------------------------------------------------------------------------
+
+    def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
+        if not isinstance(model, HorizonModel) or model.released:
+            raise _error("DeviceError", "run", "model handle is not a loaded hobot_native model")
+        if len(inputs) != len(model.inputs):
+            # Zero-copy memory of an input left out would go in with whatever it held.
+            names = [t.name for t in model.inputs]
+            raise _error(
+                "LayoutError",
+                "run",
+                f"the model takes {len(names)} inputs {names}, the job gives {len(inputs)}",
+            )
+        order, matched_by = _match(
+            [t.name for t in model.inputs], [i.name for i in inputs], "run", "inputs"
+        )
+        wanted, out_matched_by = list(range(len(model.outputs))), "name"
+        if outputs is not None:
+            wanted, out_matched_by = _match(
+                [t.name for t in model.outputs], list(outputs), "fetch", "outputs"
+            )
+        job = _Job()
+        try:
+            result = self._run(model, inputs, order, wanted, matched_by, out_matched_by, job)
+        except BaseException:
+            # The failure in flight is the one worth reporting; still free everything.
+            with contextlib.suppress(AdapterError):
+                self._cleanup(job)
+            raise
+        self._cleanup(job)
+        return result
+
+    def _run(
+        self,
+        model: HorizonModel,
+        inputs: list[InputTensor],
+        order: list[int],
+        wanted: list[int],
+        matched_by: str,
+        out_matched_by: str,
+        job: _Job,
+    ) -> RunOutput:
+        rt = self.runtime()
+        timings = {"copy_s": 0.0, "run_s": 0.0}
+        in_array = (self.abi.tensor * max(1, len(model.inputs)))()
+        out_array = (self.abi.tensor * max(1, len(model.outputs)))()
+        in_buffers: dict[int, _Buffer] = {}
+        out_buffers: list[_Buffer] = []
+
+        start = time.perf_counter()
+        for position, index in enumerate(order):
+            tensor = model.inputs[index]
+            buffer = self._input_buffer(tensor, inputs[position], job)
+            self._attach(in_array[index], buffer.mem, tensor, self._input_strides(tensor))
+            in_buffers[index] = buffer
+        for index, tensor in enumerate(model.outputs):
+            buffer = self._allocate(_buffer_size(tensor, "run"), f"output {tensor.name!r}", job)
+            self._attach(out_array[index], buffer.mem, tensor, None)
+            out_buffers.append(buffer)
+        timings["copy_s"] += time.perf_counter() - start
+
+        start = time.perf_counter()
+        job.task = rt.submit(in_array, out_array, model.dnn, self.options)
+        rt.wait(job.task, int(self.options.get("timeout_ms", 10000)))
+        timings["run_s"] = time.perf_counter() - start
+
+        start = time.perf_counter()
+        for buffer in job.buffers:
+            rt.flush(buffer.mem, HB_SYS_MEM_CACHE_INVALIDATE, buffer.what)
+        result = RunOutput(
+            inputs=[
+                self._read(model.inputs[index], in_buffers[index], matched_by) for index in order
+            ],
+            outputs=[self._read(model.outputs[i], out_buffers[i], out_matched_by) for i in wanted],
+            timings=timings,
+        )
+        timings["copy_s"] += time.perf_counter() - start
+        return result
+
+    def _input_strides(self, tensor: HbTensor) -> list[int] | None:
+        """Strides to fill in where the model leaves them dynamic (-1), from the options."""
+        stride = tensor.record["stride"]
+        if all(s >= 0 for s in stride):
+            return None
+        given = (self.options.get("input_strides") or {}).get(tensor.name)
+        if not given or len(given) != len(stride):
+            raise _error(
+                "LayoutError",
+                "run",
+                f"input {tensor.name!r}: stride {stride} is dynamic; give "
+                f"adapter_options.input_strides[{tensor.name!r}] ({len(stride)} values)",
+            )
+        return [int(s) for s in given]
+
+    def _allocate(self, size: int, what: str, job: _Job) -> _Buffer:
+        buffer = _Buffer(self.runtime().alloc(size, what), what, size)
+        job.buffers.append(buffer)
+        # The seed: the first address of every input and output buffer is 32-byte aligned. An
+        # allocator that breaks it would make the BPU read or write the wrong bytes.
+        for label in ("virAddr", "phyAddr"):
+            address = int(getattr(buffer.mem, label) or 0)
+            if address % FIRST_ADDRESS_ALIGNMENT:
+                raise _error(
+                    "DeviceError",
+                    "run",
+                    f"{what}: {label} {address:#x} is not {FIRST_ADDRESS_ALIGNMENT}-byte aligned",
+                )
+        return buffer
+
+    def _input_buffer(self, tensor: HbTensor, inp: InputTensor, job: _Job) -> _Buffer:
+        if not inp.pass_through:
+            raise _error(
+                "LayoutError",
+                "run",
+                f"input {inp.name!r}: hobot_native takes the aligned layout (pass_through); "
+                f"pack it with the host codec (validShape {tensor.record['validShape']}, "
+                f"stride {tensor.record['stride']})",
+            )
+        data = np.ascontiguousarray(inp.data, dtype=np.uint8).reshape(-1)
+        size = int(tensor.record["alignedByteSize"])
+        if size > 0 and data.nbytes != size:
+            raise _error(
+                "LayoutError",
+                "run",
+                f"input {inp.name!r}: {data.nbytes} bytes given, alignedByteSize is {size} "
+                f"(validShape {tensor.record['validShape']}, stride {tensor.record['stride']})",
+            )
+        what = f"input {inp.name!r}"
+        buffer = self._allocate(data.nbytes, what, job)
+        ctypes.memmove(buffer.mem.virAddr, data.ctypes.data, data.nbytes)
+        self.runtime().flush(buffer.mem, HB_SYS_MEM_CACHE_CLEAN, what)
+        return buffer
+
+    def _attach(self, slot: Any, mem: Any, tensor: HbTensor, strides: list[int] | None) -> None:
+        if self.abi.name == "x3x5":
+            slot.sysMem[0] = mem
+        else:
+            slot.sysMem = mem
+        # The model's own properties: the bytes were prepared to them (aligned), so nothing is
+        # changed, except dynamic strides the job had to supply.
+        ctypes.memmove(
+            ctypes.addressof(slot.properties),
+            ctypes.addressof(tensor.properties),
+            ctypes.sizeof(tensor.properties),
+        )
+        if strides is not None:
+            for i, s in enumerate(strides):
+                slot.properties.stride[i] = s
+
+    def _read(self, tensor: HbTensor, buffer: _Buffer, matched_by: str) -> TensorOut:
+        raw = np.frombuffer(ctypes.string_at(buffer.mem.virAddr, buffer.size), dtype=np.uint8)
+        record = dict(tensor.record)
+        record["first_address_aligned_32"] = True
+        record["allocated"] = buffer.size
+        record["matched_by"] = matched_by
+        record["abi"] = self.abi.name
+        ttype = str(record["tensorType"])
+        return TensorOut(
+            name=tensor.name,
+            data=raw.copy(),
+            layout=ttype if ttype in IMAGE_TYPES else "strided",
+            dtype="uint8" if ttype in IMAGE_TYPES else NUMPY_TYPES.get(ttype, ttype.lower()),
+            shape=list(record["validShape"]),
+            attributes=record,
+        )
+
+    def _cleanup(self, job: _Job) -> None:
+        """Release the task and every allocation, whatever fails; then raise the first failure."""
+        rt = self.runtime()
+        errors: list[AdapterError] = []
+        if job.task is not None and job.task.value:
+            try:
+                rt.release_task(job.task)
+            except AdapterError as exc:
+                errors.append(exc)
+        job.task = None
+        for buffer in job.buffers:
+            try:
+                rt.free(buffer.mem, buffer.what)
+            except AdapterError as exc:
+                errors.append(exc)
+        job.buffers = []
+        if errors:
+            raise errors[0]
+
+
+ADAPTER = HobotNativeAdapter

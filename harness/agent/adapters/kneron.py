@@ -1,0 +1,756 @@
+"""``kneron``: Kneron PLUS (``kp``) for a KL730 on USB, with the raw fixed-point NPU node bytes.
+
+The flow is the documented PLUS Python API: ``kp.core.connect_devices`` ->
+``kp.core.load_firmware_from_file`` (when the options name firmware) ->
+``kp.core.load_model_from_file`` -> ``kp.inference.generic_data_inference_send`` /
+``generic_data_inference_receive``. The receive result is self-describing per output node.
+
+The raw bytes: PLUS has ``kp_generic_inference_retrieve_raw_fixed_node()`` in C (the NPU bytes
+untouched, with the node's ``kp_tensor_descriptor_t``) but no Python wrapper for it. So
+:func:`retrieve_raw_fixed_nodes` copies the receive buffer out of the result object and calls
+that C function through ctypes on ``libkplus`` (the library the ``kp`` package wraps), reading
+the returned ``kp_inf_raw_fixed_node_output_t`` with structs mirrored from ``kp_struct.h``
+(PLUS 3.x), and frees it with ``kp_release_raw_fixed_node_output``. Each output reports
+``data_layout`` by NAME (the enum numbering drifted between SDK versions), ``shape``,
+``stride_npu``, ``stride_onnx`` (in scalars), ``quantized_axis``, ``radix`` and ``scale``.
+
+Inputs must be pass-through: the bytes in the NPU layout, packed by the host codec (the vendor's
+own pack helpers are not trusted, see ``spec/vendor-runtimes.md``). PLUS cannot read the device's
+input buffer back, so no input tensors are returned.
+
+A KL730 holds one NEF at a time: when a job runs a model other than the one last uploaded, the
+adapter uploads it again (``reloads`` counts it in the timings).
+
+Options (``adapter_options``): ``port_id`` (USB port id, default 0 = first connectable device),
+``scpu_firmware`` / ``ncpu_firmware`` (paths for ``load_firmware_from_file``), ``timeout_ms``
+(``kp.core.set_timeout``), ``npu_timeout_s`` (``kp.core.set_npu_timeout``), ``model_id``
+(default: the first model of the NEF), ``kplus_library`` (path of libkplus when it is not beside
+the ``kp`` package).
+
+Board-side code (here: the machine the KL730 is plugged into): Python >= 3.8, standard library
+and numpy only, plus ``kp`` from the vendor SDK.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import glob
+import importlib
+import os
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from harness.agent.adapters.base import (
+        Adapter,
+        AdapterError,
+        InputTensor,
+        RunOutput,
+        TensorOut,
+    )
+else:
+    try:  # on the board: the agent imports adapters.<name> from its own folder
+        from adapters.base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
+    except ImportError:  # in the harness's own tests, imported as part of the package
+        from harness.agent.adapters.base import (
+            Adapter,
+            AdapterError,
+            InputTensor,
+            RunOutput,
+            TensorOut,
+        )
+
+# kp_model_tensor_data_layout_t as the PLUS 3.2 kp_struct.h numbers it (0-12 as in 3.1, 13-17 the
+# HW* input formats added later). Only a fallback: the installed kp's own enum is asked first.
+DATA_LAYOUTS = {
+    0: "UNKNOWN",
+    1: "4W4C8B",
+    2: "1W16C8B",
+    3: "16W1C8B",
+    4: "8W1C16B",
+    5: "4W4C8BHL",
+    6: "1W16C8BHL",
+    7: "16W1C8BHL",
+    8: "RAW_8B",
+    9: "RAW_16B",
+    10: "RAW_FLOAT",
+    11: "1W16C8B_CH_COMPACT",
+    12: "1W16C8BHL_CH_COMPACT",
+    13: "HW4C8B_KEEP_A",
+    14: "HW4C8B_DROP_A",
+    15: "HW1C8B",
+    16: "HW1C16B_LE",
+    17: "HW1C16B_BE",
+}
+LAYOUT_PREFIX = "KP_MODEL_TENSOR_DATA_LAYOUT_"
+SIXTEEN_BIT_LAYOUTS = (
+    "8W1C16B",
+    "4W4C8BHL",
+    "1W16C8BHL",
+    "16W1C8BHL",
+    "1W16C8BHL_CH_COMPACT",
+    "RAW_16B",
+    "HW1C16B_LE",
+    "HW1C16B_BE",
+)
+# kp_dtype_t, for the scale of a quantized_fixed_point_descriptor.
+DTYPES = {
+    0: "UNKNOWN",
+    1: "INT8",
+    2: "INT16",
+    3: "INT32",
+    4: "INT64",
+    5: "UINT8",
+    6: "UINT16",
+    7: "UINT32",
+    8: "UINT64",
+    9: "FLOAT32",
+    10: "BFLOAT16",
+    11: "DOUBLE64",
+}
+SCALE_FIELDS = {
+    "INT8": "scale_int8",
+    "INT16": "scale_int16",
+    "INT32": "scale_int32",
+    "INT64": "scale_int64",
+    "UINT8": "scale_uint8",
+    "UINT16": "scale_uint16",
+    "UINT32": "scale_uint32",
+    "UINT64": "scale_uint64",
+    "FLOAT32": "scale_float32",
+    "DOUBLE64": "scale_double64",
+}
+# KP_API_RETURN_CODE values that mean "took too long" (USB, WinUSB, firmware NPU timeout).
+TIMEOUT_CODES = (-7, -207, 103)
+MAX_ITEMS = 1 << 16  # bound on any array length read through a pointer the library hands out
+
+# ---------------------------------------------------------------------------------------------
+# kp_struct.h (PLUS 3.x), the part kp_inf_raw_fixed_node_output_t needs. Natural alignment, as
+# the header declares no packing; tests compare sizeof/offsetof with a C compile.
+# ---------------------------------------------------------------------------------------------
+
+
+class KpTensorShapeInfoV1(ctypes.Structure):
+    """``kp_tensor_shape_info_v1_t`` (KL520/KL720/KL630)."""
+
+    _fields_ = [
+        ("shape_npu_len", ctypes.c_uint32),
+        ("shape_npu", ctypes.POINTER(ctypes.c_int32)),
+        ("shape_onnx_len", ctypes.c_uint32),
+        ("shape_onnx", ctypes.POINTER(ctypes.c_int32)),
+        ("axis_permutation_len", ctypes.c_uint32),
+        ("axis_permutation_onnx_to_npu", ctypes.POINTER(ctypes.c_int32)),
+    ]
+
+
+class KpTensorShapeInfoV2(ctypes.Structure):
+    """``kp_tensor_shape_info_v2_t`` (KL730): strides in scalars."""
+
+    _fields_ = [
+        ("shape_len", ctypes.c_uint32),
+        ("shape", ctypes.POINTER(ctypes.c_int32)),
+        ("stride_onnx", ctypes.POINTER(ctypes.c_uint32)),
+        ("stride_npu", ctypes.POINTER(ctypes.c_uint32)),
+    ]
+
+
+class KpTensorShapeInfoData(ctypes.Union):
+    """``kp_tensor_shape_info_data_t``."""
+
+    _fields_ = [("v1", KpTensorShapeInfoV1), ("v2", KpTensorShapeInfoV2)]
+
+
+class KpTensorShapeInfo(ctypes.Structure):
+    """``kp_tensor_shape_info_t``."""
+
+    _fields_ = [("version", ctypes.c_uint32), ("tensor_shape_info_data", KpTensorShapeInfoData)]
+
+
+class KpScale(ctypes.Union):
+    """``kp_scale_t``."""
+
+    _fields_ = [
+        ("scale_int8", ctypes.c_int8),
+        ("scale_int16", ctypes.c_int16),
+        ("scale_int32", ctypes.c_int32),
+        ("scale_int64", ctypes.c_int64),
+        ("scale_uint8", ctypes.c_uint8),
+        ("scale_uint16", ctypes.c_uint16),
+        ("scale_uint32", ctypes.c_uint32),
+        ("scale_uint64", ctypes.c_uint64),
+        ("scale_bfloat16", ctypes.c_uint16),
+        ("scale_float32", ctypes.c_float),
+        ("scale_double64", ctypes.c_double),
+    ]
+
+
+class KpQuantizedFixedPointDescriptor(ctypes.Structure):
+    """``kp_quantized_fixed_point_descriptor_t``."""
+
+    _fields_ = [("radix", ctypes.c_int32), ("scale_dtype", ctypes.c_uint32), ("scale", KpScale)]
+
+
+class KpQuantizationParametersV1(ctypes.Structure):
+    """``kp_quantization_parameters_v1_t``."""
+
+    _fields_ = [
+        ("quantized_axis", ctypes.c_uint32),
+        ("quantized_fixed_point_descriptor_num", ctypes.c_uint32),
+        ("quantized_fixed_point_descriptor", ctypes.POINTER(KpQuantizedFixedPointDescriptor)),
+    ]
+
+
+class KpQuantizationParametersData(ctypes.Union):
+    """``kp_quantization_parameters_data_t``."""
+
+    _fields_ = [("v1", KpQuantizationParametersV1)]
+
+
+class KpQuantizationParameters(ctypes.Structure):
+    """``kp_quantization_parameters_t``."""
+
+    _fields_ = [
+        ("version", ctypes.c_uint32),
+        ("quantization_parameters_data", KpQuantizationParametersData),
+    ]
+
+
+class KpTensorDescriptor(ctypes.Structure):
+    """``kp_tensor_descriptor_t``."""
+
+    _fields_ = [
+        ("index", ctypes.c_uint32),
+        ("name", ctypes.c_char_p),
+        ("data_layout", ctypes.c_uint32),
+        ("tensor_shape_info", KpTensorShapeInfo),
+        ("quantization_parameters", KpQuantizationParameters),
+    ]
+
+
+class KpInfRawFixedNodeMetadata(ctypes.Structure):
+    """``kp_inf_raw_fixed_node_metadata_t``."""
+
+    _fields_ = [("tensor_descriptor", KpTensorDescriptor)]
+
+
+class KpInfRawFixedNodeOutput(ctypes.Structure):
+    """``kp_inf_raw_fixed_node_output_t``: ``data`` points into the receive buffer."""
+
+    _fields_ = [
+        ("metadata", KpInfRawFixedNodeMetadata),
+        ("num_data", ctypes.c_uint32),
+        ("data", ctypes.c_void_p),
+    ]
+
+
+STRUCTS = {
+    "kp_tensor_shape_info_v1_t": KpTensorShapeInfoV1,
+    "kp_tensor_shape_info_v2_t": KpTensorShapeInfoV2,
+    "kp_tensor_shape_info_t": KpTensorShapeInfo,
+    "kp_scale_t": KpScale,
+    "kp_quantized_fixed_point_descriptor_t": KpQuantizedFixedPointDescriptor,
+    "kp_quantization_parameters_v1_t": KpQuantizationParametersV1,
+    "kp_quantization_parameters_t": KpQuantizationParameters,
+    "kp_tensor_descriptor_t": KpTensorDescriptor,
+    "kp_inf_raw_fixed_node_metadata_t": KpInfRawFixedNodeMetadata,
+    "kp_inf_raw_fixed_node_output_t": KpInfRawFixedNodeOutput,
+}
+
+
+def _error(kind: str, stage: str, message: str, code: int | None = None) -> AdapterError:
+    return AdapterError(kind, stage, message, code)
+
+
+# ---------------------------------------------------------------------------------------------
+# The raw node call: receive buffer -> libkplus -> bytes and descriptor
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RawNode:
+    """One output node as ``kp_generic_inference_retrieve_raw_fixed_node`` describes it."""
+
+    index: int
+    name: str
+    data_layout_code: int
+    data: bytes
+    num_data: int
+    shape_info_version: int
+    shape: list[int]
+    stride_npu: list[int] | None = None
+    stride_onnx: list[int] | None = None
+    shape_npu: list[int] | None = None
+    axis_permutation_onnx_to_npu: list[int] | None = None
+    quantized_axis: int | None = None
+    radix: list[int] = field(default_factory=list)
+    scale: list[float | None] = field(default_factory=list)
+    scale_dtype: list[str] = field(default_factory=list)
+
+
+class KplusLibrary:
+    """``libkplus`` with the raw-node call and its release bound from ``kp_inference.h``."""
+
+    def __init__(self, path: str) -> None:
+        try:
+            self.lib = ctypes.CDLL(path)
+        except OSError as exc:
+            raise _error(
+                "UnsupportedError", "fetch", f"cannot load libkplus {path!r}: {exc}"
+            ) from exc
+        self.path = path
+        try:
+            self.retrieve = self.lib.kp_generic_inference_retrieve_raw_fixed_node
+        except AttributeError as exc:
+            raise _error(
+                "UnsupportedError",
+                "fetch",
+                f"{path} has no kp_generic_inference_retrieve_raw_fixed_node",
+            ) from exc
+        self.retrieve.argtypes = [ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint8)]
+        self.retrieve.restype = ctypes.POINTER(KpInfRawFixedNodeOutput)
+        self.release = getattr(self.lib, "kp_release_raw_fixed_node_output", None)
+        if self.release is not None:
+            self.release.argtypes = [ctypes.POINTER(KpInfRawFixedNodeOutput)]
+            self.release.restype = None
+
+
+def find_kplus_library(kp: Any, given: str | None) -> str:
+    """libkplus: the option, else beside the ``kp`` package (the SDK wheel ships it there), else
+    the loader's search path."""
+    if given:
+        return given
+    package_dir = os.path.dirname(getattr(kp, "__file__", "") or "")
+    if package_dir:
+        for pattern in ("libkplus*.so*", "lib/libkplus*.so*", "*/libkplus*.so*"):
+            hits = sorted(glob.glob(os.path.join(package_dir, pattern)))
+            if hits:
+                return hits[0]
+    found = ctypes.util.find_library("kplus")
+    if found:
+        return found
+    raise _error(
+        "UnsupportedError",
+        "fetch",
+        "libkplus not found beside the kp package nor on the loader path; "
+        "set adapter_options.kplus_library",
+    )
+
+
+def raw_result_bytes(result: Any) -> bytes:
+    """The receive buffer of a ``GenericDataInferenceResult``.
+
+    ``raw_result`` is a ``GenericRawResultNDArray`` whose documented surface is only
+    ``buffer_size``; its bytes sit in an attribute the docs do not name. So: the object itself if
+    it is a buffer, else the first attribute that is one and is at least ``buffer_size`` long.
+    Unverified against a real PLUS install.
+    """
+    raw = getattr(result, "raw_result", result)
+    size = getattr(raw, "buffer_size", None)
+    size = int(size) if isinstance(size, (int, np.integer)) and size > 0 else None
+    candidates = [raw]
+    if hasattr(raw, "__dict__"):
+        candidates += list(vars(raw).values())
+    for candidate in candidates:
+        found = _as_bytes(candidate)
+        if found is not None and (size is None or len(found) >= size):
+            return found[:size] if size else found
+    raise _error(
+        "UnsupportedError",
+        "fetch",
+        f"cannot find the bytes of {type(raw).__name__} (buffer_size {size}); this kp keeps "
+        "its receive buffer where the adapter does not look",
+    )
+
+
+def _as_bytes(obj: Any) -> bytes | None:
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return bytes(obj)
+    if isinstance(obj, np.ndarray):
+        return np.ascontiguousarray(obj).tobytes()
+    if isinstance(obj, ctypes.Array):
+        return bytes(memoryview(obj).cast("B"))
+    if hasattr(obj, "__array_interface__"):
+        return np.ascontiguousarray(np.asarray(obj)).tobytes()
+    return None
+
+
+def _ints(pointer: Any, length: int) -> list[int]:
+    if not pointer or length <= 0:
+        return []
+    return [int(pointer[i]) for i in range(min(int(length), MAX_ITEMS))]
+
+
+def _scale_value(scale: KpScale, dtype: str) -> float | None:
+    if dtype == "BFLOAT16":
+        # bfloat16 is the top half of a float32.
+        return float(np.array([int(scale.scale_bfloat16) << 16], np.uint32).view(np.float32)[0])
+    name = SCALE_FIELDS.get(dtype)
+    return float(getattr(scale, name)) if name else None  # an unknown type: no value to give
+
+
+def _read_node(node: KpInfRawFixedNodeOutput) -> RawNode:
+    desc = node.metadata.tensor_descriptor
+    info = desc.tensor_shape_info
+    version = int(info.version)
+    raw = RawNode(
+        index=int(desc.index),
+        name=(desc.name or b"").decode("utf-8", "replace"),
+        data_layout_code=int(desc.data_layout),
+        # num_data counts the bytes of the NPU buffer (for the KL730 the library sets it from
+        # the node's npu_data_len); read from a real board, this is the first thing to confirm.
+        data=ctypes.string_at(node.data, int(node.num_data)) if node.data else b"",
+        num_data=int(node.num_data),
+        shape_info_version=version,
+        shape=[],
+    )
+    if version == 2:
+        v2 = info.tensor_shape_info_data.v2
+        n = int(v2.shape_len)
+        raw.shape = _ints(v2.shape, n)
+        raw.stride_npu = _ints(v2.stride_npu, n)
+        raw.stride_onnx = _ints(v2.stride_onnx, n)
+    elif version == 1:
+        v1 = info.tensor_shape_info_data.v1
+        raw.shape = _ints(v1.shape_onnx, v1.shape_onnx_len)
+        raw.shape_npu = _ints(v1.shape_npu, v1.shape_npu_len)
+        raw.axis_permutation_onnx_to_npu = _ints(
+            v1.axis_permutation_onnx_to_npu, v1.axis_permutation_len
+        )
+    quant = desc.quantization_parameters
+    if int(quant.version) == 1:
+        v1q = quant.quantization_parameters_data.v1
+        raw.quantized_axis = int(v1q.quantized_axis)
+        count = min(int(v1q.quantized_fixed_point_descriptor_num), MAX_ITEMS)
+        descriptors = v1q.quantized_fixed_point_descriptor
+        for i in range(count if descriptors else 0):
+            d = descriptors[i]
+            dtype = DTYPES.get(int(d.scale_dtype), f"UNKNOWN({int(d.scale_dtype)})")
+            raw.radix.append(int(d.radix))
+            raw.scale.append(_scale_value(d.scale, dtype))
+            raw.scale_dtype.append(dtype)
+    return raw
+
+
+def retrieve_raw_fixed_nodes(
+    library: KplusLibrary, receive_buffer: bytes, count: int
+) -> list[RawNode]:
+    """Every output node of one receive buffer, raw, through libkplus. The C call returns a
+    pointer into the buffer, so the buffer stays alive until each node has been copied out."""
+    buffer = (ctypes.c_uint8 * max(1, len(receive_buffer))).from_buffer_copy(
+        receive_buffer or b"\0"
+    )
+    nodes = []
+    for index in range(count):
+        pointer = library.retrieve(index, buffer)
+        if not pointer:
+            raise _error(
+                "DeviceError",
+                "fetch",
+                f"kp_generic_inference_retrieve_raw_fixed_node({index}) returned NULL",
+            )
+        try:
+            nodes.append(_read_node(pointer.contents))
+        finally:
+            if library.release is not None:
+                library.release(pointer)
+    return nodes
+
+
+# ---------------------------------------------------------------------------------------------
+# The adapter
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class KneronModel:
+    path: str
+    descriptor: Any
+    model_id: int
+    released: bool = False
+
+
+def _api_code(exc: BaseException) -> int | None:
+    for value in (getattr(exc, "api_return_code", None), *getattr(exc, "args", ())[:1]):
+        try:
+            return int(value) if value is not None else None
+        except (TypeError, ValueError):
+            continue
+    return None
+
+
+def _layout_name(kp: Any, code: int) -> str:
+    enum = getattr(kp, "ModelTensorDataLayout", None)
+    if enum is not None:
+        try:
+            name = str(enum(code).name)
+            return name[len(LAYOUT_PREFIX) :] if name.startswith(LAYOUT_PREFIX) else name
+        except (ValueError, TypeError):
+            pass
+    return DATA_LAYOUTS.get(code, f"UNKNOWN({code})")
+
+
+class KneronAdapter(Adapter):
+    """Kneron PLUS generic data inference on a USB KL730; raw NPU node bytes with descriptors."""
+
+    name = "kneron"
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        super().__init__(options)
+        self._kp: Any = None
+        self._device: Any = None
+        self._kplus: KplusLibrary | None = None
+        self._on_device: KneronModel | None = None
+        self._live = 0
+        self._inference_number = 0
+        self._versions: dict[str, str] = {}
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def kp(self) -> Any:
+        if self._kp is None:
+            try:
+                self._kp = importlib.import_module("kp")
+            except ImportError as exc:
+                raise _error(
+                    "UnsupportedError",
+                    "init",
+                    f"Kneron PLUS (kp) is not importable here: {exc} (it comes with the SDK)",
+                ) from exc
+        return self._kp
+
+    def _vendor(self, stage: str, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
+        """Call into kp; its exceptions (ApiKPException with a KP_API_RETURN_CODE) become typed
+        errors of this stage."""
+        try:
+            return func(*args, **kwargs)
+        except AdapterError:
+            raise
+        except Exception as exc:
+            code = _api_code(exc)
+            kind = "TimeoutError" if code in TIMEOUT_CODES else "DeviceError"
+            raise _error(kind, stage, f"{what}: {type(exc).__name__}: {exc}", code) from exc
+
+    def device(self) -> Any:
+        if self._device is not None:
+            return self._device
+        kp = self.kp()
+        port = int(self.options.get("port_id", 0))
+        device = self._vendor(
+            "init", "kp.core.connect_devices", kp.core.connect_devices, usb_port_ids=[port]
+        )
+        try:
+            if "timeout_ms" in self.options:
+                self._vendor(
+                    "init",
+                    "kp.core.set_timeout",
+                    kp.core.set_timeout,
+                    device_group=device,
+                    milliseconds=int(self.options["timeout_ms"]),
+                )
+            scpu = self.options.get("scpu_firmware")
+            if scpu:
+                self._vendor(
+                    "init",
+                    "kp.core.load_firmware_from_file",
+                    kp.core.load_firmware_from_file,
+                    device_group=device,
+                    scpu_fw_path=str(scpu),
+                    ncpu_fw_path=str(self.options.get("ncpu_firmware") or ""),
+                )
+        except AdapterError:
+            self._disconnect(device)
+            raise
+        self._device = device
+        self._versions.update(self._device_versions(kp, device, port))
+        return device
+
+    def _device_versions(self, kp: Any, device: Any, port: int) -> dict[str, str]:
+        found: dict[str, str] = {}
+        try:
+            info = kp.core.get_system_info(device_group=device, usb_port_id=port)
+        except Exception:  # informative only; some firmware answers nothing before a model
+            return found
+        firmware = getattr(info, "firmware_version", None)
+        if firmware is not None:
+            parts = [getattr(firmware, k, None) for k in ("major", "minor", "update", "build")]
+            found["firmware"] = (
+                ".".join(str(p) for p in parts) if None not in parts else str(firmware)
+            )
+        kn = getattr(info, "kn_number", None)
+        if kn is not None:
+            found["kn_number"] = f"{int(kn):#x}" if isinstance(kn, int) else str(kn)
+        return found
+
+    def _disconnect(self, device: Any) -> None:
+        try:
+            self.kp().core.disconnect_devices(device_group=device)
+        except Exception as exc:
+            raise _error("DeviceError", "release", f"kp.core.disconnect_devices: {exc}") from exc
+
+    def versions(self) -> dict[str, str]:
+        kp = self.kp()
+        self.device()  # the firmware version and KN number come from the connected device
+        found = dict(self._versions)
+        with contextlib.suppress(Exception):  # informative only
+            found["kneron_plus"] = str(kp.core.get_version())
+        return found
+
+    # -- load / release -------------------------------------------------------------------
+
+    def load(self, model_path: str) -> KneronModel:
+        device = self.device()
+        kp = self.kp()
+        descriptor = self._vendor(
+            "load",
+            f"kp.core.load_model_from_file({model_path!r})",
+            kp.core.load_model_from_file,
+            device_group=device,
+            file_path=model_path,
+        )
+        models = list(getattr(descriptor, "models", []) or [])
+        if "model_id" in self.options:
+            model_id = int(self.options["model_id"])
+            ids = [int(getattr(m, "id", -1)) for m in models]
+            if models and model_id not in ids:
+                raise _error("LayoutError", "load", f"model_id {model_id} not in the NEF ({ids})")
+        elif models:
+            model_id = int(models[0].id)
+        else:
+            raise _error("DeviceError", "load", f"{model_path}: the NEF descriptor lists no model")
+        model = KneronModel(path=model_path, descriptor=descriptor, model_id=model_id)
+        self._on_device = model
+        self._live += 1
+        return model
+
+    def release(self, model: Any) -> None:
+        if not isinstance(model, KneronModel) or model.released:
+            return
+        model.released = True
+        self._live -= 1
+        if self._on_device is model:
+            self._on_device = None
+        if self._live <= 0 and self._device is not None:
+            device, self._device = self._device, None
+            self._disconnect(device)
+
+    # -- run ------------------------------------------------------------------------------
+
+    def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
+        if not isinstance(model, KneronModel) or model.released:
+            raise _error("DeviceError", "run", "model handle is not a loaded kneron model")
+        kp = self.kp()
+        device = self.device()
+        timings = {"copy_s": 0.0, "run_s": 0.0, "reloads": 0.0}
+        if self._on_device is not model:
+            # The device holds one NEF: bring this one back before running it.
+            start = time.perf_counter()
+            self._vendor(
+                "load",
+                f"kp.core.load_model_from_file({model.path!r})",
+                kp.core.load_model_from_file,
+                device_group=device,
+                file_path=model.path,
+            )
+            self._on_device = model
+            timings["reloads"] = 1.0
+            timings["load_s"] = time.perf_counter() - start
+
+        start = time.perf_counter()
+        nodes = [kp.GenericInputNodeData(buffer=self._input_bytes(inp)) for inp in inputs]
+        self._inference_number += 1
+        descriptor = kp.GenericDataInferenceDescriptor(
+            model_id=model.model_id,
+            inference_number=self._inference_number,
+            input_node_data_list=nodes,
+        )
+        timings["copy_s"] += time.perf_counter() - start
+
+        start = time.perf_counter()
+        self._vendor(
+            "run",
+            "kp.inference.generic_data_inference_send",
+            kp.inference.generic_data_inference_send,
+            device_group=device,
+            generic_inference_input_descriptor=descriptor,
+        )
+        result = self._vendor(
+            "run",
+            "kp.inference.generic_data_inference_receive",
+            kp.inference.generic_data_inference_receive,
+            device_group=device,
+        )
+        timings["run_s"] = time.perf_counter() - start
+
+        start = time.perf_counter()
+        count = int(result.header.num_output_node)
+        raw_nodes = retrieve_raw_fixed_nodes(self.kplus(), raw_result_bytes(result), count)
+        tensors = [self._tensor(kp, node) for node in raw_nodes]
+        if outputs is not None:
+            names = [t.name for t in tensors]
+            missing = [w for w in outputs if w not in names]
+            if missing:
+                raise _error("LayoutError", "fetch", f"outputs {missing} not in {names}")
+            tensors = [tensors[names.index(w)] for w in outputs]
+        timings["copy_s"] += time.perf_counter() - start
+        return RunOutput(inputs=[], outputs=tensors, timings=timings)
+
+    def kplus(self) -> KplusLibrary:
+        if self._kplus is None:
+            path = find_kplus_library(self.kp(), self.options.get("kplus_library"))
+            self._kplus = KplusLibrary(path)
+            self._versions["libkplus"] = path
+        return self._kplus
+
+    def _input_bytes(self, inp: InputTensor) -> bytes:
+        if not inp.pass_through:
+            raise _error(
+                "LayoutError",
+                "run",
+                f"input {inp.name!r}: the KL730 takes its NPU layout (pass_through); pack it "
+                "with the host codec",
+            )
+        return np.ascontiguousarray(inp.data, dtype=np.uint8).tobytes()
+
+    def _tensor(self, kp: Any, node: RawNode) -> TensorOut:
+        layout = _layout_name(kp, node.data_layout_code)
+        if layout in SIXTEEN_BIT_LAYOUTS:
+            dtype = "int16"
+        elif layout == "RAW_FLOAT":
+            dtype = "float32"
+        else:
+            dtype = "int8"
+        attributes: dict[str, Any] = {
+            "index": node.index,
+            "name": node.name,
+            "data_layout": layout,
+            "data_layout_code": node.data_layout_code,
+            "shape": node.shape,
+            "stride_npu": node.stride_npu,
+            "stride_onnx": node.stride_onnx,
+            "quantized_axis": node.quantized_axis,
+            "radix": node.radix,
+            "scale": node.scale,
+            "scale_dtype": node.scale_dtype,
+            "num_data": node.num_data,
+            "shape_info_version": node.shape_info_version,
+            "inputs_read_back": False,
+        }
+        if node.shape_npu is not None:
+            attributes["shape_npu"] = node.shape_npu
+            attributes["axis_permutation_onnx_to_npu"] = node.axis_permutation_onnx_to_npu
+        return TensorOut(
+            name=node.name or f"node{node.index}",
+            data=np.frombuffer(node.data, dtype=np.uint8).copy(),
+            layout=layout,
+            dtype=dtype,
+            shape=list(node.shape),
+            attributes=attributes,
+        )
+
+
+ADAPTER = KneronAdapter

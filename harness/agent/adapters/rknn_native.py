@@ -1,0 +1,654 @@
+"""``rknn_native``: Rockchip's C runtime (``librknnrt.so``/``librknnmrt.so``) by ctypes, zero-copy.
+
+Why this adapter exists next to ``rknnlite``: only the zero-copy API hands out the native buffers
+(NC1HWC2, NHWC rows padded to ``w_stride``), which is what the harness diffs byte for byte. The
+call sequence and the structs follow Rockchip's documented ``rknn_api.h`` (rknpu2 / rknn-toolkit2
+runtime): ``rknn_init`` -> ``rknn_query(IN_OUT_NUM)`` -> ``rknn_query(NATIVE_INPUT_ATTR /
+NATIVE_OUTPUT_ATTR)`` per tensor -> ``rknn_create_mem(size_with_stride)`` -> ``rknn_set_io_mem``
+-> copy the pass-through input bytes in -> ``rknn_run`` -> read ``virt_addr`` back (inputs too) ->
+``rknn_destroy_mem`` / ``rknn_destroy``.
+
+Board-side code: Python >= 3.8, standard library and numpy only.
+
+Options (``adapter_options``):
+  ``library``       path or soname of the runtime (default ``librknnmrt.so`` on RV1103/RV1106,
+                    else ``librknnrt.so``)
+  ``soc``           target name (``rk3588`` ...): picks the library and guards ``core_mask``
+  ``core_mask``     ``auto``/``0``/``1``/``2``/``0_1``/``0_1_2``/``all`` or an int
+                    (``rknn_set_core_mask``; RK3588/RK3576 only)
+  ``init_flags``    int passed to ``rknn_init`` (default 0)
+  ``output_query``  ``native`` (RKNN_QUERY_NATIVE_OUTPUT_ATTR, default) or ``native_nhwc``
+                    (RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR)
+
+Tensors come back as flat uint8 arrays (the bytes of the zero-copy buffer); ``dtype`` and ``shape``
+are the runtime's element type and native dims, ``attributes`` the ``rknn_tensor_attr`` fields under
+the header's names with enums as names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from harness.agent.adapters.base import (
+        Adapter,
+        AdapterError,
+        InputTensor,
+        RunOutput,
+        TensorOut,
+    )
+else:
+    try:  # on the board: the agent imports adapters.<name> from its own folder
+        from adapters.base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
+    except ImportError:  # in the harness's own tests, imported as part of the package
+        from harness.agent.adapters.base import (
+            Adapter,
+            AdapterError,
+            InputTensor,
+            RunOutput,
+            TensorOut,
+        )
+
+# ---------------------------------------------------------------------------------------------
+# rknn_api.h, mirrored. Field order and types are the header's; tests compare sizeof/offsetof
+# against a C compile of the same declarations.
+# ---------------------------------------------------------------------------------------------
+
+RKNN_MAX_DIMS = 16
+RKNN_MAX_NAME_LEN = 256
+
+RKNN_QUERY_IN_OUT_NUM = 0
+RKNN_QUERY_INPUT_ATTR = 1
+RKNN_QUERY_OUTPUT_ATTR = 2
+RKNN_QUERY_SDK_VERSION = 5
+RKNN_QUERY_NATIVE_INPUT_ATTR = 8
+RKNN_QUERY_NATIVE_OUTPUT_ATTR = 9
+RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR = 10
+RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR = 11
+
+RKNN_MEMORY_SYNC_TO_DEVICE = 0x1
+RKNN_MEMORY_SYNC_FROM_DEVICE = 0x2
+
+TENSOR_FORMATS = {0: "NCHW", 1: "NHWC", 2: "NC1HWC2", 3: "UNDEFINED"}
+TENSOR_TYPES = {
+    0: "FLOAT32",
+    1: "FLOAT16",
+    2: "INT8",
+    3: "UINT8",
+    4: "INT16",
+    5: "UINT16",
+    6: "INT32",
+    7: "UINT32",
+    8: "INT64",
+    9: "BOOL",
+    10: "INT4",
+    11: "BFLOAT16",
+}
+QNT_TYPES = {0: "NONE", 1: "DFP", 2: "AFFINE_ASYMMETRIC"}
+# Element type of a buffer, by rknn_tensor_type name; INT4/BFLOAT16 have no numpy dtype and are
+# reported under their own names.
+NUMPY_TYPES = {
+    "FLOAT32": "float32",
+    "FLOAT16": "float16",
+    "INT8": "int8",
+    "UINT8": "uint8",
+    "INT16": "int16",
+    "UINT16": "uint16",
+    "INT32": "int32",
+    "UINT32": "uint32",
+    "INT64": "int64",
+    "BOOL": "bool",
+    "INT4": "int4",
+    "BFLOAT16": "bfloat16",
+}
+ERROR_NAMES = {
+    0: "RKNN_SUCC",
+    -1: "RKNN_ERR_FAIL",
+    -2: "RKNN_ERR_TIMEOUT",
+    -3: "RKNN_ERR_DEVICE_UNAVAILABLE",
+    -4: "RKNN_ERR_MALLOC_FAIL",
+    -5: "RKNN_ERR_PARAM_INVALID",
+    -6: "RKNN_ERR_MODEL_INVALID",
+    -7: "RKNN_ERR_CTX_INVALID",
+    -8: "RKNN_ERR_INPUT_INVALID",
+    -9: "RKNN_ERR_OUTPUT_INVALID",
+    -10: "RKNN_ERR_DEVICE_UNMATCH",
+    -11: "RKNN_ERR_INCOMPATILE_PRE_COMPILE_MODEL",
+    -12: "RKNN_ERR_INCOMPATILE_OPTIMIZATION_LEVEL_VERSION",
+    -13: "RKNN_ERR_TARGET_PLATFORM_UNMATCH",
+}
+RKNN_ERR_TIMEOUT = -2
+
+CORE_MASKS = {"auto": 0, "0": 1, "1": 2, "2": 4, "0_1": 3, "0_1_2": 7, "all": 0xFFFF}
+MULTI_CORE_SOCS = ("rk3588", "rk3576")
+MICRO_RUNTIME_SOCS = ("rv1103", "rv1106", "rv1103b", "rv1106b")
+
+
+def _context_type() -> Any:
+    # rknn_api.h: `#ifdef __arm__ typedef uint32_t rknn_context; #else uint64_t`. __arm__ is the
+    # 32-bit ARM ABI (RV1103/RV1106 armhf userlands), whatever the kernel reports as machine.
+    machine = platform.machine().lower()
+    if ctypes.sizeof(ctypes.c_void_p) == 4 and (machine.startswith("arm") or machine == "aarch64"):
+        return ctypes.c_uint32
+    return ctypes.c_uint64
+
+
+rknn_context = _context_type()
+
+
+class RknnInputOutputNum(ctypes.Structure):
+    """``rknn_input_output_num``."""
+
+    _fields_ = [("n_input", ctypes.c_uint32), ("n_output", ctypes.c_uint32)]
+
+
+class RknnTensorAttr(ctypes.Structure):
+    """``rknn_tensor_attr``; the enum fields are C ``int``-sized."""
+
+    _fields_ = [
+        ("index", ctypes.c_uint32),
+        ("n_dims", ctypes.c_uint32),
+        ("dims", ctypes.c_uint32 * RKNN_MAX_DIMS),
+        ("name", ctypes.c_char * RKNN_MAX_NAME_LEN),
+        ("n_elems", ctypes.c_uint32),
+        ("size", ctypes.c_uint32),
+        ("fmt", ctypes.c_int),
+        ("type", ctypes.c_int),
+        ("qnt_type", ctypes.c_int),
+        ("fl", ctypes.c_int8),
+        ("zp", ctypes.c_int32),
+        ("scale", ctypes.c_float),
+        ("w_stride", ctypes.c_uint32),
+        ("size_with_stride", ctypes.c_uint32),
+        ("pass_through", ctypes.c_uint8),
+        ("h_stride", ctypes.c_uint32),
+    ]
+
+
+class RknnTensorMem(ctypes.Structure):
+    """``rknn_tensor_mem`` (``struct _rknn_tensor_memory``)."""
+
+    _fields_ = [
+        ("virt_addr", ctypes.c_void_p),
+        ("phys_addr", ctypes.c_uint64),
+        ("fd", ctypes.c_int32),
+        ("offset", ctypes.c_int32),
+        ("size", ctypes.c_uint32),
+        ("flags", ctypes.c_uint32),
+        ("priv_data", ctypes.c_void_p),
+    ]
+
+
+class RknnSdkVersion(ctypes.Structure):
+    """``rknn_sdk_version``."""
+
+    _fields_ = [("api_version", ctypes.c_char * 256), ("drv_version", ctypes.c_char * 256)]
+
+
+STRUCTS = {
+    "rknn_input_output_num": RknnInputOutputNum,
+    "rknn_tensor_attr": RknnTensorAttr,
+    "rknn_tensor_mem": RknnTensorMem,
+    "rknn_sdk_version": RknnSdkVersion,
+}
+
+MemPointer = ctypes.POINTER(RknnTensorMem)
+
+
+def attr_record(attr: RknnTensorAttr) -> dict[str, Any]:
+    """The attribute as the runtime reported it: header field names, enums by name."""
+    n_dims = min(int(attr.n_dims), RKNN_MAX_DIMS)
+    return {
+        "index": int(attr.index),
+        "n_dims": n_dims,
+        "dims": [int(d) for d in attr.dims[:n_dims]],
+        "name": bytes(attr.name).split(b"\0", 1)[0].decode("utf-8", "replace"),
+        "n_elems": int(attr.n_elems),
+        "size": int(attr.size),
+        "fmt": TENSOR_FORMATS.get(int(attr.fmt), f"UNKNOWN({attr.fmt})"),
+        "type": TENSOR_TYPES.get(int(attr.type), f"UNKNOWN({attr.type})"),
+        "qnt_type": QNT_TYPES.get(int(attr.qnt_type), f"UNKNOWN({attr.qnt_type})"),
+        "fl": int(attr.fl),
+        "zp": int(attr.zp),
+        "scale": float(attr.scale),
+        "w_stride": int(attr.w_stride),
+        "size_with_stride": int(attr.size_with_stride),
+        "pass_through": int(attr.pass_through),
+        "h_stride": int(attr.h_stride),
+    }
+
+
+def _error(kind: str, stage: str, message: str, code: int | None = None) -> AdapterError:
+    return AdapterError(kind, stage, message, code)
+
+
+def _check(ret: int, stage: str, call: str) -> None:
+    """One map from the runtime's return codes to typed errors."""
+    if ret == 0:
+        return
+    kind = "TimeoutError" if ret == RKNN_ERR_TIMEOUT else "DeviceError"
+    name = ERROR_NAMES.get(ret, "unknown error")
+    raise _error(kind, stage, f"{call} returned {ret} ({name})", ret)
+
+
+# ---------------------------------------------------------------------------------------------
+# The library binding: one place that knows the C signatures.
+# ---------------------------------------------------------------------------------------------
+
+
+class RknnLibrary:
+    """The subset of ``librknnrt`` this adapter calls, with argtypes set from the header."""
+
+    def __init__(self, path: str) -> None:
+        try:
+            self.lib = ctypes.CDLL(path)
+        except OSError as exc:
+            raise _error(
+                "UnsupportedError",
+                "init",
+                f"cannot load the RKNN runtime {path!r}: {exc} (set adapter_options.library)",
+            ) from exc
+        self.path = path
+        ctx = rknn_context
+        self._bind(
+            "rknn_init",
+            [
+                ctypes.POINTER(ctx),
+                ctypes.c_void_p,
+                ctypes.c_uint32,
+                ctypes.c_uint32,
+                ctypes.c_void_p,
+            ],
+            ctypes.c_int,
+        )
+        self._bind(
+            "rknn_query", [ctx, ctypes.c_int, ctypes.c_void_p, ctypes.c_uint32], ctypes.c_int
+        )
+        self._bind("rknn_create_mem", [ctx, ctypes.c_uint32], MemPointer)
+        self._bind("rknn_destroy_mem", [ctx, MemPointer], ctypes.c_int)
+        self._bind(
+            "rknn_set_io_mem", [ctx, MemPointer, ctypes.POINTER(RknnTensorAttr)], ctypes.c_int
+        )
+        self._bind("rknn_run", [ctx, ctypes.c_void_p], ctypes.c_int)
+        self._bind("rknn_destroy", [ctx], ctypes.c_int)
+        # Newer runtimes only: used when present.
+        self.has_core_mask = self._bind(
+            "rknn_set_core_mask", [ctx, ctypes.c_int], ctypes.c_int, required=False
+        )
+        self.has_mem_sync = self._bind(
+            "rknn_mem_sync", [ctx, MemPointer, ctypes.c_int], ctypes.c_int, required=False
+        )
+
+    def _bind(self, name: str, argtypes: list[Any], restype: Any, required: bool = True) -> bool:
+        try:
+            func = getattr(self.lib, name)
+        except AttributeError as exc:
+            if not required:
+                return False
+            raise _error("UnsupportedError", "init", f"{self.path} does not export {name}") from exc
+        func.argtypes = argtypes
+        func.restype = restype
+        return True
+
+    def call(self, name: str, *args: Any) -> Any:
+        return getattr(self.lib, name)(*args)
+
+
+def _default_library(soc: str | None) -> str:
+    if soc and soc.lower() in MICRO_RUNTIME_SOCS:
+        return "librknnmrt.so"
+    return "librknnrt.so"
+
+
+def _core_mask_value(value: Any) -> int:
+    if isinstance(value, int):
+        return value
+    text = str(value).lower()
+    for prefix in ("rknn_npu_core_", "npu_core_"):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+    if text not in CORE_MASKS:
+        known = ", ".join(sorted(CORE_MASKS))
+        raise _error("LayoutError", "init", f"unknown core_mask {value!r} (one of {known})")
+    return CORE_MASKS[text]
+
+
+# ---------------------------------------------------------------------------------------------
+# The adapter
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class NativeTensor:
+    """One model input or output: its native attribute and its zero-copy memory."""
+
+    attr: RknnTensorAttr
+    record: dict[str, Any]
+    logical: dict[str, Any]
+    query: str
+    mem: Any = None  # POINTER(RknnTensorMem) once created
+
+    @property
+    def name(self) -> str:
+        return str(self.record["name"])
+
+    @property
+    def nbytes(self) -> int:
+        # size_with_stride is what the zero-copy API allocates; outputs of some runtimes leave
+        # it 0 and only fill `size` (the seed's output notes say: allocate `size`).
+        return int(self.record["size_with_stride"]) or int(self.record["size"])
+
+
+@dataclass
+class RknnModel:
+    """A loaded model: its context, tensors and memory."""
+
+    path: str
+    context: int
+    inputs: list[NativeTensor] = field(default_factory=list)
+    outputs: list[NativeTensor] = field(default_factory=list)
+    model_bytes: Any = None  # kept alive: the runtime may reference the buffer
+    released: bool = False
+
+
+def _match(names: list[str], wanted: list[str], stage: str, what: str) -> tuple[list[int], str]:
+    """Positions of ``wanted`` among ``names``: by name, else by position when the counts agree
+    (converted models may rename tensors); anything else is a request the model cannot serve."""
+    if all(w in names for w in wanted):
+        return [names.index(w) for w in wanted], "name"
+    if len(wanted) == len(names):
+        return list(range(len(names))), "position"
+    missing = [w for w in wanted if w not in names]
+    raise _error("LayoutError", stage, f"{what} {missing} not in the model (it has {names})")
+
+
+class RknnNativeAdapter(Adapter):
+    """Zero-copy inference on ``librknnrt``; raw native buffers and ``rknn_tensor_attr``s."""
+
+    name = "rknn_native"
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        super().__init__(options)
+        self._lib: RknnLibrary | None = None
+        self._versions: dict[str, str] = {}
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    @property
+    def soc(self) -> str | None:
+        soc = self.options.get("soc")
+        return str(soc).lower() if soc else None
+
+    def library(self) -> RknnLibrary:
+        if self._lib is None:
+            path = str(self.options.get("library") or _default_library(self.soc))
+            self._lib = RknnLibrary(path)
+            self._versions["library"] = path
+        return self._lib
+
+    def _query_attr(self, ctx: int, cmd: int, index: int, stage: str, call: str) -> RknnTensorAttr:
+        attr = RknnTensorAttr()
+        attr.index = index
+        ret = self.library().call("rknn_query", ctx, cmd, ctypes.byref(attr), ctypes.sizeof(attr))
+        _check(int(ret), stage, f"{call}(index={index})")
+        return attr
+
+    # -- Adapter API ----------------------------------------------------------------------
+
+    def versions(self) -> dict[str, str]:
+        # api_version/drv_version come from RKNN_QUERY_SDK_VERSION, which needs a context: they
+        # are known from the first load on. Loading the library here surfaces a missing runtime.
+        self.library()
+        return dict(self._versions)
+
+    def load(self, model_path: str) -> RknnModel:
+        lib = self.library()
+        with open(model_path, "rb") as handle:
+            blob = handle.read()
+        model_bytes = ctypes.create_string_buffer(blob, len(blob))
+        ctx = rknn_context(0)
+        ret = lib.call(
+            "rknn_init",
+            ctypes.byref(ctx),
+            ctypes.cast(model_bytes, ctypes.c_void_p),
+            len(blob),
+            int(self.options.get("init_flags", 0)),
+            None,
+        )
+        _check(int(ret), "load", f"rknn_init({os.path.basename(model_path)})")
+        model = RknnModel(path=model_path, context=int(ctx.value), model_bytes=model_bytes)
+        try:
+            self._setup(model)
+        except BaseException:
+            # Free what was created; the setup failure is the error worth reporting.
+            with contextlib.suppress(AdapterError):
+                self._teardown(model)
+            raise
+        return model
+
+    def _setup(self, model: RknnModel) -> None:
+        lib = self.library()
+        ctx = model.context
+        self._apply_core_mask(ctx)
+        self._query_versions(ctx)
+
+        io_num = RknnInputOutputNum()
+        ret = lib.call(
+            "rknn_query", ctx, RKNN_QUERY_IN_OUT_NUM, ctypes.byref(io_num), ctypes.sizeof(io_num)
+        )
+        _check(int(ret), "load", "rknn_query(RKNN_QUERY_IN_OUT_NUM)")
+
+        out_query = str(self.options.get("output_query", "native")).lower()
+        if out_query not in ("native", "native_nhwc"):
+            raise _error(
+                "LayoutError",
+                "load",
+                f"output_query must be 'native' or 'native_nhwc', not {out_query!r}",
+            )
+        out_cmd, out_name = (
+            (RKNN_QUERY_NATIVE_OUTPUT_ATTR, "RKNN_QUERY_NATIVE_OUTPUT_ATTR")
+            if out_query == "native"
+            else (RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR, "RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR")
+        )
+        for i in range(int(io_num.n_input)):
+            logical = self._query_attr(
+                ctx, RKNN_QUERY_INPUT_ATTR, i, "load", "rknn_query(RKNN_QUERY_INPUT_ATTR)"
+            )
+            native = self._query_attr(
+                ctx,
+                RKNN_QUERY_NATIVE_INPUT_ATTR,
+                i,
+                "load",
+                "rknn_query(RKNN_QUERY_NATIVE_INPUT_ATTR)",
+            )
+            # The bytes we copy in are already native (packed by the host codec): no conversion.
+            native.pass_through = 1
+            model.inputs.append(
+                NativeTensor(
+                    native,
+                    attr_record(native),
+                    attr_record(logical),
+                    "RKNN_QUERY_NATIVE_INPUT_ATTR",
+                )
+            )
+        for i in range(int(io_num.n_output)):
+            logical = self._query_attr(
+                ctx, RKNN_QUERY_OUTPUT_ATTR, i, "load", "rknn_query(RKNN_QUERY_OUTPUT_ATTR)"
+            )
+            native = self._query_attr(ctx, out_cmd, i, "load", f"rknn_query({out_name})")
+            model.outputs.append(
+                NativeTensor(native, attr_record(native), attr_record(logical), out_name)
+            )
+
+        for tensor in model.inputs + model.outputs:
+            mem = lib.call("rknn_create_mem", ctx, tensor.nbytes)
+            if not mem:
+                raise _error(
+                    "DeviceError",
+                    "load",
+                    f"rknn_create_mem({tensor.nbytes}) returned NULL for {tensor.name!r}",
+                )
+            tensor.mem = mem
+            ret = lib.call("rknn_set_io_mem", ctx, mem, ctypes.byref(tensor.attr))
+            _check(int(ret), "load", f"rknn_set_io_mem({tensor.name!r})")
+
+    def _apply_core_mask(self, ctx: int) -> None:
+        if "core_mask" not in self.options or self.options["core_mask"] is None:
+            return
+        mask = _core_mask_value(self.options["core_mask"])
+        if self.soc and self.soc not in MULTI_CORE_SOCS and mask != 0:
+            raise _error(
+                "UnsupportedError",
+                "init",
+                f"core_mask is only supported on RK3588/RK3576, not {self.soc}",
+            )
+        lib = self.library()
+        if not lib.has_core_mask:
+            raise _error("UnsupportedError", "init", f"{lib.path} has no rknn_set_core_mask")
+        _check(
+            int(lib.call("rknn_set_core_mask", ctx, mask)), "init", f"rknn_set_core_mask({mask:#x})"
+        )
+
+    def _query_versions(self, ctx: int) -> None:
+        sdk = RknnSdkVersion()
+        ret = self.library().call(
+            "rknn_query", ctx, RKNN_QUERY_SDK_VERSION, ctypes.byref(sdk), ctypes.sizeof(sdk)
+        )
+        _check(int(ret), "load", "rknn_query(RKNN_QUERY_SDK_VERSION)")
+        self._versions["api_version"] = sdk.api_version.decode("utf-8", "replace")
+        self._versions["drv_version"] = sdk.drv_version.decode("utf-8", "replace")
+
+    def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
+        if not isinstance(model, RknnModel) or model.released:
+            raise _error("DeviceError", "run", "model handle is not a loaded rknn_native model")
+        lib = self.library()
+        ctx = model.context
+        timings: dict[str, float] = {}
+
+        if len(inputs) != len(model.inputs):
+            # Zero-copy memory of an input left out would go in with whatever it held.
+            names = [t.name for t in model.inputs]
+            raise _error(
+                "LayoutError",
+                "run",
+                f"the model takes {len(names)} inputs {names}, the job gives {len(inputs)}",
+            )
+        order, matched_by = _match(
+            [t.name for t in model.inputs], [i.name for i in inputs], "run", "inputs"
+        )
+        start = time.perf_counter()
+        for position, index in enumerate(order):
+            self._write_input(model.inputs[index], inputs[position])
+        timings["copy_s"] = time.perf_counter() - start
+
+        start = time.perf_counter()
+        if lib.has_mem_sync:
+            for tensor in model.inputs:
+                _check(
+                    int(lib.call("rknn_mem_sync", ctx, tensor.mem, RKNN_MEMORY_SYNC_TO_DEVICE)),
+                    "run",
+                    f"rknn_mem_sync({tensor.name!r}, TO_DEVICE)",
+                )
+        _check(int(lib.call("rknn_run", ctx, None)), "run", "rknn_run")
+        if lib.has_mem_sync:
+            # The runtime invalidates output caches itself unless RKNN_FLAG_DISABLE_FLUSH_*
+            # was given at init; syncing here keeps the read-back right in either case.
+            for tensor in model.inputs + model.outputs:
+                _check(
+                    int(lib.call("rknn_mem_sync", ctx, tensor.mem, RKNN_MEMORY_SYNC_FROM_DEVICE)),
+                    "fetch",
+                    f"rknn_mem_sync({tensor.name!r}, FROM_DEVICE)",
+                )
+        timings["run_s"] = time.perf_counter() - start
+
+        start = time.perf_counter()
+        wanted, out_matched_by = list(range(len(model.outputs))), "name"
+        if outputs is not None:
+            wanted, out_matched_by = _match(
+                [t.name for t in model.outputs], list(outputs), "fetch", "outputs"
+            )
+        result = RunOutput(
+            inputs=[self._read(t, matched_by) for t in model.inputs],
+            outputs=[self._read(model.outputs[i], out_matched_by) for i in wanted],
+            timings=timings,
+        )
+        # copy_s: both directions of the copy, apart from the run itself (the agent reads it)
+        timings["copy_s"] += time.perf_counter() - start
+        return result
+
+    def _write_input(self, tensor: NativeTensor, inp: InputTensor) -> None:
+        if not inp.pass_through:
+            raise _error(
+                "LayoutError",
+                "run",
+                f"input {inp.name!r}: rknn_native takes the native layout (pass_through); "
+                f"pack it with the host codec ({tensor.record['fmt']}, "
+                f"w_stride {tensor.record['w_stride']})",
+            )
+        data = np.ascontiguousarray(inp.data, dtype=np.uint8).reshape(-1)
+        if data.nbytes != tensor.nbytes:
+            raise _error(
+                "LayoutError",
+                "run",
+                f"input {inp.name!r}: {data.nbytes} bytes given, the runtime's native "
+                f"buffer is {tensor.nbytes} bytes (size_with_stride; fmt {tensor.record['fmt']}, "
+                f"dims {tensor.record['dims']}, w_stride {tensor.record['w_stride']})",
+            )
+        ctypes.memmove(tensor.mem.contents.virt_addr, data.ctypes.data, data.nbytes)
+
+    def _read(self, tensor: NativeTensor, matched_by: str) -> TensorOut:
+        mem = tensor.mem.contents
+        size = min(int(mem.size), tensor.nbytes) if int(mem.size) else tensor.nbytes
+        raw = np.frombuffer(ctypes.string_at(mem.virt_addr, size), dtype=np.uint8).copy()
+        record = dict(tensor.record)
+        record["query"] = tensor.query
+        record["logical_attr"] = tensor.logical
+        record["matched_by"] = matched_by
+        return TensorOut(
+            name=tensor.name,
+            data=raw,
+            layout=str(record["fmt"]),
+            dtype=NUMPY_TYPES.get(str(record["type"]), str(record["type"]).lower()),
+            shape=list(record["dims"]),
+            attributes=record,
+        )
+
+    def release(self, model: Any) -> None:
+        if not isinstance(model, RknnModel) or model.released:
+            return
+        self._teardown(model)
+
+    def _teardown(self, model: RknnModel) -> None:
+        """Free every memory and the context; report the first failure after trying them all."""
+        lib = self.library()
+        first: AdapterError | None = None
+        for tensor in model.inputs + model.outputs:
+            if tensor.mem:
+                try:
+                    _check(
+                        int(lib.call("rknn_destroy_mem", model.context, tensor.mem)),
+                        "release",
+                        f"rknn_destroy_mem({tensor.name!r})",
+                    )
+                except AdapterError as exc:
+                    first = first or exc
+                tensor.mem = None
+        if model.context:
+            try:
+                _check(int(lib.call("rknn_destroy", model.context)), "release", "rknn_destroy")
+            except AdapterError as exc:
+                first = first or exc
+        model.released = True
+        if first is not None:
+            raise first
+
+
+ADAPTER = RknnNativeAdapter

@@ -1,0 +1,101 @@
+"""The ``sim`` runtime adapter: a simulated NPU behind the agent's adapter contract.
+
+Unlike the vendor adapters this one imports the harness (:mod:`harness.sim`), so it runs only
+where npu-hil is installed: on the host, under ``LocalTransport``. On a board without the
+harness, importing it fails and the agent reports the adapter as unavailable there.
+
+Options (the job's ``adapter_options``): ``target`` (required), ``faults``, ``executor``,
+``input_layout``, ``output_layout``, ``buffer_offset``/``buffer_offsets`` and, per vendor,
+``precision`` (RKNN) or ``output_quant`` (Horizon) — see :mod:`harness.sim.options`. A run
+returns the device input buffers as the runtime holds them after they were set and the output
+buffers, each with the runtime's own attributes (``rknn_tensor_attr``,
+``hbDNNTensorProperties``, the KL730 node descriptor).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
+
+if TYPE_CHECKING:
+    from harness.agent.adapters.base import (
+        Adapter,
+        AdapterError,
+        InputTensor,
+        RunOutput,
+        TensorOut,
+    )
+else:
+    try:  # loaded by the agent from its adapters/ folder
+        from adapters.base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
+    except ImportError:  # imported as part of the harness package
+        from harness.agent.adapters.base import (
+            Adapter,
+            AdapterError,
+            InputTensor,
+            RunOutput,
+            TensorOut,
+        )
+
+from harness.errors import LayoutError
+from harness.models.reference import ModelInputError
+from harness.sim import SimConfigError, SimModel, SimNpu, SimRefusal, SimTensor
+
+
+@contextmanager
+def _typed_errors(stage: str) -> Iterator[None]:
+    """Every refusal of the simulated runtime as the agent's typed AdapterError."""
+    try:
+        yield
+    except SimRefusal as exc:
+        raise AdapterError(exc.kind, exc.stage, exc.message) from None
+    except SimConfigError as exc:
+        raise AdapterError("UnsupportedError", stage, f"sim: {exc.message}") from None
+    except (LayoutError, ModelInputError) as exc:
+        raise AdapterError("LayoutError", stage, exc.message) from None
+
+
+def _tensor_out(tensor: SimTensor) -> TensorOut:
+    return TensorOut(
+        name=tensor.name,
+        data=tensor.data,
+        layout=tensor.layout,
+        dtype=tensor.dtype,
+        shape=list(tensor.shape),
+        attributes=dict(tensor.attributes),
+    )
+
+
+class SimAdapter(Adapter):
+    """A simulated board of ``options["target"]``."""
+
+    name = "sim"
+
+    def __init__(self, options: Dict[str, Any]) -> None:
+        super().__init__(options)
+        with _typed_errors("init"):
+            self.npu = SimNpu(options=self.options)
+
+    def versions(self) -> Dict[str, str]:
+        return self.npu.versions()
+
+    def load(self, model_path: str) -> SimModel:
+        with _typed_errors("load"):
+            return self.npu.load(model_path)
+
+    def run(self, model: Any, inputs: List[InputTensor], outputs: Optional[List[str]]) -> RunOutput:
+        if not isinstance(model, SimModel):
+            raise AdapterError("DeviceError", "run", f"not a model this adapter loaded: {model!r}")
+        with _typed_errors("run"):
+            run = self.npu.run(model, inputs, outputs)
+        return RunOutput(
+            inputs=[_tensor_out(t) for t in run.inputs],
+            outputs=[_tensor_out(t) for t in run.outputs],
+            timings=dict(run.timings),
+        )
+
+    def release(self, model: Any) -> None:
+        """Nothing to free: the model is a parsed ONNX graph."""
+
+
+ADAPTER = SimAdapter

@@ -1,0 +1,506 @@
+"""Host side of the board-agent job protocol: write a job directory, read and verify a result.
+
+The schema strings, file names, bounds and the sha256 helper come from the agent itself
+(``harness/agent/agent.py``), so the host and the board cannot drift apart. Reading a result checks
+everything the agent claims before a byte of it is trusted: the schema's major version (unknown:
+:class:`~harness.errors.ProtocolError`), every file's size and sha256 (mismatch: a corrupted
+transfer, :class:`~harness.errors.TransportError` naming the file), and file names that stay
+inside the job directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import numpy as np
+
+from harness.agent.agent import (
+    DEFAULT_TIMEOUTS,
+    DTYPES,
+    JOB_FILE,
+    JOB_SCHEMA,
+    MAX_ELEMENTS,
+    MAX_RANK,
+    RESULT_FILE,
+    RESULT_SCHEMA,
+    RESULT_SCHEMA_NAME,
+    SCHEMA_MAJOR,
+    parse_schema,
+    sha256_file,
+)
+from harness.errors import DeviceError, LayoutError, NpuHilError, ProtocolError, TransportError
+
+__all__ = [
+    "ErrorRecord",
+    "InputSpec",
+    "JobSpec",
+    "ModelRef",
+    "Result",
+    "TensorRecord",
+    "Timings",
+    "check_result_schema",
+    "read_result",
+    "result_files",
+    "write_job",
+]
+
+# Reasons the agent gives for refusing a job whose files do not match what the host announced:
+# the bytes changed on the way, which is infrastructure, not a protocol disagreement.
+_INTEGRITY_REASONS = frozenset({"checksum", "size"})
+
+
+# --- what the host sends -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One model input. Without ``pass_through`` the array is the logical tensor (``shape``,
+    ``dtype``, C order) and the runtime converts it; with it the array is the packed device buffer
+    (uint8, as ``Layout.pack`` returns it) in ``layout``, and ``shape``/``dtype`` describe the
+    logical tensor it holds."""
+
+    name: str
+    layout: str
+    shape: tuple[int, ...]
+    dtype: str
+    pass_through: bool = False
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One inference job: a model artifact on this machine, the adapter that runs it, the inputs."""
+
+    job_id: str
+    adapter: str
+    model: str | os.PathLike[str]
+    inputs: tuple[InputSpec, ...]
+    outputs: tuple[str, ...] | None = None
+    adapter_options: Mapping[str, Any] = field(default_factory=dict)
+    load_timeout_s: float = DEFAULT_TIMEOUTS["load"]
+    run_timeout_s: float = DEFAULT_TIMEOUTS["run"]
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """Where job.json points for the model: a path relative to the job directory or to the
+    agent's cache root, and the artifact's sha256."""
+
+    path: str
+    sha256: str
+
+
+def _check_input(spec: InputSpec, value: Any) -> np.ndarray:
+    """The bytes to send for one input; LayoutError before anything is written when the array
+    does not match its spec."""
+    if spec.dtype not in DTYPES:
+        raise LayoutError(f"inputs[{spec.name!r}]: dtype {spec.dtype!r} is not one of {DTYPES}")
+    if len(spec.shape) > MAX_RANK or math.prod(spec.shape) > MAX_ELEMENTS:
+        raise LayoutError(
+            f"inputs[{spec.name!r}]: shape {spec.shape} exceeds the agent's bounds "
+            f"(rank <= {MAX_RANK}, <= {MAX_ELEMENTS} elements)"
+        )
+    array = np.asarray(value)
+    if spec.pass_through:
+        if array.dtype != np.uint8 or array.ndim != 1:
+            raise LayoutError(
+                f"inputs[{spec.name!r}]: a pass-through input is a packed device buffer "
+                f"(1-D uint8), got {array.dtype} with shape {array.shape}"
+            )
+        return np.ascontiguousarray(array)
+    if array.dtype != np.dtype(spec.dtype) or array.shape != tuple(spec.shape):
+        raise LayoutError(
+            f"inputs[{spec.name!r}]: expected {spec.dtype} {tuple(spec.shape)}, "
+            f"got {array.dtype} {array.shape}"
+        )
+    return np.ascontiguousarray(array)
+
+
+def _arrays_by_input(
+    spec: JobSpec, input_arrays: Mapping[str, Any] | Sequence[Any]
+) -> list[np.ndarray]:
+    if isinstance(input_arrays, Mapping):
+        unknown = sorted(set(input_arrays) - {i.name for i in spec.inputs})
+        if unknown:
+            raise LayoutError(f"inputs: {unknown} are not inputs of job {spec.job_id!r}")
+        missing = [i.name for i in spec.inputs if i.name not in input_arrays]
+        if missing:
+            raise LayoutError(f"inputs: no array for {missing} (job {spec.job_id!r})")
+        values = [input_arrays[i.name] for i in spec.inputs]
+    else:
+        values = list(input_arrays)
+        if len(values) != len(spec.inputs):
+            raise LayoutError(
+                f"inputs: job {spec.job_id!r} has {len(spec.inputs)} inputs, "
+                f"got {len(values)} arrays"
+            )
+    return [_check_input(i, v) for i, v in zip(spec.inputs, values, strict=True)]
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "model"
+
+
+def write_job(
+    job_dir: str | os.PathLike[str],
+    spec: JobSpec,
+    input_arrays: Mapping[str, Any] | Sequence[Any],
+    *,
+    model: ModelRef | None = None,
+) -> dict[str, Any]:
+    """Write ``job.json`` and the input blobs (``input_<i>.bin``) into ``job_dir``.
+
+    Without ``model`` the artifact is copied into the job directory (a self-contained job for the
+    one-shot path); with it, job.json points at an artifact already deployed to the agent's cache.
+    job.json is written last and atomically, so a directory with one is complete. Returns the job
+    document.
+    """
+    directory = Path(job_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    arrays = _arrays_by_input(spec, input_arrays)
+    if model is None:
+        source = Path(spec.model)
+        local = directory / "model" / _safe_name(source.name)
+        local.parent.mkdir(exist_ok=True)
+        shutil.copyfile(source, local)
+        model = ModelRef(local.relative_to(directory).as_posix(), sha256_file(str(local)))
+    inputs = []
+    for index, (ispec, array) in enumerate(zip(spec.inputs, arrays, strict=True)):
+        filename = f"input_{index}.bin"
+        array.tofile(directory / filename)
+        inputs.append(
+            {
+                "name": ispec.name,
+                "file": filename,
+                "layout": ispec.layout,
+                "shape": [int(d) for d in ispec.shape],
+                "dtype": ispec.dtype,
+                "pass_through": ispec.pass_through,
+            }
+        )
+    document = {
+        "schema": JOB_SCHEMA,
+        "job_id": spec.job_id,
+        "model": {"path": model.path, "sha256": model.sha256},
+        "adapter": spec.adapter,
+        "adapter_options": dict(spec.adapter_options),
+        "inputs": inputs,
+        "outputs": None if spec.outputs is None else list(spec.outputs),
+        "timeouts": {"load": float(spec.load_timeout_s), "run": float(spec.run_timeout_s)},
+    }
+    tmp = directory / (JOB_FILE + ".tmp")
+    tmp.write_text(json.dumps(document, indent=1), encoding="utf-8")
+    os.replace(tmp, directory / JOB_FILE)
+    return document
+
+
+# --- what comes back -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TensorRecord:
+    """A device buffer as the runtime held it, with the runtime's own attributes."""
+
+    name: str
+    file: str
+    sha256: str
+    nbytes: int
+    layout: str
+    dtype: str
+    shape: tuple[int, ...]
+    attributes: Mapping[str, Any]
+    data: np.ndarray = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    """A typed error the agent recorded. ``type`` is the agent's class (``DeviceError``,
+    ``LayoutError``, ``UnsupportedError``, ``TimeoutError``, ``JobError``, ``AgentError``);
+    :meth:`exception` maps it onto the harness's hierarchy."""
+
+    type: str
+    stage: str
+    message: str
+    code: int | None = None
+    field: str | None = None
+    reason: str | None = None
+    detail: str | None = dataclasses.field(default=None, repr=False)
+
+    def __str__(self) -> str:
+        code = f" (code {self.code})" if self.code is not None else ""
+        return f"{self.type} during {self.stage}: {self.message}{code}"
+
+    def exception(self, context: str = "") -> NpuHilError:
+        """The harness exception this record stands for.
+
+        A timeout is infrastructure (the session was restarted; retry per policy), as is a job
+        the agent refused because a file's bytes did not match their announced size or sha256;
+        any other refusal is a protocol disagreement; a layout refusal stays a LayoutError; the
+        rest is the device's runtime refusing or failing.
+        """
+        message = f"{context}{self}"
+        if self.type == "TimeoutError":
+            return TransportError(message)
+        if self.type == "JobError":
+            if self.reason in _INTEGRITY_REASONS:
+                return TransportError(message)
+            return ProtocolError(message)
+        if self.type == "ProtocolError":
+            return ProtocolError(message)
+        if self.type == "LayoutError":
+            return LayoutError(message)
+        return DeviceError(message)
+
+
+@dataclass(frozen=True)
+class Timings:
+    load_s: float
+    run_s: float
+    copy_s: float
+    total_s: float
+    model_cached: bool
+    adapter: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Result:
+    """A verified result.json: every blob's size and sha256 checked and its bytes loaded."""
+
+    schema: str
+    job_id: str | None
+    ok: bool
+    adapter: str | None
+    versions: Mapping[str, Any]
+    timings: Timings
+    inputs: tuple[TensorRecord, ...]
+    outputs: tuple[TensorRecord, ...]
+    errors: tuple[ErrorRecord, ...]
+    job_dir: Path
+    document: Mapping[str, Any] = field(repr=False, compare=False)
+
+    def output(self, name: str) -> TensorRecord:
+        return _by_name(self.outputs, name, "output")
+
+    def input(self, name: str) -> TensorRecord:
+        return _by_name(self.inputs, name, "input")
+
+    def error(self) -> NpuHilError | None:
+        """The first error as a harness exception, or None for a clean run."""
+        if not self.errors:
+            return None
+        return self.errors[0].exception(f"job {self.job_id}: ")
+
+    def raise_for_errors(self) -> None:
+        error = self.error()
+        if error is not None:
+            raise error
+
+    def summary(self) -> str:
+        head = f"job {self.job_id} on {self.adapter}: {'ok' if self.ok else 'failed'}"
+        lines = [head]
+        lines += [f"  {e}" for e in self.errors]
+        lines += [
+            f"  {kind} {t.name}: {t.layout} {t.dtype} {list(t.shape)}, {t.nbytes} bytes"
+            for kind, tensors in (("input", self.inputs), ("output", self.outputs))
+            for t in tensors
+        ]
+        return "\n".join(lines)
+
+
+def _by_name(tensors: tuple[TensorRecord, ...], name: str, kind: str) -> TensorRecord:
+    for tensor in tensors:
+        if tensor.name == name:
+            return tensor
+    raise KeyError(f"no {kind} {name!r}; the result has {[t.name for t in tensors]}")
+
+
+def check_result_schema(document: Mapping[str, Any], where: str) -> None:
+    """Refuse a result that is not ours or whose major version this harness does not read."""
+    schema = parse_schema(document.get("schema"))
+    if schema is None or schema[0] != RESULT_SCHEMA_NAME:
+        raise ProtocolError(
+            f"{where}: schema is {document.get('schema')!r}, expected {RESULT_SCHEMA!r}"
+        )
+    if schema[1] != SCHEMA_MAJOR:
+        raise ProtocolError(
+            f"{where}: schema {document['schema']!r} has major version {schema[1]}; this harness "
+            f"reads {RESULT_SCHEMA} (deploy the agent that ships with this harness)"
+        )
+
+
+def _field(record: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+    value = record.get(key)
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        raise ProtocolError(f"{where}.{key}: expected {kind.__name__}, got {value!r}")
+    return value
+
+
+def _blob_name(value: Any, where: str) -> str:
+    """A blob name from the agent must be a plain relative path inside the job directory: a
+    hostile or broken result must not make the host read or fetch files elsewhere."""
+    if not isinstance(value, str) or not value:
+        raise ProtocolError(f"{where}.file: expected a file name, got {value!r}")
+    path = PurePosixPath(value)
+    if path.is_absolute() or ".." in path.parts or "\\" in value or "\x00" in value:
+        raise ProtocolError(f"{where}.file: {value!r} leaves the job directory")
+    return value
+
+
+def _tensor_records(document: Mapping[str, Any], key: str, where: str) -> list[dict[str, Any]]:
+    records = document.get(key)
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise ProtocolError(f"{where}.{key}: expected a list of tensor records")
+    return records
+
+
+def result_files(document: Mapping[str, Any], where: str = RESULT_FILE) -> list[str]:
+    """The blob files a result names (inputs first), checked to stay inside the job directory;
+    what a transport fetches after a job."""
+    check_result_schema(document, where)
+    names: list[str] = []
+    for key in ("inputs", "outputs"):
+        for index, record in enumerate(_tensor_records(document, key, where)):
+            name = _blob_name(record.get("file"), f"{where}.{key}[{index}]")
+            if name in names or name in (JOB_FILE, RESULT_FILE):
+                raise ProtocolError(f"{where}.{key}[{index}].file: {name!r} is used twice")
+            names.append(name)
+    return names
+
+
+def _load_tensor(job_dir: Path, record: Mapping[str, Any], where: str) -> TensorRecord:
+    name = _blob_name(record.get("file"), where)
+    sha = _field(record, "sha256", str, where)
+    nbytes = _field(record, "nbytes", int, where)
+    shape = _field(record, "shape", list, where)
+    if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        raise ProtocolError(f"{where}.shape: expected integers, got {shape!r}")
+    attributes = record.get("attributes") or {}
+    if not isinstance(attributes, dict):
+        raise ProtocolError(f"{where}.attributes: expected an object, got {attributes!r}")
+    path = job_dir / name
+    if not path.is_file():
+        raise TransportError(f"{path}: missing (named by {where})")
+    size = path.stat().st_size
+    if size != nbytes:
+        raise TransportError(f"{path}: {size} bytes, the agent wrote {nbytes} ({where})")
+    data = np.fromfile(path, dtype=np.uint8)
+    actual = hashlib.sha256(data.data).hexdigest()
+    if actual != sha.lower():
+        raise TransportError(f"{path}: sha256 {actual}, the agent wrote {sha} ({where})")
+    return TensorRecord(
+        name=_field(record, "name", str, where),
+        file=name,
+        sha256=actual,
+        nbytes=nbytes,
+        layout=str(record.get("layout", "")),
+        dtype=_field(record, "dtype", str, where),
+        shape=tuple(shape),
+        attributes=attributes,
+        data=data,
+    )
+
+
+def _error_record(raw: Any, where: str) -> ErrorRecord:
+    if not isinstance(raw, dict):
+        raise ProtocolError(f"{where}: expected an error record, got {raw!r}")
+    code = raw.get("code")
+    return ErrorRecord(
+        type=_field(raw, "type", str, where),
+        stage=str(raw.get("stage", "")),
+        message=_field(raw, "message", str, where),
+        code=code if isinstance(code, int) and not isinstance(code, bool) else None,
+        field=raw.get("field") if isinstance(raw.get("field"), str) else None,
+        reason=raw.get("reason") if isinstance(raw.get("reason"), str) else None,
+        detail=raw.get("detail") if isinstance(raw.get("detail"), str) else None,
+    )
+
+
+def error_record(raw: Any, where: str = "error") -> ErrorRecord:
+    """An error record from a session frame (a request the agent could not turn into a job)."""
+    return _error_record(raw, where)
+
+
+def _timings(raw: Any, where: str) -> Timings:
+    if not isinstance(raw, dict):
+        raise ProtocolError(f"{where}.timings: expected an object, got {raw!r}")
+
+    def seconds(key: str) -> float:
+        value = raw.get(key, 0.0)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise ProtocolError(f"{where}.timings.{key}: expected seconds, got {value!r}")
+        return float(value)
+
+    adapter = raw.get("adapter") or {}
+    return Timings(
+        load_s=seconds("load_s"),
+        run_s=seconds("run_s"),
+        copy_s=seconds("copy_s"),
+        total_s=seconds("total_s"),
+        model_cached=bool(raw.get("model_cached", False)),
+        adapter=dict(adapter) if isinstance(adapter, dict) else {},
+    )
+
+
+def parse_result_document(raw: bytes, where: str) -> dict[str, Any]:
+    """result.json bytes as a JSON object. Bytes that do not decode are a damaged transfer."""
+    try:
+        document = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise TransportError(f"{where}: unreadable ({exc}); truncated or corrupted?") from None
+    if not isinstance(document, dict):
+        raise ProtocolError(f"{where}: expected a JSON object, got {type(document).__name__}")
+    return document
+
+
+def read_result(job_dir: str | os.PathLike[str], *, job_id: str | None = None) -> Result:
+    """Read and verify ``result.json`` and every blob it names in ``job_dir``."""
+    directory = Path(job_dir)
+    path = directory / RESULT_FILE
+    if not path.is_file():
+        raise TransportError(f"{path}: missing; the agent wrote no result")
+    where = str(path)
+    document = parse_result_document(path.read_bytes(), where)
+    result_files(document, where)  # schema, then file names, before anything is read
+    found_id = document.get("job_id")
+    if job_id is not None and found_id != job_id:
+        raise ProtocolError(f"{where}: result of job {found_id!r}, expected job {job_id!r}")
+    errors = document.get("errors")
+    if not isinstance(errors, list):
+        raise ProtocolError(f"{where}.errors: expected a list, got {errors!r}")
+    error_records = tuple(_error_record(e, f"{where}.errors[{i}]") for i, e in enumerate(errors))
+    ok = _field(document, "ok", bool, where)
+    if ok == bool(error_records):
+        raise ProtocolError(f"{where}: ok is {ok} with {len(error_records)} error records")
+    versions = document.get("versions") or {}
+    if not isinstance(versions, dict):
+        raise ProtocolError(f"{where}.versions: expected an object, got {versions!r}")
+    tensors = {
+        key: tuple(
+            _load_tensor(directory, record, f"{where}.{key}[{index}]")
+            for index, record in enumerate(_tensor_records(document, key, where))
+        )
+        for key in ("inputs", "outputs")
+    }
+    adapter = document.get("adapter")
+    return Result(
+        schema=str(document["schema"]),
+        job_id=found_id if isinstance(found_id, str) else None,
+        ok=ok,
+        adapter=adapter if isinstance(adapter, str) else None,
+        versions=versions,
+        timings=_timings(document.get("timings"), where),
+        inputs=tensors["inputs"],
+        outputs=tensors["outputs"],
+        errors=error_records,
+        job_dir=directory,
+        document=document,
+    )

@@ -1,0 +1,351 @@
+"""The codec layout of a tensor as a runtime reported it, so the host unpacks with what the
+device says (DESIGN: predictions vs what the device says).
+
+    layout = layout_from_report("rk3588", "output", attr)     # attr: rknn_tensor_attr fields
+    tensor = layout.unpack(device_bytes)
+
+Per vendor, from the runtime's own field names:
+
+- RKNN ``rknn_tensor_attr``: ``fmt`` picks the layout (NHWC, NC1HWC2, NCHW, UNDEFINED); ``dims``
+  (cut to ``n_dims``) gives the native dims; ``w_stride`` the input row; ``size_with_stride``
+  (inputs) or ``size`` (outputs) the buffer length; the NC1HWC2 plane padding is read off
+  ``size``; the logical channel count of padded formats comes from ``n_elems``.
+- Horizon ``hbDNNTensorProperties``: ``strided`` with ``stride`` (or ``alignedShape`` where the
+  strides are not given) and ``alignedByteSize``; ``NV12`` / ``Y`` frames (tensorType) with the
+  row stride read off ``alignedByteSize`` (their reported stride is -1 or 0: dynamic).
+- KL730 node descriptor: ``data_layout`` and ``stride_npu``, logical ``shape``.
+
+The logical shape comes from the report where it determines it; pass ``shape`` where it does not
+(an NC1HWC2 tensor reported without ``n_elems``). :func:`predicted_layout` builds the codec's own
+prediction for the same tensor (same layout, shape and dtype, no device geometry), the other side
+of :func:`harness.diff.attributes.diff_attributes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from harness.codec.engine import BlockedLayout
+from harness.codec.params import int_tuple, one_int
+from harness.codec.registry import get_layout
+from harness.errors import LayoutError
+from targets import horizon, kl730, rockchip
+from targets.rockchip_layouts import PARAMS as RKNN_PARAMS
+from targets.rockchip_layouts import RKNN_TYPES
+
+RKNN_FMTS = {"NCHW": "NCHW", "NHWC": "NHWC", "NC1HWC2": "NC1HWC2", "UNDEFINED": "UNDEFINE"}
+RKNN_FMT_CODES = {0: "NCHW", 1: "NHWC", 2: "NC1HWC2", 3: "UNDEFINED"}
+"""``rknn_tensor_format`` (spec/vendor-runtimes.md: NCHW=0, NHWC=1, NC1HWC2=2, UNDEFINED=3)."""
+RKNN_DTYPES = {name: np.dtype(dtype) for dtype, name in RKNN_TYPES.items()}
+
+HORIZON_TYPE_CODES = {
+    0: "Y", 1: "NV12", 2: "NV12_SEPARATE", 3: "YUV444", 4: "RGB", 5: "BGR", 6: "S4", 7: "U4",
+    8: "S8", 9: "U8", 10: "F16", 11: "S16", 12: "U16", 13: "F32", 14: "S32",
+}  # fmt: skip
+"""``hbDNNDataType`` as listed in spec/vendor-runtimes.md."""
+HORIZON_LAYOUT_CODES = {0: "NHWC", 2: "NCHW"}
+HORIZON_DTYPES = {name: np.dtype(dtype) for dtype, name in horizon.TENSOR_TYPES.items()}
+HORIZON_IMAGES = ("NV12", "Y")
+KL730_PREFIX = "KP_MODEL_TENSOR_DATA_LAYOUT_"
+
+
+def layout_from_report(
+    target: str,
+    role: str,
+    attributes: Mapping[str, Any],
+    dtype: Any = None,
+    *,
+    shape: tuple[int, ...] | list[int] | None = None,
+) -> BlockedLayout:
+    """The layout a runtime's report describes, built with the device's own geometry."""
+    return _build(target, role, attributes, dtype, shape, reported=True, params={})
+
+
+def predicted_layout(
+    target: str,
+    role: str,
+    attributes: Mapping[str, Any],
+    dtype: Any = None,
+    *,
+    shape: tuple[int, ...] | list[int] | None = None,
+    **params: Any,
+) -> BlockedLayout:
+    """The codec's prediction for the tensor the report describes: its layout, shape and dtype,
+    but the strides, sizes and blocks from the seed tables. ``params`` are the model's knobs
+    the report does not carry (RKNN ``last_op``, ``first_layer``)."""
+    return _build(target, role, attributes, dtype, shape, reported=False, params=params)
+
+
+def dtype_from_report(target: str, attributes: Mapping[str, Any]) -> np.dtype:
+    """The element type of the reported buffer."""
+    if target in rockchip.TARGETS:
+        return _rknn_dtype(attributes)
+    if target in horizon.TARGETS:
+        kind = _horizon_type(attributes)
+        return np.dtype("uint8") if kind in HORIZON_IMAGES else _horizon_dtype(kind)
+    if target in kl730.TARGETS:
+        return np.dtype("int16" if _kl730_format(attributes).bits == 16 else "int8")
+    raise LayoutError(f"unknown target {target!r}")
+
+
+def _build(
+    target: str,
+    role: str,
+    attributes: Mapping[str, Any],
+    dtype: Any,
+    shape: tuple[int, ...] | list[int] | None,
+    *,
+    reported: bool,
+    params: dict[str, Any],
+) -> BlockedLayout:
+    if not isinstance(attributes, Mapping):
+        raise LayoutError(f"{target}: attributes must be a mapping, got {attributes!r}")
+    kind = np.dtype(dtype) if dtype is not None else dtype_from_report(target, attributes)
+    logical = tuple(int(d) for d in shape) if shape is not None else None
+    if target in rockchip.TARGETS:
+        return _rknn(target, role, attributes, kind, logical, reported, params)
+    if target in horizon.TARGETS:
+        return _horizon(target, role, attributes, kind, logical, reported, params)
+    return _kl730(target, role, attributes, kind, logical, reported, params)
+
+
+def _require(attributes: Mapping[str, Any], key: str, where: str) -> Any:
+    if key not in attributes:
+        raise LayoutError(f"{where}: the report has no {key!r} (fields: {', '.join(attributes)})")
+    return attributes[key]
+
+
+# ----------------------------------------------------------------------------- RKNN
+
+
+def _rknn_dtype(attributes: Mapping[str, Any]) -> np.dtype:
+    raw = _require(attributes, "type", "rknn_tensor_attr")
+    name = str(raw).upper().removeprefix("RKNN_TENSOR_")
+    if name not in RKNN_DTYPES:
+        raise LayoutError(
+            f"rknn_tensor_attr: type {raw!r} is not a tensor type name "
+            f"({', '.join(RKNN_DTYPES)})"
+        )
+    return RKNN_DTYPES[name]
+
+
+def _rknn_fmt(attributes: Mapping[str, Any]) -> str:
+    raw = _require(attributes, "fmt", "rknn_tensor_attr")
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        raw = RKNN_FMT_CODES.get(raw, raw)
+    name = str(raw).upper().removeprefix("RKNN_TENSOR_")
+    if name == "UNDEFINE":
+        name = "UNDEFINED"
+    if name not in RKNN_FMTS:
+        raise LayoutError(
+            f"rknn_tensor_attr: fmt {raw!r} is not one of {', '.join(RKNN_FMTS)}"
+        )
+    return name
+
+
+def _rknn_dims(attributes: Mapping[str, Any]) -> tuple[int, ...]:
+    dims = int_tuple("rknn_tensor_attr", "dims", _require(attributes, "dims", "rknn_tensor_attr"))
+    if "n_dims" in attributes:
+        dims = dims[: one_int("rknn_tensor_attr", "n_dims", attributes["n_dims"])]
+    return dims
+
+
+def _channels_from_elems(
+    attributes: Mapping[str, Any], n: int, h: int, w: int, where: str
+) -> int:
+    if "n_elems" not in attributes:
+        raise LayoutError(f"{where}: the channel count needs n_elems or an explicit shape")
+    elems = one_int(where, "n_elems", attributes["n_elems"])
+    if elems % (n * h * w):
+        raise LayoutError(f"{where}: n_elems {elems} is not a multiple of N*H*W = {n * h * w}")
+    return elems // (n * h * w)
+
+
+def _first_layer(target: str, attributes: Mapping[str, Any]) -> str:
+    """int8 for a quantized model's tensors, float16 where nothing is quantized and the
+    platform has float16 first layers (the report has no field for it)."""
+    firsts = {row.first_layer for row in rockchip.input_rows(target)}
+    if str(attributes.get("qnt_type", "")).upper().endswith("NONE") and "float16" in firsts:
+        return "float16"
+    return rockchip.default_first_layer(target)
+
+
+def _rknn(
+    target: str,
+    role: str,
+    attributes: Mapping[str, Any],
+    dtype: np.dtype,
+    shape: tuple[int, ...] | None,
+    reported: bool,
+    params: dict[str, Any],
+) -> BlockedLayout:
+    fmt = _rknn_fmt(attributes)
+    dims = _rknn_dims(attributes)
+    where = f"{target} {fmt} ({role})"
+    size_key = "size_with_stride" if role == "input" else "size"
+    extra: dict[str, Any] = {}
+    if role == "input":
+        extra["first_layer"] = params.pop("first_layer", _first_layer(target, attributes))
+    size = attributes.get(size_key)
+    if reported and size is not None and one_int(where, size_key, size) > 0:
+        extra[size_key] = one_int(where, size_key, size)
+    if fmt == "NHWC":
+        if len(dims) != 4:
+            raise LayoutError(f"{where}: dims must be [N, H, W, C], got {list(dims)}")
+        n, h, w, c = dims
+        if shape is None:
+            channels = c if role == "input" else _channels_from_elems(attributes, n, h, w, where)
+            shape = (n, channels, h, w)
+        if role == "input":
+            if reported and "w_stride" in attributes:
+                # 0 is the runtime's "equal to the width", which the codec reads the same way.
+                extra["w_stride"] = one_int(where, "w_stride", attributes["w_stride"])
+            return get_layout(target, "NHWC", shape, dtype, role=role, **extra, **params)
+        if not reported or "last_op" in params:
+            return get_layout(target, "NHWC", shape, dtype, role=role, **extra, **params)
+        # The padded channel count is in dims[3]; the table's rows say which last op gives it.
+        for last_op in ("conv", "other"):
+            layout = get_layout(target, "NHWC", shape, dtype, role=role, last_op=last_op, **extra)
+            if layout.attributes["dims"][3] == c:
+                return layout
+        raise LayoutError(
+            f"{where}: the device pads {shape[1]} channels to {c}, which no row of the output "
+            "table predicts"
+        )
+    if fmt == "NC1HWC2":
+        if len(dims) != 5:
+            raise LayoutError(f"{where}: dims must be [N, C1, H, W, C2], got {list(dims)}")
+        n, c1, h, w, c2 = dims
+        if shape is None:
+            shape = (n, _channels_from_elems(attributes, n, h, w, where), h, w)
+        if reported:
+            extra["native_dims"] = list(dims)
+            if role == "output" and size_key in extra:
+                # The plane padding is not reported: read it off the size.
+                per_plane = n * c1 * c2 * dtype.itemsize
+                plane, rest = divmod(extra[size_key], per_plane)
+                if not rest and plane >= h * w:
+                    extra["hw_align"] = plane
+        return get_layout(target, "NC1HWC2", shape, dtype, role=role, **extra, **params)
+    name = "NCHW" if fmt == "NCHW" and role == "output" else "UNDEFINE"
+    # The codec's flat input layout takes no size: a longer device buffer shows as a length
+    # finding in the diff rather than being read with a size the codec cannot check.
+    accepted = {k: v for k, v in extra.items() if k in RKNN_PARAMS[(role, name)]}
+    return get_layout(target, name, shape or dims, dtype, role=role, **accepted)
+
+
+# -------------------------------------------------------------------------- Horizon
+
+
+def _horizon_type(attributes: Mapping[str, Any]) -> str:
+    raw = _require(attributes, "tensorType", "hbDNNTensorProperties")
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        if raw not in HORIZON_TYPE_CODES:
+            raise LayoutError(f"hbDNNTensorProperties: unknown tensorType code {raw}")
+        return HORIZON_TYPE_CODES[raw]
+    return str(raw).upper().removeprefix("HB_DNN_TENSOR_TYPE_").removeprefix("HB_DNN_IMG_TYPE_")
+
+
+def _horizon_dtype(kind: str) -> np.dtype:
+    if kind not in HORIZON_DTYPES:
+        raise LayoutError(
+            f"hbDNNTensorProperties: tensorType {kind} has no codec layout "
+            f"(tensor types: {', '.join(HORIZON_DTYPES)}; images: {', '.join(HORIZON_IMAGES)})"
+        )
+    return HORIZON_DTYPES[kind]
+
+
+def _horizon_layout(attributes: Mapping[str, Any]) -> str:
+    raw = attributes.get("tensorLayout", "NCHW")
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        raw = HORIZON_LAYOUT_CODES.get(raw, raw)
+    name = str(raw).upper().removeprefix("HB_DNN_LAYOUT_")
+    if name not in ("NCHW", "NHWC"):
+        raise LayoutError(f"hbDNNTensorProperties: tensorLayout {raw!r} is not NCHW or NHWC")
+    return name
+
+
+def _horizon(
+    target: str,
+    role: str,
+    attributes: Mapping[str, Any],
+    dtype: np.dtype,
+    shape: tuple[int, ...] | None,
+    reported: bool,
+    params: dict[str, Any],
+) -> BlockedLayout:
+    kind = _horizon_type(attributes)
+    where = f"{target} {kind} ({role})"
+    valid = int_tuple(where, "validShape", _require(attributes, "validShape", where))
+    tensor_layout = _horizon_layout(attributes)
+    size = one_int(where, "alignedByteSize", attributes.get("alignedByteSize", 0))
+    extra: dict[str, Any] = {"aligned_byte_size": size} if reported and size > 0 else {}
+    if kind in HORIZON_IMAGES:
+        if len(valid) != 4:
+            raise LayoutError(f"{where}: validShape must be 4-D, got {list(valid)}")
+        n, h, w = (valid[0], valid[1], valid[2]) if tensor_layout == "NHWC" else (
+            valid[0], valid[2], valid[3]
+        )
+        rows = h * 3 // 2 if kind == "NV12" else h
+        if shape is None:
+            shape = (n, rows, w)
+        if reported and size > 0:
+            row_stride, rest = divmod(size, n * rows)
+            if not rest and row_stride >= w:
+                extra["stride"] = row_stride
+        return get_layout(target, kind, shape, dtype, role=role, **extra)
+    if shape is None:
+        shape = valid
+    extra["tensor_layout"] = tensor_layout
+    if reported:
+        stride = attributes.get("stride")
+        aligned = attributes.get("alignedShape")
+        if stride is not None and all(one_int(where, "stride", s) > 0 for s in stride):
+            extra["stride"] = list(stride)
+        elif aligned is not None:
+            extra["aligned_shape"] = list(aligned)
+    return get_layout(target, "strided", shape, dtype, role=role, **extra, **params)
+
+
+# ---------------------------------------------------------------------------- KL730
+
+
+def _kl730_format(attributes: Mapping[str, Any]) -> kl730.Kl730Format:
+    raw = _require(attributes, "data_layout", "kl730 node descriptor")
+    if not isinstance(raw, str):
+        raise LayoutError(
+            f"kl730 node descriptor: data_layout {raw!r} must be a format name (the numbering "
+            "drifted between SDK versions: map names, never numbers)"
+        )
+    name = raw.upper().removeprefix(KL730_PREFIX)
+    if name not in kl730.FORMATS:
+        raise LayoutError(
+            f"kl730 node descriptor: unknown data_layout {raw!r}; formats: "
+            f"{', '.join(kl730.FORMATS)}"
+        )
+    return kl730.FORMATS[name]
+
+
+def _kl730(
+    target: str,
+    role: str,
+    attributes: Mapping[str, Any],
+    dtype: np.dtype,
+    shape: tuple[int, ...] | None,
+    reported: bool,
+    params: dict[str, Any],
+) -> BlockedLayout:
+    fmt = _kl730_format(attributes)
+    where = f"kl730 {fmt.name} ({role})"
+    if shape is None:
+        shape = int_tuple(where, "shape", _require(attributes, "shape", where))
+    extra: dict[str, Any] = {}
+    if reported and "stride_npu" in attributes:
+        extra["stride_npu"] = list(attributes["stride_npu"])
+    if prod(shape) < 1:
+        raise LayoutError(f"{where}: shape {list(shape)} holds no element")
+    return get_layout(target, fmt.name, shape, dtype, role=role, **extra, **params)

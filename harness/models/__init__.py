@@ -1,0 +1,37 @@
+"""Reference models: built with ``onnx.helper``, run on the host by onnxruntime, and listed with
+their compiled artifacts per target in a manifest."""
+
+from __future__ import annotations
+
+from harness.models.builders import (
+    MODELS,
+    add_relu,
+    build,
+    conv1x1,
+    conv3x3,
+    deconv,
+    depthwise,
+    identity,
+)
+from harness.models.files import load, save
+from harness.models.manifest import Manifest, ManifestError, ModelEntry, load_manifest
+from harness.models.reference import ModelInputError, reference_outputs
+
+__all__ = [
+    "MODELS",
+    "Manifest",
+    "ManifestError",
+    "ModelEntry",
+    "ModelInputError",
+    "add_relu",
+    "build",
+    "conv1x1",
+    "conv3x3",
+    "deconv",
+    "depthwise",
+    "identity",
+    "load",
+    "load_manifest",
+    "reference_outputs",
+    "save",
+]

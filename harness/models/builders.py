@@ -1,0 +1,202 @@
+"""Reference models, built with ``onnx.helper``: small, deterministic, one function each.
+
+Every builder takes the input shape (NCHW) and returns an ``onnx.ModelProto`` whose input is
+``input`` (``a`` and ``b`` for :func:`add_relu`) and whose output is ``output``. Weights come from
+``numpy.random.default_rng(seed)`` with a fixed default seed per model, scaled by 1/sqrt(fan-in)
+so outputs stay in the same range as inputs whatever the shape.
+
+Opset 13 and IR version 8: every onnxruntime release since 1.10 runs them, so the lower bound in
+``pyproject.toml`` stays honest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 13
+IR_VERSION = 8
+INPUT = "input"
+OUTPUT = "output"
+
+
+def _check_shape(shape: Sequence[int], what: str) -> tuple[int, int, int, int]:
+    dims = tuple(int(d) for d in shape)
+    if len(dims) != 4 or any(d < 1 for d in dims):
+        raise ValueError(f"{what}: expected an NCHW shape of four positive sizes, got {shape!r}")
+    return dims[0], dims[1], dims[2], dims[3]
+
+
+def _value(name: str, shape: Sequence[int]) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))
+
+
+def _model(
+    name: str,
+    nodes: list[onnx.NodeProto],
+    inputs: list[onnx.ValueInfoProto],
+    output_shape: Sequence[int],
+    initializers: Sequence[tuple[str, np.ndarray]] = (),
+) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        nodes,
+        name,
+        inputs,
+        [_value(OUTPUT, output_shape)],
+        initializer=[numpy_helper.from_array(array, key) for key, array in initializers],
+    )
+    model = helper.make_model(
+        graph,
+        producer_name="npu-hil",
+        opset_imports=[helper.make_opsetid("", OPSET)],
+        ir_version=IR_VERSION,
+    )
+    helper.set_model_props(model, {"npu_hil.model": name})
+    return model
+
+
+def _weights(seed: int, shape: tuple[int, ...], fan_in: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    weights: np.ndarray = (rng.standard_normal(shape) / np.sqrt(max(fan_in, 1))).astype(np.float32)
+    return weights
+
+
+def _bias(seed: int, channels: int) -> np.ndarray:
+    rng = np.random.default_rng(seed + 1000)
+    bias: np.ndarray = rng.uniform(-0.5, 0.5, channels).astype(np.float32)
+    return bias
+
+
+def identity(shape: Sequence[int]) -> onnx.ModelProto:
+    """Output = input: a pure layout check (the device re-lays the input out as its output)."""
+    dims = _check_shape(shape, "identity")
+    node = helper.make_node("Identity", [INPUT], [OUTPUT], name="identity_0")
+    return _model("identity", [node], [_value(INPUT, dims)], dims)
+
+
+def conv1x1(
+    shape: Sequence[int], out_channels: int | None = None, seed: int = 11
+) -> onnx.ModelProto:
+    """A 1x1 convolution with bias (pointwise), ``out_channels`` defaulting to the input's."""
+    n, c, h, w = _check_shape(shape, "conv1x1")
+    m = out_channels or c
+    weight = _weights(seed, (m, c, 1, 1), c)
+    node = helper.make_node(
+        "Conv", [INPUT, "weight", "bias"], [OUTPUT], name="conv_0", kernel_shape=[1, 1]
+    )
+    return _model(
+        "conv1x1",
+        [node],
+        [_value(INPUT, (n, c, h, w))],
+        (n, m, h, w),
+        [("weight", weight), ("bias", _bias(seed, m))],
+    )
+
+
+def conv3x3(
+    shape: Sequence[int], out_channels: int | None = None, dilation: int = 1, seed: int = 13
+) -> onnx.ModelProto:
+    """A 3x3 convolution, padded to keep H and W ("same"), optionally dilated."""
+    n, c, h, w = _check_shape(shape, "conv3x3")
+    m = out_channels or c
+    weight = _weights(seed, (m, c, 3, 3), 9 * c)
+    node = helper.make_node(
+        "Conv",
+        [INPUT, "weight", "bias"],
+        [OUTPUT],
+        name="conv_0",
+        kernel_shape=[3, 3],
+        dilations=[dilation, dilation],
+        pads=[dilation] * 4,
+    )
+    return _model(
+        "conv3x3",
+        [node],
+        [_value(INPUT, (n, c, h, w))],
+        (n, m, h, w),
+        [("weight", weight), ("bias", _bias(seed, m))],
+    )
+
+
+def depthwise(shape: Sequence[int], dilation: int = 1, seed: int = 17) -> onnx.ModelProto:
+    """A 3x3 depthwise convolution (group = channels), "same" padding."""
+    n, c, h, w = _check_shape(shape, "depthwise")
+    weight = _weights(seed, (c, 1, 3, 3), 9)
+    node = helper.make_node(
+        "Conv",
+        [INPUT, "weight", "bias"],
+        [OUTPUT],
+        name="depthwise_0",
+        kernel_shape=[3, 3],
+        dilations=[dilation, dilation],
+        pads=[dilation] * 4,
+        group=c,
+    )
+    return _model(
+        "depthwise",
+        [node],
+        [_value(INPUT, (n, c, h, w))],
+        (n, c, h, w),
+        [("weight", weight), ("bias", _bias(seed, c))],
+    )
+
+
+def deconv(
+    shape: Sequence[int], out_channels: int | None = None, seed: int = 19
+) -> onnx.ModelProto:
+    """A 2x2 stride-2 transposed convolution (ConvTranspose): doubles H and W."""
+    n, c, h, w = _check_shape(shape, "deconv")
+    m = out_channels or c
+    weight = _weights(seed, (c, m, 2, 2), c)
+    node = helper.make_node(
+        "ConvTranspose",
+        [INPUT, "weight", "bias"],
+        [OUTPUT],
+        name="deconv_0",
+        kernel_shape=[2, 2],
+        strides=[2, 2],
+    )
+    return _model(
+        "deconv",
+        [node],
+        [_value(INPUT, (n, c, h, w))],
+        (n, m, 2 * h, 2 * w),
+        [("weight", weight), ("bias", _bias(seed, m))],
+    )
+
+
+def add_relu(shape: Sequence[int]) -> onnx.ModelProto:
+    """Relu(a + b) over two inputs of the same shape: an element-wise op with two inputs."""
+    dims = _check_shape(shape, "add_relu")
+    nodes = [
+        helper.make_node("Add", ["a", "b"], ["sum"], name="add_0"),
+        helper.make_node("Relu", ["sum"], [OUTPUT], name="relu_0"),
+    ]
+    return _model("add_relu", nodes, [_value("a", dims), _value("b", dims)], dims)
+
+
+ModelBuilder = Callable[..., onnx.ModelProto]
+
+MODELS: dict[str, ModelBuilder] = {
+    "identity": identity,
+    "conv1x1": conv1x1,
+    "conv3x3": conv3x3,
+    "depthwise": depthwise,
+    "deconv": deconv,
+    "add_relu": add_relu,
+}
+"""The reference models by name; each builder takes the NCHW input shape first."""
+
+
+def build(name: str, shape: Sequence[int], **options: int) -> onnx.ModelProto:
+    """The reference model ``name`` for an input of ``shape`` (options as the builder takes)."""
+    try:
+        builder = MODELS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown reference model {name!r}; known: {', '.join(MODELS)}"
+        ) from None
+    return builder(shape, **options)

@@ -1,0 +1,258 @@
+"""The model manifest: each reference model's ONNX file and its compiled artifact per target.
+
+A manifest is a JSON or YAML file (YAML needs PyYAML)::
+
+    version: 1
+    models:
+      conv3x3:
+        onnx: conv3x3.onnx            # the reference model (all a simulated board needs)
+        artifacts:                    # compiled by the user with the vendor's toolchain
+          rk3588: build/conv3x3.rk3588.rknn
+          rdk-x5: build/conv3x3.x5.bin
+          kl730: build/conv3x3.nef
+
+Relative paths are relative to the manifest's folder. A compiled artifact may be absent: the
+manifest lists what exists, and asking for an artifact a target does not have is a
+:class:`ManifestError` that says so. Every message names the file and the key path
+(``models.conv3x3.artifacts.rk3588``) of what is wrong.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import NpuHilError
+from targets import horizon, kl730, rockchip
+
+VERSION = 1
+
+ARTIFACT_SUFFIXES: dict[str, tuple[str, ...]] = {
+    **{target: (".rknn",) for target in rockchip.TARGETS},
+    **{target: (".hbm", ".bin") for target in horizon.TARGETS},
+    **{target: (".nef",) for target in kl730.TARGETS},
+}
+"""What a compiled model looks like per target: RKNN ``.rknn``, Horizon ``.hbm``/``.bin``,
+Kneron ``.nef``."""
+
+_TOP_KEYS = ("version", "models")
+_MODEL_KEYS = ("onnx", "artifacts")
+
+
+class ManifestError(NpuHilError):
+    """A manifest that cannot be read, or a model or artifact it does not provide."""
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One model of a manifest: its ONNX file and its compiled artifacts by target."""
+
+    name: str
+    onnx: Path
+    artifacts: dict[str, Path] = field(default_factory=dict)
+    source: str = "<manifest>"
+
+    def artifact(self, target: str) -> Path | None:
+        """The compiled artifact listed for ``target``, or None when there is none."""
+        _require_target(target, f"{self.source}: models.{self.name}")
+        return self.artifacts.get(target)
+
+    def require_artifact(self, target: str) -> Path:
+        """The compiled artifact for ``target``; ManifestError when unlisted or missing on disk."""
+        path = self.artifact(target)
+        where = f"{self.source}: models.{self.name}.artifacts"
+        if path is None:
+            listed = ", ".join(sorted(self.artifacts)) or "none"
+            raise ManifestError(
+                f"{where}: no compiled artifact for {target} (expected a "
+                f"{_suffix_text(target)} file; artifacts listed for: {listed}). Compile the "
+                f"model with the vendor's toolchain, or run it on a simulated board"
+            )
+        if not path.is_file():
+            raise ManifestError(f"{where}.{target}: {path} does not exist")
+        return path
+
+    def require_onnx(self) -> Path:
+        """The reference model's ONNX file; ManifestError when it is missing on disk."""
+        if not self.onnx.is_file():
+            raise ManifestError(
+                f"{self.source}: models.{self.name}.onnx: {self.onnx} does not exist"
+            )
+        return self.onnx
+
+    def for_run(self, target: str, *, simulated: bool) -> Path:
+        """What a run deploys: the ONNX on a simulated board, the artifact on a real one."""
+        return self.require_onnx() if simulated else self.require_artifact(target)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A loaded manifest: models by name."""
+
+    models: dict[str, ModelEntry]
+    source: str = "<manifest>"
+
+    def model(self, name: str) -> ModelEntry:
+        try:
+            return self.models[name]
+        except KeyError:
+            known = ", ".join(sorted(self.models)) or "none"
+            raise ManifestError(
+                f"{self.source}: no model {name!r} in the manifest (models: {known})"
+            ) from None
+
+    def to_dict(self, relative_to: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """The manifest as data (paths relative to ``relative_to`` when given)."""
+
+        def text(path: Path) -> str:
+            if relative_to is not None:
+                try:
+                    return str(path.relative_to(Path(relative_to)))
+                except ValueError:
+                    pass
+            return str(path)
+
+        return {
+            "version": VERSION,
+            "models": {
+                name: {
+                    "onnx": text(entry.onnx),
+                    "artifacts": {t: text(p) for t, p in sorted(entry.artifacts.items())},
+                }
+                for name, entry in sorted(self.models.items())
+            },
+        }
+
+
+def load_manifest(path: str | os.PathLike[str]) -> Manifest:
+    """Read and check a manifest file (``.json``, ``.yaml`` or ``.yml``)."""
+    file = Path(path)
+    source = str(file)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ManifestError(f"{source}: no such manifest file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"{source}: cannot read the manifest: {exc}") from exc
+    if file.suffix.lower() in (".yaml", ".yml"):
+        data = _parse_yaml(text, source)
+    else:
+        data = _parse_json(text, source)
+    return parse_manifest(data, base=file.parent, source=source)
+
+
+def save_manifest(manifest: Manifest, path: str | os.PathLike[str]) -> Path:
+    """Write ``manifest`` as JSON, paths relative to the file's folder where they can be."""
+    file = Path(path)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(json.dumps(manifest.to_dict(file.parent), indent=2) + "\n", encoding="utf-8")
+    return file
+
+
+def parse_manifest(
+    data: Any, *, base: str | os.PathLike[str] = ".", source: str = "<manifest>"
+) -> Manifest:
+    """Check manifest data (as parsed from JSON/YAML) and resolve its paths against ``base``."""
+    root = Path(base)
+    top = _mapping(data, source, "the manifest")
+    _known_keys(top, _TOP_KEYS, source, "")
+    version = top.get("version")
+    if version != VERSION:
+        raise ManifestError(f"{source}: version: expected {VERSION}, got {version!r}")
+    models = _mapping(top.get("models"), source, "models")
+    entries: dict[str, ModelEntry] = {}
+    for name, raw in models.items():
+        where = f"models.{name}"
+        if not isinstance(name, str) or not name:
+            raise ManifestError(f"{source}: models: model names must be strings, got {name!r}")
+        entry = _mapping(raw, source, where)
+        _known_keys(entry, _MODEL_KEYS, source, where + ".")
+        if "onnx" not in entry:
+            raise ManifestError(f"{source}: {where}: missing 'onnx' (the reference model's file)")
+        onnx_path = _path(entry["onnx"], root, source, where + ".onnx")
+        if onnx_path.suffix.lower() != ".onnx":
+            raise ManifestError(
+                f"{source}: {where}.onnx: expected an .onnx file, got {entry['onnx']!r}"
+            )
+        artifacts: dict[str, Path] = {}
+        raw_artifacts = entry.get("artifacts", {})
+        if raw_artifacts is None:
+            raw_artifacts = {}
+        for target, value in _mapping(raw_artifacts, source, where + ".artifacts").items():
+            key = f"{where}.artifacts.{target}"
+            _require_target(target, f"{source}: {key}")
+            path = _path(value, root, source, key)
+            if path.suffix.lower() not in ARTIFACT_SUFFIXES[target]:
+                raise ManifestError(
+                    f"{source}: {key}: expected a {_suffix_text(target)} file for {target}, "
+                    f"got {value!r}"
+                )
+            artifacts[target] = path
+        entries[name] = ModelEntry(name, onnx_path, artifacts, source)
+    return Manifest(entries, source)
+
+
+def _parse_json(text: str, source: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"{source}:{exc.lineno}:{exc.colno}"
+        raise ManifestError(f"{where}: not valid JSON: {exc.msg}") from None
+
+
+def _parse_yaml(text: str, source: str) -> Any:
+    try:
+        yaml: Any = importlib.import_module("yaml")
+    except ImportError:
+        raise ManifestError(
+            f"{source}: reading a YAML manifest needs PyYAML (pip install pyyaml); "
+            "or write the manifest as JSON"
+        ) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ManifestError(f"{where}: not valid YAML: {problem}") from None
+
+
+def _mapping(value: Any, source: str, where: str) -> Mapping[Any, Any]:
+    if not isinstance(value, Mapping):
+        raise ManifestError(
+            f"{source}: {where}: expected a mapping, got {type(value).__name__} {value!r}"
+        )
+    return value
+
+
+def _known_keys(
+    mapping: Mapping[Any, Any], known: tuple[str, ...], source: str, prefix: str
+) -> None:
+    unknown = sorted(str(k) for k in mapping if k not in known)
+    if unknown:
+        raise ManifestError(
+            f"{source}: {prefix}{unknown[0]}: unknown key (expected {', '.join(known)})"
+        )
+
+
+def _path(value: Any, root: Path, source: str, where: str) -> Path:
+    if not isinstance(value, str) or not value.strip():
+        raise ManifestError(f"{source}: {where}: expected a file path, got {value!r}")
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else root / path
+
+
+def _require_target(target: Any, where: str) -> None:
+    if target not in ARTIFACT_SUFFIXES:
+        raise ManifestError(
+            f"{where}: unknown target {target!r}; known targets: {', '.join(ARTIFACT_SUFFIXES)}"
+        )
+
+
+def _suffix_text(target: str) -> str:
+    return " or ".join(ARTIFACT_SUFFIXES[target])

@@ -1,0 +1,100 @@
+"""Expected outputs of a reference model, computed on the host by onnxruntime.
+
+Sessions are cached by the model's bytes, and every session runs single-threaded with the same
+options, so the host's expectation and the simulated board (which runs its models through this
+module) see bit-identical float outputs: a quantized value on a rounding boundary cannot land on
+different sides on the two.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+from collections import OrderedDict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from harness.errors import NpuHilError
+
+SESSION_CACHE_SIZE = 16
+
+
+class ModelInputError(NpuHilError, ValueError):
+    """The inputs handed to a reference model do not match its declared inputs."""
+
+
+_SESSIONS: OrderedDict[str, Any] = OrderedDict()
+
+
+def model_bytes(model: onnx.ModelProto | str | os.PathLike[str]) -> bytes:
+    if isinstance(model, onnx.ModelProto):
+        data: bytes = model.SerializeToString()
+        return data
+    return Path(model).read_bytes()
+
+
+def input_dtypes(model: onnx.ModelProto) -> dict[str, np.dtype]:
+    """The numpy dtype of each graph input (initializers listed as inputs are left out)."""
+    constants = {init.name for init in model.graph.initializer}
+    return {
+        value.name: np.dtype(helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type))
+        for value in model.graph.input
+        if value.name not in constants
+    }
+
+
+def session(model: onnx.ModelProto | str | os.PathLike[str]) -> Any:
+    """An onnxruntime session for ``model``, cached by the model's sha256."""
+    onnxruntime: Any = importlib.import_module("onnxruntime")
+    data = model_bytes(model)
+    key = hashlib.sha256(data).hexdigest()
+    cached = _SESSIONS.get(key)
+    if cached is not None:
+        _SESSIONS.move_to_end(key)
+        return cached
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    created = onnxruntime.InferenceSession(
+        data, sess_options=options, providers=["CPUExecutionProvider"]
+    )
+    _SESSIONS[key] = created
+    while len(_SESSIONS) > SESSION_CACHE_SIZE:
+        _SESSIONS.popitem(last=False)
+    return created
+
+
+def reference_outputs(
+    model: onnx.ModelProto | str | os.PathLike[str], inputs: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """Run ``model`` on ``inputs`` (name → array) with onnxruntime; returns name → output.
+
+    Inputs are cast to the dtype the model declares (a uint8 image feeds a float model), and
+    every declared input must be given, no other.
+    """
+    proto = model if isinstance(model, onnx.ModelProto) else onnx.load_model(str(model))
+    declared = input_dtypes(proto)
+    missing = sorted(set(declared) - set(inputs))
+    extra = sorted(set(inputs) - set(declared))
+    if missing or extra:
+        raise ModelInputError(
+            f"model inputs are {', '.join(declared)}; "
+            + (f"missing {', '.join(missing)}" if missing else "")
+            + ("; " if missing and extra else "")
+            + (f"unknown {', '.join(extra)}" if extra else "")
+        )
+    feeds = {name: np.ascontiguousarray(inputs[name], dtype=declared[name]) for name in declared}
+    runner = session(proto)
+    names = [output.name for output in runner.get_outputs()]
+    try:
+        values = runner.run(names, feeds)
+    except Exception as exc:  # onnxruntime raises its own classes for shape/type mismatches
+        raise ModelInputError(f"onnxruntime refused the inputs: {exc}") from exc
+    return {name: np.asarray(value) for name, value in zip(names, values, strict=True)}

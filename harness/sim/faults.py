@@ -1,0 +1,393 @@
+"""Faults a simulated board injects on purpose, so the harness can prove it catches each one.
+
+A fault is data: a name and parameters (JSON-friendly, so it travels in a job's
+``adapter_options``). Buffer faults rewrite the native buffers after the run and leave the
+reported attributes alone — the device claims the standard layout and delivers something else,
+which is exactly what the diff must catch. Process faults stop the board from answering.
+
+- ``wrong-alignment``: the buffer is laid out with a row / C2 / stride padding other than the
+  table's (``layout_params`` picks it; by default the first variant that changes the bytes);
+- ``swapped-channel-groups``: two channel groups (``groups``, default [0, 1]) of the layout's
+  block (C2, KL730 group) swapped; single channels where there are not two whole blocks;
+- ``byte-swap``: bytes swapped in pairs across the buffer (16-bit endianness);
+- ``dirty-padding``: every padding byte set to ``value`` (default 0xA5);
+- ``truncated-output``: the last ``drop`` bytes lost (default half the buffer);
+- ``garbage``: random bytes (``seed``) of the same length;
+- ``hang``: the run never returns (or sleeps ``seconds``);
+- ``crash``: the process dies (``signal``, default SIGSEGV, or ``exit_code``).
+
+Every buffer fault takes ``applies_to`` (``outputs`` — the default —, ``inputs`` or ``all``) and
+``tensors`` (names). A buffer fault that applies to no tensor of a run is an error, never a
+silent no-op: a test that thinks it injected a fault must really have.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from harness.codec import BlockedLayout, get_layout
+from harness.codec.params import round_up
+from harness.errors import LayoutError
+from harness.sim.errors import SimConfigError
+from harness.sim.targets import HORIZON, KNERON, vendor_of
+from harness.sim.tensors import SimTensor
+from targets import horizon, kl730
+
+BUFFER_FAULTS = (
+    "wrong-alignment",
+    "swapped-channel-groups",
+    "byte-swap",
+    "dirty-padding",
+    "truncated-output",
+    "garbage",
+)
+PROCESS_FAULTS = ("hang", "crash")
+FAULT_NAMES = (*BUFFER_FAULTS, *PROCESS_FAULTS)
+APPLIES_TO = ("outputs", "inputs", "all")
+_COMMON = ("applies_to", "tensors")
+_PARAMS: dict[str, tuple[str, ...]] = {
+    "wrong-alignment": ("layout_params", *_COMMON),
+    "swapped-channel-groups": ("groups", "group_size", *_COMMON),
+    "byte-swap": _COMMON,
+    "dirty-padding": ("value", *_COMMON),
+    "truncated-output": ("drop", *_COMMON),
+    "garbage": ("seed", *_COMMON),
+    "hang": ("seconds",),
+    "crash": ("signal", "exit_code"),
+}
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One fault: its name and parameters."""
+
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.name not in _PARAMS:
+            raise SimConfigError(f"unknown fault {self.name!r}; faults: {', '.join(FAULT_NAMES)}")
+        unknown = sorted(set(self.params) - set(_PARAMS[self.name]))
+        if unknown:
+            accepted = ", ".join(_PARAMS[self.name]) or "none"
+            raise SimConfigError(
+                f"fault {self.name}: unknown parameter(s) {', '.join(unknown)}; "
+                f"accepted: {accepted}"
+            )
+        _check_params(self.name, self.params)
+
+    @classmethod
+    def parse(cls, spec: Any) -> Fault:
+        """A fault from its name, ``{"name": ..., **params}`` or ``{"name": ..., "params": {}}``."""
+        if isinstance(spec, Fault):
+            return spec
+        if isinstance(spec, str):
+            return cls(spec)
+        if isinstance(spec, Mapping) and isinstance(spec.get("name"), str):
+            rest = {k: v for k, v in spec.items() if k != "name"}
+            if set(rest) == {"params"} and isinstance(rest["params"], Mapping):
+                rest = dict(rest["params"])
+            return cls(spec["name"], dict(rest))
+        raise SimConfigError(f"a fault is a name or a mapping with a 'name', got {spec!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **self.params}
+
+    @property
+    def applies_to(self) -> str:
+        return str(self.params.get("applies_to", "outputs"))
+
+
+def parse_faults(specs: Iterable[Any] | None) -> tuple[Fault, ...]:
+    if specs is None:
+        return ()
+    if isinstance(specs, str | Mapping):
+        specs = [specs]
+    return tuple(Fault.parse(spec) for spec in specs)
+
+
+def _check_params(name: str, params: Mapping[str, Any]) -> None:
+    def fail(key: str, expected: str) -> None:
+        raise SimConfigError(f"fault {name}: {key} must be {expected}, got {params[key]!r}")
+
+    def is_int(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    if params.get("applies_to", "outputs") not in APPLIES_TO:
+        fail("applies_to", " / ".join(APPLIES_TO))
+    tensors = params.get("tensors")
+    if tensors is not None and (
+        isinstance(tensors, str) or not all(isinstance(t, str) for t in tensors)
+    ):
+        fail("tensors", "a list of tensor names")
+    groups = params.get("groups")
+    if groups is not None and not (
+        isinstance(groups, list | tuple)
+        and len(groups) == 2
+        and all(is_int(g) and g >= 0 for g in groups)
+        and groups[0] != groups[1]
+    ):
+        fail("groups", "two different group numbers")
+    for key, low, high in (("group_size", 1, 1 << 16), ("value", 1, 255), ("drop", 1, 1 << 40)):
+        if key in params and not (is_int(params[key]) and low <= params[key] <= high):
+            fail(key, f"an integer in [{low}, {high}]")
+    if "seed" in params and not is_int(params["seed"]):
+        fail("seed", "an integer")
+    seconds = params.get("seconds")
+    if seconds is not None and (
+        isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0
+    ):
+        fail("seconds", "a number of seconds >= 0 (or null: forever)")
+    if "signal" in params and not (
+        isinstance(params["signal"], str) and hasattr(signal, params["signal"])
+    ):
+        fail("signal", "a signal name such as SIGSEGV")
+    exit_code = params.get("exit_code", 0)
+    if not (is_int(exit_code) and 0 <= exit_code < 256):
+        fail("exit_code", "an integer in [0, 255]")
+    if "layout_params" in params and not isinstance(params["layout_params"], Mapping):
+        fail("layout_params", "a mapping of layout parameters")
+
+
+# ------------------------------------------------------------------------- buffer faults
+
+
+def apply_buffer_faults(
+    faults: Iterable[Fault], inputs: list[SimTensor], outputs: list[SimTensor]
+) -> None:
+    """Apply the buffer faults, in order, to the tensors each one selects."""
+    for fault in faults:
+        if fault.name not in BUFFER_FAULTS:
+            continue
+        chosen = _select(fault, inputs, outputs)
+        applied = [_APPLY[fault.name](tensor, fault.params, i) for i, tensor in enumerate(chosen)]
+        if not any(applied):
+            names = ", ".join(t.name for t in chosen) or "none"
+            raise SimConfigError(
+                f"fault {fault.name} applies to no tensor of this run (selected: {names}; "
+                f"{_WHEN[fault.name]})"
+            )
+
+
+def _select(fault: Fault, inputs: list[SimTensor], outputs: list[SimTensor]) -> list[SimTensor]:
+    pool = {"outputs": outputs, "inputs": inputs, "all": [*inputs, *outputs]}[fault.applies_to]
+    names = fault.params.get("tensors")
+    if names is None:
+        return pool
+    unknown = sorted(set(names) - {t.name for t in pool})
+    if unknown:
+        raise SimConfigError(
+            f"fault {fault.name}: no {fault.applies_to} tensor named {', '.join(unknown)}"
+        )
+    return [t for t in pool if t.name in names]
+
+
+def _values(tensor: SimTensor, fault: str) -> np.ndarray:
+    try:
+        return tensor.codec_layout.unpack(tensor.data)
+    except LayoutError:
+        raise SimConfigError(
+            f"fault {fault} on {tensor.name!r}: the buffer no longer has its layout's length "
+            "(put truncated-output and wrong-alignment last)"
+        ) from None
+
+
+def _wrong_alignment(tensor: SimTensor, params: Mapping[str, Any], _: int) -> bool:
+    layout = tensor.codec_layout
+    values = _values(tensor, "wrong-alignment")
+    given = params.get("layout_params")
+    variants = [dict(given)] if given is not None else list(alignment_variants(layout))
+    for variant in variants:
+        try:
+            other = get_layout(
+                layout.target,
+                layout.name,
+                layout.shape,
+                layout.dtype,
+                role=layout.role,
+                **{**layout.params, **variant},
+            )
+        except LayoutError as exc:
+            if given is not None:
+                raise SimConfigError(f"fault wrong-alignment: {exc.message}") from None
+            continue
+        packed = other.pack(values)
+        if packed.size != tensor.data.size or not np.array_equal(packed, tensor.data):
+            tensor.data = packed
+            return True
+    return False
+
+
+def alignment_variants(layout: BlockedLayout) -> Iterator[dict[str, Any]]:
+    """Layout parameters a misbehaving runtime might use instead of the table's, in the order
+    the fault tries them (the ones the diff's forensics also tries come first)."""
+    vendor = vendor_of(layout.target)
+    attrs = layout.attributes
+    if vendor == KNERON:
+        yield from _kl730_variants(layout)
+    elif vendor == HORIZON:
+        width = layout.shape[-1]
+        if layout.name == "strided":
+            yield from _horizon_strided_variants(layout)
+        else:
+            for align in (1, 4, 8, 16, 64):
+                yield {"stride": round_up(width, align)}
+            yield {"stride": round_up(width, 32) + 32}
+    elif layout.name == "NHWC" and layout.role == "input":
+        predicted = int(attrs["w_stride"])
+        for align in (1, 4, 8, 16, 32):
+            yield {"w_stride": round_up(layout.shape[3], align)}
+        yield {"w_stride": predicted + int(attrs.get("width_align", 1))}
+    elif layout.name == "NC1HWC2":
+        c2 = int(attrs["c2"])
+        for other in (c2 // 2, c2 * 2):
+            if other >= 1:
+                yield {"c2": other}
+        if layout.role == "output":
+            yield {"hw_align": 8 if int(attrs["hw_align"]) != 8 else 1}
+    elif layout.name == "NHWC":
+        yield {"last_op": "other" if layout.params.get("last_op", "conv") == "conv" else "conv"}
+
+
+def _kl730_variants(layout: BlockedLayout) -> Iterator[dict[str, Any]]:
+    fmt = kl730.FORMATS[layout.name]
+    shape4, inserted = kl730.canonical_shape(layout.shape)
+    for cols in (4, 8, 16, 32, 64, shape4[3] + 1):
+        if cols == fmt.entry_cols:
+            continue
+        strides = kl730.predict_stride_npu(dataclasses.replace(fmt, entry_cols=cols), shape4)
+        yield {"stride_npu": [s for a, s in enumerate(strides) if a not in inserted]}
+
+
+def _horizon_strided_variants(layout: BlockedLayout) -> Iterator[dict[str, Any]]:
+    aligned = list(layout.attributes["predicted_alignedShape"])
+    item = layout.dtype.itemsize
+    last = len(aligned) - 1
+    for align in (1, 4, 8, 16, 64):
+        other = list(aligned)
+        other[last] = round_up(layout.shape[last], align)
+        yield {"stride": list(horizon.strides_of_aligned_shape(tuple(other), item))}
+    other = list(aligned)
+    other[last] += 32
+    yield {"stride": list(horizon.strides_of_aligned_shape(tuple(other), item))}
+
+
+def channel_block(layout: BlockedLayout) -> int:
+    """The layout's channel block (C2, KL730 group), 1 when channels are not blocked."""
+    axis = layout.axis_names.index("c")
+    canonical = [a for a in range(len(layout.canonical_shape)) if a not in layout.inserted_axes]
+    blocks = [d.block for d in layout.dims if d.axis == canonical[axis]]
+    return max(blocks, default=1)
+
+
+def _swapped_channel_groups(tensor: SimTensor, params: Mapping[str, Any], _: int) -> bool:
+    layout = tensor.codec_layout
+    if "c" not in layout.axis_names:
+        return False
+    axis = layout.axis_names.index("c")
+    channels = layout.shape[axis]
+    a, b = params.get("groups", (0, 1))
+    size = int(params.get("group_size", 0)) or channel_block(layout)
+    if (max(a, b) + 1) * size > channels:
+        if "group_size" in params or max(a, b) >= channels:
+            return False
+        size = 1  # fewer than two whole groups: swap single channels instead
+    values = _values(tensor, "swapped-channel-groups")
+    swapped = values.copy()
+    index_a: list[Any] = [slice(None)] * values.ndim
+    index_b: list[Any] = [slice(None)] * values.ndim
+    index_a[axis] = slice(a * size, (a + 1) * size)
+    index_b[axis] = slice(b * size, (b + 1) * size)
+    swapped[tuple(index_a)] = values[tuple(index_b)]
+    swapped[tuple(index_b)] = values[tuple(index_a)]
+    packed = layout.pack(swapped)
+    data = ~layout.padding_mask()  # only the data bytes: padding stays as the device left it
+    tensor.data[data] = packed[data]
+    return True
+
+
+def _byte_swap(tensor: SimTensor, params: Mapping[str, Any], _: int) -> bool:
+    even = tensor.data.size // 2 * 2
+    if even == 0:
+        return False
+    pairs = tensor.data[:even].reshape(-1, 2)
+    tensor.data[:even] = pairs[:, ::-1].reshape(-1)
+    return True
+
+
+def _dirty_padding(tensor: SimTensor, params: Mapping[str, Any], _: int) -> bool:
+    mask = tensor.codec_layout.padding_mask()[: tensor.data.size]
+    if not mask.any():
+        return False
+    tensor.data[mask] = int(params.get("value", 0xA5))
+    return True
+
+
+def _truncated(tensor: SimTensor, params: Mapping[str, Any], _: int) -> bool:
+    size = tensor.data.size
+    if size == 0:
+        return False
+    drop = min(int(params.get("drop", -(-size // 2))), size)
+    tensor.data = tensor.data[: size - drop].copy()
+    return True
+
+
+def _garbage(tensor: SimTensor, params: Mapping[str, Any], index: int) -> bool:
+    rng = np.random.default_rng([int(params.get("seed", 0)), index])
+    tensor.data = rng.integers(0, 256, tensor.data.size, dtype=np.uint8)
+    return True
+
+
+_APPLY: dict[str, Callable[[SimTensor, Mapping[str, Any], int], bool]] = {
+    "wrong-alignment": _wrong_alignment,
+    "swapped-channel-groups": _swapped_channel_groups,
+    "byte-swap": _byte_swap,
+    "dirty-padding": _dirty_padding,
+    "truncated-output": _truncated,
+    "garbage": _garbage,
+}
+_WHEN = {
+    "wrong-alignment": "it needs a layout whose padding another alignment changes",
+    "swapped-channel-groups": "it needs a channel axis with the groups named",
+    "byte-swap": "it needs buffers of at least two bytes",
+    "dirty-padding": "it needs a layout with padding bytes",
+    "truncated-output": "it needs a non-empty buffer",
+    "garbage": "it needs a buffer",
+}
+
+
+# ------------------------------------------------------------------------ process faults
+
+
+def apply_process_faults(faults: Iterable[Fault]) -> None:
+    """Hang or crash, as the first such fault in the list says."""
+    for fault in faults:
+        if fault.name == "hang":
+            _hang(fault.params.get("seconds"))
+        elif fault.name == "crash":
+            _crash(fault.params)
+
+
+def _hang(seconds: float | None) -> None:
+    if seconds is not None:
+        time.sleep(seconds)
+        return
+    while True:  # a wedged runtime call: only the agent's watchdog or a kill ends it
+        time.sleep(60)
+
+
+def _crash(params: Mapping[str, Any]) -> None:
+    if "exit_code" in params:
+        os._exit(int(params["exit_code"]))
+    number = int(getattr(signal, str(params.get("signal", "SIGSEGV"))))
+    os.kill(os.getpid(), number)
+    time.sleep(1)  # the signal is delivered asynchronously; if it was caught, die anyway
+    os._exit(128 + number)

@@ -1,0 +1,107 @@
+"""The simulated board's options (the job's ``adapter_options`` for the ``sim`` adapter)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.sim.errors import SimConfigError
+from harness.sim.execute import EXECUTORS
+from harness.sim.faults import Fault, parse_faults
+from harness.sim.targets import HORIZON, KNERON, ROCKCHIP, vendor_of
+
+COMMON = ("target", "faults", "executor", "buffer_offset", "buffer_offsets", "input_layout",
+          "output_layout")  # fmt: skip
+VENDOR_OPTIONS = {ROCKCHIP: ("precision",), HORIZON: ("output_quant",), KNERON: ()}
+OPTION_HELP = {
+    "target": "the board to be: kl730, rk3566 ... rv1106b, rdk-x3/x5/s100",
+    "faults": "faults to inject: names or {name, ...params} (see harness.sim.faults)",
+    "executor": "auto | onnxruntime | numpy",
+    "buffer_offset": "bytes past a 32-byte boundary for every I/O buffer (Horizon refuses)",
+    "buffer_offsets": "the same per tensor name",
+    "input_layout": "native input layout for inputs that do not name one",
+    "output_layout": "RKNN fmt (NC1HWC2 default) or KL730 format (1W16C8B default)",
+    "precision": "RKNN first-layer precision: int8 or float16",
+    "output_quant": "Horizon outputs: scale (default), shift or none (F32)",
+}
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    target: str
+    faults: tuple[Fault, ...] = ()
+    executor: str = "auto"
+    buffer_offset: int = 0
+    buffer_offsets: dict[str, int] = field(default_factory=dict)
+    input_layout: str | None = None
+    output_layout: str | None = None
+    precision: str | None = None
+    output_quant: str | None = None
+
+    @property
+    def vendor(self) -> str:
+        return vendor_of(self.target)
+
+    def offset_for(self, name: str) -> int:
+        return self.buffer_offsets.get(name, self.buffer_offset)
+
+    @classmethod
+    def from_mapping(cls, options: Mapping[str, Any]) -> SimOptions:
+        """Check ``options`` (unknown keys are refused, naming the ones this target takes)."""
+        if not isinstance(options, Mapping):
+            raise SimConfigError(f"sim options must be a mapping, got {options!r}")
+        if "target" not in options:
+            raise SimConfigError("sim options: 'target' is required (the board to simulate)")
+        target = options["target"]
+        vendor = vendor_of(target)
+        accepted = (*COMMON, *VENDOR_OPTIONS[vendor])
+        unknown = sorted(set(options) - set(accepted))
+        if unknown:
+            listed = "; ".join(f"{k}: {OPTION_HELP[k]}" for k in accepted)
+            raise SimConfigError(
+                f"sim options for {target}: unknown option(s) {', '.join(unknown)}; "
+                f"accepted: {listed}"
+            )
+        executor = options.get("executor", "auto")
+        if executor not in EXECUTORS:
+            choices = ", ".join(EXECUTORS)
+            raise SimConfigError(f"executor must be one of {choices}, got {executor!r}")
+        offsets = options.get("buffer_offsets") or {}
+        if not isinstance(offsets, Mapping):
+            raise SimConfigError(f"buffer_offsets must map tensor names to bytes, got {offsets!r}")
+        return cls(
+            target=target,
+            faults=parse_faults(options.get("faults")),
+            executor=executor,
+            buffer_offset=_offset("buffer_offset", options.get("buffer_offset", 0)),
+            buffer_offsets={str(k): _offset(f"buffer_offsets.{k}", v) for k, v in offsets.items()},
+            input_layout=_text("input_layout", options.get("input_layout")),
+            output_layout=_text("output_layout", options.get("output_layout")),
+            precision=_choice("precision", options.get("precision"), ("int8", "float16")),
+            output_quant=_choice(
+                "output_quant", options.get("output_quant"), ("scale", "shift", "none")
+            ),
+        )
+
+
+def _offset(key: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 4096:
+        raise SimConfigError(f"{key} must be a number of bytes in [0, 4096), got {value!r}")
+    return value
+
+
+def _text(key: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise SimConfigError(f"{key} must be a layout name, got {value!r}")
+    return value
+
+
+def _choice(key: str, value: Any, choices: tuple[str, ...]) -> str | None:
+    if value is None:
+        return None
+    if value not in choices:
+        raise SimConfigError(f"{key} must be one of {', '.join(choices)}, got {value!r}")
+    return str(value)

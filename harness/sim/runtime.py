@@ -1,0 +1,180 @@
+"""The simulated NPU: loads an ONNX model, runs it as the target's runtime would, and hands back
+the device's input and output buffers with the runtime's own attributes.
+
+    npu = SimNpu("rk3588", faults=["dirty-padding"])
+    model = npu.load("conv3x3.onnx")
+    run = npu.run(model, [SimInput.logical("input", image)])
+    run.outputs[0].data, run.outputs[0].attributes   # NC1HWC2 bytes, rknn_tensor_attr
+
+One run: set the inputs (laid out natively, attributes as reported after setting them), compute
+the float model (onnxruntime or the numpy path), quantize and lay out the outputs, then apply
+the buffer faults and the process faults (hang, crash), in that order.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import onnx
+
+from harness.sim import execute
+from harness.sim.errors import SimRefusal
+from harness.sim.faults import apply_buffer_faults, apply_process_faults
+from harness.sim.graph import GraphInfo, inspect
+from harness.sim.options import SimOptions
+from harness.sim.targets import HORIZON, KNERON, ROCKCHIP
+from harness.sim.tensors import InputLike, SimRun, SimTensor
+from harness.sim.vendors.base import VendorSim
+
+RUNTIME_NAME = "npu-hil simulated NPU"
+
+
+@dataclass
+class SimModel:
+    """A loaded model: the ONNX graph and what the runtime read off it."""
+
+    proto: onnx.ModelProto
+    graph: GraphInfo
+    source: str
+
+
+def _vendor_sim(options: SimOptions) -> VendorSim:
+    from harness.sim.vendors.horizon import HorizonSim
+    from harness.sim.vendors.kneron import Kl730Sim
+    from harness.sim.vendors.rknn import RknnSim
+
+    classes: dict[str, type[VendorSim]] = {
+        ROCKCHIP: RknnSim,
+        HORIZON: HorizonSim,
+        KNERON: Kl730Sim,
+    }
+    return classes[options.vendor](options)
+
+
+class SimNpu:
+    """One simulated board. ``options`` as :class:`SimOptions` takes them (``target`` given here
+    or in the mapping); keyword arguments are merged in."""
+
+    def __init__(
+        self,
+        target: str | None = None,
+        options: Mapping[str, Any] | None = None,
+        **more: Any,
+    ) -> None:
+        merged = {**(options or {}), **more}
+        if target is not None:
+            merged["target"] = target
+        self.options = SimOptions.from_mapping(merged)
+        self.target = self.options.target
+        self.executor = execute.resolve(self.options.executor)
+        self.vendor = _vendor_sim(self.options)
+
+    def versions(self) -> dict[str, str]:
+        versions = {
+            "runtime": RUNTIME_NAME,
+            "target": self.target,
+            "vendor": self.options.vendor,
+            "executor": self.executor,
+            "onnx": onnx.__version__,
+        }
+        if self.executor == "onnxruntime":
+            versions["onnxruntime"] = str(importlib.import_module("onnxruntime").__version__)
+        return versions
+
+    def load(self, model: onnx.ModelProto | str | os.PathLike[str]) -> SimModel:
+        """Read the ONNX model and refuse what the runtime refuses to load."""
+        if isinstance(model, onnx.ModelProto):
+            proto, source = model, "<model>"
+        else:
+            path = Path(model)
+            source = str(path)
+            if path.suffix.lower() != ".onnx":
+                raise SimRefusal(
+                    "UnsupportedError",
+                    "load",
+                    f"{path.name}: the simulated runtime runs ONNX reference models; compiled "
+                    "artifacts (.rknn, .hbm/.bin, .nef) run on real boards",
+                )
+            try:
+                proto = onnx.load_model(str(path))
+            except Exception as exc:  # onnx raises DecodeError, OSError ...
+                raise SimRefusal("DeviceError", "load", f"{path.name}: not a model: {exc}") from exc
+        try:
+            graph = inspect(proto)
+        except Exception as exc:
+            raise SimRefusal("DeviceError", "load", f"{source}: invalid model: {exc}") from exc
+        execute.check(proto, self.executor)
+        self.vendor.check_model(graph)
+        return SimModel(proto, graph, source)
+
+    def run(
+        self,
+        model: SimModel,
+        inputs: Sequence[InputLike],
+        outputs: Sequence[str] | None = None,
+    ) -> SimRun:
+        """Run once. ``outputs`` names the outputs wanted (None: all)."""
+        graph = model.graph
+        given = self._given(graph, inputs)
+        wanted = self._wanted(graph, outputs)
+        started = time.perf_counter()
+        held = [
+            self.vendor.hold_input(i, info, given[info.name])
+            for i, info in enumerate(graph.inputs)
+        ]
+        set_s = time.perf_counter() - started
+        started = time.perf_counter()
+        feeds = {h.tensor.name: h.model_value for h in held}
+        floats = execute.run(model.proto, feeds, self.executor)
+        run_s = time.perf_counter() - started
+        started = time.perf_counter()
+        result: list[SimTensor] = [
+            self.vendor.hold_output(i, info, floats[info.name], graph)
+            for i, info in enumerate(graph.outputs)
+            if info.name in wanted
+        ]
+        device_inputs = [h.tensor for h in held]
+        apply_buffer_faults(self.options.faults, device_inputs, result)
+        fetch_s = time.perf_counter() - started
+        apply_process_faults(self.options.faults)
+        return SimRun(device_inputs, result, {"run_s": run_s, "copy_s": set_s + fetch_s})
+
+    @staticmethod
+    def _given(graph: GraphInfo, inputs: Sequence[InputLike]) -> dict[str, InputLike]:
+        given: dict[str, InputLike] = {}
+        for tensor in inputs:
+            if tensor.name in given:
+                raise SimRefusal("LayoutError", "run", f"input {tensor.name!r} is given twice")
+            given[tensor.name] = tensor
+        names = [info.name for info in graph.inputs]
+        unknown = sorted(set(given) - set(names))
+        missing = [name for name in names if name not in given]
+        if unknown or missing:
+            raise SimRefusal(
+                "LayoutError",
+                "run",
+                f"the model's inputs are {', '.join(names)}"
+                + (f"; not set: {', '.join(missing)}" if missing else "")
+                + (f"; unknown: {', '.join(unknown)}" if unknown else ""),
+            )
+        return given
+
+    @staticmethod
+    def _wanted(graph: GraphInfo, outputs: Sequence[str] | None) -> set[str]:
+        names = [info.name for info in graph.outputs]
+        if outputs is None:
+            return set(names)
+        unknown = sorted(set(outputs) - set(names))
+        if unknown:
+            raise SimRefusal(
+                "LayoutError",
+                "run",
+                f"the model has no output {', '.join(unknown)}; outputs: {', '.join(names)}",
+            )
+        return set(outputs)

@@ -1,0 +1,220 @@
+"""Horizon BPU (RDK X3, X5, S100), simulated: libdnn's aligned buffers and
+``hbDNNTensorProperties``.
+
+- Inputs are held as given, in the ``strided`` layout with the codec's predicted strides
+  (tensorLayout NCHW, quantiType NONE: the model sees the values), or as ``NV12`` / ``Y``
+  frames when the input names that layout (rows ``stride`` bytes apart, width aligned to 32;
+  the model sees the Y, U, V planes, see :mod:`harness.sim.images`).
+- Outputs are S8 with ``SCALE`` per channel along quantizeAxis 1 (``output_quant``: ``shift``
+  for SHIFT, ``none`` for F32), in the ``strided`` layout with predicted strides and
+  ``alignedByteSize``; X3/X5 also report ``alignedShape``, S100 does not (spec notes).
+- Refusals: a buffer whose first address is not 32-byte aligned (seeds/003; simulate a caller's
+  own buffer with ``buffer_offset``), NV12 with odd H or W, anything the codec refuses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from harness.codec import BlockedLayout
+from harness.sim.errors import SimRefusal
+from harness.sim.graph import GraphInfo, TensorInfo
+from harness.sim.images import image_shape, nv12_planes, y_plane
+from harness.sim.options import SimOptions
+from harness.sim.quant import (
+    Cast,
+    HorizonScale,
+    HorizonShift,
+    Quantizer,
+    choose_horizon_scale,
+    choose_horizon_shift,
+)
+from harness.sim.tensors import InputLike, SimTensor, input_dtype, logical_input
+from harness.sim.vendors.base import HeldInput, VendorSim, static_shape
+from targets import horizon
+
+IMAGE_TYPES = ("NV12", "Y")
+LAYOUTS = ("strided", *IMAGE_TYPES)
+ALIGNED_SHAPE_TARGETS = ("rdk-x3", "rdk-x5")
+"""hbDNNTensorProperties.alignedShape exists on X3/X5 and not on S100 (spec notes)."""
+DTYPE_OF_TYPE = {name: np.dtype(dtype) for dtype, name in horizon.TENSOR_TYPES.items()}
+CHANNEL_AXIS = 1
+
+
+class HorizonSim(VendorSim):
+    def __init__(self, options: SimOptions) -> None:
+        super().__init__(options)
+        self.output_quant = options.output_quant or "scale"
+
+    @property
+    def output_dtype(self) -> np.dtype:
+        return np.dtype("float32" if self.output_quant == "none" else "int8")
+
+    def allocate(self, name: str, role: str, nbytes: int) -> np.ndarray:
+        buffer = super().allocate(name, role, nbytes)
+        address = int(buffer.ctypes.data)
+        misaligned = address % horizon.FIRST_ADDRESS_ALIGN
+        if misaligned:
+            raise SimRefusal(
+                "DeviceError",
+                "run",
+                f"hbDNNInfer: the {role} buffer of {name!r} starts at {hex(address)}, "
+                f"{misaligned} bytes past a 32-byte boundary; the first address of every BPU "
+                "input and output buffer must be 32-byte aligned (seeds/003)",
+            )
+        return buffer
+
+    def check_model(self, graph: GraphInfo) -> None:
+        for info in graph.outputs:
+            shape = static_shape(info)
+            self.layout("strided", shape, self.output_dtype, "output", "load", info.name)
+
+    # ---------------------------------------------------------------------- inputs
+
+    def hold_input(self, index: int, info: TensorInfo, given: InputLike) -> HeldInput:
+        dtype = input_dtype(given)
+        shape = tuple(int(d) for d in given.shape)
+        name = self.input_layout_name(given, LAYOUTS, "strided")
+        model_shape = static_shape(info, "run")
+        if name in IMAGE_TYPES:
+            frame = image_shape(name, model_shape) if len(model_shape) == 4 else None
+            channels = 3 if name == "NV12" else 1
+            if frame is None or model_shape[1] != channels or shape not in (frame, frame[1:]):
+                raise SimRefusal(
+                    "LayoutError",
+                    "run",
+                    f"input {given.name!r}: a {name} frame for a model input {list(model_shape)} "
+                    f"must be {list(frame) if frame else '(N, rows, W)'} with "
+                    f"{channels} model channel(s), got {list(shape)}",
+                )
+        else:
+            self.check_shape(info, shape)
+        layout = self.layout(name, shape, dtype, "input", "run", given.name)
+        logical = None if given.pass_through else logical_input(given)[0]
+        buffer, held = self.place(layout, given, logical)
+        attributes = properties(
+            self.target, index, given.name, layout, Cast(dtype), model_shape=model_shape
+        )
+        tensor = SimTensor(
+            given.name, buffer, layout.name, dtype.name, list(shape), attributes, layout, "input"
+        )
+        return HeldInput(tensor, model_input(attributes, held))
+
+    # --------------------------------------------------------------------- outputs
+
+    def hold_output(
+        self, index: int, info: TensorInfo, values: np.ndarray, graph: GraphInfo
+    ) -> SimTensor:
+        shape = static_shape(info, "run")
+        layout = self.layout("strided", shape, self.output_dtype, "output", "run", info.name)
+        axis = CHANNEL_AXIS if values.ndim > CHANNEL_AXIS else None
+        quant: Quantizer
+        if self.output_quant == "scale":
+            quant = choose_horizon_scale(values, axis)
+        elif self.output_quant == "shift":
+            quant = choose_horizon_shift(values, axis)
+        else:
+            quant = Cast(np.dtype("float32"))
+        held = quant.quantize(values)
+        buffer = self.output_buffer(info.name, layout, held)
+        attributes = properties(self.target, index, info.name, layout, quant)
+        return SimTensor(
+            info.name,
+            buffer,
+            layout.name,
+            layout.dtype.name,
+            list(shape),
+            attributes,
+            layout,
+            "output",
+        )
+
+
+# ------------------------------------------------------------- attributes and semantics
+
+
+def properties(
+    target: str,
+    index: int,
+    name: str,
+    layout: BlockedLayout,
+    quant: Quantizer,
+    *,
+    model_shape: tuple[int, ...] | None = None,
+) -> dict[str, Any]:
+    """``hbDNNTensorProperties`` of a tensor held in ``layout`` (field names as in hb_dnn.h)."""
+    attrs = layout.attributes
+    if layout.name in IMAGE_TYPES:
+        assert model_shape is not None
+        valid = list(model_shape)
+        stride = [-1] * len(valid)  # NV12/Y strides are dynamic: the caller supplies them
+        aligned = [*valid[:-1], int(attrs["row_stride"])]
+        tensor_type = layout.name
+    else:
+        valid = list(layout.shape)
+        stride = list(attrs["stride"])
+        aligned = list(attrs["predicted_alignedShape"])
+        tensor_type = horizon.TENSOR_TYPES[layout.dtype.name]
+    props: dict[str, Any] = {"index": index, "name": name, "validShape": valid}
+    if target in ALIGNED_SHAPE_TARGETS:
+        props["alignedShape"] = aligned
+    scale: list[float] = []
+    zero_point: list[int] = []
+    shift: list[int] = []
+    axis = 0
+    if isinstance(quant, HorizonScale):
+        quanti, scale, zero_point = "SCALE", list(quant.scale), list(quant.zero_point)
+        axis = quant.axis if quant.axis is not None else 0
+    elif isinstance(quant, HorizonShift):
+        quanti, shift = "SHIFT", list(quant.shift)
+        axis = quant.axis if quant.axis is not None else 0
+    else:
+        quanti = "NONE"
+    props.update(
+        {
+            "tensorLayout": "NCHW",
+            "tensorType": tensor_type,
+            "quantiType": quanti,
+            "scale": scale,
+            "zeroPoint": zero_point,
+            "shift": shift,
+            "quantizeAxis": axis,
+            "alignedByteSize": layout.nbytes,
+            "stride": stride,
+        }
+    )
+    return props
+
+
+def quantizer(attributes: dict[str, Any]) -> Quantizer:
+    """How the tensor's values relate to floats, from its properties."""
+    kind = attributes.get("quantiType", "NONE")
+    tensor_type = str(attributes.get("tensorType"))
+    dtype = DTYPE_OF_TYPE.get(tensor_type, np.dtype("uint8"))
+    if kind == "SCALE":
+        scales = tuple(float(s) for s in attributes["scale"])
+        zeros = tuple(int(z) for z in attributes.get("zeroPoint") or [0] * len(scales))
+        axis = int(attributes.get("quantizeAxis", 0)) if len(scales) > 1 else None
+        return HorizonScale(scales, zeros, axis, dtype)
+    if kind == "SHIFT":
+        shifts = tuple(int(s) for s in attributes["shift"])
+        axis = int(attributes.get("quantizeAxis", 0)) if len(shifts) > 1 else None
+        return HorizonShift(shifts, axis, dtype)
+    return Cast(dtype)
+
+
+def model_input(attributes: dict[str, Any], held: np.ndarray) -> np.ndarray:
+    """What the model computes on for an input held as ``held``."""
+    tensor_type = attributes.get("tensorType")
+    if tensor_type == "NV12":
+        return nv12_planes(held)
+    if tensor_type == "Y":
+        return y_plane(held)
+    dequantized: np.ndarray = quantizer(attributes).dequantize(held).astype(np.float32)
+    return dequantized
+
+
+def output_quantizer(attributes: dict[str, Any]) -> Quantizer:
+    return quantizer(attributes)

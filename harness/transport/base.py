@@ -1,0 +1,144 @@
+"""The transport interface: how the host moves files to a board and runs processes there.
+
+A transport owns one remote working directory. Every remote path it accepts is relative to that
+directory and refused if it would leave it (absolute paths, ``..``), so nothing a job names can
+reach the rest of the board. Every call that waits takes or implies a timeout and raises
+:class:`~harness.errors.TransportError` instead of hanging: a lost link, an expired timeout and a
+file that did not arrive are all infrastructure failures.
+
+Implementations: :class:`~harness.transport.local.LocalTransport` (a subprocess on this machine);
+SSH and serial come next and implement the same two protocols.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Protocol, runtime_checkable
+
+from harness.errors import NpuHilError
+
+__all__ = [
+    "CompletedRun",
+    "RemotePathError",
+    "Session",
+    "SessionExit",
+    "Transport",
+    "remote_path",
+]
+
+
+class RemotePathError(NpuHilError, ValueError):
+    """A remote path that would leave the transport's working directory."""
+
+
+def remote_path(path: str | PurePosixPath) -> PurePosixPath:
+    """Normalise a remote path relative to the working directory; refuse traversal.
+
+    Remote paths are POSIX whatever the host runs, relative, and never contain ``..``: a
+    confined path is checked by its spelling, before anything is sent, so SSH and serial transports
+    confine the same way without asking the board.
+    """
+    text = str(path)
+    if not text or "\x00" in text or "\\" in text:
+        raise RemotePathError(f"remote path {text!r}: expected a relative POSIX path")
+    pure = PurePosixPath(text)
+    if pure.is_absolute():
+        raise RemotePathError(
+            f"remote path {text!r} is absolute; remote paths are relative to the workdir"
+        )
+    if ".." in pure.parts:
+        raise RemotePathError(f"remote path {text!r} leaves the transport's working directory")
+    if not pure.parts:
+        raise RemotePathError(f"remote path {text!r} names the working directory itself")
+    return pure
+
+
+@dataclass(frozen=True)
+class CompletedRun:
+    """A remote command that finished (whatever its exit status)."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    duration: float
+
+
+@dataclass(frozen=True)
+class SessionExit:
+    """How a session's remote process ended: its exit status (negative: killed by that signal;
+    None: unknown, e.g. the link went away) and the tail of its stderr."""
+
+    returncode: int | None
+    stderr: bytes
+
+
+@runtime_checkable
+class Session(Protocol):
+    """A bidirectional byte stream to a long-running remote process (its stdin and stdout); its
+    stderr is collected separately, for the log."""
+
+    def send(self, data: bytes) -> None:
+        """Write all of ``data``; TransportError when the stream is closed or lost."""
+        ...
+
+    def recv(self, n: int, timeout: float) -> bytes:
+        """Between 1 and ``n`` bytes as soon as any arrive; ``b""`` once the remote process closed
+        its stdout; TransportError when nothing arrived within ``timeout`` seconds."""
+        ...
+
+    def stderr_tail(self) -> bytes:
+        """The last few kilobytes the process wrote to stderr so far."""
+        ...
+
+    def close(self, timeout: float = 5.0) -> SessionExit:
+        """End the remote process (close its stdin, wait up to ``timeout``, then kill it) and say
+        how it ended. Idempotent."""
+        ...
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """Files and processes on one board, confined to one working directory there.
+
+    ``python`` is the interpreter the agent runs under on that board.
+    """
+
+    @property
+    def workdir(self) -> str:
+        """The remote working directory (an absolute path on the board)."""
+        ...
+
+    @property
+    def python(self) -> str:
+        """The board's Python interpreter (a command or a path)."""
+        ...
+
+    def put(self, local_path: str | Path, remote_path: str | PurePosixPath) -> None:
+        """Copy one local file to the board, creating parent directories. Atomic: the remote path
+        holds either its old content or all of the new content, never a partial file."""
+        ...
+
+    def get(self, remote_path: str | PurePosixPath, local_path: str | Path) -> None:
+        """Copy one remote file to this machine; TransportError when it is missing."""
+        ...
+
+    def exists(self, remote_path: str | PurePosixPath) -> bool:
+        """Whether a remote file or directory exists (content-addressed deploys ask this)."""
+        ...
+
+    def run(
+        self, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None
+    ) -> CompletedRun:
+        """Run a command in the working directory and wait for it; TransportError (after killing
+        it) when it does not finish within ``timeout`` seconds or the link is lost."""
+        ...
+
+    def open_session(self, argv: Sequence[str]) -> Session:
+        """Start a long-running command in the working directory, connected by a Session."""
+        ...
+
+    def cleanup(self, remote_path: str | PurePosixPath) -> None:
+        """Remove a remote file or directory tree (missing is fine)."""
+        ...

@@ -1,0 +1,216 @@
+"""LocalTransport: the "board" is a directory on this machine and a subprocess under a chosen
+Python. The simulated boards use it, and it runs the real agent exactly as SSH will, so a local run
+exercises the real path. POSIX hosts only (``select`` on pipes, process groups)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import select
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePosixPath
+
+from harness.errors import TransportError
+from harness.transport.base import CompletedRun, RemotePathError, SessionExit, remote_path
+
+__all__ = ["LocalSession", "LocalTransport"]
+
+log = logging.getLogger(__name__)
+
+STDERR_TAIL_BYTES = 64 * 1024
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """Kill the process and anything it started: each child runs in its own session, so its
+    process group holds exactly its descendants."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+class LocalSession:
+    """A long-running local subprocess: stdin/stdout are the byte stream, stderr is drained by a
+    thread into a bounded tail (and the debug log) so a chatty process can never block on it."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        assert process.stderr is not None
+        self._process = process
+        self._stdin = process.stdin
+        self._stdout_fd = process.stdout.fileno()
+        self._tail = bytearray()
+        self._lock = threading.Lock()
+        self._exit: SessionExit | None = None
+        self._drain = threading.Thread(
+            target=self._drain_stderr, args=(process.stderr.fileno(),), daemon=True
+        )
+        self._drain.start()
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def _drain_stderr(self, fd: int) -> None:
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            log.debug("session %d stderr: %s", self._process.pid, chunk.decode(errors="replace"))
+            with self._lock:
+                self._tail += chunk
+                del self._tail[:-STDERR_TAIL_BYTES]
+
+    def send(self, data: bytes) -> None:
+        if self._exit is not None:
+            raise TransportError(f"session {self._process.pid} is closed")
+        try:
+            self._stdin.write(data)
+            self._stdin.flush()
+        except (OSError, ValueError) as exc:
+            raise TransportError(f"session {self._process.pid}: cannot send ({exc})") from exc
+
+    def recv(self, n: int, timeout: float) -> bytes:
+        if self._exit is not None:
+            return b""
+        ready, _, _ = select.select([self._stdout_fd], [], [], max(0.0, timeout))
+        if not ready:
+            raise TransportError(
+                f"session {self._process.pid}: nothing received within {timeout:.1f} s"
+            )
+        return os.read(self._stdout_fd, n)
+
+    def stderr_tail(self) -> bytes:
+        with self._lock:
+            return bytes(self._tail)
+
+    def close(self, timeout: float = 5.0) -> SessionExit:
+        if self._exit is not None:
+            return self._exit
+        with contextlib.suppress(OSError):
+            self._stdin.close()
+        try:
+            returncode = self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(self._process)
+            returncode = self._process.wait()
+        self._drain.join(1.0)
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+        if self._process.stderr is not None:
+            self._process.stderr.close()
+        self._exit = SessionExit(returncode, self.stderr_tail())
+        return self._exit
+
+
+class LocalTransport:
+    """Files in ``workdir`` on this machine; commands run there as subprocesses.
+
+    ``python`` is the interpreter the agent runs under (e.g. a pyenv 3.8 to match a board);
+    ``env`` adds variables to the subprocesses' environment (e.g. ``PYTHONPATH`` for an adapter
+    that needs the harness on the simulated board).
+    """
+
+    def __init__(
+        self,
+        workdir: str | os.PathLike[str],
+        python: str = "python3",
+        *,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        root = Path(workdir)
+        root.mkdir(parents=True, exist_ok=True)
+        self._workdir = root.resolve()
+        self._python = python
+        self._env = {**os.environ, **(env or {})}
+
+    @property
+    def workdir(self) -> str:
+        return str(self._workdir)
+
+    @property
+    def python(self) -> str:
+        return self._python
+
+    def _local(self, remote: str | PurePosixPath) -> Path:
+        full = self._workdir / remote_path(remote)
+        # Spelling alone is not enough here: a symlink inside the workdir could lead out of it.
+        if not full.resolve().is_relative_to(self._workdir):
+            raise RemotePathError(
+                f"remote path {str(remote)!r} leaves {self._workdir} via a symlink"
+            )
+        return full
+
+    def put(self, local_path: str | Path, remote_path: str | PurePosixPath) -> None:
+        target = self._local(remote_path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        try:
+            shutil.copyfile(local_path, tmp)
+            os.replace(tmp, target)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise TransportError(f"put {local_path} -> {remote_path}: {exc}") from exc
+
+    def get(self, remote_path: str | PurePosixPath, local_path: str | Path) -> None:
+        source = self._local(remote_path)
+        if not source.is_file():
+            raise TransportError(f"get {remote_path}: no such file in {self._workdir}")
+        Path(local_path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            shutil.copyfile(source, local_path)
+        except OSError as exc:
+            raise TransportError(f"get {remote_path} -> {local_path}: {exc}") from exc
+
+    def exists(self, remote_path: str | PurePosixPath) -> bool:
+        return self._local(remote_path).exists()
+
+    def _popen(self, argv: Sequence[str], stdin: int) -> subprocess.Popen[bytes]:
+        try:
+            return subprocess.Popen(
+                list(argv),
+                cwd=self._workdir,
+                env=self._env,
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise TransportError(f"cannot start {argv[0]!r}: {exc}") from exc
+
+    def run(
+        self, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None
+    ) -> CompletedRun:
+        started = time.monotonic()
+        process = self._popen(argv, subprocess.PIPE if stdin is not None else subprocess.DEVNULL)
+        try:
+            stdout, stderr = process.communicate(stdin, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            # The group is dead, so the pipes close; a grandchild that escaped the group could
+            # still hold them, hence the bound on this second wait too.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.communicate(timeout=5.0)
+            raise TransportError(
+                f"{' '.join(argv)}: no exit within {timeout:.1f} s; killed"
+            ) from None
+        return CompletedRun(process.returncode, stdout, stderr, time.monotonic() - started)
+
+    def open_session(self, argv: Sequence[str]) -> LocalSession:
+        return LocalSession(self._popen(argv, subprocess.PIPE))
+
+    def cleanup(self, remote_path: str | PurePosixPath) -> None:
+        target = self._local(remote_path)
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            target.unlink(missing_ok=True)

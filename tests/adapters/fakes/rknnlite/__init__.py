@@ -1,0 +1,1 @@
+"""Fake rknn-toolkit-lite2 for the adapter tests (only ``rknnlite.api.RKNNLite``)."""

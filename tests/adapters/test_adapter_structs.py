@@ -1,0 +1,59 @@
+"""The adapters' ctypes mirrors against a C compile of the same header declarations: every struct's
+size and every field's offset, per ABI."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from harness.agent.adapters import hobot_native, kneron, rknn_native
+
+CASES = [
+    ("rknnrt", rknn_native.STRUCTS),
+    ("dnn_x3x5", hobot_native.STRUCTS_X3X5),
+    ("dnn_s100", hobot_native.STRUCTS_S100),
+    ("kplus", kneron.STRUCTS),
+]
+
+
+@pytest.mark.parametrize(("lib_name", "structs"), CASES, ids=[c[0] for c in CASES])
+def test_sizes_and_offsets_match_the_c_declarations(
+    layout_exports: Callable[[str], Any], lib_name: str, structs: dict[str, Any]
+) -> None:
+    lib = layout_exports(lib_name)
+    for c_name, cls in structs.items():
+        assert lib.fake_sizeof(c_name.encode()) == ctypes.sizeof(cls), f"sizeof({c_name})"
+        if issubclass(cls, ctypes.Union):
+            continue  # every member of a union sits at offset 0
+        for field_name, *_ in cls._fields_:
+            offset = lib.fake_offsetof(c_name.encode(), field_name.encode())
+            assert offset != -1, f"the C table lacks {c_name}.{field_name}"
+            assert offset == getattr(cls, field_name).offset, f"offsetof({c_name}, {field_name})"
+
+
+def test_rknn_context_width_matches(layout_exports: Callable[[str], Any]) -> None:
+    lib = layout_exports("rknnrt")
+    assert lib.fake_sizeof(b"rknn_context") == ctypes.sizeof(rknn_native.rknn_context)
+
+
+@pytest.mark.skipif(ctypes.sizeof(ctypes.c_void_p) != 8, reason="LP64 figures")
+def test_rknn_tensor_attr_has_the_well_known_lp64_size() -> None:
+    # An anchor independent of the fake's own transcription of the header: 376 bytes on LP64,
+    # with the uint8 pass_through padded before h_stride.
+    assert ctypes.sizeof(rknn_native.RknnTensorAttr) == 376
+    assert rknn_native.RknnTensorAttr.h_stride.offset == 372
+    assert ctypes.sizeof(rknn_native.RknnTensorMem) == 40
+
+
+def test_horizon_abis_differ_where_the_headers_do() -> None:
+    x3x5, s100 = hobot_native.TensorPropertiesX3X5, hobot_native.TensorPropertiesS100
+    assert "alignedShape" in dict(x3x5._fields_)
+    assert "alignedShape" not in dict(s100._fields_)
+    assert dict(x3x5._fields_)["stride"]._type_ is ctypes.c_int32
+    assert dict(s100._fields_)["stride"]._type_ is ctypes.c_int64
+    assert dict(s100._fields_)["stride"]._length_ == 10
+    assert dict(hobot_native.QuantiScaleS100._fields_)["zeroPointData"]._type_ is ctypes.c_int32
+    assert dict(hobot_native.QuantiScaleX3X5._fields_)["zeroPointData"]._type_ is ctypes.c_int8

@@ -1,0 +1,294 @@
+"""LocalTransport against the transport interface, and the one-shot agent path through it."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+import pytest
+
+from harness.agent.client import AgentClient
+from harness.agent.protocol import InputSpec, JobSpec
+from harness.errors import DeviceError, TransportError
+from harness.transport import (
+    CompletedRun,
+    LocalTransport,
+    RemotePathError,
+    Session,
+    Transport,
+    remote_path,
+)
+
+FAKE_ADAPTERS = Path(__file__).parent / "fake_adapters" / "adapters"
+PY = sys.executable
+
+
+@pytest.fixture
+def transport(tmp_path: Path) -> LocalTransport:
+    return LocalTransport(tmp_path / "board", python=PY)
+
+
+def test_it_is_a_transport(transport: LocalTransport) -> None:
+    assert isinstance(transport, Transport)
+    assert transport.python == PY
+    assert Path(transport.workdir).is_dir() and Path(transport.workdir).is_absolute()
+
+
+# --- files ---------------------------------------------------------------------------------------
+
+
+def test_put_get_round_trip(transport: LocalTransport, tmp_path: Path) -> None:
+    source = tmp_path / "blob.bin"
+    source.write_bytes(os.urandom(4096))
+    transport.put(source, "deep/er/blob.bin")
+    assert transport.exists("deep/er/blob.bin") and transport.exists(PurePosixPath("deep"))
+    assert (Path(transport.workdir) / "deep/er/blob.bin").read_bytes() == source.read_bytes()
+    back = tmp_path / "back" / "blob.bin"
+    transport.get("deep/er/blob.bin", back)
+    assert back.read_bytes() == source.read_bytes()
+    # No temporary file is left behind by the atomic put.
+    assert sorted(p.name for p in (Path(transport.workdir) / "deep/er").iterdir()) == ["blob.bin"]
+
+
+def test_get_missing_file(transport: LocalTransport, tmp_path: Path) -> None:
+    with pytest.raises(TransportError, match=r"get nothing\.bin: no such file"):
+        transport.get("nothing.bin", tmp_path / "x")
+
+
+def test_put_missing_local_file(transport: LocalTransport, tmp_path: Path) -> None:
+    with pytest.raises(TransportError, match="put"):
+        transport.put(tmp_path / "nothing.bin", "x.bin")
+    assert not transport.exists("x.bin")
+
+
+@pytest.mark.parametrize("bad", ["/etc/passwd", "../outside", "a/../../b", "", ".", "a\\..\\b"])
+def test_remote_paths_are_confined(transport: LocalTransport, tmp_path: Path, bad: str) -> None:
+    source = tmp_path / "f"
+    source.write_bytes(b"x")
+    with pytest.raises(RemotePathError):
+        remote_path(bad)
+    with pytest.raises(RemotePathError):
+        transport.put(source, bad)
+    with pytest.raises(RemotePathError):
+        transport.get(bad, tmp_path / "g")
+    with pytest.raises(RemotePathError):
+        transport.cleanup(bad)
+    assert not (tmp_path / "outside").exists()
+
+
+def test_symlinks_cannot_lead_out(transport: LocalTransport, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, Path(transport.workdir) / "escape")
+    source = tmp_path / "f"
+    source.write_bytes(b"x")
+    with pytest.raises(RemotePathError, match="via a symlink"):
+        transport.put(source, "escape/f")
+    with pytest.raises(RemotePathError, match="via a symlink"):
+        transport.cleanup("escape")
+    assert outside.is_dir() and not (outside / "f").exists()
+
+
+def test_cleanup(transport: LocalTransport, tmp_path: Path) -> None:
+    source = tmp_path / "f"
+    source.write_bytes(b"x")
+    transport.put(source, "jobs/a/b/f")
+    transport.put(source, "single")
+    transport.cleanup("jobs/a")
+    transport.cleanup("single")
+    transport.cleanup("never-was")
+    assert not transport.exists("jobs/a") and not transport.exists("single")
+    assert transport.exists("jobs")
+
+
+# --- processes -----------------------------------------------------------------------------------
+
+
+def test_run(transport: LocalTransport) -> None:
+    done = transport.run(
+        [PY, "-c", "import os,sys; print(os.getcwd()); sys.stderr.write('e'); sys.exit(3)"],
+        timeout=30,
+    )
+    assert isinstance(done, CompletedRun)
+    assert done.returncode == 3
+    assert done.stdout.decode().strip() == transport.workdir
+    assert done.stderr == b"e"
+    assert 0 < done.duration < 30
+
+
+def test_run_with_stdin(transport: LocalTransport) -> None:
+    done = transport.run(
+        [PY, "-c", "import sys; sys.stdout.write(sys.stdin.read().upper())"],
+        timeout=30,
+        stdin=b"abc",
+    )
+    assert done.stdout == b"ABC"
+
+
+def test_run_timeout_kills_the_whole_group(transport: LocalTransport, tmp_path: Path) -> None:
+    marker = tmp_path / "survived"
+    grandchild = tmp_path / "grandchild.py"
+    grandchild.write_text(f"import time\ntime.sleep(3)\nopen({str(marker)!r}, 'w').close()\n")
+    # The child starts a grandchild that holds the pipes and would leave the marker if it
+    # survived, then hangs.
+    script = (
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, {str(grandchild)!r}])\n"
+        "time.sleep(60)\n"
+    )
+    started = time.monotonic()
+    with pytest.raises(TransportError, match=r"no exit within 0\.5 s; killed"):
+        transport.run([PY, "-c", script], timeout=0.5)
+    assert time.monotonic() - started < 10
+    time.sleep(3.5)
+    assert not marker.exists()
+
+
+def test_run_missing_program(transport: LocalTransport) -> None:
+    with pytest.raises(TransportError, match="cannot start"):
+        transport.run(["/nonexistent/python"], timeout=5)
+
+
+def test_session_stream(transport: LocalTransport) -> None:
+    script = (
+        "import os, sys\n"
+        "sys.stderr.write('hello on stderr\\n'); sys.stderr.flush()\n"
+        "while True:\n"
+        "    data = os.read(0, 100)\n"
+        "    if not data: break\n"
+        "    os.write(1, data[::-1])\n"
+        "sys.exit(5)\n"
+    )
+    session = transport.open_session([PY, "-c", script])
+    assert isinstance(session, Session)
+    session.send(b"abc")
+    received = b""
+    while len(received) < 3:
+        received += session.recv(10, timeout=10)
+    assert received == b"cba"
+    with pytest.raises(TransportError, match=r"nothing received within 0\.2 s"):
+        session.recv(10, timeout=0.2)
+    ended = session.close()
+    assert ended.returncode == 5
+    assert b"hello on stderr" in ended.stderr
+    assert session.close() is ended  # idempotent
+    assert session.recv(1, timeout=1) == b""
+    with pytest.raises(TransportError, match="closed"):
+        session.send(b"x")
+
+
+def test_session_eof_and_kill(transport: LocalTransport) -> None:
+    session = transport.open_session([PY, "-c", "import time; time.sleep(60)"])
+    started = time.monotonic()
+    ended = session.close(timeout=0.2)
+    assert ended.returncode is not None and ended.returncode < 0  # killed
+    assert time.monotonic() - started < 10
+
+    quick = transport.open_session([PY, "-c", "print('bye')"])
+    received = b""
+    while chunk := quick.recv(100, timeout=10):  # b"" is the end of the stream
+        received += chunk
+    assert received == b"bye\n"
+    assert quick.close().returncode == 0
+
+
+def test_environment_is_passed(tmp_path: Path) -> None:
+    transport = LocalTransport(tmp_path, python=PY, env={"NPU_HIL_PROBE": "42"})
+    done = transport.run([PY, "-c", "import os; print(os.environ['NPU_HIL_PROBE'])"], timeout=30)
+    assert done.stdout == b"42\n"
+
+
+# --- the agent through LocalTransport, one process per job ---------------------------------------
+
+
+class CountingTransport(LocalTransport):
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.puts: list[str] = []
+
+    def put(self, local_path: str | Path, remote_path: str | PurePosixPath) -> None:
+        self.puts.append(str(remote_path))
+        super().put(local_path, remote_path)
+
+
+def job(model: Path, job_id: str = "one", **options: object) -> JobSpec:
+    return JobSpec(
+        job_id=job_id,
+        adapter="echo",
+        model=model,
+        inputs=(InputSpec("x", "NHWC", (1, 4, 4, 3), "uint8"),),
+        adapter_options=options,
+        load_timeout_s=10,
+        run_timeout_s=10,
+    )
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    path = tmp_path / "net.rknn"
+    path.write_bytes(b"\x01\x02" * 500)
+    return path
+
+
+def test_one_shot_jobs(tmp_path: Path, model: Path) -> None:
+    transport = CountingTransport(tmp_path / "board", python=PY)
+    x = np.arange(48, dtype=np.uint8).reshape(1, 4, 4, 3)
+    with AgentClient(transport, sessions=False, adapter_dirs=[FAKE_ADAPTERS]) as client:
+        first = client.submit(job(model), {"x": x})
+        second = client.submit(job(model, "two"), {"x": x})
+    assert first.ok and second.ok
+    assert first.output("x_out").data.tobytes() == x.tobytes()
+    # One process per job: nothing is cached between them.
+    assert not second.timings.model_cached
+    assert second.output("x_out").attributes["loads"] == 1
+    # The model went to the cache once; job directories are removed after each job.
+    assert sum(p.startswith("cache/") for p in transport.puts) == 1
+    assert list((Path(transport.workdir) / "jobs").iterdir()) == []
+
+
+def test_redeploy_copies_nothing_new(tmp_path: Path, model: Path) -> None:
+    transport = CountingTransport(tmp_path / "board", python=PY)
+    client = AgentClient(transport, sessions=False, adapter_dirs=[FAKE_ADAPTERS])
+    agent = client.deploy()
+    client.deploy_model(model)
+    assert {"agent.py", "adapters/base.py", "adapters/echo.py", ".complete"} <= {
+        str(PurePosixPath(p).relative_to(agent.parent))
+        for p in transport.puts
+        if p.startswith(str(agent.parent))
+    }
+    assert sum(p.startswith("cache/") for p in transport.puts) == 1
+    client.close()
+    transport.puts.clear()
+    again = AgentClient(transport, sessions=False, adapter_dirs=[FAKE_ADAPTERS])
+    assert again.deploy() == agent
+    again.deploy_model(model)
+    assert transport.puts == []
+    again.close()
+
+
+def test_one_shot_crash_is_a_device_error(tmp_path: Path, model: Path) -> None:
+    transport = LocalTransport(tmp_path / "board", python=PY)
+    x = np.zeros((1, 4, 4, 3), np.uint8)
+    with AgentClient(transport, sessions=False, adapter_dirs=[FAKE_ADAPTERS]) as client:
+        with pytest.raises(DeviceError, match="killed by SIGABRT and wrote no result") as crash:
+            client.submit(job(model, crash={"stage": "run", "how": "abort"}), {"x": x})
+        # The agent's fault handler shows where the runtime died.
+        assert "in _misbehave" in str(crash.value)
+        assert client.submit(job(model), {"x": x}).ok
+
+
+def test_one_shot_timeout_is_reported(tmp_path: Path, model: Path) -> None:
+    transport = LocalTransport(tmp_path / "board", python=PY)
+    x = np.zeros((1, 4, 4, 3), np.uint8)
+    spec = job(model, hang={"stage": "load", "seconds": 60})
+    spec = JobSpec(**{**spec.__dict__, "load_timeout_s": 0.5})
+    with AgentClient(transport, sessions=False, adapter_dirs=[FAKE_ADAPTERS]) as client:
+        started = time.monotonic()
+        result = client.submit(spec, {"x": x})
+        assert time.monotonic() - started < 20
+    (error,) = result.errors
+    assert (error.type, error.stage) == ("TimeoutError", "load")
+    assert isinstance(result.error(), TransportError)

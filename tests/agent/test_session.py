@@ -1,0 +1,350 @@
+"""The persistent agent session: model caching across jobs, timeouts, crashes, restarts, and the
+frame stream itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path, PurePosixPath
+from typing import Any
+from unittest.mock import ANY
+
+import numpy as np
+import pytest
+
+from harness.agent import agent as board
+from harness.agent.client import AgentClient
+from harness.agent.protocol import InputSpec, JobSpec
+from harness.errors import DeviceError, ProtocolError, TransportError
+from harness.transport import LocalTransport
+
+AGENT = Path(board.__file__)
+FAKE_ADAPTERS = Path(__file__).parent / "fake_adapters" / "adapters"
+PY = sys.executable
+X = np.arange(2 * 3 * 4 * 4, dtype=np.int8).reshape(2, 3, 4, 4)
+
+
+def make_model(tmp_path: Path, name: str, content: bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(content)
+    return path
+
+
+def spec(model: Path, job_id: str = "job", **overrides: Any) -> JobSpec:
+    fields: dict[str, Any] = {
+        "job_id": job_id,
+        "adapter": "echo",
+        "model": model,
+        "inputs": (InputSpec("x", "NCHW", (2, 3, 4, 4), "int8"),),
+        "load_timeout_s": 10.0,
+        "run_timeout_s": 10.0,
+    }
+    fields.update(overrides)
+    return JobSpec(**fields)
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    return make_model(tmp_path, "a.rknn", b"model A" * 100)
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[AgentClient]:
+    transport = LocalTransport(tmp_path / "board", python=PY)
+    with AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS], margin_s=5.0) as agent_client:
+        yield agent_client
+
+
+def journal(path: Path) -> list[str]:
+    return [line.split(" ", 1)[1][:12] for line in path.read_text().splitlines()]
+
+
+# --- caching -------------------------------------------------------------------------------------
+
+
+def test_models_are_cached_across_jobs(tmp_path: Path, model: Path) -> None:
+    log = tmp_path / "journal.txt"
+    transport = LocalTransport(tmp_path / "board", python=PY)
+    client = AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS])
+    first = client.submit(spec(model, "one", adapter_options={"journal": str(log)}), {"x": X})
+    pid = client.agent_pid
+    second = client.submit(spec(model, "two", adapter_options={"journal": str(log)}), {"x": X})
+    assert first.ok and second.ok
+    assert client.agent_pid == pid and client.sessions_started == 1
+    assert not first.timings.model_cached and first.output("x_out").attributes["loads"] == 1
+    assert second.timings.model_cached and second.timings.load_s == 0.0
+    # The second job did not call load again: same adapter instance, one load, two runs.
+    attrs = second.output("x_out").attributes
+    assert (attrs["loads"], attrs["runs"], attrs["instance"]) == (1, 2, 1)
+    assert second.output("x_out").data.tobytes() == X.tobytes()
+    assert client.ping()["models"] == [first.output("x_out").attributes["model_sha256"]]
+    sha = attrs["model_sha256"][:12]
+    assert journal(log) == ["init", f"load {sha}"[:12], f"run {sha}"[:12], f"run {sha}"[:12]]
+    # Shutting down releases the cached model.
+    client.close()
+    assert journal(log)[-1] == f"release {sha}"[:12]
+
+
+def test_cache_is_lru_with_a_bound(tmp_path: Path) -> None:
+    a = make_model(tmp_path, "a.bin", b"A" * 64)
+    b = make_model(tmp_path, "b.bin", b"B" * 64)
+    log = tmp_path / "journal.txt"
+    transport = LocalTransport(tmp_path / "board", python=PY)
+    opts = {"journal": str(log)}
+    with AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS], model_cache_size=1) as client:
+        cached = [
+            client.submit(spec(m, f"j{i}", adapter_options=opts), {"x": X}).timings.model_cached
+            for i, m in enumerate([a, a, b, a])
+        ]
+    assert cached == [False, True, False, False]
+    steps = [line.split()[1] for line in log.read_text().splitlines()]
+    # Loading B evicted (released) A; loading A again evicted B; shutdown released A.
+    assert steps == ["init", "load", "run", "run", "load", "release", "run", "load", "release",
+                     "run", "release"]  # fmt: skip
+
+
+def test_adapter_instances_are_per_options(client: AgentClient, model: Path) -> None:
+    one = client.submit(spec(model, "a", adapter_options={"core_mask": 1}), {"x": X})
+    two = client.submit(spec(model, "b", adapter_options={"core_mask": 2}), {"x": X})
+    three = client.submit(spec(model, "c", adapter_options={"core_mask": 1}), {"x": X})
+    instance = [r.output("x_out").attributes["instance"] for r in (one, two, three)]
+    assert instance[0] == instance[2] != instance[1]
+    assert [r.timings.model_cached for r in (one, two, three)] == [False, False, True]
+
+
+def test_one_process_serves_every_job(client: AgentClient, model: Path) -> None:
+    client.submit(spec(model, "warm"), {"x": X})
+    pid = client.agent_pid
+    for i in range(20):
+        assert client.submit(spec(model, f"n{i}"), {"x": X}).ok
+    # No process start per job (Python + numpy cost ~100 ms each on a board).
+    assert client.ping() == {"op": "ping", "pid": pid, "jobs": 21, "models": [ANY]}
+    assert client.sessions_started == 1
+
+
+# --- failures and restarts -----------------------------------------------------------------------
+
+
+def test_timeout_is_reported_and_the_session_restarts(client: AgentClient, model: Path) -> None:
+    assert client.submit(spec(model, "before"), {"x": X}).ok
+    first_pid = client.agent_pid
+    hung = spec(model, "hung", run_timeout_s=0.5, adapter_options={"hang": {"stage": "run"}})
+    started = time.monotonic()
+    result = client.submit(hung, {"x": X})
+    assert time.monotonic() - started < 10
+    (error,) = result.errors
+    assert (error.type, error.stage) == ("TimeoutError", "run")
+    assert "did not return from run within 0.5 s" in error.message
+    assert isinstance(result.error(), TransportError)
+    # The agent exited after reporting; the next job gets a new session.
+    after = client.submit(spec(model, "after"), {"x": X})
+    assert after.ok and not after.timings.model_cached
+    assert client.sessions_started == 2 and client.agent_pid not in (None, first_pid)
+
+
+def test_frozen_agent_is_killed_by_the_host(client: AgentClient, model: Path) -> None:
+    client.ping()
+    pid = client.agent_pid
+    assert pid is not None
+    # A board that stops answering altogether (the agent's own watchdog cannot help here).
+    os.kill(pid, signal.SIGSTOP)
+    quick = spec(model, "frozen", load_timeout_s=0.2, run_timeout_s=0.2)
+    started = time.monotonic()
+    with pytest.raises(TransportError, match=r"job frozen: no answer from the agent within 6 s"):
+        client.submit(quick, {"x": X})
+    assert time.monotonic() - started < 15
+    assert client.submit(spec(model, "next"), {"x": X}).ok
+    assert client.sessions_started == 2
+
+
+@pytest.mark.parametrize(
+    ("how", "ending"),
+    [("segv", "killed by SIGSEGV"), ("abort", "killed by SIGABRT"), ("exit", "exit status 70")],
+)
+def test_crashed_adapter(client: AgentClient, model: Path, how: str, ending: str) -> None:
+    crash = spec(model, "boom", adapter_options={"crash": {"stage": "run", "how": how}})
+    with pytest.raises(DeviceError, match=f"job boom: the agent session died \\({ending}") as exc:
+        client.submit(crash, {"x": X})
+    assert "crashing on purpose in run" in str(exc.value)
+    assert client.submit(spec(model, "alive"), {"x": X}).ok
+    assert client.sessions_started == 2
+
+
+def test_crash_while_loading(client: AgentClient, model: Path) -> None:
+    with pytest.raises(DeviceError, match="session died"):
+        client.submit(spec(model, "boom", adapter_options={"crash": {"stage": "load"}}), {"x": X})
+    assert client.submit(spec(model, "alive"), {"x": X}).ok
+
+
+def test_adapter_errors_keep_the_session(client: AgentClient, model: Path) -> None:
+    client.ping()
+    pid = client.agent_pid
+    fault = {"stage": "load", "kind": "DeviceError", "message": "rknn_init failed: -1"}
+    result = client.submit(spec(model, "refused", adapter_options={"raise": fault}), {"x": X})
+    assert not result.ok
+    assert str(result.errors[0]) == "DeviceError during load: rknn_init failed: -1 (code 7)"
+    with pytest.raises(DeviceError, match="job refused: DeviceError during load"):
+        result.raise_for_errors()
+    assert client.submit(spec(model, "fine"), {"x": X}).ok
+    assert client.agent_pid == pid and client.sessions_started == 1
+
+
+def test_stdout_noise_cannot_corrupt_the_stream(client: AgentClient, model: Path) -> None:
+    for i in range(3):
+        result = client.submit(spec(model, f"noisy{i}", adapter_options={"print": True}), {"x": X})
+        assert result.ok
+    assert client.sessions_started == 1
+
+
+def test_refused_job_in_a_session(client: AgentClient, model: Path) -> None:
+    result = client.submit(spec(model, "bad", adapter="nope"), {"x": X})
+    assert not result.ok
+    assert isinstance(result.error(), ProtocolError)
+    assert "adapter: 'nope' is not an adapter on this board" in str(result.error())
+    assert client.submit(spec(model, "good"), {"x": X}).ok
+
+
+def test_versions(client: AgentClient) -> None:
+    versions = client.versions("echo")
+    assert versions["runtime"] == "echo 1.0"
+    assert versions["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert versions["numpy"] == np.__version__
+    with pytest.raises(ProtocolError, match="'tensorrt' is not an adapter on this board"):
+        client.versions("tensorrt")
+
+
+def test_agent_that_cannot_start(tmp_path: Path, model: Path) -> None:
+    transport = LocalTransport(tmp_path / "board", python="false")
+    with (
+        AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS]) as client,
+        pytest.raises(DeviceError, match=r"did not start \(exit status 1\)"),
+    ):
+        client.submit(spec(model), {"x": X})
+
+
+# --- damage on the way back ----------------------------------------------------------------------
+
+
+class DamagingTransport(LocalTransport):
+    """Damages one file as it is fetched: a corrupted transfer."""
+
+    def __init__(self, workdir: Path, target: str, damage: Callable[[bytes], bytes]) -> None:
+        super().__init__(workdir, python=PY)
+        self.target = target
+        self.damage = damage
+
+    def get(self, remote_path: str | PurePosixPath, local_path: str | Path) -> None:
+        super().get(remote_path, local_path)
+        if PurePosixPath(remote_path).name == self.target:
+            Path(local_path).write_bytes(self.damage(Path(local_path).read_bytes()))
+
+
+def flip_a_bit(data: bytes) -> bytes:
+    damaged = bytearray(data)
+    damaged[len(damaged) // 2] ^= 0x01
+    return bytes(damaged)
+
+
+def test_corrupted_blob_is_caught(tmp_path: Path, model: Path) -> None:
+    transport = DamagingTransport(tmp_path / "board", "out_0.bin", flip_a_bit)
+    with (
+        AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS]) as client,
+        pytest.raises(TransportError, match=r"out_0\.bin: sha256 [0-9a-f]+, the agent wrote"),
+    ):
+        client.submit(spec(model), {"x": X})
+
+
+def test_damaged_result_json_is_caught(tmp_path: Path, model: Path) -> None:
+    # Still valid JSON with every blob intact: only the comparison with the agent's answer
+    # can tell.
+    def edit(data: bytes) -> bytes:
+        return data.replace(b'"echo 1.0"', b'"echo 1.1"')
+
+    transport = DamagingTransport(tmp_path / "board", "result.json", edit)
+    with (
+        AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS]) as client,
+        pytest.raises(TransportError, match="differs from what the agent answered"),
+    ):
+        client.submit(spec(model), {"x": X})
+
+
+# --- the frame stream, spoken directly -----------------------------------------------------------
+
+
+class RawSession:
+    def __init__(self, tmp_path: Path) -> None:
+        self.process = subprocess.Popen(
+            [PY, str(AGENT), "--session", "--adapters", str(FAKE_ADAPTERS)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=tmp_path,
+        )
+
+    def send_bytes(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.send_bytes(board.encode_frame(message))
+
+    def read(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        header = self.process.stdout.read(8)
+        assert len(header) == 8, header
+        return board.decode_frame(self.process.stdout.read(board.frame_length(header)))
+
+    def finish(self) -> tuple[int, bytes, bytes]:
+        out, err = self.process.communicate(timeout=30)
+        return self.process.returncode, out, err
+
+
+def test_raw_session_requests(tmp_path: Path) -> None:
+    raw = RawSession(tmp_path)
+    hello = raw.read()
+    assert hello["op"] == "hello" and hello["protocol"] == board.SESSION_PROTOCOL
+    assert hello["job_schema"] == board.JOB_SCHEMA and "echo" in hello["adapters"]
+    raw.send({"op": "ping"})
+    assert raw.read() == {"op": "ping", "pid": raw.process.pid, "jobs": 0, "models": []}
+    raw.send({"op": "dance"})
+    assert raw.read()["error"]["message"] == "unknown op 'dance'"
+    raw.send({"op": "job", "dir": "no/such/dir"})
+    assert raw.read()["error"] == {
+        "type": "JobError", "stage": "validate", "message": "dir: 'no/such/dir' is not a directory"
+    }  # fmt: skip
+    raw.send({"op": "versions", "adapter": "../echo"})
+    assert "is not an adapter name" in raw.read()["error"]["message"]
+    raw.send({"op": "shutdown"})
+    assert raw.read() == {"op": "shutdown"}
+    returncode, rest, _ = raw.finish()
+    assert returncode == 0 and rest == b""
+
+
+def test_raw_session_ends_at_end_of_stream(tmp_path: Path) -> None:
+    raw = RawSession(tmp_path)
+    raw.read()
+    assert raw.finish()[0] == 0  # stdin closed: a clean exit
+
+
+def test_desynchronised_stream_is_refused(tmp_path: Path) -> None:
+    raw = RawSession(tmp_path)
+    raw.read()
+    raw.send_bytes(b"GET / HTTP/1.1\r\n\r\n")
+    answer = raw.read()
+    assert answer["op"] == "error" and "not npu-hil frames" in answer["error"]["message"]
+    assert raw.finish()[0] == board.EXIT_FAILED
+
+
+def test_non_object_frame_is_refused(tmp_path: Path) -> None:
+    raw = RawSession(tmp_path)
+    raw.read()
+    payload = json.dumps([1, 2]).encode()
+    raw.send_bytes(len(payload).to_bytes(8, "big") + payload)
+    assert "not a JSON object" in raw.read()["error"]["message"]
+    assert raw.finish()[0] == board.EXIT_FAILED

@@ -1,0 +1,196 @@
+"""layout_from_report: the host unpacks with what the device says. Sim attributes round-trip
+through it, and hand-written reports in each runtime's own spelling build the right layout."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sim_helpers import compare, inputs_for, native_dtype, run_sim
+
+from harness.codec import get_layout
+from harness.codec.reported import dtype_from_report, layout_from_report, predicted_layout
+from harness.diff.attributes import diff_attributes, disagreements
+from harness.errors import LayoutError
+from harness.models import build
+from harness.sim import SIM_TARGETS
+
+
+@pytest.mark.parametrize("model_name", ["conv3x3", "deconv"])
+@pytest.mark.parametrize("target", SIM_TARGETS)
+def test_sim_attributes_round_trip(target: str, model_name: str) -> None:
+    model = build(model_name, (2, 5, 3, 7) if target != "rk3588" else (1, 3, 3, 7))
+    given = inputs_for(model, native_dtype(target), seed=13)
+    run = run_sim(target, model, given)
+    for item in compare(target, model, given, run):
+        device = item.device
+        # No shape given: the report alone determines the tensor.
+        layout = layout_from_report(target, device.role, device.attributes)
+        assert layout.shape == tuple(device.shape)
+        reported_dtype = dtype_from_report(target, device.attributes)
+        assert layout.dtype == np.dtype(device.dtype) == reported_dtype
+        assert layout.nbytes == device.data.size
+        assert np.array_equal(layout.unpack(device.data), item.expected.values)
+        assert np.array_equal(layout.padding_mask(), device.codec_layout.padding_mask())
+
+
+# ------------------------------------------------------------------------------ RKNN
+
+
+def rknn_attr(**fields: object) -> dict[str, object]:
+    base: dict[str, object] = {"index": 0, "name": "t", "qnt_type": "AFFINE_ASYMMETRIC"}
+    return {**base, **fields}
+
+
+def test_rknn_nc1hwc2_plane_padding_is_read_off_the_size() -> None:
+    attr = rknn_attr(
+        n_dims=5, dims=[1, 2, 3, 5, 16], n_elems=300, size=512, fmt="NC1HWC2", type="INT8"
+    )
+    layout = layout_from_report("rk3588", "output", attr)
+    assert layout.shape == (1, 20, 3, 5) and layout.nbytes == 512
+    assert layout.offset_of((0, 16, 0, 0)) == 16 * 16  # plane of 16 pixels, not 15
+    assert layout.locate(15 * 16).padding
+
+
+def test_rknn_channels_need_n_elems_or_a_shape() -> None:
+    attr = {"dims": [1, 2, 3, 5, 16], "fmt": "NC1HWC2", "type": "INT8", "size": 480}
+    with pytest.raises(LayoutError, match="needs n_elems or an explicit shape"):
+        layout_from_report("rk3588", "output", attr)
+    layout = layout_from_report("rk3588", "output", attr, shape=(1, 17, 3, 5))
+    assert layout.shape == (1, 17, 3, 5) and layout.nbytes == 480
+
+
+def test_rknn_header_spellings() -> None:
+    attr = {
+        "n_dims": 4,
+        "dims": [1, 5, 7, 3] + [0] * 12,  # the header's dims[16]
+        "fmt": 1,  # RKNN_TENSOR_NHWC
+        "type": "RKNN_TENSOR_UINT8",
+        "w_stride": 0,  # 0: equal to the width
+        "size_with_stride": 105,
+        "qnt_type": "RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC",
+    }
+    layout = layout_from_report("rk3568", "input", attr)
+    assert (layout.name, layout.shape, layout.dtype.name) == ("NHWC", (1, 3, 5, 7), "uint8")
+    assert layout.nbytes == 105
+    with pytest.raises(LayoutError, match="not one of"):
+        layout_from_report("rk3568", "input", {**attr, "fmt": 7})
+    with pytest.raises(LayoutError, match="not a tensor type name"):
+        layout_from_report("rk3568", "input", {**attr, "type": 3})
+
+
+def test_the_devices_w_stride_wins_and_the_prediction_disagrees() -> None:
+    attr = {
+        "dims": [1, 5, 7, 3],
+        "fmt": "NHWC",
+        "type": "UINT8",
+        "w_stride": 24,
+        "size_with_stride": 5 * 24 * 3,
+        "n_elems": 105,
+        "qnt_type": "AFFINE_ASYMMETRIC",
+    }
+    layout = layout_from_report("rk3588", "input", attr)
+    assert layout.offset_of((0, 0, 1, 0)) == 24 * 3
+    findings = disagreements(diff_attributes(predicted_layout("rk3588", "input", attr), attr))
+    assert {f.attribute for f in findings} == {"w_stride", "size_with_stride"}
+    assert "16" in next(f.message for f in findings if f.attribute == "w_stride")
+
+
+def test_rknn_nhwc_output_channel_padding() -> None:
+    attr = {"dims": [1, 3, 5, 16], "n_elems": 75, "fmt": "NHWC", "type": "INT8", "size": 240}
+    layout = layout_from_report("rk3588", "output", attr)
+    assert layout.shape == (1, 5, 3, 5) and layout.offset_of((0, 0, 0, 1)) == 16
+    with pytest.raises(LayoutError, match="pads 5 channels to 24"):
+        layout_from_report("rk3588", "output", {**attr, "dims": [1, 3, 5, 24], "size": 360})
+
+
+def test_rknn_float16_first_layer_is_read_off_the_quantization() -> None:
+    attr = {"dims": [1, 5, 7, 3], "fmt": "NHWC", "type": "FLOAT16", "qnt_type": "NONE"}
+    layout = layout_from_report("rk3588", "input", attr)
+    assert layout.attributes["first_layer"] == "float16"
+    assert layout.attributes["w_stride"] == 8  # the float16 row: width aligned to 8
+
+
+# --------------------------------------------------------------------------- Horizon
+
+
+def test_horizon_codes_and_strides() -> None:
+    props = {
+        "validShape": [1, 3, 5, 7],
+        "tensorLayout": 2,  # NCHW
+        "tensorType": 8,  # S8
+        "stride": [3 * 6 * 64, 6 * 64, 64, 1],
+        "alignedByteSize": 3 * 6 * 64,
+    }
+    layout = layout_from_report("rdk-s100", "output", props)
+    assert (layout.name, layout.dtype.name) == ("strided", "int8")
+    assert layout.strides == (1152, 384, 64, 1)
+    named = {**props, "tensorType": "HB_DNN_TENSOR_TYPE_S8", "tensorLayout": "NCHW"}
+    assert layout_from_report("rdk-s100", "output", named).strides == layout.strides
+
+
+def test_horizon_aligned_shape_when_strides_are_missing() -> None:
+    props = {
+        "validShape": [1, 3, 5, 7],
+        "alignedShape": [1, 3, 6, 32],
+        "tensorType": "U8",
+        "stride": [-1, -1, -1, -1],
+    }
+    layout = layout_from_report("rdk-x3", "input", props)
+    assert layout.strides == (3 * 6 * 32, 6 * 32, 32, 1)
+
+
+def test_horizon_image_row_stride_from_the_aligned_size() -> None:
+    props = {
+        "validShape": [2, 3, 4, 10],
+        "tensorType": 1,  # NV12
+        "stride": [-1, -1, -1, -1],
+        "alignedByteSize": 2 * 6 * 64,
+    }
+    layout = layout_from_report("rdk-s100", "input", props)
+    assert (layout.name, layout.shape) == ("NV12", (2, 6, 10))
+    assert layout.offset_of((0, 1, 0)) == 64
+    y = layout_from_report("rdk-x5", "input", {**props, "tensorType": "Y", "alignedByteSize": 0})
+    assert (y.name, y.shape, y.offset_of((0, 1, 0))) == ("Y", (2, 4, 10), 32)
+
+
+def test_horizon_unknown_types() -> None:
+    with pytest.raises(LayoutError, match="tensorType YUV444 has no codec layout"):
+        layout_from_report("rdk-x5", "input", {"validShape": [1, 3, 2, 2], "tensorType": 3})
+    with pytest.raises(LayoutError, match="no 'validShape'"):
+        layout_from_report("rdk-x5", "input", {"tensorType": "S8"})
+
+
+# ----------------------------------------------------------------------------- KL730
+
+
+def test_kl730_descriptor_names_and_device_strides() -> None:
+    desc = {
+        "data_layout": "KP_MODEL_TENSOR_DATA_LAYOUT_16W1C8B",
+        "shape": [1, 2, 3, 5],
+        "stride_npu": [2 * 3 * 32, 3 * 32, 32, 1],  # rows padded to 32, not the table's 16
+    }
+    layout = layout_from_report("kl730", "output", desc)
+    # Whole 16-byte entries up to the last row's data: 96 + 2 * 32 + 16.
+    assert (layout.name, layout.dtype.name, layout.nbytes) == ("16W1C8B", "int8", 176)
+    predicted = predicted_layout("kl730", "output", desc)
+    assert predicted.nbytes == 96
+    found = disagreements(diff_attributes(predicted, {**desc, "data_layout": "16W1C8B"}))
+    assert [f.attribute for f in found] == ["stride_npu"]
+    with pytest.raises(LayoutError, match="map names, never numbers"):
+        layout_from_report("kl730", "output", {**desc, "data_layout": 3})
+    raw16 = layout_from_report("kl730", "output", {**desc, "data_layout": "RAW_16B"})
+    assert raw16.dtype == np.int16
+
+
+def test_reports_must_be_mappings_of_known_targets() -> None:
+    with pytest.raises(LayoutError, match="unknown target"):
+        layout_from_report("rk9999", "output", {})
+    with pytest.raises(LayoutError, match="must be a mapping"):
+        layout_from_report("rk3588", "output", [1, 2])  # type: ignore[arg-type]
+
+
+def test_predicted_layout_is_the_codec_prediction() -> None:
+    attr = {"dims": [1, 2, 3, 5, 16], "n_elems": 300, "fmt": "NC1HWC2", "type": "INT8"}
+    predicted = predicted_layout("rk3588", "output", attr, last_op="other")
+    expected = get_layout("rk3588", "NC1HWC2", (1, 20, 3, 5), "int8", last_op="other")
+    assert predicted.nbytes == expected.nbytes and predicted.dims == expected.dims
