@@ -25,7 +25,9 @@
  *               e.g. RGB in 4-byte pixels) is staged in a dense block and
  *               written out with byte-masked stores (AVX-512BW) or one
  *               fixed-size move per pixel, never touching the gap.
- *        - DIL: deinterleave, the mirror image.
+ *        - DIL: deinterleave, the mirror image (on baseline x86, where SSE2
+ *               has no byte shuffle, 3/5/6/7 channels go through a network
+ *               of zips instead).
  *        - BT : blocked transpose: 16x16-byte register transposes (two side
  *               by side with AVX2), cache-tiled.
  *        - GEN: tiled scalar loop, for everything else.
@@ -425,15 +427,22 @@ typedef struct {
 
 /* Baseline: SSE2 on x86_64, NEON on aarch64, plain C elsewhere. */
 #define FC_SFX base
+#define FC_PASS_NAME "base"
 #define FC_PASS_WIDE 0
 #define FC_PASS_MASKED 0
 #include "_kernels.c"
 #undef FC_SFX
+#undef FC_PASS_NAME
 #undef FC_PASS_WIDE
 #undef FC_PASS_MASKED
 
 #if FC_X86_DISPATCH
-/* AVX2: 256-bit vectors, 16 registers. */
+/* AVX2: 256-bit vectors, 16 registers.  (Build with -DFC_AVX2_WIDE=0 for
+ * 128-bit transposes at this level: within noise on the one machine
+ * measured, where the two spill registers alike.) */
+#ifndef FC_AVX2_WIDE
+#define FC_AVX2_WIDE 1
+#endif
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
 #else
@@ -441,10 +450,12 @@ typedef struct {
 #pragma GCC target("avx2")
 #endif
 #define FC_SFX avx2
-#define FC_PASS_WIDE 1
+#define FC_PASS_NAME "avx2"
+#define FC_PASS_WIDE FC_AVX2_WIDE
 #define FC_PASS_MASKED 0
 #include "_kernels.c"
 #undef FC_SFX
+#undef FC_PASS_NAME
 #undef FC_PASS_WIDE
 #undef FC_PASS_MASKED
 #if defined(__clang__)
@@ -463,10 +474,12 @@ typedef struct {
 #pragma GCC target("avx2,avx512f,avx512bw,avx512vl,prefer-vector-width=256")
 #endif
 #define FC_SFX avx512
+#define FC_PASS_NAME "avx512"
 #define FC_PASS_WIDE 1
 #define FC_PASS_MASKED 1
 #include "_kernels.c"
 #undef FC_SFX
+#undef FC_PASS_NAME
 #undef FC_PASS_WIDE
 #undef FC_PASS_MASKED
 #if defined(__clang__)
@@ -914,7 +927,140 @@ fc_get_isa_py(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(args))
     return PyUnicode_FromString(fc_active->name);
 }
 
+
+/* ---- 16-bit values <-> two byte planes (the KL730 HL formats) -------------
+ * mode 0: plain bytes, lo = v & 0xFF, hi = v >> 8.
+ * mode 1: the KL730 runtime's 15-bit reading: lo = (v >> 1) & 0x7F, hi = v >> 8,
+ *         and back v = ((lo & 0x7F) << 1) | (hi << 8).
+ * One contiguous pass each way, so the planes can then be placed by the
+ * strided copy with contiguous sources. */
+
+static void
+fc_split16(const uint16_t *src, uint8_t *lo, uint8_t *hi, Py_ssize_t n, int mode)
+{
+    Py_ssize_t i;
+    if (mode) {
+        for (i = 0; i < n; i++) {
+            uint16_t v = src[i];
+            lo[i] = (uint8_t)((v >> 1) & 0x7F);
+            hi[i] = (uint8_t)(v >> 8);
+        }
+    }
+    else {
+        for (i = 0; i < n; i++) {
+            uint16_t v = src[i];
+            lo[i] = (uint8_t)(v & 0xFF);
+            hi[i] = (uint8_t)(v >> 8);
+        }
+    }
+}
+
+static void
+fc_join16(const uint8_t *lo, const uint8_t *hi, uint16_t *dst, Py_ssize_t n, int mode)
+{
+    Py_ssize_t i;
+    if (mode) {
+        for (i = 0; i < n; i++)
+            dst[i] = (uint16_t)(((unsigned)(lo[i] & 0x7F) << 1) | ((unsigned)hi[i] << 8));
+    }
+    else {
+        for (i = 0; i < n; i++)
+            dst[i] = (uint16_t)((unsigned)lo[i] | ((unsigned)hi[i] << 8));
+    }
+}
+
+/* Contiguous buffers of the expected byte sizes, or a Python exception. */
+static int
+fc_planes(PyObject *const *args, int writable16, Py_buffer *b16, Py_buffer *blo, Py_buffer *bhi,
+          Py_ssize_t *n)
+{
+    int f16 = writable16 ? PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS : PyBUF_C_CONTIGUOUS;
+    int f8 = writable16 ? PyBUF_C_CONTIGUOUS : PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS;
+    if (PyObject_GetBuffer(args[0], b16, f16) < 0)
+        return -1;
+    if (PyObject_GetBuffer(args[1], blo, f8) < 0) {
+        PyBuffer_Release(b16);
+        return -1;
+    }
+    if (PyObject_GetBuffer(args[2], bhi, f8) < 0) {
+        PyBuffer_Release(blo);
+        PyBuffer_Release(b16);
+        return -1;
+    }
+    *n = blo->len;
+    if (b16->len != 2 * blo->len || bhi->len != blo->len) {
+        PyErr_SetString(PyExc_ValueError, "planes must hold one byte per 16-bit value");
+        PyBuffer_Release(bhi);
+        PyBuffer_Release(blo);
+        PyBuffer_Release(b16);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(split16_doc,
+"split16(values, lo, hi, mode) -> None\n"
+"--\n\n"
+"Split contiguous little-endian 16-bit values into two contiguous byte planes;\n"
+"mode 1 is the KL730 15-bit reading (lo holds bits [7:1]).");
+
+static PyObject *
+fc_split16_py(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer b16, blo, bhi;
+    Py_ssize_t n;
+    long mode;
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "split16() takes 4 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    mode = PyLong_AsLong(args[3]);
+    if (mode == -1 && PyErr_Occurred())
+        return NULL;
+    if (fc_planes(args, 0, &b16, &blo, &bhi, &n) < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    fc_split16((const uint16_t *)b16.buf, (uint8_t *)blo.buf, (uint8_t *)bhi.buf, n, mode != 0);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&bhi);
+    PyBuffer_Release(&blo);
+    PyBuffer_Release(&b16);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(join16_doc,
+"join16(values, lo, hi, mode) -> None\n"
+"--\n\n"
+"Join two contiguous byte planes into contiguous little-endian 16-bit values\n"
+"(written into values); mode 1 is the KL730 15-bit reading.");
+
+static PyObject *
+fc_join16_py(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer b16, blo, bhi;
+    Py_ssize_t n;
+    long mode;
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "join16() takes 4 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    mode = PyLong_AsLong(args[3]);
+    if (mode == -1 && PyErr_Occurred())
+        return NULL;
+    if (fc_planes(args, 1, &b16, &blo, &bhi, &n) < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    fc_join16((const uint8_t *)blo.buf, (const uint8_t *)bhi.buf, (uint16_t *)b16.buf, n, mode != 0);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&bhi);
+    PyBuffer_Release(&blo);
+    PyBuffer_Release(&b16);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef fc_methods[] = {
+    {"split16", (PyCFunction)(void (*)(void))fc_split16_py, METH_FASTCALL, split16_doc},
+    {"join16", (PyCFunction)(void (*)(void))fc_join16_py, METH_FASTCALL, join16_doc},
     {"copy_arrays", (PyCFunction)(void (*)(void))fc_copy_arrays, METH_FASTCALL,
      copy_arrays_doc},
     {"copy_strided", (PyCFunction)(void (*)(void))fc_copy_strided, METH_FASTCALL,
@@ -957,6 +1103,45 @@ PyInit__kernels(void)
 
 #define FC_N(name) FC_CAT(name, FC_SFX)
 
+/* ------------------------------------------------------------ vector zips */
+/* zip(a, b) -> (lo, hi): the units of a and b interleaved, low halves into
+ * lo and high halves into hi (punpckl/h on x86, zip1/zip2 on NEON). */
+#if FC_GNU
+#if defined(__clang__)
+#define FC_SHUF(V, a, b, ...) __builtin_shufflevector((a), (b), __VA_ARGS__)
+#else
+#define FC_SHUF(V, a, b, ...) __builtin_shuffle((a), (b), (V){__VA_ARGS__})
+#endif
+
+typedef uint8_t FC_N(n8) __attribute__((vector_size(16)));
+typedef uint16_t FC_N(n16) __attribute__((vector_size(16)));
+typedef uint32_t FC_N(n32) __attribute__((vector_size(16)));
+typedef uint64_t FC_N(n64) __attribute__((vector_size(16)));
+
+#define FC_NZIP_u8(a, b, lo, hi)                                              \
+    do {                                                                      \
+        lo = FC_SHUF(FC_N(n8), a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23); \
+        hi = FC_SHUF(FC_N(n8), a, b, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, \
+                     15, 31);                                                 \
+    } while (0)
+#define FC_NZIP_u16(a, b, lo, hi)                                             \
+    do {                                                                      \
+        lo = FC_SHUF(FC_N(n16), a, b, 0, 8, 1, 9, 2, 10, 3, 11);              \
+        hi = FC_SHUF(FC_N(n16), a, b, 4, 12, 5, 13, 6, 14, 7, 15);            \
+    } while (0)
+#define FC_NZIP_u32(a, b, lo, hi)                                             \
+    do {                                                                      \
+        lo = FC_SHUF(FC_N(n32), a, b, 0, 4, 1, 5);                            \
+        hi = FC_SHUF(FC_N(n32), a, b, 2, 6, 3, 7);                            \
+    } while (0)
+#define FC_NZIP_u64(a, b, lo, hi)                                             \
+    do {                                                                      \
+        lo = FC_SHUF(FC_N(n64), a, b, 0, 2);                                  \
+        hi = FC_SHUF(FC_N(n64), a, b, 1, 3);                                  \
+    } while (0)
+
+#endif /* FC_GNU */
+
 /* ---------------------------------------------------------------- IL/DIL */
 
 /* Staged or dense interleave of K channels into pixels of Kp units:
@@ -986,6 +1171,70 @@ PyInit__kernels(void)
         for (Py_ssize_t i = 0; i < n; i++)                                    \
             for (int k = 0; k < K; k++)                                       \
                 FC_ST(T, dst + k * plane + i * E, FC_LD(T, in + (i * Kp + k) * E)); \
+    }
+
+/* Dense deinterleave by a zip network, for the baseline x86 pass (SSE2 has
+ * no byte shuffle, and gcc leaves groups of 3, 5, 6, 7 scalar there): 2K
+ * registers hold 32 / E pixels; log2(16 / E) + 1 rounds of zip(r[j],
+ * r[j + K]) leave channel k in registers 2k and 2k + 1.  Returns the pixels
+ * done; the caller finishes the rest. */
+#if FC_GNU && !FC_PASS_WIDE && (defined(__x86_64__) || defined(__i386__))
+#define FC_DEF_ZIPDIL(T, V, ROUNDS, ZIP)                                      \
+    FC_INLINE Py_ssize_t FC_N(fc_zipdil_##T)(char *FC_RESTRICT dst, const char *FC_RESTRICT src, \
+                                             Py_ssize_t n, Py_ssize_t plane, int K) \
+    {                                                                         \
+        const Py_ssize_t E = (Py_ssize_t)sizeof(fc_##T), PX = 32 / E;         \
+        Py_ssize_t i;                                                         \
+        for (i = 0; i + PX <= n; i += PX) {                                   \
+            V r[16], t[16];                                                   \
+            int j, round;                                                     \
+            for (j = 0; j < 2 * K; j++)                                       \
+                memcpy(&r[j], src + i * K * E + 16 * j, 16);                  \
+            for (round = 0; round < ROUNDS; round++) {                        \
+                for (j = 0; j < K; j++)                                       \
+                    ZIP(r[j], r[j + K], t[2 * j], t[2 * j + 1]);              \
+                for (j = 0; j < 2 * K; j++)                                   \
+                    r[j] = t[j];                                              \
+            }                                                                 \
+            for (j = 0; j < K; j++) {                                         \
+                memcpy(dst + j * plane + i * E, &r[2 * j], 16);               \
+                memcpy(dst + j * plane + i * E + 16, &r[2 * j + 1], 16);      \
+            }                                                                 \
+        }                                                                     \
+        return i;                                                             \
+    }
+FC_DEF_ZIPDIL(u8, FC_N(n8), 5, FC_NZIP_u8)
+FC_DEF_ZIPDIL(u16, FC_N(n16), 4, FC_NZIP_u16)
+#undef FC_DEF_ZIPDIL
+#define FC_ZIPDIL_U8 fc_zipdil_u8
+#define FC_ZIPDIL_U16 fc_zipdil_u16
+#else
+#define FC_ZIPDIL_U8 fc_zipdil_none
+#define FC_ZIPDIL_U16 fc_zipdil_none
+#endif
+
+/* No zip network: nothing done. */
+FC_INLINE Py_ssize_t
+FC_N(fc_zipdil_none)(char *dst, const char *src, Py_ssize_t n, Py_ssize_t plane, int K)
+{
+    (void)dst;
+    (void)src;
+    (void)n;
+    (void)plane;
+    (void)K;
+    return 0;
+}
+
+/* Dense deinterleave of K (a constant at the call sites) channels. */
+#define FC_DEF_DIL_DENSE(T, ZIPDIL)                                           \
+    FC_INLINE void FC_N(fc_dil_dense_##T)(char *FC_RESTRICT dst, const char *FC_RESTRICT src, \
+                                          Py_ssize_t n, Py_ssize_t plane, int K) \
+    {                                                                         \
+        const Py_ssize_t E = (Py_ssize_t)sizeof(fc_##T);                      \
+        Py_ssize_t done = 0;                                                  \
+        if (K == 3 || K == 5 || K == 6 || K == 7)                             \
+            done = FC_N(ZIPDIL)(dst, src, n, plane, K);                       \
+        FC_N(fc_dil_kk_##T)(dst + done * E, src + done * K * E, n - done, plane, K, K); \
     }
 
 /* One fixed-size (KE bytes, a constant at the call sites) move per pixel. */
@@ -1092,8 +1341,9 @@ FC_N(fc_gather_fixed)(char *FC_RESTRICT tmp, const char *FC_RESTRICT src, Py_ssi
         FC_N(FC_CAT(fc_il_kk, T))(dst, src, n, plane, K_, K_);                \
         return;
 
-#define FC_DEF_DIL(T)                                                         \
+#define FC_DEF_DIL(T, ZIPDIL)                                                 \
     FC_DEF_DIL_KK(T)                                                          \
+    FC_DEF_DIL_DENSE(T, ZIPDIL)                                               \
     FC_NOINLINE void FC_N(fc_dil_gap_##T)(char *dst, const char *src, Py_ssize_t n, \
                                           Py_ssize_t P, Py_ssize_t plane, int K) \
     {                                                                         \
@@ -1149,25 +1399,25 @@ FC_N(fc_gather_fixed)(char *FC_RESTRICT tmp, const char *FC_RESTRICT src, Py_ssi
         break;
 #define FC_DIL_DENSE_CASE(K_)                                                 \
     case K_:                                                                  \
-        FC_N(FC_CAT(fc_dil_kk, T))(dst, src, n, plane, K_, K_);               \
+        FC_N(FC_CAT(fc_dil_dense, T))(dst, src, n, plane, K_);                \
         return;
 
 /* The case macros refer to T, so T is a real macro while they expand. */
 #define T u8
 FC_DEF_IL(u8)
-FC_DEF_DIL(u8)
+FC_DEF_DIL(u8, FC_ZIPDIL_U8)
 #undef T
 #define T u16
 FC_DEF_IL(u16)
-FC_DEF_DIL(u16)
+FC_DEF_DIL(u16, FC_ZIPDIL_U16)
 #undef T
 #define T u32
 FC_DEF_IL(u32)
-FC_DEF_DIL(u32)
+FC_DEF_DIL(u32, fc_zipdil_none)
 #undef T
 #define T u64
 FC_DEF_IL(u64)
-FC_DEF_DIL(u64)
+FC_DEF_DIL(u64, fc_zipdil_none)
 #undef T
 
 #undef FC_DEF_IL_KK
@@ -1183,6 +1433,9 @@ FC_DEF_DIL(u64)
 #undef FC_DIL_GAP_CASE
 #undef FC_DIL_GATHER_CASE
 #undef FC_DIL_DENSE_CASE
+#undef FC_DEF_DIL_DENSE
+#undef FC_ZIPDIL_U8
+#undef FC_ZIPDIL_U16
 
 /* ------------------------------------------------------- blocked transpose */
 /*   dst[d*E + s*dS] = src[d*sD + s*E]                                        */
@@ -1194,39 +1447,6 @@ FC_DEF_DIL(u64)
 
 #if FC_GNU
 #define FC_HAVE_BT 1
-
-#if defined(__clang__)
-#define FC_SHUF(V, a, b, ...) __builtin_shufflevector((a), (b), __VA_ARGS__)
-#else
-#define FC_SHUF(V, a, b, ...) __builtin_shuffle((a), (b), (V){__VA_ARGS__})
-#endif
-
-typedef uint8_t FC_N(n8) __attribute__((vector_size(16)));
-typedef uint16_t FC_N(n16) __attribute__((vector_size(16)));
-typedef uint32_t FC_N(n32) __attribute__((vector_size(16)));
-typedef uint64_t FC_N(n64) __attribute__((vector_size(16)));
-
-#define FC_NZIP_u8(a, b, lo, hi)                                              \
-    do {                                                                      \
-        lo = FC_SHUF(FC_N(n8), a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23); \
-        hi = FC_SHUF(FC_N(n8), a, b, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, \
-                     15, 31);                                                 \
-    } while (0)
-#define FC_NZIP_u16(a, b, lo, hi)                                             \
-    do {                                                                      \
-        lo = FC_SHUF(FC_N(n16), a, b, 0, 8, 1, 9, 2, 10, 3, 11);              \
-        hi = FC_SHUF(FC_N(n16), a, b, 4, 12, 5, 13, 6, 14, 7, 15);            \
-    } while (0)
-#define FC_NZIP_u32(a, b, lo, hi)                                             \
-    do {                                                                      \
-        lo = FC_SHUF(FC_N(n32), a, b, 0, 4, 1, 5);                            \
-        hi = FC_SHUF(FC_N(n32), a, b, 2, 6, 3, 7);                            \
-    } while (0)
-#define FC_NZIP_u64(a, b, lo, hi)                                             \
-    do {                                                                      \
-        lo = FC_SHUF(FC_N(n64), a, b, 0, 2);                                  \
-        hi = FC_SHUF(FC_N(n64), a, b, 1, 3);                                  \
-    } while (0)
 
 /* One block: R src rows of VB bytes -> (VB / 16) * R dst rows of 16 bytes;
  * lane L of transposed row i is dst row L * R + i. */
@@ -1363,7 +1583,7 @@ FC_DEF_BT(u64)
 #endif /* FC_GNU */
 
 static const fc_isa FC_N(fc_isa) = {
-    FC_PASS_MASKED ? "avx512" : FC_PASS_WIDE ? "avx2" : "base",
+    FC_PASS_NAME,
     FC_PASS_MASKED,
     {FC_N(fc_il_u8), FC_N(fc_il_u16), FC_N(fc_il_u32), FC_N(fc_il_u64)},
     {FC_N(fc_dil_u8), FC_N(fc_dil_u16), FC_N(fc_dil_u32), FC_N(fc_dil_u64)},

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.codec.fastcopy import join16, split16
 from harness.errors import LayoutError
 
 ENCODINGS = ("raw", "raw_be", "kl15", "kl15_hl")
@@ -92,33 +93,36 @@ class Encoding:
             return self.value_bytes(cleared.view(self.dtype))
         return self.value_bytes(values)
 
-    def pack_slot(self, value_bytes: np.ndarray, slot: int) -> np.ndarray:
-        """Slot-by-slot encodings: what goes into ``slot``, from :meth:`value_bytes`."""
-        byte = self.slot_bytes[slot]
-        source = value_bytes[..., byte]
-        if byte == 0 and self.kind == "kl15_hl":
-            # The low plane holds bits [7:1] of the value in its low 7 bits.
-            shifted: np.ndarray = np.right_shift(source, 1)
-            return shifted
-        if byte == 0 and self.kind == "kl15":
-            cleared: np.ndarray = source & np.uint8(0xFE)
-            return cleared
-        return source
+    def pack_planes(self, values: np.ndarray) -> list[np.ndarray]:
+        """Slot-by-slot encodings: one contiguous uint8 plane per slot, in slot order."""
+        low, high = split16(values, kl15=self.kind == "kl15_hl")
+        if self.kind == "kl15":
+            low &= np.uint8(0xFE)  # bit 0 dropped, as the runtime reads it
+        planes = {0: low, 1: high}
+        return [planes[byte] for byte in self.slot_bytes]
+
+    def unpack_planes(self, planes: list[np.ndarray], out: np.ndarray) -> None:
+        """The inverse of :meth:`pack_planes`, into ``out`` (contiguous)."""
+        by_byte = dict(zip(self.slot_bytes, planes, strict=True))
+        join16(by_byte[0], by_byte[1], out, kl15=self.kind == "kl15_hl")
+        self.finish_unpack(out)
 
     def finish_unpack(self, out: np.ndarray) -> None:
         """In place, after the slots were copied to the value's bytes (see :meth:`slot_bytes`)."""
         if self.kind == "kl15":
             out.view(np.uint16)[...] &= np.uint16(0xFFFE)
-        elif self.kind == "kl15_hl":
-            low = out.view(np.uint8).reshape((*out.shape, 2))[..., 0]
-            np.left_shift(low, 1, out=low)
 
     def decode_slots(self, slots: np.ndarray) -> np.ndarray:
         """Values from their slot bytes: ``slots`` is (k, nparts) uint8 in memory-slot order."""
+        values: np.ndarray
+        if not self.interleaved:
+            values = np.empty(slots.shape[0], self.dtype)
+            self.unpack_planes([np.ascontiguousarray(slots[:, s]) for s in range(2)], values)
+            return values
         value_bytes = np.zeros((slots.shape[0], self.nparts), dtype=np.uint8)
         for slot, byte in enumerate(self.slot_bytes):
             value_bytes[:, byte] = slots[:, slot]
-        values: np.ndarray = value_bytes.view(self.dtype.newbyteorder("<")).reshape(-1)
+        values = value_bytes.view(self.dtype.newbyteorder("<")).reshape(-1)
         values = values.astype(self.dtype)
         self.finish_unpack(values)
         return values

@@ -272,27 +272,40 @@ class BlockedLayout:
         if encoding.interleaved:
             self._copy_in(buf, encoding.pack_interleaved(canonical), slot=None)
         else:
-            value_bytes = encoding.value_bytes(canonical)
-            for slot in range(encoding.nparts):
-                self._copy_in(buf, encoding.pack_slot(value_bytes, slot), slot=slot)
+            for slot, plane in enumerate(encoding.pack_planes(canonical)):
+                self._copy_in(buf, plane, slot=slot)
         return buf
 
-    def unpack(self, buffer: Any) -> np.ndarray:
-        """A packed buffer (bytes-like or array of exactly ``nbytes``) → the logical tensor."""
+    def unpack(self, buffer: Any, out: np.ndarray | None = None) -> np.ndarray:
+        """A packed buffer (bytes-like or array of exactly ``nbytes``) → the logical tensor.
+
+        ``out``, when given, is the C-contiguous array of the logical shape and dtype to fill
+        (reused memory saves the first-touch cost of a fresh allocation); it is returned.
+        """
         buf = self._check_buffer(buffer)
-        out = aligned_like(self.canonical_shape, self.dtype)
+        if out is None:
+            out = aligned_like(self.canonical_shape, self.dtype)
+        else:
+            if out.shape != self.shape or out.dtype != self.dtype or not out.flags.c_contiguous:
+                raise LayoutError(
+                    f"{self._what}: out must be a C-contiguous {self.dtype.name} array of shape "
+                    f"{self.shape}, got {out.dtype.name} {out.shape}"
+                )
+            out = out.reshape(self.canonical_shape)
         stored_out = out
         if self.stored != self.canonical_shape:
             out.fill(0)
             stored_out = aligned_like(self.stored, self.dtype)
         nparts = self.encoding.nparts
-        value_bytes = stored_out.view(np.uint8).reshape((*self.stored, nparts))
         if self.encoding.interleaved:
+            value_bytes = stored_out.view(np.uint8).reshape((*self.stored, nparts))
             self._copy_out(buf, value_bytes, slot=None)
+            self.encoding.finish_unpack(stored_out)
         else:
-            for slot, byte in enumerate(self.encoding.slot_bytes):
-                self._copy_out(buf, value_bytes[..., byte], slot=slot)
-        self.encoding.finish_unpack(stored_out)
+            planes = [aligned_like(self.stored, np.dtype(np.uint8)) for _ in range(nparts)]
+            for slot, plane in enumerate(planes):
+                self._copy_out(buf, plane, slot=slot)
+            self.encoding.unpack_planes(planes, stored_out)
         if stored_out is not out:
             out[tuple(slice(0, s) for s in self.stored)] = stored_out
         if self.dtype.byteorder == ">":

@@ -43,9 +43,14 @@ def _load_kernel() -> tuple[Callable[[np.ndarray, np.ndarray], bool] | None, str
         return None, None
     copy_arrays: Callable[[np.ndarray, np.ndarray], bool] = module.copy_arrays
     isa: str = module.get_isa()
+    global _split16, _join16
+    _split16, _join16 = module.split16, module.join16
     return copy_arrays, isa
 
 
+_PlanesFn = Callable[[np.ndarray, np.ndarray, np.ndarray, int], None]
+_split16: _PlanesFn | None = None
+_join16: _PlanesFn | None = None
 _copy_arrays, _isa = _load_kernel()
 
 KERNEL_AVAILABLE: bool = _copy_arrays is not None
@@ -85,3 +90,38 @@ def _numpy_copy(dst: np.ndarray, src: np.ndarray) -> None:
     if src.dtype != dst.dtype and not (src.dtype.hasobject or dst.dtype.hasobject):
         src = src.view(dst.dtype)
     np.copyto(dst, src)
+
+
+def split16(values: np.ndarray, kl15: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Contiguous 16-bit values → (low plane, high plane), contiguous uint8 each.
+
+    ``kl15``: the KL730 runtime's reading, the low plane holding bits [7:1] of each value;
+    otherwise the plain low and high bytes.
+    """
+    flat = np.ascontiguousarray(values).reshape(-1).view(np.uint16)
+    low = np.empty(flat.size, np.uint8)
+    high = np.empty(flat.size, np.uint8)
+    if _split16 is not None and flat.dtype.byteorder in "=<|":
+        _split16(flat, low, high, int(kl15))
+    else:
+        np.right_shift(flat, 8, out=high, casting="unsafe")
+        if kl15:
+            np.bitwise_and(flat >> 1, 0x7F, out=low, casting="unsafe")
+        else:
+            np.bitwise_and(flat, 0xFF, out=low, casting="unsafe")
+    return low.reshape(values.shape), high.reshape(values.shape)
+
+
+def join16(low: np.ndarray, high: np.ndarray, out: np.ndarray, kl15: bool) -> None:
+    """The inverse of :func:`split16`, into ``out`` (contiguous, 16-bit)."""
+    target = out.reshape(-1).view(np.uint16)
+    lo = np.ascontiguousarray(low).reshape(-1)
+    hi = np.ascontiguousarray(high).reshape(-1)
+    if _join16 is not None and target.dtype.byteorder in "=<|":
+        _join16(target, lo, hi, int(kl15))
+        return
+    np.left_shift(hi, 8, out=target, dtype=np.uint16)
+    if kl15:
+        target |= (lo & np.uint8(0x7F)).astype(np.uint16) << 1
+    else:
+        target |= lo

@@ -127,8 +127,7 @@ def _rknn_dtype(attributes: Mapping[str, Any]) -> np.dtype:
     name = str(raw).upper().removeprefix("RKNN_TENSOR_")
     if name not in RKNN_DTYPES:
         raise LayoutError(
-            f"rknn_tensor_attr: type {raw!r} is not a tensor type name "
-            f"({', '.join(RKNN_DTYPES)})"
+            f"rknn_tensor_attr: type {raw!r} is not a tensor type name ({', '.join(RKNN_DTYPES)})"
         )
     return RKNN_DTYPES[name]
 
@@ -141,9 +140,7 @@ def _rknn_fmt(attributes: Mapping[str, Any]) -> str:
     if name == "UNDEFINE":
         name = "UNDEFINED"
     if name not in RKNN_FMTS:
-        raise LayoutError(
-            f"rknn_tensor_attr: fmt {raw!r} is not one of {', '.join(RKNN_FMTS)}"
-        )
+        raise LayoutError(f"rknn_tensor_attr: fmt {raw!r} is not one of {', '.join(RKNN_FMTS)}")
     return name
 
 
@@ -154,9 +151,7 @@ def _rknn_dims(attributes: Mapping[str, Any]) -> tuple[int, ...]:
     return dims
 
 
-def _channels_from_elems(
-    attributes: Mapping[str, Any], n: int, h: int, w: int, where: str
-) -> int:
+def _channels_from_elems(attributes: Mapping[str, Any], n: int, h: int, w: int, where: str) -> int:
     if "n_elems" not in attributes:
         raise LayoutError(f"{where}: the channel count needs n_elems or an explicit shape")
     elems = one_int(where, "n_elems", attributes["n_elems"])
@@ -287,8 +282,10 @@ def _horizon(
     if kind in HORIZON_IMAGES:
         if len(valid) != 4:
             raise LayoutError(f"{where}: validShape must be 4-D, got {list(valid)}")
-        n, h, w = (valid[0], valid[1], valid[2]) if tensor_layout == "NHWC" else (
-            valid[0], valid[2], valid[3]
+        n, h, w = (
+            (valid[0], valid[1], valid[2])
+            if tensor_layout == "NHWC"
+            else (valid[0], valid[2], valid[3])
         )
         rows = h * 3 // 2 if kind == "NV12" else h
         if shape is None:

@@ -196,7 +196,5 @@ def build(name: str, shape: Sequence[int], **options: int) -> onnx.ModelProto:
     try:
         builder = MODELS[name]
     except KeyError:
-        raise ValueError(
-            f"unknown reference model {name!r}; known: {', '.join(MODELS)}"
-        ) from None
+        raise ValueError(f"unknown reference model {name!r}; known: {', '.join(MODELS)}") from None
     return builder(shape, **options)

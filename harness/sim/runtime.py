@@ -125,8 +125,7 @@ class SimNpu:
         wanted = self._wanted(graph, outputs)
         started = time.perf_counter()
         held = [
-            self.vendor.hold_input(i, info, given[info.name])
-            for i, info in enumerate(graph.inputs)
+            self.vendor.hold_input(i, info, given[info.name]) for i, info in enumerate(graph.inputs)
         ]
         set_s = time.perf_counter() - started
         started = time.perf_counter()

@@ -490,6 +490,11 @@ def test_edge_cases(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     objs = np.empty(3, object)
     strided_copy(objs, np.array(["a", None, 3], object))
     assert objs.tolist() == ["a", None, 3]
+    # dtypes with no buffer export (numpy copies those)
+    stamps = np.arange(3000).astype("datetime64[s]")
+    out_stamps = np.zeros(6000, "datetime64[s]")
+    strided_copy(out_stamps[::2], stamps)
+    assert np.array_equal(out_stamps[::2], stamps)
     # rank beyond the kernel's
     big = np.arange(2**11, dtype=np.uint8).reshape((2,) * 11)
     out11 = np.zeros_like(big)

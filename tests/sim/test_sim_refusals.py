@@ -29,9 +29,7 @@ def run_once(
     npu = SimNpu(target, **options)
     loaded = npu.load(model)
     layouts = layouts or {}
-    return npu.run(
-        loaded, [SimInput.logical(k, v, layouts.get(k, "")) for k, v in given.items()]
-    )
+    return npu.run(loaded, [SimInput.logical(k, v, layouts.get(k, "")) for k, v in given.items()])
 
 
 # ------------------------------------------------------------------ convolution width rules

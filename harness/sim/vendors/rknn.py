@@ -79,9 +79,7 @@ class RknnSim(VendorSim):
             self._output_layout(index, info, graph, "load")
 
     def _check_convolutions(self, graph: GraphInfo) -> None:
-        limited = any(
-            len(i.shape) == 4 and i.shape[1] in WIDTH_RULE_CHANNELS for i in graph.inputs
-        )
+        limited = any(len(i.shape) == 4 and i.shape[1] in WIDTH_RULE_CHANNELS for i in graph.inputs)
         if not limited:
             return  # the input table: "no limit" for other channel counts
         for conv in graph.convs:
