@@ -141,12 +141,7 @@ def _input(
         if w_stride < w:
             raise LayoutError(f"{where}: w_stride {w_stride} is smaller than the width {w}")
     item = dtype.itemsize
-    dims = (
-        Dim(0, n, h * w_stride * c * item, 1, "n"),
-        Dim(1, c, item, 1, "c"),
-        Dim(2, h, w_stride * c * item, 1, "h"),
-        Dim(3, w, c * item, 1, "w"),
-    )
+    dims = _nhwc_dims(shape, item, row_pixels=w_stride, pixel_channels=c)
     nbytes, size_source = _size(where, params, "size_with_stride", n * h * w_stride * c * item)
     return _layout(
         target,
@@ -222,12 +217,7 @@ def _output(
         )
     n, c, h, w = shape
     padded_c = round_up(c, multiple)
-    dims = (
-        Dim(0, n, h * w * padded_c * item, 1, "n"),
-        Dim(1, c, item, 1, "c"),
-        Dim(2, h, w * padded_c * item, 1, "h"),
-        Dim(3, w, padded_c * item, 1, "w"),
-    )
+    dims = _nhwc_dims(shape, item, row_pixels=w, pixel_channels=padded_c)
     nbytes, size_source = _size(where, params, "size", n * h * w * padded_c * item)
     return _layout(
         target,
@@ -243,6 +233,22 @@ def _output(
             "size": size_source,
         },
         {**base, "fmt": "NHWC", "dims": [n, h, w, padded_c], "size": nbytes},
+    )
+
+
+def _nhwc_dims(
+    shape: tuple[int, ...], item: int, *, row_pixels: int, pixel_channels: int
+) -> tuple[Dim, ...]:
+    """NHWC of an NCHW tensor: each pixel holds ``pixel_channels`` slots (channels padded on
+    outputs), each row ``row_pixels`` pixels (``w_stride`` on inputs)."""
+    n, c, h, w = shape
+    pixel = pixel_channels * item
+    row = row_pixels * pixel
+    return (
+        Dim(0, n, h * row, 1, "n"),
+        Dim(1, c, item, 1, "c"),
+        Dim(2, h, row, 1, "h"),
+        Dim(3, w, pixel, 1, "w"),
     )
 
 

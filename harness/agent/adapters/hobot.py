@@ -25,29 +25,13 @@ from __future__ import annotations
 import importlib
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from harness.agent.adapters.base import (
-        Adapter,
-        AdapterError,
-        InputTensor,
-        RunOutput,
-        TensorOut,
-    )
-else:
-    try:  # on the board: the agent imports adapters.<name> from its own folder
-        from adapters.base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
-    except ImportError:  # in the harness's own tests, imported as part of the package
-        from harness.agent.adapters.base import (
-            Adapter,
-            AdapterError,
-            InputTensor,
-            RunOutput,
-            TensorOut,
-        )
+# Relative: the agent loads this as adapters.<name>, the harness as
+# harness.agent.adapters.<name>; either way the base is the one beside it.
+from .base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
 
 MODULES = ("hobot_dnn.pyeasy_dnn", "hobot_dnn_rdkx5.pyeasy_dnn")
 DISTRIBUTIONS = ("hobot-dnn-rdkx5", "hobot-dnn")

@@ -41,29 +41,13 @@ import importlib
 import os
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from harness.agent.adapters.base import (
-        Adapter,
-        AdapterError,
-        InputTensor,
-        RunOutput,
-        TensorOut,
-    )
-else:
-    try:  # on the board: the agent imports adapters.<name> from its own folder
-        from adapters.base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
-    except ImportError:  # in the harness's own tests, imported as part of the package
-        from harness.agent.adapters.base import (
-            Adapter,
-            AdapterError,
-            InputTensor,
-            RunOutput,
-            TensorOut,
-        )
+# Relative: the agent loads this as adapters.<name>, the harness as
+# harness.agent.adapters.<name>; either way the base is the one beside it.
+from .base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
 
 # kp_model_tensor_data_layout_t as the PLUS 3.2 kp_struct.h numbers it (0-12 as in 3.1, 13-17 the
 # HW* input formats added later). Only a fallback: the installed kp's own enum is asked first.

@@ -33,29 +33,13 @@ import os
 import platform
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from harness.agent.adapters.base import (
-        Adapter,
-        AdapterError,
-        InputTensor,
-        RunOutput,
-        TensorOut,
-    )
-else:
-    try:  # on the board: the agent imports adapters.<name> from its own folder
-        from adapters.base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
-    except ImportError:  # in the harness's own tests, imported as part of the package
-        from harness.agent.adapters.base import (
-            Adapter,
-            AdapterError,
-            InputTensor,
-            RunOutput,
-            TensorOut,
-        )
+# Relative: the agent loads this as adapters.<name>, the harness as
+# harness.agent.adapters.<name>; either way the base is the one beside it.
+from .base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
 
 # ---------------------------------------------------------------------------------------------
 # rknn_api.h, mirrored. Field order and types are the header's; tests compare sizeof/offsetof

@@ -15,31 +15,15 @@ buffers, each with the runtime's own attributes (``rknn_tensor_attr``,
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
-
-if TYPE_CHECKING:
-    from harness.agent.adapters.base import (
-        Adapter,
-        AdapterError,
-        InputTensor,
-        RunOutput,
-        TensorOut,
-    )
-else:
-    try:  # loaded by the agent from its adapters/ folder
-        from adapters.base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
-    except ImportError:  # imported as part of the harness package
-        from harness.agent.adapters.base import (
-            Adapter,
-            AdapterError,
-            InputTensor,
-            RunOutput,
-            TensorOut,
-        )
+from typing import Any, Dict, Iterator, List, Optional
 
 from harness.errors import LayoutError
 from harness.models.reference import ModelInputError
 from harness.sim import SimConfigError, SimModel, SimNpu, SimRefusal, SimTensor
+
+# Relative: the agent loads this as adapters.<name>, the harness as
+# harness.agent.adapters.<name>; either way the base is the one beside it.
+from .base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
 
 
 @contextmanager
