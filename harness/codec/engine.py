@@ -348,12 +348,30 @@ class BlockedLayout:
         return out
 
     def padding_mask(self) -> np.ndarray:
-        """A bool per buffer byte: True where no stored element lives."""
-        mask = np.ones(self.nbytes, dtype=bool)
-        for piece in self._pieces():
-            view = as_strided(mask[piece.dst_offset :], piece.dst_shape, piece.dst_strides)
-            view[...] = False
-        return mask
+        """A bool per buffer byte: True where no stored element lives.
+
+        Computed once per layout and returned read-only: a nightly diffs the same layout over
+        and over, and the mask costs about a pass over the buffer to build.
+        """
+        cached: np.ndarray | None = self.__dict__.get("_padding_mask")
+        if cached is None:
+            cached = np.ones(self.nbytes, dtype=bool)
+            for piece in self._pieces():
+                view = as_strided(cached[piece.dst_offset :], piece.dst_shape, piece.dst_strides)
+                view[...] = False
+            cached.flags.writeable = False
+            object.__setattr__(self, "_padding_mask", cached)
+        return cached
+
+    def padding_bytes_mask(self) -> np.ndarray:
+        """0xFF where :meth:`padding_mask` is True, else 0 (uint8, cached, read-only): AND it
+        with a buffer, eight bytes at a time, to test the padding without gathering it."""
+        cached: np.ndarray | None = self.__dict__.get("_padding_bytes_mask")
+        if cached is None:
+            cached = self.padding_mask().view(np.uint8) * np.uint8(0xFF)
+            cached.flags.writeable = False
+            object.__setattr__(self, "_padding_bytes_mask", cached)
+        return cached
 
     # ---------------------------------------------------------------- locate
 
