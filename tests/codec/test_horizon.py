@@ -242,3 +242,25 @@ def test_aligned_empty_refuses_non_power_of_two(align: int) -> None:
 def test_aligned_empty_refuses_negative_size() -> None:
     with pytest.raises(ValueError, match=">= 0"):
         aligned_empty(-1)
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype", "params"),
+    [
+        ((1, 3, 212, 212), "uint16", {}),
+        ((1, 3, 212, 212), "uint16", {"stride": [301056, 100352, 448, 2]}),
+        ((1, 3, 224, 224), "uint8", {"stride": [150528, 50176, 224, 1]}),
+        ((1, 3, 224, 224), "uint8", {}),
+        ((2, 8), "int8", {}),
+        ((1, 4, 6, 8), "int16", {"aligned_shape": [1, 4, 6, 8]}),
+        ((1, 4, 6, 8), "int16", {"aligned_shape": [1, 4, 6, 16]}),
+    ],
+)
+def test_layout_needs_padding_agrees_with_the_seed_formula(
+    shape: tuple[int, ...], dtype: str, params: dict[str, object]
+) -> None:
+    from targets.horizon import needs_padding
+
+    layout = get_layout("rdk-s100", "strided", shape, dtype, **params)
+    seed = needs_padding(shape, layout.strides, np.dtype(dtype).itemsize)
+    assert layout.needs_padding() == seed == layout.attributes["needs_padding"]
