@@ -998,6 +998,36 @@ fc_planes(PyObject *const *args, int writable16, Py_buffer *b16, Py_buffer *blo,
     return 0;
 }
 
+/* split16 and join16: the same argument checks, one call each way. */
+static PyObject *
+fc_planes_call(PyObject *const *args, Py_ssize_t nargs, int join, const char *name)
+{
+    Py_buffer b16, blo, bhi;
+    Py_ssize_t n;
+    long mode;
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 4 arguments (%zd given)", name, nargs);
+        return NULL;
+    }
+    mode = PyLong_AsLong(args[3]);
+    if (mode == -1 && PyErr_Occurred())
+        return NULL;
+    if (fc_planes(args, join, &b16, &blo, &bhi, &n) < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    if (join)
+        fc_join16((const uint8_t *)blo.buf, (const uint8_t *)bhi.buf, (uint16_t *)b16.buf, n,
+                  mode != 0);
+    else
+        fc_split16((const uint16_t *)b16.buf, (uint8_t *)blo.buf, (uint8_t *)bhi.buf, n,
+                   mode != 0);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&bhi);
+    PyBuffer_Release(&blo);
+    PyBuffer_Release(&b16);
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(split16_doc,
 "split16(values, lo, hi, mode) -> None\n"
 "--\n\n"
@@ -1007,25 +1037,7 @@ PyDoc_STRVAR(split16_doc,
 static PyObject *
 fc_split16_py(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
-    Py_buffer b16, blo, bhi;
-    Py_ssize_t n;
-    long mode;
-    if (nargs != 4) {
-        PyErr_Format(PyExc_TypeError, "split16() takes 4 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    mode = PyLong_AsLong(args[3]);
-    if (mode == -1 && PyErr_Occurred())
-        return NULL;
-    if (fc_planes(args, 0, &b16, &blo, &bhi, &n) < 0)
-        return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    fc_split16((const uint16_t *)b16.buf, (uint8_t *)blo.buf, (uint8_t *)bhi.buf, n, mode != 0);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&bhi);
-    PyBuffer_Release(&blo);
-    PyBuffer_Release(&b16);
-    Py_RETURN_NONE;
+    return fc_planes_call(args, nargs, 0, "split16");
 }
 
 PyDoc_STRVAR(join16_doc,
@@ -1037,25 +1049,7 @@ PyDoc_STRVAR(join16_doc,
 static PyObject *
 fc_join16_py(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
-    Py_buffer b16, blo, bhi;
-    Py_ssize_t n;
-    long mode;
-    if (nargs != 4) {
-        PyErr_Format(PyExc_TypeError, "join16() takes 4 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    mode = PyLong_AsLong(args[3]);
-    if (mode == -1 && PyErr_Occurred())
-        return NULL;
-    if (fc_planes(args, 1, &b16, &blo, &bhi, &n) < 0)
-        return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    fc_join16((const uint8_t *)blo.buf, (const uint8_t *)bhi.buf, (uint16_t *)b16.buf, n, mode != 0);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&bhi);
-    PyBuffer_Release(&blo);
-    PyBuffer_Release(&b16);
-    Py_RETURN_NONE;
+    return fc_planes_call(args, nargs, 1, "join16");
 }
 
 static PyMethodDef fc_methods[] = {
