@@ -9,6 +9,9 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+# The plugin's own tests drive pytest with pytest's pytester.
+pytest_plugins = ("pytester",)
+
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile(
     "thorough", deadline=None, max_examples=2000, suppress_health_check=[HealthCheck.too_slow]

@@ -1,0 +1,233 @@
+"""``npu-hil nightly``: the regression suite in a pytest subprocess, live progress, the report.
+
+The run folder is created here first and named to pytest in ``NPU_HIL_RUN_DIR``, so the progress
+display can follow ``records.jsonl`` as the plugin appends to it. pytest's own output goes to
+``<run>/pytest.log``. The exit code is pytest's (0: everything passed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from harness.errors import NpuHilError
+from harness.report.records import OUTCOMES
+from harness.report.runs import RECORDS_FILE, RUN_DIR_ENV, SUMMARY_FILE, new_run_dir
+from harness.report.writer import COMPARISON_FILE, HTML_FILE, load_records, write_run
+
+DEFAULT_SUITE = Path("tests") / "hil"
+POLL_SECONDS = 0.25
+LOG_FILE = "pytest.log"
+LOG_TAIL_LINES = 15
+# pytest's exit codes for a run that did not finish its tests
+INCOMPLETE_EXITS = frozenset({2, 3, 4})
+
+
+class NightlyError(NpuHilError):
+    """A nightly run that cannot start (no suite)."""
+
+
+def add_parser(sub: Any) -> None:
+    nightly = sub.add_parser(
+        "nightly",
+        help="run the regression suite on the farm and write the report",
+        description="Run the regression suite (tests/hil/) with the npu-hil pytest plugin, show "
+        "progress per board, write reports/<run-id>/. Arguments after -- go to pytest.",
+    )
+    nightly.add_argument("--inventory", type=Path, help="the board inventory (farm.yaml)")
+    nightly.add_argument("-n", dest="workers", metavar="N", help="pytest-xdist workers, or auto")
+    nightly.add_argument("--reports", type=Path, default=Path("reports"), help="reports root")
+    nightly.add_argument("--backend", choices=("auto", "sim", "hw"), help="default: auto")
+    nightly.add_argument(
+        "--target", action="append", default=[], metavar="SOC", help="only these targets"
+    )
+    nightly.add_argument(
+        "--suite", type=Path, help="the regression suite (default: tests/hil under the cwd)"
+    )
+    nightly.add_argument("pytest_args", nargs="*", help="extra pytest arguments, after --")
+    nightly.set_defaults(run=run_nightly)
+
+
+def plugin_args(workers: str | None) -> list[str]:
+    """``-p`` options: with plugin autoloading on, the entry points already load npu-hil and
+    xdist (and ``-p harness.plugin`` would register it twice); with it off, name them."""
+    if not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        return []
+    return ["-p", "harness.plugin", *(["-p", "xdist"] if workers else [])]
+
+
+def pytest_command(args: argparse.Namespace, suite: Path) -> list[str]:
+    cmd = [sys.executable, "-m", "pytest", str(suite), *plugin_args(args.workers)]
+    cmd += ["--reports", str(args.reports)]
+    if args.inventory is not None:
+        cmd += ["--inventory", str(args.inventory)]
+    if args.backend is not None:
+        cmd += ["--backend", args.backend]
+    for target in args.target:
+        cmd += ["--target", target]
+    if args.workers:
+        # Board cases carry xdist_group(board): one worker per board starts its agent once.
+        cmd += ["-n", str(args.workers), "--dist", "loadgroup"]
+    return cmd + list(args.pytest_args)
+
+
+def resolve_suite(suite: Path | None) -> Path:
+    path = suite if suite is not None else Path.cwd() / DEFAULT_SUITE
+    if not path.exists():
+        raise NightlyError(
+            f"no regression suite at {path}: run from the npu-hil checkout or pass --suite PATH"
+        )
+    return path
+
+
+class RecordTail:
+    """Reads the whole lines appended to records.jsonl since the last call."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.per_board: dict[str, Counter[str]] = defaultdict(Counter)
+        self.simulated: dict[str, bool] = {}
+
+    def poll(self) -> None:
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(self.offset)
+                chunk = handle.read()
+        except FileNotFoundError:
+            return
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            return
+        self.offset += end + 1
+        for line in chunk[: end + 1].splitlines():
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            board = data.get("board") or "(no board)"
+            self.per_board[board][str(data.get("outcome"))] += 1
+            self.simulated[board] = self.simulated.get(board, False) or bool(data.get("simulated"))
+
+
+def _progress_table(tail: RecordTail, elapsed: float) -> Any:
+    from rich.table import Table
+
+    total: Counter[str] = Counter()
+    for counts in tail.per_board.values():
+        total.update(counts)
+    table = Table(title=f"npu-hil nightly: {sum(total.values())} done, {elapsed:.0f}s")
+    table.add_column("board")
+    table.add_column("SIM/HW")
+    for outcome in OUTCOMES:
+        table.add_column(outcome, justify="right")
+    for board in sorted(tail.per_board):
+        counts = tail.per_board[board]
+        table.add_row(
+            board,
+            "SIM" if tail.simulated.get(board) else "HW",
+            *(str(counts[o]) for o in OUTCOMES),
+        )
+    return table
+
+
+def _run_with_progress(cmd: list[str], run_dir: Path, env: dict[str, str]) -> int:
+    from rich.console import Console
+    from rich.live import Live
+
+    console = Console(stderr=True)
+    tail = RecordTail(run_dir / RECORDS_FILE)
+    console.print(f"npu-hil nightly: {run_dir}, pytest output in {run_dir / LOG_FILE}")
+    started = time.monotonic()
+    with (run_dir / LOG_FILE).open("wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            with Live(console=console, refresh_per_second=4, transient=True) as live:
+                while proc.poll() is None:
+                    tail.poll()
+                    live.update(_progress_table(tail, time.monotonic() - started))
+                    time.sleep(POLL_SECONDS)
+        except KeyboardInterrupt:
+            proc.terminate()
+        return proc.wait()
+
+
+def _print_summary(run_dir: Path, code: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    summary_path = run_dir / SUMMARY_FILE
+    if not summary_path.exists():
+        log = run_dir / LOG_FILE
+        text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+        lines = text.splitlines()
+        console.print("\n".join(lines[-LOG_TAIL_LINES:]), markup=False, highlight=False)
+        console.print(f"no test records were written (pytest exit {code}); its output: {log}")
+        return
+    summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    mode = (
+        "SIMULATED"
+        if summary["hardware"] == 0
+        else "HARDWARE"
+        if summary["simulated"] == 0
+        else f"MIXED ({summary['hardware']} on hardware, {summary['simulated']} simulated)"
+    )
+    table = Table(title=f"npu-hil nightly {run_dir.name}: {summary['total']} tests, {mode}")
+    table.add_column("board")
+    table.add_column("target")
+    table.add_column("SIM/HW")
+    for outcome in OUTCOMES:
+        table.add_column(outcome, justify="right")
+    for board, entry in summary["per_board"].items():
+        table.add_row(
+            board,
+            str(entry.get("target") or ""),
+            "SIM" if entry.get("simulated") else "HW",
+            *(str(entry.get(o, 0)) for o in OUTCOMES),
+        )
+    outcomes = summary["outcomes"]
+    table.add_row("total", "", "", *(str(outcomes.get(o, 0)) for o in OUTCOMES), style="bold")
+    console.print(table)
+    comparison_path = run_dir / COMPARISON_FILE
+    if comparison_path.exists():
+        comparison = json.loads(comparison_path.read_text(encoding="utf-8"))
+        if comparison.get("previous_run"):
+            console.print(
+                f"since {comparison['previous_run']}: {len(comparison['new_failures'])} new "
+                f"failures, {len(comparison['fixed'])} fixed, "
+                f"{len(comparison['still_failing'])} still failing, "
+                f"{len(comparison['flaky'])} flaky"
+            )
+    console.print(f"report: {(run_dir / HTML_FILE).resolve()}")
+    if code in INCOMPLETE_EXITS:
+        console.print(f"pytest stopped early (exit {code}); its output is in {run_dir / LOG_FILE}")
+
+
+def run_nightly(args: argparse.Namespace) -> int:
+    suite = resolve_suite(args.suite)
+    run_dir = new_run_dir(args.reports)
+    env = {**os.environ, RUN_DIR_ENV: str(run_dir.resolve())}
+    cmd = pytest_command(args, suite)
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    code = _run_with_progress(cmd, run_dir, env)
+    if not (run_dir / SUMMARY_FILE).exists() and (run_dir / RECORDS_FILE).exists():
+        # pytest died before the plugin wrote the report: rebuild it from what completed
+        meta = {
+            "started": started,
+            "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "incomplete": True,
+            "pytest_exit": code,
+            "argv": cmd[3:],
+        }
+        write_run(run_dir, load_records(run_dir), meta)
+    _print_summary(run_dir, code)
+    return code

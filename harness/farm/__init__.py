@@ -1,0 +1,41 @@
+"""The board farm: the inventory (what each board is), sessions on boards (simulated or real),
+health, power control, cross-process locks, and running a model with every buffer diffed.
+
+Works without pytest; the plugin maps its options and markers onto :class:`Farm`.
+"""
+
+from __future__ import annotations
+
+from harness.farm.farm import BACKENDS, Farm
+from harness.farm.inventory import (
+    Board,
+    Inventory,
+    InventoryError,
+    PowerConfig,
+    Timeouts,
+    TransportConfig,
+    load_inventory,
+    parse_inventory,
+)
+from harness.farm.power import power_cycle
+from harness.farm.runner import ModelRun, TensorRun, run_model
+from harness.farm.session import BoardSession, Health
+
+__all__ = [
+    "BACKENDS",
+    "Board",
+    "BoardSession",
+    "Farm",
+    "Health",
+    "Inventory",
+    "InventoryError",
+    "ModelRun",
+    "PowerConfig",
+    "TensorRun",
+    "Timeouts",
+    "TransportConfig",
+    "load_inventory",
+    "parse_inventory",
+    "power_cycle",
+    "run_model",
+]

@@ -1,0 +1,267 @@
+"""The farm: the inventory's boards, one session per board, health, power and cross-process locks.
+
+Which transport a board gets:
+
+- a simulated board, or any board under ``backend="sim"``: a :class:`LocalTransport` in a
+  per-board folder under the farm's workdir, running the real agent under ``sys.executable`` with
+  the harness on ``PYTHONPATH`` (the ``sim`` adapter imports it);
+- a real board: its inventory transport. SSH and serial are not implemented yet, so they raise
+  :class:`TransportError`; under ``backend="auto"`` a board whose ``fallback`` is ``sim`` then
+  runs simulated, and its session says so (``simulated=True``, ``fallback_reason``).
+
+The library works without pytest; the plugin only maps its options onto this class.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from filelock import FileLock
+
+import harness
+from harness.agent.client import AgentClient
+from harness.errors import NpuHilError, TransportError
+from harness.farm.inventory import Board, Inventory, load_inventory
+from harness.farm.power import power_cycle as _power_cycle
+from harness.farm.session import BoardSession, Health
+from harness.models import Manifest, load_manifest
+from harness.transport.base import Transport
+from harness.transport.local import LocalTransport
+
+__all__ = ["BACKENDS", "Farm"]
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("auto", "sim", "hw")
+HARNESS_ROOT = Path(harness.__file__).resolve().parent.parent
+"""The folder holding ``harness`` and ``targets``: what a simulated board needs on its path."""
+LOCK_TIMEOUT_S = 3600.0
+
+
+def _default_workdir() -> Path:
+    # Shared by every process of one user, so pytest-xdist workers find the same lock files.
+    return Path(tempfile.gettempdir()) / f"npu-hil-{os.getuid() if hasattr(os, 'getuid') else 0}"
+
+
+class Farm:
+    """The boards of ``inventory`` (an :class:`Inventory` or a path to one).
+
+    ``backend``: ``auto`` (each board as the inventory says, falling back to sim where allowed),
+    ``sim`` (every board simulated) or ``hw`` (real boards only, no fallback). ``workdir`` holds
+    the simulated boards' folders and the lock files; share it between processes that must not
+    use a board at once. ``keep_remote`` leaves job folders behind for inspection.
+    """
+
+    def __init__(
+        self,
+        inventory: Inventory | str | os.PathLike[str],
+        *,
+        backend: str = "auto",
+        workdir: str | os.PathLike[str] | None = None,
+        keep_remote: bool = False,
+    ) -> None:
+        if backend not in BACKENDS:
+            raise NpuHilError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        self.inventory = (
+            inventory if isinstance(inventory, Inventory) else load_inventory(inventory)
+        )
+        self.backend = backend
+        self.workdir = Path(workdir) if workdir is not None else _default_workdir()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.keep_remote = keep_remote
+        self._sessions: dict[str, BoardSession] = {}
+        self._health: dict[str, Health] = {}
+        self._manifest: Manifest | None = None
+
+    # --- selection -------------------------------------------------------------------------------
+
+    def boards(
+        self,
+        *,
+        socs: Iterable[str] | None = None,
+        vendors: Iterable[str] | None = None,
+        targets: Iterable[str] | None = None,
+        names: Iterable[str] | None = None,
+    ) -> list[Board]:
+        """The boards matching every filter given, in inventory order. ``socs`` and ``targets``
+        both name targets and are separate filters (a test's ``soc`` marker and the command line's
+        ``--target`` narrow each other). Under ``backend="hw"`` simulated boards are left out."""
+        filters: list[tuple[set[str] | None, Callable[[Board], str]]] = [
+            (_set(socs), _target),
+            (_set(targets), _target),
+            (_set(vendors), _vendor),
+            (_set(names), _name),
+        ]
+        return [
+            board
+            for board in self.inventory.boards
+            if all(wanted is None or key(board) in wanted for wanted, key in filters)
+            and not (self.backend == "hw" and board.simulated)
+        ]
+
+    @property
+    def manifest(self) -> Manifest | None:
+        """The model manifest the inventory points at (loaded on first use), or None."""
+        if self._manifest is None and self.inventory.manifest is not None:
+            self._manifest = load_manifest(self.inventory.manifest)
+        return self._manifest
+
+    # --- sessions --------------------------------------------------------------------------------
+
+    def session(self, board: Board | str) -> BoardSession:
+        """The board's session (one per board and farm)."""
+        board = self._board(board)
+        cached = self._sessions.get(board.name)
+        if cached is None:
+            cached = self._open(board)
+            self._sessions[board.name] = cached
+        return cached
+
+    def _open(self, board: Board) -> BoardSession:
+        if self.backend == "sim" and not board.simulated:
+            return self._sim_session(board, "--backend sim runs every board simulated")
+        if board.simulated:
+            if self.backend == "hw":
+                raise TransportError(f"{board.name}: a simulated board, but the backend is hw")
+            return self._sim_session(board, None)
+        try:
+            transport = self._hw_transport(board)
+        except TransportError as exc:
+            if self.backend == "auto" and board.fallback == "sim":
+                log.warning("%s: %s; running it simulated", board.name, exc)
+                return self._sim_session(board, str(exc))
+            raise
+        client = self._client(transport, board.python)
+        return BoardSession(
+            board=board,
+            transport=transport,
+            client=client,
+            simulated=False,
+            adapter=board.adapter,
+            adapter_options={},
+            workdir=self._board_dir(board),
+            manifest_path=self.inventory.manifest,
+        )
+
+    def _hw_transport(self, board: Board) -> Transport:
+        kind = board.transport.kind
+        if kind == "local":
+            # The host is the board (the harness runs on it): its vendor runtime is local.
+            workdir = Path(board.workdir) if board.workdir else self._board_dir(board) / "remote"
+            return LocalTransport(workdir, python=board.python or sys.executable)
+        raise TransportError(
+            f"{board.name}: the {kind} transport is not implemented yet; the board cannot be "
+            "reached"
+        )
+
+    def _sim_session(self, board: Board, reason: str | None) -> BoardSession:
+        path = os.pathsep.join(p for p in (str(HARNESS_ROOT), os.environ.get("PYTHONPATH")) if p)
+        transport = LocalTransport(
+            self._board_dir(board) / "sim", python=sys.executable, env={"PYTHONPATH": path}
+        )
+        return BoardSession(
+            board=board,
+            transport=transport,
+            client=self._client(transport, sys.executable),
+            simulated=True,
+            adapter="sim",
+            adapter_options={"target": board.target},
+            workdir=self._board_dir(board),
+            fallback_reason=reason,
+            manifest_path=self.inventory.manifest,
+        )
+
+    def _client(self, transport: Transport, python: str | None) -> AgentClient:
+        return AgentClient(transport, python=python, keep_jobs=self.keep_remote)
+
+    def _board_dir(self, board: Board) -> Path:
+        folder = self.workdir / "boards" / board.name
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def _board(self, board: Board | str) -> Board:
+        return self.inventory.board(board) if isinstance(board, str) else board
+
+    # --- health, power, locks --------------------------------------------------------------------
+
+    def health(self, board: Board | str) -> Health:
+        """Reachable (ping) and the runtime's versions, checked once per board and farm. Never
+        raises for an unhealthy board: the cause is in ``error``."""
+        board = self._board(board)
+        cached = self._health.get(board.name)
+        if cached is not None:
+            return cached
+        simulated, reason = board.simulated, None
+        try:
+            session = self.session(board)
+            simulated, reason = session.simulated, session.fallback_reason
+            session.client.ping(timeout=board.timeouts.health)
+            versions = session.client.versions(
+                session.adapter, session.adapter_options, timeout=board.timeouts.health
+            )
+            health = Health(True, versions, None, simulated, reason)
+        except NpuHilError as exc:
+            health = Health(False, {}, f"{type(exc).__name__}: {exc.message}", simulated, reason)
+        self._health[board.name] = health
+        return health
+
+    def power_cycle(self, board: Board | str) -> None:
+        """Power-cycle a real board with its inventory command and drop its agent session, so the
+        next job starts fresh. TransportError when there is no power control or it fails."""
+        board = self._board(board)
+        session = self._sessions.get(board.name)
+        # A simulated board has no power to cut: restarting its agent is the equivalent.
+        if session is None or not session.simulated:
+            _power_cycle(board)
+        self._health.pop(board.name, None)  # the next health() looks again
+        if session is not None:
+            session.restart()
+
+    def lock(self, board: Board | str, *, timeout: float = LOCK_TIMEOUT_S) -> FileLock:
+        """A cross-process lock for the board (``with farm.lock(board): ...``): pytest-xdist
+        workers sharing this farm's workdir never use one board at the same time."""
+        board = self._board(board)
+        folder = self.workdir / "locks"
+        folder.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(folder / f"{board.name}.lock"), timeout=timeout)
+
+    def close(self) -> None:
+        """Shut every agent session down."""
+        sessions, self._sessions = self._sessions, {}
+        for session in sessions.values():
+            try:
+                session.close()
+            except NpuHilError as exc:  # one board's trouble must not keep the others open
+                log.warning("%s: %s", session.name, exc)
+
+    def __enter__(self) -> Farm:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _target(board: Board) -> str:
+    return board.target
+
+
+def _vendor(board: Board) -> str:
+    return board.vendor
+
+
+def _name(board: Board) -> str:
+    return board.name
+
+
+def _set(values: Iterable[str] | None) -> set[str] | None:
+    """None (no filter) for None; a lone string is one name, not its characters."""
+    if values is None:
+        return None
+    if isinstance(values, str):
+        return {values}
+    return set(values)

@@ -1,0 +1,517 @@
+"""The board inventory (``inventory.yaml``): what each board *is*, as plain data.
+
+Parsed with ``yaml.compose`` so every node keeps its position: an error names the file, line and
+column, the key path and what was expected, e.g.
+``farm.yaml:23:7: boards[4].transport.port: expected an integer, got "22a"``. Secrets never belong
+in the file: a literal ``password`` or ``key`` is refused in favour of ``password_env`` (the name of
+an environment variable) and ``key_file``.
+
+Schema::
+
+    defaults: {backend, fallback, transport, python, workdir, adapter, timeouts}
+    manifest: models/manifest.yaml        # relative to this file
+    boards:
+      - name: rk3588-01                   # [a-z0-9._-]+, unique
+        target: rk3588                    # one of the codec's 15 targets
+        backend: hw                       # hw | sim
+        transport: {kind: ssh, host: 10.0.0.5, port: 22, user: root, key_file: ~/.ssh/farm}
+        fallback: sim                     # sim | none: where --backend auto may go instead
+        tags: [rack-a]
+        adapter: rknn_native              # default per vendor; sim boards use ``sim``
+        python: /usr/bin/python3          # the board's interpreter
+        workdir: /tmp/npu-hil             # the board's working directory
+        power: {command: {on: ..., off: ..., cycle: ...}} | {labgrid: place-name}
+        timeouts: {connect, load, run, power, health}   # seconds
+
+``transport: local`` is short for ``{kind: local}``. A board's ``transport`` replaces the default
+one as a whole (mixing an SSH host with serial settings would be meaningless); ``timeouts`` merge
+key by key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import json
+import os
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from harness.codec import known_targets
+from harness.errors import NpuHilError
+from targets import horizon, kl730, rockchip
+
+__all__ = [
+    "Board",
+    "Inventory",
+    "InventoryError",
+    "PowerConfig",
+    "Timeouts",
+    "TransportConfig",
+    "load_inventory",
+    "parse_inventory",
+]
+
+BACKENDS = ("hw", "sim")
+FALLBACKS = ("sim", "none")
+TRANSPORT_KINDS = ("local", "ssh", "serial")
+HOST_KEY_POLICIES = ("reject", "warn", "auto-add")
+VENDOR_OF: dict[str, str] = {
+    **{t: "rockchip" for t in rockchip.TARGETS},
+    **{t: "horizon" for t in horizon.TARGETS},
+    **{t: "kneron" for t in kl730.TARGETS},
+}
+HW_ADAPTERS = {"rockchip": "rknn_native", "horizon": "hobot_native", "kneron": "kneron"}
+"""The runtime adapter a real board of each vendor uses unless the inventory names another."""
+SIM_ADAPTER = "sim"
+
+NAME_RE = re.compile(r"[a-z0-9._-]+\Z")
+ADAPTER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+ENV_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+TOP_KEYS = ("defaults", "boards", "manifest")
+DEFAULT_KEYS = ("backend", "fallback", "transport", "python", "workdir", "adapter", "timeouts")
+BOARD_KEYS = (
+    "name", "target", "backend", "transport", "fallback", "tags", "adapter", "python", "workdir",
+    "power", "timeouts",
+)  # fmt: skip
+TRANSPORT_KEYS = {
+    "local": ("kind",),
+    "ssh": ("kind", "host", "port", "user", "key_file", "host_key_policy"),
+    "serial": ("kind", "port", "baudrate", "user", "password_env"),
+}
+POWER_KEYS = ("command", "labgrid")
+POWER_COMMAND_KEYS = ("on", "off", "cycle")
+TIMEOUT_KEYS = ("connect", "load", "run", "power", "health")
+SECRETS = {"password": "password_env (the name of an environment variable)", "key": "key_file"}
+
+_STR = "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_NULL = "tag:yaml.org,2002:null"
+
+T = TypeVar("T")
+
+# PyYAML ships no type information; the project reads it untyped, as the manifest does.
+yaml: Any = importlib.import_module("yaml")
+MappingNode: Any = yaml.nodes.MappingNode
+ScalarNode: Any = yaml.nodes.ScalarNode
+SequenceNode: Any = yaml.nodes.SequenceNode
+Node = Any
+
+
+class InventoryError(NpuHilError):
+    """An inventory that cannot be used: the message is ``file:line:column: key.path: ...``."""
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds: connecting to a board, loading a model, one run, a power command, a health check."""
+
+    connect: float = 30.0
+    load: float = 120.0
+    run: float = 60.0
+    power: float = 60.0
+    health: float = 120.0
+
+
+@dataclass(frozen=True)
+class TransportConfig:
+    """How to reach a board. ``port`` is an integer for SSH and a device path or URL
+    (``/dev/ttyUSB0``, ``rfc2217://host:port``) for serial."""
+
+    kind: str = "local"
+    host: str | None = None
+    port: int | str | None = None
+    user: str | None = None
+    key_file: str | None = None
+    host_key_policy: str = "reject"
+    baudrate: int | None = None
+    password_env: str | None = None
+
+
+@dataclass(frozen=True)
+class PowerConfig:
+    """Power control: commands (argv lists) for on/off/cycle, or a labgrid place."""
+
+    on: tuple[str, ...] | None = None
+    off: tuple[str, ...] | None = None
+    cycle: tuple[str, ...] | None = None
+    labgrid: str | None = None
+
+
+@dataclass(frozen=True)
+class Board:
+    """One board of the inventory."""
+
+    name: str
+    target: str
+    backend: str
+    transport: TransportConfig
+    fallback: str
+    adapter: str
+    tags: tuple[str, ...] = ()
+    python: str | None = None
+    workdir: str | None = None
+    power: PowerConfig | None = None
+    timeouts: Timeouts = field(default_factory=Timeouts)
+
+    @property
+    def vendor(self) -> str:
+        """rockchip, horizon or kneron."""
+        return VENDOR_OF[self.target]
+
+    @property
+    def simulated(self) -> bool:
+        """Whether the inventory declares this board a simulated one."""
+        return self.backend == "sim"
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """A loaded inventory: the boards in file order, and where the model manifest is."""
+
+    boards: tuple[Board, ...]
+    manifest: Path | None = None
+    source: str = "<inventory>"
+
+    def board(self, name: str) -> Board:
+        for board in self.boards:
+            if board.name == name:
+                return board
+        known = ", ".join(b.name for b in self.boards) or "none"
+        raise InventoryError(f"{self.source}: no board {name!r} (boards: {known})")
+
+
+# --- reading nodes ------------------------------------------------------------------------------
+
+
+class _Reader:
+    """Typed access to composed YAML nodes; every failure carries the node's position."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._constructor = yaml.constructor.SafeConstructor()
+
+    def error(self, node: Node, path: str, message: str) -> InventoryError:
+        mark = node.start_mark
+        return InventoryError(f"{self.source}:{mark.line + 1}:{mark.column + 1}: {path}: {message}")
+
+    def expected(self, node: Node, path: str, what: str) -> InventoryError:
+        return self.error(node, path, f"expected {what}, got {self.describe(node)}")
+
+    def describe(self, node: Node) -> str:
+        if isinstance(node, MappingNode):
+            return "a mapping"
+        if isinstance(node, SequenceNode):
+            return "a list"
+        if node.tag == _STR:
+            return json.dumps(node.value)
+        if node.tag == _NULL:
+            return "nothing (null)"
+        return str(node.value)
+
+    def value(self, node: Node) -> Any:
+        return self._constructor.construct_object(node, deep=True)
+
+    def mapping(
+        self, node: Node, path: str, allowed: tuple[str, ...]
+    ) -> dict[str, tuple[Node, Node]]:
+        """Keys → (key node, value node); unknown and duplicate keys and secrets refused."""
+        if not isinstance(node, MappingNode):
+            raise self.expected(node, path, "a mapping")
+        out: dict[str, tuple[Node, Node]] = {}
+        for key_node, value_node in node.value:
+            # Keys are read as written: YAML 1.1 would make ``on:``/``off:`` booleans.
+            if not isinstance(key_node, ScalarNode) or key_node.tag == _NULL:
+                raise self.expected(key_node, path, "a key (text)")
+            key = str(key_node.value)
+            where = f"{path}.{key}" if path else key
+            if key in SECRETS:
+                raise self.error(
+                    key_node,
+                    where,
+                    f"secrets do not belong in the inventory; use {SECRETS[key]} instead",
+                )
+            if key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise self.error(
+                    key_node, where, f"unknown key (expected one of {', '.join(allowed)}){hint}"
+                )
+            if key in out:
+                raise self.error(key_node, where, "duplicate key")
+            out[key] = (key_node, value_node)
+        return out
+
+    def text(self, node: Node, path: str) -> str:
+        if not isinstance(node, ScalarNode) or node.tag != _STR or not node.value:
+            raise self.expected(node, path, "a non-empty string")
+        return str(node.value)
+
+    def integer(self, node: Node, path: str, *, low: int = 0, high: int | None = None) -> int:
+        if not isinstance(node, ScalarNode) or node.tag != _INT:
+            raise self.expected(node, path, "an integer")
+        number = int(self.value(node))
+        if number < low or (high is not None and number > high):
+            bounds = f"in [{low}, {high}]" if high is not None else f">= {low}"
+            raise self.expected(node, path, f"an integer {bounds}")
+        return number
+
+    def seconds(self, node: Node, path: str) -> float:
+        if not isinstance(node, ScalarNode) or node.tag not in (_INT, _FLOAT):
+            raise self.expected(node, path, "a number of seconds")
+        number = float(self.value(node))
+        if not number > 0:
+            raise self.expected(node, path, "a positive number of seconds")
+        return number
+
+    def choice(self, node: Node, path: str, choices: tuple[str, ...]) -> str:
+        if isinstance(node, ScalarNode) and node.tag == _STR and node.value in choices:
+            return str(node.value)
+        close: list[str] = []
+        if isinstance(node, ScalarNode):
+            close = difflib.get_close_matches(str(node.value), choices, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        error = self.expected(node, path, f"one of {', '.join(choices)}")
+        raise InventoryError(f"{error.message}{hint}")
+
+    def pattern(self, node: Node, path: str, regex: re.Pattern[str], what: str) -> str:
+        text = self.text(node, path)
+        if not regex.match(text):
+            raise self.expected(node, path, what)
+        return text
+
+    def strings(self, node: Node, path: str) -> tuple[str, ...]:
+        if not isinstance(node, SequenceNode):
+            raise self.expected(node, path, "a list of strings")
+        return tuple(self.text(item, f"{path}[{i}]") for i, item in enumerate(node.value))
+
+    def word(self, node: Node, path: str) -> str:
+        if not isinstance(node, ScalarNode) or node.tag == _NULL or not node.value:
+            raise self.expected(node, path, "a command-line argument")
+        return str(node.value)
+
+    def command(self, node: Node, path: str) -> tuple[str, ...]:
+        """A command as a string (split like a shell would, but never run by one) or a list."""
+        if isinstance(node, SequenceNode):
+            # Arguments as written: ``[pdu-ctl, on, 4]`` means the words, not a bool and an int.
+            argv = tuple(self.word(item, f"{path}[{i}]") for i, item in enumerate(node.value))
+        else:
+            try:
+                argv = tuple(shlex.split(self.text(node, path)))
+            except ValueError as exc:
+                raise self.error(node, path, f"cannot split the command: {exc}") from None
+        if not argv:
+            raise self.expected(node, path, "a command")
+        return argv
+
+
+# --- the schema ---------------------------------------------------------------------------------
+
+
+def _optional(
+    fields: dict[str, tuple[Node, Node]], key: str, read: Callable[[Node, str], T], path: str
+) -> T | None:
+    if key not in fields:
+        return None
+    return read(fields[key][1], f"{path}.{key}" if path else key)
+
+
+def _transport(r: _Reader, node: Node, path: str) -> TransportConfig:
+    if isinstance(node, ScalarNode) and node.tag == _STR:
+        kind = r.choice(node, path, TRANSPORT_KINDS)
+        if kind != "local":
+            # ssh and serial cannot work without a host or a port: say so here, not at run time.
+            need = "host" if kind == "ssh" else "port"
+            raise r.error(node, path, f"expected {{kind: {kind}, {need}: ...}}, got {kind!r}")
+        return TransportConfig(kind=kind)
+    if not isinstance(node, MappingNode):
+        raise r.expected(node, path, f"one of {', '.join(TRANSPORT_KINDS)} or a mapping")
+    raw = r.mapping(node, path, tuple(sorted({k for ks in TRANSPORT_KEYS.values() for k in ks})))
+    if "kind" not in raw:
+        raise r.error(node, path, f"expected a kind ({', '.join(TRANSPORT_KINDS)})")
+    kind = r.choice(raw["kind"][1], f"{path}.kind", TRANSPORT_KINDS)
+    fields = r.mapping(node, path, TRANSPORT_KEYS[kind])
+    if kind == "ssh":
+        if "host" not in fields:
+            raise r.error(node, path, "expected a host for an ssh transport")
+        return TransportConfig(
+            kind=kind,
+            host=_optional(fields, "host", r.text, path),
+            port=_optional(fields, "port", lambda n, p: r.integer(n, p, low=1, high=65535), path)
+            or 22,
+            user=_optional(fields, "user", r.text, path),
+            key_file=_optional(fields, "key_file", r.text, path),
+            host_key_policy=_optional(
+                fields, "host_key_policy", lambda n, p: r.choice(n, p, HOST_KEY_POLICIES), path
+            )
+            or "reject",
+        )
+    if kind == "serial":
+        if "port" not in fields:
+            raise r.error(node, path, "expected a port (a device path or URL) for serial")
+        return TransportConfig(
+            kind=kind,
+            port=_optional(fields, "port", r.text, path),
+            baudrate=_optional(fields, "baudrate", lambda n, p: r.integer(n, p, low=1), path)
+            or 115200,
+            user=_optional(fields, "user", r.text, path),
+            password_env=_optional(
+                fields,
+                "password_env",
+                lambda n, p: r.pattern(n, p, ENV_RE, "the name of an environment variable"),
+                path,
+            ),
+        )
+    return TransportConfig(kind=kind)
+
+
+def _timeouts(r: _Reader, node: Node, path: str, base: Timeouts) -> Timeouts:
+    fields = r.mapping(node, path, TIMEOUT_KEYS)
+    values = {key: r.seconds(value, f"{path}.{key}") for key, (_, value) in fields.items()}
+    return Timeouts(**{**base.__dict__, **values})
+
+
+def _power(r: _Reader, node: Node, path: str) -> PowerConfig:
+    fields = r.mapping(node, path, POWER_KEYS)
+    if len(fields) != 1:
+        raise r.error(node, path, "expected exactly one of command, labgrid")
+    if "labgrid" in fields:
+        return PowerConfig(labgrid=r.text(fields["labgrid"][1], f"{path}.labgrid"))
+    command_path = f"{path}.command"
+    commands = r.mapping(fields["command"][1], command_path, POWER_COMMAND_KEYS)
+    argv = {k: r.command(v, f"{command_path}.{k}") for k, (_, v) in commands.items()}
+    if "cycle" not in argv and not ("on" in argv and "off" in argv):
+        raise r.error(fields["command"][1], command_path, "expected cycle, or both on and off")
+    return PowerConfig(on=argv.get("on"), off=argv.get("off"), cycle=argv.get("cycle"))
+
+
+@dataclass
+class _Defaults:
+    backend: str | None = None
+    fallback: str = "none"
+    transport: TransportConfig | None = None
+    python: str | None = None
+    workdir: str | None = None
+    adapter: str | None = None
+    timeouts: Timeouts = field(default_factory=Timeouts)
+
+
+def _defaults(r: _Reader, node: Node) -> _Defaults:
+    fields = r.mapping(node, "defaults", DEFAULT_KEYS)
+    out = _Defaults()
+    out.backend = _optional(fields, "backend", lambda n, p: r.choice(n, p, BACKENDS), "defaults")
+    out.fallback = (
+        _optional(fields, "fallback", lambda n, p: r.choice(n, p, FALLBACKS), "defaults") or "none"
+    )
+    out.transport = _optional(fields, "transport", lambda n, p: _transport(r, n, p), "defaults")
+    out.python = _optional(fields, "python", r.text, "defaults")
+    out.workdir = _optional(fields, "workdir", r.text, "defaults")
+    out.adapter = _optional(
+        fields, "adapter", lambda n, p: r.pattern(n, p, ADAPTER_RE, "an adapter name"), "defaults"
+    )
+    if "timeouts" in fields:
+        out.timeouts = _timeouts(r, fields["timeouts"][1], "defaults.timeouts", out.timeouts)
+    return out
+
+
+def _board(r: _Reader, node: Node, path: str, defaults: _Defaults) -> Board:
+    fields = r.mapping(node, path, BOARD_KEYS)
+    for required in ("name", "target"):
+        if required not in fields:
+            raise r.error(node, path, f"expected a {required}")
+    name = r.pattern(fields["name"][1], f"{path}.name", NAME_RE, "a name of [a-z0-9._-] characters")
+    target = r.choice(fields["target"][1], f"{path}.target", known_targets())
+    transport = (
+        _optional(fields, "transport", lambda n, p: _transport(r, n, p), path)
+        or defaults.transport
+        or TransportConfig()
+    )
+    backend = _optional(fields, "backend", lambda n, p: r.choice(n, p, BACKENDS), path)
+    # Without a word from the file, a board on the local transport is a simulated one.
+    backend = backend or defaults.backend or ("sim" if transport.kind == "local" else "hw")
+    adapter = _optional(
+        fields, "adapter", lambda n, p: r.pattern(n, p, ADAPTER_RE, "an adapter name"), path
+    )
+    if adapter is None:
+        # defaults.adapter is for real boards: a simulated board always runs the sim adapter.
+        adapter = (
+            SIM_ADAPTER if backend == "sim" else defaults.adapter or HW_ADAPTERS[VENDOR_OF[target]]
+        )
+    timeouts = defaults.timeouts
+    if "timeouts" in fields:
+        timeouts = _timeouts(r, fields["timeouts"][1], f"{path}.timeouts", timeouts)
+    return Board(
+        name=name,
+        target=target,
+        backend=backend,
+        transport=transport,
+        fallback=_optional(fields, "fallback", lambda n, p: r.choice(n, p, FALLBACKS), path)
+        or defaults.fallback,
+        adapter=adapter,
+        tags=_optional(fields, "tags", r.strings, path) or (),
+        python=_optional(fields, "python", r.text, path) or defaults.python,
+        workdir=_optional(fields, "workdir", r.text, path) or defaults.workdir,
+        power=_optional(fields, "power", lambda n, p: _power(r, n, p), path),
+        timeouts=timeouts,
+    )
+
+
+def parse_inventory(
+    text: str, *, source: str = "<inventory>", base: str | os.PathLike[str] = "."
+) -> Inventory:
+    """Check inventory YAML ``text``; ``base`` is the folder relative paths start from."""
+    r = _Reader(source)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        raise InventoryError(f"{where}: not valid YAML: {exc.problem}") from None
+    except yaml.YAMLError as exc:
+        raise InventoryError(f"{source}: not valid YAML: {exc}") from None
+    if root is None:
+        raise InventoryError(f"{source}:1:1: expected a mapping with boards, got an empty file")
+    top = r.mapping(root, "", TOP_KEYS)
+    defaults = _defaults(r, top["defaults"][1]) if "defaults" in top else _Defaults()
+    if "boards" not in top:
+        raise r.error(root, "boards", "expected a list of boards")
+    boards_node = top["boards"][1]
+    if not isinstance(boards_node, SequenceNode):
+        raise r.expected(boards_node, "boards", "a list of boards")
+    boards: list[Board] = []
+    seen: dict[str, int] = {}
+    for index, item in enumerate(boards_node.value):
+        board = _board(r, item, f"boards[{index}]", defaults)
+        if board.name in seen:
+            name_node = r.mapping(item, f"boards[{index}]", BOARD_KEYS)["name"][1]
+            raise r.error(
+                name_node,
+                f"boards[{index}].name",
+                f"duplicate board name {board.name!r} (also boards[{seen[board.name]}])",
+            )
+        seen[board.name] = index
+        boards.append(board)
+    manifest = _optional(top, "manifest", r.text, "")
+    return Inventory(
+        boards=tuple(boards),
+        manifest=(Path(base) / manifest).resolve() if manifest else None,
+        source=source,
+    )
+
+
+def load_inventory(path: str | os.PathLike[str]) -> Inventory:
+    """Read and check the inventory file at ``path``."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InventoryError(f"{file}: no such inventory file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InventoryError(f"{file}: cannot read the inventory: {exc}") from exc
+    return parse_inventory(text, source=str(file), base=file.parent)

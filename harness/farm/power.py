@@ -1,0 +1,64 @@
+"""Power control of a board: the inventory's commands, run as subprocesses with a timeout.
+
+Commands are argv lists (never a shell), so nothing in the inventory is interpreted twice. A
+labgrid place is recognised by the schema but not driven yet: asking for it is a TransportError
+that says so, like any other power failure (infrastructure, not a test failure).
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import time
+from collections.abc import Sequence
+
+from harness.errors import TransportError
+from harness.farm.inventory import Board
+
+__all__ = ["power_cycle", "run_power_command"]
+
+log = logging.getLogger(__name__)
+
+OFF_ON_PAUSE_S = 2.0
+"""Between off and on, so the board really loses power (capacitors, PDU relays)."""
+
+
+def run_power_command(board: Board, argv: Sequence[str], what: str) -> None:
+    """Run one power command; TransportError when it fails or does not end in time."""
+    timeout = board.timeouts.power
+    log.info("%s: power %s: %s", board.name, what, " ".join(argv))
+    try:
+        done = subprocess.run(
+            list(argv), capture_output=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired:
+        raise TransportError(
+            f"{board.name}: power {what} ({argv[0]}) did not end within {timeout:.0f} s"
+        ) from None
+    except OSError as exc:
+        raise TransportError(f"{board.name}: power {what}: cannot run {argv[0]!r}: {exc}") from None
+    if done.returncode != 0:
+        stderr = done.stderr.decode("utf-8", errors="replace").strip()[-2000:]
+        raise TransportError(
+            f"{board.name}: power {what} ({argv[0]}) ended with exit status {done.returncode}: "
+            f"{stderr or '(nothing on stderr)'}"
+        )
+
+
+def power_cycle(board: Board, *, pause_s: float = OFF_ON_PAUSE_S) -> None:
+    """Cut and restore the board's power: its ``cycle`` command, else ``off`` then ``on``."""
+    power = board.power
+    if power is None:
+        raise TransportError(f"{board.name}: no power control in the inventory")
+    if power.labgrid is not None:
+        raise TransportError(
+            f"{board.name}: power control through labgrid (place {power.labgrid!r}) is not "
+            "implemented yet"
+        )
+    if power.cycle is not None:
+        run_power_command(board, power.cycle, "cycle")
+        return
+    assert power.off is not None and power.on is not None  # the inventory guarantees one form
+    run_power_command(board, power.off, "off")
+    time.sleep(pause_s)
+    run_power_command(board, power.on, "on")

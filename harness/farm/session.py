@@ -1,0 +1,81 @@
+"""A board session: one board's transport and agent client, and whether it is really simulated.
+
+Separate from :mod:`harness.farm.farm` because a session is what a test holds and what
+:func:`harness.farm.runner.run_model` runs on; the farm decides which transport a session gets.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.agent.client import AgentClient
+from harness.farm.inventory import Board
+from harness.models import Manifest, load_manifest
+from harness.transport.base import Transport
+
+__all__ = ["BoardSession", "Health"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Health:
+    """A board's health, checked once per farm: reachable (ping) and its runtime versions."""
+
+    ok: bool
+    versions: Mapping[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    simulated: bool = False
+    fallback_reason: str | None = None
+
+
+@dataclass
+class BoardSession:
+    """A board ready to run jobs.
+
+    ``simulated`` is True for a simulated board and for a real one the farm replaced by a
+    simulated board (``fallback_reason`` then says why), so reports never confuse the two.
+    ``adapter`` and ``adapter_options`` are what every job on this session names.
+    """
+
+    board: Board
+    transport: Transport
+    client: AgentClient
+    simulated: bool
+    adapter: str
+    adapter_options: dict[str, Any]
+    workdir: Path
+    fallback_reason: str | None = None
+    manifest_path: Path | None = None
+    _manifest: Manifest | None = field(default=None, repr=False)
+
+    @property
+    def manifest(self) -> Manifest | None:
+        """The model manifest (read on first use: a simulated board never needs it, so a broken
+        manifest must not keep one from running), or None when the inventory names none."""
+        if self._manifest is None and self.manifest_path is not None:
+            self._manifest = load_manifest(self.manifest_path)
+        return self._manifest
+
+    @property
+    def target(self) -> str:
+        return self.board.target
+
+    @property
+    def name(self) -> str:
+        return self.board.name
+
+    def restart(self) -> None:
+        """Start over with a fresh agent: the old session is shut down (killed if it does not
+        answer) and the next job starts a new one. Use after a hang or a power cycle."""
+        log.info("restarting the agent on %s", self.board.name)
+        # The client itself stays: copies of this session (dataclasses.replace with other
+        # adapter options) share it, and it starts a new agent with the next request.
+        self.client.close(timeout=5.0)
+
+    def close(self) -> None:
+        self.client.close()

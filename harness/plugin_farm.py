@@ -1,0 +1,283 @@
+"""The farm in pytest: the inventory (read only when a test asks for a board), parametrisation of
+board tests over the matching boards, the ``farm`` and ``board`` fixtures, and board health.
+
+A test is a board test when it uses the ``board`` fixture (``run_model`` does) or carries a
+``soc``/``vendor`` marker. It is parametrised over the inventory's boards that match its markers
+and the ``--target``/``--board`` filters, one case per board with the board's name as its id
+(``test_x[rk3588-01]``); a SoC the marker names that no board serves is one skipped case saying
+so. The ``board`` fixture holds the board's cross-process lock for the test, so pytest-xdist
+workers never share a board, and checks the board's health once per session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from harness.errors import NpuHilError
+from harness.plugin_records import item_info
+
+if TYPE_CHECKING:
+    from harness.farm.farm import Farm
+    from harness.farm.inventory import Board, Inventory
+    from harness.farm.session import BoardSession
+
+BOARD = "board"
+DEFAULT_INVENTORY = "inventory.yaml"
+
+
+class BoardUnhealthyError(NpuHilError):
+    """A board failed its health check (after a power cycle when it has power control): its
+    tests are errors with this cause, the other boards go on."""
+
+
+@dataclass(frozen=True)
+class BoardParam:
+    """The parameter of one board case: the board's name, or None for a SoC with no board."""
+
+    name: str | None
+    target: str
+    reason: str = ""
+
+
+@dataclass
+class FarmState:
+    """Per-process farm state: nothing is read or created until a board test needs it."""
+
+    config: pytest.Config
+    inventory: Inventory | None = None
+    error: str | None = None
+    farm: Farm | None = None
+    health: dict[str, str | None] = field(default_factory=dict)
+
+    def load_inventory(self) -> Inventory:
+        """The inventory; an unusable one fails collection with ``file:line:column: ...``."""
+        if self.inventory is None and self.error is None:
+            from harness.farm.inventory import InventoryError, load_inventory
+
+            path = inventory_path(self.config)
+            if path is None:
+                self.error = (
+                    f"npu-hil: no inventory: pass --inventory FILE or put {DEFAULT_INVENTORY} "
+                    f"in {self.config.rootpath}"
+                )
+            else:
+                try:
+                    self.inventory = load_inventory(path)
+                except InventoryError as exc:
+                    self.error = exc.message
+        if self.error is not None:
+            pytest.fail(self.error, pytrace=False)
+        assert self.inventory is not None
+        return self.inventory
+
+    def get_farm(self) -> Farm:
+        if self.farm is None:
+            from harness.farm.farm import Farm
+
+            self.farm = Farm(
+                self.load_inventory(),
+                backend=self.config.getoption("backend"),
+                workdir=None,  # the farm's machine-wide default: locks shared by every process
+                keep_remote=self.config.getoption("keep_remote"),
+            )
+        return self.farm
+
+    def check_health(self, farm: Farm, board: Board) -> None:
+        """Once per board and process: healthy, or power-cycled and checked again when the board
+        has power control; the cause of an unhealthy board is kept for its later tests."""
+        if board.name not in self.health:
+            self.health[board.name] = _health_problem(farm, board)
+        problem = self.health[board.name]
+        if problem is not None:
+            raise BoardUnhealthyError(problem)
+
+    def close(self) -> None:
+        if self.farm is not None:
+            self.farm.close()
+            self.farm = None
+
+
+def _health_problem(farm: Farm, board: Board) -> str | None:
+    try:
+        health = farm.health(board)
+    except NpuHilError as exc:
+        first = f"{type(exc).__name__}: {exc.message}"
+    else:
+        if health.ok:
+            return None
+        first = health.error or "unhealthy"
+    if board.power is None:
+        return f"board {board.name} is unhealthy: {first} (no power control to recover it)"
+    try:
+        farm.power_cycle(board)
+        again = farm.health(board)
+    except NpuHilError as exc:
+        return f"board {board.name} is unhealthy: {first}; power cycle failed: {exc.message}"
+    if again.ok:
+        return None
+    return (
+        f"board {board.name} is unhealthy: {first}; still unhealthy after a power cycle: "
+        f"{again.error or 'unhealthy'}"
+    )
+
+
+FARM_KEY = pytest.StashKey[FarmState]()
+
+
+def inventory_path(config: pytest.Config) -> Path | None:
+    """``--inventory``, else ``inventory.yaml`` in the rootdir when there is one."""
+    given = config.getoption("inventory", None)
+    if given:
+        path = Path(given)
+        return path if path.is_absolute() else Path(config.invocation_params.dir) / path
+    default = Path(config.rootpath) / DEFAULT_INVENTORY
+    return default if default.is_file() else None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[FARM_KEY] = FarmState(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(FARM_KEY, None)
+    if state is not None:
+        state.close()
+
+
+def _marker_names(metafunc: pytest.Metafunc, name: str) -> tuple[str, ...]:
+    names: list[str] = []
+    for marker in metafunc.definition.iter_markers(name):
+        names.extend(str(arg) for arg in marker.args)
+    return tuple(dict.fromkeys(names))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    socs = _marker_names(metafunc, "soc")
+    vendors = _marker_names(metafunc, "vendor")
+    if BOARD not in metafunc.fixturenames:
+        if socs or vendors:
+            pytest.fail(
+                f"{metafunc.definition.nodeid}: marked soc/vendor but uses neither the board "
+                "nor the run_model fixture",
+                pytrace=False,
+            )
+        return
+    _check_names(metafunc, socs, vendors)
+    state = metafunc.config.stash[FARM_KEY]
+    farm = state.get_farm()
+    config = metafunc.config
+    targets = tuple(config.getoption("target")) or None
+    names = tuple(config.getoption("board")) or None
+    boards = farm.boards(socs=socs or None, vendors=vendors or None, targets=targets, names=names)
+    # xdist_group: under ``--dist loadgroup`` one worker runs all of a board's tests, so each
+    # board's agent starts once and no worker waits on another's board lock.
+    params = [
+        pytest.param(BoardParam(b.name, b.target), id=b.name, marks=pytest.mark.xdist_group(b.name))
+        for b in boards
+    ]
+    served = {b.target for b in boards}
+    for soc in socs:
+        if soc not in served:
+            reason = f"no board for SoC {soc} in {farm_source(state)}" + _filters_text(config)
+            params.append(_skipped(BoardParam(None, soc, reason), f"{soc}-no-board"))
+    if not params:
+        what = ", ".join(vendors) if vendors else "any target"
+        reason = f"no board for {what} in {farm_source(state)}" + _filters_text(config)
+        params.append(_skipped(BoardParam(None, "", reason), "no-board"))
+    metafunc.parametrize(BOARD, params, indirect=True)
+
+
+def _check_names(
+    metafunc: pytest.Metafunc, socs: tuple[str, ...], vendors: tuple[str, ...]
+) -> None:
+    """A typo in a marker is a collection error, not a silently skipped test."""
+    from harness.sim.targets import VENDOR_OF
+
+    where = metafunc.definition.nodeid
+    unknown = [s for s in socs if s not in VENDOR_OF]
+    if unknown:
+        pytest.fail(
+            f"{where}: soc({', '.join(map(repr, unknown))}): unknown SoC; known: "
+            f"{', '.join(VENDOR_OF)}",
+            pytrace=False,
+        )
+    known_vendors = sorted(set(VENDOR_OF.values()))
+    unknown = [v for v in vendors if v not in known_vendors]
+    if unknown:
+        pytest.fail(
+            f"{where}: vendor({', '.join(map(repr, unknown))}): unknown vendor; known: "
+            f"{', '.join(known_vendors)}",
+            pytrace=False,
+        )
+
+
+def _skipped(param: BoardParam, case_id: str) -> Any:
+    return pytest.param(param, id=case_id, marks=pytest.mark.skip(reason=param.reason))
+
+
+def farm_source(state: FarmState) -> str:
+    return state.inventory.source if state.inventory is not None else "the inventory"
+
+
+def _filters_text(config: pytest.Config) -> str:
+    parts = [f"--target {t}" for t in config.getoption("target")]
+    parts += [f"--board {b}" for b in config.getoption("board")]
+    return f" (filters: {' '.join(parts)})" if parts else ""
+
+
+@pytest.fixture(scope="session")
+def farm(pytestconfig: pytest.Config) -> Farm:
+    """The session's :class:`~harness.farm.Farm` (built from the inventory on first use)."""
+    return pytestconfig.stash[FARM_KEY].get_farm()
+
+
+@pytest.fixture
+def board(request: pytest.FixtureRequest, farm: Farm) -> Iterator[BoardSession]:
+    """The test's board as a :class:`~harness.farm.BoardSession`, locked for the test."""
+    param = getattr(request, "param", None)
+    if not isinstance(param, BoardParam) or param.name is None:
+        reason = param.reason if isinstance(param, BoardParam) else "no board"
+        pytest.skip(reason)
+    state = request.config.stash[FARM_KEY]
+    board_spec = state.load_inventory().board(param.name)
+    info = item_info(request.node)
+    info.board, info.target = board_spec.name, board_spec.target
+    info.backend = board_spec.backend
+    _skip_by_kind(request.node, board_spec.simulated, request.config.getoption("backend"))
+    with farm.lock(board_spec):
+        state.check_health(farm, board_spec)
+        session = farm.session(board_spec)
+        info.simulated = session.simulated
+        info.backend = "sim" if session.simulated else "hw"
+        info.fallback_reason = session.fallback_reason or ""
+        if session.simulated and request.node.get_closest_marker("hw_only") is not None:
+            pytest.skip(f"hw_only: {board_spec.name} runs simulated ({info.fallback_reason})")
+        yield session
+
+
+def _skip_by_kind(item: pytest.Item, simulated: bool, backend: str) -> None:
+    will_simulate = backend == "sim" or (backend == "auto" and simulated)
+    if will_simulate and item.get_closest_marker("hw_only") is not None:
+        pytest.skip("hw_only: the board is simulated")
+    if not will_simulate and item.get_closest_marker("sim_only") is not None:
+        pytest.skip("sim_only: the board is real hardware")
+
+
+def board_param(item: pytest.Item) -> BoardParam | None:
+    """The board case a collected test is (its ``board`` parameter), or None."""
+    callspec = getattr(item, "callspec", None)
+    param = callspec.params.get(BOARD) if callspec is not None else None
+    return param if isinstance(param, BoardParam) else None
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Every board case gets a record, including one skipped for want of a board."""
+    param = board_param(item)
+    if param is not None:
+        info = item_info(item)
+        info.board, info.target = param.name, param.target or None

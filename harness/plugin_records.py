@@ -1,0 +1,267 @@
+"""Records: one :class:`~harness.report.records.TestRecord` per board test, JUnit properties, and
+the run's report written on the controller at the end of the session.
+
+A worker (or a run without pytest-xdist) builds the record when the test's teardown report is
+made and hangs it on that report as ``npu_hil_record``: pytest-xdist ships every attribute of a
+report to the controller, so records reach the controller the way outcomes do. The controller
+appends each record to ``<run>/records.jsonl`` as it arrives (a crashed run keeps what completed)
+and calls ``write_run`` at the end. Nothing is written when no test used a board.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.report.records import TensorFinding, TestRecord
+
+RECORD_ATTR = "npu_hil_record"
+TOKEN_KEY = "npu_hil_token"
+INCOMING = ".incoming"
+ARTIFACTS = "artifacts"
+PROPERTY_PREFIX = "npu_hil."
+
+
+@dataclass
+class ItemInfo:
+    """What the board, run_model and outcome code learn about one test, for its record."""
+
+    board: str | None = None
+    target: str | None = None
+    backend: str | None = None
+    simulated: bool = False
+    fallback_reason: str = ""
+    runtime_versions: dict[str, str] = field(default_factory=dict)
+    artifact_hashes: dict[str, str] = field(default_factory=dict)
+    tensors: list[TensorFinding] = field(default_factory=list)
+    boot_log: str = ""
+    retries: list[str] = field(default_factory=list)
+    phases: dict[str, tuple[str, str, str, float]] = field(default_factory=dict)
+
+    def properties(self) -> dict[str, str]:
+        """The JUnit properties of the test (strings, as JUnit has them)."""
+        props = {
+            "board": self.board or "",
+            "target": self.target or "",
+            "backend": self.backend or "",
+            "simulated": "true" if self.simulated else "false",
+        }
+        if self.fallback_reason:
+            props["fallback_reason"] = self.fallback_reason
+        if self.retries:
+            props["retries"] = str(len(self.retries))
+        props.update({f"version.{k}": v for k, v in sorted(self.runtime_versions.items())})
+        props.update({f"artifact.{k}": v for k, v in sorted(self.artifact_hashes.items())})
+        return props
+
+
+INFO_KEY = pytest.StashKey[ItemInfo]()
+
+
+def item_info(item: pytest.Item) -> ItemInfo:
+    """The test's :class:`ItemInfo`, created on first use (marks the test as a board test)."""
+    info = item.stash.get(INFO_KEY, None)
+    if info is None:
+        info = item.stash[INFO_KEY] = ItemInfo()
+    return info
+
+
+@dataclass
+class RunState:
+    """Per-run state of the controller (or of a run without xdist)."""
+
+    reports_root: Path
+    token: str
+    started: float = field(default_factory=time.time)
+    run_dir: Path | None = None
+    records: list[TestRecord] = field(default_factory=list)
+
+
+RUN_KEY = pytest.StashKey[RunState]()
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def reports_root(config: pytest.Config) -> Path:
+    root = Path(config.getoption("reports"))
+    return root if root.is_absolute() else Path(config.invocation_params.dir) / root
+
+
+def staging_dir(config: pytest.Config) -> Path:
+    """Where this process writes a run's files (heatmaps) before the run folder exists: the
+    controller moves them into ``<run>/artifacts/`` at the end. Not created here."""
+    workerinput: dict[str, Any] = getattr(config, "workerinput", {})
+    token = workerinput.get(TOKEN_KEY) or config.stash[RUN_KEY].token
+    return reports_root(config) / INCOMING / str(token)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not _is_worker(config):
+        config.stash[RUN_KEY] = RunState(reports_root(config), uuid.uuid4().hex[:12])
+        config.pluginmanager.register(RunCollector(config), "npu-hil-run-collector")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist, controller side: tell each worker the run's staging token (no files)."""
+    node.workerinput[TOKEN_KEY] = node.config.stash[RUN_KEY].token
+
+
+# ------------------------------------------------------------------------- per test
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    info = item.stash.get(INFO_KEY, None)
+    if info is not None:
+        # Set before the report is made: the report copies the item's user_properties.
+        props = dict(item.user_properties)
+        for key, value in info.properties().items():
+            if props.get(PROPERTY_PREFIX + key) != value:
+                item.user_properties.append((PROPERTY_PREFIX + key, value))
+    report = yield
+    if info is None:
+        return report
+    info.phases[call.when] = (report.outcome, report.when, _message(report), report.duration)
+    if call.when == "teardown":
+        setattr(report, RECORD_ATTR, build_record(item.nodeid, info).to_dict())
+    return report
+
+
+def _message(report: pytest.TestReport) -> str:
+    if report.passed:
+        return ""
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2])
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None:
+        return str(crash.message)
+    return str(report.longrepr or "")
+
+
+def build_record(nodeid: str, info: ItemInfo) -> TestRecord:
+    """One record from the test's three phases: an error in setup or teardown (or an
+    infrastructure error the outcomes module moved there) wins over the call's outcome."""
+    outcome, message, longrepr = "passed", "", ""
+    for phase in ("setup", "call", "teardown"):
+        if phase not in info.phases:
+            continue
+        result, when, text, _ = info.phases[phase]
+        if result == "failed":
+            failed = "failed" if when == "call" else "error"
+            if outcome not in ("failed", "error"):
+                outcome, message = failed, text.splitlines()[0] if text else failed
+                longrepr = text
+        elif result == "skipped" and outcome == "passed":
+            outcome, message = "skipped", text
+    return TestRecord(
+        nodeid=nodeid,
+        outcome=outcome,
+        duration_s=round(sum(p[3] for p in info.phases.values()), 6),
+        board=info.board,
+        target=info.target,
+        backend=info.backend,
+        simulated=info.simulated,
+        message=message,
+        longrepr=longrepr,
+        runtime_versions=dict(info.runtime_versions),
+        artifact_hashes=dict(info.artifact_hashes),
+        tensors=list(info.tensors),
+        properties=info.properties(),
+        boot_log=info.boot_log,
+    )
+
+
+# ------------------------------------------------------------------------- controller
+
+
+class RunCollector:
+    """Controller side: gathers the records as reports arrive and writes the run at the end."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.state = config.stash[RUN_KEY]
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, RECORD_ATTR, None)
+        if data is None:
+            return
+        from harness.report.runs import append_record, run_dir_for_session
+
+        record = TestRecord.from_dict(data)
+        self.state.records.append(record)
+        if self.state.run_dir is None:
+            self.state.run_dir = run_dir_for_session(self.state.reports_root)
+        append_record(self.state.run_dir, record)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        state = self.state
+        if not state.records or state.run_dir is None:
+            return
+        from harness.report.writer import write_run
+
+        config = self.config
+        _adopt_artifacts(staging_dir(config), state.run_dir)
+        meta = {
+            "run_id": state.run_dir.name,
+            "inventory": _inventory_text(config),
+            "backend": config.getoption("backend"),
+            "targets": list(config.getoption("target")),
+            "boards": list(config.getoption("board")),
+            "started": _iso(state.started),
+            "finished": _iso(time.time()),
+            "argv": list(config.invocation_params.args),
+            "python": sys.version.split()[0],
+        }
+        write_run(state.run_dir, state.records, meta)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.state.run_dir is not None:
+            terminalreporter.write_line(f"npu-hil: report in {self.state.run_dir}")
+
+
+def _inventory_text(config: pytest.Config) -> str:
+    from harness.plugin_farm import inventory_path
+
+    path = inventory_path(config)
+    return str(path) if path is not None else ""
+
+
+def _iso(stamp: float) -> str:
+    return datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="seconds")
+
+
+def artifact_path(config: pytest.Config, path: str | Path) -> str:
+    """The run-folder-relative name a staged file will have once the run folder exists."""
+    try:
+        relative = Path(path).resolve().relative_to(staging_dir(config).resolve())
+    except ValueError:
+        return str(path)
+    return f"{ARTIFACTS}/{relative.as_posix()}"
+
+
+def _adopt_artifacts(staging: Path, run_dir: Path) -> None:
+    """Move the staged files into ``<run>/artifacts/``."""
+    if not staging.is_dir():
+        return
+    target = run_dir / ARTIFACTS
+    target.mkdir(parents=True, exist_ok=True)
+    for child in staging.iterdir():
+        shutil.move(str(child), str(target / child.name))
+    shutil.rmtree(staging, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        staging.parent.rmdir()

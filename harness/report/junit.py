@@ -1,0 +1,86 @@
+"""JUnit XML in the shape CI servers read: one testsuite, one testcase per record.
+
+Each testcase carries ``<properties>``: board, target, backend, simulated, the runtime versions
+and artifact hashes (prefixed ``runtime.`` and ``artifact.``) and the record's own properties.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.report.records import TestRecord
+
+# XML 1.0 forbids most control characters; a device dump in a message must not break the file.
+_ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _clean(text: str) -> str:
+    return _ILLEGAL_XML.sub("\ufffd", text)
+
+
+def split_nodeid(nodeid: str) -> tuple[str, str]:
+    """(classname, name) the way pytest's junitxml does: path parts and classes dotted."""
+    parts = nodeid.split("::")
+    path = parts[0]
+    if path.endswith(".py"):
+        path = path[:-3]
+    classname = ".".join([path.replace("/", ".").replace("\\", "."), *parts[1:-1]])
+    return classname, parts[-1] if len(parts) > 1 else nodeid
+
+
+def testcase_properties(record: TestRecord) -> list[tuple[str, str]]:
+    """The record's fields first, then its own properties (a key already there is not repeated:
+    the plugin copies board, target and the like into ``properties`` too)."""
+    props: dict[str, str] = {
+        "board": record.board or "",
+        "target": record.target or "",
+        "backend": record.backend or "",
+        "simulated": "true" if record.simulated else "false",
+    }
+    props.update({f"runtime.{k}": v for k, v in sorted(record.runtime_versions.items())})
+    props.update({f"artifact.{k}": v for k, v in sorted(record.artifact_hashes.items())})
+    for key, value in sorted(record.properties.items()):
+        props.setdefault(key, str(value))
+    return list(props.items())
+
+
+def build_junit(
+    records: Sequence[TestRecord], meta: Mapping[str, Any], suite_name: str = "npu-hil"
+) -> bytes:
+    counts = Counter(r.outcome for r in records)
+    suite = ET.Element(
+        "testsuite",
+        {
+            "name": suite_name,
+            "tests": str(len(records)),
+            "failures": str(counts["failed"]),
+            "errors": str(counts["error"]),
+            "skipped": str(counts["skipped"]),
+            "time": f"{sum(r.duration_s for r in records):.3f}",
+            "timestamp": str(meta.get("started", "")),
+        },
+    )
+    suite_props = ET.SubElement(suite, "properties")
+    for key in ("run_id", "backend", "inventory"):
+        if key in meta:
+            ET.SubElement(suite_props, "property", name=key, value=_clean(str(meta[key])))
+    for record in records:
+        classname, name = split_nodeid(record.nodeid)
+        attributes = {"classname": _clean(classname), "name": _clean(name)}
+        case = ET.SubElement(suite, "testcase", {**attributes, "time": f"{record.duration_s:.3f}"})
+        props = ET.SubElement(case, "properties")
+        for key, value in testcase_properties(record):
+            ET.SubElement(props, "property", name=_clean(key), value=_clean(value))
+        tag = {"failed": "failure", "error": "error", "skipped": "skipped"}.get(record.outcome)
+        if tag is not None:
+            element = ET.SubElement(case, tag, message=_clean(record.message))
+            element.text = _clean(record.longrepr or record.message)
+        if record.boot_log:
+            ET.SubElement(case, "system-out").text = _clean(record.boot_log)
+    ET.indent(suite)
+    data: bytes = ET.tostring(suite, encoding="utf-8", xml_declaration=True)
+    return data

@@ -1,0 +1,60 @@
+"""What the plugin records for each test, and what the reports are built from.
+
+Plain data, JSON round-trippable, so a crashed run leaves readable records behind and pytest-xdist
+workers can hand them to the controller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+OUTCOMES = ("passed", "failed", "error", "skipped")
+
+
+@dataclass
+class TensorFinding:
+    """One diffed tensor of a test: its verdict, summary and, when it failed, a heatmap PNG
+    (a path relative to the run's report folder)."""
+
+    name: str
+    role: str
+    verdict: str
+    summary: str
+    heatmap: str | None = None
+    attribute_findings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TestRecord:
+    """One test on one board.
+
+    ``nodeid`` is pytest's id (with the board in the parameter id, e.g. ``[rk3588-01]``);
+    ``simulated`` is True whenever a simulated backend ran the test, including a fallback from
+    hardware; ``properties`` go into the JUnit XML as ``<property>`` elements.
+    """
+
+    __test__ = False  # a record, not a test class pytest should try to collect
+
+    nodeid: str
+    outcome: str
+    duration_s: float
+    board: str | None = None
+    target: str | None = None
+    backend: str | None = None
+    simulated: bool = False
+    message: str = ""
+    longrepr: str = ""
+    runtime_versions: dict[str, str] = field(default_factory=dict)
+    artifact_hashes: dict[str, str] = field(default_factory=dict)
+    tensors: list[TensorFinding] = field(default_factory=list)
+    properties: dict[str, str] = field(default_factory=dict)
+    boot_log: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TestRecord:
+        tensors = [TensorFinding(**t) for t in data.get("tensors", [])]
+        return cls(**{**data, "tensors": tensors})

@@ -1,0 +1,102 @@
+"""Run folders under a reports root, and the append-only record log inside each one.
+
+``reports/<run-id>/`` where the run id is a UTC timestamp plus a short random suffix, so a plain
+sort of the folder names is the order the runs started in. ``records.jsonl`` holds one
+:class:`TestRecord` per line, appended as tests finish: a crashed run keeps what completed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+from datetime import datetime, timezone
+from pathlib import Path
+
+from harness.report.atomic import append_line
+from harness.report.records import TestRecord
+
+RECORDS_FILE = "records.jsonl"
+SUMMARY_FILE = "summary.json"
+RUN_DIR_ENV = "NPU_HIL_RUN_DIR"
+RUN_ID_PATTERN = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{6}$")
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    stamp = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    return f"{stamp:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def new_run_dir(reports_root: str | Path) -> Path:
+    """Create and return ``<reports_root>/<run-id>/``."""
+    root = Path(reports_root)
+    root.mkdir(parents=True, exist_ok=True)
+    while True:
+        run_dir = root / new_run_id()
+        try:
+            run_dir.mkdir()
+        except FileExistsError:  # same second, same random suffix: draw again
+            continue
+        return run_dir
+
+
+def run_dir_for_session(reports_root: str | Path) -> Path:
+    """The run folder a pytest session should write to.
+
+    ``npu-hil nightly`` creates the folder first and names it in ``NPU_HIL_RUN_DIR`` so it can
+    watch the records arrive; a plain ``pytest`` run gets a new folder.
+    """
+    named = os.environ.get(RUN_DIR_ENV)
+    if named:
+        path = Path(named)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    return new_run_dir(reports_root)
+
+
+def append_record(run_dir: str | Path, record: TestRecord) -> None:
+    """Append ``record`` as one JSON line to ``<run_dir>/records.jsonl``."""
+    line = json.dumps(record.to_dict(), sort_keys=True, separators=(",", ":"))
+    append_line(Path(run_dir) / RECORDS_FILE, line)
+
+
+def load_records(run_dir: str | Path) -> list[TestRecord]:
+    """Every whole record in ``records.jsonl``; a torn last line from a crash is skipped."""
+    path = Path(run_dir) / RECORDS_FILE
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            records.append(TestRecord.from_dict(json.loads(line)))
+        except (ValueError, TypeError):
+            continue
+    return records
+
+
+def previous_run_dirs(run_dir: Path, limit: int) -> list[Path]:
+    """Up to ``limit`` run folders beside ``run_dir`` that sort before it, newest first."""
+    siblings = sorted(
+        p
+        for p in run_dir.parent.iterdir()
+        if p.is_dir() and RUN_ID_PATTERN.match(p.name) and p.name < run_dir.name
+    )
+    return list(reversed(siblings))[:limit]
+
+
+def outcomes_of_run(run_dir: Path) -> dict[str, str] | None:
+    """nodeid -> outcome of a past run, from its summary.json or else its records.jsonl."""
+    summary = run_dir / SUMMARY_FILE
+    if summary.exists():
+        try:
+            data = json.loads(summary.read_text(encoding="utf-8"))
+            return {r["nodeid"]: r["outcome"] for r in data.get("records", [])}
+        except (ValueError, KeyError, TypeError):
+            pass
+    records = load_records(run_dir)
+    if not records:
+        return None
+    return {r.nodeid: r.outcome for r in records}

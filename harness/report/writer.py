@@ -1,0 +1,74 @@
+"""Write a run's report files: junit.xml, summary.json, comparison.json, report.html.
+
+The plugin calls :func:`append_record` as each test finishes and :func:`write_run` at the end
+of the session; ``write_run(run_dir, load_records(run_dir), meta)`` rebuilds the report of a run
+that crashed before its end.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.report.atomic import write_bytes_atomic, write_text_atomic
+from harness.report.compare import build_comparison
+from harness.report.html import build_html
+from harness.report.junit import build_junit
+from harness.report.records import TestRecord
+from harness.report.runs import (
+    RECORDS_FILE,
+    SUMMARY_FILE,
+    append_record,
+    load_records,
+    new_run_dir,
+    run_dir_for_session,
+)
+from harness.report.summary import build_summary
+
+JUNIT_FILE = "junit.xml"
+COMPARISON_FILE = "comparison.json"
+HTML_FILE = "report.html"
+
+__all__ = [
+    "COMPARISON_FILE",
+    "HTML_FILE",
+    "JUNIT_FILE",
+    "RECORDS_FILE",
+    "SUMMARY_FILE",
+    "append_record",
+    "load_records",
+    "new_run_dir",
+    "run_dir_for_session",
+    "write_run",
+]
+
+
+def _dedupe(records: Sequence[TestRecord]) -> list[TestRecord]:
+    """One record per nodeid, the last one written (a rerun replaces the earlier attempt)."""
+    latest: dict[str, TestRecord] = {}
+    for record in records:
+        latest.pop(record.nodeid, None)
+        latest[record.nodeid] = record
+    return list(latest.values())
+
+
+def write_run(
+    run_dir: str | Path, records: Sequence[TestRecord] | None, meta: Mapping[str, Any]
+) -> None:
+    """Write every report file of the run; ``records=None`` reads them from records.jsonl."""
+    path = Path(run_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    chosen = _dedupe(load_records(path) if records is None else records)
+    full_meta = {"run_id": path.name, **dict(meta)}
+    summary = build_summary(chosen, full_meta)
+    comparison = build_comparison(path, chosen)
+    summary["comparison"] = {
+        k: len(v) for k, v in comparison.items() if isinstance(v, list) and k != "window"
+    }
+    write_bytes_atomic(path / JUNIT_FILE, build_junit(chosen, full_meta))
+    write_text_atomic(path / COMPARISON_FILE, json.dumps(comparison, indent=2) + "\n")
+    write_text_atomic(path / HTML_FILE, build_html(path, chosen, summary, comparison))
+    # summary.json last: its presence says the run's report is complete.
+    write_text_atomic(path / SUMMARY_FILE, json.dumps(summary, indent=2, default=str) + "\n")

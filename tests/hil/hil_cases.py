@@ -1,0 +1,96 @@
+"""What the regression suite runs, and what the vendor tables say each case must give.
+
+Every expectation comes from the tables in ``targets/`` (through the host codec), never from the
+simulator: a case the tables list must round-trip byte for byte, a case they do not list must be
+refused by the board's runtime with the error type the harness maps it to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from harness.codec import get_layout
+from harness.errors import DeviceError, LayoutError
+from targets import rockchip
+
+SHAPES: tuple[tuple[int, int, int, int], ...] = (
+    (1, 3, 5, 7),
+    (1, 1, 1, 1),
+    (1, 4, 6, 8),
+    (1, 8, 4, 4),
+    (1, 17, 3, 9),
+    (2, 5, 3, 2),
+)
+"""NCHW shapes: image-like channel counts (1, 3, 4) and others, odd sizes, a batch of two."""
+
+MODEL_SHAPES: tuple[tuple[int, int, int, int], ...] = ((1, 3, 6, 10), (1, 16, 5, 7))
+
+NO_CPU_PREPROCESSING = ("rv1103", "rv1106", "rv1103b")
+"""RKNN2 input note 7: these SoCs do not run mean/scale/quant on the CPU."""
+
+
+def shape_id(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape))
+
+
+def input_dtype(target: str, vendor: str) -> np.dtype:
+    """The dtype a test feeds: what the target's input table takes without CPU preprocessing
+    (uint8 images on int8 RKNN SoCs, float16 on RK2118; float data elsewhere)."""
+    if vendor == "rockchip":
+        return np.dtype("float16" if rockchip.default_first_layer(target) == "float16" else "uint8")
+    return np.dtype("float32")
+
+
+def tensor(shape: tuple[int, ...], dtype: np.dtype, seed: int = 0) -> np.ndarray:
+    """Deterministic data that uses the dtype's range (so quantization is exercised)."""
+    rng = np.random.default_rng(seed + sum(shape))
+    if dtype.kind == "u":
+        return rng.integers(0, 256, size=shape).astype(dtype)
+    if dtype.kind == "i":
+        return rng.integers(-128, 128, size=shape).astype(dtype)
+    return (rng.standard_normal(shape) * 2).astype(dtype)
+
+
+def _raises(check: Callable[[], Any]) -> LayoutError | None:
+    try:
+        check()
+    except LayoutError as exc:
+        return exc
+    return None
+
+
+def rknn_input_refusal(
+    target: str, layout: str, shape: tuple[int, ...], dtype: np.dtype
+) -> type[Exception] | None:
+    """None when the tables list this input, else the error the runtime must raise."""
+    first = rockchip.default_first_layer(target)
+    if _raises(lambda: get_layout(target, layout, shape, dtype, role="input", first_layer=first)):
+        return LayoutError
+    on_npu = {
+        t
+        for row in rockchip.input_rows(target)
+        if row.mean_scale_on == "NPU" and row.input_types != "any"
+        for t in row.input_types
+    }
+    if target in NO_CPU_PREPROCESSING and rockchip.input_type_of(dtype.name) not in on_npu:
+        return DeviceError
+    return None
+
+
+def rknn_output_refusal(target: str, layout: str) -> type[Exception] | None:
+    precision = rockchip.default_first_layer(target)
+    if _raises(lambda: rockchip.output_row(target, precision=precision, rank=4, layout=layout)):
+        return LayoutError
+    return None
+
+
+def codec_refusal(
+    target: str, layout: str, shape: tuple[int, ...], dtype: Any, role: str
+) -> type[Exception] | None:
+    """KL730 and Horizon: the codec refuses what the format tables do not serve."""
+    if _raises(lambda: get_layout(target, layout, shape, dtype, role=role)):
+        return LayoutError
+    return None

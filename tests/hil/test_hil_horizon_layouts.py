@@ -1,0 +1,33 @@
+"""Horizon BPU: strided input and output tensors (stride and aligned size as the tables predict
+and the runtime reports), several shapes including odd ones, identity round trips."""
+
+from __future__ import annotations
+
+import pytest
+from hil_cases import SHAPES, input_dtype, shape_id, tensor
+
+from harness.plugin import assert_run_ok
+from targets import horizon
+
+pytestmark = pytest.mark.vendor("horizon")
+
+SHAPE_IDS = [shape_id(s) for s in SHAPES]
+DTYPES = ("float32", "int8", "uint8")
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_strided_round_trip(run_model, board, dtype, shape):
+    assert board.target in horizon.TARGETS
+    import numpy as np
+
+    x = tensor(shape, np.dtype(dtype))
+    result = run_model("identity", {"input": x}, input_layout="strided")
+    assert_run_ok(result)
+    assert [t.layout.name for t in result.tensors] == ["strided", "strided"]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+def test_strided_default_input(run_model, board, shape):
+    x = tensor(shape, input_dtype(board.target, "horizon"))
+    assert_run_ok(run_model("identity", {"input": x}))

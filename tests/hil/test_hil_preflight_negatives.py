@@ -1,0 +1,58 @@
+"""Preflight negatives: a convolution wider than the target's width rule is refused before a
+board is involved (``preflight``) and by the board's runtime at load; a width the rule allows
+passes both. Targets without width limits in the seeds accept any width."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from hil_cases import input_dtype, tensor
+from onnx import helper
+
+from harness.errors import DeviceError
+from harness.models import conv3x3
+from harness.plugin import assert_run_ok
+from harness.preflight import preflight
+from targets import check_conv, rockchip
+
+WIDTHS = (2048, 8192)
+
+
+def _precision(target: str) -> str:
+    return rockchip.default_first_layer(target)
+
+
+def _declared_input(model: onnx.ModelProto, dtype: np.dtype) -> onnx.ModelProto:
+    """The model as the board's compiled artifact takes it: the input declared in the type the
+    application feeds (uint8 images, float16 on RK2118), which picks the input-table row."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    copy.graph.input[0].type.tensor_type.elem_type = helper.np_dtype_to_tensor_dtype(dtype)
+    return copy
+
+
+@pytest.mark.vendor("rockchip")
+@pytest.mark.parametrize("width", WIDTHS)
+def test_conv_width_rule(run_model, board, width):
+    target = board.target
+    shape = (1, 3, 1, width)
+    model = conv3x3(shape)
+    allowed = check_conv(target, width, (3, 3), first_layer=rockchip.default_first_layer(target)).ok
+    dtype = input_dtype(target, "rockchip")
+    report = preflight(_declared_input(model, dtype), target, output_precision=_precision(target))
+    assert report.ok is allowed, report.summary()
+    x = tensor(shape, dtype)
+    if allowed:
+        assert_run_ok(run_model(model, {"input": x}, tolerance=1.0))
+    else:
+        assert [f.node for f in report.violations] == ["conv_0"], report.summary()
+        with pytest.raises(DeviceError, match="conv_0"):
+            run_model(model, {"input": x})
+
+
+@pytest.mark.vendor("kneron", "horizon")
+def test_no_width_limit(board):
+    report = preflight(conv3x3((1, 3, 1, 8192)), board.target)
+    assert report.ok
+    assert any("no convolution width limits" in note for note in report.notes)

@@ -1,0 +1,30 @@
+"""The numerical reference models on every board: the device's quantized output must match the
+host's onnxruntime result (quantized with the parameters the device reported) within one unit."""
+
+from __future__ import annotations
+
+import pytest
+from hil_cases import MODEL_SHAPES, input_dtype, shape_id, tensor
+
+from harness.plugin import assert_run_ok
+
+MODELS = ("identity", "conv1x1", "conv3x3", "depthwise", "deconv")
+TOLERANCE = 1.0
+
+
+@pytest.mark.parametrize("shape", MODEL_SHAPES, ids=[shape_id(s) for s in MODEL_SHAPES])
+@pytest.mark.parametrize("model", MODELS)
+def test_reference_model(run_model, board, model, shape):
+    x = tensor(shape, input_dtype(board.target, board.board.vendor))
+    result = run_model(model, {"input": x}, tolerance=TOLERANCE)
+    assert_run_ok(result)
+    assert result.artifact_hashes  # provenance: what ran
+
+
+@pytest.mark.parametrize("shape", MODEL_SHAPES, ids=[shape_id(s) for s in MODEL_SHAPES])
+def test_add_relu_two_inputs(run_model, board, shape):
+    dtype = input_dtype(board.target, board.board.vendor)
+    a, b = tensor(shape, dtype, seed=1), tensor(shape, dtype, seed=2)
+    result = run_model("add_relu", {"a": a, "b": b}, tolerance=TOLERANCE)
+    assert_run_ok(result)
+    assert [t.name for t in result.inputs] == ["a", "b"]

@@ -1,0 +1,51 @@
+"""RKNN2: every input and output layout of the tables, several shapes, identity round trips.
+
+A layout the target's tables list must come back byte for byte (device input buffer and output
+buffer against the host codec); one they do not list must be refused by the runtime.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hil_cases import SHAPES, input_dtype, rknn_input_refusal, rknn_output_refusal, shape_id, tensor
+
+from harness.plugin import assert_run_ok
+from targets.rockchip_layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS
+
+pytestmark = pytest.mark.vendor("rockchip")
+
+SHAPE_IDS = [shape_id(s) for s in SHAPES]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+@pytest.mark.parametrize("layout", INPUT_LAYOUTS)
+def test_input_layout_round_trip(run_model, board, layout, shape):
+    dtype = input_dtype(board.target, "rockchip")
+    refusal = rknn_input_refusal(board.target, layout, shape, dtype)
+    x = tensor(shape, dtype)
+    if refusal is not None:
+        with pytest.raises(refusal):
+            run_model("identity", {"input": x}, input_layout=layout)
+        return
+    result = run_model("identity", {"input": x}, input_layout=layout)
+    assert_run_ok(result)
+    assert result.inputs[0].reported  # the runtime's own attributes came back
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+@pytest.mark.parametrize("layout", OUTPUT_LAYOUTS)
+def test_output_layout_round_trip(run_model, board, layout, shape):
+    dtype = input_dtype(board.target, "rockchip")
+    x = tensor(shape, dtype)
+    refusal = rknn_output_refusal(board.target, layout)
+    if refusal is not None:
+        with pytest.raises(refusal):
+            run_model("identity", {"input": x}, output_layout=layout)
+        return
+    result = run_model("identity", {"input": x}, output_layout=layout)
+    assert_run_ok(result)
+    assert result.outputs[0].layout.name == layout
+    np.testing.assert_array_equal(
+        result.outputs[0].layout.unpack(result.outputs[0].data).shape, shape
+    )

@@ -1,0 +1,159 @@
+"""Outcomes follow the error type: a buffer mismatch fails, infrastructure trouble errors."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+MISMATCH = """
+import numpy as np
+import pytest
+from harness.plugin import assert_run_ok
+
+@pytest.mark.soc("rk3588")
+def test_garbage(run_model):
+    x = np.arange(1 * 3 * 4 * 5, dtype=np.uint8).reshape(1, 3, 4, 5)
+    assert_run_ok(run_model("identity", {"input": x}, faults=["garbage"]))
+
+@pytest.mark.soc("rk3588")
+def test_clean(run_model):
+    x = np.arange(1 * 3 * 4 * 5, dtype=np.uint8).reshape(1, 3, 4, 5)
+    result = run_model("identity", {"input": x})
+    assert result.ok, result.summary()
+"""
+
+# Stubs the runner inside the test project only: the first ``FAILS`` calls raise TransportError.
+FLAKY_CONFTEST = """
+import pytest
+import harness.farm.runner as runner
+from harness.errors import TransportError
+
+CALLS = []
+
+@pytest.fixture(autouse=True)
+def flaky(monkeypatch, request):
+    fails = request.node.get_closest_marker("layout").args[0]
+    real = runner.run_model
+
+    def run_model(*args, **kwargs):
+        CALLS.append(request.node.nodeid)
+        if CALLS.count(request.node.nodeid) <= fails:
+            raise TransportError("connection lost (stub)")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_model", run_model)
+"""
+
+FLAKY_TESTS = """
+import numpy as np
+import pytest
+
+X = {"input": np.zeros((1, 3, 2, 2), dtype=np.uint8)}
+
+@pytest.mark.layout(1)
+@pytest.mark.soc("rk3588")
+def test_recovers(run_model):
+    assert run_model("identity", X).ok
+
+@pytest.mark.layout(5)
+@pytest.mark.soc("rk3588")
+def test_gives_up(run_model):
+    run_model("identity", X)
+"""
+
+
+def test_mismatch_fails_with_the_diff_summary(project: pytest.Pytester) -> None:
+    project.makepyfile(MISMATCH)
+    result = project.runpytest("--junitxml=junit.xml")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*rk3588 NC1HWC2 (output) [[]1, 3, 4, 5[]] int8: different",
+            "*elements differ*",
+            "*identity on rk3588-01 (rk3588, simulated): FAILED",
+        ]
+    )
+    # assert_run_ok hides its own frame: the failure points at the test, not the harness.
+    assert "__tracebackhide__" not in result.stdout.str()
+    root = ET.parse(project.path / "junit.xml")
+    case = root.find(".//testcase[@name='test_garbage[rk3588-01]']")
+    assert case is not None and case.find("failure") is not None
+
+
+def test_transport_error_is_retried_then_an_error(project: pytest.Pytester) -> None:
+    project.makeconftest(FLAKY_CONFTEST)
+    project.makepyfile(FLAKY_TESTS)
+    result = project.runpytest("--hil-retries", "2", "--junitxml=junit.xml")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*TransportError: connection lost (stub)*"])
+    root = ET.parse(project.path / "junit.xml")
+    gave_up = root.find(".//testcase[@name='test_gives_up[rk3588-01]']")
+    assert gave_up is not None
+    assert gave_up.find("error") is not None and gave_up.find("failure") is None
+    recovered = root.find(".//testcase[@name='test_recovers[rk3588-01]']")
+    assert recovered is not None
+    props = {p.get("name"): p.get("value") for p in recovered.iter("property")}
+    assert props["npu_hil.retries"] == "1"
+
+
+def test_no_retries_when_told(project: pytest.Pytester) -> None:
+    project.makeconftest(FLAKY_CONFTEST)
+    project.makepyfile(FLAKY_TESTS)
+    result = project.runpytest("--hil-retries", "0")
+    result.assert_outcomes(errors=2)
+
+
+def test_unhealthy_board_errors_and_the_others_go_on(pytester: pytest.Pytester) -> None:
+    pytester.makefile(
+        ".yaml",
+        inventory="""\
+boards:
+  - {name: rk3588-01, target: rk3588, backend: sim, transport: local}
+  - name: rk3588-02
+    target: rk3588
+    backend: hw
+    fallback: none
+    transport: {kind: ssh, host: 127.0.0.1, port: 2222}
+    power: {command: {cycle: [true]}}
+""",
+    )
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.soc("rk3588")
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_on_board(board, n):
+            pass
+        """
+    )
+    result = pytester.runpytest("-rE")
+    result.assert_outcomes(passed=2, errors=2)
+    result.stdout.fnmatch_lines(
+        ["*board rk3588-02 is unhealthy: TransportError: *still unhealthy after a power cycle*"]
+    )
+
+
+def test_a_hung_board_times_out_as_an_error(pytester: pytest.Pytester) -> None:
+    pytester.makefile(
+        ".yaml",
+        inventory="""\
+boards:
+  - {name: rk3588-01, target: rk3588, backend: sim, transport: local, timeouts: {run: 1}}
+""",
+    )
+    pytester.makepyfile(
+        """
+        import numpy as np
+        import pytest
+
+        @pytest.mark.soc("rk3588")
+        def test_hang(run_model):
+            x = {"input": np.zeros((1, 3, 2, 2), np.uint8)}
+            run_model("identity", x, faults=[{"name": "hang", "seconds": 30}])
+        """
+    )
+    result = pytester.runpytest("--hil-retries", "0")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*TransportError*"])

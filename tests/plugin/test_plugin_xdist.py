@@ -1,0 +1,64 @@
+"""pytest-xdist: two workers, one board: the board's lock keeps them from overlapping, and every
+worker's records reach the controller's report."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+pytest.importorskip("xdist")
+
+TESTS = """
+import json
+import os
+import time
+
+import pytest
+
+@pytest.mark.soc("rk3588")
+@pytest.mark.parametrize("n", range(6))
+def test_hold_board(board, n):
+    start = time.time()
+    time.sleep(0.2)
+    end = time.time()
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    line = json.dumps({"n": n, "worker": worker, "start": start, "end": end})
+    with open("intervals.jsonl", "a") as f:
+        f.write(line + "\\n")
+"""
+
+
+def test_two_workers_never_hold_one_board_at_once(project: pytest.Pytester) -> None:
+    project.makepyfile(TESTS)
+    result = project.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=6)
+    intervals = [
+        json.loads(line) for line in (project.path / "intervals.jsonl").read_text().splitlines()
+    ]
+    assert len({i["worker"] for i in intervals}) == 2, "both workers must have run tests"
+    ordered = sorted(intervals, key=lambda i: i["start"])
+    for before, after in itertools.pairwise(ordered):
+        assert before["end"] <= after["start"], (before, after)
+    runs = [p for p in (project.path / "reports").iterdir() if not p.name.startswith(".")]
+    assert len(runs) == 1
+    records = (runs[0] / "records.jsonl").read_text().splitlines()
+    assert len(records) == 6
+    assert all(json.loads(r)["board"] == "rk3588-01" for r in records)
+
+
+def test_infrastructure_error_is_an_error_under_xdist(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        import pytest
+        from harness.errors import TransportError
+
+        @pytest.mark.soc("rk3588")
+        def test_link_cut(board):
+            raise TransportError("link cut")
+        """
+    )
+    result = project.runpytest_subprocess("-n", "2", "-p", "xdist")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*TransportError: link cut*"])

@@ -1,0 +1,86 @@
+"""Comparison with the previous runs in the same reports folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.report.records import TestRecord
+from harness.report.writer import write_run
+
+
+def _run(root: Path, name: str, outcomes: dict[str, str]) -> dict[str, object]:
+    run_dir = root / name
+    records = [TestRecord(f"t.py::{test}", outcome, 0.1) for test, outcome in outcomes.items()]
+    write_run(run_dir, records, {})
+    result: dict[str, object] = json.loads((run_dir / "comparison.json").read_text())
+    return result
+
+
+def _ids(entries: object) -> set[str]:
+    assert isinstance(entries, list)
+    return {e["nodeid"].split("::")[1] for e in entries}
+
+
+def test_first_run_has_no_previous(tmp_path: Path) -> None:
+    comparison = _run(tmp_path, "20260101T000000Z-000001", {"a": "failed"})
+    assert comparison["previous_run"] is None
+    assert _ids(comparison["new_failures"]) == {"a"}
+
+
+def test_new_fixed_still_and_flaky_over_three_runs(tmp_path: Path) -> None:
+    first = {
+        "steady": "passed",
+        "flaky": "passed",
+        "fixed": "failed",
+        "still": "failed",
+        "broke": "passed",
+        "skip": "skipped",
+    }
+    second = {**first, "flaky": "failed", "fixed": "failed"}
+    third = {**first, "flaky": "passed", "fixed": "passed", "broke": "error", "fresh": "failed"}
+    _run(tmp_path, "20260101T000000Z-000001", first)
+    _run(tmp_path, "20260102T000000Z-000002", second)
+    comparison = _run(tmp_path, "20260103T000000Z-000003", third)
+    assert comparison["previous_run"] == "20260102T000000Z-000002"
+    assert comparison["window"] == [
+        "20260101T000000Z-000001",
+        "20260102T000000Z-000002",
+        "20260103T000000Z-000003",
+    ]
+    assert _ids(comparison["new_failures"]) == {"broke", "fresh"}
+    assert _ids(comparison["fixed"]) == {"fixed", "flaky"}
+    assert _ids(comparison["still_failing"]) == {"still"}
+    assert _ids(comparison["flaky"]) == {"flaky"}
+    flaky = comparison["flaky"]
+    assert isinstance(flaky, list)
+    assert flaky[0]["history"] == ["passed", "failed", "passed"]
+    html = (tmp_path / "20260103T000000Z-000003" / "report.html").read_text()
+    assert "Since the previous run (20260102T000000Z-000002)" in html
+    assert "Flaky (flipped more than once in the last runs): 1" in html
+
+
+def test_one_flip_is_not_flaky(tmp_path: Path) -> None:
+    _run(tmp_path, "20260101T000000Z-000001", {"a": "passed"})
+    _run(tmp_path, "20260102T000000Z-000002", {"a": "passed"})
+    comparison = _run(tmp_path, "20260103T000000Z-000003", {"a": "failed"})
+    assert comparison["flaky"] == []
+    assert _ids(comparison["new_failures"]) == {"a"}
+
+
+def test_crashed_previous_run_is_read_from_its_records(tmp_path: Path) -> None:
+    from harness.report.writer import append_record
+
+    crashed = tmp_path / "20260101T000000Z-000001"
+    crashed.mkdir()
+    append_record(crashed, TestRecord("t.py::a", "failed", 0.1))
+    comparison = _run(tmp_path, "20260102T000000Z-000002", {"a": "failed"})
+    assert comparison["previous_run"] == crashed.name
+    assert _ids(comparison["still_failing"]) == {"a"}
+
+
+def test_later_and_foreign_folders_are_ignored(tmp_path: Path) -> None:
+    _run(tmp_path, "20260105T000000Z-000005", {"a": "failed"})
+    (tmp_path / "notes").mkdir()
+    comparison = _run(tmp_path, "20260101T000000Z-000001", {"a": "passed"})
+    assert comparison["previous_run"] is None

@@ -1,0 +1,150 @@
+"""``npu-hil nightly`` end to end on a small stand-in suite.
+
+The stand-in's conftest plays the plugin's part in the contract: it appends one record per test
+to the run folder named in ``NPU_HIL_RUN_DIR`` and writes nothing else, so these tests check
+what nightly itself does: the subprocess, the progress tail, the rebuilt report, the exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli.nightly_cmd import RecordTail
+
+CONFTEST = """
+from harness.report.records import TestRecord
+from harness.report.runs import run_dir_for_session
+from harness.report.writer import append_record
+
+def pytest_runtest_logreport(report):
+    if report.when != "call":
+        return
+    board = report.nodeid.split("[")[-1].rstrip("]").split("-", 1)[1]
+    append_record(run_dir_for_session("reports"), TestRecord(
+        report.nodeid, report.outcome, report.duration, board=board,
+        target=board.rsplit("-", 1)[0], backend="sim", simulated=True))
+"""
+
+SUITE = """
+import os
+import pytest
+
+@pytest.mark.parametrize("unit", ["rk3588-01", "kl730-01"])
+@pytest.mark.parametrize("case", range(3))
+def test_case(unit, case):
+    assert not (os.environ.get("BREAK") and unit == "kl730-01" and case == 1)
+"""
+
+
+def _checkout(tmp_path: Path) -> Path:
+    suite = tmp_path / "tests" / "hil"
+    suite.mkdir(parents=True)
+    (suite / "conftest.py").write_text(CONFTEST)
+    (suite / "test_suite.py").write_text(SUITE)
+    shutil.copy(Path(__file__).parents[2] / "inventory.yaml", tmp_path / "inventory.yaml")
+    return tmp_path
+
+
+def _nightly(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli.main", "nightly", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "160", **env},
+        check=False,
+    )
+
+
+def _only_run(cwd: Path) -> Path:
+    runs = [p for p in (cwd / "reports").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert len(runs) == 1
+    return runs[0]
+
+
+def test_nightly_all_pass_writes_report_and_exits_zero(tmp_path: Path) -> None:
+    cwd = _checkout(tmp_path)
+    proc = _nightly(cwd, "-n", "2", "--", "-q")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_dir = _only_run(cwd)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["total"] == 6 and summary["outcomes"]["passed"] == 6
+    assert set(summary["per_board"]) == {"rk3588-01", "kl730-01"}
+    assert (run_dir / "report.html").exists() and (run_dir / "junit.xml").exists()
+    assert "6 tests, SIMULATED" in proc.stdout
+    assert "rk3588-01" in proc.stdout and "kl730-01" in proc.stdout
+    assert f"report: {run_dir / 'report.html'}" in proc.stdout.replace("\n", "")
+    assert "passed" in (run_dir / "pytest.log").read_text()
+
+
+def test_nightly_exit_code_is_pytests_and_compares_with_last_night(tmp_path: Path) -> None:
+    cwd = _checkout(tmp_path)
+    assert _nightly(cwd).returncode == 0
+    proc = _nightly(cwd, "--target", "kl730", BREAK="1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "since " in proc.stdout and "1 new failures" in proc.stdout
+    runs = sorted(p for p in (cwd / "reports").iterdir() if not p.name.startswith("."))
+    comparison = json.loads((runs[-1] / "comparison.json").read_text())
+    assert [e["nodeid"] for e in comparison["new_failures"]] == [
+        "tests/hil/test_suite.py::test_case[1-kl730-01]"
+    ]
+
+
+def test_nightly_without_a_suite_is_bad_input(tmp_path: Path) -> None:
+    proc = _nightly(tmp_path)
+    assert proc.returncode == 2
+    assert "no regression suite" in proc.stderr and "--suite" in proc.stderr
+
+
+def test_record_tail_reads_whole_lines_only(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    tail = RecordTail(path)
+    tail.poll()
+    path.write_text('{"board": "a", "outcome": "passed", "simulated": true}\n{"board": "a", "ou')
+    tail.poll()
+    assert dict(tail.per_board["a"]) == {"passed": 1}
+    with path.open("a") as handle:
+        handle.write('tcome": "failed"}\n')
+    tail.poll()
+    assert dict(tail.per_board["a"]) == {"passed": 1, "failed": 1}
+    assert tail.simulated["a"] is True
+
+
+@pytest.mark.parametrize("autoload", ["", "1"])
+def test_pytest_command(autoload: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.cli.main import build_parser
+    from harness.cli.nightly_cmd import pytest_command
+
+    if autoload:
+        monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    else:
+        monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    args = build_parser().parse_args(
+        ["nightly", "--inventory", "farm.yaml", "-n", "6", "--backend", "hw", "--", "-k", "x"]
+    )
+    cmd = pytest_command(args, Path("tests/hil"))
+    assert cmd[1:4] == ["-m", "pytest", "tests/hil"]
+    assert ("-p" in cmd) == bool(autoload)
+    tail = cmd[cmd.index("--reports") :]
+    assert tail == [
+        "--reports",
+        "reports",
+        "--inventory",
+        "farm.yaml",
+        "--backend",
+        "hw",
+        "-n",
+        "6",
+        "--dist",
+        "loadgroup",
+        "-k",
+        "x",
+    ]
