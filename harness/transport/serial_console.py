@@ -1,0 +1,478 @@
+"""SerialTransport: a board reached only through a shell on a serial console.
+
+The link is pyserial's ``serial_for_url``: a device path (``/dev/ttyUSB0``), ``rfc2217://host:port``
+(ser2net and friends) or ``socket://host:port`` (a raw TCP console server). The module is not called
+``serial.py`` so that ``import serial`` always means pyserial.
+
+How it talks to the shell:
+
+- *Sync and login.* The transport sends a newline and reads what comes back. A login prompt gets
+  the user name, a password prompt gets the password from the environment variable named by
+  ``password_env`` (never from a file or an argument, so it cannot end up in an inventory or a
+  report), and a shell gets ``stty -echo`` and empty prompts so that only command output comes
+  back: echo would double the bytes on the wire and prompts would interleave with output.
+- *Commands.* Each command is framed by two markers carrying a fresh nonce:
+  ``printf '%s%s\\n' __NPU B<nonce>`` before and ``printf ... E<nonce> $?`` after. The marker text
+  as *printed* (``__NPUB<nonce>``) never occurs in the command as *typed* (``__NPU B<nonce>``), so
+  an echoing console cannot fake an end marker, and a nonce per command means stale output from
+  an earlier, timed-out command is never taken for this one's. Output goes to files on the board
+  and comes back through the checked ``get`` path, so binary output survives the tty's newline
+  translation and line noise.
+- *File transfer.* Base64 in chunks, each chunk verified by sha256 on the receiving side and
+  resent when it does not match, plus a sha256 over the whole file before it is renamed into
+  place (put) or handed to the caller (get). Why this rather than a binary framing protocol with
+  CRCs: a binary protocol needs a cooperating program on the board that reads the raw tty
+  (and raw mode, so ``^C``/``^D``/XON bytes survive), and a board console has only a shell and
+  busybox; base64 + ``sha256sum`` + ``dd`` exist on every board, pass through a canonical-mode tty
+  untouched, and cost a fixed 25 % (efficiency stays above 0.7 with 16 KiB chunks). Why per chunk
+  rather than only per file: at realistic noise rates a multi-megabyte file would almost never
+  arrive intact in one piece; a chunk usually does, so a retry costs 16 KiB, not the file.
+- *Recovery.* A timeout sends ``^C`` and resyncs with a marker, discarding everything before it
+  (line noise, a half-finished heredoc). A login prompt seen while waiting for a command means the
+  board rebooted: the text since the last good exchange is kept as :attr:`boot_log`, the
+  transport logs in again and the interrupted call raises :class:`TransportError` (its command's
+  effect is unknown), so the next call works on the fresh shell.
+
+``open_session`` raises :class:`TransportError`: a serial console is one byte stream shared with
+the control shell, so a persistent agent session cannot run beside it. Use
+``AgentClient(transport, sessions=False)`` (one agent process per job) over serial.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import logging
+import os
+import re
+import shlex
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+import serial
+
+from harness.errors import TransportError
+from harness.transport.base import CompletedRun, Session, remote_path
+
+__all__ = ["SerialTransport", "prepare_url"]
+
+log = logging.getLogger(__name__)
+
+LOGIN_RE = re.compile(rb"(?i)login:\s*$")
+PASSWORD_RE = re.compile(rb"(?i)password:\s*$")
+BOOT_LOG_LIMIT = 256 * 1024
+# A canonical-mode tty accepts at most 4095 characters per line; stay far below.
+B64_LINE = 1024
+
+
+def prepare_url(url: str) -> str:
+    """The URL handed to pyserial. For ``rfc2217://`` add ``ign_set_control`` when absent: stock
+    pyserial waits for the server to acknowledge the 'control' option (flow control/modem lines),
+    which ser2net on a pty never does, so every open would time out after several seconds. A
+    console needs no modem control lines, so ignoring that acknowledgement loses nothing."""
+    parts = urlsplit(url)
+    if parts.scheme != "rfc2217":
+        return url
+    keys = {key for key, _ in parse_qsl(parts.query, keep_blank_values=True)}
+    keys |= {item for item in parts.query.split("&") if item and "=" not in item}
+    if "ign_set_control" in keys:
+        return url
+    query = f"{parts.query}&ign_set_control" if parts.query else "ign_set_control"
+    return urlunsplit(parts._replace(query=query))
+
+
+class SerialTransport:
+    """Files and commands on a board through its serial console shell.
+
+    ``workdir`` is an absolute directory on the board (created on connect). ``user`` and
+    ``password_env`` are used only when a login prompt shows. ``command_timeout`` bounds each
+    control exchange (a marker round trip, a chunk); ``connect_timeout`` bounds login and sync
+    (a booting board may take a while before it prints a prompt). ``chunk_size`` is the transfer
+    unit that is checked and resent; ``retries`` bounds resends per chunk and per file.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        workdir: str,
+        baudrate: int = 115200,
+        user: str | None = None,
+        password_env: str | None = None,
+        python: str = "python3",
+        command_timeout: float = 10.0,
+        connect_timeout: float = 30.0,
+        chunk_size: int = 16 * 1024,
+        retries: int = 5,
+    ) -> None:
+        if not workdir.startswith("/"):
+            raise ValueError(f"workdir {workdir!r}: expected an absolute path on the board")
+        self.url = prepare_url(url)
+        self._workdir = workdir.rstrip("/") or "/"
+        self._python = python
+        self.user = user
+        self.password_env = password_env
+        self.command_timeout = command_timeout
+        self.connect_timeout = connect_timeout
+        self.chunk_size = chunk_size
+        self.retries = retries
+        self.boot_log = ""
+        self.bytes_sent = 0
+        self.bytes_received = 0
+        self._buffer = bytearray()
+        self._sid = ""  # names the shell we set up; a different one means the board rebooted
+        try:
+            # Short read timeout: every wait below loops on its own deadline, so a read can
+            # never block past it; the write timeout keeps a stuck link from blocking a write.
+            # pyserial's rfc2217 client refuses a write timeout (NotImplementedError); there the
+            # TCP socket's own send buffer and the server's flow control bound a write instead.
+            extra = {} if self.url.startswith("rfc2217://") else {"write_timeout": command_timeout}
+            self._port = serial.serial_for_url(self.url, baudrate=baudrate, timeout=0.05, **extra)
+        except (serial.SerialException, OSError, ValueError, NotImplementedError) as exc:
+            raise TransportError(f"serial {url}: cannot open ({exc})") from exc
+        try:
+            self._sync(self.connect_timeout)
+            self._checked(f"mkdir -p {shlex.quote(self._workdir)}", "create workdir")
+        except BaseException:
+            self.close()
+            raise
+
+    # --- the Transport protocol -------------------------------------------------------------
+
+    @property
+    def workdir(self) -> str:
+        return self._workdir
+
+    @property
+    def python(self) -> str:
+        return self._python
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._port.close()
+
+    def __enter__(self) -> SerialTransport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _remote(self, path: str | PurePosixPath) -> str:
+        return shlex.quote(f"{self._workdir}/{remote_path(path)}")
+
+    def exists(self, remote_path: str | PurePosixPath) -> bool:
+        return self._exec(f"test -e {self._remote(remote_path)}", self.command_timeout)[1] == 0
+
+    def cleanup(self, remote_path: str | PurePosixPath) -> None:
+        self._checked(f"rm -rf {self._remote(remote_path)}", f"cleanup {remote_path}")
+
+    def open_session(self, argv: Sequence[str]) -> Session:
+        raise TransportError(
+            "serial console: one byte stream carries the control shell, so no persistent session "
+            "can run beside it; use AgentClient(..., sessions=False) over serial"
+        )
+
+    def run(
+        self, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None
+    ) -> CompletedRun:
+        started = time.monotonic()
+        tag = uuid.uuid4().hex[:12]
+        base = f".npu-run-{tag}"
+        redirect_in = "/dev/null"
+        if stdin is not None:
+            self._put_bytes(stdin, f"{base}.in")
+            redirect_in = self._remote(f"{base}.in")
+        out, err = self._remote(f"{base}.out"), self._remote(f"{base}.err")
+        command = " ".join(shlex.quote(a) for a in argv)
+        line = f"cd {shlex.quote(self._workdir)} && {command} <{redirect_in} >{out} 2>{err}"
+        try:
+            _, returncode = self._exec(line, timeout, interrupt_on_timeout=True)
+            stdout = self._get_bytes(f"{base}.out")
+            stderr = self._get_bytes(f"{base}.err")
+        finally:
+            with contextlib.suppress(TransportError):
+                self._exec(f"rm -f {self._remote(base)}.*", self.command_timeout)
+        return CompletedRun(returncode, stdout, stderr, time.monotonic() - started)
+
+    def put(self, local_path: str | Path, remote_path: str | PurePosixPath) -> None:
+        try:
+            data = Path(local_path).read_bytes()
+        except OSError as exc:
+            raise TransportError(f"put {local_path}: {exc}") from exc
+        self._put_bytes(data, remote_path)
+
+    def get(self, remote_path: str | PurePosixPath, local_path: str | Path) -> None:
+        data = self._get_bytes(remote_path)
+        target = Path(local_path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+    # --- transfers ----------------------------------------------------------------------------
+
+    def _put_bytes(self, data: bytes, path: str | PurePosixPath) -> None:
+        pure = remote_path(path)
+        target = self._remote(pure)
+        tmp = self._remote(f"{pure.parent}/.{pure.name}.{uuid.uuid4().hex[:8]}.tmp")
+        chunk_file = f"{tmp}.c"
+        parent = shlex.quote(f"{self._workdir}/{pure.parent}")
+        self._checked(f"mkdir -p {parent} && : >{tmp}", f"put {pure}: create")
+        try:
+            for offset in range(0, len(data), self.chunk_size):
+                chunk = data[offset : offset + self.chunk_size]
+                text = base64.b64encode(chunk).decode("ascii")
+                body = "\n".join(text[i : i + B64_LINE] for i in range(0, len(text), B64_LINE))
+                digest = hashlib.sha256(chunk).hexdigest()
+                # One exchange per chunk: decode into a chunk file, append it only if its sha256
+                # matches, so a damaged chunk never reaches the file and is simply resent.
+                eof = f"NPU_EOF_{uuid.uuid4().hex[:8]}"
+                command = (
+                    f"base64 -d >{chunk_file} <<'{eof}'\n{body}\n{eof}\n"
+                    f'[ "$(sha256sum <{chunk_file} | cut -c1-64)" = {digest} ] '
+                    f"&& cat {chunk_file} >>{tmp}"
+                )
+                self._retry(command, f"put {pure}: chunk at {offset}")
+            digest = hashlib.sha256(data).hexdigest()
+            self._checked(
+                f'[ "$(sha256sum <{tmp} | cut -c1-64)" = {digest} ] && mv -f {tmp} {target}',
+                f"put {pure}: whole-file sha256 or rename",
+            )
+        finally:
+            with contextlib.suppress(TransportError):
+                self._exec(f"rm -f {tmp} {chunk_file}", self.command_timeout)
+
+    def _get_bytes(self, path: str | PurePosixPath) -> bytes:
+        source = self._remote(path)
+        output, status = self._exec(f"wc -c <{source}", self.command_timeout)
+        size_text = output.strip()
+        if status != 0 or not size_text.isdigit():
+            raise TransportError(f"get {path}: no such file in {self._workdir} on the board")
+        size = int(size_text)
+        data = bytearray()
+        for index in range((size + self.chunk_size - 1) // self.chunk_size):
+            data += self._get_chunk(source, index, f"get {path}: chunk {index}")
+        _, status = self._exec(
+            f'[ "$(sha256sum <{source} | cut -c1-64)" = {hashlib.sha256(data).hexdigest()} ]',
+            self.command_timeout,
+        )
+        if status != 0 or len(data) != size:
+            raise TransportError(f"get {path}: whole-file sha256 differs; damaged or changed")
+        return bytes(data)
+
+    def _get_chunk(self, source: str, index: int, what: str) -> bytes:
+        command = (
+            f"dd if={source} bs={self.chunk_size} skip={index} count=1 2>/dev/null | base64"
+            f"; printf '%s%s\\n' __NPU SUM"
+            f"; dd if={source} bs={self.chunk_size} skip={index} count=1 2>/dev/null"
+            " | sha256sum | cut -c1-64"
+        )
+        problem = "no attempt"
+        for _ in range(self.retries + 1):
+            try:
+                output, status = self._exec(command, self.command_timeout)
+            except TransportError as exc:
+                problem = str(exc)
+                continue
+            text, _, digest = output.partition(b"__NPUSUM")
+            try:
+                chunk = base64.b64decode(b"".join(text.split()), validate=True)
+            except ValueError:
+                problem = "invalid base64"
+                continue
+            if status == 0 and hashlib.sha256(chunk).hexdigest().encode() == digest.strip():
+                return chunk
+            problem = "sha256 mismatch"
+        raise TransportError(
+            f"{what}: not received intact after {self.retries + 1} tries ({problem})"
+        )
+
+    def _retry(self, command: str, what: str) -> None:
+        problem = "no attempt"
+        for _ in range(self.retries + 1):
+            try:
+                _, status = self._exec(command, self.command_timeout)
+            except TransportError as exc:
+                problem = str(exc)
+                continue
+            if status == 0:
+                return
+            problem = f"the board's check failed (status {status})"
+        raise TransportError(
+            f"{what}: not delivered intact after {self.retries + 1} tries ({problem})"
+        )
+
+    def _checked(self, command: str, what: str) -> bytes:
+        output, status = self._exec(command, self.command_timeout)
+        if status != 0:
+            raise TransportError(
+                f"{what}: failed on the board (status {status}): "
+                f"{output[-500:].decode(errors='replace')}"
+            )
+        return output
+
+    # --- the wire -----------------------------------------------------------------------------
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self._port.write(data)
+            self._port.flush()
+        except (serial.SerialException, OSError) as exc:
+            raise TransportError(f"serial {self.url}: write failed ({exc})") from exc
+        self.bytes_sent += len(data)
+
+    def _read_some(self) -> bytes:
+        try:
+            data: bytes = self._port.read(max(1, self._port.in_waiting))
+        except (serial.SerialException, OSError) as exc:
+            raise TransportError(f"serial {self.url}: read failed ({exc})") from exc
+        self.bytes_received += len(data)
+        return data
+
+    def _wait_for(self, pattern: re.Pattern[bytes], deadline: float) -> re.Match[bytes] | None:
+        """Read until ``pattern`` matches the buffer or the deadline passes. Returns None on a
+        reboot (a login prompt at the end of the buffer), after keeping the boot log."""
+        while True:
+            match = pattern.search(self._buffer)
+            if match:
+                return match
+            tail = bytes(self._buffer[-200:]).rstrip(b"\r\n") + b" "
+            # A password prompt counts too: our pending end-marker line may have been read as
+            # the user name by the fresh login.
+            prompt = LOGIN_RE.search(tail) or PASSWORD_RE.search(tail)
+            if prompt and not self._quiet(0.3, pattern):
+                self.boot_log = bytes(self._buffer[-BOOT_LOG_LIMIT:]).decode(errors="replace")
+                log.warning("serial %s: the board rebooted; boot log kept", self.url)
+                return None
+            if time.monotonic() > deadline:
+                raise TransportError(f"serial {self.url}: no answer within the timeout")
+            self._buffer += self._read_some()
+
+    def _quiet(self, seconds: float, pattern: re.Pattern[bytes]) -> bool:
+        """Read for ``seconds``; True when the pattern matched meanwhile (so what looked like a
+        login prompt was ordinary output)."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self._buffer += self._read_some()
+            if pattern.search(self._buffer):
+                return True
+        return False
+
+    def _exec(
+        self, command: str, timeout: float, *, interrupt_on_timeout: bool = True
+    ) -> tuple[bytes, int]:
+        """Run one shell command line; its output (``\\r`` removed) and exit status."""
+        nonce = uuid.uuid4().hex[:12]
+        begin, end = f"__NPUB{nonce}".encode(), f"__NPUE{nonce}".encode()
+        pattern = re.compile(
+            re.escape(begin) + rb"\r?\n(.*?)" + re.escape(end) + rb" (\d+) ?(\w*)\r?\n", re.S
+        )
+        self._buffer.clear()
+        self._write(
+            f"printf '%s%s\\n' __NPU B{nonce}; {command}\n"
+            f"printf '%s%s %d %s\\n' __NPU E{nonce} $? \"$NPU_SID\"\n".encode()
+        )
+        try:
+            match = self._wait_for(pattern, time.monotonic() + timeout)
+        except TransportError:
+            if interrupt_on_timeout:
+                self._recover()
+            raise TransportError(
+                f"serial {self.url}: no end marker within {timeout:.1f} s; command interrupted"
+            ) from None
+        if match is None:
+            self._sync(self.connect_timeout)
+            raise TransportError(
+                f"serial {self.url}: the board rebooted during a command (boot log kept)"
+            )
+        # Take the groups before trimming: a match on a bytearray reads the live buffer.
+        output = bytes(match.group(1)).replace(b"\r\n", b"\n")
+        status = int(match.group(2))
+        sid = bytes(match.group(3)).decode()
+        del self._buffer[: match.end()]
+        if sid != self._sid:
+            # The end marker came from another shell than the one we set up: the board rebooted
+            # (or the shell died) while the command ran, and what came between is its boot log.
+            self.boot_log = output[-BOOT_LOG_LIMIT:].decode(errors="replace")
+            self._sync(self.connect_timeout)
+            raise TransportError(
+                f"serial {self.url}: the shell was replaced during a command (reboot?); "
+                "boot log kept"
+            )
+        return output, status
+
+    def _recover(self) -> None:
+        """After a timeout: interrupt whatever runs (or a half-typed heredoc) and resync."""
+        with contextlib.suppress(TransportError):
+            self._write(b"\x03\n")
+        time.sleep(0.2)
+        self._sync(self.connect_timeout)
+
+    def _sync(self, timeout: float) -> None:
+        """Bring the console to a known shell: log in if asked, no echo, no prompts."""
+        deadline = time.monotonic() + timeout
+        self._buffer.clear()
+        logged_in = kept_log = False
+        # Listen before speaking: a board that is printing its boot log or a login prompt would
+        # take a newline as an empty user name.
+        poke = True
+        while time.monotonic() < deadline:
+            # Let the console finish what it is printing (a boot log) before judging its tail.
+            settle = time.monotonic() + 0.3
+            while time.monotonic() < settle:
+                chunk = self._read_some()
+                if chunk:
+                    self._buffer += chunk
+                    settle = time.monotonic() + 0.3
+                if time.monotonic() > deadline:
+                    break
+            if not self._buffer and poke:
+                poke = False
+                self._write(b"\n")
+                continue
+            tail = bytes(self._buffer[-200:]).rstrip(b"\r\n") + b" "
+            if LOGIN_RE.search(tail):
+                # Text before the prompt's own line is what the board printed while booting.
+                before = bytes(self._buffer).rsplit(b"\n", 1)[0] if b"\n" in self._buffer else b""
+                # Only while we have not spoken yet: after our newline, the text is the board's
+                # answer to it ("Login incorrect"), not its boot log.
+                if before.strip() and not kept_log and poke:
+                    kept_log = True
+                    self.boot_log = bytes(self._buffer[-BOOT_LOG_LIMIT:]).decode(errors="replace")
+                if self.user is None:
+                    raise TransportError(f"serial {self.url}: a login prompt and no user set")
+                self._buffer.clear()
+                self._write(self.user.encode() + b"\n")
+                continue
+            if PASSWORD_RE.search(tail):
+                password = os.environ.get(self.password_env or "")
+                if password is None:
+                    raise TransportError(
+                        f"serial {self.url}: a password prompt and no password in the "
+                        f"environment variable {self.password_env!r}"
+                    )
+                self._buffer.clear()
+                self._write(password.encode() + b"\n")
+                logged_in = True
+                continue
+            # Probably a shell: try a marker round trip.
+            nonce = uuid.uuid4().hex[:12]
+            marker = f"__NPUS{nonce}".encode()
+            self._sid = nonce
+            self._buffer.clear()
+            self._write(
+                f"stty -echo 2>/dev/null; PS1=''; PS2=''; NPU_SID={nonce}; "
+                f"printf '%s%s\\n' __NPU S{nonce}\n".encode()
+            )
+            probe_end = min(deadline, time.monotonic() + 2.0)
+            while time.monotonic() < probe_end:
+                self._buffer += self._read_some()
+                if marker in self._buffer:
+                    self._buffer.clear()
+                    log.debug("serial %s: in sync (logged in: %s)", self.url, logged_in)
+                    return
+                if LOGIN_RE.search(bytes(self._buffer[-200:]).rstrip(b"\r\n") + b" "):
+                    break
+        raise TransportError(f"serial {self.url}: no shell prompt within {timeout:.1f} s")

@@ -1,0 +1,626 @@
+"""SshTransport: a board reached over SSH (paramiko), key authentication only.
+
+Host keys are checked by default: the harness's own known_hosts (written by ``accept-new``) plus
+the user's ``~/.ssh/known_hosts`` (read only). An unknown key is refused under ``strict`` and
+recorded under ``accept-new``; a changed key is always refused. Both are a TransportError naming
+the key's SHA256 fingerprint so an operator can compare it with the board's.
+
+One SSH connection is kept and reused; SFTP moves files, each transfer lands in a temporary name,
+is checked by size and sha256 (computed on the board by ``sha256sum``) and then renamed, so a
+remote path never holds a partial or damaged file. A dropped connection is re-established with
+exponential backoff and an idempotent operation (put, get, exists, cleanup) is repeated; a command
+whose connection dropped mid-run is not repeated (it may have had effects) and raises.
+
+Every command is sent as a shell string whose every word is ``shlex.quote``-d, and every remote
+path is confined to the workdir by :func:`~harness.transport.base.remote_path` before anything is
+sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import shlex
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Literal, TypeVar
+
+import paramiko
+
+from harness.errors import TransportError
+from harness.transport.base import CompletedRun, SessionExit, remote_path
+
+__all__ = ["SshSession", "SshTransport", "fingerprint"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+HostKeyPolicy = Literal["strict", "accept-new"]
+
+STDERR_TAIL_BYTES = 64 * 1024
+DEFAULT_KNOWN_HOSTS = Path("~/.config/npu-hil/known_hosts")
+USER_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
+# Errors that mean "the link is gone", as opposed to a remote refusal (an SFTP status).
+_LINK_ERRORS = (paramiko.SSHException, EOFError, ConnectionError, socket.timeout, OSError)
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    """The key's fingerprint as OpenSSH prints it (``SHA256:<base64, no padding>``)."""
+    return key.fingerprint  # type: ignore[no-any-return]
+
+
+class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]
+    """Called by paramiko only for a key it found in no known_hosts file."""
+
+    def __init__(self, policy: HostKeyPolicy, own_file: Path) -> None:
+        self.policy = policy
+        self.own_file = own_file
+
+    def missing_host_key(
+        self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
+    ) -> None:
+        if self.policy != "accept-new":
+            raise TransportError(
+                f"unknown host key for {hostname}: {key.get_name()} {fingerprint(key)}; "
+                f"refused (host_key_policy='strict'); add it to {self.own_file} after checking it "
+                "on the board, or use host_key_policy='accept-new'"
+            )
+        self.own_file.parent.mkdir(parents=True, exist_ok=True)
+        entry = paramiko.hostkeys.HostKeyEntry([hostname], key)
+        # Append, never rewrite: the file may hold keys of other boards.
+        with self.own_file.open("a", encoding="utf-8") as stream:
+            stream.write(entry.to_line())
+        log.warning(
+            "accepted new host key for %s: %s %s (recorded in %s)",
+            hostname,
+            key.get_name(),
+            fingerprint(key),
+            self.own_file,
+        )
+
+
+def _kill_command(pid: int) -> str:
+    # sshd puts every session in its own session/process group, so the group of the shell we
+    # exec'd into holds exactly the command and its children.
+    return f"kill -KILL -- -{pid} 2>/dev/null || kill -KILL {pid} 2>/dev/null; true"
+
+
+class SshSession:
+    """A long-running remote process on an exec channel; stderr drained by a thread into a tail."""
+
+    def __init__(self, transport: SshTransport, channel: paramiko.Channel, pid: int) -> None:
+        self._transport = transport
+        self._channel = channel
+        self.pid = pid
+        self._tail = bytearray()
+        self._lock = threading.Lock()
+        self._exit: SessionExit | None = None
+        self._drain = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._drain.start()
+
+    def _drain_stderr(self) -> None:
+        while True:
+            try:
+                chunk = self._channel.recv_stderr(65536)
+            except (OSError, EOFError, paramiko.SSHException):
+                return
+            if not chunk:
+                return
+            with self._lock:
+                self._tail += chunk
+                del self._tail[:-STDERR_TAIL_BYTES]
+
+    def send(self, data: bytes) -> None:
+        if self._exit is not None:
+            raise TransportError(f"ssh session {self.pid} is closed")
+        try:
+            self._channel.sendall(data)
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            raise TransportError(f"ssh session {self.pid}: cannot send ({exc})") from exc
+
+    def recv(self, n: int, timeout: float) -> bytes:
+        if self._exit is not None:
+            return b""
+        self._channel.settimeout(max(0.001, timeout))
+        try:
+            return self._channel.recv(n)  # type: ignore[no-any-return]
+        except TimeoutError:
+            raise TransportError(
+                f"ssh session {self.pid}: nothing received within {timeout:.1f} s"
+            ) from None
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            raise TransportError(f"ssh session {self.pid}: link lost ({exc})") from exc
+
+    def stderr_tail(self) -> bytes:
+        with self._lock:
+            return bytes(self._tail)
+
+    def close(self, timeout: float = 5.0) -> SessionExit:
+        if self._exit is not None:
+            return self._exit
+        returncode: int | None = None
+        with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
+            self._channel.shutdown_write()
+        deadline = time.monotonic() + max(0.0, timeout)
+        while not self._channel.exit_status_ready() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if self._channel.exit_status_ready():
+            returncode = self._channel.recv_exit_status()
+        else:
+            self._transport._kill(self.pid)
+            end = time.monotonic() + 2.0
+            while not self._channel.exit_status_ready() and time.monotonic() < end:
+                time.sleep(0.01)
+            if self._channel.exit_status_ready():
+                # paramiko reports an exit by signal as -1; SIGKILL is what we sent.
+                status = self._channel.recv_exit_status()
+                returncode = -9 if status == -1 else status
+        self._drain.join(1.0)
+        self._channel.close()
+        self._exit = SessionExit(returncode, self.stderr_tail())
+        return self._exit
+
+
+class SshTransport:
+    """Files and processes in ``workdir`` on ``host``, over one reused SSH connection.
+
+    Authentication: ``key_file`` when given, else the ssh-agent and the default keys of
+    ``~/.ssh``; never a password. Host keys: see the module docstring; ``known_hosts`` is the
+    harness's own file (default ``~/.config/npu-hil/known_hosts``), ``user_known_hosts`` is read
+    only (``None`` to ignore it).
+
+    Throughput knobs (SFTP): ``window_size`` and ``max_packet_size`` of the SFTP channel (paramiko's
+    defaults of 2 MB / 32 KB stall on the round trip), ``prefetch`` for downloads (many reads in
+    flight) and pipelined writes for uploads. ``verify``: check size and sha256 of every transfer
+    against the board's ``sha256sum`` (files up to ``readback_max`` bytes are read back instead).
+
+    Robustness: ``connect_timeout`` per attempt, ``keepalive_s`` SSH keepalives so a dead link is
+    noticed, ``retries`` reconnects with ``backoff_s * 2**attempt`` seconds between them.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int = 22,
+        user: str | None = None,
+        *,
+        workdir: str,
+        python: str = "python3",
+        key_file: str | os.PathLike[str] | None = None,
+        known_hosts: str | os.PathLike[str] | None = None,
+        user_known_hosts: str | os.PathLike[str] | None = USER_KNOWN_HOSTS,
+        host_key_policy: HostKeyPolicy = "strict",
+        connect_timeout: float = 10.0,
+        keepalive_s: float = 15.0,
+        retries: int = 3,
+        backoff_s: float = 0.5,
+        env: Mapping[str, str] | None = None,
+        window_size: int = 64 * 1024 * 1024,
+        max_packet_size: int = 256 * 1024,
+        verify: bool = True,
+        readback_max: int = 1024 * 1024,
+    ) -> None:
+        if host_key_policy not in ("strict", "accept-new"):
+            raise ValueError(
+                f"host_key_policy {host_key_policy!r}: expected 'strict' or 'accept-new'"
+            )
+        if not PurePosixPath(workdir).is_absolute():
+            raise ValueError(f"workdir {workdir!r}: expected an absolute path on the board")
+        self.host = host
+        self.port = port
+        self.user = user or os.environ.get("USER") or "root"
+        self._workdir = str(PurePosixPath(workdir))
+        self._python = python
+        self.key_file = None if key_file is None else str(Path(key_file).expanduser())
+        self.known_hosts = Path(known_hosts or DEFAULT_KNOWN_HOSTS).expanduser()
+        self.user_known_hosts = (
+            None if user_known_hosts is None else Path(user_known_hosts).expanduser()
+        )
+        self.host_key_policy: HostKeyPolicy = host_key_policy
+        self.connect_timeout = connect_timeout
+        self.keepalive_s = keepalive_s
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self.env = dict(env or {})
+        self.window_size = window_size
+        self.max_packet_size = max_packet_size
+        self.verify = verify
+        self.readback_max = readback_max
+        self._client: paramiko.SSHClient | None = None
+        self._sftp: paramiko.SFTPClient | None = None
+        self._lock = threading.RLock()
+        self.connects = 0  # how many connections were made (tests and benchmarks read it)
+
+    # --- the connection --------------------------------------------------------------------------
+
+    @property
+    def workdir(self) -> str:
+        return self._workdir
+
+    @property
+    def python(self) -> str:
+        return self._python
+
+    def _connect_once(self) -> None:
+        client = paramiko.SSHClient()
+        if self.user_known_hosts is not None and self.user_known_hosts.is_file():
+            client.load_system_host_keys(str(self.user_known_hosts))
+        if self.known_hosts.is_file():
+            client.load_host_keys(str(self.known_hosts))
+        client.set_missing_host_key_policy(_HostKeyPolicy(self.host_key_policy, self.known_hosts))
+        # load_host_keys makes paramiko rewrite that file on save(); we never call save(), the
+        # policy appends instead, so the user's file is never touched.
+        try:
+            client.connect(
+                self.host,
+                self.port,
+                self.user,
+                key_filename=self.key_file,
+                allow_agent=self.key_file is None,
+                look_for_keys=self.key_file is None,
+                timeout=self.connect_timeout,
+                banner_timeout=self.connect_timeout,
+                auth_timeout=self.connect_timeout,
+                channel_timeout=self.connect_timeout,
+            )
+        except paramiko.BadHostKeyException as exc:
+            client.close()
+            raise TransportError(
+                f"host key for {self.host}:{self.port} changed: the board offered "
+                f"{exc.key.get_name()} {fingerprint(exc.key)}, known_hosts has "
+                f"{fingerprint(exc.expected_key)}; refused (possible man-in-the-middle)"
+            ) from None
+        except paramiko.AuthenticationException as exc:
+            client.close()
+            raise TransportError(
+                f"ssh {self.user}@{self.host}:{self.port}: key authentication refused ({exc})"
+            ) from None
+        except TransportError:
+            client.close()
+            raise
+        transport = client.get_transport()
+        assert transport is not None
+        transport.set_keepalive(max(1, int(self.keepalive_s)))
+        # Small request/answer exchanges (SFTP stat, channel opens) otherwise wait out Nagle and
+        # delayed ACKs: about 40 ms per round trip.
+        with contextlib.suppress(OSError, AttributeError):
+            transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._client = client
+        self.connects += 1
+        self._exec_checked(f"mkdir -p -- {shlex.quote(self._workdir)}", 30.0)
+
+    def _connect(self) -> paramiko.SSHClient:
+        """The live connection, (re)connecting with backoff. Host key and authentication
+        refusals are final: retrying cannot change them."""
+        with self._lock:
+            if self._client is not None:
+                transport = self._client.get_transport()
+                if transport is not None and transport.is_active():
+                    return self._client
+                self._drop()
+            last: Exception | None = None
+            for attempt in range(self.retries + 1):
+                if attempt:
+                    time.sleep(self.backoff_s * 2 ** (attempt - 1))
+                try:
+                    self._connect_once()
+                    assert self._client is not None
+                    return self._client
+                except TransportError:
+                    raise
+                except _LINK_ERRORS as exc:
+                    last = exc
+                    log.info(
+                        "ssh %s:%d: connect attempt %d failed: %s",
+                        self.host,
+                        self.port,
+                        attempt + 1,
+                        exc,
+                    )
+            raise TransportError(
+                f"ssh {self.user}@{self.host}:{self.port}: no connection after "
+                f"{self.retries + 1} attempts: {last}"
+            )
+
+    def _drop(self) -> None:
+        with self._lock:
+            if self._sftp is not None:
+                with contextlib.suppress(Exception):
+                    self._sftp.close()
+            if self._client is not None:
+                with contextlib.suppress(Exception):
+                    self._client.close()
+            self._sftp = None
+            self._client = None
+
+    def close(self) -> None:
+        """Close the connection (the next call reconnects)."""
+        self._drop()
+
+    def __enter__(self) -> SshTransport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _sftp_client(self) -> paramiko.SFTPClient:
+        client = self._connect()
+        if self._sftp is None:
+            transport = client.get_transport()
+            assert transport is not None
+            channel = transport.open_session(
+                window_size=self.window_size, max_packet_size=self.max_packet_size
+            )
+            channel.invoke_subsystem("sftp")
+            self._sftp = paramiko.SFTPClient(channel)
+        return self._sftp
+
+    def _retrying(self, what: str, operation: Callable[[], T]) -> T:
+        """Run an idempotent operation, reconnecting and repeating it after a lost link."""
+        last: Exception | None = None
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(self.backoff_s * 2 ** (attempt - 1))
+            try:
+                return operation()
+            except TransportError:
+                raise
+            except _LINK_ERRORS as exc:
+                if (
+                    isinstance(exc, OSError)
+                    and getattr(exc, "errno", None) is not None
+                    and not (isinstance(exc, ConnectionError | socket.timeout))
+                ):
+                    # An SFTP status (no such file, permission denied) is the board's answer.
+                    raise TransportError(f"{what}: {exc}") from exc
+                last = exc
+                log.info("ssh %s: %s failed (%s); reconnecting", self.host, what, exc)
+                self._drop()
+        raise TransportError(f"{what}: link lost {self.retries + 1} times; last error: {last}")
+
+    # --- commands --------------------------------------------------------------------------------
+
+    def _full(self, remote: str | PurePosixPath) -> str:
+        return str(PurePosixPath(self._workdir) / remote_path(remote))
+
+    def _command(self, argv: Sequence[str]) -> str:
+        if not argv:
+            raise ValueError("empty argv")
+        env = [f"{k}={v}" for k, v in self.env.items()]
+        words = ["env", *env, *argv] if env else list(argv)
+        # The first stdout line is the shell's pid (the command is exec'd into it), so a timed
+        # out command can be killed with its whole process group.
+        return f"echo $$ && cd -- {shlex.quote(self._workdir)} && exec " + " ".join(
+            shlex.quote(w) for w in words
+        )
+
+    def _exec_checked(self, command: str, timeout: float) -> bytes:
+        """A short helper command of the transport's own; TransportError unless it exits 0."""
+        client = self._client
+        assert client is not None
+        _, stdout, stderr = client.exec_command(command, timeout=timeout)
+        out = stdout.read()
+        status = stdout.channel.recv_exit_status()
+        if status != 0:
+            raise TransportError(f"ssh {self.host}: {command!r} exited {status}: {stderr.read()!r}")
+        return out  # type: ignore[no-any-return]
+
+    def _helper(self, command: str, timeout: float = 60.0) -> bytes:
+        def attempt() -> bytes:
+            self._connect()
+            return self._exec_checked(command, timeout)
+
+        return self._retrying(command, attempt)
+
+    def _kill(self, pid: int) -> None:
+        with contextlib.suppress(Exception):
+            self._helper(_kill_command(pid), 10.0)
+
+    def _start(self, argv: Sequence[str], deadline: float) -> tuple[paramiko.Channel, int]:
+        def start() -> paramiko.Channel:
+            transport = self._connect().get_transport()
+            assert transport is not None
+            channel = transport.open_session(timeout=self.connect_timeout)
+            channel.exec_command(self._command(argv))
+            return channel
+
+        # Starting is repeatable (nothing ran yet); what follows is not.
+        channel = self._retrying(f"start {argv[0]!r}", start)
+        line = b""
+        while not line.endswith(b"\n"):
+            channel.settimeout(max(0.001, deadline - time.monotonic()))
+            try:
+                byte = channel.recv(1)
+            except (OSError, EOFError, paramiko.SSHException) as exc:
+                channel.close()
+                raise TransportError(
+                    f"start {argv[0]!r}: no answer from the shell ({exc})"
+                ) from exc
+            if not byte:
+                channel.close()
+                raise TransportError(f"start {argv[0]!r}: the shell ended before the command")
+            line += byte
+        return channel, int(line)
+
+    def run(
+        self, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None
+    ) -> CompletedRun:
+        started = time.monotonic()
+        # Opening the channel is bounded by connect_timeout on its own, so a slow sshd fork does
+        # not eat the command's time; the command's timeout starts once it runs.
+        channel, pid = self._start(argv, started + self.connect_timeout)
+        deadline = time.monotonic() + timeout
+        stdout = bytearray()
+        stderr = bytearray()
+        try:
+            if stdin is not None:
+                # Bounded too: a command that stops reading (its stdout window full) must not
+                # block this send past the timeout.
+                channel.settimeout(max(0.001, deadline - time.monotonic()))
+                try:
+                    channel.sendall(stdin)
+                except TimeoutError:
+                    self._kill(pid)
+                    raise TransportError(
+                        f"{' '.join(argv)}: no exit within {timeout:.1f} s (stdin not read); killed"
+                    ) from None
+            channel.shutdown_write()
+            channel.setblocking(False)
+            while True:
+                # Polled so a command that keeps its pipes open past the deadline is still killed.
+                busy = False
+                while channel.recv_ready():
+                    stdout += channel.recv(65536)
+                    busy = True
+                while channel.recv_stderr_ready():
+                    stderr += channel.recv_stderr(65536)
+                    busy = True
+                if (
+                    channel.exit_status_ready()
+                    and not channel.recv_ready()
+                    and not (channel.recv_stderr_ready())
+                ):
+                    break
+                if channel.closed or not channel.get_transport().is_active():
+                    raise TransportError(f"{argv[0]!r}: link lost while it ran")
+                if time.monotonic() > deadline:
+                    self._kill(pid)
+                    raise TransportError(
+                        f"{' '.join(argv)}: no exit within {timeout:.1f} s; killed"
+                    )
+                if not busy:
+                    time.sleep(0.002)
+            returncode = channel.recv_exit_status()
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            self._drop()
+            raise TransportError(f"{argv[0]!r}: link lost while it ran ({exc})") from exc
+        finally:
+            channel.close()
+        return CompletedRun(returncode, bytes(stdout), bytes(stderr), time.monotonic() - started)
+
+    def open_session(self, argv: Sequence[str]) -> SshSession:
+        channel, pid = self._start(argv, time.monotonic() + self.connect_timeout)
+        return SshSession(self, channel, pid)
+
+    # --- files -----------------------------------------------------------------------------------
+
+    def _remote_sha(self, full: str) -> tuple[int, str]:
+        """Size and sha256 of a remote file as the board sees it. Small files are read back over
+        SFTP (a round trip costs well under a millisecond, an exec channel costs a fork of sshd
+        and a shell); larger ones are hashed on the board by ``sha256sum``."""
+        sftp = self._sftp_client()
+        size = int(sftp.stat(full).st_size or 0)
+        if size <= self.readback_max:
+            with sftp.open(full, "rb") as stream:
+                data = stream.read()
+            return len(data), hashlib.sha256(data).hexdigest()
+        out = self._exec_checked(
+            f"wc -c < {shlex.quote(full)} && sha256sum -- {shlex.quote(full)}", 600.0
+        ).split()
+        return int(out[0]), out[1].decode()
+
+    def _makedirs(self, full: str) -> None:
+        """``mkdir -p`` over SFTP (no exec channel): the workdir exists, create what is below."""
+        sftp = self._sftp_client()
+        relative = PurePosixPath(full).relative_to(self._workdir)
+        current = PurePosixPath(self._workdir)
+        for part in relative.parts:
+            current = current / part
+            try:
+                sftp.stat(str(current))
+            except FileNotFoundError:
+                with contextlib.suppress(OSError):  # a concurrent mkdir is fine
+                    sftp.mkdir(str(current))
+
+    def put(self, local_path: str | Path, remote_path: str | PurePosixPath) -> None:
+        full = self._full(remote_path)
+        local = Path(local_path)
+        try:
+            size = local.stat().st_size
+            digest = _sha256(local) if self.verify else ""
+        except OSError as exc:
+            raise TransportError(f"put {local_path}: {exc}") from exc
+        parent = str(PurePosixPath(full).parent)
+        tmp = f"{parent}/.{PurePosixPath(full).name}.{uuid.uuid4().hex[:12]}.tmp"
+
+        def attempt() -> None:
+            sftp = self._sftp_client()
+            self._makedirs(parent)
+            try:
+                # confirm=False: the size is checked below together with the checksum.
+                sftp.put(str(local), tmp, confirm=False)
+                if self.verify:
+                    got = self._remote_sha(tmp)
+                    if got != (size, digest):
+                        raise TransportError(
+                            f"put {local_path} -> {remote_path}: landed as {got[0]} bytes "
+                            f"sha256 {got[1]}, sent {size} bytes sha256 {digest}"
+                        )
+                sftp.posix_rename(tmp, full)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    sftp.remove(tmp)
+                raise
+
+        self._retrying(f"put {local_path} -> {remote_path}", attempt)
+
+    def get(self, remote_path: str | PurePosixPath, local_path: str | Path) -> None:
+        full = self._full(remote_path)
+        local = Path(local_path)
+        local.parent.mkdir(parents=True, exist_ok=True)
+        tmp = local.with_name(f".{local.name}.{uuid.uuid4().hex[:12]}.tmp")
+
+        def attempt() -> None:
+            sftp = self._sftp_client()
+            try:
+                sftp.stat(full)
+            except FileNotFoundError:
+                raise TransportError(
+                    f"get {remote_path}: no such file in {self._workdir}"
+                ) from None
+            try:
+                # prefetch keeps many reads in flight; that is where download speed comes from.
+                sftp.get(full, str(tmp), prefetch=True)
+                if self.verify:
+                    want = self._remote_sha(full)
+                    got = (tmp.stat().st_size, _sha256(tmp))
+                    if got != want:
+                        raise TransportError(
+                            f"get {remote_path}: received {got[0]} bytes sha256 {got[1]}, "
+                            f"the board has {want[0]} bytes sha256 {want[1]}"
+                        )
+                os.replace(tmp, local)
+            finally:
+                tmp.unlink(missing_ok=True)
+
+        self._retrying(f"get {remote_path}", attempt)
+
+    def exists(self, remote_path: str | PurePosixPath) -> bool:
+        full = self._full(remote_path)
+
+        def attempt() -> bool:
+            try:
+                self._sftp_client().stat(full)
+            except FileNotFoundError:
+                return False
+            return True
+
+        return self._retrying(f"exists {remote_path}", attempt)
+
+    def cleanup(self, remote_path: str | PurePosixPath) -> None:
+        full = self._full(remote_path)
+        self._helper(f"rm -rf -- {shlex.quote(full)}")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
