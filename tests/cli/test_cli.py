@@ -13,6 +13,9 @@ import pytest
 from harness.cli.main import main
 from harness.codec import get_layout
 
+ONE_GROUP = ["--target", "kl730", "--layout", "1W16C8B", "--shape", "1,16,1,1", "--dtype", "int8"]
+"""One full KL730 channel group of one pixel: the tensor the bad-input cases describe."""
+
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     """The CLI as users run it: a separate process, so exit codes and stderr are real."""
@@ -269,22 +272,7 @@ def test_targets_list_show_and_conv_check(capsys: pytest.CaptureFixture[str]) ->
             "outside the buffer",
         ),
         (
-            [
-                "codec",
-                "unpack",
-                "--target",
-                "kl730",
-                "--layout",
-                "1W16C8B",
-                "--shape",
-                "1,16,1,1",
-                "--dtype",
-                "int8",
-                "--in",
-                "/nonexistent/y.bin",
-                "--out",
-                "/tmp/never.npy",
-            ],
+            ["codec", "unpack", *ONE_GROUP, "--in", "/nonexistent/y.bin", "--out", "never.npy"],
             "No such file",
         ),
         (
@@ -309,14 +297,7 @@ def test_unpack_of_a_short_buffer_says_how_short(tmp_path: Path) -> None:
     done = run(
         "codec",
         "unpack",
-        "--target",
-        "kl730",
-        "--layout",
-        "1W16C8B",
-        "--shape",
-        "1,16,1,1",
-        "--dtype",
-        "int8",
+        *ONE_GROUP,
         "--in",
         str(tmp_path / "y.bin"),
         "--out",
