@@ -255,9 +255,14 @@ def board(request: pytest.FixtureRequest, farm: Farm) -> Iterator[BoardSession]:
         info.simulated = session.simulated
         info.backend = "sim" if session.simulated else "hw"
         info.fallback_reason = session.fallback_reason or ""
+        info.transport = session.transport_kind
         if session.simulated and request.node.get_closest_marker("hw_only") is not None:
             pytest.skip(f"hw_only: {board_spec.name} runs simulated ({info.fallback_reason})")
-        yield session
+        try:
+            yield session
+        finally:
+            # A board that rebooted during the test left its boot log on the console.
+            info.boot_log += session.take_boot_log()
 
 
 def _skip_by_kind(item: pytest.Item, simulated: bool, backend: str) -> None:

@@ -41,6 +41,7 @@ class ItemInfo:
     backend: str | None = None
     simulated: bool = False
     fallback_reason: str = ""
+    transport: str = ""
     runtime_versions: dict[str, str] = field(default_factory=dict)
     artifact_hashes: dict[str, str] = field(default_factory=dict)
     tensors: list[TensorFinding] = field(default_factory=list)
@@ -56,6 +57,8 @@ class ItemInfo:
             "backend": self.backend or "",
             "simulated": "true" if self.simulated else "false",
         }
+        if self.transport:
+            props["transport"] = self.transport
         if self.fallback_reason:
             props["fallback_reason"] = self.fallback_reason
         if self.retries:

@@ -5,9 +5,13 @@ Which transport a board gets:
 - a simulated board, or any board under ``backend="sim"``: a :class:`LocalTransport` in a
   per-board folder under the farm's workdir, running the real agent under ``sys.executable`` with
   the harness on ``PYTHONPATH`` (the ``sim`` adapter imports it);
-- a real board: its inventory transport. SSH and serial are not implemented yet, so they raise
-  :class:`TransportError`; under ``backend="auto"`` a board whose ``fallback`` is ``sim`` then
-  runs simulated, and its session says so (``simulated=True``, ``fallback_reason``).
+- a real board: its inventory transport (local, SSH or serial; :mod:`harness.farm.connect`),
+  connected when its session opens. When it cannot be reached (:class:`TransportError`) under
+  ``backend="auto"``, a board whose ``fallback`` is ``sim`` runs simulated instead, and its session
+  says so (``simulated=True``, ``fallback_reason``);
+- a board reached through its transport whose inventory ``adapter`` is ``sim``: the simulated
+  runtime behind a real link (``npu-hil simfarm`` builds such boards to rehearse a nightly over
+  SSH and serial); its results are simulated ones and its session says so.
 
 The library works without pytest; the plugin only maps its options onto this class.
 """
@@ -26,7 +30,8 @@ from filelock import FileLock
 import harness
 from harness.agent.client import AgentClient
 from harness.errors import NpuHilError, TransportError
-from harness.farm.inventory import Board, Inventory, load_inventory
+from harness.farm.connect import connect, uses_sessions
+from harness.farm.inventory import SIM_ADAPTER, Board, Inventory, load_inventory
 from harness.farm.power import power_cycle as _power_cycle
 from harness.farm.session import BoardSession, Health
 from harness.models import Manifest, load_manifest
@@ -130,33 +135,22 @@ class Farm:
                 raise TransportError(f"{board.name}: a simulated board, but the backend is hw")
             return self._sim_session(board, None)
         try:
-            transport = self._hw_transport(board)
+            transport = connect(board, self._board_dir(board))
         except TransportError as exc:
             if self.backend == "auto" and board.fallback == "sim":
-                log.warning("%s: %s; running it simulated", board.name, exc)
-                return self._sim_session(board, str(exc))
+                log.warning("%s; running it simulated", exc.message)
+                return self._sim_session(board, exc.message)
             raise
-        client = self._client(transport, board.python)
+        simulated_runtime = board.adapter == SIM_ADAPTER
         return BoardSession(
             board=board,
             transport=transport,
-            client=client,
-            simulated=False,
+            client=self._client(transport, board.python, sessions=uses_sessions(board)),
+            simulated=simulated_runtime,
             adapter=board.adapter,
-            adapter_options={},
+            adapter_options={"target": board.target} if simulated_runtime else {},
             workdir=self._board_dir(board),
             manifest_path=self.inventory.manifest,
-        )
-
-    def _hw_transport(self, board: Board) -> Transport:
-        kind = board.transport.kind
-        if kind == "local":
-            # The host is the board (the harness runs on it): its vendor runtime is local.
-            workdir = Path(board.workdir) if board.workdir else self._board_dir(board) / "remote"
-            return LocalTransport(workdir, python=board.python or sys.executable)
-        raise TransportError(
-            f"{board.name}: the {kind} transport is not implemented yet; the board cannot be "
-            "reached"
         )
 
     def _sim_session(self, board: Board, reason: str | None) -> BoardSession:
@@ -176,8 +170,10 @@ class Farm:
             manifest_path=self.inventory.manifest,
         )
 
-    def _client(self, transport: Transport, python: str | None) -> AgentClient:
-        return AgentClient(transport, python=python, keep_jobs=self.keep_remote)
+    def _client(
+        self, transport: Transport, python: str | None, *, sessions: bool = True
+    ) -> AgentClient:
+        return AgentClient(transport, python=python, sessions=sessions, keep_jobs=self.keep_remote)
 
     def _board_dir(self, board: Board) -> Path:
         folder = self.workdir / "boards" / board.name

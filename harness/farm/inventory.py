@@ -59,7 +59,7 @@ __all__ = [
 BACKENDS = ("hw", "sim")
 FALLBACKS = ("sim", "none")
 TRANSPORT_KINDS = ("local", "ssh", "serial")
-HOST_KEY_POLICIES = ("reject", "warn", "auto-add")
+HOST_KEY_POLICIES = ("strict", "accept-new")
 VENDOR_OF: dict[str, str] = {
     **{t: "rockchip" for t in rockchip.TARGETS},
     **{t: "horizon" for t in horizon.TARGETS},
@@ -81,7 +81,7 @@ BOARD_KEYS = (
 )  # fmt: skip
 TRANSPORT_KEYS = {
     "local": ("kind",),
-    "ssh": ("kind", "host", "port", "user", "key_file", "host_key_policy"),
+    "ssh": ("kind", "host", "port", "user", "key_file", "host_key_policy", "known_hosts"),
     "serial": ("kind", "port", "baudrate", "user", "password_env"),
 }
 POWER_KEYS = ("command", "labgrid")
@@ -129,7 +129,8 @@ class TransportConfig:
     port: int | str | None = None
     user: str | None = None
     key_file: str | None = None
-    host_key_policy: str = "reject"
+    host_key_policy: str = "strict"
+    known_hosts: str | None = None
     baudrate: int | None = None
     password_env: str | None = None
 
@@ -193,8 +194,9 @@ class Inventory:
 class _Reader:
     """Typed access to composed YAML nodes; every failure carries the node's position."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, base: Path | None = None) -> None:
         self.source = source
+        self.base = base if base is not None else Path(".")
         self._constructor = yaml.constructor.SafeConstructor()
 
     def error(self, node: Node, path: str, message: str) -> InventoryError:
@@ -252,6 +254,12 @@ class _Reader:
         if not isinstance(node, ScalarNode) or node.tag != _STR or not node.value:
             raise self.expected(node, path, "a non-empty string")
         return str(node.value)
+
+    def local_path(self, node: Node, path: str) -> str:
+        """A file on this machine: ``~`` expanded, relative to the inventory's folder (a farm's
+        inventory travels with its keys, whatever folder the harness is started from)."""
+        expanded = Path(self.text(node, path)).expanduser()
+        return str(expanded if expanded.is_absolute() else (self.base / expanded).resolve())
 
     def integer(self, node: Node, path: str, *, low: int = 0, high: int | None = None) -> int:
         if not isinstance(node, ScalarNode) or node.tag != _INT:
@@ -346,11 +354,12 @@ def _transport(r: _Reader, node: Node, path: str) -> TransportConfig:
             port=_optional(fields, "port", lambda n, p: r.integer(n, p, low=1, high=65535), path)
             or 22,
             user=_optional(fields, "user", r.text, path),
-            key_file=_optional(fields, "key_file", r.text, path),
+            key_file=_optional(fields, "key_file", r.local_path, path),
             host_key_policy=_optional(
                 fields, "host_key_policy", lambda n, p: r.choice(n, p, HOST_KEY_POLICIES), path
             )
-            or "reject",
+            or "strict",
+            known_hosts=_optional(fields, "known_hosts", r.local_path, path),
         )
     if kind == "serial":
         if "port" not in fields:
@@ -466,7 +475,7 @@ def parse_inventory(
     text: str, *, source: str = "<inventory>", base: str | os.PathLike[str] = "."
 ) -> Inventory:
     """Check inventory YAML ``text``; ``base`` is the folder relative paths start from."""
-    r = _Reader(source)
+    r = _Reader(source, Path(base))
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:

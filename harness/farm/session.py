@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.agent.client import AgentClient
+from harness.farm.connect import close_transport
 from harness.farm.inventory import Board
 from harness.models import Manifest, load_manifest
 from harness.transport.base import Transport
@@ -78,4 +79,20 @@ class BoardSession:
         self.client.close(timeout=5.0)
 
     def close(self) -> None:
-        self.client.close()
+        """End the agent, then drop the link (an SSH connection, an open serial port)."""
+        try:
+            self.client.close()
+        finally:
+            close_transport(self.transport)
+
+    @property
+    def transport_kind(self) -> str:
+        """How the jobs reach the board: ``local``, ``ssh`` or ``serial`` (a simulated board and
+        a fallback run locally)."""
+        return "local" if self.fallback_reason is not None else self.board.transport.kind
+
+    def take_boot_log(self) -> str:
+        """What the board printed while it rebooted since the last call (serial consoles keep
+        it), or ``""``; taken, so each report shows a boot once."""
+        take = getattr(self.transport, "take_boot_log", None)
+        return str(take()) if callable(take) else ""

@@ -151,6 +151,12 @@ class SerialTransport:
     def python(self) -> str:
         return self._python
 
+    def take_boot_log(self) -> str:
+        """The boot log of the last reboot seen (``""`` if none since the last call); taken, so a
+        report shows each boot once."""
+        text, self.boot_log = self.boot_log, ""
+        return text
+
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self._port.close()

@@ -104,7 +104,7 @@ def test_an_unreachable_board_falls_back_to_sim(tmp_path: Path) -> None:
         session = farm.session("rk3588-hw")
         assert session.simulated and session.adapter == "sim"
         assert session.fallback_reason is not None
-        assert "ssh transport is not implemented yet" in session.fallback_reason
+        assert session.fallback_reason.startswith("rk3588-hw: ssh root@127.0.0.1:1: no connection")
         health = farm.health("rk3588-hw")
         assert health.ok and health.simulated and health.fallback_reason
     finally:
@@ -113,11 +113,11 @@ def test_an_unreachable_board_falls_back_to_sim(tmp_path: Path) -> None:
 
 def test_no_fallback_is_an_infrastructure_error(tmp_path: Path) -> None:
     farm = hw_farm(tmp_path)
-    with pytest.raises(TransportError, match="rdk-x5-hw: the serial transport is not"):
+    with pytest.raises(TransportError, match="rdk-x5-hw: serial /dev/ttyUSB9: cannot open"):
         farm.session("rdk-x5-hw")
     health = farm.health("rdk-x5-hw")
     assert not health.ok and health.error is not None
-    assert health.error.startswith("TransportError: rdk-x5-hw")
+    assert health.error.startswith("TransportError: rdk-x5-hw: serial /dev/ttyUSB9")
     with pytest.raises(TransportError):  # --backend hw never falls back
         hw_farm(tmp_path, "hw").session("rk3588-hw")
 

@@ -77,7 +77,7 @@ def test_a_farm_file_with_every_kind_of_board(tmp_path: Path) -> None:
         False,
         "sim",
     )
-    assert rk.transport.port == 22 and rk.transport.host_key_policy == "reject"
+    assert rk.transport.port == 22 and rk.transport.host_key_policy == "strict"
     assert rk.tags == ("rack-a", "fast") and rk.python == "/usr bin/python3"
     assert rk.power is not None and rk.power.cycle == ("pdu-ctl", "cycle", "3")
     assert (rk.timeouts.load, rk.timeouts.run) == (300.0, 30.0)
@@ -224,3 +224,31 @@ def test_parse_without_a_file() -> None:
     assert inventory.boards[0].simulated and inventory.source == "inline"
     with pytest.raises(InventoryError, match="inline: no board 'y'"):
         inventory.board("y")
+
+
+def test_ssh_key_files_are_relative_to_the_inventory(tmp_path: Path) -> None:
+    """A farm's inventory travels with its keys: relative paths start at the file, ``~`` at
+    home; the host key policy is strict unless the file says accept-new."""
+    text = (
+        "boards:\n"
+        "  - name: a\n    target: rk3588\n"
+        "    transport: {kind: ssh, host: h, key_file: keys/id, known_hosts: keys/known,"
+        " host_key_policy: accept-new}\n"
+        "  - name: b\n    target: rk3588\n"
+        "    transport: {kind: ssh, host: h, key_file: ~/.ssh/farm}\n"
+    )
+    a, b = load_inventory(write(tmp_path, text)).boards
+    assert a.transport.key_file == str((tmp_path / "keys" / "id").resolve())
+    assert a.transport.known_hosts == str((tmp_path / "keys" / "known").resolve())
+    assert a.transport.host_key_policy == "accept-new"
+    assert b.transport.key_file == str(Path("~/.ssh/farm").expanduser())
+    assert (b.transport.known_hosts, b.transport.host_key_policy) == (None, "strict")
+
+
+def test_an_unknown_host_key_policy_is_refused(tmp_path: Path) -> None:
+    text = (
+        "boards:\n  - {name: a, target: rk3588,\n"
+        "     transport: {kind: ssh, host: h, host_key_policy: yes-please}}\n"
+    )
+    with pytest.raises(InventoryError, match=r"boards\[0\]\.transport\.host_key_policy: .*strict"):
+        load_inventory(write(tmp_path, text))
