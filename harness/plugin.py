@@ -10,7 +10,8 @@ One feature per module:
 - :mod:`harness.plugin_farm` — the farm, parametrisation over boards, the ``board`` fixture;
 - :mod:`harness.plugin_run` — the ``run_model`` fixture, retries, :func:`assert_run_ok`;
 - :mod:`harness.plugin_outcomes` — infrastructure failures reported as errors, not failures;
-- :mod:`harness.plugin_records` — one record per test, JUnit properties, the run's report.
+- :mod:`harness.plugin_records` — one record per test, JUnit properties, the run's report;
+- :mod:`harness.plugin_simfarm` — ``--simfarm``: the board tests over real SSH and serial links.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ pytest_plugins = [
     "harness.plugin_farm",
     "harness.plugin_outcomes",
     "harness.plugin_run",
+    "harness.plugin_simfarm",
 ]
 
 MARKERS = (

@@ -41,8 +41,9 @@ timed out (recorded in result.json; the hung call is abandoned by exiting); 1 an
 
 Session mode serves jobs over stdin/stdout in frames: an 8-byte big-endian length, then that many
 bytes of UTF-8 JSON. The agent speaks first with ``{"op": "hello", ...}``; requests are
-``{"op": "job", "dir": D}``, ``{"op": "ping"}``, ``{"op": "versions", "adapter": A, "options": {}}``
-and ``{"op": "shutdown"}``; every request gets exactly one response frame with the same ``op`` and
+``{"op": "job", "dir": D}``, ``{"op": "ping"}``, ``{"op": "versions", "adapter": A, "options":
+{}}``, ``{"op": "discard", "dir": D}`` (remove a finished job's folder) and ``{"op": "shutdown"}``;
+every request gets exactly one response frame with the same ``op`` and
 either the payload (``result`` for a job) or ``error`` (a typed record). The session keeps adapter
 instances per (name, options) and loaded models per (adapter, model sha256) in a small LRU, so a
 board pays the start-up of Python, numpy, the runtime and the model load once per test session.
@@ -77,6 +78,7 @@ import os
 import platform
 import queue
 import re
+import shutil
 import struct
 import sys
 import threading
@@ -1055,6 +1057,8 @@ def _serve_requests(agent: Agent, stream: FrameStream) -> int:
             if agent.runtime.stuck:
                 sys.stderr.flush()
                 os._exit(EXIT_TIMEOUT)
+        elif op == "discard":
+            stream.write(_discard_job(request.get("dir")))
         elif op == "shutdown":
             agent.shutdown()
             stream.write({"op": "shutdown"})
@@ -1063,6 +1067,31 @@ def _serve_requests(agent: Agent, stream: FrameStream) -> int:
             stream.write(
                 {"op": op, "error": _error("ProtocolError", "session", f"unknown op {op!r}")}
             )
+
+
+JOBS_FOLDER = "jobs"
+
+
+def _discard_job(job_dir: Any) -> dict[str, Any]:
+    """Remove a finished job's folder for the host. The session already runs on the board, so
+    this costs the host one frame instead of a new remote process per job (over SSH a new
+    process is a new channel and a login shell). Only a folder directly under ``jobs/`` is
+    removed, never through a symlink: a confused or hostile request cannot reach anything else."""
+    if not isinstance(job_dir, str):
+        return {"op": "discard", "error": _error("JobError", "discard", "dir: expected a path")}
+    parts = job_dir.split("/")
+    root = os.path.realpath(JOBS_FOLDER)
+    if (
+        len(parts) != 2
+        or parts[0] != JOBS_FOLDER
+        or parts[1] in ("", ".", "..")
+        or os.path.islink(job_dir)
+        or os.path.dirname(os.path.realpath(job_dir)) != root
+    ):
+        message = f"dir: {job_dir!r} is not a job folder under {JOBS_FOLDER}/"
+        return {"op": "discard", "error": _error("JobError", "discard", message)}
+    shutil.rmtree(job_dir, ignore_errors=True)
+    return {"op": "discard", "removed": not os.path.exists(job_dir)}
 
 
 def _versions_response(agent: Agent, request: dict[str, Any]) -> dict[str, Any]:

@@ -99,6 +99,18 @@ def _safe(name: str, limit: int = 80) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".")[:limit] or "x"
 
 
+def _split_frames(data: bytes) -> list[dict[str, Any]]:
+    """Every whole frame in ``data`` (a one-shot agent's stdout); ValueError on a bad one."""
+    frames, offset = [], 0
+    while offset + 8 <= len(data):
+        end = offset + 8 + frame_length(data[offset : offset + 8])
+        if end > len(data):
+            break  # cut short: the frames before it still count
+        frames.append(decode_frame(data[offset + 8 : end]))
+        offset = end
+    return frames
+
+
 class _SessionEnded(Exception):
     """The session's stdout closed: the agent process is gone."""
 
@@ -247,8 +259,14 @@ class AgentClient:
     def _discard(self, local_job: Path, remote_job: PurePosixPath) -> None:
         shutil.rmtree(local_job, ignore_errors=True)
         try:
-            self.transport.cleanup(remote_job)
-        except TransportError as exc:  # never hide the job's own outcome behind this
+            if self._session is not None:
+                # The running agent removes it: one frame, where the transport would start a
+                # remote process (over SSH a channel and a login shell: most of a small job).
+                self._request({"op": "discard", "dir": str(remote_job)}, 30.0, "discard")
+            else:
+                self.transport.cleanup(remote_job)
+        except (TransportError, DeviceError, ProtocolError) as exc:
+            # Never hide the job's own outcome behind this.
             log.warning("could not remove %s on the board: %s", remote_job, exc)
 
     def _oneshot_job(
@@ -350,19 +368,10 @@ class AgentClient:
 
     def _request(self, message: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
         """Send one request and wait for its response; the one place frames go on the wire."""
-        session = self._ensure_session()
-        try:
-            session.send(encode_frame(message))
-            response = self._read_frame(session, timeout)
-        except _SessionEnded:
-            how = self._drop_session(timeout=5.0)
-            raise DeviceError(f"{what}: the agent session died ({how})") from None
-        except TransportError as exc:
-            how = self._drop_session()
-            raise TransportError(
-                f"{what}: no answer from the agent within {timeout:.0f} s ({exc}); the session "
-                f"was killed ({how}) and a new one starts with the next request"
-            ) from None
+        if not self.sessions:
+            response = self._oneshot_request(message, timeout, what)
+        else:
+            response = self._session_request(message, timeout, what)
         if response.get("op") != message["op"]:
             self._drop_session()
             raise ProtocolError(f"{what}: asked {message['op']!r}, the agent answered {response!r}")
@@ -372,6 +381,44 @@ class AgentClient:
         if "error" in response:
             raise error_record(response["error"], f"{what}: error").exception(f"{what}: ")
         return response
+
+    def _session_request(
+        self, message: dict[str, Any], timeout: float, what: str
+    ) -> dict[str, Any]:
+        session = self._ensure_session()
+        try:
+            session.send(encode_frame(message))
+            return self._read_frame(session, timeout)
+        except _SessionEnded:
+            how = self._drop_session(timeout=5.0)
+            raise DeviceError(f"{what}: the agent session died ({how})") from None
+        except TransportError as exc:
+            how = self._drop_session()
+            raise TransportError(
+                f"{what}: no answer from the agent within {timeout:.0f} s ({exc}); the session "
+                f"was killed ({how}) and a new one starts with the next request"
+            ) from None
+
+    def _oneshot_request(
+        self, message: dict[str, Any], timeout: float, what: str
+    ) -> dict[str, Any]:
+        """Without a persistent session (a serial console has no room for one) a request is a
+        session of its own: the agent reads the request and a shutdown from stdin, and its
+        frames (hello, answer, goodbye) come back as one command's stdout."""
+        argv = [self.python, str(self.deploy()), "--session", "--root", CACHE_DIR]
+        stdin = encode_frame(message) + encode_frame({"op": "shutdown"})
+        done = self.transport.run(argv, timeout=timeout + self.start_timeout_s, stdin=stdin)
+        try:
+            frames = _split_frames(done.stdout)
+        except ValueError as exc:
+            raise ProtocolError(f"{what}: the answer is not npu-hil frames: {exc}") from None
+        if len(frames) < 2:
+            raise DeviceError(
+                f"{what}: the agent ended before answering ({_describe_exit(done.returncode)}); "
+                f"stderr: {_tail(done.stderr)}"
+            )
+        self.hello = frames[0]
+        return frames[1]
 
     def _session_job(self, spec: JobSpec, remote_job: PurePosixPath) -> dict[str, Any]:
         what = f"job {spec.job_id}"

@@ -9,7 +9,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from harness.cli import codec_cmd, diff_cmd, nightly_cmd, preflight_cmd, targets_cmd
+from harness.cli import codec_cmd, diff_cmd, nightly_cmd, preflight_cmd, simfarm_cmd, targets_cmd
 from harness.errors import NpuHilError
 
 EXIT_BAD_INPUT = 2
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff_cmd.add_parser(sub)
     nightly_cmd.add_parser(sub)
     preflight_cmd.add_parser(sub)
+    simfarm_cmd.add_parser(sub)
     targets_cmd.add_parser(sub)
     return parser
 

@@ -52,6 +52,12 @@ def add_parser(sub: Any) -> None:
     nightly.add_argument(
         "--suite", type=Path, help="the regression suite (default: tests/hil under the cwd)"
     )
+    nightly.add_argument(
+        "--simfarm",
+        metavar="KINDS",
+        help="rehearse over real links: simulated boards behind an sshd (ssh) and/or serial "
+        "consoles (serial) on 127.0.0.1, started for the run and stopped after it",
+    )
     nightly.add_argument("pytest_args", nargs="*", help="extra pytest arguments, after --")
     nightly.set_defaults(run=run_nightly)
 
@@ -69,6 +75,8 @@ def pytest_command(args: argparse.Namespace, suite: Path) -> list[str]:
     cmd += ["--reports", str(args.reports)]
     if args.inventory is not None:
         cmd += ["--inventory", str(args.inventory)]
+    if args.simfarm:
+        cmd += ["--simfarm", args.simfarm]
     if args.backend is not None:
         cmd += ["--backend", args.backend]
     for target in args.target:

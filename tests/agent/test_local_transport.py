@@ -12,7 +12,7 @@ import pytest
 
 from harness.agent.client import AgentClient
 from harness.agent.protocol import InputSpec, JobSpec
-from harness.errors import DeviceError, TransportError
+from harness.errors import DeviceError, NpuHilError, TransportError
 from harness.transport import (
     CompletedRun,
     LocalTransport,
@@ -247,6 +247,21 @@ def test_one_shot_jobs(tmp_path: Path, model: Path) -> None:
     # The model went to the cache once; job directories are removed after each job.
     assert sum(p.startswith("cache/") for p in transport.puts) == 1
     assert list((Path(transport.workdir) / "jobs").iterdir()) == []
+
+
+def test_one_shot_ping_and_versions(tmp_path: Path) -> None:
+    """Without a persistent session (a serial console) ping and versions are one-shot agent runs
+    and answer the same as a session does; no process stays behind."""
+    transport = LocalTransport(tmp_path / "board", python=PY)
+    with AgentClient(transport, sessions=False, adapter_dirs=[FAKE_ADAPTERS]) as client:
+        ping = client.ping()
+        assert ping["op"] == "ping" and ping["jobs"] == 0 and ping["pid"] != os.getpid()
+        assert client.hello["op"] == "hello" and "echo" in client.hello["adapters"]
+        versions = client.versions("echo")
+        assert versions["python"].startswith("3.") and "numpy" in versions
+        with pytest.raises(NpuHilError, match="not an adapter name"):
+            client.versions("../echo")
+        assert client.sessions_started == 0
 
 
 def test_redeploy_copies_nothing_new(tmp_path: Path, model: Path) -> None:

@@ -326,6 +326,37 @@ def test_raw_session_requests(tmp_path: Path) -> None:
     assert returncode == 0 and rest == b""
 
 
+def test_discard_removes_only_a_job_folder(tmp_path: Path) -> None:
+    """The session removes finished job folders for the host, and nothing else: not a path
+    that climbs out, not a folder elsewhere, not a symlink's target."""
+    (tmp_path / "jobs" / "j1" / "out").mkdir(parents=True)
+    (tmp_path / "jobs" / "j1" / "out" / "y.bin").write_bytes(b"y")
+    precious = tmp_path / "precious"
+    (precious / "inner").mkdir(parents=True)
+    (tmp_path / "jobs" / "link").symlink_to(precious)
+    raw = RawSession(tmp_path)
+    raw.read()
+    raw.send({"op": "discard", "dir": "jobs/j1"})
+    assert raw.read() == {"op": "discard", "removed": True}
+    assert not (tmp_path / "jobs" / "j1").exists()
+    for hostile in ("jobs/link", "precious", "jobs/../precious", "jobs/j1/../../precious",
+                    "/tmp", "jobs/..", "jobs/", 7):  # fmt: skip
+        raw.send({"op": "discard", "dir": hostile})
+        answer = raw.read()
+        assert answer["error"]["type"] == "JobError", hostile
+    assert (precious / "inner").is_dir() and (tmp_path / "jobs" / "link").is_symlink()
+    raw.send({"op": "shutdown"})
+    raw.read()
+    assert raw.finish()[0] == 0
+
+
+def test_a_session_client_leaves_no_job_folders(client: AgentClient, model: Path) -> None:
+    for job_id in ("one", "two"):
+        assert client.submit(spec(model, job_id), {"x": X}).ok
+    jobs = Path(client.transport.workdir) / "jobs"
+    assert client.sessions_started == 1 and list(jobs.iterdir()) == []
+
+
 def test_raw_session_ends_at_end_of_stream(tmp_path: Path) -> None:
     raw = RawSession(tmp_path)
     raw.read()

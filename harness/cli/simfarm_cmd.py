@@ -1,0 +1,143 @@
+"""``npu-hil simfarm up|down|status``: simulated boards behind a real sshd and serial consoles on
+127.0.0.1, and the inventory that reaches them.
+
+``up`` exits 0 when the farm runs (2 when it cannot start or is already up); ``down`` exits 0
+whether or not anything was running; ``status`` exits 0 when every process of the farm is
+alive and 1 otherwise (nothing recorded, or some process gone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.simfarm import farm
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _names(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {text!r}")
+    return names
+
+
+def add_parser(sub: Any) -> None:
+    simfarm = sub.add_parser(
+        "simfarm",
+        help="simulated boards behind a real sshd and serial consoles on 127.0.0.1",
+        description="Start simulated boards reached over real transports on 127.0.0.1 (OpenSSH "
+        "sshd, socat ptys, ser2net) and write the inventory that reaches them; stop them again.",
+    )
+    actions = simfarm.add_subparsers(dest="action", required=True, parser_class=type(simfarm))
+    dir_help = f"the farm's folder (default: {farm.default_dir()})"
+
+    up = actions.add_parser("up", help="start the farm and write DIR/inventory.yaml")
+    up.add_argument("--dir", type=Path, help=dir_help)
+    up.add_argument(
+        "--boards", type=_positive, default=1, metavar="N", help="boards per target and transport"
+    )
+    up.add_argument(
+        "--targets",
+        type=_names,
+        metavar="T,T,...",
+        help="targets (default: every target npu-hil knows)",
+    )
+    up.add_argument(
+        "--transports",
+        type=_names,
+        default=["ssh"],
+        metavar="ssh,serial",
+        help="how the boards are reached (default: ssh)",
+    )
+    up.add_argument(
+        "--serial",
+        choices=farm.SERIAL_MODES,
+        default="pty",
+        help="serial consoles as a local pty, or served by ser2net as rfc2217:// (default: pty)",
+    )
+    up.add_argument("--json", action="store_true")
+    up.set_defaults(run=run_up)
+
+    down = actions.add_parser("down", help="stop everything the farm started")
+    down.add_argument("--dir", type=Path, help=dir_help)
+    down.add_argument(
+        "--timeout", type=float, default=5.0, help="seconds between SIGTERM and SIGKILL"
+    )
+    down.add_argument("--json", action="store_true")
+    down.set_defaults(run=run_down)
+
+    status = actions.add_parser("status", help="which of the farm's processes are alive")
+    status.add_argument("--dir", type=Path, help=dir_help)
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(run=run_status)
+
+
+def run_up(args: argparse.Namespace) -> int:
+    state = farm.up(
+        args.dir,
+        boards=args.boards,
+        targets=args.targets,
+        transports=args.transports,
+        serial=args.serial,
+    )
+    if args.json:
+        print(json.dumps(state.to_dict(), indent=2))
+        return 0
+    kinds = sorted({board.transport for board in state.boards})
+    print(
+        f"simulated farm up: {len(state.boards)} boards ({', '.join(kinds)}), "
+        f"{len(state.processes)} processes"
+    )
+    print(f"inventory: {state.inventory}")
+    return 0
+
+
+def run_down(args: argparse.Namespace) -> int:
+    results = farm.down(args.dir, timeout=args.timeout)
+    if args.json:
+        print(json.dumps([{**r.record.to_dict(), "outcome": r.outcome} for r in results], indent=2))
+        return 0
+    if not results:
+        print("nothing running")
+        return 0
+    for result in results:
+        record = result.record
+        if result.outcome == "replaced":
+            note = "left alone: the pid belongs to another process now"
+        elif result.outcome == "stopped":
+            note = "was not running"
+        else:
+            note = result.outcome
+        print(f"{record.name} (pid {record.pid}): {note}")
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    current = farm.status(args.dir)
+    if current is None:
+        if args.json:
+            print(json.dumps({"running": False, "processes": []}))
+        else:
+            print("nothing running")
+        return 1
+    if args.json:
+        print(json.dumps(current.to_dict(), indent=2))
+    else:
+        state = current.state
+        print(f"farm in {state.dir} (started {state.started}), inventory {state.inventory}")
+        for record, process in current.processes:
+            port = f", port {record.port}" if record.port is not None else ""
+            print(f"  {record.name}: pid {record.pid} {process}{port}")
+    return 0 if current.running else 1

@@ -1,0 +1,106 @@
+"""``--simfarm ssh|serial|ssh,serial``: the run's board tests on simulated boards behind real links.
+
+The controller process starts a farm in a box (:mod:`harness.simfarm`: one sshd and one serial
+console per board on 127.0.0.1) before any test runs, points ``--inventory`` at the inventory it
+wrote and selects ``--backend hw``, so every board test goes through the SSH or serial transport
+exactly as it would to a real board; the farm is stopped when the run ends, however it ends.
+pytest-xdist workers use the controller's farm (its inventory reaches them in ``workerinput``)
+instead of starting their own.
+
+``--target`` narrows the farm as it narrows the tests: a board nobody will use is not started.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+INVENTORY_KEY = "npu_hil_simfarm_inventory"
+TRANSPORTS = ("ssh", "serial")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("npu-hil")
+    group.addoption(
+        "--simfarm",
+        metavar="KINDS",
+        default=None,
+        help="run the board tests on simulated boards behind a real sshd (ssh) and/or serial "
+        "consoles (serial) on 127.0.0.1, started for this run: ssh, serial or ssh,serial",
+    )
+    group.addoption(
+        "--simfarm-serial",
+        choices=("pty", "rfc2217"),
+        default="pty",
+        help="how --simfarm serves its serial consoles: a pty device, or ser2net's RFC 2217 "
+        "on 127.0.0.1 (default: pty)",
+    )
+
+
+def transports_of(option: str) -> tuple[str, ...]:
+    """``ssh,serial`` → ``("ssh", "serial")``; anything else is a usage error naming the choices."""
+    kinds = tuple(dict.fromkeys(k.strip() for k in option.split(",") if k.strip()))
+    unknown = [k for k in kinds if k not in TRANSPORTS]
+    if not kinds or unknown:
+        raise pytest.UsageError(
+            f"--simfarm {option!r}: expected ssh, serial or ssh,serial"
+            + (f" (unknown: {', '.join(unknown)})" if unknown else "")
+        )
+    return kinds
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    option = config.getoption("simfarm", None)
+    if option is None:
+        return
+    kinds = transports_of(option)
+    if config.getoption("inventory", None):
+        raise pytest.UsageError("--simfarm writes its own inventory; leave out --inventory")
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        inventory = workerinput.get(INVENTORY_KEY)
+        if inventory is None:  # pragma: no cover - the controller always sends it
+            raise pytest.UsageError("--simfarm: the controller sent no inventory")
+    else:
+        inventory = _start(config, kinds)
+    config.option.inventory = inventory
+    config.option.backend = "hw"
+
+
+def _start(config: pytest.Config, kinds: tuple[str, ...]) -> str:
+    from harness.errors import NpuHilError
+    from harness.simfarm import down, up
+
+    folder = Path(tempfile.mkdtemp(prefix="npu-hil-simfarm-"))
+
+    def stop() -> None:
+        try:
+            down(folder)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    try:
+        state = up(
+            folder,
+            targets=config.getoption("target") or None,
+            transports=kinds,
+            serial=config.getoption("simfarm_serial"),
+        )
+    except NpuHilError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise pytest.UsageError(f"--simfarm: {exc.message}") from None
+    config.add_cleanup(stop)
+    return str(state.inventory)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist: each worker reaches the controller's farm."""
+    inventory = node.config.getoption("inventory", None)
+    if node.config.getoption("simfarm", None) is not None and inventory:
+        node.workerinput[INVENTORY_KEY] = inventory

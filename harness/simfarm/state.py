@@ -1,0 +1,124 @@
+"""``state.json``: what a running simulated farm consists of, so a later command can report on
+it and stop it. Written atomically (a temporary file renamed over the old one) after every
+process that starts, so a farm whose ``up`` died half-way can still be brought down."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from harness.simfarm.errors import SimFarmError
+from harness.simfarm.procs import ProcessRecord
+
+__all__ = ["STATE_FILE", "FarmBoard", "FarmState", "load_state", "remove_state", "save_state"]
+
+STATE_FILE = "state.json"
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class FarmBoard:
+    """One simulated board: ``transport`` is ``ssh`` or ``serial``; ``address`` is
+    ``127.0.0.1:<port>`` for SSH and the device path or URL for serial."""
+
+    name: str
+    target: str
+    transport: str
+    address: str
+    workdir: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "name": self.name,
+            "target": self.target,
+            "transport": self.transport,
+            "address": self.address,
+            "workdir": self.workdir,
+        }
+
+
+@dataclass(frozen=True)
+class FarmState:
+    """A farm in ``dir``. ``complete`` is False while ``up`` is still starting processes."""
+
+    dir: Path
+    inventory: Path
+    user: str
+    started: str
+    boards: tuple[FarmBoard, ...] = ()
+    processes: tuple[ProcessRecord, ...] = ()
+    complete: bool = False
+    ports: Mapping[str, int] = field(default_factory=dict)
+
+    def with_process(self, record: ProcessRecord) -> FarmState:
+        ports = dict(self.ports)
+        if record.port is not None:
+            ports[record.name] = record.port
+        return replace(self, processes=(*self.processes, record), ports=ports)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "dir": str(self.dir),
+            "inventory": str(self.inventory),
+            "user": self.user,
+            "started": self.started,
+            "complete": self.complete,
+            "boards": [board.to_dict() for board in self.boards],
+            "processes": [record.to_dict() for record in self.processes],
+            "ports": dict(self.ports),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: Path) -> FarmState:
+        if data.get("format") != FORMAT:
+            raise SimFarmError(
+                f"{source}: state format {data.get('format')!r}, this npu-hil reads {FORMAT}"
+            )
+        try:
+            return cls(
+                dir=Path(data["dir"]),
+                inventory=Path(data["inventory"]),
+                user=str(data["user"]),
+                started=str(data["started"]),
+                complete=bool(data["complete"]),
+                boards=tuple(FarmBoard(**board) for board in data["boards"]),
+                processes=tuple(ProcessRecord.from_dict(p) for p in data["processes"]),
+                ports={str(k): int(v) for k, v in data.get("ports", {}).items()},
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SimFarmError(f"{source}: malformed farm state ({exc!r})") from None
+
+
+def load_state(folder: Path) -> FarmState | None:
+    """The farm recorded in ``folder``, or None when there is none."""
+    path = folder / STATE_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SimFarmError(f"{path}: cannot read the farm state: {exc}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise SimFarmError(f"{path}: not valid JSON ({exc}); remove it by hand") from None
+    if not isinstance(data, dict):
+        raise SimFarmError(f"{path}: expected a JSON object; remove it by hand")
+    return FarmState.from_dict(data, path)
+
+
+def save_state(state: FarmState) -> Path:
+    path = state.dir / STATE_FILE
+    temporary = path.with_name(f".{STATE_FILE}.{os.getpid()}")
+    temporary.write_text(json.dumps(state.to_dict(), indent=2) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+    return path
+
+
+def remove_state(folder: Path) -> None:
+    (folder / STATE_FILE).unlink(missing_ok=True)

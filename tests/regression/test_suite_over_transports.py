@@ -1,0 +1,80 @@
+"""The plugin's regression suite (tests/hil) over real links: ``--simfarm`` puts simulated boards
+behind a real OpenSSH sshd and serial consoles on 127.0.0.1, and every case must pass there as it
+does on the local simulated boards, with each record saying which link carried it.
+
+These runs are subprocesses of their own (``-n 2``), as a user would start them; the farm they
+start must be gone when they end, pass or fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from simfarm_checks import leftovers, require_link
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = ROOT / "tests" / "hil"
+
+
+def run_suite(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[dict]]:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    reports = tmp_path / "reports"
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(ROOT)}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", str(SUITE), "-p", "no:cacheprovider", "-q",
+         "--reports", str(reports), *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800,
+    )  # fmt: skip
+    runs = [p for p in reports.iterdir() if not p.name.startswith(".")] if reports.exists() else []
+    records = []
+    if len(runs) == 1 and (runs[0] / "records.jsonl").exists():
+        lines = (runs[0] / "records.jsonl").read_text().splitlines()
+        records = [json.loads(line) for line in lines]
+    assert not leftovers(tmp), leftovers(tmp)
+    assert not [p for p in tmp.iterdir() if p.name.startswith("npu-hil-simfarm-")]
+    return done, records
+
+
+def local_case_count(filters: list[str]) -> int:
+    """How many cases the suite has on the local simulated boards, under the same filters."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", str(SUITE), "--collect-only", "-q", "-p",
+         "no:cacheprovider", "--backend", "sim", *filters],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    return sum(1 for line in done.stdout.splitlines() if "::" in line)
+
+
+# Over SSH every target; over serial one target per vendor. A serial board has no room for a
+# persistent agent, so each job starts Python, numpy and the simulated runtime afresh: the whole
+# suite on all fifteen targets takes many minutes there (its figure is in the README), and these
+# three cover every vendor's layouts, attributes and reference models.
+SERIAL_TARGETS = ("rk3588", "kl730", "rdk-x5")
+
+
+@pytest.mark.parametrize(
+    ("kind", "targets"), [("ssh", ()), ("serial", SERIAL_TARGETS)], ids=["ssh", "serial"]
+)
+def test_the_regression_suite_runs_over_the_link(
+    kind: str, targets: tuple[str, ...], tmp_path: Path
+) -> None:
+    require_link(kind)
+    filters = [arg for target in targets for arg in ("--target", target)]
+    done, records = run_suite(tmp_path, "--simfarm", kind, "-n", "2", *filters)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    expected = local_case_count(filters)
+    assert expected > 150 and len(records) == expected
+    assert {r["outcome"] for r in records} == {"passed"}
+    assert {r["properties"]["transport"] for r in records} == {kind}
+    # Simulated runtimes behind a real link are still simulated results, never hardware ones.
+    assert all(r["simulated"] for r in records)
+    assert all(f"-{kind}-" in r["board"] for r in records)
+    if targets:
+        assert {r["target"] for r in records} == set(targets)
