@@ -53,6 +53,7 @@ class FarmState:
     error: str | None = None
     farm: Farm | None = None
     health: dict[str, str | None] = field(default_factory=dict)
+    boot_logs: dict[str, str] = field(default_factory=dict)
 
     def load_inventory(self) -> Inventory:
         """The inventory; an unusable one fails collection with ``file:line:column: ...``."""
@@ -92,6 +93,9 @@ class FarmState:
         has power control; the cause of an unhealthy board is kept for its later tests."""
         if board.name not in self.health:
             self.health[board.name] = _health_problem(farm, board)
+            if self.health[board.name] is not None:
+                # Why it is unhealthy is often in what its console printed while it rebooted.
+                self.boot_logs[board.name] = farm.take_boot_log(board)
         problem = self.health[board.name]
         if problem is not None:
             raise BoardUnhealthyError(problem)
@@ -250,7 +254,11 @@ def board(request: pytest.FixtureRequest, farm: Farm) -> Iterator[BoardSession]:
     info.backend = board_spec.backend
     _skip_by_kind(request.node, board_spec.simulated, request.config.getoption("backend"))
     with farm.lock(board_spec):
-        state.check_health(farm, board_spec)
+        try:
+            state.check_health(farm, board_spec)
+        except BoardUnhealthyError:
+            info.boot_log = state.boot_logs.get(board_spec.name, "")
+            raise
         session = farm.session(board_spec)
         info.simulated = session.simulated
         info.backend = "sim" if session.simulated else "hw"

@@ -218,6 +218,12 @@ class Farm:
         if session is not None:
             session.restart()
 
+    def take_boot_log(self, board: Board | str) -> str:
+        """What the board printed while rebooting since the last call (its serial console keeps
+        it), or ``""`` when it has no open session or did not reboot."""
+        session = self._sessions.get(self._board(board).name)
+        return session.take_boot_log() if session is not None else ""
+
     def lock(self, board: Board | str, *, timeout: float = LOCK_TIMEOUT_S) -> FileLock:
         """A cross-process lock for the board (``with farm.lock(board): ...``): pytest-xdist
         workers sharing this farm's workdir never use one board at the same time."""
