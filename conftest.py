@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # The plugin's own tests drive pytest with pytest's pytester.
@@ -17,3 +18,19 @@ settings.register_profile(
     "thorough", deadline=None, max_examples=2000, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+# Runs of whole suites in subprocesses (minutes each) go first: under pytest-xdist a long test
+# handed out last would leave the other workers idle while it finishes.
+# Longest first.
+LONG_RUNNING = ("tests/regression/test_suite_over_transports.py", "tests/regression/")
+
+
+def _rank(item: pytest.Item) -> int:
+    return next(
+        (i for i, prefix in enumerate(LONG_RUNNING) if item.nodeid.startswith(prefix)),
+        len(LONG_RUNNING),
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=_rank)
