@@ -985,6 +985,17 @@ def _private_stdio() -> FrameStream:
     return FrameStream(frames_in, frames_out)
 
 
+def own_bundle() -> dict[str, str]:
+    """sha256 of this agent and the adapters beside it, as the board has them: the host compares
+    them with what it deployed, so a cached copy damaged on the board is found and replaced."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    names = ["agent.py"]
+    folder = os.path.join(here, "adapters")
+    if os.path.isdir(folder):
+        names += ["adapters/" + n for n in sorted(os.listdir(folder)) if n.endswith(".py")]
+    return {name: sha256_file(os.path.join(here, name)) for name in names}
+
+
 def serve(agent: Agent, stream: FrameStream) -> int:
     """The session loop: one response frame per request."""
     stream.write(
@@ -997,6 +1008,7 @@ def serve(agent: Agent, stream: FrameStream) -> int:
             "pid": os.getpid(),
             "python": platform.python_version(),
             "adapters": available_adapters(agent.adapter_dirs),
+            "bundle": own_bundle(),
         }
     )
     try:

@@ -159,6 +159,8 @@ class AgentClient:
         self.sessions_started = 0
         self.agent_pid: int | None = None
         self.hello: dict[str, Any] = {}
+        self._manifest: dict[str, str] = {}
+        self.repairs = 0  # damaged agent bundles found on the board and replaced
 
     # --- deployment ------------------------------------------------------------------------------
 
@@ -179,6 +181,7 @@ class AgentClient:
         manifest = {name: hashlib.sha256(data).hexdigest() for name, data in sorted(files.items())}
         bundle = hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
         folder = PurePosixPath(AGENT_DIR) / bundle[:16]
+        self._manifest = manifest
         if not self.transport.exists(folder / _COMPLETE):
             log.info("deploying agent bundle %s to %s", bundle[:16], self.transport.workdir)
             with tempfile.TemporaryDirectory(prefix="npu-hil-deploy-") as tmp:
@@ -192,6 +195,29 @@ class AgentClient:
                 self.transport.put(marker, folder / _COMPLETE)
         self._agent_path = folder / "agent.py"
         return self._agent_path
+
+    def _damaged(self, hello: Mapping[str, Any]) -> list[str]:
+        """The deployed files whose sha256 on the board (the agent's hello) is not what was
+        deployed: the cache is trusted by name only after this check."""
+        remote = hello.get("bundle")
+        if not isinstance(remote, dict):
+            return []
+        return sorted(name for name, sha in self._manifest.items() if remote.get(name) != sha)
+
+    def _repair(self, damaged: list[str], repaired: bool) -> None:
+        """Remove a damaged bundle so the next deploy copies it afresh (once: a bundle that is
+        damaged again right after is something on the board, not the link)."""
+        assert self._agent_path is not None
+        if repaired:
+            raise DeviceError(
+                f"the agent bundle on the board is damaged again after a fresh copy "
+                f"({', '.join(damaged)}); something on the board changes it"
+            )
+        log.warning("agent bundle on the board is damaged (%s); copying it again", damaged)
+        self.transport.cleanup(self._agent_path.parent)
+        self._agent_path = None
+        self.repairs += 1
+        self.deploy()
 
     def _model_sha(self, path: Path) -> str:
         # Hashing a large artifact for every job would dominate small jobs; a file whose size and
@@ -287,7 +313,7 @@ class AgentClient:
 
     # --- the session -----------------------------------------------------------------------------
 
-    def _start_session(self) -> Session:
+    def _start_session(self, repaired: bool = False) -> Session:
         argv = [
             self.python,
             str(self.deploy()),
@@ -326,6 +352,11 @@ class AgentClient:
                 f"the agent greeted with {hello!r}; this harness speaks "
                 f"{SESSION_PROTOCOL_NAME}/{SCHEMA_MAJOR}"
             )
+        damaged = self._damaged(hello)
+        if damaged:
+            session.close(timeout=0)
+            self._repair(damaged, repaired)
+            return self._start_session(repaired=True)
         self.hello = hello
         pid = hello.get("pid")
         self.agent_pid = pid if isinstance(pid, int) else None
@@ -400,7 +431,7 @@ class AgentClient:
             ) from None
 
     def _oneshot_request(
-        self, message: dict[str, Any], timeout: float, what: str
+        self, message: dict[str, Any], timeout: float, what: str, repaired: bool = False
     ) -> dict[str, Any]:
         """Without a persistent session (a serial console has no room for one) a request is a
         session of its own: the agent reads the request and a shutdown from stdin, and its
@@ -417,6 +448,10 @@ class AgentClient:
                 f"{what}: the agent ended before answering ({_describe_exit(done.returncode)}); "
                 f"stderr: {_tail(done.stderr)}"
             )
+        damaged = self._damaged(frames[0])
+        if damaged:
+            self._repair(damaged, repaired)
+            return self._oneshot_request(message, timeout, what, repaired=True)
         self.hello = frames[0]
         return frames[1]
 

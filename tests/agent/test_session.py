@@ -326,6 +326,36 @@ def test_raw_session_requests(tmp_path: Path) -> None:
     assert returncode == 0 and rest == b""
 
 
+@pytest.mark.parametrize("sessions", [True, False], ids=["session", "one-shot"])
+def test_a_damaged_cached_agent_is_found_and_replaced(
+    tmp_path: Path, model: Path, sessions: bool
+) -> None:
+    """The cache is trusted by name only after the board's own sha256 of every file agrees: a
+    copy damaged on the board is replaced, once; one damaged again at once is a DeviceError."""
+    transport = LocalTransport(tmp_path / "board", python=PY)
+    with AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS]) as first:
+        agent = Path(transport.workdir) / first.deploy()
+    echo = agent.parent / "adapters" / "echo.py"
+    pristine = echo.read_bytes()
+    echo.write_bytes(pristine + b"\n# damaged on the board\n")
+    with AgentClient(transport, sessions=sessions, adapter_dirs=[FAKE_ADAPTERS]) as again:
+        assert again.ping()["op"] == "ping"
+        assert again.repairs == 1 and echo.read_bytes() == pristine
+        assert again.submit(spec(model, "after"), {"x": X}).ok
+
+    class Tampering(LocalTransport):
+        def put(self, local_path: str | os.PathLike[str], remote: str | PurePosixPath) -> None:
+            super().put(local_path, remote)
+            if str(remote).endswith("adapters/echo.py"):
+                echo.write_bytes(b"# rewritten by something on the board\n")
+
+    echo.write_bytes(b"# damaged\n")
+    tampered = Tampering(tmp_path / "board", python=PY)
+    with AgentClient(tampered, sessions=sessions, adapter_dirs=[FAKE_ADAPTERS]) as client:
+        with pytest.raises(DeviceError, match="damaged again after a fresh copy"):
+            client.ping()
+
+
 def test_discard_removes_only_a_job_folder(tmp_path: Path) -> None:
     """The session removes finished job folders for the host, and nothing else: not a path
     that climbs out, not a folder elsewhere, not a symlink's target."""
