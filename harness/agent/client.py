@@ -241,6 +241,16 @@ class AgentClient:
             self._deployed_models.add(relative)
         return ModelRef(relative, sha)
 
+    def _forget_model(self, model: ModelRef) -> None:
+        """The board's copy of a model did not hash to its name (the agent refused it): remove
+        it, so the next job (the plugin's retry) copies it afresh instead of meeting it again."""
+        log.warning("model %s in the board's cache is damaged; it is copied again", model.path)
+        self._deployed_models.discard(model.path)
+        try:
+            self.transport.cleanup(PurePosixPath(CACHE_DIR) / model.path)
+        except TransportError as exc:
+            log.warning("could not remove the damaged model: %s", exc)
+
     # --- jobs ------------------------------------------------------------------------------------
 
     def _host_timeout(self, spec: JobSpec) -> float:
@@ -265,6 +275,8 @@ class AgentClient:
             if self.sessions:
                 self.transport.get(remote_job / RESULT_FILE, local_job / RESULT_FILE)
             result = read_result(local_job, job_id=spec.job_id)
+            if any(e.field == "model.sha256" and e.reason == "checksum" for e in result.errors):
+                self._forget_model(model)
             if self.sessions and result.document != document:
                 raise TransportError(
                     f"job {spec.job_id}: {RESULT_FILE} as fetched differs from what the agent "

@@ -351,9 +351,22 @@ def test_a_damaged_cached_agent_is_found_and_replaced(
 
     echo.write_bytes(b"# damaged\n")
     tampered = Tampering(tmp_path / "board", python=PY)
-    with AgentClient(tampered, sessions=sessions, adapter_dirs=[FAKE_ADAPTERS]) as client:
-        with pytest.raises(DeviceError, match="damaged again after a fresh copy"):
-            client.ping()
+    client = AgentClient(tampered, sessions=sessions, adapter_dirs=[FAKE_ADAPTERS])
+    with client, pytest.raises(DeviceError, match="damaged again after a fresh copy"):
+        client.ping()
+
+
+def test_a_damaged_cached_model_is_refused_then_copied_again(tmp_path: Path, model: Path) -> None:
+    transport = LocalTransport(tmp_path / "board", python=PY)
+    with AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS]) as first:
+        cached = Path(transport.workdir) / "cache" / first.deploy_model(model).path
+    cached.write_bytes(b"bit rot")
+    with AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS]) as client:
+        refused = client.submit(spec(model, "refused"), {"x": X})
+        assert isinstance(refused.error(), TransportError)  # the bytes changed: infrastructure
+        assert "the model file hashes to" in str(refused.error())
+        assert client.submit(spec(model, "again"), {"x": X}).ok
+    assert cached.read_bytes() == model.read_bytes()
 
 
 def test_discard_removes_only_a_job_folder(tmp_path: Path) -> None:
