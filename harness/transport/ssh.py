@@ -5,15 +5,19 @@ the user's ``~/.ssh/known_hosts`` (read only). An unknown key is refused under `
 recorded under ``accept-new``; a changed key is always refused. Both are a TransportError naming
 the key's SHA256 fingerprint so an operator can compare it with the board's.
 
-One SSH connection is kept and reused; SFTP moves files, each transfer lands in a temporary name,
-is checked by size and sha256 (computed on the board by ``sha256sum``) and then renamed, so a
-remote path never holds a partial or damaged file. A dropped connection is re-established with
-exponential backoff and an idempotent operation (put, get, exists, cleanup) is repeated; a command
-whose connection dropped mid-run is not repeated (it may have had effects) and raises.
+One SSH connection is kept and reused. Small files go over SFTP and are read back; large ones
+are streamed over an exec channel and hashed on the board as they pass (``openssl dgst -sha256``
+where there is one, else ``sha256sum``; :mod:`~harness.transport.ssh_stream`). Either way a
+transfer lands in a temporary name, is checked by size and sha256 end to end and then renamed,
+so a path never holds a partial or damaged file. A dropped or stalled connection (no progress
+for ``io_timeout`` seconds) is re-established with exponential backoff and an idempotent
+operation (put, get, exists, cleanup) is repeated; a command whose connection dropped mid-run is
+not repeated (it may have had effects) and raises.
 
-Every command is sent as a shell string whose every word is ``shlex.quote``-d, and every remote
-path is confined to the workdir by :func:`~harness.transport.base.remote_path` before anything is
-sent.
+Every command is sent as a shell string whose every word is ``shlex.quote``-d. Every remote path
+is confined to the workdir by its spelling (:func:`~harness.transport.base.remote_path`) before
+anything is sent, and then on the board with symlinks followed
+(:class:`~harness.transport.ssh_paths.SymlinkGuard`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import logging
 import os
 import shlex
 import socket
+import stat
 import threading
 import time
 import uuid
@@ -34,7 +39,9 @@ from typing import Literal, TypeVar
 import paramiko
 
 from harness.errors import TransportError
+from harness.transport import ssh_stream
 from harness.transport.base import CompletedRun, SessionExit, remote_path
+from harness.transport.ssh_paths import SymlinkGuard
 
 __all__ = ["SshSession", "SshTransport", "fingerprint"]
 
@@ -44,6 +51,9 @@ T = TypeVar("T")
 HostKeyPolicy = Literal["strict", "accept-new"]
 
 STDERR_TAIL_BYTES = 64 * 1024
+# After a command's exit status, how long its output may stay silent without an EOF before
+# run() stops waiting for the rest (a background child holding the pipe open).
+EXIT_QUIET_S = 0.5
 DEFAULT_KNOWN_HOSTS = Path("~/.config/npu-hil/known_hosts")
 USER_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 # Errors that mean "the link is gone", as opposed to a remote refusal (an SFTP status).
@@ -175,13 +185,15 @@ class SshTransport:
     harness's own file (default ``~/.config/npu-hil/known_hosts``), ``user_known_hosts`` is read
     only (``None`` to ignore it).
 
-    Throughput knobs (SFTP): ``window_size`` and ``max_packet_size`` of the SFTP channel (paramiko's
-    defaults of 2 MB / 32 KB stall on the round trip), ``prefetch`` for downloads (many reads in
-    flight) and pipelined writes for uploads. ``verify``: check size and sha256 of every transfer
-    against the board's ``sha256sum`` (files up to ``readback_max`` bytes are read back instead).
+    Transfers: files up to ``readback_max`` bytes go over SFTP (no process started on the board)
+    and are read back to check them; larger ones are streamed over an exec channel and hashed on
+    the board as they pass. ``window_size`` and ``max_packet_size`` are the channels' (paramiko's
+    defaults of 2 MB / 32 KB stall on the round trip). ``verify``: check size and sha256 of every
+    transfer end to end.
 
     Robustness: ``connect_timeout`` per attempt, ``keepalive_s`` SSH keepalives so a dead link is
-    noticed, ``retries`` reconnects with ``backoff_s * 2**attempt`` seconds between them.
+    noticed, ``io_timeout`` seconds without progress on a transfer before the link counts as
+    lost, ``retries`` reconnects with ``backoff_s * 2**attempt`` seconds between them.
     """
 
     def __init__(
@@ -201,10 +213,11 @@ class SshTransport:
         retries: int = 3,
         backoff_s: float = 0.5,
         env: Mapping[str, str] | None = None,
-        window_size: int = 64 * 1024 * 1024,
+        window_size: int = 16 * 1024 * 1024,
         max_packet_size: int = 256 * 1024,
         verify: bool = True,
         readback_max: int = 1024 * 1024,
+        io_timeout: float = 30.0,
     ) -> None:
         if host_key_policy not in ("strict", "accept-new"):
             raise ValueError(
@@ -232,6 +245,8 @@ class SshTransport:
         self.max_packet_size = max_packet_size
         self.verify = verify
         self.readback_max = readback_max
+        self.io_timeout = io_timeout
+        self._guard = SymlinkGuard(self._workdir)
         self._client: paramiko.SSHClient | None = None
         self._sftp: paramiko.SFTPClient | None = None
         self._lock = threading.RLock()
@@ -293,6 +308,26 @@ class SshTransport:
             transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._client = client
         self.connects += 1
+        try:
+            self._ensure_workdir()
+        except BaseException:
+            self._drop()  # the caller's next attempt starts a new connection
+            raise
+
+    def _ensure_workdir(self) -> None:
+        """``mkdir -p`` the workdir, asking SFTP first: the channel is needed for files anyway,
+        and a stat costs a round trip where an exec costs a fork of sshd and a shell (a good
+        part of a reconnect). A board without the SFTP subsystem still gets its workdir and
+        can run commands."""
+        try:
+            self._sftp_client().stat(self._workdir)
+            return
+        except FileNotFoundError:
+            pass
+        except paramiko.SSHException:
+            transport = self._client.get_transport() if self._client else None
+            if transport is None or not transport.is_active():
+                raise
         self._exec_checked(f"mkdir -p -- {shlex.quote(self._workdir)}", 30.0)
 
     def _connect(self) -> paramiko.SSHClient:
@@ -338,6 +373,7 @@ class SshTransport:
                     self._client.close()
             self._sftp = None
             self._client = None
+            self._guard.reset()
 
     def close(self) -> None:
         """Close the connection (the next call reconnects)."""
@@ -357,9 +393,24 @@ class SshTransport:
             channel = transport.open_session(
                 window_size=self.window_size, max_packet_size=self.max_packet_size
             )
+            # Bounded waits: a stalled link raises socket.timeout, which reconnects.
+            channel.settimeout(self.io_timeout)
             channel.invoke_subsystem("sftp")
             self._sftp = paramiko.SFTPClient(channel)
         return self._sftp
+
+    def _stream(self, command: str) -> paramiko.Channel:
+        """An exec channel for a bulk transfer, sized like the SFTP one."""
+        transport = self._connect().get_transport()
+        assert transport is not None
+        channel = transport.open_session(
+            window_size=self.window_size,
+            max_packet_size=self.max_packet_size,
+            timeout=self.connect_timeout,
+        )
+        channel.settimeout(self.io_timeout)
+        channel.exec_command(command)
+        return channel
 
     def _retrying(self, what: str, operation: Callable[[], T]) -> T:
         """Run an idempotent operation, reconnecting and repeating it after a lost link."""
@@ -372,12 +423,7 @@ class SshTransport:
             except TransportError:
                 raise
             except _LINK_ERRORS as exc:
-                if (
-                    isinstance(exc, OSError)
-                    and getattr(exc, "errno", None) is not None
-                    and not (isinstance(exc, ConnectionError | socket.timeout))
-                ):
-                    # An SFTP status (no such file, permission denied) is the board's answer.
+                if not _link_lost(exc):
                     raise TransportError(f"{what}: {exc}") from exc
                 last = exc
                 log.info("ssh %s: %s failed (%s); reconnecting", self.host, what, exc)
@@ -464,7 +510,7 @@ class SshTransport:
                 # block this send past the timeout.
                 channel.settimeout(max(0.001, deadline - time.monotonic()))
                 try:
-                    channel.sendall(stdin)
+                    ssh_stream.send_all(channel, stdin)
                 except TimeoutError:
                     self._kill(pid)
                     raise TransportError(
@@ -472,6 +518,8 @@ class SshTransport:
                     ) from None
             channel.shutdown_write()
             channel.setblocking(False)
+            heard = time.monotonic()  # output or the exit status, whichever came last
+            exited = False
             while True:
                 # Polled so a command that keeps its pipes open past the deadline is still killed.
                 busy = False
@@ -481,11 +529,16 @@ class SshTransport:
                 while channel.recv_stderr_ready():
                     stderr += channel.recv_stderr(65536)
                     busy = True
-                if (
-                    channel.exit_status_ready()
-                    and not channel.recv_ready()
-                    and not (channel.recv_stderr_ready())
-                ):
+                if busy or (channel.exit_status_ready() and not exited):
+                    heard = time.monotonic()
+                    exited = channel.exit_status_ready()
+                # sshd may send the exit status before the last of the output (RFC 4254 orders
+                # neither), so the end is the EOF after it; a background child that keeps the
+                # pipe open gets a moment of silence instead.
+                ended = channel.eof_received or channel.closed
+                quiet = time.monotonic() - heard > EXIT_QUIET_S
+                drained = not channel.recv_ready() and not channel.recv_stderr_ready()
+                if exited and (ended or quiet) and drained:
                     break
                 if channel.closed or not channel.get_transport().is_active():
                     raise TransportError(f"{argv[0]!r}: link lost while it ran")
@@ -510,112 +563,175 @@ class SshTransport:
 
     # --- files -----------------------------------------------------------------------------------
 
-    def _remote_sha(self, full: str) -> tuple[int, str]:
-        """Size and sha256 of a remote file as the board sees it. Small files are read back over
-        SFTP (a round trip costs well under a millisecond, an exec channel costs a fork of sshd
-        and a shell); larger ones are hashed on the board by ``sha256sum``."""
-        sftp = self._sftp_client()
-        size = int(sftp.stat(full).st_size or 0)
-        if size <= self.readback_max:
-            with sftp.open(full, "rb") as stream:
-                data = stream.read()
-            return len(data), hashlib.sha256(data).hexdigest()
-        out = self._exec_checked(
-            f"wc -c < {shlex.quote(full)} && sha256sum -- {shlex.quote(full)}", 600.0
-        ).split()
-        return int(out[0]), out[1].decode()
-
-    def _makedirs(self, full: str) -> None:
-        """``mkdir -p`` over SFTP (no exec channel): the workdir exists, create what is below."""
-        sftp = self._sftp_client()
-        relative = PurePosixPath(full).relative_to(self._workdir)
-        current = PurePosixPath(self._workdir)
-        for part in relative.parts:
-            current = current / part
-            try:
-                sftp.stat(str(current))
-            except FileNotFoundError:
-                with contextlib.suppress(OSError):  # a concurrent mkdir is fine
-                    sftp.mkdir(str(current))
-
     def put(self, local_path: str | Path, remote_path: str | PurePosixPath) -> None:
         full = self._full(remote_path)
         local = Path(local_path)
         try:
             size = local.stat().st_size
-            digest = _sha256(local) if self.verify else ""
         except OSError as exc:
             raise TransportError(f"put {local_path}: {exc}") from exc
-        parent = str(PurePosixPath(full).parent)
+        parent = PurePosixPath(full).parent
         tmp = f"{parent}/.{PurePosixPath(full).name}.{uuid.uuid4().hex[:12]}.tmp"
+        what = f"put {local_path} -> {remote_path}"
 
         def attempt() -> None:
             sftp = self._sftp_client()
-            self._makedirs(parent)
+            self._guard.check(sftp, full, create_dirs=True)
             try:
-                # confirm=False: the size is checked below together with the checksum.
-                sftp.put(str(local), tmp, confirm=False)
+                if size > self.readback_max:
+                    sent, board_sha = self._put_stream(local, tmp, what)
+                else:
+                    sent, board_sha = self._put_sftp(sftp, local, tmp)
                 if self.verify:
-                    got = self._remote_sha(tmp)
-                    if got != (size, digest):
+                    landed = int(sftp.stat(tmp).st_size or 0)
+                    if (landed, board_sha) != sent:
                         raise TransportError(
-                            f"put {local_path} -> {remote_path}: landed as {got[0]} bytes "
-                            f"sha256 {got[1]}, sent {size} bytes sha256 {digest}"
+                            f"{what}: landed as {landed} bytes sha256 {board_sha}, "
+                            f"sent {sent[0]} bytes sha256 {sent[1]}"
                         )
                 sftp.posix_rename(tmp, full)
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    sftp.remove(tmp)
+            except BaseException as exc:
+                # Over a lost link the removal would only wait out io_timeout; a repeat reuses
+                # the name, so a temporary is left behind only when every attempt failed.
+                if not _link_lost(exc):
+                    with contextlib.suppress(Exception):
+                        sftp.remove(tmp)
                 raise
 
-        self._retrying(f"put {local_path} -> {remote_path}", attempt)
+        self._retrying(what, attempt)
+
+    def _put_sftp(
+        self, sftp: paramiko.SFTPClient, local: Path, tmp: str
+    ) -> tuple[tuple[int, str], str]:
+        """A small file over SFTP, read back: (size, sha256) sent, and the board's sha256."""
+        sent = (local.stat().st_size, _sha256(local) if self.verify else "")
+        # confirm=False: the size is checked by the caller together with the checksum.
+        sftp.put(str(local), tmp, confirm=False)
+        return sent, (self._readback(sftp, tmp)[1] if self.verify else "")
+
+    def _put_stream(self, local: Path, tmp: str, what: str) -> tuple[tuple[int, str], str]:
+        """A large file on an exec channel: (size, sha256) sent, and the board's sha256 of the
+        bytes it wrote."""
+        channel = self._stream(ssh_stream.upload_command(tmp, self.verify))
+        try:
+            with local.open("rb") as source:
+                sent = ssh_stream.send(channel, source)
+            status, out, err = ssh_stream.finish(channel, self.io_timeout)
+        finally:
+            channel.close()
+        if status != 0:
+            raise TransportError(f"{what}: the board's side exited {status}: {err[-500:]!r}")
+        if not self.verify:
+            return sent, ""
+        ssh_stream.check_tee(out, what, err)
+        return sent, ssh_stream.parse_digest(out, what)
 
     def get(self, remote_path: str | PurePosixPath, local_path: str | Path) -> None:
         full = self._full(remote_path)
         local = Path(local_path)
         local.parent.mkdir(parents=True, exist_ok=True)
         tmp = local.with_name(f".{local.name}.{uuid.uuid4().hex[:12]}.tmp")
+        what = f"get {remote_path}"
 
         def attempt() -> None:
             sftp = self._sftp_client()
+            size = self._size_of(sftp, full)
+            if size is None:
+                raise TransportError(f"{what}: no such file in {self._workdir}")
             try:
-                sftp.stat(full)
-            except FileNotFoundError:
-                raise TransportError(
-                    f"get {remote_path}: no such file in {self._workdir}"
-                ) from None
-            try:
-                # prefetch keeps many reads in flight; that is where download speed comes from.
-                sftp.get(full, str(tmp), prefetch=True)
-                if self.verify:
-                    want = self._remote_sha(full)
-                    got = (tmp.stat().st_size, _sha256(tmp))
-                    if got != want:
-                        raise TransportError(
-                            f"get {remote_path}: received {got[0]} bytes sha256 {got[1]}, "
-                            f"the board has {want[0]} bytes sha256 {want[1]}"
-                        )
+                if size > self.readback_max:
+                    got, want = self._get_stream(full, tmp, size, what)
+                else:
+                    got, want = self._get_sftp(sftp, full, tmp)
+                if self.verify and got != want:
+                    raise TransportError(
+                        f"{what}: received {got[0]} bytes sha256 {got[1]}, "
+                        f"the board has {want[0]} bytes sha256 {want[1]}"
+                    )
                 os.replace(tmp, local)
             finally:
                 tmp.unlink(missing_ok=True)
 
-        self._retrying(f"get {remote_path}", attempt)
+        self._retrying(what, attempt)
+
+    def _size_of(self, sftp: paramiko.SFTPClient, full: str) -> int | None:
+        """The size of the file ``full`` names once confined (None: missing)."""
+        attrs = self._guard.check(sftp, full)
+        if attrs is not None and stat.S_ISLNK(attrs.st_mode or 0):
+            try:
+                attrs = sftp.stat(full)  # the link's target, which the guard found inside
+            except FileNotFoundError:
+                attrs = None
+        return None if attrs is None else int(attrs.st_size or 0)
+
+    def _get_sftp(
+        self, sftp: paramiko.SFTPClient, full: str, tmp: Path
+    ) -> tuple[tuple[int, str], tuple[int, str]]:
+        """A small file over SFTP: (size, sha256) received, and as read back from the board."""
+        sftp.get(full, str(tmp), prefetch=True)
+        if not self.verify:
+            return (0, ""), (0, "")
+        return (tmp.stat().st_size, _sha256(tmp)), self._readback(sftp, full)
+
+    def _get_stream(
+        self, full: str, tmp: Path, size: int, what: str
+    ) -> tuple[tuple[int, str], tuple[int, str]]:
+        """A large file on an exec channel: (size, sha256) received, and the size the board
+        reported with the sha256 it computed while sending."""
+        channel = self._stream(ssh_stream.download_command(full, self.verify))
+        try:
+            with tmp.open("wb") as sink:
+                got = ssh_stream.receive(channel, sink, max(self.window_size, ssh_stream.CHUNK))
+            status, _, err = ssh_stream.finish(channel, self.io_timeout)
+        finally:
+            channel.close()
+        if status != 0:
+            raise TransportError(f"{what}: the board's side exited {status}: {err[-500:]!r}")
+        return got, ((size, ssh_stream.parse_digest(err, what)) if self.verify else got)
+
+    def _readback(self, sftp: paramiko.SFTPClient, full: str) -> tuple[int, str]:
+        """Size and sha256 of a small remote file read back over SFTP: a round trip costs well
+        under a millisecond where ``sha256sum`` would cost a fork of sshd and a shell."""
+        digest = hashlib.sha256()
+        size = 0
+        with sftp.open(full, "rb") as stream:
+            # All the reads in flight at once: one after the other, each waits a round trip.
+            stream.prefetch(stream.stat().st_size)
+            while chunk := stream.read(1 << 20):
+                digest.update(chunk)
+                size += len(chunk)
+        return size, digest.hexdigest()
 
     def exists(self, remote_path: str | PurePosixPath) -> bool:
         full = self._full(remote_path)
-
-        def attempt() -> bool:
-            try:
-                self._sftp_client().stat(full)
-            except FileNotFoundError:
-                return False
-            return True
-
-        return self._retrying(f"exists {remote_path}", attempt)
+        return self._retrying(
+            f"exists {remote_path}", lambda: self._size_of(self._sftp_client(), full) is not None
+        )
 
     def cleanup(self, remote_path: str | PurePosixPath) -> None:
         full = self._full(remote_path)
-        self._helper(f"rm -rf -- {shlex.quote(full)}")
+
+        def attempt() -> None:
+            self._guard.check(self._sftp_client(), full)
+            self._exec_checked(f"rm -rf -- {shlex.quote(full)}", 60.0)
+
+        try:
+            self._retrying(f"cleanup {remote_path}", attempt)
+        finally:
+            # Whatever was removed may come back as something else, a link included.
+            self._guard.forget(full)
+
+
+def _link_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` means the connection is gone, rather than the board's answer: an SFTP
+    status (no such file, permission denied) arrives as an OSError with an errno."""
+    if not isinstance(exc, _LINK_ERRORS):
+        return False
+    return not (
+        isinstance(exc, OSError)
+        and exc.errno is not None
+        and not isinstance(exc, ConnectionError | socket.timeout)
+    )
 
 
 def _sha256(path: Path) -> str:
