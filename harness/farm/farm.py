@@ -11,7 +11,10 @@ Which transport a board gets:
   says so (``simulated=True``, ``fallback_reason``);
 - a board reached through its transport whose inventory ``adapter`` is ``sim``: the simulated
   runtime behind a real link (``npu-hil simfarm`` builds such boards to rehearse a nightly over
-  SSH and serial); its results are simulated ones and its session says so.
+  SSH and serial); its results are simulated ones and its session says so;
+- a board that is a labgrid place (the inventory's ``labgrid`` section): its place is acquired
+  when its session opens, its transport pointed at the place's resources, and the place released
+  when the farm closes (:mod:`harness.farm.labgrid_places`).
 
 The library works without pytest; the plugin only maps its options onto this class.
 """
@@ -32,6 +35,7 @@ from harness.agent.client import AgentClient
 from harness.errors import NpuHilError, TransportError
 from harness.farm.connect import connect, uses_sessions
 from harness.farm.inventory import SIM_ADAPTER, Board, Inventory, load_inventory
+from harness.farm.labgrid_places import FarmPlaces
 from harness.farm.power import power_cycle as _power_cycle
 from harness.farm.session import BoardSession, Health
 from harness.models import Manifest, load_manifest
@@ -82,6 +86,11 @@ class Farm:
         self._sessions: dict[str, BoardSession] = {}
         self._health: dict[str, Health] = {}
         self._manifest: Manifest | None = None
+        self._places = FarmPlaces(
+            self.inventory.labgrid,
+            self.workdir,
+            board_places=(b.place for b in self.inventory.boards if b.place is not None),
+        )
 
     # --- selection -------------------------------------------------------------------------------
 
@@ -125,6 +134,8 @@ class Farm:
         if cached is None:
             cached = self._open(board)
             self._sessions[board.name] = cached
+        elif cached.fallback_reason is None:
+            self._places.check(cached.board)  # a place someone took away is not used on
         return cached
 
     def _open(self, board: Board) -> BoardSession:
@@ -135,9 +146,12 @@ class Farm:
                 raise TransportError(f"{board.name}: a simulated board, but the backend is hw")
             return self._sim_session(board, None)
         try:
+            # A labgrid board's place is acquired here, and its transport found there.
+            board = self._places.reach(board)
             transport = connect(board, self._board_dir(board))
         except TransportError as exc:
             if self.backend == "auto" and board.fallback == "sim":
+                self._places.release(board)  # a labgrid place it will not use goes back
                 log.warning("%s; running it simulated", exc.message)
                 return self._sim_session(board, exc.message)
             raise
@@ -213,7 +227,7 @@ class Farm:
         session = self._sessions.get(board.name)
         # A simulated board has no power to cut: restarting its agent is the equivalent.
         if session is None or not session.simulated:
-            _power_cycle(board)
+            _power_cycle(board, labgrid=self._places)
         self._health.pop(board.name, None)  # the next health() looks again
         if session is not None:
             session.restart()
@@ -233,13 +247,14 @@ class Farm:
         return FileLock(str(folder / f"{board.name}.lock"), timeout=timeout)
 
     def close(self) -> None:
-        """Shut every agent session down."""
+        """Shut every agent session down, then release the labgrid places the farm holds."""
         sessions, self._sessions = self._sessions, {}
         for session in sessions.values():
             try:
                 session.close()
             except NpuHilError as exc:  # one board's trouble must not keep the others open
                 log.warning("%s: %s", session.name, exc)
+        self._places.close()
 
     def __enter__(self) -> Farm:
         return self

@@ -22,6 +22,10 @@ Schema::
         workdir: /tmp/npu-hil             # the board's working directory
         power: {command: {on: ..., off: ..., cycle: ...}} | {labgrid: place-name}
         timeouts: {connect, load, run, power, health}   # seconds
+    labgrid: {coordinator: HOST:PORT, places: [...], tags: {...}, wait: 600, ...}
+                                          # places of a labgrid coordinator as boards
+                                          # (harness.farm.labgrid_inventory); ``boards`` may
+                                          # then be left out
 
 ``transport: local`` is short for ``{kind: local}``. A board's ``transport`` replaces the default
 one as a whole (mixing an SSH host with serial settings would be meaningless); ``timeouts`` merge
@@ -39,11 +43,14 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.codec import known_targets
 from harness.errors import NpuHilError
 from targets import horizon, kl730, rockchip
+
+if TYPE_CHECKING:
+    from harness.farm.labgrid_inventory import LabgridSection
 
 __all__ = [
     "Board",
@@ -73,7 +80,7 @@ NAME_RE = re.compile(r"[a-z0-9._-]+\Z")
 ADAPTER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 ENV_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
-TOP_KEYS = ("defaults", "boards", "manifest")
+TOP_KEYS = ("defaults", "boards", "manifest", "labgrid")
 DEFAULT_KEYS = ("backend", "fallback", "transport", "python", "workdir", "adapter", "timeouts")
 BOARD_KEYS = (
     "name", "target", "backend", "transport", "fallback", "tags", "adapter", "python", "workdir",
@@ -93,6 +100,7 @@ _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
 _NULL = "tag:yaml.org,2002:null"
+_SEQ = "tag:yaml.org,2002:seq"
 
 T = TypeVar("T")
 
@@ -160,6 +168,8 @@ class Board:
     workdir: str | None = None
     power: PowerConfig | None = None
     timeouts: Timeouts = field(default_factory=Timeouts)
+    place: str | None = None
+    """The labgrid place this board is (its transport's address comes from the place)."""
 
     @property
     def vendor(self) -> str:
@@ -179,6 +189,7 @@ class Inventory:
     boards: tuple[Board, ...]
     manifest: Path | None = None
     source: str = "<inventory>"
+    labgrid: LabgridSection | None = None
 
     def board(self, name: str) -> Board:
         for board in self.boards:
@@ -488,9 +499,15 @@ def parse_inventory(
         raise InventoryError(f"{source}:1:1: expected a mapping with boards, got an empty file")
     top = r.mapping(root, "", TOP_KEYS)
     defaults = _defaults(r, top["defaults"][1]) if "defaults" in top else _Defaults()
-    if "boards" not in top:
+    labgrid: LabgridSection | None = None
+    if "labgrid" in top:
+        # Imported here: the section's module builds on this one's reader and types.
+        from harness.farm.labgrid_inventory import parse_labgrid_section
+
+        labgrid = parse_labgrid_section(r, top["labgrid"][1], defaults, known_targets())
+    if "boards" not in top and labgrid is None:
         raise r.error(root, "boards", "expected a list of boards")
-    boards_node = top["boards"][1]
+    boards_node = top["boards"][1] if "boards" in top else SequenceNode(_SEQ, [])
     if not isinstance(boards_node, SequenceNode):
         raise r.expected(boards_node, "boards", "a list of boards")
     boards: list[Board] = []
@@ -511,6 +528,7 @@ def parse_inventory(
         boards=tuple(boards),
         manifest=(Path(base) / manifest).resolve() if manifest else None,
         source=source,
+        labgrid=labgrid,
     )
 
 
@@ -523,4 +541,10 @@ def load_inventory(path: str | os.PathLike[str]) -> Inventory:
         raise InventoryError(f"{file}: no such inventory file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InventoryError(f"{file}: cannot read the inventory: {exc}") from exc
-    return parse_inventory(text, source=str(file), base=file.parent)
+    inventory = parse_inventory(text, source=str(file), base=file.parent)
+    if inventory.labgrid is not None:
+        # The places a labgrid section selects are known only to its coordinator.
+        from harness.farm.labgrid_boards import resolve_labgrid_boards
+
+        inventory = resolve_labgrid_boards(inventory)
+    return inventory

@@ -1,8 +1,8 @@
-"""Power control of a board: the inventory's commands, run as subprocesses with a timeout.
+"""Power control of a board: the inventory's commands, run as subprocesses with a timeout, or
+the power resource of a labgrid place, switched by labgrid's own driver.
 
-Commands are argv lists (never a shell), so nothing in the inventory is interpreted twice. A
-labgrid place is recognised by the schema but not driven yet: asking for it is a TransportError
-that says so, like any other power failure (infrastructure, not a test failure).
+Commands are argv lists (never a shell), so nothing in the inventory is interpreted twice. Every
+power failure is a TransportError (infrastructure, not a test failure).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import logging
 import subprocess
 import time
 from collections.abc import Sequence
+from typing import Literal, Protocol
 
 from harness.errors import TransportError
 from harness.farm.inventory import Board
@@ -18,6 +19,13 @@ from harness.farm.inventory import Board
 __all__ = ["power_cycle", "run_power_command"]
 
 log = logging.getLogger(__name__)
+
+
+class LabgridPower(Protocol):
+    """What switches a labgrid place's power (the farm's :class:`FarmPlaces`)."""
+
+    def power(self, place: str, action: Literal["on", "off", "cycle"], *, delay: float) -> None: ...
+
 
 OFF_ON_PAUSE_S = 2.0
 """Between off and on, so the board really loses power (capacitors, PDU relays)."""
@@ -45,16 +53,24 @@ def run_power_command(board: Board, argv: Sequence[str], what: str) -> None:
         )
 
 
-def power_cycle(board: Board, *, pause_s: float = OFF_ON_PAUSE_S) -> None:
-    """Cut and restore the board's power: its ``cycle`` command, else ``off`` then ``on``."""
+def power_cycle(
+    board: Board, *, pause_s: float = OFF_ON_PAUSE_S, labgrid: LabgridPower | None = None
+) -> None:
+    """Cut and restore the board's power: its ``cycle`` command, else ``off`` then ``on``; for
+    ``power: {labgrid: place}`` the place's power resource through ``labgrid``."""
     power = board.power
     if power is None:
         raise TransportError(f"{board.name}: no power control in the inventory")
     if power.labgrid is not None:
-        raise TransportError(
-            f"{board.name}: power control through labgrid (place {power.labgrid!r}) is not "
-            "implemented yet"
-        )
+        if labgrid is None:
+            raise TransportError(
+                f"{board.name}: power control through labgrid place {power.labgrid!r} needs the "
+                "farm's labgrid connection (Farm.power_cycle)"
+            )
+        log.info("%s: power cycle through labgrid place %s", board.name, power.labgrid)
+        # LabgridError is a TransportError: a failing PDU is infrastructure like a failing command.
+        labgrid.power(power.labgrid, "cycle", delay=pause_s)
+        return
     if power.cycle is not None:
         run_power_command(board, power.cycle, "cycle")
         return

@@ -157,7 +157,7 @@ def test_the_users_example_error(tmp_path: Path) -> None:
         (
             "bords: []\n",
             "farm.yaml:1:1: bords: unknown key (expected one of defaults, boards, "
-            "manifest); did you mean 'boards'?",
+            "manifest, labgrid); did you mean 'boards'?",
         ),
     ],
     ids=[

@@ -1,0 +1,166 @@
+"""Boards from a labgrid coordinator: the ``labgrid:`` section's places turned into inventory
+boards when the inventory is loaded, and an acquired place's resources turned into the board's
+transport when its session opens.
+
+Loading asks the coordinator which places exist (tags select them, a tag names their target):
+every pytest-xdist worker must collect the same boards, so they come from one listing, not from
+whatever happens to be free. Nothing is reserved or acquired here; the farm acquires a place the
+first time a test needs its board (:class:`~harness.labgrid.LabgridPlaces`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from harness.codec import known_targets
+from harness.farm.inventory import (
+    HW_ADAPTERS,
+    NAME_RE,
+    VENDOR_OF,
+    Board,
+    Inventory,
+    InventoryError,
+    PowerConfig,
+)
+from harness.farm.labgrid_inventory import LabgridSection
+from harness.labgrid.endpoints import POWER_DRIVERS, PlaceEndpoints
+from harness.labgrid.errors import LabgridError, LabgridMissingError
+from harness.labgrid.places import select_places
+from harness.labgrid.state import PlaceState
+
+__all__ = ["board_at", "resolve_labgrid_boards"]
+
+log = logging.getLogger(__name__)
+
+LISTING_TIMEOUT_S = 20.0
+
+
+def _list_places(section: LabgridSection) -> dict[str, PlaceState] | None:
+    """The coordinator's places; None when it cannot be reached (the caller decides whether the
+    inventory can do without)."""
+    try:
+        from harness.labgrid.coordinator import CoordinatorClient
+    except LabgridMissingError as exc:
+        raise InventoryError(f"{section.where}: {exc.message}") from exc
+    try:
+        client = CoordinatorClient(section.config.coordinator, connect_timeout=LISTING_TIMEOUT_S)
+    except LabgridError as exc:
+        log.warning("%s: %s", section.where, exc.message)
+        return None
+    try:
+        return client.places()
+    finally:
+        client.close()
+
+
+def _offline(section: LabgridSection) -> list[PlaceState]:
+    """Without the coordinator, only places the inventory names with their target can be
+    boards (their sessions then fail to connect, and fall back where the inventory allows)."""
+    unknown = [e.place for e in section.entries if e.target is None]
+    if section.config.tags or unknown:
+        what = (
+            "which places its tags select"
+            if section.config.tags
+            else (f"the target of {', '.join(unknown)} (no target: in the inventory)")
+        )
+        raise InventoryError(
+            f"{section.where}: cannot reach the labgrid coordinator "
+            f"{section.config.coordinator} to learn {what}"
+        )
+    return [PlaceState(e.place, {}, "", None, None, (), None, ()) for e in section.entries]
+
+
+def _link(section: LabgridSection, place: PlaceState) -> str:
+    has = {
+        "ssh": "NetworkService" in place.resource_classes,
+        "serial": "NetworkSerialPort" in place.resource_classes,
+    }
+    other = "serial" if section.prefer == "ssh" else "ssh"
+    return other if has[other] and not has[section.prefer] else section.prefer
+
+
+def _board(section: LabgridSection, place: PlaceState, taken: set[str]) -> Board:
+    entry = section.entry(place.name)
+    where = entry.where if entry is not None else section.where
+    if not NAME_RE.match(place.name):
+        raise InventoryError(
+            f"{where}: place {place.name!r}: a board name needs [a-z0-9._-] characters"
+        )
+    if place.name in taken:
+        raise InventoryError(f"{where}: place {place.name!r} has the name of a board in boards")
+    tag = section.config.target_tag
+    target = entry.target if entry is not None and entry.target else place.tags.get(tag)
+    if target not in known_targets():
+        got = f"its {tag} tag is {target!r}" if target else f"it has no {tag} tag"
+        raise InventoryError(
+            f"{where}: place {place.name}: {got}; tag it (labgrid-client -p {place.name} "
+            f"set-tags {tag}=rk3588) or give target: in the inventory"
+        )
+    transport = section.ssh if _link(section, place) == "ssh" else section.serial
+    has_power = any(cls in POWER_DRIVERS for cls in place.resource_classes)
+    return Board(
+        name=place.name,
+        target=target,
+        backend="hw",
+        transport=transport,
+        fallback=(entry.fallback if entry is not None else None) or section.fallback,
+        adapter=(entry.adapter if entry is not None else None)
+        or section.adapter
+        or HW_ADAPTERS[VENDOR_OF[target]],
+        tags=("labgrid", *(f"{k}={v}" for k, v in sorted(place.tags.items()))),
+        python=(entry.python if entry is not None else None) or section.python,
+        workdir=(entry.workdir if entry is not None else None) or section.workdir,
+        power=PowerConfig(labgrid=place.name) if has_power else None,
+        timeouts=section.timeouts,
+        place=place.name,
+    )
+
+
+def resolve_labgrid_boards(inventory: Inventory) -> Inventory:
+    """The inventory with a board for every place its ``labgrid`` section selects, after the
+    boards of its ``boards`` list. InventoryError (naming the section or the place entry) when
+    labgrid is missing, a named place does not exist, or a place's target is unknown."""
+    section = inventory.labgrid
+    if section is None:
+        return inventory
+    places = _list_places(section)
+    if places is None:
+        selected = _offline(section)
+    else:
+        try:
+            selected = select_places(section.config, places)
+        except LabgridError as exc:
+            missing = next((e for e in section.entries if e.place not in places), None)
+            where = missing.where if missing is not None else section.where
+            raise InventoryError(f"{where}: {exc.message}") from None
+    taken = {board.name for board in inventory.boards}
+    boards = [_board(section, place, taken) for place in selected]
+    if not boards:
+        log.warning("%s: no place of %s matches", section.where, section.config.coordinator)
+    return dataclasses.replace(inventory, boards=inventory.boards + tuple(boards))
+
+
+def board_at(board: Board, endpoints: PlaceEndpoints) -> Board:
+    """The board with its transport pointed at the acquired place: the SSH service's host, port
+    and user (the inventory's user wins), or the console's URL and speed."""
+    config = board.transport
+    place = endpoints.place
+    if config.kind == "ssh":
+        if endpoints.ssh is None:
+            hint = " (it has a serial console: prefer: serial)" if endpoints.serial else ""
+            raise LabgridError(f"place {place}: no NetworkService to reach it over SSH{hint}")
+        config = dataclasses.replace(
+            config,
+            host=endpoints.ssh.host,
+            port=endpoints.ssh.port,
+            user=config.user or endpoints.ssh.user,
+        )
+    else:
+        if endpoints.serial is None:
+            hint = " (it has a NetworkService: prefer: ssh)" if endpoints.ssh else ""
+            raise LabgridError(f"place {place}: no NetworkSerialPort for its console{hint}")
+        config = dataclasses.replace(
+            config, port=endpoints.serial.url, baudrate=endpoints.serial.baudrate
+        )
+    return dataclasses.replace(board, transport=config)

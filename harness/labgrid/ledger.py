@@ -1,0 +1,173 @@
+"""The ledger: which places the processes of this host hold on a coordinator, and for whom.
+
+Why it exists: labgrid's coordinator keeps a place acquired until someone releases it, even after
+the client that acquired it is gone. A run killed with SIGKILL (or a power cut of the CI host)
+runs no cleanup, so its places would stay acquired, under this host's and user's name, forever.
+Each process therefore writes down the places it holds (pid and process start time, so a reused
+pid is not mistaken for the holder) in a file under the farm's workdir, and every process that
+opens the ledger releases the places whose holders are all dead.
+
+It also lets pytest-xdist workers of one run share a place: the coordinator knows only
+``host/user``, which all of them share, so one worker acquires the place and the others join the
+record; the last one to leave releases the place. The per-board file lock of the farm still
+serialises their use of the board.
+
+One JSON file per coordinator, changed only under a file lock and replaced atomically.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import socket
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+__all__ = ["Holder", "Holding", "PlaceLedger", "current_holder", "holder_alive"]
+
+log = logging.getLogger(__name__)
+
+VERSION = 1
+LOCK_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A process, told apart from a later one with the same pid by its start time."""
+
+    pid: int
+    start: int | None
+
+
+@dataclass
+class Holding:
+    """A place acquired from this host: under which labgrid identity (``host/user``), with which
+    reservation, and the processes using it."""
+
+    place: str
+    owner: str
+    token: str | None
+    host: str
+    holders: list[Holder] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Holding:
+        return cls(
+            place=str(data["place"]),
+            owner=str(data["owner"]),
+            token=data.get("token"),
+            host=str(data["host"]),
+            holders=[Holder(int(h["pid"]), h.get("start")) for h in data.get("holders", [])],
+        )
+
+
+def _start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (Linux), None where /proc has none."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    fields = stat[stat.rfind(")") + 2 :].split()
+    try:
+        return int(fields[19])  # field 22 overall: starttime
+    except (IndexError, ValueError):
+        return None
+
+
+def current_holder() -> Holder:
+    pid = os.getpid()
+    return Holder(pid, _start_time(pid))
+
+
+def holder_alive(holder: Holder) -> bool:
+    """Whether the recorded process still runs (a zombie counts as gone)."""
+    if Path("/proc").is_dir():
+        try:
+            stat = Path(f"/proc/{holder.pid}/stat").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            return False
+        state = stat[stat.rfind(")") + 2 :].split()[:1]
+        if state == ["Z"]:
+            return False
+        return holder.start is None or _start_time(holder.pid) == holder.start
+    try:
+        os.kill(holder.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _file_name(coordinator: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", coordinator).strip("_") or "coordinator"
+
+
+class PlaceLedger:
+    """The ledger file for one coordinator in ``folder``."""
+
+    def __init__(self, folder: Path, coordinator: str) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / f"places-{_file_name(coordinator)}.json"
+        self.coordinator = coordinator
+        self.host = socket.gethostname()
+        self._lock = FileLock(str(self.path) + ".lock", timeout=LOCK_TIMEOUT_S)
+
+    def _load(self) -> dict[str, Holding]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            # A torn or foreign file must not stop a run; what it held is reported and dropped.
+            log.warning("labgrid ledger %s unreadable (%s); starting a new one", self.path, exc)
+            return {}
+        if not isinstance(data, dict) or data.get("version") != VERSION:
+            log.warning("labgrid ledger %s has an unknown format; starting a new one", self.path)
+            return {}
+        holdings: dict[str, Holding] = {}
+        for name, entry in dict(data.get("places", {})).items():
+            try:
+                holdings[str(name)] = Holding.from_dict(entry)
+            except (KeyError, TypeError, ValueError):
+                log.warning("labgrid ledger %s: dropping a malformed entry %r", self.path, name)
+        return holdings
+
+    def _save(self, holdings: dict[str, Holding]) -> None:
+        data = {
+            "version": VERSION,
+            "coordinator": self.coordinator,
+            "places": {name: h.to_dict() for name, h in sorted(holdings.items())},
+        }
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, self.path)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[dict[str, Holding]]:
+        """The holdings (place name → record), under the lock; saved when the block ends
+        normally, left as they were when it raises."""
+        with self._lock:
+            holdings = self._load()
+            yield holdings
+            self._save(holdings)
+
+    def prune(self, holding: Holding) -> list[Holder]:
+        """Drop the dead holders of a holding recorded on this host; return those left. A holding
+        recorded on another host (a workdir on a shared file system) is left alone: its pids mean
+        nothing here."""
+        if holding.host != self.host:
+            return holding.holders
+        holding.holders = [h for h in holding.holders if holder_alive(h)]
+        return holding.holders

@@ -1,0 +1,409 @@
+"""Places of a labgrid coordinator as the harness's boards: selected, reserved, acquired, kept,
+released.
+
+How one place is taken (:meth:`LabgridPlaces.acquire`):
+
+1. A reservation through labgrid's own scheduler, filtered by the place's name (and the
+   inventory's tags when the place was selected by them), so the harness queues fairly with
+   ``labgrid-client reserve`` users and a place someone else has reserved is not snatched.
+2. As soon as the reservation is allocated, the place is acquired. While someone else holds or has
+   reserved it, the harness waits up to ``wait`` seconds, polling the reservation (which keeps it
+   alive); ``wait: 0`` refuses at once. Either way the refusal is a :class:`PlaceBusyError`
+   naming the holder.
+3. The place is written to the ledger (:mod:`harness.labgrid.ledger`), under a file lock shared
+   with this host's other processes. A pytest-xdist sibling that finds the place already held by
+   a live process of the same run shares it instead of waiting for it: the coordinator knows only
+   ``host/user``, so to it they are one client anyway; the farm's per-board lock serialises their
+   use of the board, and the last one to leave releases the place.
+
+While places are held, a background thread polls their reservations and checks that they are
+still acquired by this identity; a place released or taken over by someone else (``labgrid-client
+release --kick``) or a lost connection is recorded, and the next use of the place raises
+:class:`PlaceLostError` instead of running tests on a board someone else now uses.
+
+Release happens on :meth:`close`, at interpreter exit, and on SIGTERM/SIGHUP
+(:mod:`harness.labgrid.exit_hooks`); after a SIGKILL, the next start on this host releases the
+places whose holders are all dead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.labgrid import exit_hooks
+from harness.labgrid.config import LabgridConfig
+from harness.labgrid.endpoints import PlaceEndpoints, endpoints_of
+from harness.labgrid.errors import LabgridError, PlaceBusyError, PlaceLostError
+from harness.labgrid.ledger import Holding, PlaceLedger, current_holder
+from harness.labgrid.power import PowerAction, switch_power
+from harness.labgrid.state import PlaceState
+
+if TYPE_CHECKING:
+    from harness.labgrid.coordinator import CoordinatorClient
+
+__all__ = ["LabgridPlaces", "select_places", "selected_by_tags"]
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.5
+"""How often a waiting reservation is polled: a released place goes to the first reservation in
+the coordinator's queue at once, and this bounds how long it then sits unused."""
+POWER_DELAY_S = 2.0
+
+
+def selected_by_tags(config: LabgridConfig, place: PlaceState) -> bool:
+    """Whether the place carries every tag of the configuration (and it has tags)."""
+    tags = config.tags
+    return bool(tags) and all(place.tags.get(k) == v for k, v in tags.items())
+
+
+def select_places(config: LabgridConfig, places: Mapping[str, PlaceState]) -> list[PlaceState]:
+    """The places ``config`` names or whose tags match, sorted by name; a named place the
+    coordinator does not know is a LabgridError listing the ones it knows."""
+    missing = [name for name in config.places if name not in places]
+    if missing:
+        known = ", ".join(sorted(places)) or "none"
+        raise LabgridError(
+            f"labgrid coordinator {config.coordinator}: no place "
+            f"{', '.join(map(repr, missing))} (places: {known})"
+        )
+    chosen = {name: places[name] for name in config.places}
+    for name, place in places.items():
+        if selected_by_tags(config, place):
+            chosen[name] = place
+    return [chosen[name] for name in sorted(chosen)]
+
+
+@dataclass(frozen=True)
+class _Held:
+    token: str | None
+    shared: bool
+
+
+class LabgridPlaces:
+    """The places of ``config`` on its coordinator, for this process.
+
+    ``workdir`` holds the ledger (the farm's workdir: shared by the processes of one user on
+    this host). Connecting releases what dead runs of this host left acquired
+    (:attr:`released_stale` lists them). Use as a context manager or call :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        config: LabgridConfig,
+        *,
+        workdir: Path,
+        client: CoordinatorClient | None = None,
+        poll_interval: float = POLL_S,
+    ) -> None:
+        if client is None:
+            from harness.labgrid.coordinator import CoordinatorClient  # needs labgrid
+
+            client = CoordinatorClient(config.coordinator)
+        self.config = config
+        self._client = client
+        self.identity = client.identity
+        self._ledger = PlaceLedger(workdir / "labgrid", config.coordinator)
+        self._poll = poll_interval
+        self._lock = threading.RLock()
+        self._held: dict[str, _Held] = {}
+        self._lost: dict[str, str] = {}
+        self._closed = False
+        self._stop = threading.Event()
+        self._refresher: threading.Thread | None = None
+        exit_hooks.register(self)
+        try:
+            self.released_stale = self.release_stale()
+        except BaseException:
+            self.close()
+            raise
+
+    # --- selection -------------------------------------------------------------------------------
+
+    def select(self) -> list[PlaceState]:
+        """The places the configuration names or whose tags match, sorted by name. A named place
+        the coordinator does not know is a LabgridError listing the ones it knows."""
+        return select_places(self.config, self._client.places())
+
+    def _filters(self, place: PlaceState) -> dict[str, str]:
+        # The tags as well as the name: a place an admin retags out of the pool (say, for
+        # maintenance) is then waited for rather than used.
+        extra = dict(self.config.tags) if selected_by_tags(self.config, place) else {}
+        return {**extra, "name": place.name}
+
+    # --- acquiring -------------------------------------------------------------------------------
+
+    def acquire(self, name: str) -> PlaceEndpoints:
+        """Hold the place for this process (a second call is a no-op) and return its endpoints;
+        PlaceBusyError when it stays held by someone else past ``wait``."""
+        with self._lock:
+            if self._closed:
+                raise LabgridError(f"place {name}: the labgrid connection is closed")
+            if name in self._held:
+                self.check(name)
+                return self.endpoints(name)
+        place = self._client.place(name)
+        if place.unmatched is not None:
+            raise LabgridError(
+                f"place {name}: match {place.unmatched} has no available resource "
+                "(is its exporter running?)"
+            )
+        deadline = time.monotonic() + self.config.wait
+        token: str | None = None
+        held: _Held | None = None
+        why = ""
+        try:
+            while True:
+                token, held, why = self._attempt(place, token)
+                if held is not None:
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    waited = f"waited {self.config.wait:.0f} s" if self.config.wait else "wait: 0"
+                    raise PlaceBusyError(f"place {name}: {why} ({waited})")
+                time.sleep(min(self._poll, remaining))
+        finally:
+            if held is None and token is not None:
+                with contextlib.suppress(LabgridError):
+                    self._client.cancel(token)
+        with self._lock:
+            self._held[name] = held
+            self._lost.pop(name, None)
+        self._start_refresher()
+        how = "shared" if held.shared else "acquired"
+        log.info("labgrid place %s %s by %s", name, how, self.identity)
+        try:
+            return self.endpoints(name)
+        except BaseException:
+            self.release(name)
+            raise
+
+    def _attempt(
+        self, place: PlaceState, token: str | None
+    ) -> tuple[str | None, _Held | None, str]:
+        """One look at the place: (reservation token, what is held or None, why we wait)."""
+        name = place.name
+        with self._ledger.transaction() as holdings:
+            state = self._client.place(name)
+            holding = holdings.get(name)
+            if holding is not None:
+                alive = self._ledger.prune(holding)
+                if state.acquired != holding.owner:
+                    del holdings[name]  # the coordinator says otherwise: the record is stale
+                elif not alive:
+                    self._release_holding(holding)
+                    del holdings[name]
+                    state = self._client.place(name)
+                else:
+                    holding.holders.append(current_holder())
+                    if token is not None and token != holding.token:
+                        with contextlib.suppress(LabgridError):
+                            self._client.cancel(token)
+                    return None, _Held(holding.token, shared=True), ""
+            if token is None:
+                token = self._client.reserve(self._filters(state), prio=self.config.prio).token
+            info = self._client.poll(token)
+            if info is None or info.state in ("expired", "invalid"):
+                return None, None, f"reservation {token} lapsed ({info.state if info else 'gone'})"
+            if info.state == "allocated" and name in info.allocations:
+                try:
+                    self._client.acquire(name)
+                except PlaceBusyError as exc:
+                    return token, None, exc.message
+                holdings[name] = Holding(
+                    place=name,
+                    owner=self.identity,
+                    token=token,
+                    host=self._ledger.host,
+                    holders=[current_holder()],
+                )
+                return token, _Held(token, shared=False), ""
+        if state.acquired:
+            return token, None, f"acquired by {state.acquired}"
+        if state.reservation:
+            return token, None, f"reserved by another client (reservation {state.reservation})"
+        return token, None, f"waiting in the coordinator's queue (reservation {token})"
+
+    # --- using -----------------------------------------------------------------------------------
+
+    def check(self, name: str) -> None:
+        """PlaceLostError when the refresher found the place taken away; LabgridError when this
+        process does not hold it."""
+        with self._lock:
+            if name in self._lost:
+                raise PlaceLostError(f"place {name}: {self._lost[name]}")
+            if name not in self._held:
+                raise LabgridError(f"place {name} is not held by this process")
+
+    def endpoints(self, name: str) -> PlaceEndpoints:
+        """The held place's SSH, serial and power endpoints, read afresh (a restarted exporter
+        serves the console on a new port)."""
+        self.check(name)
+        return endpoints_of(name, self._client.resources(name))
+
+    def power(self, name: str, action: PowerAction, *, delay: float = POWER_DELAY_S) -> None:
+        """Switch the held place's power with labgrid's driver for its power resource."""
+        found = self.endpoints(name).power
+        if found is None:
+            raise LabgridError(f"place {name}: no power resource (NetworkPowerPort, ...)")
+        switch_power(name, found, action, delay=delay)
+
+    def shared(self, name: str) -> bool:
+        """Whether this process uses the place through a sibling's acquisition (see the ledger)."""
+        with self._lock:
+            entry = self._held.get(name)
+        return entry is not None and entry.shared
+
+    @property
+    def held(self) -> tuple[str, ...]:
+        with self._lock:
+            return tuple(sorted(self._held))
+
+    # --- keeping ---------------------------------------------------------------------------------
+
+    def _start_refresher(self) -> None:
+        with self._lock:
+            if self._refresher is None and not self._closed:
+                self._refresher = threading.Thread(
+                    target=self._refresh_loop, name="labgrid-refresh", daemon=True
+                )
+                self._refresher.start()
+
+    def _refresh_loop(self) -> None:
+        while not self._stop.wait(self.config.refresh):
+            try:
+                self.refresh()
+            except LabgridError as exc:
+                log.warning("labgrid refresh: %s", exc)
+
+    def refresh(self) -> None:
+        """Poll the held places' reservations (keeping them alive) and record any place that is
+        no longer acquired by this identity."""
+        with self._lock:
+            held = dict(self._held)
+        if not held:
+            return
+        if not self._client.connected:
+            self._mark_lost(
+                held,
+                "the connection to the coordinator broke (a restarted "
+                "coordinator forgets every acquisition)",
+            )
+            return
+        for entry in held.values():
+            if entry.token is not None:
+                self._client.poll(entry.token)
+        places = self._client.places()
+        for name in held:
+            state = places.get(name)
+            if state is None:
+                self._mark_lost([name], "deleted from the coordinator")
+            elif state.acquired is None:
+                self._mark_lost([name], "released by someone else")
+            elif state.acquired != self.identity:
+                self._mark_lost([name], f"taken over by {state.acquired}")
+
+    def _mark_lost(self, names: dict[str, _Held] | list[str], why: str) -> None:
+        newly: list[_Held] = []
+        with self._lock:
+            for name in names:
+                if name in self._held and name not in self._lost:
+                    log.error("labgrid place %s: %s", name, why)
+                    self._lost[name] = why
+                    newly.append(self._held[name])
+        # A reservation still allocated to us would keep everyone else out of a place this run
+        # can no longer use.
+        for entry in newly:
+            if entry.token is not None and self._client.connected:
+                with contextlib.suppress(LabgridError):
+                    self._client.cancel(entry.token)
+
+    # --- releasing -------------------------------------------------------------------------------
+
+    def _release_holding(self, holding: Holding) -> None:
+        # ``owner``: released only if it is still acquired under the recorded identity.
+        self._client.release(holding.place, owner=holding.owner)
+        if holding.token is not None:
+            self._client.cancel(holding.token)
+
+    def release_stale(self) -> list[str]:
+        """Release the places that runs of this host acquired and that no live process holds any
+        more (a run killed with SIGKILL); return their names."""
+        released: list[str] = []
+        with self._ledger.transaction() as holdings:
+            for name, holding in list(holdings.items()):
+                if self._ledger.prune(holding):
+                    continue
+                if holding.host == self._ledger.host:
+                    log.warning(
+                        "labgrid place %s: left acquired by a dead run (%s); releasing it",
+                        name,
+                        holding.owner,
+                    )
+                    self._release_holding(holding)
+                    released.append(name)
+                del holdings[name]
+        return released
+
+    def release(self, name: str) -> None:
+        """Stop holding the place; the coordinator's place is released when no other process of
+        this host holds it any more."""
+        with self._lock:
+            entry = self._held.pop(name, None)
+            self._lost.pop(name, None)
+        if entry is None:
+            return
+        me = current_holder()
+        with self._ledger.transaction() as holdings:
+            holding = holdings.get(name)
+            if holding is None:
+                self._client.release(name, owner=self.identity)
+                if entry.token is not None:
+                    self._client.cancel(entry.token)
+                return
+            holding.holders = [h for h in holding.holders if h != me]
+            if not self._ledger.prune(holding):
+                self._release_holding(holding)
+                del holdings[name]
+        log.info("labgrid place %s released by %s", name, self.identity)
+
+    def close(self) -> None:
+        """Release every held place and disconnect. Errors are logged, not raised: closing runs
+        at exit and after failures, where there is nobody left to handle them."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            names = list(self._held)
+        self._stop.set()
+        for name in names:
+            try:
+                self.release(name)
+            except LabgridError as exc:
+                log.warning("labgrid place %s: not released: %s", name, exc)
+        if self._refresher is not None and self._refresher is not threading.current_thread():
+            self._refresher.join(5.0)
+        self._client.close()
+        exit_hooks.unregister(self)
+
+    def __enter__(self) -> LabgridPlaces:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def holding(self, name: str) -> Iterator[PlaceEndpoints]:
+        """``with places.holding(name) as endpoints:`` acquire, then release on the way out."""
+        endpoints = self.acquire(name)
+        try:
+            yield endpoints
+        finally:
+            self.release(name)

@@ -1,0 +1,35 @@
+"""A process that holds a labgrid place until it is told to stop or is killed: the other side of
+the crash-safety and sharing tests.
+
+    python holder.py COORDINATOR PLACE WORKDIR [--exit]
+
+Prints ``held <identity> <shared|acquired>`` once the place is held, then waits for a line on
+stdin (or any signal). With ``--exit`` it returns from ``main`` without closing anything, so only
+the interpreter's exit hooks can release the place.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from harness.labgrid import LabgridConfig, LabgridPlaces
+
+
+def main(argv: list[str]) -> int:
+    coordinator, place, workdir = argv[:3]
+    places = LabgridPlaces(
+        LabgridConfig(coordinator, places=(place,), wait=30.0), workdir=Path(workdir)
+    )
+    places.acquire(place)
+    shared = "shared" if places.shared(place) else "acquired"
+    print(f"held {places.identity} {shared}", flush=True)
+    if "--exit" in argv:
+        return 0
+    sys.stdin.readline()
+    places.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
