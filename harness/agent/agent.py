@@ -11,6 +11,7 @@ Usage::
 
     python3 agent.py JOB_DIR [--root CACHE_DIR] [--adapters DIR]...
     python3 agent.py --session [--root CACHE_DIR] [--adapters DIR]... [--model-cache N]
+    python3 agent.py --listen SOCKET [--idle-timeout S] [--root CACHE_DIR] [--adapters DIR]...
 
 Job protocol (``npu-hil-job/1`` in, ``npu-hil-result/1`` out; a reader accepts any minor version
 of its major and refuses another major). job.json::
@@ -50,6 +51,15 @@ board pays the start-up of Python, numpy, the runtime and the model load once pe
 Nothing but frames goes to stdout: file descriptor 1 is pointed at stderr for the session's
 lifetime, so a vendor library's printf cannot corrupt the stream.
 
+Listen mode is session mode for a board whose link cannot hold a byte stream open beside its
+control shell (a serial console): the agent runs in the background, binds a Unix stream socket at
+SOCKET (mode 0600, relative to its working directory) and serves one connection at a time with the
+same frames, a hello first on every connection. Adapters and loaded models outlive connections:
+the end of a connection is not a shutdown, ``{"op": "shutdown"}`` is (the agent answers, removes
+the socket and exits). ``relay.py`` beside this file carries one batch of requests from a shell
+command to the socket and back. With no connection for ``--idle-timeout`` seconds the agent exits
+too, so a forgotten one does not live on. Nothing goes to stdout; the log goes to stderr.
+
 Timeouts: every adapter call runs on one long-lived runtime thread (vendor runtimes may tie state to
 the thread that created it) while the main thread waits with the job's timeout. A hung vendor call
 cannot be interrupted from Python, so on expiry the agent records a ``TimeoutError``, writes
@@ -66,6 +76,7 @@ come from ``--adapters DIR`` (repeatable) or the ``NPU_HIL_AGENT_ADAPTERS`` envi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
 import hashlib
 import importlib
@@ -79,13 +90,15 @@ import platform
 import queue
 import re
 import shutil
+import socket
+import stat
 import struct
 import sys
 import threading
 import time
 import traceback
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, NoReturn, TypeVar
 
 import numpy as np
 
@@ -990,38 +1003,44 @@ def own_bundle() -> dict[str, str]:
     them with what it deployed, so a cached copy damaged on the board is found and replaced."""
     here = os.path.dirname(os.path.abspath(__file__))
     names = ["agent.py"]
+    if os.path.isfile(os.path.join(here, "relay.py")):
+        names.append("relay.py")
     folder = os.path.join(here, "adapters")
     if os.path.isdir(folder):
         names += ["adapters/" + n for n in sorted(os.listdir(folder)) if n.endswith(".py")]
     return {name: sha256_file(os.path.join(here, name)) for name in names}
 
 
-def serve(agent: Agent, stream: FrameStream) -> int:
-    """The session loop: one response frame per request."""
-    stream.write(
-        {
-            "op": "hello",
-            "protocol": SESSION_PROTOCOL,
-            "job_schema": JOB_SCHEMA,
-            "result_schema": RESULT_SCHEMA,
-            "agent": AGENT_VERSION,
-            "pid": os.getpid(),
-            "python": platform.python_version(),
-            "adapters": available_adapters(agent.adapter_dirs),
-            "bundle": own_bundle(),
-        }
-    )
+def serve(agent: Agent, stream: FrameStream, shutdown_on_eof: bool = True) -> int | None:
+    """The session loop: one response frame per request. Returns the exit status, or None when
+    the stream ended and the agent stays up for the next one (``shutdown_on_eof=False``: a
+    connection in listen mode)."""
     try:
-        return _serve_requests(agent, stream)
+        stream.write(
+            {
+                "op": "hello",
+                "protocol": SESSION_PROTOCOL,
+                "job_schema": JOB_SCHEMA,
+                "result_schema": RESULT_SCHEMA,
+                "agent": AGENT_VERSION,
+                "pid": os.getpid(),
+                "python": platform.python_version(),
+                "adapters": available_adapters(agent.adapter_dirs),
+                "bundle": own_bundle(),
+            }
+        )
+        return _serve_requests(agent, stream, shutdown_on_eof)
     except OSError as exc:
         # The host went away (broken pipe): nobody is left to answer.
         log.error("session stream lost: %s", exc)
+        if not shutdown_on_eof:
+            return None
         if not agent.runtime.stuck:
             agent.shutdown()
         return EXIT_FAILED
 
 
-def _serve_requests(agent: Agent, stream: FrameStream) -> int:
+def _serve_requests(agent: Agent, stream: FrameStream, shutdown_on_eof: bool) -> int | None:
     while True:
         try:
             request = stream.read()
@@ -1029,9 +1048,13 @@ def _serve_requests(agent: Agent, stream: FrameStream) -> int:
             # A desynchronised stream cannot be recovered: say so once and leave.
             log.error("bad frame: %s", exc)
             stream.write({"op": "error", "error": _error("ProtocolError", "session", str(exc))})
+            if not shutdown_on_eof:
+                return None  # only this connection is lost; the agent itself is fine
             agent.shutdown()
             return EXIT_FAILED
         if request is None:
+            if not shutdown_on_eof:
+                return None
             agent.shutdown()
             return EXIT_OK
         op = request.get("op")
@@ -1053,8 +1076,7 @@ def _serve_requests(agent: Agent, stream: FrameStream) -> int:
             if restart:
                 # The runtime thread is stuck in a vendor call that cannot be interrupted.
                 log.error("a runtime call timed out; ending the session so the host restarts it")
-                sys.stderr.flush()
-                os._exit(EXIT_TIMEOUT)
+                _abandon(EXIT_TIMEOUT)
         elif op == "ping":
             stream.write(
                 {
@@ -1067,8 +1089,7 @@ def _serve_requests(agent: Agent, stream: FrameStream) -> int:
         elif op == "versions":
             stream.write(_versions_response(agent, request))
             if agent.runtime.stuck:
-                sys.stderr.flush()
-                os._exit(EXIT_TIMEOUT)
+                _abandon(EXIT_TIMEOUT)
         elif op == "discard":
             stream.write(_discard_job(request.get("dir")))
         elif op == "shutdown":
@@ -1135,6 +1156,118 @@ def _versions_response(agent: Agent, request: dict[str, Any]) -> dict[str, Any]:
         return {"op": "versions", "error": failed.record, "restart": agent.runtime.stuck}
 
 
+# --- listen mode ---------------------------------------------------------------------------------
+
+DEFAULT_IDLE_TIMEOUT_S = 1800.0
+
+# The socket of a listening agent, removed on the way out: also by _abandon, which skips the
+# interpreter's own clean-up.
+_listening: list[str] = []
+
+
+def _abandon(status: int) -> NoReturn:
+    """Leave at once: the runtime thread is stuck in a vendor call, which interpreter shutdown
+    would wait for. A listening agent removes its socket first, so the next connection fails at
+    once and the host starts a new agent."""
+    for path in _listening:
+        _remove_socket(path)
+    sys.stderr.flush()
+    os._exit(status)
+
+
+def _remove_socket(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def _answers(path: str) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
+def bind_socket(path: str) -> socket.socket:
+    """A listening Unix stream socket at ``path`` that only this user can connect to. A socket
+    file left by an agent that died is removed first; a live one, or a path that is not a socket,
+    is refused (OSError)."""
+    try:
+        mode: int | None = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None:
+        if not stat.S_ISSOCK(mode):
+            raise OSError(f"{path} exists and is not a socket")
+        if _answers(path):
+            raise OSError(f"another agent listens at {path}")
+        _remove_socket(path)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    # A umask rather than a chmod after bind: there is no moment at which others may connect.
+    previous = os.umask(0o177)
+    try:
+        server.bind(path)
+        server.listen(4)
+    except OSError:
+        server.close()
+        raise
+    finally:
+        os.umask(previous)
+    return server
+
+
+def listen(agent: Agent, path: str, idle_timeout: float) -> int:
+    """Serve connections at ``path`` one at a time until a shutdown request, a fatal error or
+    ``idle_timeout`` seconds without a connection; the socket is removed on the way out."""
+    try:
+        server = bind_socket(path)
+    except OSError as exc:
+        log.error("cannot listen at %s: %s", path, exc)
+        agent.shutdown()
+        return EXIT_FAILED
+    _listening.append(path)
+    log.info("listening at %s", path)
+    try:
+        return _accept_loop(agent, server, idle_timeout)
+    finally:
+        server.close()
+        _remove_socket(path)
+        _listening.remove(path)
+
+
+def _accept_loop(agent: Agent, server: socket.socket, idle_timeout: float) -> int:
+    server.settimeout(idle_timeout)
+    while True:
+        try:
+            connection, _ = server.accept()
+        # Not TimeoutError: on Python 3.8 socket.timeout is not yet an alias of it.
+        except socket.timeout:  # noqa: UP041
+            log.info("no connection for %g s: exiting", idle_timeout)
+            agent.shutdown()
+            return EXIT_OK
+        with connection:
+            # FrameStream reads the descriptor directly, which needs a blocking socket.
+            connection.setblocking(True)
+            fd = connection.fileno()
+            status = serve(agent, FrameStream(fd, fd), shutdown_on_eof=False)
+            _drain(connection)
+        if status is not None:
+            return status
+
+
+def _drain(connection: socket.socket) -> None:
+    """Read what the peer sent and nobody will read: closing a Unix socket with unread input
+    resets the connection, and the peer could lose the answers still queued for it (the error
+    that says why a garbled connection ends, for one)."""
+    connection.setblocking(False)
+    with contextlib.suppress(OSError):
+        while connection.recv(1 << 16):
+            pass
+
+
 # --- command line --------------------------------------------------------------------------------
 
 
@@ -1143,6 +1276,18 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("job_dir", nargs="?", help="run this one job directory and exit")
     parser.add_argument(
         "--session", action="store_true", help="serve framed jobs over stdin/stdout"
+    )
+    parser.add_argument(
+        "--listen",
+        metavar="SOCKET",
+        help="serve framed jobs on a Unix socket at this path, one connection at a time",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=DEFAULT_IDLE_TIMEOUT_S,
+        metavar="S",
+        help="with --listen: exit after this many seconds without a connection",
     )
     parser.add_argument("--root", help="model cache directory (model.path may be relative to it)")
     parser.add_argument(
@@ -1155,8 +1300,10 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--model-cache", type=int, default=4, help="loaded models kept per session")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages to stderr")
     args = parser.parse_args(argv)
-    if bool(args.session) == bool(args.job_dir):
-        parser.error("give either JOB_DIR or --session")
+    if [bool(args.job_dir), bool(args.session), args.listen is not None].count(True) != 1:
+        parser.error("give one of JOB_DIR, --session or --listen SOCKET")
+    if not args.idle_timeout > 0:
+        parser.error("--idle-timeout must be a positive number of seconds")
     return args
 
 
@@ -1170,13 +1317,21 @@ def main(argv: list[str] | None = None) -> int:
     # A segfault in a vendor library leaves a Python traceback in the board's log.
     faulthandler.enable(file=sys.stderr)
     stream = _private_stdio() if args.session else None
+    if args.listen is not None:
+        # Started in the background with stdout on /dev/null: what a vendor library prints
+        # belongs in the log with the rest.
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
     try:
         agent = Agent(adapter_dirs_from(args.adapters), args.root, args.model_cache)
     except Exception as exc:
         log.error("cannot start: %s", _traceback_tail(exc))
         return EXIT_FAILED
+    if args.listen is not None:
+        return listen(agent, args.listen, args.idle_timeout)
     if stream is not None:
-        return serve(agent, stream)
+        status = serve(agent, stream)
+        return EXIT_OK if status is None else status
     result, status = agent.run_job(args.job_dir)
     for record in result["errors"]:
         log.info("%s [%s] %s", record["type"], record["stage"], record["message"])

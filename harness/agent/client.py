@@ -7,9 +7,9 @@ artifacts into a cache by sha256; and runs jobs either through one persistent ag
 
 Remote layout, relative to the transport's workdir::
 
-    agent/<bundle>/agent.py, adapters/*.py, .complete   the agent, by the bundle's sha256
-    cache/<sha256>/<name>                              model artifacts (the agent's --root)
-    jobs/<job id>-<nonce>/                             one directory per job, removed afterwards
+    agent/<bundle>/agent.py, relay.py, adapters/*.py, .complete   the agent, by the bundle's sha256
+    cache/<sha256>/<name>                                          model artifacts (--root)
+    jobs/<job id>-<nonce>/                                         one per job, removed afterwards
 
 Outcomes: ``submit`` returns a :class:`~harness.agent.protocol.Result` whenever the agent wrote
 one, including typed runtime errors and a timeout the agent caught itself (``result.error()`` maps
@@ -66,6 +66,8 @@ __all__ = ["AgentClient"]
 log = logging.getLogger(__name__)
 
 AGENT_SOURCE = Path(__file__).with_name("agent.py")
+# Beside the agent on the board: a serial console reaches a resident agent through it.
+RELAY_SOURCE = Path(__file__).with_name("relay.py")
 ADAPTERS_SOURCE = Path(__file__).with_name("adapters")
 CACHE_DIR = "cache"
 JOBS_DIR = "jobs"
@@ -165,7 +167,7 @@ class AgentClient:
     # --- deployment ------------------------------------------------------------------------------
 
     def _bundle(self) -> dict[str, bytes]:
-        files = {"agent.py": AGENT_SOURCE.read_bytes()}
+        files = {"agent.py": AGENT_SOURCE.read_bytes(), "relay.py": RELAY_SOURCE.read_bytes()}
         for folder in [ADAPTERS_SOURCE, *self.adapter_dirs]:
             for source in sorted(folder.glob("*.py")):
                 files[f"adapters/{source.name}"] = source.read_bytes()
@@ -445,9 +447,9 @@ class AgentClient:
     def _oneshot_request(
         self, message: dict[str, Any], timeout: float, what: str, repaired: bool = False
     ) -> dict[str, Any]:
-        """Without a persistent session (a serial console has no room for one) a request is a
-        session of its own: the agent reads the request and a shutdown from stdin, and its
-        frames (hello, answer, goodbye) come back as one command's stdout."""
+        """Without a persistent session (``sessions=False``) a request is a session of its own:
+        the agent reads the request and a shutdown from stdin, and its frames (hello, answer,
+        goodbye) come back as one command's stdout."""
         argv = [self.python, str(self.deploy()), "--session", "--root", CACHE_DIR]
         stdin = encode_frame(message) + encode_frame({"op": "shutdown"})
         done = self.transport.run(argv, timeout=timeout + self.start_timeout_s, stdin=stdin)

@@ -30,9 +30,11 @@ DEFAULT_REMOTE_PYTHON = "python3"
 
 
 def uses_sessions(board: Board) -> bool:
-    """Whether the agent can stay up between jobs. A serial console is one byte stream that also
-    carries the control shell, so there every job is its own agent process."""
-    return board.transport.kind != "serial"
+    """Whether the agent stays up between jobs: on every transport. Over a serial console the
+    agent runs in the background and each request reaches it through a relay command
+    (:meth:`~harness.transport.serial_console.SerialTransport.open_session`), so the runtime and
+    the loaded models stay warm there too."""
+    return True
 
 
 def connect(board: Board, local_workdir: Path) -> Transport:

@@ -47,7 +47,12 @@ pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")
 
 @pytest.mark.parametrize(
     "source",
-    [AGENT, FAKE_ADAPTERS / "echo.py", *sorted(ADAPTERS_SOURCE.glob("*.py"))],
+    [
+        AGENT,
+        AGENT.with_name("relay.py"),
+        FAKE_ADAPTERS / "echo.py",
+        *sorted(ADAPTERS_SOURCE.glob("*.py")),
+    ],
     ids=lambda p: p.name,
 )
 def test_board_files_compile_under_38(source: Path) -> None:

@@ -4,18 +4,23 @@ board that reboots. Every wait is bounded by the transport's own timeouts."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from harness.agent import relay
 from harness.agent.client import AgentClient
 from harness.agent.protocol import InputSpec, JobSpec
-from harness.errors import TransportError
+from harness.errors import DeviceError, TransportError
 from harness.models import build, save
-from harness.transport import RemotePathError, Transport
+from harness.transport import RemotePathError, Session, Transport, serial_console
 from harness.transport.serial_console import SerialTransport, prepare_url
 from tests.transport.conftest import NoisyRelay, SerialBoard
 
@@ -110,12 +115,31 @@ def test_reboot_is_detected_boot_log_kept_and_next_call_works(
         assert t.run(["echo", "back"], timeout=5).stdout == b"back\n"
 
 
-def test_open_session_is_refused_clearly(serial_board: SerialBoard, tmp_path: Path) -> None:
-    with (
-        make(serial_board, tmp_path) as transport,
-        pytest.raises(TransportError, match="sessions=False"),
-    ):
-        transport.open_session(["cat"])
+def test_two_transports_take_turns_on_one_console(
+    serial_board: SerialBoard, tmp_path: Path
+) -> None:
+    """Like pytest-xdist workers sharing a board: each exchange holds the device, and a shell
+    set up again by the other transport is not taken for a reboot."""
+    failures: list[str] = []
+
+    def work(name: str) -> None:
+        with make(serial_board, tmp_path) as transport:
+            for i in range(15):
+                try:
+                    out = transport.run(["echo", f"{name}{i}"], timeout=5).stdout
+                except TransportError as exc:
+                    out = str(exc).encode()
+                if out != f"{name}{i}\n".encode():
+                    failures.append(f"{name}{i}: {out!r}")
+            if transport.take_boot_log():
+                failures.append(f"{name}: took the other transport for a reboot")
+
+    workers = [threading.Thread(target=work, args=(name,)) for name in "ab"]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+    assert failures == []
 
 
 def test_noisy_line_identical_bytes_after_retransmission(
@@ -211,3 +235,270 @@ def test_agent_runs_a_sim_job_one_shot_over_serial(
             assert result.ok, result
             assert result.outputs
         assert list((Path(transport.workdir) / "jobs").iterdir()) == []
+
+
+# --- agent sessions: a resident agent reached through the relay ----------------------------------
+
+FAKE_ADAPTERS = Path(__file__).parents[1] / "agent" / "fake_adapters" / "adapters"
+X = np.arange(2 * 3 * 4 * 4, dtype=np.int8).reshape(2, 3, 4, 4)
+
+
+def echo_job(model: Path, job_id: str, **overrides: Any) -> JobSpec:
+    fields: dict[str, Any] = {
+        "job_id": job_id,
+        "adapter": "echo",
+        "model": model,
+        "inputs": (InputSpec("x", "NCHW", (2, 3, 4, 4), "int8"),),
+        "load_timeout_s": 10.0,
+        "run_timeout_s": 10.0,
+    }
+    fields.update(overrides)
+    return JobSpec(**fields)
+
+
+@pytest.fixture
+def echo_model(tmp_path: Path) -> Path:
+    path = tmp_path / "echo.bin"
+    path.write_bytes(b"serial model" * 40)
+    return path
+
+
+@pytest.fixture
+def session_client(serial_board: SerialBoard, tmp_path: Path) -> Iterator[AgentClient]:
+    """An AgentClient with persistent sessions (the default) over the console."""
+    transport = make(serial_board, tmp_path, python=sys.executable, command_timeout=20.0)
+    with (
+        transport,
+        AgentClient(
+            transport, adapter_dirs=[FAKE_ADAPTERS], margin_s=2.0, scratch=tmp_path / "scratch"
+        ) as client,
+    ):
+        yield client
+
+
+def running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def session_files(client: AgentClient) -> list[str]:
+    return sorted(
+        p.name for p in Path(client.transport.workdir).iterdir() if p.name.startswith(".npu-")
+    )
+
+
+def test_one_resident_agent_serves_every_job(session_client: AgentClient, echo_model: Path) -> None:
+    first = session_client.submit(echo_job(echo_model, "one"), {"x": X})
+    pid = session_client.agent_pid
+    second = session_client.submit(echo_job(echo_model, "two"), {"x": X})
+    assert first.ok and second.ok
+    assert session_client.agent_pid == pid and session_client.sessions_started == 1
+    assert not first.timings.model_cached
+    assert second.timings.model_cached and second.output("x_out").attributes["loads"] == 1
+    assert second.output("x_out").data.tobytes() == X.tobytes()
+    assert session_client.ping()["jobs"] == 2
+    assert pid is not None and running(pid)
+    # Between requests the console is a plain shell: the job files moved through it.
+    assert list((Path(session_client.transport.workdir) / "jobs").iterdir()) == []
+    assert [name.rsplit(".", 1)[1] for name in session_files(session_client)] == [
+        "err", "out", "pid", "sock"
+    ]  # fmt: skip
+
+    session_client.close()
+    assert not running(pid)
+    assert session_files(session_client) == []  # no socket, no log, no status left behind
+
+
+def test_sim_jobs_keep_the_runtime_warm_over_serial(
+    serial_board: SerialBoard, tmp_path: Path
+) -> None:
+    model = save(build("conv1x1", (1, 3, 3, 5)), tmp_path / "model.onnx")
+    x = np.random.default_rng(1).integers(0, 256, (1, 3, 3, 5), dtype=np.uint8)
+    spec = JobSpec(
+        job_id="serial-sim",
+        adapter="sim",
+        model=model,
+        inputs=(InputSpec("input", "NCHW", (1, 3, 3, 5), "uint8"),),
+        adapter_options={"target": "rk3588"},
+        load_timeout_s=30,
+        run_timeout_s=30,
+    )
+    with (
+        make(serial_board, tmp_path, python=sys.executable, command_timeout=20.0) as transport,
+        AgentClient(transport, scratch=tmp_path / "scratch") as client,
+    ):
+        results = [client.submit(spec, {"input": x}) for _ in range(3)]
+        assert all(r.ok and r.outputs for r in results)
+        assert [r.timings.model_cached for r in results] == [False, True, True]
+        assert client.sessions_started == 1
+
+
+def test_an_agent_killed_on_the_board_is_replaced(
+    session_client: AgentClient, echo_model: Path
+) -> None:
+    assert session_client.submit(echo_job(echo_model, "before"), {"x": X}).ok
+    pid = session_client.agent_pid
+    assert session_client.transport.run(["kill", "-9", str(pid)], timeout=10).returncode == 0
+    # Nothing reached the agent: a link failure (the plugin retries those), not a device one.
+    with pytest.raises(TransportError, match="the agent is gone, the request was not delivered"):
+        session_client.submit(echo_job(echo_model, "lost"), {"x": X})
+    after = session_client.submit(echo_job(echo_model, "after"), {"x": X})
+    assert after.ok and not after.timings.model_cached
+    assert session_client.sessions_started == 2
+    assert session_client.agent_pid not in (None, pid)
+
+
+def test_a_crash_while_answering_is_a_device_error(
+    session_client: AgentClient, echo_model: Path
+) -> None:
+    crash = echo_job(echo_model, "boom", adapter_options={"crash": {"stage": "run"}})
+    with pytest.raises(
+        DeviceError, match=r"job boom: the agent session died \(exit status 70"
+    ) as exc:
+        session_client.submit(crash, {"x": X})
+    assert "crashing on purpose in run" in str(exc.value)  # the agent's log came back
+    assert session_client.submit(echo_job(echo_model, "alive"), {"x": X}).ok
+    assert session_client.sessions_started == 2
+
+
+def test_a_job_past_its_timeout_restarts_the_session(
+    session_client: AgentClient, echo_model: Path
+) -> None:
+    assert session_client.submit(echo_job(echo_model, "before"), {"x": X}).ok
+    first = session_client.agent_pid
+    hung = echo_job(
+        echo_model, "hung", run_timeout_s=0.5, adapter_options={"hang": {"stage": "run"}}
+    )
+    result = session_client.submit(hung, {"x": X})
+    (error,) = result.errors
+    assert (error.type, error.stage) == ("TimeoutError", "run")
+    assert isinstance(result.error(), TransportError)
+    after = session_client.submit(echo_job(echo_model, "after"), {"x": X})
+    assert after.ok and session_client.sessions_started == 2
+    assert first is not None and not running(first)
+    assert session_client.agent_pid not in (None, first)
+
+
+def test_a_frozen_agent_is_killed_and_replaced(
+    session_client: AgentClient, echo_model: Path
+) -> None:
+    session_client.ping()
+    pid = session_client.agent_pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)  # not even the agent's own watchdog can answer now
+    quick = echo_job(echo_model, "frozen", load_timeout_s=0.2, run_timeout_s=0.2)
+    started = time.monotonic()
+    with pytest.raises(TransportError, match="job frozen: no answer from the agent within 3 s"):
+        session_client.submit(quick, {"x": X})
+    assert time.monotonic() - started < 30
+    assert not running(pid)
+    assert session_client.submit(echo_job(echo_model, "next"), {"x": X}).ok
+    assert session_client.sessions_started == 2
+
+
+def flip(data: str) -> str:
+    """One base64 character changed (not its length, so the damage is in the content)."""
+    return data[:10] + ("A" if data[10] != "A" else "B") + data[11:]
+
+
+def test_damage_on_the_line_is_caught_both_ways(
+    session_client: AgentClient, echo_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request damaged on the way is refused by the relay and sent again; an answer damaged
+    on the way back is fetched from the board's copy: its requests are not run twice."""
+    transport = session_client.transport
+    assert isinstance(transport, SerialTransport)
+    before = session_client.ping()["jobs"]
+    exec_, get_bytes = transport._exec, transport._get_bytes
+    statuses: list[int] = []
+    fetched: list[str] = []
+
+    def noisy(command: str, timeout: float, **kwargs: Any) -> tuple[bytes, int]:
+        relayed = "relay.py" in command
+        if relayed and "<<'" in command and not statuses:
+            head, body = command.split("\n", 1)
+            output, status = exec_(f"{head}\n{flip(body)}", timeout, **kwargs)
+            statuses.append(status)
+            return output, status
+        output, status = exec_(command, timeout, **kwargs)
+        if relayed and status == 0 and len(statuses) == 1:
+            statuses.append(status)
+            output = flip(output.decode()).encode()
+        return output, status
+
+    def spy(path: str, *args: Any) -> bytes:
+        fetched.append(str(path))
+        return get_bytes(path, *args)
+
+    monkeypatch.setattr(transport, "_exec", noisy)
+    monkeypatch.setattr(transport, "_get_bytes", spy)
+    result = session_client.submit(echo_job(echo_model, "noisy"), {"x": X})
+    assert result.ok
+    assert statuses == [relay.EXIT_DAMAGED, relay.EXIT_OK]
+    assert [name for name in fetched if name.endswith(".out")] != []
+    assert session_client.ping()["jobs"] == before + 1  # the job ran once
+    assert session_client.sessions_started == 1
+
+
+def test_long_answers_come_back_as_files(
+    session_client: AgentClient, echo_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    transport = session_client.transport
+    assert isinstance(transport, SerialTransport)
+    monkeypatch.setattr(serial_console, "INLINE_MAX", 64)
+    get_bytes = transport._get_bytes
+    fetched: list[str] = []
+
+    def spy(path: str, *args: Any) -> bytes:
+        fetched.append(str(path))
+        return get_bytes(path, *args)
+
+    monkeypatch.setattr(transport, "_get_bytes", spy)
+    result = session_client.submit(echo_job(echo_model, "long"), {"x": X})
+    assert result.ok and session_client.ping()["op"] == "ping"
+    assert len([name for name in fetched if name.endswith(".out")]) >= 3  # hello, job, ping
+
+
+def test_one_session_per_console(serial_board: SerialBoard, tmp_path: Path) -> None:
+    with make(serial_board, tmp_path, python=sys.executable) as transport:
+        with pytest.raises(TransportError, match="a session runs the npu-hil agent"):
+            transport.open_session(["cat"])
+        agent = AgentClient(transport, scratch=tmp_path / "scratch")
+        argv = [sys.executable, str(agent.deploy()), "--session"]
+        session = transport.open_session(argv)
+        assert isinstance(session, Session)
+        with pytest.raises(TransportError, match="already open"):
+            transport.open_session(argv)
+        assert session.recv(8, 60)  # the hello's first bytes
+        ended = session.close()
+        assert session.close() is ended and ended.returncode == -signal.SIGTERM
+        transport.open_session(argv).close(timeout=0)
+        agent.close()
+
+
+def test_the_relay_alone_without_an_agent(serial_board: SerialBoard, tmp_path: Path) -> None:
+    with make(serial_board, tmp_path, python=sys.executable) as transport:
+        agent = AgentClient(transport, scratch=tmp_path / "scratch")
+        relay_path = str(agent.deploy().with_name("relay.py"))
+        done = transport.run([sys.executable, relay_path, ".npu-nobody.sock"], timeout=20)
+        assert done.returncode == relay.EXIT_GONE
+        assert done.stderr.startswith(b"relay: no agent at .npu-nobody.sock")
+        agent.close()
+
+
+def test_an_agent_that_cannot_start(serial_board: SerialBoard, tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "base.py").write_text("raise RuntimeError('no NPU runtime on this board')\n")
+    with (
+        make(serial_board, tmp_path, python=sys.executable) as transport,
+        AgentClient(transport, adapter_dirs=[broken], scratch=tmp_path / "scratch") as client,
+    ):
+        started = time.monotonic()
+        with pytest.raises(DeviceError, match=r"(?s)did not start \(exit status 1\).*no NPU"):
+            client.ping()
+        assert time.monotonic() - started < 20  # the relay stopped waiting when it exited
+        assert session_files(client) == []

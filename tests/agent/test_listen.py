@@ -1,0 +1,372 @@
+"""The agent's listen mode (a resident agent on a Unix socket, one connection at a time) and the
+relay that carries requests to it from a shell command, under this Python and, where it is found,
+under Python 3.8 (``NPU_HIL_PY38``)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from harness.agent import agent as board
+from harness.agent import relay
+from harness.agent.protocol import InputSpec, JobSpec, write_job
+
+AGENT = Path(board.__file__)
+RELAY = Path(relay.__file__)
+FAKE_ADAPTERS = Path(__file__).parent / "fake_adapters" / "adapters"
+SOCKET = "agent.sock"
+X = np.arange(2 * 3 * 4 * 4, dtype=np.int8).reshape(2, 3, 4, 4)
+PY38 = os.environ.get("NPU_HIL_PY38", "/root/.pyenv/versions/3.8.18/bin/python")
+
+
+def _py38_problem() -> str | None:
+    if not os.access(PY38, os.X_OK):
+        return f"Python 3.8 interpreter not found at {PY38} (set NPU_HIL_PY38 to another one)"
+    probe = subprocess.run(
+        [PY38, "-c", "import sys, numpy; print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    if probe.returncode != 0 or probe.stdout.decode().strip() != "3.8":
+        return f"{PY38} is not a Python 3.8 with numpy: {probe.stderr.decode().strip()[-200:]}"
+    return None
+
+
+PYTHONS = [
+    pytest.param(sys.executable, id="current"),
+    pytest.param(
+        PY38,
+        id="py38",
+        marks=pytest.mark.skipif(_py38_problem() is not None, reason=_py38_problem() or ""),
+    ),
+]
+
+
+class Listener:
+    """``agent.py --listen`` in a folder of its own, with its stderr in a file."""
+
+    def __init__(self, python: str, folder: Path, *extra: str) -> None:
+        self.python = python
+        self.folder = folder
+        self.log = folder / "agent.err"
+        with self.log.open("wb") as err:
+            self.process = subprocess.Popen(
+                [python, str(AGENT), "--listen", SOCKET, "--adapters", str(FAKE_ADAPTERS),
+                 "--root", ".", *extra],
+                cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+            )  # fmt: skip
+
+    @property
+    def socket(self) -> Path:
+        return self.folder / SOCKET
+
+    def wait_listening(self, timeout: float = 30.0) -> None:
+        """Until a connection is accepted (a socket file alone may be a stale one)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(str(self.socket))
+                return
+            except OSError:
+                assert self.process.poll() is None, self.log.read_text()
+                assert time.monotonic() < deadline, "the agent did not listen in time"
+                time.sleep(0.02)
+            finally:
+                probe.close()
+
+    def connect(self) -> Connection:
+        return Connection(self.socket)
+
+    def wait(self, timeout: float = 30.0) -> int:
+        return self.process.wait(timeout)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+        assert self.process.stdout is not None
+        self.process.stdout.close()
+
+
+class Connection:
+    def __init__(self, path: Path) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(30)
+        self.sock.connect(str(path))
+        self.stream = self.sock.makefile("rb")
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.sock.sendall(board.encode_frame(message))
+
+    def read(self) -> dict[str, Any] | None:
+        header = self.stream.read(board.FRAME_HEADER.size)
+        if not header:
+            return None
+        return board.decode_frame(self.stream.read(board.frame_length(header)))
+
+    def ask(self, message: dict[str, Any]) -> dict[str, Any]:
+        self.send(message)
+        answer = self.read()
+        assert answer is not None
+        return answer
+
+    def close(self) -> None:
+        self.stream.close()
+        self.sock.close()
+
+
+@pytest.fixture(params=PYTHONS)
+def listener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Listener]:
+    agent = Listener(request.param, tmp_path)
+    agent.wait_listening()
+    yield agent
+    agent.stop()
+
+
+def write_echo_job(folder: Path, job_id: str, run_timeout_s: float = 10.0, **options: Any) -> str:
+    """A job for the fake echo adapter in ``folder/jobs/<job_id>``; its path from ``folder``."""
+    model = folder / "model.bin"
+    if not model.exists():
+        model.write_bytes(b"listen model" * 50)
+    spec = JobSpec(
+        job_id=job_id,
+        adapter="echo",
+        model=model,
+        inputs=(InputSpec("x", "NCHW", (2, 3, 4, 4), "int8"),),
+        adapter_options=options,
+        load_timeout_s=10,
+        run_timeout_s=run_timeout_s,
+    )
+    write_job(folder / "jobs" / job_id, spec, {"x": X})
+    return f"jobs/{job_id}"
+
+
+def run_relay(
+    python: str, folder: Path, data: bytes, *args: str
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [python, "-I", "-S", str(RELAY), *args],
+        input=data, cwd=folder, capture_output=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def frames(data: bytes) -> list[dict[str, Any]]:
+    found, offset = [], 0
+    while offset < len(data):
+        end = offset + 8 + board.frame_length(data[offset : offset + 8])
+        found.append(board.decode_frame(data[offset + 8 : end]))
+        offset = end
+    return found
+
+
+# --- listen mode ---------------------------------------------------------------------------------
+
+
+def test_the_end_of_a_connection_is_not_a_shutdown(listener: Listener) -> None:
+    first = listener.connect()
+    hello = first.read()
+    assert hello is not None and hello["op"] == "hello"
+    assert hello["pid"] == listener.process.pid
+    job = write_echo_job(listener.folder, "one")
+    answer = first.ask({"op": "job", "dir": job})
+    assert answer["result"]["ok"] and not answer["result"]["timings"]["model_cached"]
+    first.close()
+
+    # A new connection reaches the same agent, with its adapter and its loaded model.
+    second = listener.connect()
+    again = second.read()
+    assert again is not None and again["pid"] == hello["pid"]
+    ping = second.ask({"op": "ping"})
+    assert ping["jobs"] == 1 and len(ping["models"]) == 1
+    answer = second.ask({"op": "job", "dir": write_echo_job(listener.folder, "two")})
+    assert answer["result"]["timings"]["model_cached"]
+    assert answer["result"]["outputs"][0]["attributes"]["loads"] == 1
+    second.close()
+    assert listener.process.poll() is None
+
+
+def test_shutdown_exits_and_removes_the_socket(listener: Listener) -> None:
+    connection = listener.connect()
+    connection.read()
+    assert connection.ask({"op": "shutdown"}) == {"op": "shutdown"}
+    assert connection.read() is None
+    connection.close()
+    assert listener.wait() == board.EXIT_OK
+    assert not listener.socket.exists()
+    assert listener.process.stdout is not None
+    assert listener.process.stdout.read() == b""  # nothing but the log, and that on stderr
+
+
+def test_the_socket_is_for_its_owner_only(listener: Listener) -> None:
+    mode = listener.socket.lstat().st_mode
+    assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
+
+
+def test_a_desynchronised_connection_costs_only_itself(listener: Listener) -> None:
+    connection = listener.connect()
+    connection.read()
+    connection.sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
+    answer = connection.read()
+    assert answer is not None and "not npu-hil frames" in answer["error"]["message"]
+    assert connection.read() is None  # that connection is over ...
+    connection.close()
+    other = listener.connect()  # ... the agent is not
+    other.read()
+    assert other.ask({"op": "ping"})["pid"] == listener.process.pid
+    other.close()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_idle_timeout_exits(python: str, tmp_path: Path) -> None:
+    agent = Listener(python, tmp_path, "--idle-timeout", "0.5")
+    try:
+        agent.wait_listening()
+        assert agent.wait(30) == board.EXIT_OK
+    finally:
+        agent.stop()
+    assert not agent.socket.exists()
+    assert "no connection for 0.5 s" in agent.log.read_text()
+
+
+def test_a_stuck_runtime_exits_and_removes_the_socket(listener: Listener) -> None:
+    connection = listener.connect()
+    connection.read()
+    job = write_echo_job(listener.folder, "hung", hang={"stage": "run"}, run_timeout_s=0.5)
+    answer = connection.ask({"op": "job", "dir": job})
+    assert answer["restart"] and answer["result"]["errors"][0]["type"] == "TimeoutError"
+    connection.close()
+    assert listener.wait() == board.EXIT_TIMEOUT
+    assert not listener.socket.exists()
+
+
+def test_a_stale_socket_is_replaced_and_a_live_one_kept(tmp_path: Path) -> None:
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(tmp_path / SOCKET))
+    stale.close()  # the file stays, with nobody behind it: an agent that died
+    first = Listener(sys.executable, tmp_path)
+    try:
+        first.wait_listening()
+        connection = first.connect()
+        connection.read()
+        assert connection.ask({"op": "ping"})["pid"] == first.process.pid
+        connection.close()
+        second = Listener(sys.executable, tmp_path)
+        assert second.wait() == board.EXIT_FAILED
+        assert "another agent listens at agent.sock" in second.log.read_text()
+        second.stop()
+        assert first.process.poll() is None and first.socket.exists()
+    finally:
+        first.stop()
+
+
+def test_a_path_that_is_not_a_socket_is_refused(tmp_path: Path) -> None:
+    (tmp_path / SOCKET).write_text("precious")
+    agent = Listener(sys.executable, tmp_path)
+    assert agent.wait() == board.EXIT_FAILED
+    agent.stop()
+    assert (tmp_path / SOCKET).read_text() == "precious"
+
+
+def test_one_mode_at_a_time(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(AGENT), "--session", "--listen", SOCKET],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "give one of JOB_DIR, --session or --listen SOCKET" in done.stderr
+
+
+# --- the relay -----------------------------------------------------------------------------------
+
+
+def test_relay_carries_requests_and_answers(listener: Listener) -> None:
+    python, folder = listener.python, listener.folder
+    job = write_echo_job(folder, "relayed")
+    requests = board.encode_frame({"op": "ping"}) + board.encode_frame({"op": "job", "dir": job})
+    done = run_relay(python, folder, requests, SOCKET)
+    assert done.returncode == relay.EXIT_OK, done.stderr
+    hello, ping, answer = frames(done.stdout)
+    assert hello["op"] == "hello" and ping["pid"] == hello["pid"] == listener.process.pid
+    assert answer["result"]["ok"]
+    # A second relay, hello dropped: the same agent, the model still loaded.
+    again = run_relay(python, folder, board.encode_frame({"op": "ping"}), "--drop-hello", SOCKET)
+    (ping,) = frames(again.stdout)
+    assert ping["jobs"] == 1 and len(ping["models"]) == 1
+    assert listener.process.poll() is None
+
+
+def test_relay_base64_form_is_checked_both_ways(listener: Listener) -> None:
+    python, folder = listener.python, listener.folder
+    request = board.encode_frame({"op": "ping"})
+    encoded = relay.encode_base64(request)
+    digest = hashlib.sha256(request).hexdigest()
+    args = ("--base64", "--sha256", digest, "--out", "answer.bin", "--drop-hello", SOCKET)
+    done = run_relay(python, folder, encoded, *args)
+    assert done.returncode == relay.EXIT_OK, done.stderr
+    *body, trailer = done.stdout.splitlines()
+    answer = (folder / "answer.bin").read_bytes()
+    assert relay.decode_base64(b"\n".join(body)) == answer
+    assert trailer.decode() == f"NPU-RELAY {len(answer)} {hashlib.sha256(answer).hexdigest()}"
+    assert frames(answer)[0]["op"] == "ping"
+    # Longer than --inline-max: only the trailer; the answer is in the file.
+    short = run_relay(python, folder, encoded, *args[:-1], "--inline-max", "10", SOCKET)
+    assert short.stdout.decode().startswith("NPU-RELAY ")
+    # A request damaged on the way is never sent.
+    damaged = encoded.replace(encoded[12:13], b"A" if encoded[12:13] != b"A" else b"B", 1)
+    refused = run_relay(python, folder, damaged, *args)
+    assert refused.returncode == relay.EXIT_DAMAGED and refused.stdout == b""
+    assert "does not match its sha256" in refused.stderr.decode()
+
+
+def test_relay_reports_an_agent_that_dies_answering(listener: Listener) -> None:
+    job = write_echo_job(listener.folder, "boom", crash={"stage": "run", "how": "exit"})
+    done = run_relay(
+        listener.python, listener.folder, board.encode_frame({"op": "job", "dir": job}), SOCKET
+    )
+    assert done.returncode == relay.EXIT_CUT
+    assert [f["op"] for f in frames(done.stdout)] == ["hello"]  # what came is still written
+    assert "closed the connection after 1 of 2 frames" in done.stderr.decode()
+    assert listener.wait() == 70
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_relay_without_an_agent(python: str, tmp_path: Path) -> None:
+    done = run_relay(python, tmp_path, b"", SOCKET)
+    assert done.returncode == relay.EXIT_GONE
+    assert (
+        done.stderr.decode().strip() == "relay: no agent at agent.sock (No such file or directory)"
+    )
+    # Waiting for an agent that is starting ends early when it is known to have exited.
+    (tmp_path / "exited").write_text("1\n")
+    started = time.monotonic()
+    waited = run_relay(python, tmp_path, b"", "--wait", "30", "--exited", "exited", SOCKET)
+    assert waited.returncode == relay.EXIT_GONE and time.monotonic() - started < 10
+    assert "exited" in waited.stderr.decode()
+
+
+def test_relay_refuses_what_is_not_frames(tmp_path: Path) -> None:
+    done = run_relay(sys.executable, tmp_path, b"\x00\x00\x00\x00\x00\x00\x00\x09{}", SOCKET)
+    assert done.returncode == relay.EXIT_CUT and "ends inside a frame" in done.stderr.decode()
+    usage = run_relay(sys.executable, tmp_path, b"", "--wait")
+    assert usage.returncode == relay.EXIT_USAGE and "needs a value" in usage.stderr.decode()
+
+
+def test_relay_speaks_the_agents_frames() -> None:
+    """The relay repeats the frame format instead of importing the agent (numpy): same bytes."""
+    assert relay.FRAME_HEADER.format == board.FRAME_HEADER.format
+    assert relay.MAX_FRAME_BYTES == board.MAX_FRAME_BYTES
+    data = board.encode_frame({"op": "ping"}) * 2
+    assert relay.whole_frames(data + data[:5]) == (2, len(data))
