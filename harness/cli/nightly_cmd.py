@@ -27,6 +27,7 @@ DEFAULT_SUITE = Path("tests") / "hil"
 POLL_SECONDS = 0.25
 LOG_FILE = "pytest.log"
 LOG_TAIL_LINES = 15
+NO_BOARD = "(no board)"  # summary.json's row for cases no board of the inventory serves
 # pytest's exit codes for a run that did not finish its tests
 INCOMPLETE_EXITS = frozenset({2, 3, 4})
 
@@ -199,7 +200,7 @@ def _print_summary(run_dir: Path, code: int) -> None:
         table.add_row(
             board,
             str(entry.get("target") or ""),
-            "SIM" if entry.get("simulated") else "HW",
+            "" if board == NO_BOARD else "SIM" if entry.get("simulated") else "HW",
             *(str(entry.get(o, 0)) for o in OUTCOMES),
         )
     outcomes = summary["outcomes"]

@@ -39,6 +39,9 @@ def _badge(text: str, cls: str) -> str:
     return f'<span class="b {escape(cls)}">{escape(text)}</span>'
 
 
+NO_BOARD = "(no board)"  # summary.json's row for cases no board of the inventory serves
+
+
 def _sim_badge(simulated: bool) -> str:
     return _badge("SIM", "sim") if simulated else _badge("HW", "hw")
 
@@ -85,6 +88,11 @@ def _header(summary: Mapping[str, Any]) -> str:
             f'<div class="banner mixed">MIXED: {hw} tests on hardware (HW), '
             f"{sim} on simulated boards (SIM)</div>"
         )
+    if summary.get("no_board"):
+        banner += (
+            f'<div class="banner">{summary["no_board"]} cases had no board to run on '
+            "(a SoC no board of the inventory serves)</div>"
+        )
     counts = " ".join(_badge(f"{outcomes.get(o, 0)} {o}", o) for o in _ORDER)
     facts = "".join(
         f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>"
@@ -127,7 +135,8 @@ def _boards(summary: Mapping[str, Any]) -> str:
         rows.append(
             f"<tr><td>{escape(board)}</td><td>{escape(str(entry.get('target') or ''))}</td>"
             f"<td>{escape(str(entry.get('backend') or ''))}</td>"
-            f"<td>{_sim_badge(bool(entry.get('simulated')))}</td>{cells}</tr>"
+            f"<td>{'' if board == NO_BOARD else _sim_badge(bool(entry.get('simulated')))}</td>"
+            f"{cells}</tr>"
         )
     head = "".join(f"<th>{o}</th>" for o in _ORDER)
     return (

@@ -22,7 +22,8 @@ def build_summary(records: Sequence[TestRecord], meta: Mapping[str, Any]) -> dic
     totals = _zero()
     per_board: dict[str, dict[str, Any]] = {}
     per_target: dict[str, dict[str, int]] = {}
-    by_backend = {"simulated": _zero(), "hardware": _zero()}
+    # A case that never had a board (a SoC no board of the inventory serves) ran on neither.
+    by_backend = {"simulated": _zero(), "hardware": _zero(), "no board": _zero()}
     for record in records:
         _count(totals, record.outcome)
         board = record.board or "(no board)"
@@ -33,7 +34,10 @@ def build_summary(records: Sequence[TestRecord], meta: Mapping[str, Any]) -> dic
         _count(entry, record.outcome)
         entry["simulated"] = bool(entry["simulated"]) or record.simulated
         _count(per_target.setdefault(record.target or "(no target)", _zero()), record.outcome)
-        _count(by_backend["simulated" if record.simulated else "hardware"], record.outcome)
+        kind = (
+            "simulated" if record.simulated else "no board" if record.board is None else "hardware"
+        )
+        _count(by_backend[kind], record.outcome)
     return {
         "schema": SCHEMA_VERSION,
         "meta": dict(meta),
@@ -41,6 +45,7 @@ def build_summary(records: Sequence[TestRecord], meta: Mapping[str, Any]) -> dic
         "outcomes": totals,
         "simulated": sum(by_backend["simulated"].values()),
         "hardware": sum(by_backend["hardware"].values()),
+        "no_board": sum(by_backend["no board"].values()),
         "by_backend": by_backend,
         "per_board": dict(sorted(per_board.items())),
         "per_target": dict(sorted(per_target.items())),

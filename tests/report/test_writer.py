@@ -152,3 +152,19 @@ def test_junit_properties_are_not_repeated(tmp_path: Path) -> None:
         if p.get("name") in ("board", "simulated", "fallback_reason")
     ]
     assert sorted(names) == ["board", "fallback_reason", "simulated"]
+
+
+def test_cases_without_a_board_are_neither_hardware_nor_simulated(tmp_path: Path) -> None:
+    """A SoC no board serves is a skipped case on no board: a simulated run with some of those
+    is still a simulated run, never "mixed" with hardware."""
+    records = [
+        TestRecord("t.py::test_a[rk3588-01]", "passed", 0.1, board="rk3588-01", simulated=True),
+        TestRecord("t.py::test_a[kl730]", "skipped", 0.0, target="kl730", message="no board"),
+    ]
+    run_dir = new_run_dir(tmp_path)
+    write_run(run_dir, records, {})
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert (summary["simulated"], summary["hardware"], summary["no_board"]) == (1, 0, 1)
+    html = (run_dir / "report.html").read_text()
+    assert "SIMULATED: all 1 tests ran on simulated boards" in html
+    assert "1 cases had no board to run on" in html and "MIXED" not in html
