@@ -837,6 +837,9 @@ class SerialAgentSession:
         status = self._await_status(min(timeout, EXIT_GRACE_S))
         if status is not None:
             return status
+        # A session closed right after it started: the keeper shell may not have written the
+        # agent's pid yet, and an agent nobody can name would live on until its idle timeout.
+        self._await_pid(STATUS_GRACE_S)
         status, signalled = self._signal("TERM")
         if status is None:
             remaining = max(0.0, deadline - time.monotonic())
@@ -857,6 +860,14 @@ class SerialAgentSession:
             "then echo signalled; fi"
         )
         return _exit_code(output), output.strip() == b"signalled"
+
+    def _await_pid(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        pid, status = self._file("pid"), self._file("status")
+        while time.monotonic() < deadline:
+            if self._shell(f"test -s {pid} || test -e {status}")[1] == 0:
+                return
+            time.sleep(STOP_POLL_S)
 
     def _await_status(self, seconds: float) -> int | None:
         deadline = time.monotonic() + seconds

@@ -475,8 +475,23 @@ def test_one_session_per_console(serial_board: SerialBoard, tmp_path: Path) -> N
         assert session.recv(8, 60)  # the hello's first bytes
         ended = session.close()
         assert session.close() is ended and ended.returncode == -signal.SIGTERM
-        transport.open_session(argv).close(timeout=0)
+        # Closed at once, before the agent's pid is even on record: it is still stopped.
+        at_once = transport.open_session(argv)
+        assert at_once.close(timeout=0).returncode is not None
+        assert not _processes_named(at_once.name)
         agent.close()
+
+
+def _processes_named(text: str) -> list[int]:
+    """Processes on this machine (the fake board) whose command line contains ``text``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and text.encode() in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
 
 
 def test_the_relay_alone_without_an_agent(serial_board: SerialBoard, tmp_path: Path) -> None:
