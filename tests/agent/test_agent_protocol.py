@@ -24,9 +24,9 @@ from harness.agent.protocol import (
     write_job,
 )
 from harness.errors import DeviceError, LayoutError, ProtocolError, TransportError
+from tests.agent.jobs import FAKE_ADAPTERS
 
 AGENT = Path(board.__file__)
-FAKE_ADAPTERS = Path(__file__).parent / "fake_adapters" / "adapters"
 
 
 def run_agent(

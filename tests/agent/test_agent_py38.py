@@ -19,29 +19,12 @@ from harness.agent.client import ADAPTERS_SOURCE, AgentClient
 from harness.agent.protocol import InputSpec, JobSpec, read_result, write_job
 from harness.errors import DeviceError, TransportError
 from harness.transport import LocalTransport
+from tests.agent.jobs import FAKE_ADAPTERS, PY38, py38_problem
 
-PY38 = os.environ.get("NPU_HIL_PY38", "/root/.pyenv/versions/3.8.18/bin/python")
 AGENT = Path(board.__file__)
-FAKE_ADAPTERS = Path(__file__).parent / "fake_adapters" / "adapters"
 
 
-def _py38_problem() -> str | None:
-    if not os.access(PY38, os.X_OK):
-        return f"Python 3.8 interpreter not found at {PY38} (set NPU_HIL_PY38 to another one)"
-    probe = subprocess.run(
-        [PY38, "-c", "import sys, numpy; print('%d.%d' % sys.version_info[:2])"],
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    if probe.returncode != 0:
-        return f"{PY38} cannot import numpy: {probe.stderr.decode().strip()[-200:]}"
-    if probe.stdout.decode().strip() != "3.8":
-        return f"{PY38} is Python {probe.stdout.decode().strip()}, not 3.8"
-    return None
-
-
-PROBLEM = _py38_problem()
+PROBLEM = py38_problem()
 pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")
 
 

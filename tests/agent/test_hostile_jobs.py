@@ -19,9 +19,9 @@ import pytest
 from harness.agent import agent as board
 from harness.agent.protocol import InputSpec, JobSpec, read_result, write_job
 from harness.errors import ProtocolError, TransportError
+from tests.agent.jobs import FAKE_ADAPTERS
 
 AGENT = Path(board.__file__)
-FAKE_ADAPTERS = Path(__file__).parent / "fake_adapters" / "adapters"
 
 
 def run_agent(job_dir: Path, *extra: str) -> subprocess.CompletedProcess[bytes]:

@@ -5,7 +5,6 @@ under Python 3.8 (``NPU_HIL_PY38``)."""
 from __future__ import annotations
 
 import hashlib
-import os
 import socket
 import stat
 import subprocess
@@ -15,33 +14,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from harness.agent import agent as board
 from harness.agent import relay
 from harness.agent.protocol import InputSpec, JobSpec, write_job
+from tests.agent.jobs import FAKE_ADAPTERS, PY38, X, py38_problem
 
 AGENT = Path(board.__file__)
 RELAY = Path(relay.__file__)
-FAKE_ADAPTERS = Path(__file__).parent / "fake_adapters" / "adapters"
 SOCKET = "agent.sock"
-X = np.arange(2 * 3 * 4 * 4, dtype=np.int8).reshape(2, 3, 4, 4)
-PY38 = os.environ.get("NPU_HIL_PY38", "/root/.pyenv/versions/3.8.18/bin/python")
-
-
-def _py38_problem() -> str | None:
-    if not os.access(PY38, os.X_OK):
-        return f"Python 3.8 interpreter not found at {PY38} (set NPU_HIL_PY38 to another one)"
-    probe = subprocess.run(
-        [PY38, "-c", "import sys, numpy; print('%d.%d' % sys.version_info[:2])"],
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    if probe.returncode != 0 or probe.stdout.decode().strip() != "3.8":
-        return f"{PY38} is not a Python 3.8 with numpy: {probe.stderr.decode().strip()[-200:]}"
-    return None
 
 
 PYTHONS = [
@@ -49,7 +31,7 @@ PYTHONS = [
     pytest.param(
         PY38,
         id="py38",
-        marks=pytest.mark.skipif(_py38_problem() is not None, reason=_py38_problem() or ""),
+        marks=pytest.mark.skipif(py38_problem() is not None, reason=py38_problem() or ""),
     ),
 ]
 

@@ -21,8 +21,8 @@ from harness.transport import (
     Transport,
     remote_path,
 )
+from tests.agent.jobs import FAKE_ADAPTERS
 
-FAKE_ADAPTERS = Path(__file__).parent / "fake_adapters" / "adapters"
 PY = sys.executable
 
 

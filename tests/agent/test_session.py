@@ -19,33 +19,19 @@ import pytest
 
 from harness.agent import agent as board
 from harness.agent.client import AgentClient
-from harness.agent.protocol import InputSpec, JobSpec
 from harness.errors import DeviceError, ProtocolError, TransportError
 from harness.transport import LocalTransport
+from tests.agent.jobs import FAKE_ADAPTERS, X
+from tests.agent.jobs import echo_job as spec
 
 AGENT = Path(board.__file__)
-FAKE_ADAPTERS = Path(__file__).parent / "fake_adapters" / "adapters"
 PY = sys.executable
-X = np.arange(2 * 3 * 4 * 4, dtype=np.int8).reshape(2, 3, 4, 4)
 
 
 def make_model(tmp_path: Path, name: str, content: bytes) -> Path:
     path = tmp_path / name
     path.write_bytes(content)
     return path
-
-
-def spec(model: Path, job_id: str = "job", **overrides: Any) -> JobSpec:
-    fields: dict[str, Any] = {
-        "job_id": job_id,
-        "adapter": "echo",
-        "model": model,
-        "inputs": (InputSpec("x", "NCHW", (2, 3, 4, 4), "int8"),),
-        "load_timeout_s": 10.0,
-        "run_timeout_s": 10.0,
-    }
-    fields.update(overrides)
-    return JobSpec(**fields)
 
 
 @pytest.fixture

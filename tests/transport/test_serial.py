@@ -17,11 +17,10 @@ import pytest
 
 from harness.agent import relay
 from harness.agent.client import AgentClient
-from harness.agent.protocol import InputSpec, JobSpec
 from harness.errors import DeviceError, TransportError
-from harness.models import build, save
 from harness.transport import RemotePathError, Session, Transport, serial_console
 from harness.transport.serial_console import SerialTransport, prepare_url
+from tests.agent.jobs import FAKE_ADAPTERS, X, echo_job, sim_job
 from tests.transport.conftest import NoisyRelay, SerialBoard
 
 PASSWORD_ENV = "NPU_HIL_TEST_SERIAL_PASSWORD"
@@ -218,42 +217,16 @@ def test_rfc2217_through_ser2net(
 def test_agent_runs_a_sim_job_one_shot_over_serial(
     serial_board: SerialBoard, tmp_path: Path
 ) -> None:
-    model = save(build("conv1x1", (1, 3, 3, 5)), tmp_path / "model.onnx")
-    x = np.random.default_rng(1).integers(0, 256, (1, 3, 3, 5), dtype=np.uint8)
-    spec = JobSpec(
-        job_id="serial-one",
-        adapter="sim",
-        model=model,
-        inputs=(InputSpec("input", "NCHW", (1, 3, 3, 5), "uint8"),),
-        adapter_options={"target": "rk3562"},
-        load_timeout_s=30,
-        run_timeout_s=30,
-    )
+    spec, inputs = sim_job(tmp_path, "serial-one", "rk3562")
     with make(serial_board, tmp_path, python=sys.executable, command_timeout=20.0) as transport:
         with AgentClient(transport, sessions=False, scratch=tmp_path / "scratch") as client:
-            result = client.submit(spec, {"input": x})
+            result = client.submit(spec, inputs)
             assert result.ok, result
             assert result.outputs
         assert list((Path(transport.workdir) / "jobs").iterdir()) == []
 
 
 # --- agent sessions: a resident agent reached through the relay ----------------------------------
-
-FAKE_ADAPTERS = Path(__file__).parents[1] / "agent" / "fake_adapters" / "adapters"
-X = np.arange(2 * 3 * 4 * 4, dtype=np.int8).reshape(2, 3, 4, 4)
-
-
-def echo_job(model: Path, job_id: str, **overrides: Any) -> JobSpec:
-    fields: dict[str, Any] = {
-        "job_id": job_id,
-        "adapter": "echo",
-        "model": model,
-        "inputs": (InputSpec("x", "NCHW", (2, 3, 4, 4), "int8"),),
-        "load_timeout_s": 10.0,
-        "run_timeout_s": 10.0,
-    }
-    fields.update(overrides)
-    return JobSpec(**fields)
 
 
 @pytest.fixture
@@ -315,22 +288,12 @@ def test_one_resident_agent_serves_every_job(session_client: AgentClient, echo_m
 def test_sim_jobs_keep_the_runtime_warm_over_serial(
     serial_board: SerialBoard, tmp_path: Path
 ) -> None:
-    model = save(build("conv1x1", (1, 3, 3, 5)), tmp_path / "model.onnx")
-    x = np.random.default_rng(1).integers(0, 256, (1, 3, 3, 5), dtype=np.uint8)
-    spec = JobSpec(
-        job_id="serial-sim",
-        adapter="sim",
-        model=model,
-        inputs=(InputSpec("input", "NCHW", (1, 3, 3, 5), "uint8"),),
-        adapter_options={"target": "rk3588"},
-        load_timeout_s=30,
-        run_timeout_s=30,
-    )
+    spec, inputs = sim_job(tmp_path, "serial-sim", "rk3588")
     with (
         make(serial_board, tmp_path, python=sys.executable, command_timeout=20.0) as transport,
         AgentClient(transport, scratch=tmp_path / "scratch") as client,
     ):
-        results = [client.submit(spec, {"input": x}) for _ in range(3)]
+        results = [client.submit(spec, inputs) for _ in range(3)]
         assert all(r.ok and r.outputs for r in results)
         assert [r.timings.model_cached for r in results] == [False, True, True]
         assert client.sessions_started == 1

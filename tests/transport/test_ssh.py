@@ -16,11 +16,10 @@ import numpy as np
 import pytest
 
 from harness.agent.client import AgentClient
-from harness.agent.protocol import InputSpec, JobSpec
 from harness.errors import TransportError
-from harness.models import build, save
 from harness.transport import RemotePathError, Session, Transport, ssh_stream
 from harness.transport.ssh import SshTransport
+from tests.agent.jobs import sim_job
 from tests.transport.conftest import Sshd, fingerprint, start_sshd, stop_sshd
 from tests.transport.faultproxy import Direction, FaultProxy
 
@@ -641,26 +640,16 @@ def test_board_gone_fails_after_bounded_retries(tmp_path: Path, sshd: Sshd) -> N
 
 def test_agent_runs_a_sim_job_over_ssh(sshd: Sshd, tmp_path: Path) -> None:
     transport = make(sshd, tmp_path, env={"PYTHONPATH": str(ROOT)})
-    model = save(build("conv1x1", (1, 3, 3, 5)), tmp_path / "model.onnx")
-    x = np.random.default_rng(1).integers(0, 256, (1, 3, 3, 5), dtype=np.uint8)
-    spec = JobSpec(
-        job_id="ssh-one",
-        adapter="sim",
-        model=model,
-        inputs=(InputSpec("input", "NCHW", (1, 3, 3, 5), "uint8"),),
-        adapter_options={"target": "rk3562"},
-        load_timeout_s=30,
-        run_timeout_s=30,
-    )
+    spec, inputs = sim_job(tmp_path, "ssh-one", "rk3562")
     try:
         with AgentClient(transport, scratch=tmp_path / "scratch") as client:
-            result = client.submit(spec, {"input": x})
+            result = client.submit(spec, inputs)
             assert result.ok, result
             assert result.outputs
-            again = client.submit(spec, {"input": x})
+            again = client.submit(spec, inputs)
             assert again.ok and again.timings.model_cached
         with AgentClient(transport, sessions=False, scratch=tmp_path / "scratch2") as client:
-            assert client.submit(spec, {"input": x}).ok
+            assert client.submit(spec, inputs).ok
         assert transport.connects == 1
         assert list((Path(transport.workdir) / "jobs").iterdir()) == []
     finally:
