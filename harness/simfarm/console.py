@@ -8,15 +8,14 @@ board's console does after a reset.
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.simfarm.errors import MissingToolError, SimFarmError
-from harness.simfarm.procs import free_port, is_listening, spawn, stop_popen, wait_until
+from harness.simfarm.errors import MissingToolError
+from harness.simfarm.procs import is_listening, spawn, start_listener, stop_popen, wait_until
 from harness.simfarm.pyenv import harness_root
 
 __all__ = [
@@ -165,9 +164,8 @@ def start_ser2net(
     root.mkdir(parents=True, exist_ok=True)
     config = root / "ser2net.yaml"
     log = root / "ser2net.log"
-    last: SimFarmError | None = None
-    for _ in range(1 if port is not None else max(1, attempts)):
-        chosen = port if port is not None else free_port()
+
+    def argv_for(chosen: int) -> list[str]:
         config.write_text(
             "connection: &board\n"
             f"  accepter: telnet(rfc2217),tcp,127.0.0.1,{chosen}\n"
@@ -175,20 +173,15 @@ def start_ser2net(
             f"  connector: serialdev,{tty},{baudrate}n81,local\n",
             encoding="utf-8",
         )
-        process = spawn(
-            [ser2net, "-n", "-c", str(config), "-P", str(root / "ser2net.pid")], log=log
-        )
-        try:
-            wait_until(
-                functools.partial(is_listening, chosen),
-                process,
-                timeout=START_TIMEOUT_S,
-                what=f"ser2net on 127.0.0.1:{chosen}",
-                log=log,
-            )
-        except SimFarmError as exc:
-            last = exc
-            continue
-        return Ser2net(process, chosen, config)
-    assert last is not None
-    raise last
+        return [ser2net, "-n", "-c", str(config), "-P", str(root / "ser2net.pid")]
+
+    process, chosen = start_listener(
+        argv_for,
+        is_listening,
+        what="ser2net",
+        log=log,
+        port=port,
+        attempts=attempts,
+        timeout=START_TIMEOUT_S,
+    )
+    return Ser2net(process, chosen, config)

@@ -12,6 +12,7 @@ unless it matches.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import socket
@@ -80,6 +81,40 @@ def wait_until(
             )
             raise SimFarmError(f"{what}: {why}{_log_tail(log)}")
         time.sleep(POLL_S)
+
+
+def start_listener(
+    argv_for: Callable[[int], Sequence[str]],
+    answers: Callable[[int], bool],
+    *,
+    what: str,
+    log: Path,
+    port: int | None,
+    attempts: int,
+    timeout: float,
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start a server on ``port`` (``argv_for(port)`` writes what it needs and gives its
+    command line) and wait until ``answers(port)``. Without a ``port`` a free one is taken, and
+    another one if a different process took it between the choice and the bind (up to
+    ``attempts``)."""
+    last: SimFarmError | None = None
+    for _ in range(1 if port is not None else max(1, attempts)):
+        chosen = port if port is not None else free_port()
+        process = spawn(argv_for(chosen), log=log)
+        try:
+            wait_until(
+                functools.partial(answers, chosen),
+                process,
+                timeout=timeout,
+                what=f"{what} on 127.0.0.1:{chosen}",
+                log=log,
+            )
+        except SimFarmError as exc:
+            last = exc
+            continue
+        return process, chosen
+    assert last is not None
+    raise last
 
 
 def _log_tail(log: Path | None, lines: int = 5) -> str:

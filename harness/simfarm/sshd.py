@@ -9,19 +9,17 @@ one user and password and keyboard-interactive logins are off.
 
 from __future__ import annotations
 
-import functools
 import os
 import pwd
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.simfarm.errors import MissingToolError, SimFarmError
-from harness.simfarm.procs import free_port, spawn, wait_until
+from harness.simfarm.procs import start_listener
 
 __all__ = [
     "Sshd",
@@ -192,35 +190,30 @@ def start_sshd(
         PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
     user = login_user()
     log = root / "sshd.log"
-    last: SimFarmError | None = None
-    for _ in range(1 if port is not None else max(1, attempts)):
-        chosen = port if port is not None else free_port()
+
+    def argv_for(chosen: int) -> list[str]:
         config = _write_config(root, chosen, host_key, authorized, user, env or {})
         # The log goes to a file, not a pipe: an unread pipe could fill and stall sshd.
-        process = spawn([sshd, "-D", "-e", "-f", str(config)], log=log)
-        try:
-            wait_until(
-                functools.partial(_answers, chosen),
-                process,
-                timeout=START_TIMEOUT_S,
-                what=f"sshd on 127.0.0.1:{chosen}",
-                log=log,
-            )
-        except SimFarmError as exc:
-            last = exc
-            time.sleep(0.05)
-            continue
-        info = Sshd(
-            port=chosen,
-            user=user,
-            host_key=host_key,
-            host_pub=" ".join(Path(f"{host_key}.pub").read_text(encoding="utf-8").split()[:2]),
-            client_key=client_key,
-            root=root,
-        )
-        return process, info
-    assert last is not None
-    raise last
+        return [sshd, "-D", "-e", "-f", str(config)]
+
+    process, chosen = start_listener(
+        argv_for,
+        _answers,
+        what="sshd",
+        log=log,
+        port=port,
+        attempts=attempts,
+        timeout=START_TIMEOUT_S,
+    )
+    info = Sshd(
+        port=chosen,
+        user=user,
+        host_key=host_key,
+        host_pub=" ".join(Path(f"{host_key}.pub").read_text(encoding="utf-8").split()[:2]),
+        client_key=client_key,
+        root=root,
+    )
+    return process, info
 
 
 def stop_sshd(process: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
