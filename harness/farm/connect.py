@@ -21,20 +21,12 @@ from harness.farm.inventory import Board
 from harness.transport.base import Transport
 from harness.transport.local import LocalTransport
 
-__all__ = ["DEFAULT_REMOTE_WORKDIR", "close_transport", "connect", "uses_sessions"]
+__all__ = ["DEFAULT_REMOTE_WORKDIR", "close_transport", "connect"]
 
 DEFAULT_REMOTE_WORKDIR = "/tmp/npu-hil"
 """Where the agent, the model cache and the jobs live on a board whose inventory names no
 workdir: a tmpfs on most boards, so a reboot leaves nothing behind."""
 DEFAULT_REMOTE_PYTHON = "python3"
-
-
-def uses_sessions(board: Board) -> bool:
-    """Whether the agent stays up between jobs: on every transport. Over a serial console the
-    agent runs in the background and each request reaches it through a relay command
-    (:meth:`~harness.transport.serial_console.SerialTransport.open_session`), so the runtime and
-    the loaded models stay warm there too."""
-    return True
 
 
 def connect(board: Board, local_workdir: Path) -> Transport:

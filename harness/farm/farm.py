@@ -33,7 +33,7 @@ from filelock import FileLock
 import harness
 from harness.agent.client import AgentClient
 from harness.errors import NpuHilError, TransportError
-from harness.farm.connect import connect, uses_sessions
+from harness.farm.connect import connect
 from harness.farm.inventory import SIM_ADAPTER, Board, Inventory, load_inventory
 from harness.farm.labgrid_places import FarmPlaces
 from harness.farm.power import power_cycle as _power_cycle
@@ -159,7 +159,7 @@ class Farm:
         return BoardSession(
             board=board,
             transport=transport,
-            client=self._client(transport, board.python, sessions=uses_sessions(board)),
+            client=self._client(transport, board.python),
             simulated=simulated_runtime,
             adapter=board.adapter,
             adapter_options={"target": board.target} if simulated_runtime else {},
@@ -184,10 +184,8 @@ class Farm:
             manifest_path=self.inventory.manifest,
         )
 
-    def _client(
-        self, transport: Transport, python: str | None, *, sessions: bool = True
-    ) -> AgentClient:
-        return AgentClient(transport, python=python, sessions=sessions, keep_jobs=self.keep_remote)
+    def _client(self, transport: Transport, python: str | None) -> AgentClient:
+        return AgentClient(transport, python=python, keep_jobs=self.keep_remote)
 
     def _board_dir(self, board: Board) -> Path:
         folder = self.workdir / "boards" / board.name
