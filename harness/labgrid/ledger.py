@@ -30,6 +30,8 @@ from typing import Any
 
 from filelock import FileLock
 
+from harness.procstat import proc_stat
+
 __all__ = ["Holder", "Holding", "PlaceLedger", "current_holder", "holder_alive"]
 
 log = logging.getLogger(__name__)
@@ -73,16 +75,8 @@ class Holding:
 
 def _start_time(pid: int) -> int | None:
     """The process's start time in clock ticks since boot (Linux), None where /proc has none."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    fields = stat[stat.rfind(")") + 2 :].split()
-    try:
-        return int(fields[19])  # field 22 overall: starttime
-    except (IndexError, ValueError):
-        return None
+    stat = proc_stat(pid)
+    return None if stat is None else stat.start_time
 
 
 def current_holder() -> Holder:
@@ -93,14 +87,10 @@ def current_holder() -> Holder:
 def holder_alive(holder: Holder) -> bool:
     """Whether the recorded process still runs (a zombie counts as gone)."""
     if Path("/proc").is_dir():
-        try:
-            stat = Path(f"/proc/{holder.pid}/stat").read_text(encoding="ascii", errors="replace")
-        except OSError:
+        stat = proc_stat(holder.pid)
+        if stat is None or not stat.running:
             return False
-        state = stat[stat.rfind(")") + 2 :].split()[:1]
-        if state == ["Z"]:
-            return False
-        return holder.start is None or _start_time(holder.pid) == holder.start
+        return holder.start is None or stat.start_time == holder.start
     try:
         os.kill(holder.pid, 0)
     except ProcessLookupError:

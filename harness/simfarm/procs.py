@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from harness.procstat import proc_stat
 from harness.simfarm.errors import SimFarmError
 
 __all__ = [
@@ -157,27 +158,6 @@ def spawn(
 # --- /proc --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Stat:
-    state: str
-    ppid: int
-    pgrp: int
-    start_time: int  # clock ticks after boot: with the pid, names one process for good
-
-
-def _stat(pid: int) -> _Stat | None:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    # The command name (field 2) is in parentheses and may hold spaces or parentheses itself.
-    fields = raw[raw.rfind(")") + 2 :].split()
-    try:
-        return _Stat(fields[0], int(fields[1]), int(fields[2]), int(fields[19]))
-    except (IndexError, ValueError):
-        return None
-
-
 def _cmdline(pid: int) -> str | None:
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -195,15 +175,15 @@ def _reap(pid: int) -> None:
 
 def _alive(pid: int, start_time: int) -> bool:
     _reap(pid)
-    stat = _stat(pid)
-    return stat is not None and stat.start_time == start_time and stat.state not in ("Z", "X")
+    stat = proc_stat(pid)
+    return stat is not None and stat.start_time == start_time and stat.running
 
 
 def _children() -> dict[int, list[int]]:
     tree: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            stat = _stat(int(entry))
+            stat = proc_stat(int(entry))
             if stat is not None:
                 tree.setdefault(stat.ppid, []).append(int(entry))
     return tree
@@ -218,7 +198,7 @@ def _descendants(pid: int) -> list[tuple[int, int]]:
     todo = list(tree.get(pid, ()))
     while todo:
         child = todo.pop()
-        stat = _stat(child)
+        stat = proc_stat(child)
         if stat is not None:
             out.append((child, stat.start_time))
             todo.extend(tree.get(child, ()))
@@ -273,7 +253,7 @@ class ProcessRecord:
 def record_process(
     name: str, process: subprocess.Popen[bytes], *, port: int | None = None, log: Path | None = None
 ) -> ProcessRecord:
-    stat = _stat(process.pid)
+    stat = proc_stat(process.pid)
     if stat is None or process.poll() is not None:
         raise SimFarmError(f"{name} (pid {process.pid}) exited right after it started")
     return ProcessRecord(
@@ -288,8 +268,8 @@ def record_process(
 
 def process_state(record: ProcessRecord) -> ProcessState:
     _reap(record.pid)
-    stat = _stat(record.pid)
-    if stat is None or stat.state in ("Z", "X"):
+    stat = proc_stat(record.pid)
+    if stat is None or not stat.running:
         return "stopped"
     command = _cmdline(record.pid)
     if stat.start_time != record.start_time or command is None:
@@ -311,7 +291,7 @@ def _signal(pid: int, start_time: int, signum: int, *, group: bool) -> None:
     if not _alive(pid, start_time):
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        stat = _stat(pid)
+        stat = proc_stat(pid)
         if group and stat is not None and stat.pgrp == pid:
             os.killpg(pid, signum)
         else:
