@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 from targets.conv import ConvCheck, check_conv
-from targets.tables import tables_text
+from targets.tables import last_op_kind, tables_text
 
-__all__ = ["ConvCheck", "check_conv", "tables_text"]
+__all__ = ["ConvCheck", "check_conv", "last_op_kind", "tables_text"]

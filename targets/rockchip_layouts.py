@@ -10,8 +10,12 @@ Logical tensors are the model's ONNX shapes (NCHW for 4-D). Layouts:
   C2 block, channels padded to the table's multiple for the last op (``last_op`` = ``conv`` or
   ``other``) and each H·W plane padded to ``hw_align``, and ``UNDEFINE``.
 
-Device-reported attributes override every prediction: ``w_stride``, ``size_with_stride``,
-``native_dims`` ([N, C1, H, W, C2]), ``size``. A combination the tables do not list is a
+Where Rockchip's own compiler and runtimes do otherwise than the tables say, the prediction follows
+them and keeps the seed's value beside it (``targets.rockchip_observed``: flattened NC1HWC2
+planes, C2 channel padding for a last-layer conv on RK3562/RV1103/RV1106, C2 = 8 and width 16 on
+RV1103B/RV1106B, ...). Device-reported attributes override every prediction: ``w_stride``,
+``size_with_stride``, ``native_dims`` ([N, C1, H', W', C2], flattened or not; [N, H, W, C'] for
+NHWC outputs), ``size``. A combination neither the tables nor the observations list is a
 LayoutError naming what is missing.
 """
 
@@ -28,6 +32,7 @@ from harness.codec.params import int_tuple, one_int, round_up, take_params
 from harness.codec.registry import register
 from harness.errors import LayoutError
 from targets import rockchip
+from targets import rockchip_observed as observed
 
 INPUT_LAYOUTS = ("NHWC", "NC1HWC2", "UNDEFINE")
 OUTPUT_LAYOUTS = ("NCHW", "NHWC", "NC1HWC2", "UNDEFINE")
@@ -41,12 +46,22 @@ RKNN_TYPES = {
     "uint16": "UINT16",
     "uint32": "UINT32",
 }
+RKNN_TYPE_CODES = {
+    0: "FLOAT32", 1: "FLOAT16", 2: "INT8", 3: "UINT8", 4: "INT16", 5: "UINT16", 6: "INT32",
+    7: "UINT32", 8: "INT64", 9: "BOOL", 10: "INT4", 11: "BFLOAT16",
+}  # fmt: skip
+"""``rknn_tensor_type`` values (rknn_api.h 2.3.2, tests/data/abi/rknn_api-2.3.2.json)."""
+RKNN_QNT_CODES = {0: "NONE", 1: "DFP", 2: "AFFINE_ASYMMETRIC"}
+"""``rknn_tensor_qnt_type`` values (same header)."""
+LAST_OPS = ("conv", "other", "conv_sigmoid")
+"""What produced an output: a convolution (fused ones included), anything else, or a fused
+Conv+Sigmoid (which pads float16 channels its own way: deviation ``conv-sigmoid-fp16``)."""
 PARAMS = {
     ("input", "NHWC"): ("first_layer", "w_stride", "size_with_stride"),
     ("input", "NC1HWC2"): ("first_layer", "c2", "native_dims", "size_with_stride"),
     ("input", "UNDEFINE"): ("first_layer",),
     ("output", "NCHW"): ("size",),
-    ("output", "NHWC"): ("last_op", "size"),
+    ("output", "NHWC"): ("last_op", "native_dims", "size"),
     ("output", "NC1HWC2"): ("last_op", "c2", "hw_align", "native_dims", "size"),
     ("output", "UNDEFINE"): ("size",),
 }
@@ -88,15 +103,10 @@ def _input(
     params: dict[str, Any],
 ) -> BlockedLayout:
     first_layer = str(params.get("first_layer", rockchip.default_first_layer(target)))
-    row = rockchip.input_row(
-        target,
-        first_layer=first_layer,
-        rank=len(shape),
-        input_type=rockchip.input_type_of(dtype.name),
-    )
+    row, row_note = _input_row(target, first_layer, len(shape), dtype)
     table_row = (
         f"{row.platform} input row: first layer {row.first_layer}, rank "
-        f"{'4' if row.rank4 else 'not 4'}, input {row.input_types_text()}"
+        f"{'4' if row.rank4 else 'not 4'}, input {row.input_types_text()}{row_note}"
     )
     base = {
         "first_layer": first_layer,
@@ -127,14 +137,23 @@ def _input(
             params,
             c2,
             c2_source,
-            channel_multiple=c2,
+            padded_channels=round_up(shape[1], c2),
+            channel_source=f"predicted: channels padded to C2 = {c2}",
             hw_align=1,
             base=base,
         )
     n, c, h, w = shape
-    align = row.width_align(c)
+    seed_align = row.width_align(c)
+    align, align_source = seed_align, table_row
+    seen = observed.input_width_align(target, row.first_layer, c)
+    if seen is not None:
+        align = seen[0]
+        align_source = (
+            f"deviation {seen[1]}: {observed.observed_by(row.platform)}; the seed says "
+            f"{seed_align} ({table_row})"
+        )
     predicted = round_up(w, align)
-    w_stride, source = predicted, f"predicted: width aligned to {align} ({table_row})"
+    w_stride, source = predicted, f"predicted: width aligned to {align} ({align_source})"
     if "w_stride" in params:
         given = one_int(where, "w_stride", params["w_stride"])
         w_stride, source = (given or w), "given (device-reported)"
@@ -160,10 +179,31 @@ def _input(
             "w_stride": w_stride,
             "predicted_w_stride": predicted,
             "width_align": align,
+            "seed_width_align": seed_align,
             "size": prod(shape) * item,
             "size_with_stride": nbytes,
         },
     )
+
+
+def _input_row(
+    target: str, first_layer: str, rank: int, dtype: np.dtype
+) -> tuple[rockchip.InputRow, str]:
+    """The input table's row, and a note where a deviation chose it."""
+    input_type = rockchip.input_type_of(dtype.name)
+    try:
+        return rockchip.input_row(
+            target, first_layer=first_layer, rank=rank, input_type=input_type
+        ), ""
+    except LayoutError:
+        if not (input_type == "int8" and observed.int8_input_uses_uint8_row(target)):
+            raise
+    row = rockchip.input_row(target, first_layer=first_layer, rank=rank, input_type="uint8")
+    note = (
+        f"; int8 takes the uint8 row (deviation int8-default-input: "
+        f"{observed.observed_by(row.platform)})"
+    )
+    return row, note
 
 
 def _output(
@@ -175,18 +215,30 @@ def _output(
     params: dict[str, Any],
 ) -> BlockedLayout:
     precision = rockchip.precision_of(dtype.name)
-    row = rockchip.output_row(target, precision=precision, rank=len(shape), layout=name)
+    item = dtype.itemsize
+    try:
+        row = rockchip.output_row(target, precision=precision, rank=len(shape), layout=name)
+    except LayoutError:
+        if name != "NCHW" or len(shape) != 4:
+            raise
+        # The normal API's output (rknn_outputs_get) is NCHW on every platform, also where the
+        # zero-copy table lists no NCHW native output (RV1103/RV1106, RV1103B/RV1106B, RK2118):
+        # every observed runtime reports it (OUTPUT_ATTR, fmt NCHW).
+        base = {"precision": precision, "table_row": "the normal API's converted output"}
+        return _flat(
+            target, name, "output", shape, dtype, params, prod(shape) * item,
+            {"size": "the tensor's own size (normal API)"}, base,
+        )  # fmt: skip
     last_op = str(params.get("last_op", "conv"))
-    if last_op not in ("conv", "other"):
-        raise LayoutError(f"{where}: last_op must be 'conv' or 'other', got {last_op!r}")
-    multiple = row.channel_align(last_op == "conv")
+    if last_op not in LAST_OPS:
+        raise LayoutError(f"{where}: last_op must be one of {', '.join(LAST_OPS)}, got {last_op!r}")
+    multiple = row.channel_align(last_op != "other")
     table_row = (
         f"{row.platform} output row: {precision}, rank {'4' if row.rank4 else 'not 4'}, "
         f"{row.layouts_text()}, channels x{row.channel_align_conv} (conv) / "
         f"x{row.channel_align_other} (other), H*W x{row.hw_align}"
     )
     base = {"precision": precision, "last_op": last_op, "table_row": table_row}
-    item = dtype.itemsize
     if name in ("UNDEFINE", "NCHW"):
         return _flat(
             target,
@@ -202,6 +254,9 @@ def _output(
     if name == "NC1HWC2":
         c2, c2_source = _c2(where, target, dtype, params)
         hw_align = one_int(where, "hw_align", params.get("hw_align", row.hw_align))
+        padded, channel_source = _nc1hwc2_output_channels(
+            target, shape[1], precision, last_op, multiple, c2
+        )
         return _nc1hwc2(
             target,
             "output",
@@ -211,12 +266,29 @@ def _output(
             params,
             c2,
             c2_source,
-            channel_multiple=lcm(multiple, c2),
+            padded_channels=padded,
+            channel_source=channel_source,
             hw_align=hw_align,
             base=base,
         )
     n, c, h, w = shape
+    seed_multiple = multiple
+    channel_source = f"predicted: padded to a multiple of {multiple} ({table_row})"
+    if observed.nhwc_output_unpadded(target):
+        multiple = 1
+        channel_source = (
+            f"predicted: not padded (deviation nhwc-output-unpadded: "
+            f"{observed.observed_by(row.platform)}; the seed says x{seed_multiple}, {table_row})"
+        )
     padded_c = round_up(c, multiple)
+    if "native_dims" in params:
+        native = int_tuple(where, "native_dims", params["native_dims"], 4)
+        if list(native[:3]) != [n, h, w] or native[3] < c:
+            raise LayoutError(
+                f"{where}: native_dims {list(native)} cannot hold NCHW {list(shape)} "
+                f"(expected [N, H, W, C'] = [{n}, {h}, {w}, C' >= {c}])"
+            )
+        padded_c, channel_source = native[3], "given (device-reported native dims)"
     dims = _nhwc_dims(shape, item, row_pixels=w, pixel_channels=padded_c)
     nbytes, size_source = _size(where, params, "size", n * h * w * padded_c * item)
     return _layout(
@@ -228,11 +300,14 @@ def _output(
         dims,
         nbytes,
         params,
+        {"channels": channel_source, "size": size_source},
         {
-            "channels": f"predicted: padded to a multiple of {multiple} ({table_row})",
-            "size": size_source,
+            **base,
+            "fmt": "NHWC",
+            "dims": [n, h, w, padded_c],
+            "seed_channels": round_up(c, seed_multiple),
+            "size": nbytes,
         },
-        {**base, "fmt": "NHWC", "dims": [n, h, w, padded_c], "size": nbytes},
     )
 
 
@@ -262,39 +337,48 @@ def _nc1hwc2(
     c2: int,
     c2_source: str,
     *,
-    channel_multiple: int,
+    padded_channels: int,
+    channel_source: str,
     hw_align: int,
     base: dict[str, Any],
 ) -> BlockedLayout:
+    """NC1HWC2 as the vendor's conversion loops read it: element (n, c, h, w) at
+    ``((n*C1 + c//C2) * plane + h*W + w) * C2 + c%C2``, where ``plane`` is dims[2]*dims[3] of the
+    native dims padded to ``hw_align``. The runtime reports a plane whose H*W is not a multiple of
+    4 flattened (``[N, C1, 1, ceil4(H*W), C2]``); the bytes are the same either way."""
     n, c, h, w = shape
-    c1 = round_up(c, channel_multiple) // c2
-    native_h, native_w = h, w
-    provenance = {
-        "c2": c2_source,
-        "c1": f"predicted: channels padded to a multiple of {channel_multiple}",
-    }
-    if "native_dims" in params:
-        native = int_tuple(where, "native_dims", params["native_dims"], 5)
-        if native[0] != n or native[1] * native[4] < c or native[2] < h or native[3] < w:
-            raise LayoutError(
-                f"{where}: native_dims {list(native)} cannot hold NCHW {list(shape)} "
-                "(expected [N, C1, H, W, C2] with C1*C2 >= C, H and W at least the tensor's)"
-            )
-        _, c1, native_h, native_w, c2 = native
-        provenance["c1"] = provenance["c2"] = "given (device-reported native dims)"
     if hw_align < 1:
         raise LayoutError(f"{where}: hw_align must be >= 1, got {hw_align}")
+    c1 = padded_channels // c2
+    plane_h, plane_w = h, w
+    if role == "output" and (h * w) % hw_align and observed.flattens_plane(target):
+        plane_h, plane_w = 1, round_up(h * w, hw_align)
+    provenance = {"c2": c2_source, "c1": channel_source}
+    if "native_dims" in params:
+        native = int_tuple(where, "native_dims", params["native_dims"], 5)
+        if native[0] != n or native[1] * native[4] < c or native[2] * native[3] < h * w:
+            raise LayoutError(
+                f"{where}: native_dims {list(native)} cannot hold NCHW {list(shape)} "
+                "(expected [N, C1, H', W', C2] with C1*C2 >= C and H'*W' >= H*W)"
+            )
+        if min(native) < 1:
+            raise LayoutError(f"{where}: native_dims {list(native)} must all be >= 1")
+        _, c1, plane_h, plane_w, c2 = native
+        provenance["c1"] = provenance["c2"] = "given (device-reported native dims)"
     item = dtype.itemsize
-    plane = round_up(native_h * native_w, hw_align)
+    plane = round_up(plane_h * plane_w, hw_align)
     dims = (
         Dim(0, n, c1 * plane * c2 * item, 1, "n"),
         Dim(1, c1, plane * c2 * item, c2, "c1"),
         Dim(1, c2, item, 1, "c2"),
-        Dim(2, h, native_w * c2 * item, 1, "h"),
+        Dim(2, h, w * c2 * item, 1, "h"),
         Dim(3, w, c2 * item, 1, "w"),
     )
     key = "size_with_stride" if role == "input" else "size"
-    nbytes, size_source = _size(where, params, key, n * c1 * plane * c2 * item)
+    native_dims = [n, c1, plane_h, plane_w, c2]
+    nbytes, size_source = _size(
+        where, params, key, n * c1 * plane * c2 * item, f"native_dims {native_dims}"
+    )
     provenance[key] = size_source
     provenance["hw_align"] = f"H*W plane padded to a multiple of {hw_align}"
     return _layout(
@@ -310,12 +394,35 @@ def _nc1hwc2(
         {
             **base,
             "fmt": "NC1HWC2",
-            "native_dims": [n, c1, native_h, native_w, c2],
+            "native_dims": native_dims,
             "c2": c2,
             "hw_align": hw_align,
             key: nbytes,
         },
     )
+
+
+def _nc1hwc2_output_channels(
+    target: str, channels: int, precision: str, last_op: str, multiple: int, c2: int
+) -> tuple[int, str]:
+    """The padded channel count (C1*C2) of an NC1HWC2 output and where it comes from."""
+    platform = rockchip.platform_of(target)
+    seed = round_up(channels, lcm(multiple, c2))
+    seed_text = f"the seed pads to a multiple of {lcm(multiple, c2)}"
+    if last_op == "conv_sigmoid" and precision == "float16":
+        fused = observed.conv_sigmoid_channels(target, channels)
+        if fused is not None:
+            return fused, (
+                f"predicted: {fused} (deviation conv-sigmoid-fp16: "
+                f"{observed.observed_by(platform)}; {seed_text}: {seed})"
+            )
+    if last_op != "other" and observed.conv_last_pads_to_c2(target):
+        padded = round_up(channels, c2)
+        return padded, (
+            f"predicted: padded to C2 = {c2} (deviation conv-last-channels: "
+            f"{observed.observed_by(platform)}; {seed_text}: {seed})"
+        )
+    return seed, f"predicted: channels padded to a multiple of {lcm(multiple, c2)}"
 
 
 def _flat(
@@ -367,17 +474,26 @@ def _c2(where: str, target: str, dtype: np.dtype, params: dict[str, Any]) -> tup
             f"{where}: the C2 block is known for 8-bit and float16 data only, got "
             f"{dtype.name}; give the device's c2 or native_dims"
         )
-    c2, source = rockchip.c2_default(target, rockchip.precision_of(dtype.name))
+    precision = rockchip.precision_of(dtype.name)
+    c2, source = rockchip.c2_default(target, precision)
+    seen = observed.c2_observed(target, precision)
+    if seen is not None:
+        return seen[0], (
+            f"predicted: deviation {seen[1]} ({observed.observed_by(rockchip.platform_of(target))}"
+            f"); the seed's reading gives {c2} ({source})"
+        )
     return c2, f"predicted: {source}"
 
 
-def _size(where: str, params: dict[str, Any], key: str, default: int) -> tuple[int, str]:
+def _size(
+    where: str, params: dict[str, Any], key: str, default: int, reach: str = "the layout"
+) -> tuple[int, str]:
     if key not in params:
         return default, "predicted from the layout"
     size = one_int(where, key, params[key])
     if size < default:
         raise LayoutError(
-            f"{where}: {key} {size} is smaller than the {default} bytes the layout reaches"
+            f"{where}: {key} {size} is smaller than the {default} bytes {reach} reach"
         )
     return size, "given (device-reported)"
 
@@ -394,7 +510,10 @@ def _layout(
     provenance: dict[str, str],
     attributes: dict[str, Any],
 ) -> BlockedLayout:
-    attributes = {**attributes, "type": RKNN_TYPES[dtype.name], "n_elems": prod(shape)}
+    # The runtime's n_elems counts the slots of its dims, padding included (observed on every
+    # attribute set of tests/data/rknn/observed.json.gz).
+    counted = attributes.get("native_dims", attributes.get("dims", shape))
+    attributes = {**attributes, "type": RKNN_TYPES[dtype.name], "n_elems": prod(counted)}
     return BlockedLayout(
         target=target,
         name=name,

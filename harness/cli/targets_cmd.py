@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gzip
+import json
+from pathlib import Path
 from typing import Any
 
 from harness.cli.common import print_json
@@ -12,6 +15,9 @@ from harness.errors import LayoutError
 from targets import check_conv, tables_text
 
 KINDS = ("conv", "depthwise", "deconv")
+DEFAULT_OBSERVATIONS = (
+    Path(__file__).resolve().parents[2] / "tests" / "data" / "rknn" / "observed.json.gz"
+)
 
 
 def add_parser(sub: Any) -> None:
@@ -25,6 +31,20 @@ def add_parser(sub: Any) -> None:
     show = actions.add_parser("show", help="a target's tables, readable")
     show.add_argument("target")
     show.set_defaults(run=run_show)
+
+    observed = actions.add_parser(
+        "observed",
+        help="hold the Rockchip codec to a file of observed rknn_query() answers",
+    )
+    observed.add_argument(
+        "file",
+        nargs="?",
+        default=None,
+        help="observations (.json or .json.gz; default: the tests' tests/data/rknn file)",
+    )
+    observed.add_argument("--verbose", action="store_true", help="list every refusal and miss")
+    observed.add_argument("--json", action="store_true")
+    observed.set_defaults(run=run_observed)
 
     conv = actions.add_parser("conv-check", help="check a convolution against the width rules")
     conv.add_argument("--target", required=True)
@@ -79,3 +99,35 @@ def run_conv_check(args: argparse.Namespace) -> int:
         for condition in result.conditions:
             print(f"  {'ok  ' if condition.ok else 'FAIL'} {condition.text}")
     return 0 if result.ok else 1
+
+
+def run_observed(args: argparse.Namespace) -> int:
+    from targets.rockchip_report import check_observations
+
+    path = Path(args.file) if args.file else DEFAULT_OBSERVATIONS
+    try:
+        raw = path.read_bytes()
+        text = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+        records = json.loads(text)
+    except (OSError, ValueError, EOFError) as exc:
+        raise LayoutError(f"{path}: cannot read observations: {exc}") from exc
+    if not isinstance(records, list):
+        raise LayoutError(f"{path}: expected a JSON list of records, got {type(records).__name__}")
+    try:
+        summary = check_observations(records)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise LayoutError(f"{path}: a record lacks what the check needs: {exc!r}") from exc
+    if args.json:
+        print_json(summary)
+        return 0
+    sets, models = summary["attribute_sets"], summary["models"]
+    print(f"{path}: {models} models with runtime answers, {sets} attribute sets")
+    print(f"  accepted   {summary['accepted']:5d} / {sets}  ({summary['accepted'] / sets:.1%})")
+    print(f"  placed     {summary['placed']:5d} / {sets}  (where the vendor's loops read them)")
+    exact = summary["predicted_exactly"]
+    print(f"  predicted  {exact:5d} / {models} models exactly ({exact / models:.1%})")
+    shown = (summary["refused"], summary["misses"]) if args.verbose else ([], [])
+    for title, rows in (("refused", shown[0]), ("differs", shown[1])):
+        for row in rows:
+            print(f"  {title}: {row}")
+    return 0

@@ -98,9 +98,13 @@ def _predictions(layout: BlockedLayout) -> dict[str, tuple[Any, str]]:
     put("type", attrs.get("type"), table_row)
     put("n_elems", attrs.get("n_elems"), table_row)
     if "native_dims" in attrs and "native_dims" not in layout.params:
-        put("dims", attrs["native_dims"], f"C2: {_rule(prov.get('c2'), '')}; {table_row}")
-    elif "dims" in attrs and layout.name != "NC1HWC2":
-        put("dims", attrs["dims"], table_row)
+        put(
+            "dims",
+            attrs["native_dims"],
+            f"C1: {_rule(prov.get('c1'), '')}; C2: {_rule(prov.get('c2'), '')}; {table_row}",
+        )
+    elif "dims" in attrs and layout.name != "NC1HWC2" and "native_dims" not in layout.params:
+        put("dims", attrs["dims"], _rule(prov.get("channels"), table_row))
     put("stride", attrs.get("predicted_stride"), _rule(prov.get("stride"), ""))
     if (
         "stride" in attrs

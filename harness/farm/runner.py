@@ -36,6 +36,7 @@ from harness.errors import LayoutError
 from harness.farm.session import BoardSession
 from harness.models import MODELS, Manifest, ManifestError, build
 from harness.sim.expect import Expected, expect_run
+from targets import last_op_kind
 from targets.rockchip import TARGETS as ROCKCHIP_TARGETS
 
 __all__ = ["ModelRun", "TensorRun", "run_model"]
@@ -44,7 +45,6 @@ PASS_THROUGH_ADAPTERS = frozenset({"rknn_native", "hobot_native", "kneron"})
 """Adapters whose runtime takes only native buffers: the host packs inputs with the codec."""
 DEFAULT_INPUT_LAYOUT = {"rockchip": "NHWC", "horizon": "strided", "kneron": "1W16C8B"}
 """The native input layout packed for a pass-through runtime when the caller names none."""
-CONV_OPS = ("Conv", "ConvTranspose")
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ def run_model(
     )
     check = _Checker(
         target=session.target,
-        last_ops=_last_ops(reference),
+        last_ops=_last_ops(reference, session.target),
         tolerance=tolerance or 0.0,
         padding=padding,
         reports_dir=Path(reports_dir) if reports_dir is not None else None,
@@ -358,14 +358,18 @@ class _Checker:
         return diff_attributes(predicted, attrs)
 
 
-def _last_ops(reference: Path) -> dict[str, str]:
-    """Per output tensor of the graph: "conv" when a convolution produced it, else "other"."""
+def _last_ops(reference: Path, target: str) -> dict[str, str]:
+    """Per output tensor of the graph: what the target's compiler makes of the op producing it
+    (``conv``, ``conv_sigmoid`` or ``other``: RKNN pads output channels by it)."""
     graph = onnx.load_model(str(reference), load_external_data=False).graph
-    return {
-        output: "conv" if node.op_type in CONV_OPS else "other"
-        for node in graph.node
-        for output in node.output
-    }
+    producers: dict[str, str] = {}
+    kinds: dict[str, str] = {}
+    for node in graph.node:
+        feeders = tuple(producers.get(i, "") for i in node.input if i)
+        for output in node.output:
+            producers[output] = node.op_type
+            kinds[output] = last_op_kind(target, node.op_type, feeders)
+    return kinds
 
 
 def _timings(result: Result) -> dict[str, float]:

@@ -4,11 +4,13 @@ produces each output (RKNN pads NC1HWC2 channels further when the last layer is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper, shape_inference
+
+from targets import last_op_kind
 
 CONV_OPS = ("Conv", "ConvTranspose")
 
@@ -53,13 +55,21 @@ class GraphInfo:
     convs: tuple[ConvNode, ...]
     producers: dict[str, str]
     """Output name → op type of the node that produces it."""
+    feeders: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Output name → op types of the nodes that produce that node's inputs (what a vendor
+    compiler may fuse into it)."""
 
     def input(self, name: str) -> TensorInfo | None:
         return next((t for t in self.inputs if t.name == name), None)
 
-    def last_op(self, output: str) -> str:
-        """``conv`` when a Conv/ConvTranspose produces ``output``, else ``other``."""
-        return "conv" if self.producers.get(output) in CONV_OPS else "other"
+    def last_op(self, output: str, target: str | None = None) -> str:
+        """What produced ``output`` as the target's compiler sees it: ``conv`` for a
+        Conv/ConvTranspose (and, on Rockchip targets, ops the compiler fuses into one), else
+        ``other``."""
+        op = self.producers.get(output, "")
+        if target is not None:
+            return last_op_kind(target, op, self.feeders.get(output, ()))
+        return "conv" if op in CONV_OPS else "other"
 
 
 def _shape(value: onnx.ValueInfoProto) -> tuple[int | None, ...]:
@@ -88,9 +98,11 @@ def inspect(model: onnx.ModelProto) -> GraphInfo:
     shapes = {v.name: _shape(v) for v in [*graph.input, *graph.value_info, *graph.output]}
     convs = []
     producers: dict[str, str] = {}
+    feeders: dict[str, tuple[str, ...]] = {}
     for node in graph.node:
         for out in node.output:
             producers[out] = node.op_type
+            feeders[out] = tuple(producers.get(i, "") for i in node.input if i)
         if node.op_type not in CONV_OPS:
             continue
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
@@ -126,4 +138,5 @@ def inspect(model: onnx.ModelProto) -> GraphInfo:
         outputs=tuple(_info(v) for v in graph.output),
         convs=tuple(convs),
         producers=producers,
+        feeders=feeders,
     )

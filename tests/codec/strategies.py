@@ -408,9 +408,14 @@ def representative_cases() -> list[Case]:
                 if not orow.rank4:
                     out.append(Case(target, layout, "output", (2, 7), dtype))
                     continue
-                for last_op in ("conv", "other"):
+                for last_op in ("conv", "other", "conv_sigmoid"):
                     params = {"last_op": last_op} if layout in ("NHWC", "NC1HWC2") else {}
                     out.append(Case(target, layout, "output", (2, 20, 3, 5), dtype, params))
+        # The normal API's NCHW output, on every platform (also where the zero-copy table has
+        # no NCHW row).
+        precision = "float16" if target == "rk2118" else "int8"
+        dtype = RKNN_PRECISION_DTYPES[precision][0]
+        out.append(Case(target, "NCHW", "output", (1, 5, 3, 5), dtype))
     for target in HORIZON_TARGETS:
         for tensor_layout in ("NCHW", "NHWC"):
             out.append(

@@ -370,7 +370,7 @@ def test_reported_sizes_too_small(args: tuple[Any, ...], kwargs: dict[str, Any])
         (("rdk-x3", "NV12", (6, 40), "uint8"), {"role": "input", "stride": 32}, ">= W"),
         (("rk3588", "NC1HWC2", (1, 3, 4, 4), "int8"), {"hw_align": 0}, "hw_align"),
         (("rk3588", "NC1HWC2", (1, 3, 4, 4), "int8"), {"c2": 0}, "c2"),
-        (("rk3588", "NC1HWC2", (1, 3, 4, 4), "int8"), {"last_op": "relu"}, "'conv' or 'other'"),
+        (("rk3588", "NC1HWC2", (1, 3, 4, 4), "int8"), {"last_op": "relu"}, "conv_sigmoid"),
         (
             ("rk3588", "NC1HWC2", (1, 3, 4, 4), "int8"),
             {"native_dims": [1, 1, 4, 4, 2]},

@@ -15,6 +15,7 @@ import numpy as np
 from harness.codec import get_layout
 from harness.errors import DeviceError, LayoutError
 from targets import rockchip
+from targets.rockchip_observed import npu_input_types
 
 SHAPES: tuple[tuple[int, int, int, int], ...] = (
     (1, 3, 5, 7),
@@ -69,12 +70,7 @@ def rknn_input_refusal(
     first = rockchip.default_first_layer(target)
     if _raises(lambda: get_layout(target, layout, shape, dtype, role="input", first_layer=first)):
         return LayoutError
-    on_npu = {
-        t
-        for row in rockchip.input_rows(target)
-        if row.mean_scale_on == "NPU" and row.input_types != "any"
-        for t in row.input_types
-    }
+    on_npu = npu_input_types(target)
     if target in NO_CPU_PREPROCESSING and rockchip.input_type_of(dtype.name) not in on_npu:
         return DeviceError
     return None

@@ -86,6 +86,7 @@ def test_the_width_rule_follows_the_input_table() -> None:
     ("target", "options", "match"),
     [
         ("rv1106", {"output_layout": "NCHW"}, "no output row"),
+        ("rk2118", {"output_layout": "UNDEFINE"}, "no output row"),
         ("rv1103b", {"output_layout": "UNDEFINE"}, "no output row"),
         ("rk2118", {"precision": "int8"}, "no int8 first layer"),
         ("rv1106", {"precision": "float16"}, "no float16 first layer"),

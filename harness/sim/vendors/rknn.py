@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from harness.codec import BlockedLayout
+from harness.errors import LayoutError
 from harness.sim.errors import SimRefusal
 from harness.sim.graph import GraphInfo, TensorInfo
 from harness.sim.options import SimOptions
@@ -34,6 +35,7 @@ from harness.sim.tensors import InputLike, SimTensor, input_dtype, logical_input
 from harness.sim.vendors.base import HeldInput, VendorSim, static_shape
 from targets import check_conv, rockchip
 from targets.rockchip_layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS, RKNN_TYPES
+from targets.rockchip_observed import npu_input_types
 
 NO_CPU_PREPROCESSING = ("rv1103", "rv1106", "rv1103b")
 """RKNN2 input note 7: RV1106/RV1103/RV1103B do not run mean/scale/quant on the CPU."""
@@ -123,12 +125,7 @@ class RknnSim(VendorSim):
             )
         input_type = rockchip.input_type_of(dtype.name)
         if not given.pass_through and self.target in NO_CPU_PREPROCESSING:
-            on_npu = {
-                t
-                for row in rockchip.input_rows(self.target)
-                if row.mean_scale_on == "NPU" and row.input_types != "any"
-                for t in row.input_types
-            }
+            on_npu = npu_input_types(self.target)
             if input_type not in on_npu:
                 raise SimRefusal(
                     "DeviceError",
@@ -165,7 +162,19 @@ class RknnSim(VendorSim):
     ) -> BlockedLayout:
         shape = static_shape(info, stage)
         fmt = self.output_fmt if len(shape) == 4 else "UNDEFINE"
-        params = {"last_op": graph.last_op(info.name)} if fmt in ("NHWC", "NC1HWC2") else {}
+        if fmt == "NCHW":
+            # The codec also serves the normal API's NCHW output, which every platform gives;
+            # as a zero-copy native output NCHW is offered only where the table lists it.
+            precision = rockchip.precision_of(self.output_dtype.name)
+            try:
+                rockchip.output_row(self.target, precision=precision, rank=4, layout="NCHW")
+            except LayoutError as exc:
+                raise SimRefusal(
+                    "LayoutError", stage, f"output {info.name!r}: {exc.message}"
+                ) from None
+        params = (
+            {"last_op": graph.last_op(info.name, self.target)} if fmt in ("NHWC", "NC1HWC2") else {}
+        )
         return self.layout(fmt, shape, self.output_dtype, "output", stage, info.name, **params)
 
     def hold_output(
@@ -210,7 +219,7 @@ def tensor_attr(
         "name": name,
         "n_dims": len(dims),
         "dims": dims,
-        "n_elems": prod(layout.shape),
+        "n_elems": prod(dims),
         "size": size,
         "fmt": FMT_NAMES[fmt],
         "type": RKNN_TYPES[layout.dtype.name],
