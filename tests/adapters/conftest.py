@@ -105,6 +105,8 @@ def fake_modules(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for module in (rknnlite.api, pyeasy):
         module.FAULTS.clear()
     rknnlite.api.CALLS.clear()
+    rknnlite.api.LOG.clear()
+    monkeypatch.setattr(rknnlite.api, "SOC", "rk3588")
     pyeasy.QUIRKS.clear()
     kp._fake.reset()
     yield FAKES
