@@ -15,7 +15,10 @@ Options (``adapter_options``):
                     else ``librknnrt.so``)
   ``soc``           target name (``rk3588`` ...): picks the library and guards ``core_mask``
   ``core_mask``     ``auto``/``0``/``1``/``2``/``0_1``/``0_1_2``/``all`` or an int
-                    (``rknn_set_core_mask``; RK3588/RK3576 only)
+                    (``rknn_set_core_mask``; RK3588/RK3576 only). RK3576 has two NPU cores:
+                    ``0_1_2`` goes to the runtime as ``0_1`` and ``2`` as ``0``, the replacement
+                    RKNNLite 2.5.0 makes (its messages say so); the tensors' attributes carry
+                    ``core_mask`` (asked) and ``core_mask_set`` (what the runtime was given)
   ``init_flags``    int passed to ``rknn_init`` (default 0)
   ``output_query``  ``native`` (RKNN_QUERY_NATIVE_OUTPUT_ATTR, default) or ``native_nhwc``
                     (RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR)
@@ -113,6 +116,8 @@ RKNN_ERR_TIMEOUT = -2
 
 CORE_MASKS = {"auto": 0, "0": 1, "1": 2, "2": 4, "0_1": 3, "0_1_2": 7, "all": 0xFFFF}
 MULTI_CORE_SOCS = ("rk3588", "rk3576")
+# RK3576 (two cores): the masks naming core 2 and what RKNNLite 2.5.0 replaces them with.
+RK3576_REMAP = {CORE_MASKS["0_1_2"]: CORE_MASKS["0_1"], CORE_MASKS["2"]: CORE_MASKS["0"]}
 MICRO_RUNTIME_SOCS = ("rv1103", "rv1106", "rv1103b", "rv1106b")
 
 
@@ -340,6 +345,8 @@ class RknnModel:
     inputs: list[NativeTensor] = field(default_factory=list)
     outputs: list[NativeTensor] = field(default_factory=list)
     model_bytes: Any = None  # kept alive: the runtime may reference the buffer
+    core_mask: int | None = None  # as asked
+    core_mask_set: int | None = None  # as given to rknn_set_core_mask
     released: bool = False
 
 
@@ -421,7 +428,7 @@ class RknnNativeAdapter(Adapter):
     def _setup(self, model: RknnModel) -> None:
         lib = self.library()
         ctx = model.context
-        self._apply_core_mask(ctx)
+        model.core_mask, model.core_mask_set = self._apply_core_mask(ctx)
         self._query_versions(ctx)
 
         io_num = RknnInputOutputNum()
@@ -484,9 +491,10 @@ class RknnNativeAdapter(Adapter):
             ret = lib.call("rknn_set_io_mem", ctx, mem, ctypes.byref(tensor.attr))
             _check(int(ret), "load", f"rknn_set_io_mem({tensor.name!r})")
 
-    def _apply_core_mask(self, ctx: int) -> None:
+    def _apply_core_mask(self, ctx: int) -> tuple[int | None, int | None]:
+        """Set the core mask when asked: (the mask asked, the mask the runtime was given)."""
         if "core_mask" not in self.options or self.options["core_mask"] is None:
-            return
+            return None, None
         mask = _core_mask_value(self.options["core_mask"])
         if self.soc and self.soc not in MULTI_CORE_SOCS and mask != 0:
             raise _error(
@@ -494,12 +502,16 @@ class RknnNativeAdapter(Adapter):
                 "init",
                 f"core_mask is only supported on RK3588/RK3576, not {self.soc}",
             )
+        given = RK3576_REMAP.get(mask, mask) if self.soc == "rk3576" else mask
         lib = self.library()
         if not lib.has_core_mask:
             raise _error("UnsupportedError", "init", f"{lib.path} has no rknn_set_core_mask")
         _check(
-            int(lib.call("rknn_set_core_mask", ctx, mask)), "init", f"rknn_set_core_mask({mask:#x})"
+            int(lib.call("rknn_set_core_mask", ctx, given)),
+            "init",
+            f"rknn_set_core_mask({given:#x})",
         )
+        return mask, given
 
     def _query_versions(self, ctx: int) -> None:
         sdk = RknnSdkVersion()
@@ -560,8 +572,8 @@ class RknnNativeAdapter(Adapter):
                 [t.name for t in model.outputs], list(outputs), "fetch", "outputs"
             )
         result = RunOutput(
-            inputs=[self._read(t, matched_by) for t in model.inputs],
-            outputs=[self._read(model.outputs[i], out_matched_by) for i in wanted],
+            inputs=[self._read(model, t, matched_by) for t in model.inputs],
+            outputs=[self._read(model, model.outputs[i], out_matched_by) for i in wanted],
             timings=timings,
         )
         # copy_s: both directions of the copy, apart from the run itself (the agent reads it)
@@ -588,7 +600,7 @@ class RknnNativeAdapter(Adapter):
             )
         ctypes.memmove(tensor.mem.contents.virt_addr, data.ctypes.data, data.nbytes)
 
-    def _read(self, tensor: NativeTensor, matched_by: str) -> TensorOut:
+    def _read(self, model: RknnModel, tensor: NativeTensor, matched_by: str) -> TensorOut:
         mem = tensor.mem.contents
         size = min(int(mem.size), tensor.nbytes) if int(mem.size) else tensor.nbytes
         raw = np.frombuffer(ctypes.string_at(mem.virt_addr, size), dtype=np.uint8).copy()
@@ -596,6 +608,9 @@ class RknnNativeAdapter(Adapter):
         record["query"] = tensor.query
         record["logical_attr"] = tensor.logical
         record["matched_by"] = matched_by
+        if model.core_mask is not None:
+            record["core_mask"] = model.core_mask
+            record["core_mask_set"] = model.core_mask_set
         return TensorOut(
             name=tensor.name,
             data=raw,
