@@ -75,7 +75,7 @@ def test_load_reports_the_native_attributes(rknnrt: Any, fake_libs: dict, tmp_pa
         "scale": 0.5,
         "w_stride": 16,
         "size_with_stride": 192,
-        "pass_through": 1,
+        "pass_through": 0,  # as reported; the adapter sets 1 on its copy
         "h_stride": 0,
     }
     out = model.outputs[0].record

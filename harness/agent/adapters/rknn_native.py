@@ -460,15 +460,12 @@ class RknnNativeAdapter(Adapter):
                 "load",
                 "rknn_query(RKNN_QUERY_NATIVE_INPUT_ATTR)",
             )
-            # The bytes we copy in are already native (packed by the host codec): no conversion.
+            # Recorded as the runtime reported it, before the adapter sets pass_through: the
+            # bytes we copy in are already native (packed by the host codec), no conversion.
+            reported = attr_record(native)
             native.pass_through = 1
             model.inputs.append(
-                NativeTensor(
-                    native,
-                    attr_record(native),
-                    attr_record(logical),
-                    "RKNN_QUERY_NATIVE_INPUT_ATTR",
-                )
+                NativeTensor(native, reported, attr_record(logical), "RKNN_QUERY_NATIVE_INPUT_ATTR")
             )
         for i in range(int(io_num.n_output)):
             logical = self._query_attr(
