@@ -1,10 +1,14 @@
 """The C fake of librknnrt on the normal API RKNNLite 2.5.0 drives (``rknn_inputs_set``,
-``rknn_run``, ``rknn_outputs_get``, ``rknn_outputs_release``), and the symbols it must export for
-the real RKNNLite to bind it."""
+``rknn_run``, ``rknn_outputs_get``, ``rknn_outputs_release``), the symbols it must export for the
+real RKNNLite to bind it, and its portability: plain C99 that builds warning-free on the host and
+for the boards' ABIs (aarch64, armhf) where a cross compiler is there, so the real RKNNLite can be
+run against it under emulation."""
 
 from __future__ import annotations
 
 import ctypes
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +144,49 @@ def test_logical_float_input_is_quantized(rknnrt: Any, context: int) -> None:
     assert set_input(rknnrt, context, x, 0, 0, 0) == 0  # FLOAT32, NCHW
     assert rknnrt.rknn_run(context, None) == 0
     assert np.array_equal(get_output(rknnrt, context, 1), x)
+
+
+# -- portability ----------------------------------------------------------------------------------
+
+SOURCE = Path(__file__).parent / "fakes" / "fake_rknnrt.c"
+STRICT = ["-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-O1"]
+
+
+def build(cc: str, out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [cc, *STRICT, "-o", str(out), str(SOURCE)], capture_output=True, text=True, check=False
+    )
+
+
+def test_host_build_is_warning_free(tmp_path: Path) -> None:
+    cc = next((shutil.which(n) for n in ("cc", "gcc", "clang") if shutil.which(n)), None)
+    if cc is None:
+        pytest.skip("no C compiler on PATH")
+    done = build(cc, tmp_path / "libfake.so")
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("triplet", ["aarch64-linux-gnu", "arm-linux-gnueabihf"])
+def test_cross_build_exports_what_rknnlite_resolves(tmp_path: Path, triplet: str) -> None:
+    cc = shutil.which(f"{triplet}-gcc")
+    nm = shutil.which(f"{triplet}-nm") or shutil.which("nm")
+    if cc is None or nm is None:
+        pytest.skip(f"no {triplet}-gcc (and nm) on PATH")
+    probe = tmp_path / "probe.c"
+    probe.write_text("#include <stdint.h>\n#include <stdlib.h>\nint probe(void) { return 0; }\n")
+    headers = subprocess.run(
+        [cc, "-c", "-o", str(tmp_path / "probe.o"), str(probe)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if headers.returncode != 0:
+        pytest.skip(f"{triplet}-gcc has no C library headers: {headers.stderr.strip()[:200]}")
+    lib = tmp_path / f"libfake_rknnrt-{triplet}.so"
+    done = build(cc, lib)
+    assert done.returncode == 0, done.stderr
+    symbols = subprocess.run(
+        [nm, "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True
+    ).stdout.split()
+    missing = sorted(set(RKNNLITE_250_RESOLVES + RKNN_NATIVE_BINDS) - set(symbols))
+    assert not missing, f"{lib.name} lacks {missing}"
