@@ -8,6 +8,14 @@ NATIVE_OUTPUT_ATTR)`` per tensor -> ``rknn_create_mem(size_with_stride)`` -> ``r
 -> copy the pass-through input bytes in -> ``rknn_run`` -> read ``virt_addr`` back (inputs too) ->
 ``rknn_destroy_mem`` / ``rknn_destroy``.
 
+Checked against: the struct layouts and constants measured from the RKNPU2 SDK 2.3.2 header
+(aarch64 and armhf); fakes reporting the attribute sets librknnrt 1.6.0 and librknnmrt 2.3.2
+answered for models compiled by rknn-toolkit2 2.5.0 (flattened NC1HWC2 output dims, NHWC inputs
+with ``w_stride`` > W, C2 8 and 16, float16), whose bytes and attributes come back unchanged; the
+RK3576 core-mask replacement RKNNLite 2.5.0 makes. Only a board can confirm the run itself (the
+values an NPU writes, cache syncs, the runtime's own answer to a core mask naming core 2 on
+RK3576).
+
 Board-side code: Python >= 3.8, standard library and numpy only.
 
 Options (``adapter_options``):
@@ -45,8 +53,9 @@ import numpy as np
 from .base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
 
 # ---------------------------------------------------------------------------------------------
-# rknn_api.h, mirrored. Field order and types are the header's; tests compare sizeof/offsetof
-# against a C compile of the same declarations.
+# rknn_api.h, mirrored. Field order and types are the header's; tests hold every size, alignment,
+# field offset and size, enum and error value here to the numbers measured from the real 2.3.2
+# header (aarch64 and armhf, tests/data/abi/rknn_api-2.3.2.json), as they hold the C fake.
 # ---------------------------------------------------------------------------------------------
 
 RKNN_MAX_DIMS = 16
