@@ -76,9 +76,18 @@ def layout_exports(fake_libs: dict[str, Path]) -> Callable[[str], Any]:
 def rknnrt(fake_libs: dict[str, Path]) -> Iterator[Any]:
     lib = c_hooks(fake_libs["rknnrt"])
     lib.fake_rknn_set_fault.argtypes = [ctypes.c_char_p]
-    lib.fake_rknn_set_fault(None)
+    lib.fake_rknn_set_soc.argtypes = [ctypes.c_char_p]
+    lib.fake_rknn_set_attr.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    lib.fake_rknn_set_attr.restype = ctypes.c_int
+
+    def reset() -> None:
+        lib.fake_rknn_set_fault(None)
+        lib.fake_rknn_set_soc(None)
+        lib.fake_rknn_clear_attrs()
+
+    reset()
     yield lib
-    lib.fake_rknn_set_fault(None)
+    reset()
 
 
 @pytest.fixture(params=["x3x5", "s100"])
@@ -105,6 +114,8 @@ def fake_modules(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for module in (rknnlite.api, pyeasy):
         module.FAULTS.clear()
     rknnlite.api.CALLS.clear()
+    rknnlite.api.LOG.clear()
+    monkeypatch.setattr(rknnlite.api, "SOC", "rk3588")
     pyeasy.QUIRKS.clear()
     kp._fake.reset()
     yield FAKES

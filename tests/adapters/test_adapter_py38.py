@@ -73,6 +73,7 @@ def _cases(
     strided[..., :5] = logical
     return {
         "rknnlite": ("rknnlite", {}, "m.rknn", spec(logical, "NCHW", False)),
+        "rknnlite_pass_through": ("rknnlite", {}, "m.rknn", spec(nhwc, "NHWC", True)),
         "rknn_native": (
             "rknn_native",
             {"library": str(libs["rknnrt"])},
@@ -124,7 +125,16 @@ def _here(module: str, options: dict[str, Any], model: str, spec: dict[str, Any]
 
 
 @pytest.mark.parametrize(
-    "case", ["rknnlite", "rknn_native", "hobot", "hobot_native_x3x5", "hobot_native_s100", "kneron"]
+    "case",
+    [
+        "rknnlite",
+        "rknnlite_pass_through",
+        "rknn_native",
+        "hobot",
+        "hobot_native_x3x5",
+        "hobot_native_s100",
+        "kneron",
+    ],
 )
 def test_adapter_runs_on_python38(
     py38: str, fake_modules: Path, fake_libs: dict[str, Path], tmp_path: Path, case: str

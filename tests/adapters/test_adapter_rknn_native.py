@@ -75,7 +75,7 @@ def test_load_reports_the_native_attributes(rknnrt: Any, fake_libs: dict, tmp_pa
         "scale": 0.5,
         "w_stride": 16,
         "size_with_stride": 192,
-        "pass_through": 1,
+        "pass_through": 0,  # as reported; the adapter sets 1 on its copy
         "h_stride": 0,
     }
     out = model.outputs[0].record
@@ -162,6 +162,36 @@ def test_core_mask(rknnrt: Any, fake_libs: dict, tmp_path: Path) -> None:
     assert (err.kind, err.stage) == ("UnsupportedError", "init")
     err = error_of(adapter(fake_libs["rknnrt"], core_mask="0_3").load, model_file(tmp_path))
     assert (err.kind, err.stage) == ("LayoutError", "init")
+    assert rknnrt.fake_rknn_live_contexts() == 0
+
+
+@pytest.mark.parametrize(
+    ("option", "given"),
+    [("0_1_2", 3), ("2", 1), ("0_1", 3), ("0", 1), ("1", 2), ("all", 0xFFFF), ("auto", 0)],
+)
+def test_rk3576_core_masks_as_the_runtime_expects(
+    rknnrt: Any, fake_libs: dict, tmp_path: Path, option: str, given: int
+) -> None:
+    # RK3576 has two NPU cores: its runtime refuses masks naming core 2; RKNNLite 2.5.0 replaces
+    # 0_1_2 with 0_1 and 2 with 0, and so does the adapter.
+    rknnrt.fake_rknn_set_soc(b"rk3576")
+    a = adapter(fake_libs["rknnrt"], soc="rk3576", core_mask=option)
+    model = a.load(model_file(tmp_path))
+    assert rknnrt.fake_rknn_last_core_mask() == given
+    out = a.run(model, [native_input(pack_nhwc(logical((1, 3, 4, 5)), 16))], None).outputs[0]
+    assert (out.attributes["core_mask"], out.attributes["core_mask_set"]) == (
+        rknn_native.CORE_MASKS[option],
+        given,
+    )
+    a.release(model)
+
+
+def test_the_fake_rk3576_refuses_core_2(rknnrt: Any, fake_libs: dict, tmp_path: Path) -> None:
+    # Without `soc` nothing is remapped, and the runtime refuses: what a test of the old adapter
+    # would have seen.
+    rknnrt.fake_rknn_set_soc(b"rk3576")
+    err = error_of(adapter(fake_libs["rknnrt"], core_mask="0_1_2").load, model_file(tmp_path))
+    assert (err.kind, err.stage, err.code) == ("DeviceError", "init", -5)
     assert rknnrt.fake_rknn_live_contexts() == 0
 
 

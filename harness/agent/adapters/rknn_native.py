@@ -8,6 +8,14 @@ NATIVE_OUTPUT_ATTR)`` per tensor -> ``rknn_create_mem(size_with_stride)`` -> ``r
 -> copy the pass-through input bytes in -> ``rknn_run`` -> read ``virt_addr`` back (inputs too) ->
 ``rknn_destroy_mem`` / ``rknn_destroy``.
 
+Checked against: the struct layouts and constants measured from the RKNPU2 SDK 2.3.2 header
+(aarch64 and armhf); fakes reporting the attribute sets librknnrt 1.6.0 and librknnmrt 2.3.2
+answered for models compiled by rknn-toolkit2 2.5.0 (flattened NC1HWC2 output dims, NHWC inputs
+with ``w_stride`` > W, C2 8 and 16, float16), whose bytes and attributes come back unchanged; the
+RK3576 core-mask replacement RKNNLite 2.5.0 makes. Only a board can confirm the run itself (the
+values an NPU writes, cache syncs, the runtime's own answer to a core mask naming core 2 on
+RK3576).
+
 Board-side code: Python >= 3.8, standard library and numpy only.
 
 Options (``adapter_options``):
@@ -15,7 +23,10 @@ Options (``adapter_options``):
                     else ``librknnrt.so``)
   ``soc``           target name (``rk3588`` ...): picks the library and guards ``core_mask``
   ``core_mask``     ``auto``/``0``/``1``/``2``/``0_1``/``0_1_2``/``all`` or an int
-                    (``rknn_set_core_mask``; RK3588/RK3576 only)
+                    (``rknn_set_core_mask``; RK3588/RK3576 only). RK3576 has two NPU cores:
+                    ``0_1_2`` goes to the runtime as ``0_1`` and ``2`` as ``0``, the replacement
+                    RKNNLite 2.5.0 makes (its messages say so); the tensors' attributes carry
+                    ``core_mask`` (asked) and ``core_mask_set`` (what the runtime was given)
   ``init_flags``    int passed to ``rknn_init`` (default 0)
   ``output_query``  ``native`` (RKNN_QUERY_NATIVE_OUTPUT_ATTR, default) or ``native_nhwc``
                     (RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR)
@@ -42,8 +53,9 @@ import numpy as np
 from .base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
 
 # ---------------------------------------------------------------------------------------------
-# rknn_api.h, mirrored. Field order and types are the header's; tests compare sizeof/offsetof
-# against a C compile of the same declarations.
+# rknn_api.h, mirrored. Field order and types are the header's; tests hold every size, alignment,
+# field offset and size, enum and error value here to the numbers measured from the real 2.3.2
+# header (aarch64 and armhf, tests/data/abi/rknn_api-2.3.2.json), as they hold the C fake.
 # ---------------------------------------------------------------------------------------------
 
 RKNN_MAX_DIMS = 16
@@ -113,6 +125,8 @@ RKNN_ERR_TIMEOUT = -2
 
 CORE_MASKS = {"auto": 0, "0": 1, "1": 2, "2": 4, "0_1": 3, "0_1_2": 7, "all": 0xFFFF}
 MULTI_CORE_SOCS = ("rk3588", "rk3576")
+# RK3576 (two cores): the masks naming core 2 and what RKNNLite 2.5.0 replaces them with.
+RK3576_REMAP = {CORE_MASKS["0_1_2"]: CORE_MASKS["0_1"], CORE_MASKS["2"]: CORE_MASKS["0"]}
 MICRO_RUNTIME_SOCS = ("rv1103", "rv1106", "rv1103b", "rv1106b")
 
 
@@ -340,6 +354,8 @@ class RknnModel:
     inputs: list[NativeTensor] = field(default_factory=list)
     outputs: list[NativeTensor] = field(default_factory=list)
     model_bytes: Any = None  # kept alive: the runtime may reference the buffer
+    core_mask: int | None = None  # as asked
+    core_mask_set: int | None = None  # as given to rknn_set_core_mask
     released: bool = False
 
 
@@ -421,7 +437,7 @@ class RknnNativeAdapter(Adapter):
     def _setup(self, model: RknnModel) -> None:
         lib = self.library()
         ctx = model.context
-        self._apply_core_mask(ctx)
+        model.core_mask, model.core_mask_set = self._apply_core_mask(ctx)
         self._query_versions(ctx)
 
         io_num = RknnInputOutputNum()
@@ -453,15 +469,12 @@ class RknnNativeAdapter(Adapter):
                 "load",
                 "rknn_query(RKNN_QUERY_NATIVE_INPUT_ATTR)",
             )
-            # The bytes we copy in are already native (packed by the host codec): no conversion.
+            # Recorded as the runtime reported it, before the adapter sets pass_through: the
+            # bytes we copy in are already native (packed by the host codec), no conversion.
+            reported = attr_record(native)
             native.pass_through = 1
             model.inputs.append(
-                NativeTensor(
-                    native,
-                    attr_record(native),
-                    attr_record(logical),
-                    "RKNN_QUERY_NATIVE_INPUT_ATTR",
-                )
+                NativeTensor(native, reported, attr_record(logical), "RKNN_QUERY_NATIVE_INPUT_ATTR")
             )
         for i in range(int(io_num.n_output)):
             logical = self._query_attr(
@@ -484,9 +497,10 @@ class RknnNativeAdapter(Adapter):
             ret = lib.call("rknn_set_io_mem", ctx, mem, ctypes.byref(tensor.attr))
             _check(int(ret), "load", f"rknn_set_io_mem({tensor.name!r})")
 
-    def _apply_core_mask(self, ctx: int) -> None:
+    def _apply_core_mask(self, ctx: int) -> tuple[int | None, int | None]:
+        """Set the core mask when asked: (the mask asked, the mask the runtime was given)."""
         if "core_mask" not in self.options or self.options["core_mask"] is None:
-            return
+            return None, None
         mask = _core_mask_value(self.options["core_mask"])
         if self.soc and self.soc not in MULTI_CORE_SOCS and mask != 0:
             raise _error(
@@ -494,12 +508,16 @@ class RknnNativeAdapter(Adapter):
                 "init",
                 f"core_mask is only supported on RK3588/RK3576, not {self.soc}",
             )
+        given = RK3576_REMAP.get(mask, mask) if self.soc == "rk3576" else mask
         lib = self.library()
         if not lib.has_core_mask:
             raise _error("UnsupportedError", "init", f"{lib.path} has no rknn_set_core_mask")
         _check(
-            int(lib.call("rknn_set_core_mask", ctx, mask)), "init", f"rknn_set_core_mask({mask:#x})"
+            int(lib.call("rknn_set_core_mask", ctx, given)),
+            "init",
+            f"rknn_set_core_mask({given:#x})",
         )
+        return mask, given
 
     def _query_versions(self, ctx: int) -> None:
         sdk = RknnSdkVersion()
@@ -560,8 +578,8 @@ class RknnNativeAdapter(Adapter):
                 [t.name for t in model.outputs], list(outputs), "fetch", "outputs"
             )
         result = RunOutput(
-            inputs=[self._read(t, matched_by) for t in model.inputs],
-            outputs=[self._read(model.outputs[i], out_matched_by) for i in wanted],
+            inputs=[self._read(model, t, matched_by) for t in model.inputs],
+            outputs=[self._read(model, model.outputs[i], out_matched_by) for i in wanted],
             timings=timings,
         )
         # copy_s: both directions of the copy, apart from the run itself (the agent reads it)
@@ -588,7 +606,7 @@ class RknnNativeAdapter(Adapter):
             )
         ctypes.memmove(tensor.mem.contents.virt_addr, data.ctypes.data, data.nbytes)
 
-    def _read(self, tensor: NativeTensor, matched_by: str) -> TensorOut:
+    def _read(self, model: RknnModel, tensor: NativeTensor, matched_by: str) -> TensorOut:
         mem = tensor.mem.contents
         size = min(int(mem.size), tensor.nbytes) if int(mem.size) else tensor.nbytes
         raw = np.frombuffer(ctypes.string_at(mem.virt_addr, size), dtype=np.uint8).copy()
@@ -596,6 +614,9 @@ class RknnNativeAdapter(Adapter):
         record["query"] = tensor.query
         record["logical_attr"] = tensor.logical
         record["matched_by"] = matched_by
+        if model.core_mask is not None:
+            record["core_mask"] = model.core_mask
+            record["core_mask_set"] = model.core_mask_set
         return TensorOut(
             name=tensor.name,
             data=raw,

@@ -5,16 +5,55 @@ arrays, NCHW for 4-D outputs): Python never sees the native NC1HWC2 bytes, and t
 cannot be read back. So this adapter returns no input tensors, and each output says so in its
 attributes (``numeric_only``, ``native_bytes: false``); layout checks need ``rknn_native``.
 
-RKNNLite reports failures as return codes, not exceptions (``load_rknn``/``init_runtime``: 0 or
--1, ``inference``: a list or None, ``get_sdk_version``: a string or None); each one becomes an
-AdapterError with its stage. Exceptions it raises anyway are wrapped the same way.
+The API as rknn-toolkit-lite2 **2.5.0** has it (facts, with the artefact each comes from):
+
+- ``rknn_lite.py`` of the 2.5.0 aarch64 wheel (cp311): ``load_rknn(path, key_path=None)`` and
+  ``init_runtime(target, device_id, async_mode, core_mask)`` return 0 or -1 (``init_runtime``
+  returns what setting the core mask returned); ``inference(inputs, data_type, data_format,
+  inputs_pass_through, get_frame_id, reuse_outputs=False)`` catches every exception of setting
+  inputs, running and fetching, logs it and returns None: it never raises; ``get_sdk_version()``
+  is None before ``init_runtime``; ``NPU_CORE_AUTO 0, _0 1, _1 2, _2 4, _0_1 3, _0_1_2 7,
+  _ALL 0xffff`` (the values of rknn_api.h's ``rknn_core_mask``).
+- the messages compiled into that wheel's ``rknn_runtime`` module (``strings``): the banner
+  ``get_sdk_version`` returns (a rule of ``=``, ``RKNN VERSION:``, ``  API: {}``, ``  DRV: {}``);
+  "The input[{}] need {}dims input, but {}dims input buffer feed." (a pass-through buffer must have
+  the model input's rank: a flat buffer is refused); "inputs[{}].dtype: {} is not same as
+  data_type[{}]" (every array is checked against ``data_type``, one name or one per input);
+  "The lengths of data_format and inputs are not equal." (``data_format`` may be one per input);
+  "The core_mask is only supported by {}" (``MULTI_NPU_SOC``: RK3576, RK3588); "The RK3576
+  platform has only two NPU cores. "NPU_CORE_0_1_2" ... replaced with "NPU_CORE_0_1"" and
+  "NPU_CORE_2" ... "NPU_CORE_0"; the ctypes names it resolves in librknnrt (rknn_init,
+  rknn_query, rknn_inputs_set, rknn_run, rknn_outputs_get, rknn_outputs_release,
+  rknn_set_core_mask, rknn_set_input_shapes, rknn_destroy).
+- the public issue tracker of rknn-toolkit2 (a user's traceback): the rank refusal is raised in
+  ``RKNNRuntime.set_inputs`` and comes back from ``inference`` as None.
+- the observations (``rknn_query`` of librknnrt 1.6.0 / librknnmrt 2.3.2 on 780 compiled models):
+  ``INPUT_ATTR.size`` and ``NATIVE_INPUT_ATTR.size`` of an NHWC input count rows of ``W``
+  (``size_with_stride`` rows of ``w_stride``); an NC1HWC2 native input is 5-D ``[N, C1, H, W,
+  C2]`` with C2 8 or 16 for int8 and 4 or 8 for float16, ``size`` = all of it.
+
+So a pass-through input (native bytes packed by the host codec) goes in shaped to the native rank,
+sized as ``rknn_inputs_set`` checks it (``attr.size``): NHWC as ``(N, H, W, C)``, the codec's
+``w_stride`` row padding dropped, since the normal API lays rows out to ``w_stride`` itself (only
+the zero-copy path, ``rknn_native``, takes ``size_with_stride`` bytes); ``pass_through_rows:
+strided`` sends ``(N, H, w_stride, C)`` as packed instead. NC1HWC2 as ``(N, C1, H, W, C2)``, C2
+from ``native_dims`` or the byte count. Not settled without a board: whether 2.5.0 refuses a mask
+on a single-core SoC or only warns (this adapter refuses it first), and how ``DRV:`` is worded.
+
+RKNNLite reports failures as return codes, not exceptions; each one becomes an AdapterError with
+its stage. Exceptions it raises anyway (older toolkits) are wrapped the same way.
 
 Options (``adapter_options``):
   ``core_mask``     ``auto``/``0``/``1``/``2``/``0_1``/``0_1_2``/``all`` (RKNNLite.NPU_CORE_*);
                     RK3588/RK3576 only, refused elsewhere when ``soc`` says so
-  ``soc``           target name (``rk3588`` ...), for the core_mask guard
+  ``soc``           target name (``rk3588`` ...), for the core_mask guard and its RK3576 remap
   ``target``, ``device_id``, ``async_mode``   passed to ``init_runtime``
+  ``key_path``      key envelope of an encrypted model (``load_rknn(path, key_path)``)
   ``data_format``   for non-pass-through 4-D inputs (default ``nchw``: jobs carry ONNX order)
+  ``native_dims``   ``{input name: dims}``: the 5-D NC1HWC2 dims the runtime reports, where the
+                    byte count leaves C2 open (C=16 int8: ``[1,1,H,W,16]`` or ``[1,2,H,W,8]``)
+  ``pass_through_rows``  ``dense`` (default: rows of W, ``attr.size``) or ``strided``
+  ``reuse_outputs`` passed to ``inference`` when set (2.5.0 and later)
   ``output_names``  names of the outputs in model order (RKNNLite does not report them)
   ``verbose``       RKNNLite(verbose=...)
 
@@ -47,7 +86,14 @@ CORE_MASKS = {
     "all": ("NPU_CORE_ALL", 0xFFFF),
 }
 MULTI_CORE_SOCS = ("rk3588", "rk3576")
+# RKNNLite 2.5.0 on RK3576 (two cores): what it replaces the masks naming core 2 with.
+RK3576_REMAP = {7: 3, 4: 1}
+NPU_CORE_0_1_2 = 7
+NPU_CORE_ALL = 0xFFFF
 DATA_TYPES = ("int8", "uint8", "int16", "float16", "float32")
+# C2 candidates of a 5-D NC1HWC2 native input, by element size, most common first (observed:
+# int8 16 on RK3588/RK3562/RV1103/RV1106, 8 on RK3566/68 and RV1103B/06B; float16 8 or 4).
+C2_CANDIDATES = {1: (16, 8, 4, 32), 2: (8, 4, 16)}
 
 NUMERIC_NOTE = (
     "RKNNLite.inference returns converted outputs (rknn_outputs_get), not the native buffer; "
@@ -86,6 +132,8 @@ class LiteModel:
     path: str
     rknn: Any
     sdk_version: str | None
+    core_mask: int | None = None  # what init_runtime was given
+    core_mask_effective: int | None = None  # what RKNNLite hands the runtime after its remaps
     released: bool = False
 
 
@@ -111,10 +159,11 @@ class RknnLiteAdapter(Adapter):
 
     # -- load / release -------------------------------------------------------------------
 
-    def _core_mask(self, cls: Any) -> dict[str, Any]:
+    def _core_mask(self, cls: Any) -> int | None:
+        """The ``core_mask`` for ``init_runtime`` (RKNNLite's own constant), or None for none."""
         value = self.options.get("core_mask")
         if value is None:
-            return {}
+            return None
         if isinstance(value, int):
             mask = value
         else:
@@ -132,19 +181,34 @@ class RknnLiteAdapter(Adapter):
             raise _error(
                 "UnsupportedError", "init", f"core_mask is only for RK3588/RK3576, not {soc}"
             )
-        return {"core_mask": mask}
+        return mask
+
+    def _effective_core_mask(self, mask: int) -> int:
+        """What RKNNLite 2.5.0 passes on for ``mask``: ALL becomes 0_1_2; on RK3576 the masks
+        naming core 2 become their two-core counterparts."""
+        if mask == NPU_CORE_ALL:
+            mask = NPU_CORE_0_1_2
+        if str(self.options.get("soc") or "").lower() == "rk3576":
+            mask = RK3576_REMAP.get(mask, mask)
+        return mask
 
     def load(self, model_path: str) -> LiteModel:
         cls = self.rknnlite()
         runtime_args: dict[str, Any] = {
             k: self.options[k] for k in ("target", "device_id", "async_mode") if k in self.options
         }
-        runtime_args.update(self._core_mask(cls))
+        mask = self._core_mask(cls)
+        if mask is not None:
+            runtime_args["core_mask"] = mask
         try:
             rknn = cls(verbose=bool(self.options.get("verbose", False)))
         except Exception as exc:
             raise _error("DeviceError", "init", f"RKNNLite(): {_describe(exc)}") from exc
-        ret = _call(rknn.load_rknn, "load", "RKNNLite.load_rknn", model_path)
+        load_args: dict[str, Any] = {}
+        if self.options.get("key_path"):
+            # Only when asked: toolkits before 2.5.0 have no key_path parameter.
+            load_args["key_path"] = str(self.options["key_path"])
+        ret = _call(rknn.load_rknn, "load", "RKNNLite.load_rknn", model_path, **load_args)
         if ret != 0:
             _release_quietly(rknn)
             raise _error(
@@ -159,7 +223,14 @@ class RknnLiteAdapter(Adapter):
         sdk = _call(rknn.get_sdk_version, "init", "RKNNLite.get_sdk_version")
         if sdk is not None:
             self._versions["sdk_version"] = str(sdk)
-        return LiteModel(path=model_path, rknn=rknn, sdk_version=None if sdk is None else str(sdk))
+            self._versions.update(parse_sdk_banner(str(sdk)))
+        return LiteModel(
+            path=model_path,
+            rknn=rknn,
+            sdk_version=None if sdk is None else str(sdk),
+            core_mask=mask,
+            core_mask_effective=None if mask is None else self._effective_core_mask(mask),
+        )
 
     def release(self, model: Any) -> None:
         if not isinstance(model, LiteModel) or model.released:
@@ -190,6 +261,8 @@ class RknnLiteAdapter(Adapter):
         data_format = self._data_format(inputs)
         if data_format is not None:
             kwargs["data_format"] = data_format
+        if "reuse_outputs" in self.options:
+            kwargs["reuse_outputs"] = bool(self.options["reuse_outputs"])
         copy_s = time.perf_counter() - start
 
         start = time.perf_counter()
@@ -220,27 +293,95 @@ class RknnLiteAdapter(Adapter):
 
     def _array(self, inp: InputTensor) -> np.ndarray:
         if inp.pass_through:
-            # Native bytes, packed by the host codec; the toolkit hands them on unconverted.
-            data = np.ascontiguousarray(inp.data, dtype=np.uint8).reshape(-1)
-            itemsize = np.dtype(inp.dtype).itemsize
-            if data.nbytes % itemsize:
+            return self._pass_through_array(inp)
+        return np.ascontiguousarray(inp.logical())
+
+    def _pass_through_array(self, inp: InputTensor) -> np.ndarray:
+        """Native bytes, packed by the host codec, as RKNNLite takes them: the native rank and
+        ``attr.size`` bytes (see the module docstring)."""
+        data = np.ascontiguousarray(inp.data, dtype=np.uint8).reshape(-1)
+        dtype = np.dtype(inp.dtype)
+        where = f"input {inp.name!r} ({inp.layout}, logical {list(inp.shape)} {inp.dtype})"
+        if data.nbytes % dtype.itemsize:
+            raise _error(
+                "LayoutError",
+                "run",
+                f"{where}: {data.nbytes} bytes are not a whole number of {inp.dtype}",
+            )
+        values = data.view(dtype)
+        layout = str(inp.layout).upper()
+        given = (self.options.get("native_dims") or {}).get(inp.name)
+        if given is not None:
+            dims = [int(d) for d in given]
+            if int(np.prod(dims)) != values.size:
                 raise _error(
                     "LayoutError",
                     "run",
-                    f"input {inp.name!r}: {data.nbytes} bytes are not a whole number of "
-                    f"{inp.dtype}",
+                    f"{where}: native_dims {dims} hold {int(np.prod(dims))} elements, the buffer "
+                    f"{values.size}",
                 )
-            return data.view(np.dtype(inp.dtype))
-        return np.ascontiguousarray(inp.logical())
+            return values.reshape(dims)
+        if layout == "NHWC" and len(inp.shape) == 4:
+            return self._nhwc(values, inp, where)
+        if layout == "NC1HWC2" and len(inp.shape) == 4:
+            return values.reshape(self._nc1hwc2_dims(values.size, inp, where))
+        if values.size != int(np.prod(inp.shape)):
+            raise _error(
+                "LayoutError",
+                "run",
+                f"{where}: {values.size} elements, the logical shape holds "
+                f"{int(np.prod(inp.shape))}; RKNNLite needs the model input's rank",
+            )
+        return values.reshape([int(d) for d in inp.shape])
 
-    def _data_format(self, inputs: list[InputTensor]) -> str | None:
+    def _nhwc(self, values: np.ndarray, inp: InputTensor, where: str) -> np.ndarray:
+        n, c, h, w = (int(d) for d in inp.shape)  # jobs carry ONNX (NCHW) order
+        rows = n * h * c
+        if rows == 0 or values.size % rows or values.size // rows < w:
+            raise _error(
+                "LayoutError",
+                "run",
+                f"{where}: {values.size} elements are not N*H rows of w_stride >= W={w} "
+                f"pixels of C={c} (N={n}, H={h})",
+            )
+        w_stride = values.size // rows
+        strided = values.reshape(n, h, w_stride, c)
+        mode = str(self.options.get("pass_through_rows", "dense")).lower()
+        if mode == "strided" or w_stride == w:
+            return strided
+        if mode != "dense":
+            raise _error(
+                "LayoutError", "run", f"pass_through_rows must be dense or strided, not {mode!r}"
+            )
+        # rknn_inputs_set checks attr.size (rows of W) and pads rows to w_stride itself.
+        return np.ascontiguousarray(strided[:, :, :w, :])
+
+    def _nc1hwc2_dims(self, size: int, inp: InputTensor, where: str) -> list[int]:
+        n, c, h, w = (int(d) for d in inp.shape)
+        itemsize = np.dtype(inp.dtype).itemsize
+        for c2 in C2_CANDIDATES.get(itemsize, (16, 8, 4)):
+            c1 = -(-c // c2)
+            if n * c1 * h * w * c2 == size:
+                return [n, c1, h, w, c2]
+        raise _error(
+            "LayoutError",
+            "run",
+            f"{where}: {size} elements fit no [N, C1, H, W, C2] with C2 in "
+            f"{C2_CANDIDATES.get(itemsize)}; give adapter_options.native_dims",
+        )
+
+    def _data_format(self, inputs: list[InputTensor]) -> str | list[str] | None:
         if "data_format" in self.options:
             value = self.options["data_format"]
             return None if value is None else str(value)
-        # Jobs carry logical tensors in ONNX order; RKNNLite assumes NHWC for 4-D unless told.
-        if any(len(inp.shape) == 4 and not inp.pass_through for inp in inputs):
+        # Jobs carry logical tensors in ONNX order; RKNNLite assumes NHWC for 4-D unless told,
+        # and would transpose a pass-through buffer told 'nchw': one format per input then.
+        logical4 = [len(inp.shape) == 4 and not inp.pass_through for inp in inputs]
+        if not any(logical4):
+            return None
+        if all(logical4):
             return "nchw"
-        return None
+        return ["nchw" if flag else "nhwc" for flag in logical4]
 
     def _output_names(self, count: int, wanted: list[str] | None) -> list[str]:
         given = self.options.get("output_names")
@@ -276,9 +417,36 @@ class RknnLiteAdapter(Adapter):
                 "dtype": str(array.dtype),
                 "shape": [int(d) for d in array.shape],
                 "sdk_version": model.sdk_version,
+                "core_mask": model.core_mask,
+                "core_mask_effective": model.core_mask_effective,
                 "note": NUMERIC_NOTE,
             },
         )
+
+
+def parse_sdk_banner(text: str) -> dict[str, str]:
+    """``api_version`` and ``drv_version`` from the banner ``get_sdk_version`` returns (rules of
+    ``=``, ``RKNN VERSION:``, ``API: ...``, ``DRV: ...``; several DRV lines are joined with
+    ``; ``). A one-line answer of an older toolkit is taken as the API version."""
+    api: list[str] = []
+    drv: list[str] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        if key.strip().upper() == "API":
+            api.append(value.strip())
+        elif key.strip().upper() == "DRV":
+            drv.append(value.strip())
+    if not api and not drv and text.strip() and "\n" not in text.strip():
+        api.append(text.strip())
+    out = {}
+    if api:
+        out["api_version"] = "; ".join(api)
+    if drv:
+        out["drv_version"] = "; ".join(drv)
+    return out
 
 
 def _call(func: Any, stage: str, what: str, *args: Any, **kwargs: Any) -> Any:
