@@ -263,13 +263,20 @@ def test_nv12_separate_fills_two_memories(dnn: Any, tmp_path: Path) -> None:
 
 
 def test_nv12_separate_split_follows_the_aligned_shape() -> None:
-    record = {"validShape": [2, 3, 4, 6], "alignedShape": [2, 3, 4, 64], "tensorLayout": "NCHW"}
-    assert hobot_native.nv12_separate_y_bytes(record, "x", 2 * 4 * 64 * 3 // 2) == 2 * 4 * 64
+    record = {"validShape": [1, 3, 4, 6], "alignedShape": [1, 3, 4, 64], "tensorLayout": "NCHW"}
+    assert hobot_native.nv12_separate_y_bytes(record, "x", 4 * 64 * 3 // 2) == 4 * 64
     nhwc = {"validShape": [1, 4, 6, 3], "alignedShape": [1, 4, 32, 3], "tensorLayout": "NHWC"}
     assert hobot_native.nv12_separate_y_bytes(nhwc, "x", 192) == 128
-    for bad in ({**record, "validShape": [2, 3, 5, 6]}, {**record, "alignedShape": []}):
-        err = error_of(hobot_native.nv12_separate_y_bytes, bad, "x", 2 * 4 * 64 * 3 // 2)
+    bad_ones = (
+        {**record, "validShape": [1, 3, 5, 6]},  # odd H
+        {**record, "alignedShape": []},
+        {"validShape": [2, 3, 4, 6], "alignedShape": [2, 3, 4, 64], "tensorLayout": "NCHW"},
+    )
+    for bad in bad_ones:
+        err = error_of(hobot_native.nv12_separate_y_bytes, bad, "x", 4 * 64 * 3 // 2)
         assert err.kind == "LayoutError"
+    err = error_of(hobot_native.nv12_separate_y_bytes, record, "x", 4 * 64)
+    assert "256 bytes of Y then 128 of UV" in err.message
 
 
 def test_x3x5_output_size_falls_back_to_the_aligned_shape() -> None:

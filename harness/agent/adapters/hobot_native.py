@@ -35,8 +35,9 @@ X3/X5 ``alignedShape`` (with tensorLayout; the X3/X5 documentation describes the
 alignedShape and reports stride 0 for NV12/Y model inputs), on S100 ``stride``.
 
 ``NV12_SEPARATE`` inputs (X3/X5) take two memories, as the header's hbDNNTensor says: the job
-gives the Y plane then the UV plane in one buffer (N*H rows, then N*H/2 rows, each alignedShape's
-W bytes long); the adapter puts Y in ``sysMem[0]`` and UV in ``sysMem[1]`` and reads both back.
+gives one image's Y plane then its UV plane in one buffer (H rows, then H/2 rows, each
+alignedShape's W bytes long); the adapter puts Y in ``sysMem[0]`` and UV in ``sysMem[1]`` and
+reads both back.
 
 Return codes: the task timeout (``HB_DNN_TIMEOUT`` -6000008 on X3/X5, ``HB_UCP_TASK_TIMEOUT``
 -200002 on S100) is a TimeoutError, every other non-zero code a DeviceError carrying the code.
@@ -703,6 +704,14 @@ def nv12_separate_y_bytes(record: dict[str, Any], name: str, total: int) -> int:
         )
     n, h = int(valid[0]), int(valid[1] if nhwc else valid[2])
     row = int(aligned[2] if nhwc else aligned[3])
+    if n != 1:
+        # Where a batch's planes go is not documented; the vendor's samples give one tensor
+        # per image.
+        raise _error(
+            "LayoutError",
+            "run",
+            f"input {name!r}: NV12_SEPARATE takes one image, validShape is {valid}",
+        )
     y_bytes, uv_bytes = n * h * row, n * (h // 2) * row
     if h % 2 or total != y_bytes + uv_bytes:
         raise _error(
