@@ -1,5 +1,8 @@
-"""``hobot`` against a fake pyeasy_dnn with the X5 build's surface and its documented defects:
-numerical results, each output saying whether its ``.buffer`` can be trusted and why not."""
+"""``hobot`` against a fake pyeasy_dnn that behaves as the X5 build (hobot-dnn-rdkx5 3.0.6) does:
+shapes as pointers to the extension's own hbDNNTensorShape copies, ``.buffer`` 4-D with the
+element type the extension picks (float32/int32/int16, else int8 one byte per element) and the
+padding left in. Numerical results, each output saying whether its ``.buffer`` can be trusted and
+why not, and types whose bytes ``.buffer`` loses refused."""
 
 from __future__ import annotations
 
@@ -53,7 +56,10 @@ def test_unpadded_output_is_faithful(fake_modules: Path, tmp_path: Path) -> None
     assert out.data.tobytes() == x.tobytes()
     assert out.attributes["buffer_faithful"] is True
     assert out.attributes["numeric_only"] is True and out.attributes["native_bytes"] is False
+    # The real build hands out the shapes as addresses of its own hbDNNTensorShape copies.
     assert out.attributes["validShape"] == [1, 3, 4, 5]
+    assert out.attributes["validShape_from"] == "pointer"
+    assert isinstance(out.attributes["alignedShape_raw"], int)
     assert out.attributes["scale_data"] == [0.5, 0.5, 0.5]
     assert result.inputs == []
     assert a.versions()["module"] == "hobot_dnn.pyeasy_dnn"
@@ -66,20 +72,71 @@ def test_padded_and_unsigned_outputs_are_flagged(fake_modules: Path, tmp_path: P
     x = np.arange(60, dtype=np.uint8).reshape(1, 3, 4, 5)
     (out,) = a.run(model, [logical_input(x)], None).outputs
     assert out.attributes["buffer_faithful"] is False
+    assert out.attributes["alignedShape"] == [1, 3, 4, 8]
     assert len(out.attributes["caveats"]) == 2
-    assert out.dtype == "int8"  # as the extension hands it out
-    # What .buffer holds really is the head of the aligned buffer, not the tensor.
+    assert "returned as int8, read as uint8" in out.attributes["caveats"][0]
+    assert out.dtype == "uint8"  # the extension's int8 bytes, read as what they are
+    # What .buffer holds really is the head of the aligned buffer (rows of 8), not the tensor.
+    padded = np.zeros((1, 3, 4, 8), np.uint8)
+    padded[..., :5] = x
+    assert out.data.tobytes() == padded.reshape(-1)[:60].tobytes()
     assert out.data.tobytes() != x.tobytes()
 
 
-def test_pointer_shapes_leave_faithfulness_unknown(fake_modules: Path, tmp_path: Path) -> None:
-    pyeasy().QUIRKS.add("pointer_shapes")
+@pytest.mark.parametrize(("ttype", "dtype"), [("float32", "float32"), ("int32", "int32"),
+                                               ("int16", "int16")])  # fmt: skip
+def test_types_the_buffer_keeps(fake_modules: Path, tmp_path: Path, ttype: str, dtype: str) -> None:
     a = hobot.ADAPTER({})
+    model = a.load(model_file(tmp_path, f"shape=1,2,3,4 aligned=1,2,3,4 type={ttype}"))
+    x = (np.arange(24) - 7).astype(dtype).reshape(1, 2, 3, 4)
+    (out,) = a.run(model, [logical_input(x)], None).outputs
+    assert (out.dtype, out.shape) == (dtype, [1, 2, 3, 4])
+    assert out.data.tobytes() == x.tobytes()
+    assert out.attributes["buffer_faithful"] is True and out.attributes["caveats"] == []
+
+
+@pytest.mark.parametrize("ttype", ["float16", "uint16", "uint32", "float64", "int64", "uint64"])
+def test_types_the_buffer_truncates_are_refused(
+    fake_modules: Path, tmp_path: Path, ttype: str
+) -> None:
+    a = hobot.ADAPTER({})
+    model = a.load(model_file(tmp_path, f"shape=1,2,3,4 aligned=1,2,3,4 type={ttype}"))
+    x = np.ones((1, 2, 3, 4), dtype=ttype)
+    err = error_of(a.run, model, [logical_input(x)], None)
+    assert (err.kind, err.stage) == ("UnsupportedError", "fetch")
+    assert "bytes are lost" in err.message and "hobot_native" in err.message
+    assert f"returns {ttype} data as int8" in err.message
+
+
+def test_four_bit_types_are_refused(fake_modules: Path, tmp_path: Path) -> None:
+    a = hobot.ADAPTER({})
+    model = a.load(model_file(tmp_path, "shape=1,2,3,4 aligned=1,2,3,4 type=int4"))
+    image = InputTensor("data", np.zeros(24, np.uint8), "NV12", [1, 2, 3, 4], "uint8", True)
+    err = error_of(a.run, model, [image], None)
+    assert (err.kind, err.stage) == ("UnsupportedError", "fetch")
+    assert "4-bit" in err.message
+
+
+def test_unread_pointer_shapes_leave_faithfulness_unknown(
+    fake_modules: Path, tmp_path: Path
+) -> None:
+    a = hobot.ADAPTER({"shape_pointers": False})
     model = a.load(model_file(tmp_path))
     (out,) = a.run(model, [logical_input(np.zeros((1, 3, 4, 5), np.int8))], None).outputs
     assert out.attributes["buffer_faithful"] is None
     assert out.attributes["alignedShape"] is None
+    assert out.attributes["alignedShape_from"] == "unread pointer"
     assert isinstance(out.attributes["alignedShape_raw"], int)
+
+
+def test_a_build_with_tuple_shapes(fake_modules: Path, tmp_path: Path) -> None:
+    pyeasy().QUIRKS.add("tuple_shapes")
+    a = hobot.ADAPTER({})
+    model = a.load(model_file(tmp_path, "shape=1,3,4,5 aligned=1,3,4,8 type=int8"))
+    (out,) = a.run(model, [logical_input(np.zeros((1, 3, 4, 5), np.int8))], None).outputs
+    assert out.attributes["alignedShape"] == [1, 3, 4, 8]
+    assert "alignedShape_raw" not in out.attributes
+    assert out.attributes["buffer_faithful"] is False
 
 
 @pytest.mark.parametrize(("fault", "stage"), [("load", "load"), ("forward", "run")])

@@ -126,6 +126,7 @@ def test_run_returns_raw_aligned_buffers(dnn: Any, tmp_path: Path) -> None:
         ("infer", "run", "DeviceError"),
         ("wait", "run", "DeviceError"),
         ("timeout", "run", "TimeoutError"),
+        ("slow_fail", "run", "DeviceError"),
         ("flush", "run", "DeviceError"),
         ("free", "release", "DeviceError"),
         ("release", "release", "DeviceError"),
@@ -148,6 +149,14 @@ def test_every_runtime_failure_is_typed(
     assert isinstance(err.code, int) or fault == "misalign"
     if fault == "misalign":
         assert "32-byte aligned" in err.message
+    if fault == "timeout":
+        # The header's own timeout code, named: not a code that means something else.
+        abi = hobot_native.ABIS[dnn.abi]
+        assert err.code == abi.timeout_code == {"x3x5": -6000008, "s100": -200002}[dnn.abi]
+        assert abi.timeout_name in err.message
+    if fault == "slow_fail":
+        # A failure that took the whole timeout is the device's failure, typed by its code.
+        assert err.code not in (-6000008, -200002)
     dnn.fake_dnn_set_fault(None)
     assert_nothing_held(dnn)
     if model is not None:
@@ -210,3 +219,75 @@ def test_every_model_input_must_be_given(dnn: Any, tmp_path: Path) -> None:
     assert "takes 1 inputs" in err.message
     assert_nothing_held(dnn)
     a.release(model)
+
+
+def nv12_frame(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An NV12_SEPARATE input of the fake's "fake_nv12" (validShape [1,3,4,6], alignedShape W 32):
+    the Y plane, the UV plane (rows 32 bytes apart, padding 0xEE) and both as one buffer."""
+    rng = np.random.default_rng(seed)
+    y = np.full((4, 32), 0xEE, dtype=np.uint8)
+    uv = np.full((2, 32), 0xEE, dtype=np.uint8)
+    y[:, :6] = rng.integers(0, 256, size=(4, 6))
+    uv[:, :6] = rng.integers(0, 256, size=(2, 6))
+    return y, uv, np.concatenate([y.reshape(-1), uv.reshape(-1)])
+
+
+def test_nv12_separate_fills_two_memories(dnn: Any, tmp_path: Path) -> None:
+    if dnn.abi != "x3x5":
+        pytest.skip("S100's hbDNNTensor has one memory and no image tensor types")
+    a = adapter(dnn)
+    model = a.load(model_file(tmp_path, "nv12sep"))
+    (image,) = model.inputs
+    assert image.record["tensorType"] == "NV12_SEPARATE"
+    assert image.record["stride"] == [0, 0, 0, 0]  # as the X3/X5 docs say of NV12 inputs
+    assert image.record["alignedShape"] == [1, 3, 4, 32]
+    y, uv, both = nv12_frame()
+    result = a.run(model, [InputTensor("image", both, "NV12_SEPARATE", [192], "uint8", True)], None)
+    (planes,) = result.outputs
+    # The fake reads Y from sysMem[0] and UV from sysMem[1]: both reached the BPU.
+    expected = np.zeros((6, 16), dtype=np.uint8)
+    expected[:4, :6] = y[:, :6]
+    expected[4:, :6] = uv[:, :6]
+    assert planes.data.tobytes() == expected.tobytes()
+    assert planes.attributes["layout_from"] == "alignedShape"
+    (back,) = result.inputs
+    assert back.data.tobytes() == both.tobytes()
+    assert back.attributes["memories"] == [128, 64]
+    assert back.layout == "NV12_SEPARATE"
+    assert dnn.fake_dnn_flush_count(CLEAN) >= 2
+    short = InputTensor("image", both[:-32], "NV12_SEPARATE", [160], "uint8", True)
+    err = error_of(a.run, model, [short], None)
+    assert (err.kind, err.stage) == ("LayoutError", "run")
+    assert_nothing_held(dnn)
+    a.release(model)
+
+
+def test_nv12_separate_split_follows_the_aligned_shape() -> None:
+    record = {"validShape": [1, 3, 4, 6], "alignedShape": [1, 3, 4, 64], "tensorLayout": "NCHW"}
+    assert hobot_native.nv12_separate_y_bytes(record, "x", 4 * 64 * 3 // 2) == 4 * 64
+    nhwc = {"validShape": [1, 4, 6, 3], "alignedShape": [1, 4, 32, 3], "tensorLayout": "NHWC"}
+    assert hobot_native.nv12_separate_y_bytes(nhwc, "x", 192) == 128
+    bad_ones = (
+        {**record, "validShape": [1, 3, 5, 6]},  # odd H
+        {**record, "alignedShape": []},
+        {"validShape": [2, 3, 4, 6], "alignedShape": [2, 3, 4, 64], "tensorLayout": "NCHW"},
+    )
+    for bad in bad_ones:
+        err = error_of(hobot_native.nv12_separate_y_bytes, bad, "x", 4 * 64 * 3 // 2)
+        assert err.kind == "LayoutError"
+    err = error_of(hobot_native.nv12_separate_y_bytes, record, "x", 4 * 64)
+    assert "256 bytes of Y then 128 of UV" in err.message
+
+
+def test_x3x5_output_size_falls_back_to_the_aligned_shape() -> None:
+    record = {
+        "alignedByteSize": 0,
+        "stride": [0, 0, 0, 0],
+        "validShape": [1, 3, 4, 5],
+        "alignedShape": [1, 3, 4, 16],
+        "tensorType": "F16",
+    }
+    tensor = hobot_native.HbTensor("out", None, record)
+    assert hobot_native._buffer_size(tensor, "run", hobot_native.ABIS["x3x5"]) == 3 * 4 * 16 * 2
+    err = error_of(hobot_native._buffer_size, tensor, "run", hobot_native.ABIS["s100"])
+    assert err.kind == "LayoutError"

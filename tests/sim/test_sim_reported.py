@@ -154,7 +154,7 @@ def test_horizon_codes_and_strides() -> None:
     props = {
         "validShape": [1, 3, 5, 7],
         "tensorLayout": 2,  # NCHW
-        "tensorType": 8,  # S8
+        "tensorType": 2,  # S8 in the S100 header (tests/data/abi)
         "stride": [3 * 6 * 64, 6 * 64, 64, 1],
         "alignedByteSize": 3 * 6 * 64,
     }
@@ -163,6 +163,51 @@ def test_horizon_codes_and_strides() -> None:
     assert layout.strides == (1152, 384, 64, 1)
     named = {**props, "tensorType": "HB_DNN_TENSOR_TYPE_S8", "tensorLayout": "NCHW"}
     assert layout_from_report("rdk-s100", "output", named).strides == layout.strides
+    # The X3/X5 header numbers S8 as 8 (its image types come first); on S100 8 is S32.
+    x5 = layout_from_report("rdk-x5", "output", {**props, "tensorType": 8})
+    assert x5.dtype.name == "int8"
+    s32 = {**props, "tensorType": 8, "stride": [4608, 1536, 256, 4], "alignedByteSize": 4608}
+    assert layout_from_report("rdk-s100", "output", s32).dtype.name == "int32"
+
+
+def test_x3x5_layout_comes_from_the_aligned_shape() -> None:
+    # The X3/X5 documentation places the data by validShape inside alignedShape; strides that
+    # contradict it are refused, not picked over it.
+    props = {
+        "validShape": [1, 3, 5, 7],
+        "alignedShape": [1, 3, 5, 16],
+        "tensorLayout": "NCHW",
+        "tensorType": "S8",
+        "stride": [0, 0, 0, 0],
+        "alignedByteSize": 3 * 5 * 16,
+    }
+    layout = layout_from_report("rdk-x3", "output", props)
+    assert layout.strides == (3 * 5 * 16, 5 * 16, 16, 1)
+    agreeing = {**props, "stride": [240, 80, 16, 1]}
+    assert layout_from_report("rdk-x5", "output", agreeing).strides == layout.strides
+    with pytest.raises(LayoutError, match="contradicts alignedShape"):
+        layout_from_report("rdk-x5", "output", {**props, "stride": [240, 80, 16, 2]})
+    # S100 has no alignedShape: its strides are the layout.
+    wide = {**props, "stride": [480, 160, 32, 1], "alignedByteSize": 480}
+    s100 = layout_from_report("rdk-s100", "output", wide)
+    assert s100.strides == (480, 160, 32, 1)
+
+
+def test_x3x5_nv12_rows_come_from_the_aligned_shape() -> None:
+    # NV12 / NV12_SEPARATE model inputs report stride 0 on X3/X5; alignedShape's W is the pitch.
+    props = {
+        "validShape": [1, 3, 4, 6],
+        "alignedShape": [1, 3, 4, 32],
+        "tensorLayout": "NCHW",
+        "tensorType": "NV12_SEPARATE",
+        "stride": [0, 0, 0, 0],
+        "alignedByteSize": 192,
+    }
+    for kind in ("NV12_SEPARATE", 2, "NV12", 1):
+        layout = layout_from_report("rdk-x5", "input", {**props, "tensorType": kind})
+        assert (layout.name, layout.shape) == ("NV12", (1, 6, 6))
+        assert layout.offset_of((0, 1, 0)) == 32
+        assert layout.nbytes == 192
 
 
 def test_horizon_aligned_shape_when_strides_are_missing() -> None:
@@ -179,7 +224,7 @@ def test_horizon_aligned_shape_when_strides_are_missing() -> None:
 def test_horizon_image_row_stride_from_the_aligned_size() -> None:
     props = {
         "validShape": [2, 3, 4, 10],
-        "tensorType": 1,  # NV12
+        "tensorType": "NV12",
         "stride": [-1, -1, -1, -1],
         "alignedByteSize": 2 * 6 * 64,
     }

@@ -33,10 +33,39 @@ def test_nv12_input(target: str, batch: int) -> None:
     assert held.layout == "NV12"
     assert held.attributes["tensorType"] == "NV12"
     assert held.attributes["validShape"] == [batch, 3, 6, 10]
-    assert held.attributes["stride"] == [-1, -1, -1, -1]
+    # No strides for NV12 model inputs: 0 on X3/X5 (their docs), -1 (dynamic) on S100.
+    assert held.attributes["stride"] == [-1 if target == "rdk-s100" else 0] * 4
     assert held.attributes["alignedByteSize"] == batch * 9 * 32  # rows padded to 32 bytes
     assert ("alignedShape" in held.attributes) == (target != "rdk-s100")
     _all_equal(target, model, {"input": frame}, run)
+
+
+@pytest.mark.parametrize("target", ["rdk-x3", "rdk-x5"])
+def test_nv12_separate_input_in_two_memories(target: str) -> None:
+    model = build("conv1x1", (1, 3, 6, 10), out_channels=4)
+    frame = random_tensor((1, 9, 10), "uint8", seed=3)
+    run = run_sim(target, model, {"input": frame}, layouts={"input": "NV12_SEPARATE"})
+    held = run.inputs[0]
+    assert held.layout == "NV12_SEPARATE"
+    assert held.attributes["tensorType"] == "NV12_SEPARATE"
+    assert held.attributes["memories"] == [6 * 32, 3 * 32]  # Y rows, then UV rows, 32 apart
+    assert held.attributes["alignedShape"] == [1, 3, 6, 32]
+    assert held.attributes["stride"] == [0, 0, 0, 0]
+    _all_equal(target, model, {"input": frame}, run)
+    # The same numbers as the one-memory NV12 input.
+    nv12 = run_sim(target, model, {"input": frame}, layouts={"input": "NV12"})
+    assert np.array_equal(nv12.outputs[0].data, run.outputs[0].data)
+
+
+def test_nv12_separate_refusals() -> None:
+    model = build("conv1x1", (1, 3, 6, 10), out_channels=4)
+    frame = random_tensor((1, 9, 10), "uint8", seed=3)
+    with pytest.raises(Exception, match="not a native input layout of rdk-s100"):
+        run_sim("rdk-s100", model, {"input": frame}, layouts={"input": "NV12_SEPARATE"})
+    batch = build("conv1x1", (2, 3, 6, 10), out_channels=4)
+    frames = random_tensor((2, 9, 10), "uint8", seed=3)
+    with pytest.raises(Exception, match="NV12_SEPARATE takes one image"):
+        run_sim("rdk-x5", batch, {"input": frames}, layouts={"input": "NV12_SEPARATE"})
 
 
 def test_nv12_planes_repeat_chroma() -> None:

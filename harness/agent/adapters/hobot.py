@@ -1,27 +1,39 @@
 """``hobot``: Horizon / D-Robotics ``pyeasy_dnn`` (``hobot_dnn`` in RDK X3 images,
 ``hobot_dnn_rdkx5`` from the hobot-dnn-rdkx5 wheel on RDK X5).
 
-Numerical results only, and even those with care: the X5 build's ``.buffer`` copies
-prod(validShape) elements from the start of the aligned device buffer without removing the
-padding, returns U8/U16/F16 data as int8, subtracts 128 from RGB/BGR inputs inside, and reports
-alignedShape/validShape as a raw pointer int (``spec/vendor-runtimes.md``). pyeasy_dnn exposes no
-stride, quantiType, zero point or alignedByteSize either. So every output says what it is
-(``numeric_only``, ``native_bytes: false``) and whether its buffer can be trusted
-(``buffer_faithful``: true, false, or null when the properties do not tell), with the reasons in
-``caveats``. The raw aligned buffers come from ``hobot_native``.
+Numerical results only, and even those with care. What the X5 build (hobot-dnn-rdkx5 3.0.6)
+does, read from its aarch64 extension:
+
+- ``.buffer`` is an array of the first four validShape dimensions (always 4-D) whose element
+  type is float32, int32 or int16 for F32, S32 and S16 tensors and int8 for every other type,
+  holding that many elements of that size from the start of the aligned device buffer: the
+  padding is not removed, 1-byte types keep their bytes (U8 and images only change sign), and
+  F16, U16, U32, F64, S64, U64 (and 4-bit types) lose bytes.
+- ``alignedShape`` / ``validShape`` are integers: the address of a heap copy of the 36-byte
+  hbDNNTensorShape the extension never frees. The adapter reads the shape there (option
+  ``shape_pointers``, default true; false leaves the shapes unknown).
+- ``tensor_type`` is the type's name (``int8``, ``float16``, ``NV12`` ...); there is no stride,
+  quantiType, zero point, alignedByteSize or raw memory attribute, so no other route to the
+  device bytes: a tensor whose bytes ``.buffer`` loses is refused (UnsupportedError, stage
+  fetch, naming ``hobot_native``, which reads the device buffers through libdnn).
+
+Every output says what it is (``numeric_only``, ``native_bytes: false``) and whether its buffer
+can be trusted (``buffer_faithful``: true, false, or null when the shapes are not known), with
+the reasons in ``caveats``; 1-byte unsigned data is handed on as uint8.
 
 Inputs are logical tensors (pyeasy_dnn pads them itself); pass-through is accepted only for NV12
 and Y inputs, whose bytes are the image as the model takes it. No input buffers come back.
 
 Options (``adapter_options``): ``module`` (import path, default: ``hobot_dnn.pyeasy_dnn`` then
 ``hobot_dnn_rdkx5.pyeasy_dnn``), ``model_name`` (when the artifact packs several models),
-``core_id`` and ``priority`` (passed to ``forward``).
+``core_id`` and ``priority`` (passed to ``forward``), ``shape_pointers`` (see above).
 
 Board-side code: Python >= 3.8, standard library and numpy only.
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import time
 from dataclasses import dataclass
@@ -36,8 +48,22 @@ from .base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
 MODULES = ("hobot_dnn.pyeasy_dnn", "hobot_dnn_rdkx5.pyeasy_dnn")
 DISTRIBUTIONS = ("hobot-dnn-rdkx5", "hobot-dnn")
 PASS_THROUGH_TYPES = ("NV12", "NV12_SEPARATE", "Y")
-# tensor_type spellings whose data .buffer hands back as int8 on the X5 build.
-WIDENED_TO_INT8 = ("uint8", "u8", "uint16", "u16", "float16", "f16")
+# What .buffer's element type is on the X5 build 3.0.6, by tensor_type; everything else is int8.
+BUFFER_TYPES_X5_3_0_6 = {"float32": "float32", "int32": "int32", "int16": "int16"}
+IMAGE_TYPES = ("Y", "NV12", "NV12_SEPARATE", "YUV444", "RGB", "BGR")
+# tensor_type names with their numpy element types (images are bytes).
+ELEMENT_TYPES = {
+    "int8": "int8", "uint8": "uint8", "float16": "float16", "int16": "int16",
+    "uint16": "uint16", "float32": "float32", "int32": "int32", "uint32": "uint32",
+    "float64": "float64", "int64": "int64", "uint64": "uint64",
+}  # fmt: skip
+FOUR_BIT_TYPES = ("int4", "uint4")
+# hbDNNTensorShape of the X3/X5 header: 8 int32 dimensions, then numDimensions (36 bytes).
+MAX_DIMS = 8
+
+
+class _TensorShape(ctypes.Structure):
+    _fields_ = [("dimensionSize", ctypes.c_int32 * MAX_DIMS), ("numDimensions", ctypes.c_int32)]
 
 
 def _error(kind: str, stage: str, message: str) -> AdapterError:
@@ -48,11 +74,21 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _shape(value: Any) -> list[int] | None:
-    """A shape from the extension, or None when it is not one (the X5 build hands out a raw
-    pointer int for alignedShape/validShape)."""
-    if isinstance(value, (int, np.integer)) or value is None:
+def _shape(value: Any, pointers: bool = True) -> list[int] | None:
+    """A shape from the extension: a sequence, or (the X5 build) the address of its own copy of
+    the hbDNNTensorShape, read when ``pointers``; None when it is neither."""
+    if value is None or isinstance(value, bool):
         return None
+    if isinstance(value, (int, np.integer)):
+        address = int(value)
+        if not pointers or address <= 0 or address % ctypes.alignment(_TensorShape):
+            return None
+        shape = _TensorShape.from_address(address)
+        count = int(shape.numDimensions)
+        dims = [int(d) for d in shape.dimensionSize[: max(0, min(count, MAX_DIMS))]]
+        if not 0 < count <= MAX_DIMS or any(d < 0 for d in dims):
+            return None
+        return dims
     try:
         return [int(d) for d in value]
     except (TypeError, ValueError):
@@ -72,7 +108,7 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def properties_record(props: Any) -> dict[str, Any]:
+def properties_record(props: Any, pointers: bool = True) -> dict[str, Any]:
     """What pyeasy_dnn's TensorProperties says, under its own attribute names."""
     record: dict[str, Any] = {}
     for name in ("tensor_type", "dtype", "layout"):
@@ -80,10 +116,12 @@ def properties_record(props: Any) -> dict[str, Any]:
         record[name] = None if value is None else str(value)
     for name in ("shape", "validShape", "alignedShape"):
         raw = getattr(props, name, None)
-        shape = _shape(raw)
+        shape = _shape(raw, pointers)
         record[name] = shape
-        if shape is None and raw is not None:
+        if isinstance(raw, (int, np.integer)) and not isinstance(raw, bool):
+            # Say where the shape came from: the extension's pointer, read or not.
             record[name + "_raw"] = _plain(raw)
+            record[name + "_from"] = "pointer" if shape is not None else "unread pointer"
     record["scale_data"] = _plain(getattr(props, "scale_data", None))
     return record
 
@@ -212,25 +250,55 @@ class HobotAdapter(Adapter):
         return np.ascontiguousarray(inp.logical())
 
     def _tensor(self, name: str, result: Any, model: HobotModel) -> TensorOut:
+        pointers = bool(self.options.get("shape_pointers", True))
+        record = properties_record(result.properties, pointers)
         buffer = np.ascontiguousarray(np.asarray(result.buffer))
-        record = properties_record(result.properties)
+        ttype = str(record["tensor_type"] or "")
+        kind = ttype.lower()
+        if kind.startswith("hb_dnn_tensor_type_"):  # (str.removeprefix needs Python 3.9)
+            kind = kind[len("hb_dnn_tensor_type_") :]
+        wanted = "uint8" if ttype.upper() in IMAGE_TYPES else ELEMENT_TYPES.get(kind)
         caveats = []
         faithful: bool | None = True
+        if wanted is None:
+            raise _error(
+                "UnsupportedError",
+                "fetch",
+                f"output {name!r}: tensor_type {ttype!r} has no numpy element type "
+                f"({'4-bit' if kind in FOUR_BIT_TYPES else 'unknown'}); read it with hobot_native",
+            )
+        element = np.dtype(wanted)
+        if buffer.dtype != element:
+            if buffer.dtype.itemsize != element.itemsize:
+                # .buffer holds one byte per element of a wider type: the rest is lost, and the
+                # extension offers no other way to the device bytes.
+                raise _error(
+                    "UnsupportedError",
+                    "fetch",
+                    f"output {name!r}: pyeasy_dnn's .buffer returns {ttype} data as "
+                    f"{buffer.dtype} ({buffer.dtype.itemsize} byte(s) per element, "
+                    f"{element.itemsize} needed): bytes are lost (X5 3.0.6 keeps element types "
+                    f"only for {', '.join(BUFFER_TYPES_X5_3_0_6)}); read it with hobot_native",
+                )
+            # Same width, wrong type (U8 and images as int8): the bytes are right.
+            caveats.append(f"{ttype} data returned as {buffer.dtype}, read as {element}")
+            buffer = buffer.view(element)
         valid = record["validShape"] or record["shape"]
         aligned = record["alignedShape"]
-        if aligned is None or valid is None:
+        if aligned is None or record["validShape"] is None:
             faithful = None
-            caveats.append("alignedShape/validShape not reported as shapes: padding unknown")
+            caveats.append("alignedShape/validShape not known: padding unknown")
         elif int(np.prod(aligned)) != int(np.prod(valid)):
             faithful = False
             caveats.append(
                 ".buffer holds the first prod(validShape) elements of the aligned buffer "
                 "(padding not removed)"
             )
-        ttype = str(record["tensor_type"] or "").lower()
-        if ttype in WIDENED_TO_INT8 and buffer.dtype == np.int8:
+        if valid is not None and len(valid) != 4:
             faithful = False
-            caveats.append(f"{record['tensor_type']} data returned as int8")
+            caveats.append(
+                f".buffer is always 4-D (the first four dimensions); validShape is {valid}"
+            )
         if any(t.upper() in ("RGB", "BGR") for t in model.input_types):
             caveats.append("pyeasy_dnn subtracts 128 from RGB/BGR inputs inside (X5 build)")
         record.update(

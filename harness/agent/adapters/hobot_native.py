@@ -29,8 +29,19 @@ hbSys* calls live outside libdnn), ``preload`` (libraries loaded first with RTLD
 
 Every buffer's first address must be 32-byte aligned (the BPU requires it); an allocation that is
 not is refused as a DeviceError. Tensors come back as flat uint8 arrays (the bytes of the
-allocation); ``layout`` is ``strided`` (validShape + byte strides) or the image type (``NV12``,
-``Y`` ...), ``dtype`` follows tensorType, ``shape`` is validShape.
+allocation); ``layout`` is ``strided`` or the image type (``NV12``, ``Y`` ...), ``dtype`` follows
+tensorType, ``shape`` is validShape. ``layout_from`` says which properties place the bytes: on
+X3/X5 ``alignedShape`` (with tensorLayout; the X3/X5 documentation describes the aligned data by
+alignedShape and reports stride 0 for NV12/Y model inputs), on S100 ``stride``.
+
+``NV12_SEPARATE`` inputs (X3/X5) take two memories, as the header's hbDNNTensor says: the job
+gives one image's Y plane then its UV plane in one buffer (H rows, then H/2 rows, each
+alignedShape's W bytes long); the adapter puts Y in ``sysMem[0]`` and UV in ``sysMem[1]`` and
+reads both back.
+
+Return codes: the task timeout (``HB_DNN_TIMEOUT`` -6000008 on X3/X5, ``HB_UCP_TASK_TIMEOUT``
+-200002 on S100) is a TimeoutError, every other non-zero code a DeviceError carrying the code.
+The numbers are held to the headers' measured values in ``tests/data/abi``.
 """
 
 from __future__ import annotations
@@ -48,8 +59,14 @@ import numpy as np
 from .base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
 
 FIRST_ADDRESS_ALIGNMENT = 32
+# hbSysMemFlushFlag (X3/X5) and hbUCPSysMem's flush flags (S100) share their values.
 HB_SYS_MEM_CACHE_INVALIDATE = 1
 HB_SYS_MEM_CACHE_CLEAN = 2
+HB_DNN_SUCCESS = 0
+# The task-timeout return codes of hbDNNWaitTaskDone (hb_dnn_status.h) and hbUCPWaitTaskDone
+# (the UCP status header).
+HB_DNN_TIMEOUT = -6000008
+HB_UCP_TASK_TIMEOUT = -200002
 # Arrays read through pointers the runtime hands out are bounded: a corrupt length must not
 # turn into a multi-gigabyte read.
 MAX_QUANT_PARAMS = 1 << 16
@@ -87,6 +104,10 @@ class QuantiScaleX3X5(ctypes.Structure):
     ]
 
 
+# hbDNNQuantiType is a plain C enum: int-sized (4 bytes) on both ABIs.
+QuantiType = ctypes.c_int
+
+
 class TensorPropertiesX3X5(ctypes.Structure):
     """``hbDNNTensorProperties`` of RDK X3/X5 (hbDNNQuantiType is an int-sized enum)."""
 
@@ -97,7 +118,7 @@ class TensorPropertiesX3X5(ctypes.Structure):
         ("tensorType", ctypes.c_int32),
         ("shift", QuantiShift),
         ("scale", QuantiScaleX3X5),
-        ("quantiType", ctypes.c_int),
+        ("quantiType", QuantiType),
         ("quantizeAxis", ctypes.c_int32),
         ("alignedByteSize", ctypes.c_int32),
         ("stride", ctypes.c_int32 * X3X5_MAX_DIMS),
@@ -168,7 +189,7 @@ class TensorPropertiesS100(ctypes.Structure):
         ("validShape", TensorShapeS100),
         ("tensorType", ctypes.c_int32),
         ("scale", QuantiScaleS100),
-        ("quantiType", ctypes.c_int),
+        ("quantiType", QuantiType),
         ("quantizeAxis", ctypes.c_int32),
         ("alignedByteSize", ctypes.c_int64),
         ("stride", ctypes.c_int64 * S100_MAX_DIMS),
@@ -211,6 +232,8 @@ STRUCTS_X3X5 = {
     "hbDNNTensor": TensorX3X5,
     "hbDNNInferCtrlParam": InferCtrlParam,
 }
+# Enums the structs hold, by their C type name (the same on both ABIs).
+ENUM_TYPES = {"hbDNNQuantiType": QuantiType}
 STRUCTS_S100 = {
     "hbDNNTensorShape": TensorShapeS100,
     "hbDNNQuantiScale": QuantiScaleS100,
@@ -219,6 +242,8 @@ STRUCTS_S100 = {
     "hbDNNTensor": TensorS100,
     "hbUCPSchedParam": UCPSchedParam,
 }
+# The header dimension limits the shape mirrors are built on.
+MAX_DIMS = {"x3x5": X3X5_MAX_DIMS, "s100": S100_MAX_DIMS}
 
 LAYOUTS = {0: "NHWC", 2: "NCHW", 255: "NONE"}
 # hbDNNDataType (X3/X5: image types first; S100: tensor types only).
@@ -292,11 +317,21 @@ class Abi:
     tensor_types: dict[int, str]
     quanti_types: dict[int, str]
     has_aligned_shape: bool
+    timeout_code: int
+    timeout_name: str
 
 
 ABIS = {
     "x3x5": Abi(
-        "x3x5", TensorPropertiesX3X5, TensorX3X5, SysMem, TENSOR_TYPES_X3X5, QUANTI_TYPES_X3X5, True
+        "x3x5",
+        TensorPropertiesX3X5,
+        TensorX3X5,
+        SysMem,
+        TENSOR_TYPES_X3X5,
+        QUANTI_TYPES_X3X5,
+        True,
+        HB_DNN_TIMEOUT,
+        "HB_DNN_TIMEOUT",
     ),
     "s100": Abi(
         "s100",
@@ -306,8 +341,31 @@ ABIS = {
         TENSOR_TYPES_S100,
         QUANTI_TYPES_S100,
         False,
+        HB_UCP_TASK_TIMEOUT,
+        "HB_UCP_TASK_TIMEOUT",
     ),
 }
+
+
+def header_constants(abi: Abi) -> dict[str, int]:
+    """Every enum value and return code the adapter relies on, under the header's own names (the
+    tests hold them to the measured values)."""
+    found: dict[str, int] = {
+        "HB_DNN_TENSOR_MAX_DIMENSIONS": MAX_DIMS[abi.name],
+        "HB_SYS_MEM_CACHE_INVALIDATE": HB_SYS_MEM_CACHE_INVALIDATE,
+        "HB_SYS_MEM_CACHE_CLEAN": HB_SYS_MEM_CACHE_CLEAN,
+        abi.timeout_name: abi.timeout_code,
+    }
+    for code, name in abi.tensor_types.items():
+        prefix = "HB_DNN_IMG_TYPE_" if name in IMAGE_TYPES else "HB_DNN_TENSOR_TYPE_"
+        found[prefix + name] = code
+    for code, name in abi.quanti_types.items():
+        found[name] = code
+    if abi.has_aligned_shape:
+        found["HB_DNN_SUCCESS"] = HB_DNN_SUCCESS
+        for code, name in LAYOUTS.items():
+            found["HB_DNN_LAYOUT_" + name] = code
+    return found
 
 
 def _error(kind: str, stage: str, message: str, code: int | None = None) -> AdapterError:
@@ -527,13 +585,14 @@ class HorizonRuntime:
 
     def wait(self, task: Any, timeout_ms: int) -> None:
         call = "hbDNNWaitTaskDone" if self.abi.name == "x3x5" else "hbUCPWaitTaskDone"
-        start = time.perf_counter()
         ret = int(self.call(call, task, timeout_ms))
-        # The headers document no timeout code: a failure after (nearly) the whole timeout is
-        # taken for one, anything earlier for a device error.
-        waited_ms = (time.perf_counter() - start) * 1000.0
-        kind = "TimeoutError" if timeout_ms > 0 and waited_ms >= 0.9 * timeout_ms else "DeviceError"
-        self.check(ret, "run", f"{call}(timeout={timeout_ms} ms)", kind)
+        # The status header names the timeout; any other failure is the device's, however long
+        # it took to come.
+        kind = "TimeoutError" if ret == self.abi.timeout_code else "DeviceError"
+        what = f"{call}(timeout={timeout_ms} ms)"
+        if kind == "TimeoutError":
+            what += f": {self.abi.timeout_name}"
+        self.check(ret, "run", what, kind)
 
     def release_task(self, task: Any) -> None:
         call = "hbDNNReleaseTask" if self.abi.name == "x3x5" else "hbUCPReleaseTask"
@@ -603,19 +662,65 @@ def _match(names: list[str], wanted: list[str], stage: str, what: str) -> tuple[
     raise _error("LayoutError", stage, f"{what} {missing} not in the model (it has {names})")
 
 
-def _buffer_size(tensor: HbTensor, stage: str) -> int:
-    """The bytes to allocate: alignedByteSize when > 0 (the seed's rule), else from the strides."""
+ELEMENT_SIZES = {
+    "S8": 1, "U8": 1, "F16": 2, "S16": 2, "U16": 2, "F32": 4, "S32": 4, "U32": 4,
+    "F64": 8, "S64": 8, "U64": 8, "BOOL8": 1,
+}  # fmt: skip
+
+
+def _buffer_size(tensor: HbTensor, stage: str, abi: Abi | None = None) -> int:
+    """The bytes to allocate: alignedByteSize when > 0 (the seed's rule), else from alignedShape
+    (X3/X5: the aligned data's shape) or the strides (S100)."""
     size = int(tensor.record["alignedByteSize"])
     if size > 0:
         return size
     stride, valid = tensor.record["stride"], tensor.record["validShape"]
+    aligned = tensor.record.get("alignedShape") or []
+    item = ELEMENT_SIZES.get(str(tensor.record.get("tensorType")))
+    usable = aligned and item and all(d > 0 for d in aligned)
+    if abi is not None and abi.has_aligned_shape and usable and item:
+        return int(np.prod(aligned)) * item
     if stride and valid and all(s > 0 for s in stride):
         return int(stride[0]) * int(valid[0])
     raise _error(
         "LayoutError",
         stage,
-        f"{tensor.name!r}: alignedByteSize {size} and stride {stride} give no buffer size",
+        f"{tensor.name!r}: alignedByteSize {size}, alignedShape {aligned or None} and stride "
+        f"{stride} give no buffer size",
     )
+
+
+def nv12_separate_y_bytes(record: dict[str, Any], name: str, total: int) -> int:
+    """Bytes of the Y plane of an NV12_SEPARATE input of ``total`` bytes (Y then UV), from
+    validShape and alignedShape (rows alignedShape-W bytes apart), checked against ``total``."""
+    valid, aligned = record["validShape"], record.get("alignedShape") or []
+    nhwc = record.get("tensorLayout") == "NHWC"
+    if len(valid) != 4 or len(aligned) != 4:
+        raise _error(
+            "LayoutError",
+            "run",
+            f"input {name!r}: NV12_SEPARATE needs a 4-D validShape and alignedShape, got "
+            f"{valid} and {aligned or None}",
+        )
+    n, h = int(valid[0]), int(valid[1] if nhwc else valid[2])
+    row = int(aligned[2] if nhwc else aligned[3])
+    if n != 1:
+        # Where a batch's planes go is not documented; the vendor's samples give one tensor
+        # per image.
+        raise _error(
+            "LayoutError",
+            "run",
+            f"input {name!r}: NV12_SEPARATE takes one image, validShape is {valid}",
+        )
+    y_bytes, uv_bytes = n * h * row, n * (h // 2) * row
+    if h % 2 or total != y_bytes + uv_bytes:
+        raise _error(
+            "LayoutError",
+            "run",
+            f"input {name!r}: NV12_SEPARATE with validShape {valid} and alignedShape {aligned} "
+            f"is {y_bytes} bytes of Y then {uv_bytes} of UV (even H), {total} given",
+        )
+    return y_bytes
 
 
 class HobotNativeAdapter(Adapter):
@@ -796,18 +901,19 @@ class HobotNativeAdapter(Adapter):
         timings = {"copy_s": 0.0, "run_s": 0.0}
         in_array = (self.abi.tensor * max(1, len(model.inputs)))()
         out_array = (self.abi.tensor * max(1, len(model.outputs)))()
-        in_buffers: dict[int, _Buffer] = {}
+        in_buffers: dict[int, list[_Buffer]] = {}
         out_buffers: list[_Buffer] = []
 
         start = time.perf_counter()
         for position, index in enumerate(order):
             tensor = model.inputs[index]
-            buffer = self._input_buffer(tensor, inputs[position], job)
-            self._attach(in_array[index], buffer.mem, tensor, self._input_strides(tensor))
-            in_buffers[index] = buffer
+            planes = self._input_buffers(tensor, inputs[position], job)
+            self._attach(in_array[index], planes, tensor, self._input_strides(tensor))
+            in_buffers[index] = planes
         for index, tensor in enumerate(model.outputs):
-            buffer = self._allocate(_buffer_size(tensor, "run"), f"output {tensor.name!r}", job)
-            self._attach(out_array[index], buffer.mem, tensor, None)
+            size = _buffer_size(tensor, "run", self.abi)
+            buffer = self._allocate(size, f"output {tensor.name!r}", job)
+            self._attach(out_array[index], [buffer], tensor, None)
             out_buffers.append(buffer)
         timings["copy_s"] += time.perf_counter() - start
 
@@ -823,7 +929,9 @@ class HobotNativeAdapter(Adapter):
             inputs=[
                 self._read(model.inputs[index], in_buffers[index], matched_by) for index in order
             ],
-            outputs=[self._read(model.outputs[i], out_buffers[i], out_matched_by) for i in wanted],
+            outputs=[
+                self._read(model.outputs[i], [out_buffers[i]], out_matched_by) for i in wanted
+            ],
             timings=timings,
         )
         timings["copy_s"] += time.perf_counter() - start
@@ -859,7 +967,8 @@ class HobotNativeAdapter(Adapter):
                 )
         return buffer
 
-    def _input_buffer(self, tensor: HbTensor, inp: InputTensor, job: _Job) -> _Buffer:
+    def _input_buffers(self, tensor: HbTensor, inp: InputTensor, job: _Job) -> list[_Buffer]:
+        """The input's memories: one, or Y then UV for NV12_SEPARATE (sysMem[0], sysMem[1])."""
         if not inp.pass_through:
             raise _error(
                 "LayoutError",
@@ -878,16 +987,28 @@ class HobotNativeAdapter(Adapter):
                 f"(validShape {tensor.record['validShape']}, stride {tensor.record['stride']})",
             )
         what = f"input {inp.name!r}"
-        buffer = self._allocate(data.nbytes, what, job)
-        ctypes.memmove(buffer.mem.virAddr, data.ctypes.data, data.nbytes)
-        self.runtime().flush(buffer.mem, HB_SYS_MEM_CACHE_CLEAN, what)
-        return buffer
-
-    def _attach(self, slot: Any, mem: Any, tensor: HbTensor, strides: list[int] | None) -> None:
-        if self.abi.name == "x3x5":
-            slot.sysMem[0] = mem
+        if tensor.record["tensorType"] == "NV12_SEPARATE":
+            y_bytes = nv12_separate_y_bytes(tensor.record, inp.name, data.nbytes)
+            parts = [(f"{what} Y", data[:y_bytes]), (f"{what} UV", data[y_bytes:])]
         else:
-            slot.sysMem = mem
+            parts = [(what, data)]
+        buffers = []
+        for label, part in parts:
+            buffer = self._allocate(part.nbytes, label, job)
+            ctypes.memmove(buffer.mem.virAddr, part.ctypes.data, part.nbytes)
+            self.runtime().flush(buffer.mem, HB_SYS_MEM_CACHE_CLEAN, label)
+            buffers.append(buffer)
+        return buffers
+
+    def _attach(
+        self, slot: Any, buffers: list[_Buffer], tensor: HbTensor, strides: list[int] | None
+    ) -> None:
+        if self.abi.name == "x3x5":
+            for i, buffer in enumerate(buffers):
+                slot.sysMem[i] = buffer.mem
+        else:
+            (only,) = buffers  # S100's hbDNNTensor has one memory
+            slot.sysMem = only.mem
         # The model's own properties: the bytes were prepared to them (aligned), so nothing is
         # changed, except dynamic strides the job had to supply.
         ctypes.memmove(
@@ -899,11 +1020,16 @@ class HobotNativeAdapter(Adapter):
             for i, s in enumerate(strides):
                 slot.properties.stride[i] = s
 
-    def _read(self, tensor: HbTensor, buffer: _Buffer, matched_by: str) -> TensorOut:
-        raw = np.frombuffer(ctypes.string_at(buffer.mem.virAddr, buffer.size), dtype=np.uint8)
+    def _read(self, tensor: HbTensor, buffers: list[_Buffer], matched_by: str) -> TensorOut:
+        raw = np.frombuffer(
+            b"".join(ctypes.string_at(b.mem.virAddr, b.size) for b in buffers), dtype=np.uint8
+        )
         record = dict(tensor.record)
         record["first_address_aligned_32"] = True
-        record["allocated"] = buffer.size
+        record["allocated"] = sum(b.size for b in buffers)
+        if len(buffers) > 1:
+            record["memories"] = [b.size for b in buffers]
+        record["layout_from"] = "alignedShape" if self.abi.has_aligned_shape else "stride"
         record["matched_by"] = matched_by
         record["abi"] = self.abi.name
         ttype = str(record["tensorType"])

@@ -4,7 +4,10 @@
 - Inputs are held as given, in the ``strided`` layout with the codec's predicted strides
   (tensorLayout NCHW, quantiType NONE: the model sees the values), or as ``NV12`` / ``Y``
   frames when the input names that layout (rows ``stride`` bytes apart, width aligned to 32;
-  the model sees the Y, U, V planes, see :mod:`harness.sim.images`).
+  the model sees the Y, U, V planes, see :mod:`harness.sim.images`). ``NV12_SEPARATE`` (X3/X5,
+  one image) is the NV12 frame in two memories, as hbDNNTensor holds it: Y in ``sysMem[0]``,
+  UV in ``sysMem[1]``, each allocated (and held to the 32-byte rule) on its own; the
+  properties say ``memories: [Y bytes, UV bytes]``. S100 has no image tensor types.
 - Outputs are S8 with ``SCALE`` per channel along quantizeAxis 1 (``output_quant``: ``shift``
   for SHIFT, ``none`` for F32), in the ``strided`` layout with predicted strides and
   ``alignedByteSize``; X3/X5 also report ``alignedShape``, S100 does not (spec notes).
@@ -35,10 +38,14 @@ from harness.sim.tensors import InputLike, SimTensor, input_dtype, logical_input
 from harness.sim.vendors.base import HeldInput, VendorSim, static_shape
 from targets import horizon
 
-IMAGE_TYPES = ("NV12", "Y")
+IMAGE_TYPES = ("NV12", "NV12_SEPARATE", "Y")
 LAYOUTS = ("strided", *IMAGE_TYPES)
 ALIGNED_SHAPE_TARGETS = ("rdk-x3", "rdk-x5")
 """hbDNNTensorProperties.alignedShape exists on X3/X5 and not on S100 (spec notes)."""
+S100_LAYOUTS = ("strided", "NV12", "Y")
+"""S100's header has no NV12_SEPARATE (its hbDNNTensor has one memory)."""
+CODEC_IMAGE = {"NV12": "NV12", "NV12_SEPARATE": "NV12", "Y": "Y"}
+"""The codec layout of each image type: NV12_SEPARATE holds NV12's bytes in two memories."""
 DTYPE_OF_TYPE = {name: np.dtype(dtype) for dtype, name in horizon.TENSOR_TYPES.items()}
 CHANNEL_AXIS = 1
 
@@ -76,11 +83,13 @@ class HorizonSim(VendorSim):
     def hold_input(self, index: int, info: TensorInfo, given: InputLike) -> HeldInput:
         dtype = input_dtype(given)
         shape = tuple(int(d) for d in given.shape)
-        name = self.input_layout_name(given, LAYOUTS, "strided")
+        native = LAYOUTS if self.target in ALIGNED_SHAPE_TARGETS else S100_LAYOUTS
+        name = self.input_layout_name(given, native, "strided")
         model_shape = static_shape(info, "run")
         if name in IMAGE_TYPES:
-            frame = image_shape(name, model_shape) if len(model_shape) == 4 else None
-            channels = 3 if name == "NV12" else 1
+            codec = CODEC_IMAGE[name]
+            frame = image_shape(codec, model_shape) if len(model_shape) == 4 else None
+            channels = 3 if codec == "NV12" else 1
             if frame is None or model_shape[1] != channels or shape not in (frame, frame[1:]):
                 raise SimRefusal(
                     "LayoutError",
@@ -89,18 +98,41 @@ class HorizonSim(VendorSim):
                     f"must be {list(frame) if frame else '(N, rows, W)'} with "
                     f"{channels} model channel(s), got {list(shape)}",
                 )
+            if name == "NV12_SEPARATE" and model_shape[0] != 1:
+                raise SimRefusal(
+                    "LayoutError",
+                    "run",
+                    f"input {given.name!r}: NV12_SEPARATE takes one image (model input "
+                    f"{list(model_shape)}); give a batch as NV12",
+                )
         else:
             self.check_shape(info, shape)
-        layout = self.layout(name, shape, dtype, "input", "run", given.name)
+        layout = self.layout(CODEC_IMAGE.get(name, name), shape, dtype, "input", "run", given.name)
         logical = None if given.pass_through else logical_input(given)[0]
         buffer, held = self.place(layout, given, logical)
         attributes = properties(
             self.target, index, given.name, layout, Cast(dtype), model_shape=model_shape
         )
+        if name == "NV12_SEPARATE":
+            attributes["tensorType"] = name
+            attributes["memories"] = self.separate_memories(given.name, layout, buffer)
         tensor = SimTensor(
-            given.name, buffer, layout.name, dtype.name, list(shape), attributes, layout, "input"
+            given.name, buffer, name, dtype.name, list(shape), attributes, layout, "input"
         )
         return HeldInput(tensor, model_input(attributes, held))
+
+    def separate_memories(self, name: str, layout: BlockedLayout, frame: np.ndarray) -> list[int]:
+        """NV12_SEPARATE: copy the frame's Y rows and UV rows into two allocations of their own
+        (sysMem[0], sysMem[1]), each held to the first-address rule; their sizes."""
+        rows = int(layout.shape[-2])
+        pitch = int(layout.attributes["row_stride"])
+        y_bytes = rows * 2 // 3 * pitch
+        flat = frame.reshape(-1)
+        planes = (("Y (sysMem[0])", flat[:y_bytes]), ("UV (sysMem[1])", flat[y_bytes:]))
+        for label, part in planes:
+            memory = self.allocate(f"{name} {label}", "input", part.size)
+            memory[:] = part
+        return [y_bytes, int(flat.size) - y_bytes]
 
     # --------------------------------------------------------------------- outputs
 
@@ -149,7 +181,9 @@ def properties(
     if layout.name in IMAGE_TYPES:
         assert model_shape is not None
         valid = list(model_shape)
-        stride = [-1] * len(valid)  # NV12/Y strides are dynamic: the caller supplies them
+        # NV12/Y model inputs report no strides: 0 on X3/X5 (their docs), -1 (dynamic, the
+        # caller supplies them) on S100.
+        stride = [0 if target in ALIGNED_SHAPE_TARGETS else -1] * len(valid)
         aligned = [*valid[:-1], int(attrs["row_stride"])]
         tensor_type = layout.name
     else:
@@ -208,7 +242,7 @@ def quantizer(attributes: dict[str, Any]) -> Quantizer:
 def model_input(attributes: dict[str, Any], held: np.ndarray) -> np.ndarray:
     """What the model computes on for an input held as ``held``."""
     tensor_type = attributes.get("tensorType")
-    if tensor_type == "NV12":
+    if tensor_type in ("NV12", "NV12_SEPARATE"):
         return nv12_planes(held)
     if tensor_type == "Y":
         return y_plane(held)

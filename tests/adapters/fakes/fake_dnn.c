@@ -1,7 +1,10 @@
 /*
  * A stand-in for Horizon / D-Robotics libdnn (+ hb_sys on RDK X3/X5, + hb_ucp on RDK S100) with
  * the documented signatures and struct layouts (declared here from hb_dnn.h / hb_sys.h, or from
- * hobot/dnn/hb_dnn.h / hb_ucp.h / hb_ucp_sys.h when built with -DFAKE_ABI_S100).
+ * hobot/dnn/hb_dnn.h / hb_ucp.h / hb_ucp_sys.h when built with -DFAKE_ABI_S100). The layouts, enum
+ * values and return codes are held to the headers' measured numbers (tests/data/abi) by
+ * tests/adapters/test_hb_dnn_abi_facts.py through the fake_sizeof/alignof/offsetof/fieldsize and
+ * fake_constant exports below.
  *
  * It serves one packed model "fake_identity" with one int8 input and two int8 outputs:
  *   input  validShape [1,3,4,5], stride [384,128,32,1] (W padded to 32), alignedByteSize 384
@@ -10,7 +13,17 @@
  * Padding bytes are written as zero. The model file must start with "FAKE-HBM"; a file that
  * contains "models=2" packs a second model name, to exercise model selection.
  *
- * Test hooks: fake_dnn_set_fault(name), live counters, flush counters, fake_sizeof/offsetof.
+ * X3/X5 only, a file containing "nv12sep" packs "fake_nv12": one NV12_SEPARATE input "image"
+ * (validShape [1,3,4,6], alignedShape [1,3,4,32], stride all 0 as the X3/X5 documentation says
+ * of NV12 model inputs, alignedByteSize 192 = 128 of Y + 64 of UV) that reads Y from sysMem[0]
+ * and UV from sysMem[1], and one U8 output "planes" (validShape [1,1,6,6], alignedShape
+ * [1,1,6,16], stride 0, alignedByteSize 96): the 4 Y rows then the 2 UV rows, W cut to 6.
+ *
+ * Return codes are the headers' own: HB_DNN_INVALID_ARGUMENT / HB_DNN_INVALID_MODEL /
+ * HB_DNN_RUN_TASK_FAILED / HB_DNN_TIMEOUT on X3/X5, HB_UCP_INVALID_ARGUMENT /
+ * HB_UCP_MEM_ALLOC_FAIL / HB_UCP_TASK_TIMEOUT on S100.
+ *
+ * Test hooks: fake_dnn_set_fault(name), live counters, flush counters, layout exports.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -19,11 +32,32 @@
 #include <string.h>
 #include <time.h>
 
-#define FAKE_ERR_INVALID -6000001
-#define FAKE_ERR_MODEL -6000002
-#define FAKE_ERR_FAULT -6000003
-#define FAKE_ERR_TIMEOUT -6000004
-#define FAKE_ERR_ALIGN -6000005
+#ifdef FAKE_ABI_S100
+#define HB_UCP_INVALID_ARGUMENT (-100001)
+#define HB_UCP_TASK_TIMEOUT (-200002)
+#define HB_UCP_MEM_ALLOC_FAIL (-400001)
+#define FAKE_ERR_INVALID HB_UCP_INVALID_ARGUMENT
+#define FAKE_ERR_MODEL HB_UCP_INVALID_ARGUMENT
+#define FAKE_ERR_FAULT HB_UCP_INVALID_ARGUMENT
+#define FAKE_ERR_NOMEM HB_UCP_MEM_ALLOC_FAIL
+#define FAKE_ERR_TIMEOUT HB_UCP_TASK_TIMEOUT
+#else
+#define HB_DNN_SUCCESS 0
+#define HB_DNN_INVALID_ARGUMENT (-6000001)
+#define HB_DNN_INVALID_MODEL (-6000002)
+#define HB_DNN_INVALID_PACKED_DNN_HANDLE (-6000004)
+#define HB_DNN_INVALID_DNN_HANDLE (-6000005)
+#define HB_DNN_TIMEOUT (-6000008)
+#define HB_DNN_INVALID_TASK_HANDLE (-6000011)
+#define HB_DNN_RUN_TASK_FAILED (-6000012)
+#define FAKE_ERR_INVALID HB_DNN_INVALID_ARGUMENT
+#define FAKE_ERR_MODEL HB_DNN_INVALID_MODEL
+#define FAKE_ERR_FAULT HB_DNN_RUN_TASK_FAILED
+#define FAKE_ERR_NOMEM HB_DNN_RUN_TASK_FAILED
+#define FAKE_ERR_TIMEOUT HB_DNN_TIMEOUT
+#endif
+/* A misaligned buffer is an invalid argument, not a handle error. */
+#define FAKE_ERR_ALIGN FAKE_ERR_INVALID
 
 #ifdef FAKE_ABI_S100
 
@@ -77,7 +111,15 @@ typedef struct hbUCPSchedParam {
 typedef hbUCPSysMem fake_mem_t;
 typedef int64_t fake_stride_t;
 typedef int32_t fake_zp_t;
-#define TYPE_S8 2
+typedef enum {
+    HB_DNN_TENSOR_TYPE_S4, HB_DNN_TENSOR_TYPE_U4, HB_DNN_TENSOR_TYPE_S8, HB_DNN_TENSOR_TYPE_U8,
+    HB_DNN_TENSOR_TYPE_F16, HB_DNN_TENSOR_TYPE_S16, HB_DNN_TENSOR_TYPE_U16, HB_DNN_TENSOR_TYPE_F32,
+    HB_DNN_TENSOR_TYPE_S32, HB_DNN_TENSOR_TYPE_U32, HB_DNN_TENSOR_TYPE_F64, HB_DNN_TENSOR_TYPE_S64,
+    HB_DNN_TENSOR_TYPE_U64, HB_DNN_TENSOR_TYPE_BOOL8
+} fake_data_type;
+typedef enum { HB_SYS_MEM_CACHE_INVALIDATE = 1, HB_SYS_MEM_CACHE_CLEAN = 2 } fake_flush_flag;
+typedef enum { HB_UCP_CORE_ANY = 0, HB_UCP_BPU_CORE_0 = 1, HB_UCP_BPU_CORE_1 = 2,
+               HB_UCP_BPU_CORE_ANY = 128 } fake_backend;
 
 #else /* RDK X3 / X5 */
 
@@ -142,8 +184,18 @@ typedef struct {
 typedef hbSysMem fake_mem_t;
 typedef int32_t fake_stride_t;
 typedef int8_t fake_zp_t;
-#define TYPE_S8 8
-#define LAYOUT_NCHW 2
+typedef enum {
+    HB_DNN_IMG_TYPE_Y, HB_DNN_IMG_TYPE_NV12, HB_DNN_IMG_TYPE_NV12_SEPARATE, HB_DNN_IMG_TYPE_YUV444,
+    HB_DNN_IMG_TYPE_RGB, HB_DNN_IMG_TYPE_BGR, HB_DNN_TENSOR_TYPE_S4, HB_DNN_TENSOR_TYPE_U4,
+    HB_DNN_TENSOR_TYPE_S8, HB_DNN_TENSOR_TYPE_U8, HB_DNN_TENSOR_TYPE_F16, HB_DNN_TENSOR_TYPE_S16,
+    HB_DNN_TENSOR_TYPE_U16, HB_DNN_TENSOR_TYPE_F32, HB_DNN_TENSOR_TYPE_S32, HB_DNN_TENSOR_TYPE_U32,
+    HB_DNN_TENSOR_TYPE_F64, HB_DNN_TENSOR_TYPE_S64, HB_DNN_TENSOR_TYPE_U64, HB_DNN_TENSOR_TYPE_MAX
+} hbDNNDataType;
+typedef enum { HB_DNN_LAYOUT_NHWC = 0, HB_DNN_LAYOUT_NCHW = 2, HB_DNN_LAYOUT_NONE = 255 }
+    hbDNNTensorLayout;
+typedef enum { HB_SYS_MEM_CACHE_INVALIDATE = 1, HB_SYS_MEM_CACHE_CLEAN = 2 } hbSysMemFlushFlag;
+typedef enum { HB_BPU_CORE_ANY = 0, HB_BPU_CORE_0 = 1, HB_BPU_CORE_1 = 2 } hbBPUCore;
+#define LAYOUT_NCHW HB_DNN_LAYOUT_NCHW
 
 #endif
 
@@ -171,9 +223,11 @@ int fake_dnn_last_core(void) { return g_last_core; }
 
 typedef struct {
     int models;
+    int nv12;
 } fake_packed;
 
 static const char *k_names[2] = {"fake_identity", "fake_other"};
+static const char *k_nv12_names[1] = {"fake_nv12"};
 static int g_model_token; /* the dnn handle points here */
 
 static float k_scale[3] = {0.5f, 0.25f, 0.125f};
@@ -197,7 +251,7 @@ static void shape4(hbDNNTensorShape *s, int32_t n, int32_t c, int32_t h, int32_t
 static void props_for(hbDNNTensorProperties *p, int wpad, int kind) {
     memset(p, 0, sizeof *p);
     shape4(&p->validShape, 1, C, H, W);
-    p->tensorType = TYPE_S8;
+    p->tensorType = HB_DNN_TENSOR_TYPE_S8;
     p->stride[3] = 1;
     p->stride[2] = wpad;
     p->stride[1] = (fake_stride_t)H * wpad;
@@ -227,6 +281,32 @@ static void props_for(hbDNNTensorProperties *p, int wpad, int kind) {
     }
 }
 
+/* ---- the NV12_SEPARATE model (X3/X5) -------------------------------------------------------- */
+
+static int g_nv12_token; /* the dnn handle of "fake_nv12" points here */
+enum { NV_H = 4, NV_W = 6, NV_ROW = 32, NV_OUT_ROW = 16 };
+
+#ifndef FAKE_ABI_S100
+static void nv12_props(hbDNNTensorProperties *p, int output) {
+    memset(p, 0, sizeof *p); /* stride all 0: NV12 model inputs report none (X3/X5 docs) */
+    p->tensorLayout = HB_DNN_LAYOUT_NCHW;
+    p->quantiType = NONE;
+    if (output) {
+        shape4(&p->validShape, 1, 1, NV_H * 3 / 2, NV_W);
+        shape4(&p->alignedShape, 1, 1, NV_H * 3 / 2, NV_OUT_ROW);
+        p->tensorType = HB_DNN_TENSOR_TYPE_U8;
+        p->alignedByteSize = NV_H * 3 / 2 * NV_OUT_ROW;
+    } else {
+        shape4(&p->validShape, 1, 3, NV_H, NV_W);
+        shape4(&p->alignedShape, 1, 3, NV_H, NV_ROW);
+        p->tensorType = HB_DNN_IMG_TYPE_NV12_SEPARATE;
+        p->alignedByteSize = NV_H * NV_ROW + NV_H / 2 * NV_ROW;
+    }
+}
+#endif
+
+static int is_model(void *dnn) { return dnn == &g_model_token || dnn == &g_nv12_token; }
+
 /* ---- model API ----------------------------------------------------------------------------- */
 
 const char *hbDNNGetVersion(void) {
@@ -247,8 +327,13 @@ int32_t hbDNNInitializeFromFiles(void **packed, const char **files, int32_t coun
     fclose(f);
     head[n] = '\0';
     if (strncmp(head, "FAKE-HBM", 8) != 0) return FAKE_ERR_MODEL;
+    int nv12 = strstr(head, "nv12sep") != NULL;
+#ifdef FAKE_ABI_S100
+    if (nv12) return FAKE_ERR_MODEL; /* S100 has no image tensor types */
+#endif
     fake_packed *p = calloc(1, sizeof *p);
     p->models = strstr(head, "models=2") ? 2 : 1;
+    p->nv12 = nv12;
     *packed = p;
     g_live_handles++;
     return 0;
@@ -263,14 +348,21 @@ int32_t hbDNNRelease(void *packed) {
 
 int32_t hbDNNGetModelNameList(const char ***names, int32_t *count, void *packed) {
     if (names == NULL || count == NULL || packed == NULL) return FAKE_ERR_INVALID;
-    *names = k_names;
-    *count = ((fake_packed *)packed)->models;
+    fake_packed *p = packed;
+    *names = p->nv12 ? k_nv12_names : k_names;
+    *count = p->nv12 ? 1 : p->models;
     return 0;
 }
 
 int32_t hbDNNGetModelHandle(void **dnn, void *packed, const char *name) {
     if (dnn == NULL || packed == NULL || name == NULL) return FAKE_ERR_INVALID;
-    for (int i = 0; i < ((fake_packed *)packed)->models; i++)
+    fake_packed *p = packed;
+    if (p->nv12) {
+        if (strcmp(name, k_nv12_names[0]) != 0) return FAKE_ERR_INVALID;
+        *dnn = &g_nv12_token;
+        return 0;
+    }
+    for (int i = 0; i < p->models; i++)
         if (strcmp(name, k_names[i]) == 0) {
             *dnn = &g_model_token;
             return 0;
@@ -279,39 +371,59 @@ int32_t hbDNNGetModelHandle(void **dnn, void *packed, const char *name) {
 }
 
 int32_t hbDNNGetInputCount(int32_t *count, void *dnn) {
-    if (count == NULL || dnn != &g_model_token) return FAKE_ERR_INVALID;
+    if (count == NULL || !is_model(dnn)) return FAKE_ERR_INVALID;
     *count = 1;
     return 0;
 }
 
 int32_t hbDNNGetOutputCount(int32_t *count, void *dnn) {
-    if (count == NULL || dnn != &g_model_token) return FAKE_ERR_INVALID;
-    *count = 2;
+    if (count == NULL || !is_model(dnn)) return FAKE_ERR_INVALID;
+    *count = dnn == &g_nv12_token ? 1 : 2;
     return 0;
 }
 
 int32_t hbDNNGetInputName(const char **name, void *dnn, int32_t index) {
-    if (name == NULL || dnn != &g_model_token || index != 0) return FAKE_ERR_INVALID;
-    *name = "data";
+    if (name == NULL || !is_model(dnn) || index != 0) return FAKE_ERR_INVALID;
+    *name = dnn == &g_nv12_token ? "image" : "data";
     return 0;
 }
 
 int32_t hbDNNGetOutputName(const char **name, void *dnn, int32_t index) {
-    if (name == NULL || dnn != &g_model_token || index < 0 || index > 1) return FAKE_ERR_INVALID;
+    if (name == NULL || !is_model(dnn)) return FAKE_ERR_INVALID;
+    if (dnn == &g_nv12_token) {
+        if (index != 0) return FAKE_ERR_INVALID;
+        *name = "planes";
+        return 0;
+    }
+    if (index < 0 || index > 1) return FAKE_ERR_INVALID;
     *name = index == 0 ? "identity" : "negated";
     return 0;
 }
 
 int32_t hbDNNGetInputTensorProperties(hbDNNTensorProperties *p, void *dnn, int32_t index) {
-    if (p == NULL || dnn != &g_model_token || index != 0) return FAKE_ERR_INVALID;
+    if (p == NULL || !is_model(dnn) || index != 0) return FAKE_ERR_INVALID;
     if (fault("properties")) return FAKE_ERR_FAULT;
+#ifndef FAKE_ABI_S100
+    if (dnn == &g_nv12_token) {
+        nv12_props(p, 0);
+        return 0;
+    }
+#endif
     props_for(p, 32, 0);
     return 0;
 }
 
 int32_t hbDNNGetOutputTensorProperties(hbDNNTensorProperties *p, void *dnn, int32_t index) {
-    if (p == NULL || dnn != &g_model_token || index < 0 || index > 1) return FAKE_ERR_INVALID;
+    if (p == NULL || !is_model(dnn)) return FAKE_ERR_INVALID;
     if (fault("properties")) return FAKE_ERR_FAULT;
+#ifndef FAKE_ABI_S100
+    if (dnn == &g_nv12_token) {
+        if (index != 0) return FAKE_ERR_INVALID;
+        nv12_props(p, 1);
+        return 0;
+    }
+#endif
+    if (index < 0 || index > 1) return FAKE_ERR_INVALID;
     props_for(p, index == 0 ? 16 : 32, index + 1);
     return 0;
 }
@@ -322,7 +434,7 @@ int32_t hbDNNGetOutputTensorProperties(hbDNNTensorProperties *p, void *dnn, int3
  * kept just before the returned address so that free finds it. */
 static int fake_alloc(fake_mem_t *mem, uint64_t size) {
     if (mem == NULL || size == 0) return FAKE_ERR_INVALID;
-    if (fault("alloc")) return FAKE_ERR_FAULT;
+    if (fault("alloc")) return FAKE_ERR_NOMEM;
     size_t shift = fault("misalign") ? 16 : 0;
     void *base = NULL;
     if (posix_memalign(&base, 64, size + 64 + shift) != 0) return FAKE_ERR_FAULT;
@@ -392,6 +504,25 @@ static int compute(const fake_mem_t *in, const hbDNNTensorProperties *in_p, fake
     return 0;
 }
 
+#ifndef FAKE_ABI_S100
+/* NV12_SEPARATE: Y rows from sysMem[0], interleaved UV rows from sysMem[1], NV_ROW bytes apart;
+ * the output holds them one after the other, rows cut to NV_W and padded to NV_OUT_ROW. */
+static int compute_nv12(const hbDNNTensor *in, hbDNNTensor *out) {
+    if (in->properties.tensorType != HB_DNN_IMG_TYPE_NV12_SEPARATE) return FAKE_ERR_INVALID;
+    int rc;
+    if ((rc = check_mem(&in->sysMem[0], NV_H * NV_ROW)) != 0) return rc;
+    if ((rc = check_mem(&in->sysMem[1], NV_H / 2 * NV_ROW)) != 0) return rc;
+    if ((rc = check_mem(&out->sysMem[0], NV_H * 3 / 2 * NV_OUT_ROW)) != 0) return rc;
+    const uint8_t *y = in->sysMem[0].virAddr, *uv = in->sysMem[1].virAddr;
+    uint8_t *d = out->sysMem[0].virAddr;
+    memset(d, 0, NV_H * 3 / 2 * NV_OUT_ROW);
+    for (int r = 0; r < NV_H; r++) memcpy(d + r * NV_OUT_ROW, y + r * NV_ROW, NV_W);
+    for (int r = 0; r < NV_H / 2; r++)
+        memcpy(d + (NV_H + r) * NV_OUT_ROW, uv + r * NV_ROW, NV_W);
+    return 0;
+}
+#endif
+
 static void *new_task(int status) {
     fake_task *t = calloc(1, sizeof *t);
     t->status = status;
@@ -406,6 +537,12 @@ static int wait_task(void *task, int32_t timeout) {
         struct timespec ts = {timeout / 1000, (long)(timeout % 1000) * 1000000L};
         nanosleep(&ts, NULL);
         return FAKE_ERR_TIMEOUT;
+    }
+    if (fault("slow_fail")) {
+        /* A failure that takes the whole timeout is still a failure, not a timeout. */
+        struct timespec ts = {timeout / 1000, (long)(timeout % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        return FAKE_ERR_FAULT;
     }
     if (fault("wait")) return FAKE_ERR_FAULT;
     return ((fake_task *)task)->status;
@@ -431,7 +568,7 @@ const char *hbUCPGetVersion(void) { return "3.13.6 (fake)"; }
 int32_t hbDNNInferV2(hbUCPTaskHandle_t *task, hbDNNTensor *output, const hbDNNTensor *input,
                      void *dnn) {
     if (task == NULL || output == NULL || input == NULL || dnn != &g_model_token)
-        return FAKE_ERR_INVALID;
+        return FAKE_ERR_INVALID; /* (no NV12_SEPARATE model on S100) */
     if (*task != NULL) return FAKE_ERR_INVALID; /* a new task starts from a null handle */
     if (fault("infer")) return FAKE_ERR_FAULT;
     int rc = compute(&input[0].sysMem, &input[0].properties, &output[0].sysMem, &output[1].sysMem);
@@ -460,12 +597,18 @@ int32_t hbSysFreeMem(hbSysMem *mem) { return fake_free(mem); }
 int32_t hbDNNInfer(hbDNNTaskHandle_t *task, hbDNNTensor **output, const hbDNNTensor *input,
                    void *dnn, hbDNNInferCtrlParam *ctrl) {
     if (task == NULL || output == NULL || *output == NULL || input == NULL || ctrl == NULL ||
-        dnn != &g_model_token)
+        !is_model(dnn))
         return FAKE_ERR_INVALID;
     if (*task != NULL) return FAKE_ERR_INVALID; /* a new task starts from a null handle */
     if (fault("infer")) return FAKE_ERR_FAULT;
     g_last_core = ctrl->bpuCoreId;
     hbDNNTensor *out = *output;
+    if (dnn == &g_nv12_token) {
+        int rc = compute_nv12(&input[0], &out[0]);
+        if (rc != 0) return rc;
+        *task = new_task(0);
+        return 0;
+    }
     int rc = compute(&input[0].sysMem[0], &input[0].properties, &out[0].sysMem[0],
                      &out[1].sysMem[0]);
     if (rc != 0) return rc;
@@ -482,21 +625,28 @@ int32_t hbDNNReleaseTask(hbDNNTaskHandle_t task) { return release_task(task); }
 
 /* ---- layout exports for the tests ---------------------------------------------------------- */
 
-#define SZ(T) {#T, sizeof(T)}
-#define OFF(T, F) {#T, #F, offsetof(T, F)}
+#define SZ(T) {#T, sizeof(T), _Alignof(T)}
+#define OFF(T, F) {#T, #F, offsetof(T, F), sizeof(((T *)0)->F)}
+#define K(N) {#N, (long)(N)}
 
-#ifdef FAKE_ABI_S100
 static const struct {
     const char *name;
-    size_t size;
+    size_t size, align;
 } k_sizes[] = {
+#ifdef FAKE_ABI_S100
     SZ(hbDNNTensorShape), SZ(hbDNNQuantiScale), SZ(hbDNNTensorProperties), SZ(hbUCPSysMem),
-    SZ(hbDNNTensor), SZ(hbUCPSchedParam),
+    SZ(hbDNNTensor), SZ(hbUCPSchedParam), SZ(hbDNNQuantiType),
+#else
+    SZ(hbDNNTensorShape), SZ(hbDNNQuantiShift), SZ(hbDNNQuantiScale), SZ(hbDNNTensorProperties),
+    SZ(hbSysMem), SZ(hbDNNTensor), SZ(hbDNNInferCtrlParam), SZ(hbDNNQuantiType),
+#endif
 };
+
 static const struct {
     const char *type, *field;
-    size_t offset;
+    size_t offset, size;
 } k_offsets[] = {
+#ifdef FAKE_ABI_S100
     OFF(hbDNNTensorShape, dimensionSize), OFF(hbDNNTensorShape, numDimensions),
     OFF(hbDNNQuantiScale, scaleLen), OFF(hbDNNQuantiScale, scaleData),
     OFF(hbDNNQuantiScale, zeroPointLen), OFF(hbDNNQuantiScale, zeroPointData),
@@ -508,19 +658,7 @@ static const struct {
     OFF(hbDNNTensor, sysMem), OFF(hbDNNTensor, properties),
     OFF(hbUCPSchedParam, priority), OFF(hbUCPSchedParam, customId),
     OFF(hbUCPSchedParam, backend), OFF(hbUCPSchedParam, deviceId),
-};
 #else
-static const struct {
-    const char *name;
-    size_t size;
-} k_sizes[] = {
-    SZ(hbDNNTensorShape), SZ(hbDNNQuantiShift), SZ(hbDNNQuantiScale), SZ(hbDNNTensorProperties),
-    SZ(hbSysMem), SZ(hbDNNTensor), SZ(hbDNNInferCtrlParam),
-};
-static const struct {
-    const char *type, *field;
-    size_t offset;
-} k_offsets[] = {
     OFF(hbDNNTensorShape, dimensionSize), OFF(hbDNNTensorShape, numDimensions),
     OFF(hbDNNQuantiShift, shiftLen), OFF(hbDNNQuantiShift, shiftData),
     OFF(hbDNNQuantiScale, scaleLen), OFF(hbDNNQuantiScale, scaleData),
@@ -536,18 +674,81 @@ static const struct {
     OFF(hbDNNInferCtrlParam, priority), OFF(hbDNNInferCtrlParam, more),
     OFF(hbDNNInferCtrlParam, customId), OFF(hbDNNInferCtrlParam, reserved1),
     OFF(hbDNNInferCtrlParam, reserved2),
-};
 #endif
+};
+
+/* Every enum value and return code the fake declares, under the header's names. */
+static const struct {
+    const char *name;
+    long value;
+} k_constants[] = {
+    K(HB_DNN_TENSOR_MAX_DIMENSIONS), K(HB_SYS_MEM_CACHE_INVALIDATE), K(HB_SYS_MEM_CACHE_CLEAN),
+    K(NONE), K(SCALE),
+    K(HB_DNN_TENSOR_TYPE_S4), K(HB_DNN_TENSOR_TYPE_U4), K(HB_DNN_TENSOR_TYPE_S8),
+    K(HB_DNN_TENSOR_TYPE_U8), K(HB_DNN_TENSOR_TYPE_F16), K(HB_DNN_TENSOR_TYPE_S16),
+    K(HB_DNN_TENSOR_TYPE_U16), K(HB_DNN_TENSOR_TYPE_F32), K(HB_DNN_TENSOR_TYPE_S32),
+    K(HB_DNN_TENSOR_TYPE_U32), K(HB_DNN_TENSOR_TYPE_F64), K(HB_DNN_TENSOR_TYPE_S64),
+    K(HB_DNN_TENSOR_TYPE_U64),
+#ifdef FAKE_ABI_S100
+    K(HB_DNN_TENSOR_TYPE_BOOL8), K(HB_UCP_INVALID_ARGUMENT), K(HB_UCP_TASK_TIMEOUT),
+    K(HB_UCP_MEM_ALLOC_FAIL), K(HB_UCP_CORE_ANY), K(HB_UCP_BPU_CORE_0), K(HB_UCP_BPU_CORE_1),
+    K(HB_UCP_BPU_CORE_ANY),
+#else
+    K(SHIFT), K(HB_DNN_TENSOR_TYPE_MAX),
+    K(HB_DNN_IMG_TYPE_Y), K(HB_DNN_IMG_TYPE_NV12), K(HB_DNN_IMG_TYPE_NV12_SEPARATE),
+    K(HB_DNN_IMG_TYPE_YUV444), K(HB_DNN_IMG_TYPE_RGB), K(HB_DNN_IMG_TYPE_BGR),
+    K(HB_DNN_LAYOUT_NHWC), K(HB_DNN_LAYOUT_NCHW), K(HB_DNN_LAYOUT_NONE),
+    K(HB_BPU_CORE_ANY), K(HB_BPU_CORE_0), K(HB_BPU_CORE_1),
+    K(HB_DNN_SUCCESS), K(HB_DNN_INVALID_ARGUMENT), K(HB_DNN_INVALID_MODEL),
+    K(HB_DNN_INVALID_PACKED_DNN_HANDLE), K(HB_DNN_INVALID_DNN_HANDLE), K(HB_DNN_TIMEOUT),
+    K(HB_DNN_INVALID_TASK_HANDLE), K(HB_DNN_RUN_TASK_FAILED),
+#endif
+};
+
+/* The codes the fake returns, by meaning, so the tests can see which header code each is. */
+long fake_dnn_code(const char *meaning) {
+    if (strcmp(meaning, "invalid") == 0) return FAKE_ERR_INVALID;
+    if (strcmp(meaning, "model") == 0) return FAKE_ERR_MODEL;
+    if (strcmp(meaning, "fault") == 0) return FAKE_ERR_FAULT;
+    if (strcmp(meaning, "nomem") == 0) return FAKE_ERR_NOMEM;
+    if (strcmp(meaning, "timeout") == 0) return FAKE_ERR_TIMEOUT;
+    if (strcmp(meaning, "align") == 0) return FAKE_ERR_ALIGN;
+    return 0;
+}
+
+#define COUNT(A) (sizeof A / sizeof A[0])
 
 long fake_sizeof(const char *type) {
-    for (size_t i = 0; i < sizeof k_sizes / sizeof k_sizes[0]; i++)
+    for (size_t i = 0; i < COUNT(k_sizes); i++)
         if (strcmp(k_sizes[i].name, type) == 0) return (long)k_sizes[i].size;
     return -1;
 }
 
+long fake_alignof(const char *type) {
+    for (size_t i = 0; i < COUNT(k_sizes); i++)
+        if (strcmp(k_sizes[i].name, type) == 0) return (long)k_sizes[i].align;
+    return -1;
+}
+
 long fake_offsetof(const char *type, const char *field) {
-    for (size_t i = 0; i < sizeof k_offsets / sizeof k_offsets[0]; i++)
+    for (size_t i = 0; i < COUNT(k_offsets); i++)
         if (strcmp(k_offsets[i].type, type) == 0 && strcmp(k_offsets[i].field, field) == 0)
             return (long)k_offsets[i].offset;
     return -1;
+}
+
+long fake_fieldsize(const char *type, const char *field) {
+    for (size_t i = 0; i < COUNT(k_offsets); i++)
+        if (strcmp(k_offsets[i].type, type) == 0 && strcmp(k_offsets[i].field, field) == 0)
+            return (long)k_offsets[i].size;
+    return -1;
+}
+
+/* The number of constants, and the name and value of the i-th. */
+int fake_constant_count(void) { return (int)COUNT(k_constants); }
+const char *fake_constant_name(int i) {
+    return i >= 0 && i < (int)COUNT(k_constants) ? k_constants[i].name : NULL;
+}
+long fake_constant_value(int i) {
+    return i >= 0 && i < (int)COUNT(k_constants) ? k_constants[i].value : 0;
 }
