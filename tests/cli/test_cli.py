@@ -305,3 +305,29 @@ def test_unpack_of_a_short_buffer_says_how_short(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "6 bytes short" in done.stderr
+
+
+def test_targets_show_lists_every_deviation_from_the_seed_with_both_values() -> None:
+    done = run("targets", "show", "rv1106b")
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    assert "Deviations from the seed" in text
+    for key in ("c2-8", "input-width-16", "flattened-plane", "contradictory-reports"):
+        assert f"{key}:" in text, key
+    # Both values, each with its provenance.
+    assert "seed:     x8" in text and "observed: x16" in text
+    assert "librknnmrt 2.3.2 observed" in text
+    kl730 = run("targets", "show", "kl730")
+    assert "Deviations from the seed" not in kl730.stdout
+
+
+def test_targets_observed_prints_the_shares(tmp_path: Path) -> None:
+    done = run("targets", "observed")
+    assert done.returncode == 0, done.stderr
+    assert "accepted    2367 / 2376" in done.stdout
+    assert "predicted    384 / 396 models exactly (97.0%)" in done.stdout
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"not": "a list"}')
+    refused = run("targets", "observed", str(bad))
+    assert refused.returncode == 2 and "expected a JSON list" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
