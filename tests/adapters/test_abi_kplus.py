@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -208,3 +209,76 @@ def test_python_fake_reports_the_kl730_product_id(fake_modules: Path, tmp_path: 
     )
     result = kp.inference.generic_data_inference_receive(device_group=device)
     assert result.header.product_id == CONSTANTS["KP_DEVICE_KL730"]
+
+
+# ------------------------------------------------- optional: a kp_struct.h installed here
+
+KP_STRUCT_ENV = "NPU_HIL_KP_STRUCT_H"
+
+
+def probe_source(header: Path) -> str:
+    """A C program printing ``name field what value`` for every item of the facts file."""
+    lines = [
+        f'#include "{header}"',
+        "#include <stddef.h>",
+        "#include <stdio.h>",
+        "int main(void) {",
+    ]
+    for name, info in STRUCTS.items():
+        lines.append(f'printf("{name} - size %zu\\n", sizeof({name}));')
+        lines.append(f'printf("{name} - align %zu\\n", _Alignof({name}));')
+        for field in info["fields"]:
+            lines.append(f'printf("{name} {field} offset %zu\\n", offsetof({name}, {field}));')
+            lines.append(
+                f'printf("{name} {field} field_size %zu\\n", sizeof((({name} *)0)->{field}));'
+            )
+    return "\n".join([*lines, "return 0;", "}", ""])
+
+
+def probe_header(header: Path, workdir: Path) -> dict[tuple[str, str, str | None], int]:
+    import shutil
+    import subprocess
+
+    cc = next(
+        (shutil.which(c) for c in (os.environ.get("CC"), "cc", "gcc") if c and shutil.which(c)),
+        None,
+    )
+    if cc is None:
+        pytest.skip("no C compiler to compile the kp_struct.h probe")
+    source, binary = workdir / "probe.c", workdir / "probe"
+    source.write_text(probe_source(header), encoding="utf-8")
+    done = subprocess.run(
+        [cc, "-std=gnu11", "-o", str(binary), str(source)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, f"the probe does not compile against {header}:\n{done.stderr}"
+    out = subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout
+    found = {}
+    for line in out.splitlines():
+        name, field, what, value = line.split()
+        found[(name, what, None if field == "-" else field)] = int(value)
+    return found
+
+
+def check_probe(found: dict[tuple[str, str, str | None], int]) -> None:
+    for struct, what, field, expected in STRUCT_ITEMS:
+        assert found[(struct, what, field)] == expected, f"{struct} {what} {field or ''}"
+        assert _ctypes_value(kneron.STRUCTS[struct], what, field) == expected
+
+
+@pytest.mark.skipif(
+    not os.environ.get(KP_STRUCT_ENV),
+    reason=f"set {KP_STRUCT_ENV} to an installed kp_struct.h to probe it",
+)
+def test_installed_kp_struct_header_matches(tmp_path: Path) -> None:
+    """The user's own PLUS header (``$NPU_HIL_KP_STRUCT_H``), compiled here, against the facts
+    and the mirrors: a PLUS version whose layout moved fails here before it reaches a board."""
+    check_probe(probe_header(Path(os.environ[KP_STRUCT_ENV]), tmp_path))
+
+
+def test_the_probe_reads_a_header(tmp_path: Path) -> None:
+    # The probe itself, on a header holding the C fake's declarations (held to the facts above).
+    fake = (Path(__file__).parent / "fakes" / "fake_kplus.c").read_text(encoding="utf-8")
+    declarations = fake[: fake.index("#define FAKE_MAGIC")]
+    header = tmp_path / "kp_struct.h"
+    header.write_text("#pragma once\n" + declarations, encoding="utf-8")
+    check_probe(probe_header(header, tmp_path))
