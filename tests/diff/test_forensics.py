@@ -19,7 +19,8 @@ def kl730_cases(draw: st.DrawFn) -> tuple[str, str, tuple[int, ...], np.ndarray]
     role = draw(st.sampled_from(["input", "output"]))
     name = draw(st.sampled_from(INPUT_FORMATS if role == "input" else OUTPUT_FORMATS))
     fmt = kl730.FORMATS[name]
-    channels = draw(st.sampled_from(fmt.channels)) if fmt.channels else draw(st.integers(1, 40))
+    most = fmt.max_channels or 40
+    channels = draw(st.sampled_from(fmt.channels)) if fmt.channels else draw(st.integers(1, most))
     shape = (1, channels, draw(st.integers(1, 5)), draw(st.integers(1, 23)))
     dtype = np.int16 if fmt.bits == 16 else np.int8
     seed = draw(st.integers(0, 2**32 - 1))
