@@ -190,3 +190,43 @@ def test_rknn_native_zero_copy_on_the_board_matches_this_machine(
     assert here.ok, here.errors
     assert [o.data.tobytes() for o in there.outputs] == [o.data.tobytes() for o in here.outputs]
     assert [o.attributes for o in there.outputs] == [o.attributes for o in here.outputs]
+
+
+@pytest.mark.parametrize("abi", ["x3x5", "s100"])
+def test_hobot_native_on_the_board_matches_this_machine(
+    emulated_boards: dict[str, EmulatedBoard],
+    aarch64_libs: dict[str, Path],
+    tmp_path: Path,
+    abi: str,
+) -> None:
+    """hobot_native through ctypes into the aarch64 fake libdnn of each ABI (X3/X5 and S100):
+    the same bytes and attributes as the x86_64 build."""
+    model = tmp_path / "m.hbm"
+    model.write_text("FAKE-HBM")
+    logical = np.random.default_rng(5).integers(-128, 128, size=SHAPE, dtype=np.int8)
+    strided = np.zeros((1, 3, 4, 32), np.int8)
+    strided[..., :5] = logical
+    library = {"x3x5": "/usr/lib/libdnn.so", "s100": "/usr/lib/libdnn_s100.so"}[abi]
+
+    def job(lib: str) -> JobSpec:
+        options = {"abi": abi, "library": lib, **({"ucp_library": lib} if abi == "s100" else {})}
+        return JobSpec(
+            job_id=f"hobot-{abi}",
+            adapter="hobot_native",
+            model=model,
+            inputs=(InputSpec("data", "strided", SHAPE, "int8", pass_through=True),),
+            adapter_options=options,
+            load_timeout_s=240,
+            run_timeout_s=240,
+        )
+
+    data = {"data": strided.reshape(-1).view(np.uint8)}
+    board = emulated_boards["rk3588"]  # any aarch64 board: the library is named explicitly
+    with AgentClient(LocalTransport(tmp_path / "b", python=str(board.python)), margin_s=30) as c:
+        there = c.submit(job(library), data)
+    with AgentClient(LocalTransport(tmp_path / "h"), margin_s=30) as c:
+        here = c.submit(job(str(aarch64_libs[f"host_dnn_{abi}"])), data)
+    assert there.ok, there.errors
+    assert here.ok, here.errors
+    assert [o.data.tobytes() for o in there.outputs] == [o.data.tobytes() for o in here.outputs]
+    assert [o.attributes for o in there.outputs] == [o.attributes for o in here.outputs]
