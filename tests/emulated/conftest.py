@@ -110,6 +110,7 @@ def emulated_boards(
         unavailable(exc.message)
     wheel = rknnlite_wheel(root.python_version)
     boards = {}
+    folder = tmp_path_factory.mktemp("emulated")
     for name, (compatible, cpu) in BOARDS.items():
         files: dict[str, bytes | Path] = {
             "/usr/lib/librknnrt.so": aarch64_libs["rknnrt"],
@@ -118,6 +119,6 @@ def emulated_boards(
             "/proc/device-tree/compatible": compatible,
             "/dev/dri/renderD129": b"",
         }
-        dest = tmp_path_factory.mktemp(f"board-{name}")
+        dest = folder / name
         boards[name] = make_board(root, dest, files=files, wheels=[wheel], cpu=cpu)
     yield boards

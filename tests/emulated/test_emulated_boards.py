@@ -18,6 +18,8 @@ import pytest
 from harness.agent.client import AgentClient
 from harness.agent.protocol import InputSpec, JobSpec, Result
 from harness.emulated import EmulatedBoard
+from harness.farm.connect import connect
+from harness.farm.inventory import load_inventory
 from harness.simfarm import Sshd, start_sshd, stop_sshd
 from harness.simfarm.errors import SimFarmError
 from harness.transport import LocalTransport
@@ -230,3 +232,34 @@ def test_hobot_native_on_the_board_matches_this_machine(
     assert here.ok, here.errors
     assert [o.data.tobytes() for o in there.outputs] == [o.data.tobytes() for o in here.outputs]
     assert [o.attributes for o in there.outputs] == [o.attributes for o in here.outputs]
+
+
+def test_the_inventory_names_emulated_boards_by_their_python(
+    emulated_boards: dict[str, EmulatedBoard], tmp_path: Path
+) -> None:
+    """tests/emulated/inventory.yaml: an emulated board is an ordinary board whose ``python:`` is
+    its launcher; the farm's connect gives the agent that interpreter, which says aarch64."""
+    folder = emulated_boards["rk3588"].dir.parent
+    text = (Path(__file__).with_name("inventory.yaml")).read_text().replace("EMULATED", str(folder))
+    path = tmp_path / "inventory.yaml"
+    path.write_text(text)
+    inventory = load_inventory(path)
+    for board in inventory.boards:
+        assert board.python == str(emulated_boards[board.target].python)
+        assert not board.simulated
+    board = inventory.board("rv1106-emu-01")
+    nhwc = np.zeros((1, 4, 16, 3), np.uint8)
+    job = JobSpec(
+        job_id="inventory",
+        adapter=board.adapter,
+        model=rknn_model(tmp_path),
+        inputs=(InputSpec("input", "NHWC", SHAPE, "int8", pass_through=True),),
+        adapter_options={"library": "/usr/lib/librknnrt.so", "soc": board.target},
+        load_timeout_s=240,
+        run_timeout_s=240,
+    )
+    with AgentClient(connect(board, tmp_path / "farm"), margin_s=30) as client:
+        result = client.submit(job, {"input": nhwc.reshape(-1)})
+        assert client.hello["python"].startswith("3.11.")
+    assert result.ok, result.errors
+    assert result.versions["machine"] == "aarch64"
