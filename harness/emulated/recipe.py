@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
-__all__ = ["DEFAULT_RECIPE", "RECIPE_VERSION", "RootRecipe"]
+__all__ = ["DEFAULT_RECIPE", "RECIPE_VERSION", "RootRecipe", "host_mirror"]
 
 RECIPE_VERSION = 3
 """Bumped when the build steps themselves change (what :mod:`harness.emulated.root` does with a
@@ -38,7 +39,8 @@ class RootRecipe:
     (rknn-toolkit-lite2 2.5.0 stops at cp312; stable's Python is 3.13)."""
     python: str = "3.11"
     """The suite's Python (major.minor): where locally installed modules go."""
-    mirror: str = "http://deb.debian.org/debian"
+    mirror: str | None = None
+    """Debian's main archive; None: the one this machine's apt uses (:func:`host_mirror`)."""
     variant: str = "extract"
     packages: tuple[str, ...] = (
         "python3",
@@ -61,6 +63,8 @@ class RootRecipe:
     def to_dict(self) -> dict[str, object]:
         data = asdict(self)
         data["recipe_version"] = RECIPE_VERSION
+        # The mirror apt would use is part of what the root is: another mirror, another root.
+        data["mirror"] = self.mirror or host_mirror()
         return data
 
     def key(self) -> str:
@@ -69,18 +73,50 @@ class RootRecipe:
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         return f"{self.arch}-{self.suite}-{digest}"
 
-    def mmdebstrap_argv(self, target: str) -> list[str]:
+    def mmdebstrap_argv(self, target: str, mirror: str) -> list[str]:
         """The command that unpacks the root into ``target`` (as root: ``--mode=root``; as a
         user: ``--mode=unshare``, which needs user namespaces)."""
-        return [
+        argv = [
             "mmdebstrap",
             f"--arch={self.arch}",
             f"--variant={self.variant}",
             f"--include={','.join(self.packages)}",
             self.suite,
             target,
-            self.mirror,
         ]
+        return [*argv, mirror]
+
+
+def host_mirror(sources: Path = Path("/etc/apt")) -> str | None:
+    """The main archive this machine's apt reads (deb822 ``*.sources`` first, then one-line
+    ``sources.list``), skipping the security archive: a mirror the user already chose and
+    reaches, rather than one written into the project. mmdebstrap's own default adds a security
+    archive whose layout the suite's alias ``oldstable`` does not match."""
+    for path in sorted((sources / "sources.list.d").glob("*.sources")):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        for stanza in text.split("\n\n"):
+            fields = dict(
+                line.split(":", 1) for line in stanza.splitlines()
+                if ":" in line and not line.startswith("#")
+            )  # fmt: skip
+            uris = fields.get("URIs", "").split()
+            suites = fields.get("Suites", "")
+            if uris and "security" not in suites and "deb" in fields.get("Types", "").split():
+                return uris[0]
+    try:
+        lines = (sources / "sources.list").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 3 and parts[0] == "deb" and "security" not in line:
+            urls = [p for p in parts[1:] if "://" in p]
+            if urls:
+                return urls[0]
+    return None
 
 
 DEFAULT_RECIPE = RootRecipe()

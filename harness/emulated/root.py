@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.emulated.launcher import write_launcher
-from harness.emulated.recipe import DEFAULT_RECIPE, RootRecipe
+from harness.emulated.recipe import DEFAULT_RECIPE, RootRecipe, host_mirror
 from harness.errors import NpuHilError
 
 __all__ = [
@@ -227,7 +227,12 @@ def build_root(
         partial = roots / f"{recipe.key()}.partial"
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(mode=0o700)
-        argv = recipe.mmdebstrap_argv(str(partial / "root"))
+        mirror = recipe.mirror or host_mirror()
+        if mirror is None:
+            raise EmulationError(
+                "no Debian mirror: this machine's apt sources name none; give the recipe one"
+            )
+        argv = recipe.mmdebstrap_argv(str(partial / "root"), mirror)
         mode = "--mode=root" if os.geteuid() == 0 else "--mode=unshare"
         argv.insert(1, mode)
         _run(argv, step=f"unpack Debian {recipe.suite} for {recipe.arch}", timeout=timeout)

@@ -22,6 +22,7 @@ from harness.emulated import (
     make_board,
 )
 from harness.emulated.launcher import write_launcher
+from harness.emulated.recipe import host_mirror
 
 
 def test_the_key_changes_with_every_part_of_the_recipe() -> None:
@@ -128,3 +129,25 @@ def test_a_wheel_cannot_write_outside_site_packages(tmp_path: Path, member: str)
 def test_board_files_must_be_absolute_paths_inside(tmp_path: Path) -> None:
     with pytest.raises(EmulationError, match="absolute path inside the board"):
         make_board(fake_root(tmp_path), tmp_path / "b", files={"etc/x": b""})
+
+
+def test_the_mirror_is_the_one_this_machines_apt_reads(tmp_path: Path) -> None:
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list.d" / "debian.sources").write_text(
+        "Types: deb\nURIs: http://127.0.0.1/debian-security\nSuites: bookworm-security\n\n"
+        "Types: deb\n# a comment: with a colon\nURIs: http://127.0.0.1/debian\n"
+        "Suites: bookworm bookworm-updates\nComponents: main\n"
+    )
+    assert host_mirror(tmp_path) == "http://127.0.0.1/debian"
+    (tmp_path / "sources.list.d" / "debian.sources").unlink()
+    (tmp_path / "sources.list").write_text(
+        "deb http://127.0.0.1/sec bookworm-security main\n"
+        "deb [arch=amd64] http://127.0.0.1/d bookworm main\n"
+    )
+    assert host_mirror(tmp_path) == "http://127.0.0.1/d"
+    (tmp_path / "sources.list").unlink()
+    assert host_mirror(tmp_path) is None
+    # The mirror is part of the key: another mirror is another root.
+    assert dataclasses.replace(DEFAULT_RECIPE, mirror="http://127.0.0.1/d").key() != (
+        dataclasses.replace(DEFAULT_RECIPE, mirror="http://127.0.0.1/e").key()
+    )
