@@ -68,10 +68,10 @@ def rknn_model(folder: Path) -> Path:
 
 
 def quantized_identity(x: np.ndarray) -> np.ndarray:
-    """What the fake runtime's int8 identity gives back for float input, dequantized (it rounds
-    halves away from zero when it quantizes)."""
-    v = x / SCALE
-    q = np.clip(np.sign(v) * np.floor(np.abs(v) + 0.5) + ZP, -128, 127)
+    """What the fake runtime's int8 identity gives back for float input, dequantized: it adds the
+    zero point before rounding, and rounds halves away from zero."""
+    r = np.clip(x / SCALE + ZP, -128, 127)
+    q = np.trunc(r + np.where(r < 0, -0.5, 0.5))
     return ((q - ZP) * SCALE).astype(np.float32)
 
 
