@@ -36,8 +36,12 @@ So a pass-through input (native bytes packed by the host codec) goes in shaped t
 sized as ``rknn_inputs_set`` checks it (``attr.size``): NHWC as ``(N, H, W, C)``, the codec's
 ``w_stride`` row padding dropped, since the normal API lays rows out to ``w_stride`` itself (only
 the zero-copy path, ``rknn_native``, takes ``size_with_stride`` bytes); ``pass_through_rows:
-strided`` sends ``(N, H, w_stride, C)`` as packed instead. NC1HWC2 as ``(N, C1, H, W, C2)``, C2
-from ``native_dims`` or the byte count. Not settled without a board: whether 2.5.0 refuses a mask
+strided`` sends ``(N, H, w_stride, C)`` as packed instead. NC1HWC2 bytes go in unchanged but
+viewed 4-D, ``(N, C1 * H, W, C2)`` (C2 from ``native_dims`` or the byte count): measured with the
+real 2.5.0 on an emulated RK3588, RKNNLite checks a pass-through array's rank against the model
+input's (4), not the native 5-D dims ("The input[0] need 4dims input, but 5dims input buffer
+feed."), and hands the bytes of a 4-D array to ``rknn_inputs_set`` as they are.
+Not settled without a board: whether 2.5.0 refuses a mask
 on a single-core SoC or only warns (this adapter refuses it first), and how ``DRV:`` is worded.
 
 RKNNLite reports failures as return codes, not exceptions; each one becomes an AdapterError with
@@ -51,7 +55,8 @@ Options (``adapter_options``):
   ``key_path``      key envelope of an encrypted model (``load_rknn(path, key_path)``)
   ``data_format``   for non-pass-through 4-D inputs (default ``nchw``: jobs carry ONNX order)
   ``native_dims``   ``{input name: dims}``: the 5-D NC1HWC2 dims the runtime reports, where the
-                    byte count leaves C2 open (C=16 int8: ``[1,1,H,W,16]`` or ``[1,2,H,W,8]``)
+                    byte count leaves C2 open (C=16 int8: ``[1,1,H,W,16]`` or ``[1,2,H,W,8]``);
+                    5-D dims are sent folded to 4-D like the default
   ``pass_through_rows``  ``dense`` (default: rows of W, ``attr.size``) or ``strided``
   ``reuse_outputs`` passed to ``inference`` when set (2.5.0 and later)
   ``output_names``  names of the outputs in model order (RKNNLite does not report them)
@@ -320,11 +325,11 @@ class RknnLiteAdapter(Adapter):
                     f"{where}: native_dims {dims} hold {int(np.prod(dims))} elements, the buffer "
                     f"{values.size}",
                 )
-            return values.reshape(dims)
+            return values.reshape(_rank4(dims))
         if layout == "NHWC" and len(inp.shape) == 4:
             return self._nhwc(values, inp, where)
         if layout == "NC1HWC2" and len(inp.shape) == 4:
-            return values.reshape(self._nc1hwc2_dims(values.size, inp, where))
+            return values.reshape(_rank4(self._nc1hwc2_dims(values.size, inp, where)))
         if values.size != int(np.prod(inp.shape)):
             raise _error(
                 "LayoutError",
@@ -422,6 +427,14 @@ class RknnLiteAdapter(Adapter):
                 "note": NUMERIC_NOTE,
             },
         )
+
+
+def _rank4(dims: list[int]) -> list[int]:
+    """5-D NC1HWC2 dims as the 4-D view RKNNLite takes, ``[N, C1 * H, W, C2]`` (same bytes)."""
+    if len(dims) == 5:
+        n, c1, h, w, c2 = dims
+        return [n, c1 * h, w, c2]
+    return dims
 
 
 def parse_sdk_banner(text: str) -> dict[str, str]:

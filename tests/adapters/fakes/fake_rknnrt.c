@@ -19,6 +19,10 @@
  *                                      real runtime reports a real model's tensors; rknn_run then
  *                                      writes a known pattern (fake_rknn_pattern) to each output
  *   fake_rknn_clear_attrs()            back to the built-in model
+ *   FAKE_RKNN_TRACE=PATH (environment) a line per core mask set and per rknn_inputs_set is
+ *                                      appended to PATH, and each rknn_inputs_set buffer is written
+ *                                      to PATH.input<i> as it came: what a vendor layer calling this
+ *                                      library (RKNNLite, in its own process) handed over
  *   counters of live contexts/memories; fake_sizeof/fake_alignof/fake_offsetof/
  *   fake_fieldsize/fake_constant for the ABI checks.
  *
@@ -239,6 +243,28 @@ static void copy_name(char *dst, size_t cap, const char *src) {
 void fake_rknn_set_fault(const char *name) { copy_name(g_fault, sizeof g_fault, name); }
 static int fault(const char *name) { return strcmp(g_fault, name) == 0; }
 
+/* FAKE_RKNN_TRACE: the calls a caller in another process made, for its tests to read. */
+static void trace(const char *fmt, long a, long b, long c, long d) {
+    const char *path = getenv("FAKE_RKNN_TRACE");
+    if (path == NULL || *path == '\0') return;
+    FILE *f = fopen(path, "a");
+    if (f == NULL) return;
+    fprintf(f, fmt, a, b, c, d);
+    fputc('\n', f);
+    fclose(f);
+}
+
+static void trace_buffer(uint32_t index, const void *buf, uint32_t size) {
+    const char *path = getenv("FAKE_RKNN_TRACE");
+    if (path == NULL || *path == '\0') return;
+    char name[4096];
+    snprintf(name, sizeof name, "%s.input%u", path, (unsigned)index);
+    FILE *f = fopen(name, "wb");
+    if (f == NULL) return;
+    fwrite(buf, 1, size, f);
+    fclose(f);
+}
+
 void fake_rknn_set_soc(const char *name) { copy_name(g_soc, sizeof g_soc, name ? name : "rk3588"); }
 
 int fake_rknn_set_attr(int cmd, const rknn_tensor_attr *attr) {
@@ -438,6 +464,7 @@ int rknn_set_core_mask(rknn_context ctx, rknn_core_mask core_mask) {
     }
     c->core_mask = (int)core_mask;
     g_last_core_mask = (int)core_mask;
+    trace("core_mask %ld", (long)core_mask, 0, 0, 0);
     return RKNN_SUCC;
 }
 
@@ -573,6 +600,9 @@ int rknn_inputs_set(rknn_context ctx, uint32_t n_inputs, rknn_input inputs[]) {
     if (fault("inputs_set")) return RKNN_ERR_FAIL;
     const rknn_tensor_attr *nin = &c->attr[A_NATIVE_INPUT];
     const rknn_input *in = &inputs[0];
+    trace("inputs_set index=%ld pass_through=%ld type=%ld size=%ld", (long)in->index,
+          (long)in->pass_through, (long)in->type, (long)in->size);
+    trace_buffer(in->index, in->buf, in->size);
     uint8_t *buf = malloc(mem_size(nin));
     if (buf == NULL) return RKNN_ERR_MALLOC_FAIL;
     memset(buf, 0, mem_size(nin));

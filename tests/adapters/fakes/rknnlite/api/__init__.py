@@ -11,8 +11,10 @@ What it copies from the real 2.5.0 package (its ``rknn_lite.py`` and the message
   logged ("E Catch exception when setting inputs." ...) and it returns None.
 - inputs: a list of ``np.ndarray``; ``data_type`` one name or one per input, among int8, uint8,
   int16, float16, float32, and every array's dtype must equal it; ``data_format`` one or one per
-  input, ``nchw``/``nhwc``; a pass-through input must have the rank of the model's native input
-  ("The input[0] need 4dims input, but 1dims input buffer feed.") and exactly its ``size`` bytes
+  input, ``nchw``/``nhwc``; a pass-through input must have the rank of the model's input
+  (``INPUT_ATTR.n_dims``, 4 here even where the native input is 5-D NC1HWC2: measured with the
+  real 2.5.0 on an emulated RK3588, "The input[0] need 4dims input, but 5dims input buffer
+  feed.", and likewise for 1-D buffers) and exactly its native ``size`` bytes
   in its element type (rknn_inputs_set's check); rows of an NHWC native input are ``W`` wide here
   (the normal API lays them out to ``w_stride`` itself).
 - core masks: ``NPU_CORE_*`` as in 2.5.0; anything but AUTO only on RK3588/RK3576; ``NPU_CORE_ALL``
@@ -87,7 +89,9 @@ class _Model:
             self.attrs = json.loads(text[len("FAKE-RKNN-ATTRS") :])
             self.native = dict(self.attrs["NATIVE_INPUT_ATTR"])
             self.native_type = RKNN_TYPES[int(self.native["type"])]
+            self.input_rank = int(self.attrs["INPUT_ATTR"]["n_dims"])
             return
+        self.input_rank = 4  # the logical NCHW input
         shape, zp, scale, w_stride, c2, dtype = (1, 3, 4, 5), -14, 0.5, None, 16, "int8"
         for token in text.split()[1:]:
             key, _, value = token.partition("=")
@@ -349,9 +353,9 @@ class RKNNLite:
     def _pass_through(self, i: int, x: np.ndarray) -> np.ndarray:
         assert self._model is not None
         native = self._model.native
-        if x.ndim != int(native["n_dims"]):
+        if x.ndim != self._model.input_rank:
             raise ValueError(
-                f"The input[{i}] need {native['n_dims']}dims input, but {x.ndim}dims input "
+                f"The input[{i}] need {self._model.input_rank}dims input, but {x.ndim}dims input "
                 "buffer feed."
             )
         if str(x.dtype) != self._model.native_type or x.nbytes != int(native["size"]):
