@@ -45,6 +45,9 @@ PASS_THROUGH_ADAPTERS = frozenset({"rknn_native", "hobot_native", "kneron"})
 """Adapters whose runtime takes only native buffers: the host packs inputs with the codec."""
 DEFAULT_INPUT_LAYOUT = {"rockchip": "NHWC", "horizon": "strided", "kneron": "1W16C8B"}
 """The native input layout packed for a pass-through runtime when the caller names none."""
+RKNN_NHWC_INPUT_CHANNELS = (1, 3, 4)
+"""An RKNN model's native input is NHWC for these channel counts and NC1HWC2 for others (what
+the runtimes reported for every compiled model of the observations but RK2118's)."""
 
 
 @dataclass(frozen=True)
@@ -163,12 +166,15 @@ def run_model(
     )
     result = session.client.submit(spec, arrays)
     result.raise_for_errors()
+    # The logical shapes are the model's: a runtime may give its tensors' native dims instead
+    # (rknn_native: NC1HWC2 [N, C1, H, W, C2]), which the attributes carry anyway.
+    logical = {**_output_shapes(reference), **{k: v.shape for k, v in given.items()}}
     expected_in, expected_out = expect_run(
         session.target,
         reference,
         given,
-        [_Reported.of(t) for t in result.inputs],
-        [_Reported.of(t) for t in result.outputs],
+        [_Reported.of(t, logical) for t in result.inputs],
+        [_Reported.of(t, logical) for t in result.outputs],
     )
     check = _Checker(
         target=session.target,
@@ -217,8 +223,13 @@ def _resolve_model(
     if session.simulated:
         return reference, reference, label
     manifest = _manifest(session)
+    digest = _sha256(reference)
     for entry in manifest.models.values():
-        if entry.onnx.resolve() == reference.resolve():
+        # The same model: the same file, or the same bytes (a manifest written elsewhere for
+        # the reference model this run built, e.g. one entry per shape).
+        if entry.onnx.resolve() == reference.resolve() or (
+            entry.onnx.is_file() and _sha256(entry.onnx) == digest
+        ):
             return reference, entry.require_artifact(session.target), label
     raise ManifestError(
         f"{manifest.source}: no model for {label!r} ({reference}); a real board runs the "
@@ -287,7 +298,7 @@ def _inputs(
     for name, value in given.items():
         wanted = input_layout.get(name) if isinstance(input_layout, Mapping) else input_layout
         if pass_through:
-            layout_name = wanted or DEFAULT_INPUT_LAYOUT[session.board.vendor]
+            layout_name = wanted or _default_input_layout(session.board.vendor, value.shape)
             layout = get_layout(session.target, layout_name, value.shape, value.dtype, role="input")
             arrays[name] = layout.pack(value)
         else:
@@ -298,6 +309,12 @@ def _inputs(
             InputSpec(name, layout_name, tuple(value.shape), value.dtype.name, pass_through)
         )
     return tuple(specs), arrays
+
+
+def _default_input_layout(vendor: str, shape: tuple[int, ...]) -> str:
+    if vendor == "rockchip" and len(shape) == 4 and shape[1] not in RKNN_NHWC_INPUT_CHANNELS:
+        return "NC1HWC2"
+    return DEFAULT_INPUT_LAYOUT[vendor]
 
 
 # --- checking -----------------------------------------------------------------------------------
@@ -312,8 +329,20 @@ class _Reported:
     attributes: dict[str, Any]
 
     @classmethod
-    def of(cls, record: TensorRecord) -> _Reported:
-        return cls(record.name, tuple(record.shape), dict(record.attributes))
+    def of(cls, record: TensorRecord, logical: Mapping[str, tuple[int, ...]]) -> _Reported:
+        shape = logical.get(record.name, tuple(record.shape))
+        return cls(record.name, tuple(shape), dict(record.attributes))
+
+
+def _output_shapes(reference: Path) -> dict[str, tuple[int, ...]]:
+    """The static shapes the reference model declares for its outputs."""
+    graph = onnx.load_model(str(reference), load_external_data=False).graph
+    shapes = {}
+    for value in graph.output:
+        dims = value.type.tensor_type.shape.dim
+        if dims and all(d.HasField("dim_value") for d in dims):
+            shapes[value.name] = tuple(int(d.dim_value) for d in dims)
+    return shapes
 
 
 @dataclass(frozen=True)
@@ -341,20 +370,23 @@ class _Checker:
             name=record.name,
             role=expect.role,
             diff=report,
-            attributes=tuple(self._attributes(record, expect.role)),
+            attributes=tuple(self._attributes(record, expect)),
             data=record.data,
             reported=dict(record.attributes),
             layout=expect.layout,
             heatmap=heatmap,
         )
 
-    def _attributes(self, record: TensorRecord, role: str) -> list[AttributeFinding]:
+    def _attributes(self, record: TensorRecord, expect: Expected) -> list[AttributeFinding]:
+        role = expect.role
         params: dict[str, str] = {}
         if role == "output" and self.target in ROCKCHIP_TARGETS:
             # RKNN's output layout depends on whether a convolution produced the output.
             params["last_op"] = self.last_ops.get(record.name, "other")
         attrs = dict(record.attributes)
-        predicted = predicted_layout(self.target, role, attrs, shape=record.shape, **params)
+        # The expectation's layout holds the logical shape (the record may hold native dims).
+        shape = list(expect.layout.shape)
+        predicted = predicted_layout(self.target, role, attrs, shape=shape, **params)
         return diff_attributes(predicted, attrs)
 
 

@@ -76,6 +76,39 @@ def rknn_input_refusal(
     return None
 
 
+RKNN_NATIVE_OUTPUTS = ("NC1HWC2", "NHWC")
+"""The output layouts a real runtime hands out as native buffers (RKNN_QUERY_NATIVE_OUTPUT_ATTR,
+RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR): what ``rknn_native`` reads back on a board."""
+
+
+def rknn_native_input_layout(shape: tuple[int, ...]) -> str:
+    """A compiled model's native input: NHWC when C is 1, 3 or 4, else NC1HWC2 (what the
+    runtimes reported for every model of the observations but RK2118's)."""
+    return "NHWC" if len(shape) == 4 and shape[1] in (1, 3, 4) else "NC1HWC2"
+
+
+def rknn_board_gap(board: Any, role: str, layout: str, shape: tuple[int, ...]) -> str | None:
+    """Why a real board (not simulated) cannot run this layout case with its adapter, or None.
+
+    A simulated runtime lays a tensor out in whichever layout it is asked for; a compiled model
+    on a real runtime has one native input layout, and hands out two native output layouts."""
+    if board.simulated:
+        return None
+    if board.adapter == "rknnlite":
+        return (
+            "rknnlite returns converted outputs (rknn_outputs_get) and no input buffers: the "
+            "layout cases need the native buffers of rknn_native"
+        )
+    if role == "input" and layout != rknn_native_input_layout(shape):
+        return (
+            f"a compiled model's native input for {shape_id(shape)} is "
+            f"{rknn_native_input_layout(shape)}; the zero-copy path takes only that layout"
+        )
+    if role == "output" and layout not in RKNN_NATIVE_OUTPUTS:
+        return f"{layout} is not a native output buffer (the runtime hands out NC1HWC2, NHWC)"
+    return None
+
+
 def rknn_output_refusal(target: str, layout: str) -> type[Exception] | None:
     precision = rockchip.default_first_layer(target)
     if _raises(lambda: rockchip.output_row(target, precision=precision, rank=4, layout=layout)):

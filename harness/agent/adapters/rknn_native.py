@@ -30,6 +30,9 @@ Options (``adapter_options``):
   ``init_flags``    int passed to ``rknn_init`` (default 0)
   ``output_query``  ``native`` (RKNN_QUERY_NATIVE_OUTPUT_ATTR, default) or ``native_nhwc``
                     (RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR)
+  ``output_layout`` what the harness asks for by layout name, when ``output_query`` is not
+                    given: ``NC1HWC2`` is ``native``, ``NHWC`` ``native_nhwc``; other layouts
+                    are not native buffers, and are refused with a LayoutError
 
 Tensors come back as flat uint8 arrays (the bytes of the zero-copy buffer); ``dtype`` and ``shape``
 are the runtime's element type and native dims, ``attributes`` the ``rknn_tensor_attr`` fields under
@@ -446,7 +449,7 @@ class RknnNativeAdapter(Adapter):
         )
         _check(int(ret), "load", "rknn_query(RKNN_QUERY_IN_OUT_NUM)")
 
-        out_query = str(self.options.get("output_query", "native")).lower()
+        out_query = str(self.options.get("output_query") or self._query_of_layout()).lower()
         if out_query not in ("native", "native_nhwc"):
             raise _error(
                 "LayoutError",
@@ -496,6 +499,21 @@ class RknnNativeAdapter(Adapter):
             tensor.mem = mem
             ret = lib.call("rknn_set_io_mem", ctx, mem, ctypes.byref(tensor.attr))
             _check(int(ret), "load", f"rknn_set_io_mem({tensor.name!r})")
+
+    def _query_of_layout(self) -> str:
+        layout = self.options.get("output_layout")
+        if layout is None:
+            return "native"
+        queries = {"NC1HWC2": "native", "NHWC": "native_nhwc"}
+        if str(layout).upper() not in queries:
+            raise _error(
+                "LayoutError",
+                "load",
+                f"output_layout {layout!r}: rknn_native reads the runtime's native output "
+                "buffers only, NC1HWC2 (RKNN_QUERY_NATIVE_OUTPUT_ATTR) or NHWC "
+                "(RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR)",
+            )
+        return queries[str(layout).upper()]
 
     def _apply_core_mask(self, ctx: int) -> tuple[int | None, int | None]:
         """Set the core mask when asked: (the mask asked, the mask the runtime was given)."""

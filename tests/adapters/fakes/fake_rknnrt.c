@@ -11,6 +11,18 @@
  * w_stride when C is 1, 3 or 4, else NC1HWC2) to a native NC1HWC2 output (C2 = 16, as on RK3588).
  * The "model file" is text: "FAKE-RKNN channels=C height=H width=W" (defaults 3, 4, 5).
  *
+ * Or a described identity, written by the tests' fake compile step: "FAKE-RKNN-DESCRIBED" and
+ * one line per query, "<QUERY> name=.. fmt=.. type=.. qnt_type=.. zp=.. scale=.. dims=a,b,..
+ * n_elems=.. size=.. w_stride=.. size_with_stride=..", QUERY one of INPUT_ATTR, OUTPUT_ATTR,
+ * NATIVE_INPUT_ATTR, NATIVE_OUTPUT_ATTR, NATIVE_NHWC_INPUT_ATTR, NATIVE_NHWC_OUTPUT_ATTR (enums by
+ * their rknn_api.h numbers). The logical N, C, H, W are INPUT_ATTR's dims. rknn_run then copies
+ * every element from the native input, placed as NATIVE_INPUT_ATTR describes it, to the output
+ * memory, placed as the attribute of the format it was set with describes it (NC1HWC2 planes
+ * flattened or not, NHWC rows of w_stride), requantized from the input's zp/scale to the
+ * output's (a UINT8 input holds the values themselves, mean 0 and scale 1, as an image does);
+ * every other output byte is zero. Its own loops, not the host codec, so a diff of what comes
+ * back checks the codec against a second reading of the same attributes.
+ *
  * Test hooks (not part of the vendor API):
  *   fake_rknn_set_fault(name)          make one call fail
  *   fake_rknn_set_soc(name)            the SoC the runtime runs on (core masks; default rk3588)
@@ -218,6 +230,8 @@ typedef struct {
     int used;
     int c, h, w;
     int from_report; /* attributes loaded by fake_rknn_set_attr */
+    int described;   /* a FAKE-RKNN-DESCRIBED model: the identity through its attributes */
+    int n;           /* batch of a described model */
     rknn_tensor_attr attr[A_COUNT];
     rknn_tensor_mem *in_mem, *out_mem; /* zero-copy */
     rknn_tensor_format out_fmt;
@@ -367,6 +381,166 @@ static void free_buffers(fake_ctx *c) {
     c->in_buf = c->out_buf = NULL;
 }
 
+/* ---- described models ---------------------------------------------------------------------- */
+
+static int slot_of_name(const char *name) {
+    static const struct { const char *name; int cmd; } k[] = {
+        {"INPUT_ATTR", RKNN_QUERY_INPUT_ATTR},
+        {"OUTPUT_ATTR", RKNN_QUERY_OUTPUT_ATTR},
+        {"NATIVE_INPUT_ATTR", RKNN_QUERY_NATIVE_INPUT_ATTR},
+        {"NATIVE_OUTPUT_ATTR", RKNN_QUERY_NATIVE_OUTPUT_ATTR},
+        {"NATIVE_NHWC_INPUT_ATTR", RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR},
+        {"NATIVE_NHWC_OUTPUT_ATTR", RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (strcmp(k[i].name, name) == 0) return slot_of(k[i].cmd);
+    return -1;
+}
+
+/* The next token of *p split at any of `delims` (strtok_r is POSIX, not C99). */
+static char *next_token(char **p, const char *delims) {
+    char *start = *p + strspn(*p, delims);
+    if (*start == '\0') {
+        *p = start;
+        return NULL;
+    }
+    char *end = start + strcspn(start, delims);
+    if (*end != '\0') *end++ = '\0';
+    *p = end;
+    return start;
+}
+
+/* One "<QUERY> key=value ..." line into its attribute; 0 on success. */
+static int parse_attr_line(char *line, rknn_tensor_attr *attrs, int *seen) {
+    char *save = line;
+    char *word = next_token(&save, " \t");
+    if (word == NULL) return 0; /* a blank line */
+    int slot = slot_of_name(word);
+    if (slot < 0) return -1;
+    rknn_tensor_attr *a = &attrs[slot];
+    memset(a, 0, sizeof *a);
+    while ((word = next_token(&save, " \t")) != NULL) {
+        char *eq = strchr(word, '=');
+        if (eq == NULL) return -1;
+        *eq = '\0';
+        const char *key = word, *value = eq + 1;
+        if (strcmp(key, "name") == 0) copy_name(a->name, RKNN_MAX_NAME_LEN, value);
+        else if (strcmp(key, "fmt") == 0) a->fmt = (rknn_tensor_format)atoi(value);
+        else if (strcmp(key, "type") == 0) a->type = (rknn_tensor_type)atoi(value);
+        else if (strcmp(key, "qnt_type") == 0) a->qnt_type = (rknn_tensor_qnt_type)atoi(value);
+        else if (strcmp(key, "zp") == 0) a->zp = atoi(value);
+        else if (strcmp(key, "scale") == 0) a->scale = strtof(value, NULL);
+        else if (strcmp(key, "n_elems") == 0) a->n_elems = (uint32_t)strtoul(value, NULL, 10);
+        else if (strcmp(key, "size") == 0) a->size = (uint32_t)strtoul(value, NULL, 10);
+        else if (strcmp(key, "w_stride") == 0) a->w_stride = (uint32_t)strtoul(value, NULL, 10);
+        else if (strcmp(key, "size_with_stride") == 0)
+            a->size_with_stride = (uint32_t)strtoul(value, NULL, 10);
+        else if (strcmp(key, "dims") == 0) {
+            const char *p = value;
+            a->n_dims = 0;
+            while (*p && a->n_dims < RKNN_MAX_DIMS) {
+                char *end;
+                a->dims[a->n_dims++] = (uint32_t)strtoul(p, &end, 10);
+                p = *end == ',' ? end + 1 : end;
+                if (end == p && *p) return -1;
+            }
+        } else return -1;
+    }
+    seen[slot] = 1;
+    return 0;
+}
+
+/* A FAKE-RKNN-DESCRIBED model into c->attr; RKNN_SUCC or RKNN_ERR_MODEL_INVALID. */
+static int load_described(fake_ctx *c, const void *model, uint32_t size) {
+    char *text = malloc((size_t)size + 1);
+    if (text == NULL) return RKNN_ERR_MALLOC_FAIL;
+    memcpy(text, model, size);
+    text[size] = '\0';
+    int seen[A_COUNT] = {0};
+    char *save = text;
+    int bad = 0;
+    char *line = next_token(&save, "\n"); /* the magic */
+    while (!bad && (line = next_token(&save, "\n")) != NULL)
+        bad = parse_attr_line(line, c->attr, seen) != 0;
+    free(text);
+    for (int s = 0; s < A_COUNT; s++) bad |= !seen[s];
+    const rknn_tensor_attr *in = &c->attr[A_INPUT];
+    if (bad || in->n_dims != 4) return RKNN_ERR_MODEL_INVALID;
+    c->n = (int)in->dims[0];
+    c->c = (int)in->dims[1];
+    c->h = (int)in->dims[2];
+    c->w = (int)in->dims[3];
+    c->described = 1;
+    return RKNN_SUCC;
+}
+
+static uint32_t type_size(rknn_tensor_type t) {
+    switch (t) {
+    case RKNN_TENSOR_INT8: case RKNN_TENSOR_UINT8: case RKNN_TENSOR_BOOL: return 1;
+    case RKNN_TENSOR_FLOAT16: case RKNN_TENSOR_INT16: case RKNN_TENSOR_UINT16:
+    case RKNN_TENSOR_BFLOAT16: return 2;
+    default: return 4;
+    }
+}
+
+/* The element offset of logical (n, ch, y, x) in a buffer laid out as `a` describes it. */
+static size_t described_index(const fake_ctx *c, const rknn_tensor_attr *a, uint32_t n,
+                              uint32_t ch, uint32_t y, uint32_t x) {
+    size_t C = (size_t)c->c, H = (size_t)c->h, W = (size_t)c->w;
+    if (a->fmt == RKNN_TENSOR_NHWC) {
+        size_t ws = a->w_stride ? a->w_stride : W;
+        size_t cs = a->n_dims == 4 ? a->dims[3] : C; /* channels as reported (padded or not) */
+        return (((size_t)n * H + y) * ws + x) * cs + ch;
+    }
+    if (a->fmt == RKNN_TENSOR_NC1HWC2 && a->n_dims == 5) {
+        size_t c1 = a->dims[1], c2 = a->dims[4];
+        size_t plane = (size_t)a->dims[2] * a->dims[3]; /* H x W, or 1 x ceil4(H*W) flattened */
+        return ((((size_t)n * c1 + ch / c2) * plane) + (size_t)y * W + x) * c2 + ch % c2;
+    }
+    return (((size_t)n * C + ch) * H + y) * W + x; /* NCHW, UNDEFINED: logical order */
+}
+
+static double element(const uint8_t *buf, size_t i, const rknn_tensor_attr *a) {
+    switch (a->type) {
+    case RKNN_TENSOR_UINT8: return (double)buf[i]; /* the values themselves */
+    case RKNN_TENSOR_INT8: {
+        double q = (double)(int8_t)buf[i];
+        return a->qnt_type == RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC ? (q - a->zp) * a->scale : q;
+    }
+    default: return 0.0;
+    }
+}
+
+static void store(uint8_t *buf, size_t i, const rknn_tensor_attr *a, double v) {
+    double q = a->qnt_type == RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC ? v / a->scale + a->zp : v;
+    double lo = a->type == RKNN_TENSOR_UINT8 ? 0.0 : -128.0;
+    double hi = a->type == RKNN_TENSOR_UINT8 ? 255.0 : 127.0;
+    q = q < lo ? lo : q > hi ? hi : q;
+    long r = (long)(q < 0 ? q - 0.5 : q + 0.5);
+    buf[i] = (uint8_t)(a->type == RKNN_TENSOR_UINT8 ? (uint8_t)r : (uint8_t)(int8_t)r);
+}
+
+/* The identity of a described model: every element, input layout to output layout. */
+static void compute_described(const fake_ctx *c, const uint8_t *in, uint8_t *out,
+                              uint32_t out_size, const rknn_tensor_attr *oa) {
+    const rknn_tensor_attr *ia = &c->attr[A_NATIVE_INPUT];
+    uint32_t ie = type_size(ia->type), oe = type_size(oa->type);
+    memset(out, 0, out_size);
+    for (uint32_t n = 0; n < (uint32_t)c->n; n++)
+        for (uint32_t ch = 0; ch < (uint32_t)c->c; ch++)
+            for (uint32_t y = 0; y < (uint32_t)c->h; y++)
+                for (uint32_t x = 0; x < (uint32_t)c->w; x++) {
+                    size_t i = described_index(c, ia, n, ch, y, x);
+                    size_t o = described_index(c, oa, n, ch, y, x);
+                    if ((o + 1) * oe > out_size) continue;
+                    if (ie == 2 && oe == 2) { /* float16 to float16: the bits */
+                        memcpy(out + 2 * o, in + 2 * i, 2);
+                    } else if (ie == 1 && oe == 1) {
+                        store(out, o, oa, element(in, i, ia));
+                    }
+                }
+}
+
 /* ---- rknn_api.h: context and queries ------------------------------------------------------- */
 
 int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
@@ -384,6 +558,13 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
         if (g_ctx[i].used) continue;
         fake_ctx *c = &g_ctx[i];
         memset(c, 0, sizeof *c);
+        if (strncmp(text, "FAKE-RKNN-DESCRIBED", 19) == 0) {
+            int ret = load_described(c, model, size);
+            if (ret != RKNN_SUCC) return ret;
+            c->used = 1;
+            *context = (rknn_context)(i + 1);
+            return RKNN_SUCC;
+        }
         c->used = 1;
         c->c = 3;
         c->h = 4;
@@ -575,7 +756,13 @@ int rknn_run(rknn_context ctx, rknn_run_extend *extend) {
     if (fault("run")) return RKNN_ERR_FAIL;
     if (fault("timeout")) return RKNN_ERR_TIMEOUT;
     const rknn_tensor_attr *nin = &c->attr[A_NATIVE_INPUT], *nout = &c->attr[A_NATIVE_OUTPUT];
-    if (c->in_mem != NULL && c->out_mem != NULL) {
+    if (c->described) {
+        /* Zero-copy only: the output memory was set with the native or the NHWC attribute. */
+        if (c->in_mem == NULL || c->out_mem == NULL) return RKNN_ERR_INPUT_INVALID;
+        const rknn_tensor_attr *oa =
+            c->out_fmt == RKNN_TENSOR_NHWC ? &c->attr[A_NHWC_OUTPUT] : nout;
+        compute_described(c, c->in_mem->virt_addr, c->out_mem->virt_addr, c->out_mem->size, oa);
+    } else if (c->in_mem != NULL && c->out_mem != NULL) {
         compute(c, c->in_mem->virt_addr, mem_size(nin), c->out_mem->virt_addr, c->out_mem->size,
                 c->out_fmt);
     } else if (c->in_buf != NULL) {

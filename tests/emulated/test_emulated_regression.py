@@ -1,0 +1,117 @@
+"""The regression suite's RKNN layout cases (``tests/hil/test_hil_rockchip_layouts.py``) on an
+emulated RK3588 and an emulated RV1106, as a nightly runs them on real boards: an inventory of
+the emulated boards (``backend: hw``, ``python:`` their launchers), a manifest of compiled models
+per target (``fake_compile``: the identity at every shape of the suite, described as the runtime
+reports such a model), and ``pytest tests/hil --inventory ... --backend hw``.
+
+Each case packs its input with the host codec, deploys the manifest's model to the board, runs
+it through the unchanged agent on Debian's aarch64 Python and ``rknn_native`` into the aarch64
+fake librknnrt, whose own loops copy the input to the output through the reported attributes;
+the host diffs both buffers and the attributes against the codec. Cases the compiled model or the
+adapter cannot serve on a real runtime are skipped with the reason (``rknn_board_gap``); none
+may pass without running.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from fake_compile import compile_manifest
+
+from harness.emulated import EmulatedBoard
+
+REPO = Path(__file__).resolve().parents[2]
+SUITE = "tests/hil/test_hil_rockchip_layouts.py"
+TARGETS = ("rk3588", "rv1106")
+BOARDS = (
+    # name, emulated board (its SoC), adapter
+    ("rk3588-emu-native", "rk3588", "rknn_native"),
+    ("rv1106-emu-native", "rv1106", "rknn_native"),
+    ("rk3588-emu-lite", "rk3588", "rknnlite"),
+)
+
+
+def hil_shapes() -> tuple[tuple[int, ...], ...]:
+    spec = importlib.util.spec_from_file_location("hil_cases", REPO / "tests/hil/hil_cases.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return tuple(module.SHAPES)
+
+
+def write_inventory(folder: Path, boards: dict[str, EmulatedBoard], manifest: Path) -> Path:
+    lines = [
+        f"manifest: {manifest}",
+        "defaults:",
+        "  backend: hw",
+        "  fallback: none",
+        "  transport: local",
+        "  timeouts: {load: 300, run: 300, health: 300}",
+        "boards:",
+    ]
+    for name, soc, adapter in BOARDS:
+        lines += [
+            f"  - name: {name}",
+            f"    target: {soc}",
+            f"    adapter: {adapter}",
+            f"    python: {boards[soc].python}",
+            "    tags: [emulated, aarch64]",
+        ]
+    path = folder / "inventory.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def outcomes(junit: Path) -> dict[str, list[tuple[str, str]]]:
+    """``{"passed"|"failed"|"skipped": [(test id, message)]}`` from a JUnit file."""
+    found: dict[str, list[tuple[str, str]]] = {"passed": [], "failed": [], "skipped": []}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        name = case.get("name", "")
+        bad = case.find("failure") if case.find("failure") is not None else case.find("error")
+        skip = case.find("skipped")
+        if bad is not None:
+            found["failed"].append((name, (bad.get("message") or "")[:400]))
+        elif skip is not None:
+            found["skipped"].append((name, skip.get("message") or ""))
+        else:
+            found["passed"].append((name, ""))
+    return found
+
+
+def test_rknn_layout_cases_on_emulated_rk3588_and_rv1106(
+    emulated_boards: dict[str, EmulatedBoard], tmp_path: Path
+) -> None:
+    manifest = compile_manifest(tmp_path / "models", TARGETS, hil_shapes())
+    inventory = write_inventory(tmp_path, emulated_boards, manifest)
+    junit = tmp_path / "junit.xml"
+    argv = [
+        sys.executable, "-m", "pytest", SUITE, "-p", "no:cacheprovider", "-q", "-rs",
+        "--inventory", str(inventory), "--backend", "hw", "--reports", str(tmp_path / "r"),
+        f"--junitxml={junit}", "-n", os.environ.get("NPU_HIL_EMULATED_WORKERS", "2"),
+    ]  # fmt: skip
+    start = time.monotonic()
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=1500, check=False)
+    took = time.monotonic() - start
+    assert junit.exists(), done.stdout[-3000:] + done.stderr[-3000:]
+    found = outcomes(junit)
+    summary: dict[str, Any] = {k: len(v) for k, v in found.items()}
+    print(f"emulated RKNN layout cases: {summary} in {took:.0f} s")
+    assert not found["failed"], "\n".join(f"{n}: {m}" for n, m in found["failed"][:10])
+    assert done.returncode == 0, done.stdout[-3000:]
+    # Every skip says why; the lite board's cases are all skips, each native board runs the
+    # native input layout and both native output layouts at every shape.
+    assert all(message for _, message in found["skipped"])
+    shapes = len(hil_shapes())
+    ran = [name for name, _ in found["passed"]]
+    for board in ("rk3588-emu-native", "rv1106-emu-native"):
+        mine = [name for name in ran if board in name]
+        assert len([n for n in mine if "input_layout" in n]) == shapes, mine
+        assert len([n for n in mine if "output_layout" in n]) >= 2 * shapes, mine
+    assert not [name for name in ran if "rk3588-emu-lite" in name]
