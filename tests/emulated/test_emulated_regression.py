@@ -21,8 +21,8 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
 
+import pytest
 from fake_compile import compile_manifest
 
 from harness.emulated import EmulatedBoard
@@ -85,23 +85,37 @@ def outcomes(junit: Path) -> dict[str, list[tuple[str, str]]]:
     return found
 
 
+def run_suite(
+    folder: Path, boards: dict[str, EmulatedBoard], *args: str, fault: str | None = None
+) -> tuple[dict[str, list[tuple[str, str]]], subprocess.CompletedProcess[str], float]:
+    """``pytest tests/hil/...`` on the emulated boards, as a nightly runs it on a farm."""
+    manifest = compile_manifest(folder / "models", TARGETS, hil_shapes())
+    inventory = write_inventory(folder, boards, manifest)
+    junit = folder / "junit.xml"
+    argv = [
+        sys.executable, "-m", "pytest", SUITE, "-p", "no:cacheprovider", "-q", "-rs",
+        "--inventory", str(inventory), "--backend", "hw", "--reports", str(folder / "r"),
+        f"--junitxml={junit}", *args,
+    ]  # fmt: skip
+    env = dict(os.environ)
+    env.pop("FAKE_RKNN_FAULT", None)
+    if fault is not None:
+        env["FAKE_RKNN_FAULT"] = fault
+    start = time.monotonic()
+    done = subprocess.run(
+        argv, cwd=REPO, capture_output=True, text=True, timeout=1500, check=False, env=env
+    )
+    took = time.monotonic() - start
+    assert junit.exists(), done.stdout[-3000:] + done.stderr[-3000:]
+    return outcomes(junit), done, took
+
+
 def test_rknn_layout_cases_on_emulated_rk3588_and_rv1106(
     emulated_boards: dict[str, EmulatedBoard], tmp_path: Path
 ) -> None:
-    manifest = compile_manifest(tmp_path / "models", TARGETS, hil_shapes())
-    inventory = write_inventory(tmp_path, emulated_boards, manifest)
-    junit = tmp_path / "junit.xml"
-    argv = [
-        sys.executable, "-m", "pytest", SUITE, "-p", "no:cacheprovider", "-q", "-rs",
-        "--inventory", str(inventory), "--backend", "hw", "--reports", str(tmp_path / "r"),
-        f"--junitxml={junit}", "-n", os.environ.get("NPU_HIL_EMULATED_WORKERS", "2"),
-    ]  # fmt: skip
-    start = time.monotonic()
-    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=1500, check=False)
-    took = time.monotonic() - start
-    assert junit.exists(), done.stdout[-3000:] + done.stderr[-3000:]
-    found = outcomes(junit)
-    summary: dict[str, Any] = {k: len(v) for k, v in found.items()}
+    workers = os.environ.get("NPU_HIL_EMULATED_WORKERS", "2")
+    found, done, took = run_suite(tmp_path, emulated_boards, "-n", workers)
+    summary = {k: len(v) for k, v in found.items()}
     print(f"emulated RKNN layout cases: {summary} in {took:.0f} s")
     assert not found["failed"], "\n".join(f"{n}: {m}" for n, m in found["failed"][:10])
     assert done.returncode == 0, done.stdout[-3000:]
@@ -113,5 +127,22 @@ def test_rknn_layout_cases_on_emulated_rk3588_and_rv1106(
     for board in ("rk3588-emu-native", "rv1106-emu-native"):
         mine = [name for name in ran if board in name]
         assert len([n for n in mine if "input_layout" in n]) == shapes, mine
-        assert len([n for n in mine if "output_layout" in n]) >= 2 * shapes, mine
+        assert len([n for n in mine if "output_layout" in n]) == 2 * shapes, mine
     assert not [name for name in ran if "rk3588-emu-lite" in name]
+
+
+@pytest.mark.parametrize("fault", ["swapped-pixels", "dirty-padding"])
+def test_the_emulated_cases_fail_when_the_runtime_writes_wrong_bytes(
+    emulated_boards: dict[str, EmulatedBoard], tmp_path: Path, fault: str
+) -> None:
+    """The same cases against a fake runtime that misplaces two pixels of every row, or leaves
+    the output's padding dirty: every output case that runs fails, on both boards."""
+    found, _, _ = run_suite(
+        tmp_path, emulated_boards, "-k", "output_layout and NC1HWC2 and 1x17x3x9", fault=fault
+    )
+    assert not found["passed"], found["passed"]
+    failed = sorted(name for name, _ in found["failed"])
+    assert failed == [
+        "test_output_layout_round_trip[rk3588-emu-native-NC1HWC2-1x17x3x9]",
+        "test_output_layout_round_trip[rv1106-emu-native-NC1HWC2-1x17x3x9]",
+    ], found

@@ -35,6 +35,11 @@
  *                                      appended to PATH, and each rknn_inputs_set buffer is written
  *                                      to PATH.input<i> as it came: what a vendor layer calling this
  *                                      library (RKNNLite, in its own process) handed over
+ *   FAKE_RKNN_FAULT=NAME (environment) fake_rknn_set_fault(NAME) at rknn_init, for a caller in
+ *                                      another process; besides the call names, a described
+ *                                      model takes "dirty-padding" (output bytes outside the
+ *                                      tensor not zero) and "swapped-pixels" (the first two pixels
+ *                                      of every output row exchanged)
  *   counters of live contexts/memories; fake_sizeof/fake_alignof/fake_offsetof/
  *   fake_fieldsize/fake_constant for the ABI checks.
  *
@@ -525,13 +530,15 @@ static void compute_described(const fake_ctx *c, const uint8_t *in, uint8_t *out
                               uint32_t out_size, const rknn_tensor_attr *oa) {
     const rknn_tensor_attr *ia = &c->attr[A_NATIVE_INPUT];
     uint32_t ie = type_size(ia->type), oe = type_size(oa->type);
-    memset(out, 0, out_size);
+    memset(out, fault("dirty-padding") ? 0x5A : 0, out_size);
+    int swap = fault("swapped-pixels") && c->w > 1;
     for (uint32_t n = 0; n < (uint32_t)c->n; n++)
         for (uint32_t ch = 0; ch < (uint32_t)c->c; ch++)
             for (uint32_t y = 0; y < (uint32_t)c->h; y++)
                 for (uint32_t x = 0; x < (uint32_t)c->w; x++) {
                     size_t i = described_index(c, ia, n, ch, y, x);
-                    size_t o = described_index(c, oa, n, ch, y, x);
+                    uint32_t ox = swap && x < 2 ? 1 - x : x;
+                    size_t o = described_index(c, oa, n, ch, y, ox);
                     if ((o + 1) * oe > out_size) continue;
                     if (ie == 2 && oe == 2) { /* float16 to float16: the bits */
                         memcpy(out + 2 * o, in + 2 * i, 2);
@@ -554,6 +561,8 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
     memcpy(text, model, n);
     text[n] = '\0';
     if (strncmp(text, "FAKE-RKNN", 9) != 0) return RKNN_ERR_MODEL_INVALID;
+    const char *env_fault = getenv("FAKE_RKNN_FAULT");
+    if (env_fault != NULL) fake_rknn_set_fault(env_fault);
     for (int i = 0; i < MAX_CTX; i++) {
         if (g_ctx[i].used) continue;
         fake_ctx *c = &g_ctx[i];
