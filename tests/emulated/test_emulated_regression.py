@@ -15,6 +15,7 @@ may pass without running.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -30,12 +31,9 @@ from harness.emulated import EmulatedBoard
 REPO = Path(__file__).resolve().parents[2]
 SUITE = "tests/hil/test_hil_rockchip_layouts.py"
 TARGETS = ("rk3588", "rv1106")
-BOARDS = (
-    # name, emulated board (its SoC), adapter
-    ("rk3588-emu-native", "rk3588", "rknn_native"),
-    ("rv1106-emu-native", "rv1106", "rknn_native"),
-    ("rk3588-emu-lite", "rk3588", "rknnlite"),
-)
+INVENTORY = Path(__file__).with_name("inventory.yaml")
+NATIVE_BOARDS = ("rk3588-emu-02", "rv1106-emu-01")  # rknn_native
+LITE_BOARD = "rk3588-emu-01"  # rknnlite
 
 
 def hil_shapes() -> tuple[tuple[int, ...], ...]:
@@ -47,25 +45,11 @@ def hil_shapes() -> tuple[tuple[int, ...], ...]:
 
 
 def write_inventory(folder: Path, boards: dict[str, EmulatedBoard], manifest: Path) -> Path:
-    lines = [
-        f"manifest: {manifest}",
-        "defaults:",
-        "  backend: hw",
-        "  fallback: none",
-        "  transport: local",
-        "  timeouts: {load: 300, run: 300, health: 300}",
-        "boards:",
-    ]
-    for name, soc, adapter in BOARDS:
-        lines += [
-            f"  - name: {name}",
-            f"    target: {soc}",
-            f"    adapter: {adapter}",
-            f"    python: {boards[soc].python}",
-            "    tags: [emulated, aarch64]",
-        ]
+    """tests/emulated/inventory.yaml with the boards' folder filled in and the manifest named."""
+    where = next(iter(boards.values())).dir.parent
+    text = INVENTORY.read_text().replace("EMULATED", str(where))
     path = folder / "inventory.yaml"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(f"manifest: {manifest}\n{text}")
     return path
 
 
@@ -124,11 +108,22 @@ def test_rknn_layout_cases_on_emulated_rk3588_and_rv1106(
     assert all(message for _, message in found["skipped"])
     shapes = len(hil_shapes())
     ran = [name for name, _ in found["passed"]]
-    for board in ("rk3588-emu-native", "rv1106-emu-native"):
+    for board in NATIVE_BOARDS:
         mine = [name for name in ran if board in name]
         assert len([n for n in mine if "input_layout" in n]) == shapes, mine
         assert len([n for n in mine if "output_layout" in n]) == 2 * shapes, mine
-    assert not [name for name in ran if "rk3588-emu-lite" in name]
+    assert not [name for name in ran if LITE_BOARD in name]
+    # The plugin's records: every case that ran ran on the aarch64 Python, and diffed an input
+    # and an output buffer equal.
+    (records,) = (tmp_path / "r").glob("*/records.jsonl")
+    passed = [
+        r for r in map(json.loads, records.read_text().splitlines()) if r["outcome"] == "passed"
+    ]
+    assert len(passed) == len(ran)
+    for record in passed:
+        assert record["runtime_versions"]["machine"] == "aarch64", record["nodeid"]
+        verdicts = [(t["role"], t["verdict"]) for t in record["tensors"]]
+        assert verdicts == [("input", "equal"), ("output", "equal")], record["nodeid"]
 
 
 @pytest.mark.parametrize("fault", ["swapped-pixels", "dirty-padding"])
@@ -142,7 +137,6 @@ def test_the_emulated_cases_fail_when_the_runtime_writes_wrong_bytes(
     )
     assert not found["passed"], found["passed"]
     failed = sorted(name for name, _ in found["failed"])
-    assert failed == [
-        "test_output_layout_round_trip[rk3588-emu-native-NC1HWC2-1x17x3x9]",
-        "test_output_layout_round_trip[rv1106-emu-native-NC1HWC2-1x17x3x9]",
-    ], found
+    assert failed == sorted(
+        f"test_output_layout_round_trip[{board}-NC1HWC2-1x17x3x9]" for board in NATIVE_BOARDS
+    ), found
