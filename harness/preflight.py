@@ -177,9 +177,7 @@ def _deployed_type(value: Any, layer: str, given: str | None) -> str:
     return onnx_type
 
 
-def _input_row(
-    target: str, layer: str, rank: int, deployed: str
-) -> tuple[rockchip.InputRow, str]:
+def _input_row(target: str, layer: str, rank: int, deployed: str) -> tuple[rockchip.InputRow, str]:
     """The input table's row for the deployed type (int8 on RV1103/RV1106 takes the uint8 row,
     as Rockchip's software does: deviation int8-default-input)."""
     kind = rockchip.input_type_of(deployed)
@@ -208,8 +206,7 @@ def _rule_for_inputs(
     ]
     if not image_like:
         report.notes.append(
-            "no model input has 1, 3 or 4 channels: the input table sets no convolution width "
-            "limit"
+            "no model input has 1, 3 or 4 channels: the input table sets no convolution width limit"
         )
         return None
     for value in image_like:

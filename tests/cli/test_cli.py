@@ -341,7 +341,7 @@ def test_a_nightly_with_a_bad_inventory_prints_its_line_and_exits_2(tmp_path: Pa
     done = run("nightly", "--inventory", str(inventory), "--reports", str(tmp_path / "reports"))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        f'npu-hil: error: {inventory}:4:43: boards[0].transport.port: expected an integer, got '
+        f"npu-hil: error: {inventory}:4:43: boards[0].transport.port: expected an integer, got "
         '"22a"'
     ]
     assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())
