@@ -1,0 +1,69 @@
+"""The child process that runs Rockchip's compiler (rknn-toolkit2) on one model.
+
+Run as ``python -m harness.models.rknn_child JOB.json``; the parent
+(:mod:`harness.models.rknn_build`) reads the compiled file itself. One model per process because
+the compiler can abort its process (an int8 convolution for RK2118 does, with 2.5.0): the parent
+then reports that model as failed and goes on with the others. ``--probe`` only imports the
+toolkit and prints its version.
+
+The compiler's own messages go to this process's stdout and stderr, which the parent keeps as the
+model's build log.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _toolkit() -> Any:
+    # The optional extra, imported only in the child (and untyped).
+    module: Any = importlib.import_module("rknn.api")
+    return module.RKNN
+
+
+def compile_model(job: dict[str, Any]) -> None:
+    """Load ``job["onnx"]``, build for ``job["target"]`` at ``job["precision"]`` and export to
+    ``job["rknn"]``; raises RuntimeError naming the step that failed."""
+    rknn = _toolkit()(verbose=bool(job.get("verbose", True)))
+    try:
+        steps: list[tuple[str, Any]] = [
+            ("config", lambda: rknn.config(target_platform=job["target"])),
+            ("load_onnx", lambda: rknn.load_onnx(model=job["onnx"])),
+            (
+                "build",
+                lambda: rknn.build(
+                    do_quantization=job["precision"] == "int8", dataset=job.get("dataset")
+                ),
+            ),
+            ("export_rknn", lambda: rknn.export_rknn(job["rknn"])),
+        ]
+        for step, call in steps:
+            status = call()
+            # config() returns None; the others 0 on success.
+            if status not in (None, 0):
+                raise RuntimeError(f"rknn-toolkit2 {step}() returned {status}")
+    finally:
+        rknn.release()
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--probe"]:
+        _toolkit()
+        from importlib.metadata import version
+
+        print(f"rknn-toolkit2 {version('rknn-toolkit2')}")
+        return 0
+    if len(argv) != 1:
+        print("usage: python -m harness.models.rknn_child JOB.json | --probe", file=sys.stderr)
+        return 2
+    job = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    compile_model(job)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
