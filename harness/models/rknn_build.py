@@ -9,13 +9,15 @@ other models go on.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -224,10 +226,8 @@ def _exit_text(code: int) -> str:
     return f"the compiler's process exited with status {code}"
 
 
-def build_one(job: BuildJob, *, timeout_s: float = BUILD_TIMEOUT_S) -> BuildResult | BuildFailure:
-    """Compile ``job`` in a child process and read what the compiler stored. The precision is
-    not checked here (:func:`check_precision` is the caller's), so a build the compiler cannot
-    do fails as the compiler fails it."""
+def _prepare(job: BuildJob) -> tuple[Path, dict[str, str]] | BuildFailure:
+    """The child's job file and environment, or why the job cannot start."""
     if job.precision == "int8" and not job.dataset:
         return BuildFailure(job, "an int8 build needs calibration samples")
     job.rknn.parent.mkdir(parents=True, exist_ok=True)
@@ -243,25 +243,15 @@ def build_one(job: BuildJob, *, timeout_s: float = BUILD_TIMEOUT_S) -> BuildResu
     spec_file = job.rknn.with_suffix(".job.json")
     spec_file.write_text(json.dumps(spec, indent=1), encoding="utf-8")
     env = dict(os.environ)
-    # The toolkit's progress bars and thread pools: one thread per child, since models are built
-    # side by side.
+    # One thread per child, since models are built side by side.
     env.setdefault("OMP_NUM_THREADS", "1")
-    try:
-        with job.log.open("wb") as log:
-            done = subprocess.run(
-                [sys.executable, "-m", "harness.models.rknn_child", str(spec_file)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=job.rknn.parent,
-                env=env,
-                timeout=timeout_s,
-                check=False,
-            )
-    except subprocess.TimeoutExpired:
-        return BuildFailure(job, f"the compiler took more than {timeout_s:.0f} s", _tail(job.log))
-    if done.returncode != 0:
-        return BuildFailure(job, _exit_text(done.returncode), _tail(job.log))
+    return spec_file, env
+
+
+def _finish(job: BuildJob, code: int) -> BuildResult | BuildFailure:
+    """What the child left: its exit status, the compiled file's tensor table."""
+    if code != 0:
+        return BuildFailure(job, _exit_text(code), _tail(job.log))
     if not job.rknn.is_file():
         return BuildFailure(job, f"the compiler wrote no {job.rknn.name}", _tail(job.log))
     try:
@@ -278,11 +268,115 @@ def build_one(job: BuildJob, *, timeout_s: float = BUILD_TIMEOUT_S) -> BuildResu
     )
 
 
+def build_one(job: BuildJob, *, timeout_s: float = BUILD_TIMEOUT_S) -> BuildResult | BuildFailure:
+    """Compile ``job`` in a child process of its own and read what the compiler stored. The
+    precision is not checked here (:func:`check_precision` is the caller's), so a build the
+    compiler cannot do fails as the compiler fails it."""
+    prepared = _prepare(job)
+    if isinstance(prepared, BuildFailure):
+        return prepared
+    spec_file, env = prepared
+    try:
+        with job.log.open("wb") as log:
+            done = subprocess.run(
+                [sys.executable, "-m", "harness.models.rknn_child", str(spec_file)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=job.rknn.parent,
+                env=env,
+                timeout=timeout_s,
+                check=False,
+            )
+    except subprocess.TimeoutExpired:
+        return BuildFailure(job, f"the compiler took more than {timeout_s:.0f} s", _tail(job.log))
+    return _finish(job, done.returncode)
+
+
+class _Server:
+    """A ``rknn_child --serve`` process: the toolkit imported once, a process forked per model."""
+
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        env.setdefault("OMP_NUM_THREADS", "1")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "harness.models.rknn_child", "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+            env=env,
+        )
+
+    def build(self, job: BuildJob, timeout_s: float) -> BuildResult | BuildFailure:
+        prepared = _prepare(job)
+        if isinstance(prepared, BuildFailure):
+            return prepared
+        spec_file, _ = prepared
+        assert self.process.stdin is not None and self.process.stdout is not None
+        try:
+            self.process.stdin.write(f"{spec_file.resolve()}\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            return BuildFailure(job, "the compiler's server process has ended", _tail(job.log))
+        started = self.process.stdout.readline().split()
+        if len(started) != 2 or started[0] != "started":
+            return BuildFailure(job, "the compiler's server process has ended", _tail(job.log))
+        pid = int(started[1])
+        timer = threading.Timer(timeout_s, _kill, (pid,))
+        timer.start()
+        try:
+            done = self.process.stdout.readline().split()
+        finally:
+            timer.cancel()
+        if len(done) != 2 or done[0] != "done":
+            return BuildFailure(job, "the compiler's server process has ended", _tail(job.log))
+        return _finish(job, int(done[1]))
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
 def build_all(
     jobs: Sequence[BuildJob], *, parallel: int = 1, timeout_s: float = BUILD_TIMEOUT_S
 ) -> list[BuildResult | BuildFailure]:
-    """Every job, ``parallel`` children at a time; results in the jobs' order."""
-    if parallel <= 1:
-        return [build_one(job, timeout_s=timeout_s) for job in jobs]
-    with ThreadPoolExecutor(max_workers=parallel) as pool:
-        return list(pool.map(lambda job: build_one(job, timeout_s=timeout_s), jobs))
+    """Every job, each in a process of its own, ``parallel`` at a time; results in the jobs'
+    order. The processes are forked from servers that imported the toolkit once
+    (``rknn_child --serve``); a model that takes longer than ``timeout_s`` is killed."""
+    pending: queue.Queue[int] = queue.Queue()
+    for index in range(len(jobs)):
+        pending.put(index)
+    outcomes: dict[int, BuildResult | BuildFailure] = {}
+
+    def work() -> None:
+        server = _Server()
+        try:
+            while True:
+                try:
+                    index = pending.get_nowait()
+                except queue.Empty:
+                    return
+                outcomes[index] = server.build(jobs[index], timeout_s)
+        finally:
+            server.close()
+
+    workers = [threading.Thread(target=work) for _ in range(max(1, min(parallel, len(jobs))))]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return [outcomes[index] for index in range(len(jobs))]
