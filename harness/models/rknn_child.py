@@ -75,6 +75,8 @@ def serve() -> int:
         log = Path(job["rknn"]).with_suffix(".log")
         pid = os.fork()
         if pid == 0:  # the model's own process
+            # The toolkit leaves debug files (check*.onnx) in the working folder: the model's.
+            os.chdir(log.parent)
             fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(fd, 1)
             os.dup2(fd, 2)
