@@ -14,6 +14,7 @@ model's build log.
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import json
 import os
@@ -83,6 +84,9 @@ def serve() -> int:
             status = _compile_job(spec)
             sys.stdout.flush()
             sys.stderr.flush()
+            # os._exit skips the C library's buffers, where the compiler's own log (its tensor
+            # tables at the end) still sits when stdout is a file.
+            ctypes.CDLL(None).fflush(None)
             os._exit(status)
         answers.write(f"started {pid}\n")
         _, raw = os.waitpid(pid, 0)
