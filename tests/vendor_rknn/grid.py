@@ -226,7 +226,24 @@ def _plane_padded_size(m: Mismatch) -> int:
     return int(m.codec) // plane * (-(-plane // 4) * 4)
 
 
+def _flattened_plane(m: Mismatch) -> bool:
+    """The codec's native dims are the compiler's with the H*W plane flattened and padded to 4:
+    ``[N, C1, 1, ceil4(H*W), C2]`` for ``[N, C1, H, W, C2]`` (the same bytes)."""
+    if m.field != "native_dims" or not _plane_padded(m):
+        return False
+    n, c1, h, w, c2 = (int(v) for v in m.compiler)
+    return list(m.codec) == [n, c1, 1, -(-(h * w) // 4) * 4, c2]
+
+
 EXPECTED_SKEW: tuple[Skew, ...] = (
+    Skew(
+        "flattened-output-plane",
+        lambda m: m.role == "output" and m.layout == "NC1HWC2" and _flattened_plane(m),
+        "observations (rknn/observed.json.gz): where H*W is not a multiple of 4 every runtime "
+        "reports NATIVE_OUTPUT_ATTR dims flattened, [N, C1, 1, ceil4(H*W), C2] (624 of 780 "
+        "models); the compiler's tensor table states [N, C1, H, W, C2], the same bytes. The "
+        "codec follows the runtime (targets/rockchip_observed.py: flattened-plane).",
+    ),
     Skew(
         "nc1hwc2-input-plane-padding",
         lambda m: (
