@@ -322,7 +322,8 @@ def test_targets_show_lists_every_deviation_from_the_seed_with_both_values() -> 
 
 
 def test_targets_observed_prints_the_shares(tmp_path: Path) -> None:
-    done = run("targets", "observed")
+    facts = Path(__file__).resolve().parents[1] / "data" / "rknn" / "observed.json.gz"
+    done = run("targets", "observed", str(facts))
     assert done.returncode == 0, done.stderr
     assert "accepted    2367 / 2376" in done.stdout
     assert "predicted    384 / 396 models exactly (97.0%)" in done.stdout
