@@ -13,6 +13,7 @@ import re
 import secrets
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from harness.report.atomic import append_line
 from harness.report.records import TestRecord
@@ -41,15 +42,20 @@ def new_run_dir(reports_root: str | Path) -> Path:
         return run_dir
 
 
-def run_dir_for_session(reports_root: str | Path) -> Path:
+def run_dir_for_session(reports_root: str | Path, run_id: str | None = None) -> Path:
     """The run folder a pytest session should write to.
 
     ``npu-hil nightly`` creates the folder first and names it in ``NPU_HIL_RUN_DIR`` so it can
-    watch the records arrive; a plain ``pytest`` run gets a new folder.
+    watch the records arrive; a plain ``pytest`` run gets ``<root>/<run_id>`` (the id the session
+    chose when it started) or else a new folder.
     """
     named = os.environ.get(RUN_DIR_ENV)
     if named:
         path = Path(named)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    if run_id:
+        path = Path(reports_root) / run_id
         path.mkdir(parents=True, exist_ok=True)
         return path
     return new_run_dir(reports_root)
@@ -85,6 +91,15 @@ def previous_run_dirs(run_dir: Path, limit: int) -> list[Path]:
         if p.is_dir() and RUN_ID_PATTERN.match(p.name) and p.name < run_dir.name
     )
     return list(reversed(siblings))[:limit]
+
+
+def read_summary(run_dir: Path) -> dict[str, Any] | None:
+    """A past run's summary.json, or None when it has none (still running, or crashed)."""
+    try:
+        data = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def outcomes_of_run(run_dir: Path) -> dict[str, str] | None:

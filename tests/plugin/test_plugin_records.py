@@ -122,6 +122,43 @@ def test_auto_backend_falls_back_and_says_simulated(pytester: pytest.Pytester) -
     assert case is not None
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert props["npu_hil.simulated"] == "true" and props["npu_hil.fallback_reason"]
+    # provenance: the fallback ran simulated, the skipped hw_only case ran on neither
+    skipped = _records(_run_dir(pytester))["test_hardware_only[rk3588-01]"]
+    assert record["ran_on"] == "sim" and skipped["ran_on"] == ""
+    summary = json.loads((_run_dir(pytester) / "summary.json").read_text())
+    assert (summary["hardware"], summary["simulated"], summary["not_run"]) == (0, 1, 1)
+    health = summary["board_health"]["rk3588-01"]
+    assert any("fell back to a simulated board" in e["event"] for e in health)
+    html = (_run_dir(pytester) / "report.html").read_text()
+    assert "MIXED" not in html and "fell back to a simulated board" in html
+    assert 'id="health"' in html
+
+
+def test_hw_only_skipped_on_a_simulated_board_is_not_hardware(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.hw_only
+        @pytest.mark.soc("rk3588")
+        def test_hardware_only(board):
+            pass
+
+        @pytest.mark.soc("rk3588")
+        def test_sim(board):
+            pass
+        """
+    )
+    project.runpytest().assert_outcomes(passed=1, skipped=1)
+    run_dir = _run_dir(project)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert (summary["hardware"], summary["simulated"], summary["not_run"]) == (0, 1, 1)
+    assert summary["per_board"]["rk3588-01"]["kind"] == "SIM"
+    html = (run_dir / "report.html").read_text()
+    assert "MIXED" not in html and 'class="b hw"' not in html
+    meta = summary["meta"]
+    assert meta["complete"] is True and meta["pytest_exit"] == 0 and len(meta["run_key"]) == 16
+    assert meta["harness_version"] and meta["command_line"].startswith("pytest")
 
 
 def test_hw_backend_leaves_simulated_boards_out(project: pytest.Pytester) -> None:

@@ -88,11 +88,16 @@ def test_nightly_all_pass_writes_report_and_exits_zero(tmp_path: Path) -> None:
 def test_nightly_exit_code_is_pytests_and_compares_with_last_night(tmp_path: Path) -> None:
     cwd = _checkout(tmp_path)
     assert _nightly(cwd).returncode == 0
-    proc = _nightly(cwd, "--target", "kl730", BREAK="1")
+    # a run with another selection is not last night's run, and is nobody's baseline either
+    other = _nightly(cwd, "--target", "kl730", BREAK="1")
+    assert other.returncode == 1 and "no comparison: no earlier complete run" in other.stdout
+    proc = _nightly(cwd, BREAK="1")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "since " in proc.stdout and "1 new failures" in proc.stdout
     runs = sorted(p for p in (cwd / "reports").iterdir() if not p.name.startswith("."))
+    assert f"since {runs[0].name} (started " in proc.stdout
+    assert "1 new failures" in proc.stdout
     comparison = json.loads((runs[-1] / "comparison.json").read_text())
+    assert comparison["previous_run"] == runs[0].name
     assert [e["nodeid"] for e in comparison["new_failures"]] == [
         "tests/hil/test_suite.py::test_case[1-kl730-01]"
     ]
