@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -70,6 +71,10 @@ def test_one_record_per_test_and_the_report(project: pytest.Pytester) -> None:
     heatmaps = [t["heatmap"] for t in bad["tensors"] if t["heatmap"]]
     assert heatmaps and all((run_dir / h).is_file() for h in heatmaps)
     assert not (project.path / "reports" / ".incoming").exists()
+    # the failure message names the heatmap where it stays after the run
+    named = re.findall(r"heatmap: (\S+\.png)", str(bad["longrepr"]))
+    assert named and all(Path(p).is_file() for p in named)
+    assert all(f"{run_dir.name}/artifacts/" in p for p in named)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary  # the writer's summary: the run is complete
     for name in ("junit.xml", "report.html"):
