@@ -139,6 +139,35 @@ def test_auto_backend_falls_back_and_says_simulated(pytester: pytest.Pytester) -
     assert 'id="health"' in html
 
 
+def test_baseline_is_the_last_complete_run_of_the_same_kind(project: pytest.Pytester) -> None:
+    """A -k debugging run between two full runs is not the second one's baseline."""
+    project.makepyfile(TESTS)
+
+    def run(*args: str) -> tuple[Path, dict[str, object]]:
+        before = (
+            set((project.path / "reports").glob("*"))
+            if (project.path / "reports").exists()
+            else set()
+        )
+        project.runpytest(*args)
+        (new,) = set((project.path / "reports").glob("*")) - before
+        return new, json.loads((new / "comparison.json").read_text())
+
+    first, first_cmp = run()
+    assert first_cmp["previous_run"] is None
+    _, debug_cmp = run("-k", "test_ok")
+    assert debug_cmp["previous_run"] is None  # another selection: no baseline
+    _, second_cmp = run()
+    assert second_cmp["previous_run"] == first.name
+    assert second_cmp["previous_started"]
+    assert [e["nodeid"].split("::")[-1] for e in second_cmp["still_failing"]] == [
+        "test_bad[rk3588-01]"
+    ]
+    _, asked_cmp = run("-k", "test_ok", "--compare-with", first.name)
+    assert asked_cmp["previous_run"] == first.name
+    assert "--compare-with" in str(asked_cmp["baseline"])
+
+
 def test_hw_only_skipped_on_a_simulated_board_is_not_hardware(project: pytest.Pytester) -> None:
     project.makepyfile(
         """

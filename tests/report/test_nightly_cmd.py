@@ -103,6 +103,60 @@ def test_nightly_exit_code_is_pytests_and_compares_with_last_night(tmp_path: Pat
     ]
 
 
+PROVENANCE_CONFTEST = """
+from harness.report.records import TestRecord
+from harness.report.runs import run_dir_for_session
+from harness.report.writer import append_record
+
+REASON = "no connection after 4 attempts"
+
+def pytest_runtest_logreport(report):
+    if report.when != "call":
+        return
+    board = report.nodeid.split("[")[-1].rstrip("]").split("-", 1)[1]
+    if board == "kl730-01":  # a hardware board whose hw_only cases were skipped
+        record = TestRecord(report.nodeid, "skipped", 0.0, board=board, target="kl730",
+                            backend="hw", simulated=False, message="hw_only: board is simulated")
+    else:  # a dead board that fell back to a simulated one
+        record = TestRecord(report.nodeid, report.outcome, report.duration, board=board,
+                            target="rk3588", backend="sim", simulated=True, ran_on="sim",
+                            board_events=["fell back to a simulated board: " + REASON],
+                            properties={"fallback_reason": REASON})
+    append_record(run_dir_for_session("reports"), record)
+"""
+
+
+def test_nightly_console_and_report_agree_on_provenance_and_health(tmp_path: Path) -> None:
+    cwd = _checkout(tmp_path)
+    (cwd / "tests" / "hil" / "conftest.py").write_text(PROVENANCE_CONFTEST)
+    proc = _nightly(cwd)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_dir = _only_run(cwd)
+    out = " ".join(proc.stdout.split())
+    # skipped cases count as neither: nothing ran on hardware
+    assert "6 tests, SIMULATED (3 on simulated boards, 3 ran on no board)" in out
+    assert "MIXED" not in out and " HW " not in out
+    assert (
+        "board health: rk3588-01: fell back to a simulated board: no connection after 4 "
+        "attempts (3 cases)" in out
+    )
+    html = (run_dir / "report.html").read_text()
+    assert "SIMULATED: all 3 tests that ran, ran on simulated boards; 3 ran on no board" in html
+    assert "MIXED" not in html and 'class="b hw"' not in html
+    health = html[html.index('id="health"') : html.index('id="compare"')]
+    assert "rk3588-01" in health and "no connection after 4 attempts" in health
+
+
+def test_nightly_compare_with_is_passed_on(tmp_path: Path) -> None:
+    from harness.cli.main import build_parser
+
+    args = build_parser().parse_args(["nightly", "--compare-with", "20260101T000000Z-abcdef"])
+    from harness.cli.nightly_cmd import pytest_command
+
+    cmd = pytest_command(args, Path("tests/hil"))
+    assert cmd[cmd.index("--compare-with") + 1] == "20260101T000000Z-abcdef"
+
+
 def test_nightly_without_a_suite_is_bad_input(tmp_path: Path) -> None:
     proc = _nightly(tmp_path)
     assert proc.returncode == 2
