@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import NpuHilError
-from harness.report.records import OUTCOMES
+from harness.report.records import OUTCOMES, TestRecord
 from harness.report.runmeta import COMPLETE_EXITS, harness_version, run_key, run_kind
 from harness.report.runs import RECORDS_FILE, RUN_DIR_ENV, SUMMARY_FILE, new_run_dir
 from harness.report.writer import COMPARISON_FILE, HTML_FILE, load_records, write_run
@@ -115,6 +115,7 @@ class RecordTail:
         self.offset = 0
         self.per_board: dict[str, Counter[str]] = defaultdict(Counter)
         self.simulated: dict[str, bool] = {}
+        self.ran_on: dict[str, set[str]] = defaultdict(set)
 
     def poll(self) -> None:
         try:
@@ -135,6 +136,17 @@ class RecordTail:
             board = data.get("board") or "(no board)"
             self.per_board[board][str(data.get("outcome"))] += 1
             self.simulated[board] = self.simulated.get(board, False) or bool(data.get("simulated"))
+            try:
+                where = TestRecord.from_dict(data).provenance
+            except (TypeError, ValueError):
+                continue
+            if where:
+                self.ran_on[board].add(where)
+
+    def kind(self, board: str) -> str:
+        """As the summary names it: HW, SIM, HW+SIM, or - while nothing ran on the board."""
+        ran = self.ran_on.get(board, set())
+        return "HW+SIM" if len(ran) == 2 else "HW" if "hw" in ran else "SIM" if ran else "-"
 
 
 def _progress_table(tail: RecordTail, elapsed: float) -> Any:
@@ -152,7 +164,7 @@ def _progress_table(tail: RecordTail, elapsed: float) -> Any:
         counts = tail.per_board[board]
         table.add_row(
             board,
-            "SIM" if tail.simulated.get(board) else "HW",
+            tail.kind(board),
             *(str(counts[o]) for o in OUTCOMES),
         )
     return table

@@ -177,6 +177,23 @@ def test_record_tail_reads_whole_lines_only(tmp_path: Path) -> None:
     assert tail.simulated["a"] is True
 
 
+def test_record_tail_names_where_cases_ran(tmp_path: Path) -> None:
+    """The live table says what the final one says: a skipped case on a hardware board is not
+    hardware."""
+    from harness.report.records import TestRecord
+    from harness.report.writer import append_record
+
+    tail = RecordTail(tmp_path / "records.jsonl")
+    append_record(tmp_path, TestRecord("t::a[hw-01]", "skipped", 0.0, board="hw-01"))
+    append_record(tmp_path, TestRecord("t::a[rk-01]", "passed", 0.1, board="rk-01", ran_on="hw"))
+    append_record(
+        tmp_path,
+        TestRecord("t::b[rk-01]", "passed", 0.1, board="rk-01", simulated=True, ran_on="sim"),
+    )
+    tail.poll()
+    assert (tail.kind("hw-01"), tail.kind("rk-01"), tail.kind("none")) == ("-", "HW+SIM", "-")
+
+
 @pytest.mark.parametrize("autoload", ["", "1"])
 def test_pytest_command(autoload: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from harness.cli.main import build_parser

@@ -55,9 +55,11 @@ def test_junit_xml_parses_with_counts_and_properties(
     assert by_board["test_roundtrip[kl730-01-c]"].find("error") is not None
     assert by_board["test_roundtrip[kl730-01-d]"].find("skipped") is not None
     hw = by_board["test_roundtrip[rdk-x5-01-e]"]
-    assert {p.get("name"): p.get("value") for p in hw.iterfind("properties/property")}[
-        "simulated"
-    ] == "false"
+    hw_props = {p.get("name"): p.get("value") for p in hw.iterfind("properties/property")}
+    assert hw_props["simulated"] == "false" and hw_props["ran_on"] == "hw"
+    skipped = by_board["test_roundtrip[kl730-01-d]"]
+    skipped_props = {p.get("name"): p.get("value") for p in skipped.iterfind("properties/property")}
+    assert skipped_props["ran_on"] == "none"
 
 
 def test_junit_survives_control_characters(tmp_path: Path) -> None:
