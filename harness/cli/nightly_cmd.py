@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -20,7 +21,13 @@ from typing import Any
 
 from harness.errors import NpuHilError
 from harness.report.records import OUTCOMES, TestRecord
-from harness.report.runmeta import COMPLETE_EXITS, harness_version, run_key, run_kind
+from harness.report.runmeta import (
+    COMPLETE_EXITS,
+    LAUNCHED_BY_ENV,
+    harness_version,
+    run_key,
+    run_kind,
+)
 from harness.report.runs import RECORDS_FILE, RUN_DIR_ENV, SUMMARY_FILE, new_run_dir
 from harness.report.writer import COMPARISON_FILE, HTML_FILE, load_records, write_run
 
@@ -289,7 +296,8 @@ def _nightly_kind(args: argparse.Namespace, suite: Path) -> dict[str, Any]:
 def run_nightly(args: argparse.Namespace) -> int:
     suite = resolve_suite(args.suite)
     run_dir = new_run_dir(args.reports)
-    env = {**os.environ, RUN_DIR_ENV: str(run_dir.resolve())}
+    launched_by = shlex.join(["npu-hil", *sys.argv[1:]])
+    env = {**os.environ, RUN_DIR_ENV: str(run_dir.resolve()), LAUNCHED_BY_ENV: launched_by}
     cmd = pytest_command(args, suite)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     code = _run_with_progress(cmd, run_dir, env)
@@ -304,7 +312,7 @@ def run_nightly(args: argparse.Namespace) -> int:
             "complete": code in COMPLETE_EXITS,
             "pytest_exit": code,
             "argv": cmd[3:],
-            "command_line": " ".join(["npu-hil", "nightly", *sys.argv[2:]]),
+            "launched_by": launched_by,
             **_nightly_kind(args, suite),
         }
         write_run(run_dir, load_records(run_dir), meta)

@@ -39,6 +39,7 @@ tr.row-failed td,tr.row-error td{background:#fff8f8}
 table.matrix td{text-align:center;min-width:4em}table.matrix a{color:inherit;text-decoration:none;
 display:block}td.cell-fail{background:#e53935;color:#fff;font-weight:700}
 td.cell-pass{background:#d8f5d8}td.cell-skip{background:#eee;color:#777}
+table.matrix th{white-space:nowrap;font-size:12px}.scroll{overflow-x:auto;max-width:100%}
 .trend span{display:inline-block;width:10px;height:14px;margin-right:2px;border-radius:2px}
 .trend .t-pass{background:#4caf50}.trend .t-fail{background:#e53935}.trend .t-none{background:#ccc}
 .filters{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ddd}
@@ -170,6 +171,7 @@ def _meta_table(summary: Mapping[str, Any]) -> str:
     rows = [
         ("harness version", meta.get("harness_version", "")),
         ("git commit", meta.get("git_commit", "")),
+        ("launched by", meta.get("launched_by", "")),
         ("command line", meta.get("command_line") or " ".join(map(str, meta.get("argv", [])))),
         ("started", meta.get("started", "")),
         ("finished", meta.get("finished", "")),
@@ -330,9 +332,9 @@ def _matrix(records: Sequence[TestRecord]) -> str:
             )
         rows.append(f"<tr><th>{escape(board)}</th>{''.join(tds)}</tr>")
     return (
-        '<h2 id="matrix">Board &times; layout</h2><table class="matrix">'
+        '<h2 id="matrix">Board &times; layout</h2><div class="scroll"><table class="matrix">'
         "<tr><th>board \\ layout</th>"
-        f"{head}</tr>{''.join(rows)}</table>"
+        f"{head}</tr>{''.join(rows)}</table></div>"
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import time
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+LAUNCHED_BY_ENV = "NPU_HIL_LAUNCHED_BY"
 # pytest's exit codes of a run whose tests all ran: 0 all passed, 1 some failed
 COMPLETE_EXITS = frozenset({0, 1})
 # options whose presence changes which cases run
@@ -116,6 +118,8 @@ def run_meta(
         "harness_version": harness_version(),
         "git_commit": git_commit(config.rootpath),
         "command_line": " ".join(["pytest", *config.invocation_params.args]),
+        # npu-hil nightly names its own command line here: the one a reader would type again
+        "launched_by": os.environ.get(LAUNCHED_BY_ENV, ""),
         "duration_s": round(time.time() - started, 3),
         "pytest_exit": exitstatus,
         "complete": exitstatus in COMPLETE_EXITS and not stopped,

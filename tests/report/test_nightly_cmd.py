@@ -145,6 +145,9 @@ def test_nightly_console_and_report_agree_on_provenance_and_health(tmp_path: Pat
     assert "MIXED" not in html and 'class="b hw"' not in html
     health = html[html.index('id="health"') : html.index('id="compare"')]
     assert "rk3588-01" in health and "no connection after 4 attempts" in health
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["meta"]["launched_by"] == "npu-hil nightly"
+    assert "<code>npu-hil nightly</code>" in html
 
 
 def test_nightly_compare_with_is_passed_on(tmp_path: Path) -> None:
