@@ -177,3 +177,36 @@ def test_cases_without_a_board_are_neither_hardware_nor_simulated(tmp_path: Path
     html = (run_dir / "report.html").read_text()
     assert "SIMULATED: all 1 tests that ran, ran on simulated boards" in html
     assert "1 ran on no board" in html and "MIXED" not in html
+
+
+def test_board_health_lists_each_event_once_with_its_cases(tmp_path: Path) -> None:
+    cycled = "power cycled: ping timed out after 5 s; healthy again"
+    records = [
+        TestRecord(
+            f"t.py::test_{n}[rk3588-02]",
+            "passed",
+            0.1,
+            board="rk3588-02",
+            ran_on="hw",
+            board_events=[cycled],
+        )
+        for n in range(3)
+    ] + [
+        TestRecord(
+            "t.py::test_r[rk3588-01]",
+            "passed",
+            0.1,
+            board="rk3588-01",
+            ran_on="hw",
+            properties={"retries": "1"},
+        ),
+    ]
+    run_dir = new_run_dir(tmp_path)
+    write_run(run_dir, records, {})
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["board_health"]["rk3588-02"] == [{"event": cycled, "cases": 3}]
+    assert summary["board_health"]["rk3588-01"][0]["event"].startswith("model run retried")
+    html = (run_dir / "report.html").read_text()
+    health = html[html.index('id="health"') : html.index('id="compare"')]
+    assert health.count(cycled) == 1 and "<td>3</td>" in health
+    assert "HARDWARE: all 4 tests that ran, ran on real boards" in html
