@@ -83,16 +83,6 @@ def load_records(run_dir: str | Path) -> list[TestRecord]:
     return records
 
 
-def previous_run_dirs(run_dir: Path, limit: int) -> list[Path]:
-    """Up to ``limit`` run folders beside ``run_dir`` that sort before it, newest first."""
-    siblings = sorted(
-        p
-        for p in run_dir.parent.iterdir()
-        if p.is_dir() and RUN_ID_PATTERN.match(p.name) and p.name < run_dir.name
-    )
-    return list(reversed(siblings))[:limit]
-
-
 def read_summary(run_dir: Path) -> dict[str, Any] | None:
     """A past run's summary.json, or None when it has none (still running, or crashed)."""
     try:
@@ -100,18 +90,3 @@ def read_summary(run_dir: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def outcomes_of_run(run_dir: Path) -> dict[str, str] | None:
-    """nodeid -> outcome of a past run, from its summary.json or else its records.jsonl."""
-    summary = run_dir / SUMMARY_FILE
-    if summary.exists():
-        try:
-            data = json.loads(summary.read_text(encoding="utf-8"))
-            return {r["nodeid"]: r["outcome"] for r in data.get("records", [])}
-        except (ValueError, KeyError, TypeError):
-            pass
-    records = load_records(run_dir)
-    if not records:
-        return None
-    return {r.nodeid: r.outcome for r in records}
