@@ -1,17 +1,49 @@
 """Kneron KL730: the 16 NPU data layouts of seeds/000 as data, and their predictions.
 
 Every format is one row of :data:`FORMATS`. The prediction is the per-axis ``stride_npu`` the
-KL730 runtime reports (in the runtime's units: bytes for 8-bit formats, 16-bit elements for
-``8W1C16B``/``RAW_16B``, and for the HL formats the offsets of the equivalent 8-bit layout before
-each 16-byte entry is doubled into an L entry and an H entry). A device-reported ``stride_npu``
-replaces the prediction; either way one function turns it into the engine's dims.
+KL730 runtime reports, in Kneron's own convention (below), in the runtime's units: bytes for
+8-bit formats, 16-bit elements for ``8W1C16B``/``RAW_16B`` (and the ``HW1C16B`` formats), and for
+the HL formats the offsets of the equivalent 8-bit layout before each 16-byte entry is doubled into
+an L entry and an H entry. A device-reported ``stride_npu`` replaces the prediction; either way one
+function turns it into the engine's dims, reading it the way Kneron's host library does.
+
+How Kneron reads ``stride_npu`` (facts, not code, from these vendor sources):
+
+- Kneron's document center, "Convert ONNX & NPU Data on the KL730 Platform" (repository
+  github.com/kneron/document_center, file
+  docs/plus_c/appendix/convert_onnx_data_to_npu_data_on_kl730.md);
+- Kneron PLUS's own conversion code, as published in a public copy of the PLUS sources
+  (github.com/Ununvailable/Kneron-AI-Project at 709f9c7): ``src/kp_inference.c``,
+  ``kp_generic_inference_retrieve_fixed_node`` for shape-info version 2 (the KL730), and
+  ``ex_common/helper_functions.c``, ``helper_convert_onnx_data_to_npu_data``.
+
+1. Every format: the element at logical index ``i`` is at ``sum(i[a] * stride_npu[a])`` units.
+   For ``8W1C16B``/``RAW_16B`` that is an index into 16-bit words, read as ``u16 & 0xFFFE``.
+2. Outer channel group formats (``1W16C8B``, ``1W16C8BHL`` only): ``stride_npu`` describes ONE
+   group of 16 channels; the channel axis is the one whose stride is 1, and channel ``c`` adds
+   ``(c >> 4) * (G - 16)``, so it contributes ``(c & 15) + (c >> 4) * G``, with
+   ``G = max(stride_npu[a] * shape[a])`` over every axis whose stride is not 1, the batch
+   included: the groups lie outside the batch (group-major, then n, h, w). For (1, 32, 4, 5)
+   ``1W16C8B`` reports ``[320, 1, 80, 16]`` and channel 16 sits at byte 320; for N = 2 the same
+   strides put group 1 at 640, after both batch items' group 0. The host helper sizes the buffer
+   ``ceil(C / 16) * G``.
+3. HL formats (``4W4C8BHL``, ``1W16C8BHL``, ``1W16C8BHL_CH_COMPACT``, ``16W1C8BHL``): the offset
+   of rules 1-2 (with the group term for ``1W16C8BHL``) is an 8-bit-layout offset ``o``; the L byte
+   is at ``(o // 16) * 32 + o % 16``, the H byte 16 bytes after it. L holds bits [7:1] of the
+   value in its low 7 bits, H bits [15:8].
+4. No other format has a group term: ``4W4C8B``, ``4W4C8BHL``, ``1W16C8B_CH_COMPACT``, ``16W1C8B``,
+   ``RAW_*`` and ``8W1C16B`` are read with rule 1 alone. So ``4W4C8B``/``4W4C8BHL`` hold at most 4
+   channels: with the channel stride 1 and the column stride 4, channel 4 would alias pixel 1
+   channel 0. The codec refuses C > 4 for them (no vendor source reads them another way).
+5. The ``HW*`` input formats (PLUS 3.2) are absent from the PLUS 3.1 conversion code; the codec
+   reads them with rule 1 like every format without a group term (``HW4C8B_*``: channel stride
+   1, pixel stride 4, no row padding; ``HW1C8B``/``HW1C16B_*``: one plane per channel).
 
 Facts beyond the seed (spec/kl730-layouts.md): rows never share an entry, so "W" formats pad the
 row to the entry's column count; channels are padded to the group size (16, or 4 for the 4-channel
-formats), zero-filled; outer-mode groups come one after another, each holding every pixel of its
-16 channels (group stride = the largest of the spatial axes' stride·size, as the runtime derives
-it); 16-bit data carries 15 significant bits on the device (``value_bits`` = 15, the default where
-the runtime reads it that way). Buffers are whole 16-byte entries: the last one is zero-padded.
+formats), zero-filled; 16-bit data carries 15 significant bits on the device (``value_bits`` = 15,
+the default where the runtime reads it that way). Buffers are whole 16-byte entries: the last one
+is zero-padded.
 """
 
 from __future__ import annotations
@@ -39,7 +71,9 @@ class Kl730Format:
     ``pixel``: the channels of a pixel sit together in an entry (4W4C8B, HW4C8B, 1W16C8B ...);
     otherwise every channel is its own plane. ``entry_cols``: the row is padded to this many
     columns (1: no row padding). ``group``: channel group size of a pixel format, ``inner``: the
-    groups of a pixel are adjacent (``*_CH_COMPACT``) rather than group-major.
+    groups of a pixel are adjacent (``*_CH_COMPACT``); ``outer``: Kneron's outer channel group
+    mode (``stride_npu`` describes one group, the groups lie outside the batch).
+    ``max_channels``: the most channels Kneron's reading can address (no group term).
     """
 
     name: str
@@ -48,6 +82,8 @@ class Kl730Format:
     entry_cols: int
     group: int = 1
     inner: bool = False
+    outer: bool = False
+    max_channels: int | None = None
     hl: bool = False
     big_endian: bool = False
     input_only: bool = False
@@ -66,6 +102,7 @@ FORMATS: dict[str, Kl730Format] = {
             True,
             4,
             group=4,
+            max_channels=4,
             input_only=True,
             summary="4 columns x 4 channels an entry; C=3 leaves channel 3 zero",
         ),
@@ -80,7 +117,13 @@ FORMATS: dict[str, Kl730Format] = {
         ),
         Kl730Format("16W1C8B", 8, False, 16, summary="16 columns of one channel an entry"),
         Kl730Format(
-            "1W16C8B", 8, True, 1, group=16, summary="1 column x 16 channels an entry, group-major"
+            "1W16C8B",
+            8,
+            True,
+            1,
+            group=16,
+            outer=True,
+            summary="1 column x 16 channels an entry, group-major",
         ),
         Kl730Format("RAW_8B", 8, False, 1, summary="16 consecutive values, flat NCHW"),
         Kl730Format(
@@ -126,6 +169,7 @@ FORMATS: dict[str, Kl730Format] = {
             True,
             4,
             group=4,
+            max_channels=4,
             hl=True,
             quirk_15bit=True,
             summary="L entry then H entry of 4 columns x 4 channels",
@@ -136,6 +180,7 @@ FORMATS: dict[str, Kl730Format] = {
             True,
             1,
             group=16,
+            outer=True,
             hl=True,
             quirk_15bit=True,
             summary="L then H entry of 1 column x 16 channels, group-major",
@@ -203,32 +248,75 @@ def canonical_shape(shape: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int,
 
 
 def predict_stride_npu(fmt: Kl730Format, shape4: tuple[int, ...]) -> tuple[int, int, int, int]:
-    """The runtime's per-axis strides (N, C, H, W) for ``fmt``, in the runtime's units."""
+    """The per-axis strides (N, C, H, W) Kneron's library reads the codec's bytes with, in the
+    runtime's units. Outer-group formats describe one group of ``group`` channels (module
+    docstring, rule 2): the group stride is not a stride of any axis."""
     _, c, h, w = shape4
     row = round_up(w, fmt.entry_cols)
     if not fmt.pixel:
         return (c * h * row, h * row, row, 1)
-    padded_c = round_up(c, fmt.group)
-    if fmt.inner or padded_c == fmt.group:
-        return (h * row * padded_c, 1, row * padded_c, padded_c)
-    groups = padded_c // fmt.group
-    return (groups * h * row * fmt.group, 1, row * fmt.group, fmt.group)
+    per_pixel = fmt.group if fmt.outer else round_up(c, fmt.group)
+    return (h * row * per_pixel, 1, row * per_pixel, per_pixel)
+
+
+def group_stride(
+    fmt: Kl730Format,
+    shape4: tuple[int, ...],
+    stride_npu: tuple[int, ...],
+    axes: tuple[int, ...] = (0, 1, 2, 3),
+) -> int:
+    """Kneron's channel group stride ``G`` of an outer-group format: the largest
+    ``stride_npu[a] * shape[a]`` over the axes ``axes`` the device reports whose stride is not 1
+    (the batch included). Refuses strides Kneron's rule cannot read: the channel stride must be
+    the one stride of 1 (the rule finds the channel axis by it), and some other axis must give
+    ``G``."""
+    where = f"kl730 {fmt.name}"
+    c = shape4[1]
+    reported = ", ".join(f"{AXIS_NAMES[a]}={stride_npu[a]}" for a in axes)
+    if stride_npu[1] != 1:
+        raise LayoutError(
+            f"{where}: C = {c} needs a channel stride of 1 (Kneron's rule finds the channel axis "
+            f"by it and adds the group term there), got stride_npu {reported}"
+        )
+    ones = [AXIS_NAMES[a] for a in axes if a != 1 and stride_npu[a] == 1]
+    if ones:
+        raise LayoutError(
+            f"{where}: C = {c}: axis {', '.join(ones)} also has stride 1, so Kneron's rule would "
+            f"take it for the channel axis (stride_npu {reported})"
+        )
+    spans = [stride_npu[a] * shape4[a] for a in axes if a != 1]
+    if not spans:
+        raise LayoutError(
+            f"{where}: C = {c} > {fmt.group} needs an axis besides the channel for Kneron's "
+            f"channel group stride; shape {tuple(shape4[a] for a in axes)} has none"
+        )
+    return max(spans)
 
 
 def dims_from_strides(
-    fmt: Kl730Format, shape4: tuple[int, ...], stride_npu: tuple[int, ...]
+    fmt: Kl730Format,
+    shape4: tuple[int, ...],
+    stride_npu: tuple[int, ...],
+    axes: tuple[int, ...] = (0, 1, 2, 3),
 ) -> list[Dim]:
-    """The engine's dims for ``stride_npu`` (N, C, H, W) in the runtime's units."""
+    """The engine's dims for ``stride_npu`` (N, C, H, W) in the runtime's units, placing each
+    element where Kneron's reading puts it; ``axes`` are the axes the tensor has (the others are
+    size 1 and Kneron never sees them)."""
     n, c, h, w = shape4
     sn, sc, sh, sw = stride_npu
     unit = 2 if fmt.bits == 16 and not fmt.hl else 1
     padded_c = round_up(c, fmt.group)
     dims: list[Dim] = [Dim(0, n, sn * unit, 1, "n")]
-    if fmt.pixel and not fmt.inner and padded_c > fmt.group:
-        # Group-major: the runtime adds (c // group) * (group_stride - group) to the offset.
-        group_stride = max(sh * h, sw * w)
+    if fmt.outer and padded_c > fmt.group:
+        # Channel c lands at (c & 15) * 1 + (c >> 4) * G: a group dim outside every other one.
         dims += [
-            Dim(1, padded_c // fmt.group, group_stride, fmt.group, "group"),
+            Dim(
+                1,
+                padded_c // fmt.group,
+                group_stride(fmt, shape4, stride_npu, axes),
+                fmt.group,
+                "group",
+            ),
             Dim(1, fmt.group, sc, 1, "c"),
         ]
     else:
@@ -289,6 +377,13 @@ def build(
         raise LayoutError(
             f"{where} needs C in {fmt.channels} channels, got C = {shape4[1]} (shape {shape})"
         )
+    if fmt.max_channels is not None and shape4[1] > fmt.max_channels:
+        raise LayoutError(
+            f"{where} holds at most {fmt.max_channels} channels, got C = {shape4[1]} (shape "
+            f"{shape}): Kneron reads this format as sum(index * stride_npu) with no channel "
+            f"group term, so channel {fmt.max_channels} would alias pixel 1 channel 0; use "
+            "1W16C8B (or 1W16C8BHL) for more channels"
+        )
     value_bits = one_int(
         where, "value_bits", params.get("value_bits", 15 if fmt.quirk_15bit else 16)
     )
@@ -299,20 +394,21 @@ def build(
     if "stride_npu" in params:
         given = int_tuple(where, "stride_npu", params["stride_npu"], len(shape))
         values = iter(given)
-        # Axes the tensor does not have are size 1: their stride moves nothing, but the group
-        # stride is derived from the spatial axes, so they keep the predicted one.
+        # Axes the tensor does not have are size 1: their stride moves nothing; they keep the
+        # predicted one, and Kneron's group stride is taken over the reported axes only.
         strides = tuple(predicted[a] if a in inserted else next(values) for a in range(4))
         provenance["stride_npu"] = "given (device-reported)"
     else:
         strides = predicted
         rows = f"rows padded to {fmt.entry_cols} columns" if fmt.entry_cols > 1 else "rows unpadded"
         groups = (
-            f"channels in groups of {fmt.group} ({'inner' if fmt.inner else 'outer'} mode)"
+            f"channels in groups of {fmt.group} ({_group_mode(fmt)})"
             if fmt.pixel
             else "one plane per channel"
         )
         provenance["stride_npu"] = f"predicted: {rows}, {groups} (seeds/000 {name})"
-    dims = dims_from_strides(fmt, shape4, strides)
+    axes = tuple(a for a in range(4) if a not in inserted)
+    dims = dims_from_strides(fmt, shape4, strides, axes)
     stored = list(shape4)
     if fmt.stored_channels is not None:
         stored[1] = min(stored[1], fmt.stored_channels)
@@ -343,6 +439,14 @@ def build(
     )
 
 
+def _group_mode(fmt: Kl730Format) -> str:
+    if fmt.inner:
+        return "inner mode"
+    if fmt.outer:
+        return "outer mode: stride_npu of one group, groups outside the batch"
+    return f"at most {fmt.max_channels or fmt.group} channels"
+
+
 def _encoding(fmt: Kl730Format, dtype: np.dtype, value_bits: int, where: str) -> Encoding:
     if fmt.bits == 8:
         return Encoding("raw", dtype)
@@ -369,7 +473,7 @@ def tables_text(target: str = "kl730") -> str:
             str(f.bits),
             "input" if f.input_only else "input, output",
             str(f.entry_cols) if f.entry_cols > 1 else "none",
-            f"{f.group} ({'inner' if f.inner else 'outer'})" if f.pixel else "planes",
+            f"{f.group} ({_group_mode(f)})" if f.pixel else "planes",
             ("HL planes" if f.hl else "big-endian" if f.big_endian else "little-endian")
             if f.bits == 16
             else "-",

@@ -293,8 +293,25 @@ def _nightly_kind(args: argparse.Namespace, suite: Path) -> dict[str, Any]:
     return {"run_kind": kind, "run_key": run_key(kind), "harness_version": harness_version()}
 
 
+def _check_inventory(path: Path) -> None:
+    """Read the inventory before starting pytest, so a typo is the one ``file:line:col`` line
+    (exit 2) rather than a collection error per test module. The coordinator of a labgrid
+    section is not asked here: the run does that."""
+    from harness.farm.inventory import InventoryError, parse_inventory
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InventoryError(f"{path}: no such inventory file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InventoryError(f"{path}: cannot read the inventory: {exc}") from exc
+    parse_inventory(text, source=str(path), base=path.parent)
+
+
 def run_nightly(args: argparse.Namespace) -> int:
     suite = resolve_suite(args.suite)
+    if args.inventory is not None:
+        _check_inventory(args.inventory)
     run_dir = new_run_dir(args.reports)
     launched_by = shlex.join(["npu-hil", *sys.argv[1:]])
     env = {**os.environ, RUN_DIR_ENV: str(run_dir.resolve()), LAUNCHED_BY_ENV: launched_by}

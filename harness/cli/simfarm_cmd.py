@@ -1,5 +1,5 @@
 """``npu-hil simfarm up|down|status``: simulated boards behind a real sshd and serial consoles on
-127.0.0.1, and the inventory that reaches them.
+127.0.0.1, and the inventory that reaches them (``arm64-root``: :mod:`harness.cli.emulated_cmd`).
 
 ``up`` exits 0 when the farm runs (2 when it cannot start or is already up); ``down`` exits 0
 whether or not anything was running; ``status`` exits 0 when every process of the farm is
@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.cli import emulated_cmd
 from harness.simfarm import farm
 
 
@@ -82,6 +83,8 @@ def add_parser(sub: Any) -> None:
     status.add_argument("--dir", type=Path, help=dir_help)
     status.add_argument("--json", action="store_true")
     status.set_defaults(run=run_status)
+
+    emulated_cmd.add_actions(actions)
 
 
 def run_up(args: argparse.Namespace) -> int:

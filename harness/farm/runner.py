@@ -240,9 +240,14 @@ def _resolve_model(
     if session.simulated:
         return reference, reference, label
     manifest = _manifest(session)
+    # `npu-hil models build` lists each reference model once per shape; the ONNX built here for
+    # this shape is byte-identical to the one that entry was compiled from.
+    digest = _sha256(reference)
     for entry in manifest.models.values():
-        if entry.onnx.resolve() == reference.resolve():
-            return reference, entry.require_artifact(session.target), label
+        if entry.onnx.resolve() == reference.resolve() or (
+            entry.onnx.is_file() and _sha256(entry.onnx) == digest
+        ):
+            return entry.onnx, entry.require_artifact(session.target), label
     raise ManifestError(
         f"{manifest.source}: no model for {label!r} ({reference}); a real board runs the "
         "compiled artifacts the manifest lists"

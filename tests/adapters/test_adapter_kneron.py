@@ -93,6 +93,38 @@ def test_raw_node_bytes_with_descriptor(fake_modules: Path, kplus: Any, tmp_path
     assert fake_state().STATE["connected"] == 0  # the last model released: device let go
 
 
+def kneron_read_1w16c8b(data: np.ndarray, shape: list[int], stride: list[int]) -> np.ndarray:
+    """Kneron's reading of a 1W16C8B node, restated: sum(index * stride_npu) plus
+    (c >> 4) * (G - 16), G the largest stride * size of the axes whose stride is not 1."""
+    index = np.indices(shape).reshape(len(shape), -1).T
+    channel = [a for a, s in enumerate(stride) if s == 1][-1]
+    group = max(s * d for s, d in zip(stride, shape, strict=True) if s != 1)
+    offset = index @ np.asarray(stride) + (index[:, channel] >> 4) * (group - 16)
+    return data.view(np.int8)[offset].reshape(shape)
+
+
+def test_more_than_16_channels_in_kneron_convention(
+    fake_modules: Path, kplus: Any, tmp_path: Path
+) -> None:
+    """20 channels, two groups: the node reports the strides of one group ([320, 1, 80, 16],
+    not 640 for the batch), and the host codec reads the bytes where Kneron's formula does."""
+    from harness.codec import get_layout
+    from harness.codec.reported import layout_from_report
+
+    a = adapter(kplus)
+    model = a.load(nef(tmp_path, channels=20))
+    logical = np.random.default_rng(20).integers(-128, 128, (1, 20, 4, 5)).astype(np.int8)
+    packed = get_layout("kl730", "1W16C8B", (1, 20, 4, 5), "int8", role="input").pack(logical)
+    inp = InputTensor("in", packed, "1W16C8B", [1, 20, 4, 5], "int8", True)
+    (out,) = a.run(model, [inp], None).outputs
+    assert out.attributes["stride_npu"] == [320, 1, 80, 16]
+    assert out.attributes["num_data"] == 640
+    assert np.array_equal(kneron_read_1w16c8b(out.data, out.shape, [320, 1, 80, 16]), logical)
+    layout = layout_from_report("kl730", "output", out.attributes)
+    assert np.array_equal(layout.unpack(out.data), logical)
+    a.release(model)
+
+
 def test_switching_models_uploads_the_nef_again(
     fake_modules: Path, kplus: Any, tmp_path: Path
 ) -> None:

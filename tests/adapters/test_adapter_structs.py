@@ -1,6 +1,6 @@
 """The adapters' ctypes mirrors against a C compile of the same header declarations: every struct's
-size and every field's offset, per ABI. (RKNN: both sides are held to the measured facts instead,
-in test_abi_rknn.py.)"""
+size and every field's offset, per ABI. (RKNN and Kneron PLUS: both sides are held to the measured
+facts instead, in test_abi_rknn.py and test_abi_kplus.py.)"""
 
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 
-from harness.agent.adapters import hobot_native, kneron
+from harness.agent.adapters import hobot_native
 
 CASES = [
     ("dnn_x3x5", hobot_native.STRUCTS_X3X5),
     ("dnn_s100", hobot_native.STRUCTS_S100),
-    ("kplus", kneron.STRUCTS),
 ]
 
 

@@ -52,8 +52,17 @@ KL730_INPUT_ONLY = frozenset(
 KL730_15BIT = frozenset(
     {"8W1C16B", "4W4C8BHL", "1W16C8BHL", "16W1C8BHL", "1W16C8BHL_CH_COMPACT", "RAW_16B"}
 )
-#: Formats whose channel count is fixed by the seed (spec note 5).
-KL730_CHANNELS = {"HW4C8B_KEEP_A": (4,), "HW4C8B_DROP_A": (3, 4)}
+#: Formats whose channel count is fixed by the seed (spec note 5), or bounded by Kneron's reading
+#: of stride_npu (4W4C8B/4W4C8BHL have no channel group term: at most 4 channels).
+KL730_CHANNELS = {
+    "HW4C8B_KEEP_A": (4,),
+    "HW4C8B_DROP_A": (3, 4),
+    "4W4C8B": (1, 2, 3, 4),
+    "4W4C8BHL": (1, 2, 3, 4),
+}
+#: Kneron's outer channel group formats: stride_npu describes one group of 16 channels and the
+#: group stride is derived from the other axes, so a rank-1 (C) tensor of C > 16 has none.
+KL730_OUTER = frozenset({"1W16C8B", "1W16C8BHL"})
 #: The channel a format never stores (it reads back as zero).
 KL730_DROPPED_CHANNEL = {"HW4C8B_DROP_A": 3}
 
@@ -165,8 +174,9 @@ def kl730_cases(draw: st.DrawFn, small: bool | Limits = False, fmt: str | None =
     dtype = draw(st.sampled_from(("int8", "uint8") if fmt in KL730_8BIT else ("int16", "uint16")))
     shape4 = draw(nchw(lim, KL730_CHANNELS.get(fmt)))
     # Rank 4 is (N, C, H, W); the codec also takes (C), (N, C) and (N, C, W).
-    rank = draw(st.sampled_from((4, 4, 4, 3, 2, 1)))
     n, c, _, w = shape4
+    ranks = (4, 4, 4, 3, 2) if fmt in KL730_OUTER and c > 16 else (4, 4, 4, 3, 2, 1)
+    rank = draw(st.sampled_from(ranks))
     shape = {4: shape4, 3: (n, c, w), 2: (n, c), 1: (c,)}[rank]
     params: dict[str, Any] = {}
     if fmt in KL730_15BIT and draw(st.booleans()):

@@ -34,6 +34,8 @@ from hypothesis import strategies as st
 from strategies import KL730_8BIT, KL730_FORMATS, KL730_INPUT_ONLY
 
 from harness.codec import BlockedLayout, get_layout
+from harness.codec.reported import layout_from_report
+from harness.errors import LayoutError
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 FIXTURE = GOLDEN_DIR / "kl730_seed_entries.json"
@@ -242,8 +244,9 @@ def test_fixture_matches_a_fresh_extraction_of_the_seed() -> None:
 # ------------------------------------------------------------ the spec's placement, any shape
 # The diagrams fix the first entries; spec/kl730-layouts.md fixes the rest: "W" formats pad a row
 # to the entry's columns (16 for 16W1C8B/16W1C8BHL, 8 for 8W1C16B, 4 for 4W4C8B/4W4C8BHL), HW*
-# and RAW_* do not pad; channels pad to the group (16, or 4); outer mode (1W16C8B, 1W16C8BHL,
-# 4W4C8B* with C > 4) stores all rows of group 0, then group 1...; inner mode (*_CH_COMPACT) the
+# and RAW_* do not pad; channels pad to the group (16, or 4); outer mode (1W16C8B, 1W16C8BHL)
+# stores all rows of group 0, then group 1..., the groups outside the batch (Kneron's reading of
+# stride_npu, targets/kl730.py); 4W4C8B* hold at most 4 channels; inner mode (*_CH_COMPACT) the
 # groups of a pixel one after another; HL formats turn each 16-byte entry of the 8-bit layout
 # into an L entry followed by an H entry. Below, that text as a formula, for 4-D tensors.
 
@@ -265,7 +268,7 @@ def spec_offsets(name: str, shape: tuple[int, int, int, int]) -> np.ndarray:
     """Byte offset of every (n, c, h, w, slot) per the spec's text (slot 0 = the byte at the
     element's address: the L byte, or H for HW1C16B_BE)."""
     n, c, h, w = np.indices(shape, sparse=True)
-    _, channels, rows, cols = shape
+    batch, channels, rows, cols = shape
     row = -(-cols // ROW_COLUMNS.get(name, 1)) * ROW_COLUMNS.get(name, 1)
     group = PIXEL_GROUP.get(name)
     if group is None:  # one plane per channel
@@ -275,8 +278,8 @@ def spec_offsets(name: str, shape: tuple[int, int, int, int]) -> np.ndarray:
         if name in INNER or padded == group:
             element = ((n * rows + h) * row + w) * padded + c
         else:
-            plane = rows * row * group
-            element = n * padded * rows * row + (c // group) * plane + (h * row + w) * group
+            plane = rows * row * group  # one group of one batch item
+            element = (c // group) * batch * plane + n * plane + (h * row + w) * group
             element = element + c % group
     element = np.broadcast_to(element, shape)
     if name in KL730_8BIT:
@@ -301,6 +304,8 @@ def test_placement_follows_the_spec_for_any_shape(
 ) -> None:
     if name in ("HW4C8B_KEEP_A", "HW4C8B_DROP_A"):
         c = 4 if name == "HW4C8B_KEEP_A" or c % 2 else 3
+    if name in ("4W4C8B", "4W4C8BHL"):
+        c = 1 + (c - 1) % 4
     if name in KL730_INPUT_ONLY:
         role = "input"
     shape = (n, c, h, w)
@@ -328,3 +333,233 @@ def test_placement_follows_the_spec_for_any_shape(
         stored = want[:, :3] if name == "HW4C8B_DROP_A" else want
         values = x[:, :3] if name == "HW4C8B_DROP_A" else x
         assert np.array_equal(buf[stored[..., 0]], values)
+
+
+# ------------------------------------------------- Kneron's own reading of stride_npu, any shape
+# Restated from Kneron's conversion note for the KL730 and PLUS's conversion code (the sources
+# are named in targets/kl730.py), in this test's own words:
+#   offset = sum(index[a] * stride_npu[a])                             every format, in its units;
+#   1W16C8B, 1W16C8BHL: + (c >> 4) * (G - 16), c the axis of stride 1,
+#                        G = max(stride_npu[a] * shape[a]) over the axes whose stride is not 1;
+#   HL formats: the L byte at (offset // 16) * 32 + offset % 16, the H byte 16 after it,
+#               value = int16(((L & 0x7F) | (H << 7)) << 1);
+#   8W1C16B, RAW_16B: offset counts 16-bit words, value = int16(word & 0xFFFE).
+
+OUTER_GROUP = ("1W16C8B", "1W16C8BHL")
+HL_FORMATS = ("4W4C8BHL", "1W16C8BHL", "16W1C8BHL", "1W16C8BHL_CH_COMPACT")
+WORD_FORMATS = ("8W1C16B", "RAW_16B", "HW1C16B_LE", "HW1C16B_BE")
+
+
+def kneron_offsets(name: str, shape: tuple[int, ...], stride_npu: list[int]) -> np.ndarray:
+    """(k, 2) byte offsets of every element (row-major order of ``shape``) as Kneron's library
+    reads them from ``stride_npu``: column 0 the byte at the element's address (the L byte; the
+    low byte of a 16-bit word, the high byte for big-endian HW1C16B_BE), column 1 the other one
+    (unused for 8-bit formats)."""
+    index = np.indices(shape).reshape(len(shape), -1).T.astype(np.int64)
+    stride = np.asarray(stride_npu, dtype=np.int64)
+    offset = index @ stride
+    if name in OUTER_GROUP:
+        channel = 0
+        group_stride = 0
+        for axis, s in enumerate(stride_npu):
+            if s == 1:
+                channel = axis
+                continue
+            group_stride = max(group_stride, s * shape[axis])
+        offset = offset + (index[:, channel] >> 4) * (group_stride - 16)
+    if name in HL_FORMATS:
+        low = (offset >> 4) * 32 + (offset & 15)
+        return np.stack([low, low + 16], axis=1)
+    if name in WORD_FORMATS:
+        return np.stack([2 * offset, 2 * offset + 1], axis=1)
+    return np.stack([offset, offset], axis=1)
+
+
+def kneron_write(name: str, layout: BlockedLayout, x: np.ndarray, stride_npu: list[int]) -> bytes:
+    """The NPU buffer Kneron's ONNX-to-NPU conversion writes for ``x`` (zero elsewhere)."""
+    offsets = kneron_offsets(name, x.shape, stride_npu)
+    assert offsets.max() < layout.nbytes, "Kneron writes past the codec's buffer"
+    buf = np.zeros(layout.nbytes, dtype=np.uint8)
+    values = x.reshape(-1)
+    if name in KL730_8BIT:
+        buf[offsets[:, 0]] = values.view(np.uint8)
+        return buf.tobytes()
+    u16 = values.view(np.uint16).astype(np.int64)
+    if name in HL_FORMATS:
+        buf[offsets[:, 0]] = (u16 >> 1) & 0x7F
+        buf[offsets[:, 1]] = (u16 >> 8) & 0xFF
+    else:
+        buf[offsets[:, 0]] = (u16 >> 8) & 0xFF if name == "HW1C16B_BE" else u16 & 0xFF
+        buf[offsets[:, 1]] = u16 & 0xFF if name == "HW1C16B_BE" else (u16 >> 8) & 0xFF
+    return buf.tobytes()
+
+
+def kneron_read(name: str, buf: np.ndarray, shape: tuple[int, ...], stride_npu: list[int]) -> Any:
+    """The tensor Kneron's NPU-to-ONNX conversion reads from ``buf`` (uint8 or uint16 view)."""
+    offsets = kneron_offsets(name, shape, stride_npu)
+    first, second = buf[offsets[:, 0]].astype(np.int64), buf[offsets[:, 1]].astype(np.int64)
+    if name in KL730_8BIT:
+        return first.astype(np.uint8).reshape(shape)
+    if name in HL_FORMATS:
+        word = (((first & 0x7F) | (second << 7)) << 1) & 0xFFFF
+    elif name == "HW1C16B_BE":
+        word = (first << 8) | second
+    else:
+        word = first | (second << 8)
+        if name in ("8W1C16B", "RAW_16B"):
+            word &= 0xFFFE
+    return word.astype(np.uint16).reshape(shape)
+
+
+def kl730_shape(name: str, n: int, c: int, h: int, w: int) -> tuple[int, int, int, int]:
+    if name == "HW4C8B_KEEP_A":
+        c = 4
+    elif name == "HW4C8B_DROP_A":
+        c = 3 + c % 2
+    elif name in ("4W4C8B", "4W4C8BHL"):
+        c = 1 + (c - 1) % 4
+    return (n, c, h, w)
+
+
+def random_values(name: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
+    """Unsigned values of the format's width; bit 0 clear where the device keeps 15 bits, and
+    channel 3 zero for HW4C8B_DROP_A (it stores three)."""
+    rng = np.random.default_rng(seed)
+    if name in KL730_8BIT:
+        x = rng.integers(0, 256, size=shape, dtype=np.uint8)
+    else:
+        x = rng.integers(0, 1 << 16, size=shape, dtype=np.uint16)
+        if name not in ("HW1C16B_LE", "HW1C16B_BE"):
+            x &= np.uint16(0xFFFE)
+    if name == "HW4C8B_DROP_A":
+        x[:, 3:] = 0
+    return x
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    name=st.sampled_from(KL730_FORMATS),
+    n=st.integers(1, 2),
+    c=st.integers(1, 40),
+    h=st.integers(1, 5),
+    w=st.integers(1, 37),
+    role=st.sampled_from(("input", "output")),
+    seed=st.integers(0, 2**16),
+)
+def test_codec_bytes_are_where_kneron_reads_its_strides(
+    name: str, n: int, c: int, h: int, w: int, role: str, seed: int
+) -> None:
+    """The predicted stride_npu is the stride set Kneron's library reads the codec's bytes with:
+    Kneron's read of the packed buffer gives the tensor back, and the codec unpacks what
+    Kneron's conversion writes."""
+    shape = kl730_shape(name, n, c, h, w)
+    role = "input" if name in KL730_INPUT_ONLY else role
+    bits = 8 if name in KL730_8BIT else 16
+    layout = get_layout("kl730", name, shape, f"uint{bits}", role=role)
+    strides = layout.attributes["stride_npu"]
+    x = random_values(name, shape, seed)
+    packed = layout.pack(x)
+    assert np.array_equal(kneron_read(name, packed, shape, strides), x), (name, shape, strides)
+    written = kneron_write(name, layout, x, strides)
+    assert np.array_equal(layout.unpack(written), x), (name, shape, strides)
+    # Every byte Kneron does not write is padding the codec leaves zero.
+    assert bytes(packed) == written
+
+
+@pytest.mark.parametrize("name", OUTER_GROUP)
+@pytest.mark.parametrize(
+    ("shape", "strides", "nbytes"),
+    [((1, 32, 4, 5), [320, 1, 80, 16], 640), ((2, 32, 4, 5), [320, 1, 80, 16], 1280)],
+)
+def test_outer_group_strides_describe_one_group(
+    name: str, shape: tuple[int, ...], strides: list[int], nbytes: int
+) -> None:
+    layout = get_layout("kl730", name, shape, "int8" if name == "1W16C8B" else "int16")
+    assert layout.attributes["stride_npu"] == strides
+    assert layout.nbytes == nbytes * (2 if name == "1W16C8BHL" else 1)
+    # Channel 16 of batch item 0 sits at G = max(stride * size) (HL: the 8-bit offset doubled).
+    group = max(s * d for s, d in zip(strides, shape, strict=True) if s != 1)
+    at = layout.offset_of((0, 16, 0, 0))
+    assert at == (group if name == "1W16C8B" else (group // 16) * 32)
+    # For N = 2 the groups lie outside the batch: batch item 1's group 0 comes before group 1.
+    if shape[0] == 2:
+        assert layout.offset_of((1, 0, 0, 0)) < at
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.sampled_from((*OUTER_GROUP, "16W1C8B", "RAW_16B", "8W1C16B")),
+    n=st.integers(1, 2),
+    c=st.integers(1, 40),
+    h=st.integers(1, 4),
+    w=st.integers(1, 9),
+    pad=st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 2)),
+    seed=st.integers(0, 2**16),
+)
+def test_reported_strides_in_kneron_convention_unpack_where_kneron_reads(
+    name: str,
+    n: int,
+    c: int,
+    h: int,
+    w: int,
+    pad: tuple[int, int, int],
+    seed: int,
+) -> None:
+    """A device may pad more than the seed's table (longer rows, gaps between rows or batch
+    items); whatever it reports in Kneron's convention, the codec reads each element where
+    Kneron's formula puts it (N > 1 included: outer groups outside the batch)."""
+    shape = (n, c, h, w)
+    extra_row, extra_plane, extra_batch = pad
+    if name in OUTER_GROUP:
+        sw = 16
+        sh = 16 * (w + extra_row)
+        sn = sh * h + 16 * extra_batch
+        strides = [sn, 1, sh, sw]
+    else:
+        cols = 16 if name == "16W1C8B" else 8 if name == "8W1C16B" else 1
+        row = -(-w // cols) * cols + cols * extra_row
+        plane = row * h + (16 * extra_plane if name == "16W1C8B" else 8 * extra_plane)
+        strides = [plane * c + 16 * extra_batch, plane, row, 1]
+    bits = 8 if name in KL730_8BIT else 16
+    layout = layout_from_report(
+        "kl730",
+        "output",
+        {"data_layout": name, "shape": list(shape), "stride_npu": strides},
+        f"uint{bits}",
+    )
+    assert layout.attributes["stride_npu"] == strides
+    x = random_values(name, shape, seed)
+    assert np.array_equal(layout.unpack(kneron_write(name, layout, x, strides)), x)
+    assert np.array_equal(kneron_read(name, layout.pack(x), shape, strides), x)
+
+
+@pytest.mark.parametrize("name", ["4W4C8B", "4W4C8BHL"])
+@pytest.mark.parametrize("c", [5, 16, 17])
+def test_four_channel_formats_refuse_more_than_four_channels(name: str, c: int) -> None:
+    dtype = "uint8" if name == "4W4C8B" else "int16"
+    with pytest.raises(LayoutError, match="at most 4 channels") as info:
+        get_layout("kl730", name, (1, c, 3, 5), dtype, role="input")
+    assert "alias pixel 1 channel 0" in str(info.value)
+    assert f"C = {c}" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("shape", "strides", "match"),
+    [
+        ((1, 32, 4, 5), [320, 16, 80, 1], "channel stride of 1"),
+        ((1, 32, 1, 5), [80, 1, 1, 16], "also has stride 1"),
+        ((1, 32, 4, 5), [320, 1, 80, 8], "overlap"),
+    ],
+)
+def test_outer_group_strides_kneron_cannot_read_are_refused(
+    shape: tuple[int, ...], strides: list[int], match: str
+) -> None:
+    with pytest.raises(LayoutError, match=match):
+        get_layout("kl730", "1W16C8B", shape, "int8", stride_npu=strides)
+
+
+def test_rank_one_outer_group_tensor_above_16_channels_is_refused() -> None:
+    # Kneron's group stride comes from the axes besides the channel; (C,) has none.
+    with pytest.raises(LayoutError, match="needs an axis besides the channel"):
+        get_layout("kl730", "1W16C8B", (17,), "int8")
+    assert get_layout("kl730", "1W16C8B", (16,), "int8").attributes["stride_npu"] == [1]

@@ -461,10 +461,10 @@ def test_reported_attributes_rebuild_the_predicted_layout(
 @pytest.mark.parametrize(
     ("fmt", "shape", "dtype"),
     [
-        ("4W4C8B", (1, 5, 1), "uint8"),
-        ("4W4C8BHL", (1, 5, 3), "int16"),
+        ("4W4C8B", (1, 3, 1), "uint8"),
+        ("4W4C8BHL", (1, 4, 3), "int16"),
         ("1W16C8B", (1, 17), "int8"),
-        ("1W16C8B", (17,), "int8"),
+        ("1W16C8B", (16,), "int8"),
         ("1W16C8BHL", (2, 20, 3), "int16"),
         ("1W16C8B", (1, 17, 1, 1), "int8"),  # rank 4: the control
     ],

@@ -1,7 +1,8 @@
 """KL730: every input and output format of the tables, several shapes, identity round trips.
 
 A format the tables serve for the role must round-trip byte for byte; one they do not (e.g. the
-HW formats as outputs, 4W4C8B for more than four channels) must be refused by the runtime.
+HW formats as outputs, 4W4C8B and 4W4C8BHL for more than four channels, which Kneron's reading
+of stride_npu cannot address) must be refused by the runtime.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@ through it, and hand-written reports in each runtime's own spelling build the ri
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from sim_helpers import compare, inputs_for, native_dtype, run_sim
@@ -262,6 +264,44 @@ def test_kl730_descriptor_names_and_device_strides() -> None:
         layout_from_report("kl730", "output", {**desc, "data_layout": 3})
     raw16 = layout_from_report("kl730", "output", {**desc, "data_layout": "RAW_16B"})
     assert raw16.dtype == np.int16
+
+
+def kneron_read(fmt: str, data: np.ndarray, shape: tuple[int, ...], stride: list[int]) -> Any:
+    """Kneron's own reading of an outer-group node (1W16C8B, 1W16C8BHL), restated: the offset
+    is sum(index * stride_npu) plus (c >> 4) * (G - 16), G the largest stride * size of the axes
+    whose stride is not 1; HL splits it into an L and an H entry 16 bytes apart."""
+    index = np.indices(shape).reshape(len(shape), -1).T
+    channel = [a for a, s in enumerate(stride) if s == 1][-1]
+    group = max(s * d for s, d in zip(stride, shape, strict=True) if s != 1)
+    offset = index @ np.asarray(stride) + (index[:, channel] >> 4) * (group - 16)
+    if fmt == "1W16C8B":
+        return data.view(np.int8)[offset].reshape(shape)
+    low = (offset >> 4) * 32 + (offset & 15)
+    lo, hi = data[low].astype(np.int64), data[low + 16].astype(np.int64)
+    return (
+        ((((lo & 0x7F) | (hi << 7)) << 1) & 0xFFFF).astype(np.uint16).view(np.int16).reshape(shape)
+    )
+
+
+@pytest.mark.parametrize("fmt", ["1W16C8B", "1W16C8BHL"])
+@pytest.mark.parametrize("batch", [1, 2])
+def test_kl730_sim_reports_outer_group_strides_in_kneron_convention(fmt: str, batch: int) -> None:
+    """More than 16 channels, N up to 2: the simulated KL730 reports stride_npu for one group of
+    16 channels, and Kneron's reading of its bytes with those strides gives the tensor."""
+    h, w = 3, 7
+    model = build("conv1x1", (batch, 20, h, w), out_channels=33)
+    given = inputs_for(model, "float32", seed=21)
+    run = run_sim("kl730", model, given, layouts={"input": fmt}, output_layout=fmt)
+    items = compare("kl730", model, given, run)
+    assert len(items) == 2
+    for item in items:
+        device = item.device
+        shape = tuple(device.shape)
+        assert device.attributes["stride_npu"] == [h * w * 16, 1, w * 16, 16]
+        values = kneron_read(fmt, device.data, shape, device.attributes["stride_npu"])
+        assert np.array_equal(values, item.expected.values), device.role
+        layout = layout_from_report("kl730", device.role, device.attributes)
+        assert np.array_equal(layout.unpack(device.data), values)
 
 
 def test_reports_must_be_mappings_of_known_targets() -> None:

@@ -114,14 +114,31 @@ TIMEOUT_CODES = (-7, -207, 103)
 MAX_ITEMS = 1 << 16  # bound on any array length read through a pointer the library hands out
 
 # ---------------------------------------------------------------------------------------------
-# kp_struct.h (PLUS 3.x), the part kp_inf_raw_fixed_node_output_t needs. Natural alignment, as
-# the header declares no packing; tests compare sizeof/offsetof with a C compile.
+# kp_struct.h (PLUS 3.x), the part kp_inf_raw_fixed_node_output_t needs. PLUS declares almost
+# every struct __attribute__((packed, aligned(4))): no member is placed beyond a 4-byte boundary
+# (pointers and the 8-byte kp_scale_t union sit at offsets 4, 12 ...) and each struct is 4-aligned.
+# ctypes says the same with _pack_ = 4 (a member's alignment is min(natural, 4)); no member here is
+# narrower than 4 bytes except inside kp_scale_t, which the header leaves unpacked (8-aligned).
+# tests/data/abi/kp_struct-plus-3.1.1.json holds sizeof/_Alignof/offsetof of the real header
+# compiled for aarch64; the tests hold these mirrors to it.
 # ---------------------------------------------------------------------------------------------
+
+PACK = 4
+"""``_pack_`` of every mirror of a ``packed, aligned(4)`` struct or union."""
+LAYOUT = "ms"
+"""``_layout_``: with ``_pack_`` set, what newer Pythons ask for (older ones ignore it)."""
+
+# Descriptor versions the reader branches on (kp_struct.h enums).
+SHAPE_INFO_VERSION_1 = 1  # KP_MODEL_TENSOR_SHAPE_INFO_VERSION_1
+SHAPE_INFO_VERSION_2 = 2  # KP_MODEL_TENSOR_SHAPE_INFO_VERSION_2
+QUANTIZATION_PARAMS_VERSION_1 = 1  # KP_MODEL_QUANTIZATION_PARAMS_VERSION_1
 
 
 class KpTensorShapeInfoV1(ctypes.Structure):
     """``kp_tensor_shape_info_v1_t`` (KL520/KL720/KL630)."""
 
+    _pack_ = PACK
+    _layout_ = LAYOUT
     _fields_ = [
         ("shape_npu_len", ctypes.c_uint32),
         ("shape_npu", ctypes.POINTER(ctypes.c_int32)),
@@ -135,6 +152,8 @@ class KpTensorShapeInfoV1(ctypes.Structure):
 class KpTensorShapeInfoV2(ctypes.Structure):
     """``kp_tensor_shape_info_v2_t`` (KL730): strides in scalars."""
 
+    _pack_ = PACK
+    _layout_ = LAYOUT
     _fields_ = [
         ("shape_len", ctypes.c_uint32),
         ("shape", ctypes.POINTER(ctypes.c_int32)),
@@ -146,17 +165,21 @@ class KpTensorShapeInfoV2(ctypes.Structure):
 class KpTensorShapeInfoData(ctypes.Union):
     """``kp_tensor_shape_info_data_t``."""
 
+    _pack_ = PACK
+    _layout_ = LAYOUT
     _fields_ = [("v1", KpTensorShapeInfoV1), ("v2", KpTensorShapeInfoV2)]
 
 
 class KpTensorShapeInfo(ctypes.Structure):
     """``kp_tensor_shape_info_t``."""
 
+    _pack_ = PACK
+    _layout_ = LAYOUT
     _fields_ = [("version", ctypes.c_uint32), ("tensor_shape_info_data", KpTensorShapeInfoData)]
 
 
 class KpScale(ctypes.Union):
-    """``kp_scale_t``."""
+    """``kp_scale_t``: the one union the header does not pack (8 bytes, 8-aligned)."""
 
     _fields_ = [
         ("scale_int8", ctypes.c_int8),
@@ -176,12 +199,16 @@ class KpScale(ctypes.Union):
 class KpQuantizedFixedPointDescriptor(ctypes.Structure):
     """``kp_quantized_fixed_point_descriptor_t``."""
 
+    _pack_ = PACK
+    _layout_ = LAYOUT
     _fields_ = [("radix", ctypes.c_int32), ("scale_dtype", ctypes.c_uint32), ("scale", KpScale)]
 
 
 class KpQuantizationParametersV1(ctypes.Structure):
     """``kp_quantization_parameters_v1_t``."""
 
+    _pack_ = PACK
+    _layout_ = LAYOUT
     _fields_ = [
         ("quantized_axis", ctypes.c_uint32),
         ("quantized_fixed_point_descriptor_num", ctypes.c_uint32),
@@ -192,12 +219,16 @@ class KpQuantizationParametersV1(ctypes.Structure):
 class KpQuantizationParametersData(ctypes.Union):
     """``kp_quantization_parameters_data_t``."""
 
+    _pack_ = PACK
+    _layout_ = LAYOUT
     _fields_ = [("v1", KpQuantizationParametersV1)]
 
 
 class KpQuantizationParameters(ctypes.Structure):
     """``kp_quantization_parameters_t``."""
 
+    _pack_ = PACK
+    _layout_ = LAYOUT
     _fields_ = [
         ("version", ctypes.c_uint32),
         ("quantization_parameters_data", KpQuantizationParametersData),
@@ -207,6 +238,8 @@ class KpQuantizationParameters(ctypes.Structure):
 class KpTensorDescriptor(ctypes.Structure):
     """``kp_tensor_descriptor_t``."""
 
+    _pack_ = PACK
+    _layout_ = LAYOUT
     _fields_ = [
         ("index", ctypes.c_uint32),
         ("name", ctypes.c_char_p),
@@ -219,12 +252,16 @@ class KpTensorDescriptor(ctypes.Structure):
 class KpInfRawFixedNodeMetadata(ctypes.Structure):
     """``kp_inf_raw_fixed_node_metadata_t``."""
 
+    _pack_ = PACK
+    _layout_ = LAYOUT
     _fields_ = [("tensor_descriptor", KpTensorDescriptor)]
 
 
 class KpInfRawFixedNodeOutput(ctypes.Structure):
     """``kp_inf_raw_fixed_node_output_t``: ``data`` points into the receive buffer."""
 
+    _pack_ = PACK
+    _layout_ = LAYOUT
     _fields_ = [
         ("metadata", KpInfRawFixedNodeMetadata),
         ("num_data", ctypes.c_uint32),
@@ -235,10 +272,12 @@ class KpInfRawFixedNodeOutput(ctypes.Structure):
 STRUCTS = {
     "kp_tensor_shape_info_v1_t": KpTensorShapeInfoV1,
     "kp_tensor_shape_info_v2_t": KpTensorShapeInfoV2,
+    "kp_tensor_shape_info_data_t": KpTensorShapeInfoData,
     "kp_tensor_shape_info_t": KpTensorShapeInfo,
     "kp_scale_t": KpScale,
     "kp_quantized_fixed_point_descriptor_t": KpQuantizedFixedPointDescriptor,
     "kp_quantization_parameters_v1_t": KpQuantizationParametersV1,
+    "kp_quantization_parameters_data_t": KpQuantizationParametersData,
     "kp_quantization_parameters_t": KpQuantizationParameters,
     "kp_tensor_descriptor_t": KpTensorDescriptor,
     "kp_inf_raw_fixed_node_metadata_t": KpInfRawFixedNodeMetadata,
@@ -392,13 +431,13 @@ def _read_node(node: KpInfRawFixedNodeOutput) -> RawNode:
         shape_info_version=version,
         shape=[],
     )
-    if version == 2:
+    if version == SHAPE_INFO_VERSION_2:
         v2 = info.tensor_shape_info_data.v2
         n = int(v2.shape_len)
         raw.shape = _ints(v2.shape, n)
         raw.stride_npu = _ints(v2.stride_npu, n)
         raw.stride_onnx = _ints(v2.stride_onnx, n)
-    elif version == 1:
+    elif version == SHAPE_INFO_VERSION_1:
         v1 = info.tensor_shape_info_data.v1
         raw.shape = _ints(v1.shape_onnx, v1.shape_onnx_len)
         raw.shape_npu = _ints(v1.shape_npu, v1.shape_npu_len)
@@ -406,7 +445,7 @@ def _read_node(node: KpInfRawFixedNodeOutput) -> RawNode:
             v1.axis_permutation_onnx_to_npu, v1.axis_permutation_len
         )
     quant = desc.quantization_parameters
-    if int(quant.version) == 1:
+    if int(quant.version) == QUANTIZATION_PARAMS_VERSION_1:
         v1q = quant.quantization_parameters_data.v1
         raw.quantized_axis = int(v1q.quantized_axis)
         count = min(int(v1q.quantized_fixed_point_descriptor_num), MAX_ITEMS)

@@ -3,17 +3,24 @@
  *   kp_inf_raw_fixed_node_output_t *kp_generic_inference_retrieve_raw_fixed_node(
  *       uint32_t node_idx, uint8_t *raw_out_buffer);
  *   void kp_release_raw_fixed_node_output(kp_inf_raw_fixed_node_output_t *);
- * and the kp_struct.h (PLUS 3.x) declarations they use. The receive buffer is the fake kp
- * package's own format (kp/_fake.py); like the real call, the returned `data` points into it.
+ * and the kp_struct.h (PLUS 3.x) declarations they use, declared as the header declares them:
+ * every struct and union packed and 4-aligned, except the kp_scale_t union (natural, 8-aligned).
+ * tests/data/abi/kp_struct-plus-3.1.1.json (the real header's numbers) is what the tests hold
+ * these declarations to. The receive buffer is the fake kp package's own format (kp/_fake.py);
+ * like the real call, the returned `data` points into it.
  *
- * Test hooks: fake_kplus_live_nodes(), fake_sizeof/fake_offsetof.
+ * Test hooks: fake_kplus_live_nodes(), fake_sizeof/fake_alignof/fake_offsetof/fake_fieldsize,
+ * fake_kplus_constant().
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
+/* kp_struct.h spells it out on each declaration. */
+#define KP_PACKED __attribute__((packed, aligned(4)))
+
+typedef struct KP_PACKED {
     uint32_t shape_npu_len;
     int32_t *shape_npu;
     uint32_t shape_onnx_len;
@@ -22,19 +29,19 @@ typedef struct {
     int32_t *axis_permutation_onnx_to_npu;
 } kp_tensor_shape_info_v1_t;
 
-typedef struct {
+typedef struct KP_PACKED {
     uint32_t shape_len;
     int32_t *shape;
     uint32_t *stride_onnx;
     uint32_t *stride_npu;
 } kp_tensor_shape_info_v2_t;
 
-typedef union {
+typedef union KP_PACKED {
     kp_tensor_shape_info_v1_t v1;
     kp_tensor_shape_info_v2_t v2;
 } kp_tensor_shape_info_data_t;
 
-typedef struct {
+typedef struct KP_PACKED {
     uint32_t version;
     kp_tensor_shape_info_data_t tensor_shape_info_data;
 } kp_tensor_shape_info_t;
@@ -53,28 +60,28 @@ typedef union {
     double scale_double64;
 } kp_scale_t;
 
-typedef struct {
+typedef struct KP_PACKED {
     int32_t radix;
     uint32_t scale_dtype;
     kp_scale_t scale;
 } kp_quantized_fixed_point_descriptor_t;
 
-typedef struct {
+typedef struct KP_PACKED {
     uint32_t quantized_axis;
     uint32_t quantized_fixed_point_descriptor_num;
     kp_quantized_fixed_point_descriptor_t *quantized_fixed_point_descriptor;
 } kp_quantization_parameters_v1_t;
 
-typedef union {
+typedef union KP_PACKED {
     kp_quantization_parameters_v1_t v1;
 } kp_quantization_parameters_data_t;
 
-typedef struct {
+typedef struct KP_PACKED {
     uint32_t version;
     kp_quantization_parameters_data_t quantization_parameters_data;
 } kp_quantization_parameters_t;
 
-typedef struct {
+typedef struct KP_PACKED {
     uint32_t index;
     char *name;
     uint32_t data_layout;
@@ -82,11 +89,11 @@ typedef struct {
     kp_quantization_parameters_t quantization_parameters;
 } kp_tensor_descriptor_t;
 
-typedef struct {
+typedef struct KP_PACKED {
     kp_tensor_descriptor_t tensor_descriptor;
 } kp_inf_raw_fixed_node_metadata_t;
 
-typedef struct {
+typedef struct KP_PACKED {
     kp_inf_raw_fixed_node_metadata_t metadata;
     uint32_t num_data;
     int8_t *data;
@@ -178,21 +185,21 @@ kp_inf_raw_fixed_node_output_t *kp_generic_inference_retrieve_raw_fixed_node(uin
 
 /* ---- layout exports for the tests ---------------------------------------------------------- */
 
-#define SZ(T) {#T, sizeof(T)}
-#define OFF(T, F) {#T, #F, offsetof(T, F)}
+#define SZ(T) {#T, sizeof(T), _Alignof(T)}
+#define OFF(T, F) {#T, #F, offsetof(T, F), sizeof(((T *)0)->F)}
 static const struct {
     const char *name;
-    size_t size;
+    size_t size, align;
 } k_sizes[] = {
-    SZ(kp_tensor_shape_info_v1_t), SZ(kp_tensor_shape_info_v2_t), SZ(kp_tensor_shape_info_t),
-    SZ(kp_scale_t), SZ(kp_quantized_fixed_point_descriptor_t),
-    SZ(kp_quantization_parameters_v1_t), SZ(kp_quantization_parameters_t),
-    SZ(kp_tensor_descriptor_t), SZ(kp_inf_raw_fixed_node_metadata_t),
-    SZ(kp_inf_raw_fixed_node_output_t),
+    SZ(kp_tensor_shape_info_v1_t), SZ(kp_tensor_shape_info_v2_t), SZ(kp_tensor_shape_info_data_t),
+    SZ(kp_tensor_shape_info_t), SZ(kp_scale_t), SZ(kp_quantized_fixed_point_descriptor_t),
+    SZ(kp_quantization_parameters_v1_t), SZ(kp_quantization_parameters_data_t),
+    SZ(kp_quantization_parameters_t), SZ(kp_tensor_descriptor_t),
+    SZ(kp_inf_raw_fixed_node_metadata_t), SZ(kp_inf_raw_fixed_node_output_t),
 };
 static const struct {
     const char *type, *field;
-    size_t offset;
+    size_t offset, size;
 } k_offsets[] = {
     OFF(kp_tensor_shape_info_v1_t, shape_npu_len), OFF(kp_tensor_shape_info_v1_t, shape_npu),
     OFF(kp_tensor_shape_info_v1_t, shape_onnx_len), OFF(kp_tensor_shape_info_v1_t, shape_onnx),
@@ -216,10 +223,24 @@ static const struct {
     OFF(kp_inf_raw_fixed_node_output_t, metadata), OFF(kp_inf_raw_fixed_node_output_t, num_data),
     OFF(kp_inf_raw_fixed_node_output_t, data),
 };
+#define CONST(N) {#N, N}
+static const struct {
+    const char *name;
+    long value;
+} k_constants[] = {
+    CONST(KP_MODEL_TENSOR_SHAPE_INFO_VERSION_2),
+    CONST(KP_MODEL_QUANTIZATION_PARAMS_VERSION_1),
+};
 
 long fake_sizeof(const char *type) {
     for (size_t i = 0; i < sizeof k_sizes / sizeof k_sizes[0]; i++)
         if (strcmp(k_sizes[i].name, type) == 0) return (long)k_sizes[i].size;
+    return -1;
+}
+
+long fake_alignof(const char *type) {
+    for (size_t i = 0; i < sizeof k_sizes / sizeof k_sizes[0]; i++)
+        if (strcmp(k_sizes[i].name, type) == 0) return (long)k_sizes[i].align;
     return -1;
 }
 
@@ -228,4 +249,18 @@ long fake_offsetof(const char *type, const char *field) {
         if (strcmp(k_offsets[i].type, type) == 0 && strcmp(k_offsets[i].field, field) == 0)
             return (long)k_offsets[i].offset;
     return -1;
+}
+
+long fake_fieldsize(const char *type, const char *field) {
+    for (size_t i = 0; i < sizeof k_offsets / sizeof k_offsets[0]; i++)
+        if (strcmp(k_offsets[i].type, type) == 0 && strcmp(k_offsets[i].field, field) == 0)
+            return (long)k_offsets[i].size;
+    return -1;
+}
+
+/* The value of a constant the fake uses, or -9999 for a name it does not know. */
+long fake_kplus_constant(const char *name) {
+    for (size_t i = 0; i < sizeof k_constants / sizeof k_constants[0]; i++)
+        if (strcmp(k_constants[i].name, name) == 0) return k_constants[i].value;
+    return -9999;
 }

@@ -18,6 +18,22 @@ from .value import (
 LAYOUT_CODES = {"1W16C8B": 2, "16W1C8B": 3, "RAW_8B": 8}
 
 
+def node_geometry(layout: str, c: int, h: int, w: int) -> tuple[list[int], int]:
+    """``stride_npu`` (in scalars) and the byte size of a [1, C, H, W] int8 node, written from
+    Kneron's convention (its KL730 ONNX/NPU conversion note), not from the harness codec: in
+    1W16C8B the strides describe ONE group of 16 channels and the groups follow each other
+    (group stride = the largest stride * size of the axes whose stride is not 1); 16W1C8B pads
+    rows to 16 columns; RAW_8B is flat NCHW."""
+    if layout == "1W16C8B":
+        return [h * w * 16, 1, w * 16, 16], math.ceil(c / 16) * h * w * 16
+    if layout == "16W1C8B":
+        row = math.ceil(w / 16) * 16
+        return [c * h * row, h * row, row, 1], c * h * row
+    if layout == "RAW_8B":
+        return [c * h * w, h * w, w, 1], math.ceil(c * h * w / 16) * 16
+    raise ApiKPException(ApiReturnCode.KP_ERROR_INVALID_MODEL_21, f"fake NEF layout {layout}")
+
+
 def get_version() -> str:
     return "3.1.2 (fake)"
 
@@ -76,7 +92,8 @@ def load_model_from_file(device_group: DeviceGroup, file_path: str) -> ModelNefD
         "layout": fields.get("layout", "1W16C8B"),
         "id": int(fields.get("model_id", 211)),
     }
-    groups = math.ceil(model["c"] / 16)
-    model["nbytes"] = groups * model["h"] * model["w"] * 16
+    model["stride_npu"], model["nbytes"] = node_geometry(
+        model["layout"], model["c"], model["h"], model["w"]
+    )
     _fake.STATE["model"] = model
     return ModelNefDescriptor([SingleModelDescriptor(id=model["id"], max_raw_out_size=4096)])

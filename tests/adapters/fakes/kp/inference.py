@@ -1,7 +1,8 @@
 """``kp.inference``: generic data inference send/receive on the fake KL730.
 
 The model is an identity in the NPU layout: output node 0 holds the input bytes, described as a
-1W16C8B node of ONNX shape [1, C, H, W] with its NPU and ONNX strides (in scalars).
+node of the NEF's layout (1W16C8B by default) and ONNX shape [1, C, H, W] with its NPU and ONNX
+strides (in scalars, Kneron's convention: see ``core.node_geometry``).
 """
 
 from __future__ import annotations
@@ -43,12 +44,11 @@ def generic_data_inference_receive(device_group: DeviceGroup) -> GenericDataInfe
     number, data = _fake.STATE["queue"].pop(0)
     model = _fake.STATE["model"]
     c, h, w = model["c"], model["h"], model["w"]
-    groups = -(-c // 16)
     node = _fake.pack_node(
         index=0,
         data_layout=LAYOUT_CODES[model["layout"]],
         shape=[1, c, h, w],
-        stride_npu=[groups * h * w * 16, 1, w * 16, 16],
+        stride_npu=model["stride_npu"],
         stride_onnx=[c * h * w, h * w, w, 1],
         quantized_axis=1,
         quant=[(7, int(DataType.KP_DTYPE_FLOAT32), 1.0)],
