@@ -95,7 +95,30 @@ class ModelRun:
         for tensor in self.tensors:
             if tensor.name == name and role in (None, tensor.role):
                 return tensor
-        raise KeyError(f"no tensor {name!r}; the run has {[t.name for t in self.tensors]}")
+        names = [t.name for t in self.tensors if role in (None, t.role)]
+        kind = f"{role} " if role else ""
+        raise KeyError(f"no {kind}tensor {name!r}; the run has {names}")
+
+    def output(self, name: str, *, dequantize: bool = False) -> np.ndarray:
+        """The model output ``name`` as a tensor: the device buffer unpacked with the layout the
+        run used (the stored integers of a quantized model), or with ``dequantize=True`` the
+        float values by the quantization the runtime reported. :attr:`outputs` keeps the raw
+        buffers, attributes and diffs as evidence."""
+        return self._decoded(name, "output", dequantize)
+
+    def input(self, name: str, *, dequantize: bool = False) -> np.ndarray:
+        """The model input ``name`` as the device held it (read back from its input buffer),
+        decoded the way :meth:`output` decodes an output."""
+        return self._decoded(name, "input", dequantize)
+
+    def _decoded(self, name: str, role: str, dequantize: bool) -> np.ndarray:
+        from harness.farm.decode import dequantize as to_float
+
+        tensor = self.tensor(name, role)
+        values = np.asarray(tensor.layout.unpack(tensor.data))
+        if not dequantize:
+            return values
+        return to_float(values, tensor.reported, f"{self.board} {role} {name!r}")
 
     def summary(self) -> str:
         """A few lines: the first failing tensor's diff summary first, then the verdict line."""

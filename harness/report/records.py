@@ -31,7 +31,11 @@ class TestRecord:
 
     ``nodeid`` is pytest's id (with the board in the parameter id, e.g. ``[rk3588-01]``);
     ``simulated`` is True whenever a simulated backend ran the test, including a fallback from
-    hardware; ``properties`` go into the JUnit XML as ``<property>`` elements.
+    hardware; ``ran_on`` is where the test really ran: ``"hw"`` only when a hardware board ran it,
+    ``"sim"`` for a simulated board (a fallback included), ``""`` when it ran on neither (skipped,
+    or its board was unreachable); ``layout`` names the NPU layout(s) the case exercised;
+    ``board_events`` are the board's health events the test met (a power cycle, a fallback, an
+    unhealthy board); ``properties`` go into the JUnit XML as ``<property>`` elements.
     """
 
     __test__ = False  # a record, not a test class pytest should try to collect
@@ -50,6 +54,21 @@ class TestRecord:
     tensors: list[TensorFinding] = field(default_factory=list)
     properties: dict[str, str] = field(default_factory=dict)
     boot_log: str = ""
+    ran_on: str | None = None
+    layout: str = ""
+    board_events: list[str] = field(default_factory=list)
+
+    @property
+    def provenance(self) -> str:
+        """``"hw"``, ``"sim"`` or ``""``: a skipped case never counts as either. Records written
+        before ``ran_on`` existed are judged from ``simulated`` and the board."""
+        if self.outcome == "skipped":
+            return ""
+        if self.ran_on is not None:
+            return self.ran_on
+        if self.simulated:
+            return "sim"
+        return "hw" if self.board is not None else ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -63,10 +63,13 @@ def write_run(
     chosen = _dedupe(load_records(path) if records is None else records)
     full_meta = {"run_id": path.name, **dict(meta)}
     summary = build_summary(chosen, full_meta)
-    comparison = build_comparison(path, chosen)
+    comparison = build_comparison(path, chosen, full_meta)
     summary["comparison"] = {
-        k: len(v) for k, v in comparison.items() if isinstance(v, list) and k != "window"
+        k: len(v)
+        for k, v in comparison.items()
+        if isinstance(v, list) and k not in ("window", "trend")
     }
+    summary["comparison"]["previous_run"] = comparison["previous_run"]
     write_bytes_atomic(path / JUNIT_FILE, build_junit(chosen, full_meta))
     write_text_atomic(path / COMPARISON_FILE, json.dumps(comparison, indent=2) + "\n")
     write_text_atomic(path / HTML_FILE, build_html(path, chosen, summary, comparison))

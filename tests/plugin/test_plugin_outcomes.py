@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -133,6 +134,17 @@ boards:
     result.stdout.fnmatch_lines(
         ["*board rk3588-02 is unhealthy: TransportError: *still unhealthy after a power cycle*"]
     )
+    # the report: the hardware board never ran a case, and says why in its health section
+    (run_dir,) = (pytester.path / "reports").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert (summary["hardware"], summary["simulated"], summary["not_run"]) == (0, 2, 2)
+    assert summary["per_board"]["rk3588-02"]["kind"] == "-"
+    (event,) = summary["board_health"]["rk3588-02"]
+    assert event["event"].startswith("unreachable: board rk3588-02 is unhealthy")
+    assert "still unhealthy after a power cycle" in event["event"] and event["cases"] == 2
+    html = (run_dir / "report.html").read_text()
+    health = html[html.index('id="health"') : html.index('id="compare"')]
+    assert "rk3588-02" in health and "still unhealthy after a power cycle" in health
 
 
 def test_a_hung_board_times_out_as_an_error(pytester: pytest.Pytester) -> None:
