@@ -34,3 +34,10 @@ class DeviceError(NpuHilError):
 class ProtocolError(NpuHilError):
     """The host and the board agent do not speak the same protocol: a job.json or result.json with
     an unknown major schema version, a malformed record, a job the agent refused as invalid."""
+
+
+class UnsafeFolderError(NpuHilError):
+    """A folder the harness would run code from or write into, on the host or on a board, is not
+    one this user alone controls: a symlink, owned by another user, or writable by group or
+    others. The message names the folder, its owner and its mode. Never retried and never a
+    reason to fall back to a simulated board: another user's folder stays theirs."""
