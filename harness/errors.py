@@ -8,11 +8,15 @@ test failure carrying the diff as evidence.
 
 from __future__ import annotations
 
+from harness.redact import scrub
+
 
 class NpuHilError(Exception):
     """Base of every error the harness raises on purpose."""
 
     def __init__(self, message: str) -> None:
+        # Error text ends up in records, reports and logs: never with key material in it.
+        message = scrub(message)
         super().__init__(message)
         self.message = message
 

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.report.atomic import append_line
-from harness.report.records import TestRecord
+from harness.report.records import TestRecord, scrubbed
 
 RECORDS_FILE = "records.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -57,7 +57,7 @@ def run_dir_for_session(reports_root: str | Path) -> Path:
 
 def append_record(run_dir: str | Path, record: TestRecord) -> None:
     """Append ``record`` as one JSON line to ``<run_dir>/records.jsonl``."""
-    line = json.dumps(record.to_dict(), sort_keys=True, separators=(",", ":"))
+    line = json.dumps(scrubbed(record).to_dict(), sort_keys=True, separators=(",", ":"))
     append_line(Path(run_dir) / RECORDS_FILE, line)
 
 
