@@ -11,7 +11,8 @@ Usage::
 
     python3 agent.py JOB_DIR [--root CACHE_DIR] [--adapters DIR]...
     python3 agent.py --session [--root CACHE_DIR] [--adapters DIR]... [--model-cache N]
-    python3 agent.py --listen SOCKET [--idle-timeout S] [--root CACHE_DIR] [--adapters DIR]...
+    python3 agent.py --listen SOCKET [--idle-timeout S] [--read-timeout S] [--max-connections N]
+                     [--root CACHE_DIR] [--adapters DIR]...
 
 Job protocol (``npu-hil-job/1`` in, ``npu-hil-result/1`` out; a reader accepts any minor version
 of its major and refuses another major). job.json::
@@ -49,12 +50,23 @@ either the payload (``result`` for a job) or ``error`` (a typed record). The ses
 instances per (name, options) and loaded models per (adapter, model sha256) in a small LRU, so a
 board pays the start-up of Python, numpy, the runtime and the model load once per test session.
 Nothing but frames goes to stdout: file descriptor 1 is pointed at stderr for the session's
-lifetime, so a vendor library's printf cannot corrupt the stream.
+lifetime, so a vendor library's printf cannot corrupt the stream. A request frame is at most
+``MAX_REQUEST_BYTES`` (a longer one is refused unread and ends the stream) and nests at most
+``MAX_JSON_DEPTH`` levels; a whole frame that holds no request is answered with a
+``ProtocolError`` record and the session goes on. A job's ``dir`` is ``jobs/<name>`` in the
+working directory, never anything else.
+
+Folders: a resident agent starts only in a working directory (the board workdir) that is this
+user's own, not a symlink and writable by nobody else, and the same for ``jobs/`` in it; the
+refusal names owner and mode. Every file the agent writes is created new, never through a link.
 
 Listen mode is session mode for a board whose link cannot hold a byte stream open beside its
 control shell (a serial console): the agent runs in the background, binds a Unix stream socket at
-SOCKET (mode 0600, relative to its working directory) and serves one connection at a time with the
-same frames, a hello first on every connection. Adapters and loaded models outlive connections:
+SOCKET (mode 0600, relative to its working directory) and serves up to ``--max-connections``
+clients at once, each on a thread of its own, with the same frames, a hello first on every
+connection; their requests take turns, a client over the bound is told so and closed, and a
+connection that sends no complete request for ``--read-timeout`` seconds is dropped, so a silent
+client blocks nobody. Adapters and loaded models outlive connections:
 the end of a connection is not a shutdown, ``{"op": "shutdown"}`` is (the agent answers, removes
 the socket and exits). ``relay.py`` beside this file carries one batch of requests from a shell
 command to the socket and back. With no connection for ``--idle-timeout`` seconds the agent exits

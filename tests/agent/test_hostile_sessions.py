@@ -225,27 +225,31 @@ def test_a_silent_connection_is_dropped_after_the_read_timeout(python: str, tmp_
         agent.stop()
 
 
+def served(agent: Listener) -> Connection:
+    """A connection the agent serves, once a place is free (wait_listening's probe, closed at
+    once, holds one for a moment)."""
+    deadline = time.monotonic() + 10
+    while True:
+        connection = agent.connect()
+        hello = connection.read()
+        assert hello is not None
+        if hello["op"] == "hello":
+            return connection
+        connection.close()
+        assert time.monotonic() < deadline, hello
+        time.sleep(0.05)
+
+
 def test_connections_over_the_bound_are_told_and_closed(python: str, tmp_path: Path) -> None:
     agent = start(python, tmp_path, "--max-connections", "2")
     try:
-        held = [agent.connect(), agent.connect()]
-        for connection in held:
-            connection.read()
+        held = [served(agent), served(agent)]
         extra = agent.connect()
         answer = extra.read()
         assert answer is not None and "already serves 2 connections" in answer["error"]["message"]
         assert extra.read() is None
         held[0].close()
-        deadline = time.monotonic() + 10
-        while True:  # the freed place is taken by the next client
-            again = agent.connect()
-            hello = again.read()
-            assert hello is not None
-            if hello["op"] == "hello":
-                break
-            again.close()
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        again = served(agent)  # the freed place is taken by the next client
         assert again.ask({"op": "ping"})["pid"] == agent.process.pid
     finally:
         agent.stop()
