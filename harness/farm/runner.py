@@ -34,6 +34,7 @@ from harness.diff.attributes import AttributeFinding, diff_attributes, disagreem
 from harness.diff.heatmap import render_heatmap
 from harness.errors import LayoutError
 from harness.farm.session import BoardSession
+from harness.folders import private_dir
 from harness.models import MODELS, Manifest, ManifestError, build
 from harness.sim.expect import Expected, expect_run
 from targets import last_op_kind
@@ -292,7 +293,7 @@ def _saved(proto: onnx.ModelProto, folder: Path, stem: str) -> Path:
     data = proto.SerializeToString()
     path = folder / f"{stem}-{hashlib.sha256(data).hexdigest()[:16]}.onnx"
     if not path.is_file():
-        folder.mkdir(parents=True, exist_ok=True)
+        private_dir(folder)  # the models cache, in the board's own folder
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
         tmp.write_bytes(data)
         os.replace(tmp, path)

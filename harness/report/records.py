@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from harness.redact import scrub
+
 OUTCOMES = ("passed", "failed", "error", "skipped")
 
 
@@ -77,3 +79,20 @@ class TestRecord:
     def from_dict(cls, data: dict[str, Any]) -> TestRecord:
         tensors = [TensorFinding(**t) for t in data.get("tensors", [])]
         return cls(**{**data, "tensors": tensors})
+
+
+def scrubbed(record: TestRecord) -> TestRecord:
+    """``record`` with every secret in its text removed (:func:`harness.redact.scrub`): applied
+    where records are written, so records.jsonl, the JUnit XML, the HTML page and the summary
+    never hold key material, whatever exception text a test ended with."""
+    return TestRecord.from_dict(_scrub_value(record.to_dict()))
+
+
+def _scrub_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {key: _scrub_value(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrub_value(item) for item in value]
+    return value

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.atomic import append_line
-from harness.report.records import TestRecord
+from harness.report.records import TestRecord, scrubbed
 
 RECORDS_FILE = "records.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -63,7 +63,7 @@ def run_dir_for_session(reports_root: str | Path, run_id: str | None = None) -> 
 
 def append_record(run_dir: str | Path, record: TestRecord) -> None:
     """Append ``record`` as one JSON line to ``<run_dir>/records.jsonl``."""
-    line = json.dumps(record.to_dict(), sort_keys=True, separators=(",", ":"))
+    line = json.dumps(scrubbed(record).to_dict(), sort_keys=True, separators=(",", ":"))
     append_line(Path(run_dir) / RECORDS_FILE, line)
 
 

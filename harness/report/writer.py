@@ -16,7 +16,7 @@ from harness.report.atomic import write_bytes_atomic, write_text_atomic
 from harness.report.compare import build_comparison
 from harness.report.html import build_html
 from harness.report.junit import build_junit
-from harness.report.records import TestRecord
+from harness.report.records import TestRecord, scrubbed
 from harness.report.runs import (
     RECORDS_FILE,
     SUMMARY_FILE,
@@ -60,7 +60,7 @@ def write_run(
     """Write every report file of the run; ``records=None`` reads them from records.jsonl."""
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
-    chosen = _dedupe(load_records(path) if records is None else records)
+    chosen = [scrubbed(r) for r in _dedupe(load_records(path) if records is None else records)]
     full_meta = {"run_id": path.name, **dict(meta)}
     summary = build_summary(chosen, full_meta)
     comparison = build_comparison(path, chosen, full_meta)
