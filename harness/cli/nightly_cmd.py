@@ -297,15 +297,9 @@ def _check_inventory(path: Path) -> None:
     """Read the inventory before starting pytest, so a typo is the one ``file:line:col`` line
     (exit 2) rather than a collection error per test module. The coordinator of a labgrid
     section is not asked here: the run does that."""
-    from harness.farm.inventory import InventoryError, parse_inventory
+    from harness.farm.inventory import read_inventory
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InventoryError(f"{path}: no such inventory file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InventoryError(f"{path}: cannot read the inventory: {exc}") from exc
-    parse_inventory(text, source=str(path), base=path.parent)
+    read_inventory(path)
 
 
 def run_nightly(args: argparse.Namespace) -> int:

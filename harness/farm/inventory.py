@@ -62,6 +62,7 @@ __all__ = [
     "TransportConfig",
     "load_inventory",
     "parse_inventory",
+    "read_inventory",
 ]
 
 BACKENDS = ("hw", "sim")
@@ -571,8 +572,8 @@ def parse_inventory(
     )
 
 
-def load_inventory(path: str | os.PathLike[str]) -> Inventory:
-    """Read and check the inventory file at ``path``."""
+def read_inventory(path: str | os.PathLike[str]) -> Inventory:
+    """Read and check the inventory file at ``path``, without asking a labgrid coordinator."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
@@ -580,7 +581,13 @@ def load_inventory(path: str | os.PathLike[str]) -> Inventory:
         raise InventoryError(f"{file}: no such inventory file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InventoryError(f"{file}: cannot read the inventory: {exc}") from exc
-    inventory = parse_inventory(text, source=str(file), base=file.parent)
+    return parse_inventory(text, source=str(file), base=file.parent)
+
+
+def load_inventory(path: str | os.PathLike[str]) -> Inventory:
+    """Read and check the inventory file at ``path``; a labgrid section's places are asked of
+    its coordinator."""
+    inventory = read_inventory(path)
     if inventory.labgrid is not None:
         # The places a labgrid section selects are known only to its coordinator.
         from harness.farm.labgrid_boards import resolve_labgrid_boards
