@@ -8,11 +8,15 @@ test failure carrying the diff as evidence.
 
 from __future__ import annotations
 
+from harness.redact import scrub
+
 
 class NpuHilError(Exception):
     """Base of every error the harness raises on purpose."""
 
     def __init__(self, message: str) -> None:
+        # Error text ends up in records, reports and logs: never with key material in it.
+        message = scrub(message)
         super().__init__(message)
         self.message = message
 
@@ -34,3 +38,10 @@ class DeviceError(NpuHilError):
 class ProtocolError(NpuHilError):
     """The host and the board agent do not speak the same protocol: a job.json or result.json with
     an unknown major schema version, a malformed record, a job the agent refused as invalid."""
+
+
+class UnsafeFolderError(NpuHilError):
+    """A folder the harness would run code from or write into, on the host or on a board, is not
+    one this user alone controls: a symlink, owned by another user, or writable by group or
+    others. The message names the folder, its owner and its mode. Never retried and never a
+    reason to fall back to a simulated board: another user's folder stays theirs."""

@@ -83,6 +83,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the reports root; each run writes reports/<run-id>/ (default: reports/)",
     )
     group.addoption(
+        "--compare-with",
+        metavar="RUN",
+        default=None,
+        help="compare the run with this run (an id under the reports root, or a folder) instead "
+        "of the last complete run of the same suite, inventory and selection",
+    )
+    group.addoption(
         "--keep-remote",
         action="store_true",
         default=False,

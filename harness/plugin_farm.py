@@ -54,6 +54,8 @@ class FarmState:
     farm: Farm | None = None
     health: dict[str, str | None] = field(default_factory=dict)
     boot_logs: dict[str, str] = field(default_factory=dict)
+    # What the health check did to a board that came back (a power cycle), for the report.
+    events: dict[str, list[str]] = field(default_factory=dict)
 
     def load_inventory(self) -> Inventory:
         """The inventory; an unusable one fails collection with ``file:line:column: ...``."""
@@ -92,7 +94,9 @@ class FarmState:
         """Once per board and process: healthy, or power-cycled and checked again when the board
         has power control; the cause of an unhealthy board is kept for its later tests."""
         if board.name not in self.health:
-            self.health[board.name] = _health_problem(farm, board)
+            self.health[board.name] = _health_problem(
+                farm, board, self.events.setdefault(board.name, [])
+            )
             if self.health[board.name] is not None:
                 # Why it is unhealthy is often in what its console printed while it rebooted.
                 self.boot_logs[board.name] = farm.take_boot_log(board)
@@ -106,7 +110,7 @@ class FarmState:
             self.farm = None
 
 
-def _health_problem(farm: Farm, board: Board) -> str | None:
+def _health_problem(farm: Farm, board: Board, events: list[str]) -> str | None:
     try:
         health = farm.health(board)
     except NpuHilError as exc:
@@ -123,6 +127,7 @@ def _health_problem(farm: Farm, board: Board) -> str | None:
     except NpuHilError as exc:
         return f"board {board.name} is unhealthy: {first}; power cycle failed: {exc.message}"
     if again.ok:
+        events.append(f"power cycled: {first}; healthy again")
         return None
     return (
         f"board {board.name} is unhealthy: {first}; still unhealthy after a power cycle: "
@@ -256,13 +261,19 @@ def board(request: pytest.FixtureRequest, farm: Farm) -> Iterator[BoardSession]:
     with farm.lock(board_spec):
         try:
             state.check_health(farm, board_spec)
-        except BoardUnhealthyError:
+        except BoardUnhealthyError as exc:
             info.boot_log = state.boot_logs.get(board_spec.name, "")
+            info.board_events.append(f"unreachable: {exc.message}")
             raise
+        finally:
+            info.board_events.extend(state.events.get(board_spec.name, []))
         session = farm.session(board_spec)
         info.simulated = session.simulated
         info.backend = "sim" if session.simulated else "hw"
+        info.ran_on = info.backend
         info.fallback_reason = session.fallback_reason or ""
+        if info.fallback_reason:
+            info.board_events.append(f"fell back to a simulated board: {info.fallback_reason}")
         info.transport = session.transport_kind
         if session.simulated and request.node.get_closest_marker("hw_only") is not None:
             pytest.skip(f"hw_only: {board_spec.name} runs simulated ({info.fallback_reason})")
@@ -294,3 +305,18 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     if param is not None:
         info = item_info(item)
         info.board, info.target = param.name, param.target or None
+        info.layout = declared_layout(item)
+
+
+def declared_layout(item: pytest.Item) -> str:
+    """The layout a case names: its ``layout`` marker, else a ``layout``/``fmt``/``*_layout``
+    parameter; "" when it names none (the model run's layouts are taken then)."""
+    marker = item.get_closest_marker("layout")
+    if marker is not None and marker.args:
+        return "+".join(str(a) for a in marker.args)
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    for name, value in params.items():
+        if name in ("layout", "fmt") or name.endswith("_layout"):
+            return str(value)
+    return ""

@@ -9,10 +9,11 @@ whole explanation (no traceback into the harness). A buffer mismatch stays a fai
 from __future__ import annotations
 
 from collections.abc import Generator
+from pathlib import Path
 
 import pytest
 
-from harness.errors import TransportError
+from harness.errors import NpuHilError, TransportError
 from harness.plugin_farm import BoardUnhealthyError
 
 INFRA_ERRORS: tuple[type[BaseException], ...] = (
@@ -21,6 +22,25 @@ INFRA_ERRORS: tuple[type[BaseException], ...] = (
     BoardUnhealthyError,
 )
 INFRA_ATTR = "npu_hil_infra"
+HARNESS_ROOT = Path(__file__).resolve().parent
+
+
+def _is_harness_refusal(excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
+    """A typed harness error that is not infrastructure, raised from inside the harness (a test
+    that raises one itself keeps its traceback)."""
+    if not excinfo.errisinstance(NpuHilError) or is_infra(excinfo):
+        return False
+    last = excinfo.traceback[-1] if excinfo.traceback else None
+    return last is not None and HARNESS_ROOT in Path(str(last.path)).resolve().parents
+
+
+def _test_line(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) -> str:
+    """``test_file.py:12: `` for the test's own frame that led to the error, where there is one."""
+    path = getattr(item, "path", None)
+    for entry in reversed(excinfo.traceback):
+        if path is not None and Path(str(entry.path)) == Path(path):
+            return f"{Path(path).name}:{entry.lineno + 1}: "
+    return ""
 
 
 def is_infra(excinfo: pytest.ExceptionInfo[BaseException] | None) -> bool:
@@ -32,6 +52,13 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    if report.failed and call.excinfo is not None and _is_harness_refusal(call.excinfo):
+        # A typed refusal (LayoutError, DeviceError, ...) says all it has to say in its
+        # message: one line with where the test asked for it, not a traceback into the harness.
+        exc = call.excinfo.value
+        message = getattr(exc, "message", None) or str(exc)
+        report.longrepr = f"{_test_line(item, call.excinfo)}{type(exc).__name__}: {message}"
+        return report
     if report.failed and is_infra(call.excinfo):
         assert call.excinfo is not None
         exc = call.excinfo.value

@@ -10,8 +10,7 @@ and calls ``write_run`` at the end. Nothing is written when no test used a board
 
 from __future__ import annotations
 
-import contextlib
-import shutil
+import os
 import sys
 import time
 import uuid
@@ -27,7 +26,7 @@ from harness.report.records import TensorFinding, TestRecord
 
 RECORD_ATTR = "npu_hil_record"
 TOKEN_KEY = "npu_hil_token"
-INCOMING = ".incoming"
+RUN_ID_KEY = "npu_hil_run_id"
 ARTIFACTS = "artifacts"
 PROPERTY_PREFIX = "npu_hil."
 
@@ -48,6 +47,9 @@ class ItemInfo:
     boot_log: str = ""
     retries: list[str] = field(default_factory=list)
     phases: dict[str, tuple[str, str, str, float]] = field(default_factory=dict)
+    ran_on: str = ""  # "hw" or "sim" once a board session ran the test; "" before
+    layout: str = ""
+    board_events: list[str] = field(default_factory=list)
 
     def properties(self) -> dict[str, str]:
         """The JUnit properties of the test (strings, as JUnit has them)."""
@@ -85,6 +87,7 @@ class RunState:
 
     reports_root: Path
     token: str
+    run_id: str = ""
     started: float = field(default_factory=time.time)
     run_dir: Path | None = None
     records: list[TestRecord] = field(default_factory=list)
@@ -102,24 +105,39 @@ def reports_root(config: pytest.Config) -> Path:
     return root if root.is_absolute() else Path(config.invocation_params.dir) / root
 
 
-def staging_dir(config: pytest.Config) -> Path:
-    """Where this process writes a run's files (heatmaps) before the run folder exists: the
-    controller moves them into ``<run>/artifacts/`` at the end. Not created here."""
+def run_id(config: pytest.Config) -> str:
+    """The run's id, chosen by the controller when the session starts (so a failure message can
+    name the file where it will stay) and handed to pytest-xdist workers."""
     workerinput: dict[str, Any] = getattr(config, "workerinput", {})
-    token = workerinput.get(TOKEN_KEY) or config.stash[RUN_KEY].token
-    return reports_root(config) / INCOMING / str(token)
+    return str(workerinput.get(RUN_ID_KEY) or config.stash[RUN_KEY].run_id)
+
+
+def staging_dir(config: pytest.Config) -> Path:
+    """Where this process writes a run's files (heatmaps): ``<run>/artifacts/``, their final
+    place, so a path printed in a failure message still exists after the run. Not created
+    here: a run that writes no file leaves no folder."""
+    from harness.report.runs import RUN_DIR_ENV
+
+    named = os.environ.get(RUN_DIR_ENV)
+    run_dir = Path(named) if named else reports_root(config) / run_id(config)
+    return run_dir / ARTIFACTS
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if not _is_worker(config):
-        config.stash[RUN_KEY] = RunState(reports_root(config), uuid.uuid4().hex[:12])
+        from harness.report.runs import new_run_id
+
+        config.stash[RUN_KEY] = RunState(
+            reports_root(config), uuid.uuid4().hex[:12], run_id=new_run_id()
+        )
         config.pluginmanager.register(RunCollector(config), "npu-hil-run-collector")
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """pytest-xdist, controller side: tell each worker the run's staging token (no files)."""
+    """pytest-xdist, controller side: tell each worker the run's token and id (no files)."""
     node.workerinput[TOKEN_KEY] = node.config.stash[RUN_KEY].token
+    node.workerinput[RUN_ID_KEY] = node.config.stash[RUN_KEY].run_id
 
 
 # ------------------------------------------------------------------------- per test
@@ -186,6 +204,9 @@ def build_record(nodeid: str, info: ItemInfo) -> TestRecord:
         tensors=list(info.tensors),
         properties=info.properties(),
         boot_log=info.boot_log,
+        ran_on="" if outcome == "skipped" else info.ran_on,
+        layout=info.layout,
+        board_events=list(dict.fromkeys(info.board_events)),
     )
 
 
@@ -208,17 +229,17 @@ class RunCollector:
         record = TestRecord.from_dict(data)
         self.state.records.append(record)
         if self.state.run_dir is None:
-            self.state.run_dir = run_dir_for_session(self.state.reports_root)
+            self.state.run_dir = run_dir_for_session(self.state.reports_root, self.state.run_id)
         append_record(self.state.run_dir, record)
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         state = self.state
         if not state.records or state.run_dir is None:
             return
+        from harness.report.runmeta import run_meta
         from harness.report.writer import write_run
 
         config = self.config
-        _adopt_artifacts(staging_dir(config), state.run_dir)
         meta = {
             "run_id": state.run_dir.name,
             "inventory": _inventory_text(config),
@@ -229,6 +250,12 @@ class RunCollector:
             "finished": _iso(time.time()),
             "argv": list(config.invocation_params.args),
             "python": sys.version.split()[0],
+            **run_meta(
+                config,
+                int(exitstatus),
+                state.started,
+                stopped=bool(session.shouldfail or session.shouldstop),
+            ),
         }
         write_run(state.run_dir, state.records, meta)
 
@@ -249,22 +276,9 @@ def _iso(stamp: float) -> str:
 
 
 def artifact_path(config: pytest.Config, path: str | Path) -> str:
-    """The run-folder-relative name a staged file will have once the run folder exists."""
+    """The run-folder-relative name of a file this run wrote under ``<run>/artifacts/``."""
     try:
         relative = Path(path).resolve().relative_to(staging_dir(config).resolve())
     except ValueError:
         return str(path)
     return f"{ARTIFACTS}/{relative.as_posix()}"
-
-
-def _adopt_artifacts(staging: Path, run_dir: Path) -> None:
-    """Move the staged files into ``<run>/artifacts/``."""
-    if not staging.is_dir():
-        return
-    target = run_dir / ARTIFACTS
-    target.mkdir(parents=True, exist_ok=True)
-    for child in staging.iterdir():
-        shutil.move(str(child), str(target / child.name))
-    shutil.rmtree(staging, ignore_errors=True)
-    with contextlib.suppress(OSError):
-        staging.parent.rmdir()

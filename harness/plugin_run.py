@@ -93,6 +93,10 @@ class RunModel:
         self.runs.append(run)
         info = self.info
         info.simulated = info.simulated or run.simulated
+        if run.simulated:
+            info.ran_on = "sim"
+        if not info.layout:
+            info.layout = "+".join(dict.fromkeys(t.layout.name for t in run.tensors))
         info.runtime_versions.update({str(k): str(v) for k, v in run.versions.items()})
         info.artifact_hashes.update(run.artifact_hashes)
         for tensor in run.tensors:

@@ -22,6 +22,7 @@ from typing import Any
 
 from harness.errors import LayoutError, NpuHilError
 from targets import check_conv, rockchip
+from targets import rockchip_observed as observed
 from targets.conv import NO_CONV_LIMIT_TARGETS
 
 
@@ -85,7 +86,10 @@ def preflight(
 
     ``first_layer`` is the precision of the compiled model's first layer (Rockchip: default
     int8, float16 on RK2118); ``output_precision`` the precision of its outputs; ``rule``
-    forces rule A or B; ``input_type`` (e.g. ``nv12``) is the image type a Horizon input takes.
+    forces rule A or B; ``input_type`` is the type the deployed model's input takes: on
+    Rockchip ``uint8``/``int8``/``float16``/``float32`` (default: what rknn-toolkit2 makes of the
+    ONNX input: a float input becomes the first layer's type, int8 or float16, as its compiler
+    log says; an integer input keeps its type), on Horizon an image type such as ``nv12``.
     """
     import onnx
 
@@ -101,9 +105,10 @@ def preflight(
     inputs = [i for i in graph.input if i.name not in initializers]
     if target in rockchip.TARGETS:
         layer = first_layer or rockchip.default_first_layer(target)
-        _check_inputs(report, target, inputs, shapes, layer)
+        deployed = {v.name: _deployed_type(v, layer, input_type) for v in inputs}
+        _check_inputs(report, target, inputs, shapes, layer, deployed)
         _check_outputs(report, target, graph.output, shapes, output_precision)
-        conv_rule = rule or _rule_for_inputs(report, target, inputs, shapes, layer)
+        conv_rule = rule or _rule_for_inputs(report, target, inputs, shapes, layer, deployed)
         if conv_rule is not None:
             _check_convs(report, target, graph, shapes, conv_rule, layer)
     elif target in NO_CONV_LIMIT_TARGETS:
@@ -151,41 +156,89 @@ def _elem_type_name(value: Any) -> str:
     return str(onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type).name)
 
 
+ROCKCHIP_INPUT_TYPES = ("uint8", "int8", "float16", "float32")
+
+
+def _deployed_type(value: Any, layer: str, given: str | None) -> str:
+    """The type the compiled model's input takes on the board."""
+    if given is not None:
+        name = given.lower()
+        if name not in ROCKCHIP_INPUT_TYPES:
+            raise PreflightError(
+                f"--input-type: expected one of {', '.join(ROCKCHIP_INPUT_TYPES)} for a Rockchip "
+                f"target, got {given!r}"
+            )
+        return name
+    onnx_type = _elem_type_name(value)
+    if onnx_type in ("float32", "float64", "float16"):
+        # rknn-toolkit2 2.5.0: "default input dtype ... changed from float32 to int8" for a
+        # quantized model; a float16 model takes float16 (tests/data/rknn, INPUT_ATTR type).
+        return "int8" if layer == "int8" else "float16"
+    return onnx_type
+
+
+def _input_row(target: str, layer: str, rank: int, deployed: str) -> tuple[rockchip.InputRow, str]:
+    """The input table's row for the deployed type (int8 on RV1103/RV1106 takes the uint8 row,
+    as Rockchip's software does: deviation int8-default-input)."""
+    kind = rockchip.input_type_of(deployed)
+    try:
+        return rockchip.input_row(target, first_layer=layer, rank=rank, input_type=kind), ""
+    except LayoutError:
+        if not (kind == "int8" and observed.int8_input_uses_uint8_row(target)):
+            raise
+    row = rockchip.input_row(target, first_layer=layer, rank=rank, input_type="uint8")
+    return row, " (int8 takes the uint8 row: deviation int8-default-input)"
+
+
 def _rule_for_inputs(
-    report: PreflightReport, target: str, inputs: list[Any], shapes: dict[str, Any], layer: str
+    report: PreflightReport,
+    target: str,
+    inputs: list[Any],
+    shapes: dict[str, Any],
+    layer: str,
+    deployed: dict[str, str],
 ) -> str | None:
     """Rule A/B of the input table's width-rule column; None when no input has 1, 3 or 4
-    channels (the seed: no width limit for other channel counts)."""
-    for value in inputs:
-        shape = shapes.get(value.name) or []
-        if len(shape) == 4 and shape[1] in (1, 3, 4):
-            try:
-                row = rockchip.input_row(
-                    target,
-                    first_layer=layer,
-                    rank=4,
-                    input_type=rockchip.input_type_of(_elem_type_name(value)),
-                )
-            except LayoutError:
-                continue
-            if row.width_rule is not None:
-                return row.width_rule
+    channels (the seed: no width limit for other channel counts). An image-like input whose row
+    is missing still gets rule A, the platform's first rule, so the width check always runs."""
+    image_like = [
+        v for v in inputs if len(shapes.get(v.name) or []) == 4 and shapes[v.name][1] in (1, 3, 4)
+    ]
+    if not image_like:
+        report.notes.append(
+            "no model input has 1, 3 or 4 channels: the input table sets no convolution width limit"
+        )
+        return None
+    for value in image_like:
+        try:
+            row, _ = _input_row(target, layer, 4, deployed[value.name])
+        except LayoutError:
+            continue
+        if row.width_rule is not None:
+            return row.width_rule
+    first = rockchip.conv_rules(target)[0].rule
     report.notes.append(
-        "no model input has 1, 3 or 4 channels: the input table sets no convolution width limit"
+        f"{', '.join(v.name for v in image_like)}: no input row gives a width rule for the "
+        f"deployed type; convolutions checked against rule {first}"
     )
-    return None
+    return first
 
 
 def _check_inputs(
-    report: PreflightReport, target: str, inputs: list[Any], shapes: dict[str, Any], layer: str
+    report: PreflightReport,
+    target: str,
+    inputs: list[Any],
+    shapes: dict[str, Any],
+    layer: str,
+    deployed: dict[str, str],
 ) -> None:
     for value in inputs:
         shape = shapes.get(value.name) or []
-        dtype = _elem_type_name(value)
+        dtype = deployed[value.name]
+        onnx_type = _elem_type_name(value)
+        took = dtype if dtype == onnx_type else f"{dtype} (ONNX {onnx_type})"
         try:
-            row = rockchip.input_row(
-                target, first_layer=layer, rank=len(shape), input_type=rockchip.input_type_of(dtype)
-            )
+            row, note = _input_row(target, layer, len(shape), dtype)
         except LayoutError as exc:
             report.findings.append(
                 PreflightFinding(value.name, "input table", False, f"{value.name}: {exc.message}")
@@ -193,13 +246,23 @@ def _check_inputs(
             continue
         channels = shape[1] if len(shape) == 4 else None
         align = row.width_align(channels) if channels is not None else 1
+        seen = (
+            observed.input_width_align(target, row.first_layer, channels)
+            if channels is not None
+            else None
+        )
+        align_text = f"width aligned to {align} (w_stride)"
+        if seen is not None:
+            align_text = (
+                f"width aligned to {seen[0]} (w_stride; deviation {seen[1]}, the seed says {align})"
+            )
         report.findings.append(
             PreflightFinding(
                 value.name,
                 "input table",
                 True,
-                f"{value.name}: {dtype} {shape}, first layer {layer}: width aligned to {align} "
-                f"(w_stride), mean/scale on {row.mean_scale_on}",
+                f"{value.name}: {took} {shape}, first layer {layer}: {align_text}, mean/scale on "
+                f"{row.mean_scale_on}{note}",
             )
         )
 

@@ -11,7 +11,8 @@ Usage::
 
     python3 agent.py JOB_DIR [--root CACHE_DIR] [--adapters DIR]...
     python3 agent.py --session [--root CACHE_DIR] [--adapters DIR]... [--model-cache N]
-    python3 agent.py --listen SOCKET [--idle-timeout S] [--root CACHE_DIR] [--adapters DIR]...
+    python3 agent.py --listen SOCKET [--idle-timeout S] [--read-timeout S] [--max-connections N]
+                     [--root CACHE_DIR] [--adapters DIR]...
 
 Job protocol (``npu-hil-job/1`` in, ``npu-hil-result/1`` out; a reader accepts any minor version
 of its major and refuses another major). job.json::
@@ -49,12 +50,23 @@ either the payload (``result`` for a job) or ``error`` (a typed record). The ses
 instances per (name, options) and loaded models per (adapter, model sha256) in a small LRU, so a
 board pays the start-up of Python, numpy, the runtime and the model load once per test session.
 Nothing but frames goes to stdout: file descriptor 1 is pointed at stderr for the session's
-lifetime, so a vendor library's printf cannot corrupt the stream.
+lifetime, so a vendor library's printf cannot corrupt the stream. A request frame is at most
+``MAX_REQUEST_BYTES`` (a longer one is refused unread and ends the stream) and nests at most
+``MAX_JSON_DEPTH`` levels; a whole frame that holds no request is answered with a
+``ProtocolError`` record and the session goes on. A job's ``dir`` is ``jobs/<name>`` in the
+working directory, never anything else.
+
+Folders: a resident agent starts only in a working directory (the board workdir) that is this
+user's own, not a symlink and writable by nobody else, and the same for ``jobs/`` in it; the
+refusal names owner and mode. Every file the agent writes is created new, never through a link.
 
 Listen mode is session mode for a board whose link cannot hold a byte stream open beside its
 control shell (a serial console): the agent runs in the background, binds a Unix stream socket at
-SOCKET (mode 0600, relative to its working directory) and serves one connection at a time with the
-same frames, a hello first on every connection. Adapters and loaded models outlive connections:
+SOCKET (mode 0600, relative to its working directory) and serves up to ``--max-connections``
+clients at once, each on a thread of its own, with the same frames, a hello first on every
+connection; their requests take turns, a client over the bound is told so and closed, and a
+connection that sends no complete request for ``--read-timeout`` seconds is dropped, so a silent
+client blocks nobody. Adapters and loaded models outlive connections:
 the end of a connection is not a shutdown, ``{"op": "shutdown"}`` is (the agent answers, removes
 the socket and exits). ``relay.py`` beside this file carries one batch of requests from a shell
 command to the socket and back. With no connection for ``--idle-timeout`` seconds the agent exits
@@ -122,17 +134,26 @@ AGENT_VERSION = "1.0"
 
 JOB_FILE = "job.json"
 RESULT_FILE = "result.json"
+JOBS_FOLDER = "jobs"
 
 # A frame is an 8-byte big-endian length and then UTF-8 JSON. The cap makes a desynchronised
 # stream (anything that is not a frame header) fail at once instead of waiting for exabytes.
 FRAME_HEADER = struct.Struct(">Q")
 MAX_FRAME_BYTES = 64 << 20
+# What the agent reads: a request is a few hundred bytes, so a client cannot make it buffer more
+# than this, and no document it parses (a request, a job.json) may nest deeper than this.
+MAX_REQUEST_BYTES = 1 << 20
+MAX_JSON_DEPTH = 32
 
 # Refusal bounds for a job: far above any real NPU tensor, low enough that a hostile shape cannot
 # make the agent allocate the board out of memory or overflow a size computation.
 MAX_ELEMENTS = 2**31
 MAX_RANK = 8
 MAX_INPUTS = 256
+# Bytes, not elements, bound what an input may take (2**31 float64 elements would be 16 GiB):
+# checked against the file's size before a byte of it is read, pass-through inputs included.
+MAX_INPUT_BYTES = 1 << 30
+MAX_JOB_INPUT_BYTES = 2 << 30
 MAX_JOB_JSON_BYTES = 4 << 20
 MAX_TIMEOUT_S = 24 * 3600.0
 DEFAULT_TIMEOUTS = {"load": 120.0, "run": 60.0}
@@ -202,9 +223,28 @@ def frame_length(header: bytes) -> int:
     return int(length)
 
 
+def loads_bounded(text: str | bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads`` that cannot be knocked over: a document nested deeper than ``max_depth``
+    is a ValueError, whether the parser itself ran out of stack (RecursionError) or not."""
+    try:
+        document = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {max_depth} levels") from None
+    # Iterative, so a deep document cannot exhaust the stack here either.
+    pending = [(document, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, (dict, list)):
+            if depth > max_depth:
+                raise ValueError(f"JSON nested deeper than {max_depth} levels")
+            children = value.values() if isinstance(value, dict) else value
+            pending.extend((child, depth + 1) for child in children)
+    return document
+
+
 def decode_frame(payload: bytes) -> dict[str, Any]:
     """The JSON object of a frame payload; ValueError when it is not one."""
-    message = json.loads(payload.decode("utf-8"))
+    message = loads_bounded(payload.decode("utf-8"))
     if not isinstance(message, dict):
         raise ValueError(f"frame payload is {type(message).__name__}, not a JSON object")
     return message
@@ -238,6 +278,53 @@ def _error(kind: str, stage: str, message: str, **extra: Any) -> dict[str, Any]:
     return record
 
 
+# --- folders of our own --------------------------------------------------------------------------
+
+
+class UnsafeFolder(Exception):
+    """A folder the agent would run code from or write into that another user could change."""
+
+
+def folder_problem(path: str, st_mode: int, st_uid: int, euid: int) -> str | None:
+    """Why ``path`` (its ``lstat`` mode and owner) is not a folder this user alone controls, or
+    None when it is one: it must be a real folder (not a symlink), owned by ``euid`` and writable
+    by nobody else. The host applies the same rule to its own folders and to a board's workdir,
+    so there is one definition of a safe folder. The message names the owner and the mode."""
+    owner = f"owner uid {st_uid}, mode {stat.S_IMODE(st_mode):04o}"
+    if stat.S_ISLNK(st_mode):
+        return f"{path} is a symbolic link ({owner}); expected a folder of uid {euid}'s own"
+    if not stat.S_ISDIR(st_mode):
+        return f"{path} is not a folder ({owner})"
+    if st_uid != euid:
+        return (
+            f"{path} is owned by another user ({owner}), not by uid {euid}: "
+            "they could change what runs from it; remove it or use another folder"
+        )
+    if st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return (
+            f"{path} is writable by group or others ({owner}): another user could change "
+            "what runs from it; chmod 700 it or use another folder"
+        )
+    return None
+
+
+def check_folder(path: str) -> None:
+    """UnsafeFolder unless ``path`` is a folder of this user's own (see :func:`folder_problem`)."""
+    info = os.lstat(path)
+    problem = folder_problem(path, info.st_mode, info.st_uid, os.geteuid())
+    if problem is not None:
+        raise UnsafeFolder(problem)
+
+
+def check_workdir(path: str) -> None:
+    """The agent's working directory (the board workdir) and the ``jobs/`` folder in it, when
+    there is one, must be this user's own: the host deploys code there and reads results back."""
+    check_folder(path)
+    jobs = os.path.join(path, JOBS_FOLDER)
+    if os.path.lexists(jobs):
+        check_folder(jobs)
+
+
 # --- job validation ------------------------------------------------------------------------------
 
 
@@ -264,6 +351,7 @@ class InputSpec:
         shape: list[int],
         dtype: str,
         pass_through: bool,
+        nbytes: int = 0,
     ) -> None:
         self.name = name
         self.path = path
@@ -271,6 +359,7 @@ class InputSpec:
         self.shape = shape
         self.dtype = dtype
         self.pass_through = pass_through
+        self.nbytes = nbytes  # the file's size as checked: never read past it
 
 
 class Job:
@@ -390,15 +479,26 @@ def _timeouts(value: object) -> dict[str, float]:
 
 def read_job_json(job_dir: str) -> dict[str, Any]:
     path = os.path.join(job_dir, JOB_FILE)
-    if not os.path.isfile(path):
-        raise JobRefused(JOB_FILE, "missing", f"no {JOB_FILE} in {job_dir}")
-    size = os.path.getsize(path)
-    if size > MAX_JOB_JSON_BYTES:
-        raise JobRefused(JOB_FILE, "json", f"{size} bytes exceeds the cap of {MAX_JOB_JSON_BYTES}")
-    with open(path, "rb") as handle:
-        raw = handle.read()
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        # Not through a link, and never blocking on a FIFO: the file is checked once opened.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise JobRefused(JOB_FILE, "missing", f"no {JOB_FILE} in {job_dir}") from None
+    except OSError as exc:
+        raise JobRefused(JOB_FILE, "path", f"cannot open it as a plain file ({exc})") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise JobRefused(JOB_FILE, "path", f"{JOB_FILE} in {job_dir} is not a regular file")
+        if info.st_size > MAX_JOB_JSON_BYTES:
+            raise JobRefused(
+                JOB_FILE, "json", f"{info.st_size} bytes exceeds the cap of {MAX_JOB_JSON_BYTES}"
+            )
+        raw = handle.read(MAX_JOB_JSON_BYTES + 1)
+    if len(raw) > MAX_JOB_JSON_BYTES:
+        raise JobRefused(JOB_FILE, "json", f"more than {MAX_JOB_JSON_BYTES} bytes")
+    try:
+        doc = loads_bounded(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise JobRefused(JOB_FILE, "json", f"not UTF-8 ({exc})") from None
     except ValueError as exc:
@@ -460,6 +560,11 @@ def validate_job(
             raise JobRefused(f"inputs[{index}].name", "type", f"{spec.name!r} appears twice")
         names.add(spec.name)
         inputs.append(spec)
+    total = sum(spec.nbytes for spec in inputs)
+    if total > MAX_JOB_INPUT_BYTES:
+        raise JobRefused(
+            "inputs", "size", f"{total} bytes of inputs exceed the cap of {MAX_JOB_INPUT_BYTES}"
+        )
 
     outputs = doc.get("outputs")
     if outputs is not None and (
@@ -513,15 +618,22 @@ def _input(index: int, raw: object, job_dir: str) -> InputSpec:
             field + "pass_through", "type", f"expected true or false, got {pass_through!r}"
         )
     size = os.path.getsize(full)
-    if not pass_through:
-        want = math.prod(shape) * np.dtype(dtype).itemsize
-        if size != want:
-            raise JobRefused(
-                field + "file",
-                "size",
-                f"{rel!r} holds {size} bytes; shape {shape} {dtype} needs {want}",
-            )
-    return InputSpec(name, full, layout, shape, dtype, pass_through)
+    want = math.prod(shape) * np.dtype(dtype).itemsize
+    if want > MAX_INPUT_BYTES:
+        raise JobRefused(
+            field + "shape", "shape", f"{shape} {dtype} needs {want} bytes (cap {MAX_INPUT_BYTES})"
+        )
+    if size > MAX_INPUT_BYTES:
+        raise JobRefused(
+            field + "file", "size", f"{rel!r} holds {size} bytes (cap {MAX_INPUT_BYTES})"
+        )
+    if not pass_through and size != want:
+        raise JobRefused(
+            field + "file",
+            "size",
+            f"{rel!r} holds {size} bytes; shape {shape} {dtype} needs {want}",
+        )
+    return InputSpec(name, full, layout, shape, dtype, pass_through, size)
 
 
 def available_adapters(adapter_dirs: list[str]) -> list[str]:
@@ -672,6 +784,9 @@ class Agent:
         self.versions_cache: dict[tuple[str, str], dict[str, Any]] = {}
         self.models: OrderedDict[tuple[tuple[str, str], str], Any] = OrderedDict()
         self.jobs_run = 0
+        # One request at a time, whichever connection it came on: the caches and the runtime
+        # thread are shared, and a vendor runtime is not re-entrant.
+        self.lock = threading.Lock()
 
     # adapters and models
 
@@ -900,7 +1015,7 @@ class Agent:
         return EXIT_OK
 
     def _input_tensor(self, spec: InputSpec) -> InputTensor:
-        data = np.fromfile(spec.path, dtype=np.uint8)
+        data = np.fromfile(spec.path, dtype=np.uint8, count=spec.nbytes)
         tensor: InputTensor = self.base.InputTensor(
             name=spec.name,
             data=data,
@@ -912,11 +1027,25 @@ class Agent:
         return tensor
 
 
+def create_new(path: str, mode: str) -> Any:
+    """Open ``path`` for writing as a new file that cannot be anything planted there: what sits
+    at the name (a stale file or a symlink) is unlinked, which never touches a link's target, and
+    the file is created with ``O_EXCL | O_NOFOLLOW``, so a link planted in between makes the open
+    fail instead of writing through it."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o666)
+    if "b" in mode:
+        return os.fdopen(fd, mode)
+    return os.fdopen(fd, mode, encoding="utf-8")
+
+
 def write_tensor(job_dir: str, filename: str, tensor: TensorOut) -> dict[str, Any]:
     """Write a device buffer as a blob and describe it; the bytes are the buffer as the runtime
     holds it, whatever its dtype."""
     flat = np.ascontiguousarray(tensor.data).reshape(-1).view(np.uint8)
-    with open(os.path.join(job_dir, filename), "wb") as handle:
+    with create_new(os.path.join(job_dir, filename), "wb") as handle:
         handle.write(flat.data)
     return {
         "name": str(tensor.name),
@@ -936,8 +1065,9 @@ def write_result(job_dir: str, result: dict[str, Any]) -> bool:
     path = os.path.join(job_dir, RESULT_FILE)
     tmp = path + ".tmp"
     try:
-        with open(tmp, "w", encoding="utf-8") as handle:
+        with create_new(tmp, "w") as handle:
             json.dump(result, handle, indent=1, default=_jsonable)
+        # A rename replaces the name itself: a symlink planted as result.json is not followed.
         os.replace(tmp, path)
     except OSError as exc:
         log.error("cannot write %s: %s", path, exc)
@@ -948,6 +1078,15 @@ def write_result(job_dir: str, result: dict[str, Any]) -> bool:
 # --- session mode --------------------------------------------------------------------------------
 
 
+class ReadTimeout(Exception):
+    """A client sent nothing (or half a frame) for longer than the connection's read timeout."""
+
+
+class BadFrame(ValueError):
+    """A frame that arrived whole but holds no request (not JSON, nested too deep, not an
+    object): the stream is still in step, so it is answered and the session goes on."""
+
+
 class FrameStream:
     """Frames over two file descriptors, with nothing buffered in Python."""
 
@@ -955,11 +1094,17 @@ class FrameStream:
         self.read_fd = read_fd
         self.write_fd = write_fd
 
+    def _recv(self, n: int) -> bytes:
+        return os.read(self.read_fd, n)
+
+    def _send(self, data: memoryview) -> int:
+        return os.write(self.write_fd, data)
+
     def _read_exactly(self, n: int) -> bytes | None:
         chunks = []
         remaining = n
         while remaining:
-            chunk = os.read(self.read_fd, min(remaining, 1 << 20))
+            chunk = self._recv(min(remaining, 1 << 20))
             if not chunk:
                 if remaining == n:
                     return None
@@ -973,16 +1118,47 @@ class FrameStream:
         header = self._read_exactly(FRAME_HEADER.size)
         if header is None:
             return None
-        payload = self._read_exactly(frame_length(header))
+        length = frame_length(header)
+        if length > MAX_REQUEST_BYTES:
+            # Not read: a client cannot make the agent buffer a frame that large.
+            raise ValueError(
+                f"a request frame of {length} bytes exceeds the cap of {MAX_REQUEST_BYTES}"
+            )
+        payload = self._read_exactly(length)
         if payload is None:
             raise EOFError("stream ended inside a frame")
-        return decode_frame(payload)
+        try:
+            return decode_frame(payload)
+        except ValueError as exc:  # UnicodeDecodeError and JSON errors included
+            raise BadFrame(str(exc)) from None
 
     def write(self, message: dict[str, Any]) -> None:
         data = memoryview(encode_frame(message))
         while data:
-            written = os.write(self.write_fd, data)
+            written = self._send(data)
             data = data[written:]
+
+
+class SocketFrameStream(FrameStream):
+    """Frames over a connected socket whose every wait is bounded by ``timeout`` seconds: a
+    client that sends nothing, or stops reading its answers, loses its connection (a silent
+    read is a ReadTimeout, a stuck write a socket.timeout, which is an OSError)."""
+
+    def __init__(self, connection: socket.socket, timeout: float) -> None:
+        fd = connection.fileno()
+        super().__init__(fd, fd)
+        self.connection = connection
+        self.timeout = timeout
+        connection.settimeout(timeout)
+
+    def _recv(self, n: int) -> bytes:
+        try:
+            return self.connection.recv(n)
+        except socket.timeout:  # noqa: UP041 (not yet TimeoutError on Python 3.8)
+            raise ReadTimeout(f"no complete request within {self.timeout:g} s") from None
+
+    def _send(self, data: memoryview) -> int:
+        return self.connection.send(data)
 
 
 def _private_stdio() -> FrameStream:
@@ -1044,8 +1220,13 @@ def _serve_requests(agent: Agent, stream: FrameStream, shutdown_on_eof: bool) ->
     while True:
         try:
             request = stream.read()
-        except (ValueError, EOFError) as exc:
-            # A desynchronised stream cannot be recovered: say so once and leave.
+        except BadFrame as exc:
+            # A whole frame that is not a request: the stream is still in step.
+            log.error("bad request: %s", exc)
+            stream.write({"op": "error", "error": _error("ProtocolError", "session", str(exc))})
+            continue
+        except (ValueError, EOFError, ReadTimeout) as exc:
+            # A desynchronised, cut or silent stream cannot be recovered: say so once and leave.
             log.error("bad frame: %s", exc)
             stream.write({"op": "error", "error": _error("ProtocolError", "session", str(exc))})
             if not shutdown_on_eof:
@@ -1057,52 +1238,71 @@ def _serve_requests(agent: Agent, stream: FrameStream, shutdown_on_eof: bool) ->
                 return None
             agent.shutdown()
             return EXIT_OK
-        op = request.get("op")
-        if op == "job":
-            job_dir = request.get("dir")
-            if not isinstance(job_dir, str) or not os.path.isdir(job_dir):
-                stream.write(
-                    {
-                        "op": "job",
-                        "error": _error(
-                            "JobError", "validate", f"dir: {job_dir!r} is not a directory"
-                        ),
-                    }
-                )
-                continue
-            result, status = agent.run_job(job_dir)
-            restart = agent.runtime.stuck
-            stream.write({"op": "job", "result": result, "status": status, "restart": restart})
-            if restart:
-                # The runtime thread is stuck in a vendor call that cannot be interrupted.
-                log.error("a runtime call timed out; ending the session so the host restarts it")
-                _abandon(EXIT_TIMEOUT)
-        elif op == "ping":
-            stream.write(
-                {
-                    "op": "ping",
-                    "pid": os.getpid(),
-                    "jobs": agent.jobs_run,
-                    "models": [sha for (_, sha) in agent.models],
-                }
-            )
-        elif op == "versions":
-            stream.write(_versions_response(agent, request))
-            if agent.runtime.stuck:
-                _abandon(EXIT_TIMEOUT)
-        elif op == "discard":
-            stream.write(_discard_job(request.get("dir")))
-        elif op == "shutdown":
-            agent.shutdown()
-            stream.write({"op": "shutdown"})
-            return EXIT_OK
-        else:
-            stream.write(
-                {"op": op, "error": _error("ProtocolError", "session", f"unknown op {op!r}")}
-            )
+        with agent.lock:
+            status = _answer(agent, stream, request)
+        if status is not None:
+            return status
 
 
-JOBS_FOLDER = "jobs"
+def _answer(agent: Agent, stream: FrameStream, request: dict[str, Any]) -> int | None:
+    """Answer one request; the exit status when it ends the agent (a shutdown), else None."""
+    op = request.get("op")
+    if op == "job":
+        try:
+            job_dir = session_job_dir(request.get("dir"))
+        except JobRefused as refused:
+            stream.write({"op": "job", "error": refused.record()})
+            return None
+        result, status = agent.run_job(job_dir)
+        restart = agent.runtime.stuck
+        stream.write({"op": "job", "result": result, "status": status, "restart": restart})
+        if restart:
+            # The runtime thread is stuck in a vendor call that cannot be interrupted.
+            log.error("a runtime call timed out; ending the session so the host restarts it")
+            _abandon(EXIT_TIMEOUT)
+    elif op == "ping":
+        stream.write(
+            {
+                "op": "ping",
+                "pid": os.getpid(),
+                "jobs": agent.jobs_run,
+                "models": [sha for (_, sha) in agent.models],
+            }
+        )
+    elif op == "versions":
+        stream.write(_versions_response(agent, request))
+        if agent.runtime.stuck:
+            _abandon(EXIT_TIMEOUT)
+    elif op == "discard":
+        stream.write(_discard_job(request.get("dir")))
+    elif op == "shutdown":
+        agent.shutdown()
+        stream.write({"op": "shutdown"})
+        return EXIT_OK
+    else:
+        stream.write({"op": op, "error": _error("ProtocolError", "session", f"unknown op {op!r}")})
+    return None
+
+
+def session_job_dir(value: Any) -> str:
+    """A session job's ``dir``: exactly ``jobs/<name>`` in the workdir, the folders real and this
+    user's own, so a request cannot make the agent write its result anywhere else (``"/"``)."""
+    if (
+        not isinstance(value, str)
+        or "\x00" in value
+        or len(value.split("/")) != 2
+        or value.split("/")[0] != JOBS_FOLDER
+        or value.split("/")[1] in ("", ".", "..")
+    ):
+        raise JobRefused("dir", "path", f"{value!r} is not a job folder under {JOBS_FOLDER}/")
+    for folder in (JOBS_FOLDER, value):
+        try:
+            check_folder(folder)
+        except FileNotFoundError:
+            raise JobRefused("dir", "missing", f"{value!r} is not a directory") from None
+        except UnsafeFolder as exc:
+            raise JobRefused("dir", "unsafe", str(exc)) from None
+    return value
 
 
 def _discard_job(job_dir: Any) -> dict[str, Any]:
@@ -1118,11 +1318,17 @@ def _discard_job(job_dir: Any) -> dict[str, Any]:
         len(parts) != 2
         or parts[0] != JOBS_FOLDER
         or parts[1] in ("", ".", "..")
+        or "\x00" in job_dir
+        or os.path.islink(JOBS_FOLDER)
         or os.path.islink(job_dir)
         or os.path.dirname(os.path.realpath(job_dir)) != root
     ):
         message = f"dir: {job_dir!r} is not a job folder under {JOBS_FOLDER}/"
         return {"op": "discard", "error": _error("JobError", "discard", message)}
+    try:
+        check_folder(JOBS_FOLDER)
+    except (OSError, UnsafeFolder) as exc:
+        return {"op": "discard", "error": _error("JobError", "discard", f"dir: {exc}")}
     shutil.rmtree(job_dir, ignore_errors=True)
     return {"op": "discard", "removed": not os.path.exists(job_dir)}
 
@@ -1159,6 +1365,8 @@ def _versions_response(agent: Agent, request: dict[str, Any]) -> dict[str, Any]:
 # --- listen mode ---------------------------------------------------------------------------------
 
 DEFAULT_IDLE_TIMEOUT_S = 1800.0
+DEFAULT_READ_TIMEOUT_S = 120.0
+DEFAULT_MAX_CONNECTIONS = 8
 
 # The socket of a listening agent, removed on the way out: also by _abandon, which skips the
 # interpreter's own clean-up.
@@ -1219,9 +1427,18 @@ def bind_socket(path: str) -> socket.socket:
     return server
 
 
-def listen(agent: Agent, path: str, idle_timeout: float) -> int:
-    """Serve connections at ``path`` one at a time until a shutdown request, a fatal error or
-    ``idle_timeout`` seconds without a connection; the socket is removed on the way out."""
+def listen(
+    agent: Agent,
+    path: str,
+    idle_timeout: float,
+    read_timeout: float = DEFAULT_READ_TIMEOUT_S,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+) -> int:
+    """Serve connections at ``path`` until a shutdown request, a fatal error or ``idle_timeout``
+    seconds without a connection; the socket is removed on the way out. Up to
+    ``max_connections`` clients are connected at once, each on a thread of its own, and their
+    requests take turns (``agent.lock``): a client that says nothing blocks nobody and is
+    dropped after ``read_timeout`` seconds; one more than the bound is told so and closed."""
     try:
         server = bind_socket(path)
     except OSError as exc:
@@ -1231,31 +1448,95 @@ def listen(agent: Agent, path: str, idle_timeout: float) -> int:
     _listening.append(path)
     log.info("listening at %s", path)
     try:
-        return _accept_loop(agent, server, idle_timeout)
+        return _accept_loop(agent, server, idle_timeout, read_timeout, max_connections)
     finally:
         server.close()
         _remove_socket(path)
         _listening.remove(path)
 
 
-def _accept_loop(agent: Agent, server: socket.socket, idle_timeout: float) -> int:
-    server.settimeout(idle_timeout)
-    while True:
+class _Connections:
+    """What the accept loop and the connection threads share."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.active = 0
+        self.last_seen = time.monotonic()
+        self.status: int | None = None
+        self.done = threading.Event()
+
+
+# How often the accept loop looks up from accept(): for a shutdown asked on a connection thread.
+_ACCEPT_POLL_S = 0.2
+
+
+def _accept_loop(
+    agent: Agent,
+    server: socket.socket,
+    idle_timeout: float,
+    read_timeout: float,
+    max_connections: int,
+) -> int:
+    shared = _Connections()
+    server.settimeout(min(idle_timeout, _ACCEPT_POLL_S))
+    while not shared.done.is_set():
         try:
             connection, _ = server.accept()
         # Not TimeoutError: on Python 3.8 socket.timeout is not yet an alias of it.
         except socket.timeout:  # noqa: UP041
-            log.info("no connection for %g s: exiting", idle_timeout)
-            agent.shutdown()
-            return EXIT_OK
+            with shared.lock:
+                idle = shared.active == 0 and time.monotonic() - shared.last_seen >= idle_timeout
+            if idle and not shared.done.is_set():
+                log.info("no connection for %g s: exiting", idle_timeout)
+                agent.shutdown()
+                return EXIT_OK
+            continue
+        with shared.lock:
+            busy = shared.active >= max_connections
+            if not busy:
+                shared.active += 1
+        if busy:
+            _refuse_connection(connection, max_connections)
+            continue
+        worker = threading.Thread(
+            target=_serve_connection,
+            args=(agent, connection, shared, read_timeout),
+            name="npu-hil-connection",
+            daemon=True,
+        )
+        worker.start()
+    return EXIT_OK if shared.status is None else shared.status
+
+
+def _serve_connection(
+    agent: Agent, connection: socket.socket, shared: _Connections, read_timeout: float
+) -> None:
+    status: int | None = None
+    try:
         with connection:
-            # FrameStream reads the descriptor directly, which needs a blocking socket.
-            connection.setblocking(True)
-            fd = connection.fileno()
-            status = serve(agent, FrameStream(fd, fd), shutdown_on_eof=False)
+            status = serve(
+                agent, SocketFrameStream(connection, read_timeout), shutdown_on_eof=False
+            )
             _drain(connection)
-        if status is not None:
-            return status
+    except Exception as exc:  # one connection's trouble must not end the agent
+        log.error("connection failed: %s", _traceback_tail(exc))
+    finally:
+        with shared.lock:
+            shared.active -= 1
+            shared.last_seen = time.monotonic()
+            if status is not None:
+                shared.status = status
+                shared.done.set()
+
+
+def _refuse_connection(connection: socket.socket, max_connections: int) -> None:
+    message = f"the agent already serves {max_connections} connections; try again"
+    log.warning("connection refused: %s", message)
+    with connection, contextlib.suppress(OSError):
+        connection.settimeout(5.0)
+        connection.sendall(
+            encode_frame({"op": "error", "error": _error("ProtocolError", "session", message)})
+        )
 
 
 def _drain(connection: socket.socket) -> None:
@@ -1289,6 +1570,20 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         metavar="S",
         help="with --listen: exit after this many seconds without a connection",
     )
+    parser.add_argument(
+        "--read-timeout",
+        type=float,
+        default=DEFAULT_READ_TIMEOUT_S,
+        metavar="S",
+        help="with --listen: drop a connection that sends no complete request for S seconds",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        metavar="N",
+        help="with --listen: clients served at once (their requests take turns)",
+    )
     parser.add_argument("--root", help="model cache directory (model.path may be relative to it)")
     parser.add_argument(
         "--adapters",
@@ -1304,6 +1599,10 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         parser.error("give one of JOB_DIR, --session or --listen SOCKET")
     if not args.idle_timeout > 0:
         parser.error("--idle-timeout must be a positive number of seconds")
+    if not args.read_timeout > 0:
+        parser.error("--read-timeout must be a positive number of seconds")
+    if args.max_connections < 1:
+        parser.error("--max-connections must be at least 1")
     return args
 
 
@@ -1323,12 +1622,30 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(2, 1)
         sys.stdout = sys.stderr
     try:
+        if args.job_dir is None:
+            # A resident agent serves from its working directory, the board workdir.
+            check_workdir(os.getcwd())
+    except (OSError, UnsafeFolder) as exc:
+        log.error("cannot start: %s", exc)
+        return EXIT_FAILED
+    if args.job_dir is not None:
+        try:
+            check_folder(args.job_dir)
+        except FileNotFoundError:
+            pass  # run_job reports it as a refusal, in the usual way
+        except (OSError, UnsafeFolder) as exc:
+            # Nothing is written into a folder that is not ours, not even the refusal.
+            log.error("refused: %s", exc)
+            return EXIT_REFUSED
+    try:
         agent = Agent(adapter_dirs_from(args.adapters), args.root, args.model_cache)
     except Exception as exc:
         log.error("cannot start: %s", _traceback_tail(exc))
         return EXIT_FAILED
     if args.listen is not None:
-        return listen(agent, args.listen, args.idle_timeout)
+        return listen(
+            agent, args.listen, args.idle_timeout, args.read_timeout, args.max_connections
+        )
     if stream is not None:
         status = serve(agent, stream)
         return EXIT_OK if status is None else status

@@ -59,6 +59,7 @@ from harness.agent.protocol import (
     write_job,
 )
 from harness.errors import DeviceError, ProtocolError, TransportError
+from harness.folders import private_dir
 from harness.transport.base import Session, Transport
 
 __all__ = ["AgentClient"]
@@ -152,8 +153,8 @@ class AgentClient:
         self.keep_jobs = keep_jobs
         self.verbose = verbose
         self._own_scratch = scratch is None
-        self.scratch = Path(scratch or tempfile.mkdtemp(prefix="npu-hil-jobs-"))
-        self.scratch.mkdir(parents=True, exist_ok=True)
+        # Job inputs are written here and results read back: a folder of ours alone.
+        self.scratch = private_dir(scratch or tempfile.mkdtemp(prefix="npu-hil-jobs-"))
         self._agent_path: PurePosixPath | None = None
         self._session: Session | None = None
         self._model_shas: dict[tuple[str, int, int], str] = {}

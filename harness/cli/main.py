@@ -9,7 +9,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from harness.cli import codec_cmd, diff_cmd, nightly_cmd, preflight_cmd, simfarm_cmd, targets_cmd
+from harness.cli import (
+    codec_cmd,
+    diff_cmd,
+    models_cmd,
+    nightly_cmd,
+    preflight_cmd,
+    simfarm_cmd,
+    targets_cmd,
+)
 from harness.errors import NpuHilError
 
 EXIT_BAD_INPUT = 2
@@ -27,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     codec_cmd.add_parser(sub)
     diff_cmd.add_parser(sub)
+    models_cmd.add_parser(sub)
     nightly_cmd.add_parser(sub)
     preflight_cmd.add_parser(sub)
     simfarm_cmd.add_parser(sub)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -19,11 +20,19 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import NpuHilError
-from harness.report.records import OUTCOMES
+from harness.report.records import OUTCOMES, TestRecord
+from harness.report.runmeta import (
+    COMPLETE_EXITS,
+    LAUNCHED_BY_ENV,
+    harness_version,
+    run_key,
+    run_kind,
+)
 from harness.report.runs import RECORDS_FILE, RUN_DIR_ENV, SUMMARY_FILE, new_run_dir
 from harness.report.writer import COMPARISON_FILE, HTML_FILE, load_records, write_run
 
 DEFAULT_SUITE = Path("tests") / "hil"
+DEFAULT_INVENTORY = "inventory.yaml"
 POLL_SECONDS = 0.25
 LOG_FILE = "pytest.log"
 LOG_TAIL_LINES = 15
@@ -59,6 +68,12 @@ def add_parser(sub: Any) -> None:
         help="rehearse over real links: simulated boards behind an sshd (ssh) and/or serial "
         "consoles (serial) on 127.0.0.1, started for the run and stopped after it",
     )
+    nightly.add_argument(
+        "--compare-with",
+        metavar="RUN",
+        help="compare with this run (an id under the reports root, or a folder) instead of the "
+        "last complete run of the same suite, inventory and selection",
+    )
     nightly.add_argument("pytest_args", nargs="*", help="extra pytest arguments, after --")
     nightly.set_defaults(run=run_nightly)
 
@@ -82,6 +97,8 @@ def pytest_command(args: argparse.Namespace, suite: Path) -> list[str]:
         cmd += ["--backend", args.backend]
     for target in args.target:
         cmd += ["--target", target]
+    if getattr(args, "compare_with", None):
+        cmd += ["--compare-with", str(args.compare_with)]
     if args.workers:
         # Board cases carry xdist_group(board): one worker per board starts its agent once.
         cmd += ["-n", str(args.workers), "--dist", "loadgroup"]
@@ -105,6 +122,7 @@ class RecordTail:
         self.offset = 0
         self.per_board: dict[str, Counter[str]] = defaultdict(Counter)
         self.simulated: dict[str, bool] = {}
+        self.ran_on: dict[str, set[str]] = defaultdict(set)
 
     def poll(self) -> None:
         try:
@@ -125,6 +143,17 @@ class RecordTail:
             board = data.get("board") or "(no board)"
             self.per_board[board][str(data.get("outcome"))] += 1
             self.simulated[board] = self.simulated.get(board, False) or bool(data.get("simulated"))
+            try:
+                where = TestRecord.from_dict(data).provenance
+            except (TypeError, ValueError):
+                continue
+            if where:
+                self.ran_on[board].add(where)
+
+    def kind(self, board: str) -> str:
+        """As the summary names it: HW, SIM, HW+SIM, or - while nothing ran on the board."""
+        ran = self.ran_on.get(board, set())
+        return "HW+SIM" if len(ran) == 2 else "HW" if "hw" in ran else "SIM" if ran else "-"
 
 
 def _progress_table(tail: RecordTail, elapsed: float) -> Any:
@@ -142,7 +171,7 @@ def _progress_table(tail: RecordTail, elapsed: float) -> Any:
         counts = tail.per_board[board]
         table.add_row(
             board,
-            "SIM" if tail.simulated.get(board) else "HW",
+            tail.kind(board),
             *(str(counts[o]) for o in OUTCOMES),
         )
     return table
@@ -183,13 +212,7 @@ def _print_summary(run_dir: Path, code: int) -> None:
         console.print(f"no test records were written (pytest exit {code}); its output: {log}")
         return
     summary = json.loads(summary_path.read_text(encoding="utf-8"))
-    mode = (
-        "SIMULATED"
-        if summary["hardware"] == 0
-        else "HARDWARE"
-        if summary["simulated"] == 0
-        else f"MIXED ({summary['hardware']} on hardware, {summary['simulated']} simulated)"
-    )
+    mode = provenance_line(summary)
     table = Table(title=f"npu-hil nightly {run_dir.name}: {summary['total']} tests, {mode}")
     table.add_column("board")
     table.add_column("target")
@@ -200,7 +223,7 @@ def _print_summary(run_dir: Path, code: int) -> None:
         table.add_row(
             board,
             str(entry.get("target") or ""),
-            "" if board == NO_BOARD else "SIM" if entry.get("simulated") else "HW",
+            "" if board == NO_BOARD else str(entry.get("kind", "")),
             *(str(entry.get(o, 0)) for o in OUTCOMES),
         )
     outcomes = summary["outcomes"]
@@ -209,22 +232,83 @@ def _print_summary(run_dir: Path, code: int) -> None:
     comparison_path = run_dir / COMPARISON_FILE
     if comparison_path.exists():
         comparison = json.loads(comparison_path.read_text(encoding="utf-8"))
-        if comparison.get("previous_run"):
-            console.print(
-                f"since {comparison['previous_run']}: {len(comparison['new_failures'])} new "
-                f"failures, {len(comparison['fixed'])} fixed, "
-                f"{len(comparison['still_failing'])} still failing, "
-                f"{len(comparison['flaky'])} flaky"
-            )
+        console.print(comparison_line(comparison), markup=False, highlight=False)
+    for line in health_lines(summary):
+        console.print(line, markup=False, highlight=False)
     console.print(f"report: {(run_dir / HTML_FILE).resolve()}")
     if code in INCOMPLETE_EXITS:
         console.print(f"pytest stopped early (exit {code}); its output is in {run_dir / LOG_FILE}")
 
 
+def provenance_line(summary: dict[str, Any]) -> str:
+    """The same words as report.html's banner: hardware counts only cases a hardware board ran."""
+    hw, sim = int(summary.get("hardware", 0)), int(summary.get("simulated", 0))
+    not_run = int(summary.get("not_run", 0))
+    rest = f", {not_run} ran on no board" if not_run else ""
+    if hw == 0 and sim == 0:
+        return f"NOTHING RAN on a board{rest}"
+    if hw == 0:
+        return f"SIMULATED ({sim} on simulated boards{rest})"
+    if sim == 0:
+        return f"HARDWARE ({hw} on hardware{rest})"
+    return f"MIXED ({hw} on hardware, {sim} simulated{rest})"
+
+
+def comparison_line(comparison: dict[str, Any]) -> str:
+    previous = comparison.get("previous_run")
+    if not previous:
+        return f"no comparison: {comparison.get('baseline', 'no earlier run')}"
+    when = comparison.get("previous_started") or "?"
+    return (
+        f"since {previous} (started {when}; {comparison.get('baseline', '')}): "
+        f"{len(comparison['new_failures'])} new failures, {len(comparison['fixed'])} fixed, "
+        f"{len(comparison['still_failing'])} still failing, {len(comparison['flaky'])} flaky"
+    )
+
+
+def health_lines(summary: dict[str, Any]) -> list[str]:
+    lines = []
+    for board, events in summary.get("board_health", {}).items():
+        for event in events:
+            lines.append(f"board health: {board}: {event['event']} ({event['cases']} cases)")
+    return lines
+
+
+def _nightly_kind(args: argparse.Namespace, suite: Path) -> dict[str, Any]:
+    """The run key of a report nightly rebuilds itself, from its own arguments."""
+    inventory = args.inventory
+    if inventory is None and Path(DEFAULT_INVENTORY).exists():
+        inventory = Path(DEFAULT_INVENTORY)
+    try:
+        where = suite.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        where = suite.resolve().as_posix()
+    selection = {
+        "target": list(args.target),
+        "backend": args.backend,
+        "simfarm": args.simfarm,
+        "pytest_args": list(args.pytest_args),
+    }
+    kind = run_kind([where], inventory.resolve() if inventory else None, selection)
+    return {"run_kind": kind, "run_key": run_key(kind), "harness_version": harness_version()}
+
+
+def _check_inventory(path: Path) -> None:
+    """Read the inventory before starting pytest, so a typo is the one ``file:line:col`` line
+    (exit 2) rather than a collection error per test module. The coordinator of a labgrid
+    section is not asked here: the run does that."""
+    from harness.farm.inventory import read_inventory
+
+    read_inventory(path)
+
+
 def run_nightly(args: argparse.Namespace) -> int:
     suite = resolve_suite(args.suite)
+    if args.inventory is not None:
+        _check_inventory(args.inventory)
     run_dir = new_run_dir(args.reports)
-    env = {**os.environ, RUN_DIR_ENV: str(run_dir.resolve())}
+    launched_by = shlex.join(["npu-hil", *sys.argv[1:]])
+    env = {**os.environ, RUN_DIR_ENV: str(run_dir.resolve()), LAUNCHED_BY_ENV: launched_by}
     cmd = pytest_command(args, suite)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     code = _run_with_progress(cmd, run_dir, env)
@@ -233,9 +317,14 @@ def run_nightly(args: argparse.Namespace) -> int:
         meta = {
             "started": started,
             "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "incomplete": True,
+            # pytest's own exit says whether every test ran (the plugin did not write the
+            # report: it crashed at the end, or the suite records without it)
+            "incomplete": code not in COMPLETE_EXITS,
+            "complete": code in COMPLETE_EXITS,
             "pytest_exit": code,
             "argv": cmd[3:],
+            "launched_by": launched_by,
+            **_nightly_kind(args, suite),
         }
         write_run(run_dir, load_records(run_dir), meta)
     _print_summary(run_dir, code)

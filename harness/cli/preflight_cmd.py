@@ -17,7 +17,12 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--first-layer", choices=("int8", "float16"), default=None)
     parser.add_argument("--output-precision", choices=("int8", "float16"), default="int8")
     parser.add_argument("--rule", choices=("A", "B"), default=None)
-    parser.add_argument("--input-type", default=None, help="Horizon image input type, e.g. nv12")
+    parser.add_argument(
+        "--input-type",
+        default=None,
+        help="the deployed input type: Rockchip uint8/int8/float16/float32 (default: what the "
+        "vendor's compiler makes of the ONNX input), Horizon an image type such as nv12",
+    )
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(run=run_preflight)
 

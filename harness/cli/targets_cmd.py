@@ -15,9 +15,7 @@ from harness.errors import LayoutError
 from targets import check_conv, tables_text
 
 KINDS = ("conv", "depthwise", "deconv")
-DEFAULT_OBSERVATIONS = (
-    Path(__file__).resolve().parents[2] / "tests" / "data" / "rknn" / "observed.json.gz"
-)
+
 
 
 def add_parser(sub: Any) -> None:
@@ -38,9 +36,8 @@ def add_parser(sub: Any) -> None:
     )
     observed.add_argument(
         "file",
-        nargs="?",
-        default=None,
-        help="observations (.json or .json.gz; default: the tests' tests/data/rknn file)",
+        type=Path,
+        help="observations (.json or .json.gz), e.g. tests/data/rknn/observed.json.gz",
     )
     observed.add_argument("--verbose", action="store_true", help="list every refusal and miss")
     observed.add_argument("--json", action="store_true")
@@ -104,7 +101,7 @@ def run_conv_check(args: argparse.Namespace) -> int:
 def run_observed(args: argparse.Namespace) -> int:
     from targets.rockchip_report import check_observations
 
-    path = Path(args.file) if args.file else DEFAULT_OBSERVATIONS
+    path = args.file
     try:
         raw = path.read_bytes()
         text = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw

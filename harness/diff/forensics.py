@@ -56,6 +56,9 @@ class Explanation:
     target: str
     declared: str | None
     candidates: list[Candidate] = field(default_factory=list)
+    declared_fault: str | None = None
+    """What is wrong with the declared layout's buffer when it explains the device's: cut short,
+    or two channel groups swapped. It takes precedence over other layouts' partial matches."""
 
     @property
     def best(self) -> Candidate | None:
@@ -67,6 +70,8 @@ class Explanation:
 
     def verdict(self) -> str:
         best = self.best
+        if self.declared_fault and not (best is not None and best.exact):
+            return f"the device buffer is the declared {self.declared} {self.declared_fault}"
         if best is None or not self.found:
             return f"no known {self.target} layout reproduces the device buffer"
         sentence = f"the device buffer is {best.describe()}"
@@ -79,6 +84,7 @@ class Explanation:
             "target": self.target,
             "declared": self.declared,
             "found": self.found,
+            "declared_fault": self.declared_fault,
             "verdict": self.verdict(),
             "candidates": [dataclasses.asdict(c) for c in self.candidates],
         }
@@ -92,11 +98,14 @@ def explain(
     role: str | None = None,
     declared: BlockedLayout | None = None,
     limit: int = 5,
+    check_declared: bool = True,
 ) -> Explanation:
     """Rank the target's layouts by how much of ``device_buffer`` they reproduce from ``tensor``.
 
     ``role`` limits the search to that role's layouts (both when None). ``declared`` is the
-    layout the model says it uses; the verdict names it when the buffer is something else.
+    layout the model says it uses; the verdict names it when the buffer is something else, and
+    says so when the buffer is the declared one cut short or with channel groups swapped
+    (``check_declared``; the diff, which finds those itself, turns it off).
     """
     device = as_bytes(device_buffer, "device")
     tensor = np.asarray(tensor)
@@ -116,7 +125,31 @@ def explain(
         target=target,
         declared=_describe_declared(declared),
         candidates=candidates[:limit],
+        declared_fault=_declared_fault(declared, tensor, device) if check_declared else None,
     )
+
+
+def _declared_fault(
+    declared: BlockedLayout | None, tensor: np.ndarray, device: np.ndarray
+) -> str | None:
+    """A truncation (the device buffer is an exact prefix of the declared packing) or a channel
+    group swap the diff names: a buffer cut short looks like a smaller layout and swapped groups
+    like another blocking, so neither is blamed on another layout."""
+    if declared is None:
+        return None
+    from harness.diff.buffers import diff_buffers
+
+    packed = declared.pack(tensor)
+    if 0 < device.size < packed.size and np.array_equal(packed[: device.size], device):
+        return f"cut short: {device.size} of its {packed.size} bytes"
+    try:
+        report = diff_buffers(declared, tensor, device)
+    except LayoutError:
+        return None
+    for finding in report.findings:
+        if finding.kind in ("channel-groups-swapped", "channels-swapped"):
+            return "with " + finding.message.split(" (")[0].replace(" are swapped", " swapped")
+    return None
 
 
 def _describe_declared(layout: BlockedLayout | None) -> str | None:

@@ -3,7 +3,9 @@
 Each panel is one channel (or one channel group when there are many channels) of a 4-D NCHW
 tensor, summed over N: the colour is how many mismatched elements fall on that pixel. Padding
 columns the layout keeps to the right of each row are drawn in their own colour, and dirty
-padding bytes in another, so a row-alignment fault shows as a stripe.
+padding bytes in another, so a row-alignment fault shows as a stripe. Channels the layout pads
+(C rounded up to its channel block) get panels of their own after the real ones, in the padding
+colour, with their dirty bytes marked. A legend names the three colours and the count scale.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from harness.codec.engine import BlockedLayout
 from harness.diff.report import DiffReport
 
 MAX_PANELS = 32
+MAX_PAD_PANELS = 4
 PADDING_COLOUR = "#c8c8c8"
 DIRTY_COLOUR = "#d01cd0"
 
@@ -45,7 +48,8 @@ def mismatch_grid(
         w = index[:, w_axis]
         np.add.at(counts, (c // per_panel, h, w), 1)
     for channel, row, column in dirty_cells:
-        dirty[min(channel // per_panel, panels - 1), row, column] += 1
+        if channel < channels:  # a padded channel's bytes: padded_channel_grid draws them
+            dirty[channel // per_panel, row, column] += 1
     return counts, dirty, per_panel
 
 
@@ -62,18 +66,30 @@ def render_heatmap(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.colors import ListedColormap
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import ListedColormap, Normalize
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
 
     counts, dirty, per_panel = mismatch_grid(report, layout, max_panels)
+    pad_dirty, first_pad, pad_per_panel = padded_channel_grid(report, layout)
     _, width, _, _ = _geometry(layout)
-    panels = counts.shape[0]
+    real_panels = counts.shape[0]
+    if pad_dirty.shape[0]:
+        wide = max(counts.shape[2], pad_dirty.shape[2])
+        counts = _widen(counts, wide)
+        dirty = _widen(dirty, wide)
+        pad_dirty = _widen(pad_dirty, wide)
+    panels = real_panels + pad_dirty.shape[0]
     columns = min(panels, 8)
     rows = -(-panels // columns)
     figure, axes = plt.subplots(
-        rows, columns, figsize=(2.2 * columns, 2.2 * rows + 0.6), squeeze=False
+        rows, columns, figsize=(2.2 * columns + 1.2, 2.2 * rows + 1.2), squeeze=False
     )
     peak = max(int(counts.max()), 1)
     heat = plt.get_cmap("inferno_r")
+    pad_colour = ListedColormap([PADDING_COLOUR])
+    dirty_colour = ListedColormap([DIRTY_COLOUR])
     for number in range(rows * columns):
         ax = axes[number // columns][number % columns]
         ax.set_xticks([])
@@ -81,14 +97,26 @@ def render_heatmap(
         if number >= panels:
             ax.axis("off")
             continue
+        if number >= real_panels:
+            # a channel the layout pads: no element lives there, only padding bytes
+            marks = pad_dirty[number - real_panels]
+            ax.imshow(np.ones(marks.shape), cmap=pad_colour, interpolation="nearest")
+            if marks.any():
+                mask = np.ma.masked_where(marks == 0, np.ones(marks.shape))
+                ax.imshow(mask, cmap=dirty_colour, interpolation="nearest")
+            first = first_pad + (number - real_panels) * pad_per_panel
+            last = min(first + pad_per_panel, _padded_channels(layout)) - 1
+            label = f"pad c{first}" if first == last else f"pad c{first}-{last}"
+            ax.set_title(f"{label}: {int(marks.sum())} dirty", fontsize=8)
+            continue
         ax.imshow(counts[number], cmap=heat, vmin=0, vmax=peak, interpolation="nearest")
         if counts.shape[2] > width:
             columns_index = np.broadcast_to(np.arange(counts.shape[2]), counts.shape[1:])
             pad = np.ma.masked_where(columns_index < width, np.ones(counts.shape[1:]))
-            ax.imshow(pad, cmap=ListedColormap([PADDING_COLOUR]), interpolation="nearest")
+            ax.imshow(pad, cmap=pad_colour, interpolation="nearest")
         if dirty[number].any():
             marks = np.ma.masked_where(dirty[number] == 0, np.ones(dirty.shape[1:]))
-            ax.imshow(marks, cmap=ListedColormap([DIRTY_COLOUR]), interpolation="nearest")
+            ax.imshow(marks, cmap=dirty_colour, interpolation="nearest")
         first = number * per_panel
         label = f"c{first}" if per_panel == 1 else f"c{first}-{first + per_panel - 1}"
         ax.set_title(f"{label}: {int(counts[number].sum())}", fontsize=8)
@@ -98,10 +126,32 @@ def render_heatmap(
         f"({report.mismatched} mismatched, {report.dirty_padding_bytes} dirty padding)",
         fontsize=9,
     )
+    figure.legend(
+        handles=[
+            Patch(color=heat(1.0), label="mismatched elements (scale at right)"),
+            Patch(color=PADDING_COLOUR, label="padding (row padding, padded channels)"),
+            Patch(color=DIRTY_COLOUR, label="dirty padding byte"),
+        ],
+        loc="lower center",
+        ncol=3,
+        fontsize=7,
+        frameon=False,
+    )
+    scale = ScalarMappable(norm=Normalize(0, peak), cmap=heat)
+    bar = figure.colorbar(scale, ax=axes.ravel().tolist(), shrink=0.8, label="mismatches per pixel")
+    bar.locator = MaxNLocator(integer=True)
+    bar.update_ticks()
     out = Path(path)
     figure.savefig(out, dpi=90)
     plt.close(figure)
     return out
+
+
+def _widen(grid: np.ndarray, width: int) -> np.ndarray:
+    if grid.shape[2] >= width:
+        return grid
+    pad = np.zeros((grid.shape[0], grid.shape[1], width - grid.shape[2]), dtype=grid.dtype)
+    return np.concatenate([grid, pad], axis=2)
 
 
 def _geometry(layout: BlockedLayout) -> tuple[int, int, int, tuple[int | None, int | None, int]]:
@@ -135,6 +185,40 @@ def _dirty_cells(
         c = int(row[c_axis]) if c_axis is not None else 0
         h = int(row[h_axis]) if h_axis is not None else 0
         w = int(row[w_axis])
-        if 0 <= h < height and c < layout.shape[c_axis if c_axis is not None else 0]:
+        if 0 <= h < height and c < _padded_channels(layout):
             cells.append((c, h, w))
     return cells
+
+
+def _padded_channels(layout: BlockedLayout) -> int:
+    """C rounded up the way the layout stores it (e.g. NC1HWC2 with C2 = 16: 3 -> 16 or more);
+    C itself for a layout that does not pad channels or has no channel axis."""
+    names = layout.axis_names
+    if "c" not in names:
+        return 1
+    logical = names.index("c")
+    keep = [a for a in range(len(layout.canonical_shape)) if a not in layout.inserted_axes]
+    axis = keep[logical]
+    extents = [d.size * d.block for d in layout.dims if d.axis == axis]
+    return max([layout.shape[logical], *extents])
+
+
+def padded_channel_grid(
+    report: DiffReport, layout: BlockedLayout, max_panels: int = MAX_PAD_PANELS
+) -> tuple[np.ndarray, int, int]:
+    """(dirty [panels, H, Wp], first padded channel, channels per panel) for the channels the
+    layout adds beyond C; no panels when it adds none."""
+    height, width, channels, axes = _geometry(layout)
+    padded = _padded_channels(layout)
+    dirty_cells = _dirty_cells(report, layout, axes, height)
+    padded_width = max([width, *(int(w) + 1 for _, _, w in dirty_cells)])
+    extra = padded - channels
+    if extra <= 0:
+        return np.zeros((0, height, padded_width), dtype=np.int64), channels, 1
+    per_panel = -(-extra // max_panels)
+    panels = -(-extra // per_panel)
+    dirty = np.zeros((panels, height, padded_width), dtype=np.int64)
+    for channel, row, column in dirty_cells:
+        if channel >= channels:
+            dirty[(channel - channels) // per_panel, row, column] += 1
+    return dirty, channels, per_panel

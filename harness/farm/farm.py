@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from harness.farm.inventory import SIM_ADAPTER, Board, Inventory, load_inventory
 from harness.farm.labgrid_places import FarmPlaces
 from harness.farm.power import power_cycle as _power_cycle
 from harness.farm.session import BoardSession, Health
+from harness.folders import default_workdir, private_dir
 from harness.models import Manifest, load_manifest
 from harness.transport.base import Transport
 from harness.transport.local import LocalTransport
@@ -52,18 +52,15 @@ HARNESS_ROOT = Path(harness.__file__).resolve().parent.parent
 LOCK_TIMEOUT_S = 3600.0
 
 
-def _default_workdir() -> Path:
-    # Shared by every process of one user, so pytest-xdist workers find the same lock files.
-    return Path(tempfile.gettempdir()) / f"npu-hil-{os.getuid() if hasattr(os, 'getuid') else 0}"
-
-
 class Farm:
     """The boards of ``inventory`` (an :class:`Inventory` or a path to one).
 
     ``backend``: ``auto`` (each board as the inventory says, falling back to sim where allowed),
     ``sim`` (every board simulated) or ``hw`` (real boards only, no fallback). ``workdir`` holds
     the simulated boards' folders and the lock files; share it between processes that must not
-    use a board at once. ``keep_remote`` leaves job folders behind for inspection.
+    use a board at once. It defaults to ``npu-hil`` in this user's runtime or cache folder
+    (:func:`harness.folders.default_workdir`) and must be a folder of this user's own
+    (UnsafeFolderError otherwise). ``keep_remote`` leaves job folders behind for inspection.
     """
 
     def __init__(
@@ -80,8 +77,8 @@ class Farm:
             inventory if isinstance(inventory, Inventory) else load_inventory(inventory)
         )
         self.backend = backend
-        self.workdir = Path(workdir) if workdir is not None else _default_workdir()
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        # Agents are deployed and run from here: a folder of ours alone (UnsafeFolderError).
+        self.workdir = private_dir(workdir if workdir is not None else default_workdir())
         self.keep_remote = keep_remote
         self._sessions: dict[str, BoardSession] = {}
         self._health: dict[str, Health] = {}
@@ -188,9 +185,7 @@ class Farm:
         return AgentClient(transport, python=python, keep_jobs=self.keep_remote)
 
     def _board_dir(self, board: Board) -> Path:
-        folder = self.workdir / "boards" / board.name
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder
+        return private_dir(self.workdir / "boards" / board.name)
 
     def _board(self, board: Board | str) -> Board:
         return self.inventory.board(board) if isinstance(board, str) else board
@@ -240,8 +235,7 @@ class Farm:
         """A cross-process lock for the board (``with farm.lock(board): ...``): pytest-xdist
         workers sharing this farm's workdir never use one board at the same time."""
         board = self._board(board)
-        folder = self.workdir / "locks"
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = private_dir(self.workdir / "locks")
         return FileLock(str(folder / f"{board.name}.lock"), timeout=timeout)
 
     def close(self) -> None:

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.codec import known_targets
 from harness.errors import NpuHilError
+from harness.redact import find_secret, secret_key_name
 from targets import horizon, kl730, rockchip
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ __all__ = [
     "TransportConfig",
     "load_inventory",
     "parse_inventory",
+    "read_inventory",
 ]
 
 BACKENDS = ("hw", "sim")
@@ -482,6 +484,43 @@ def _board(r: _Reader, node: Node, path: str, defaults: _Defaults) -> Board:
     )
 
 
+def _refuse_secrets(r: _Reader, root: Node) -> None:
+    """Refuse key material or a password anywhere in the file (any field, tag keys included),
+    before a field is read: a key pasted into ``key_file:`` would otherwise be taken as a path
+    and quoted by the connect error in every report. The message never repeats the secret."""
+    advice = "use key_file (the key's path) and password_env (the name of an environment variable)"
+    pending: list[tuple[Node, str]] = [(root, "")]
+    seen: set[int] = set()
+    while pending:
+        node, path = pending.pop()
+        if id(node) in seen:  # an alias met again
+            continue
+        seen.add(id(node))
+        if isinstance(node, MappingNode):
+            for key_node, value_node in node.value:
+                key = str(key_node.value) if isinstance(key_node, ScalarNode) else ""
+                where = f"{path}.{key}" if path else key
+                if key in SECRETS or secret_key_name(key):
+                    use = SECRETS.get(key, advice)
+                    raise r.error(
+                        key_node,
+                        where,
+                        f"secrets do not belong in the inventory; use {use} instead",
+                    )
+                pending.append((key_node, where))
+                pending.append((value_node, where))
+        elif isinstance(node, SequenceNode):
+            pending.extend((item, f"{path}[{i}]") for i, item in enumerate(node.value))
+        elif isinstance(node, ScalarNode) and isinstance(node.value, str):
+            what = find_secret(node.value)
+            if what is not None:
+                raise r.error(
+                    node,
+                    path or "(top)",
+                    f"holds {what}; secrets do not belong in the inventory: {advice}",
+                )
+
+
 def parse_inventory(
     text: str, *, source: str = "<inventory>", base: str | os.PathLike[str] = "."
 ) -> Inventory:
@@ -497,6 +536,7 @@ def parse_inventory(
         raise InventoryError(f"{source}: not valid YAML: {exc}") from None
     if root is None:
         raise InventoryError(f"{source}:1:1: expected a mapping with boards, got an empty file")
+    _refuse_secrets(r, root)
     top = r.mapping(root, "", TOP_KEYS)
     defaults = _defaults(r, top["defaults"][1]) if "defaults" in top else _Defaults()
     labgrid: LabgridSection | None = None
@@ -532,8 +572,8 @@ def parse_inventory(
     )
 
 
-def load_inventory(path: str | os.PathLike[str]) -> Inventory:
-    """Read and check the inventory file at ``path``."""
+def read_inventory(path: str | os.PathLike[str]) -> Inventory:
+    """Read and check the inventory file at ``path``, without asking a labgrid coordinator."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
@@ -541,7 +581,13 @@ def load_inventory(path: str | os.PathLike[str]) -> Inventory:
         raise InventoryError(f"{file}: no such inventory file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InventoryError(f"{file}: cannot read the inventory: {exc}") from exc
-    inventory = parse_inventory(text, source=str(file), base=file.parent)
+    return parse_inventory(text, source=str(file), base=file.parent)
+
+
+def load_inventory(path: str | os.PathLike[str]) -> Inventory:
+    """Read and check the inventory file at ``path``; a labgrid section's places are asked of
+    its coordinator."""
+    inventory = read_inventory(path)
     if inventory.labgrid is not None:
         # The places a labgrid section selects are known only to its coordinator.
         from harness.farm.labgrid_boards import resolve_labgrid_boards

@@ -34,6 +34,7 @@ from harness.diff.attributes import AttributeFinding, diff_attributes, disagreem
 from harness.diff.heatmap import render_heatmap
 from harness.errors import LayoutError
 from harness.farm.session import BoardSession
+from harness.folders import private_dir
 from harness.models import MODELS, Manifest, ManifestError, build
 from harness.sim.expect import Expected, expect_run
 from targets import last_op_kind
@@ -98,7 +99,30 @@ class ModelRun:
         for tensor in self.tensors:
             if tensor.name == name and role in (None, tensor.role):
                 return tensor
-        raise KeyError(f"no tensor {name!r}; the run has {[t.name for t in self.tensors]}")
+        names = [t.name for t in self.tensors if role in (None, t.role)]
+        kind = f"{role} " if role else ""
+        raise KeyError(f"no {kind}tensor {name!r}; the run has {names}")
+
+    def output(self, name: str, *, dequantize: bool = False) -> np.ndarray:
+        """The model output ``name`` as a tensor: the device buffer unpacked with the layout the
+        run used (the stored integers of a quantized model), or with ``dequantize=True`` the
+        float values by the quantization the runtime reported. :attr:`outputs` keeps the raw
+        buffers, attributes and diffs as evidence."""
+        return self._decoded(name, "output", dequantize)
+
+    def input(self, name: str, *, dequantize: bool = False) -> np.ndarray:
+        """The model input ``name`` as the device held it (read back from its input buffer),
+        decoded the way :meth:`output` decodes an output."""
+        return self._decoded(name, "input", dequantize)
+
+    def _decoded(self, name: str, role: str, dequantize: bool) -> np.ndarray:
+        from harness.farm.decode import dequantize as to_float
+
+        tensor = self.tensor(name, role)
+        values = np.asarray(tensor.layout.unpack(tensor.data))
+        if not dequantize:
+            return values
+        return to_float(values, tensor.reported, f"{self.board} {role} {name!r}")
 
     def summary(self) -> str:
         """A few lines: the first failing tensor's diff summary first, then the verdict line."""
@@ -223,14 +247,14 @@ def _resolve_model(
     if session.simulated:
         return reference, reference, label
     manifest = _manifest(session)
+    # `npu-hil models build` lists each reference model once per shape; the ONNX built here for
+    # this shape is byte-identical to the one that entry was compiled from.
     digest = _sha256(reference)
     for entry in manifest.models.values():
-        # The same model: the same file, or the same bytes (a manifest written elsewhere for
-        # the reference model this run built, e.g. one entry per shape).
         if entry.onnx.resolve() == reference.resolve() or (
             entry.onnx.is_file() and _sha256(entry.onnx) == digest
         ):
-            return reference, entry.require_artifact(session.target), label
+            return entry.onnx, entry.require_artifact(session.target), label
     raise ManifestError(
         f"{manifest.source}: no model for {label!r} ({reference}); a real board runs the "
         "compiled artifacts the manifest lists"
@@ -275,7 +299,7 @@ def _saved(proto: onnx.ModelProto, folder: Path, stem: str) -> Path:
     data = proto.SerializeToString()
     path = folder / f"{stem}-{hashlib.sha256(data).hexdigest()[:16]}.onnx"
     if not path.is_file():
-        folder.mkdir(parents=True, exist_ok=True)
+        private_dir(folder)  # the models cache, in the board's own folder
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
         tmp.write_bytes(data)
         os.replace(tmp, path)

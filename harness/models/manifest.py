@@ -10,6 +10,22 @@ A manifest is a JSON or YAML file (YAML needs PyYAML)::
           rk3588: build/conv3x3.rk3588.rknn
           rdk-x5: build/conv3x3.x5.bin
           kl730: build/conv3x3.nef
+      conv3x3-1x16x5x7:               # written by `npu-hil models build`
+        onnx: onnx/conv3x3-1x16x5x7.onnx
+        model: conv3x3                # optional: the reference model and its input shape
+        shape: [1, 16, 5, 7]
+        artifacts:
+          rk3588: rk3588/conv3x3-1x16x5x7.rknn
+        compiled:                     # optional: what the compiler stated, per target
+          rk3588:
+            compiler: rknn-toolkit2 2.5.0
+            precision: int8           # int8 or float16
+            inputs:                   # graph order; native = the compiler's native shape,
+              - {name: input, dtype: int8, shape: [1, 16, 5, 7],   # size = bytes it reserves
+                 native: [1, 1, 5, 7, 16], size: 576}
+            outputs:
+              - {name: output, dtype: int8, shape: [1, 16, 5, 7],
+                 native: [1, 2, 5, 7, 16], size: 1152}
 
 Relative paths are relative to the manifest's folder. A compiled artifact may be absent: the
 manifest lists what exists, and asking for an artifact a target does not have is a
@@ -41,11 +57,51 @@ ARTIFACT_SUFFIXES: dict[str, tuple[str, ...]] = {
 Kneron ``.nef``."""
 
 _TOP_KEYS = ("version", "models")
-_MODEL_KEYS = ("onnx", "artifacts")
+_MODEL_KEYS = ("onnx", "artifacts", "model", "shape", "compiled")
+_COMPILED_KEYS = ("compiler", "precision", "inputs", "outputs")
+_TENSOR_KEYS = ("name", "dtype", "shape", "native", "size")
 
 
 class ManifestError(NpuHilError):
     """A manifest that cannot be read, or a model or artifact it does not provide."""
+
+
+@dataclass(frozen=True)
+class CompiledTensor:
+    """A compiled model's input or output as its compiler laid it out."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    native: tuple[int, ...]
+    size: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "dtype": self.dtype,
+            "shape": list(self.shape),
+            "native": list(self.native),
+            "size": self.size,
+        }
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """What the compiler stated for one target: its version, the precision, native tensors."""
+
+    compiler: str
+    precision: str
+    inputs: tuple[CompiledTensor, ...]
+    outputs: tuple[CompiledTensor, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "compiler": self.compiler,
+            "precision": self.precision,
+            "inputs": [t.to_dict() for t in self.inputs],
+            "outputs": [t.to_dict() for t in self.outputs],
+        }
 
 
 @dataclass(frozen=True)
@@ -56,6 +112,11 @@ class ModelEntry:
     onnx: Path
     artifacts: dict[str, Path] = field(default_factory=dict)
     source: str = "<manifest>"
+    model: str | None = None
+    """The reference model it was built from, when it is one."""
+    shape: tuple[int, ...] | None = None
+    """The input shape the reference model was built for."""
+    compiled: dict[str, Compiled] = field(default_factory=dict)
 
     def artifact(self, target: str) -> Path | None:
         """The compiled artifact listed for ``target``, or None when there is none."""
@@ -117,15 +178,20 @@ class Manifest:
                     pass
             return str(path)
 
+        def model(entry: ModelEntry) -> dict[str, Any]:
+            data: dict[str, Any] = {"onnx": text(entry.onnx)}
+            if entry.model is not None:
+                data["model"] = entry.model
+            if entry.shape is not None:
+                data["shape"] = list(entry.shape)
+            data["artifacts"] = {t: text(p) for t, p in sorted(entry.artifacts.items())}
+            if entry.compiled:
+                data["compiled"] = {t: c.to_dict() for t, c in sorted(entry.compiled.items())}
+            return data
+
         return {
             "version": VERSION,
-            "models": {
-                name: {
-                    "onnx": text(entry.onnx),
-                    "artifacts": {t: text(p) for t, p in sorted(entry.artifacts.items())},
-                }
-                for name, entry in sorted(self.models.items())
-            },
+            "models": {name: model(entry) for name, entry in sorted(self.models.items())},
         }
 
 
@@ -193,8 +259,74 @@ def parse_manifest(
                     f"got {value!r}"
                 )
             artifacts[target] = path
-        entries[name] = ModelEntry(name, onnx_path, artifacts, source)
+        compiled: dict[str, Compiled] = {}
+        raw_compiled = entry.get("compiled") or {}
+        for target, value in _mapping(raw_compiled, source, where + ".compiled").items():
+            key = f"{where}.compiled.{target}"
+            _require_target(target, f"{source}: {key}")
+            compiled[target] = _compiled(value, source, key)
+        model = entry.get("model")
+        if model is not None and (not isinstance(model, str) or not model):
+            raise ManifestError(f"{source}: {where}.model: expected a model name, got {model!r}")
+        shape = (
+            None if entry.get("shape") is None else _ints(entry["shape"], source, where + ".shape")
+        )
+        entries[name] = ModelEntry(name, onnx_path, artifacts, source, model, shape, compiled)
     return Manifest(entries, source)
+
+
+def _compiled(value: Any, source: str, where: str) -> Compiled:
+    data = _mapping(value, source, where)
+    _known_keys(data, _COMPILED_KEYS, source, where + ".")
+    for key in _COMPILED_KEYS:
+        if key not in data:
+            raise ManifestError(f"{source}: {where}: missing {key!r}")
+    compiler, precision = data["compiler"], data["precision"]
+    if not isinstance(compiler, str) or not compiler:
+        raise ManifestError(f"{source}: {where}.compiler: expected text, got {compiler!r}")
+    if precision not in ("int8", "float16"):
+        raise ManifestError(
+            f"{source}: {where}.precision: expected int8 or float16, got {precision!r}"
+        )
+    tensors: dict[str, tuple[CompiledTensor, ...]] = {}
+    for role in ("inputs", "outputs"):
+        items = data[role]
+        if not isinstance(items, list) or not items:
+            raise ManifestError(
+                f"{source}: {where}.{role}: expected a list of tensors, got {items!r}"
+            )
+        tensors[role] = tuple(
+            _tensor(item, source, f"{where}.{role}[{k}]") for k, item in enumerate(items)
+        )
+    return Compiled(compiler, precision, tensors["inputs"], tensors["outputs"])
+
+
+def _tensor(value: Any, source: str, where: str) -> CompiledTensor:
+    data = _mapping(value, source, where)
+    _known_keys(data, _TENSOR_KEYS, source, where + ".")
+    for key in _TENSOR_KEYS:
+        if key not in data:
+            raise ManifestError(f"{source}: {where}: missing {key!r}")
+    name, dtype, size = data["name"], data["dtype"], data["size"]
+    if not isinstance(name, str) or not name:
+        raise ManifestError(f"{source}: {where}.name: expected a tensor name, got {name!r}")
+    if dtype not in ("int8", "uint8", "int16", "float16", "float32"):
+        raise ManifestError(f"{source}: {where}.dtype: expected an RKNN type, got {dtype!r}")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ManifestError(f"{source}: {where}.size: expected a byte count, got {size!r}")
+    shape = _ints(data["shape"], source, where + ".shape")
+    native = _ints(data["native"], source, where + ".native")
+    return CompiledTensor(name, dtype, shape, native, size)
+
+
+def _ints(value: Any, source: str, where: str) -> tuple[int, ...]:
+    if (
+        not isinstance(value, list)
+        or not value
+        or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in value)
+    ):
+        raise ManifestError(f"{source}: {where}: expected a list of positive sizes, got {value!r}")
+    return tuple(value)
 
 
 def _parse_json(text: str, source: str) -> Any:

@@ -1,7 +1,10 @@
-"""This run against the previous runs in the same reports folder.
+"""This run against earlier runs of the same kind in the same reports folder.
 
-New failures, fixed, still failing against the run just before; flaky over a window of recent
-runs: a test whose pass/fail state flipped more than once (skips and absences are not states).
+The baseline is the last *complete* run with the same run key (same suite, inventory and
+selection, see :mod:`harness.report.runmeta`), or the run named with ``--compare-with``. Against
+it: new failures, fixed, still failing. Over a window of recent same-kind runs: flaky tests (a
+pass/fail state that flipped more than once; skips and absences are not states) and a trend of
+outcomes per board.
 """
 
 from __future__ import annotations
@@ -11,10 +14,12 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from harness.report.records import TestRecord
-from harness.report.runs import outcomes_of_run, previous_run_dirs
+from harness.report.records import OUTCOMES, TestRecord
+from harness.report.runs import RUN_ID_PATTERN, read_summary
 
 FLAKY_WINDOW = 5
+TREND_RUNS = 10
+SCAN_LIMIT = 200  # past folders looked at, newest first
 FAILING = frozenset({"failed", "error"})
 
 
@@ -26,16 +31,76 @@ def _state(outcome: str | None) -> str | None:
     return None
 
 
+def same_kind_runs(run_dir: Path, key: str, limit: int) -> list[tuple[Path, dict[str, Any]]]:
+    """Up to ``limit`` complete runs before ``run_dir`` with run key ``key``, newest first."""
+    if not key:
+        return []
+    siblings = sorted(
+        (p for p in run_dir.parent.iterdir() if RUN_ID_PATTERN.match(p.name) and p.is_dir()),
+        reverse=True,
+    )
+    found: list[tuple[Path, dict[str, Any]]] = []
+    for past in siblings[:SCAN_LIMIT]:
+        if past.name >= run_dir.name:
+            continue
+        summary = read_summary(past)
+        if summary is None:
+            continue
+        meta = summary.get("meta", {})
+        if meta.get("run_key") == key and meta.get("complete"):
+            found.append((past, summary))
+            if len(found) >= limit:
+                break
+    return found
+
+
+def _asked(run_dir: Path, name: str) -> tuple[Path, dict[str, Any]] | None:
+    path = Path(name)
+    for candidate in (path, run_dir.parent / name):
+        if candidate.is_dir() and candidate.resolve() != run_dir.resolve():
+            summary = read_summary(candidate)
+            if summary is not None:
+                return candidate, summary
+    return None
+
+
+def _outcomes(summary: Mapping[str, Any]) -> dict[str, str]:
+    return {r["nodeid"]: r["outcome"] for r in summary.get("records", []) if "nodeid" in r}
+
+
+def _board_counts(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    per_board: dict[str, dict[str, int]] = {}
+    for r in records:
+        counts = per_board.setdefault(r.get("board") or "(no board)", dict.fromkeys(OUTCOMES, 0))
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    return per_board
+
+
 def build_comparison(
-    run_dir: Path, records: Sequence[TestRecord], window: int = FLAKY_WINDOW
+    run_dir: Path,
+    records: Sequence[TestRecord],
+    meta: Mapping[str, Any] | None = None,
+    window: int = FLAKY_WINDOW,
 ) -> dict[str, Any]:
+    meta = meta or {}
+    key = str(meta.get("run_key") or "")
     current = {r.nodeid: r.outcome for r in records}
-    history: list[tuple[str, Mapping[str, str]]] = []
-    for past in previous_run_dirs(run_dir, max(window - 1, 1)):
-        outcomes = outcomes_of_run(past)
-        if outcomes is not None:
-            history.append((past.name, outcomes))
-    previous_name, previous = history[0] if history else (None, {})
+    history = same_kind_runs(run_dir, key, max(window - 1, TREND_RUNS - 1, 1))
+    asked_name = str(meta.get("compare_with") or "")
+    baseline: tuple[Path, dict[str, Any]] | None
+    if asked_name:
+        baseline = _asked(run_dir, asked_name)
+        how = f"asked with --compare-with {asked_name}"
+        if baseline is None:
+            how = f"--compare-with {asked_name}: no finished run there"
+    else:
+        baseline = history[0] if history else None
+        how = (
+            "the last complete run of the same suite, inventory and selection"
+            if baseline is not None
+            else "no earlier complete run of the same suite, inventory and selection"
+        )
+    previous = _outcomes(baseline[1]) if baseline is not None else {}
     new_failures, fixed, still_failing = [], [], []
     for nodeid, outcome in current.items():
         before = previous.get(nodeid)
@@ -46,7 +111,8 @@ def build_comparison(
             new_failures.append(entry)
         elif outcome == "passed" and before in FAILING:
             fixed.append(entry)
-    runs_oldest_first = [outcomes for _, outcomes in reversed(history[: window - 1])] + [current]
+    flaky_runs = history[: window - 1]
+    runs_oldest_first = [_outcomes(s) for _, s in reversed(flaky_runs)] + [current]
     flaky = []
     for nodeid in sorted(current):
         trail = [run.get(nodeid) for run in runs_oldest_first]
@@ -54,12 +120,32 @@ def build_comparison(
         flips = sum(1 for a, b in pairwise(states) if a != b)
         if flips > 1:
             flaky.append({"nodeid": nodeid, "flips": flips, "history": trail})
+    trend = [
+        {
+            "run_id": past.name,
+            "started": summary.get("meta", {}).get("started", ""),
+            "per_board": _board_counts(summary.get("records", [])),
+        }
+        for past, summary in reversed(history[: TREND_RUNS - 1])
+    ]
+    trend.append(
+        {
+            "run_id": run_dir.name,
+            "started": meta.get("started", ""),
+            "per_board": _board_counts([r.to_dict() for r in records]),
+        }
+    )
     return {
         "run_id": run_dir.name,
-        "previous_run": previous_name,
-        "window": [name for name, _ in reversed(history[: window - 1])] + [run_dir.name],
+        "run_key": key,
+        "previous_run": baseline[0].name if baseline is not None else None,
+        "previous_started": baseline[1].get("meta", {}).get("started", "") if baseline else "",
+        "previous_commit": baseline[1].get("meta", {}).get("git_commit", "") if baseline else "",
+        "baseline": how,
+        "window": [past.name for past, _ in reversed(flaky_runs)] + [run_dir.name],
         "new_failures": sorted(new_failures, key=lambda e: str(e["nodeid"])),
         "fixed": sorted(fixed, key=lambda e: str(e["nodeid"])),
         "still_failing": sorted(still_failing, key=lambda e: str(e["nodeid"])),
         "flaky": flaky,
+        "trend": trend,
     }

@@ -1,13 +1,18 @@
-"""report.html: one self-contained page (inline CSS, heatmaps as data URIs, no scripts).
+"""report.html: one self-contained page (inline CSS and script, heatmaps as data URIs, nothing
+fetched from a network), built to be scanned in a minute.
 
-Order on the page: the header with the counts and the simulated/hardware split, the comparison
-with the previous run, the per-board table, then every test, new failures first. Every test row
-says SIM or HW, so a simulated result is never read as a hardware one.
+Order on the page: the header (where the cases ran, the counts, links to junit.xml and pytest.log,
+the run's metadata), board health (fallbacks, unreachable boards, power cycles, with their
+reasons), the comparison with the baseline run, the boards with a trend over the last runs, the
+board x layout matrix (a failing cell is red and links to its cases), the filters, then the cases:
+failures and errors first and expanded, skipped and passed cases collapsed. Every case says HW,
+SIM or "-" (ran on no board), so a simulated result is never read as a hardware one.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
@@ -17,33 +22,84 @@ from harness.report.records import TensorFinding, TestRecord
 
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
-h1{margin:0 0 .3em}h2{margin-top:1.6em;border-bottom:1px solid #ccc}
+h1{margin:0 0 .3em}h2{margin-top:1.4em;border-bottom:1px solid #ccc}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:3px 8px;
 text-align:left;vertical-align:top}th{background:#f3f3f3}
 .b{display:inline-block;padding:1px 7px;border-radius:3px;font-weight:600;font-size:12px}
 .passed{background:#d8f5d8;color:#135c13}.failed{background:#fbd5d5;color:#8a1111}
 .error{background:#ffe3b3;color:#7a4500}.skipped{background:#e6e6e6;color:#555}
 .sim{background:#dbe7ff;color:#1a3f8a}.hw{background:#3a3a3a;color:#fff}
+.none{background:#f3f3f3;color:#777}.mixedb{background:#fff4c2;color:#6b5200}
 .new{background:#8a1111;color:#fff}.banner{padding:.6em 1em;margin:.6em 0;border-radius:4px;
 background:#dbe7ff;color:#1a3f8a;font-weight:600}.banner.mixed{background:#fff4c2;color:#6b5200}
-.banner.hwonly{background:#3a3a3a;color:#fff}
+.banner.hwonly{background:#3a3a3a;color:#fff}.banner.warn{background:#ffe3b3;color:#7a4500}
 pre{background:#f7f7f7;padding:.5em;overflow-x:auto;white-space:pre-wrap;margin:.3em 0}
 img.heat{max-width:100%;border:1px solid #ccc;margin:.3em 0}.muted{color:#777}
 tr.row-failed td,tr.row-error td{background:#fff8f8}
+table.matrix td{text-align:center;min-width:4em}table.matrix a{color:inherit;text-decoration:none;
+display:block}td.cell-fail{background:#e53935;color:#fff;font-weight:700}
+td.cell-pass{background:#d8f5d8}td.cell-skip{background:#eee;color:#777}
+table.matrix th{white-space:nowrap;font-size:12px}.scroll{overflow-x:auto;max-width:100%}
+.trend span{display:inline-block;width:10px;height:14px;margin-right:2px;border-radius:2px}
+.trend .t-pass{background:#4caf50}.trend .t-fail{background:#e53935}.trend .t-none{background:#ccc}
+.filters{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ddd}
+.filters label{margin-right:1em}#count{font-weight:600}
+"""
+
+# Filtering: state in the URL fragment (#board=..&layout=..&outcome=..&q=..), so a matrix cell is
+# a link to its cases and a filtered view can be shared; no network, no library.
+SCRIPT = """
+(function(){
+var keys=['board','target','layout','outcome','prov'];
+function state(){var s={};location.hash.replace(/^#/,'').split('&').forEach(function(p){
+ var i=p.indexOf('=');if(i>0){s[p.slice(0,i)]=decodeURIComponent(p.slice(i+1));}});return s;}
+function apply(s){var q=(s.q||'').toLowerCase(),shown=0,shownPass=0;
+ keys.forEach(function(k){var e=document.getElementById('f-'+k);if(e){e.value=s[k]||'';}});
+ var box=document.getElementById('f-q');if(box&&box.value!==(s.q||'')){box.value=s.q||'';}
+ var rows=document.querySelectorAll('tr.case');
+ for(var i=0;i<rows.length;i++){var r=rows[i],d=r.dataset,ok=true;
+  for(var j=0;j<keys.length;j++){var v=s[keys[j]];if(v&&d[keys[j]]!==v){ok=false;break;}}
+  if(ok&&q&&d.q.indexOf(q)<0){ok=false;}
+  r.hidden=!ok;if(ok){shown++;if(d.folded==='1'){shownPass++;}}}
+ var c=document.getElementById('count');if(c){c.textContent=shown+' of '+rows.length+' cases';}
+ var f=document.getElementById('folded');
+ if(f&&(s.outcome==='passed'||s.outcome==='skipped'||(q&&shownPass>0))){f.open=true;}}
+function fromInputs(){var s={};keys.forEach(function(k){var e=document.getElementById('f-'+k);
+ if(e&&e.value){s[k]=e.value;}});var b=document.getElementById('f-q');if(b&&b.value){s.q=b.value;}
+ var h=Object.keys(s).map(function(k){return k+'='+encodeURIComponent(s[k]);}).join('&');
+ history.replaceState(null,'',h?'#'+h:location.pathname);apply(s);}
+window.addEventListener('hashchange',function(){apply(state());});
+document.addEventListener('DOMContentLoaded',function(){
+ keys.concat(['q']).forEach(function(k){var e=document.getElementById('f-'+k);
+  if(e){e.addEventListener(k==='q'?'input':'change',fromInputs);}});
+ var reset=document.getElementById('f-reset');
+ if(reset){reset.addEventListener('click',function(){history.replaceState(null,'',
+  location.pathname);apply({});});}
+ apply(state());});
+})();
 """
 
 _ORDER = {"failed": 1, "error": 1, "skipped": 3, "passed": 4}
+OUTCOME_COLUMNS = ("passed", "failed", "error", "skipped")
+NO_BOARD = "(no board)"  # summary.json's row for cases no board of the inventory serves
+NO_LAYOUT = "(none)"
 
 
 def _badge(text: str, cls: str) -> str:
     return f'<span class="b {escape(cls)}">{escape(text)}</span>'
 
 
-NO_BOARD = "(no board)"  # summary.json's row for cases no board of the inventory serves
+def _prov_badge(provenance: str) -> str:
+    if provenance == "hw":
+        return _badge("HW", "hw")
+    if provenance == "sim":
+        return _badge("SIM", "sim")
+    return _badge("-", "none")
 
 
-def _sim_badge(simulated: bool) -> str:
-    return _badge("SIM", "sim") if simulated else _badge("HW", "hw")
+def _kind_badge(kind: str) -> str:
+    cls = {"HW": "hw", "SIM": "sim", "HW+SIM": "mixedb"}.get(kind, "none")
+    return _badge(kind, cls)
 
 
 def embed_png(run_dir: Path, relative: str) -> str | None:
@@ -70,46 +126,129 @@ def _tensor_html(run_dir: Path, tensor: TensorFinding) -> str:
             parts.append(f'<div class="muted">heatmap {escape(tensor.heatmap)} missing</div>')
         else:
             alt = f"heatmap of {tensor.name}"
-            parts.append(f'<img class="heat" alt="{escape(alt)}" src="{uri}">')
+            parts.append(
+                f'<img class="heat" alt="{escape(alt)}" src="{uri}"><div class="muted">'
+                f'<a href="{escape(tensor.heatmap)}">{escape(tensor.heatmap)}</a></div>'
+            )
     parts.append("</div>")
     return "".join(parts)
 
 
-def _header(summary: Mapping[str, Any]) -> str:
+def provenance_banner(summary: Mapping[str, Any]) -> str:
+    sim, hw = int(summary["simulated"]), int(summary["hardware"])
+    not_run = int(summary.get("not_run", 0))
+    rest = f"; {not_run} ran on no board (skipped, or no board to run on)" if not_run else ""
+    if hw == 0 and sim == 0:
+        return f'<div class="banner warn">NOTHING RAN on a board{escape(rest)}</div>'
+    if hw == 0:
+        text = f"SIMULATED: all {sim} tests that ran, ran on simulated boards{rest}"
+        return f'<div class="banner">{escape(text)}</div>'
+    if sim == 0:
+        text = f"HARDWARE: all {hw} tests that ran, ran on real boards{rest}"
+        return f'<div class="banner hwonly">{escape(text)}</div>'
+    text = f"MIXED: {hw} tests on hardware (HW), {sim} on simulated boards (SIM){rest}"
+    return f'<div class="banner mixed">{escape(text)}</div>'
+
+
+def _links(run_dir: Path) -> str:
+    links = []
+    for name in ("junit.xml", "pytest.log", "summary.json", "comparison.json", "records.jsonl"):
+        if name in ("junit.xml", "summary.json", "comparison.json") or (run_dir / name).exists():
+            links.append(f'<a href="{name}">{name}</a>')
+    return f"<p>files: {' · '.join(links)}</p>"
+
+
+def _duration(meta: Mapping[str, Any]) -> str:
+    seconds = meta.get("duration_s")
+    if not isinstance(seconds, (int, float)):
+        return ""
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes} min {secs} s" if minutes else f"{seconds:.1f} s"
+
+
+def _meta_table(summary: Mapping[str, Any]) -> str:
+    meta = summary.get("meta", {})
+    rows = [
+        ("harness version", meta.get("harness_version", "")),
+        ("git commit", meta.get("git_commit", "")),
+        ("launched by", meta.get("launched_by", "")),
+        ("command line", meta.get("command_line") or " ".join(map(str, meta.get("argv", [])))),
+        ("started", meta.get("started", "")),
+        ("finished", meta.get("finished", "")),
+        ("duration", _duration(meta)),
+        ("inventory", meta.get("inventory", "")),
+        ("backend", meta.get("backend", "")),
+        ("python", meta.get("python", "")),
+        ("pytest exit", meta.get("pytest_exit", "")),
+        ("complete", {True: "yes", False: "no (stopped early)"}.get(meta.get("complete"), "")),
+        ("run key", meta.get("run_key", "")),
+    ]
+    cells = "".join(
+        f"<tr><th>{escape(k)}</th><td><code>{escape(str(v))}</code></td></tr>"
+        for k, v in rows
+        if v not in ("", None)
+    )
+    versions = []
+    for board, entry in summary["per_board"].items():
+        runtime = entry.get("runtime_versions") or {}
+        if runtime:
+            text = ", ".join(f"{k} {v}" for k, v in sorted(runtime.items()))
+            versions.append(f"<tr><td>{escape(board)}</td><td>{escape(text)}</td></tr>")
+    table = f"<table>{cells}</table>"
+    if versions:
+        table += (
+            "<details><summary>runtime versions per board</summary><table>"
+            f"<tr><th>board</th><th>versions</th></tr>{''.join(versions)}</table></details>"
+        )
+    return table
+
+
+def _header(run_dir: Path, summary: Mapping[str, Any]) -> str:
     meta = summary.get("meta", {})
     outcomes = summary["outcomes"]
-    sim, hw = summary["simulated"], summary["hardware"]
-    if hw == 0:
-        banner = f'<div class="banner">SIMULATED: all {sim} tests ran on simulated boards</div>'
-    elif sim == 0:
-        banner = f'<div class="banner hwonly">HARDWARE: all {hw} tests ran on real boards</div>'
-    else:
-        banner = (
-            f'<div class="banner mixed">MIXED: {hw} tests on hardware (HW), '
-            f"{sim} on simulated boards (SIM)</div>"
-        )
-    if summary.get("no_board"):
-        banner += (
-            f'<div class="banner">{summary["no_board"]} cases had no board to run on '
-            "(a SoC no board of the inventory serves)</div>"
-        )
-    counts = " ".join(_badge(f"{outcomes.get(o, 0)} {o}", o) for o in _ORDER)
-    facts = "".join(
-        f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>"
-        for k, v in meta.items()
-        if not isinstance(v, (dict, list))
-    )
+    counts = " ".join(_badge(f"{outcomes.get(o, 0)} {o}", o) for o in OUTCOME_COLUMNS)
     return (
-        f"<h1>npu-hil run {escape(str(meta.get('run_id', '')))}</h1>{banner}"
-        f"<p>{summary['total']} tests: {counts}</p><table>{facts}</table>"
+        f"<h1>npu-hil run {escape(str(meta.get('run_id', '')))}</h1>{provenance_banner(summary)}"
+        f"<p>{summary['total']} tests: {counts}</p>{_links(run_dir)}{_meta_table(summary)}"
+    )
+
+
+def _health(summary: Mapping[str, Any]) -> str:
+    health = summary.get("board_health") or {}
+    if not health:
+        return (
+            '<h2 id="health">Board health</h2><p class="muted">Every board answered: no '
+            "fallback to a simulated board, no unreachable board, no power cycle.</p>"
+        )
+    rows = []
+    for board, events in health.items():
+        for event in events:
+            rows.append(
+                f"<tr><td>{escape(board)}</td><td>{escape(str(event['event']))}</td>"
+                f"<td>{int(event['cases'])}</td></tr>"
+            )
+    return (
+        '<h2 id="health">Board health</h2><table class="health"><tr><th>board</th>'
+        f"<th>what happened</th><th>cases</th></tr>{''.join(rows)}</table>"
     )
 
 
 def _comparison(comparison: Mapping[str, Any]) -> str:
     previous = comparison.get("previous_run")
+    how = str(comparison.get("baseline", ""))
     if previous is None:
-        return "<h2>Since the previous run</h2><p class='muted'>No previous run in this folder.</p>"
-    html = [f"<h2>Since the previous run ({escape(str(previous))})</h2>"]
+        return (
+            '<h2 id="compare">Since the previous run</h2>'
+            f"<p class='muted'>No comparison: {escape(how or 'no earlier run')}.</p>"
+        )
+    when = comparison.get("previous_started") or "?"
+    commit = comparison.get("previous_commit")
+    html = [
+        f'<h2 id="compare">Since {escape(str(previous))}</h2><p class="baseline">Compared with '
+        f"run <code>{escape(str(previous))}</code>, started {escape(str(when))}"
+        + (f", commit <code>{escape(str(commit))}</code>" if commit else "")
+        + f": {escape(how)}.</p>"
+    ]
     for key, title in (
         ("new_failures", "New failures"),
         ("fixed", "Fixed"),
@@ -120,28 +259,106 @@ def _comparison(comparison: Mapping[str, Any]) -> str:
         html.append(f"<h3>{title}: {len(entries)}</h3>")
         if entries:
             items = []
-            for entry in entries:
+            for entry in entries[:200]:
                 extra = entry.get("history") or [entry.get("previous"), entry.get("outcome")]
                 trail = " → ".join(str(o) if o else "—" for o in extra)
                 items.append(f"<li><code>{escape(entry['nodeid'])}</code> ({escape(trail)})</li>")
-            html.append(f"<ul>{''.join(items)}</ul>")
+            more = f"<li>… and {len(entries) - 200} more</li>" if len(entries) > 200 else ""
+            html.append(f"<ul>{''.join(items)}{more}</ul>")
     return "".join(html)
 
 
-def _boards(summary: Mapping[str, Any]) -> str:
+def _trend(board: str, trend: Sequence[Mapping[str, Any]]) -> str:
+    marks = []
+    for run in trend:
+        counts = run.get("per_board", {}).get(board)
+        if not counts:
+            cls, text = "t-none", "not in this run"
+        else:
+            bad = counts.get("failed", 0) + counts.get("error", 0)
+            cls = "t-fail" if bad else "t-pass" if counts.get("passed", 0) else "t-none"
+            text = ", ".join(f"{counts.get(o, 0)} {o}" for o in OUTCOME_COLUMNS)
+        marks.append(f'<span class="{cls}" title="{escape(str(run.get("run_id")))}: {text}">'
+                     "</span>")  # fmt: skip
+    return f'<span class="trend">{"".join(marks)}</span>'
+
+
+def _boards(summary: Mapping[str, Any], comparison: Mapping[str, Any]) -> str:
+    trend = comparison.get("trend") or []
     rows = []
     for board, entry in summary["per_board"].items():
-        cells = "".join(f"<td>{entry.get(o, 0)}</td>" for o in _ORDER)
+        bad = entry.get("failed", 0) + entry.get("error", 0)
+        cells = "".join(f"<td>{entry.get(o, 0)}</td>" for o in OUTCOME_COLUMNS)
+        kind = "" if board == NO_BOARD else _kind_badge(str(entry.get("kind", "-")))
+        link = f'<a href="#board={escape(board)}">{escape(board)}</a>'
         rows.append(
-            f"<tr><td>{escape(board)}</td><td>{escape(str(entry.get('target') or ''))}</td>"
-            f"<td>{escape(str(entry.get('backend') or ''))}</td>"
-            f"<td>{'' if board == NO_BOARD else _sim_badge(bool(entry.get('simulated')))}</td>"
-            f"{cells}</tr>"
+            f'<tr class="{"row-failed" if bad else ""}"><td>{link}</td>'
+            f"<td>{escape(str(entry.get('target') or ''))}</td><td>{kind}</td>{cells}"
+            f"<td>{_trend(board, trend)}</td></tr>"
         )
-    head = "".join(f"<th>{o}</th>" for o in _ORDER)
+    head = "".join(f"<th>{o}</th>" for o in OUTCOME_COLUMNS)
     return (
-        "<h2>Boards</h2><table><tr><th>board</th><th>target</th><th>backend</th><th>SIM/HW</th>"
-        f"{head}</tr>{''.join(rows)}</table>"
+        '<h2 id="boards">Boards</h2><table class="boards"><tr><th>board</th><th>target</th>'
+        f"<th>ran on</th>{head}<th>last {len(trend)} runs</th></tr>{''.join(rows)}</table>"
+    )
+
+
+def _matrix(records: Sequence[TestRecord]) -> str:
+    cells: dict[tuple[str, str], dict[str, int]] = {}
+    for r in records:
+        key = (r.board or NO_BOARD, r.layout or NO_LAYOUT)
+        counts = cells.setdefault(key, dict.fromkeys(OUTCOME_COLUMNS, 0))
+        counts[r.outcome] = counts.get(r.outcome, 0) + 1
+    boards = sorted({b for b, _ in cells})
+    layouts = sorted({la for _, la in cells})
+    head = "".join(f"<th>{escape(la)}</th>" for la in layouts)
+    rows = []
+    for board in boards:
+        tds = []
+        for layout in layouts:
+            found = cells.get((board, layout))
+            if found is None:
+                tds.append("<td></td>")
+                continue
+            counts = found
+            bad = counts["failed"] + counts["error"]
+            cls = "cell-fail" if bad else "cell-pass" if counts["passed"] else "cell-skip"
+            text = f"{bad} ✗" if bad else str(counts["passed"]) if counts["passed"] else "skip"
+            title = ", ".join(f"{n} {o}" for o, n in counts.items() if n)
+            href = f"#board={board}&layout={layout}"
+            tds.append(
+                f'<td class="{cls}" data-board="{escape(board)}" data-layout="{escape(layout)}" '
+                f'title="{escape(title)}"><a href="{escape(href)}">{escape(text)}</a></td>'
+            )
+        rows.append(f"<tr><th>{escape(board)}</th>{''.join(tds)}</tr>")
+    return (
+        '<h2 id="matrix">Board &times; layout</h2><div class="scroll"><table class="matrix">'
+        "<tr><th>board \\ layout</th>"
+        f"{head}</tr>{''.join(rows)}</table></div>"
+    )
+
+
+def _select(key: str, label: str, values: Sequence[str]) -> str:
+    options = "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in values)
+    return (
+        f'<label>{label} <select id="f-{key}"><option value="">all</option>{options}'
+        "</select></label>"
+    )
+
+
+def _filters(records: Sequence[TestRecord]) -> str:
+    def values(get: Any) -> list[str]:
+        return sorted({str(get(r)) for r in records})
+
+    return (
+        '<div class="filters" id="filters">'
+        + _select("board", "board", values(lambda r: r.board or NO_BOARD))
+        + _select("target", "target", values(lambda r: r.target or ""))
+        + _select("layout", "layout", values(lambda r: r.layout or NO_LAYOUT))
+        + _select("outcome", "outcome", [o for o in OUTCOME_COLUMNS])
+        + _select("prov", "ran on", ["hw", "sim", "none"])
+        + '<label>search <input id="f-q" type="search" placeholder="test id or message">'
+        '</label><button id="f-reset" type="button">reset</button> <span id="count"></span></div>'
     )
 
 
@@ -149,27 +366,61 @@ def _folded(title: str, text: str) -> str:
     return f"<details><summary>{escape(title)}</summary><pre>{escape(text)}</pre></details>"
 
 
+def _row(run_dir: Path, r: TestRecord, new: set[str], folded: bool) -> str:
+    flag = " " + _badge("NEW", "new") if r.nodeid in new else ""
+    detail = ""
+    if not folded:
+        detail = "".join(_tensor_html(run_dir, t) for t in r.tensors)
+        if r.longrepr:
+            detail += _folded("traceback", r.longrepr)
+        if r.boot_log:
+            detail += _folded("boot log", r.boot_log)
+    board = r.board or NO_BOARD
+    data = {
+        "board": board,
+        "target": r.target or "",
+        "layout": r.layout or NO_LAYOUT,
+        "outcome": r.outcome,
+        "prov": r.provenance or "none",
+        "q": f"{r.nodeid} {r.message}".lower(),
+        "folded": "1" if folded else "0",
+    }
+    attrs = " ".join(f'data-{k}="{escape(v)}"' for k, v in data.items())
+    message = f"<div>{escape(r.message)}</div>" if r.message else ""
+    return (
+        f'<tr class="case row-{escape(r.outcome)}" {attrs}><td>{_badge(r.outcome, r.outcome)}'
+        f"{flag}</td><td>{_prov_badge(r.provenance)}</td><td>{escape(board)}</td>"
+        f"<td>{escape(r.layout)}</td><td><code>{escape(r.nodeid)}</code>{message}{detail}</td>"
+        f"<td>{r.duration_s:.2f}s</td></tr>"
+    )
+
+
+_HEAD = (
+    "<tr><th>outcome</th><th>ran on</th><th>board</th><th>layout</th><th>test</th>"
+    "<th>time</th></tr>"
+)
+
+
 def _tests(run_dir: Path, records: Sequence[TestRecord], new: set[str]) -> str:
     ordered = sorted(
         records, key=lambda r: (0 if r.nodeid in new else _ORDER.get(r.outcome, 2), r.nodeid)
     )
-    rows = []
-    for r in ordered:
-        flag = " " + _badge("NEW", "new") if r.nodeid in new else ""
-        detail = "".join(_tensor_html(run_dir, t) for t in r.tensors)
-        if r.longrepr and r.outcome != "passed":
-            detail += _folded("traceback", r.longrepr)
-        if r.boot_log:
-            detail += _folded("boot log", r.boot_log)
-        rows.append(
-            f'<tr class="row-{escape(r.outcome)}"><td>{_badge(r.outcome, r.outcome)}{flag}</td>'
-            f"<td>{_sim_badge(r.simulated)}</td><td>{escape(r.board or '')}</td>"
-            f"<td>{escape(r.target or '')}</td><td><code>{escape(r.nodeid)}</code>"
-            f"<div>{escape(r.message)}</div>{detail}</td><td>{r.duration_s:.2f}s</td></tr>"
-        )
+    open_rows = [r for r in ordered if r.outcome in ("failed", "error")]
+    folded = [r for r in ordered if r.outcome not in ("failed", "error")]
+    skipped = sum(r.outcome == "skipped" for r in folded)
+    first = "".join(_row(run_dir, r, new, False) for r in open_rows)
+    rest = "".join(_row(run_dir, r, new, True) for r in folded)
+    failures = (
+        f'<table class="cases" id="failures">{_HEAD}{first}</table>'
+        if open_rows
+        else "<p>No failures, no errors.</p>"
+    )
     return (
-        "<h2>Tests</h2><table><tr><th>outcome</th><th>SIM/HW</th><th>board</th><th>target</th>"
-        f"<th>test</th><th>time</th></tr>{''.join(rows)}</table>"
+        f'<h2 id="tests">Tests</h2>{_filters(records)}'
+        f"<h3>Failures and errors: {len(open_rows)}</h3>"
+        f'{failures}<details id="folded"><summary>Passed and skipped: {len(folded) - skipped} '
+        f"passed, {skipped} skipped (collapsed)</summary>"
+        f'<table class="cases" id="passes">{_HEAD}{rest}</table></details>'
     )
 
 
@@ -181,9 +432,19 @@ def build_html(
 ) -> str:
     new = {e["nodeid"] for e in comparison.get("new_failures", [])}
     title = f"npu-hil {summary.get('meta', {}).get('run_id', '')}"
+    # </script> inside the script would end it; the script is a constant without one.
+    assert "</" not in SCRIPT
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(str(title))}</title><style>{CSS}</style></head><body>"
-        f"{_header(summary)}{_comparison(comparison)}{_boards(summary)}"
-        f"{_tests(run_dir, records, new)}</body></html>\n"
+        f"<title>{escape(str(title))}</title><style>{CSS}</style>"
+        f"<script>{SCRIPT}</script></head><body>"
+        f"{_header(run_dir, summary)}{_health(summary)}{_comparison(comparison)}"
+        f"{_boards(summary, comparison)}{_matrix(records)}"
+        f"{_tests(run_dir, records, new)}"
+        f'<script type="application/json" id="meta">{_json_safe(summary.get("meta", {}))}'
+        "</script></body></html>\n"
     )
+
+
+def _json_safe(value: Any) -> str:
+    return json.dumps(value, default=str).replace("<", "\\u003c")

@@ -1,7 +1,8 @@
 """JUnit XML in the shape CI servers read: one testsuite, one testcase per record.
 
-Each testcase carries ``<properties>``: board, target, backend, simulated, the runtime versions
-and artifact hashes (prefixed ``runtime.`` and ``artifact.``) and the record's own properties.
+Each testcase carries ``<properties>``: board, target, backend, simulated, ran_on (hw, sim or
+none), the runtime versions and artifact hashes (prefixed ``runtime.`` and ``artifact.``) and the
+record's own properties.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ def testcase_properties(record: TestRecord) -> list[tuple[str, str]]:
         "target": record.target or "",
         "backend": record.backend or "",
         "simulated": "true" if record.simulated else "false",
+        # where the case really ran: hw, sim, or none (skipped, unreachable board, no board)
+        "ran_on": record.provenance or "none",
     }
     props.update({f"runtime.{k}": v for k, v in sorted(record.runtime_versions.items())})
     props.update({f"artifact.{k}": v for k, v in sorted(record.artifact_hashes.items())})

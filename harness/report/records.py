@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from harness.redact import scrub
+
 OUTCOMES = ("passed", "failed", "error", "skipped")
 
 
@@ -31,7 +33,11 @@ class TestRecord:
 
     ``nodeid`` is pytest's id (with the board in the parameter id, e.g. ``[rk3588-01]``);
     ``simulated`` is True whenever a simulated backend ran the test, including a fallback from
-    hardware; ``properties`` go into the JUnit XML as ``<property>`` elements.
+    hardware; ``ran_on`` is where the test really ran: ``"hw"`` only when a hardware board ran it,
+    ``"sim"`` for a simulated board (a fallback included), ``""`` when it ran on neither (skipped,
+    or its board was unreachable); ``layout`` names the NPU layout(s) the case exercised;
+    ``board_events`` are the board's health events the test met (a power cycle, a fallback, an
+    unhealthy board); ``properties`` go into the JUnit XML as ``<property>`` elements.
     """
 
     __test__ = False  # a record, not a test class pytest should try to collect
@@ -50,6 +56,21 @@ class TestRecord:
     tensors: list[TensorFinding] = field(default_factory=list)
     properties: dict[str, str] = field(default_factory=dict)
     boot_log: str = ""
+    ran_on: str | None = None
+    layout: str = ""
+    board_events: list[str] = field(default_factory=list)
+
+    @property
+    def provenance(self) -> str:
+        """``"hw"``, ``"sim"`` or ``""``: a skipped case never counts as either. Records written
+        before ``ran_on`` existed are judged from ``simulated`` and the board."""
+        if self.outcome == "skipped":
+            return ""
+        if self.ran_on is not None:
+            return self.ran_on
+        if self.simulated:
+            return "sim"
+        return "hw" if self.board is not None else ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -58,3 +79,20 @@ class TestRecord:
     def from_dict(cls, data: dict[str, Any]) -> TestRecord:
         tensors = [TensorFinding(**t) for t in data.get("tensors", [])]
         return cls(**{**data, "tensors": tensors})
+
+
+def scrubbed(record: TestRecord) -> TestRecord:
+    """``record`` with every secret in its text removed (:func:`harness.redact.scrub`): applied
+    where records are written, so records.jsonl, the JUnit XML, the HTML page and the summary
+    never hold key material, whatever exception text a test ended with."""
+    return TestRecord.from_dict(_scrub_value(record.to_dict()))
+
+
+def _scrub_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {key: _scrub_value(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrub_value(item) for item in value]
+    return value

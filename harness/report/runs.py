@@ -13,9 +13,10 @@ import re
 import secrets
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from harness.report.atomic import append_line
-from harness.report.records import TestRecord
+from harness.report.records import TestRecord, scrubbed
 
 RECORDS_FILE = "records.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -41,15 +42,20 @@ def new_run_dir(reports_root: str | Path) -> Path:
         return run_dir
 
 
-def run_dir_for_session(reports_root: str | Path) -> Path:
+def run_dir_for_session(reports_root: str | Path, run_id: str | None = None) -> Path:
     """The run folder a pytest session should write to.
 
     ``npu-hil nightly`` creates the folder first and names it in ``NPU_HIL_RUN_DIR`` so it can
-    watch the records arrive; a plain ``pytest`` run gets a new folder.
+    watch the records arrive; a plain ``pytest`` run gets ``<root>/<run_id>`` (the id the session
+    chose when it started) or else a new folder.
     """
     named = os.environ.get(RUN_DIR_ENV)
     if named:
         path = Path(named)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    if run_id:
+        path = Path(reports_root) / run_id
         path.mkdir(parents=True, exist_ok=True)
         return path
     return new_run_dir(reports_root)
@@ -57,7 +63,7 @@ def run_dir_for_session(reports_root: str | Path) -> Path:
 
 def append_record(run_dir: str | Path, record: TestRecord) -> None:
     """Append ``record`` as one JSON line to ``<run_dir>/records.jsonl``."""
-    line = json.dumps(record.to_dict(), sort_keys=True, separators=(",", ":"))
+    line = json.dumps(scrubbed(record).to_dict(), sort_keys=True, separators=(",", ":"))
     append_line(Path(run_dir) / RECORDS_FILE, line)
 
 
@@ -77,26 +83,10 @@ def load_records(run_dir: str | Path) -> list[TestRecord]:
     return records
 
 
-def previous_run_dirs(run_dir: Path, limit: int) -> list[Path]:
-    """Up to ``limit`` run folders beside ``run_dir`` that sort before it, newest first."""
-    siblings = sorted(
-        p
-        for p in run_dir.parent.iterdir()
-        if p.is_dir() and RUN_ID_PATTERN.match(p.name) and p.name < run_dir.name
-    )
-    return list(reversed(siblings))[:limit]
-
-
-def outcomes_of_run(run_dir: Path) -> dict[str, str] | None:
-    """nodeid -> outcome of a past run, from its summary.json or else its records.jsonl."""
-    summary = run_dir / SUMMARY_FILE
-    if summary.exists():
-        try:
-            data = json.loads(summary.read_text(encoding="utf-8"))
-            return {r["nodeid"]: r["outcome"] for r in data.get("records", [])}
-        except (ValueError, KeyError, TypeError):
-            pass
-    records = load_records(run_dir)
-    if not records:
+def read_summary(run_dir: Path) -> dict[str, Any] | None:
+    """A past run's summary.json, or None when it has none (still running, or crashed)."""
+    try:
+        data = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None
-    return {r.nodeid: r.outcome for r in records}
+    return data if isinstance(data, dict) else None

@@ -1,4 +1,10 @@
-"""summary.json: counts per outcome, per board, per target, simulated vs hardware, every record."""
+"""summary.json: counts per outcome, per board, per target, where the cases ran, board health,
+and every record.
+
+Where a case ran is its :attr:`TestRecord.provenance`: ``hardware`` only for a case a hardware
+board ran, ``simulated`` for a simulated board (a fallback included), ``not run`` for the rest
+(skipped cases, cases whose board was unreachable or that no board serves).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,9 @@ from typing import Any
 
 from harness.report.records import OUTCOMES, TestRecord
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+NO_BOARD = "(no board)"
+_KIND = {"hw": "hardware", "sim": "simulated", "": "not run"}
 
 
 def _zero() -> dict[str, int]:
@@ -18,26 +26,69 @@ def _count(counts: dict[str, int], outcome: str) -> None:
     counts[outcome] = counts.get(outcome, 0) + 1
 
 
+def board_kind(entry: Mapping[str, Any]) -> str:
+    """``HW``, ``SIM``, ``HW+SIM`` (some cases fell back) or ``-`` (nothing ran on it)."""
+    hw, sim = entry.get("ran_hw", 0), entry.get("ran_sim", 0)
+    if hw and sim:
+        return "HW+SIM"
+    return "HW" if hw else "SIM" if sim else "-"
+
+
+def _health(records: Sequence[TestRecord]) -> dict[str, list[dict[str, Any]]]:
+    """Per board: each distinct health event (fallback, unreachable, power cycle, retries) with
+    how many cases met it."""
+    per_board: dict[str, dict[str, int]] = {}
+    for record in records:
+        events = list(record.board_events)
+        reason = record.properties.get("fallback_reason")
+        if reason and not any(reason in e for e in events):
+            events.append(f"fell back to a simulated board: {reason}")
+        retries = record.properties.get("retries")
+        if retries:
+            events.append("model run retried after a transport error or timeout")
+        for event in dict.fromkeys(events):
+            board = per_board.setdefault(record.board or NO_BOARD, {})
+            board[event] = board.get(event, 0) + 1
+    return {
+        board: [{"event": e, "cases": n} for e, n in events.items()]
+        for board, events in sorted(per_board.items())
+    }
+
+
 def build_summary(records: Sequence[TestRecord], meta: Mapping[str, Any]) -> dict[str, Any]:
     totals = _zero()
     per_board: dict[str, dict[str, Any]] = {}
     per_target: dict[str, dict[str, int]] = {}
-    # A case that never had a board (a SoC no board of the inventory serves) ran on neither.
-    by_backend = {"simulated": _zero(), "hardware": _zero(), "no board": _zero()}
+    by_backend = {"simulated": _zero(), "hardware": _zero(), "not run": _zero()}
+    no_board = 0
     for record in records:
         _count(totals, record.outcome)
-        board = record.board or "(no board)"
+        board = record.board or NO_BOARD
         entry = per_board.setdefault(
             board,
-            {"target": record.target, "backend": record.backend, "simulated": False, **_zero()},
+            {
+                "target": record.target,
+                "backend": record.backend,
+                "simulated": False,
+                "ran_hw": 0,
+                "ran_sim": 0,
+                "runtime_versions": {},
+                **_zero(),
+            },
         )
         _count(entry, record.outcome)
-        entry["simulated"] = bool(entry["simulated"]) or record.simulated
+        where = record.provenance
+        if where == "hw":
+            entry["ran_hw"] += 1
+        elif where == "sim":
+            entry["ran_sim"] += 1
+            entry["simulated"] = True
+        entry["runtime_versions"].update(record.runtime_versions)
         _count(per_target.setdefault(record.target or "(no target)", _zero()), record.outcome)
-        kind = (
-            "simulated" if record.simulated else "no board" if record.board is None else "hardware"
-        )
-        _count(by_backend[kind], record.outcome)
+        _count(by_backend[_KIND[where]], record.outcome)
+        no_board += record.board is None
+    for entry in per_board.values():
+        entry["kind"] = board_kind(entry)
     return {
         "schema": SCHEMA_VERSION,
         "meta": dict(meta),
@@ -45,9 +96,11 @@ def build_summary(records: Sequence[TestRecord], meta: Mapping[str, Any]) -> dic
         "outcomes": totals,
         "simulated": sum(by_backend["simulated"].values()),
         "hardware": sum(by_backend["hardware"].values()),
-        "no_board": sum(by_backend["no board"].values()),
+        "not_run": sum(by_backend["not run"].values()),
+        "no_board": no_board,
         "by_backend": by_backend,
         "per_board": dict(sorted(per_board.items())),
         "per_target": dict(sorted(per_target.items())),
+        "board_health": _health(records),
         "records": [r.to_dict() for r in records],
     }

@@ -16,7 +16,7 @@ from harness.report.atomic import write_bytes_atomic, write_text_atomic
 from harness.report.compare import build_comparison
 from harness.report.html import build_html
 from harness.report.junit import build_junit
-from harness.report.records import TestRecord
+from harness.report.records import TestRecord, scrubbed
 from harness.report.runs import (
     RECORDS_FILE,
     SUMMARY_FILE,
@@ -60,13 +60,16 @@ def write_run(
     """Write every report file of the run; ``records=None`` reads them from records.jsonl."""
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
-    chosen = _dedupe(load_records(path) if records is None else records)
+    chosen = [scrubbed(r) for r in _dedupe(load_records(path) if records is None else records)]
     full_meta = {"run_id": path.name, **dict(meta)}
     summary = build_summary(chosen, full_meta)
-    comparison = build_comparison(path, chosen)
+    comparison = build_comparison(path, chosen, full_meta)
     summary["comparison"] = {
-        k: len(v) for k, v in comparison.items() if isinstance(v, list) and k != "window"
+        k: len(v)
+        for k, v in comparison.items()
+        if isinstance(v, list) and k not in ("window", "trend")
     }
+    summary["comparison"]["previous_run"] = comparison["previous_run"]
     write_bytes_atomic(path / JUNIT_FILE, build_junit(chosen, full_meta))
     write_text_atomic(path / COMPARISON_FILE, json.dumps(comparison, indent=2) + "\n")
     write_text_atomic(path / HTML_FILE, build_html(path, chosen, summary, comparison))

@@ -22,9 +22,6 @@ from __future__ import annotations
 import contextlib
 import difflib
 import fcntl
-import os
-import stat
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -32,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.codec import known_targets
+from harness.errors import UnsafeFolderError
+from harness.folders import private_dir, user_folder
 from harness.simfarm.console import (
     require_ser2net,
     require_socat,
@@ -78,24 +77,18 @@ CONSOLE_BOOTS = 1000
 
 
 def default_dir() -> Path:
-    """``$TMPDIR/npu-hil-simfarm-<uid>``: stable, so ``down`` and ``status`` find the farm
-    without arguments, and per user."""
-    return Path(tempfile.gettempdir()) / f"npu-hil-simfarm-{os.getuid()}"
+    """``npu-hil-simfarm`` in this user's runtime or cache folder: stable, so ``down`` and
+    ``status`` find the farm without arguments, and no other user's to pre-create."""
+    return user_folder() / "npu-hil-simfarm"
 
 
-def _prepare_dir(folder: Path, *, shared_tmp: bool) -> None:
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if not shared_tmp:
-        return
-    # The default folder sits in a temporary directory other users can write to: it must be
-    # ours and a real folder, or another user could hand us their keys or a symlink.
-    info = folder.lstat()
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise SimFarmError(f"{folder}: expected a folder, found something else; remove it")
-    if info.st_uid != os.geteuid():
-        raise SimFarmError(f"{folder}: owned by uid {info.st_uid}, not by us; use --dir")
-    if info.st_mode & 0o077:
-        folder.chmod(0o700)
+def _prepare_dir(folder: Path) -> None:
+    # The farm's keys, sshd and agents live here: it must be a real folder of ours that nobody
+    # else can write, or another user could hand us their keys, their code or a symlink.
+    try:
+        private_dir(folder)
+    except UnsafeFolderError as exc:
+        raise SimFarmError(f"{exc.message}; use --dir") from None
 
 
 @contextlib.contextmanager
@@ -190,7 +183,7 @@ def up(
         if serial == "rfc2217":
             require_ser2net()
     root = (folder or default_dir()).absolute()
-    _prepare_dir(root, shared_tmp=folder is None)
+    _prepare_dir(root)
     with _locked(root):
         existing = load_state(root)
         if existing is not None:
@@ -229,8 +222,7 @@ def _start(state: FarmState, plan: list[tuple[str, str, str]], serial: str) -> F
     farm_boards: list[FarmBoard] = []
 
     def board_entry(name: str, target: str, kind: str, transport: dict[str, Any]) -> None:
-        workdir = root / "boards" / name / "work"
-        workdir.mkdir(parents=True, exist_ok=True)
+        workdir = private_dir(root / "boards" / name / "work")
         entries.append(
             {
                 "name": name,

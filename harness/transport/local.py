@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from harness.errors import TransportError
+from harness.folders import private_dir
 from harness.transport.base import CompletedRun, RemotePathError, SessionExit, remote_path
 
 __all__ = ["LocalSession", "LocalTransport"]
@@ -125,8 +126,8 @@ class LocalTransport:
         *,
         env: Mapping[str, str] | None = None,
     ) -> None:
-        root = Path(workdir)
-        root.mkdir(parents=True, exist_ok=True)
+        # The agent is deployed here and run from here: a folder of ours alone.
+        root = private_dir(workdir)
         self._workdir = root.resolve()
         self._python = python
         self._env = {**os.environ, **(env or {})}
@@ -150,7 +151,7 @@ class LocalTransport:
 
     def put(self, local_path: str | Path, remote_path: str | PurePosixPath) -> None:
         target = self._local(remote_path)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(target.parent)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         try:
             shutil.copyfile(local_path, tmp)

@@ -69,6 +69,7 @@ import serial
 from harness.agent.relay import EXIT_CUT, EXIT_DAMAGED, EXIT_GONE, EXIT_OK, TRAILER, whole_frames
 from harness.errors import TransportError
 from harness.transport.base import CompletedRun, SessionExit, remote_path
+from harness.transport.workdir import check_workdir_probe, workdir_probe
 
 __all__ = ["SerialAgentSession", "SerialTransport", "prepare_url"]
 
@@ -179,7 +180,9 @@ class SerialTransport:
                 self._lock_fd = self._port.fileno()
         try:
             self._sync(self.connect_timeout)
-            self._checked(f"mkdir -p {shlex.quote(self._workdir)}", "create workdir")
+            # Before anything is deployed there: whose folder it is (UnsafeFolderError).
+            probe = self._checked(workdir_probe(self._workdir), "create workdir")
+            check_workdir_probe(self._workdir, probe, f"serial {self.url}")
         except BaseException:
             self.close()
             raise

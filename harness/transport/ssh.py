@@ -42,6 +42,7 @@ from harness.errors import TransportError
 from harness.transport import ssh_stream
 from harness.transport.base import CompletedRun, SessionExit, remote_path
 from harness.transport.ssh_paths import SymlinkGuard
+from harness.transport.workdir import check_workdir_probe, workdir_probe
 
 __all__ = ["SshSession", "SshTransport", "fingerprint"]
 
@@ -247,6 +248,7 @@ class SshTransport:
         self.readback_max = readback_max
         self.io_timeout = io_timeout
         self._guard = SymlinkGuard(self._workdir)
+        self._workdir_checked = False
         self._client: paramiko.SSHClient | None = None
         self._sftp: paramiko.SFTPClient | None = None
         self._lock = threading.RLock()
@@ -319,6 +321,14 @@ class SshTransport:
         and a stat costs a round trip where an exec costs a fork of sshd and a shell (a good
         part of a reconnect). A board without the SFTP subsystem still gets its workdir and
         can run commands."""
+        if not self._workdir_checked:
+            # Once per transport, before the first deployment: whose folder it is.
+            where = f"ssh {self.user}@{self.host}:{self.port}"
+            check_workdir_probe(
+                self._workdir, self._exec_checked(workdir_probe(self._workdir), 30.0), where
+            )
+            self._workdir_checked = True
+            return
         try:
             self._sftp_client().stat(self._workdir)
             return

@@ -301,3 +301,73 @@ def test_job_dir_that_does_not_exist(tmp_path: Path) -> None:
     done = run_agent(tmp_path / "nowhere")
     assert done.returncode == board.EXIT_REFUSED
     assert b"nowhere is not a directory" in done.stderr
+
+
+# --- writes that must not leave the job directory ------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["out_0.bin", "in_0.bin", "result.json.tmp", "result.json"])
+def test_a_symlink_planted_where_the_agent_writes_is_not_followed(
+    job_dir: Path, tmp_path: Path, name: str
+) -> None:
+    """Another user's link at a name the agent writes must not let the agent write through it:
+    the link is replaced by a file of the agent's own and its target stays as it was."""
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"not yours")
+    (job_dir / name).symlink_to(victim)
+    done = run_agent(job_dir)
+    assert done.returncode == 0, done.stderr.decode()
+    assert victim.read_bytes() == b"not yours"
+    assert read_result(job_dir).ok
+    assert not (job_dir / name).is_symlink()
+    assert not (job_dir / "result.json.tmp").exists()
+
+
+def test_a_job_folder_that_is_a_symlink_is_refused(job_dir: Path, tmp_path: Path) -> None:
+    link = tmp_path / "link"
+    link.symlink_to(job_dir)
+    done = run_agent(link)
+    assert done.returncode == board.EXIT_REFUSED
+    assert "is a symbolic link" in done.stderr.decode()
+    assert not (job_dir / "result.json").exists()
+
+
+def test_a_job_folder_others_may_write_is_refused(job_dir: Path) -> None:
+    job_dir.chmod(0o777)
+    done = run_agent(job_dir)
+    assert done.returncode == board.EXIT_REFUSED
+    assert "writable by group or others" in done.stderr.decode()
+    assert "mode 0777" in done.stderr.decode()
+    assert not (job_dir / "result.json").exists()
+
+
+# --- bytes bounded before reading ----------------------------------------------------------------
+
+
+def test_a_shape_is_bounded_by_bytes_not_elements(job_dir: Path) -> None:
+    """2**28 float64 elements pass the element cap but need 2 GiB: refused by bytes, before
+    any file is read."""
+    edit(job_dir, lambda d: d["inputs"][0].update(shape=[1, 2**28], dtype="float64"))
+    refused(job_dir, "inputs[0].shape", "needs 2147483648 bytes", f"cap {board.MAX_INPUT_BYTES}")
+
+
+def test_a_huge_pass_through_input_is_refused_before_reading(job_dir: Path) -> None:
+    """A sparse file over the cap costs nothing to make and would cost its size to read."""
+    huge = job_dir / "huge.bin"
+    with huge.open("wb") as handle:
+        handle.truncate(board.MAX_INPUT_BYTES + 1)
+    edit(job_dir, lambda d: d["inputs"][0].update(file="huge.bin", pass_through=True))
+    record = refused(job_dir, "inputs[0].file", f"cap {board.MAX_INPUT_BYTES}")
+    assert record["reason"] == "size"
+
+
+def test_a_fifo_as_input_is_refused_without_blocking(job_dir: Path) -> None:
+    os.mkfifo(job_dir / "pipe.bin")
+    edit(job_dir, lambda d: d["inputs"][0].update(file="pipe.bin", pass_through=True))
+    refused(job_dir, "inputs[0].file", "is not a regular file")
+
+
+def test_a_deeply_nested_job_json_is_refused(job_dir: Path) -> None:
+    depth = 100_000
+    (job_dir / "job.json").write_text('{"x": ' + "[" * depth + "]" * depth + "}")
+    refused(job_dir, "job.json", "nested deeper than")

@@ -300,9 +300,10 @@ def test_raw_session_requests(tmp_path: Path) -> None:
     assert raw.read() == {"op": "ping", "pid": raw.process.pid, "jobs": 0, "models": []}
     raw.send({"op": "dance"})
     assert raw.read()["error"]["message"] == "unknown op 'dance'"
-    raw.send({"op": "job", "dir": "no/such/dir"})
+    raw.send({"op": "job", "dir": "jobs/nosuch"})
     assert raw.read()["error"] == {
-        "type": "JobError", "stage": "validate", "message": "dir: 'no/such/dir' is not a directory"
+        "type": "JobError", "stage": "validate", "message": "dir: 'jobs/nosuch' is not a directory",
+        "field": "dir", "reason": "missing",
     }  # fmt: skip
     raw.send({"op": "versions", "adapter": "../echo"})
     assert "is not an adapter name" in raw.read()["error"]["message"]
@@ -407,4 +408,9 @@ def test_non_object_frame_is_refused(tmp_path: Path) -> None:
     payload = json.dumps([1, 2]).encode()
     raw.send_bytes(len(payload).to_bytes(8, "big") + payload)
     assert "not a JSON object" in raw.read()["error"]["message"]
-    assert raw.finish()[0] == board.EXIT_FAILED
+    # A whole frame that holds no request leaves the stream in step: the session goes on.
+    raw.send({"op": "ping"})
+    assert raw.read()["op"] == "ping"
+    raw.send({"op": "shutdown"})
+    raw.read()
+    assert raw.finish()[0] == 0

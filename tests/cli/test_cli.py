@@ -322,7 +322,8 @@ def test_targets_show_lists_every_deviation_from_the_seed_with_both_values() -> 
 
 
 def test_targets_observed_prints_the_shares(tmp_path: Path) -> None:
-    done = run("targets", "observed")
+    facts = Path(__file__).resolve().parents[1] / "data" / "rknn" / "observed.json.gz"
+    done = run("targets", "observed", str(facts))
     assert done.returncode == 0, done.stderr
     assert "accepted    2367 / 2376" in done.stdout
     assert "predicted    384 / 396 models exactly (97.0%)" in done.stdout
@@ -331,3 +332,17 @@ def test_targets_observed_prints_the_shares(tmp_path: Path) -> None:
     refused = run("targets", "observed", str(bad))
     assert refused.returncode == 2 and "expected a JSON list" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_a_nightly_with_a_bad_inventory_prints_its_line_and_exits_2(tmp_path: Path) -> None:
+    inventory = tmp_path / "farm.yaml"
+    inventory.write_text(
+        "boards:\n  - name: x\n    target: rk3588\n    transport: {kind: ssh, host: h, port: 22a}\n"
+    )
+    done = run("nightly", "--inventory", str(inventory), "--reports", str(tmp_path / "reports"))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"npu-hil: error: {inventory}:4:43: boards[0].transport.port: expected an integer, got "
+        '"22a"'
+    ]
+    assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())

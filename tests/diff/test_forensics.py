@@ -96,3 +96,30 @@ def test_explanation_json() -> None:
     data = explain(np.zeros(16, np.uint8), tensor, "kl730", role="output").to_dict()
     assert data["found"] is True
     assert data["candidates"][0]["exact"] is True
+
+
+def test_a_truncated_buffer_is_blamed_on_the_cut_not_on_another_layout() -> None:
+    layout = get_layout("rk3588", "NC1HWC2", (1, 3, 5, 7), "int8")
+    x = np.random.default_rng(1).integers(-100, 100, (1, 3, 5, 7)).astype(np.int8)
+    packed = layout.pack(x)
+    cut = packed[: len(packed) * 3 // 4]
+    found = explain(cut, x, "rk3588", role="output", declared=layout)
+    assert found.verdict() == (
+        f"the device buffer is the declared NC1HWC2 cut short: {cut.size} of its "
+        f"{packed.size} bytes"
+    )
+    # Without the declared layout nothing is claimed either.
+    assert "no known" in explain(cut, x, "rk3588", role="output").verdict()
+
+
+def test_swapped_channel_groups_are_named() -> None:
+    layout = get_layout("rk3566", "NC1HWC2", (1, 20, 4, 4), "int8", last_op="conv")
+    x = np.random.default_rng(1).integers(-100, 100, (1, 20, 4, 4)).astype(np.int8)
+    packed = layout.pack(x)
+    plane = 16 * 8
+    swapped = packed.copy()
+    swapped[:plane], swapped[plane : 2 * plane] = packed[plane : 2 * plane], packed[:plane]
+    found = explain(swapped, x, "rk3566", role="output", declared=layout)
+    assert found.verdict().endswith("with channel groups 0 and 1 swapped")
+    assert found.to_dict()["declared_fault"] == "with channel groups 0 and 1 swapped"
+    assert "cut short" not in explain(packed, x, "rk3566", declared=layout).verdict()

@@ -11,7 +11,7 @@ import numpy as np
 
 from harness.codec import get_layout
 from harness.diff import diff_buffers
-from harness.diff.heatmap import mismatch_grid, render_heatmap
+from harness.diff.heatmap import mismatch_grid, padded_channel_grid, render_heatmap
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -58,6 +58,27 @@ def test_many_channels_are_grouped_into_panels() -> None:
     assert per_panel == 16
     assert counts.shape[0] == 7
     assert counts[6, 1, 2] == 1
+
+
+def test_padded_channels_get_their_own_panels_with_dirty_bytes(tmp_path: Path) -> None:
+    """NC1HWC2 stores 3 channels in a channel block: the padded channels are drawn, and a dirty
+    byte there is marked in its panel, not folded into a real channel's."""
+    layout = get_layout("rk3588", "NC1HWC2", (1, 3, 4, 5), "int8")
+    tensor = np.zeros(layout.shape, np.int8)
+    device = layout.pack(tensor).copy()
+    pad = np.flatnonzero(layout.padding_mask())
+    located = layout.locate_many(pad)
+    in_channel_7 = pad[(located.index[:, 1] == 7) & (located.index[:, 2] == 2)][0]
+    device[in_channel_7] = 5
+    report = diff_buffers(layout, tensor, device, padding="zero")
+    counts, dirty, _ = mismatch_grid(report, layout)
+    assert counts.shape[0] == 3 and dirty.sum() == 0
+    pad_dirty, first, per_panel = padded_channel_grid(report, layout)
+    assert first == 3 and pad_dirty.shape[0] >= 1
+    assert pad_dirty.sum() == 1
+    assert pad_dirty[(7 - first) // per_panel, 2].sum() == 1
+    out = render_heatmap(report, layout, tmp_path / "pad.png")
+    assert out.read_bytes()[:8] == PNG_MAGIC
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

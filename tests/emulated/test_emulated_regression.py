@@ -83,10 +83,10 @@ def run_suite(
     ]  # fmt: skip
     env = dict(os.environ)
     env.pop("FAKE_RKNN_FAULT", None)
-    # The farm's workdir and board locks (under the temporary folder) of this run alone: a
+    # The farm's workdir and board locks (in the user's runtime folder) of this run alone: a
     # concurrent run (the fault runs) has other boards under the same names.
-    (folder / "tmp").mkdir()
-    env["TMPDIR"] = str(folder / "tmp")
+    (folder / "run").mkdir(mode=0o700)
+    env["XDG_RUNTIME_DIR"] = str(folder / "run")
     if fault is not None:
         env["FAKE_RKNN_FAULT"] = fault
     start = time.monotonic()

@@ -14,6 +14,7 @@ import numpy as np
 
 from harness.codec import get_layout
 from harness.errors import DeviceError, LayoutError
+from harness.models.compile_set import REGRESSION_SHAPES
 from targets import rockchip
 from targets.rockchip_observed import npu_input_types
 
@@ -27,7 +28,8 @@ SHAPES: tuple[tuple[int, int, int, int], ...] = (
 )
 """NCHW shapes: image-like channel counts (1, 3, 4) and others, odd sizes, a batch of two."""
 
-MODEL_SHAPES: tuple[tuple[int, int, int, int], ...] = ((1, 3, 6, 10), (1, 16, 5, 7))
+# `npu-hil models build` compiles the reference models at these shapes for a real board.
+MODEL_SHAPES = REGRESSION_SHAPES
 
 NO_CPU_PREPROCESSING = ("rv1103", "rv1106", "rv1103b")
 """RKNN2 input note 7: these SoCs do not run mean/scale/quant on the CPU."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -133,6 +134,17 @@ boards:
     result.stdout.fnmatch_lines(
         ["*board rk3588-02 is unhealthy: TransportError: *still unhealthy after a power cycle*"]
     )
+    # the report: the hardware board never ran a case, and says why in its health section
+    (run_dir,) = (pytester.path / "reports").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert (summary["hardware"], summary["simulated"], summary["not_run"]) == (0, 2, 2)
+    assert summary["per_board"]["rk3588-02"]["kind"] == "-"
+    (event,) = summary["board_health"]["rk3588-02"]
+    assert event["event"].startswith("unreachable: board rk3588-02 is unhealthy")
+    assert "still unhealthy after a power cycle" in event["event"] and event["cases"] == 2
+    html = (run_dir / "report.html").read_text()
+    health = html[html.index('id="health"') : html.index('id="compare"')]
+    assert "rk3588-02" in health and "still unhealthy after a power cycle" in health
 
 
 def test_a_hung_board_times_out_as_an_error(pytester: pytest.Pytester) -> None:
@@ -157,3 +169,32 @@ boards:
     result = pytester.runpytest("--hil-retries", "0")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*TransportError*"])
+
+
+REFUSED = """
+import numpy as np
+import pytest
+
+@pytest.mark.soc("kl730")
+def test_uint8_on_kl730(run_model):
+    run_model("conv3x3", {"input": np.zeros((1, 3, 4, 5), np.uint8)})
+
+@pytest.mark.soc("kl730")
+def test_own_error(run_model):
+    from harness.errors import LayoutError
+    raise LayoutError("raised by the test itself")
+"""
+
+
+def test_a_harness_refusal_is_one_line_with_the_tests_own_line(project: pytest.Pytester) -> None:
+    project.makepyfile(test_refused=REFUSED)
+    result = project.runpytest()
+    result.assert_outcomes(failed=2)
+    text = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["test_refused.py:6: LayoutError: job kl730-01-conv3x3-*KL730 NPU data is signed*uint8"]
+    )
+    # No traceback into the harness for its own typed refusal ...
+    assert "raise_for_errors" not in text
+    # ... but a test that raises one itself keeps its traceback.
+    assert 'raise LayoutError("raised by the test itself")' in text

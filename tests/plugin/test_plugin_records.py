@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -70,6 +71,10 @@ def test_one_record_per_test_and_the_report(project: pytest.Pytester) -> None:
     heatmaps = [t["heatmap"] for t in bad["tensors"] if t["heatmap"]]
     assert heatmaps and all((run_dir / h).is_file() for h in heatmaps)
     assert not (project.path / "reports" / ".incoming").exists()
+    # the failure message names the heatmap where it stays after the run
+    named = re.findall(r"heatmap: (\S+\.png)", str(bad["longrepr"]))
+    assert named and all(Path(p).is_file() for p in named)
+    assert all(f"{run_dir.name}/artifacts/" in p for p in named)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary  # the writer's summary: the run is complete
     for name in ("junit.xml", "report.html"):
@@ -122,6 +127,72 @@ def test_auto_backend_falls_back_and_says_simulated(pytester: pytest.Pytester) -
     assert case is not None
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert props["npu_hil.simulated"] == "true" and props["npu_hil.fallback_reason"]
+    # provenance: the fallback ran simulated, the skipped hw_only case ran on neither
+    skipped = _records(_run_dir(pytester))["test_hardware_only[rk3588-01]"]
+    assert record["ran_on"] == "sim" and skipped["ran_on"] == ""
+    summary = json.loads((_run_dir(pytester) / "summary.json").read_text())
+    assert (summary["hardware"], summary["simulated"], summary["not_run"]) == (0, 1, 1)
+    health = summary["board_health"]["rk3588-01"]
+    assert any("fell back to a simulated board" in e["event"] for e in health)
+    html = (_run_dir(pytester) / "report.html").read_text()
+    assert "MIXED" not in html and "fell back to a simulated board" in html
+    assert 'id="health"' in html
+
+
+def test_baseline_is_the_last_complete_run_of_the_same_kind(project: pytest.Pytester) -> None:
+    """A -k debugging run between two full runs is not the second one's baseline."""
+    project.makepyfile(TESTS)
+
+    def run(*args: str) -> tuple[Path, dict[str, object]]:
+        before = (
+            set((project.path / "reports").glob("*"))
+            if (project.path / "reports").exists()
+            else set()
+        )
+        project.runpytest(*args)
+        (new,) = set((project.path / "reports").glob("*")) - before
+        return new, json.loads((new / "comparison.json").read_text())
+
+    first, first_cmp = run()
+    assert first_cmp["previous_run"] is None
+    _, debug_cmp = run("-k", "test_ok")
+    assert debug_cmp["previous_run"] is None  # another selection: no baseline
+    _, second_cmp = run()
+    assert second_cmp["previous_run"] == first.name
+    assert second_cmp["previous_started"]
+    assert [e["nodeid"].split("::")[-1] for e in second_cmp["still_failing"]] == [
+        "test_bad[rk3588-01]"
+    ]
+    _, asked_cmp = run("-k", "test_ok", "--compare-with", first.name)
+    assert asked_cmp["previous_run"] == first.name
+    assert "--compare-with" in str(asked_cmp["baseline"])
+
+
+def test_hw_only_skipped_on_a_simulated_board_is_not_hardware(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.hw_only
+        @pytest.mark.soc("rk3588")
+        def test_hardware_only(board):
+            pass
+
+        @pytest.mark.soc("rk3588")
+        def test_sim(board):
+            pass
+        """
+    )
+    project.runpytest().assert_outcomes(passed=1, skipped=1)
+    run_dir = _run_dir(project)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert (summary["hardware"], summary["simulated"], summary["not_run"]) == (0, 1, 1)
+    assert summary["per_board"]["rk3588-01"]["kind"] == "SIM"
+    html = (run_dir / "report.html").read_text()
+    assert "MIXED" not in html and 'class="b hw"' not in html
+    meta = summary["meta"]
+    assert meta["complete"] is True and meta["pytest_exit"] == 0 and len(meta["run_key"]) == 16
+    assert meta["harness_version"] and meta["command_line"].startswith("pytest")
 
 
 def test_hw_backend_leaves_simulated_boards_out(project: pytest.Pytester) -> None:

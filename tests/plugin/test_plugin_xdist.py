@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +64,35 @@ def test_infrastructure_error_is_an_error_under_xdist(project: pytest.Pytester) 
     result = project.runpytest_subprocess("-n", "2", "-p", "xdist")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*TransportError: link cut*"])
+
+
+def test_worker_heatmaps_land_in_the_run_folder_the_message_names(
+    project: pytest.Pytester,
+) -> None:
+    """Workers learn the run id from the controller: their heatmaps go straight into the one
+    run folder, where the failure message says they are, and stay there after the run."""
+    project.makepyfile(
+        """
+        import numpy as np
+        import pytest
+        from harness.plugin import assert_run_ok
+
+        X = {"input": np.arange(60, dtype=np.uint8).reshape(1, 3, 4, 5)}
+
+        @pytest.mark.soc("rk3588", "rk3566")
+        @pytest.mark.parametrize("n", range(2))
+        def test_bad(run_model, n):
+            assert_run_ok(run_model("identity", X, faults=["dirty-padding"]))
+        """
+    )
+    result = project.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=4)
+    (run_dir,) = [p for p in (project.path / "reports").iterdir()]
+    named = set(re.findall(r"heatmap: (\S+\.png)", result.stdout.str()))
+    assert named, result.stdout.str()[-2000:]
+    for path in named:
+        assert Path(path).is_file() and Path(path).parent == run_dir / "artifacts", path
+    records = [json.loads(r) for r in (run_dir / "records.jsonl").read_text().splitlines()]
+    files = {t["heatmap"] for r in records for t in r["tensors"] if t["heatmap"]}
+    assert files and all((run_dir / f).is_file() for f in files)
+    assert {f"artifacts/{Path(p).name}" for p in named} <= files

@@ -102,9 +102,31 @@ def test_other_channel_counts_have_no_width_limit() -> None:
 
 
 def test_input_type_missing_from_the_table() -> None:
-    report = preflight(conv_model(16, input_type=TensorProto.FLOAT16), "rv1106")
+    # Deployed as float16 (the vendor's compiler would make it int8 unless told otherwise).
+    report = preflight(
+        conv_model(16, input_type=TensorProto.FLOAT16), "rv1106", input_type="float16"
+    )
     assert not report.ok
     assert "no input row" in report.violations[0].message
+
+
+def test_a_float_onnx_input_takes_the_type_the_vendors_compiler_gives_it() -> None:
+    # rknn-toolkit2 2.5.0 quantizes the first layer: a float32 input is deployed as int8, which
+    # RV1106 takes (deviation int8-default-input), so the width rule applies and is checked.
+    report = preflight(conv_model(16, input_type=TensorProto.FLOAT), "rv1106")
+    assert report.ok, report.summary()
+    assert "int8 (ONNX float32)" in report.findings[0].message
+    assert "uint8 row" in report.findings[0].message
+    assert not any("no model input has 1, 3 or 4 channels" in n for n in report.notes)
+    wide = preflight(conv_model(4097, input_type=TensorProto.FLOAT), "rv1106")
+    assert not wide.ok and "rule A" in wide.violations[0].message
+    declared = preflight(conv_model(16, input_type=TensorProto.FLOAT), "rv1106", input_type="uint8")
+    assert declared.ok and "x: uint8 (ONNX float32)" in declared.findings[0].message
+
+
+def test_an_unknown_rockchip_input_type_is_a_preflight_error() -> None:
+    with pytest.raises(PreflightError, match="--input-type: expected one of uint8"):
+        preflight(conv_model(16), "rk3588", input_type="nv12")
 
 
 def test_kl730_and_horizon_have_no_width_limit_but_nv12_needs_even_sizes() -> None:

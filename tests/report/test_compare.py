@@ -8,11 +8,13 @@ from pathlib import Path
 from harness.report.records import TestRecord
 from harness.report.writer import write_run
 
+KIND = {"run_key": "nightly-key", "complete": True}
 
-def _run(root: Path, name: str, outcomes: dict[str, str]) -> dict[str, object]:
+
+def _run(root: Path, name: str, outcomes: dict[str, str], **meta: object) -> dict[str, object]:
     run_dir = root / name
     records = [TestRecord(f"t.py::{test}", outcome, 0.1) for test, outcome in outcomes.items()]
-    write_run(run_dir, records, {})
+    write_run(run_dir, records, {**KIND, "started": name[:15], **meta})
     result: dict[str, object] = json.loads((run_dir / "comparison.json").read_text())
     return result
 
@@ -56,7 +58,9 @@ def test_new_fixed_still_and_flaky_over_three_runs(tmp_path: Path) -> None:
     assert isinstance(flaky, list)
     assert flaky[0]["history"] == ["passed", "failed", "passed"]
     html = (tmp_path / "20260103T000000Z-000003" / "report.html").read_text()
-    assert "Since the previous run (20260102T000000Z-000002)" in html
+    assert "Since 20260102T000000Z-000002" in html
+    assert "started 20260102T000000" in html and "same suite, inventory and selection" in html
+    assert [run["run_id"] for run in comparison["trend"]] == comparison["window"]
     assert "Flaky (flipped more than once in the last runs): 1" in html
 
 
@@ -68,15 +72,46 @@ def test_one_flip_is_not_flaky(tmp_path: Path) -> None:
     assert _ids(comparison["new_failures"]) == {"a"}
 
 
-def test_crashed_previous_run_is_read_from_its_records(tmp_path: Path) -> None:
+def test_crashed_previous_run_is_no_baseline(tmp_path: Path) -> None:
     from harness.report.writer import append_record
 
-    crashed = tmp_path / "20260101T000000Z-000001"
+    _run(tmp_path, "20260101T000000Z-000001", {"a": "passed"})
+    crashed = tmp_path / "20260102T000000Z-000002"
     crashed.mkdir()
     append_record(crashed, TestRecord("t.py::a", "failed", 0.1))
-    comparison = _run(tmp_path, "20260102T000000Z-000002", {"a": "failed"})
-    assert comparison["previous_run"] == crashed.name
+    _run(tmp_path, "20260103T000000Z-000003", {"a": "failed"}, complete=False)
+    comparison = _run(tmp_path, "20260104T000000Z-000004", {"a": "failed"})
+    assert comparison["previous_run"] == "20260101T000000Z-000001"
+    assert _ids(comparison["new_failures"]) == {"a"}
+
+
+def test_runs_of_another_kind_are_never_the_baseline(tmp_path: Path) -> None:
+    """The test suite's own run and a -k debugging run land in the same reports folder."""
+    _run(tmp_path, "20260101T000000Z-000001", {"a": "failed", "b": "passed"})
+    _run(tmp_path, "20260102T000000Z-000002", {"a": "passed"}, run_key="tox-key")
+    _run(tmp_path, "20260103T000000Z-000003", {"a": "passed"}, run_key="k-key")
+    _run(tmp_path, "20260103T120000Z-000004", {"a": "passed"}, run_key="")  # an old run
+    comparison = _run(tmp_path, "20260104T000000Z-000005", {"a": "failed", "b": "failed"})
+    assert comparison["previous_run"] == "20260101T000000Z-000001"
+    assert comparison["previous_started"] == "20260101T000000"
     assert _ids(comparison["still_failing"]) == {"a"}
+    assert _ids(comparison["new_failures"]) == {"b"}
+
+
+def test_compare_with_names_the_baseline(tmp_path: Path) -> None:
+    _run(tmp_path, "20260101T000000Z-000001", {"a": "passed"})
+    _run(tmp_path, "20260102T000000Z-000002", {"a": "failed"}, run_key="k-key")
+    comparison = _run(
+        tmp_path,
+        "20260103T000000Z-000003",
+        {"a": "failed"},
+        compare_with="20260102T000000Z-000002",
+    )
+    assert comparison["previous_run"] == "20260102T000000Z-000002"
+    assert "--compare-with" in str(comparison["baseline"])
+    assert _ids(comparison["still_failing"]) == {"a"}
+    missing = _run(tmp_path, "20260104T000000Z-000004", {"a": "failed"}, compare_with="nope")
+    assert missing["previous_run"] is None and "nope" in str(missing["baseline"])
 
 
 def test_later_and_foreign_folders_are_ignored(tmp_path: Path) -> None:

@@ -88,14 +88,76 @@ def test_nightly_all_pass_writes_report_and_exits_zero(tmp_path: Path) -> None:
 def test_nightly_exit_code_is_pytests_and_compares_with_last_night(tmp_path: Path) -> None:
     cwd = _checkout(tmp_path)
     assert _nightly(cwd).returncode == 0
-    proc = _nightly(cwd, "--target", "kl730", BREAK="1")
+    # a run with another selection is not last night's run, and is nobody's baseline either
+    other = _nightly(cwd, "--target", "kl730", BREAK="1")
+    assert other.returncode == 1 and "no comparison: no earlier complete run" in other.stdout
+    proc = _nightly(cwd, BREAK="1")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "since " in proc.stdout and "1 new failures" in proc.stdout
     runs = sorted(p for p in (cwd / "reports").iterdir() if not p.name.startswith("."))
+    assert f"since {runs[0].name} (started " in proc.stdout
+    assert "1 new failures" in proc.stdout
     comparison = json.loads((runs[-1] / "comparison.json").read_text())
+    assert comparison["previous_run"] == runs[0].name
     assert [e["nodeid"] for e in comparison["new_failures"]] == [
         "tests/hil/test_suite.py::test_case[1-kl730-01]"
     ]
+
+
+PROVENANCE_CONFTEST = """
+from harness.report.records import TestRecord
+from harness.report.runs import run_dir_for_session
+from harness.report.writer import append_record
+
+REASON = "no connection after 4 attempts"
+
+def pytest_runtest_logreport(report):
+    if report.when != "call":
+        return
+    board = report.nodeid.split("[")[-1].rstrip("]").split("-", 1)[1]
+    if board == "kl730-01":  # a hardware board whose hw_only cases were skipped
+        record = TestRecord(report.nodeid, "skipped", 0.0, board=board, target="kl730",
+                            backend="hw", simulated=False, message="hw_only: board is simulated")
+    else:  # a dead board that fell back to a simulated one
+        record = TestRecord(report.nodeid, report.outcome, report.duration, board=board,
+                            target="rk3588", backend="sim", simulated=True, ran_on="sim",
+                            board_events=["fell back to a simulated board: " + REASON],
+                            properties={"fallback_reason": REASON})
+    append_record(run_dir_for_session("reports"), record)
+"""
+
+
+def test_nightly_console_and_report_agree_on_provenance_and_health(tmp_path: Path) -> None:
+    cwd = _checkout(tmp_path)
+    (cwd / "tests" / "hil" / "conftest.py").write_text(PROVENANCE_CONFTEST)
+    proc = _nightly(cwd)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_dir = _only_run(cwd)
+    out = " ".join(proc.stdout.split())
+    # skipped cases count as neither: nothing ran on hardware
+    assert "6 tests, SIMULATED (3 on simulated boards, 3 ran on no board)" in out
+    assert "MIXED" not in out and " HW " not in out
+    assert (
+        "board health: rk3588-01: fell back to a simulated board: no connection after 4 "
+        "attempts (3 cases)" in out
+    )
+    html = (run_dir / "report.html").read_text()
+    assert "SIMULATED: all 3 tests that ran, ran on simulated boards; 3 ran on no board" in html
+    assert "MIXED" not in html and 'class="b hw"' not in html
+    health = html[html.index('id="health"') : html.index('id="compare"')]
+    assert "rk3588-01" in health and "no connection after 4 attempts" in health
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["meta"]["launched_by"] == "npu-hil nightly"
+    assert "<code>npu-hil nightly</code>" in html
+
+
+def test_nightly_compare_with_is_passed_on(tmp_path: Path) -> None:
+    from harness.cli.main import build_parser
+
+    args = build_parser().parse_args(["nightly", "--compare-with", "20260101T000000Z-abcdef"])
+    from harness.cli.nightly_cmd import pytest_command
+
+    cmd = pytest_command(args, Path("tests/hil"))
+    assert cmd[cmd.index("--compare-with") + 1] == "20260101T000000Z-abcdef"
 
 
 def test_nightly_without_a_suite_is_bad_input(tmp_path: Path) -> None:
@@ -116,6 +178,23 @@ def test_record_tail_reads_whole_lines_only(tmp_path: Path) -> None:
     tail.poll()
     assert dict(tail.per_board["a"]) == {"passed": 1, "failed": 1}
     assert tail.simulated["a"] is True
+
+
+def test_record_tail_names_where_cases_ran(tmp_path: Path) -> None:
+    """The live table says what the final one says: a skipped case on a hardware board is not
+    hardware."""
+    from harness.report.records import TestRecord
+    from harness.report.writer import append_record
+
+    tail = RecordTail(tmp_path / "records.jsonl")
+    append_record(tmp_path, TestRecord("t::a[hw-01]", "skipped", 0.0, board="hw-01"))
+    append_record(tmp_path, TestRecord("t::a[rk-01]", "passed", 0.1, board="rk-01", ran_on="hw"))
+    append_record(
+        tmp_path,
+        TestRecord("t::b[rk-01]", "passed", 0.1, board="rk-01", simulated=True, ran_on="sim"),
+    )
+    tail.poll()
+    assert (tail.kind("hw-01"), tail.kind("rk-01"), tail.kind("none")) == ("-", "HW+SIM", "-")
 
 
 @pytest.mark.parametrize("autoload", ["", "1"])

@@ -55,9 +55,11 @@ def test_junit_xml_parses_with_counts_and_properties(
     assert by_board["test_roundtrip[kl730-01-c]"].find("error") is not None
     assert by_board["test_roundtrip[kl730-01-d]"].find("skipped") is not None
     hw = by_board["test_roundtrip[rdk-x5-01-e]"]
-    assert {p.get("name"): p.get("value") for p in hw.iterfind("properties/property")}[
-        "simulated"
-    ] == "false"
+    hw_props = {p.get("name"): p.get("value") for p in hw.iterfind("properties/property")}
+    assert hw_props["simulated"] == "false" and hw_props["ran_on"] == "hw"
+    skipped = by_board["test_roundtrip[kl730-01-d]"]
+    skipped_props = {p.get("name"): p.get("value") for p in skipped.iterfind("properties/property")}
+    assert skipped_props["ran_on"] == "none"
 
 
 def test_junit_survives_control_characters(tmp_path: Path) -> None:
@@ -72,10 +74,10 @@ def test_summary_json_schema(sample_records: tuple[Path, list[TestRecord]]) -> N
     run_dir, records = sample_records
     write_run(run_dir, records, META)
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["schema"] == 1
+    assert summary["schema"] == 2
     assert summary["total"] == 5
     assert summary["outcomes"] == {"passed": 2, "failed": 1, "error": 1, "skipped": 1}
-    assert (summary["simulated"], summary["hardware"]) == (4, 1)
+    assert (summary["simulated"], summary["hardware"], summary["not_run"]) == (3, 1, 1)
     assert summary["by_backend"]["hardware"]["passed"] == 1
     assert set(summary["per_board"]) == {"kl730-01", "rdk-x5-01", "rk3588-01"}
     assert summary["per_board"]["kl730-01"]["error"] == 1
@@ -95,18 +97,23 @@ def test_html_is_self_contained_with_boards_marking_and_images(
     html = (run_dir / "report.html").read_text()
     for board in ("rk3588-01", "kl730-01", "rdk-x5-01"):
         assert board in html
-    assert "MIXED: 1 tests on hardware (HW), 4 on simulated boards (SIM)" in html
-    # every test row says SIM or HW
-    rows = re.findall(r'<tr class="row-[a-z]+">.*?</tr>', html, flags=re.S)
+    # the skipped case ran on neither
+    assert "MIXED: 1 tests on hardware (HW), 3 on simulated boards (SIM); 1 ran on no board" in html
+    # every test row says SIM, HW or - (ran on no board)
+    rows = re.findall(r'<tr class="case row-[a-z]+".*?</tr>', html, flags=re.S)
     assert len(rows) == 5
-    assert all(('class="b sim"' in r) != ('class="b hw"' in r) for r in rows)
+    badges = [re.findall(r'class="b (sim|hw|none)"', r) for r in rows]
+    assert sorted(b[0] for b in badges) == ["hw", "none", "sim", "sim", "sim"]
+    assert all(len(b) == 1 for b in badges)
     # the heatmap is embedded, not linked
     images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
     assert len(images) == 1
     assert base64.b64decode(images[0])[:8] == b"\x89PNG\r\n\x1a\n"
     assert "w_stride: predicted 8, device reported 16" in html
     assert "expected 60, got 44" in html
-    assert "<script" not in html and "http://" not in html and "https://" not in html
+    # nothing is fetched: no external script, style sheet or image
+    assert "http://" not in html and "https://" not in html
+    assert "<link" not in html and not re.search(r"<script[^>]+src=", html)
     # failures come before passes, new ones are flagged
     assert html.index("rk3588-01-b]") < html.index("rk3588-01-a]")
     assert ">NEW<" in html
@@ -115,7 +122,8 @@ def test_html_is_self_contained_with_boards_marking_and_images(
 def test_html_header_all_simulated(tmp_path: Path) -> None:
     run_dir = new_run_dir(tmp_path)
     write_run(run_dir, [TestRecord("t.py::test_a", "passed", 0.1, simulated=True)], {})
-    assert "SIMULATED: all 1 tests ran on simulated boards" in (run_dir / "report.html").read_text()
+    html = (run_dir / "report.html").read_text()
+    assert "SIMULATED: all 1 tests that ran, ran on simulated boards" in html
 
 
 def test_missing_heatmap_is_noted_not_fatal(tmp_path: Path) -> None:
@@ -165,6 +173,40 @@ def test_cases_without_a_board_are_neither_hardware_nor_simulated(tmp_path: Path
     write_run(run_dir, records, {})
     summary = json.loads((run_dir / "summary.json").read_text())
     assert (summary["simulated"], summary["hardware"], summary["no_board"]) == (1, 0, 1)
+    assert summary["not_run"] == 1
     html = (run_dir / "report.html").read_text()
-    assert "SIMULATED: all 1 tests ran on simulated boards" in html
-    assert "1 cases had no board to run on" in html and "MIXED" not in html
+    assert "SIMULATED: all 1 tests that ran, ran on simulated boards" in html
+    assert "1 ran on no board" in html and "MIXED" not in html
+
+
+def test_board_health_lists_each_event_once_with_its_cases(tmp_path: Path) -> None:
+    cycled = "power cycled: ping timed out after 5 s; healthy again"
+    records = [
+        TestRecord(
+            f"t.py::test_{n}[rk3588-02]",
+            "passed",
+            0.1,
+            board="rk3588-02",
+            ran_on="hw",
+            board_events=[cycled],
+        )
+        for n in range(3)
+    ] + [
+        TestRecord(
+            "t.py::test_r[rk3588-01]",
+            "passed",
+            0.1,
+            board="rk3588-01",
+            ran_on="hw",
+            properties={"retries": "1"},
+        ),
+    ]
+    run_dir = new_run_dir(tmp_path)
+    write_run(run_dir, records, {})
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["board_health"]["rk3588-02"] == [{"event": cycled, "cases": 3}]
+    assert summary["board_health"]["rk3588-01"][0]["event"].startswith("model run retried")
+    html = (run_dir / "report.html").read_text()
+    health = html[html.index('id="health"') : html.index('id="compare"')]
+    assert health.count(cycled) == 1 and "<td>3</td>" in health
+    assert "HARDWARE: all 4 tests that ran, ran on real boards" in html

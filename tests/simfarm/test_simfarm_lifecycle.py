@@ -4,7 +4,6 @@ processes), nothing else is touched, and doing it twice is harmless."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -139,6 +138,10 @@ def test_a_damaged_state_file_is_refused_not_guessed(tmp_path: Path) -> None:
     assert (folder / STATE_FILE).exists()
 
 
-def test_default_folder_is_per_user_and_stable() -> None:
+def test_default_folder_is_per_user_and_stable(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     assert default_dir() == default_dir()
-    assert default_dir().name == f"npu-hil-simfarm-{os.getuid()}"
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert default_dir() == tmp_path / "cache" / "npu-hil-simfarm"

@@ -325,11 +325,11 @@ def test_symlinks_out_of_the_workdir_are_refused(either: SshTransport, tmp_path:
 
 
 def test_symlinks_inside_the_workdir_are_followed(sshd: Sshd, tmp_path: Path) -> None:
-    real = tmp_path / "real"
+    # The workdir itself may not be a link (test_board_workdir): links inside it are fine.
+    real = tmp_path / "board"
     (real / "data").mkdir(parents=True)
-    (tmp_path / "board").symlink_to(real)  # the workdir itself is a link
     (real / "alias").symlink_to("data")
-    (real / "abs").symlink_to(tmp_path / "board" / "data")  # through the workdir's own link
+    (real / "abs").symlink_to(tmp_path / "board" / "data")  # absolute, into the workdir
     (real / "gone").symlink_to("nowhere/x")  # dangling: nothing to reach through it
     transport = make(sshd, tmp_path)
     try:

@@ -1,0 +1,153 @@
+"""The reference models a real board needs compiled, and the manifest that lists them.
+
+``npu-hil models build`` compiles these: every reference model at the shapes the regression suite
+(tests/hil) runs it with, one manifest entry per model and shape, named ``<model>-<N>x<C>x<H>x<W>``.
+On a real board the runner finds the entry by the reference model's content (the ONNX it builds
+for the test's shape is byte-identical to the entry's), so the suite's tests need no change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import onnx
+
+from harness.models.builders import MODELS, build
+from harness.models.manifest import (
+    Compiled,
+    CompiledTensor,
+    Manifest,
+    ManifestError,
+    ModelEntry,
+    load_manifest,
+    save_manifest,
+)
+from harness.models.rknn_build import (
+    BuildJob,
+    BuildResult,
+    read_dataset,
+    write_calibration,
+)
+from harness.models.rknn_file import NativeTensor
+
+REGRESSION_SHAPES: tuple[tuple[int, int, int, int], ...] = ((1, 3, 6, 10), (1, 16, 5, 7))
+"""The NCHW input shapes the regression suite runs every reference model at: an image-like
+three-channel input (NHWC on RKNN) and a sixteen-channel one (NC1HWC2)."""
+
+MANIFEST_NAME = "manifest.json"
+
+
+def entry_key(model: str, shape: Sequence[int]) -> str:
+    return f"{model}-{'x'.join(map(str, shape))}"
+
+
+def graph_of(proto: onnx.ModelProto) -> tuple[dict[str, tuple[int, ...]], tuple[str, ...]]:
+    """Graph tensor names → shapes (inputs first), and the input names in order."""
+    constants = {init.name for init in proto.graph.initializer}
+
+    def shape(value: onnx.ValueInfoProto) -> tuple[int, ...]:
+        return tuple(int(d.dim_value) for d in value.type.tensor_type.shape.dim)
+
+    inputs = [v for v in proto.graph.input if v.name not in constants]
+    graph = {v.name: shape(v) for v in (*inputs, *proto.graph.output)}
+    return graph, tuple(v.name for v in inputs)
+
+
+def plan(
+    target: str,
+    precision: str,
+    out: Path,
+    *,
+    models: Iterable[str] | None = None,
+    shapes: Sequence[Sequence[int]] = REGRESSION_SHAPES,
+    dataset: Path | None = None,
+) -> list[BuildJob]:
+    """One build job per model and shape; writes the ONNX files (and a calibration set unless
+    ``dataset`` gives one: ``DIR/<entry key>/`` or ``DIR/<model>/``, else DIR itself)."""
+    names = list(models) if models is not None else list(MODELS)
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        raise ManifestError(f"unknown reference model {unknown[0]!r}; known: {', '.join(MODELS)}")
+    jobs: list[BuildJob] = []
+    for name in names:
+        for shape in shapes:
+            key = entry_key(name, shape)
+            proto = build(name, shape)
+            onnx_path = out / "onnx" / f"{key}.onnx"
+            onnx_path.parent.mkdir(parents=True, exist_ok=True)
+            # The same bytes the runner writes for this model and shape: it matches by content.
+            onnx_path.write_bytes(proto.SerializeToString())
+            graph, inputs = graph_of(proto)
+            input_shapes = {n: graph[n] for n in inputs}
+            samples: list[dict[str, Path]] = []
+            if precision == "int8":
+                if dataset is None:
+                    samples = write_calibration(out / "calibration" / key, input_shapes)
+                else:
+                    folder = next(
+                        (d for d in (dataset / key, dataset / name) if d.is_dir()), dataset
+                    )
+                    samples = read_dataset(folder, input_shapes)
+            jobs.append(
+                BuildJob(
+                    key=key,
+                    onnx=onnx_path,
+                    target=target,
+                    precision=precision,
+                    rknn=out / target / f"{key}.rknn",
+                    graph=graph,
+                    inputs=inputs,
+                    dataset=tuple(samples),
+                )
+            )
+    return jobs
+
+
+def _compiled_tensor(tensor: NativeTensor) -> CompiledTensor:
+    return CompiledTensor(tensor.name, tensor.dtype, tensor.shape, tensor.native, tensor.size)
+
+
+def record(
+    manifest_path: Path,
+    results: Sequence[BuildResult],
+    models: dict[str, str],
+    failed: Sequence[BuildJob] = (),
+) -> Path:
+    """Add the built models to the manifest at ``manifest_path`` (created, or merged with what
+    it lists for other targets and models); ``models`` maps entry keys to reference names. A
+    model that ``failed`` loses what the manifest listed for that target (its file is gone)."""
+    entries: dict[str, ModelEntry] = {}
+    if manifest_path.is_file():
+        entries = dict(load_manifest(manifest_path).models)
+    for job in failed:
+        old = entries.get(job.key)
+        if old is not None:
+            artifacts = {t: p for t, p in old.artifacts.items() if t != job.target}
+            compiled = {t: c for t, c in old.compiled.items() if t != job.target}
+            entries[job.key] = ModelEntry(
+                old.name, old.onnx, artifacts, old.source, old.model, old.shape, compiled
+            )
+    for result in results:
+        job = result.job
+        old = entries.get(job.key)
+        artifacts = dict(old.artifacts) if old else {}
+        compiled = dict(old.compiled) if old else {}
+        artifacts[job.target] = job.rknn
+        compiled[job.target] = Compiled(
+            result.compiler,
+            job.precision,
+            tuple(_compiled_tensor(t) for t in result.inputs),
+            tuple(_compiled_tensor(t) for t in result.outputs),
+        )
+        first = job.graph[job.inputs[0]]
+        entries[job.key] = ModelEntry(
+            job.key,
+            job.onnx,
+            artifacts,
+            str(manifest_path),
+            models.get(job.key),
+            tuple(first),
+            compiled,
+        )
+    return save_manifest(Manifest(entries, str(manifest_path)), manifest_path)

@@ -1,0 +1,84 @@
+"""Key material and passwords, found and removed from text.
+
+Two uses, one definition of what a secret looks like: the inventory refuses a field that holds
+one (a private key pasted into ``key_file:``, a password in a URL), and every error text that
+reaches a record, a report or a log passes through :func:`scrub` on the way, so a secret that
+slipped into an exception message (a connect error quoting its "path") is never written down.
+
+What counts: a PEM block (``-----BEGIN ... KEY-----`` up to its END line, or to the end of the
+text when it was cut), an OpenSSH or PuTTY private key body, a long base64 run with the mixed
+case and digits of encoded key bytes (sha256 hex digests, paths and words do not match), and the
+password of a ``scheme://user:password@host`` URL.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["REDACTED", "find_secret", "scrub", "secret_key_name"]
+
+REDACTED = "[secret removed]"
+
+_PEM = re.compile(
+    r"-----BEGIN [A-Z0-9 ]*-----.*?(?:-----END [A-Z0-9 ]*-----|\Z)", re.DOTALL
+)  # fmt: skip
+_PUTTY = re.compile(r"PuTTY-User-Key-File-\d+:.*", re.DOTALL)
+# "openssh-key-v1" in base64, then the key's body.
+_OPENSSH_BODY = re.compile(r"b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=\s]*")
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{64,}={0,2}")
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:)(?P<pw>[^\s@/]+)@")
+_SECRET_KEY = re.compile(
+    r"(?i)(?:\A|[_.-])(pass(word|wd|phrase)?|secret|token|private[_-]?key|api[_-]?key"
+    r"|credentials?)\Z"
+)
+
+
+def _looks_encoded(run: str) -> bool:
+    """Encoded key bytes: upper and lower case and digits, few slashes (unlike a path)."""
+    return (
+        any(c.isupper() for c in run)
+        and any(c.islower() for c in run)
+        and any(c.isdigit() for c in run)
+        and run.count("/") * 16 <= len(run)
+    )
+
+
+def _spans(text: str) -> list[tuple[int, int, str]]:
+    found = [(m.start(), m.end(), "key material") for m in _PEM.finditer(text)]
+    found += [(m.start(), m.end(), "key material") for m in _PUTTY.finditer(text)]
+    found += [(m.start(), m.end(), "key material") for m in _OPENSSH_BODY.finditer(text)]
+    found += [
+        (m.start(), m.end(), "key material")
+        for m in _BASE64_RUN.finditer(text)
+        if _looks_encoded(m.group())
+    ]
+    found += [(m.start("pw"), m.end("pw"), "a password") for m in _URL_PASSWORD.finditer(text)]
+    return sorted(found)
+
+
+def find_secret(text: str) -> str | None:
+    """What secret ``text`` holds ("key material", "a password"), or None."""
+    spans = _spans(text)
+    return spans[0][2] if spans else None
+
+
+def scrub(text: str) -> str:
+    """``text`` with every secret it holds replaced by :data:`REDACTED`."""
+    spans = _spans(text)
+    if not spans:
+        return text
+    out: list[str] = []
+    position = 0
+    for start, end, _ in spans:
+        if end <= position:
+            continue  # inside a span already removed
+        out.append(text[position : max(start, position)])
+        out.append(REDACTED)
+        position = end
+    out.append(text[position:])
+    return "".join(out)
+
+
+def secret_key_name(key: str) -> bool:
+    """A mapping key that names a secret (``password``, ``token``, ``private_key``...)."""
+    return bool(_SECRET_KEY.search(key))

@@ -1,0 +1,129 @@
+"""What a run was: harness version and commit, exit status, and its *run key*.
+
+The run key is a hash of what makes two runs comparable: the suite (the test paths given to
+pytest), the inventory (its path and content), and the selection (``-k``, ``-m``, ``--target``,
+``--board``, ``--backend``, ``--simfarm``, ``--lf``...). "Since the previous run" compares only with
+a complete run of the same key, so a test-suite run or a ``-k`` debugging run never becomes the
+baseline of a nightly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+LAUNCHED_BY_ENV = "NPU_HIL_LAUNCHED_BY"
+# pytest's exit codes of a run whose tests all ran: 0 all passed, 1 some failed
+COMPLETE_EXITS = frozenset({0, 1})
+# options whose presence changes which cases run
+_SELECTION_OPTIONS = (
+    "keyword",
+    "markexpr",
+    "target",
+    "board",
+    "backend",
+    "simfarm",
+    "lf",
+    "failedfirst",
+    "deselect",
+    "ignore",
+    "ignore_glob",
+)
+
+
+def harness_version() -> str:
+    from harness import __version__
+
+    return __version__
+
+
+def git_commit(where: Path) -> str:
+    """The commit checked out at ``where`` (with ``+dirty`` for local changes), or ""."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(where), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=False,
+        )  # fmt: skip
+        if head.returncode != 0:
+            return ""
+        dirty = subprocess.run(
+            ["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=5, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def _file_digest(path: Path | None) -> str:
+    if path is None:
+        return ""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except OSError:
+        return ""
+
+
+def run_kind(
+    suite: Sequence[str], inventory: Path | None, selection: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "suite": sorted(suite),
+        "inventory": str(inventory) if inventory is not None else "",
+        "inventory_sha256": _file_digest(inventory),
+        "selection": {k: v for k, v in sorted(selection.items()) if v not in (None, [], "", False)},
+    }
+
+
+def run_key(kind: dict[str, Any]) -> str:
+    text = json.dumps(kind, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _suite_of(config: pytest.Config) -> list[str]:
+    """The test paths pytest was given, relative to the rootdir when under it."""
+    root = config.rootpath
+    paths = []
+    for arg in config.args:
+        path = Path(arg.split("::")[0])
+        path = path if path.is_absolute() else Path(config.invocation_params.dir) / path
+        try:
+            rel = path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            rel = path.resolve().as_posix()
+        paths.append(rel + ("::" + arg.split("::", 1)[1] if "::" in arg else ""))
+    return paths
+
+
+def run_meta(
+    config: pytest.Config, exitstatus: int, started: float, *, stopped: bool = False
+) -> dict[str, Any]:
+    """The fields the plugin adds to a run's meta at the end of the session; ``stopped``: the
+    session ended before its last test (``-x``, ``--maxfail``, a stop request)."""
+    from harness.plugin_farm import inventory_path
+
+    selection = {name: config.getoption(name, None) for name in _SELECTION_OPTIONS}
+    if selection.get("backend") == "auto":
+        selection["backend"] = None
+    kind = run_kind(_suite_of(config), inventory_path(config), selection)
+    return {
+        "harness_version": harness_version(),
+        "git_commit": git_commit(config.rootpath),
+        "command_line": " ".join(["pytest", *config.invocation_params.args]),
+        # npu-hil nightly names its own command line here: the one a reader would type again
+        "launched_by": os.environ.get(LAUNCHED_BY_ENV, ""),
+        "duration_s": round(time.time() - started, 3),
+        "pytest_exit": exitstatus,
+        "complete": exitstatus in COMPLETE_EXITS and not stopped,
+        "run_kind": kind,
+        "run_key": run_key(kind),
+        "compare_with": config.getoption("compare_with", None) or "",
+    }

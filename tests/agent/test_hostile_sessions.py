@@ -1,0 +1,291 @@
+"""What a hostile or careless client sends a resident agent (``--session`` on stdin, ``--listen``
+on a Unix socket), and the folders it is started in: each case runs the real agent in a
+subprocess, which must answer a typed error record, touch nothing outside its ``jobs/`` and stay
+up for the next client."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.agent import agent as board
+from tests.agent.jobs import FAKE_ADAPTERS
+from tests.agent.test_listen import AGENT, PYTHONS, Connection, Listener, write_echo_job
+from tests.agent.test_session import RawSession
+
+NOBODY = 65534
+
+
+def nested(depth: int) -> bytes:
+    """A frame whose payload is a JSON object nested ``depth`` lists deep."""
+    payload = ('{"op": "ping", "x": ' + "[" * depth + "]" * depth + "}").encode()
+    return len(payload).to_bytes(8, "big") + payload
+
+
+# --- session mode --------------------------------------------------------------------------------
+
+
+def test_a_deeply_nested_frame_is_answered_and_the_session_goes_on(tmp_path: Path) -> None:
+    raw = RawSession(tmp_path)
+    raw.read()
+    for depth in (100_000, board.MAX_JSON_DEPTH + 1):
+        raw.send_bytes(nested(depth))
+        answer = raw.read()
+        assert answer["op"] == "error", answer
+        assert answer["error"]["type"] == "ProtocolError"
+        assert "nested deeper than" in answer["error"]["message"]
+    raw.send({"op": "ping"})
+    assert raw.read()["pid"] == raw.process.pid
+    raw.send({"op": "shutdown"})
+    raw.read()
+    returncode, _, err = raw.finish()
+    assert returncode == 0 and b"Traceback" not in err
+
+
+def test_a_frame_that_is_not_utf8_is_answered(tmp_path: Path) -> None:
+    raw = RawSession(tmp_path)
+    raw.read()
+    raw.send_bytes((2).to_bytes(8, "big") + b"\xff\xfe")
+    assert raw.read()["error"]["type"] == "ProtocolError"
+    raw.send({"op": "ping"})
+    assert raw.read()["op"] == "ping"
+    raw.send({"op": "shutdown"})
+    raw.read()
+    assert raw.finish()[0] == 0
+
+
+def test_a_request_frame_over_the_cap_is_refused_unread(tmp_path: Path) -> None:
+    raw = RawSession(tmp_path)
+    raw.read()
+    raw.send_bytes((board.MAX_REQUEST_BYTES + 1).to_bytes(8, "big"))
+    answer = raw.read()
+    assert answer["op"] == "error" and "exceeds the cap" in answer["error"]["message"]
+    assert raw.finish()[0] == board.EXIT_FAILED
+
+
+@pytest.mark.parametrize("where", ["/", "absolute", "jobs/../elsewhere", "jobs", "jobs/a/b"])
+def test_a_session_job_runs_only_in_its_own_jobs_folder(tmp_path: Path, where: str) -> None:
+    """``{"op": "job", "dir": "/"}`` must not make the agent write ``/result.json``, nor any
+    folder outside ``jobs/`` get one."""
+    work = tmp_path / "work"
+    work.mkdir()
+    write_echo_job(tmp_path, "elsewhere")  # a valid job outside the workdir
+    (work / "jobs").mkdir()
+    outside = tmp_path / "jobs" / "elsewhere"
+    target = {"/": "/", "absolute": str(outside)}.get(where, where)
+    before = os.path.exists("/result.json")
+    raw = RawSession(work)
+    raw.read()
+    raw.send({"op": "job", "dir": target})
+    answer = raw.read()
+    assert answer["error"]["type"] == "JobError" and answer["error"]["field"] == "dir", answer
+    assert not (outside / "result.json").exists()
+    assert os.path.exists("/result.json") == before
+    raw.send({"op": "shutdown"})
+    raw.read()
+    assert raw.finish()[0] == 0
+
+
+def test_a_job_folder_that_is_a_symlink_is_refused_in_a_session(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    (work / "jobs").mkdir(parents=True)
+    job = write_echo_job(tmp_path, "real")
+    (work / "jobs" / "link").symlink_to(tmp_path / job)
+    raw = RawSession(work)
+    raw.read()
+    raw.send({"op": "job", "dir": "jobs/link"})
+    assert "symbolic link" in raw.read()["error"]["message"]
+    assert not (tmp_path / job / "result.json").exists()
+    raw.send({"op": "shutdown"})
+    raw.read()
+    raw.finish()
+
+
+def test_discard_never_removes_through_a_symlinked_jobs_folder(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    precious = tmp_path / "precious"
+    (precious / "victim").mkdir(parents=True)
+    (precious / "victim" / "data").write_bytes(b"keep")
+    # The workdir is checked at start too: the link is planted once the agent runs.
+    raw = RawSession(work)
+    raw.read()
+    (work / "jobs").symlink_to(precious)
+    raw.send({"op": "discard", "dir": "jobs/victim"})
+    answer = raw.read()
+    assert answer["error"]["type"] == "JobError", answer
+    assert (precious / "victim" / "data").read_bytes() == b"keep"
+    raw.send({"op": "shutdown"})
+    raw.read()
+    raw.finish()
+
+
+# --- the folders a resident agent starts in ------------------------------------------------------
+
+
+def unsafe(folder: Path, how: str) -> str:
+    """Make ``folder`` unsafe in one way; the phrase the refusal must contain."""
+    if how == "0777":
+        folder.chmod(0o777)
+        return "mode 0777"
+    if how == "other-owner":
+        if os.geteuid() != 0:
+            pytest.skip("giving a folder to another user needs root")
+        os.chown(folder, NOBODY, NOBODY)
+        return f"owner uid {NOBODY}"
+    assert how == "jobs-link"
+    (folder / "jobs").symlink_to("/tmp")
+    return "symbolic link"
+
+
+@pytest.mark.parametrize("how", ["0777", "other-owner", "jobs-link"])
+@pytest.mark.parametrize("mode", ["--session", "--listen"])
+def test_a_workdir_another_user_controls_is_refused(tmp_path: Path, how: str, mode: str) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    phrase = unsafe(work, how)
+    done = subprocess.run(
+        [sys.executable, str(AGENT), mode, *(["agent.sock", "--idle-timeout", "2"] if mode ==
+         "--listen" else []), "--adapters", str(FAKE_ADAPTERS)],
+        cwd=work, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == board.EXIT_FAILED, done.stderr
+    assert "cannot start" in done.stderr and phrase in done.stderr, done.stderr
+    assert not (work / "agent.sock").exists()
+
+
+# --- listen mode ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=PYTHONS)
+def python(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def start(python: str, folder: Path, *extra: str) -> Listener:
+    agent = Listener(python, folder, *extra)
+    agent.wait_listening()
+    return agent
+
+
+def test_a_deeply_nested_frame_does_not_end_a_listening_agent(python: str, tmp_path: Path) -> None:
+    agent = start(python, tmp_path)
+    try:
+        connection = agent.connect()
+        connection.read()
+        connection.sock.sendall(nested(100_000))
+        answer = connection.read()
+        assert answer is not None and answer["error"]["type"] == "ProtocolError"
+        assert connection.ask({"op": "ping"})["pid"] == agent.process.pid  # same connection
+        connection.close()
+        assert agent.process.poll() is None and agent.socket.exists()
+        assert "Traceback" not in agent.log.read_text()
+    finally:
+        agent.stop()
+
+
+def test_a_silent_connection_blocks_no_other_client(python: str, tmp_path: Path) -> None:
+    agent = start(python, tmp_path)
+    try:
+        silent = agent.connect()
+        silent.read()  # connected, then says nothing
+        other = Connection(agent.socket)
+        other.sock.settimeout(10)
+        assert other.read() is not None  # its hello, at once
+        job = write_echo_job(tmp_path, "while-silent")
+        assert other.ask({"op": "job", "dir": job})["result"]["ok"]
+        other.close()
+        silent.close()
+    finally:
+        agent.stop()
+
+
+def test_a_silent_connection_is_dropped_after_the_read_timeout(python: str, tmp_path: Path) -> None:
+    agent = start(python, tmp_path, "--read-timeout", "1")
+    try:
+        silent = agent.connect()
+        silent.read()
+        started = time.monotonic()
+        answer = silent.read()
+        assert answer is not None and "no complete request within 1 s" in answer["error"]["message"]
+        assert silent.read() is None and time.monotonic() - started < 10
+        silent.close()
+        other = agent.connect()
+        other.read()
+        assert other.ask({"op": "ping"})["pid"] == agent.process.pid  # the agent is still up
+    finally:
+        agent.stop()
+
+
+def served(agent: Listener) -> Connection:
+    """A connection the agent serves, once a place is free (wait_listening's probe, closed at
+    once, holds one for a moment)."""
+    deadline = time.monotonic() + 10
+    while True:
+        connection = agent.connect()
+        hello = connection.read()
+        assert hello is not None
+        if hello["op"] == "hello":
+            return connection
+        connection.close()
+        assert time.monotonic() < deadline, hello
+        time.sleep(0.05)
+
+
+def test_connections_over_the_bound_are_told_and_closed(python: str, tmp_path: Path) -> None:
+    agent = start(python, tmp_path, "--max-connections", "2")
+    try:
+        held = [served(agent), served(agent)]
+        extra = agent.connect()
+        answer = extra.read()
+        assert answer is not None and "already serves 2 connections" in answer["error"]["message"]
+        assert extra.read() is None
+        held[0].close()
+        again = served(agent)  # the freed place is taken by the next client
+        assert again.ask({"op": "ping"})["pid"] == agent.process.pid
+    finally:
+        agent.stop()
+
+
+def test_half_a_frame_then_silence_costs_only_that_connection(python: str, tmp_path: Path) -> None:
+    agent = start(python, tmp_path, "--read-timeout", "1")
+    try:
+        cut = agent.connect()
+        cut.read()
+        cut.sock.sendall(board.encode_frame({"op": "ping"})[:12])
+        answer = cut.read()
+        assert answer is not None and answer["error"]["type"] == "ProtocolError"
+        cut.close()
+        other = agent.connect()
+        other.read()
+        assert other.ask({"op": "ping"})["pid"] == agent.process.pid
+    finally:
+        agent.stop()
+
+
+def test_the_unix_socket_refuses_garbage_lengths(python: str, tmp_path: Path) -> None:
+    agent = start(python, tmp_path)
+    try:
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe.settimeout(10)
+        probe.connect(str(agent.socket))
+        stream = probe.makefile("rb")
+        header = stream.read(8)
+        stream.read(board.frame_length(header))
+        probe.sendall((board.MAX_REQUEST_BYTES + 1).to_bytes(8, "big"))
+        header = stream.read(8)
+        answer = json.loads(stream.read(board.frame_length(header)))
+        assert "exceeds the cap" in answer["error"]["message"]
+        stream.close()
+        probe.close()
+        assert agent.process.poll() is None
+    finally:
+        agent.stop()
