@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.cli.common import print_json
 from harness.models import MODELS
-from harness.models.compile_set import MANIFEST_NAME, plan, record
+from harness.models.compile_set import MANIFEST_NAME, compiled_tensor, plan, record
 from harness.models.rknn_build import (
     TOOLKIT,
     TOOLKIT_VERSION,
@@ -119,8 +119,8 @@ def run_build(args: argparse.Namespace) -> int:
                 "built": {
                     r.job.key: {
                         "rknn": str(r.job.rknn),
-                        "inputs": [t.to_dict() for t in r.inputs],
-                        "outputs": [t.to_dict() for t in r.outputs],
+                        "inputs": [compiled_tensor(t).to_dict() for t in r.inputs],
+                        "outputs": [compiled_tensor(t).to_dict() for t in r.outputs],
                     }
                     for r in results
                 },

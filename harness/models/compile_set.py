@@ -104,7 +104,8 @@ def plan(
     return jobs
 
 
-def _compiled_tensor(tensor: NativeTensor) -> CompiledTensor:
+def compiled_tensor(tensor: NativeTensor) -> CompiledTensor:
+    """A tensor the compiled file states, as the manifest keeps it."""
     return CompiledTensor(tensor.name, tensor.dtype, tensor.shape, tensor.native, tensor.size)
 
 
@@ -137,8 +138,8 @@ def record(
         compiled[job.target] = Compiled(
             result.compiler,
             job.precision,
-            tuple(_compiled_tensor(t) for t in result.inputs),
-            tuple(_compiled_tensor(t) for t in result.outputs),
+            tuple(compiled_tensor(t) for t in result.inputs),
+            tuple(compiled_tensor(t) for t in result.outputs),
         )
         first = job.graph[job.inputs[0]]
         entries[job.key] = ModelEntry(

@@ -23,7 +23,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
-from typing import Any
 
 from harness.errors import NpuHilError
 
@@ -57,15 +56,6 @@ class NativeTensor:
     (the row stride is only in the size)."""
     size: int
     """Bytes the compiler reserves for the tensor."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "dtype": self.dtype,
-            "shape": list(self.shape),
-            "native": list(self.native),
-            "size": self.size,
-        }
 
 
 @dataclass(frozen=True)
