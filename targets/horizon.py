@@ -28,7 +28,7 @@ import numpy as np
 
 from harness.codec.encodings import Encoding
 from harness.codec.engine import BlockedLayout, Dim
-from harness.codec.params import int_tuple, one_int, round_up, take_params
+from harness.codec.params import bounded_size, int_tuple, one_int, round_up, take_params
 from harness.codec.registry import register
 from harness.errors import LayoutError
 
@@ -282,6 +282,11 @@ def _image(
 def _size(where: str, params: dict[str, Any], default: int) -> tuple[int, str]:
     if "aligned_byte_size" in params:
         size = one_int(where, "aligned_byte_size", params["aligned_byte_size"])
+        if size < 0:
+            raise LayoutError(
+                f"{where}: aligned_byte_size must be >= 0 (0: not reported), got {size}"
+            )
+        bounded_size(where, "aligned_byte_size", size, default)
         if size > 0:
             if size < default:
                 raise LayoutError(

@@ -449,6 +449,8 @@ def _group_mode(fmt: Kl730Format) -> str:
 
 def _encoding(fmt: Kl730Format, dtype: np.dtype, value_bits: int, where: str) -> Encoding:
     if fmt.bits == 8:
+        if value_bits not in (8, 16):  # 16: the default, which an 8-bit format ignores
+            raise LayoutError(f"{where}: an 8-bit format holds 8 value bits, got {value_bits}")
         return Encoding("raw", dtype)
     if value_bits not in (15, 16):
         raise LayoutError(f"{where}: value_bits must be 15 or 16, got {value_bits}")

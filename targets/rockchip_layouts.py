@@ -28,7 +28,7 @@ import numpy as np
 
 from harness.codec.encodings import Encoding
 from harness.codec.engine import BlockedLayout, Dim
-from harness.codec.params import int_tuple, one_int, round_up, take_params
+from harness.codec.params import bounded_size, int_tuple, one_int, round_up, take_params
 from harness.codec.registry import register
 from harness.errors import LayoutError
 from targets import rockchip
@@ -347,8 +347,8 @@ def _nc1hwc2(
     native dims padded to ``hw_align``. The runtime reports a plane whose H*W is not a multiple of
     4 flattened (``[N, C1, 1, ceil4(H*W), C2]``); the bytes are the same either way."""
     n, c, h, w = shape
-    if hw_align < 1:
-        raise LayoutError(f"{where}: hw_align must be >= 1, got {hw_align}")
+    if not 1 <= hw_align <= MAX_HW_ALIGN:
+        raise LayoutError(f"{where}: hw_align must be 1 to {MAX_HW_ALIGN}, got {hw_align}")
     c1 = padded_channels // c2
     plane_h, plane_w = h, w
     if role == "output" and (h * w) % hw_align and observed.flattens_plane(target):
@@ -363,6 +363,9 @@ def _nc1hwc2(
             )
         if min(native) < 1:
             raise LayoutError(f"{where}: native_dims {list(native)} must all be >= 1")
+        _check_c2(where, "native_dims' C2", native[4])
+        item = dtype.itemsize
+        bounded_size(where, "native_dims", prod(native) * item, prod(shape) * item)
         _, c1, plane_h, plane_w, c2 = native
         provenance["c1"] = provenance["c2"] = "given (device-reported native dims)"
     item = dtype.itemsize
@@ -465,10 +468,7 @@ def _flat(
 
 def _c2(where: str, target: str, dtype: np.dtype, params: dict[str, Any]) -> tuple[int, str]:
     if "c2" in params:
-        c2 = one_int(where, "c2", params["c2"])
-        if c2 < 1:
-            raise LayoutError(f"{where}: c2 must be >= 1, got {c2}")
-        return c2, "given"
+        return _check_c2(where, "c2", one_int(where, "c2", params["c2"])), "given"
     if dtype.name not in ("int8", "uint8", "float16"):
         raise LayoutError(
             f"{where}: the C2 block is known for 8-bit and float16 data only, got "
@@ -485,12 +485,28 @@ def _c2(where: str, target: str, dtype: np.dtype, params: dict[str, Any]) -> tup
     return c2, f"predicted: {source}"
 
 
+MAX_HW_ALIGN = 4096
+"""An H*W plane alignment beyond a page is no alignment a runtime uses (the tables say 1 to 4)."""
+MAX_C2 = 64
+"""The largest C2 block: the runtimes report 1 to 16 (tests/data/rknn/observed.json.gz), the
+user guide names 4 to 16; a power of two up to 64 leaves room for a wider NPU."""
+
+
+def _check_c2(where: str, key: str, c2: int) -> int:
+    if c2 < 1 or c2 > MAX_C2 or c2 & (c2 - 1):
+        raise LayoutError(
+            f"{where}: {key} must be a power of two from 1 to {MAX_C2} (the C2 block), got {c2}"
+        )
+    return c2
+
+
 def _size(
     where: str, params: dict[str, Any], key: str, default: int, reach: str = "the layout"
 ) -> tuple[int, str]:
     if key not in params:
         return default, "predicted from the layout"
     size = one_int(where, key, params[key])
+    bounded_size(where, key, size, default)
     if size < default:
         raise LayoutError(
             f"{where}: {key} {size} is smaller than the {default} bytes {reach} reach"

@@ -14,8 +14,8 @@ from harness.cli.common import (
     parse_shape,
     print_json,
 )
+from harness import inputs
 from harness.codec import BlockedLayout
-from harness.errors import LayoutError
 
 
 def add_parser(sub: Any) -> None:
@@ -47,13 +47,16 @@ def add_parser(sub: Any) -> None:
 
 
 def load_npy(path: Path) -> np.ndarray:
-    try:
-        array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise LayoutError(f"{path}: not a readable .npy file ({exc})") from exc
-    if not isinstance(array, np.ndarray):
-        raise LayoutError(f"{path}: expected one array, got {type(array).__name__}")
-    return array
+    """A logical tensor file: a regular file, its header checked before anything is allocated,
+    numbers only (never a pickle)."""
+    return inputs.load_npy(path)
+
+
+def read_buffer(path: Path, layout: BlockedLayout, what: str, *, slack: bool = False) -> bytes:
+    """A packed buffer file, read only when it is a regular file of at most the layout's size
+    (``slack``: a device buffer may be longer, which the diff reports; twice is the bound)."""
+    limit = 2 * layout.nbytes + 4096 if slack else layout.nbytes
+    return bytes(inputs.read_regular(path, what, limit))
 
 
 def run_pack(args: argparse.Namespace) -> int:
@@ -66,7 +69,7 @@ def run_pack(args: argparse.Namespace) -> int:
 
 def run_unpack(args: argparse.Namespace) -> int:
     layout = layout_from_args(args, parse_shape(args.shape), args.dtype)
-    data = args.src.read_bytes()
+    data = read_buffer(args.src, layout, f"a packed {layout.nbytes}-byte buffer")
     np.save(args.dst, layout.unpack(data))
     print(f"{args.dst}: {layout.shape} {layout.dtype.name}")
     return 0

@@ -11,8 +11,11 @@ from harness.errors import LayoutError
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
+    parts = text.replace("x", ",").split(",")
     try:
-        dims = tuple(int(v) for v in text.replace("x", ",").split(",") if v.strip())
+        if text.strip() and not all(p.strip() for p in parts):
+            raise ValueError("an empty dimension")
+        dims = tuple(int(v) for v in parts if v.strip())
     except ValueError as exc:
         raise LayoutError(f"--shape: expected integers like 1,32,4,5, got {text!r}") from exc
     if not dims:

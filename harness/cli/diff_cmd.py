@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from harness.cli.codec_cmd import load_npy
+from harness.cli.codec_cmd import load_npy, read_buffer
 from harness.cli.common import add_layout_args, layout_from_args, parse_shape
 from harness.diff import diff_buffers
 from harness.diff.heatmap import render_heatmap
@@ -23,11 +25,21 @@ def add_parser(sub: Any) -> None:
     source.add_argument("--expected", type=Path, help="the expected logical tensor (.npy)")
     source.add_argument("--expected-bin", type=Path, help="the expected packed buffer (.bin)")
     diff.add_argument("--device", required=True, type=Path, help="the device's raw buffer (.bin)")
-    diff.add_argument("--tolerance", type=float, default=0, help="± in value units (default 0)")
+    diff.add_argument("--tolerance", type=_tolerance, default=0, help="± in value units (default 0)")
     diff.add_argument("--padding", choices=("zero", "ignore", "exact"), default="zero")
     diff.add_argument("--json", action="store_true")
     diff.add_argument("--png", type=Path, help="write a heatmap of the mismatches here")
     diff.set_defaults(run=run_diff)
+
+
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value
 
 
 def run_diff(args: argparse.Namespace) -> int:
@@ -41,10 +53,11 @@ def run_diff(args: argparse.Namespace) -> int:
         if expected.dtype != layout.dtype:
             expected = _cast_exactly(expected, layout.dtype, args.expected)
     else:
-        expected = args.expected_bin.read_bytes()
-    report = diff_buffers(
-        layout, expected, args.device.read_bytes(), tolerance=args.tolerance, padding=args.padding
-    )
+        expected = read_buffer(
+            args.expected_bin, layout, f"the packed {layout.nbytes}-byte expected buffer"
+        )
+    device = read_buffer(args.device, layout, "the device's buffer", slack=True)
+    report = diff_buffers(layout, expected, device, tolerance=args.tolerance, padding=args.padding)
     if args.png is not None:
         render_heatmap(report, layout, args.png)
     if args.json:
@@ -56,8 +69,13 @@ def run_diff(args: argparse.Namespace) -> int:
 
 def _cast_exactly(array: np.ndarray, dtype: np.dtype, path: Path) -> np.ndarray:
     """Accept an .npy of another dtype only when every value survives the cast unchanged."""
-    cast = array.astype(dtype)
-    if not np.array_equal(cast.astype(array.dtype), array):
+    # NaN, infinities and complex values do not survive: numpy's warnings about them are the
+    # refusal below, not extra lines on stderr.
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        cast = array.astype(dtype)
+        same = np.array_equal(cast.astype(array.dtype), array)
+    if not same:
         raise LayoutError(
             f"{path}: holds {array.dtype.name} values that do not fit {dtype.name} exactly"
         )

@@ -21,6 +21,7 @@ the offset by the strides from the largest down.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +32,7 @@ from numpy.lib.stride_tricks import as_strided
 from harness.codec.aligned import aligned_empty, aligned_like
 from harness.codec.encodings import Encoding
 from harness.codec.fastcopy import strided_copy
-from harness.codec.params import strict_int
+from harness.codec.params import bounded_size, strict_int
 from harness.errors import LayoutError
 
 PART = -1
@@ -160,12 +161,17 @@ class BlockedLayout:
         canonical = self.canonical_shape or self.shape
         object.__setattr__(self, "canonical_shape", tuple(canonical))
         object.__setattr__(self, "stored", tuple(self.stored or canonical))
-        if int(np.prod(canonical)) != int(np.prod(self.shape)):
+        if math.prod(canonical) != math.prod(self.shape):
             raise LayoutError(
                 f"{self._what}: canonical shape {canonical} does not hold {self.shape}"
             )
         if any(d < 1 for d in self.shape):
             raise LayoutError(f"{self._what}: every dimension must be >= 1, got shape {self.shape}")
+        # Before anything reads the dims: a device's geometry must fit what the tensor can need,
+        # so no report (a C2 of 10**8, native dims of 10**11) turns into a terabyte buffer.
+        dense = math.prod(self.shape) * self.dtype.itemsize
+        bounded_size(self._what, "buffer size", self.nbytes, dense)
+        bounded_size(self._what, "the dims' reach", self.extent, dense)
         self._check_dims()
         self._check_nesting()
 

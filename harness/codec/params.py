@@ -53,3 +53,39 @@ def one_int(where: str, key: str, value: Any) -> int:
 
 def round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
+
+
+MAX_BUFFER_BYTES = 16 << 30
+"""No tensor buffer of an NPU board is larger: more than the memory of any board listed."""
+PADDING_FACTOR = 256
+"""How many times its dense size a layout may take. The most the seeds and the observed runtimes
+pad a tensor is 64 times (one int8 channel in a C2 = 16 block, its H*W plane rounded up to 4);
+a device report beyond this is nonsense to refuse, not a buffer to allocate."""
+PADDING_SLACK = 1 << 20
+"""Bytes any layout may add on top (alignment of a small tensor's rows and planes)."""
+
+
+def max_layout_bytes(dense: int) -> int:
+    """The most bytes a layout of a tensor of ``dense`` bytes can need."""
+    return min(MAX_BUFFER_BYTES, PADDING_FACTOR * dense + PADDING_SLACK)
+
+
+def bounded_size(where: str, key: str, value: int, dense: int) -> int:
+    """``value`` (a buffer size or the reach of a layout's dims) when a tensor of ``dense`` bytes
+    can need it; LayoutError otherwise, before anything is allocated."""
+    bound = max_layout_bytes(dense)
+    if value > bound:
+        shown = f"{value}" if value < 10**30 else f"{float(value):.3g}"
+        raise LayoutError(
+            f"{where}: {key} {shown} bytes is more than a {dense}-byte tensor can need (at most "
+            f"{bound}: {PADDING_FACTOR} times its size plus {PADDING_SLACK}, never over "
+            f"{MAX_BUFFER_BYTES})"
+        )
+    return value
+
+
+def nonnegative_int(where: str, key: str, value: Any) -> int:
+    number = one_int(where, key, value)
+    if number < 0:
+        raise LayoutError(f"{where}: {key} must be >= 0, got {number}")
+    return number

@@ -7,13 +7,14 @@ lazily so that ``import harness`` stays cheap and ``targets`` can import the eng
 from __future__ import annotations
 
 import importlib
+from math import prod
 from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
 
 from harness.codec.engine import BlockedLayout
-from harness.codec.params import strict_int
+from harness.codec.params import MAX_BUFFER_BYTES, strict_int
 from harness.errors import LayoutError
 
 ROLES = ("input", "output")
@@ -101,8 +102,18 @@ def get_layout(
         raise LayoutError(f"shape must have at least one axis, each >= 1; got {dims}")
     try:
         np_dtype = np.dtype(dtype)
-    except TypeError as exc:
+    except (TypeError, ValueError, SyntaxError) as exc:
         raise LayoutError(f"unknown dtype {dtype!r}") from exc
+    if np_dtype.kind not in "biufc" or np_dtype.fields or np_dtype.subdtype:
+        raise LayoutError(
+            f"dtype {dtype!r} ({np_dtype.str}) is not a tensor element type: expected bool, "
+            "integers or floats"
+        )
+    if prod(dims) * np_dtype.itemsize > MAX_BUFFER_BYTES:
+        raise LayoutError(
+            f"shape {list(dims)} of {np_dtype.name} is {prod(dims) * np_dtype.itemsize} bytes, "
+            f"more than any NPU buffer ({MAX_BUFFER_BYTES})"
+        )
     names = _LAYOUT_NAMES[target]()
     if layout not in names:
         raise LayoutError(f"{target} has no layout {layout!r}; it has: {', '.join(names)}")

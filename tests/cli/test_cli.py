@@ -273,7 +273,7 @@ def test_targets_list_show_and_conv_check(capsys: pytest.CaptureFixture[str]) ->
         ),
         (
             ["codec", "unpack", *ONE_GROUP, "--in", "/nonexistent/y.bin", "--out", "never.npy"],
-            "No such file",
+            "no such file",
         ),
         (
             ["targets", "conv-check", "--target", "rk3588", "--width", "10", "--kernel", "3by3"],

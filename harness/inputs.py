@@ -1,0 +1,184 @@
+"""Input files read safely: regular files only, with a bound, and ``.npy`` headers checked
+against the file before anything is allocated.
+
+A FIFO blocks a reader forever, ``/dev/zero`` never ends, a 20 GiB sparse file is read whole, and
+an ``.npy`` header may claim a shape a thousand times its file: every input the command line or a
+library call names goes through :func:`read_regular` (or :func:`check_regular` where another
+reader takes the path), and each refusal is an :class:`InputFileError` naming the path and what
+was expected.
+"""
+
+from __future__ import annotations
+
+import ast
+import errno
+import os
+import stat
+from math import prod
+from pathlib import Path
+
+import numpy as np
+
+from harness.errors import NpuHilError
+
+__all__ = [
+    "MAX_JSON_BYTES",
+    "MAX_MODEL_BYTES",
+    "MAX_TENSOR_BYTES",
+    "InputFileError",
+    "check_regular",
+    "load_npy",
+    "npy_bytes",
+    "read_regular",
+]
+
+MAX_TENSOR_BYTES = 16 << 30
+"""The largest tensor file read: more than any NPU board's memory holds."""
+MAX_MODEL_BYTES = 2 << 30
+"""An ONNX model: protobuf's own limit for one message."""
+MAX_JSON_BYTES = 256 << 20
+"""A manifest, a state file, a file of observations."""
+MAX_NPY_HEADER = 10000
+"""numpy's own bound on an ``.npy`` header (``max_header_size``)."""
+NPY_KINDS = "biufc"
+"""The element kinds a tensor file may hold: bool, integers, floats, complex. Never objects
+(a pickle), never structured, string or date records."""
+
+_KINDS = {
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+class InputFileError(NpuHilError, ValueError):
+    """An input file that cannot be used: not there, not a regular file, too large, or not the
+    format expected. The message names the path and what was expected."""
+
+
+def _open(path: str | os.PathLike[str], what: str) -> tuple[int, os.stat_result]:
+    """An open descriptor on a regular file. O_NONBLOCK: opening a FIFO never waits for a
+    writer (the fstat that follows refuses it)."""
+    name = os.fspath(path)
+    if "\0" in str(name):
+        raise InputFileError(f"{name!r}: expected {what}, got a path with a NUL character")
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except FileNotFoundError:
+        raise InputFileError(f"{name}: expected {what}, no such file") from None
+    except OSError as exc:
+        reason = {
+            errno.ELOOP: "a symlink loop",
+            errno.ENOTDIR: "a path through something that is not a folder",
+            errno.EACCES: "permission denied",
+            errno.ENAMETOOLONG: "a name too long",
+        }.get(exc.errno or 0, exc.strerror or str(exc))
+        raise InputFileError(f"{name}: expected {what}, got {reason}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+        raise InputFileError(f"{name}: expected {what} (a regular file), got {kind}")
+    return fd, info
+
+
+def check_regular(path: str | os.PathLike[str], what: str) -> Path:
+    """``path`` when it names a regular file this process can open; else InputFileError. For
+    paths a library then reads by name (the inventory)."""
+    fd, _ = _open(path, what)
+    os.close(fd)
+    return Path(path)
+
+
+def read_regular(path: str | os.PathLike[str], what: str, limit: int) -> bytearray:
+    """The bytes of a regular file of at most ``limit`` bytes (checked before reading, and
+    again while reading: a file that grows is cut at the bound and refused)."""
+    fd, info = _open(path, what)
+    try:
+        if info.st_size > limit:
+            raise InputFileError(
+                f"{os.fspath(path)}: expected {what} of at most {limit} bytes, the file has "
+                f"{info.st_size}"
+            )
+        os.set_blocking(fd, True)
+        data = bytearray(info.st_size)
+        view = memoryview(data)
+        got = 0
+        while got < len(data):
+            n = os.readv(fd, [view[got:]])
+            if n == 0:
+                break
+            got += n
+        del view
+        if got < len(data):
+            del data[got:]
+        elif os.read(fd, 1):
+            raise InputFileError(f"{os.fspath(path)}: expected {what}; it grew while read")
+        return data
+    finally:
+        os.close(fd)
+
+
+def _npy_error(path: str, reason: str) -> InputFileError:
+    return InputFileError(f"{path}: expected a .npy tensor file, {reason}")
+
+
+def npy_bytes(data: bytes | bytearray, source: str) -> np.ndarray:
+    """The array an ``.npy`` file's bytes hold, the header checked first: format version 1-3,
+    a plain numeric dtype (no pickle, ever), and exactly the bytes its shape needs."""
+    if len(data) < 10 or bytes(data[:6]) != b"\x93NUMPY":
+        raise _npy_error(source, "got a file without the .npy magic (\\x93NUMPY)")
+    major = data[6]
+    if major == 1:
+        header_len, start = int.from_bytes(data[8:10], "little"), 10
+    elif major in (2, 3):
+        if len(data) < 12:
+            raise _npy_error(source, "got a truncated header")
+        header_len, start = int.from_bytes(data[8:12], "little"), 12
+    else:
+        raise _npy_error(source, f"got format version {major}.{data[7]} (numpy writes 1 to 3)")
+    if header_len > MAX_NPY_HEADER or start + header_len > len(data):
+        raise _npy_error(source, f"got a header of {header_len} bytes in a {len(data)}-byte file")
+    encoding = "utf8" if major == 3 else "latin1"
+    try:
+        header = ast.literal_eval(bytes(data[start : start + header_len]).decode(encoding))
+    except (ValueError, SyntaxError, UnicodeDecodeError, MemoryError, RecursionError):
+        raise _npy_error(source, "got a header that is not a Python literal") from None
+    if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
+        raise _npy_error(source, "got a header without exactly descr, fortran_order and shape")
+    shape, fortran, descr = header["shape"], header["fortran_order"], header["descr"]
+    if (
+        not isinstance(shape, tuple)
+        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
+        or not isinstance(fortran, bool)
+    ):
+        raise _npy_error(source, f"got shape {shape!r}, fortran_order {fortran!r}")
+    if not isinstance(descr, str):
+        raise _npy_error(source, f"got dtype {descr!r}: structured records are not tensors")
+    try:
+        dtype = np.dtype(descr)
+    except (TypeError, ValueError):
+        raise _npy_error(source, f"got an unknown dtype {descr!r}") from None
+    if dtype.kind not in NPY_KINDS or dtype.hasobject or dtype.fields or dtype.subdtype:
+        raise _npy_error(
+            source,
+            f"got dtype {dtype.str} ({dtype.name}): expected numbers (bool, integers, floats); "
+            "object arrays (a pickle), records, strings and dates are refused",
+        )
+    need = prod(shape) * dtype.itemsize
+    body = len(data) - start - header_len
+    if body != need:
+        raise _npy_error(
+            source,
+            f"its header says {dtype.name} {list(shape)} ({need} bytes) but {body} bytes follow it",
+        )
+    array = np.frombuffer(data, dtype=dtype, count=prod(shape), offset=start + header_len)
+    return array.reshape(shape, order="F" if fortran else "C")
+
+
+def load_npy(path: str | os.PathLike[str], limit: int = MAX_TENSOR_BYTES) -> np.ndarray:
+    """An ``.npy`` tensor file, read with a bound and checked (see :func:`npy_bytes`)."""
+    data = read_regular(path, "a .npy tensor file", limit)
+    return npy_bytes(data, os.fspath(path))
