@@ -84,11 +84,16 @@ def _open(path: str | os.PathLike[str], what: str) -> tuple[int, os.stat_result]
     return fd, info
 
 
-def check_regular(path: str | os.PathLike[str], what: str) -> Path:
-    """``path`` when it names a regular file this process can open; else InputFileError. For
-    paths a library then reads by name (the inventory)."""
-    fd, _ = _open(path, what)
+def check_regular(path: str | os.PathLike[str], what: str, limit: int = MAX_JSON_BYTES) -> Path:
+    """``path`` when it names a regular file of at most ``limit`` bytes this process can open;
+    else InputFileError. For paths a library then reads by name (the inventory)."""
+    fd, info = _open(path, what)
     os.close(fd)
+    if info.st_size > limit:
+        raise InputFileError(
+            f"{os.fspath(path)}: expected {what} of at most {limit} bytes, the file has "
+            f"{info.st_size}"
+        )
     return Path(path)
 
 

@@ -16,11 +16,13 @@ Each finding names the node, the rule and the numbers, e.g.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.errors import LayoutError, NpuHilError
+from harness.inputs import MAX_MODEL_BYTES, read_regular
 from targets import check_conv, rockchip
 from targets import rockchip_observed as observed
 from targets.conv import NO_CONV_LIMIT_TARGETS
@@ -91,12 +93,34 @@ def preflight(
     ONNX input: a float input becomes the first layer's type, int8 or float16, as its compiler
     log says; an integer input keeps its type), on Horizon an image type such as ``nv12``.
     """
-    import onnx
-
     proto, name = _load(model)
     try:
+        return _analyse(proto, name, target, first_layer, output_precision, rule, input_type)
+    except NpuHilError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
+        # A graph the checks below cannot walk is a model they cannot analyse (exit 2), never
+        # a rule it violates (exit 1).
+        raise PreflightError(f"{name}: cannot analyse the model ({exc!r})") from None
+
+
+def _analyse(
+    proto: Any,
+    name: str,
+    target: str,
+    first_layer: str | None,
+    output_precision: str,
+    rule: str | None,
+    input_type: str | None,
+) -> PreflightReport:
+    import onnx
+
+    if not proto.graph.node or not proto.graph.output:
+        raise PreflightError(f"{name}: the model has no graph to check (no nodes or no outputs)")
+    _check_graph(proto.graph, name)
+    try:
         inferred = onnx.shape_inference.infer_shapes(proto)
-    except Exception as exc:  # onnx raises several unrelated types for a malformed graph
+    except Exception as exc:
         raise PreflightError(f"{name}: ONNX shape inference failed: {exc}") from exc
     graph = inferred.graph
     shapes = _value_shapes(inferred)
@@ -120,15 +144,72 @@ def preflight(
     return report
 
 
+CONV_ATTRIBUTES = {"kernel_shape": "INTS", "dilations": "INTS", "group": "INT"}
+"""The convolution attributes the width check reads, with the type ONNX defines for each."""
+
+
+@functools.cache
+def _numeric_elem_types() -> frozenset[int]:
+    import onnx
+
+    kinds = "biuf"
+    numeric = set()
+    for code in onnx.TensorProto.DataType.values():
+        try:
+            dtype = onnx.helper.tensor_dtype_to_np_dtype(code)
+        except (KeyError, ValueError, TypeError):
+            continue
+        if dtype.kind in kinds:
+            numeric.add(int(code))
+    return frozenset(numeric)
+
+
+def _check_graph(graph: Any, name: str) -> None:
+    """Every value a node reads is made somewhere: a graph input, an initializer or an earlier
+    node's output (the ONNX rule of a topologically sorted graph). A graph that breaks it cannot
+    be walked, and is not a model that violates a rule."""
+    import onnx
+
+    initializers = {init.name for init in graph.initializer}
+    known = {value.name for value in graph.input} | initializers
+    for value in graph.input:
+        elem = value.type.tensor_type.elem_type if value.type.HasField("tensor_type") else 0
+        if value.name not in initializers and elem not in _numeric_elem_types():
+            codes = onnx.TensorProto.DataType.values()
+            name_of = onnx.TensorProto.DataType.Name(elem) if elem in codes else str(elem)
+            raise PreflightError(
+                f"{name}: input {value.name!r} is not a numeric tensor (element type {name_of})"
+            )
+    for number, node in enumerate(graph.node):
+        if node.op_type in ("Conv", "ConvTranspose"):
+            for attribute, kind in CONV_ATTRIBUTES.items():
+                _attribute(node, attribute, None, kind)
+        for value in node.input:
+            if value and value not in known:
+                label = node.name or f"{node.op_type.lower()}_{number}"
+                raise PreflightError(
+                    f"{name}: {label} reads {value!r}, which no graph input, initializer or "
+                    "earlier node makes"
+                )
+        known.update(node.output)
+
+
 def _load(model: Any) -> tuple[Any, str]:
     import onnx
 
     if isinstance(model, str | Path):
         path = Path(model)
+        data = read_regular(path, "an ONNX model (.onnx)", MAX_MODEL_BYTES)
         try:
-            return onnx.load(str(path)), path.name
-        except Exception as exc:  # a missing or corrupt file: say which, not a traceback
-            raise PreflightError(f"{path}: cannot read an ONNX model ({exc})") from exc
+            proto = onnx.load_model_from_string(bytes(data))
+        except Exception as exc:  # protobuf's DecodeError and friends
+            raise PreflightError(f"{path}: not an ONNX model ({type(exc).__name__})") from None
+        if any(init.data_location == onnx.TensorProto.EXTERNAL for init in proto.graph.initializer):
+            raise PreflightError(
+                f"{path}: the model keeps its weights in external files; preflight reads one "
+                "self-contained .onnx file"
+            )
+        return proto, path.name
     if isinstance(model, onnx.ModelProto):
         return model, model.graph.name or "model"
     raise PreflightError(f"expected an ONNX model or a path, got {type(model).__name__}")
@@ -299,11 +380,17 @@ def _check_outputs(
             )
 
 
-def _attribute(node: Any, name: str, default: Any) -> Any:
+def _attribute(node: Any, name: str, default: Any, kind: str) -> Any:
+    """The attribute's value, of the type the operator defines (``INT`` or ``INTS``)."""
     import onnx
 
     for attribute in node.attribute:
         if attribute.name == name:
+            if attribute.type != getattr(onnx.AttributeProto, kind):
+                got = onnx.AttributeProto.AttributeType.Name(attribute.type)
+                raise PreflightError(
+                    f"{node.name or node.op_type}: attribute {name} must be {kind}, got {got}"
+                )
             return onnx.helper.get_attribute_value(attribute)
     return default
 
@@ -325,12 +412,12 @@ def _check_convs(
         if len(in_shape) != 4 or in_shape[3] is None:
             report.notes.append(f"{label}: input width unknown, not checked")
             continue
-        kernel = _attribute(node, "kernel_shape", None) or (weight[2:4] if weight else None)
+        kernel = _attribute(node, "kernel_shape", None, "INTS") or (weight[2:4] if weight else None)
         if not kernel or len(kernel) != 2:
             report.notes.append(f"{label}: not a 2-D convolution, not checked")
             continue
-        dilations = _attribute(node, "dilations", [1, 1])
-        group = int(_attribute(node, "group", 1))
+        dilations = _attribute(node, "dilations", [1, 1], "INTS")
+        group = int(_attribute(node, "group", 1, "INT"))
         channels = in_shape[1]
         if node.op_type == "ConvTranspose":
             kind = "deconv"

@@ -8,13 +8,13 @@ from typing import Any
 
 import numpy as np
 
+from harness import inputs
 from harness.cli.common import (
     add_layout_args,
     layout_from_args,
     parse_shape,
     print_json,
 )
-from harness import inputs
 from harness.codec import BlockedLayout
 
 

@@ -25,7 +25,9 @@ def add_parser(sub: Any) -> None:
     source.add_argument("--expected", type=Path, help="the expected logical tensor (.npy)")
     source.add_argument("--expected-bin", type=Path, help="the expected packed buffer (.bin)")
     diff.add_argument("--device", required=True, type=Path, help="the device's raw buffer (.bin)")
-    diff.add_argument("--tolerance", type=_tolerance, default=0, help="± in value units (default 0)")
+    diff.add_argument(
+        "--tolerance", type=_tolerance, default=0, help="± in value units (default 0)"
+    )
     diff.add_argument("--padding", choices=("zero", "ignore", "exact"), default="zero")
     diff.add_argument("--json", action="store_true")
     diff.add_argument("--png", type=Path, help="write a heatmap of the mismatches here")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -10,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli.common import print_json
+from harness.inputs import check_regular
 from harness.models import MODELS
 from harness.models.compile_set import MANIFEST_NAME, compiled_tensor, plan, record
+from harness.models.manifest import load_manifest
 from harness.models.rknn_build import (
     TOOLKIT,
     TOOLKIT_VERSION,
@@ -19,6 +22,7 @@ from harness.models.rknn_build import (
     BuildResult,
     CompilerError,
     build_all,
+    check_dataset,
     check_precision,
     default_precision,
     probe,
@@ -58,7 +62,7 @@ def add_parser(sub: Any) -> None:
         "DIR/<model>-<shape>/, DIR/<model>/ or DIR; default: a generated set",
     )
     build.add_argument("--out", type=Path, default=Path("build/models"))
-    build.add_argument("-j", "--jobs", type=int, default=1, help="models compiled at once")
+    build.add_argument("-j", "--jobs", type=_jobs, default=1, help="models compiled at once")
     build.add_argument("--json", action="store_true")
     build.set_defaults(run=run_build)
 
@@ -72,6 +76,17 @@ def add_parser(sub: Any) -> None:
         ),
     )
     install.set_defaults(run=run_install)
+
+
+MAX_JOBS = 64
+"""Compiler processes at once: each takes a few GiB, no host runs more."""
+
+
+def _jobs(text: str) -> int:
+    value = int(text) if text.isascii() and text.isdigit() and len(text) < 6 else 0
+    if not 1 <= value <= MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"expected an integer from 1 to {MAX_JOBS}, got {text!r}")
+    return value
 
 
 def run_install(args: argparse.Namespace) -> int:
@@ -99,10 +114,17 @@ def run_build(args: argparse.Namespace) -> int:
     target: str = args.target
     precision: str = args.precision or default_precision(target)
     check_precision(target, precision)
+    out: Path = args.out
+    # The inputs first: a bad --dataset or manifest is the same one-line error whether or not
+    # the compiler is installed, and is found before minutes of compiling.
+    if args.dataset is not None:
+        check_dataset(args.dataset)
+    existing = out / MANIFEST_NAME
+    if os.path.lexists(existing):
+        load_manifest(check_regular(existing, "the model manifest (JSON)"))
     reason = probe()
     if reason is not None:
         raise CompilerError(reason)
-    out: Path = args.out
     jobs = plan(target, precision, out, models=args.models, dataset=args.dataset)
     started = time.monotonic()
     outcomes = build_all(jobs, parallel=max(1, args.jobs))

@@ -298,7 +298,10 @@ def _check_inventory(path: Path) -> None:
     (exit 2) rather than a collection error per test module. The coordinator of a labgrid
     section is not asked here: the run does that."""
     from harness.farm.inventory import read_inventory
+    from harness.inputs import check_regular
 
+    # A FIFO or /dev/zero named as the inventory would block or never end the parser's read.
+    check_regular(path, "the board inventory (YAML)")
     read_inventory(path)
 
 

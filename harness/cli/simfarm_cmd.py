@@ -16,14 +16,29 @@ from typing import Any
 from harness.cli import emulated_cmd
 from harness.simfarm import farm
 
+MAX_STOP_TIMEOUT = 3600.0
+"""``down --timeout``: an hour between SIGTERM and SIGKILL is already more than any process of
+the farm takes to stop."""
 
-def _positive(text: str) -> int:
+
+def _boards(text: str) -> int:
+    value = int(text) if text.isascii() and text.isdigit() and len(text) < 10 else 0
+    if not 1 <= value <= farm.MAX_BOARDS:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer from 1 to {farm.MAX_BOARDS}, got {text!r}"
+        )
+    return value
+
+
+def _timeout(text: str) -> float:
     try:
-        value = int(text)
+        value = float(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        value = -1.0
+    if not 0 <= value <= MAX_STOP_TIMEOUT:
+        raise argparse.ArgumentTypeError(
+            f"expected seconds from 0 to {MAX_STOP_TIMEOUT:g}, got {text!r}"
+        )
     return value
 
 
@@ -47,7 +62,7 @@ def add_parser(sub: Any) -> None:
     up = actions.add_parser("up", help="start the farm and write DIR/inventory.yaml")
     up.add_argument("--dir", type=Path, help=dir_help)
     up.add_argument(
-        "--boards", type=_positive, default=1, metavar="N", help="boards per target and transport"
+        "--boards", type=_boards, default=1, metavar="N", help="boards per target and transport"
     )
     up.add_argument(
         "--targets",
@@ -74,7 +89,7 @@ def add_parser(sub: Any) -> None:
     down = actions.add_parser("down", help="stop everything the farm started")
     down.add_argument("--dir", type=Path, help=dir_help)
     down.add_argument(
-        "--timeout", type=float, default=5.0, help="seconds between SIGTERM and SIGKILL"
+        "--timeout", type=_timeout, default=5.0, help="seconds between SIGTERM and SIGKILL"
     )
     down.add_argument("--json", action="store_true")
     down.set_defaults(run=run_down)

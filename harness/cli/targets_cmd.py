@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gzip
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
 from harness.cli.common import print_json
 from harness.codec import known_targets, layout_names
 from harness.errors import LayoutError
+from harness.inputs import MAX_JSON_BYTES, read_regular
 from targets import check_conv, tables_text
 
 KINDS = ("conv", "depthwise", "deconv")
-
 
 
 def add_parser(sub: Any) -> None:
@@ -98,22 +98,33 @@ def run_conv_check(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def _gunzip(raw: bytes, path: Path) -> bytes:
+    """gzip, inflated to at most MAX_JSON_BYTES (a small bomb must not become gigabytes)."""
+    inflate = zlib.decompressobj(wbits=31)
+    text = inflate.decompress(raw, MAX_JSON_BYTES)
+    if inflate.unconsumed_tail:
+        raise LayoutError(f"{path}: inflates to more than {MAX_JSON_BYTES} bytes")
+    return text
+
+
 def run_observed(args: argparse.Namespace) -> int:
     from targets.rockchip_report import check_observations
 
     path = args.file
+    raw = bytes(read_regular(path, "observations (.json or .json.gz)", MAX_JSON_BYTES))
     try:
-        raw = path.read_bytes()
-        text = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+        text = _gunzip(raw, path) if raw[:2] == b"\x1f\x8b" else raw
         records = json.loads(text)
-    except (OSError, ValueError, EOFError) as exc:
-        raise LayoutError(f"{path}: cannot read observations: {exc}") from exc
-    if not isinstance(records, list):
-        raise LayoutError(f"{path}: expected a JSON list of records, got {type(records).__name__}")
+    except (ValueError, EOFError, OSError, RecursionError) as exc:
+        raise LayoutError(f"{path}: cannot read observations: {exc}") from None
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise LayoutError(f"{path}: expected a JSON list of records (objects)")
     try:
         summary = check_observations(records)
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise LayoutError(f"{path}: a record lacks what the check needs: {exc!r}") from exc
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise LayoutError(f"{path}: a record lacks what the check needs: {exc!r}") from None
+    if not summary["attribute_sets"] or not summary["models"]:
+        raise LayoutError(f"{path}: no record carries the runtime's answers (runtime.*_ATTR)")
     if args.json:
         print_json(summary)
         return 0

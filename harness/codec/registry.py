@@ -7,8 +7,8 @@ lazily so that ``import harness`` stays cheap and ``targets`` can import the eng
 from __future__ import annotations
 
 import importlib
-from math import prod
 from collections.abc import Callable
+from math import prod
 from typing import Any, Protocol
 
 import numpy as np

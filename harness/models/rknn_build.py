@@ -14,6 +14,7 @@ import json
 import os
 import queue
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -25,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.errors import NpuHilError
+from harness.inputs import load_npy
 from harness.models.rknn_file import NativeTensor, RknnFileError, read_tensor_table
 
 TOOLKIT = "rknn-toolkit2"
@@ -160,11 +162,21 @@ def write_calibration(
     return written
 
 
+def check_dataset(folder: Path) -> None:
+    """``--dataset``: a folder (not a FIFO, a device or a link loop), checked before the compiler
+    is looked for, so a typo is the one-line error whether or not the toolkit is installed."""
+    try:
+        info = os.stat(folder)
+    except (OSError, ValueError) as exc:
+        raise CompilerError(f"--dataset {folder}: expected a folder of .npy files: {exc}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise CompilerError(f"--dataset {folder}: expected a folder of .npy files, got a file")
+
+
 def read_dataset(folder: Path, inputs: Mapping[str, tuple[int, ...]]) -> list[dict[str, Path]]:
     """Calibration samples given by the user: ``NNN.npy`` files for a one-input model, or
     ``NNN.<input>.npy`` per input; each an NCHW array of the input's shape."""
-    if not folder.is_dir():
-        raise CompilerError(f"--dataset {folder}: no such folder")
+    check_dataset(folder)
     names = list(inputs)
     samples: dict[str, dict[str, Path]] = {}
     for path in sorted(folder.glob("*.npy")):
@@ -179,7 +191,7 @@ def read_dataset(folder: Path, inputs: Mapping[str, tuple[int, ...]]) -> list[di
             name = names[0]
         if name not in inputs:
             raise CompilerError(f"{path}: the model has no input {name!r} ({', '.join(names)})")
-        array = np.load(path, mmap_mode="r")
+        array = load_npy(path)
         if tuple(array.shape) != tuple(inputs[name]):
             raise CompilerError(
                 f"{path}: expected an NCHW array of shape {list(inputs[name])} for input "

@@ -72,6 +72,9 @@ TRANSPORTS = ("ssh", "serial")
 SERIAL_MODES = ("pty", "rfc2217")
 INVENTORY_FILE = "inventory.yaml"
 BAUDRATE = 115200
+MAX_BOARDS = 64
+"""Boards per target and transport: each is a workdir and a login (a serial one a console
+process); more than a host can serve is refused before the lock is taken."""
 # A console board reboots when its shell dies; bound it, but far above what a nightly needs.
 CONSOLE_BOOTS = 1000
 
@@ -169,8 +172,10 @@ def up(
     (default: every target the codec knows) and transport. Refuses a folder whose farm is
     still running; a recorded farm whose processes are all gone is replaced. On any failure
     whatever was started is stopped again before the error propagates."""
-    if boards < 1:
-        raise SimFarmError(f"expected at least one board per target, got {boards}")
+    if not 1 <= boards <= MAX_BOARDS:
+        raise SimFarmError(
+            f"expected 1 to {MAX_BOARDS} boards per target and transport, got {boards}"
+        )
     if serial not in SERIAL_MODES:
         raise SimFarmError(f"serial console {serial!r}: expected one of {', '.join(SERIAL_MODES)}")
     chosen_targets = _check_targets(targets)

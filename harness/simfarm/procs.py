@@ -232,6 +232,8 @@ class ProcessRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ProcessRecord:
+        if not isinstance(data, Mapping):
+            raise SimFarmError(f"a process record must be an object, got {data!r:.80}")
         try:
             port = data.get("port")
             log = data.get("log")
@@ -245,7 +247,9 @@ class ProcessRecord:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise SimFarmError(f"a process record is malformed ({exc!r}): {dict(data)!r}") from None
-        if record.pid <= 1 or not record.argv:
+        # Linux pids stop at 2**22 (pid_max): a larger one is no process, and 0 or -1 would
+        # signal a whole group.
+        if not 1 < record.pid <= 1 << 22 or not record.argv:
             raise SimFarmError(f"a process record is malformed: {dict(data)!r}")
         return record
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness.inputs import InputFileError, read_regular
 from harness.simfarm.errors import SimFarmError
 from harness.simfarm.procs import ProcessRecord
 
@@ -80,32 +81,62 @@ class FarmState:
                 f"{source}: state format {data.get('format')!r}, this npu-hil reads {FORMAT}"
             )
         try:
-            return cls(
-                dir=Path(data["dir"]),
-                inventory=Path(data["inventory"]),
-                user=str(data["user"]),
-                started=str(data["started"]),
+            boards, processes = _records(data, "boards"), _records(data, "processes")
+            ports = data.get("ports", {})
+            if not isinstance(ports, Mapping):
+                raise TypeError(f"ports must be an object, got {type(ports).__name__}")
+            state = cls(
+                dir=Path(_text(data, "dir")),
+                inventory=Path(_text(data, "inventory")),
+                user=_text(data, "user"),
+                started=_text(data, "started"),
                 complete=bool(data["complete"]),
-                boards=tuple(FarmBoard(**board) for board in data["boards"]),
-                processes=tuple(ProcessRecord.from_dict(p) for p in data["processes"]),
-                ports={str(k): int(v) for k, v in data.get("ports", {}).items()},
+                boards=tuple(
+                    FarmBoard(**{key: _text(board, key) for key in board}) for board in boards
+                ),
+                processes=tuple(ProcessRecord.from_dict(p) for p in processes),
+                ports={str(k): _port(v) for k, v in ports.items()},
             )
+            return state
         except (KeyError, TypeError, ValueError) as exc:
             raise SimFarmError(f"{source}: malformed farm state ({exc!r})") from None
+
+
+MAX_STATE_BYTES = 16 << 20
+"""A farm's state.json: a few kilobytes per board."""
+
+
+def _records(data: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    value = data[key]
+    if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
+        raise TypeError(f"{key} must be a list of objects, got {json.dumps(value)[:80]}")
+    return value
+
+
+def _text(data: Mapping[str, Any], key: str) -> str:
+    value = data[key]
+    if not isinstance(value, str) or "\0" in value:
+        raise TypeError(f"{key} must be a string without NUL, got {json.dumps(value)[:80]}")
+    return value
+
+
+def _port(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+        raise ValueError(f"a port must be an integer from 1 to 65535, got {value!r}")
+    return value
 
 
 def load_state(folder: Path) -> FarmState | None:
     """The farm recorded in ``folder``, or None when there is none."""
     path = folder / STATE_FILE
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    except OSError as exc:
-        raise SimFarmError(f"{path}: cannot read the farm state: {exc}") from None
     try:
+        text = read_regular(path, "the farm's state file", MAX_STATE_BYTES).decode("utf-8")
         data = json.loads(text)
-    except ValueError as exc:
+    except InputFileError as exc:
+        raise SimFarmError(f"{exc.message}; remove it by hand") from None
+    except (ValueError, RecursionError) as exc:
         raise SimFarmError(f"{path}: not valid JSON ({exc}); remove it by hand") from None
     if not isinstance(data, dict):
         raise SimFarmError(f"{path}: expected a JSON object; remove it by hand")
