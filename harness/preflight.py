@@ -171,6 +171,7 @@ def _check_graph(graph: Any, name: str) -> None:
     import onnx
 
     initializers = {init.name for init in graph.initializer}
+    weights = {init.name: list(init.dims) for init in graph.initializer}
     known = {value.name for value in graph.input} | initializers
     for value in graph.input:
         elem = value.type.tensor_type.elem_type if value.type.HasField("tensor_type") else 0
@@ -182,8 +183,16 @@ def _check_graph(graph: Any, name: str) -> None:
             )
     for number, node in enumerate(graph.node):
         if node.op_type in ("Conv", "ConvTranspose"):
-            for attribute, kind in CONV_ATTRIBUTES.items():
-                _attribute(node, attribute, None, kind)
+            values = {a: _attribute(node, a, None, kind) for a, kind in CONV_ATTRIBUTES.items()}
+            weight = weights.get(node.input[1]) if len(node.input) > 1 else None
+            spatial = len(weight) - 2 if weight is not None else None
+            for key in ("kernel_shape", "dilations"):
+                given = values[key]
+                if given is not None and spatial is not None and len(given) != spatial:
+                    raise PreflightError(
+                        f"{name}: {node.name or node.op_type}: {key} {list(given)} does not fit "
+                        f"a weight of {spatial} spatial axes"
+                    )
         for value in node.input:
             if value and value not in known:
                 label = node.name or f"{node.op_type.lower()}_{number}"

@@ -167,6 +167,8 @@ def check_dataset(folder: Path) -> None:
     is looked for, so a typo is the one-line error whether or not the toolkit is installed."""
     try:
         info = os.stat(folder)
+    except FileNotFoundError:
+        raise CompilerError(f"--dataset {folder}: no such folder") from None
     except (OSError, ValueError) as exc:
         raise CompilerError(f"--dataset {folder}: expected a folder of .npy files: {exc}") from None
     if not stat.S_ISDIR(info.st_mode):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_bad_inputs import ONE_GROUP, all_cases, preload, run_case, write_inputs
+from cli_bad_inputs import ONE_GROUP, _state, all_cases, preload, run_case, write_inputs
 
 from harness.codec import get_layout
 from harness.codec.reported import layout_from_report
@@ -245,3 +245,31 @@ def test_preflight_refuses_a_model_it_cannot_analyse(tmp_path: Path) -> None:
 
 def test_one_group_is_the_tensor_of_the_cases() -> None:
     assert ONE_GROUP[-4:] == ["--shape", "1,16,1,1", "--dtype", "int8"]
+
+
+def test_simfarm_up_refuses_an_absurd_board_count_before_the_lock(tmp_path: Path) -> None:
+    from harness.simfarm import farm
+    from harness.simfarm.errors import SimFarmError
+
+    with pytest.raises(SimFarmError, match="1 to 64 boards"):
+        farm.up(tmp_path / "farm", boards=10**20, targets=["rk3588"])
+    assert not (tmp_path / "farm").exists(), "refused before the folder and its lock"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"format": 1, "processes": ["x"]}',
+        "[" * 100000 + "]" * 100000,
+        '{"format": 1, "ports": []}',
+    ],
+)
+def test_a_malformed_state_file_is_a_simfarm_error(text: str, tmp_path: Path) -> None:
+    from harness.simfarm.errors import SimFarmError
+    from harness.simfarm.state import load_state
+
+    folder = tmp_path / "farm"
+    folder.mkdir(mode=0o700)
+    (folder / "state.json").write_text(text, encoding="utf-8")
+    with pytest.raises(SimFarmError):
+        load_state(folder)

@@ -73,8 +73,10 @@ def test_up_status_down_from_the_command_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--boards", "0"], "--boards: expected a positive integer, got '0'"),
-        (["--boards", "two"], "--boards: expected a positive integer"),
+        (["--boards", "0"], "--boards: expected an integer from 1 to 64, got '0'"),
+        (["--boards", "two"], "--boards: expected an integer from 1 to 64"),
+        (["--boards", "65"], "--boards: expected an integer from 1 to 64, got '65'"),
+        (["--boards", "100000000000000000000"], "--boards: expected an integer from 1 to 64"),
         (["--targets", "rk9999"], "unknown target 'rk9999'"),
         (["--targets", ","], "--targets: expected a comma-separated list"),
         (["--transports", "ssh,usb"], "unknown transport 'usb'"),
