@@ -259,9 +259,10 @@ def test_simfarm_up_refuses_an_absurd_board_count_before_the_lock(tmp_path: Path
 @pytest.mark.parametrize(
     "text",
     [
-        '{"format": 1, "processes": ["x"]}',
+        _state(processes=["x"]),
         "[" * 100000 + "]" * 100000,
-        '{"format": 1, "ports": []}',
+        _state(ports=[1, 2]),
+        _state(processes=[{"name": "a", "pid": 10**30, "argv": ["x"], "start_time": 1}]),
     ],
 )
 def test_a_malformed_state_file_is_a_simfarm_error(text: str, tmp_path: Path) -> None:
