@@ -187,3 +187,27 @@ def load_npy(path: str | os.PathLike[str], limit: int = MAX_TENSOR_BYTES) -> np.
     """An ``.npy`` tensor file, read with a bound and checked (see :func:`npy_bytes`)."""
     data = read_regular(path, "a .npy tensor file", limit)
     return npy_bytes(data, os.fspath(path))
+
+
+def write_regular(path: str | os.PathLike[str], data: bytes | memoryview, what: str) -> None:
+    """Write ``data`` to a regular file (created, or truncated): an output named as a FIFO or a
+    device is refused, never blocked on or written through."""
+    name = os.fspath(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+    try:
+        fd = os.open(name, flags, 0o666)
+    except OSError as exc:
+        reason = "a FIFO nobody reads" if exc.errno == errno.ENXIO else exc.strerror or str(exc)
+        raise InputFileError(f"{name}: cannot write {what} there: {reason}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+            raise InputFileError(f"{name}: cannot write {what} there: it is {kind}")
+        os.ftruncate(fd, 0)
+        os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,7 @@ def read_buffer(path: Path, layout: BlockedLayout, what: str, *, slack: bool = F
 def run_pack(args: argparse.Namespace) -> int:
     tensor = load_npy(args.src)
     layout = layout_from_args(args, tensor.shape, tensor.dtype.name)
-    args.dst.write_bytes(layout.pack(tensor).tobytes())
+    inputs.write_regular(args.dst, layout.pack(tensor).data, "the packed buffer")
     print(f"{args.dst}: {layout.nbytes} bytes ({layout.name}, {layout.padding_bytes} padding)")
     return 0
 
@@ -70,8 +71,12 @@ def run_pack(args: argparse.Namespace) -> int:
 def run_unpack(args: argparse.Namespace) -> int:
     layout = layout_from_args(args, parse_shape(args.shape), args.dtype)
     data = read_buffer(args.src, layout, f"a packed {layout.nbytes}-byte buffer")
-    np.save(args.dst, layout.unpack(data))
-    print(f"{args.dst}: {layout.shape} {layout.dtype.name}")
+    encoded = io.BytesIO()
+    np.save(encoded, layout.unpack(data), allow_pickle=False)
+    # as np.save(path) names it: with .npy added when it is not there
+    dst = args.dst if args.dst.suffix == ".npy" else args.dst.with_name(args.dst.name + ".npy")
+    inputs.write_regular(dst, encoded.getbuffer(), "the tensor (.npy)")
+    print(f"{dst}: {layout.shape} {layout.dtype.name}")
     return 0
 
 

@@ -11,6 +11,7 @@ Run as a script for the figures of the closing note (inputs tried, tracebacks, h
 
     python tests/cli/cli_bad_inputs.py            # prints the counts, exit 1 when any case broke
     python tests/cli/cli_bad_inputs.py --verbose  # and every broken case with its stderr
+    python tests/cli/cli_bad_inputs.py --match pack-npy   # only the cases whose id holds this
 """
 
 from __future__ import annotations
@@ -192,7 +193,9 @@ def _write_kinds(root: Path) -> dict[str, Path]:
     kinds.mkdir()
     fifo = kinds / "fifo"
     os.mkfifo(fifo)
+    os.mkfifo(kinds / "fifo.npy")
     (kinds / "folder").mkdir()
+    (kinds / "folder.npy").mkdir()
     (kinds / "loop-a").symlink_to(kinds / "loop-b")
     (kinds / "loop-b").symlink_to(kinds / "loop-a")
     (kinds / "dangling").symlink_to(kinds / "nowhere")
@@ -432,6 +435,30 @@ def _file_kinds_per_argument() -> Iterator[Case]:
             elif kind == "not-a-dir-parent":
                 path = "{root}/kinds/unreadable/child"
             yield Case(f"{use}[{kind}]", tuple(path if a == "@" else a for a in argv))
+
+
+def _output_cases() -> Iterator[Case]:
+    """Outputs that are no regular file: refused, never blocked on (a FIFO nobody reads) or
+    written through (a device)."""
+    outputs = {
+        "fifo": "{root}/kinds/fifo",
+        "folder": "{root}/kinds/folder",
+        "dev-full": "/dev/full",
+        "missing-parent": "{root}/kinds/missing/x.npy",
+    }
+    for kind, path in outputs.items():
+        yield Case(
+            f"pack-out[{kind}]",
+            ("codec", "pack", *KL730, "--in", "{root}/ok.npy", "--out", path),
+        )
+        if kind == "dev-full":
+            continue  # np.save would add .npy: /dev/full.npy is a new file, not a device
+        # unpack names its output as np.save does (.npy added): these already end in .npy
+        path = path if path.endswith(".npy") else f"{path}.npy"
+        yield Case(
+            f"unpack-out[{kind}]",
+            ("codec", "unpack", *ONE_GROUP, "--in", "{root}/ok.bin", "--out", path),
+        )
 
 
 def _npy_cases(names: list[str]) -> Iterator[Case]:
@@ -822,6 +849,7 @@ def all_cases() -> list[Case]:
     cases = [
         *_file_kinds_per_argument(),
         *_npy_cases(NPY_NAMES),
+        *_output_cases(),
         *_param_cases(),
         *_shape_dtype_cases(),
         *_other_cases(),
@@ -875,11 +903,13 @@ def preload() -> None:
     import harness.farm.inventory  # noqa: F401
 
 
-def sweep(root: Path, *, verbose: bool = False) -> dict[str, int]:
-    """Run every case; the counts of the closing note."""
+def sweep(root: Path, *, verbose: bool = False, match: str = "") -> dict[str, int]:
+    """Run every case (whose id holds ``match``); the counts of the closing note."""
     preload()
     counts = {"tried": 0, "typed": 0, "tracebacks": 0, "hangs": 0, "other": 0}
     for case in all_cases():
+        if match not in case.id:
+            continue
         outcome = run_case(case.args(root), cwd=root)
         counts["tried"] += 1
         if outcome.typed:
@@ -900,10 +930,11 @@ def _main(argv: list[str]) -> int:
     import tempfile
 
     verbose = "--verbose" in argv
+    match = argv[argv.index("--match") + 1] if "--match" in argv else ""
     with tempfile.TemporaryDirectory(prefix="npu-hil-bad-inputs-") as tmp:
         root = write_inputs(Path(tmp) / "inputs")
         started = time.monotonic()
-        counts = sweep(root, verbose=verbose)
+        counts = sweep(root, verbose=verbose, match=match)
         (root / "kinds" / "unreadable").chmod(0o600)
     elapsed = time.monotonic() - started
     print(
