@@ -58,21 +58,17 @@ class FarmState:
     events: dict[str, list[str]] = field(default_factory=dict)
 
     def load_inventory(self) -> Inventory:
-        """The inventory; an unusable one fails collection with ``file:line:column: ...``."""
+        """The inventory; an unusable one fails collection with ``file:line:column: ...``.
+        With none given or found, the built-in simulated farm (one board per target)."""
         if self.inventory is None and self.error is None:
             from harness.farm.inventory import InventoryError, load_inventory
+            from harness.farm.starter import builtin_inventory
 
             path = inventory_path(self.config)
-            if path is None:
-                self.error = (
-                    f"npu-hil: no inventory: pass --inventory FILE or put {DEFAULT_INVENTORY} "
-                    f"in {self.config.rootpath}"
-                )
-            else:
-                try:
-                    self.inventory = load_inventory(path)
-                except InventoryError as exc:
-                    self.error = exc.message
+            try:
+                self.inventory = builtin_inventory() if path is None else load_inventory(path)
+            except InventoryError as exc:
+                self.error = exc.message
         if self.error is not None:
             pytest.fail(self.error, pytrace=False)
         assert self.inventory is not None
@@ -150,6 +146,20 @@ def inventory_path(config: pytest.Config) -> Path | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[FARM_KEY] = FarmState(config)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """One line when the run uses the built-in simulated farm, so nobody mistakes it for theirs."""
+    if inventory_path(config) is not None:
+        return None
+    from harness.farm.starter import builtin_inventory
+
+    count = len(builtin_inventory().boards)
+    return (
+        f"npu-hil: no inventory given (--inventory FILE) or found ({DEFAULT_INVENTORY} in "
+        f"{config.rootpath}): the built-in simulated farm, one simulated board per target "
+        f"({count}); `npu-hil inventory init` writes one to edit"
+    )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

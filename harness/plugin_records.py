@@ -268,7 +268,11 @@ def _inventory_text(config: pytest.Config) -> str:
     from harness.plugin_farm import inventory_path
 
     path = inventory_path(config)
-    return str(path) if path is not None else ""
+    if path is None:
+        from harness.farm.starter import BUILTIN_SOURCE
+
+        return BUILTIN_SOURCE
+    return str(path)
 
 
 def _iso(stamp: float) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from harness.cli import (
     codec_cmd,
     diff_cmd,
+    inventory_cmd,
     models_cmd,
     nightly_cmd,
     preflight_cmd,
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     codec_cmd.add_parser(sub)
     diff_cmd.add_parser(sub)
+    inventory_cmd.add_parser(sub)
     models_cmd.add_parser(sub)
     nightly_cmd.add_parser(sub)
     preflight_cmd.add_parser(sub)
