@@ -185,7 +185,7 @@ def build_record(nodeid: str, info: ItemInfo) -> TestRecord:
         if result == "failed":
             failed = "failed" if when == "call" else "error"
             if outcome not in ("failed", "error"):
-                outcome, message = failed, text.splitlines()[0] if text else failed
+                outcome, message = failed, text.split("\n", 1)[0] if text else failed
                 longrepr = text
         elif result == "skipped" and outcome == "passed":
             outcome, message = "skipped", text
@@ -230,6 +230,7 @@ class RunCollector:
         self.state.records.append(record)
         if self.state.run_dir is None:
             self.state.run_dir = run_dir_for_session(self.state.reports_root, self.state.run_id)
+            _write_run_start(self.config, self.state)
         append_record(self.state.run_dir, record)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -262,6 +263,20 @@ class RunCollector:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.state.run_dir is not None:
             terminalreporter.write_line(f"npu-hil: report in {self.state.run_dir}")
+
+
+def _write_run_start(config: pytest.Config, state: RunState) -> None:
+    """run.json: the run's key, so a later run knows this one even if it never ends."""
+    from harness.report.runmeta import config_run_kind, run_key
+    from harness.report.runs import write_run_start
+
+    assert state.run_dir is not None
+    start = {
+        "run_id": state.run_dir.name,
+        "run_key": run_key(config_run_kind(config)),
+        "started": _iso(state.started),
+    }
+    write_run_start(state.run_dir, start)
 
 
 def _inventory_text(config: pytest.Config) -> str:

@@ -233,6 +233,21 @@ def _health(summary: Mapping[str, Any]) -> str:
     )
 
 
+def _incomplete_banner(comparison: Mapping[str, Any]) -> str:
+    """A run of the same kind that did not finish is said, never silently skipped."""
+    entries = comparison.get("previous_incomplete") or []
+    if not entries:
+        return ""
+    items = "".join(
+        f"<li><code>{escape(str(e.get('run_id')))}</code>: {escape(str(e.get('why')))}</li>"
+        for e in entries[:20]
+    )
+    return (
+        '<div class="banner warn incomplete">INCOMPLETE earlier run of this kind (it did not '
+        f"finish, so it is no full baseline):<ul>{items}</ul></div>"
+    )
+
+
 def _comparison(comparison: Mapping[str, Any]) -> str:
     previous = comparison.get("previous_run")
     how = str(comparison.get("baseline", ""))
@@ -240,6 +255,7 @@ def _comparison(comparison: Mapping[str, Any]) -> str:
         return (
             '<h2 id="compare">Since the previous run</h2>'
             f"<p class='muted'>No comparison: {escape(how or 'no earlier run')}.</p>"
+            f"{_incomplete_banner(comparison)}"
         )
     when = comparison.get("previous_started") or "?"
     commit = comparison.get("previous_commit")
@@ -248,6 +264,7 @@ def _comparison(comparison: Mapping[str, Any]) -> str:
         f"run <code>{escape(str(previous))}</code>, started {escape(str(when))}"
         + (f", commit <code>{escape(str(commit))}</code>" if commit else "")
         + f": {escape(how)}.</p>"
+        + _incomplete_banner(comparison)
     ]
     for key, title in (
         ("new_failures", "New failures"),
