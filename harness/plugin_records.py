@@ -91,6 +91,7 @@ class RunState:
     started: float = field(default_factory=time.time)
     run_dir: Path | None = None
     records: list[TestRecord] = field(default_factory=list)
+    failure: str | None = None  # why the run failed although no test did
 
 
 RUN_KEY = pytest.StashKey[RunState]()
@@ -238,9 +239,16 @@ class RunCollector:
         if not state.records or state.run_dir is None:
             return
         from harness.report.runmeta import run_meta
+        from harness.report.summary import nothing_reached
         from harness.report.writer import write_run
 
         config = self.config
+        # No silent green: a run whose board cases all missed their boards has failed.
+        state.failure = nothing_reached(state.records)
+        if state.failure is not None:
+            state.failure += _selection_text(config)
+            if exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED
         meta = {
             "run_id": state.run_dir.name,
             "inventory": _inventory_text(config),
@@ -251,6 +259,7 @@ class RunCollector:
             "finished": _iso(time.time()),
             "argv": list(config.invocation_params.args),
             "python": sys.version.split()[0],
+            "run_failure": state.failure or "",
             **run_meta(
                 config,
                 int(exitstatus),
@@ -261,8 +270,21 @@ class RunCollector:
         write_run(state.run_dir, state.records, meta)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.state.failure is not None:
+            terminalreporter.write_line(
+                f"npu-hil: FAILED RUN: {self.state.failure}", red=True, bold=True
+            )
         if self.state.run_dir is not None:
             terminalreporter.write_line(f"npu-hil: report in {self.state.run_dir}")
+
+
+def _selection_text(config: pytest.Config) -> str:
+    """The options that chose the boards, to say with a run that reached none."""
+    parts = [f"--target {t}" for t in config.getoption("target")]
+    parts += [f"--board {b}" for b in config.getoption("board")]
+    if config.getoption("backend") != "auto" and config.getoption("simfarm", None) is None:
+        parts.append(f"--backend {config.getoption('backend')}")
+    return f" (selection: {' '.join(parts)})" if parts else ""
 
 
 def _write_run_start(config: pytest.Config, state: RunState) -> None:

@@ -32,7 +32,7 @@ text-align:left;vertical-align:top}th{background:#f3f3f3}
 .none{background:#f3f3f3;color:#777}.mixedb{background:#fff4c2;color:#6b5200}
 .new{background:#8a1111;color:#fff}.banner{padding:.6em 1em;margin:.6em 0;border-radius:4px;
 background:#dbe7ff;color:#1a3f8a;font-weight:600}.banner.mixed{background:#fff4c2;color:#6b5200}
-.banner.hwonly{background:#3a3a3a;color:#fff}.banner.warn{background:#ffe3b3;color:#7a4500}
+.banner.hwonly{background:#3a3a3a;color:#fff}.banner.failrun{background:#8a1111;color:#fff}.banner.warn{background:#ffe3b3;color:#7a4500}
 pre{background:#f7f7f7;padding:.5em;overflow-x:auto;white-space:pre-wrap;margin:.3em 0}
 img.heat{max-width:100%;border:1px solid #ccc;margin:.3em 0}.muted{color:#777}
 tr.row-failed td,tr.row-error td{background:#fff8f8}
@@ -207,8 +207,13 @@ def _header(run_dir: Path, summary: Mapping[str, Any]) -> str:
     meta = summary.get("meta", {})
     outcomes = summary["outcomes"]
     counts = " ".join(_badge(f"{outcomes.get(o, 0)} {o}", o) for o in OUTCOME_COLUMNS)
+    failure = summary.get("run_failure")
+    failed = (
+        f'<div class="banner failrun">FAILED RUN: {escape(str(failure))}</div>' if failure else ""
+    )
     return (
-        f"<h1>npu-hil run {escape(str(meta.get('run_id', '')))}</h1>{provenance_banner(summary)}"
+        f"<h1>npu-hil run {escape(str(meta.get('run_id', '')))}</h1>{failed}"
+        f"{provenance_banner(summary)}"
         f"<p>{summary['total']} tests: {counts}</p>{_links(run_dir)}{_meta_table(summary)}"
     )
 
