@@ -162,6 +162,26 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     )
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A ``--target``/``--board`` value no board of the inventory has is a usage error before
+    anything runs, not a run of skipped cases that exits 0. Checked once, on the controller;
+    without those options the inventory is still read only when a test asks for a board."""
+    config = session.config
+    targets, names = config.getoption("target"), config.getoption("board")
+    if not (targets or names) or hasattr(config, "workerinput"):
+        return
+    from harness.farm.selection import selection_problem
+
+    try:
+        inventory = config.stash[FARM_KEY].load_inventory()
+    except pytest.fail.Exception:
+        return  # an unusable inventory: its file:line:col error comes with the first board test
+    problem = selection_problem(inventory, targets, names)
+    if problem is not None:
+        raise pytest.UsageError(problem)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(FARM_KEY, None)
     if state is not None:
@@ -246,6 +266,8 @@ def farm_source(state: FarmState) -> str:
 def _filters_text(config: pytest.Config) -> str:
     parts = [f"--target {t}" for t in config.getoption("target")]
     parts += [f"--board {b}" for b in config.getoption("board")]
+    if config.getoption("backend") == "hw" and config.getoption("simfarm", None) is None:
+        parts.append("--backend hw: simulated boards left out")
     return f" (filters: {' '.join(parts)})" if parts else ""
 
 

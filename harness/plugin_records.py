@@ -91,6 +91,7 @@ class RunState:
     started: float = field(default_factory=time.time)
     run_dir: Path | None = None
     records: list[TestRecord] = field(default_factory=list)
+    failure: str | None = None  # why the run failed although no test did
 
 
 RUN_KEY = pytest.StashKey[RunState]()
@@ -185,7 +186,7 @@ def build_record(nodeid: str, info: ItemInfo) -> TestRecord:
         if result == "failed":
             failed = "failed" if when == "call" else "error"
             if outcome not in ("failed", "error"):
-                outcome, message = failed, text.splitlines()[0] if text else failed
+                outcome, message = failed, text.split("\n", 1)[0] if text else failed
                 longrepr = text
         elif result == "skipped" and outcome == "passed":
             outcome, message = "skipped", text
@@ -230,6 +231,7 @@ class RunCollector:
         self.state.records.append(record)
         if self.state.run_dir is None:
             self.state.run_dir = run_dir_for_session(self.state.reports_root, self.state.run_id)
+            _write_run_start(self.config, self.state)
         append_record(self.state.run_dir, record)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -237,9 +239,16 @@ class RunCollector:
         if not state.records or state.run_dir is None:
             return
         from harness.report.runmeta import run_meta
+        from harness.report.summary import nothing_reached
         from harness.report.writer import write_run
 
         config = self.config
+        # No silent green: a run whose board cases all missed their boards has failed.
+        state.failure = nothing_reached(state.records)
+        if state.failure is not None:
+            state.failure += _selection_text(config)
+            if exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED
         meta = {
             "run_id": state.run_dir.name,
             "inventory": _inventory_text(config),
@@ -250,6 +259,7 @@ class RunCollector:
             "finished": _iso(time.time()),
             "argv": list(config.invocation_params.args),
             "python": sys.version.split()[0],
+            "run_failure": state.failure or "",
             **run_meta(
                 config,
                 int(exitstatus),
@@ -260,8 +270,35 @@ class RunCollector:
         write_run(state.run_dir, state.records, meta)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.state.failure is not None:
+            terminalreporter.write_line(
+                f"npu-hil: FAILED RUN: {self.state.failure}", red=True, bold=True
+            )
         if self.state.run_dir is not None:
             terminalreporter.write_line(f"npu-hil: report in {self.state.run_dir}")
+
+
+def _selection_text(config: pytest.Config) -> str:
+    """The options that chose the boards, to say with a run that reached none."""
+    parts = [f"--target {t}" for t in config.getoption("target")]
+    parts += [f"--board {b}" for b in config.getoption("board")]
+    if config.getoption("backend") != "auto" and config.getoption("simfarm", None) is None:
+        parts.append(f"--backend {config.getoption('backend')}")
+    return f" (selection: {' '.join(parts)})" if parts else ""
+
+
+def _write_run_start(config: pytest.Config, state: RunState) -> None:
+    """run.json: the run's key, so a later run knows this one even if it never ends."""
+    from harness.report.runmeta import config_run_kind, run_key
+    from harness.report.runs import write_run_start
+
+    assert state.run_dir is not None
+    start = {
+        "run_id": state.run_dir.name,
+        "run_key": run_key(config_run_kind(config)),
+        "started": _iso(state.started),
+    }
+    write_run_start(state.run_dir, start)
 
 
 def _inventory_text(config: pytest.Config) -> str:

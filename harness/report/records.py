@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harness.redact import scrub
+from harness.report.sanitize import clean_text
 
 OUTCOMES = ("passed", "failed", "error", "skipped")
 
@@ -82,17 +83,19 @@ class TestRecord:
 
 
 def scrubbed(record: TestRecord) -> TestRecord:
-    """``record`` with every secret in its text removed (:func:`harness.redact.scrub`): applied
-    where records are written, so records.jsonl, the JUnit XML, the HTML page and the summary
-    never hold key material, whatever exception text a test ended with."""
+    """``record`` with every secret in its text removed (:func:`harness.redact.scrub`) and its
+    text made safe to write (:func:`harness.report.sanitize.clean_text`: no lone surrogate, no
+    raw control or bidi character): applied where records are written, so records.jsonl, the
+    JUnit XML, the HTML page and the summary never hold key material and are always written and
+    valid, whatever exception text a test ended with."""
     return TestRecord.from_dict(_scrub_value(record.to_dict()))
 
 
 def _scrub_value(value: Any) -> Any:
     if isinstance(value, str):
-        return scrub(value)
+        return clean_text(scrub(value))
     if isinstance(value, dict):
-        return {key: _scrub_value(item) for key, item in value.items()}
+        return {_scrub_value(key): _scrub_value(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_scrub_value(item) for item in value]
     return value

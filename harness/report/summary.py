@@ -8,6 +8,7 @@ board ran, ``simulated`` for a simulated board (a fallback included), ``not run`
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -55,6 +56,25 @@ def _health(records: Sequence[TestRecord]) -> dict[str, list[dict[str, Any]]]:
     }
 
 
+def nothing_reached(records: Sequence[TestRecord]) -> str | None:
+    """Why a run of board cases is a failed run although nothing failed: not one case ran on a
+    board (all skipped for want of a matching board, or their boards unreachable). None when
+    some case ran on a board, or when there were no board cases at all."""
+    if not records or any(r.provenance in ("hw", "sim") for r in records):
+        return None
+    counts = Counter(r.outcome for r in records)
+    outcomes = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
+    reasons = Counter(r.message for r in records if r.message)
+    top = "; ".join(
+        f"{message} ({n} case{'s' if n > 1 else ''})" for message, n in reasons.most_common(3)
+    )
+    more = f"; and {len(reasons) - 3} other reasons" if len(reasons) > 3 else ""
+    return (
+        f"no test reached a board: {len(records)} board cases ({outcomes}), none ran on a board"
+        + (f": {top}{more}" if top else "")
+    )
+
+
 def build_summary(records: Sequence[TestRecord], meta: Mapping[str, Any]) -> dict[str, Any]:
     totals = _zero()
     per_board: dict[str, dict[str, Any]] = {}
@@ -92,6 +112,8 @@ def build_summary(records: Sequence[TestRecord], meta: Mapping[str, Any]) -> dic
     return {
         "schema": SCHEMA_VERSION,
         "meta": dict(meta),
+        # a failed run although no test failed (nothing reached a board), with the reason
+        "run_failure": meta.get("run_failure") or None,
         "total": len(records),
         "outcomes": totals,
         "simulated": sum(by_backend["simulated"].values()),

@@ -25,6 +25,7 @@ from harness.report.runs import (
     new_run_dir,
     run_dir_for_session,
 )
+from harness.report.sanitize import clean_value
 from harness.report.summary import build_summary
 
 JUNIT_FILE = "junit.xml"
@@ -61,15 +62,19 @@ def write_run(
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
     chosen = [scrubbed(r) for r in _dedupe(load_records(path) if records is None else records)]
-    full_meta = {"run_id": path.name, **dict(meta)}
+    # Every writer below takes clean text (harness.report.sanitize): the records are cleaned by
+    # ``scrubbed``, the meta (command line, paths) and the comparison (past runs' summaries,
+    # maybe written by an older harness) here.
+    full_meta = clean_value({"run_id": path.name, **dict(meta)})
     summary = build_summary(chosen, full_meta)
-    comparison = build_comparison(path, chosen, full_meta)
+    comparison = clean_value(build_comparison(path, chosen, full_meta))
     summary["comparison"] = {
         k: len(v)
         for k, v in comparison.items()
         if isinstance(v, list) and k not in ("window", "trend")
     }
     summary["comparison"]["previous_run"] = comparison["previous_run"]
+    summary["comparison"]["baseline"] = comparison["baseline"]
     write_bytes_atomic(path / JUNIT_FILE, build_junit(chosen, full_meta))
     write_text_atomic(path / COMPARISON_FILE, json.dumps(comparison, indent=2) + "\n")
     write_text_atomic(path / HTML_FILE, build_html(path, chosen, summary, comparison))
