@@ -37,6 +37,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal, TypeVar
 
 import paramiko
+from filelock import FileLock
 
 from harness.errors import TransportError
 from harness.transport import ssh_stream
@@ -83,10 +84,23 @@ class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]
                 "on the board, or use host_key_policy='accept-new'"
             )
         self.own_file.parent.mkdir(parents=True, exist_ok=True)
-        entry = paramiko.hostkeys.HostKeyEntry([hostname], key)
-        # Append, never rewrite: the file may hold keys of other boards.
-        with self.own_file.open("a", encoding="utf-8") as stream:
-            stream.write(entry.to_line())
+        # Several processes (xdist workers, parallel nightlies) may meet the same new board at
+        # once: under the lock the file is read again, so the key is appended once, and a
+        # different key another process recorded meanwhile is refused like any changed key.
+        with FileLock(f"{self.own_file}.lock", timeout=60.0):
+            recorded = _recorded_key(self.own_file, hostname, key.get_name())
+            if recorded is not None:
+                if recorded.asbytes() != key.asbytes():
+                    raise TransportError(
+                        f"host key for {hostname} changed: the board offers {key.get_name()} "
+                        f"{fingerprint(key)}, {self.own_file} has {fingerprint(recorded)} "
+                        "(recorded by another process meanwhile); refused"
+                    )
+                return
+            entry = paramiko.hostkeys.HostKeyEntry([hostname], key)
+            # Append, never rewrite: the file may hold keys of other boards.
+            with self.own_file.open("a", encoding="utf-8") as stream:
+                stream.write(entry.to_line())
         log.warning(
             "accepted new host key for %s: %s %s (recorded in %s)",
             hostname,
@@ -94,6 +108,16 @@ class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]
             fingerprint(key),
             self.own_file,
         )
+
+
+def _recorded_key(path: Path, hostname: str, key_type: str) -> paramiko.PKey | None:
+    """The ``key_type`` key ``path`` records for ``hostname`` now (None: none, or no file)."""
+    if not path.is_file():
+        return None
+    keys = paramiko.HostKeys()
+    keys.load(str(path))
+    found = keys.lookup(hostname)
+    return None if found is None else found.get(key_type)
 
 
 def _kill_command(pid: int) -> str:
