@@ -27,6 +27,7 @@ import hashlib
 import logging
 import os
 import shlex
+import signal
 import socket
 import stat
 import threading
@@ -42,6 +43,7 @@ from filelock import FileLock
 from harness.errors import TransportError
 from harness.transport import ssh_stream
 from harness.transport.base import CompletedRun, SessionExit, remote_path
+from harness.transport.ssh_exit import exit_returncode, record_exit_signals
 from harness.transport.ssh_paths import SymlinkGuard
 from harness.transport.workdir import check_workdir_probe, workdir_probe
 
@@ -186,16 +188,18 @@ class SshSession:
         while not self._channel.exit_status_ready() and time.monotonic() < deadline:
             time.sleep(0.01)
         if self._channel.exit_status_ready():
-            returncode = self._channel.recv_exit_status()
+            returncode = exit_returncode(self._channel, self._channel.recv_exit_status())
         else:
             self._transport._kill(self.pid)
             end = time.monotonic() + 2.0
             while not self._channel.exit_status_ready() and time.monotonic() < end:
                 time.sleep(0.01)
             if self._channel.exit_status_ready():
-                # paramiko reports an exit by signal as -1; SIGKILL is what we sent.
+                # An exit by signal the board did not name: SIGKILL is what we sent.
                 status = self._channel.recv_exit_status()
-                returncode = -9 if status == -1 else status
+                returncode = exit_returncode(self._channel, status)
+                if returncode is None:
+                    returncode = -signal.SIGKILL
         self._drain.join(1.0)
         self._channel.close()
         self._exit = SessionExit(returncode, self.stderr_tail())
@@ -328,6 +332,7 @@ class SshTransport:
         transport = client.get_transport()
         assert transport is not None
         transport.set_keepalive(max(1, int(self.keepalive_s)))
+        record_exit_signals(transport)  # a killed command is told by its signal, not as -1
         # Small request/answer exchanges (SFTP stat, channel opens) otherwise wait out Nagle and
         # delayed ACKs: about 40 ms per round trip.
         with contextlib.suppress(OSError, AttributeError):
@@ -583,7 +588,9 @@ class SshTransport:
                     )
                 if not busy:
                     time.sleep(0.002)
-            returncode = channel.recv_exit_status()
+            returncode = exit_returncode(channel, channel.recv_exit_status())
+            if returncode is None:
+                raise TransportError(f"{argv[0]!r}: ended with no exit status (link lost?)")
         except (OSError, EOFError, paramiko.SSHException) as exc:
             self._drop()
             raise TransportError(f"{argv[0]!r}: link lost while it ran ({exc})") from exc

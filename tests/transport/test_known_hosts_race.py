@@ -29,12 +29,13 @@ transport.close()
 def test_concurrent_accept_new_records_the_key_once(sshd: Sshd, tmp_path: Path) -> None:
     known = tmp_path / "own" / "known_hosts"
     start = time.time() + 3.0  # after every interpreter has imported paramiko
+    args = [str(sshd.port), str(sshd.client_key), str(known), str(start), sshd.user]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", CONNECT, str(sshd.port), str(sshd.client_key), str(known),
-             str(start), sshd.user, str(tmp_path / f"board{i}")],
-            cwd=ROOT, stderr=subprocess.PIPE,
-        )  # fmt: skip
+            [sys.executable, "-c", CONNECT, *args, str(tmp_path / f"board{i}")],
+            cwd=ROOT,
+            stderr=subprocess.PIPE,
+        )
         for i in range(PROCESSES)
     ]
     for proc in procs:
