@@ -5,6 +5,7 @@ at once with the cause while the other board's pass."""
 from __future__ import annotations
 
 import json
+
 import pytest
 
 INVENTORY = """\
