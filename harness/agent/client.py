@@ -24,6 +24,7 @@ and worker.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -63,6 +64,7 @@ from harness.agent.protocol import (
 from harness.errors import AgentKilledError, DeviceError, ProtocolError, TransportError
 from harness.folders import private_dir
 from harness.transport.base import Session, Transport
+from harness.transport.oserrors import board_os_error, errno_in_text
 
 __all__ = ["AgentClient"]
 
@@ -286,7 +288,15 @@ class AgentClient:
                 document = self._oneshot_job(spec, remote_job, local_job)
             for name in result_files(document, f"job {spec.job_id}: {RESULT_FILE}"):
                 self.transport.get(remote_job / name, local_job / name)
-            if self.sessions:
+            if (
+                self.sessions
+                and document.get("errors")
+                and not self.transport.exists(remote_job / RESULT_FILE)
+            ):
+                # The agent could not write result.json (a full disk: its errors say so); the
+                # answer it sent is the result.
+                (local_job / RESULT_FILE).write_text(json.dumps(document), encoding="utf-8")
+            elif self.sessions:
                 self.transport.get(remote_job / RESULT_FILE, local_job / RESULT_FILE)
             result = read_result(local_job, job_id=spec.job_id)
             if any(e.field == "model.sha256" and e.reason == "checksum" for e in result.errors):
@@ -328,6 +338,13 @@ class AgentClient:
         completed = self.transport.run(
             argv, timeout=self._host_timeout(spec) + self.start_timeout_s
         )
+        if not self.transport.exists(remote_job / RESULT_FILE) and completed.returncode >= 0:
+            number = errno_in_text(completed.stderr)
+            if number is not None and number != errno.ENOENT:
+                # It could not write its result: the board's disk, said by its name.
+                raise board_os_error(
+                    f"job {spec.job_id}: the agent wrote no result", number, _tail(completed.stderr)
+                )
         if not self.transport.exists(remote_job / RESULT_FILE):
             raise _agent_ended(
                 f"job {spec.job_id}: the agent ended with {_describe_exit(completed.returncode)} "

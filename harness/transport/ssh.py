@@ -43,6 +43,7 @@ from filelock import FileLock
 from harness.errors import TransportError
 from harness.transport import ssh_stream
 from harness.transport.base import CompletedRun, SessionExit, remote_path
+from harness.transport.oserrors import board_os_error, errno_in_text
 from harness.transport.ssh_exit import exit_returncode, record_exit_signals
 from harness.transport.ssh_paths import SymlinkGuard
 from harness.transport.workdir import check_workdir_probe, workdir_probe
@@ -616,6 +617,19 @@ class SshTransport:
         what = f"put {local_path} -> {remote_path}"
 
         def attempt() -> None:
+            try:
+                transfer()
+            except (TransportError, OSError) as exc:
+                if _link_lost(exc):
+                    raise
+                # SFTP has no word for a full or read-only disk ("Failure", or a short file):
+                # ask the board itself, by writing as much in the same folder.
+                number = self._write_problem(str(parent), size)
+                if number is None:
+                    raise
+                raise board_os_error(what, number, f"{parent}; {exc}") from exc
+
+        def transfer() -> None:
             sftp = self._sftp_client()
             self._guard.check(sftp, full, create_dirs=True)
             try:
@@ -640,6 +654,24 @@ class SshTransport:
                 raise
 
         self._retrying(what, attempt)
+
+    def _write_problem(self, folder: str, size: int) -> int | None:
+        """Why ``size`` bytes cannot be written in ``folder`` on the board: the errno its shell's
+        error names (ENOSPC, EROFS, EACCES...), or None when the write works or the board
+        cannot be asked."""
+        probe = f"{folder}/.npu-hil-probe.{uuid.uuid4().hex[:12]}"
+        command = (
+            f"mkdir -p -- {shlex.quote(folder)} && head -c {int(size)} /dev/zero "
+            f">{shlex.quote(probe)}; status=$?; rm -f -- {shlex.quote(probe)}; exit $status"
+        )
+        try:
+            client = self._connect()
+            _, stdout, stderr = client.exec_command(command, timeout=self.io_timeout)
+            status = stdout.channel.recv_exit_status()
+            text = stderr.read()
+        except _LINK_ERRORS:
+            return None
+        return None if status == 0 else errno_in_text(text)
 
     def _put_sftp(
         self, sftp: paramiko.SFTPClient, local: Path, tmp: str
