@@ -658,14 +658,17 @@ class SshTransport:
     def _write_problem(self, folder: str, size: int) -> int | None:
         """Why ``size`` bytes cannot be written in ``folder`` on the board: the errno its shell's
         error names (ENOSPC, EROFS, EACCES...), or None when the write works or the board
-        cannot be asked."""
+        cannot be asked over the current connection."""
         probe = f"{folder}/.npu-hil-probe.{uuid.uuid4().hex[:12]}"
         command = (
             f"mkdir -p -- {shlex.quote(folder)} && head -c {int(size)} /dev/zero "
             f">{shlex.quote(probe)}; status=$?; rm -f -- {shlex.quote(probe)}; exit $status"
         )
+        client = self._client
+        transport = None if client is None else client.get_transport()
+        if client is None or transport is None or not transport.is_active():
+            return None  # no link: not the board's answer, and not worth a reconnect
         try:
-            client = self._connect()
             _, stdout, stderr = client.exec_command(command, timeout=self.io_timeout)
             status = stdout.channel.recv_exit_status()
             text = stderr.read()
