@@ -181,3 +181,53 @@ def test_an_agent_that_cannot_write_its_outputs_says_enospc(
         error = result.error()
         assert isinstance(error, TransportError)  # the board's disk: infrastructure
         assert error.errno == errno.ENOSPC and "No space left on device" in error.message
+
+
+# --- permission denied: a board folder this user may not write --------------------------------
+
+DENIED = """
+import json, sys
+from pathlib import Path
+import numpy as np
+from harness.agent.client import AgentClient
+from harness.agent.protocol import InputSpec
+from harness.errors import NpuHilError
+from harness.transport import LocalTransport
+from tests.agent.jobs import FAKE_ADAPTERS, echo_job
+
+root = Path(sys.argv[1])
+model = root / "echo.bin"
+model.write_bytes(b"model" * 50)
+x = np.zeros((4, 4), np.int8)
+spec = lambda name: echo_job(model, name, inputs=(InputSpec("x", "NCHW", (4, 4), "int8"),))
+client = AgentClient(LocalTransport(root / "board", python=sys.executable),
+                     adapter_dirs=[FAKE_ADAPTERS], scratch=root / "scratch")
+assert client.submit(spec("first"), {"x": x}).ok
+(root / "board" / "jobs").chmod(0o500)  # the board's job folder: no longer writable by us
+try:
+    client.submit(spec("denied"), {"x": x})
+except NpuHilError as exc:
+    print(json.dumps({"type": type(exc).__name__, "errno": exc.errno,
+                      "name": exc.errno_name, "message": exc.message}))
+"""
+
+
+def test_a_folder_we_may_not_write_is_eacces(tmp_path: Path) -> None:
+    """Root is not refused by a folder's mode, so the run drops the capabilities that let it
+    pass (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH): it is then held to the mode as any user is.
+    (A second uid cannot run this machine's Python, which lives in root's home.)"""
+    import json
+    import shutil
+
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("dropping CAP_DAC_OVERRIDE needs root and setpriv")
+    done = subprocess.run(
+        ["setpriv", "--bounding-set=-dac_override,-dac_read_search",
+         sys.executable, "-c", DENIED, str(tmp_path)],
+        capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    (tmp_path / "board" / "jobs").chmod(0o700)
+    assert done.returncode == 0, done.stderr
+    error = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (error["type"], error["errno"], error["name"]) == ("TransportError", 13, "EACCES")
+    assert "EACCES (Permission denied) on the board" in error["message"]
