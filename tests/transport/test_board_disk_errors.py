@@ -231,3 +231,53 @@ def test_a_folder_we_may_not_write_is_eacces(tmp_path: Path) -> None:
     error = json.loads(done.stdout.strip().splitlines()[-1])
     assert (error["type"], error["errno"], error["name"]) == ("TransportError", 13, "EACCES")
     assert "EACCES (Permission denied) on the board" in error["message"]
+
+
+def test_a_folder_we_may_not_write_is_eacces_over_ssh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same over a real sshd whose logins run without CAP_DAC_OVERRIDE (a board where the
+    login user may not write the folder)."""
+    import shutil
+
+    from harness.simfarm import sshd as sshd_module
+
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("dropping CAP_DAC_OVERRIDE needs root and setpriv")
+    real = sshd_module.require_openssh()
+    wrapper = tmp_path / "sshd-without-dac-override"
+    wrapper.write_text(
+        f'#!/bin/sh\nexec setpriv --bounding-set=-dac_override,-dac_read_search {real} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(sshd_module, "require_openssh", lambda: str(wrapper))
+    process, sshd = sshd_module.start_sshd(tmp_path / "sshd")
+    known = tmp_path / "known_hosts"
+    known.write_text(sshd.known_hosts_line())
+    model = tmp_path / "echo.bin"
+    model.write_bytes(b"model" * 50)
+    x = np.zeros((4, 4), np.int8)
+    small = (InputSpec("x", "NCHW", (4, 4), "int8"),)
+    try:
+        for options in SSH_MODES.values():
+            board = tmp_path / f"board{len(options)}"
+            with (
+                SshTransport(
+                    "127.0.0.1", sshd.port, sshd.user, workdir=str(board),
+                    key_file=sshd.client_key, known_hosts=known, user_known_hosts=None,
+                    python=PY, **options,  # type: ignore[arg-type]
+                ) as transport,
+                AgentClient(
+                    transport, adapter_dirs=[FAKE_ADAPTERS], scratch=tmp_path / "scratch"
+                ) as client,
+            ):  # fmt: skip
+                assert client.submit(echo_job(model, "first", inputs=small), {"x": x}).ok
+                (board / "jobs").chmod(0o500)
+                try:
+                    with pytest.raises(TransportError) as caught:
+                        client.submit(echo_job(model, "denied", inputs=small), {"x": x})
+                finally:
+                    (board / "jobs").chmod(0o700)
+                assert_named(caught.value, errno.EACCES)
+    finally:
+        sshd_module.stop_sshd(process)
