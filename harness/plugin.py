@@ -102,6 +102,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help="retries of a model run after a TransportError or timeout, with backoff (default 1)",
     )
+    group.addoption(
+        "--hil-breaker",
+        type=int,
+        default=3,
+        metavar="N",
+        help="mark a board unhealthy after N infrastructure failures in a row: its remaining "
+        "tests error at once with the cause (default 3; 0: never)",
+    )
     parser.addini(
         "npu_hil_retry_backoff",
         "seconds before the first retry of a model run; doubled for each further retry",
@@ -114,6 +122,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", marker)
     if config.getoption("hil_retries", 1) < 0:
         raise pytest.UsageError("--hil-retries must be 0 or more")
+    if config.getoption("hil_breaker", 3) < 0:
+        raise pytest.UsageError("--hil-breaker must be 0 or more")
 
 
 @pytest.fixture

@@ -83,6 +83,7 @@ class FarmState:
                 backend=self.config.getoption("backend"),
                 workdir=None,  # the farm's machine-wide default: locks shared by every process
                 keep_remote=self.config.getoption("keep_remote"),
+                breaker_threshold=self.config.getoption("hil_breaker", 3),
             )
         return self.farm
 
@@ -299,6 +300,12 @@ def board(request: pytest.FixtureRequest, farm: Farm) -> Iterator[BoardSession]:
             raise
         finally:
             info.board_events.extend(state.events.get(board_spec.name, []))
+        try:
+            # A board its circuit breaker took out: this test errors at once, with the cause.
+            farm.breaker(board_spec).check()
+        except NpuHilError as exc:
+            info.board_events.append(breaker_event(exc.message))
+            raise
         session = farm.session(board_spec)
         info.simulated = session.simulated
         info.backend = "sim" if session.simulated else "hw"
@@ -314,6 +321,12 @@ def board(request: pytest.FixtureRequest, farm: Farm) -> Iterator[BoardSession]:
         finally:
             # A board that rebooted during the test left its boot log on the console.
             info.boot_log += session.take_boot_log()
+
+
+def breaker_event(message: str) -> str:
+    """The board-health event of a board its circuit breaker marked unhealthy (one text for
+    every test it met, so the report counts them)."""
+    return f"circuit breaker open: {message}"
 
 
 def _skip_by_kind(item: pytest.Item, simulated: bool, backend: str) -> None:

@@ -208,6 +208,7 @@ def build_record(nodeid: str, info: ItemInfo) -> TestRecord:
         ran_on="" if outcome == "skipped" else info.ran_on,
         layout=info.layout,
         board_events=list(dict.fromkeys(info.board_events)),
+        retried=list(info.retries),
     )
 
 

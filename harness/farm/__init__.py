@@ -6,6 +6,7 @@ Works without pytest; the plugin maps its options and markers onto :class:`Farm`
 
 from __future__ import annotations
 
+from harness.farm.breaker import BoardBrokenError, CircuitBreaker
 from harness.farm.farm import BACKENDS, Farm
 from harness.farm.inventory import (
     Board,
@@ -24,7 +25,9 @@ from harness.farm.session import BoardSession, Health
 __all__ = [
     "BACKENDS",
     "Board",
+    "BoardBrokenError",
     "BoardSession",
+    "CircuitBreaker",
     "Farm",
     "Health",
     "Inventory",

@@ -409,6 +409,8 @@ def _row(run_dir: Path, r: TestRecord, new: set[str], folded: bool) -> str:
     }
     attrs = " ".join(f'data-{k}="{escape(v)}"' for k, v in data.items())
     message = f"<div>{escape(r.message)}</div>" if r.message else ""
+    if r.retried:  # shown folded or not: a pass that needed a retry is worth a look
+        message += _folded(f"retried {len(r.retried)}x after", "\n".join(r.retried))
     return (
         f'<tr class="case row-{escape(r.outcome)}" {attrs}><td>{_badge(r.outcome, r.outcome)}'
         f"{flag}</td><td>{_prov_badge(r.provenance)}</td><td>{escape(board)}</td>"

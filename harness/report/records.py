@@ -38,7 +38,10 @@ class TestRecord:
     ``"sim"`` for a simulated board (a fallback included), ``""`` when it ran on neither (skipped,
     or its board was unreachable); ``layout`` names the NPU layout(s) the case exercised;
     ``board_events`` are the board's health events the test met (a power cycle, a fallback, an
-    unhealthy board); ``properties`` go into the JUnit XML as ``<property>`` elements.
+    unhealthy board); ``retried`` holds each infrastructure error a retry was paid for
+    (``TransportError: ...``), in order, so a test that passed on its second try still shows
+    what went wrong on its first; ``properties`` go into the JUnit XML as ``<property>``
+    elements.
     """
 
     __test__ = False  # a record, not a test class pytest should try to collect
@@ -60,6 +63,7 @@ class TestRecord:
     ran_on: str | None = None
     layout: str = ""
     board_events: list[str] = field(default_factory=list)
+    retried: list[str] = field(default_factory=list)
 
     @property
     def provenance(self) -> str:

@@ -45,8 +45,9 @@ def _health(records: Sequence[TestRecord]) -> dict[str, list[dict[str, Any]]]:
         if reason and not any(reason in e for e in events):
             events.append(f"fell back to a simulated board: {reason}")
         retries = record.properties.get("retries")
-        if retries:
+        if retries and not record.retried:  # a record written before ``retried`` existed
             events.append("model run retried after a transport error or timeout")
+        events.extend(f"model run retried after {error}" for error in record.retried)
         for event in dict.fromkeys(events):
             board = per_board.setdefault(record.board or NO_BOARD, {})
             board[event] = board.get(event, 0) + 1
