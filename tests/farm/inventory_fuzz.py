@@ -101,7 +101,8 @@ boards:
 - name: rk3588-ssh
   target: rk3588
   backend: sim
-  transport: {kind: ssh, host: 127.0.0.1, port: 40022, user: root, key_file: /tmp/farm/id_ed25519, known_hosts: /tmp/farm/known_hosts}
+  transport: {kind: ssh, host: 127.0.0.1, port: 40022, user: root, key_file: /tmp/farm/id_ed25519,
+    known_hosts: /tmp/farm/known_hosts}
   workdir: /tmp/farm/boards/rk3588-ssh
   python: /usr/bin/python3
 - name: rdk-x5-serial
@@ -352,9 +353,12 @@ BAUDRATES = frozenset(
 DAY = 24 * 3600.0
 
 
+UNCLEAN = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
+
+
 def _clean(text: object) -> bool:
     """Text a board, a subprocess and a report can take: no NUL, control or lone surrogate."""
-    return not isinstance(text, str) or not re.search(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]", text)
+    return not isinstance(text, str) or not UNCLEAN.search(text)
 
 
 def unusable(inventory: Any) -> str | None:
@@ -407,13 +411,12 @@ def outcome(text: str, base: Path, parse: Callable[..., Any] | None = None) -> t
         return "typed", message[:200]
     except Hang as exc:
         return "hang", str(exc)
-    except BaseException as exc:  # noqa: BLE001 - counting every kind is the point
+    except BaseException as exc:  # counting every kind is the point
         if isinstance(exc, KeyboardInterrupt):
             raise
         frames = traceback.extract_tb(exc.__traceback__)
-        site = next(
-            (f for f in reversed(frames) if "/harness/" in f.filename), frames[-1] if frames else None
-        )
+        ours = [f for f in frames if "/harness/" in f.filename]
+        site = ours[-1] if ours else (frames[-1] if frames else None)
         where = f"{Path(site.filename).name}:{site.lineno}" if site else "?"
         return "untyped", f"{type(exc).__name__} at {where}: {str(exc)[:80]}"
     finally:
