@@ -255,7 +255,8 @@ class _Reader:
             return "a list"
         if node.tag == _NULL:
             return "nothing (null)"
-        return shown(str(node.value), quoted=node.tag == _STR)
+        value = str(node.value)
+        return shown(value, quoted=node.tag == _STR or not value)
 
     def mapping(
         self, node: Node, path: str, allowed: tuple[str, ...]
@@ -370,7 +371,7 @@ class _Reader:
         return number
 
     def baudrate(self, node: Node, path: str) -> int:
-        rate = self.integer(node, path, low=1)
+        rate = self.integer(node, path, low=0)
         if rate not in BAUDRATES:
             close = min(BAUDRATES, key=lambda b: abs(b - rate))
             raise self.expected(

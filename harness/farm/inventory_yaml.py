@@ -183,10 +183,10 @@ def plain_number(value: str) -> float:
         raise ValueError(hint)
     if value.lower().lstrip("+-") in (".inf", ".nan"):
         raise ValueError("expected a finite number")
-    if len(value) > 32 or not _NUMBER.match(value):
-        raise ValueError("write a plain decimal number")
     if _DECIMAL.match(value):
         return float(plain_integer(value))
+    if len(value) > 32 or not _NUMBER.match(value):
+        raise ValueError("write a plain decimal number")
     number = float(value)
     if not math.isfinite(number):
         raise ValueError("expected a finite number")
