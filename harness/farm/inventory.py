@@ -21,11 +21,14 @@ Schema::
         python: /usr/bin/python3          # the board's interpreter
         workdir: /tmp/npu-hil             # the board's working directory
         power: {command: {on: ..., off: ..., cycle: ...}} | {labgrid: place-name}
-        timeouts: {connect, load, run, power, health}   # seconds
+        timeouts: {connect, load, run, power, health}   # seconds, in (0, 86400]
     labgrid: {coordinator: HOST:PORT, places: [...], tags: {...}, wait: 600, ...}
                                           # places of a labgrid coordinator as boards
                                           # (harness.farm.labgrid_inventory); ``boards`` may
                                           # then be left out
+
+Numbers are plain decimals (:mod:`harness.farm.inventory_yaml` refuses YAML 1.1's base 60, octal
+and hex forms, ``.inf`` and tags); text fields hold no control characters or lone surrogates.
 
 ``transport: local`` is short for ``{kind: local}``. A board's ``transport`` replaces the default
 one as a whole (mixing an SSH host with serial settings would be meaningless); ``timeouts`` merge

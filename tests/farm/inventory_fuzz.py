@@ -1,9 +1,10 @@
 """Mutated inventories, for the parser's fuzz test and for counting by hand.
 
-Valid inventories (the repository's ``inventory.yaml``, a farm of real boards, a labgrid section,
-the inventory ``npu-hil simfarm up`` writes) are mutated at the YAML-text level (characters,
-tokens and lines inserted, removed, swapped) and at the node level (a node replaced by a hostile
-value, a key renamed, entries dropped, aliased, merged, nested deep), and handed to
+Valid inventories (the repository's ``inventory.yaml``, the emulated boards' one, a farm of real
+boards, a labgrid section, the inventory ``npu-hil simfarm up`` writes) are mutated at the
+YAML-text level (characters, tokens and lines inserted, removed, swapped) and at the node level
+(a node replaced by a hostile value, a key renamed, entries dropped, aliased, merged, nested
+deep), and handed to
 :func:`harness.farm.parse_inventory`. The contract: it returns an inventory, or raises an
 ``InventoryError`` whose message starts with ``file:line:col``; never another exception, never a
 hang.
@@ -120,6 +121,7 @@ def seeds() -> list[tuple[str, str]]:
         ("farm", FARM),
         ("labgrid", LABGRID),
         ("simfarm", SIMFARM),
+        ("emulated", (ROOT / "tests/emulated/inventory.yaml").read_text(encoding="utf-8")),
     ]
 
 
