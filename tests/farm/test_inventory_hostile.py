@@ -287,6 +287,19 @@ def test_secret_keys_are_refused_whatever_their_case(key: str) -> None:
     assert "use use" not in message
 
 
+def test_a_key_pasted_so_the_yaml_breaks_is_refused_as_a_secret() -> None:
+    # Pasted unindented, the key's lines break the YAML; the error is about the key, not YAML.
+    text = "boards:\n  - name: b\n    key_file: " + PEM.replace("\n", "\n:", 1)
+    message = refused(text)
+    assert message.startswith("3:1: holds key material; secrets do not belong"), message
+    assert "b3BlbnNz" not in message
+
+
+def test_an_inventory_over_a_mebibyte_is_refused() -> None:
+    text = "boards: []\n" + "#" * (1 << 20) + "\n"
+    assert refused(text).startswith("1:1: the inventory is 1048588 characters long (at most ")
+
+
 # --- the file -----------------------------------------------------------------------------------
 
 
