@@ -146,7 +146,8 @@ def test_the_users_example_error(tmp_path: Path) -> None:
         ),
         (
             "defaults:\n  timeouts: {run: -1}\nboards: []\n",
-            "farm.yaml:2:19: defaults.timeouts.run: expected a positive number of seconds, got -1",
+            "farm.yaml:2:19: defaults.timeouts.run: "
+            "expected a number of seconds in (0, 86400] (at most 24 h), got -1",
         ),
         (
             "boards:\n  - {name: a, target: rk3588}\n  - {name: a, target: rk3566}\n",

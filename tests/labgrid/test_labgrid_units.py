@@ -185,7 +185,10 @@ def test_section_parses_offline_with_positions(tmp_path: Path) -> None:
         ("{coordinator: h, places: [{place: a, target: rk9}]}", "labgrid.places[0].target"),
         ("{coordinator: h, tags: {Pool: x}}", "tag 'Pool': labgrid wants a lowercase letter"),
         ("{coordinator: h, tags: [pool]}", "labgrid.tags: expected a mapping of tag: value"),
-        ("{coordinator: h, places: [a], wait: -1}", "labgrid.wait: expected a number >= 0"),
+        (
+            "{coordinator: h, places: [a], wait: -1}",
+            "labgrid.wait: expected a number in [0, 86400], got -1",
+        ),
         ("{coordinator: h, places: [a], prefer: usb}", "labgrid.prefer: expected one of ssh"),
         ("{coordinator: h, places: [a], ssh: {password: x}}", "secrets do not belong"),
         ("{coordinator: h, places: [a], exporter: x}", "labgrid.exporter: unknown key"),
