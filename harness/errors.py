@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno as _errno
 import signal as _signal
 
-from harness.redact import scrub
+from npu_hil.harness.redact import scrub
 
 
 class NpuHilError(Exception):

@@ -20,18 +20,18 @@ from types import ModuleType
 
 import pytest
 
-from harness.plugin_assert import assert_run_ok
+from npu_hil.harness.plugin_assert import assert_run_ok
 
 __all__ = ["assert_run_ok"]
 
 pytest_plugins = [
     # Dependencies first: a plugin module imported before pytest registers it escapes assertion
     # rewriting and warns.
-    "harness.plugin_records",
-    "harness.plugin_farm",
-    "harness.plugin_outcomes",
-    "harness.plugin_run",
-    "harness.plugin_simfarm",
+    "npu_hil.harness.plugin_records",
+    "npu_hil.harness.plugin_farm",
+    "npu_hil.harness.plugin_outcomes",
+    "npu_hil.harness.plugin_run",
+    "npu_hil.harness.plugin_simfarm",
 ]
 
 MARKERS = (
@@ -129,6 +129,6 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture
 def codec() -> ModuleType:
     """The host codec, :mod:`harness.codec` (``codec.get_layout(...)``)."""
-    import harness.codec
+    import npu_hil.harness.codec
 
-    return harness.codec
+    return npu_hil.harness.codec

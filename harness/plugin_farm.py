@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.errors import NpuHilError
-from harness.plugin_records import item_info
+from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.plugin_records import item_info
 
 if TYPE_CHECKING:
-    from harness.farm.farm import Farm
-    from harness.farm.inventory import Board, Inventory
-    from harness.farm.session import BoardSession
+    from npu_hil.harness.farm.farm import Farm
+    from npu_hil.harness.farm.inventory import Board, Inventory
+    from npu_hil.harness.farm.session import BoardSession
 
 BOARD = "board"
 DEFAULT_INVENTORY = "inventory.yaml"
@@ -61,8 +61,8 @@ class FarmState:
         """The inventory; an unusable one fails collection with ``file:line:column: ...``.
         With none given or found, the built-in simulated farm (one board per target)."""
         if self.inventory is None and self.error is None:
-            from harness.farm.inventory import InventoryError, load_inventory
-            from harness.farm.starter import builtin_inventory
+            from npu_hil.harness.farm.inventory import InventoryError, load_inventory
+            from npu_hil.harness.farm.starter import builtin_inventory
 
             path = inventory_path(self.config)
             try:
@@ -76,7 +76,7 @@ class FarmState:
 
     def get_farm(self) -> Farm:
         if self.farm is None:
-            from harness.farm.farm import Farm
+            from npu_hil.harness.farm.farm import Farm
 
             self.farm = Farm(
                 self.load_inventory(),
@@ -153,7 +153,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     """One line when the run uses the built-in simulated farm, so nobody mistakes it for theirs."""
     if inventory_path(config) is not None:
         return None
-    from harness.farm.starter import builtin_inventory
+    from npu_hil.harness.farm.starter import builtin_inventory
 
     count = len(builtin_inventory().boards)
     return (
@@ -172,7 +172,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     targets, names = config.getoption("target"), config.getoption("board")
     if not (targets or names) or hasattr(config, "workerinput"):
         return
-    from harness.farm.selection import selection_problem
+    from npu_hil.harness.farm.selection import selection_problem
 
     try:
         inventory = config.stash[FARM_KEY].load_inventory()
@@ -236,7 +236,7 @@ def _check_names(
     metafunc: pytest.Metafunc, socs: tuple[str, ...], vendors: tuple[str, ...]
 ) -> None:
     """A typo in a marker is a collection error, not a silently skipped test."""
-    from harness.sim.targets import VENDOR_OF
+    from npu_hil.harness.sim.targets import VENDOR_OF
 
     where = metafunc.definition.nodeid
     unknown = [s for s in socs if s not in VENDOR_OF]

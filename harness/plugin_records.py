@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from harness.report.records import TensorFinding, TestRecord
+from npu_hil.harness.report.records import TensorFinding, TestRecord
 
 RECORD_ATTR = "npu_hil_record"
 TOKEN_KEY = "npu_hil_token"
@@ -117,7 +117,7 @@ def staging_dir(config: pytest.Config) -> Path:
     """Where this process writes a run's files (heatmaps): ``<run>/artifacts/``, their final
     place, so a path printed in a failure message still exists after the run. Not created
     here: a run that writes no file leaves no folder."""
-    from harness.report.runs import RUN_DIR_ENV
+    from npu_hil.harness.report.runs import RUN_DIR_ENV
 
     named = os.environ.get(RUN_DIR_ENV)
     run_dir = Path(named) if named else reports_root(config) / run_id(config)
@@ -126,7 +126,7 @@ def staging_dir(config: pytest.Config) -> Path:
 
 def pytest_configure(config: pytest.Config) -> None:
     if not _is_worker(config):
-        from harness.report.runs import new_run_id
+        from npu_hil.harness.report.runs import new_run_id
 
         config.stash[RUN_KEY] = RunState(
             reports_root(config), uuid.uuid4().hex[:12], run_id=new_run_id()
@@ -226,7 +226,7 @@ class RunCollector:
         data = getattr(report, RECORD_ATTR, None)
         if data is None:
             return
-        from harness.report.runs import append_record, run_dir_for_session
+        from npu_hil.harness.report.runs import append_record, run_dir_for_session
 
         record = TestRecord.from_dict(data)
         self.state.records.append(record)
@@ -239,9 +239,9 @@ class RunCollector:
         state = self.state
         if not state.records or state.run_dir is None:
             return
-        from harness.report.runmeta import run_meta
-        from harness.report.summary import nothing_reached
-        from harness.report.writer import write_run
+        from npu_hil.harness.report.runmeta import run_meta
+        from npu_hil.harness.report.summary import nothing_reached
+        from npu_hil.harness.report.writer import write_run
 
         config = self.config
         # No silent green: a run whose board cases all missed their boards has failed.
@@ -290,8 +290,8 @@ def _selection_text(config: pytest.Config) -> str:
 
 def _write_run_start(config: pytest.Config, state: RunState) -> None:
     """run.json: the run's key, so a later run knows this one even if it never ends."""
-    from harness.report.runmeta import config_run_kind, run_key
-    from harness.report.runs import write_run_start
+    from npu_hil.harness.report.runmeta import config_run_kind, run_key
+    from npu_hil.harness.report.runs import write_run_start
 
     assert state.run_dir is not None
     start = {
@@ -303,11 +303,11 @@ def _write_run_start(config: pytest.Config, state: RunState) -> None:
 
 
 def _inventory_text(config: pytest.Config) -> str:
-    from harness.plugin_farm import inventory_path
+    from npu_hil.harness.plugin_farm import inventory_path
 
     path = inventory_path(config)
     if path is None:
-        from harness.farm.starter import BUILTIN_SOURCE
+        from npu_hil.harness.farm.starter import BUILTIN_SOURCE
 
         return BUILTIN_SOURCE
     return str(path)

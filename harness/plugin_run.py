@@ -18,18 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.errors import TransportError
-from harness.plugin_assert import assert_run_ok
-from harness.plugin_farm import breaker_event
-from harness.plugin_records import ItemInfo, artifact_path, item_info, staging_dir
-from harness.report.records import TensorFinding
+from npu_hil.harness.errors import TransportError
+from npu_hil.harness.plugin_assert import assert_run_ok
+from npu_hil.harness.plugin_farm import breaker_event
+from npu_hil.harness.plugin_records import ItemInfo, artifact_path, item_info, staging_dir
+from npu_hil.harness.report.records import TensorFinding
 
 if TYPE_CHECKING:
     import numpy as np
     import onnx
 
-    from harness.farm.runner import ModelRun
-    from harness.farm.session import BoardSession
+    from npu_hil.harness.farm.runner import ModelRun
+    from npu_hil.harness.farm.session import BoardSession
 
 __all__ = ["RunModel", "assert_run_ok", "run_model"]
 
@@ -68,8 +68,8 @@ class RunModel:
         """Run ``model`` with ``inputs``; ``output_layout`` asks the board's runtime for that
         native output layout; other keyword arguments go to ``harness.farm.runner.run_model``
         (``outputs``, ``tolerance``, ``padding``, ``input_layout``, ``faults``)."""
-        from harness.farm.breaker import BoardBrokenError
-        from harness.farm.runner import run_model
+        from npu_hil.harness.farm.breaker import BoardBrokenError
+        from npu_hil.harness.farm.runner import run_model
 
         session = self.session
         if output_layout is not None:

@@ -75,10 +75,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _start(config: pytest.Config, kinds: tuple[str, ...]) -> str:
-    from harness.errors import NpuHilError
-    from harness.folders import default_workdir, private_dir
-    from harness.simfarm import down, up
-    from harness.simfarm.ledger import FOLDER_PREFIX, SimFarmLedger
+    from npu_hil.harness.errors import NpuHilError
+    from npu_hil.harness.folders import default_workdir, private_dir
+    from npu_hil.harness.simfarm import down, up
+    from npu_hil.harness.simfarm.ledger import FOLDER_PREFIX, SimFarmLedger
 
     # A run killed with SIGKILL left its farm running: stopped and removed here.
     ledger = SimFarmLedger(private_dir(default_workdir()))

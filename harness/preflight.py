@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import LayoutError, NpuHilError
-from targets import check_conv, rockchip
-from targets import rockchip_observed as observed
-from targets.conv import NO_CONV_LIMIT_TARGETS
+from npu_hil.harness.errors import LayoutError, NpuHilError
+from npu_hil.targets import check_conv, rockchip
+from npu_hil.targets import rockchip_observed as observed
+from npu_hil.targets.conv import NO_CONV_LIMIT_TARGETS
 
 
 class PreflightError(NpuHilError):

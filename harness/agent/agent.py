@@ -120,9 +120,9 @@ if TYPE_CHECKING:
     # this file, imported at run time by ``_adapter_package``.
     from types import ModuleType
 
-    from harness.agent.adapters.base import Adapter, InputTensor, TensorOut
+    from npu_hil.harness.agent.adapters.base import Adapter, InputTensor, TensorOut
 
-# --- protocol constants (imported by harness.agent.protocol) -----------------------------------
+# --- protocol constants (imported by npu_hil.harness.agent.protocol) ---------------------------
 
 JOB_SCHEMA_NAME = "npu-hil-job"
 RESULT_SCHEMA_NAME = "npu-hil-result"

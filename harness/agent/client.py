@@ -40,7 +40,7 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any
 
-from harness.agent.agent import (
+from npu_hil.harness.agent.agent import (
     FRAME_HEADER,
     RESULT_FILE,
     SCHEMA_MAJOR,
@@ -51,7 +51,7 @@ from harness.agent.agent import (
     parse_schema,
     sha256_file,
 )
-from harness.agent.protocol import (
+from npu_hil.harness.agent.protocol import (
     JobSpec,
     ModelRef,
     Result,
@@ -61,10 +61,10 @@ from harness.agent.protocol import (
     result_files,
     write_job,
 )
-from harness.errors import AgentKilledError, DeviceError, ProtocolError, TransportError
-from harness.folders import private_dir
-from harness.transport.base import Session, Transport
-from harness.transport.oserrors import board_os_error, errno_in_text
+from npu_hil.harness.errors import AgentKilledError, DeviceError, ProtocolError, TransportError
+from npu_hil.harness.folders import private_dir
+from npu_hil.harness.transport.base import Session, Transport
+from npu_hil.harness.transport.oserrors import board_os_error, errno_in_text
 
 __all__ = ["AgentClient"]
 

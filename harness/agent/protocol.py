@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.agent.agent import (
+from npu_hil.harness.agent.agent import (
     DEFAULT_TIMEOUTS,
     DTYPES,
     JOB_FILE,
@@ -39,7 +39,13 @@ from harness.agent.agent import (
     parse_schema,
     sha256_file,
 )
-from harness.errors import DeviceError, LayoutError, NpuHilError, ProtocolError, TransportError
+from npu_hil.harness.errors import (
+    DeviceError,
+    LayoutError,
+    NpuHilError,
+    ProtocolError,
+    TransportError,
+)
 
 __all__ = [
     "ErrorRecord",

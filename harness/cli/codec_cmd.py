@@ -8,14 +8,14 @@ from typing import Any
 
 import numpy as np
 
-from harness.cli.common import (
+from npu_hil.harness.cli.common import (
     add_layout_args,
     layout_from_args,
     parse_shape,
     print_json,
 )
-from harness.codec import BlockedLayout
-from harness.errors import LayoutError
+from npu_hil.harness.codec import BlockedLayout
+from npu_hil.harness.errors import LayoutError
 
 
 def add_parser(sub: Any) -> None:

@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.cli.common import print_json
+from npu_hil.harness.cli.common import print_json
 
 DEFAULT_PATH = Path("inventory.yaml")
 
@@ -25,7 +25,7 @@ def add_parser(sub: Any) -> None:
         "init", help="write a commented starting inventory: one simulated board per target"
     )
     init.add_argument(
-        "--path", type=Path, default=DEFAULT_PATH, help=f"where to write it (default {DEFAULT_PATH})"
+        "--path", type=Path, default=DEFAULT_PATH, help=f"the file (default {DEFAULT_PATH})"
     )
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     init.set_defaults(run=run_init)
@@ -37,7 +37,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run_init(args: argparse.Namespace) -> int:
-    from harness.farm.starter import builtin_inventory, write_starter_inventory
+    from npu_hil.harness.farm.starter import builtin_inventory, write_starter_inventory
 
     written = write_starter_inventory(args.path, force=args.force)
     count = len(builtin_inventory().boards)
@@ -46,7 +46,7 @@ def run_init(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from harness.farm.inventory import read_inventory
+    from npu_hil.harness.farm.inventory import read_inventory
 
     inventory = read_inventory(args.path)
     rows = [
@@ -69,5 +69,5 @@ def run_check(args: argparse.Namespace) -> int:
             f"{row['transport']:<7} fallback={row['fallback']}"
         )
     if inventory.labgrid is not None:
-        print("  (and the places its labgrid section selects, asked of the coordinator at run time)")
+        print("  (and the places its labgrid section selects, from the coordinator at run time)")
     return 0

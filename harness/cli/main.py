@@ -9,7 +9,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from harness.cli import (
+from npu_hil.harness.cli import (
     codec_cmd,
     diff_cmd,
     inventory_cmd,
@@ -19,7 +19,7 @@ from harness.cli import (
     simfarm_cmd,
     targets_cmd,
 )
-from harness.errors import NpuHilError
+from npu_hil.harness.errors import NpuHilError
 
 EXIT_BAD_INPUT = 2
 

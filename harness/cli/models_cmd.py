@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.cli.common import print_json
-from harness.models import MODELS
-from harness.models.compile_set import MANIFEST_NAME, compiled_tensor, plan, record
-from harness.models.rknn_build import (
+from npu_hil.harness.cli.common import print_json
+from npu_hil.harness.models import MODELS
+from npu_hil.harness.models.compile_set import MANIFEST_NAME, compiled_tensor, plan, record
+from npu_hil.harness.models.rknn_build import (
     TOOLKIT,
     TOOLKIT_VERSION,
     BuildFailure,
@@ -23,7 +23,7 @@ from harness.models.rknn_build import (
     default_precision,
     probe,
 )
-from targets import rockchip
+from npu_hil.targets import rockchip
 
 EXIT_BUILD_FAILED = 1
 

@@ -21,17 +21,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.errors import NpuHilError
-from harness.report.records import OUTCOMES, TestRecord
-from harness.report.runmeta import (
+from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.report.records import OUTCOMES, TestRecord
+from npu_hil.harness.report.runmeta import (
     COMPLETE_EXITS,
     LAUNCHED_BY_ENV,
     harness_version,
     run_key,
     run_kind,
 )
-from harness.report.runs import RECORDS_FILE, RUN_DIR_ENV, SUMMARY_FILE, new_run_dir
-from harness.report.writer import COMPARISON_FILE, HTML_FILE, load_records, write_run
+from npu_hil.harness.report.runs import RECORDS_FILE, RUN_DIR_ENV, SUMMARY_FILE, new_run_dir
+from npu_hil.harness.report.writer import COMPARISON_FILE, HTML_FILE, load_records, write_run
 
 DEFAULT_SUITE = Path("tests") / "hil"
 DEFAULT_INVENTORY = "inventory.yaml"
@@ -88,7 +88,7 @@ def plugin_args(workers: str | None) -> list[str]:
     xdist (and ``-p harness.plugin`` would register it twice); with it off, name them."""
     if not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         return []
-    return ["-p", "harness.plugin", *(["-p", "xdist"] if workers else [])]
+    return ["-p", "npu_hil.harness.plugin", *(["-p", "xdist"] if workers else [])]
 
 
 def pytest_command(args: argparse.Namespace, suite: Path) -> list[str]:
@@ -309,8 +309,8 @@ def _check_inventory(path: Path, targets: list[str], boards: list[str]) -> None:
     has no board for is one line (exit 2) rather than a run of skipped cases. The coordinator
     of a labgrid section is not asked here: the run does that (and the plugin checks the
     selection against the places it names)."""
-    from harness.farm.inventory import read_inventory
-    from harness.farm.selection import selection_problem
+    from npu_hil.harness.farm.inventory import read_inventory
+    from npu_hil.harness.farm.selection import selection_problem
 
     inventory = read_inventory(path)
     if inventory.labgrid is not None:

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.cli import emulated_cmd
-from harness.simfarm import farm
+from npu_hil.harness.cli import emulated_cmd
+from npu_hil.harness.simfarm import farm
 
 
 def _positive(text: str) -> int:

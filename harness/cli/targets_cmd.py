@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.cli.common import print_json
-from harness.codec import known_targets, layout_names
-from harness.errors import LayoutError
-from targets import check_conv, tables_text
+from npu_hil.harness.cli.common import print_json
+from npu_hil.harness.codec import known_targets, layout_names
+from npu_hil.harness.errors import LayoutError
+from npu_hil.targets import check_conv, tables_text
 
 KINDS = ("conv", "depthwise", "deconv")
 
@@ -99,7 +99,7 @@ def run_conv_check(args: argparse.Namespace) -> int:
 
 
 def run_observed(args: argparse.Namespace) -> int:
-    from targets.rockchip_report import check_observations
+    from npu_hil.targets.rockchip_report import check_observations
 
     path = args.file
     try:

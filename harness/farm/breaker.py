@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from harness.errors import NpuHilError, TransportError
+from npu_hil.harness.errors import NpuHilError, TransportError
 
 __all__ = ["DEFAULT_THRESHOLD", "INFRA_FAILURES", "BoardBrokenError", "CircuitBreaker"]
 

@@ -29,26 +29,26 @@ from pathlib import Path
 
 from filelock import FileLock
 
-import harness
-from harness.agent.client import AgentClient
-from harness.errors import NpuHilError, TransportError
-from harness.farm.breaker import DEFAULT_THRESHOLD, CircuitBreaker
-from harness.farm.connect import connect
-from harness.farm.inventory import SIM_ADAPTER, Board, Inventory, load_inventory
-from harness.farm.labgrid_places import FarmPlaces
-from harness.farm.power import power_cycle as _power_cycle
-from harness.farm.session import BoardSession, Health
-from harness.folders import default_workdir, private_dir
-from harness.models import Manifest, load_manifest
-from harness.transport.base import Transport
-from harness.transport.local import LocalTransport
+import npu_hil
+from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.errors import NpuHilError, TransportError
+from npu_hil.harness.farm.breaker import DEFAULT_THRESHOLD, CircuitBreaker
+from npu_hil.harness.farm.connect import connect
+from npu_hil.harness.farm.inventory import SIM_ADAPTER, Board, Inventory, load_inventory
+from npu_hil.harness.farm.labgrid_places import FarmPlaces
+from npu_hil.harness.farm.power import power_cycle as _power_cycle
+from npu_hil.harness.farm.session import BoardSession, Health
+from npu_hil.harness.folders import default_workdir, private_dir
+from npu_hil.harness.models import Manifest, load_manifest
+from npu_hil.harness.transport.base import Transport
+from npu_hil.harness.transport.local import LocalTransport
 
 __all__ = ["BACKENDS", "Farm"]
 
 log = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "sim", "hw")
-HARNESS_ROOT = Path(harness.__file__).resolve().parent.parent
+HARNESS_ROOT = Path(npu_hil.__file__).resolve().parent.parent
 """The folder holding ``harness`` and ``targets``: what a simulated board needs on its path."""
 LOCK_TIMEOUT_S = 3600.0
 

@@ -52,9 +52,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from harness.codec import known_targets
-from harness.errors import NpuHilError
-from harness.farm.inventory_yaml import (
+from npu_hil.harness.codec import known_targets
+from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.farm.inventory_yaml import (
     MAX_CHARS,
     YamlProblem,
     check_tags,
@@ -62,11 +62,11 @@ from harness.farm.inventory_yaml import (
     plain_integer,
     plain_number,
 )
-from harness.redact import find_secret, secret_key_name
-from targets import horizon, kl730, rockchip
+from npu_hil.harness.redact import find_secret, secret_key_name
+from npu_hil.targets import horizon, kl730, rockchip
 
 if TYPE_CHECKING:
-    from harness.farm.labgrid_inventory import LabgridSection
+    from npu_hil.harness.farm.labgrid_inventory import LabgridSection
 
 __all__ = [
     "Board",
@@ -687,7 +687,7 @@ def parse_inventory(
     labgrid: LabgridSection | None = None
     if "labgrid" in top:
         # Imported here: the section's module builds on this one's reader and types.
-        from harness.farm.labgrid_inventory import parse_labgrid_section
+        from npu_hil.harness.farm.labgrid_inventory import parse_labgrid_section
 
         labgrid = parse_labgrid_section(r, top["labgrid"][1], defaults, known_targets())
     if "boards" not in top and labgrid is None:
@@ -789,7 +789,7 @@ def load_inventory(path: str | os.PathLike[str]) -> Inventory:
     inventory = read_inventory(path)
     if inventory.labgrid is not None:
         # The places a labgrid section selects are known only to its coordinator.
-        from harness.farm.labgrid_boards import resolve_labgrid_boards
+        from npu_hil.harness.farm.labgrid_boards import resolve_labgrid_boards
 
         inventory = resolve_labgrid_boards(inventory)
     return inventory

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.farm.inventory import (
+from npu_hil.harness.farm.inventory import (
     ADAPTER_RE,
     ENV_RE,
     FALLBACKS,
@@ -39,7 +39,7 @@ from harness.farm.inventory import (
     Timeouts,
     TransportConfig,
 )
-from harness.labgrid.config import LabgridConfig
+from npu_hil.harness.labgrid.config import LabgridConfig
 
 __all__ = ["LINKS", "LabgridPlaceEntry", "LabgridSection", "parse_labgrid_section"]
 

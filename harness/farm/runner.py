@@ -29,20 +29,20 @@ from typing import Any
 import numpy as np
 import onnx
 
-from harness.agent.protocol import InputSpec, JobSpec, Result, TensorRecord
-from harness.codec import BlockedLayout, get_layout
-from harness.codec.reported import predicted_layout
-from harness.diff import DiffReport, diff_buffers
-from harness.diff.attributes import AttributeFinding, diff_attributes, disagreements
-from harness.diff.heatmap import render_heatmap
-from harness.errors import LayoutError
-from harness.farm.breaker import INFRA_FAILURES, BoardBrokenError, CircuitBreaker
-from harness.farm.session import BoardSession
-from harness.folders import private_dir
-from harness.models import MODELS, Manifest, ManifestError, build
-from harness.sim.expect import Expected, expect_run
-from targets import last_op_kind
-from targets.rockchip import TARGETS as ROCKCHIP_TARGETS
+from npu_hil.harness.agent.protocol import InputSpec, JobSpec, Result, TensorRecord
+from npu_hil.harness.codec import BlockedLayout, get_layout
+from npu_hil.harness.codec.reported import predicted_layout
+from npu_hil.harness.diff import DiffReport, diff_buffers
+from npu_hil.harness.diff.attributes import AttributeFinding, diff_attributes, disagreements
+from npu_hil.harness.diff.heatmap import render_heatmap
+from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError, CircuitBreaker
+from npu_hil.harness.farm.session import BoardSession
+from npu_hil.harness.folders import private_dir
+from npu_hil.harness.models import MODELS, Manifest, ManifestError, build
+from npu_hil.harness.sim.expect import Expected, expect_run
+from npu_hil.targets import last_op_kind
+from npu_hil.targets.rockchip import TARGETS as ROCKCHIP_TARGETS
 
 __all__ = ["ModelRun", "TensorRun", "run_model"]
 
@@ -120,7 +120,7 @@ class ModelRun:
         return self._decoded(name, "input", dequantize)
 
     def _decoded(self, name: str, role: str, dequantize: bool) -> np.ndarray:
-        from harness.farm.decode import dequantize as to_float
+        from npu_hil.harness.farm.decode import dequantize as to_float
 
         tensor = self.tensor(name, role)
         values = np.asarray(tensor.layout.unpack(tensor.data))

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harness.farm.inventory import Inventory
-from harness.sim.targets import VENDOR_OF
+from npu_hil.harness.farm.inventory import Inventory
+from npu_hil.harness.sim.targets import VENDOR_OF
 
 __all__ = ["selection_problem"]
 

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.agent.client import AgentClient
-from harness.farm.breaker import CircuitBreaker
-from harness.farm.connect import close_transport
-from harness.farm.inventory import Board
-from harness.models import Manifest, load_manifest
-from harness.transport.base import Transport
+from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.farm.breaker import CircuitBreaker
+from npu_hil.harness.farm.connect import close_transport
+from npu_hil.harness.farm.inventory import Board
+from npu_hil.harness.models import Manifest, load_manifest
+from npu_hil.harness.transport.base import Transport
 
 __all__ = ["BoardSession", "Health"]
 

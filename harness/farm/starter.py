@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from harness.errors import NpuHilError
-from harness.farm.inventory import VENDOR_OF, Inventory, parse_inventory
+from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.farm.inventory import VENDOR_OF, Inventory, parse_inventory
 
 BUILTIN_SOURCE = "<built-in simulated farm>"
 """The inventory's ``source`` when it is the built-in one: records and reports name it so."""
@@ -58,7 +58,7 @@ def starter_inventory_text() -> str:
     name_width = max(len(n) for n in names) + 1  # the `name,` column lines up
     target_width = max(len(t) for t in targets) + 1
     lines = [_HEADER.format(count=len(targets))]
-    for target, name in zip(targets, names):
+    for target, name in zip(targets, names, strict=True):
         name_cell = f"{name},".ljust(name_width)
         target_cell = f"{target},".ljust(target_width)
         lines.append(

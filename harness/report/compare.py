@@ -19,8 +19,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from harness.report.records import OUTCOMES, TestRecord
-from harness.report.runs import RECORDS_FILE, RUN_ID_PATTERN, read_run_start, read_summary
+from npu_hil.harness.report.records import OUTCOMES, TestRecord
+from npu_hil.harness.report.runs import RECORDS_FILE, RUN_ID_PATTERN, read_run_start, read_summary
 
 FLAKY_WINDOW = 5
 TREND_RUNS = 10

@@ -18,7 +18,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from harness.report.records import TensorFinding, TestRecord
+from npu_hil.harness.report.records import TensorFinding, TestRecord
 
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}

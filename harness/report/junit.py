@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.report.records import TestRecord
-from harness.report.sanitize import clean_text
+from npu_hil.harness.report.records import TestRecord
+from npu_hil.harness.report.sanitize import clean_text
 
 # XML 1.0 forbids most control characters, surrogates and U+FFFE/U+FFFF: a device dump in a
 # message must not break the file. The records are clean already; the rest (meta) is cleaned here.

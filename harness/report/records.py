@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from harness.redact import scrub
-from harness.report.sanitize import clean_text
+from npu_hil.harness.redact import scrub
+from npu_hil.harness.report.sanitize import clean_text
 
 OUTCOMES = ("passed", "failed", "error", "skipped")
 

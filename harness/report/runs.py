@@ -20,9 +20,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.report.atomic import append_line, write_text_atomic
-from harness.report.records import TestRecord, scrubbed
-from harness.report.sanitize import clean_value
+from npu_hil.harness.report.atomic import append_line, write_text_atomic
+from npu_hil.harness.report.records import TestRecord, scrubbed
+from npu_hil.harness.report.sanitize import clean_value
 
 RECORDS_FILE = "records.jsonl"
 SUMMARY_FILE = "summary.json"

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.report.records import OUTCOMES, TestRecord
+from npu_hil.harness.report.records import OUTCOMES, TestRecord
 
 SCHEMA_VERSION = 2
 NO_BOARD = "(no board)"

@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.report.atomic import write_bytes_atomic, write_text_atomic
-from harness.report.compare import build_comparison
-from harness.report.html import build_html
-from harness.report.junit import build_junit
-from harness.report.records import TestRecord, scrubbed
-from harness.report.runs import (
+from npu_hil.harness.report.atomic import write_bytes_atomic, write_text_atomic
+from npu_hil.harness.report.compare import build_comparison
+from npu_hil.harness.report.html import build_html
+from npu_hil.harness.report.junit import build_junit
+from npu_hil.harness.report.records import TestRecord, scrubbed
+from npu_hil.harness.report.runs import (
     RECORDS_FILE,
     SUMMARY_FILE,
     append_record,
@@ -25,8 +25,8 @@ from harness.report.runs import (
     new_run_dir,
     run_dir_for_session,
 )
-from harness.report.sanitize import clean_value
-from harness.report.summary import build_summary
+from npu_hil.harness.report.sanitize import clean_value
+from npu_hil.harness.report.summary import build_summary
 
 JUNIT_FILE = "junit.xml"
 COMPARISON_FILE = "comparison.json"

@@ -28,8 +28,8 @@ from typing import Any
 
 from filelock import FileLock
 
-from harness.errors import NpuHilError
-from harness.labgrid.ledger import Holder, current_holder, holder_alive
+from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.labgrid.ledger import Holder, current_holder, holder_alive
 
 __all__ = ["FOLDER_PREFIX", "SimFarmLedger"]
 
@@ -99,7 +99,7 @@ class SimFarmLedger:
     def reap(self) -> list[Path]:
         """Stop and remove the farms of runs that are gone (recorded on this host); the folders
         cleaned. A farm that cannot be stopped stays recorded, for the next run to try."""
-        from harness.simfarm.farm import down
+        from npu_hil.harness.simfarm.farm import down
 
         cleaned: list[Path] = []
         with self._runs() as runs:

@@ -16,10 +16,10 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from harness.errors import TransportError
-from harness.folders import private_dir
-from harness.transport.base import CompletedRun, RemotePathError, SessionExit, remote_path
-from harness.transport.oserrors import board_os_error
+from npu_hil.harness.errors import TransportError
+from npu_hil.harness.folders import private_dir
+from npu_hil.harness.transport.base import CompletedRun, RemotePathError, SessionExit, remote_path
+from npu_hil.harness.transport.oserrors import board_os_error
 
 __all__ = ["LocalSession", "LocalTransport"]
 

@@ -13,7 +13,7 @@ import errno as _errno
 import os
 import re
 
-from harness.errors import TransportError
+from npu_hil.harness.errors import TransportError
 
 __all__ = ["BOARD_ERRNOS", "board_os_error", "describe_errno", "errno_in_text"]
 

@@ -67,11 +67,18 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import serial
 
-from harness.agent.relay import EXIT_CUT, EXIT_DAMAGED, EXIT_GONE, EXIT_OK, TRAILER, whole_frames
-from harness.errors import TransportError
-from harness.transport.base import CompletedRun, SessionExit, remote_path
-from harness.transport.oserrors import board_os_error, errno_in_text
-from harness.transport.workdir import check_workdir_probe, workdir_probe
+from npu_hil.harness.agent.relay import (
+    EXIT_CUT,
+    EXIT_DAMAGED,
+    EXIT_GONE,
+    EXIT_OK,
+    TRAILER,
+    whole_frames,
+)
+from npu_hil.harness.errors import TransportError
+from npu_hil.harness.transport.base import CompletedRun, SessionExit, remote_path
+from npu_hil.harness.transport.oserrors import board_os_error, errno_in_text
+from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
 
 __all__ = ["SerialAgentSession", "SerialTransport", "prepare_url"]
 

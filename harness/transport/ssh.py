@@ -40,13 +40,13 @@ from typing import Literal, TypeVar
 import paramiko
 from filelock import FileLock
 
-from harness.errors import TransportError
-from harness.transport import ssh_stream
-from harness.transport.base import CompletedRun, SessionExit, remote_path
-from harness.transport.oserrors import board_os_error, errno_in_text
-from harness.transport.ssh_exit import exit_returncode, record_exit_signals
-from harness.transport.ssh_paths import SymlinkGuard
-from harness.transport.workdir import check_workdir_probe, workdir_probe
+from npu_hil.harness.errors import TransportError
+from npu_hil.harness.transport import ssh_stream
+from npu_hil.harness.transport.base import CompletedRun, SessionExit, remote_path
+from npu_hil.harness.transport.oserrors import board_os_error, errno_in_text
+from npu_hil.harness.transport.ssh_exit import exit_returncode, record_exit_signals
+from npu_hil.harness.transport.ssh_paths import SymlinkGuard
+from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
 
 __all__ = ["SshSession", "SshTransport", "fingerprint"]
 

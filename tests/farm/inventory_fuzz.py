@@ -398,7 +398,7 @@ def unusable(inventory: Any) -> str | None:
 def outcome(text: str, base: Path, parse: Callable[..., Any] | None = None) -> tuple[str, str]:
     """("ok" | "typed" | "unpositioned" | "untyped" | "hang" | "accepted-unusable", detail)
     for one input."""
-    from harness.farm import InventoryError, parse_inventory
+    from npu_hil.harness.farm import InventoryError, parse_inventory
 
     parse = parse or parse_inventory
     previous = signal.signal(signal.SIGALRM, _on_alarm)

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.errors import AgentKilledError, TransportError
-from harness.farm import BoardBrokenError, Farm, parse_inventory, run_model
+from npu_hil.harness.errors import AgentKilledError, TransportError
+from npu_hil.harness.farm import BoardBrokenError, Farm, parse_inventory, run_model
 
 INVENTORY = """\
 boards:

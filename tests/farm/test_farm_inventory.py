@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.codec import known_targets
-from harness.farm import InventoryError, load_inventory, parse_inventory
+from npu_hil.harness.codec import known_targets
+from npu_hil.harness.farm import InventoryError, load_inventory, parse_inventory
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.farm import InventoryError, load_inventory, parse_inventory
+from npu_hil.harness.farm import InventoryError, load_inventory, parse_inventory
 
 ROOT = Path(__file__).resolve().parents[2]
 SSH = "boards:\n  - name: b\n    target: rk3588\n    transport: {{kind: ssh, host: h, {field}}}\n"
@@ -307,7 +307,7 @@ def test_a_fifo_as_the_inventory_is_refused_not_waited_on(tmp_path: Path) -> Non
     fifo = tmp_path / "farm.yaml"
     os.mkfifo(fifo)
     code = (
-        "import sys\nfrom harness.farm import InventoryError, load_inventory\n"
+        "import sys\nfrom npu_hil.harness.farm import InventoryError, load_inventory\n"
         "try:\n    load_inventory(sys.argv[1])\nexcept InventoryError as e:\n    print(e)\n"
     )
     done = subprocess.run(

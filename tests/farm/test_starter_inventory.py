@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.farm.inventory import VENDOR_OF, read_inventory
-from harness.farm.starter import (
+from npu_hil.harness.farm.inventory import VENDOR_OF, read_inventory
+from npu_hil.harness.farm.starter import (
     BUILTIN_SOURCE,
     InventoryExistsError,
     builtin_inventory,
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def npu_hil(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", *args],
+        [sys.executable, "-m", "npu_hil.harness.cli.main", *args],
         cwd=cwd, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.farm import InventoryError, load_inventory, parse_inventory
-from harness.labgrid import (
+from npu_hil.harness.farm import InventoryError, load_inventory, parse_inventory
+from npu_hil.harness.labgrid import (
     LabgridConfig,
     LabgridError,
     ResourceState,
@@ -109,12 +109,12 @@ def test_without_labgrid_the_harness_imports_and_says_what_to_install(tmp_path: 
                 return None
 
         sys.meta_path.insert(0, NoLabgrid())
-        import harness.farm, harness.labgrid
-        from harness.labgrid import LabgridConfig, LabgridMissingError, LabgridPlaces
-        from harness.errors import NpuHilError
-        assert not issubclass(LabgridMissingError, harness.errors.TransportError)
+        import npu_hil.harness.farm, npu_hil.harness.labgrid
+        from npu_hil.harness.labgrid import LabgridConfig, LabgridMissingError, LabgridPlaces
+        from npu_hil.harness.errors import NpuHilError
+        assert not issubclass(LabgridMissingError, npu_hil.harness.errors.TransportError)
         from pathlib import Path
-        from harness.farm import InventoryError, load_inventory
+        from npu_hil.harness.farm import InventoryError, load_inventory
         try:
             LabgridPlaces(LabgridConfig("127.0.0.1:1", places=("a",)), workdir=Path(sys.argv[1]))
         except LabgridMissingError as exc:
@@ -202,7 +202,7 @@ def test_section_errors_say_where(section: str, message: str) -> None:
 
 @pytest.mark.needs_labgrid
 def test_unreachable_coordinator_at_load(tmp_path: Path) -> None:
-    from harness.simfarm.procs import free_port
+    from npu_hil.harness.simfarm.procs import free_port
 
     address = f"127.0.0.1:{free_port()}"
     named = tmp_path / "named.yaml"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from simfarm_checks import require_link
 
-from harness.simfarm import down
-from harness.simfarm.ledger import SimFarmLedger
+from npu_hil.harness.simfarm import down
+from npu_hil.harness.simfarm.ledger import SimFarmLedger
 
 HANGS = """
 import time

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import atomic
-from harness.report.records import TensorFinding, TestRecord
-from harness.report.writer import append_record, load_records, new_run_dir, write_run
+from npu_hil.harness.report import atomic
+from npu_hil.harness.report.records import TensorFinding, TestRecord
+from npu_hil.harness.report.writer import append_record, load_records, new_run_dir, write_run
 
 CRASHING_RUN = """
 import os, sys
-from harness.report.records import TestRecord
-from harness.report.writer import append_record
+from npu_hil.harness.report.records import TestRecord
+from npu_hil.harness.report.writer import append_record
 run_dir = sys.argv[1]
 for i in range(20):
     append_record(run_dir, TestRecord(f"t.py::test_{i}", "passed" if i % 3 else "failed", 0.1,
@@ -83,8 +83,8 @@ def test_failed_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.Mon
 def test_concurrent_appends_keep_lines_whole(tmp_path: Path) -> None:
     script = (
         "import sys\n"
-        "from harness.report.records import TestRecord\n"
-        "from harness.report.writer import append_record\n"
+        "from npu_hil.harness.report.records import TestRecord\n"
+        "from npu_hil.harness.report.writer import append_record\n"
         "for i in range(200):\n"
         "    append_record(sys.argv[1], TestRecord(f't.py::w{sys.argv[2]}_{i}', 'passed', 0.0,"
         " message='x' * 500))\n"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.report.records import TestRecord
-from harness.report.writer import write_run
+from npu_hil.harness.report.records import TestRecord
+from npu_hil.harness.report.writer import write_run
 
 KIND = {"run_key": "nightly-key", "complete": True}
 
@@ -73,7 +73,7 @@ def test_one_flip_is_not_flaky(tmp_path: Path) -> None:
 
 
 def test_crashed_previous_run_is_no_baseline(tmp_path: Path) -> None:
-    from harness.report.writer import append_record
+    from npu_hil.harness.report.writer import append_record
 
     _run(tmp_path, "20260101T000000Z-000001", {"a": "passed"})
     crashed = tmp_path / "20260102T000000Z-000002"
@@ -124,7 +124,7 @@ def test_later_and_foreign_folders_are_ignored(tmp_path: Path) -> None:
 def _crash(root: Path, name: str, key: str, outcomes: dict[str, str]) -> Path:
     """A run killed before its summary.json: its run.json and records only, as the plugin
     leaves them."""
-    from harness.report.runs import append_record, write_run_start
+    from npu_hil.harness.report.runs import append_record, write_run_start
 
     run_dir = root / name
     run_dir.mkdir()

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.report.sanitize import REPLACEMENT, clean_text, clean_value
+from npu_hil.harness.report.sanitize import REPLACEMENT, clean_text, clean_value
 
 # What must never reach a report file raw: surrogates, U+FFFE/U+FFFF, C0 but tab and newline,
 # DEL and C1, the bidi embedding/override/isolate controls.

@@ -22,12 +22,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.agent.client import AgentClient
-from harness.agent.protocol import InputSpec
-from harness.errors import TransportError
-from harness.transport import LocalTransport, Transport
-from harness.transport.serial_console import SerialTransport
-from harness.transport.ssh import SshTransport
+from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.agent.protocol import InputSpec
+from npu_hil.harness.errors import TransportError
+from npu_hil.harness.transport import LocalTransport, Transport
+from npu_hil.harness.transport.serial_console import SerialTransport
+from npu_hil.harness.transport.ssh import SshTransport
 from tests.agent.jobs import FAKE_ADAPTERS, echo_job
 from tests.transport.conftest import SerialBoard, Sshd
 
@@ -189,10 +189,10 @@ DENIED = """
 import json, sys
 from pathlib import Path
 import numpy as np
-from harness.agent.client import AgentClient
-from harness.agent.protocol import InputSpec
-from harness.errors import NpuHilError
-from harness.transport import LocalTransport
+from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.agent.protocol import InputSpec
+from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.transport import LocalTransport
 from tests.agent.jobs import FAKE_ADAPTERS, echo_job
 
 root = Path(sys.argv[1])
@@ -240,7 +240,7 @@ def test_a_folder_we_may_not_write_is_eacces_over_ssh(
     login user may not write the folder)."""
     import shutil
 
-    from harness.simfarm import sshd as sshd_module
+    from npu_hil.harness.simfarm import sshd as sshd_module
 
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("dropping CAP_DAC_OVERRIDE needs root and setpriv")

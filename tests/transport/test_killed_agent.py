@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.agent.client import AgentClient
-from harness.errors import AgentKilledError, TransportError
-from harness.transport import LocalTransport, Transport
-from harness.transport.serial_console import SerialTransport
-from harness.transport.ssh import SshTransport
+from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.errors import AgentKilledError, TransportError
+from npu_hil.harness.transport import LocalTransport, Transport
+from npu_hil.harness.transport.serial_console import SerialTransport
+from npu_hil.harness.transport.ssh import SshTransport
 from tests.agent.jobs import FAKE_ADAPTERS, X, echo_job
 from tests.transport.conftest import SerialBoard, Sshd
 

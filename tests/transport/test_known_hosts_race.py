@@ -15,7 +15,7 @@ PROCESSES = 8
 # Each process waits for the same instant, then connects: all of them find the key missing.
 CONNECT = """
 import sys, time
-from harness.transport.ssh import SshTransport
+from npu_hil.harness.transport.ssh import SshTransport
 port, key, known, start = int(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
 transport = SshTransport("127.0.0.1", port, sys.argv[5], key_file=key, known_hosts=known,
                          user_known_hosts=None, host_key_policy="accept-new",
