@@ -22,10 +22,10 @@ _HEADER = """\
 # The boards npu-hil knows. This inventory has one simulated board per target (all {count}), so a
 # machine with no hardware can run everything. A real board is a few lines, e.g.:
 #
-#   - name: rk3588-01
-#     target: rk3588
+#   - name: {example}-01
+#     target: {example}
 #     backend: hw
-#     transport: {{kind: ssh, host: rk3588-01.farm.lan, user: root, key_file: ~/.ssh/farm_ed25519}}
+#     transport: {{kind: ssh, host: {example}-01.lab, user: root, key_file: ~/.ssh/farm_ed25519}}
 #     fallback: sim                # --backend auto may run its tests on a simulated board
 #     power: {{command: {{cycle: "pdu-ctl cycle 3"}}}}
 #
@@ -38,9 +38,6 @@ boards:
 """
 
 
-VENDOR_ORDER = ("kneron", "rockchip", "horizon")
-
-
 class InventoryExistsError(NpuHilError):
     """``inventory init`` would overwrite a file that is already there."""
 
@@ -51,13 +48,12 @@ def board_name(target: str) -> str:
 
 
 def starter_inventory_text() -> str:
-    """The commented starting inventory, one simulated board per target, grouped by vendor."""
-    # Kneron's one target first, then Rockchip's and Horizon's, each in the tables' order.
-    targets = sorted(VENDOR_OF, key=lambda t: VENDOR_ORDER.index(VENDOR_OF[t]))
+    """The commented starting inventory, one simulated board per target, vendor by vendor."""
+    targets = list(VENDOR_OF)  # the registry's order: each vendor's targets together
     names = [board_name(t) for t in targets]
     name_width = max(len(n) for n in names) + 1  # the `name,` column lines up
     target_width = max(len(t) for t in targets) + 1
-    lines = [_HEADER.format(count=len(targets))]
+    lines = [_HEADER.format(count=len(targets), example=targets[0])]
     for target, name in zip(targets, names, strict=True):
         name_cell = f"{name},".ljust(name_width)
         target_cell = f"{target},".ljust(target_width)
