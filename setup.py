@@ -18,8 +18,8 @@ else:
 setup(
     ext_modules=[
         Extension(
-            "harness.codec._kernels",
-            ["harness/codec/_kernels.c"],
+            "npu_hil.harness.codec._kernels",
+            ["npu_hil/harness/codec/_kernels.c"],
             optional=True,
             extra_compile_args=_CFLAGS,
         )

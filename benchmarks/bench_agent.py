@@ -28,11 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", choices=("identity", "conv3x3"), default="identity")
     args = parser.parse_args(argv)
 
-    from harness.agent.client import AgentClient
-    from harness.agent.protocol import InputSpec, JobSpec
-    from harness.models import build, save
-    from harness.models.reference import session
-    from harness.transport.local import LocalTransport
+    from npu_hil.harness.agent.client import AgentClient
+    from npu_hil.harness.agent.protocol import InputSpec, JobSpec
+    from npu_hil.harness.models import build, save
+    from npu_hil.harness.models.reference import session
+    from npu_hil.harness.transport.local import LocalTransport
 
     shape = (1, 3, 224, 224)
     tensor = np.random.default_rng(0).integers(0, 255, shape, endpoint=True).astype(np.uint8)

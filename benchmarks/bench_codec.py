@@ -97,7 +97,7 @@ def random_tensor(shape: tuple[int, ...], dtype: str) -> np.ndarray:
 
 
 def run(cases: tuple[Case, ...], repeats: int) -> list[dict[str, Any]]:
-    from harness.codec import get_layout
+    from npu_hil.harness.codec import get_layout
 
     rows = []
     for case in cases:
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.no_kernel:
         os.environ["NPU_HIL_NO_KERNEL"] = "1"
-    from harness.codec import fastcopy
+    from npu_hil.harness.codec import fastcopy
 
     print(
         f"compiled kernel: {fastcopy.kernel_isa() or 'no'}; numpy {np.__version__}; "

@@ -35,8 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
 
-    from harness.codec import get_layout
-    from harness.diff import diff_buffers
+    from npu_hil.harness.codec import get_layout
+    from npu_hil.harness.diff import diff_buffers
 
     channels = max(16, args.mb * 1_000_000 // (256 * 256) // 16 * 16)
     layout = get_layout("kl730", "1W16C8B", (1, channels, 256, 256), "int8")

@@ -29,8 +29,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.codec import fastcopy
-from harness.codec.fastcopy import strided_copy
+from npu_hil.harness.codec import fastcopy
+from npu_hil.harness.codec.fastcopy import strided_copy
 
 MB = 1_000_000
 
@@ -128,7 +128,7 @@ def main() -> None:
 
     isa = fastcopy.kernel_isa()
     if args.isa is not None and isa is not None:
-        isa = importlib.import_module("harness.codec._kernels").set_isa(args.isa)
+        isa = importlib.import_module("npu_hil.harness.codec._kernels").set_isa(args.isa)
     print(f"kernel: {isa or 'not available (numpy fallback)'}; numpy {np.__version__}")
     header = (
         f"{'pattern':22s} {'dir':6s} {'MB':>6s} | {'contig MB/s':>11s} {'numpy MB/s':>10s} "

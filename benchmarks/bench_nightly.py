@@ -45,7 +45,7 @@ class NightlyRun:
 
 
 def run_nightly(workers: int, reports: Path, suite: Path | None) -> NightlyRun:
-    cmd = [sys.executable, "-m", "harness.cli.main", "nightly", "--reports", str(reports)]
+    cmd = [sys.executable, "-m", "npu_hil.harness.cli.main", "nightly", "--reports", str(reports)]
     if suite is not None:
         cmd += ["--suite", str(suite)]
     if workers > 1:

@@ -70,9 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(ROOT))
-    from harness.agent.client import AgentClient
-    from harness.transport import ssh_stream
-    from harness.transport.ssh import SshTransport
+    from npu_hil.harness.agent.client import AgentClient
+    from npu_hil.harness.transport import ssh_stream
+    from npu_hil.harness.transport.ssh import SshTransport
     from tests.transport.conftest import start_sshd, stop_sshd
     from tests.transport.faultproxy import FaultProxy
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.transport.serial_console import SerialTransport
+from npu_hil.harness.transport.serial_console import SerialTransport
 from tests.transport.conftest import start_serial_board, stop_serial_board
 
 TARGET = 0.7

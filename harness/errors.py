@@ -8,17 +8,27 @@ test failure carrying the diff as evidence.
 
 from __future__ import annotations
 
-from harness.redact import scrub
+import errno as _errno
+import signal as _signal
+
+from npu_hil.harness.redact import scrub
 
 
 class NpuHilError(Exception):
     """Base of every error the harness raises on purpose."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, errno: int | None = None) -> None:
         # Error text ends up in records, reports and logs: never with key material in it.
         message = scrub(message)
         super().__init__(message)
         self.message = message
+        # The board's OS error behind it, when there is one (ENOSPC: a full disk, EACCES...).
+        self.errno = errno
+
+    @property
+    def errno_name(self) -> str | None:
+        """The symbolic name of :attr:`errno` (``"ENOSPC"``), or None."""
+        return None if self.errno is None else _errno.errorcode.get(self.errno)
 
 
 class LayoutError(NpuHilError, ValueError):
@@ -33,6 +43,24 @@ class TransportError(NpuHilError):
 
 class DeviceError(NpuHilError):
     """The runtime on the board refused the job or crashed (model load, unsupported op)."""
+
+
+class AgentKilledError(DeviceError, TransportError):
+    """The board agent was ended by a signal (SIGKILL from the OOM killer or an operator, a
+    SIGSEGV in a vendor runtime): infrastructure, so an *error* of the test and retried like a
+    lost link, never a test failure; still a DeviceError for code that catches those.
+    ``signal`` is the signal's number, ``signal_name`` its name (``"SIGKILL"``)."""
+
+    def __init__(self, message: str, *, signal: int) -> None:
+        super().__init__(message)
+        self.signal = signal
+
+    @property
+    def signal_name(self) -> str:
+        try:
+            return _signal.Signals(self.signal).name
+        except ValueError:
+            return f"signal {self.signal}"
 
 
 class ProtocolError(NpuHilError):

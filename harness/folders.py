@@ -15,8 +15,8 @@ import os
 import stat
 from pathlib import Path
 
-from harness.agent.agent import folder_problem
-from harness.errors import UnsafeFolderError
+from npu_hil.harness.agent.agent import folder_problem
+from npu_hil.harness.errors import UnsafeFolderError
 
 __all__ = ["check_private_dir", "default_workdir", "private_dir", "user_folder"]
 

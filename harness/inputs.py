@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.errors import NpuHilError
+from npu_hil.harness.errors import NpuHilError
 
 __all__ = [
     "MAX_JSON_BYTES",

@@ -20,18 +20,18 @@ from types import ModuleType
 
 import pytest
 
-from harness.plugin_assert import assert_run_ok
+from npu_hil.harness.plugin_assert import assert_run_ok
 
 __all__ = ["assert_run_ok"]
 
 pytest_plugins = [
     # Dependencies first: a plugin module imported before pytest registers it escapes assertion
     # rewriting and warns.
-    "harness.plugin_records",
-    "harness.plugin_farm",
-    "harness.plugin_outcomes",
-    "harness.plugin_run",
-    "harness.plugin_simfarm",
+    "npu_hil.harness.plugin_records",
+    "npu_hil.harness.plugin_farm",
+    "npu_hil.harness.plugin_outcomes",
+    "npu_hil.harness.plugin_run",
+    "npu_hil.harness.plugin_simfarm",
 ]
 
 MARKERS = (
@@ -102,6 +102,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help="retries of a model run after a TransportError or timeout, with backoff (default 1)",
     )
+    group.addoption(
+        "--hil-breaker",
+        type=int,
+        default=3,
+        metavar="N",
+        help="mark a board unhealthy after N infrastructure failures in a row: its remaining "
+        "tests error at once with the cause (default 3; 0: never)",
+    )
     parser.addini(
         "npu_hil_retry_backoff",
         "seconds before the first retry of a model run; doubled for each further retry",
@@ -114,11 +122,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", marker)
     if config.getoption("hil_retries", 1) < 0:
         raise pytest.UsageError("--hil-retries must be 0 or more")
+    if config.getoption("hil_breaker", 3) < 0:
+        raise pytest.UsageError("--hil-breaker must be 0 or more")
 
 
 @pytest.fixture
 def codec() -> ModuleType:
     """The host codec, :mod:`harness.codec` (``codec.get_layout(...)``)."""
-    import harness.codec
+    import npu_hil.harness.codec
 
-    return harness.codec
+    return npu_hil.harness.codec

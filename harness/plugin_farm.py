@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.errors import NpuHilError
-from harness.plugin_records import item_info
+from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.plugin_records import item_info
 
 if TYPE_CHECKING:
-    from harness.farm.farm import Farm
-    from harness.farm.inventory import Board, Inventory
-    from harness.farm.session import BoardSession
+    from npu_hil.harness.farm.farm import Farm
+    from npu_hil.harness.farm.inventory import Board, Inventory
+    from npu_hil.harness.farm.session import BoardSession
 
 BOARD = "board"
 DEFAULT_INVENTORY = "inventory.yaml"
@@ -58,21 +58,17 @@ class FarmState:
     events: dict[str, list[str]] = field(default_factory=dict)
 
     def load_inventory(self) -> Inventory:
-        """The inventory; an unusable one fails collection with ``file:line:column: ...``."""
+        """The inventory; an unusable one fails collection with ``file:line:column: ...``.
+        With none given or found, the built-in simulated farm (one board per target)."""
         if self.inventory is None and self.error is None:
-            from harness.farm.inventory import InventoryError, load_inventory
+            from npu_hil.harness.farm.inventory import InventoryError, load_inventory
+            from npu_hil.harness.farm.starter import builtin_inventory
 
             path = inventory_path(self.config)
-            if path is None:
-                self.error = (
-                    f"npu-hil: no inventory: pass --inventory FILE or put {DEFAULT_INVENTORY} "
-                    f"in {self.config.rootpath}"
-                )
-            else:
-                try:
-                    self.inventory = load_inventory(path)
-                except InventoryError as exc:
-                    self.error = exc.message
+            try:
+                self.inventory = builtin_inventory() if path is None else load_inventory(path)
+            except InventoryError as exc:
+                self.error = exc.message
         if self.error is not None:
             pytest.fail(self.error, pytrace=False)
         assert self.inventory is not None
@@ -80,13 +76,14 @@ class FarmState:
 
     def get_farm(self) -> Farm:
         if self.farm is None:
-            from harness.farm.farm import Farm
+            from npu_hil.harness.farm.farm import Farm
 
             self.farm = Farm(
                 self.load_inventory(),
                 backend=self.config.getoption("backend"),
                 workdir=None,  # the farm's machine-wide default: locks shared by every process
                 keep_remote=self.config.getoption("keep_remote"),
+                breaker_threshold=self.config.getoption("hil_breaker", 3),
             )
         return self.farm
 
@@ -152,6 +149,40 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[FARM_KEY] = FarmState(config)
 
 
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """One line when the run uses the built-in simulated farm, so nobody mistakes it for theirs."""
+    if inventory_path(config) is not None:
+        return None
+    from npu_hil.harness.farm.starter import builtin_inventory
+
+    count = len(builtin_inventory().boards)
+    return (
+        f"npu-hil: no inventory given (--inventory FILE) or found ({DEFAULT_INVENTORY} in "
+        f"{config.rootpath}): the built-in simulated farm, one simulated board per target "
+        f"({count}); `npu-hil inventory init` writes one to edit"
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A ``--target``/``--board`` value no board of the inventory has is a usage error before
+    anything runs, not a run of skipped cases that exits 0. Checked once, on the controller;
+    without those options the inventory is still read only when a test asks for a board."""
+    config = session.config
+    targets, names = config.getoption("target"), config.getoption("board")
+    if not (targets or names) or hasattr(config, "workerinput"):
+        return
+    from npu_hil.harness.farm.selection import selection_problem
+
+    try:
+        inventory = config.stash[FARM_KEY].load_inventory()
+    except pytest.fail.Exception:
+        return  # an unusable inventory: its file:line:col error comes with the first board test
+    problem = selection_problem(inventory, targets, names)
+    if problem is not None:
+        raise pytest.UsageError(problem)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(FARM_KEY, None)
     if state is not None:
@@ -205,7 +236,7 @@ def _check_names(
     metafunc: pytest.Metafunc, socs: tuple[str, ...], vendors: tuple[str, ...]
 ) -> None:
     """A typo in a marker is a collection error, not a silently skipped test."""
-    from harness.sim.targets import VENDOR_OF
+    from npu_hil.harness.sim.targets import VENDOR_OF
 
     where = metafunc.definition.nodeid
     unknown = [s for s in socs if s not in VENDOR_OF]
@@ -236,6 +267,8 @@ def farm_source(state: FarmState) -> str:
 def _filters_text(config: pytest.Config) -> str:
     parts = [f"--target {t}" for t in config.getoption("target")]
     parts += [f"--board {b}" for b in config.getoption("board")]
+    if config.getoption("backend") == "hw" and config.getoption("simfarm", None) is None:
+        parts.append("--backend hw: simulated boards left out")
     return f" (filters: {' '.join(parts)})" if parts else ""
 
 
@@ -267,6 +300,12 @@ def board(request: pytest.FixtureRequest, farm: Farm) -> Iterator[BoardSession]:
             raise
         finally:
             info.board_events.extend(state.events.get(board_spec.name, []))
+        try:
+            # A board its circuit breaker took out: this test errors at once, with the cause.
+            farm.breaker(board_spec).check()
+        except NpuHilError as exc:
+            info.board_events.append(breaker_event(exc.message))
+            raise
         session = farm.session(board_spec)
         info.simulated = session.simulated
         info.backend = "sim" if session.simulated else "hw"
@@ -282,6 +321,12 @@ def board(request: pytest.FixtureRequest, farm: Farm) -> Iterator[BoardSession]:
         finally:
             # A board that rebooted during the test left its boot log on the console.
             info.boot_log += session.take_boot_log()
+
+
+def breaker_event(message: str) -> str:
+    """The board-health event of a board its circuit breaker marked unhealthy (one text for
+    every test it met, so the report counts them)."""
+    return f"circuit breaker open: {message}"
 
 
 def _skip_by_kind(item: pytest.Item, simulated: bool, backend: str) -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import NpuHilError, TransportError
-from harness.plugin_farm import BoardUnhealthyError
+from npu_hil.harness.errors import NpuHilError, TransportError
+from npu_hil.harness.plugin_farm import BoardUnhealthyError
 
 INFRA_ERRORS: tuple[type[BaseException], ...] = (
     TransportError,

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from harness.report.records import TensorFinding, TestRecord
+from npu_hil.harness.report.records import TensorFinding, TestRecord
 
 RECORD_ATTR = "npu_hil_record"
 TOKEN_KEY = "npu_hil_token"
@@ -91,6 +91,7 @@ class RunState:
     started: float = field(default_factory=time.time)
     run_dir: Path | None = None
     records: list[TestRecord] = field(default_factory=list)
+    failure: str | None = None  # why the run failed although no test did
 
 
 RUN_KEY = pytest.StashKey[RunState]()
@@ -116,7 +117,7 @@ def staging_dir(config: pytest.Config) -> Path:
     """Where this process writes a run's files (heatmaps): ``<run>/artifacts/``, their final
     place, so a path printed in a failure message still exists after the run. Not created
     here: a run that writes no file leaves no folder."""
-    from harness.report.runs import RUN_DIR_ENV
+    from npu_hil.harness.report.runs import RUN_DIR_ENV
 
     named = os.environ.get(RUN_DIR_ENV)
     run_dir = Path(named) if named else reports_root(config) / run_id(config)
@@ -125,7 +126,7 @@ def staging_dir(config: pytest.Config) -> Path:
 
 def pytest_configure(config: pytest.Config) -> None:
     if not _is_worker(config):
-        from harness.report.runs import new_run_id
+        from npu_hil.harness.report.runs import new_run_id
 
         config.stash[RUN_KEY] = RunState(
             reports_root(config), uuid.uuid4().hex[:12], run_id=new_run_id()
@@ -185,7 +186,7 @@ def build_record(nodeid: str, info: ItemInfo) -> TestRecord:
         if result == "failed":
             failed = "failed" if when == "call" else "error"
             if outcome not in ("failed", "error"):
-                outcome, message = failed, text.splitlines()[0] if text else failed
+                outcome, message = failed, text.split("\n", 1)[0] if text else failed
                 longrepr = text
         elif result == "skipped" and outcome == "passed":
             outcome, message = "skipped", text
@@ -207,6 +208,7 @@ def build_record(nodeid: str, info: ItemInfo) -> TestRecord:
         ran_on="" if outcome == "skipped" else info.ran_on,
         layout=info.layout,
         board_events=list(dict.fromkeys(info.board_events)),
+        retried=list(info.retries),
     )
 
 
@@ -224,22 +226,30 @@ class RunCollector:
         data = getattr(report, RECORD_ATTR, None)
         if data is None:
             return
-        from harness.report.runs import append_record, run_dir_for_session
+        from npu_hil.harness.report.runs import append_record, run_dir_for_session
 
         record = TestRecord.from_dict(data)
         self.state.records.append(record)
         if self.state.run_dir is None:
             self.state.run_dir = run_dir_for_session(self.state.reports_root, self.state.run_id)
+            _write_run_start(self.config, self.state)
         append_record(self.state.run_dir, record)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         state = self.state
         if not state.records or state.run_dir is None:
             return
-        from harness.report.runmeta import run_meta
-        from harness.report.writer import write_run
+        from npu_hil.harness.report.runmeta import run_meta
+        from npu_hil.harness.report.summary import nothing_reached
+        from npu_hil.harness.report.writer import write_run
 
         config = self.config
+        # No silent green: a run whose board cases all missed their boards has failed.
+        state.failure = nothing_reached(state.records)
+        if state.failure is not None:
+            state.failure += _selection_text(config)
+            if exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED
         meta = {
             "run_id": state.run_dir.name,
             "inventory": _inventory_text(config),
@@ -250,6 +260,7 @@ class RunCollector:
             "finished": _iso(time.time()),
             "argv": list(config.invocation_params.args),
             "python": sys.version.split()[0],
+            "run_failure": state.failure or "",
             **run_meta(
                 config,
                 int(exitstatus),
@@ -260,15 +271,46 @@ class RunCollector:
         write_run(state.run_dir, state.records, meta)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.state.failure is not None:
+            terminalreporter.write_line(
+                f"npu-hil: FAILED RUN: {self.state.failure}", red=True, bold=True
+            )
         if self.state.run_dir is not None:
             terminalreporter.write_line(f"npu-hil: report in {self.state.run_dir}")
 
 
+def _selection_text(config: pytest.Config) -> str:
+    """The options that chose the boards, to say with a run that reached none."""
+    parts = [f"--target {t}" for t in config.getoption("target")]
+    parts += [f"--board {b}" for b in config.getoption("board")]
+    if config.getoption("backend") != "auto" and config.getoption("simfarm", None) is None:
+        parts.append(f"--backend {config.getoption('backend')}")
+    return f" (selection: {' '.join(parts)})" if parts else ""
+
+
+def _write_run_start(config: pytest.Config, state: RunState) -> None:
+    """run.json: the run's key, so a later run knows this one even if it never ends."""
+    from npu_hil.harness.report.runmeta import config_run_kind, run_key
+    from npu_hil.harness.report.runs import write_run_start
+
+    assert state.run_dir is not None
+    start = {
+        "run_id": state.run_dir.name,
+        "run_key": run_key(config_run_kind(config)),
+        "started": _iso(state.started),
+    }
+    write_run_start(state.run_dir, start)
+
+
 def _inventory_text(config: pytest.Config) -> str:
-    from harness.plugin_farm import inventory_path
+    from npu_hil.harness.plugin_farm import inventory_path
 
     path = inventory_path(config)
-    return str(path) if path is not None else ""
+    if path is None:
+        from npu_hil.harness.farm.starter import BUILTIN_SOURCE
+
+        return BUILTIN_SOURCE
+    return str(path)
 
 
 def _iso(stamp: float) -> str:

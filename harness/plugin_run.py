@@ -18,17 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.errors import TransportError
-from harness.plugin_assert import assert_run_ok
-from harness.plugin_records import ItemInfo, artifact_path, item_info, staging_dir
-from harness.report.records import TensorFinding
+from npu_hil.harness.errors import TransportError
+from npu_hil.harness.plugin_assert import assert_run_ok
+from npu_hil.harness.plugin_farm import breaker_event
+from npu_hil.harness.plugin_records import ItemInfo, artifact_path, item_info, staging_dir
+from npu_hil.harness.report.records import TensorFinding
 
 if TYPE_CHECKING:
     import numpy as np
     import onnx
 
-    from harness.farm.runner import ModelRun
-    from harness.farm.session import BoardSession
+    from npu_hil.harness.farm.runner import ModelRun
+    from npu_hil.harness.farm.session import BoardSession
 
 __all__ = ["RunModel", "assert_run_ok", "run_model"]
 
@@ -67,7 +68,8 @@ class RunModel:
         """Run ``model`` with ``inputs``; ``output_layout`` asks the board's runtime for that
         native output layout; other keyword arguments go to ``harness.farm.runner.run_model``
         (``outputs``, ``tolerance``, ``padding``, ``input_layout``, ``faults``)."""
-        from harness.farm.runner import run_model
+        from npu_hil.harness.farm.breaker import BoardBrokenError
+        from npu_hil.harness.farm.runner import run_model
 
         session = self.session
         if output_layout is not None:
@@ -78,6 +80,10 @@ class RunModel:
             try:
                 run = run_model(session, model, inputs, reports_dir=self.reports_dir, **options)
             except RETRYABLE as exc:
+                if isinstance(exc, BoardBrokenError):
+                    # Opened by this failure or an earlier one: no retry is paid for it.
+                    self.info.board_events.append(breaker_event(exc.message))
+                    raise
                 if attempt >= self.retries:
                     raise
                 message = getattr(exc, "message", None) or str(exc)
@@ -131,7 +137,8 @@ def run_model(request: pytest.FixtureRequest, board: BoardSession) -> RunModel:
 
     Returns the :class:`~harness.farm.runner.ModelRun`; check it with :func:`assert_run_ok`.
     A TransportError or timeout is retried ``--hil-retries`` times with backoff, the board's
-    agent restarted in between; after that it is the test's error.
+    agent restarted in between; after that it is the test's error. A board whose circuit
+    breaker opened (``--hil-breaker`` infrastructure failures in a row) is not retried.
     """
     config = request.config
     return RunModel(

@@ -8,6 +8,8 @@ pytest-xdist workers use the controller's farm (its inventory reaches them in ``
 instead of starting their own.
 
 ``--target`` narrows the farm as it narrows the tests: a board nobody will use is not started.
+A run killed with SIGKILL cannot stop its farm; the next ``--simfarm`` run does
+(:mod:`harness.simfarm.ledger`).
 """
 
 from __future__ import annotations
@@ -73,16 +75,23 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _start(config: pytest.Config, kinds: tuple[str, ...]) -> str:
-    from harness.errors import NpuHilError
-    from harness.simfarm import down, up
+    from npu_hil.harness.errors import NpuHilError
+    from npu_hil.harness.folders import default_workdir, private_dir
+    from npu_hil.harness.simfarm import down, up
+    from npu_hil.harness.simfarm.ledger import FOLDER_PREFIX, SimFarmLedger
 
-    folder = Path(tempfile.mkdtemp(prefix="npu-hil-simfarm-"))
+    # A run killed with SIGKILL left its farm running: stopped and removed here.
+    ledger = SimFarmLedger(private_dir(default_workdir()))
+    ledger.reap()
+    folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
+    ledger.add(folder)
 
     def stop() -> None:
         try:
             down(folder)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+            ledger.remove(folder)
 
     try:
         state = up(
@@ -93,6 +102,7 @@ def _start(config: pytest.Config, kinds: tuple[str, ...]) -> str:
         )
     except NpuHilError as exc:
         shutil.rmtree(folder, ignore_errors=True)
+        ledger.remove(folder)
         raise pytest.UsageError(f"--simfarm: {exc.message}") from None
     config.add_cleanup(stop)
     return str(state.inventory)

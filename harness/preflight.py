@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import LayoutError, NpuHilError
-from harness.inputs import MAX_MODEL_BYTES, read_regular
-from targets import check_conv, rockchip
-from targets import rockchip_observed as observed
-from targets.conv import NO_CONV_LIMIT_TARGETS
+from npu_hil.harness.errors import LayoutError, NpuHilError
+from npu_hil.harness.inputs import MAX_MODEL_BYTES, read_regular
+from npu_hil.targets import check_conv, rockchip
+from npu_hil.targets import rockchip_observed as observed
+from npu_hil.targets.conv import NO_CONV_LIMIT_TARGETS
 
 
 class PreflightError(NpuHilError):

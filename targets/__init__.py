@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from targets.conv import ConvCheck, check_conv
-from targets.tables import last_op_kind, tables_text
+from npu_hil.targets.conv import ConvCheck, check_conv
+from npu_hil.targets.tables import last_op_kind, tables_text
 
 __all__ = ["ConvCheck", "check_conv", "last_op_kind", "tables_text"]

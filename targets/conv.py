@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.errors import LayoutError
-from targets import rockchip
+from npu_hil.harness.errors import LayoutError
+from npu_hil.targets import rockchip
 
 __all__ = ["NO_CONV_LIMIT_TARGETS", "ConvCheck", "ConvCondition", "check_conv"]
 

@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from harness.codec.encodings import Encoding
-from harness.codec.engine import BlockedLayout, Dim
-from harness.codec.params import bounded_size, int_tuple, one_int, round_up, take_params
-from harness.codec.registry import register
-from harness.errors import LayoutError
+from npu_hil.harness.codec.encodings import Encoding
+from npu_hil.harness.codec.engine import BlockedLayout, Dim
+from npu_hil.harness.codec.params import bounded_size, int_tuple, one_int, round_up, take_params
+from npu_hil.harness.codec.registry import register
+from npu_hil.harness.errors import LayoutError
 
 TARGETS = ("rdk-x3", "rdk-x5", "rdk-s100")
 LAYOUTS = ("strided", "NV12", "Y")

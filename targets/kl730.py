@@ -53,11 +53,11 @@ from typing import Any
 
 import numpy as np
 
-from harness.codec.encodings import Encoding
-from harness.codec.engine import BlockedLayout, Dim, span
-from harness.codec.params import int_tuple, one_int, round_up, take_params
-from harness.codec.registry import register
-from harness.errors import LayoutError
+from npu_hil.harness.codec.encodings import Encoding
+from npu_hil.harness.codec.engine import BlockedLayout, Dim, span
+from npu_hil.harness.codec.params import int_tuple, one_int, round_up, take_params
+from npu_hil.harness.codec.registry import register
+from npu_hil.harness.errors import LayoutError
 
 TARGETS = ("kl730",)
 ENTRY_BYTES = 16

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.errors import LayoutError
+from npu_hil.harness.errors import LayoutError
 
 __all__ = [
     "C2_DERIVED_SOURCE",

@@ -26,13 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from harness.codec.encodings import Encoding
-from harness.codec.engine import BlockedLayout, Dim
-from harness.codec.params import bounded_size, int_tuple, one_int, round_up, take_params
-from harness.codec.registry import register
-from harness.errors import LayoutError
-from targets import rockchip
-from targets import rockchip_observed as observed
+from npu_hil.harness.codec.encodings import Encoding
+from npu_hil.harness.codec.engine import BlockedLayout, Dim
+from npu_hil.harness.codec.params import bounded_size, int_tuple, one_int, round_up, take_params
+from npu_hil.harness.codec.registry import register
+from npu_hil.harness.errors import LayoutError
+from npu_hil.targets import rockchip
+from npu_hil.targets import rockchip_observed as observed
 
 INPUT_LAYOUTS = ("NHWC", "NC1HWC2", "UNDEFINE")
 OUTPUT_LAYOUTS = ("NCHW", "NHWC", "NC1HWC2", "UNDEFINE")

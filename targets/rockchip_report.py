@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.codec.registry import get_layout
-from targets import rockchip_observed as observed
+from npu_hil.harness.codec.registry import get_layout
+from npu_hil.targets import rockchip_observed as observed
 
 QUERIES = (
     "INPUT_ATTR",
@@ -147,8 +147,8 @@ def check_observations(records: list[dict[str, Any]]) -> dict[str, Any]:
     """How the codec fares on a file of observed runtime answers (tests/data/rknn/'s format):
     attribute sets accepted, placed where the vendor reads them, and models whose six answers
     are all predicted exactly; the refusals and misses with their reasons."""
-    from harness.codec.reported import layout_from_report
-    from harness.errors import LayoutError
+    from npu_hil.harness.codec.reported import layout_from_report
+    from npu_hil.harness.errors import LayoutError
 
     sets = accepted = placed = models = exact = 0
     refused: list[str] = []

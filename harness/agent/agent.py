@@ -89,6 +89,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import faulthandler
 import hashlib
 import importlib
@@ -119,9 +120,9 @@ if TYPE_CHECKING:
     # this file, imported at run time by ``_adapter_package``.
     from types import ModuleType
 
-    from harness.agent.adapters.base import Adapter, InputTensor, TensorOut
+    from npu_hil.harness.agent.adapters.base import Adapter, InputTensor, TensorOut
 
-# --- protocol constants (imported by harness.agent.protocol) -----------------------------------
+# --- protocol constants (imported by npu_hil.harness.agent.protocol) ---------------------------
 
 JOB_SCHEMA_NAME = "npu-hil-job"
 RESULT_SCHEMA_NAME = "npu-hil-result"
@@ -270,6 +271,19 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (set, frozenset)):
         return sorted(value, key=repr)
     return str(value)
+
+
+def os_error_record(exc: OSError, stage: str) -> dict[str, Any]:
+    """An OS error on the board (a full or read-only disk, a denied write) as a record that
+    names it: ``errno`` and ``errno_name`` (``ENOSPC``) beside the message."""
+    number = exc.errno
+    name = errno.errorcode.get(number) if number is not None else None
+    reason = os.strerror(number) if number is not None else str(exc)
+    where = exc.filename if exc.filename is not None else ""
+    text = f"{name or 'OSError'}: {reason}"
+    if where:
+        text += f" ({os.path.basename(str(where))})"
+    return _error("OSError", stage, text, errno=number, errno_name=name)
 
 
 def _error(kind: str, stage: str, message: str, **extra: Any) -> dict[str, Any]:
@@ -946,6 +960,10 @@ class Agent:
         except StageFailed as failed:
             result["errors"].append(failed.record)
             status = EXIT_TIMEOUT if failed.record["type"] == "TimeoutError" else EXIT_OK
+        except OSError as exc:  # the board's own trouble (a full disk): said by its name
+            log.error("job %s: %s", job_dir, exc)
+            result["errors"].append(os_error_record(exc, "agent"))
+            status = EXIT_FAILED
         except Exception as exc:  # an agent bug: still report it as a typed record
             log.error("agent error:\n%s", _traceback_tail(exc))
             result["errors"].append(
@@ -957,7 +975,13 @@ class Agent:
         result["ok"] = not result["errors"]
         result["timings"]["total_s"] = time.perf_counter() - started
         self.jobs_run += 1
-        write_result(job_dir, result)
+        problem = write_result(job_dir, result)
+        if problem is not None:
+            # No result.json on the board: the session's answer still carries the result,
+            # and now why the file is missing.
+            result["errors"].append(os_error_record(problem, "result"))
+            result["ok"] = False
+            status = status or EXIT_FAILED
         return result, status
 
     def _run(self, job_dir: str, result: dict[str, Any]) -> int:
@@ -1059,9 +1083,9 @@ def write_tensor(job_dir: str, filename: str, tensor: TensorOut) -> dict[str, An
     }
 
 
-def write_result(job_dir: str, result: dict[str, Any]) -> bool:
-    """Write result.json atomically (the host never sees half a file); False when the directory
-    is not writable or does not exist."""
+def write_result(job_dir: str, result: dict[str, Any]) -> OSError | None:
+    """Write result.json atomically (the host never sees half a file); the OSError when the
+    directory is not writable, full or missing, else None."""
     path = os.path.join(job_dir, RESULT_FILE)
     tmp = path + ".tmp"
     try:
@@ -1071,8 +1095,10 @@ def write_result(job_dir: str, result: dict[str, Any]) -> bool:
         os.replace(tmp, path)
     except OSError as exc:
         log.error("cannot write %s: %s", path, exc)
-        return False
-    return True
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)  # half a file on a full disk holds space the next job needs
+        return exc
+    return None
 
 
 # --- session mode --------------------------------------------------------------------------------

@@ -14,14 +14,17 @@ Remote layout, relative to the transport's workdir::
 Outcomes: ``submit`` returns a :class:`~harness.agent.protocol.Result` whenever the agent wrote
 one, including typed runtime errors and a timeout the agent caught itself (``result.error()`` maps
 them onto the harness's exceptions). Without a result it raises: ``TransportError`` when the agent
-gave no answer in time (the session is killed) or a file was damaged on the way, ``DeviceError``
-when the agent died (a crashed vendor runtime), ``ProtocolError`` when host and agent disagree.
+gave no answer in time (the session is killed) or a file was damaged on the way,
+``AgentKilledError`` (infrastructure, and a DeviceError) when a signal ended the agent (SIGKILL,
+a vendor runtime's SIGSEGV), ``DeviceError`` when it exited otherwise without an answer,
+``ProtocolError`` when host and agent disagree.
 After a timeout or a crash the next job starts a new session. Not thread-safe: one client per board
 and worker.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -37,7 +40,7 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any
 
-from harness.agent.agent import (
+from npu_hil.harness.agent.agent import (
     FRAME_HEADER,
     RESULT_FILE,
     SCHEMA_MAJOR,
@@ -48,7 +51,7 @@ from harness.agent.agent import (
     parse_schema,
     sha256_file,
 )
-from harness.agent.protocol import (
+from npu_hil.harness.agent.protocol import (
     JobSpec,
     ModelRef,
     Result,
@@ -58,9 +61,10 @@ from harness.agent.protocol import (
     result_files,
     write_job,
 )
-from harness.errors import DeviceError, ProtocolError, TransportError
-from harness.folders import private_dir
-from harness.transport.base import Session, Transport
+from npu_hil.harness.errors import AgentKilledError, DeviceError, ProtocolError, TransportError
+from npu_hil.harness.folders import private_dir
+from npu_hil.harness.transport.base import Session, Transport
+from npu_hil.harness.transport.oserrors import board_os_error, errno_in_text
 
 __all__ = ["AgentClient"]
 
@@ -85,6 +89,14 @@ def _describe_exit(returncode: int | None) -> str:
         except ValueError:
             return f"killed by signal {-returncode}"
     return f"exit status {returncode}"
+
+
+def _agent_ended(message: str, returncode: int | None) -> DeviceError:
+    """The error for an agent that ended without answering: killed by a signal is
+    infrastructure (AgentKilledError), any other end the runtime's (DeviceError)."""
+    if returncode is not None and returncode < 0:
+        return AgentKilledError(message, signal=-returncode)
+    return DeviceError(message)
 
 
 def _tail(stderr: bytes, head: int = 1500, tail: int = 2500) -> str:
@@ -161,6 +173,7 @@ class AgentClient:
         self._deployed_models: set[str] = set()
         self.sessions_started = 0
         self.agent_pid: int | None = None
+        self.last_exit: int | None = None  # how the last session ended (Popen-style)
         self.hello: dict[str, Any] = {}
         self._manifest: dict[str, str] = {}
         self.repairs = 0  # damaged agent bundles found on the board and replaced
@@ -275,7 +288,15 @@ class AgentClient:
                 document = self._oneshot_job(spec, remote_job, local_job)
             for name in result_files(document, f"job {spec.job_id}: {RESULT_FILE}"):
                 self.transport.get(remote_job / name, local_job / name)
-            if self.sessions:
+            if (
+                self.sessions
+                and document.get("errors")
+                and not self.transport.exists(remote_job / RESULT_FILE)
+            ):
+                # The agent could not write result.json (a full disk: its errors say so); the
+                # answer it sent is the result.
+                (local_job / RESULT_FILE).write_text(json.dumps(document), encoding="utf-8")
+            elif self.sessions:
                 self.transport.get(remote_job / RESULT_FILE, local_job / RESULT_FILE)
             result = read_result(local_job, job_id=spec.job_id)
             if any(e.field == "model.sha256" and e.reason == "checksum" for e in result.errors):
@@ -317,10 +338,18 @@ class AgentClient:
         completed = self.transport.run(
             argv, timeout=self._host_timeout(spec) + self.start_timeout_s
         )
+        if not self.transport.exists(remote_job / RESULT_FILE) and completed.returncode >= 0:
+            number = errno_in_text(completed.stderr)
+            if number is not None and number != errno.ENOENT:
+                # It could not write its result: the board's disk, said by its name.
+                raise board_os_error(
+                    f"job {spec.job_id}: the agent wrote no result", number, _tail(completed.stderr)
+                )
         if not self.transport.exists(remote_job / RESULT_FILE):
-            raise DeviceError(
+            raise _agent_ended(
                 f"job {spec.job_id}: the agent ended with {_describe_exit(completed.returncode)} "
-                f"and wrote no result; stderr: {_tail(completed.stderr)}"
+                f"and wrote no result; stderr: {_tail(completed.stderr)}",
+                completed.returncode,
             )
         self.transport.get(remote_job / RESULT_FILE, local_job / RESULT_FILE)
         where = f"job {spec.job_id}: {RESULT_FILE}"
@@ -346,9 +375,10 @@ class AgentClient:
             hello = self._read_frame(session, self.start_timeout_s)
         except _SessionEnded:
             ended = session.close()
-            raise DeviceError(
+            raise _agent_ended(
                 f"the agent session did not start ({_describe_exit(ended.returncode)}); "
-                f"stderr: {_tail(ended.stderr)}"
+                f"stderr: {_tail(ended.stderr)}",
+                ended.returncode,
             ) from None
         except TransportError as exc:
             ended = session.close(timeout=0)
@@ -390,6 +420,7 @@ class AgentClient:
         if session is None:
             return "no session"
         ended = session.close(timeout=timeout)
+        self.last_exit = ended.returncode
         return f"{_describe_exit(ended.returncode)}; stderr: {_tail(ended.stderr)}"
 
     def _recv_exactly(self, session: Session, n: int, deadline: float) -> bytes:
@@ -436,8 +467,9 @@ class AgentClient:
             session.send(encode_frame(message))
             return self._read_frame(session, timeout)
         except _SessionEnded:
+            self.last_exit = None
             how = self._drop_session(timeout=5.0)
-            raise DeviceError(f"{what}: the agent session died ({how})") from None
+            raise _agent_ended(f"{what}: the agent session died ({how})", self.last_exit) from None
         except TransportError as exc:
             how = self._drop_session()
             raise TransportError(
@@ -459,9 +491,10 @@ class AgentClient:
         except ValueError as exc:
             raise ProtocolError(f"{what}: the answer is not npu-hil frames: {exc}") from None
         if len(frames) < 2:
-            raise DeviceError(
+            raise _agent_ended(
                 f"{what}: the agent ended before answering ({_describe_exit(done.returncode)}); "
-                f"stderr: {_tail(done.stderr)}"
+                f"stderr: {_tail(done.stderr)}",
+                done.returncode,
             )
         damaged = self._damaged(frames[0])
         if damaged:

@@ -11,6 +11,7 @@ inside the job directory.
 from __future__ import annotations
 
 import dataclasses
+import errno as _errno
 import hashlib
 import json
 import math
@@ -24,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.agent.agent import (
+from npu_hil.harness.agent.agent import (
     DEFAULT_TIMEOUTS,
     DTYPES,
     JOB_FILE,
@@ -38,7 +39,13 @@ from harness.agent.agent import (
     parse_schema,
     sha256_file,
 )
-from harness.errors import DeviceError, LayoutError, NpuHilError, ProtocolError, TransportError
+from npu_hil.harness.errors import (
+    DeviceError,
+    LayoutError,
+    NpuHilError,
+    ProtocolError,
+    TransportError,
+)
 
 __all__ = [
     "ErrorRecord",
@@ -224,7 +231,8 @@ class TensorRecord:
 @dataclass(frozen=True)
 class ErrorRecord:
     """A typed error the agent recorded. ``type`` is the agent's class (``DeviceError``,
-    ``LayoutError``, ``UnsupportedError``, ``TimeoutError``, ``JobError``, ``AgentError``);
+    ``LayoutError``, ``UnsupportedError``, ``TimeoutError``, ``JobError``, ``AgentError``,
+    ``OSError`` with ``errno``/``errno_name`` for the board's own disk trouble);
     :meth:`exception` maps it onto the harness's hierarchy."""
 
     type: str
@@ -234,6 +242,8 @@ class ErrorRecord:
     field: str | None = None
     reason: str | None = None
     detail: str | None = dataclasses.field(default=None, repr=False)
+    errno: int | None = None  # an OS error on the board (type "OSError"): its number there
+    errno_name: str | None = None  # and its name, e.g. "ENOSPC"
 
     def __str__(self) -> str:
         code = f" (code {self.code})" if self.code is not None else ""
@@ -248,6 +258,10 @@ class ErrorRecord:
         rest is the device's runtime refusing or failing.
         """
         message = f"{context}{self}"
+        if self.type == "OSError":
+            # The board's own disk or permissions (full, read-only): infrastructure. The errno
+            # is the board's; its name says it on this machine too.
+            return TransportError(message, errno=self._host_errno())
         if self.type == "TimeoutError":
             return TransportError(message)
         if self.type == "JobError":
@@ -259,6 +273,11 @@ class ErrorRecord:
         if self.type == "LayoutError":
             return LayoutError(message)
         return DeviceError(message)
+
+    def _host_errno(self) -> int | None:
+        if self.errno_name is not None and hasattr(_errno, self.errno_name):
+            return int(getattr(_errno, self.errno_name))
+        return self.errno
 
 
 @dataclass(frozen=True)
@@ -413,6 +432,7 @@ def _error_record(raw: Any, where: str) -> ErrorRecord:
     if not isinstance(raw, dict):
         raise ProtocolError(f"{where}: expected an error record, got {raw!r}")
     code = raw.get("code")
+    number, name = raw.get("errno"), raw.get("errno_name")
     return ErrorRecord(
         type=_field(raw, "type", str, where),
         stage=str(raw.get("stage", "")),
@@ -421,6 +441,8 @@ def _error_record(raw: Any, where: str) -> ErrorRecord:
         field=raw.get("field") if isinstance(raw.get("field"), str) else None,
         reason=raw.get("reason") if isinstance(raw.get("reason"), str) else None,
         detail=raw.get("detail") if isinstance(raw.get("detail"), str) else None,
+        errno=number if isinstance(number, int) and not isinstance(number, bool) else None,
+        errno_name=name if isinstance(name, str) and name.isidentifier() else None,
     )
 
 

@@ -9,14 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from harness import inputs
-from harness.cli.common import (
+from npu_hil.harness import inputs
+from npu_hil.harness.cli.common import (
     add_layout_args,
     layout_from_args,
     parse_shape,
     print_json,
 )
-from harness.codec import BlockedLayout
+from npu_hil.harness.codec import BlockedLayout
 
 
 def add_parser(sub: Any) -> None:

@@ -6,8 +6,8 @@ import argparse
 import json
 from typing import Any
 
-from harness.codec import BlockedLayout, get_layout
-from harness.errors import LayoutError
+from npu_hil.harness.codec import BlockedLayout, get_layout
+from npu_hil.harness.errors import LayoutError
 
 
 def parse_shape(text: str) -> tuple[int, ...]:

@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from harness.cli.codec_cmd import load_npy, read_buffer
-from harness.cli.common import add_layout_args, layout_from_args, parse_shape
-from harness.diff import diff_buffers
-from harness.diff.heatmap import render_heatmap
-from harness.errors import LayoutError
+from npu_hil.harness.cli.codec_cmd import load_npy, read_buffer
+from npu_hil.harness.cli.common import add_layout_args, layout_from_args, parse_shape
+from npu_hil.harness.diff import diff_buffers
+from npu_hil.harness.diff.heatmap import render_heatmap
+from npu_hil.harness.errors import LayoutError
 
 
 def add_parser(sub: Any) -> None:

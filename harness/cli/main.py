@@ -9,16 +9,17 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from harness.cli import (
+from npu_hil.harness.cli import (
     codec_cmd,
     diff_cmd,
+    inventory_cmd,
     models_cmd,
     nightly_cmd,
     preflight_cmd,
     simfarm_cmd,
     targets_cmd,
 )
-from harness.errors import NpuHilError
+from npu_hil.harness.errors import NpuHilError
 
 EXIT_BAD_INPUT = 2
 
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     codec_cmd.add_parser(sub)
     diff_cmd.add_parser(sub)
+    inventory_cmd.add_parser(sub)
     models_cmd.add_parser(sub)
     nightly_cmd.add_parser(sub)
     preflight_cmd.add_parser(sub)

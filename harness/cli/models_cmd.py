@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.cli.common import print_json
-from harness.inputs import check_regular
-from harness.models import MODELS
-from harness.models.compile_set import MANIFEST_NAME, compiled_tensor, plan, record
-from harness.models.manifest import load_manifest
-from harness.models.rknn_build import (
+from npu_hil.harness.cli.common import print_json
+from npu_hil.harness.inputs import check_regular
+from npu_hil.harness.models import MODELS
+from npu_hil.harness.models.compile_set import MANIFEST_NAME, compiled_tensor, plan, record
+from npu_hil.harness.models.manifest import load_manifest
+from npu_hil.harness.models.rknn_build import (
     TOOLKIT,
     TOOLKIT_VERSION,
     BuildFailure,
@@ -27,7 +27,7 @@ from harness.models.rknn_build import (
     default_precision,
     probe,
 )
-from targets import rockchip
+from npu_hil.targets import rockchip
 
 EXIT_BUILD_FAILED = 1
 

@@ -2,7 +2,9 @@
 
 The run folder is created here first and named to pytest in ``NPU_HIL_RUN_DIR``, so the progress
 display can follow ``records.jsonl`` as the plugin appends to it. pytest's own output goes to
-``<run>/pytest.log``. The exit code is pytest's (0: everything passed).
+``<run>/pytest.log``. The exit code is pytest's (0: everything passed; 1 also when no case
+reached a board, the reason in the summary); a ``--target``/``--board`` the inventory has no
+board for is exit 2 before pytest starts.
 """
 
 from __future__ import annotations
@@ -19,17 +21,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.errors import NpuHilError
-from harness.report.records import OUTCOMES, TestRecord
-from harness.report.runmeta import (
+from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.report.records import OUTCOMES, TestRecord
+from npu_hil.harness.report.runmeta import (
     COMPLETE_EXITS,
     LAUNCHED_BY_ENV,
     harness_version,
     run_key,
     run_kind,
 )
-from harness.report.runs import RECORDS_FILE, RUN_DIR_ENV, SUMMARY_FILE, new_run_dir
-from harness.report.writer import COMPARISON_FILE, HTML_FILE, load_records, write_run
+from npu_hil.harness.report.runs import RECORDS_FILE, RUN_DIR_ENV, SUMMARY_FILE, new_run_dir
+from npu_hil.harness.report.writer import COMPARISON_FILE, HTML_FILE, load_records, write_run
 
 DEFAULT_SUITE = Path("tests") / "hil"
 DEFAULT_INVENTORY = "inventory.yaml"
@@ -60,6 +62,9 @@ def add_parser(sub: Any) -> None:
         "--target", action="append", default=[], metavar="SOC", help="only these targets"
     )
     nightly.add_argument(
+        "--board", action="append", default=[], metavar="NAME", help="only these boards"
+    )
+    nightly.add_argument(
         "--suite", type=Path, help="the regression suite (default: tests/hil under the cwd)"
     )
     nightly.add_argument(
@@ -83,7 +88,7 @@ def plugin_args(workers: str | None) -> list[str]:
     xdist (and ``-p harness.plugin`` would register it twice); with it off, name them."""
     if not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         return []
-    return ["-p", "harness.plugin", *(["-p", "xdist"] if workers else [])]
+    return ["-p", "npu_hil.harness.plugin", *(["-p", "xdist"] if workers else [])]
 
 
 def pytest_command(args: argparse.Namespace, suite: Path) -> list[str]:
@@ -97,6 +102,8 @@ def pytest_command(args: argparse.Namespace, suite: Path) -> list[str]:
         cmd += ["--backend", args.backend]
     for target in args.target:
         cmd += ["--target", target]
+    for name in getattr(args, "board", []):
+        cmd += ["--board", name]
     if getattr(args, "compare_with", None):
         cmd += ["--compare-with", str(args.compare_with)]
     if args.workers:
@@ -229,6 +236,8 @@ def _print_summary(run_dir: Path, code: int) -> None:
     outcomes = summary["outcomes"]
     table.add_row("total", "", "", *(str(outcomes.get(o, 0)) for o in OUTCOMES), style="bold")
     console.print(table)
+    if summary.get("run_failure"):
+        console.print(f"FAILED RUN: {summary['run_failure']}", markup=False, highlight=False)
     comparison_path = run_dir / COMPARISON_FILE
     if comparison_path.exists():
         comparison = json.loads(comparison_path.read_text(encoding="utf-8"))
@@ -285,6 +294,7 @@ def _nightly_kind(args: argparse.Namespace, suite: Path) -> dict[str, Any]:
         where = suite.resolve().as_posix()
     selection = {
         "target": list(args.target),
+        "board": list(getattr(args, "board", [])),
         "backend": args.backend,
         "simfarm": args.simfarm,
         "pytest_args": list(args.pytest_args),
@@ -293,22 +303,36 @@ def _nightly_kind(args: argparse.Namespace, suite: Path) -> dict[str, Any]:
     return {"run_kind": kind, "run_key": run_key(kind), "harness_version": harness_version()}
 
 
-def _check_inventory(path: Path) -> None:
+def _check_inventory(path: Path, targets: list[str], boards: list[str]) -> None:
     """Read the inventory before starting pytest, so a typo is the one ``file:line:col`` line
-    (exit 2) rather than a collection error per test module. The coordinator of a labgrid
-    section is not asked here: the run does that."""
-    from harness.farm.inventory import read_inventory
-    from harness.inputs import check_regular
+    (exit 2) rather than a collection error per test module, and a ``--target``/``--board`` it
+    has no board for is one line (exit 2) rather than a run of skipped cases. The coordinator
+    of a labgrid section is not asked here: the run does that (and the plugin checks the
+    selection against the places it names)."""
+    from npu_hil.harness.farm.inventory import read_inventory
+    from npu_hil.harness.farm.selection import selection_problem
+    from npu_hil.harness.inputs import check_regular
 
     # A FIFO or /dev/zero named as the inventory would block or never end the parser's read.
     check_regular(path, "the board inventory (YAML)")
-    read_inventory(path)
+    inventory = read_inventory(path)
+    if inventory.labgrid is not None:
+        return
+    problem = selection_problem(inventory, targets, boards)
+    if problem is not None:
+        raise NightlyError(problem)
 
 
 def run_nightly(args: argparse.Namespace) -> int:
     suite = resolve_suite(args.suite)
-    if args.inventory is not None:
-        _check_inventory(args.inventory)
+    targets, boards = list(args.target), list(getattr(args, "board", []))
+    inventory = args.inventory
+    if inventory is None and (targets or boards) and not args.simfarm:
+        # pytest's default when run from the checkout; --simfarm writes its own inventory
+        default = Path(DEFAULT_INVENTORY)
+        inventory = default if default.is_file() else None
+    if inventory is not None:
+        _check_inventory(inventory, targets, boards)
     run_dir = new_run_dir(args.reports)
     launched_by = shlex.join(["npu-hil", *sys.argv[1:]])
     env = {**os.environ, RUN_DIR_ENV: str(run_dir.resolve()), LAUNCHED_BY_ENV: launched_by}

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.preflight import preflight
+from npu_hil.harness.preflight import preflight
 
 
 def add_parser(sub: Any) -> None:

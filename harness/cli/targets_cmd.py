@@ -9,11 +9,11 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from harness.cli.common import print_json
-from harness.codec import known_targets, layout_names
-from harness.errors import LayoutError
-from harness.inputs import MAX_JSON_BYTES, read_regular
-from targets import check_conv, tables_text
+from npu_hil.harness.cli.common import print_json
+from npu_hil.harness.codec import known_targets, layout_names
+from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.inputs import MAX_JSON_BYTES, read_regular
+from npu_hil.targets import check_conv, tables_text
 
 KINDS = ("conv", "depthwise", "deconv")
 
@@ -108,7 +108,7 @@ def _gunzip(raw: bytes, path: Path) -> bytes:
 
 
 def run_observed(args: argparse.Namespace) -> int:
-    from targets.rockchip_report import check_observations
+    from npu_hil.targets.rockchip_report import check_observations
 
     path = args.file
     raw = bytes(read_regular(path, "observations (.json or .json.gz)", MAX_JSON_BYTES))

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.codec.fastcopy import join16, split16
-from harness.errors import LayoutError
+from npu_hil.harness.codec.fastcopy import join16, split16
+from npu_hil.harness.errors import LayoutError
 
 ENCODINGS = ("raw", "raw_be", "kl15", "kl15_hl")
 

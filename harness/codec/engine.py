@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from harness.codec.aligned import aligned_empty, aligned_like
-from harness.codec.encodings import Encoding
-from harness.codec.fastcopy import strided_copy
-from harness.codec.params import bounded_size, strict_int
-from harness.errors import LayoutError
+from npu_hil.harness.codec.aligned import aligned_empty, aligned_like
+from npu_hil.harness.codec.encodings import Encoding
+from npu_hil.harness.codec.fastcopy import strided_copy
+from npu_hil.harness.codec.params import bounded_size, strict_int
+from npu_hil.harness.errors import LayoutError
 
 PART = -1
 """``Dim.axis`` of the dim that walks the byte slots of one element."""

@@ -38,7 +38,7 @@ def _load_kernel() -> tuple[Callable[[np.ndarray, np.ndarray], bool] | None, str
     if _kernel_disabled():
         return None, None
     try:
-        module = importlib.import_module("harness.codec._kernels")
+        module = importlib.import_module("npu_hil.harness.codec._kernels")
     except ImportError:
         return None, None
     copy_arrays: Callable[[np.ndarray, np.ndarray], bool] = module.copy_arrays

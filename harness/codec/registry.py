@@ -13,13 +13,17 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from harness.codec.engine import BlockedLayout
-from harness.codec.params import MAX_BUFFER_BYTES, strict_int
-from harness.errors import LayoutError
+from npu_hil.harness.codec.engine import BlockedLayout
+from npu_hil.harness.codec.params import MAX_BUFFER_BYTES, strict_int
+from npu_hil.harness.errors import LayoutError
 
 ROLES = ("input", "output")
 
-VENDOR_MODULES = ("targets.kl730", "targets.rockchip_layouts", "targets.horizon")
+VENDOR_MODULES = (
+    "npu_hil.targets.kl730",
+    "npu_hil.targets.rockchip_layouts",
+    "npu_hil.targets.horizon",
+)
 
 
 class LayoutBuilder(Protocol):

@@ -31,13 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from harness.codec.engine import BlockedLayout
-from harness.codec.params import int_tuple, one_int
-from harness.codec.registry import get_layout
-from harness.errors import LayoutError
-from targets import horizon, kl730, rockchip
-from targets.rockchip_layouts import PARAMS as RKNN_PARAMS
-from targets.rockchip_layouts import RKNN_TYPE_CODES, RKNN_TYPES
+from npu_hil.harness.codec.engine import BlockedLayout
+from npu_hil.harness.codec.params import int_tuple, one_int
+from npu_hil.harness.codec.registry import get_layout
+from npu_hil.harness.errors import LayoutError
+from npu_hil.targets import horizon, kl730, rockchip
+from npu_hil.targets.rockchip_layouts import PARAMS as RKNN_PARAMS
+from npu_hil.targets.rockchip_layouts import RKNN_TYPE_CODES, RKNN_TYPES
 
 RKNN_FMTS = {"NCHW": "NCHW", "NHWC": "NHWC", "NC1HWC2": "NC1HWC2", "UNDEFINED": "UNDEFINE"}
 RKNN_FMT_CODES = {0: "NCHW", 1: "NHWC", 2: "NC1HWC2", 3: "UNDEFINED"}

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from harness.diff.buffers import diff_buffers
-from harness.diff.forensics import Candidate, Explanation, explain
-from harness.diff.report import DiffReport, Finding, Mismatch
+from npu_hil.harness.diff.buffers import diff_buffers
+from npu_hil.harness.diff.forensics import Candidate, Explanation, explain
+from npu_hil.harness.diff.report import DiffReport, Finding, Mismatch
 
 __all__ = [
     "Candidate",

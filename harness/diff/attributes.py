@@ -12,8 +12,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from harness.codec.engine import BlockedLayout
-from harness.errors import LayoutError
+from npu_hil.harness.codec.engine import BlockedLayout
+from npu_hil.harness.errors import LayoutError
 
 ALIAS = {
     "aligned_byte_size": "alignedByteSize",

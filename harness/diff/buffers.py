@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from harness.codec.engine import PART, BlockedLayout
-from harness.diff.diagnose import diagnose
-from harness.diff.inputs import as_bytes
-from harness.diff.report import DiffReport, Mismatch
-from harness.errors import LayoutError
+from npu_hil.harness.codec.engine import PART, BlockedLayout
+from npu_hil.harness.diff.diagnose import diagnose
+from npu_hil.harness.diff.inputs import as_bytes
+from npu_hil.harness.diff.report import DiffReport, Mismatch
+from npu_hil.harness.errors import LayoutError
 
 PADDING_POLICIES = ("zero", "ignore", "exact")
 FIRST_MISMATCHES = 100

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.codec.engine import BlockedLayout
-from harness.diff.report import DiffReport, Finding
+from npu_hil.harness.codec.engine import BlockedLayout
+from npu_hil.harness.diff.report import DiffReport, Finding
 
 FORENSICS_MIN_FRACTION = 0.05
 """Forensics runs when at least this fraction of elements differ (or the length is off)."""
@@ -182,7 +182,7 @@ def _byte_patterns(expected_buf: np.ndarray, device_buf: np.ndarray) -> list[Fin
 def _forensics(
     layout: BlockedLayout, report: DiffReport, expected_buf: np.ndarray, device_buf: np.ndarray
 ) -> list[Finding]:
-    from harness.diff.forensics import explain
+    from npu_hil.harness.diff.forensics import explain
 
     tensor = layout.unpack(expected_buf)
     explanation = explain(

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.codec import get_layout, layout_names
-from harness.codec.engine import BlockedLayout
-from harness.diff.inputs import as_bytes
-from harness.errors import LayoutError
+from npu_hil.harness.codec import get_layout, layout_names
+from npu_hil.harness.codec.engine import BlockedLayout
+from npu_hil.harness.diff.inputs import as_bytes
+from npu_hil.harness.errors import LayoutError
 
 ALIGNMENTS = (1, 4, 8, 16, 32)
 C2_BLOCKS = (4, 8, 16, 32)
@@ -137,7 +137,7 @@ def _declared_fault(
     like another blocking, so neither is blamed on another layout."""
     if declared is None:
         return None
-    from harness.diff.buffers import diff_buffers
+    from npu_hil.harness.diff.buffers import diff_buffers
 
     packed = declared.pack(tensor)
     if 0 < device.size < packed.size and np.array_equal(packed[: device.size], device):
@@ -215,7 +215,7 @@ def _param_variants(
 def _kl730_variants(
     name: str, shape: tuple[int, ...], dtype: np.dtype
 ) -> Iterator[tuple[dict[str, Any], str]]:
-    from targets import kl730
+    from npu_hil.targets import kl730
 
     fmt = kl730.FORMATS[name]
     if fmt.bits == 16:
@@ -259,7 +259,7 @@ def _rockchip_variants(
 def _horizon_variants(
     name: str, shape: tuple[int, ...], dtype: np.dtype
 ) -> Iterator[tuple[dict[str, Any], str]]:
-    from targets import horizon
+    from npu_hil.targets import horizon
 
     if name == "strided" and len(shape) == 4:
         for tensor_layout in ("NCHW", "NHWC"):

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.codec.engine import BlockedLayout
-from harness.diff.report import DiffReport
+from npu_hil.harness.codec.engine import BlockedLayout
+from npu_hil.harness.diff.report import DiffReport
 
 MAX_PANELS = 32
 MAX_PAD_PANELS = 4

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.errors import LayoutError
+from npu_hil.harness.errors import LayoutError
 
 
 def as_bytes(value: Any, what: str) -> np.ndarray:

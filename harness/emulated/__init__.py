@@ -12,9 +12,9 @@ and caches it, :mod:`~harness.emulated.board` makes a board of it and
 
 from __future__ import annotations
 
-from harness.emulated.board import EmulatedBoard, make_board
-from harness.emulated.recipe import DEFAULT_RECIPE, RootRecipe
-from harness.emulated.root import (
+from npu_hil.harness.emulated.board import EmulatedBoard, make_board
+from npu_hil.harness.emulated.recipe import DEFAULT_RECIPE, RootRecipe
+from npu_hil.harness.emulated.root import (
     EmulatedRoot,
     EmulationError,
     MissingEmulatorError,

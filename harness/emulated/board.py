@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.emulated.launcher import write_launcher
-from harness.emulated.root import EmulatedRoot, EmulationError
+from npu_hil.harness.emulated.launcher import write_launcher
+from npu_hil.harness.emulated.root import EmulatedRoot, EmulationError
 
 __all__ = ["EmulatedBoard", "make_board"]
 

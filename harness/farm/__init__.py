@@ -6,8 +6,9 @@ Works without pytest; the plugin maps its options and markers onto :class:`Farm`
 
 from __future__ import annotations
 
-from harness.farm.farm import BACKENDS, Farm
-from harness.farm.inventory import (
+from npu_hil.harness.farm.breaker import BoardBrokenError, CircuitBreaker
+from npu_hil.harness.farm.farm import BACKENDS, Farm
+from npu_hil.harness.farm.inventory import (
     Board,
     Inventory,
     InventoryError,
@@ -17,14 +18,16 @@ from harness.farm.inventory import (
     load_inventory,
     parse_inventory,
 )
-from harness.farm.power import power_cycle
-from harness.farm.runner import ModelRun, TensorRun, run_model
-from harness.farm.session import BoardSession, Health
+from npu_hil.harness.farm.power import power_cycle
+from npu_hil.harness.farm.runner import ModelRun, TensorRun, run_model
+from npu_hil.harness.farm.session import BoardSession, Health
 
 __all__ = [
     "BACKENDS",
     "Board",
+    "BoardBrokenError",
     "BoardSession",
+    "CircuitBreaker",
     "Farm",
     "Health",
     "Inventory",

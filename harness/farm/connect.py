@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-from harness.errors import TransportError
-from harness.farm.inventory import Board
-from harness.transport.base import Transport
-from harness.transport.local import LocalTransport
+from npu_hil.harness.errors import TransportError
+from npu_hil.harness.farm.inventory import Board
+from npu_hil.harness.transport.base import Transport
+from npu_hil.harness.transport.local import LocalTransport
 
 __all__ = ["DEFAULT_REMOTE_WORKDIR", "close_transport", "connect"]
 
@@ -55,7 +55,7 @@ def _open(board: Board) -> Transport:
     python = board.python or DEFAULT_REMOTE_PYTHON
     if config.kind == "ssh":
         # Imported here: paramiko is heavy, and a farm of simulated boards never needs it.
-        from harness.transport.ssh import SshTransport
+        from npu_hil.harness.transport.ssh import SshTransport
 
         assert config.host is not None  # the inventory refuses an ssh entry without a host
         port = config.port if isinstance(config.port, int) else 22
@@ -74,7 +74,7 @@ def _open(board: Board) -> Transport:
             connect_timeout=board.timeouts.connect,
         )
     if config.kind == "serial":
-        from harness.transport.serial_console import SerialTransport
+        from npu_hil.harness.transport.serial_console import SerialTransport
 
         return SerialTransport(
             str(config.port),

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.errors import DeviceError
+from npu_hil.harness.errors import DeviceError
 
 RKNN_QNT = {0: "NONE", 1: "DFP", 2: "AFFINE_ASYMMETRIC"}
 

@@ -29,25 +29,26 @@ from pathlib import Path
 
 from filelock import FileLock
 
-import harness
-from harness.agent.client import AgentClient
-from harness.errors import NpuHilError, TransportError
-from harness.farm.connect import connect
-from harness.farm.inventory import SIM_ADAPTER, Board, Inventory, load_inventory
-from harness.farm.labgrid_places import FarmPlaces
-from harness.farm.power import power_cycle as _power_cycle
-from harness.farm.session import BoardSession, Health
-from harness.folders import default_workdir, private_dir
-from harness.models import Manifest, load_manifest
-from harness.transport.base import Transport
-from harness.transport.local import LocalTransport
+import npu_hil
+from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.errors import NpuHilError, TransportError
+from npu_hil.harness.farm.breaker import DEFAULT_THRESHOLD, CircuitBreaker
+from npu_hil.harness.farm.connect import connect
+from npu_hil.harness.farm.inventory import SIM_ADAPTER, Board, Inventory, load_inventory
+from npu_hil.harness.farm.labgrid_places import FarmPlaces
+from npu_hil.harness.farm.power import power_cycle as _power_cycle
+from npu_hil.harness.farm.session import BoardSession, Health
+from npu_hil.harness.folders import default_workdir, private_dir
+from npu_hil.harness.models import Manifest, load_manifest
+from npu_hil.harness.transport.base import Transport
+from npu_hil.harness.transport.local import LocalTransport
 
 __all__ = ["BACKENDS", "Farm"]
 
 log = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "sim", "hw")
-HARNESS_ROOT = Path(harness.__file__).resolve().parent.parent
+HARNESS_ROOT = Path(npu_hil.__file__).resolve().parent.parent
 """The folder holding ``harness`` and ``targets``: what a simulated board needs on its path."""
 LOCK_TIMEOUT_S = 3600.0
 
@@ -61,6 +62,9 @@ class Farm:
     use a board at once. It defaults to ``npu-hil`` in this user's runtime or cache folder
     (:func:`harness.folders.default_workdir`) and must be a folder of this user's own
     (UnsafeFolderError otherwise). ``keep_remote`` leaves job folders behind for inspection.
+    ``breaker_threshold``: after that many infrastructure failures in a row a board is marked
+    unhealthy and every later run on it raises BoardBrokenError at once
+    (:mod:`harness.farm.breaker`); None or 0 never marks one.
     """
 
     def __init__(
@@ -70,6 +74,7 @@ class Farm:
         backend: str = "auto",
         workdir: str | os.PathLike[str] | None = None,
         keep_remote: bool = False,
+        breaker_threshold: int | None = DEFAULT_THRESHOLD,
     ) -> None:
         if backend not in BACKENDS:
             raise NpuHilError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -80,6 +85,10 @@ class Farm:
         # Agents are deployed and run from here: a folder of ours alone (UnsafeFolderError).
         self.workdir = private_dir(workdir if workdir is not None else default_workdir())
         self.keep_remote = keep_remote
+        if breaker_threshold is not None and breaker_threshold < 0:
+            raise NpuHilError(f"breaker_threshold must be 0 or more, got {breaker_threshold}")
+        self.breaker_threshold = breaker_threshold
+        self._breakers: dict[str, CircuitBreaker] = {}
         self._sessions: dict[str, BoardSession] = {}
         self._health: dict[str, Health] = {}
         self._manifest: Manifest | None = None
@@ -162,6 +171,7 @@ class Farm:
             adapter_options={"target": board.target} if simulated_runtime else {},
             workdir=self._board_dir(board),
             manifest_path=self.inventory.manifest,
+            breaker=self.breaker(board),
         )
 
     def _sim_session(self, board: Board, reason: str | None) -> BoardSession:
@@ -179,6 +189,7 @@ class Farm:
             workdir=self._board_dir(board),
             fallback_reason=reason,
             manifest_path=self.inventory.manifest,
+            breaker=self.breaker(board),
         )
 
     def _client(self, transport: Transport, python: str | None) -> AgentClient:
@@ -189,6 +200,14 @@ class Farm:
 
     def _board(self, board: Board | str) -> Board:
         return self.inventory.board(board) if isinstance(board, str) else board
+
+    def breaker(self, board: Board | str) -> CircuitBreaker:
+        """The board's circuit breaker (one per board and farm, shared by its sessions)."""
+        name = self._board(board).name
+        found = self._breakers.get(name)
+        if found is None:
+            found = self._breakers[name] = CircuitBreaker(name, self.breaker_threshold)
+        return found
 
     # --- health, power, locks --------------------------------------------------------------------
 
@@ -201,6 +220,7 @@ class Farm:
             return cached
         simulated, reason = board.simulated, None
         try:
+            self.breaker(board).check()
             session = self.session(board)
             simulated, reason = session.simulated, session.fallback_reason
             session.client.ping(timeout=board.timeouts.health)
@@ -222,6 +242,7 @@ class Farm:
         if session is None or not session.simulated:
             _power_cycle(board, labgrid=self._places)
         self._health.pop(board.name, None)  # the next health() looks again
+        self.breaker(board).reset()  # a fresh start: its failures were before the cycle
         if session is not None:
             session.restart()
 

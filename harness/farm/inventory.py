@@ -21,11 +21,14 @@ Schema::
         python: /usr/bin/python3          # the board's interpreter
         workdir: /tmp/npu-hil             # the board's working directory
         power: {command: {on: ..., off: ..., cycle: ...}} | {labgrid: place-name}
-        timeouts: {connect, load, run, power, health}   # seconds
+        timeouts: {connect, load, run, power, health}   # seconds, in (0, 86400]
     labgrid: {coordinator: HOST:PORT, places: [...], tags: {...}, wait: 600, ...}
                                           # places of a labgrid coordinator as boards
                                           # (harness.farm.labgrid_inventory); ``boards`` may
                                           # then be left out
+
+Numbers are plain decimals (:mod:`harness.farm.inventory_yaml` refuses YAML 1.1's base 60, octal
+and hex forms, ``.inf`` and tags); text fields hold no control characters or lone surrogates.
 
 ``transport: local`` is short for ``{kind: local}``. A board's ``transport`` replaces the default
 one as a whole (mixing an SSH host with serial settings would be meaningless); ``timeouts`` merge
@@ -34,24 +37,36 @@ key by key.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import difflib
 import importlib
 import json
 import os
+import pwd
 import re
 import shlex
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from harness.codec import known_targets
-from harness.errors import NpuHilError
-from harness.redact import find_secret, secret_key_name
-from targets import horizon, kl730, rockchip
+from npu_hil.harness.codec import known_targets
+from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.farm.inventory_yaml import (
+    MAX_CHARS,
+    YamlProblem,
+    check_tags,
+    compose,
+    plain_integer,
+    plain_number,
+)
+from npu_hil.harness.redact import find_secret, secret_key_name
+from npu_hil.targets import horizon, kl730, rockchip
 
 if TYPE_CHECKING:
-    from harness.farm.labgrid_inventory import LabgridSection
+    from npu_hil.harness.farm.labgrid_inventory import LabgridSection
 
 __all__ = [
     "Board",
@@ -97,6 +112,20 @@ POWER_KEYS = ("command", "labgrid")
 POWER_COMMAND_KEYS = ("on", "off", "cycle")
 TIMEOUT_KEYS = ("connect", "load", "run", "power", "health")
 SECRETS = {"password": "password_env (the name of an environment variable)", "key": "key_file"}
+MAX_SECONDS = 24 * 3600.0
+"""No connect, load, run, power or health step waits longer than a day: a larger timeout is a
+typo (and ``.inf`` or 1e300 overflow the transports' timers)."""
+MAX_TEXT = 4096
+"""Longer than any path, host, name or command argument."""
+BAUDRATES = (
+    300, 600, 1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 500000, 576000,
+    921600, 1000000, 1152000, 1500000, 2000000, 2500000, 3000000, 3500000, 4000000,
+)  # fmt: skip
+"""The rates a serial port (termios) can be set to; Rockchip's debug UART runs at 1500000."""
+# What no path, host, name or argument may hold: C0 controls, DEL, bidi overrides, lone surrogates.
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_BOOL = "tag:yaml.org,2002:bool"
+_BINARY = "tag:yaml.org,2002:binary"
 
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
@@ -210,28 +239,27 @@ class _Reader:
     def __init__(self, source: str, base: Path | None = None) -> None:
         self.source = source
         self.base = base if base is not None else Path(".")
-        self._constructor = yaml.constructor.SafeConstructor()
 
     def error(self, node: Node, path: str, message: str) -> InventoryError:
         mark = node.start_mark
         return InventoryError(f"{self.source}:{mark.line + 1}:{mark.column + 1}: {path}: {message}")
 
+    def not_number(self, node: Node, path: str, what: str, why: str) -> InventoryError:
+        return self.error(node, path, f"expected {what}, got {self.describe(node)}: {why}")
+
     def expected(self, node: Node, path: str, what: str) -> InventoryError:
         return self.error(node, path, f"expected {what}, got {self.describe(node)}")
 
     def describe(self, node: Node) -> str:
+        """What came, shown short and escaped (the message goes to records and reports)."""
         if isinstance(node, MappingNode):
             return "a mapping"
         if isinstance(node, SequenceNode):
             return "a list"
-        if node.tag == _STR:
-            return json.dumps(node.value)
         if node.tag == _NULL:
             return "nothing (null)"
-        return str(node.value)
-
-    def value(self, node: Node) -> Any:
-        return self._constructor.construct_object(node, deep=True)
+        value = str(node.value)
+        return shown(value, quoted=node.tag == _STR or not value)
 
     def mapping(
         self, node: Node, path: str, allowed: tuple[str, ...]
@@ -245,12 +273,14 @@ class _Reader:
             if not isinstance(key_node, ScalarNode) or key_node.tag == _NULL:
                 raise self.expected(key_node, path, "a key (text)")
             key = str(key_node.value)
+            if len(key) > 64 or _UNPRINTABLE.search(key):
+                raise self.expected(key_node, path, f"a key (one of {', '.join(allowed)})")
             where = f"{path}.{key}" if path else key
-            if key in SECRETS:
+            if secret_use(key) is not None:
                 raise self.error(
                     key_node,
                     where,
-                    f"secrets do not belong in the inventory; use {SECRETS[key]} instead",
+                    f"secrets do not belong in the inventory; use {secret_use(key)} instead",
                 )
             if key not in allowed:
                 close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
@@ -265,31 +295,92 @@ class _Reader:
 
     def text(self, node: Node, path: str) -> str:
         if not isinstance(node, ScalarNode) or node.tag != _STR or not node.value:
-            raise self.expected(node, path, "a non-empty string")
-        return str(node.value)
+            error = self.expected(node, path, "a non-empty string")
+            if isinstance(node, ScalarNode) and node.tag in (_BOOL, _INT, _FLOAT) and node.value:
+                # YAML 1.1 turns yes/no/on/off, 022 or 1:30 into something else than text.
+                kind = {_BOOL: "a boolean", _INT: "an integer", _FLOAT: "a number"}[node.tag]
+                raise InventoryError(f"{error.message} (YAML reads it as {kind}: quote it)")
+            raise error
+        value = str(node.value)
+        bad = _UNPRINTABLE.search(value)
+        if bad:
+            code = ord(bad.group())
+            raise self.error(
+                node,
+                path,
+                f"expected printable text, got {self.describe(node)}: "
+                f"U+{code:04X} at character {bad.start() + 1}",
+            )
+        if len(value) > MAX_TEXT:
+            raise self.expected(node, path, f"at most {MAX_TEXT} characters")
+        return value
 
     def local_path(self, node: Node, path: str) -> str:
         """A file on this machine: ``~`` expanded, relative to the inventory's folder (a farm's
         inventory travels with its keys, whatever folder the harness is started from)."""
-        expanded = Path(self.text(node, path)).expanduser()
-        return str(expanded if expanded.is_absolute() else (self.base / expanded).resolve())
+        text = self.text(node, path)
+        if text.startswith("~"):
+            head, _, rest = text.partition("/")
+            if head == "~":
+                home = os.environ.get("HOME") or _home_of_uid()
+                if not home:
+                    raise self.error(node, path, f"{text}: no home folder (HOME is not set)")
+            else:
+                try:
+                    home = pwd.getpwnam(head[1:]).pw_dir
+                except (KeyError, ValueError):
+                    hint = f" (did you mean ~/{text[1:]}?)" if head.startswith("~.") else ""
+                    raise self.error(
+                        node, path, f"{text}: {head} names no user of this machine{hint}"
+                    ) from None
+            text = os.path.join(home, rest) if rest else home
+        return self.resolved(node, path, self.base / text)
+
+    def resolved(self, node: Node, path: str, file: Path) -> str:
+        try:
+            return str(file.resolve())
+        except RuntimeError:  # Python < 3.13 raises this for a loop of symbolic links
+            raise self.error(node, path, f"{file}: a loop of symbolic links") from None
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise self.error(node, path, f"{file}: {reason}") from None
 
     def integer(self, node: Node, path: str, *, low: int = 0, high: int | None = None) -> int:
+        bounds = f"in [{low}, {high}]" if high is not None else f">= {low}"
         if not isinstance(node, ScalarNode) or node.tag != _INT:
             raise self.expected(node, path, "an integer")
-        number = int(self.value(node))
+        try:
+            number = plain_integer(str(node.value))
+        except ValueError as exc:
+            raise self.not_number(node, path, f"an integer {bounds}", str(exc)) from None
         if number < low or (high is not None and number > high):
-            bounds = f"in [{low}, {high}]" if high is not None else f">= {low}"
             raise self.expected(node, path, f"an integer {bounds}")
         return number
 
-    def seconds(self, node: Node, path: str) -> float:
+    def number(self, node: Node, path: str, what: str) -> float:
+        """A finite plain number (an integer or a decimal), for ``what`` in the errors."""
         if not isinstance(node, ScalarNode) or node.tag not in (_INT, _FLOAT):
-            raise self.expected(node, path, "a number of seconds")
-        number = float(self.value(node))
-        if not number > 0:
-            raise self.expected(node, path, "a positive number of seconds")
+            raise self.expected(node, path, what)
+        try:
+            return plain_number(str(node.value))
+        except ValueError as exc:
+            raise self.not_number(node, path, what, str(exc)) from None
+
+    def seconds(self, node: Node, path: str) -> float:
+        what = f"a number of seconds in (0, {MAX_SECONDS:.0f}] (at most 24 h)"
+        number = self.number(node, path, what)
+        if not 0 < number <= MAX_SECONDS:
+            raise self.expected(node, path, what)
         return number
+
+    def baudrate(self, node: Node, path: str) -> int:
+        rate = self.integer(node, path, low=0)
+        if rate not in BAUDRATES:
+            close = min(BAUDRATES, key=lambda b: abs(b - rate))
+            raise self.expected(
+                node, path, f"a baud rate a serial port can be set to (e.g. {close}, 115200)"
+            )
+        return rate
 
     def choice(self, node: Node, path: str, choices: tuple[str, ...]) -> str:
         if isinstance(node, ScalarNode) and node.tag == _STR and node.value in choices:
@@ -315,7 +406,10 @@ class _Reader:
     def word(self, node: Node, path: str) -> str:
         if not isinstance(node, ScalarNode) or node.tag == _NULL or not node.value:
             raise self.expected(node, path, "a command-line argument")
-        return str(node.value)
+        value = str(node.value)
+        if _UNPRINTABLE.search(value) or len(value) > MAX_TEXT:
+            raise self.expected(node, path, "a command-line argument of printable text")
+        return value
 
     def command(self, node: Node, path: str) -> tuple[str, ...]:
         """A command as a string (split like a shell would, but never run by one) or a list."""
@@ -380,8 +474,7 @@ def _transport(r: _Reader, node: Node, path: str) -> TransportConfig:
         return TransportConfig(
             kind=kind,
             port=_optional(fields, "port", r.text, path),
-            baudrate=_optional(fields, "baudrate", lambda n, p: r.integer(n, p, low=1), path)
-            or 115200,
+            baudrate=_optional(fields, "baudrate", r.baudrate, path) or 115200,
             user=_optional(fields, "user", r.text, path),
             password_env=_optional(
                 fields,
@@ -484,6 +577,52 @@ def _board(r: _Reader, node: Node, path: str, defaults: _Defaults) -> Board:
     )
 
 
+def shown(value: str, *, quoted: bool = True, limit: int = 60) -> str:
+    """``value`` for an error message: JSON-escaped (no control character, no lone surrogate
+    reaches a report) and cut to about ``limit`` characters."""
+    cut = value if len(value) <= limit else value[:limit]
+    text = json.dumps(cut)
+    if not quoted and text[1:-1] == cut:
+        text = cut
+    elif not quoted:
+        text = text[1:-1]
+    if len(value) > limit:
+        text += f"... ({len(value)} characters)"
+    return text
+
+
+def secret_use(key: str) -> str | None:
+    """What to write instead of the secret a key names (``password``, ``Key``, ``api_token``),
+    or None when it names none."""
+    name = key.strip().lower()
+    if name in SECRETS:
+        return SECRETS[name]
+    if secret_key_name(name):
+        return "key_file (the key's path) and password_env (the name of an environment variable)"
+    return None
+
+
+def _texts(node: Node) -> list[str]:
+    """A scalar's text as written, and for ``!!binary`` also the decoded bytes as text: a key
+    base64-encoded under a tag is still a key."""
+    value = str(node.value)
+    texts = [value]
+    if node.tag == _BINARY:
+        try:
+            decoded = base64.b64decode("".join(value.split()), validate=True)
+        except (binascii.Error, ValueError):
+            return texts
+        texts.append(decoded.decode("utf-8", "replace"))
+    return texts
+
+
+def _home_of_uid() -> str | None:
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        return None
+
+
 def _refuse_secrets(r: _Reader, root: Node) -> None:
     """Refuse key material or a password anywhere in the file (any field, tag keys included),
     before a field is read: a key pasted into ``key_file:`` would otherwise be taken as a path
@@ -498,10 +637,11 @@ def _refuse_secrets(r: _Reader, root: Node) -> None:
         seen.add(id(node))
         if isinstance(node, MappingNode):
             for key_node, value_node in node.value:
-                key = str(key_node.value) if isinstance(key_node, ScalarNode) else ""
-                where = f"{path}.{key}" if path else key
-                if key in SECRETS or secret_key_name(key):
-                    use = SECRETS.get(key, advice)
+                names = _texts(key_node) if isinstance(key_node, ScalarNode) else []
+                shown_key = shown(names[0], quoted=False) if names else ""
+                where = f"{path}.{shown_key}" if path else shown_key
+                use = next((u for u in map(secret_use, names) if u is not None), None)
+                if use is not None:
                     raise r.error(
                         key_node,
                         where,
@@ -512,7 +652,7 @@ def _refuse_secrets(r: _Reader, root: Node) -> None:
         elif isinstance(node, SequenceNode):
             pending.extend((item, f"{path}[{i}]") for i, item in enumerate(node.value))
         elif isinstance(node, ScalarNode) and isinstance(node.value, str):
-            what = find_secret(node.value)
+            what = next(filter(None, map(find_secret, _texts(node))), None)
             if what is not None:
                 raise r.error(
                     node,
@@ -527,22 +667,27 @@ def parse_inventory(
     """Check inventory YAML ``text``; ``base`` is the folder relative paths start from."""
     r = _Reader(source, Path(base))
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-        raise InventoryError(f"{where}: not valid YAML: {exc.problem}") from None
-    except yaml.YAMLError as exc:
-        raise InventoryError(f"{source}: not valid YAML: {exc}") from None
+        root = compose(text)
+    except YamlProblem as problem:
+        _refuse_secret_text(source, text)
+        raise InventoryError(
+            f"{source}:{problem.line}:{problem.column}: {problem.message}"
+        ) from None
     if root is None:
         raise InventoryError(f"{source}:1:1: expected a mapping with boards, got an empty file")
     _refuse_secrets(r, root)
+    try:
+        check_tags(root)
+    except YamlProblem as problem:
+        raise InventoryError(
+            f"{source}:{problem.line}:{problem.column}: {problem.message}"
+        ) from None
     top = r.mapping(root, "", TOP_KEYS)
     defaults = _defaults(r, top["defaults"][1]) if "defaults" in top else _Defaults()
     labgrid: LabgridSection | None = None
     if "labgrid" in top:
         # Imported here: the section's module builds on this one's reader and types.
-        from harness.farm.labgrid_inventory import parse_labgrid_section
+        from npu_hil.harness.farm.labgrid_inventory import parse_labgrid_section
 
         labgrid = parse_labgrid_section(r, top["labgrid"][1], defaults, known_targets())
     if "boards" not in top and labgrid is None:
@@ -566,22 +711,76 @@ def parse_inventory(
     manifest = _optional(top, "manifest", r.text, "")
     return Inventory(
         boards=tuple(boards),
-        manifest=(Path(base) / manifest).resolve() if manifest else None,
+        manifest=Path(r.resolved(top["manifest"][1], "manifest", Path(base) / manifest))
+        if manifest
+        else None,
         source=source,
         labgrid=labgrid,
     )
 
 
+def _refuse_secret_text(source: str, text: str) -> None:
+    """A file that is not even YAML may still hold a pasted key: say that rather than where the
+    YAML broke (the user's next step is removing the key, not fixing the indentation)."""
+    for index, line in enumerate(text.splitlines()):
+        what = find_secret(line)
+        if what is not None:
+            raise InventoryError(
+                f"{source}:{index + 1}:1: holds {what}; secrets do not belong in the inventory: "
+                "use key_file (the key's path) and password_env (the name of an environment "
+                "variable)"
+            )
+    if find_secret(text) is not None:
+        raise InventoryError(f"{source}:1:1: holds key material; secrets do not belong there")
+
+
+def _read_text(file: Path) -> str:
+    """The file's text: a regular file of at most MAX_CHARS bytes, opened without blocking (a
+    FIFO or a device as the inventory is refused, not waited on or read forever)."""
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise InventoryError(f"{file}: no such inventory file") from None
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InventoryError(f"{file}: cannot read the inventory: {reason}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InventoryError(f"{file}: cannot read the inventory: not a regular file")
+        if info.st_size > MAX_CHARS:
+            raise InventoryError(
+                f"{file}: cannot read the inventory: {info.st_size} bytes (at most {MAX_CHARS})"
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_CHARS:
+            chunk = os.read(fd, MAX_CHARS + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise InventoryError(f"{file}: cannot read the inventory: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > MAX_CHARS:
+        raise InventoryError(f"{file}: cannot read the inventory: more than {MAX_CHARS} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise InventoryError(
+            f"{file}:{line}:{column}: not UTF-8 text (byte 0x{data[exc.start]:02x})"
+        ) from None
+
+
 def read_inventory(path: str | os.PathLike[str]) -> Inventory:
     """Read and check the inventory file at ``path``, without asking a labgrid coordinator."""
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InventoryError(f"{file}: no such inventory file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InventoryError(f"{file}: cannot read the inventory: {exc}") from exc
-    return parse_inventory(text, source=str(file), base=file.parent)
+    return parse_inventory(_read_text(file), source=str(file), base=file.parent)
 
 
 def load_inventory(path: str | os.PathLike[str]) -> Inventory:
@@ -590,7 +789,7 @@ def load_inventory(path: str | os.PathLike[str]) -> Inventory:
     inventory = read_inventory(path)
     if inventory.labgrid is not None:
         # The places a labgrid section selects are known only to its coordinator.
-        from harness.farm.labgrid_boards import resolve_labgrid_boards
+        from npu_hil.harness.farm.labgrid_boards import resolve_labgrid_boards
 
         inventory = resolve_labgrid_boards(inventory)
     return inventory

@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from harness.codec import known_targets
-from harness.farm.inventory import (
+from npu_hil.harness.codec import known_targets
+from npu_hil.harness.farm.inventory import (
     HW_ADAPTERS,
     NAME_RE,
     VENDOR_OF,
@@ -23,11 +23,11 @@ from harness.farm.inventory import (
     InventoryError,
     PowerConfig,
 )
-from harness.farm.labgrid_inventory import LabgridSection
-from harness.labgrid.endpoints import POWER_DRIVERS, PlaceEndpoints
-from harness.labgrid.errors import LabgridError, LabgridMissingError
-from harness.labgrid.places import select_places
-from harness.labgrid.state import PlaceState
+from npu_hil.harness.farm.labgrid_inventory import LabgridSection
+from npu_hil.harness.labgrid.endpoints import POWER_DRIVERS, PlaceEndpoints
+from npu_hil.harness.labgrid.errors import LabgridError, LabgridMissingError
+from npu_hil.harness.labgrid.places import select_places
+from npu_hil.harness.labgrid.state import PlaceState
 
 __all__ = ["board_at", "resolve_labgrid_boards"]
 
@@ -40,7 +40,7 @@ def _list_places(section: LabgridSection) -> dict[str, PlaceState] | None:
     """The coordinator's places; None when it cannot be reached (the caller decides whether the
     inventory can do without)."""
     try:
-        from harness.labgrid.coordinator import CoordinatorClient
+        from npu_hil.harness.labgrid.coordinator import CoordinatorClient
     except LabgridMissingError as exc:
         raise InventoryError(f"{section.where}: {exc.message}") from exc
     try:

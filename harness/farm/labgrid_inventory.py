@@ -28,19 +28,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.farm.inventory import (
+from npu_hil.harness.farm.inventory import (
     ADAPTER_RE,
     ENV_RE,
     FALLBACKS,
     HOST_KEY_POLICIES,
     NAME_RE,
     MappingNode,
-    ScalarNode,
     SequenceNode,
     Timeouts,
     TransportConfig,
 )
-from harness.labgrid.config import LabgridConfig
+from npu_hil.harness.labgrid.config import LabgridConfig
 
 __all__ = ["LINKS", "LabgridPlaceEntry", "LabgridSection", "parse_labgrid_section"]
 
@@ -160,19 +159,17 @@ def _serial(r: Any, node: Any, path: str) -> TransportConfig:
     )
 
 
-def _number(r: Any, node: Any, path: str, *, low: float | None = None) -> float:
-    """A plain number (``wait: 0`` refuses at once, ``prio`` may be negative)."""
-    try:
-        value = r.value(node) if isinstance(node, ScalarNode) else None
-        number = (
-            float(value)
-            if isinstance(value, (int, float)) and not isinstance(value, bool)
-            else None
-        )
-    except (TypeError, ValueError):
-        number = None
-    if number is None or (low is not None and number < low):
-        raise r.expected(node, path, "a number" if low is None else f"a number >= {low:g}")
+MAX_WAIT = 24 * 3600.0
+MAX_PRIO = 1e6
+
+
+def _number(r: Any, node: Any, path: str, *, low: float, high: float) -> float:
+    """A finite plain number in [low, high] (``wait: 0`` refuses at once, ``prio`` may be
+    negative); the reader refuses ``.inf``, base-60 ``1:30``, tags such as ``!-1``."""
+    what = f"a number in [{low:g}, {high:g}]"
+    number = float(r.number(node, path, what))
+    if not low <= number <= high:
+        raise r.expected(node, path, what)
     return number
 
 
@@ -204,14 +201,18 @@ def parse_labgrid_section(
             raise r.expected(tags_node, f"{path}.tags", "a mapping of tag: value")
         for key_node, value_node in tags_node.value:
             key = r.text(key_node, f"{path}.tags")
+            if key in tags:
+                raise r.error(key_node, f"{path}.tags.{key}", "duplicate key")
             tags[key] = r.word(value_node, f"{path}.tags.{key}")
     options: dict[str, Any] = {}
     if "wait" in fields:
-        options["wait"] = _number(r, fields["wait"][1], f"{path}.wait", low=0)
+        options["wait"] = _number(r, fields["wait"][1], f"{path}.wait", low=0, high=MAX_WAIT)
     if "refresh" in fields:
         options["refresh"] = float(r.seconds(fields["refresh"][1], f"{path}.refresh"))
     if "prio" in fields:
-        options["prio"] = _number(r, fields["prio"][1], f"{path}.prio")
+        options["prio"] = _number(
+            r, fields["prio"][1], f"{path}.prio", low=-MAX_PRIO, high=MAX_PRIO
+        )
     if "target_tag" in fields:
         options["target_tag"] = r.text(fields["target_tag"][1], f"{path}.target_tag")
     coordinator_node = fields["coordinator"][1]

@@ -15,14 +15,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.farm.inventory import Board
-from harness.farm.labgrid_boards import board_at
-from harness.labgrid.errors import LabgridError
-from harness.labgrid.power import PowerAction
+from npu_hil.harness.farm.inventory import Board
+from npu_hil.harness.farm.labgrid_boards import board_at
+from npu_hil.harness.labgrid.errors import LabgridError
+from npu_hil.harness.labgrid.power import PowerAction
 
 if TYPE_CHECKING:
-    from harness.farm.labgrid_inventory import LabgridSection
-    from harness.labgrid.places import LabgridPlaces
+    from npu_hil.harness.farm.labgrid_inventory import LabgridSection
+    from npu_hil.harness.labgrid.places import LabgridPlaces
 
 __all__ = ["FarmPlaces"]
 
@@ -49,7 +49,7 @@ class FarmPlaces:
         if self._places is None:
             if self.section is None:
                 raise LabgridError("the inventory has no labgrid section (no coordinator)")
-            from harness.labgrid.places import LabgridPlaces
+            from npu_hil.harness.labgrid.places import LabgridPlaces
 
             self._places = LabgridPlaces(self.section.config, workdir=self.workdir)
             if self._places.released_stale:

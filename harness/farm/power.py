@@ -13,8 +13,8 @@ import time
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
-from harness.errors import TransportError
-from harness.farm.inventory import Board
+from npu_hil.harness.errors import TransportError
+from npu_hil.harness.farm.inventory import Board
 
 __all__ = ["power_cycle", "run_power_command"]
 

@@ -9,7 +9,10 @@ findings in the report, not failures: the bytes decide (DESIGN: predictions vs w
 says).
 
 Errors are not caught here: TransportError, DeviceError and LayoutError reach the caller, which
-maps them onto outcomes (error, error, failure before anything was sent).
+maps them onto outcomes (error, error, failure before anything was sent). Each run feeds the
+board's circuit breaker (:mod:`harness.farm.breaker`): the run whose infrastructure failure opens
+it raises :class:`~harness.farm.breaker.BoardBrokenError` (from that failure), and so does every
+later run on the board, at once.
 """
 
 from __future__ import annotations
@@ -26,19 +29,20 @@ from typing import Any
 import numpy as np
 import onnx
 
-from harness.agent.protocol import InputSpec, JobSpec, Result, TensorRecord
-from harness.codec import BlockedLayout, get_layout
-from harness.codec.reported import predicted_layout
-from harness.diff import DiffReport, diff_buffers
-from harness.diff.attributes import AttributeFinding, diff_attributes, disagreements
-from harness.diff.heatmap import render_heatmap
-from harness.errors import LayoutError
-from harness.farm.session import BoardSession
-from harness.folders import private_dir
-from harness.models import MODELS, Manifest, ManifestError, build
-from harness.sim.expect import Expected, expect_run
-from targets import last_op_kind
-from targets.rockchip import TARGETS as ROCKCHIP_TARGETS
+from npu_hil.harness.agent.protocol import InputSpec, JobSpec, Result, TensorRecord
+from npu_hil.harness.codec import BlockedLayout, get_layout
+from npu_hil.harness.codec.reported import predicted_layout
+from npu_hil.harness.diff import DiffReport, diff_buffers
+from npu_hil.harness.diff.attributes import AttributeFinding, diff_attributes, disagreements
+from npu_hil.harness.diff.heatmap import render_heatmap
+from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError, CircuitBreaker
+from npu_hil.harness.farm.session import BoardSession
+from npu_hil.harness.folders import private_dir
+from npu_hil.harness.models import MODELS, Manifest, ManifestError, build
+from npu_hil.harness.sim.expect import Expected, expect_run
+from npu_hil.targets import last_op_kind
+from npu_hil.targets.rockchip import TARGETS as ROCKCHIP_TARGETS
 
 __all__ = ["ModelRun", "TensorRun", "run_model"]
 
@@ -116,7 +120,7 @@ class ModelRun:
         return self._decoded(name, "input", dequantize)
 
     def _decoded(self, name: str, role: str, dequantize: bool) -> np.ndarray:
-        from harness.farm.decode import dequantize as to_float
+        from npu_hil.harness.farm.decode import dequantize as to_float
 
         tensor = self.tensor(name, role)
         values = np.asarray(tensor.layout.unpack(tensor.data))
@@ -188,8 +192,18 @@ def run_model(
         load_timeout_s=session.board.timeouts.load,
         run_timeout_s=session.board.timeouts.run,
     )
-    result = session.client.submit(spec, arrays)
-    result.raise_for_errors()
+    breaker = session.breaker
+    if breaker is not None:
+        breaker.check()  # a board marked unhealthy costs nothing more
+    try:
+        result = session.client.submit(spec, arrays)
+        result.raise_for_errors()
+    except Exception as exc:
+        if breaker is not None:
+            _feed_breaker(breaker, session.name, exc)
+        raise
+    if breaker is not None:
+        breaker.succeeded()
     # The logical shapes are the model's: a runtime may give its tensors' native dims instead
     # (rknn_native: NC1HWC2 [N, C1, H, W, C2]), which the attributes carry anyway.
     logical = {**_output_shapes(reference), **{k: v.shape for k, v in given.items()}}
@@ -227,6 +241,17 @@ def run_model(
         fallback_reason=session.fallback_reason,
         timings=_timings(result),
     )
+
+
+def _feed_breaker(breaker: CircuitBreaker, board: str, exc: Exception) -> None:
+    """Count an infrastructure failure (BoardBrokenError from it when it opened the breaker);
+    any other error came from a board that answered, which ends a run of failures."""
+    if not isinstance(exc, INFRA_FAILURES):
+        breaker.succeeded()
+    elif breaker.failed(exc):
+        raise BoardBrokenError(
+            breaker.opened or "", board=board, cause=breaker.failures[-1]
+        ) from exc
 
 
 # --- the model ----------------------------------------------------------------------------------

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.agent.client import AgentClient
-from harness.farm.connect import close_transport
-from harness.farm.inventory import Board
-from harness.models import Manifest, load_manifest
-from harness.transport.base import Transport
+from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.farm.breaker import CircuitBreaker
+from npu_hil.harness.farm.connect import close_transport
+from npu_hil.harness.farm.inventory import Board
+from npu_hil.harness.models import Manifest, load_manifest
+from npu_hil.harness.transport.base import Transport
 
 __all__ = ["BoardSession", "Health"]
 
@@ -41,6 +42,8 @@ class BoardSession:
     ``simulated`` is True for a simulated board and for a real one the farm replaced by a
     simulated board (``fallback_reason`` then says why), so reports never confuse the two.
     ``adapter`` and ``adapter_options`` are what every job on this session names.
+    ``breaker`` is the board's circuit breaker (shared by copies of the session):
+    :func:`harness.farm.runner.run_model` consults and feeds it.
     """
 
     board: Board
@@ -53,6 +56,11 @@ class BoardSession:
     fallback_reason: str | None = None
     manifest_path: Path | None = None
     _manifest: Manifest | None = field(default=None, repr=False)
+    breaker: CircuitBreaker | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.breaker is None:
+            self.breaker = CircuitBreaker(self.board.name)
 
     @property
     def manifest(self) -> Manifest | None:

@@ -18,8 +18,8 @@ Importing this package never imports labgrid (an optional extra: ``pip install
 
 from __future__ import annotations
 
-from harness.labgrid.config import DEFAULT_PORT, LabgridConfig
-from harness.labgrid.endpoints import (
+from npu_hil.harness.labgrid.config import DEFAULT_PORT, LabgridConfig
+from npu_hil.harness.labgrid.endpoints import (
     PlaceEndpoints,
     PowerEndpoint,
     ResourceState,
@@ -27,8 +27,13 @@ from harness.labgrid.endpoints import (
     SshEndpoint,
     endpoints_of,
 )
-from harness.labgrid.errors import LabgridError, LabgridMissingError, PlaceBusyError, PlaceLostError
-from harness.labgrid.places import LabgridPlaces
+from npu_hil.harness.labgrid.errors import (
+    LabgridError,
+    LabgridMissingError,
+    PlaceBusyError,
+    PlaceLostError,
+)
+from npu_hil.harness.labgrid.places import LabgridPlaces
 
 __all__ = [
     "DEFAULT_PORT",

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from harness.labgrid.errors import LabgridError
+from npu_hil.harness.labgrid.errors import LabgridError
 
 __all__ = [
     "POWER_DRIVERS",

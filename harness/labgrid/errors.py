@@ -8,7 +8,7 @@ user fixes with one command, so it is its own type and says that command.
 
 from __future__ import annotations
 
-from harness.errors import NpuHilError, TransportError
+from npu_hil.harness.errors import NpuHilError, TransportError
 
 __all__ = ["LabgridError", "LabgridMissingError", "PlaceBusyError", "PlaceLostError"]
 

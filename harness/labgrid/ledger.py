@@ -30,7 +30,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from harness.procstat import proc_stat
+from npu_hil.harness.procstat import proc_stat
 
 __all__ = ["Holder", "Holding", "PlaceLedger", "current_holder", "holder_alive"]
 

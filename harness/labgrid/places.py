@@ -37,16 +37,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.labgrid import exit_hooks
-from harness.labgrid.config import LabgridConfig
-from harness.labgrid.endpoints import PlaceEndpoints, endpoints_of
-from harness.labgrid.errors import LabgridError, PlaceBusyError, PlaceLostError
-from harness.labgrid.ledger import Holding, PlaceLedger, current_holder
-from harness.labgrid.power import PowerAction, switch_power
-from harness.labgrid.state import PlaceState
+from npu_hil.harness.labgrid import exit_hooks
+from npu_hil.harness.labgrid.config import LabgridConfig
+from npu_hil.harness.labgrid.endpoints import PlaceEndpoints, endpoints_of
+from npu_hil.harness.labgrid.errors import LabgridError, PlaceBusyError, PlaceLostError
+from npu_hil.harness.labgrid.ledger import Holding, PlaceLedger, current_holder
+from npu_hil.harness.labgrid.power import PowerAction, switch_power
+from npu_hil.harness.labgrid.state import PlaceState
 
 if TYPE_CHECKING:
-    from harness.labgrid.coordinator import CoordinatorClient
+    from npu_hil.harness.labgrid.coordinator import CoordinatorClient
 
 __all__ = ["LabgridPlaces", "select_places", "selected_by_tags"]
 
@@ -104,7 +104,7 @@ class LabgridPlaces:
         poll_interval: float = POLL_S,
     ) -> None:
         if client is None:
-            from harness.labgrid.coordinator import CoordinatorClient  # needs labgrid
+            from npu_hil.harness.labgrid.coordinator import CoordinatorClient  # needs labgrid
 
             client = CoordinatorClient(config.coordinator)
         self.config = config

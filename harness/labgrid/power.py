@@ -14,8 +14,8 @@ import importlib
 import logging
 from typing import Any, Literal
 
-from harness.labgrid.endpoints import PowerEndpoint
-from harness.labgrid.errors import LabgridError, LabgridMissingError
+from npu_hil.harness.labgrid.endpoints import PowerEndpoint
+from npu_hil.harness.labgrid.errors import LabgridError, LabgridMissingError
 
 __all__ = ["PowerAction", "switch_power"]
 

@@ -3,7 +3,7 @@ their compiled artifacts per target in a manifest."""
 
 from __future__ import annotations
 
-from harness.models.builders import (
+from npu_hil.harness.models.builders import (
     MODELS,
     add_relu,
     build,
@@ -13,9 +13,9 @@ from harness.models.builders import (
     depthwise,
     identity,
 )
-from harness.models.files import load, save
-from harness.models.manifest import Manifest, ManifestError, ModelEntry, load_manifest
-from harness.models.reference import ModelInputError, reference_outputs
+from npu_hil.harness.models.files import load, save
+from npu_hil.harness.models.manifest import Manifest, ManifestError, ModelEntry, load_manifest
+from npu_hil.harness.models.reference import ModelInputError, reference_outputs
 
 __all__ = [
     "MODELS",

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import onnx
 
-from harness.models.builders import MODELS, build
-from harness.models.manifest import (
+from npu_hil.harness.models.builders import MODELS, build
+from npu_hil.harness.models.manifest import (
     Compiled,
     CompiledTensor,
     Manifest,
@@ -23,13 +23,13 @@ from harness.models.manifest import (
     load_manifest,
     save_manifest,
 )
-from harness.models.rknn_build import (
+from npu_hil.harness.models.rknn_build import (
     BuildJob,
     BuildResult,
     read_dataset,
     write_calibration,
 )
-from harness.models.rknn_file import NativeTensor
+from npu_hil.harness.models.rknn_file import NativeTensor
 
 REGRESSION_SHAPES: tuple[tuple[int, int, int, int], ...] = ((1, 3, 6, 10), (1, 16, 5, 7))
 """The NCHW input shapes the regression suite runs every reference model at: an image-like

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import NpuHilError
-from targets import horizon, kl730, rockchip
+from npu_hil.harness.errors import NpuHilError
+from npu_hil.targets import horizon, kl730, rockchip
 
 VERSION = 1
 

@@ -20,7 +20,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from harness.errors import NpuHilError
+from npu_hil.harness.errors import NpuHilError
 
 SESSION_CACHE_SIZE = 16
 

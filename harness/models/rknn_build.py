@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.errors import NpuHilError
-from harness.inputs import load_npy
-from harness.models.rknn_file import NativeTensor, RknnFileError, read_tensor_table
+from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.inputs import load_npy
+from npu_hil.harness.models.rknn_file import NativeTensor, RknnFileError, read_tensor_table
 
 TOOLKIT = "rknn-toolkit2"
 TOOLKIT_VERSION = "2.5.0"
@@ -86,7 +86,7 @@ def probe(python: str | None = None, timeout_s: float = 120.0) -> str | None:
         )
     try:
         done = subprocess.run(
-            [python or sys.executable, "-m", "harness.models.rknn_child", "--probe"],
+            [python or sys.executable, "-m", "npu_hil.harness.models.rknn_child", "--probe"],
             capture_output=True,
             text=True,
             timeout=timeout_s,
@@ -293,7 +293,7 @@ def build_one(job: BuildJob, *, timeout_s: float = BUILD_TIMEOUT_S) -> BuildResu
     try:
         with job.log.open("wb") as log:
             done = subprocess.run(
-                [sys.executable, "-m", "harness.models.rknn_child", str(spec_file)],
+                [sys.executable, "-m", "npu_hil.harness.models.rknn_child", str(spec_file)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -314,7 +314,7 @@ class _Server:
         env = dict(os.environ)
         env.setdefault("OMP_NUM_THREADS", "1")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "harness.models.rknn_child", "--serve"],
+            [sys.executable, "-m", "npu_hil.harness.models.rknn_child", "--serve"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from math import prod
 from pathlib import Path
 
-from harness.errors import NpuHilError
+from npu_hil.harness.errors import NpuHilError
 
 MAGIC = b"RKNN"
 _FULL_HEADER = 0x40

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.report.records import OUTCOMES, TensorFinding, TestRecord
-from harness.report.writer import append_record, load_records, new_run_dir, write_run
+from npu_hil.harness.report.records import OUTCOMES, TensorFinding, TestRecord
+from npu_hil.harness.report.writer import append_record, load_records, new_run_dir, write_run
 
 __all__ = [
     "OUTCOMES",

@@ -1,15 +1,35 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of one."""
+"""Atomic file writes: a reader sees the old file or the new one, never half of one.
+
+Report files get the mode the user's umask gives a new file (0644 under umask 022), like any
+file a tool writes: ``tempfile.mkstemp`` would make them 0600, and a CI server or a colleague
+reading the reports would find them unreadable. Who may reach them is the run folder's business
+(created private, see :mod:`harness.report.runs`).
+"""
 
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from pathlib import Path
+
+# The umask applies: 0o666 & ~umask, as open(2) and the shell give a new file.
+FILE_MODE = 0o666
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+
+
+def _create_temp(path: Path) -> tuple[int, Path]:
+    """A new file beside ``path``, never an existing one nor through a link (O_EXCL)."""
+    while True:
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            return os.open(tmp, _NEW_FILE, FILE_MODE), tmp
+        except FileExistsError:  # the same random name: draw again
+            continue
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to a temporary file beside ``path``, fsync it, then ``os.replace`` it."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _create_temp(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -17,12 +37,14 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    write_bytes_atomic(path, text.encode("utf-8"))
+    # The writers hand clean text (harness.report.sanitize); "replace" is the last guard, so a
+    # character that slipped through costs one "?" rather than the whole file.
+    write_bytes_atomic(path, text.encode("utf-8", errors="replace"))
 
 
 def append_line(path: Path, line: str) -> None:
@@ -31,8 +53,9 @@ def append_line(path: Path, line: str) -> None:
     Several pytest-xdist workers may append to the same file: one write per line keeps lines
     whole, and the fsync means a crash right after a test still leaves its line on disk.
     """
-    data = (line.rstrip("\n") + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    data = (line.rstrip("\n") + "\n").encode("utf-8", errors="replace")
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags, FILE_MODE)
     try:
         os.write(fd, data)
         os.fsync(fd)

@@ -5,6 +5,11 @@ selection, see :mod:`harness.report.runmeta`), or the run named with ``--compare
 it: new failures, fixed, still failing. Over a window of recent same-kind runs: flaky tests (a
 pass/fail state that flipped more than once; skips and absences are not states) and a trend of
 outcomes per board.
+
+A same-kind run newer than the baseline that did not finish (it crashed before writing
+summary.json, known then by its run.json; or its summary says it stopped early) is never used as
+the baseline, and never skipped silently either: the comparison lists it in
+``previous_incomplete`` and says so in its ``baseline`` sentence.
 """
 
 from __future__ import annotations
@@ -14,8 +19,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from harness.report.records import OUTCOMES, TestRecord
-from harness.report.runs import RUN_ID_PATTERN, read_summary
+from npu_hil.harness.report.records import OUTCOMES, TestRecord
+from npu_hil.harness.report.runs import RECORDS_FILE, RUN_ID_PATTERN, read_run_start, read_summary
 
 FLAKY_WINDOW = 5
 TREND_RUNS = 10
@@ -35,14 +40,8 @@ def same_kind_runs(run_dir: Path, key: str, limit: int) -> list[tuple[Path, dict
     """Up to ``limit`` complete runs before ``run_dir`` with run key ``key``, newest first."""
     if not key:
         return []
-    siblings = sorted(
-        (p for p in run_dir.parent.iterdir() if RUN_ID_PATTERN.match(p.name) and p.is_dir()),
-        reverse=True,
-    )
     found: list[tuple[Path, dict[str, Any]]] = []
-    for past in siblings[:SCAN_LIMIT]:
-        if past.name >= run_dir.name:
-            continue
+    for past in _earlier_runs(run_dir):
         summary = read_summary(past)
         if summary is None:
             continue
@@ -51,6 +50,60 @@ def same_kind_runs(run_dir: Path, key: str, limit: int) -> list[tuple[Path, dict
             found.append((past, summary))
             if len(found) >= limit:
                 break
+    return found
+
+
+def _earlier_runs(run_dir: Path) -> list[Path]:
+    """The run folders beside ``run_dir`` that started before it, newest first (bounded)."""
+    siblings = sorted(
+        (p for p in run_dir.parent.iterdir() if RUN_ID_PATTERN.match(p.name) and p.is_dir()),
+        reverse=True,
+    )
+    return [p for p in siblings[:SCAN_LIMIT] if p.name < run_dir.name]
+
+
+def _record_count(run_dir: Path) -> int:
+    try:
+        with (run_dir / RECORDS_FILE).open("rb") as handle:
+            return sum(1 for line in handle if line.strip())
+    except OSError:
+        return 0
+
+
+def incomplete_reason(run_dir: Path, summary: Mapping[str, Any] | None) -> str | None:
+    """Why the run at ``run_dir`` is incomplete, or None when it finished. ``summary`` is its
+    summary.json (None: it has none)."""
+    if summary is None:
+        count = _record_count(run_dir)
+        return f"it crashed or was killed: no summary.json, {count} test records written"
+    meta = summary.get("meta", {})
+    if meta.get("complete"):
+        return None
+    code = meta.get("pytest_exit")
+    exit_text = f" (pytest exit {code})" if code not in (None, "") else ""
+    if meta.get("incomplete"):
+        return f"it crashed{exit_text}; its report was rebuilt from the records it left"
+    return f"it stopped before its last test{exit_text}"
+
+
+def incomplete_runs(run_dir: Path, key: str, until: str | None) -> list[dict[str, Any]]:
+    """Same-kind runs before ``run_dir`` and after the run named ``until`` (the baseline; None:
+    every earlier one) that did not finish, newest first, each with why."""
+    if not key:
+        return []
+    found = []
+    for past in _earlier_runs(run_dir):
+        if until is not None and past.name <= until:
+            break
+        summary = read_summary(past)
+        start = read_run_start(past) or {}
+        # run.json's key is the plugin's; a summary rebuilt after a crash may carry another
+        keys = {start.get("run_key"), (summary or {}).get("meta", {}).get("run_key")}
+        if key not in keys:
+            continue
+        why = incomplete_reason(past, summary)
+        if why is not None:
+            found.append({"run_id": past.name, "why": why})
     return found
 
 
@@ -88,11 +141,17 @@ def build_comparison(
     history = same_kind_runs(run_dir, key, max(window - 1, TREND_RUNS - 1, 1))
     asked_name = str(meta.get("compare_with") or "")
     baseline: tuple[Path, dict[str, Any]] | None
+    incomplete: list[dict[str, Any]] = []
     if asked_name:
         baseline = _asked(run_dir, asked_name)
         how = f"asked with --compare-with {asked_name}"
         if baseline is None:
             how = f"--compare-with {asked_name}: no finished run there"
+        else:
+            why = incomplete_reason(baseline[0], baseline[1])
+            if why is not None:
+                incomplete = [{"run_id": baseline[0].name, "why": why}]
+                how += f"; that run is INCOMPLETE: {why}, so tests it did not reach are absent"
     else:
         baseline = history[0] if history else None
         how = (
@@ -100,6 +159,14 @@ def build_comparison(
             if baseline is not None
             else "no earlier complete run of the same suite, inventory and selection"
         )
+        incomplete = incomplete_runs(run_dir, key, baseline[0].name if baseline else None)
+        if incomplete:
+            latest = incomplete[0]
+            more = f" ({len(incomplete) - 1} more incomplete before it)" if incomplete[1:] else ""
+            how += (
+                f"; the previous run of this kind, {latest['run_id']}, is INCOMPLETE: "
+                f"{latest['why']}{more}; it is not compared with"
+            )
     previous = _outcomes(baseline[1]) if baseline is not None else {}
     new_failures, fixed, still_failing = [], [], []
     for nodeid, outcome in current.items():
@@ -142,6 +209,7 @@ def build_comparison(
         "previous_started": baseline[1].get("meta", {}).get("started", "") if baseline else "",
         "previous_commit": baseline[1].get("meta", {}).get("git_commit", "") if baseline else "",
         "baseline": how,
+        "previous_incomplete": incomplete,
         "window": [past.name for past, _ in reversed(flaky_runs)] + [run_dir.name],
         "new_failures": sorted(new_failures, key=lambda e: str(e["nodeid"])),
         "fixed": sorted(fixed, key=lambda e: str(e["nodeid"])),

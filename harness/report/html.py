@@ -18,7 +18,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from harness.report.records import TensorFinding, TestRecord
+from npu_hil.harness.report.records import TensorFinding, TestRecord
 
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
@@ -32,7 +32,7 @@ text-align:left;vertical-align:top}th{background:#f3f3f3}
 .none{background:#f3f3f3;color:#777}.mixedb{background:#fff4c2;color:#6b5200}
 .new{background:#8a1111;color:#fff}.banner{padding:.6em 1em;margin:.6em 0;border-radius:4px;
 background:#dbe7ff;color:#1a3f8a;font-weight:600}.banner.mixed{background:#fff4c2;color:#6b5200}
-.banner.hwonly{background:#3a3a3a;color:#fff}.banner.warn{background:#ffe3b3;color:#7a4500}
+.banner.hwonly{background:#3a3a3a;color:#fff}.banner.failrun{background:#8a1111;color:#fff}.banner.warn{background:#ffe3b3;color:#7a4500}
 pre{background:#f7f7f7;padding:.5em;overflow-x:auto;white-space:pre-wrap;margin:.3em 0}
 img.heat{max-width:100%;border:1px solid #ccc;margin:.3em 0}.muted{color:#777}
 tr.row-failed td,tr.row-error td{background:#fff8f8}
@@ -207,8 +207,13 @@ def _header(run_dir: Path, summary: Mapping[str, Any]) -> str:
     meta = summary.get("meta", {})
     outcomes = summary["outcomes"]
     counts = " ".join(_badge(f"{outcomes.get(o, 0)} {o}", o) for o in OUTCOME_COLUMNS)
+    failure = summary.get("run_failure")
+    failed = (
+        f'<div class="banner failrun">FAILED RUN: {escape(str(failure))}</div>' if failure else ""
+    )
     return (
-        f"<h1>npu-hil run {escape(str(meta.get('run_id', '')))}</h1>{provenance_banner(summary)}"
+        f"<h1>npu-hil run {escape(str(meta.get('run_id', '')))}</h1>{failed}"
+        f"{provenance_banner(summary)}"
         f"<p>{summary['total']} tests: {counts}</p>{_links(run_dir)}{_meta_table(summary)}"
     )
 
@@ -233,6 +238,21 @@ def _health(summary: Mapping[str, Any]) -> str:
     )
 
 
+def _incomplete_banner(comparison: Mapping[str, Any]) -> str:
+    """A run of the same kind that did not finish is said, never silently skipped."""
+    entries = comparison.get("previous_incomplete") or []
+    if not entries:
+        return ""
+    items = "".join(
+        f"<li><code>{escape(str(e.get('run_id')))}</code>: {escape(str(e.get('why')))}</li>"
+        for e in entries[:20]
+    )
+    return (
+        '<div class="banner warn incomplete">INCOMPLETE earlier run of this kind (it did not '
+        f"finish, so it is no full baseline):<ul>{items}</ul></div>"
+    )
+
+
 def _comparison(comparison: Mapping[str, Any]) -> str:
     previous = comparison.get("previous_run")
     how = str(comparison.get("baseline", ""))
@@ -240,6 +260,7 @@ def _comparison(comparison: Mapping[str, Any]) -> str:
         return (
             '<h2 id="compare">Since the previous run</h2>'
             f"<p class='muted'>No comparison: {escape(how or 'no earlier run')}.</p>"
+            f"{_incomplete_banner(comparison)}"
         )
     when = comparison.get("previous_started") or "?"
     commit = comparison.get("previous_commit")
@@ -248,6 +269,7 @@ def _comparison(comparison: Mapping[str, Any]) -> str:
         f"run <code>{escape(str(previous))}</code>, started {escape(str(when))}"
         + (f", commit <code>{escape(str(commit))}</code>" if commit else "")
         + f": {escape(how)}.</p>"
+        + _incomplete_banner(comparison)
     ]
     for key, title in (
         ("new_failures", "New failures"),
@@ -387,6 +409,8 @@ def _row(run_dir: Path, r: TestRecord, new: set[str], folded: bool) -> str:
     }
     attrs = " ".join(f'data-{k}="{escape(v)}"' for k, v in data.items())
     message = f"<div>{escape(r.message)}</div>" if r.message else ""
+    if r.retried:  # shown folded or not: a pass that needed a retry is worth a look
+        message += _folded(f"retried {len(r.retried)}x after", "\n".join(r.retried))
     return (
         f'<tr class="case row-{escape(r.outcome)}" {attrs}><td>{_badge(r.outcome, r.outcome)}'
         f"{flag}</td><td>{_prov_badge(r.provenance)}</td><td>{escape(board)}</td>"

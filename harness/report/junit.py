@@ -7,20 +7,17 @@ record's own properties.
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.report.records import TestRecord
+from npu_hil.harness.report.records import TestRecord
+from npu_hil.harness.report.sanitize import clean_text
 
-# XML 1.0 forbids most control characters; a device dump in a message must not break the file.
-_ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-
-
-def _clean(text: str) -> str:
-    return _ILLEGAL_XML.sub("\ufffd", text)
+# XML 1.0 forbids most control characters, surrogates and U+FFFE/U+FFFF: a device dump in a
+# message must not break the file. The records are clean already; the rest (meta) is cleaned here.
+_clean = clean_text
 
 
 def split_nodeid(nodeid: str) -> tuple[str, str]:

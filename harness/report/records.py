@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from harness.redact import scrub
+from npu_hil.harness.redact import scrub
+from npu_hil.harness.report.sanitize import clean_text
 
 OUTCOMES = ("passed", "failed", "error", "skipped")
 
@@ -37,7 +38,10 @@ class TestRecord:
     ``"sim"`` for a simulated board (a fallback included), ``""`` when it ran on neither (skipped,
     or its board was unreachable); ``layout`` names the NPU layout(s) the case exercised;
     ``board_events`` are the board's health events the test met (a power cycle, a fallback, an
-    unhealthy board); ``properties`` go into the JUnit XML as ``<property>`` elements.
+    unhealthy board); ``retried`` holds each infrastructure error a retry was paid for
+    (``TransportError: ...``), in order, so a test that passed on its second try still shows
+    what went wrong on its first; ``properties`` go into the JUnit XML as ``<property>``
+    elements.
     """
 
     __test__ = False  # a record, not a test class pytest should try to collect
@@ -59,6 +63,7 @@ class TestRecord:
     ran_on: str | None = None
     layout: str = ""
     board_events: list[str] = field(default_factory=list)
+    retried: list[str] = field(default_factory=list)
 
     @property
     def provenance(self) -> str:
@@ -82,17 +87,19 @@ class TestRecord:
 
 
 def scrubbed(record: TestRecord) -> TestRecord:
-    """``record`` with every secret in its text removed (:func:`harness.redact.scrub`): applied
-    where records are written, so records.jsonl, the JUnit XML, the HTML page and the summary
-    never hold key material, whatever exception text a test ended with."""
+    """``record`` with every secret in its text removed (:func:`harness.redact.scrub`) and its
+    text made safe to write (:func:`harness.report.sanitize.clean_text`: no lone surrogate, no
+    raw control or bidi character): applied where records are written, so records.jsonl, the
+    JUnit XML, the HTML page and the summary never hold key material and are always written and
+    valid, whatever exception text a test ended with."""
     return TestRecord.from_dict(_scrub_value(record.to_dict()))
 
 
 def _scrub_value(value: Any) -> Any:
     if isinstance(value, str):
-        return scrub(value)
+        return clean_text(scrub(value))
     if isinstance(value, dict):
-        return {key: _scrub_value(item) for key, item in value.items()}
+        return {_scrub_value(key): _scrub_value(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_scrub_value(item) for item in value]
     return value

@@ -40,7 +40,7 @@ _SELECTION_OPTIONS = (
 
 
 def harness_version() -> str:
-    from harness import __version__
+    from npu_hil.harness import __version__
 
     return __version__
 
@@ -103,17 +103,22 @@ def _suite_of(config: pytest.Config) -> list[str]:
     return paths
 
 
+def config_run_kind(config: pytest.Config) -> dict[str, Any]:
+    """The run kind of the pytest session ``config`` is (see :func:`run_kind`)."""
+    from npu_hil.harness.plugin_farm import inventory_path
+
+    selection = {name: config.getoption(name, None) for name in _SELECTION_OPTIONS}
+    if selection.get("backend") == "auto":
+        selection["backend"] = None
+    return run_kind(_suite_of(config), inventory_path(config), selection)
+
+
 def run_meta(
     config: pytest.Config, exitstatus: int, started: float, *, stopped: bool = False
 ) -> dict[str, Any]:
     """The fields the plugin adds to a run's meta at the end of the session; ``stopped``: the
     session ended before its last test (``-x``, ``--maxfail``, a stop request)."""
-    from harness.plugin_farm import inventory_path
-
-    selection = {name: config.getoption(name, None) for name in _SELECTION_OPTIONS}
-    if selection.get("backend") == "auto":
-        selection["backend"] = None
-    kind = run_kind(_suite_of(config), inventory_path(config), selection)
+    kind = config_run_kind(config)
     return {
         "harness_version": harness_version(),
         "git_commit": git_commit(config.rootpath),

@@ -3,6 +3,11 @@
 ``reports/<run-id>/`` where the run id is a UTC timestamp plus a short random suffix, so a plain
 sort of the folder names is the order the runs started in. ``records.jsonl`` holds one
 :class:`TestRecord` per line, appended as tests finish: a crashed run keeps what completed.
+``run.json`` is written with the first record: the run's key and start, so a run that dies
+before its summary.json is still known as a run of its kind ("the previous run was incomplete").
+
+A run folder is created private (0700): failure messages and boot logs are for whoever ran the
+suite; the files inside get the umask's mode (:mod:`harness.report.atomic`).
 """
 
 from __future__ import annotations
@@ -15,11 +20,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.report.atomic import append_line
-from harness.report.records import TestRecord, scrubbed
+from npu_hil.harness.report.atomic import append_line, write_text_atomic
+from npu_hil.harness.report.records import TestRecord, scrubbed
+from npu_hil.harness.report.sanitize import clean_value
 
 RECORDS_FILE = "records.jsonl"
 SUMMARY_FILE = "summary.json"
+RUN_FILE = "run.json"
+FOLDER_MODE = 0o700
 RUN_DIR_ENV = "NPU_HIL_RUN_DIR"
 RUN_ID_PATTERN = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{6}$")
 
@@ -32,11 +40,11 @@ def new_run_id(now: datetime | None = None) -> str:
 def new_run_dir(reports_root: str | Path) -> Path:
     """Create and return ``<reports_root>/<run-id>/``."""
     root = Path(reports_root)
-    root.mkdir(parents=True, exist_ok=True)
+    root.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
     while True:
         run_dir = root / new_run_id()
         try:
-            run_dir.mkdir()
+            run_dir.mkdir(mode=FOLDER_MODE)
         except FileExistsError:  # same second, same random suffix: draw again
             continue
         return run_dir
@@ -52,11 +60,12 @@ def run_dir_for_session(reports_root: str | Path, run_id: str | None = None) -> 
     named = os.environ.get(RUN_DIR_ENV)
     if named:
         path = Path(named)
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
         return path
     if run_id:
+        Path(reports_root).mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
         path = Path(reports_root) / run_id
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=FOLDER_MODE, exist_ok=True)
         return path
     return new_run_dir(reports_root)
 
@@ -81,6 +90,21 @@ def load_records(run_dir: str | Path) -> list[TestRecord]:
         except (ValueError, TypeError):
             continue
     return records
+
+
+def write_run_start(run_dir: str | Path, meta: dict[str, Any]) -> None:
+    """``<run_dir>/run.json``: what is known of the run when it starts (its run key)."""
+    text = json.dumps(clean_value(meta), indent=2, sort_keys=True)
+    write_text_atomic(Path(run_dir) / RUN_FILE, text + "\n")
+
+
+def read_run_start(run_dir: Path) -> dict[str, Any] | None:
+    """A past run's run.json, or None."""
+    try:
+        data = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def read_summary(run_dir: Path) -> dict[str, Any] | None:

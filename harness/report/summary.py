@@ -8,10 +8,11 @@ board ran, ``simulated`` for a simulated board (a fallback included), ``not run`
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.report.records import OUTCOMES, TestRecord
+from npu_hil.harness.report.records import OUTCOMES, TestRecord
 
 SCHEMA_VERSION = 2
 NO_BOARD = "(no board)"
@@ -44,8 +45,9 @@ def _health(records: Sequence[TestRecord]) -> dict[str, list[dict[str, Any]]]:
         if reason and not any(reason in e for e in events):
             events.append(f"fell back to a simulated board: {reason}")
         retries = record.properties.get("retries")
-        if retries:
+        if retries and not record.retried:  # a record written before ``retried`` existed
             events.append("model run retried after a transport error or timeout")
+        events.extend(f"model run retried after {error}" for error in record.retried)
         for event in dict.fromkeys(events):
             board = per_board.setdefault(record.board or NO_BOARD, {})
             board[event] = board.get(event, 0) + 1
@@ -53,6 +55,25 @@ def _health(records: Sequence[TestRecord]) -> dict[str, list[dict[str, Any]]]:
         board: [{"event": e, "cases": n} for e, n in events.items()]
         for board, events in sorted(per_board.items())
     }
+
+
+def nothing_reached(records: Sequence[TestRecord]) -> str | None:
+    """Why a run of board cases is a failed run although nothing failed: not one case ran on a
+    board (all skipped for want of a matching board, or their boards unreachable). None when
+    some case ran on a board, or when there were no board cases at all."""
+    if not records or any(r.provenance in ("hw", "sim") for r in records):
+        return None
+    counts = Counter(r.outcome for r in records)
+    outcomes = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
+    reasons = Counter(r.message for r in records if r.message)
+    top = "; ".join(
+        f"{message} ({n} case{'s' if n > 1 else ''})" for message, n in reasons.most_common(3)
+    )
+    more = f"; and {len(reasons) - 3} other reasons" if len(reasons) > 3 else ""
+    return (
+        f"no test reached a board: {len(records)} board cases ({outcomes}), none ran on a board"
+        + (f": {top}{more}" if top else "")
+    )
 
 
 def build_summary(records: Sequence[TestRecord], meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -92,6 +113,8 @@ def build_summary(records: Sequence[TestRecord], meta: Mapping[str, Any]) -> dic
     return {
         "schema": SCHEMA_VERSION,
         "meta": dict(meta),
+        # a failed run although no test failed (nothing reached a board), with the reason
+        "run_failure": meta.get("run_failure") or None,
         "total": len(records),
         "outcomes": totals,
         "simulated": sum(by_backend["simulated"].values()),

@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.report.atomic import write_bytes_atomic, write_text_atomic
-from harness.report.compare import build_comparison
-from harness.report.html import build_html
-from harness.report.junit import build_junit
-from harness.report.records import TestRecord, scrubbed
-from harness.report.runs import (
+from npu_hil.harness.report.atomic import write_bytes_atomic, write_text_atomic
+from npu_hil.harness.report.compare import build_comparison
+from npu_hil.harness.report.html import build_html
+from npu_hil.harness.report.junit import build_junit
+from npu_hil.harness.report.records import TestRecord, scrubbed
+from npu_hil.harness.report.runs import (
     RECORDS_FILE,
     SUMMARY_FILE,
     append_record,
@@ -25,7 +25,8 @@ from harness.report.runs import (
     new_run_dir,
     run_dir_for_session,
 )
-from harness.report.summary import build_summary
+from npu_hil.harness.report.sanitize import clean_value
+from npu_hil.harness.report.summary import build_summary
 
 JUNIT_FILE = "junit.xml"
 COMPARISON_FILE = "comparison.json"
@@ -61,15 +62,19 @@ def write_run(
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
     chosen = [scrubbed(r) for r in _dedupe(load_records(path) if records is None else records)]
-    full_meta = {"run_id": path.name, **dict(meta)}
+    # Every writer below takes clean text (harness.report.sanitize): the records are cleaned by
+    # ``scrubbed``, the meta (command line, paths) and the comparison (past runs' summaries,
+    # maybe written by an older harness) here.
+    full_meta = clean_value({"run_id": path.name, **dict(meta)})
     summary = build_summary(chosen, full_meta)
-    comparison = build_comparison(path, chosen, full_meta)
+    comparison = clean_value(build_comparison(path, chosen, full_meta))
     summary["comparison"] = {
         k: len(v)
         for k, v in comparison.items()
         if isinstance(v, list) and k not in ("window", "trend")
     }
     summary["comparison"]["previous_run"] = comparison["previous_run"]
+    summary["comparison"]["baseline"] = comparison["baseline"]
     write_bytes_atomic(path / JUNIT_FILE, build_junit(chosen, full_meta))
     write_text_atomic(path / COMPARISON_FILE, json.dumps(comparison, indent=2) + "\n")
     write_text_atomic(path / HTML_FILE, build_html(path, chosen, summary, comparison))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.errors import NpuHilError
+from npu_hil.harness.errors import NpuHilError
 
 KINDS = ("DeviceError", "LayoutError", "UnsupportedError", "TimeoutError")
 STAGES = ("init", "load", "run", "fetch", "release")

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 import numpy as np
 import onnx
 
-from harness.sim import numpy_exec
-from harness.sim.errors import SimConfigError, SimRefusal
+from npu_hil.harness.sim import numpy_exec
+from npu_hil.harness.sim.errors import SimConfigError, SimRefusal
 
 EXECUTORS = ("auto", "onnxruntime", "numpy")
 
@@ -47,6 +47,6 @@ def run(
 ) -> dict[str, np.ndarray]:
     if executor == "numpy":
         return numpy_exec.run(model, inputs)
-    from harness.models.reference import reference_outputs
+    from npu_hil.harness.models.reference import reference_outputs
 
     return reference_outputs(model, inputs)

@@ -20,10 +20,10 @@ from typing import Any, Protocol
 import numpy as np
 import onnx
 
-from harness.codec import BlockedLayout
-from harness.codec.reported import layout_from_report
-from harness.models.reference import reference_outputs
-from harness.sim.targets import HORIZON, KNERON, vendor_of
+from npu_hil.harness.codec import BlockedLayout
+from npu_hil.harness.codec.reported import layout_from_report
+from npu_hil.harness.models.reference import reference_outputs
+from npu_hil.harness.sim.targets import HORIZON, KNERON, vendor_of
 
 
 class ReportedTensor(Protocol):
@@ -54,14 +54,14 @@ def semantics(target: str) -> ModuleType:
     """The vendor module that knows how the target's values relate to floats."""
     vendor = vendor_of(target)
     if vendor == HORIZON:
-        from harness.sim.vendors import horizon
+        from npu_hil.harness.sim.vendors import horizon
 
         return horizon
     if vendor == KNERON:
-        from harness.sim.vendors import kneron
+        from npu_hil.harness.sim.vendors import kneron
 
         return kneron
-    from harness.sim.vendors import rknn
+    from npu_hil.harness.sim.vendors import rknn
 
     return rknn
 

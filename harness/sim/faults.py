@@ -33,13 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from harness.codec import BlockedLayout, get_layout
-from harness.codec.params import round_up
-from harness.errors import LayoutError
-from harness.sim.errors import SimConfigError
-from harness.sim.targets import HORIZON, KNERON, vendor_of
-from harness.sim.tensors import SimTensor
-from targets import horizon, kl730
+from npu_hil.harness.codec import BlockedLayout, get_layout
+from npu_hil.harness.codec.params import round_up
+from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.sim.errors import SimConfigError
+from npu_hil.harness.sim.targets import HORIZON, KNERON, vendor_of
+from npu_hil.harness.sim.tensors import SimTensor
+from npu_hil.targets import horizon, kl730
 
 BUFFER_FAULTS = (
     "wrong-alignment",

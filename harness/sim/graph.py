@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper, shape_inference
 
-from targets import last_op_kind
+from npu_hil.targets import last_op_kind
 
 CONV_OPS = ("Conv", "ConvTranspose")
 

@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.sim.errors import SimConfigError
-from harness.sim.execute import EXECUTORS
-from harness.sim.faults import Fault, parse_faults
-from harness.sim.targets import HORIZON, KNERON, ROCKCHIP, vendor_of
+from npu_hil.harness.sim.errors import SimConfigError
+from npu_hil.harness.sim.execute import EXECUTORS
+from npu_hil.harness.sim.faults import Fault, parse_faults
+from npu_hil.harness.sim.targets import HORIZON, KNERON, ROCKCHIP, vendor_of
 
 COMMON = ("target", "faults", "executor", "buffer_offset", "buffer_offsets", "input_layout",
           "output_layout")  # fmt: skip

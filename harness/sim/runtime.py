@@ -23,14 +23,14 @@ from typing import Any
 
 import onnx
 
-from harness.sim import execute
-from harness.sim.errors import SimRefusal
-from harness.sim.faults import apply_buffer_faults, apply_process_faults
-from harness.sim.graph import GraphInfo, inspect
-from harness.sim.options import SimOptions
-from harness.sim.targets import HORIZON, KNERON, ROCKCHIP
-from harness.sim.tensors import InputLike, SimRun, SimTensor
-from harness.sim.vendors.base import VendorSim
+from npu_hil.harness.sim import execute
+from npu_hil.harness.sim.errors import SimRefusal
+from npu_hil.harness.sim.faults import apply_buffer_faults, apply_process_faults
+from npu_hil.harness.sim.graph import GraphInfo, inspect
+from npu_hil.harness.sim.options import SimOptions
+from npu_hil.harness.sim.targets import HORIZON, KNERON, ROCKCHIP
+from npu_hil.harness.sim.tensors import InputLike, SimRun, SimTensor
+from npu_hil.harness.sim.vendors.base import VendorSim
 
 RUNTIME_NAME = "npu-hil simulated NPU"
 
@@ -45,9 +45,9 @@ class SimModel:
 
 
 def _vendor_sim(options: SimOptions) -> VendorSim:
-    from harness.sim.vendors.horizon import HorizonSim
-    from harness.sim.vendors.kneron import Kl730Sim
-    from harness.sim.vendors.rknn import RknnSim
+    from npu_hil.harness.sim.vendors.horizon import HorizonSim
+    from npu_hil.harness.sim.vendors.kneron import Kl730Sim
+    from npu_hil.harness.sim.vendors.rknn import RknnSim
 
     classes: dict[str, type[VendorSim]] = {
         ROCKCHIP: RknnSim,

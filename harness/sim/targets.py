@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.sim.errors import SimConfigError
-from targets import horizon, kl730, rockchip
+from npu_hil.harness.sim.errors import SimConfigError
+from npu_hil.targets import horizon, kl730, rockchip
 
 ROCKCHIP = "rockchip"
 HORIZON = "horizon"

@@ -8,7 +8,7 @@ the transport tests use directly.
 
 from __future__ import annotations
 
-from harness.simfarm.console import (
+from npu_hil.harness.simfarm.console import (
     BOARD_SCRIPT,
     Ser2net,
     SerialBoard,
@@ -16,12 +16,12 @@ from harness.simfarm.console import (
     start_serial_board,
     stop_serial_board,
 )
-from harness.simfarm.errors import MissingToolError, SimFarmError
-from harness.simfarm.farm import FarmStatus, default_dir, down, plan_boards, status, up
-from harness.simfarm.procs import ProcessRecord, StopResult, free_port, process_state
-from harness.simfarm.pyenv import harness_root, write_python_wrapper
-from harness.simfarm.sshd import Sshd, fingerprint, keygen, start_sshd, stop_sshd
-from harness.simfarm.state import FarmBoard, FarmState, load_state
+from npu_hil.harness.simfarm.errors import MissingToolError, SimFarmError
+from npu_hil.harness.simfarm.farm import FarmStatus, default_dir, down, plan_boards, status, up
+from npu_hil.harness.simfarm.procs import ProcessRecord, StopResult, free_port, process_state
+from npu_hil.harness.simfarm.pyenv import harness_root, write_python_wrapper
+from npu_hil.harness.simfarm.sshd import Sshd, fingerprint, keygen, start_sshd, stop_sshd
+from npu_hil.harness.simfarm.state import FarmBoard, FarmState, load_state
 
 __all__ = [
     "BOARD_SCRIPT",

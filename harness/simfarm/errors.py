@@ -4,7 +4,7 @@ installed here" from "installed but broken"."""
 
 from __future__ import annotations
 
-from harness.errors import NpuHilError
+from npu_hil.harness.errors import NpuHilError
 
 __all__ = ["MissingToolError", "SimFarmError"]
 

@@ -28,18 +28,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.codec import known_targets
-from harness.errors import UnsafeFolderError
-from harness.folders import private_dir, user_folder
-from harness.simfarm.console import (
+from npu_hil.harness.codec import known_targets
+from npu_hil.harness.errors import UnsafeFolderError
+from npu_hil.harness.folders import private_dir, user_folder
+from npu_hil.harness.simfarm.console import (
     require_ser2net,
     require_socat,
     start_ser2net,
     start_serial_board,
 )
-from harness.simfarm.errors import SimFarmError
-from harness.simfarm.inventory import checkout_manifest, write_inventory
-from harness.simfarm.procs import (
+from npu_hil.harness.simfarm.errors import SimFarmError
+from npu_hil.harness.simfarm.inventory import checkout_manifest, write_inventory
+from npu_hil.harness.simfarm.procs import (
     ProcessRecord,
     ProcessState,
     StopResult,
@@ -47,9 +47,9 @@ from harness.simfarm.procs import (
     record_process,
     stop_records,
 )
-from harness.simfarm.pyenv import harness_root, write_python_wrapper
-from harness.simfarm.sshd import login_user, require_openssh, start_sshd
-from harness.simfarm.state import (
+from npu_hil.harness.simfarm.pyenv import harness_root, write_python_wrapper
+from npu_hil.harness.simfarm.sshd import login_user, require_openssh, start_sshd
+from npu_hil.harness.simfarm.state import (
     FarmBoard,
     FarmState,
     load_state,

@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import NpuHilError
-from harness.simfarm.pyenv import harness_root
+from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.simfarm.pyenv import harness_root
 
 __all__ = ["checkout_manifest", "write_inventory"]
 
@@ -26,7 +26,7 @@ HEADER = (
 def checkout_manifest() -> Path | None:
     """The model manifest the checkout's own ``inventory.yaml`` names (absolute), if any: the
     farm's boards then run the same models as the default inventory's."""
-    from harness.farm.inventory import load_inventory
+    from npu_hil.harness.farm.inventory import load_inventory
 
     default = harness_root() / "inventory.yaml"
     if not default.is_file():

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.procstat import proc_stat
-from harness.simfarm.errors import SimFarmError
+from npu_hil.harness.procstat import proc_stat
+from npu_hil.harness.simfarm.errors import SimFarmError
 
 __all__ = [
     "ProcessRecord",

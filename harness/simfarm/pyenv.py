@@ -13,15 +13,15 @@ import shlex
 import sys
 from pathlib import Path
 
-import harness
+import npu_hil
 
 __all__ = ["harness_root", "write_python_wrapper"]
 
 
 def harness_root() -> Path:
-    """The folder that holds the ``harness`` and ``targets`` packages (a checkout, or
-    site-packages when installed)."""
-    return Path(harness.__file__).resolve().parents[1]
+    """The folder that holds the ``npu_hil`` package (a checkout, or site-packages when
+    installed)."""
+    return Path(npu_hil.__file__).resolve().parents[1]
 
 
 def write_python_wrapper(path: Path, *, python: str | None = None) -> Path:

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.simfarm.errors import MissingToolError, SimFarmError
-from harness.simfarm.procs import start_listener
+from npu_hil.harness.simfarm.errors import MissingToolError, SimFarmError
+from npu_hil.harness.simfarm.procs import start_listener
 
 __all__ = [
     "Sshd",

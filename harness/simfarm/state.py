@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.inputs import InputFileError, read_regular
-from harness.simfarm.errors import SimFarmError
-from harness.simfarm.procs import ProcessRecord
+from npu_hil.harness.inputs import InputFileError, read_regular
+from npu_hil.harness.simfarm.errors import SimFarmError
+from npu_hil.harness.simfarm.procs import ProcessRecord
 
 __all__ = ["STATE_FILE", "FarmBoard", "FarmState", "load_state", "remove_state", "save_state"]
 

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from harness.transport.base import (
+from npu_hil.harness.transport.base import (
     CompletedRun,
     RemotePathError,
     Session,
@@ -14,7 +14,7 @@ from harness.transport.base import (
     Transport,
     remote_path,
 )
-from harness.transport.local import LocalSession, LocalTransport
+from npu_hil.harness.transport.local import LocalSession, LocalTransport
 
 __all__ = [
     "CompletedRun",

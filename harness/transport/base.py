@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol, runtime_checkable
 
-from harness.errors import NpuHilError
+from npu_hil.harness.errors import NpuHilError
 
 __all__ = [
     "CompletedRun",

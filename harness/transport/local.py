@@ -16,9 +16,10 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from harness.errors import TransportError
-from harness.folders import private_dir
-from harness.transport.base import CompletedRun, RemotePathError, SessionExit, remote_path
+from npu_hil.harness.errors import TransportError
+from npu_hil.harness.folders import private_dir
+from npu_hil.harness.transport.base import CompletedRun, RemotePathError, SessionExit, remote_path
+from npu_hil.harness.transport.oserrors import board_os_error
 
 __all__ = ["LocalSession", "LocalTransport"]
 
@@ -151,14 +152,19 @@ class LocalTransport:
 
     def put(self, local_path: str | Path, remote_path: str | PurePosixPath) -> None:
         target = self._local(remote_path)
-        private_dir(target.parent)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         try:
+            private_dir(target.parent)
             shutil.copyfile(local_path, tmp)
             os.replace(tmp, target)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise TransportError(f"put {local_path} -> {remote_path}: {exc}") from exc
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            what = f"put {local_path} -> {remote_path}"
+            if exc.errno is not None:
+                # Named by its cause: a full or read-only board disk says so.
+                raise board_os_error(what, exc.errno, str(exc)) from exc
+            raise TransportError(f"{what}: {exc}") from exc
 
     def get(self, remote_path: str | PurePosixPath, local_path: str | Path) -> None:
         source = self._local(remote_path)
@@ -168,7 +174,9 @@ class LocalTransport:
         try:
             shutil.copyfile(source, local_path)
         except OSError as exc:
-            raise TransportError(f"get {remote_path} -> {local_path}: {exc}") from exc
+            raise TransportError(
+                f"get {remote_path} -> {local_path}: {exc}", errno=exc.errno
+            ) from exc
 
     def exists(self, remote_path: str | PurePosixPath) -> bool:
         return self._local(remote_path).exists()

@@ -52,6 +52,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import errno
 import fcntl
 import hashlib
 import logging
@@ -66,10 +67,18 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import serial
 
-from harness.agent.relay import EXIT_CUT, EXIT_DAMAGED, EXIT_GONE, EXIT_OK, TRAILER, whole_frames
-from harness.errors import TransportError
-from harness.transport.base import CompletedRun, SessionExit, remote_path
-from harness.transport.workdir import check_workdir_probe, workdir_probe
+from npu_hil.harness.agent.relay import (
+    EXIT_CUT,
+    EXIT_DAMAGED,
+    EXIT_GONE,
+    EXIT_OK,
+    TRAILER,
+    whole_frames,
+)
+from npu_hil.harness.errors import TransportError
+from npu_hil.harness.transport.base import CompletedRun, SessionExit, remote_path
+from npu_hil.harness.transport.oserrors import board_os_error, errno_in_text
+from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
 
 __all__ = ["SerialAgentSession", "SerialTransport", "prepare_url"]
 
@@ -357,12 +366,13 @@ class SerialTransport:
         problem = "no attempt"
         for _ in range(self.retries + 1):
             try:
-                _, status = self._exec(command, self.command_timeout)
+                output, status = self._exec(command, self.command_timeout)
             except TransportError as exc:
                 problem = str(exc)
                 continue
             if status == 0:
                 return
+            _raise_os_error(what, output)  # a full disk is not fixed by resending
             problem = f"the board's check failed (status {status})"
         raise TransportError(
             f"{what}: not delivered intact after {self.retries + 1} tries ({problem})"
@@ -371,6 +381,7 @@ class SerialTransport:
     def _checked(self, command: str, what: str) -> bytes:
         output, status = self._exec(command, self.command_timeout)
         if status != 0:
+            _raise_os_error(what, output)
             raise TransportError(
                 f"{what}: failed on the board (status {status}): "
                 f"{output[-500:].decode(errors='replace')}"
@@ -603,6 +614,14 @@ def _listen_argv(argv: Sequence[str], socket_name: str) -> list[str]:
         )
     at = args.index("--session")
     return [*args[:at], "--listen", socket_name, *args[at + 1 :]]
+
+
+def _raise_os_error(what: str, output: bytes) -> None:
+    """TransportError naming the errno when the board's shell said one (``cat: write error: No
+    space left on device``, ``can't create ...: Read-only file system``)."""
+    number = errno_in_text(output)
+    if number is not None and number != errno.ENOENT:
+        raise board_os_error(what, number, output.strip()[-300:].decode(errors="replace"))
 
 
 def _exit_code(text: bytes) -> int | None:

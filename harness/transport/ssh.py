@@ -27,6 +27,7 @@ import hashlib
 import logging
 import os
 import shlex
+import signal
 import socket
 import stat
 import threading
@@ -37,12 +38,15 @@ from pathlib import Path, PurePosixPath
 from typing import Literal, TypeVar
 
 import paramiko
+from filelock import FileLock
 
-from harness.errors import TransportError
-from harness.transport import ssh_stream
-from harness.transport.base import CompletedRun, SessionExit, remote_path
-from harness.transport.ssh_paths import SymlinkGuard
-from harness.transport.workdir import check_workdir_probe, workdir_probe
+from npu_hil.harness.errors import TransportError
+from npu_hil.harness.transport import ssh_stream
+from npu_hil.harness.transport.base import CompletedRun, SessionExit, remote_path
+from npu_hil.harness.transport.oserrors import board_os_error, errno_in_text
+from npu_hil.harness.transport.ssh_exit import exit_returncode, record_exit_signals
+from npu_hil.harness.transport.ssh_paths import SymlinkGuard
+from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
 
 __all__ = ["SshSession", "SshTransport", "fingerprint"]
 
@@ -83,10 +87,23 @@ class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]
                 "on the board, or use host_key_policy='accept-new'"
             )
         self.own_file.parent.mkdir(parents=True, exist_ok=True)
-        entry = paramiko.hostkeys.HostKeyEntry([hostname], key)
-        # Append, never rewrite: the file may hold keys of other boards.
-        with self.own_file.open("a", encoding="utf-8") as stream:
-            stream.write(entry.to_line())
+        # Several processes (xdist workers, parallel nightlies) may meet the same new board at
+        # once: under the lock the file is read again, so the key is appended once, and a
+        # different key another process recorded meanwhile is refused like any changed key.
+        with FileLock(f"{self.own_file}.lock", timeout=60.0):
+            recorded = _recorded_key(self.own_file, hostname, key.get_name())
+            if recorded is not None:
+                if recorded.asbytes() != key.asbytes():
+                    raise TransportError(
+                        f"host key for {hostname} changed: the board offers {key.get_name()} "
+                        f"{fingerprint(key)}, {self.own_file} has {fingerprint(recorded)} "
+                        "(recorded by another process meanwhile); refused"
+                    )
+                return
+            entry = paramiko.hostkeys.HostKeyEntry([hostname], key)
+            # Append, never rewrite: the file may hold keys of other boards.
+            with self.own_file.open("a", encoding="utf-8") as stream:
+                stream.write(entry.to_line())
         log.warning(
             "accepted new host key for %s: %s %s (recorded in %s)",
             hostname,
@@ -94,6 +111,16 @@ class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]
             fingerprint(key),
             self.own_file,
         )
+
+
+def _recorded_key(path: Path, hostname: str, key_type: str) -> paramiko.PKey | None:
+    """The ``key_type`` key ``path`` records for ``hostname`` now (None: none, or no file)."""
+    if not path.is_file():
+        return None
+    keys = paramiko.HostKeys()
+    keys.load(str(path))
+    found = keys.lookup(hostname)
+    return None if found is None else found.get(key_type)
 
 
 def _kill_command(pid: int) -> str:
@@ -162,16 +189,18 @@ class SshSession:
         while not self._channel.exit_status_ready() and time.monotonic() < deadline:
             time.sleep(0.01)
         if self._channel.exit_status_ready():
-            returncode = self._channel.recv_exit_status()
+            returncode = exit_returncode(self._channel, self._channel.recv_exit_status())
         else:
             self._transport._kill(self.pid)
             end = time.monotonic() + 2.0
             while not self._channel.exit_status_ready() and time.monotonic() < end:
                 time.sleep(0.01)
             if self._channel.exit_status_ready():
-                # paramiko reports an exit by signal as -1; SIGKILL is what we sent.
+                # An exit by signal the board did not name: SIGKILL is what we sent.
                 status = self._channel.recv_exit_status()
-                returncode = -9 if status == -1 else status
+                returncode = exit_returncode(self._channel, status)
+                if returncode is None:
+                    returncode = -signal.SIGKILL
         self._drain.join(1.0)
         self._channel.close()
         self._exit = SessionExit(returncode, self.stderr_tail())
@@ -304,6 +333,7 @@ class SshTransport:
         transport = client.get_transport()
         assert transport is not None
         transport.set_keepalive(max(1, int(self.keepalive_s)))
+        record_exit_signals(transport)  # a killed command is told by its signal, not as -1
         # Small request/answer exchanges (SFTP stat, channel opens) otherwise wait out Nagle and
         # delayed ACKs: about 40 ms per round trip.
         with contextlib.suppress(OSError, AttributeError):
@@ -559,7 +589,9 @@ class SshTransport:
                     )
                 if not busy:
                     time.sleep(0.002)
-            returncode = channel.recv_exit_status()
+            returncode = exit_returncode(channel, channel.recv_exit_status())
+            if returncode is None:
+                raise TransportError(f"{argv[0]!r}: ended with no exit status (link lost?)")
         except (OSError, EOFError, paramiko.SSHException) as exc:
             self._drop()
             raise TransportError(f"{argv[0]!r}: link lost while it ran ({exc})") from exc
@@ -585,6 +617,19 @@ class SshTransport:
         what = f"put {local_path} -> {remote_path}"
 
         def attempt() -> None:
+            try:
+                transfer()
+            except (TransportError, OSError) as exc:
+                if _link_lost(exc):
+                    raise
+                # SFTP has no word for a full or read-only disk ("Failure", or a short file):
+                # ask the board itself, by writing as much in the same folder.
+                number = self._write_problem(str(parent), size)
+                if number is None:
+                    raise
+                raise board_os_error(what, number, f"{parent}; {exc}") from exc
+
+        def transfer() -> None:
             sftp = self._sftp_client()
             self._guard.check(sftp, full, create_dirs=True)
             try:
@@ -609,6 +654,27 @@ class SshTransport:
                 raise
 
         self._retrying(what, attempt)
+
+    def _write_problem(self, folder: str, size: int) -> int | None:
+        """Why ``size`` bytes cannot be written in ``folder`` on the board: the errno its shell's
+        error names (ENOSPC, EROFS, EACCES...), or None when the write works or the board
+        cannot be asked over the current connection."""
+        probe = f"{folder}/.npu-hil-probe.{uuid.uuid4().hex[:12]}"
+        command = (
+            f"mkdir -p -- {shlex.quote(folder)} && head -c {int(size)} /dev/zero "
+            f">{shlex.quote(probe)}; status=$?; rm -f -- {shlex.quote(probe)}; exit $status"
+        )
+        client = self._client
+        transport = None if client is None else client.get_transport()
+        if client is None or transport is None or not transport.is_active():
+            return None  # no link: not the board's answer, and not worth a reconnect
+        try:
+            _, stdout, stderr = client.exec_command(command, timeout=self.io_timeout)
+            status = stdout.channel.recv_exit_status()
+            text = stderr.read()
+        except _LINK_ERRORS:
+            return None
+        return None if status == 0 else errno_in_text(text)
 
     def _put_sftp(
         self, sftp: paramiko.SFTPClient, local: Path, tmp: str

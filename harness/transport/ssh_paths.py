@@ -30,7 +30,7 @@ from pathlib import PurePosixPath
 
 import paramiko
 
-from harness.transport.base import RemotePathError
+from npu_hil.harness.transport.base import RemotePathError
 
 __all__ = ["SymlinkGuard"]
 

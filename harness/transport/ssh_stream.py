@@ -25,7 +25,7 @@ from typing import BinaryIO
 
 import paramiko
 
-from harness.errors import TransportError
+from npu_hil.harness.errors import TransportError
 
 __all__ = [
     "BOARD_SHA256",

@@ -12,8 +12,8 @@ from __future__ import annotations
 import shlex
 import stat
 
-from harness.agent.agent import folder_problem
-from harness.errors import TransportError, UnsafeFolderError
+from npu_hil.harness.agent.agent import folder_problem
+from npu_hil.harness.errors import TransportError, UnsafeFolderError
 
 __all__ = ["check_workdir_probe", "mode_from_ls", "workdir_probe"]
 

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.agent.adapters import kneron
-from harness.agent.adapters.base import AdapterError, InputTensor
+from npu_hil.harness.agent.adapters import kneron
+from npu_hil.harness.agent.adapters.base import AdapterError, InputTensor
 
 
 @pytest.fixture
@@ -108,8 +108,8 @@ def test_more_than_16_channels_in_kneron_convention(
 ) -> None:
     """20 channels, two groups: the node reports the strides of one group ([320, 1, 80, 16],
     not 640 for the batch), and the host codec reads the bytes where Kneron's formula does."""
-    from harness.codec import get_layout
-    from harness.codec.reported import layout_from_report
+    from npu_hil.harness.codec import get_layout
+    from npu_hil.harness.codec.reported import layout_from_report
 
     a = adapter(kplus)
     model = a.load(nef(tmp_path, channels=20))

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.agent.adapters.base import InputTensor
+from npu_hil.harness.agent.adapters.base import InputTensor
 
 FAKES = Path(__file__).parent / "fakes"
 AGENT_DIR = Path(__file__).resolve().parents[2] / "harness" / "agent"
@@ -34,7 +34,7 @@ tensor = InputTensor(spec["name"], data, spec["layout"], spec["shape"], spec["dt
                      spec["pass_through"])
 result = adapter.run(model, [tensor], None)
 adapter.release(model)
-assert not any(m == "harness" or m.startswith("harness.") for m in sys.modules), "harness leaked"
+assert not any(m == "npu_hil" or m.startswith("npu_hil.") for m in sys.modules), "harness leaked"
 print(json.dumps({
     "python": list(sys.version_info[:2]),
     "outputs": [[t.name, t.layout, t.dtype, list(t.shape), t.data.tobytes().hex()]
@@ -107,7 +107,7 @@ def _cases(
 
 def _here(module: str, options: dict[str, Any], model: str, spec: dict[str, Any]) -> dict[str, Any]:
     """The same job on this interpreter, through the package import."""
-    adapter = importlib.import_module(f"harness.agent.adapters.{module}").ADAPTER(options)
+    adapter = importlib.import_module(f"npu_hil.harness.agent.adapters.{module}").ADAPTER(options)
     handle = adapter.load(model)
     data = np.frombuffer(bytes.fromhex(spec["hex"]), dtype=np.uint8)
     tensor = InputTensor(

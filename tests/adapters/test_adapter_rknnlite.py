@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.agent.adapters import rknnlite
-from harness.agent.adapters.base import AdapterError, InputTensor
-from harness.codec import get_layout
+from npu_hil.harness.agent.adapters import rknnlite
+from npu_hil.harness.agent.adapters.base import AdapterError, InputTensor
+from npu_hil.harness.codec import get_layout
 
 
 def model_file(tmp_path: Path, text: str = "FAKE-RKNN shape=1,3,4,5 zp=-14 scale=0.5") -> str:

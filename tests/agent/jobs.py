@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.agent.protocol import InputSpec, JobSpec
-from harness.models import build, save
+from npu_hil.harness.agent.protocol import InputSpec, JobSpec
+from npu_hil.harness.models import build, save
 
 FAKE_ADAPTERS = Path(__file__).parent / "fake_adapters" / "adapters"
 X = np.arange(2 * 3 * 4 * 4, dtype=np.int8).reshape(2, 3, 4, 4)

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.agent import agent as board
-from harness.agent.protocol import (
+from npu_hil.harness.agent import agent as board
+from npu_hil.harness.agent.protocol import (
     ErrorRecord,
     InputSpec,
     JobSpec,
@@ -23,7 +23,7 @@ from harness.agent.protocol import (
     result_files,
     write_job,
 )
-from harness.errors import DeviceError, LayoutError, ProtocolError, TransportError
+from npu_hil.harness.errors import DeviceError, LayoutError, ProtocolError, TransportError
 from tests.agent.jobs import FAKE_ADAPTERS
 
 AGENT = Path(board.__file__)

@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.agent import agent as board
-from harness.agent.client import ADAPTERS_SOURCE, AgentClient
-from harness.agent.protocol import InputSpec, JobSpec, read_result, write_job
-from harness.errors import DeviceError, TransportError
-from harness.transport import LocalTransport
+from npu_hil.harness.agent import agent as board
+from npu_hil.harness.agent.client import ADAPTERS_SOURCE, AgentClient
+from npu_hil.harness.agent.protocol import InputSpec, JobSpec, read_result, write_job
+from npu_hil.harness.errors import DeviceError, TransportError
+from npu_hil.harness.transport import LocalTransport
 from tests.agent.jobs import FAKE_ADAPTERS, PY38, py38_problem
 
 AGENT = Path(board.__file__)

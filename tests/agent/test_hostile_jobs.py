@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.agent import agent as board
-from harness.agent.protocol import InputSpec, JobSpec, read_result, write_job
-from harness.errors import ProtocolError, TransportError
+from npu_hil.harness.agent import agent as board
+from npu_hil.harness.agent.protocol import InputSpec, JobSpec, read_result, write_job
+from npu_hil.harness.errors import ProtocolError, TransportError
 from tests.agent.jobs import FAKE_ADAPTERS
 
 AGENT = Path(board.__file__)

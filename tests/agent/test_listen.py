@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from harness.agent import agent as board
-from harness.agent import relay
-from harness.agent.protocol import InputSpec, JobSpec, write_job
+from npu_hil.harness.agent import agent as board
+from npu_hil.harness.agent import relay
+from npu_hil.harness.agent.protocol import InputSpec, JobSpec, write_job
 from tests.agent.jobs import FAKE_ADAPTERS, PY38, X, py38_problem
 
 AGENT = Path(board.__file__)

@@ -10,10 +10,10 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 import pytest
 
-from harness.agent.client import AgentClient
-from harness.agent.protocol import InputSpec, JobSpec
-from harness.errors import DeviceError, NpuHilError, TransportError
-from harness.transport import (
+from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.agent.protocol import InputSpec, JobSpec
+from npu_hil.harness.errors import DeviceError, NpuHilError, TransportError
+from npu_hil.harness.transport import (
     CompletedRun,
     LocalTransport,
     RemotePathError,

@@ -17,10 +17,10 @@ from unittest.mock import ANY
 import numpy as np
 import pytest
 
-from harness.agent import agent as board
-from harness.agent.client import AgentClient
-from harness.errors import DeviceError, ProtocolError, TransportError
-from harness.transport import LocalTransport
+from npu_hil.harness.agent import agent as board
+from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.errors import DeviceError, ProtocolError, TransportError
+from npu_hil.harness.transport import LocalTransport
 from tests.agent.jobs import FAKE_ADAPTERS, X
 from tests.agent.jobs import echo_job as spec
 

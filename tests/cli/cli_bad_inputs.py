@@ -1,9 +1,9 @@
 """Bad inputs for every ``npu-hil`` subcommand, and a runner that tells a typed refusal from a
 traceback or a hang.
 
-Each case runs ``harness.cli.main.main(argv)`` in a forked child (cheap: the modules are already
-imported) with its stderr on a pipe, an address-space limit (an allocation the input asked for
-fails fast instead of eating the machine) and a timeout (a FIFO or ``/dev/zero`` read without a
+Each case runs ``npu_hil.harness.cli.main.main(argv)`` in a forked child (cheap: the modules
+are already imported) with its stderr on a pipe, an address-space limit (an allocation the input
+asked for fails fast instead of eating the machine) and a timeout (a FIFO or ``/dev/zero`` read without a
 bound shows as a hang, and the child is killed). The promise under test: exit 2 and exactly one
 non-empty line on stderr, no ``Traceback``.
 
@@ -86,7 +86,7 @@ def run_case(argv: list[str], *, cwd: Path, timeout: float = CASE_TIMEOUT) -> Ou
             sys.stderr = open(2, "w")  # noqa: SIM115
             resource.setrlimit(resource.RLIMIT_AS, (CHILD_ADDRESS_SPACE, CHILD_ADDRESS_SPACE))
             os.chdir(cwd)
-            from harness.cli.main import main
+            from npu_hil.harness.cli.main import main
 
             code = int(main(argv))
         except SystemExit as exc:
@@ -899,8 +899,8 @@ def preload() -> None:
     import onnx  # noqa: F401
     import rich.console  # noqa: F401
 
-    import harness.cli.main
-    import harness.farm.inventory  # noqa: F401
+    import npu_hil.harness.cli.main
+    import npu_hil.harness.farm.inventory  # noqa: F401
 
 
 def sweep(root: Path, *, verbose: bool = False, match: str = "") -> dict[str, int]:

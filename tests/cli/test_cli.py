@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.cli.main import main
-from harness.codec import get_layout
+from npu_hil.harness.cli.main import main
+from npu_hil.harness.codec import get_layout
 
 ONE_GROUP = ["--target", "kl730", "--layout", "1W16C8B", "--shape", "1,16,1,1", "--dtype", "int8"]
 """One full KL730 channel group of one pixel: the tensor the bad-input cases describe."""
@@ -20,7 +20,7 @@ ONE_GROUP = ["--target", "kl730", "--layout", "1W16C8B", "--shape", "1,16,1,1", 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     """The CLI as users run it: a separate process, so exit codes and stderr are real."""
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", *args],
+        [sys.executable, "-m", "npu_hil.harness.cli.main", *args],
         capture_output=True,
         text=True,
         check=False,

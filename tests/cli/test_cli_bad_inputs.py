@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from cli_bad_inputs import ONE_GROUP, _state, all_cases, preload, run_case, write_inputs
 
-from harness.codec import get_layout
-from harness.codec.reported import layout_from_report
-from harness.errors import LayoutError
-from harness.inputs import InputFileError, load_npy, npy_bytes, read_regular
-from harness.preflight import PreflightError, preflight
+from npu_hil.harness.codec import get_layout
+from npu_hil.harness.codec.reported import layout_from_report
+from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.inputs import InputFileError, load_npy, npy_bytes, read_regular
+from npu_hil.harness.preflight import PreflightError, preflight
 
 CASES = all_cases()
 
@@ -76,11 +76,11 @@ SAMPLE = [
 
 @pytest.mark.parametrize("case_id", SAMPLE)
 def test_the_real_process_gives_exit_2_and_one_line(case_id: str, root: Path) -> None:
-    """The same cases through ``python -m harness.cli.main``: the exit code and stderr users
+    """The same cases through ``python -m npu_hil.harness.cli.main``: the exit code and stderr users
     see, with a timeout for a hang."""
     case = next(c for c in CASES if c.id == case_id)
     done = subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", *case.args(root)],
+        [sys.executable, "-m", "npu_hil.harness.cli.main", *case.args(root)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -248,8 +248,8 @@ def test_one_group_is_the_tensor_of_the_cases() -> None:
 
 
 def test_simfarm_up_refuses_an_absurd_board_count_before_the_lock(tmp_path: Path) -> None:
-    from harness.simfarm import farm
-    from harness.simfarm.errors import SimFarmError
+    from npu_hil.harness.simfarm import farm
+    from npu_hil.harness.simfarm.errors import SimFarmError
 
     with pytest.raises(SimFarmError, match="1 to 64 boards"):
         farm.up(tmp_path / "farm", boards=10**20, targets=["rk3588"])
@@ -266,8 +266,8 @@ def test_simfarm_up_refuses_an_absurd_board_count_before_the_lock(tmp_path: Path
     ],
 )
 def test_a_malformed_state_file_is_a_simfarm_error(text: str, tmp_path: Path) -> None:
-    from harness.simfarm.errors import SimFarmError
-    from harness.simfarm.state import load_state
+    from npu_hil.harness.simfarm.errors import SimFarmError
+    from npu_hil.harness.simfarm.state import load_state
 
     folder = tmp_path / "farm"
     folder.mkdir(mode=0o700)

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from harness.codec import BlockedLayout, get_layout
-from targets import rockchip
+from npu_hil.harness.codec import BlockedLayout, get_layout
+from npu_hil.targets import rockchip
 
 # ------------------------------------------------------------------------------ KL730 (seed 000)
 

@@ -1,4 +1,4 @@
-"""targets.check_conv against the seed's convolution width rules (RKNN2 V2.5.0, rules A and B).
+"""check_conv against the seed's convolution width rules (RKNN2 V2.5.0, rules A and B).
 
 Expected values come from the seed's formulas, transcribed below line by line from
 ``seeds/002_0de9e292831d3a07.txt`` with ``K`` standing for
@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import targets
-from harness.errors import LayoutError
-from targets import ConvCheck, check_conv, rockchip
+import npu_hil.targets
+from npu_hil.harness.errors import LayoutError
+from npu_hil.targets import ConvCheck, check_conv, rockchip
 
 SEED_CONV = """
 RK3566/RK3568
@@ -512,7 +512,7 @@ def test_result_is_frozen_and_exported() -> None:
     assert isinstance(result, ConvCheck)
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.ok = False  # type: ignore[misc]
-    assert {"check_conv", "ConvCheck"} <= set(targets.__all__)
+    assert {"check_conv", "ConvCheck"} <= set(npu_hil.targets.__all__)
 
 
 def test_list_arguments_are_accepted() -> None:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from strategies import ALL_TARGETS, KL730_FORMATS, KL730_INPUT_ONLY
 
-from harness.codec import get_layout, layout_names
-from harness.errors import LayoutError
+from npu_hil.harness.codec import get_layout, layout_names
+from npu_hil.harness.errors import LayoutError
 
 
 def refused(*args: Any, **kwargs: Any) -> str:

@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.lib.stride_tricks import as_strided
 
-from harness.codec import fastcopy
-from harness.codec.fastcopy import strided_copy
+from npu_hil.harness.codec import fastcopy
+from npu_hil.harness.codec.fastcopy import strided_copy
 
 ISA_LEVELS = ("base", "avx2", "avx512")
 FIXTURES_OK = settings(
@@ -40,7 +40,7 @@ UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def _kernels_module() -> ModuleType:
-    module: ModuleType = pytest.importorskip("harness.codec._kernels")
+    module: ModuleType = pytest.importorskip("npu_hil.harness.codec._kernels")
     return module
 
 
@@ -559,7 +559,10 @@ def test_raw_entry_validates_its_arguments() -> None:
 
 
 def test_env_var_forces_the_fallback() -> None:
-    code = "from harness.codec import fastcopy as f; print(f.KERNEL_AVAILABLE, f.kernel_isa())"
+    code = (
+        "from npu_hil.harness.codec import fastcopy as f; "
+        "print(f.KERNEL_AVAILABLE, f.kernel_isa())"
+    )
     env = dict(os.environ, NPU_HIL_NO_KERNEL="1")
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
@@ -568,7 +571,7 @@ def test_env_var_forces_the_fallback() -> None:
 
 
 def test_kernel_available_reflects_the_module() -> None:
-    importable = importlib.util.find_spec("harness.codec._kernels") is not None
+    importable = importlib.util.find_spec("npu_hil.harness.codec._kernels") is not None
     if fastcopy._kernel_disabled():
         assert not fastcopy.KERNEL_AVAILABLE
     else:

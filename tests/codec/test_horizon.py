@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import HORIZON_TARGETS, Case, horizon_cases, random_tensor
 
-from harness.codec import aligned_empty, aligned_zeros, get_layout, is_aligned
-from harness.errors import LayoutError
-from targets import horizon
+from npu_hil.harness.codec import aligned_empty, aligned_zeros, get_layout, is_aligned
+from npu_hil.harness.errors import LayoutError
+from npu_hil.targets import horizon
 
 # seeds/003: HB_DNN_TENSOR_TYPE_U16, validShape [1, 3, 212, 212], stride [301056, 100352, 448, 2]
 EXAMPLE_SHAPE = (1, 3, 212, 212)
@@ -259,7 +259,7 @@ def test_aligned_empty_refuses_negative_size() -> None:
 def test_layout_needs_padding_agrees_with_the_seed_formula(
     shape: tuple[int, ...], dtype: str, params: dict[str, object]
 ) -> None:
-    from targets.horizon import needs_padding
+    from npu_hil.targets.horizon import needs_padding
 
     layout = get_layout("rdk-s100", "strided", shape, dtype, **params)
     seed = needs_padding(shape, layout.strides, np.dtype(dtype).itemsize)

@@ -10,11 +10,11 @@ import os
 
 import pytest
 
-from harness.codec import fastcopy
+from npu_hil.harness.codec import fastcopy
 
 
 @pytest.mark.skipif(
     os.environ.get("NPU_HIL_REQUIRE_KERNEL") != "1", reason="NPU_HIL_REQUIRE_KERNEL is not set"
 )
 def test_the_compiled_kernel_is_built_and_used() -> None:
-    assert fastcopy.KERNEL_AVAILABLE, "harness.codec._kernels did not build or import"
+    assert fastcopy.KERNEL_AVAILABLE, "npu_hil.harness.codec._kernels did not build or import"

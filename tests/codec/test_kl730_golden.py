@@ -33,9 +33,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import KL730_8BIT, KL730_FORMATS, KL730_INPUT_ONLY
 
-from harness.codec import BlockedLayout, get_layout
-from harness.codec.reported import layout_from_report
-from harness.errors import LayoutError
+from npu_hil.harness.codec import BlockedLayout, get_layout
+from npu_hil.harness.codec.reported import layout_from_report
+from npu_hil.harness.errors import LayoutError
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 FIXTURE = GOLDEN_DIR / "kl730_seed_entries.json"

@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.codec.reported import layout_from_report
-from harness.errors import LayoutError
-from targets.rockchip_observed import deviation
-from targets.rockchip_report import (
+from npu_hil.harness.codec.reported import layout_from_report
+from npu_hil.harness.errors import LayoutError
+from npu_hil.targets.rockchip_observed import deviation
+from npu_hil.targets.rockchip_report import (
     LAST_OP_OF_COMPILED,
     QUERIES,
     differences,
@@ -149,7 +149,7 @@ def test_predictions_equal_the_runtime_or_are_a_listed_vendor_quirk() -> None:
 
 def test_the_simulated_last_op_matches_the_compiled_graph() -> None:
     # Conv+Add and Conv+Sigmoid are fused (except Sigmoid on RK2118 and RV1103B/RV1106B).
-    from targets import last_op_kind
+    from npu_hil.targets import last_op_kind
 
     ops = {"conv": ("Conv", ("Relu",)), "maxpool": ("MaxPool", ("Relu",))}
     seen: Counter[tuple[str, str]] = Counter()

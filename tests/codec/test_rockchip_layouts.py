@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import ROCKCHIP_TARGETS, random_tensor
 
-from harness.codec import get_layout
-from harness.errors import LayoutError
+from npu_hil.harness.codec import get_layout
+from npu_hil.harness.errors import LayoutError
 
 # target -> {first-layer precision: width alignment for C in {1, 3, 4}} (input table, rank 4).
 INPUT_WIDTH_ALIGN: dict[str, dict[str, int]] = {

@@ -14,9 +14,9 @@ import re
 
 import pytest
 
-from harness.errors import LayoutError
-from targets import rockchip
-from targets.rockchip import InputRow, OutputRow
+from npu_hil.harness.errors import LayoutError
+from npu_hil.targets import rockchip
+from npu_hil.targets.rockchip import InputRow, OutputRow
 
 # platform | first layer | rank | declared input type | mean/scale/quant on | width align C=1,3,4 |
 # width align other C | width rule C=1,3,4 | width rule other C

@@ -36,8 +36,8 @@ from strategies import (
 )
 from strategies import random_tensor as make_tensor
 
-from harness.codec import BlockedLayout, Dim, get_layout, known_targets, layout_names
-from harness.errors import LayoutError
+from npu_hil.harness.codec import BlockedLayout, Dim, get_layout, known_targets, layout_names
+from npu_hil.harness.errors import LayoutError
 
 SEEDS = st.integers(0, 2**32 - 1)
 EXHAUSTIVE_MAX_BYTES = 6144

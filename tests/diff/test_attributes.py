@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.codec import get_layout
-from harness.diff.attributes import diff_attributes, disagreements
+from npu_hil.harness.codec import get_layout
+from npu_hil.harness.diff.attributes import diff_attributes, disagreements
 
 
 def test_rknn_w_stride_disagreement_names_the_table_row() -> None:

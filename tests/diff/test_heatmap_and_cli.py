@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.codec import get_layout
-from harness.diff import diff_buffers
-from harness.diff.heatmap import mismatch_grid, padded_channel_grid, render_heatmap
+from npu_hil.harness.codec import get_layout
+from npu_hil.harness.diff import diff_buffers
+from npu_hil.harness.diff.heatmap import mismatch_grid, padded_channel_grid, render_heatmap
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -83,7 +83,7 @@ def test_padded_channels_get_their_own_panels_with_dirty_bytes(tmp_path: Path) -
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", "diff", *args],
+        [sys.executable, "-m", "npu_hil.harness.cli.main", "diff", *args],
         capture_output=True,
         text=True,
         check=False,

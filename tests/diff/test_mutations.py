@@ -7,8 +7,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from harness.codec import BlockedLayout, get_layout
-from harness.diff import DiffReport, diff_buffers
+from npu_hil.harness.codec import BlockedLayout, get_layout
+from npu_hil.harness.diff import DiffReport, diff_buffers
 
 
 def tensor_for(layout: BlockedLayout, seed: int = 0) -> np.ndarray:

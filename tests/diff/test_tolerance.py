@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.codec import get_layout
-from harness.diff import diff_buffers
+from npu_hil.harness.codec import get_layout
+from npu_hil.harness.diff import diff_buffers
 
 
 @pytest.mark.parametrize(
@@ -72,7 +72,7 @@ def test_float16_tolerance_and_nan() -> None:
 
 
 def test_bad_arguments_are_layout_errors() -> None:
-    from harness.errors import LayoutError
+    from npu_hil.harness.errors import LayoutError
 
     layout = get_layout("kl730", "1W16C8B", (1, 16, 1, 1), "int8")
     good = np.zeros(layout.shape, np.int8)

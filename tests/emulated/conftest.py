@@ -19,7 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.emulated import EmulatedBoard, EmulationError, build_root, cache_dir, make_board
+from npu_hil.harness.emulated import (
+    EmulatedBoard,
+    EmulationError,
+    build_root,
+    cache_dir,
+    make_board,
+)
 
 FAKES = Path(__file__).resolve().parents[1] / "adapters" / "fakes"
 CROSS_CC = "aarch64-linux-gnu-gcc"

@@ -15,15 +15,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.agent.client import AgentClient
-from harness.agent.protocol import InputSpec, JobSpec, Result
-from harness.emulated import EmulatedBoard
-from harness.farm.connect import connect
-from harness.farm.inventory import load_inventory
-from harness.simfarm import Sshd, start_sshd, stop_sshd
-from harness.simfarm.errors import SimFarmError
-from harness.transport import LocalTransport
-from harness.transport.ssh import SshTransport
+from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.agent.protocol import InputSpec, JobSpec, Result
+from npu_hil.harness.emulated import EmulatedBoard
+from npu_hil.harness.farm.connect import connect
+from npu_hil.harness.farm.inventory import load_inventory
+from npu_hil.harness.simfarm import Sshd, start_sshd, stop_sshd
+from npu_hil.harness.simfarm.errors import SimFarmError
+from npu_hil.harness.transport import LocalTransport
+from npu_hil.harness.transport.ssh import SshTransport
 
 SHAPE = (1, 3, 4, 5)
 ZP, SCALE = -14, 0.5  # the fake librknnrt's input and output quantization

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from fake_compile import compile_manifest
 
-from harness.emulated import EmulatedBoard
+from npu_hil.harness.emulated import EmulatedBoard
 
 REPO = Path(__file__).resolve().parents[2]
 SUITE = "tests/hil/test_hil_rockchip_layouts.py"

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.agent.client import AgentClient
-from harness.agent.protocol import InputSpec, JobSpec, Result
-from harness.codec import get_layout
-from harness.emulated import EmulatedBoard
-from harness.transport import LocalTransport
+from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.agent.protocol import InputSpec, JobSpec, Result
+from npu_hil.harness.codec import get_layout
+from npu_hil.harness.emulated import EmulatedBoard
+from npu_hil.harness.transport import LocalTransport
 
 ZP, SCALE = -14, 0.5  # the fake librknnrt's built-in model: int8, zp -14, scale 0.5
 RKNN_TENSOR_INT8 = 2

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import TransportError
-from harness.farm import Board, Farm, parse_inventory, power_cycle
-from harness.models import ManifestError
+from npu_hil.harness.errors import TransportError
+from npu_hil.harness.farm import Board, Farm, parse_inventory, power_cycle
+from npu_hil.harness.models import ManifestError
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = json.dumps(sys.executable)
@@ -162,7 +162,7 @@ def test_power_failures_are_transport_errors(tmp_path: Path) -> None:
 
 LOCKER = """
 import sys, time
-from harness.farm import Farm
+from npu_hil.harness.farm import Farm
 farm = Farm(sys.argv[1], workdir=sys.argv[2])
 print("waiting", flush=True)
 with farm.lock("rk3588-01"):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.codec import known_targets
-from harness.farm import InventoryError, load_inventory, parse_inventory
+from npu_hil.harness.codec import known_targets
+from npu_hil.harness.farm import InventoryError, load_inventory, parse_inventory
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -146,7 +146,8 @@ def test_the_users_example_error(tmp_path: Path) -> None:
         ),
         (
             "defaults:\n  timeouts: {run: -1}\nboards: []\n",
-            "farm.yaml:2:19: defaults.timeouts.run: expected a positive number of seconds, got -1",
+            "farm.yaml:2:19: defaults.timeouts.run: "
+            "expected a number of seconds in (0, 86400] (at most 24 h), got -1",
         ),
         (
             "boards:\n  - {name: a, target: rk3588}\n  - {name: a, target: rk3566}\n",

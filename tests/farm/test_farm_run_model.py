@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.codec import get_layout
-from harness.errors import DeviceError, LayoutError
-from harness.farm import Farm, ModelRun, parse_inventory, run_model
-from harness.farm.runner import _inputs
-from harness.models import ManifestError, build, save
+from npu_hil.harness.codec import get_layout
+from npu_hil.harness.errors import DeviceError, LayoutError
+from npu_hil.harness.farm import Farm, ModelRun, parse_inventory, run_model
+from npu_hil.harness.farm.runner import _inputs
+from npu_hil.harness.models import ManifestError, build, save
 
 ROOT = Path(__file__).resolve().parents[2]
 DTYPE = {"kl730": "int8", "rk2118": "float16"}

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import TransportError
-from harness.farm import InventoryError, load_inventory
-from harness.redact import REDACTED, scrub
-from harness.report import append_record, write_run
-from harness.report.records import TestRecord
+from npu_hil.harness.errors import TransportError
+from npu_hil.harness.farm import InventoryError, load_inventory
+from npu_hil.harness.redact import REDACTED, scrub
+from npu_hil.harness.report import append_record, write_run
+from npu_hil.harness.report.records import TestRecord
 
 
 def keygen(tmp_path: Path, *options: str) -> str:

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.errors import DeviceError
-from harness.farm import Farm, run_model
-from harness.farm.decode import dequantize
+from npu_hil.harness.errors import DeviceError
+from npu_hil.harness.farm import Farm, run_model
+from npu_hil.harness.farm.decode import dequantize
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.agent.client import AgentClient
-from harness.errors import UnsafeFolderError
-from harness.farm import Farm, parse_inventory
-from harness.folders import default_workdir, private_dir
-from harness.simfarm import SimFarmError, up
-from harness.transport import LocalTransport
+from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.errors import UnsafeFolderError
+from npu_hil.harness.farm import Farm, parse_inventory
+from npu_hil.harness.folders import default_workdir, private_dir
+from npu_hil.harness.simfarm import SimFarmError, up
+from npu_hil.harness.transport import LocalTransport
 
 NOBODY = 65534
 BOARD = "kl730-sim"

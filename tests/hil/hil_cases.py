@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from harness.codec import get_layout
-from harness.errors import DeviceError, LayoutError
-from harness.models.compile_set import REGRESSION_SHAPES
-from targets import rockchip
-from targets.rockchip_observed import npu_input_types
+from npu_hil.harness.codec import get_layout
+from npu_hil.harness.errors import DeviceError, LayoutError
+from npu_hil.harness.models.compile_set import REGRESSION_SHAPES
+from npu_hil.targets import rockchip
+from npu_hil.targets.rockchip_observed import npu_input_types
 
 SHAPES: tuple[tuple[int, int, int, int], ...] = (
     (1, 3, 5, 7),

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from hil_cases import SHAPES, input_dtype, shape_id, tensor
 
-from harness.plugin import assert_run_ok
-from targets import horizon
+from npu_hil.harness.plugin import assert_run_ok
+from npu_hil.targets import horizon
 
 pytestmark = pytest.mark.vendor("horizon")
 

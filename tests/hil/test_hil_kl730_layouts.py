@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from hil_cases import SHAPES, codec_refusal, input_dtype, shape_id, tensor
 
-from harness.plugin import assert_run_ok
-from targets import kl730
+from npu_hil.harness.plugin import assert_run_ok
+from npu_hil.targets import kl730
 
 pytestmark = pytest.mark.soc(*kl730.TARGETS)
 

@@ -10,11 +10,11 @@ import pytest
 from hil_cases import input_dtype, tensor
 from onnx import helper
 
-from harness.errors import DeviceError
-from harness.models import conv3x3
-from harness.plugin import assert_run_ok
-from harness.preflight import preflight
-from targets import check_conv, rockchip
+from npu_hil.harness.errors import DeviceError
+from npu_hil.harness.models import conv3x3
+from npu_hil.harness.plugin import assert_run_ok
+from npu_hil.harness.preflight import preflight
+from npu_hil.targets import check_conv, rockchip
 
 WIDTHS = (2048, 8192)
 

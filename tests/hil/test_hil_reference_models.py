@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from hil_cases import MODEL_SHAPES, input_dtype, shape_id, tensor
 
-from harness.plugin import assert_run_ok
+from npu_hil.harness.plugin import assert_run_ok
 
 MODELS = ("identity", "conv1x1", "conv3x3", "depthwise", "deconv")
 TOLERANCE = 1.0

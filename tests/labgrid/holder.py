@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.labgrid import LabgridConfig, LabgridPlaces
+from npu_hil.harness.labgrid import LabgridConfig, LabgridPlaces
 
 
 def main(argv: list[str]) -> int:

@@ -30,9 +30,9 @@ from typing import Any
 
 import pytest
 
-from harness.simfarm import FarmState
-from harness.simfarm.console import require_ser2net, start_serial_board, stop_serial_board
-from harness.simfarm.procs import free_port, is_listening, spawn, stop_popen, wait_until
+from npu_hil.harness.simfarm import FarmState
+from npu_hil.harness.simfarm.console import require_ser2net, start_serial_board, stop_serial_board
+from npu_hil.harness.simfarm.procs import free_port, is_listening, spawn, stop_popen, wait_until
 
 EXPORTER = "npu-exporter"
 SSH_PLACE = "rk3588-ssh-01"
@@ -104,7 +104,7 @@ class Observer:
     def __init__(self, address: str) -> None:
         from labgrid.remote.client import ClientSession
 
-        from harness.labgrid.coordinator import own_connection
+        from npu_hil.harness.labgrid.coordinator import own_connection
 
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import TransportError
-from harness.farm import Farm, load_inventory
-from harness.farm.labgrid_places import FarmPlaces
-from harness.farm.power import power_cycle
+from npu_hil.harness.errors import TransportError
+from npu_hil.harness.farm import Farm, load_inventory
+from npu_hil.harness.farm.labgrid_places import FarmPlaces
+from npu_hil.harness.farm.power import power_cycle
 from tests.labgrid.lab import COLLEAGUE, SERIAL_PLACE, SSH_PLACE, Lab, labgrid_inventory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,7 +85,7 @@ def test_unknown_place_is_an_inventory_error_at_its_line(lab: Lab, tmp_path: Pat
         f"labgrid:\n  coordinator: '{lab.address}'\n  places: [{SSH_PLACE}, nope-9]\n",
         encoding="utf-8",
     )
-    from harness.farm import InventoryError
+    from npu_hil.harness.farm import InventoryError
 
     with pytest.raises(InventoryError) as caught:
         load_inventory(path)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.labgrid import LabgridConfig, LabgridError, LabgridPlaces, PlaceBusyError
-from harness.labgrid.errors import PlaceLostError
-from harness.transport.serial_console import SerialTransport
-from harness.transport.ssh import SshTransport
+from npu_hil.harness.labgrid import LabgridConfig, LabgridError, LabgridPlaces, PlaceBusyError
+from npu_hil.harness.labgrid.errors import PlaceLostError
+from npu_hil.harness.transport.serial_console import SerialTransport
+from npu_hil.harness.transport.ssh import SshTransport
 from tests.labgrid.lab import COLLEAGUE, RAW_PLACE, SERIAL_PLACE, SSH_PLACE, Lab
 
 
@@ -159,7 +159,7 @@ def test_power_needs_a_held_place(lab: Lab, workdir: Path) -> None:
 
 @pytest.mark.needs_labgrid
 def test_unreachable_coordinator_is_a_labgrid_error(workdir: Path) -> None:
-    from harness.simfarm.procs import free_port
+    from npu_hil.harness.simfarm.procs import free_port
 
     config = LabgridConfig(f"127.0.0.1:{free_port()}", places=("x-01",))
     started = time.monotonic()

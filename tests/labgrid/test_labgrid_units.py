@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.farm import InventoryError, load_inventory, parse_inventory
-from harness.labgrid import (
+from npu_hil.harness.farm import InventoryError, load_inventory, parse_inventory
+from npu_hil.harness.labgrid import (
     LabgridConfig,
     LabgridError,
     ResourceState,
@@ -109,12 +109,12 @@ def test_without_labgrid_the_harness_imports_and_says_what_to_install(tmp_path: 
                 return None
 
         sys.meta_path.insert(0, NoLabgrid())
-        import harness.farm, harness.labgrid
-        from harness.labgrid import LabgridConfig, LabgridMissingError, LabgridPlaces
-        from harness.errors import NpuHilError
-        assert not issubclass(LabgridMissingError, harness.errors.TransportError)
+        import npu_hil.harness.farm, npu_hil.harness.labgrid
+        from npu_hil.harness.labgrid import LabgridConfig, LabgridMissingError, LabgridPlaces
+        from npu_hil.harness.errors import NpuHilError
+        assert not issubclass(LabgridMissingError, npu_hil.harness.errors.TransportError)
         from pathlib import Path
-        from harness.farm import InventoryError, load_inventory
+        from npu_hil.harness.farm import InventoryError, load_inventory
         try:
             LabgridPlaces(LabgridConfig("127.0.0.1:1", places=("a",)), workdir=Path(sys.argv[1]))
         except LabgridMissingError as exc:
@@ -185,7 +185,10 @@ def test_section_parses_offline_with_positions(tmp_path: Path) -> None:
         ("{coordinator: h, places: [{place: a, target: rk9}]}", "labgrid.places[0].target"),
         ("{coordinator: h, tags: {Pool: x}}", "tag 'Pool': labgrid wants a lowercase letter"),
         ("{coordinator: h, tags: [pool]}", "labgrid.tags: expected a mapping of tag: value"),
-        ("{coordinator: h, places: [a], wait: -1}", "labgrid.wait: expected a number >= 0"),
+        (
+            "{coordinator: h, places: [a], wait: -1}",
+            "labgrid.wait: expected a number in [0, 86400], got -1",
+        ),
         ("{coordinator: h, places: [a], prefer: usb}", "labgrid.prefer: expected one of ssh"),
         ("{coordinator: h, places: [a], ssh: {password: x}}", "secrets do not belong"),
         ("{coordinator: h, places: [a], exporter: x}", "labgrid.exporter: unknown key"),
@@ -199,7 +202,7 @@ def test_section_errors_say_where(section: str, message: str) -> None:
 
 @pytest.mark.needs_labgrid
 def test_unreachable_coordinator_at_load(tmp_path: Path) -> None:
-    from harness.simfarm.procs import free_port
+    from npu_hil.harness.simfarm.procs import free_port
 
     address = f"127.0.0.1:{free_port()}"
     named = tmp_path / "named.yaml"

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.labgrid.serial_provider import CANDIDATES, serial_provider
-from harness.simfarm import MissingToolError, SerialBoard, start_ser2net, stop_serial_board
-from harness.simfarm.console import require_ser2net, start_serial_board
-from harness.simfarm.procs import free_port, is_listening, spawn, stop_popen, wait_until
-from harness.transport.serial_console import SerialTransport, prepare_url
+from npu_hil.harness.labgrid.serial_provider import CANDIDATES, serial_provider
+from npu_hil.harness.simfarm import MissingToolError, SerialBoard, start_ser2net, stop_serial_board
+from npu_hil.harness.simfarm.console import require_ser2net, start_serial_board
+from npu_hil.harness.simfarm.procs import free_port, is_listening, spawn, stop_popen, wait_until
+from npu_hil.harness.transport.serial_console import SerialTransport, prepare_url
 
 
 def test_the_installed_serial_package_is_accounted_for(record_property: object) -> None:

@@ -8,8 +8,17 @@ import numpy as np
 import onnx
 import pytest
 
-from harness.models import MODELS, build, conv3x3, deconv, depthwise, load, reference_outputs, save
-from harness.models.builders import IR_VERSION, OPSET
+from npu_hil.harness.models import (
+    MODELS,
+    build,
+    conv3x3,
+    deconv,
+    depthwise,
+    load,
+    reference_outputs,
+    save,
+)
+from npu_hil.harness.models.builders import IR_VERSION, OPSET
 
 
 @pytest.mark.parametrize("shape", [(1, 3, 5, 7), (2, 1, 1, 9)])

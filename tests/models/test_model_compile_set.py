@@ -10,19 +10,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.farm import Farm, parse_inventory
-from harness.farm.runner import _resolve_model
-from harness.models import ManifestError, build, load_manifest
-from harness.models.compile_set import REGRESSION_SHAPES, entry_key, plan, record
-from harness.models.manifest import parse_manifest
-from harness.models.rknn_build import (
+from npu_hil.harness.farm import Farm, parse_inventory
+from npu_hil.harness.farm.runner import _resolve_model
+from npu_hil.harness.models import ManifestError, build, load_manifest
+from npu_hil.harness.models.compile_set import REGRESSION_SHAPES, entry_key, plan, record
+from npu_hil.harness.models.manifest import parse_manifest
+from npu_hil.harness.models.rknn_build import (
     BuildResult,
     CompilerError,
     check_precision,
     precisions,
     read_dataset,
 )
-from harness.models.rknn_file import NativeTensor, RknnFileError, read_tensor_table
+from npu_hil.harness.models.rknn_file import NativeTensor, RknnFileError, read_tensor_table
 
 # Measured: rknn-toolkit2 2.5.0, rk3588 int8, conv3x3 at 1x16x5x7 (the file's tensor table).
 RK3588_CONV = {

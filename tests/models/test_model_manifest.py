@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from harness.errors import NpuHilError
-from harness.models import Manifest, ManifestError, load_manifest
-from harness.models.manifest import parse_manifest, save_manifest
+from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.models import Manifest, ManifestError, load_manifest
+from npu_hil.harness.models.manifest import parse_manifest, save_manifest
 
 GOOD = {
     "version": 1,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.models import ModelInputError, build, reference_outputs
-from harness.models.reference import input_dtypes
-from harness.sim import numpy_exec
+from npu_hil.harness.models import ModelInputError, build, reference_outputs
+from npu_hil.harness.models.reference import input_dtypes
+from npu_hil.harness.sim import numpy_exec
 
 
 def test_integer_images_feed_float_models() -> None:

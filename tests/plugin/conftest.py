@@ -10,10 +10,10 @@ import textwrap
 import onnxruntime  # noqa: F401
 import pytest
 
-import harness.farm.farm
-import harness.farm.runner
-import harness.report.writer
-import harness.sim  # noqa: F401
+import npu_hil.harness.farm.farm
+import npu_hil.harness.farm.runner
+import npu_hil.harness.report.writer
+import npu_hil.harness.sim  # noqa: F401
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -10,7 +10,7 @@ import pytest
 MISMATCH = """
 import numpy as np
 import pytest
-from harness.plugin import assert_run_ok
+from npu_hil.harness.plugin import assert_run_ok
 
 @pytest.mark.soc("rk3588")
 def test_garbage(run_model):
@@ -27,8 +27,8 @@ def test_clean(run_model):
 # Stubs the runner inside the test project only: the first ``FAILS`` calls raise TransportError.
 FLAKY_CONFTEST = """
 import pytest
-import harness.farm.runner as runner
-from harness.errors import TransportError
+import npu_hil.harness.farm.runner as runner
+from npu_hil.harness.errors import TransportError
 
 CALLS = []
 
@@ -181,7 +181,7 @@ def test_uint8_on_kl730(run_model):
 
 @pytest.mark.soc("kl730")
 def test_own_error(run_model):
-    from harness.errors import LayoutError
+    from npu_hil.harness.errors import LayoutError
     raise LayoutError("raised by the test itself")
 """
 

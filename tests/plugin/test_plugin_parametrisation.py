@@ -92,8 +92,22 @@ boards:
     assert "Traceback" not in result.stdout.str()
 
 
-def test_no_inventory_is_a_clear_error(pytester: pytest.Pytester) -> None:
+def test_no_inventory_runs_on_the_builtin_simulated_farm(pytester: pytest.Pytester) -> None:
+    """A model developer's own project: no inventory, and the board test runs once per target
+    on the built-in simulated farm, which the header names."""
+    pytester.makepyfile(
+        "def test_x(board):\n    assert board.simulated\n"
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=15)
+    result.stdout.fnmatch_lines(
+        ["npu-hil: no inventory given (--inventory FILE) or found*built-in simulated farm*(15)*"]
+    )
+
+
+def test_the_builtin_farm_header_is_absent_with_an_inventory(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", inventory="boards:\n  - {name: rk3588-01, target: rk3588}\n")
     pytester.makepyfile("def test_x(board):\n    pass\n")
     result = pytester.runpytest()
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*no inventory: pass --inventory FILE*"])
+    result.assert_outcomes(passed=1)
+    assert "built-in simulated farm" not in result.stdout.str()

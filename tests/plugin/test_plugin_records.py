@@ -12,7 +12,7 @@ import pytest
 TESTS = """
 import numpy as np
 import pytest
-from harness.plugin import assert_run_ok
+from npu_hil.harness.plugin import assert_run_ok
 
 X = {"input": np.arange(60, dtype=np.uint8).reshape(1, 3, 4, 5)}
 

@@ -54,7 +54,7 @@ def test_infrastructure_error_is_an_error_under_xdist(project: pytest.Pytester) 
     project.makepyfile(
         """
         import pytest
-        from harness.errors import TransportError
+        from npu_hil.harness.errors import TransportError
 
         @pytest.mark.soc("rk3588")
         def test_link_cut(board):
@@ -75,7 +75,7 @@ def test_worker_heatmaps_land_in_the_run_folder_the_message_names(
         """
         import numpy as np
         import pytest
-        from harness.plugin import assert_run_ok
+        from npu_hil.harness.plugin import assert_run_ok
 
         X = {"input": np.arange(60, dtype=np.uint8).reshape(1, 3, 4, 5)}
 

@@ -13,7 +13,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
-from harness.preflight import PreflightError, preflight  # noqa: E402
+from npu_hil.harness.preflight import PreflightError, preflight  # noqa: E402
 
 
 def conv_model(
@@ -145,7 +145,7 @@ def test_unreadable_model_is_a_preflight_error(tmp_path: Path) -> None:
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", "preflight", *args],
+        [sys.executable, "-m", "npu_hil.harness.cli.main", "preflight", *args],
         capture_output=True,
         text=True,
         check=False,

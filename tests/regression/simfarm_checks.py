@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.simfarm import MissingToolError
-from harness.simfarm.console import require_socat
-from harness.simfarm.sshd import require_openssh
+from npu_hil.harness.simfarm import MissingToolError
+from npu_hil.harness.simfarm.console import require_socat
+from npu_hil.harness.simfarm.sshd import require_openssh
 
 
 def require_link(kind: str) -> None:

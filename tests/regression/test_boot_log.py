@@ -12,7 +12,7 @@ TESTS = """
 import numpy as np
 import pytest
 
-from harness.errors import TransportError
+from npu_hil.harness.errors import TransportError
 
 @pytest.mark.soc("rk3588")
 def test_1_the_board_reboots(board):

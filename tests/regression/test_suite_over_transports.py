@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from simfarm_checks import leftovers, require_link
 
-from harness.codec import known_targets
+from npu_hil.harness.codec import known_targets
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "tests" / "hil"

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.report.records import TensorFinding, TestRecord
+from npu_hil.harness.report.records import TensorFinding, TestRecord
 
 
 def make_record(
@@ -35,9 +35,9 @@ def make_record(
 
 def render_real_heatmap(path: Path) -> Path:
     """A heatmap from a real one-byte fault through the codec and the diff."""
-    from harness.codec import get_layout
-    from harness.diff import diff_buffers
-    from harness.diff.heatmap import render_heatmap
+    from npu_hil.harness.codec import get_layout
+    from npu_hil.harness.diff import diff_buffers
+    from npu_hil.harness.diff.heatmap import render_heatmap
 
     layout = get_layout("rk3588", "NC1HWC2", (1, 8, 4, 5), "int8")
     logical = np.arange(160, dtype=np.int8).reshape(1, 8, 4, 5)

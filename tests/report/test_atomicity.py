@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import atomic
-from harness.report.records import TensorFinding, TestRecord
-from harness.report.writer import append_record, load_records, new_run_dir, write_run
+from npu_hil.harness.report import atomic
+from npu_hil.harness.report.records import TensorFinding, TestRecord
+from npu_hil.harness.report.writer import append_record, load_records, new_run_dir, write_run
 
 CRASHING_RUN = """
 import os, sys
-from harness.report.records import TestRecord
-from harness.report.writer import append_record
+from npu_hil.harness.report.records import TestRecord
+from npu_hil.harness.report.writer import append_record
 run_dir = sys.argv[1]
 for i in range(20):
     append_record(run_dir, TestRecord(f"t.py::test_{i}", "passed" if i % 3 else "failed", 0.1,
@@ -83,8 +83,8 @@ def test_failed_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.Mon
 def test_concurrent_appends_keep_lines_whole(tmp_path: Path) -> None:
     script = (
         "import sys\n"
-        "from harness.report.records import TestRecord\n"
-        "from harness.report.writer import append_record\n"
+        "from npu_hil.harness.report.records import TestRecord\n"
+        "from npu_hil.harness.report.writer import append_record\n"
         "for i in range(200):\n"
         "    append_record(sys.argv[1], TestRecord(f't.py::w{sys.argv[2]}_{i}', 'passed', 0.0,"
         " message='x' * 500))\n"
@@ -94,3 +94,26 @@ def test_concurrent_appends_keep_lines_whole(tmp_path: Path) -> None:
     ]
     assert all(p.wait() == 0 for p in procs)
     assert len(load_records(tmp_path)) == 800
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_report_files_get_the_umasks_mode(tmp_path: Path, umask: int, mode: int) -> None:
+    """Not mkstemp's 0600: a CI server or a colleague reads the reports; the run folder is the
+    private part."""
+    import stat
+
+    old = os.umask(umask)
+    try:
+        run_dir = new_run_dir(tmp_path / "reports")
+        append_record(run_dir, TestRecord("t.py::a", "passed", 0.1))
+        write_run(run_dir, None, {"run_key": "k"})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(run_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "reports").stat().st_mode) == 0o700
+    files = sorted(p.name for p in run_dir.iterdir())
+    assert files == sorted(
+        ["junit.xml", "summary.json", "comparison.json", "report.html", "records.jsonl"]
+    )
+    for name in files:
+        assert stat.S_IMODE((run_dir / name).stat().st_mode) == mode, name

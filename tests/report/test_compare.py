@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.report.records import TestRecord
-from harness.report.writer import write_run
+from npu_hil.harness.report.records import TestRecord
+from npu_hil.harness.report.writer import write_run
 
 KIND = {"run_key": "nightly-key", "complete": True}
 
@@ -73,7 +73,7 @@ def test_one_flip_is_not_flaky(tmp_path: Path) -> None:
 
 
 def test_crashed_previous_run_is_no_baseline(tmp_path: Path) -> None:
-    from harness.report.writer import append_record
+    from npu_hil.harness.report.writer import append_record
 
     _run(tmp_path, "20260101T000000Z-000001", {"a": "passed"})
     crashed = tmp_path / "20260102T000000Z-000002"
@@ -119,3 +119,62 @@ def test_later_and_foreign_folders_are_ignored(tmp_path: Path) -> None:
     (tmp_path / "notes").mkdir()
     comparison = _run(tmp_path, "20260101T000000Z-000001", {"a": "passed"})
     assert comparison["previous_run"] is None
+
+
+def _crash(root: Path, name: str, key: str, outcomes: dict[str, str]) -> Path:
+    """A run killed before its summary.json: its run.json and records only, as the plugin
+    leaves them."""
+    from npu_hil.harness.report.runs import append_record, write_run_start
+
+    run_dir = root / name
+    run_dir.mkdir()
+    write_run_start(run_dir, {"run_id": name, "run_key": key, "started": name[:15]})
+    for test, outcome in outcomes.items():
+        append_record(run_dir, TestRecord(f"t.py::{test}", outcome, 0.1))
+    return run_dir
+
+
+def test_a_killed_previous_run_is_named_not_skipped_silently(tmp_path: Path) -> None:
+    _run(tmp_path, "20260101T000000Z-000001", {"a": "passed", "b": "passed"})
+    _crash(tmp_path, "20260102T000000Z-000002", "nightly-key", {"a": "failed"})
+    _crash(tmp_path, "20260102T120000Z-000009", "other-key", {"a": "failed"})
+    comparison = _run(tmp_path, "20260103T000000Z-000003", {"a": "failed", "b": "passed"})
+    assert comparison["previous_run"] == "20260101T000000Z-000001"
+    assert [e["run_id"] for e in comparison["previous_incomplete"]] == ["20260102T000000Z-000002"]
+    why = comparison["previous_incomplete"][0]["why"]
+    assert "no summary.json" in why and "1 test records" in why
+    assert "20260102T000000Z-000002, is INCOMPLETE" in str(comparison["baseline"])
+    run_dir = tmp_path / "20260103T000000Z-000003"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["comparison"]["previous_incomplete"] == 1
+    assert "INCOMPLETE" in summary["comparison"]["baseline"]
+    html = (run_dir / "report.html").read_text()
+    assert 'class="banner warn incomplete"' in html and "20260102T000000Z-000002" in html
+
+
+def test_a_stopped_run_is_named_even_without_any_complete_one(tmp_path: Path) -> None:
+    _run(tmp_path, "20260101T000000Z-000001", {"a": "failed"}, complete=False, pytest_exit=2)
+    comparison = _run(tmp_path, "20260102T000000Z-000002", {"a": "failed"})
+    assert comparison["previous_run"] is None
+    (entry,) = comparison["previous_incomplete"]
+    assert entry["run_id"] == "20260101T000000Z-000001"
+    assert "stopped before its last test (pytest exit 2)" in entry["why"]
+    assert "INCOMPLETE" in str(comparison["baseline"])
+
+
+def test_incomplete_runs_older_than_the_baseline_are_not_repeated(tmp_path: Path) -> None:
+    _crash(tmp_path, "20260101T000000Z-000001", "nightly-key", {"a": "failed"})
+    _run(tmp_path, "20260102T000000Z-000002", {"a": "passed"})
+    comparison = _run(tmp_path, "20260103T000000Z-000003", {"a": "passed"})
+    assert comparison["previous_run"] == "20260102T000000Z-000002"
+    assert comparison["previous_incomplete"] == []
+    assert "INCOMPLETE" not in str(comparison["baseline"])
+
+
+def test_compare_with_an_incomplete_run_says_so(tmp_path: Path) -> None:
+    _run(tmp_path, "20260101T000000Z-000001", {"a": "failed"}, complete=False, incomplete=True)
+    comparison = _run(
+        tmp_path, "20260102T000000Z-000002", {"a": "failed"}, compare_with="20260101T000000Z-000001"
+    )
+    assert comparison["previous_run"] == "20260101T000000Z-000001"
+    assert "that run is INCOMPLETE: it crashed" in str(comparison["baseline"])

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.nightly_cmd import RecordTail
+from npu_hil.harness.cli.nightly_cmd import RecordTail
 
 CONFTEST = """
-from harness.report.records import TestRecord
-from harness.report.runs import run_dir_for_session
-from harness.report.writer import append_record
+from npu_hil.harness.report.records import TestRecord
+from npu_hil.harness.report.runs import run_dir_for_session
+from npu_hil.harness.report.writer import append_record
 
 def pytest_runtest_logreport(report):
     if report.when != "call":
@@ -54,7 +54,7 @@ def _checkout(tmp_path: Path) -> Path:
 
 def _nightly(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", "nightly", *args],
+        [sys.executable, "-m", "npu_hil.harness.cli.main", "nightly", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -104,9 +104,9 @@ def test_nightly_exit_code_is_pytests_and_compares_with_last_night(tmp_path: Pat
 
 
 PROVENANCE_CONFTEST = """
-from harness.report.records import TestRecord
-from harness.report.runs import run_dir_for_session
-from harness.report.writer import append_record
+from npu_hil.harness.report.records import TestRecord
+from npu_hil.harness.report.runs import run_dir_for_session
+from npu_hil.harness.report.writer import append_record
 
 REASON = "no connection after 4 attempts"
 
@@ -151,10 +151,10 @@ def test_nightly_console_and_report_agree_on_provenance_and_health(tmp_path: Pat
 
 
 def test_nightly_compare_with_is_passed_on(tmp_path: Path) -> None:
-    from harness.cli.main import build_parser
+    from npu_hil.harness.cli.main import build_parser
 
     args = build_parser().parse_args(["nightly", "--compare-with", "20260101T000000Z-abcdef"])
-    from harness.cli.nightly_cmd import pytest_command
+    from npu_hil.harness.cli.nightly_cmd import pytest_command
 
     cmd = pytest_command(args, Path("tests/hil"))
     assert cmd[cmd.index("--compare-with") + 1] == "20260101T000000Z-abcdef"
@@ -183,8 +183,8 @@ def test_record_tail_reads_whole_lines_only(tmp_path: Path) -> None:
 def test_record_tail_names_where_cases_ran(tmp_path: Path) -> None:
     """The live table says what the final one says: a skipped case on a hardware board is not
     hardware."""
-    from harness.report.records import TestRecord
-    from harness.report.writer import append_record
+    from npu_hil.harness.report.records import TestRecord
+    from npu_hil.harness.report.writer import append_record
 
     tail = RecordTail(tmp_path / "records.jsonl")
     append_record(tmp_path, TestRecord("t::a[hw-01]", "skipped", 0.0, board="hw-01"))
@@ -199,8 +199,8 @@ def test_record_tail_names_where_cases_ran(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("autoload", ["", "1"])
 def test_pytest_command(autoload: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.cli.main import build_parser
-    from harness.cli.nightly_cmd import pytest_command
+    from npu_hil.harness.cli.main import build_parser
+    from npu_hil.harness.cli.nightly_cmd import pytest_command
 
     if autoload:
         monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.report.records import TestRecord
-from harness.report.writer import write_run
+from npu_hil.harness.report.records import TestRecord
+from npu_hil.harness.report.writer import write_run
 from tests.report.chromium import CHROMIUM, Chromium
 from tests.report.conftest import make_record
 

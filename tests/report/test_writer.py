@@ -9,9 +9,9 @@ import xml.etree.ElementTree as ET
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from harness.report.records import TestRecord
-from harness.report.runs import RUN_ID_PATTERN, new_run_id
-from harness.report.writer import new_run_dir, write_run
+from npu_hil.harness.report.records import TestRecord
+from npu_hil.harness.report.runs import RUN_ID_PATTERN, new_run_id
+from npu_hil.harness.report.writer import new_run_dir, write_run
 
 META = {"started": "2026-01-01T00:00:00Z", "backend": "auto", "inventory": "inventory.yaml"}
 
@@ -127,7 +127,7 @@ def test_html_header_all_simulated(tmp_path: Path) -> None:
 
 
 def test_missing_heatmap_is_noted_not_fatal(tmp_path: Path) -> None:
-    from harness.report.records import TensorFinding
+    from npu_hil.harness.report.records import TensorFinding
 
     finding = TensorFinding("out", "output", "different", "", heatmap="gone.png")
     record = TestRecord("t.py::test_a", "failed", 0.1, tensors=[finding])

@@ -16,11 +16,17 @@ import numpy as np
 import pytest
 from sim_helpers import random_tensor
 
-from harness.agent.adapters.base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
-from harness.agent.adapters.sim import ADAPTER
-from harness.diff import diff_buffers
-from harness.models import build, save
-from harness.sim.expect import expect_run
+from npu_hil.harness.agent.adapters.base import (
+    Adapter,
+    AdapterError,
+    InputTensor,
+    RunOutput,
+    TensorOut,
+)
+from npu_hil.harness.agent.adapters.sim import ADAPTER
+from npu_hil.harness.diff import diff_buffers
+from npu_hil.harness.models import build, save
+from npu_hil.harness.sim.expect import expect_run
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = ROOT / "harness" / "agent" / "agent.py"
@@ -117,7 +123,7 @@ try:
     adapter.load("model.nef")
 except base.AdapterError as exc:
     refused = exc.kind
-from harness.models import build, save
+from npu_hil.harness.models import build, save
 model = adapter.load(str(save(build("identity", (1, 3, 2, 5)), sys.argv[2])))
 x = np.zeros((1, 3, 2, 5), np.uint8)
 given = base.InputTensor("input", x.reshape(-1), "NCHW", [1, 3, 2, 5], "uint8", False)

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from sim_helpers import Compared, compare, inputs_for, kinds, native_dtype, run_sim
 
-from harness.models import build
-from harness.sim import FAULT_NAMES, Fault, SimConfigError, SimInput, SimNpu, parse_faults
-from harness.sim.faults import BUFFER_FAULTS
+from npu_hil.harness.models import build
+from npu_hil.harness.sim import FAULT_NAMES, Fault, SimConfigError, SimInput, SimNpu, parse_faults
+from npu_hil.harness.sim.faults import BUFFER_FAULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -205,8 +205,8 @@ def test_hang_for_a_while_delays_the_answer() -> None:
 SCRIPT = """
 import json, sys
 import numpy as np
-from harness.models import build
-from harness.sim import SimInput, SimNpu
+from npu_hil.harness.models import build
+from npu_hil.harness.sim import SimInput, SimNpu
 npu = SimNpu("rk3588", faults=[json.loads(sys.argv[1])])
 model = npu.load(build("identity", (1, 3, 2, 3)))
 print("running", flush=True)

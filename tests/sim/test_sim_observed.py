@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from sim_helpers import random_tensor, run_sim
 
-from harness.models import build
+from npu_hil.harness.models import build
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "rknn" / "observed.json.gz"
 RECORDS: list[dict[str, Any]] = json.loads(gzip.decompress(DATA.read_bytes()))

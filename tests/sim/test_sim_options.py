@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from harness.sim import SIM_TARGETS, SimConfigError, SimNpu, vendor_of
-from harness.sim.options import SimOptions
+from npu_hil.harness.sim import SIM_TARGETS, SimConfigError, SimNpu, vendor_of
+from npu_hil.harness.sim.options import SimOptions
 
 
 def test_every_target_has_a_vendor() -> None:

@@ -10,9 +10,9 @@ import onnx
 import pytest
 from sim_helpers import inputs_for, random_tensor
 
-from harness.codec import get_layout
-from harness.models import build, save
-from harness.sim import SimInput, SimNpu, SimRefusal, SimRun
+from npu_hil.harness.codec import get_layout
+from npu_hil.harness.models import build, save
+from npu_hil.harness.sim import SimInput, SimNpu, SimRefusal, SimRun
 
 
 def check(exc: pytest.ExceptionInfo[SimRefusal], kind: str, stage: str) -> None:

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from sim_helpers import compare, inputs_for, native_dtype, run_sim
 
-from harness.codec import get_layout
-from harness.codec.reported import dtype_from_report, layout_from_report, predicted_layout
-from harness.diff.attributes import diff_attributes, disagreements
-from harness.errors import LayoutError
-from harness.models import build
-from harness.sim import SIM_TARGETS
+from npu_hil.harness.codec import get_layout
+from npu_hil.harness.codec.reported import dtype_from_report, layout_from_report, predicted_layout
+from npu_hil.harness.diff.attributes import diff_attributes, disagreements
+from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.models import build
+from npu_hil.harness.sim import SIM_TARGETS
 
 
 @pytest.mark.parametrize("model_name", ["conv3x3", "deconv"])

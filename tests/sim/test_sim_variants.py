@@ -8,10 +8,10 @@ import onnx
 import pytest
 from sim_helpers import compare, inputs_for, random_tensor, run_sim
 
-from harness.codec import get_layout
-from harness.models import build, reference_outputs
-from harness.sim import SimInput, SimNpu, SimRun
-from harness.sim.images import nv12_planes
+from npu_hil.harness.codec import get_layout
+from npu_hil.harness.models import build, reference_outputs
+from npu_hil.harness.sim import SimInput, SimNpu, SimRun
+from npu_hil.harness.sim.images import nv12_planes
 
 HORIZON = ("rdk-x3", "rdk-x5", "rdk-s100")
 
@@ -190,7 +190,7 @@ def test_numpy_executor_matches_onnxruntime(model_name: str) -> None:
     diff = a.codec_layout.unpack(a.data).astype(int) - b.codec_layout.unpack(b.data).astype(int)
     assert np.abs(diff).max() <= 1
     floats = reference_outputs(model, given)["output"]
-    from harness.sim import numpy_exec
+    from npu_hil.harness.sim import numpy_exec
 
     assert np.allclose(numpy_exec.run(model, given)["output"], floats, rtol=1e-5, atol=1e-5)
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.farm.inventory import Board
-from harness.simfarm import FarmState, MissingToolError, down, up
-from harness.transport.serial_console import SerialTransport
-from harness.transport.ssh import SshTransport
+from npu_hil.harness.farm.inventory import Board
+from npu_hil.harness.simfarm import FarmState, MissingToolError, down, up
+from npu_hil.harness.transport.serial_console import SerialTransport
+from npu_hil.harness.transport.ssh import SshTransport
 
 # Two targets of different vendors, two boards each per transport: enough to see that boards
 # share one sshd but not a workdir, and each serial board has its own console.

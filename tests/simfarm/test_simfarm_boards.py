@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.agent.client import AgentClient
-from harness.agent.protocol import InputSpec, JobSpec
-from harness.farm.inventory import load_inventory
-from harness.models import build, save
-from harness.simfarm import FarmState, SimFarmError, status, up
-from harness.simfarm.inventory import checkout_manifest
+from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.agent.protocol import InputSpec, JobSpec
+from npu_hil.harness.farm.inventory import load_inventory
+from npu_hil.harness.models import build, save
+from npu_hil.harness.simfarm import FarmState, SimFarmError, status, up
+from npu_hil.harness.simfarm.inventory import checkout_manifest
 from tests.simfarm.conftest import TARGETS, of_kind, serial_transport, ssh_transport
 
 
@@ -51,7 +51,7 @@ def test_inventory_parses_and_describes_every_board(farm: FarmState) -> None:
 
 def test_python_wrapper_makes_the_harness_importable(farm: FarmState) -> None:
     done = subprocess.run(
-        [str(farm.dir / "bin" / "python3"), "-c", "import harness.sim, targets; print('ok')"],
+        [str(farm.dir / "bin" / "python3"), "-c", "import npu_hil.harness.sim; print('ok')"],
         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
         cwd="/",
         capture_output=True,

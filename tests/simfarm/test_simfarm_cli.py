@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import main
-from harness.farm.inventory import load_inventory
-from harness.simfarm import harness_root
+from npu_hil.harness.cli.main import main
+from npu_hil.harness.farm.inventory import load_inventory
+from npu_hil.harness.simfarm import harness_root
 from tests.simfarm.conftest import gone
 
 
@@ -21,7 +21,7 @@ def npu_hil(*args: str) -> subprocess.CompletedProcess[str]:
     """The command line in a process of its own, as a user runs it."""
     env = {**os.environ, "PYTHONPATH": str(harness_root())}
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", *args],
+        [sys.executable, "-m", "npu_hil.harness.cli.main", *args],
         capture_output=True,
         text=True,
         env=env,

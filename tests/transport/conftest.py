@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.simfarm import (
+from npu_hil.harness.simfarm import (
     MissingToolError,
     SerialBoard,
     SimFarmError,
@@ -23,10 +23,10 @@ from harness.simfarm import (
     start_ser2net,
     stop_serial_board,
 )
-from harness.simfarm import console as _console
-from harness.simfarm import sshd as _sshd
-from harness.simfarm.procs import free_port as _free_port
-from harness.simfarm.sshd import keygen as _keygen
+from npu_hil.harness.simfarm import console as _console
+from npu_hil.harness.simfarm import sshd as _sshd
+from npu_hil.harness.simfarm.procs import free_port as _free_port
+from npu_hil.harness.simfarm.sshd import keygen as _keygen
 
 __all__ = [
     "NoisyRelay",

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import TransportError, UnsafeFolderError
-from harness.transport.workdir import check_workdir_probe, mode_from_ls
+from npu_hil.harness.errors import TransportError, UnsafeFolderError
+from npu_hil.harness.transport.workdir import check_workdir_probe, mode_from_ls
 from tests.transport.conftest import SerialBoard, Sshd
 from tests.transport.test_serial import make as make_serial
 from tests.transport.test_ssh import make as make_ssh

@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.agent import relay
-from harness.agent.client import AgentClient
-from harness.errors import DeviceError, TransportError
-from harness.transport import RemotePathError, Session, Transport, serial_console
-from harness.transport.serial_console import SerialTransport, prepare_url
+from npu_hil.harness.agent import relay
+from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.errors import DeviceError, TransportError
+from npu_hil.harness.transport import RemotePathError, Session, Transport, serial_console
+from npu_hil.harness.transport.serial_console import SerialTransport, prepare_url
 from tests.agent.jobs import FAKE_ADAPTERS, X, echo_job, sim_job
 from tests.transport.conftest import NoisyRelay, SerialBoard
 

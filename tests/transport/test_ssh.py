@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.agent.client import AgentClient
-from harness.errors import TransportError
-from harness.transport import RemotePathError, Session, Transport, ssh_stream
-from harness.transport.ssh import SshTransport
+from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.errors import TransportError
+from npu_hil.harness.transport import RemotePathError, Session, Transport, ssh_stream
+from npu_hil.harness.transport.ssh import SshTransport
 from tests.agent.jobs import sim_job
 from tests.transport.conftest import Sshd, fingerprint, start_sshd, stop_sshd
 from tests.transport.faultproxy import Direction, FaultProxy

@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from harness.codec import get_layout
-from harness.errors import LayoutError
-from harness.models import build
-from harness.models.compile_set import graph_of
-from harness.models.rknn_build import (
+from npu_hil.harness.codec import get_layout
+from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.models import build
+from npu_hil.harness.models.compile_set import graph_of
+from npu_hil.harness.models.rknn_build import (
     BuildFailure,
     BuildJob,
     BuildResult,
@@ -31,8 +31,8 @@ from harness.models.rknn_build import (
     precisions,
     write_calibration,
 )
-from harness.models.rknn_file import NativeTensor
-from targets import rockchip
+from npu_hil.harness.models.rknn_file import NativeTensor
+from npu_hil.targets import rockchip
 
 H = 3
 MODELS: tuple[tuple[str, int, int, str], ...] = (

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from grid import ABORTING, Grid, log_rows
 
-from harness.cli.main import main
-from harness.models import load_manifest
-from harness.models.compile_set import REGRESSION_SHAPES, entry_key
-from harness.models.rknn_file import read_tensor_table
+from npu_hil.harness.cli.main import main
+from npu_hil.harness.models import load_manifest
+from npu_hil.harness.models.compile_set import REGRESSION_SHAPES, entry_key
+from npu_hil.harness.models.rknn_file import read_tensor_table
 
 
 def test_an_aborting_compiler_is_one_models_error(grid: Grid) -> None:

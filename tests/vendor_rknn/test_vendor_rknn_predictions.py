@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from grid import EXPECTED_SKEW, Grid, classify, compare, grid_models
 
-from targets import rockchip
+from npu_hil.targets import rockchip
 
 
 def test_every_target_and_precision_was_compiled(grid: Grid) -> None:

@@ -17,9 +17,9 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional
 
-from harness.errors import LayoutError
-from harness.models.reference import ModelInputError
-from harness.sim import SimConfigError, SimModel, SimNpu, SimRefusal, SimTensor
+from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.models.reference import ModelInputError
+from npu_hil.harness.sim import SimConfigError, SimModel, SimNpu, SimRefusal, SimTensor
 
 # Relative: the agent loads this as adapters.<name>, the harness as
 # harness.agent.adapters.<name>; either way the base is the one beside it.

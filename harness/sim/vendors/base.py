@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from harness.codec import BlockedLayout, get_layout
-from harness.errors import LayoutError
-from harness.sim.errors import SimRefusal
-from harness.sim.graph import GraphInfo, TensorInfo
-from harness.sim.options import SimOptions
-from harness.sim.tensors import InputLike, SimTensor, device_buffer, raw_bytes
+from npu_hil.harness.codec import BlockedLayout, get_layout
+from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.sim.errors import SimRefusal
+from npu_hil.harness.sim.graph import GraphInfo, TensorInfo
+from npu_hil.harness.sim.options import SimOptions
+from npu_hil.harness.sim.tensors import InputLike, SimTensor, device_buffer, raw_bytes
 
 LOGICAL_LAYOUTS = ("NCHW", "logical")
 """Layout names an input may carry to mean "the logical tensor, lay it out the default way"."""

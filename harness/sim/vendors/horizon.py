@@ -21,12 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from harness.codec import BlockedLayout
-from harness.sim.errors import SimRefusal
-from harness.sim.graph import GraphInfo, TensorInfo
-from harness.sim.images import image_shape, nv12_planes, y_plane
-from harness.sim.options import SimOptions
-from harness.sim.quant import (
+from npu_hil.harness.codec import BlockedLayout
+from npu_hil.harness.sim.errors import SimRefusal
+from npu_hil.harness.sim.graph import GraphInfo, TensorInfo
+from npu_hil.harness.sim.images import image_shape, nv12_planes, y_plane
+from npu_hil.harness.sim.options import SimOptions
+from npu_hil.harness.sim.quant import (
     Cast,
     HorizonScale,
     HorizonShift,
@@ -34,9 +34,9 @@ from harness.sim.quant import (
     choose_horizon_scale,
     choose_horizon_shift,
 )
-from harness.sim.tensors import InputLike, SimTensor, input_dtype, logical_input
-from harness.sim.vendors.base import HeldInput, VendorSim, static_shape
-from targets import horizon
+from npu_hil.harness.sim.tensors import InputLike, SimTensor, input_dtype, logical_input
+from npu_hil.harness.sim.vendors.base import HeldInput, VendorSim, static_shape
+from npu_hil.targets import horizon
 
 IMAGE_TYPES = ("NV12", "NV12_SEPARATE", "Y")
 LAYOUTS = ("strided", *IMAGE_TYPES)

@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from harness.codec import BlockedLayout
-from harness.sim.errors import SimRefusal
-from harness.sim.graph import GraphInfo, TensorInfo
-from harness.sim.options import SimOptions
-from harness.sim.quant import FixedPoint, choose_fixed_point, fixed_point_for_type
-from harness.sim.tensors import InputLike, SimTensor, input_dtype, logical_input
-from harness.sim.vendors.base import HeldInput, VendorSim, dense_strides, static_shape
-from targets import kl730
+from npu_hil.harness.codec import BlockedLayout
+from npu_hil.harness.sim.errors import SimRefusal
+from npu_hil.harness.sim.graph import GraphInfo, TensorInfo
+from npu_hil.harness.sim.options import SimOptions
+from npu_hil.harness.sim.quant import FixedPoint, choose_fixed_point, fixed_point_for_type
+from npu_hil.harness.sim.tensors import InputLike, SimTensor, input_dtype, logical_input
+from npu_hil.harness.sim.vendors.base import HeldInput, VendorSim, dense_strides, static_shape
+from npu_hil.targets import kl730
 
 CHANNEL_AXIS = 1
 

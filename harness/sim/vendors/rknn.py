@@ -25,17 +25,17 @@ from typing import Any
 
 import numpy as np
 
-from harness.codec import BlockedLayout
-from harness.errors import LayoutError
-from harness.sim.errors import SimRefusal
-from harness.sim.graph import GraphInfo, TensorInfo
-from harness.sim.options import SimOptions
-from harness.sim.quant import Affine, Cast, Quantizer, affine_for_type, choose_affine
-from harness.sim.tensors import InputLike, SimTensor, input_dtype, logical_input
-from harness.sim.vendors.base import HeldInput, VendorSim, static_shape
-from targets import check_conv, rockchip
-from targets.rockchip_layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS, RKNN_TYPES
-from targets.rockchip_observed import npu_input_types
+from npu_hil.harness.codec import BlockedLayout
+from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.sim.errors import SimRefusal
+from npu_hil.harness.sim.graph import GraphInfo, TensorInfo
+from npu_hil.harness.sim.options import SimOptions
+from npu_hil.harness.sim.quant import Affine, Cast, Quantizer, affine_for_type, choose_affine
+from npu_hil.harness.sim.tensors import InputLike, SimTensor, input_dtype, logical_input
+from npu_hil.harness.sim.vendors.base import HeldInput, VendorSim, static_shape
+from npu_hil.targets import check_conv, rockchip
+from npu_hil.targets.rockchip_layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS, RKNN_TYPES
+from npu_hil.targets.rockchip_observed import npu_input_types
 
 NO_CPU_PREPROCESSING = ("rv1103", "rv1106", "rv1103b")
 """RKNN2 input note 7: RV1106/RV1103/RV1103B do not run mean/scale/quant on the CPU."""

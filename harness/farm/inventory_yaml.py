@@ -1,0 +1,193 @@
+"""Inventory YAML text to nodes, and plain numbers from scalars: safely, whatever the text.
+
+The inventory is read as composed nodes (every node keeps its position) with PyYAML's
+``SafeLoader``; nothing here constructs a Python object from a tag, so no tag ever runs code or
+reaches a constructor that raises. What the composer itself cannot take safely is refused first,
+each with the position of the offending character or node:
+
+- text over :data:`MAX_CHARS` characters (an inventory is a few kilobytes);
+- nesting deeper than :data:`MAX_DEPTH` (PyYAML's composer recurses: 500 levels is a
+  RecursionError);
+- any tag but the plain ones (``!!str``, ``!!int``, ``!!float``, ``!!bool``, ``!!null``, lists and
+  mappings): ``!-1``, ``!foo``, ``!!binary``, ``!!timestamp``, ``!!python/...``, and the ``<<``
+  merge key, whose keys would arrive from elsewhere in the file.
+
+Numbers are read by :func:`plain_integer` and :func:`plain_number`, which take the decimal forms
+only: YAML 1.1 would read ``1:30`` as 90 (base 60), ``022`` as 18 (octal), ``0x16`` as 22, and
+``.inf`` as infinity; an integer of more than a few digits is no port, timeout or priority.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import re
+from typing import Any
+
+__all__ = [
+    "ALLOWED_TAGS",
+    "MAX_CHARS",
+    "MAX_DEPTH",
+    "YamlProblem",
+    "compose",
+    "plain_integer",
+    "plain_number",
+]
+
+yaml: Any = importlib.import_module("yaml")
+
+MAX_CHARS = 1 << 20
+"""An inventory of a thousand boards is about 150 KiB."""
+MAX_DEPTH = 32
+"""The schema nests seven deep (boards[i].power.command.on[j]); 32 leaves room for flow style."""
+MAX_DIGITS = 18
+"""More digits than any port, baud rate or number of seconds has (and far from Python's
+4,300-digit limit on converting text to int)."""
+
+ALLOWED_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "seq", "map")
+)
+_MERGE = "tag:yaml.org,2002:merge"
+
+_DECIMAL = re.compile(r"[-+]?[0-9]+\Z")
+_NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\Z")
+_SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?\Z")
+
+
+class YamlProblem(Exception):
+    """Text or a node that cannot be an inventory: ``line`` and ``column`` count from 1."""
+
+    def __init__(self, line: int, column: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
+        self.message = message
+
+
+def _position(text: str, index: int) -> tuple[int, int]:
+    index = max(0, min(index, len(text)))
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+def _problem_of(text: str, exc: Exception) -> YamlProblem:
+    """A PyYAML error as a problem at its position (a reader error has an index, not a mark)."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "cannot be read"
+        if mark is not None:
+            return YamlProblem(mark.line + 1, mark.column + 1, f"not valid YAML: {problem}")
+        return YamlProblem(1, 1, f"not valid YAML: {problem}")
+    if isinstance(exc, yaml.reader.ReaderError):
+        line, column = _position(text, exc.position)
+        code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1])
+        return YamlProblem(
+            line, column, f"not valid YAML: the character U+{code:04X} is not allowed in YAML text"
+        )
+    return YamlProblem(1, 1, f"not valid YAML: {type(exc).__name__}")
+
+
+class _Loader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no type information
+    """PyYAML's safe loader, composing only (nothing is constructed), with the nesting bounded:
+    its composer recurses once per level, so a deeper document is refused at the node that
+    goes too deep, before Python's recursion limit is near."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise YamlProblem(
+                    mark.line + 1,
+                    mark.column + 1,
+                    f"nested more than {MAX_DEPTH} levels deep (an inventory needs fewer than 10)",
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def compose(text: str) -> Any:
+    """The root node of ``text`` (None for an empty document), or a :class:`YamlProblem`."""
+    if len(text) > MAX_CHARS:
+        raise YamlProblem(
+            1, 1, f"the inventory is {len(text)} characters long (at most {MAX_CHARS})"
+        )
+    try:
+        loader = _Loader(text)  # the reader checks every character here
+        try:
+            return loader.get_single_node()
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as exc:
+        raise _problem_of(text, exc) from None
+
+
+def check_tags(root: Any) -> None:
+    """Refuse every node whose tag is not a plain one (aliases met again are not walked twice)."""
+    pending = [root]
+    seen: set[int] = set()
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.tag not in ALLOWED_TAGS:
+            mark = node.start_mark
+            if node.tag == _MERGE:
+                message = "merge keys (<<) are not taken: write the keys out (or use an alias)"
+            else:
+                shown = node.tag if len(node.tag) <= 60 else node.tag[:57] + "..."
+                message = (
+                    f"the YAML tag {shown!r} is not taken: the inventory holds plain strings, "
+                    "numbers, lists and mappings"
+                )
+            raise YamlProblem(mark.line + 1, mark.column + 1, message)
+        if isinstance(node.value, list):
+            for item in node.value:
+                pending.extend(item if isinstance(item, tuple) else (item,))
+
+
+def _sexagesimal_hint(value: str) -> str | None:
+    if _SEXAGESIMAL.match(value):
+        return (
+            f"YAML 1.1 reads {value} as a base-60 number; write a plain integer, "
+            "or quote it if it is text"
+        )
+    return None
+
+
+def plain_integer(value: str) -> int:
+    """A decimal integer of at most :data:`MAX_DIGITS` digits, or ValueError saying why not."""
+    hint = _sexagesimal_hint(value)
+    if hint:
+        raise ValueError(hint)
+    if not _DECIMAL.match(value):
+        raise ValueError("write a plain decimal integer (no 0x, 0o, 0b or _)")
+    digits = value.lstrip("+-")
+    if len(digits) > MAX_DIGITS:
+        raise ValueError(f"{len(digits)} digits is more than any setting here takes")
+    if len(digits) > 1 and digits.startswith("0"):
+        raise ValueError(f"YAML 1.1 reads {value} as an octal number; write it without the 0")
+    return int(value)
+
+
+def plain_number(value: str) -> float:
+    """A finite decimal number (``30``, ``2.5``, ``1e3``), or ValueError saying why not."""
+    hint = _sexagesimal_hint(value)
+    if hint:
+        raise ValueError(hint)
+    if value.lower().lstrip("+-") in (".inf", ".nan"):
+        raise ValueError("expected a finite number")
+    if _DECIMAL.match(value):
+        return float(plain_integer(value))
+    if len(value) > 32 or not _NUMBER.match(value):
+        raise ValueError("write a plain decimal number")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError("expected a finite number")
+    return number

@@ -1,0 +1,44 @@
+"""The command line's board selection (``--target``, ``--board``) checked against an inventory.
+
+A typo in a filter used to skip every case "for want of a board" and leave the run green; now a
+value no board of the inventory has is a usage error, one line naming the value and the values
+the inventory does have. The pytest plugin checks at the start of the session, ``npu-hil
+nightly`` before it starts pytest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from npu_hil.harness.farm.inventory import Inventory
+from npu_hil.harness.sim.targets import VENDOR_OF
+
+__all__ = ["selection_problem"]
+
+
+def _listed(values: Iterable[str]) -> str:
+    return ", ".join(dict.fromkeys(values)) or "none"
+
+
+def selection_problem(
+    inventory: Inventory, targets: Iterable[str], boards: Iterable[str]
+) -> str | None:
+    """Why ``--target``/``--board`` values do not fit ``inventory`` (the first bad value), or
+    None when every value names something the inventory has."""
+    where = inventory.source
+    have_targets = [b.target for b in inventory.boards]
+    for target in targets:
+        if target not in VENDOR_OF:
+            return (
+                f"--target {target!r}: no such target (known: {_listed(VENDOR_OF)}; "
+                f"in {where}: {_listed(have_targets)})"
+            )
+        if target not in have_targets:
+            return f"--target {target!r}: no board of that target in {where} (its targets: " + (
+                f"{_listed(have_targets)})"
+            )
+    names = [b.name for b in inventory.boards]
+    for name in boards:
+        if name not in names:
+            return f"--board {name!r}: no such board in {where} (its boards: {_listed(names)})"
+    return None

@@ -1,0 +1,64 @@
+"""Text made safe for every report file: records.jsonl, summary.json, comparison.json, junit.xml
+and report.html all take their text through :func:`clean_text` (deeply, :func:`clean_value`).
+
+A failure message is whatever a test, a device or a vendor runtime printed, so it may hold:
+
+- a lone surrogate (``\\udc80``, from bytes decoded with ``surrogateescape``): UTF-8 cannot
+  encode it, so writing the page raised and the report was lost, and the JUnit writer turned it
+  into a character reference that no XML parser accepts. It becomes U+FFFD;
+- the noncharacters U+FFFE/U+FFFF and the like, which XML 1.0 forbids: U+FFFD too;
+- C0 and C1 control characters (NUL, ESC and its terminal sequences, DEL, NEL...), which XML 1.0
+  forbids and which are invisible or harmful in a page or a terminal: shown as ``\\x1b``;
+- the bidirectional embedding, override and isolate controls (U+202A-U+202E, U+2066-U+2069),
+  which make a page show text in another order than it holds ("Trojan Source"): shown as
+  ``\\u202e``.
+
+Tab and newline stay (tracebacks need them); CR LF becomes LF, a lone CR is shown as ``\\x0d``
+(it would overwrite the line in a terminal). The escapes are plain ASCII, so the character stays
+visible and can be told apart from text around it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["REPLACEMENT", "clean_text", "clean_value"]
+
+REPLACEMENT = "\ufffd"
+
+# Surrogates and noncharacters (U+FDD0-U+FDEF, and the last two code points of every plane).
+_INVALID = re.compile(
+    "[\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff"
+    + "".join(f"{chr(p * 0x10000 + 0xFFFE)}{chr(p * 0x10000 + 0xFFFF)}" for p in range(1, 17))
+    + "]"
+)
+# C0 controls but tab and newline, DEL, C1 controls, and the bidi embedding/override/isolates.
+_NEUTRALISE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def clean_text(text: str) -> str:
+    """``text`` with invalid code points replaced and control/bidi characters made visible."""
+    if text.isascii() and text.isprintable():
+        return text  # the common case: nothing to do
+    text = _INVALID.sub(REPLACEMENT, text.replace("\r\n", "\n"))
+    return _NEUTRALISE.sub(_visible, text)
+
+
+def clean_value(value: Any) -> Any:
+    """``value`` with :func:`clean_text` applied to every string in it, mapping keys included
+    (JSON-shaped data: dicts, lists, tuples, scalars; anything else becomes its cleaned text)."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_value(key): clean_value(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean_value(item) for item in value]
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return clean_text(str(value))  # a Path or the like: its text, as json's default=str has it

@@ -1,0 +1,60 @@
+"""How a remote command ended over SSH, a signal included.
+
+OpenSSH reports a command killed by a signal with an ``exit-signal`` channel request (RFC 4254
+6.10: the signal's name without ``SIG``, a core-dumped flag, a message) instead of an
+``exit-status``. paramiko ignores that request and leaves the channel's status at -1, which read
+as a negative status is "killed by SIGHUP", whatever the signal was. This module records the
+request on the channel so the status can be told as the signal it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from typing import Any
+
+import paramiko
+from paramiko.common import MSG_CHANNEL_REQUEST
+
+__all__ = ["exit_returncode", "record_exit_signals"]
+
+_ATTR = "npu_hil_exit_signal"
+
+
+def record_exit_signals(transport: paramiko.Transport) -> None:
+    """Make ``transport`` note every ``exit-signal`` its channels receive (the rest of each
+    channel request is paramiko's as before). paramiko looks its message handlers up on the
+    transport object, so this touches this connection only."""
+    table: dict[int, Any] = dict(type(transport)._channel_handler_table)
+    table[MSG_CHANNEL_REQUEST] = _handle_request
+    transport._channel_handler_table = table
+
+
+def _handle_request(channel: paramiko.Channel, message: paramiko.Message) -> None:
+    start = message.packet.tell()
+    with contextlib.suppress(Exception):  # a malformed request stays paramiko's to refuse
+        if message.get_text() == "exit-signal":
+            message.get_boolean()  # want reply: always false for exit-signal
+            setattr(channel, _ATTR, message.get_text())
+    message.packet.seek(start)
+    paramiko.Channel._handle_request(channel, message)
+
+
+def exit_signal(channel: paramiko.Channel) -> int | None:
+    """The number (on this host) of the signal the channel's command was killed by, or None."""
+    name = getattr(channel, _ATTR, None)
+    if not isinstance(name, str) or not name:
+        return None
+    try:
+        return int(signal.Signals[name if name.startswith("SIG") else f"SIG{name}"])
+    except KeyError:
+        return None
+
+
+def exit_returncode(channel: paramiko.Channel, status: int) -> int | None:
+    """A channel's end as a Popen-style return code: its exit status, minus the signal's number
+    when a signal killed it, None when the board said neither (the link went away)."""
+    if status != -1:
+        return status
+    killed = exit_signal(channel)
+    return None if killed is None else -killed

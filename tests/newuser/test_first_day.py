@@ -1,0 +1,131 @@
+"""A model developer's first day, as a script would do it on a fresh machine: a new venv, `pip
+install` from a clone, a project of their own (with its own ``targets.py``, ``harness.py`` and
+``conftest.py``), and plain ``pytest`` / ``pytest -n 2`` with no inventory anywhere.
+
+Slow (it builds the wheel and installs every dependency into the new venv), so it runs in its
+own tox environment (``tox -e new-user``), or with ``NPU_HIL_NEW_USER=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("NPU_HIL_NEW_USER") != "1",
+    reason="the new-user run installs npu-hil into a fresh venv: tox -e new-user",
+)
+
+USER_TEST = '''\
+import numpy as np
+import pytest
+
+from npu_hil.harness.plugin import assert_run_ok
+from targets import horizon  # the user's own module, not npu-hil's
+
+
+def test_my_own_targets_module():
+    assert horizon == "my horizon"
+
+
+@pytest.mark.soc("rk3588", "rv1106")
+def test_detector_head_layout(run_model):
+    frame = np.zeros((1, 3, 64, 64), np.uint8)
+    result = run_model("conv3x3", {"input": frame})
+    assert_run_ok(result)
+    logits = result.output("output")
+    assert logits.ndim == 4 and logits.dtype == np.int8  # (1, C, H, W)
+    values = result.output("output", dequantize=True)
+    assert values.dtype == np.float32 and values.shape == logits.shape
+'''
+
+
+def run(cmd: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=1200, check=False
+    )
+    return done
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A clone of this repository installed (not editable) into a venv of its own."""
+    if shutil.which("git") is None:
+        pytest.fail("the new-user run needs git to clone the repository")
+    base = tmp_path_factory.mktemp("first-day")
+    # What a fresh shell has: no TMPDIR, no PYTHONPATH, nothing of this test session's.
+    env = {k: v for k, v in os.environ.items() if k not in ("TMPDIR", "PYTHONPATH")}
+    env = {k: v for k, v in env.items() if not k.startswith(("PYTEST", "NPU_HIL", "TOX"))}
+    env["HOME"] = str(base / "home")
+    Path(env["HOME"]).mkdir()
+    env["PIP_CACHE_DIR"] = os.environ.get("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip"))
+    clone = base / "npu-hil"
+    done = run(["git", "clone", "-q", str(REPO), str(clone)], base, env)
+    assert done.returncode == 0, done.stderr
+    venv = base / "venv"
+    done = run([sys.executable, "-m", "venv", str(venv)], base, env)
+    assert done.returncode == 0, done.stderr
+    python = str(venv / "bin" / "python")
+    pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    done = run([*pip, str(clone)], base, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    return venv, env
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A user's project whose module names collide with the repository's folders."""
+    (tmp_path / "targets.py").write_text('horizon = "my horizon"\n', encoding="utf-8")
+    (tmp_path / "harness.py").write_text("WHO = 'the user'\n", encoding="utf-8")
+    (tmp_path / "conftest.py").write_text("import harness  # the user's own\n", encoding="utf-8")
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_model.py").write_text(USER_TEST, encoding="utf-8")
+    return tmp_path
+
+
+def test_the_wheel_claims_one_top_level_name(installed: tuple[Path, dict[str, str]]) -> None:
+    venv, _ = installed
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    assert (site / "npu_hil" / "harness" / "plugin.py").is_file()
+    assert not (site / "npu_hil" / "harness").is_symlink()  # the wheel holds copies
+    assert not (site / "harness").exists() and not (site / "targets").exists()
+    top_level = next(site.glob("npu_hil-*.dist-info/top_level.txt"))
+    assert top_level.read_text(encoding="utf-8").split() == ["npu_hil"]
+
+
+@pytest.mark.parametrize("workers", [None, "2"], ids=["pytest", "pytest-n-2"])
+def test_plain_pytest_runs_on_the_builtin_simulated_farm(
+    installed: tuple[Path, dict[str, str]], project: Path, workers: str | None
+) -> None:
+    venv, env = installed
+    cmd = [str(venv / "bin" / "pytest"), "-p", "no:cacheprovider"]
+    cmd += ["-n", workers] if workers else []
+    done = run(cmd, project, env)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "3 passed" in output, output
+    assert "built-in simulated farm" in output, output  # the header line, xdist's too
+    assert "Traceback" not in output
+
+
+def test_inventory_init_then_pytest_uses_it(
+    installed: tuple[Path, dict[str, str]], project: Path
+) -> None:
+    venv, env = installed
+    done = run([str(venv / "bin" / "npu-hil"), "inventory", "init"], project, env)
+    assert done.returncode == 0, done.stderr
+    assert (project / "inventory.yaml").is_file()
+    done = run([str(venv / "bin" / "pytest"), "-p", "no:cacheprovider"], project, env)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "built-in simulated farm" not in output
+    assert "rk3588-01" in output or "3 passed" in output, output

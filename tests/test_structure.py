@@ -1,0 +1,236 @@
+"""The structure DESIGN.md promises, held as a ratchet: what the tree still owes is listed here
+by name, so nothing new joins a list (a test fails) and every fix must strike its entry (a test
+fails until it does). The restructure empties the lists.
+
+- no import cycle between the packages of ``harness/`` (and ``targets/``);
+- no module over ``MAX_LINES`` lines;
+- outside ``targets/`` no code names a vendor or a target.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+MAX_LINES = 600
+
+# Package-level import cycles today (each a set of packages that reach one another).
+KNOWN_CYCLES = {
+    frozenset({"harness", "harness.agent", "harness.codec", "harness.models", "harness.sim",
+               "harness.transport", "targets"}),
+    frozenset({"harness.plugin", "harness.report"}),
+}  # fmt: skip
+
+KNOWN_LONG_MODULES = {
+    "harness/agent/agent.py",
+    "harness/agent/adapters/hobot_native.py",
+    "harness/agent/adapters/kneron.py",
+    "harness/agent/adapters/rknn_native.py",
+    "harness/farm/inventory.py",
+    "harness/transport/ssh.py",
+    "harness/transport/serial_console.py",
+    "targets/rockchip.py",
+}
+
+# Files outside targets/ whose code (not their docstrings) names a vendor, a runtime or a target.
+KNOWN_VENDOR_FILES = {
+    "harness/agent/adapters/hobot.py",
+    "harness/agent/adapters/hobot_native.py",
+    "harness/agent/adapters/kneron.py",
+    "harness/agent/adapters/rknn_native.py",
+    "harness/agent/adapters/rknnlite.py",
+    "harness/cli/common.py",
+    "harness/cli/models_cmd.py",
+    "harness/cli/preflight_cmd.py",
+    "harness/cli/targets_cmd.py",
+    "harness/codec/registry.py",
+    "harness/codec/reported.py",
+    "harness/diff/attributes.py",
+    "harness/diff/forensics.py",
+    "harness/emulated/recipe.py",
+    "harness/farm/decode.py",
+    "harness/farm/inventory.py",
+    "harness/farm/labgrid_boards.py",
+    "harness/farm/runner.py",
+    "harness/models/compile_set.py",
+    "harness/models/manifest.py",
+    "harness/models/rknn_build.py",
+    "harness/models/rknn_child.py",
+    "harness/models/rknn_file.py",
+    "harness/plugin.py",
+    "harness/preflight.py",
+    "harness/sim/expect.py",
+    "harness/sim/faults.py",
+    "harness/sim/options.py",
+    "harness/sim/quant.py",
+    "harness/sim/runtime.py",
+    "harness/sim/targets.py",
+    "harness/sim/vendors/horizon.py",
+    "harness/sim/vendors/kneron.py",
+    "harness/sim/vendors/rknn.py",
+}
+VENDOR_WORD = re.compile(
+    r"rockchip|horizon|kneron|rknn|hobot|kl730|rk35\d\d|rv11\d\d|rk2118|rdk[-_]", re.IGNORECASE
+)
+
+
+def modules() -> dict[str, Path]:
+    """``npu_hil.harness.codec.engine`` → its file, for harness/ and targets/."""
+    found = {}
+    for top in ("harness", "targets"):
+        for path in sorted((REPO / top).rglob("*.py")):
+            parts = list(path.relative_to(REPO).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(["npu_hil", *parts])] = path
+    return found
+
+
+def package_of(module: str) -> str:
+    """The package a module belongs to: ``harness.codec``, ``targets``, or ``harness`` for the
+    top-level modules (errors, folders, preflight...) and ``harness.plugin`` for the plugin's."""
+    parts = module.split(".")[1:]
+    if parts[0] == "targets":
+        return "targets"
+    if len(parts) >= 2 and (REPO / "harness" / parts[1]).is_dir():
+        return f"harness.{parts[1]}"
+    if len(parts) >= 2 and parts[1].startswith("plugin"):
+        return "harness.plugin"
+    return "harness"
+
+
+def imports_of(module: str, path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            base = module.split(".")
+            base = base if path.name == "__init__.py" else base[:-1]
+            base = base[: len(base) - node.level + 1]
+            names.add(".".join(base + ([node.module] if node.module else [])))
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return {n for n in names if n.startswith("npu_hil.")}
+
+
+def package_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = defaultdict(set)
+    for module, path in modules().items():
+        here = package_of(module)
+        graph[here].update(p for p in map(package_of, imports_of(module, path)) if p != here)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
+    """The strongly connected components with more than one package (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: set[frozenset[str]] = set()
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.add(frozenset(component))
+
+    for node in sorted(set(graph) | {n for targets in graph.values() for n in targets}):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def identifiers(node: ast.AST) -> list[str]:
+    """The names a node spells in code: variables, attributes, imported modules."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        return [node.attr]
+    if isinstance(node, ast.alias):
+        return [node.name]
+    if isinstance(node, ast.ImportFrom):
+        return [node.module or ""]
+    return []
+
+
+def names_a_vendor(path: Path) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    for node in ast.walk(tree):
+        text = node.value if isinstance(node, ast.Constant) else None
+        if isinstance(text, str) and id(node) not in docstrings and VENDOR_WORD.search(text):
+            return True
+        if any(VENDOR_WORD.search(name) for name in identifiers(node)):
+            return True
+    return False
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == {frozenset({"a", "b", "c"})}
+    assert cycles({"a": {"b"}}) == set()
+
+
+def test_package_import_cycles_are_the_known_ones() -> None:
+    found = cycles(package_graph())
+    new = [sorted(c) for c in found - KNOWN_CYCLES]
+    gone = [sorted(c) for c in KNOWN_CYCLES - found]
+    assert not new, f"a new import cycle between packages: {new}"
+    assert not gone, f"an import cycle is gone (or changed): update KNOWN_CYCLES: {gone}"
+
+
+def test_no_module_grows_past_the_limit() -> None:
+    long = {
+        path.relative_to(REPO).as_posix()
+        for path in modules().values()
+        if len(path.read_text(encoding="utf-8").splitlines()) > MAX_LINES
+    }
+    grown = sorted(long - KNOWN_LONG_MODULES)
+    assert not grown, f"over {MAX_LINES} lines: {grown}"
+    assert not KNOWN_LONG_MODULES - long, f"now short: strike {sorted(KNOWN_LONG_MODULES - long)}"
+
+
+def test_vendor_names_stay_in_targets() -> None:
+    naming = {
+        path.relative_to(REPO).as_posix()
+        for path in sorted((REPO / "harness").rglob("*.py"))
+        if names_a_vendor(path)
+    }
+    assert not naming - KNOWN_VENDOR_FILES, (
+        f"vendor or target names outside targets/: {sorted(naming - KNOWN_VENDOR_FILES)}"
+    )
+    assert not KNOWN_VENDOR_FILES - naming, (
+        f"no longer names a vendor: strike {sorted(KNOWN_VENDOR_FILES - naming)}"
+    )
+
+
+def test_the_vendor_check_sees_code_and_not_docstrings(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text('"""About Rockchip."""\nX = 1\n', encoding="utf-8")
+    assert not names_a_vendor(sample)
+    sample.write_text('"""Doc."""\nTARGET = "rk3588"\n', encoding="utf-8")
+    assert names_a_vendor(sample)
