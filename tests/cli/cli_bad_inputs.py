@@ -2,10 +2,10 @@
 traceback or a hang.
 
 Each case runs ``npu_hil.harness.cli.main.main(argv)`` in a forked child (cheap: the modules
-are already imported) with its stderr on a pipe, an address-space limit (an allocation the input
-asked for fails fast instead of eating the machine) and a timeout (a FIFO or ``/dev/zero`` read without a
-bound shows as a hang, and the child is killed). The promise under test: exit 2 and exactly one
-non-empty line on stderr, no ``Traceback``.
+are already imported) with its stderr on a pipe, an address-space limit (an allocation the
+input asked for fails fast instead of eating the machine) and a timeout (a FIFO or
+``/dev/zero`` read without a bound shows as a hang, and the child is killed). The promise under
+test: exit 2 and exactly one non-empty line on stderr, no ``Traceback``.
 
 Run as a script for the figures of the closing note (inputs tried, tracebacks, hangs)::
 
