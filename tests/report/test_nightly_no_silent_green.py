@@ -42,8 +42,8 @@ def _nightly(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("option", "value", "known"),
     [
-        ("--target", "nope", "in inventory.yaml: kl730, rk3566"),
-        ("--board", "nosuch-01", "its boards: kl730-01, rk3566-01"),
+        ("--target", "nope", "in inventory.yaml: rk3566, rk3568"),
+        ("--board", "nosuch-01", "its boards: rk3566-01, rk3568-01"),
     ],
 )
 def test_an_unknown_value_is_a_usage_error(
