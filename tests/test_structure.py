@@ -60,7 +60,7 @@ KNOWN_VENDOR_FILES = {
     "harness/models/rknn_build.py",
     "harness/models/rknn_child.py",
     "harness/models/rknn_file.py",
-    "harness/plugin.py",
+    "harness/plugin/__init__.py",
     "harness/preflight.py",
     "harness/sim/expect.py",
     "harness/sim/faults.py",

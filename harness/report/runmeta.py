@@ -105,7 +105,7 @@ def _suite_of(config: pytest.Config) -> list[str]:
 
 def config_run_kind(config: pytest.Config) -> dict[str, Any]:
     """The run kind of the pytest session ``config`` is (see :func:`run_kind`)."""
-    from npu_hil.harness.plugin_farm import inventory_path
+    from npu_hil.harness.plugin.farm import inventory_path
 
     selection = {name: config.getoption(name, None) for name in _SELECTION_OPTIONS}
     if selection.get("backend") == "auto":

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from npu_hil.harness.plugin_farm import _health_problem
+from npu_hil.harness.plugin.farm import _health_problem
 
 
 @dataclass

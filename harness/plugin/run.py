@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.plugin_assert import assert_run_ok
-from npu_hil.harness.plugin_farm import breaker_event
-from npu_hil.harness.plugin_records import ItemInfo, artifact_path, item_info, staging_dir
+from npu_hil.harness.plugin.assertion import assert_run_ok
+from npu_hil.harness.plugin.farm import breaker_event
+from npu_hil.harness.plugin.records import ItemInfo, artifact_path, item_info, staging_dir
 from npu_hil.harness.report.records import TensorFinding
 
 if TYPE_CHECKING:

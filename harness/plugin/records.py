@@ -303,7 +303,7 @@ def _write_run_start(config: pytest.Config, state: RunState) -> None:
 
 
 def _inventory_text(config: pytest.Config) -> str:
-    from npu_hil.harness.plugin_farm import inventory_path
+    from npu_hil.harness.plugin.farm import inventory_path
 
     path = inventory_path(config)
     if path is None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from npu_hil.harness.errors import NpuHilError
-from npu_hil.harness.plugin_records import item_info
+from npu_hil.harness.plugin.records import item_info
 
 if TYPE_CHECKING:
     from npu_hil.harness.farm.farm import Farm

@@ -7,11 +7,11 @@ test asks for a board (the ``board`` or ``run_model`` fixture, or a ``soc``/``ve
 One feature per module:
 
 - :mod:`harness.plugin` — options, markers and the ``codec`` fixture (this module);
-- :mod:`harness.plugin_farm` — the farm, parametrisation over boards, the ``board`` fixture;
-- :mod:`harness.plugin_run` — the ``run_model`` fixture, retries, :func:`assert_run_ok`;
-- :mod:`harness.plugin_outcomes` — infrastructure failures reported as errors, not failures;
-- :mod:`harness.plugin_records` — one record per test, JUnit properties, the run's report;
-- :mod:`harness.plugin_simfarm` — ``--simfarm``: the board tests over real SSH and serial links.
+- :mod:`harness.plugin.farm` — the farm, parametrisation over boards, the ``board`` fixture;
+- :mod:`harness.plugin.run` — the ``run_model`` fixture, retries, :func:`assert_run_ok`;
+- :mod:`harness.plugin.outcomes` — infrastructure failures reported as errors, not failures;
+- :mod:`harness.plugin.records` — one record per test, JUnit properties, the run's report;
+- :mod:`harness.plugin.simfarm` — ``--simfarm``: the board tests over real SSH and serial links.
 """
 
 from __future__ import annotations
@@ -20,18 +20,18 @@ from types import ModuleType
 
 import pytest
 
-from npu_hil.harness.plugin_assert import assert_run_ok
+from npu_hil.harness.plugin.assertion import assert_run_ok
 
 __all__ = ["assert_run_ok"]
 
 pytest_plugins = [
     # Dependencies first: a plugin module imported before pytest registers it escapes assertion
     # rewriting and warns.
-    "npu_hil.harness.plugin_records",
-    "npu_hil.harness.plugin_farm",
-    "npu_hil.harness.plugin_outcomes",
-    "npu_hil.harness.plugin_run",
-    "npu_hil.harness.plugin_simfarm",
+    "npu_hil.harness.plugin.records",
+    "npu_hil.harness.plugin.farm",
+    "npu_hil.harness.plugin.outcomes",
+    "npu_hil.harness.plugin.run",
+    "npu_hil.harness.plugin.simfarm",
 ]
 
 MARKERS = (

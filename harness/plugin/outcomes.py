@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from npu_hil.harness.errors import NpuHilError, TransportError
-from npu_hil.harness.plugin_farm import BoardUnhealthyError
+from npu_hil.harness.plugin.farm import BoardUnhealthyError
 
 INFRA_ERRORS: tuple[type[BaseException], ...] = (
     TransportError,
@@ -22,7 +22,7 @@ INFRA_ERRORS: tuple[type[BaseException], ...] = (
     BoardUnhealthyError,
 )
 INFRA_ATTR = "npu_hil_infra"
-HARNESS_ROOT = Path(__file__).resolve().parent
+HARNESS_ROOT = Path(__file__).resolve().parents[1]  # harness/, above this package
 
 
 def _is_harness_refusal(excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
