@@ -95,7 +95,7 @@ def project(tmp_path: Path) -> Path:
 def test_the_wheel_claims_one_top_level_name(installed: tuple[Path, dict[str, str]]) -> None:
     venv, _ = installed
     site = next((venv / "lib").glob("python3*/site-packages"))
-    assert (site / "npu_hil" / "harness" / "plugin.py").is_file()
+    assert (site / "npu_hil" / "harness" / "plugin" / "__init__.py").is_file()
     assert not (site / "npu_hil" / "harness").is_symlink()  # the wheel holds copies
     assert not (site / "harness").exists() and not (site / "targets").exists()
     top_level = next(site.glob("npu_hil-*.dist-info/top_level.txt"))
