@@ -9,6 +9,7 @@ repository's own ``inventory.yaml`` is this text (a test holds the two together)
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -63,8 +64,10 @@ def starter_inventory_text() -> str:
     return "".join(lines)
 
 
+@functools.cache
 def builtin_inventory() -> Inventory:
-    """The built-in simulated farm: the starting inventory, read without a file."""
+    """The built-in simulated farm: the starting inventory, read without a file (once: the
+    header, the farm and ``inventory init`` all ask, and an Inventory is immutable)."""
     return parse_inventory(starter_inventory_text(), source=BUILTIN_SOURCE)
 
 
