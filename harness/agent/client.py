@@ -44,6 +44,9 @@ from types import TracebackType
 from typing import Any
 
 from npu_hil.harness import board
+
+# Imported for its registration: a serial console's agent session is this side's code.
+from npu_hil.harness.agent import serial_session  # noqa: F401
 from npu_hil.harness.agent.protocol import (
     JobSpec,
     ModelRef,
