@@ -199,7 +199,8 @@ class AgentClient:
             for source in sorted(BOARD_SOURCE.rglob("*.py"))
         }
         for folder in [HOST_ADAPTERS, *self.adapter_dirs]:
-            for source in sorted(folder.glob("*.py")):
+            # A folder's __init__.py makes it a package of the harness; no adapter.
+            for source in sorted(p for p in folder.glob("*.py") if p.name != "__init__.py"):
                 files[f"{EXTRA_ADAPTERS}/{source.name}"] = source.read_bytes()
         return files
 

@@ -66,8 +66,8 @@ def own_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shared_tmp: Path) -
 
 def plant_agent(shared_tmp: Path, workdir: Path) -> Path:
     """As the other user: pre-create ``workdir`` (mode 0777) with a deployed agent bundle whose
-    entry (``__main__.py``) leaves a mark and then runs the real agent, so the host would see nothing wrong.
-    Returns the mark's path: it must never appear."""
+    entry (``__main__.py``) leaves a mark and then runs the real agent, so the host would see
+    nothing wrong. Returns the mark's path: it must never appear."""
     stage = Path(tempfile.mkdtemp(dir=shared_tmp, prefix="stage-"))
     agent_path = AgentClient(LocalTransport(stage / "board")).deploy()  # the bundle's own name
     mark = shared_tmp / "executed-as"
