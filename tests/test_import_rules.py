@@ -3,18 +3,19 @@
 - The code is imported as ``npu_hil.harness`` / ``npu_hil.targets`` only: an installed npu-hil
   must leave a user's own ``harness`` or ``targets`` module alone, so no module imports (or names
   in a string, for ``importlib`` / ``-m`` / ``-p``) the bare packages.
-- The board agent and its vendor adapters import nothing of the host harness: a board has only
-  the files it was sent.
+- The board package (``harness/board/``: the agent, its vendor adapters, the relay) imports
+  nothing of the host harness and nothing but the standard library and numpy: a board has only
+  the files it was sent and an old Python. Inside it, imports are relative (the package is
+  ``npu_hil_board`` on a board) and never leave it.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = ("harness", "targets", "tests", "benchmarks", "npu_hil")
@@ -22,10 +23,9 @@ BARE = ("harness", "targets")
 MODULE_STRING = re.compile(r"(harness|targets)(\.[a-z_]\w*)+\Z")
 CODE_STRING = re.compile(r"(?:^|[\n;])\s*(?:from|import)\s+(?:harness|targets)\b")
 FILE_SUFFIXES = (".py", ".yaml", ".json", ".txt")  # a user's targets.py is a file, not our module
-AGENT = REPO / "harness" / "agent"
-# The simulated runtime's adapter runs the host's simulator by design (it exists only where the
-# harness is installed); every other adapter is what a real board runs.
-HOST_BOUND_ADAPTERS = ("sim.py",)
+BOARD = REPO / "harness" / "board"
+# What board code may import besides the standard library and its own package's modules.
+BOARD_THIRD_PARTY = ("numpy",)
 
 
 # A user's own project, written by the new-user test: its `targets` and `harness` are the user's.
@@ -44,9 +44,7 @@ def python_files() -> Iterator[Path]:
             yield path
 
 
-def imported_modules(
-    tree: ast.AST, *, run_time_only: bool = False
-) -> Iterator[tuple[int, str]]:
+def imported_modules(tree: ast.AST, *, run_time_only: bool = False) -> Iterator[tuple[int, str]]:
     """Every absolute import; with ``run_time_only``, not those under ``if TYPE_CHECKING:``."""
     skipped: set[int] = set()
     if run_time_only:
@@ -105,16 +103,61 @@ def test_the_rule_sees_a_bare_import(tmp_path: Path) -> None:
     assert sum(1 for _ in python_files()) > 200
 
 
-@pytest.mark.parametrize(
-    "path",
-    [AGENT / "agent.py", AGENT / "relay.py"]
-    + [p for p in sorted((AGENT / "adapters").glob("*.py")) if p.name not in HOST_BOUND_ADAPTERS],
-    ids=lambda p: p.relative_to(AGENT).as_posix(),
-)
-def test_board_code_imports_nothing_of_the_host(path: Path) -> None:
-    host = [
-        f"{line}: {module}"
-        for line, module in imported_modules(parsed(path), run_time_only=True)
-        if module.split(".")[0] in ("npu_hil", *BARE)
+def board_import_problems(package: Path) -> list[str]:
+    """Every import in ``package`` (a folder of board code) that a board could not satisfy: one
+    of the host harness (``npu_hil``, the bare folders), a relative one leaving the package, or
+    anything but the standard library, numpy and the package's own modules. Imports under
+    ``if TYPE_CHECKING:`` count too: they name the same code."""
+    own = {p.stem for p in package.rglob("*.py")}
+    allowed = set(sys.stdlib_module_names) | set(BOARD_THIRD_PARTY) | own
+    problems = []
+    for path in sorted(package.rglob("*.py")):
+        depth = len(path.relative_to(package).parts)  # 1 for a module at the package's top
+        where = path.relative_to(package).as_posix()
+        for node in ast.walk(parsed(path)):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                if node.level > depth:
+                    problems.append(
+                        f"{where}:{node.lineno}: leaves the package ({node.level} dots)"
+                    )
+                continue
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            problems += [
+                f"{where}:{node.lineno}: import {name}"
+                for name in names
+                if name.split(".")[0] not in allowed or name.split(".")[0] in ("npu_hil", *BARE)
+            ]
+    return problems
+
+
+def test_the_board_package_imports_nothing_of_the_host() -> None:
+    assert sum(1 for _ in BOARD.rglob("*.py")) > 15  # the walk reads the package, not nothing
+    problems = board_import_problems(BOARD)
+    assert not problems, "board code runs on a board without the harness:\n" + "\n".join(problems)
+
+
+def test_the_board_rule_sees_what_a_board_lacks(tmp_path: Path) -> None:
+    """The walk above must see each way board code could reach the host."""
+    package = tmp_path / "board"
+    (package / "adapters").mkdir(parents=True)
+    (package / "wire.py").write_text("import json\nimport numpy\n")
+    (package / "adapters" / "good.py").write_text("from ..wire import x\nfrom .base import y\n")
+    assert board_import_problems(package) == []
+    (package / "adapters" / "bad.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from npu_hil.harness.errors import LayoutError\n"
+        "from ...errors import DeviceError\n"
+        "import onnxruntime\n"
+        "if TYPE_CHECKING:\n"
+        "    from harness.sim import SimNpu\n"
+    )
+    assert board_import_problems(package) == [
+        "adapters/bad.py:2: import npu_hil.harness.errors",
+        "adapters/bad.py:3: leaves the package (3 dots)",
+        "adapters/bad.py:4: import onnxruntime",
+        "adapters/bad.py:6: import harness.sim",
     ]
-    assert not host, f"{path.name} runs on a board and must not import the harness: {host}"

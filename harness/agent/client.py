@@ -1,15 +1,18 @@
 """AgentClient: the host's handle on the board agent through any Transport.
 
-It deploys the agent (``agent.py`` and ``adapters/*.py``) into the transport's working directory,
+It deploys the agent (the board package ``harness/board``, and extra adapters: the simulated
+runtime's, a test's fakes) into the transport's working directory,
 content-addressed by sha256 so a redeploy copies nothing that is already there; deploys model
 artifacts into a cache by sha256; and runs jobs either through one persistent agent session
 (framed requests over the session's stdin/stdout; the default) or one process per job.
 
 Remote layout, relative to the transport's workdir::
 
-    agent/<bundle>/agent.py, relay.py, adapters/*.py, .complete   the agent, by the bundle's sha256
-    cache/<sha256>/<name>                                          model artifacts (--root)
-    jobs/<job id>-<nonce>/                                         one per job, removed afterwards
+    agent/<bundle>/npu_hil_board/**   the board package: python3 agent/<bundle>/npu_hil_board ...
+    agent/<bundle>/adapters/*.py      extra adapters, searched before the package's own
+    agent/<bundle>/.complete          written last: the bundle is whole (named by its sha256)
+    cache/<sha256>/<name>             model artifacts (--root)
+    jobs/<job id>-<nonce>/            one per job, removed afterwards
 
 Outcomes: ``submit`` returns a :class:`~harness.agent.protocol.Result` whenever the agent wrote
 one, including typed runtime errors and a timeout the agent caught itself (``result.error()`` maps
@@ -40,17 +43,10 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any
 
-from npu_hil.harness.agent.agent import (
-    FRAME_HEADER,
-    RESULT_FILE,
-    SCHEMA_MAJOR,
-    SESSION_PROTOCOL_NAME,
-    decode_frame,
-    encode_frame,
-    frame_length,
-    parse_schema,
-    sha256_file,
-)
+from npu_hil.harness import board
+
+# Imported for its registration: a serial console's agent session is this side's code.
+from npu_hil.harness.agent import serial_session  # noqa: F401
 from npu_hil.harness.agent.protocol import (
     JobSpec,
     ModelRef,
@@ -61,6 +57,18 @@ from npu_hil.harness.agent.protocol import (
     result_files,
     write_job,
 )
+from npu_hil.harness.board.loader import EXTRA_ADAPTERS
+from npu_hil.harness.board.wire import (
+    FRAME_HEADER,
+    RESULT_FILE,
+    SCHEMA_MAJOR,
+    SESSION_PROTOCOL_NAME,
+    decode_frame,
+    encode_frame,
+    frame_length,
+    parse_schema,
+    sha256_file,
+)
 from npu_hil.harness.errors import AgentKilledError, DeviceError, ProtocolError, TransportError
 from npu_hil.harness.folders import private_dir
 from npu_hil.harness.transport.base import Session, Transport
@@ -70,10 +78,13 @@ __all__ = ["AgentClient"]
 
 log = logging.getLogger(__name__)
 
-AGENT_SOURCE = Path(__file__).with_name("agent.py")
-# Beside the agent on the board: a serial console reaches a resident agent through it.
-RELAY_SOURCE = Path(__file__).with_name("relay.py")
-ADAPTERS_SOURCE = Path(__file__).with_name("adapters")
+BOARD_SOURCE = Path(board.__file__).parent
+# The board package's name in a bundle: the folder the board's Python runs.
+BUNDLE_PACKAGE = "npu_hil_board"
+# Adapters that need the harness itself (the simulated runtime): sent to every board like a
+# test's fake, where they import only where the harness is installed (a simulated board); on a
+# real board the agent reports them as UnsupportedError, by their name.
+HOST_ADAPTERS = Path(__file__).with_name("host_adapters")
 CACHE_DIR = "cache"
 JOBS_DIR = "jobs"
 AGENT_DIR = "agent"
@@ -135,7 +146,8 @@ class AgentClient:
 
     ``python``: the board's interpreter (default: the transport's). ``sessions``: one persistent
     agent for all jobs (True) or one process per job. ``adapter_dirs``: extra folders of adapter
-    modules deployed beside the built-in ones (a same-named module replaces the built-in).
+    modules deployed beside the board package's, with the host's own (a same-named module
+    replaces the board package's).
     ``margin_s``: added to a job's own timeouts before the host gives up on the agent, so the
     agent's watchdog fires first and reports. ``keep_jobs``: leave job directories behind (remote
     and local) for inspection.
@@ -181,16 +193,22 @@ class AgentClient:
     # --- deployment ------------------------------------------------------------------------------
 
     def _bundle(self) -> dict[str, bytes]:
-        files = {"agent.py": AGENT_SOURCE.read_bytes(), "relay.py": RELAY_SOURCE.read_bytes()}
-        for folder in [ADAPTERS_SOURCE, *self.adapter_dirs]:
-            for source in sorted(folder.glob("*.py")):
-                files[f"adapters/{source.name}"] = source.read_bytes()
+        """The bundle's files by their path in it: the whole board package, then the extras."""
+        files = {
+            f"{BUNDLE_PACKAGE}/{source.relative_to(BOARD_SOURCE).as_posix()}": source.read_bytes()
+            for source in sorted(BOARD_SOURCE.rglob("*.py"))
+        }
+        for folder in [HOST_ADAPTERS, *self.adapter_dirs]:
+            # A folder's __init__.py makes it a package of the harness; no adapter.
+            for source in sorted(p for p in folder.glob("*.py") if p.name != "__init__.py"):
+                files[f"{EXTRA_ADAPTERS}/{source.name}"] = source.read_bytes()
         return files
 
     def deploy(self) -> PurePosixPath:
         """Put the agent and its adapters on the board (once per content) and return the remote
-        path of ``agent.py``. The directory is named by the bundle's sha256 and marked complete
-        last, so a half-copied bundle is never used and an unchanged one is never copied."""
+        path of the agent: the package folder, which ``python3 <path> --session`` runs. The
+        directory is named by the bundle's sha256 and marked complete last, so a half-copied
+        bundle is never used and an unchanged one is never copied."""
         if self._agent_path is not None:
             return self._agent_path
         files = self._bundle()
@@ -209,7 +227,7 @@ class AgentClient:
                 marker = Path(tmp, _COMPLETE)
                 marker.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
                 self.transport.put(marker, folder / _COMPLETE)
-        self._agent_path = folder / "agent.py"
+        self._agent_path = folder / BUNDLE_PACKAGE
         return self._agent_path
 
     def _damaged(self, hello: Mapping[str, Any]) -> list[str]:

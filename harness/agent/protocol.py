@@ -1,8 +1,9 @@
 """Host side of the board-agent job protocol: write a job directory, read and verify a result.
 
-The schema strings, file names, bounds and the sha256 helper come from the agent itself
-(``harness/agent/agent.py``), so the host and the board cannot drift apart. Reading a result checks
-everything the agent claims before a byte of it is trusted: the schema's major version (unknown:
+The schema strings, file names, bounds, the input description (:class:`InputSpec`) and the sha256
+helper come from the board package itself (``harness/board/wire.py`` and ``job.py``), so the host
+and the board cannot drift apart. Reading a result checks everything the agent claims before a
+byte of it is trusted: the schema's major version (unknown:
 :class:`~harness.errors.ProtocolError`), every file's size and sha256 (mismatch: a corrupted
 transfer, :class:`~harness.errors.TransportError` naming the file), and file names that stay
 inside the job directory.
@@ -25,13 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from npu_hil.harness.agent.agent import (
-    DEFAULT_TIMEOUTS,
-    DTYPES,
+from npu_hil.harness.board.job import DEFAULT_TIMEOUTS, DTYPES, MAX_ELEMENTS, MAX_RANK, InputSpec
+from npu_hil.harness.board.wire import (
     JOB_FILE,
     JOB_SCHEMA,
-    MAX_ELEMENTS,
-    MAX_RANK,
     RESULT_FILE,
     RESULT_SCHEMA,
     RESULT_SCHEMA_NAME,
@@ -67,20 +65,6 @@ _INTEGRITY_REASONS = frozenset({"checksum", "size"})
 
 
 # --- what the host sends -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class InputSpec:
-    """One model input. Without ``pass_through`` the array is the logical tensor (``shape``,
-    ``dtype``, C order) and the runtime converts it; with it the array is the packed device buffer
-    (uint8, as ``Layout.pack`` returns it) in ``layout``, and ``shape``/``dtype`` describe the
-    logical tensor it holds."""
-
-    name: str
-    layout: str
-    shape: tuple[int, ...]
-    dtype: str
-    pass_through: bool = False
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from npu_hil.harness.agent.adapters import kneron
+from npu_hil.harness.board.adapters import kneron
 
 FACTS_PATH = Path(__file__).resolve().parents[1] / "data" / "abi" / "kp_struct-plus-3.1.1.json"
 FACTS: dict[str, Any] = json.loads(FACTS_PATH.read_text(encoding="utf-8"))

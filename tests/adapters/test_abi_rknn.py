@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from npu_hil.harness.agent.adapters import rknn_native
+from npu_hil.harness.board.adapters import rknn_native
 
 FACTS_FILE = Path(__file__).resolve().parents[1] / "data" / "abi" / "rknn_api-2.3.2.json"
 ARCH = "aarch64" if ctypes.sizeof(ctypes.c_void_p) == 8 else "armhf"

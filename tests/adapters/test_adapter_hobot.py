@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from npu_hil.harness.agent.adapters import hobot
-from npu_hil.harness.agent.adapters.base import AdapterError, InputTensor
+from npu_hil.harness.board.adapters import hobot
+from npu_hil.harness.board.adapters.base import AdapterError, InputTensor
 
 
 def model_file(tmp_path: Path, spec: str = "shape=1,3,4,5 aligned=1,3,4,8 type=int8") -> str:

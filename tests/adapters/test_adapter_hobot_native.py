@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from npu_hil.harness.agent.adapters import hobot_native
-from npu_hil.harness.agent.adapters.base import AdapterError, InputTensor
+from npu_hil.harness.board.adapters import hobot_native
+from npu_hil.harness.board.adapters.base import AdapterError, InputTensor
 
 CLEAN, INVALIDATE = 2, 1
 

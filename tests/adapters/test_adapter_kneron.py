@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from npu_hil.harness.agent.adapters import kneron
-from npu_hil.harness.agent.adapters.base import AdapterError, InputTensor
+from npu_hil.harness.board.adapters import kneron
+from npu_hil.harness.board.adapters.base import AdapterError, InputTensor
 
 
 @pytest.fixture

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from npu_hil.harness.agent.adapters.base import InputTensor
+from npu_hil.harness.board.adapters.base import InputTensor
 
 FAKES = Path(__file__).parent / "fakes"
-AGENT_DIR = Path(__file__).resolve().parents[2] / "harness" / "agent"
+AGENT_DIR = Path(__file__).resolve().parents[2] / "harness" / "board"
 
 BOARD_SCRIPT = r"""
 import importlib, json, sys
@@ -107,7 +107,7 @@ def _cases(
 
 def _here(module: str, options: dict[str, Any], model: str, spec: dict[str, Any]) -> dict[str, Any]:
     """The same job on this interpreter, through the package import."""
-    adapter = importlib.import_module(f"npu_hil.harness.agent.adapters.{module}").ADAPTER(options)
+    adapter = importlib.import_module(f"npu_hil.harness.board.adapters.{module}").ADAPTER(options)
     handle = adapter.load(model)
     data = np.frombuffer(bytes.fromhex(spec["hex"]), dtype=np.uint8)
     tensor = InputTensor(

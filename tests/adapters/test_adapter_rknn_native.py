@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from npu_hil.harness.agent.adapters import rknn_native
-from npu_hil.harness.agent.adapters.base import AdapterError, InputTensor
+from npu_hil.harness.board.adapters import rknn_native
+from npu_hil.harness.board.adapters.base import AdapterError, InputTensor
 
 C2 = 16
 

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from npu_hil.harness.agent.adapters import rknn_native, rknnlite
-from npu_hil.harness.agent.adapters.base import InputTensor
+from npu_hil.harness.board.adapters import rknn_native, rknnlite
+from npu_hil.harness.board.adapters.base import InputTensor
 
 RECORDS = json.loads((Path(__file__).parent / "data" / "rknn_observed_records.json").read_text())
 IDS = [r["id"] for r in RECORDS]

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from npu_hil.harness.agent.adapters import rknnlite
-from npu_hil.harness.agent.adapters.base import AdapterError, InputTensor
+from npu_hil.harness.board.adapters import rknnlite
+from npu_hil.harness.board.adapters.base import AdapterError, InputTensor
 from npu_hil.harness.codec import get_layout
 
 

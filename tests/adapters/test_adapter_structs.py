@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from npu_hil.harness.agent.adapters import hobot_native
+from npu_hil.harness.board.adapters import hobot_native
 
 CASES = [
     ("dnn_x3x5", hobot_native.STRUCTS_X3X5),

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from npu_hil.harness.agent.adapters import rknn_native
+from npu_hil.harness.board.adapters import rknn_native
 
 # The librknnrt functions rknn-toolkit-lite2 2.5.0 looks up by name (the strings of its compiled
 # rknn_runtime module, aarch64 cp311 wheel).

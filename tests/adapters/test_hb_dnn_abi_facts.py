@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from npu_hil.harness.agent.adapters import hobot_native
+from npu_hil.harness.board.adapters import hobot_native
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "abi"
 # header version -> (adapter ABI, fake library)

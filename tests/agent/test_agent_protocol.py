@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from npu_hil.harness.agent import agent as board
 from npu_hil.harness.agent.protocol import (
     ErrorRecord,
     InputSpec,
@@ -23,10 +22,12 @@ from npu_hil.harness.agent.protocol import (
     result_files,
     write_job,
 )
+from npu_hil.harness.board import wire as board
+from npu_hil.harness.board.loader import ADAPTERS_ENV
 from npu_hil.harness.errors import DeviceError, LayoutError, ProtocolError, TransportError
-from tests.agent.jobs import FAKE_ADAPTERS
+from tests.agent.jobs import BOARD_PACKAGE, FAKE_ADAPTERS
 
-AGENT = Path(board.__file__)
+AGENT = BOARD_PACKAGE
 
 
 def run_agent(
@@ -133,7 +134,7 @@ def test_outputs_can_be_selected(tmp_path: Path, model: Path) -> None:
 
 def test_adapters_folder_from_environment(tmp_path: Path, model: Path) -> None:
     write_job(tmp_path, echo_job(model), echo_inputs())
-    env = {**os.environ, board.ADAPTERS_ENV: str(FAKE_ADAPTERS)}
+    env = {**os.environ, ADAPTERS_ENV: str(FAKE_ADAPTERS)}
     done = subprocess.run(
         [sys.executable, str(AGENT), str(tmp_path)], env=env, capture_output=True, timeout=60
     )

@@ -14,14 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from npu_hil.harness.agent import agent as board
-from npu_hil.harness.agent.client import ADAPTERS_SOURCE, AgentClient
+from npu_hil.harness.agent.client import HOST_ADAPTERS, AgentClient
 from npu_hil.harness.agent.protocol import InputSpec, JobSpec, read_result, write_job
+from npu_hil.harness.board import wire as board
 from npu_hil.harness.errors import DeviceError, TransportError
 from npu_hil.harness.transport import LocalTransport
-from tests.agent.jobs import FAKE_ADAPTERS, PY38, py38_problem
+from tests.agent.jobs import BOARD_PACKAGE, FAKE_ADAPTERS, PY38, py38_problem
 
-AGENT = Path(board.__file__)
+AGENT = BOARD_PACKAGE
 
 
 PROBLEM = py38_problem()
@@ -31,12 +31,11 @@ pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")
 @pytest.mark.parametrize(
     "source",
     [
-        AGENT,
-        AGENT.with_name("relay.py"),
+        *sorted(AGENT.rglob("*.py")),
         FAKE_ADAPTERS / "echo.py",
-        *sorted(ADAPTERS_SOURCE.glob("*.py")),
+        *sorted(HOST_ADAPTERS.glob("*.py")),
     ],
-    ids=lambda p: p.name,
+    ids=lambda p: p.relative_to(p.parents[1]).as_posix(),
 )
 def test_board_files_compile_under_38(source: Path) -> None:
     done = subprocess.run(

@@ -16,12 +16,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from npu_hil.harness.agent import agent as board
 from npu_hil.harness.agent.protocol import InputSpec, JobSpec, read_result, write_job
+from npu_hil.harness.board import job as board_job
+from npu_hil.harness.board import wire as board
 from npu_hil.harness.errors import ProtocolError, TransportError
-from tests.agent.jobs import FAKE_ADAPTERS
+from tests.agent.jobs import BOARD_PACKAGE, FAKE_ADAPTERS
 
-AGENT = Path(board.__file__)
+AGENT = BOARD_PACKAGE
 
 
 def run_agent(job_dir: Path, *extra: str) -> subprocess.CompletedProcess[bytes]:
@@ -163,7 +164,7 @@ def test_input_that_is_a_directory(job_dir: Path) -> None:
 
 def test_huge_shape(job_dir: Path) -> None:
     edit(job_dir, lambda d: d["inputs"][0].update(shape=[1 << 20, 1 << 20, 1 << 20]))
-    refused(job_dir, "inputs[0].shape", f"more than {board.MAX_ELEMENTS} elements")
+    refused(job_dir, "inputs[0].shape", f"more than {board_job.MAX_ELEMENTS} elements")
 
 
 def test_huge_shape_by_many_dims(job_dir: Path) -> None:
@@ -173,7 +174,7 @@ def test_huge_shape_by_many_dims(job_dir: Path) -> None:
 
 def test_rank_cap(job_dir: Path) -> None:
     edit(job_dir, lambda d: d["inputs"][0].update(shape=[1] * 1000))
-    refused(job_dir, "inputs[0].shape", f"rank 1000 exceeds the cap of {board.MAX_RANK}")
+    refused(job_dir, "inputs[0].shape", f"rank 1000 exceeds the cap of {board_job.MAX_RANK}")
 
 
 @pytest.mark.parametrize("dim", [-1, 2.5, True, "3", None])
@@ -248,7 +249,7 @@ def test_not_an_object(job_dir: Path) -> None:
 
 
 def test_oversized_job_json(job_dir: Path) -> None:
-    (job_dir / "job.json").write_bytes(b" " * (board.MAX_JOB_JSON_BYTES + 1))
+    (job_dir / "job.json").write_bytes(b" " * (board_job.MAX_JOB_JSON_BYTES + 1))
     refused(job_dir, "job.json", "exceeds the cap")
 
 
@@ -348,16 +349,18 @@ def test_a_shape_is_bounded_by_bytes_not_elements(job_dir: Path) -> None:
     """2**28 float64 elements pass the element cap but need 2 GiB: refused by bytes, before
     any file is read."""
     edit(job_dir, lambda d: d["inputs"][0].update(shape=[1, 2**28], dtype="float64"))
-    refused(job_dir, "inputs[0].shape", "needs 2147483648 bytes", f"cap {board.MAX_INPUT_BYTES}")
+    refused(
+        job_dir, "inputs[0].shape", "needs 2147483648 bytes", f"cap {board_job.MAX_INPUT_BYTES}"
+    )
 
 
 def test_a_huge_pass_through_input_is_refused_before_reading(job_dir: Path) -> None:
     """A sparse file over the cap costs nothing to make and would cost its size to read."""
     huge = job_dir / "huge.bin"
     with huge.open("wb") as handle:
-        handle.truncate(board.MAX_INPUT_BYTES + 1)
+        handle.truncate(board_job.MAX_INPUT_BYTES + 1)
     edit(job_dir, lambda d: d["inputs"][0].update(file="huge.bin", pass_through=True))
-    record = refused(job_dir, "inputs[0].file", f"cap {board.MAX_INPUT_BYTES}")
+    record = refused(job_dir, "inputs[0].file", f"cap {board_job.MAX_INPUT_BYTES}")
     assert record["reason"] == "size"
 
 

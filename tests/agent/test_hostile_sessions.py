@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from npu_hil.harness.agent import agent as board
+from npu_hil.harness.board import wire as board
 from tests.agent.jobs import FAKE_ADAPTERS
 from tests.agent.test_listen import AGENT, PYTHONS, Connection, Listener, write_echo_job
 from tests.agent.test_session import RawSession

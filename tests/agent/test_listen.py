@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from npu_hil.harness.agent import agent as board
-from npu_hil.harness.agent import relay
 from npu_hil.harness.agent.protocol import InputSpec, JobSpec, write_job
-from tests.agent.jobs import FAKE_ADAPTERS, PY38, X, py38_problem
+from npu_hil.harness.board import relay
+from npu_hil.harness.board import wire as board
+from tests.agent.jobs import BOARD_PACKAGE, FAKE_ADAPTERS, PY38, X, py38_problem
 
-AGENT = Path(board.__file__)
+AGENT = BOARD_PACKAGE
 RELAY = Path(relay.__file__)
 SOCKET = "agent.sock"
 
@@ -347,8 +347,23 @@ def test_relay_refuses_what_is_not_frames(tmp_path: Path) -> None:
 
 
 def test_relay_speaks_the_agents_frames() -> None:
-    """The relay repeats the frame format instead of importing the agent (numpy): same bytes."""
-    assert relay.FRAME_HEADER.format == board.FRAME_HEADER.format
-    assert relay.MAX_FRAME_BYTES == board.MAX_FRAME_BYTES
+    """The relay reads the frame format from the package's own frames.py: the same bytes."""
+    assert relay.FRAME_HEADER is board.FRAME_HEADER
+    assert relay.frame_length is board.frame_length
     data = board.encode_frame({"op": "ping"}) * 2
     assert relay.whole_frames(data + data[:5]) == (2, len(data))
+
+
+def test_the_relay_as_a_script_imports_neither_numpy_nor_json(tmp_path: Path) -> None:
+    """Run the way a console runs it, the relay's start-up is frames.py and a few builtins."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-I", "-S", str(RELAY), "--wait"],
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == relay.EXIT_USAGE, done.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.decode().splitlines()}
+    assert "frames" in imported
+    assert not imported & {"numpy", "json", "re", "typing", "wire"}, sorted(imported)

@@ -269,7 +269,14 @@ def test_redeploy_copies_nothing_new(tmp_path: Path, model: Path) -> None:
     client = AgentClient(transport, sessions=False, adapter_dirs=[FAKE_ADAPTERS])
     agent = client.deploy()
     client.deploy_model(model)
-    assert {"agent.py", "adapters/base.py", "adapters/echo.py", ".complete"} <= {
+    assert {
+        "npu_hil_board/__main__.py",
+        "npu_hil_board/relay.py",
+        "npu_hil_board/adapters/base.py",
+        "adapters/echo.py",
+        "adapters/sim.py",
+        ".complete",
+    } <= {
         str(PurePosixPath(p).relative_to(agent.parent))
         for p in transport.puts
         if p.startswith(str(agent.parent))

@@ -17,14 +17,14 @@ from unittest.mock import ANY
 import numpy as np
 import pytest
 
-from npu_hil.harness.agent import agent as board
 from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.board import wire as board
 from npu_hil.harness.errors import DeviceError, ProtocolError, TransportError
 from npu_hil.harness.transport import LocalTransport
-from tests.agent.jobs import FAKE_ADAPTERS, X
+from tests.agent.jobs import BOARD_PACKAGE, FAKE_ADAPTERS, X
 from tests.agent.jobs import echo_job as spec
 
-AGENT = Path(board.__file__)
+AGENT = BOARD_PACKAGE
 PY = sys.executable
 
 

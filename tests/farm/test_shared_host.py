@@ -31,7 +31,7 @@ boards:
     backend: sim
     transport: local
 """
-REAL_AGENT = Path(__file__).resolve().parents[2] / "harness" / "agent" / "agent.py"
+REAL_AGENT = Path(__file__).resolve().parents[2] / "harness" / "board"
 
 
 def as_nobody(*argv: str) -> None:
@@ -66,12 +66,12 @@ def own_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shared_tmp: Path) -
 
 def plant_agent(shared_tmp: Path, workdir: Path) -> Path:
     """As the other user: pre-create ``workdir`` (mode 0777) with a deployed agent bundle whose
-    ``agent.py`` leaves a mark and then runs the real agent, so the host would see nothing wrong.
-    Returns the mark's path: it must never appear."""
+    entry (``__main__.py``) leaves a mark and then runs the real agent, so the host would see
+    nothing wrong. Returns the mark's path: it must never appear."""
     stage = Path(tempfile.mkdtemp(dir=shared_tmp, prefix="stage-"))
     agent_path = AgentClient(LocalTransport(stage / "board")).deploy()  # the bundle's own name
     mark = shared_tmp / "executed-as"
-    (stage / "board" / agent_path).write_text(
+    (stage / "board" / agent_path / "__main__.py").write_text(
         "import os, runpy, sys\n"
         f"open({str(mark)!r}, 'a').write(str(os.geteuid()))\n"
         f"sys.argv[0] = {str(REAL_AGENT)!r}\n"
@@ -96,7 +96,7 @@ def test_another_users_workdir_at_the_old_default_name_is_never_used(
     mark = plant_agent(shared_tmp, shared_tmp / f"npu-hil-{os.getuid()}")
     with Farm(parse_inventory(INVENTORY, source="farm.yaml")) as farm:
         health = farm.health(BOARD)
-        assert not mark.exists(), f"another user's agent.py ran as uid {mark.read_text()}"
+        assert not mark.exists(), f"another user's agent ran as uid {mark.read_text()}"
         assert health.ok, health.error
         assert farm.workdir == own_env / "npu-hil"
     assert stat.S_IMODE((own_env / "npu-hil").stat().st_mode) == 0o700

@@ -1,9 +1,11 @@
 """The ``sim`` runtime adapter: the agent's contract (adapters/base.py) in-process, loaded the way
-the agent loads adapters, and end to end through the real agent (``agent.py JOB_DIR``)."""
+the agent loads adapters (from the host's adapter folder, beside the board package's base), and
+end to end through the real agent (``python harness/board JOB_DIR --adapters ...``)."""
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import signal
@@ -16,21 +18,22 @@ import numpy as np
 import pytest
 from sim_helpers import random_tensor
 
-from npu_hil.harness.agent.adapters.base import (
-    Adapter,
-    AdapterError,
-    InputTensor,
-    RunOutput,
-    TensorOut,
-)
-from npu_hil.harness.agent.adapters.sim import ADAPTER
+from npu_hil.harness.agent.client import BOARD_SOURCE, HOST_ADAPTERS
+from npu_hil.harness.board.loader import load_adapter_base
 from npu_hil.harness.diff import diff_buffers
 from npu_hil.harness.models import build, save
 from npu_hil.harness.sim.expect import expect_run
 
 ROOT = Path(__file__).resolve().parents[2]
-AGENT = ROOT / "harness" / "agent" / "agent.py"
-ADAPTERS = ROOT / "harness" / "agent" / "adapters"
+AGENT = BOARD_SOURCE
+# Where the agent finds the adapter: the host's folder, then the board package's own (its base).
+ADAPTERS = os.pathsep.join([str(HOST_ADAPTERS), str(BOARD_SOURCE / "adapters")])
+
+# The classes as the agent has them: adapters.base, and the sim adapter built on it.
+_base = load_adapter_base(ADAPTERS.split(os.pathsep))
+Adapter, AdapterError, InputTensor = _base.Adapter, _base.AdapterError, _base.InputTensor
+RunOutput, TensorOut = _base.RunOutput, _base.TensorOut
+ADAPTER = importlib.import_module("adapters.sim").ADAPTER
 
 
 def tensor(name: str, values: np.ndarray, layout: str = "NCHW") -> InputTensor:
@@ -111,10 +114,10 @@ def test_refusals_are_typed_errors(tmp_path: Path) -> None:
 
 
 LOADER = """
-import importlib, importlib.machinery, importlib.util, json, sys
+import importlib, importlib.machinery, importlib.util, json, os, sys
 import numpy as np
 spec = importlib.machinery.ModuleSpec("adapters", None, is_package=True)
-spec.submodule_search_locations = [sys.argv[1]]
+spec.submodule_search_locations = sys.argv[1].split(os.pathsep)
 sys.modules["adapters"] = importlib.util.module_from_spec(spec)
 base = importlib.import_module("adapters.base")
 sim = importlib.import_module("adapters.sim")
@@ -141,7 +144,7 @@ def test_loaded_as_the_agent_loads_adapters(tmp_path: Path) -> None:
     """From the agent's ``adapters`` package, the classes are that package's own."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
-        [sys.executable, "-c", LOADER, str(ADAPTERS), str(tmp_path / "m.onnx")],
+        [sys.executable, "-c", LOADER, ADAPTERS, str(tmp_path / "m.onnx")],
         capture_output=True,
         text=True,
         env=env,
@@ -195,7 +198,7 @@ def write_job(
 def agent(job: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, str(AGENT), str(job)],
+        [sys.executable, str(AGENT), str(job), "--adapters", str(HOST_ADAPTERS)],
         capture_output=True,
         text=True,
         env=env,

@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from npu_hil.harness.agent import relay
+from npu_hil.harness.agent import serial_session
 from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.board import relay
 from npu_hil.harness.errors import DeviceError, TransportError
-from npu_hil.harness.transport import RemotePathError, Session, Transport, serial_console
+from npu_hil.harness.transport import RemotePathError, Session, Transport
 from npu_hil.harness.transport.serial_console import SerialTransport, prepare_url
 from tests.agent.jobs import FAKE_ADAPTERS, X, echo_job, sim_job
 from tests.transport.conftest import NoisyRelay, SerialBoard
@@ -411,7 +412,7 @@ def test_long_answers_come_back_as_files(
 ) -> None:
     transport = session_client.transport
     assert isinstance(transport, SerialTransport)
-    monkeypatch.setattr(serial_console, "INLINE_MAX", 64)
+    monkeypatch.setattr(serial_session, "INLINE_MAX", 64)
     get_bytes = transport._get_bytes
     fetched: list[str] = []
 
@@ -460,7 +461,7 @@ def _processes_named(text: str) -> list[int]:
 def test_the_relay_alone_without_an_agent(serial_board: SerialBoard, tmp_path: Path) -> None:
     with make(serial_board, tmp_path, python=sys.executable) as transport:
         agent = AgentClient(transport, scratch=tmp_path / "scratch")
-        relay_path = str(agent.deploy().with_name("relay.py"))
+        relay_path = str(agent.deploy() / "relay.py")
         done = transport.run([sys.executable, relay_path, ".npu-nobody.sock"], timeout=20)
         assert done.returncode == relay.EXIT_GONE
         assert done.stderr.startswith(b"relay: no agent at .npu-nobody.sock")

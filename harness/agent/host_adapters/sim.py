@@ -1,8 +1,10 @@
 """The ``sim`` runtime adapter: a simulated NPU behind the agent's adapter contract.
 
-Unlike the vendor adapters this one imports the harness (:mod:`harness.sim`), so it runs only
-where npu-hil is installed: on the host, under ``LocalTransport``. On a board without the
-harness, importing it fails and the agent reports the adapter as unavailable there.
+Unlike the vendor adapters this one imports the harness (:mod:`harness.sim`), so it is no part
+of the board package: it lives on the host side and reaches the agent as an extra adapter folder,
+the way a test's fake does (the client sends it in the bundle's ``adapters/``), and it runs only
+where npu-hil is installed (a simulated board: the host, a simulated farm's boards). On a board
+without the harness, importing it fails and the agent reports the adapter as unavailable there.
 
 Options (the job's ``adapter_options``): ``target`` (required), ``faults``, ``executor``,
 ``input_layout``, ``output_layout``, ``buffer_offset``/``buffer_offsets`` and, per vendor,
@@ -15,15 +17,24 @@ buffers, each with the runtime's own attributes (``rknn_tensor_attr``,
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
 
 from npu_hil.harness.errors import LayoutError
 from npu_hil.harness.models.reference import ModelInputError
 from npu_hil.harness.sim import SimConfigError, SimModel, SimNpu, SimRefusal, SimTensor
 
-# Relative: the agent loads this as adapters.<name>, the harness as
-# harness.agent.adapters.<name>; either way the base is the one beside it.
-from .base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
+if TYPE_CHECKING:
+    from npu_hil.harness.board.adapters.base import (
+        Adapter,
+        AdapterError,
+        InputTensor,
+        RunOutput,
+        TensorOut,
+    )
+else:
+    # The agent's own contract, the module its checks use: it loads this file as adapters.sim,
+    # beside the board package's adapters.base (harness.board.loader), as it loads a vendor's.
+    from adapters.base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
 
 
 @contextmanager

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """npu-hil relay: one batch of requests from a shell command to a listening agent, and back.
 
-Deployed beside ``agent.py``. A link that has only a shell and no room for a byte stream beside it
-(a serial console) runs the agent in the background with ``--listen SOCKET`` and reaches it through
-this command, once per request. Standard library only, Python >= 3.8, no numpy: run as
-``python3 -I -S relay.py SOCKET``, it starts in a few milliseconds, where the agent's own start-up
-(Python, numpy, the runtime, the model load) is what the resident agent saves.
+Deployed in the board package (``<bundle>/npu_hil_board/relay.py``). A link that has only a shell
+and no room for a byte stream beside it (a serial console) runs the agent in the background with
+``--listen SOCKET`` and reaches it through this command, once per request. Standard library
+only, Python >= 3.8, no numpy (the frame format is ``frames.py`` beside it): run as
+``python3 -I -S relay.py SOCKET``, it starts in a few milliseconds, where the agent's own
+start-up (Python, numpy, the runtime, the model load) is what the resident agent saves.
 
 It connects to SOCKET (relative to the current directory), sends what it read on stdin (zero or
 more whole frames: an 8-byte big-endian length, then that many bytes of JSON), then reads the
@@ -42,13 +43,19 @@ import _socket as socket
 import binascii
 import hashlib
 import os
-import struct
 import sys
 import time
 
-# The frame format of agent.py, repeated here because importing agent.py costs numpy.
-FRAME_HEADER = struct.Struct(">Q")
-MAX_FRAME_BYTES = 64 << 20
+if __package__:
+    from .frames import FRAME_HEADER, frame_length, whole_frames
+else:
+    # Run as a script (the board's form): ``-I`` keeps this folder off sys.path. The frame
+    # format is the package's own, frames.py beside this file: struct only (no numpy, no json),
+    # so the start-up stays what it was.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from frames import FRAME_HEADER, frame_length, whole_frames  # type: ignore[import-not-found,no-redef]
+
+    del sys.path[0]
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -81,26 +88,6 @@ class CutShort(RelayError):
     def __init__(self, answer: bytes, message: str) -> None:
         super().__init__(EXIT_CUT, message)
         self.answer = answer
-
-
-def frame_length(header: bytes) -> int:
-    """The payload length a frame header announces; ValueError when it cannot be one."""
-    (length,) = FRAME_HEADER.unpack(header)
-    if length > MAX_FRAME_BYTES:
-        raise ValueError(f"a frame header announces {length} bytes (cap {MAX_FRAME_BYTES})")
-    return int(length)
-
-
-def whole_frames(data: bytes) -> tuple[int, int]:
-    """How many whole frames ``data`` starts with, and how many bytes they take; ValueError on
-    a header that cannot be one."""
-    count = offset = 0
-    while offset + FRAME_HEADER.size <= len(data):
-        end = offset + FRAME_HEADER.size + frame_length(data[offset : offset + FRAME_HEADER.size])
-        if end > len(data):
-            break
-        count, offset = count + 1, end
-    return count, offset
 
 
 class Options:

@@ -1,0 +1,366 @@
+"""A job as the agent accepts it: the job.json schema, its bounds, and the paths it may name.
+
+job.json (``npu-hil-job/1``)::
+
+    {"schema", "job_id", "model": {"path", "sha256"}, "adapter": [a-z0-9_]+, "adapter_options",
+     "inputs": [{"name", "file", "layout", "shape", "dtype", "pass_through"}], "outputs": [..]|null,
+     "timeouts": {"load": s, "run": s}}
+
+Paths are relative to the job directory (the model may also be relative to ``--root``, the model
+cache) and may not leave it: absolute paths, ``..`` and symlinks pointing outside are refused. A
+refusal (:class:`JobRefused`) names the field. :class:`InputSpec` is the one description of an
+input, the host's (what it sends) and the agent's (what it checked). Standard library only: the
+host imports this module too.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import stat
+from dataclasses import dataclass
+from typing import Any
+
+from .loader import ADAPTER_NAME_RE, available_adapters
+from .wire import (
+    JOB_FILE,
+    JOB_SCHEMA,
+    JOB_SCHEMA_NAME,
+    SCHEMA_MAJOR,
+    failure,
+    loads_bounded,
+    parse_schema,
+)
+
+# Refusal bounds for a job: far above any real NPU tensor, low enough that a hostile shape cannot
+# make the agent allocate the board out of memory or overflow a size computation.
+MAX_ELEMENTS = 2**31
+MAX_RANK = 8
+MAX_INPUTS = 256
+# Bytes, not elements, bound what an input may take (2**31 float64 elements would be 16 GiB):
+# checked against the file's size before a byte of it is read, pass-through inputs included.
+MAX_INPUT_BYTES = 1 << 30
+MAX_JOB_INPUT_BYTES = 2 << 30
+MAX_JOB_JSON_BYTES = 4 << 20
+MAX_TIMEOUT_S = 24 * 3600.0
+DEFAULT_TIMEOUTS = {"load": 120.0, "run": 60.0}
+# The element types a job may name, with their sizes in bytes (numpy's, without numpy).
+DTYPE_SIZES = {
+    "bool": 1,
+    "int8": 1,
+    "uint8": 1,
+    "int16": 2,
+    "uint16": 2,
+    "int32": 4,
+    "uint32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "float16": 2,
+    "float32": 4,
+    "float64": 8,
+}
+DTYPES = tuple(DTYPE_SIZES)
+SHA256_RE = re.compile(r"[0-9a-f]{64}\Z")
+
+
+class JobRefused(Exception):
+    """A job.json the agent will not run. ``field`` names the offending field, ``reason`` is a
+    short machine-readable class (``checksum`` and ``size`` mean a file's content does not match
+    what the host announced, which the host treats as a corrupted transfer)."""
+
+    def __init__(self, field: str, reason: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.reason = reason
+
+    def record(self) -> dict[str, Any]:
+        return failure("JobError", "validate", str(self), field=self.field, reason=self.reason)
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One model input. Without ``pass_through`` the array is the logical tensor (``shape``,
+    ``dtype``, C order) and the runtime converts it; with it the array is the packed device buffer
+    (uint8, as ``Layout.pack`` returns it) in ``layout``, and ``shape``/``dtype`` describe the
+    logical tensor it holds."""
+
+    name: str
+    layout: str
+    shape: tuple[int, ...]
+    dtype: str
+    pass_through: bool = False
+
+
+@dataclass(frozen=True)
+class JobInput:
+    """An input of a validated job: its spec, its file (a real path inside the job directory)
+    and the file's size as checked, past which nothing is read."""
+
+    spec: InputSpec
+    path: str
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Job:
+    """A validated job: every path resolved and confined, every number bounded."""
+
+    job_id: str
+    adapter: str
+    options: dict[str, Any]
+    model_path: str
+    model_sha256: str
+    inputs: list[JobInput]
+    outputs: list[str] | None
+    timeouts: dict[str, float]
+
+
+def _within(path: str, base: str) -> bool:
+    return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def _check_relative(field: str, value: object, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise JobRefused(field, "path", f"expected a relative file path, got {value!r}")
+    if "\x00" in value:
+        raise JobRefused(field, "path", f"{value!r} contains a NUL byte")
+    if value.startswith(("/", "\\")) or os.path.isabs(value):
+        raise JobRefused(
+            field, "path", f"{value!r} is an absolute path; paths are relative to {where}"
+        )
+    if ".." in re.split(r"[/\\]", value):
+        raise JobRefused(field, "path", f"{value!r} leaves {where}")
+    return value
+
+
+def confine(field: str, value: object, base: str, where: str = "the job directory") -> str:
+    """Resolve a relative path inside ``base`` (already a realpath) and refuse anything that leaves
+    it: absolute paths, ``..`` components, symlinks pointing outside. Returns the real path."""
+    rel = _check_relative(field, value, where)
+    full = os.path.realpath(os.path.join(base, rel))
+    if not _within(full, base):
+        raise JobRefused(
+            field, "path", f"{rel!r} leaves {where} through a symlink (it resolves to {full})"
+        )
+    return full
+
+
+def _regular_file(field: str, rel: str, full: str, where: str) -> None:
+    if not os.path.exists(full):
+        raise JobRefused(field, "missing", f"{rel!r} does not exist in {where}")
+    if not os.path.isfile(full):
+        raise JobRefused(field, "path", f"{rel!r} is not a regular file")
+
+
+def _require(obj: dict[str, Any], field: str, key: str, kind: type, what: str) -> Any:
+    if key not in obj:
+        raise JobRefused(field + key, "missing", f"required {what} is missing")
+    value = obj[key]
+    # bool is an int in Python; a JSON true is never a valid number here.
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        raise JobRefused(field + key, "type", f"expected {what}, got {value!r}")
+    return value
+
+
+def _shape(field: str, value: object) -> list[int]:
+    if not isinstance(value, list):
+        raise JobRefused(field, "shape", f"expected a list of dimensions, got {value!r}")
+    if len(value) > MAX_RANK:
+        raise JobRefused(field, "shape", f"rank {len(value)} exceeds the cap of {MAX_RANK}")
+    elements = 1
+    for axis, dim in enumerate(value):
+        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 0:
+            raise JobRefused(
+                field, "shape", f"dimension {axis} is {dim!r}, expected a non-negative integer"
+            )
+        elements *= dim
+        # Python ints do not overflow, but the bound is checked as we go so a shape of a thousand
+        # huge dimensions costs nothing.
+        if elements > MAX_ELEMENTS:
+            raise JobRefused(field, "shape", f"{value!r} has more than {MAX_ELEMENTS} elements")
+    return [int(dim) for dim in value]
+
+
+def _timeouts(value: object) -> dict[str, float]:
+    if value is None:
+        return dict(DEFAULT_TIMEOUTS)
+    if not isinstance(value, dict):
+        raise JobRefused("timeouts", "type", f"expected an object, got {value!r}")
+    timeouts = dict(DEFAULT_TIMEOUTS)
+    for key in ("load", "run"):
+        if key not in value:
+            continue
+        seconds = value[key]
+        if (
+            not isinstance(seconds, (int, float))
+            or isinstance(seconds, bool)
+            or not math.isfinite(seconds)
+            or not 0 < seconds <= MAX_TIMEOUT_S
+        ):
+            raise JobRefused(
+                "timeouts." + key,
+                "type",
+                f"expected seconds in (0, {MAX_TIMEOUT_S:g}], got {seconds!r}",
+            )
+        timeouts[key] = float(seconds)
+    return timeouts
+
+
+def read_job_json(job_dir: str) -> dict[str, Any]:
+    path = os.path.join(job_dir, JOB_FILE)
+    try:
+        # Not through a link, and never blocking on a FIFO: the file is checked once opened.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise JobRefused(JOB_FILE, "missing", f"no {JOB_FILE} in {job_dir}") from None
+    except OSError as exc:
+        raise JobRefused(JOB_FILE, "path", f"cannot open it as a plain file ({exc})") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise JobRefused(JOB_FILE, "path", f"{JOB_FILE} in {job_dir} is not a regular file")
+        if info.st_size > MAX_JOB_JSON_BYTES:
+            raise JobRefused(
+                JOB_FILE, "json", f"{info.st_size} bytes exceeds the cap of {MAX_JOB_JSON_BYTES}"
+            )
+        raw = handle.read(MAX_JOB_JSON_BYTES + 1)
+    if len(raw) > MAX_JOB_JSON_BYTES:
+        raise JobRefused(JOB_FILE, "json", f"more than {MAX_JOB_JSON_BYTES} bytes")
+    try:
+        doc = loads_bounded(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise JobRefused(JOB_FILE, "json", f"not UTF-8 ({exc})") from None
+    except ValueError as exc:
+        raise JobRefused(JOB_FILE, "json", f"not valid JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise JobRefused(JOB_FILE, "json", f"expected a JSON object, got {type(doc).__name__}")
+    return doc
+
+
+def validate_job(
+    doc: dict[str, Any], job_dir: str, root: str | None, adapter_dirs: list[str]
+) -> Job:
+    """Check a parsed job.json against the protocol; raise JobRefused naming the field."""
+    schema = parse_schema(doc.get("schema"))
+    if schema is None or schema[0] != JOB_SCHEMA_NAME:
+        raise JobRefused("schema", "schema", f"expected {JOB_SCHEMA!r}, got {doc.get('schema')!r}")
+    if schema[1] != SCHEMA_MAJOR:
+        raise JobRefused(
+            "schema",
+            "schema",
+            f"{doc.get('schema')!r} has major version {schema[1]}; this agent speaks {JOB_SCHEMA}",
+        )
+    job_id = _require(doc, "", "job_id", str, "a string")
+    if not job_id or len(job_id) > 200:
+        raise JobRefused("job_id", "type", f"expected 1 to 200 characters, got {job_id!r}")
+
+    adapter = _require(doc, "", "adapter", str, "an adapter name")
+    if not ADAPTER_NAME_RE.match(adapter) or adapter == "base":
+        raise JobRefused("adapter", "adapter", f"{adapter!r} is not an adapter name ([a-z0-9_]+)")
+    if not any(os.path.isfile(os.path.join(d, adapter + ".py")) for d in adapter_dirs):
+        known = ", ".join(available_adapters(adapter_dirs))
+        raise JobRefused(
+            "adapter",
+            "adapter",
+            f"{adapter!r} is not an adapter on this board (available: {known or 'none'})",
+        )
+    options = doc.get("adapter_options", {})
+    if options is None:
+        options = {}
+    if not isinstance(options, dict):
+        raise JobRefused("adapter_options", "type", f"expected an object, got {options!r}")
+
+    model = _require(doc, "", "model", dict, "an object with path and sha256")
+    sha = _require(model, "model.", "sha256", str, "a hex sha256").lower()
+    if not SHA256_RE.match(sha):
+        raise JobRefused("model.sha256", "type", f"{model['sha256']!r} is not 64 hex digits")
+    model_path = _model_path(model.get("path"), job_dir, root)
+
+    raw_inputs = _require(doc, "", "inputs", list, "a list of inputs")
+    if len(raw_inputs) > MAX_INPUTS:
+        raise JobRefused(
+            "inputs", "shape", f"{len(raw_inputs)} inputs exceed the cap of {MAX_INPUTS}"
+        )
+    inputs = []
+    names = set()
+    for index, raw in enumerate(raw_inputs):
+        item = _input(index, raw, job_dir)
+        if item.spec.name in names:
+            raise JobRefused(f"inputs[{index}].name", "type", f"{item.spec.name!r} appears twice")
+        names.add(item.spec.name)
+        inputs.append(item)
+    total = sum(item.nbytes for item in inputs)
+    if total > MAX_JOB_INPUT_BYTES:
+        raise JobRefused(
+            "inputs", "size", f"{total} bytes of inputs exceed the cap of {MAX_JOB_INPUT_BYTES}"
+        )
+
+    outputs = doc.get("outputs")
+    if outputs is not None and (
+        not isinstance(outputs, list) or not all(isinstance(o, str) for o in outputs)
+    ):
+        raise JobRefused("outputs", "type", f"expected null or a list of names, got {outputs!r}")
+    return Job(
+        job_id, adapter, options, model_path, sha, inputs, outputs, _timeouts(doc.get("timeouts"))
+    )
+
+
+def _model_path(value: object, job_dir: str, root: str | None) -> str:
+    """The model lives in the job directory or, for artifacts deployed once per session, in the
+    cache root; a relative path is looked up in that order."""
+    field = "model.path"
+    where = "the job directory" if root is None else "the job directory and the model cache"
+    rel = _check_relative(field, value, where)
+    candidates = [job_dir] if root is None else [job_dir, root]
+    for base in candidates:
+        full = os.path.realpath(os.path.join(base, rel))
+        if os.path.lexists(os.path.join(base, rel)):
+            if not any(_within(full, b) for b in candidates):
+                raise JobRefused(
+                    field,
+                    "path",
+                    f"{rel!r} leaves {where} through a symlink (it resolves to {full})",
+                )
+            _regular_file(field, rel, full, where)
+            return full
+    raise JobRefused(field, "missing", f"{rel!r} does not exist in {where}")
+
+
+def _input(index: int, raw: object, job_dir: str) -> JobInput:
+    field = f"inputs[{index}]."
+    if not isinstance(raw, dict):
+        raise JobRefused(f"inputs[{index}]", "type", f"expected an object, got {raw!r}")
+    name = _require(raw, field, "name", str, "a string")
+    rel = _require(raw, field, "file", str, "a relative file path")
+    full = confine(field + "file", rel, job_dir)
+    _regular_file(field + "file", rel, full, "the job directory")
+    layout = raw.get("layout", "")
+    if not isinstance(layout, str):
+        raise JobRefused(field + "layout", "type", f"expected a string, got {layout!r}")
+    shape = _shape(field + "shape", raw.get("shape"))
+    dtype = _require(raw, field, "dtype", str, "a dtype name")
+    if dtype not in DTYPES:
+        raise JobRefused(field + "dtype", "dtype", f"{dtype!r} is not one of {', '.join(DTYPES)}")
+    pass_through = raw.get("pass_through", False)
+    if not isinstance(pass_through, bool):
+        raise JobRefused(
+            field + "pass_through", "type", f"expected true or false, got {pass_through!r}"
+        )
+    size = os.path.getsize(full)
+    want = math.prod(shape) * DTYPE_SIZES[dtype]
+    if want > MAX_INPUT_BYTES:
+        raise JobRefused(
+            field + "shape", "shape", f"{shape} {dtype} needs {want} bytes (cap {MAX_INPUT_BYTES})"
+        )
+    if size > MAX_INPUT_BYTES:
+        raise JobRefused(
+            field + "file", "size", f"{rel!r} holds {size} bytes (cap {MAX_INPUT_BYTES})"
+        )
+    if not pass_through and size != want:
+        raise JobRefused(
+            field + "file",
+            "size",
+            f"{rel!r} holds {size} bytes; shape {shape} {dtype} needs {want}",
+        )
+    return JobInput(InputSpec(name, layout, tuple(shape), dtype, pass_through), full, size)

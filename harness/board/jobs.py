@@ -1,0 +1,168 @@
+"""The agent: runs one job directory, from job.json to result.json.
+
+Validate the job (refused: ``JobError``, exit status 2), get the adapter and the loaded model
+from the cache, read the inputs, run, write the device buffers and the result. The load timeout
+bounds adapter creation, versions and model load; the run timeout bounds the run. Every failure
+is a typed record in result.json: ``DeviceError``, ``LayoutError``, ``UnsupportedError``,
+``TimeoutError`` (from the adapter or the watchdog), ``OSError`` (the board's disk) and
+``AgentError`` (a bug here).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .cache import AdapterCache, StageFailed, describe_exception, traceback_tail
+from .job import JobInput, JobRefused, read_job_json, validate_job
+from .results import write_result, write_tensor
+from .wire import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_TIMEOUT,
+    RESULT_SCHEMA,
+    failure,
+    os_error_record,
+)
+
+if TYPE_CHECKING:
+    from .adapters.base import InputTensor
+
+log = logging.getLogger("npu-hil-agent")
+
+
+class Agent(AdapterCache):
+    """Runs jobs. One instance per process; in session mode it keeps adapters and models."""
+
+    def __init__(
+        self, adapter_dirs: list[str], root: str | None, model_cache_size: int = 4
+    ) -> None:
+        super().__init__(adapter_dirs, root, model_cache_size)
+        self.jobs_run = 0
+
+    def run_job(self, job_dir: str) -> tuple[dict[str, Any], int]:
+        """Run one job directory; returns the result document (also written as result.json) and
+        the exit status that one-shot mode would use."""
+        started = time.perf_counter()
+        job_dir = os.path.realpath(job_dir)
+        result: dict[str, Any] = {
+            "schema": RESULT_SCHEMA,
+            "job_id": None,
+            "ok": False,
+            "adapter": None,
+            "versions": {},
+            "timings": {
+                "load_s": 0.0,
+                "run_s": 0.0,
+                "copy_s": 0.0,
+                "total_s": 0.0,
+                "model_cached": False,
+            },
+            "inputs": [],
+            "outputs": [],
+            "errors": [],
+        }
+        status = EXIT_OK
+        try:
+            status = self._run(job_dir, result)
+        except JobRefused as refused:
+            result["errors"].append(refused.record())
+            status = EXIT_REFUSED
+        except StageFailed as failed:
+            result["errors"].append(failed.record)
+            status = EXIT_TIMEOUT if failed.record["type"] == "TimeoutError" else EXIT_OK
+        except OSError as exc:  # the board's own trouble (a full disk): said by its name
+            log.error("job %s: %s", job_dir, exc)
+            result["errors"].append(os_error_record(exc, "agent"))
+            status = EXIT_FAILED
+        except Exception as exc:  # an agent bug: still report it as a typed record
+            log.error("agent error:\n%s", traceback_tail(exc))
+            result["errors"].append(
+                failure("AgentError", "agent", describe_exception(exc), detail=traceback_tail(exc))
+            )
+            status = EXIT_FAILED
+        if self.runtime.stuck:
+            status = EXIT_TIMEOUT
+        result["ok"] = not result["errors"]
+        result["timings"]["total_s"] = time.perf_counter() - started
+        self.jobs_run += 1
+        problem = write_result(job_dir, result)
+        if problem is not None:
+            # No result.json on the board: the session's answer still carries the result,
+            # and now why the file is missing.
+            result["errors"].append(os_error_record(problem, "result"))
+            result["ok"] = False
+            status = status or EXIT_FAILED
+        return result, status
+
+    def _run(self, job_dir: str, result: dict[str, Any]) -> int:
+        if not os.path.isdir(job_dir):
+            raise JobRefused("job_dir", "missing", f"{job_dir} is not a directory")
+        doc = read_job_json(job_dir)
+        if isinstance(doc.get("job_id"), str):
+            result["job_id"] = doc["job_id"]
+        if isinstance(doc.get("adapter"), str):
+            result["adapter"] = doc["adapter"]
+        job = validate_job(doc, job_dir, self.root, self.adapter_dirs)
+        timings = result["timings"]
+        load_timeout, run_timeout = job.timeouts["load"], job.timeouts["run"]
+
+        adapter = self.adapter(job.adapter, job.options, load_timeout)
+        result["versions"] = self.versions(job.adapter, job.options, load_timeout)
+
+        t0 = time.perf_counter()
+        model, cached = self.model(job, adapter, load_timeout)
+        timings["load_s"] = 0.0 if cached else time.perf_counter() - t0
+        timings["model_cached"] = cached
+        if not cached:
+            # Some runtimes can say their versions only once a model is loaded (RKNN's API and
+            # driver versions need a context): ask again after every fresh load.
+            self.versions_cache.pop(self._adapter_key(job.adapter, job.options), None)
+            result["versions"] = self.versions(job.adapter, job.options, load_timeout)
+
+        tensors = [self._input_tensor(spec) for spec in job.inputs]
+        t0 = time.perf_counter()
+        run = self._call(
+            "run", job.adapter, lambda: adapter.run(model, tensors, job.outputs), run_timeout
+        )
+        run_wall = time.perf_counter() - t0
+        if not isinstance(run, self.base.RunOutput):
+            raise StageFailed(
+                failure(
+                    "DeviceError",
+                    "run",
+                    f"adapter {job.adapter!r} returned {run!r}, not a RunOutput",
+                )
+            )
+        reported = {str(k): float(v) for k, v in (run.timings or {}).items()}
+        # The adapter's own run time excludes its copies when it can tell them apart.
+        timings["run_s"] = reported.get("run_s", run_wall)
+        t0 = time.perf_counter()
+        result["inputs"] = [
+            write_tensor(job_dir, f"in_{i}.bin", t) for i, t in enumerate(run.inputs)
+        ]
+        result["outputs"] = [
+            write_tensor(job_dir, f"out_{i}.bin", t) for i, t in enumerate(run.outputs)
+        ]
+        timings["copy_s"] = reported.get("copy_s", 0.0) + (time.perf_counter() - t0)
+        if reported:
+            timings["adapter"] = reported
+        return EXIT_OK
+
+    def _input_tensor(self, item: JobInput) -> InputTensor:
+        spec = item.spec
+        data = np.fromfile(item.path, dtype=np.uint8, count=item.nbytes)
+        tensor: InputTensor = self.base.InputTensor(
+            name=spec.name,
+            data=data,
+            layout=spec.layout,
+            shape=list(spec.shape),
+            dtype=spec.dtype,
+            pass_through=spec.pass_through,
+        )
+        return tensor

@@ -1,0 +1,77 @@
+"""Where the agent finds its runtime adapters, and how it imports them.
+
+An adapter is a module ``<name>.py`` in an adapter folder that defines ``ADAPTER``, a subclass of
+``adapters.base.Adapter``. Every folder is on the ``__path__`` of one ``adapters`` package built
+by hand, so an adapter is ``adapters.<name>`` wherever it lies and they all share the one
+``adapters.base`` of the board package: the agent's type checks and the adapters' classes agree.
+
+Search order: ``--adapters DIR`` (repeatable), then ``$NPU_HIL_AGENT_ADAPTERS``
+(``os.pathsep``-separated), then the ``adapters/`` folder of the bundle the host deployed beside
+the package (extra adapters it sent: a test's fake, the simulated runtime), then the package's own
+``adapters/`` (the vendors'). The first folder that has a name wins.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import os
+import re
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+ADAPTERS_ENV = "NPU_HIL_AGENT_ADAPTERS"
+ADAPTER_NAME_RE = re.compile(r"[a-z0-9_]+\Z")
+# The package's own folder, and the bundle's folder of extra adapters beside it.
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+EXTRA_ADAPTERS = "adapters"
+
+
+def adapter_dirs_from(cli_dirs: list[str]) -> list[str]:
+    """The adapter folders in search order (see the module docstring)."""
+    env = [d for d in os.environ.get(ADAPTERS_ENV, "").split(os.pathsep) if d]
+    extra = os.path.join(os.path.dirname(PACKAGE_DIR), EXTRA_ADAPTERS)
+    given = [os.path.realpath(d) for d in [*cli_dirs, *env]]
+    return [*given, extra, os.path.join(PACKAGE_DIR, "adapters")]
+
+
+def _adapter_package(adapter_dirs: list[str]) -> ModuleType:
+    """Register the ``adapters`` package with every search folder on its ``__path__``.
+
+    Built by hand rather than found on sys.path so that a test folder holding only ``echo.py``
+    still sees ``adapters.base`` from the board package, whether or not either folder has an
+    ``__init__.py``.
+    """
+    package = sys.modules.get("adapters")
+    if package is None:
+        spec = importlib.machinery.ModuleSpec("adapters", None, is_package=True)
+        spec.submodule_search_locations = list(adapter_dirs)
+        package = importlib.util.module_from_spec(spec)
+        sys.modules["adapters"] = package
+    search = package.__spec__.submodule_search_locations if package.__spec__ else None
+    if search is not None:
+        for folder in reversed(adapter_dirs):
+            if folder not in search:
+                search.insert(0, folder)
+    return package
+
+
+def load_adapter_base(adapter_dirs: list[str]) -> ModuleType:
+    """``adapters.base``, the contract every adapter module subclasses."""
+    _adapter_package(adapter_dirs)
+    return importlib.import_module("adapters.base")
+
+
+def available_adapters(adapter_dirs: list[str]) -> list[str]:
+    names = set()
+    for folder in adapter_dirs:
+        if os.path.isdir(folder):
+            for entry in os.listdir(folder):
+                stem, ext = os.path.splitext(entry)
+                if ext == ".py" and stem != "base" and ADAPTER_NAME_RE.match(stem):
+                    names.add(stem)
+    return sorted(names)

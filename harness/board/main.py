@@ -1,0 +1,146 @@
+"""The agent's command line: one job, a session on stdin/stdout, or a listener on a socket.
+
+Started as ``python3 <bundle>/npu_hil_board MODE...`` on a board (see ``__main__.py``), or as
+``python -m npu_hil.harness.board`` where the harness is installed::
+
+    ... JOB_DIR [--root CACHE_DIR] [--adapters DIR]...
+    ... --session [--root CACHE_DIR] [--adapters DIR]... [--model-cache N]
+    ... --listen SOCKET [--idle-timeout S] [--read-timeout S] [--max-connections N]
+        [--root CACHE_DIR] [--adapters DIR]...
+
+One-shot mode runs the job in JOB_DIR and writes ``result.json`` plus the buffer blobs into it;
+its exit status says how it went (:mod:`wire`). A resident agent (``--session``, ``--listen``)
+starts only in a working directory (the board workdir) that is this user's own, not a symlink and
+writable by nobody else, and the same for ``jobs/`` in it; the refusal names owner and mode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import logging
+import os
+import sys
+
+from .cache import traceback_tail
+from .folders import UnsafeFolder, check_folder, check_workdir
+from .jobs import Agent
+from .listen import (
+    DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_READ_TIMEOUT_S,
+    listen,
+)
+from .loader import ADAPTERS_ENV, adapter_dirs_from
+from .session import private_stdio, serve
+from .wire import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
+
+log = logging.getLogger("npu-hil-agent")
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="npu_hil_board", description="npu-hil board agent")
+    parser.add_argument("job_dir", nargs="?", help="run this one job directory and exit")
+    parser.add_argument(
+        "--session", action="store_true", help="serve framed jobs over stdin/stdout"
+    )
+    parser.add_argument(
+        "--listen",
+        metavar="SOCKET",
+        help="serve framed jobs on a Unix socket at this path, one connection at a time",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=DEFAULT_IDLE_TIMEOUT_S,
+        metavar="S",
+        help="with --listen: exit after this many seconds without a connection",
+    )
+    parser.add_argument(
+        "--read-timeout",
+        type=float,
+        default=DEFAULT_READ_TIMEOUT_S,
+        metavar="S",
+        help="with --listen: drop a connection that sends no complete request for S seconds",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        metavar="N",
+        help="with --listen: clients served at once (their requests take turns)",
+    )
+    parser.add_argument("--root", help="model cache directory (model.path may be relative to it)")
+    parser.add_argument(
+        "--adapters",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help=f"extra adapter folder, searched first (repeatable; also ${ADAPTERS_ENV})",
+    )
+    parser.add_argument("--model-cache", type=int, default=4, help="loaded models kept per session")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages to stderr")
+    args = parser.parse_args(argv)
+    if [bool(args.job_dir), bool(args.session), args.listen is not None].count(True) != 1:
+        parser.error("give one of JOB_DIR, --session or --listen SOCKET")
+    if not args.idle_timeout > 0:
+        parser.error("--idle-timeout must be a positive number of seconds")
+    if not args.read_timeout > 0:
+        parser.error("--read-timeout must be a positive number of seconds")
+    if args.max_connections < 1:
+        parser.error("--max-connections must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="npu-hil-agent[%(process)d] %(levelname)s %(message)s",
+    )
+    # A segfault in a vendor library leaves a Python traceback in the board's log.
+    faulthandler.enable(file=sys.stderr)
+    stream = private_stdio() if args.session else None
+    if args.listen is not None:
+        # Started in the background with stdout on /dev/null: what a vendor library prints
+        # belongs in the log with the rest.
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    try:
+        if args.job_dir is None:
+            # A resident agent serves from its working directory, the board workdir.
+            check_workdir(os.getcwd())
+    except (OSError, UnsafeFolder) as exc:
+        log.error("cannot start: %s", exc)
+        return EXIT_FAILED
+    if args.job_dir is not None:
+        try:
+            check_folder(args.job_dir)
+        except FileNotFoundError:
+            pass  # run_job reports it as a refusal, in the usual way
+        except (OSError, UnsafeFolder) as exc:
+            # Nothing is written into a folder that is not ours, not even the refusal.
+            log.error("refused: %s", exc)
+            return EXIT_REFUSED
+    try:
+        agent = Agent(adapter_dirs_from(args.adapters), args.root, args.model_cache)
+    except Exception as exc:
+        log.error("cannot start: %s", traceback_tail(exc))
+        return EXIT_FAILED
+    if args.listen is not None:
+        return listen(
+            agent, args.listen, args.idle_timeout, args.read_timeout, args.max_connections
+        )
+    if stream is not None:
+        status = serve(agent, stream)
+        return EXIT_OK if status is None else status
+    result, status = agent.run_job(args.job_dir)
+    for record in result["errors"]:
+        log.info("%s [%s] %s", record["type"], record["stage"], record["message"])
+    if agent.runtime.stuck:
+        # The hung call is on a daemon thread; leave without waiting for interpreter shutdown.
+        sys.stderr.flush()
+        os._exit(status)
+    agent.shutdown()
+    return status

@@ -1,0 +1,80 @@
+"""What a job leaves in its directory: the device buffers as blobs, and result.json.
+
+result.json (``npu-hil-result/1``)::
+
+    {"schema", "job_id", "ok", "adapter", "versions", "errors": [record],
+     "timings": {"load_s", "run_s", "copy_s", "total_s", "model_cached"[, "adapter"]},
+     "inputs"/"outputs": [{"name", "file", "sha256", "nbytes", "layout", "dtype", "shape",
+                           "attributes"}]}
+
+with the device input buffers in ``in_<i>.bin`` and the outputs in ``out_<i>.bin``. Every file is
+created new, never through a link, and result.json appears whole or not at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .wire import RESULT_FILE, jsonable
+
+if TYPE_CHECKING:
+    from .adapters.base import TensorOut
+
+log = logging.getLogger("npu-hil-agent")
+
+
+def create_new(path: str, mode: str) -> Any:
+    """Open ``path`` for writing as a new file that cannot be anything planted there: what sits
+    at the name (a stale file or a symlink) is unlinked, which never touches a link's target, and
+    the file is created with ``O_EXCL | O_NOFOLLOW``, so a link planted in between makes the open
+    fail instead of writing through it."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o666)
+    if "b" in mode:
+        return os.fdopen(fd, mode)
+    return os.fdopen(fd, mode, encoding="utf-8")
+
+
+def write_tensor(job_dir: str, filename: str, tensor: TensorOut) -> dict[str, Any]:
+    """Write a device buffer as a blob and describe it; the bytes are the buffer as the runtime
+    holds it, whatever its dtype."""
+    flat = np.ascontiguousarray(tensor.data).reshape(-1).view(np.uint8)
+    with create_new(os.path.join(job_dir, filename), "wb") as handle:
+        handle.write(flat.data)
+    return {
+        "name": str(tensor.name),
+        "file": filename,
+        "sha256": hashlib.sha256(flat.data).hexdigest(),
+        "nbytes": int(flat.size),
+        "layout": str(tensor.layout),
+        "dtype": str(tensor.dtype),
+        "shape": [int(d) for d in tensor.shape],
+        "attributes": json.loads(json.dumps(tensor.attributes or {}, default=jsonable)),
+    }
+
+
+def write_result(job_dir: str, result: dict[str, Any]) -> OSError | None:
+    """Write result.json atomically (the host never sees half a file); the OSError when the
+    directory is not writable, full or missing, else None."""
+    path = os.path.join(job_dir, RESULT_FILE)
+    tmp = path + ".tmp"
+    try:
+        with create_new(tmp, "w") as handle:
+            json.dump(result, handle, indent=1, default=jsonable)
+        # A rename replaces the name itself: a symlink planted as result.json is not followed.
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.error("cannot write %s: %s", path, exc)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)  # half a file on a full disk holds space the next job needs
+        return exc
+    return None

@@ -1,0 +1,356 @@
+"""The session loop: jobs framed over a byte stream, one response frame per request.
+
+The agent speaks first with ``{"op": "hello", ...}``; requests are ``{"op": "job", "dir": D}``,
+``{"op": "ping"}``, ``{"op": "versions", "adapter": A, "options": {}}``, ``{"op": "discard",
+"dir": D}`` (remove a finished job's folder) and ``{"op": "shutdown"}``; every request gets exactly
+one response frame with the same ``op`` and either the payload (``result`` for a job) or
+``error`` (a typed record). A request frame is at most ``MAX_REQUEST_BYTES`` (a longer one is
+refused unread and ends the stream) and nests at most ``MAX_JSON_DEPTH`` levels; a whole frame
+that holds no request is answered with a ``ProtocolError`` record and the session goes on. A job's
+``dir`` is ``jobs/<name>`` in the working directory, never anything else.
+
+On stdin/stdout (``--session``) nothing but frames goes to stdout: file descriptor 1 is pointed
+at stderr for the session's lifetime, so a vendor library's printf cannot corrupt the stream. When
+a runtime call times out the agent answers the pending request with ``"restart": true`` and exits
+with status 3 at once (the stuck call would hold up the interpreter's shutdown).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import platform
+import shutil
+import socket
+import sys
+from typing import Any, NoReturn
+
+from .cache import StageFailed
+from .folders import UnsafeFolder, check_folder
+from .job import DEFAULT_TIMEOUTS, JobRefused
+from .jobs import Agent
+from .loader import ADAPTER_NAME_RE, EXTRA_ADAPTERS, PACKAGE_DIR, available_adapters
+from .wire import (
+    AGENT_VERSION,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_TIMEOUT,
+    FRAME_HEADER,
+    JOB_SCHEMA,
+    JOBS_FOLDER,
+    MAX_REQUEST_BYTES,
+    RESULT_SCHEMA,
+    SESSION_PROTOCOL,
+    decode_frame,
+    encode_frame,
+    failure,
+    frame_length,
+    sha256_file,
+)
+
+log = logging.getLogger("npu-hil-agent")
+
+# The socket of a listening agent, removed on the way out: also by abandon, which skips the
+# interpreter's own clean-up.
+LISTENING: list[str] = []
+
+
+def abandon(status: int) -> NoReturn:
+    """Leave at once: the runtime thread is stuck in a vendor call, which interpreter shutdown
+    would wait for. A listening agent removes its socket first, so the next connection fails at
+    once and the host starts a new agent."""
+    for path in LISTENING:
+        remove_socket(path)
+    sys.stderr.flush()
+    os._exit(status)
+
+
+def remove_socket(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+class ReadTimeout(Exception):
+    """A client sent nothing (or half a frame) for longer than the connection's read timeout."""
+
+
+class BadFrame(ValueError):
+    """A frame that arrived whole but holds no request (not JSON, nested too deep, not an
+    object): the stream is still in step, so it is answered and the session goes on."""
+
+
+class FrameStream:
+    """Frames over two file descriptors, with nothing buffered in Python."""
+
+    def __init__(self, read_fd: int, write_fd: int) -> None:
+        self.read_fd = read_fd
+        self.write_fd = write_fd
+
+    def _recv(self, n: int) -> bytes:
+        return os.read(self.read_fd, n)
+
+    def _send(self, data: memoryview) -> int:
+        return os.write(self.write_fd, data)
+
+    def _read_exactly(self, n: int) -> bytes | None:
+        chunks = []
+        remaining = n
+        while remaining:
+            chunk = self._recv(min(remaining, 1 << 20))
+            if not chunk:
+                if remaining == n:
+                    return None
+                raise EOFError("stream ended inside a frame")
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+
+    def read(self) -> dict[str, Any] | None:
+        """The next request, or None at end of stream."""
+        header = self._read_exactly(FRAME_HEADER.size)
+        if header is None:
+            return None
+        length = frame_length(header)
+        if length > MAX_REQUEST_BYTES:
+            # Not read: a client cannot make the agent buffer a frame that large.
+            raise ValueError(
+                f"a request frame of {length} bytes exceeds the cap of {MAX_REQUEST_BYTES}"
+            )
+        payload = self._read_exactly(length)
+        if payload is None:
+            raise EOFError("stream ended inside a frame")
+        try:
+            return decode_frame(payload)
+        except ValueError as exc:  # UnicodeDecodeError and JSON errors included
+            raise BadFrame(str(exc)) from None
+
+    def write(self, message: dict[str, Any]) -> None:
+        data = memoryview(encode_frame(message))
+        while data:
+            written = self._send(data)
+            data = data[written:]
+
+
+class SocketFrameStream(FrameStream):
+    """Frames over a connected socket whose every wait is bounded by ``timeout`` seconds: a
+    client that sends nothing, or stops reading its answers, loses its connection (a silent
+    read is a ReadTimeout, a stuck write a socket.timeout, which is an OSError)."""
+
+    def __init__(self, connection: socket.socket, timeout: float) -> None:
+        fd = connection.fileno()
+        super().__init__(fd, fd)
+        self.connection = connection
+        self.timeout = timeout
+        connection.settimeout(timeout)
+
+    def _recv(self, n: int) -> bytes:
+        try:
+            return self.connection.recv(n)
+        except socket.timeout:  # noqa: UP041 (not yet TimeoutError on Python 3.8)
+            raise ReadTimeout(f"no complete request within {self.timeout:g} s") from None
+
+    def _send(self, data: memoryview) -> int:
+        return self.connection.send(data)
+
+
+def private_stdio() -> FrameStream:
+    """Take fds 0 and 1 for the frame stream and point the originals at /dev/null and stderr, so
+    vendor libraries that read stdin or printf to stdout cannot touch the protocol."""
+    frames_in = os.dup(0)
+    frames_out = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return FrameStream(frames_in, frames_out)
+
+
+def own_bundle() -> dict[str, str]:
+    """sha256 of every Python file of the bundle as the board has it (this package, and the extra
+    adapters the host sent beside it), by its path in the bundle: the host compares them with
+    what it deployed, so a cached copy damaged on the board is found and replaced."""
+    bundle = os.path.dirname(PACKAGE_DIR)
+    names = []
+    for top in (os.path.basename(PACKAGE_DIR), EXTRA_ADAPTERS):
+        for folder, subfolders, files in os.walk(os.path.join(bundle, top)):
+            subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+            relative = os.path.relpath(folder, bundle).replace(os.sep, "/")
+            names += [f"{relative}/{n}" for n in sorted(files) if n.endswith(".py")]
+    return {name: sha256_file(os.path.join(bundle, name)) for name in names}
+
+
+def serve(agent: Agent, stream: FrameStream, shutdown_on_eof: bool = True) -> int | None:
+    """The session loop: one response frame per request. Returns the exit status, or None when
+    the stream ended and the agent stays up for the next one (``shutdown_on_eof=False``: a
+    connection in listen mode)."""
+    try:
+        stream.write(
+            {
+                "op": "hello",
+                "protocol": SESSION_PROTOCOL,
+                "job_schema": JOB_SCHEMA,
+                "result_schema": RESULT_SCHEMA,
+                "agent": AGENT_VERSION,
+                "pid": os.getpid(),
+                "python": platform.python_version(),
+                "adapters": available_adapters(agent.adapter_dirs),
+                "bundle": own_bundle(),
+            }
+        )
+        return _serve_requests(agent, stream, shutdown_on_eof)
+    except OSError as exc:
+        # The host went away (broken pipe): nobody is left to answer.
+        log.error("session stream lost: %s", exc)
+        if not shutdown_on_eof:
+            return None
+        if not agent.runtime.stuck:
+            agent.shutdown()
+        return EXIT_FAILED
+
+
+def _serve_requests(agent: Agent, stream: FrameStream, shutdown_on_eof: bool) -> int | None:
+    while True:
+        try:
+            request = stream.read()
+        except BadFrame as exc:
+            # A whole frame that is not a request: the stream is still in step.
+            log.error("bad request: %s", exc)
+            stream.write({"op": "error", "error": failure("ProtocolError", "session", str(exc))})
+            continue
+        except (ValueError, EOFError, ReadTimeout) as exc:
+            # A desynchronised, cut or silent stream cannot be recovered: say so once and leave.
+            log.error("bad frame: %s", exc)
+            stream.write({"op": "error", "error": failure("ProtocolError", "session", str(exc))})
+            if not shutdown_on_eof:
+                return None  # only this connection is lost; the agent itself is fine
+            agent.shutdown()
+            return EXIT_FAILED
+        if request is None:
+            if not shutdown_on_eof:
+                return None
+            agent.shutdown()
+            return EXIT_OK
+        with agent.lock:
+            status = _answer(agent, stream, request)
+        if status is not None:
+            return status
+
+
+def _answer(agent: Agent, stream: FrameStream, request: dict[str, Any]) -> int | None:
+    """Answer one request; the exit status when it ends the agent (a shutdown), else None."""
+    op = request.get("op")
+    if op == "job":
+        try:
+            job_dir = session_job_dir(request.get("dir"))
+        except JobRefused as refused:
+            stream.write({"op": "job", "error": refused.record()})
+            return None
+        result, status = agent.run_job(job_dir)
+        restart = agent.runtime.stuck
+        stream.write({"op": "job", "result": result, "status": status, "restart": restart})
+        if restart:
+            # The runtime thread is stuck in a vendor call that cannot be interrupted.
+            log.error("a runtime call timed out; ending the session so the host restarts it")
+            abandon(EXIT_TIMEOUT)
+    elif op == "ping":
+        stream.write(
+            {
+                "op": "ping",
+                "pid": os.getpid(),
+                "jobs": agent.jobs_run,
+                "models": [sha for (_, sha) in agent.models],
+            }
+        )
+    elif op == "versions":
+        stream.write(_versions_response(agent, request))
+        if agent.runtime.stuck:
+            abandon(EXIT_TIMEOUT)
+    elif op == "discard":
+        stream.write(_discard_job(request.get("dir")))
+    elif op == "shutdown":
+        agent.shutdown()
+        stream.write({"op": "shutdown"})
+        return EXIT_OK
+    else:
+        stream.write({"op": op, "error": failure("ProtocolError", "session", f"unknown op {op!r}")})
+    return None
+
+
+def session_job_dir(value: Any) -> str:
+    """A session job's ``dir``: exactly ``jobs/<name>`` in the workdir, the folders real and this
+    user's own, so a request cannot make the agent write its result anywhere else (``"/"``)."""
+    if (
+        not isinstance(value, str)
+        or "\x00" in value
+        or len(value.split("/")) != 2
+        or value.split("/")[0] != JOBS_FOLDER
+        or value.split("/")[1] in ("", ".", "..")
+    ):
+        raise JobRefused("dir", "path", f"{value!r} is not a job folder under {JOBS_FOLDER}/")
+    for folder in (JOBS_FOLDER, value):
+        try:
+            check_folder(folder)
+        except FileNotFoundError:
+            raise JobRefused("dir", "missing", f"{value!r} is not a directory") from None
+        except UnsafeFolder as exc:
+            raise JobRefused("dir", "unsafe", str(exc)) from None
+    return value
+
+
+def _discard_job(job_dir: Any) -> dict[str, Any]:
+    """Remove a finished job's folder for the host. The session already runs on the board, so
+    this costs the host one frame instead of a new remote process per job (over SSH a new
+    process is a new channel and a login shell). Only a folder directly under ``jobs/`` is
+    removed, never through a symlink: a confused or hostile request cannot reach anything else."""
+    if not isinstance(job_dir, str):
+        return {"op": "discard", "error": failure("JobError", "discard", "dir: expected a path")}
+    parts = job_dir.split("/")
+    root = os.path.realpath(JOBS_FOLDER)
+    if (
+        len(parts) != 2
+        or parts[0] != JOBS_FOLDER
+        or parts[1] in ("", ".", "..")
+        or "\x00" in job_dir
+        or os.path.islink(JOBS_FOLDER)
+        or os.path.islink(job_dir)
+        or os.path.dirname(os.path.realpath(job_dir)) != root
+    ):
+        message = f"dir: {job_dir!r} is not a job folder under {JOBS_FOLDER}/"
+        return {"op": "discard", "error": failure("JobError", "discard", message)}
+    try:
+        check_folder(JOBS_FOLDER)
+    except (OSError, UnsafeFolder) as exc:
+        return {"op": "discard", "error": failure("JobError", "discard", f"dir: {exc}")}
+    shutil.rmtree(job_dir, ignore_errors=True)
+    return {"op": "discard", "removed": not os.path.exists(job_dir)}
+
+
+def _versions_response(agent: Agent, request: dict[str, Any]) -> dict[str, Any]:
+    name = request.get("adapter")
+    options = request.get("options") or {}
+    if not isinstance(name, str) or not ADAPTER_NAME_RE.match(name) or name == "base":
+        return {
+            "op": "versions",
+            "error": failure("JobError", "validate", f"adapter: {name!r} is not an adapter name"),
+        }
+    if name not in available_adapters(agent.adapter_dirs):
+        return {
+            "op": "versions",
+            "error": failure(
+                "JobError", "validate", f"adapter: {name!r} is not an adapter on this board"
+            ),
+        }
+    if not isinstance(options, dict):
+        return {
+            "op": "versions",
+            "error": failure("JobError", "validate", "options: expected an object"),
+        }
+    try:
+        return {
+            "op": "versions",
+            "versions": agent.versions(name, options, DEFAULT_TIMEOUTS["load"]),
+        }
+    except StageFailed as failed:
+        return {"op": "versions", "error": failed.record, "restart": agent.runtime.stuck}

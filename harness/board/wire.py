@@ -1,0 +1,147 @@
+"""The agent's wire format: schema names, file names, frame payloads, exit statuses, error records.
+
+Both sides import it: the agent on the board, and the host's client and protocol reader, so the
+two cannot drift apart. Standard library only (no numpy), so importing it costs the host and the
+relay nothing; numpy values in a runtime's attributes are still made JSON when numpy is loaded.
+
+A frame (:mod:`frames`) carries UTF-8 JSON: one object, nested at most ``MAX_JSON_DEPTH`` levels.
+Job protocol ``npu-hil-job/1`` in, ``npu-hil-result/1`` out, session protocol
+``npu-hil-session/1``; a reader accepts any minor version of its major and refuses another major.
+An error record is ``{"type", "stage", "message"}`` plus optional ``code``, ``field``, ``reason``,
+``detail``.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import re
+import sys
+from typing import Any
+
+# Re-exported: the host reads frames through this module alone.
+from .frames import FRAME_HEADER as FRAME_HEADER
+from .frames import MAX_FRAME_BYTES as MAX_FRAME_BYTES
+from .frames import frame_length as frame_length
+from .frames import whole_frames as whole_frames
+
+JOB_SCHEMA_NAME = "npu-hil-job"
+RESULT_SCHEMA_NAME = "npu-hil-result"
+SESSION_PROTOCOL_NAME = "npu-hil-session"
+SCHEMA_MAJOR = 1
+JOB_SCHEMA = f"{JOB_SCHEMA_NAME}/{SCHEMA_MAJOR}"
+RESULT_SCHEMA = f"{RESULT_SCHEMA_NAME}/{SCHEMA_MAJOR}"
+SESSION_PROTOCOL = f"{SESSION_PROTOCOL_NAME}/{SCHEMA_MAJOR}"
+AGENT_VERSION = "1.0"
+
+JOB_FILE = "job.json"
+RESULT_FILE = "result.json"
+JOBS_FOLDER = "jobs"
+
+# What the agent reads: a request is a few hundred bytes, so a client cannot make it buffer more
+# than this, and no document it parses (a request, a job.json) may nest deeper than this.
+MAX_REQUEST_BYTES = 1 << 20
+MAX_JSON_DEPTH = 32
+
+SCHEMA_RE = re.compile(r"([a-z0-9-]+)/([0-9]+)(?:\.([0-9]+))?\Z")
+
+# How a one-shot agent ends: 0 the job ran (runtime errors, if any, are typed records in
+# result.json); 2 the agent refused the job; 3 an adapter call timed out; 1 anything else.
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_REFUSED = 2
+EXIT_TIMEOUT = 3
+
+
+def parse_schema(value: object) -> tuple[str, int, int] | None:
+    """``"npu-hil-job/1.2"`` -> ``("npu-hil-job", 1, 2)``; None when it is not a schema string.
+
+    Minor versions only add optional fields, so readers accept any minor of their major.
+    """
+    if not isinstance(value, str):
+        return None
+    match = SCHEMA_RE.match(value)
+    if match is None:
+        return None
+    return match.group(1), int(match.group(2)), int(match.group(3) or 0)
+
+
+def encode_frame(message: dict[str, Any]) -> bytes:
+    """One frame: the 8-byte big-endian length of the UTF-8 JSON payload, then the payload."""
+    payload = json.dumps(message, separators=(",", ":"), default=jsonable).encode("utf-8")
+    if len(payload) > MAX_FRAME_BYTES:
+        raise ValueError(f"frame of {len(payload)} bytes exceeds the {MAX_FRAME_BYTES}-byte cap")
+    return FRAME_HEADER.pack(len(payload)) + payload
+
+
+def loads_bounded(text: str | bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads`` that cannot be knocked over: a document nested deeper than ``max_depth``
+    is a ValueError, whether the parser itself ran out of stack (RecursionError) or not."""
+    try:
+        document = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {max_depth} levels") from None
+    # Iterative, so a deep document cannot exhaust the stack here either.
+    pending = [(document, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, (dict, list)):
+            if depth > max_depth:
+                raise ValueError(f"JSON nested deeper than {max_depth} levels")
+            children = value.values() if isinstance(value, dict) else value
+            pending.extend((child, depth + 1) for child in children)
+    return document
+
+
+def decode_frame(payload: bytes) -> dict[str, Any]:
+    """The JSON object of a frame payload; ValueError when it is not one."""
+    message = loads_bounded(payload.decode("utf-8"))
+    if not isinstance(message, dict):
+        raise ValueError(f"frame payload is {type(message).__name__}, not a JSON object")
+    return message
+
+
+def sha256_file(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def jsonable(value: Any) -> Any:
+    """Make runtime attributes JSON: numpy scalars and arrays, bytes (hex), sets, anything else by
+    ``str`` so one odd attribute cannot lose the whole result. numpy is not imported here: a
+    numpy value exists only where numpy was loaded."""
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, np.generic):
+        return value.item()
+    if np is not None and isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).hex()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    return str(value)
+
+
+def failure(kind: str, stage: str, message: str, **extra: Any) -> dict[str, Any]:
+    """An error record; extras that are None are left out."""
+    record = {"type": kind, "stage": stage, "message": message}
+    record.update({k: v for k, v in extra.items() if v is not None})
+    return record
+
+
+def os_error_record(exc: OSError, stage: str) -> dict[str, Any]:
+    """An OS error on the board (a full or read-only disk, a denied write) as a record that
+    names it: ``errno`` and ``errno_name`` (``ENOSPC``) beside the message."""
+    number = exc.errno
+    name = errno.errorcode.get(number) if number is not None else None
+    reason = os.strerror(number) if number is not None else str(exc)
+    where = exc.filename if exc.filename is not None else ""
+    text = f"{name or 'OSError'}: {reason}"
+    if where:
+        text += f" ({os.path.basename(str(where))})"
+    return failure("OSError", stage, text, errno=number, errno_name=name)
