@@ -67,10 +67,10 @@ _LINK_ERRORS = (paramiko.SSHException, EOFError, ConnectionError, socket.timeout
 
 def fingerprint(key: paramiko.PKey) -> str:
     """The key's fingerprint as OpenSSH prints it (``SHA256:<base64, no padding>``)."""
-    return key.fingerprint  # type: ignore[no-any-return]
+    return key.fingerprint
 
 
-class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]
+class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):
     """Called by paramiko only for a key it found in no known_hosts file."""
 
     def __init__(self, policy: HostKeyPolicy, own_file: Path) -> None:
@@ -102,8 +102,11 @@ class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]
                 return
             entry = paramiko.hostkeys.HostKeyEntry([hostname], key)
             # Append, never rewrite: the file may hold keys of other boards.
+            line = entry.to_line()
+            if line is None:  # paramiko writes no line for an entry it cannot express
+                raise TransportError(f"host key for {hostname}: cannot write it to {self.own_file}")
             with self.own_file.open("a", encoding="utf-8") as stream:
-                stream.write(entry.to_line())
+                stream.write(line)
         log.warning(
             "accepted new host key for %s: %s %s (recorded in %s)",
             hostname,
@@ -167,7 +170,7 @@ class SshSession:
             return b""
         self._channel.settimeout(max(0.001, timeout))
         try:
-            return self._channel.recv(n)  # type: ignore[no-any-return]
+            return self._channel.recv(n)
         except TimeoutError:
             raise TransportError(
                 f"ssh session {self.pid}: nothing received within {timeout:.1f} s"
@@ -336,8 +339,9 @@ class SshTransport:
         record_exit_signals(transport)  # a killed command is told by its signal, not as -1
         # Small request/answer exchanges (SFTP stat, channel opens) otherwise wait out Nagle and
         # delayed ACKs: about 40 ms per round trip.
-        with contextlib.suppress(OSError, AttributeError):
-            transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if isinstance(transport.sock, socket.socket):  # a proxy channel has no TCP options
+            with contextlib.suppress(OSError):
+                transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._client = client
         self.connects += 1
         try:
@@ -495,7 +499,7 @@ class SshTransport:
         status = stdout.channel.recv_exit_status()
         if status != 0:
             raise TransportError(f"ssh {self.host}: {command!r} exited {status}: {stderr.read()!r}")
-        return out  # type: ignore[no-any-return]
+        return out
 
     def _helper(self, command: str, timeout: float = 60.0) -> bytes:
         def attempt() -> bytes:
