@@ -18,6 +18,7 @@ from npu_hil.harness.farm.inventory import (
     load_inventory,
     parse_inventory,
 )
+from npu_hil.harness.farm.labgrid_boards import resolve_labgrid_boards
 from npu_hil.harness.farm.power import power_cycle
 from npu_hil.harness.farm.runner import ModelRun, TensorRun, run_model
 from npu_hil.harness.farm.session import BoardSession, Health
@@ -40,5 +41,6 @@ __all__ = [
     "load_inventory",
     "parse_inventory",
     "power_cycle",
+    "resolve_labgrid_boards",
     "run_model",
 ]

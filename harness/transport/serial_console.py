@@ -77,6 +77,7 @@ from npu_hil.harness.agent.relay import (
 )
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.transport.base import CompletedRun, SessionExit, remote_path
+from npu_hil.harness.transport.defaults import BAUDRATE, BOARD_PYTHON
 from npu_hil.harness.transport.oserrors import board_os_error, errno_in_text
 from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
 
@@ -144,10 +145,10 @@ class SerialTransport:
         url: str,
         *,
         workdir: str,
-        baudrate: int = 115200,
+        baudrate: int = BAUDRATE,
         user: str | None = None,
         password_env: str | None = None,
-        python: str = "python3",
+        python: str = BOARD_PYTHON,
         command_timeout: float = 10.0,
         connect_timeout: float = 30.0,
         chunk_size: int = 16 * 1024,

@@ -35,7 +35,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 import paramiko
 from filelock import FileLock
@@ -43,6 +43,12 @@ from filelock import FileLock
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.transport import ssh_stream
 from npu_hil.harness.transport.base import CompletedRun, SessionExit, remote_path
+from npu_hil.harness.transport.defaults import (
+    BOARD_PYTHON,
+    SSH_PORT,
+    HostKeyPolicy,
+    check_host_key_policy,
+)
 from npu_hil.harness.transport.oserrors import board_os_error, errno_in_text
 from npu_hil.harness.transport.ssh_exit import exit_returncode, record_exit_signals
 from npu_hil.harness.transport.ssh_paths import SymlinkGuard
@@ -53,7 +59,6 @@ __all__ = ["SshSession", "SshTransport", "fingerprint"]
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-HostKeyPolicy = Literal["strict", "accept-new"]
 
 STDERR_TAIL_BYTES = 64 * 1024
 # After a command's exit status, how long its output may stay silent without an EOF before
@@ -232,11 +237,11 @@ class SshTransport:
     def __init__(
         self,
         host: str,
-        port: int = 22,
+        port: int = SSH_PORT,
         user: str | None = None,
         *,
         workdir: str,
-        python: str = "python3",
+        python: str = BOARD_PYTHON,
         key_file: str | os.PathLike[str] | None = None,
         known_hosts: str | os.PathLike[str] | None = None,
         user_known_hosts: str | os.PathLike[str] | None = USER_KNOWN_HOSTS,
@@ -252,10 +257,7 @@ class SshTransport:
         readback_max: int = 1024 * 1024,
         io_timeout: float = 30.0,
     ) -> None:
-        if host_key_policy not in ("strict", "accept-new"):
-            raise ValueError(
-                f"host_key_policy {host_key_policy!r}: expected 'strict' or 'accept-new'"
-            )
+        check_host_key_policy(host_key_policy)
         if not PurePosixPath(workdir).is_absolute():
             raise ValueError(f"workdir {workdir!r}: expected an absolute path on the board")
         self.host = host
