@@ -66,6 +66,7 @@ def kind(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def transport(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> Iterator[Transport]:
-    """An open transport of every kind in turn, its workdir ``tmp_path / "board"``."""
-    with open_transport(request, kind, tmp_path / "board") as opened:
+    """An open transport of every kind in turn, its workdir ``tmp_path / "remote"`` (the serial
+    board's own files live in ``tmp_path / "board"``)."""
+    with open_transport(request, kind, tmp_path / "remote") as opened:
         yield opened
