@@ -29,7 +29,6 @@ KNOWN_LONG_MODULES = {
     "harness/agent/adapters/hobot_native.py",
     "harness/agent/adapters/kneron.py",
     "harness/agent/adapters/rknn_native.py",
-    "harness/transport/serial_console.py",
     "targets/rockchip.py",
 }
 
