@@ -200,6 +200,22 @@ def test_package_import_cycles_are_the_known_ones() -> None:
     assert not gone, f"an import cycle is gone (or changed): update KNOWN_CYCLES: {gone}"
 
 
+MODULE_ACYCLIC = ("npu_hil.harness.farm", "npu_hil.harness.labgrid", "npu_hil.harness.transport")
+"""Packages whose modules import one another in one direction only (the inventory's reading
+modules under the farm, the transports under their configurations)."""
+
+
+def module_graph(package: str) -> dict[str, set[str]]:
+    """The imports between the modules of ``package`` (its ``__init__`` included)."""
+    inside = {m: p for m, p in modules().items() if m == package or m.startswith(f"{package}.")}
+    return {m: {i for i in imports_of(m, p) if i in inside and i != m} for m, p in inside.items()}
+
+
+def test_no_module_cycle_inside_the_packages_that_are_acyclic() -> None:
+    found = {package: cycles(module_graph(package)) for package in MODULE_ACYCLIC}
+    assert not any(found.values()), f"modules importing one another in a circle: {found}"
+
+
 def test_no_module_grows_past_the_limit() -> None:
     long = {
         path.relative_to(REPO).as_posix()
