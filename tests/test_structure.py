@@ -203,6 +203,9 @@ def test_package_import_cycles_are_the_known_ones() -> None:
 MODULE_ACYCLIC = ("npu_hil.harness.farm", "npu_hil.harness.labgrid", "npu_hil.harness.transport")
 """Packages whose modules import one another in one direction only (the inventory's reading
 modules under the farm, the transports under their configurations)."""
+KNOWN_MODULE_CYCLES: set[frozenset[str]] = set()
+"""Circles of modules inside those packages the tree still owes (a ratchet, like
+KNOWN_CYCLES)."""
 
 
 def module_graph(package: str) -> dict[str, set[str]]:
@@ -211,9 +214,12 @@ def module_graph(package: str) -> dict[str, set[str]]:
     return {m: {i for i in imports_of(m, p) if i in inside and i != m} for m, p in inside.items()}
 
 
-def test_no_module_cycle_inside_the_packages_that_are_acyclic() -> None:
-    found = {package: cycles(module_graph(package)) for package in MODULE_ACYCLIC}
-    assert not any(found.values()), f"modules importing one another in a circle: {found}"
+def test_module_cycles_inside_the_acyclic_packages_are_the_known_ones() -> None:
+    found = set().union(*(cycles(module_graph(package)) for package in MODULE_ACYCLIC))
+    new = [sorted(c) for c in found - KNOWN_MODULE_CYCLES]
+    gone = [sorted(c) for c in KNOWN_MODULE_CYCLES - found]
+    assert not new, f"modules importing one another in a circle: {new}"
+    assert not gone, f"a circle of modules is gone: strike it from KNOWN_MODULE_CYCLES: {gone}"
 
 
 def test_no_module_grows_past_the_limit() -> None:
