@@ -9,6 +9,7 @@ so a setting cannot mean one thing in the inventory and another in the transport
 from __future__ import annotations
 
 import difflib
+import json
 from typing import Literal, cast
 
 __all__ = [
@@ -50,7 +51,8 @@ def host_key_policy_problem(value: str) -> str | None:
         return None
     close = difflib.get_close_matches(str(value), HOST_KEY_POLICIES, n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"expected one of {', '.join(HOST_KEY_POLICIES)}, got {value!r}{hint}"
+    # Quoted as the inventory's other messages quote what came (JSON: escaped, double quotes).
+    return f"expected one of {', '.join(HOST_KEY_POLICIES)}, got {json.dumps(value)}{hint}"
 
 
 def check_host_key_policy(value: str) -> HostKeyPolicy:
