@@ -35,8 +35,9 @@ from typing import TypeVar
 
 import paramiko
 
+import npu_hil.harness.transport.ssh_stream as ssh_stream
+import npu_hil.harness.transport.ssh_transfer as ssh_transfer
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport import ssh_stream, ssh_transfer
 from npu_hil.harness.transport.base import CompletedRun, remote_path
 from npu_hil.harness.transport.defaults import (
     BOARD_PYTHON,

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import paramiko
 
+import npu_hil.harness.transport.ssh_stream as ssh_stream
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport import ssh_stream
 from npu_hil.harness.transport.oserrors import errno_in_text
 
 __all__ = [
