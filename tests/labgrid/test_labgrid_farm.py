@@ -126,12 +126,12 @@ def test_a_held_place_falls_back_to_simulation_where_allowed(
         assert "acquired by desk-7/colleague" in (session.fallback_reason or "")
         # Its power is the colleague's board: not switched.
         with pytest.raises(TransportError, match="not held by this run"):
-            power_cycle(inventory.board(SSH_PLACE), pause_s=0, labgrid=farm._places)
+            power_cycle(farm.inventory.board(SSH_PLACE), pause_s=0, labgrid=farm._places)
     assert lab.acquired_by(SSH_PLACE) == "desk-7/colleague"
 
 
 def test_power_cycle_of_a_place_goes_through_labgrid(lab: Lab, tmp_path: Path) -> None:
-    inventory = load_inventory(labgrid_inventory(lab, tmp_path / "farm.yaml"))
+    inventory = farm_boards(labgrid_inventory(lab, tmp_path / "farm.yaml"), tmp_path)
     lab.power.requests.clear()
     places = FarmPlaces(inventory.labgrid, tmp_path / "work")
     try:
