@@ -30,11 +30,8 @@ from npu_hil.harness.board.relay import EXIT_CUT, EXIT_DAMAGED, EXIT_GONE, EXIT_
 from npu_hil.harness.board.wire import whole_frames
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.transport.base import SessionExit
-from npu_hil.harness.transport.serial_console import (
-    SerialTransport,
-    _base64_body,
-    register_agent_session,
-)
+from npu_hil.harness.transport.serial_console import SerialTransport, register_agent_session
+from npu_hil.harness.transport.serial_files import base64_body as _base64_body
 
 __all__ = ["SerialAgentSession", "open_serial_session"]
 

@@ -20,6 +20,7 @@ from npu_hil.harness.farm.inventory import (
     load_inventory,
     parse_inventory,
 )
+from npu_hil.harness.farm.labgrid_boards import resolve_labgrid_boards
 from npu_hil.harness.farm.power import power_cycle
 from npu_hil.harness.farm.recovery import NO_RETRY, BoardUnhealthyError, RetryPolicy
 from npu_hil.harness.farm.session import BoardSession, Health
@@ -43,4 +44,5 @@ __all__ = [
     "load_inventory",
     "parse_inventory",
     "power_cycle",
+    "resolve_labgrid_boards",
 ]

@@ -40,6 +40,7 @@ from npu_hil.harness.farm.backends import BACKENDS
 from npu_hil.harness.farm.breaker import DEFAULT_THRESHOLD, CircuitBreaker
 from npu_hil.harness.farm.connect import connect
 from npu_hil.harness.farm.inventory import SIM_ADAPTER, Board, Inventory, load_inventory
+from npu_hil.harness.farm.labgrid_boards import resolve_labgrid_boards
 from npu_hil.harness.farm.labgrid_places import FarmPlaces
 from npu_hil.harness.farm.power import power_cycle as _power_cycle
 from npu_hil.harness.farm.recovery import (
@@ -91,7 +92,8 @@ class Farm:
     ) -> None:
         if backend not in BACKENDS:
             raise NpuHilError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-        self.inventory = (
+        # The farm, not the inventory file, asks a labgrid coordinator which places are boards.
+        self.inventory = resolve_labgrid_boards(
             inventory if isinstance(inventory, Inventory) else load_inventory(inventory)
         )
         self.backend = backend

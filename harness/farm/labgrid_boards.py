@@ -1,8 +1,8 @@
 """Boards from a labgrid coordinator: the ``labgrid:`` section's places turned into inventory
-boards when the inventory is loaded, and an acquired place's resources turned into the board's
-transport when its session opens.
+boards when the farm comes up (reading the inventory stays offline), and an acquired place's
+resources turned into the board's transport when its session opens.
 
-Loading asks the coordinator which places exist (tags select them, a tag names their target):
+The farm asks the coordinator which places exist (tags select them, a tag names their target):
 every pytest-xdist worker must collect the same boards, so they come from one listing, not from
 whatever happens to be free. Nothing is reserved or acquired here; the farm acquires a place the
 first time a test needs its board (:class:`~harness.labgrid.LabgridPlaces`).
@@ -28,6 +28,7 @@ from npu_hil.harness.labgrid.endpoints import POWER_DRIVERS, PlaceEndpoints
 from npu_hil.harness.labgrid.errors import LabgridError, LabgridMissingError
 from npu_hil.harness.labgrid.places import select_places
 from npu_hil.harness.labgrid.state import PlaceState
+from npu_hil.harness.transport.config import SerialConfig, SshConfig
 
 __all__ = ["board_at", "resolve_labgrid_boards"]
 
@@ -119,10 +120,11 @@ def _board(section: LabgridSection, place: PlaceState, taken: set[str]) -> Board
 
 def resolve_labgrid_boards(inventory: Inventory) -> Inventory:
     """The inventory with a board for every place its ``labgrid`` section selects, after the
-    boards of its ``boards`` list. InventoryError (naming the section or the place entry) when
-    labgrid is missing, a named place does not exist, or a place's target is unknown."""
+    boards of its ``boards`` list (the coordinator is asked once: an inventory whose places are
+    listed already comes back as it is). InventoryError (naming the section or the place entry)
+    when labgrid is missing, a named place does not exist, or a place's target is unknown."""
     section = inventory.labgrid
-    if section is None:
+    if section is None or inventory.places_listed:
         return inventory
     places = _list_places(section)
     if places is None:
@@ -138,7 +140,9 @@ def resolve_labgrid_boards(inventory: Inventory) -> Inventory:
     boards = [_board(section, place, taken) for place in selected]
     if not boards:
         log.warning("%s: no place of %s matches", section.where, section.config.coordinator)
-    return dataclasses.replace(inventory, boards=inventory.boards + tuple(boards))
+    return dataclasses.replace(
+        inventory, boards=inventory.boards + tuple(boards), places_listed=True
+    )
 
 
 def board_at(board: Board, endpoints: PlaceEndpoints) -> Board:
@@ -146,7 +150,7 @@ def board_at(board: Board, endpoints: PlaceEndpoints) -> Board:
     and user (the inventory's user wins), or the console's URL and speed."""
     config = board.transport
     place = endpoints.place
-    if config.kind == "ssh":
+    if isinstance(config, SshConfig):
         if endpoints.ssh is None:
             hint = " (it has a serial console: prefer: serial)" if endpoints.serial else ""
             raise LabgridError(f"place {place}: no NetworkService to reach it over SSH{hint}")
@@ -156,11 +160,13 @@ def board_at(board: Board, endpoints: PlaceEndpoints) -> Board:
             port=endpoints.ssh.port,
             user=config.user or endpoints.ssh.user,
         )
-    else:
+    elif isinstance(config, SerialConfig):
         if endpoints.serial is None:
             hint = " (it has a NetworkService: prefer: ssh)" if endpoints.ssh else ""
             raise LabgridError(f"place {place}: no NetworkSerialPort for its console{hint}")
         config = dataclasses.replace(
             config, port=endpoints.serial.url, baudrate=endpoints.serial.baudrate
         )
+    else:  # the section gives a place an ssh or a serial link, never a local one
+        raise LabgridError(f"place {place}: a {config.kind} transport cannot reach a place")
     return dataclasses.replace(board, transport=config)

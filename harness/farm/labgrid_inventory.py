@@ -19,8 +19,8 @@ The coordinator's address is written once; the places are named, selected by tag
 Each place becomes a board named after it (``hw``; adapter, python, workdir, timeouts and fallback
 from ``defaults`` unless its mapping says otherwise). Where it is reached (SSH host and port, the
 console's URL) and whether it has power control come from the place's resources, read when the
-place is acquired. Parsing stays offline; :mod:`harness.farm.labgrid_boards` asks the coordinator
-which places there are when the inventory is loaded.
+place is acquired. Parsing stays offline; the farm asks the coordinator which places there are
+(:mod:`harness.farm.labgrid_boards`).
 """
 
 from __future__ import annotations
@@ -28,18 +28,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from npu_hil.harness.farm.inventory import (
+from npu_hil.harness.farm.inventory_entries import (
     ADAPTER_RE,
-    ENV_RE,
     FALLBACKS,
-    HOST_KEY_POLICIES,
     NAME_RE,
-    MappingNode,
-    SequenceNode,
     Timeouts,
-    TransportConfig,
+    read_config,
 )
+from npu_hil.harness.farm.inventory_reader import MappingNode, NodeReader, SequenceNode
 from npu_hil.harness.labgrid.config import LabgridConfig
+from npu_hil.harness.transport.config import SerialConfig, SshConfig
 
 __all__ = ["LINKS", "LabgridPlaceEntry", "LabgridSection", "parse_labgrid_section"]
 
@@ -75,8 +73,8 @@ class LabgridSection:
     entries: tuple[LabgridPlaceEntry, ...]
     where: str
     prefer: str = "ssh"
-    ssh: TransportConfig = field(default_factory=lambda: TransportConfig(kind="ssh"))
-    serial: TransportConfig = field(default_factory=lambda: TransportConfig(kind="serial"))
+    ssh: SshConfig = field(default_factory=SshConfig)
+    serial: SerialConfig = field(default_factory=SerialConfig)
     adapter: str | None = None
     python: str | None = None
     workdir: str | None = None
@@ -87,12 +85,14 @@ class LabgridSection:
         return next((e for e in self.entries if e.place == place), None)
 
 
-def _where(r: Any, node: Any, path: str) -> str:
+def _where(r: NodeReader, node: Any, path: str) -> str:
     mark = node.start_mark
     return f"{r.source}:{mark.line + 1}:{mark.column + 1}: {path}"
 
 
-def _entry(r: Any, node: Any, path: str, known_targets: tuple[str, ...]) -> LabgridPlaceEntry:
+def _entry(
+    r: NodeReader, node: Any, path: str, known_targets: tuple[str, ...]
+) -> LabgridPlaceEntry:
     if not isinstance(node, MappingNode):
         name = r.pattern(node, path, NAME_RE, "a place name of [a-z0-9._-] characters")
         return LabgridPlaceEntry(place=name, where=_where(r, node, path))
@@ -123,47 +123,19 @@ def _entry(r: Any, node: Any, path: str, known_targets: tuple[str, ...]) -> Labg
     )
 
 
-def _ssh(r: Any, node: Any, path: str) -> TransportConfig:
-    fields = r.mapping(node, path, SSH_KEYS)
-    policy = "strict"
-    if "host_key_policy" in fields:
-        policy = r.choice(
-            fields["host_key_policy"][1], f"{path}.host_key_policy", HOST_KEY_POLICIES
-        )
-    return TransportConfig(
-        kind="ssh",
-        user=r.text(fields["user"][1], f"{path}.user") if "user" in fields else None,
-        key_file=r.local_path(fields["key_file"][1], f"{path}.key_file")
-        if "key_file" in fields
-        else None,
-        known_hosts=r.local_path(fields["known_hosts"][1], f"{path}.known_hosts")
-        if "known_hosts" in fields
-        else None,
-        host_key_policy=policy,
-    )
+def _ssh(r: NodeReader, node: Any, path: str) -> SshConfig:
+    return read_config(r, SshConfig, node, r.mapping(node, path, SSH_KEYS), path)
 
 
-def _serial(r: Any, node: Any, path: str) -> TransportConfig:
-    fields = r.mapping(node, path, SERIAL_KEYS)
-    return TransportConfig(
-        kind="serial",
-        user=r.text(fields["user"][1], f"{path}.user") if "user" in fields else None,
-        password_env=r.pattern(
-            fields["password_env"][1],
-            f"{path}.password_env",
-            ENV_RE,
-            "the name of an environment variable",
-        )
-        if "password_env" in fields
-        else None,
-    )
+def _serial(r: NodeReader, node: Any, path: str) -> SerialConfig:
+    return read_config(r, SerialConfig, node, r.mapping(node, path, SERIAL_KEYS), path)
 
 
 MAX_WAIT = 24 * 3600.0
 MAX_PRIO = 1e6
 
 
-def _number(r: Any, node: Any, path: str, *, low: float, high: float) -> float:
+def _number(r: NodeReader, node: Any, path: str, *, low: float, high: float) -> float:
     """A finite plain number in [low, high] (``wait: 0`` refuses at once, ``prio`` may be
     negative); the reader refuses ``.inf``, base-60 ``1:30``, tags such as ``!-1``."""
     what = f"a number in [{low:g}, {high:g}]"
@@ -174,7 +146,7 @@ def _number(r: Any, node: Any, path: str, *, low: float, high: float) -> float:
 
 
 def parse_labgrid_section(
-    r: Any, node: Any, defaults: Any, known_targets: tuple[str, ...]
+    r: NodeReader, node: Any, defaults: Any, known_targets: tuple[str, ...]
 ) -> LabgridSection:
     """Check the ``labgrid`` section with the inventory's reader ``r`` (positions in errors)
     and its ``defaults`` (the boards' adapter, python, workdir, fallback and timeouts)."""
@@ -232,10 +204,10 @@ def parse_labgrid_section(
         prefer=r.choice(fields["prefer"][1], f"{path}.prefer", LINKS)
         if "prefer" in fields
         else "ssh",
-        ssh=_ssh(r, fields["ssh"][1], f"{path}.ssh") if "ssh" in fields else TransportConfig("ssh"),
+        ssh=_ssh(r, fields["ssh"][1], f"{path}.ssh") if "ssh" in fields else SshConfig(),
         serial=_serial(r, fields["serial"][1], f"{path}.serial")
         if "serial" in fields
-        else TransportConfig("serial"),
+        else SerialConfig(),
         adapter=defaults.adapter,
         python=defaults.python,
         workdir=defaults.workdir,

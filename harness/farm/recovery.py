@@ -18,16 +18,16 @@ onto these. The board events' texts are here too, so a report says the same whoe
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError
 
 if TYPE_CHECKING:
     from npu_hil.harness.farm.inventory import Board
-    from npu_hil.harness.farm.session import Health
+
 
 __all__ = [
     "DEFAULT_BACKOFF_S",
@@ -36,6 +36,7 @@ __all__ = [
     "RETRYABLE",
     "BoardCondition",
     "BoardUnhealthyError",
+    "Health",
     "RetryPolicy",
     "breaker_event",
     "describe",
@@ -50,6 +51,17 @@ DEFAULT_RETRIES = 1
 DEFAULT_BACKOFF_S = 1.0
 RETRYABLE = INFRA_FAILURES
 """What a retry is paid for: the board's infrastructure failing (TransportError, a timeout)."""
+
+
+@dataclass(frozen=True)
+class Health:
+    """A board's health, checked once per farm: reachable (ping) and its runtime versions."""
+
+    ok: bool
+    versions: Mapping[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    simulated: bool = False
+    fallback_reason: str | None = None
 
 
 class BoardUnhealthyError(NpuHilError):

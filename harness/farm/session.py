@@ -7,7 +7,6 @@ Separate from :mod:`harness.farm.farm` because a session is what a test holds an
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,24 +15,13 @@ from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.farm.breaker import CircuitBreaker
 from npu_hil.harness.farm.connect import close_transport
 from npu_hil.harness.farm.inventory import Board
-from npu_hil.harness.farm.recovery import RetryPolicy
+from npu_hil.harness.farm.recovery import Health, RetryPolicy
 from npu_hil.harness.models import Manifest, load_manifest
 from npu_hil.harness.transport.base import Transport
 
 __all__ = ["BoardSession", "Health"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Health:
-    """A board's health, checked once per farm: reachable (ping) and its runtime versions."""
-
-    ok: bool
-    versions: Mapping[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    simulated: bool = False
-    fallback_reason: str | None = None
 
 
 @dataclass

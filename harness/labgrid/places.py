@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from npu_hil.harness.labgrid import exit_hooks
+import npu_hil.harness.labgrid.exit_hooks as exit_hooks
 from npu_hil.harness.labgrid.config import LabgridConfig
 from npu_hil.harness.labgrid.endpoints import PlaceEndpoints, endpoints_of
 from npu_hil.harness.labgrid.errors import LabgridError, PlaceBusyError, PlaceLostError

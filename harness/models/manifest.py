@@ -339,19 +339,19 @@ def _parse_json(text: str, source: str) -> Any:
 
 def _parse_yaml(text: str, source: str) -> Any:
     try:
-        yaml: Any = importlib.import_module("yaml")
+        importlib.import_module("yaml")
     except ImportError:
         raise ManifestError(
             f"{source}: reading a YAML manifest needs PyYAML (pip install pyyaml); "
             "or write the manifest as JSON"
         ) from None
+    from npu_hil.harness.yaml_reader import YamlProblem, load
+
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ManifestError(f"{where}: not valid YAML: {problem}") from None
+        return load(text)
+    except YamlProblem as problem:
+        where = f"{source}:{problem.line}:{problem.column}"
+        raise ManifestError(f"{where}: {problem.message}") from None
 
 
 def _mapping(value: Any, source: str, where: str) -> Mapping[Any, Any]:

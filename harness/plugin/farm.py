@@ -142,11 +142,17 @@ class FarmState:
         With none given or found, the built-in simulated farm (one board per target)."""
         if self.inventory is None and self.error is None:
             from npu_hil.harness.farm.inventory import InventoryError, load_inventory
+            from npu_hil.harness.farm.labgrid_boards import resolve_labgrid_boards
             from npu_hil.harness.farm.starter import builtin_inventory
 
             path = inventory_path(self.config)
             try:
-                self.inventory = builtin_inventory() if path is None else load_inventory(path)
+                # The farm's boards: the file's, and the places its labgrid section selects.
+                self.inventory = (
+                    builtin_inventory()
+                    if path is None
+                    else resolve_labgrid_boards(load_inventory(path))
+                )
             except InventoryError as exc:
                 self.error = exc.message
         if self.error is not None:

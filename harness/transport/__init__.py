@@ -2,6 +2,8 @@
 
 :class:`Transport` and :class:`Session` are the interface (``harness.transport.base``);
 :class:`LocalTransport` runs the agent on this machine. SSH and serial implement the same interface.
+How to reach a board is a typed configuration per kind (:mod:`harness.transport.config`), whose
+defaults and checks are :mod:`harness.transport.defaults`.
 """
 
 from __future__ import annotations
@@ -14,15 +16,25 @@ from npu_hil.harness.transport.base import (
     Transport,
     remote_path,
 )
+from npu_hil.harness.transport.config import (
+    LocalConfig,
+    SerialConfig,
+    SshConfig,
+    TransportConfig,
+)
 from npu_hil.harness.transport.local import LocalSession, LocalTransport
 
 __all__ = [
     "CompletedRun",
+    "LocalConfig",
     "LocalSession",
     "LocalTransport",
     "RemotePathError",
+    "SerialConfig",
     "Session",
     "SessionExit",
+    "SshConfig",
     "Transport",
+    "TransportConfig",
     "remote_path",
 ]

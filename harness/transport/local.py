@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.folders import private_dir
 from npu_hil.harness.transport.base import CompletedRun, RemotePathError, SessionExit, remote_path
+from npu_hil.harness.transport.defaults import BOARD_PYTHON
 from npu_hil.harness.transport.oserrors import board_os_error
 
 __all__ = ["LocalSession", "LocalTransport"]
@@ -123,7 +124,7 @@ class LocalTransport:
     def __init__(
         self,
         workdir: str | os.PathLike[str],
-        python: str = "python3",
+        python: str = BOARD_PYTHON,
         *,
         env: Mapping[str, str] | None = None,
     ) -> None:

@@ -1,9 +1,7 @@
 """SshTransport: a board reached over SSH (paramiko), key authentication only.
 
-Host keys are checked by default: the harness's own known_hosts (written by ``accept-new``) plus
-the user's ``~/.ssh/known_hosts`` (read only). An unknown key is refused under ``strict`` and
-recorded under ``accept-new``; a changed key is always refused. Both are a TransportError naming
-the key's SHA256 fingerprint so an operator can compare it with the board's.
+Host keys are checked by default (:mod:`~harness.transport.ssh_hostkeys`); an agent session is
+an :class:`~harness.transport.ssh_session.SshSession` on an exec channel.
 
 One SSH connection is kept and reused. Small files go over SFTP and are read back; large ones
 are streamed over an exec channel and hashed on the board as they pass (``openssl dgst -sha256``
@@ -23,11 +21,9 @@ anything is sent, and then on the board with symlinks followed
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import shlex
-import signal
 import socket
 import stat
 import threading
@@ -35,17 +31,31 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 import paramiko
-from filelock import FileLock
 
+import npu_hil.harness.transport.ssh_stream as ssh_stream
+import npu_hil.harness.transport.ssh_transfer as ssh_transfer
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport import ssh_stream
-from npu_hil.harness.transport.base import CompletedRun, SessionExit, remote_path
-from npu_hil.harness.transport.oserrors import board_os_error, errno_in_text
+from npu_hil.harness.transport.base import CompletedRun, remote_path
+from npu_hil.harness.transport.defaults import (
+    BOARD_PYTHON,
+    SSH_PORT,
+    HostKeyPolicy,
+    check_host_key_policy,
+)
+from npu_hil.harness.transport.oserrors import board_os_error
 from npu_hil.harness.transport.ssh_exit import exit_returncode, record_exit_signals
+from npu_hil.harness.transport.ssh_hostkeys import (
+    DEFAULT_KNOWN_HOSTS,
+    USER_KNOWN_HOSTS,
+    KnownHostsPolicy,
+    fingerprint,
+)
 from npu_hil.harness.transport.ssh_paths import SymlinkGuard
+from npu_hil.harness.transport.ssh_session import SshSession, kill_command
+from npu_hil.harness.transport.ssh_transfer import LINK_ERRORS, link_lost
 from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
 
 __all__ = ["SshSession", "SshTransport", "fingerprint"]
@@ -53,158 +63,10 @@ __all__ = ["SshSession", "SshTransport", "fingerprint"]
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-HostKeyPolicy = Literal["strict", "accept-new"]
 
-STDERR_TAIL_BYTES = 64 * 1024
 # After a command's exit status, how long its output may stay silent without an EOF before
 # run() stops waiting for the rest (a background child holding the pipe open).
 EXIT_QUIET_S = 0.5
-DEFAULT_KNOWN_HOSTS = Path("~/.config/npu-hil/known_hosts")
-USER_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
-# Errors that mean "the link is gone", as opposed to a remote refusal (an SFTP status).
-_LINK_ERRORS = (paramiko.SSHException, EOFError, ConnectionError, socket.timeout, OSError)
-
-
-def fingerprint(key: paramiko.PKey) -> str:
-    """The key's fingerprint as OpenSSH prints it (``SHA256:<base64, no padding>``)."""
-    return key.fingerprint  # type: ignore[no-any-return]
-
-
-class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]
-    """Called by paramiko only for a key it found in no known_hosts file."""
-
-    def __init__(self, policy: HostKeyPolicy, own_file: Path) -> None:
-        self.policy = policy
-        self.own_file = own_file
-
-    def missing_host_key(
-        self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
-    ) -> None:
-        if self.policy != "accept-new":
-            raise TransportError(
-                f"unknown host key for {hostname}: {key.get_name()} {fingerprint(key)}; "
-                f"refused (host_key_policy='strict'); add it to {self.own_file} after checking it "
-                "on the board, or use host_key_policy='accept-new'"
-            )
-        self.own_file.parent.mkdir(parents=True, exist_ok=True)
-        # Several processes (xdist workers, parallel nightlies) may meet the same new board at
-        # once: under the lock the file is read again, so the key is appended once, and a
-        # different key another process recorded meanwhile is refused like any changed key.
-        with FileLock(f"{self.own_file}.lock", timeout=60.0):
-            recorded = _recorded_key(self.own_file, hostname, key.get_name())
-            if recorded is not None:
-                if recorded.asbytes() != key.asbytes():
-                    raise TransportError(
-                        f"host key for {hostname} changed: the board offers {key.get_name()} "
-                        f"{fingerprint(key)}, {self.own_file} has {fingerprint(recorded)} "
-                        "(recorded by another process meanwhile); refused"
-                    )
-                return
-            entry = paramiko.hostkeys.HostKeyEntry([hostname], key)
-            # Append, never rewrite: the file may hold keys of other boards.
-            with self.own_file.open("a", encoding="utf-8") as stream:
-                stream.write(entry.to_line())
-        log.warning(
-            "accepted new host key for %s: %s %s (recorded in %s)",
-            hostname,
-            key.get_name(),
-            fingerprint(key),
-            self.own_file,
-        )
-
-
-def _recorded_key(path: Path, hostname: str, key_type: str) -> paramiko.PKey | None:
-    """The ``key_type`` key ``path`` records for ``hostname`` now (None: none, or no file)."""
-    if not path.is_file():
-        return None
-    keys = paramiko.HostKeys()
-    keys.load(str(path))
-    found = keys.lookup(hostname)
-    return None if found is None else found.get(key_type)
-
-
-def _kill_command(pid: int) -> str:
-    # sshd puts every session in its own session/process group, so the group of the shell we
-    # exec'd into holds exactly the command and its children.
-    return f"kill -KILL -- -{pid} 2>/dev/null || kill -KILL {pid} 2>/dev/null; true"
-
-
-class SshSession:
-    """A long-running remote process on an exec channel; stderr drained by a thread into a tail."""
-
-    def __init__(self, transport: SshTransport, channel: paramiko.Channel, pid: int) -> None:
-        self._transport = transport
-        self._channel = channel
-        self.pid = pid
-        self._tail = bytearray()
-        self._lock = threading.Lock()
-        self._exit: SessionExit | None = None
-        self._drain = threading.Thread(target=self._drain_stderr, daemon=True)
-        self._drain.start()
-
-    def _drain_stderr(self) -> None:
-        while True:
-            try:
-                chunk = self._channel.recv_stderr(65536)
-            except (OSError, EOFError, paramiko.SSHException):
-                return
-            if not chunk:
-                return
-            with self._lock:
-                self._tail += chunk
-                del self._tail[:-STDERR_TAIL_BYTES]
-
-    def send(self, data: bytes) -> None:
-        if self._exit is not None:
-            raise TransportError(f"ssh session {self.pid} is closed")
-        try:
-            self._channel.sendall(data)
-        except (OSError, EOFError, paramiko.SSHException) as exc:
-            raise TransportError(f"ssh session {self.pid}: cannot send ({exc})") from exc
-
-    def recv(self, n: int, timeout: float) -> bytes:
-        if self._exit is not None:
-            return b""
-        self._channel.settimeout(max(0.001, timeout))
-        try:
-            return self._channel.recv(n)  # type: ignore[no-any-return]
-        except TimeoutError:
-            raise TransportError(
-                f"ssh session {self.pid}: nothing received within {timeout:.1f} s"
-            ) from None
-        except (OSError, EOFError, paramiko.SSHException) as exc:
-            raise TransportError(f"ssh session {self.pid}: link lost ({exc})") from exc
-
-    def stderr_tail(self) -> bytes:
-        with self._lock:
-            return bytes(self._tail)
-
-    def close(self, timeout: float = 5.0) -> SessionExit:
-        if self._exit is not None:
-            return self._exit
-        returncode: int | None = None
-        with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
-            self._channel.shutdown_write()
-        deadline = time.monotonic() + max(0.0, timeout)
-        while not self._channel.exit_status_ready() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        if self._channel.exit_status_ready():
-            returncode = exit_returncode(self._channel, self._channel.recv_exit_status())
-        else:
-            self._transport._kill(self.pid)
-            end = time.monotonic() + 2.0
-            while not self._channel.exit_status_ready() and time.monotonic() < end:
-                time.sleep(0.01)
-            if self._channel.exit_status_ready():
-                # An exit by signal the board did not name: SIGKILL is what we sent.
-                status = self._channel.recv_exit_status()
-                returncode = exit_returncode(self._channel, status)
-                if returncode is None:
-                    returncode = -signal.SIGKILL
-        self._drain.join(1.0)
-        self._channel.close()
-        self._exit = SessionExit(returncode, self.stderr_tail())
-        return self._exit
 
 
 class SshTransport:
@@ -229,11 +91,11 @@ class SshTransport:
     def __init__(
         self,
         host: str,
-        port: int = 22,
+        port: int = SSH_PORT,
         user: str | None = None,
         *,
         workdir: str,
-        python: str = "python3",
+        python: str = BOARD_PYTHON,
         key_file: str | os.PathLike[str] | None = None,
         known_hosts: str | os.PathLike[str] | None = None,
         user_known_hosts: str | os.PathLike[str] | None = USER_KNOWN_HOSTS,
@@ -249,10 +111,7 @@ class SshTransport:
         readback_max: int = 1024 * 1024,
         io_timeout: float = 30.0,
     ) -> None:
-        if host_key_policy not in ("strict", "accept-new"):
-            raise ValueError(
-                f"host_key_policy {host_key_policy!r}: expected 'strict' or 'accept-new'"
-            )
+        check_host_key_policy(host_key_policy)
         if not PurePosixPath(workdir).is_absolute():
             raise ValueError(f"workdir {workdir!r}: expected an absolute path on the board")
         self.host = host
@@ -299,7 +158,7 @@ class SshTransport:
             client.load_system_host_keys(str(self.user_known_hosts))
         if self.known_hosts.is_file():
             client.load_host_keys(str(self.known_hosts))
-        client.set_missing_host_key_policy(_HostKeyPolicy(self.host_key_policy, self.known_hosts))
+        client.set_missing_host_key_policy(KnownHostsPolicy(self.host_key_policy, self.known_hosts))
         # load_host_keys makes paramiko rewrite that file on save(); we never call save(), the
         # policy appends instead, so the user's file is never touched.
         try:
@@ -336,8 +195,9 @@ class SshTransport:
         record_exit_signals(transport)  # a killed command is told by its signal, not as -1
         # Small request/answer exchanges (SFTP stat, channel opens) otherwise wait out Nagle and
         # delayed ACKs: about 40 ms per round trip.
-        with contextlib.suppress(OSError, AttributeError):
-            transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if isinstance(transport.sock, socket.socket):  # a proxy channel has no TCP options
+            with contextlib.suppress(OSError):
+                transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._client = client
         self.connects += 1
         try:
@@ -389,7 +249,7 @@ class SshTransport:
                     return self._client
                 except TransportError:
                     raise
-                except _LINK_ERRORS as exc:
+                except LINK_ERRORS as exc:
                     last = exc
                     log.info(
                         "ssh %s:%d: connect attempt %d failed: %s",
@@ -462,8 +322,8 @@ class SshTransport:
                 return operation()
             except TransportError:
                 raise
-            except _LINK_ERRORS as exc:
-                if not _link_lost(exc):
+            except LINK_ERRORS as exc:
+                if not link_lost(exc):
                     raise TransportError(f"{what}: {exc}") from exc
                 last = exc
                 log.info("ssh %s: %s failed (%s); reconnecting", self.host, what, exc)
@@ -495,7 +355,7 @@ class SshTransport:
         status = stdout.channel.recv_exit_status()
         if status != 0:
             raise TransportError(f"ssh {self.host}: {command!r} exited {status}: {stderr.read()!r}")
-        return out  # type: ignore[no-any-return]
+        return out
 
     def _helper(self, command: str, timeout: float = 60.0) -> bytes:
         def attempt() -> bytes:
@@ -506,7 +366,7 @@ class SshTransport:
 
     def _kill(self, pid: int) -> None:
         with contextlib.suppress(Exception):
-            self._helper(_kill_command(pid), 10.0)
+            self._helper(kill_command(pid), 10.0)
 
     def _start(self, argv: Sequence[str], deadline: float) -> tuple[paramiko.Channel, int]:
         def start() -> paramiko.Channel:
@@ -601,7 +461,7 @@ class SshTransport:
 
     def open_session(self, argv: Sequence[str]) -> SshSession:
         channel, pid = self._start(argv, time.monotonic() + self.connect_timeout)
-        return SshSession(self, channel, pid)
+        return SshSession(channel, pid, self._kill)
 
     # --- files -----------------------------------------------------------------------------------
 
@@ -620,11 +480,13 @@ class SshTransport:
             try:
                 transfer()
             except (TransportError, OSError) as exc:
-                if _link_lost(exc):
+                if link_lost(exc):
                     raise
                 # SFTP has no word for a full or read-only disk ("Failure", or a short file):
                 # ask the board itself, by writing as much in the same folder.
-                number = self._write_problem(str(parent), size)
+                number = ssh_transfer.write_problem(
+                    self._client, str(parent), size, self.io_timeout
+                )
                 if number is None:
                     raise
                 raise board_os_error(what, number, f"{parent}; {exc}") from exc
@@ -634,9 +496,16 @@ class SshTransport:
             self._guard.check(sftp, full, create_dirs=True)
             try:
                 if size > self.readback_max:
-                    sent, board_sha = self._put_stream(local, tmp, what)
+                    sent, board_sha = ssh_transfer.put_stream(
+                        self._stream,
+                        local,
+                        tmp,
+                        what,
+                        verify=self.verify,
+                        io_timeout=self.io_timeout,
+                    )
                 else:
-                    sent, board_sha = self._put_sftp(sftp, local, tmp)
+                    sent, board_sha = ssh_transfer.put_sftp(sftp, local, tmp, verify=self.verify)
                 if self.verify:
                     landed = int(sftp.stat(tmp).st_size or 0)
                     if (landed, board_sha) != sent:
@@ -648,59 +517,12 @@ class SshTransport:
             except BaseException as exc:
                 # Over a lost link the removal would only wait out io_timeout; a repeat reuses
                 # the name, so a temporary is left behind only when every attempt failed.
-                if not _link_lost(exc):
+                if not link_lost(exc):
                     with contextlib.suppress(Exception):
                         sftp.remove(tmp)
                 raise
 
         self._retrying(what, attempt)
-
-    def _write_problem(self, folder: str, size: int) -> int | None:
-        """Why ``size`` bytes cannot be written in ``folder`` on the board: the errno its shell's
-        error names (ENOSPC, EROFS, EACCES...), or None when the write works or the board
-        cannot be asked over the current connection."""
-        probe = f"{folder}/.npu-hil-probe.{uuid.uuid4().hex[:12]}"
-        command = (
-            f"mkdir -p -- {shlex.quote(folder)} && head -c {int(size)} /dev/zero "
-            f">{shlex.quote(probe)}; status=$?; rm -f -- {shlex.quote(probe)}; exit $status"
-        )
-        client = self._client
-        transport = None if client is None else client.get_transport()
-        if client is None or transport is None or not transport.is_active():
-            return None  # no link: not the board's answer, and not worth a reconnect
-        try:
-            _, stdout, stderr = client.exec_command(command, timeout=self.io_timeout)
-            status = stdout.channel.recv_exit_status()
-            text = stderr.read()
-        except _LINK_ERRORS:
-            return None
-        return None if status == 0 else errno_in_text(text)
-
-    def _put_sftp(
-        self, sftp: paramiko.SFTPClient, local: Path, tmp: str
-    ) -> tuple[tuple[int, str], str]:
-        """A small file over SFTP, read back: (size, sha256) sent, and the board's sha256."""
-        sent = (local.stat().st_size, _sha256(local) if self.verify else "")
-        # confirm=False: the size is checked by the caller together with the checksum.
-        sftp.put(str(local), tmp, confirm=False)
-        return sent, (self._readback(sftp, tmp)[1] if self.verify else "")
-
-    def _put_stream(self, local: Path, tmp: str, what: str) -> tuple[tuple[int, str], str]:
-        """A large file on an exec channel: (size, sha256) sent, and the board's sha256 of the
-        bytes it wrote."""
-        channel = self._stream(ssh_stream.upload_command(tmp, self.verify))
-        try:
-            with local.open("rb") as source:
-                sent = ssh_stream.send(channel, source)
-            status, out, err = ssh_stream.finish(channel, self.io_timeout)
-        finally:
-            channel.close()
-        if status != 0:
-            raise TransportError(f"{what}: the board's side exited {status}: {err[-500:]!r}")
-        if not self.verify:
-            return sent, ""
-        ssh_stream.check_tee(out, what, err)
-        return sent, ssh_stream.parse_digest(out, what)
 
     def get(self, remote_path: str | PurePosixPath, local_path: str | Path) -> None:
         full = self._full(remote_path)
@@ -716,9 +538,18 @@ class SshTransport:
                 raise TransportError(f"{what}: no such file in {self._workdir}")
             try:
                 if size > self.readback_max:
-                    got, want = self._get_stream(full, tmp, size, what)
+                    got, want = ssh_transfer.get_stream(
+                        self._stream,
+                        full,
+                        tmp,
+                        size,
+                        what,
+                        verify=self.verify,
+                        io_timeout=self.io_timeout,
+                        window=self.window_size,
+                    )
                 else:
-                    got, want = self._get_sftp(sftp, full, tmp)
+                    got, want = ssh_transfer.get_sftp(sftp, full, tmp, verify=self.verify)
                 if self.verify and got != want:
                     raise TransportError(
                         f"{what}: received {got[0]} bytes sha256 {got[1]}, "
@@ -740,44 +571,6 @@ class SshTransport:
                 attrs = None
         return None if attrs is None else int(attrs.st_size or 0)
 
-    def _get_sftp(
-        self, sftp: paramiko.SFTPClient, full: str, tmp: Path
-    ) -> tuple[tuple[int, str], tuple[int, str]]:
-        """A small file over SFTP: (size, sha256) received, and as read back from the board."""
-        sftp.get(full, str(tmp), prefetch=True)
-        if not self.verify:
-            return (0, ""), (0, "")
-        return (tmp.stat().st_size, _sha256(tmp)), self._readback(sftp, full)
-
-    def _get_stream(
-        self, full: str, tmp: Path, size: int, what: str
-    ) -> tuple[tuple[int, str], tuple[int, str]]:
-        """A large file on an exec channel: (size, sha256) received, and the size the board
-        reported with the sha256 it computed while sending."""
-        channel = self._stream(ssh_stream.download_command(full, self.verify))
-        try:
-            with tmp.open("wb") as sink:
-                got = ssh_stream.receive(channel, sink, max(self.window_size, ssh_stream.CHUNK))
-            status, _, err = ssh_stream.finish(channel, self.io_timeout)
-        finally:
-            channel.close()
-        if status != 0:
-            raise TransportError(f"{what}: the board's side exited {status}: {err[-500:]!r}")
-        return got, ((size, ssh_stream.parse_digest(err, what)) if self.verify else got)
-
-    def _readback(self, sftp: paramiko.SFTPClient, full: str) -> tuple[int, str]:
-        """Size and sha256 of a small remote file read back over SFTP: a round trip costs well
-        under a millisecond where ``sha256sum`` would cost a fork of sshd and a shell."""
-        digest = hashlib.sha256()
-        size = 0
-        with sftp.open(full, "rb") as stream:
-            # All the reads in flight at once: one after the other, each waits a round trip.
-            stream.prefetch(stream.stat().st_size)
-            while chunk := stream.read(1 << 20):
-                digest.update(chunk)
-                size += len(chunk)
-        return size, digest.hexdigest()
-
     def exists(self, remote_path: str | PurePosixPath) -> bool:
         full = self._full(remote_path)
         return self._retrying(
@@ -796,23 +589,3 @@ class SshTransport:
         finally:
             # Whatever was removed may come back as something else, a link included.
             self._guard.forget(full)
-
-
-def _link_lost(exc: BaseException) -> bool:
-    """Whether ``exc`` means the connection is gone, rather than the board's answer: an SFTP
-    status (no such file, permission denied) arrives as an OSError with an errno."""
-    if not isinstance(exc, _LINK_ERRORS):
-        return False
-    return not (
-        isinstance(exc, OSError)
-        and exc.errno is not None
-        and not isinstance(exc, ConnectionError | socket.timeout)
-    )
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()

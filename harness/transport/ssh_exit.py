@@ -25,9 +25,10 @@ def record_exit_signals(transport: paramiko.Transport) -> None:
     """Make ``transport`` note every ``exit-signal`` its channels receive (the rest of each
     channel request is paramiko's as before). paramiko looks its message handlers up on the
     transport object, so this touches this connection only."""
-    table: dict[int, Any] = dict(type(transport)._channel_handler_table)
+    # paramiko's private handler table and request handler: its stubs do not declare them.
+    table: dict[int, Any] = dict(type(transport)._channel_handler_table)  # type: ignore[attr-defined]
     table[MSG_CHANNEL_REQUEST] = _handle_request
-    transport._channel_handler_table = table
+    transport._channel_handler_table = table  # type: ignore[attr-defined]
 
 
 def _handle_request(channel: paramiko.Channel, message: paramiko.Message) -> None:
@@ -37,7 +38,7 @@ def _handle_request(channel: paramiko.Channel, message: paramiko.Message) -> Non
             message.get_boolean()  # want reply: always false for exit-signal
             setattr(channel, _ATTR, message.get_text())
     message.packet.seek(start)
-    paramiko.Channel._handle_request(channel, message)
+    paramiko.Channel._handle_request(channel, message)  # type: ignore[attr-defined]
 
 
 def exit_signal(channel: paramiko.Channel) -> int | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import collections
 import copy
+import dataclasses
 import random
 import re
 import signal
@@ -375,8 +376,9 @@ def unusable(inventory: Any) -> str | None:
             return f"{board.name}: port {t.port!r}"
         if t.kind == "serial" and t.baudrate not in BAUDRATES:
             return f"{board.name}: baudrate {t.baudrate!r}"
-        texts = [board.name, board.python, board.workdir, t.host, t.user, t.key_file, t.port]
-        texts += [t.known_hosts, *board.tags]
+        # Every field of the transport's configuration, whichever kind it is.
+        texts = [board.name, board.python, board.workdir, *dataclasses.asdict(t).values()]
+        texts += [*board.tags]
         if board.power is not None:
             texts += [*(board.power.on or ()), *(board.power.off or ()), *(board.power.cycle or ())]
         if not all(_clean(x) for x in texts):

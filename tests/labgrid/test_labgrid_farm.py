@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.farm import Farm, load_inventory
+from npu_hil.harness.farm import Farm, Inventory, load_inventory
 from npu_hil.harness.farm.labgrid_places import FarmPlaces
 from npu_hil.harness.farm.power import power_cycle
 from tests.labgrid.lab import COLLEAGUE, SERIAL_PLACE, SSH_PLACE, Lab, labgrid_inventory
@@ -58,9 +58,16 @@ def outcome(done: subprocess.CompletedProcess[str]) -> str:
     return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr
 
 
+def farm_boards(path: Path, tmp_path: Path) -> Inventory:
+    """The inventory a farm of ``path`` has: the farm asks the coordinator for the places."""
+    with Farm(path, backend="hw", workdir=tmp_path / "work") as farm:
+        return farm.inventory
+
+
 def test_inventory_boards_are_the_selected_places(lab: Lab, tmp_path: Path) -> None:
     path = labgrid_inventory(lab, tmp_path / "farm.yaml", places=(SSH_PLACE, SERIAL_PLACE))
-    inventory = load_inventory(path)
+    assert {b.name for b in load_inventory(path).boards} == set()  # reading asks nobody
+    inventory = farm_boards(path, tmp_path)
     ssh, serial = inventory.board(SSH_PLACE), inventory.board(SERIAL_PLACE)
     assert (ssh.target, ssh.backend, ssh.adapter, ssh.place) == ("rk3588", "hw", "sim", SSH_PLACE)
     assert ssh.transport.kind == "ssh" and ssh.transport.host is None  # known once acquired
@@ -75,7 +82,7 @@ def test_tags_select_places_and_name_their_targets(lab: Lab, tmp_path: Path) -> 
     path.write_text(
         f"labgrid: {{coordinator: '{lab.address}', tags: {{pool: npu}}}}\n", encoding="utf-8"
     )
-    boards = {b.name: b.target for b in load_inventory(path).boards}
+    boards = {b.name: b.target for b in farm_boards(path, tmp_path).boards}
     assert boards == {SSH_PLACE: "rk3588", SERIAL_PLACE: "rk3588", "kl730-raw-01": "kl730"}
 
 
@@ -88,7 +95,7 @@ def test_unknown_place_is_an_inventory_error_at_its_line(lab: Lab, tmp_path: Pat
     from npu_hil.harness.farm import InventoryError
 
     with pytest.raises(InventoryError) as caught:
-        load_inventory(path)
+        farm_boards(path, tmp_path)
     assert caught.value.message.startswith(f"{path}:3:")
     assert "no place 'nope-9'" in caught.value.message
 
@@ -119,12 +126,12 @@ def test_a_held_place_falls_back_to_simulation_where_allowed(
         assert "acquired by desk-7/colleague" in (session.fallback_reason or "")
         # Its power is the colleague's board: not switched.
         with pytest.raises(TransportError, match="not held by this run"):
-            power_cycle(inventory.board(SSH_PLACE), pause_s=0, labgrid=farm._places)
+            power_cycle(farm.inventory.board(SSH_PLACE), pause_s=0, labgrid=farm._places)
     assert lab.acquired_by(SSH_PLACE) == "desk-7/colleague"
 
 
 def test_power_cycle_of_a_place_goes_through_labgrid(lab: Lab, tmp_path: Path) -> None:
-    inventory = load_inventory(labgrid_inventory(lab, tmp_path / "farm.yaml"))
+    inventory = farm_boards(labgrid_inventory(lab, tmp_path / "farm.yaml"), tmp_path)
     lab.power.requests.clear()
     places = FarmPlaces(inventory.labgrid, tmp_path / "work")
     try:

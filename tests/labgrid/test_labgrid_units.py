@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from npu_hil.harness.farm import InventoryError, load_inventory, parse_inventory
+from npu_hil.harness.farm import (
+    InventoryError,
+    load_inventory,
+    parse_inventory,
+    resolve_labgrid_boards,
+)
 from npu_hil.harness.labgrid import (
     LabgridConfig,
     LabgridError,
@@ -114,15 +119,16 @@ def test_without_labgrid_the_harness_imports_and_says_what_to_install(tmp_path: 
         from npu_hil.harness.errors import NpuHilError
         assert not issubclass(LabgridMissingError, npu_hil.harness.errors.TransportError)
         from pathlib import Path
-        from npu_hil.harness.farm import InventoryError, load_inventory
+        from npu_hil.harness.farm import InventoryError, load_inventory, resolve_labgrid_boards
         try:
             LabgridPlaces(LabgridConfig("127.0.0.1:1", places=("a",)), workdir=Path(sys.argv[1]))
         except LabgridMissingError as exc:
             print(exc.message)
         inventory = Path(sys.argv[1]) / "farm.yaml"
         inventory.write_text("labgrid: {coordinator: 127.0.0.1:1, places: [a]}")
+        offline = load_inventory(inventory)  # reading the file asks no coordinator
         try:
-            load_inventory(inventory)
+            resolve_labgrid_boards(offline)
         except InventoryError as exc:
             assert isinstance(exc.__cause__, LabgridMissingError)
             print(exc.message)
@@ -211,11 +217,13 @@ def test_unreachable_coordinator_at_load(tmp_path: Path) -> None:
     )
     # Named places with their targets still make boards; their sessions fail later (and may
     # fall back to simulation) instead of the whole inventory failing.
-    boards = load_inventory(named).boards
+    boards = resolve_labgrid_boards(load_inventory(named)).boards
     assert [(b.name, b.target, b.place, b.transport.kind) for b in boards] == [
         ("a-01", "rk3588", "a-01", "ssh")
     ]
     tagged = tmp_path / "tagged.yaml"
     tagged.write_text(f"labgrid: {{coordinator: '{address}', tags: {{pool: npu}}}}\n")
+    offline = load_inventory(tagged)  # reading asks no coordinator: the farm does
+    assert offline.boards == () and not offline.places_listed
     with pytest.raises(InventoryError, match="cannot reach the labgrid coordinator"):
-        load_inventory(tagged)
+        resolve_labgrid_boards(offline)

@@ -19,7 +19,7 @@ from npu_hil.harness.agent import serial_session
 from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.board import relay
 from npu_hil.harness.errors import DeviceError, TransportError
-from npu_hil.harness.transport import RemotePathError, Session, Transport
+from npu_hil.harness.transport import Session
 from npu_hil.harness.transport.serial_console import SerialTransport, prepare_url
 from tests.agent.jobs import FAKE_ADAPTERS, X, echo_job, sim_job
 from tests.transport.conftest import NoisyRelay, SerialBoard
@@ -32,48 +32,6 @@ def make(board: SerialBoard, tmp_path: Path, **kwargs: object) -> SerialTranspor
     options.update(kwargs)
     url = str(options.pop("url", board.tty))
     return SerialTransport(url, workdir=str(tmp_path / "remote"), **options)  # type: ignore[arg-type]
-
-
-def test_runs_commands_with_exit_status_and_streams(
-    serial_board: SerialBoard, tmp_path: Path
-) -> None:
-    with make(serial_board, tmp_path) as transport:
-        assert isinstance(transport, Transport)
-        run = transport.run(["sh", "-c", "echo out; echo err >&2; exit 7"], timeout=5)
-        assert (run.returncode, run.stdout, run.stderr) == (7, b"out\n", b"err\n")
-        # Arguments arrive verbatim: quoting is the transport's job, not the caller's.
-        odd = ["printf", "%s|", "a b", "$HOME", "'q'", "; rm -rf /"]
-        assert transport.run(odd, timeout=5).stdout == b"a b|$HOME|'q'|; rm -rf /|"
-        binary = bytes(range(256))
-        assert transport.run(["cat"], timeout=5, stdin=binary).stdout == binary
-        assert transport.run(["pwd"], timeout=5).stdout.strip() == transport.workdir.encode()
-
-
-def test_put_get_identical_bytes(serial_board: SerialBoard, tmp_path: Path) -> None:
-    data = np.random.default_rng(7).integers(0, 256, 300_000, dtype=np.uint8).tobytes()
-    source = tmp_path / "in.bin"
-    source.write_bytes(data)
-    with make(serial_board, tmp_path) as transport:
-        transport.put(source, "deep/dir/blob.bin")
-        assert (Path(transport.workdir) / "deep/dir/blob.bin").read_bytes() == data
-        transport.get("deep/dir/blob.bin", tmp_path / "back" / "blob.bin")
-        assert (tmp_path / "back" / "blob.bin").read_bytes() == data
-        empty = tmp_path / "empty"
-        empty.write_bytes(b"")
-        transport.put(empty, "empty")
-        transport.get("empty", tmp_path / "empty.back")
-        assert (tmp_path / "empty.back").read_bytes() == b""
-        assert transport.exists("deep/dir") and not transport.exists("nope")
-        with pytest.raises(TransportError, match="no such file"):
-            transport.get("nope", tmp_path / "nope")
-        with pytest.raises(RemotePathError):
-            transport.put(source, "../escape")
-        with pytest.raises(RemotePathError):
-            transport.get("/etc/passwd", tmp_path / "x")
-        transport.cleanup("deep")
-        assert not transport.exists("deep")
-        # No temporary files left behind by the transfers.
-        assert sorted(p.name for p in Path(transport.workdir).iterdir()) == ["empty"]
 
 
 def test_login_with_password_from_environment(

@@ -15,8 +15,8 @@ import errno
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -25,13 +25,10 @@ import pytest
 from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.agent.protocol import InputSpec
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport import LocalTransport, Transport
-from npu_hil.harness.transport.serial_console import SerialTransport
 from npu_hil.harness.transport.ssh import SshTransport
 from tests.agent.jobs import FAKE_ADAPTERS, echo_job
-from tests.transport.conftest import SerialBoard, Sshd
+from tests.transport.contract.conftest import PY, open_transport
 
-PY = sys.executable
 SHAPE = (256, 1024)  # 256 KiB in, 256 KiB out
 X = np.arange(SHAPE[0] * SHAPE[1], dtype=np.uint8).reshape(SHAPE).view(np.int8)
 
@@ -70,36 +67,6 @@ def read_only(disk: Path) -> None:
     subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
 
 
-@contextmanager
-def _local(request: pytest.FixtureRequest, workdir: Path) -> Iterator[Transport]:
-    yield LocalTransport(workdir, python=PY)
-
-
-@contextmanager
-def _ssh(request: pytest.FixtureRequest, workdir: Path) -> Iterator[Transport]:
-    sshd: Sshd = request.getfixturevalue("sshd")
-    known = workdir.parent.parent / "known_hosts"
-    known.write_text(sshd.known_hosts_line())
-    with SshTransport(
-        "127.0.0.1", sshd.port, sshd.user, workdir=str(workdir), key_file=sshd.client_key,
-        known_hosts=known, user_known_hosts=None, python=PY, retries=1, backoff_s=0.1,
-        **request.node.callspec.params.get("ssh_options", {}),
-    ) as transport:  # fmt: skip
-        yield transport
-
-
-@contextmanager
-def _serial(request: pytest.FixtureRequest, workdir: Path) -> Iterator[Transport]:
-    board: SerialBoard = request.getfixturevalue("serial_board")
-    with SerialTransport(
-        str(board.tty), workdir=str(workdir), python=PY, command_timeout=20.0,
-        connect_timeout=10.0,
-    ) as transport:  # fmt: skip
-        yield transport
-
-
-TRANSPORTS: dict[str, Callable[[pytest.FixtureRequest, Path], AbstractContextManager[Transport]]]
-TRANSPORTS = {"local": _local, "ssh": _ssh, "serial": _serial}
 # SFTP (small files, read back) and the exec-channel stream (large files) fail differently.
 SSH_MODES = {"ssh-sftp": {}, "ssh-stream": {"readback_max": 0}}
 
@@ -121,7 +88,9 @@ def client_on(
     model = tmp_path / "echo.bin"
     model.write_bytes(b"model" * 50)
     with (
-        TRANSPORTS[kind](request, disk / "board") as transport,
+        open_transport(
+            request, kind, disk / "board", **request.node.callspec.params.get("ssh_options", {})
+        ) as transport,
         AgentClient(
             transport, adapter_dirs=[FAKE_ADAPTERS], margin_s=5.0, scratch=tmp_path / "scratch"
         ) as client,
@@ -224,7 +193,7 @@ def test_a_folder_we_may_not_write_is_eacces(tmp_path: Path) -> None:
     done = subprocess.run(
         ["setpriv", "--bounding-set=-dac_override,-dac_read_search",
          sys.executable, "-c", DENIED, str(tmp_path)],
-        capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2],
+        capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[3],
     )  # fmt: skip
     (tmp_path / "board" / "jobs").chmod(0o700)
     assert done.returncode == 0, done.stderr

@@ -1,9 +1,14 @@
-"""Inventory YAML text to nodes, and plain numbers from scalars: safely, whatever the text.
+"""The one YAML reader of the harness: text to nodes with their positions, plain numbers from
+scalars, and plain documents; safely, whatever the text.
 
-The inventory is read as composed nodes (every node keeps its position) with PyYAML's
-``SafeLoader``; nothing here constructs a Python object from a tag, so no tag ever runs code or
-reaches a constructor that raises. What the composer itself cannot take safely is refused first,
-each with the position of the offending character or node:
+Every YAML file the harness reads comes through here (the inventory and its labgrid section as
+nodes, the model manifest as a document), so each is read with PyYAML's ``SafeLoader``, its depth
+bounded and its errors given as :class:`YamlProblem` with a line and a column.
+
+The inventory is read as composed nodes (every node keeps its position, :func:`compose`);
+nothing here constructs a Python object from a tag, so no tag ever runs code or reaches a
+constructor that raises. What the composer itself cannot take safely is refused first, each with
+the position of the offending character or node:
 
 - text over :data:`MAX_CHARS` characters (an inventory is a few kilobytes);
 - nesting deeper than :data:`MAX_DEPTH` (PyYAML's composer recurses: 500 levels is a
@@ -28,13 +33,24 @@ __all__ = [
     "ALLOWED_TAGS",
     "MAX_CHARS",
     "MAX_DEPTH",
+    "MappingNode",
+    "Node",
+    "ScalarNode",
+    "SequenceNode",
     "YamlProblem",
+    "check_tags",
     "compose",
+    "load",
     "plain_integer",
     "plain_number",
 ]
 
+# PyYAML ships no type information; the project reads it, and its nodes, untyped.
 yaml: Any = importlib.import_module("yaml")
+MappingNode: Any = yaml.nodes.MappingNode
+ScalarNode: Any = yaml.nodes.ScalarNode
+SequenceNode: Any = yaml.nodes.SequenceNode
+Node = Any
 
 MAX_CHARS = 1 << 20
 """An inventory of a thousand boards is about 150 KiB."""
@@ -55,7 +71,7 @@ _SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?\Z")
 
 
 class YamlProblem(Exception):
-    """Text or a node that cannot be an inventory: ``line`` and ``column`` count from 1."""
+    """Text or a node that cannot be read: ``line`` and ``column`` count from 1."""
 
     def __init__(self, line: int, column: int, message: str) -> None:
         super().__init__(message)
@@ -121,6 +137,19 @@ def compose(text: str) -> Any:
         loader = _Loader(text)  # the reader checks every character here
         try:
             return loader.get_single_node()
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as exc:
+        raise _problem_of(text, exc) from None
+
+
+def load(text: str) -> Any:
+    """The Python value of a plain YAML document (a manifest): ``SafeLoader``'s construction,
+    the nesting bounded like :func:`compose`'s, a syntax error as a :class:`YamlProblem`."""
+    try:
+        loader = _Loader(text)
+        try:
+            return loader.get_single_data()
         finally:
             loader.dispose()
     except yaml.YAMLError as exc:
