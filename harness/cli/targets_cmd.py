@@ -108,7 +108,7 @@ def _gunzip(raw: bytes, path: Path) -> bytes:
 
 
 def run_observed(args: argparse.Namespace) -> int:
-    from npu_hil.targets.rockchip_report import check_observations
+    from npu_hil.targets.rockchip.queries import check_observations
 
     path = args.file
     raw = bytes(read_regular(path, "observations (.json or .json.gz)", MAX_JSON_BYTES))

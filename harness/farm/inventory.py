@@ -63,7 +63,8 @@ from npu_hil.harness.farm.inventory_yaml import (
     plain_number,
 )
 from npu_hil.harness.redact import find_secret, secret_key_name
-from npu_hil.targets import horizon, kl730, rockchip
+from npu_hil.targets.registry import HW_ADAPTERS as HW_ADAPTERS  # re-exported
+from npu_hil.targets.registry import VENDOR_OF as VENDOR_OF  # re-exported
 
 if TYPE_CHECKING:
     from npu_hil.harness.farm.labgrid_inventory import LabgridSection
@@ -84,13 +85,8 @@ BACKENDS = ("hw", "sim")
 FALLBACKS = ("sim", "none")
 TRANSPORT_KINDS = ("local", "ssh", "serial")
 HOST_KEY_POLICIES = ("strict", "accept-new")
-VENDOR_OF: dict[str, str] = {
-    **{t: "rockchip" for t in rockchip.TARGETS},
-    **{t: "horizon" for t in horizon.TARGETS},
-    **{t: "kneron" for t in kl730.TARGETS},
-}
-HW_ADAPTERS = {"rockchip": "rknn_native", "horizon": "hobot_native", "kneron": "kneron"}
-"""The runtime adapter a real board of each vendor uses unless the inventory names another."""
+# VENDOR_OF (target → vendor) and HW_ADAPTERS (vendor → the runtime adapter a real board uses
+# unless the inventory names another) are the vendor units' (targets.registry).
 SIM_ADAPTER = "sim"
 
 NAME_RE = re.compile(r"[a-z0-9._-]+\Z")

@@ -36,23 +36,16 @@ from npu_hil.harness.diff import DiffReport, diff_buffers
 from npu_hil.harness.diff.attributes import AttributeFinding, diff_attributes, disagreements
 from npu_hil.harness.diff.heatmap import render_heatmap
 from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.expect import Expected, expect_run
 from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError, CircuitBreaker
 from npu_hil.harness.farm.session import BoardSession
 from npu_hil.harness.folders import private_dir
 from npu_hil.harness.models import MODELS, Manifest, ManifestError, build
-from npu_hil.harness.sim.expect import Expected, expect_run
 from npu_hil.targets import last_op_kind
-from npu_hil.targets.rockchip import TARGETS as ROCKCHIP_TARGETS
+from npu_hil.targets.registry import pass_through_adapters, unit_for, unit_named
 
 __all__ = ["ModelRun", "TensorRun", "run_model"]
 
-PASS_THROUGH_ADAPTERS = frozenset({"rknn_native", "hobot_native", "kneron"})
-"""Adapters whose runtime takes only native buffers: the host packs inputs with the codec."""
-DEFAULT_INPUT_LAYOUT = {"rockchip": "NHWC", "horizon": "strided", "kneron": "1W16C8B"}
-"""The native input layout packed for a pass-through runtime when the caller names none."""
-RKNN_NHWC_INPUT_CHANNELS = (1, 3, 4)
-"""An RKNN model's native input is NHWC for these channel counts and NC1HWC2 for others (what
-the runtimes reported for every compiled model of the observations but RK2118's)."""
 
 
 @dataclass(frozen=True)
@@ -341,7 +334,8 @@ def _inputs(
 ) -> tuple[tuple[InputSpec, ...], dict[str, np.ndarray]]:
     """The job's inputs: logical tensors where the runtime converts them, buffers packed by the
     host codec where the runtime takes only its native layout."""
-    pass_through = session.adapter in PASS_THROUGH_ADAPTERS
+    # Adapters whose runtime takes only native buffers: the host packs inputs with the codec.
+    pass_through = session.adapter in pass_through_adapters()
     specs: list[InputSpec] = []
     arrays: dict[str, np.ndarray] = {}
     for name, value in given.items():
@@ -361,9 +355,11 @@ def _inputs(
 
 
 def _default_input_layout(vendor: str, shape: tuple[int, ...]) -> str:
-    if vendor == "rockchip" and len(shape) == 4 and shape[1] not in RKNN_NHWC_INPUT_CHANNELS:
-        return "NC1HWC2"
-    return DEFAULT_INPUT_LAYOUT[vendor]
+    """The native input layout packed for a pass-through runtime when the caller names none."""
+    default = unit_named(vendor).default_input_layout
+    if default is None:
+        raise LayoutError(f"vendor {vendor}: no default native input layout; name one")
+    return default(shape)
 
 
 # --- checking -----------------------------------------------------------------------------------
@@ -429,8 +425,8 @@ class _Checker:
     def _attributes(self, record: TensorRecord, expect: Expected) -> list[AttributeFinding]:
         role = expect.role
         params: dict[str, str] = {}
-        if role == "output" and self.target in ROCKCHIP_TARGETS:
-            # RKNN's output layout depends on whether a convolution produced the output.
+        if role == "output" and unit_for(self.target).last_op_kind is not None:
+            # The vendor's output layout depends on whether a convolution produced the output.
             params["last_op"] = self.last_ops.get(record.name, "other")
         attrs = dict(record.attributes)
         # The expectation's layout holds the logical shape (the record may hold native dims).

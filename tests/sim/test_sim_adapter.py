@@ -25,8 +25,8 @@ from npu_hil.harness.agent.adapters.base import (
 )
 from npu_hil.harness.agent.adapters.sim import ADAPTER
 from npu_hil.harness.diff import diff_buffers
+from npu_hil.harness.expect import expect_run
 from npu_hil.harness.models import build, save
-from npu_hil.harness.sim.expect import expect_run
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = ROOT / "harness" / "agent" / "agent.py"

@@ -4,7 +4,7 @@
 - Inputs are held as given, in the ``strided`` layout with the codec's predicted strides
   (tensorLayout NCHW, quantiType NONE: the model sees the values), or as ``NV12`` / ``Y``
   frames when the input names that layout (rows ``stride`` bytes apart, width aligned to 32;
-  the model sees the Y, U, V planes, see :mod:`harness.sim.images`). ``NV12_SEPARATE`` (X3/X5,
+  the model sees the Y, U, V planes, see :mod:`targets.horizon.images`). ``NV12_SEPARATE`` (X3/X5,
   one image) is the NV12 frame in two memories, as hbDNNTensor holds it: Y in ``sysMem[0]``,
   UV in ``sysMem[1]``, each allocated (and held to the 32-byte rule) on its own; the
   properties say ``memories: [Y bytes, UV bytes]``. S100 has no image tensor types.
@@ -24,9 +24,13 @@ import numpy as np
 from npu_hil.harness.codec import BlockedLayout
 from npu_hil.harness.sim.errors import SimRefusal
 from npu_hil.harness.sim.graph import GraphInfo, TensorInfo
-from npu_hil.harness.sim.images import image_shape, nv12_planes, y_plane
 from npu_hil.harness.sim.options import SimOptions
-from npu_hil.harness.sim.quant import (
+from npu_hil.harness.sim.tensors import InputLike, SimTensor, input_dtype, logical_input
+from npu_hil.harness.sim.vendors.base import HeldInput, VendorSim, static_shape
+from npu_hil.targets import horizon
+from npu_hil.targets.horizon.images import image_shape
+from npu_hil.targets.horizon.quant import model_input
+from npu_hil.targets.quant import (
     Cast,
     HorizonScale,
     HorizonShift,
@@ -34,9 +38,6 @@ from npu_hil.harness.sim.quant import (
     choose_horizon_scale,
     choose_horizon_shift,
 )
-from npu_hil.harness.sim.tensors import InputLike, SimTensor, input_dtype, logical_input
-from npu_hil.harness.sim.vendors.base import HeldInput, VendorSim, static_shape
-from npu_hil.targets import horizon
 
 IMAGE_TYPES = ("NV12", "NV12_SEPARATE", "Y")
 LAYOUTS = ("strided", *IMAGE_TYPES)
@@ -46,14 +47,13 @@ S100_LAYOUTS = ("strided", "NV12", "Y")
 """S100's header has no NV12_SEPARATE (its hbDNNTensor has one memory)."""
 CODEC_IMAGE = {"NV12": "NV12", "NV12_SEPARATE": "NV12", "Y": "Y"}
 """The codec layout of each image type: NV12_SEPARATE holds NV12's bytes in two memories."""
-DTYPE_OF_TYPE = {name: np.dtype(dtype) for dtype, name in horizon.TENSOR_TYPES.items()}
 CHANNEL_AXIS = 1
 
 
 class HorizonSim(VendorSim):
     def __init__(self, options: SimOptions) -> None:
         super().__init__(options)
-        self.output_quant = options.output_quant or "scale"
+        self.output_quant = options.option("output_quant") or "scale"
 
     @property
     def output_dtype(self) -> np.dtype:
@@ -220,35 +220,3 @@ def properties(
         }
     )
     return props
-
-
-def quantizer(attributes: dict[str, Any]) -> Quantizer:
-    """How the tensor's values relate to floats, from its properties."""
-    kind = attributes.get("quantiType", "NONE")
-    tensor_type = str(attributes.get("tensorType"))
-    dtype = DTYPE_OF_TYPE.get(tensor_type, np.dtype("uint8"))
-    if kind == "SCALE":
-        scales = tuple(float(s) for s in attributes["scale"])
-        zeros = tuple(int(z) for z in attributes.get("zeroPoint") or [0] * len(scales))
-        axis = int(attributes.get("quantizeAxis", 0)) if len(scales) > 1 else None
-        return HorizonScale(scales, zeros, axis, dtype)
-    if kind == "SHIFT":
-        shifts = tuple(int(s) for s in attributes["shift"])
-        axis = int(attributes.get("quantizeAxis", 0)) if len(shifts) > 1 else None
-        return HorizonShift(shifts, axis, dtype)
-    return Cast(dtype)
-
-
-def model_input(attributes: dict[str, Any], held: np.ndarray) -> np.ndarray:
-    """What the model computes on for an input held as ``held``."""
-    tensor_type = attributes.get("tensorType")
-    if tensor_type in ("NV12", "NV12_SEPARATE"):
-        return nv12_planes(held)
-    if tensor_type == "Y":
-        return y_plane(held)
-    dequantized: np.ndarray = quantizer(attributes).dequantize(held).astype(np.float32)
-    return dequantized
-
-
-def output_quantizer(attributes: dict[str, Any]) -> Quantizer:
-    return quantizer(attributes)

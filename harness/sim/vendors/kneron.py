@@ -23,12 +23,11 @@ from npu_hil.harness.codec import BlockedLayout
 from npu_hil.harness.sim.errors import SimRefusal
 from npu_hil.harness.sim.graph import GraphInfo, TensorInfo
 from npu_hil.harness.sim.options import SimOptions
-from npu_hil.harness.sim.quant import FixedPoint, choose_fixed_point, fixed_point_for_type
 from npu_hil.harness.sim.tensors import InputLike, SimTensor, input_dtype, logical_input
 from npu_hil.harness.sim.vendors.base import HeldInput, VendorSim, dense_strides, static_shape
 from npu_hil.targets import kl730
-
-CHANNEL_AXIS = 1
+from npu_hil.targets.kneron.quant import CHANNEL_AXIS, model_input
+from npu_hil.targets.quant import FixedPoint, choose_fixed_point, fixed_point_for_type
 
 
 def default_input_format(channels: int, bits: int) -> str:
@@ -147,29 +146,3 @@ def node_descriptor(
         "radix": list(quant.radix),
         "scale": list(quant.scale),
     }
-
-
-def storage_dtype(attributes: dict[str, Any]) -> np.dtype:
-    fmt = kl730.FORMATS[str(attributes["data_layout"])]
-    return np.dtype("int16" if fmt.bits == 16 else "int8")
-
-
-def quantizer(attributes: dict[str, Any]) -> FixedPoint:
-    """Fixed point from a node descriptor (per channel when it lists several radixes)."""
-    fmt = kl730.FORMATS[str(attributes["data_layout"])]
-    radix = tuple(int(r) for r in attributes["radix"])
-    scale = tuple(float(s) for s in attributes["scale"])
-    axis = int(attributes.get("quantized_axis", CHANNEL_AXIS)) if len(radix) > 1 else None
-    dtype = storage_dtype(attributes)
-    bits = 15 if fmt.quirk_15bit else 8 * dtype.itemsize
-    return FixedPoint(radix, scale, axis, dtype, bits)
-
-
-def model_input(attributes: dict[str, Any], held: np.ndarray) -> np.ndarray:
-    """The float the model sees: ``fixed / (scale * 2**radix)``."""
-    dequantized: np.ndarray = quantizer(attributes).dequantize(held).astype(np.float32)
-    return dequantized
-
-
-def output_quantizer(attributes: dict[str, Any]) -> FixedPoint:
-    return quantizer(attributes)

@@ -14,7 +14,7 @@
   combinations the tables do not list (the codec's LayoutError), mean/scale/quant on the CPU on
   RV1103/RV1106/RV1103B (input note 7).
 
-Quantization parameters: see :mod:`harness.sim.quant` (integer inputs use their type's range,
+Quantization parameters: see :mod:`targets.quant` (integer inputs use their type's range,
 float inputs and outputs the data's).
 """
 
@@ -30,28 +30,26 @@ from npu_hil.harness.errors import LayoutError
 from npu_hil.harness.sim.errors import SimRefusal
 from npu_hil.harness.sim.graph import GraphInfo, TensorInfo
 from npu_hil.harness.sim.options import SimOptions
-from npu_hil.harness.sim.quant import Affine, Cast, Quantizer, affine_for_type, choose_affine
 from npu_hil.harness.sim.tensors import InputLike, SimTensor, input_dtype, logical_input
 from npu_hil.harness.sim.vendors.base import HeldInput, VendorSim, static_shape
 from npu_hil.targets import check_conv, rockchip
-from npu_hil.targets.rockchip_layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS, RKNN_TYPES
-from npu_hil.targets.rockchip_observed import npu_input_types
+from npu_hil.targets.quant import Affine, Cast, Quantizer, affine_for_type, choose_affine
+from npu_hil.targets.rockchip.layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS, RKNN_TYPES
+from npu_hil.targets.rockchip.observed import npu_input_types
+from npu_hil.targets.rockchip.quant import AFFINE, NONE, model_input
 
 NO_CPU_PREPROCESSING = ("rv1103", "rv1106", "rv1103b")
 """RKNN2 input note 7: RV1106/RV1103/RV1103B do not run mean/scale/quant on the CPU."""
 
-AFFINE = "AFFINE_ASYMMETRIC"
-NONE = "NONE"
 FMT_NAMES = {"NCHW": "NCHW", "NHWC": "NHWC", "NC1HWC2": "NC1HWC2", "UNDEFINE": "UNDEFINED"}
 """Codec layout name → ``rknn_tensor_format`` name."""
-DTYPE_OF_TYPE = {name: np.dtype(dtype) for dtype, name in RKNN_TYPES.items()}
 WIDTH_RULE_CHANNELS = (1, 3, 4)
 
 
 class RknnSim(VendorSim):
     def __init__(self, options: SimOptions) -> None:
         super().__init__(options)
-        self.precision = options.precision or rockchip.default_first_layer(self.target)
+        self.precision = options.option("precision") or rockchip.default_first_layer(self.target)
         self.output_fmt = options.output_layout or "NC1HWC2"
         if self.output_fmt not in OUTPUT_LAYOUTS:
             raise SimRefusal(
@@ -232,33 +230,3 @@ def tensor_attr(
         "pass_through": int(pass_through),
         "h_stride": 0,
     }
-
-
-def quantizer(attributes: dict[str, Any]) -> Quantizer:
-    """How the tensor's values relate to floats, from its ``rknn_tensor_attr``."""
-    dtype = DTYPE_OF_TYPE.get(str(attributes.get("type")), np.dtype("int8"))
-    if attributes.get("qnt_type") == AFFINE:
-        return Affine(int(attributes["zp"]), float(attributes["scale"]), np.dtype("int8"))
-    return Cast(dtype if dtype.kind == "f" else np.dtype("float16"))
-
-
-def model_input(attributes: dict[str, Any], held: np.ndarray) -> np.ndarray:
-    """What the model computes on for an input held as ``held`` (its logical values).
-
-    Pass-through bytes are the model's own quantized input: dequantized. Otherwise the runtime
-    converts the declared values (mean 0, scale 1) into the first layer's type: quantized with
-    the model's zp/scale (int8 models) or rounded to float16.
-    """
-    quant = quantizer(attributes)
-    if isinstance(quant, Affine):
-        if attributes.get("pass_through"):
-            dequantized = quant.dequantize(held)
-        else:
-            dequantized = quant.dequantize(quant.quantize(held.astype(np.float64)))
-        return dequantized.astype(np.float32)
-    float16: np.ndarray = held.astype(np.float16).astype(np.float32)
-    return float16
-
-
-def output_quantizer(attributes: dict[str, Any]) -> Quantizer:
-    return quantizer(attributes)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from npu_hil.targets.rockchip import (
+from npu_hil.targets.rockchip.tables import (
     RK2118,
     RK3562,
     RK3566_RK3568,
@@ -351,7 +351,7 @@ def last_op_kind(target: str, op_type: str, feeders: tuple[str, ...]) -> str:
 def npu_input_types(target: str) -> frozenset[str]:
     """Declared input types whose mean/scale/quantization runs on the NPU: the input table's
     NPU rows, plus int8 where it is the compiler's default input (deviation int8-default-input)."""
-    from npu_hil.targets.rockchip import input_rows
+    from npu_hil.targets.rockchip.tables import input_rows
 
     types = {
         t

@@ -1,12 +1,15 @@
 """What a device must hold, computed on the host from the runtime's report alone.
 
 For each input: the layout the device reported, and the values it must hold (the caller's
-tensor, or for KL730 float data the fixed point the runtime's radix/scale make of it). For each
-output: the reference model (onnxruntime) run on what the model sees — the held inputs decoded
-as the vendor does — then quantized with the parameters the device reported, in the layout it
-reported. Diff the device's buffers against these with :func:`harness.diff.diff_buffers`.
+tensor, or for float data given to an integer buffer what the reported quantization makes of
+it). For each output: the reference model (onnxruntime) run on what the model sees — the held
+inputs decoded as the vendor does (the vendor unit's quantization model,
+``targets/<vendor>/quant.py``) — then quantized with the parameters the device reported, in the
+layout it reported. Diff the device's buffers against these with
+:func:`harness.diff.diff_buffers`.
 
-Nothing here reads the simulator's internals, so the same code checks a real board's result.
+Nothing here reads the simulator: the same code checks a simulated board's result and a real
+one's (``tests/test_structure.py`` holds that this package imports nothing of ``harness.sim``).
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any, Protocol
 
 import numpy as np
@@ -22,8 +24,10 @@ import onnx
 
 from npu_hil.harness.codec import BlockedLayout
 from npu_hil.harness.codec.reported import layout_from_report
+from npu_hil.harness.errors import LayoutError
 from npu_hil.harness.models.reference import reference_outputs
-from npu_hil.harness.sim.targets import HORIZON, KNERON, vendor_of
+from npu_hil.targets.registry import unit_for
+from npu_hil.targets.unit import QuantModel
 
 
 class ReportedTensor(Protocol):
@@ -50,20 +54,12 @@ class Expected:
     attributes: dict[str, Any]
 
 
-def semantics(target: str) -> ModuleType:
-    """The vendor module that knows how the target's values relate to floats."""
-    vendor = vendor_of(target)
-    if vendor == HORIZON:
-        from npu_hil.harness.sim.vendors import horizon
-
-        return horizon
-    if vendor == KNERON:
-        from npu_hil.harness.sim.vendors import kneron
-
-        return kneron
-    from npu_hil.harness.sim.vendors import rknn
-
-    return rknn
+def semantics(target: str) -> QuantModel:
+    """The vendor unit's model of how the target's values relate to floats."""
+    quant = unit_for(target).quant
+    if quant is None:
+        raise LayoutError(f"{target}: its vendor unit has no quantization model: no oracle")
+    return quant
 
 
 def expected_input(target: str, reported: ReportedTensor, given: np.ndarray) -> Expected:

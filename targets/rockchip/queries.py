@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from npu_hil.harness.codec.registry import get_layout
-from npu_hil.targets import rockchip_observed as observed
+from npu_hil.targets.rockchip import observed
 
 QUERIES = (
     "INPUT_ATTR",

@@ -56,7 +56,6 @@ import numpy as np
 from npu_hil.harness.codec.encodings import Encoding
 from npu_hil.harness.codec.engine import BlockedLayout, Dim, span
 from npu_hil.harness.codec.params import int_tuple, one_int, round_up, take_params
-from npu_hil.harness.codec.registry import register
 from npu_hil.harness.errors import LayoutError
 
 TARGETS = ("kl730",)
@@ -461,9 +460,6 @@ def _encoding(fmt: Kl730Format, dtype: np.dtype, value_bits: int, where: str) ->
     if value_bits == 16:
         return Encoding("raw", dtype)
     return Encoding("kl15_hl" if fmt.hl else "kl15", dtype)
-
-
-register(TARGETS, build, layout_names)
 
 
 def tables_text(target: str = "kl730") -> str:

@@ -29,10 +29,9 @@ import numpy as np
 from npu_hil.harness.codec.encodings import Encoding
 from npu_hil.harness.codec.engine import BlockedLayout, Dim
 from npu_hil.harness.codec.params import bounded_size, int_tuple, one_int, round_up, take_params
-from npu_hil.harness.codec.registry import register
 from npu_hil.harness.errors import LayoutError
-from npu_hil.targets import rockchip
-from npu_hil.targets import rockchip_observed as observed
+from npu_hil.targets.rockchip import convolution, observed
+from npu_hil.targets.rockchip import tables as rockchip
 
 INPUT_LAYOUTS = ("NHWC", "NC1HWC2", "UNDEFINE")
 OUTPUT_LAYOUTS = ("NCHW", "NHWC", "NC1HWC2", "UNDEFINE")
@@ -475,7 +474,7 @@ def _c2(where: str, target: str, dtype: np.dtype, params: dict[str, Any]) -> tup
             f"{dtype.name}; give the device's c2 or native_dims"
         )
     precision = rockchip.precision_of(dtype.name)
-    c2, source = rockchip.c2_default(target, precision)
+    c2, source = convolution.c2_default(target, precision)
     seen = observed.c2_observed(target, precision)
     if seen is not None:
         return seen[0], (
@@ -544,6 +543,3 @@ def _layout(
         provenance=provenance,
         attributes=attributes,
     )
-
-
-register(rockchip.TARGETS, build, layout_names)

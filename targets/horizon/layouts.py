@@ -29,7 +29,6 @@ import numpy as np
 from npu_hil.harness.codec.encodings import Encoding
 from npu_hil.harness.codec.engine import BlockedLayout, Dim
 from npu_hil.harness.codec.params import bounded_size, int_tuple, one_int, round_up, take_params
-from npu_hil.harness.codec.registry import register
 from npu_hil.harness.errors import LayoutError
 
 TARGETS = ("rdk-x3", "rdk-x5", "rdk-s100")
@@ -301,9 +300,6 @@ def _axis_names(rank: int, tensor_layout: str) -> tuple[str, ...]:
     if rank == 4:
         return tuple(tensor_layout.lower())
     return tuple(f"d{a}" for a in range(rank))
-
-
-register(TARGETS, build, layout_names)
 
 
 def tables_text(target: str) -> str:
