@@ -200,7 +200,7 @@ class Board:
 
     @property
     def vendor(self) -> str:
-        """rockchip, horizon or kneron."""
+        """The name of the target's vendor unit (``targets.registry``)."""
         return VENDOR_OF[self.target]
 
     @property

@@ -35,8 +35,8 @@ pytest_plugins = [
 ]
 
 MARKERS = (
-    "soc(*names): run this test on boards of these SoCs (e.g. rk3588, kl730, rdk-x5)",
-    "vendor(*names): run this test on boards of these vendors (rockchip, kneron, horizon)",
+    "soc(*names): run this test on boards of these SoCs (the targets of npu-hil targets list)",
+    "vendor(*names): run this test on boards of these vendors (the vendor units' names)",
     "hw_only: run only on real hardware, never on a simulated board",
     "sim_only: run only on simulated boards",
     "layout(*names): the NPU layouts this test exercises",

@@ -219,5 +219,3 @@ def _value_shapes(model: Any) -> dict[str, list[int | None]]:
     for init in graph.initializer:
         shapes[init.name] = list(init.dims)
     return shapes
-
-

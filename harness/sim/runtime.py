@@ -31,6 +31,7 @@ from npu_hil.harness.sim.options import SimOptions
 from npu_hil.harness.sim.targets import unit_of
 from npu_hil.harness.sim.tensors import InputLike, SimRun, SimTensor
 from npu_hil.harness.sim.vendors.base import VendorSim
+from npu_hil.targets.registry import units
 
 RUNTIME_NAME = "npu-hil simulated NPU"
 
@@ -42,6 +43,10 @@ class SimModel:
     proto: onnx.ModelProto
     graph: GraphInfo
     source: str
+
+
+def _artifact_suffixes() -> list[str]:
+    return sorted({suffix for unit in units() for suffix in unit.artifact_suffixes})
 
 
 def _vendor_sim(options: SimOptions) -> VendorSim:
@@ -101,7 +106,7 @@ class SimNpu:
                     "UnsupportedError",
                     "load",
                     f"{path.name}: the simulated runtime runs ONNX reference models; compiled "
-                    "artifacts (.rknn, .hbm/.bin, .nef) run on real boards",
+                    f"artifacts ({', '.join(_artifact_suffixes())}) run on real boards",
                 )
             try:
                 proto = onnx.load_model(str(path))

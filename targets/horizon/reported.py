@@ -59,7 +59,6 @@ class HorizonReport:
         return _horizon(target, role, attributes, dtype, shape, reported, params)
 
 
-
 def _horizon_type(attributes: Mapping[str, Any], target: str) -> str:
     raw = _require(attributes, "tensorType", "hbDNNTensorProperties")
     if isinstance(raw, int) and not isinstance(raw, bool):
@@ -160,5 +159,3 @@ def _horizon(
         elif attributes.get("alignedShape") is not None:
             extra["aligned_shape"] = list(attributes["alignedShape"])
     return get_layout(target, "strided", shape, dtype, role=role, **extra, **params)
-
-

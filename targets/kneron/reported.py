@@ -39,7 +39,6 @@ class Kl730Report:
         return _kl730(target, role, attributes, dtype, shape, reported, params)
 
 
-
 def _kl730_format(attributes: Mapping[str, Any]) -> kl730.Kl730Format:
     raw = _require(attributes, "data_layout", "kl730 node descriptor")
     if not isinstance(raw, str):

@@ -215,5 +215,3 @@ def conv_rule(target: str, rule: str) -> ConvRule:
         f"{target}: convolution width rule: expected one of {listed} "
         f"({rules[0].platform} lists rule{'s' if len(rules) > 1 else ''} {listed}), got {rule!r}"
     )
-
-

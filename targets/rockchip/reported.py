@@ -48,7 +48,6 @@ class RknnReport:
         return _rknn(target, role, attributes, dtype, shape, reported, params)
 
 
-
 def _rknn_name(attributes: Mapping[str, Any], key: str, codes: Mapping[int, str]) -> str:
     """A ``rknn_tensor_attr`` enum field as its name: the runtime gives numbers, the fakes and
     the simulator names (``RKNN_TENSOR_INT8``, ``INT8``)."""
@@ -193,5 +192,3 @@ def _check_nhwc(where: str, role: str, dims: tuple[int, ...], shape: tuple[int, 
         raise LayoutError(
             f"{where}: dims {list(dims)} cannot hold NCHW {list(shape)} (expected {want})"
         )
-
-

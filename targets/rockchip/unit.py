@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from npu_hil.targets.rockchip import layouts, observed, preflight, quant, tables, variants
+from npu_hil.targets.rockchip import (
+    layouts,
+    observed,
+    preflight,
+    quant,
+    queries,
+    tables,
+    text,
+    variants,
+)
 from npu_hil.targets.rockchip.reported import RknnReport
 from npu_hil.targets.unit import SimOption, Vendor
 
@@ -12,7 +21,7 @@ the runtimes reported for every compiled model of the observations but RK2118's)
 
 
 def tables_text(target: str) -> str:
-    return tables.tables_text(target) + observed.deviations_text(target)
+    return text.tables_text(target) + observed.deviations_text(target)
 
 
 def default_input_layout(shape: tuple[int, ...]) -> str:
@@ -42,4 +51,5 @@ UNIT = Vendor(
     preflight=preflight.preflight,
     enum_prefixes=("RKNN_TENSOR_",),
     last_op_kind=observed.last_op_kind,
+    extras={"check_observations": queries.check_observations},
 )
