@@ -25,7 +25,6 @@ from npu_hil.targets.horizon.layouts import (
     tables_text,
 )
 from npu_hil.targets.horizon.unit import UNIT
-from npu_hil.targets.registry import register
 
 __all__ = [
     "FIRST_ADDRESS_ALIGN",
@@ -46,5 +45,3 @@ __all__ = [
     "strides_of_aligned_shape",
     "tables_text",
 ]
-
-register(UNIT)

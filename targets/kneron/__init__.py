@@ -7,8 +7,5 @@ from __future__ import annotations
 
 from npu_hil.targets.kneron import kl730
 from npu_hil.targets.kneron.unit import UNIT
-from npu_hil.targets.registry import register
 
 __all__ = ["UNIT", "kl730"]
-
-register(UNIT)

@@ -52,6 +52,7 @@ from npu_hil.targets.rockchip.tables import (
     precision_of,
 )
 from npu_hil.targets.rockchip.text import tables_text
+from npu_hil.targets.rockchip.unit import UNIT
 
 __all__ = [
     "C2_DERIVED_SOURCE",
@@ -73,6 +74,7 @@ __all__ = [
     "RV1103B_RV1106B",
     "RV1103_RV1106",
     "TARGETS",
+    "UNIT",
     "ConvRule",
     "InputRow",
     "NFormula",
@@ -91,8 +93,3 @@ __all__ = [
     "precision_of",
     "tables_text",
 ]
-
-from npu_hil.targets.registry import register
-from npu_hil.targets.rockchip.unit import UNIT
-
-register(UNIT)
