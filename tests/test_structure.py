@@ -26,7 +26,7 @@ MAX_LINES = 600
 # → harness.sim); the codec and the vendor units no longer reach each other both ways.
 KNOWN_CYCLES = {
     frozenset({"harness", "harness.agent", "harness.codec", "harness.models", "harness.sim",
-               "harness.transport", "targets"}),
+               "harness.simkit", "harness.transport", "targets"}),
     frozenset({"harness.plugin", "harness.report"}),
 }  # fmt: skip
 
@@ -54,9 +54,6 @@ KNOWN_VENDOR_FILES = {
     "harness/models/rknn_build.py",
     "harness/models/rknn_child.py",
     "harness/models/rknn_file.py",
-    "harness/sim/vendors/horizon.py",
-    "harness/sim/vendors/kneron.py",
-    "harness/sim/vendors/rknn.py",
 }
 VENDOR_WORD = re.compile(
     r"rockchip|horizon|kneron|rknn|hobot|kl730|rk35\d\d|rv11\d\d|rk2118|rdk[-_]", re.IGNORECASE
@@ -222,9 +219,18 @@ def test_the_vendor_check_sees_code_and_not_docstrings(tmp_path: Path) -> None:
     assert names_a_vendor(sample)
 
 
-# What the vendor units may import of the harness: the codec they describe formats with, and the
-# error types they raise.
-TARGETS_MAY_IMPORT = ("npu_hil.targets", "npu_hil.harness.codec", "npu_hil.harness.errors")
+# What the vendor units may import of the harness: the codec they describe formats with, the
+# kit they write their simulated runtime with, and the error types they raise.
+TARGETS_MAY_IMPORT = (
+    "npu_hil.targets",
+    "npu_hil.harness.codec",
+    "npu_hil.harness.simkit",
+    "npu_hil.harness.errors",
+)
+
+
+def _is_in(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
 
 
 def _imports_under(folder: str) -> dict[str, set[str]]:
@@ -238,7 +244,7 @@ def _imports_under(folder: str) -> dict[str, set[str]]:
 
 def test_the_codec_imports_nothing_of_the_vendor_units() -> None:
     reaching = {
-        module: sorted(n for n in names if n.startswith("npu_hil.targets"))
+        module: sorted(n for n in names if _is_in(n, "npu_hil.targets"))
         for module, names in _imports_under("harness/codec").items()
     }
     assert not {m: n for m, n in reaching.items() if n}, "the codec must not import targets/"
@@ -246,7 +252,7 @@ def test_the_codec_imports_nothing_of_the_vendor_units() -> None:
 
 def test_the_vendor_units_import_only_the_codec_and_the_errors() -> None:
     upward = {
-        module: sorted(n for n in names if not n.startswith(TARGETS_MAY_IMPORT))
+        module: sorted(n for n in names if not any(_is_in(n, p) for p in TARGETS_MAY_IMPORT))
         for module, names in _imports_under("targets").items()
     }
     assert not {m: n for m, n in upward.items() if n}, f"targets/ imports upward: {upward}"
@@ -256,10 +262,22 @@ def test_the_oracle_imports_nothing_of_the_simulator() -> None:
     found = _imports_under("harness/expect")
     assert found, "harness/expect/ is the oracle stage"
     reaching = {
-        module: sorted(n for n in names if n.startswith("npu_hil.harness.sim"))
+        module: sorted(n for n in names if _is_in(n, "npu_hil.harness.sim"))
         for module, names in found.items()
     }
     assert not {m: n for m, n in reaching.items() if n}, f"the oracle imports the sim: {reaching}"
+
+
+def test_the_simulation_kit_imports_neither_the_units_nor_the_simulator() -> None:
+    found = _imports_under("harness/simkit")
+    assert found, "harness/simkit/ is what vendor units write their simulated runtime with"
+    reaching = {
+        module: sorted(
+            n for n in names if _is_in(n, "npu_hil.targets") or _is_in(n, "npu_hil.harness.sim")
+        )
+        for module, names in found.items()
+    }
+    assert not {m: n for m, n in reaching.items() if n}, f"harness/simkit/ reaches up: {reaching}"
 
 
 def test_the_direction_checks_see_an_import(tmp_path: Path) -> None:

@@ -34,8 +34,8 @@ import numpy as np
 
 from npu_hil.harness.codec import BlockedLayout, get_layout
 from npu_hil.harness.errors import LayoutError
-from npu_hil.harness.sim.errors import SimConfigError
-from npu_hil.harness.sim.tensors import SimTensor
+from npu_hil.harness.simkit.errors import SimConfigError
+from npu_hil.harness.simkit.tensors import SimTensor
 from npu_hil.targets.registry import unit_for
 
 BUFFER_FAULTS = (

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from npu_hil.harness.sim.errors import SimConfigError
 from npu_hil.harness.sim.execute import EXECUTORS
 from npu_hil.harness.sim.faults import Fault, parse_faults
 from npu_hil.harness.sim.targets import unit_of, vendor_of
+from npu_hil.harness.simkit.errors import SimConfigError
+from npu_hil.harness.simkit.options import RuntimeOptions
 
 COMMON = ("target", "faults", "executor", "buffer_offset", "buffer_offsets", "input_layout",
           "output_layout")  # fmt: skip
@@ -27,27 +28,14 @@ OPTION_HELP = {
 
 
 @dataclass(frozen=True)
-class SimOptions:
-    target: str
+class SimOptions(RuntimeOptions):
+    """The options of a simulated board, checked (:meth:`from_mapping`)."""
+
     faults: tuple[Fault, ...] = ()
-    executor: str = "auto"
-    buffer_offset: int = 0
-    buffer_offsets: dict[str, int] = field(default_factory=dict)
-    input_layout: str | None = None
-    output_layout: str | None = None
-    vendor_options: dict[str, str] = field(default_factory=dict)
-    """The vendor unit's own options that were given (name → one of its choices)."""
 
     @property
     def vendor(self) -> str:
         return vendor_of(self.target)
-
-    def option(self, name: str) -> str | None:
-        """A vendor option's value, None when not given."""
-        return self.vendor_options.get(name)
-
-    def offset_for(self, name: str) -> int:
-        return self.buffer_offsets.get(name, self.buffer_offset)
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> SimOptions:

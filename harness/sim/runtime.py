@@ -24,13 +24,13 @@ from typing import Any
 import onnx
 
 from npu_hil.harness.sim import execute
-from npu_hil.harness.sim.errors import SimConfigError, SimRefusal
 from npu_hil.harness.sim.faults import apply_buffer_faults, apply_process_faults
-from npu_hil.harness.sim.graph import GraphInfo, inspect
 from npu_hil.harness.sim.options import SimOptions
 from npu_hil.harness.sim.targets import unit_of
-from npu_hil.harness.sim.tensors import InputLike, SimRun, SimTensor
-from npu_hil.harness.sim.vendors.base import VendorSim
+from npu_hil.harness.simkit.base import VendorSim
+from npu_hil.harness.simkit.errors import SimConfigError, SimRefusal
+from npu_hil.harness.simkit.graph import GraphInfo, inspect
+from npu_hil.harness.simkit.tensors import InputLike, SimRun, SimTensor
 from npu_hil.targets.registry import units
 
 RUNTIME_NAME = "npu-hil simulated NPU"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from npu_hil.harness.sim.errors import SimConfigError
+from npu_hil.harness.simkit.errors import SimConfigError
 from npu_hil.targets.registry import VENDOR_OF as _VENDOR_OF
 from npu_hil.targets.registry import all_targets, unit_for
 from npu_hil.targets.unit import Vendor

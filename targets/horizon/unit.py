@@ -19,7 +19,7 @@ UNIT = Vendor(
     tables_text=layouts.tables_text,
     report=HorizonReport(),
     quant=quant,
-    simulator="npu_hil.harness.sim.vendors.horizon:HorizonSim",
+    simulator="npu_hil.targets.horizon.sim:HorizonSim",
     sim_options={
         "output_quant": SimOption(
             "Horizon outputs: scale (default), shift or none (F32)", ("scale", "shift", "none")

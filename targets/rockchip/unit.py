@@ -38,7 +38,7 @@ UNIT = Vendor(
     tables_text=tables_text,
     report=RknnReport(),
     quant=quant,
-    simulator="npu_hil.harness.sim.vendors.rknn:RknnSim",
+    simulator="npu_hil.targets.rockchip.sim:RknnSim",
     sim_options={
         "precision": SimOption("RKNN first-layer precision: int8 or float16", tables.PRECISIONS)
     },

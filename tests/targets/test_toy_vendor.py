@@ -26,9 +26,9 @@ from npu_hil.harness.errors import LayoutError
 from npu_hil.harness.expect import expect_run
 from npu_hil.harness.models import build
 from npu_hil.harness.sim import SimConfigError, SimInput, SimNpu
-from npu_hil.harness.sim.graph import GraphInfo, TensorInfo
-from npu_hil.harness.sim.tensors import InputLike, SimTensor, input_dtype, logical_input
-from npu_hil.harness.sim.vendors.base import HeldInput, VendorSim, static_shape
+from npu_hil.harness.simkit.base import HeldInput, VendorSim, static_shape
+from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
+from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, logical_input
 from npu_hil.targets import tables_text
 from npu_hil.targets.quant import Affine, Cast, Quantizer, choose_affine
 from npu_hil.targets.registry import register, unit_for, unregister, vendor_of

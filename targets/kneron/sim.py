@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from npu_hil.harness.codec import BlockedLayout
-from npu_hil.harness.sim.errors import SimRefusal
-from npu_hil.harness.sim.graph import GraphInfo, TensorInfo
-from npu_hil.harness.sim.options import SimOptions
-from npu_hil.harness.sim.tensors import InputLike, SimTensor, input_dtype, logical_input
-from npu_hil.harness.sim.vendors.base import HeldInput, VendorSim, dense_strides, static_shape
-from npu_hil.targets import kl730
+from npu_hil.harness.simkit.base import HeldInput, VendorSim, dense_strides, static_shape
+from npu_hil.harness.simkit.errors import SimRefusal
+from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
+from npu_hil.harness.simkit.options import RuntimeOptions
+from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, logical_input
+from npu_hil.targets.kneron import kl730
 from npu_hil.targets.kneron.quant import CHANNEL_AXIS, model_input
 from npu_hil.targets.quant import FixedPoint, choose_fixed_point, fixed_point_for_type
 
@@ -37,7 +37,7 @@ def default_input_format(channels: int, bits: int) -> str:
 
 
 class Kl730Sim(VendorSim):
-    def __init__(self, options: SimOptions) -> None:
+    def __init__(self, options: RuntimeOptions) -> None:
         super().__init__(options)
         self.output_format = options.output_layout or "1W16C8B"
         self._require_format(self.output_format, "output_layout", "init")

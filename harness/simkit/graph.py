@@ -1,6 +1,6 @@
 """What the simulated runtime reads off an ONNX model when it loads it: the inputs and outputs
 with their shapes, every convolution with the numbers the width rules need, and the op that
-produces each output (RKNN pads NC1HWC2 channels further when the last layer is a convolution)."""
+produces each output and the ops that feed it (a vendor's output layout may depend on them)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper, shape_inference
-
-from npu_hil.targets import last_op_kind
 
 CONV_OPS = ("Conv", "ConvTranspose")
 
@@ -62,14 +60,10 @@ class GraphInfo:
     def input(self, name: str) -> TensorInfo | None:
         return next((t for t in self.inputs if t.name == name), None)
 
-    def last_op(self, output: str, target: str | None = None) -> str:
-        """What produced ``output`` as the target's compiler sees it: ``conv`` for a
-        Conv/ConvTranspose (and, on Rockchip targets, ops the compiler fuses into one), else
-        ``other``."""
-        op = self.producers.get(output, "")
-        if target is not None:
-            return last_op_kind(target, op, self.feeders.get(output, ()))
-        return "conv" if op in CONV_OPS else "other"
+    def last_op(self, output: str) -> str:
+        """``conv`` when a Conv/ConvTranspose produced ``output``, else ``other`` (a vendor
+        unit that fuses ops reads :attr:`producers` and :attr:`feeders` itself)."""
+        return "conv" if self.producers.get(output, "") in CONV_OPS else "other"
 
 
 def _shape(value: onnx.ValueInfoProto) -> tuple[int | None, ...]:

@@ -27,13 +27,15 @@ import numpy as np
 
 from npu_hil.harness.codec import BlockedLayout
 from npu_hil.harness.errors import LayoutError
-from npu_hil.harness.sim.errors import SimRefusal
-from npu_hil.harness.sim.graph import GraphInfo, TensorInfo
-from npu_hil.harness.sim.options import SimOptions
-from npu_hil.harness.sim.tensors import InputLike, SimTensor, input_dtype, logical_input
-from npu_hil.harness.sim.vendors.base import HeldInput, VendorSim, static_shape
-from npu_hil.targets import check_conv, rockchip
+from npu_hil.harness.simkit.base import HeldInput, VendorSim, static_shape
+from npu_hil.harness.simkit.errors import SimRefusal
+from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
+from npu_hil.harness.simkit.options import RuntimeOptions
+from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, logical_input
+from npu_hil.targets.conv import check_conv
 from npu_hil.targets.quant import Affine, Cast, Quantizer, affine_for_type, choose_affine
+from npu_hil.targets.rockchip import observed
+from npu_hil.targets.rockchip import tables as rockchip
 from npu_hil.targets.rockchip.layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS, RKNN_TYPES
 from npu_hil.targets.rockchip.observed import npu_input_types
 from npu_hil.targets.rockchip.quant import AFFINE, NONE, model_input
@@ -47,7 +49,7 @@ WIDTH_RULE_CHANNELS = (1, 3, 4)
 
 
 class RknnSim(VendorSim):
-    def __init__(self, options: SimOptions) -> None:
+    def __init__(self, options: RuntimeOptions) -> None:
         super().__init__(options)
         self.precision = options.option("precision") or rockchip.default_first_layer(self.target)
         self.output_fmt = options.output_layout or "NC1HWC2"
@@ -155,6 +157,11 @@ class RknnSim(VendorSim):
 
     # --------------------------------------------------------------------- outputs
 
+    def _last_op(self, output: str, graph: GraphInfo) -> str:
+        """What the compiler makes of the op producing ``output`` (it fuses some into a conv)."""
+        op = graph.producers.get(output, "")
+        return observed.last_op_kind(self.target, op, graph.feeders.get(output, ()))
+
     def _output_layout(
         self, index: int, info: TensorInfo, graph: GraphInfo, stage: str
     ) -> BlockedLayout:
@@ -171,7 +178,7 @@ class RknnSim(VendorSim):
                     "LayoutError", stage, f"output {info.name!r}: {exc.message}"
                 ) from None
         params = (
-            {"last_op": graph.last_op(info.name, self.target)} if fmt in ("NHWC", "NC1HWC2") else {}
+            {"last_op": self._last_op(info.name, graph)} if fmt in ("NHWC", "NC1HWC2") else {}
         )
         return self.layout(fmt, shape, self.output_dtype, "output", stage, info.name, **params)
 

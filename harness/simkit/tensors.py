@@ -8,7 +8,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from npu_hil.harness.codec import BlockedLayout, aligned_empty
-from npu_hil.harness.sim.errors import SimRefusal
+from npu_hil.harness.simkit.errors import SimRefusal
 
 
 class InputLike(Protocol):

@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 
 from npu_hil.harness.codec import BlockedLayout
-from npu_hil.harness.sim.errors import SimRefusal
-from npu_hil.harness.sim.graph import GraphInfo, TensorInfo
-from npu_hil.harness.sim.options import SimOptions
-from npu_hil.harness.sim.tensors import InputLike, SimTensor, input_dtype, logical_input
-from npu_hil.harness.sim.vendors.base import HeldInput, VendorSim, static_shape
-from npu_hil.targets import horizon
+from npu_hil.harness.simkit.base import HeldInput, VendorSim, static_shape
+from npu_hil.harness.simkit.errors import SimRefusal
+from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
+from npu_hil.harness.simkit.options import RuntimeOptions
+from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, logical_input
+from npu_hil.targets.horizon import layouts as horizon
 from npu_hil.targets.horizon.images import image_shape
 from npu_hil.targets.horizon.quant import model_input
 from npu_hil.targets.quant import (
@@ -51,7 +51,7 @@ CHANNEL_AXIS = 1
 
 
 class HorizonSim(VendorSim):
-    def __init__(self, options: SimOptions) -> None:
+    def __init__(self, options: RuntimeOptions) -> None:
         super().__init__(options)
         self.output_quant = options.option("output_quant") or "scale"
 

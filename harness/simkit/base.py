@@ -1,4 +1,7 @@
-"""What every simulated vendor runtime does the same way: place a tensor in device memory."""
+"""What every simulated vendor runtime does the same way: place a tensor in device memory.
+
+A vendor unit's simulated runtime (``targets/<vendor>/sim.py``) subclasses :class:`VendorSim`;
+the simulator (``harness.sim``) builds it from the unit and drives it."""
 
 from __future__ import annotations
 
@@ -10,10 +13,10 @@ import numpy as np
 
 from npu_hil.harness.codec import BlockedLayout, get_layout
 from npu_hil.harness.errors import LayoutError
-from npu_hil.harness.sim.errors import SimRefusal
-from npu_hil.harness.sim.graph import GraphInfo, TensorInfo
-from npu_hil.harness.sim.options import SimOptions
-from npu_hil.harness.sim.tensors import InputLike, SimTensor, device_buffer, raw_bytes
+from npu_hil.harness.simkit.errors import SimRefusal
+from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
+from npu_hil.harness.simkit.options import RuntimeOptions
+from npu_hil.harness.simkit.tensors import InputLike, SimTensor, device_buffer, raw_bytes
 
 LOGICAL_LAYOUTS = ("NCHW", "logical")
 """Layout names an input may carry to mean "the logical tensor, lay it out the default way"."""
@@ -30,7 +33,7 @@ class HeldInput:
 class VendorSim(ABC):
     """A vendor's runtime, simulated for one target."""
 
-    def __init__(self, options: SimOptions) -> None:
+    def __init__(self, options: RuntimeOptions) -> None:
         self.options = options
         self.target = options.target
 
