@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import warnings
 from pathlib import Path
@@ -63,7 +62,7 @@ def run_diff(args: argparse.Namespace) -> int:
     if args.png is not None:
         render_heatmap(report, layout, args.png)
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        print(report.to_json())
     else:
         print(report.summary())
     return 0 if report.ok else 1

@@ -16,7 +16,11 @@ Which transport a board gets:
   when its session opens, its transport pointed at the place's resources, and the place released
   when the farm closes (:mod:`harness.farm.labgrid_places`).
 
-The library works without pytest; the plugin only maps its options onto this class.
+Recovery is the farm's too (:mod:`harness.farm.recovery`): :meth:`Farm.ready` checks a board's
+health once and power-cycles an unhealthy one, and every session carries the farm's retry
+policy, so a script calling :meth:`Farm.ready` and :func:`harness.pipeline.run_model` gets what a
+pytest run gets. The library works without pytest; the plugin only maps its options onto this
+class.
 """
 
 from __future__ import annotations
@@ -32,22 +36,28 @@ from filelock import FileLock
 import npu_hil
 from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.errors import NpuHilError, TransportError
+from npu_hil.harness.farm.backends import BACKENDS
 from npu_hil.harness.farm.breaker import DEFAULT_THRESHOLD, CircuitBreaker
 from npu_hil.harness.farm.connect import connect
 from npu_hil.harness.farm.inventory import SIM_ADAPTER, Board, Inventory, load_inventory
 from npu_hil.harness.farm.labgrid_places import FarmPlaces
 from npu_hil.harness.farm.power import power_cycle as _power_cycle
+from npu_hil.harness.farm.recovery import (
+    BoardCondition,
+    BoardUnhealthyError,
+    RetryPolicy,
+    health_problem,
+)
 from npu_hil.harness.farm.session import BoardSession, Health
 from npu_hil.harness.folders import default_workdir, private_dir
 from npu_hil.harness.models import Manifest, load_manifest
 from npu_hil.harness.transport.base import Transport
 from npu_hil.harness.transport.local import LocalTransport
 
-__all__ = ["BACKENDS", "Farm"]
+__all__ = ["Farm"]
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("auto", "sim", "hw")
 HARNESS_ROOT = Path(npu_hil.__file__).resolve().parent.parent
 """The folder holding ``harness`` and ``targets``: what a simulated board needs on its path."""
 LOCK_TIMEOUT_S = 3600.0
@@ -64,7 +74,9 @@ class Farm:
     (UnsafeFolderError otherwise). ``keep_remote`` leaves job folders behind for inspection.
     ``breaker_threshold``: after that many infrastructure failures in a row a board is marked
     unhealthy and every later run on it raises BoardBrokenError at once
-    (:mod:`harness.farm.breaker`); None or 0 never marks one.
+    (:mod:`harness.farm.breaker`); None or 0 never marks one. ``retry``: how often and after
+    what backoff a model run on a session of this farm is retried after an infrastructure
+    failure (:class:`~harness.farm.recovery.RetryPolicy`; default: once, after 1 s, as in pytest).
     """
 
     def __init__(
@@ -75,6 +87,7 @@ class Farm:
         workdir: str | os.PathLike[str] | None = None,
         keep_remote: bool = False,
         breaker_threshold: int | None = DEFAULT_THRESHOLD,
+        retry: RetryPolicy | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise NpuHilError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -88,6 +101,8 @@ class Farm:
         if breaker_threshold is not None and breaker_threshold < 0:
             raise NpuHilError(f"breaker_threshold must be 0 or more, got {breaker_threshold}")
         self.breaker_threshold = breaker_threshold
+        self.retry = retry if retry is not None else RetryPolicy()
+        self._conditions: dict[str, BoardCondition] = {}
         self._breakers: dict[str, CircuitBreaker] = {}
         self._sessions: dict[str, BoardSession] = {}
         self._health: dict[str, Health] = {}
@@ -172,6 +187,7 @@ class Farm:
             workdir=self._board_dir(board),
             manifest_path=self.inventory.manifest,
             breaker=self.breaker(board),
+            retry=self.retry,
         )
 
     def _sim_session(self, board: Board, reason: str | None) -> BoardSession:
@@ -190,6 +206,7 @@ class Farm:
             fallback_reason=reason,
             manifest_path=self.inventory.manifest,
             breaker=self.breaker(board),
+            retry=self.retry,
         )
 
     def _client(self, transport: Transport, python: str | None) -> AgentClient:
@@ -209,7 +226,7 @@ class Farm:
             found = self._breakers[name] = CircuitBreaker(name, self.breaker_threshold)
         return found
 
-    # --- health, power, locks --------------------------------------------------------------------
+    # --- health, recovery, power, locks --------------------------------------------------------
 
     def health(self, board: Board | str) -> Health:
         """Reachable (ping) and the runtime's versions, checked once per board and farm. Never
@@ -232,6 +249,33 @@ class Farm:
             health = Health(False, {}, f"{type(exc).__name__}: {exc.message}", simulated, reason)
         self._health[board.name] = health
         return health
+
+    def check_health(self, board: Board | str) -> None:
+        """Once per board and farm: healthy, or power-cycled and checked again when the board has
+        power control (:func:`~harness.farm.recovery.health_problem`). BoardUnhealthyError with
+        the cause when it is not, now and at every later call."""
+        board = self._board(board)
+        condition = self._conditions.get(board.name)
+        if condition is None:
+            condition = self._conditions[board.name] = BoardCondition()
+            condition.problem = health_problem(self, board, condition.events)
+            if condition.problem is not None:
+                # Why it is unhealthy is often in what its console printed while it rebooted.
+                condition.boot_log = self.take_boot_log(board)
+        if condition.problem is not None:
+            raise BoardUnhealthyError(condition.problem)
+
+    def condition(self, board: Board | str) -> BoardCondition:
+        """What :meth:`check_health` found and did for the board (empty before it ran)."""
+        return self._conditions.get(self._board(board).name) or BoardCondition()
+
+    def ready(self, board: Board | str) -> BoardSession:
+        """The board's session, checked as a test gets it: healthy (:meth:`check_health`: power
+        cycled once if it has to be) and its circuit breaker closed; BoardUnhealthyError or
+        BoardBrokenError otherwise."""
+        self.check_health(board)
+        self.breaker(board).check()
+        return self.session(board)
 
     def power_cycle(self, board: Board | str) -> None:
         """Power-cycle a real board with its inventory command and drop its agent session, so the

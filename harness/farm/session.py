@@ -1,7 +1,7 @@
 """A board session: one board's transport and agent client, and whether it is really simulated.
 
 Separate from :mod:`harness.farm.farm` because a session is what a test holds and what
-:func:`harness.farm.runner.run_model` runs on; the farm decides which transport a session gets.
+:func:`harness.pipeline.run_model` runs on; the farm decides which transport a session gets.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.farm.breaker import CircuitBreaker
 from npu_hil.harness.farm.connect import close_transport
 from npu_hil.harness.farm.inventory import Board
+from npu_hil.harness.farm.recovery import RetryPolicy
 from npu_hil.harness.models import Manifest, load_manifest
 from npu_hil.harness.transport.base import Transport
 
@@ -42,8 +43,9 @@ class BoardSession:
     ``simulated`` is True for a simulated board and for a real one the farm replaced by a
     simulated board (``fallback_reason`` then says why), so reports never confuse the two.
     ``adapter`` and ``adapter_options`` are what every job on this session names.
-    ``breaker`` is the board's circuit breaker (shared by copies of the session):
-    :func:`harness.farm.runner.run_model` consults and feeds it.
+    ``breaker`` is the board's circuit breaker (shared by copies of the session) and ``retry``
+    the farm's retry policy: :func:`harness.pipeline.run_model` consults and feeds the one and
+    follows the other.
     """
 
     board: Board
@@ -57,6 +59,7 @@ class BoardSession:
     manifest_path: Path | None = None
     _manifest: Manifest | None = field(default=None, repr=False)
     breaker: CircuitBreaker | None = field(default=None, repr=False)
+    retry: RetryPolicy = field(default_factory=RetryPolicy, repr=False)
 
     def __post_init__(self) -> None:
         if self.breaker is None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from npu_hil.harness.farm.runner import ModelRun
+    from npu_hil.harness.pipeline import ModelRun
 
 
 def assert_run_ok(result: ModelRun) -> None:

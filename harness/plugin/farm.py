@@ -7,32 +7,116 @@ and the ``--target``/``--board`` filters, one case per board with the board's na
 (``test_x[rk3588-01]``); a SoC the marker names that no board serves is one skipped case saying
 so. The ``board`` fixture holds the board's cross-process lock for the test, so pytest-xdist
 workers never share a board, and checks the board's health once per session.
+
+Its options are the farm's (``--backend``, ``--target``, ``--board``, ``--keep-remote``, and the
+recovery policy: ``--hil-retries``, ``npu_hil_retry_backoff``, ``--hil-breaker``), and so are its
+markers. What recovery does is the farm library's (:mod:`harness.farm.recovery`): the
+:class:`~harness.farm.Farm` built here gets the options, the ``board`` fixture records what the
+farm found and did.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.farm.backends import BACKENDS
+from npu_hil.harness.farm.breaker import DEFAULT_THRESHOLD
+from npu_hil.harness.farm.recovery import (
+    DEFAULT_BACKOFF_S,
+    DEFAULT_RETRIES,
+    BoardUnhealthyError,
+    RetryPolicy,
+    breaker_event,
+    fallback_event,
+    unreachable_event,
+)
+from npu_hil.harness.plugin.inventory import inventory_path
 from npu_hil.harness.plugin.records import item_info
 
 if TYPE_CHECKING:
     from npu_hil.harness.farm.farm import Farm
-    from npu_hil.harness.farm.inventory import Board, Inventory
+    from npu_hil.harness.farm.inventory import Inventory
     from npu_hil.harness.farm.session import BoardSession
 
 BOARD = "board"
-DEFAULT_INVENTORY = "inventory.yaml"
+MARKERS = (
+    "soc(*names): run this test on boards of these SoCs (the targets of npu-hil targets list)",
+    "vendor(*names): run this test on boards of these vendors (the vendor units' names)",
+    "hw_only: run only on real hardware, never on a simulated board",
+    "sim_only: run only on simulated boards",
+    "layout(*names): the NPU layouts this test exercises",
+    # Board cases carry xdist_group(board): registered here too, so --strict-markers passes
+    # where pytest-xdist is not installed.
+    "xdist_group(name): pytest-xdist --dist loadgroup runs a group's tests on one worker",
+)
+BACKOFF_INI = "npu_hil_retry_backoff"
 
 
-class BoardUnhealthyError(NpuHilError):
-    """A board failed its health check (after a power cycle when it has power control): its
-    tests are errors with this cause, the other boards go on."""
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("npu-hil")
+    group.addoption(
+        "--backend",
+        choices=BACKENDS,
+        default="auto",
+        help="auto: hardware where the inventory has it, falling back to simulated boards "
+        "where allowed; sim: simulated boards only; hw: hardware only (default: auto)",
+    )
+    group.addoption(
+        "--target",
+        action="append",
+        default=[],
+        metavar="SOC",
+        help="run board tests only on boards of this target (repeatable)",
+    )
+    group.addoption(
+        "--board",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run board tests only on this board (repeatable)",
+    )
+    group.addoption(
+        "--keep-remote",
+        action="store_true",
+        default=False,
+        help="keep the job folders on the boards after each run (for debugging)",
+    )
+    group.addoption(
+        "--hil-retries",
+        type=int,
+        default=DEFAULT_RETRIES,
+        metavar="N",
+        help="retries of a model run after a TransportError or timeout, with backoff "
+        f"(default {DEFAULT_RETRIES})",
+    )
+    group.addoption(
+        "--hil-breaker",
+        type=int,
+        default=DEFAULT_THRESHOLD,
+        metavar="N",
+        help="mark a board unhealthy after N infrastructure failures in a row: its remaining "
+        f"tests error at once with the cause (default {DEFAULT_THRESHOLD}; 0: never)",
+    )
+    parser.addini(
+        BACKOFF_INI,
+        "seconds before the first retry of a model run; doubled for each further retry",
+        default=str(DEFAULT_BACKOFF_S),
+    )
+
+
+def retry_policy(config: pytest.Config) -> RetryPolicy:
+    """``--hil-retries`` and ``npu_hil_retry_backoff`` as the farm's retry policy."""
+    text = str(config.getini(BACKOFF_INI))
+    try:
+        backoff = float(text)
+    except ValueError:
+        raise pytest.UsageError(f"{BACKOFF_INI}: expected seconds, got {text!r}") from None
+    return RetryPolicy(retries=int(config.getoption("hil_retries")), backoff_s=max(backoff, 0.0))
 
 
 @dataclass(frozen=True)
@@ -52,10 +136,6 @@ class FarmState:
     inventory: Inventory | None = None
     error: str | None = None
     farm: Farm | None = None
-    health: dict[str, str | None] = field(default_factory=dict)
-    boot_logs: dict[str, str] = field(default_factory=dict)
-    # What the health check did to a board that came back (a power cycle), for the report.
-    events: dict[str, list[str]] = field(default_factory=dict)
 
     def load_inventory(self) -> Inventory:
         """The inventory; an unusable one fails collection with ``file:line:column: ...``.
@@ -83,23 +163,10 @@ class FarmState:
                 backend=self.config.getoption("backend"),
                 workdir=None,  # the farm's machine-wide default: locks shared by every process
                 keep_remote=self.config.getoption("keep_remote"),
-                breaker_threshold=self.config.getoption("hil_breaker", 3),
+                breaker_threshold=self.config.getoption("hil_breaker", DEFAULT_THRESHOLD),
+                retry=retry_policy(self.config),
             )
         return self.farm
-
-    def check_health(self, farm: Farm, board: Board) -> None:
-        """Once per board and process: healthy, or power-cycled and checked again when the board
-        has power control; the cause of an unhealthy board is kept for its later tests."""
-        if board.name not in self.health:
-            self.health[board.name] = _health_problem(
-                farm, board, self.events.setdefault(board.name, [])
-            )
-            if self.health[board.name] is not None:
-                # Why it is unhealthy is often in what its console printed while it rebooted.
-                self.boot_logs[board.name] = farm.take_boot_log(board)
-        problem = self.health[board.name]
-        if problem is not None:
-            raise BoardUnhealthyError(problem)
 
     def close(self) -> None:
         if self.farm is not None:
@@ -107,60 +174,17 @@ class FarmState:
             self.farm = None
 
 
-def _health_problem(farm: Farm, board: Board, events: list[str]) -> str | None:
-    try:
-        health = farm.health(board)
-    except NpuHilError as exc:
-        first = f"{type(exc).__name__}: {exc.message}"
-    else:
-        if health.ok:
-            return None
-        first = health.error or "unhealthy"
-    if board.power is None:
-        return f"board {board.name} is unhealthy: {first} (no power control to recover it)"
-    try:
-        farm.power_cycle(board)
-        again = farm.health(board)
-    except NpuHilError as exc:
-        return f"board {board.name} is unhealthy: {first}; power cycle failed: {exc.message}"
-    if again.ok:
-        events.append(f"power cycled: {first}; healthy again")
-        return None
-    return (
-        f"board {board.name} is unhealthy: {first}; still unhealthy after a power cycle: "
-        f"{again.error or 'unhealthy'}"
-    )
-
-
 FARM_KEY = pytest.StashKey[FarmState]()
 
 
-def inventory_path(config: pytest.Config) -> Path | None:
-    """``--inventory``, else ``inventory.yaml`` in the rootdir when there is one."""
-    given = config.getoption("inventory", None)
-    if given:
-        path = Path(given)
-        return path if path.is_absolute() else Path(config.invocation_params.dir) / path
-    default = Path(config.rootpath) / DEFAULT_INVENTORY
-    return default if default.is_file() else None
-
-
 def pytest_configure(config: pytest.Config) -> None:
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
+    if config.getoption("hil_retries", DEFAULT_RETRIES) < 0:
+        raise pytest.UsageError("--hil-retries must be 0 or more")
+    if config.getoption("hil_breaker", DEFAULT_THRESHOLD) < 0:
+        raise pytest.UsageError("--hil-breaker must be 0 or more")
     config.stash[FARM_KEY] = FarmState(config)
-
-
-def pytest_report_header(config: pytest.Config) -> str | None:
-    """One line when the run uses the built-in simulated farm, so nobody mistakes it for theirs."""
-    if inventory_path(config) is not None:
-        return None
-    from npu_hil.harness.farm.starter import builtin_inventory
-
-    count = len(builtin_inventory().boards)
-    return (
-        f"npu-hil: no inventory given (--inventory FILE) or found ({DEFAULT_INVENTORY} in "
-        f"{config.rootpath}): the built-in simulated farm, one simulated board per target "
-        f"({count}); `npu-hil inventory init` writes one to edit"
-    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -236,7 +260,7 @@ def _check_names(
     metafunc: pytest.Metafunc, socs: tuple[str, ...], vendors: tuple[str, ...]
 ) -> None:
     """A typo in a marker is a collection error, not a silently skipped test."""
-    from npu_hil.harness.sim.targets import VENDOR_OF
+    from npu_hil.targets.registry import VENDOR_OF
 
     where = metafunc.definition.nodeid
     unknown = [s for s in socs if s not in VENDOR_OF]
@@ -288,31 +312,33 @@ def board(request: pytest.FixtureRequest, farm: Farm) -> Iterator[BoardSession]:
     state = request.config.stash[FARM_KEY]
     board_spec = state.load_inventory().board(param.name)
     info = item_info(request.node)
-    info.board, info.target = board_spec.name, board_spec.target
-    info.backend = board_spec.backend
+    record = info.record
+    record.board, record.target = board_spec.name, board_spec.target
+    record.backend = board_spec.backend
     _skip_by_kind(request.node, board_spec.simulated, request.config.getoption("backend"))
     with farm.lock(board_spec):
+        # What Farm.ready does, step by step, so the record gets what each step found.
         try:
-            state.check_health(farm, board_spec)
+            farm.check_health(board_spec)  # power-cycled once if it has to be
         except BoardUnhealthyError as exc:
-            info.boot_log = state.boot_logs.get(board_spec.name, "")
-            info.board_events.append(f"unreachable: {exc.message}")
+            record.boot_log = farm.condition(board_spec).boot_log
+            record.board_events.append(unreachable_event(exc.message))
             raise
         finally:
-            info.board_events.extend(state.events.get(board_spec.name, []))
+            record.board_events.extend(farm.condition(board_spec).events)
         try:
             # A board its circuit breaker took out: this test errors at once, with the cause.
             farm.breaker(board_spec).check()
         except NpuHilError as exc:
-            info.board_events.append(breaker_event(exc.message))
+            record.board_events.append(breaker_event(exc.message))
             raise
         session = farm.session(board_spec)
-        info.simulated = session.simulated
-        info.backend = "sim" if session.simulated else "hw"
-        info.ran_on = info.backend
+        record.simulated = session.simulated
+        record.backend = "sim" if session.simulated else "hw"
+        record.ran_on = record.backend
         info.fallback_reason = session.fallback_reason or ""
         if info.fallback_reason:
-            info.board_events.append(f"fell back to a simulated board: {info.fallback_reason}")
+            record.board_events.append(fallback_event(info.fallback_reason))
         info.transport = session.transport_kind
         if session.simulated and request.node.get_closest_marker("hw_only") is not None:
             pytest.skip(f"hw_only: {board_spec.name} runs simulated ({info.fallback_reason})")
@@ -320,13 +346,7 @@ def board(request: pytest.FixtureRequest, farm: Farm) -> Iterator[BoardSession]:
             yield session
         finally:
             # A board that rebooted during the test left its boot log on the console.
-            info.boot_log += session.take_boot_log()
-
-
-def breaker_event(message: str) -> str:
-    """The board-health event of a board its circuit breaker marked unhealthy (one text for
-    every test it met, so the report counts them)."""
-    return f"circuit breaker open: {message}"
+            record.boot_log += session.take_boot_log()
 
 
 def _skip_by_kind(item: pytest.Item, simulated: bool, backend: str) -> None:
@@ -348,9 +368,9 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     """Every board case gets a record, including one skipped for want of a board."""
     param = board_param(item)
     if param is not None:
-        info = item_info(item)
-        info.board, info.target = param.name, param.target or None
-        info.layout = declared_layout(item)
+        record = item_info(item).record
+        record.board, record.target = param.name, param.target or None
+        record.layout = declared_layout(item)
 
 
 def declared_layout(item: pytest.Item) -> str:

@@ -4,6 +4,10 @@ A :class:`~harness.errors.TransportError` (connection lost, checksum mismatch, a
 not answer in time), a :class:`TimeoutError` or an unhealthy board is reported as an error of the
 test — counted with errors in the terminal, ``<error>`` in JUnit XML — with its message as the
 whole explanation (no traceback into the harness). A buffer mismatch stays a failure.
+
+How a phase counts is one value, :func:`phase_outcome`, computed from the phase and its
+exception; the records feature reads it. The hooks here only present it: the terminal's status
+and, for JUnit XML (which calls a failure outside the call phase an error), the report's phase.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from npu_hil.harness.errors import NpuHilError, TransportError
-from npu_hil.harness.plugin.farm import BoardUnhealthyError
+from npu_hil.harness.farm.recovery import BoardUnhealthyError
 
 INFRA_ERRORS: tuple[type[BaseException], ...] = (
     TransportError,
@@ -23,6 +27,20 @@ INFRA_ERRORS: tuple[type[BaseException], ...] = (
 )
 INFRA_ATTR = "npu_hil_infra"
 HARNESS_ROOT = Path(__file__).resolve().parents[1]  # harness/, above this package
+
+
+def is_infra(excinfo: pytest.ExceptionInfo[BaseException] | None) -> bool:
+    return excinfo is not None and excinfo.errisinstance(INFRA_ERRORS)
+
+
+def phase_outcome(call: pytest.CallInfo[None], report: pytest.TestReport) -> str:
+    """How one phase of a test counts: ``passed``, ``skipped``, ``failed`` (the test's call
+    failed) or ``error`` (setup or teardown failed, or infrastructure under any phase did)."""
+    if not report.failed:
+        return str(report.outcome)
+    if call.when == "call" and not is_infra(call.excinfo):
+        return "failed"
+    return "error"
 
 
 def _is_harness_refusal(excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
@@ -41,10 +59,6 @@ def _test_line(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) 
         if path is not None and Path(str(entry.path)) == Path(path):
             return f"{Path(path).name}:{entry.lineno + 1}: "
     return ""
-
-
-def is_infra(excinfo: pytest.ExceptionInfo[BaseException] | None) -> bool:
-    return excinfo is not None and excinfo.errisinstance(INFRA_ERRORS)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -66,8 +80,8 @@ def pytest_runtest_makereport(
         report.longrepr = f"{type(exc).__name__}: {message}"
         setattr(report, INFRA_ATTR, True)
         if report.when == "call":
-            # JUnit XML and the terminal call a failed non-call phase an error; the test itself
-            # did not fail, the infrastructure under it did.
+            # JUnit XML calls a failed non-call phase an error; the test itself did not fail,
+            # the infrastructure under it did. Presentation only: records read phase_outcome.
             report.when = "setup"
     return report
 

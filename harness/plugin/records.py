@@ -6,23 +6,30 @@ made and hangs it on that report as ``npu_hil_record``: pytest-xdist ships every
 report to the controller, so records reach the controller the way outcomes do. The controller
 appends each record to ``<run>/records.jsonl`` as it arrives (a crashed run keeps what completed)
 and calls ``write_run`` at the end. Nothing is written when no test used a board.
+
+Records are fed in one direction: the farm and run features fill a test's record as they learn
+(:func:`item_info`), the outcomes feature says how each phase counts
+(:func:`~harness.plugin.outcomes.phase_outcome`), and nothing here writes another feature's state.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 import time
 import uuid
 from collections.abc import Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from npu_hil.harness.report.records import TensorFinding, TestRecord
+from npu_hil.harness.plugin.inventory import inventory_path
+from npu_hil.harness.plugin.outcomes import phase_outcome
+from npu_hil.harness.report.records import TestRecord
 
 RECORD_ATTR = "npu_hil_record"
 TOKEN_KEY = "npu_hil_token"
@@ -31,42 +38,63 @@ ARTIFACTS = "artifacts"
 PROPERTY_PREFIX = "npu_hil."
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("npu-hil")
+    group.addoption(
+        "--reports",
+        metavar="DIR",
+        default="reports",
+        help="the reports root; each run writes reports/<run-id>/ (default: reports/)",
+    )
+    group.addoption(
+        "--compare-with",
+        metavar="RUN",
+        default=None,
+        help="compare the run with this run (an id under the reports root, or a folder) instead "
+        "of the last complete run of the same suite, inventory and selection",
+    )
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase of a test as its record counts it."""
+
+    outcome: str  # phase_outcome: passed, skipped, failed or error
+    message: str
+    duration_s: float
+
+
 @dataclass
 class ItemInfo:
-    """What the board, run_model and outcome code learn about one test, for its record."""
+    """One test's record as it fills, and what is kept beside it until the record is done.
 
-    board: str | None = None
-    target: str | None = None
-    backend: str | None = None
-    simulated: bool = False
+    The board, run_model and outcome code write ``record`` (the board, where it ran, versions,
+    tensors, board events, retries); ``build_record`` adds the outcome from the ``phases``.
+    ``fallback_reason`` and ``transport`` go into the JUnit properties only.
+    """
+
+    record: TestRecord
     fallback_reason: str = ""
     transport: str = ""
-    runtime_versions: dict[str, str] = field(default_factory=dict)
-    artifact_hashes: dict[str, str] = field(default_factory=dict)
-    tensors: list[TensorFinding] = field(default_factory=list)
-    boot_log: str = ""
-    retries: list[str] = field(default_factory=list)
-    phases: dict[str, tuple[str, str, str, float]] = field(default_factory=dict)
-    ran_on: str = ""  # "hw" or "sim" once a board session ran the test; "" before
-    layout: str = ""
-    board_events: list[str] = field(default_factory=list)
+    phases: dict[str, Phase] = field(default_factory=dict)
 
     def properties(self) -> dict[str, str]:
         """The JUnit properties of the test (strings, as JUnit has them)."""
+        record = self.record
         props = {
-            "board": self.board or "",
-            "target": self.target or "",
-            "backend": self.backend or "",
-            "simulated": "true" if self.simulated else "false",
+            "board": record.board or "",
+            "target": record.target or "",
+            "backend": record.backend or "",
+            "simulated": "true" if record.simulated else "false",
         }
         if self.transport:
             props["transport"] = self.transport
         if self.fallback_reason:
             props["fallback_reason"] = self.fallback_reason
-        if self.retries:
-            props["retries"] = str(len(self.retries))
-        props.update({f"version.{k}": v for k, v in sorted(self.runtime_versions.items())})
-        props.update({f"artifact.{k}": v for k, v in sorted(self.artifact_hashes.items())})
+        if record.retried:
+            props["retries"] = str(len(record.retried))
+        props.update({f"version.{k}": v for k, v in sorted(record.runtime_versions.items())})
+        props.update({f"artifact.{k}": v for k, v in sorted(record.artifact_hashes.items())})
         return props
 
 
@@ -77,7 +105,9 @@ def item_info(item: pytest.Item) -> ItemInfo:
     """The test's :class:`ItemInfo`, created on first use (marks the test as a board test)."""
     info = item.stash.get(INFO_KEY, None)
     if info is None:
-        info = item.stash[INFO_KEY] = ItemInfo()
+        # ran_on "": on neither until a board session runs the test.
+        record = TestRecord(nodeid=item.nodeid, outcome="", duration_s=0.0, ran_on="")
+        info = item.stash[INFO_KEY] = ItemInfo(record)
     return info
 
 
@@ -158,9 +188,9 @@ def pytest_runtest_makereport(
     report = yield
     if info is None:
         return report
-    info.phases[call.when] = (report.outcome, report.when, _message(report), report.duration)
+    info.phases[call.when] = Phase(phase_outcome(call, report), _message(report), report.duration)
     if call.when == "teardown":
-        setattr(report, RECORD_ATTR, build_record(item.nodeid, info).to_dict())
+        setattr(report, RECORD_ATTR, build_record(info).to_dict())
     return report
 
 
@@ -175,40 +205,32 @@ def _message(report: pytest.TestReport) -> str:
     return str(report.longrepr or "")
 
 
-def build_record(nodeid: str, info: ItemInfo) -> TestRecord:
-    """One record from the test's three phases: an error in setup or teardown (or an
-    infrastructure error the outcomes module moved there) wins over the call's outcome."""
+def build_record(info: ItemInfo) -> TestRecord:
+    """The test's record, done: an error in setup or teardown (or infrastructure trouble under
+    any phase, as :func:`~harness.plugin.outcomes.phase_outcome` counts it) wins over the call's
+    outcome."""
     outcome, message, longrepr = "passed", "", ""
-    for phase in ("setup", "call", "teardown"):
-        if phase not in info.phases:
+    for name in ("setup", "call", "teardown"):
+        phase = info.phases.get(name)
+        if phase is None:
             continue
-        result, when, text, _ = info.phases[phase]
-        if result == "failed":
-            failed = "failed" if when == "call" else "error"
+        if phase.outcome in ("failed", "error"):
             if outcome not in ("failed", "error"):
-                outcome, message = failed, text.split("\n", 1)[0] if text else failed
+                text = phase.message
+                outcome, message = phase.outcome, text.split("\n", 1)[0] if text else phase.outcome
                 longrepr = text
-        elif result == "skipped" and outcome == "passed":
-            outcome, message = "skipped", text
-    return TestRecord(
-        nodeid=nodeid,
+        elif phase.outcome == "skipped" and outcome == "passed":
+            outcome, message = "skipped", phase.message
+    record = copy.deepcopy(info.record)  # the record is done: later writes must not reach it
+    return replace(
+        record,
         outcome=outcome,
-        duration_s=round(sum(p[3] for p in info.phases.values()), 6),
-        board=info.board,
-        target=info.target,
-        backend=info.backend,
-        simulated=info.simulated,
+        duration_s=round(sum(p.duration_s for p in info.phases.values()), 6),
         message=message,
         longrepr=longrepr,
-        runtime_versions=dict(info.runtime_versions),
-        artifact_hashes=dict(info.artifact_hashes),
-        tensors=list(info.tensors),
         properties=info.properties(),
-        boot_log=info.boot_log,
-        ran_on="" if outcome == "skipped" else info.ran_on,
-        layout=info.layout,
-        board_events=list(dict.fromkeys(info.board_events)),
-        retried=list(info.retries),
+        ran_on="" if outcome == "skipped" else record.ran_on,
+        board_events=list(dict.fromkeys(record.board_events)),
     )
 
 
@@ -239,7 +261,7 @@ class RunCollector:
         state = self.state
         if not state.records or state.run_dir is None:
             return
-        from npu_hil.harness.report.runmeta import run_meta
+        from npu_hil.harness.plugin.runmeta import session_meta
         from npu_hil.harness.report.summary import nothing_reached
         from npu_hil.harness.report.writer import write_run
 
@@ -261,7 +283,7 @@ class RunCollector:
             "argv": list(config.invocation_params.args),
             "python": sys.version.split()[0],
             "run_failure": state.failure or "",
-            **run_meta(
+            **session_meta(
                 config,
                 int(exitstatus),
                 state.started,
@@ -290,7 +312,8 @@ def _selection_text(config: pytest.Config) -> str:
 
 def _write_run_start(config: pytest.Config, state: RunState) -> None:
     """run.json: the run's key, so a later run knows this one even if it never ends."""
-    from npu_hil.harness.report.runmeta import config_run_kind, run_key
+    from npu_hil.harness.plugin.runmeta import config_run_kind
+    from npu_hil.harness.report.runmeta import run_key
     from npu_hil.harness.report.runs import write_run_start
 
     assert state.run_dir is not None
@@ -303,8 +326,6 @@ def _write_run_start(config: pytest.Config, state: RunState) -> None:
 
 
 def _inventory_text(config: pytest.Config) -> str:
-    from npu_hil.harness.plugin.farm import inventory_path
-
     path = inventory_path(config)
     if path is None:
         from npu_hil.harness.farm.starter import BUILTIN_SOURCE

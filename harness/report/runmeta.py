@@ -5,6 +5,9 @@ pytest), the inventory (its path and content), and the selection (``-k``, ``-m``
 ``--board``, ``--backend``, ``--simfarm``, ``--lf``...). "Since the previous run" compares only with
 a complete run of the same key, so a test-suite run or a ``-k`` debugging run never becomes the
 baseline of a nightly.
+
+Plain values in, plain values out: the pytest plugin reads them off its config
+(:mod:`harness.plugin.runmeta`), ``npu-hil nightly`` off its command line.
 """
 
 from __future__ import annotations
@@ -18,25 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 LAUNCHED_BY_ENV = "NPU_HIL_LAUNCHED_BY"
 # pytest's exit codes of a run whose tests all ran: 0 all passed, 1 some failed
 COMPLETE_EXITS = frozenset({0, 1})
-# options whose presence changes which cases run
-_SELECTION_OPTIONS = (
-    "keyword",
-    "markexpr",
-    "target",
-    "board",
-    "backend",
-    "simfarm",
-    "lf",
-    "failedfirst",
-    "deselect",
-    "ignore",
-    "ignore_glob",
-)
 
 
 def harness_version() -> str:
@@ -88,41 +75,23 @@ def run_key(kind: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def _suite_of(config: pytest.Config) -> list[str]:
-    """The test paths pytest was given, relative to the rootdir when under it."""
-    root = config.rootpath
-    paths = []
-    for arg in config.args:
-        path = Path(arg.split("::")[0])
-        path = path if path.is_absolute() else Path(config.invocation_params.dir) / path
-        try:
-            rel = path.resolve().relative_to(root.resolve()).as_posix()
-        except ValueError:
-            rel = path.resolve().as_posix()
-        paths.append(rel + ("::" + arg.split("::", 1)[1] if "::" in arg else ""))
-    return paths
-
-
-def config_run_kind(config: pytest.Config) -> dict[str, Any]:
-    """The run kind of the pytest session ``config`` is (see :func:`run_kind`)."""
-    from npu_hil.harness.plugin.farm import inventory_path
-
-    selection = {name: config.getoption(name, None) for name in _SELECTION_OPTIONS}
-    if selection.get("backend") == "auto":
-        selection["backend"] = None
-    return run_kind(_suite_of(config), inventory_path(config), selection)
-
-
 def run_meta(
-    config: pytest.Config, exitstatus: int, started: float, *, stopped: bool = False
+    kind: dict[str, Any],
+    *,
+    exitstatus: int,
+    started: float,
+    rootpath: Path,
+    args: Sequence[str],
+    compare_with: str = "",
+    stopped: bool = False,
 ) -> dict[str, Any]:
-    """The fields the plugin adds to a run's meta at the end of the session; ``stopped``: the
+    """The fields a run's meta gets at its end: ``kind`` (:func:`run_kind`), pytest's exit
+    status, when it started, the rootdir (for the commit), pytest's arguments; ``stopped``: the
     session ended before its last test (``-x``, ``--maxfail``, a stop request)."""
-    kind = config_run_kind(config)
     return {
         "harness_version": harness_version(),
-        "git_commit": git_commit(config.rootpath),
-        "command_line": " ".join(["pytest", *config.invocation_params.args]),
+        "git_commit": git_commit(rootpath),
+        "command_line": " ".join(["pytest", *args]),
         # npu-hil nightly names its own command line here: the one a reader would type again
         "launched_by": os.environ.get(LAUNCHED_BY_ENV, ""),
         "duration_s": round(time.time() - started, 3),
@@ -130,5 +99,5 @@ def run_meta(
         "complete": exitstatus in COMPLETE_EXITS and not stopped,
         "run_kind": kind,
         "run_key": run_key(kind),
-        "compare_with": config.getoption("compare_with", None) or "",
+        "compare_with": compare_with,
     }

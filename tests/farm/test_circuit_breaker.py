@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from npu_hil.harness.errors import AgentKilledError, TransportError
-from npu_hil.harness.farm import BoardBrokenError, Farm, parse_inventory, run_model
+from npu_hil.harness.farm import NO_RETRY, BoardBrokenError, Farm, parse_inventory
+from npu_hil.harness.pipeline import run_model
 
 INVENTORY = """\
 boards:
@@ -26,6 +27,8 @@ def farm(tmp_path: Path, **options: object) -> Farm:
     source = tmp_path / "inventory.yaml"
     source.write_text(INVENTORY)
     inventory = parse_inventory(INVENTORY, source=str(source))
+    # No retries: each run_model here is one attempt, so the failures in a row are counted.
+    options.setdefault("retry", NO_RETRY)
     return Farm(inventory, workdir=tmp_path / "farm", **options)  # type: ignore[arg-type]
 
 

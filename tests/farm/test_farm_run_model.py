@@ -13,9 +13,10 @@ import pytest
 
 from npu_hil.harness.codec import get_layout
 from npu_hil.harness.errors import DeviceError, LayoutError
-from npu_hil.harness.farm import Farm, ModelRun, parse_inventory, run_model
-from npu_hil.harness.farm.runner import _inputs
+from npu_hil.harness.farm import Farm, parse_inventory
 from npu_hil.harness.models import ManifestError, build, save
+from npu_hil.harness.pipeline import ModelRun, run_model
+from npu_hil.harness.pipeline.inputs import job_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 DTYPE = {"kl730": "int8", "rk2118": "float16"}
@@ -151,14 +152,14 @@ def test_pass_through_runtimes_get_buffers_packed_by_the_codec(
 ) -> None:
     session = dataclasses.replace(sim_farm.session(board_name), adapter=adapter)
     x = tensor(session.target, (1, 3, 5, 7))
-    (spec,), arrays = _inputs(session, {"input": x}, None)
+    (spec,), arrays = job_inputs(session, {"input": x}, None)
     assert (spec.layout, spec.pass_through, spec.shape, spec.dtype) == (
         layout, True, (1, 3, 5, 7), x.dtype.name
     )  # fmt: skip
     packed = get_layout(session.target, layout, x.shape, x.dtype, role="input").pack(x)
     np.testing.assert_array_equal(arrays["input"], packed)
     # A runtime that converts logical tensors gets them as they are.
-    (spec,), arrays = _inputs(sim_farm.session(board_name), {"input": x}, None)
+    (spec,), arrays = job_inputs(sim_farm.session(board_name), {"input": x}, None)
     assert (spec.layout, spec.pass_through) == ("NCHW", False) and arrays["input"] is x
 
 

@@ -13,8 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from npu_hil.harness.errors import DeviceError
-from npu_hil.harness.farm import Farm, run_model
+from npu_hil.harness.farm import Farm
 from npu_hil.harness.farm.decode import dequantize
+from npu_hil.harness.pipeline import run_model
 
 ROOT = Path(__file__).resolve().parents[2]
 

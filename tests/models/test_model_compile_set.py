@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from npu_hil.harness.farm import Farm, parse_inventory
-from npu_hil.harness.farm.runner import _resolve_model
 from npu_hil.harness.models import ManifestError, build, load_manifest
 from npu_hil.harness.models.compile_set import REGRESSION_SHAPES, entry_key, plan, record
 from npu_hil.harness.models.manifest import parse_manifest
@@ -23,6 +22,7 @@ from npu_hil.harness.models.rknn_build import (
     read_dataset,
 )
 from npu_hil.harness.models.rknn_file import NativeTensor, RknnFileError, read_tensor_table
+from npu_hil.harness.pipeline.model import resolve_model
 
 # Measured: rknn-toolkit2 2.5.0, rk3588 int8, conv3x3 at 1x16x5x7 (the file's tensor table).
 RK3588_CONV = {
@@ -188,10 +188,10 @@ def test_a_real_board_finds_the_model_for_its_shape(tmp_path: Path) -> None:
         for job in jobs:
             shape = job.graph["input"]
             given = {"input": np.zeros(shape, np.uint8)}
-            reference, deployed, label = _resolve_model(session, "conv3x3", given)
+            reference, deployed, label = resolve_model(session, "conv3x3", given)
             assert (reference, deployed, label) == (job.onnx, job.rknn, "conv3x3")
         with pytest.raises(ManifestError, match="no model for 'conv3x3'"):
-            _resolve_model(session, "conv3x3", {"input": np.zeros((1, 3, 2, 2), np.uint8)})
+            resolve_model(session, "conv3x3", {"input": np.zeros((1, 3, 2, 2), np.uint8)})
 
 
 def test_not_an_rknn_file(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import onnxruntime  # noqa: F401
 import pytest
 
 import npu_hil.harness.farm.farm
-import npu_hil.harness.farm.runner
+import npu_hil.harness.pipeline
 import npu_hil.harness.report.writer
 import npu_hil.harness.sim  # noqa: F401
 

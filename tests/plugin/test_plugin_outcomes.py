@@ -24,10 +24,11 @@ def test_clean(run_model):
     assert result.ok, result.summary()
 """
 
-# Stubs the runner inside the test project only: the first ``FAILS`` calls raise TransportError.
+# Stubs one attempt of the pipeline inside the test project only: the first ``FAILS`` attempts
+# raise TransportError (the retries around them are the farm's policy, as configured by pytest).
 FLAKY_CONFTEST = """
 import pytest
-import npu_hil.harness.farm.runner as runner
+import npu_hil.harness.pipeline.run as pipeline
 from npu_hil.harness.errors import TransportError
 
 CALLS = []
@@ -35,15 +36,15 @@ CALLS = []
 @pytest.fixture(autouse=True)
 def flaky(monkeypatch, request):
     fails = request.node.get_closest_marker("layout").args[0]
-    real = runner.run_model
+    real = pipeline.run_once
 
-    def run_model(*args, **kwargs):
+    def run_once(*args, **kwargs):
         CALLS.append(request.node.nodeid)
         if CALLS.count(request.node.nodeid) <= fails:
             raise TransportError("connection lost (stub)")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "run_model", run_model)
+    monkeypatch.setattr(pipeline, "run_once", run_once)
 """
 
 FLAKY_TESTS = """

@@ -1,0 +1,172 @@
+"""Recovery and retry policy: what the farm does when a board's infrastructure fails, the same
+from a script as under pytest.
+
+- **Health**, once per board and farm (:meth:`Farm.check_health <harness.farm.Farm.check_health>`):
+  a board that does not answer is power-cycled when it has power control and checked again; one
+  still unhealthy raises :class:`BoardUnhealthyError` with the cause at every later use, while
+  the other boards go on.
+- **Retries** (:class:`RetryPolicy`, carried by every session of the farm and applied by
+  :func:`harness.pipeline.run_model`): a model run that failed with a TransportError or a
+  timeout is run again after a backoff (doubled for each further retry) with a fresh agent.
+- **The circuit breaker** (:mod:`harness.farm.breaker`) counts the failures in a row; a board
+  whose breaker opened is never retried.
+
+The pytest plugin only maps ``--hil-retries``, ``npu_hil_retry_backoff`` and ``--hil-breaker``
+onto these. The board events' texts are here too, so a report says the same whoever ran the board.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError
+
+if TYPE_CHECKING:
+    from npu_hil.harness.farm.inventory import Board
+    from npu_hil.harness.farm.session import Health
+
+__all__ = [
+    "DEFAULT_BACKOFF_S",
+    "DEFAULT_RETRIES",
+    "NO_RETRY",
+    "RETRYABLE",
+    "BoardCondition",
+    "BoardUnhealthyError",
+    "RetryPolicy",
+    "breaker_event",
+    "describe",
+    "fallback_event",
+    "health_problem",
+    "unreachable_event",
+]
+
+T = TypeVar("T")
+
+DEFAULT_RETRIES = 1
+DEFAULT_BACKOFF_S = 1.0
+RETRYABLE = INFRA_FAILURES
+"""What a retry is paid for: the board's infrastructure failing (TransportError, a timeout)."""
+
+
+class BoardUnhealthyError(NpuHilError):
+    """A board failed its health check (after a power cycle when it has power control): its
+    runs are errors with this cause, the other boards go on."""
+
+
+def describe(exc: BaseException) -> str:
+    """``TransportError: connection lost``: an error as a board event or a retry names it."""
+    message = exc.message if isinstance(exc, NpuHilError) else str(exc)
+    return f"{type(exc).__name__}: {message}"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """``retries`` further attempts of a model run after an infrastructure failure, the first
+    after ``backoff_s`` seconds, each further one after twice the wait before it."""
+
+    retries: int = DEFAULT_RETRIES
+    backoff_s: float = DEFAULT_BACKOFF_S
+
+    def __post_init__(self) -> None:
+        if self.retries < 0:
+            raise NpuHilError(f"retries must be 0 or more, got {self.retries}")
+        if self.backoff_s < 0:
+            raise NpuHilError(f"backoff_s must be 0 or more, got {self.backoff_s}")
+
+    def delay(self, attempt: int) -> float:
+        """Seconds before retry number ``attempt + 1``."""
+        return float(self.backoff_s * 2**attempt)
+
+    def run(
+        self,
+        attempt: Callable[[], T],
+        *,
+        restart: Callable[[], None],
+        on_retry: Callable[[str], None] | None = None,
+    ) -> T:
+        """``attempt()``, again after each retryable failure while retries are left (``restart``
+        called before each, ``on_retry`` told what the retry is paid for); the last failure, or
+        a BoardBrokenError at once, reaches the caller."""
+        done = 0
+        while True:
+            try:
+                return attempt()
+            except RETRYABLE as exc:
+                # An open breaker was opened by this failure or an earlier one: no retry is
+                # paid for it.
+                if isinstance(exc, BoardBrokenError) or done >= self.retries:
+                    raise
+                if on_retry is not None:
+                    on_retry(describe(exc))
+                time.sleep(self.delay(done))
+                done += 1
+                restart()
+
+
+NO_RETRY = RetryPolicy(retries=0)
+
+
+@dataclass
+class BoardCondition:
+    """What the health check found and did for one board: ``problem`` (None when healthy), the
+    ``events`` a report shows (a power cycle that brought it back), the ``boot_log`` of an
+    unhealthy board (why it is unhealthy is often in what its console printed)."""
+
+    problem: str | None = None
+    events: list[str] = field(default_factory=list)
+    boot_log: str = ""
+
+
+class _Checks(Protocol):
+    """What :func:`health_problem` needs of the farm."""
+
+    def health(self, board: Board) -> Health: ...
+
+    def power_cycle(self, board: Board) -> None: ...
+
+
+def health_problem(farm: _Checks, board: Board, events: list[str]) -> str | None:
+    """None when the board is healthy, or came back after a power cycle (``events`` then says
+    so); else why it is unhealthy."""
+    try:
+        health = farm.health(board)
+    except NpuHilError as exc:
+        first = describe(exc)
+    else:
+        if health.ok:
+            return None
+        first = health.error or "unhealthy"
+    if board.power is None:
+        return f"board {board.name} is unhealthy: {first} (no power control to recover it)"
+    try:
+        farm.power_cycle(board)
+        again = farm.health(board)
+    except NpuHilError as exc:
+        return f"board {board.name} is unhealthy: {first}; power cycle failed: {exc.message}"
+    if again.ok:
+        events.append(f"power cycled: {first}; healthy again")
+        return None
+    return (
+        f"board {board.name} is unhealthy: {first}; still unhealthy after a power cycle: "
+        f"{again.error or 'unhealthy'}"
+    )
+
+
+def unreachable_event(message: str) -> str:
+    """The board event of a run that met an unhealthy board."""
+    return f"unreachable: {message}"
+
+
+def breaker_event(message: str) -> str:
+    """The board event of a board its circuit breaker marked unhealthy (one text for every run
+    it met, so the report counts them)."""
+    return f"circuit breaker open: {message}"
+
+
+def fallback_event(reason: str) -> str:
+    """The board event of a real board that ran simulated instead."""
+    return f"fell back to a simulated board: {reason}"

@@ -1,0 +1,150 @@
+"""The pipeline's expect and diff steps: what each fetched buffer must hold, computed on the host
+from what the device *reported* (its layouts, strides and quantization parameters), then every
+buffer diffed byte for byte and every reported attribute compared with the codec's prediction.
+
+Attribute disagreements are findings in the report, not failures: the bytes decide (DESIGN:
+predictions vs what the device says).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from npu_hil.harness.agent.protocol import Result, TensorRecord
+from npu_hil.harness.codec.reported import predicted_layout
+from npu_hil.harness.diff import diff_buffers
+from npu_hil.harness.diff.attributes import AttributeFinding, diff_attributes
+from npu_hil.harness.diff.heatmap import render_heatmap
+from npu_hil.harness.expect import Expected, expect_run
+from npu_hil.harness.pipeline.model import safe_name
+from npu_hil.harness.pipeline.result import TensorRun
+from npu_hil.targets import last_op_kind
+from npu_hil.targets.registry import unit_for
+
+__all__ = ["check_result"]
+
+
+def check_result(
+    target: str,
+    reference: Path,
+    given: Mapping[str, np.ndarray],
+    result: Result,
+    *,
+    tolerance: float,
+    padding: str,
+    reports_dir: Path | None,
+    job_id: str,
+) -> tuple[list[TensorRun], list[TensorRun]]:
+    """The run's input and output buffers, each against its expectation (a heatmap per failing
+    one in ``reports_dir``)."""
+    # The logical shapes are the model's: a runtime may give its tensors' native dims instead
+    # (rknn_native: NC1HWC2 [N, C1, H, W, C2]), which the attributes carry anyway.
+    logical = {**_output_shapes(reference), **{k: v.shape for k, v in given.items()}}
+    expected_in, expected_out = expect_run(
+        target,
+        reference,
+        given,
+        [_Reported.of(t, logical) for t in result.inputs],
+        [_Reported.of(t, logical) for t in result.outputs],
+    )
+    check = _Checker(
+        target=target,
+        last_ops=_last_ops(reference, target),
+        tolerance=tolerance,
+        padding=padding,
+        reports_dir=reports_dir,
+        job_id=job_id,
+    )
+    checked_in = [check(record, e) for record, e in zip(result.inputs, expected_in, strict=True)]
+    checked_out = [check(record, e) for record, e in zip(result.outputs, expected_out, strict=True)]
+    return checked_in, checked_out
+
+
+@dataclass(frozen=True)
+class _Reported:
+    """A fetched tensor as :mod:`harness.expect` reads it (name, shape, attributes)."""
+
+    name: str
+    shape: tuple[int, ...]
+    attributes: dict[str, Any]
+
+    @classmethod
+    def of(cls, record: TensorRecord, logical: Mapping[str, tuple[int, ...]]) -> _Reported:
+        shape = logical.get(record.name, tuple(record.shape))
+        return cls(record.name, tuple(shape), dict(record.attributes))
+
+
+def _output_shapes(reference: Path) -> dict[str, tuple[int, ...]]:
+    """The static shapes the reference model declares for its outputs."""
+    graph = onnx.load_model(str(reference), load_external_data=False).graph
+    shapes = {}
+    for value in graph.output:
+        dims = value.type.tensor_type.shape.dim
+        if dims and all(d.HasField("dim_value") for d in dims):
+            shapes[value.name] = tuple(int(d.dim_value) for d in dims)
+    return shapes
+
+
+@dataclass(frozen=True)
+class _Checker:
+    """Diffs one device buffer against its expectation and its attributes against the codec."""
+
+    target: str
+    last_ops: Mapping[str, str]
+    tolerance: float
+    padding: str
+    reports_dir: Path | None
+    job_id: str
+
+    def __call__(self, record: TensorRecord, expect: Expected) -> TensorRun:
+        report = diff_buffers(
+            expect.layout, expect.values, record.data, tolerance=self.tolerance,
+            padding=self.padding,
+        )  # fmt: skip
+        heatmap = None
+        if not report.ok and self.reports_dir is not None:
+            self.reports_dir.mkdir(parents=True, exist_ok=True)
+            name = safe_name(f"{self.job_id}-{expect.role}-{record.name}")
+            heatmap = render_heatmap(report, expect.layout, self.reports_dir / f"{name}.png")
+        return TensorRun(
+            name=record.name,
+            role=expect.role,
+            diff=report,
+            attributes=tuple(self._attributes(record, expect)),
+            data=record.data,
+            reported=dict(record.attributes),
+            layout=expect.layout,
+            heatmap=heatmap,
+        )
+
+    def _attributes(self, record: TensorRecord, expect: Expected) -> list[AttributeFinding]:
+        role = expect.role
+        params: dict[str, str] = {}
+        if role == "output" and unit_for(self.target).last_op_kind is not None:
+            # The vendor's output layout depends on whether a convolution produced the output.
+            params["last_op"] = self.last_ops.get(record.name, "other")
+        attrs = dict(record.attributes)
+        # The expectation's layout holds the logical shape (the record may hold native dims).
+        shape = list(expect.layout.shape)
+        predicted = predicted_layout(self.target, role, attrs, shape=shape, **params)
+        return diff_attributes(predicted, attrs)
+
+
+def _last_ops(reference: Path, target: str) -> dict[str, str]:
+    """Per output tensor of the graph: what the target's compiler makes of the op producing it
+    (``conv``, ``conv_sigmoid`` or ``other``: RKNN pads output channels by it)."""
+    graph = onnx.load_model(str(reference), load_external_data=False).graph
+    producers: dict[str, str] = {}
+    kinds: dict[str, str] = {}
+    for node in graph.node:
+        feeders = tuple(producers.get(i, "") for i in node.input if i)
+        for output in node.output:
+            producers[output] = node.op_type
+            kinds[output] = last_op_kind(target, node.op_type, feeders)
+    return kinds

@@ -1,0 +1,105 @@
+"""The pipeline's first step: which model a run uses. The reference ONNX on this machine (the
+oracle's model) and what the board loads: the reference itself on a simulated board, the compiled
+artifact the manifest lists for the board's target on a real one."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.farm.session import BoardSession
+from npu_hil.harness.folders import private_dir
+from npu_hil.harness.models import MODELS, Manifest, ManifestError, build
+
+__all__ = ["resolve_model", "safe_name", "sha256"]
+
+
+def resolve_model(
+    session: BoardSession,
+    model: str | os.PathLike[str] | onnx.ModelProto,
+    given: Mapping[str, np.ndarray],
+) -> tuple[Path, Path, str]:
+    """(reference ONNX on this machine, what the board loads, a label). A simulated board loads
+    the reference itself; a real one the compiled artifact the manifest lists for its target,
+    and then the reference is the ONNX that artifact was compiled from."""
+    if not session.simulated and isinstance(model, str) and model in _manifest(session).models:
+        entry = _manifest(session).model(model)
+        return entry.require_onnx(), entry.require_artifact(session.target), model
+    reference, label = _reference_model(session, model, given)
+    if session.simulated:
+        return reference, reference, label
+    manifest = _manifest(session)
+    # `npu-hil models build` lists each reference model once per shape; the ONNX built here for
+    # this shape is byte-identical to the one that entry was compiled from.
+    digest = sha256(reference)
+    for entry in manifest.models.values():
+        if entry.onnx.resolve() == reference.resolve() or (
+            entry.onnx.is_file() and sha256(entry.onnx) == digest
+        ):
+            return entry.onnx, entry.require_artifact(session.target), label
+    raise ManifestError(
+        f"{manifest.source}: no model for {label!r} ({reference}); a real board runs the "
+        "compiled artifacts the manifest lists"
+    )
+
+
+def _manifest(session: BoardSession) -> Manifest:
+    if session.manifest is None:
+        raise ManifestError(
+            f"{session.name}: a real board needs a compiled artifact, and the inventory names "
+            "no model manifest"
+        )
+    return session.manifest
+
+
+def _reference_model(
+    session: BoardSession,
+    model: str | os.PathLike[str] | onnx.ModelProto,
+    given: Mapping[str, np.ndarray],
+) -> tuple[Path, str]:
+    """The reference ONNX on this machine (built and saved for a name) and a label for it."""
+    models_dir = session.workdir / "models"
+    if isinstance(model, onnx.ModelProto):
+        label = safe_name(model.graph.name or "model")
+        return _saved(model, models_dir, label), label
+    if isinstance(model, str) and model in MODELS:
+        shape = next(iter(given.values())).shape
+        proto = build(model, shape)
+        return _saved(proto, models_dir, f"{model}-{'x'.join(map(str, shape))}"), model
+    path = Path(model)
+    if not path.is_file():
+        raise LayoutError(
+            f"run_model: {model!r} is neither a reference model ({', '.join(MODELS)}) nor an "
+            "ONNX file that exists"
+        )
+    return path, path.stem
+
+
+def _saved(proto: onnx.ModelProto, folder: Path, stem: str) -> Path:
+    """The model on disk, named by its content. Written to a temporary name and renamed, so a
+    process sharing the folder (an xdist worker) never reads half a file."""
+    data = proto.SerializeToString()
+    path = folder / f"{stem}-{hashlib.sha256(data).hexdigest()[:16]}.onnx"
+    if not path.is_file():
+        private_dir(folder)  # the models cache, in the board's own folder
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    return path
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def safe_name(text: str) -> str:
+    """``text`` as a file-name part: anything but letters, digits, ``.``, ``_``, ``-`` replaced."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text)[:120]

@@ -1,0 +1,115 @@
+"""What a model run found: every device buffer with its diff, its reported attributes and the
+layout it was read with, and the run's provenance (board, simulated or not, versions, hashes)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from npu_hil.harness.codec import BlockedLayout
+from npu_hil.harness.diff import DiffReport
+from npu_hil.harness.diff.attributes import AttributeFinding, disagreements
+
+__all__ = ["ModelRun", "TensorRun"]
+
+
+@dataclass(frozen=True)
+class TensorRun:
+    """One device buffer of a run and its verdict."""
+
+    name: str
+    role: str
+    diff: DiffReport
+    attributes: tuple[AttributeFinding, ...]
+    data: np.ndarray = field(repr=False)
+    reported: Mapping[str, Any]
+    layout: BlockedLayout = field(repr=False)
+    heatmap: Path | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.diff.ok
+
+    @property
+    def disagreements(self) -> list[AttributeFinding]:
+        """Attributes the device reported differently from the codec's prediction."""
+        return disagreements(list(self.attributes))
+
+
+@dataclass(frozen=True)
+class ModelRun:
+    """A model run on one board: every input and output buffer diffed, with provenance."""
+
+    simulated: bool
+    board: str
+    target: str
+    model: str
+    adapter: str
+    inputs: tuple[TensorRun, ...]
+    outputs: tuple[TensorRun, ...]
+    versions: Mapping[str, Any]
+    artifact_hashes: Mapping[str, str]
+    fallback_reason: str | None = None
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """Every buffer matched: derived from the tensors' diffs, never stored beside them."""
+        return all(t.ok for t in self.tensors)
+
+    @property
+    def tensors(self) -> tuple[TensorRun, ...]:
+        return self.inputs + self.outputs
+
+    def tensor(self, name: str, role: str | None = None) -> TensorRun:
+        for tensor in self.tensors:
+            if tensor.name == name and role in (None, tensor.role):
+                return tensor
+        names = [t.name for t in self.tensors if role in (None, t.role)]
+        kind = f"{role} " if role else ""
+        raise KeyError(f"no {kind}tensor {name!r}; the run has {names}")
+
+    def output(self, name: str, *, dequantize: bool = False) -> np.ndarray:
+        """The model output ``name`` as a tensor: the device buffer unpacked with the layout the
+        run used (the stored integers of a quantized model), or with ``dequantize=True`` the
+        float values by the quantization the runtime reported. :attr:`outputs` keeps the raw
+        buffers, attributes and diffs as evidence."""
+        return self._decoded(name, "output", dequantize)
+
+    def input(self, name: str, *, dequantize: bool = False) -> np.ndarray:
+        """The model input ``name`` as the device held it (read back from its input buffer),
+        decoded the way :meth:`output` decodes an output."""
+        return self._decoded(name, "input", dequantize)
+
+    def _decoded(self, name: str, role: str, dequantize: bool) -> np.ndarray:
+        from npu_hil.harness.farm.decode import dequantize as to_float
+
+        tensor = self.tensor(name, role)
+        values = np.asarray(tensor.layout.unpack(tensor.data))
+        if not dequantize:
+            return values
+        return to_float(values, tensor.reported, f"{self.board} {role} {name!r}")
+
+    def summary(self) -> str:
+        """A few lines: the first failing tensor's diff summary first, then the verdict line."""
+        where = "simulated" if self.simulated else "hardware"
+        if self.fallback_reason:
+            where += f", fallback: {self.fallback_reason}"
+        head = (
+            f"{self.model} on {self.board} ({self.target}, {where}): "
+            f"{'ok' if self.ok else 'FAILED'}"
+        )
+        failing = [t for t in self.tensors if not t.ok]
+        lines = [failing[0].diff.summary(), head] if failing else [head]
+        for tensor in failing[1:]:
+            lines.append(f"  also different: {tensor.role} {tensor.name} ({tensor.diff.verdict})")
+        for tensor in self.tensors:
+            for finding in tensor.disagreements:
+                lines.append(f"  attribute {tensor.role} {tensor.name}: {finding.message}")
+            if tensor.heatmap is not None:
+                lines.append(f"  heatmap: {tensor.heatmap}")
+        return "\n".join(lines)

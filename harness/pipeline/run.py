@@ -1,0 +1,168 @@
+"""``run_model``: one model on one board, every device buffer checked (pack → deploy → run →
+fetch → expect → diff), retried per the session's retry policy.
+
+The steps are one module each: :mod:`~harness.pipeline.model` (which model the board loads),
+:mod:`~harness.pipeline.inputs` (pack), the agent client (deploy, run, fetch),
+:mod:`~harness.pipeline.check` (expect, diff), :mod:`~harness.pipeline.result` (what it found).
+
+Errors are not caught here: TransportError, DeviceError and LayoutError reach the caller, which
+maps them onto outcomes (error, error, failure before anything was sent). A TransportError or a
+timeout is first retried as the session's :class:`~harness.farm.recovery.RetryPolicy` says (the
+farm's: the same from a script as under pytest). Each attempt feeds the board's circuit breaker
+(:mod:`harness.farm.breaker`): the attempt whose infrastructure failure opens it raises
+:class:`~harness.farm.breaker.BoardBrokenError` (from that failure), and so does every later run
+on the board, at once; it is never retried.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from npu_hil.harness.agent.protocol import JobSpec, Result
+from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError, CircuitBreaker
+from npu_hil.harness.farm.session import BoardSession
+from npu_hil.harness.pipeline.check import check_result
+from npu_hil.harness.pipeline.inputs import job_inputs
+from npu_hil.harness.pipeline.model import resolve_model, sha256
+from npu_hil.harness.pipeline.result import ModelRun
+
+__all__ = ["run_model", "run_once"]
+
+
+def run_model(
+    session: BoardSession,
+    model: str | os.PathLike[str] | onnx.ModelProto,
+    inputs: Mapping[str, np.ndarray],
+    *,
+    outputs: Sequence[str] | None = None,
+    tolerance: float | None = None,
+    padding: str = "zero",
+    input_layout: str | Mapping[str, str] | None = None,
+    faults: Sequence[Any] | None = None,
+    reports_dir: str | os.PathLike[str] | None = None,
+    on_retry: Callable[[str], None] | None = None,
+) -> ModelRun:
+    """Run ``model`` on the session's board with ``inputs`` (name → logical NCHW array).
+
+    ``model``: a reference-model name (built for the first input's shape), an ONNX path or an
+    ``onnx.ModelProto``; on real hardware the compiled artifact comes from the manifest.
+    ``tolerance`` (quantized units) and ``padding`` are the diff's; ``input_layout`` names the
+    native input layout (one for all inputs, or per input); ``faults`` go to a simulated board
+    (``{"name": "dirty-padding"}``); ``reports_dir`` receives a heatmap per failing tensor.
+    An infrastructure failure is retried per ``session.retry`` with a fresh agent;
+    ``on_retry`` hears each error a retry was paid for (``"TransportError: ..."``).
+    """
+
+    def attempt() -> ModelRun:
+        return run_once(
+            session, model, inputs, outputs=outputs, tolerance=tolerance, padding=padding,
+            input_layout=input_layout, faults=faults, reports_dir=reports_dir,
+        )  # fmt: skip
+
+    return session.retry.run(attempt, restart=session.restart, on_retry=on_retry)
+
+
+def run_once(
+    session: BoardSession,
+    model: str | os.PathLike[str] | onnx.ModelProto,
+    inputs: Mapping[str, np.ndarray],
+    *,
+    outputs: Sequence[str] | None = None,
+    tolerance: float | None = None,
+    padding: str = "zero",
+    input_layout: str | Mapping[str, str] | None = None,
+    faults: Sequence[Any] | None = None,
+    reports_dir: str | os.PathLike[str] | None = None,
+) -> ModelRun:
+    """One attempt of :func:`run_model`, without retries (same arguments)."""
+    if not inputs:
+        raise LayoutError("run_model: no inputs given")
+    if faults and not session.simulated:
+        raise LayoutError(
+            f"run_model: {session.name} is real hardware; faults can only be injected into a "
+            "simulated board"
+        )
+    given = {name: np.ascontiguousarray(value) for name, value in inputs.items()}
+    reference, deployed, label = resolve_model(session, model, given)
+    options = dict(session.adapter_options)
+    if faults:
+        options["faults"] = list(faults)
+    specs, arrays = job_inputs(session, given, input_layout)
+    spec = JobSpec(
+        job_id=f"{session.name}-{label}-{uuid.uuid4().hex[:8]}",
+        adapter=session.adapter,
+        model=deployed,
+        inputs=specs,
+        outputs=None if outputs is None else tuple(outputs),
+        adapter_options=options,
+        load_timeout_s=session.board.timeouts.load,
+        run_timeout_s=session.board.timeouts.run,
+    )
+    result = _submit(session, spec, arrays)
+    checked_in, checked_out = check_result(
+        session.target,
+        reference,
+        given,
+        result,
+        tolerance=tolerance or 0.0,
+        padding=padding,
+        reports_dir=Path(reports_dir) if reports_dir is not None else None,
+        job_id=spec.job_id,
+    )
+    hashes = {deployed.name: sha256(deployed)}
+    if deployed != reference:
+        hashes[reference.name] = sha256(reference)
+    return ModelRun(
+        simulated=session.simulated,
+        board=session.name,
+        target=session.target,
+        model=label,
+        adapter=session.adapter,
+        inputs=tuple(checked_in),
+        outputs=tuple(checked_out),
+        versions=dict(result.versions),
+        artifact_hashes=hashes,
+        fallback_reason=session.fallback_reason,
+        timings=_timings(result),
+    )
+
+
+def _submit(session: BoardSession, spec: JobSpec, arrays: Mapping[str, np.ndarray]) -> Result:
+    """Deploy, run and fetch through the board's agent, the board's breaker told how it went."""
+    breaker = session.breaker
+    if breaker is not None:
+        breaker.check()  # a board marked unhealthy costs nothing more
+    try:
+        result = session.client.submit(spec, arrays)
+        result.raise_for_errors()
+    except Exception as exc:
+        if breaker is not None:
+            _feed_breaker(breaker, session.name, exc)
+        raise
+    if breaker is not None:
+        breaker.succeeded()
+    return result
+
+
+def _feed_breaker(breaker: CircuitBreaker, board: str, exc: Exception) -> None:
+    """Count an infrastructure failure (BoardBrokenError from it when it opened the breaker);
+    any other error came from a board that answered, which ends a run of failures."""
+    if not isinstance(exc, INFRA_FAILURES):
+        breaker.succeeded()
+    elif breaker.failed(exc):
+        raise BoardBrokenError(
+            breaker.opened or "", board=board, cause=breaker.failures[-1]
+        ) from exc
+
+
+def _timings(result: Result) -> dict[str, float]:
+    t = result.timings
+    return {"load_s": t.load_s, "run_s": t.run_s, "copy_s": t.copy_s, "total_s": t.total_s}

@@ -1,0 +1,47 @@
+"""``--inventory``: which inventory the run uses, and the header line when it is the built-in one.
+
+The farm feature reads the inventory from here, the records feature names it in the run's meta
+and run key, ``--simfarm`` points the option at the inventory it wrote: all of them ask
+:func:`inventory_path`, none of them another feature.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+DEFAULT_INVENTORY = "inventory.yaml"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("npu-hil").addoption(
+        "--inventory",
+        metavar="FILE",
+        default=None,
+        help="the board inventory (default: inventory.yaml in the rootdir, when present)",
+    )
+
+
+def inventory_path(config: pytest.Config) -> Path | None:
+    """``--inventory``, else ``inventory.yaml`` in the rootdir when there is one."""
+    given = config.getoption("inventory", None)
+    if given:
+        path = Path(given)
+        return path if path.is_absolute() else Path(config.invocation_params.dir) / path
+    default = Path(config.rootpath) / DEFAULT_INVENTORY
+    return default if default.is_file() else None
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """One line when the run uses the built-in simulated farm, so nobody mistakes it for theirs."""
+    if inventory_path(config) is not None:
+        return None
+    from npu_hil.harness.farm.starter import builtin_inventory
+
+    count = len(builtin_inventory().boards)
+    return (
+        f"npu-hil: no inventory given (--inventory FILE) or found ({DEFAULT_INVENTORY} in "
+        f"{config.rootpath}): the built-in simulated farm, one simulated board per target "
+        f"({count}); `npu-hil inventory init` writes one to edit"
+    )

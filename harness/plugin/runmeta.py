@@ -1,0 +1,68 @@
+"""The records feature's view of the pytest session: its run kind (suite, inventory, selection)
+and the meta the run's report gets, read off the config and handed to
+:mod:`harness.report.runmeta` as plain values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from npu_hil.harness.plugin.inventory import inventory_path
+from npu_hil.harness.report.runmeta import run_kind, run_meta
+
+__all__ = ["config_run_kind", "session_meta"]
+
+# options whose presence changes which cases run
+SELECTION_OPTIONS = (
+    "keyword",
+    "markexpr",
+    "target",
+    "board",
+    "backend",
+    "simfarm",
+    "lf",
+    "failedfirst",
+    "deselect",
+    "ignore",
+    "ignore_glob",
+)
+
+
+def _suite_of(config: pytest.Config) -> list[str]:
+    """The test paths pytest was given, relative to the rootdir when under it."""
+    root = config.rootpath
+    paths = []
+    for arg in config.args:
+        path = Path(arg.split("::")[0])
+        path = path if path.is_absolute() else Path(config.invocation_params.dir) / path
+        try:
+            rel = path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            rel = path.resolve().as_posix()
+        paths.append(rel + ("::" + arg.split("::", 1)[1] if "::" in arg else ""))
+    return paths
+
+
+def config_run_kind(config: pytest.Config) -> dict[str, Any]:
+    """The run kind of the pytest session ``config`` (:func:`harness.report.runmeta.run_kind`)."""
+    selection = {name: config.getoption(name, None) for name in SELECTION_OPTIONS}
+    if selection.get("backend") == "auto":
+        selection["backend"] = None
+    return run_kind(_suite_of(config), inventory_path(config), selection)
+
+
+def session_meta(
+    config: pytest.Config, exitstatus: int, started: float, *, stopped: bool = False
+) -> dict[str, Any]:
+    """The fields the plugin adds to a run's meta at the end of the session."""
+    return run_meta(
+        config_run_kind(config),
+        exitstatus=exitstatus,
+        started=started,
+        rootpath=config.rootpath,
+        args=list(config.invocation_params.args),
+        compare_with=config.getoption("compare_with", None) or "",
+        stopped=stopped,
+    )
