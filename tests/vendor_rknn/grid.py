@@ -23,7 +23,9 @@ from npu_hil.harness.codec import get_layout
 from npu_hil.harness.errors import LayoutError
 from npu_hil.harness.models import build
 from npu_hil.harness.models.compile_set import graph_of
-from npu_hil.harness.models.rknn_build import (
+from npu_hil.targets import rockchip
+from npu_hil.targets.rockchip.compiler.artifact import NativeTensor
+from npu_hil.targets.rockchip.compiler.build import (
     BuildFailure,
     BuildJob,
     BuildResult,
@@ -31,8 +33,6 @@ from npu_hil.harness.models.rknn_build import (
     precisions,
     write_calibration,
 )
-from npu_hil.harness.models.rknn_file import NativeTensor
-from npu_hil.targets import rockchip
 
 H = 3
 MODELS: tuple[tuple[str, int, int, str], ...] = (

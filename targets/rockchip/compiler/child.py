@@ -1,7 +1,7 @@
 """The child process that runs Rockchip's compiler (rknn-toolkit2) on one model.
 
-Run as ``python -m harness.models.rknn_child JOB.json``; the parent
-(:mod:`harness.models.rknn_build`) reads the compiled file itself. One model per process because
+Run as ``python -m npu_hil.targets.rockchip.compiler.child JOB.json``; the parent
+(:mod:`.build`) reads the compiled file itself. One model per process because
 the compiler can abort its process (an int8 convolution for RK2118 does, with 2.5.0): the parent
 then reports that model as failed and goes on with the others. ``--serve`` imports the toolkit
 once and forks one process per model (what ``build_all`` uses: the import costs about 4 s of
@@ -105,7 +105,8 @@ def main(argv: list[str]) -> int:
         print(f"rknn-toolkit2 {version('rknn-toolkit2')}")
         return 0
     if len(argv) != 1:
-        print("usage: python -m harness.models.rknn_child JOB.json | --probe", file=sys.stderr)
+        usage = "usage: python -m npu_hil.targets.rockchip.compiler.child JOB.json | --probe"
+        print(usage, file=sys.stderr)
         return 2
     job = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     compile_model(job)

@@ -1,10 +1,9 @@
 """Compile ONNX models to ``.rknn`` with Rockchip's compiler, one child process per model.
 
-The compiler (rknn-toolkit2, the ``rknn`` extra) runs in :mod:`harness.models.rknn_child`; this
-side writes the calibration set, starts the child, keeps its output as the model's build log and
-reads the compiled file's tensor table (:mod:`harness.models.rknn_file`). A child that fails or
-dies is that model's error (:class:`BuildFailure`, with the signal and the log's last lines); the
-other models go on.
+The compiler (rknn-toolkit2, the ``rknn`` extra) runs in :mod:`.child`; this side writes the
+calibration set, starts the child, keeps its output as the model's build log and reads the
+compiled file's tensor table (:mod:`.artifact`). A child that fails or dies is that model's error
+(:class:`BuildFailure`, with the signal and the log's last lines); the other models go on.
 """
 
 from __future__ import annotations
@@ -27,7 +26,11 @@ import numpy as np
 
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.inputs import load_npy
-from npu_hil.harness.models.rknn_file import NativeTensor, RknnFileError, read_tensor_table
+from npu_hil.targets.rockchip.compiler.artifact import (
+    NativeTensor,
+    RknnFileError,
+    read_tensor_table,
+)
 
 TOOLKIT = "rknn-toolkit2"
 TOOLKIT_VERSION = "2.5.0"
@@ -86,7 +89,7 @@ def probe(python: str | None = None, timeout_s: float = 120.0) -> str | None:
         )
     try:
         done = subprocess.run(
-            [python or sys.executable, "-m", "npu_hil.harness.models.rknn_child", "--probe"],
+            [python or sys.executable, "-m", "npu_hil.targets.rockchip.compiler.child", "--probe"],
             capture_output=True,
             text=True,
             timeout=timeout_s,
@@ -293,7 +296,7 @@ def build_one(job: BuildJob, *, timeout_s: float = BUILD_TIMEOUT_S) -> BuildResu
     try:
         with job.log.open("wb") as log:
             done = subprocess.run(
-                [sys.executable, "-m", "npu_hil.harness.models.rknn_child", str(spec_file)],
+                [sys.executable, "-m", "npu_hil.targets.rockchip.compiler.child", str(spec_file)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -314,7 +317,7 @@ class _Server:
         env = dict(os.environ)
         env.setdefault("OMP_NUM_THREADS", "1")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "npu_hil.harness.models.rknn_child", "--serve"],
+            [sys.executable, "-m", "npu_hil.targets.rockchip.compiler.child", "--serve"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
