@@ -30,10 +30,13 @@ which for uint8 and int8 makes the conversion lossless (scale 1).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+
+from npu_hil.harness.errors import DeviceError
 
 INT16_MAX_DEVICE = 32766
 """KL730 clips int16 to [-32768, 32766] (spec/kl730-layouts.md, quantization)."""
@@ -301,3 +304,16 @@ def choose_horizon_shift(
         for a in _amax(values, axis)
     )
     return HorizonShift(shifts, axis, kind)
+
+
+def per_axis(values: Sequence[float] | float, axis: int, ndim: int, what: str) -> np.ndarray:
+    """Reported quantization parameters shaped to broadcast along ``axis`` (one value: a scalar).
+    More values than a tensor's axis can take is the device's error, not a numpy one."""
+    array = np.asarray(values, dtype=np.float64).reshape(-1)
+    if array.size == 1:
+        return array.reshape(())
+    if not 0 <= axis < ndim:
+        raise DeviceError(f"{what}: {array.size} values along axis {axis} of a {ndim}-D tensor")
+    shape = [1] * ndim
+    shape[axis] = array.size
+    return array.reshape(shape)

@@ -24,6 +24,7 @@ from npu_hil.targets.quant import Quantizer
 
 __all__ = [
     "ROW_ALIGNMENTS",
+    "Decoder",
     "FaultVariants",
     "PreflightContext",
     "PreflightFinding",
@@ -58,6 +59,19 @@ a note saying what it assumes), beyond the layout's own prediction."""
 FaultVariants = Callable[[BlockedLayout], Iterator[dict[str, Any]]]
 """A layout → the parameters a misbehaving runtime might lay it out with instead (the
 simulator's ``wrong-alignment`` fault tries them in order)."""
+
+
+class Decoder(Protocol):
+    """Turns a tensor's stored values into floats by the quantization its runtime reported."""
+
+    keys: str
+    """The report fields it reads, for an error message (``qnt_type``)."""
+
+    def claims(self, reported: Mapping[str, Any]) -> bool:
+        """Whether ``reported`` carries this vendor's quantization fields."""
+
+    def dequantize(self, q: np.ndarray, reported: Mapping[str, Any], what: str) -> np.ndarray:
+        """``q`` (float64 of the stored values) in float; a bad report is a DeviceError."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +121,8 @@ class Vendor:
     report: ReportReader | None = None
     """Reads the runtime's tensor report into a codec layout (``codec.reported``)."""
     quant: QuantModel | None = None
+    decode: Decoder | None = None
+    """Turns a real board's fetched values into floats (``harness.farm.decode``)."""
     simulator: str | Callable[..., Any] | None = None
     """The simulated runtime: a factory taking the sim options, or its ``module:attribute``
     (imported when a board of this vendor is first simulated)."""

@@ -48,7 +48,6 @@ KNOWN_VENDOR_FILES = {
     "harness/agent/adapters/rknn_native.py",
     "harness/agent/adapters/rknnlite.py",
     "harness/cli/models_cmd.py",
-    "harness/farm/decode.py",
     "harness/farm/inventory.py",
     "harness/models/compile_set.py",
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from npu_hil.targets.horizon import layouts, preflight, quant, variants
+from npu_hil.targets.horizon.decode import HorizonDecode
 from npu_hil.targets.horizon.reported import HorizonReport
 from npu_hil.targets.unit import SimOption, Vendor
 
@@ -19,6 +20,7 @@ UNIT = Vendor(
     tables_text=layouts.tables_text,
     report=HorizonReport(),
     quant=quant,
+    decode=HorizonDecode(),
     simulator="npu_hil.targets.horizon.sim:HorizonSim",
     sim_options={
         "output_quant": SimOption(

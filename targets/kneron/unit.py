@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from npu_hil.targets.kneron import kl730, quant, variants
+from npu_hil.targets.kneron.decode import Kl730Decode
 from npu_hil.targets.kneron.reported import Kl730Report
 from npu_hil.targets.unit import Vendor
 
@@ -19,6 +20,7 @@ UNIT = Vendor(
     tables_text=kl730.tables_text,
     report=Kl730Report(),
     quant=quant,
+    decode=Kl730Decode(),
     simulator="npu_hil.targets.kneron.sim:Kl730Sim",
     default_input_layout=default_input_layout,
     pass_through_adapters=("kneron",),

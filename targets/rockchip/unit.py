@@ -12,6 +12,7 @@ from npu_hil.targets.rockchip import (
     text,
     variants,
 )
+from npu_hil.targets.rockchip.decode import RknnDecode
 from npu_hil.targets.rockchip.reported import RknnReport
 from npu_hil.targets.unit import SimOption, Vendor
 
@@ -38,6 +39,7 @@ UNIT = Vendor(
     tables_text=tables_text,
     report=RknnReport(),
     quant=quant,
+    decode=RknnDecode(),
     simulator="npu_hil.targets.rockchip.sim:RknnSim",
     sim_options={
         "precision": SimOption("RKNN first-layer precision: int8 or float16", tables.PRECISIONS)

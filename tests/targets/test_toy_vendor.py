@@ -22,8 +22,9 @@ from npu_hil.harness.codec.params import round_up
 from npu_hil.harness.codec.reported import dtype_from_report, layout_from_report
 from npu_hil.harness.diff import diff_buffers
 from npu_hil.harness.diff.forensics import explain
-from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.errors import DeviceError, LayoutError
 from npu_hil.harness.expect import expect_run
+from npu_hil.harness.farm.decode import dequantize
 from npu_hil.harness.models import build
 from npu_hil.harness.sim import SimConfigError, SimInput, SimNpu
 from npu_hil.harness.simkit.base import HeldInput, VendorSim, static_shape
@@ -112,6 +113,17 @@ class ToyQuant:
         return self.quantizer(attributes)
 
 
+class ToyDecode:
+    keys = "row_align, scale and zero"
+
+    def claims(self, reported: Mapping[str, Any]) -> bool:
+        return {"row_align", "scale", "zero"} <= set(reported)
+
+    def dequantize(self, q: np.ndarray, reported: Mapping[str, Any], what: str) -> np.ndarray:
+        out: np.ndarray = (q - float(reported["zero"])) * float(reported["scale"])
+        return out
+
+
 def attributes_of(layout: BlockedLayout, quant: Quantizer) -> dict[str, Any]:
     affine = quant if isinstance(quant, Affine) else None
     return {
@@ -177,6 +189,7 @@ UNIT = Vendor(
     tables_text=lambda target: f"{target}: rows padded to {ROW_ALIGN} elements",
     report=ToyReport(),
     quant=ToyQuant(),
+    decode=ToyDecode(),
     simulator=ToySim,
     sim_options={"flavour": SimOption("the toy flavour", ("plain", "spicy"))},
     forensic_variants=forensic_variants,
@@ -253,3 +266,14 @@ def test_a_fault_is_caught_by_the_diff_and_explained_by_forensics(toy: Vendor) -
     )
     assert explanation.found
     assert explanation.best is not None and explanation.best.params == {"row_align": 16}
+
+
+def test_a_real_boards_values_are_decoded_by_the_unit(toy: Vendor) -> None:
+    _, _, result = run()
+    output = result.outputs[0]
+    stored = output.codec_layout.unpack(output.data)
+    floats = dequantize(stored, output.attributes, "toy output")
+    quant = ToyQuant().output_quantizer(output.attributes)
+    np.testing.assert_allclose(floats, quant.dequantize(stored).astype(np.float32))
+    with pytest.raises(DeviceError, match="or row_align, scale and zero; got"):
+        dequantize(stored, {"nothing": 1}, "toy output")
