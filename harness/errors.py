@@ -37,6 +37,10 @@ class LayoutError(NpuHilError, ValueError):
     and where."""
 
 
+class PreflightError(NpuHilError):
+    """A model preflight could not read or analyse (not a rule violation)."""
+
+
 class TransportError(NpuHilError):
     """Infrastructure failed: connection lost, timeout, checksum mismatch."""
 

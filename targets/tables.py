@@ -1,30 +1,23 @@
-"""One entry point to every target's tables as readable text (``npu-hil targets show``)."""
+"""One entry point to every target's tables as readable text (``npu-hil targets show``), and the
+compiler's reading of an output's producing op, each answered by the target's vendor unit."""
 
 from __future__ import annotations
 
-from npu_hil.harness.codec.registry import known_targets
-from npu_hil.harness.errors import LayoutError
+from npu_hil.targets.registry import all_targets, unit_for
+
+CONV_OPS = ("Conv", "ConvTranspose")
+"""The ONNX ops every compiler treats as a convolution producing an output."""
 
 
 def tables_text(target: str) -> str:
-    from npu_hil.targets import horizon, kl730, rockchip
-
-    if target in kl730.TARGETS:
-        return kl730.tables_text(target)
-    if target in horizon.TARGETS:
-        return horizon.tables_text(target)
-    if target in rockchip.TARGETS:
-        from npu_hil.targets import rockchip_observed
-
-        return rockchip.tables_text(target) + rockchip_observed.deviations_text(target)
-    raise LayoutError(f"unknown target {target!r}; known targets: {', '.join(known_targets())}")
+    return unit_for(target).tables_text(target)
 
 
 def last_op_kind(target: str, op_type: str, feeders: tuple[str, ...]) -> str:
     """What a target's compiler makes of the op that produces an output (``conv``,
-    ``conv_sigmoid`` or ``other``): only RKNN's output padding depends on it."""
-    from npu_hil.targets import rockchip, rockchip_observed
-
-    if target in rockchip.TARGETS:
-        return rockchip_observed.last_op_kind(target, op_type, feeders)
-    return "conv" if op_type in rockchip_observed.CONV_OPS else "other"
+    ``conv_sigmoid`` or ``other``): only where the vendor's output layout depends on it does
+    its unit say more than whether the op is a convolution."""
+    hook = unit_for(target).last_op_kind if target in all_targets() else None
+    if hook is not None:
+        return hook(target, op_type, feeders)
+    return "conv" if op_type in CONV_OPS else "other"

@@ -4,7 +4,12 @@ fails until it does). The restructure empties the lists.
 
 - no import cycle between the packages of ``harness/`` (and ``targets/``);
 - no module over ``MAX_LINES`` lines;
-- outside ``targets/`` no code names a vendor or a target.
+- outside ``targets/`` no code names a vendor or a target;
+- the vendor units sit on the codec and not the other way round: ``harness/codec/`` imports
+  nothing of ``targets/``, and ``targets/`` only the codec, the simulation kit, the error types
+  and the file readers;
+- the oracle (``harness/expect/``) imports nothing of the simulator (``harness/sim/``), so a
+  real board's result is checked without it.
 """
 
 from __future__ import annotations
@@ -17,16 +22,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 MAX_LINES = 600
 
-# Package-level import cycles today (each a set of packages that reach one another).
-KNOWN_CYCLES = {
-    frozenset({"harness", "harness.codec", "targets"}),
-}  # fmt: skip
+# Package-level import cycles the tree still owes (each a set of packages that reach one
+# another): none, and none may come back.
+KNOWN_CYCLES: set[frozenset[str]] = set()
 
 KNOWN_LONG_MODULES = {
     "harness/board/adapters/hobot_native.py",
     "harness/board/adapters/kneron.py",
     "harness/board/adapters/rknn_native.py",
-    "targets/rockchip.py",
 }
 
 # Files outside targets/ whose code (not their docstrings) names a vendor, a runtime or a target.
@@ -36,36 +39,8 @@ KNOWN_VENDOR_FILES = {
     "harness/board/adapters/kneron.py",
     "harness/board/adapters/rknn_native.py",
     "harness/board/adapters/rknnlite.py",
-    "harness/cli/common.py",
     "harness/cli/models_cmd.py",
-    "harness/cli/preflight_cmd.py",
-    "harness/cli/targets_cmd.py",
-    "harness/codec/registry.py",
-    "harness/codec/reported.py",
-    "harness/diff/attributes.py",
-    "harness/diff/forensics.py",
-    "harness/emulated/recipe.py",
-    "harness/farm/decode.py",
-    "harness/farm/inventory.py",
-    "harness/farm/labgrid_boards.py",
     "harness/models/compile_set.py",
-    "harness/models/manifest.py",
-    "harness/models/rknn_build.py",
-    "harness/models/rknn_child.py",
-    "harness/models/rknn_file.py",
-    "harness/pipeline/check.py",
-    "harness/pipeline/inputs.py",
-    "harness/plugin/farm.py",
-    "harness/preflight.py",
-    "harness/sim/expect.py",
-    "harness/sim/faults.py",
-    "harness/sim/options.py",
-    "harness/sim/quant.py",
-    "harness/sim/runtime.py",
-    "harness/sim/targets.py",
-    "harness/sim/vendors/horizon.py",
-    "harness/sim/vendors/kneron.py",
-    "harness/sim/vendors/rknn.py",
 }
 VENDOR_WORD = re.compile(
     r"rockchip|horizon|kneron|rknn|hobot|kl730|rk35\d\d|rv11\d\d|rk2118|rdk[-_]", re.IGNORECASE
@@ -275,3 +250,72 @@ def test_the_board_package_stands_alone_and_the_host_reads_it() -> None:
     assert graph.get("harness.board", set()) == set()
     assert "harness.board" in graph["harness.agent"]
     assert "harness.agent" not in graph["harness.transport"]
+
+
+# What the vendor units may import of the harness: the codec they describe formats with, the
+# kit they write their simulated runtime with, the error types they raise and the safe file
+# readers (a compiler's calibration data).
+TARGETS_MAY_IMPORT = (
+    "npu_hil.targets",
+    "npu_hil.harness.codec",
+    "npu_hil.harness.simkit",
+    "npu_hil.harness.errors",
+    "npu_hil.harness.inputs",
+)
+
+
+def _is_in(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def _imports_under(folder: str) -> dict[str, set[str]]:
+    prefix = "npu_hil." + folder.replace("/", ".")
+    return {
+        module: imports_of(module, path)
+        for module, path in modules().items()
+        if module == prefix or module.startswith(prefix + ".")
+    }
+
+
+def test_the_codec_imports_nothing_of_the_vendor_units() -> None:
+    reaching = {
+        module: sorted(n for n in names if _is_in(n, "npu_hil.targets"))
+        for module, names in _imports_under("harness/codec").items()
+    }
+    assert not {m: n for m, n in reaching.items() if n}, "the codec must not import targets/"
+
+
+def test_the_vendor_units_import_only_the_codec_and_the_errors() -> None:
+    upward = {
+        module: sorted(n for n in names if not any(_is_in(n, p) for p in TARGETS_MAY_IMPORT))
+        for module, names in _imports_under("targets").items()
+    }
+    assert not {m: n for m, n in upward.items() if n}, f"targets/ imports upward: {upward}"
+
+
+def test_the_oracle_imports_nothing_of_the_simulator() -> None:
+    found = _imports_under("harness/expect")
+    assert found, "harness/expect/ is the oracle stage"
+    reaching = {
+        module: sorted(n for n in names if _is_in(n, "npu_hil.harness.sim"))
+        for module, names in found.items()
+    }
+    assert not {m: n for m, n in reaching.items() if n}, f"the oracle imports the sim: {reaching}"
+
+
+def test_the_simulation_kit_imports_neither_the_units_nor_the_simulator() -> None:
+    found = _imports_under("harness/simkit")
+    assert found, "harness/simkit/ is what vendor units write their simulated runtime with"
+    reaching = {
+        module: sorted(
+            n for n in names if _is_in(n, "npu_hil.targets") or _is_in(n, "npu_hil.harness.sim")
+        )
+        for module, names in found.items()
+    }
+    assert not {m: n for m, n in reaching.items() if n}, f"harness/simkit/ reaches up: {reaching}"
+
+
+def test_the_direction_checks_see_an_import(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("from npu_hil.harness.sim.tensors import SimTensor\n", encoding="utf-8")
+    assert imports_of("npu_hil.harness.expect.sample", sample) == {"npu_hil.harness.sim.tensors"}

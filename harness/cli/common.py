@@ -8,6 +8,7 @@ from typing import Any
 
 from npu_hil.harness.codec import BlockedLayout, get_layout
 from npu_hil.harness.errors import LayoutError
+from npu_hil.targets.registry import units
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -38,7 +39,8 @@ def parse_params(items: list[str] | None) -> dict[str, Any]:
 
 
 def add_layout_args(parser: argparse.ArgumentParser, *, tensor: bool = True) -> None:
-    parser.add_argument("--target", required=True, help="e.g. kl730, rk3588, rdk-s100")
+    examples = ", ".join(unit.targets[0] for unit in units())
+    parser.add_argument("--target", required=True, help=f"e.g. {examples}")
     parser.add_argument("--layout", required=True, help="e.g. 1W16C8B, NC1HWC2, strided")
     parser.add_argument("--role", choices=("input", "output"), default="output")
     parser.add_argument(

@@ -15,7 +15,8 @@ from npu_hil.harness.inputs import check_regular
 from npu_hil.harness.models import MODELS
 from npu_hil.harness.models.compile_set import MANIFEST_NAME, compiled_tensor, plan, record
 from npu_hil.harness.models.manifest import load_manifest
-from npu_hil.harness.models.rknn_build import (
+from npu_hil.targets import rockchip
+from npu_hil.targets.rockchip.compiler.build import (
     TOOLKIT,
     TOOLKIT_VERSION,
     BuildFailure,
@@ -27,7 +28,6 @@ from npu_hil.harness.models.rknn_build import (
     default_precision,
     probe,
 )
-from npu_hil.targets import rockchip
 
 EXIT_BUILD_FAILED = 1
 

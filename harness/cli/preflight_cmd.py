@@ -20,8 +20,9 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "--input-type",
         default=None,
-        help="the deployed input type: Rockchip uint8/int8/float16/float32 (default: what the "
-        "vendor's compiler makes of the ONNX input), Horizon an image type such as nv12",
+        help="the deployed input type as the target's vendor names it: a tensor type such as "
+        "uint8 or float16 (default: what the vendor's compiler makes of the ONNX input), or an "
+        "image type such as nv12",
     )
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(run=run_preflight)

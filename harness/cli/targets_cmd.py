@@ -14,8 +14,13 @@ from npu_hil.harness.codec import known_targets, layout_names
 from npu_hil.harness.errors import LayoutError
 from npu_hil.harness.inputs import MAX_JSON_BYTES, read_regular
 from npu_hil.targets import check_conv, tables_text
+from npu_hil.targets.registry import units
 
 KINDS = ("conv", "depthwise", "deconv")
+
+
+OBSERVATIONS = "check_observations"
+"""The ``Vendor.extras`` hook: records of observed runtime answers → a summary of the check."""
 
 
 def add_parser(sub: Any) -> None:
@@ -30,14 +35,15 @@ def add_parser(sub: Any) -> None:
     show.add_argument("target")
     show.set_defaults(run=run_show)
 
+    offering = ", ".join(u.name for u in units() if OBSERVATIONS in u.extras)
     observed = actions.add_parser(
         "observed",
-        help="hold the Rockchip codec to a file of observed rknn_query() answers",
+        help=f"hold the codec to a file of a runtime's observed answers ({offering})",
     )
     observed.add_argument(
         "file",
         type=Path,
-        help="observations (.json or .json.gz), e.g. tests/data/rknn/observed.json.gz",
+        help="observations (.json or .json.gz), as the vendor's observation grid writes them",
     )
     observed.add_argument("--verbose", action="store_true", help="list every refusal and miss")
     observed.add_argument("--json", action="store_true")
@@ -108,8 +114,10 @@ def _gunzip(raw: bytes, path: Path) -> bytes:
 
 
 def run_observed(args: argparse.Namespace) -> int:
-    from npu_hil.targets.rockchip_report import check_observations
-
+    checks = [u.extras[OBSERVATIONS] for u in units() if OBSERVATIONS in u.extras]
+    if not checks:
+        raise LayoutError("no vendor unit checks a file of observed runtime answers")
+    check_observations = checks[0]
     path = args.file
     raw = bytes(read_regular(path, "observations (.json or .json.gz)", MAX_JSON_BYTES))
     try:

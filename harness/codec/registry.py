@@ -1,13 +1,16 @@
-"""The one registry from target names to the vendor modules that build their layouts.
+"""The one registry from target names to the vendor code that builds their layouts and reads
+their reports.
 
-Vendor modules live in ``targets/`` and register themselves on import; the registry imports them
-lazily so that ``import harness`` stays cheap and ``targets`` can import the engine freely.
+The vendor units live in ``targets/`` and register here when their package is imported. The
+codec does not import them (they import the codec's engine): the first lookup imports the package
+named by :data:`UNITS_PACKAGE`, which loads every vendor unit, so ``import harness`` stays cheap
+and ``get_layout`` works without the caller importing ``targets`` first.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from math import prod
 from typing import Any, Protocol
 
@@ -19,11 +22,8 @@ from npu_hil.harness.errors import LayoutError
 
 ROLES = ("input", "output")
 
-VENDOR_MODULES = (
-    "npu_hil.targets.kl730",
-    "npu_hil.targets.rockchip_layouts",
-    "npu_hil.targets.horizon",
-)
+UNITS_PACKAGE = "npu_hil.targets"
+"""The package whose import registers every vendor unit (each calls :func:`register`)."""
 
 
 class LayoutBuilder(Protocol):
@@ -40,26 +40,56 @@ class LayoutBuilder(Protocol):
     ) -> BlockedLayout: ...
 
 
+class ReportReader(Protocol):
+    """Reads one vendor's tensor report (the runtime's own field names) into a codec layout."""
+
+    def dtype(self, target: str, attributes: Mapping[str, Any]) -> np.dtype:
+        """The element type of the reported buffer."""
+
+    def layout(
+        self,
+        target: str,
+        role: str,
+        attributes: Mapping[str, Any],
+        dtype: np.dtype,
+        shape: tuple[int, ...] | None,
+        *,
+        reported: bool,
+        params: dict[str, Any],
+    ) -> BlockedLayout:
+        """The layout the report describes: with the device's geometry (``reported``) or the
+        codec's prediction for the same tensor; ``params`` are knobs the report lacks."""
+
+
 _BUILDERS: dict[str, LayoutBuilder] = {}
+_READERS: dict[str, ReportReader] = {}
 _LAYOUT_NAMES: dict[str, Callable[[], tuple[str, ...]]] = {}
 _ALL_LOADED: list[bool] = []
 
 
 def register(
-    targets: tuple[str, ...], builder: LayoutBuilder, layouts: Callable[[], tuple[str, ...]]
+    targets: tuple[str, ...],
+    builder: LayoutBuilder,
+    layouts: Callable[[], tuple[str, ...]],
+    report: ReportReader | None = None,
 ) -> None:
-    """Called by a vendor module for the targets it serves."""
+    """Called by a vendor unit for the targets it serves."""
     for target in targets:
         _BUILDERS[target] = builder
         _LAYOUT_NAMES[target] = layouts
+        if report is not None:
+            _READERS[target] = report
 
 
 def _load() -> None:
-    # Every vendor module, even when one was imported directly first and registered alone.
+    # Every vendor unit, even when one was imported directly first and registered alone.
     if not _ALL_LOADED:
-        for module in VENDOR_MODULES:
-            importlib.import_module(module)
-        _ALL_LOADED.append(True)
+        _ALL_LOADED.append(True)  # before the import: a unit may look itself up while loading
+        try:
+            importlib.import_module(UNITS_PACKAGE)
+        except BaseException:
+            _ALL_LOADED.clear()
+            raise
 
 
 def known_targets() -> tuple[str, ...]:
@@ -72,6 +102,23 @@ def layout_names(target: str) -> tuple[str, ...]:
     _load()
     _require_target(target)
     return _LAYOUT_NAMES[target]()
+
+
+def unregister(targets: tuple[str, ...]) -> None:
+    """Forget ``targets`` (a vendor unit registered for a while, by a test)."""
+    for target in targets:
+        _BUILDERS.pop(target, None)
+        _LAYOUT_NAMES.pop(target, None)
+        _READERS.pop(target, None)
+
+
+def report_reader(target: str) -> ReportReader:
+    """The reader of ``target``'s tensor reports."""
+    _load()
+    _require_target(target)
+    if target not in _READERS:
+        raise LayoutError(f"{target}: its vendor unit has no reader for the runtime's reports")
+    return _READERS[target]
 
 
 def _require_target(target: str) -> None:

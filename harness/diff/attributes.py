@@ -1,9 +1,10 @@
 """Attribute diff: the codec's predictions against what the device's runtime reported.
 
-Runtimes report the geometry they really use (RKNN ``w_stride``/``size_with_stride``/native
-``dims``, Horizon ``stride``/``alignedByteSize``, KL730 ``stride_npu``). The harness unpacks with
+Runtimes report the geometry they really use (row strides, buffer sizes, native dims, per-axis
+strides, in each runtime's own field names). The harness unpacks with
 what the device says and turns every disagreement with the seed tables into a finding that names
 the table row behind the prediction, so a runtime that drifted from its documentation is seen.
+What differs per vendor (enum prefixes, a documented address rule) comes from its vendor unit.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from npu_hil.harness.codec.engine import BlockedLayout
 from npu_hil.harness.errors import LayoutError
+from npu_hil.targets.registry import all_targets, unit_for, units
 
 ALIAS = {
     "aligned_byte_size": "alignedByteSize",
@@ -120,7 +122,7 @@ def _predictions(layout: BlockedLayout) -> dict[str, tuple[Any, str]]:
     put("validShape", attrs.get("validShape"), "the model's validShape")
     put("alignedShape", attrs.get("predicted_alignedShape"), _rule(prov.get("stride"), ""))
     put("stride_npu", attrs.get("predicted_stride_npu"), _rule(prov.get("stride_npu"), ""))
-    put("data_layout", attrs.get("data_layout"), "the model's declared KL730 layout")
+    put("data_layout", attrs.get("data_layout"), f"the model's declared {layout.target} layout")
     return out
 
 
@@ -137,8 +139,12 @@ def _rule(provenance: str | None, fallback: str) -> str:
 
 
 SPELLINGS = {"UNDEFINED": "UNDEFINE"}
-"""The runtime's enum name → the seed's (RKNN's API says UNDEFINED, the tables UNDEFINE)."""
-ENUM_PREFIXES = ("KP_MODEL_TENSOR_DATA_LAYOUT_", "RKNN_TENSOR_", "HB_DNN_TENSOR_TYPE_")
+"""The runtime's enum name → the seed's (an API says UNDEFINED where the tables say UNDEFINE)."""
+
+
+def _enum_prefixes() -> tuple[str, ...]:
+    """The prefixes every vendor's runtime puts on its enum names (dropped before comparing)."""
+    return tuple(p for unit in units() for p in unit.enum_prefixes)
 
 
 def _normalise(value: Any) -> Any:
@@ -146,7 +152,7 @@ def _normalise(value: Any) -> Any:
         return tuple(_normalise(v) for v in value)
     if isinstance(value, str):
         name = value.upper()
-        for prefix in ENUM_PREFIXES:
+        for prefix in _enum_prefixes():
             name = name.removeprefix(prefix)
         return SPELLINGS.get(name, name)
     return value
@@ -158,11 +164,8 @@ def _address(layout: BlockedLayout, key: str, value: Any) -> AttributeFinding:
     except (TypeError, ValueError) as exc:
         raise LayoutError(f"{key}: expected an integer address, got {value!r}") from exc
     misaligned = address % FIRST_ADDRESS_ALIGN
-    rule = (
-        "seeds/003: the first address of every BPU input and output buffer is 32-byte aligned"
-        if layout.target.startswith("rdk-")
-        else "the codec's own buffers are 32-byte aligned"
-    )
+    documented = unit_for(layout.target).address_rule if layout.target in all_targets() else None
+    rule = documented or "the codec's own buffers are 32-byte aligned"
     return AttributeFinding(
         attribute=key,
         predicted=f"a multiple of {FIRST_ADDRESS_ALIGN}",

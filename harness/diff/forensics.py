@@ -21,6 +21,7 @@ from npu_hil.harness.codec import get_layout, layout_names
 from npu_hil.harness.codec.engine import BlockedLayout
 from npu_hil.harness.diff.inputs import as_bytes
 from npu_hil.harness.errors import LayoutError
+from npu_hil.targets.registry import unit_for
 
 ALIGNMENTS = (1, 4, 8, 16, 32)
 C2_BLOCKS = (4, 8, 16, 32)
@@ -204,76 +205,6 @@ def _param_variants(
     target: str, name: str, role: str, shape: tuple[int, ...], dtype: np.dtype
 ) -> Iterator[tuple[dict[str, Any], str]]:
     yield {}, ""
-    if target == "kl730":
-        yield from _kl730_variants(name, shape, dtype)
-    elif target.startswith("rdk-"):
-        yield from _horizon_variants(name, shape, dtype)
-    else:
-        yield from _rockchip_variants(name, role, shape)
-
-
-def _kl730_variants(
-    name: str, shape: tuple[int, ...], dtype: np.dtype
-) -> Iterator[tuple[dict[str, Any], str]]:
-    from npu_hil.targets import kl730
-
-    fmt = kl730.FORMATS[name]
-    if fmt.bits == 16:
-        yield {"value_bits": 16 if fmt.quirk_15bit else 15}, ""
-    try:
-        shape4, inserted = kl730.canonical_shape(shape)
-    except LayoutError:
-        return
-    for cols in ALIGNMENTS:
-        if cols == fmt.entry_cols:
-            continue
-        strides = kl730.predict_stride_npu(dataclasses.replace(fmt, entry_cols=cols), shape4)
-        given = [s for a, s in enumerate(strides) if a not in inserted]
-        yield {"stride_npu": given}, f"rows padded to {cols} columns"
-
-
-def _rockchip_variants(
-    name: str, role: str, shape: tuple[int, ...]
-) -> Iterator[tuple[dict[str, Any], str]]:
-    if len(shape) != 4:
-        return
-    width = shape[3]
-    if role == "input" and name == "NHWC":
-        for align in ALIGNMENTS:
-            yield {"w_stride": -(-width // align) * align}, f"width aligned to {align}"
-        yield {"first_layer": "float16"}, ""
-    if name in ("NHWC", "NC1HWC2") and role == "output":
-        yield {"last_op": "other"}, ""
-    if name == "NC1HWC2":
-        for c2 in C2_BLOCKS:
-            for last_op in ("conv", "other"):
-                for hw_align in (1, 4):
-                    params: dict[str, Any] = {"c2": c2, "hw_align": hw_align}
-                    if role == "output":
-                        params["last_op"] = last_op
-                    elif last_op == "other" or hw_align != 1:
-                        continue
-                    yield params, ""
-
-
-def _horizon_variants(
-    name: str, shape: tuple[int, ...], dtype: np.dtype
-) -> Iterator[tuple[dict[str, Any], str]]:
-    from npu_hil.targets import horizon
-
-    if name == "strided" and len(shape) == 4:
-        for tensor_layout in ("NCHW", "NHWC"):
-            h_axis, w_axis = (1, 2) if tensor_layout == "NHWC" else (2, 3)
-            for h_align in ALIGNMENTS:
-                for w_align in ALIGNMENTS:
-                    aligned = list(shape)
-                    aligned[h_axis] = -(-shape[h_axis] // h_align) * h_align
-                    aligned[w_axis] = -(-shape[w_axis] // w_align) * w_align
-                    stride = horizon.strides_of_aligned_shape(tuple(aligned), dtype.itemsize)
-                    yield (
-                        {"stride": list(stride)},
-                        f"H aligned to {h_align}, W to {w_align} ({tensor_layout})",
-                    )
-    elif name in ("NV12", "Y") and len(shape) in (2, 3):
-        for align in ALIGNMENTS:
-            yield {"stride": -(-shape[-1] // align) * align}, f"rows aligned to {align} bytes"
+    variants = unit_for(target).forensic_variants
+    if variants is not None:
+        yield from variants(name, role, shape, dtype)

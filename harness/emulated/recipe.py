@@ -35,8 +35,8 @@ class RootRecipe:
     machine: str = "aarch64"
     """What ``uname -m`` (and ``platform.machine()``) says inside."""
     suite: str = "oldstable"
-    """Debian 12: Python 3.11, the newest Python the vendors' aarch64 wheels are built for
-    (rknn-toolkit-lite2 2.5.0 stops at cp312; stable's Python is 3.13)."""
+    # Debian 12: Python 3.11, the newest Python the vendors' aarch64 wheels are built for
+    # (rknn-toolkit-lite2 2.5.0 stops at cp312; stable's Python is 3.13).
     python: str = "3.11"
     """The suite's Python (major.minor): where locally installed modules go."""
     mirror: str | None = None

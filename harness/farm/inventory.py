@@ -72,7 +72,8 @@ from npu_hil.harness.farm.inventory_secrets import refuse_secret_text, refuse_se
 from npu_hil.harness.farm.labgrid_inventory import LabgridSection, parse_labgrid_section
 from npu_hil.harness.transport.config import LocalConfig, TransportConfig
 from npu_hil.harness.yaml_reader import MAX_CHARS, YamlProblem, check_tags, compose
-from npu_hil.targets import horizon, kl730, rockchip
+from npu_hil.targets.registry import HW_ADAPTERS as HW_ADAPTERS  # re-exported
+from npu_hil.targets.registry import VENDOR_OF as VENDOR_OF  # re-exported
 
 __all__ = [
     "NAME_RE",
@@ -88,13 +89,8 @@ __all__ = [
 ]
 
 BACKENDS = BOARD_BACKENDS  # what an inventory entry may choose
-VENDOR_OF: dict[str, str] = {
-    **{t: "rockchip" for t in rockchip.TARGETS},
-    **{t: "horizon" for t in horizon.TARGETS},
-    **{t: "kneron" for t in kl730.TARGETS},
-}
-HW_ADAPTERS = {"rockchip": "rknn_native", "horizon": "hobot_native", "kneron": "kneron"}
-"""The runtime adapter a real board of each vendor uses unless the inventory names another."""
+# VENDOR_OF (target → vendor) and HW_ADAPTERS (vendor → the runtime adapter a real board uses
+# unless the inventory names another) are the vendor units' (targets.registry).
 SIM_ADAPTER = "sim"
 
 TOP_KEYS = ("defaults", "boards", "manifest", "labgrid")
@@ -126,7 +122,7 @@ class Board:
 
     @property
     def vendor(self) -> str:
-        """rockchip, horizon or kneron."""
+        """The name of the target's vendor unit (``targets.registry``)."""
         return VENDOR_OF[self.target]
 
     @property

@@ -96,7 +96,7 @@ def _board(section: LabgridSection, place: PlaceState, taken: set[str]) -> Board
         got = f"its {tag} tag is {target!r}" if target else f"it has no {tag} tag"
         raise InventoryError(
             f"{where}: place {place.name}: {got}; tag it (labgrid-client -p {place.name} "
-            f"set-tags {tag}=rk3588) or give target: in the inventory"
+            f"set-tags {tag}=<target>) or give target: in the inventory"
         )
     transport = section.ssh if _link(section, place) == "ssh" else section.serial
     has_power = any(cls in POWER_DRIVERS for cls in place.resource_classes)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from npu_hil.harness.farm.inventory import Inventory
-from npu_hil.harness.sim.targets import VENDOR_OF
+from npu_hil.targets.registry import VENDOR_OF
 
 __all__ = ["selection_problem"]
 

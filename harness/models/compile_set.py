@@ -23,13 +23,13 @@ from npu_hil.harness.models.manifest import (
     load_manifest,
     save_manifest,
 )
-from npu_hil.harness.models.rknn_build import (
+from npu_hil.targets.rockchip.compiler.artifact import NativeTensor
+from npu_hil.targets.rockchip.compiler.build import (
     BuildJob,
     BuildResult,
     read_dataset,
     write_calibration,
 )
-from npu_hil.harness.models.rknn_file import NativeTensor
 
 REGRESSION_SHAPES: tuple[tuple[int, int, int, int], ...] = ((1, 3, 6, 10), (1, 16, 5, 7))
 """The NCHW input shapes the regression suite runs every reference model at: an image-like

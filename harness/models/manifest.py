@@ -44,17 +44,16 @@ from pathlib import Path
 from typing import Any
 
 from npu_hil.harness.errors import NpuHilError
-from npu_hil.targets import horizon, kl730, rockchip
+from npu_hil.targets.registry import all_targets, unit_for
 
 VERSION = 1
 
-ARTIFACT_SUFFIXES: dict[str, tuple[str, ...]] = {
-    **{target: (".rknn",) for target in rockchip.TARGETS},
-    **{target: (".hbm", ".bin") for target in horizon.TARGETS},
-    **{target: (".nef",) for target in kl730.TARGETS},
-}
-"""What a compiled model looks like per target: RKNN ``.rknn``, Horizon ``.hbm``/``.bin``,
-Kneron ``.nef``."""
+
+
+def artifact_suffixes(target: str) -> tuple[str, ...]:
+    """What a compiled model looks like for ``target``: its vendor unit's toolchain suffixes."""
+    return unit_for(target).artifact_suffixes
+
 
 _TOP_KEYS = ("version", "models")
 _MODEL_KEYS = ("onnx", "artifacts", "model", "shape", "compiled")
@@ -253,7 +252,7 @@ def parse_manifest(
             key = f"{where}.artifacts.{target}"
             _require_target(target, f"{source}: {key}")
             path = _path(value, root, source, key)
-            if path.suffix.lower() not in ARTIFACT_SUFFIXES[target]:
+            if path.suffix.lower() not in artifact_suffixes(target):
                 raise ManifestError(
                     f"{source}: {key}: expected a {_suffix_text(target)} file for {target}, "
                     f"got {value!r}"
@@ -311,7 +310,7 @@ def _tensor(value: Any, source: str, where: str) -> CompiledTensor:
     if not isinstance(name, str) or not name:
         raise ManifestError(f"{source}: {where}.name: expected a tensor name, got {name!r}")
     if dtype not in ("int8", "uint8", "int16", "float16", "float32"):
-        raise ManifestError(f"{source}: {where}.dtype: expected an RKNN type, got {dtype!r}")
+        raise ManifestError(f"{source}: {where}.dtype: expected a tensor type, got {dtype!r}")
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ManifestError(f"{source}: {where}.size: expected a byte count, got {size!r}")
     shape = _ints(data["shape"], source, where + ".shape")
@@ -380,11 +379,11 @@ def _path(value: Any, root: Path, source: str, where: str) -> Path:
 
 
 def _require_target(target: Any, where: str) -> None:
-    if target not in ARTIFACT_SUFFIXES:
+    if not isinstance(target, str) or target not in all_targets():
         raise ManifestError(
-            f"{where}: unknown target {target!r}; known targets: {', '.join(ARTIFACT_SUFFIXES)}"
+            f"{where}: unknown target {target!r}; known targets: {', '.join(all_targets())}"
         )
 
 
 def _suffix_text(target: str) -> str:
-    return " or ".join(ARTIFACT_SUFFIXES[target])
+    return " or ".join(artifact_suffixes(target))

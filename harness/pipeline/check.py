@@ -21,11 +21,11 @@ from npu_hil.harness.codec.reported import predicted_layout
 from npu_hil.harness.diff import diff_buffers
 from npu_hil.harness.diff.attributes import AttributeFinding, diff_attributes
 from npu_hil.harness.diff.heatmap import render_heatmap
+from npu_hil.harness.expect import Expected, expect_run
 from npu_hil.harness.pipeline.model import safe_name
 from npu_hil.harness.pipeline.result import TensorRun
-from npu_hil.harness.sim.expect import Expected, expect_run
 from npu_hil.targets import last_op_kind
-from npu_hil.targets.rockchip import TARGETS as ROCKCHIP_TARGETS
+from npu_hil.targets.registry import unit_for
 
 __all__ = ["check_result"]
 
@@ -68,7 +68,7 @@ def check_result(
 
 @dataclass(frozen=True)
 class _Reported:
-    """A fetched tensor as :mod:`harness.sim.expect` reads it (name, shape, attributes)."""
+    """A fetched tensor as :mod:`harness.expect` reads it (name, shape, attributes)."""
 
     name: str
     shape: tuple[int, ...]
@@ -126,8 +126,8 @@ class _Checker:
     def _attributes(self, record: TensorRecord, expect: Expected) -> list[AttributeFinding]:
         role = expect.role
         params: dict[str, str] = {}
-        if role == "output" and self.target in ROCKCHIP_TARGETS:
-            # RKNN's output layout depends on whether a convolution produced the output.
+        if role == "output" and unit_for(self.target).last_op_kind is not None:
+            # The vendor's output layout depends on whether a convolution produced the output.
             params["last_op"] = self.last_ops.get(record.name, "other")
         attrs = dict(record.attributes)
         # The expectation's layout holds the logical shape (the record may hold native dims).

@@ -9,17 +9,12 @@ import numpy as np
 
 from npu_hil.harness.agent.protocol import InputSpec
 from npu_hil.harness.codec import get_layout
+from npu_hil.harness.errors import LayoutError
 from npu_hil.harness.farm.session import BoardSession
+from npu_hil.targets.registry import pass_through_adapters, unit_named
 
 __all__ = ["job_inputs"]
 
-PASS_THROUGH_ADAPTERS = frozenset({"rknn_native", "hobot_native", "kneron"})
-"""Adapters whose runtime takes only native buffers: the host packs inputs with the codec."""
-DEFAULT_INPUT_LAYOUT = {"rockchip": "NHWC", "horizon": "strided", "kneron": "1W16C8B"}
-"""The native input layout packed for a pass-through runtime when the caller names none."""
-RKNN_NHWC_INPUT_CHANNELS = (1, 3, 4)
-"""An RKNN model's native input is NHWC for these channel counts and NC1HWC2 for others (what
-the runtimes reported for every compiled model of the observations but RK2118's)."""
 
 
 def job_inputs(
@@ -29,7 +24,8 @@ def job_inputs(
 ) -> tuple[tuple[InputSpec, ...], dict[str, np.ndarray]]:
     """The job's inputs: logical tensors where the runtime converts them, buffers packed by the
     host codec where the runtime takes only its native layout."""
-    pass_through = session.adapter in PASS_THROUGH_ADAPTERS
+    # Adapters whose runtime takes only native buffers: the host packs inputs with the codec.
+    pass_through = session.adapter in pass_through_adapters()
     specs: list[InputSpec] = []
     arrays: dict[str, np.ndarray] = {}
     for name, value in given.items():
@@ -49,6 +45,8 @@ def job_inputs(
 
 
 def _default_input_layout(vendor: str, shape: tuple[int, ...]) -> str:
-    if vendor == "rockchip" and len(shape) == 4 and shape[1] not in RKNN_NHWC_INPUT_CHANNELS:
-        return "NC1HWC2"
-    return DEFAULT_INPUT_LAYOUT[vendor]
+    """The native input layout packed for a pass-through runtime when the caller names none."""
+    default = unit_named(vendor).default_input_layout
+    if default is None:
+        raise LayoutError(f"vendor {vendor}: no default native input layout; name one")
+    return default(shape)

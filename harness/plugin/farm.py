@@ -45,8 +45,8 @@ if TYPE_CHECKING:
 
 BOARD = "board"
 MARKERS = (
-    "soc(*names): run this test on boards of these SoCs (e.g. rk3588, kl730, rdk-x5)",
-    "vendor(*names): run this test on boards of these vendors (rockchip, kneron, horizon)",
+    "soc(*names): run this test on boards of these SoCs (the targets of npu-hil targets list)",
+    "vendor(*names): run this test on boards of these vendors (the vendor units' names)",
     "hw_only: run only on real hardware, never on a simulated board",
     "sim_only: run only on simulated boards",
     "layout(*names): the NPU layouts this test exercises",
@@ -266,7 +266,7 @@ def _check_names(
     metafunc: pytest.Metafunc, socs: tuple[str, ...], vendors: tuple[str, ...]
 ) -> None:
     """A typo in a marker is a collection error, not a silently skipped test."""
-    from npu_hil.harness.sim.targets import VENDOR_OF
+    from npu_hil.targets.registry import VENDOR_OF
 
     where = metafunc.definition.nodeid
     unknown = [s for s in socs if s not in VENDOR_OF]

@@ -3,16 +3,16 @@ the seeds and spec notes tell (native layouts, quantization, reported attributes
 faults to inject on purpose.
 
 Entry points: :class:`SimNpu` (load, run), :class:`SimInput`, :class:`Fault`; the host-side
-expectation of what a device must hold is in :mod:`harness.sim.expect`.
+expectation of what a device must hold is in :mod:`harness.expect`.
 """
 
 from __future__ import annotations
 
-from npu_hil.harness.sim.errors import SimConfigError, SimRefusal
 from npu_hil.harness.sim.faults import FAULT_NAMES, Fault, parse_faults
 from npu_hil.harness.sim.runtime import SimModel, SimNpu
 from npu_hil.harness.sim.targets import SIM_TARGETS, vendor_of
-from npu_hil.harness.sim.tensors import SimInput, SimRun, SimTensor
+from npu_hil.harness.simkit.errors import SimConfigError, SimRefusal
+from npu_hil.harness.simkit.tensors import SimInput, SimRun, SimTensor
 
 __all__ = [
     "FAULT_NAMES",

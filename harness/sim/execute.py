@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 
 from npu_hil.harness.sim import numpy_exec
-from npu_hil.harness.sim.errors import SimConfigError, SimRefusal
+from npu_hil.harness.simkit.errors import SimConfigError, SimRefusal
 
 EXECUTORS = ("auto", "onnxruntime", "numpy")
 

@@ -23,7 +23,6 @@ silent no-op: a test that thinks it injected a fault must really have.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import time
@@ -34,12 +33,10 @@ from typing import Any
 import numpy as np
 
 from npu_hil.harness.codec import BlockedLayout, get_layout
-from npu_hil.harness.codec.params import round_up
 from npu_hil.harness.errors import LayoutError
-from npu_hil.harness.sim.errors import SimConfigError
-from npu_hil.harness.sim.targets import HORIZON, KNERON, vendor_of
-from npu_hil.harness.sim.tensors import SimTensor
-from npu_hil.targets import horizon, kl730
+from npu_hil.harness.simkit.errors import SimConfigError
+from npu_hil.harness.simkit.tensors import SimTensor
+from npu_hil.targets.registry import unit_for
 
 BUFFER_FAULTS = (
     "wrong-alignment",
@@ -229,55 +226,9 @@ def _wrong_alignment(tensor: SimTensor, params: Mapping[str, Any], _: int) -> bo
 def alignment_variants(layout: BlockedLayout) -> Iterator[dict[str, Any]]:
     """Layout parameters a misbehaving runtime might use instead of the table's, in the order
     the fault tries them (the ones the diff's forensics also tries come first)."""
-    vendor = vendor_of(layout.target)
-    attrs = layout.attributes
-    if vendor == KNERON:
-        yield from _kl730_variants(layout)
-    elif vendor == HORIZON:
-        width = layout.shape[-1]
-        if layout.name == "strided":
-            yield from _horizon_strided_variants(layout)
-        else:
-            for align in (1, 4, 8, 16, 64):
-                yield {"stride": round_up(width, align)}
-            yield {"stride": round_up(width, 32) + 32}
-    elif layout.name == "NHWC" and layout.role == "input":
-        predicted = int(attrs["w_stride"])
-        for align in (1, 4, 8, 16, 32):
-            yield {"w_stride": round_up(layout.shape[3], align)}
-        yield {"w_stride": predicted + int(attrs.get("width_align", 1))}
-    elif layout.name == "NC1HWC2":
-        c2 = int(attrs["c2"])
-        for other in (c2 // 2, c2 * 2):
-            if other >= 1:
-                yield {"c2": other}
-        if layout.role == "output":
-            yield {"hw_align": 8 if int(attrs["hw_align"]) != 8 else 1}
-    elif layout.name == "NHWC":
-        yield {"last_op": "other" if layout.params.get("last_op", "conv") == "conv" else "conv"}
-
-
-def _kl730_variants(layout: BlockedLayout) -> Iterator[dict[str, Any]]:
-    fmt = kl730.FORMATS[layout.name]
-    shape4, inserted = kl730.canonical_shape(layout.shape)
-    for cols in (4, 8, 16, 32, 64, shape4[3] + 1):
-        if cols == fmt.entry_cols:
-            continue
-        strides = kl730.predict_stride_npu(dataclasses.replace(fmt, entry_cols=cols), shape4)
-        yield {"stride_npu": [s for a, s in enumerate(strides) if a not in inserted]}
-
-
-def _horizon_strided_variants(layout: BlockedLayout) -> Iterator[dict[str, Any]]:
-    aligned = list(layout.attributes["predicted_alignedShape"])
-    item = layout.dtype.itemsize
-    last = len(aligned) - 1
-    for align in (1, 4, 8, 16, 64):
-        other = list(aligned)
-        other[last] = round_up(layout.shape[last], align)
-        yield {"stride": list(horizon.strides_of_aligned_shape(tuple(other), item))}
-    other = list(aligned)
-    other[last] += 32
-    yield {"stride": list(horizon.strides_of_aligned_shape(tuple(other), item))}
+    variants = unit_for(layout.target).fault_variants
+    if variants is not None:
+        yield from variants(layout)
 
 
 def channel_block(layout: BlockedLayout) -> int:

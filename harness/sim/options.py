@@ -3,48 +3,39 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from npu_hil.harness.sim.errors import SimConfigError
 from npu_hil.harness.sim.execute import EXECUTORS
 from npu_hil.harness.sim.faults import Fault, parse_faults
-from npu_hil.harness.sim.targets import HORIZON, KNERON, ROCKCHIP, vendor_of
+from npu_hil.harness.sim.targets import unit_of, vendor_of
+from npu_hil.harness.simkit.errors import SimConfigError
+from npu_hil.harness.simkit.options import RuntimeOptions
 
 COMMON = ("target", "faults", "executor", "buffer_offset", "buffer_offsets", "input_layout",
           "output_layout")  # fmt: skip
-VENDOR_OPTIONS = {ROCKCHIP: ("precision",), HORIZON: ("output_quant",), KNERON: ()}
 OPTION_HELP = {
-    "target": "the board to be: kl730, rk3566 ... rv1106b, rdk-x3/x5/s100",
+    "target": "the board to be: any target of a vendor unit (npu-hil targets list)",
     "faults": "faults to inject: names or {name, ...params} (see harness.sim.faults)",
     "executor": "auto | onnxruntime | numpy",
-    "buffer_offset": "bytes past a 32-byte boundary for every I/O buffer (Horizon refuses)",
+    "buffer_offset": "bytes past a 32-byte boundary for every I/O buffer (a runtime that checks "
+    "addresses refuses)",
     "buffer_offsets": "the same per tensor name",
     "input_layout": "native input layout for inputs that do not name one",
-    "output_layout": "RKNN fmt (NC1HWC2 default) or KL730 format (1W16C8B default)",
-    "precision": "RKNN first-layer precision: int8 or float16",
-    "output_quant": "Horizon outputs: scale (default), shift or none (F32)",
+    "output_layout": "native output layout (the vendor's default otherwise)",
 }
+"""The common options; each vendor unit adds its own (``Vendor.sim_options``)."""
 
 
 @dataclass(frozen=True)
-class SimOptions:
-    target: str
+class SimOptions(RuntimeOptions):
+    """The options of a simulated board, checked (:meth:`from_mapping`)."""
+
     faults: tuple[Fault, ...] = ()
-    executor: str = "auto"
-    buffer_offset: int = 0
-    buffer_offsets: dict[str, int] = field(default_factory=dict)
-    input_layout: str | None = None
-    output_layout: str | None = None
-    precision: str | None = None
-    output_quant: str | None = None
 
     @property
     def vendor(self) -> str:
         return vendor_of(self.target)
-
-    def offset_for(self, name: str) -> int:
-        return self.buffer_offsets.get(name, self.buffer_offset)
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> SimOptions:
@@ -54,11 +45,12 @@ class SimOptions:
         if "target" not in options:
             raise SimConfigError("sim options: 'target' is required (the board to simulate)")
         target = options["target"]
-        vendor = vendor_of(target)
-        accepted = (*COMMON, *VENDOR_OPTIONS[vendor])
+        own = unit_of(target).sim_options
+        accepted = (*COMMON, *own)
         unknown = sorted(set(options) - set(accepted))
         if unknown:
-            listed = "; ".join(f"{k}: {OPTION_HELP[k]}" for k in accepted)
+            helps = {**OPTION_HELP, **{k: o.help for k, o in own.items()}}
+            listed = "; ".join(f"{k}: {helps[k]}" for k in accepted)
             raise SimConfigError(
                 f"sim options for {target}: unknown option(s) {', '.join(unknown)}; "
                 f"accepted: {listed}"
@@ -78,10 +70,11 @@ class SimOptions:
             buffer_offsets={str(k): _offset(f"buffer_offsets.{k}", v) for k, v in offsets.items()},
             input_layout=_text("input_layout", options.get("input_layout")),
             output_layout=_text("output_layout", options.get("output_layout")),
-            precision=_choice("precision", options.get("precision"), ("int8", "float16")),
-            output_quant=_choice(
-                "output_quant", options.get("output_quant"), ("scale", "shift", "none")
-            ),
+            vendor_options={
+                k: _choice(k, options[k], o.choices)
+                for k, o in own.items()
+                if options.get(k) is not None
+            },
         )
 
 
@@ -99,9 +92,7 @@ def _text(key: str, value: Any) -> str | None:
     return value
 
 
-def _choice(key: str, value: Any, choices: tuple[str, ...]) -> str | None:
-    if value is None:
-        return None
+def _choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise SimConfigError(f"{key} must be one of {', '.join(choices)}, got {value!r}")
     return str(value)

@@ -24,13 +24,14 @@ from typing import Any
 import onnx
 
 from npu_hil.harness.sim import execute
-from npu_hil.harness.sim.errors import SimRefusal
 from npu_hil.harness.sim.faults import apply_buffer_faults, apply_process_faults
-from npu_hil.harness.sim.graph import GraphInfo, inspect
 from npu_hil.harness.sim.options import SimOptions
-from npu_hil.harness.sim.targets import HORIZON, KNERON, ROCKCHIP
-from npu_hil.harness.sim.tensors import InputLike, SimRun, SimTensor
-from npu_hil.harness.sim.vendors.base import VendorSim
+from npu_hil.harness.sim.targets import unit_of
+from npu_hil.harness.simkit.base import VendorSim
+from npu_hil.harness.simkit.errors import SimConfigError, SimRefusal
+from npu_hil.harness.simkit.graph import GraphInfo, inspect
+from npu_hil.harness.simkit.tensors import InputLike, SimRun, SimTensor
+from npu_hil.targets.registry import units
 
 RUNTIME_NAME = "npu-hil simulated NPU"
 
@@ -44,17 +45,23 @@ class SimModel:
     source: str
 
 
-def _vendor_sim(options: SimOptions) -> VendorSim:
-    from npu_hil.harness.sim.vendors.horizon import HorizonSim
-    from npu_hil.harness.sim.vendors.kneron import Kl730Sim
-    from npu_hil.harness.sim.vendors.rknn import RknnSim
+def _artifact_suffixes() -> list[str]:
+    return sorted({suffix for unit in units() for suffix in unit.artifact_suffixes})
 
-    classes: dict[str, type[VendorSim]] = {
-        ROCKCHIP: RknnSim,
-        HORIZON: HorizonSim,
-        KNERON: Kl730Sim,
-    }
-    return classes[options.vendor](options)
+
+def _vendor_sim(options: SimOptions) -> VendorSim:
+    """The vendor unit's simulated runtime for the target (named ``module:attribute`` where the
+    unit does not hold the factory itself)."""
+    factory = unit_of(options.target).simulator
+    if isinstance(factory, str):
+        module, _, attribute = factory.partition(":")
+        factory = getattr(importlib.import_module(module), attribute)
+    if not callable(factory):
+        raise SimConfigError(f"{options.target}: its vendor unit has no simulated runtime")
+    sim = factory(options)
+    if not isinstance(sim, VendorSim):
+        raise SimConfigError(f"{options.target}: the vendor's simulator is not a VendorSim")
+    return sim
 
 
 class SimNpu:
@@ -99,7 +106,7 @@ class SimNpu:
                     "UnsupportedError",
                     "load",
                     f"{path.name}: the simulated runtime runs ONNX reference models; compiled "
-                    "artifacts (.rknn, .hbm/.bin, .nef) run on real boards",
+                    f"artifacts ({', '.join(_artifact_suffixes())}) run on real boards",
                 )
             try:
                 proto = onnx.load_model(str(path))

@@ -21,8 +21,8 @@ import pytest
 
 from npu_hil.harness.codec.reported import layout_from_report
 from npu_hil.harness.errors import LayoutError
-from npu_hil.targets.rockchip_observed import deviation
-from npu_hil.targets.rockchip_report import (
+from npu_hil.targets.rockchip.observed import deviation
+from npu_hil.targets.rockchip.queries import (
     LAST_OP_OF_COMPILED,
     QUERIES,
     differences,

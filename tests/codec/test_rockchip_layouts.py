@@ -38,7 +38,7 @@ INPUT_WIDTH_ALIGN: dict[str, dict[str, int]] = {
 # Where Rockchip's own software (rknn-toolkit2 2.5.0 and its runtimes, tests/data/rknn/) does
 # not do what the seed's table says, the prediction follows it; the seed's value stays above.
 # (target, first layer, C) -> observed width alignment (deviations input-width-16,
-# rk2118-fp16-width, fp16-c4-unaligned of targets/rockchip_observed.py).
+# rk2118-fp16-width, fp16-c4-unaligned of targets/rockchip/observed.py).
 OBSERVED_INPUT_WIDTH_ALIGN: dict[tuple[str, str, int], int] = {
     **{(t, "int8", c): 16 for t in ("rv1103b", "rv1106b") for c in (1, 3, 4)},
     ("rk2118", "float16", 1): 8,

@@ -24,8 +24,8 @@ import onnx
 
 from npu_hil.harness.codec import get_layout
 from npu_hil.harness.models import build
-from npu_hil.harness.sim.quant import Affine
-from npu_hil.harness.sim.vendors.rknn import tensor_attr
+from npu_hil.targets.quant import Affine
+from npu_hil.targets.rockchip.sim import tensor_attr
 
 FMT = {"NCHW": 0, "NHWC": 1, "NC1HWC2": 2, "UNDEFINED": 3}
 TYPE = {"FLOAT32": 0, "FLOAT16": 1, "INT8": 2, "UINT8": 3}

@@ -16,7 +16,7 @@ from npu_hil.harness.codec import get_layout
 from npu_hil.harness.errors import DeviceError, LayoutError
 from npu_hil.harness.models.compile_set import REGRESSION_SHAPES
 from npu_hil.targets import rockchip
-from npu_hil.targets.rockchip_observed import npu_input_types
+from npu_hil.targets.rockchip.observed import npu_input_types
 
 SHAPES: tuple[tuple[int, int, int, int], ...] = (
     (1, 3, 5, 7),

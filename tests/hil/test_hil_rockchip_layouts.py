@@ -21,7 +21,7 @@ from hil_cases import (
 )
 
 from npu_hil.harness.plugin import assert_run_ok
-from npu_hil.targets.rockchip_layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS
+from npu_hil.targets.rockchip.layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS
 
 pytestmark = pytest.mark.vendor("rockchip")
 

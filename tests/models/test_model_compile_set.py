@@ -14,15 +14,19 @@ from npu_hil.harness.farm import Farm, parse_inventory
 from npu_hil.harness.models import ManifestError, build, load_manifest
 from npu_hil.harness.models.compile_set import REGRESSION_SHAPES, entry_key, plan, record
 from npu_hil.harness.models.manifest import parse_manifest
-from npu_hil.harness.models.rknn_build import (
+from npu_hil.harness.pipeline.model import resolve_model
+from npu_hil.targets.rockchip.compiler.artifact import (
+    NativeTensor,
+    RknnFileError,
+    read_tensor_table,
+)
+from npu_hil.targets.rockchip.compiler.build import (
     BuildResult,
     CompilerError,
     check_precision,
     precisions,
     read_dataset,
 )
-from npu_hil.harness.models.rknn_file import NativeTensor, RknnFileError, read_tensor_table
-from npu_hil.harness.pipeline.model import resolve_model
 
 # Measured: rknn-toolkit2 2.5.0, rk3588 int8, conv3x3 at 1x16x5x7 (the file's tensor table).
 RK3588_CONV = {

@@ -32,7 +32,7 @@ def _run_dirs(project: pytest.Pytester) -> list[Path]:
     [
         (
             ["--target", "nope"],
-            "--target 'nope': no such target (known: kl730, rk3566, rk3568, rk3588",
+            "--target 'nope': no such target (known: rk3566, rk3568, rk3588",
         ),
         (
             ["--target", "rk3588", "--target", "rk3562"],

@@ -9,8 +9,8 @@ import numpy as np
 import onnx
 
 from npu_hil.harness.diff import DiffReport, diff_buffers
+from npu_hil.harness.expect import Expected, expect_run
 from npu_hil.harness.sim import SimInput, SimNpu, SimRun, SimTensor
-from npu_hil.harness.sim.expect import Expected, expect_run
 
 INPUT_DTYPE = {"rk2118": "float16", "kl730": "int8"}
 """The integer (or float16) data each target takes natively; uint8 images elsewhere."""

@@ -21,8 +21,8 @@ from sim_helpers import random_tensor
 from npu_hil.harness.agent.client import BOARD_SOURCE, HOST_ADAPTERS
 from npu_hil.harness.board.loader import load_adapter_base
 from npu_hil.harness.diff import diff_buffers
+from npu_hil.harness.expect import expect_run
 from npu_hil.harness.models import build, save
-from npu_hil.harness.sim.expect import expect_run
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = BOARD_SOURCE

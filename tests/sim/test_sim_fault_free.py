@@ -13,11 +13,11 @@ from sim_helpers import FLOAT_INPUT_TARGETS, compare, inputs_for, native_dtype, 
 
 from npu_hil.harness.codec.reported import predicted_layout
 from npu_hil.harness.diff.attributes import diff_attributes, disagreements
+from npu_hil.harness.expect import model_inputs, semantics
 from npu_hil.harness.models import MODELS, build
 from npu_hil.harness.models.reference import reference_outputs
 from npu_hil.harness.sim import SIM_TARGETS
-from npu_hil.harness.sim.expect import model_inputs, semantics
-from npu_hil.harness.sim.quant import choose_affine, choose_fixed_point, choose_horizon_scale
+from npu_hil.targets.quant import choose_affine, choose_fixed_point, choose_horizon_scale
 
 SHAPES = [(1, 3, 5, 7), (2, 20, 3, 5), (1, 1, 4, 9)]
 

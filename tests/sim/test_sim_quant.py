@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from npu_hil.harness.sim.quant import (
+from npu_hil.targets.quant import (
     Affine,
     Cast,
     FixedPoint,

@@ -17,7 +17,7 @@ if os.environ.get("NPU_HIL_VENDOR_RKNN") != "1":
 @pytest.fixture(scope="session")
 def compiler() -> str:
     """The compiler's version; skips (fails on CI) when it cannot be imported."""
-    from npu_hil.harness.models.rknn_build import TOOLKIT_VERSION, probe, toolkit_version
+    from npu_hil.targets.rockchip.compiler.build import TOOLKIT_VERSION, probe, toolkit_version
 
     reason = probe()
     if reason is not None:

@@ -23,7 +23,9 @@ from npu_hil.harness.codec import get_layout
 from npu_hil.harness.errors import LayoutError
 from npu_hil.harness.models import build
 from npu_hil.harness.models.compile_set import graph_of
-from npu_hil.harness.models.rknn_build import (
+from npu_hil.targets import rockchip
+from npu_hil.targets.rockchip.compiler.artifact import NativeTensor
+from npu_hil.targets.rockchip.compiler.build import (
     BuildFailure,
     BuildJob,
     BuildResult,
@@ -31,8 +33,6 @@ from npu_hil.harness.models.rknn_build import (
     precisions,
     write_calibration,
 )
-from npu_hil.harness.models.rknn_file import NativeTensor
-from npu_hil.targets import rockchip
 
 H = 3
 MODELS: tuple[tuple[str, int, int, str], ...] = (
@@ -242,7 +242,7 @@ EXPECTED_SKEW: tuple[Skew, ...] = (
         "observations (rknn/observed.json.gz): where H*W is not a multiple of 4 every runtime "
         "reports NATIVE_OUTPUT_ATTR dims flattened, [N, C1, 1, ceil4(H*W), C2] (624 of 780 "
         "models); the compiler's tensor table states [N, C1, H, W, C2], the same bytes. The "
-        "codec follows the runtime (targets/rockchip_observed.py: flattened-plane).",
+        "codec follows the runtime (targets/rockchip/observed.py: flattened-plane).",
     ),
     Skew(
         "nc1hwc2-input-plane-padding",

@@ -1,0 +1,109 @@
+"""What a device must hold, computed on the host from the runtime's report alone.
+
+For each input: the layout the device reported, and the values it must hold (the caller's
+tensor, or for float data given to an integer buffer what the reported quantization makes of
+it). For each output: the reference model (onnxruntime) run on what the model sees — the held
+inputs decoded as the vendor does (the vendor unit's quantization model,
+``targets/<vendor>/quant.py``) — then quantized with the parameters the device reported, in the
+layout it reported. Diff the device's buffers against these with
+:func:`harness.diff.diff_buffers`.
+
+Nothing here reads the simulator: the same code checks a simulated board's result and a real
+one's (``tests/test_structure.py`` holds that this package imports nothing of ``harness.sim``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import onnx
+
+from npu_hil.harness.codec import BlockedLayout
+from npu_hil.harness.codec.reported import layout_from_report
+from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.models.reference import reference_outputs
+from npu_hil.targets.registry import unit_for
+from npu_hil.targets.unit import QuantModel
+
+
+class ReportedTensor(Protocol):
+    """A tensor as a run reported it (``adapters.base.TensorOut``, ``SimTensor``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def shape(self) -> Any: ...
+
+    @property
+    def attributes(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Expected:
+    """One tensor's expectation: the reported layout and the logical values it must hold."""
+
+    name: str
+    role: str
+    layout: BlockedLayout
+    values: np.ndarray
+    attributes: dict[str, Any]
+
+
+def semantics(target: str) -> QuantModel:
+    """The vendor unit's model of how the target's values relate to floats."""
+    quant = unit_for(target).quant
+    if quant is None:
+        raise LayoutError(f"{target}: its vendor unit has no quantization model: no oracle")
+    return quant
+
+
+def expected_input(target: str, reported: ReportedTensor, given: np.ndarray) -> Expected:
+    """What the device must hold for an input the host handed over as ``given``."""
+    layout = layout_from_report(target, "input", reported.attributes, shape=list(reported.shape))
+    values = np.asarray(given)
+    if values.dtype != layout.dtype:
+        values = semantics(target).quantizer(reported.attributes).quantize(values)
+    # What the layout can hold (KL730 16-bit data loses bit 0 on the way in).
+    held = layout.unpack(layout.pack(values.reshape(layout.shape)))
+    return Expected(reported.name, "input", layout, held, dict(reported.attributes))
+
+
+def model_inputs(target: str, inputs: Sequence[Expected]) -> dict[str, np.ndarray]:
+    """The float tensors the model computes on, decoded from what the device holds."""
+    vendor = semantics(target)
+    return {e.name: vendor.model_input(e.attributes, e.values) for e in inputs}
+
+
+def expected_outputs(
+    target: str,
+    model: onnx.ModelProto | str | os.PathLike[str],
+    inputs: Sequence[Expected],
+    reported: Sequence[ReportedTensor],
+) -> list[Expected]:
+    """The reference outputs, quantized and laid out as the device reported them."""
+    floats = reference_outputs(model, model_inputs(target, inputs))
+    vendor = semantics(target)
+    out = []
+    for tensor in reported:
+        attrs = tensor.attributes
+        layout = layout_from_report(target, "output", attrs, shape=list(tensor.shape))
+        values = vendor.output_quantizer(attrs).quantize(floats[tensor.name])
+        out.append(Expected(tensor.name, "output", layout, values, dict(attrs)))
+    return out
+
+
+def expect_run(
+    target: str,
+    model: onnx.ModelProto | str | os.PathLike[str],
+    given: Mapping[str, np.ndarray],
+    reported_inputs: Sequence[ReportedTensor],
+    reported_outputs: Sequence[ReportedTensor],
+) -> tuple[list[Expected], list[Expected]]:
+    """Expectations for a whole run: inputs as handed over (name → logical tensor)."""
+    inputs = [expected_input(target, t, given[t.name]) for t in reported_inputs]
+    return inputs, expected_outputs(target, model, inputs, reported_outputs)

@@ -1,0 +1,10 @@
+"""Preflight: check an ONNX model against a target's tables before anything is deployed
+(:func:`preflight`; the checks themselves are the vendor units')."""
+
+from __future__ import annotations
+
+from npu_hil.harness.errors import PreflightError
+from npu_hil.harness.preflight.check import PreflightReport, preflight
+from npu_hil.targets.unit import PreflightFinding
+
+__all__ = ["PreflightError", "PreflightFinding", "PreflightReport", "preflight"]

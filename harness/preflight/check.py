@@ -1,0 +1,221 @@
+"""Preflight: check an ONNX model against a target's tables before anything is deployed.
+
+Walks the graph with ONNX shape inference and checks:
+- that the graph can be walked at all (numeric inputs, every value made before it is read,
+  convolution attributes of the types ONNX defines);
+- then whatever the target's vendor unit checks (``Vendor.preflight``): for RKNN every Conv /
+  ConvTranspose against the convolution width rules, every input against the input table and
+  every output against the output table; for Horizon NV12 inputs even H and W.
+
+Each finding names the node, the rule and the numbers, e.g.
+``conv_17: width 6145 · 3 > 2048 · 9, rule A(1), rk3588``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from npu_hil.harness.errors import NpuHilError, PreflightError
+from npu_hil.harness.inputs import MAX_MODEL_BYTES, read_regular
+from npu_hil.targets.onnx_graph import attribute
+from npu_hil.targets.registry import unit_for
+from npu_hil.targets.unit import PreflightContext, PreflightFinding
+
+
+@dataclass
+class PreflightReport:
+    target: str
+    model: str
+    findings: list[PreflightFinding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(f.ok for f in self.findings)
+
+    @property
+    def violations(self) -> list[PreflightFinding]:
+        return [f for f in self.findings if not f.ok]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "model": self.model,
+            "ok": self.ok,
+            "violations": len(self.violations),
+            "findings": [dataclasses.asdict(f) for f in self.findings],
+            "notes": list(self.notes),
+        }
+
+    def summary(self) -> str:
+        verdict = "passes" if self.ok else f"violates {len(self.violations)} rule(s)"
+        lines = [f"{self.model} on {self.target}: {verdict}"]
+        lines += [f"  {f.message}" for f in self.violations]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def preflight(
+    model: Any,
+    target: str,
+    *,
+    first_layer: str | None = None,
+    output_precision: str = "int8",
+    rule: str | None = None,
+    input_type: str | None = None,
+) -> PreflightReport:
+    """Check ``model`` (an ``onnx.ModelProto`` or a path) against ``target``'s tables.
+
+    ``first_layer`` is the precision of the compiled model's first layer (Rockchip: default
+    int8, float16 on RK2118); ``output_precision`` the precision of its outputs; ``rule``
+    forces rule A or B; ``input_type`` is the type the deployed model's input takes: on
+    Rockchip ``uint8``/``int8``/``float16``/``float32`` (default: what rknn-toolkit2 makes of the
+    ONNX input: a float input becomes the first layer's type, int8 or float16, as its compiler
+    log says; an integer input keeps its type), on Horizon an image type such as ``nv12``.
+    """
+    proto, name = _load(model)
+    try:
+        return _analyse(proto, name, target, first_layer, output_precision, rule, input_type)
+    except NpuHilError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
+        # A graph the checks below cannot walk is a model they cannot analyse (exit 2), never
+        # a rule it violates (exit 1).
+        raise PreflightError(f"{name}: cannot analyse the model ({exc!r})") from None
+
+
+def _analyse(
+    proto: Any,
+    name: str,
+    target: str,
+    first_layer: str | None,
+    output_precision: str,
+    rule: str | None,
+    input_type: str | None,
+) -> PreflightReport:
+    import onnx
+
+    if not proto.graph.node or not proto.graph.output:
+        raise PreflightError(f"{name}: the model has no graph to check (no nodes or no outputs)")
+    _check_graph(proto.graph, name)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto)
+    except Exception as exc:
+        raise PreflightError(f"{name}: ONNX shape inference failed: {exc}") from exc
+    graph = inferred.graph
+    shapes = _value_shapes(inferred)
+    report = PreflightReport(target=target, model=name)
+    initializers = {init.name for init in graph.initializer}
+    inputs = [i for i in graph.input if i.name not in initializers]
+    unit = unit_for(target)
+    context = PreflightContext(
+        target, graph, shapes, inputs, first_layer, output_precision, rule, input_type
+    )
+    check = unit.preflight
+    if check is None:
+        context.notes.append(f"the seeds give no convolution width limits for {target}")
+    else:
+        check(context)
+    report.findings.extend(context.findings)
+    report.notes.extend(context.notes)
+    return report
+
+
+CONV_ATTRIBUTES = {"kernel_shape": "INTS", "dilations": "INTS", "group": "INT"}
+"""The convolution attributes the width check reads, with the type ONNX defines for each."""
+
+
+@functools.cache
+def _numeric_elem_types() -> frozenset[int]:
+    import onnx
+
+    kinds = "biuf"
+    numeric = set()
+    for code in onnx.TensorProto.DataType.values():
+        try:
+            dtype = onnx.helper.tensor_dtype_to_np_dtype(code)
+        except (KeyError, ValueError, TypeError):
+            continue
+        if dtype.kind in kinds:
+            numeric.add(int(code))
+    return frozenset(numeric)
+
+
+def _check_graph(graph: Any, name: str) -> None:
+    """Every value a node reads is made somewhere: a graph input, an initializer or an earlier
+    node's output (the ONNX rule of a topologically sorted graph). A graph that breaks it cannot
+    be walked, and is not a model that violates a rule."""
+    import onnx
+
+    initializers = {init.name for init in graph.initializer}
+    weights = {init.name: list(init.dims) for init in graph.initializer}
+    known = {value.name for value in graph.input} | initializers
+    for value in graph.input:
+        elem = value.type.tensor_type.elem_type if value.type.HasField("tensor_type") else 0
+        if value.name not in initializers and elem not in _numeric_elem_types():
+            codes = onnx.TensorProto.DataType.values()
+            name_of = onnx.TensorProto.DataType.Name(elem) if elem in codes else str(elem)
+            raise PreflightError(
+                f"{name}: input {value.name!r} is not a numeric tensor (element type {name_of})"
+            )
+    for number, node in enumerate(graph.node):
+        if node.op_type in ("Conv", "ConvTranspose"):
+            values = {a: attribute(node, a, None, kind) for a, kind in CONV_ATTRIBUTES.items()}
+            weight = weights.get(node.input[1]) if len(node.input) > 1 else None
+            spatial = len(weight) - 2 if weight is not None else None
+            for key in ("kernel_shape", "dilations"):
+                given = values[key]
+                if given is not None and spatial is not None and len(given) != spatial:
+                    raise PreflightError(
+                        f"{name}: {node.name or node.op_type}: {key} {list(given)} does not fit "
+                        f"a weight of {spatial} spatial axes"
+                    )
+        for value in node.input:
+            if value and value not in known:
+                label = node.name or f"{node.op_type.lower()}_{number}"
+                raise PreflightError(
+                    f"{name}: {label} reads {value!r}, which no graph input, initializer or "
+                    "earlier node makes"
+                )
+        known.update(node.output)
+
+
+def _load(model: Any) -> tuple[Any, str]:
+    import onnx
+
+    if isinstance(model, str | Path):
+        path = Path(model)
+        data = read_regular(path, "an ONNX model (.onnx)", MAX_MODEL_BYTES)
+        try:
+            proto = onnx.load_model_from_string(bytes(data))
+        except Exception as exc:  # protobuf's DecodeError and friends
+            raise PreflightError(f"{path}: not an ONNX model ({type(exc).__name__})") from None
+        if any(init.data_location == onnx.TensorProto.EXTERNAL for init in proto.graph.initializer):
+            raise PreflightError(
+                f"{path}: the model keeps its weights in external files; preflight reads one "
+                "self-contained .onnx file"
+            )
+        return proto, path.name
+    if isinstance(model, onnx.ModelProto):
+        return model, model.graph.name or "model"
+    raise PreflightError(f"expected an ONNX model or a path, got {type(model).__name__}")
+
+
+def _value_shapes(model: Any) -> dict[str, list[int | None]]:
+    """Static shapes of every value the inference could resolve (None for symbolic dims)."""
+    shapes: dict[str, list[int | None]] = {}
+    graph = model.graph
+    for value in [*graph.input, *graph.value_info, *graph.output]:
+        tensor = value.type.tensor_type
+        if not tensor.HasField("shape"):
+            continue
+        shapes[value.name] = [
+            d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim
+        ]
+    for init in graph.initializer:
+        shapes[init.name] = list(init.dims)
+    return shapes

@@ -1,0 +1,320 @@
+"""Horizon Robotics BPU (RDK X3, RDK X5, RDK S100): seeds/003 as data, and its predictions.
+
+A Horizon tensor is ``validShape`` (the data) plus ``stride``, the bytes to step one index along
+each axis; ``alignedByteSize`` is what to allocate. Layouts:
+
+- ``strided``: any tensor type; the shape is validShape, ``stride`` the device's byte strides
+  (predicted when not given; RDK X3/X5 runtimes report ``aligned_shape`` instead, which implies
+  contiguous strides over the aligned shape), ``aligned_byte_size`` the device's size.
+- ``NV12``: the compact NV12 frame, shape (N, 3H/2, W) or (3H/2, W): H rows of Y, then H/2 rows
+  of interleaved U/V; H and W even; every row starts ``stride`` bytes after the previous one,
+  ``stride`` = W rounded up to 32 (the seed: NV12 and Y only need 32-byte width alignment).
+- ``Y``: one luma plane, shape (N, H, W) or (H, W), rows as NV12's.
+
+Prediction for ``strided`` (no seed rule beyond the worked example, so each target's rule is data
+with its source): on RDK S100 the H and W axes of a 4-D tensor are padded to multiples of 32
+elements, which reproduces the seed's example exactly; on RDK X3/X5 H is padded to 2 and W to 32
+(community reports, not vendor documentation). Other ranks are predicted dense. The device's
+report always wins and any disagreement is a finding for the diff.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from npu_hil.harness.codec.encodings import Encoding
+from npu_hil.harness.codec.engine import BlockedLayout, Dim
+from npu_hil.harness.codec.params import bounded_size, int_tuple, one_int, round_up, take_params
+from npu_hil.harness.errors import LayoutError
+
+TARGETS = ("rdk-x3", "rdk-x5", "rdk-s100")
+LAYOUTS = ("strided", "NV12", "Y")
+FIRST_ADDRESS_ALIGN = 32
+IMAGE_WIDTH_ALIGN = 32
+
+
+@dataclass(frozen=True)
+class SpatialAlign:
+    """How a target pads H and W of a 4-D tensor, in elements, and where the rule comes from."""
+
+    h: int
+    w: int
+    source: str
+
+
+SPATIAL_ALIGN = {
+    "rdk-s100": SpatialAlign(
+        32,
+        32,
+        "seeds/003 worked example: validShape [1,3,212,212] U16 -> stride "
+        "[301056,100352,448,2] (H and W padded to 224)",
+    ),
+    "rdk-x5": SpatialAlign(2, 32, "community reports for X3/X5 (H to 2, W to 32); not in the seed"),
+    "rdk-x3": SpatialAlign(2, 32, "community reports for X3/X5 (H to 2, W to 32); not in the seed"),
+}
+
+# hbDNNTensorProperties.tensorType names for the numpy dtypes the codec handles.
+TENSOR_TYPES = {
+    "int8": "S8",
+    "uint8": "U8",
+    "int16": "S16",
+    "uint16": "U16",
+    "float16": "F16",
+    "float32": "F32",
+    "int32": "S32",
+    "uint32": "U32",
+    "int64": "S64",
+    "uint64": "U64",
+    "float64": "F64",
+}
+
+STRIDED_PARAMS = ("stride", "aligned_shape", "aligned_byte_size", "tensor_layout")
+IMAGE_PARAMS = ("stride", "aligned_byte_size")
+
+
+def needs_padding(valid_shape: tuple[int, ...], stride: tuple[int, ...], element_size: int) -> bool:
+    """seeds/003's test: padding is needed when ``prod(validShape[1:]) != stride[0]``.
+
+    The seed writes the product without the element size; strides are in bytes, and its worked
+    example (U16, [1,3,212,212], stride[0] = 301056) only balances with the element size
+    included, so this is the reading implemented: ``prod(validShape[1:]) * element_size``.
+    """
+    return prod(valid_shape[1:]) * element_size != stride[0]
+
+
+def layout_names() -> tuple[str, ...]:
+    return LAYOUTS
+
+
+def predict_aligned_shape(
+    target: str, shape: tuple[int, ...], tensor_layout: str
+) -> tuple[int, ...]:
+    """The aligned shape the target's runtime is expected to use for ``shape``."""
+    aligned = list(shape)
+    if len(shape) == 4:
+        rule = SPATIAL_ALIGN[target]
+        h_axis, w_axis = (1, 2) if tensor_layout == "NHWC" else (2, 3)
+        aligned[h_axis] = round_up(shape[h_axis], rule.h)
+        aligned[w_axis] = round_up(shape[w_axis], rule.w)
+    return tuple(aligned)
+
+
+def predict_stride(
+    target: str, shape: tuple[int, ...], itemsize: int, tensor_layout: str
+) -> tuple[int, ...]:
+    """Byte strides the target's runtime is expected to report for ``shape``."""
+    return strides_of_aligned_shape(predict_aligned_shape(target, shape, tensor_layout), itemsize)
+
+
+def strides_of_aligned_shape(aligned: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """Contiguous byte strides over ``aligned`` (how X3/X5's alignedShape is laid out)."""
+    strides = [itemsize] * len(aligned)
+    for axis in range(len(aligned) - 2, -1, -1):
+        strides[axis] = strides[axis + 1] * aligned[axis + 1]
+    return tuple(strides)
+
+
+def build(
+    target: str,
+    name: str,
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    role: str,
+    params: dict[str, Any],
+) -> BlockedLayout:
+    where = f"{target} {name}"
+    if name == "strided":
+        return _strided(
+            target, where, shape, dtype, role, take_params(where, params, STRIDED_PARAMS)
+        )
+    return _image(target, name, where, shape, dtype, role, take_params(where, params, IMAGE_PARAMS))
+
+
+def _strided(
+    target: str,
+    where: str,
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    role: str,
+    params: dict[str, Any],
+) -> BlockedLayout:
+    if dtype.name not in TENSOR_TYPES:
+        raise LayoutError(
+            f"{where}: dtype {dtype.name} has no BPU tensor type; expected one of "
+            f"{', '.join(TENSOR_TYPES)}"
+        )
+    tensor_layout = str(params.get("tensor_layout", "NCHW")).upper()
+    if tensor_layout not in ("NCHW", "NHWC"):
+        raise LayoutError(f"{where}: tensor_layout must be NCHW or NHWC, got {tensor_layout!r}")
+    item = dtype.itemsize
+    predicted = predict_stride(target, shape, item, tensor_layout)
+    provenance: dict[str, str] = {}
+    if "stride" in params and "aligned_shape" in params:
+        raise LayoutError(f"{where}: give either stride or aligned_shape, not both")
+    if "stride" in params:
+        stride = int_tuple(where, "stride", params["stride"], len(shape))
+        provenance["stride"] = "given (device-reported)"
+    elif "aligned_shape" in params:
+        aligned = int_tuple(where, "aligned_shape", params["aligned_shape"], len(shape))
+        short = [a for a, (v, s) in enumerate(zip(aligned, shape, strict=True)) if v < s]
+        if short:
+            raise LayoutError(
+                f"{where}: aligned_shape {aligned} is smaller than validShape {shape} on axis "
+                f"{short[0]}"
+            )
+        stride = strides_of_aligned_shape(aligned, item)
+        provenance["stride"] = "derived from the device's aligned_shape (contiguous)"
+    else:
+        stride = predicted
+        provenance["stride"] = f"predicted: {SPATIAL_ALIGN[target].source}"
+    if any(s <= 0 for s in stride):
+        raise LayoutError(f"{where}: strides must be positive, got {stride}")
+    if stride[-1] != item and shape[-1] > 1:
+        raise LayoutError(
+            f"{where}: the last stride must be the element size {item} ({dtype.name}), got "
+            f"{stride[-1]}"
+        )
+    default_size = stride[0] * shape[0]
+    nbytes, size_source = _size(where, params, default_size)
+    provenance["aligned_byte_size"] = size_source
+    dims = tuple(
+        Dim(a, n, s, 1, f"d{a}") for a, (n, s) in enumerate(zip(shape, stride, strict=True))
+    )
+    return BlockedLayout(
+        target=target,
+        name="strided",
+        role=role,
+        shape=shape,
+        dtype=dtype,
+        dims=dims,
+        nbytes=nbytes,
+        encoding=Encoding("raw", dtype),
+        axis_names=_axis_names(len(shape), tensor_layout),
+        params=dict(params),
+        provenance=provenance,
+        attributes={
+            "validShape": list(shape),
+            "stride": list(stride),
+            "predicted_stride": list(predicted),
+            "predicted_alignedShape": list(predict_aligned_shape(target, shape, tensor_layout)),
+            "alignedByteSize": nbytes,
+            "tensorType": TENSOR_TYPES[dtype.name],
+            "needs_padding": needs_padding(shape, stride, item),
+            "first_address_align": FIRST_ADDRESS_ALIGN,
+        },
+    )
+
+
+def _image(
+    target: str,
+    name: str,
+    where: str,
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    role: str,
+    params: dict[str, Any],
+) -> BlockedLayout:
+    if role != "input":
+        raise LayoutError(f"{where}: {name} is an input image type; outputs use 'strided'")
+    if dtype.name != "uint8":
+        raise LayoutError(f"{where}: {name} data is uint8, got {dtype.name}")
+    if len(shape) not in (2, 3):
+        raise LayoutError(f"{where}: expected shape (N, rows, W) or (rows, W), got {shape}")
+    shape3 = shape if len(shape) == 3 else (1, *shape)
+    _, rows, width = shape3
+    if name == "NV12" and (rows % 3 or (rows // 3 * 2) % 2 or width % 2):
+        raise LayoutError(
+            f"{where}: NV12 needs even H and W (UV is half of Y): rows = 3H/2 with H even and "
+            f"W even; got rows {rows}, W {width}"
+        )
+    predicted = round_up(width, IMAGE_WIDTH_ALIGN)
+    row_stride = predicted
+    provenance = {"stride": f"predicted: width rounded up to {IMAGE_WIDTH_ALIGN} bytes (seeds/003)"}
+    given = params.get("stride")
+    if given is not None:
+        value = given if isinstance(given, int) else int_tuple(where, "stride", given)[-2:][0]
+        value = one_int(where, "stride", value)
+        if value > 0:  # the runtime reports -1 (S100) or 0 (J6): dynamic, the user supplies it
+            row_stride = value
+            provenance["stride"] = "given"
+    if row_stride < width:
+        # A given stride that breaks the 32-byte rule is the device's claim to check, not an error.
+        raise LayoutError(f"{where}: row stride must be >= W ({width}), got {row_stride}")
+    nbytes, size_source = _size(where, params, shape3[0] * rows * row_stride)
+    provenance["aligned_byte_size"] = size_source
+    dims = (
+        Dim(0, shape3[0], rows * row_stride, 1, "n"),
+        Dim(1, rows, row_stride, 1, "row"),
+        Dim(2, width, 1, 1, "w"),
+    )
+    inserted = () if len(shape) == 3 else (0,)
+    return BlockedLayout(
+        target=target,
+        name=name,
+        role=role,
+        shape=shape,
+        dtype=dtype,
+        dims=dims,
+        nbytes=nbytes,
+        encoding=Encoding("raw", dtype),
+        canonical_shape=shape3,
+        inserted_axes=inserted,
+        axis_names=("n", "row", "w")[len(inserted) :],
+        params=dict(params),
+        provenance=provenance,
+        attributes={
+            "validShape": list(shape),
+            "stride": [-1] * 4,
+            "row_stride": row_stride,
+            "predicted_row_stride": predicted,
+            "alignedByteSize": nbytes,
+            "tensorType": name,
+            "first_address_align": FIRST_ADDRESS_ALIGN,
+        },
+    )
+
+
+def _size(where: str, params: dict[str, Any], default: int) -> tuple[int, str]:
+    if "aligned_byte_size" in params:
+        size = one_int(where, "aligned_byte_size", params["aligned_byte_size"])
+        if size < 0:
+            raise LayoutError(
+                f"{where}: aligned_byte_size must be >= 0 (0: not reported), got {size}"
+            )
+        bounded_size(where, "aligned_byte_size", size, default)
+        if size > 0:
+            if size < default:
+                raise LayoutError(
+                    f"{where}: aligned_byte_size {size} is smaller than the {default} bytes the "
+                    f"strides reach"
+                )
+            return size, "given (device-reported)"
+    return default, "stride[0] * validShape[0]"
+
+
+def _axis_names(rank: int, tensor_layout: str) -> tuple[str, ...]:
+    if rank == 4:
+        return tuple(tensor_layout.lower())
+    return tuple(f"d{a}" for a in range(rank))
+
+
+def tables_text(target: str) -> str:
+    """What the seed fixes for ``target`` and the prediction rule the codec uses."""
+    rule = SPATIAL_ALIGN[target]
+    return "\n".join(
+        [
+            f"{target}: Horizon Robotics BPU alignment (seeds/003)",
+            "",
+            "layouts            strided (validShape + byte stride), NV12, Y (inputs)",
+            f"first address      {FIRST_ADDRESS_ALIGN}-byte aligned, every input and output buffer",
+            f"NV12 / Y           width aligned to {IMAGE_WIDTH_ALIGN} bytes, stride reported as -1",
+            "NV12               H and W even (UV is half of Y)",
+            "needs padding      prod(validShape[1:]) * element size != stride[0]",
+            f"stride prediction  4-D tensors: H padded to {rule.h}, W to {rule.w} elements",
+            f"                   source: {rule.source}",
+        ]
+    )

@@ -1,0 +1,222 @@
+"""Horizon BPU (RDK X3, X5, S100), simulated: libdnn's aligned buffers and
+``hbDNNTensorProperties``.
+
+- Inputs are held as given, in the ``strided`` layout with the codec's predicted strides
+  (tensorLayout NCHW, quantiType NONE: the model sees the values), or as ``NV12`` / ``Y``
+  frames when the input names that layout (rows ``stride`` bytes apart, width aligned to 32;
+  the model sees the Y, U, V planes, see :mod:`targets.horizon.images`). ``NV12_SEPARATE`` (X3/X5,
+  one image) is the NV12 frame in two memories, as hbDNNTensor holds it: Y in ``sysMem[0]``,
+  UV in ``sysMem[1]``, each allocated (and held to the 32-byte rule) on its own; the
+  properties say ``memories: [Y bytes, UV bytes]``. S100 has no image tensor types.
+- Outputs are S8 with ``SCALE`` per channel along quantizeAxis 1 (``output_quant``: ``shift``
+  for SHIFT, ``none`` for F32), in the ``strided`` layout with predicted strides and
+  ``alignedByteSize``; X3/X5 also report ``alignedShape``, S100 does not (spec notes).
+- Refusals: a buffer whose first address is not 32-byte aligned (seeds/003; simulate a caller's
+  own buffer with ``buffer_offset``), NV12 with odd H or W, anything the codec refuses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from npu_hil.harness.codec import BlockedLayout
+from npu_hil.harness.simkit.base import HeldInput, VendorSim, static_shape
+from npu_hil.harness.simkit.errors import SimRefusal
+from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
+from npu_hil.harness.simkit.options import RuntimeOptions
+from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, logical_input
+from npu_hil.targets.horizon import layouts as horizon
+from npu_hil.targets.horizon.images import image_shape
+from npu_hil.targets.horizon.quant import model_input
+from npu_hil.targets.quant import (
+    Cast,
+    HorizonScale,
+    HorizonShift,
+    Quantizer,
+    choose_horizon_scale,
+    choose_horizon_shift,
+)
+
+IMAGE_TYPES = ("NV12", "NV12_SEPARATE", "Y")
+LAYOUTS = ("strided", *IMAGE_TYPES)
+ALIGNED_SHAPE_TARGETS = ("rdk-x3", "rdk-x5")
+"""hbDNNTensorProperties.alignedShape exists on X3/X5 and not on S100 (spec notes)."""
+S100_LAYOUTS = ("strided", "NV12", "Y")
+"""S100's header has no NV12_SEPARATE (its hbDNNTensor has one memory)."""
+CODEC_IMAGE = {"NV12": "NV12", "NV12_SEPARATE": "NV12", "Y": "Y"}
+"""The codec layout of each image type: NV12_SEPARATE holds NV12's bytes in two memories."""
+CHANNEL_AXIS = 1
+
+
+class HorizonSim(VendorSim):
+    def __init__(self, options: RuntimeOptions) -> None:
+        super().__init__(options)
+        self.output_quant = options.option("output_quant") or "scale"
+
+    @property
+    def output_dtype(self) -> np.dtype:
+        return np.dtype("float32" if self.output_quant == "none" else "int8")
+
+    def allocate(self, name: str, role: str, nbytes: int) -> np.ndarray:
+        buffer = super().allocate(name, role, nbytes)
+        address = int(buffer.ctypes.data)
+        misaligned = address % horizon.FIRST_ADDRESS_ALIGN
+        if misaligned:
+            raise SimRefusal(
+                "DeviceError",
+                "run",
+                f"hbDNNInfer: the {role} buffer of {name!r} starts at {hex(address)}, "
+                f"{misaligned} bytes past a 32-byte boundary; the first address of every BPU "
+                "input and output buffer must be 32-byte aligned (seeds/003)",
+            )
+        return buffer
+
+    def check_model(self, graph: GraphInfo) -> None:
+        for info in graph.outputs:
+            shape = static_shape(info)
+            self.layout("strided", shape, self.output_dtype, "output", "load", info.name)
+
+    # ---------------------------------------------------------------------- inputs
+
+    def hold_input(self, index: int, info: TensorInfo, given: InputLike) -> HeldInput:
+        dtype = input_dtype(given)
+        shape = tuple(int(d) for d in given.shape)
+        native = LAYOUTS if self.target in ALIGNED_SHAPE_TARGETS else S100_LAYOUTS
+        name = self.input_layout_name(given, native, "strided")
+        model_shape = static_shape(info, "run")
+        if name in IMAGE_TYPES:
+            codec = CODEC_IMAGE[name]
+            frame = image_shape(codec, model_shape) if len(model_shape) == 4 else None
+            channels = 3 if codec == "NV12" else 1
+            if frame is None or model_shape[1] != channels or shape not in (frame, frame[1:]):
+                raise SimRefusal(
+                    "LayoutError",
+                    "run",
+                    f"input {given.name!r}: a {name} frame for a model input {list(model_shape)} "
+                    f"must be {list(frame) if frame else '(N, rows, W)'} with "
+                    f"{channels} model channel(s), got {list(shape)}",
+                )
+            if name == "NV12_SEPARATE" and model_shape[0] != 1:
+                raise SimRefusal(
+                    "LayoutError",
+                    "run",
+                    f"input {given.name!r}: NV12_SEPARATE takes one image (model input "
+                    f"{list(model_shape)}); give a batch as NV12",
+                )
+        else:
+            self.check_shape(info, shape)
+        layout = self.layout(CODEC_IMAGE.get(name, name), shape, dtype, "input", "run", given.name)
+        logical = None if given.pass_through else logical_input(given)[0]
+        buffer, held = self.place(layout, given, logical)
+        attributes = properties(
+            self.target, index, given.name, layout, Cast(dtype), model_shape=model_shape
+        )
+        if name == "NV12_SEPARATE":
+            attributes["tensorType"] = name
+            attributes["memories"] = self.separate_memories(given.name, layout, buffer)
+        tensor = SimTensor(
+            given.name, buffer, name, dtype.name, list(shape), attributes, layout, "input"
+        )
+        return HeldInput(tensor, model_input(attributes, held))
+
+    def separate_memories(self, name: str, layout: BlockedLayout, frame: np.ndarray) -> list[int]:
+        """NV12_SEPARATE: copy the frame's Y rows and UV rows into two allocations of their own
+        (sysMem[0], sysMem[1]), each held to the first-address rule; their sizes."""
+        rows = int(layout.shape[-2])
+        pitch = int(layout.attributes["row_stride"])
+        y_bytes = rows * 2 // 3 * pitch
+        flat = frame.reshape(-1)
+        planes = (("Y (sysMem[0])", flat[:y_bytes]), ("UV (sysMem[1])", flat[y_bytes:]))
+        for label, part in planes:
+            memory = self.allocate(f"{name} {label}", "input", part.size)
+            memory[:] = part
+        return [y_bytes, int(flat.size) - y_bytes]
+
+    # --------------------------------------------------------------------- outputs
+
+    def hold_output(
+        self, index: int, info: TensorInfo, values: np.ndarray, graph: GraphInfo
+    ) -> SimTensor:
+        shape = static_shape(info, "run")
+        layout = self.layout("strided", shape, self.output_dtype, "output", "run", info.name)
+        axis = CHANNEL_AXIS if values.ndim > CHANNEL_AXIS else None
+        quant: Quantizer
+        if self.output_quant == "scale":
+            quant = choose_horizon_scale(values, axis)
+        elif self.output_quant == "shift":
+            quant = choose_horizon_shift(values, axis)
+        else:
+            quant = Cast(np.dtype("float32"))
+        held = quant.quantize(values)
+        buffer = self.output_buffer(info.name, layout, held)
+        attributes = properties(self.target, index, info.name, layout, quant)
+        return SimTensor(
+            info.name,
+            buffer,
+            layout.name,
+            layout.dtype.name,
+            list(shape),
+            attributes,
+            layout,
+            "output",
+        )
+
+
+# ------------------------------------------------------------- attributes and semantics
+
+
+def properties(
+    target: str,
+    index: int,
+    name: str,
+    layout: BlockedLayout,
+    quant: Quantizer,
+    *,
+    model_shape: tuple[int, ...] | None = None,
+) -> dict[str, Any]:
+    """``hbDNNTensorProperties`` of a tensor held in ``layout`` (field names as in hb_dnn.h)."""
+    attrs = layout.attributes
+    if layout.name in IMAGE_TYPES:
+        assert model_shape is not None
+        valid = list(model_shape)
+        # NV12/Y model inputs report no strides: 0 on X3/X5 (their docs), -1 (dynamic, the
+        # caller supplies them) on S100.
+        stride = [0 if target in ALIGNED_SHAPE_TARGETS else -1] * len(valid)
+        aligned = [*valid[:-1], int(attrs["row_stride"])]
+        tensor_type = layout.name
+    else:
+        valid = list(layout.shape)
+        stride = list(attrs["stride"])
+        aligned = list(attrs["predicted_alignedShape"])
+        tensor_type = horizon.TENSOR_TYPES[layout.dtype.name]
+    props: dict[str, Any] = {"index": index, "name": name, "validShape": valid}
+    if target in ALIGNED_SHAPE_TARGETS:
+        props["alignedShape"] = aligned
+    scale: list[float] = []
+    zero_point: list[int] = []
+    shift: list[int] = []
+    axis = 0
+    if isinstance(quant, HorizonScale):
+        quanti, scale, zero_point = "SCALE", list(quant.scale), list(quant.zero_point)
+        axis = quant.axis if quant.axis is not None else 0
+    elif isinstance(quant, HorizonShift):
+        quanti, shift = "SHIFT", list(quant.shift)
+        axis = quant.axis if quant.axis is not None else 0
+    else:
+        quanti = "NONE"
+    props.update(
+        {
+            "tensorLayout": "NCHW",
+            "tensorType": tensor_type,
+            "quantiType": quanti,
+            "scale": scale,
+            "zeroPoint": zero_point,
+            "shift": shift,
+            "quantizeAxis": axis,
+            "alignedByteSize": layout.nbytes,
+            "stride": stride,
+        }
+    )
+    return props

@@ -1,0 +1,41 @@
+"""The Horizon BPU vendor unit: everything the harness asks of the RDK X3, X5 and S100."""
+
+from __future__ import annotations
+
+from npu_hil.targets.horizon import layouts, preflight, quant, variants
+from npu_hil.targets.horizon.decode import HorizonDecode
+from npu_hil.targets.horizon.reported import HorizonReport
+from npu_hil.targets.unit import SimOption, Vendor
+
+
+def default_input_layout(shape: tuple[int, ...]) -> str:
+    return "strided"
+
+
+UNIT = Vendor(
+    name="horizon",
+    targets=layouts.TARGETS,
+    build_layout=layouts.build,
+    layout_names=layouts.layout_names,
+    tables_text=layouts.tables_text,
+    report=HorizonReport(),
+    quant=quant,
+    decode=HorizonDecode(),
+    simulator="npu_hil.targets.horizon.sim:HorizonSim",
+    sim_options={
+        "output_quant": SimOption(
+            "Horizon outputs: scale (default), shift or none (F32)", ("scale", "shift", "none")
+        )
+    },
+    default_input_layout=default_input_layout,
+    pass_through_adapters=("hobot_native",),
+    hardware_adapter="hobot_native",
+    artifact_suffixes=(".hbm", ".bin"),
+    forensic_variants=variants.forensic_variants,
+    fault_variants=variants.fault_variants,
+    preflight=preflight.preflight,
+    enum_prefixes=("HB_DNN_TENSOR_TYPE_",),
+    address_rule=(
+        "seeds/003: the first address of every BPU input and output buffer is 32-byte aligned"
+    ),
+)

@@ -1,0 +1,148 @@
+"""Kneron KL730, simulated: generic data inference with raw fixed-point NPU nodes.
+
+- Inputs are held in the declared KL730 input format (the input's ``layout`` when it names a
+  format, else ``input_layout``, else 4W4C8B for up to 4 channels and 1W16C8B above, 1W16C8BHL
+  for 16-bit data) as signed fixed point: int8/int16 data is taken as the NPU's own numbers
+  (radix 0, scale 1); float data is quantized as Kneron PLUS does on the host (radix and scale
+  from the data range), into int8 or, for 16-bit formats, int16 with 15 significant bits.
+- Outputs are raw fixed-point nodes in ``output_layout`` (1W16C8B by default; a 16-bit format
+  gives int16), reported with the node descriptor the runtime returns: data_layout, shape,
+  stride_npu (in Kneron's convention: for 1W16C8B/1W16C8BHL the strides of one group of 16
+  channels, see targets/kneron/kl730.py), stride_onnx, quantized_axis, radix, scale.
+- Refusals: formats the seed lists for inputs only requested as outputs, unsigned data, and
+  anything the codec refuses. The seeds give the KL730 no convolution width limits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from npu_hil.harness.codec import BlockedLayout
+from npu_hil.harness.simkit.base import HeldInput, VendorSim, dense_strides, static_shape
+from npu_hil.harness.simkit.errors import SimRefusal
+from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
+from npu_hil.harness.simkit.options import RuntimeOptions
+from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, logical_input
+from npu_hil.targets.kneron import kl730
+from npu_hil.targets.kneron.quant import CHANNEL_AXIS, model_input
+from npu_hil.targets.quant import FixedPoint, choose_fixed_point, fixed_point_for_type
+
+
+def default_input_format(channels: int, bits: int) -> str:
+    if bits == 16:
+        return "1W16C8BHL"
+    return "4W4C8B" if channels <= 4 else "1W16C8B"
+
+
+class Kl730Sim(VendorSim):
+    def __init__(self, options: RuntimeOptions) -> None:
+        super().__init__(options)
+        self.output_format = options.output_layout or "1W16C8B"
+        self._require_format(self.output_format, "output_layout", "init")
+
+    def _require_format(self, name: str, what: str, stage: str) -> kl730.Kl730Format:
+        fmt = kl730.FORMATS.get(name)
+        if fmt is None:
+            raise SimRefusal(
+                "LayoutError",
+                stage,
+                f"kl730: {what} {name!r} is not a KL730 format; formats: "
+                f"{', '.join(kl730.FORMATS)}",
+            )
+        return fmt
+
+    @property
+    def output_dtype(self) -> np.dtype:
+        return np.dtype("int16" if kl730.FORMATS[self.output_format].bits == 16 else "int8")
+
+    def check_model(self, graph: GraphInfo) -> None:
+        for info in graph.outputs:
+            shape = static_shape(info)
+            self.layout(self.output_format, shape, self.output_dtype, "output", "load", info.name)
+
+    # ---------------------------------------------------------------------- inputs
+
+    def hold_input(self, index: int, info: TensorInfo, given: InputLike) -> HeldInput:
+        dtype = input_dtype(given)
+        shape = tuple(int(d) for d in given.shape)
+        self.check_shape(info, shape)
+        if dtype.kind == "u":
+            raise SimRefusal(
+                "LayoutError",
+                "run",
+                f"input {given.name!r}: KL730 NPU data is signed fixed point (int8 or int16, or "
+                f"float data to quantize), got {dtype.name}",
+            )
+        channels = shape[CHANNEL_AXIS] if len(shape) > 1 else shape[0]
+        default = default_input_format(channels, 16 if dtype.itemsize == 2 else 8)
+        name = self.input_layout_name(given, tuple(kl730.FORMATS), default)
+        fmt = kl730.FORMATS[name]
+        if dtype.kind == "f":
+            if given.pass_through:
+                raise SimRefusal(
+                    "LayoutError",
+                    "run",
+                    f"input {given.name!r}: pass-through data must be the NPU's fixed point "
+                    f"(int8/int16), got {dtype.name}",
+                )
+            stored = np.dtype("int16" if fmt.bits == 16 else "int8")
+        else:
+            stored = dtype
+        layout = self.layout(name, shape, stored, "input", "run", given.name)
+        quant: FixedPoint
+        if given.pass_through:
+            buffer, held = self.place(layout, given, None)
+            quant = fixed_point_for_type(stored)
+        else:
+            logical = logical_input(given)[0]
+            if dtype.kind == "f":
+                quant = choose_fixed_point(
+                    logical, stored, value_bits=int(layout.attributes["value_bits"])
+                )
+                values = quant.quantize(logical)
+            else:
+                quant = fixed_point_for_type(stored)
+                values = logical
+            buffer, held = self.place(layout, given, values)
+        attributes = node_descriptor(index, given.name, layout, quant)
+        tensor = SimTensor(
+            given.name, buffer, layout.name, stored.name, list(shape), attributes, layout, "input"
+        )
+        return HeldInput(tensor, model_input(attributes, held))
+
+    # --------------------------------------------------------------------- outputs
+
+    def hold_output(
+        self, index: int, info: TensorInfo, values: np.ndarray, graph: GraphInfo
+    ) -> SimTensor:
+        shape = static_shape(info, "run")
+        dtype = self.output_dtype
+        layout = self.layout(self.output_format, shape, dtype, "output", "run", info.name)
+        quant = choose_fixed_point(values, dtype, value_bits=int(layout.attributes["value_bits"]))
+        buffer = self.output_buffer(info.name, layout, quant.quantize(values))
+        attributes = node_descriptor(index, info.name, layout, quant)
+        return SimTensor(
+            info.name, buffer, layout.name, dtype.name, list(shape), attributes, layout, "output"
+        )
+
+
+# ------------------------------------------------------------- attributes and semantics
+
+
+def node_descriptor(
+    index: int, name: str, layout: BlockedLayout, quant: FixedPoint
+) -> dict[str, Any]:
+    """The node descriptor Kneron PLUS returns with a raw fixed-point node."""
+    return {
+        "index": index,
+        "name": name,
+        "data_layout": layout.name,
+        "shape": list(layout.shape),
+        "stride_npu": list(layout.attributes["stride_npu"]),
+        "stride_onnx": dense_strides(layout.shape),
+        "quantized_axis": quant.axis if quant.axis is not None else CHANNEL_AXIS,
+        "radix": list(quant.radix),
+        "scale": list(quant.scale),
+    }

@@ -1,0 +1,399 @@
+"""Compile ONNX models to ``.rknn`` with Rockchip's compiler, one child process per model.
+
+The compiler (rknn-toolkit2, the ``rknn`` extra) runs in :mod:`.child`; this side writes the
+calibration set, starts the child, keeps its output as the model's build log and reads the
+compiled file's tensor table (:mod:`.artifact`). A child that fails or dies is that model's error
+(:class:`BuildFailure`, with the signal and the log's last lines); the other models go on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import signal
+import stat
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.inputs import load_npy
+from npu_hil.targets.rockchip.compiler.artifact import (
+    NativeTensor,
+    RknnFileError,
+    read_tensor_table,
+)
+
+TOOLKIT = "rknn-toolkit2"
+TOOLKIT_VERSION = "2.5.0"
+"""The compiler version this project is checked against (tests/vendor_rknn)."""
+
+PRECISIONS = ("int8", "float16")
+_INT8_ONLY = ("rv1103", "rv1106", "rv1103b", "rv1106b")
+_FP16_ONLY = ("rk2118",)
+CALIBRATION_SAMPLES = 4
+BUILD_TIMEOUT_S = 600.0
+_LOG_TAIL = 12
+
+
+class CompilerError(NpuHilError):
+    """The compiler cannot be run here, or was asked for what a target cannot build."""
+
+
+def precisions(target: str) -> tuple[str, ...]:
+    """What rknn-toolkit2 2.5.0 builds for ``target``: int8 only on RV1103/06 and RV1103B/06B
+    ("mini" model files), float16 only on RK2118 (an int8 conv aborts the compiler), both
+    elsewhere."""
+    if target in _INT8_ONLY:
+        return ("int8",)
+    if target in _FP16_ONLY:
+        return ("float16",)
+    return PRECISIONS
+
+
+def default_precision(target: str) -> str:
+    return precisions(target)[0]
+
+
+def check_precision(target: str, precision: str) -> None:
+    allowed = precisions(target)
+    if precision not in allowed:
+        raise CompilerError(
+            f"{target}: rknn-toolkit2 {TOOLKIT_VERSION} builds {' and '.join(allowed)} only, "
+            f"not {precision}"
+        )
+
+
+def toolkit_version() -> str | None:
+    """The installed rknn-toolkit2's version, or None when it is not installed."""
+    try:
+        return metadata.version(TOOLKIT)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def probe(python: str | None = None, timeout_s: float = 120.0) -> str | None:
+    """None when the compiler imports in a child process, else why not (one line)."""
+    if toolkit_version() is None and python is None:
+        return (
+            f"{TOOLKIT} is not installed (pip install 'npu-hil[rknn]' and then "
+            "`npu-hil models install-compiler`)"
+        )
+    try:
+        done = subprocess.run(
+            [python or sys.executable, "-m", "npu_hil.targets.rockchip.compiler.child", "--probe"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return f"importing {TOOLKIT} took more than {timeout_s:.0f} s"
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        return f"{TOOLKIT} does not import: {lines[-1] if lines else f'exit {done.returncode}'}"
+    return None
+
+
+@dataclass(frozen=True)
+class BuildJob:
+    """One model for one target."""
+
+    key: str
+    onnx: Path
+    target: str
+    precision: str
+    rknn: Path
+    graph: Mapping[str, tuple[int, ...]]
+    """Graph input and output names and shapes (inputs first, in order)."""
+    inputs: tuple[str, ...]
+    dataset: Sequence[Mapping[str, Path]] = ()
+    """Calibration samples (int8): per sample, one NCHW ``.npy`` per input."""
+
+    @property
+    def log(self) -> Path:
+        return self.rknn.with_suffix(".log")
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    job: BuildJob
+    inputs: tuple[NativeTensor, ...]
+    outputs: tuple[NativeTensor, ...]
+    variant: str
+    compiler: str
+
+
+@dataclass(frozen=True)
+class BuildFailure:
+    job: BuildJob
+    reason: str
+    log_tail: tuple[str, ...] = field(default=())
+
+    @property
+    def message(self) -> str:
+        tail = "".join(f"\n    {line}" for line in self.log_tail)
+        return (
+            f"{self.job.key} for {self.job.target} ({self.job.precision}): {self.reason} "
+            f"(build log: {self.job.log}){tail}"
+        )
+
+
+def write_calibration(
+    folder: Path, inputs: Mapping[str, tuple[int, ...]], samples: int = CALIBRATION_SAMPLES
+) -> list[dict[str, Path]]:
+    """A small deterministic calibration set: float32 NCHW samples spread over 0..255, the range
+    of the uint8 images the regression suite feeds int8 targets."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(20250)
+    written: list[dict[str, Path]] = []
+    for k in range(samples):
+        sample: dict[str, Path] = {}
+        for name, shape in inputs.items():
+            path = folder / f"{k:03d}.{name}.npy"
+            np.save(path, rng.uniform(0.0, 255.0, size=shape).astype(np.float32))
+            sample[name] = path
+        written.append(sample)
+    return written
+
+
+def check_dataset(folder: Path) -> None:
+    """``--dataset``: a folder (not a FIFO, a device or a link loop), checked before the compiler
+    is looked for, so a typo is the one-line error whether or not the toolkit is installed."""
+    try:
+        info = os.stat(folder)
+    except FileNotFoundError:
+        raise CompilerError(f"--dataset {folder}: no such folder") from None
+    except (OSError, ValueError) as exc:
+        raise CompilerError(f"--dataset {folder}: expected a folder of .npy files: {exc}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise CompilerError(f"--dataset {folder}: expected a folder of .npy files, got a file")
+
+
+def read_dataset(folder: Path, inputs: Mapping[str, tuple[int, ...]]) -> list[dict[str, Path]]:
+    """Calibration samples given by the user: ``NNN.npy`` files for a one-input model, or
+    ``NNN.<input>.npy`` per input; each an NCHW array of the input's shape."""
+    check_dataset(folder)
+    names = list(inputs)
+    samples: dict[str, dict[str, Path]] = {}
+    for path in sorted(folder.glob("*.npy")):
+        stem = path.name[: -len(".npy")]
+        sample, _, name = stem.partition(".")
+        if not name:
+            if len(names) != 1:
+                raise CompilerError(
+                    f"{path}: a model with inputs {', '.join(names)} needs one file per input "
+                    "(NNN.<input>.npy)"
+                )
+            name = names[0]
+        if name not in inputs:
+            raise CompilerError(f"{path}: the model has no input {name!r} ({', '.join(names)})")
+        array = load_npy(path)
+        if tuple(array.shape) != tuple(inputs[name]):
+            raise CompilerError(
+                f"{path}: expected an NCHW array of shape {list(inputs[name])} for input "
+                f"{name!r}, got {list(array.shape)}"
+            )
+        samples.setdefault(sample, {})[name] = path
+    complete = [s for _, s in sorted(samples.items()) if set(s) == set(names)]
+    if not complete:
+        raise CompilerError(
+            f"{folder}: no complete calibration sample for inputs {', '.join(names)} "
+            "(NNN.npy or NNN.<input>.npy files)"
+        )
+    return complete
+
+
+def _dataset_file(job: BuildJob) -> Path | None:
+    """The toolkit's dataset list: one line per sample, the inputs' files space-separated."""
+    if job.precision != "int8":
+        return None
+    listing = job.rknn.with_suffix(".dataset.txt")
+    lines = [" ".join(str(sample[name].resolve()) for name in job.inputs) for sample in job.dataset]
+    listing.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return listing
+
+
+def _tail(log: Path) -> tuple[str, ...]:
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ()
+    kept = [line.rstrip() for line in lines if line.strip() and "it/s]" not in line]
+    # The compiler's error lines ("E RKNN: ...", "E build: ...") say why; then the last lines.
+    errors = [line for line in kept if line.lstrip("\x1b[0123456789;m").startswith("E ")]
+    last = [line for line in kept[-3:] if line not in errors]
+    return tuple((errors + last)[-_LOG_TAIL:])
+
+
+def _exit_text(code: int) -> str:
+    if code < 0:
+        try:
+            return f"the compiler's process was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"the compiler's process was killed by signal {-code}"
+    return f"the compiler's process exited with status {code}"
+
+
+def _prepare(job: BuildJob) -> tuple[Path, dict[str, str]] | BuildFailure:
+    """The child's job file and environment, or why the job cannot start."""
+    if job.precision == "int8" and not job.dataset:
+        return BuildFailure(job, "an int8 build needs calibration samples")
+    job.rknn.parent.mkdir(parents=True, exist_ok=True)
+    job.rknn.unlink(missing_ok=True)
+    dataset = _dataset_file(job)
+    spec = {
+        "onnx": str(job.onnx.resolve()),
+        "rknn": str(job.rknn.resolve()),
+        "target": job.target,
+        "precision": job.precision,
+        "dataset": None if dataset is None else str(dataset.resolve()),
+    }
+    spec_file = job.rknn.with_suffix(".job.json")
+    spec_file.write_text(json.dumps(spec, indent=1), encoding="utf-8")
+    env = dict(os.environ)
+    # One thread per child, since models are built side by side.
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return spec_file, env
+
+
+def _finish(job: BuildJob, code: int) -> BuildResult | BuildFailure:
+    """What the child left: its exit status, the compiled file's tensor table."""
+    if code != 0:
+        return BuildFailure(job, _exit_text(code), _tail(job.log))
+    if not job.rknn.is_file():
+        return BuildFailure(job, f"the compiler wrote no {job.rknn.name}", _tail(job.log))
+    try:
+        table = read_tensor_table(job.rknn, job.graph)
+    except RknnFileError as exc:
+        return BuildFailure(job, exc.message)
+    order = {name: k for k, name in enumerate(job.graph)}
+    return BuildResult(
+        job,
+        tuple(sorted(table.inputs, key=lambda t: order[t.name])),
+        tuple(sorted(table.outputs, key=lambda t: order[t.name])),
+        table.variant,
+        f"{TOOLKIT} {toolkit_version() or '?'}",
+    )
+
+
+def build_one(job: BuildJob, *, timeout_s: float = BUILD_TIMEOUT_S) -> BuildResult | BuildFailure:
+    """Compile ``job`` in a child process of its own and read what the compiler stored. The
+    precision is not checked here (:func:`check_precision` is the caller's), so a build the
+    compiler cannot do fails as the compiler fails it."""
+    prepared = _prepare(job)
+    if isinstance(prepared, BuildFailure):
+        return prepared
+    spec_file, env = prepared
+    try:
+        with job.log.open("wb") as log:
+            done = subprocess.run(
+                [sys.executable, "-m", "npu_hil.targets.rockchip.compiler.child", str(spec_file)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=job.rknn.parent,
+                env=env,
+                timeout=timeout_s,
+                check=False,
+            )
+    except subprocess.TimeoutExpired:
+        return BuildFailure(job, f"the compiler took more than {timeout_s:.0f} s", _tail(job.log))
+    return _finish(job, done.returncode)
+
+
+class _Server:
+    """A ``rknn_child --serve`` process: the toolkit imported once, a process forked per model."""
+
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        env.setdefault("OMP_NUM_THREADS", "1")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "npu_hil.targets.rockchip.compiler.child", "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+            env=env,
+        )
+
+    def build(self, job: BuildJob, timeout_s: float) -> BuildResult | BuildFailure:
+        prepared = _prepare(job)
+        if isinstance(prepared, BuildFailure):
+            return prepared
+        spec_file, _ = prepared
+        assert self.process.stdin is not None and self.process.stdout is not None
+        try:
+            self.process.stdin.write(f"{spec_file.resolve()}\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            return BuildFailure(job, "the compiler's server process has ended", _tail(job.log))
+        started = self.process.stdout.readline().split()
+        if len(started) != 2 or started[0] != "started":
+            return BuildFailure(job, "the compiler's server process has ended", _tail(job.log))
+        pid = int(started[1])
+        timer = threading.Timer(timeout_s, _kill, (pid,))
+        timer.start()
+        try:
+            done = self.process.stdout.readline().split()
+        finally:
+            timer.cancel()
+        if len(done) != 2 or done[0] != "done":
+            return BuildFailure(job, "the compiler's server process has ended", _tail(job.log))
+        return _finish(job, int(done[1]))
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def build_all(
+    jobs: Sequence[BuildJob], *, parallel: int = 1, timeout_s: float = BUILD_TIMEOUT_S
+) -> list[BuildResult | BuildFailure]:
+    """Every job, each in a process of its own, ``parallel`` at a time; results in the jobs'
+    order. The processes are forked from servers that imported the toolkit once
+    (``rknn_child --serve``); a model that takes longer than ``timeout_s`` is killed."""
+    pending: queue.Queue[int] = queue.Queue()
+    for index in range(len(jobs)):
+        pending.put(index)
+    outcomes: dict[int, BuildResult | BuildFailure] = {}
+
+    def work() -> None:
+        server = _Server()
+        try:
+            while True:
+                try:
+                    index = pending.get_nowait()
+                except queue.Empty:
+                    return
+                outcomes[index] = server.build(jobs[index], timeout_s)
+        finally:
+            server.close()
+
+    workers = [threading.Thread(target=work) for _ in range(max(1, min(parallel, len(jobs))))]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return [outcomes[index] for index in range(len(jobs))]

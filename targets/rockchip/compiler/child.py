@@ -1,0 +1,117 @@
+"""The child process that runs Rockchip's compiler (rknn-toolkit2) on one model.
+
+Run as ``python -m npu_hil.targets.rockchip.compiler.child JOB.json``; the parent
+(:mod:`.build`) reads the compiled file itself. One model per process because
+the compiler can abort its process (an int8 convolution for RK2118 does, with 2.5.0): the parent
+then reports that model as failed and goes on with the others. ``--serve`` imports the toolkit
+once and forks one process per model (what ``build_all`` uses: the import costs about 4 s of
+CPU, a small model's build about 1 s). ``--probe`` only imports the toolkit and prints its
+version.
+
+The compiler's own messages go to this process's stdout and stderr, which the parent keeps as the
+model's build log.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _toolkit() -> Any:
+    # The optional extra, imported only in the child (and untyped).
+    module: Any = importlib.import_module("rknn.api")
+    return module.RKNN
+
+
+def compile_model(job: dict[str, Any]) -> None:
+    """Load ``job["onnx"]``, build for ``job["target"]`` at ``job["precision"]`` and export to
+    ``job["rknn"]``; raises RuntimeError naming the step that failed."""
+    rknn = _toolkit()(verbose=bool(job.get("verbose", True)))
+    try:
+        steps: list[tuple[str, Any]] = [
+            ("config", lambda: rknn.config(target_platform=job["target"])),
+            ("load_onnx", lambda: rknn.load_onnx(model=job["onnx"])),
+            (
+                "build",
+                lambda: rknn.build(
+                    do_quantization=job["precision"] == "int8", dataset=job.get("dataset")
+                ),
+            ),
+            ("export_rknn", lambda: rknn.export_rknn(job["rknn"])),
+        ]
+        for step, call in steps:
+            status = call()
+            # config() returns None; the others 0 on success.
+            if status not in (None, 0):
+                raise RuntimeError(f"rknn-toolkit2 {step}() returned {status}")
+    finally:
+        rknn.release()
+
+
+def _compile_job(spec: Path) -> int:
+    try:
+        compile_model(json.loads(spec.read_text(encoding="utf-8")))
+    except Exception as exc:  # the toolkit raises its own classes; the status says it failed
+        print(f"E build: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def serve() -> int:
+    """Import the toolkit once, then compile each job named on stdin (one JSON path a line) in
+    a process forked for it, its output in the job's log (``<rknn>.log``). Answers on stdout
+    ``started PID`` and then ``done STATUS`` (the exit status, or minus the signal that killed
+    it), so one aborting model costs only its own process and the import is paid once."""
+    _toolkit()
+    answers = os.fdopen(os.dup(1), "w", buffering=1)
+    for line in sys.stdin:
+        spec = Path(line.strip())
+        job = json.loads(spec.read_text(encoding="utf-8"))
+        log = Path(job["rknn"]).with_suffix(".log")
+        pid = os.fork()
+        if pid == 0:  # the model's own process
+            # The toolkit leaves debug files (check*.onnx) in the working folder: the model's.
+            os.chdir(log.parent)
+            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            status = _compile_job(spec)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            # os._exit skips the C library's buffers, where the compiler's own log (its tensor
+            # tables at the end) still sits when stdout is a file.
+            ctypes.CDLL(None).fflush(None)
+            os._exit(status)
+        answers.write(f"started {pid}\n")
+        _, raw = os.waitpid(pid, 0)
+        code = -os.WTERMSIG(raw) if os.WIFSIGNALED(raw) else os.WEXITSTATUS(raw)
+        answers.write(f"done {code}\n")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--serve"]:
+        return serve()
+    if argv[:1] == ["--probe"]:
+        _toolkit()
+        from importlib.metadata import version
+
+        print(f"rknn-toolkit2 {version('rknn-toolkit2')}")
+        return 0
+    if len(argv) != 1:
+        usage = "usage: python -m npu_hil.targets.rockchip.compiler.child JOB.json | --probe"
+        print(usage, file=sys.stderr)
+        return 2
+    job = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    compile_model(job)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,545 @@
+"""Rockchip RKNN2: the native I/O layouts, predicted from the seed's tables (:mod:`.tables`).
+
+Logical tensors are the model's ONNX shapes (NCHW for 4-D). Layouts:
+
+- inputs (zero-copy): ``NHWC`` whose row holds ``w_stride`` pixels, ``w_stride`` being the width
+  rounded up to the input table's alignment for the platform, first-layer precision
+  (``first_layer``), declared input type (the dtype) and channel count; ``NC1HWC2`` (the native
+  input when C is not 1, 3 or 4); ``UNDEFINE`` (flat, any rank);
+- outputs: ``NCHW``, ``NHWC`` with channels padded per the output table, ``NC1HWC2`` with its
+  C2 block, channels padded to the table's multiple for the last op (``last_op`` = ``conv`` or
+  ``other``) and each H·W plane padded to ``hw_align``, and ``UNDEFINE``.
+
+Where Rockchip's own compiler and runtimes do otherwise than the tables say, the prediction follows
+them and keeps the seed's value beside it (``targets.rockchip.observed``: flattened NC1HWC2
+planes, C2 channel padding for a last-layer conv on RK3562/RV1103/RV1106, C2 = 8 and width 16 on
+RV1103B/RV1106B, ...). Device-reported attributes override every prediction: ``w_stride``,
+``size_with_stride``, ``native_dims`` ([N, C1, H', W', C2], flattened or not; [N, H, W, C'] for
+NHWC outputs), ``size``. A combination neither the tables nor the observations list is a
+LayoutError naming what is missing.
+"""
+
+from __future__ import annotations
+
+from math import lcm, prod
+from typing import Any
+
+import numpy as np
+
+from npu_hil.harness.codec.encodings import Encoding
+from npu_hil.harness.codec.engine import BlockedLayout, Dim
+from npu_hil.harness.codec.params import bounded_size, int_tuple, one_int, round_up, take_params
+from npu_hil.harness.errors import LayoutError
+from npu_hil.targets.rockchip import convolution, observed
+from npu_hil.targets.rockchip import tables as rockchip
+
+INPUT_LAYOUTS = ("NHWC", "NC1HWC2", "UNDEFINE")
+OUTPUT_LAYOUTS = ("NCHW", "NHWC", "NC1HWC2", "UNDEFINE")
+RKNN_TYPES = {
+    "int8": "INT8",
+    "uint8": "UINT8",
+    "float16": "FLOAT16",
+    "int16": "INT16",
+    "float32": "FLOAT32",
+    "int32": "INT32",
+    "uint16": "UINT16",
+    "uint32": "UINT32",
+}
+RKNN_TYPE_CODES = {
+    0: "FLOAT32", 1: "FLOAT16", 2: "INT8", 3: "UINT8", 4: "INT16", 5: "UINT16", 6: "INT32",
+    7: "UINT32", 8: "INT64", 9: "BOOL", 10: "INT4", 11: "BFLOAT16",
+}  # fmt: skip
+"""``rknn_tensor_type`` values (rknn_api.h 2.3.2, tests/data/abi/rknn_api-2.3.2.json)."""
+RKNN_QNT_CODES = {0: "NONE", 1: "DFP", 2: "AFFINE_ASYMMETRIC"}
+"""``rknn_tensor_qnt_type`` values (same header)."""
+LAST_OPS = ("conv", "other", "conv_sigmoid")
+"""What produced an output: a convolution (fused ones included), anything else, or a fused
+Conv+Sigmoid (which pads float16 channels its own way: deviation ``conv-sigmoid-fp16``)."""
+PARAMS = {
+    ("input", "NHWC"): ("first_layer", "w_stride", "size_with_stride"),
+    ("input", "NC1HWC2"): ("first_layer", "c2", "native_dims", "size_with_stride"),
+    ("input", "UNDEFINE"): ("first_layer",),
+    ("output", "NCHW"): ("size",),
+    ("output", "NHWC"): ("last_op", "native_dims", "size"),
+    ("output", "NC1HWC2"): ("last_op", "c2", "hw_align", "native_dims", "size"),
+    ("output", "UNDEFINE"): ("size",),
+}
+
+
+def layout_names() -> tuple[str, ...]:
+    return OUTPUT_LAYOUTS
+
+
+def build(
+    target: str,
+    name: str,
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    role: str,
+    params: dict[str, Any],
+) -> BlockedLayout:
+    where = f"{target} {name} ({role})"
+    if (role, name) not in PARAMS:
+        raise LayoutError(
+            f"{where}: not an RKNN {role} layout; {role} layouts are "
+            f"{', '.join(INPUT_LAYOUTS if role == 'input' else OUTPUT_LAYOUTS)}"
+        )
+    take_params(where, params, PARAMS[(role, name)])
+    if dtype.name not in RKNN_TYPES:
+        raise LayoutError(f"{where}: dtype {dtype.name} is not an RKNN tensor type")
+    if name != "UNDEFINE" and len(shape) != 4:
+        raise LayoutError(f"{where}: {name} needs a 4-D NCHW tensor, got shape {shape}")
+    builder = _input if role == "input" else _output
+    return builder(target, name, where, shape, dtype, params)
+
+
+def _input(
+    target: str,
+    name: str,
+    where: str,
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    params: dict[str, Any],
+) -> BlockedLayout:
+    first_layer = str(params.get("first_layer", rockchip.default_first_layer(target)))
+    row, row_note = _input_row(target, first_layer, len(shape), dtype)
+    table_row = (
+        f"{row.platform} input row: first layer {row.first_layer}, rank "
+        f"{'4' if row.rank4 else 'not 4'}, input {row.input_types_text()}{row_note}"
+    )
+    base = {
+        "first_layer": first_layer,
+        "mean_scale_on": row.mean_scale_on,
+        "width_rule": row.width_rule,
+        "table_row": table_row,
+    }
+    if name == "UNDEFINE":
+        return _flat(
+            target,
+            name,
+            "input",
+            shape,
+            dtype,
+            params,
+            prod(shape) * dtype.itemsize,
+            {"size": "the tensor's own size"},
+            base,
+        )
+    if name == "NC1HWC2":
+        c2, c2_source = _c2(where, target, dtype, params)
+        return _nc1hwc2(
+            target,
+            "input",
+            where,
+            shape,
+            dtype,
+            params,
+            c2,
+            c2_source,
+            padded_channels=round_up(shape[1], c2),
+            channel_source=f"predicted: channels padded to C2 = {c2}",
+            hw_align=1,
+            base=base,
+        )
+    n, c, h, w = shape
+    seed_align = row.width_align(c)
+    align, align_source = seed_align, table_row
+    seen = observed.input_width_align(target, row.first_layer, c)
+    if seen is not None:
+        align = seen[0]
+        align_source = (
+            f"deviation {seen[1]}: {observed.observed_by(row.platform)}; the seed says "
+            f"{seed_align} ({table_row})"
+        )
+    predicted = round_up(w, align)
+    w_stride, source = predicted, f"predicted: width aligned to {align} ({align_source})"
+    if "w_stride" in params:
+        given = one_int(where, "w_stride", params["w_stride"])
+        w_stride, source = (given or w), "given (device-reported)"
+        if w_stride < w:
+            raise LayoutError(f"{where}: w_stride {w_stride} is smaller than the width {w}")
+    item = dtype.itemsize
+    dims = _nhwc_dims(shape, item, row_pixels=w_stride, pixel_channels=c)
+    nbytes, size_source = _size(where, params, "size_with_stride", n * h * w_stride * c * item)
+    return _layout(
+        target,
+        "NHWC",
+        "input",
+        shape,
+        dtype,
+        dims,
+        nbytes,
+        params,
+        {"w_stride": source, "size_with_stride": size_source},
+        {
+            **base,
+            "fmt": "NHWC",
+            "dims": [n, h, w, c],
+            "w_stride": w_stride,
+            "predicted_w_stride": predicted,
+            "width_align": align,
+            "seed_width_align": seed_align,
+            "size": prod(shape) * item,
+            "size_with_stride": nbytes,
+        },
+    )
+
+
+def _input_row(
+    target: str, first_layer: str, rank: int, dtype: np.dtype
+) -> tuple[rockchip.InputRow, str]:
+    """The input table's row, and a note where a deviation chose it."""
+    input_type = rockchip.input_type_of(dtype.name)
+    try:
+        return rockchip.input_row(
+            target, first_layer=first_layer, rank=rank, input_type=input_type
+        ), ""
+    except LayoutError:
+        if not (input_type == "int8" and observed.int8_input_uses_uint8_row(target)):
+            raise
+    row = rockchip.input_row(target, first_layer=first_layer, rank=rank, input_type="uint8")
+    note = (
+        f"; int8 takes the uint8 row (deviation int8-default-input: "
+        f"{observed.observed_by(row.platform)})"
+    )
+    return row, note
+
+
+def _output(
+    target: str,
+    name: str,
+    where: str,
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    params: dict[str, Any],
+) -> BlockedLayout:
+    precision = rockchip.precision_of(dtype.name)
+    item = dtype.itemsize
+    try:
+        row = rockchip.output_row(target, precision=precision, rank=len(shape), layout=name)
+    except LayoutError:
+        if name != "NCHW" or len(shape) != 4:
+            raise
+        # The normal API's output (rknn_outputs_get) is NCHW on every platform, also where the
+        # zero-copy table lists no NCHW native output (RV1103/RV1106, RV1103B/RV1106B, RK2118):
+        # every observed runtime reports it (OUTPUT_ATTR, fmt NCHW).
+        base = {"precision": precision, "table_row": "the normal API's converted output"}
+        return _flat(
+            target, name, "output", shape, dtype, params, prod(shape) * item,
+            {"size": "the tensor's own size (normal API)"}, base,
+        )  # fmt: skip
+    last_op = str(params.get("last_op", "conv"))
+    if last_op not in LAST_OPS:
+        raise LayoutError(f"{where}: last_op must be one of {', '.join(LAST_OPS)}, got {last_op!r}")
+    multiple = row.channel_align(last_op != "other")
+    table_row = (
+        f"{row.platform} output row: {precision}, rank {'4' if row.rank4 else 'not 4'}, "
+        f"{row.layouts_text()}, channels x{row.channel_align_conv} (conv) / "
+        f"x{row.channel_align_other} (other), H*W x{row.hw_align}"
+    )
+    base = {"precision": precision, "last_op": last_op, "table_row": table_row}
+    if name in ("UNDEFINE", "NCHW"):
+        return _flat(
+            target,
+            name,
+            "output",
+            shape,
+            dtype,
+            params,
+            prod(shape) * item,
+            {"size": "the tensor's own size"},
+            base,
+        )
+    if name == "NC1HWC2":
+        c2, c2_source = _c2(where, target, dtype, params)
+        hw_align = one_int(where, "hw_align", params.get("hw_align", row.hw_align))
+        padded, channel_source = _nc1hwc2_output_channels(
+            target, shape[1], precision, last_op, multiple, c2
+        )
+        return _nc1hwc2(
+            target,
+            "output",
+            where,
+            shape,
+            dtype,
+            params,
+            c2,
+            c2_source,
+            padded_channels=padded,
+            channel_source=channel_source,
+            hw_align=hw_align,
+            base=base,
+        )
+    n, c, h, w = shape
+    seed_multiple = multiple
+    channel_source = f"predicted: padded to a multiple of {multiple} ({table_row})"
+    if observed.nhwc_output_unpadded(target):
+        multiple = 1
+        channel_source = (
+            f"predicted: not padded (deviation nhwc-output-unpadded: "
+            f"{observed.observed_by(row.platform)}; the seed says x{seed_multiple}, {table_row})"
+        )
+    padded_c = round_up(c, multiple)
+    if "native_dims" in params:
+        native = int_tuple(where, "native_dims", params["native_dims"], 4)
+        if list(native[:3]) != [n, h, w] or native[3] < c:
+            raise LayoutError(
+                f"{where}: native_dims {list(native)} cannot hold NCHW {list(shape)} "
+                f"(expected [N, H, W, C'] = [{n}, {h}, {w}, C' >= {c}])"
+            )
+        padded_c, channel_source = native[3], "given (device-reported native dims)"
+    dims = _nhwc_dims(shape, item, row_pixels=w, pixel_channels=padded_c)
+    nbytes, size_source = _size(where, params, "size", n * h * w * padded_c * item)
+    return _layout(
+        target,
+        "NHWC",
+        "output",
+        shape,
+        dtype,
+        dims,
+        nbytes,
+        params,
+        {"channels": channel_source, "size": size_source},
+        {
+            **base,
+            "fmt": "NHWC",
+            "dims": [n, h, w, padded_c],
+            "seed_channels": round_up(c, seed_multiple),
+            "size": nbytes,
+        },
+    )
+
+
+def _nhwc_dims(
+    shape: tuple[int, ...], item: int, *, row_pixels: int, pixel_channels: int
+) -> tuple[Dim, ...]:
+    """NHWC of an NCHW tensor: each pixel holds ``pixel_channels`` slots (channels padded on
+    outputs), each row ``row_pixels`` pixels (``w_stride`` on inputs)."""
+    n, c, h, w = shape
+    pixel = pixel_channels * item
+    row = row_pixels * pixel
+    return (
+        Dim(0, n, h * row, 1, "n"),
+        Dim(1, c, item, 1, "c"),
+        Dim(2, h, row, 1, "h"),
+        Dim(3, w, pixel, 1, "w"),
+    )
+
+
+def _nc1hwc2(
+    target: str,
+    role: str,
+    where: str,
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    params: dict[str, Any],
+    c2: int,
+    c2_source: str,
+    *,
+    padded_channels: int,
+    channel_source: str,
+    hw_align: int,
+    base: dict[str, Any],
+) -> BlockedLayout:
+    """NC1HWC2 as the vendor's conversion loops read it: element (n, c, h, w) at
+    ``((n*C1 + c//C2) * plane + h*W + w) * C2 + c%C2``, where ``plane`` is dims[2]*dims[3] of the
+    native dims padded to ``hw_align``. The runtime reports a plane whose H*W is not a multiple of
+    4 flattened (``[N, C1, 1, ceil4(H*W), C2]``); the bytes are the same either way."""
+    n, c, h, w = shape
+    if not 1 <= hw_align <= MAX_HW_ALIGN:
+        raise LayoutError(f"{where}: hw_align must be 1 to {MAX_HW_ALIGN}, got {hw_align}")
+    c1 = padded_channels // c2
+    plane_h, plane_w = h, w
+    if role == "output" and (h * w) % hw_align and observed.flattens_plane(target):
+        plane_h, plane_w = 1, round_up(h * w, hw_align)
+    provenance = {"c2": c2_source, "c1": channel_source}
+    if "native_dims" in params:
+        native = int_tuple(where, "native_dims", params["native_dims"], 5)
+        if native[0] != n or native[1] * native[4] < c or native[2] * native[3] < h * w:
+            raise LayoutError(
+                f"{where}: native_dims {list(native)} cannot hold NCHW {list(shape)} "
+                "(expected [N, C1, H', W', C2] with C1*C2 >= C and H'*W' >= H*W)"
+            )
+        if min(native) < 1:
+            raise LayoutError(f"{where}: native_dims {list(native)} must all be >= 1")
+        _check_c2(where, "native_dims' C2", native[4])
+        item = dtype.itemsize
+        bounded_size(where, "native_dims", prod(native) * item, prod(shape) * item)
+        _, c1, plane_h, plane_w, c2 = native
+        provenance["c1"] = provenance["c2"] = "given (device-reported native dims)"
+    item = dtype.itemsize
+    plane = round_up(plane_h * plane_w, hw_align)
+    dims = (
+        Dim(0, n, c1 * plane * c2 * item, 1, "n"),
+        Dim(1, c1, plane * c2 * item, c2, "c1"),
+        Dim(1, c2, item, 1, "c2"),
+        Dim(2, h, w * c2 * item, 1, "h"),
+        Dim(3, w, c2 * item, 1, "w"),
+    )
+    key = "size_with_stride" if role == "input" else "size"
+    native_dims = [n, c1, plane_h, plane_w, c2]
+    nbytes, size_source = _size(
+        where, params, key, n * c1 * plane * c2 * item, f"native_dims {native_dims}"
+    )
+    provenance[key] = size_source
+    provenance["hw_align"] = f"H*W plane padded to a multiple of {hw_align}"
+    return _layout(
+        target,
+        "NC1HWC2",
+        role,
+        shape,
+        dtype,
+        dims,
+        nbytes,
+        params,
+        provenance,
+        {
+            **base,
+            "fmt": "NC1HWC2",
+            "native_dims": native_dims,
+            "c2": c2,
+            "hw_align": hw_align,
+            key: nbytes,
+        },
+    )
+
+
+def _nc1hwc2_output_channels(
+    target: str, channels: int, precision: str, last_op: str, multiple: int, c2: int
+) -> tuple[int, str]:
+    """The padded channel count (C1*C2) of an NC1HWC2 output and where it comes from."""
+    platform = rockchip.platform_of(target)
+    seed = round_up(channels, lcm(multiple, c2))
+    seed_text = f"the seed pads to a multiple of {lcm(multiple, c2)}"
+    if last_op == "conv_sigmoid" and precision == "float16":
+        fused = observed.conv_sigmoid_channels(target, channels)
+        if fused is not None:
+            return fused, (
+                f"predicted: {fused} (deviation conv-sigmoid-fp16: "
+                f"{observed.observed_by(platform)}; {seed_text}: {seed})"
+            )
+    if last_op != "other" and observed.conv_last_pads_to_c2(target):
+        padded = round_up(channels, c2)
+        return padded, (
+            f"predicted: padded to C2 = {c2} (deviation conv-last-channels: "
+            f"{observed.observed_by(platform)}; {seed_text}: {seed})"
+        )
+    return seed, f"predicted: channels padded to a multiple of {lcm(multiple, c2)}"
+
+
+def _flat(
+    target: str,
+    name: str,
+    role: str,
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    params: dict[str, Any],
+    default_size: int,
+    provenance: dict[str, str],
+    base: dict[str, Any],
+) -> BlockedLayout:
+    item = dtype.itemsize
+    strides = [item] * len(shape)
+    for axis in range(len(shape) - 2, -1, -1):
+        strides[axis] = strides[axis + 1] * shape[axis + 1]
+    dims = tuple(
+        Dim(a, d, s, 1, f"d{a}") for a, (d, s) in enumerate(zip(shape, strides, strict=True))
+    )
+    key = "size_with_stride" if role == "input" else "size"
+    nbytes, source = (
+        _size(f"{target} {name}", params, key, default_size)
+        if key in params
+        else (default_size, provenance["size"])
+    )
+    return _layout(
+        target,
+        name,
+        role,
+        shape,
+        dtype,
+        dims,
+        nbytes,
+        params,
+        {key: source},
+        {**base, "fmt": name, "dims": list(shape), key: nbytes},
+    )
+
+
+def _c2(where: str, target: str, dtype: np.dtype, params: dict[str, Any]) -> tuple[int, str]:
+    if "c2" in params:
+        return _check_c2(where, "c2", one_int(where, "c2", params["c2"])), "given"
+    if dtype.name not in ("int8", "uint8", "float16"):
+        raise LayoutError(
+            f"{where}: the C2 block is known for 8-bit and float16 data only, got "
+            f"{dtype.name}; give the device's c2 or native_dims"
+        )
+    precision = rockchip.precision_of(dtype.name)
+    c2, source = convolution.c2_default(target, precision)
+    seen = observed.c2_observed(target, precision)
+    if seen is not None:
+        return seen[0], (
+            f"predicted: deviation {seen[1]} ({observed.observed_by(rockchip.platform_of(target))}"
+            f"); the seed's reading gives {c2} ({source})"
+        )
+    return c2, f"predicted: {source}"
+
+
+MAX_HW_ALIGN = 4096
+"""An H*W plane alignment beyond a page is no alignment a runtime uses (the tables say 1 to 4)."""
+MAX_C2 = 64
+"""The largest C2 block: the runtimes report 1 to 16 (tests/data/rknn/observed.json.gz), the
+user guide names 4 to 16; a power of two up to 64 leaves room for a wider NPU."""
+
+
+def _check_c2(where: str, key: str, c2: int) -> int:
+    if c2 < 1 or c2 > MAX_C2 or c2 & (c2 - 1):
+        raise LayoutError(
+            f"{where}: {key} must be a power of two from 1 to {MAX_C2} (the C2 block), got {c2}"
+        )
+    return c2
+
+
+def _size(
+    where: str, params: dict[str, Any], key: str, default: int, reach: str = "the layout"
+) -> tuple[int, str]:
+    if key not in params:
+        return default, "predicted from the layout"
+    size = one_int(where, key, params[key])
+    bounded_size(where, key, size, default)
+    if size < default:
+        raise LayoutError(
+            f"{where}: {key} {size} is smaller than the {default} bytes {reach} reach"
+        )
+    return size, "given (device-reported)"
+
+
+def _layout(
+    target: str,
+    name: str,
+    role: str,
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    dims: tuple[Dim, ...],
+    nbytes: int,
+    params: dict[str, Any],
+    provenance: dict[str, str],
+    attributes: dict[str, Any],
+) -> BlockedLayout:
+    # The runtime's n_elems counts the slots of its dims, padding included (observed on every
+    # attribute set of tests/data/rknn/observed.json.gz).
+    counted = attributes.get("native_dims", attributes.get("dims", shape))
+    attributes = {**attributes, "type": RKNN_TYPES[dtype.name], "n_elems": prod(counted)}
+    return BlockedLayout(
+        target=target,
+        name=name,
+        role=role,
+        shape=shape,
+        dtype=dtype,
+        dims=dims,
+        nbytes=nbytes,
+        encoding=Encoding("raw", dtype),
+        axis_names=("n", "c", "h", "w") if len(shape) == 4 else (),
+        params=dict(params),
+        provenance=provenance,
+        attributes=attributes,
+    )

@@ -1,0 +1,227 @@
+"""The RKNN preflight: a model checked against the input, output and convolution tables before
+it is compiled (``npu-hil preflight``; ``harness.preflight`` runs it for the RKNN targets)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from npu_hil.harness.errors import LayoutError, PreflightError
+from npu_hil.targets.conv import check_conv
+from npu_hil.targets.onnx_graph import attribute, elem_type_name
+from npu_hil.targets.rockchip import convolution, observed
+from npu_hil.targets.rockchip import tables as rockchip
+from npu_hil.targets.unit import PreflightContext, PreflightFinding
+
+ROCKCHIP_INPUT_TYPES = ("uint8", "int8", "float16", "float32")
+
+
+def preflight(report: PreflightContext) -> None:
+    target = report.target
+    layer = report.first_layer or rockchip.default_first_layer(target)
+    inputs, shapes = report.inputs, report.shapes
+    deployed = {v.name: _deployed_type(v, layer, report.input_type) for v in inputs}
+    _check_inputs(report, target, inputs, shapes, layer, deployed)
+    _check_outputs(report, target, report.graph.output, shapes, report.output_precision)
+    conv_rule = report.rule or _rule_for_inputs(report, target, inputs, shapes, layer, deployed)
+    if conv_rule is not None:
+        _check_convs(report, target, report.graph, shapes, conv_rule, layer)
+
+
+def _deployed_type(value: Any, layer: str, given: str | None) -> str:
+    """The type the compiled model's input takes on the board."""
+    if given is not None:
+        name = given.lower()
+        if name not in ROCKCHIP_INPUT_TYPES:
+            raise PreflightError(
+                f"--input-type: expected one of {', '.join(ROCKCHIP_INPUT_TYPES)} for a Rockchip "
+                f"target, got {given!r}"
+            )
+        return name
+    onnx_type = elem_type_name(value)
+    if onnx_type in ("float32", "float64", "float16"):
+        # rknn-toolkit2 2.5.0: "default input dtype ... changed from float32 to int8" for a
+        # quantized model; a float16 model takes float16 (tests/data/rknn, INPUT_ATTR type).
+        return "int8" if layer == "int8" else "float16"
+    return onnx_type
+
+
+def _input_row(target: str, layer: str, rank: int, deployed: str) -> tuple[rockchip.InputRow, str]:
+    """The input table's row for the deployed type (int8 on RV1103/RV1106 takes the uint8 row,
+    as Rockchip's software does: deviation int8-default-input)."""
+    kind = rockchip.input_type_of(deployed)
+    try:
+        return rockchip.input_row(target, first_layer=layer, rank=rank, input_type=kind), ""
+    except LayoutError:
+        if not (kind == "int8" and observed.int8_input_uses_uint8_row(target)):
+            raise
+    row = rockchip.input_row(target, first_layer=layer, rank=rank, input_type="uint8")
+    return row, " (int8 takes the uint8 row: deviation int8-default-input)"
+
+
+def _rule_for_inputs(
+    report: PreflightContext,
+    target: str,
+    inputs: list[Any],
+    shapes: dict[str, Any],
+    layer: str,
+    deployed: dict[str, str],
+) -> str | None:
+    """Rule A/B of the input table's width-rule column; None when no input has 1, 3 or 4
+    channels (the seed: no width limit for other channel counts). An image-like input whose row
+    is missing still gets rule A, the platform's first rule, so the width check always runs."""
+    image_like = [
+        v for v in inputs if len(shapes.get(v.name) or []) == 4 and shapes[v.name][1] in (1, 3, 4)
+    ]
+    if not image_like:
+        report.notes.append(
+            "no model input has 1, 3 or 4 channels: the input table sets no convolution width limit"
+        )
+        return None
+    for value in image_like:
+        try:
+            row, _ = _input_row(target, layer, 4, deployed[value.name])
+        except LayoutError:
+            continue
+        if row.width_rule is not None:
+            return row.width_rule
+    first = convolution.conv_rules(target)[0].rule
+    report.notes.append(
+        f"{', '.join(v.name for v in image_like)}: no input row gives a width rule for the "
+        f"deployed type; convolutions checked against rule {first}"
+    )
+    return first
+
+
+def _check_inputs(
+    report: PreflightContext,
+    target: str,
+    inputs: list[Any],
+    shapes: dict[str, Any],
+    layer: str,
+    deployed: dict[str, str],
+) -> None:
+    for value in inputs:
+        shape = shapes.get(value.name) or []
+        dtype = deployed[value.name]
+        onnx_type = elem_type_name(value)
+        took = dtype if dtype == onnx_type else f"{dtype} (ONNX {onnx_type})"
+        try:
+            row, note = _input_row(target, layer, len(shape), dtype)
+        except LayoutError as exc:
+            report.findings.append(
+                PreflightFinding(value.name, "input table", False, f"{value.name}: {exc.message}")
+            )
+            continue
+        channels = shape[1] if len(shape) == 4 else None
+        align = row.width_align(channels) if channels is not None else 1
+        seen = (
+            observed.input_width_align(target, row.first_layer, channels)
+            if channels is not None
+            else None
+        )
+        align_text = f"width aligned to {align} (w_stride)"
+        if seen is not None:
+            align_text = (
+                f"width aligned to {seen[0]} (w_stride; deviation {seen[1]}, the seed says {align})"
+            )
+        report.findings.append(
+            PreflightFinding(
+                value.name,
+                "input table",
+                True,
+                f"{value.name}: {took} {shape}, first layer {layer}: {align_text}, mean/scale on "
+                f"{row.mean_scale_on}{note}",
+            )
+        )
+
+
+def _check_outputs(
+    report: PreflightContext, target: str, outputs: Any, shapes: dict[str, Any], precision: str
+) -> None:
+    for value in outputs:
+        shape = shapes.get(value.name) or []
+        rows = [
+            r
+            for r in rockchip.output_rows(target)
+            if r.precision in (precision, "any") and r.rank4 == (len(shape) == 4)
+        ]
+        if rows:
+            layouts = sorted({name for r in rows for name in r.layouts})
+            report.findings.append(
+                PreflightFinding(
+                    value.name,
+                    "output table",
+                    True,
+                    f"{value.name}: {precision} rank {len(shape)}: layouts {', '.join(layouts)}",
+                )
+            )
+        else:
+            report.findings.append(
+                PreflightFinding(
+                    value.name,
+                    "output table",
+                    False,
+                    f"{value.name}: {rockchip.platform_of(target)} lists no {precision} output of "
+                    f"rank {len(shape)} ({target})",
+                )
+            )
+
+
+def _check_convs(
+    report: PreflightContext,
+    target: str,
+    graph: Any,
+    shapes: dict[str, Any],
+    rule: str,
+    layer: str,
+) -> None:
+    for number, node in enumerate(graph.node):
+        if node.op_type not in ("Conv", "ConvTranspose"):
+            continue
+        label = node.name or f"{node.op_type.lower()}_{number}"
+        in_shape = shapes.get(node.input[0]) or []
+        weight = shapes.get(node.input[1]) if len(node.input) > 1 else None
+        if len(in_shape) != 4 or in_shape[3] is None:
+            report.notes.append(f"{label}: input width unknown, not checked")
+            continue
+        kernel = attribute(node, "kernel_shape", None, "INTS") or (weight[2:4] if weight else None)
+        if not kernel or len(kernel) != 2:
+            report.notes.append(f"{label}: not a 2-D convolution, not checked")
+            continue
+        dilations = attribute(node, "dilations", [1, 1], "INTS")
+        group = int(attribute(node, "group", 1, "INT"))
+        channels = in_shape[1]
+        if node.op_type == "ConvTranspose":
+            kind = "deconv"
+        elif group > 1 and group == channels:
+            kind = "depthwise"
+        else:
+            kind = "conv"
+        result = check_conv(
+            target,
+            int(in_shape[3]),
+            (int(kernel[0]), int(kernel[1])),
+            (int(dilations[0]), int(dilations[1])),
+            kind=kind,
+            rule=rule,
+            first_layer=layer,
+        )
+        report.findings.append(
+            PreflightFinding(label, f"rule {rule}", result.ok, _conv_message(label, target, result))
+        )
+
+
+def _conv_message(label: str, target: str, result: Any) -> str:
+    dkh, dkw = result.dilated_kernel_hw
+    if result.ok:
+        return (
+            f"{label}: {result.kind} width {result.width}, dilated kernel {dkh}x{dkw}: N = "
+            f"{result.n}, rule {result.rule}, {target}: ok"
+        )
+    failed = [c for c in result.conditions if not c.ok]
+    texts = "; ".join(c.text.split(" [")[0] for c in failed)
+    which = ", ".join(
+        f"{result.rule}{c.name}" if c.name != "N" else f"{result.rule} N" for c in failed
+    )
+    kind = "" if result.kind == "conv" else f" ({result.kind})"
+    return f"{label}{kind}: {texts}, rule {which}, {target}"

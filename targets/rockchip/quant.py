@@ -1,0 +1,45 @@
+"""How an RKNN tensor's values relate to floats, read from its ``rknn_tensor_attr``: the
+quantization model the oracle (``harness.expect``) and the simulator share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from npu_hil.targets.quant import Affine, Cast, Quantizer
+from npu_hil.targets.rockchip.layouts import RKNN_TYPES
+
+AFFINE = "AFFINE_ASYMMETRIC"
+NONE = "NONE"
+DTYPE_OF_TYPE = {name: np.dtype(dtype) for dtype, name in RKNN_TYPES.items()}
+
+
+def quantizer(attributes: dict[str, Any]) -> Quantizer:
+    """How the tensor's values relate to floats, from its ``rknn_tensor_attr``."""
+    dtype = DTYPE_OF_TYPE.get(str(attributes.get("type")), np.dtype("int8"))
+    if attributes.get("qnt_type") == AFFINE:
+        return Affine(int(attributes["zp"]), float(attributes["scale"]), np.dtype("int8"))
+    return Cast(dtype if dtype.kind == "f" else np.dtype("float16"))
+
+
+def model_input(attributes: dict[str, Any], held: np.ndarray) -> np.ndarray:
+    """What the model computes on for an input held as ``held`` (its logical values).
+
+    Pass-through bytes are the model's own quantized input: dequantized. Otherwise the runtime
+    converts the declared values (mean 0, scale 1) into the first layer's type: quantized with
+    the model's zp/scale (int8 models) or rounded to float16.
+    """
+    quant = quantizer(attributes)
+    if isinstance(quant, Affine):
+        if attributes.get("pass_through"):
+            dequantized = quant.dequantize(held)
+        else:
+            dequantized = quant.dequantize(quant.quantize(held.astype(np.float64)))
+        return dequantized.astype(np.float32)
+    float16: np.ndarray = held.astype(np.float16).astype(np.float32)
+    return float16
+
+
+def output_quantizer(attributes: dict[str, Any]) -> Quantizer:
+    return quantizer(attributes)

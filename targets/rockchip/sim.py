@@ -1,0 +1,239 @@
+"""Rockchip RKNN2, simulated: zero-copy native I/O as ``rknn_query(NATIVE_*_ATTR)`` describes it.
+
+- Inputs are held in the type the caller declared (``rknn_tensor_attr.type``, what
+  ``rknn_set_io_mem`` is given) in the native layout: NHWC with rows of ``w_stride`` pixels when
+  C is 1, 3 or 4, NC1HWC2 otherwise, UNDEFINED (flat) for other ranks; an input may name its
+  layout. Without pass-through the runtime converts (mean 0, scale 1, then the first layer's
+  quantization ``zp``/``scale``); with pass-through the bytes must already be the model's
+  native type (INT8, or FLOAT16 for a float16 model) and go to the NPU as they are.
+- Outputs are native NC1HWC2 (or ``output_layout``), INT8 ``AFFINE_ASYMMETRIC`` for an int8
+  model, FLOAT16 for a float16 one; channels padded per the output table, the multiple chosen
+  by the op that produces the output (convolution or other).
+- Refusals: convolutions outside the width rule (``targets.check_conv`` per Conv/ConvTranspose
+  node; the rule applies when a model input has 1, 3 or 4 channels, as the input table says),
+  combinations the tables do not list (the codec's LayoutError), mean/scale/quant on the CPU on
+  RV1103/RV1106/RV1103B (input note 7).
+
+Quantization parameters: see :mod:`targets.quant` (integer inputs use their type's range,
+float inputs and outputs the data's).
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from npu_hil.harness.codec import BlockedLayout
+from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.simkit.base import HeldInput, VendorSim, static_shape
+from npu_hil.harness.simkit.errors import SimRefusal
+from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
+from npu_hil.harness.simkit.options import RuntimeOptions
+from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, logical_input
+from npu_hil.targets.conv import check_conv
+from npu_hil.targets.quant import Affine, Cast, Quantizer, affine_for_type, choose_affine
+from npu_hil.targets.rockchip import observed
+from npu_hil.targets.rockchip import tables as rockchip
+from npu_hil.targets.rockchip.layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS, RKNN_TYPES
+from npu_hil.targets.rockchip.observed import npu_input_types
+from npu_hil.targets.rockchip.quant import AFFINE, NONE, model_input
+
+NO_CPU_PREPROCESSING = ("rv1103", "rv1106", "rv1103b")
+"""RKNN2 input note 7: RV1106/RV1103/RV1103B do not run mean/scale/quant on the CPU."""
+
+FMT_NAMES = {"NCHW": "NCHW", "NHWC": "NHWC", "NC1HWC2": "NC1HWC2", "UNDEFINE": "UNDEFINED"}
+"""Codec layout name → ``rknn_tensor_format`` name."""
+WIDTH_RULE_CHANNELS = (1, 3, 4)
+
+
+class RknnSim(VendorSim):
+    def __init__(self, options: RuntimeOptions) -> None:
+        super().__init__(options)
+        self.precision = options.option("precision") or rockchip.default_first_layer(self.target)
+        self.output_fmt = options.output_layout or "NC1HWC2"
+        if self.output_fmt not in OUTPUT_LAYOUTS:
+            raise SimRefusal(
+                "LayoutError",
+                "init",
+                f"{self.target}: output_layout must be one of {', '.join(OUTPUT_LAYOUTS)}, "
+                f"got {self.output_fmt!r}",
+            )
+
+    @property
+    def output_dtype(self) -> np.dtype:
+        return np.dtype("int8" if self.precision == "int8" else "float16")
+
+    # ------------------------------------------------------------------------ load
+
+    def check_model(self, graph: GraphInfo) -> None:
+        firsts = {row.first_layer for row in rockchip.input_rows(self.target)}
+        if self.precision not in firsts:
+            raise SimRefusal(
+                "LayoutError",
+                "load",
+                f"{self.target}: no {self.precision} first layer in the input table "
+                f"({rockchip.platform_of(self.target)} lists {', '.join(sorted(firsts))})",
+            )
+        self._check_convolutions(graph)
+        for index, info in enumerate(graph.outputs):
+            self._output_layout(index, info, graph, "load")
+
+    def _check_convolutions(self, graph: GraphInfo) -> None:
+        limited = any(len(i.shape) == 4 and i.shape[1] in WIDTH_RULE_CHANNELS for i in graph.inputs)
+        if not limited:
+            return  # the input table: "no limit" for other channel counts
+        for conv in graph.convs:
+            if conv.width is None:
+                continue
+            check = check_conv(
+                self.target,
+                conv.width,
+                conv.kernel_hw,
+                conv.dilation_hw,
+                conv.kind,
+                first_layer=self.precision,
+            )
+            if not check.ok:
+                raise SimRefusal(
+                    "DeviceError",
+                    "load",
+                    f"{conv.name} ({conv.op_type}, group {conv.group}): {check.message}",
+                )
+
+    # ---------------------------------------------------------------------- inputs
+
+    def _input_fmt(self, given: InputLike, shape: tuple[int, ...]) -> str:
+        if len(shape) != 4:
+            default = "UNDEFINE"
+        else:
+            default = "NHWC" if shape[1] in WIDTH_RULE_CHANNELS else "NC1HWC2"
+        return self.input_layout_name(given, INPUT_LAYOUTS, default)
+
+    def hold_input(self, index: int, info: TensorInfo, given: InputLike) -> HeldInput:
+        dtype = input_dtype(given)
+        shape = tuple(int(d) for d in given.shape)
+        self.check_shape(info, shape)
+        native = np.dtype("int8" if self.precision == "int8" else "float16")
+        if given.pass_through and dtype != native:
+            raise SimRefusal(
+                "LayoutError",
+                "run",
+                f"input {given.name!r}: pass-through data goes to the NPU unconverted, so it "
+                f"must be the model's native type {RKNN_TYPES[native.name]}, got {dtype.name}",
+            )
+        input_type = rockchip.input_type_of(dtype.name)
+        if not given.pass_through and self.target in NO_CPU_PREPROCESSING:
+            on_npu = npu_input_types(self.target)
+            if input_type not in on_npu:
+                raise SimRefusal(
+                    "DeviceError",
+                    "run",
+                    f"input {given.name!r}: {self.target} does not run mean/scale/quant on the "
+                    f"CPU (RKNN2 input note 7), which declared type {dtype.name} needs; give "
+                    f"{' or '.join(sorted(on_npu))} data",
+                )
+        fmt = self._input_fmt(given, shape)
+        layout = self.layout(
+            fmt, shape, dtype, "input", "run", given.name, first_layer=self.precision
+        )
+        logical = None if given.pass_through else logical_input(given)[0]
+        buffer, held = self.place(layout, given, logical)
+        quant: Quantizer
+        if self.precision != "int8":
+            quant = Cast(np.dtype("float16"))
+        elif given.pass_through:
+            quant = affine_for_type("int8")
+        elif dtype.kind in "iu":
+            quant = affine_for_type(dtype)
+        else:
+            quant = choose_affine(held)
+        attributes = tensor_attr(index, given.name, layout, quant, given.pass_through)
+        tensor = SimTensor(
+            given.name, buffer, layout.name, dtype.name, list(shape), attributes, layout, "input"
+        )
+        return HeldInput(tensor, model_input(attributes, held))
+
+    # --------------------------------------------------------------------- outputs
+
+    def _last_op(self, output: str, graph: GraphInfo) -> str:
+        """What the compiler makes of the op producing ``output`` (it fuses some into a conv)."""
+        op = graph.producers.get(output, "")
+        return observed.last_op_kind(self.target, op, graph.feeders.get(output, ()))
+
+    def _output_layout(
+        self, index: int, info: TensorInfo, graph: GraphInfo, stage: str
+    ) -> BlockedLayout:
+        shape = static_shape(info, stage)
+        fmt = self.output_fmt if len(shape) == 4 else "UNDEFINE"
+        if fmt == "NCHW":
+            # The codec also serves the normal API's NCHW output, which every platform gives;
+            # as a zero-copy native output NCHW is offered only where the table lists it.
+            precision = rockchip.precision_of(self.output_dtype.name)
+            try:
+                rockchip.output_row(self.target, precision=precision, rank=4, layout="NCHW")
+            except LayoutError as exc:
+                raise SimRefusal(
+                    "LayoutError", stage, f"output {info.name!r}: {exc.message}"
+                ) from None
+        params = (
+            {"last_op": self._last_op(info.name, graph)} if fmt in ("NHWC", "NC1HWC2") else {}
+        )
+        return self.layout(fmt, shape, self.output_dtype, "output", stage, info.name, **params)
+
+    def hold_output(
+        self, index: int, info: TensorInfo, values: np.ndarray, graph: GraphInfo
+    ) -> SimTensor:
+        layout = self._output_layout(index, info, graph, "run")
+        quant: Quantizer = (
+            choose_affine(values) if self.precision == "int8" else Cast(np.dtype("float16"))
+        )
+        held = quant.quantize(values)
+        buffer = self.output_buffer(info.name, layout, held)
+        attributes = tensor_attr(index, info.name, layout, quant, False)
+        return SimTensor(
+            info.name,
+            buffer,
+            layout.name,
+            layout.dtype.name,
+            list(layout.shape),
+            attributes,
+            layout,
+            "output",
+        )
+
+
+# ------------------------------------------------------------- attributes and semantics
+
+
+def tensor_attr(
+    index: int, name: str, layout: BlockedLayout, quant: Quantizer, pass_through: bool
+) -> dict[str, Any]:
+    """``rknn_tensor_attr`` for a tensor held in ``layout`` (field names as in rknn_api.h)."""
+    attrs = layout.attributes
+    fmt = layout.name
+    dims = list(attrs["native_dims"] if fmt == "NC1HWC2" else attrs["dims"])
+    if layout.role == "input":
+        size = int(attrs["size"]) if fmt == "NHWC" else layout.nbytes
+    else:
+        size = layout.nbytes
+    affine = isinstance(quant, Affine)
+    return {
+        "index": index,
+        "name": name,
+        "n_dims": len(dims),
+        "dims": dims,
+        "n_elems": prod(dims),
+        "size": size,
+        "fmt": FMT_NAMES[fmt],
+        "type": RKNN_TYPES[layout.dtype.name],
+        "qnt_type": AFFINE if affine else NONE,
+        "fl": 0,
+        "zp": quant.zero_point if isinstance(quant, Affine) else 0,
+        "scale": quant.scale if isinstance(quant, Affine) else 1.0,
+        "w_stride": int(attrs["w_stride"]) if fmt == "NHWC" and layout.role == "input" else 0,
+        "size_with_stride": layout.nbytes,
+        "pass_through": int(pass_through),
+        "h_stride": 0,
+    }

@@ -1,0 +1,416 @@
+"""Rockchip RKNN2 (V2.5.0): the seed's model I/O and convolution tables as data, plus lookups.
+
+Source: ``seeds/002_0de9e292831d3a07.txt`` (the authority) and its English rendering
+``spec/rknn2-io-constraints.md``. Every row below is one row of the seed with its merged cells
+expanded. Quirks of the source are kept as written and marked ``sic``; nothing here "fixes" them.
+
+This module holds data and table lookups only. Layout arithmetic lives in ``harness.codec`` and the
+convolution check in ``targets.conv``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from npu_hil.harness.errors import LayoutError
+
+FirstLayer = Literal["int8", "float16", "any"]
+Precision = Literal["int8", "float16", "any"]
+Executor = Literal["NPU", "CPU"]
+WidthRule = Literal["A", "B"]
+ConvKind = Literal["conv", "depthwise", "deconv"]
+
+# --------------------------------------------------------------------------------------------
+# Targets and the seed's platform groups
+# --------------------------------------------------------------------------------------------
+
+RK3566_RK3568 = "RK3566/RK3568"
+RK3588 = "RK3588"
+RV1103_RV1106 = "RV1103/RV1106"
+RK3562 = "RK3562"
+RK3576_RV1126B = "RK3576/RV1126B"
+RK2118 = "RK2118"
+RV1103B_RV1106B = "RV1103B/RV1106B"
+
+#: The seed's table groups, in the seed's order.
+PLATFORMS: tuple[str, ...] = (
+    RK3566_RK3568,
+    RK3588,
+    RV1103_RV1106,
+    RK3562,
+    RK3576_RV1126B,
+    RK2118,
+    RV1103B_RV1106B,
+)
+
+#: Target name (as used on the command line and in markers) -> the seed's table group.
+PLATFORM_OF: dict[str, str] = {
+    "rk3566": RK3566_RK3568,
+    "rk3568": RK3566_RK3568,
+    "rk3588": RK3588,
+    "rk3562": RK3562,
+    "rv1103": RV1103_RV1106,
+    "rv1106": RV1103_RV1106,
+    "rk3576": RK3576_RV1126B,
+    "rv1126b": RK3576_RV1126B,
+    "rk2118": RK2118,
+    "rv1103b": RV1103B_RV1106B,
+    "rv1106b": RV1103B_RV1106B,
+}
+
+TARGETS: tuple[str, ...] = (
+    "rk3566",
+    "rk3568",
+    "rk3588",
+    "rk3562",
+    "rv1103",
+    "rv1106",
+    "rk3576",
+    "rv1126b",
+    "rk2118",
+    "rv1103b",
+    "rv1106b",
+)
+
+#: Declared input types as the input table distinguishes them; "other" is the seed's
+#: "other types (input alignment may change)".
+INPUT_TYPES: tuple[str, ...] = ("uint8", "int8", "float16", "other")
+PRECISIONS: tuple[str, ...] = ("int8", "float16")
+LAYOUTS: tuple[str, ...] = ("NCHW", "NHWC", "NC1HWC2", "UNDEFINE")
+CONV_KINDS: tuple[str, ...] = ("conv", "depthwise", "deconv")
+
+
+def platform_of(target: str) -> str:
+    """The seed's table group for a Rockchip target name; LayoutError for anything else."""
+    try:
+        return PLATFORM_OF[target]
+    except (KeyError, TypeError):
+        raise LayoutError(
+            f"unknown Rockchip target {target!r}: expected one of {', '.join(TARGETS)}"
+        ) from None
+
+
+def _rank_text(rank4: bool) -> str:
+    return "rank 4" if rank4 else "rank not 4"
+
+
+# --------------------------------------------------------------------------------------------
+# §1 Model inputs
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InputRow:
+    """One row of the input table (zero-copy API only).
+
+    ``input_types`` is the declared input type of the first layer: a set drawn from
+    ``INPUT_TYPES``, or ``"any"`` where the seed says "no restriction". ``width_rule`` is the
+    convolution width rule for channel in {1,3,4}; None where the seed says "no restriction". For
+    other channel counts every row of the seed says "no restriction".
+    """
+
+    platform: str
+    first_layer: FirstLayer
+    rank4: bool
+    input_types: frozenset[str] | Literal["any"]
+    mean_scale_on: Executor
+    width_align_c134: int
+    width_align_other: int
+    width_rule: WidthRule | None
+
+    def accepts(self, first_layer: str, rank: int, input_type: str) -> bool:
+        """Whether this row covers the (first layer, rank, declared input type) combination."""
+        return (
+            (self.first_layer == "any" or self.first_layer == first_layer)
+            and self.rank4 == (rank == 4)
+            and (self.input_types == "any" or input_type in self.input_types)
+        )
+
+    def width_align(self, channels: int) -> int:
+        """The width alignment in elements for this channel count (the seed's two columns)."""
+        return self.width_align_c134 if channels in (1, 3, 4) else self.width_align_other
+
+    def input_types_text(self) -> str:
+        if self.input_types == "any":
+            return "any"
+        return "/".join(t for t in INPUT_TYPES if t in self.input_types)
+
+
+def _inputs(
+    platform: str,
+    first_layer: FirstLayer,
+    rank4: bool,
+    rows: Iterable[tuple[str, Executor]],
+    align_c134: int,
+    align_other: int,
+    rule: WidthRule | None,
+) -> tuple[InputRow, ...]:
+    """One InputRow per seed row; rows sharing the merged cells are given as (type, executor)."""
+    return tuple(
+        InputRow(
+            platform=platform,
+            first_layer=first_layer,
+            rank4=rank4,
+            input_types="any" if input_type == "any" else frozenset({input_type}),
+            mean_scale_on=executor,
+            width_align_c134=align_c134,
+            width_align_other=align_other,
+            width_rule=rule,
+        )
+        for input_type, executor in rows
+    )
+
+
+# The int8 first-layer block repeated by most platforms: uint8/int8 are normalised on the NPU,
+# float16 and other declared types on the CPU.
+_INT8_FIRST: tuple[tuple[str, Executor], ...] = (
+    ("uint8", "NPU"),
+    ("int8", "NPU"),
+    ("float16", "CPU"),
+    ("other", "CPU"),
+)
+# A float16 first layer has no quant step (general note 6); the seed puts everything on the CPU.
+_FLOAT16_FIRST: tuple[tuple[str, Executor], ...] = (
+    ("uint8", "CPU"),
+    ("int8", "CPU"),
+    ("float16", "CPU"),
+    ("other", "CPU"),
+)
+_ANY: tuple[tuple[str, Executor], ...] = (("any", "CPU"),)
+
+INPUT_ROWS: tuple[InputRow, ...] = (
+    *_inputs(RK3566_RK3568, "int8", True, _INT8_FIRST, 8, 1, "A"),
+    *_inputs(RK3566_RK3568, "float16", True, _FLOAT16_FIRST, 4, 1, "B"),
+    *_inputs(RK3566_RK3568, "any", False, _ANY, 1, 1, None),
+    *_inputs(RK3588, "int8", True, _INT8_FIRST, 16, 1, "A"),
+    *_inputs(RK3588, "float16", True, _FLOAT16_FIRST, 8, 1, "B"),
+    *_inputs(RK3588, "any", False, _ANY, 1, 1, None),
+    # RV1103/RV1106 lists a single row; everything else is unsupported there.
+    *_inputs(RV1103_RV1106, "int8", True, (("uint8", "NPU"),), 16, 1, "A"),
+    *_inputs(RK3562, "int8", True, _INT8_FIRST, 16, 1, "A"),
+    *_inputs(RK3562, "float16", True, _FLOAT16_FIRST, 8, 1, "B"),
+    *_inputs(RK3562, "any", False, _ANY, 1, 1, None),
+    *_inputs(RK3576_RV1126B, "int8", True, _INT8_FIRST, 16, 1, "A"),
+    *_inputs(RK3576_RV1126B, "float16", True, _FLOAT16_FIRST, 8, 1, "B"),
+    *_inputs(RK3576_RV1126B, "any", False, _ANY, 1, 1, None),
+    # RK2118 has float16 rows only. Its non-4-D row keeps width rule A and a float16 input type
+    # (sic: every other platform's non-4-D row says "no restriction" there).
+    *_inputs(RK2118, "float16", True, (("float16", "CPU"),), 4, 1, "A"),
+    *_inputs(RK2118, "float16", False, (("float16", "CPU"),), 1, 1, "A"),
+    *_inputs(RV1103B_RV1106B, "int8", True, (("uint8", "NPU"), ("int8", "NPU")), 8, 1, "A"),
+)
+
+
+def input_type_of(dtype_name: str) -> str:
+    """The input table's type column for a numpy dtype name: uint8, int8 and float16 are listed by
+    name, everything else (float32, int16, ...) falls under "other types"."""
+    return dtype_name if dtype_name in ("uint8", "int8", "float16") else "other"
+
+
+def input_rows(target: str) -> tuple[InputRow, ...]:
+    """All input rows of the target's platform, in the seed's order."""
+    platform = platform_of(target)
+    return tuple(row for row in INPUT_ROWS if row.platform == platform)
+
+
+def _group_text(groups: dict[tuple[str, bool], list[str]], key_name: str, col: str) -> str:
+    return "; ".join(
+        f"{key_name}={key} {_rank_text(rank4)} {col} {'/'.join(values)}"
+        for (key, rank4), values in groups.items()
+    )
+
+
+def _input_listing(rows: Iterable[InputRow]) -> str:
+    groups: dict[tuple[str, bool], list[str]] = {}
+    for row in rows:
+        groups.setdefault((row.first_layer, row.rank4), []).append(row.input_types_text())
+    return _group_text(groups, "first_layer", "input")
+
+
+def check_choice(what: str, value: object, choices: Iterable[str], hint: str = "") -> None:
+    options = tuple(choices)
+    if not isinstance(value, str) or value not in options:
+        raise LayoutError(f"{what}: expected one of {', '.join(options)}, got {value!r}{hint}")
+
+
+def _check_rank(rank: object) -> int:
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+        raise LayoutError(f"rank: expected a non-negative integer, got {rank!r}")
+    return rank
+
+
+def input_row(target: str, *, first_layer: str, rank: int, input_type: str) -> InputRow:
+    """The input-table row for a first-layer precision, an input rank and a declared input type.
+
+    ``input_type`` is one of uint8/int8/float16/other (see :func:`input_type_of`). Raises
+    LayoutError naming the missing combination and what the platform does list.
+    """
+    platform = platform_of(target)
+    check_choice("first_layer", first_layer, PRECISIONS)
+    check_choice("input_type", input_type, INPUT_TYPES, " (map dtype names with input_type_of())")
+    _check_rank(rank)
+    rows = input_rows(target)
+    for row in rows:
+        if row.accepts(first_layer, rank, input_type):
+            return row
+    raise LayoutError(
+        f"{target}: no input row for first_layer={first_layer}, input type {input_type}, "
+        f"rank {rank} ({platform} lists: {_input_listing(rows)})"
+    )
+
+
+def default_first_layer(target: str) -> str:
+    """ "int8" where the platform has int8 first-layer rows, else "float16" (RK2118)."""
+    rows = input_rows(target)
+    return "int8" if any(row.first_layer == "int8" for row in rows) else "float16"
+
+
+# --------------------------------------------------------------------------------------------
+# §3 Model outputs
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OutputRow:
+    """One row of the output table. Alignments are "multiple of"; the seed's "none" is 1.
+
+    ``channel_align_conv`` applies when the model's last layer is a convolution and
+    ``channel_align_other`` otherwise; rows with a single channel figure carry it in both.
+    """
+
+    platform: str
+    precision: Precision
+    rank4: bool
+    layouts: frozenset[str]
+    channel_align_conv: int
+    channel_align_other: int
+    hw_align: int
+
+    def accepts(self, precision: str, rank: int, layout: str) -> bool:
+        return (
+            (self.precision == "any" or self.precision == precision)
+            and self.rank4 == (rank == 4)
+            and layout in self.layouts
+        )
+
+    def channel_align(self, last_layer_conv: bool) -> int:
+        return self.channel_align_conv if last_layer_conv else self.channel_align_other
+
+    def layouts_text(self) -> str:
+        return "/".join(name for name in LAYOUTS if name in self.layouts)
+
+
+def _out(
+    platform: str,
+    precision: Precision,
+    rank4: bool,
+    layout: str,
+    channel_conv: int = 1,
+    channel_other: int | None = None,
+    hw: int = 1,
+) -> OutputRow:
+    return OutputRow(
+        platform=platform,
+        precision=precision,
+        rank4=rank4,
+        layouts=frozenset({layout}),
+        channel_align_conv=channel_conv,
+        channel_align_other=channel_conv if channel_other is None else channel_other,
+        hw_align=hw,
+    )
+
+
+OUTPUT_ROWS: tuple[OutputRow, ...] = (
+    _out(RK3566_RK3568, "int8", True, "NCHW"),
+    _out(RK3566_RK3568, "int8", True, "NHWC", 8),
+    _out(RK3566_RK3568, "int8", True, "NC1HWC2", 16, 8, hw=4),
+    _out(RK3566_RK3568, "int8", True, "UNDEFINE"),
+    _out(RK3566_RK3568, "float16", True, "NCHW"),
+    _out(RK3566_RK3568, "float16", True, "NHWC", 4),
+    _out(RK3566_RK3568, "float16", True, "NC1HWC2", 8, 4, hw=4),
+    _out(RK3566_RK3568, "float16", True, "UNDEFINE"),
+    _out(RK3566_RK3568, "any", False, "UNDEFINE"),
+    _out(RK3588, "int8", True, "NCHW"),
+    _out(RK3588, "int8", True, "NHWC", 16),
+    _out(RK3588, "int8", True, "NC1HWC2", 32, 16, hw=4),
+    _out(RK3588, "int8", True, "UNDEFINE"),
+    _out(RK3588, "float16", True, "NCHW"),
+    _out(RK3588, "float16", True, "NHWC", 8),
+    _out(RK3588, "float16", True, "NC1HWC2", 16, 8, hw=4),
+    _out(RK3588, "float16", True, "UNDEFINE"),
+    _out(RK3588, "any", False, "UNDEFINE"),
+    # RV1103/RV1106: int8 only, no NCHW, no float16, no non-4-D row.
+    _out(RV1103_RV1106, "int8", True, "NC1HWC2", 32, 16, hw=4),
+    _out(RV1103_RV1106, "int8", True, "NHWC"),
+    _out(RK3562, "int8", True, "NCHW"),
+    _out(RK3562, "int8", True, "NHWC"),
+    _out(RK3562, "int8", True, "NC1HWC2", 32, 16, hw=4),
+    _out(RK3562, "int8", True, "UNDEFINE"),
+    _out(RK3562, "float16", True, "NCHW"),
+    _out(RK3562, "float16", True, "NHWC"),
+    _out(RK3562, "float16", True, "NC1HWC2", 16, 8, hw=4),
+    _out(RK3562, "float16", True, "UNDEFINE"),
+    _out(RK3562, "any", False, "UNDEFINE"),
+    _out(RK3576_RV1126B, "int8", True, "NCHW"),
+    _out(RK3576_RV1126B, "int8", True, "NHWC"),
+    _out(RK3576_RV1126B, "int8", True, "NC1HWC2", 32, 16, hw=4),
+    _out(RK3576_RV1126B, "int8", True, "UNDEFINE"),
+    _out(RK3576_RV1126B, "float16", True, "NCHW"),
+    _out(RK3576_RV1126B, "float16", True, "NHWC"),
+    _out(RK3576_RV1126B, "float16", True, "NC1HWC2", 16, 8, hw=4),
+    _out(RK3576_RV1126B, "float16", True, "UNDEFINE"),
+    _out(RK3576_RV1126B, "any", False, "UNDEFINE"),
+    # RK2118: float16 only.
+    _out(RK2118, "float16", True, "NC1HWC2", 8, 4, hw=4),
+    _out(RK2118, "float16", True, "NHWC"),
+    _out(RK2118, "float16", False, "UNDEFINE"),
+    # RV1103B/RV1106B: sic, the last-layer-conv multiple equals the other-ops multiple (8 and 8).
+    _out(RV1103B_RV1106B, "int8", True, "NC1HWC2", 8, 8, hw=4),
+    _out(RV1103B_RV1106B, "int8", True, "NHWC"),
+)
+
+
+def precision_of(dtype_name: str) -> str:
+    """The output table's precision for a dtype name: int8/uint8 -> "int8", float16 -> "float16".
+
+    The table only knows those two (note 2: the original type of the last layer's output).
+    """
+    if dtype_name in ("int8", "uint8"):
+        return "int8"
+    if dtype_name == "float16":
+        return "float16"
+    raise LayoutError(
+        f"output precision: expected a dtype of int8, uint8 or float16 (the RKNN2 output table "
+        f"lists int8 and float16 precisions), got {dtype_name!r}"
+    )
+
+
+def output_rows(target: str) -> tuple[OutputRow, ...]:
+    """All output rows of the target's platform, in the seed's order."""
+    platform = platform_of(target)
+    return tuple(row for row in OUTPUT_ROWS if row.platform == platform)
+
+
+def _output_listing(rows: Iterable[OutputRow]) -> str:
+    groups: dict[tuple[str, bool], list[str]] = {}
+    for row in rows:
+        groups.setdefault((row.precision, row.rank4), []).append(row.layouts_text())
+    return _group_text(groups, "precision", "layout")
+
+
+def output_row(target: str, *, precision: str, rank: int, layout: str) -> OutputRow:
+    """The output-table row for an output precision, rank and layout; LayoutError if unlisted."""
+    platform = platform_of(target)
+    check_choice("precision", precision, PRECISIONS, " (map dtype names with precision_of())")
+    check_choice("layout", layout, LAYOUTS)
+    _check_rank(rank)
+    rows = output_rows(target)
+    for row in rows:
+        if row.accepts(precision, rank, layout):
+            return row
+    raise LayoutError(
+        f"{target}: no output row for precision={precision}, rank {rank}, layout {layout} "
+        f"({platform} lists: {_output_listing(rows)})"
+    )

@@ -1,0 +1,150 @@
+"""What a vendor is to the harness: one :class:`Vendor` per vendor package in ``targets/``.
+
+A vendor package (``targets/rockchip/``, ``targets/horizon/``, ``targets/kneron/``) holds its seed
+tables with their provenance, its layouts and predictions, and builds one ``Vendor`` from them;
+:func:`npu_hil.targets.registry.register` makes it known. The rest of the harness asks the
+registry (``vendor_of``, ``unit_for``, ``units``) and never names a vendor or a target itself.
+
+Every field past the layouts is optional: a vendor without a report reader cannot decode a
+device report, one without a quantization model has no oracle, one without a simulated runtime
+cannot be simulated; the callers say so when they need what is missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from npu_hil.harness.codec.engine import BlockedLayout
+from npu_hil.harness.codec.registry import LayoutBuilder, ReportReader
+from npu_hil.targets.quant import Quantizer
+
+__all__ = [
+    "ROW_ALIGNMENTS",
+    "Decoder",
+    "FaultVariants",
+    "PreflightContext",
+    "PreflightFinding",
+    "QuantModel",
+    "SimOption",
+    "VariantFinder",
+    "Vendor",
+]
+
+
+class QuantModel(Protocol):
+    """How a vendor's reported tensor values relate to floats (the oracle's half of a vendor)."""
+
+    def quantizer(self, attributes: dict[str, Any]) -> Quantizer:
+        """The quantization of an input the runtime reported with ``attributes``."""
+
+    def model_input(self, attributes: dict[str, Any], held: np.ndarray) -> np.ndarray:
+        """The float tensor the model computes on for an input holding ``held``."""
+
+    def output_quantizer(self, attributes: dict[str, Any]) -> Quantizer:
+        """The quantization of an output the runtime reported with ``attributes``."""
+
+
+ROW_ALIGNMENTS = (1, 4, 8, 16, 32)
+"""The row alignments devices get wrong, which forensics tries for every vendor."""
+
+VariantFinder = Callable[
+    [str, str, tuple[int, ...], np.dtype], Iterator[tuple[dict[str, Any], str]]
+]
+"""``(layout, role, shape, dtype)`` → the parameter variants a forensic search tries (each with
+a note saying what it assumes), beyond the layout's own prediction."""
+FaultVariants = Callable[[BlockedLayout], Iterator[dict[str, Any]]]
+"""A layout → the parameters a misbehaving runtime might lay it out with instead (the
+simulator's ``wrong-alignment`` fault tries them in order)."""
+
+
+class Decoder(Protocol):
+    """Turns a tensor's stored values into floats by the quantization its runtime reported."""
+
+    keys: str
+    """The report fields it reads, for an error message (``qnt_type``)."""
+
+    def claims(self, reported: Mapping[str, Any]) -> bool:
+        """Whether ``reported`` carries this vendor's quantization fields."""
+
+    def dequantize(self, q: np.ndarray, reported: Mapping[str, Any], what: str) -> np.ndarray:
+        """``q`` (float64 of the stored values) in float; a bad report is a DeviceError."""
+
+
+@dataclass(frozen=True)
+class PreflightFinding:
+    """One preflight check: ``ok`` False is a violation of ``rule``."""
+
+    node: str
+    rule: str
+    ok: bool
+    message: str
+
+
+@dataclass
+class PreflightContext:
+    """What a vendor's preflight check reads (the shape-inferred ONNX graph and the options the
+    user gave) and where it puts what it finds."""
+
+    target: str
+    graph: Any
+    shapes: dict[str, Any]
+    inputs: list[Any]
+    first_layer: str | None
+    output_precision: str
+    rule: str | None
+    input_type: str | None
+    findings: list[PreflightFinding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SimOption:
+    """One option the vendor's simulated runtime takes (beside the common ones)."""
+
+    help: str
+    choices: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Vendor:
+    """One vendor: its targets, its layouts and everything the harness stages ask of it."""
+
+    name: str
+    targets: tuple[str, ...]
+    build_layout: LayoutBuilder
+    layout_names: Callable[[], tuple[str, ...]]
+    tables_text: Callable[[str], str]
+    report: ReportReader | None = None
+    """Reads the runtime's tensor report into a codec layout (``codec.reported``)."""
+    quant: QuantModel | None = None
+    decode: Decoder | None = None
+    """Turns a real board's fetched values into floats (``harness.farm.decode``)."""
+    simulator: str | Callable[..., Any] | None = None
+    """The simulated runtime: a factory taking the sim options, or its ``module:attribute``
+    (imported when a board of this vendor is first simulated)."""
+    sim_options: Mapping[str, SimOption] = field(default_factory=dict)
+    default_input_layout: Callable[[tuple[int, ...]], str] | None = None
+    """The native input layout the host packs for a pass-through runtime when the caller names
+    none, for an input of that shape."""
+    pass_through_adapters: tuple[str, ...] = ()
+    """The board adapters that hand pre-laid-out input bytes to the NPU unconverted."""
+    hardware_adapter: str | None = None
+    """The board adapter a real board of this vendor runs by default."""
+    artifact_suffixes: tuple[str, ...] = ()
+    """The compiled-model file suffixes of this vendor's toolchain."""
+    forensic_variants: VariantFinder | None = None
+    fault_variants: FaultVariants | None = None
+    enum_prefixes: tuple[str, ...] = ()
+    """Prefixes the runtime puts on enum names in its reports, dropped before comparing."""
+    address_rule: str | None = None
+    """Where the vendor documents a buffer-address alignment (the attribute diff names it)."""
+    last_op_kind: Callable[[str, str, tuple[str, ...]], str] | None = None
+    """What the compiler makes of the op that produces an output, where a layout depends on it."""
+    preflight: Callable[[PreflightContext], None] | None = None
+    """Checks a model against the vendor's tables before it is compiled (``npu-hil preflight``)."""
+    extras: Mapping[str, Any] = field(default_factory=dict)
+    """Vendor-specific hooks for one caller (preflight, cli), named by that caller."""
