@@ -319,3 +319,90 @@ def test_the_direction_checks_see_an_import(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text("from npu_hil.harness.sim.tensors import SimTensor\n", encoding="utf-8")
     assert imports_of("npu_hil.harness.expect.sample", sample) == {"npu_hil.harness.sim.tensors"}
+
+
+# The one direction of flow (DESIGN.md, "Layers"): a package imports only packages of a lower
+# layer, never one of its own layer or above. The board package is the bottom: it is sent to
+# boards alone. ``harness`` is the top-level modules (errors, folders, inputs, the YAML reader).
+LAYERS: tuple[frozenset[str], ...] = tuple(
+    frozenset(layer.split())
+    for layer in (
+        "harness.board",
+        "harness",
+        "harness.codec harness.report harness.labgrid harness.emulated",
+        "harness.simkit",
+        "targets",
+        "harness.models harness.diff harness.preflight",
+        "harness.expect harness.sim harness.transport",
+        "harness.agent",
+        "harness.farm",
+        "harness.pipeline harness.simfarm",
+        "harness.plugin",
+        "harness.cli",
+    )
+)
+
+
+def layer_of(package: str) -> int:
+    for depth, layer in enumerate(LAYERS):
+        if package in layer:
+            return depth
+    raise AssertionError(f"{package} is in no layer of LAYERS: place it there (and in DESIGN.md)")
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{package} (layer {layer_of(package)}) imports {other} (layer {layer_of(other)})"
+        for package, imported in graph.items()
+        for other in imported
+        if layer_of(other) >= layer_of(package)
+    )
+
+
+def test_every_package_has_a_layer() -> None:
+    graph = package_graph()
+    for package in set(graph) | {p for targets in graph.values() for p in targets}:
+        layer_of(package)
+
+
+def test_no_package_imports_upward_or_sideways() -> None:
+    found = upward_imports(package_graph())
+    assert not found, "imports against the flow:\n" + "\n".join(found)
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    assert upward_imports({"harness.codec": {"harness.farm"}})
+    assert upward_imports({"harness.sim": {"harness.expect"}})
+    assert not upward_imports({"harness.farm": {"harness.codec"}})
+
+
+def module_closure(start: str) -> set[str]:
+    """Every module of the tree importing ``start`` loads (its parent packages included)."""
+    found = modules()
+    imported = {m: {i for i in imports_of(m, p) if i in found} for m, p in found.items()}
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        parts = module.split(".")
+        parents = (".".join(parts[:k]) for k in range(2, len(parts)))
+        todo.extend(parent for parent in parents if parent in found)
+        todo.extend(imported.get(module, ()))
+    return seen
+
+
+def test_the_real_board_path_loads_nothing_of_the_simulator() -> None:
+    """run_model on a real board (the pipeline, the farm, the agent's client) never loads
+    harness/sim/: the oracle is harness/expect/, fed by the vendor units."""
+    assert "npu_hil.harness.expect" in module_closure("npu_hil.harness.pipeline")
+    for start in (
+        "npu_hil.harness.pipeline",
+        "npu_hil.harness.farm",
+        "npu_hil.harness.agent.client",
+    ):
+        loaded = module_closure(start)
+        simulator = sorted(m for m in loaded if _is_in(m, "npu_hil.harness.sim"))
+        assert not simulator, f"{start} loads the simulator: {simulator}"
