@@ -52,6 +52,9 @@ class Expected:
     layout: BlockedLayout
     values: np.ndarray
     attributes: dict[str, Any]
+    reference: np.ndarray | None = None
+    """For an output: the reference model's float output the values were quantized from (the
+    float reference accuracy is measured against); None for an input."""
 
 
 def semantics(target: str) -> QuantModel:
@@ -93,7 +96,9 @@ def expected_outputs(
         attrs = tensor.attributes
         layout = layout_from_report(target, "output", attrs, shape=list(tensor.shape))
         values = vendor.output_quantizer(attrs).quantize(floats[tensor.name])
-        out.append(Expected(tensor.name, "output", layout, values, dict(attrs)))
+        out.append(
+            Expected(tensor.name, "output", layout, values, dict(attrs), floats[tensor.name])
+        )
     return out
 
 

@@ -49,14 +49,15 @@ from npu_hil.targets.registry import all_targets, unit_for
 VERSION = 1
 
 
-
 def artifact_suffixes(target: str) -> tuple[str, ...]:
     """What a compiled model looks like for ``target``: its vendor unit's toolchain suffixes."""
     return unit_for(target).artifact_suffixes
 
 
 _TOP_KEYS = ("version", "models")
-_MODEL_KEYS = ("onnx", "artifacts", "model", "shape", "compiled")
+_MODEL_KEYS = ("onnx", "artifacts", "model", "shape", "compiled", "accuracy")
+ACCURACY_KEYS = ("cosine_min", "snr_db_min", "max_abs_err_max", "max_rel_err_max")
+"""The accuracy thresholds a model entry may set (``harness.diff.accuracy.Thresholds``)."""
 _COMPILED_KEYS = ("compiler", "precision", "inputs", "outputs")
 _TENSOR_KEYS = ("name", "dtype", "shape", "native", "size")
 
@@ -116,6 +117,9 @@ class ModelEntry:
     shape: tuple[int, ...] | None = None
     """The input shape the reference model was built for."""
     compiled: dict[str, Compiled] = field(default_factory=dict)
+    accuracy: dict[str, float] = field(default_factory=dict)
+    """Thresholds every output of the model must meet against the float reference
+    (``{"cosine_min": 0.99, "snr_db_min": 30}``); empty: the figures are reported only."""
 
     def artifact(self, target: str) -> Path | None:
         """The compiled artifact listed for ``target``, or None when there is none."""
@@ -186,6 +190,8 @@ class Manifest:
             data["artifacts"] = {t: text(p) for t, p in sorted(entry.artifacts.items())}
             if entry.compiled:
                 data["compiled"] = {t: c.to_dict() for t, c in sorted(entry.compiled.items())}
+            if entry.accuracy:
+                data["accuracy"] = dict(entry.accuracy)
             return data
 
         return {
@@ -270,8 +276,33 @@ def parse_manifest(
         shape = (
             None if entry.get("shape") is None else _ints(entry["shape"], source, where + ".shape")
         )
-        entries[name] = ModelEntry(name, onnx_path, artifacts, source, model, shape, compiled)
+        accuracy = _accuracy(entry.get("accuracy"), source, where + ".accuracy")
+        entries[name] = ModelEntry(
+            name, onnx_path, artifacts, source, model, shape, compiled, accuracy
+        )
     return Manifest(entries, source)
+
+
+def _accuracy(value: Any, source: str, where: str) -> dict[str, float]:
+    """``{cosine_min: 0.99, snr_db_min: 30}``: known keys, finite numbers, a cosine in [-1, 1],
+    error limits >= 0."""
+    if value is None:
+        return {}
+    data = _mapping(value, source, where)
+    _known_keys(data, ACCURACY_KEYS, source, where + ".")
+    limits: dict[str, float] = {}
+    for key, raw in data.items():
+        number = float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
+        if number is None or number != number or number in (float("inf"), float("-inf")):
+            raise ManifestError(f"{source}: {where}.{key}: expected a finite number, got {raw!r}")
+        if key == "cosine_min" and not -1.0 <= number <= 1.0:
+            raise ManifestError(
+                f"{source}: {where}.{key}: expected a cosine in [-1, 1], got {raw!r}"
+            )
+        if key.endswith("_max") and number < 0:
+            raise ManifestError(f"{source}: {where}.{key}: expected a limit >= 0, got {raw!r}")
+        limits[str(key)] = number
+    return limits
 
 
 def _compiled(value: Any, source: str, where: str) -> Compiled:

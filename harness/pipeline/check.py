@@ -19,9 +19,11 @@ import onnx
 from npu_hil.harness.agent.protocol import Result, TensorRecord
 from npu_hil.harness.codec.reported import predicted_layout
 from npu_hil.harness.diff import diff_buffers
+from npu_hil.harness.diff.accuracy import Accuracy, Thresholds, measure
 from npu_hil.harness.diff.attributes import AttributeFinding, diff_attributes
 from npu_hil.harness.diff.heatmap import render_heatmap
-from npu_hil.harness.expect import Expected, expect_run
+from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.expect import Expected, expect_run, semantics
 from npu_hil.harness.pipeline.model import safe_name
 from npu_hil.harness.pipeline.result import TensorRun
 from npu_hil.targets import last_op_kind
@@ -40,9 +42,11 @@ def check_result(
     padding: str,
     reports_dir: Path | None,
     job_id: str,
+    accuracy: Thresholds | None = None,
 ) -> tuple[list[TensorRun], list[TensorRun]]:
     """The run's input and output buffers, each against its expectation (a heatmap per failing
-    one in ``reports_dir``)."""
+    one in ``reports_dir``); every output also measured against the float reference, and held
+    to ``accuracy`` when given."""
     # The logical shapes are the model's: a runtime may give its tensors' native dims instead
     # (rknn_native: NC1HWC2 [N, C1, H, W, C2]), which the attributes carry anyway.
     logical = {**_output_shapes(reference), **{k: v.shape for k, v in given.items()}}
@@ -60,6 +64,7 @@ def check_result(
         padding=padding,
         reports_dir=reports_dir,
         job_id=job_id,
+        thresholds=accuracy,
     )
     checked_in = [check(record, e) for record, e in zip(result.inputs, expected_in, strict=True)]
     checked_out = [check(record, e) for record, e in zip(result.outputs, expected_out, strict=True)]
@@ -101,6 +106,7 @@ class _Checker:
     padding: str
     reports_dir: Path | None
     job_id: str
+    thresholds: Thresholds | None = None
 
     def __call__(self, record: TensorRecord, expect: Expected) -> TensorRun:
         report = diff_buffers(
@@ -112,6 +118,7 @@ class _Checker:
             self.reports_dir.mkdir(parents=True, exist_ok=True)
             name = safe_name(f"{self.job_id}-{expect.role}-{record.name}")
             heatmap = render_heatmap(report, expect.layout, self.reports_dir / f"{name}.png")
+        figures, note = self._accuracy(record, expect)
         return TensorRun(
             name=record.name,
             role=expect.role,
@@ -121,7 +128,31 @@ class _Checker:
             reported=dict(record.attributes),
             layout=expect.layout,
             heatmap=heatmap,
+            accuracy=figures,
+            accuracy_note=note,
+            accuracy_breaches=tuple(self._breaches(figures, note, expect)),
         )
+
+    def _accuracy(self, record: TensorRecord, expect: Expected) -> tuple[Accuracy | None, str]:
+        """An output's figures against the float reference, the device's buffer dequantized by
+        the quantization it reported (the vendor unit's model, as the oracle quantizes); when
+        the buffer cannot be read that way, None and why (the byte diff says what is wrong)."""
+        if expect.reference is None:
+            return None, ""
+        what = f"{expect.role} {record.name!r}"
+        try:
+            stored = np.asarray(expect.layout.unpack(record.data))
+            quantizer = semantics(self.target).output_quantizer(dict(record.attributes))
+            return measure(quantizer.dequantize(stored), expect.reference, what), ""
+        except (NpuHilError, ValueError) as exc:
+            return None, f"no accuracy figures: {exc}"
+
+    def _breaches(self, figures: Accuracy | None, note: str, expect: Expected) -> list[str]:
+        if self.thresholds is None or not self.thresholds.set or expect.reference is None:
+            return []
+        if figures is None:
+            return [note]
+        return self.thresholds.breaches(figures)
 
     def _attributes(self, record: TensorRecord, expect: Expected) -> list[AttributeFinding]:
         role = expect.role

@@ -16,7 +16,6 @@ from npu_hil.targets.registry import pass_through_adapters, unit_named
 __all__ = ["job_inputs"]
 
 
-
 def job_inputs(
     session: BoardSession,
     given: Mapping[str, np.ndarray],

@@ -12,6 +12,7 @@ import numpy as np
 
 from npu_hil.harness.codec import BlockedLayout
 from npu_hil.harness.diff import DiffReport
+from npu_hil.harness.diff.accuracy import Accuracy
 from npu_hil.harness.diff.attributes import AttributeFinding, disagreements
 
 __all__ = ["ModelRun", "TensorRun"]
@@ -29,10 +30,24 @@ class TensorRun:
     reported: Mapping[str, Any]
     layout: BlockedLayout = field(repr=False)
     heatmap: Path | None = None
+    accuracy: Accuracy | None = None
+    """An output's figures against the float reference (None for an input, or when the buffer
+    could not be dequantized: ``accuracy_note`` says why)."""
+    accuracy_note: str = ""
+    accuracy_breaches: tuple[str, ...] = ()
+    """The accuracy thresholds the output failed; only thresholds a test or the model's
+    manifest entry set are checked, so without them this is empty and the figures are
+    reported only."""
 
     @property
     def ok(self) -> bool:
+        """The byte diff's verdict (accuracy is :attr:`accurate`)."""
         return self.diff.ok
+
+    @property
+    def accurate(self) -> bool:
+        """No accuracy threshold failed."""
+        return not self.accuracy_breaches
 
     @property
     def disagreements(self) -> list[AttributeFinding]:
@@ -58,8 +73,9 @@ class ModelRun:
 
     @property
     def ok(self) -> bool:
-        """Every buffer matched: derived from the tensors' diffs, never stored beside them."""
-        return all(t.ok for t in self.tensors)
+        """Every buffer matched, and every output met the accuracy thresholds set (none set:
+        the bytes alone): derived from the tensors, never stored beside them."""
+        return all(t.ok and t.accurate for t in self.tensors)
 
     @property
     def tensors(self) -> tuple[TensorRun, ...]:
@@ -108,6 +124,8 @@ class ModelRun:
         for tensor in failing[1:]:
             lines.append(f"  also different: {tensor.role} {tensor.name} ({tensor.diff.verdict})")
         for tensor in self.tensors:
+            for breach in tensor.accuracy_breaches:
+                lines.append(f"  accuracy {tensor.role} {tensor.name}: {breach}")
             for finding in tensor.disagreements:
                 lines.append(f"  attribute {tensor.role} {tensor.name}: {finding.message}")
             if tensor.heatmap is not None:

@@ -26,6 +26,7 @@ import numpy as np
 import onnx
 
 from npu_hil.harness.agent.protocol import JobSpec, Result
+from npu_hil.harness.diff.accuracy import Thresholds, thresholds_of
 from npu_hil.harness.errors import LayoutError
 from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError, CircuitBreaker
 from npu_hil.harness.farm.session import BoardSession
@@ -49,6 +50,7 @@ def run_model(
     faults: Sequence[Any] | None = None,
     reports_dir: str | os.PathLike[str] | None = None,
     on_retry: Callable[[str], None] | None = None,
+    accuracy: Thresholds | Mapping[str, float] | None = None,
 ) -> ModelRun:
     """Run ``model`` on the session's board with ``inputs`` (name → logical NCHW array).
 
@@ -59,12 +61,16 @@ def run_model(
     (``{"name": "dirty-padding"}``); ``reports_dir`` receives a heatmap per failing tensor.
     An infrastructure failure is retried per ``session.retry`` with a fresh agent;
     ``on_retry`` hears each error a retry was paid for (``"TransportError: ..."``).
+    ``accuracy`` (``{"cosine_min": 0.99, "snr_db_min": 30}``) holds every output to those
+    figures against the float reference, over what the model's manifest entry sets; a breach
+    fails the run. Without thresholds the figures are measured and reported only.
     """
+    limits = thresholds_of(accuracy, "run_model: accuracy")
 
     def attempt() -> ModelRun:
         return run_once(
             session, model, inputs, outputs=outputs, tolerance=tolerance, padding=padding,
-            input_layout=input_layout, faults=faults, reports_dir=reports_dir,
+            input_layout=input_layout, faults=faults, reports_dir=reports_dir, accuracy=limits,
         )  # fmt: skip
 
     return session.retry.run(attempt, restart=session.restart, on_retry=on_retry)
@@ -81,6 +87,7 @@ def run_once(
     input_layout: str | Mapping[str, str] | None = None,
     faults: Sequence[Any] | None = None,
     reports_dir: str | os.PathLike[str] | None = None,
+    accuracy: Thresholds | Mapping[str, float] | None = None,
 ) -> ModelRun:
     """One attempt of :func:`run_model`, without retries (same arguments)."""
     if not inputs:
@@ -116,6 +123,7 @@ def run_once(
         padding=padding,
         reports_dir=Path(reports_dir) if reports_dir is not None else None,
         job_id=spec.job_id,
+        accuracy=_thresholds(session, label, thresholds_of(accuracy, "run_model: accuracy")),
     )
     hashes = {deployed.name: sha256(deployed)}
     if deployed != reference:
@@ -133,6 +141,17 @@ def run_once(
         fallback_reason=session.fallback_reason,
         timings=_timings(result),
     )
+
+
+def _thresholds(session: BoardSession, label: str, given: Thresholds | None) -> Thresholds | None:
+    """The test's accuracy thresholds over the manifest entry's for the model, if it has one."""
+    manifest = session.manifest
+    entry = manifest.models.get(label) if manifest is not None else None
+    if entry is None or not entry.accuracy:
+        return given
+    where = f"{manifest.source if manifest else ''}: models.{label}.accuracy"
+    base = thresholds_of(dict(entry.accuracy), where) or Thresholds()
+    return base.merged(given)
 
 
 def _submit(session: BoardSession, spec: JobSpec, arrays: Mapping[str, np.ndarray]) -> Result:

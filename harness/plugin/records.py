@@ -29,7 +29,7 @@ import pytest
 
 from npu_hil.harness.plugin.inventory import inventory_path
 from npu_hil.harness.plugin.outcomes import phase_outcome
-from npu_hil.harness.report.records import TestRecord
+from npu_hil.harness.report.records import TestRecord, accuracy_properties
 
 RECORD_ATTR = "npu_hil_record"
 TOKEN_KEY = "npu_hil_token"
@@ -95,6 +95,7 @@ class ItemInfo:
             props["retries"] = str(len(record.retried))
         props.update({f"version.{k}": v for k, v in sorted(record.runtime_versions.items())})
         props.update({f"artifact.{k}": v for k, v in sorted(record.artifact_hashes.items())})
+        props.update(accuracy_properties(record.tensors))
         return props
 
 

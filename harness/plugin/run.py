@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from npu_hil.harness.diff.accuracy import AccuracyError, Thresholds, thresholds_of
 from npu_hil.harness.farm.breaker import BoardBrokenError
 from npu_hil.harness.farm.recovery import breaker_event
 from npu_hil.harness.plugin.assertion import assert_run_ok
@@ -34,16 +35,33 @@ if TYPE_CHECKING:
     from npu_hil.harness.farm.session import BoardSession
     from npu_hil.harness.pipeline import ModelRun
 
-__all__ = ["RunModel", "assert_run_ok", "run_model"]
+__all__ = ["ACCURACY_MARKER", "RunModel", "assert_run_ok", "run_model"]
+
+ACCURACY_MARKER = (
+    "accuracy(cosine_min=None, snr_db_min=None, max_abs_err_max=None, max_rel_err_max=None): "
+    "every output of the test's model runs must meet these figures against the float reference "
+    "(over the manifest's thresholds for the model); a breach fails the test"
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", ACCURACY_MARKER)
 
 
 class RunModel:
     """Callable behind the ``run_model`` fixture (see :func:`harness.pipeline.run_model`)."""
 
     def __init__(
-        self, session: BoardSession, info: ItemInfo, *, reports_dir: Path, config: pytest.Config
+        self,
+        session: BoardSession,
+        info: ItemInfo,
+        *,
+        reports_dir: Path,
+        config: pytest.Config,
+        accuracy: Thresholds | None = None,
     ) -> None:
         self.session = session
+        self.accuracy = accuracy
         self.info = info
         self.reports_dir = reports_dir
         self.config = config
@@ -59,7 +77,8 @@ class RunModel:
     ) -> ModelRun:
         """Run ``model`` with ``inputs``; ``output_layout`` asks the board's runtime for that
         native output layout; other keyword arguments go to ``harness.pipeline.run_model``
-        (``outputs``, ``tolerance``, ``padding``, ``input_layout``, ``faults``)."""
+        (``outputs``, ``tolerance``, ``padding``, ``input_layout``, ``faults``, ``accuracy``:
+        a test's own thresholds, over its ``accuracy`` marker's)."""
         from npu_hil.harness.pipeline import run_model
 
         session = self.session
@@ -67,6 +86,10 @@ class RunModel:
             adapter_options = {**session.adapter_options, "output_layout": output_layout}
             session = dataclasses.replace(session, adapter_options=adapter_options)
         record = self.info.record
+        given = thresholds_of(options.pop("accuracy", None), "run_model: accuracy")
+        limits = self.accuracy.merged(given) if self.accuracy is not None else given
+        if limits is not None:
+            options["accuracy"] = limits
         try:
             run = run_model(
                 session, model, inputs, reports_dir=self.reports_dir,
@@ -101,6 +124,9 @@ class RunModel:
                         else None
                     ),
                     attribute_findings=[f.message for f in tensor.disagreements],
+                    accuracy=None if tensor.accuracy is None else tensor.accuracy.to_dict(),
+                    accuracy_breaches=list(tensor.accuracy_breaches),
+                    accuracy_note=tensor.accuracy_note,
                 )
             )
 
@@ -120,4 +146,18 @@ def run_model(request: pytest.FixtureRequest, board: BoardSession) -> RunModel:
         item_info(request.node),
         reports_dir=staging_dir(request.config),
         config=request.config,
+        accuracy=_marker_thresholds(request.node),
     )
+
+
+def _marker_thresholds(item: pytest.Item) -> Thresholds | None:
+    """The test's ``accuracy`` marker as thresholds (a usage error when they make no sense)."""
+    marker = item.get_closest_marker("accuracy")
+    if marker is None:
+        return None
+    if marker.args:
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.accuracy takes keywords only")
+    try:
+        return thresholds_of(dict(marker.kwargs), f"{item.nodeid}: @pytest.mark.accuracy")
+    except AccuracyError as exc:
+        raise pytest.UsageError(str(exc)) from None

@@ -117,6 +117,14 @@ def _tensor_html(run_dir: Path, tensor: TensorFinding) -> str:
         f"<div><b>{escape(tensor.role)} {escape(tensor.name)}</b>: {escape(tensor.verdict)}",
         f"<pre>{escape(tensor.summary)}</pre>" if tensor.summary else "",
     ]
+    if tensor.accuracy:
+        # Beside the byte verdict: how far the dequantized output is from the float reference.
+        parts.append(f'<div class="accuracy">accuracy: {escape(tensor.accuracy_text())}</div>')
+    elif tensor.accuracy_note:
+        parts.append(f'<div class="muted">accuracy: {escape(tensor.accuracy_note)}</div>')
+    if tensor.accuracy_breaches:
+        items = "".join(f"<li>{escape(b)}</li>" for b in tensor.accuracy_breaches)
+        parts.append(f'<div class="failed">accuracy thresholds failed:<ul>{items}</ul></div>')
     if tensor.attribute_findings:
         items = "".join(f"<li>{escape(f)}</li>" for f in tensor.attribute_findings)
         parts.append(f"<div>attribute findings:<ul>{items}</ul></div>")

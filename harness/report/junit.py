@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from npu_hil.harness.report.records import TestRecord
+from npu_hil.harness.report.records import TestRecord, accuracy_properties
 from npu_hil.harness.report.sanitize import clean_text
 
 # XML 1.0 forbids most control characters, surrogates and U+FFFE/U+FFFF: a device dump in a
@@ -43,6 +43,7 @@ def testcase_properties(record: TestRecord) -> list[tuple[str, str]]:
     }
     props.update({f"runtime.{k}": v for k, v in sorted(record.runtime_versions.items())})
     props.update({f"artifact.{k}": v for k, v in sorted(record.artifact_hashes.items())})
+    props.update(accuracy_properties(record.tensors))
     for key, value in sorted(record.properties.items()):
         props.setdefault(key, str(value))
     return list(props.items())

@@ -26,6 +26,60 @@ class TensorFinding:
     summary: str
     heatmap: str | None = None
     attribute_findings: list[str] = field(default_factory=list)
+    accuracy: dict[str, Any] | None = None
+    """An output's figures against the float reference (``Accuracy.to_dict``: cosine, snr_db,
+    max_abs_err, max_rel_err, elements; infinities as ``"inf"``), None for an input."""
+    accuracy_breaches: list[str] = field(default_factory=list)
+    """The accuracy thresholds the output failed (only those a test or the manifest set)."""
+    accuracy_note: str = ""
+    """Why an output has no figures (its buffer could not be dequantized)."""
+
+    def accuracy_text(self) -> str:
+        """One line of figures, or ``""`` without them."""
+        return accuracy_text(self.accuracy) if self.accuracy else ""
+
+
+def accuracy_text(figures: dict[str, Any]) -> str:
+    """``cosine 0.999812, SNR 41.3 dB, max abs 0.0123, max rel 0.0456`` from the JSON figures."""
+    cosine = figures.get("cosine")
+    snr = figures.get("snr_db")
+    rel = figures.get("max_rel_err")
+    cos_text = f"{cosine:.6f}" if isinstance(cosine, float) else "n/a"
+    if isinstance(snr, str):
+        snr_text = f"{'+' if snr == 'inf' else ''}{snr} dB"
+    else:
+        snr_text = f"{snr:.1f} dB" if isinstance(snr, (int, float)) else "n/a"
+    return (
+        f"cosine {cos_text}, SNR {snr_text}, max abs {_num(figures.get('max_abs_err'))}, "
+        f"max rel {_num(rel)}"
+    )
+
+
+def _num(value: Any) -> str:
+    return (
+        f"{value:.4g}"
+        if isinstance(value, (int, float))
+        else "n/a"
+        if value is None
+        else str(value)
+    )
+
+
+def accuracy_properties(tensors: list[TensorFinding]) -> dict[str, str]:
+    """JUnit properties for each output's figures: ``accuracy.<name>.cosine`` (``undefined``
+    for an all-zero tensor), ``.snr_db`` (``inf`` for an exact match), ``.max_abs_err``,
+    ``.max_rel_err``, and ``.breaches`` when a threshold failed."""
+    props: dict[str, str] = {}
+    for tensor in tensors:
+        if tensor.accuracy is None:
+            continue
+        key = f"accuracy.{tensor.name}"
+        for figure in ("cosine", "snr_db", "max_abs_err", "max_rel_err"):
+            value = tensor.accuracy.get(figure)
+            props[f"{key}.{figure}"] = "undefined" if value is None else str(value)
+        if tensor.accuracy_breaches:
+            props[f"{key}.breaches"] = "; ".join(tensor.accuracy_breaches)
+    return props
 
 
 @dataclass

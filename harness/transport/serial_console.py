@@ -73,7 +73,6 @@ __all__ = ["ConsoleSession", "SerialTransport", "prepare_url", "register_agent_s
 log = logging.getLogger(__name__)
 
 
-
 class ConsoleSession(Session, Protocol):
     """The agent session a console carries (one at a time), as the transport keeps it."""
 
@@ -92,7 +91,6 @@ def register_agent_session(opener: AgentSessions) -> None:
     """Set how :meth:`SerialTransport.open_session` starts an agent session: the agent side's
     (``harness.agent.serial_session``) opener, which registers itself when imported."""
     _agent_sessions[:] = [opener]
-
 
 
 def prepare_url(url: str) -> str:
