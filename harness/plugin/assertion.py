@@ -11,7 +11,8 @@ if TYPE_CHECKING:
 
 
 def assert_run_ok(result: ModelRun) -> None:
-    """Fail the test with the run's diff summary unless every buffer matched."""
+    """Fail the test with the run's diff summary unless every buffer matched (and every output
+    met the accuracy thresholds the test or the manifest set)."""
     __tracebackhide__ = True
     if not result.ok:
         pytest.fail(result.summary(), pytrace=False)
