@@ -44,6 +44,9 @@ class Accuracy:
     """max ``|dev - ref| / |ref|`` where ``ref != 0``; None when every element of ref is 0."""
     elements: int
     cosine_note: str = ""
+    inputs: str = ""
+    """What the float reference ran on: ``given`` (the caller's inputs, so input quantization
+    counts) or ``held`` (what the device held, decoded: inputs not in the model's own form)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: infinities as the strings ``"inf"`` / ``"-inf"``, undefined as null."""
@@ -54,6 +57,7 @@ class Accuracy:
             "max_rel_err": None if self.max_rel_err is None else _json_float(self.max_rel_err),
             "elements": self.elements,
             **({"cosine_note": self.cosine_note} if self.cosine_note else {}),
+            **({"inputs": self.inputs} if self.inputs else {}),
         }
 
     def summary(self) -> str:

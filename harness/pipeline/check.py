@@ -8,8 +8,9 @@ predictions vs what the device says).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from npu_hil.harness.diff.attributes import AttributeFinding, diff_attributes
 from npu_hil.harness.diff.heatmap import render_heatmap
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.expect import Expected, expect_run, semantics
+from npu_hil.harness.models.reference import reference_outputs
 from npu_hil.harness.pipeline.model import safe_name
 from npu_hil.harness.pipeline.result import TensorRun
 from npu_hil.targets import last_op_kind
@@ -66,6 +68,7 @@ def check_result(
         job_id=job_id,
         thresholds=accuracy,
     )
+    check = dataclasses.replace(check, floats=_float_reference(reference, given))
     checked_in = [check(record, e) for record, e in zip(result.inputs, expected_in, strict=True)]
     checked_out = [check(record, e) for record, e in zip(result.outputs, expected_out, strict=True)]
     return checked_in, checked_out
@@ -83,6 +86,30 @@ class _Reported:
     def of(cls, record: TensorRecord, logical: Mapping[str, tuple[int, ...]]) -> _Reported:
         shape = logical.get(record.name, tuple(record.shape))
         return cls(record.name, tuple(shape), dict(record.attributes))
+
+
+def _float_reference(reference: Path, given: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The float model on the caller's own inputs, when they are the model's inputs (same names
+    and shapes): what the device's output is measured against, input quantization included.
+    Inputs in another form (an NV12 frame for an image model) are not the model's: then the
+    oracle's output on what the device held stands in (:attr:`Expected.reference`)."""
+    graph = onnx.load_model(str(reference), load_external_data=False).graph
+    constants = {init.name for init in graph.initializer}
+    declared = {}
+    for value in graph.input:
+        if value.name in constants:
+            continue
+        dims = value.type.tensor_type.shape.dim
+        declared[value.name] = tuple(
+            int(d.dim_value) if d.HasField("dim_value") else -1 for d in dims
+        )
+    if set(declared) != set(given) or any(
+        len(shape) != np.ndim(given[name])
+        or any(d not in (-1, g) for d, g in zip(shape, np.shape(given[name]), strict=True))
+        for name, shape in declared.items()
+    ):
+        return {}
+    return reference_outputs(reference, given)
 
 
 def _output_shapes(reference: Path) -> dict[str, tuple[int, ...]]:
@@ -107,6 +134,8 @@ class _Checker:
     reports_dir: Path | None
     job_id: str
     thresholds: Thresholds | None = None
+    floats: Mapping[str, np.ndarray] = field(default_factory=dict)
+    """The float model's outputs on the caller's inputs (empty: on what the device held)."""
 
     def __call__(self, record: TensorRecord, expect: Expected) -> TensorRun:
         report = diff_buffers(
@@ -140,10 +169,13 @@ class _Checker:
         if expect.reference is None:
             return None, ""
         what = f"{expect.role} {record.name!r}"
+        given = self.floats.get(record.name)
+        reference, basis = (expect.reference, "held") if given is None else (given, "given")
         try:
             stored = np.asarray(expect.layout.unpack(record.data))
             quantizer = semantics(self.target).output_quantizer(dict(record.attributes))
-            return measure(quantizer.dequantize(stored), expect.reference, what), ""
+            figures = measure(quantizer.dequantize(stored), reference, what)
+            return dataclasses.replace(figures, inputs=basis), ""
         except (NpuHilError, ValueError) as exc:
             return None, f"no accuracy figures: {exc}"
 

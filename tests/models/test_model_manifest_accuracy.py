@@ -79,6 +79,7 @@ def test_run_model_holds_a_model_to_its_manifest_thresholds(tmp_path: Path) -> N
         # another model has no entry: its figures are reported only
         other = run_model(session, "conv1x1", x)
         assert other.ok and other.outputs[0].accuracy is not None
+        assert output.accuracy.inputs == "given"  # the float model ran on the caller's inputs
         # the simulator's faults: garbage values are far from the float model, a truncated
         # buffer cannot be dequantized at all (the byte diff says why)
         garbage = run_model(session, "conv1x1", x, faults=["garbage"]).outputs[0]
@@ -89,3 +90,17 @@ def test_run_model_holds_a_model_to_its_manifest_thresholds(tmp_path: Path) -> N
         assert truncated.accuracy_note.startswith("no accuracy figures: ")
         with pytest.raises(AccuracyError, match="unknown key"):
             run_model(session, "conv3x3", x, accuracy={"snr": 1})
+
+
+def test_inputs_not_in_the_models_form_leave_the_reference_to_the_oracle(tmp_path: Path) -> None:
+    """An input the model does not take as given (an NV12 frame for an NCHW model): no float
+    run on it, the oracle's output on what the device held stands in."""
+    from npu_hil.harness.models import build
+    from npu_hil.harness.pipeline.check import _float_reference
+
+    path = tmp_path / "m.onnx"
+    path.write_bytes(build("conv1x1", (1, 3, 4, 4)).SerializeToString())
+    image = np.zeros((1, 3, 4, 4), dtype=np.uint8)
+    assert set(_float_reference(path, {"input": image})) == {"output"}
+    assert _float_reference(path, {"input": np.zeros((1, 6, 4), dtype=np.uint8)}) == {}
+    assert _float_reference(path, {"frame": image}) == {}
