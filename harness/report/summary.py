@@ -1,5 +1,5 @@
 """summary.json: counts per outcome, per board, per target, where the cases ran, board health,
-and every record.
+every output's accuracy figures against the float reference, and every record.
 
 Where a case ran is its :attr:`TestRecord.provenance`: ``hardware`` only for a case a hardware
 board ran, ``simulated`` for a simulated board (a fallback included), ``not run`` for the rest
@@ -76,6 +76,30 @@ def nothing_reached(records: Sequence[TestRecord]) -> str | None:
     )
 
 
+def _accuracy(records: Sequence[TestRecord]) -> list[dict[str, Any]]:
+    """Every output's accuracy figures, one row per case and output (the same figures as in the
+    records, gathered for a nightly's reader): the case, its board and target, the output's
+    name, its byte verdict, the figures and the thresholds it failed."""
+    rows = []
+    for record in records:
+        for tensor in record.tensors:
+            if tensor.accuracy is None:
+                continue
+            rows.append(
+                {
+                    "nodeid": record.nodeid,
+                    "board": record.board,
+                    "target": record.target,
+                    "outcome": record.outcome,
+                    "tensor": tensor.name,
+                    "verdict": tensor.verdict,
+                    **tensor.accuracy,
+                    "breaches": list(tensor.accuracy_breaches),
+                }
+            )
+    return rows
+
+
 def build_summary(records: Sequence[TestRecord], meta: Mapping[str, Any]) -> dict[str, Any]:
     totals = _zero()
     per_board: dict[str, dict[str, Any]] = {}
@@ -125,5 +149,6 @@ def build_summary(records: Sequence[TestRecord], meta: Mapping[str, Any]) -> dic
         "per_board": dict(sorted(per_board.items())),
         "per_target": dict(sorted(per_target.items())),
         "board_health": _health(records),
+        "accuracy": _accuracy(records),
         "records": [r.to_dict() for r in records],
     }

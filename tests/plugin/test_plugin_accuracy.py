@@ -105,6 +105,12 @@ def test_figures_and_thresholds_end_to_end(project: pytest.Pytester) -> None:
     summary = json.loads((run_dir / "summary.json").read_text())
     in_summary = [r for r in summary["records"] if "test_reported" in r["nodeid"]]
     assert in_summary[0]["tensors"][1]["accuracy"] == figures
+    rows = {r["nodeid"].split("::")[-1]: r for r in summary["accuracy"]}
+    row = rows["test_reported[rk3588-01]"]
+    assert row["snr_db"] == figures["snr_db"] and row["verdict"] == "equal"
+    assert row["board"] == "rk3588-01" and row["tensor"] == "output" and row["breaches"] == []
+    assert rows["test_marker_breach[rk3588-01]"]["breaches"] == [message]
+    assert len(rows) == 5  # one output per case that ran a model
     html = (run_dir / "report.html").read_text()
     assert f"accuracy: cosine {figures['cosine']:.6f}, SNR {figures['snr_db']:.1f} dB" in html
     assert "accuracy thresholds failed:" in html and "&lt; 200 dB" in html
