@@ -417,6 +417,12 @@ def _row(run_dir: Path, r: TestRecord, new: set[str], folded: bool) -> str:
     }
     attrs = " ".join(f'data-{k}="{escape(v)}"' for k, v in data.items())
     message = f"<div>{escape(r.message)}</div>" if r.message else ""
+    if folded:  # a passing case keeps its accuracy figures in view (the details are folded)
+        message += "".join(
+            f'<div class="muted">accuracy {escape(t.name)}: {escape(t.accuracy_text())}</div>'
+            for t in r.tensors
+            if t.accuracy
+        )
     if r.retried:  # shown folded or not: a pass that needed a retry is worth a look
         message += _folded(f"retried {len(r.retried)}x after", "\n".join(r.retried))
     return (

@@ -113,5 +113,7 @@ def test_figures_and_thresholds_end_to_end(project: pytest.Pytester) -> None:
     assert len(rows) == 5  # one output per case that ran a model
     html = (run_dir / "report.html").read_text()
     assert f"accuracy: cosine {figures['cosine']:.6f}, SNR {figures['snr_db']:.1f} dB" in html
+    # a passing case's row is folded: its figures stay in view
+    assert f"accuracy output: cosine {figures['cosine']:.6f}" in html
     assert "accuracy thresholds failed:" in html and "&lt; 200 dB" in html
     assert math.isfinite(figures["snr_db"])
