@@ -166,8 +166,9 @@ class Thresholds:
     max_rel_err_max: float | None = None
 
     @property
-    def set(self) -> bool:
-        return any(v is not None for v in (self.limits().values()))
+    def active(self) -> bool:
+        """Whether any limit is set."""
+        return bool(self.limits())
 
     def limits(self) -> dict[str, float]:
         values = {

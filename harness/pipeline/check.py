@@ -180,7 +180,7 @@ class _Checker:
             return None, f"no accuracy figures: {exc}"
 
     def _breaches(self, figures: Accuracy | None, note: str, expect: Expected) -> list[str]:
-        if self.thresholds is None or not self.thresholds.set or expect.reference is None:
+        if self.thresholds is None or not self.thresholds.active or expect.reference is None:
             return []
         if figures is None:
             return [note]

@@ -152,7 +152,7 @@ def test_thresholds_breach_messages() -> None:
         "max relative error 0.25 > 0.1",
     ]
     assert Thresholds(snr_db_min=10).breaches(figures) == []
-    assert not Thresholds().set and Thresholds(snr_db_min=1).set
+    assert not Thresholds().active and Thresholds(snr_db_min=1).active
 
 
 def test_undefined_cosine_fails_a_cosine_limit() -> None:
