@@ -25,7 +25,7 @@ from npu_hil.harness.diff.attributes import AttributeFinding, diff_attributes
 from npu_hil.harness.diff.heatmap import render_heatmap
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.expect import Expected, expect_run, semantics
-from npu_hil.harness.models.reference import reference_outputs
+from npu_hil.harness.models.reference import ModelInputError, reference_outputs
 from npu_hil.harness.pipeline.model import safe_name
 from npu_hil.harness.pipeline.result import TensorRun
 from npu_hil.targets import last_op_kind
@@ -109,7 +109,10 @@ def _float_reference(reference: Path, given: Mapping[str, np.ndarray]) -> dict[s
         for name, shape in declared.items()
     ):
         return {}
-    return reference_outputs(reference, given)
+    try:
+        return reference_outputs(reference, given)
+    except ModelInputError:  # the oracle ran on what the device held; its output stands in
+        return {}
 
 
 def _output_shapes(reference: Path) -> dict[str, tuple[int, ...]]:
