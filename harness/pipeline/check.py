@@ -67,8 +67,8 @@ def check_result(
         reports_dir=reports_dir,
         job_id=job_id,
         thresholds=accuracy,
+        floats=_float_reference(reference, given),
     )
-    check = dataclasses.replace(check, floats=_float_reference(reference, given))
     checked_in = [check(record, e) for record, e in zip(result.inputs, expected_in, strict=True)]
     checked_out = [check(record, e) for record, e in zip(result.outputs, expected_out, strict=True)]
     return checked_in, checked_out
