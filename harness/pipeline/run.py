@@ -29,6 +29,7 @@ from npu_hil.harness.agent.protocol import JobSpec, Result
 from npu_hil.harness.errors import LayoutError
 from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError, CircuitBreaker
 from npu_hil.harness.farm.session import BoardSession
+from npu_hil.harness.latency import Latency, latency
 from npu_hil.harness.pipeline.check import check_result
 from npu_hil.harness.pipeline.inputs import job_inputs
 from npu_hil.harness.pipeline.model import resolve_model, sha256
@@ -49,6 +50,8 @@ def run_model(
     faults: Sequence[Any] | None = None,
     reports_dir: str | os.PathLike[str] | None = None,
     on_retry: Callable[[str], None] | None = None,
+    runs: int = 1,
+    warmup: int = 0,
 ) -> ModelRun:
     """Run ``model`` on the session's board with ``inputs`` (name → logical NCHW array).
 
@@ -59,12 +62,15 @@ def run_model(
     (``{"name": "dirty-padding"}``); ``reports_dir`` receives a heatmap per failing tensor.
     An infrastructure failure is retried per ``session.retry`` with a fresh agent;
     ``on_retry`` hears each error a retry was paid for (``"TransportError: ..."``).
+    ``runs`` timed runs of the runtime call follow ``warmup`` untimed ones on the board; their
+    figures are :attr:`ModelRun.latency`, the buffers checked are the last run's.
     """
 
     def attempt() -> ModelRun:
         return run_once(
             session, model, inputs, outputs=outputs, tolerance=tolerance, padding=padding,
-            input_layout=input_layout, faults=faults, reports_dir=reports_dir,
+            input_layout=input_layout, faults=faults, reports_dir=reports_dir, runs=runs,
+            warmup=warmup,
         )  # fmt: skip
 
     return session.retry.run(attempt, restart=session.restart, on_retry=on_retry)
@@ -81,6 +87,8 @@ def run_once(
     input_layout: str | Mapping[str, str] | None = None,
     faults: Sequence[Any] | None = None,
     reports_dir: str | os.PathLike[str] | None = None,
+    runs: int = 1,
+    warmup: int = 0,
 ) -> ModelRun:
     """One attempt of :func:`run_model`, without retries (same arguments)."""
     if not inputs:
@@ -105,6 +113,8 @@ def run_once(
         adapter_options=options,
         load_timeout_s=session.board.timeouts.load,
         run_timeout_s=session.board.timeouts.run,
+        runs=runs,
+        warmup=warmup,
     )
     result = _submit(session, spec, arrays)
     checked_in, checked_out = check_result(
@@ -132,6 +142,8 @@ def run_once(
         artifact_hashes=hashes,
         fallback_reason=session.fallback_reason,
         timings=_timings(result),
+        latency=_latency(result),
+        board_state=dict(result.board_state),
     )
 
 
@@ -166,3 +178,14 @@ def _feed_breaker(breaker: CircuitBreaker, board: str, exc: Exception) -> None:
 def _timings(result: Result) -> dict[str, float]:
     t = result.timings
     return {"load_s": t.load_s, "run_s": t.run_s, "copy_s": t.copy_s, "total_s": t.total_s}
+
+
+def _latency(result: Result) -> Latency | None:
+    """The adapter's own per-run figures when it gave one for every run (they leave its copies
+    out), else the agent's wall time around each runtime call."""
+    t = result.timings
+    if t.adapter_runs_s:
+        return latency(t.adapter_runs_s, warmup=t.warmup, source="adapter")
+    if t.runs_s:
+        return latency(t.runs_s, warmup=t.warmup, source="agent")
+    return None

@@ -22,6 +22,7 @@ import pytest
 from npu_hil.harness.farm.breaker import BoardBrokenError
 from npu_hil.harness.farm.recovery import breaker_event
 from npu_hil.harness.plugin.assertion import assert_run_ok
+from npu_hil.harness.plugin.perf import PerfSpec, check_latency, perf_spec
 from npu_hil.harness.plugin.records import ItemInfo, artifact_path, item_info, staging_dir
 from npu_hil.harness.report.records import TensorFinding
 
@@ -41,8 +42,15 @@ class RunModel:
     """Callable behind the ``run_model`` fixture (see :func:`harness.pipeline.run_model`)."""
 
     def __init__(
-        self, session: BoardSession, info: ItemInfo, *, reports_dir: Path, config: pytest.Config
+        self,
+        session: BoardSession,
+        info: ItemInfo,
+        *,
+        reports_dir: Path,
+        config: pytest.Config,
+        perf: PerfSpec | None = None,
     ) -> None:
+        self.perf = perf
         self.session = session
         self.info = info
         self.reports_dir = reports_dir
@@ -59,7 +67,9 @@ class RunModel:
     ) -> ModelRun:
         """Run ``model`` with ``inputs``; ``output_layout`` asks the board's runtime for that
         native output layout; other keyword arguments go to ``harness.pipeline.run_model``
-        (``outputs``, ``tolerance``, ``padding``, ``input_layout``, ``faults``)."""
+        (``outputs``, ``tolerance``, ``padding``, ``input_layout``, ``faults``, ``runs``,
+        ``warmup``). Under a ``perf`` marker its runs and warm-up are the default, and a figure
+        over its thresholds fails the test."""
         from npu_hil.harness.pipeline import run_model
 
         session = self.session
@@ -67,6 +77,9 @@ class RunModel:
             adapter_options = {**session.adapter_options, "output_layout": output_layout}
             session = dataclasses.replace(session, adapter_options=adapter_options)
         record = self.info.record
+        if self.perf is not None:
+            options.setdefault("runs", self.perf.runs)
+            options.setdefault("warmup", self.perf.warmup)
         try:
             run = run_model(
                 session, model, inputs, reports_dir=self.reports_dir,
@@ -76,6 +89,8 @@ class RunModel:
             record.board_events.append(breaker_event(exc.message))
             raise
         self._record(run)
+        if self.perf is not None:
+            check_latency(run.latency, self.perf, f"{run.model} on {run.board}")
         return run
 
     def _record(self, run: ModelRun) -> None:
@@ -88,6 +103,9 @@ class RunModel:
             record.layout = "+".join(dict.fromkeys(t.layout.name for t in run.tensors))
         record.runtime_versions.update({str(k): str(v) for k, v in run.versions.items()})
         record.artifact_hashes.update(run.artifact_hashes)
+        if run.latency is not None:
+            record.latency = run.latency.to_dict()
+            record.board_state = dict(run.board_state)
         for tensor in run.tensors:
             record.tensors.append(
                 TensorFinding(
@@ -120,4 +138,5 @@ def run_model(request: pytest.FixtureRequest, board: BoardSession) -> RunModel:
         item_info(request.node),
         reports_dir=staging_dir(request.config),
         config=request.config,
+        perf=perf_spec(request.node),
     )
