@@ -90,6 +90,7 @@ class JobSpec:
     run_timeout_s: float = DEFAULT_TIMEOUTS["run"]
     runs: int = DEFAULT_RUNS
     warmup: int = DEFAULT_WARMUP
+    pin_clocks: bool = False
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,7 @@ def write_job(
         "timeouts": {"load": float(spec.load_timeout_s), "run": float(spec.run_timeout_s)},
         "runs": int(spec.runs),
         "warmup": int(spec.warmup),
+        "pin_clocks": bool(spec.pin_clocks),
     }
     tmp = directory / (JOB_FILE + ".tmp")
     tmp.write_text(json.dumps(document, indent=1), encoding="utf-8")
@@ -570,7 +572,7 @@ def _board_state(raw: Any, where: str) -> dict[str, Any]:
     if raw is None:
         return {}
     if not isinstance(raw, dict) or not all(
-        k in ("before", "after") and isinstance(v, dict) for k, v in raw.items()
+        k in ("before", "after", "pinned") and isinstance(v, dict) for k, v in raw.items()
     ):
         raise ProtocolError(
             f"{where}.board_state: expected {{'before': {{..}}, 'after': {{..}}}}, "

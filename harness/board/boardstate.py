@@ -140,3 +140,63 @@ def read_board_state(root: str | None = None) -> dict[str, Any]:
         "absent": reader.absent,
         "unreadable": reader.unreadable,
     }
+
+
+PERFORMANCE = "performance"
+
+
+def _write(full: str, value: str) -> str | None:
+    """Write ``value`` into a sysfs file; the error as text, or None."""
+    try:
+        # Without O_CREAT: a governor file that is not there is not made up. O_TRUNC as a
+        # shell's ``echo >`` opens it (sysfs ignores it; a plain file in a test tree needs it).
+        fd = os.open(full, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+    except OSError as exc:
+        return str(exc)
+    try:
+        os.write(fd, value.encode())
+    except OSError as exc:
+        return str(exc)
+    finally:
+        os.close(fd)
+    return None
+
+
+def pin_clocks(root: str | None = None) -> list[dict[str, Any]]:
+    """Set every cpufreq policy's and the NPU's and DDR's devfreq governor to ``performance``
+    for a perf run. Returns one entry per governor file: its path as on the board, the governor
+    it had (``was``) and ``error`` when it could not be set (not root, a governor the kernel
+    lacks); :func:`restore_clocks` puts back what was there."""
+    reader = _Reader(root if root is not None else sysfs_root())
+    files = [os.path.join(p, "scaling_governor") for p in reader.listing(CPUFREQ + "/policy*")]
+    for full in sorted(glob.glob(reader.path(DEVFREQ + "/*")))[:MAX_ENTRIES]:
+        name = os.path.basename(full)
+        if NPU_NAME.search(name) or DDR_NAME.search(name):
+            files.append(os.path.join(full, "governor"))
+    pinned: list[dict[str, Any]] = []
+    for full in files:
+        was = reader.text(full)
+        entry: dict[str, Any] = {"path": reader.shown(full), "was": was, "set": PERFORMANCE}
+        if was is None:
+            entry["error"] = "unreadable"
+        elif was != PERFORMANCE:
+            error = _write(full, PERFORMANCE)
+            if error is not None:
+                entry["error"] = error
+        pinned.append(entry)
+    return pinned
+
+
+def restore_clocks(pinned: list[dict[str, Any]], root: str | None = None) -> list[dict[str, Any]]:
+    """Put back the governors :func:`pin_clocks` changed; the ones that could not be restored,
+    with why (empty when all were)."""
+    base = root if root is not None else sysfs_root()
+    failed = []
+    for entry in pinned:
+        if entry.get("error") or entry.get("was") in (None, PERFORMANCE):
+            continue
+        full = os.path.join(base, entry["path"].lstrip("/"))
+        error = _write(full, str(entry["was"]))
+        if error is not None:
+            failed.append({"path": entry["path"], "was": entry["was"], "error": error})
+    return failed

@@ -4,10 +4,12 @@ job.json (``npu-hil-job/1``)::
 
     {"schema", "job_id", "model": {"path", "sha256"}, "adapter": [a-z0-9_]+, "adapter_options",
      "inputs": [{"name", "file", "layout", "shape", "dtype", "pass_through"}], "outputs": [..]|null,
-     "timeouts": {"load": s, "run": s}, "runs": n, "warmup": n}
+     "timeouts": {"load": s, "run": s}, "runs": n, "warmup": n,
+     "pin_clocks": bool}
 
-``runs`` (default 1) timed calls of the runtime after ``warmup`` (default 0) untimed ones; the
-buffers that come back are the last run's.
+``runs`` (default 1) timed calls of the runtime follow ``warmup`` (default 0) untimed ones; the
+buffers that come back are the last run's. ``pin_clocks`` (default false) sets the CPU, NPU and
+DDR governors to ``performance`` for the runs and restores them after.
 
 Paths are relative to the job directory (the model may also be relative to ``--root``, the model
 cache) and may not leave it: absolute paths, ``..`` and symlinks pointing outside are refused. A
@@ -125,6 +127,7 @@ class Job:
     timeouts: dict[str, float]
     runs: int = DEFAULT_RUNS
     warmup: int = DEFAULT_WARMUP
+    pin_clocks: bool = False
 
 
 def _within(path: str, base: str) -> bool:
@@ -224,6 +227,13 @@ def _count(doc: dict[str, Any], key: str, default: int, low: int, high: int) -> 
         return default
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise JobRefused(key, "type", f"expected an integer in [{low}, {high}], got {value!r}")
+    return value
+
+
+def _flag(doc: dict[str, Any], key: str) -> bool:
+    value = doc.get(key, False)
+    if not isinstance(value, bool):
+        raise JobRefused(key, "type", f"expected true or false, got {value!r}")
     return value
 
 
@@ -332,6 +342,7 @@ def validate_job(
         _timeouts(doc.get("timeouts")),
         runs=_count(doc, "runs", DEFAULT_RUNS, 1, MAX_RUNS),
         warmup=_count(doc, "warmup", DEFAULT_WARMUP, 0, MAX_WARMUP),
+        pin_clocks=_flag(doc, "pin_clocks"),
     )
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .boardstate import read_board_state
+from .boardstate import pin_clocks, read_board_state, restore_clocks
 from .cache import AdapterCache, StageFailed, describe_exception, traceback_tail
 from .job import Job, JobInput, JobRefused, read_job_json, validate_job
 from .results import write_result, write_tensor
@@ -177,20 +177,30 @@ class Agent(AdapterCache):
                 )
             return out, wall
 
-        for _ in range(job.warmup):
-            once()
-        result["board_state"] = {"before": read_board_state()}
+        # Pinned before the warm-up so that it runs at the clocks the timed runs will have;
+        # restored whatever happens to the runs.
+        pinned = pin_clocks() if job.pin_clocks else None
         walls: list[float] = []
         own: list[float] = []
         run: Any = None
         wall = 0.0
-        for _ in range(job.runs):
-            run, wall = once()
-            walls.append(wall)
-            reported = (run.timings or {}).get("run_s")
-            if isinstance(reported, (int, float)) and not isinstance(reported, bool):
-                own.append(float(reported))
-        result["board_state"]["after"] = read_board_state()
+        try:
+            for _ in range(job.warmup):
+                once()
+            result["board_state"] = {"before": read_board_state()}
+            for _ in range(job.runs):
+                run, wall = once()
+                walls.append(wall)
+                reported = (run.timings or {}).get("run_s")
+                if isinstance(reported, (int, float)) and not isinstance(reported, bool):
+                    own.append(float(reported))
+            result["board_state"]["after"] = read_board_state()
+        finally:
+            if pinned is not None:
+                result.setdefault("board_state", {})["pinned"] = {
+                    "governors": pinned,
+                    "not_restored": restore_clocks(pinned),
+                }
         timings["runs"] = job.runs
         timings["warmup"] = job.warmup
         timings["runs_s"] = walls

@@ -52,6 +52,7 @@ def run_model(
     on_retry: Callable[[str], None] | None = None,
     runs: int = 1,
     warmup: int = 0,
+    pin_clocks: bool = False,
 ) -> ModelRun:
     """Run ``model`` on the session's board with ``inputs`` (name → logical NCHW array).
 
@@ -63,14 +64,16 @@ def run_model(
     An infrastructure failure is retried per ``session.retry`` with a fresh agent;
     ``on_retry`` hears each error a retry was paid for (``"TransportError: ..."``).
     ``runs`` timed runs of the runtime call follow ``warmup`` untimed ones on the board; their
-    figures are :attr:`ModelRun.latency`, the buffers checked are the last run's.
+    figures are :attr:`ModelRun.latency`, the buffers checked are the last run's. ``pin_clocks``
+    sets the board's CPU, NPU and DDR governors to ``performance`` for the runs and restores
+    them after (``board_state["pinned"]`` says what was set and anything not restored).
     """
 
     def attempt() -> ModelRun:
         return run_once(
             session, model, inputs, outputs=outputs, tolerance=tolerance, padding=padding,
             input_layout=input_layout, faults=faults, reports_dir=reports_dir, runs=runs,
-            warmup=warmup,
+            warmup=warmup, pin_clocks=pin_clocks,
         )  # fmt: skip
 
     return session.retry.run(attempt, restart=session.restart, on_retry=on_retry)
@@ -89,6 +92,7 @@ def run_once(
     reports_dir: str | os.PathLike[str] | None = None,
     runs: int = 1,
     warmup: int = 0,
+    pin_clocks: bool = False,
 ) -> ModelRun:
     """One attempt of :func:`run_model`, without retries (same arguments)."""
     if not inputs:
@@ -115,6 +119,7 @@ def run_once(
         run_timeout_s=session.board.timeouts.run,
         runs=runs,
         warmup=warmup,
+        pin_clocks=pin_clocks,
     )
     result = _submit(session, spec, arrays)
     checked_in, checked_out = check_result(

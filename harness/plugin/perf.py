@@ -5,7 +5,8 @@
         run_model("detector.onnx", inputs={"images": frame})
 
 Every ``run_model`` call of the test times ``runs`` runs on the board after ``warmup`` untimed
-ones (unless the call names its own), and a figure over its threshold fails the test with the
+ones (unless the call names its own; ``--pin-clocks`` sets the board's governors to
+``performance`` for them, restored after), and a figure over its threshold fails the test with the
 figure, the threshold and the runs behind it. Thresholds may name any figure of
 :class:`~harness.latency.Latency` ending in ``_ms`` (``p50_ms``, ``p90_ms``, ``p99_ms``,
 ``max_ms``, ``mean_ms``, ``jitter_ms`` ...).
@@ -43,6 +44,17 @@ class PerfSpec:
     runs: int = 1
     warmup: int = 0
     thresholds_ms: dict[str, float] = field(default_factory=dict)
+    pin_clocks: bool = False
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("npu-hil").addoption(
+        "--pin-clocks",
+        action="store_true",
+        default=False,
+        help="for perf tests, set the board's CPU, NPU and DDR governors to performance during "
+        "the runs and restore them after",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -81,7 +93,8 @@ def perf_spec(item: pytest.Item) -> PerfSpec | None:
         ):
             raise LayoutError(f"{where}: perf({name}={value!r}) expects milliseconds > 0")
         thresholds[name] = float(value)
-    return PerfSpec(runs, warmup, thresholds)
+    pin = bool(item.config.getoption("pin_clocks", False))
+    return PerfSpec(runs, warmup, thresholds, pin)
 
 
 def check_latency(latency: Latency | None, spec: PerfSpec, what: str) -> None:

@@ -80,6 +80,7 @@ class RunModel:
         if self.perf is not None:
             options.setdefault("runs", self.perf.runs)
             options.setdefault("warmup", self.perf.warmup)
+            options.setdefault("pin_clocks", self.perf.pin_clocks)
         try:
             run = run_model(
                 session, model, inputs, reports_dir=self.reports_dir,

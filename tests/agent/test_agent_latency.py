@@ -161,3 +161,44 @@ def test_timed_runs_and_board_state_under_python_38(tmp_path: Path) -> None:
     result = read_result(job_dir)
     assert len(result.timings.runs_s) == 3
     assert result.board_state["after"]["loadavg"] == [0.52, 0.31, 0.12]
+
+
+def test_pin_clocks_sets_performance_for_the_runs_and_restores(tmp_path: Path) -> None:
+    sysfs = rk3588_like(tmp_path / "sysfs")
+    # a governor file the agent cannot write (a directory): recorded, the rest still pinned
+    broken = sysfs / "sys/devices/system/cpu/cpufreq/policy6/scaling_governor"
+    broken.mkdir(parents=True)
+    job_dir, _ = make_job(tmp_path, runs=3, warmup=1, pin_clocks=True)
+    done = run_agent(job_dir, sysfs=sysfs)
+    assert done.returncode == 0, done.stderr.decode()
+    result = read_result(job_dir)
+    before = result.board_state["before"]
+    # read after pinning: the timed runs ran at these governors
+    assert [c["governor"] for c in before["cpu"][:2]] == ["performance", "performance"]
+    assert before["npu"][0]["governor"] == "performance"
+    assert before["ddr"][0]["governor"] == "performance"
+    pinned = {g["path"]: g for g in result.board_state["pinned"]["governors"]}
+    cpufreq = "/sys/devices/system/cpu/cpufreq"
+    assert pinned[f"{cpufreq}/policy0/scaling_governor"]["was"] == "schedutil"
+    assert pinned["/sys/class/devfreq/dmc/governor"]["was"] == "dmc_ondemand"
+    assert "error" in pinned[f"{cpufreq}/policy6/scaling_governor"]
+    assert "/sys/class/devfreq/fb000000.gpu/governor" not in pinned  # the GPU is left alone
+    assert result.board_state["pinned"]["not_restored"] == []
+    # and after the job the board is as it was
+    read = (sysfs / cpufreq[1:] / "policy0/scaling_governor").read_text().strip()
+    assert read == "schedutil"
+    assert (sysfs / "sys/class/devfreq/fdab0000.npu/governor").read_text() == "rknpu_ondemand"
+    assert (sysfs / "sys/class/devfreq/dmc/governor").read_text() == "dmc_ondemand"
+    assert (sysfs / "sys/class/devfreq/fb000000.gpu/governor").read_text() == "simple_ondemand\n"
+    assert (sysfs / cpufreq[1:] / "policy4/scaling_governor").read_text() == "performance\n"
+
+
+def test_pin_clocks_must_be_a_flag(tmp_path: Path) -> None:
+    job_dir, _ = make_job(tmp_path)
+    path = job_dir / "job.json"
+    document = json.loads(path.read_text())
+    document["pin_clocks"] = "yes"
+    path.write_text(json.dumps(document))
+    assert run_agent(job_dir).returncode == board.EXIT_REFUSED
+    (record,) = json.loads((job_dir / "result.json").read_text())["errors"]
+    assert record["field"] == "pin_clocks" and "true or false" in record["message"]
