@@ -66,7 +66,8 @@ def run_model(
     ``runs`` timed runs of the runtime call follow ``warmup`` untimed ones on the board; their
     figures are :attr:`ModelRun.latency`, the buffers checked are the last run's. ``pin_clocks``
     sets the board's CPU, NPU and DDR governors to ``performance`` for the runs and restores
-    them after (``board_state["pinned"]`` says what was set and anything not restored).
+    them after (``board_state["pinned"]`` says what was set and anything not restored); a
+    simulated board is never pinned.
     """
 
     def attempt() -> ModelRun:
@@ -119,7 +120,9 @@ def run_once(
         run_timeout_s=session.board.timeouts.run,
         runs=runs,
         warmup=warmup,
-        pin_clocks=pin_clocks,
+        # A simulated board's agent runs on this machine: its governors are not the board's
+        # to change.
+        pin_clocks=pin_clocks and not session.simulated,
     )
     result = _submit(session, spec, arrays)
     checked_in, checked_out = check_result(

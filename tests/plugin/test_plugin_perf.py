@@ -96,3 +96,19 @@ def test_a_bad_perf_marker_is_an_error_naming_it(project: pytest.Pytester) -> No
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(["*perf(runs=...) expects an integer in [[]1, 10000], got 0*"])
     result.stdout.fnmatch_lines(["*perf(p42_ms=...) is not a figure*"])
+
+
+def test_pin_clocks_leaves_a_simulated_board_alone(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        import numpy as np
+        import pytest
+
+        @pytest.mark.soc("rk3588")
+        @pytest.mark.perf(runs=2)
+        def test_pinned(run_model):
+            run = run_model("identity", {"input": np.zeros((1, 3, 4, 5), np.uint8)})
+            assert "pinned" not in run.board_state
+        """
+    )
+    project.runpytest("--pin-clocks").assert_outcomes(passed=1)
