@@ -289,7 +289,9 @@ class AgentClient:
 
     def _host_timeout(self, spec: JobSpec) -> float:
         # The agent may spend a load timeout creating the adapter and another loading the model.
-        return 2 * spec.load_timeout_s + spec.run_timeout_s + self.margin_s
+        # Each warm-up and timed run is one runtime call under the run timeout.
+        calls = max(1, spec.runs + spec.warmup)
+        return 2 * spec.load_timeout_s + calls * spec.run_timeout_s + self.margin_s
 
     def submit(self, spec: JobSpec, inputs: Mapping[str, Any] | Sequence[Any]) -> Result:
         """Run one job and return its verified result."""

@@ -26,7 +26,16 @@ from typing import Any
 
 import numpy as np
 
-from npu_hil.harness.board.job import DEFAULT_TIMEOUTS, DTYPES, MAX_ELEMENTS, MAX_RANK, InputSpec
+from npu_hil.harness.board.job import (
+    DEFAULT_RUNS,
+    DEFAULT_TIMEOUTS,
+    DEFAULT_WARMUP,
+    DTYPES,
+    MAX_ELEMENTS,
+    MAX_RANK,
+    MAX_RUNS,
+    InputSpec,
+)
 from npu_hil.harness.board.wire import (
     JOB_FILE,
     JOB_SCHEMA,
@@ -79,6 +88,9 @@ class JobSpec:
     adapter_options: Mapping[str, Any] = field(default_factory=dict)
     load_timeout_s: float = DEFAULT_TIMEOUTS["load"]
     run_timeout_s: float = DEFAULT_TIMEOUTS["run"]
+    runs: int = DEFAULT_RUNS
+    warmup: int = DEFAULT_WARMUP
+    pin_clocks: bool = False
 
 
 @dataclass(frozen=True)
@@ -187,6 +199,9 @@ def write_job(
         "inputs": inputs,
         "outputs": None if spec.outputs is None else list(spec.outputs),
         "timeouts": {"load": float(spec.load_timeout_s), "run": float(spec.run_timeout_s)},
+        "runs": int(spec.runs),
+        "warmup": int(spec.warmup),
+        "pin_clocks": bool(spec.pin_clocks),
     }
     tmp = directory / (JOB_FILE + ".tmp")
     tmp.write_text(json.dumps(document, indent=1), encoding="utf-8")
@@ -272,6 +287,11 @@ class Timings:
     total_s: float
     model_cached: bool
     adapter: Mapping[str, float] = field(default_factory=dict)
+    # Every timed run's wall time around the runtime call, and the adapter's own figure per run
+    # where it tells the run apart from its copies (empty from an agent that timed one run).
+    runs_s: tuple[float, ...] = ()
+    adapter_runs_s: tuple[float, ...] = ()
+    warmup: int = 0
 
 
 @dataclass(frozen=True)
@@ -289,6 +309,9 @@ class Result:
     errors: tuple[ErrorRecord, ...]
     job_dir: Path
     document: Mapping[str, Any] = field(repr=False, compare=False)
+    # The board's clocks, governors, temperatures and load before and after the timed runs, as
+    # the agent read them (absent readings are listed, never filled in).
+    board_state: Mapping[str, Any] = field(default_factory=dict)
 
     def output(self, name: str) -> TensorRecord:
         return _by_name(self.outputs, name, "output")
@@ -445,8 +468,40 @@ def _timings(raw: Any, where: str) -> Timings:
             raise ProtocolError(f"{where}.timings.{key}: expected seconds, got {value!r}")
         return float(value)
 
+    def durations(key: str) -> tuple[float, ...]:
+        values = raw.get(key, [])
+        if (
+            not isinstance(values, list)
+            or len(values) > MAX_RUNS
+            or not all(
+                isinstance(v, (int, float))
+                and not isinstance(v, bool)
+                and math.isfinite(v)
+                and v >= 0
+                for v in values
+            )
+        ):
+            raise ProtocolError(
+                f"{where}.timings.{key}: expected at most {MAX_RUNS} durations in seconds, "
+                f"got {str(values)[:200]}"
+            )
+        return tuple(float(v) for v in values)
+
+    warmup = raw.get("warmup", 0)
+    if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0:
+        raise ProtocolError(f"{where}.timings.warmup: expected a count, got {warmup!r}")
+    runs_s = durations("runs_s")
+    adapter_runs_s = durations("adapter_runs_s")
+    if adapter_runs_s and len(adapter_runs_s) != len(runs_s):
+        raise ProtocolError(
+            f"{where}.timings.adapter_runs_s: {len(adapter_runs_s)} durations for "
+            f"{len(runs_s)} runs"
+        )
     adapter = raw.get("adapter") or {}
     return Timings(
+        runs_s=runs_s,
+        adapter_runs_s=adapter_runs_s,
+        warmup=warmup,
         load_s=seconds("load_s"),
         run_s=seconds("run_s"),
         copy_s=seconds("copy_s"),
@@ -509,4 +564,18 @@ def read_result(job_dir: str | os.PathLike[str], *, job_id: str | None = None) -
         errors=error_records,
         job_dir=directory,
         document=document,
+        board_state=_board_state(document.get("board_state"), where),
     )
+
+
+def _board_state(raw: Any, where: str) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(
+        k in ("before", "after", "pinned") and isinstance(v, dict) for k, v in raw.items()
+    ):
+        raise ProtocolError(
+            f"{where}.board_state: expected {{'before': {{..}}, 'after': {{..}}}}, "
+            f"got {str(raw)[:200]}"
+        )
+    return raw

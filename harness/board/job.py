@@ -4,7 +4,12 @@ job.json (``npu-hil-job/1``)::
 
     {"schema", "job_id", "model": {"path", "sha256"}, "adapter": [a-z0-9_]+, "adapter_options",
      "inputs": [{"name", "file", "layout", "shape", "dtype", "pass_through"}], "outputs": [..]|null,
-     "timeouts": {"load": s, "run": s}}
+     "timeouts": {"load": s, "run": s}, "runs": n, "warmup": n,
+     "pin_clocks": bool}
+
+``runs`` (default 1) timed calls of the runtime follow ``warmup`` (default 0) untimed ones; the
+buffers that come back are the last run's. ``pin_clocks`` (default false) sets the CPU, NPU and
+DDR governors to ``performance`` for the runs and restores them after.
 
 Paths are relative to the job directory (the model may also be relative to ``--root``, the model
 cache) and may not leave it: absolute paths, ``..`` and symlinks pointing outside are refused. A
@@ -45,6 +50,12 @@ MAX_JOB_INPUT_BYTES = 2 << 30
 MAX_JOB_JSON_BYTES = 4 << 20
 MAX_TIMEOUT_S = 24 * 3600.0
 DEFAULT_TIMEOUTS = {"load": 120.0, "run": 60.0}
+# Latency runs: each one is a runtime call bounded by the run timeout, so the caps keep a job's
+# worst case (and the per-run durations in result.json) finite.
+DEFAULT_RUNS = 1
+DEFAULT_WARMUP = 0
+MAX_RUNS = 10000
+MAX_WARMUP = 1000
 # The element types a job may name, with their sizes in bytes (numpy's, without numpy).
 DTYPE_SIZES = {
     "bool": 1,
@@ -114,6 +125,9 @@ class Job:
     inputs: list[JobInput]
     outputs: list[str] | None
     timeouts: dict[str, float]
+    runs: int = DEFAULT_RUNS
+    warmup: int = DEFAULT_WARMUP
+    pin_clocks: bool = False
 
 
 def _within(path: str, base: str) -> bool:
@@ -205,6 +219,22 @@ def _timeouts(value: object) -> dict[str, float]:
             )
         timeouts[key] = float(seconds)
     return timeouts
+
+
+def _count(doc: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
+    value = doc.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise JobRefused(key, "type", f"expected an integer in [{low}, {high}], got {value!r}")
+    return value
+
+
+def _flag(doc: dict[str, Any], key: str) -> bool:
+    value = doc.get(key, False)
+    if not isinstance(value, bool):
+        raise JobRefused(key, "type", f"expected true or false, got {value!r}")
+    return value
 
 
 def read_job_json(job_dir: str) -> dict[str, Any]:
@@ -302,7 +332,17 @@ def validate_job(
     ):
         raise JobRefused("outputs", "type", f"expected null or a list of names, got {outputs!r}")
     return Job(
-        job_id, adapter, options, model_path, sha, inputs, outputs, _timeouts(doc.get("timeouts"))
+        job_id,
+        adapter,
+        options,
+        model_path,
+        sha,
+        inputs,
+        outputs,
+        _timeouts(doc.get("timeouts")),
+        runs=_count(doc, "runs", DEFAULT_RUNS, 1, MAX_RUNS),
+        warmup=_count(doc, "warmup", DEFAULT_WARMUP, 0, MAX_WARMUP),
+        pin_clocks=_flag(doc, "pin_clocks"),
     )
 
 

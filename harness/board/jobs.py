@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .boardstate import pin_clocks, read_board_state, restore_clocks
 from .cache import AdapterCache, StageFailed, describe_exception, traceback_tail
-from .job import JobInput, JobRefused, read_job_json, validate_job
+from .job import Job, JobInput, JobRefused, read_job_json, validate_job
 from .results import write_result, write_tensor
 from .wire import (
     EXIT_FAILED,
@@ -31,7 +32,7 @@ from .wire import (
 )
 
 if TYPE_CHECKING:
-    from .adapters.base import InputTensor
+    from .adapters.base import Adapter, InputTensor
 
 log = logging.getLogger("npu-hil-agent")
 
@@ -110,7 +111,7 @@ class Agent(AdapterCache):
             result["adapter"] = doc["adapter"]
         job = validate_job(doc, job_dir, self.root, self.adapter_dirs)
         timings = result["timings"]
-        load_timeout, run_timeout = job.timeouts["load"], job.timeouts["run"]
+        load_timeout = job.timeouts["load"]
 
         adapter = self.adapter(job.adapter, job.options, load_timeout)
         result["versions"] = self.versions(job.adapter, job.options, load_timeout)
@@ -126,19 +127,7 @@ class Agent(AdapterCache):
             result["versions"] = self.versions(job.adapter, job.options, load_timeout)
 
         tensors = [self._input_tensor(spec) for spec in job.inputs]
-        t0 = time.perf_counter()
-        run = self._call(
-            "run", job.adapter, lambda: adapter.run(model, tensors, job.outputs), run_timeout
-        )
-        run_wall = time.perf_counter() - t0
-        if not isinstance(run, self.base.RunOutput):
-            raise StageFailed(
-                failure(
-                    "DeviceError",
-                    "run",
-                    f"adapter {job.adapter!r} returned {run!r}, not a RunOutput",
-                )
-            )
+        run, run_wall = self._runs(job, adapter, model, tensors, result)
         reported = {str(k): float(v) for k, v in (run.timings or {}).items()}
         # The adapter's own run time excludes its copies when it can tell them apart.
         timings["run_s"] = reported.get("run_s", run_wall)
@@ -153,6 +142,71 @@ class Agent(AdapterCache):
         if reported:
             timings["adapter"] = reported
         return EXIT_OK
+
+    def _runs(
+        self,
+        job: Job,
+        adapter: Adapter,
+        model: Any,
+        tensors: list[InputTensor],
+        result: dict[str, Any],
+    ) -> tuple[Any, float]:
+        """``job.warmup`` untimed calls, then ``job.runs`` timed ones, each under the run
+        timeout; the board's state is read just before and just after the timed calls. Records
+        every timed call's wall time (``runs_s``) and, where the adapter tells its run apart
+        from its copies, its own figure per call (``adapter_runs_s``). Returns the last run
+        and its wall time."""
+        timings = result["timings"]
+
+        def once() -> tuple[Any, float]:
+            t0 = time.perf_counter()
+            out = self._call(
+                "run",
+                job.adapter,
+                lambda: adapter.run(model, tensors, job.outputs),
+                job.timeouts["run"],
+            )
+            wall = time.perf_counter() - t0
+            if not isinstance(out, self.base.RunOutput):
+                raise StageFailed(
+                    failure(
+                        "DeviceError",
+                        "run",
+                        f"adapter {job.adapter!r} returned {out!r}, not a RunOutput",
+                    )
+                )
+            return out, wall
+
+        # Pinned before the warm-up so that it runs at the clocks the timed runs will have;
+        # restored whatever happens to the runs.
+        pinned = pin_clocks() if job.pin_clocks else None
+        walls: list[float] = []
+        own: list[float] = []
+        run: Any = None
+        wall = 0.0
+        try:
+            for _ in range(job.warmup):
+                once()
+            result["board_state"] = {"before": read_board_state()}
+            for _ in range(job.runs):
+                run, wall = once()
+                walls.append(wall)
+                reported = (run.timings or {}).get("run_s")
+                if isinstance(reported, (int, float)) and not isinstance(reported, bool):
+                    own.append(float(reported))
+            result["board_state"]["after"] = read_board_state()
+        finally:
+            if pinned is not None:
+                result.setdefault("board_state", {})["pinned"] = {
+                    "governors": pinned,
+                    "not_restored": restore_clocks(pinned),
+                }
+        timings["runs"] = job.runs
+        timings["warmup"] = job.warmup
+        timings["runs_s"] = walls
+        if len(own) == len(walls):
+            timings["adapter_runs_s"] = own
+        return run, wall
 
     def _input_tensor(self, item: JobInput) -> InputTensor:
         spec = item.spec

@@ -3,7 +3,9 @@
 result.json (``npu-hil-result/1``)::
 
     {"schema", "job_id", "ok", "adapter", "versions", "errors": [record],
-     "timings": {"load_s", "run_s", "copy_s", "total_s", "model_cached"[, "adapter"]},
+     "timings": {"load_s", "run_s", "copy_s", "total_s", "model_cached"[, "adapter"],
+                 "runs", "warmup", "runs_s": [s per timed run][, "adapter_runs_s": [s]]},
+     "board_state": {"before": state, "after": state} (see boardstate),
      "inputs"/"outputs": [{"name", "file", "sha256", "nbytes", "layout", "dtype", "shape",
                            "attributes"}]}
 

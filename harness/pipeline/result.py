@@ -14,6 +14,7 @@ from npu_hil.harness.codec import BlockedLayout
 from npu_hil.harness.diff import DiffReport
 from npu_hil.harness.diff.accuracy import Accuracy
 from npu_hil.harness.diff.attributes import AttributeFinding, disagreements
+from npu_hil.harness.latency import Latency
 
 __all__ = ["ModelRun", "TensorRun"]
 
@@ -70,6 +71,10 @@ class ModelRun:
     artifact_hashes: Mapping[str, str]
     fallback_reason: str | None = None
     timings: Mapping[str, float] = field(default_factory=dict)
+    # The timed runs' figures (None when the agent reported no per-run durations) and the
+    # board's state before and after them, as the agent read it.
+    latency: Latency | None = None
+    board_state: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -121,6 +126,8 @@ class ModelRun:
         )
         failing = [t for t in self.tensors if not t.ok]
         lines = [failing[0].diff.summary(), head] if failing else [head]
+        if self.latency is not None:
+            lines.append(f"  latency: {self.latency.summary()}")
         for tensor in failing[1:]:
             lines.append(f"  also different: {tensor.role} {tensor.name} ({tensor.diff.verdict})")
         for tensor in self.tensors:

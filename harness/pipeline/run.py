@@ -30,6 +30,7 @@ from npu_hil.harness.diff.accuracy import Thresholds, thresholds_of
 from npu_hil.harness.errors import LayoutError
 from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError, CircuitBreaker
 from npu_hil.harness.farm.session import BoardSession
+from npu_hil.harness.latency import Latency, latency
 from npu_hil.harness.pipeline.check import check_result
 from npu_hil.harness.pipeline.inputs import job_inputs
 from npu_hil.harness.pipeline.model import resolve_model, sha256
@@ -50,6 +51,9 @@ def run_model(
     faults: Sequence[Any] | None = None,
     reports_dir: str | os.PathLike[str] | None = None,
     on_retry: Callable[[str], None] | None = None,
+    runs: int = 1,
+    warmup: int = 0,
+    pin_clocks: bool = False,
     accuracy: Thresholds | Mapping[str, float] | None = None,
 ) -> ModelRun:
     """Run ``model`` on the session's board with ``inputs`` (name → logical NCHW array).
@@ -64,6 +68,11 @@ def run_model(
     ``accuracy`` (``{"cosine_min": 0.99, "snr_db_min": 30}``) holds every output to those
     figures against the float reference, over what the model's manifest entry sets; a breach
     fails the run. Without thresholds the figures are measured and reported only.
+    ``runs`` timed runs of the runtime call follow ``warmup`` untimed ones on the board; their
+    figures are :attr:`ModelRun.latency`, the buffers checked are the last run's. ``pin_clocks``
+    sets the board's CPU, NPU and DDR governors to ``performance`` for the runs and restores
+    them after (``board_state["pinned"]`` says what was set and anything not restored); a
+    simulated board is never pinned.
     """
     limits = thresholds_of(accuracy, "run_model: accuracy")
 
@@ -71,6 +80,7 @@ def run_model(
         return run_once(
             session, model, inputs, outputs=outputs, tolerance=tolerance, padding=padding,
             input_layout=input_layout, faults=faults, reports_dir=reports_dir, accuracy=limits,
+            runs=runs, warmup=warmup, pin_clocks=pin_clocks,
         )  # fmt: skip
 
     return session.retry.run(attempt, restart=session.restart, on_retry=on_retry)
@@ -82,6 +92,9 @@ def run_once(
     inputs: Mapping[str, np.ndarray],
     *,
     outputs: Sequence[str] | None = None,
+    runs: int = 1,
+    warmup: int = 0,
+    pin_clocks: bool = False,
     tolerance: float | None = None,
     padding: str = "zero",
     input_layout: str | Mapping[str, str] | None = None,
@@ -112,6 +125,11 @@ def run_once(
         adapter_options=options,
         load_timeout_s=session.board.timeouts.load,
         run_timeout_s=session.board.timeouts.run,
+        runs=runs,
+        warmup=warmup,
+        # A simulated board's agent runs on this machine: its governors are not the board's
+        # to change.
+        pin_clocks=pin_clocks and not session.simulated,
     )
     result = _submit(session, spec, arrays)
     checked_in, checked_out = check_result(
@@ -140,6 +158,8 @@ def run_once(
         artifact_hashes=hashes,
         fallback_reason=session.fallback_reason,
         timings=_timings(result),
+        latency=_latency(result),
+        board_state=dict(result.board_state),
     )
 
 
@@ -185,3 +205,14 @@ def _feed_breaker(breaker: CircuitBreaker, board: str, exc: Exception) -> None:
 def _timings(result: Result) -> dict[str, float]:
     t = result.timings
     return {"load_s": t.load_s, "run_s": t.run_s, "copy_s": t.copy_s, "total_s": t.total_s}
+
+
+def _latency(result: Result) -> Latency | None:
+    """The adapter's own per-run figures when it gave one for every run (they leave its copies
+    out), else the agent's wall time around each runtime call."""
+    t = result.timings
+    if t.adapter_runs_s:
+        return latency(t.adapter_runs_s, warmup=t.warmup, source="adapter")
+    if t.runs_s:
+        return latency(t.runs_s, warmup=t.warmup, source="agent")
+    return None

@@ -14,6 +14,7 @@ One feature per module, each with its own options, hooks and state:
 - :mod:`harness.plugin.farm` — ``--backend``, ``--target``, ``--board``, ``--keep-remote``,
   ``--hil-retries``, ``--hil-breaker``, the markers: the farm, parametrisation over boards, the
   ``board`` fixture;
+- :mod:`harness.plugin.perf` — the ``perf`` marker: runs, warm-up and latency thresholds;
 - :mod:`harness.plugin.run` — the ``run_model`` fixture and :func:`assert_run_ok`;
 - :mod:`harness.plugin.simfarm` — ``--simfarm``: the board tests over real SSH and serial links.
 
@@ -38,6 +39,7 @@ pytest_plugins = [
     "npu_hil.harness.plugin.outcomes",
     "npu_hil.harness.plugin.records",
     "npu_hil.harness.plugin.farm",
+    "npu_hil.harness.plugin.perf",
     "npu_hil.harness.plugin.run",
     "npu_hil.harness.plugin.simfarm",
 ]

@@ -29,6 +29,7 @@ import pytest
 
 from npu_hil.harness.plugin.inventory import inventory_path
 from npu_hil.harness.plugin.outcomes import phase_outcome
+from npu_hil.harness.report.perf import board_state_properties, latency_properties
 from npu_hil.harness.report.records import TestRecord, accuracy_properties
 
 RECORD_ATTR = "npu_hil_record"
@@ -95,6 +96,8 @@ class ItemInfo:
             props["retries"] = str(len(record.retried))
         props.update({f"version.{k}": v for k, v in sorted(record.runtime_versions.items())})
         props.update({f"artifact.{k}": v for k, v in sorted(record.artifact_hashes.items())})
+        props.update(latency_properties(record.latency))
+        props.update(board_state_properties(record.board_state))
         props.update(accuracy_properties(record.tensors))
         return props
 

@@ -23,6 +23,7 @@ from npu_hil.harness.diff.accuracy import AccuracyError, Thresholds, thresholds_
 from npu_hil.harness.farm.breaker import BoardBrokenError
 from npu_hil.harness.farm.recovery import breaker_event
 from npu_hil.harness.plugin.assertion import assert_run_ok
+from npu_hil.harness.plugin.perf import PerfSpec, check_latency, perf_spec
 from npu_hil.harness.plugin.records import ItemInfo, artifact_path, item_info, staging_dir
 from npu_hil.harness.report.records import TensorFinding
 
@@ -59,9 +60,11 @@ class RunModel:
         reports_dir: Path,
         config: pytest.Config,
         accuracy: Thresholds | None = None,
+        perf: PerfSpec | None = None,
     ) -> None:
         self.session = session
         self.accuracy = accuracy
+        self.perf = perf
         self.info = info
         self.reports_dir = reports_dir
         self.config = config
@@ -77,8 +80,10 @@ class RunModel:
     ) -> ModelRun:
         """Run ``model`` with ``inputs``; ``output_layout`` asks the board's runtime for that
         native output layout; other keyword arguments go to ``harness.pipeline.run_model``
-        (``outputs``, ``tolerance``, ``padding``, ``input_layout``, ``faults``, ``accuracy``:
-        a test's own thresholds, over its ``accuracy`` marker's)."""
+        (``outputs``, ``tolerance``, ``padding``, ``input_layout``, ``faults``, ``runs``,
+        ``warmup``, ``accuracy``: a test's own thresholds, over its ``accuracy`` marker's). Under
+        a ``perf`` marker its runs and warm-up are the default, and a figure over its thresholds
+        fails the test."""
         from npu_hil.harness.pipeline import run_model
 
         session = self.session
@@ -90,6 +95,10 @@ class RunModel:
         limits = self.accuracy.merged(given) if self.accuracy is not None else given
         if limits is not None:
             options["accuracy"] = limits
+        if self.perf is not None:
+            options.setdefault("runs", self.perf.runs)
+            options.setdefault("warmup", self.perf.warmup)
+            options.setdefault("pin_clocks", self.perf.pin_clocks)
         try:
             run = run_model(
                 session, model, inputs, reports_dir=self.reports_dir,
@@ -99,6 +108,8 @@ class RunModel:
             record.board_events.append(breaker_event(exc.message))
             raise
         self._record(run)
+        if self.perf is not None:
+            check_latency(run.latency, self.perf, f"{run.model} on {run.board}")
         return run
 
     def _record(self, run: ModelRun) -> None:
@@ -111,6 +122,9 @@ class RunModel:
             record.layout = "+".join(dict.fromkeys(t.layout.name for t in run.tensors))
         record.runtime_versions.update({str(k): str(v) for k, v in run.versions.items()})
         record.artifact_hashes.update(run.artifact_hashes)
+        if run.latency is not None:
+            record.latency = run.latency.to_dict()
+            record.board_state = dict(run.board_state)
         for tensor in run.tensors:
             record.tensors.append(
                 TensorFinding(
@@ -147,6 +161,7 @@ def run_model(request: pytest.FixtureRequest, board: BoardSession) -> RunModel:
         reports_dir=staging_dir(request.config),
         config=request.config,
         accuracy=_marker_thresholds(request.node),
+        perf=perf_spec(request.node),
     )
 
 

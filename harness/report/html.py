@@ -18,6 +18,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from npu_hil.harness.report.perf import latency_html
 from npu_hil.harness.report.records import TensorFinding, TestRecord
 
 CSS = """
@@ -417,6 +418,7 @@ def _row(run_dir: Path, r: TestRecord, new: set[str], folded: bool) -> str:
     }
     attrs = " ".join(f'data-{k}="{escape(v)}"' for k, v in data.items())
     message = f"<div>{escape(r.message)}</div>" if r.message else ""
+    message += latency_html(r)
     if folded:  # a passing case keeps its accuracy figures in view (the details are folded)
         message += "".join(
             f'<div class="muted">accuracy {escape(t.name)}: {escape(t.accuracy_text())}</div>'

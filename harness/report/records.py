@@ -118,6 +118,10 @@ class TestRecord:
     layout: str = ""
     board_events: list[str] = field(default_factory=list)
     retried: list[str] = field(default_factory=list)
+    # The last model run's latency figures (harness.latency.Latency as a dict) and the board's
+    # state before and after its timed runs; empty when the test measured nothing.
+    latency: dict[str, Any] = field(default_factory=dict)
+    board_state: dict[str, Any] = field(default_factory=dict)
 
     @property
     def provenance(self) -> str:

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from npu_hil.harness.report.perf import latency_table
 from npu_hil.harness.report.records import OUTCOMES, TestRecord
 
 SCHEMA_VERSION = 2
@@ -149,6 +150,7 @@ def build_summary(records: Sequence[TestRecord], meta: Mapping[str, Any]) -> dic
         "per_board": dict(sorted(per_board.items())),
         "per_target": dict(sorted(per_target.items())),
         "board_health": _health(records),
+        "latency": latency_table(records),
         "accuracy": _accuracy(records),
         "records": [r.to_dict() for r in records],
     }

@@ -1,0 +1,202 @@
+"""The board's state beside a latency figure: clocks, governors, temperatures and load, read from
+the usual sysfs and procfs places.
+
+What is not there is recorded as absent (``None``, with the path tried), what holds something
+that is not a number is recorded with what it held, never guessed. Every read is bounded (a few
+KiB per file, a cap on how many policies, devices and zones are listed), so a strange sysfs
+cannot make the agent slow or large. ``NPU_HIL_SYSFS_ROOT`` moves the root (``/``) for tests,
+which build a fake tree.
+
+Standard library only, Python >= 3.8.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from typing import Any
+
+SYSFS_ROOT_ENV = "NPU_HIL_SYSFS_ROOT"
+MAX_FILE_BYTES = 4096
+MAX_ENTRIES = 64
+CPUFREQ = "sys/devices/system/cpu/cpufreq"
+DEVFREQ = "sys/class/devfreq"
+THERMAL = "sys/class/thermal"
+LOADAVG = "proc/loadavg"
+# Devfreq devices are named by their driver or device-tree node ("fdab0000.npu", "dmc",
+# "ff9a0000.gpu"): matched by name, the name recorded.
+NPU_NAME = re.compile(r"npu|bpu", re.IGNORECASE)
+DDR_NAME = re.compile(r"dmc|ddr", re.IGNORECASE)
+
+
+def sysfs_root() -> str:
+    return os.environ.get(SYSFS_ROOT_ENV) or "/"
+
+
+class _Reader:
+    """Reads files under one root, noting what was absent and what could not be read."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.absent: list[str] = []
+        self.unreadable: list[dict[str, str]] = []
+
+    def path(self, rel: str) -> str:
+        return os.path.join(self.root, rel)
+
+    def shown(self, full: str) -> str:
+        # The path as it is on a board: the injected root is not part of it.
+        return "/" + os.path.relpath(full, self.root)
+
+    def text(self, full: str) -> str | None:
+        try:
+            with open(full, "rb") as handle:
+                raw = handle.read(MAX_FILE_BYTES)
+        except FileNotFoundError:
+            self.absent.append(self.shown(full))
+            return None
+        except OSError as exc:
+            self.unreadable.append({"path": self.shown(full), "error": str(exc)})
+            return None
+        return raw.decode("utf-8", "replace").strip()
+
+    def integer(self, full: str) -> int | None:
+        text = self.text(full)
+        if text is None:
+            return None
+        try:
+            return int(text)
+        except ValueError:
+            self.unreadable.append({"path": self.shown(full), "error": f"not an integer: {text!r}"})
+            return None
+
+    def listing(self, pattern: str) -> list[str]:
+        found = sorted(glob.glob(self.path(pattern)))
+        if not found:
+            self.absent.append("/" + pattern)
+        return found[:MAX_ENTRIES]
+
+
+def _devfreq(reader: _Reader, devices: list[str], name: re.Pattern[str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "device": os.path.basename(full),
+            "governor": reader.text(os.path.join(full, "governor")),
+            "cur_freq_hz": reader.integer(os.path.join(full, "cur_freq")),
+        }
+        for full in devices
+        if name.search(os.path.basename(full))
+    ]
+
+
+def _loadavg(reader: _Reader) -> list[float] | None:
+    full = reader.path(LOADAVG)
+    text = reader.text(full)
+    if text is None:
+        return None
+    try:
+        return [float(v) for v in text.split()[:3]]
+    except ValueError:
+        reader.unreadable.append({"path": reader.shown(full), "error": f"not loads: {text!r}"})
+        return None
+
+
+def read_board_state(root: str | None = None) -> dict[str, Any]:
+    """One reading: ``cpu`` (per cpufreq policy: governor, cur_freq_khz), ``npu`` and ``ddr``
+    (devfreq devices matched by name: governor, cur_freq_hz), ``thermal`` (per zone: type,
+    temp_mc in millidegrees C), ``loadavg`` (1, 5, 15 min), and ``absent`` / ``unreadable``:
+    the paths tried that were missing, or held what is not a number."""
+    reader = _Reader(root if root is not None else sysfs_root())
+    cpu = [
+        {
+            "policy": os.path.basename(full),
+            "governor": reader.text(os.path.join(full, "scaling_governor")),
+            "cur_freq_khz": reader.integer(os.path.join(full, "scaling_cur_freq")),
+        }
+        for full in reader.listing(CPUFREQ + "/policy*")
+    ]
+    devices = sorted(glob.glob(reader.path(DEVFREQ + "/*")))[:MAX_ENTRIES]
+    npu = _devfreq(reader, devices, NPU_NAME)
+    ddr = _devfreq(reader, devices, DDR_NAME)
+    if not npu:
+        reader.absent.append(f"/{DEVFREQ}/*npu*")
+    if not ddr:
+        reader.absent.append(f"/{DEVFREQ}/*dmc*")
+    thermal = [
+        {
+            "zone": os.path.basename(full),
+            "type": reader.text(os.path.join(full, "type")),
+            "temp_mc": reader.integer(os.path.join(full, "temp")),
+        }
+        for full in reader.listing(THERMAL + "/thermal_zone*")
+    ]
+    return {
+        "cpu": cpu,
+        "npu": npu,
+        "ddr": ddr,
+        "thermal": thermal,
+        "loadavg": _loadavg(reader),
+        "absent": reader.absent,
+        "unreadable": reader.unreadable,
+    }
+
+
+PERFORMANCE = "performance"
+
+
+def _write(full: str, value: str) -> str | None:
+    """Write ``value`` into a sysfs file; the error as text, or None."""
+    try:
+        # Without O_CREAT: a governor file that is not there is not made up. O_TRUNC as a
+        # shell's ``echo >`` opens it (sysfs ignores it; a plain file in a test tree needs it).
+        fd = os.open(full, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+    except OSError as exc:
+        return str(exc)
+    try:
+        os.write(fd, value.encode())
+    except OSError as exc:
+        return str(exc)
+    finally:
+        os.close(fd)
+    return None
+
+
+def pin_clocks(root: str | None = None) -> list[dict[str, Any]]:
+    """Set every cpufreq policy's and the NPU's and DDR's devfreq governor to ``performance``
+    for a perf run. Returns one entry per governor file: its path as on the board, the governor
+    it had (``was``) and ``error`` when it could not be set (not root, a governor the kernel
+    lacks); :func:`restore_clocks` puts back what was there."""
+    reader = _Reader(root if root is not None else sysfs_root())
+    files = [os.path.join(p, "scaling_governor") for p in reader.listing(CPUFREQ + "/policy*")]
+    for full in sorted(glob.glob(reader.path(DEVFREQ + "/*")))[:MAX_ENTRIES]:
+        name = os.path.basename(full)
+        if NPU_NAME.search(name) or DDR_NAME.search(name):
+            files.append(os.path.join(full, "governor"))
+    pinned: list[dict[str, Any]] = []
+    for full in files:
+        was = reader.text(full)
+        entry: dict[str, Any] = {"path": reader.shown(full), "was": was, "set": PERFORMANCE}
+        if was is None:
+            entry["error"] = "unreadable"
+        elif was != PERFORMANCE:
+            error = _write(full, PERFORMANCE)
+            if error is not None:
+                entry["error"] = error
+        pinned.append(entry)
+    return pinned
+
+
+def restore_clocks(pinned: list[dict[str, Any]], root: str | None = None) -> list[dict[str, Any]]:
+    """Put back the governors :func:`pin_clocks` changed; the ones that could not be restored,
+    with why (empty when all were)."""
+    base = root if root is not None else sysfs_root()
+    failed = []
+    for entry in pinned:
+        if entry.get("error") or entry.get("was") in (None, PERFORMANCE):
+            continue
+        full = os.path.join(base, entry["path"].lstrip("/"))
+        error = _write(full, str(entry["was"]))
+        if error is not None:
+            failed.append({"path": entry["path"], "was": entry["was"], "error": error})
+    return failed

@@ -1,0 +1,39 @@
+"""run_model from a script with runs and warm-up: the figures and the board's state come back in
+the ModelRun, from a simulated board behind the real agent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from npu_hil.harness.farm import Farm
+from npu_hil.harness.pipeline import run_model
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def sim_farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Farm]:
+    with Farm(ROOT / "inventory.yaml", workdir=tmp_path_factory.mktemp("farm")) as farm:
+        yield farm
+
+
+def test_run_model_times_five_runs(sim_farm: Farm) -> None:
+    (chosen,) = sim_farm.boards(targets=["rk3588"])
+    session = sim_farm.session(chosen)
+    x = np.arange(60, dtype=np.uint8).reshape(1, 3, 4, 5)
+    run = run_model(session, "identity", {"input": x}, runs=5, warmup=1)
+    assert run.ok, run.summary()
+    lat = run.latency
+    assert lat is not None and (lat.runs, lat.warmup) == (5, 1)
+    assert 0 < lat.min_ms <= lat.p50_ms <= lat.p99_ms <= lat.max_ms
+    assert lat.jitter_ms == lat.p99_ms - lat.p50_ms
+    assert "latency: 5 runs (1 warm-up" in run.summary()
+    assert set(run.board_state) == {"before", "after"}
+    for phase in run.board_state.values():
+        assert set(phase) == {"cpu", "npu", "ddr", "thermal", "loadavg", "absent", "unreadable"}
+    once = run_model(session, "identity", {"input": x})
+    assert once.latency is not None and once.latency.runs == 1
