@@ -45,6 +45,8 @@ ProcessState = Literal["running", "stopped", "replaced"]
 belongs to another process."""
 
 POLL_S = 0.02
+# How long a just-started process may take to show its command line (exec still under way).
+CMDLINE_WAIT_S = 0.5
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -260,14 +262,27 @@ def record_process(
     stat = proc_stat(process.pid)
     if stat is None or process.poll() is not None:
         raise SimFarmError(f"{name} (pid {process.pid}) exited right after it started")
+    argv = tuple(str(a) for a in process.args)  # type: ignore[union-attr]
+    _await_command_line(process, " ".join(argv))
     return ProcessRecord(
         name=name,
         pid=process.pid,
-        argv=tuple(str(a) for a in process.args),  # type: ignore[union-attr]
+        argv=argv,
         start_time=stat.start_time,
         port=port,
         log=None if log is None else str(log),
     )
+
+
+def _await_command_line(process: subprocess.Popen[bytes], command: str) -> None:
+    """Wait (briefly) until the kernel shows ``command`` as the process's command line: Popen
+    returns once exec has begun, and for a moment after that ``/proc/PID/cmdline`` is still
+    empty, which :func:`process_state` would read as another process under the same pid."""
+    deadline = time.monotonic() + CMDLINE_WAIT_S
+    while time.monotonic() < deadline and process.poll() is None:
+        if command in (_cmdline(process.pid) or ""):
+            return
+        time.sleep(0.005)
 
 
 def process_state(record: ProcessRecord) -> ProcessState:
