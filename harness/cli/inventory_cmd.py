@@ -46,9 +46,9 @@ def run_init(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from npu_hil.harness.farm.inventory import read_inventory
+    from npu_hil.harness.farm.inventory import load_inventory
 
-    inventory = read_inventory(args.path)
+    inventory = load_inventory(args.path)
     rows = [
         {
             "name": b.name,

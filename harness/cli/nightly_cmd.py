@@ -309,13 +309,13 @@ def _check_inventory(path: Path, targets: list[str], boards: list[str]) -> None:
     has no board for is one line (exit 2) rather than a run of skipped cases. The coordinator
     of a labgrid section is not asked here: the run does that (and the plugin checks the
     selection against the places it names)."""
-    from npu_hil.harness.farm.inventory import read_inventory
+    from npu_hil.harness.farm.inventory import load_inventory
     from npu_hil.harness.farm.selection import selection_problem
     from npu_hil.harness.inputs import check_regular
 
     # A FIFO or /dev/zero named as the inventory would block or never end the parser's read.
     check_regular(path, "the board inventory (YAML)")
-    inventory = read_inventory(path)
+    inventory = load_inventory(path)
     if inventory.labgrid is not None:
         return
     problem = selection_problem(inventory, targets, boards)

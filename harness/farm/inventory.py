@@ -85,10 +85,8 @@ __all__ = [
     "TransportConfig",
     "load_inventory",
     "parse_inventory",
-    "read_inventory",
 ]
 
-BACKENDS = BOARD_BACKENDS  # what an inventory entry may choose
 # VENDOR_OF (target → vendor) and HW_ADAPTERS (vendor → the runtime adapter a real board uses
 # unless the inventory names another) are the vendor units' (targets.registry).
 SIM_ADAPTER = "sim"
@@ -165,7 +163,9 @@ class _Defaults:
 def _defaults(r: NodeReader, node: Node) -> _Defaults:
     fields = r.mapping(node, "defaults", DEFAULT_KEYS)
     out = _Defaults()
-    out.backend = optional(fields, "backend", lambda n, p: r.choice(n, p, BACKENDS), "defaults")
+    out.backend = optional(
+        fields, "backend", lambda n, p: r.choice(n, p, BOARD_BACKENDS), "defaults"
+    )
     out.fallback = (
         optional(fields, "fallback", lambda n, p: r.choice(n, p, FALLBACKS), "defaults") or "none"
     )
@@ -192,7 +192,7 @@ def _board(r: NodeReader, node: Node, path: str, defaults: _Defaults) -> Board:
         or defaults.transport
         or LocalConfig()
     )
-    backend = optional(fields, "backend", lambda n, p: r.choice(n, p, BACKENDS), path)
+    backend = optional(fields, "backend", lambda n, p: r.choice(n, p, BOARD_BACKENDS), path)
     # Without a word from the file, a board on the local transport is a simulated one.
     backend = backend or defaults.backend or ("sim" if isinstance(transport, LocalConfig) else "hw")
     adapter = optional(
@@ -320,15 +320,9 @@ def _read_text(file: Path) -> str:
         ) from None
 
 
-def read_inventory(path: str | os.PathLike[str]) -> Inventory:
-    """Read and check the inventory file at ``path`` (offline: a labgrid coordinator is not
-    asked for the places of its ``labgrid`` section)."""
+def load_inventory(path: str | os.PathLike[str]) -> Inventory:
+    """Read and check the inventory file at ``path``, offline: a labgrid section's places are
+    not asked for here, the farm asks its coordinator
+    (:func:`harness.farm.labgrid_boards.resolve_labgrid_boards`)."""
     file = Path(path)
     return parse_inventory(_read_text(file), source=str(file), base=file.parent)
-
-
-def load_inventory(path: str | os.PathLike[str]) -> Inventory:
-    """Read and check the inventory file at ``path``: the same as :func:`read_inventory`. A
-    labgrid section's places are not asked for here: the farm asks its coordinator
-    (:func:`harness.farm.labgrid_boards.resolve_labgrid_boards`)."""
-    return read_inventory(path)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from npu_hil.harness.farm.inventory import VENDOR_OF, read_inventory
+from npu_hil.harness.farm.inventory import VENDOR_OF, load_inventory
 from npu_hil.harness.farm.starter import (
     BUILTIN_SOURCE,
     InventoryExistsError,
@@ -48,7 +48,7 @@ def test_init_writes_a_commented_inventory_that_reads_back(tmp_path: Path) -> No
     written = tmp_path / "inventory.yaml"
     text = written.read_text(encoding="utf-8")
     assert "key_file" in text and "password_env" in text  # the real-board lines, as comments
-    boards = read_inventory(written).boards
+    boards = load_inventory(written).boards
     assert [b.name for b in boards] == [b.name for b in builtin_inventory().boards]
 
 
