@@ -332,7 +332,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "harness.codec harness.report harness.labgrid harness.emulated",
         "harness.simkit",
         "targets",
-        "harness.models harness.diff harness.preflight",
+        "harness.models harness.diff harness.preflight harness.history",
         "harness.expect harness.sim harness.transport",
         "harness.agent",
         "harness.farm",

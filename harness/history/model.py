@@ -1,0 +1,122 @@
+"""The history's data: what one case measured in one run, the runs indexed, and what a baseline
+says about a new figure.
+
+On disk (all JSON, written atomically, private like the run folders):
+
+``<reports>/<run-id>/measurements.json`` — one run, small (no messages, no tracebacks)::
+
+    {"schema": 1, "run_id": "20261201T110524Z-d83c1e", "run_key": "9f0c...", "started": 1764...,
+     "complete": true,
+     "cases": [{"nodeid": "...[rk3588-01]", "board": "rk3588-01", "target": "rk3588",
+                "outcome": "passed", "ran_on": "sim",
+                "latency": {"p50_ms": 0.07, "p90_ms": ..., "p99_ms": ..., "min_ms": ...,
+                            "max_ms": ..., "jitter_ms": ..., "runs": 1, "source": "adapter"},
+                "accuracy": {"snr_db": 42.1, "cosine": 0.99998},
+                "noisy": ""}]}
+
+``latency`` is null when the case timed nothing; ``accuracy`` holds the worst output's figures
+(the lowest SNR and cosine over the case's outputs; an exact match is ``"inf"``, an all-zero
+tensor's cosine null) or is null; ``noisy`` says why the board's state moved during the timed
+runs (a temperature or frequency change), "" when it did not.
+
+``<reports>/history.json`` — the index, oldest first, the newest ``keep`` runs::
+
+    {"schema": 1, "keep": 200,
+     "runs": [{"run_id": ..., "run_key": ..., "started": ..., "complete": true,
+               "counts": {"passed": 170, "failed": 2, "error": 0, "skipped": 8}, "cases": 180}]}
+
+A run folder that has no measurements.json (older than the history, or crashed before its end)
+is simply not in the index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+MEASUREMENTS_FILE = "measurements.json"
+INDEX_FILE = "history.json"
+
+CaseKey = tuple[str, str]
+"""(board, nodeid): the unit a baseline, a trend and a flakiness rate are kept for. A case that
+ran on no board has board ``""``."""
+
+
+@dataclass(frozen=True)
+class CasePoint:
+    """One case in one run."""
+
+    run_id: str
+    nodeid: str
+    board: str
+    target: str
+    outcome: str
+    ran_on: str  # "hw", "sim" or "" (skipped, unreachable)
+    latency: dict[str, Any] | None = None
+    accuracy: dict[str, Any] | None = None
+    noisy: str = ""
+
+    @property
+    def key(self) -> CaseKey:
+        return (self.board, self.nodeid)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        del data["run_id"]  # the run's file says it once
+        return data
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    """One run in the index."""
+
+    run_id: str
+    run_key: str
+    started: float
+    complete: bool
+    counts: dict[str, int] = field(default_factory=dict)
+    cases: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Band:
+    """A baseline: the median of a figure over earlier runs and the band a new value may fall in
+    (``median ± max(k · 1.4826 · MAD, floor)``), with the runs it was built from."""
+
+    metric: str
+    median: float
+    low: float
+    high: float
+    mad: float
+    k: float
+    runs: tuple[str, ...]  # run ids, oldest first
+
+    def text(self) -> str:
+        return (
+            f"baseline {self.median:.4g} (band {self.low:.4g}..{self.high:.4g}, "
+            f"k={self.k:g}, MAD {self.mad:.3g}, from {len(self.runs)} run"
+            f"{'s' if len(self.runs) != 1 else ''}: {', '.join(self.runs)})"
+        )
+
+
+@dataclass(frozen=True)
+class Regression:
+    """A figure outside its baseline's band.
+
+    ``severity``: ``failure`` (a perf test's latency), ``warning`` (any other case), or
+    ``noisy`` (the board's state moved during the runs: reported, never failing)."""
+
+    board: str
+    nodeid: str
+    metric: str  # "p50_ms", "p99_ms", "snr_db", "cosine" ...
+    value: float
+    band: Band
+    severity: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
