@@ -15,6 +15,9 @@ One feature per module, each with its own options, hooks and state:
   ``--hil-retries``, ``--hil-breaker``, the markers: the farm, parametrisation over boards, the
   ``board`` fixture;
 - :mod:`harness.plugin.perf` — the ``perf`` marker: runs, warm-up and latency thresholds;
+- :mod:`harness.plugin.history` — ``--baseline-runs``, ``--baseline-k``, ``--baseline-floor``,
+  ``--history-keep``, ``--no-baseline``: each case against its baseline, the run kept in the
+  history;
 - :mod:`harness.plugin.run` — the ``run_model`` fixture and :func:`assert_run_ok`;
 - :mod:`harness.plugin.simfarm` — ``--simfarm``: the board tests over real SSH and serial links.
 
@@ -40,6 +43,7 @@ pytest_plugins = [
     "npu_hil.harness.plugin.records",
     "npu_hil.harness.plugin.farm",
     "npu_hil.harness.plugin.perf",
+    "npu_hil.harness.plugin.history",
     "npu_hil.harness.plugin.run",
     "npu_hil.harness.plugin.simfarm",
 ]

@@ -99,7 +99,16 @@ class ItemInfo:
         props.update(latency_properties(record.latency))
         props.update(board_state_properties(record.board_state))
         props.update(accuracy_properties(record.tensors))
+        props.update(regression_properties(record.regressions))
         return props
+
+
+def regression_properties(regressions: list[dict[str, Any]]) -> dict[str, str]:
+    """``regression.<metric>``: each finding's message, its severity first."""
+    return {
+        f"regression.{f.get('metric')}": f"{f.get('severity')}: {f.get('message')}"
+        for f in regressions
+    }
 
 
 INFO_KEY = pytest.StashKey[ItemInfo]()
@@ -156,6 +165,12 @@ def staging_dir(config: pytest.Config) -> Path:
     named = os.environ.get(RUN_DIR_ENV)
     run_dir = Path(named) if named else reports_root(config) / run_id(config)
     return run_dir / ARTIFACTS
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from npu_hil.harness.plugin import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -294,7 +309,11 @@ class RunCollector:
                 stopped=bool(session.shouldfail or session.shouldstop),
             ),
         }
-        write_run(state.run_dir, state.records, meta)
+        # After the meta (whether the run is complete), before the report that shows it.
+        history = config.hook.pytest_npu_hil_run_end(
+            config=config, run_dir=state.run_dir, records=state.records, meta=meta
+        )
+        write_run(state.run_dir, state.records, meta, history=history)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.state.failure is not None:

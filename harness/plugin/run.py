@@ -23,6 +23,7 @@ from npu_hil.harness.diff.accuracy import AccuracyError, Thresholds, thresholds_
 from npu_hil.harness.farm.breaker import BoardBrokenError
 from npu_hil.harness.farm.recovery import breaker_event
 from npu_hil.harness.plugin.assertion import assert_run_ok
+from npu_hil.harness.plugin.history import check_run, fail_on
 from npu_hil.harness.plugin.perf import PerfSpec, check_latency, perf_spec
 from npu_hil.harness.plugin.records import ItemInfo, artifact_path, item_info, staging_dir
 from npu_hil.harness.report.records import TensorFinding
@@ -83,7 +84,9 @@ class RunModel:
         (``outputs``, ``tolerance``, ``padding``, ``input_layout``, ``faults``, ``runs``,
         ``warmup``, ``accuracy``: a test's own thresholds, over its ``accuracy`` marker's). Under
         a ``perf`` marker its runs and warm-up are the default, and a figure over its thresholds
-        fails the test."""
+        fails the test. Every run's figures are checked against the case's baseline
+        (:mod:`harness.plugin.history`): outside its band, a perf test's latency (or, with
+        accuracy thresholds, an accuracy figure) fails the test, anything else is a warning."""
         from npu_hil.harness.pipeline import run_model
 
         session = self.session
@@ -108,8 +111,15 @@ class RunModel:
             record.board_events.append(breaker_event(exc.message))
             raise
         self._record(run)
+        # Every figure against its baseline first, so the record has the findings even when a
+        # threshold below fails the test.
+        findings = check_run(
+            self.config, self.info, perf=self.perf is not None,
+            accuracy_thresholds=limits is not None,
+        )  # fmt: skip
         if self.perf is not None:
             check_latency(run.latency, self.perf, f"{run.model} on {run.board}")
+        fail_on(findings)
         return run
 
     def _record(self, run: ModelRun) -> None:

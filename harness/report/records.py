@@ -122,6 +122,9 @@ class TestRecord:
     # state before and after its timed runs; empty when the test measured nothing.
     latency: dict[str, Any] = field(default_factory=dict)
     board_state: dict[str, Any] = field(default_factory=dict)
+    # Figures outside their baseline's band (harness.history.model.Regression as a dict: board,
+    # nodeid, metric, value, band, severity, message); empty when none was, or no baseline.
+    regressions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def provenance(self) -> str:

@@ -1,5 +1,6 @@
 """summary.json: counts per outcome, per board, per target, where the cases ran, board health,
-every output's accuracy figures against the float reference, and every record.
+every output's accuracy figures against the float reference, every finding against the
+baselines (and the runs they came from), and every record.
 
 Where a case ran is its :attr:`TestRecord.provenance`: ``hardware`` only for a case a hardware
 board ran, ``simulated`` for a simulated board (a fallback included), ``not run`` for the rest
@@ -101,7 +102,21 @@ def _accuracy(records: Sequence[TestRecord]) -> list[dict[str, Any]]:
     return rows
 
 
-def build_summary(records: Sequence[TestRecord], meta: Mapping[str, Any]) -> dict[str, Any]:
+def _regressions(records: Sequence[TestRecord]) -> list[dict[str, Any]]:
+    """Every baseline finding of the run (board, nodeid, metric, value, band, severity,
+    message), in the records' order."""
+    return [dict(finding) for record in records for finding in record.regressions]
+
+
+def build_summary(
+    records: Sequence[TestRecord],
+    meta: Mapping[str, Any],
+    *,
+    history: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The run's summary; ``history`` is its ``history`` entry (``baseline_runs``: the earlier
+    runs the baselines came from, ``indexed_runs``: how many runs the index holds), None when
+    not known."""
     totals = _zero()
     per_board: dict[str, dict[str, Any]] = {}
     per_target: dict[str, dict[str, int]] = {}
@@ -152,5 +167,7 @@ def build_summary(records: Sequence[TestRecord], meta: Mapping[str, Any]) -> dic
         "board_health": _health(records),
         "latency": latency_table(records),
         "accuracy": _accuracy(records),
+        "regressions": _regressions(records),
+        "history": dict(history) if history is not None else None,
         "records": [r.to_dict() for r in records],
     }

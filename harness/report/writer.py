@@ -56,9 +56,15 @@ def _dedupe(records: Sequence[TestRecord]) -> list[TestRecord]:
 
 
 def write_run(
-    run_dir: str | Path, records: Sequence[TestRecord] | None, meta: Mapping[str, Any]
+    run_dir: str | Path,
+    records: Sequence[TestRecord] | None,
+    meta: Mapping[str, Any],
+    *,
+    history: Mapping[str, Any] | None = None,
 ) -> None:
-    """Write every report file of the run; ``records=None`` reads them from records.jsonl."""
+    """Write every report file of the run; ``records=None`` reads them from records.jsonl.
+    ``history``: summary.json's ``history`` (the baseline's runs, how many runs are indexed),
+    None when the run's history is not known (a report rebuilt after a crash)."""
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
     chosen = [scrubbed(r) for r in _dedupe(load_records(path) if records is None else records)]
@@ -66,7 +72,7 @@ def write_run(
     # ``scrubbed``, the meta (command line, paths) and the comparison (past runs' summaries,
     # maybe written by an older harness) here.
     full_meta = clean_value({"run_id": path.name, **dict(meta)})
-    summary = build_summary(chosen, full_meta)
+    summary = build_summary(chosen, full_meta, history=history)
     comparison = clean_value(build_comparison(path, chosen, full_meta))
     summary["comparison"] = {
         k: len(v)

@@ -50,7 +50,9 @@ def test_bad_marker(run_model):
 
 
 def _run_dir(project: pytest.Pytester) -> Path:
-    (run,) = [p for p in (project.path / "reports").iterdir() if not p.name.startswith(".")]
+    (run,) = [
+        p for p in (project.path / "reports").iterdir() if p.is_dir() and not p.name.startswith(".")
+    ]
     return run
 
 

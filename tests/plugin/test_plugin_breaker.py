@@ -29,7 +29,9 @@ def test_case(board, run_model, n):
 
 
 def _records(project: pytest.Pytester) -> dict[str, dict[str, object]]:
-    (run_dir,) = [p for p in (project.path / "reports").iterdir() if not p.name.startswith(".")]
+    (run_dir,) = [
+        p for p in (project.path / "reports").iterdir() if p.is_dir() and not p.name.startswith(".")
+    ]
     lines = (run_dir / "records.jsonl").read_text().splitlines()
     return {r["nodeid"].split("::")[1]: r for r in map(json.loads, lines)}
 
@@ -63,7 +65,11 @@ def test_killed_agents_trip_the_breaker_and_are_errors(pytester: pytest.Pytester
         assert any(e.startswith("circuit breaker open: ") for e in later["board_events"])
     assert all(records[f"test_case[good-01-{n}]"]["outcome"] == "passed" for n in range(1, 5))
 
-    (run_dir,) = [p for p in (pytester.path / "reports").iterdir() if not p.name.startswith(".")]
+    (run_dir,) = [
+        p
+        for p in (pytester.path / "reports").iterdir()
+        if p.is_dir() and not p.name.startswith(".")
+    ]
     summary = json.loads((run_dir / "summary.json").read_text())
     events = {e["event"]: e["cases"] for e in summary["board_health"]["bad-01"]}
     assert [n for e, n in events.items() if e.startswith("circuit breaker open")] == [3]
@@ -102,6 +108,10 @@ def test_a_retried_pass_keeps_what_was_retried(pytester: pytest.Pytester) -> Non
     record = _records(pytester)["test_flaky[bad-01]"]
     assert record["outcome"] == "passed"
     assert len(record["retried"]) == 1 and "killed by SIGKILL" in record["retried"][0]
-    (run_dir,) = [p for p in (pytester.path / "reports").iterdir() if not p.name.startswith(".")]
+    (run_dir,) = [
+        p
+        for p in (pytester.path / "reports").iterdir()
+        if p.is_dir() and not p.name.startswith(".")
+    ]
     html = (run_dir / "report.html").read_text()
     assert "retried 1x after" in html and "killed by SIGKILL" in html

@@ -48,7 +48,9 @@ def umask_022() -> Iterator[None]:
 
 
 def _run_dir(project: pytest.Pytester) -> Path:
-    runs = [p for p in (project.path / "reports").iterdir() if not p.name.startswith(".")]
+    runs = [
+        p for p in (project.path / "reports").iterdir() if p.is_dir() and not p.name.startswith(".")
+    ]
     assert len(runs) == 1, runs
     return runs[0]
 

@@ -39,7 +39,9 @@ def test_script_style(run_model):
 
 
 def _run_dir(project: pytest.Pytester) -> Path:
-    (run,) = [p for p in (project.path / "reports").iterdir() if not p.name.startswith(".")]
+    (run,) = [
+        p for p in (project.path / "reports").iterdir() if p.is_dir() and not p.name.startswith(".")
+    ]
     return run
 
 

@@ -40,7 +40,9 @@ boards:
 
 
 def _run_dir(project: pytest.Pytester) -> Path:
-    runs = [p for p in (project.path / "reports").iterdir() if not p.name.startswith(".")]
+    runs = [
+        p for p in (project.path / "reports").iterdir() if p.is_dir() and not p.name.startswith(".")
+    ]
     assert len(runs) == 1, runs
     return runs[0]
 
@@ -145,12 +147,12 @@ def test_baseline_is_the_last_complete_run_of_the_same_kind(project: pytest.Pyte
 
     def run(*args: str) -> tuple[Path, dict[str, object]]:
         before = (
-            set((project.path / "reports").glob("*"))
+            set((project.path / "reports").glob("*T*Z-*"))
             if (project.path / "reports").exists()
             else set()
         )
         project.runpytest(*args)
-        (new,) = set((project.path / "reports").glob("*")) - before
+        (new,) = set((project.path / "reports").glob("*T*Z-*")) - before
         return new, json.loads((new / "comparison.json").read_text())
 
     first, first_cmp = run()

@@ -24,7 +24,11 @@ def test_other(board):
 
 def _run_dirs(project: pytest.Pytester) -> list[Path]:
     root = project.path / "reports"
-    return [p for p in root.iterdir() if not p.name.startswith(".")] if root.exists() else []
+    return (
+        [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+        if root.exists()
+        else []
+    )
 
 
 @pytest.mark.parametrize(

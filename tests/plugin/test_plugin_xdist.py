@@ -43,7 +43,9 @@ def test_two_workers_never_hold_one_board_at_once(project: pytest.Pytester) -> N
     ordered = sorted(intervals, key=lambda i: i["start"])
     for before, after in itertools.pairwise(ordered):
         assert before["end"] <= after["start"], (before, after)
-    runs = [p for p in (project.path / "reports").iterdir() if not p.name.startswith(".")]
+    runs = [
+        p for p in (project.path / "reports").iterdir() if p.is_dir() and not p.name.startswith(".")
+    ]
     assert len(runs) == 1
     records = (runs[0] / "records.jsonl").read_text().splitlines()
     assert len(records) == 6
@@ -87,7 +89,7 @@ def test_worker_heatmaps_land_in_the_run_folder_the_message_names(
     )
     result = project.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=4)
-    (run_dir,) = [p for p in (project.path / "reports").iterdir()]
+    (run_dir,) = [p for p in (project.path / "reports").iterdir() if p.is_dir()]
     named = set(re.findall(r"heatmap: (\S+\.png)", result.stdout.str()))
     assert named, result.stdout.str()[-2000:]
     for path in named:

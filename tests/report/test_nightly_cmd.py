@@ -93,7 +93,9 @@ def test_nightly_exit_code_is_pytests_and_compares_with_last_night(tmp_path: Pat
     assert other.returncode == 1 and "no comparison: no earlier complete run" in other.stdout
     proc = _nightly(cwd, BREAK="1")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    runs = sorted(p for p in (cwd / "reports").iterdir() if not p.name.startswith("."))
+    runs = sorted(
+        p for p in (cwd / "reports").iterdir() if p.is_dir() and not p.name.startswith(".")
+    )
     assert f"since {runs[0].name} (started " in proc.stdout
     assert "1 new failures" in proc.stdout
     comparison = json.loads((runs[-1] / "comparison.json").read_text())

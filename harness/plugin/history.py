@@ -1,0 +1,222 @@
+"""Baselines: each case's latency and accuracy against the same case in the last K complete runs
+of the same run key, and the run kept in the history for the runs after it.
+
+``--baseline-runs K``, ``--baseline-k``, ``--baseline-floor PERCENT``: how the band is made
+(:mod:`harness.history.baseline`); ``--no-baseline``: no comparison (the run is still kept);
+``--history-keep N``: how many runs the index keeps.
+
+Each process (pytest-xdist workers too) loads the history once, when its first model run is
+evaluated; the run key comes from the controller so that every process compares with the same
+runs. :func:`check_run` is called by the ``run_model`` fixture after each run, where a failure
+can still fail the test; its findings go into the test's record (``regressions``), its JUnit
+properties (``regression.<metric>``), summary.json and the terminal's summary. At the end of the
+session the controller writes the run's ``measurements.json`` and updates the index
+(:func:`pytest_npu_hil_run_end`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from npu_hil.harness.history.baseline import Settings, evaluate, finding_dict
+from npu_hil.harness.history.model import Regression
+from npu_hil.harness.history.points import case_point, run_entry, run_points
+from npu_hil.harness.history.store import DEFAULT_KEEP, History, load_history, update_index
+from npu_hil.harness.plugin.records import RUN_KEY, ItemInfo, reports_root, run_id
+from npu_hil.harness.report.records import TestRecord
+
+__all__ = ["BaselineRegression", "check_run", "fail_on", "regression_lines"]
+
+RUN_KEY_INPUT = "npu_hil_run_key"
+
+
+class BaselineRegression(AssertionError):
+    """A figure outside its baseline's band in a test that fails on it (a perf test's latency,
+    an accuracy figure of a test with accuracy thresholds): a failure, not an error."""
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+def _non_negative(text: str) -> float:
+    value = float(text)
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(text)
+    return value
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("npu-hil")
+    group.addoption(
+        "--baseline-runs",
+        metavar="K",
+        type=_positive_int,
+        default=10,
+        help="a case's baseline is made from the last K complete runs of the same suite, "
+        "inventory and selection (default: 10)",
+    )
+    group.addoption(
+        "--baseline-k",
+        metavar="K",
+        type=_non_negative,
+        default=3.0,
+        help="the band is median ± k · 1.4826 · MAD (default: 3)",
+    )
+    group.addoption(
+        "--baseline-floor",
+        metavar="PERCENT",
+        type=_non_negative,
+        default=10.0,
+        help="a latency band is at least this percentage of the median wide (default: 10)",
+    )
+    group.addoption(
+        "--history-keep",
+        metavar="N",
+        type=_positive_int,
+        default=DEFAULT_KEEP,
+        help=f"the history index keeps the newest N runs (default: {DEFAULT_KEEP})",
+    )
+    group.addoption(
+        "--no-baseline",
+        action="store_true",
+        default=False,
+        help="compare no figure with earlier runs (the run is still kept in the history)",
+    )
+
+
+def settings_of(config: pytest.Config) -> Settings:
+    return Settings(
+        k=float(config.getoption("baseline_k")),
+        runs=int(config.getoption("baseline_runs")),
+        latency_floor_percent=float(config.getoption("baseline_floor")),
+    )
+
+
+def history_place(config: pytest.Config) -> tuple[Path, str]:
+    """The reports root the history lives in and this run's id there: ``npu-hil nightly``
+    names the run folder itself (its parent is the root), a plain run has ``<reports>/<id>``."""
+    from npu_hil.harness.report.runs import RUN_DIR_ENV
+
+    named = os.environ.get(RUN_DIR_ENV)
+    if named:
+        path = Path(named).resolve()
+        return path.parent, path.name
+    return reports_root(config), run_id(config)
+
+
+def _run_key(config: pytest.Config) -> str:
+    workerinput: dict[str, Any] = getattr(config, "workerinput", {})
+    if workerinput.get(RUN_KEY_INPUT):
+        return str(workerinput[RUN_KEY_INPUT])
+    from npu_hil.harness.plugin.runmeta import config_run_kind
+    from npu_hil.harness.report.runmeta import run_key
+
+    return run_key(config_run_kind(config))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist, controller side: every worker compares with the controller's run key."""
+    node.workerinput[RUN_KEY_INPUT] = _run_key(node.config)
+
+
+@dataclass
+class Baselines:
+    """This process's view of the earlier runs, loaded once."""
+
+    history: History
+    settings: Settings
+
+
+BASELINES_KEY = pytest.StashKey[Baselines]()
+
+
+def baselines(config: pytest.Config) -> Baselines:
+    """The earlier runs of this run's kind (none under ``--no-baseline``), loaded on first use."""
+    found = config.stash.get(BASELINES_KEY, None)
+    if found is None:
+        settings = settings_of(config)
+        if config.getoption("no_baseline"):
+            history = History()
+        else:
+            root, this_run = history_place(config)
+            history = load_history(root, _run_key(config), limit=settings.runs, before=this_run)
+        found = config.stash[BASELINES_KEY] = Baselines(history, settings)
+    return found
+
+
+def check_run(
+    config: pytest.Config, info: ItemInfo, *, perf: bool, accuracy_thresholds: bool
+) -> list[Regression]:
+    """Evaluate the test's record as it stands (the last model run's latency, every output's
+    accuracy so far) against the case's earlier points; the findings replace the record's
+    ``regressions`` (:func:`fail_on` raises for the failing ones)."""
+    if config.getoption("no_baseline"):
+        return []
+    known = baselines(config)
+    record = info.record
+    point = case_point(replace(record, outcome="passed"), "")
+    findings = evaluate(
+        point,
+        known.history.series(point.key),
+        perf=perf,
+        accuracy_thresholds=accuracy_thresholds,
+        settings=known.settings,
+    )
+    record.regressions = [finding_dict(f) for f in findings]
+    return findings
+
+
+def fail_on(findings: list[Regression]) -> None:
+    """Raise :class:`BaselineRegression` naming every failing finding (figure, band, runs)."""
+    failing = [f for f in findings if f.severity == "failure"]
+    if failing:
+        raise BaselineRegression(
+            "regression against the baseline: " + "; ".join(f.message for f in failing)
+        )
+
+
+def pytest_npu_hil_run_end(
+    config: pytest.Config, run_dir: Path, records: list[TestRecord], meta: dict[str, Any]
+) -> dict[str, Any]:
+    """Controller, end of the session: ``<run>/measurements.json`` and the index entry for the
+    run (complete or not, as ``meta`` says); returns summary.json's ``history``."""
+    from npu_hil.harness.history.store import write_measurements
+
+    points = run_points(records, run_dir.name)
+    entry = run_entry({**meta, "run_id": run_dir.name}, points, config.stash[RUN_KEY].started)
+    write_measurements(run_dir, entry, points)
+    kept = update_index(run_dir.parent, entry, keep=int(config.getoption("history_keep")))
+    return {
+        "baseline_runs": [r.run_id for r in baselines(config).history.runs],
+        "indexed_runs": len(kept),
+    }
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    state = config.stash.get(RUN_KEY, None)
+    for number, line in enumerate(regression_lines(state.records if state else [])):
+        terminalreporter.write_line(line, yellow=True, bold=number == 0)
+
+
+def regression_lines(records: list[TestRecord]) -> list[str]:
+    """The terminal's lines for the run's findings: a count, then one line each."""
+    findings = [f for r in records for f in r.regressions]
+    if not findings:
+        return []
+    by = {s: sum(f.get("severity") == s for f in findings) for s in ("failure", "warning", "noisy")}
+    head = (
+        f"npu-hil: {len(findings)} regression finding{'s' if len(findings) != 1 else ''} "
+        f"against the baseline ({by['failure']} failing, {by['warning']} warnings, "
+        f"{by['noisy']} noisy)"
+    )
+    return [head, *(f"  {f.get('severity')}: {f.get('message')}" for f in findings)]

@@ -1,0 +1,20 @@
+"""The plugin's own hooks: what a feature may add to the run's report without the records
+feature knowing the feature (records read none of them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from npu_hil.harness.report.records import TestRecord
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_npu_hil_run_end(
+    config: pytest.Config, run_dir: Path, records: list[TestRecord], meta: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Controller, end of the session, after the run's meta is known (``meta["complete"]``) and
+    before its report is written: keep what the run measured; the result is summary.json's
+    ``history`` (the first one given)."""
