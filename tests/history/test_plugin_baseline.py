@@ -167,3 +167,17 @@ def test_a_noisy_board_is_reported_as_noisy_not_failed(project: pytest.Pytester)
         assert "noisy, not failing: thermal_zone0 rose 7.0 °C during the runs" in finding["message"]
     kept = json.loads((second / "measurements.json").read_text())
     assert all(c["noisy"] == "thermal_zone0 rose 7.0 °C during the runs" for c in kept["cases"])
+
+
+def test_xdist_workers_compare_with_the_controllers_runs(project: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    project.makepyfile(TESTS)
+    project.runpytest().assert_outcomes(passed=2)
+    (first,) = _runs(project)
+    _slow_down_the_first(first, 1000.0)
+    result = project.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    _, second = _runs(project)
+    summary = _summary(second)
+    assert summary["history"] == {"baseline_runs": [first.name], "indexed_runs": 2}
+    assert sorted(f["severity"] for f in summary["regressions"]) == ["failure", "warning"]
