@@ -181,3 +181,21 @@ def test_xdist_workers_compare_with_the_controllers_runs(project: pytest.Pyteste
     summary = _summary(second)
     assert summary["history"] == {"baseline_runs": [first.name], "indexed_runs": 2}
     assert sorted(f["severity"] for f in summary["regressions"]) == ["failure", "warning"]
+
+
+def test_only_complete_runs_of_the_same_kind_are_baselines(project: pytest.Pytester) -> None:
+    project.makepyfile(TESTS + "\n@pytest.mark.soc('rk3588')\ndef test_zfail(board):\n    1/0\n")
+    project.runpytest("-x").assert_outcomes(passed=2, failed=1)  # stopped: not complete
+    project.runpytest("-k", "test_plain").assert_outcomes(passed=1)  # another selection
+    stopped, other = _runs(project)
+    index = json.loads((project.path / "reports" / "history.json").read_text())
+    assert [(r["run_id"], r["complete"]) for r in index["runs"]] == [
+        (stopped.name, False),
+        (other.name, True),
+    ]
+    wide = ("--baseline-floor", "2000")  # the host's wall time: see the clean run's test
+    project.runpytest(*wide).assert_outcomes(passed=2, failed=1)
+    third = _runs(project)[-1]
+    assert _summary(third)["history"] == {"baseline_runs": [], "indexed_runs": 3}
+    project.runpytest(*wide).assert_outcomes(passed=2, failed=1)
+    assert _summary(_runs(project)[-1])["history"]["baseline_runs"] == [third.name]
