@@ -199,3 +199,42 @@ def test_only_complete_runs_of_the_same_kind_are_baselines(project: pytest.Pytes
     assert _summary(third)["history"] == {"baseline_runs": [], "indexed_runs": 3}
     project.runpytest(*wide).assert_outcomes(passed=2, failed=1)
     assert _summary(_runs(project)[-1])["history"]["baseline_runs"] == [third.name]
+
+
+ACCURACY_TESTS = """
+import numpy as np
+import pytest
+
+X = {"input": np.arange(60, dtype=np.uint8).reshape(1, 3, 4, 5)}
+
+@pytest.mark.soc("rk3588")
+def test_plain(run_model):
+    run_model("identity", X)
+
+@pytest.mark.soc("rk3588")
+@pytest.mark.accuracy(snr_db_min=10.0)
+def test_with_thresholds(run_model):
+    run_model("identity", X)
+"""
+
+
+def test_an_accuracy_drop_warns_and_fails_a_test_with_thresholds(project: pytest.Pytester) -> None:
+    project.makepyfile(ACCURACY_TESTS)
+    wide = ("--baseline-floor", "2000")  # latency is not under test here
+    project.runpytest(*wide).assert_outcomes(passed=2)
+    (first,) = _runs(project)
+    path = first / "measurements.json"
+    doc = json.loads(path.read_text())
+    assert all(isinstance(c["accuracy"]["snr_db"], float) for c in doc["cases"])
+    for case in doc["cases"]:
+        case["accuracy"]["snr_db"] = "inf"  # as if the first run had matched exactly
+    path.write_text(json.dumps(doc))
+
+    result = project.runpytest(*wide)
+    result.assert_outcomes(passed=1, failed=1)
+    records = _records(_runs(project)[-1])
+    plain, strict = records["test_plain[rk3588-01]"], records["test_with_thresholds[rk3588-01]"]
+    assert [(f["metric"], f["severity"]) for f in plain["regressions"]] == [("snr_db", "warning")]
+    assert [(f["metric"], f["severity"]) for f in strict["regressions"]] == [("snr_db", "failure")]
+    assert strict["outcome"] == "failed" and "below its baseline inf" in strict["message"]
+    assert plain["regressions"][0]["band"]["median"] == "inf"
