@@ -5,7 +5,9 @@ A worker (or a run without pytest-xdist) builds the record when the test's teard
 made and hangs it on that report as ``npu_hil_record``: pytest-xdist ships every attribute of a
 report to the controller, so records reach the controller the way outcomes do. The controller
 appends each record to ``<run>/records.jsonl`` as it arrives (a crashed run keeps what completed)
-and calls ``write_run`` at the end. Nothing is written when no test used a board.
+and calls ``write_run`` at the end, after the ``pytest_npu_hil_run_end`` hook
+(:mod:`harness.plugin.hookspecs`: the history keeps the run there and gives summary.json its
+``history``). Nothing is written when no test used a board.
 
 Records are fed in one direction: the farm and run features fill a test's record as they learn
 (:func:`item_info`), the outcomes feature says how each phase counts
