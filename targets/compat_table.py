@@ -59,6 +59,8 @@ class TargetRow:
     file names another platform: reported as a warning, not refused."""
     source: str
     extras: dict[str, Any]
+    same_program_source: str = ""
+    """What shows that the program is the same (a measurement, a document)."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,16 @@ def load_table(
         item = check.mapping(
             raw,
             label,
-            {"target", "platforms", "same_program", "source", "chip_id", "march", "note"},
+            {
+                "target",
+                "platforms",
+                "same_program",
+                "same_program_source",
+                "source",
+                "chip_id",
+                "march",
+                "note",
+            },
         )
         target = check.text(item.get("target"), f"{label}.target")
         label = f"{label} ({target})"
@@ -131,8 +142,15 @@ def load_table(
         if set(platforms) & set(same):
             check.fail(label, "a platform is both loaded and only 'same_program'")
         source = check.text(item.get("source"), f"{label}.source")
+        same_source = ""
+        if same:
+            same_source = check.text(
+                item.get("same_program_source"), f"{label}.same_program_source"
+            )
+        elif "same_program_source" in item:
+            check.fail(label, "same_program_source without same_program")
         extras: dict[str, Any] = {k: item[k] for k in ("chip_id", "march", "note") if k in item}
-        rows[target] = TargetRow(target, platforms, same, source, extras)
+        rows[target] = TargetRow(target, platforms, same, source, extras, same_source)
     rules: list[Rule] = []
     for number, raw in enumerate(check.sequence(top.get("rules", []), "rules")):
         label = f"rules[{number}]"

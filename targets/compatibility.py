@@ -141,7 +141,7 @@ def _platform(info: ArtifactInfo, target: str, table: CompatTable) -> Finding:
             f"{info.name} is built for {', '.join(built)}, the board is {target}: the compiler "
             "writes the same program for both, but whether the runtime accepts the other "
             "platform's name was not measured",
-            row.source,
+            row.same_program_source,
         )
     return Finding(
         "target-platform",
