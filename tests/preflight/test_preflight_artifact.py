@@ -65,3 +65,23 @@ def test_cli(tmp_path: Path) -> None:
     bad = cli("--target", "rk3588", str(tmp_path / "bad.rknn"))
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert "not a compiled RKNN model" in bad.stderr + bad.stdout
+
+
+def test_a_nef_and_a_horizon_model_report_what_cannot_be_read(tmp_path: Path) -> None:
+    import struct
+    import zlib
+
+    content = struct.pack("<I", 8) + bytes(range(200))
+    nef = tmp_path / "m.nef"
+    nef.write_bytes(content + struct.pack("<I", zlib.crc32(content)))
+    report = preflight(nef, "kl730", board_versions={"firmware": "2.2.0.0"})
+    assert report.ok
+    assert [f.message.split(":")[:2] for f in report.findings] == [
+        ["target-platform", " unknown"],
+        ["runtime", " unknown"],
+    ]
+    assert any(n.startswith("not read: target chip and toolchain version") for n in report.notes)
+    model = tmp_path / "m.bin"
+    model.write_bytes(b"\x01compiled")
+    horizon = preflight(model, "rdk-x5")
+    assert horizon.ok and "bayes-e" in horizon.findings[0].message
