@@ -28,7 +28,7 @@ from typing import Any
 
 import onnx
 
-from npu_hil.harness.errors import DeviceError, ProtocolError
+from npu_hil.harness.errors import NpuHilError, TransportError
 from npu_hil.harness.farm.session import BoardSession
 from npu_hil.harness.models import ManifestError
 from npu_hil.targets.artifact import ArtifactInfo, read_artifact
@@ -72,7 +72,9 @@ def board_versions(session: BoardSession) -> dict[str, Any]:
     A lost link is the caller's (retried like any infrastructure failure)."""
     try:
         return dict(session.client.versions(session.adapter, session.adapter_options))
-    except (DeviceError, ProtocolError) as exc:
+    except TransportError:
+        raise
+    except NpuHilError as exc:  # the adapter refused (a DeviceError, an unsupported option...)
         log.info("%s: the %s adapter reported no versions: %s", session.name, session.adapter, exc)
         return {}
 

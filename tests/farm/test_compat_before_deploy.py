@@ -170,3 +170,21 @@ def test_a_simulated_run_of_a_model_without_an_artifact_has_no_findings(farm: Fa
     x = {"input": np.random.default_rng(0).integers(0, 255, (1, 3, 4, 8)).astype(np.uint8)}
     run = run_model(farm.session("rk3566-01"), "identity", x)
     assert run.ok and run.compatibility == ()
+
+
+class SilentAgent(FakeAgent):
+    """An adapter that cannot say its versions (the agent answers with a DeviceError)."""
+
+    def versions(self, adapter: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        self.asked.append(adapter)
+        raise DeviceError("rknn_native: librknnrt.so not found")
+
+
+def test_an_adapter_that_cannot_say_its_versions_leaves_the_runtime_unknown(farm: Farm) -> None:
+    agent = SilentAgent({})
+    session = dataclasses.replace(
+        farm.session("rk3588-01"), simulated=False, adapter="rknn_native", client=agent
+    )
+    with pytest.raises(Deployed):  # the target matches; the runtime is unknown, not refused
+        run_model(session, "probe", INPUT)
+    assert agent.asked == ["rknn_native"] and len(agent.jobs) == 1
