@@ -18,12 +18,12 @@ def add_parser(sub: Any) -> None:
     )
     parser.add_argument("--target", required=True)
     parser.add_argument(
-        "model", type=Path, help="the model (.onnx), or a compiled model (.rknn, .nef, .bin/.hbm)"
+        "model", type=Path, help="the model (.onnx), or a model compiled by the target's toolkit"
     )
     parser.add_argument(
         "--runtime-version",
         default=None,
-        help="a compiled model: the board runtime's version (librknnrt 1.6.0), checked against "
+        help="a compiled model: the version of the board's runtime (1.6.0), checked against "
         "the toolkit that built the model (default: unknown, reported as such)",
     )
     parser.add_argument("--first-layer", choices=("int8", "float16"), default=None)
