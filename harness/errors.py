@@ -77,3 +77,22 @@ class UnsafeFolderError(NpuHilError):
     one this user alone controls: a symlink, owned by another user, or writable by group or
     others. The message names the folder, its owner and its mode. Never retried and never a
     reason to fall back to a simulated board: another user's folder stays theirs."""
+
+
+class CompatibilityError(NpuHilError):
+    """A compiled model and a board that do not go together (the artifact was built for another
+    target platform, the board's runtime is older than the toolkit that built it), found before
+    anything is deployed; or a compiled artifact that is not what its name claims. The message
+    names the model, what it was built by and for, the board and what it runs; ``findings``
+    holds the checks that refused it (plain dicts: ``check``, ``status``, ``message``,
+    ``source``)."""
+
+    def __init__(self, message: str, *, findings: tuple[dict[str, str], ...] = ()) -> None:
+        super().__init__(message)
+        self.findings = findings
+
+
+class ArtifactError(CompatibilityError):
+    """A compiled model file that is not what its suffix claims: the wrong magic, a header or
+    model-info block cut short or out of bounds, a model-info block that is not the JSON the
+    toolkit writes. The message names the file, what was expected and at which offset."""

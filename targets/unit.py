@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -136,6 +137,12 @@ class Vendor:
     """The board adapter a real board of this vendor runs by default."""
     artifact_suffixes: tuple[str, ...] = ()
     """The compiled-model file suffixes of this vendor's toolchain."""
+    read_artifact: Callable[[Path], Any] | None = None
+    """Reads a compiled model's own version and target fields (an
+    :class:`~npu_hil.targets.artifact.ArtifactInfo`), bounded; a file that is not one is an
+    ArtifactError."""
+    compatibility: Path | None = None
+    """The vendor's compatibility table (:mod:`npu_hil.targets.compat_table`)."""
     forensic_variants: VariantFinder | None = None
     fault_variants: FaultVariants | None = None
     enum_prefixes: tuple[str, ...] = ()

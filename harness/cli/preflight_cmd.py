@@ -11,9 +11,21 @@ from npu_hil.harness.preflight import preflight
 
 
 def add_parser(sub: Any) -> None:
-    parser = sub.add_parser("preflight", help="check an ONNX model against a target's tables")
+    parser = sub.add_parser(
+        "preflight",
+        help="check an ONNX model against a target's tables, or a compiled model's "
+        "compatibility with a board of the target",
+    )
     parser.add_argument("--target", required=True)
-    parser.add_argument("model", type=Path, help="the model (.onnx)")
+    parser.add_argument(
+        "model", type=Path, help="the model (.onnx), or a model compiled by the target's toolkit"
+    )
+    parser.add_argument(
+        "--runtime-version",
+        default=None,
+        help="a compiled model: the version of the board's runtime (1.6.0), checked against "
+        "the toolkit that built the model (default: unknown, reported as such)",
+    )
     parser.add_argument("--first-layer", choices=("int8", "float16"), default=None)
     parser.add_argument("--output-precision", choices=("int8", "float16"), default="int8")
     parser.add_argument("--rule", choices=("A", "B"), default=None)
@@ -36,9 +48,23 @@ def run_preflight(args: argparse.Namespace) -> int:
         output_precision=args.output_precision,
         rule=args.rule,
         input_type=args.input_type,
+        board_versions=_runtime_versions(args.target, args.runtime_version),
     )
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
         print(report.summary())
     return 0 if report.ok else 1
+
+
+def _runtime_versions(target: str, version: str | None) -> dict[str, str] | None:
+    """``--runtime-version`` as the board versions the target's table reads its runtime from."""
+    if version is None:
+        return None
+    from npu_hil.targets.compat_table import table_for
+    from npu_hil.targets.registry import vendor_of
+
+    table = table_for(vendor_of(target))
+    if table is None or table.runtime is None:
+        return {}
+    return {table.runtime.keys[0]: version}

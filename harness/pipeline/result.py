@@ -75,6 +75,9 @@ class ModelRun:
     # board's state before and after them, as the agent read it.
     latency: Latency | None = None
     board_state: Mapping[str, Any] = field(default_factory=dict)
+    compatibility: tuple[Mapping[str, str], ...] = ()
+    """The compiled artifact's compatibility findings (``check``, ``status``, ``message``,
+    ``source``; :mod:`harness.pipeline.compat`): empty when the run deployed none."""
 
     @property
     def ok(self) -> bool:
@@ -128,6 +131,9 @@ class ModelRun:
         lines = [failing[0].diff.summary(), head] if failing else [head]
         if self.latency is not None:
             lines.append(f"  latency: {self.latency.summary()}")
+        for found in self.compatibility:
+            if found.get("status") in ("warn", "unknown"):
+                lines.append(f"  compatibility ({found['status']}): {found['message']}")
         for tensor in failing[1:]:
             lines.append(f"  also different: {tensor.role} {tensor.name} ({tensor.diff.verdict})")
         for tensor in self.tensors:

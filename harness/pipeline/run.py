@@ -32,6 +32,7 @@ from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError, Circu
 from npu_hil.harness.farm.session import BoardSession
 from npu_hil.harness.latency import Latency, latency
 from npu_hil.harness.pipeline.check import check_result
+from npu_hil.harness.pipeline.compat import check_after_run, check_before_deploy
 from npu_hil.harness.pipeline.inputs import job_inputs
 from npu_hil.harness.pipeline.model import resolve_model, sha256
 from npu_hil.harness.pipeline.result import ModelRun
@@ -112,6 +113,9 @@ def run_once(
         )
     given = {name: np.ascontiguousarray(value) for name, value in inputs.items()}
     reference, deployed, label = resolve_model(session, model, given)
+    # Before anything is sent: a model built for another platform, or by a toolkit newer than
+    # the board's runtime, is a CompatibilityError naming both.
+    artifact, compatibility = check_before_deploy(session, model, deployed)
     options = dict(session.adapter_options)
     if faults:
         options["faults"] = list(faults)
@@ -132,6 +136,7 @@ def run_once(
         pin_clocks=pin_clocks and not session.simulated,
     )
     result = _submit(session, spec, arrays)
+    compatibility = check_after_run(session, artifact, result.versions) or compatibility
     checked_in, checked_out = check_result(
         session.target,
         reference,
@@ -160,6 +165,7 @@ def run_once(
         timings=_timings(result),
         latency=_latency(result),
         board_state=dict(result.board_state),
+        compatibility=compatibility,
     )
 
 

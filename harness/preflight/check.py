@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from npu_hil.harness.errors import NpuHilError, PreflightError
+from npu_hil.harness.errors import ArtifactError, NpuHilError, PreflightError
 from npu_hil.harness.inputs import MAX_MODEL_BYTES, read_regular
+from npu_hil.targets.artifact import read_artifact, reader_for
+from npu_hil.targets.compatibility import check_compatibility
 from npu_hil.targets.onnx_graph import attribute
 from npu_hil.targets.registry import unit_for
 from npu_hil.targets.unit import PreflightContext, PreflightFinding
@@ -67,8 +70,14 @@ def preflight(
     output_precision: str = "int8",
     rule: str | None = None,
     input_type: str | None = None,
+    board_versions: Mapping[str, Any] | None = None,
 ) -> PreflightReport:
     """Check ``model`` (an ``onnx.ModelProto`` or a path) against ``target``'s tables.
+
+    A compiled model of the target's vendor (``.rknn``, ``.nef``, ``.bin``/``.hbm``) is checked
+    for compatibility instead (:func:`preflight_artifact`): its target platform against
+    ``target`` and, when ``board_versions`` gives the board's runtime version, the toolkit that
+    built it against that runtime.
 
     ``first_layer`` is the precision of the compiled model's first layer (Rockchip: default
     int8, float16 on RK2118); ``output_precision`` the precision of its outputs; ``rule``
@@ -77,6 +86,8 @@ def preflight(
     ONNX input: a float input becomes the first layer's type, int8 or float16, as its compiler
     log says; an integer input keeps its type), on Horizon an image type such as ``nv12``.
     """
+    if isinstance(model, str | Path) and reader_for(model, target) is not None:
+        return preflight_artifact(model, target, board_versions)
     proto, name = _load(model)
     try:
         return _analyse(proto, name, target, first_layer, output_precision, rule, input_type)
@@ -86,6 +97,43 @@ def preflight(
         # A graph the checks below cannot walk is a model they cannot analyse (exit 2), never
         # a rule it violates (exit 1).
         raise PreflightError(f"{name}: cannot analyse the model ({exc!r})") from None
+
+
+def preflight_artifact(
+    path: str | Path, target: str, board_versions: Mapping[str, Any] | None = None
+) -> PreflightReport:
+    """The compiled model at ``path`` against a board of ``target``: one finding per
+    compatibility check (rule ``compatibility``; only a refusal is a violation, an unknown
+    version is reported as such). Without ``board_versions`` the runtime is unknown."""
+    try:
+        info = read_artifact(path, target)
+    except ArtifactError as exc:
+        # A file that is not what its suffix claims cannot be analysed (exit 2).
+        raise PreflightError(exc.message) from None
+    report = PreflightReport(target=target, model=Path(path).name)
+    if info is None:
+        raise PreflightError(f"{path}: not a compiled model of {target}'s vendor")
+    findings = check_compatibility(info, target, board_versions or {})
+    for found in findings:
+        report.findings.append(
+            PreflightFinding(
+                node=info.name,
+                rule="compatibility",
+                ok=found.status != "refuse",
+                message=f"{found.check}: {found.status}: {found.message}"
+                + (f" [{found.source}]" if found.source and found.status != "ok" else ""),
+            )
+        )
+    built = ", ".join(info.target_platforms) or "no platform named"
+    report.notes.append(
+        f"{info.name}: {info.format} format {info.format_version}, toolkit "
+        f"{info.toolkit_version or 'unknown'}, built for {built}"
+    )
+    report.notes.extend(f"not read: {what}" for what in info.unverified)
+    report.notes.extend(
+        f"{f.check} {f.status}: {f.message}" for f in findings if f.status in ("warn", "unknown")
+    )
+    return report
 
 
 def _analyse(

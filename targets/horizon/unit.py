@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from npu_hil.targets.horizon import layouts, preflight, quant, variants
+from npu_hil.targets.horizon.artifact import read_horizon_model
 from npu_hil.targets.horizon.decode import HorizonDecode
 from npu_hil.targets.horizon.reported import HorizonReport
 from npu_hil.targets.unit import SimOption, Vendor
@@ -30,6 +33,8 @@ UNIT = Vendor(
     default_input_layout=default_input_layout,
     pass_through_adapters=("hobot_native",),
     hardware_adapter="hobot_native",
+    read_artifact=read_horizon_model,
+    compatibility=Path(__file__).with_name("compatibility.json"),
     artifact_suffixes=(".hbm", ".bin"),
     forensic_variants=variants.forensic_variants,
     fault_variants=variants.fault_variants,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from npu_hil.targets.kneron import kl730, quant, variants
+from npu_hil.targets.kneron.artifact import read_nef
 from npu_hil.targets.kneron.decode import Kl730Decode
 from npu_hil.targets.kneron.reported import Kl730Report
 from npu_hil.targets.unit import Vendor
@@ -25,6 +28,8 @@ UNIT = Vendor(
     default_input_layout=default_input_layout,
     pass_through_adapters=("kneron",),
     hardware_adapter="kneron",
+    read_artifact=read_nef,
+    compatibility=Path(__file__).with_name("compatibility.json"),
     artifact_suffixes=(".nef",),
     forensic_variants=variants.forensic_variants,
     fault_variants=variants.fault_variants,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from npu_hil.targets.rockchip import (
     layouts,
     observed,
@@ -12,6 +14,7 @@ from npu_hil.targets.rockchip import (
     text,
     variants,
 )
+from npu_hil.targets.rockchip.artifact import read_rknn
 from npu_hil.targets.rockchip.decode import RknnDecode
 from npu_hil.targets.rockchip.reported import RknnReport
 from npu_hil.targets.unit import SimOption, Vendor
@@ -47,6 +50,8 @@ UNIT = Vendor(
     default_input_layout=default_input_layout,
     pass_through_adapters=("rknn_native",),
     hardware_adapter="rknn_native",
+    read_artifact=read_rknn,
+    compatibility=Path(__file__).with_name("compatibility.json"),
     artifact_suffixes=(".rknn",),
     forensic_variants=variants.forensic_variants,
     fault_variants=variants.fault_variants,

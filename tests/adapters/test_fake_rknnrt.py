@@ -190,3 +190,29 @@ def test_cross_build_exports_what_rknnlite_resolves(tmp_path: Path, triplet: str
     ).stdout.split()
     missing = sorted(set(RKNNLITE_250_RESOLVES + RKNN_NATIVE_BINDS) - set(symbols))
     assert not missing, f"{lib.name} lacks {missing}"
+
+
+def test_a_model_in_the_rknn_container_loads_and_a_cut_one_does_not(rknnrt: Any) -> None:
+    """The fake takes its text from the model data of a real-format ``.rknn`` container (what
+    the emulated regression deploys, so the harness's artifact check reads it as a model)."""
+    import struct
+
+    text = b"FAKE-RKNN channels=3 height=2 width=5"
+    info = b'{"target_platform": ["rk3588"]}'
+    header = (b"RKNN" + bytes(4) + struct.pack("<QQ", 6, len(text))).ljust(64, b"\0")
+    good = header + text + struct.pack("<Q", len(info)) + info
+    cut = (b"RKNN" + bytes(4) + struct.pack("<QQ", 6, 1 << 20)).ljust(64, b"\0") + text
+    rknnrt.rknn_init.argtypes = [
+        ctypes.POINTER(rknn_native.rknn_context),
+        ctypes.c_void_p,
+        ctypes.c_uint32,
+        ctypes.c_uint32,
+        ctypes.c_void_p,
+    ]
+    rknnrt.rknn_destroy.argtypes = [rknn_native.rknn_context]
+    for blob, expected in ((good, 0), (cut, -6)):  # RKNN_ERR_MODEL_INVALID
+        ctx = rknn_native.rknn_context(0)
+        data = ctypes.create_string_buffer(blob, len(blob))
+        assert rknnrt.rknn_init(ctypes.byref(ctx), data, len(blob), 0, None) == expected
+        if expected == 0:
+            assert rknnrt.rknn_destroy(ctx.value) == 0

@@ -11,6 +11,8 @@
  * w_stride when C is 1, 3 or 4, else NC1HWC2) to a native NC1HWC2 output (C2 = 16, as on RK3588).
  * The "model file" is text: "FAKE-RKNN channels=C height=H width=W" (defaults 3, 4, 5).
  *
+ * Either text may sit in the real file's container (the model data of an "RKNN" file).
+ *
  * Or a described identity, written by the tests' fake compile step: "FAKE-RKNN-DESCRIBED" and
  * one line per query, "<QUERY> name=.. fmt=.. type=.. qnt_type=.. zp=.. scale=.. dims=a,b,..
  * n_elems=.. size=.. w_stride=.. size_with_stride=..", QUERY one of INPUT_ATTR, OUTPUT_ATTR,
@@ -556,6 +558,16 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
     (void)extend;
     if (context == NULL || model == NULL) return RKNN_ERR_PARAM_INVALID;
     if (fault("init")) return RKNN_ERR_FAIL;
+    /* A model in the real file's container (what rknn-toolkit2 2.5.0 writes: "RKNN", the
+     * file-format version at byte 8, the model data's length at 16, the data from byte 64, then
+     * the model info): the fake reads its text from the model data. */
+    if (size >= 72 && memcmp(model, "RKNN", 4) == 0) {
+        uint64_t data_len;
+        memcpy(&data_len, (const uint8_t *)model + 16, sizeof data_len);
+        if (data_len > size - 64) return RKNN_ERR_MODEL_INVALID;
+        model = (uint8_t *)model + 64;
+        size = (uint32_t)data_len;
+    }
     char text[256];
     size_t n = size < sizeof text - 1 ? size : sizeof text - 1;
     memcpy(text, model, n);

@@ -1,0 +1,116 @@
+"""The pipeline's check before deploying: does the compiled model go with the board?
+
+A real board loads the compiled artifact the manifest lists for its target. Before anything is
+sent, :func:`check_before_deploy` reads what the artifact says about itself (its toolkit version
+and target platform, ``targets/<vendor>/artifact.py``), asks the board's agent for its runtime's
+versions (the adapter's ``versions()``), and holds one against the other by the vendor's table
+(:func:`npu_hil.targets.compatibility.check_compatibility`). A refusal is a CompatibilityError
+naming the model, its toolkit and target, the board and its runtime; nothing was deployed.
+
+Some runtimes say their version only once a model is loaded (RKNN's ``api_version`` needs a
+context): the first run on such a board finds the runtime version unknown, which is reported and
+does not refuse; :func:`check_after_run` holds the versions the run reported to the same table,
+so the run's record shows the pairing, and the agent's answer to the next run's question has
+the version in it.
+
+A simulated board loads the ONNX reference, not the artifact, and runs the harness's own
+runtime: only the target platform of the compiled artifact the manifest lists for the board's
+target (when there is one) is checked there.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import onnx
+
+from npu_hil.harness.errors import NpuHilError, TransportError
+from npu_hil.harness.farm.session import BoardSession
+from npu_hil.harness.models import ManifestError
+from npu_hil.targets.artifact import ArtifactInfo, read_artifact
+from npu_hil.targets.compatibility import Finding, check_compatibility, refusal
+
+__all__ = ["artifact_of", "board_versions", "check_after_run", "check_before_deploy"]
+
+log = logging.getLogger(__name__)
+
+
+def artifact_of(
+    session: BoardSession, model: str | os.PathLike[str] | onnx.ModelProto, deployed: Path
+) -> Path | None:
+    """The compiled artifact the check reads: what a real board loads when it is one of the
+    target's compiled formats; on a simulated board, the artifact the manifest lists for the
+    board's target when the model is named there and the file exists."""
+    if not session.simulated or Path(deployed).suffix.lower() in _suffixes(session.target):
+        return deployed
+    if session.manifest_path is None or not isinstance(model, str):
+        return None
+    try:
+        manifest = session.manifest
+    except ManifestError as exc:
+        # A simulated board never needs the manifest: a broken one must not stop its runs.
+        log.info("%s: no compiled artifact checked (%s)", session.name, exc)
+        return None
+    entry = manifest.models.get(model) if manifest is not None else None
+    listed = entry.artifact(session.target) if entry is not None else None
+    return listed if listed is not None and listed.is_file() else None
+
+
+def _suffixes(target: str) -> tuple[str, ...]:
+    from npu_hil.targets.registry import unit_for
+
+    return unit_for(target).artifact_suffixes
+
+
+def board_versions(session: BoardSession) -> dict[str, Any]:
+    """The versions the board's adapter reports (runtime, driver, SDK), asked of its agent. An
+    adapter that cannot say is an empty answer: the check then reports the versions unknown.
+    A lost link is the caller's (retried like any infrastructure failure)."""
+    try:
+        return dict(session.client.versions(session.adapter, session.adapter_options))
+    except TransportError:
+        raise
+    except NpuHilError as exc:  # the adapter refused (a DeviceError, an unsupported option...)
+        log.info("%s: the %s adapter reported no versions: %s", session.name, session.adapter, exc)
+        return {}
+
+
+def check_before_deploy(
+    session: BoardSession, model: str | os.PathLike[str] | onnx.ModelProto, deployed: Path
+) -> tuple[ArtifactInfo | None, tuple[dict[str, str], ...]]:
+    """(what the artifact says, the findings); raises CompatibilityError when one refuses the
+    run, and ArtifactError when the artifact is not what its suffix claims. ``(None, ())`` when
+    the run deploys no compiled artifact (an ONNX model on a simulated board)."""
+    path = artifact_of(session, model, deployed)
+    if path is None:
+        return None, ()
+    info = read_artifact(path, session.target)
+    if info is None:
+        return None, ()
+    versions = {} if session.simulated else board_versions(session)
+    findings = check_compatibility(info, session.target, versions, simulated=session.simulated)
+    _raise_refusal(session, info, versions, findings)
+    return info, tuple(f.to_dict() for f in findings)
+
+
+def check_after_run(
+    session: BoardSession, info: ArtifactInfo | None, versions: Mapping[str, Any]
+) -> tuple[dict[str, str], ...]:
+    """The findings for the versions a finished run reported (None info: nothing to check). A
+    refusal here does not undo the run: it is a finding of its record."""
+    if info is None or session.simulated:
+        return ()
+    findings = check_compatibility(info, session.target, versions)
+    return tuple(f.to_dict() for f in findings)
+
+
+def _raise_refusal(
+    session: BoardSession, info: ArtifactInfo, versions: Mapping[str, Any], findings: list[Finding]
+) -> None:
+    error = refusal(info, session.target, session.name, versions, findings)
+    if error is not None:
+        raise error

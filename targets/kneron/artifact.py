@@ -1,0 +1,86 @@
+"""What a Kneron ``.nef`` file can be shown to be before it is loaded.
+
+Facts from Kneron's public documents and its PLUS library's NEF reader (no NEF file was
+available here to measure):
+
+- the NEF header holds ``platform``, ``target``, ``crc``, ``kn_number``, ``encryption_mode``,
+  ``compiler_version``, ``toolchain_version`` (``kneron/toolchain:v0.20.1``) and
+  ``schema_version`` (Kneron's NEF utils guide, ``kneron_nef_utils --info``);
+- PLUS checks a NEF by a CRC-32 (the common polynomial, initial value and final XOR all ones)
+  over every byte but the last four, which hold that CRC little-endian, before it parses the
+  rest as a FlatBuffers buffer (its ``read_nef``); a file whose CRC does not match is "Bad
+  model" there.
+
+The header is a FlatBuffers table, and its schema (which field slot holds the target and the
+version strings) is not in any public document found here; so this reader does not read the
+target chip or the toolchain version from the table: they stay unknown, and the compatibility
+check says so. What it checks is what PLUS checks first: the trailing CRC (streamed, never the
+whole file in memory) and a root offset that points inside the file.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+
+from npu_hil.harness.errors import ArtifactError
+from npu_hil.targets.artifact import ArtifactInfo, open_bounded
+
+__all__ = ["MAX_NEF_BYTES", "read_nef"]
+
+MAX_NEF_BYTES = 1 << 30
+"""The largest NEF checked (a KL730's model memory is far smaller)."""
+_CHUNK = 1 << 20
+
+UNREAD = (
+    "target chip and toolchain version: the NEF header is a FlatBuffers table whose schema is "
+    "not public; PLUS reports both once the model is loaded (kp_model_nef_descriptor_t)"
+)
+
+
+def read_nef(path: Path) -> ArtifactInfo:
+    """Check the NEF's CRC and root offset; ArtifactError for a file that is not a NEF."""
+    where = str(path)
+    handle, size = open_bounded(path, "a compiled Kneron model (.nef)")
+    with handle:
+        if size < 12:
+            raise ArtifactError(
+                f"{where}: not a NEF (expected a FlatBuffers root offset and a trailing CRC-32, "
+                f"the file has {size} bytes)"
+            )
+        if size > MAX_NEF_BYTES:
+            raise ArtifactError(
+                f"{where}: expected a NEF of at most {MAX_NEF_BYTES} bytes, got {size}"
+            )
+        first = handle.read(min(size - 4, _CHUNK))
+        (root,) = struct.unpack_from("<I", first, 0)
+        if root < 4 or root >= size - 4:
+            raise ArtifactError(
+                f"{where}: not a NEF: the FlatBuffers root offset at byte 0 is {root}, outside "
+                f"the file's {size - 4} bytes of content"
+            )
+        crc = zlib.crc32(first)
+        left = size - 4 - len(first)
+        while left > 0:
+            chunk = handle.read(min(left, _CHUNK))
+            if not chunk:
+                raise ArtifactError(f"{where}: the file ended while its CRC was computed")
+            crc = zlib.crc32(chunk, crc)
+            left -= len(chunk)
+        (stored,) = struct.unpack("<I", handle.read(4))
+    if stored != crc:
+        raise ArtifactError(
+            f"{where}: not an intact NEF: the CRC-32 stored in its last 4 bytes is "
+            f"{stored:#010x}, the content's is {crc:#010x}"
+        )
+    return ArtifactInfo(
+        path=where,
+        vendor="kneron",
+        format="nef",
+        format_version=None,
+        toolkit_version=None,
+        target_platforms=(),
+        extras={"crc": f"{crc:#010x}"},
+        unverified=(UNREAD,),
+    )
