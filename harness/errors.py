@@ -81,7 +81,7 @@ class UnsafeFolderError(NpuHilError):
 
 class CompatibilityError(NpuHilError):
     """A compiled model and a board that do not go together (the artifact was built for another
-    target platform, the board's runtime is older than the toolkit that built it), found before
+    target platform, the board's runtime refuses the model's file format), found before
     anything is deployed; or a compiled artifact that is not what its name claims. The message
     names the model, what it was built by and for, the board and what it runs; ``findings``
     holds the checks that refused it (plain dicts: ``check``, ``status``, ``message``,

@@ -86,7 +86,7 @@ def refusal(
 ) -> CompatibilityError | None:
     """The error for ``findings`` when one refuses the run, else None. Its message:
     ``model yolov5.rknn built by toolkit 2.5.0 for rk3588; board rk3566-01 (rk3566) runtime
-    1.6.0: the target platform differs and the runtime is older than the toolkit``."""
+    1.6.0: the target platform differs``."""
     refused = [f for f in findings if f.status == "refuse"]
     if not refused:
         return None

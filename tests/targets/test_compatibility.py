@@ -151,18 +151,18 @@ def test_same_target_and_a_new_enough_runtime_pass() -> None:
     assert refusal(RK3588, "rk3588", "rk3588-01", NEW, found) is None
 
 
-def test_another_target_and_an_older_runtime_are_refused_with_both_reasons() -> None:
+def test_another_target_is_refused_and_an_older_runtime_named_beside_it() -> None:
     found = check_compatibility(RK3588, "rk3566", RT)
     assert statuses(found) == {
         "target-platform": "refuse",
-        "runtime-not-older-than-toolkit": "refuse",
+        "runtime-not-older-than-toolkit": "warn",
         "driver": "unknown",
     }
     error = refusal(RK3588, "rk3566", "rk3566-01", RT, found)
     assert isinstance(error, CompatibilityError)
     assert error.message.startswith(
         "model probe-rk3588-i8.rknn built by toolkit 2.5.0 for rk3588; board rk3566-01 (rk3566) "
-        "runtime 1.6.0: the target platform differs and the runtime is older than the toolkit ("
+        "runtime 1.6.0: the target platform differs ("
     )
     assert {f["check"] for f in error.findings} == {
         "target-platform",
@@ -172,12 +172,12 @@ def test_another_target_and_an_older_runtime_are_refused_with_both_reasons() -> 
     assert all(f["source"] for f in error.findings if f["status"] == "refuse")
 
 
-def test_older_runtime_alone_is_refused() -> None:
+def test_an_older_runtime_alone_is_a_warning_as_measured() -> None:
+    # librknnrt 1.6.0 loaded rknn-toolkit2 2.5.0 models in the observations: not refused.
     found = check_compatibility(RK3588, "rk3588", RT)
-    assert statuses(found)["runtime-not-older-than-toolkit"] == "refuse"
+    assert statuses(found)["runtime-not-older-than-toolkit"] == "warn"
     assert statuses(found)["target-platform"] == "ok"
-    error = refusal(RK3588, "rk3588", "b", RT, found)
-    assert error is not None and ": the runtime is older than the toolkit (" in error.message
+    assert refusal(RK3588, "rk3588", "b", RT, found) is None
 
 
 def test_a_format_the_runtime_is_reported_to_refuse() -> None:
