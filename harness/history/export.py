@@ -133,15 +133,13 @@ def _ordered(history: History) -> Iterator[tuple[CasePoint, RunEntry]]:
 
 def openmetrics_lines(history: History) -> Iterator[str]:
     """The OpenMetrics exposition of ``history``, a line at a time (each ends in a newline)."""
-    labelled = [
-        (
-            point,
-            '{board="%s",target="%s",case="%s",run_id="%s"}'
-            % tuple(map(_escape_label, (point.board, point.target, point.nodeid, entry.run_id))),
-            _number(float(entry.started)),
+    labelled = []
+    for point, entry in _ordered(history):
+        board, target, case, run = map(
+            _escape_label, (point.board, point.target, point.nodeid, entry.run_id)
         )
-        for point, entry in _ordered(history)
-    ]
+        labels = f'{{board="{board}",target="{target}",case="{case}",run_id="{run}"}}'
+        labelled.append((point, labels, _number(float(entry.started))))
     for family in FAMILIES:
         yield f"# TYPE {family.name} gauge\n"
         if family.unit:

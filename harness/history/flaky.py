@@ -77,7 +77,9 @@ class CaseHistory:
             "board": self.board,
             "nodeid": self.nodeid,
             "target": self.target,
-            "strip": [{"run_id": r, "outcome": o} for r, o in zip(self.run_ids, self.strip)],
+            "strip": [
+                {"run_id": r, "outcome": o} for r, o in zip(self.run_ids, self.strip, strict=True)
+            ],
             "failing_since": {"run_id": since[0], "started": since[1]} if since else None,
             "flakiness": self.flakiness,
             "flips": self.flips,

@@ -294,7 +294,10 @@ class RunCollector:
                 stopped=bool(session.shouldfail or session.shouldstop),
             ),
         }
-        write_run(state.run_dir, state.records, meta)
+        from npu_hil.harness.history.trends import view_for_run
+
+        history = view_for_run(state.reports_root, str(meta.get("run_key") or ""))
+        write_run(state.run_dir, state.records, meta, history)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.state.failure is not None:

@@ -56,9 +56,13 @@ def _dedupe(records: Sequence[TestRecord]) -> list[TestRecord]:
 
 
 def write_run(
-    run_dir: str | Path, records: Sequence[TestRecord] | None, meta: Mapping[str, Any]
+    run_dir: str | Path,
+    records: Sequence[TestRecord] | None,
+    meta: Mapping[str, Any],
+    history: Mapping[str, Any] | None = None,
 ) -> None:
-    """Write every report file of the run; ``records=None`` reads them from records.jsonl."""
+    """Write every report file of the run; ``records=None`` reads them from records.jsonl.
+    ``history``: the page's history view (``harness.history.trends.trends_view``), if any."""
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
     chosen = [scrubbed(r) for r in _dedupe(load_records(path) if records is None else records)]
@@ -77,6 +81,6 @@ def write_run(
     summary["comparison"]["baseline"] = comparison["baseline"]
     write_bytes_atomic(path / JUNIT_FILE, build_junit(chosen, full_meta))
     write_text_atomic(path / COMPARISON_FILE, json.dumps(comparison, indent=2) + "\n")
-    write_text_atomic(path / HTML_FILE, build_html(path, chosen, summary, comparison))
+    write_text_atomic(path / HTML_FILE, build_html(path, chosen, summary, comparison, history))
     # summary.json last: its presence says the run's report is complete.
     write_text_atomic(path / SUMMARY_FILE, json.dumps(summary, indent=2, default=str) + "\n")

@@ -29,7 +29,7 @@ def test_a_constant_strip_is_not_flaky(outcome: str, repeat: int, noise: list[An
     same_state = [outcome] * repeat
     assert flakiness(same_state) == (0.0, 0)
     # skips and absences are no states: spread among a constant strip they change nothing
-    padded = [o for pair in zip(same_state, ["skipped"] * repeat) for o in pair]
+    padded = [o for pair in zip(same_state, ["skipped"] * repeat, strict=True) for o in pair]
     assert flakiness(padded)[0] == 0.0
 
 
