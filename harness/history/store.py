@@ -150,6 +150,13 @@ def read_index(reports_root: Path) -> list[RunEntry]:
     return [entry for entry in map(_entry, runs) if entry is not None]
 
 
+def _index_text(keep: int, runs: Sequence[RunEntry]) -> str:
+    """The index, a run a line. Each line is dumped alone: ``json.dumps(..., indent=...)`` takes
+    the pure-Python encoder, which made a 1,000-run index take a tenth of a second to write."""
+    lines = ",\n".join(json.dumps(e.to_dict(), sort_keys=True) for e in runs)
+    return f'{{"keep": {keep}, "runs": [\n{lines}\n], "schema": {SCHEMA_VERSION}}}\n'
+
+
 def update_index(reports_root: Path, entry: RunEntry, keep: int = DEFAULT_KEEP) -> list[RunEntry]:
     """Add (or replace) ``entry`` in the index, keep the newest ``keep`` runs, and return them.
     Run folders that leave the index stay on disk: the index decides what the history reads."""
@@ -160,8 +167,7 @@ def update_index(reports_root: Path, entry: RunEntry, keep: int = DEFAULT_KEEP) 
         runs = {e.run_id: e for e in read_index(root)}
         runs[entry.run_id] = entry
         kept = sorted(runs.values(), key=lambda e: e.run_id)[-keep:]
-        doc = {"schema": SCHEMA_VERSION, "keep": keep, "runs": [e.to_dict() for e in kept]}
-        write_text_atomic(root / INDEX_FILE, json.dumps(doc, sort_keys=True, indent=1) + "\n")
+        write_text_atomic(root / INDEX_FILE, _index_text(keep, kept))
     return kept
 
 
