@@ -112,6 +112,10 @@ def numeric(value: Any) -> float | None:
     return None
 
 
+# outcome_state as a table, for the hot loop (the same states: checked by the tests)
+_STATES = {o: s for o in ("passed", "failed", "error") if (s := outcome_state(o)) is not None}
+
+
 def flakiness(outcomes: Iterable[str | None]) -> tuple[float, int]:
     """(rate, flips) over the pass/fail states of ``outcomes`` (oldest first)."""
     states = [s for s in map(outcome_state, outcomes) if s is not None]
@@ -125,7 +129,7 @@ def failing_since(outcomes: Sequence[str | None]) -> int | None:
     None when the last state passed or there is no state."""
     first: int | None = None
     for index in range(len(outcomes) - 1, -1, -1):
-        state = outcome_state(outcomes[index])
+        state = _STATES.get(outcomes[index])  # type: ignore[arg-type]
         if state == "pass":
             break
         if state == "fail":
@@ -187,8 +191,9 @@ def _case_history(
     window: Sequence[RunEntry],
 ) -> CaseHistory:
     strip = tuple(p.outcome if p is not None else ABSENT for p in placed)
-    rate, flips = flakiness(strip)
-    states = [s for s in map(outcome_state, strip) if s is not None]
+    # one pass for the states (a history's view walks a million points: no call per point)
+    states = [_STATES[o] for o in strip if o in _STATES]
+    flips = state_flips(states)
     since_index = failing_since(strip)
     since = (
         (window[since_index].run_id, window[since_index].started)
@@ -203,15 +208,16 @@ def _case_history(
         run_ids=run_ids,
         strip=strip,
         failing_since=since,
-        flakiness=rate,
+        flakiness=flips / (len(states) - 1) if len(states) > 1 else 0.0,
         flips=flips,
         pass_rate=(states.count("pass") / len(states)) if states else None,
-        latency_p50=tuple(
-            numeric(p.latency.get("p50_ms")) if p is not None and p.latency else None
-            for p in placed
-        ),
-        snr_db=tuple(
-            numeric(p.accuracy.get("snr_db")) if p is not None and p.accuracy else None
-            for p in placed
-        ),
+        latency_p50=tuple(_figure(p.latency, "p50_ms") if p is not None else None for p in placed),
+        snr_db=tuple(_figure(p.accuracy, "snr_db") if p is not None else None for p in placed),
     )
+
+
+def _figure(figures: dict[str, Any] | None, name: str) -> float | None:
+    if not figures:
+        return None
+    value = figures.get(name)
+    return value if type(value) is float else numeric(value)

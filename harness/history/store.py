@@ -43,7 +43,6 @@ __all__ = [
 DEFAULT_KEEP = 200
 LOCK_SUFFIX = ".lock"
 LOCK_TIMEOUT_S = 30.0
-_POINT_FIELDS = ("nodeid", "board", "target", "outcome", "ran_on", "latency", "accuracy", "noisy")
 
 
 @dataclass
@@ -103,21 +102,27 @@ def read_measurements(run_dir: Path) -> tuple[RunEntry, list[CasePoint]] | None:
     if entry is None:
         return None
     points = []
+    run_id = entry.run_id
     for case in cases:
-        if not isinstance(case, dict) or not isinstance(case.get("nodeid"), str):
+        # one lookup per field and no intermediate dict: a history's load builds a million
+        if not isinstance(case, dict):
             continue
-        values = {name: case.get(name) for name in _POINT_FIELDS}
+        nodeid = case.get("nodeid")
+        if not isinstance(nodeid, str):
+            continue
+        latency = case.get("latency")
+        accuracy = case.get("accuracy")
         points.append(
             CasePoint(
-                run_id=entry.run_id,
-                nodeid=str(values["nodeid"]),
-                board=str(values["board"] or ""),
-                target=str(values["target"] or ""),
-                outcome=str(values["outcome"] or ""),
-                ran_on=str(values["ran_on"] or ""),
-                latency=values["latency"] if isinstance(values["latency"], dict) else None,
-                accuracy=values["accuracy"] if isinstance(values["accuracy"], dict) else None,
-                noisy=str(values["noisy"] or ""),
+                run_id,
+                nodeid,
+                str(case.get("board") or ""),
+                str(case.get("target") or ""),
+                str(case.get("outcome") or ""),
+                str(case.get("ran_on") or ""),
+                latency if isinstance(latency, dict) else None,
+                accuracy if isinstance(accuracy, dict) else None,
+                str(case.get("noisy") or ""),
             )
         )
     return entry, points
