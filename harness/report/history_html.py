@@ -14,7 +14,8 @@ from html import escape
 from typing import Any
 
 CSS = """
-.strip span{display:inline-block;width:9px;height:14px;margin-right:1px;border-radius:2px}
+.strip{white-space:nowrap}.strip span{display:inline-block;width:9px;height:14px;margin-right:1px;
+border-radius:2px}
 .strip .s-passed{background:#4caf50}.strip .s-failed,.strip .s-error{background:#e53935}
 .strip .s-skipped{background:#bdbdbd}.strip .s-absent{background:#f1f1f1;border:1px solid #ddd}
 img.trend{border:1px solid #ddd;margin:.3em .5em .3em 0}.sev-failure{color:#8a1111;
