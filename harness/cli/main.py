@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from npu_hil.harness.cli import (
     codec_cmd,
     diff_cmd,
+    history_cmd,
     inventory_cmd,
     models_cmd,
     nightly_cmd,
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     codec_cmd.add_parser(sub)
     diff_cmd.add_parser(sub)
+    history_cmd.add_parser(sub)
     inventory_cmd.add_parser(sub)
     models_cmd.add_parser(sub)
     nightly_cmd.add_parser(sub)

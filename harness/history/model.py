@@ -62,9 +62,18 @@ class CasePoint:
         return (self.board, self.nodeid)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        del data["run_id"]  # the run's file says it once
-        return data
+        # By hand, not dataclasses.asdict: its deep copy of every figure was two thirds of the
+        # time writing a 1,000-case run's measurements (the run's file says run_id once).
+        return {
+            "nodeid": self.nodeid,
+            "board": self.board,
+            "target": self.target,
+            "outcome": self.outcome,
+            "ran_on": self.ran_on,
+            "latency": dict(self.latency) if self.latency is not None else None,
+            "accuracy": dict(self.accuracy) if self.accuracy is not None else None,
+            "noisy": self.noisy,
+        }
 
 
 @dataclass(frozen=True)
@@ -79,7 +88,15 @@ class RunEntry:
     cases: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # by hand: asdict's deep copy made rewriting a 1,000-run index take 0.2 s
+        return {
+            "run_id": self.run_id,
+            "run_key": self.run_key,
+            "started": self.started,
+            "complete": self.complete,
+            "counts": dict(self.counts),
+            "cases": self.cases,
+        }
 
 
 @dataclass(frozen=True)

@@ -315,7 +315,11 @@ class RunCollector:
         history = config.hook.pytest_npu_hil_run_end(
             config=config, run_dir=state.run_dir, records=state.records, meta=meta
         )
-        write_run(state.run_dir, state.records, meta, history=history)
+        # The page's trends are read after the history feature kept this run: they include it.
+        from npu_hil.harness.history.trends import view_for_run
+
+        trends = view_for_run(state.reports_root, str(meta.get("run_key") or ""))
+        write_run(state.run_dir, state.records, meta, history=history, trends=trends)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.state.failure is not None:

@@ -28,12 +28,18 @@ SCAN_LIMIT = 200  # past folders looked at, newest first
 FAILING = frozenset({"failed", "error"})
 
 
-def _state(outcome: str | None) -> str | None:
+def outcome_state(outcome: str | None) -> str | None:
+    """A case's pass/fail state: "fail", "pass", or None (skipped or absent: no state)."""
     if outcome in FAILING:
         return "fail"
     if outcome == "passed":
         return "pass"
     return None
+
+
+def state_flips(states: Sequence[str]) -> int:
+    """How often consecutive pass/fail states differ."""
+    return sum(1 for a, b in pairwise(states) if a != b)
 
 
 def same_kind_runs(run_dir: Path, key: str, limit: int) -> list[tuple[Path, dict[str, Any]]]:
@@ -183,8 +189,8 @@ def build_comparison(
     flaky = []
     for nodeid in sorted(current):
         trail = [run.get(nodeid) for run in runs_oldest_first]
-        states = [s for s in (_state(o) for o in trail) if s is not None]
-        flips = sum(1 for a, b in pairwise(states) if a != b)
+        states = [s for s in (outcome_state(o) for o in trail) if s is not None]
+        flips = state_flips(states)
         if flips > 1:
             flaky.append({"nodeid": nodeid, "flips": flips, "history": trail})
     trend = [

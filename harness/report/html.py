@@ -3,7 +3,9 @@ fetched from a network), built to be scanned in a minute.
 
 Order on the page: the header (where the cases ran, the counts, links to junit.xml and pytest.log,
 the run's metadata), board health (fallbacks, unreachable boards, power cycles, with their
-reasons), the comparison with the baseline run, the boards with a trend over the last runs, the
+reasons), the regressions against the baselines (when there are any), the comparison with the
+baseline run, the boards with a trend over the last runs, the history (per board latency and
+pass-rate plots and a row per case, when the caller hands a history view over), the
 board x layout matrix (a failing cell is red and links to its cases), the filters, then the cases:
 failures and errors first and expanded, skipped and passed cases collapsed. Every case says HW,
 SIM or "-" (ran on no board), so a simulated result is never read as a hardware one.
@@ -18,6 +20,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from npu_hil.harness.report.history_html import CSS as HISTORY_CSS
+from npu_hil.harness.report.history_html import history_section, regressions_section
 from npu_hil.harness.report.perf import latency_html
 from npu_hil.harness.report.records import TensorFinding, TestRecord
 
@@ -469,17 +473,21 @@ def build_html(
     records: Sequence[TestRecord],
     summary: Mapping[str, Any],
     comparison: Mapping[str, Any],
+    history: Mapping[str, Any] | None = None,
 ) -> str:
+    """The page; ``history`` is the history view of the runs of this kind (plain data, built
+    by the caller from the history store), None for none."""
     new = {e["nodeid"] for e in comparison.get("new_failures", [])}
     title = f"npu-hil {summary.get('meta', {}).get('run_id', '')}"
     # </script> inside the script would end it; the script is a constant without one.
     assert "</" not in SCRIPT
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(str(title))}</title><style>{CSS}</style>"
+        f"<title>{escape(str(title))}</title><style>{CSS}{HISTORY_CSS}</style>"
         f"<script>{SCRIPT}</script></head><body>"
-        f"{_header(run_dir, summary)}{_health(summary)}{_comparison(comparison)}"
-        f"{_boards(summary, comparison)}{_matrix(records)}"
+        f"{_header(run_dir, summary)}{_health(summary)}{regressions_section(summary)}"
+        f"{_comparison(comparison)}{_boards(summary, comparison)}{history_section(history)}"
+        f"{_matrix(records)}"
         f"{_tests(run_dir, records, new)}"
         f'<script type="application/json" id="meta">{_json_safe(summary.get("meta", {}))}'
         "</script></body></html>\n"

@@ -61,10 +61,12 @@ def write_run(
     meta: Mapping[str, Any],
     *,
     history: Mapping[str, Any] | None = None,
+    trends: Mapping[str, Any] | None = None,
 ) -> None:
     """Write every report file of the run; ``records=None`` reads them from records.jsonl.
     ``history``: summary.json's ``history`` (the baseline's runs, how many runs are indexed),
-    None when the run's history is not known (a report rebuilt after a crash)."""
+    None when the run's history is not known (a report rebuilt after a crash). ``trends``: the
+    page's history view (``harness.history.trends.trends_view``), if any."""
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
     chosen = [scrubbed(r) for r in _dedupe(load_records(path) if records is None else records)]
@@ -83,6 +85,6 @@ def write_run(
     summary["comparison"]["baseline"] = comparison["baseline"]
     write_bytes_atomic(path / JUNIT_FILE, build_junit(chosen, full_meta))
     write_text_atomic(path / COMPARISON_FILE, json.dumps(comparison, indent=2) + "\n")
-    write_text_atomic(path / HTML_FILE, build_html(path, chosen, summary, comparison))
+    write_text_atomic(path / HTML_FILE, build_html(path, chosen, summary, comparison, trends))
     # summary.json last: its presence says the run's report is complete.
     write_text_atomic(path / SUMMARY_FILE, json.dumps(summary, indent=2, default=str) + "\n")

@@ -403,6 +403,7 @@ def _file_kinds_per_argument() -> Iterator[Case]:
         "diff-device": ["diff", *ONE_GROUP, "--expected", ok_npy, "--device", "@"],
         "preflight-model": ["preflight", "--target", "rk3588", "@"],
         "observed-file": ["targets", "observed", "@"],
+        "history-reports": ["history", "--reports", "@"],
         "nightly-inventory": [
             "nightly",
             "--suite",

@@ -51,6 +51,7 @@ def test_the_sweep_covers_every_subcommand_with_hundreds_of_inputs() -> None:
         "simfarm up",
         "nightly",
         "models build",
+        "history",
     } <= commands
 
 

@@ -1,0 +1,204 @@
+"""Every measurement of a history as OpenMetrics text (for Prometheus and Grafana) and as JSON
+lines (one object per case per run).
+
+OpenMetrics (https://openmetrics.io, the text format): one gauge family per figure, each with its
+``# TYPE``, ``# UNIT`` (where the figure has one: the name then ends in it) and ``# HELP``; a
+sample per case per run labelled ``board``, ``target``, ``case`` (the nodeid) and ``run_id``,
+stamped with the run's start (seconds since the epoch), and ``# EOF`` last. An exact match's SNR
+is ``+Inf``. A case that timed nothing, or had no accuracy figures, has no sample in those
+families; ``npu_hil_case_passed`` is 1 for passed, 0 for failed or error, and has no sample for a
+skipped case.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from npu_hil.harness.history.flaky import numeric
+from npu_hil.harness.history.model import CasePoint, RunEntry
+from npu_hil.harness.history.store import History
+from npu_hil.harness.report.compare import outcome_state
+
+__all__ = [
+    "FAMILIES",
+    "FORMATS",
+    "jsonl_lines",
+    "openmetrics_lines",
+    "openmetrics_text",
+    "write_export",
+]
+
+PREFIX = "npu_hil_"
+FORMATS = ("openmetrics", "jsonl")
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    unit: str  # "" for a unitless figure
+    help: str
+    value: Callable[[CasePoint], float | None]
+
+
+def _latency(field: str) -> Callable[[CasePoint], float | None]:
+    def get(point: CasePoint) -> float | None:
+        return numeric(point.latency.get(field)) if point.latency else None
+
+    return get
+
+
+def _accuracy(field: str) -> Callable[[CasePoint], float | None]:
+    def get(point: CasePoint) -> float | None:
+        return numeric(point.accuracy.get(field)) if point.accuracy else None
+
+    return get
+
+
+def _passed(point: CasePoint) -> float | None:
+    state = outcome_state(point.outcome)
+    return None if state is None else float(state == "pass")
+
+
+FAMILIES: tuple[Family, ...] = (
+    *(
+        Family(
+            f"{PREFIX}latency_{stat}_milliseconds",
+            "milliseconds",
+            f"{what} of the case's timed runtime calls",
+            _latency(f"{stat}_ms"),
+        )
+        for stat, what in (
+            ("p50", "Median (p50)"),
+            ("p90", "90th percentile"),
+            ("p99", "99th percentile"),
+            ("min", "Fastest"),
+            ("max", "Slowest"),
+            ("mean", "Mean"),
+            ("jitter", "Jitter (p99 - p50)"),
+        )
+    ),
+    Family(f"{PREFIX}latency_runs", "", "Number of timed runtime calls", _latency("runs")),
+    Family(
+        f"{PREFIX}accuracy_snr_db",
+        "db",
+        "Worst output's SNR against the float reference in dB (+Inf: exact)",
+        _accuracy("snr_db"),
+    ),
+    Family(
+        f"{PREFIX}accuracy_cosine",
+        "",
+        "Worst output's cosine similarity to the float reference",
+        _accuracy("cosine"),
+    ),
+    Family(
+        f"{PREFIX}case_passed",
+        "",
+        "1 when the case passed, 0 when it failed or errored (no sample: skipped)",
+        _passed,
+    ),
+)
+
+
+def _escape_label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _escape_help(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _number(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+def _ordered(history: History) -> Iterator[tuple[CasePoint, RunEntry]]:
+    """Every point with its run, case by case (board, nodeid) and oldest first in each."""
+    runs = {entry.run_id: entry for entry in history.runs}
+    for key in sorted(history.points):
+        for point in history.points[key]:
+            entry = runs.get(point.run_id)
+            if entry is not None:
+                yield point, entry
+
+
+def openmetrics_lines(history: History) -> Iterator[str]:
+    """The OpenMetrics exposition of ``history``, a line at a time (each ends in a newline)."""
+    labelled = []
+    for point, entry in _ordered(history):
+        board, target, case, run = map(
+            _escape_label, (point.board, point.target, point.nodeid, entry.run_id)
+        )
+        labels = f'{{board="{board}",target="{target}",case="{case}",run_id="{run}"}}'
+        labelled.append((point, labels, _number(float(entry.started))))
+    for family in FAMILIES:
+        yield f"# TYPE {family.name} gauge\n"
+        if family.unit:
+            yield f"# UNIT {family.name} {family.unit}\n"
+        yield f"# HELP {family.name} {_escape_help(family.help)}\n"
+        for point, labels, stamp in labelled:
+            value = family.value(point)
+            if value is not None:
+                yield f"{family.name}{labels} {_number(value)} {stamp}\n"
+    yield "# EOF\n"
+
+
+def openmetrics_text(history: History) -> str:
+    return "".join(openmetrics_lines(history))
+
+
+def _record(point: CasePoint, entry: RunEntry) -> dict[str, Any]:
+    return {
+        "run_id": entry.run_id,
+        "run_key": entry.run_key,
+        "started": entry.started,
+        "board": point.board,
+        "target": point.target,
+        "nodeid": point.nodeid,
+        "outcome": point.outcome,
+        "ran_on": point.ran_on,
+        "latency": point.latency,
+        "accuracy": point.accuracy,
+        "noisy": point.noisy,
+    }
+
+
+def _strict(value: Any) -> Any:
+    """``value`` with non-finite floats as the records spell them ("inf", "-inf", "nan")."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {key: _strict(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_strict(item) for item in value]
+    return value
+
+
+def jsonl_lines(history: History) -> Iterator[str]:
+    """One JSON object per case per run, runs oldest first, cases by board and nodeid."""
+    rank = {entry.run_id: i for i, entry in enumerate(history.runs)}
+    pairs = sorted(_ordered(history), key=lambda pe: (rank[pe[1].run_id], pe[0].key))
+    for point, entry in pairs:
+        # the figures stay as the records keep them ("inf" for an exact match): strict JSON
+        yield json.dumps(_strict(_record(point, entry)), sort_keys=True, allow_nan=False) + "\n"
+
+
+def write_export(history: History, fmt: str, handle: IO[str]) -> int:
+    """Write ``history`` as ``fmt`` (one of :data:`FORMATS`) to ``handle``; the lines written."""
+    if fmt not in FORMATS:
+        raise ValueError(f"export format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    lines = openmetrics_lines(history) if fmt == "openmetrics" else jsonl_lines(history)
+    count = 0
+    for line in lines:
+        handle.write(line)
+        count += 1
+    return count

@@ -1,0 +1,223 @@
+"""Per case over the last runs: the outcome strip, "failing since", a flakiness rate, the pass
+rate, and the latency and accuracy series.
+
+States are the report's (:func:`harness.report.compare.outcome_state`): passed is "pass",
+failed and error are "fail"; a skip or a run the case was not in is no state. So the flakiness
+rate here and the comparison's "flaky" list count the same flips: the rate is the share of
+consecutive states that differ (0 for a case that always passed or always failed, 1 for one that
+alternated every run), over the states only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from statistics import median
+from typing import Any
+
+from npu_hil.harness.history.model import CaseKey, CasePoint, RunEntry
+from npu_hil.harness.history.store import History
+from npu_hil.harness.report.compare import outcome_state, state_flips
+
+DEFAULT_RUNS = 20
+ABSENT = ""  # the strip's outcome for a run the case was not in
+
+__all__ = [
+    "ABSENT",
+    "DEFAULT_RUNS",
+    "CaseHistory",
+    "case_histories",
+    "failing_since",
+    "flakiness",
+    "numeric",
+]
+
+
+@dataclass(frozen=True)
+class CaseHistory:
+    """One case (board, nodeid) over a window of runs, oldest first."""
+
+    board: str
+    nodeid: str
+    target: str
+    run_ids: tuple[str, ...]  # the window's runs, oldest first
+    strip: tuple[str, ...]  # the outcome in each run of the window, ABSENT where it was not in it
+    failing_since: tuple[str, float] | None  # (run id, start) of the current failing streak
+    flakiness: float  # share of consecutive pass/fail states that differ, in [0, 1]
+    flips: int
+    pass_rate: float | None  # passed / states; None when the case has no state in the window
+    latency_p50: tuple[float | None, ...]  # ms per run of the window, None where not timed
+    snr_db: tuple[float | None, ...]  # worst output's SNR per run, inf for an exact match
+
+    @property
+    def key(self) -> CaseKey:
+        return (self.board, self.nodeid)
+
+    @property
+    def last_outcome(self) -> str:
+        present = [o for o in self.strip if o != ABSENT]
+        return present[-1] if present else ABSENT
+
+    def latency_last(self) -> float | None:
+        values = [v for v in self.latency_p50 if v is not None]
+        return values[-1] if values else None
+
+    def latency_median(self) -> float | None:
+        values = [v for v in self.latency_p50 if v is not None]
+        return float(median(values)) if values else None
+
+    def snr_last(self) -> float | None:
+        values = [v for v in self.snr_db if v is not None]
+        return values[-1] if values else None
+
+    def to_dict(self) -> dict[str, Any]:
+        since = self.failing_since
+        return {
+            "board": self.board,
+            "nodeid": self.nodeid,
+            "target": self.target,
+            "strip": [
+                {"run_id": r, "outcome": o} for r, o in zip(self.run_ids, self.strip, strict=True)
+            ],
+            "failing_since": {"run_id": since[0], "started": since[1]} if since else None,
+            "flakiness": self.flakiness,
+            "flips": self.flips,
+            "pass_rate": self.pass_rate,
+            "latency_p50_ms": list(self.latency_p50),
+            "latency_p50_last_ms": self.latency_last(),
+            "latency_p50_median_ms": self.latency_median(),
+            # JSON has no infinity: an exact match is "inf", as in the records
+            "snr_db": [_json_float(v) for v in self.snr_db],
+        }
+
+
+def _json_float(value: float | None) -> float | str | None:
+    if value is None or math.isfinite(value):
+        return value
+    return "inf" if value > 0 else "-inf"
+
+
+def numeric(value: Any) -> float | None:
+    """A figure as the records keep it (a number, ``"inf"``, null) as a float or None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)  # "inf", "-inf", "nan"
+        except ValueError:
+            return None
+    return None
+
+
+# outcome_state as a table, for the hot loop (the same states: checked by the tests)
+_STATES = {o: s for o in ("passed", "failed", "error") if (s := outcome_state(o)) is not None}
+
+
+def flakiness(outcomes: Iterable[str | None]) -> tuple[float, int]:
+    """(rate, flips) over the pass/fail states of ``outcomes`` (oldest first)."""
+    states = [s for s in map(outcome_state, outcomes) if s is not None]
+    flips = state_flips(states)
+    return (flips / (len(states) - 1) if len(states) > 1 else 0.0), flips
+
+
+def failing_since(outcomes: Sequence[str | None]) -> int | None:
+    """The index in ``outcomes`` (oldest first) of the first failure of the trailing failures:
+    the failing streak the case is in now. Skips and absences neither start nor break a streak;
+    None when the last state passed or there is no state."""
+    first: int | None = None
+    for index in range(len(outcomes) - 1, -1, -1):
+        state = _STATES.get(outcomes[index])  # type: ignore[arg-type]
+        if state == "pass":
+            break
+        if state == "fail":
+            first = index
+    return first
+
+
+def _window(history: History, runs: int) -> list[RunEntry]:
+    return history.runs[-runs:] if runs > 0 else []
+
+
+def case_histories(
+    history: History,
+    runs: int = DEFAULT_RUNS,
+    *,
+    board: str | None = None,
+    case: str | None = None,
+) -> list[CaseHistory]:
+    """Every case of ``history`` seen in its last ``runs`` runs, sorted by board and nodeid;
+    ``board`` keeps one board's, ``case`` the cases whose nodeid contains it."""
+    window = _window(history, runs)
+    position = {entry.run_id: i for i, entry in enumerate(window)}
+    run_ids = tuple(entry.run_id for entry in window)
+    found = []
+    for key in sorted(history.points):
+        if board is not None and key[0] != board:
+            continue
+        if case is not None and case not in key[1]:
+            continue
+        placed = _placed(history.points[key], position, len(window))
+        if placed is None:
+            continue
+        found.append(_case_history(key, run_ids, placed, window))
+    return found
+
+
+def _placed(
+    points: Sequence[CasePoint], position: dict[str, int], size: int
+) -> list[CasePoint | None] | None:
+    """The case's points laid on the window (None where it has none), or None when it has no
+    point in the window at all."""
+    slots: list[CasePoint | None] = [None] * size
+    seen = False
+    # points are oldest first and the window is the newest runs: walk from the newest point
+    # and stop at the first one older than the window
+    for point in reversed(points):
+        index = position.get(point.run_id)
+        if index is None:
+            break
+        slots[index] = point
+        seen = True
+    return slots if seen else None
+
+
+def _case_history(
+    key: CaseKey,
+    run_ids: tuple[str, ...],
+    placed: list[CasePoint | None],
+    window: Sequence[RunEntry],
+) -> CaseHistory:
+    strip = tuple(p.outcome if p is not None else ABSENT for p in placed)
+    # one pass for the states (a history's view walks a million points: no call per point)
+    states = [_STATES[o] for o in strip if o in _STATES]
+    flips = state_flips(states)
+    since_index = failing_since(strip)
+    since = (
+        (window[since_index].run_id, window[since_index].started)
+        if since_index is not None
+        else None
+    )
+    target = next((p.target for p in reversed(placed) if p is not None), "")
+    return CaseHistory(
+        board=key[0],
+        nodeid=key[1],
+        target=target,
+        run_ids=run_ids,
+        strip=strip,
+        failing_since=since,
+        flakiness=flips / (len(states) - 1) if len(states) > 1 else 0.0,
+        flips=flips,
+        pass_rate=(states.count("pass") / len(states)) if states else None,
+        latency_p50=tuple(_figure(p.latency, "p50_ms") if p is not None else None for p in placed),
+        snr_db=tuple(_figure(p.accuracy, "snr_db") if p is not None else None for p in placed),
+    )
+
+
+def _figure(figures: dict[str, Any] | None, name: str) -> float | None:
+    if not figures:
+        return None
+    value = figures.get(name)
+    return value if type(value) is float else numeric(value)

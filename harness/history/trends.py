@@ -1,0 +1,208 @@
+"""The report page's history view, as plain data: per board a latency (p50 per case over the
+runs) and a pass-rate plot drawn with matplotlib into PNG data URIs, and a row per case (failing
+since, flakiness, pass rate, last outcomes, latency and SNR).
+
+The report layer renders it (:mod:`harness.report.history_html`) and never imports this package:
+the caller at the session's end builds the view and hands it over.
+
+A page stays small: at most ``MAX_BOARDS`` boards and ``MAX_CASES`` cases are drawn (failing and
+flaky cases first), the rest are counted in a line.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from npu_hil.harness.history.flaky import DEFAULT_RUNS, CaseHistory, case_histories
+from npu_hil.harness.history.store import History, load_history
+from npu_hil.harness.report.compare import outcome_state
+
+MAX_BOARDS = 30
+MAX_CASES = 200
+FIGURE_INCHES = (8.0, 3.0)
+FIGURE_DPI = 80  # 640 x 240 px
+LINES_WITH_LEGEND = 8
+MARKED_RUNS = 60  # more lines than this: no legend (nodeids would fill the plot)
+
+__all__ = ["MAX_BOARDS", "MAX_CASES", "trends_view", "view_for_run"]
+
+
+def _iso(started: float) -> str:
+    if not started:
+        return ""
+    return datetime.fromtimestamp(started, timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _priority(case: CaseHistory) -> tuple[int, float, str, str]:
+    failing = 0 if case.failing_since is not None else 1
+    return (failing, -case.flakiness, case.board, case.nodeid)
+
+
+def _png(figure: Any) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=FIGURE_DPI)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _figure(title: str, ylabel: str) -> tuple[Any, Any]:
+    # The object API on the Agg canvas: no pyplot state, safe in a plugin's process.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    # fixed margins: a constrained layout draws every figure twice (a third of its time)
+    figure = Figure(figsize=FIGURE_INCHES, dpi=FIGURE_DPI)
+    figure.subplots_adjust(left=0.09, right=0.98, top=0.9, bottom=0.19)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    axes.set_title(title, fontsize=9)
+    axes.set_ylabel(ylabel, fontsize=8)
+    axes.set_xlabel("run (oldest → newest)", fontsize=8)
+    axes.tick_params(labelsize=7)
+    axes.grid(True, alpha=0.3)
+    return figure, axes
+
+
+def _marks(points: int) -> dict[str, Any]:
+    """A dot per run while the runs can be told apart; over a long window the line alone."""
+    return {"marker": ".", "markersize": 3} if points <= MARKED_RUNS else {}
+
+
+def _short(nodeid: str) -> str:
+    name = nodeid.rsplit("::", 1)[-1]
+    return name if len(name) <= 40 else name[:37] + "..."
+
+
+def latency_plot(board: str, cases: Sequence[CaseHistory]) -> str | None:
+    """Latency p50 per case over the runs, or None when no case of the board timed anything."""
+    series = [(c, [v if v is not None else math.nan for v in c.latency_p50]) for c in cases]
+    series = [(c, ys) for c, ys in series if any(not math.isnan(y) for y in ys)]
+    if not series:
+        return None
+    figure, axes = _figure(f"{board}: latency p50 per case", "ms")
+    for case, ys in series:
+        axes.plot(
+            range(len(ys)), ys, marker=".", markersize=3, linewidth=1, label=_short(case.nodeid)
+        )
+    if len(series) <= LINES_WITH_LEGEND:
+        axes.legend(fontsize=6, loc="best")
+    return _png(figure)
+
+
+def pass_rate_per_run(cases: Sequence[CaseHistory]) -> list[float | None]:
+    """Per run of the window: the share of the cases' pass/fail states that passed."""
+    if not cases:
+        return []
+    rates: list[float | None] = []
+    for index in range(len(cases[0].strip)):
+        states = [outcome_state(c.strip[index]) for c in cases]
+        counted = [s for s in states if s is not None]
+        rates.append(counted.count("pass") / len(counted) if counted else None)
+    return rates
+
+
+def pass_rate_plot(board: str, rates: Sequence[float | None]) -> str | None:
+    if not any(r is not None for r in rates):
+        return None
+    figure, axes = _figure(f"{board}: pass rate", "passed / (passed + failed)")
+    ys = [100 * r if r is not None else math.nan for r in rates]
+    axes.plot(range(len(ys)), ys, linewidth=1, color="#2e7d32", **_marks(len(ys)))
+    axes.set_ylim(-5, 105)
+    return _png(figure)
+
+
+def _case_row(case: CaseHistory, window: Sequence[str], last: int) -> dict[str, Any]:
+    since = case.failing_since
+    return {
+        "nodeid": case.nodeid,
+        "target": case.target,
+        "strip": [
+            {"run_id": r, "outcome": o}
+            for r, o in list(zip(window, case.strip, strict=True))[-last:]
+        ],
+        "failing_since": since[0] if since else None,
+        "failing_since_started": _iso(since[1]) if since else "",
+        "flakiness": case.flakiness,
+        "flips": case.flips,
+        "pass_rate": case.pass_rate,
+        "latency_last_ms": case.latency_last(),
+        "latency_median_ms": case.latency_median(),
+        "snr_last_db": case.snr_last(),  # may be inf: the page says "exact"
+        "last_outcome": case.last_outcome,
+    }
+
+
+def trends_view(
+    history: History,
+    runs: int = DEFAULT_RUNS,
+    *,
+    plots: bool = True,
+    max_boards: int = MAX_BOARDS,
+    max_cases: int = MAX_CASES,
+    strip_runs: int = DEFAULT_RUNS,
+) -> dict[str, Any]:
+    """The view of the last ``runs`` runs of ``history`` (see the module's docstring)."""
+    cases = case_histories(history, runs)
+    window = history.runs[-runs:] if runs > 0 else []
+    run_ids = [e.run_id for e in window]
+    per_board: dict[str, list[CaseHistory]] = {}
+    for case in cases:
+        per_board.setdefault(case.board, []).append(case)
+    boards = sorted(per_board)[:max_boards]
+    shown_boards = set(boards)
+    candidates = sorted((c for c in cases if c.board in shown_boards), key=_priority)
+    drawn: dict[str, list[CaseHistory]] = {}
+    for case in candidates[:max_cases]:
+        drawn.setdefault(case.board, []).append(case)
+    board_views = []
+    for board in boards:
+        chosen = sorted(drawn.get(board, []), key=lambda c: c.nodeid)
+        everyone = per_board[board]
+        rates = pass_rate_per_run(everyone)
+        board_views.append(
+            {
+                "board": board,
+                "cases_total": len(everyone),
+                "failing": sum(c.failing_since is not None for c in everyone),
+                "flaky": sum(c.flips > 1 for c in everyone),
+                "pass_rate_per_run": rates,
+                "latency_png": latency_plot(board, chosen) if plots else None,
+                "pass_rate_png": pass_rate_plot(board, rates) if plots else None,
+                "cases": [_case_row(c, run_ids, strip_runs) for c in chosen],
+            }
+        )
+    omitted_boards = len(per_board) - len(boards)
+    omitted_cases = len(cases) - sum(len(v) for v in drawn.values())
+    return {
+        "runs": [{"run_id": e.run_id, "started": _iso(e.started)} for e in window],
+        "run_key": window[-1].run_key if window else "",
+        "boards": board_views,
+        "cases_total": len(cases),
+        "omitted_boards": omitted_boards,
+        "omitted_cases": omitted_cases,
+    }
+
+
+def view_for_run(
+    reports_root: Path, run_key: str, runs: int = DEFAULT_RUNS
+) -> dict[str, Any] | None:
+    """The view for the report of a run of kind ``run_key`` (None when nothing is indexed, or
+    the history cannot be read: the report is written without it, never lost for it)."""
+    if not run_key:
+        return None
+    try:
+        history = load_history(Path(reports_root), run_key, limit=runs)
+        if not history.runs:
+            return None
+        return trends_view(history, runs)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
