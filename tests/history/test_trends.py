@@ -112,7 +112,7 @@ def test_write_run_puts_the_history_on_the_page(reports: Path, write: Any) -> No
             message="buffers differ",
         )
     ]
-    write_run(run_dir, records, {"run_key": "kind-1"}, view)
+    write_run(run_dir, records, {"run_key": "kind-1"}, trends=view)
     page = (run_dir / HTML_FILE).read_text(encoding="utf-8")
     assert '<h2 id="history">History</h2>' in page and "data:image/png;base64," in page
     assert '<h2 id="regressions">' not in page  # the summary has none
