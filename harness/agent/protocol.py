@@ -574,9 +574,7 @@ def read_result(job_dir: str | os.PathLike[str], *, job_id: str | None = None) -
     canary = _canary(document.get("canary"), where)
     if canary is not None:
         tensors = {
-            key: tuple(
-                dataclasses.replace(t, canary=canary.pattern) for t in tensors[key]
-            )
+            key: tuple(dataclasses.replace(t, canary=canary.pattern) for t in tensors[key])
             if getattr(canary, key)
             else tensors[key]
             for key in ("inputs", "outputs")

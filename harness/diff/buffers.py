@@ -60,7 +60,9 @@ def diff_buffers(
         dirty = np.zeros(0, dtype=np.int64)
         if padding == "zero" and not expected_is_tensor:
             dirty = _nonzero_padding(layout, device_buf, common)
-        return _report(layout, tolerance, padding, device_buf.size, common, dirty, first)
+        report = _report(layout, tolerance, padding, device_buf.size, common, dirty, first)
+        report.expected_buffer = expected_buf
+        return report
 
     differing = np.flatnonzero(expected_buf[:common] != device_buf[:common])
     unwritten = np.zeros(0, dtype=np.int64)
@@ -70,6 +72,8 @@ def diff_buffers(
             device_buf[differing] == np.resize(np.frombuffer(canary, np.uint8), common)[differing]
         )
         unwritten, differing = differing[held], differing[~held]
+        if padding == "ignore" and unwritten.size:  # padding is not looked at, canary or not
+            unwritten = unwritten[~layout.locate_many(unwritten).padding]
     located = layout.locate_many(differing)
     pad_offsets = differing[located.padding]
     if padding == "ignore":
@@ -97,6 +101,7 @@ def diff_buffers(
         index=located.index[element_rows],
         slots=located.slot[element_rows],
     )
+    report.expected_buffer = expected_buf
     return report
 
 

@@ -34,13 +34,13 @@ def diagnose(
         )
     if report.unwritten_bytes:
         run = report.first_unwritten[0]
-        where = "padding" if run.index is None else f"index {list(run.index)}"
+        place = "padding" if run.index is None else f"index {list(run.index)}"
         findings.append(
             Finding(
                 "unwritten",
                 f"{report.unwritten_bytes} bytes ({report.unwritten_elements} elements) still "
                 f"hold the canary {report.canary}: the device never wrote them; first "
-                f"{run.count} from offset {run.offset} ({where})"
+                f"{run.count} from offset {run.offset} ({place})"
                 + (
                     f", {len(report.first_unwritten)} runs"
                     if len(report.first_unwritten) > 1

@@ -113,6 +113,10 @@ class DiffReport:
     mismatch_got: np.ndarray | None = field(default=None, repr=False, compare=False)
     dirty_padding_offsets: np.ndarray | None = field(default=None, repr=False, compare=False)
     unwritten_offsets: np.ndarray | None = field(default=None, repr=False, compare=False)
+    expected_buffer: np.ndarray | None = field(default=None, repr=False, compare=False)
+    """The bytes the device buffer had to hold (the stale-result check compares two runs')."""
+    canary_note: str = ""
+    """Why the buffer was not checked for unwritten bytes when a canary was asked for."""
 
     @property
     def length_delta(self) -> int:
@@ -169,6 +173,8 @@ class DiffReport:
             out.append(f"  dirty padding at offsets {first}")
         for finding in self.findings:
             out.append(f"  {finding.kind}: {finding.message}")
+        if self.canary_note:
+            out.append(f"  canary: {self.canary_note}")
         return "\n".join(out)
 
     def to_dict(self) -> dict[str, Any]:
@@ -177,6 +183,7 @@ class DiffReport:
             data.pop(array_field)
         data.pop("dirty_padding_offsets")
         data.pop("unwritten_offsets")
+        data.pop("expected_buffer")
         data["shape"] = list(self.shape)
         data["verdict"] = self.verdict
         data["length_delta"] = self.length_delta
