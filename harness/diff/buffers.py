@@ -43,10 +43,11 @@ def diff_buffers(
     still compared.
 
     ``canary``: the pattern the device buffer was filled with before the run (repeated from its
-    first byte). A differing byte that still holds it is *unwritten* — the device never wrote
-    it — and is reported as such (located: offset, count, logical index), not as a value
-    mismatch or dirty padding. Only differing bytes count, so a byte whose expected value
-    happens to equal the pattern is never flagged.
+    first byte). A differing byte that still holds it, within a stretch of at least the
+    pattern's length that does, is *unwritten* — the device never wrote it — and is reported as
+    such (located: offset, count, logical index), not as a value mismatch or dirty padding.
+    Only differing bytes count, so a byte whose expected value happens to equal the pattern is
+    never flagged, and a lone byte that happens to equal it stays a plain mismatch.
     """
     if padding not in PADDING_POLICIES:
         raise LayoutError(f"padding must be one of {PADDING_POLICIES}, got {padding!r}")
@@ -60,17 +61,16 @@ def diff_buffers(
         dirty = np.zeros(0, dtype=np.int64)
         if padding == "zero" and not expected_is_tensor:
             dirty = _nonzero_padding(layout, device_buf, common)
-        report = _report(layout, tolerance, padding, device_buf.size, common, dirty, first)
+        report = _report(
+            layout, tolerance, padding, device_buf.size, common, dirty, first, canary=canary
+        )
         report.expected_buffer = expected_buf
         return report
 
     differing = np.flatnonzero(expected_buf[:common] != device_buf[:common])
     unwritten = np.zeros(0, dtype=np.int64)
     if canary is not None and differing.size:
-        # A differing byte that equals the pattern: the expected value is not the pattern there.
-        held = (
-            device_buf[differing] == np.resize(np.frombuffer(canary, np.uint8), common)[differing]
-        )
+        held = _canary_runs(device_buf[:common], canary)[differing]
         unwritten, differing = differing[held], differing[~held]
         if padding == "ignore" and unwritten.size:  # padding is not looked at, canary or not
             unwritten = unwritten[~layout.locate_many(unwritten).padding]
@@ -236,6 +236,23 @@ def _compare_elements(
                 group = channel // report.group_size
                 per_group[group] = per_group.get(group, 0) + count
             report.per_group = per_group
+
+
+def _canary_runs(device_buf: np.ndarray, canary: bytes) -> np.ndarray:
+    """Where the device buffer holds the canary (repeated from its first byte) for at least the
+    pattern's length in a row. A shorter match is a coincidence — any byte equals the pattern's
+    byte at its phase once in 256 — not memory the device left alone; a real unwritten stretch
+    (a row, a tail, a tile) is longer than the pattern."""
+    pattern = np.resize(np.frombuffer(canary, np.uint8), device_buf.size)
+    match = np.concatenate(([0], (device_buf == pattern).view(np.int8), [0]))
+    edges = np.diff(match)
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    keep = ends - starts >= len(canary)
+    marks = np.zeros(device_buf.size + 1, dtype=np.int64)
+    np.add.at(marks, starts[keep], 1)
+    np.add.at(marks, ends[keep], -1)
+    runs: np.ndarray = np.cumsum(marks[:-1]) > 0
+    return runs
 
 
 def _locate_unwritten(

@@ -14,7 +14,8 @@ which is exactly what the diff must catch. Process faults stop the board from an
 - ``truncated-output``: the last ``drop`` bytes lost (default half the buffer);
 - ``garbage``: random bytes (``seed``) of the same length;
 - ``unwritten-output``: the NPU stops writing before the end of the buffer: the last
-  ``fraction`` of its bytes (default 0.25; or exactly ``drop`` bytes) keep what the buffer held
+  ``fraction`` of the bytes up to its last data byte (default 0.25), and any padding after it,
+  or exactly the last ``drop`` bytes, keep what the buffer held
   before the run (the agent's canary, else zeros) — a DMA or a job cut short, a buffer sized
   from the wrong attribute;
 - ``stale-output``: the runtime hands back the buffers of the model's previous run on this
@@ -324,7 +325,11 @@ def _unwritten(tensor: SimTensor, params: Mapping[str, Any], _: int) -> bool:
     if "drop" in params:
         left = min(int(params["drop"]), size)
     else:
-        left = max(1, int(size * float(params.get("fraction", 0.25))))
+        # The fraction is of the bytes up to the last data byte, so it always reaches data (a
+        # buffer's tail may be padding only); everything past that is left unwritten too.
+        data = np.flatnonzero(~tensor.codec_layout.padding_mask()[:size])
+        end = int(data[-1]) + 1 if data.size else size
+        left = size - end + max(1, int(end * float(params.get("fraction", 0.25))))
     prior = tensor.prior if tensor.prior is not None else np.zeros(size, dtype=np.uint8)
     tensor.data[size - left :] = prior[size - left : size]
     return True
