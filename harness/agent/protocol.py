@@ -55,6 +55,7 @@ from npu_hil.harness.errors import (
 )
 
 __all__ = [
+    "Canary",
     "ErrorRecord",
     "InputSpec",
     "JobSpec",

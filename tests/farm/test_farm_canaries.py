@@ -5,6 +5,7 @@ runs on different inputs. Each check fires with its fault and is quiet without i
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from npu_hil.harness.agent.protocol import Canary, JobSpec, Result
+from npu_hil.harness.board.job import canary_for
+from npu_hil.harness.errors import ProtocolError
 from npu_hil.harness.farm import Farm
 from npu_hil.harness.pipeline import ModelRun, run_model
 from npu_hil.harness.pipeline.stale import derived_inputs
@@ -126,6 +130,23 @@ def test_a_stale_device_alone_passes_its_first_job(sim_farm: Farm) -> None:
     assert first.ok and again.ok
     other = run_model(session, "conv3x3", image(5), faults=fault)
     assert not other.ok and other.outputs[0].verdict == "different"
+
+
+def test_a_result_filled_with_another_jobs_canary_is_refused(
+    sim_farm: Farm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (board,) = sim_farm.boards(targets=["rk3588"])
+    session = sim_farm.session(board)
+    submit = session.client.submit
+
+    def other_jobs(spec: JobSpec, arrays: object) -> Result:
+        result = submit(spec, arrays)  # type: ignore[arg-type]
+        assert result.canary is not None
+        return dataclasses.replace(result, canary=Canary(canary_for("another job"), True, True))
+
+    monkeypatch.setattr(session.client, "submit", other_jobs)
+    with pytest.raises(ProtocolError, match="canary"):
+        run_model(session, "conv3x3", image())
 
 
 def constant_model() -> onnx.ModelProto:

@@ -250,10 +250,11 @@ class RknnLiteAdapter(Adapter):
         why, from the vendor's API)."""
         return CanaryFill(
             reason=(
-                "RKNNLite.inference() hands back numpy arrays the runtime allocates during the "
-                "run (rknn_outputs_get without preallocated memory: the Python API has no "
-                "is_prealloc), so no buffer exists before the run to fill; use rknn_native (zero-"
-                "copy) for the canary check."
+                "RKNNLite.inference() hands back numpy arrays it allocates during the call (its "
+                "Python API has no preallocated outputs; reuse_outputs=True only overwrites the "
+                "previous call's arrays, and the first call of a model allocates), so no buffer "
+                "of the runtime's exists before the run to fill; use rknn_native (zero-copy) "
+                "for the canary check."
             )
         )
 
