@@ -3,6 +3,11 @@ expected buffer differs from it, located like any mismatch and taking precedence
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -133,3 +138,30 @@ def test_unwritten_counts_exactly_the_canary_bytes_that_differ(seed: int, job: s
     assert report.unwritten_bytes == int(np.count_nonzero(lost & (expected != pattern)))
     assert report.mismatched == 0 and report.dirty_padding_bytes == 0
     assert report.ok == (report.unwritten_bytes == 0)
+
+
+def test_cli_diff_takes_the_canary(tmp_path: Path) -> None:
+    x = values()
+    np.save(tmp_path / "ref.npy", x)
+    device = LAYOUT.pack(x)
+    device[-100:] = filled(device.size)[-100:]
+    (tmp_path / "dev.bin").write_bytes(device.tobytes())
+    common = ["--target", "rk3588", "--layout", "NC1HWC2", "--shape", "1,20,3,5", "--dtype",
+              "int8", "--expected", str(tmp_path / "ref.npy"),
+              "--device", str(tmp_path / "dev.bin")]  # fmt: skip
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "npu_hil.harness.cli.main", "diff", *common, *args],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+
+    found = cli("--canary", CANARY.hex(), "--json")
+    assert found.returncode == 1, found.stderr
+    data = json.loads(found.stdout)
+    assert data["verdict"] == "unwritten" and data["unwritten_bytes"] > 0
+    assert data["first_unwritten"][0]["offset"] >= device.size - 100
+    plain = cli("--json")
+    assert json.loads(plain.stdout)["verdict"] == "different"
+    refused = cli("--canary", "a5a5")
+    assert refused.returncode == 2 and "repeated byte" in refused.stderr
