@@ -156,12 +156,12 @@ def run_once(
         canary=canary_for(job_id),
     )
     result = _submit(session, spec, arrays)
-    compatibility = check_after_run(session, artifact, result.versions) or compatibility
     if result.canary is not None and result.canary.pattern != spec.canary:
         raise ProtocolError(
             f"job {job_id}: the agent filled the buffers with canary {result.canary.pattern.hex()}"
             f", the job gave {canary_for(job_id).hex()} (a result of another job?)"
         )
+    compatibility = check_after_run(session, artifact, result.versions) or compatibility
     checked_in, checked_out = check_result(
         session.target,
         reference,
