@@ -32,7 +32,8 @@ def test_stale(run_model):
 
 
 def _records(project: pytest.Pytester) -> tuple[Path, dict[str, dict]]:
-    (run,) = [p for p in (project.path / "reports").iterdir() if not p.name.startswith(".")]
+    reports = (project.path / "reports").iterdir()
+    (run,) = [p for p in reports if p.is_dir() and not p.name.startswith(".")]
     lines = (run / "records.jsonl").read_text().splitlines()
     return run, {r["nodeid"].split("::")[-1].split("[")[0]: r for r in map(json.loads, lines)}
 
