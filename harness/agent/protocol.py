@@ -55,6 +55,7 @@ from npu_hil.harness.errors import (
 )
 
 __all__ = [
+    "Canary",
     "ErrorRecord",
     "InputSpec",
     "JobSpec",
@@ -91,6 +92,9 @@ class JobSpec:
     runs: int = DEFAULT_RUNS
     warmup: int = DEFAULT_WARMUP
     pin_clocks: bool = False
+    canary: bytes | None = None
+    """The pattern the agent fills every output buffer the adapter owns with before each run
+    (:func:`harness.board.job.canary_for` makes one from the job id); None: no canary."""
 
 
 @dataclass(frozen=True)
@@ -203,6 +207,8 @@ def write_job(
         "warmup": int(spec.warmup),
         "pin_clocks": bool(spec.pin_clocks),
     }
+    if spec.canary is not None:
+        document["canary"] = bytes(spec.canary).hex()
     tmp = directory / (JOB_FILE + ".tmp")
     tmp.write_text(json.dumps(document, indent=1), encoding="utf-8")
     os.replace(tmp, directory / JOB_FILE)
@@ -225,6 +231,8 @@ class TensorRecord:
     shape: tuple[int, ...]
     attributes: Mapping[str, Any]
     data: np.ndarray = field(repr=False, compare=False)
+    canary: bytes | None = None
+    """The pattern the buffer started the run filled with (None: not filled, or no canary)."""
 
 
 @dataclass(frozen=True)
@@ -295,6 +303,17 @@ class Timings:
 
 
 @dataclass(frozen=True)
+class Canary:
+    """result.json's ``canary``: the pattern, whether the outputs and the input buffers the
+    adapter allocates started the last run filled with it, and why not where they did not."""
+
+    pattern: bytes
+    outputs: bool
+    inputs: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
 class Result:
     """A verified result.json: every blob's size and sha256 checked and its bytes loaded."""
 
@@ -312,6 +331,8 @@ class Result:
     # The board's clocks, governors, temperatures and load before and after the timed runs, as
     # the agent read them (absent readings are listed, never filled in).
     board_state: Mapping[str, Any] = field(default_factory=dict)
+    canary: Canary | None = None
+    """What the agent filled with the job's canary (None: the job carried none)."""
 
     def output(self, name: str) -> TensorRecord:
         return _by_name(self.outputs, name, "output")
@@ -551,6 +572,14 @@ def read_result(job_dir: str | os.PathLike[str], *, job_id: str | None = None) -
         )
         for key in ("inputs", "outputs")
     }
+    canary = _canary(document.get("canary"), where)
+    if canary is not None:
+        tensors = {
+            key: tuple(dataclasses.replace(t, canary=canary.pattern) for t in tensors[key])
+            if getattr(canary, key)
+            else tensors[key]
+            for key in ("inputs", "outputs")
+        }
     adapter = document.get("adapter")
     return Result(
         schema=str(document["schema"]),
@@ -565,7 +594,26 @@ def read_result(job_dir: str | os.PathLike[str], *, job_id: str | None = None) -
         job_dir=directory,
         document=document,
         board_state=_board_state(document.get("board_state"), where),
+        canary=canary,
     )
+
+
+def _canary(raw: Any, where: str) -> Canary | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ProtocolError(f"{where}.canary: expected an object, got {str(raw)[:200]}")
+    pattern = raw.get("pattern")
+    try:
+        value = bytes.fromhex(pattern) if isinstance(pattern, str) else b""
+    except ValueError:
+        value = b""
+    if len(value) < 2:
+        raise ProtocolError(f"{where}.canary.pattern: expected hex bytes, got {pattern!r}")
+    flags = {key: raw.get(key, False) for key in ("outputs", "inputs")}
+    if not all(isinstance(v, bool) for v in flags.values()):
+        raise ProtocolError(f"{where}.canary: outputs and inputs must be true or false: {raw!r}")
+    return Canary(value, flags["outputs"], flags["inputs"], str(raw.get("reason") or ""))
 
 
 def _board_state(raw: Any, where: str) -> dict[str, Any]:

@@ -5,11 +5,13 @@ job.json (``npu-hil-job/1``)::
     {"schema", "job_id", "model": {"path", "sha256"}, "adapter": [a-z0-9_]+, "adapter_options",
      "inputs": [{"name", "file", "layout", "shape", "dtype", "pass_through"}], "outputs": [..]|null,
      "timeouts": {"load": s, "run": s}, "runs": n, "warmup": n,
-     "pin_clocks": bool}
+     "pin_clocks": bool, "canary": hex | null}
 
 ``runs`` (default 1) timed calls of the runtime follow ``warmup`` (default 0) untimed ones; the
 buffers that come back are the last run's. ``pin_clocks`` (default false) sets the CPU, NPU and
-DDR governors to ``performance`` for the runs and restores them after.
+DDR governors to ``performance`` for the runs and restores them after. ``canary`` (hex, 2 to 64
+bytes, :func:`canary_for` makes one from the job id) is the pattern every output buffer the
+adapter owns is filled with before each run: bytes the device never wrote still hold it.
 
 Paths are relative to the job directory (the model may also be relative to ``--root``, the model
 cache) and may not leave it: absolute paths, ``..`` and symlinks pointing outside are refused. A
@@ -20,6 +22,7 @@ host imports this module too.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
@@ -73,6 +76,43 @@ DTYPE_SIZES = {
 }
 DTYPES = tuple(DTYPE_SIZES)
 SHA256_RE = re.compile(r"[0-9a-f]{64}\Z")
+CANARY_RE = re.compile(r"(?:[0-9a-f]{2}){2,64}\Z")
+CANARY_BYTES = 8
+# Fills a runtime, an allocator or a debugger may leave in memory on its own (zeroed pages,
+# erased flash, the harness's own dirty-padding value, 0xCD/0xDD/0xFD debug heaps): a canary byte
+# is never one of them, so a buffer holding the pattern was filled by the agent.
+COMMON_FILLS = frozenset((0x00, 0xFF, 0xA5, 0x5A, 0xCD, 0xDD, 0xFD, 0xAA, 0x55))
+
+
+def canary_for(job_id: str) -> bytes:
+    """The job's canary: eight bytes derived from its id (two jobs differ, and a result can be
+    checked against the pattern its job was given), none of them a common fill, not all equal.
+    Eight bytes keep the pattern in phase with 1-, 2-, 4- and 8-byte elements."""
+    digest = bytearray(hashlib.sha256(b"npu-hil canary\0" + job_id.encode("utf-8")).digest())
+    pattern = bytearray()
+    for byte in digest:
+        if byte not in COMMON_FILLS and (len(pattern) == 0 or byte != pattern[-1]):
+            pattern.append(byte)
+        if len(pattern) == CANARY_BYTES:
+            break
+    while len(pattern) < CANARY_BYTES:  # astronomically unlikely: 32 bytes gave too few
+        pattern.append(0x3C if len(pattern) % 2 else 0xC3)
+    return bytes(pattern)
+
+
+def check_canary(field: str, value: object) -> bytes | None:
+    """A job's canary from its hex form (None: no canary), refused unless it is 2 to 64 bytes
+    and not a single repeated byte (that would be a fill, not a pattern)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not CANARY_RE.match(value):
+        raise JobRefused(field, "type", f"expected 2 to 64 bytes as lower-case hex, got {value!r}")
+    pattern = bytes.fromhex(value)
+    if len(set(pattern)) == 1:
+        raise JobRefused(
+            field, "type", f"{value!r} is one repeated byte, a common fill; a canary is a pattern"
+        )
+    return pattern
 
 
 class JobRefused(Exception):
@@ -128,6 +168,7 @@ class Job:
     runs: int = DEFAULT_RUNS
     warmup: int = DEFAULT_WARMUP
     pin_clocks: bool = False
+    canary: bytes | None = None
 
 
 def _within(path: str, base: str) -> bool:
@@ -343,6 +384,7 @@ def validate_job(
         runs=_count(doc, "runs", DEFAULT_RUNS, 1, MAX_RUNS),
         warmup=_count(doc, "warmup", DEFAULT_WARMUP, 0, MAX_WARMUP),
         pin_clocks=_flag(doc, "pin_clocks"),
+        canary=check_canary("canary", doc.get("canary")),
     )
 
 

@@ -159,6 +159,10 @@ class Agent(AdapterCache):
         timings = result["timings"]
 
         def once() -> tuple[Any, float]:
+            if job.canary is not None:
+                # Before every run, outside its timing: the buffers checked are the last run's,
+                # and an earlier run's bytes must not pass for this one's.
+                result["canary"] = self._fill_canary(job, adapter, model, job.canary)
             t0 = time.perf_counter()
             out = self._call(
                 "run",
@@ -207,6 +211,31 @@ class Agent(AdapterCache):
         if len(own) == len(walls):
             timings["adapter_runs_s"] = own
         return run, wall
+
+    def _fill_canary(
+        self, job: Job, adapter: Adapter, model: Any, pattern: bytes
+    ) -> dict[str, Any]:
+        """The adapter fills what it owns; result.json says what was filled and, where nothing
+        was, why (so the host never reads "no unwritten bytes" into a buffer never filled)."""
+        hook = getattr(adapter, "fill_canary", None)
+        if hook is None:  # an adapter written before the hook: it fills nothing
+            fill = self.base.CanaryFill(reason=f"adapter {job.adapter!r} has no fill_canary")
+        else:
+            fill = self._call("run", job.adapter, lambda: hook(model, pattern), job.timeouts["run"])
+        if not isinstance(fill, self.base.CanaryFill):
+            raise StageFailed(
+                failure(
+                    "AgentError",
+                    "run",
+                    f"adapter {job.adapter!r} fill_canary returned {fill!r}, not a CanaryFill",
+                )
+            )
+        return {
+            "pattern": pattern.hex(),
+            "outputs": bool(fill.outputs),
+            "inputs": bool(fill.inputs),
+            "reason": str(fill.reason or ""),
+        }
 
     def _input_tensor(self, item: JobInput) -> InputTensor:
         spec = item.spec

@@ -6,6 +6,7 @@ result.json (``npu-hil-result/1``)::
      "timings": {"load_s", "run_s", "copy_s", "total_s", "model_cached"[, "adapter"],
                  "runs", "warmup", "runs_s": [s per timed run][, "adapter_runs_s": [s]]},
      "board_state": {"before": state, "after": state} (see boardstate),
+     "canary": {"pattern": hex, "outputs": bool, "inputs": bool, "reason"} (a job with one),
      "inputs"/"outputs": [{"name", "file", "sha256", "nbytes", "layout", "dtype", "shape",
                            "attributes"}]}
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from npu_hil.harness.board.job import JobRefused, check_canary
 from npu_hil.harness.cli.codec_cmd import load_npy, read_buffer
 from npu_hil.harness.cli.common import add_layout_args, layout_from_args, parse_shape
 from npu_hil.harness.diff import diff_buffers
@@ -28,6 +29,12 @@ def add_parser(sub: Any) -> None:
         "--tolerance", type=_tolerance, default=0, help="± in value units (default 0)"
     )
     diff.add_argument("--padding", choices=("zero", "ignore", "exact"), default="zero")
+    diff.add_argument(
+        "--canary",
+        type=_canary,
+        help="hex pattern the device buffer was filled with before the run (job.json's canary): "
+        "bytes still holding it are reported unwritten",
+    )
     diff.add_argument("--json", action="store_true")
     diff.add_argument("--png", type=Path, help="write a heatmap of the mismatches here")
     diff.set_defaults(run=run_diff)
@@ -41,6 +48,15 @@ def _tolerance(text: str) -> float:
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
     return value
+
+
+def _canary(text: str) -> bytes:
+    try:
+        pattern = check_canary("--canary", text.lower())
+    except JobRefused as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    assert pattern is not None
+    return pattern
 
 
 def run_diff(args: argparse.Namespace) -> int:
@@ -58,7 +74,10 @@ def run_diff(args: argparse.Namespace) -> int:
             args.expected_bin, layout, f"the packed {layout.nbytes}-byte expected buffer"
         )
     device = read_buffer(args.device, layout, "the device's buffer", slack=True)
-    report = diff_buffers(layout, expected, device, tolerance=args.tolerance, padding=args.padding)
+    report = diff_buffers(
+        layout, expected, device, tolerance=args.tolerance, padding=args.padding,
+        canary=args.canary,
+    )  # fmt: skip
     if args.png is not None:
         render_heatmap(report, layout, args.png)
     if args.json:

@@ -15,7 +15,7 @@ import numpy as np
 from npu_hil.harness.codec.engine import PART, BlockedLayout
 from npu_hil.harness.diff.diagnose import diagnose
 from npu_hil.harness.diff.inputs import as_bytes
-from npu_hil.harness.diff.report import DiffReport, Mismatch
+from npu_hil.harness.diff.report import DiffReport, Mismatch, Unwritten
 from npu_hil.harness.errors import LayoutError
 
 PADDING_POLICIES = ("zero", "ignore", "exact")
@@ -30,6 +30,7 @@ def diff_buffers(
     tolerance: float = 0,
     padding: str = "zero",
     first: int = FIRST_MISMATCHES,
+    canary: bytes | None = None,
 ) -> DiffReport:
     """Compare ``device`` (the raw buffer) with ``expected`` under ``layout``.
 
@@ -40,6 +41,13 @@ def diff_buffers(
     ``"ignore"`` — padding is not looked at. Dirty padding is its own finding, never a value
     mismatch. A device buffer of the wrong length is reported short or long; the common prefix is
     still compared.
+
+    ``canary``: the pattern the device buffer was filled with before the run (repeated from its
+    first byte). A differing byte that still holds it, within a stretch of at least the
+    pattern's length that does, is *unwritten* — the device never wrote it — and is reported as
+    such (located: offset, count, logical index), not as a value mismatch or dirty padding.
+    Only differing bytes count, so a byte whose expected value happens to equal the pattern is
+    never flagged, and a lone byte that happens to equal it stays a plain mismatch.
     """
     if padding not in PADDING_POLICIES:
         raise LayoutError(f"padding must be one of {PADDING_POLICIES}, got {padding!r}")
@@ -53,9 +61,19 @@ def diff_buffers(
         dirty = np.zeros(0, dtype=np.int64)
         if padding == "zero" and not expected_is_tensor:
             dirty = _nonzero_padding(layout, device_buf, common)
-        return _report(layout, tolerance, padding, device_buf.size, common, dirty, first)
+        report = _report(
+            layout, tolerance, padding, device_buf.size, common, dirty, first, canary=canary
+        )
+        report.expected_buffer = expected_buf
+        return report
 
     differing = np.flatnonzero(expected_buf[:common] != device_buf[:common])
+    unwritten = np.zeros(0, dtype=np.int64)
+    if canary is not None and differing.size:
+        held = _canary_runs(device_buf[:common], canary)[differing]
+        unwritten, differing = differing[held], differing[~held]
+        if padding == "ignore" and unwritten.size:  # padding is not looked at, canary or not
+            unwritten = unwritten[~layout.locate_many(unwritten).padding]
     located = layout.locate_many(differing)
     pad_offsets = differing[located.padding]
     if padding == "ignore":
@@ -64,8 +82,10 @@ def diff_buffers(
         dirty = pad_offsets
     else:
         dirty = _nonzero_padding(layout, device_buf, common)
+        if unwritten.size:
+            dirty = np.setdiff1d(dirty, unwritten, assume_unique=True)
     element_rows = ~located.padding
-    return _report(
+    report = _report(
         layout,
         tolerance,
         padding,
@@ -73,12 +93,16 @@ def diff_buffers(
         common,
         dirty,
         first,
+        unwritten=unwritten,
+        canary=canary,
         expected_buf=expected_buf,
         device_buf=device_buf,
         offsets=differing[element_rows],
         index=located.index[element_rows],
         slots=located.slot[element_rows],
     )
+    report.expected_buffer = expected_buf
+    return report
 
 
 def _report(
@@ -90,6 +114,8 @@ def _report(
     dirty: np.ndarray,
     first: int,
     *,
+    unwritten: np.ndarray | None = None,
+    canary: bytes | None = None,
     expected_buf: np.ndarray | None = None,
     device_buf: np.ndarray | None = None,
     offsets: np.ndarray | None = None,
@@ -123,7 +149,10 @@ def _report(
         per_group={},
         group_size=group_size,
         dirty_padding_offsets=dirty,
+        canary=None if canary is None else bytes(canary).hex(),
     )
+    if unwritten is not None and unwritten.size:
+        _locate_unwritten(report, layout, unwritten, first)
     if offsets is not None and offsets.size:
         assert expected_buf is not None and device_buf is not None
         assert index is not None and slots is not None
@@ -207,6 +236,51 @@ def _compare_elements(
                 group = channel // report.group_size
                 per_group[group] = per_group.get(group, 0) + count
             report.per_group = per_group
+
+
+def _canary_runs(device_buf: np.ndarray, canary: bytes) -> np.ndarray:
+    """Where the device buffer holds the canary (repeated from its first byte) for at least the
+    pattern's length in a row. A shorter match is a coincidence — any byte equals the pattern's
+    byte at its phase once in 256 — not memory the device left alone; a real unwritten stretch
+    (a row, a tail, a tile) is longer than the pattern."""
+    pattern = np.resize(np.frombuffer(canary, np.uint8), device_buf.size)
+    match = np.concatenate(([0], (device_buf == pattern).view(np.int8), [0]))
+    edges = np.diff(match)
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    keep = ends - starts >= len(canary)
+    marks = np.zeros(device_buf.size + 1, dtype=np.int64)
+    np.add.at(marks, starts[keep], 1)
+    np.add.at(marks, ends[keep], -1)
+    runs: np.ndarray = np.cumsum(marks[:-1]) > 0
+    return runs
+
+
+def _locate_unwritten(
+    report: DiffReport, layout: BlockedLayout, offsets: np.ndarray, first: int
+) -> None:
+    """Count the unwritten bytes and the elements they touch, and locate the first runs of
+    consecutive ones (an NPU that stops early leaves one run; one that skips rows, many)."""
+    report.unwritten_bytes = int(offsets.size)
+    report.unwritten_offsets = offsets
+    located = layout.locate_many(offsets)
+    index = located.index[~located.padding]
+    if index.size:
+        report.unwritten_elements = int(
+            np.unique(np.ravel_multi_index(tuple(index.T), layout.shape)).size
+        )
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(offsets) != 1) + 1))
+    ends = np.concatenate((starts[1:], [offsets.size]))
+    for start, end in zip(starts[:first], ends[:first], strict=True):
+        offset = int(offsets[start])
+        where = layout.locate(offset)
+        report.first_unwritten.append(
+            Unwritten(
+                offset=offset,
+                count=int(end - start),
+                index=None if where.index is None else tuple(int(i) for i in where.index),
+                padding=bool(where.padding),
+            )
+        )
 
 
 def _scalar(value: Any) -> float:

@@ -32,6 +32,22 @@ def diagnose(
         findings.append(
             Finding(kind, f"device buffer is {abs(report.length_delta)} bytes {how}{lost}")
         )
+    if report.unwritten_bytes:
+        run = report.first_unwritten[0]
+        place = "padding" if run.index is None else f"index {list(run.index)}"
+        findings.append(
+            Finding(
+                "unwritten",
+                f"{report.unwritten_bytes} bytes ({report.unwritten_elements} elements) still "
+                f"hold the canary {report.canary}: the device never wrote them; first "
+                f"{run.count} from offset {run.offset} ({place})"
+                + (
+                    f", {len(report.first_unwritten)} runs"
+                    if len(report.first_unwritten) > 1
+                    else ""
+                ),
+            )
+        )
     if report.dirty_padding_bytes:
         first = report.first_dirty_padding[0]
         where = layout.locate(first)

@@ -11,6 +11,13 @@ import numpy as np
 VERDICT_EQUAL = "equal"
 VERDICT_WITHIN = "equal within tolerance"
 VERDICT_DIFFERENT = "different"
+VERDICT_UNWRITTEN = "unwritten"
+"""Bytes of the device buffer still hold the canary the agent filled it with where the expected
+buffer holds something else: the device never wrote them. Takes precedence over "different"."""
+VERDICT_STALE = "stale"
+"""An output that did not change between two runs on different inputs (the stale-result check)
+although the host's expectation did: set on a run's tensor, never by the byte diff alone."""
+PASSING_VERDICTS = frozenset((VERDICT_EQUAL, VERDICT_WITHIN))
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,26 @@ class Mismatch:
             byte += f" (entry {self.entry} bits {self.bits})"
         part = f" {self.part} byte" if self.part else ""
         return f"{where}: expected {_num(self.expected)}, got {_num(self.got)} at {byte}{part}"
+
+
+@dataclass(frozen=True)
+class Unwritten:
+    """A run of consecutive device bytes that still hold the canary where the expected buffer
+    differs from it: ``offset`` of its first byte, ``count`` bytes, ``index`` the logical index
+    of the element the first byte belongs to (None for padding)."""
+
+    offset: int
+    count: int
+    index: tuple[int, ...] | None
+    padding: bool
+
+    def describe(self, axis_names: tuple[str, ...]) -> str:
+        if self.index is None:
+            where = "padding"
+        else:
+            names = axis_names or tuple(f"d{a}" for a in range(len(self.index)))
+            where = ", ".join(f"{n}={i}" for n, i in zip(names, self.index, strict=True))
+        return f"{self.count} bytes unwritten from offset {self.offset} ({where})"
 
 
 @dataclass(frozen=True)
@@ -74,10 +101,22 @@ class DiffReport:
     per_group: dict[int, int]
     group_size: int | None
     findings: list[Finding] = field(default_factory=list)
+    unwritten_bytes: int = 0
+    """Device bytes that still hold the canary where the expected buffer differs from it."""
+    unwritten_elements: int = 0
+    """Logical elements with at least one unwritten byte."""
+    first_unwritten: list[Unwritten] = field(default_factory=list)
+    canary: str | None = None
+    """The canary (hex) the device buffer started filled with; None: not filled, not checked."""
     mismatch_index: np.ndarray | None = field(default=None, repr=False, compare=False)
     mismatch_expected: np.ndarray | None = field(default=None, repr=False, compare=False)
     mismatch_got: np.ndarray | None = field(default=None, repr=False, compare=False)
     dirty_padding_offsets: np.ndarray | None = field(default=None, repr=False, compare=False)
+    unwritten_offsets: np.ndarray | None = field(default=None, repr=False, compare=False)
+    expected_buffer: np.ndarray | None = field(default=None, repr=False, compare=False)
+    """The bytes the device buffer had to hold (the stale-result check compares two runs')."""
+    canary_note: str = ""
+    """Why the buffer was not checked for unwritten bytes when a canary was asked for."""
 
     @property
     def length_delta(self) -> int:
@@ -86,10 +125,12 @@ class DiffReport:
 
     @property
     def ok(self) -> bool:
-        return self.verdict != VERDICT_DIFFERENT
+        return self.verdict in PASSING_VERDICTS
 
     @property
     def verdict(self) -> str:
+        if self.unwritten_bytes:
+            return VERDICT_UNWRITTEN
         if self.mismatched or self.dirty_padding_bytes or self.length_delta:
             return VERDICT_DIFFERENT
         return VERDICT_WITHIN if self.within_tolerance else VERDICT_EQUAL
@@ -118,6 +159,13 @@ class DiffReport:
                 else ""
             )
         )
+        if self.unwritten_bytes:
+            out.append(
+                f"  {self.unwritten_bytes} bytes unwritten (still the canary {self.canary}), "
+                f"{self.unwritten_elements} elements"
+            )
+            for run in self.first_unwritten[:lines]:
+                out.append(f"  {run.describe(self.axis_names)}")
         for mismatch in self.first_mismatches[:lines]:
             out.append(f"  {mismatch.describe(self.axis_names)}")
         if self.dirty_padding_bytes and self.first_dirty_padding:
@@ -125,6 +173,8 @@ class DiffReport:
             out.append(f"  dirty padding at offsets {first}")
         for finding in self.findings:
             out.append(f"  {finding.kind}: {finding.message}")
+        if self.canary_note:
+            out.append(f"  canary: {self.canary_note}")
         return "\n".join(out)
 
     def to_dict(self) -> dict[str, Any]:
@@ -132,6 +182,8 @@ class DiffReport:
         for array_field in ("mismatch_index", "mismatch_expected", "mismatch_got"):
             data.pop(array_field)
         data.pop("dirty_padding_offsets")
+        data.pop("unwritten_offsets")
+        data.pop("expected_buffer")
         data["shape"] = list(self.shape)
         data["verdict"] = self.verdict
         data["length_delta"] = self.length_delta

@@ -68,10 +68,20 @@ def check_result(
         job_id=job_id,
         thresholds=accuracy,
         floats=_float_reference(reference, given),
+        canary_note=_canary_note(result),
     )
     checked_in = [check(record, e) for record, e in zip(result.inputs, expected_in, strict=True)]
     checked_out = [check(record, e) for record, e in zip(result.outputs, expected_out, strict=True)]
     return checked_in, checked_out
+
+
+def _canary_note(result: Result) -> str:
+    """Why the buffers not filled with the canary were not checked for unwritten bytes: never a
+    silent "clean" (an agent without canaries says nothing of them at all)."""
+    canary = result.canary
+    if canary is None:
+        return "not applicable: the agent did not fill buffers with a canary"
+    return f"not applicable: {canary.reason or 'the adapter did not fill this buffer'}"
 
 
 @dataclass(frozen=True)
@@ -139,12 +149,16 @@ class _Checker:
     thresholds: Thresholds | None = None
     floats: Mapping[str, np.ndarray] = field(default_factory=dict)
     """The float model's outputs on the caller's inputs (empty: on what the device held)."""
+    canary_note: str = ""
+    """Said of every buffer the agent did not fill with the job's canary (why not)."""
 
     def __call__(self, record: TensorRecord, expect: Expected) -> TensorRun:
         report = diff_buffers(
             expect.layout, expect.values, record.data, tolerance=self.tolerance,
-            padding=self.padding,
+            padding=self.padding, canary=record.canary,
         )  # fmt: skip
+        if record.canary is None and self.canary_note:
+            report.canary_note = self.canary_note
         heatmap = None
         if not report.ok and self.reports_dir is not None:
             self.reports_dir.mkdir(parents=True, exist_ok=True)

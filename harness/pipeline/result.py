@@ -14,6 +14,7 @@ from npu_hil.harness.codec import BlockedLayout
 from npu_hil.harness.diff import DiffReport
 from npu_hil.harness.diff.accuracy import Accuracy
 from npu_hil.harness.diff.attributes import AttributeFinding, disagreements
+from npu_hil.harness.diff.report import VERDICT_STALE
 from npu_hil.harness.latency import Latency
 
 __all__ = ["ModelRun", "TensorRun"]
@@ -39,11 +40,34 @@ class TensorRun:
     """The accuracy thresholds the output failed; only thresholds a test or the model's
     manifest entry set are checked, so without them this is empty and the figures are
     reported only."""
+    stale: str = ""
+    """The stale-result check's finding: the output did not change between two runs on
+    different inputs although the host's expectation did ("" when it changed, or unchecked)."""
+    stale_note: str = ""
+    """Why the stale-result check could not judge this output (it cannot depend on the input)."""
 
     @property
     def ok(self) -> bool:
-        """The byte diff's verdict (accuracy is :attr:`accurate`)."""
-        return self.diff.ok
+        """The byte diff's verdict and the stale-result check's (accuracy is
+        :attr:`accurate`)."""
+        return self.diff.ok and not self.stale
+
+    @property
+    def verdict(self) -> str:
+        """``stale`` when the stale-result check flagged the output, else the byte diff's
+        (``equal``, ``equal within tolerance``, ``unwritten``, ``different``)."""
+        return VERDICT_STALE if self.stale else self.diff.verdict
+
+    def summary(self) -> str:
+        """The byte diff's lines, with the stale-result check's finding or note."""
+        text = self.diff.summary()
+        if self.stale:
+            head, _, rest = text.partition("\n")
+            head = head.rsplit(": ", 1)[0] + f": {VERDICT_STALE} (byte diff: {self.diff.verdict})"
+            text = "\n".join(x for x in (head, f"  stale: {self.stale}", rest) if x)
+        elif self.stale_note:
+            text += f"\n  stale check: {self.stale_note}"
+        return text
 
     @property
     def accurate(self) -> bool:
@@ -78,12 +102,17 @@ class ModelRun:
     compatibility: tuple[Mapping[str, str], ...] = ()
     """The compiled artifact's compatibility findings (``check``, ``status``, ``message``,
     ``source``; :mod:`harness.pipeline.compat`): empty when the run deployed none."""
+    stale_check: ModelRun | None = None
+    """The stale-result check's second run (on inputs derived from these), checked like this
+    one; None without the check."""
 
     @property
     def ok(self) -> bool:
         """Every buffer matched, and every output met the accuracy thresholds set (none set:
-        the bytes alone): derived from the tensors, never stored beside them."""
-        return all(t.ok and t.accurate for t in self.tensors)
+        the bytes alone), in this run and the stale-result check's second run: derived from
+        the tensors, never stored beside them."""
+        second = self.stale_check is None or self.stale_check.ok
+        return second and all(t.ok and t.accurate for t in self.tensors)
 
     @property
     def tensors(self) -> tuple[TensorRun, ...]:
@@ -128,14 +157,22 @@ class ModelRun:
             f"{'ok' if self.ok else 'FAILED'}"
         )
         failing = [t for t in self.tensors if not t.ok]
-        lines = [failing[0].diff.summary(), head] if failing else [head]
+        lines = [failing[0].summary(), head] if failing else [head]
         if self.latency is not None:
             lines.append(f"  latency: {self.latency.summary()}")
         for found in self.compatibility:
             if found.get("status") in ("warn", "unknown"):
                 lines.append(f"  compatibility ({found['status']}): {found['message']}")
         for tensor in failing[1:]:
-            lines.append(f"  also different: {tensor.role} {tensor.name} ({tensor.diff.verdict})")
+            lines.append(f"  also different: {tensor.role} {tensor.name} ({tensor.verdict})")
+        if self.stale_check is not None:
+            second = self.stale_check
+            bad = [t for t in second.tensors if not t.ok]
+            lines.append(
+                "  stale check: second run on derived inputs "
+                + ("ok" if not bad else "FAILED: " + ", ".join(
+                    f"{t.role} {t.name} ({t.verdict})" for t in bad))
+            )  # fmt: skip
         for tensor in self.tensors:
             for breach in tensor.accuracy_breaches:
                 lines.append(f"  accuracy {tensor.role} {tensor.name}: {breach}")

@@ -26,8 +26,9 @@ import numpy as np
 import onnx
 
 from npu_hil.harness.agent.protocol import JobSpec, Result
+from npu_hil.harness.board.job import canary_for
 from npu_hil.harness.diff.accuracy import Thresholds, thresholds_of
-from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.errors import LayoutError, ProtocolError
 from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError, CircuitBreaker
 from npu_hil.harness.farm.session import BoardSession
 from npu_hil.harness.latency import Latency, latency
@@ -36,6 +37,7 @@ from npu_hil.harness.pipeline.compat import check_after_run, check_before_deploy
 from npu_hil.harness.pipeline.inputs import job_inputs
 from npu_hil.harness.pipeline.model import resolve_model, sha256
 from npu_hil.harness.pipeline.result import ModelRun
+from npu_hil.harness.pipeline.stale import derived_inputs, judge_stale
 
 __all__ = ["run_model", "run_once"]
 
@@ -56,6 +58,7 @@ def run_model(
     warmup: int = 0,
     pin_clocks: bool = False,
     accuracy: Thresholds | Mapping[str, float] | None = None,
+    stale_check: bool = False,
 ) -> ModelRun:
     """Run ``model`` on the session's board with ``inputs`` (name → logical NCHW array).
 
@@ -74,15 +77,30 @@ def run_model(
     sets the board's CPU, NPU and DDR governors to ``performance`` for the runs and restores
     them after (``board_state["pinned"]`` says what was set and anything not restored); a
     simulated board is never pinned.
+
+    Every job carries a canary (a pattern derived from its job id) that the board fills the
+    buffers its adapter owns with before each run; bytes that still hold it come back as the
+    diff's ``unwritten`` finding. ``stale_check`` runs the model a second time on inputs derived
+    from ``inputs`` (:func:`~harness.pipeline.stale.derived_inputs`) and flags each output that
+    did not change although the host's expectation did (verdict ``stale``); the second run is
+    :attr:`ModelRun.stale_check`, its buffers checked too.
     """
     limits = thresholds_of(accuracy, "run_model: accuracy")
 
-    def attempt() -> ModelRun:
+    def once(given: Mapping[str, np.ndarray]) -> ModelRun:
         return run_once(
-            session, model, inputs, outputs=outputs, tolerance=tolerance, padding=padding,
+            session, model, given, outputs=outputs, tolerance=tolerance, padding=padding,
             input_layout=input_layout, faults=faults, reports_dir=reports_dir, accuracy=limits,
             runs=runs, warmup=warmup, pin_clocks=pin_clocks,
         )  # fmt: skip
+
+    def attempt() -> ModelRun:
+        first = once(inputs)
+        if not stale_check:
+            return first
+        # Both runs in one attempt: a retry repeats the pair, so the two are always adjacent
+        # jobs of one agent.
+        return judge_stale(first, once(derived_inputs(inputs)))
 
     return session.retry.run(attempt, restart=session.restart, on_retry=on_retry)
 
@@ -120,8 +138,9 @@ def run_once(
     if faults:
         options["faults"] = list(faults)
     specs, arrays = job_inputs(session, given, input_layout)
+    job_id = f"{session.name}-{label}-{uuid.uuid4().hex[:8]}"
     spec = JobSpec(
-        job_id=f"{session.name}-{label}-{uuid.uuid4().hex[:8]}",
+        job_id=job_id,
         adapter=session.adapter,
         model=deployed,
         inputs=specs,
@@ -134,8 +153,14 @@ def run_once(
         # A simulated board's agent runs on this machine: its governors are not the board's
         # to change.
         pin_clocks=pin_clocks and not session.simulated,
+        canary=canary_for(job_id),
     )
     result = _submit(session, spec, arrays)
+    if result.canary is not None and result.canary.pattern != spec.canary:
+        raise ProtocolError(
+            f"job {job_id}: the agent filled the buffers with canary {result.canary.pattern.hex()}"
+            f", the job gave {canary_for(job_id).hex()} (a result of another job?)"
+        )
     compatibility = check_after_run(session, artifact, result.versions) or compatibility
     checked_in, checked_out = check_result(
         session.target,

@@ -46,6 +46,17 @@ ACCURACY_MARKER = (
 )
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("npu-hil").addoption(
+        "--stale-check",
+        action="store_true",
+        default=False,
+        help="run every model twice, on the test's inputs and on inputs derived from them, and "
+        "fail an output that did not change (verdict 'stale') unless the host's expectation "
+        "did not change either",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", ACCURACY_MARKER)
 
@@ -102,6 +113,8 @@ class RunModel:
             options.setdefault("runs", self.perf.runs)
             options.setdefault("warmup", self.perf.warmup)
             options.setdefault("pin_clocks", self.perf.pin_clocks)
+        if self.config.getoption("stale_check", False):
+            options.setdefault("stale_check", True)
         try:
             run = run_model(
                 session, model, inputs, reports_dir=self.reports_dir,
@@ -135,13 +148,18 @@ class RunModel:
         if run.latency is not None:
             record.latency = run.latency.to_dict()
             record.board_state = dict(run.board_state)
-        for tensor in run.tensors:
+        # The stale check's second run is recorded too, its tensors named apart.
+        second = run.stale_check.tensors if run.stale_check is not None else ()
+        named = [(t, t.name) for t in run.tensors] + [
+            (t, f"{t.name} (stale check)") for t in second
+        ]
+        for tensor, name in named:
             record.tensors.append(
                 TensorFinding(
-                    name=tensor.name,
+                    name=name,
                     role=tensor.role,
-                    verdict=tensor.diff.verdict,
-                    summary=tensor.diff.summary(),
+                    verdict=tensor.verdict,
+                    summary=tensor.summary(),
                     heatmap=(
                         artifact_path(self.config, tensor.heatmap)
                         if tensor.heatmap is not None

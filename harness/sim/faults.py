@@ -13,6 +13,15 @@ which is exactly what the diff must catch. Process faults stop the board from an
 - ``dirty-padding``: every padding byte set to ``value`` (default 0xA5);
 - ``truncated-output``: the last ``drop`` bytes lost (default half the buffer);
 - ``garbage``: random bytes (``seed``) of the same length;
+- ``unwritten-output``: the NPU stops writing before the end of the buffer: the last
+  ``fraction`` of the bytes up to its last data byte (default 0.25), and any padding after it,
+  or exactly the last ``drop`` bytes, keep what the buffer held
+  before the run (the agent's canary, else zeros) — a DMA or a job cut short, a buffer sized
+  from the wrong attribute;
+- ``stale-output``: the runtime hands back the buffers of the model's previous run on this
+  board (a missed cache sync, a job that never ran): the first run of a model is left alone,
+  every later one returns the previous run's output bytes (the simulated NPU's memory, kept per
+  model for as long as the adapter lives);
 - ``hang``: the run never returns (or sleeps ``seconds``);
 - ``crash``: the process dies (``signal``, default SIGSEGV, or ``exit_code``).
 
@@ -45,9 +54,12 @@ BUFFER_FAULTS = (
     "dirty-padding",
     "truncated-output",
     "garbage",
+    "unwritten-output",
 )
+# Faults that need the board's memory of earlier runs: applied by the runtime itself.
+STATE_FAULTS = ("stale-output",)
 PROCESS_FAULTS = ("hang", "crash")
-FAULT_NAMES = (*BUFFER_FAULTS, *PROCESS_FAULTS)
+FAULT_NAMES = (*BUFFER_FAULTS, *STATE_FAULTS, *PROCESS_FAULTS)
 APPLIES_TO = ("outputs", "inputs", "all")
 _COMMON = ("applies_to", "tensors")
 _PARAMS: dict[str, tuple[str, ...]] = {
@@ -57,6 +69,8 @@ _PARAMS: dict[str, tuple[str, ...]] = {
     "dirty-padding": ("value", *_COMMON),
     "truncated-output": ("drop", *_COMMON),
     "garbage": ("seed", *_COMMON),
+    "unwritten-output": ("fraction", "drop", *_COMMON),
+    "stale-output": ("tensors",),
     "hang": ("seconds",),
     "crash": ("signal", "exit_code"),
 }
@@ -136,6 +150,13 @@ def _check_params(name: str, params: Mapping[str, Any]) -> None:
     for key, low, high in (("group_size", 1, 1 << 16), ("value", 1, 255), ("drop", 1, 1 << 40)):
         if key in params and not (is_int(params[key]) and low <= params[key] <= high):
             fail(key, f"an integer in [{low}, {high}]")
+    fraction = params.get("fraction")
+    if fraction is not None and (
+        isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 < fraction <= 1
+    ):
+        fail("fraction", "a number in (0, 1]")
+    if "fraction" in params and "drop" in params:
+        raise SimConfigError(f"fault {name}: give fraction or drop, not both")
     if "seed" in params and not is_int(params["seed"]):
         fail("seed", "an integer")
     seconds = params.get("seconds")
@@ -297,6 +318,43 @@ def _garbage(tensor: SimTensor, params: Mapping[str, Any], index: int) -> bool:
     return True
 
 
+def _unwritten(tensor: SimTensor, params: Mapping[str, Any], _: int) -> bool:
+    size = tensor.data.size
+    if size == 0:
+        return False
+    if "drop" in params:
+        left = min(int(params["drop"]), size)
+    else:
+        # The fraction is of the bytes up to the last data byte, so it always reaches data (a
+        # buffer's tail may be padding only); everything past that is left unwritten too.
+        data = np.flatnonzero(~tensor.codec_layout.padding_mask()[:size])
+        end = int(data[-1]) + 1 if data.size else size
+        left = size - end + max(1, int(end * float(params.get("fraction", 0.25))))
+    prior = tensor.prior if tensor.prior is not None else np.zeros(size, dtype=np.uint8)
+    tensor.data[size - left :] = prior[size - left : size]
+    return True
+
+
+def apply_stale_output(
+    faults: Iterable[Fault], model: str, outputs: list[SimTensor], memory: dict[Any, np.ndarray]
+) -> None:
+    """``stale-output``: every output (or the ``tensors`` named) gets the bytes of the model's
+    previous run in ``memory`` (the simulated NPU's, kept per model and output), and this run's
+    bytes are remembered for the next one. Without the fault nothing is remembered."""
+    chosen = [f for f in faults if f.name == "stale-output"]
+    if not chosen:
+        return
+    names = chosen[0].params.get("tensors")
+    for tensor in outputs:
+        key = (model, tensor.name)
+        fresh = tensor.data.copy()
+        previous = memory.get(key)
+        wanted = names is None or tensor.name in names
+        if wanted and previous is not None and previous.size == tensor.data.size:
+            tensor.data[:] = previous
+        memory[key] = fresh
+
+
 _APPLY: dict[str, Callable[[SimTensor, Mapping[str, Any], int], bool]] = {
     "wrong-alignment": _wrong_alignment,
     "swapped-channel-groups": _swapped_channel_groups,
@@ -304,6 +362,7 @@ _APPLY: dict[str, Callable[[SimTensor, Mapping[str, Any], int], bool]] = {
     "dirty-padding": _dirty_padding,
     "truncated-output": _truncated,
     "garbage": _garbage,
+    "unwritten-output": _unwritten,
 }
 _WHEN = {
     "wrong-alignment": "it needs a layout whose padding another alignment changes",
@@ -312,6 +371,7 @@ _WHEN = {
     "dirty-padding": "it needs a layout with padding bytes",
     "truncated-output": "it needs a non-empty buffer",
     "garbage": "it needs a buffer",
+    "unwritten-output": "it needs a non-empty buffer",
 }
 
 

@@ -21,10 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx
 
 from npu_hil.harness.sim import execute
-from npu_hil.harness.sim.faults import apply_buffer_faults, apply_process_faults
+from npu_hil.harness.sim.faults import (
+    apply_buffer_faults,
+    apply_process_faults,
+    apply_stale_output,
+)
 from npu_hil.harness.sim.options import SimOptions
 from npu_hil.harness.sim.targets import unit_of
 from npu_hil.harness.simkit.base import VendorSim
@@ -81,6 +86,8 @@ class SimNpu:
         self.target = self.options.target
         self.executor = execute.resolve(self.options.executor)
         self.vendor = _vendor_sim(self.options)
+        # The NPU's memory of earlier runs (per model and output), for the stale-output fault.
+        self.memory: dict[Any, np.ndarray] = {}
 
     def versions(self) -> dict[str, str]:
         versions = {
@@ -125,8 +132,11 @@ class SimNpu:
         model: SimModel,
         inputs: Sequence[InputLike],
         outputs: Sequence[str] | None = None,
+        canary: bytes | None = None,
     ) -> SimRun:
-        """Run once. ``outputs`` names the outputs wanted (None: all)."""
+        """Run once. ``outputs`` names the outputs wanted (None: all). ``canary``: the pattern
+        the agent filled every buffer with before the run; the simulated NPU writes the bytes it
+        writes over it (all of them, unless a fault says otherwise)."""
         graph = model.graph
         given = self._given(graph, inputs)
         wanted = self._wanted(graph, outputs)
@@ -146,7 +156,10 @@ class SimNpu:
             if info.name in wanted
         ]
         device_inputs = [h.tensor for h in held]
+        for tensor in (*device_inputs, *result):
+            tensor.prior = _prior(canary, tensor.data.size)
         apply_buffer_faults(self.options.faults, device_inputs, result)
+        apply_stale_output(self.options.faults, model.source, result, self.memory)
         fetch_s = time.perf_counter() - started
         apply_process_faults(self.options.faults)
         return SimRun(device_inputs, result, {"run_s": run_s, "copy_s": set_s + fetch_s})
@@ -184,3 +197,10 @@ class SimNpu:
                 f"the model has no output {', '.join(unknown)}; outputs: {', '.join(names)}",
             )
         return set(outputs)
+
+
+def _prior(canary: bytes | None, nbytes: int) -> np.ndarray:
+    """A buffer's bytes before the run: the canary repeated from its first byte, or zeros."""
+    if canary is None or nbytes == 0:
+        return np.zeros(nbytes, dtype=np.uint8)
+    return np.resize(np.frombuffer(canary, dtype=np.uint8), nbytes)

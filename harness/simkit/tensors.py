@@ -80,6 +80,9 @@ class SimTensor:
     attributes: dict[str, Any]
     codec_layout: BlockedLayout
     role: str
+    prior: np.ndarray | None = field(default=None, repr=False)
+    """What the buffer held before the run wrote it: the agent's canary when it filled one, else
+    the zeros of fresh memory. A fault that leaves bytes unwritten leaves these."""
 
 
 @dataclass

@@ -18,7 +18,7 @@ from sim_helpers import Compared, compare, inputs_for, kinds, native_dtype, run_
 
 from npu_hil.harness.models import build
 from npu_hil.harness.sim import FAULT_NAMES, Fault, SimConfigError, SimInput, SimNpu, parse_faults
-from npu_hil.harness.sim.faults import BUFFER_FAULTS
+from npu_hil.harness.sim.faults import BUFFER_FAULTS, STATE_FAULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -168,7 +168,7 @@ def test_faults_are_data() -> None:
     assert parse_faults([f.to_dict() for f in faults]) == faults
     assert json.loads(json.dumps([f.to_dict() for f in faults]))
     assert parse_faults(None) == () and parse_faults("crash") == (Fault("crash"),)
-    assert set(FAULT_NAMES) == {*BUFFER_FAULTS, "hang", "crash"}
+    assert set(FAULT_NAMES) == {*BUFFER_FAULTS, *STATE_FAULTS, "hang", "crash"}
 
 
 @pytest.mark.parametrize(

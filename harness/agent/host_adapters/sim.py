@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from npu_hil.harness.board.adapters.base import (
         Adapter,
         AdapterError,
+        CanaryFill,
         InputTensor,
         RunOutput,
         TensorOut,
@@ -34,7 +35,14 @@ if TYPE_CHECKING:
 else:
     # The agent's own contract, the module its checks use: it loads this file as adapters.sim,
     # beside the board package's adapters.base (harness.board.loader), as it loads a vendor's.
-    from adapters.base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
+    from adapters.base import (
+        Adapter,
+        AdapterError,
+        CanaryFill,
+        InputTensor,
+        RunOutput,
+        TensorOut,
+    )
 
 
 @contextmanager
@@ -70,6 +78,7 @@ class SimAdapter(Adapter):
         super().__init__(options)
         with _typed_errors("init"):
             self.npu = SimNpu(options=self.options)
+        self.canary: bytes | None = None
 
     def versions(self) -> Dict[str, str]:
         return self.npu.versions()
@@ -81,13 +90,20 @@ class SimAdapter(Adapter):
     def run(self, model: Any, inputs: List[InputTensor], outputs: Optional[List[str]]) -> RunOutput:
         if not isinstance(model, SimModel):
             raise AdapterError("DeviceError", "run", f"not a model this adapter loaded: {model!r}")
+        canary, self.canary = self.canary, None  # armed for one run
         with _typed_errors("run"):
-            run = self.npu.run(model, inputs, outputs)
+            run = self.npu.run(model, inputs, outputs, canary=canary)
         return RunOutput(
             inputs=[_tensor_out(t) for t in run.inputs],
             outputs=[_tensor_out(t) for t in run.outputs],
             timings=dict(run.timings),
         )
+
+    def fill_canary(self, model: Any, pattern: bytes) -> CanaryFill:
+        """As a zero-copy runtime: the next run's input and output buffers start filled with
+        the pattern, and the simulated NPU writes over it what it writes."""
+        self.canary = bytes(pattern)
+        return CanaryFill(outputs=True, inputs=True)
 
     def release(self, model: Any) -> None:
         """Nothing to free: the model is a parsed ONNX graph."""

@@ -85,6 +85,28 @@ class RunOutput:
     timings: Dict[str, float] = field(default_factory=dict)
 
 
+@dataclass
+class CanaryFill:
+    """What :meth:`Adapter.fill_canary` did: whether every output buffer (``outputs``) and every
+    input buffer the adapter allocates (``inputs``) starts the next run filled with the pattern;
+    where not, ``reason`` says why (the runtime allocates that memory itself during the run).
+    The host checks for unwritten bytes only in buffers said to be filled: a buffer that was not
+    is "not applicable", never "clean"."""
+
+    outputs: bool = False
+    inputs: bool = False
+    reason: str = ""
+
+
+def canary_bytes(pattern: bytes, nbytes: int) -> np.ndarray:
+    """``pattern`` repeated over ``nbytes`` bytes, starting at the buffer's first byte (the
+    phase the host assumes when it looks for the pattern)."""
+    if nbytes <= 0:
+        return np.zeros(0, dtype=np.uint8)
+    unit = np.frombuffer(pattern, dtype=np.uint8)
+    return np.resize(unit, nbytes)
+
+
 class Adapter:
     """Base class of the runtime adapters. ``options`` is the job's ``adapter_options``."""
 
@@ -104,6 +126,19 @@ class Adapter:
     def run(self, model: Any, inputs: List[InputTensor], outputs: Optional[List[str]]) -> RunOutput:
         """Run one inference; ``outputs`` names the wanted outputs (None: all)."""
         raise NotImplementedError
+
+    def fill_canary(self, model: Any, pattern: bytes) -> CanaryFill:
+        """Fill every output buffer you own for ``model`` with ``pattern`` before the next run
+        (:func:`canary_bytes`: repeated from each buffer's first byte), and every input buffer
+        you allocate before the input's bytes are copied in, so that a byte the device never
+        wrote still holds the pattern when it comes back. Buffers that live with the model are
+        filled now; buffers allocated per run are filled when the run allocates them. The agent
+        calls this before every run of a job that carries a canary.
+
+        Return what will start the run filled. The default fills nothing: an adapter whose
+        runtime allocates the output memory itself during the run (and hands back arrays it
+        made) cannot, and says so in ``reason``."""
+        return CanaryFill(reason=f"adapter {self.name!r} does not fill buffers with a canary")
 
     def release(self, model: Any) -> None:
         """Free a loaded model."""

@@ -43,7 +43,7 @@ import numpy as np
 
 # Relative: the agent loads this as adapters.<name>, the harness as
 # harness.board.adapters.<name>; either way the base is the one beside it.
-from .base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
+from .base import Adapter, AdapterError, CanaryFill, InputTensor, RunOutput, TensorOut
 
 MODULES = ("hobot_dnn.pyeasy_dnn", "hobot_dnn_rdkx5.pyeasy_dnn")
 DISTRIBUTIONS = ("hobot-dnn-rdkx5", "hobot-dnn")
@@ -203,6 +203,17 @@ class HobotAdapter(Adapter):
         if isinstance(model, HobotModel):
             model.released = True
             model.model = None
+
+    def fill_canary(self, model: Any, pattern: bytes) -> CanaryFill:
+        """Not applicable: no buffer of the runtime's exists before the run (the reason says
+        why, from the vendor's API)."""
+        return CanaryFill(
+            reason=(
+                "hobot_dnn (pyeasy_dnn) forward() returns output tensors the runtime allocates "
+                "during the run; use hobot_native, whose memories the adapter allocates, for the "
+                "canary check."
+            )
+        )
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         if not isinstance(model, HobotModel) or model.released:

@@ -56,7 +56,15 @@ import numpy as np
 
 # Relative: the agent loads this as adapters.<name>, the harness as
 # harness.board.adapters.<name>; either way the base is the one beside it.
-from .base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
+from .base import (
+    Adapter,
+    AdapterError,
+    CanaryFill,
+    InputTensor,
+    RunOutput,
+    TensorOut,
+    canary_bytes,
+)
 
 FIRST_ADDRESS_ALIGNMENT = 32
 # hbSysMemFlushFlag (X3/X5) and hbUCPSysMem's flush flags (S100) share their values.
@@ -736,6 +744,8 @@ class HobotNativeAdapter(Adapter):
                 "UnsupportedError", "init", f"abi must be one of {sorted(ABIS)}, not {abi!r}"
             )
         self.abi = ABIS[abi]
+        # The canary the next run fills its memories with (fill_canary arms it for one run).
+        self.canary: bytes | None = None
         self._runtime: HorizonRuntime | None = None
 
     def runtime(self) -> HorizonRuntime:
@@ -884,6 +894,8 @@ class HobotNativeAdapter(Adapter):
             with contextlib.suppress(AdapterError):
                 self._cleanup(job)
             raise
+        finally:
+            self.canary = None  # armed for one run: the agent fills again before the next
         self._cleanup(job)
         return result
 
@@ -952,9 +964,23 @@ class HobotNativeAdapter(Adapter):
             )
         return [int(s) for s in given]
 
+    def fill_canary(self, model: Any, pattern: bytes) -> CanaryFill:
+        """Every input and output memory is the adapter's, allocated per run
+        (``hbSysAllocCachedMem`` / ``hbUCPMallocCached``): the next run fills each with the
+        pattern as it allocates it and cleans the cache, before the input's bytes go in."""
+        if not isinstance(model, HorizonModel) or model.released:
+            raise _error("DeviceError", "run", "model handle is not a loaded hobot_native model")
+        self.canary = pattern
+        return CanaryFill(outputs=True, inputs=True)
+
     def _allocate(self, size: int, what: str, job: _Job) -> _Buffer:
         buffer = _Buffer(self.runtime().alloc(size, what), what, size)
         job.buffers.append(buffer)
+        pattern = self.canary
+        if pattern is not None:
+            fill = canary_bytes(pattern, size)
+            ctypes.memmove(buffer.mem.virAddr, fill.ctypes.data, fill.nbytes)
+            self.runtime().flush(buffer.mem, HB_SYS_MEM_CACHE_CLEAN, what)
         # The seed: the first address of every input and output buffer is 32-byte aligned. An
         # allocator that breaks it would make the BPU read or write the wrong bytes.
         for label in ("virAddr", "phyAddr"):

@@ -47,7 +47,7 @@ import numpy as np
 
 # Relative: the agent loads this as adapters.<name>, the harness as
 # harness.board.adapters.<name>; either way the base is the one beside it.
-from .base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
+from .base import Adapter, AdapterError, CanaryFill, InputTensor, RunOutput, TensorOut
 
 # kp_model_tensor_data_layout_t as the PLUS 3.2 kp_struct.h numbers it (0-12 as in 3.1, 13-17 the
 # HW* input formats added later). Only a fallback: the installed kp's own enum is asked first.
@@ -662,6 +662,18 @@ class KneronAdapter(Adapter):
             self._disconnect(device)
 
     # -- run ------------------------------------------------------------------------------
+
+    def fill_canary(self, model: Any, pattern: bytes) -> CanaryFill:
+        """Not applicable: no buffer of the runtime's exists before the run (the reason says
+        why, from the vendor's API)."""
+        return CanaryFill(
+            reason=(
+                "the KL730's output nodes are written in the device's own memory and come back "
+                "over USB in the receive buffer Kneron PLUS fills "
+                "(generic_data_inference_receive); the host cannot fill the device's memory "
+                "first."
+            )
+        )
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         if not isinstance(model, KneronModel) or model.released:

@@ -53,7 +53,15 @@ import numpy as np
 
 # Relative: the agent loads this as adapters.<name>, the harness as
 # harness.board.adapters.<name>; either way the base is the one beside it.
-from .base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
+from .base import (
+    Adapter,
+    AdapterError,
+    CanaryFill,
+    InputTensor,
+    RunOutput,
+    TensorOut,
+    canary_bytes,
+)
 
 # ---------------------------------------------------------------------------------------------
 # rknn_api.h, mirrored. Field order and types are the header's; tests hold every size, alignment,
@@ -603,6 +611,26 @@ class RknnNativeAdapter(Adapter):
         # copy_s: both directions of the copy, apart from the run itself (the agent reads it)
         timings["copy_s"] += time.perf_counter() - start
         return result
+
+    def fill_canary(self, model: Any, pattern: bytes) -> CanaryFill:
+        """The zero-copy memories are the adapter's (``rknn_create_mem`` at load, bound by
+        ``rknn_set_io_mem``): every output and input memory is filled through ``virt_addr`` and
+        synced to the device, so a byte the NPU does not write reads back as the pattern. The
+        inputs are then overwritten whole by the run's copy (their size is checked)."""
+        if not isinstance(model, RknnModel) or model.released:
+            raise _error("DeviceError", "run", "model handle is not a loaded rknn_native model")
+        lib = self.library()
+        for tensor in model.inputs + model.outputs:
+            fill = canary_bytes(pattern, tensor.nbytes)
+            ctypes.memmove(tensor.mem.contents.virt_addr, fill.ctypes.data, fill.nbytes)
+            if lib.has_mem_sync:
+                _check(
+                    int(lib.call("rknn_mem_sync", model.context, tensor.mem,
+                                 RKNN_MEMORY_SYNC_TO_DEVICE)),
+                    "run",
+                    f"rknn_mem_sync({tensor.name!r}, TO_DEVICE) after the canary",
+                )  # fmt: skip
+        return CanaryFill(outputs=True, inputs=True)
 
     def _write_input(self, tensor: NativeTensor, inp: InputTensor) -> None:
         if not inp.pass_through:

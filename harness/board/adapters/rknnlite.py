@@ -77,7 +77,7 @@ import numpy as np
 
 # Relative: the agent loads this as adapters.<name>, the harness as
 # harness.board.adapters.<name>; either way the base is the one beside it.
-from .base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut
+from .base import Adapter, AdapterError, CanaryFill, InputTensor, RunOutput, TensorOut
 
 # Option value -> RKNNLite attribute, and the value rknn_api.h gives it (for a toolkit that lacks
 # the attribute).
@@ -244,6 +244,19 @@ class RknnLiteAdapter(Adapter):
         _call(model.rknn.release, "release", "RKNNLite.release")
 
     # -- run ------------------------------------------------------------------------------
+
+    def fill_canary(self, model: Any, pattern: bytes) -> CanaryFill:
+        """Not applicable: no buffer of the runtime's exists before the run (the reason says
+        why, from the vendor's API)."""
+        return CanaryFill(
+            reason=(
+                "RKNNLite.inference() hands back numpy arrays it allocates during the call (its "
+                "Python API has no preallocated outputs; reuse_outputs=True only overwrites the "
+                "previous call's arrays, and the first call of a model allocates), so no buffer "
+                "of the runtime's exists before the run to fill; use rknn_native (zero-copy) "
+                "for the canary check."
+            )
+        )
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         if not isinstance(model, LiteModel) or model.released:
