@@ -4,7 +4,8 @@ The run folder is created here first and named to pytest in ``NPU_HIL_RUN_DIR``,
 display can follow ``records.jsonl`` as the plugin appends to it. pytest's own output goes to
 ``<run>/pytest.log``. The exit code is pytest's (0: everything passed; 1 also when no case
 reached a board, the reason in the summary); a ``--target``/``--board`` the inventory has no
-board for is exit 2 before pytest starts.
+board for, or a ``--sim-fault`` that does not parse or names a board that does not run
+simulated, is exit 2 before pytest starts.
 """
 
 from __future__ import annotations
@@ -74,6 +75,14 @@ def add_parser(sub: Any) -> None:
         "consoles (serial) on 127.0.0.1, started for the run and stopped after it",
     )
     nightly.add_argument(
+        "--sim-fault",
+        action="append",
+        default=[],
+        metavar="BOARD=FAULT[:key=value,...]",
+        help="inject a fault into every job of a simulated board, e.g. rk3588-01=slow:percent=20 "
+        "(repeatable); not part of the run key, recorded in the summary's meta",
+    )
+    nightly.add_argument(
         "--compare-with",
         metavar="RUN",
         help="compare with this run (an id under the reports root, or a folder) instead of the "
@@ -104,6 +113,8 @@ def pytest_command(args: argparse.Namespace, suite: Path) -> list[str]:
         cmd += ["--target", target]
     for name in getattr(args, "board", []):
         cmd += ["--board", name]
+    for fault in getattr(args, "sim_fault", []):
+        cmd += ["--sim-fault", fault]
     if getattr(args, "compare_with", None):
         cmd += ["--compare-with", str(args.compare_with)]
     if args.workers:
@@ -303,7 +314,9 @@ def _nightly_kind(args: argparse.Namespace, suite: Path) -> dict[str, Any]:
     return {"run_kind": kind, "run_key": run_key(kind), "harness_version": harness_version()}
 
 
-def _check_inventory(path: Path, targets: list[str], boards: list[str]) -> None:
+def _check_inventory(
+    path: Path | None, targets: list[str], boards: list[str], args: argparse.Namespace
+) -> None:
     """Read the inventory before starting pytest, so a typo is the one ``file:line:col`` line
     (exit 2) rather than a collection error per test module, and a ``--target``/``--board`` it
     has no board for is one line (exit 2) rather than a run of skipped cases. The coordinator
@@ -311,14 +324,23 @@ def _check_inventory(path: Path, targets: list[str], boards: list[str]) -> None:
     selection against the places it names)."""
     from npu_hil.harness.farm.inventory import load_inventory
     from npu_hil.harness.farm.selection import selection_problem
+    from npu_hil.harness.farm.simfaults import parse_board_faults, sim_fault_problem
+    from npu_hil.harness.farm.starter import builtin_inventory
     from npu_hil.harness.inputs import check_regular
 
-    # A FIFO or /dev/zero named as the inventory would block or never end the parser's read.
-    check_regular(path, "the board inventory (YAML)")
-    inventory = load_inventory(path)
+    faults = parse_board_faults(getattr(args, "sim_fault", []))  # SimFaultError: exit 2
+    if path is None:
+        # pytest's built-in simulated farm (no inventory given or found)
+        inventory = builtin_inventory()
+    else:
+        # A FIFO or /dev/zero named as the inventory would block or never end the parser's read.
+        check_regular(path, "the board inventory (YAML)")
+        inventory = load_inventory(path)
     if inventory.labgrid is not None:
         return
-    problem = selection_problem(inventory, targets, boards)
+    problem = selection_problem(inventory, targets, boards) or sim_fault_problem(
+        inventory, args.backend or "auto", faults
+    )
     if problem is not None:
         raise NightlyError(problem)
 
@@ -327,12 +349,14 @@ def run_nightly(args: argparse.Namespace) -> int:
     suite = resolve_suite(args.suite)
     targets, boards = list(args.target), list(getattr(args, "board", []))
     inventory = args.inventory
-    if inventory is None and (targets or boards) and not args.simfarm:
+    faults = list(getattr(args, "sim_fault", []))
+    if inventory is None and (targets or boards or faults) and not args.simfarm:
         # pytest's default when run from the checkout; --simfarm writes its own inventory
         default = Path(DEFAULT_INVENTORY)
         inventory = default if default.is_file() else None
-    if inventory is not None:
-        _check_inventory(inventory, targets, boards)
+    if inventory is not None or (faults and not args.simfarm):
+        # no file: the plugin's built-in simulated farm is the one the faults must fit
+        _check_inventory(inventory, targets, boards, args)
     run_dir = new_run_dir(args.reports)
     launched_by = shlex.join(["npu-hil", *sys.argv[1:]])
     env = {**os.environ, RUN_DIR_ENV: str(run_dir.resolve()), LAUNCHED_BY_ENV: launched_by}

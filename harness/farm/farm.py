@@ -28,8 +28,9 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock
 
@@ -78,6 +79,9 @@ class Farm:
     (:mod:`harness.farm.breaker`); None or 0 never marks one. ``retry``: how often and after
     what backoff a model run on a session of this farm is retried after an infrastructure
     failure (:class:`~harness.farm.recovery.RetryPolicy`; default: once, after 1 s, as in pytest).
+    ``sim_faults``: board name → faults every job of that board carries while it runs simulated
+    (``--sim-fault``, :mod:`harness.farm.simfaults`); a board the inventory does not have is an
+    error.
     """
 
     def __init__(
@@ -89,6 +93,7 @@ class Farm:
         keep_remote: bool = False,
         breaker_threshold: int | None = DEFAULT_THRESHOLD,
         retry: RetryPolicy | None = None,
+        sim_faults: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise NpuHilError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -104,6 +109,13 @@ class Farm:
             raise NpuHilError(f"breaker_threshold must be 0 or more, got {breaker_threshold}")
         self.breaker_threshold = breaker_threshold
         self.retry = retry if retry is not None else RetryPolicy()
+        names = {b.name for b in self.inventory.boards}
+        unknown = sorted(set(sim_faults or {}) - names)
+        if unknown:
+            raise NpuHilError(
+                f"sim_faults: no board {', '.join(unknown)} in {self.inventory.source}"
+            )
+        self.sim_faults = {k: [dict(f) for f in v] for k, v in (sim_faults or {}).items()}
         self._conditions: dict[str, BoardCondition] = {}
         self._breakers: dict[str, CircuitBreaker] = {}
         self._sessions: dict[str, BoardSession] = {}
@@ -185,7 +197,7 @@ class Farm:
             client=self._client(transport, board.python),
             simulated=simulated_runtime,
             adapter=board.adapter,
-            adapter_options={"target": board.target} if simulated_runtime else {},
+            adapter_options=self._sim_options(board) if simulated_runtime else {},
             workdir=self._board_dir(board),
             manifest_path=self.inventory.manifest,
             breaker=self.breaker(board),
@@ -203,13 +215,18 @@ class Farm:
             client=self._client(transport, sys.executable),
             simulated=True,
             adapter="sim",
-            adapter_options={"target": board.target},
+            adapter_options=self._sim_options(board),
             workdir=self._board_dir(board),
             fallback_reason=reason,
             manifest_path=self.inventory.manifest,
             breaker=self.breaker(board),
             retry=self.retry,
         )
+
+    def _sim_options(self, board: Board) -> dict[str, Any]:
+        """The simulated runtime's options for the board: its target, and its faults if any."""
+        faults = self.sim_faults.get(board.name)
+        return {"target": board.target, **({"faults": list(faults)} if faults else {})}
 
     def _client(self, transport: Transport, python: str | None) -> AgentClient:
         return AgentClient(transport, python=python, keep_jobs=self.keep_remote)

@@ -136,7 +136,8 @@ def run_once(
     artifact, compatibility = check_before_deploy(session, model, deployed)
     options = dict(session.adapter_options)
     if faults:
-        options["faults"] = list(faults)
+        # after the board's own (--sim-fault): those rig every job of the board
+        options["faults"] = [*options.get("faults", ()), *faults]
     specs, arrays = job_inputs(session, given, input_layout)
     job_id = f"{session.name}-{label}-{uuid.uuid4().hex[:8]}"
     spec = JobSpec(

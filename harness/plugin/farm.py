@@ -8,11 +8,11 @@ and the ``--target``/``--board`` filters, one case per board with the board's na
 so. The ``board`` fixture holds the board's cross-process lock for the test, so pytest-xdist
 workers never share a board, and checks the board's health once per session.
 
-Its options are the farm's (``--backend``, ``--target``, ``--board``, ``--keep-remote``, and the
-recovery policy: ``--hil-retries``, ``npu_hil_retry_backoff``, ``--hil-breaker``), and so are its
-markers. What recovery does is the farm library's (:mod:`harness.farm.recovery`): the
-:class:`~harness.farm.Farm` built here gets the options, the ``board`` fixture records what the
-farm found and did.
+Its options are the farm's (``--backend``, ``--target``, ``--board``, ``--keep-remote``,
+``--sim-fault``, and the recovery policy: ``--hil-retries``, ``npu_hil_retry_backoff``,
+``--hil-breaker``), and so are its markers. What recovery does is the farm library's
+(:mod:`harness.farm.recovery`): the :class:`~harness.farm.Farm` built here gets the options, the
+``board`` fixture records what the farm found and did.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from npu_hil.harness.farm.farm import Farm
     from npu_hil.harness.farm.inventory import Inventory
     from npu_hil.harness.farm.session import BoardSession
+    from npu_hil.harness.farm.simfaults import BoardFault
 
 BOARD = "board"
 MARKERS = (
@@ -87,6 +88,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="keep the job folders on the boards after each run (for debugging)",
     )
     group.addoption(
+        "--sim-fault",
+        action="append",
+        default=[],
+        metavar="BOARD=FAULT[:key=value,...]",
+        help="inject a fault into every job of a simulated board, e.g. "
+        "rk3588-01=slow:percent=20 (repeatable; faults: harness.sim.faults); not part of the "
+        "run key, recorded in the report",
+    )
+    group.addoption(
         "--hil-retries",
         type=int,
         default=DEFAULT_RETRIES,
@@ -107,6 +117,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "seconds before the first retry of a model run; doubled for each further retry",
         default=str(DEFAULT_BACKOFF_S),
     )
+
+
+def sim_faults(config: pytest.Config) -> tuple[BoardFault, ...]:
+    """``--sim-fault`` parsed (a usage error when one does not parse or names no fault)."""
+    from npu_hil.harness.farm.simfaults import SimFaultError, parse_board_faults
+
+    try:
+        return parse_board_faults(config.getoption("sim_fault", None) or [])
+    except SimFaultError as exc:
+        raise pytest.UsageError(exc.message) from None
 
 
 def retry_policy(config: pytest.Config) -> RetryPolicy:
@@ -163,6 +183,7 @@ class FarmState:
     def get_farm(self) -> Farm:
         if self.farm is None:
             from npu_hil.harness.farm.farm import Farm
+            from npu_hil.harness.farm.simfaults import faults_by_board
 
             self.farm = Farm(
                 self.load_inventory(),
@@ -171,6 +192,7 @@ class FarmState:
                 keep_remote=self.config.getoption("keep_remote"),
                 breaker_threshold=self.config.getoption("hil_breaker", DEFAULT_THRESHOLD),
                 retry=retry_policy(self.config),
+                sim_faults=faults_by_board(sim_faults(self.config)),
             )
         return self.farm
 
@@ -190,25 +212,31 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--hil-retries must be 0 or more")
     if config.getoption("hil_breaker", DEFAULT_THRESHOLD) < 0:
         raise pytest.UsageError("--hil-breaker must be 0 or more")
+    sim_faults(config)  # a --sim-fault that does not parse stops the run before it starts
     config.stash[FARM_KEY] = FarmState(config)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     """A ``--target``/``--board`` value no board of the inventory has is a usage error before
-    anything runs, not a run of skipped cases that exits 0. Checked once, on the controller;
+    anything runs, not a run of skipped cases that exits 0; so is a ``--sim-fault`` for a board
+    it does not have or that does not run simulated. Checked once, on the controller;
     without those options the inventory is still read only when a test asks for a board."""
     config = session.config
     targets, names = config.getoption("target"), config.getoption("board")
-    if not (targets or names) or hasattr(config, "workerinput"):
+    faults = sim_faults(config)
+    if not (targets or names or faults) or hasattr(config, "workerinput"):
         return
     from npu_hil.harness.farm.selection import selection_problem
+    from npu_hil.harness.farm.simfaults import sim_fault_problem
 
     try:
         inventory = config.stash[FARM_KEY].load_inventory()
     except pytest.fail.Exception:
         return  # an unusable inventory: its file:line:col error comes with the first board test
-    problem = selection_problem(inventory, targets, names)
+    problem = selection_problem(inventory, targets, names) or sim_fault_problem(
+        inventory, config.getoption("backend"), faults
+    )
     if problem is not None:
         raise pytest.UsageError(problem)
 

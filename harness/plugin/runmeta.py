@@ -56,8 +56,12 @@ def config_run_kind(config: pytest.Config) -> dict[str, Any]:
 def session_meta(
     config: pytest.Config, exitstatus: int, started: float, *, stopped: bool = False
 ) -> dict[str, Any]:
-    """The fields the plugin adds to a run's meta at the end of the session."""
-    return run_meta(
+    """The fields the plugin adds to a run's meta at the end of the session; ``sim_faults``:
+    the faults ``--sim-fault`` injected (``[{board, fault}]``), so a reader knows the run was
+    rigged (they are no part of the run key)."""
+    from npu_hil.harness.farm.simfaults import parse_board_faults
+
+    meta = run_meta(
         config_run_kind(config),
         exitstatus=exitstatus,
         started=started,
@@ -66,3 +70,7 @@ def session_meta(
         compare_with=config.getoption("compare_with", None) or "",
         stopped=stopped,
     )
+    # checked when the session was configured (harness.plugin.farm): they parse
+    faults = parse_board_faults(config.getoption("sim_fault", None) or [])
+    meta["sim_faults"] = [f.to_dict() for f in faults]
+    return meta

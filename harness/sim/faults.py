@@ -4,6 +4,10 @@ A fault is data: a name and parameters (JSON-friendly, so it travels in a job's
 ``adapter_options``). Buffer faults rewrite the native buffers after the run and leave the
 reported attributes alone — the device claims the standard layout and delivers something else,
 which is exactly what the diff must catch. Process faults stop the board from answering.
+Timing faults change only the run time the board reports (its modeled device time,
+:mod:`harness.sim.timing`), never a buffer; the accuracy fault changes values by so little that
+the byte diff at the reference tests' tolerance still passes and only the accuracy figures (and
+their baseline) move.
 
 - ``wrong-alignment``: the buffer is laid out with a row / C2 / stride padding other than the
   table's (``layout_params`` picks it; by default the first variant that changes the bytes);
@@ -23,11 +27,19 @@ which is exactly what the diff must catch. Process faults stop the board from an
   every later one returns the previous run's output bytes (the simulated NPU's memory, kept per
   model for as long as the adapter lives);
 - ``hang``: the run never returns (or sleeps ``seconds``);
-- ``crash``: the process dies (``signal``, default SIGSEGV, or ``exit_code``).
+- ``crash``: the process dies (``signal``, default SIGSEGV, or ``exit_code``);
+- ``slow``: every run takes ``percent`` % longer (default 20; 0 < percent <= 10000);
+- ``noisy-latency``: every run's time is multiplied by a random factor in
+  [1 - percent/100, 1 + percent/100] (default 50; the low end kept above zero), drawn from
+  ``seed`` and the run's number;
+- ``accuracy-drift``: a ``fraction`` (default 0.1, 0 < fraction <= 1) of each selected tensor's
+  elements moved by ``lsb`` units (default 1; a quantization step for an integer tensor, 1.0 for a
+  float one) up or down, within the dtype's range; padding bytes untouched; which elements and
+  which way come from ``seed``, the same on every run.
 
-Every buffer fault takes ``applies_to`` (``outputs`` — the default —, ``inputs`` or ``all``) and
-``tensors`` (names). A buffer fault that applies to no tensor of a run is an error, never a
-silent no-op: a test that thinks it injected a fault must really have.
+Every buffer fault and ``accuracy-drift`` take ``applies_to`` (``outputs`` — the default —,
+``inputs`` or ``all``) and ``tensors`` (names). A buffer fault that applies to no tensor of a
+run is an error, never a silent no-op: a test that thinks it injected a fault must really have.
 """
 
 from __future__ import annotations
@@ -59,8 +71,13 @@ BUFFER_FAULTS = (
 # Faults that need the board's memory of earlier runs: applied by the runtime itself.
 STATE_FAULTS = ("stale-output",)
 PROCESS_FAULTS = ("hang", "crash")
-FAULT_NAMES = (*BUFFER_FAULTS, *STATE_FAULTS, *PROCESS_FAULTS)
+TIMING_FAULTS = ("slow", "noisy-latency")
+ACCURACY_FAULTS = ("accuracy-drift",)
+FAULT_NAMES = (*BUFFER_FAULTS, *STATE_FAULTS, *PROCESS_FAULTS, *TIMING_FAULTS, *ACCURACY_FAULTS)
 APPLIES_TO = ("outputs", "inputs", "all")
+MAX_PERCENT = 10000
+NOISE_FLOOR = 0.01
+"""``noisy-latency``'s smallest factor: a run never takes no time (or less)."""
 _COMMON = ("applies_to", "tensors")
 _PARAMS: dict[str, tuple[str, ...]] = {
     "wrong-alignment": ("layout_params", *_COMMON),
@@ -73,6 +90,9 @@ _PARAMS: dict[str, tuple[str, ...]] = {
     "stale-output": ("tensors",),
     "hang": ("seconds",),
     "crash": ("signal", "exit_code"),
+    "slow": ("percent",),
+    "noisy-latency": ("percent", "seed"),
+    "accuracy-drift": ("lsb", "fraction", "seed", *_COMMON),
 }
 
 
@@ -173,6 +193,15 @@ def _check_params(name: str, params: Mapping[str, Any]) -> None:
         fail("exit_code", "an integer in [0, 255]")
     if "layout_params" in params and not isinstance(params["layout_params"], Mapping):
         fail("layout_params", "a mapping of layout parameters")
+    percent = params.get("percent")
+    if percent is not None and not (is_number(percent) and 0 < percent <= MAX_PERCENT):
+        fail("percent", f"a number in (0, {MAX_PERCENT}]")
+    if "lsb" in params and not (is_int(params["lsb"]) and params["lsb"] >= 1):
+        fail("lsb", "an integer >= 1")
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == value
 
 
 # ------------------------------------------------------------------------- buffer faults
@@ -181,9 +210,10 @@ def _check_params(name: str, params: Mapping[str, Any]) -> None:
 def apply_buffer_faults(
     faults: Iterable[Fault], inputs: list[SimTensor], outputs: list[SimTensor]
 ) -> None:
-    """Apply the buffer faults, in order, to the tensors each one selects."""
+    """Apply the buffer faults and the accuracy fault, in order, to the tensors each one
+    selects."""
     for fault in faults:
-        if fault.name not in BUFFER_FAULTS:
+        if fault.name not in BUFFER_FAULTS and fault.name not in ACCURACY_FAULTS:
             continue
         chosen = _select(fault, inputs, outputs)
         applied = [_APPLY[fault.name](tensor, fault.params, i) for i, tensor in enumerate(chosen)]
@@ -355,6 +385,38 @@ def apply_stale_output(
         memory[key] = fresh
 
 
+def _accuracy_drift(tensor: SimTensor, params: Mapping[str, Any], index: int) -> bool:
+    layout = tensor.codec_layout
+    values = _values(tensor, "accuracy-drift")
+    if values.size == 0:
+        return False
+    lsb = int(params.get("lsb", 1))
+    fraction = float(params.get("fraction", 0.1))
+    rng = np.random.default_rng([int(params.get("seed", 0)) & 0xFFFFFFFF, index])
+    count = min(values.size, max(1, round(fraction * values.size)))
+    chosen = rng.choice(values.size, size=count, replace=False)
+    signs = rng.choice(np.array([-1, 1]), size=count)
+    flat = values.reshape(-1)
+    dtype = flat.dtype
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        low, high = float(info.min), float(info.max)
+    else:
+        limit = float(np.finfo(dtype).max)
+        low, high = -limit, limit
+    old = flat[chosen].astype(np.float64)
+    moved = old + signs * lsb
+    # at the edge of the range the element goes the other way, so it still moves by lsb
+    outside = (moved < low) | (moved > high)
+    moved[outside] = old[outside] - signs[outside] * lsb
+    drifted = flat.copy()
+    drifted[chosen] = np.clip(moved, low, high).astype(dtype)
+    packed = layout.pack(drifted.reshape(values.shape))
+    data = ~layout.padding_mask()  # only the data bytes: padding stays as the device left it
+    tensor.data[data] = packed[data]
+    return True
+
+
 _APPLY: dict[str, Callable[[SimTensor, Mapping[str, Any], int], bool]] = {
     "wrong-alignment": _wrong_alignment,
     "swapped-channel-groups": _swapped_channel_groups,
@@ -363,6 +425,7 @@ _APPLY: dict[str, Callable[[SimTensor, Mapping[str, Any], int], bool]] = {
     "truncated-output": _truncated,
     "garbage": _garbage,
     "unwritten-output": _unwritten,
+    "accuracy-drift": _accuracy_drift,
 }
 _WHEN = {
     "wrong-alignment": "it needs a layout whose padding another alignment changes",
@@ -372,7 +435,23 @@ _WHEN = {
     "truncated-output": "it needs a non-empty buffer",
     "garbage": "it needs a buffer",
     "unwritten-output": "it needs a non-empty buffer",
+    "accuracy-drift": "it needs a tensor with elements",
 }
+
+
+# ------------------------------------------------------------------------- timing faults
+
+
+def apply_timing_faults(faults: Iterable[Fault], seconds: float, index: int) -> float:
+    """The run time of run ``index`` after the timing faults (only the time: no buffer)."""
+    for fault in faults:
+        if fault.name == "slow":
+            seconds *= 1.0 + float(fault.params.get("percent", 20)) / 100.0
+        elif fault.name == "noisy-latency":
+            percent = float(fault.params.get("percent", 50)) / 100.0
+            rng = np.random.default_rng([int(fault.params.get("seed", 0)) & 0xFFFFFFFF, index])
+            seconds *= max(1.0 + percent * float(rng.uniform(-1.0, 1.0)), NOISE_FLOOR)
+    return seconds
 
 
 # ------------------------------------------------------------------------ process faults

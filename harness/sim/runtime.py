@@ -8,7 +8,9 @@ the device's input and output buffers with the runtime's own attributes.
 
 One run: set the inputs (laid out natively, attributes as reported after setting them), compute
 the float model (onnxruntime or the numpy path), quantize and lay out the outputs, then apply
-the buffer faults and the process faults (hang, crash), in that order.
+the buffer faults and the process faults (hang, crash), in that order. The run time reported
+(``timings["run_s"]``) is the target's modeled device time (:mod:`harness.sim.timing`), changed
+only by the timing faults; the host's wall time for the float model is ``timings["host_s"]``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import importlib
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +31,11 @@ from npu_hil.harness.sim.faults import (
     apply_buffer_faults,
     apply_process_faults,
     apply_stale_output,
+    apply_timing_faults,
 )
 from npu_hil.harness.sim.options import SimOptions
 from npu_hil.harness.sim.targets import unit_of
+from npu_hil.harness.sim.timing import Work, count_work, modeled_s
 from npu_hil.harness.simkit.base import VendorSim
 from npu_hil.harness.simkit.errors import SimConfigError, SimRefusal
 from npu_hil.harness.simkit.graph import GraphInfo, inspect
@@ -48,6 +52,8 @@ class SimModel:
     proto: onnx.ModelProto
     graph: GraphInfo
     source: str
+    work: Work = field(default_factory=Work)
+    """What one run costs the modeled NPU (:func:`harness.sim.timing.count_work`)."""
 
 
 def _artifact_suffixes() -> list[str]:
@@ -88,6 +94,8 @@ class SimNpu:
         self.vendor = _vendor_sim(self.options)
         # The NPU's memory of earlier runs (per model and output), for the stale-output fault.
         self.memory: dict[Any, np.ndarray] = {}
+        self.calls = 0
+        """Runs so far: the modeled time's spread and the timing faults draw from it."""
 
     def versions(self) -> dict[str, str]:
         versions = {
@@ -125,7 +133,7 @@ class SimNpu:
             raise SimRefusal("DeviceError", "load", f"{source}: invalid model: {exc}") from exc
         execute.check(proto, self.executor)
         self.vendor.check_model(graph)
-        return SimModel(proto, graph, source)
+        return SimModel(proto, graph, source, count_work(proto))
 
     def run(
         self,
@@ -148,7 +156,12 @@ class SimNpu:
         started = time.perf_counter()
         feeds = {h.tensor.name: h.model_value for h in held}
         floats = execute.run(model.proto, feeds, self.executor)
-        run_s = time.perf_counter() - started
+        host_s = time.perf_counter() - started
+        index = self.calls
+        self.calls += 1
+        run_s = apply_timing_faults(
+            self.options.faults, modeled_s(model.work, self.target, index), index
+        )
         started = time.perf_counter()
         result: list[SimTensor] = [
             self.vendor.hold_output(i, info, floats[info.name], graph)
@@ -162,7 +175,8 @@ class SimNpu:
         apply_stale_output(self.options.faults, model.source, result, self.memory)
         fetch_s = time.perf_counter() - started
         apply_process_faults(self.options.faults)
-        return SimRun(device_inputs, result, {"run_s": run_s, "copy_s": set_s + fetch_s})
+        timings = {"run_s": run_s, "copy_s": set_s + fetch_s, "host_s": host_s}
+        return SimRun(device_inputs, result, timings)
 
     @staticmethod
     def _given(graph: GraphInfo, inputs: Sequence[InputLike]) -> dict[str, InputLike]:

@@ -1,0 +1,182 @@
+"""The simulated board's device time: a small cost model of the target's NPU.
+
+A simulated runtime reports its run time (``SimRun.timings["run_s"]``) the way a vendor's
+runtime reports its own (``RKNN_QUERY_PERF_RUN``, Horizon's task timings): the agent takes it as
+the job's latency (source ``adapter``) and keeps the wall time around each call beside it
+(``timings.runs_s``). The simulated board's figure is *modeled*, not measured: onnxruntime's wall
+time on the host says how loaded the CI machine is, not how fast the target is, and a baseline
+built from it on a shared 2-core runner would flag noise. The modeled time is
+
+    (overhead + ops / (tops · utilisation)) · spread
+
+with ``ops`` counted from the graph (two per multiply-accumulate of a Conv, ConvTranspose,
+MatMul or Gemm; :data:`ELEMENT_OPS` per element any other node produces), ``tops`` the target's
+published NPU figure (:data:`THROUGHPUT`), and ``spread`` a deterministic factor within
+±:data:`SPREAD` drawn from a seed and the call's number, so repeated runs differ a little while
+their median stays put. It is NOT a prediction of a real board's speed: the table orders the
+targets as their vendors rate them, and that is all it claims.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, shape_inference
+
+OVERHEAD_S = 100e-6
+"""Per call: submitting the job to the NPU and taking its completion interrupt (the order of
+the vendors' smallest reported run times for a tiny model)."""
+
+UTILISATION = 0.3
+"""The share of the peak a small model keeps the MAC array busy (a modest, round figure)."""
+
+ELEMENT_OPS = 8.0
+"""Ops charged per element produced by a node that is not a MAC op: such nodes run on the NPU's
+far narrower vector / elementwise unit (or move data), not on the MAC array."""
+
+SPREAD = 0.02
+"""The largest run-to-run spread, as a fraction of the modeled time (±2 %)."""
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """A target's NPU: the vendor's published int8 peak and the NPU cores it is spread over."""
+
+    tops: float
+    cores: int = 1
+    source: str = ""
+
+    @property
+    def per_model_tops(self) -> float:
+        """The peak one model gets: a model runs on one core unless told otherwise."""
+        return self.tops / self.cores
+
+
+THROUGHPUT: Mapping[str, Throughput] = {
+    # Rockchip: the SoC briefs' NPU figure (int8).
+    "rk3588": Throughput(6.0, 3, "RK3588 brief: 6 TOPS over 3 NPU cores (RKNN runs a model on "
+                         "one core by default, core mask auto)"),
+    "rk3576": Throughput(6.0, 2, "RK3576 brief: 6 TOPS over 2 NPU cores (one per model by "
+                         "default)"),
+    "rk3566": Throughput(0.8, 1, "RK3566 brief: 0.8 TOPS"),
+    "rk3568": Throughput(1.0, 1, "RK3568 brief: 1 TOPS"),
+    "rk3562": Throughput(1.0, 1, "RK3562 brief: 1 TOPS"),
+    "rv1103": Throughput(0.5, 1, "RV1103 brief: 0.5 TOPS"),
+    "rv1106": Throughput(1.0, 1, "RV1106 brief: 1 TOPS"),
+    "rv1103b": Throughput(0.5, 1, "RV1103B: as RV1103, 0.5 TOPS"),
+    "rv1106b": Throughput(1.0, 1, "RV1106B: as RV1106, 1 TOPS"),
+    "rv1126b": Throughput(3.0, 1, "RV1126B brief: 3 TOPS"),
+    "rk2118": Throughput(0.1, 1, "RK2118: an audio SoC whose small NPU runs float16 only; no "
+                         "published TOPS figure found, taken as 0.1 TOPS (the slowest here)"),
+    # Horizon: the RDK boards' BPU figure.
+    "rdk-x3": Throughput(5.0, 1, "RDK X3 (Sunrise 3): 5 TOPS BPU"),
+    "rdk-x5": Throughput(10.0, 1, "RDK X5 (Sunrise 5): 10 TOPS BPU"),
+    "rdk-s100": Throughput(80.0, 1, "RDK S100: 80 TOPS BPU"),
+    # Kneron
+    "kl730": Throughput(3.6, 1, "KL730: about 3.6 TOPS (int8 equivalent)"),
+}  # fmt: skip
+
+MAC_OPS = ("Conv", "ConvTranspose", "MatMul", "Gemm")
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one run of a graph costs: its multiply-accumulates and the elements produced by
+    every other node."""
+
+    macs: int = 0
+    elements: int = 0
+
+    @property
+    def ops(self) -> float:
+        return 2.0 * self.macs + ELEMENT_OPS * self.elements
+
+
+def _count(shape: tuple[int | None, ...] | None) -> int | None:
+    if shape is None:
+        return None
+    dims = [d for d in shape if d is not None and d >= 0]
+    if len(dims) != len(shape):
+        return None
+    return int(np.prod(dims, dtype=np.int64)) if dims else 1
+
+
+def _shapes(model: onnx.ModelProto) -> dict[str, tuple[int | None, ...]]:
+    graph = shape_inference.infer_shapes(model).graph
+    shapes: dict[str, tuple[int | None, ...]] = {}
+    for value in [*graph.input, *graph.value_info, *graph.output]:
+        dims = value.type.tensor_type.shape.dim
+        shapes[value.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
+    for init in graph.initializer:
+        shapes[init.name] = tuple(int(d) for d in init.dims)
+    return shapes
+
+
+def count_work(model: onnx.ModelProto) -> Work:
+    """The MACs and element count of ``model`` (shapes by ONNX shape inference; a node whose
+    shapes are not static counts its output elements only, or nothing)."""
+    shapes = _shapes(model)
+    weights = {init.name: init for init in model.graph.initializer}
+    macs = elements = 0
+    for node in model.graph.node:
+        out = _count(shapes.get(node.output[0])) if node.output else None
+        if node.op_type not in MAC_OPS:
+            elements += out or 0
+            continue
+        weight_shape = shapes.get(node.input[1]) if len(node.input) > 1 else None
+        if weight_shape is None and len(node.input) > 1 and node.input[1] in weights:
+            weight_shape = tuple(numpy_helper.to_array(weights[node.input[1]]).shape)
+        if out is None or not weight_shape or any(d is None for d in weight_shape):
+            elements += out or 0
+            continue
+        dims = [int(d) for d in weight_shape if d is not None]
+        if node.op_type == "Conv":
+            # each output element: (C_in / group) · kH · kW products, the weight's [1:]
+            macs += out * int(np.prod(dims[1:], dtype=np.int64))
+        elif node.op_type == "ConvTranspose":
+            # each input element is spread over (C_out / group) · kH · kW outputs
+            source = _count(shapes.get(node.input[0])) or 0
+            macs += source * int(np.prod(dims[1:], dtype=np.int64))
+        else:  # MatMul / Gemm: K products per output element
+            attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+            k_axis = 1 if node.op_type == "Gemm" and attrs.get("transB", 0) else 0
+            k = dims[-2 + k_axis] if len(dims) >= 2 else dims[0]
+            macs += out * k
+    return Work(macs=macs, elements=elements)
+
+
+def throughput(target: str) -> Throughput:
+    found = THROUGHPUT.get(target)
+    if found is None:
+        # A target registered later without a figure: the smallest of the table, so it is never
+        # modeled faster than a rated one.
+        return min(THROUGHPUT.values(), key=lambda t: t.per_model_tops)
+    return found
+
+
+def nominal_s(work: Work, target: str) -> float:
+    """The modeled time of one call without the spread."""
+    rate = throughput(target).per_model_tops * 1e12 * UTILISATION
+    return OVERHEAD_S + work.ops / rate
+
+
+def spread(seed: int, index: int) -> float:
+    """The factor of call ``index``: within 1 ± :data:`SPREAD`, the same for the same seed and
+    index."""
+    rng = np.random.default_rng([seed & 0xFFFFFFFF, index])
+    return 1.0 + SPREAD * float(rng.uniform(-1.0, 1.0))
+
+
+def target_seed(target: str) -> int:
+    """A stable seed per target (Python's ``hash`` of a string changes per process)."""
+    return zlib.crc32(target.encode("utf-8"))
+
+
+def modeled_s(work: Work, target: str, index: int, seed: int | None = None) -> float:
+    """The device time of call ``index`` of a model of ``work`` on ``target``."""
+    base = target_seed(target) if seed is None else seed
+    return nominal_s(work, target) * spread(base, index)
