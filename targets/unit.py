@@ -111,6 +111,21 @@ class SimOption:
 
 
 @dataclass(frozen=True)
+class NpuThroughput:
+    """A target's NPU as its vendor rates it, for the simulated board's modeled time
+    (``harness.sim.timing``): the published int8 peak in TOPS, the NPU cores it is spread over
+    (a model runs on one unless told otherwise), and where the figure comes from."""
+
+    tops: float
+    cores: int = 1
+    source: str = ""
+
+    @property
+    def per_model_tops(self) -> float:
+        return self.tops / self.cores
+
+
+@dataclass(frozen=True)
 class Vendor:
     """One vendor: its targets, its layouts and everything the harness stages ask of it."""
 
@@ -128,6 +143,8 @@ class Vendor:
     """The simulated runtime: a factory taking the sim options, or its ``module:attribute``
     (imported when a board of this vendor is first simulated)."""
     sim_options: Mapping[str, SimOption] = field(default_factory=dict)
+    npu_throughput: Mapping[str, NpuThroughput] = field(default_factory=dict)
+    """Per target: the NPU's published throughput (the simulated board's modeled time)."""
     default_input_layout: Callable[[tuple[int, ...]], str] | None = None
     """The native input layout the host packs for a pass-through runtime when the caller names
     none, for an input of that shape."""

@@ -79,7 +79,7 @@ def add_parser(sub: Any) -> None:
         action="append",
         default=[],
         metavar="BOARD=FAULT[:key=value,...]",
-        help="inject a fault into every job of a simulated board, e.g. rk3588-01=slow:percent=20 "
+        help="inject a fault into every job of a simulated board, e.g. NAME=slow:percent=20 "
         "(repeatable); not part of the run key, recorded in the summary's meta",
     )
     nightly.add_argument(

@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 SYNTAX = "BOARD=FAULT[:key=value,...]"
-EXAMPLE = "rk3588-01=slow:percent=20"
+EXAMPLE = "NAME=slow:percent=20"
 
 
 class SimFaultError(NpuHilError):

@@ -93,7 +93,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         metavar="BOARD=FAULT[:key=value,...]",
         help="inject a fault into every job of a simulated board, e.g. "
-        "rk3588-01=slow:percent=20 (repeatable; faults: harness.sim.faults); not part of the "
+        "NAME=slow:percent=20 (repeatable; faults: harness.sim.faults); not part of the "
         "run key, recorded in the report",
     )
     group.addoption(

@@ -11,7 +11,8 @@ built from it on a shared 2-core runner would flag noise. The modeled time is
 
 with ``ops`` counted from the graph (two per multiply-accumulate of a Conv, ConvTranspose,
 MatMul or Gemm; :data:`ELEMENT_OPS` per element any other node produces), ``tops`` the target's
-published NPU figure (:data:`THROUGHPUT`), and ``spread`` a deterministic factor within
+published NPU figure for one model (its vendor unit's ``npu_throughput``: the vendor's TOPS over
+the cores a model does not share), and ``spread`` a deterministic factor within
 ±:data:`SPREAD` drawn from a seed and the call's number, so repeated runs differ a little while
 their median stays put. It is NOT a prediction of a real board's speed: the table orders the
 targets as their vendors rate them, and that is all it claims.
@@ -20,12 +21,14 @@ targets as their vendors rate them, and that is all it claims.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper, shape_inference
+
+from npu_hil.harness.sim.targets import unit_of
+from npu_hil.targets.unit import NpuThroughput
 
 OVERHEAD_S = 100e-6
 """Per call: submitting the job to the NPU and taking its completion interrupt (the order of
@@ -42,43 +45,7 @@ SPREAD = 0.02
 """The largest run-to-run spread, as a fraction of the modeled time (±2 %)."""
 
 
-@dataclass(frozen=True)
-class Throughput:
-    """A target's NPU: the vendor's published int8 peak and the NPU cores it is spread over."""
-
-    tops: float
-    cores: int = 1
-    source: str = ""
-
-    @property
-    def per_model_tops(self) -> float:
-        """The peak one model gets: a model runs on one core unless told otherwise."""
-        return self.tops / self.cores
-
-
-THROUGHPUT: Mapping[str, Throughput] = {
-    # Rockchip: the SoC briefs' NPU figure (int8).
-    "rk3588": Throughput(6.0, 3, "RK3588 brief: 6 TOPS over 3 NPU cores (RKNN runs a model on "
-                         "one core by default, core mask auto)"),
-    "rk3576": Throughput(6.0, 2, "RK3576 brief: 6 TOPS over 2 NPU cores (one per model by "
-                         "default)"),
-    "rk3566": Throughput(0.8, 1, "RK3566 brief: 0.8 TOPS"),
-    "rk3568": Throughput(1.0, 1, "RK3568 brief: 1 TOPS"),
-    "rk3562": Throughput(1.0, 1, "RK3562 brief: 1 TOPS"),
-    "rv1103": Throughput(0.5, 1, "RV1103 brief: 0.5 TOPS"),
-    "rv1106": Throughput(1.0, 1, "RV1106 brief: 1 TOPS"),
-    "rv1103b": Throughput(0.5, 1, "RV1103B: as RV1103, 0.5 TOPS"),
-    "rv1106b": Throughput(1.0, 1, "RV1106B: as RV1106, 1 TOPS"),
-    "rv1126b": Throughput(3.0, 1, "RV1126B brief: 3 TOPS"),
-    "rk2118": Throughput(0.1, 1, "RK2118: an audio SoC whose small NPU runs float16 only; no "
-                         "published TOPS figure found, taken as 0.1 TOPS (the slowest here)"),
-    # Horizon: the RDK boards' BPU figure.
-    "rdk-x3": Throughput(5.0, 1, "RDK X3 (Sunrise 3): 5 TOPS BPU"),
-    "rdk-x5": Throughput(10.0, 1, "RDK X5 (Sunrise 5): 10 TOPS BPU"),
-    "rdk-s100": Throughput(80.0, 1, "RDK S100: 80 TOPS BPU"),
-    # Kneron
-    "kl730": Throughput(3.6, 1, "KL730: about 3.6 TOPS (int8 equivalent)"),
-}  # fmt: skip
+UNRATED = NpuThroughput(0.1, 1, "no published figure: as slow as the slowest rated target")
 
 MAC_OPS = ("Conv", "ConvTranspose", "MatMul", "Gemm")
 
@@ -149,13 +116,9 @@ def count_work(model: onnx.ModelProto) -> Work:
     return Work(macs=macs, elements=elements)
 
 
-def throughput(target: str) -> Throughput:
-    found = THROUGHPUT.get(target)
-    if found is None:
-        # A target registered later without a figure: the smallest of the table, so it is never
-        # modeled faster than a rated one.
-        return min(THROUGHPUT.values(), key=lambda t: t.per_model_tops)
-    return found
+def throughput(target: str) -> NpuThroughput:
+    """The target's NPU figure; a target whose unit rates none gets :data:`UNRATED`."""
+    return unit_of(target).npu_throughput.get(target, UNRATED)
 
 
 def nominal_s(work: Work, target: str) -> float:

@@ -8,12 +8,19 @@ from npu_hil.targets.horizon import layouts, preflight, quant, variants
 from npu_hil.targets.horizon.artifact import read_horizon_model
 from npu_hil.targets.horizon.decode import HorizonDecode
 from npu_hil.targets.horizon.reported import HorizonReport
-from npu_hil.targets.unit import SimOption, Vendor
+from npu_hil.targets.unit import NpuThroughput, SimOption, Vendor
 
 
 def default_input_layout(shape: tuple[int, ...]) -> str:
     return "strided"
 
+
+NPU_THROUGHPUT = {
+    # The RDK boards' published BPU figure.
+    "rdk-x3": NpuThroughput(5.0, 1, "RDK X3 (Sunrise 3): 5 TOPS"),
+    "rdk-x5": NpuThroughput(10.0, 1, "RDK X5 (Sunrise 5): 10 TOPS"),
+    "rdk-s100": NpuThroughput(80.0, 1, "RDK S100: 80 TOPS"),
+}
 
 UNIT = Vendor(
     name="horizon",
@@ -30,6 +37,7 @@ UNIT = Vendor(
             "Horizon outputs: scale (default), shift or none (F32)", ("scale", "shift", "none")
         )
     },
+    npu_throughput=NPU_THROUGHPUT,
     default_input_layout=default_input_layout,
     pass_through_adapters=("hobot_native",),
     hardware_adapter="hobot_native",

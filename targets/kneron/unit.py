@@ -8,12 +8,16 @@ from npu_hil.targets.kneron import kl730, quant, variants
 from npu_hil.targets.kneron.artifact import read_nef
 from npu_hil.targets.kneron.decode import Kl730Decode
 from npu_hil.targets.kneron.reported import Kl730Report
-from npu_hil.targets.unit import Vendor
+from npu_hil.targets.unit import NpuThroughput, Vendor
 
 
 def default_input_layout(shape: tuple[int, ...]) -> str:
     return "1W16C8B"
 
+
+NPU_THROUGHPUT = {
+    "kl730": NpuThroughput(3.6, 1, "KL730: about 3.6 TOPS (Kneron's int8-equivalent figure)"),
+}
 
 UNIT = Vendor(
     name="kneron",
@@ -25,6 +29,7 @@ UNIT = Vendor(
     quant=quant,
     decode=Kl730Decode(),
     simulator="npu_hil.targets.kneron.sim:Kl730Sim",
+    npu_throughput=NPU_THROUGHPUT,
     default_input_layout=default_input_layout,
     pass_through_adapters=("kneron",),
     hardware_adapter="kneron",

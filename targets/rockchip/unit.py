@@ -17,7 +17,7 @@ from npu_hil.targets.rockchip import (
 from npu_hil.targets.rockchip.artifact import read_rknn
 from npu_hil.targets.rockchip.decode import RknnDecode
 from npu_hil.targets.rockchip.reported import RknnReport
-from npu_hil.targets.unit import SimOption, Vendor
+from npu_hil.targets.unit import NpuThroughput, SimOption, Vendor
 
 NHWC_INPUT_CHANNELS = (1, 3, 4)
 """An RKNN model's native input is NHWC for these channel counts and NC1HWC2 for others (what
@@ -34,6 +34,24 @@ def default_input_layout(shape: tuple[int, ...]) -> str:
     return "NHWC"
 
 
+NPU_THROUGHPUT = {
+    # The SoC briefs' NPU figure (int8 TOPS).
+    "rk3588": NpuThroughput(6.0, 3, "RK3588 brief: 6 TOPS over 3 NPU cores; a model runs on "
+                            "one core by default (core mask auto)"),
+    "rk3576": NpuThroughput(6.0, 2, "RK3576 brief: 6 TOPS over 2 NPU cores, one per model by "
+                            "default"),
+    "rk3566": NpuThroughput(0.8, 1, "RK3566 brief: 0.8 TOPS"),
+    "rk3568": NpuThroughput(1.0, 1, "RK3568 brief: 1 TOPS"),
+    "rk3562": NpuThroughput(1.0, 1, "RK3562 brief: 1 TOPS"),
+    "rv1103": NpuThroughput(0.5, 1, "RV1103 brief: 0.5 TOPS"),
+    "rv1106": NpuThroughput(1.0, 1, "RV1106 brief: 1 TOPS"),
+    "rv1103b": NpuThroughput(0.5, 1, "RV1103B: taken as RV1103's 0.5 TOPS"),
+    "rv1106b": NpuThroughput(1.0, 1, "RV1106B: taken as RV1106's 1 TOPS"),
+    "rv1126b": NpuThroughput(3.0, 1, "RV1126B brief: 3 TOPS"),
+    "rk2118": NpuThroughput(0.1, 1, "RK2118: an audio SoC whose small NPU runs float16 only; "
+                            "no published TOPS figure found, taken as 0.1 (the slowest here)"),
+}  # fmt: skip
+
 UNIT = Vendor(
     name="rockchip",
     targets=tables.TARGETS,
@@ -47,6 +65,7 @@ UNIT = Vendor(
     sim_options={
         "precision": SimOption("RKNN first-layer precision: int8 or float16", tables.PRECISIONS)
     },
+    npu_throughput=NPU_THROUGHPUT,
     default_input_layout=default_input_layout,
     pass_through_adapters=("rknn_native",),
     hardware_adapter="rknn_native",

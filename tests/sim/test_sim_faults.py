@@ -168,7 +168,9 @@ def test_faults_are_data() -> None:
     assert parse_faults([f.to_dict() for f in faults]) == faults
     assert json.loads(json.dumps([f.to_dict() for f in faults]))
     assert parse_faults(None) == () and parse_faults("crash") == (Fault("crash"),)
-    assert set(FAULT_NAMES) == {*BUFFER_FAULTS, *STATE_FAULTS, "hang", "crash"}
+    assert set(FAULT_NAMES) == {
+        *BUFFER_FAULTS, *STATE_FAULTS, "hang", "crash", "slow", "noisy-latency", "accuracy-drift"
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize(
