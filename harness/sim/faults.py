@@ -29,9 +29,9 @@ their baseline) move.
 - ``hang``: the run never returns (or sleeps ``seconds``);
 - ``crash``: the process dies (``signal``, default SIGSEGV, or ``exit_code``);
 - ``slow``: every run takes ``percent`` % longer (default 20; 0 < percent <= 10000);
-- ``noisy-latency``: every run's time is multiplied by a random factor in
-  [1 - percent/100, 1 + percent/100] (default 50; the low end kept above zero), drawn from
-  ``seed`` and the run's number;
+- ``noisy-latency``: every run's time is multiplied by a random factor, uniform in
+  [1 - percent/100, 1 + percent/100] (default 50; the low end never below 0.01, so a run
+  always takes some time), drawn from ``seed`` and the run's number;
 - ``accuracy-drift``: a ``fraction`` (default 0.1, 0 < fraction <= 1) of each selected tensor's
   elements moved by ``lsb`` units (default 1; a quantization step for an integer tensor, 1.0 for a
   float one) up or down, within the dtype's range; padding bytes untouched; which elements and
@@ -450,7 +450,7 @@ def apply_timing_faults(faults: Iterable[Fault], seconds: float, index: int) -> 
         elif fault.name == "noisy-latency":
             percent = float(fault.params.get("percent", 50)) / 100.0
             rng = np.random.default_rng([int(fault.params.get("seed", 0)) & 0xFFFFFFFF, index])
-            seconds *= max(1.0 + percent * float(rng.uniform(-1.0, 1.0)), NOISE_FLOOR)
+            seconds *= float(rng.uniform(max(1.0 - percent, NOISE_FLOOR), 1.0 + percent))
     return seconds
 
 
