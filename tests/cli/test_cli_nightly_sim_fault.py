@@ -43,7 +43,7 @@ def _nightly(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _summaries(cwd: Path) -> list[dict[str, Any]]:
-    runs = sorted(p for p in (cwd / "reports").iterdir() if not p.name.startswith("."))
+    runs = sorted(p for p in (cwd / "reports").iterdir() if p.is_dir() and p.name[0] != ".")
     return [json.loads((run / "summary.json").read_text()) for run in runs]
 
 

@@ -24,7 +24,7 @@ def test_timed(run_model):
 
 def _runs(project: pytest.Pytester) -> list[Path]:
     root = project.path / "reports"
-    found = [p for p in root.iterdir() if not p.name.startswith(".")] if root.exists() else []
+    found = [p for p in root.iterdir() if p.is_dir() and p.name[0] != "."] if root.exists() else []
     return sorted(found)
 
 
