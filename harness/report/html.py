@@ -179,6 +179,14 @@ def _duration(meta: Mapping[str, Any]) -> str:
     return f"{minutes} min {secs} s" if minutes else f"{seconds:.1f} s"
 
 
+def _sim_fault_text(item: Mapping[str, Any]) -> str:
+    """``{"board": b, "fault": {"name": n, **params}}`` as ``--sim-fault`` spells it."""
+    fault = dict(item.get("fault") or {})
+    name = fault.pop("name", "?")
+    params = ",".join(f"{k}={v}" for k, v in fault.items())
+    return f"{item.get('board', '?')}={name}" + (f":{params}" if params else "")
+
+
 def _meta_table(summary: Mapping[str, Any]) -> str:
     meta = summary.get("meta", {})
     rows = [
@@ -195,6 +203,8 @@ def _meta_table(summary: Mapping[str, Any]) -> str:
         ("pytest exit", meta.get("pytest_exit", "")),
         ("complete", {True: "yes", False: "no (stopped early)"}.get(meta.get("complete"), "")),
         ("run key", meta.get("run_key", "")),
+        # --sim-fault: a rigged run says so where its provenance is read
+        ("simulated faults", "; ".join(_sim_fault_text(f) for f in meta.get("sim_faults") or [])),
     ]
     cells = "".join(
         f"<tr><th>{escape(k)}</th><td><code>{escape(str(v))}</code></td></tr>"

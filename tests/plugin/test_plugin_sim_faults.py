@@ -74,6 +74,9 @@ def test_a_sim_fault_rigs_its_board_only_and_keeps_the_run_key(project: pytest.P
     assert rigged_meta["sim_faults"] == [
         {"board": "rk3588-01", "fault": {"name": "slow", "percent": 20}}
     ]
+    html = (rigged / "report.html").read_text()
+    assert "<th>simulated faults</th><td><code>rk3588-01=slow:percent=20</code>" in html
+    assert "simulated faults" not in (clean / "report.html").read_text()
     before, after = _p50(clean), _p50(rigged)
     assert after["rk3588-01"] / before["rk3588-01"] == pytest.approx(1.2, rel=0.03)
     assert after["rk3566-01"] == pytest.approx(before["rk3566-01"], rel=0.03)
