@@ -345,6 +345,12 @@ def _check_inventory(
         raise NightlyError(problem)
 
 
+def _sim_faults(texts: list[str]) -> list[dict[str, Any]]:
+    from npu_hil.harness.farm.simfaults import parse_board_faults
+
+    return [f.to_dict() for f in parse_board_faults(texts)]
+
+
 def run_nightly(args: argparse.Namespace) -> int:
     suite = resolve_suite(args.suite)
     targets, boards = list(args.target), list(getattr(args, "board", []))
@@ -376,6 +382,7 @@ def run_nightly(args: argparse.Namespace) -> int:
             "argv": cmd[3:],
             "launched_by": launched_by,
             **_nightly_kind(args, suite),
+            "sim_faults": _sim_faults(faults),
         }
         write_run(run_dir, load_records(run_dir), meta)
     _print_summary(run_dir, code)
