@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from npu_hil.harness.agent.result_extras import Canary, read_board_state, read_canary
 from npu_hil.harness.board.job import (
     DEFAULT_RUNS,
     DEFAULT_TIMEOUTS,
@@ -303,17 +304,6 @@ class Timings:
 
 
 @dataclass(frozen=True)
-class Canary:
-    """result.json's ``canary``: the pattern, whether the outputs and the input buffers the
-    adapter allocates started the last run filled with it, and why not where they did not."""
-
-    pattern: bytes
-    outputs: bool
-    inputs: bool
-    reason: str = ""
-
-
-@dataclass(frozen=True)
 class Result:
     """A verified result.json: every blob's size and sha256 checked and its bytes loaded."""
 
@@ -572,7 +562,7 @@ def read_result(job_dir: str | os.PathLike[str], *, job_id: str | None = None) -
         )
         for key in ("inputs", "outputs")
     }
-    canary = _canary(document.get("canary"), where)
+    canary = read_canary(document.get("canary"), where)
     if canary is not None:
         tensors = {
             key: tuple(dataclasses.replace(t, canary=canary.pattern) for t in tensors[key])
@@ -593,37 +583,6 @@ def read_result(job_dir: str | os.PathLike[str], *, job_id: str | None = None) -
         errors=error_records,
         job_dir=directory,
         document=document,
-        board_state=_board_state(document.get("board_state"), where),
+        board_state=read_board_state(document.get("board_state"), where),
         canary=canary,
     )
-
-
-def _canary(raw: Any, where: str) -> Canary | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise ProtocolError(f"{where}.canary: expected an object, got {str(raw)[:200]}")
-    pattern = raw.get("pattern")
-    try:
-        value = bytes.fromhex(pattern) if isinstance(pattern, str) else b""
-    except ValueError:
-        value = b""
-    if len(value) < 2:
-        raise ProtocolError(f"{where}.canary.pattern: expected hex bytes, got {pattern!r}")
-    flags = {key: raw.get(key, False) for key in ("outputs", "inputs")}
-    if not all(isinstance(v, bool) for v in flags.values()):
-        raise ProtocolError(f"{where}.canary: outputs and inputs must be true or false: {raw!r}")
-    return Canary(value, flags["outputs"], flags["inputs"], str(raw.get("reason") or ""))
-
-
-def _board_state(raw: Any, where: str) -> dict[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict) or not all(
-        k in ("before", "after", "pinned") and isinstance(v, dict) for k, v in raw.items()
-    ):
-        raise ProtocolError(
-            f"{where}.board_state: expected {{'before': {{..}}, 'after': {{..}}}}, "
-            f"got {str(raw)[:200]}"
-        )
-    return raw
