@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 DEFAULT_KEEP = 200
-LOCK_SUFFIX = ".lock"
+LOCK_FILE = "." + INDEX_FILE + ".lock"  # hidden: a listing of the reports root shows runs
 LOCK_TIMEOUT_S = 30.0
 
 
@@ -168,7 +168,7 @@ def update_index(reports_root: Path, entry: RunEntry, keep: int = DEFAULT_KEEP) 
     if keep < 1:
         raise ValueError(f"history keep must be at least 1, got {keep}")
     root = Path(reports_root)
-    with FileLock(str(root / (INDEX_FILE + LOCK_SUFFIX)), timeout=LOCK_TIMEOUT_S):
+    with FileLock(str(root / LOCK_FILE), timeout=LOCK_TIMEOUT_S):
         runs = {e.run_id: e for e in read_index(root)}
         runs[entry.run_id] = entry
         kept = sorted(runs.values(), key=lambda e: e.run_id)[-keep:]

@@ -8,6 +8,8 @@ import json
 import pytest
 from simfarm_checks import require_link
 
+from npu_hil.harness.report.runs import RUN_ID_PATTERN
+
 TESTS = """
 import numpy as np
 import pytest
@@ -34,7 +36,7 @@ def test_a_reboot_puts_the_boot_log_in_the_report(pytester: pytest.Pytester) -> 
         "--simfarm", "serial", "--target", "rk3588", "-p", "no:cacheprovider"
     )
     result.assert_outcomes(passed=2)
-    (run,) = [p for p in (pytester.path / "reports").iterdir() if not p.name.startswith(".")]
+    (run,) = [p for p in (pytester.path / "reports").iterdir() if RUN_ID_PATTERN.match(p.name)]
     records = {
         json.loads(line)["nodeid"].split("::")[1].split("[")[0]: json.loads(line)
         for line in (run / "records.jsonl").read_text().splitlines()

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from simfarm_checks import leftovers, require_link
 
+from npu_hil.harness.report.runs import RUN_ID_PATTERN
+
 pytest.importorskip("xdist")
 
 TESTS = """
@@ -63,7 +65,7 @@ def test_the_farm_serves_every_worker_and_is_gone_after_a_failing_run(
     written = sorted(p.name for p in pytester.path.glob("worker-*"))
     assert len(written) == 4 and {n.split("-")[1] for n in written} == {"gw0", "gw1"}
     assert {p.read_text() for p in pytester.path.glob("worker-*")} == {"ssh"}
-    (run,) = [p for p in (pytester.path / "reports").iterdir() if not p.name.startswith(".")]
+    (run,) = [p for p in (pytester.path / "reports").iterdir() if RUN_ID_PATTERN.match(p.name)]
     records = [json.loads(line) for line in (run / "records.jsonl").read_text().splitlines()]
     assert {r["board"] for r in records} == {"rk3588-ssh-01"}
     assert not leftovers(tmp)

@@ -19,6 +19,7 @@ import pytest
 from simfarm_checks import leftovers, require_link
 
 from npu_hil.harness.codec import known_targets
+from npu_hil.harness.report.runs import RUN_ID_PATTERN
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "tests" / "hil"
@@ -35,7 +36,8 @@ def run_suite(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[s
          "--reports", str(reports), *args],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800,
     )  # fmt: skip
-    runs = [p for p in reports.iterdir() if not p.name.startswith(".")] if reports.exists() else []
+    found = reports.iterdir() if reports.exists() else iter(())
+    runs = [p for p in found if RUN_ID_PATTERN.match(p.name)]
     records = []
     if len(runs) == 1 and (runs[0] / "records.jsonl").exists():
         lines = (runs[0] / "records.jsonl").read_text().splitlines()
