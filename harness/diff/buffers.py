@@ -68,12 +68,14 @@ def diff_buffers(
         return report
 
     differing = np.flatnonzero(expected_buf[:common] != device_buf[:common])
-    unwritten = np.zeros(0, dtype=np.int64)
+    unwritten = unwritten_stretch = np.zeros(0, dtype=np.int64)
     if canary is not None and differing.size:
-        held = _canary_runs(device_buf[:common], canary)[differing]
+        stretches = _canary_stretches(device_buf[:common], canary)
+        held = stretches[differing] > 0
         unwritten, differing = differing[held], differing[~held]
         if padding == "ignore" and unwritten.size:  # padding is not looked at, canary or not
             unwritten = unwritten[~layout.locate_many(unwritten).padding]
+        unwritten_stretch = stretches[unwritten]
     located = layout.locate_many(differing)
     pad_offsets = differing[located.padding]
     if padding == "ignore":
@@ -94,6 +96,7 @@ def diff_buffers(
         dirty,
         first,
         unwritten=unwritten,
+        unwritten_stretch=unwritten_stretch,
         canary=canary,
         expected_buf=expected_buf,
         device_buf=device_buf,
@@ -115,6 +118,7 @@ def _report(
     first: int,
     *,
     unwritten: np.ndarray | None = None,
+    unwritten_stretch: np.ndarray | None = None,
     canary: bytes | None = None,
     expected_buf: np.ndarray | None = None,
     device_buf: np.ndarray | None = None,
@@ -152,7 +156,8 @@ def _report(
         canary=None if canary is None else bytes(canary).hex(),
     )
     if unwritten is not None and unwritten.size:
-        _locate_unwritten(report, layout, unwritten, first)
+        assert unwritten_stretch is not None
+        _locate_unwritten(report, layout, unwritten, unwritten_stretch, first)
     if offsets is not None and offsets.size:
         assert expected_buf is not None and device_buf is not None
         assert index is not None and slots is not None
@@ -238,28 +243,36 @@ def _compare_elements(
             report.per_group = per_group
 
 
-def _canary_runs(device_buf: np.ndarray, canary: bytes) -> np.ndarray:
-    """Where the device buffer holds the canary (repeated from its first byte) for at least the
-    pattern's length in a row. A shorter match is a coincidence — any byte equals the pattern's
-    byte at its phase once in 256 — not memory the device left alone; a real unwritten stretch
-    (a row, a tail, a tile) is longer than the pattern."""
+def _canary_stretches(device_buf: np.ndarray, canary: bytes) -> np.ndarray:
+    """Number each stretch where the device buffer holds the canary (repeated from its first
+    byte) for at least the pattern's length in a row: 1, 2, ... per byte, 0 outside them. A
+    shorter match is a coincidence — any byte equals the pattern's byte at its phase once in
+    256 — not memory the device left alone; a real unwritten stretch (a row, a tail, a tile) is
+    longer than the pattern."""
     pattern = np.resize(np.frombuffer(canary, np.uint8), device_buf.size)
     match = np.concatenate(([0], (device_buf == pattern).view(np.int8), [0]))
     edges = np.diff(match)
     starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
     keep = ends - starts >= len(canary)
-    marks = np.zeros(device_buf.size + 1, dtype=np.int64)
-    np.add.at(marks, starts[keep], 1)
-    np.add.at(marks, ends[keep], -1)
-    runs: np.ndarray = np.cumsum(marks[:-1]) > 0
-    return runs
+    labels = np.zeros(device_buf.size + 1, dtype=np.int64)
+    number = np.arange(1, int(np.count_nonzero(keep)) + 1, dtype=np.int64)
+    np.add.at(labels, starts[keep], number)
+    np.add.at(labels, ends[keep], -number)
+    stretches: np.ndarray = np.cumsum(labels[:-1])
+    return stretches
 
 
 def _locate_unwritten(
-    report: DiffReport, layout: BlockedLayout, offsets: np.ndarray, first: int
+    report: DiffReport,
+    layout: BlockedLayout,
+    offsets: np.ndarray,
+    stretch: np.ndarray,
+    first: int,
 ) -> None:
-    """Count the unwritten bytes and the elements they touch, and locate the first runs of
-    consecutive ones (an NPU that stops early leaves one run; one that skips rows, many)."""
+    """Count the unwritten bytes and the elements they touch, and locate the first runs (an NPU
+    that stops early leaves one run; one that skips rows, many). A run is one stretch of bytes
+    holding the canary, from its first unwritten byte to its last: a byte inside it whose
+    expected value happens to equal the pattern cannot be told apart and does not split it."""
     report.unwritten_bytes = int(offsets.size)
     report.unwritten_offsets = offsets
     located = layout.locate_many(offsets)
@@ -268,7 +281,7 @@ def _locate_unwritten(
         report.unwritten_elements = int(
             np.unique(np.ravel_multi_index(tuple(index.T), layout.shape)).size
         )
-    starts = np.concatenate(([0], np.flatnonzero(np.diff(offsets) != 1) + 1))
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(stretch) != 0) + 1))
     ends = np.concatenate((starts[1:], [offsets.size]))
     for start, end in zip(starts[:first], ends[:first], strict=True):
         offset = int(offsets[start])
@@ -276,7 +289,7 @@ def _locate_unwritten(
         report.first_unwritten.append(
             Unwritten(
                 offset=offset,
-                count=int(end - start),
+                count=int(offsets[end - 1]) - offset + 1,
                 index=None if where.index is None else tuple(int(i) for i in where.index),
                 padding=bool(where.padding),
             )

@@ -48,9 +48,10 @@ class Mismatch:
 
 @dataclass(frozen=True)
 class Unwritten:
-    """A run of consecutive device bytes that still hold the canary where the expected buffer
-    differs from it: ``offset`` of its first byte, ``count`` bytes, ``index`` the logical index
-    of the element the first byte belongs to (None for padding)."""
+    """A run of device bytes that still hold the canary where the expected buffer differs from
+    it: ``offset`` of its first such byte, ``count`` bytes to its last (one stretch of the
+    pattern; a byte inside whose expected value equals the pattern does not split it),
+    ``index`` the logical index of the element the first byte belongs to (None for padding)."""
 
     offset: int
     count: int

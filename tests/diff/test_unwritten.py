@@ -68,6 +68,42 @@ def test_a_tail_the_device_never_wrote_is_unwritten_and_located() -> None:
     assert report.to_dict()["verdict"] == "unwritten"
 
 
+def test_a_tail_is_one_run_even_where_an_expected_byte_equals_the_pattern() -> None:
+    # Inside a tail the device never wrote, an expected byte that is the pattern's own byte at
+    # its phase cannot be told apart: it is not counted, and it does not split the tail.
+    x = values()
+    expected = LAYOUT.pack(x)
+    pattern = filled(expected.size)
+    data = np.flatnonzero(~LAYOUT.padding_mask())
+    tail = int(data[-60])
+    for inside in (tail + 5, tail + 17, tail + 30):
+        expected[inside] = pattern[inside]
+    expected[tail] = pattern[tail] ^ 0xFF  # the tail's first byte is one the device skipped
+    x = LAYOUT.unpack(expected)
+    expected = LAYOUT.pack(x)
+    device = expected.copy()
+    device[tail:] = pattern[tail:]
+    report = diff_buffers(LAYOUT, x, device, canary=CANARY)
+    assert report.verdict == "unwritten"
+    (run,) = report.first_unwritten
+    assert (run.offset, run.offset + run.count) == (tail, expected.size)
+    assert report.unwritten_bytes == int(np.count_nonzero(expected[tail:] != pattern[tail:]))
+    assert report.unwritten_bytes < run.count
+
+
+def test_two_skipped_stretches_are_two_runs() -> None:
+    x = values()
+    device = LAYOUT.pack(x)
+    pattern = filled(device.size)
+    device[40:80] = pattern[40:80]
+    device[200:260] = pattern[200:260]
+    report = diff_buffers(LAYOUT, x, device, canary=CANARY)
+    runs = report.first_unwritten
+    assert len(runs) == 2
+    assert 40 <= runs[0].offset and runs[0].offset + runs[0].count <= 80
+    assert 200 <= runs[1].offset and runs[1].offset + runs[1].count <= 260
+
+
 def test_without_the_canary_the_same_bytes_are_a_plain_mismatch() -> None:
     x = values()
     device = LAYOUT.pack(x)
