@@ -405,7 +405,7 @@ def _filters(records: Sequence[TestRecord]) -> str:
         + _select("board", "board", values(lambda r: r.board or NO_BOARD))
         + _select("target", "target", values(lambda r: r.target or ""))
         + _select("layout", "layout", values(lambda r: r.layout or NO_LAYOUT))
-        + _select("outcome", "outcome", [o for o in OUTCOME_COLUMNS])
+        + _select("outcome", "outcome", [*OUTCOME_COLUMNS, QUARANTINED])
         + _select("prov", "ran on", ["hw", "sim", "none"])
         + '<label>search <input id="f-q" type="search" placeholder="test id or message">'
         '</label><button id="f-reset" type="button">reset</button> <span id="count"></span></div>'
