@@ -128,7 +128,9 @@ def pytest_collection_modifyitems(
         if info is not None:  # a board test: its record names the entry
             info.record.quarantine = entry.to_dict()
     unknown = [e for e in state.entries if e.index not in used]
-    if unknown:
+    # A module that failed to collect has no items to match: its collection error fails the run
+    # and is what to fix first, not reported as unknown entries.
+    if unknown and not session.testsfailed:
         raise pytest.UsageError(
             "\n".join(
                 f"--quarantine: {e.label}"
