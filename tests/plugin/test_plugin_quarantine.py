@@ -290,6 +290,7 @@ def test_quarantine_hides_a_listed_failure_and_not_an_unlisted_one(
             "quarantine.yaml:2:35: quarantine[0].expires: expected a date YYYY-MM-DD",
         ),
     ],
+    ids=["expired", "unknown", "other-board", "bad-date"],
 )
 def test_expired_unknown_and_bad_entries_are_usage_errors(
     project: pytest.Pytester, entries: tuple[str, ...], expected: str
