@@ -12,6 +12,8 @@ The list is never silently ignored: a file that does not parse, an entry past it
 entry that matches none of the collected tests are usage errors naming the entry and its
 position. The match is checked against every collected test, before ``-k`` and ``-m`` deselect
 any, so a narrower selection of the same suite does not trip it; a run of another suite does.
+Under pytest-xdist the workers collect, and an unknown entry is their collection error (the run
+stops with the message) rather than a usage error.
 
 ``--quarantine-verify`` runs only the listed tests and says, at the end, which of them now pass
 (their entries can go) and which still fail.
@@ -131,16 +133,23 @@ def pytest_collection_modifyitems(
     # A module that failed to collect has no items to match: its collection error fails the run
     # and is what to fix first, not reported as unknown entries.
     if unknown and not session.testsfailed:
-        raise pytest.UsageError(
-            "\n".join(
-                f"--quarantine: {e.label}"
-                + (f" on target {e.target!r}" if e.target else "")
-                + (f" on board {e.board!r}" if e.board else "")
-                + f": matches none of the {len(items)} collected tests (remove the entry, or "
-                "fix its pattern)"
-                for e in unknown
-            )
+        message = "\n".join(
+            f"--quarantine: {e.label}"
+            + (f" on target {e.target!r}" if e.target else "")
+            + (f" on board {e.board!r}" if e.board else "")
+            + f": matches none of the {len(items)} collected tests (remove the entry, or fix "
+            "its pattern)"
+            for e in unknown
         )
+        if not hasattr(config, "workerinput"):
+            raise pytest.UsageError(message)
+        # A pytest-xdist worker: a usage error would crash it and lose the message; a failed
+        # collection report reaches the controller, which stops the run and prints it.
+        config.hook.pytest_collectreport(
+            report=pytest.CollectReport("--quarantine", "failed", message, [])
+        )
+        items[:] = []
+        return
     if state.verify:
         keep = [i for i in items if ENTRY_KEY in i.stash]
         dropped = [i for i in items if ENTRY_KEY not in i.stash]

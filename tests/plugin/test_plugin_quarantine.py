@@ -336,3 +336,27 @@ def test_verify_needs_the_list(project: pytest.Pytester) -> None:
     result = project.runpytest("--quarantine-verify")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert any("--quarantine-verify needs the list" in line for line in result.errlines)
+
+
+def test_under_xdist_the_list_holds_and_an_unknown_entry_stops_the_run(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(test_quarantine_cases=CASES)
+    _quarantine(project, KNOWN_BAD, FIXED)
+    args = ("-n", "2", "-p", "xdist", "-p", "no:cacheprovider", "--quarantine", "quarantine.yaml")
+    result = project.runpytest_subprocess(*args, "-k", "not new_bad")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("quarantined") == 1 and outcomes.get("passed") == 1
+    result.stdout.fnmatch_lines(["*quarantined (not failing the run): *test_known_bad*"])
+    records = _records(_run_dir(project))
+    assert records["test_known_bad[rk3588-01]"]["outcome"] == "quarantined"
+
+    # A worker cannot raise a usage error; its collection error stops the run with the message.
+    _quarantine(
+        project, KNOWN_BAD, f"  - {{test: '*::test_gone', reason: r, expires: {_day(1)}}}\n"
+    )
+    stopped = project.runpytest_subprocess(*args)
+    assert stopped.ret != pytest.ExitCode.OK
+    stopped.stdout.fnmatch_lines(["*quarantine[[]1[]] *test_gone*: matches none of the 3*"])
+    assert "passed" not in stopped.parseoutcomes() and "INTERNALERROR" not in stopped.stdout.str()
