@@ -14,6 +14,8 @@ One feature per module, each with its own options, hooks and state:
 - :mod:`harness.plugin.farm` — ``--backend``, ``--target``, ``--board``, ``--keep-remote``,
   ``--hil-retries``, ``--hil-breaker``, the markers: the farm, parametrisation over boards, the
   ``board`` fixture;
+- :mod:`harness.plugin.quarantine` — ``--quarantine``, ``--quarantine-verify``: listed tests
+  run, their failures reported as quarantined instead of failing the run;
 - :mod:`harness.plugin.perf` — the ``perf`` marker: runs, warm-up and latency thresholds;
 - :mod:`harness.plugin.history` — ``--baseline-runs``, ``--baseline-k``, ``--baseline-floor``,
   ``--history-keep``, ``--no-baseline``: each case against its baseline, the run kept in the
@@ -42,6 +44,9 @@ pytest_plugins = [
     "npu_hil.harness.plugin.outcomes",
     "npu_hil.harness.plugin.records",
     "npu_hil.harness.plugin.farm",
+    # After the farm (it reads a case's board) and before the features whose reports it turns
+    # into quarantined ones.
+    "npu_hil.harness.plugin.quarantine",
     "npu_hil.harness.plugin.perf",
     "npu_hil.harness.plugin.history",
     "npu_hil.harness.plugin.run",

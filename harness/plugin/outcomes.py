@@ -26,6 +26,8 @@ INFRA_ERRORS: tuple[type[BaseException], ...] = (
     BoardUnhealthyError,
 )
 INFRA_ATTR = "npu_hil_infra"
+QUARANTINED_ATTR = "npu_hil_quarantined"
+"""Set on a call report whose failure a quarantine entry covers (``harness.plugin.quarantine``)."""
 HARNESS_ROOT = Path(__file__).resolve().parents[1]  # harness/, above this package
 
 
@@ -35,7 +37,10 @@ def is_infra(excinfo: pytest.ExceptionInfo[BaseException] | None) -> bool:
 
 def phase_outcome(call: pytest.CallInfo[None], report: pytest.TestReport) -> str:
     """How one phase of a test counts: ``passed``, ``skipped``, ``failed`` (the test's call
-    failed) or ``error`` (setup or teardown failed, or infrastructure under any phase did)."""
+    failed), ``quarantined`` (it failed, and a quarantine entry lists it) or ``error`` (setup or
+    teardown failed, or infrastructure under any phase did)."""
+    if getattr(report, QUARANTINED_ATTR, None):
+        return "quarantined"
     if not report.failed:
         return str(report.outcome)
     if call.when == "call" and not is_infra(call.excinfo):

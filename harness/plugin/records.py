@@ -32,7 +32,7 @@ import pytest
 from npu_hil.harness.plugin.inventory import inventory_path
 from npu_hil.harness.plugin.outcomes import phase_outcome
 from npu_hil.harness.report.perf import board_state_properties, latency_properties
-from npu_hil.harness.report.records import TestRecord, accuracy_properties
+from npu_hil.harness.report.records import QUARANTINED, TestRecord, accuracy_properties
 
 RECORD_ATTR = "npu_hil_record"
 TOKEN_KEY = "npu_hil_token"
@@ -96,6 +96,10 @@ class ItemInfo:
             props["fallback_reason"] = self.fallback_reason
         if record.retried:
             props["retries"] = str(len(record.retried))
+        call = self.phases.get("call")
+        if record.retried and call is not None and call.outcome == "passed":
+            props["unstable"] = record.retried[0]
+        props.update({f"quarantine.{k}": v for k, v in sorted(record.quarantine.items())})
         props.update({f"version.{k}": v for k, v in sorted(record.runtime_versions.items())})
         props.update({f"artifact.{k}": v for k, v in sorted(record.artifact_hashes.items())})
         props.update(latency_properties(record.latency))
@@ -235,7 +239,7 @@ def build_record(info: ItemInfo) -> TestRecord:
         phase = info.phases.get(name)
         if phase is None:
             continue
-        if phase.outcome in ("failed", "error"):
+        if phase.outcome in ("failed", "error", QUARANTINED):
             if outcome not in ("failed", "error"):
                 text = phase.message
                 outcome, message = phase.outcome, text.split("\n", 1)[0] if text else phase.outcome
@@ -246,6 +250,8 @@ def build_record(info: ItemInfo) -> TestRecord:
     return replace(
         record,
         outcome=outcome,
+        # passed only because a model run was retried: the first failure's reason
+        unstable=record.retried[0] if outcome == "passed" and record.retried else "",
         duration_s=round(sum(p.duration_s for p in info.phases.values()), 6),
         message=message,
         longrepr=longrepr,
@@ -256,6 +262,19 @@ def build_record(info: ItemInfo) -> TestRecord:
 
 
 # ------------------------------------------------------------------------- controller
+
+
+def rerun_unstable(record: TestRecord, earlier: list[TestRecord]) -> TestRecord:
+    """``record`` flagged unstable when it passed after an earlier attempt of the same test in
+    this run failed (a rerun of the whole test, as pytest-rerunfailures makes): the first failed
+    attempt's reason. The report keeps the last attempt (``harness.report.writer.write_run``)."""
+    if record.outcome != "passed" or record.unstable:
+        return record
+    for attempt in earlier:
+        if attempt.nodeid == record.nodeid and attempt.outcome in ("failed", "error"):
+            reason = attempt.message or attempt.outcome
+            return replace(record, unstable=f"{attempt.outcome} on an earlier attempt: {reason}")
+    return record
 
 
 class RunCollector:
@@ -271,7 +290,7 @@ class RunCollector:
             return
         from npu_hil.harness.report.runs import append_record, run_dir_for_session
 
-        record = TestRecord.from_dict(data)
+        record = rerun_unstable(TestRecord.from_dict(data), self.state.records)
         self.state.records.append(record)
         if self.state.run_dir is None:
             self.state.run_dir = run_dir_for_session(self.state.reports_root, self.state.run_id)
@@ -326,8 +345,19 @@ class RunCollector:
             terminalreporter.write_line(
                 f"npu-hil: FAILED RUN: {self.state.failure}", red=True, bold=True
             )
+        for record in _dedupe_last(self.state.records):
+            if record.unstable:
+                terminalreporter.write_line(
+                    f"npu-hil: UNSTABLE (passed only on retry): {record.nodeid}: {record.unstable}",
+                    yellow=True,
+                )
         if self.state.run_dir is not None:
             terminalreporter.write_line(f"npu-hil: report in {self.state.run_dir}")
+
+
+def _dedupe_last(records: list[TestRecord]) -> list[TestRecord]:
+    """One record per test, its last attempt's."""
+    return list({r.nodeid: r for r in records}.values())
 
 
 def _selection_text(config: pytest.Config) -> str:

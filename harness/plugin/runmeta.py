@@ -27,6 +27,7 @@ SELECTION_OPTIONS = (
     "deselect",
     "ignore",
     "ignore_glob",
+    "quarantine_verify",
 )
 
 

@@ -23,7 +23,9 @@ from typing import Any
 from npu_hil.harness.report.history_html import CSS as HISTORY_CSS
 from npu_hil.harness.report.history_html import history_section, regressions_section
 from npu_hil.harness.report.perf import latency_html
-from npu_hil.harness.report.records import TensorFinding, TestRecord
+from npu_hil.harness.report.records import QUARANTINED, TensorFinding, TestRecord
+from npu_hil.harness.report.stability import CSS as STABILITY_CSS
+from npu_hil.harness.report.stability import stability_badges, stability_notes
 
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
@@ -230,6 +232,9 @@ def _header(run_dir: Path, summary: Mapping[str, Any]) -> str:
     meta = summary.get("meta", {})
     outcomes = summary["outcomes"]
     counts = " ".join(_badge(f"{outcomes.get(o, 0)} {o}", o) for o in OUTCOME_COLUMNS)
+    for key, what in ((QUARANTINED, QUARANTINED), ("unstable", "unstable")):
+        count = outcomes.get(key) or (summary.get(key) or {}).get("count", 0)
+        counts += f" {_badge(f'{count} {what}', what)}" if count else ""
     failure = summary.get("run_failure")
     failed = (
         f'<div class="banner failrun">FAILED RUN: {escape(str(failure))}</div>' if failure else ""
@@ -400,7 +405,7 @@ def _filters(records: Sequence[TestRecord]) -> str:
         + _select("board", "board", values(lambda r: r.board or NO_BOARD))
         + _select("target", "target", values(lambda r: r.target or ""))
         + _select("layout", "layout", values(lambda r: r.layout or NO_LAYOUT))
-        + _select("outcome", "outcome", [o for o in OUTCOME_COLUMNS])
+        + _select("outcome", "outcome", [*OUTCOME_COLUMNS, QUARANTINED])
         + _select("prov", "ran on", ["hw", "sim", "none"])
         + '<label>search <input id="f-q" type="search" placeholder="test id or message">'
         '</label><button id="f-reset" type="button">reset</button> <span id="count"></span></div>'
@@ -432,7 +437,7 @@ def _row(run_dir: Path, r: TestRecord, new: set[str], folded: bool) -> str:
     }
     attrs = " ".join(f'data-{k}="{escape(v)}"' for k, v in data.items())
     message = f"<div>{escape(r.message)}</div>" if r.message else ""
-    message += latency_html(r)
+    message += stability_notes(r) + latency_html(r)
     if folded:  # a passing case keeps its accuracy figures in view (the details are folded)
         message += "".join(
             f'<div class="muted">accuracy {escape(t.name)}: {escape(t.accuracy_text())}</div>'
@@ -443,7 +448,8 @@ def _row(run_dir: Path, r: TestRecord, new: set[str], folded: bool) -> str:
         message += _folded(f"retried {len(r.retried)}x after", "\n".join(r.retried))
     return (
         f'<tr class="case row-{escape(r.outcome)}" {attrs}><td>{_badge(r.outcome, r.outcome)}'
-        f"{flag}</td><td>{_prov_badge(r.provenance)}</td><td>{escape(board)}</td>"
+        f"{stability_badges(r)}{flag}</td><td>{_prov_badge(r.provenance)}</td>"
+        f"<td>{escape(board)}</td>"
         f"<td>{escape(r.layout)}</td><td><code>{escape(r.nodeid)}</code>{message}{detail}</td>"
         f"<td>{r.duration_s:.2f}s</td></tr>"
     )
@@ -462,6 +468,7 @@ def _tests(run_dir: Path, records: Sequence[TestRecord], new: set[str]) -> str:
     open_rows = [r for r in ordered if r.outcome in ("failed", "error")]
     folded = [r for r in ordered if r.outcome not in ("failed", "error")]
     skipped = sum(r.outcome == "skipped" for r in folded)
+    quarantined = sum(r.outcome == QUARANTINED for r in folded)
     first = "".join(_row(run_dir, r, new, False) for r in open_rows)
     rest = "".join(_row(run_dir, r, new, True) for r in folded)
     failures = (
@@ -472,8 +479,9 @@ def _tests(run_dir: Path, records: Sequence[TestRecord], new: set[str]) -> str:
     return (
         f'<h2 id="tests">Tests</h2>{_filters(records)}'
         f"<h3>Failures and errors: {len(open_rows)}</h3>"
-        f'{failures}<details id="folded"><summary>Passed and skipped: {len(folded) - skipped} '
-        f"passed, {skipped} skipped (collapsed)</summary>"
+        f'{failures}<details id="folded"><summary>Passed and skipped: '
+        f"{len(folded) - skipped - quarantined} passed, {skipped} skipped"
+        f"{f', {quarantined} quarantined' if quarantined else ''} (collapsed)</summary>"
         f'<table class="cases" id="passes">{_HEAD}{rest}</table></details>'
     )
 
@@ -493,7 +501,7 @@ def build_html(
     assert "</" not in SCRIPT
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(str(title))}</title><style>{CSS}{HISTORY_CSS}</style>"
+        f"<title>{escape(str(title))}</title><style>{CSS}{HISTORY_CSS}{STABILITY_CSS}</style>"
         f"<script>{SCRIPT}</script></head><body>"
         f"{_header(run_dir, summary)}{_health(summary)}{regressions_section(summary)}"
         f"{_comparison(comparison)}{_boards(summary, comparison)}{history_section(history)}"

@@ -14,6 +14,7 @@ from typing import Any
 
 from npu_hil.harness.report.records import TestRecord, accuracy_properties
 from npu_hil.harness.report.sanitize import clean_text
+from npu_hil.harness.report.stability import stability_properties
 
 # XML 1.0 forbids most control characters, surrogates and U+FFFE/U+FFFF: a device dump in a
 # message must not break the file. The records are clean already; the rest (meta) is cleaned here.
@@ -44,6 +45,7 @@ def testcase_properties(record: TestRecord) -> list[tuple[str, str]]:
     props.update({f"runtime.{k}": v for k, v in sorted(record.runtime_versions.items())})
     props.update({f"artifact.{k}": v for k, v in sorted(record.artifact_hashes.items())})
     props.update(accuracy_properties(record.tensors))
+    props.update(stability_properties(record))  # unstable, quarantine.*
     for key, value in sorted(record.properties.items()):
         props.setdefault(key, str(value))
     return list(props.items())
@@ -60,7 +62,7 @@ def build_junit(
             "tests": str(len(records)),
             "failures": str(counts["failed"]),
             "errors": str(counts["error"]),
-            "skipped": str(counts["skipped"]),
+            "skipped": str(counts["skipped"] + counts["quarantined"]),
             "time": f"{sum(r.duration_s for r in records):.3f}",
             "timestamp": str(meta.get("started", "")),
         },
@@ -76,9 +78,14 @@ def build_junit(
         props = ET.SubElement(case, "properties")
         for key, value in testcase_properties(record):
             ET.SubElement(props, "property", name=_clean(key), value=_clean(value))
+        # A quarantined failure is a skip to CI (the run stays green), its reason first.
         tag = {"failed": "failure", "error": "error", "skipped": "skipped"}.get(record.outcome)
+        message = record.message
+        if record.outcome == "quarantined":
+            tag, message = "skipped", f"quarantined: {record.quarantine.get('reason', '')}"
+            message += f" (failed: {record.message})" if record.message else ""
         if tag is not None:
-            element = ET.SubElement(case, tag, message=_clean(record.message))
+            element = ET.SubElement(case, tag, message=_clean(message))
             element.text = _clean(record.longrepr or record.message)
         if record.boot_log:
             ET.SubElement(case, "system-out").text = _clean(record.boot_log)

@@ -13,6 +13,9 @@ from npu_hil.harness.redact import scrub
 from npu_hil.harness.report.sanitize import clean_text
 
 OUTCOMES = ("passed", "failed", "error", "skipped")
+QUARANTINED = "quarantined"
+"""The outcome of a listed test that failed: reported, never failing the run (not one of
+:data:`OUTCOMES`, whose four columns every table keeps)."""
 
 
 @dataclass
@@ -125,6 +128,14 @@ class TestRecord:
     # Figures outside their baseline's band (harness.history.model.Regression as a dict: board,
     # nodeid, metric, value, band, severity, message); empty when none was, or no baseline.
     regressions: list[dict[str, Any]] = field(default_factory=list)
+    # A pass that needed a retry (a model run's, or a rerun of the test): the first failure's
+    # reason; "" for a clean pass and for every other outcome. A flag, not an outcome: the test
+    # passed, and CI keeps it green.
+    unstable: str = ""
+    # The quarantine entry that lists the test (harness.farm.quarantine.QuarantineEntry.to_dict:
+    # test, reason, expires, entry, and target, board, link where given), whatever its outcome;
+    # the outcome is "quarantined" when the listed test failed.
+    quarantine: dict[str, str] = field(default_factory=dict)
 
     @property
     def provenance(self) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from npu_hil.harness.report.perf import latency_table
 from npu_hil.harness.report.records import OUTCOMES, TestRecord
+from npu_hil.harness.report.stability import stability_summary
 
 SCHEMA_VERSION = 2
 NO_BOARD = "(no board)"
@@ -117,7 +118,7 @@ def build_summary(
     """The run's summary; ``history`` is its ``history`` entry (``baseline_runs``: the earlier
     runs the baselines came from, ``indexed_runs``: how many runs the index holds), None when
     not known."""
-    totals = _zero()
+    totals = _zero()  # plus "quarantined" when a listed test failed (quarantine.count)
     per_board: dict[str, dict[str, Any]] = {}
     per_target: dict[str, dict[str, int]] = {}
     by_backend = {"simulated": _zero(), "hardware": _zero(), "not run": _zero()}
@@ -168,6 +169,8 @@ def build_summary(
         "latency": latency_table(records),
         "accuracy": _accuracy(records),
         "regressions": _regressions(records),
+        # passes that needed a retry, and the quarantine list's cases (each a count and a list)
+        **stability_summary(records),
         "history": dict(history) if history is not None else None,
         "records": [r.to_dict() for r in records],
     }

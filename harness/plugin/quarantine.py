@@ -1,0 +1,213 @@
+"""``--quarantine FILE`` and ``--quarantine-verify``: known failures that run but do not fail
+the run.
+
+The file (:mod:`harness.farm.quarantine`) lists test id patterns, optionally per target or
+board, each with a reason, a link and an expiry date. A listed test still runs; when its call
+fails it is reported as ``quarantined`` (``Q`` in the terminal, a skip with the reason in JUnit
+XML, the outcome ``quarantined`` in the record), so the run's exit status does not count it.
+Infrastructure trouble and setup or teardown errors under a listed test stay errors: the list
+hides a known product failure, never a sick board.
+
+The list is never silently ignored: a file that does not parse, an entry past its date, and an
+entry that matches none of the collected tests are usage errors naming the entry and its
+position. The match is checked against every collected test, before ``-k`` and ``-m`` deselect
+any, so a narrower selection of the same suite does not trip it; a run of another suite does.
+Under pytest-xdist the workers collect, and an unknown entry is their collection error (the run
+stops with the message) rather than a usage error.
+
+``--quarantine-verify`` runs only the listed tests and says, at the end, which of them now pass
+(their entries can go) and which still fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from npu_hil.harness.farm.quarantine import (
+    QuarantineEntry,
+    QuarantineError,
+    expired_entries,
+    parse_quarantine,
+    today_utc,
+)
+from npu_hil.harness.plugin.farm import board_param
+from npu_hil.harness.plugin.outcomes import QUARANTINED_ATTR, phase_outcome
+from npu_hil.harness.plugin.records import INFO_KEY
+from npu_hil.harness.report.records import QUARANTINED
+
+ENTRY_ATTR = "npu_hil_quarantine_entry"  # on every report of a listed test: the entry's label
+
+
+@dataclass
+class QuarantineState:
+    """The run's quarantine list, and (on the controller) how each listed test came out."""
+
+    entries: tuple[QuarantineEntry, ...]
+    verify: bool
+    came_out: dict[str, tuple[str, str]] = field(default_factory=dict)  # nodeid: outcome, entry
+
+
+STATE_KEY = pytest.StashKey[QuarantineState]()
+ENTRY_KEY = pytest.StashKey[QuarantineEntry]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("npu-hil")
+    group.addoption(
+        "--quarantine",
+        metavar="FILE",
+        default=None,
+        help="a quarantine list (YAML: test pattern, target or board, reason, link, expires): "
+        "listed tests run, and a failure of one is reported as quarantined instead of failing "
+        "the run; an expired entry or one that matches no test is a usage error",
+    )
+    group.addoption(
+        "--quarantine-verify",
+        action="store_true",
+        default=False,
+        help="run only the tests the --quarantine list names and report which now pass",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    given = config.getoption("quarantine", None)
+    verify = bool(config.getoption("quarantine_verify", False))
+    if given is None:
+        if verify:
+            raise pytest.UsageError("--quarantine-verify needs the list: --quarantine FILE")
+        return
+    path = Path(given)
+    if not path.is_absolute():
+        path = Path(config.invocation_params.dir) / path
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise pytest.UsageError(f"--quarantine {given}: cannot read the file: {reason}") from None
+    try:
+        entries = parse_quarantine(text, source=str(given))
+    except QuarantineError as exc:
+        raise pytest.UsageError(f"--quarantine: {exc.message}") from None
+    today = today_utc()
+    expired = expired_entries(entries, today)
+    if expired:
+        raise pytest.UsageError(
+            "\n".join(
+                f"--quarantine: {e.label}: expired on {e.expires.isoformat()} (today is "
+                f"{today.isoformat()}, UTC): fix the test and remove the entry, or give it a "
+                "new date"
+                for e in expired
+            )
+        )
+    state = config.stash[STATE_KEY] = QuarantineState(entries, verify)
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist) reports
+        config.pluginmanager.register(QuarantineReporter(state), "npu-hil-quarantine-reporter")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k/-m deselect: the whole suite is what entries name
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    used: set[int] = set()
+    for item in items:
+        param = board_param(item)
+        board = param.name if param is not None else None
+        target = param.target or None if param is not None else None
+        matching = [e for e in state.entries if e.matches(item.nodeid, board=board, target=target)]
+        if not matching:
+            continue
+        used.update(e.index for e in matching)
+        entry = item.stash[ENTRY_KEY] = matching[0]  # the first entry that lists the test
+        info = item.stash.get(INFO_KEY, None)
+        if info is not None:  # a board test: its record names the entry
+            info.record.quarantine = entry.to_dict()
+    unknown = [e for e in state.entries if e.index not in used]
+    # A module that failed to collect has no items to match: its collection error fails the run
+    # and is what to fix first, not reported as unknown entries.
+    if unknown and not session.testsfailed:
+        message = "\n".join(
+            f"--quarantine: {e.label}"
+            + (f" on target {e.target!r}" if e.target else "")
+            + (f" on board {e.board!r}" if e.board else "")
+            + f": matches none of the {len(items)} collected tests (remove the entry, or fix "
+            "its pattern)"
+            for e in unknown
+        )
+        if not hasattr(config, "workerinput"):
+            raise pytest.UsageError(message)
+        # A pytest-xdist worker: a usage error would crash it and lose the message; a failed
+        # collection report reaches the controller, which stops the run and prints it.
+        config.hook.pytest_collectreport(
+            report=pytest.CollectReport("--quarantine", "failed", message, [])
+        )
+        items[:] = []
+        return
+    if state.verify:
+        keep = [i for i in items if ENTRY_KEY in i.stash]
+        dropped = [i for i in items if ENTRY_KEY not in i.stash]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    entry = item.stash.get(ENTRY_KEY, None)
+    if entry is None:
+        return report
+    setattr(report, ENTRY_ATTR, entry.label)
+    if call.when == "call" and phase_outcome(call, report) == "failed":
+        # Counted as pytest counts an xfail (not a failure; the traceback kept), shown as its
+        # own status by pytest_report_teststatus below.
+        report.outcome = "skipped"
+        report.wasxfail = f"quarantined: {entry.reason}"
+        setattr(report, QUARANTINED_ATTR, True)
+    return report
+
+
+def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, Any] | None:
+    if getattr(report, QUARANTINED_ATTR, False):
+        return QUARANTINED, "Q", ("QUARANTINED", {"yellow": True})
+    return None
+
+
+class QuarantineReporter:
+    """Where the run's listed tests came out, said at the end (on the controller)."""
+
+    def __init__(self, state: QuarantineState) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        label = getattr(report, ENTRY_ATTR, None)
+        if label is None or (report.when != "call" and report.passed):
+            return
+        if getattr(report, QUARANTINED_ATTR, False):
+            outcome = QUARANTINED
+        elif report.failed and report.when != "call":
+            outcome = "error"
+        else:
+            outcome = report.outcome
+        self.state.came_out[report.nodeid] = (outcome, label)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        came_out = self.state.came_out
+        write = terminalreporter.write_line
+        for nodeid in sorted(n for n, (o, _) in came_out.items() if o == QUARANTINED):
+            write(f"npu-hil: quarantined (not failing the run): {nodeid}: {came_out[nodeid][1]}")
+        if not self.state.verify:
+            return
+        passing = sorted(n for n, (o, _) in came_out.items() if o == "passed")
+        write(f"npu-hil: quarantine verify: {len(passing)} of {len(came_out)} listed tests pass")
+        for nodeid in passing:
+            write(f"npu-hil: now passes, its entry can go: {nodeid}: {came_out[nodeid][1]}")
