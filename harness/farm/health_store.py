@@ -40,6 +40,7 @@ __all__ = [
     "BoardHealth",
     "HealthEvent",
     "HealthStore",
+    "stored_health",
     "utc_now",
 ]
 
@@ -227,3 +228,17 @@ class HealthStore:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+
+def stored_health(folder: str | os.PathLike[str], boards: list[str]) -> dict[str, dict[str, Any]]:
+    """board → its stored health (``to_dict``) for the boards with a health file in
+    ``folder``; nothing is created (a report reads it)."""
+    store = HealthStore(Path(folder))
+    found = {}
+    for board in boards:
+        try:
+            if store.path(board).is_file():
+                found[board] = store.read(board).to_dict()
+        except NpuHilError:
+            continue
+    return found
