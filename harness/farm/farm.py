@@ -29,6 +29,7 @@ import logging
 import os
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -133,7 +134,8 @@ class Farm:
         self.sim_faults = {k: [dict(f) for f in v] for k, v in (sim_faults or {}).items()}
         self._conditions: dict[str, BoardCondition] = {}
         self.health_job = health_job
-        self.run_id = run_id or f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}"
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        self.run_id = run_id or f"{stamp}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         # Beside the board locks: every run of this user on this host shares it.
         self.health_store = HealthStore(self.workdir / "locks")
         self._breakers: dict[str, CircuitBreaker] = {}
