@@ -42,7 +42,7 @@ from npu_hil.harness.errors import NpuHilError, TransportError
 from npu_hil.harness.farm.backends import BACKENDS
 from npu_hil.harness.farm.breaker import DEFAULT_THRESHOLD, CircuitBreaker
 from npu_hil.harness.farm.connect import connect
-from npu_hil.harness.farm.health_store import BAD, GOOD, HealthStore
+from npu_hil.harness.farm.health_store import BAD, GOOD, HealthStore, health_folder
 from npu_hil.harness.farm.health_store import BREAKER_OPENED as _BREAKER_OPENED
 from npu_hil.harness.farm.health_store import CHECK_FAILED as _CHECK_FAILED
 from npu_hil.harness.farm.health_store import CHECK_PASSED as _CHECK_PASSED
@@ -137,7 +137,7 @@ class Farm:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         self.run_id = run_id or f"{stamp}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         # Beside the board locks: every run of this user on this host shares it.
-        self.health_store = HealthStore(self.workdir / "locks")
+        self.health_store = HealthStore(health_folder(self.workdir))
         self._breakers: dict[str, CircuitBreaker] = {}
         self._sessions: dict[str, BoardSession] = {}
         self._health: dict[str, Health] = {}

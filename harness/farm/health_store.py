@@ -34,12 +34,14 @@ from npu_hil.harness.folders import private_dir
 __all__ = [
     "BAD",
     "GOOD",
+    "HEALTH_DIR_ENV",
     "MAX_HISTORY",
     "STATES",
     "UNKNOWN",
     "BoardHealth",
     "HealthEvent",
     "HealthStore",
+    "health_folder",
     "stored_health",
     "utc_now",
 ]
@@ -61,6 +63,18 @@ CLEARED = "power cycled and passed a health check"
 RECOVERY_FAILED = "power cycled, still failing"
 REFUSED = "refused"
 CLEARED_BY_HAND = "cleared by hand"
+
+
+HEALTH_DIR_ENV = "NPU_HIL_HEALTH_DIR"
+"""Where the boards' health is kept instead of beside the locks (a folder of this user's own):
+a test suite's own folder, so a test that marks a board bad leaves the user's boards alone."""
+
+
+def health_folder(workdir: str | os.PathLike[str]) -> Path:
+    """The folder of the boards' kept health: ``$NPU_HIL_HEALTH_DIR`` when set, else the
+    farm workdir's ``locks`` folder (beside the board locks)."""
+    given = os.environ.get(HEALTH_DIR_ENV)
+    return Path(given) if given else Path(workdir) / "locks"
 
 
 def utc_now() -> str:

@@ -358,11 +358,11 @@ def _write_run_start(config: pytest.Config, state: RunState) -> None:
 def _health_history(records: list[TestRecord]) -> dict[str, Any]:
     """The stored health (state and history, kept across runs beside the board locks) of the
     boards this run's cases met."""
-    from npu_hil.harness.farm.health_store import stored_health
+    from npu_hil.harness.farm.health_store import health_folder, stored_health
     from npu_hil.harness.folders import default_workdir
 
     boards = sorted({r.board for r in records if r.board})
-    return stored_health(default_workdir() / "locks", boards)
+    return stored_health(health_folder(default_workdir()), boards)
 
 
 def _inventory_text(config: pytest.Config) -> str:

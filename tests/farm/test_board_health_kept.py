@@ -82,7 +82,8 @@ boards:
 
 
 @pytest.fixture
-def lab(tmp_path: Path) -> dict[str, Path]:
+def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    monkeypatch.delenv("NPU_HIL_HEALTH_DIR")  # kept where a farm keeps it: beside the locks
     board = tmp_path / "board"
     (board / "root" / "proc" / "device-tree").mkdir(parents=True)
     python = board / "python"
