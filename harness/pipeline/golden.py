@@ -18,12 +18,19 @@ import dataclasses
 
 import numpy as np
 
-from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.errors import DeviceError, LayoutError, NpuHilError, TransportError
 from npu_hil.harness.farm.session import BoardSession
 from npu_hil.harness.models import ManifestError
 from npu_hil.harness.pipeline.run import run_once
 
-__all__ = ["GOLDEN_MODEL", "GOLDEN_SHAPE", "GoldenJobError", "golden_inputs", "golden_job"]
+__all__ = [
+    "GOLDEN_MODEL",
+    "GOLDEN_SHAPE",
+    "INPUT_DTYPES",
+    "GoldenJobError",
+    "golden_inputs",
+    "golden_job",
+]
 
 GOLDEN_MODEL = "identity"
 GOLDEN_SHAPE = (1, 3, 2, 2)
@@ -33,11 +40,27 @@ class GoldenJobError(NpuHilError):
     """The board ran the golden job and its buffers were wrong."""
 
 
-def golden_inputs() -> dict[str, np.ndarray]:
-    """A tiny float input, every element different (a stuck element shows); float, so every
-    target's runtime takes it (quantized as the target's input is)."""
+INPUT_DTYPES = ("float32", "uint8", "float16")
+"""The golden input's element types, tried in order: a target's runtime takes float (quantizing
+it as its first layer says), or only 8-bit data (runtimes that do not quantize on the CPU), or
+only float16 (a float16 first layer); the first one the board takes is the check."""
+
+
+def golden_inputs(dtype: str = "float32") -> dict[str, np.ndarray]:
+    """A tiny input, every element different (a stuck element shows)."""
     size = int(np.prod(GOLDEN_SHAPE))
-    return {"input": np.linspace(-1.0, 1.0, size, dtype=np.float32).reshape(GOLDEN_SHAPE)}
+    if np.dtype(dtype).kind == "f":
+        values = np.linspace(-1.0, 1.0, size).astype(dtype)
+    else:
+        values = (np.arange(size) * 7 + 3).astype(dtype)
+    return {"input": values.reshape(GOLDEN_SHAPE)}
+
+
+def _input_refused(exc: NpuHilError) -> bool:
+    """The runtime refused the input's element type before running (not a device fault)."""
+    if isinstance(exc, TransportError) or not isinstance(exc, (LayoutError, DeviceError)):
+        return False
+    return "input 'input'" in exc.message
 
 
 def golden_job(session: BoardSession) -> str:
@@ -48,15 +71,21 @@ def golden_job(session: BoardSession) -> str:
     # breaker counts the tests' runs) nor count in it (a failed check speaks for itself).
     clean = dataclasses.replace(session, adapter_options=options, breaker=None)
     shape = "x".join(map(str, GOLDEN_SHAPE))
-    try:
-        run = run_once(clean, GOLDEN_MODEL, golden_inputs())
-    except ManifestError as exc:
-        return f"golden job not run: {exc.message}"
-    if not run.ok:
-        raise GoldenJobError(
-            f"{session.name}: the golden job ({GOLDEN_MODEL} {shape}) came back wrong: "
-            f"{run.summary()}"
-        )
-    # No timing in the note: two processes of one run checking one board say the same, and
-    # the board's kept history holds it once.
-    return f"golden job passed ({GOLDEN_MODEL} {shape})"
+    for n, dtype in enumerate(INPUT_DTYPES):
+        try:
+            run = run_once(clean, GOLDEN_MODEL, golden_inputs(dtype))
+        except ManifestError as exc:
+            return f"golden job not run: {exc.message}"
+        except (LayoutError, DeviceError) as exc:
+            if _input_refused(exc) and n + 1 < len(INPUT_DTYPES):
+                continue  # this runtime takes another element type: try the next
+            raise
+        if not run.ok:
+            raise GoldenJobError(
+                f"{session.name}: the golden job ({GOLDEN_MODEL} {shape} {dtype}) came back "
+                f"wrong: {run.summary()}"
+            )
+        # No timing in the note: two processes of one run checking one board say the same,
+        # and the board's kept history holds it once.
+        return f"golden job passed ({GOLDEN_MODEL} {shape} {dtype})"
+    raise AssertionError("unreachable: the last element type re-raises")  # pragma: no cover

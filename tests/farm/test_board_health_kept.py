@@ -311,3 +311,13 @@ def test_a_simulated_board_reports_its_simulated_target() -> None:
     assert ok.state == "match"
     bad = board_identity("s", "rdk-x5", simulated=True, ping={}, versions={"target": "kl730"})
     assert bad.state == "mismatch" and "rdk-x5" in bad.detail and "kl730" in bad.detail
+
+
+def test_the_golden_job_passes_on_every_target(tmp_path: Path) -> None:
+    from npu_hil.harness.farm.starter import builtin_inventory
+
+    with Farm(builtin_inventory(), workdir=tmp_path / "farm", backend="sim") as run:
+        notes = {b.target: golden_job(run.session(b)) for b in run.inventory.boards}
+    assert all(n.startswith("golden job passed") for n in notes.values()), notes
+    # Each runtime takes its own element type: float where it quantizes, 8-bit where not.
+    assert "float32" in notes["rk3588"] and "uint8" in notes["rv1106"]
