@@ -25,6 +25,15 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 LONG_RUNNING = ("tests/regression/test_suite_over_transports.py", "tests/regression/")
 
 
+@pytest.fixture(autouse=True)
+def _own_board_health(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each test keeps board health (which persists across runs) in a folder of its own: a test
+    that marks a board bad must not refuse it in another test, nor in this user's own runs."""
+    monkeypatch.setenv("NPU_HIL_HEALTH_DIR", str(tmp_path_factory.mktemp("board-health")))
+
+
 def _rank(item: pytest.Item) -> int:
     return next(
         (i for i, prefix in enumerate(LONG_RUNNING) if item.nodeid.startswith(prefix)),

@@ -160,6 +160,9 @@ class Vendor:
     ArtifactError."""
     compatibility: Path | None = None
     """The vendor's compatibility table (:mod:`npu_hil.targets.compat_table`)."""
+    identity: Path | None = None
+    """The SoC identity table: which device-tree compatible strings a board of each target
+    reports (:mod:`npu_hil.targets.identity`)."""
     forensic_variants: VariantFinder | None = None
     fault_variants: FaultVariants | None = None
     enum_prefixes: tuple[str, ...] = ()

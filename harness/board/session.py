@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 
 from .cache import StageFailed
 from .folders import UnsafeFolder, check_folder
+from .identity import read_identity
 from .job import DEFAULT_TIMEOUTS, JobRefused
 from .jobs import Agent
 from .loader import ADAPTER_NAME_RE, EXTRA_ADAPTERS, PACKAGE_DIR, available_adapters
@@ -261,6 +262,8 @@ def _answer(agent: Agent, stream: FrameStream, request: dict[str, Any]) -> int |
                 "pid": os.getpid(),
                 "jobs": agent.jobs_run,
                 "models": [sha for (_, sha) in agent.models],
+                # the SoC the device tree names, for the host's identity check
+                "identity": read_identity(),
             }
         )
     elif op == "versions":

@@ -12,6 +12,7 @@ closes it again (:meth:`harness.farm.Farm.power_cycle`): the board gets a fresh 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from npu_hil.harness.errors import NpuHilError, TransportError
@@ -43,6 +44,9 @@ class CircuitBreaker:
     threshold: int | None = DEFAULT_THRESHOLD
     failures: list[str] = field(default_factory=list)  # the current run of failures, in order
     opened: str | None = None  # the message every later run gets, once open
+    infra_errors: int = 0  # every infrastructure failure counted, never reset: "since when"
+    # told the message when the breaker opens (the farm keeps it across runs)
+    on_open: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
@@ -60,18 +64,21 @@ class CircuitBreaker:
             return False
         message = exc.message if isinstance(exc, NpuHilError) else str(exc)
         with self._lock:
+            self.infra_errors += 1
             self.failures.append(f"{type(exc).__name__}: {message}")
             del self.failures[:-50]  # a breaker that never opens keeps a bounded history
             if self.opened is not None or not self.threshold:
                 return False
             if len(self.failures) < self.threshold:
                 return False
-            self.opened = (
+            self.opened = opened = (
                 f"board {self.board} is marked unhealthy: its infrastructure failed "
                 f"{len(self.failures)} times in a row (circuit breaker, threshold "
                 f"{self.threshold}); last: {self.failures[-1]}"
             )
-            return True
+        if self.on_open is not None:
+            self.on_open(opened)
+        return True
 
     def succeeded(self) -> None:
         """The board answered: the run of failures is over."""

@@ -28,6 +28,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,13 @@ from npu_hil.harness.errors import NpuHilError, TransportError
 from npu_hil.harness.farm.backends import BACKENDS
 from npu_hil.harness.farm.breaker import DEFAULT_THRESHOLD, CircuitBreaker
 from npu_hil.harness.farm.connect import connect
+from npu_hil.harness.farm.health_store import BAD, GOOD, HealthStore, health_folder
+from npu_hil.harness.farm.health_store import BREAKER_OPENED as _BREAKER_OPENED
+from npu_hil.harness.farm.health_store import CHECK_FAILED as _CHECK_FAILED
+from npu_hil.harness.farm.health_store import CHECK_PASSED as _CHECK_PASSED
+from npu_hil.harness.farm.health_store import CLEARED as _CLEARED
+from npu_hil.harness.farm.health_store import POWER_CYCLED as _POWER_CYCLED
+from npu_hil.harness.farm.health_store import RECOVERY_FAILED as _RECOVERY_FAILED
 from npu_hil.harness.farm.inventory import SIM_ADAPTER, Board, Inventory, load_inventory
 from npu_hil.harness.farm.labgrid_boards import resolve_labgrid_boards
 from npu_hil.harness.farm.labgrid_places import FarmPlaces
@@ -51,6 +60,7 @@ from npu_hil.harness.farm.recovery import (
     health_problem,
 )
 from npu_hil.harness.farm.session import BoardSession, Health
+from npu_hil.harness.farm.soc_identity import BoardIdentityError, board_identity, identity_error
 from npu_hil.harness.folders import default_workdir, private_dir
 from npu_hil.harness.models import Manifest, load_manifest
 from npu_hil.harness.transport.base import Transport
@@ -81,7 +91,11 @@ class Farm:
     failure (:class:`~harness.farm.recovery.RetryPolicy`; default: once, after 1 s, as in pytest).
     ``sim_faults``: board name → faults every job of that board carries while it runs simulated
     (``--sim-fault``, :mod:`harness.farm.simfaults`); a board the inventory does not have is an
-    error.
+    error. ``health_job``: the golden job of every health check (called with the board's
+    session; raises an NpuHilError when the board fails it, returns a note), e.g.
+    :func:`harness.pipeline.golden.golden_job`; None checks reachability, versions and identity
+    only. ``run_id`` names this run in the boards' health history (stored beside the board
+    locks, :mod:`harness.farm.health_store`).
     """
 
     def __init__(
@@ -94,6 +108,8 @@ class Farm:
         breaker_threshold: int | None = DEFAULT_THRESHOLD,
         retry: RetryPolicy | None = None,
         sim_faults: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+        health_job: Callable[[BoardSession], str] | None = None,
+        run_id: str | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise NpuHilError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -117,6 +133,11 @@ class Farm:
             )
         self.sim_faults = {k: [dict(f) for f in v] for k, v in (sim_faults or {}).items()}
         self._conditions: dict[str, BoardCondition] = {}
+        self.health_job = health_job
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        self.run_id = run_id or f"{stamp}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        # Beside the board locks: every run of this user on this host shares it.
+        self.health_store = HealthStore(health_folder(self.workdir))
         self._breakers: dict[str, CircuitBreaker] = {}
         self._sessions: dict[str, BoardSession] = {}
         self._health: dict[str, Health] = {}
@@ -243,6 +264,8 @@ class Farm:
         found = self._breakers.get(name)
         if found is None:
             found = self._breakers[name] = CircuitBreaker(name, self.breaker_threshold)
+            # An open breaker outlives the run: the next one refuses the board at once.
+            found.on_open = lambda message: self._mark(name, BAD, _BREAKER_OPENED, message)
         return found
 
     # --- health, recovery, power, locks --------------------------------------------------------
@@ -255,17 +278,30 @@ class Farm:
         if cached is not None:
             return cached
         simulated, reason = board.simulated, None
+        identity: dict[str, Any] = {}
         try:
             self.breaker(board).check()
             session = self.session(board)
             simulated, reason = session.simulated, session.fallback_reason
-            session.client.ping(timeout=board.timeouts.health)
+            ping = session.client.ping(timeout=board.timeouts.health)
             versions = session.client.versions(
                 session.adapter, session.adapter_options, timeout=board.timeouts.health
             )
-            health = Health(True, versions, None, simulated, reason)
+            verdict = board_identity(
+                board.name, board.target, simulated=simulated, ping=ping, versions=versions
+            )
+            identity = verdict.to_dict()
+            if verdict.state == "mismatch":
+                raise identity_error(board.name, verdict)
+            if verdict.state == "unknown":
+                log.warning("%s: SoC identity unknown: %s", board.name, verdict.detail)
+            golden = self.health_job(session) if self.health_job is not None else ""
+            health = Health(True, versions, None, simulated, reason, identity, golden)
         except NpuHilError as exc:
-            health = Health(False, {}, f"{type(exc).__name__}: {exc.message}", simulated, reason)
+            health = Health(
+                False, {}, f"{type(exc).__name__}: {exc.message}", simulated, reason,
+                identity=identity, recoverable=not isinstance(exc, BoardIdentityError),
+            )  # fmt: skip
         self._health[board.name] = health
         return health
 
@@ -275,14 +311,92 @@ class Farm:
         the cause when it is not, now and at every later call."""
         board = self._board(board)
         condition = self._conditions.get(board.name)
+        breaker = self.breaker(board)
+        errors = breaker.infra_errors
+        if (
+            condition is not None
+            and condition.problem is None
+            and errors > condition.errors_seen
+            and not breaker.is_open  # an open breaker speaks for itself (BoardBrokenError)
+        ):
+            # Infrastructure errors since the last check: check again before the next use.
+            self._health.pop(board.name, None)
+            condition = None
         if condition is None:
-            condition = self._conditions[board.name] = BoardCondition()
-            condition.problem = health_problem(self, board, condition.events)
-            if condition.problem is not None:
+            condition = self._conditions[board.name] = BoardCondition(errors_seen=errors)
+            condition.problem = self._examine(board, condition)
+            if condition.problem is not None and not condition.boot_log:
                 # Why it is unhealthy is often in what its console printed while it rebooted.
                 condition.boot_log = self.take_boot_log(board)
         if condition.problem is not None:
             raise BoardUnhealthyError(condition.problem)
+
+    def _examine(self, board: Board, condition: BoardCondition) -> str | None:
+        """The health check with the board's stored state: a board stored bad is refused at
+        once, unless a power cycle can be tried (it has power control, or one was recorded
+        since) and the check passes after it; the outcome is stored for the next run."""
+        if not self._kept(board):
+            return health_problem(self, board, condition.events)
+        stored = self.health_store.read(board.name)
+        if stored.problem is not None:
+            log.warning("%s: health state unreadable: %s", board.name, stored.problem)
+        if stored.state == BAD:
+            last = stored.last
+            cycled = last is not None and last.what == _POWER_CYCLED
+            tried = last is not None and last.run_id == self.run_id and last.state == BAD
+            if not cycled and (board.power is None or tried):
+                return stored.refusal()  # nothing touched: refused at once
+            if not cycled:
+                try:
+                    self.power_cycle(board)
+                except NpuHilError as exc:
+                    self._mark(board.name, BAD, _RECOVERY_FAILED, stored.cause)
+                    return f"{stored.refusal()} (power cycle failed: {exc.message})"
+            self._health.pop(board.name, None)
+            health = self.health(board)
+            if health.ok:
+                self._mark(board.name, GOOD, _CLEARED, _passed(health))
+                condition.events.append(
+                    f"marked bad since {stored.since}: {stored.cause}; power cycled and passed "
+                    "a health check: cleared"
+                )
+                return None
+            self._mark(board.name, BAD, _RECOVERY_FAILED, health.error or "unhealthy")
+            return f"{stored.refusal()} (after a power cycle: {health.error or 'unhealthy'})"
+        problem = health_problem(self, board, condition.events)
+        if problem is None:
+            self._mark(board.name, GOOD, _CHECK_PASSED, _passed(self.health(board)))
+        else:
+            self._mark(board.name, BAD, _CHECK_FAILED, problem)
+        return problem
+
+    def _kept(self, board: Board) -> bool:
+        """Whether the board's health is kept across runs: not for a board the farm simulates
+        itself (``backend: sim``, ``--backend sim``, a fallback), which has no hardware to go
+        bad; a board reached through its transport (hardware, or a simulated runtime behind a
+        real link) is kept."""
+        session = self._sessions.get(board.name)
+        fallback = session is not None and session.fallback_reason is not None
+        return not (board.simulated or self.backend == "sim" or fallback)
+
+    def _mark(self, board: str, state: str, what: str, cause: str) -> None:
+        if not self._kept(self._board(board)):
+            return
+        try:
+            self.health_store.record(board, state, what, cause=cause, run_id=self.run_id)
+        except (OSError, NpuHilError) as exc:  # a health file is evidence, not a precondition
+            log.warning("%s: cannot store its health (%s): %s", board, state, exc)
+
+    def board_health(self, board: Board | str) -> dict[str, Any]:
+        """The board's stored health and history (what summary.json shows)."""
+        return self.health_store.read(self._board(board).name).to_dict()
+
+    def clear_health(self, board: Board | str, *, by: str = "--clear-health") -> None:
+        """Forget that the board is bad: its next health check decides."""
+        name = self._board(board).name
+        self.health_store.clear(name, run_id=self.run_id, by=by)
+        self._conditions.pop(name, None)
+        self._health.pop(name, None)
 
     def condition(self, board: Board | str) -> BoardCondition:
         """What :meth:`check_health` found and did for the board (empty before it ran)."""
@@ -306,6 +420,9 @@ class Farm:
             _power_cycle(board, labgrid=self._places)
         self._health.pop(board.name, None)  # the next health() looks again
         self.breaker(board).reset()  # a fresh start: its failures were before the cycle
+        if self.health_store.read(board.name).state == BAD:
+            # The next health check decides whether it is cleared.
+            self._mark(board.name, BAD, _POWER_CYCLED, self.health_store.read(board.name).cause)
         if session is not None:
             session.restart()
 
@@ -358,3 +475,10 @@ def _set(values: Iterable[str] | None) -> set[str] | None:
     if isinstance(values, str):
         return {values}
     return set(values)
+
+
+def _passed(health: Health) -> str:
+    """The cause text of a passing check: what the identity and the golden job said."""
+    parts = [str(health.identity.get("detail", ""))] if health.identity else []
+    parts += [health.golden] if health.golden else []
+    return "; ".join(p for p in parts if p)

@@ -55,13 +55,19 @@ RETRYABLE = INFRA_FAILURES
 
 @dataclass(frozen=True)
 class Health:
-    """A board's health, checked once per farm: reachable (ping) and its runtime versions."""
+    """A board's health, checked once per farm (and again after infrastructure errors):
+    reachable (ping), its runtime versions, its SoC identity (``identity``: the verdict's
+    dict) and the golden job's note (``golden``). ``recoverable`` is False for what no power
+    cycle mends (a board that is another SoC than its inventory says)."""
 
     ok: bool
     versions: Mapping[str, Any] = field(default_factory=dict)
     error: str | None = None
     simulated: bool = False
     fallback_reason: str | None = None
+    identity: Mapping[str, Any] = field(default_factory=dict)
+    golden: str = ""
+    recoverable: bool = True
 
 
 class BoardUnhealthyError(NpuHilError):
@@ -131,6 +137,7 @@ class BoardCondition:
     problem: str | None = None
     events: list[str] = field(default_factory=list)
     boot_log: str = ""
+    errors_seen: int = 0  # the breaker's infra_errors when checked: more since, check again
 
 
 class _Checks(Protocol):
@@ -152,6 +159,8 @@ def health_problem(farm: _Checks, board: Board, events: list[str]) -> str | None
         if health.ok:
             return None
         first = health.error or "unhealthy"
+        if not getattr(health, "recoverable", True):  # no power cycle mends it
+            return f"board {board.name} is unhealthy: {first}"
     if board.power is None:
         return f"board {board.name} is unhealthy: {first} (no power control to recover it)"
     try:

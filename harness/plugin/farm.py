@@ -112,6 +112,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="mark a board unhealthy after N infrastructure failures in a row: its remaining "
         f"tests error at once with the cause (default {DEFAULT_THRESHOLD}; 0: never)",
     )
+    group.addoption(
+        "--clear-health",
+        action="append",
+        default=[],
+        metavar="BOARD",
+        help="forget that BOARD is marked bad (its health is kept across runs); its next health "
+        "check decides (repeatable)",
+    )
     parser.addini(
         BACKOFF_INI,
         "seconds before the first retry of a model run; doubled for each further retry",
@@ -184,6 +192,8 @@ class FarmState:
         if self.farm is None:
             from npu_hil.harness.farm.farm import Farm
             from npu_hil.harness.farm.simfaults import faults_by_board
+            from npu_hil.harness.pipeline.golden import golden_job
+            from npu_hil.harness.plugin.records import run_id
 
             self.farm = Farm(
                 self.load_inventory(),
@@ -193,7 +203,14 @@ class FarmState:
                 breaker_threshold=self.config.getoption("hil_breaker", DEFAULT_THRESHOLD),
                 retry=retry_policy(self.config),
                 sim_faults=faults_by_board(sim_faults(self.config)),
+                health_job=golden_job,  # the health check runs it through the real agent
+                run_id=run_id(self.config),
             )
+            for name in self.config.getoption("clear_health", None) or []:
+                try:
+                    self.farm.clear_health(name)
+                except NpuHilError as exc:
+                    raise pytest.UsageError(f"--clear-health {name}: {exc.message}") from None
         return self.farm
 
     def close(self) -> None:

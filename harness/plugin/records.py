@@ -323,6 +323,7 @@ class RunCollector:
             "argv": list(config.invocation_params.args),
             "python": sys.version.split()[0],
             "run_failure": state.failure or "",
+            "health_history": _health_history(state.records),
             **session_meta(
                 config,
                 int(exitstatus),
@@ -382,6 +383,16 @@ def _write_run_start(config: pytest.Config, state: RunState) -> None:
         "started": _iso(state.started),
     }
     write_run_start(state.run_dir, start)
+
+
+def _health_history(records: list[TestRecord]) -> dict[str, Any]:
+    """The stored health (state and history, kept across runs beside the board locks) of the
+    boards this run's cases met."""
+    from npu_hil.harness.farm.health_store import health_folder, stored_health
+    from npu_hil.harness.folders import default_workdir
+
+    boards = sorted({r.board for r in records if r.board})
+    return stored_health(health_folder(default_workdir()), boards)
 
 
 def _inventory_text(config: pytest.Config) -> str:

@@ -248,7 +248,7 @@ def _header(run_dir: Path, summary: Mapping[str, Any]) -> str:
 
 def _health(summary: Mapping[str, Any]) -> str:
     health = summary.get("board_health") or {}
-    if not health:
+    if not health and not summary.get("health_history"):
         return (
             '<h2 id="health">Board health</h2><p class="muted">Every board answered: no '
             "fallback to a simulated board, no unreachable board, no power cycle.</p>"
@@ -259,6 +259,13 @@ def _health(summary: Mapping[str, Any]) -> str:
             rows.append(
                 f"<tr><td>{escape(board)}</td><td>{escape(str(event['event']))}</td>"
                 f"<td>{int(event['cases'])}</td></tr>"
+            )
+    for board, kept in (summary.get("health_history") or {}).items():
+        for event in (kept.get("history") or [])[-5:]:  # the latest events across runs
+            rows.append(
+                f"<tr><td>{escape(board)}</td><td>{escape(str(event.get('time')))} "
+                f"{escape(str(event.get('state')))}: {escape(str(event.get('what')))} "
+                f"{escape(str(event.get('cause')))[:300]}</td><td>run</td></tr>"
             )
     return (
         '<h2 id="health">Board health</h2><table class="health"><tr><th>board</th>'

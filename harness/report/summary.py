@@ -166,6 +166,8 @@ def build_summary(
         "per_board": dict(sorted(per_board.items())),
         "per_target": dict(sorted(per_target.items())),
         "board_health": _health(records),
+        # each board's health kept across runs (state, since, cause, history), when stored
+        "health_history": dict(meta.get("health_history") or {}),
         "latency": latency_table(records),
         "accuracy": _accuracy(records),
         "regressions": _regressions(records),

@@ -43,6 +43,7 @@ UNIT = Vendor(
     hardware_adapter="hobot_native",
     read_artifact=read_horizon_model,
     compatibility=Path(__file__).with_name("compatibility.json"),
+    identity=Path(__file__).with_name("identity.json"),
     artifact_suffixes=(".hbm", ".bin"),
     forensic_variants=variants.forensic_variants,
     fault_variants=variants.fault_variants,

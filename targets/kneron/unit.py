@@ -35,6 +35,7 @@ UNIT = Vendor(
     hardware_adapter="kneron",
     read_artifact=read_nef,
     compatibility=Path(__file__).with_name("compatibility.json"),
+    identity=Path(__file__).with_name("identity.json"),
     artifact_suffixes=(".nef",),
     forensic_variants=variants.forensic_variants,
     fault_variants=variants.fault_variants,

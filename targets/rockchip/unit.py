@@ -71,6 +71,7 @@ UNIT = Vendor(
     hardware_adapter="rknn_native",
     read_artifact=read_rknn,
     compatibility=Path(__file__).with_name("compatibility.json"),
+    identity=Path(__file__).with_name("identity.json"),
     artifact_suffixes=(".rknn",),
     forensic_variants=variants.forensic_variants,
     fault_variants=variants.fault_variants,

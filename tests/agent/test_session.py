@@ -109,7 +109,9 @@ def test_one_process_serves_every_job(client: AgentClient, model: Path) -> None:
     for i in range(20):
         assert client.submit(spec(model, f"n{i}"), {"x": X}).ok
     # No process start per job (Python + numpy cost ~100 ms each on a board).
-    assert client.ping() == {"op": "ping", "pid": pid, "jobs": 21, "models": [ANY]}
+    assert client.ping() == {
+        "op": "ping", "pid": pid, "jobs": 21, "models": [ANY], "identity": ANY,
+    }  # fmt: skip
     assert client.sessions_started == 1
 
 
@@ -297,7 +299,9 @@ def test_raw_session_requests(tmp_path: Path) -> None:
     assert hello["op"] == "hello" and hello["protocol"] == board.SESSION_PROTOCOL
     assert hello["job_schema"] == board.JOB_SCHEMA and "echo" in hello["adapters"]
     raw.send({"op": "ping"})
-    assert raw.read() == {"op": "ping", "pid": raw.process.pid, "jobs": 0, "models": []}
+    assert raw.read() == {
+        "op": "ping", "pid": raw.process.pid, "jobs": 0, "models": [], "identity": ANY,
+    }  # fmt: skip
     raw.send({"op": "dance"})
     assert raw.read()["error"]["message"] == "unknown op 'dance'"
     raw.send({"op": "job", "dir": "jobs/nosuch"})

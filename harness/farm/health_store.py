@@ -1,0 +1,258 @@
+"""Each board's health across runs: ``good``, ``bad`` or ``unknown``, with a bounded history.
+
+One small JSON file per board beside its lock (``<workdir>/locks/<board>.health.json``, in the
+farm's private folder), rewritten atomically (a temporary file renamed over it) under a file
+lock of its own, so concurrent runs on one host never leave half a file or lose an event. A
+board that went bad (its circuit breaker opened, or its health check failed and a power cycle
+did not bring it back) stays bad for the next run, which refuses it at once with the last cause
+and since when (:meth:`BoardHealth.refusal`), until a power cycle and a passing health check
+clear it (:meth:`harness.farm.Farm.check_health`) or someone clears it by hand
+(:meth:`HealthStore.clear`, ``--clear-health``).
+
+A file that cannot be read (not JSON, another schema) is reported as ``unknown`` with why, and
+the next event rewrites it: a damaged file never keeps a board out, nor lets a bad one in
+silently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.folders import private_dir
+
+__all__ = [
+    "BAD",
+    "GOOD",
+    "HEALTH_DIR_ENV",
+    "MAX_HISTORY",
+    "STATES",
+    "UNKNOWN",
+    "BoardHealth",
+    "HealthEvent",
+    "HealthStore",
+    "health_folder",
+    "stored_health",
+    "utc_now",
+]
+
+GOOD, BAD, UNKNOWN = "good", "bad", "unknown"
+STATES = (GOOD, BAD, UNKNOWN)
+SCHEMA = 1
+MAX_HISTORY = 32
+"""Events kept per board: enough for a month of nightlies' transitions, a few KiB at most."""
+MAX_CAUSE_CHARS = 2000
+LOCK_TIMEOUT_S = 30.0
+
+# What happened, as the history names it.
+CHECK_PASSED = "health check passed"
+CHECK_FAILED = "health check failed"
+BREAKER_OPENED = "circuit breaker opened"
+POWER_CYCLED = "power cycled"
+CLEARED = "power cycled and passed a health check"
+RECOVERY_FAILED = "power cycled, still failing"
+REFUSED = "refused"
+CLEARED_BY_HAND = "cleared by hand"
+
+
+HEALTH_DIR_ENV = "NPU_HIL_HEALTH_DIR"
+"""Where the boards' health is kept instead of beside the locks (a folder of this user's own):
+a test suite's own folder, so a test that marks a board bad leaves the user's boards alone."""
+
+
+def health_folder(workdir: str | os.PathLike[str]) -> Path:
+    """The folder of the boards' kept health: ``$NPU_HIL_HEALTH_DIR`` when set, else the
+    farm workdir's ``locks`` folder (beside the board locks)."""
+    given = os.environ.get(HEALTH_DIR_ENV)
+    return Path(given) if given else Path(workdir) / "locks"
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _short(stamp: str) -> str:
+    """``2026-12-01T03:12:44Z`` → ``2026-12-01 03:12Z``: what a refusal says."""
+    return f"{stamp[:10]} {stamp[11:16]}Z" if len(stamp) >= 16 else stamp
+
+
+@dataclass(frozen=True)
+class HealthEvent:
+    time: str
+    state: str
+    what: str
+    cause: str = ""
+    run_id: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "time": self.time,
+            "state": self.state,
+            "what": self.what,
+            "cause": self.cause,
+            "run_id": self.run_id,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> HealthEvent:
+        state = str(data.get("state", UNKNOWN))
+        return cls(
+            time=str(data.get("time", "")),
+            state=state if state in STATES else UNKNOWN,
+            what=str(data.get("what", "")),
+            cause=str(data.get("cause", "")),
+            run_id=str(data.get("run_id", "")),
+        )
+
+
+@dataclass(frozen=True)
+class BoardHealth:
+    """One board's stored state: ``since`` when it has been in it, the ``cause`` that put it
+    there, the events in order (oldest first), and ``problem``: why the file could not be read,
+    if it could not."""
+
+    board: str
+    state: str = UNKNOWN
+    since: str = ""
+    cause: str = ""
+    history: tuple[HealthEvent, ...] = ()
+    problem: str | None = None
+
+    @property
+    def last(self) -> HealthEvent | None:
+        return self.history[-1] if self.history else None
+
+    def refusal(self) -> str:
+        """What a run that meets this bad board says."""
+        return (
+            f"{self.board} is marked bad since {_short(self.since)}: {self.cause}; power-cycle "
+            f"it and pass a health check to clear, or --clear-health {self.board}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "board": self.board,
+            "state": self.state,
+            "since": self.since,
+            "cause": self.cause,
+            "history": [e.to_dict() for e in self.history],
+            **({"problem": self.problem} if self.problem else {}),
+        }
+
+
+@dataclass
+class HealthStore:
+    """The boards' stored health in ``folder`` (a folder of this user's own)."""
+
+    folder: Path
+    _made: bool = field(default=False, repr=False)
+
+    def path(self, board: str) -> Path:
+        if not board or "/" in board or board.startswith("."):
+            raise NpuHilError(f"board name {board!r} cannot name a health file")
+        return self.folder / f"{board}.health.json"
+
+    def _lock(self, board: str) -> FileLock:
+        if not self._made:
+            self.folder = private_dir(self.folder)
+            self._made = True
+        return FileLock(str(self.path(board)) + ".lock", timeout=LOCK_TIMEOUT_S)
+
+    def read(self, board: str) -> BoardHealth:
+        """The board's stored health (``unknown`` when nothing is stored). No lock: the file is
+        only ever replaced whole."""
+        path = self.path(board)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return BoardHealth(board)
+        except OSError as exc:
+            return BoardHealth(board, problem=f"{path}: {exc}")
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            return BoardHealth(board, problem=f"{path}: not JSON ({exc})")
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            return BoardHealth(board, problem=f"{path}: not a schema-{SCHEMA} health file")
+        state = str(data.get("state", UNKNOWN))
+        found = data.get("history")
+        history: list[Any] = found if isinstance(found, list) else []
+        return BoardHealth(
+            board=board,
+            state=state if state in STATES else UNKNOWN,
+            since=str(data.get("since", "")),
+            cause=str(data.get("cause", "")),
+            history=tuple(HealthEvent.from_dict(e) for e in history if isinstance(e, dict)),
+        )
+
+    def record(
+        self, board: str, state: str, what: str, *, cause: str = "", run_id: str = ""
+    ) -> BoardHealth:
+        """Add an event and move the board to ``state``; the stored result. The same event
+        twice in a row from one run (two pytest-xdist workers checking one board) is kept
+        once."""
+        if state not in STATES:
+            raise NpuHilError(f"health state must be one of {', '.join(STATES)}, got {state!r}")
+        event = HealthEvent(utc_now(), state, what, cause[:MAX_CAUSE_CHARS], run_id)
+        with self._lock(board):
+            now = self.read(board)
+            last = now.last
+            history = list(now.history)
+            if last is None or (last.state, last.what, last.cause, last.run_id) != (
+                event.state, event.what, event.cause, event.run_id
+            ):  # fmt: skip
+                history.append(event)
+            changed = state != now.state or now.problem is not None
+            updated = BoardHealth(
+                board=board,
+                state=state,
+                since=event.time if changed or not now.since else now.since,
+                cause=event.cause if changed or state == BAD else now.cause,
+                history=tuple(history[-MAX_HISTORY:]),
+            )
+            self._write(board, updated)
+        return updated
+
+    def clear(self, board: str, *, run_id: str = "", by: str = "--clear-health") -> BoardHealth:
+        """Forget that the board is bad (``unknown``: its next health check decides)."""
+        return self.record(board, UNKNOWN, CLEARED_BY_HAND, cause=by, run_id=run_id)
+
+    def _write(self, board: str, health: BoardHealth) -> None:
+        path = self.path(board)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+        data = json.dumps(health.to_dict(), indent=1) + "\n"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+
+def stored_health(folder: str | os.PathLike[str], boards: list[str]) -> dict[str, dict[str, Any]]:
+    """board → its stored health (``to_dict``) for the boards with a health file in
+    ``folder``; nothing is created (a report reads it)."""
+    store = HealthStore(Path(folder))
+    found = {}
+    for board in boards:
+        try:
+            if store.path(board).is_file():
+                found[board] = store.read(board).to_dict()
+        except NpuHilError:
+            continue
+    return found
