@@ -88,6 +88,20 @@ def add_parser(sub: Any) -> None:
         help="compare with this run (an id under the reports root, or a folder) instead of the "
         "last complete run of the same suite, inventory and selection",
     )
+    runtimes = nightly.add_mutually_exclusive_group()
+    runtimes.add_argument(
+        "--runtime",
+        metavar="NAME",
+        help="run on the runtime version NAME of the boards that have it (the inventory's "
+        "runtimes); boards without it are left out",
+    )
+    runtimes.add_argument(
+        "--runtime-matrix",
+        action="store_true",
+        help="run the suite once per runtime the inventory's boards list, each its own run "
+        "and report, then write matrix-<run-id>/matrix.html: the outcomes side by side, the "
+        "cases that differ first",
+    )
     nightly.add_argument("pytest_args", nargs="*", help="extra pytest arguments, after --")
     nightly.set_defaults(run=run_nightly)
 
@@ -117,6 +131,8 @@ def pytest_command(args: argparse.Namespace, suite: Path) -> list[str]:
         cmd += ["--sim-fault", fault]
     if getattr(args, "compare_with", None):
         cmd += ["--compare-with", str(args.compare_with)]
+    if getattr(args, "runtime", None):
+        cmd += ["--runtime", str(args.runtime)]
     if args.workers:
         # Board cases carry xdist_group(board): one worker per board starts its agent once.
         cmd += ["-n", str(args.workers), "--dist", "loadgroup"]
@@ -308,6 +324,7 @@ def _nightly_kind(args: argparse.Namespace, suite: Path) -> dict[str, Any]:
         "board": list(getattr(args, "board", [])),
         "backend": args.backend,
         "simfarm": args.simfarm,
+        "runtime": getattr(args, "runtime", None),
         "pytest_args": list(args.pytest_args),
     }
     kind = run_kind([where], inventory.resolve() if inventory else None, selection)
@@ -316,14 +333,14 @@ def _nightly_kind(args: argparse.Namespace, suite: Path) -> dict[str, Any]:
 
 def _check_inventory(
     path: Path | None, targets: list[str], boards: list[str], args: argparse.Namespace
-) -> None:
+) -> list[str]:
     """Read the inventory before starting pytest, so a typo is the one ``file:line:col`` line
     (exit 2) rather than a collection error per test module, and a ``--target``/``--board`` it
     has no board for is one line (exit 2) rather than a run of skipped cases. The coordinator
     of a labgrid section is not asked here: the run does that (and the plugin checks the
-    selection against the places it names)."""
+    selection against the places it names). Returns the runtime names the boards list."""
     from npu_hil.harness.farm.inventory import load_inventory
-    from npu_hil.harness.farm.selection import selection_problem
+    from npu_hil.harness.farm.selection import runtime_names, runtime_problem, selection_problem
     from npu_hil.harness.farm.simfaults import parse_board_faults, sim_fault_problem
     from npu_hil.harness.farm.starter import builtin_inventory
     from npu_hil.harness.inputs import check_regular
@@ -337,12 +354,15 @@ def _check_inventory(
         check_regular(path, "the board inventory (YAML)")
         inventory = load_inventory(path)
     if inventory.labgrid is not None:
-        return
-    problem = selection_problem(inventory, targets, boards) or sim_fault_problem(
-        inventory, args.backend or "auto", faults
+        return runtime_names(inventory)
+    problem = (
+        selection_problem(inventory, targets, boards)
+        or sim_fault_problem(inventory, args.backend or "auto", faults)
+        or runtime_problem(inventory, getattr(args, "runtime", None))
     )
     if problem is not None:
         raise NightlyError(problem)
+    return runtime_names(inventory)
 
 
 def _sim_faults(texts: list[str]) -> list[dict[str, Any]]:
@@ -356,13 +376,50 @@ def run_nightly(args: argparse.Namespace) -> int:
     targets, boards = list(args.target), list(getattr(args, "board", []))
     inventory = args.inventory
     faults = list(getattr(args, "sim_fault", []))
-    if inventory is None and (targets or boards or faults) and not args.simfarm:
+    matrix = bool(getattr(args, "runtime_matrix", False))
+    selecting = targets or boards or faults or getattr(args, "runtime", None) or matrix
+    if inventory is None and selecting and not args.simfarm:
         # pytest's default when run from the checkout; --simfarm writes its own inventory
         default = Path(DEFAULT_INVENTORY)
         inventory = default if default.is_file() else None
-    if inventory is not None or (faults and not args.simfarm):
+    runtimes: list[str] = []
+    if inventory is not None or (selecting and not args.simfarm):
         # no file: the plugin's built-in simulated farm is the one the faults must fit
-        _check_inventory(inventory, targets, boards, args)
+        runtimes = _check_inventory(inventory, targets, boards, args)
+    if not matrix:
+        return _run_once(args, suite, faults)[1]
+    if not runtimes:
+        raise NightlyError(
+            f"--runtime-matrix: the boards of {inventory or 'the built-in farm'} list no "
+            "runtimes (give a board `runtimes:` in the inventory)"
+        )
+    return _run_matrix(args, suite, faults, runtimes)
+
+
+def _run_matrix(
+    args: argparse.Namespace, suite: Path, faults: list[str], runtimes: list[str]
+) -> int:
+    from npu_hil.harness.report.matrix import MATRIX_HTML, MatrixRun, build_matrix, write_matrix
+
+    runs = []
+    for name in runtimes:
+        one = argparse.Namespace(**{**vars(args), "runtime": name, "runtime_matrix": False})
+        run_dir, code = _run_once(one, suite, faults)
+        runs.append(MatrixRun(runtime=name, run_dir=run_dir, exit_code=code))
+    folder = new_run_dir(args.reports)
+    folder = folder.rename(folder.with_name(f"matrix-{folder.name}"))
+    table = build_matrix(runs)
+    write_matrix(folder, table)
+    print(
+        f"runtime matrix: {len(runs)} runtimes, {len(table['cases'])} cases, "
+        f"{table['disagreements']} differ between runtimes: {(folder / MATRIX_HTML).resolve()}"
+    )
+    return max((run.exit_code for run in runs), default=0)
+
+
+def _run_once(args: argparse.Namespace, suite: Path, faults: list[str]) -> tuple[Path, int]:
+    """One pytest run of the suite into a new run folder, its report and summary printed:
+    (the folder, pytest's exit status)."""
     run_dir = new_run_dir(args.reports)
     launched_by = shlex.join(["npu-hil", *sys.argv[1:]])
     env = {**os.environ, RUN_DIR_ENV: str(run_dir.resolve()), LAUNCHED_BY_ENV: launched_by}
@@ -386,4 +443,4 @@ def run_nightly(args: argparse.Namespace) -> int:
         }
         write_run(run_dir, load_records(run_dir), meta)
     _print_summary(run_dir, code)
-    return code
+    return run_dir, code

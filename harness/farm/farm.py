@@ -95,7 +95,10 @@ class Farm:
     session; raises an NpuHilError when the board fails it, returns a note), e.g.
     :func:`harness.pipeline.golden.golden_job`; None checks reachability, versions and identity
     only. ``run_id`` names this run in the boards' health history (stored beside the board
-    locks, :mod:`harness.farm.health_store`).
+    locks, :mod:`harness.farm.health_store`). ``runtime``: the name of a runtime version
+    installed on the boards (the inventory's ``runtimes``); every job then carries the options
+    that pick it, and :meth:`boards` leaves out the boards that do not have it. None: each
+    board's default runtime.
     """
 
     def __init__(
@@ -110,6 +113,7 @@ class Farm:
         sim_faults: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
         health_job: Callable[[BoardSession], str] | None = None,
         run_id: str | None = None,
+        runtime: str | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise NpuHilError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -132,6 +136,13 @@ class Farm:
                 f"sim_faults: no board {', '.join(unknown)} in {self.inventory.source}"
             )
         self.sim_faults = {k: [dict(f) for f in v] for k, v in (sim_faults or {}).items()}
+        if runtime is not None and not any(runtime in b.runtimes for b in self.inventory.boards):
+            known = sorted({name for b in self.inventory.boards for name in b.runtimes})
+            raise NpuHilError(
+                f"runtime {runtime!r}: no board of {self.inventory.source} has it "
+                f"(runtimes there: {', '.join(known) or 'none'})"
+            )
+        self.runtime = runtime
         self._conditions: dict[str, BoardCondition] = {}
         self.health_job = health_job
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -172,6 +183,7 @@ class Farm:
             for board in self.inventory.boards
             if all(wanted is None or key(board) in wanted for wanted, key in filters)
             and not (self.backend == "hw" and board.simulated)
+            and (self.runtime is None or self.runtime in board.runtimes)
         ]
 
     @property
@@ -218,7 +230,9 @@ class Farm:
             client=self._client(transport, board.python),
             simulated=simulated_runtime,
             adapter=board.adapter,
-            adapter_options=self._sim_options(board) if simulated_runtime else {},
+            adapter_options=self._sim_options(board)
+            if simulated_runtime
+            else board.options_for(self.runtime if self.runtime in board.runtimes else None),
             workdir=self._board_dir(board),
             manifest_path=self.inventory.manifest,
             breaker=self.breaker(board),
@@ -245,9 +259,14 @@ class Farm:
         )
 
     def _sim_options(self, board: Board) -> dict[str, Any]:
-        """The simulated runtime's options for the board: its target, and its faults if any."""
+        """The simulated runtime's options for the board: its target, the inventory's options
+        and runtime when the board is declared simulated (a real board's are for its own
+        adapter, not the stand-in), and its faults if any."""
+        own: dict[str, Any] = {}
+        if board.simulated or board.adapter == SIM_ADAPTER:
+            own = board.options_for(self.runtime if self.runtime in board.runtimes else None)
         faults = self.sim_faults.get(board.name)
-        return {"target": board.target, **({"faults": list(faults)} if faults else {})}
+        return {**own, "target": board.target, **({"faults": list(faults)} if faults else {})}
 
     def _client(self, transport: Transport, python: str | None) -> AgentClient:
         return AgentClient(transport, python=python, keep_jobs=self.keep_remote)

@@ -22,6 +22,10 @@ Schema::
         workdir: /tmp/npu-hil             # the board's working directory
         power: {command: {on: ..., off: ..., cycle: ...}} | {labgrid: place-name}
         timeouts: {connect, load, run, power, health}   # seconds, in (0, 86400]
+        adapter_options: {library: /opt/rknpu2/librknnrt.so}   # to every job of the board
+        runtimes:                         # runtime versions installed side by side, each as
+          "1.6.0": {library: /opt/rknpu2-1.6.0/librknnrt.so}   # the options that pick it
+          "2.3.2": {library: /opt/rknpu2-2.3.2/librknnrt.so}   # (--runtime, --runtime-matrix)
     labgrid: {coordinator: HOST:PORT, places: [...], tags: {...}, wait: 600, ...}
                                           # places of a labgrid coordinator as boards
                                           # (harness.farm.labgrid_inventory); ``boards`` may
@@ -46,8 +50,10 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from npu_hil.harness.codec import known_targets
 from npu_hil.harness.farm.backends import BOARD_BACKENDS
@@ -61,6 +67,7 @@ from npu_hil.harness.farm.inventory_entries import (
     read_timeouts,
     read_transport,
 )
+from npu_hil.harness.farm.inventory_options import read_adapter_options, read_runtimes
 from npu_hil.harness.farm.inventory_reader import (
     InventoryError,
     Node,
@@ -95,7 +102,7 @@ TOP_KEYS = ("defaults", "boards", "manifest", "labgrid")
 DEFAULT_KEYS = ("backend", "fallback", "transport", "python", "workdir", "adapter", "timeouts")
 BOARD_KEYS = (
     "name", "target", "backend", "transport", "fallback", "tags", "adapter", "python", "workdir",
-    "power", "timeouts",
+    "power", "timeouts", "adapter_options", "runtimes",
 )  # fmt: skip
 _SEQ = "tag:yaml.org,2002:seq"
 
@@ -117,6 +124,21 @@ class Board:
     timeouts: Timeouts = field(default_factory=Timeouts)
     place: str | None = None
     """The labgrid place this board is (its transport's address comes from the place)."""
+    adapter_options: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    """Options for every job of the board (:mod:`harness.farm.inventory_options`)."""
+    runtimes: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=dict, hash=False, compare=False
+    )
+    """Runtime name → the adapter options that pick that runtime on the board."""
+
+    def options_for(self, runtime: str | None) -> dict[str, Any]:
+        """The adapter options of a job under ``runtime`` (None: the board's default)."""
+        if runtime is None:
+            return dict(self.adapter_options)
+        if runtime not in self.runtimes:
+            have = ", ".join(self.runtimes) or "none"
+            raise InventoryError(f"{self.name}: no runtime {runtime!r} (the board has: {have})")
+        return {**self.adapter_options, **self.runtimes[runtime]}
 
     @property
     def vendor(self) -> str:
@@ -219,6 +241,11 @@ def _board(r: NodeReader, node: Node, path: str, defaults: _Defaults) -> Board:
         workdir=optional(fields, "workdir", r.text, path) or defaults.workdir,
         power=optional(fields, "power", lambda n, p: read_power(r, n, p), path),
         timeouts=timeouts,
+        adapter_options=optional(
+            fields, "adapter_options", lambda n, p: read_adapter_options(r, n, p), path
+        )
+        or {},
+        runtimes=optional(fields, "runtimes", lambda n, p: read_runtimes(r, n, p), path) or {},
     )
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from npu_hil.harness.farm.inventory import Inventory
 from npu_hil.targets.registry import VENDOR_OF
 
-__all__ = ["selection_problem"]
+__all__ = ["runtime_names", "runtime_problem", "selection_problem"]
 
 
 def _listed(values: Iterable[str]) -> str:
@@ -42,3 +42,18 @@ def selection_problem(
         if name not in names:
             return f"--board {name!r}: no such board in {where} (its boards: {_listed(names)})"
     return None
+
+
+def runtime_names(inventory: Inventory) -> list[str]:
+    """Every runtime name the inventory's boards list, in first-seen order."""
+    return list(dict.fromkeys(name for b in inventory.boards for name in b.runtimes))
+
+
+def runtime_problem(inventory: Inventory, runtime: str | None) -> str | None:
+    """Why ``--runtime`` does not fit ``inventory`` (no board has that runtime), or None."""
+    if runtime is None or runtime in runtime_names(inventory):
+        return None
+    return (
+        f"--runtime {runtime!r}: no board of {inventory.source} has that runtime "
+        f"(its runtimes: {_listed(runtime_names(inventory))})"
+    )

@@ -15,7 +15,9 @@ the version in it.
 
 A simulated board loads the ONNX reference, not the artifact, and runs the harness's own
 runtime: only the target platform of the compiled artifact the manifest lists for the board's
-target (when there is one) is checked there.
+target (when there is one) is checked there, unless the board stands in for a runtime version
+(its ``runtime_versions`` option, a runtime matrix): those versions are then held to the table
+as a real runtime's.
 """
 
 from __future__ import annotations
@@ -34,7 +36,13 @@ from npu_hil.harness.models import ManifestError
 from npu_hil.targets.artifact import ArtifactInfo, read_artifact
 from npu_hil.targets.compatibility import Finding, check_compatibility, refusal
 
-__all__ = ["artifact_of", "board_versions", "check_after_run", "check_before_deploy"]
+__all__ = [
+    "artifact_of",
+    "board_versions",
+    "check_after_run",
+    "check_before_deploy",
+    "stand_in_versions",
+]
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +74,16 @@ def _suffixes(target: str) -> tuple[str, ...]:
     return unit_for(target).artifact_suffixes
 
 
+def stand_in_versions(session: BoardSession) -> dict[str, str]:
+    """The runtime versions a simulated board stands in for (its ``runtime_versions`` option,
+    a runtime matrix of simulated boards): held to the table as a real runtime's are. Empty for
+    a real board and a plain simulated one."""
+    if not session.simulated:
+        return {}
+    given = session.adapter_options.get("runtime_versions")
+    return {str(k): str(v) for k, v in given.items()} if isinstance(given, Mapping) else {}
+
+
 def board_versions(session: BoardSession) -> dict[str, Any]:
     """The versions the board's adapter reports (runtime, driver, SDK), asked of its agent. An
     adapter that cannot say is an empty answer: the check then reports the versions unknown.
@@ -91,8 +109,10 @@ def check_before_deploy(
     info = read_artifact(path, session.target)
     if info is None:
         return None, ()
-    versions = {} if session.simulated else board_versions(session)
-    findings = check_compatibility(info, session.target, versions, simulated=session.simulated)
+    stand_in = stand_in_versions(session)
+    versions = stand_in or ({} if session.simulated else board_versions(session))
+    simulated = session.simulated and not stand_in
+    findings = check_compatibility(info, session.target, versions, simulated=simulated)
     _raise_refusal(session, info, versions, findings)
     return info, tuple(f.to_dict() for f in findings)
 
@@ -102,7 +122,7 @@ def check_after_run(
 ) -> tuple[dict[str, str], ...]:
     """The findings for the versions a finished run reported (None info: nothing to check). A
     refusal here does not undo the run: it is a finding of its record."""
-    if info is None or session.simulated:
+    if info is None or (session.simulated and not stand_in_versions(session)):
         return ()
     findings = check_compatibility(info, session.target, versions)
     return tuple(f.to_dict() for f in findings)

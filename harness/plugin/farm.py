@@ -113,6 +113,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         f"tests error at once with the cause (default {DEFAULT_THRESHOLD}; 0: never)",
     )
     group.addoption(
+        "--runtime",
+        default=None,
+        metavar="NAME",
+        help="run on the runtime version NAME of the boards that have it installed (the "
+        "inventory's runtimes); boards without it are left out. npu-hil nightly "
+        "--runtime-matrix runs the suite once per runtime",
+    )
+    group.addoption(
         "--clear-health",
         action="append",
         default=[],
@@ -205,6 +213,7 @@ class FarmState:
                 sim_faults=faults_by_board(sim_faults(self.config)),
                 health_job=golden_job,  # the health check runs it through the real agent
                 run_id=run_id(self.config),
+                runtime=self.config.getoption("runtime", None),
             )
             for name in self.config.getoption("clear_health", None) or []:
                 try:
@@ -242,17 +251,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
     targets, names = config.getoption("target"), config.getoption("board")
     faults = sim_faults(config)
-    if not (targets or names or faults) or hasattr(config, "workerinput"):
+    runtime = config.getoption("runtime", None)
+    if not (targets or names or faults or runtime) or hasattr(config, "workerinput"):
         return
-    from npu_hil.harness.farm.selection import selection_problem
+    from npu_hil.harness.farm.selection import runtime_problem, selection_problem
     from npu_hil.harness.farm.simfaults import sim_fault_problem
 
     try:
         inventory = config.stash[FARM_KEY].load_inventory()
     except pytest.fail.Exception:
         return  # an unusable inventory: its file:line:col error comes with the first board test
-    problem = selection_problem(inventory, targets, names) or sim_fault_problem(
-        inventory, config.getoption("backend"), faults
+    problem = (
+        selection_problem(inventory, targets, names)
+        or sim_fault_problem(inventory, config.getoption("backend"), faults)
+        or runtime_problem(inventory, runtime)
     )
     if problem is not None:
         raise pytest.UsageError(problem)
@@ -344,6 +356,8 @@ def _filters_text(config: pytest.Config) -> str:
     parts += [f"--board {b}" for b in config.getoption("board")]
     if config.getoption("backend") == "hw" and config.getoption("simfarm", None) is None:
         parts.append("--backend hw: simulated boards left out")
+    if config.getoption("runtime", None):
+        parts.append(f"--runtime {config.getoption('runtime')}: boards without it left out")
     return f" (filters: {' '.join(parts)})" if parts else ""
 
 

@@ -28,6 +28,7 @@ SELECTION_OPTIONS = (
     "ignore",
     "ignore_glob",
     "quarantine_verify",
+    "runtime",
 )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from npu_hil.harness.sim.execute import EXECUTORS
@@ -13,7 +13,7 @@ from npu_hil.harness.simkit.errors import SimConfigError
 from npu_hil.harness.simkit.options import RuntimeOptions
 
 COMMON = ("target", "faults", "executor", "buffer_offset", "buffer_offsets", "input_layout",
-          "output_layout")  # fmt: skip
+          "output_layout", "runtime_versions")  # fmt: skip
 OPTION_HELP = {
     "target": "the board to be: any target of a vendor unit (npu-hil targets list)",
     "faults": "faults to inject: names or {name, ...params} (see harness.sim.faults)",
@@ -23,6 +23,8 @@ OPTION_HELP = {
     "buffer_offsets": "the same per tensor name",
     "input_layout": "native input layout for inputs that do not name one",
     "output_layout": "native output layout (the vendor's default otherwise)",
+    "runtime_versions": "versions the simulated runtime reports as a real one's (field → "
+    "version, e.g. api_version: 1.6.0), held to the vendor's compatibility table",
 }
 """The common options; each vendor unit adds its own (``Vendor.sim_options``)."""
 
@@ -32,6 +34,8 @@ class SimOptions(RuntimeOptions):
     """The options of a simulated board, checked (:meth:`from_mapping`)."""
 
     faults: tuple[Fault, ...] = ()
+    runtime_versions: Mapping[str, str] = field(default_factory=dict)
+    """Versions reported as a real runtime's (a runtime matrix of simulated boards)."""
 
     @property
     def vendor(self) -> str:
@@ -65,6 +69,7 @@ class SimOptions(RuntimeOptions):
         return cls(
             target=target,
             faults=parse_faults(options.get("faults")),
+            runtime_versions=_versions(options.get("runtime_versions")),
             executor=executor,
             buffer_offset=_offset("buffer_offset", options.get("buffer_offset", 0)),
             buffer_offsets={str(k): _offset(f"buffer_offsets.{k}", v) for k, v in offsets.items()},
@@ -76,6 +81,18 @@ class SimOptions(RuntimeOptions):
                 if options.get(k) is not None
             },
         )
+
+
+def _versions(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and k and isinstance(v, str) and v for k, v in value.items()
+    ):
+        raise SimConfigError(
+            f"runtime_versions must map field names to version text, got {value!r}"
+        )
+    return dict(value)
 
 
 def _offset(key: str, value: Any) -> int:

@@ -107,6 +107,8 @@ class SimNpu:
         }
         if self.executor == "onnxruntime":
             versions["onnxruntime"] = str(importlib.import_module("onnxruntime").__version__)
+        # A runtime version it stands in for (a runtime matrix): reported as the real one's.
+        versions.update(self.options.runtime_versions)
         return versions
 
     def load(self, model: onnx.ModelProto | str | os.PathLike[str]) -> SimModel:

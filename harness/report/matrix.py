@@ -1,0 +1,162 @@
+"""The runtime matrix: the same suite run once per runtime version installed on the boards,
+side by side.
+
+``npu-hil nightly --runtime-matrix`` runs pytest once per runtime name of the inventory
+(``--runtime NAME``, each a run folder of its own, with its own report, history and baselines:
+the runtime is part of the run key) and then writes ``<reports>/matrix-<run-id>/``:
+``matrix.json`` and ``matrix.html``, a row per case (board and test id) and a column per
+runtime, each cell the outcome, the runtime versions the board reported and the p50 latency.
+A row whose outcomes differ between runtimes is a *disagreement* and comes first: it is what
+the matrix is for (a model a newer runtime refuses, an output an older one computes
+differently). A case a runtime did not run (its boards do not have it) is ``absent`` there,
+never a disagreement by itself; a case no board served in any run is left out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from npu_hil.harness.report.atomic import write_text_atomic
+from npu_hil.harness.report.records import TestRecord
+from npu_hil.harness.report.runs import SUMMARY_FILE, load_records
+
+__all__ = ["MATRIX_HTML", "MATRIX_JSON", "MatrixRun", "build_matrix", "write_matrix"]
+
+MATRIX_JSON = "matrix.json"
+MATRIX_HTML = "matrix.html"
+ABSENT = "absent"
+MESSAGE_CHARS = 240
+
+
+@dataclass(frozen=True)
+class MatrixRun:
+    """One runtime's run of the suite: its name, its run folder and pytest's exit status."""
+
+    runtime: str
+    run_dir: Path
+    exit_code: int
+
+
+def _cell(record: TestRecord) -> dict[str, Any]:
+    cell: dict[str, Any] = {"outcome": record.outcome}
+    if record.message:
+        cell["message"] = record.message.splitlines()[0][:MESSAGE_CHARS]
+    if record.runtime_versions:
+        cell["versions"] = dict(record.runtime_versions)
+    p50 = record.latency.get("p50_ms") if record.latency else None
+    if p50 is not None:
+        cell["p50_ms"] = p50
+    return cell
+
+
+def _summary(run_dir: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def build_matrix(runs: Sequence[MatrixRun]) -> dict[str, Any]:
+    """The matrix of ``runs`` (one per runtime, in the order given) as plain data."""
+    names = [run.runtime for run in runs]
+    cases: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    columns = []
+    for run in runs:
+        summary = _summary(run.run_dir)
+        columns.append(
+            {
+                "runtime": run.runtime,
+                "run_id": run.run_dir.name,
+                "pytest_exit": run.exit_code,
+                "outcomes": summary.get("outcomes", {}),
+                "report": f"../{run.run_dir.name}/report.html",
+            }
+        )
+        for record in load_records(run.run_dir):
+            if not record.board:
+                continue  # a case no board served (none has the runtime): nothing to compare
+            key = (record.board or "", record.nodeid)
+            cases.setdefault(key, {})[run.runtime] = _cell(record)
+    rows = []
+    for (board, nodeid), cells in cases.items():
+        outcomes = {cells[name]["outcome"] for name in names if name in cells}
+        rows.append(
+            {
+                "board": board,
+                "nodeid": nodeid,
+                "cells": {name: cells.get(name, {"outcome": ABSENT}) for name in names},
+                "agree": len(outcomes) <= 1,
+            }
+        )
+    rows.sort(key=lambda row: (row["agree"], row["board"], row["nodeid"]))
+    return {
+        "schema": 1,
+        "runtimes": columns,
+        "cases": rows,
+        "disagreements": sum(1 for row in rows if not row["agree"]),
+    }
+
+
+def write_matrix(folder: Path, matrix: Mapping[str, Any]) -> None:
+    """``matrix.json`` and ``matrix.html`` in ``folder`` (created by the caller, ours alone)."""
+    write_text_atomic(folder / MATRIX_JSON, json.dumps(matrix, indent=1, sort_keys=True) + "\n")
+    write_text_atomic(folder / MATRIX_HTML, matrix_html(matrix))
+
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:1.5em}table{border-collapse:collapse}
+td,th{border:1px solid #ccc;padding:.25em .5em;vertical-align:top;font-size:90%}
+.o-passed{background:#e8f5e9}.o-failed,.o-error{background:#ffebee}.o-skipped{background:#f5f5f5}
+.o-absent{color:#999}.o-quarantined{background:#fff8e1}tr.disagree td.case{border-left:4px solid
+#e53935}.small{color:#555;font-size:85%}
+"""
+
+
+def _html_cell(cell: Mapping[str, Any]) -> str:
+    outcome = str(cell.get("outcome", ABSENT))
+    parts = [f"<b>{escape(outcome)}</b>"]
+    if "p50_ms" in cell:
+        parts.append(f"<span class=small>p50 {float(cell['p50_ms']):.4g} ms</span>")
+    versions = cell.get("versions") or {}
+    if versions:
+        shown = ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
+        parts.append(f"<span class=small>{escape(shown)}</span>")
+    if cell.get("message"):
+        parts.append(f"<span class=small>{escape(str(cell['message']))}</span>")
+    return f"<td class='o-{escape(outcome)}'>{'<br>'.join(parts)}</td>"
+
+
+def matrix_html(matrix: Mapping[str, Any]) -> str:
+    columns = list(matrix.get("runtimes", []))
+    head = "".join(
+        f"<th>{escape(str(c['runtime']))}<br><a href='{escape(str(c['report']))}'>"
+        f"{escape(str(c['run_id']))}</a><br><span class=small>exit {int(c['pytest_exit'])}; "
+        + escape(", ".join(f"{k} {v}" for k, v in sorted((c.get("outcomes") or {}).items()) if v))
+        + "</span></th>"
+        for c in columns
+    )
+    rows = []
+    for row in matrix.get("cases", []):
+        cls = "" if row["agree"] else " class=disagree"
+        cells = "".join(_html_cell(row["cells"][c["runtime"]]) for c in columns)
+        rows.append(
+            f"<tr{cls}><td class=case>{escape(row['board'])}<br>"
+            f"<span class=small>{escape(row['nodeid'])}</span></td>{cells}</tr>"
+        )
+    count = int(matrix.get("disagreements", 0))
+    verdict = (
+        f"{count} case(s) differ between runtimes (listed first)"
+        if count
+        else "every case has the same outcome on every runtime"
+    )
+    return (
+        "<!doctype html><html><head><meta charset=utf-8><title>npu-hil runtime matrix</title>"
+        f"<style>{CSS}</style></head><body><h1>Runtime matrix</h1><p>{escape(verdict)}</p>"
+        f"<table><tr><th>board / test</th>{head}</tr>{''.join(rows)}</table></body></html>\n"
+    )
