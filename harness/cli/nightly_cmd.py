@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from npu_hil.harness.errors import NpuHilError
-from npu_hil.harness.report.records import OUTCOMES, TestRecord
+from npu_hil.harness.report.records import OUTCOMES, QUARANTINED, TestRecord
 from npu_hil.harness.report.runmeta import (
     COMPLETE_EXITS,
     LAUNCHED_BY_ENV,
@@ -247,21 +247,23 @@ def _print_summary(run_dir: Path, code: int) -> None:
         return
     summary = json.loads(summary_path.read_text(encoding="utf-8"))
     mode = provenance_line(summary)
+    outcomes = summary["outcomes"]
+    # A quarantined column only when a listed test failed, as summary.json counts it.
+    columns = (*OUTCOMES, *((QUARANTINED,) if outcomes.get(QUARANTINED) else ()))
     table = Table(title=f"npu-hil nightly {run_dir.name}: {summary['total']} tests, {mode}")
     table.add_column("board")
     table.add_column("target")
     table.add_column("SIM/HW")
-    for outcome in OUTCOMES:
+    for outcome in columns:
         table.add_column(outcome, justify="right")
     for board, entry in summary["per_board"].items():
         table.add_row(
             board,
             str(entry.get("target") or ""),
             "" if board == NO_BOARD else str(entry.get("kind", "")),
-            *(str(entry.get(o, 0)) for o in OUTCOMES),
+            *(str(entry.get(o, 0)) for o in columns),
         )
-    outcomes = summary["outcomes"]
-    table.add_row("total", "", "", *(str(outcomes.get(o, 0)) for o in OUTCOMES), style="bold")
+    table.add_row("total", "", "", *(str(outcomes.get(o, 0)) for o in columns), style="bold")
     console.print(table)
     if summary.get("run_failure"):
         console.print(f"FAILED RUN: {summary['run_failure']}", markup=False, highlight=False)
