@@ -39,7 +39,7 @@ def test_a_listed_failure_gets_a_column_of_its_own(tmp_path: Path) -> None:
     suite.mkdir(parents=True)
     (suite / "test_suite.py").write_text(SUITE)
     expires = (datetime.now(timezone.utc).date() + timedelta(days=30)).isoformat()
-    (tmp_path / "q.yaml").write_text(
+    (tmp_path / "q.yml").write_text(
         "quarantine:\n"
         f"  - {{test: '*::test_known_bad', reason: wrong rows, expires: {expires}}}\n"
     )
@@ -47,7 +47,7 @@ def test_a_listed_failure_gets_a_column_of_its_own(tmp_path: Path) -> None:
     assert plain.returncode == 1, plain.stdout + plain.stderr
     header = next(line for line in plain.stdout.splitlines() if "passed" in line)
     assert "quarantined" not in header
-    listed = _nightly(tmp_path, "--target", "rk3588", "--", "--quarantine", str(tmp_path / "q.yaml"))
+    listed = _nightly(tmp_path, "--target", "rk3588", "--", "--quarantine", str(tmp_path / "q.yml"))
     assert listed.returncode == 0, listed.stdout + listed.stderr
     header = next(line for line in listed.stdout.splitlines() if "passed" in line)
     assert header.rstrip(" ┃|").endswith("quarantined")

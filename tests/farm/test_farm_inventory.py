@@ -123,8 +123,8 @@ def test_the_users_example_error(tmp_path: Path) -> None:
         (
             "boards:\n  - name: a\n    targt: rk3588\n",
             "farm.yaml:3:5: boards[0].targt: unknown key (expected one of name, target, backend, "
-            "transport, fallback, tags, adapter, python, workdir, power, timeouts, adapter_options, "
-            "runtimes); did you mean 'target'?",
+            "transport, fallback, tags, adapter, python, workdir, power, timeouts, "
+            "adapter_options, runtimes); did you mean 'target'?",
         ),
         (
             "boards:\n  - {name: a, target: rk3588, backend: hardware}\n",
