@@ -56,6 +56,7 @@ def run_check(args: argparse.Namespace) -> int:
             "backend": b.backend,
             "transport": b.transport.kind,
             "fallback": b.fallback,
+            "runtimes": list(b.runtimes),
         }
         for b in inventory.boards
     ]
@@ -67,6 +68,7 @@ def run_check(args: argparse.Namespace) -> int:
         print(
             f"  {row['name']:<16} {row['target']:<9} {row['backend']:<4} "
             f"{row['transport']:<7} fallback={row['fallback']}"
+            + (f" runtimes={','.join(row['runtimes'])}" if row["runtimes"] else "")
         )
     if inventory.labgrid is not None:
         print("  (and the places its labgrid section selects, from the coordinator at run time)")

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from npu_hil.harness.cli import (
     codec_cmd,
     diff_cmd,
+    health_cmd,
     history_cmd,
     inventory_cmd,
     models_cmd,
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     codec_cmd.add_parser(sub)
     diff_cmd.add_parser(sub)
+    health_cmd.add_parser(sub)
     history_cmd.add_parser(sub)
     inventory_cmd.add_parser(sub)
     models_cmd.add_parser(sub)

@@ -139,3 +139,13 @@ def test_a_matrix_of_an_inventory_without_runtimes_is_refused(checkout: Path) ->
     proc = _nightly(checkout, "--runtime-matrix")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "list no runtimes" in proc.stderr
+
+
+def test_inventory_check_lists_each_boards_runtimes(checkout: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "npu_hil.harness.cli.main", "inventory", "check", "--json"],
+        cwd=checkout, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    boards = {b["name"]: b["runtimes"] for b in json.loads(proc.stdout)["boards"]}
+    assert boards == {"rk3588-01": ["1.5.0", "2.5.0"], "kl730-01": []}

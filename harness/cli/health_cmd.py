@@ -1,0 +1,108 @@
+"""``npu-hil health``: each board's health as kept across runs (good / bad / unknown, since when,
+the cause, the last events), and ``--clear BOARD`` to forget that a board is bad.
+
+It reads the same files the farm writes beside the board locks
+(:mod:`harness.farm.health_store`: ``$NPU_HIL_HEALTH_DIR``, else the farm workdir's ``locks``),
+so a morning check needs no pytest run. Exit 0 when no listed board is bad, 1 when one is (a
+cron job or a lab dashboard can act on it), 2 for a board the inventory does not have.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from npu_hil.harness.cli.common import print_json
+from npu_hil.harness.errors import NpuHilError
+
+DEFAULT_INVENTORY = Path("inventory.yaml")
+EVENTS_SHOWN = 3
+
+
+def add_parser(sub: Any) -> None:
+    parser = sub.add_parser(
+        "health",
+        help="each board's health kept across runs (good, bad, unknown); --clear forgets a bad "
+        "board",
+    )
+    parser.add_argument(
+        "--inventory",
+        type=Path,
+        default=None,
+        help="the board inventory (default: inventory.yaml here, else the built-in farm)",
+    )
+    parser.add_argument(
+        "--board", action="append", default=[], metavar="NAME", help="only these boards"
+    )
+    parser.add_argument(
+        "--clear",
+        action="append",
+        default=[],
+        metavar="BOARD",
+        help="forget that BOARD is marked bad: its next health check decides (repeatable)",
+    )
+    parser.add_argument(
+        "--workdir", type=Path, default=None, help="the farm's workdir (default: the farm's own)"
+    )
+    parser.add_argument("--json", action="store_true", help="the boards' health as JSON")
+    parser.set_defaults(run=run_health)
+
+
+def _boards(args: argparse.Namespace) -> tuple[list[str], str]:
+    from npu_hil.harness.farm.inventory import load_inventory
+    from npu_hil.harness.farm.starter import builtin_inventory
+
+    path = args.inventory
+    if path is None and DEFAULT_INVENTORY.is_file():
+        path = DEFAULT_INVENTORY
+    inventory = builtin_inventory() if path is None else load_inventory(path)
+    names = [b.name for b in inventory.boards]
+    for name in [*args.board, *args.clear]:
+        if name not in names:
+            raise NpuHilError(
+                f"no board {name!r} in {inventory.source} (its boards: {', '.join(names)})"
+            )
+    return (list(args.board) or names), inventory.source
+
+
+def run_health(args: argparse.Namespace) -> int:
+    from npu_hil.harness.farm.health_store import BAD, HealthStore, health_folder
+    from npu_hil.harness.folders import default_workdir
+
+    boards, source = _boards(args)
+    workdir = args.workdir if args.workdir is not None else default_workdir()
+    store = HealthStore(health_folder(workdir))
+    for name in args.clear:
+        store.clear(name, by="npu-hil health --clear")
+    kept = {name: store.read(name) for name in boards}
+    if args.json:
+        print_json({name: health.to_dict() for name, health in kept.items()})
+    else:
+        _print_table(kept, source, store.folder)
+    return 1 if any(h.state == BAD for h in kept.values()) else 0
+
+
+def _print_table(kept: dict[str, Any], source: str, folder: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=f"board health kept across runs ({source}; {folder})")
+    for column in ("board", "state", "since", "cause", "last events"):
+        table.add_column(column)
+    styles = {"good": "green", "bad": "bold red", "unknown": "dim"}
+    for name, health in kept.items():
+        events = "\n".join(
+            f"{e.time} {e.what}" + (f" ({e.run_id})" if e.run_id else "")
+            for e in health.history[-EVENTS_SHOWN:]
+        )
+        # Text cells: a cause holding "[...]" is shown as written, never read as markup.
+        table.add_row(
+            Text(name),
+            Text(health.state, style=styles.get(health.state, "")),
+            Text(health.since),
+            Text(health.problem or health.cause),
+            Text(events),
+        )
+    Console().print(table)
