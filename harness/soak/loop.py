@@ -32,10 +32,12 @@ from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.farm import Farm
 from npu_hil.harness.farm.breaker import BoardBrokenError
+from npu_hil.harness.farm.connect import close_transport, connect
 from npu_hil.harness.farm.inventory import Board
 from npu_hil.harness.farm.session import BoardSession
 from npu_hil.harness.models import build
 from npu_hil.harness.pipeline import run_model
+from npu_hil.harness.transport.local import LocalTransport
 from npu_hil.harness.soak.samples import (
     ContextCounts,
     Failure,
@@ -175,13 +177,24 @@ class _Board:
                     )  # fmt: skip
 
 
-def _context_session(base: BoardSession, index: int) -> BoardSession:
+def _context_session(base: BoardSession, index: int) -> tuple[BoardSession, bool]:
     """Context 0 is the farm's session; every other one the same board with an agent of its own
-    (a client of its own: one client is one agent and not thread-safe)."""
+    (a client of its own: one client is one agent and not thread-safe) and, for a link that
+    holds a connection, a connection of its own (an SSH link's SFTP channel serves one caller at
+    a time). The flag says whether the transport is the context's own to close. A serial
+    console carries one agent session: a second context there is a SoakError."""
     if index == 0:
-        return base
-    client = AgentClient(base.transport, python=base.client.python, keep_jobs=base.client.keep_jobs)
-    return dataclasses.replace(base, client=client)
+        return base, False
+    transport, own = base.transport, False
+    if not isinstance(transport, LocalTransport):
+        if base.transport_kind == "serial":
+            raise SoakError(
+                f"{base.name}: a serial console carries one agent session; soak it with one "
+                "context"
+            )
+        transport, own = connect(base.board, base.workdir), True
+    client = AgentClient(transport, python=base.client.python, keep_jobs=base.client.keep_jobs)
+    return dataclasses.replace(base, transport=transport, client=client), own
 
 
 def _run_context(
@@ -256,7 +269,7 @@ def soak(
     stop = threading.Event()
     primed: list[tuple[_Board, BoardSession, ContextCounts]] = []
     threads: list[threading.Thread] = []
-    extra: list[BoardSession] = []
+    extra: list[tuple[BoardSession, bool]] = []
     try:
         for board in boards:
             part = BoardSoak(board.name, board.target)
@@ -268,16 +281,23 @@ def soak(
                 continue
             part.simulated = base.simulated
             shared = _Board(part, plan, started)
-            for index in range(plan.contexts):
-                session = _context_session(base, index)
-                if index:
-                    extra.append(session)
+            try:
+                contexts = [_context_session(base, index) for index in range(plan.contexts)]
+            except NpuHilError as exc:
+                part.problem = f"{type(exc).__name__}: {exc.message}"
+                continue
+            extra.extend(contexts[1:])
+            for index, (session, _) in enumerate(contexts):
                 counts = ContextCounts(board.name, index)
                 part.contexts.append(counts)
                 shared.sample(session, counts)  # starts the agent: the reading before any job
-                for n, model in enumerate(plan.models):  # priming, one context at a time
-                    if plan.iterations is None or counts.jobs < plan.iterations:
-                        shared.job(session, counts, model, seed=(index << 32) + n)
+                try:
+                    for n, model in enumerate(plan.models):  # priming, one context at a time
+                        if plan.iterations is None or counts.jobs < plan.iterations:
+                            shared.job(session, counts, model, seed=(index << 32) + n)
+                except BoardBrokenError as exc:
+                    counts.stopped = f"BoardBrokenError: {exc.message}"
+                    break
                 primed.append((shared, session, counts))
         # The clock of the run starts once every context is primed.
         deadline = time.monotonic() + plan.seconds if plan.seconds is not None else None
@@ -304,9 +324,11 @@ def soak(
                 thread.join()
     finally:
         stop.set()
-        for session in extra:
+        for session, own in extra:
             try:
                 session.client.close()
+                if own:
+                    close_transport(session.transport)
             except NpuHilError as exc:
                 log.warning("%s: %s", session.name, exc)
     run.elapsed_s = time.monotonic() - started

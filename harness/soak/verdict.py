@@ -7,8 +7,11 @@ The first ``warmup_share`` of each series is left out: an agent's memory climbs 
 its models and its allocator and the runtime fill their caches, then levels off, and that climb
 is not a leak. Only the samples of one agent process count (the one with the most samples: a
 restarted agent starts again from a small RSS, which is not a leak either, and the restarts are
-reported). A series fails when its slope is over the bound **and** its 95 % interval lies above
-zero: RSS noise around a flat line does not fail a soak, a steady climb over the bound does.
+reported). A series fails when its slope is over the bound, its 95 % interval lies above zero,
+**and** the growth the slope stands for over the fitted span (slope × jobs or hours) is more than
+``floor_kib``: RSS noise around a flat line does not fail a soak, nor does a steep but tiny
+climb over a short one (an allocator filling its last arena: tens of KiB over a few dozen jobs);
+a steady climb over the bound that adds up to more than the floor does.
 A series with fewer than ``min_samples`` samples after the warm-up cannot be judged and fails
 as such (the soak was too short for its sampling period).
 
@@ -47,6 +50,7 @@ class Bounds:
     max_error_rate: float = DEFAULT_ERROR_RATE
     warmup_share: float = 0.2
     min_samples: int = 4
+    floor_kib: float = 1024.0
 
     def __post_init__(self) -> None:
         for name in ("max_leak_kib_per_1k", "max_leak_kib_per_hour"):
@@ -57,6 +61,8 @@ class Bounds:
             raise ValueError(f"max_error_rate must be in [0, 1], got {self.max_error_rate!r}")
         if not 0 <= self.warmup_share < 1:
             raise ValueError(f"warmup_share must be in [0, 1), got {self.warmup_share!r}")
+        if not (math.isfinite(self.floor_kib) and self.floor_kib >= 0):
+            raise ValueError(f"floor_kib must be a number >= 0, got {self.floor_kib!r}")
         if self.min_samples < 3:
             raise ValueError(f"min_samples must be 3 or more, got {self.min_samples!r}")
 
@@ -169,14 +175,17 @@ def _fit_series(
         result.time_fit = result.per_hour
     except ValueError as exc:
         result.problem = f"no slope over time: {exc}"
-    for fit, bound, unit in (
-        (result.per_1k, bounds.max_leak_kib_per_1k, "KiB per 1000 jobs"),
-        (result.per_hour, bounds.max_leak_kib_per_hour, "KiB per hour"),
+    for fit, bound, unit, span in (
+        (result.per_1k, bounds.max_leak_kib_per_1k, "KiB per 1000 jobs", np.ptp(jobs) / 1000),
+        (result.per_hour, bounds.max_leak_kib_per_hour, "KiB per hour", np.ptp(hours)),
     ):
-        if fit is not None and bound is not None and fit.slope > bound and fit.low > 0:
+        if fit is None or bound is None:
+            continue
+        growth = fit.slope * float(span)
+        if fit.slope > bound and fit.low > 0 and growth > bounds.floor_kib:
             result.failed.append(
-                f"{fit.slope:.1f} {unit} (95 % interval {fit.low:.1f} .. {fit.high:.1f}) > "
-                f"{bound:g}"
+                f"{fit.slope:.1f} {unit} (95 % interval {fit.low:.1f} .. {fit.high:.1f}; "
+                f"{growth:.0f} KiB over the fitted span) > {bound:g}"
             )
     return result
 
