@@ -29,11 +29,11 @@ from typing import Any, NoReturn
 
 from .cache import StageFailed
 from .folders import UnsafeFolder, check_folder
-from .memory import read_memory
 from .identity import read_identity
 from .job import DEFAULT_TIMEOUTS, JobRefused
 from .jobs import Agent
 from .loader import ADAPTER_NAME_RE, EXTRA_ADAPTERS, PACKAGE_DIR, available_adapters
+from .memory import read_memory
 from .wire import (
     AGENT_VERSION,
     EXIT_FAILED,

@@ -66,26 +66,56 @@ def add_parser(sub: Any) -> None:
     length.add_argument("--seconds", type=_positive(float, "--seconds"))
     length.add_argument("--iterations", type=_positive(int, "--iterations"),
                         help="jobs per context")  # fmt: skip
-    soak.add_argument("--contexts", type=_positive(int, "--contexts"), default=2,
-                      help="agents (runtime contexts) per board running at once (default 2)")
-    soak.add_argument("--sample-every", type=_positive(float, "--sample-every"), default=10.0,
-                      metavar="SECONDS", help="memory sampling period (default 10 s)")
-    soak.add_argument("--max-leak-kib-per-1k", type=float, metavar="KIB",
-                      help="bound on an agent's memory growth per 1000 jobs (default 4096)")
-    soak.add_argument("--max-leak-kib-per-hour", type=float, metavar="KIB",
-                      help="bound on memory growth per hour (default: not judged)")
-    soak.add_argument("--max-error-rate", type=float, default=None, metavar="SHARE",
-                      help="failed jobs / jobs allowed per board (default 0.01)")
-    soak.add_argument("--warmup-share", type=float, default=None, metavar="SHARE",
-                      help="share of each memory series left out of the fit (default 0.2)")
+    soak.add_argument(
+        "--contexts",
+        type=_positive(int, "--contexts"),
+        default=2,
+        help="agents (runtime contexts) per board running at once (default 2)",
+    )
+    soak.add_argument(
+        "--sample-every",
+        type=_positive(float, "--sample-every"),
+        default=10.0,
+        metavar="SECONDS",
+        help="memory sampling period (default 10 s)",
+    )
+    soak.add_argument(
+        "--max-leak-kib-per-1k",
+        type=float,
+        metavar="KIB",
+        help="bound on an agent's memory growth per 1000 jobs (default 4096)",
+    )
+    soak.add_argument(
+        "--max-leak-kib-per-hour",
+        type=float,
+        metavar="KIB",
+        help="bound on memory growth per hour (default: not judged)",
+    )
+    soak.add_argument(
+        "--max-error-rate",
+        type=float,
+        default=None,
+        metavar="SHARE",
+        help="failed jobs / jobs allowed per board (default 0.01)",
+    )
+    soak.add_argument(
+        "--warmup-share",
+        type=float,
+        default=None,
+        metavar="SHARE",
+        help="share of each memory series left out of the fit (default 0.2)",
+    )
     soak.add_argument("--reports", type=Path, default=Path("reports"), help="reports root")
     soak.add_argument("--workdir", type=Path, help="the farm's workdir (locks, simulated boards)")
-    soak.add_argument("--sim-fault", action="append", default=[],
-                      metavar="BOARD=FAULT[:key=value,...]",
-                      help="inject a fault into a simulated board, e.g. NAME=leak:kib=64")
+    soak.add_argument(
+        "--sim-fault",
+        action="append",
+        default=[],
+        metavar="BOARD=FAULT[:key=value,...]",
+        help="inject a fault into a simulated board, e.g. NAME=leak:kib=64",
+    )
     soak.add_argument("--json", action="store_true", help="print the outcome as JSON")
     soak.set_defaults(run=run_soak)
-
 
 
 def _seconds(args: argparse.Namespace) -> float | None:
@@ -152,8 +182,18 @@ def _outcome(folder: Path, document: dict[str, Any]) -> dict[str, Any]:
         "elapsed_s": document["elapsed_s"],
         "error_rates": verdict["error_rates"],
         "slopes": [
-            {k: s[k] for k in ("board", "context", "metric", "kib_per_1k_jobs", "kib_per_hour",
-                               "problem", "failed")}  # fmt: skip
+            {
+                k: s[k]
+                for k in (
+                    "board",
+                    "context",
+                    "metric",
+                    "kib_per_1k_jobs",
+                    "kib_per_hour",
+                    "problem",
+                    "failed",
+                )
+            }
             for s in verdict["series"]
         ],
     }
@@ -163,7 +203,11 @@ def run_soak(args: argparse.Namespace) -> int:
     from npu_hil.harness.cli.common import parse_shape
     from npu_hil.harness.farm import Farm
     from npu_hil.harness.farm.selection import selection_problem
-    from npu_hil.harness.farm.simfaults import faults_by_board, parse_board_faults, sim_fault_problem
+    from npu_hil.harness.farm.simfaults import (
+        faults_by_board,
+        parse_board_faults,
+        sim_fault_problem,
+    )
     from npu_hil.harness.pipeline.golden import golden_job
     from npu_hil.harness.soak import SoakPlan, judge, soak
     from npu_hil.harness.soak.report import JSON_FILE, write_soak_report

@@ -33,8 +33,8 @@ from npu_hil.harness.sim.faults import (
     apply_stale_output,
     apply_timing_faults,
 )
-from npu_hil.harness.sim.soakfaults import apply_soak_faults
 from npu_hil.harness.sim.options import SimOptions
+from npu_hil.harness.sim.soakfaults import apply_soak_faults
 from npu_hil.harness.sim.targets import unit_of
 from npu_hil.harness.sim.timing import Work, count_work, modeled_s
 from npu_hil.harness.simkit.base import VendorSim

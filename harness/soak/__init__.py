@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from npu_hil.harness.soak.fit import Fit, theil_sen
 from npu_hil.harness.soak.loop import BoardSoak, SoakError, SoakRun, soak
+from npu_hil.harness.soak.report import write_soak_report
 from npu_hil.harness.soak.samples import MemorySample, SoakPlan
 from npu_hil.harness.soak.verdict import Bounds, Verdict, judge
 
@@ -24,4 +25,5 @@ __all__ = [
     "judge",
     "soak",
     "theil_sen",
+    "write_soak_report",
 ]

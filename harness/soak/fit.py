@@ -1,6 +1,6 @@
-"""The leak slope: a Theil–Sen line through (x, memory) with Sen's confidence interval.
+"""The leak slope: a Theil-Sen line through (x, memory) with Sen's confidence interval.
 
-Theil–Sen takes the median of the slopes between every pair of points, so a few samples far off
+Theil-Sen takes the median of the slopes between every pair of points, so a few samples far off
 the line (a garbage collection, the allocator returning an arena, a one-off buffer while a model
 loads) move it little: up to about 29 % of the points can be outliers before it breaks down,
 where a least-squares slope is pulled by a single one. numpy only.
@@ -43,7 +43,7 @@ class Fit:
 
 
 def theil_sen(x: np.ndarray, y: np.ndarray) -> Fit:
-    """The Theil–Sen fit of ``y`` over ``x`` (ValueError for fewer than two distinct x)."""
+    """The Theil-Sen fit of ``y`` over ``x`` (ValueError for fewer than two distinct x)."""
     xs = np.asarray(x, dtype=np.float64).reshape(-1)
     ys = np.asarray(y, dtype=np.float64).reshape(-1)
     if xs.shape != ys.shape:
@@ -65,6 +65,6 @@ def theil_sen(x: np.ndarray, y: np.ndarray) -> Fit:
     # Sen's interval: the ranks of the pairwise slopes around the median, from the variance of
     # Kendall's S without ties.
     c = Z_95 * math.sqrt(n * (n - 1) * (2 * n + 5) / 18.0)
-    lo = max(0, int(math.floor((pairs - c) / 2.0)))
-    hi = min(pairs - 1, int(math.ceil((pairs + c) / 2.0)))
+    lo = max(0, math.floor((pairs - c) / 2.0))
+    hi = min(pairs - 1, math.ceil((pairs + c) / 2.0))
     return Fit(slope, intercept, float(slopes[lo]), float(slopes[hi]), int(n))

@@ -37,7 +37,6 @@ from npu_hil.harness.farm.inventory import Board
 from npu_hil.harness.farm.session import BoardSession
 from npu_hil.harness.models import build
 from npu_hil.harness.pipeline import run_model
-from npu_hil.harness.transport.local import LocalTransport
 from npu_hil.harness.soak.samples import (
     ContextCounts,
     Failure,
@@ -45,6 +44,7 @@ from npu_hil.harness.soak.samples import (
     SoakPlan,
     sample_from,
 )
+from npu_hil.harness.transport.local import LocalTransport
 
 __all__ = ["BoardSoak", "SoakError", "SoakRun", "soak"]
 
@@ -189,8 +189,7 @@ def _context_session(base: BoardSession, index: int) -> tuple[BoardSession, bool
     if not isinstance(transport, LocalTransport):
         if base.transport_kind == "serial":
             raise SoakError(
-                f"{base.name}: a serial console carries one agent session; soak it with one "
-                "context"
+                f"{base.name}: a serial console carries one agent session; soak it with one context"
             )
         transport, own = connect(base.board, base.workdir), True
     client = AgentClient(transport, python=base.client.python, keep_jobs=base.client.keep_jobs)
@@ -243,7 +242,9 @@ def _check_plan(plan: SoakPlan) -> None:
     if plan.iterations is not None and plan.iterations < 1:
         raise SoakError(f"soak: iterations must be 1 or more, got {plan.iterations}")
     if not plan.sample_every_s > 0:
-        raise SoakError(f"soak: the sampling period must be more than 0 s, got {plan.sample_every_s}")
+        raise SoakError(
+            f"soak: the sampling period must be more than 0 s, got {plan.sample_every_s}"
+        )
     for model in plan.models:
         try:
             build(model, plan.shape)

@@ -32,7 +32,9 @@ FIGURE_INCHES = (8.0, 2.8)
 FIGURE_DPI = 90
 
 
-def soak_document(run: SoakRun, verdict: Verdict, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+def soak_document(
+    run: SoakRun, verdict: Verdict, meta: dict[str, Any] | None = None
+) -> dict[str, Any]:
     started = datetime.fromtimestamp(run.started, timezone.utc).isoformat(timespec="seconds")
     return {
         "schema": SCHEMA,
@@ -144,7 +146,9 @@ def _series_rows(verdict: Verdict, board: str) -> str:
                 escape(who),
                 escape(s.metric),
                 s.samples,
-                "-" if per_1k is None else f"{per_1k.slope:.1f} [{per_1k.low:.1f}, {per_1k.high:.1f}]",
+                "-"
+                if per_1k is None
+                else f"{per_1k.slope:.1f} [{per_1k.low:.1f}, {per_1k.high:.1f}]",
                 "-" if per_h is None else f"{per_h.slope:.0f} [{per_h.low:.0f}, {per_h.high:.0f}]",
                 escape("; ".join(s.failed) or s.problem or "ok"),
             )

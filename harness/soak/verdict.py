@@ -1,6 +1,6 @@
 """The soak's verdict: a bounded leak slope per agent and memory pool, and a bounded error rate.
 
-For every context's agent the slope of its RSS is fitted (Theil–Sen, :mod:`~harness.soak.fit`)
+For every context's agent the slope of its RSS is fitted (Theil-Sen, :mod:`~harness.soak.fit`)
 over the jobs it had done (KiB per 1000 jobs) and over time (KiB per hour), and so is each
 board-wide pool the board shows (CMA in use, DMA-buffer bytes; from the board's first context).
 The first ``warmup_share`` of each series is left out: an agent's memory climbs while it loads
@@ -8,7 +8,7 @@ its models and its allocator and the runtime fill their caches, then levels off,
 is not a leak. Only the samples of one agent process count (the one with the most samples: a
 restarted agent starts again from a small RSS, which is not a leak either, and the restarts are
 reported). A series fails when its slope is over the bound, its 95 % interval lies above zero,
-**and** the growth the slope stands for over the fitted span (slope × jobs or hours) is more than
+**and** the growth the slope stands for over the fitted span (slope x jobs or hours) is more than
 ``floor_kib``: RSS noise around a flat line does not fail a soak, nor does a steep but tiny
 climb over a short one (an allocator filling its last arena: tens of KiB over a few dozen jobs);
 a steady climb over the bound that adds up to more than the floor does.
@@ -152,7 +152,7 @@ def _fit_series(
     if context is not None:  # an agent's own RSS: one process only
         samples = [s for s in samples if s.pid == pid]
     points = [(s, v) for s in samples if (v := _value(s, metric)) is not None]
-    drop = int(math.ceil(bounds.warmup_share * len(points)))
+    drop = math.ceil(bounds.warmup_share * len(points))
     kept = points[drop:]
     result = SeriesFit(board, context, metric, len(kept), drop, pid)
     if len(kept) < bounds.min_samples:

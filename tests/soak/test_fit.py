@@ -1,6 +1,6 @@
 """The leak slope's fit: a known slope under bounded noise is recovered within a bound that
 follows from the median (more than half of the pairwise slopes lie within it), and outliers
-that would drag a least-squares line move the Theil–Sen slope little."""
+that would drag a least-squares line move the Theil-Sen slope little."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def test_a_known_slope_is_recovered_under_bounded_noise(
     y = intercept + slope * x + rng.uniform(-bound, bound, n)
     fit = theil_sen(x, y)
     # Pairs at least k apart are more than half of all pairs (k = n // 4); each of their slopes
-    # is within 2·bound/k of the true one, so the median is too.
+    # is within 2*bound/k of the true one, so the median is too.
     k = n // 4
     assert abs(fit.slope - slope) <= 2 * bound / k + 1e-9 * abs(slope)
     assert fit.low <= fit.slope <= fit.high
