@@ -89,6 +89,7 @@ def memory_plot(part: BoardSoak, verdict: Verdict, metric: str) -> str | None:
     label = "agent RSS (KiB)" if metric == "rss_kib" else "CMA in use (KiB)"
     figure, axes = _figure(f"{part.board}: {label}", "KiB")
     drawn = False
+    fitted: list[float] = []
     for n, series in enumerate(fits):
         own = [s for s in part.samples if series.context in (None, s.context)]
         if series.context is not None:
@@ -105,13 +106,31 @@ def memory_plot(part: BoardSoak, verdict: Verdict, metric: str) -> str | None:
             continue
         color = f"C{n % 10}"
         name = "board" if series.context is None else f"context {series.context}"
-        axes.plot([p[0] for p in points], [p[1] for p in points], marker=".", markersize=3,
-                  linewidth=0.8, color=color, label=name)  # fmt: skip
-        _fit_line(axes, series, [p[0] for p in points[series.warmup_dropped :]], color)
+        axes.plot(
+            [p[0] for p in points],
+            [p[1] for p in points],
+            marker=".",
+            markersize=3,
+            linewidth=0.8,
+            color=color,
+            label=name,
+        )
+        kept = points[series.warmup_dropped :]
+        if series.warmup_dropped and kept:
+            axes.axvspan(points[0][0], kept[0][0], color="0.9", zorder=0)
+        _fit_line(axes, series, [p[0] for p in kept], color)
+        fitted += [p[1] for p in kept]
         drawn = True
     if not drawn:
         return None
-    axes.legend(fontsize=7, loc="upper left")
+    if fitted:
+        # The fitted part decides the scale: the agent's first reading, before any model was
+        # loaded, would flatten a leak of a few MiB into a line (the warm-up is shaded).
+        low, high = min(fitted), max(fitted)
+        pad = max((high - low) * 0.15, 64.0)
+        axes.set_ylim(low - pad, high + pad)
+    axes.legend(fontsize=7, loc="upper left", title="shaded: warm-up, not fitted",
+                title_fontsize=6)  # fmt: skip
     return _png(figure)
 
 
