@@ -83,7 +83,8 @@ def add_parser(sub: Any) -> None:
         "--max-leak-kib-per-1k",
         type=float,
         metavar="KIB",
-        help="bound on an agent's memory growth per 1000 jobs (default 4096)",
+        help="bound on an agent's memory growth per 1000 jobs (default 4096; not judged when "
+        "only --max-leak-kib-per-hour is given)",
     )
     soak.add_argument(
         "--max-leak-kib-per-hour",
