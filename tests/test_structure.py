@@ -337,7 +337,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "harness.agent",
         "harness.farm",
         "harness.pipeline harness.simfarm",
-        "harness.plugin",
+        "harness.plugin harness.soak",
         "harness.cli",
     )
 )

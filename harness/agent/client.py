@@ -553,6 +553,16 @@ class AgentClient:
             raise ProtocolError(f"versions of {adapter}: unexpected answer {response!r}")
         return versions
 
+    def memory(self, timeout: float = 30.0) -> dict[str, Any]:
+        """The agent's own memory (RSS, high-water mark) and the board's CMA and DMA-buffer
+        figures, as :func:`harness.board.memory.read_memory` reads them (absent ones listed)."""
+        self.deploy()
+        response = self._request({"op": "memory"}, timeout, "memory")
+        memory = response.get("memory")
+        if not isinstance(memory, dict) or not isinstance(memory.get("process"), dict):
+            raise ProtocolError(f"memory: unexpected answer {str(response)[:200]}")
+        return memory
+
     def close(self, timeout: float = 30.0) -> None:
         """Shut the session down (the agent releases its models) and remove the scratch space."""
         if self._session is not None:

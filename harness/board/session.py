@@ -1,7 +1,8 @@
 """The session loop: jobs framed over a byte stream, one response frame per request.
 
 The agent speaks first with ``{"op": "hello", ...}``; requests are ``{"op": "job", "dir": D}``,
-``{"op": "ping"}``, ``{"op": "versions", "adapter": A, "options": {}}``, ``{"op": "discard",
+``{"op": "ping"}``, ``{"op": "versions", "adapter": A, "options": {}}``, ``{"op": "memory"}`` (the
+agent's RSS and the board's CMA / DMA-buffer figures, :mod:`memory`), ``{"op": "discard",
 "dir": D}`` (remove a finished job's folder) and ``{"op": "shutdown"}``; every request gets exactly
 one response frame with the same ``op`` and either the payload (``result`` for a job) or
 ``error`` (a typed record). A request frame is at most ``MAX_REQUEST_BYTES`` (a longer one is
@@ -32,6 +33,7 @@ from .identity import read_identity
 from .job import DEFAULT_TIMEOUTS, JobRefused
 from .jobs import Agent
 from .loader import ADAPTER_NAME_RE, EXTRA_ADAPTERS, PACKAGE_DIR, available_adapters
+from .memory import read_memory
 from .wire import (
     AGENT_VERSION,
     EXIT_FAILED,
@@ -270,6 +272,8 @@ def _answer(agent: Agent, stream: FrameStream, request: dict[str, Any]) -> int |
         stream.write(_versions_response(agent, request))
         if agent.runtime.stuck:
             abandon(EXIT_TIMEOUT)
+    elif op == "memory":
+        stream.write({"op": "memory", "memory": read_memory()})
     elif op == "discard":
         stream.write(_discard_job(request.get("dir")))
     elif op == "shutdown":

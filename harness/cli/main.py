@@ -19,6 +19,7 @@ from npu_hil.harness.cli import (
     nightly_cmd,
     preflight_cmd,
     simfarm_cmd,
+    soak_cmd,
     targets_cmd,
 )
 from npu_hil.harness.errors import NpuHilError
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     nightly_cmd.add_parser(sub)
     preflight_cmd.add_parser(sub)
     simfarm_cmd.add_parser(sub)
+    soak_cmd.add_parser(sub)
     targets_cmd.add_parser(sub)
     return parser
 

@@ -32,6 +32,11 @@ their baseline) move.
 - ``noisy-latency``: every run's time is multiplied by a random factor, uniform in
   [1 - percent/100, 1 + percent/100] (default 50; the low end never below 0.01, so a run
   always takes some time), drawn from ``seed`` and the run's number;
+- ``leak``: the simulated runtime keeps ``kib`` KiB (default 64; 1 <= kib <= 65536) of touched
+  memory per run for as long as the agent lives, so the agent's RSS grows as a leaking vendor
+  runtime's does (:mod:`harness.sim.soakfaults`);
+- ``flaky-errors``: a ``rate`` share (default 0.2, 0 < rate <= 1) of runs fail with a
+  DeviceError, which runs fail drawn from ``seed`` and the run's number;
 - ``accuracy-drift``: a ``fraction`` (default 0.1, 0 < fraction <= 1) of each selected tensor's
   elements moved by ``lsb`` units (default 1; a quantization step for an integer tensor, 1.0 for a
   float one) up or down, within the dtype's range; padding bytes untouched; which elements and
@@ -73,7 +78,11 @@ STATE_FAULTS = ("stale-output",)
 PROCESS_FAULTS = ("hang", "crash")
 TIMING_FAULTS = ("slow", "noisy-latency")
 ACCURACY_FAULTS = ("accuracy-drift",)
-FAULT_NAMES = (*BUFFER_FAULTS, *STATE_FAULTS, *PROCESS_FAULTS, *TIMING_FAULTS, *ACCURACY_FAULTS)
+# A soak's faults: memory kept per run, a share of runs failing (harness.sim.soakfaults).
+SOAK_FAULTS = ("leak", "flaky-errors")
+FAULT_NAMES = (
+    *BUFFER_FAULTS, *STATE_FAULTS, *PROCESS_FAULTS, *TIMING_FAULTS, *ACCURACY_FAULTS, *SOAK_FAULTS
+)
 APPLIES_TO = ("outputs", "inputs", "all")
 MAX_PERCENT = 10000
 NOISE_FLOOR = 0.01
@@ -93,6 +102,8 @@ _PARAMS: dict[str, tuple[str, ...]] = {
     "slow": ("percent",),
     "noisy-latency": ("percent", "seed"),
     "accuracy-drift": ("lsb", "fraction", "seed", *_COMMON),
+    "leak": ("kib",),
+    "flaky-errors": ("rate", "seed"),
 }
 
 
@@ -198,6 +209,11 @@ def _check_params(name: str, params: Mapping[str, Any]) -> None:
         fail("percent", f"a number in (0, {MAX_PERCENT}]")
     if "lsb" in params and not (is_int(params["lsb"]) and params["lsb"] >= 1):
         fail("lsb", "an integer >= 1")
+    if "kib" in params and not (is_int(params["kib"]) and 1 <= params["kib"] <= 65536):
+        fail("kib", "an integer in [1, 65536]")
+    rate = params.get("rate")
+    if rate is not None and not (is_number(rate) and 0 < rate <= 1):
+        fail("rate", "a number in (0, 1]")
 
 
 def is_number(value: Any) -> bool:

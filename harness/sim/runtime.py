@@ -34,6 +34,7 @@ from npu_hil.harness.sim.faults import (
     apply_timing_faults,
 )
 from npu_hil.harness.sim.options import SimOptions
+from npu_hil.harness.sim.soakfaults import apply_soak_faults
 from npu_hil.harness.sim.targets import unit_of
 from npu_hil.harness.sim.timing import Work, count_work, modeled_s
 from npu_hil.harness.simkit.base import VendorSim
@@ -177,6 +178,7 @@ class SimNpu:
         apply_stale_output(self.options.faults, model.source, result, self.memory)
         fetch_s = time.perf_counter() - started
         apply_process_faults(self.options.faults)
+        apply_soak_faults(self.options.faults, index)
         timings = {"run_s": run_s, "copy_s": set_s + fetch_s, "host_s": host_s}
         return SimRun(device_inputs, result, timings)
 

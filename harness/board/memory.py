@@ -1,0 +1,152 @@
+"""The agent's own memory and the board's device-memory pools, for a soak's leak check.
+
+One reading: the agent process's resident set (``/proc/self/status`` ``VmRSS``, ``VmHWM``,
+``RssAnon``, in KiB; the vendor runtime is a library inside this process, so its heap is in
+here), the board's CMA pool (``/proc/meminfo`` ``CmaTotal`` / ``CmaFree`` and ``MemAvailable``),
+the CMA areas' allocation counters (``/sys/kernel/mm/cma/<area>/alloc_pages_success``,
+``alloc_pages_fail``, ``release_pages_success`` where the kernel has ``CONFIG_CMA_SYSFS``), and
+the exported DMA buffers (NPU and ION/dma-heap buffers alike): their count and total size from
+``/sys/kernel/dmabuf/buffers/*/size`` (``CONFIG_DMABUF_SYSFS_STATS``) or, where readable
+(debugfs, usually root only), the total line of ``/sys/kernel/debug/dma_buf/bufinfo``.
+
+What is not there is recorded as absent (the path tried), what cannot be read or parsed as
+unreadable, never guessed; every read is bounded (``MAX_FILE_BYTES``, ``MAX_BUFFERS``).
+``NPU_HIL_SYSFS_ROOT`` moves the root of /sys and /proc/meminfo for tests, like
+:mod:`boardstate`; the process's own ``/proc/self/status`` moves with it only when the fake tree
+has one (the agent's real RSS is what a soak measures).
+
+Standard library only, Python >= 3.8.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from .boardstate import MAX_ENTRIES, sysfs_root
+
+MAX_FILE_BYTES = 16384
+MAX_BUFFERS = 4096
+STATUS = "proc/self/status"
+MEMINFO = "proc/meminfo"
+CMA_AREAS = "sys/kernel/mm/cma"
+DMABUF_SYSFS = "sys/kernel/dmabuf/buffers"
+DMABUF_DEBUG = "sys/kernel/debug/dma_buf/bufinfo"
+STATUS_KEYS = ("VmRSS", "VmHWM", "RssAnon")
+MEMINFO_KEYS = ("CmaTotal", "CmaFree", "MemAvailable")
+CMA_COUNTERS = ("alloc_pages_success", "alloc_pages_fail", "release_pages_success")
+_KIB_LINE = re.compile(r"^(\w+):\s+(\d+)\s*kB", re.MULTILINE)
+# bufinfo ends with "Total <n> objects, <bytes> bytes"
+_BUFINFO_TOTAL = re.compile(r"Total\s+(\d+)\s+objects,\s+(\d+)\s+bytes")
+
+
+class _Reads:
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.absent: list[str] = []
+        self.unreadable: list[dict[str, str]] = []
+
+    def text(self, rel: str, limit: int = MAX_FILE_BYTES) -> str | None:
+        try:
+            with open(os.path.join(self.root, rel), "rb") as handle:
+                raw = handle.read(limit)
+        except FileNotFoundError:
+            self.absent.append("/" + rel)
+            return None
+        except OSError as exc:  # debugfs without root: EACCES
+            self.unreadable.append({"path": "/" + rel, "error": str(exc)})
+            return None
+        return raw.decode("utf-8", "replace")
+
+    def kib_fields(self, rel: str, keys: tuple[str, ...]) -> dict[str, int | None]:
+        text = self.text(rel)
+        found = dict(_KIB_LINE.findall(text or ""))
+        values: dict[str, int | None] = {key: None for key in keys}
+        for key in keys:
+            if key in found:
+                values[key] = int(found[key])
+            elif text is not None:
+                self.absent.append(f"/{rel}:{key}")
+        return values
+
+
+def _status_path(root: str) -> str:
+    """The agent's own status file: under a fake root only when the tree has one."""
+    if root != "/" and os.path.exists(os.path.join(root, STATUS)):
+        return root
+    return "/"
+
+
+def _cma_areas(reads: _Reads) -> list[dict[str, Any]]:
+    folder = os.path.join(reads.root, CMA_AREAS)
+    try:
+        names = sorted(os.listdir(folder))[:MAX_ENTRIES]
+    except OSError:
+        reads.absent.append("/" + CMA_AREAS)
+        return []
+    areas = []
+    for name in names:
+        entry: dict[str, Any] = {"area": name}
+        for counter in CMA_COUNTERS:
+            text = reads.text(f"{CMA_AREAS}/{name}/{counter}", 64)
+            try:
+                entry[counter] = int(text) if text is not None else None
+            except ValueError:
+                reads.unreadable.append(
+                    {"path": f"/{CMA_AREAS}/{name}/{counter}", "error": f"not a count: {text!r}"}
+                )
+                entry[counter] = None
+        areas.append(entry)
+    return areas
+
+
+def _dmabuf(reads: _Reads) -> dict[str, Any] | None:
+    folder = os.path.join(reads.root, DMABUF_SYSFS)
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        reads.absent.append("/" + DMABUF_SYSFS)
+        names = None
+    if names is not None:
+        total, counted = 0, 0
+        for name in names[:MAX_BUFFERS]:
+            text = reads.text(f"{DMABUF_SYSFS}/{name}/size", 64)
+            if text is not None and text.strip().isdigit():
+                total += int(text)
+                counted += 1
+        return {
+            "source": "/" + DMABUF_SYSFS,
+            "buffers": counted,
+            "bytes": total,
+            "truncated": len(names) > MAX_BUFFERS,
+        }
+    # debugfs: the whole file can be long; its total line is the last one
+    text = reads.text(DMABUF_DEBUG, 1 << 20)
+    match = _BUFINFO_TOTAL.search(text or "")
+    if match is None:
+        if text is not None:
+            reads.unreadable.append({"path": "/" + DMABUF_DEBUG, "error": "no Total line"})
+        return None
+    return {"source": "/" + DMABUF_DEBUG, "buffers": int(match[1]), "bytes": int(match[2])}
+
+
+def read_memory(root: str | None = None) -> dict[str, Any]:
+    """One reading: ``pid``; ``process`` (VmRSS, VmHWM, RssAnon in KiB, None where absent);
+    ``meminfo`` (CmaTotal, CmaFree, MemAvailable in KiB); ``cma`` (per CMA area: its page
+    counters); ``dmabuf`` (buffers, bytes, source; None where neither source is readable);
+    ``absent`` / ``unreadable``: the paths tried that were missing or could not be read."""
+    base = root if root is not None else sysfs_root()
+    reads = _Reads(base)
+    own = _Reads(_status_path(base))
+    process = own.kib_fields(STATUS, STATUS_KEYS)
+    meminfo = reads.kib_fields(MEMINFO, MEMINFO_KEYS)
+    return {
+        "pid": os.getpid(),
+        "process": process,
+        "meminfo": meminfo,
+        "cma": _cma_areas(reads),
+        "dmabuf": _dmabuf(reads),
+        "absent": own.absent + reads.absent,
+        "unreadable": own.unreadable + reads.unreadable,
+    }

@@ -1,0 +1,267 @@
+"""``npu-hil soak``: the chosen models looped on the chosen boards for hours (or N jobs), several
+contexts per board at once, the agents' memory and the board's CMA / DMA-buffer pools sampled;
+passes on a bounded leak slope and error rate (:mod:`harness.soak`) and writes
+``<reports>/soak-<run-id>/`` (soak.json, soak.html with plots).
+
+Exit 0: the soak passed; 1: it failed (the verdict's reasons are printed, each naming the bound
+and the figures); 2: bad input (no board chosen, a board or target the inventory lacks, a
+``--sim-fault`` that does not fit, a bound out of range), before anything runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from npu_hil.harness.errors import NpuHilError
+
+__all__ = ["SoakUsageError", "add_parser", "run_soak"]
+
+DEFAULT_INVENTORY = "inventory.yaml"
+PROGRESS_EVERY_S = 10.0
+
+
+class SoakUsageError(NpuHilError):
+    """A soak asked for with options that do not hold together."""
+
+
+def _positive(kind: type, what: str) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what}: expected a number, got {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{what}: expected more than 0, got {text!r}")
+        return value
+
+    return parse
+
+
+def add_parser(sub: Any) -> None:
+    from npu_hil.harness.models import MODELS
+
+    soak = sub.add_parser(
+        "soak",
+        help="loop models on boards for hours and judge memory growth and the error rate",
+        description="Run the chosen models over and over on the chosen boards with several "
+        "contexts at once; sample each agent's RSS and the board's CMA / DMA-buffer figures; "
+        "pass on a bounded leak slope (Theil-Sen, after a warm-up) and error rate.",
+    )
+    soak.add_argument("--inventory", type=Path, help="the board inventory (default: "
+                      "inventory.yaml here, else the built-in simulated farm)")  # fmt: skip
+    soak.add_argument("--backend", choices=("auto", "sim", "hw"), default="auto")
+    soak.add_argument("--target", action="append", default=[], metavar="SOC")
+    soak.add_argument("--board", action="append", default=[], metavar="NAME")
+    soak.add_argument("--model", action="append", default=[], choices=sorted(MODELS),
+                      help="reference model(s) run in turn (default: conv1x1)")  # fmt: skip
+    soak.add_argument("--shape", default="1,3,8,8", help="the models' input shape")
+    length = soak.add_mutually_exclusive_group(required=True)
+    length.add_argument("--hours", type=_positive(float, "--hours"))
+    length.add_argument("--minutes", type=_positive(float, "--minutes"))
+    length.add_argument("--seconds", type=_positive(float, "--seconds"))
+    length.add_argument("--iterations", type=_positive(int, "--iterations"),
+                        help="jobs per context")  # fmt: skip
+    soak.add_argument(
+        "--contexts",
+        type=_positive(int, "--contexts"),
+        default=2,
+        help="agents (runtime contexts) per board running at once (default 2)",
+    )
+    soak.add_argument(
+        "--sample-every",
+        type=_positive(float, "--sample-every"),
+        default=10.0,
+        metavar="SECONDS",
+        help="memory sampling period (default 10 s)",
+    )
+    soak.add_argument(
+        "--max-leak-kib-per-1k",
+        type=float,
+        metavar="KIB",
+        help="bound on an agent's memory growth per 1000 jobs (default 4096; not judged when "
+        "only --max-leak-kib-per-hour is given)",
+    )
+    soak.add_argument(
+        "--max-leak-kib-per-hour",
+        type=float,
+        metavar="KIB",
+        help="bound on memory growth per hour (default: not judged)",
+    )
+    soak.add_argument(
+        "--max-error-rate",
+        type=float,
+        default=None,
+        metavar="SHARE",
+        help="failed jobs / jobs allowed per board (default 0.01)",
+    )
+    soak.add_argument(
+        "--warmup-share",
+        type=float,
+        default=None,
+        metavar="SHARE",
+        help="share of each memory series left out of the fit (default 0.2)",
+    )
+    soak.add_argument("--reports", type=Path, default=Path("reports"), help="reports root")
+    soak.add_argument("--workdir", type=Path, help="the farm's workdir (locks, simulated boards)")
+    soak.add_argument(
+        "--sim-fault",
+        action="append",
+        default=[],
+        metavar="BOARD=FAULT[:key=value,...]",
+        help="inject a fault into a simulated board, e.g. NAME=leak:kib=64",
+    )
+    soak.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    soak.set_defaults(run=run_soak)
+
+
+def _seconds(args: argparse.Namespace) -> float | None:
+    if args.hours is not None:
+        return float(args.hours) * 3600.0
+    if args.minutes is not None:
+        return float(args.minutes) * 60.0
+    return None if args.seconds is None else float(args.seconds)
+
+
+def _inventory(path: Path | None) -> Any:
+    from npu_hil.harness.farm.inventory import load_inventory
+    from npu_hil.harness.farm.starter import builtin_inventory
+    from npu_hil.harness.inputs import check_regular
+
+    if path is None and Path(DEFAULT_INVENTORY).is_file():
+        path = Path(DEFAULT_INVENTORY)
+    if path is None:
+        return builtin_inventory()
+    check_regular(path, "the board inventory (YAML)")
+    return load_inventory(path)
+
+
+def _bounds(args: argparse.Namespace) -> Any:
+    from npu_hil.harness.soak import Bounds
+
+    given: dict[str, Any] = {}
+    if args.max_leak_kib_per_1k is not None:
+        given["max_leak_kib_per_1k"] = args.max_leak_kib_per_1k
+    if args.max_leak_kib_per_hour is not None:
+        given["max_leak_kib_per_hour"] = args.max_leak_kib_per_hour
+        if args.max_leak_kib_per_1k is None:
+            given["max_leak_kib_per_1k"] = None  # the one bound asked for
+    if args.max_error_rate is not None:
+        given["max_error_rate"] = args.max_error_rate
+    if args.warmup_share is not None:
+        given["warmup_share"] = args.warmup_share
+    try:
+        return Bounds(**given)
+    except ValueError as exc:
+        raise SoakUsageError(f"soak: {exc}") from None
+
+
+def _progress(started: float) -> Any:
+    last = [0.0]
+
+    def show(run: Any) -> None:
+        now = time.monotonic()
+        if now - last[0] < PROGRESS_EVERY_S:
+            return
+        last[0] = now
+        done = ", ".join(f"{p.board} {p.jobs} jobs / {p.errors} failed" for p in run.boards)
+        print(f"npu-hil soak: {now - started:.0f} s: {done}", file=sys.stderr, flush=True)
+
+    return show
+
+
+def _outcome(folder: Path, document: dict[str, Any]) -> dict[str, Any]:
+    verdict = document["verdict"]
+    return {
+        "passed": verdict["passed"],
+        "reasons": verdict["reasons"],
+        "report": str(folder),
+        "elapsed_s": document["elapsed_s"],
+        "error_rates": verdict["error_rates"],
+        "slopes": [
+            {
+                k: s[k]
+                for k in (
+                    "board",
+                    "context",
+                    "metric",
+                    "kib_per_1k_jobs",
+                    "kib_per_hour",
+                    "problem",
+                    "failed",
+                )
+            }
+            for s in verdict["series"]
+        ],
+    }
+
+
+def run_soak(args: argparse.Namespace) -> int:
+    from npu_hil.harness.cli.common import parse_shape
+    from npu_hil.harness.farm import Farm
+    from npu_hil.harness.farm.selection import selection_problem
+    from npu_hil.harness.farm.simfaults import (
+        faults_by_board,
+        parse_board_faults,
+        sim_fault_problem,
+    )
+    from npu_hil.harness.pipeline.golden import golden_job
+    from npu_hil.harness.soak import SoakPlan, judge, soak
+    from npu_hil.harness.soak.report import JSON_FILE, write_soak_report
+
+    if not args.board and not args.target:
+        raise SoakUsageError("soak: choose the boards to soak with --board NAME or --target SOC")
+    bounds = _bounds(args)
+    faults = parse_board_faults(args.sim_fault)
+    inventory = _inventory(args.inventory)
+    problem = selection_problem(inventory, args.target, args.board) or sim_fault_problem(
+        inventory, args.backend, faults
+    )
+    if problem is not None:
+        raise SoakUsageError(problem)
+    plan = SoakPlan(
+        models=tuple(dict.fromkeys(args.model or ["conv1x1"])),
+        contexts=int(args.contexts),
+        seconds=_seconds(args),
+        iterations=args.iterations,
+        sample_every_s=float(args.sample_every),
+        shape=parse_shape(args.shape),
+    )
+    started = time.monotonic()
+    with Farm(
+        inventory,
+        backend=args.backend,
+        workdir=args.workdir,
+        sim_faults=faults_by_board(faults),
+        health_job=golden_job,
+    ) as farm:
+        boards = farm.boards(targets=args.target or None, names=args.board or None)
+        if not boards:
+            raise SoakUsageError(f"soak: no board of {inventory.source} matches the selection")
+        run = soak(farm, boards, plan, on_progress=_progress(started))
+    verdict = judge(run, bounds)
+    meta = {"argv": sys.argv[1:], "sim_faults": [f.to_dict() for f in faults],
+            "inventory": str(inventory.source)}  # fmt: skip
+    folder = write_soak_report(args.reports, run, verdict, meta)
+    document = json.loads((folder / JSON_FILE).read_text(encoding="utf-8"))
+    if args.json:
+        print(json.dumps(_outcome(folder, document), indent=1))
+    else:
+        state = "PASSED" if verdict.passed else "FAILED"
+        print(f"npu-hil soak {state} after {run.elapsed_s:.0f} s")
+        for board, rate in verdict.error_rates.items():
+            print(f"  {board}: {rate['jobs']} jobs, {rate['errors']} failed")
+        for series in verdict.series:
+            fit = series.per_1k
+            if fit is not None:
+                who = "board" if series.context is None else f"context {series.context}"
+                print(f"  {series.board} {who} {series.metric}: {fit.slope:.1f} KiB / 1000 jobs "
+                      f"[{fit.low:.1f}, {fit.high:.1f}]")  # fmt: skip
+        for reason in verdict.reasons:
+            print(f"  FAILED: {reason}")
+        print(f"report: {(folder / 'soak.html').resolve()}")
+    return 0 if verdict.passed else 1

@@ -1,0 +1,244 @@
+"""The soak's report: ``<reports>/soak-<run-id>/`` with ``soak.json`` (the plan, the bounds, every
+sample, per board and context counts, the fitted slopes, the verdict) and ``soak.html`` (the
+verdict, the figures, and per board a plot of each agent's RSS over time with its fitted line,
+the CMA in use where the board shows it, and the failed jobs over time), the plots embedded as
+PNG data, as the nightly's history page embeds its own. The folder is private (0700, checked
+like every folder the harness writes into); every file is written atomically. The folder's name
+is not a nightly run id, so the nightly's history and comparisons never take a soak for a run.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from datetime import datetime, timezone
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from npu_hil.harness.folders import private_dir
+from npu_hil.harness.report.atomic import write_text_atomic
+from npu_hil.harness.report.runs import new_run_id
+from npu_hil.harness.soak.loop import BoardSoak, SoakRun
+from npu_hil.harness.soak.verdict import SeriesFit, Verdict
+
+__all__ = ["HTML_FILE", "JSON_FILE", "SCHEMA", "soak_document", "write_soak_report"]
+
+SCHEMA = "npu-hil-soak/1"
+JSON_FILE = "soak.json"
+HTML_FILE = "soak.html"
+FIGURE_INCHES = (8.0, 2.8)
+FIGURE_DPI = 90
+
+
+def soak_document(
+    run: SoakRun, verdict: Verdict, meta: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    started = datetime.fromtimestamp(run.started, timezone.utc).isoformat(timespec="seconds")
+    return {
+        "schema": SCHEMA,
+        "started": started,
+        "elapsed_s": round(run.elapsed_s, 3),
+        "interrupted": run.interrupted,
+        "plan": run.plan.to_dict(),
+        "verdict": verdict.to_dict(),
+        "boards": [part.to_dict() for part in run.boards],
+        "meta": dict(meta or {}),
+    }
+
+
+def _png(figure: Any) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=FIGURE_DPI)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _figure(title: str, ylabel: str) -> tuple[Any, Any]:
+    # The object API on the Agg canvas: no pyplot state, safe from any thread or process.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=FIGURE_INCHES, dpi=FIGURE_DPI)
+    figure.subplots_adjust(left=0.1, right=0.98, top=0.88, bottom=0.18)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    axes.set_title(title, fontsize=9)
+    axes.set_ylabel(ylabel, fontsize=8)
+    axes.set_xlabel("time since start (s)", fontsize=8)
+    axes.tick_params(labelsize=7)
+    axes.grid(True, alpha=0.3)
+    return figure, axes
+
+
+def _fit_line(axes: Any, series: SeriesFit, xs: list[float], color: Any) -> None:
+    fit = series.time_fit
+    if fit is None or not xs:
+        return
+    hours = [x / 3600.0 for x in (min(xs), max(xs))]
+    axes.plot([h * 3600.0 for h in hours], [fit.intercept + fit.slope * h for h in hours],
+              linestyle="--", color=color, linewidth=1)  # fmt: skip
+
+
+def memory_plot(part: BoardSoak, verdict: Verdict, metric: str) -> str | None:
+    """One board's agents' RSS (``rss_kib``) or its CMA in use (``cma_used_kib``) over time,
+    with the fitted lines (after the warm-up), or None when nothing was measured."""
+    fits = [s for s in verdict.series if s.board == part.board and s.metric == metric]
+    if not fits:
+        return None
+    label = "agent RSS (KiB)" if metric == "rss_kib" else "CMA in use (KiB)"
+    figure, axes = _figure(f"{part.board}: {label}", "KiB")
+    drawn = False
+    fitted: list[float] = []
+    for n, series in enumerate(fits):
+        own = [s for s in part.samples if series.context in (None, s.context)]
+        if series.context is not None:
+            own = [s for s in own if s.pid == series.pid]
+        if metric == "rss_kib":
+            points = [(s.t_s, float(s.rss_kib)) for s in own if s.rss_kib is not None]
+        else:
+            points = [
+                (s.t_s, float(s.cma_total_kib - s.cma_free_kib))
+                for s in own
+                if s.cma_total_kib is not None and s.cma_free_kib is not None
+            ]
+        if not points:
+            continue
+        color = f"C{n % 10}"
+        name = "board" if series.context is None else f"context {series.context}"
+        axes.plot(
+            [p[0] for p in points],
+            [p[1] for p in points],
+            marker=".",
+            markersize=3,
+            linewidth=0.8,
+            color=color,
+            label=name,
+        )
+        kept = points[series.warmup_dropped :]
+        if series.warmup_dropped and kept:
+            axes.axvspan(points[0][0], kept[0][0], color="0.9", zorder=0)
+        _fit_line(axes, series, [p[0] for p in kept], color)
+        fitted += [p[1] for p in kept]
+        drawn = True
+    if not drawn:
+        return None
+    if fitted:
+        # The fitted part decides the scale: the agent's first reading, before any model was
+        # loaded, would flatten a leak of a few MiB into a line (the warm-up is shaded).
+        low, high = min(fitted), max(fitted)
+        pad = max((high - low) * 0.15, 64.0)
+        axes.set_ylim(low - pad, high + pad)
+    axes.legend(fontsize=7, loc="upper left", title="shaded: warm-up, not fitted",
+                title_fontsize=6)  # fmt: skip
+    return _png(figure)
+
+
+def errors_plot(part: BoardSoak) -> str | None:
+    """The board's failed jobs, counted up over time (every context together)."""
+    if not part.contexts:
+        return None
+    figure, axes = _figure(f"{part.board}: failed jobs", "failed jobs (cumulative)")
+    times = [f.t_s for f in part.failures]
+    end = max([s.t_s for s in part.samples] + times + [0.0])
+    axes.step([0.0, *times, end], [0, *range(1, len(times) + 1), len(times)], where="post",
+              color="C3")  # fmt: skip
+    axes.set_ylim(bottom=0)
+    return _png(figure)
+
+
+_STYLE = (
+    "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}"
+    "td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}"
+    ".pass{color:#060}.fail{color:#a00}img{display:block;margin:6px 0}"
+)
+
+
+def _series_rows(verdict: Verdict, board: str) -> str:
+    rows = []
+    for s in (x for x in verdict.series if x.board == board):
+        per_1k = s.per_1k
+        per_h = s.per_hour
+        who = "board" if s.context is None else f"context {s.context} (pid {s.pid})"
+        rows.append(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>".format(
+                escape(who),
+                escape(s.metric),
+                s.samples,
+                "-"
+                if per_1k is None
+                else f"{per_1k.slope:.1f} [{per_1k.low:.1f}, {per_1k.high:.1f}]",
+                "-" if per_h is None else f"{per_h.slope:.0f} [{per_h.low:.0f}, {per_h.high:.0f}]",
+                escape("; ".join(s.failed) or s.problem or "ok"),
+            )
+        )
+    return "".join(rows)
+
+
+def soak_html(run: SoakRun, verdict: Verdict) -> str:
+    state = "PASSED" if verdict.passed else "FAILED"
+    simulated = any(p.simulated for p in run.boards)
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>npu-hil soak {state}</title>"
+        f"<style>{_STYLE}</style></head><body>",
+        f"<h1 class='{state.lower()}'>npu-hil soak: {state}</h1>",
+        f"<p>{'SIMULATED boards' if simulated else 'hardware boards'}; ran "
+        f"{run.elapsed_s:.0f} s; models {escape(', '.join(run.plan.models))}; "
+        f"{run.plan.contexts} context(s) per board; a memory sample every "
+        f"{run.plan.sample_every_s:g} s.</p>",
+        "<p>Bounds: " + escape(json.dumps(verdict.bounds.to_dict())) + "</p>",
+    ]
+    if verdict.reasons:
+        parts.append("<ul>" + "".join(f"<li>{escape(r)}</li>" for r in verdict.reasons) + "</ul>")
+    for part in run.boards:
+        rate = verdict.error_rates.get(part.board, {})
+        parts.append(f"<h2>{escape(part.board)} ({escape(part.target)})</h2>")
+        if part.problem:
+            parts.append(f"<p class='fail'>did not run: {escape(part.problem)}</p>")
+            continue
+        parts.append(
+            f"<p>{part.jobs} jobs, {part.errors} failed (rate {float(rate.get('rate', 0)):.4f}); "
+            f"at most {part.max_concurrent} jobs at once.</p>"
+        )
+        parts.append(
+            "<table><tr><th>series</th><th>metric</th><th>samples</th>"
+            "<th>KiB / 1000 jobs [95 %]</th><th>KiB / hour [95 %]</th><th>verdict</th></tr>"
+            + _series_rows(verdict, part.board)
+            + "</table>"
+        )
+        for image in (
+            memory_plot(part, verdict, "rss_kib"),
+            memory_plot(part, verdict, "cma_used_kib"),
+            errors_plot(part),
+        ):
+            if image is not None:
+                parts.append(f"<img alt='plot' src='{image}'>")
+        if part.failures:
+            shown = part.failures[:20]
+            parts.append(
+                "<p>First failures:</p><ul>"
+                + "".join(
+                    f"<li>{f.t_s:.1f} s, context {f.context}, {escape(f.model)}: "
+                    f"{escape(f.kind)}: {escape(f.message[:300])}</li>"
+                    for f in shown
+                )
+                + "</ul>"
+            )
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_soak_report(
+    reports_root: str | Path, run: SoakRun, verdict: Verdict, meta: dict[str, Any] | None = None
+) -> Path:
+    """Write the report into a new ``<reports_root>/soak-<run-id>/`` and return that folder."""
+    root = private_dir(reports_root)
+    while True:
+        folder = root / f"soak-{new_run_id()}"
+        if not folder.exists():
+            break
+    private_dir(folder)
+    document = soak_document(run, verdict, meta)
+    write_text_atomic(folder / JSON_FILE, json.dumps(document, indent=1) + "\n")
+    write_text_atomic(folder / HTML_FILE, soak_html(run, verdict))
+    return folder
