@@ -233,8 +233,8 @@ def _first_difference(
     flat = int(np.flatnonzero(bad.reshape(-1))[0])
     index = [int(i) for i in np.unravel_index(flat, ours.shape)]
     return (
-        f"output {name!r}: {a} and {b} disagree ({how}) on {count} of {ours.size} elements; "
-        f"first at {index} (flat {flat}): {a} {_value(x, flat)}, {b} {_value(y, flat)}"
+        f"output {name!r}: {a} and {b} disagree ({how}) on {count} of {ours.size} elements, "
+        f"the first at {index} (flat {flat}): {a} {_value(x, flat)}, {b} {_value(y, flat)}"
     )
 
 

@@ -244,7 +244,9 @@ def _cross_api(
     """``first`` judged against the same job through the vendor's other API path."""
     other, mine, path, check = other_path(session)
     if other is None or path is None:
-        return dataclasses.replace(first, cross_api=check)
+        # Said of every output, so the report shows it beside each one: never a silent pass.
+        noted = tuple(dataclasses.replace(t, cross_api_note=check.note) for t in first.outputs)
+        return dataclasses.replace(first, outputs=noted, cross_api=check)
     given = {name: np.ascontiguousarray(value) for name, value in inputs.items()}
     _, deployed, label = resolve_model(other, model, given)
     spec, arrays = _job(
