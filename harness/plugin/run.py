@@ -169,9 +169,8 @@ class RunModel:
             record.board_state = dict(run.board_state)
         if run.cross_api is not None:
             # One line per check (a test may run several models), as a JUnit property too.
-            said = [x for x in record.properties.get("cross_api", "").split("\n") if x]
-            line = run.cross_api.summary()
-            record.properties["cross_api"] = "\n".join(dict.fromkeys([*said, line]))
+            said = [x for x in record.cross_api.split("\n") if x]
+            record.cross_api = "\n".join(dict.fromkeys([*said, run.cross_api.summary()]))
         # The stale check's second run is recorded too, its tensors named apart.
         second = run.stale_check.tensors if run.stale_check is not None else ()
         named = [(t, t.name) for t in run.tensors] + [
