@@ -249,8 +249,11 @@ def _cross_api(
         return dataclasses.replace(first, outputs=noted, cross_api=check)
     given = {name: np.ascontiguousarray(value) for name, value in inputs.items()}
     _, deployed, label = resolve_model(other, model, given)
+    # Every output by name, in model order: a normal API that does not name its outputs
+    # (RKNNLite) takes the job's names, so both paths' outputs pair up.
+    named = tuple(outputs) if outputs is not None else tuple(t.name for t in first.outputs)
     spec, arrays = _job(
-        other, deployed, label, given, outputs=outputs, input_layout=input_layout, faults=faults
+        other, deployed, label, given, outputs=named, input_layout=input_layout, faults=faults
     )
     result = _submit(other, spec, arrays)
     return judge_cross_api(first, result, path, check, tolerance=tolerance, mine=mine)
