@@ -25,8 +25,10 @@ from npu_hil.targets.quant import Quantizer
 
 __all__ = [
     "ROW_ALIGNMENTS",
+    "ApiPath",
     "Decoder",
     "FaultVariants",
+    "PathTensor",
     "PreflightContext",
     "PreflightFinding",
     "QuantModel",
@@ -126,6 +128,41 @@ class NpuThroughput:
 
 
 @dataclass(frozen=True)
+class PathTensor:
+    """An output as one API path handed it back, read as the model's tensor: ``values`` in the
+    model's logical shape (None when the path's buffer is not the tensor: ``note`` says why),
+    and ``attributes`` under the names every path shares (``shape``, ``dtype``, ``layout``,
+    ``valid_shape``, ``aligned_shape``, ``scale``, ``zero_point``, ``stride``, ``size``): only
+    those that describe the model's tensor, not a conversion the path documents making."""
+
+    values: np.ndarray | None
+    attributes: Mapping[str, Any]
+    note: str = ""
+
+
+PathReader = Callable[[str, np.ndarray, Mapping[str, Any], tuple[int, ...]], PathTensor]
+"""``(name, data, reported attributes, logical shape)`` → the output as a :class:`PathTensor`."""
+PathAttributes = Callable[[Mapping[str, Any]], dict[str, Any]]
+"""Reported attributes → the shared names (:class:`PathTensor`), those this path reports."""
+
+
+@dataclass(frozen=True)
+class ApiPath:
+    """One of a vendor's ways to run a model on its boards (``Vendor.api_paths``).
+
+    ``adapter`` is the board adapter that takes it; ``api`` what the vendor calls it;
+    ``native`` whether it hands back the device's native buffers (checked byte for byte, and
+    read with the reported layout) or tensors its runtime converted, which ``read`` turns into
+    the model's tensor. ``attributes`` maps a native path's report to the shared names."""
+
+    adapter: str
+    api: str
+    native: bool
+    read: PathReader | None = None
+    attributes: PathAttributes | None = None
+
+
+@dataclass(frozen=True)
 class Vendor:
     """One vendor: its targets, its layouts and everything the harness stages ask of it."""
 
@@ -152,6 +189,10 @@ class Vendor:
     """The board adapters that hand pre-laid-out input bytes to the NPU unconverted."""
     hardware_adapter: str | None = None
     """The board adapter a real board of this vendor runs by default."""
+    api_paths: tuple[ApiPath, ...] = ()
+    """The vendor's ways to run one model (the cross-API check runs a job through the board's
+    and another, and diffs them); the first is the native (zero-copy) path the simulated
+    runtime is. One path, or none: the check is not applicable."""
     artifact_suffixes: tuple[str, ...] = ()
     """The compiled-model file suffixes of this vendor's toolchain."""
     read_artifact: Callable[[Path], Any] | None = None

@@ -17,6 +17,9 @@ buffer holds something else: the device never wrote them. Takes precedence over 
 VERDICT_STALE = "stale"
 """An output that did not change between two runs on different inputs (the stale-result check)
 although the host's expectation did: set on a run's tensor, never by the byte diff alone."""
+VERDICT_CROSS_API = "cross-api"
+"""An output two of the vendor's API paths (zero-copy and the normal API) disagree on: its
+values or the attributes both report (the cross-API check, ``harness.pipeline.crossapi``)."""
 PASSING_VERDICTS = frozenset((VERDICT_EQUAL, VERDICT_WITHIN))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -14,8 +14,11 @@ from npu_hil.harness.codec import BlockedLayout
 from npu_hil.harness.diff import DiffReport
 from npu_hil.harness.diff.accuracy import Accuracy
 from npu_hil.harness.diff.attributes import AttributeFinding, disagreements
-from npu_hil.harness.diff.report import VERDICT_STALE
+from npu_hil.harness.diff.report import VERDICT_CROSS_API, VERDICT_STALE
 from npu_hil.harness.latency import Latency
+
+if TYPE_CHECKING:
+    from npu_hil.harness.pipeline.crossapi import CrossApi
 
 __all__ = ["ModelRun", "TensorRun"]
 
@@ -45,28 +48,47 @@ class TensorRun:
     different inputs although the host's expectation did ("" when it changed, or unchecked)."""
     stale_note: str = ""
     """Why the stale-result check could not judge this output (it cannot depend on the input)."""
+    cross_api: str = ""
+    """The cross-API check's finding: two of the vendor's API paths disagree on this output's
+    values (naming both paths and the first differing element) or on an attribute both report
+    ("" when they agree, or unchecked)."""
+    cross_api_note: str = ""
+    """Why the cross-API check could not compare this output's values."""
 
     @property
     def ok(self) -> bool:
-        """The byte diff's verdict and the stale-result check's (accuracy is
-        :attr:`accurate`)."""
-        return self.diff.ok and not self.stale
+        """The byte diff's verdict, the stale-result check's and the cross-API check's
+        (accuracy is :attr:`accurate`)."""
+        return self.diff.ok and not self.stale and not self.cross_api
 
     @property
     def verdict(self) -> str:
-        """``stale`` when the stale-result check flagged the output, else the byte diff's
-        (``equal``, ``equal within tolerance``, ``unwritten``, ``different``)."""
-        return VERDICT_STALE if self.stale else self.diff.verdict
+        """``stale`` when the stale-result check flagged the output, ``cross-api`` when the
+        cross-API check did, else the byte diff's (``equal``, ``equal within tolerance``,
+        ``unwritten``, ``different``)."""
+        if self.stale:
+            return VERDICT_STALE
+        return VERDICT_CROSS_API if self.cross_api else self.diff.verdict
 
     def summary(self) -> str:
-        """The byte diff's lines, with the stale-result check's finding or note."""
+        """The byte diff's lines, with the stale-result and cross-API checks' findings or
+        notes."""
         text = self.diff.summary()
-        if self.stale:
-            head, _, rest = text.partition("\n")
-            head = head.rsplit(": ", 1)[0] + f": {VERDICT_STALE} (byte diff: {self.diff.verdict})"
-            text = "\n".join(x for x in (head, f"  stale: {self.stale}", rest) if x)
-        elif self.stale_note:
+        found = [
+            (VERDICT_STALE, "stale", self.stale),
+            (VERDICT_CROSS_API, "cross-api", self.cross_api),
+        ]
+        for verdict, key, finding in found:
+            if finding and verdict == self.verdict:
+                head, _, rest = text.partition("\n")
+                head = head.rsplit(": ", 1)[0] + f": {verdict} (byte diff: {self.diff.verdict})"
+                text = "\n".join(x for x in (head, f"  {key}: {finding}", rest) if x)
+            elif finding:
+                text += f"\n  {key}: {finding}"
+        if self.stale_note and not self.stale:
             text += f"\n  stale check: {self.stale_note}"
+        if self.cross_api_note:
+            text += f"\n  cross-api check: {self.cross_api_note}"
         return text
 
     @property
@@ -105,6 +127,9 @@ class ModelRun:
     stale_check: ModelRun | None = None
     """The stale-result check's second run (on inputs derived from these), checked like this
     one; None without the check."""
+    cross_api: CrossApi | None = None
+    """The cross-API check (``harness.pipeline.crossapi``): the two paths compared, or why it
+    does not apply; None without the check."""
 
     @property
     def ok(self) -> bool:
@@ -112,7 +137,8 @@ class ModelRun:
         the bytes alone), in this run and the stale-result check's second run: derived from
         the tensors, never stored beside them."""
         second = self.stale_check is None or self.stale_check.ok
-        return second and all(t.ok and t.accurate for t in self.tensors)
+        paths = self.cross_api is None or not self.cross_api.findings
+        return second and paths and all(t.ok and t.accurate for t in self.tensors)
 
     @property
     def tensors(self) -> tuple[TensorRun, ...]:
@@ -173,6 +199,9 @@ class ModelRun:
                 + ("ok" if not bad else "FAILED: " + ", ".join(
                     f"{t.role} {t.name} ({t.verdict})" for t in bad))
             )  # fmt: skip
+        if self.cross_api is not None:
+            lines.append(f"  {self.cross_api.summary()}")
+            lines.extend(f"  cross-api: {found}" for found in self.cross_api.findings)
         for tensor in self.tensors:
             for breach in tensor.accuracy_breaches:
                 lines.append(f"  accuracy {tensor.role} {tensor.name}: {breach}")

@@ -16,6 +16,7 @@ on the board, at once; it is never retried.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -34,6 +35,7 @@ from npu_hil.harness.farm.session import BoardSession
 from npu_hil.harness.latency import Latency, latency
 from npu_hil.harness.pipeline.check import check_result
 from npu_hil.harness.pipeline.compat import check_after_run, check_before_deploy
+from npu_hil.harness.pipeline.crossapi import judge_cross_api, other_path
 from npu_hil.harness.pipeline.inputs import job_inputs
 from npu_hil.harness.pipeline.model import resolve_model, sha256
 from npu_hil.harness.pipeline.result import ModelRun
@@ -59,6 +61,7 @@ def run_model(
     pin_clocks: bool = False,
     accuracy: Thresholds | Mapping[str, float] | None = None,
     stale_check: bool = False,
+    cross_api: bool = False,
 ) -> ModelRun:
     """Run ``model`` on the session's board with ``inputs`` (name → logical NCHW array).
 
@@ -83,7 +86,11 @@ def run_model(
     diff's ``unwritten`` finding. ``stale_check`` runs the model a second time on inputs derived
     from ``inputs`` (:func:`~harness.pipeline.stale.derived_inputs`) and flags each output that
     did not change although the host's expectation did (verdict ``stale``); the second run is
-    :attr:`ModelRun.stale_check`, its buffers checked too.
+    :attr:`ModelRun.stale_check`, its buffers checked too. ``cross_api`` runs the same job a
+    second time through the vendor's other API path (zero-copy and the normal API: the vendor
+    unit's ``api_paths``) and flags each output the two disagree on, values or attributes
+    (verdict ``cross-api``, :mod:`~harness.pipeline.crossapi`); :attr:`ModelRun.cross_api`
+    names both paths, or says why the check is not applicable (a vendor with one path).
     """
     limits = thresholds_of(accuracy, "run_model: accuracy")
 
@@ -96,11 +103,16 @@ def run_model(
 
     def attempt() -> ModelRun:
         first = once(inputs)
-        if not stale_check:
-            return first
-        # Both runs in one attempt: a retry repeats the pair, so the two are always adjacent
-        # jobs of one agent.
-        return judge_stale(first, once(derived_inputs(inputs)))
+        if stale_check:
+            # Both runs in one attempt: a retry repeats the pair, so the two are always
+            # adjacent jobs of one agent.
+            first = judge_stale(first, once(derived_inputs(inputs)))
+        if cross_api:
+            first = _cross_api(
+                session, model, inputs, first, outputs=outputs, input_layout=input_layout,
+                faults=faults, tolerance=tolerance or 0.0,
+            )  # fmt: skip
+        return first
 
     return session.retry.run(attempt, restart=session.restart, on_retry=on_retry)
 
@@ -134,28 +146,11 @@ def run_once(
     # Before anything is sent: a model built for another platform, or by a toolkit newer than
     # the board's runtime, is a CompatibilityError naming both.
     artifact, compatibility = check_before_deploy(session, model, deployed)
-    options = dict(session.adapter_options)
-    if faults:
-        # after the board's own (--sim-fault): those rig every job of the board
-        options["faults"] = [*options.get("faults", ()), *faults]
-    specs, arrays = job_inputs(session, given, input_layout)
-    job_id = f"{session.name}-{label}-{uuid.uuid4().hex[:8]}"
-    spec = JobSpec(
-        job_id=job_id,
-        adapter=session.adapter,
-        model=deployed,
-        inputs=specs,
-        outputs=None if outputs is None else tuple(outputs),
-        adapter_options=options,
-        load_timeout_s=session.board.timeouts.load,
-        run_timeout_s=session.board.timeouts.run,
-        runs=runs,
-        warmup=warmup,
-        # A simulated board's agent runs on this machine: its governors are not the board's
-        # to change.
-        pin_clocks=pin_clocks and not session.simulated,
-        canary=canary_for(job_id),
-    )
+    spec, arrays = _job(
+        session, deployed, label, given, outputs=outputs, input_layout=input_layout,
+        faults=faults, runs=runs, warmup=warmup, pin_clocks=pin_clocks,
+    )  # fmt: skip
+    job_id = spec.job_id
     result = _submit(session, spec, arrays)
     if result.canary is not None and result.canary.pattern != spec.canary:
         raise ProtocolError(
@@ -193,6 +188,75 @@ def run_once(
         board_state=dict(result.board_state),
         compatibility=compatibility,
     )
+
+
+def _job(
+    session: BoardSession,
+    deployed: Path,
+    label: str,
+    given: Mapping[str, np.ndarray],
+    *,
+    outputs: Sequence[str] | None,
+    input_layout: str | Mapping[str, str] | None,
+    faults: Sequence[Any] | None,
+    runs: int = 1,
+    warmup: int = 0,
+    pin_clocks: bool = False,
+) -> tuple[JobSpec, dict[str, np.ndarray]]:
+    """The job for the session's board and adapter, and its input arrays (packed by the host
+    codec where the adapter takes native bytes)."""
+    options = dict(session.adapter_options)
+    if faults:
+        # after the board's own (--sim-fault): those rig every job of the board
+        options["faults"] = [*options.get("faults", ()), *faults]
+    specs, arrays = job_inputs(session, given, input_layout)
+    job_id = f"{session.name}-{label}-{uuid.uuid4().hex[:8]}"
+    spec = JobSpec(
+        job_id=job_id,
+        adapter=session.adapter,
+        model=deployed,
+        inputs=specs,
+        outputs=None if outputs is None else tuple(outputs),
+        adapter_options=options,
+        load_timeout_s=session.board.timeouts.load,
+        run_timeout_s=session.board.timeouts.run,
+        runs=runs,
+        warmup=warmup,
+        # A simulated board's agent runs on this machine: its governors are not the board's
+        # to change.
+        pin_clocks=pin_clocks and not session.simulated,
+        canary=canary_for(job_id),
+    )
+    return spec, arrays
+
+
+def _cross_api(
+    session: BoardSession,
+    model: str | os.PathLike[str] | onnx.ModelProto,
+    inputs: Mapping[str, np.ndarray],
+    first: ModelRun,
+    *,
+    outputs: Sequence[str] | None,
+    input_layout: str | Mapping[str, str] | None,
+    faults: Sequence[Any] | None,
+    tolerance: float,
+) -> ModelRun:
+    """``first`` judged against the same job through the vendor's other API path."""
+    other, mine, path, check = other_path(session)
+    if other is None or path is None:
+        # Said of every output, so the report shows it beside each one: never a silent pass.
+        noted = tuple(dataclasses.replace(t, cross_api_note=check.note) for t in first.outputs)
+        return dataclasses.replace(first, outputs=noted, cross_api=check)
+    given = {name: np.ascontiguousarray(value) for name, value in inputs.items()}
+    _, deployed, label = resolve_model(other, model, given)
+    # Every output by name, in model order: a normal API that does not name its outputs
+    # (RKNNLite) takes the job's names, so both paths' outputs pair up.
+    named = tuple(outputs) if outputs is not None else tuple(t.name for t in first.outputs)
+    spec, arrays = _job(
+        other, deployed, label, given, outputs=named, input_layout=input_layout, faults=faults
+    )
+    result = _submit(other, spec, arrays)
+    return judge_cross_api(first, result, path, check, tolerance=tolerance, mine=mine)
 
 
 def _thresholds(session: BoardSession, label: str, given: Thresholds | None) -> Thresholds | None:

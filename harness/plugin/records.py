@@ -106,6 +106,8 @@ class ItemInfo:
         props.update(board_state_properties(record.board_state))
         props.update(accuracy_properties(record.tensors))
         props.update(regression_properties(record.regressions))
+        if record.cross_api:
+            props["cross_api"] = record.cross_api
         return props
 
 

@@ -37,8 +37,13 @@ if TYPE_CHECKING:
     from npu_hil.harness.farm.session import BoardSession
     from npu_hil.harness.pipeline import ModelRun
 
-__all__ = ["ACCURACY_MARKER", "RunModel", "assert_run_ok", "run_model"]
+__all__ = ["ACCURACY_MARKER", "CROSS_API_MARKER", "RunModel", "assert_run_ok", "run_model"]
 
+CROSS_API_MARKER = (
+    "cross_api: run every model job of the test a second time through the vendor's other API "
+    "path (zero-copy and the normal API) and fail an output the two disagree on (verdict "
+    "'cross-api'); not applicable where the vendor has one path"
+)
 ACCURACY_MARKER = (
     "accuracy(cosine_min=None, snr_db_min=None, max_abs_err_max=None, max_rel_err_max=None): "
     "every output of the test's model runs must meet these figures against the float reference "
@@ -55,10 +60,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "fail an output that did not change (verdict 'stale') unless the host's expectation "
         "did not change either",
     )
+    parser.getgroup("npu-hil").addoption(
+        "--cross-api",
+        action="store_true",
+        default=False,
+        help="run every model job a second time through the vendor's other API path (zero-copy "
+        "and the normal API, where the board's vendor has two) and fail an output whose values "
+        "or attributes the two disagree on (verdict 'cross-api'); a vendor with one path is "
+        "reported 'not applicable'",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", ACCURACY_MARKER)
+    config.addinivalue_line("markers", CROSS_API_MARKER)
 
 
 class RunModel:
@@ -73,8 +88,10 @@ class RunModel:
         config: pytest.Config,
         accuracy: Thresholds | None = None,
         perf: PerfSpec | None = None,
+        cross_api: bool = False,
     ) -> None:
         self.session = session
+        self.cross_api = cross_api
         self.accuracy = accuracy
         self.perf = perf
         self.info = info
@@ -115,6 +132,8 @@ class RunModel:
             options.setdefault("pin_clocks", self.perf.pin_clocks)
         if self.config.getoption("stale_check", False):
             options.setdefault("stale_check", True)
+        if self.cross_api or self.config.getoption("cross_api", False):
+            options.setdefault("cross_api", True)
         try:
             run = run_model(
                 session, model, inputs, reports_dir=self.reports_dir,
@@ -148,6 +167,10 @@ class RunModel:
         if run.latency is not None:
             record.latency = run.latency.to_dict()
             record.board_state = dict(run.board_state)
+        if run.cross_api is not None:
+            # One line per check (a test may run several models), as a JUnit property too.
+            said = [x for x in record.cross_api.split("\n") if x]
+            record.cross_api = "\n".join(dict.fromkeys([*said, run.cross_api.summary()]))
         # The stale check's second run is recorded too, its tensors named apart.
         second = run.stale_check.tensors if run.stale_check is not None else ()
         named = [(t, t.name) for t in run.tensors] + [
@@ -190,6 +213,7 @@ def run_model(request: pytest.FixtureRequest, board: BoardSession) -> RunModel:
         config=request.config,
         accuracy=_marker_thresholds(request.node),
         perf=perf_spec(request.node),
+        cross_api=request.node.get_closest_marker("cross_api") is not None,
     )
 
 

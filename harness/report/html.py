@@ -451,6 +451,9 @@ def _row(run_dir: Path, r: TestRecord, new: set[str], folded: bool) -> str:
             for t in r.tensors
             if t.accuracy
         )
+    if r.cross_api:  # shown folded or not: which API paths were compared, or why none were
+        lines = "<br>".join(escape(line) for line in r.cross_api.splitlines())
+        message += f'<div class="muted">{lines}</div>'
     if r.retried:  # shown folded or not: a pass that needed a retry is worth a look
         message += _folded(f"retried {len(r.retried)}x after", "\n".join(r.retried))
     return (

@@ -136,6 +136,9 @@ class TestRecord:
     # test, reason, expires, entry, and target, board, link where given), whatever its outcome;
     # the outcome is "quarantined" when the listed test failed.
     quarantine: dict[str, str] = field(default_factory=dict)
+    # The cross-API check of the test's model runs (harness.pipeline.crossapi.CrossApi.summary,
+    # one line per check): the two paths compared, or why it did not apply; "" without it.
+    cross_api: str = ""
 
     @property
     def provenance(self) -> str:

@@ -26,6 +26,15 @@ their baseline) move.
   board (a missed cache sync, a job that never ran): the first run of a model is left alone,
   every later one returns the previous run's output bytes (the simulated NPU's memory, kept per
   model for as long as the adapter lives);
+- ``unaligned-width``: the zero-copy path and the normal API disagree when a width is not
+  aligned (a public report on the vendor's tracker: the two APIs' results differ when the input
+  width and the model's row stride differ; and a sample that sized a zero-copy buffer from the
+  non-native attribute): on the API path ``path`` names (``normal``, the default: the runtime's
+  own conversion of a logical input writes its rows W pixels apart, the NPU reads them a row
+  stride apart; ``zero-copy``: the NPU reads the buffer the host laid out with the reported
+  row stride as if its rows were W apart), every input whose layout pads its rows (or the
+  ``tensors`` named) reaches the model misread; the other path is right. On the other path
+  the fault does nothing; on its own path with no padded rows it is an error;
 - ``hang``: the run never returns (or sleeps ``seconds``);
 - ``crash``: the process dies (``signal``, default SIGSEGV, or ``exit_code``);
 - ``slow``: every run takes ``percent`` % longer (default 20; 0 < percent <= 10000);
@@ -75,13 +84,22 @@ BUFFER_FAULTS = (
 )
 # Faults that need the board's memory of earlier runs: applied by the runtime itself.
 STATE_FAULTS = ("stale-output",)
+# Faults in what the model reads of its inputs, on one API path.
+INPUT_FAULTS = ("unaligned-width",)
+API_PATH_KINDS = ("normal", "zero-copy")
 PROCESS_FAULTS = ("hang", "crash")
 TIMING_FAULTS = ("slow", "noisy-latency")
 ACCURACY_FAULTS = ("accuracy-drift",)
 # A soak's faults: memory kept per run, a share of runs failing (harness.sim.soakfaults).
 SOAK_FAULTS = ("leak", "flaky-errors")
 FAULT_NAMES = (
-    *BUFFER_FAULTS, *STATE_FAULTS, *PROCESS_FAULTS, *TIMING_FAULTS, *ACCURACY_FAULTS, *SOAK_FAULTS
+    *BUFFER_FAULTS,
+    *STATE_FAULTS,
+    *INPUT_FAULTS,
+    *PROCESS_FAULTS,
+    *TIMING_FAULTS,
+    *ACCURACY_FAULTS,
+    *SOAK_FAULTS,
 )
 APPLIES_TO = ("outputs", "inputs", "all")
 MAX_PERCENT = 10000
@@ -97,6 +115,7 @@ _PARAMS: dict[str, tuple[str, ...]] = {
     "garbage": ("seed", *_COMMON),
     "unwritten-output": ("fraction", "drop", *_COMMON),
     "stale-output": ("tensors",),
+    "unaligned-width": ("path", "tensors"),
     "hang": ("seconds",),
     "crash": ("signal", "exit_code"),
     "slow": ("percent",),
@@ -214,6 +233,8 @@ def _check_params(name: str, params: Mapping[str, Any]) -> None:
     rate = params.get("rate")
     if rate is not None and not (is_number(rate) and 0 < rate <= 1):
         fail("rate", "a number in (0, 1]")
+    if params.get("path", "normal") not in API_PATH_KINDS:
+        fail("path", " or ".join(API_PATH_KINDS))
 
 
 def is_number(value: Any) -> bool:

@@ -13,7 +13,7 @@ from npu_hil.harness.simkit.errors import SimConfigError
 from npu_hil.harness.simkit.options import RuntimeOptions
 
 COMMON = ("target", "faults", "executor", "buffer_offset", "buffer_offsets", "input_layout",
-          "output_layout", "runtime_versions")  # fmt: skip
+          "output_layout", "runtime_versions", "api_path")  # fmt: skip
 OPTION_HELP = {
     "target": "the board to be: any target of a vendor unit (npu-hil targets list)",
     "faults": "faults to inject: names or {name, ...params} (see harness.sim.faults)",
@@ -25,6 +25,8 @@ OPTION_HELP = {
     "output_layout": "native output layout (the vendor's default otherwise)",
     "runtime_versions": "versions the simulated runtime reports as a real one's (field → "
     "version, e.g. api_version: 1.6.0), held to the vendor's compatibility table",
+    "api_path": "the vendor API path to run through: an adapter its unit lists (npu-hil's "
+    "cross-API check); the first, zero-copy, by default",
 }
 """The common options; each vendor unit adds its own (``Vendor.sim_options``)."""
 
@@ -75,6 +77,7 @@ class SimOptions(RuntimeOptions):
             buffer_offsets={str(k): _offset(f"buffer_offsets.{k}", v) for k, v in offsets.items()},
             input_layout=_text("input_layout", options.get("input_layout")),
             output_layout=_text("output_layout", options.get("output_layout")),
+            api_path=_api_path(target, options.get("api_path")),
             vendor_options={
                 k: _choice(k, options[k], o.choices)
                 for k, o in own.items()
@@ -93,6 +96,19 @@ def _versions(value: Any) -> dict[str, str]:
             f"runtime_versions must map field names to version text, got {value!r}"
         )
     return dict(value)
+
+
+def _api_path(target: str, value: Any) -> str | None:
+    """One of the vendor unit's API paths (by adapter name), or None for the first."""
+    if value is None:
+        return None
+    paths = [p.adapter for p in unit_of(target).api_paths]
+    if value not in paths:
+        listed = ", ".join(paths) or "none"
+        raise SimConfigError(
+            f"api_path for {target} must be one of its vendor's API paths ({listed}), got {value!r}"
+        )
+    return None if value == paths[0] else str(value)
 
 
 def _offset(key: str, value: Any) -> int:

@@ -34,6 +34,7 @@ from npu_hil.harness.sim.faults import (
     apply_timing_faults,
 )
 from npu_hil.harness.sim.options import SimOptions
+from npu_hil.harness.sim.rows import apply_unaligned_width
 from npu_hil.harness.sim.soakfaults import apply_soak_faults
 from npu_hil.harness.sim.targets import unit_of
 from npu_hil.harness.sim.timing import Work, count_work, modeled_s
@@ -156,6 +157,10 @@ class SimNpu:
             self.vendor.hold_input(i, info, given[info.name]) for i, info in enumerate(graph.inputs)
         ]
         set_s = time.perf_counter() - started
+        path = self.options.api_path
+        apply_unaligned_width(
+            self.options.faults, "zero-copy" if path is None else "normal", held, self.target
+        )
         started = time.perf_counter()
         feeds = {h.tensor.name: h.model_value for h in held}
         floats = execute.run(model.proto, feeds, self.executor)
@@ -176,6 +181,11 @@ class SimNpu:
             tensor.prior = _prior(canary, tensor.data.size)
         apply_buffer_faults(self.options.faults, device_inputs, result)
         apply_stale_output(self.options.faults, model.source, result, self.memory)
+        if path is not None:
+            # The other API path: the runtime converts what the NPU wrote, and hands back no
+            # input buffer (the normal API's inputs cannot be read back).
+            result = [self.vendor.normal_api_output(t, path) for t in result]
+            device_inputs = []
         fetch_s = time.perf_counter() - started
         apply_process_faults(self.options.faults)
         apply_soak_faults(self.options.faults, index)

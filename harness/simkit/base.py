@@ -13,7 +13,7 @@ import numpy as np
 
 from npu_hil.harness.codec import BlockedLayout, get_layout
 from npu_hil.harness.errors import LayoutError
-from npu_hil.harness.simkit.errors import SimRefusal
+from npu_hil.harness.simkit.errors import SimConfigError, SimRefusal
 from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
 from npu_hil.harness.simkit.options import RuntimeOptions
 from npu_hil.harness.simkit.tensors import InputLike, SimTensor, device_buffer, raw_bytes
@@ -50,6 +50,12 @@ class VendorSim(ABC):
         self, index: int, info: TensorInfo, values: np.ndarray, graph: GraphInfo
     ) -> SimTensor:
         """The model's float output as the runtime holds it: quantized and laid out natively."""
+
+    def normal_api_output(self, tensor: SimTensor, path: str) -> SimTensor:
+        """An output as the vendor's other API path ``path`` hands it back (converted by the
+        runtime after the NPU wrote ``tensor``), with the attributes that path reports. A
+        vendor with one API path has none to give."""
+        raise SimConfigError(f"{self.target}: the simulated runtime has no API path {path!r}")
 
     # ----------------------------------------------------------------- shared steps
 

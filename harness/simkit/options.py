@@ -19,6 +19,9 @@ class RuntimeOptions:
     output_layout: str | None = None
     vendor_options: dict[str, str] = field(default_factory=dict)
     """The vendor unit's own options that were given (name → one of its choices)."""
+    api_path: str | None = None
+    """The vendor's API path the board is run through (an adapter of ``Vendor.api_paths``);
+    None: the first, the native zero-copy path the simulated runtime is."""
 
     def option(self, name: str) -> str | None:
         """A vendor option's value, None when not given."""

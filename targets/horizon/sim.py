@@ -163,6 +163,39 @@ class HorizonSim(VendorSim):
             "output",
         )
 
+    def normal_api_output(self, tensor: SimTensor, path: str) -> SimTensor:
+        """What ``pyeasy_dnn`` ``Model.forward`` hands back as the vendor documents it: ``.buffer``
+        the valid tensor (padding removed) in ``validShape``, still quantized, in the element
+        type of ``tensor_type``; the properties the hobot adapter records."""
+        values = np.ascontiguousarray(tensor.codec_layout.unpack(tensor.data))
+        props = tensor.attributes
+        valid = [int(d) for d in props["validShape"]]
+        scale = props.get("scale") or []
+        return SimTensor(
+            tensor.name,
+            values.reshape(-1).view(np.uint8).copy(),
+            str(props.get("tensorLayout", "NCHW")),
+            values.dtype.name,
+            valid,
+            {
+                "source": f"simulated {path}: pyeasy_dnn Model.forward .buffer",
+                "tensor_type": values.dtype.name,
+                "dtype": values.dtype.name,
+                "layout": str(props.get("tensorLayout", "NCHW")),
+                "shape": valid,
+                "validShape": valid,
+                "alignedShape": props.get("alignedShape"),
+                "scale_data": list(scale) if scale else None,
+                "numeric_only": True,
+                "native_bytes": False,
+                "inputs_read_back": False,
+                "buffer_faithful": True,
+                "caveats": [],
+            },
+            tensor.codec_layout,
+            "output",
+        )
+
 
 # ------------------------------------------------------------- attributes and semantics
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from npu_hil.targets.horizon import layouts, preflight, quant, variants
+from npu_hil.targets.horizon.apipaths import API_PATHS
 from npu_hil.targets.horizon.artifact import read_horizon_model
 from npu_hil.targets.horizon.decode import HorizonDecode
 from npu_hil.targets.horizon.reported import HorizonReport
@@ -44,6 +45,7 @@ UNIT = Vendor(
     read_artifact=read_horizon_model,
     compatibility=Path(__file__).with_name("compatibility.json"),
     identity=Path(__file__).with_name("identity.json"),
+    api_paths=API_PATHS,
     artifact_suffixes=(".hbm", ".bin"),
     forensic_variants=variants.forensic_variants,
     fault_variants=variants.fault_variants,

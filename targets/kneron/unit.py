@@ -8,7 +8,7 @@ from npu_hil.targets.kneron import kl730, quant, variants
 from npu_hil.targets.kneron.artifact import read_nef
 from npu_hil.targets.kneron.decode import Kl730Decode
 from npu_hil.targets.kneron.reported import Kl730Report
-from npu_hil.targets.unit import NpuThroughput, Vendor
+from npu_hil.targets.unit import ApiPath, NpuThroughput, Vendor
 
 
 def default_input_layout(shape: tuple[int, ...]) -> str:
@@ -36,6 +36,8 @@ UNIT = Vendor(
     read_artifact=read_nef,
     compatibility=Path(__file__).with_name("compatibility.json"),
     identity=Path(__file__).with_name("identity.json"),
+    # Kneron PLUS is the one way to run a model on a KL730.
+    api_paths=(ApiPath("kneron", "Kneron PLUS (kp.inference)", native=True),),
     artifact_suffixes=(".nef",),
     forensic_variants=variants.forensic_variants,
     fault_variants=variants.fault_variants,

@@ -177,9 +177,7 @@ class RknnSim(VendorSim):
                 raise SimRefusal(
                     "LayoutError", stage, f"output {info.name!r}: {exc.message}"
                 ) from None
-        params = (
-            {"last_op": self._last_op(info.name, graph)} if fmt in ("NHWC", "NC1HWC2") else {}
-        )
+        params = {"last_op": self._last_op(info.name, graph)} if fmt in ("NHWC", "NC1HWC2") else {}
         return self.layout(fmt, shape, self.output_dtype, "output", stage, info.name, **params)
 
     def hold_output(
@@ -200,6 +198,36 @@ class RknnSim(VendorSim):
             list(layout.shape),
             attributes,
             layout,
+            "output",
+        )
+
+    def normal_api_output(self, tensor: SimTensor, path: str) -> SimTensor:
+        """What ``rknn_outputs_get`` with ``want_float`` hands back (RKNNLite.inference): the
+        output dequantized, ``(q - zp) * scale`` in float32, in NCHW order for a 4-D tensor,
+        with what RKNNLite reports of it (dtype, shape; see the rknnlite adapter)."""
+        stored = tensor.codec_layout.unpack(tensor.data)
+        attrs = tensor.attributes
+        values = stored.astype(np.float32)
+        if attrs.get("qnt_type") == AFFINE:
+            values = (values - np.float32(attrs["zp"])) * np.float32(attrs["scale"])
+        values = np.ascontiguousarray(values, dtype=np.float32)
+        shape = [int(d) for d in values.shape]
+        return SimTensor(
+            tensor.name,
+            values.reshape(-1).view(np.uint8).copy(),
+            "NCHW" if values.ndim == 4 else "UNDEFINED",
+            "float32",
+            shape,
+            {
+                "source": f"simulated {path}: rknn_outputs_get(want_float=1)",
+                "numeric_only": True,
+                "native_bytes": False,
+                "inputs_read_back": False,
+                "layout_assumed": True,
+                "dtype": "float32",
+                "shape": shape,
+            },
+            tensor.codec_layout,
             "output",
         )
 

@@ -14,6 +14,7 @@ from npu_hil.targets.rockchip import (
     text,
     variants,
 )
+from npu_hil.targets.rockchip.apipaths import API_PATHS
 from npu_hil.targets.rockchip.artifact import read_rknn
 from npu_hil.targets.rockchip.decode import RknnDecode
 from npu_hil.targets.rockchip.reported import RknnReport
@@ -72,6 +73,7 @@ UNIT = Vendor(
     read_artifact=read_rknn,
     compatibility=Path(__file__).with_name("compatibility.json"),
     identity=Path(__file__).with_name("identity.json"),
+    api_paths=API_PATHS,
     artifact_suffixes=(".rknn",),
     forensic_variants=variants.forensic_variants,
     fault_variants=variants.fault_variants,

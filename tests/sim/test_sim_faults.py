@@ -18,7 +18,7 @@ from sim_helpers import Compared, compare, inputs_for, kinds, native_dtype, run_
 
 from npu_hil.harness.models import build
 from npu_hil.harness.sim import FAULT_NAMES, Fault, SimConfigError, SimInput, SimNpu, parse_faults
-from npu_hil.harness.sim.faults import BUFFER_FAULTS, STATE_FAULTS
+from npu_hil.harness.sim.faults import BUFFER_FAULTS, INPUT_FAULTS, STATE_FAULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -169,8 +169,8 @@ def test_faults_are_data() -> None:
     assert json.loads(json.dumps([f.to_dict() for f in faults]))
     assert parse_faults(None) == () and parse_faults("crash") == (Fault("crash"),)
     assert set(FAULT_NAMES) == {
-        *BUFFER_FAULTS, *STATE_FAULTS, "hang", "crash", "slow", "noisy-latency", "accuracy-drift",
-        "leak", "flaky-errors",
+        *BUFFER_FAULTS, *STATE_FAULTS, *INPUT_FAULTS, "hang", "crash", "slow", "noisy-latency",
+        "accuracy-drift", "leak", "flaky-errors",
     }  # fmt: skip
 
 

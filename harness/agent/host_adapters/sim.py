@@ -8,7 +8,8 @@ without the harness, importing it fails and the agent reports the adapter as una
 
 Options (the job's ``adapter_options``): ``target`` (required), ``faults``, ``executor``,
 ``input_layout``, ``output_layout``, ``buffer_offset``/``buffer_offsets`` and, per vendor,
-``precision`` (RKNN) or ``output_quant`` (Horizon) — see :mod:`harness.sim.options`. A run
+``precision`` (RKNN) or ``output_quant`` (Horizon), and ``api_path`` — see
+:mod:`harness.sim.options`. A run
 returns the device input buffers as the runtime holds them after they were set and the output
 buffers, each with the runtime's own attributes (``rknn_tensor_attr``,
 ``hbDNNTensorProperties``, the KL730 node descriptor).
@@ -101,7 +102,16 @@ class SimAdapter(Adapter):
 
     def fill_canary(self, model: Any, pattern: bytes) -> CanaryFill:
         """As a zero-copy runtime: the next run's input and output buffers start filled with
-        the pattern, and the simulated NPU writes over it what it writes."""
+        the pattern, and the simulated NPU writes over it what it writes. Run through the
+        vendor's other API path (``api_path``), the runtime allocates the outputs it hands back
+        during the run, as that API does: nothing to fill."""
+        if self.npu.options.api_path is not None:
+            return CanaryFill(
+                reason=(
+                    f"the simulated {self.npu.options.api_path} path (the vendor's normal API) "
+                    "hands back outputs it allocates during the run"
+                )
+            )
         self.canary = bytes(pattern)
         return CanaryFill(outputs=True, inputs=True)
 

@@ -1,0 +1,77 @@
+"""The two ways to run an RKNN model, as the cross-API check compares them.
+
+- zero-copy (``rknn_native``): ``rknn_create_mem`` / ``rknn_set_io_mem`` with the native
+  attributes (``RKNN_QUERY_NATIVE_*_ATTR``); the device's own NC1HWC2 / NHWC bytes come back with
+  their ``rknn_tensor_attr``, read with the reported layout and quantization.
+- normal API (``rknnlite``, ``RKNNLite.inference`` over ``rknn_inputs_set`` /
+  ``rknn_outputs_get``): the runtime converts the inputs into its native layout itself and hands
+  back each output converted, float32 and NCHW for a 4-D tensor (``want_float``). That float32 /
+  NCHW form is the documented conversion, not the tensor's type or layout, so only the shape is
+  compared as an attribute; the values are compared after decoding the zero-copy buffer to
+  floats with its reported ``zp`` / ``scale``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from npu_hil.targets.rockchip.reported import RKNN_FMT_CODES, RknnReport
+from npu_hil.targets.unit import ApiPath, PathTensor
+
+__all__ = ["API_PATHS"]
+
+
+def native_attributes(reported: Mapping[str, Any]) -> dict[str, Any]:
+    """``rknn_tensor_attr`` under the shared names (what zero-copy reports of the tensor)."""
+    out: dict[str, Any] = {}
+    if "type" in reported:
+        out["dtype"] = RknnReport().dtype("", reported).name
+    if "fmt" in reported:
+        fmt = reported["fmt"]
+        out["layout"] = RKNN_FMT_CODES.get(fmt, str(fmt)) if isinstance(fmt, int) else str(fmt)
+    for key, name in (("zp", "zero_point"), ("scale", "scale"), ("size", "size")):
+        if key in reported:
+            out[name] = reported[key]
+    return out
+
+
+def read_normal(
+    name: str, data: np.ndarray, reported: Mapping[str, Any], shape: tuple[int, ...]
+) -> PathTensor:
+    """An RKNNLite output (``dtype``, ``shape``: the converted array) as the model's tensor."""
+    try:
+        dtype = np.dtype(str(reported["dtype"]))
+        dims = tuple(int(d) for d in reported["shape"])
+    except (KeyError, TypeError, ValueError):
+        return PathTensor(None, {}, f"the normal API reported no dtype/shape: {dict(reported)}")
+    raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    count = int(np.prod(dims))
+    if raw.size != count * dtype.itemsize:
+        return PathTensor(
+            None,
+            {"shape": list(dims)},
+            f"{raw.size} bytes for a {list(dims)} {dtype.name} array ({count * dtype.itemsize})",
+        )
+    values = raw.view(dtype).reshape(dims)
+    if dims != tuple(shape) and count == int(np.prod(shape)):
+        values = values.reshape(shape)  # rank folded the way rknn_outputs_get returns it
+    return PathTensor(values, {"shape": list(values.shape)})
+
+
+API_PATHS = (
+    ApiPath(
+        adapter="rknn_native",
+        api="zero-copy (rknn_create_mem / rknn_set_io_mem)",
+        native=True,
+        attributes=native_attributes,
+    ),
+    ApiPath(
+        adapter="rknnlite",
+        api="normal API (RKNNLite.inference: rknn_inputs_set / rknn_outputs_get)",
+        native=False,
+        read=read_normal,
+    ),
+)
