@@ -16,6 +16,7 @@ from npu_hil.harness.diff.accuracy import Accuracy
 from npu_hil.harness.diff.attributes import AttributeFinding, disagreements
 from npu_hil.harness.diff.report import VERDICT_STALE
 from npu_hil.harness.latency import Latency
+from npu_hil.harness.pipeline.boardlog import LogFinding
 
 __all__ = ["ModelRun", "TensorRun"]
 
@@ -105,6 +106,9 @@ class ModelRun:
     stale_check: ModelRun | None = None
     """The stale-result check's second run (on inputs derived from these), checked like this
     one; None without the check."""
+    board_log: LogFinding | None = None
+    """The board's own logs in the job's window, classified (:mod:`harness.pipeline.boardlog`);
+    None when the agent sent none. A run that returns has no class: a class raises."""
 
     @property
     def ok(self) -> bool:

@@ -32,6 +32,7 @@ from npu_hil.harness.errors import LayoutError, ProtocolError
 from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError, CircuitBreaker
 from npu_hil.harness.farm.session import BoardSession
 from npu_hil.harness.latency import Latency, latency
+from npu_hil.harness.pipeline.boardlog import finding_of, judge_board_log
 from npu_hil.harness.pipeline.check import check_result
 from npu_hil.harness.pipeline.compat import check_after_run, check_before_deploy
 from npu_hil.harness.pipeline.inputs import job_inputs
@@ -59,6 +60,7 @@ def run_model(
     pin_clocks: bool = False,
     accuracy: Thresholds | Mapping[str, float] | None = None,
     stale_check: bool = False,
+    runtime_log_level: int | None = None,
 ) -> ModelRun:
     """Run ``model`` on the session's board with ``inputs`` (name → logical NCHW array).
 
@@ -84,6 +86,13 @@ def run_model(
     from ``inputs`` (:func:`~harness.pipeline.stale.derived_inputs`) and flags each output that
     did not change although the host's expectation did (verdict ``stale``); the second run is
     :attr:`ModelRun.stale_check`, its buffers checked too.
+
+    Every job brings back the board's own logs in its window: the kernel's (``/dev/kmsg``, else
+    ``dmesg``) and the runtime's standard error, at ``runtime_log_level`` (the runtime's own
+    scale; None: its default). A line a known signature matches decides the outcome
+    (:mod:`harness.pipeline.boardlog`): infrastructure is a retried TransportError,
+    compatibility and product are failures never retried; the excerpt is
+    :attr:`ModelRun.board_log`, or the raised error's ``board_log``.
     """
     limits = thresholds_of(accuracy, "run_model: accuracy")
 
@@ -91,7 +100,7 @@ def run_model(
         return run_once(
             session, model, given, outputs=outputs, tolerance=tolerance, padding=padding,
             input_layout=input_layout, faults=faults, reports_dir=reports_dir, accuracy=limits,
-            runs=runs, warmup=warmup, pin_clocks=pin_clocks,
+            runs=runs, warmup=warmup, pin_clocks=pin_clocks, runtime_log_level=runtime_log_level,
         )  # fmt: skip
 
     def attempt() -> ModelRun:
@@ -120,6 +129,7 @@ def run_once(
     faults: Sequence[Any] | None = None,
     reports_dir: str | os.PathLike[str] | None = None,
     accuracy: Thresholds | Mapping[str, float] | None = None,
+    runtime_log_level: int | None = None,
 ) -> ModelRun:
     """One attempt of :func:`run_model`, without retries (same arguments)."""
     if not inputs:
@@ -155,6 +165,7 @@ def run_once(
         # to change.
         pin_clocks=pin_clocks and not session.simulated,
         canary=canary_for(job_id),
+        runtime_log_level=runtime_log_level,
     )
     result = _submit(session, spec, arrays)
     if result.canary is not None and result.canary.pattern != spec.canary:
@@ -192,6 +203,7 @@ def run_once(
         latency=_latency(result),
         board_state=dict(result.board_state),
         compatibility=compatibility,
+        board_log=finding_of(session.target, result.board_log),
     )
 
 
@@ -213,6 +225,8 @@ def _submit(session: BoardSession, spec: JobSpec, arrays: Mapping[str, np.ndarra
         breaker.check()  # a board marked unhealthy costs nothing more
     try:
         result = session.client.submit(spec, arrays)
+        # The board's own logs first: their class decides over the agent's error type.
+        judge_board_log(session.target, result, f"job {spec.job_id}: ")
         result.raise_for_errors()
     except Exception as exc:
         if breaker is not None:

@@ -26,6 +26,8 @@ their baseline) move.
   board (a missed cache sync, a job that never ran): the first run of a model is left alone,
   every later one returns the previous run's output bytes (the simulated NPU's memory, kept per
   model for as long as the adapter lives);
+- ``npu-timeout``, ``oom-kill``, ``bad-model-version``: the run (the load, for the last) fails
+  and the board's own logs say why, in the lines a real board logs (:mod:`harness.sim.boardlog`);
 - ``hang``: the run never returns (or sleeps ``seconds``);
 - ``crash``: the process dies (``signal``, default SIGSEGV, or ``exit_code``);
 - ``slow``: every run takes ``percent`` % longer (default 20; 0 < percent <= 10000);
@@ -71,9 +73,13 @@ BUFFER_FAULTS = (
 # Faults that need the board's memory of earlier runs: applied by the runtime itself.
 STATE_FAULTS = ("stale-output",)
 PROCESS_FAULTS = ("hang", "crash")
+# Faults the board's own logs tell (harness.sim.boardlog): applied by the runtime at load or run.
+LOG_FAULTS = ("npu-timeout", "oom-kill", "bad-model-version")
 TIMING_FAULTS = ("slow", "noisy-latency")
 ACCURACY_FAULTS = ("accuracy-drift",)
-FAULT_NAMES = (*BUFFER_FAULTS, *STATE_FAULTS, *PROCESS_FAULTS, *TIMING_FAULTS, *ACCURACY_FAULTS)
+FAULT_NAMES = (
+    *BUFFER_FAULTS, *STATE_FAULTS, *PROCESS_FAULTS, *TIMING_FAULTS, *ACCURACY_FAULTS, *LOG_FAULTS
+)  # fmt: skip
 APPLIES_TO = ("outputs", "inputs", "all")
 MAX_PERCENT = 10000
 NOISE_FLOOR = 0.01
@@ -93,6 +99,9 @@ _PARAMS: dict[str, tuple[str, ...]] = {
     "slow": ("percent",),
     "noisy-latency": ("percent", "seed"),
     "accuracy-drift": ("lsb", "fraction", "seed", *_COMMON),
+    "npu-timeout": (),
+    "oom-kill": (),
+    "bad-model-version": (),
 }
 
 

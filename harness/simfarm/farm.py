@@ -47,6 +47,7 @@ from npu_hil.harness.simfarm.procs import (
     record_process,
     stop_records,
 )
+from npu_hil.harness.board.kernlog import KMSG_ENV
 from npu_hil.harness.simfarm.pyenv import harness_root, write_python_wrapper
 from npu_hil.harness.simfarm.sshd import login_user, require_openssh, start_sshd
 from npu_hil.harness.simfarm.state import (
@@ -228,6 +229,11 @@ def _start(state: FarmState, plan: list[tuple[str, str, str]], serial: str) -> F
 
     def board_entry(name: str, target: str, kind: str, transport: dict[str, Any]) -> None:
         workdir = private_dir(root / "boards" / name / "work")
+        # Each board's own kernel log, which its simulated runtime writes and its agent reads.
+        kmsg = root / "boards" / name / "root" / "dev" / "kmsg"
+        board_python = write_python_wrapper(
+            root / "boards" / name / "bin" / "python3", env={KMSG_ENV: str(kmsg)}
+        )
         entries.append(
             {
                 "name": name,
@@ -235,7 +241,7 @@ def _start(state: FarmState, plan: list[tuple[str, str, str]], serial: str) -> F
                 "backend": "hw",
                 "adapter": "sim",
                 "tags": ["simfarm", kind],
-                "python": str(python),
+                "python": str(board_python),
                 "workdir": str(workdir),
                 "transport": transport,
             }

@@ -1,0 +1,107 @@
+"""The runtime's own log in a job's window: what the process wrote to its standard error.
+
+Vendor runtimes are C libraries that log to file descriptor 2 (``E RKNN: ...``, ``[HBRT] ...``),
+not through Python, so the capture is of the descriptor: for the job it points at a file in the
+job directory, and after the job the descriptor is put back and the file's newest lines are read,
+bounded like the kernel log. The agent's own log lines written in the window land there too; they
+are the job's as well.
+
+The level is the runtime's own: an adapter names the environment variable its runtime reads
+(``Adapter.log_level_env``) and the job's ``runtime_log_level`` is written there before the
+adapter is created, as the runtime reads it when it initialises. The value is the runtime's own
+scale, passed through unchanged.
+
+Standard library only, Python >= 3.8.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Dict, Optional
+
+from .kernlog import MAX_BYTES, Bounded
+
+RUNTIME_LOG_FILE = "runtime.log"
+MAX_READ_BYTES = 1 << 20  # the tail of the file read back, whatever the runtime wrote
+
+
+class StderrCapture:
+    """Points descriptor 2 at ``<job_dir>/runtime.log`` between ``start`` and ``stop``."""
+
+    def __init__(self, job_dir: str) -> None:
+        self.path = os.path.join(job_dir, RUNTIME_LOG_FILE)
+        self.saved: Optional[int] = None
+        self.why = ""
+
+    def start(self) -> None:
+        if not os.path.isdir(os.path.dirname(self.path)):
+            self.why = "no job directory to write the runtime's log to"
+            return
+        try:
+            with _flushed():
+                fd = os.open(
+                    self.path,
+                    os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    0o666,
+                )
+                try:
+                    self.saved = os.dup(2)
+                    os.dup2(fd, 2)
+                finally:
+                    os.close(fd)
+        except OSError as exc:
+            self.why = "cannot capture the runtime's standard error: %s" % exc
+
+    def stop(self, level: Optional[int], env: Optional[str]) -> Dict[str, Any]:
+        if self.saved is not None:
+            with _flushed():
+                os.dup2(self.saved, 2)
+                os.close(self.saved)
+            self.saved = None
+        elif not self.why:
+            self.why = "not captured"
+        out: Dict[str, Any] = {"level": level, "env": env}
+        if self.why:
+            out.update(source="absent", why=self.why, lines=[])
+            return out
+        kept = Bounded(max_bytes=MAX_BYTES)
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(0, os.SEEK_END)
+                size = handle.tell()
+                handle.seek(max(0, size - MAX_READ_BYTES))
+                raw = handle.read(MAX_READ_BYTES)
+        except OSError as exc:
+            out.update(source="absent", why="cannot read %s: %s" % (self.path, exc), lines=[])
+            return out
+        for line in raw.decode("utf-8", "replace").splitlines():
+            if line.strip():
+                kept.add(line.rstrip())
+        out.update(source="stderr", lines=kept.lines)
+        if kept.dropped or size > MAX_READ_BYTES:
+            out["dropped"] = kept.dropped + (1 if size > MAX_READ_BYTES else 0)
+        return out
+
+
+class _flushed:
+    """Python's own buffered stderr written out before the descriptor changes hands."""
+
+    def __enter__(self) -> None:
+        _flush()
+
+    def __exit__(self, *exc: object) -> None:
+        _flush()
+
+
+def _flush() -> None:
+    try:
+        sys.stderr.flush()
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
+def set_log_level(env: Optional[str], level: Optional[int]) -> None:
+    """Write the job's level where the adapter's runtime reads it (nothing without both)."""
+    if env and level is not None:
+        os.environ[env] = str(level)
