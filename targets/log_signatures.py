@@ -138,7 +138,7 @@ def _signature(row: object, where: str) -> LogSignature:
     )  # fmt: skip
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def signatures_for(target: str) -> tuple[LogSignature, ...]:
     """The vendor-neutral signatures, then the target's vendor's."""
     vendor = vendor_of(target)

@@ -27,7 +27,11 @@ from typing import Any
 import numpy as np
 
 from npu_hil.harness.agent.result_extras import (
-    BoardLog, Canary, read_board_log, read_board_state, read_canary,
+    BoardLog,
+    Canary,
+    read_board_log,
+    read_board_state,
+    read_canary,
 )  # fmt: skip
 from npu_hil.harness.board.job import (
     DEFAULT_RUNS,

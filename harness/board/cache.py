@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from .job import Job, JobRefused
-from .runlog import set_log_level
 from .loader import load_adapter_base
+from .runlog import set_log_level
 from .runtime import CallTimedOut, RuntimeThread
 from .wire import AGENT_VERSION, failure, jsonable, sha256_file
 

@@ -27,7 +27,8 @@ import errno
 import os
 import re
 import subprocess
-from typing import Any, Callable, Dict, List, Optional
+from collections.abc import Callable
+from typing import Any
 
 KMSG_ENV = "NPU_HIL_KMSG"
 SYSFS_ROOT_ENV = "NPU_HIL_SYSFS_ROOT"
@@ -52,7 +53,7 @@ def kmsg_path() -> str:
     return os.path.join(root, REAL_KMSG.lstrip("/"))
 
 
-def parse_record(text: str) -> Optional[Dict[str, Any]]:
+def parse_record(text: str) -> dict[str, Any] | None:
     """One kmsg record (``pri,seq,usec,flags;message``) as {level, facility, seq, usec,
     message}; continuation lines (a leading space) and anything else: None."""
     match = RECORD_RE.match(text.rstrip("\n"))
@@ -70,10 +71,10 @@ def parse_record(text: str) -> Optional[Dict[str, Any]]:
     }
 
 
-def format_line(record: Dict[str, Any]) -> str:
+def format_line(record: dict[str, Any]) -> str:
     """A record as ``dmesg`` shows it: ``[seconds.micros] message``."""
     usec = int(record["usec"])
-    return "[%5d.%06d] %s" % (usec // 1000000, usec % 1000000, record["message"])
+    return f"[{usec // 1000000:5d}.{usec % 1000000:06d}] {record['message']}"
 
 
 class Bounded:
@@ -82,7 +83,7 @@ class Bounded:
     def __init__(self, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES) -> None:
         self.max_lines = max_lines
         self.max_bytes = max_bytes
-        self.lines: List[str] = []
+        self.lines: list[str] = []
         self.size = 0
         self.dropped = 0
 
@@ -102,16 +103,16 @@ class KernelLog:
 
     def __init__(
         self,
-        path: Optional[str] = None,
-        run: Optional[Callable[[List[str]], bytes]] = None,
+        path: str | None = None,
+        run: Callable[[list[str]], bytes] | None = None,
         read: Callable[[int, int], bytes] = os.read,
     ) -> None:
         self.path = path or kmsg_path()
         self._run = run or _run_dmesg
         self._read = read
-        self.fd: Optional[int] = None
+        self.fd: int | None = None
         self.why = ""
-        self.dmesg_tail: Optional[List[str]] = None
+        self.dmesg_tail: list[str] | None = None
 
     def mark(self) -> None:
         simulated = bool(os.environ.get(KMSG_ENV))
@@ -120,12 +121,12 @@ class KernelLog:
                 os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
                 open(self.path, "ab").close()
             except OSError as exc:
-                self.why = "cannot create the simulated kernel log %s: %s" % (self.path, exc)
+                self.why = f"cannot create the simulated kernel log {self.path}: {exc}"
                 return
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError as exc:
-            self.why = "%s: %s" % (self.path, exc.strerror or exc)
+            self.why = f"{self.path}: {exc.strerror or exc}"
             if os.path.realpath(self.path) == REAL_KMSG or os.environ.get(DMESG_ENV):
                 self._mark_dmesg()
             return
@@ -133,7 +134,7 @@ class KernelLog:
             os.lseek(fd, 0, os.SEEK_END)
         except OSError as exc:
             os.close(fd)
-            self.why = "%s: cannot seek to its end: %s" % (self.path, exc)
+            self.why = f"{self.path}: cannot seek to its end: {exc}"
             return
         self.fd = fd
 
@@ -141,9 +142,9 @@ class KernelLog:
         try:
             self.dmesg_tail = _lines(self._run(_dmesg_argv()))
         except (OSError, subprocess.SubprocessError) as exc:
-            self.why += "; dmesg: %s" % exc
+            self.why += f"; dmesg: {exc}"
 
-    def delta(self) -> Dict[str, Any]:
+    def delta(self) -> dict[str, Any]:
         if self.fd is not None:
             try:
                 return self._kmsg_delta(self.fd)
@@ -154,10 +155,10 @@ class KernelLog:
             return self._dmesg_delta(self.dmesg_tail)
         return {"source": "absent", "why": self.why or "no kernel log was marked", "lines": []}
 
-    def _kmsg_delta(self, fd: int) -> Dict[str, Any]:
+    def _kmsg_delta(self, fd: int) -> dict[str, Any]:
         kept = Bounded()
         lost = 0
-        last_seq: Optional[int] = None
+        last_seq: int | None = None
         pending = ""
         for _ in range(MAX_READS):
             try:
@@ -169,7 +170,7 @@ class KernelLog:
                     continue
                 if exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
                     break
-                return _result("kmsg", kept, lost, "read %s: %s" % (self.path, exc))
+                return _result("kmsg", kept, lost, f"read {self.path}: {exc}")
             if not chunk:
                 break  # a regular file in the kmsg format: its end
             # /dev/kmsg gives one record per read; a file gives any run of bytes.
@@ -189,25 +190,25 @@ class KernelLog:
                 kept.add(format_line(record))
         return _result("kmsg", kept, lost, "")
 
-    def _dmesg_delta(self, before: List[str]) -> Dict[str, Any]:
+    def _dmesg_delta(self, before: list[str]) -> dict[str, Any]:
         try:
             after = _lines(self._run(_dmesg_argv()))
         except (OSError, subprocess.SubprocessError) as exc:
-            return {"source": "absent", "why": "%s; dmesg: %s" % (self.why, exc), "lines": []}
+            return {"source": "absent", "why": f"{self.why}; dmesg: {exc}", "lines": []}
         kept = Bounded()
         for line in _after(before, after):
             kept.add(line)
         return _result("dmesg", kept, 0, "")
 
 
-def _split_records(text: str) -> "tuple[List[str], str]":
+def _split_records(text: str) -> tuple[list[str], str]:
     """The whole record lines of ``text`` (continuation lines, which start with a space, are
     the record's dictionary, not its message) and the unfinished rest."""
     *whole, rest = text.split("\n")
     return [line for line in whole if line and not line.startswith(" ")], rest
 
 
-def _after(before: List[str], after: List[str]) -> List[str]:
+def _after(before: list[str], after: list[str]) -> list[str]:
     """The lines of ``after`` past the last line of ``before`` (the whole of ``after`` when that
     line is gone: the ring buffer wrapped past it)."""
     if not before:
@@ -219,31 +220,30 @@ def _after(before: List[str], after: List[str]) -> List[str]:
     return after
 
 
-def _lines(raw: bytes) -> List[str]:
+def _lines(raw: bytes) -> list[str]:
     return [line for line in raw.decode("utf-8", "replace").splitlines() if line.strip()]
 
 
-def _dmesg_argv() -> List[str]:
+def _dmesg_argv() -> list[str]:
     return [os.environ.get(DMESG_ENV) or "dmesg"]
 
 
-def _run_dmesg(argv: List[str]) -> bytes:
+def _run_dmesg(argv: list[str]) -> bytes:
     done = subprocess.run(
         argv,
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        capture_output=True,
         timeout=DMESG_TIMEOUT_S,
         check=False,
     )
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip()[:200]
-        raise OSError("exit status %d: %s" % (done.returncode, message))
+        raise OSError(f"exit status {done.returncode}: {message}")
     return done.stdout[-MAX_DMESG_BYTES:]
 
 
-def _result(source: str, kept: Bounded, lost: int, why: str) -> Dict[str, Any]:
-    out: Dict[str, Any] = {"source": source, "lines": kept.lines}
+def _result(source: str, kept: Bounded, lost: int, why: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"source": source, "lines": kept.lines}
     if kept.dropped:
         out["dropped"] = kept.dropped
     if lost:

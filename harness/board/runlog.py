@@ -16,9 +16,10 @@ Standard library only, Python >= 3.8.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from typing import Any, Dict, Optional
+from typing import Any
 
 from .kernlog import MAX_BYTES, Bounded
 
@@ -31,7 +32,7 @@ class StderrCapture:
 
     def __init__(self, job_dir: str) -> None:
         self.path = os.path.join(job_dir, RUNTIME_LOG_FILE)
-        self.saved: Optional[int] = None
+        self.saved: int | None = None
         self.why = ""
 
     def start(self) -> None:
@@ -51,9 +52,9 @@ class StderrCapture:
                 finally:
                     os.close(fd)
         except OSError as exc:
-            self.why = "cannot capture the runtime's standard error: %s" % exc
+            self.why = f"cannot capture the runtime's standard error: {exc}"
 
-    def stop(self, level: Optional[int], env: Optional[str]) -> Dict[str, Any]:
+    def stop(self, level: int | None, env: str | None) -> dict[str, Any]:
         if self.saved is not None:
             with _flushed():
                 os.dup2(self.saved, 2)
@@ -61,7 +62,7 @@ class StderrCapture:
             self.saved = None
         elif not self.why:
             self.why = "not captured"
-        out: Dict[str, Any] = {"level": level, "env": env}
+        out: dict[str, Any] = {"level": level, "env": env}
         if self.why:
             out.update(source="absent", why=self.why, lines=[])
             return out
@@ -73,7 +74,7 @@ class StderrCapture:
                 handle.seek(max(0, size - MAX_READ_BYTES))
                 raw = handle.read(MAX_READ_BYTES)
         except OSError as exc:
-            out.update(source="absent", why="cannot read %s: %s" % (self.path, exc), lines=[])
+            out.update(source="absent", why=f"cannot read {self.path}: {exc}", lines=[])
             return out
         for line in raw.decode("utf-8", "replace").splitlines():
             if line.strip():
@@ -95,13 +96,11 @@ class _flushed:
 
 
 def _flush() -> None:
-    try:
+    with contextlib.suppress(AttributeError, OSError, ValueError):
         sys.stderr.flush()
-    except (AttributeError, OSError, ValueError):
-        pass
 
 
-def set_log_level(env: Optional[str], level: Optional[int]) -> None:
+def set_log_level(env: str | None, level: int | None) -> None:
     """Write the job's level where the adapter's runtime reads it (nothing without both)."""
     if env and level is not None:
         os.environ[env] = str(level)

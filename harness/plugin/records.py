@@ -31,6 +31,7 @@ import pytest
 
 from npu_hil.harness.plugin.inventory import inventory_path
 from npu_hil.harness.plugin.outcomes import phase_outcome
+from npu_hil.harness.report.boardlog import board_log_properties
 from npu_hil.harness.report.perf import board_state_properties, latency_properties
 from npu_hil.harness.report.records import QUARANTINED, TestRecord, accuracy_properties
 
@@ -106,6 +107,7 @@ class ItemInfo:
         props.update(board_state_properties(record.board_state))
         props.update(accuracy_properties(record.tensors))
         props.update(regression_properties(record.regressions))
+        props.update(board_log_properties(record))
         return props
 
 

@@ -136,6 +136,10 @@ class TestRecord:
     # test, reason, expires, entry, and target, board, link where given), whatever its outcome;
     # the outcome is "quarantined" when the listed test failed.
     quarantine: dict[str, str] = field(default_factory=dict)
+    # The board's own logs in the last model run's job window, classified
+    # (harness.pipeline.boardlog.LogFinding.to_dict: class, matches, kernel, runtime); empty
+    # when no model ran. A class here decided the outcome (infrastructure: an error).
+    board_log: dict[str, Any] = field(default_factory=dict)
 
     @property
     def provenance(self) -> str:

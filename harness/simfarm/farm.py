@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from npu_hil.harness.board.kernlog import KMSG_ENV
 from npu_hil.harness.codec import known_targets
 from npu_hil.harness.errors import UnsafeFolderError
 from npu_hil.harness.folders import private_dir, user_folder
@@ -47,7 +48,6 @@ from npu_hil.harness.simfarm.procs import (
     record_process,
     stop_records,
 )
-from npu_hil.harness.board.kernlog import KMSG_ENV
 from npu_hil.harness.simfarm.pyenv import harness_root, write_python_wrapper
 from npu_hil.harness.simfarm.sshd import login_user, require_openssh, start_sshd
 from npu_hil.harness.simfarm.state import (
@@ -223,7 +223,7 @@ def up(
 def _start(state: FarmState, plan: list[tuple[str, str, str]], serial: str) -> FarmState:
     root = state.dir
     (root / INVENTORY_FILE).unlink(missing_ok=True)  # never leave a stale one in view
-    python = write_python_wrapper(root / "bin" / "python3")
+    write_python_wrapper(root / "bin" / "python3")
     entries: list[dict[str, Any]] = []
     farm_boards: list[FarmBoard] = []
 

@@ -38,8 +38,7 @@ def write_python_wrapper(
         "#!/bin/sh\n"
         "# A simulated board's Python: the sim adapter imports the harness from here.\n"
         f"PYTHONPATH={shlex.quote(str(root))}${{PYTHONPATH:+:$PYTHONPATH}}\n"
-        "export PYTHONPATH\n" + exports +
-        f'exec {shlex.quote(interpreter)} "$@"\n',
+        "export PYTHONPATH\n" + exports + f'exec {shlex.quote(interpreter)} "$@"\n',
         encoding="utf-8",
     )
     os.chmod(path, 0o755)
