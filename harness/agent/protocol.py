@@ -26,7 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from npu_hil.harness.agent.result_extras import Canary, read_board_state, read_canary
+from npu_hil.harness.agent.result_extras import (
+    BoardLog,
+    Canary,
+    read_board_log,
+    read_board_state,
+    read_canary,
+)  # fmt: skip
 from npu_hil.harness.board.job import (
     DEFAULT_RUNS,
     DEFAULT_TIMEOUTS,
@@ -96,6 +102,7 @@ class JobSpec:
     canary: bytes | None = None
     """The pattern the agent fills every output buffer the adapter owns with before each run
     (:func:`harness.board.job.canary_for` makes one from the job id); None: no canary."""
+    runtime_log_level: int | None = None  # on the runtime's own scale; None: its default
 
 
 @dataclass(frozen=True)
@@ -210,6 +217,8 @@ def write_job(
     }
     if spec.canary is not None:
         document["canary"] = bytes(spec.canary).hex()
+    if spec.runtime_log_level is not None:
+        document["runtime_log_level"] = int(spec.runtime_log_level)
     tmp = directory / (JOB_FILE + ".tmp")
     tmp.write_text(json.dumps(document, indent=1), encoding="utf-8")
     os.replace(tmp, directory / JOB_FILE)
@@ -323,6 +332,7 @@ class Result:
     board_state: Mapping[str, Any] = field(default_factory=dict)
     canary: Canary | None = None
     """What the agent filled with the job's canary (None: the job carried none)."""
+    board_log: BoardLog | None = None  # the kernel's and runtime's logs in the job's window
 
     def output(self, name: str) -> TensorRecord:
         return _by_name(self.outputs, name, "output")
@@ -585,4 +595,5 @@ def read_result(job_dir: str | os.PathLike[str], *, job_id: str | None = None) -
         document=document,
         board_state=read_board_state(document.get("board_state"), where),
         canary=canary,
+        board_log=read_board_log(document.get("board_log"), where),
     )

@@ -1,7 +1,8 @@
 """The parts of result.json beside the tensors, read and checked on the host: ``canary`` (what the
 agent filled with the job's canary pattern before the run) and ``board_state`` (the board's
 clocks, governors, temperatures and load around the timed runs). :mod:`harness.agent.protocol`
-reads the rest of the result."""
+reads the rest of the result. ``board_log`` is the board's own logs in the job's window
+(:mod:`harness.board.kernlog`, :mod:`harness.board.runlog`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 from npu_hil.harness.errors import ProtocolError
 
-__all__ = ["Canary", "read_board_state", "read_canary"]
+__all__ = ["BoardLog", "Canary", "LogExcerpt", "read_board_log", "read_board_state", "read_canary"]
 
 
 @dataclass(frozen=True)
@@ -55,3 +56,78 @@ def read_board_state(raw: Any, where: str) -> dict[str, Any]:
             f"got {str(raw)[:200]}"
         )
     return raw
+
+
+@dataclass(frozen=True)
+class LogExcerpt:
+    """One of the board's logs in a job's window, as the agent read it: ``source`` (``kmsg``,
+    ``dmesg`` or ``stderr``; ``absent`` with ``why`` when it could not be read), the newest
+    ``lines`` within the agent's caps and how many older ones it ``dropped``; ``lost`` counts
+    kernel records the ring buffer overwrote before they were read."""
+
+    source: str
+    lines: tuple[str, ...] = ()
+    why: str = ""
+    dropped: int = 0
+    lost: int = 0
+    level: int | None = None
+    env: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"source": self.source, "lines": list(self.lines)}
+        for key in ("why", "dropped", "lost", "level", "env"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        return out
+
+
+@dataclass(frozen=True)
+class BoardLog:
+    """result.json's ``board_log``: the kernel's and the runtime's logs in the job's window."""
+
+    kernel: LogExcerpt
+    runtime: LogExcerpt
+
+
+MAX_LOG_LINES = 1000
+"""Far above the agent's own cap: a result holding more was not written by an agent."""
+
+
+def read_board_log(raw: Any, where: str) -> BoardLog | None:
+    """The checked ``board_log`` of a result (None: an agent that sent none)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ProtocolError(f"{where}.board_log: expected an object, got {str(raw)[:200]}")
+    return BoardLog(
+        _excerpt(raw.get("kernel"), f"{where}.board_log.kernel"),
+        _excerpt(raw.get("runtime"), f"{where}.board_log.runtime"),
+    )
+
+
+def _excerpt(raw: Any, where: str) -> LogExcerpt:
+    if raw is None:
+        return LogExcerpt("absent", why="the agent did not read it")
+    if not isinstance(raw, dict) or not isinstance(raw.get("source"), str):
+        raise ProtocolError(f"{where}: expected an object with a source, got {str(raw)[:200]}")
+    lines = raw.get("lines") or []
+    if (
+        not isinstance(lines, list)
+        or len(lines) > MAX_LOG_LINES
+        or not all(isinstance(x, str) for x in lines)
+    ):
+        raise ProtocolError(f"{where}.lines: expected at most {MAX_LOG_LINES} strings")
+    numbers = {k: raw.get(k) or 0 for k in ("dropped", "lost")}
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in numbers.values()):
+        raise ProtocolError(f"{where}: dropped and lost must be counts: {numbers!r}")
+    level = raw.get("level")
+    env = raw.get("env")
+    return LogExcerpt(
+        raw["source"],
+        tuple(lines),
+        str(raw.get("why") or ""),
+        numbers["dropped"],
+        numbers["lost"],
+        level if isinstance(level, int) and not isinstance(level, bool) else None,
+        env if isinstance(env, str) else None,
+    )

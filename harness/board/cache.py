@@ -24,6 +24,7 @@ import numpy as np
 
 from .job import Job, JobRefused
 from .loader import load_adapter_base
+from .runlog import set_log_level
 from .runtime import CallTimedOut, RuntimeThread
 from .wire import AGENT_VERSION, failure, jsonable, sha256_file
 
@@ -68,12 +69,16 @@ class AdapterCache:
         self.adapters: dict[tuple[str, str], Adapter] = {}
         self.versions_cache: dict[tuple[str, str], dict[str, Any]] = {}
         self.models: OrderedDict[tuple[tuple[str, str], str], Any] = OrderedDict()
+        # The running job's runtime log level: part of the adapter's key, since a runtime reads
+        # its level once, when it initialises (a job at another level gets an adapter of its own).
+        self.log_level: int | None = None
         # One request at a time, whichever connection it came on: the caches and the runtime
         # thread are shared, and a vendor runtime is not re-entrant.
         self.lock = threading.Lock()
 
     def _adapter_key(self, name: str, options: dict[str, Any]) -> tuple[str, str]:
-        return name, json.dumps(options, sort_keys=True, default=jsonable)
+        level = "" if self.log_level is None else f" log_level={self.log_level}"
+        return name, json.dumps(options, sort_keys=True, default=jsonable) + level
 
     def adapter(self, name: str, options: dict[str, Any], timeout: float) -> Adapter:
         key = self._adapter_key(name, options)
@@ -99,6 +104,7 @@ class AdapterCache:
                         "UnsupportedError", "init", f"adapters/{name}.py defines no ADAPTER class"
                     )
                 )
+            set_log_level(getattr(cls, "log_level_env", None), self.log_level)
             instance: Adapter = cls(dict(options))
             return instance
 

@@ -5,13 +5,16 @@ job.json (``npu-hil-job/1``)::
     {"schema", "job_id", "model": {"path", "sha256"}, "adapter": [a-z0-9_]+, "adapter_options",
      "inputs": [{"name", "file", "layout", "shape", "dtype", "pass_through"}], "outputs": [..]|null,
      "timeouts": {"load": s, "run": s}, "runs": n, "warmup": n,
-     "pin_clocks": bool, "canary": hex | null}
+     "pin_clocks": bool, "canary": hex | null, "runtime_log_level": 0..9 | null}
 
 ``runs`` (default 1) timed calls of the runtime follow ``warmup`` (default 0) untimed ones; the
 buffers that come back are the last run's. ``pin_clocks`` (default false) sets the CPU, NPU and
 DDR governors to ``performance`` for the runs and restores them after. ``canary`` (hex, 2 to 64
 bytes, :func:`canary_for` makes one from the job id) is the pattern every output buffer the
 adapter owns is filled with before each run: bytes the device never wrote still hold it.
+``runtime_log_level`` (default null: the runtime's default) is written, on the runtime's own scale,
+to the environment variable the adapter's runtime reads its log level from before the adapter is
+created (:mod:`harness.board.runlog`).
 
 Paths are relative to the job directory (the model may also be relative to ``--root``, the model
 cache) and may not leave it: absolute paths, ``..`` and symlinks pointing outside are refused. A
@@ -59,6 +62,7 @@ DEFAULT_RUNS = 1
 DEFAULT_WARMUP = 0
 MAX_RUNS = 10000
 MAX_WARMUP = 1000
+MAX_LOG_LEVEL = 9
 # The element types a job may name, with their sizes in bytes (numpy's, without numpy).
 DTYPE_SIZES = {
     "bool": 1,
@@ -169,6 +173,7 @@ class Job:
     warmup: int = DEFAULT_WARMUP
     pin_clocks: bool = False
     canary: bytes | None = None
+    log_level: int | None = None
 
 
 def _within(path: str, base: str) -> bool:
@@ -385,7 +390,20 @@ def validate_job(
         warmup=_count(doc, "warmup", DEFAULT_WARMUP, 0, MAX_WARMUP),
         pin_clocks=_flag(doc, "pin_clocks"),
         canary=check_canary("canary", doc.get("canary")),
+        log_level=_log_level(doc.get("runtime_log_level")),
     )
+
+
+def _log_level(value: object) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_LOG_LEVEL:
+        raise JobRefused(
+            "runtime_log_level",
+            "type",
+            f"expected null or an integer in [0, {MAX_LOG_LEVEL}], got {value!r}",
+        )
+    return value
 
 
 def _model_path(value: object, job_dir: str, root: str | None) -> str:

@@ -6,6 +6,11 @@ bounds adapter creation, versions and model load; the run timeout bounds the run
 is a typed record in result.json: ``DeviceError``, ``LayoutError``, ``UnsupportedError``,
 ``TimeoutError`` (from the adapter or the watchdog), ``OSError`` (the board's disk) and
 ``AgentError`` (a bug here).
+
+Around every job the board's own logs are taken (:mod:`harness.board.kernlog`,
+:mod:`harness.board.runlog`): a kernel-log mark and the runtime's standard error pointed at a
+file before validation, the kernel's lines since the mark and the runtime's lines after the job,
+whatever its outcome, in result.json's ``board_log`` (``{"kernel": .., "runtime": ..}``).
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ import numpy as np
 from .boardstate import pin_clocks, read_board_state, restore_clocks
 from .cache import AdapterCache, StageFailed, describe_exception, traceback_tail
 from .job import Job, JobInput, JobRefused, read_job_json, validate_job
+from .kernlog import KernelLog
 from .results import write_result, write_tensor
+from .runlog import StderrCapture
 from .wire import (
     EXIT_FAILED,
     EXIT_OK,
@@ -45,6 +52,7 @@ class Agent(AdapterCache):
     ) -> None:
         super().__init__(adapter_dirs, root, model_cache_size)
         self.jobs_run = 0
+        self.log_env: str | None = None
 
     def run_job(self, job_dir: str) -> tuple[dict[str, Any], int]:
         """Run one job directory; returns the result document (also written as result.json) and
@@ -69,6 +77,12 @@ class Agent(AdapterCache):
             "errors": [],
         }
         status = EXIT_OK
+        self.log_level = None
+        self.log_env = None
+        kernel = KernelLog()
+        kernel.mark()
+        capture = StderrCapture(job_dir)
+        capture.start()
         try:
             status = self._run(job_dir, result)
         except JobRefused as refused:
@@ -87,6 +101,10 @@ class Agent(AdapterCache):
                 failure("AgentError", "agent", describe_exception(exc), detail=traceback_tail(exc))
             )
             status = EXIT_FAILED
+        result["board_log"] = {
+            "runtime": capture.stop(self.log_level, self.log_env),
+            "kernel": kernel.delta(),
+        }
         if self.runtime.stuck:
             status = EXIT_TIMEOUT
         result["ok"] = not result["errors"]
@@ -113,7 +131,9 @@ class Agent(AdapterCache):
         timings = result["timings"]
         load_timeout = job.timeouts["load"]
 
+        self.log_level = job.log_level
         adapter = self.adapter(job.adapter, job.options, load_timeout)
+        self.log_env = getattr(adapter, "log_level_env", None)
         result["versions"] = self.versions(job.adapter, job.options, load_timeout)
 
         t0 = time.perf_counter()

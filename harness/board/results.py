@@ -7,6 +7,8 @@ result.json (``npu-hil-result/1``)::
                  "runs", "warmup", "runs_s": [s per timed run][, "adapter_runs_s": [s]]},
      "board_state": {"before": state, "after": state} (see boardstate),
      "canary": {"pattern": hex, "outputs": bool, "inputs": bool, "reason"} (a job with one),
+     "board_log": {"kernel": {"source", "lines"[, "why", "dropped", "lost"]},
+                   "runtime": {"source", "lines", "level", "env"[, "why", "dropped"]}},
      "inputs"/"outputs": [{"name", "file", "sha256", "nbytes", "layout", "dtype", "shape",
                            "attributes"}]}
 

@@ -38,6 +38,7 @@ from filelock import FileLock
 
 import npu_hil
 from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.board.kernlog import KMSG_ENV
 from npu_hil.harness.errors import NpuHilError, TransportError
 from npu_hil.harness.farm.backends import BACKENDS
 from npu_hil.harness.farm.breaker import DEFAULT_THRESHOLD, CircuitBreaker
@@ -241,8 +242,13 @@ class Farm:
 
     def _sim_session(self, board: Board, reason: str | None) -> BoardSession:
         path = os.pathsep.join(p for p in (str(HARNESS_ROOT), os.environ.get("PYTHONPATH")) if p)
+        # The simulated board's own kernel log (its simulated runtime writes it, its agent
+        # reads it), never this machine's.
+        kmsg = self._board_dir(board) / "sim" / "root" / "dev" / "kmsg"
         transport = LocalTransport(
-            self._board_dir(board) / "sim", python=sys.executable, env={"PYTHONPATH": path}
+            self._board_dir(board) / "sim",
+            python=sys.executable,
+            env={"PYTHONPATH": path, KMSG_ENV: str(kmsg)},
         )
         return BoardSession(
             board=board,

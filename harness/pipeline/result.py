@@ -16,6 +16,7 @@ from npu_hil.harness.diff.accuracy import Accuracy
 from npu_hil.harness.diff.attributes import AttributeFinding, disagreements
 from npu_hil.harness.diff.report import VERDICT_CROSS_API, VERDICT_STALE
 from npu_hil.harness.latency import Latency
+from npu_hil.harness.pipeline.boardlog import LogFinding
 
 if TYPE_CHECKING:
     from npu_hil.harness.pipeline.crossapi import CrossApi
@@ -130,6 +131,9 @@ class ModelRun:
     cross_api: CrossApi | None = None
     """The cross-API check (``harness.pipeline.crossapi``): the two paths compared, or why it
     does not apply; None without the check."""
+    board_log: LogFinding | None = None
+    """The board's own logs in the job's window, classified (:mod:`harness.pipeline.boardlog`);
+    None when the agent sent none. A run that returns has no class: a class raises."""
 
     @property
     def ok(self) -> bool:

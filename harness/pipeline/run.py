@@ -33,6 +33,7 @@ from npu_hil.harness.errors import LayoutError, ProtocolError
 from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError, CircuitBreaker
 from npu_hil.harness.farm.session import BoardSession
 from npu_hil.harness.latency import Latency, latency
+from npu_hil.harness.pipeline.boardlog import finding_of, judge_board_log
 from npu_hil.harness.pipeline.check import check_result
 from npu_hil.harness.pipeline.compat import check_after_run, check_before_deploy
 from npu_hil.harness.pipeline.crossapi import judge_cross_api, other_path
@@ -62,6 +63,7 @@ def run_model(
     accuracy: Thresholds | Mapping[str, float] | None = None,
     stale_check: bool = False,
     cross_api: bool = False,
+    runtime_log_level: int | None = None,
 ) -> ModelRun:
     """Run ``model`` on the session's board with ``inputs`` (name → logical NCHW array).
 
@@ -91,6 +93,13 @@ def run_model(
     unit's ``api_paths``) and flags each output the two disagree on, values or attributes
     (verdict ``cross-api``, :mod:`~harness.pipeline.crossapi`); :attr:`ModelRun.cross_api`
     names both paths, or says why the check is not applicable (a vendor with one path).
+
+    Every job brings back the board's own logs in its window: the kernel's (``/dev/kmsg``, else
+    ``dmesg``) and the runtime's standard error, at ``runtime_log_level`` (the runtime's own
+    scale; None: its default). A line a known signature matches decides the outcome
+    (:mod:`harness.pipeline.boardlog`): infrastructure is a retried TransportError,
+    compatibility and product are failures never retried; the excerpt is
+    :attr:`ModelRun.board_log`, or the raised error's ``board_log``.
     """
     limits = thresholds_of(accuracy, "run_model: accuracy")
 
@@ -98,7 +107,7 @@ def run_model(
         return run_once(
             session, model, given, outputs=outputs, tolerance=tolerance, padding=padding,
             input_layout=input_layout, faults=faults, reports_dir=reports_dir, accuracy=limits,
-            runs=runs, warmup=warmup, pin_clocks=pin_clocks,
+            runs=runs, warmup=warmup, pin_clocks=pin_clocks, runtime_log_level=runtime_log_level,
         )  # fmt: skip
 
     def attempt() -> ModelRun:
@@ -132,6 +141,7 @@ def run_once(
     faults: Sequence[Any] | None = None,
     reports_dir: str | os.PathLike[str] | None = None,
     accuracy: Thresholds | Mapping[str, float] | None = None,
+    runtime_log_level: int | None = None,
 ) -> ModelRun:
     """One attempt of :func:`run_model`, without retries (same arguments)."""
     if not inputs:
@@ -149,6 +159,7 @@ def run_once(
     spec, arrays = _job(
         session, deployed, label, given, outputs=outputs, input_layout=input_layout,
         faults=faults, runs=runs, warmup=warmup, pin_clocks=pin_clocks,
+        runtime_log_level=runtime_log_level,
     )  # fmt: skip
     job_id = spec.job_id
     result = _submit(session, spec, arrays)
@@ -187,6 +198,7 @@ def run_once(
         latency=_latency(result),
         board_state=dict(result.board_state),
         compatibility=compatibility,
+        board_log=finding_of(session.target, result.board_log),
     )
 
 
@@ -202,6 +214,7 @@ def _job(
     runs: int = 1,
     warmup: int = 0,
     pin_clocks: bool = False,
+    runtime_log_level: int | None = None,
 ) -> tuple[JobSpec, dict[str, np.ndarray]]:
     """The job for the session's board and adapter, and its input arrays (packed by the host
     codec where the adapter takes native bytes)."""
@@ -226,6 +239,7 @@ def _job(
         # to change.
         pin_clocks=pin_clocks and not session.simulated,
         canary=canary_for(job_id),
+        runtime_log_level=runtime_log_level,
     )
     return spec, arrays
 
@@ -277,6 +291,8 @@ def _submit(session: BoardSession, spec: JobSpec, arrays: Mapping[str, np.ndarra
         breaker.check()  # a board marked unhealthy costs nothing more
     try:
         result = session.client.submit(spec, arrays)
+        # The board's own logs first: their class decides over the agent's error type.
+        judge_board_log(session.target, result, f"job {spec.job_id}: ")
         result.raise_for_errors()
     except Exception as exc:
         if breaker is not None:

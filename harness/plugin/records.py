@@ -31,6 +31,7 @@ import pytest
 
 from npu_hil.harness.plugin.inventory import inventory_path
 from npu_hil.harness.plugin.outcomes import phase_outcome
+from npu_hil.harness.report.boardlog import board_log_properties
 from npu_hil.harness.report.perf import board_state_properties, latency_properties
 from npu_hil.harness.report.records import QUARANTINED, TestRecord, accuracy_properties
 
@@ -108,6 +109,7 @@ class ItemInfo:
         props.update(regression_properties(record.regressions))
         if record.cross_api:
             props["cross_api"] = record.cross_api
+        props.update(board_log_properties(record))
         return props
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from npu_hil.harness.diff.accuracy import AccuracyError, Thresholds, thresholds_of
+from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.farm.breaker import BoardBrokenError
 from npu_hil.harness.farm.recovery import breaker_event
 from npu_hil.harness.plugin.assertion import assert_run_ok
@@ -68,6 +69,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "and the normal API, where the board's vendor has two) and fail an output whose values "
         "or attributes the two disagree on (verdict 'cross-api'); a vendor with one path is "
         "reported 'not applicable'",
+    )
+    parser.getgroup("npu-hil").addoption(
+        "--runtime-log-level",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the level every board's NPU runtime logs at in its jobs, on the runtime's own scale "
+        "(written to the variable the runtime reads, e.g. 0..5 where 5 says most); the job's "
+        "runtime log is in each test's record next to the kernel log",
     )
 
 
@@ -134,6 +144,9 @@ class RunModel:
             options.setdefault("stale_check", True)
         if self.cross_api or self.config.getoption("cross_api", False):
             options.setdefault("cross_api", True)
+        level = self.config.getoption("runtime_log_level", None)
+        if level is not None:
+            options.setdefault("runtime_log_level", level)
         try:
             run = run_model(
                 session, model, inputs, reports_dir=self.reports_dir,
@@ -141,6 +154,12 @@ class RunModel:
             )  # fmt: skip
         except BoardBrokenError as exc:
             record.board_events.append(breaker_event(exc.message))
+            raise
+        except NpuHilError as exc:
+            # A class the board's logs gave decided this error: its excerpt goes with it.
+            finding = getattr(exc, "board_log", None)
+            if finding is not None:
+                record.board_log = finding.to_dict()
             raise
         self._record(run)
         # Every figure against its baseline first, so the record has the findings even when a
@@ -164,6 +183,8 @@ class RunModel:
             record.layout = "+".join(dict.fromkeys(t.layout.name for t in run.tensors))
         record.runtime_versions.update({str(k): str(v) for k, v in run.versions.items()})
         record.artifact_hashes.update(run.artifact_hashes)
+        if run.board_log is not None:
+            record.board_log = run.board_log.to_dict()
         if run.latency is not None:
             record.latency = run.latency.to_dict()
             record.board_state = dict(run.board_state)

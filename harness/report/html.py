@@ -20,6 +20,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from npu_hil.harness.report.boardlog import CSS as BOARDLOG_CSS
+from npu_hil.harness.report.boardlog import board_log_html
 from npu_hil.harness.report.history_html import CSS as HISTORY_CSS
 from npu_hil.harness.report.history_html import history_section, regressions_section
 from npu_hil.harness.report.perf import latency_html
@@ -444,7 +446,7 @@ def _row(run_dir: Path, r: TestRecord, new: set[str], folded: bool) -> str:
     }
     attrs = " ".join(f'data-{k}="{escape(v)}"' for k, v in data.items())
     message = f"<div>{escape(r.message)}</div>" if r.message else ""
-    message += stability_notes(r) + latency_html(r)
+    message += stability_notes(r) + board_log_html(r) + latency_html(r)
     if folded:  # a passing case keeps its accuracy figures in view (the details are folded)
         message += "".join(
             f'<div class="muted">accuracy {escape(t.name)}: {escape(t.accuracy_text())}</div>'
@@ -511,7 +513,7 @@ def build_html(
     assert "</" not in SCRIPT
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(str(title))}</title><style>{CSS}{HISTORY_CSS}{STABILITY_CSS}</style>"
+        f"<title>{escape(str(title))}</title><style>{CSS}{HISTORY_CSS}{STABILITY_CSS}{BOARDLOG_CSS}</style>"
         f"<script>{SCRIPT}</script></head><body>"
         f"{_header(run_dir, summary)}{_health(summary)}{regressions_section(summary)}"
         f"{_comparison(comparison)}{_boards(summary, comparison)}{history_section(history)}"

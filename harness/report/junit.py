@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from npu_hil.harness.report.boardlog import board_log_properties, board_log_text
 from npu_hil.harness.report.records import TestRecord, accuracy_properties
 from npu_hil.harness.report.sanitize import clean_text
 from npu_hil.harness.report.stability import stability_properties
@@ -46,6 +47,7 @@ def testcase_properties(record: TestRecord) -> list[tuple[str, str]]:
     props.update({f"artifact.{k}": v for k, v in sorted(record.artifact_hashes.items())})
     props.update(accuracy_properties(record.tensors))
     props.update(stability_properties(record))  # unstable, quarantine.*
+    props.update(board_log_properties(record))  # board_log.class, .signatures, .kernel
     for key, value in sorted(record.properties.items()):
         props.setdefault(key, str(value))
     return list(props.items())
@@ -87,8 +89,9 @@ def build_junit(
         if tag is not None:
             element = ET.SubElement(case, tag, message=_clean(message))
             element.text = _clean(record.longrepr or record.message)
-        if record.boot_log:
-            ET.SubElement(case, "system-out").text = _clean(record.boot_log)
+        out = "\n".join(x for x in (record.boot_log, board_log_text(record)) if x)
+        if out:
+            ET.SubElement(case, "system-out").text = _clean(out)
     ET.indent(suite)
     data: bytes = ET.tostring(suite, encoding="utf-8", xml_declaration=True)
     return data

@@ -139,6 +139,10 @@ class TestRecord:
     # The cross-API check of the test's model runs (harness.pipeline.crossapi.CrossApi.summary,
     # one line per check): the two paths compared, or why it did not apply; "" without it.
     cross_api: str = ""
+    # The board's own logs in the last model run's job window, classified
+    # (harness.pipeline.boardlog.LogFinding.to_dict: class, matches, kernel, runtime); empty
+    # when no model ran. A class here decided the outcome (infrastructure: an error).
+    board_log: dict[str, Any] = field(default_factory=dict)
 
     @property
     def provenance(self) -> str:

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from npu_hil.harness.report.boardlog import board_log_summary
 from npu_hil.harness.report.perf import latency_table
 from npu_hil.harness.report.records import OUTCOMES, TestRecord
 from npu_hil.harness.report.stability import stability_summary
@@ -173,6 +174,7 @@ def build_summary(
         "regressions": _regressions(records),
         # passes that needed a retry, and the quarantine list's cases (each a count and a list)
         **stability_summary(records),
+        **board_log_summary(list(records)),
         "history": dict(history) if history is not None else None,
         "records": [r.to_dict() for r in records],
     }

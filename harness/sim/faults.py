@@ -35,6 +35,8 @@ their baseline) move.
   row stride as if its rows were W apart), every input whose layout pads its rows (or the
   ``tensors`` named) reaches the model misread; the other path is right. On the other path
   the fault does nothing; on its own path with no padded rows it is an error;
+- ``npu-timeout``, ``oom-kill``, ``bad-model-version``: the run (the load, for the last) fails
+  and the board's own logs say why, in the lines a real board logs (:mod:`harness.sim.boardlog`);
 - ``hang``: the run never returns (or sleeps ``seconds``);
 - ``crash``: the process dies (``signal``, default SIGSEGV, or ``exit_code``);
 - ``slow``: every run takes ``percent`` % longer (default 20; 0 < percent <= 10000);
@@ -88,6 +90,8 @@ STATE_FAULTS = ("stale-output",)
 INPUT_FAULTS = ("unaligned-width",)
 API_PATH_KINDS = ("normal", "zero-copy")
 PROCESS_FAULTS = ("hang", "crash")
+# Faults the board's own logs tell (harness.sim.boardlog): applied by the runtime at load or run.
+LOG_FAULTS = ("npu-timeout", "oom-kill", "bad-model-version")
 TIMING_FAULTS = ("slow", "noisy-latency")
 ACCURACY_FAULTS = ("accuracy-drift",)
 # A soak's faults: memory kept per run, a share of runs failing (harness.sim.soakfaults).
@@ -100,6 +104,7 @@ FAULT_NAMES = (
     *TIMING_FAULTS,
     *ACCURACY_FAULTS,
     *SOAK_FAULTS,
+    *LOG_FAULTS,
 )
 APPLIES_TO = ("outputs", "inputs", "all")
 MAX_PERCENT = 10000
@@ -123,6 +128,9 @@ _PARAMS: dict[str, tuple[str, ...]] = {
     "accuracy-drift": ("lsb", "fraction", "seed", *_COMMON),
     "leak": ("kib",),
     "flaky-errors": ("rate", "seed"),
+    "npu-timeout": (),
+    "oom-kill": (),
+    "bad-model-version": (),
 }
 
 

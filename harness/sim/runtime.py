@@ -27,6 +27,7 @@ import numpy as np
 import onnx
 
 from npu_hil.harness.sim import execute
+from npu_hil.harness.sim.boardlog import apply_log_fault, runtime_info
 from npu_hil.harness.sim.faults import (
     apply_buffer_faults,
     apply_process_faults,
@@ -137,6 +138,8 @@ class SimNpu:
             raise SimRefusal("DeviceError", "load", f"{source}: invalid model: {exc}") from exc
         execute.check(proto, self.executor)
         self.vendor.check_model(graph)
+        apply_log_fault(self.options.faults, self.target, "load")
+        runtime_info(f"loaded {source}")
         return SimModel(proto, graph, source, count_work(proto))
 
     def run(
@@ -152,6 +155,8 @@ class SimNpu:
         graph = model.graph
         given = self._given(graph, inputs)
         wanted = self._wanted(graph, outputs)
+        runtime_info(f"run {self.calls} of {model.source}")
+        apply_log_fault(self.options.faults, self.target, "run")
         started = time.perf_counter()
         held = [
             self.vendor.hold_input(i, info, given[info.name]) for i, info in enumerate(graph.inputs)

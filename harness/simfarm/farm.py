@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from npu_hil.harness.board.kernlog import KMSG_ENV
 from npu_hil.harness.codec import known_targets
 from npu_hil.harness.errors import UnsafeFolderError
 from npu_hil.harness.folders import private_dir, user_folder
@@ -222,12 +223,17 @@ def up(
 def _start(state: FarmState, plan: list[tuple[str, str, str]], serial: str) -> FarmState:
     root = state.dir
     (root / INVENTORY_FILE).unlink(missing_ok=True)  # never leave a stale one in view
-    python = write_python_wrapper(root / "bin" / "python3")
+    write_python_wrapper(root / "bin" / "python3")
     entries: list[dict[str, Any]] = []
     farm_boards: list[FarmBoard] = []
 
     def board_entry(name: str, target: str, kind: str, transport: dict[str, Any]) -> None:
         workdir = private_dir(root / "boards" / name / "work")
+        # Each board's own kernel log, which its simulated runtime writes and its agent reads.
+        kmsg = root / "boards" / name / "root" / "dev" / "kmsg"
+        board_python = write_python_wrapper(
+            root / "boards" / name / "bin" / "python3", env={KMSG_ENV: str(kmsg)}
+        )
         entries.append(
             {
                 "name": name,
@@ -235,7 +241,7 @@ def _start(state: FarmState, plan: list[tuple[str, str, str]], serial: str) -> F
                 "backend": "hw",
                 "adapter": "sim",
                 "tags": ["simfarm", kind],
-                "python": str(python),
+                "python": str(board_python),
                 "workdir": str(workdir),
                 "transport": transport,
             }

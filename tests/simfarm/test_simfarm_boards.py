@@ -36,7 +36,7 @@ def test_inventory_parses_and_describes_every_board(farm: FarmState) -> None:
     for board in inventory.boards:
         # Reached through a real transport, but the runtime is the simulated one.
         assert (board.backend, board.adapter, board.fallback) == ("hw", "sim", "none")
-        assert board.python == str(python)
+        assert board.python == str(farm.dir / "boards" / board.name / "bin" / "python3")
         assert board.workdir == str(farm.dir / "boards" / board.name / "work")
         if board.transport.kind == "ssh":
             assert board.transport.port == sshd_port

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
 from npu_hil.harness.errors import LayoutError
 from npu_hil.harness.models.reference import ModelInputError
 from npu_hil.harness.sim import SimConfigError, SimModel, SimNpu, SimRefusal, SimTensor
+from npu_hil.harness.sim.boardlog import SIM_LOG_LEVEL_ENV
 
 if TYPE_CHECKING:
     from npu_hil.harness.board.adapters.base import (
@@ -74,6 +75,7 @@ class SimAdapter(Adapter):
     """A simulated board of ``options["target"]``."""
 
     name = "sim"
+    log_level_env = SIM_LOG_LEVEL_ENV
 
     def __init__(self, options: Dict[str, Any]) -> None:
         super().__init__(options)

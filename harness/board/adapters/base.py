@@ -111,6 +111,10 @@ class Adapter:
     """Base class of the runtime adapters. ``options`` is the job's ``adapter_options``."""
 
     name = "base"
+    log_level_env: Optional[str] = None
+    """The environment variable the runtime reads its log level from when it initialises (None:
+    the runtime has none); the agent writes the job's ``runtime_log_level`` there before the
+    adapter is created."""
 
     def __init__(self, options: Dict[str, Any]) -> None:
         self.options = dict(options)

@@ -138,6 +138,7 @@ class HobotAdapter(Adapter):
     """pyeasy_dnn load/forward; numerical results with honest caveats."""
 
     name = "hobot"
+    log_level_env = "HB_DNN_LOG_LEVEL"  # libdnn reads it: 0 (verbose) .. 6; default 3 (warnings)
 
     def __init__(self, options: dict[str, Any]) -> None:
         super().__init__(options)

@@ -735,6 +735,7 @@ class HobotNativeAdapter(Adapter):
     """Raw aligned BPU buffers and full ``hbDNNTensorProperties`` through libdnn."""
 
     name = "hobot_native"
+    log_level_env = "HB_DNN_LOG_LEVEL"  # libdnn reads it: 0 (verbose) .. 6; default 3 (warnings)
 
     def __init__(self, options: dict[str, Any]) -> None:
         super().__init__(options)

@@ -385,6 +385,7 @@ class RknnNativeAdapter(Adapter):
     """Zero-copy inference on ``librknnrt``; raw native buffers and ``rknn_tensor_attr``s."""
 
     name = "rknn_native"
+    log_level_env = "RKNN_LOG_LEVEL"  # librknnrt reads it at rknn_init: 0 (none) .. 5 (most)
 
     def __init__(self, options: dict[str, Any]) -> None:
         super().__init__(options)

@@ -146,6 +146,7 @@ class RknnLiteAdapter(Adapter):
     """RKNNLite: load_rknn, init_runtime, inference, release; numerical results only."""
 
     name = "rknnlite"
+    log_level_env = "RKNN_LOG_LEVEL"  # librknnrt reads it at rknn_init: 0 (none) .. 5 (most)
 
     def __init__(self, options: dict[str, Any]) -> None:
         super().__init__(options)

@@ -1,0 +1,126 @@
+"""The board's own logs of a job, classified, and the outcome their class gives.
+
+The agent sends the kernel's lines and the runtime's in the job's window
+(:class:`~harness.agent.result_extras.BoardLog`); the target's log signatures
+(:mod:`npu_hil.targets.log_signatures`) put them in a class, and the class decides, over the
+agent's own error type and over a clean byte diff:
+
+- ``infrastructure`` → :class:`BoardLogError`, a TransportError: the test's error, retried as an
+  infrastructure fault (a fresh agent, the board's breaker and health told);
+- ``compatibility`` → :class:`BoardLogCompatibilityError` (a CompatibilityError): a failure,
+  never retried;
+- ``product`` → :class:`BoardLogProductError` (a DeviceError): a failure, never retried.
+
+Lines no signature knows stay in the excerpt and change nothing. Every line is scrubbed of
+secrets before it is kept. The excerpt, as :class:`LogFinding`, rides on the exception raised
+(``board_log``) or on the run (:attr:`~harness.pipeline.result.ModelRun.board_log`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from npu_hil.harness.agent.protocol import Result
+from npu_hil.harness.agent.result_extras import BoardLog
+from npu_hil.harness.errors import CompatibilityError, DeviceError, NpuHilError, TransportError
+from npu_hil.harness.redact import scrub
+from npu_hil.targets.log_signatures import LogMatch, classify
+
+__all__ = [
+    "BoardLogCompatibilityError",
+    "BoardLogError",
+    "BoardLogProductError",
+    "LogFinding",
+    "judge_board_log",
+]
+
+EXCERPT_LINES = 40  # per log, the newest, in the record and the page
+
+
+@dataclass(frozen=True)
+class LogFinding:
+    """The class of a job's logs ("" when no signature matched), what matched, and the excerpt
+    (the newest lines of each log, and how each was read)."""
+
+    log_class: str
+    matches: tuple[LogMatch, ...] = ()
+    kernel: dict[str, Any] = field(default_factory=dict)
+    runtime: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "class": self.log_class,
+            "matches": [m.to_dict() for m in self.matches],
+            "kernel": self.kernel,
+            "runtime": self.runtime,
+        }
+
+    def headline(self) -> str:
+        if not self.matches:
+            return ""
+        first = next(m for m in self.matches if m.signature.log_class == self.log_class)
+        return (
+            f"board log: {self.log_class} ({first.signature.id}: {first.signature.meaning}); "
+            f"{first.log} log: {first.line}"
+        )
+
+
+class _WithLog:
+    board_log: LogFinding
+
+
+class BoardLogError(TransportError, _WithLog):
+    """The board's logs say its NPU, driver or kernel failed: infrastructure."""
+
+
+class BoardLogCompatibilityError(CompatibilityError, _WithLog):
+    """The board's logs say the model cannot run on this board's runtime or memory."""
+
+
+class BoardLogProductError(DeviceError, _WithLog):
+    """The board's logs say what is tested failed on the device."""
+
+
+_RAISE: dict[str, type[NpuHilError]] = {
+    "infrastructure": BoardLogError,
+    "compatibility": BoardLogCompatibilityError,
+    "product": BoardLogProductError,
+}
+
+
+def finding_of(target: str, log: BoardLog | None) -> LogFinding | None:
+    """The classified excerpt of a result's board log (None: the agent sent none)."""
+    if log is None:
+        return None
+    kernel = [scrub(line) for line in log.kernel.lines]
+    runtime = [scrub(line) for line in log.runtime.lines]
+    verdict = classify(target, kernel=kernel, runtime=runtime)
+
+    def excerpt(source: Any, lines: list[str]) -> dict[str, Any]:
+        out = source.to_dict()
+        out["lines"] = lines[-EXCERPT_LINES:]
+        if len(lines) > EXCERPT_LINES:
+            out["dropped"] = out.get("dropped", 0) + len(lines) - EXCERPT_LINES
+        return dict(out)
+
+    return LogFinding(
+        verdict.log_class,
+        verdict.matches,
+        excerpt(log.kernel, kernel),
+        excerpt(log.runtime, runtime),
+    )
+
+
+def judge_board_log(target: str, result: Result, context: str) -> LogFinding | None:
+    """Raise the class's error when the job's logs matched a signature (the agent's own error,
+    if any, quoted after it); else the finding (None: no board log) for the run to keep."""
+    finding = finding_of(target, result.board_log)
+    if finding is None or not finding.log_class:
+        return finding
+    message = f"{context}{finding.headline()}"
+    if result.errors:
+        message += f"; the agent reported {result.errors[0]}"
+    error = _RAISE[finding.log_class](message)
+    error.board_log = finding  # type: ignore[attr-defined]
+    raise error

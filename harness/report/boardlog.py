@@ -1,0 +1,131 @@
+"""The board's own logs in the reports: a case's class and excerpt next to its failure.
+
+:attr:`TestRecord.board_log <harness.report.records.TestRecord.board_log>` is the last model
+run's :meth:`LogFinding.to_dict <harness.pipeline.boardlog.LogFinding.to_dict>` (``class``,
+``matches``, ``kernel``, ``runtime``). JUnit gets ``board_log.class`` and
+``board_log.signatures`` properties and the excerpt in ``<system-out>``; summary.json a
+``board_logs`` entry (a count per class and the classified cases); the page the class as a
+badge and the excerpt under the case's message, the matched lines marked.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from html import escape
+from typing import Any
+
+from npu_hil.harness.report.records import TestRecord
+
+__all__ = [
+    "CSS",
+    "board_log_html",
+    "board_log_properties",
+    "board_log_summary",
+    "board_log_text",
+]
+
+
+def _matched(record: TestRecord) -> list[dict[str, Any]]:
+    return [m for m in record.board_log.get("matches") or [] if isinstance(m, dict)]
+
+
+def board_log_properties(record: TestRecord) -> dict[str, str]:
+    """``board_log.class`` and ``board_log.signatures`` (ids, comma-separated) of a classified
+    case; ``board_log.kernel`` says how the kernel log was read (or why it was not)."""
+    log = record.board_log
+    if not log:
+        return {}
+    props: dict[str, str] = {}
+    if log.get("class"):
+        props["board_log.class"] = str(log["class"])
+        props["board_log.signatures"] = ",".join(
+            dict.fromkeys(str(m.get("id")) for m in _matched(record))
+        )
+    kernel = log.get("kernel") or {}
+    if kernel:
+        source = str(kernel.get("source", ""))
+        props["board_log.kernel"] = source + (f": {kernel['why']}" if kernel.get("why") else "")
+    return props
+
+
+def board_log_text(record: TestRecord) -> str:
+    """The excerpt as plain text (JUnit's ``<system-out>``): each log's lines under a header."""
+    log = record.board_log
+    if not log:
+        return ""
+    parts = []
+    if log.get("class"):
+        parts.append(f"board log class: {log['class']}")
+        parts += [
+            f"  {m.get('id')} ({m.get('class')}): {m.get('meaning')} [{m.get('source')}]"
+            for m in _matched(record)
+        ]
+    for name in ("kernel", "runtime"):
+        excerpt = log.get(name) or {}
+        lines = excerpt.get("lines") or []
+        if not lines and not excerpt.get("why"):
+            continue
+        head = f"--- {name} log ({excerpt.get('source', '?')})"
+        head += f": {excerpt['why']}" if excerpt.get("why") else ""
+        head += f", {excerpt['dropped']} older lines dropped" if excerpt.get("dropped") else ""
+        parts.append(head)
+        parts += [str(line) for line in lines]
+    return "\n".join(parts)
+
+
+def board_log_summary(records: list[TestRecord]) -> dict[str, Any]:
+    """summary.json's ``board_logs``: how many cases each class took, and those cases."""
+    cases = [
+        {
+            "nodeid": r.nodeid,
+            "board": r.board,
+            "outcome": r.outcome,
+            "class": r.board_log["class"],
+            "signatures": sorted({str(m.get("id")) for m in _matched(r)}),
+        }
+        for r in records
+        if r.board_log.get("class")
+    ]
+    return {
+        "board_logs": {
+            "classes": dict(Counter(c["class"] for c in cases)),
+            "cases": cases,
+        }
+    }
+
+
+def board_log_html(record: TestRecord) -> str:
+    """The class badge and the excerpt (folded, the matched lines marked), under the message."""
+    log = record.board_log
+    if not log:
+        return ""
+    matched = {str(m.get("line")) for m in _matched(record)}
+    html = ""
+    if log.get("class"):
+        first = _matched(record)[0] if _matched(record) else {}
+        html += (
+            f'<div class="boardlog-why"><span class="b boardlog">{escape(str(log["class"]))}'
+            f"</span> board log: {escape(str(first.get('id', '')))}: "
+            f"{escape(str(first.get('meaning', '')))}</div>"
+        )
+    blocks = []
+    for name in ("kernel", "runtime"):
+        excerpt = log.get(name) or {}
+        lines = [str(x) for x in excerpt.get("lines") or []]
+        if not lines:
+            continue
+        body = "\n".join(
+            f"<mark>{escape(line)}</mark>" if line in matched else escape(line) for line in lines
+        )
+        blocks.append(
+            f"<details{' open' if log.get('class') else ''}><summary>{escape(name)} log "
+            f"({escape(str(excerpt.get('source', '')))}, {len(lines)} lines)</summary>"
+            f'<pre class="boardlog">{body}</pre></details>'
+        )
+    return html + "".join(blocks)
+
+
+CSS = (
+    ".boardlog{background:#ffe0cc;color:#7a2e00}.boardlog-why{color:#7a2e00}"
+    "pre.boardlog{background:#faf6f2;color:#222;max-height:20em;overflow:auto}"
+)
