@@ -15,7 +15,7 @@ import pytest
 
 from npu_hil.harness.board import kernlog
 from npu_hil.harness.board.kernlog import KernelLog, parse_record
-from npu_hil.harness.board.runlog import StderrCapture, set_log_level
+from npu_hil.harness.board.runlog import StderrCapture, StderrTee, set_log_level
 from tests.agent.jobs import PY38, py38_problem
 
 
@@ -203,21 +203,40 @@ def test_the_real_dev_kmsg_marks_at_its_end(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_the_runtime_stderr_is_captured_in_the_window(tmp_path: Path) -> None:
-    capture = StderrCapture(str(tmp_path))
-    capture.start()
+    tee = StderrTee()
+    job = tmp_path / "jobs" / "job-1"
+    job.mkdir(parents=True)
     try:
+        os.write(2, b"before the window\n")
+        capture = StderrCapture(str(job), tee)
+        capture.start()
         os.write(2, b"E RKNN: [17:10:15.696] Invalid RKNN model version 6\n")
         # A child writing to the descriptor it inherited, as a runtime's helper process would.
         subprocess.run(["sh", "-c", "echo from a child >&2"], check=True)
-    finally:
+        os.write(2, b"a line cut in the middle: \0npu-hil")  # a partial sync mark is text
         got = capture.stop(5, "RKNN_LOG_LEVEL")
+        # The next job's window holds only its own lines: one tee, many windows.
+        second = StderrCapture(str(job), tee)
+        second.start()
+        os.write(2, b"second job\n")
+        again = second.stop(None, None)
+        log = Path(tee.path)
+        assert log.parent == tmp_path / "jobs" and log.stat().st_mode & 0o077 == 0
+    finally:
+        tee.close()
     assert got["source"] == "stderr" and got["level"] == 5 and got["env"] == "RKNN_LOG_LEVEL"
-    assert got["lines"] == ["E RKNN: [17:10:15.696] Invalid RKNN model version 6", "from a child"]
+    assert got["lines"] == [
+        "E RKNN: [17:10:15.696] Invalid RKNN model version 6",
+        "from a child",
+        "a line cut in the middle: \0npu-hil",
+    ]
+    assert again["lines"] == ["second job"]
     os.write(2, b"")  # descriptor 2 is back and usable
+    assert not log.exists()  # the tee ended with its last writer and took its file along
 
 
 def test_a_capture_without_its_directory_says_why(tmp_path: Path) -> None:
-    capture = StderrCapture(str(tmp_path / "gone"))
+    capture = StderrCapture(str(tmp_path / "gone"), StderrTee())
     capture.start()
     got = capture.stop(None, None)
     assert got["source"] == "absent" and "job directory" in got["why"]
