@@ -63,7 +63,7 @@ def _byte_view(
 ) -> np.ndarray:
     """A strided uint8 view of the 1-D byte array ``buf`` from ``offset`` (writeable when
     ``buf`` is)."""
-    view = np.ndarray(shape, np.uint8, buffer=buf, offset=offset, strides=strides)
+    view: np.ndarray = np.ndarray(shape, np.uint8, buffer=buf, offset=offset, strides=strides)
     if not buf.flags.writeable:
         view.flags.writeable = False
     return view
@@ -85,21 +85,23 @@ MAX_PADDING_RUNS = 16
 """Most strided runs :meth:`BlockedLayout._zero_padding` zeroes one by one (each costs a few
 microseconds of Python) before it clears the whole buffer instead."""
 
-MIN_PADDING_RUN = 8
-"""Shortest mean run of padding bytes worth zeroing on its own: below it the byte stores cost
-more than clearing the whole buffer."""
+RUN_COST_BYTES = 32
+"""What zeroing one run costs beyond its bytes, in bytes of a whole-buffer clear (a store or a
+short move per run against a memset's 32 bytes a cycle): the runs are zeroed one by one when
+``runs * RUN_COST_BYTES + padding bytes < buffer bytes``, else the whole buffer is cleared."""
 
 
 def _strided_runs(mask: np.ndarray) -> list[tuple[int, int, int, int, int, int]] | None:
     """The True bytes of ``mask`` as few strided runs (see ``BlockedLayout._padding_runs``),
-    or None when there are more than :data:`MAX_PADDING_RUNS` or they are short."""
+    or None when there are more than :data:`MAX_PADDING_RUNS` or so many short ones that
+    clearing the whole buffer is cheaper (:data:`RUN_COST_BYTES`)."""
     flags = np.concatenate(([False], np.asarray(mask, dtype=bool), [False])).view(np.int8)
     edges = np.flatnonzero(np.diff(flags))
     starts, ends = edges[0::2], edges[1::2]
     if starts.size == 0:
         return []
     lengths = ends - starts
-    if int(lengths.sum()) < MIN_PADDING_RUN * starts.size:
+    if RUN_COST_BYTES * starts.size + int(lengths.sum()) >= mask.size:
         return None
     level1 = _progressions(starts, lengths)
     if level1 is None:
