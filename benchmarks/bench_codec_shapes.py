@@ -11,7 +11,9 @@ For every 8-bit and 16-bit layout and channel count (W odd), four ratios, each t
   packed buffer, which is what either direction has to move);
 - ``pack fresh`` / ``unpack fresh``: into a buffer allocated by the call ÷ ``numpy.copyto`` into
   a freshly allocated contiguous array of the same size: both pay the first-touch page faults;
-- ``faults``: what those page faults cost alone, the fresh copy ÷ the warm one.
+- ``faults``: what those page faults cost alone, the fresh copy ÷ the warm one;
+- with ``--breakdown``, a warm pack in its steps: ``clear`` (the padding zeroed), ``encode``
+  (values to bytes or H/L planes), ``copy`` (the strided copies).
 
 Times are the thread's CPU time (``time.thread_time``), which leaves out the time the thread
 waits for a core: on a shared machine wall times of the same copy move by 2x, CPU times by
@@ -75,6 +77,7 @@ LAYOUTS = (
 )
 
 COLUMNS = ("pack", "unpack", "pack fresh", "unpack fresh", "faults")
+BREAKDOWN = ("clear", "encode", "copy")
 
 
 def thread_ratio(base: Callable[[], object], fn: Callable[[], object], repeats: int) -> float:
@@ -102,7 +105,9 @@ def random_tensor(shape: tuple[int, ...], dtype: str) -> np.ndarray:
     return values & ~np.array(1, dtype=dtype) if info.bits == 16 else values
 
 
-def measure(layout: Layout, channels: int, repeats: int) -> dict[str, Any] | None:
+def measure(
+    layout: Layout, channels: int, repeats: int, breakdown: bool = False
+) -> dict[str, Any] | None:
     from npu_hil.harness.codec import aligned_empty, get_layout
     from npu_hil.harness.errors import LayoutError
 
@@ -136,13 +141,50 @@ def measure(layout: Layout, channels: int, repeats: int) -> dict[str, Any] | Non
     row["pack fresh"] = thread_ratio(fresh, lambda: lay.pack(tensor), repeats)
     row["unpack fresh"] = thread_ratio(fresh, lambda: lay.unpack(buffer), repeats)
     row["faults"] = thread_ratio(warm, fresh, repeats)
+    if breakdown:
+        row.update(pack_breakdown(lay, tensor, out_buf, warm, repeats))
     return row
+
+
+def pack_breakdown(
+    lay: Any, tensor: np.ndarray, out: np.ndarray, warm: Callable[[], None], repeats: int
+) -> dict[str, float]:
+    """A warm pack in its three steps, each ÷ the same baseline: clearing the padding (as the
+    layout does it on a repack), encoding the values into bytes or byte planes, and the strided
+    copies into the buffer."""
+    canonical = tensor.reshape(lay.canonical_shape)
+    if lay.stored != lay.canonical_shape:
+        canonical = canonical[tuple(slice(0, s) for s in lay.stored)]
+    enc = lay.encoding
+
+    def encode() -> object:
+        return enc.pack_interleaved(canonical) if enc.interleaved else enc.pack_planes(canonical)
+
+    encoded = encode()
+
+    def copy() -> None:
+        if enc.interleaved:
+            lay._copy_in(out, encoded, slot=None)
+        else:
+            for slot, plane in enumerate(encoded):
+                lay._copy_in(out, plane, slot=slot)
+
+    def clear() -> None:
+        if lay.padding_bytes:
+            lay._zero_padding(out)
+
+    return {
+        "clear": thread_ratio(warm, clear, repeats),
+        "encode": thread_ratio(warm, encode, repeats),
+        "copy": thread_ratio(warm, copy, repeats),
+    }
 
 
 def _cells(row: dict[str, Any]) -> str:
     shape = "x".join(map(str, row["shape"]))
     cells = [f"{row['layout'].label:<30}", f"{shape:<14}", f"{row['MB']:5.1f}"]
     cells += [f"{row[c]:.2f}".rjust(len(c)) for c in COLUMNS]
+    cells += [f"{row[c]:.2f}".rjust(len(c)) for c in BREAKDOWN if c in row]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -151,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--no-kernel", action="store_true", help="numpy path only")
     parser.add_argument("--only", default="", help="layouts whose label contains this")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="a warm pack's clear / encode / copy too"
+    )
     args = parser.parse_args(argv)
     if args.no_kernel:
         os.environ["NPU_HIL_NO_KERNEL"] = "1"
@@ -161,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         f"python {sys.version.split()[0]}; load {os.getloadavg()[0]:.1f}"
     )
     print("ratios: median of codec CPU time / numpy.copyto CPU time of the same bytes")
-    header = ("layout", "shape", "MB", *COLUMNS)
+    header = ("layout", "shape", "MB", *COLUMNS, *(BREAKDOWN if args.breakdown else ()))
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")
     rows = []
@@ -169,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.only and args.only not in layout.label:
             continue
         for channels in layout.channels:
-            row = measure(layout, channels, args.repeats)
+            row = measure(layout, channels, args.repeats, args.breakdown)
             if row is not None:
                 rows.append(row)
                 print(_cells(row), flush=True)

@@ -554,6 +554,13 @@ fc_t2d(const fc_isa *isa, const fc_plan *p, char *dst, const char *src)
     const Py_ssize_t E = p->E;
     const int u = fc_log2_unit(E);
 
+    /* A tiny transpose (KL730 HL entries: 4 pixels of 3 channels between
+     * two 16-byte halves) is all dispatch and staging on the vector paths:
+     * the scalar loop does it in a few stores. */
+    if (D->n * S->n <= 64) {
+        fc_gen(E, dst, src, D->n, D->ds, D->ss, S->n, S->ds, S->ss);
+        return;
+    }
     if (u >= 0) {
         switch (p->sub) {
         case FC_IL: /* K = D.n units per pixel, pixels along S */
