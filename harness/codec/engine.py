@@ -329,7 +329,7 @@ class BlockedLayout:
 
     @property
     def stored_elements(self) -> int:
-        return int(np.prod(self.stored))
+        return math.prod(self.stored)
 
     @property
     def padding_bytes(self) -> int:
