@@ -554,6 +554,13 @@ fc_t2d(const fc_isa *isa, const fc_plan *p, char *dst, const char *src)
     const Py_ssize_t E = p->E;
     const int u = fc_log2_unit(E);
 
+    /* A tiny transpose (KL730 HL entries: 4 pixels of 3 channels between
+     * two 16-byte halves) is all dispatch and staging on the vector paths:
+     * the scalar loop does it in a few stores. */
+    if (D->n * S->n <= 64) {
+        fc_gen(E, dst, src, D->n, D->ds, D->ss, S->n, S->ds, S->ss);
+        return;
+    }
     if (u >= 0) {
         switch (p->sub) {
         case FC_IL: /* K = D.n units per pixel, pixels along S */
@@ -1467,6 +1474,66 @@ FC_DEF_TBLOCK(fc_tb16_u16, FC_N(n16), 16, 8, 3, FC_NZIP_u16)
 FC_DEF_TBLOCK(fc_tb16_u32, FC_N(n32), 16, 4, 2, FC_NZIP_u32)
 FC_DEF_TBLOCK(fc_tb16_u64, FC_N(n64), 16, 2, 1, FC_NZIP_u64)
 
+/* n <= 16 bytes by at most two overlapping moves of one size (no call, no
+ * byte loop): the ragged edges of the blocked transpose. */
+FC_INLINE void
+FC_N(fc_small)(char *FC_RESTRICT d, const char *FC_RESTRICT s, size_t n)
+{
+    if (n > 16)
+        n = 16;
+    if (n >= 8) {
+        fc_u64 a = FC_LD(u64, s), b = FC_LD(u64, s + n - 8);
+        FC_ST(u64, d, a);
+        FC_ST(u64, d + n - 8, b);
+    }
+    else if (n >= 4) {
+        fc_u32 a = FC_LD(u32, s), b = FC_LD(u32, s + n - 4);
+        FC_ST(u32, d, a);
+        FC_ST(u32, d + n - 4, b);
+    }
+    else if (n >= 2) {
+        fc_u16 a = FC_LD(u16, s), b = FC_LD(u16, s + n - 2);
+        FC_ST(u16, d, a);
+        FC_ST(u16, d + n - 2, b);
+    }
+    else if (n == 1) {
+        *d = *s;
+    }
+}
+
+/* A ragged block: `rows` (<= R) src rows of `lb` (<= 16) bytes, the rest of
+ * the 16x16-byte square zero in registers, transposed; `outrows` dst rows of
+ * `sb` bytes stored.  Reads and writes only bytes of the two views: this is
+ * what keeps a partial last C2 block (C = 255, 17, 1000) on the vector path
+ * instead of the scalar loop. */
+#define FC_DEF_TPART(NAME, V, R, ROUNDS, ZIP)                                 \
+    FC_INLINE void FC_N(NAME)(char *FC_RESTRICT dst, Py_ssize_t dS,           \
+                              const char *FC_RESTRICT src, Py_ssize_t sD, Py_ssize_t rows, \
+                              Py_ssize_t lb, Py_ssize_t outrows, Py_ssize_t sb) \
+    {                                                                         \
+        V r[R], t[R];                                                         \
+        Py_ssize_t i;                                                         \
+        int round;                                                            \
+        for (i = 0; i < R; i++) {                                             \
+            memset(&r[i], 0, 16);                                             \
+            if (i < rows)                                                     \
+                FC_N(fc_small)((char *)&r[i], src + i * sD, (size_t)lb);              \
+        }                                                                     \
+        for (round = 0; round < ROUNDS; round++) {                            \
+            for (i = 0; i < R / 2; i++)                                       \
+                ZIP(r[i], r[i + R / 2], t[2 * i], t[2 * i + 1]);              \
+            for (i = 0; i < R; i++)                                           \
+                r[i] = t[i];                                                  \
+        }                                                                     \
+        for (i = 0; i < outrows; i++)                                         \
+            FC_N(fc_small)(dst + i * dS, (const char *)&r[i], (size_t)sb);            \
+    }
+FC_DEF_TPART(fc_tp16_u8, FC_N(n8), 16, 4, FC_NZIP_u8)
+FC_DEF_TPART(fc_tp16_u16, FC_N(n16), 8, 3, FC_NZIP_u16)
+FC_DEF_TPART(fc_tp16_u32, FC_N(n32), 4, 2, FC_NZIP_u32)
+FC_DEF_TPART(fc_tp16_u64, FC_N(n64), 2, 1, FC_NZIP_u64)
+#undef FC_DEF_TPART
+
 #if FC_PASS_WIDE
 typedef uint8_t FC_N(w8) __attribute__((vector_size(32)));
 typedef uint16_t FC_N(w16) __attribute__((vector_size(32)));
@@ -1548,10 +1615,19 @@ FC_DEF_TBLOCK(fc_tb32_u64, FC_N(w64), 32, 2, 1, FC_WZIP_u64)
         Py_ssize_t nSw;                                                       \
         FC_BT_WIDE(T)                                                         \
         FC_BT_LOOP(FC_N(fc_tb16_##T), 16 / E, nSw, nSn)                       \
-        /* Edges: the last nD % BD rows of d for every s, then the last       \
-         * nS % (16 / E) columns of s for the whole blocks of d. */           \
-        fc_gen(E, dst + nDb * E, src + nDb * sD, nD - nDb, E, sD, nS, dS, E); \
-        fc_gen(E, dst + nSn * dS, src + nSn * E, nDb, E, sD, nS - nSn, dS, E); \
+        /* Edges, as ragged blocks: the last nD % BD rows of d for the whole \
+         * blocks of s, the last nS % (16 / E) columns of s for the whole     \
+         * blocks of d; the corner of both by the scalar loop. */             \
+        if (nD > nDb)                                                         \
+            for (Py_ssize_t s = 0; s < nSn; s += BD)                          \
+                FC_N(fc_tp16_##T)(dst + nDb * E + s * dS, dS, src + nDb * sD + s * E, sD, \
+                                  nD - nDb, 16, BD, (nD - nDb) * E);          \
+        if (nS > nSn)                                                         \
+            for (Py_ssize_t d = 0; d < nDb; d += BD)                          \
+                FC_N(fc_tp16_##T)(dst + d * E + nSn * dS, dS, src + d * sD + nSn * E, sD, \
+                                  BD, (nS - nSn) * E, nS - nSn, 16);          \
+        fc_gen(E, dst + nDb * E + nSn * dS, src + nDb * sD + nSn * E, nD - nDb, E, sD, \
+               nS - nSn, dS, E);                                              \
     }
 FC_DEF_BT(u8)
 FC_DEF_BT(u16)

@@ -58,6 +58,104 @@ def _split_view(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return view
 
 
+def _byte_view(
+    buf: np.ndarray, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]
+) -> np.ndarray:
+    """A strided uint8 view of the 1-D byte array ``buf`` from ``offset`` (writeable when
+    ``buf`` is)."""
+    view: np.ndarray = np.ndarray(shape, np.uint8, buffer=buf, offset=offset, strides=strides)
+    if not buf.flags.writeable:
+        view.flags.writeable = False
+    return view
+
+
+_ZEROS: list[np.ndarray] = [np.zeros(0, np.uint8)]
+
+
+def _zeros(n: int) -> np.ndarray:
+    """A read-only zero row of at least ``n`` bytes, kept for reuse."""
+    if _ZEROS[0].size < n:
+        row = np.zeros(max(n, 2 * _ZEROS[0].size), np.uint8)
+        row.flags.writeable = False
+        _ZEROS[0] = row
+    return _ZEROS[0]
+
+
+MAX_PADDING_RUNS = 16
+"""Most strided runs :meth:`BlockedLayout._zero_padding` zeroes one by one (each costs a few
+microseconds of Python) before it clears the whole buffer instead."""
+
+RUN_COST_BYTES = 32
+"""What zeroing one run costs beyond its bytes, in bytes of a whole-buffer clear (a store or a
+short move per run against a memset's 32 bytes a cycle): the runs are zeroed one by one when
+``runs * RUN_COST_BYTES + padding bytes < buffer bytes``, else the whole buffer is cleared."""
+
+
+def _strided_runs(mask: np.ndarray) -> list[tuple[int, int, int, int, int, int]] | None:
+    """The True bytes of ``mask`` as few strided runs (see ``BlockedLayout._padding_runs``),
+    or None when there are more than :data:`MAX_PADDING_RUNS` or so many short ones that
+    clearing the whole buffer is cheaper (:data:`RUN_COST_BYTES`)."""
+    flags = np.concatenate(([False], np.asarray(mask, dtype=bool), [False])).view(np.int8)
+    edges = np.flatnonzero(np.diff(flags))
+    starts, ends = edges[0::2], edges[1::2]
+    if starts.size == 0:
+        return []
+    lengths = ends - starts
+    if RUN_COST_BYTES * starts.size + int(lengths.sum()) >= mask.size:
+        return None
+    level1 = _progressions(starts, lengths)
+    if level1 is None:
+        return None
+    # Second level: equal first-level runs spaced evenly (one per row or per plane).
+    groups: dict[tuple[int, int, int], list[int]] = {}
+    for start, length, count, stride in level1:
+        groups.setdefault((length, count, stride), []).append(start)
+    runs: list[tuple[int, int, int, int, int, int]] = []
+    for (length, count, stride), group_starts in groups.items():
+        first = np.asarray(group_starts, dtype=np.int64)
+        ones = np.ones(first.size, dtype=np.int64)
+        level2 = _progressions(first, ones)
+        if level2 is None:
+            return None
+        runs.extend((s, length, count, stride, n, step) for s, _, n, step in level2)
+        if len(runs) > MAX_PADDING_RUNS:
+            return None
+    return runs
+
+
+def _progressions(
+    starts: np.ndarray, lengths: np.ndarray, limit: int = 4 * MAX_PADDING_RUNS
+) -> list[tuple[int, int, int, int]] | None:
+    """Sorted ``starts`` with their ``lengths`` as maximal arithmetic progressions of equal
+    length, ``(start, length, count, step)``; None beyond ``limit`` of them."""
+    n = int(starts.size)
+    step = np.diff(starts)
+    # Start indices where the step (to the next start) or the length changes.
+    step_changes = np.flatnonzero(step[1:] != step[:-1]) + 1
+    length_changes = np.flatnonzero(lengths[1:] != lengths[:-1]) + 1
+    out: list[tuple[int, int, int, int]] = []
+    i = 0
+    while i < n:
+        if len(out) >= limit:
+            return None
+        if i == n - 1:
+            out.append((int(starts[i]), int(lengths[i]), 1, 1))
+            break
+        # The progression from i keeps step[i] through start index j_step and the length
+        # through j_len.
+        k = int(np.searchsorted(step_changes, i, side="right"))
+        j_step = int(step_changes[k]) if k < step_changes.size else n - 1
+        k = int(np.searchsorted(length_changes, i, side="right"))
+        j_len = int(length_changes[k]) - 1 if k < length_changes.size else n - 1
+        j = min(j_step, j_len)
+        if j == i:
+            out.append((int(starts[i]), int(lengths[i]), 1, 1))
+        else:
+            out.append((int(starts[i]), int(lengths[i]), j - i + 1, int(step[i])))
+        i = j + 1
+    return out
+
+
 def span(dims: list[Dim] | tuple[Dim, ...], nparts: int = 1, part_stride: int = 1) -> int:
     """One past the last byte an element slot can reach through ``dims``."""
     return 1 + sum((d.size - 1) * d.stride for d in dims) + (nparts - 1) * part_stride
@@ -231,7 +329,7 @@ class BlockedLayout:
 
     @property
     def stored_elements(self) -> int:
-        return int(np.prod(self.stored))
+        return math.prod(self.stored)
 
     @property
     def padding_bytes(self) -> int:
@@ -276,7 +374,7 @@ class BlockedLayout:
         values = self._check_array(array)
         buf = self._out_buffer(out)
         if self.padding_bytes:
-            buf.fill(0)
+            self._zero_padding(buf)
         canonical = values.reshape(self.canonical_shape)
         if self.stored != self.canonical_shape:
             canonical = canonical[tuple(slice(0, s) for s in self.stored)]
@@ -327,13 +425,50 @@ class BlockedLayout:
     def _views(self, buf: np.ndarray, slot: int | None) -> Iterator[tuple[_Piece, np.ndarray]]:
         """Each piece with its strided view of ``buf``: the whole element (``slot`` None, the
         part dim last) or one slot of it."""
+        # np.ndarray over the buffer rather than as_strided: the same view (numpy checks that it
+        # fits the buffer) for about a tenth of the fixed cost, which is most of a small copy.
         for piece in self._pieces():
             if slot is None:
-                yield piece, as_strided(buf[piece.dst_offset :], piece.dst_shape, piece.dst_strides)
+                yield piece, _byte_view(buf, piece.dst_offset, piece.dst_shape, piece.dst_strides)
             else:
                 start = piece.dst_offset + slot * self.part_stride
-                view = as_strided(buf[start:], piece.dst_shape[:-1], piece.dst_strides[:-1])
+                view = _byte_view(buf, start, piece.dst_shape[:-1], piece.dst_strides[:-1])
                 yield piece, view
+
+    def _zero_padding(self, buf: np.ndarray) -> None:
+        """Write zero to the padding bytes of ``buf``, and only to them when that is cheaper
+        than clearing the whole buffer: a second pass over bytes the copy writes anyway costs
+        as much as a memcpy (the padding of NHWC ``w_stride`` rows or of a partial last C2
+        block is a few strided runs), while padding spread one byte in four (KL730 4W4C8B's
+        pixel gaps) is cleared fastest with the buffer."""
+        runs = self._padding_runs()
+        if runs is None:
+            buf.fill(0)
+            return
+        zero = _zeros(max(r[1] for r in runs))
+        for start, length, count, stride, count2, stride2 in runs:
+            if count == 1 and count2 == 1:
+                buf[start : start + length].fill(0)
+                continue
+            view = _byte_view(buf, start, (count2, count, length), (stride2, stride, 1))
+            strided_copy(view, _byte_view(zero, 0, (count2, count, length), (0, 0, 1)))
+
+    def _padding_runs(self) -> list[tuple[int, int, int, int, int, int]] | None:
+        """The padding as at most :data:`MAX_PADDING_RUNS` strided runs ``(start, length,
+        count, stride, count2, stride2)``: ``count2`` groups ``stride2`` apart of ``count``
+        runs of ``length`` zero bytes ``stride`` apart; None when it does not fit in so few or
+        its runs are too short to beat clearing the whole buffer (cached per layout)."""
+        if "_padding_runs_cache" not in self.__dict__:
+            # Finding the runs costs a few passes over the buffer: a layout packed once clears
+            # the whole buffer, one packed again (a nightly's tensors) pays for them once.
+            if not self.__dict__.get("_packed_before"):
+                object.__setattr__(self, "_packed_before", True)
+                return None
+            object.__setattr__(self, "_padding_runs_cache", _strided_runs(self.padding_mask()))
+        cached: list[tuple[int, int, int, int, int, int]] | None = self.__dict__[
+            "_padding_runs_cache"
+        ]
+        return cached
 
     def _copy_in(self, buf: np.ndarray, source: np.ndarray, slot: int | None) -> None:
         for piece, view in self._views(buf, slot):

@@ -560,8 +560,7 @@ def test_raw_entry_validates_its_arguments() -> None:
 
 def test_env_var_forces_the_fallback() -> None:
     code = (
-        "from npu_hil.harness.codec import fastcopy as f; "
-        "print(f.KERNEL_AVAILABLE, f.kernel_isa())"
+        "from npu_hil.harness.codec import fastcopy as f; print(f.KERNEL_AVAILABLE, f.kernel_isa())"
     )
     env = dict(os.environ, NPU_HIL_NO_KERNEL="1")
     out = subprocess.run(
@@ -577,3 +576,43 @@ def test_kernel_available_reflects_the_module() -> None:
     else:
         assert fastcopy.KERNEL_AVAILABLE is importable
         assert (fastcopy.kernel_isa() in ISA_LEVELS) is importable
+
+
+@st.composite
+def ragged_block_cases(draw: st.DrawFn) -> tuple[Layout, Layout, int]:
+    """A partial last channel block: ``c`` channels (not a multiple of 16 bytes' units, more
+    than 8) in pixels of ``c2`` units, against contiguous planes; ``hw`` pixels, any count."""
+    itemsize = draw(st.sampled_from([1, 1, 2, 4, 8]))
+    units = 16 // itemsize
+    c2 = draw(st.sampled_from([units, 2 * units, units + 3]))
+    c = draw(st.integers(min(9, c2), c2).filter(lambda n: n % units or n == c2))
+    hw = draw(st.one_of(st.integers(9, 40), st.integers(41, 700)))
+    packed = Layout((c, hw), itemsize, (1, 0), ((c2 - c) * itemsize, 0), 0, draw(st.integers(0, 7)))
+    planes = Layout((c, hw), itemsize, (0, 1), (0, 0), 0, draw(st.integers(0, 7)))
+    if draw(st.booleans()):
+        return packed, planes, itemsize
+    return planes, packed, itemsize
+
+
+@FIXTURES_OK
+@given(case=ragged_block_cases(), seed=st.integers(0, 2**16))
+def test_ragged_transpose_blocks_match_copyto(
+    kernels: ModuleType, case: tuple[Layout, Layout, int], seed: int
+) -> None:
+    """The ragged edge blocks of the transpose (a C2 block with 9-15 of 16 channels, both ways):
+    the bytes of np.copyto, nothing outside the view written, nothing read past the source."""
+    run_case(*case, copy=kernel_copy(kernels), seed=seed)
+
+
+def test_ragged_block_reads_nothing_past_the_source(kernels: ModuleType) -> None:
+    """A 15-row source ending on the last byte of its buffer: the ragged loads stay inside
+    (a read past it would be past the array numpy allocated)."""
+    rng = np.random.default_rng(5)
+    for rows, cols in ((15, 6481), (6481, 15), (9, 33), (33, 9)):
+        src = rng.integers(1, 255, size=(rows, cols), dtype=np.uint8)
+        out = np.full((cols + 1, rows + 1), 0xA5, np.uint8)
+        assert kernels.copy_arrays(out[:cols, :rows], src.T) is True
+        assert np.array_equal(out[:cols, :rows], src.T)
+        assert (out[cols, :] == 0xA5).all() and (out[:, rows] == 0xA5).all()
+        desc = kernels.describe(out[:cols, :rows].strides, src.T.strides, (cols, rows), 1)
+        assert desc.startswith("t2d/bt"), desc
