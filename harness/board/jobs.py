@@ -81,7 +81,7 @@ class Agent(AdapterCache):
         self.log_env = None
         kernel = KernelLog()
         kernel.mark()
-        capture = StderrCapture(job_dir, folder=self.root)
+        capture = StderrCapture(job_dir)
         capture.start()
         try:
             status = self._run(job_dir, result)

@@ -7,7 +7,8 @@ describe their formats as data on it. Entry point: :func:`get_layout`.
 from __future__ import annotations
 
 from npu_hil.harness.codec.aligned import aligned_empty, aligned_zeros, is_aligned
-from npu_hil.harness.codec.engine import BlockedLayout, Dim, Location
+from npu_hil.harness.codec.engine import BlockedLayout, Dim
+from npu_hil.harness.codec.location import Location
 from npu_hil.harness.codec.registry import get_layout, known_targets, layout_names
 from npu_hil.harness.errors import LayoutError
 

@@ -32,6 +32,8 @@ from numpy.lib.stride_tricks import as_strided
 from npu_hil.harness.codec.aligned import aligned_empty, aligned_like
 from npu_hil.harness.codec.encodings import Encoding
 from npu_hil.harness.codec.fastcopy import strided_copy
+from npu_hil.harness.codec.location import LocatedOffsets, Location
+from npu_hil.harness.codec.padding_runs import strided_runs
 from npu_hil.harness.codec.params import bounded_size, strict_int
 from npu_hil.harness.errors import LayoutError
 
@@ -81,137 +83,14 @@ def _zeros(n: int) -> np.ndarray:
     return _ZEROS[0]
 
 
-MAX_PADDING_RUNS = 16
-"""Most strided runs :meth:`BlockedLayout._zero_padding` zeroes one by one (each costs a few
-microseconds of Python) before it clears the whole buffer instead."""
-
-RUN_COST_BYTES = 32
-"""What zeroing one run costs beyond its bytes, in bytes of a whole-buffer clear (a store or a
-short move per run against a memset's 32 bytes a cycle): the runs are zeroed one by one when
-``runs * RUN_COST_BYTES + padding bytes < buffer bytes``, else the whole buffer is cleared."""
-
-
-def _strided_runs(mask: np.ndarray) -> list[tuple[int, int, int, int, int, int]] | None:
-    """The True bytes of ``mask`` as few strided runs (see ``BlockedLayout._padding_runs``),
-    or None when there are more than :data:`MAX_PADDING_RUNS` or so many short ones that
-    clearing the whole buffer is cheaper (:data:`RUN_COST_BYTES`)."""
-    flags = np.concatenate(([False], np.asarray(mask, dtype=bool), [False])).view(np.int8)
-    edges = np.flatnonzero(np.diff(flags))
-    starts, ends = edges[0::2], edges[1::2]
-    if starts.size == 0:
-        return []
-    lengths = ends - starts
-    if RUN_COST_BYTES * starts.size + int(lengths.sum()) >= mask.size:
-        return None
-    level1 = _progressions(starts, lengths)
-    if level1 is None:
-        return None
-    # Second level: equal first-level runs spaced evenly (one per row or per plane).
-    groups: dict[tuple[int, int, int], list[int]] = {}
-    for start, length, count, stride in level1:
-        groups.setdefault((length, count, stride), []).append(start)
-    runs: list[tuple[int, int, int, int, int, int]] = []
-    for (length, count, stride), group_starts in groups.items():
-        first = np.asarray(group_starts, dtype=np.int64)
-        ones = np.ones(first.size, dtype=np.int64)
-        level2 = _progressions(first, ones)
-        if level2 is None:
-            return None
-        runs.extend((s, length, count, stride, n, step) for s, _, n, step in level2)
-        if len(runs) > MAX_PADDING_RUNS:
-            return None
-    return runs
-
-
-def _progressions(
-    starts: np.ndarray, lengths: np.ndarray, limit: int = 4 * MAX_PADDING_RUNS
-) -> list[tuple[int, int, int, int]] | None:
-    """Sorted ``starts`` with their ``lengths`` as maximal arithmetic progressions of equal
-    length, ``(start, length, count, step)``; None beyond ``limit`` of them."""
-    n = int(starts.size)
-    step = np.diff(starts)
-    # Start indices where the step (to the next start) or the length changes.
-    step_changes = np.flatnonzero(step[1:] != step[:-1]) + 1
-    length_changes = np.flatnonzero(lengths[1:] != lengths[:-1]) + 1
-    out: list[tuple[int, int, int, int]] = []
-    i = 0
-    while i < n:
-        if len(out) >= limit:
-            return None
-        if i == n - 1:
-            out.append((int(starts[i]), int(lengths[i]), 1, 1))
-            break
-        # The progression from i keeps step[i] through start index j_step and the length
-        # through j_len.
-        k = int(np.searchsorted(step_changes, i, side="right"))
-        j_step = int(step_changes[k]) if k < step_changes.size else n - 1
-        k = int(np.searchsorted(length_changes, i, side="right"))
-        j_len = int(length_changes[k]) - 1 if k < length_changes.size else n - 1
-        j = min(j_step, j_len)
-        if j == i:
-            out.append((int(starts[i]), int(lengths[i]), 1, 1))
-        else:
-            out.append((int(starts[i]), int(lengths[i]), j - i + 1, int(step[i])))
-        i = j + 1
-    return out
-
-
 def span(dims: list[Dim] | tuple[Dim, ...], nparts: int = 1, part_stride: int = 1) -> int:
     """One past the last byte an element slot can reach through ``dims``."""
     return 1 + sum((d.size - 1) * d.stride for d in dims) + (nparts - 1) * part_stride
 
 
-@dataclass(frozen=True)
-class Location:
-    """What sits at one byte offset of a packed buffer."""
-
-    offset: int
-    index: tuple[int, ...] | None
-    part: str | None
-    entry: int | None
-    bits: str | None
-    padding: bool
-    byte_in_element: int | None = None
-    axis_names: tuple[str, ...] = ()
-
-    def describe(self) -> str:
-        where = f"offset {self.offset}"
-        if self.entry is not None:
-            where += f", entry {self.entry} bits {self.bits}"
-        if self.padding or self.index is None:
-            return f"{where}: padding"
-        names = self.axis_names or tuple(f"d{i}" for i in range(len(self.index)))
-        idx = ", ".join(f"{n}={i}" for n, i in zip(names, self.index, strict=True))
-        part = f" ({self.part} byte)" if self.part else ""
-        return f"{where}: {idx}{part}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "offset": self.offset,
-            "index": list(self.index) if self.index is not None else None,
-            "part": self.part,
-            "entry": self.entry,
-            "bits": self.bits,
-            "padding": self.padding,
-            "byte_in_element": self.byte_in_element,
-        }
-
-
 _AxisOption = tuple[slice, tuple[int, ...], int, tuple[int, ...], tuple[int, ...]]
 """One axis's share of a piece: source slice, source split sizes, buffer offset, view sizes,
 view strides."""
-
-
-@dataclass(frozen=True)
-class LocatedOffsets:
-    """Vectorised :class:`Location` for many offsets: ``index`` is (k, rank) in the logical
-    shape, ``slot`` the byte slot of the element (see ``Encoding.part_names``), ``padding`` True
-    where no stored element lives (``index`` is then meaningless)."""
-
-    offsets: np.ndarray
-    index: np.ndarray
-    slot: np.ndarray
-    padding: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -454,8 +333,8 @@ class BlockedLayout:
             strided_copy(view, _byte_view(zero, 0, (count2, count, length), (0, 0, 1)))
 
     def _padding_runs(self) -> list[tuple[int, int, int, int, int, int]] | None:
-        """The padding as at most :data:`MAX_PADDING_RUNS` strided runs ``(start, length,
-        count, stride, count2, stride2)``: ``count2`` groups ``stride2`` apart of ``count``
+        """The padding as at most ``padding_runs.MAX_PADDING_RUNS`` strided runs ``(start,
+        length, count, stride, count2, stride2)``: ``count2`` groups ``stride2`` apart of ``count``
         runs of ``length`` zero bytes ``stride`` apart; None when it does not fit in so few or
         its runs are too short to beat clearing the whole buffer (cached per layout)."""
         if "_padding_runs_cache" not in self.__dict__:
@@ -464,7 +343,7 @@ class BlockedLayout:
             if not self.__dict__.get("_packed_before"):
                 object.__setattr__(self, "_packed_before", True)
                 return None
-            object.__setattr__(self, "_padding_runs_cache", _strided_runs(self.padding_mask()))
+            object.__setattr__(self, "_padding_runs_cache", strided_runs(self.padding_mask()))
         cached: list[tuple[int, int, int, int, int, int]] | None = self.__dict__[
             "_padding_runs_cache"
         ]
