@@ -406,3 +406,30 @@ def test_the_real_board_path_loads_nothing_of_the_simulator() -> None:
         loaded = module_closure(start)
         simulator = sorted(m for m in loaded if _is_in(m, "npu_hil.harness.sim"))
         assert not simulator, f"{start} loads the simulator: {simulator}"
+
+
+def test_every_data_file_of_the_packages_is_installed() -> None:
+    # A data file a module reads (a vendor's tables) that pyproject.toml's package-data does
+    # not list is missing from an installed npu-hil: the checkout's tests pass, tox's fail.
+    import tomllib
+
+    listed = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]
+    installed = {
+        (package.replace("npu_hil.", "", 1).replace(".", "/") if package != "npu_hil" else "")
+        + "/"
+        + name
+        for package, names in listed.items()
+        for name in names
+    }
+    missing = sorted(
+        path.relative_to(REPO).as_posix()
+        for top in ("harness", "targets")
+        for path in (REPO / top).rglob("*")
+        if path.is_file()
+        and path.suffix not in (".py", ".pyc", ".so")
+        and "__pycache__" not in path.parts
+        and path.relative_to(REPO).as_posix() not in installed
+    )
+    assert not missing, f"not in pyproject.toml's package-data: {missing}"
