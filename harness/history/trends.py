@@ -11,8 +11,6 @@ flaky cases first), the rest are counted in a line.
 
 from __future__ import annotations
 
-import base64
-import io
 import math
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -22,6 +20,7 @@ from typing import Any
 from npu_hil.harness.history.flaky import DEFAULT_RUNS, CaseHistory, case_histories
 from npu_hil.harness.history.store import History, load_history
 from npu_hil.harness.report.compare import outcome_state
+from npu_hil.harness.report.plots import new_figure, png_uri
 
 MAX_BOARDS = 30
 MAX_CASES = 200
@@ -49,27 +48,18 @@ def _priority(case: CaseHistory) -> tuple[int, float, str, str]:
 
 
 def _png(figure: Any) -> str:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=FIGURE_DPI)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    return png_uri(figure, FIGURE_DPI)
 
 
 def _figure(title: str, ylabel: str) -> tuple[Any, Any]:
-    # The object API on the Agg canvas: no pyplot state, safe in a plugin's process.
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    # fixed margins: a constrained layout draws every figure twice (a third of its time)
-    figure = Figure(figsize=FIGURE_INCHES, dpi=FIGURE_DPI)
-    figure.subplots_adjust(left=0.09, right=0.98, top=0.9, bottom=0.19)
-    FigureCanvasAgg(figure)
-    axes = figure.add_subplot()
-    axes.set_title(title, fontsize=9)
-    axes.set_ylabel(ylabel, fontsize=8)
-    axes.set_xlabel("run (oldest → newest)", fontsize=8)
-    axes.tick_params(labelsize=7)
-    axes.grid(True, alpha=0.3)
-    return figure, axes
+    return new_figure(
+        title,
+        ylabel,
+        "run (oldest → newest)",
+        inches=FIGURE_INCHES,
+        dpi=FIGURE_DPI,
+        margins=(0.09, 0.98, 0.9, 0.19),
+    )
 
 
 def _marks(points: int) -> dict[str, Any]:

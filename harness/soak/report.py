@@ -9,8 +9,6 @@ is not a nightly run id, so the nightly's history and comparisons never take a s
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 from datetime import datetime, timezone
 from html import escape
@@ -19,6 +17,7 @@ from typing import Any
 
 from npu_hil.harness.folders import private_dir
 from npu_hil.harness.report.atomic import write_text_atomic
+from npu_hil.harness.report.plots import new_figure, png_uri
 from npu_hil.harness.report.runs import new_run_id
 from npu_hil.harness.soak.loop import BoardSoak, SoakRun
 from npu_hil.harness.soak.verdict import SeriesFit, Verdict
@@ -49,26 +48,18 @@ def soak_document(
 
 
 def _png(figure: Any) -> str:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=FIGURE_DPI)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    return png_uri(figure, FIGURE_DPI)
 
 
 def _figure(title: str, ylabel: str) -> tuple[Any, Any]:
-    # The object API on the Agg canvas: no pyplot state, safe from any thread or process.
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=FIGURE_INCHES, dpi=FIGURE_DPI)
-    figure.subplots_adjust(left=0.1, right=0.98, top=0.88, bottom=0.18)
-    FigureCanvasAgg(figure)
-    axes = figure.add_subplot()
-    axes.set_title(title, fontsize=9)
-    axes.set_ylabel(ylabel, fontsize=8)
-    axes.set_xlabel("time since start (s)", fontsize=8)
-    axes.tick_params(labelsize=7)
-    axes.grid(True, alpha=0.3)
-    return figure, axes
+    return new_figure(
+        title,
+        ylabel,
+        "time since start (s)",
+        inches=FIGURE_INCHES,
+        dpi=FIGURE_DPI,
+        margins=(0.1, 0.98, 0.88, 0.18),
+    )
 
 
 def _fit_line(axes: Any, series: SeriesFit, xs: list[float], color: Any) -> None:
