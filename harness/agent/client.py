@@ -3,8 +3,13 @@
 It deploys the agent (the board package ``harness/board``, and extra adapters: the simulated
 runtime's, a test's fakes) into the transport's working directory,
 content-addressed by sha256 so a redeploy copies nothing that is already there; deploys model
-artifacts into a cache by sha256; and runs jobs either through one persistent agent session
-(framed requests over the session's stdin/stdout; the default) or one process per job.
+artifacts into a cache by sha256 (:mod:`harness.agent.deploy`); and runs jobs either through
+one persistent agent session (framed requests over the session's stdin/stdout; the default) or
+one process per job. On a session a job is one frame each way (:mod:`harness.agent.framed`): the
+document and the input buffers in the request, the result and the device buffers in the answer,
+each buffer hashed once by its sender and checked by its receiver. A job goes through a folder
+instead (its files copied by the transport) without a session, with ``keep_jobs``, when its
+inputs exceed what the link takes in one frame, or when the agent does not read framed jobs.
 
 Remote layout, relative to the transport's workdir::
 
@@ -12,7 +17,7 @@ Remote layout, relative to the transport's workdir::
     agent/<bundle>/adapters/*.py      extra adapters, searched before the package's own
     agent/<bundle>/.complete          written last: the bundle is whole (named by its sha256)
     cache/<sha256>/<name>             model artifacts (--root)
-    jobs/<job id>-<nonce>/            one per job, removed afterwards
+    jobs/<job id>-<nonce>/            one per folder job, removed afterwards
 
 Outcomes: ``submit`` returns a :class:`~harness.agent.protocol.Result` whenever the agent wrote
 one, including typed runtime errors and a timeout the agent caught itself (``result.error()`` maps
@@ -28,13 +33,10 @@ and worker.
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import logging
 import os
-import re
 import shutil
-import signal
 import tempfile
 import time
 import uuid
@@ -43,21 +45,40 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any
 
-from npu_hil.harness import board
+import numpy as np
 
 # Imported for its registration: a serial console's agent session is this side's code.
 from npu_hil.harness.agent import serial_session  # noqa: F401
+from npu_hil.harness.agent.deploy import (
+    AGENT_DIR,
+    BOARD_SOURCE,
+    BUNDLE_PACKAGE,
+    CACHE_DIR,
+    HOST_ADAPTERS,
+    JOBS_DIR,
+    Deployment,
+)
+from npu_hil.harness.agent.exits import agent_ended, describe_exit, safe_name, split_frames, tail
+from npu_hil.harness.agent.framed import (
+    FRAMED_JOBS,
+    BulkAnswer,
+    SessionEnded,
+    bulk_request,
+    framed_result,
+    read_bulk,
+    recv_exactly,
+)
 from npu_hil.harness.agent.protocol import (
     JobSpec,
     ModelRef,
     Result,
     error_record,
+    frame_job,
     parse_result_document,
     read_result,
     result_files,
     write_job,
 )
-from npu_hil.harness.board.loader import EXTRA_ADAPTERS
 from npu_hil.harness.board.wire import (
     FRAME_HEADER,
     RESULT_FILE,
@@ -66,82 +87,24 @@ from npu_hil.harness.board.wire import (
     decode_frame,
     encode_frame,
     frame_length,
+    is_bulk,
     parse_schema,
-    sha256_file,
 )
-from npu_hil.harness.errors import AgentKilledError, DeviceError, ProtocolError, TransportError
+from npu_hil.harness.errors import DeviceError, ProtocolError, TransportError
 from npu_hil.harness.folders import private_dir
 from npu_hil.harness.transport.base import Session, Transport
 from npu_hil.harness.transport.oserrors import board_os_error, errno_in_text
 
-__all__ = ["AgentClient"]
+__all__ = ["AGENT_DIR", "BOARD_SOURCE", "BUNDLE_PACKAGE", "HOST_ADAPTERS", "AgentClient"]
 
 log = logging.getLogger(__name__)
 
-BOARD_SOURCE = Path(board.__file__).parent
-# The board package's name in a bundle: the folder the board's Python runs.
-BUNDLE_PACKAGE = "npu_hil_board"
-# Adapters that need the harness itself (the simulated runtime): sent to every board like a
-# test's fake, where they import only where the harness is installed (a simulated board); on a
-# real board the agent reports them as UnsupportedError, by their name.
-HOST_ADAPTERS = Path(__file__).with_name("host_adapters")
-CACHE_DIR = "cache"
-JOBS_DIR = "jobs"
-AGENT_DIR = "agent"
-_COMPLETE = ".complete"
+# A job's inputs up to this size go in one frame of the session; larger ones (or a link that
+# says it takes less: ``Session.framed_job_limit``) through a job folder and the file transfer.
+FRAMED_JOB_LIMIT = 256 << 20
 
 
-def _describe_exit(returncode: int | None) -> str:
-    if returncode is None:
-        return "exit status unknown"
-    if returncode < 0:
-        try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit status {returncode}"
-
-
-def _agent_ended(message: str, returncode: int | None) -> DeviceError:
-    """The error for an agent that ended without answering: killed by a signal is
-    infrastructure (AgentKilledError), any other end the runtime's (DeviceError)."""
-    if returncode is not None and returncode < 0:
-        return AgentKilledError(message, signal=-returncode)
-    return DeviceError(message)
-
-
-def _tail(stderr: bytes, head: int = 1500, tail: int = 2500) -> str:
-    """The start and the end of a process's stderr: a crash report (Python's fault handler) puts
-    the crashing thread's stack first, the last log lines come last."""
-    text = stderr.decode("utf-8", errors="replace").strip()
-    if not text:
-        return "(nothing on stderr)"
-    if len(text) <= head + tail:
-        return text
-    return f"{text[:head]}\n[... {len(text) - head - tail} characters ...]\n{text[-tail:]}"
-
-
-def _safe(name: str, limit: int = 80) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".")[:limit] or "x"
-
-
-def _split_frames(data: bytes) -> list[dict[str, Any]]:
-    """Every whole frame in ``data`` (a one-shot agent's stdout); ValueError on a bad one."""
-    frames, offset = [], 0
-    while offset + 8 <= len(data):
-        end = offset + 8 + frame_length(data[offset : offset + 8])
-        if end > len(data):
-            break  # cut short: the frames before it still count
-        frames.append(decode_frame(data[offset + 8 : end]))
-        offset = end
-    return frames
-
-
-class _SessionEnded(Exception):
-    """The session's stdout closed: the agent process is gone."""
-
-
-class AgentClient:
+class AgentClient(Deployment):
     """Runs jobs on one board through ``transport``.
 
     ``python``: the board's interpreter (default: the transport's). ``sessions``: one persistent
@@ -150,7 +113,8 @@ class AgentClient:
     replaces the board package's).
     ``margin_s``: added to a job's own timeouts before the host gives up on the agent, so the
     agent's watchdog fires first and reports. ``keep_jobs``: leave job directories behind (remote
-    and local) for inspection.
+    and local) for inspection (jobs then go as folders). ``frames``: send jobs as frames of the
+    session where the agent reads them (False: always through job folders).
     """
 
     def __init__(
@@ -164,6 +128,7 @@ class AgentClient:
         margin_s: float = 15.0,
         start_timeout_s: float = 60.0,
         keep_jobs: bool = False,
+        frames: bool = True,
         scratch: str | os.PathLike[str] | None = None,
         verbose: bool = False,
     ) -> None:
@@ -175,6 +140,10 @@ class AgentClient:
         self.margin_s = margin_s
         self.start_timeout_s = start_timeout_s
         self.keep_jobs = keep_jobs
+        self.frames = frames
+        # Where the host's time went in the last framed job: framing and hashing the inputs,
+        # the round trip (the agent's own time included), verifying the answer.
+        self.last_job_host_s: dict[str, float] = {}
         self.verbose = verbose
         self._own_scratch = scratch is None
         # Job inputs are written here and results read back: a folder of ours alone.
@@ -190,101 +159,6 @@ class AgentClient:
         self._manifest: dict[str, str] = {}
         self.repairs = 0  # damaged agent bundles found on the board and replaced
 
-    # --- deployment ------------------------------------------------------------------------------
-
-    def _bundle(self) -> dict[str, bytes]:
-        """The bundle's files by their path in it: the whole board package, then the extras."""
-        files = {
-            f"{BUNDLE_PACKAGE}/{source.relative_to(BOARD_SOURCE).as_posix()}": source.read_bytes()
-            for source in sorted(BOARD_SOURCE.rglob("*.py"))
-        }
-        for folder in [HOST_ADAPTERS, *self.adapter_dirs]:
-            # A folder's __init__.py makes it a package of the harness; no adapter.
-            for source in sorted(p for p in folder.glob("*.py") if p.name != "__init__.py"):
-                files[f"{EXTRA_ADAPTERS}/{source.name}"] = source.read_bytes()
-        return files
-
-    def deploy(self) -> PurePosixPath:
-        """Put the agent and its adapters on the board (once per content) and return the remote
-        path of the agent: the package folder, which ``python3 <path> --session`` runs. The
-        directory is named by the bundle's sha256 and marked complete last, so a half-copied
-        bundle is never used and an unchanged one is never copied."""
-        if self._agent_path is not None:
-            return self._agent_path
-        files = self._bundle()
-        manifest = {name: hashlib.sha256(data).hexdigest() for name, data in sorted(files.items())}
-        bundle = hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
-        folder = PurePosixPath(AGENT_DIR) / bundle[:16]
-        self._manifest = manifest
-        if not self.transport.exists(folder / _COMPLETE):
-            log.info("deploying agent bundle %s to %s", bundle[:16], self.transport.workdir)
-            with tempfile.TemporaryDirectory(prefix="npu-hil-deploy-") as tmp:
-                for name, data in files.items():
-                    local = Path(tmp, name)
-                    local.parent.mkdir(parents=True, exist_ok=True)
-                    local.write_bytes(data)
-                    self.transport.put(local, folder / name)
-                marker = Path(tmp, _COMPLETE)
-                marker.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-                self.transport.put(marker, folder / _COMPLETE)
-        self._agent_path = folder / BUNDLE_PACKAGE
-        return self._agent_path
-
-    def _damaged(self, hello: Mapping[str, Any]) -> list[str]:
-        """The deployed files whose sha256 on the board (the agent's hello) is not what was
-        deployed: the cache is trusted by name only after this check."""
-        remote = hello.get("bundle")
-        if not isinstance(remote, dict):
-            return []
-        return sorted(name for name, sha in self._manifest.items() if remote.get(name) != sha)
-
-    def _repair(self, damaged: list[str], repaired: bool) -> None:
-        """Remove a damaged bundle so the next deploy copies it afresh (once: a bundle that is
-        damaged again right after is something on the board, not the link)."""
-        assert self._agent_path is not None
-        if repaired:
-            raise DeviceError(
-                f"the agent bundle on the board is damaged again after a fresh copy "
-                f"({', '.join(damaged)}); something on the board changes it"
-            )
-        log.warning("agent bundle on the board is damaged (%s); copying it again", damaged)
-        self.transport.cleanup(self._agent_path.parent)
-        self._agent_path = None
-        self.repairs += 1
-        self.deploy()
-
-    def _model_sha(self, path: Path) -> str:
-        # Hashing a large artifact for every job would dominate small jobs; a file whose size and
-        # mtime did not change is the same artifact.
-        stat = path.stat()
-        key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-        if key not in self._model_shas:
-            self._model_shas[key] = sha256_file(str(path))
-        return self._model_shas[key]
-
-    def deploy_model(self, model: str | os.PathLike[str]) -> ModelRef:
-        """Put a model artifact into the board's cache (once per content); the returned path is
-        relative to the cache, which is the agent's ``--root``."""
-        path = Path(model)
-        sha = self._model_sha(path)
-        relative = f"{sha}/{_safe(path.name)}"
-        remote = PurePosixPath(CACHE_DIR) / relative
-        if relative not in self._deployed_models:
-            if not self.transport.exists(remote):
-                self.transport.put(path, remote)
-            self._deployed_models.add(relative)
-        return ModelRef(relative, sha)
-
-    def _forget_model(self, model: ModelRef) -> None:
-        """The board's copy of a model did not hash to its name (the agent refused it): remove
-        it, so the next job (the plugin's retry) copies it afresh instead of meeting it again."""
-        log.warning("model %s in the board's cache is damaged; it is copied again", model.path)
-        self._deployed_models.discard(model.path)
-        try:
-            self.transport.cleanup(PurePosixPath(CACHE_DIR) / model.path)
-        except TransportError as exc:
-            log.warning("could not remove the damaged model: %s", exc)
-
     # --- jobs ------------------------------------------------------------------------------------
 
     def _host_timeout(self, spec: JobSpec) -> float:
@@ -294,10 +168,13 @@ class AgentClient:
         return 2 * spec.load_timeout_s + calls * spec.run_timeout_s + self.margin_s
 
     def submit(self, spec: JobSpec, inputs: Mapping[str, Any] | Sequence[Any]) -> Result:
-        """Run one job and return its verified result."""
+        """Run one job and return its verified result: as a frame of the session where the
+        agent reads framed jobs, else through a job folder."""
         self.deploy()
         model = self.deploy_model(spec.model)
-        local_job = self.scratch / f"{_safe(spec.job_id)}-{uuid.uuid4().hex[:8]}"
+        if self._frames_for(inputs):
+            return self._framed_job(spec, inputs, model)
+        local_job = self.scratch / f"{safe_name(spec.job_id)}-{uuid.uuid4().hex[:8]}"
         write_job(local_job, spec, inputs, model=model)
         remote_job = PurePosixPath(JOBS_DIR) / local_job.name
         try:
@@ -331,6 +208,48 @@ class AgentClient:
             if not self.keep_jobs:
                 self._discard(local_job, remote_job)
 
+    def _frames_for(self, inputs: Mapping[str, Any] | Sequence[Any]) -> bool:
+        """Whether this job goes as a frame: sessions on, folders not kept for inspection, the
+        agent reads framed jobs, and the inputs within what the link takes in one request."""
+        if not (self.sessions and self.frames) or self.keep_jobs:
+            return False
+        session = self._ensure_session()
+        if FRAMED_JOBS not in (self.hello.get("features") or ()):
+            return False
+        limit = getattr(session, "framed_job_limit", FRAMED_JOB_LIMIT)
+        values = inputs.values() if isinstance(inputs, Mapping) else inputs
+        return sum(np.asarray(v).nbytes for v in values) <= limit
+
+    def _framed_job(
+        self, spec: JobSpec, inputs: Mapping[str, Any] | Sequence[Any], model: ModelRef
+    ) -> Result:
+        what = f"job {spec.job_id}"
+        started = time.perf_counter()
+        document, buffers = frame_job(spec, inputs, model)
+        sent = time.perf_counter()
+        response, data = self._exchange(
+            {"op": "job", "job": document}, self._host_timeout(spec), what, buffers
+        )
+        answered = time.perf_counter()
+        result_document = response.get("result")
+        if not isinstance(result_document, dict):
+            raise ProtocolError(f"{what}: the agent's answer has no result: {response!r}")
+        result = framed_result(
+            result_document,
+            data,
+            where=f"{what}: the answer",
+            job_dir=self.scratch / safe_name(spec.job_id),
+            job_id=spec.job_id,
+        )
+        if any(e.field == "model.sha256" and e.reason == "checksum" for e in result.errors):
+            self._forget_model(model)
+        self.last_job_host_s = {
+            "encode_s": sent - started,
+            "exchange_s": answered - sent,
+            "decode_s": time.perf_counter() - answered,
+        }
+        return result
+
     def _put_job(self, local_job: Path, remote_job: PurePosixPath) -> None:
         files = sorted(p for p in local_job.rglob("*") if p.is_file())
         # job.json last: a job directory that has one is complete.
@@ -363,12 +282,12 @@ class AgentClient:
             if number is not None and number != errno.ENOENT:
                 # It could not write its result: the board's disk, said by its name.
                 raise board_os_error(
-                    f"job {spec.job_id}: the agent wrote no result", number, _tail(completed.stderr)
+                    f"job {spec.job_id}: the agent wrote no result", number, tail(completed.stderr)
                 )
         if not self.transport.exists(remote_job / RESULT_FILE):
-            raise _agent_ended(
-                f"job {spec.job_id}: the agent ended with {_describe_exit(completed.returncode)} "
-                f"and wrote no result; stderr: {_tail(completed.stderr)}",
+            raise agent_ended(
+                f"job {spec.job_id}: the agent ended with {describe_exit(completed.returncode)} "
+                f"and wrote no result; stderr: {tail(completed.stderr)}",
                 completed.returncode,
             )
         self.transport.get(remote_job / RESULT_FILE, local_job / RESULT_FILE)
@@ -393,17 +312,17 @@ class AgentClient:
         self.sessions_started += 1
         try:
             hello = self._read_frame(session, self.start_timeout_s)
-        except _SessionEnded:
+        except SessionEnded:
             ended = session.close()
-            raise _agent_ended(
-                f"the agent session did not start ({_describe_exit(ended.returncode)}); "
-                f"stderr: {_tail(ended.stderr)}",
+            raise agent_ended(
+                f"the agent session did not start ({describe_exit(ended.returncode)}); "
+                f"stderr: {tail(ended.stderr)}",
                 ended.returncode,
             ) from None
         except TransportError as exc:
             ended = session.close(timeout=0)
             raise TransportError(
-                f"the agent session did not say hello: {exc}; stderr: {_tail(ended.stderr)}"
+                f"the agent session did not say hello: {exc}; stderr: {tail(ended.stderr)}"
             ) from None
         protocol = parse_schema(hello.get("protocol"))
         if (
@@ -441,34 +360,44 @@ class AgentClient:
             return "no session"
         ended = session.close(timeout=timeout)
         self.last_exit = ended.returncode
-        return f"{_describe_exit(ended.returncode)}; stderr: {_tail(ended.stderr)}"
-
-    def _recv_exactly(self, session: Session, n: int, deadline: float) -> bytes:
-        chunks: list[bytes] = []
-        remaining = n
-        while remaining:
-            chunk = session.recv(remaining, max(0.0, deadline - time.monotonic()))
-            if not chunk:
-                raise _SessionEnded
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
+        return f"{describe_exit(ended.returncode)}; stderr: {tail(ended.stderr)}"
 
     def _read_frame(self, session: Session, timeout: float) -> dict[str, Any]:
+        return self._read_answer(session, timeout)[0]
+
+    def _read_answer(
+        self, session: Session, timeout: float
+    ) -> tuple[dict[str, Any], BulkAnswer | None]:
+        """The next frame: its message and, from a bulk frame, the bytes of its buffers."""
         deadline = time.monotonic() + timeout
-        header = self._recv_exactly(session, FRAME_HEADER.size, deadline)
+        header = recv_exactly(session, FRAME_HEADER.size, deadline)
         try:
             length = frame_length(header)
-            return decode_frame(self._recv_exactly(session, length, deadline))
+            if is_bulk(header):
+                answer = read_bulk(session, length, deadline)
+                return answer.message, answer
+            return decode_frame(recv_exactly(session, length, deadline)), None
         except (ValueError, UnicodeDecodeError) as exc:
             raise TransportError(f"the agent session stream is corrupted: {exc}") from None
 
     def _request(self, message: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
-        """Send one request and wait for its response; the one place frames go on the wire."""
+        """Send one request and wait for its response."""
+        return self._exchange(message, timeout, what)[0]
+
+    def _exchange(
+        self,
+        message: dict[str, Any],
+        timeout: float,
+        what: str,
+        buffers: list[memoryview] | None = None,
+    ) -> tuple[dict[str, Any], BulkAnswer | None]:
+        """Send one request (with ``buffers``: as a bulk frame, on a session) and wait for its
+        response and the buffers it carries; the one place frames go on the wire."""
+        data = None
         if not self.sessions:
             response = self._oneshot_request(message, timeout, what)
         else:
-            response = self._session_request(message, timeout, what)
+            response, data = self._session_request(message, timeout, what, buffers)
         if response.get("op") != message["op"]:
             self._drop_session()
             raise ProtocolError(f"{what}: asked {message['op']!r}, the agent answered {response!r}")
@@ -477,19 +406,27 @@ class AgentClient:
             log.warning("%s: the agent asked for a restart (%s)", what, self._drop_session(5.0))
         if "error" in response:
             raise error_record(response["error"], f"{what}: error").exception(f"{what}: ")
-        return response
+        return response, data
 
     def _session_request(
-        self, message: dict[str, Any], timeout: float, what: str
-    ) -> dict[str, Any]:
+        self,
+        message: dict[str, Any],
+        timeout: float,
+        what: str,
+        buffers: list[memoryview] | None = None,
+    ) -> tuple[dict[str, Any], BulkAnswer | None]:
         session = self._ensure_session()
         try:
-            session.send(encode_frame(message))
-            return self._read_frame(session, timeout)
-        except _SessionEnded:
+            if buffers is None:
+                session.send(encode_frame(message))
+            else:
+                for piece in bulk_request(message, buffers):
+                    session.send(piece)
+            return self._read_answer(session, timeout)
+        except SessionEnded:
             self.last_exit = None
             how = self._drop_session(timeout=5.0)
-            raise _agent_ended(f"{what}: the agent session died ({how})", self.last_exit) from None
+            raise agent_ended(f"{what}: the agent session died ({how})", self.last_exit) from None
         except TransportError as exc:
             how = self._drop_session()
             raise TransportError(
@@ -507,13 +444,13 @@ class AgentClient:
         stdin = encode_frame(message) + encode_frame({"op": "shutdown"})
         done = self.transport.run(argv, timeout=timeout + self.start_timeout_s, stdin=stdin)
         try:
-            frames = _split_frames(done.stdout)
+            frames = split_frames(done.stdout)
         except ValueError as exc:
             raise ProtocolError(f"{what}: the answer is not npu-hil frames: {exc}") from None
         if len(frames) < 2:
-            raise _agent_ended(
-                f"{what}: the agent ended before answering ({_describe_exit(done.returncode)}); "
-                f"stderr: {_tail(done.stderr)}",
+            raise agent_ended(
+                f"{what}: the agent ended before answering ({describe_exit(done.returncode)}); "
+                f"stderr: {tail(done.stderr)}",
                 done.returncode,
             )
         damaged = self._damaged(frames[0])

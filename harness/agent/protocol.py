@@ -17,15 +17,14 @@ import hashlib
 import json
 import math
 import os
-import re
-import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
 
+from npu_hil.harness.agent.jobspec import JobSpec, ModelRef, frame_job, write_job
 from npu_hil.harness.agent.result_extras import (
     BoardLog,
     Canary,
@@ -33,25 +32,14 @@ from npu_hil.harness.agent.result_extras import (
     read_board_state,
     read_canary,
 )  # fmt: skip
-from npu_hil.harness.board.job import (
-    DEFAULT_RUNS,
-    DEFAULT_TIMEOUTS,
-    DEFAULT_WARMUP,
-    DTYPES,
-    MAX_ELEMENTS,
-    MAX_RANK,
-    MAX_RUNS,
-    InputSpec,
-)
+from npu_hil.harness.board.job import MAX_RUNS, InputSpec
 from npu_hil.harness.board.wire import (
     JOB_FILE,
-    JOB_SCHEMA,
     RESULT_FILE,
     RESULT_SCHEMA,
     RESULT_SCHEMA_NAME,
     SCHEMA_MAJOR,
     parse_schema,
-    sha256_file,
 )
 from npu_hil.harness.errors import (
     DeviceError,
@@ -71,158 +59,16 @@ __all__ = [
     "TensorRecord",
     "Timings",
     "check_result_schema",
+    "frame_job",
     "read_result",
     "result_files",
+    "result_from_document",
     "write_job",
 ]
 
 # Reasons the agent gives for refusing a job whose files do not match what the host announced:
 # the bytes changed on the way, which is infrastructure, not a protocol disagreement.
 _INTEGRITY_REASONS = frozenset({"checksum", "size"})
-
-
-# --- what the host sends -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class JobSpec:
-    """One inference job: a model artifact on this machine, the adapter that runs it, the inputs."""
-
-    job_id: str
-    adapter: str
-    model: str | os.PathLike[str]
-    inputs: tuple[InputSpec, ...]
-    outputs: tuple[str, ...] | None = None
-    adapter_options: Mapping[str, Any] = field(default_factory=dict)
-    load_timeout_s: float = DEFAULT_TIMEOUTS["load"]
-    run_timeout_s: float = DEFAULT_TIMEOUTS["run"]
-    runs: int = DEFAULT_RUNS
-    warmup: int = DEFAULT_WARMUP
-    pin_clocks: bool = False
-    canary: bytes | None = None
-    """The pattern the agent fills every output buffer the adapter owns with before each run
-    (:func:`harness.board.job.canary_for` makes one from the job id); None: no canary."""
-    runtime_log_level: int | None = None  # on the runtime's own scale; None: its default
-
-
-@dataclass(frozen=True)
-class ModelRef:
-    """Where job.json points for the model: a path relative to the job directory or to the
-    agent's cache root, and the artifact's sha256."""
-
-    path: str
-    sha256: str
-
-
-def _check_input(spec: InputSpec, value: Any) -> np.ndarray:
-    """The bytes to send for one input; LayoutError before anything is written when the array
-    does not match its spec."""
-    if spec.dtype not in DTYPES:
-        raise LayoutError(f"inputs[{spec.name!r}]: dtype {spec.dtype!r} is not one of {DTYPES}")
-    if len(spec.shape) > MAX_RANK or math.prod(spec.shape) > MAX_ELEMENTS:
-        raise LayoutError(
-            f"inputs[{spec.name!r}]: shape {spec.shape} exceeds the agent's bounds "
-            f"(rank <= {MAX_RANK}, <= {MAX_ELEMENTS} elements)"
-        )
-    array = np.asarray(value)
-    if spec.pass_through:
-        if array.dtype != np.uint8 or array.ndim != 1:
-            raise LayoutError(
-                f"inputs[{spec.name!r}]: a pass-through input is a packed device buffer "
-                f"(1-D uint8), got {array.dtype} with shape {array.shape}"
-            )
-        return np.ascontiguousarray(array)
-    if array.dtype != np.dtype(spec.dtype) or array.shape != tuple(spec.shape):
-        raise LayoutError(
-            f"inputs[{spec.name!r}]: expected {spec.dtype} {tuple(spec.shape)}, "
-            f"got {array.dtype} {array.shape}"
-        )
-    return np.ascontiguousarray(array)
-
-
-def _arrays_by_input(
-    spec: JobSpec, input_arrays: Mapping[str, Any] | Sequence[Any]
-) -> list[np.ndarray]:
-    if isinstance(input_arrays, Mapping):
-        unknown = sorted(set(input_arrays) - {i.name for i in spec.inputs})
-        if unknown:
-            raise LayoutError(f"inputs: {unknown} are not inputs of job {spec.job_id!r}")
-        missing = [i.name for i in spec.inputs if i.name not in input_arrays]
-        if missing:
-            raise LayoutError(f"inputs: no array for {missing} (job {spec.job_id!r})")
-        values = [input_arrays[i.name] for i in spec.inputs]
-    else:
-        values = list(input_arrays)
-        if len(values) != len(spec.inputs):
-            raise LayoutError(
-                f"inputs: job {spec.job_id!r} has {len(spec.inputs)} inputs, "
-                f"got {len(values)} arrays"
-            )
-    return [_check_input(i, v) for i, v in zip(spec.inputs, values, strict=True)]
-
-
-def _safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "model"
-
-
-def write_job(
-    job_dir: str | os.PathLike[str],
-    spec: JobSpec,
-    input_arrays: Mapping[str, Any] | Sequence[Any],
-    *,
-    model: ModelRef | None = None,
-) -> dict[str, Any]:
-    """Write ``job.json`` and the input blobs (``input_<i>.bin``) into ``job_dir``.
-
-    Without ``model`` the artifact is copied into the job directory (a self-contained job for the
-    one-shot path); with it, job.json points at an artifact already deployed to the agent's cache.
-    job.json is written last and atomically, so a directory with one is complete. Returns the job
-    document.
-    """
-    directory = Path(job_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    arrays = _arrays_by_input(spec, input_arrays)
-    if model is None:
-        source = Path(spec.model)
-        local = directory / "model" / _safe_name(source.name)
-        local.parent.mkdir(exist_ok=True)
-        shutil.copyfile(source, local)
-        model = ModelRef(local.relative_to(directory).as_posix(), sha256_file(str(local)))
-    inputs = []
-    for index, (ispec, array) in enumerate(zip(spec.inputs, arrays, strict=True)):
-        filename = f"input_{index}.bin"
-        array.tofile(directory / filename)
-        inputs.append(
-            {
-                "name": ispec.name,
-                "file": filename,
-                "layout": ispec.layout,
-                "shape": [int(d) for d in ispec.shape],
-                "dtype": ispec.dtype,
-                "pass_through": ispec.pass_through,
-            }
-        )
-    document = {
-        "schema": JOB_SCHEMA,
-        "job_id": spec.job_id,
-        "model": {"path": model.path, "sha256": model.sha256},
-        "adapter": spec.adapter,
-        "adapter_options": dict(spec.adapter_options),
-        "inputs": inputs,
-        "outputs": None if spec.outputs is None else list(spec.outputs),
-        "timeouts": {"load": float(spec.load_timeout_s), "run": float(spec.run_timeout_s)},
-        "runs": int(spec.runs),
-        "warmup": int(spec.warmup),
-        "pin_clocks": bool(spec.pin_clocks),
-    }
-    if spec.canary is not None:
-        document["canary"] = bytes(spec.canary).hex()
-    if spec.runtime_log_level is not None:
-        document["runtime_log_level"] = int(spec.runtime_log_level)
-    tmp = directory / (JOB_FILE + ".tmp")
-    tmp.write_text(json.dumps(document, indent=1), encoding="utf-8")
-    os.replace(tmp, directory / JOB_FILE)
-    return document
 
 
 # --- what comes back -----------------------------------------------------------------------------
@@ -423,7 +269,12 @@ def result_files(document: Mapping[str, Any], where: str = RESULT_FILE) -> list[
     return names
 
 
-def _load_tensor(job_dir: Path, record: Mapping[str, Any], where: str) -> TensorRecord:
+# A result's blob by its name, size and where it is named: its bytes, and their sha256 when the
+# reader already computed it as they arrived (None: hashed here).
+BlobReader = Callable[[str, int, str], tuple[np.ndarray, str | None]]
+
+
+def _load_tensor(blob: BlobReader, record: Mapping[str, Any], where: str) -> TensorRecord:
     name = _blob_name(record.get("file"), where)
     sha = _field(record, "sha256", str, where)
     nbytes = _field(record, "nbytes", int, where)
@@ -433,16 +284,10 @@ def _load_tensor(job_dir: Path, record: Mapping[str, Any], where: str) -> Tensor
     attributes = record.get("attributes") or {}
     if not isinstance(attributes, dict):
         raise ProtocolError(f"{where}.attributes: expected an object, got {attributes!r}")
-    path = job_dir / name
-    if not path.is_file():
-        raise TransportError(f"{path}: missing (named by {where})")
-    size = path.stat().st_size
-    if size != nbytes:
-        raise TransportError(f"{path}: {size} bytes, the agent wrote {nbytes} ({where})")
-    data = np.fromfile(path, dtype=np.uint8)
-    actual = hashlib.sha256(data.data).hexdigest()
+    data, known = blob(name, nbytes, where)
+    actual = known if known is not None else hashlib.sha256(data.data).hexdigest()
     if actual != sha.lower():
-        raise TransportError(f"{path}: sha256 {actual}, the agent wrote {sha} ({where})")
+        raise TransportError(f"{name}: sha256 {actual}, the agent wrote {sha} ({where})")
     return TensorRecord(
         name=_field(record, "name", str, where),
         file=name,
@@ -454,6 +299,21 @@ def _load_tensor(job_dir: Path, record: Mapping[str, Any], where: str) -> Tensor
         attributes=attributes,
         data=data,
     )
+
+
+def _file_blobs(job_dir: Path) -> BlobReader:
+    """The blobs of a job folder: each file's size checked against the record before it is read."""
+
+    def blob(name: str, nbytes: int, where: str) -> tuple[np.ndarray, str | None]:
+        path = job_dir / name
+        if not path.is_file():
+            raise TransportError(f"{path}: missing (named by {where})")
+        size = path.stat().st_size
+        if size != nbytes:
+            raise TransportError(f"{path}: {size} bytes, the agent wrote {nbytes} ({where})")
+        return np.fromfile(path, dtype=np.uint8), None
+
+    return blob
 
 
 def _error_record(raw: Any, where: str) -> ErrorRecord:
@@ -549,8 +409,23 @@ def read_result(job_dir: str | os.PathLike[str], *, job_id: str | None = None) -
     path = directory / RESULT_FILE
     if not path.is_file():
         raise TransportError(f"{path}: missing; the agent wrote no result")
-    where = str(path)
-    document = parse_result_document(path.read_bytes(), where)
+    document = parse_result_document(path.read_bytes(), str(path))
+    return result_from_document(
+        document, _file_blobs(directory), where=str(path), job_dir=directory, job_id=job_id
+    )
+
+
+def result_from_document(
+    document: dict[str, Any],
+    blob: BlobReader,
+    *,
+    where: str,
+    job_dir: Path,
+    job_id: str | None = None,
+) -> Result:
+    """Verify a result document and the blobs it names, which ``blob(name, nbytes, where)``
+    gives as uint8 arrays (read from the job folder, or carried in the session's frame) with
+    their sha256 where the reader computed it as they arrived."""
     result_files(document, where)  # schema, then file names, before anything is read
     found_id = document.get("job_id")
     if job_id is not None and found_id != job_id:
@@ -567,7 +442,7 @@ def read_result(job_dir: str | os.PathLike[str], *, job_id: str | None = None) -
         raise ProtocolError(f"{where}.versions: expected an object, got {versions!r}")
     tensors = {
         key: tuple(
-            _load_tensor(directory, record, f"{where}.{key}[{index}]")
+            _load_tensor(blob, record, f"{where}.{key}[{index}]")
             for index, record in enumerate(_tensor_records(document, key, where))
         )
         for key in ("inputs", "outputs")
@@ -591,7 +466,7 @@ def read_result(job_dir: str | os.PathLike[str], *, job_id: str | None = None) -
         inputs=tensors["inputs"],
         outputs=tensors["outputs"],
         errors=error_records,
-        job_dir=directory,
+        job_dir=job_dir,
         document=document,
         board_state=read_board_state(document.get("board_state"), where),
         canary=canary,

@@ -150,7 +150,8 @@ class InputSpec:
 @dataclass(frozen=True)
 class JobInput:
     """An input of a validated job: its spec, its file (a real path inside the job directory)
-    and the file's size as checked, past which nothing is read."""
+    and the file's size as checked, past which nothing is read. An input carried in the job's
+    frame has no file (``path`` is empty): its bytes are the frame's buffer of the same index."""
 
     spec: InputSpec
     path: str
@@ -315,9 +316,11 @@ def read_job_json(job_dir: str) -> dict[str, Any]:
 
 
 def validate_job(
-    doc: dict[str, Any], job_dir: str, root: str | None, adapter_dirs: list[str]
+    doc: dict[str, Any], job_dir: str | None, root: str | None, adapter_dirs: list[str]
 ) -> Job:
-    """Check a parsed job.json against the protocol; raise JobRefused naming the field."""
+    """Check a parsed job.json against the protocol; raise JobRefused naming the field. A job
+    without a folder (``job_dir`` None: it came as a frame of the session) names its model in
+    the cache and gives each input's ``nbytes`` instead of a file."""
     schema = parse_schema(doc.get("schema"))
     if schema is None or schema[0] != JOB_SCHEMA_NAME:
         raise JobRefused("schema", "schema", f"expected {JOB_SCHEMA!r}, got {doc.get('schema')!r}")
@@ -406,13 +409,17 @@ def _log_level(value: object) -> int | None:
     return value
 
 
-def _model_path(value: object, job_dir: str, root: str | None) -> str:
+def _model_path(value: object, job_dir: str | None, root: str | None) -> str:
     """The model lives in the job directory or, for artifacts deployed once per session, in the
-    cache root; a relative path is looked up in that order."""
+    cache root; a relative path is looked up in that order (a job without a folder: the cache)."""
     field = "model.path"
-    where = "the job directory" if root is None else "the job directory and the model cache"
+    candidates = [d for d in (job_dir, root) if d is not None]
+    where = " and ".join(
+        "the job directory" if d == job_dir else "the model cache" for d in candidates
+    )
+    if not candidates:
+        raise JobRefused(field, "missing", "a job without a folder needs the agent's model cache")
     rel = _check_relative(field, value, where)
-    candidates = [job_dir] if root is None else [job_dir, root]
     for base in candidates:
         full = os.path.realpath(os.path.join(base, rel))
         if os.path.lexists(os.path.join(base, rel)):
@@ -427,14 +434,11 @@ def _model_path(value: object, job_dir: str, root: str | None) -> str:
     raise JobRefused(field, "missing", f"{rel!r} does not exist in {where}")
 
 
-def _input(index: int, raw: object, job_dir: str) -> JobInput:
+def _input(index: int, raw: object, job_dir: str | None) -> JobInput:
     field = f"inputs[{index}]."
     if not isinstance(raw, dict):
         raise JobRefused(f"inputs[{index}]", "type", f"expected an object, got {raw!r}")
     name = _require(raw, field, "name", str, "a string")
-    rel = _require(raw, field, "file", str, "a relative file path")
-    full = confine(field + "file", rel, job_dir)
-    _regular_file(field + "file", rel, full, "the job directory")
     layout = raw.get("layout", "")
     if not isinstance(layout, str):
         raise JobRefused(field + "layout", "type", f"expected a string, got {layout!r}")
@@ -447,20 +451,32 @@ def _input(index: int, raw: object, job_dir: str) -> JobInput:
         raise JobRefused(
             field + "pass_through", "type", f"expected true or false, got {pass_through!r}"
         )
-    size = os.path.getsize(full)
     want = math.prod(shape) * DTYPE_SIZES[dtype]
     if want > MAX_INPUT_BYTES:
         raise JobRefused(
             field + "shape", "shape", f"{shape} {dtype} needs {want} bytes (cap {MAX_INPUT_BYTES})"
         )
+    spec = InputSpec(name, layout, tuple(shape), dtype, pass_through)
+    if job_dir is None:
+        size, what, full = _framed_size(raw, field), "the buffer", ""
+    else:
+        rel = _require(raw, field, "file", str, "a relative file path")
+        full = confine(field + "file", rel, job_dir)
+        _regular_file(field + "file", rel, full, "the job directory")
+        size, what = os.path.getsize(full), f"{rel!r}"
+    where = field + ("nbytes" if job_dir is None else "file")
     if size > MAX_INPUT_BYTES:
-        raise JobRefused(
-            field + "file", "size", f"{rel!r} holds {size} bytes (cap {MAX_INPUT_BYTES})"
-        )
+        raise JobRefused(where, "size", f"{what} holds {size} bytes (cap {MAX_INPUT_BYTES})")
     if not pass_through and size != want:
         raise JobRefused(
-            field + "file",
-            "size",
-            f"{rel!r} holds {size} bytes; shape {shape} {dtype} needs {want}",
+            where, "size", f"{what} holds {size} bytes; shape {shape} {dtype} needs {want}"
         )
-    return JobInput(InputSpec(name, layout, tuple(shape), dtype, pass_through), full, size)
+    return JobInput(spec, full, size)
+
+
+def _framed_size(raw: dict[str, Any], field: str) -> int:
+    """An input carried in the job's frame: its announced size (its sha256 is the frame's)."""
+    size = raw.get("nbytes")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise JobRefused(field + "nbytes", "type", f"expected a byte count, got {size!r}")
+    return size

@@ -16,7 +16,6 @@ whatever its outcome, in result.json's ``board_log`` (``{"kernel": .., "runtime"
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -24,9 +23,9 @@ import numpy as np
 
 from .boardstate import pin_clocks, read_board_state, restore_clocks
 from .cache import AdapterCache, StageFailed, describe_exception, traceback_tail
-from .job import Job, JobInput, JobRefused, read_job_json, validate_job
+from .job import Job, JobInput, JobRefused
+from .jobsource import FolderJob, FramedJob
 from .kernlog import KernelLog
-from .results import write_result, write_tensor
 from .runlog import StderrCapture
 from .wire import (
     EXIT_FAILED,
@@ -57,8 +56,19 @@ class Agent(AdapterCache):
     def run_job(self, job_dir: str) -> tuple[dict[str, Any], int]:
         """Run one job directory; returns the result document (also written as result.json) and
         the exit status that one-shot mode would use."""
+        return self.run(FolderJob(job_dir))
+
+    def run_framed_job(
+        self, doc: Any, buffers: list[bytearray], damaged: tuple[int, ...]
+    ) -> tuple[dict[str, Any], int, list[memoryview]]:
+        """Run a job that came as a frame (its input buffers, and which of them arrived
+        damaged); also returns the device buffers its records describe, for the answer."""
+        source = FramedJob(doc, buffers, damaged)
+        result, status = self.run(source)
+        return result, status, source.buffers
+
+    def run(self, source: FolderJob | FramedJob) -> tuple[dict[str, Any], int]:
         started = time.perf_counter()
-        job_dir = os.path.realpath(job_dir)
         result: dict[str, Any] = {
             "schema": RESULT_SCHEMA,
             "job_id": None,
@@ -81,10 +91,10 @@ class Agent(AdapterCache):
         self.log_env = None
         kernel = KernelLog()
         kernel.mark()
-        capture = StderrCapture(job_dir)
+        capture = StderrCapture(source.log_dir)
         capture.start()
         try:
-            status = self._run(job_dir, result)
+            status = self._run(source, result)
         except JobRefused as refused:
             result["errors"].append(refused.record())
             status = EXIT_REFUSED
@@ -92,7 +102,7 @@ class Agent(AdapterCache):
             result["errors"].append(failed.record)
             status = EXIT_TIMEOUT if failed.record["type"] == "TimeoutError" else EXIT_OK
         except OSError as exc:  # the board's own trouble (a full disk): said by its name
-            log.error("job %s: %s", job_dir, exc)
+            log.error("job %s: %s", result["job_id"], exc)
             result["errors"].append(os_error_record(exc, "agent"))
             status = EXIT_FAILED
         except Exception as exc:  # an agent bug: still report it as a typed record
@@ -110,7 +120,7 @@ class Agent(AdapterCache):
         result["ok"] = not result["errors"]
         result["timings"]["total_s"] = time.perf_counter() - started
         self.jobs_run += 1
-        problem = write_result(job_dir, result)
+        problem = source.finish(result)
         if problem is not None:
             # No result.json on the board: the session's answer still carries the result,
             # and now why the file is missing.
@@ -119,15 +129,13 @@ class Agent(AdapterCache):
             status = status or EXIT_FAILED
         return result, status
 
-    def _run(self, job_dir: str, result: dict[str, Any]) -> int:
-        if not os.path.isdir(job_dir):
-            raise JobRefused("job_dir", "missing", f"{job_dir} is not a directory")
-        doc = read_job_json(job_dir)
+    def _run(self, source: FolderJob | FramedJob, result: dict[str, Any]) -> int:
+        doc = source.document()
         if isinstance(doc.get("job_id"), str):
             result["job_id"] = doc["job_id"]
         if isinstance(doc.get("adapter"), str):
             result["adapter"] = doc["adapter"]
-        job = validate_job(doc, job_dir, self.root, self.adapter_dirs)
+        job = source.validate(doc, self.root, self.adapter_dirs)
         timings = result["timings"]
         load_timeout = job.timeouts["load"]
 
@@ -146,18 +154,14 @@ class Agent(AdapterCache):
             self.versions_cache.pop(self._adapter_key(job.adapter, job.options), None)
             result["versions"] = self.versions(job.adapter, job.options, load_timeout)
 
-        tensors = [self._input_tensor(spec) for spec in job.inputs]
+        tensors = [self._input_tensor(spec, source.input_bytes(spec)) for spec in job.inputs]
         run, run_wall = self._runs(job, adapter, model, tensors, result)
         reported = {str(k): float(v) for k, v in (run.timings or {}).items()}
         # The adapter's own run time excludes its copies when it can tell them apart.
         timings["run_s"] = reported.get("run_s", run_wall)
         t0 = time.perf_counter()
-        result["inputs"] = [
-            write_tensor(job_dir, f"in_{i}.bin", t) for i, t in enumerate(run.inputs)
-        ]
-        result["outputs"] = [
-            write_tensor(job_dir, f"out_{i}.bin", t) for i, t in enumerate(run.outputs)
-        ]
+        result["inputs"] = [source.emit(f"in_{i}.bin", t) for i, t in enumerate(run.inputs)]
+        result["outputs"] = [source.emit(f"out_{i}.bin", t) for i, t in enumerate(run.outputs)]
         timings["copy_s"] = reported.get("copy_s", 0.0) + (time.perf_counter() - t0)
         if reported:
             timings["adapter"] = reported
@@ -257,9 +261,8 @@ class Agent(AdapterCache):
             "reason": str(fill.reason or ""),
         }
 
-    def _input_tensor(self, item: JobInput) -> InputTensor:
+    def _input_tensor(self, item: JobInput, data: np.ndarray) -> InputTensor:
         spec = item.spec
-        data = np.fromfile(item.path, dtype=np.uint8, count=item.nbytes)
         tensor: InputTensor = self.base.InputTensor(
             name=spec.name,
             data=data,

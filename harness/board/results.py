@@ -49,22 +49,37 @@ def create_new(path: str, mode: str) -> Any:
     return os.fdopen(fd, mode, encoding="utf-8")
 
 
-def write_tensor(job_dir: str, filename: str, tensor: TensorOut) -> dict[str, Any]:
-    """Write a device buffer as a blob and describe it; the bytes are the buffer as the runtime
-    holds it, whatever its dtype."""
-    flat = np.ascontiguousarray(tensor.data).reshape(-1).view(np.uint8)
-    with create_new(os.path.join(job_dir, filename), "wb") as handle:
-        handle.write(flat.data)
-    return {
+def device_bytes(tensor: TensorOut) -> np.ndarray:
+    """A device buffer's bytes as the runtime holds them, whatever its dtype (flat uint8)."""
+    return np.ascontiguousarray(tensor.data).reshape(-1).view(np.uint8)
+
+
+def describe_tensor(
+    filename: str, tensor: TensorOut, flat: np.ndarray, digest: bool = True
+) -> dict[str, Any]:
+    """The result's record of a device buffer: its bytes hashed once, here, unless they go back
+    in a bulk frame (``digest`` False), whose trailer carries the sha256 computed as it is
+    written (the host puts it in the record)."""
+    record = {
         "name": str(tensor.name),
         "file": filename,
-        "sha256": hashlib.sha256(flat.data).hexdigest(),
         "nbytes": int(flat.size),
         "layout": str(tensor.layout),
         "dtype": str(tensor.dtype),
         "shape": [int(d) for d in tensor.shape],
         "attributes": json.loads(json.dumps(tensor.attributes or {}, default=jsonable)),
     }
+    if digest:
+        record["sha256"] = hashlib.sha256(flat.data).hexdigest()
+    return record
+
+
+def write_tensor(job_dir: str, filename: str, tensor: TensorOut) -> dict[str, Any]:
+    """Write a device buffer as a blob and describe it."""
+    flat = device_bytes(tensor)
+    with create_new(os.path.join(job_dir, filename), "wb") as handle:
+        handle.write(flat.data)
+    return describe_tensor(filename, tensor, flat)
 
 
 def write_result(job_dir: str, result: dict[str, Any]) -> OSError | None:

@@ -3,9 +3,10 @@
 Vendor runtimes are C libraries that log to file descriptor 2 (``E RKNN: ...``, ``[HBRT] ...``),
 not through Python, so the capture is of the descriptor: from the first job on it points at a
 tee child (one per agent process) that copies everything on to the agent's own stderr, as
-before, and keeps what came since the last sync in memory. A job's window is what came between
-two syncs, bounded like the kernel log, so a job pays two pipe round trips (about 0.2 ms), not
-a process, and nothing is written to the board's disk (it may be full or read-only). The
+before, and keeps what came since the last sync in memory. A job's window opens with a reset
+(a mark the tee does not answer) and closes with a sync, bounded like the kernel log, so a job
+pays one pipe round trip, not a process, and nothing is written to the board's disk (it may be
+full or read-only). The
 agent's own log lines written in the window land there too; they are the job's as well.
 
 The level is the runtime's own: an adapter names the environment variable its runtime reads
@@ -32,15 +33,19 @@ SYNC_WAIT_S = 5.0
 SYNC = b"\0npu-hil-stderr-sync\n"
 """What the agent writes to descriptor 2 to close a window: the tee answers on a pipe of its own
 with what was written since the last one, and neither forwards the mark nor keeps it."""
+RESET = b"\0npu-hil-stderr-rset\n"
+"""What the agent writes to open a window: the tee forgets what it kept, and does not answer, so
+opening costs the job no round trip (the same length as SYNC: one partial-mark rule for both)."""
 
 # The tee, started once per agent process by the same interpreter: copies descriptor 0 to 1
 # (the agent's own stderr) and keeps what came since the last SYNC in memory (the newest
 # argv[3] bytes); at each SYNC it answers on the descriptor argv[2] with "<bytes> <dropped>\n"
-# and the bytes. Nothing is written to disk: a board's disk may be full or read-only. A write to
-# 1 that fails (the host went away) does not stop the copy.
+# and the bytes, at each RESET it forgets them. Nothing is written to disk: a board's disk may be
+# full or read-only. A write to 1 that fails (the host went away) does not stop the copy.
 _TEE = """
 import os, sys
-ack, limit, mark = int(sys.argv[1]), int(sys.argv[2]), b"\\0npu-hil-stderr-sync\\n"
+ack, limit = int(sys.argv[1]), int(sys.argv[2])
+mark, reset = b"\\0npu-hil-stderr-sync\\n", b"\\0npu-hil-stderr-rset\\n"
 window, dropped, pending = b"", 0, b""
 def emit(data):
     global window, dropped
@@ -67,11 +72,15 @@ while True:
         break
     pending += chunk
     while True:
-        at = pending.find(mark)
-        if at < 0:
+        hits = [a for a in (pending.find(mark), pending.find(reset)) if a >= 0]
+        if not hits:
             break
+        at = min(hits)
         emit(pending[:at])
-        answer()
+        if pending.startswith(mark, at):
+            answer()
+        else:
+            window, dropped = b"", 0
         pending = pending[at + len(mark):]
     cut = pending.rfind(b"\\0")
     if cut < 0 or len(pending) - cut >= len(mark):
@@ -133,9 +142,9 @@ class StderrTee:
         _flush()
         try:
             os.write(2, SYNC)
-            head = _read_line(self.ack, SYNC_WAIT_S).split()
+            line, data = _read_line(self.ack, SYNC_WAIT_S)
+            head = line.split()
             size, dropped = int(head[0]), int(head[1])
-            data = b""
             while len(data) < size:
                 ready, _, _ = select.select([self.ack], [], [], SYNC_WAIT_S)
                 chunk = os.read(self.ack, size - len(data)) if ready else b""
@@ -147,6 +156,19 @@ class StderrTee:
             self.why = f"the runtime's log tee did not answer within {SYNC_WAIT_S:g} s"
             self.ack = None
             return None
+
+    def reset(self) -> bool:
+        """Open a window: the tee forgets what came before (no answer to wait for). False
+        (and ``why``) when the tee is not there."""
+        if self.ack is None:
+            return False
+        _flush()
+        try:
+            os.write(2, RESET)
+        except OSError as exc:
+            self.why = f"the runtime's log tee cannot be reached: {exc}"
+            return False
+        return True
 
     def close(self) -> None:
         """Descriptor 2 put back and the tee ended (the agent never needs it: the tee ends with
@@ -168,15 +190,18 @@ class StderrTee:
             self.proc = None
 
 
-def _read_line(fd: int, timeout: float) -> bytes:
-    line = b""
-    while not line.endswith(b"\n"):
+def _read_line(fd: int, timeout: float) -> tuple[bytes, bytes]:
+    """A line from ``fd`` and what came after it in the same reads (the tee writes its answer's
+    header and bytes at once, so one read usually holds both)."""
+    got = b""
+    while b"\n" not in got:
         ready, _, _ = select.select([fd], [], [], timeout)
-        byte = os.read(fd, 1) if ready else b""
-        if not byte:
+        chunk = os.read(fd, 65536) if ready else b""
+        if not chunk:
             raise OSError("the runtime's log tee ended")
-        line += byte
-    return line
+        got += chunk
+    line, rest = got.split(b"\n", 1)
+    return line, rest
 
 
 _TEE_OF_PROCESS = StderrTee()
@@ -185,21 +210,22 @@ _TEE_OF_PROCESS = StderrTee()
 class StderrCapture:
     """The runtime's standard error in one job's window, through the process's tee."""
 
-    def __init__(self, job_dir: str, tee: StderrTee | None = None) -> None:
+    def __init__(self, job_dir: str | None, tee: StderrTee | None = None) -> None:
+        # None: a job that came as a frame, with no folder of its own; its window is the same.
         self.job_dir = job_dir
         self.tee = tee if tee is not None else _TEE_OF_PROCESS
         self.open = False
         self.why = ""
 
     def start(self) -> None:
-        if not os.path.isdir(self.job_dir):
+        if self.job_dir is not None and not os.path.isdir(self.job_dir):
             self.why = "no job directory: no job window to capture"
             return
         if not self.tee.ensure():
             self.why = self.tee.why
             return
         # What came before the job (the agent's own lines between jobs) is not the job's.
-        self.open = self.tee.window() is not None
+        self.open = self.tee.reset()
         if not self.open:
             self.why = self.tee.why
 

@@ -19,23 +19,28 @@ with status 3 at once (the stuck call would hold up the interpreter's shutdown).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import platform
 import shutil
 import socket
 import sys
-from typing import Any, NoReturn
+from collections.abc import Iterable
+from typing import Any, NamedTuple, NoReturn
 
 from .cache import StageFailed
 from .folders import UnsafeFolder, check_folder
 from .identity import read_identity
-from .job import DEFAULT_TIMEOUTS, JobRefused
+from .job import DEFAULT_TIMEOUTS, MAX_INPUTS, MAX_JOB_INPUT_BYTES, JobRefused
 from .jobs import Agent
 from .loader import ADAPTER_NAME_RE, EXTRA_ADAPTERS, PACKAGE_DIR, available_adapters
 from .memory import read_memory
 from .wire import (
     AGENT_VERSION,
+    BULK_CHUNK,
+    BULK_PREFIX,
+    DIGEST_BYTES,
     EXIT_FAILED,
     EXIT_OK,
     EXIT_TIMEOUT,
@@ -45,14 +50,22 @@ from .wire import (
     MAX_REQUEST_BYTES,
     RESULT_SCHEMA,
     SESSION_PROTOCOL,
+    bulk_sizes,
     decode_frame,
+    encode_bulk_frame,
     encode_frame,
     failure,
     frame_length,
+    is_bulk,
     sha256_file,
 )
 
 log = logging.getLogger("npu-hil-agent")
+
+# A job's message and its inputs, as job.py bounds them.
+MAX_BULK_REQUEST_BYTES = (
+    MAX_JOB_INPUT_BYTES + MAX_REQUEST_BYTES + BULK_PREFIX.size + DIGEST_BYTES * MAX_INPUTS
+)
 
 # The socket of a listening agent, removed on the way out: also by abandon, which skips the
 # interpreter's own clean-up.
@@ -83,6 +96,15 @@ class BadFrame(ValueError):
     object): the stream is still in step, so it is answered and the session goes on."""
 
 
+class Request(NamedTuple):
+    """A request and, when it came in a bulk frame, its buffers (read and hashed as they came)
+    and the indices of those whose sha256 is not the one the trailer gives."""
+
+    message: dict[str, Any]
+    buffers: list[bytearray] | None = None
+    damaged: tuple[int, ...] = ()
+
+
 class FrameStream:
     """Frames over two file descriptors, with nothing buffered in Python."""
 
@@ -93,8 +115,32 @@ class FrameStream:
     def _recv(self, n: int) -> bytes:
         return os.read(self.read_fd, n)
 
+    def _recv_into(self, view: memoryview) -> int:
+        return os.readv(self.read_fd, [view])
+
     def _send(self, data: memoryview) -> int:
         return os.write(self.write_fd, data)
+
+    def _fill(self, data: bytearray) -> bytes:
+        """Read exactly ``len(data)`` bytes into ``data`` (a buffer lands where the job reads
+        it, with no copy in between), hashing each piece as it lands; its sha256."""
+        digest = hashlib.sha256()
+        view = memoryview(data)
+        while view:
+            got = self._recv_into(view[:BULK_CHUNK])
+            if not got:
+                raise EOFError("stream ended inside a frame")
+            digest.update(view[:got])
+            view = view[got:]
+        return digest.digest()
+
+    def _skip(self, n: int) -> None:
+        scratch = bytearray(min(n, BULK_CHUNK))
+        while n:
+            got = self._recv_into(memoryview(scratch)[: min(n, len(scratch))])
+            if not got:
+                raise EOFError("stream ended inside a frame")
+            n -= got
 
     def _read_exactly(self, n: int) -> bytes | None:
         chunks = []
@@ -109,12 +155,14 @@ class FrameStream:
             remaining -= len(chunk)
         return b"".join(chunks)
 
-    def read(self) -> dict[str, Any] | None:
+    def read(self) -> Request | None:
         """The next request, or None at end of stream."""
         header = self._read_exactly(FRAME_HEADER.size)
         if header is None:
             return None
         length = frame_length(header)
+        if is_bulk(header):
+            return self._read_bulk(length)
         if length > MAX_REQUEST_BYTES:
             # Not read: a client cannot make the agent buffer a frame that large.
             raise ValueError(
@@ -124,15 +172,55 @@ class FrameStream:
         if payload is None:
             raise EOFError("stream ended inside a frame")
         try:
-            return decode_frame(payload)
+            return Request(decode_frame(payload))
         except ValueError as exc:  # UnicodeDecodeError and JSON errors included
             raise BadFrame(str(exc)) from None
 
-    def write(self, message: dict[str, Any]) -> None:
-        data = memoryview(encode_frame(message))
-        while data:
-            written = self._send(data)
-            data = data[written:]
+    def _read_bulk(self, length: int) -> Request:
+        """A bulk frame: its message (at most a request's size) and its buffers (at most a
+        job's inputs), both bounded before anything is read; a message that cannot be read or
+        does not add up with the frame's length is refused after the rest of the frame is read
+        (bounded too), so the stream stays in step."""
+        if length > MAX_BULK_REQUEST_BYTES or length < BULK_PREFIX.size:
+            raise ValueError(
+                f"a bulk request frame of {length} bytes is outside 4 to {MAX_BULK_REQUEST_BYTES}"
+            )
+        prefix = self._read_exactly(BULK_PREFIX.size)
+        if prefix is None:
+            raise EOFError("stream ended inside a frame")
+        (message_bytes,) = BULK_PREFIX.unpack(prefix)
+        if message_bytes > min(MAX_REQUEST_BYTES, length - BULK_PREFIX.size):
+            raise ValueError(f"a bulk frame's message of {message_bytes} bytes does not fit")
+        payload = self._read_exactly(message_bytes) if message_bytes else b""
+        if payload is None:
+            raise EOFError("stream ended inside a frame")
+        rest = length - BULK_PREFIX.size - message_bytes
+        try:
+            message = decode_frame(payload)
+            sizes = bulk_sizes(message, rest)
+        except ValueError as exc:
+            self._skip(rest)  # the rest of the frame, so the stream stays in step
+            raise BadFrame(str(exc)) from None
+        buffers = [bytearray(n) for n in sizes]
+        ours = [self._fill(b) for b in buffers]
+        trailer = self._read_exactly(DIGEST_BYTES * len(sizes)) if sizes else b""
+        if trailer is None:
+            raise EOFError("stream ended inside a frame")
+        theirs = [trailer[i : i + DIGEST_BYTES] for i in range(0, len(trailer), DIGEST_BYTES)]
+        damaged = tuple(i for i in range(len(ours)) if ours[i] != theirs[i])
+        return Request(message, buffers, damaged)
+
+    def write(self, message: dict[str, Any], buffers: list[memoryview] | None = None) -> None:
+        """One frame: a message, or with ``buffers`` a bulk frame carrying them after it."""
+        parts: Iterable[memoryview]
+        if buffers is None:
+            parts = [memoryview(encode_frame(message))]
+        else:
+            parts = encode_bulk_frame(message, buffers)
+        for data in parts:
+            while data:
+                written = self._send(data)
+                data = data[written:]
 
 
 class SocketFrameStream(FrameStream):
@@ -150,6 +238,12 @@ class SocketFrameStream(FrameStream):
     def _recv(self, n: int) -> bytes:
         try:
             return self.connection.recv(n)
+        except socket.timeout:  # noqa: UP041 (not yet TimeoutError on Python 3.8)
+            raise ReadTimeout(f"no complete request within {self.timeout:g} s") from None
+
+    def _recv_into(self, view: memoryview) -> int:
+        try:
+            return self.connection.recv_into(view)
         except socket.timeout:  # noqa: UP041 (not yet TimeoutError on Python 3.8)
             raise ReadTimeout(f"no complete request within {self.timeout:g} s") from None
 
@@ -200,6 +294,8 @@ def serve(agent: Agent, stream: FrameStream, shutdown_on_eof: bool = True) -> in
                 "python": platform.python_version(),
                 "adapters": available_adapters(agent.adapter_dirs),
                 "bundle": own_bundle(),
+                # What this agent reads beyond protocol 1.0: jobs carried in bulk frames.
+                "features": ["framed-jobs"],
             }
         )
         return _serve_requests(agent, stream, shutdown_on_eof)
@@ -241,10 +337,22 @@ def _serve_requests(agent: Agent, stream: FrameStream, shutdown_on_eof: bool) ->
             return status
 
 
-def _answer(agent: Agent, stream: FrameStream, request: dict[str, Any]) -> int | None:
+def _answer(agent: Agent, stream: FrameStream, framed: Request) -> int | None:
     """Answer one request; the exit status when it ends the agent (a shutdown), else None."""
+    request = framed.message
     op = request.get("op")
-    if op == "job":
+    if op == "job" and "job" in request:
+        # A job carried in the frame: its buffers came with it and go back with the answer.
+        result, status, buffers = agent.run_framed_job(
+            request["job"], framed.buffers or [], framed.damaged
+        )
+        restart = agent.runtime.stuck
+        answer = {"op": "job", "result": result, "status": status, "restart": restart}
+        stream.write(answer, buffers or None)  # a plain frame when no buffer goes back
+        if restart:
+            log.error("a runtime call timed out; ending the session so the host restarts it")
+            abandon(EXIT_TIMEOUT)
+    elif op == "job":
         try:
             job_dir = session_job_dir(request.get("dir"))
         except JobRefused as refused:

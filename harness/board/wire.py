@@ -19,12 +19,18 @@ import json
 import os
 import re
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 # Re-exported: the host reads frames through this module alone.
+from .frames import BULK_CHUNK as BULK_CHUNK
+from .frames import BULK_PREFIX as BULK_PREFIX
+from .frames import DIGEST_BYTES as DIGEST_BYTES
 from .frames import FRAME_HEADER as FRAME_HEADER
 from .frames import MAX_FRAME_BYTES as MAX_FRAME_BYTES
+from .frames import bulk_header
 from .frames import frame_length as frame_length
+from .frames import is_bulk as is_bulk
 from .frames import whole_frames as whole_frames
 
 JOB_SCHEMA_NAME = "npu-hil-job"
@@ -74,6 +80,46 @@ def encode_frame(message: dict[str, Any]) -> bytes:
     if len(payload) > MAX_FRAME_BYTES:
         raise ValueError(f"frame of {len(payload)} bytes exceeds the {MAX_FRAME_BYTES}-byte cap")
     return FRAME_HEADER.pack(len(payload)) + payload
+
+
+def encode_bulk_frame(
+    message: dict[str, Any], buffers: list[memoryview]
+) -> Iterator[memoryview]:
+    """One bulk frame as the parts to write in order: header and message (``message`` gets the
+    buffers' sizes as ``"bulk"``), each buffer in pieces as it is (never copied into one), then
+    the trailer of their sha256s. A generator: each piece is hashed just before it is handed to
+    the writer, so the digest costs no pass of its own."""
+    views = [b.cast("B") if b.ndim != 1 or b.itemsize != 1 else b for b in buffers]
+    sizes = [v.nbytes for v in views]
+    payload = json.dumps({**message, "bulk": sizes}, separators=(",", ":"), default=jsonable)
+    encoded = payload.encode("utf-8")
+    total = sum(sizes) + DIGEST_BYTES * len(views)
+    yield memoryview(bulk_header(len(encoded), total) + encoded)
+    digests = []
+    for view in views:
+        digest = hashlib.sha256()
+        for start in range(0, len(view), BULK_CHUNK):
+            piece = view[start : start + BULK_CHUNK]
+            digest.update(piece)
+            yield piece
+        digests.append(digest.digest())
+    yield memoryview(b"".join(digests))
+
+
+def bulk_sizes(message: dict[str, Any], rest: int) -> list[int]:
+    """The buffer sizes a bulk frame's message announces, checked against the ``rest`` of the
+    frame (the buffers and the trailer); ValueError when they do not add up."""
+    sizes = message.get("bulk")
+    if not isinstance(sizes, list) or not all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in sizes
+    ):
+        raise ValueError(f"a bulk frame's message gives no buffer sizes (bulk: {sizes!r})"[:300])
+    if sum(sizes) + DIGEST_BYTES * len(sizes) != rest:
+        raise ValueError(
+            f"a bulk frame's buffers ({sum(sizes)} bytes in {len(sizes)}) and digests do not "
+            f"fill the {rest} bytes after its message"
+        )
+    return sizes
 
 
 def loads_bounded(text: str | bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:

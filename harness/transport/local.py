@@ -5,6 +5,7 @@ exercises the real path. POSIX hosts only (``select`` on pipes, process groups).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
 import select
@@ -27,6 +28,15 @@ __all__ = ["LocalSession", "LocalTransport"]
 log = logging.getLogger(__name__)
 
 STDERR_TAIL_BYTES = 64 * 1024
+# A session's pipes hold this much (Linux's default is 64 KiB, and 1 MiB the most an unprivileged
+# process may ask): a job's buffers then cross in a few wake-ups of each side, not one per 64 KiB.
+SESSION_PIPE_BYTES = 1 << 20
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Python < 3.10 lacks the name
+
+
+def _widen_pipe(fd: int) -> None:
+    with contextlib.suppress(OSError):  # not Linux, or past the system's pipe-max-size
+        fcntl.fcntl(fd, _F_SETPIPE_SZ, SESSION_PIPE_BYTES)
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -216,7 +226,11 @@ class LocalTransport:
         return CompletedRun(process.returncode, stdout, stderr, time.monotonic() - started)
 
     def open_session(self, argv: Sequence[str]) -> LocalSession:
-        return LocalSession(self._popen(argv, subprocess.PIPE))
+        process = self._popen(argv, subprocess.PIPE)
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                _widen_pipe(stream.fileno())
+        return LocalSession(process)
 
     def cleanup(self, remote_path: str | PurePosixPath) -> None:
         target = self._local(remote_path)

@@ -241,7 +241,8 @@ def flip_a_bit(data: bytes) -> bytes:
 def test_corrupted_blob_is_caught(tmp_path: Path, model: Path) -> None:
     transport = DamagingTransport(tmp_path / "board", "out_0.bin", flip_a_bit)
     with (
-        AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS]) as client,
+        # Through a job folder: the file transfer is what damages it.
+        AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS], frames=False) as client,
         pytest.raises(TransportError, match=r"out_0\.bin: sha256 [0-9a-f]+, the agent wrote"),
     ):
         client.submit(spec(model), {"x": X})
@@ -255,7 +256,7 @@ def test_damaged_result_json_is_caught(tmp_path: Path, model: Path) -> None:
 
     transport = DamagingTransport(tmp_path / "board", "result.json", edit)
     with (
-        AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS]) as client,
+        AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS], frames=False) as client,
         pytest.raises(TransportError, match="differs from what the agent answered"),
     ):
         client.submit(spec(model), {"x": X})
@@ -387,8 +388,18 @@ def test_discard_removes_only_a_job_folder(tmp_path: Path) -> None:
 def test_a_session_client_leaves_no_job_folders(client: AgentClient, model: Path) -> None:
     for job_id in ("one", "two"):
         assert client.submit(spec(model, job_id), {"x": X}).ok
-    jobs = Path(client.transport.workdir) / "jobs"
-    assert client.sessions_started == 1 and list(jobs.iterdir()) == []
+    # Framed jobs: not one folder was made for them.
+    assert client.sessions_started == 1
+    assert not (Path(client.transport.workdir) / "jobs").exists()
+
+
+def test_folder_jobs_are_removed_after_the_job(tmp_path: Path, model: Path) -> None:
+    transport = LocalTransport(tmp_path / "board", python=PY)
+    with AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS], frames=False) as client:
+        for job_id in ("one", "two"):
+            assert client.submit(spec(model, job_id), {"x": X}).ok
+        jobs = Path(client.transport.workdir) / "jobs"
+        assert client.sessions_started == 1 and list(jobs.iterdir()) == []
 
 
 def test_raw_session_ends_at_end_of_stream(tmp_path: Path) -> None:

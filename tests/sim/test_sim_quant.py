@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from npu_hil.targets.quant import (
     Affine,
@@ -132,3 +134,24 @@ def test_cast_is_no_quantization() -> None:
     values = np.array([0.1, -2.5, 3.3], dtype=np.float32)
     assert Cast(np.dtype("float16")).quantize(values).dtype == np.float16
     assert Cast(np.dtype("uint8")).quantize(np.array([2.5, -1.0, 300.0])).tolist() == [2, 0, 255]
+
+
+@given(
+    dtype=st.sampled_from(["uint8", "int8", "uint16", "int16", "int32", "uint32"]),
+    zero_point=st.integers(-128, 127),
+    target=st.sampled_from(["int8", "uint8", "int16"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_integers_at_unit_scale_quantize_as_the_float_formula(
+    dtype: str, zero_point: int, target: str, seed: int
+) -> None:
+    """The integer shortcut at scale 1 gives the bytes the float64 formula gives, clipping
+    included, for every integer type a job may carry."""
+    info = np.iinfo(dtype)
+    values = np.random.default_rng(seed).integers(info.min, info.max, 257, endpoint=True)
+    values = values.astype(dtype)
+    scheme = Affine(zero_point, 1.0, np.dtype(target))
+    formula = np.rint(values.astype(np.float64) / 1.0) + zero_point
+    limits = np.iinfo(target)
+    expected = np.clip(formula, limits.min, limits.max).astype(target)
+    assert scheme.quantize(values).tobytes() == expected.tobytes()

@@ -83,8 +83,10 @@ def _cases(kinds: tuple[str, ...]) -> list[object]:
 
 @contextmanager
 def client_on(
-    request: pytest.FixtureRequest, kind: str, disk: Path, tmp_path: Path
+    request: pytest.FixtureRequest, kind: str, disk: Path, tmp_path: Path, frames: bool = False
 ) -> Iterator[tuple[AgentClient, Path]]:
+    """A client whose jobs go through job folders (the disk's trouble is theirs), unless
+    ``frames``: then they travel in the session's stream and touch no disk."""
     model = tmp_path / "echo.bin"
     model.write_bytes(b"model" * 50)
     with (
@@ -92,7 +94,11 @@ def client_on(
             request, kind, disk / "board", **request.node.callspec.params.get("ssh_options", {})
         ) as transport,
         AgentClient(
-            transport, adapter_dirs=[FAKE_ADAPTERS], margin_s=5.0, scratch=tmp_path / "scratch"
+            transport,
+            adapter_dirs=[FAKE_ADAPTERS],
+            margin_s=5.0,
+            scratch=tmp_path / "scratch",
+            frames=frames,
         ) as client,
     ):
         # The agent deployed and a first job run while the disk still had room.
@@ -152,6 +158,31 @@ def test_an_agent_that_cannot_write_its_outputs_says_enospc(
         assert error.errno == errno.ENOSPC and "No space left on device" in error.message
 
 
+@pytest.mark.parametrize(("kind", "ssh_options"), _cases(("local", "ssh", "serial")))
+def test_a_framed_job_runs_on_a_full_disk(
+    request: pytest.FixtureRequest, disk: Path, tmp_path: Path, kind: str, ssh_options: object
+) -> None:
+    """A job carried in the session's frames writes nothing on the board: a disk with no byte
+    free does not stop it, and its buffers come back whole."""
+    with client_on(request, kind, disk, tmp_path, frames=True) as (client, model):
+        fill(disk)
+        assert os.statvfs(disk).f_bavail == 0
+        result = client.submit(job(model, "full-framed"), {"x": X})
+        assert result.ok, result.errors
+        assert result.output("x_out").data.tobytes() == X.tobytes()
+
+
+@pytest.mark.parametrize(("kind", "ssh_options"), _cases(("local", "ssh")))
+def test_a_framed_job_runs_on_a_read_only_disk(
+    request: pytest.FixtureRequest, disk: Path, tmp_path: Path, kind: str, ssh_options: object
+) -> None:
+    with client_on(request, kind, disk, tmp_path, frames=True) as (client, model):
+        read_only(disk)
+        result = client.submit(job(model, "ro-framed"), {"x": X})
+        assert result.ok, result.errors
+        assert result.output("x_out").data.tobytes() == X.tobytes()
+
+
 # --- permission denied: a board folder this user may not write --------------------------------
 
 DENIED = """
@@ -170,7 +201,7 @@ model.write_bytes(b"model" * 50)
 x = np.zeros((4, 4), np.int8)
 spec = lambda name: echo_job(model, name, inputs=(InputSpec("x", "NCHW", (4, 4), "int8"),))
 client = AgentClient(LocalTransport(root / "board", python=sys.executable),
-                     adapter_dirs=[FAKE_ADAPTERS], scratch=root / "scratch")
+                     adapter_dirs=[FAKE_ADAPTERS], scratch=root / "scratch", frames=False)
 assert client.submit(spec("first"), {"x": x}).ok
 (root / "board" / "jobs").chmod(0o500)  # the board's job folder: no longer writable by us
 try:
@@ -237,7 +268,10 @@ def test_a_folder_we_may_not_write_is_eacces_over_ssh(
                     python=PY, **options,  # type: ignore[arg-type]
                 ) as transport,
                 AgentClient(
-                    transport, adapter_dirs=[FAKE_ADAPTERS], scratch=tmp_path / "scratch"
+                    transport,
+                    adapter_dirs=[FAKE_ADAPTERS],
+                    scratch=tmp_path / "scratch",
+                    frames=False,
                 ) as client,
             ):  # fmt: skip
                 assert client.submit(echo_job(model, "first", inputs=small), {"x": x}).ok

@@ -1,0 +1,146 @@
+"""The host's half of a framed job: a job sent as one bulk frame of the agent session, and its
+answer read back with the device buffers it carries.
+
+A framed job is what :meth:`AgentClient.submit` sends on a session whose agent offers it (the
+hello's ``features`` has ``framed-jobs``): the job document and the input buffers in one request,
+the result document and the device buffers in one answer, so a job costs no file transfers, no
+job folder on either side and no round trip to remove one. What a folder job guarantees still
+holds: every buffer's size and sha256 is checked on arrival (the inputs by the agent, which
+refuses a damaged one as ``JobError`` with reason ``checksum``, the outputs here, a mismatch being
+a :class:`~harness.errors.TransportError`), and the result is verified as a result.json is. Each
+sha256 is computed once on each side, while the buffer is written and while it is read
+(:mod:`harness.board.frames`: the digests travel in the frame's trailer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from npu_hil.harness.agent.protocol import Result, result_files, result_from_document
+from npu_hil.harness.board.wire import (
+    BULK_CHUNK,
+    BULK_PREFIX,
+    DIGEST_BYTES,
+    bulk_sizes,
+    decode_frame,
+    encode_bulk_frame,
+)
+from npu_hil.harness.errors import TransportError
+from npu_hil.harness.transport.base import Session
+
+__all__ = [
+    "FRAMED_JOBS",
+    "BulkAnswer",
+    "SessionEnded",
+    "bulk_request",
+    "framed_result",
+    "read_bulk",
+    "recv_exactly",
+]
+
+# The hello's feature that says the agent reads framed jobs.
+FRAMED_JOBS = "framed-jobs"
+
+
+class SessionEnded(Exception):
+    """The session's stdout closed: the agent process is gone."""
+
+
+def recv_exactly(session: Session, n: int, deadline: float) -> bytes:
+    chunks: list[bytes] = []
+    remaining = n
+    while remaining:
+        chunk = session.recv(remaining, max(0.0, deadline - time.monotonic()))
+        if not chunk:
+            raise SessionEnded
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def recv_buffer(session: Session, n: int, deadline: float) -> tuple[bytearray, str]:
+    """``n`` bytes straight into one buffer (the result's arrays are views of it), hashed piece
+    by piece as they arrive; the buffer and its sha256."""
+    data = bytearray(n)
+    view = memoryview(data)
+    digest = hashlib.sha256()
+    filled = 0
+    while filled < n:
+        chunk = session.recv(min(n - filled, BULK_CHUNK), max(0.0, deadline - time.monotonic()))
+        if not chunk:
+            raise SessionEnded
+        view[filled : filled + len(chunk)] = chunk
+        digest.update(chunk)
+        filled += len(chunk)
+    return data, digest.hexdigest()
+
+
+def bulk_request(message: dict[str, Any], buffers: list[memoryview]) -> Iterator[bytes]:
+    """A request frame carrying ``buffers`` after its message, as the pieces to send in turn
+    (each input hashed piece by piece as it goes, the trailer last)."""
+    for part in encode_bulk_frame(message, buffers):
+        yield bytes(part)
+
+
+@dataclass
+class BulkAnswer:
+    """A bulk frame as read: its message, its buffers, their sha256 as computed here while they
+    arrived, and as the sender's trailer gives them."""
+
+    message: dict[str, Any]
+    buffers: list[bytearray]
+    ours: list[str]
+    theirs: list[str]
+
+
+def read_bulk(session: Session, length: int, deadline: float) -> BulkAnswer:
+    """The rest of a bulk frame whose header announced ``length`` bytes."""
+    (message_bytes,) = BULK_PREFIX.unpack(recv_exactly(session, BULK_PREFIX.size, deadline))
+    if message_bytes > length - BULK_PREFIX.size:
+        raise ValueError(f"a bulk frame's message of {message_bytes} bytes does not fit")
+    message = decode_frame(recv_exactly(session, message_bytes, deadline))
+    sizes = bulk_sizes(message, length - BULK_PREFIX.size - message_bytes)
+    buffers, ours = [], []
+    for size in sizes:
+        data, digest = recv_buffer(session, size, deadline)
+        buffers.append(data)
+        ours.append(digest)
+    trailer = recv_exactly(session, DIGEST_BYTES * len(sizes), deadline) if sizes else b""
+    theirs = [trailer[i : i + DIGEST_BYTES].hex() for i in range(0, len(trailer), DIGEST_BYTES)]
+    return BulkAnswer(message, buffers, ours, theirs)
+
+
+def framed_result(
+    document: dict[str, Any], answer: BulkAnswer | None, *, where: str, job_dir: Path, job_id: str
+) -> Result:
+    """A framed job's result: the document verified as a result.json is, each record's blob
+    the answer's buffer of the same place (inputs first), of the size the record gives, with
+    the sha256 the agent's trailer gives in the record and the one computed here as it arrived
+    compared with it."""
+    names = result_files(document, where)
+    records = [r for key in ("inputs", "outputs") for r in document[key]]
+    buffers = answer.buffers if answer is not None else []
+    if len(buffers) != len(records):
+        raise TransportError(
+            f"{where}: the answer carries {len(buffers)} buffers for {len(records)} records"
+        )
+    blobs: dict[str, tuple[bytearray, str]] = {}
+    for index, (name, record) in enumerate(zip(names, records, strict=True)):
+        assert answer is not None  # records without buffers were refused above
+        record["sha256"] = answer.theirs[index]
+        blobs[name] = (buffers[index], answer.ours[index])
+
+    def blob(name: str, nbytes: int, where: str) -> tuple[np.ndarray, str | None]:
+        data, digest = blobs[name]
+        if len(data) != nbytes:
+            raise TransportError(f"{name}: {len(data)} bytes came, the record says {nbytes}")
+        return np.frombuffer(data, dtype=np.uint8), digest
+
+    return result_from_document(document, blob, where=where, job_dir=job_dir, job_id=job_id)

@@ -1,0 +1,110 @@
+"""Where a job's document and buffers come from and where its result goes: a folder or a frame.
+
+A folder job (``jobs/<name>/``, the one-shot path and a session's ``{"op": "job", "dir": D}``)
+has job.json and the input files in the folder and leaves the device buffers and result.json
+there. A framed job (``{"op": "job", "job": {...}}`` in a bulk frame of the session) has its
+document and input buffers in the request and sends the device buffers back in the answer's
+frame: nothing of it touches the board's disk, so a job costs no file system work and a full or
+read-only disk does not stop it. Both are checked the same way (:func:`job.validate_job`); a
+framed input's bytes are checked against their announced size and the sha256 the frame's trailer
+gives (computed by the stream as they arrived) before they are used.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .job import Job, JobInput, JobRefused, read_job_json, validate_job
+from .results import describe_tensor, device_bytes, write_result, write_tensor
+
+if TYPE_CHECKING:
+    from .adapters.base import TensorOut
+
+
+class FolderJob:
+    """A job directory on the board's disk."""
+
+    def __init__(self, job_dir: str) -> None:
+        self.job_dir = os.path.realpath(job_dir)
+        self.log_dir: str | None = self.job_dir
+
+    def document(self) -> dict[str, Any]:
+        if not os.path.isdir(self.job_dir):
+            raise JobRefused("job_dir", "missing", f"{self.job_dir} is not a directory")
+        return read_job_json(self.job_dir)
+
+    def validate(self, doc: dict[str, Any], root: str | None, adapter_dirs: list[str]) -> Job:
+        return validate_job(doc, self.job_dir, root, adapter_dirs)
+
+    def input_bytes(self, item: JobInput) -> np.ndarray:
+        return np.fromfile(item.path, dtype=np.uint8, count=item.nbytes)
+
+    def emit(self, filename: str, tensor: TensorOut) -> dict[str, Any]:
+        return write_tensor(self.job_dir, filename, tensor)
+
+    def finish(self, result: dict[str, Any]) -> OSError | None:
+        return write_result(self.job_dir, result)
+
+
+class FramedJob:
+    """A job that came as one bulk frame: its document, its input buffers (hashed by the frame
+    stream as they arrived) and the indices of those whose sha256 was not the sender's."""
+
+    def __init__(self, doc: Any, buffers: list[bytearray], damaged: tuple[int, ...]) -> None:
+        self.doc = doc
+        self.inputs = buffers
+        self.damaged = damaged
+        self.log_dir: str | None = None
+        self._by_name: dict[str, bytearray] = {}
+        # The device buffers to send back, in the order of the result's records.
+        self.buffers: list[memoryview] = []
+
+    def document(self) -> dict[str, Any]:
+        if not isinstance(self.doc, dict):
+            raise JobRefused("job", "type", f"expected a job document, got {self.doc!r}"[:300])
+        return self.doc
+
+    def validate(self, doc: dict[str, Any], root: str | None, adapter_dirs: list[str]) -> Job:
+        job = validate_job(doc, None, root, adapter_dirs)
+        if len(self.inputs) != len(job.inputs):
+            raise JobRefused(
+                "inputs",
+                "size",
+                f"the frame carries {len(self.inputs)} buffers for {len(job.inputs)} inputs",
+            )
+        for index, (item, data) in enumerate(zip(job.inputs, self.inputs)):  # noqa: B905
+            if len(data) != item.nbytes:
+                raise JobRefused(
+                    f"inputs[{index}].nbytes",
+                    "size",
+                    f"the frame's buffer holds {len(data)} bytes; the input announces "
+                    f"{item.nbytes}",
+                )
+            if index in self.damaged:
+                raise JobRefused(
+                    f"inputs[{index}].sha256",
+                    "checksum",
+                    f"the buffer arrived with another sha256 than its sender's "
+                    f"({item.nbytes} bytes)",
+                )
+            self._by_name[item.spec.name] = data
+        return job
+
+    def input_bytes(self, item: JobInput) -> np.ndarray:
+        # The frame's own buffer: the bytes are not copied again.
+        return np.frombuffer(self._by_name[item.spec.name], dtype=np.uint8)
+
+    def emit(self, filename: str, tensor: TensorOut) -> dict[str, Any]:
+        flat = device_bytes(tensor)
+        self.buffers.append(flat.data)
+        # The frame's trailer carries its sha256, computed as it is written.
+        return describe_tensor(filename, tensor, flat, digest=False)
+
+    def finish(self, result: dict[str, Any]) -> OSError | None:
+        # Exactly the buffers the result describes, in its order (a run that failed while its
+        # buffers were described has records for some of them only).
+        del self.buffers[len(result["inputs"]) + len(result["outputs"]) :]
+        return None

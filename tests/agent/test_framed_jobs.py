@@ -1,0 +1,249 @@
+"""Jobs carried in the session's frames: the same result as through a job folder, every buffer
+checked on arrival both ways, and a bad frame refused without losing the stream.
+
+The framed path is the default on a session; these tests hold it to the folder path's results
+and guarantees (size and sha256 end to end, typed errors), and to the agent's bounds when a
+client speaks bulk frames directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from npu_hil.harness.agent import client as client_module
+from npu_hil.harness.agent import framed
+from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.agent.protocol import InputSpec, JobSpec, ModelRef, frame_job
+from npu_hil.harness.board import wire as board
+from npu_hil.harness.board.frames import BULK_FLAG, FRAME_HEADER
+from npu_hil.harness.errors import TransportError
+from npu_hil.harness.transport import LocalTransport
+from tests.agent.jobs import FAKE_ADAPTERS, X, echo_job, sim_job
+from tests.agent.test_session import PY, RawSession
+
+# Three inputs of three element types: each buffer must land at its own offset of the frame.
+MULTI = (
+    InputSpec("x", "NCHW", (2, 3, 4, 4), "int8"),
+    InputSpec("y", "NC", (5, 7), "float32"),
+    InputSpec("z", "N", (3,), "uint16"),
+)
+MULTI_ARRAYS = {
+    "x": X,
+    "y": np.linspace(-1, 1, 35, dtype=np.float32).reshape(5, 7),
+    "z": np.array([1, 65535, 2], dtype=np.uint16),
+}
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    path = tmp_path / "echo.bin"
+    path.write_bytes(b"model" * 40)
+    return path
+
+
+def client_for(tmp_path: Path, name: str, **options: object) -> AgentClient:
+    transport = LocalTransport(tmp_path / name, python=PY)
+    return AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS], **options)  # type: ignore[arg-type]
+
+
+def comparable(document: dict[str, object]) -> dict[str, object]:
+    """A result document without what differs between two runs of the same job."""
+    kept = {k: v for k, v in document.items() if k not in ("timings", "board_log", "board_state")}
+    return json.loads(json.dumps(kept))
+
+
+def test_a_framed_job_matches_the_folder_job(tmp_path: Path, model: Path) -> None:
+    job = echo_job(model, "same", inputs=MULTI)
+    with (
+        client_for(tmp_path, "framed") as framed_client,
+        client_for(tmp_path, "folder", frames=False) as folder_client,
+    ):
+        by_frame = framed_client.submit(job, MULTI_ARRAYS)
+        by_folder = folder_client.submit(job, MULTI_ARRAYS)
+        # The framed client really sent no folder; the other one did.
+        assert not (Path(framed_client.transport.workdir) / "jobs").exists()
+        assert (Path(folder_client.transport.workdir) / "jobs").is_dir()
+    assert by_frame.ok and by_folder.ok
+    assert comparable(dict(by_frame.document)) == comparable(dict(by_folder.document))
+    for name, array in MULTI_ARRAYS.items():
+        got = by_frame.output(f"{name}_out")
+        assert got.data.tobytes() == array.tobytes()
+        assert got.sha256 == hashlib.sha256(array.tobytes()).hexdigest()
+
+
+def test_a_framed_sim_job_matches_the_folder_job(tmp_path: Path) -> None:
+    spec, inputs = sim_job(tmp_path, "sim-framed", "rk3588")
+    results = {}
+    for frames in (True, False):
+        transport = LocalTransport(tmp_path / f"board-{frames}", python=PY)
+        with AgentClient(transport, scratch=tmp_path / f"scratch-{frames}", frames=frames) as c:
+            results[frames] = c.submit(spec, inputs)
+    framed_result, folder_result = results[True], results[False]
+    assert framed_result.ok, framed_result.errors
+    for kind in ("inputs", "outputs"):
+        mine, theirs = getattr(framed_result, kind), getattr(folder_result, kind)
+        assert [t.data.tobytes() for t in mine] == [t.data.tobytes() for t in theirs]
+        assert [dict(t.attributes) for t in mine] == [dict(t.attributes) for t in theirs]
+
+
+def test_an_answer_damaged_on_the_way_is_caught(
+    tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = framed.recv_buffer
+    calls: list[int] = []
+
+    def damaging(session: object, n: int, deadline: float) -> tuple[bytearray, str]:
+        data, digest = real(session, n, deadline)  # type: ignore[arg-type]
+        calls.append(n)
+        if len(calls) == 2:  # the answer's second buffer, the output: damaged after it came
+            data[-1] ^= 0x01
+            return data, hashlib.sha256(data).hexdigest()
+        return data, digest
+
+    monkeypatch.setattr(framed, "recv_buffer", damaging)
+    with (
+        client_for(tmp_path, "board") as c,
+        pytest.raises(TransportError, match=r"out_0\.bin: sha256 [0-9a-f]+, the agent wrote"),
+    ):
+        c.submit(echo_job(model), {"x": X})
+
+
+def test_a_request_damaged_on_the_way_is_refused_by_the_agent(
+    tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = client_module.bulk_request
+
+    def damaging(message: dict[str, object], buffers: list[memoryview]) -> Iterator[bytes]:
+        pieces = list(real(message, buffers))  # type: ignore[arg-type]
+        damaged = bytearray(pieces[-2])  # the input's last piece; the trailer comes after it
+        damaged[-1] ^= 0x01
+        pieces[-2] = bytes(damaged)
+        yield from pieces
+
+    monkeypatch.setattr(client_module, "bulk_request", damaging)
+    with client_for(tmp_path, "board") as c:
+        result = c.submit(echo_job(model), {"x": X})
+    assert not result.ok
+    (record,) = result.errors
+    assert (record.type, record.field) == ("JobError", "inputs[0].sha256")
+    assert record.reason == "checksum"
+    # A damaged transfer: infrastructure, retried by the plugin, never a product failure.
+    assert isinstance(result.error(), TransportError)
+
+
+def test_kept_jobs_and_inputs_past_the_link_limit_go_through_folders(
+    tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with client_for(tmp_path, "kept", keep_jobs=True) as c:
+        assert c.submit(echo_job(model, "kept"), {"x": X}).ok
+        assert [p.name.split("-")[0] for p in (Path(c.transport.workdir) / "jobs").iterdir()] == [
+            "kept"
+        ]
+    monkeypatch.setattr(client_module, "FRAMED_JOB_LIMIT", X.nbytes - 1)
+    with client_for(tmp_path, "large") as c:
+        assert c.submit(echo_job(model, "large"), {"x": X}).ok
+        # Through a folder, removed after the job: the folder exists, and it is empty.
+        assert list((Path(c.transport.workdir) / "jobs").iterdir()) == []
+
+
+# --- bulk frames spoken directly ------------------------------------------------------------------
+
+
+def bulk(message: dict[str, object], data: bytes) -> bytes:
+    return b"".join(board.encode_bulk_frame(message, [memoryview(data)]))
+
+
+def framed_request(model_sha: str, nbytes: int) -> dict[str, object]:
+    return {
+        "op": "job",
+        "job": {
+            "schema": board.JOB_SCHEMA,
+            "job_id": "raw",
+            "model": {"path": f"{model_sha}/m.bin", "sha256": model_sha},
+            "adapter": "echo",
+            "inputs": [
+                {"name": "x", "layout": "N", "shape": [4], "dtype": "int8", "nbytes": nbytes},
+            ],
+        },
+    }  # fmt: skip
+
+
+def test_a_bulk_frame_that_carries_other_sizes_than_it_announces_is_refused(
+    tmp_path: Path,
+) -> None:
+    raw = RawSession(tmp_path)
+    raw.read()
+    data = b"\x01\x02\x03\x04\x05"  # five bytes, the input announces four
+    raw.send_bytes(bulk(framed_request("0" * 64, 4), data))
+    answer = raw.read()
+    assert answer["op"] == "job"
+    (error,) = answer["result"]["errors"]
+    assert error["reason"] in ("size", "missing")
+    # The stream is still in step: the next request is answered.
+    raw.send({"op": "ping"})
+    assert raw.read()["op"] == "ping"
+    raw.send({"op": "shutdown"})
+    raw.read()
+    assert raw.finish()[0] == 0
+
+
+def test_a_bulk_frame_whose_message_is_not_json_is_answered_and_the_session_goes_on(
+    tmp_path: Path,
+) -> None:
+    raw = RawSession(tmp_path)
+    raw.read()
+    message = b"{not json"
+    payload = struct.pack(">I", len(message)) + message + b"buffers"
+    # (A message that cannot be read names no buffers: the rest of the frame is skipped.)
+    raw.send_bytes(FRAME_HEADER.pack(len(payload) | BULK_FLAG) + payload)
+    answer = raw.read()
+    assert answer["op"] == "error" and answer["error"]["type"] == "ProtocolError"
+    raw.send({"op": "ping"})
+    assert raw.read()["op"] == "ping"
+
+
+def test_a_bulk_frame_past_the_cap_is_refused_unread(tmp_path: Path) -> None:
+    raw = RawSession(tmp_path)
+    raw.read()
+    # 3 GiB announced (under the stream's own cap, over a job's inputs): nothing is buffered.
+    raw.send_bytes(FRAME_HEADER.pack((3 << 30) | BULK_FLAG))
+    answer = raw.read()
+    assert answer["op"] == "error" and "bulk request frame" in answer["error"]["message"]
+    assert raw.finish()[0] == board.EXIT_FAILED
+
+
+def test_framed_jobs_run_on_the_oldest_board_python(tmp_path: Path, model: Path) -> None:
+    from tests.agent.jobs import PY38, py38_problem
+
+    problem = py38_problem()
+    if problem is not None:
+        pytest.skip(problem)
+    transport = LocalTransport(tmp_path / "board38", python=PY38)
+    with AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS]) as c:
+        result = c.submit(echo_job(model, "py38", inputs=MULTI), MULTI_ARRAYS)
+        assert "framed-jobs" in c.hello["features"]
+    assert result.ok, result.errors
+    assert result.output("y_out").data.tobytes() == MULTI_ARRAYS["y"].tobytes()
+    assert not (Path(transport.workdir) / "jobs").exists()
+
+
+def test_a_job_spec_is_framed_with_its_digests_last(model: Path) -> None:
+    """The job document gives the sizes; the frame's trailer the sha256 of each buffer."""
+    document, buffers = frame_job(
+        JobSpec("j", "echo", model, MULTI), MULTI_ARRAYS, ModelRef("m", "0" * 64)
+    )
+    assert [b.nbytes for b in buffers] == [a.nbytes for a in MULTI_ARRAYS.values()]
+    for record, array in zip(document["inputs"], MULTI_ARRAYS.values(), strict=True):
+        assert "file" not in record and "sha256" not in record  # the frame's trailer has it
+        assert record["nbytes"] == array.nbytes
+    frame = b"".join(board.encode_bulk_frame({"op": "job", "job": document}, buffers))
+    digests = frame[-32 * len(buffers) :]
+    for index, array in enumerate(MULTI_ARRAYS.values()):
+        assert digests[32 * index : 32 * (index + 1)] == hashlib.sha256(array.tobytes()).digest()
