@@ -79,6 +79,7 @@ def run_status(args: argparse.Namespace) -> int:
         print(
             f"  Python {root.python_version}, numpy {root.numpy_version}; python: {root.launcher}"
         )
-    for tool in missing:
-        print(f"  missing: {tool}")
+    if not args.json:  # the JSON report lists them already: its stdout is one document
+        for tool in missing:
+            print(f"  missing: {tool}")
     return 0 if root is not None and not missing else 1
