@@ -1742,6 +1742,13 @@ FC_DEF_TBLOCK(fc_tb32_u64, FC_N(w64), 32, 2, 1, FC_WZIP_u64)
 #define FC_BT_FAR_DST_D 1024
 #define FC_BT_FAR_DST_S 256
 
+/* Ragged edges this many bytes wide or less (C = 17: one channel past the
+ * last 16) go by the scalar loop: a ragged block costs a whole 16x16
+ * transpose for them. */
+#ifndef FC_BT_THIN
+#define FC_BT_THIN 4
+#endif
+
 #define FC_BT_INNER(BLOCK, BS)                                                \
     for (Py_ssize_t s = s0; s < s1; s += (BS))                                \
         for (Py_ssize_t d = d0; d < d1; d += BD)                              \
@@ -1778,14 +1785,18 @@ FC_DEF_TBLOCK(fc_tb32_u64, FC_N(w64), 32, 2, 1, FC_WZIP_u64)
         /* Edges, as ragged blocks: the last nD % BD rows of d for the whole \
          * blocks of s, the last nS % (16 / E) columns of s for the whole     \
          * blocks of d; the corner of both by the scalar loop. */             \
-        if (nD > nDb)                                                         \
+        if ((nD - nDb) * E > FC_BT_THIN)                                      \
             for (Py_ssize_t s = 0; s < nSn; s += BD)                          \
                 FC_N(fc_tp16_##T)(dst + nDb * E + s * dS, dS, src + nDb * sD + s * E, sD, \
                                   nD - nDb, 16, BD, (nD - nDb) * E);          \
-        if (nS > nSn)                                                         \
+        else                                                                  \
+            fc_gen(E, dst + nDb * E, src + nDb * sD, nD - nDb, E, sD, nSn, dS, E); \
+        if ((nS - nSn) * E > FC_BT_THIN)                                      \
             for (Py_ssize_t d = 0; d < nDb; d += BD)                          \
                 FC_N(fc_tp16_##T)(dst + d * E + nSn * dS, dS, src + d * sD + nSn * E, sD, \
                                   BD, (nS - nSn) * E, nS - nSn, 16);          \
+        else                                                                  \
+            fc_gen(E, dst + nSn * dS, src + nSn * E, nDb, E, sD, nS - nSn, dS, E); \
         fc_gen(E, dst + nDb * E + nSn * dS, src + nDb * sD + nSn * E, nD - nDb, E, sD, \
                nS - nSn, dS, E);                                              \
     }
