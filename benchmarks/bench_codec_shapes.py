@@ -13,7 +13,8 @@ For every 8-bit and 16-bit layout and channel count (W odd), four ratios, each t
   a freshly allocated contiguous array of the same size: both pay the first-touch page faults;
 - ``faults``: what those page faults cost alone, the fresh copy ÷ the warm one;
 - with ``--breakdown``, a warm pack in its steps: ``clear`` (the padding zeroed), ``encode``
-  (values to bytes or H/L planes), ``copy`` (the strided copies).
+  (values to bytes, H/L planes, or H/L blocks where the two slots are one block apart), ``copy``
+  (the strided copies).
 
 Times are the thread's CPU time (``time.thread_time``), which leaves out the time the thread
 waits for a core: on a shared machine wall times of the same copy move by 2x, CPU times by
@@ -152,19 +153,30 @@ def pack_breakdown(
     """A warm pack in its three steps, each ÷ the same baseline: clearing the padding (as the
     layout does it on a repack), encoding the values into bytes or byte planes, and the strided
     copies into the buffer."""
+    from npu_hil.harness.codec import slot_blocks
+
     canonical = tensor.reshape(lay.canonical_shape)
     if lay.stored != lay.canonical_shape:
         canonical = canonical[tuple(slice(0, s) for s in lay.stored)]
     enc = lay.encoding
+    block = slot_blocks.slot_block(lay)
 
-    def encode() -> object:
-        return enc.pack_interleaved(canonical) if enc.interleaved else enc.pack_planes(canonical)
+    def encode() -> Any:
+        if enc.interleaved:
+            return enc.pack_interleaved(canonical)
+        if block is not None:  # the two slots as blocks, placed in one copy
+            return slot_blocks.encode(lay, canonical, block)
+        return enc.pack_planes(canonical)
 
     encoded = encode()
+    if block is not None:
+        encoded = encoded.copy()  # encode() reuses its scratch: keep this one apart
 
     def copy() -> None:
         if enc.interleaved:
             lay._copy_in(out, encoded, slot=None)
+        elif block is not None:
+            slot_blocks.place(lay, out, encoded, block)
         else:
             for slot, plane in enumerate(encoded):
                 lay._copy_in(out, plane, slot=slot)

@@ -57,12 +57,14 @@
 #define FC_INLINE static inline __attribute__((always_inline))
 #define FC_NOINLINE static __attribute__((noinline))
 #define FC_RESTRICT __restrict__
+#define FC_MAYBE_UNUSED __attribute__((unused))
 #define FC_ALIGN64 __attribute__((aligned(64)))
 #else
 #define FC_GNU 0
 #define FC_INLINE static inline
 #define FC_NOINLINE static
 #define FC_RESTRICT
+#define FC_MAYBE_UNUSED
 #define FC_ALIGN64
 #endif
 
@@ -369,6 +371,80 @@ fc_gen(Py_ssize_t E, char *dst, const char *src, Py_ssize_t nD, Py_ssize_t dD, P
 }
 
 /* ------------------------------------------------------------------------ */
+/* Blocked byte planes of 16-bit values                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Layouts whose two byte slots sit one block apart (KL730 4W4C8BHL: 4 low
+ * bytes, then their 4 high bytes 16 bytes on; 16W1C8BHL: 16 and 16) are
+ * placed by one strided copy when the slots are first arranged that way: each
+ * row of n values becomes ceil(n / B) blocks of 2B bytes, the B first-slot
+ * bytes then the B second-slot bytes (the last block's unused bytes are left
+ * as they are).  Modes as split16 (0 plain, 1 KL730 15-bit) and 2, the plain
+ * bytes with bit 0 dropped (kl15); `swap` puts the high byte in the first
+ * slot.  The scalar loop does whatever the vector loops leave, from value
+ * `from` of each row on. */
+
+FC_INLINE void
+fc_blk_split1(uint16_t v, int mode, int swap, uint8_t *first, uint8_t *second)
+{
+    uint8_t lo = mode == 1 ? (uint8_t)((v >> 1) & 0x7F) : (uint8_t)(v & (mode ? 0xFE : 0xFF));
+    uint8_t hi = (uint8_t)(v >> 8);
+    *first = swap ? hi : lo;
+    *second = swap ? lo : hi;
+}
+
+FC_INLINE uint16_t
+fc_blk_join1(uint8_t first, uint8_t second, int mode, int swap)
+{
+    unsigned lo = swap ? second : first, hi = swap ? first : second;
+    if (mode == 1)
+        return (uint16_t)(((lo & 0x7F) << 1) | (hi << 8));
+    return (uint16_t)((mode ? lo & 0xFE : lo) | (hi << 8));
+}
+
+static void
+fc_blk_scalar(uint16_t *values, uint8_t *blocks, Py_ssize_t rows, Py_ssize_t n, Py_ssize_t B,
+              int mode, int swap, int join, Py_ssize_t from)
+{
+    /* from: a multiple of B; a split zeroes the unused bytes of a partial block, so the
+     * blocks can be placed whole where those bytes are padding */
+    Py_ssize_t r, k, j, nb = (n + B - 1) / B;
+    for (r = 0; r < rows; r++) {
+        uint16_t *v = values + r * n;
+        uint8_t *b = blocks + r * nb * 2 * B;
+        for (k = from / B; k < nb; k++) {
+            uint16_t *vk = v + k * B;
+            uint8_t *at = b + k * 2 * B;
+            Py_ssize_t m = n - k * B < B ? n - k * B : B;
+            for (j = 0; j < m; j++) {
+                if (join)
+                    vk[j] = fc_blk_join1(at[j], at[B + j], mode, swap);
+                else
+                    fc_blk_split1(vk[j], mode, swap, at + j, at + B + j);
+            }
+            if (!join && m < B) {
+                memset(at + m, 0, (size_t)(B - m));
+                memset(at + B + m, 0, (size_t)(B - m));
+            }
+        }
+    }
+}
+
+FC_MAYBE_UNUSED static void
+fc_split_blk_plain(uint16_t *values, uint8_t *blocks, Py_ssize_t rows, Py_ssize_t n,
+                   Py_ssize_t B, int mode, int swap)
+{
+    fc_blk_scalar(values, blocks, rows, n, B, mode, swap, 0, 0);
+}
+
+FC_MAYBE_UNUSED static void
+fc_join_blk_plain(uint16_t *values, uint8_t *blocks, Py_ssize_t rows, Py_ssize_t n,
+                  Py_ssize_t B, int mode, int swap)
+{
+    fc_blk_scalar(values, blocks, rows, n, B, mode, swap, 1, 0);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Byte-masked stores (x86 with AVX-512BW/VL only)                           */
 /* ------------------------------------------------------------------------ */
 
@@ -415,12 +491,15 @@ static fc_masked_fn fc_masked_store = NULL;
  * bt(dst, src, nD, sD, nS, dS):  dst[d*E + s*dS] = src[d*sD + s*E]     */
 typedef void (*fc_ildil_fn)(char *, const char *, Py_ssize_t, Py_ssize_t, Py_ssize_t, int);
 typedef void (*fc_bt_fn)(char *, const char *, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t);
+/* split_blk / join_blk(values, blocks, rows, n, B, mode, swap): see fc_blk_scalar. */
+typedef void (*fc_blk_fn)(uint16_t *, uint8_t *, Py_ssize_t, Py_ssize_t, Py_ssize_t, int, int);
 
 typedef struct {
     const char *name;
     int masked; /* uses byte-masked stores for gapped interleaves */
     fc_ildil_fn il[4], dil[4];
     fc_bt_fn bt[4]; /* NULL: no vector transpose, use GEN */
+    fc_blk_fn split_blk, join_blk;
 } fc_isa;
 
 #define FC_KERNEL_PASS 1
@@ -1059,7 +1138,88 @@ fc_join16_py(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
     return fc_planes_call(args, nargs, 1, "join16");
 }
 
+/* split16_blocks and join16_blocks: values (n per row) and blocks, checked. */
+static PyObject *
+fc_blocks_call(PyObject *const *args, Py_ssize_t nargs, int join, const char *name)
+{
+    Py_buffer bv, bb;
+    long a[4];
+    Py_ssize_t n, B, rows, rowlen;
+    int k;
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 6 arguments (%zd given)", name, nargs);
+        return NULL;
+    }
+    for (k = 0; k < 4; k++) {
+        a[k] = PyLong_AsLong(args[2 + k]);
+        if (a[k] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    n = a[0];
+    B = a[1];
+    if (n < 1 || B < 1 || a[2] < 0 || a[2] > 2) {
+        PyErr_Format(PyExc_ValueError, "%s(): need n >= 1, B >= 1, mode 0-2", name);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[0], &bv, join ? PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS
+                                              : PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[1], &bb, join ? PyBUF_C_CONTIGUOUS
+                                              : PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&bv);
+        return NULL;
+    }
+    rows = bv.len / (2 * n);
+    rowlen = ((n + B - 1) / B) * 2 * B;
+    if (bv.len != rows * 2 * n || bb.len != rows * rowlen) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s(): %zd bytes of values are not rows of %zd 16-bit values, or "
+                     "%zd bytes of blocks not %zd rows of %zd", name, bv.len, n, bb.len, rows,
+                     rowlen);
+        PyBuffer_Release(&bb);
+        PyBuffer_Release(&bv);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    (join ? fc_active->join_blk : fc_active->split_blk)((uint16_t *)bv.buf, (uint8_t *)bb.buf,
+                                                         rows, n, B, (int)a[2], a[3] != 0);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&bb);
+    PyBuffer_Release(&bv);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(split16_blocks_doc,
+"split16_blocks(values, blocks, n, B, mode, swap) -> None\n"
+"--\n\n"
+"Contiguous 16-bit values, rows of n, into blocks: each row becomes\n"
+"ceil(n / B) blocks of 2B bytes, B first-slot bytes then B second-slot bytes\n"
+"(unused bytes of a partial last block are not written).  mode 0: plain bytes,\n"
+"1: KL730 15-bit (low slot bits [7:1]), 2: plain with bit 0 dropped; swap:\n"
+"the high byte in the first slot.");
+
+static PyObject *
+fc_split16_blocks_py(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    return fc_blocks_call(args, nargs, 0, "split16_blocks");
+}
+
+PyDoc_STRVAR(join16_blocks_doc,
+"join16_blocks(values, blocks, n, B, mode, swap) -> None\n"
+"--\n\n"
+"The inverse of split16_blocks, into values.");
+
+static PyObject *
+fc_join16_blocks_py(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    return fc_blocks_call(args, nargs, 1, "join16_blocks");
+}
+
 static PyMethodDef fc_methods[] = {
+    {"split16_blocks", (PyCFunction)(void (*)(void))fc_split16_blocks_py, METH_FASTCALL,
+     split16_blocks_doc},
+    {"join16_blocks", (PyCFunction)(void (*)(void))fc_join16_blocks_py, METH_FASTCALL,
+     join16_blocks_doc},
     {"split16", (PyCFunction)(void (*)(void))fc_split16_py, METH_FASTCALL, split16_doc},
     {"join16", (PyCFunction)(void (*)(void))fc_join16_py, METH_FASTCALL, join16_doc},
     {"copy_arrays", (PyCFunction)(void (*)(void))fc_copy_arrays, METH_FASTCALL,
@@ -1582,6 +1742,13 @@ FC_DEF_TBLOCK(fc_tb32_u64, FC_N(w64), 32, 2, 1, FC_WZIP_u64)
 #define FC_BT_FAR_DST_D 1024
 #define FC_BT_FAR_DST_S 256
 
+/* Ragged edges this many bytes wide or less (C = 17: one channel past the
+ * last 16) go by the scalar loop: a ragged block costs a whole 16x16
+ * transpose for them. */
+#ifndef FC_BT_THIN
+#define FC_BT_THIN 4
+#endif
+
 #define FC_BT_INNER(BLOCK, BS)                                                \
     for (Py_ssize_t s = s0; s < s1; s += (BS))                                \
         for (Py_ssize_t d = d0; d < d1; d += BD)                              \
@@ -1618,14 +1785,18 @@ FC_DEF_TBLOCK(fc_tb32_u64, FC_N(w64), 32, 2, 1, FC_WZIP_u64)
         /* Edges, as ragged blocks: the last nD % BD rows of d for the whole \
          * blocks of s, the last nS % (16 / E) columns of s for the whole     \
          * blocks of d; the corner of both by the scalar loop. */             \
-        if (nD > nDb)                                                         \
+        if ((nD - nDb) * E > FC_BT_THIN)                                      \
             for (Py_ssize_t s = 0; s < nSn; s += BD)                          \
                 FC_N(fc_tp16_##T)(dst + nDb * E + s * dS, dS, src + nDb * sD + s * E, sD, \
                                   nD - nDb, 16, BD, (nD - nDb) * E);          \
-        if (nS > nSn)                                                         \
+        else                                                                  \
+            fc_gen(E, dst + nDb * E, src + nDb * sD, nD - nDb, E, sD, nSn, dS, E); \
+        if ((nS - nSn) * E > FC_BT_THIN)                                      \
             for (Py_ssize_t d = 0; d < nDb; d += BD)                          \
                 FC_N(fc_tp16_##T)(dst + d * E + nSn * dS, dS, src + d * sD + nSn * E, sD, \
                                   BD, (nS - nSn) * E, nS - nSn, 16);          \
+        else                                                                  \
+            fc_gen(E, dst + nSn * dS, src + nSn * E, nDb, E, sD, nS - nSn, dS, E); \
         fc_gen(E, dst + nDb * E + nSn * dS, src + nDb * sD + nSn * E, nD - nDb, E, sD, \
                nS - nSn, dS, E);                                              \
     }
@@ -1652,6 +1823,192 @@ FC_DEF_BT(u64)
 #define FC_HAVE_BT 0
 #endif /* FC_GNU */
 
+
+/* ------------------------------------------------------ blocked byte planes */
+/* B = 4 or 8: eight values a step, their low and high bytes gathered by one
+ * byte shuffle into [4 first | 4 second | 4 first | 4 second] (B = 4) or
+ * [8 first | 8 second], one 16-byte move.  B a multiple of 16: sixteen values
+ * a step, 16 first-slot bytes to the block's first half, 16 second-slot bytes
+ * to its second.  The scalar loop takes partial blocks and other B. */
+#if FC_GNU && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define FC_HAVE_BLK 1
+#if defined(__clang__)
+#define FC_BSHUF(V, a, b, ...) __builtin_shufflevector((a), (b), __VA_ARGS__)
+#else
+#define FC_BSHUF(V, a, b, ...) __builtin_shuffle((a), (b), (V){__VA_ARGS__})
+#endif
+
+/* Eight values -> (first-slot bytes, second-slot bytes), each in the even
+ * bytes of a 16-bit lane. */
+FC_INLINE void
+FC_N(fc_blk_bytes)(FC_N(n16) a, int mode, int swap, FC_N(n16) *first, FC_N(n16) *second)
+{
+    const FC_N(n16) m7f = {0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F};
+    const FC_N(n16) mfe = {0xFE, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE};
+    FC_N(n16) lo = mode == 1 ? (a >> 1) & m7f : mode == 2 ? a & mfe : a, hi = a >> 8;
+    *first = swap ? hi : lo;
+    *second = swap ? lo : hi;
+}
+
+/* Value bytes (low | high << 8, as the slots hold them) -> values. */
+FC_INLINE FC_N(n16)
+FC_N(fc_blk_value)(FC_N(n8) x, int mode, int swap)
+{
+    const FC_N(n16) m7f = {0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F};
+    const FC_N(n16) mhi = {0xFF00, 0xFF00, 0xFF00, 0xFF00, 0xFF00, 0xFF00, 0xFF00, 0xFF00};
+    const FC_N(n16) mfe = {0xFFFE, 0xFFFE, 0xFFFE, 0xFFFE, 0xFFFE, 0xFFFE, 0xFFFE, 0xFFFE};
+    FC_N(n16) a = (FC_N(n16))x;
+    if (swap)
+        a = (a >> 8) | (a << 8);
+    if (mode == 1)
+        a = ((a & m7f) << 1) | (a & mhi);
+    else if (mode == 2)
+        a &= mfe;
+    return a;
+}
+
+/* One whole block of B (a multiple of 16) values, sixteen a step; a split
+ * takes values from m on as zero (the block's bytes for them zero). */
+FC_INLINE void
+FC_N(fc_blk16)(uint16_t *vk, uint8_t *at, Py_ssize_t B, int mode, int swap, int join,
+               Py_ssize_t m)
+{
+    Py_ssize_t j;
+    FC_N(n16) a, c, f0, s0, f1, s1;
+    FC_N(n8) x, y;
+    const FC_N(n16) lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    for (j = 0; j < B; j += 16) {
+        if (join) {
+            memcpy(&x, at + j, 16);
+            memcpy(&y, at + B + j, 16);
+            a = FC_N(fc_blk_value)(FC_BSHUF(FC_N(n8), x, y, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5,
+                                            21, 6, 22, 7, 23),
+                                   mode, swap);
+            c = FC_N(fc_blk_value)(FC_BSHUF(FC_N(n8), x, y, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28,
+                                            13, 29, 14, 30, 15, 31),
+                                   mode, swap);
+            memcpy(vk + j, &a, 16);
+            memcpy(vk + j + 8, &c, 16);
+            continue;
+        }
+        memcpy(&a, vk + j, 16);
+        memcpy(&c, vk + j + 8, 16);
+        if (m < B) {
+            FC_N(n16) mj = (FC_N(n16)){0, 0, 0, 0, 0, 0, 0, 0} + (uint16_t)(m > j ? m - j : 0);
+            FC_N(n16) mj8 = (FC_N(n16)){0, 0, 0, 0, 0, 0, 0, 0} +
+                            (uint16_t)(m > j + 8 ? m - j - 8 : 0);
+            a &= (FC_N(n16))(lane < mj);
+            c &= (FC_N(n16))(lane < mj8);
+        }
+        FC_N(fc_blk_bytes)(a, mode, swap, &f0, &s0);
+        FC_N(fc_blk_bytes)(c, mode, swap, &f1, &s1);
+        x = FC_BSHUF(FC_N(n8), (FC_N(n8))f0, (FC_N(n8))f1, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20,
+                     22, 24, 26, 28, 30);
+        y = FC_BSHUF(FC_N(n8), (FC_N(n8))s0, (FC_N(n8))s1, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20,
+                     22, 24, 26, 28, 30);
+        memcpy(at + j, &x, 16);
+        memcpy(at + B + j, &y, 16);
+    }
+}
+
+/* Largest B whose partial block goes through a local whole one. */
+#define FC_BLK_LOCAL 256
+
+static void
+FC_N(fc_blk)(uint16_t *values, uint8_t *blocks, Py_ssize_t rows, Py_ssize_t n, Py_ssize_t B,
+             int mode, int swap, int join)
+{
+    Py_ssize_t r, i, k, nb = (n + B - 1) / B, whole = n / B, done;
+    if (B != 4 && B != 8 && B % 16 != 0) {
+        fc_blk_scalar(values, blocks, rows, n, B, mode, swap, join, 0);
+        return;
+    }
+    /* values in the blocks the vector steps take (B = 4 with an odd count of
+     * whole blocks: the last one scalar) */
+    done = B == 4 ? (whole & ~(Py_ssize_t)1) * 4 : whole * B;
+    for (r = 0; r < rows; r++) {
+        uint16_t *v = values + r * n;
+        uint8_t *b = blocks + r * nb * 2 * B;
+        FC_N(n16) a, f0, s0;
+        FC_N(n8) x;
+        if (B <= 8) {
+            for (i = 0; i < done; i += 8) {
+                if (join) {
+                    memcpy(&x, b + 2 * i, 16);
+                    if (B == 4)
+                        x = FC_BSHUF(FC_N(n8), x, x, 0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14,
+                                     11, 15);
+                    else
+                        x = FC_BSHUF(FC_N(n8), x, x, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6,
+                                     14, 7, 15);
+                    a = FC_N(fc_blk_value)(x, mode, swap);
+                    memcpy(v + i, &a, 16);
+                    continue;
+                }
+                memcpy(&a, v + i, 16);
+                FC_N(fc_blk_bytes)(a, mode, swap, &f0, &s0);
+                if (B == 4)
+                    x = FC_BSHUF(FC_N(n8), (FC_N(n8))f0, (FC_N(n8))s0, 0, 2, 4, 6, 16, 18, 20,
+                                 22, 8, 10, 12, 14, 24, 26, 28, 30);
+                else
+                    x = FC_BSHUF(FC_N(n8), (FC_N(n8))f0, (FC_N(n8))s0, 0, 2, 4, 6, 8, 10, 12,
+                                 14, 16, 18, 20, 22, 24, 26, 28, 30);
+                memcpy(b + 2 * i, &x, 16);
+            }
+        }
+        else {
+            for (k = 0; k < whole; k++)
+                FC_N(fc_blk16)(v + k * B, b + k * 2 * B, B, mode, swap, join, B);
+            if (whole < nb && (rows - r) * n - whole * B >= B) {
+                /* a partial block, not the array's last: a whole-block step over the
+                 * next row's first values.  A split zeroes them first (zero values are
+                 * zero bytes in every mode, and the unused bytes must be zero); a join
+                 * writes over them, and the next row's step writes them again. */
+                FC_N(fc_blk16)(v + whole * B, b + whole * 2 * B, B, mode, swap, join,
+                               n - whole * B);
+                continue;
+            }
+            if (whole < nb && B <= FC_BLK_LOCAL) {
+                /* the array's last partial block: through a local whole one */
+                uint16_t local[FC_BLK_LOCAL];
+                Py_ssize_t m = n - whole * B;
+                uint8_t *at = b + whole * 2 * B;
+                if (join) {
+                    FC_N(fc_blk16)(local, at, B, mode, swap, 1, B);
+                    memcpy(v + whole * B, local, (size_t)m * 2);
+                }
+                else {
+                    memcpy(local, v + whole * B, (size_t)m * 2);
+                    memset(local + m, 0, (size_t)(B - m) * 2);
+                    FC_N(fc_blk16)(local, at, B, mode, swap, 0, B);
+                }
+                continue;
+            }
+        }
+        if (done < n)
+            fc_blk_scalar(v, b, 1, n, B, mode, swap, join, done);
+    }
+}
+
+static void
+FC_N(fc_split_blk)(uint16_t *values, uint8_t *blocks, Py_ssize_t rows, Py_ssize_t n,
+                   Py_ssize_t B, int mode, int swap)
+{
+    FC_N(fc_blk)(values, blocks, rows, n, B, mode, swap, 0);
+}
+
+static void
+FC_N(fc_join_blk)(uint16_t *values, uint8_t *blocks, Py_ssize_t rows, Py_ssize_t n,
+                  Py_ssize_t B, int mode, int swap)
+{
+    FC_N(fc_blk)(values, blocks, rows, n, B, mode, swap, 1);
+}
+#undef FC_BSHUF
+#undef FC_BLK_LOCAL
+#else
+#define FC_HAVE_BLK 0
+#endif
+
 static const fc_isa FC_N(fc_isa) = {
     FC_PASS_NAME,
     FC_PASS_MASKED,
@@ -1662,9 +2019,17 @@ static const fc_isa FC_N(fc_isa) = {
 #else
     {NULL, NULL, NULL, NULL},
 #endif
+#if FC_HAVE_BLK
+    FC_N(fc_split_blk),
+    FC_N(fc_join_blk),
+#else
+    fc_split_blk_plain,
+    fc_join_blk_plain,
+#endif
 };
 
 #undef FC_HAVE_BT
+#undef FC_HAVE_BLK
 #undef FC_N
 
 #endif /* FC_KERNEL_PASS */

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from npu_hil.harness.codec import slot_blocks
 from npu_hil.harness.codec.aligned import aligned_empty, aligned_like
 from npu_hil.harness.codec.encodings import Encoding
 from npu_hil.harness.codec.fastcopy import strided_copy
@@ -258,8 +259,11 @@ class BlockedLayout:
         if self.stored != self.canonical_shape:
             canonical = canonical[tuple(slice(0, s) for s in self.stored)]
         encoding = self.encoding
+        block = slot_blocks.slot_block(self)
         if encoding.interleaved:
             self._copy_in(buf, encoding.pack_interleaved(canonical), slot=None)
+        elif block is not None:
+            slot_blocks.place(self, buf, slot_blocks.encode(self, canonical, block), block)
         else:
             for slot, plane in enumerate(encoding.pack_planes(canonical)):
                 self._copy_in(buf, plane, slot=slot)
@@ -290,6 +294,8 @@ class BlockedLayout:
             value_bytes = stored_out.view(np.uint8).reshape((*self.stored, nparts))
             self._copy_out(buf, value_bytes, slot=None)
             self.encoding.finish_unpack(stored_out)
+        elif (block := slot_blocks.slot_block(self)) is not None:
+            slot_blocks.unpack(self, buf, stored_out, block)
         else:
             planes = [aligned_like(self.stored, np.dtype(np.uint8)) for _ in range(nparts)]
             for slot, plane in enumerate(planes):

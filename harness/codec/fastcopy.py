@@ -43,14 +43,18 @@ def _load_kernel() -> tuple[Callable[[np.ndarray, np.ndarray], bool] | None, str
         return None, None
     copy_arrays: Callable[[np.ndarray, np.ndarray], bool] = module.copy_arrays
     isa: str = module.get_isa()
-    global _split16, _join16
+    global _split16, _join16, _split16_blocks, _join16_blocks
     _split16, _join16 = module.split16, module.join16
+    _split16_blocks, _join16_blocks = module.split16_blocks, module.join16_blocks
     return copy_arrays, isa
 
 
 _PlanesFn = Callable[[np.ndarray, np.ndarray, np.ndarray, int], None]
 _split16: _PlanesFn | None = None
 _join16: _PlanesFn | None = None
+_BlocksFn = Callable[[np.ndarray, np.ndarray, int, int, int, int], None]
+_split16_blocks: _BlocksFn | None = None
+_join16_blocks: _BlocksFn | None = None
 _copy_arrays, _isa = _load_kernel()
 
 KERNEL_AVAILABLE: bool = _copy_arrays is not None
@@ -125,3 +129,77 @@ def join16(low: np.ndarray, high: np.ndarray, out: np.ndarray, kl15: bool) -> No
         target |= (lo & np.uint8(0x7F)).astype(np.uint16) << 1
     else:
         target |= lo
+
+
+def _block_planes(blocks: np.ndarray, n: int, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """``blocks`` (rows x ceil(n / block) * 2 * block bytes) → the first-slot and the
+    second-slot byte of each value, (rows, n) each (the fallback's way back)."""
+    nb, full = -(-n // block), n // block
+    grid = blocks.reshape(-1, nb, 2, block)
+    planes = []
+    for slot in (0, 1):
+        plane = grid[:, :full, slot, :].reshape(grid.shape[0], full * block)
+        if full < nb:
+            plane = np.concatenate([plane, grid[:, full, slot, : n - full * block]], axis=1)
+        planes.append(plane)
+    return planes[0], planes[1]
+
+
+def split16_blocks(
+    values: np.ndarray, block: int, mode: int, swap: bool, out: np.ndarray | None = None
+) -> np.ndarray:
+    """Contiguous 16-bit values, rows of ``n`` (the last axis), → their bytes in blocks: each
+    row becomes ``ceil(n / block)`` blocks of ``2 * block`` bytes, the ``block`` first-slot
+    bytes then the ``block`` second-slot bytes (uint8, shape ``(*values.shape[:-1], nblocks, 2,
+    block)``; the unused bytes of a partial last block are zero).
+
+    ``mode``: 0 the plain low byte, 1 the KL730 15-bit reading (bits [7:1]), 2 the low byte
+    with bit 0 dropped; ``swap``: the high byte in the first slot; ``out``: where to write them
+    (C-contiguous uint8 of that shape). A layout whose two slots are one block apart (KL730
+    4W4C8BHL, 16W1C8BHL) takes these blocks in one strided copy.
+    """
+    flat = np.ascontiguousarray(values).view(np.uint16)
+    n = flat.shape[-1]
+    nb = -(-n // block)
+    shape = (*flat.shape[:-1], nb, 2, block)
+    if out is None:
+        out = np.empty(shape, np.uint8)
+    elif out.shape != shape or out.dtype != np.uint8 or not out.flags.c_contiguous:
+        raise ValueError(f"split16_blocks: out must be C-contiguous uint8 of shape {shape}")
+    if _split16_blocks is not None and flat.dtype.byteorder in "=<|":
+        _split16_blocks(flat, out, n, block, mode, int(swap))
+        return out
+    rows = flat.reshape(-1, n)
+    count = rows.shape[0]
+    high = (rows >> 8).astype(np.uint8)
+    if mode == 1:
+        low = ((rows >> 1) & 0x7F).astype(np.uint8)
+    else:
+        low = (rows & (0xFE if mode == 2 else 0xFF)).astype(np.uint8)
+    first, second = (high, low) if swap else (low, high)
+    grid = out.reshape(count, nb, 2, block)
+    full = n // block
+    for slot, plane in enumerate((first, second)):
+        grid[:, :full, slot, :] = plane[:, : full * block].reshape(count, full, block)
+        if full < nb:
+            grid[:, full, slot, : n - full * block] = plane[:, full * block :]
+            grid[:, full, slot, n - full * block :] = 0
+    return out
+
+
+def join16_blocks(blocks: np.ndarray, out: np.ndarray, block: int, mode: int, swap: bool) -> None:
+    """The inverse of :func:`split16_blocks`, into ``out`` (contiguous 16-bit, rows of
+    ``out.shape[-1]``); mode 2 leaves bit 0 clear."""
+    target = out.view(np.uint16)
+    n = target.shape[-1]
+    if _join16_blocks is not None and target.dtype.byteorder in "=<|":
+        _join16_blocks(target, np.ascontiguousarray(blocks), n, block, mode, int(swap))
+        return
+    first, second = _block_planes(np.ascontiguousarray(blocks), n, block)
+    low, high = (second, first) if swap else (first, second)
+    rows = target.reshape(-1, n)
+    np.left_shift(high, 8, out=rows, dtype=np.uint16)
+    if mode == 1:
+        rows |= (low & np.uint8(0x7F)).astype(np.uint16) << 1
+    else:
+        rows |= low & np.uint8(0xFE if mode == 2 else 0xFF)

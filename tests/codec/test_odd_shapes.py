@@ -23,6 +23,8 @@ LAYOUTS = (
     ("kl730", "16W1C8B", "int8", "output"),
     ("kl730", "4W4C8B", "uint8", "input"),
     ("kl730", "1W16C8BHL", "int16", "output"),
+    ("kl730", "16W1C8BHL", "int16", "output"),
+    ("kl730", "4W4C8BHL", "int16", "output"),
     ("kl730", "8W1C16B", "int16", "output"),
     ("rdk-s100", "strided", "uint8", "output"),
 )
