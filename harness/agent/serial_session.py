@@ -198,7 +198,8 @@ class SerialAgentSession:
             # A discard (removing a finished job's folder) changes nothing the caller waits
             # for, and over a console each request is a relay start: it is answered here and
             # goes to the agent with the next request, ahead of it, its answer logged then.
-            # Every session ends with a request (the shutdown) that carries what is left.
+            # A session that ends cleanly ends with a request (the shutdown) that carries what
+            # is left; one killed after a timeout leaves its last job's folder, as a crash would.
             self._deferred.append(whole)
             self._inbox += encode_frame({"op": DISCARD_OP, "deferred": True})
             return
