@@ -5,9 +5,9 @@ transport configuration, workdir, python and connect timeout) is opened
 (:mod:`harness.transport.config` binds each kind to its transport class); the farm only decides
 *whether* a board is reached this way or simulated.
 
-A transport is proven at once (a trivial command runs there): an unreachable board must show up
-as a :class:`TransportError` while the farm can still fall back to a simulated one, not halfway
-through the first test.
+A transport is proven at once (a trivial command runs there, unless the transport proves its
+link by itself: ``prove``): an unreachable board must show up as a :class:`TransportError` while
+the farm can still fall back to a simulated one, not halfway through the first test.
 """
 
 from __future__ import annotations
@@ -53,6 +53,16 @@ def connect(board: Board, local_workdir: Path) -> Transport:
 
 
 def _prove(board: Board, transport: Transport) -> None:
+    prove = getattr(transport, "prove", None)
+    if callable(prove):
+        # A transport that proves its link by itself (SSH: the connection and its workdir probe
+        # through the shell) spares the board a process of its own for `true`.
+        try:
+            prove()
+        except TransportError:
+            close_transport(transport)
+            raise
+        return
     try:
         done = transport.run(["true"], timeout=board.timeouts.connect)
     except TransportError:

@@ -207,6 +207,11 @@ class SerialTransport(ConsoleFiles):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def prove(self) -> None:
+        """The shell answers: one marker round trip (the console was synced and the workdir
+        probed when it opened; ``run(["true"])`` would add its output files' transfers)."""
+        self._checked("true", f"serial {self.url}: prove the shell")
+
     def exists(self, remote_path: str | PurePosixPath) -> bool:
         return self._exec(f"test -e {self._remote(remote_path)}", self.command_timeout)[1] == 0
 

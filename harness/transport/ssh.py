@@ -275,6 +275,13 @@ class SshTransport:
             self._client = None
             self._guard.reset()
 
+    def prove(self) -> None:
+        """Connect now, so an unreachable board is a TransportError before anything else. The
+        first connection runs the workdir probe through the board's shell and reads its answer
+        back, which proves the shell as much as a ``true`` would, without another exec (a fork
+        of sshd and a login shell per board)."""
+        self._connect()
+
     def close(self) -> None:
         """Close the connection (the next call reconnects)."""
         self._drop()
@@ -504,15 +511,15 @@ class SshTransport:
                         verify=self.verify,
                         io_timeout=self.io_timeout,
                     )
+                    landed = (int(sftp.stat(tmp).st_size or 0), board_sha) if self.verify else sent
                 else:
-                    sent, board_sha = ssh_transfer.put_sftp(sftp, local, tmp, verify=self.verify)
-                if self.verify:
-                    landed = int(sftp.stat(tmp).st_size or 0)
-                    if (landed, board_sha) != sent:
-                        raise TransportError(
-                            f"{what}: landed as {landed} bytes sha256 {board_sha}, "
-                            f"sent {sent[0]} bytes sha256 {sent[1]}"
-                        )
+                    # The size and sha256 of what landed come with the transfer's answers.
+                    sent, landed = ssh_transfer.put_sftp(sftp, local, tmp, verify=self.verify)
+                if self.verify and landed != sent:
+                    raise TransportError(
+                        f"{what}: landed as {landed[0]} bytes sha256 {landed[1]}, "
+                        f"sent {sent[0]} bytes sha256 {sent[1]}"
+                    )
                 sftp.posix_rename(tmp, full)
             except BaseException as exc:
                 # Over a lost link the removal would only wait out io_timeout; a repeat reuses
@@ -549,7 +556,7 @@ class SshTransport:
                         window=self.window_size,
                     )
                 else:
-                    got, want = ssh_transfer.get_sftp(sftp, full, tmp, verify=self.verify)
+                    got, want = ssh_transfer.get_sftp(sftp, full, tmp, size, verify=self.verify)
                 if self.verify and got != want:
                     raise TransportError(
                         f"{what}: received {got[0]} bytes sha256 {got[1]}, "

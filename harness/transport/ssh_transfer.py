@@ -9,6 +9,7 @@ Each function returns ``(size, sha256)`` pairs, ``""`` for a sha256 not computed
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import shlex
 import socket
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import paramiko
 
+import npu_hil.harness.transport.sftp_pipeline as sftp_pipeline
 import npu_hil.harness.transport.ssh_stream as ssh_stream
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.transport.oserrors import errno_in_text
@@ -77,12 +79,19 @@ def readback(sftp: paramiko.SFTPClient, full: str) -> Digest:
 
 def put_sftp(
     sftp: paramiko.SFTPClient, local: Path, tmp: str, *, verify: bool
-) -> tuple[Digest, str]:
-    """A small file over SFTP, read back: (size, sha256) sent, and the board's sha256."""
-    sent = (local.stat().st_size, sha256_of(local) if verify else "")
+) -> tuple[Digest, Digest]:
+    """A small file over SFTP, read back: (size, sha256) sent, and (size, sha256) as the board
+    has it (its size only when ``verify`` is off)."""
+    data = local.read_bytes()
+    sent = (len(data), hashlib.sha256(data).hexdigest() if verify else "")
+    if verify:
+        with contextlib.suppress(sftp_pipeline.ShortRead):
+            return sent, sftp_pipeline.put_pipelined(sftp, data, tmp)
     # confirm=False: the size is checked by the caller together with the checksum.
     sftp.put(str(local), tmp, confirm=False)
-    return sent, (readback(sftp, tmp)[1] if verify else "")
+    if not verify:
+        return sent, sent
+    return sent, (int(sftp.stat(tmp).st_size or 0), readback(sftp, tmp)[1])
 
 
 def put_stream(
@@ -106,9 +115,19 @@ def put_stream(
 
 
 def get_sftp(
-    sftp: paramiko.SFTPClient, full: str, tmp: Path, *, verify: bool
+    sftp: paramiko.SFTPClient, full: str, tmp: Path, size: int, *, verify: bool
 ) -> tuple[Digest, Digest]:
-    """A small file over SFTP: (size, sha256) received, and as read back from the board."""
+    """A small file of ``size`` bytes over SFTP: (size, sha256) received, and as read back
+    from the board."""
+    if verify:
+        try:
+            data, board = sftp_pipeline.get_pipelined(sftp, full, size)
+        except sftp_pipeline.ShortRead:
+            pass
+        else:
+            tmp.write_bytes(data)
+            # The file as it landed here, hashed from the disk, against the board's read-back.
+            return (tmp.stat().st_size, sha256_of(tmp)), board
     sftp.get(full, str(tmp), prefetch=True)
     if not verify:
         return (0, ""), (0, "")

@@ -185,6 +185,31 @@ def test_agent_runs_a_sim_job_one_shot_over_serial(
         assert list((Path(transport.workdir) / "jobs").iterdir()) == []
 
 
+@pytest.mark.parametrize("size", [0, 3000, 16 * 1024])
+def test_a_file_of_one_chunk_is_one_exchange_each_way(
+    serial_board: SerialBoard, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    data = os.urandom(size)
+    (tmp_path / "in.bin").write_bytes(data)
+    with make(serial_board, tmp_path) as transport:
+        commands: list[str] = []
+        exec_ = transport._exec
+
+        def counted(command: str, timeout: float, **kwargs: Any) -> tuple[bytes, int]:
+            commands.append(command)
+            return exec_(command, timeout, **kwargs)
+
+        monkeypatch.setattr(transport, "_exec", counted)
+        transport.put(tmp_path / "in.bin", "d/one.bin")
+        assert len(commands) == 1
+        transport.get("d/one.bin", tmp_path / "out.bin")
+        assert len(commands) == 2
+    assert (tmp_path / "out.bin").read_bytes() == data
+    # Checked and renamed into place, no temporary left beside it.
+    assert os.listdir(Path(transport.workdir) / "d") == ["one.bin"]
+    assert (Path(transport.workdir) / "d" / "one.bin").read_bytes() == data
+
+
 # --- agent sessions: a resident agent reached through the relay ----------------------------------
 
 
@@ -325,6 +350,35 @@ def test_a_frozen_agent_is_killed_and_replaced(
 def flip(data: str) -> str:
     """One base64 character changed (not its length, so the damage is in the content)."""
     return data[:10] + ("A" if data[10] != "A" else "B") + data[11:]
+
+
+def test_a_discard_goes_to_the_agent_with_the_next_request(
+    session_client: AgentClient, echo_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each request is a relay start over a console: a job folder's removal, which nobody
+    waits for, rides with the next request instead of costing one of its own."""
+    transport = session_client.transport
+    assert isinstance(transport, SerialTransport)
+    session_client.ping()  # the agent is up and greeted
+    exec_ = transport._exec
+    relays: list[str] = []
+
+    def counted(command: str, timeout: float, **kwargs: Any) -> tuple[bytes, int]:
+        if "relay.py" in command:
+            relays.append(command)
+        return exec_(command, timeout, **kwargs)
+
+    monkeypatch.setattr(transport, "_exec", counted)
+    jobs = Path(transport.workdir) / "jobs"
+    assert session_client.submit(echo_job(echo_model, "one"), {"x": X}).ok
+    assert len(relays) == 1  # the job; its discard waits
+    assert [p.name[:4] for p in jobs.iterdir()] == ["one-"]
+    assert session_client.submit(echo_job(echo_model, "two"), {"x": X}).ok
+    assert len(relays) == 2
+    assert [p.name[:4] for p in jobs.iterdir()] == ["two-"]  # one's went with two's request
+    assert session_client.ping()["jobs"] >= 2
+    assert len(relays) == 3
+    assert list(jobs.iterdir()) == []
 
 
 def test_damage_on_the_line_is_caught_both_ways(
