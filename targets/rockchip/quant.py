@@ -35,7 +35,7 @@ def model_input(attributes: dict[str, Any], held: np.ndarray) -> np.ndarray:
         if attributes.get("pass_through"):
             dequantized = quant.dequantize(held)
         else:
-            dequantized = quant.dequantize(quant.quantize(held.astype(np.float64)))
+            dequantized = quant.dequantize(quant.quantize(held))  # converted there if need be
         return dequantized.astype(np.float32)
     float16: np.ndarray = held.astype(np.float16).astype(np.float32)
     return float16

@@ -356,7 +356,9 @@ def test_a_discard_goes_to_the_agent_with_the_next_request(
     session_client: AgentClient, echo_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each request is a relay start over a console: a job folder's removal, which nobody
-    waits for, rides with the next request instead of costing one of its own."""
+    waits for, rides with the next request instead of costing one of its own. (Folder jobs: a
+    framed job has no folder to remove.)"""
+    session_client.frames = False
     transport = session_client.transport
     assert isinstance(transport, SerialTransport)
     session_client.ping()  # the agent is up and greeted
