@@ -1,12 +1,15 @@
 """The session loop: jobs framed over a byte stream, one response frame per request.
 
-The agent speaks first with ``{"op": "hello", ...}``; requests are ``{"op": "job", "dir": D}``,
-``{"op": "ping"}``, ``{"op": "versions", "adapter": A, "options": {}}``, ``{"op": "memory"}`` (the
+The agent speaks first with ``{"op": "hello", ...}`` (its ``features`` list ``framed-jobs``);
+requests are ``{"op": "job", "job": {...}}`` in a bulk frame (:mod:`frames`: the job document
+and its input buffers; the answer is a bulk frame with the device buffers),
+``{"op": "job", "dir": D}`` (a job folder), ``{"op": "ping"}``, ``{"op": "versions", "adapter": A, "options": {}}``, ``{"op": "memory"}`` (the
 agent's RSS and the board's CMA / DMA-buffer figures, :mod:`memory`), ``{"op": "discard",
 "dir": D}`` (remove a finished job's folder) and ``{"op": "shutdown"}``; every request gets exactly
 one response frame with the same ``op`` and either the payload (``result`` for a job) or
 ``error`` (a typed record). A request frame is at most ``MAX_REQUEST_BYTES`` (a longer one is
-refused unread and ends the stream) and nests at most ``MAX_JSON_DEPTH`` levels; a whole frame
+refused unread and ends the stream), a bulk one at most a job's inputs besides, and a message
+nests at most ``MAX_JSON_DEPTH`` levels; a whole frame
 that holds no request is answered with a ``ProtocolError`` record and the session goes on. A job's
 ``dir`` is ``jobs/<name>`` in the working directory, never anything else.
 
@@ -341,30 +344,8 @@ def _answer(agent: Agent, stream: FrameStream, framed: Request) -> int | None:
     """Answer one request; the exit status when it ends the agent (a shutdown), else None."""
     request = framed.message
     op = request.get("op")
-    if op == "job" and "job" in request:
-        # A job carried in the frame: its buffers came with it and go back with the answer.
-        result, status, buffers = agent.run_framed_job(
-            request["job"], framed.buffers or [], framed.damaged
-        )
-        restart = agent.runtime.stuck
-        answer = {"op": "job", "result": result, "status": status, "restart": restart}
-        stream.write(answer, buffers or None)  # a plain frame when no buffer goes back
-        if restart:
-            log.error("a runtime call timed out; ending the session so the host restarts it")
-            abandon(EXIT_TIMEOUT)
-    elif op == "job":
-        try:
-            job_dir = session_job_dir(request.get("dir"))
-        except JobRefused as refused:
-            stream.write({"op": "job", "error": refused.record()})
-            return None
-        result, status = agent.run_job(job_dir)
-        restart = agent.runtime.stuck
-        stream.write({"op": "job", "result": result, "status": status, "restart": restart})
-        if restart:
-            # The runtime thread is stuck in a vendor call that cannot be interrupted.
-            log.error("a runtime call timed out; ending the session so the host restarts it")
-            abandon(EXIT_TIMEOUT)
+    if op == "job":
+        _answer_job(agent, stream, framed)
     elif op == "ping":
         stream.write(
             {
@@ -391,6 +372,31 @@ def _answer(agent: Agent, stream: FrameStream, framed: Request) -> int | None:
     else:
         stream.write({"op": op, "error": failure("ProtocolError", "session", f"unknown op {op!r}")})
     return None
+
+
+def _answer_job(agent: Agent, stream: FrameStream, framed: Request) -> None:
+    """A job carried in the frame (its buffers came with it and go back with the answer), or a
+    job folder's; after a runtime call that timed out, the agent leaves."""
+    request = framed.message
+    buffers: list[memoryview] = []
+    if "job" in request:
+        result, status, buffers = agent.run_framed_job(
+            request["job"], framed.buffers or [], framed.damaged
+        )
+    else:
+        try:
+            job_dir = session_job_dir(request.get("dir"))
+        except JobRefused as refused:
+            stream.write({"op": "job", "error": refused.record()})
+            return
+        result, status = agent.run_job(job_dir)
+    restart = agent.runtime.stuck
+    answer = {"op": "job", "result": result, "status": status, "restart": restart}
+    stream.write(answer, buffers or None)  # a plain frame when no buffer goes back
+    if restart:
+        # The runtime thread is stuck in a vendor call that cannot be interrupted.
+        log.error("a runtime call timed out; ending the session so the host restarts it")
+        abandon(EXIT_TIMEOUT)
 
 
 def session_job_dir(value: Any) -> str:
