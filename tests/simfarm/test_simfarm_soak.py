@@ -15,7 +15,8 @@ from npu_hil.harness.soak import SoakPlan, judge, soak
 from npu_hil.harness.transport.ssh import SshTransport
 from tests.simfarm.conftest import start_farm
 
-PLAN = SoakPlan(("conv1x1",), contexts=2, iterations=20, sample_every_s=0.05)
+# Long enough, at the speed of a framed job over SSH (a few ms), for the samples a slope needs.
+PLAN = SoakPlan(("conv1x1",), contexts=2, iterations=60, sample_every_s=0.02)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +43,7 @@ def test_a_clean_soak_over_ssh_passes(ssh_state: FarmState, tmp_path: Path) -> N
     verdict = judge(run)
     assert verdict.passed, verdict.reasons
     (part,) = run.boards
-    assert part.jobs == 40 and part.errors == 0 and part.simulated
+    assert part.jobs == 120 and part.errors == 0 and part.simulated
     assert part.max_concurrent == 2
     pids = {c.pids[0] for c in part.contexts}
     assert len(pids) == 2  # two agents on the board, each sampled through its own session

@@ -23,7 +23,7 @@ def _soak(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_clean_soak_exits_0_with_its_report(tmp_path: Path) -> None:
-    done = _soak(tmp_path, "--board", BOARD, "--iterations", "30", "--sample-every", "0.05",
+    done = _soak(tmp_path, "--board", BOARD, "--iterations", "30", "--sample-every", "0.02",
                  "--model", "conv1x1", "--model", "depthwise", "--json")  # fmt: skip
     assert done.returncode == 0, done.stderr + done.stdout
     outcome = json.loads(done.stdout)
@@ -41,7 +41,8 @@ def test_a_clean_soak_exits_0_with_its_report(tmp_path: Path) -> None:
 
 
 def test_a_leak_exits_1_naming_the_bound(tmp_path: Path) -> None:
-    done = _soak(tmp_path, "--target", "rk3566", "--iterations", "30", "--sample-every", "0.05",
+    # Enough jobs for the samples a slope needs, however fast a job is.
+    done = _soak(tmp_path, "--target", "rk3566", "--iterations", "120", "--sample-every", "0.02",
                  "--contexts", "1", "--sim-fault", f"{BOARD}=leak:kib=128")  # fmt: skip
     assert done.returncode == 1, done.stderr + done.stdout
     assert "npu-hil soak FAILED" in done.stdout

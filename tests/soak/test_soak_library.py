@@ -22,7 +22,7 @@ BOARD = "rk3588-01"
 
 def _soak(tmp_path: Path, faults: list[dict[str, Any]] | None = None, **plan: Any) -> Any:
     inventory = builtin_inventory()
-    wanted = {"models": ("conv1x1",), "contexts": 2, "iterations": 40, "sample_every_s": 0.05}
+    wanted = {"models": ("conv1x1",), "contexts": 2, "iterations": 40, "sample_every_s": 0.02}
     with Farm(
         inventory, workdir=tmp_path / "work", sim_faults={BOARD: faults} if faults else None
     ) as farm:
