@@ -3,14 +3,15 @@
 The agent speaks first with ``{"op": "hello", ...}`` (its ``features`` list ``framed-jobs``);
 requests are ``{"op": "job", "job": {...}}`` in a bulk frame (:mod:`frames`: the job document
 and its input buffers; the answer is a bulk frame with the device buffers),
-``{"op": "job", "dir": D}`` (a job folder), ``{"op": "ping"}``, ``{"op": "versions", "adapter": A, "options": {}}``, ``{"op": "memory"}`` (the
-agent's RSS and the board's CMA / DMA-buffer figures, :mod:`memory`), ``{"op": "discard",
-"dir": D}`` (remove a finished job's folder) and ``{"op": "shutdown"}``; every request gets exactly
-one response frame with the same ``op`` and either the payload (``result`` for a job) or
-``error`` (a typed record). A request frame is at most ``MAX_REQUEST_BYTES`` (a longer one is
-refused unread and ends the stream), a bulk one at most a job's inputs besides, and a message
-nests at most ``MAX_JSON_DEPTH`` levels; a whole frame
-that holds no request is answered with a ``ProtocolError`` record and the session goes on. A job's
+``{"op": "job", "dir": D}`` (a job folder), ``{"op": "ping"}``,
+``{"op": "versions", "adapter": A, "options": {}}``, ``{"op": "memory"}`` (the agent's RSS and
+the board's CMA / DMA-buffer figures, :mod:`memory`), ``{"op": "discard", "dir": D}`` (remove a
+finished job's folder) and ``{"op": "shutdown"}``; every request gets exactly one response frame
+with the same ``op`` and either the payload (``result`` for a job) or ``error`` (a typed
+record). A request frame is at most ``MAX_REQUEST_BYTES`` (a longer one is refused unread and
+ends the stream), a bulk one at most a job's inputs besides, and a message nests at most
+``MAX_JSON_DEPTH`` levels; a whole frame that holds no request is answered with a
+``ProtocolError`` record and the session goes on. A job's
 ``dir`` is ``jobs/<name>`` in the working directory, never anything else.
 
 On stdin/stdout (``--session``) nothing but frames goes to stdout: file descriptor 1 is pointed
