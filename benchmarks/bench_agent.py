@@ -45,6 +45,7 @@ class Row:
     name: str
     wall: list[float] = field(default_factory=list)
     parts: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PARTS})
+    returned_bytes: int = 0  # the buffers a job brings back, for the copy baseline
 
     def median(self, part: str | None = None) -> float:
         values = self.wall if part is None else self.parts[part]
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                     rows.append(_row("framed, ssh", transport, spec, tensor, args.jobs, True))
             except Exception as exc:  # no sshd here: the local rows still stand
                 ssh_note = f"ssh row left out: {exc}"
-        nbytes, copy = _copy_baseline(tensor.nbytes, args.jobs)
+        nbytes, copy = _copy_baseline(tensor.nbytes + rows[0].returned_bytes, args.jobs)
     _print(args, shape, baseline, copy, nbytes, rows, ssh_note)
     return 0
 
@@ -127,10 +128,6 @@ def _ssh(folder: Path) -> Iterator[Any]:
         sshd_module.stop_sshd(process)
 
 
-# The returned buffers' total size, kept from the first row's jobs for the copy baseline.
-_RETURNED: list[int] = []
-
-
 def _row(name: str, transport: Any, spec: Any, tensor: np.ndarray, jobs: int, frames: bool) -> Row:
     from npu_hil.harness.agent.client import AgentClient
 
@@ -145,7 +142,7 @@ def _row(name: str, transport: Any, spec: Any, tensor: np.ndarray, jobs: int, fr
             row.wall.append(time.perf_counter() - started)
             result.raise_for_errors()
             _breakdown(row, client, spec, result, frames)
-    _RETURNED[:] = [sum(t.nbytes for t in (*result.inputs, *result.outputs))]
+    row.returned_bytes = sum(t.nbytes for t in (*result.inputs, *result.outputs))
     return row
 
 
@@ -180,8 +177,7 @@ def _diff_time(result: Any, shape: tuple[int, ...]) -> float:
     return elapsed
 
 
-def _copy_baseline(input_bytes: int, repeats: int) -> tuple[int, float]:
-    nbytes = input_bytes + (_RETURNED[0] if _RETURNED else 0)
+def _copy_baseline(nbytes: int, repeats: int) -> tuple[int, float]:
     source = np.random.default_rng(1).integers(0, 255, nbytes, dtype=np.uint8)
     target = np.empty_like(source)
     np.copyto(target, source)  # warm: page faults are not a copy's cost

@@ -99,8 +99,8 @@ __all__ = ["AGENT_DIR", "BOARD_SOURCE", "BUNDLE_PACKAGE", "HOST_ADAPTERS", "Agen
 
 log = logging.getLogger(__name__)
 
-# A job's inputs up to this size go in one frame of the session; larger ones (or a link that
-# says it takes less: ``Session.framed_job_limit``) through a job folder and the file transfer.
+# A job's inputs up to this size go in one frame of the session; larger ones through a job
+# folder and the file transfer.
 FRAMED_JOB_LIMIT = 256 << 20
 
 
@@ -210,15 +210,14 @@ class AgentClient(Deployment):
 
     def _frames_for(self, inputs: Mapping[str, Any] | Sequence[Any]) -> bool:
         """Whether this job goes as a frame: sessions on, folders not kept for inspection, the
-        agent reads framed jobs, and the inputs within what the link takes in one request."""
+        agent reads framed jobs, and the inputs within what one frame carries."""
         if not (self.sessions and self.frames) or self.keep_jobs:
             return False
-        session = self._ensure_session()
+        self._ensure_session()  # its hello says what the agent reads
         if FRAMED_JOBS not in (self.hello.get("features") or ()):
             return False
-        limit = getattr(session, "framed_job_limit", FRAMED_JOB_LIMIT)
         values = inputs.values() if isinstance(inputs, Mapping) else inputs
-        return sum(np.asarray(v).nbytes for v in values) <= limit
+        return sum(np.asarray(v).nbytes for v in values) <= FRAMED_JOB_LIMIT
 
     def _framed_job(
         self, spec: JobSpec, inputs: Mapping[str, Any] | Sequence[Any], model: ModelRef
@@ -227,7 +226,7 @@ class AgentClient(Deployment):
         started = time.perf_counter()
         document, buffers = frame_job(spec, inputs, model)
         sent = time.perf_counter()
-        response, data = self._exchange(
+        response, answer = self._exchange(
             {"op": "job", "job": document}, self._host_timeout(spec), what, buffers
         )
         answered = time.perf_counter()
@@ -236,7 +235,7 @@ class AgentClient(Deployment):
             raise ProtocolError(f"{what}: the agent's answer has no result: {response!r}")
         result = framed_result(
             result_document,
-            data,
+            answer,
             where=f"{what}: the answer",
             job_dir=self.scratch / safe_name(spec.job_id),
             job_id=spec.job_id,
@@ -393,11 +392,11 @@ class AgentClient(Deployment):
     ) -> tuple[dict[str, Any], BulkAnswer | None]:
         """Send one request (with ``buffers``: as a bulk frame, on a session) and wait for its
         response and the buffers it carries; the one place frames go on the wire."""
-        data = None
+        answer = None
         if not self.sessions:
             response = self._oneshot_request(message, timeout, what)
         else:
-            response, data = self._session_request(message, timeout, what, buffers)
+            response, answer = self._session_request(message, timeout, what, buffers)
         if response.get("op") != message["op"]:
             self._drop_session()
             raise ProtocolError(f"{what}: asked {message['op']!r}, the agent answered {response!r}")
@@ -406,7 +405,7 @@ class AgentClient(Deployment):
             log.warning("%s: the agent asked for a restart (%s)", what, self._drop_session(5.0))
         if "error" in response:
             raise error_record(response["error"], f"{what}: error").exception(f"{what}: ")
-        return response, data
+        return response, answer
 
     def _session_request(
         self,

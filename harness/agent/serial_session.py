@@ -27,13 +27,7 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from npu_hil.harness.board.relay import EXIT_CUT, EXIT_DAMAGED, EXIT_GONE, EXIT_OK, TRAILER
-from npu_hil.harness.board.wire import (
-    FRAME_HEADER,
-    decode_frame,
-    encode_frame,
-    frame_length,
-    whole_frames,
-)
+from npu_hil.harness.board.wire import whole_frames
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.transport.base import SessionExit
 from npu_hil.harness.transport.serial_console import SerialTransport, register_agent_session
@@ -56,8 +50,6 @@ STATUS_GRACE_S = 1.0
 # How long a closing session lets the agent leave by itself (it answered a shutdown, or asked
 # for a restart) before it sends TERM.
 EXIT_GRACE_S = 1.0
-# What a discard is answered with at once: it is carried with the next request (see send).
-DISCARD_OP = "discard"
 _RELAY_TRAILER = re.compile(re.escape(TRAILER.encode()) + rb" (\d+) ([0-9a-f]{64})")
 _B64_TEXT = re.compile(rb"[A-Za-z0-9+/=]+")
 
@@ -136,7 +128,6 @@ class SerialAgentSession:
         self._partial = bytearray()  # the start of a frame still being sent
         self._requests = bytearray()  # whole request frames the relay has yet to carry
         self._inbox = bytearray()  # answer bytes not yet received
-        self._deferred: list[bytes] = []  # discards answered here, sent with the next request
         self._greeted = False
         self._ended = False
         self._exit: SessionExit | None = None
@@ -192,18 +183,8 @@ class SerialAgentSession:
             _, used = whole_frames(bytes(self._partial))
         except ValueError as exc:
             raise TransportError(f"serial agent session: not a request frame ({exc})") from None
-        whole = bytes(self._partial[:used])
+        self._requests += self._partial[:used]
         del self._partial[:used]
-        if self._greeted and not self._requests and _only_discard(whole):
-            # A discard (removing a finished job's folder) changes nothing the caller waits
-            # for, and over a console each request is a relay start: it is answered here and
-            # goes to the agent with the next request, ahead of it, its answer logged then.
-            # A session that ends cleanly ends with a request (the shutdown) that carries what
-            # is left; one killed after a timeout leaves its last job's folder, as a crash would.
-            self._deferred.append(whole)
-            self._inbox += encode_frame({"op": DISCARD_OP, "deferred": True})
-            return
-        self._requests += whole
 
     def recv(self, n: int, timeout: float) -> bytes:
         if self._exit is not None:
@@ -245,8 +226,7 @@ class SerialAgentSession:
 
     def _exchange(self, timeout: float) -> None:
         """Carry the waiting requests to the agent and queue its answers."""
-        deferred, self._deferred = self._deferred, []
-        requests = b"".join(deferred) + bytes(self._requests)
+        requests = bytes(self._requests)
         self._requests.clear()
         greeting = not self._greeted
         output, status = self._run_relay(requests, timeout, greeting)
@@ -263,29 +243,11 @@ class SerialAgentSession:
                 f"(status {status}): {_last_line(output)}"
             )
         if status != EXIT_GONE:
-            self._inbox += self._skip_deferred(self._answer(output), len(deferred))
+            self._inbox += self._answer(output)
         if status != EXIT_OK:
             # The agent did not start, or it ended part-way: after what came, end of stream.
             log.info("serial agent session %s ended: %s", self._name, _last_line(output))
             self._ended = True
-
-    def _skip_deferred(self, answer: bytes, count: int) -> bytes:
-        """The answers after the first ``count`` (those of the deferred discards, already
-        answered), a discard that failed logged."""
-        offset = 0
-        for _ in range(count):
-            start = offset + FRAME_HEADER.size
-            if start > len(answer):
-                break
-            end = start + frame_length(answer[offset:start])
-            try:
-                frame = decode_frame(answer[start:end])
-            except (ValueError, UnicodeDecodeError):
-                frame = {}
-            if frame.get("error"):
-                log.warning("serial agent session %s: discard: %s", self._name, frame["error"])
-            offset = end
-        return answer[offset:]
 
     def _run_relay(self, requests: bytes, timeout: float, greeting: bool) -> tuple[bytes, int]:
         argv = [self._python, "-I", "-S", self._relay, "--base64"]
@@ -380,16 +342,6 @@ class SerialAgentSession:
             if status is not None or time.monotonic() >= deadline:
                 return status
             time.sleep(STOP_POLL_S)
-
-
-def _only_discard(frames: bytes) -> bool:
-    """Whether ``frames`` is one whole request frame, a discard."""
-    if whole_frames(frames) != (1, len(frames)):
-        return False
-    try:
-        return decode_frame(frames[FRAME_HEADER.size :]).get("op") == DISCARD_OP
-    except (ValueError, UnicodeDecodeError):
-        return False
 
 
 def _last_line(output: bytes) -> str:

@@ -352,37 +352,6 @@ def flip(data: str) -> str:
     return data[:10] + ("A" if data[10] != "A" else "B") + data[11:]
 
 
-def test_a_discard_goes_to_the_agent_with_the_next_request(
-    session_client: AgentClient, echo_model: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Each request is a relay start over a console: a job folder's removal, which nobody
-    waits for, rides with the next request instead of costing one of its own. (Folder jobs: a
-    framed job has no folder to remove.)"""
-    session_client.frames = False
-    transport = session_client.transport
-    assert isinstance(transport, SerialTransport)
-    session_client.ping()  # the agent is up and greeted
-    exec_ = transport._exec
-    relays: list[str] = []
-
-    def counted(command: str, timeout: float, **kwargs: Any) -> tuple[bytes, int]:
-        if "relay.py" in command:
-            relays.append(command)
-        return exec_(command, timeout, **kwargs)
-
-    monkeypatch.setattr(transport, "_exec", counted)
-    jobs = Path(transport.workdir) / "jobs"
-    assert session_client.submit(echo_job(echo_model, "one"), {"x": X}).ok
-    assert len(relays) == 1  # the job; its discard waits
-    assert [p.name[:4] for p in jobs.iterdir()] == ["one-"]
-    assert session_client.submit(echo_job(echo_model, "two"), {"x": X}).ok
-    assert len(relays) == 2
-    assert [p.name[:4] for p in jobs.iterdir()] == ["two-"]  # one's went with two's request
-    assert session_client.ping()["jobs"] >= 2
-    assert len(relays) == 3
-    assert list(jobs.iterdir()) == []
-
-
 def test_damage_on_the_line_is_caught_both_ways(
     session_client: AgentClient, echo_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
