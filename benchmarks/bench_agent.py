@@ -119,10 +119,15 @@ def _ssh(folder: Path) -> Iterator[Any]:
     known.write_text(sshd.known_hosts_line())
     try:
         with SshTransport(
-            "127.0.0.1", sshd.port, sshd.user, workdir=str(folder / "board"),
-            key_file=sshd.client_key, known_hosts=known, user_known_hosts=None,
+            "127.0.0.1",
+            sshd.port,
+            sshd.user,
+            workdir=str(folder / "board"),
+            key_file=sshd.client_key,
+            known_hosts=known,
+            user_known_hosts=None,
             python=sys.executable,
-        ) as transport:  # fmt: skip
+        ) as transport:
             yield transport
     finally:
         sshd_module.stop_sshd(process)
@@ -185,14 +190,21 @@ def _copy_baseline(nbytes: int, repeats: int) -> tuple[int, float]:
 
 
 def _print(
-    args: Any, shape: tuple[int, ...], baseline: float, copy: float, nbytes: int,
-    rows: list[Row], note: str,
-) -> None:  # fmt: skip
+    args: Any,
+    shape: tuple[int, ...],
+    baseline: float,
+    copy: float,
+    nbytes: int,
+    rows: list[Row],
+    note: str,
+) -> None:
     target = 1e-3 + 2 * copy
     print(f"{args.model} {list(shape)} uint8 on simulated rk3588, {args.jobs} warm jobs (medians)")
-    print(f"baselines: onnxruntime in-process {baseline * 1e3:.3f} ms; numpy.copyto of the job's "
-          f"{nbytes} bytes {copy * 1e3:.3f} ms; target for the harness's own time "
-          f"1 ms + 2 copies = {target * 1e3:.2f} ms")  # fmt: skip
+    print(
+        f"baselines: onnxruntime in-process {baseline * 1e3:.3f} ms; numpy.copyto of the job's "
+        f"{nbytes} bytes {copy * 1e3:.3f} ms; target for the harness's own time "
+        f"1 ms + 2 copies = {target * 1e3:.2f} ms"
+    )
     print()
     print("| path | job ms | runtime ms | harness ms | harness / target | job / onnxruntime |")
     print("|---|---|---|---|---|---|")

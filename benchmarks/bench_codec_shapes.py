@@ -36,8 +36,14 @@ import numpy as np
 
 CHANNELS = (1, 3, 17, 255, 256, 1000)
 # (H, W) per channel count: W odd, tensors of 1.5-3 MB (a 16-bit tensor gets half the rows).
-SPATIAL = {1: (1080, 1919), 3: (720, 1279), 17: (320, 321), 255: (80, 81), 256: (80, 81),
-           1000: (40, 41)}  # fmt: skip
+SPATIAL = {
+    1: (1080, 1919),
+    3: (720, 1279),
+    17: (320, 321),
+    255: (80, 81),
+    256: (80, 81),
+    1000: (40, 41),
+}
 
 
 @dataclass(frozen=True)

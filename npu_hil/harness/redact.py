@@ -19,9 +19,7 @@ __all__ = ["REDACTED", "find_secret", "scrub", "secret_key_name"]
 
 REDACTED = "[secret removed]"
 
-_PEM = re.compile(
-    r"-----BEGIN [A-Z0-9 ]*-----.*?(?:-----END [A-Z0-9 ]*-----|\Z)", re.DOTALL
-)  # fmt: skip
+_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*-----.*?(?:-----END [A-Z0-9 ]*-----|\Z)", re.DOTALL)
 _PUTTY = re.compile(r"PuTTY-User-Key-File-\d+:.*", re.DOTALL)
 # "openssh-key-v1" in base64, then the key's body.
 _OPENSSH_BODY = re.compile(r"b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=\s]*")

@@ -133,9 +133,15 @@ def _signature(row: object, where: str) -> LogSignature:
     if not pattern.search(row["sample"]):
         raise LogSignatureError(f"{where}: its sample does not match its regex")
     return LogSignature(
-        row["id"], row["log"], pattern, row["class"], row["meaning"], row["source"],
-        row["sample"], str(row.get("fault") or ""),
-    )  # fmt: skip
+        row["id"],
+        row["log"],
+        pattern,
+        row["class"],
+        row["meaning"],
+        row["source"],
+        row["sample"],
+        str(row.get("fault") or ""),
+    )
 
 
 @functools.cache

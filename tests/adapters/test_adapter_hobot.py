@@ -83,8 +83,9 @@ def test_padded_and_unsigned_outputs_are_flagged(fake_modules: Path, tmp_path: P
     assert out.data.tobytes() != x.tobytes()
 
 
-@pytest.mark.parametrize(("ttype", "dtype"), [("float32", "float32"), ("int32", "int32"),
-                                               ("int16", "int16")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("ttype", "dtype"), [("float32", "float32"), ("int32", "int32"), ("int16", "int16")]
+)
 def test_types_the_buffer_keeps(fake_modules: Path, tmp_path: Path, ttype: str, dtype: str) -> None:
     a = hobot.ADAPTER({})
     model = a.load(model_file(tmp_path, f"shape=1,2,3,4 aligned=1,2,3,4 type={ttype}"))

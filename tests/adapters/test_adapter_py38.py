@@ -16,7 +16,7 @@ import pytest
 from npu_hil.harness.board.adapters.base import InputTensor
 
 FAKES = Path(__file__).parent / "fakes"
-AGENT_DIR = Path(__file__).resolve().parents[2] / "harness" / "board"
+AGENT_DIR = Path(__file__).resolve().parents[2] / "npu_hil" / "harness" / "board"
 
 BOARD_SCRIPT = r"""
 import importlib, json, sys

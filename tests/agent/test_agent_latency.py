@@ -70,8 +70,11 @@ def test_warmup_then_timed_runs_each_call_the_runtime(tmp_path: Path) -> None:
         assert state["npu"] == [
             {"device": "fdab0000.npu", "governor": "rknpu_ondemand", "cur_freq_hz": 1000000000}
         ]
-        assert state["thermal"][0] == {"zone": "thermal_zone0", "type": "soc-thermal",
-                                       "temp_mc": 46250}  # fmt: skip
+        assert state["thermal"][0] == {
+            "zone": "thermal_zone0",
+            "type": "soc-thermal",
+            "temp_mc": 46250,
+        }
 
 
 def test_the_default_is_one_timed_run_as_before(tmp_path: Path) -> None:

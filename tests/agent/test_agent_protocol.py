@@ -96,12 +96,27 @@ def test_round_trip_one_shot(tmp_path: Path, model: Path) -> None:
     # independently of read_result.
     raw = json.loads((job_dir / "result.json").read_text())
     assert set(raw) >= {
-        "schema", "job_id", "ok", "adapter", "versions", "timings", "inputs", "outputs", "errors"
-    }  # fmt: skip
+        "schema",
+        "job_id",
+        "ok",
+        "adapter",
+        "versions",
+        "timings",
+        "inputs",
+        "outputs",
+        "errors",
+    }
     for record in raw["inputs"] + raw["outputs"]:
         assert set(record) == {
-            "name", "file", "sha256", "nbytes", "layout", "dtype", "shape", "attributes"
-        }  # fmt: skip
+            "name",
+            "file",
+            "sha256",
+            "nbytes",
+            "layout",
+            "dtype",
+            "shape",
+            "attributes",
+        }
         blob = (job_dir / record["file"]).read_bytes()
         assert len(blob) == record["nbytes"]
         assert hashlib.sha256(blob).hexdigest() == record["sha256"]
@@ -187,23 +202,38 @@ def test_timeout_in_one_shot_mode(tmp_path: Path, model: Path) -> None:
         ({"type": "AgentError", "stage": "agent", "message": "m"}, DeviceError),
         ({"type": "LayoutError", "stage": "run", "message": "m"}, LayoutError),
         ({"type": "TimeoutError", "stage": "run", "message": "m"}, TransportError),
-        ({"type": "JobError", "stage": "validate", "message": "m", "reason": "path"},
-         ProtocolError),
-        ({"type": "JobError", "stage": "validate", "message": "m", "reason": "checksum"},
-         TransportError),
-        ({"type": "JobError", "stage": "validate", "message": "m", "reason": "size"},
-         TransportError),
+        (
+            {"type": "JobError", "stage": "validate", "message": "m", "reason": "path"},
+            ProtocolError,
+        ),
+        (
+            {"type": "JobError", "stage": "validate", "message": "m", "reason": "checksum"},
+            TransportError,
+        ),
+        (
+            {"type": "JobError", "stage": "validate", "message": "m", "reason": "size"},
+            TransportError,
+        ),
     ],
-)  # fmt: skip
+)
 def test_error_records_map_onto_the_hierarchy(
     tmp_path: Path, record: dict[str, Any], kind: type[Exception]
 ) -> None:
     (tmp_path / "result.json").write_text(
         json.dumps(
-            {"schema": board.RESULT_SCHEMA, "job_id": "j", "ok": False, "adapter": "echo",
-             "versions": {}, "timings": {}, "inputs": [], "outputs": [], "errors": [record]}
+            {
+                "schema": board.RESULT_SCHEMA,
+                "job_id": "j",
+                "ok": False,
+                "adapter": "echo",
+                "versions": {},
+                "timings": {},
+                "inputs": [],
+                "outputs": [],
+                "errors": [record],
+            }
         )
-    )  # fmt: skip
+    )
     error = read_result(tmp_path).error()
     assert type(error) is kind
     assert "job j:" in str(error)

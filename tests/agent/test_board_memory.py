@@ -15,10 +15,13 @@ from npu_hil.harness.board.memory import MAX_BUFFERS, read_memory
 from npu_hil.harness.transport.local import LocalTransport
 from tests.agent.jobs import PY38, py38_problem
 
-STATUS = "Name:\tpython3\nVmPeak:\t  200000 kB\nVmHWM:\t   95000 kB\nVmRSS:\t   91234 kB\n" \
-    "RssAnon:\t   60000 kB\nThreads:\t4\n"  # fmt: skip
-MEMINFO = "MemTotal:  8000000 kB\nMemAvailable: 6000000 kB\nCmaTotal:  524288 kB\n" \
-    "CmaFree:   500000 kB\n"  # fmt: skip
+STATUS = (
+    "Name:\tpython3\nVmPeak:\t  200000 kB\nVmHWM:\t   95000 kB\nVmRSS:\t   91234 kB\n"
+    "RssAnon:\t   60000 kB\nThreads:\t4\n"
+)
+MEMINFO = (
+    "MemTotal:  8000000 kB\nMemAvailable: 6000000 kB\nCmaTotal:  524288 kB\nCmaFree:   500000 kB\n"
+)
 
 
 def write(root: Path, rel: str, text: str) -> None:
@@ -43,13 +46,19 @@ def test_a_full_tree_reads_exactly(tmp_path: Path) -> None:
     assert memory["process"] == {"VmRSS": 91234, "VmHWM": 95000, "RssAnon": 60000}
     assert memory["meminfo"] == {"CmaTotal": 524288, "CmaFree": 500000, "MemAvailable": 6000000}
     assert memory["cma"] == [
-        {"area": "reserved", "alloc_pages_success": 1200, "alloc_pages_fail": 3,
-         "release_pages_success": None}
-    ]  # fmt: skip
+        {
+            "area": "reserved",
+            "alloc_pages_success": 1200,
+            "alloc_pages_fail": 3,
+            "release_pages_success": None,
+        }
+    ]
     assert memory["dmabuf"] == {
-        "source": "/sys/kernel/dmabuf/buffers", "buffers": 2, "bytes": 4096 + (1 << 20),
+        "source": "/sys/kernel/dmabuf/buffers",
+        "buffers": 2,
+        "bytes": 4096 + (1 << 20),
         "truncated": False,
-    }  # fmt: skip
+    }
     assert memory["absent"] == ["/sys/kernel/mm/cma/reserved/release_pages_success"]
     assert memory["unreadable"] == []
 
@@ -61,26 +70,35 @@ def test_an_empty_tree_names_what_is_absent_and_reads_our_own_rss(tmp_path: Path
     assert memory["meminfo"] == {"CmaTotal": None, "CmaFree": None, "MemAvailable": None}
     assert memory["cma"] == [] and memory["dmabuf"] is None
     assert memory["absent"] == [
-        "/proc/meminfo", "/sys/kernel/mm/cma", "/sys/kernel/dmabuf/buffers",
+        "/proc/meminfo",
+        "/sys/kernel/mm/cma",
+        "/sys/kernel/dmabuf/buffers",
         "/sys/kernel/debug/dma_buf/bufinfo",
-    ]  # fmt: skip
+    ]
 
 
 def test_debugfs_bufinfo_is_the_fallback_and_garbage_is_recorded(tmp_path: Path) -> None:
     write(tmp_path, "proc/meminfo", "MemTotal: 1 kB\n")  # a kernel without CMA
-    write(tmp_path, "sys/kernel/debug/dma_buf/bufinfo",
-          "Dma-buf Objects:\nsize flags mode count exp_name\n00004096 ...\n\n"
-          "Total 7 objects, 123456 bytes\n")  # fmt: skip
+    write(
+        tmp_path,
+        "sys/kernel/debug/dma_buf/bufinfo",
+        "Dma-buf Objects:\nsize flags mode count exp_name\n00004096 ...\n\n"
+        "Total 7 objects, 123456 bytes\n",
+    )
     write(tmp_path, "sys/kernel/mm/cma/linux,cma/alloc_pages_success", "many\n")
     memory = read_memory(str(tmp_path))
     assert memory["dmabuf"] == {
-        "source": "/sys/kernel/debug/dma_buf/bufinfo", "buffers": 7, "bytes": 123456
-    }  # fmt: skip
+        "source": "/sys/kernel/debug/dma_buf/bufinfo",
+        "buffers": 7,
+        "bytes": 123456,
+    }
     assert "/proc/meminfo:CmaTotal" in memory["absent"]
     assert memory["unreadable"] == [
-        {"path": "/sys/kernel/mm/cma/linux,cma/alloc_pages_success",
-         "error": "not a count: 'many\\n'"}
-    ]  # fmt: skip
+        {
+            "path": "/sys/kernel/mm/cma/linux,cma/alloc_pages_success",
+            "error": "not a count: 'many\\n'",
+        }
+    ]
 
 
 def test_a_file_that_cannot_be_read_is_unreadable_not_absent(tmp_path: Path) -> None:

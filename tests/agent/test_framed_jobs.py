@@ -172,7 +172,7 @@ def framed_request(model_sha: str, nbytes: int) -> dict[str, object]:
                 {"name": "x", "layout": "N", "shape": [4], "dtype": "int8", "nbytes": nbytes},
             ],
         },
-    }  # fmt: skip
+    }
 
 
 def test_a_bulk_frame_that_carries_other_sizes_than_it_announces_is_refused(

@@ -152,11 +152,21 @@ def test_a_workdir_another_user_controls_is_refused(tmp_path: Path, how: str, mo
     work.mkdir()
     phrase = unsafe(work, how)
     done = subprocess.run(
-        [sys.executable, str(AGENT), mode, *(["agent.sock", "--idle-timeout", "2"] if mode ==
-         "--listen" else []), "--adapters", str(FAKE_ADAPTERS)],
-        cwd=work, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            str(AGENT),
+            mode,
+            *(["agent.sock", "--idle-timeout", "2"] if mode == "--listen" else []),
+            "--adapters",
+            str(FAKE_ADAPTERS),
+        ],
+        cwd=work,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
         check=False,
-    )  # fmt: skip
+    )
     assert done.returncode == board.EXIT_FAILED, done.stderr
     assert "cannot start" in done.stderr and phrase in done.stderr, done.stderr
     assert not (work / "agent.sock").exists()

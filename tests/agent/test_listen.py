@@ -45,10 +45,22 @@ class Listener:
         self.log = folder / "agent.err"
         with self.log.open("wb") as err:
             self.process = subprocess.Popen(
-                [python, str(AGENT), "--listen", SOCKET, "--adapters", str(FAKE_ADAPTERS),
-                 "--root", ".", *extra],
-                cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
-            )  # fmt: skip
+                [
+                    python,
+                    str(AGENT),
+                    "--listen",
+                    SOCKET,
+                    "--adapters",
+                    str(FAKE_ADAPTERS),
+                    "--root",
+                    ".",
+                    *extra,
+                ],
+                cwd=folder,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=err,
+            )
 
     @property
     def socket(self) -> Path:
@@ -141,8 +153,12 @@ def run_relay(
 ) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [python, "-I", "-S", str(RELAY), *args],
-        input=data, cwd=folder, capture_output=True, timeout=60, check=False,
-    )  # fmt: skip
+        input=data,
+        cwd=folder,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def frames(data: bytes) -> list[dict[str, Any]]:
@@ -265,8 +281,12 @@ def test_a_path_that_is_not_a_socket_is_refused(tmp_path: Path) -> None:
 def test_one_mode_at_a_time(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(AGENT), "--session", "--listen", SOCKET],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 2
     assert "give one of JOB_DIR, --session or --listen SOCKET" in done.stderr
 

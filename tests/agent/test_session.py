@@ -90,8 +90,19 @@ def test_cache_is_lru_with_a_bound(tmp_path: Path) -> None:
     assert cached == [False, True, False, False]
     steps = [line.split()[1] for line in log.read_text().splitlines()]
     # Loading B evicted (released) A; loading A again evicted B; shutdown released A.
-    assert steps == ["init", "load", "run", "run", "load", "release", "run", "load", "release",
-                     "run", "release"]  # fmt: skip
+    assert steps == [
+        "init",
+        "load",
+        "run",
+        "run",
+        "load",
+        "release",
+        "run",
+        "load",
+        "release",
+        "run",
+        "release",
+    ]
 
 
 def test_adapter_instances_are_per_options(client: AgentClient, model: Path) -> None:
@@ -110,8 +121,12 @@ def test_one_process_serves_every_job(client: AgentClient, model: Path) -> None:
         assert client.submit(spec(model, f"n{i}"), {"x": X}).ok
     # No process start per job (Python + numpy cost ~100 ms each on a board).
     assert client.ping() == {
-        "op": "ping", "pid": pid, "jobs": 21, "models": [ANY], "identity": ANY,
-    }  # fmt: skip
+        "op": "ping",
+        "pid": pid,
+        "jobs": 21,
+        "models": [ANY],
+        "identity": ANY,
+    }
     assert client.sessions_started == 1
 
 
@@ -301,15 +316,22 @@ def test_raw_session_requests(tmp_path: Path) -> None:
     assert hello["job_schema"] == board.JOB_SCHEMA and "echo" in hello["adapters"]
     raw.send({"op": "ping"})
     assert raw.read() == {
-        "op": "ping", "pid": raw.process.pid, "jobs": 0, "models": [], "identity": ANY,
-    }  # fmt: skip
+        "op": "ping",
+        "pid": raw.process.pid,
+        "jobs": 0,
+        "models": [],
+        "identity": ANY,
+    }
     raw.send({"op": "dance"})
     assert raw.read()["error"]["message"] == "unknown op 'dance'"
     raw.send({"op": "job", "dir": "jobs/nosuch"})
     assert raw.read()["error"] == {
-        "type": "JobError", "stage": "validate", "message": "dir: 'jobs/nosuch' is not a directory",
-        "field": "dir", "reason": "missing",
-    }  # fmt: skip
+        "type": "JobError",
+        "stage": "validate",
+        "message": "dir: 'jobs/nosuch' is not a directory",
+        "field": "dir",
+        "reason": "missing",
+    }
     raw.send({"op": "versions", "adapter": "../echo"})
     assert "is not an adapter name" in raw.read()["error"]["message"]
     raw.send({"op": "shutdown"})
@@ -374,8 +396,16 @@ def test_discard_removes_only_a_job_folder(tmp_path: Path) -> None:
     raw.send({"op": "discard", "dir": "jobs/j1"})
     assert raw.read() == {"op": "discard", "removed": True}
     assert not (tmp_path / "jobs" / "j1").exists()
-    for hostile in ("jobs/link", "precious", "jobs/../precious", "jobs/j1/../../precious",
-                    "/tmp", "jobs/..", "jobs/", 7):  # fmt: skip
+    for hostile in (
+        "jobs/link",
+        "precious",
+        "jobs/../precious",
+        "jobs/j1/../../precious",
+        "/tmp",
+        "jobs/..",
+        "jobs/",
+        7,
+    ):
         raw.send({"op": "discard", "dir": hostile})
         answer = raw.read()
         assert answer["error"]["type"] == "JobError", hostile

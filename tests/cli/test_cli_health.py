@@ -30,9 +30,13 @@ boards:
 def _health(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "npu_hil.harness.cli.main", "health", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=120, check=False,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
         env={**os.environ, **env, "COLUMNS": "200"},
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture
@@ -46,12 +50,17 @@ def test_a_bad_board_is_listed_with_its_cause_until_cleared(
 ) -> None:
     env = {"NPU_HIL_HEALTH_DIR": str(lab / "health")}
     monkeypatch.setenv("NPU_HIL_HEALTH_DIR", env["NPU_HIL_HEALTH_DIR"])  # where the farm writes
-    with Farm(lab / "inventory.yaml", workdir=lab / "farm", retry=NO_RETRY,
-              breaker_threshold=1) as farm:  # fmt: skip
+    with Farm(
+        lab / "inventory.yaml", workdir=lab / "farm", retry=NO_RETRY, breaker_threshold=1
+    ) as farm:
         farm.ready("left-01")
         with pytest.raises((BoardBrokenError, AgentKilledError)):
-            run_model(farm.session("left-01"), "identity", X,
-                      faults=[{"name": "crash", "signal": "SIGKILL"}])  # fmt: skip
+            run_model(
+                farm.session("left-01"),
+                "identity",
+                X,
+                faults=[{"name": "crash", "signal": "SIGKILL"}],
+            )
 
     listed = _health(lab, env)
     assert listed.returncode == 1, listed.stdout + listed.stderr
@@ -82,8 +91,9 @@ def test_a_board_the_inventory_lacks_is_exit_2(lab: Path) -> None:
 def test_a_cause_with_brackets_is_shown_as_written(lab: Path) -> None:
     from npu_hil.harness.farm.health_store import BAD, HealthStore
 
-    HealthStore(lab / "health").record("right-01", BAD, "health check failed",
-                                       cause="[bold]rknn_init[/bold] returned -1")  # fmt: skip
+    HealthStore(lab / "health").record(
+        "right-01", BAD, "health check failed", cause="[bold]rknn_init[/bold] returned -1"
+    )
     proc = _health(lab, {"NPU_HIL_HEALTH_DIR": str(lab / "health")}, "--board", "right-01")
     assert proc.returncode == 1
     assert "[bold]rknn_init[/bold] returned -1" in proc.stdout

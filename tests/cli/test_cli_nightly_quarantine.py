@@ -29,9 +29,13 @@ def test_good(run_model):
 def _nightly(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "npu_hil.harness.cli.main", "nightly", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=300, check=False,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
         env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
+    )
 
 
 def test_a_listed_failure_gets_a_column_of_its_own(tmp_path: Path) -> None:
@@ -40,8 +44,7 @@ def test_a_listed_failure_gets_a_column_of_its_own(tmp_path: Path) -> None:
     (suite / "test_suite.py").write_text(SUITE)
     expires = (datetime.now(timezone.utc).date() + timedelta(days=30)).isoformat()
     (tmp_path / "q.yml").write_text(
-        "quarantine:\n"
-        f"  - {{test: '*::test_known_bad', reason: wrong rows, expires: {expires}}}\n"
+        f"quarantine:\n  - {{test: '*::test_known_bad', reason: wrong rows, expires: {expires}}}\n"
     )
     plain = _nightly(tmp_path, "--target", "rk3588")
     assert plain.returncode == 1, plain.stdout + plain.stderr

@@ -64,9 +64,13 @@ def checkout(tmp_path: Path) -> Path:
 def _nightly(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "npu_hil.harness.cli.main", "nightly", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=300, check=False,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
         env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
+    )
 
 
 def _summary(run: Path) -> dict[str, Any]:
@@ -144,8 +148,12 @@ def test_a_matrix_of_an_inventory_without_runtimes_is_refused(checkout: Path) ->
 def test_inventory_check_lists_each_boards_runtimes(checkout: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "npu_hil.harness.cli.main", "inventory", "check", "--json"],
-        cwd=checkout, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     boards = {b["name"]: b["runtimes"] for b in json.loads(proc.stdout)["boards"]}
     assert boards == {"rk3588-01": ["1.5.0", "2.5.0"], "kl730-01": []}

@@ -182,15 +182,28 @@ def test_cli_diff_takes_the_canary(tmp_path: Path) -> None:
     device = LAYOUT.pack(x)
     device[-100:] = filled(device.size)[-100:]
     (tmp_path / "dev.bin").write_bytes(device.tobytes())
-    common = ["--target", "rk3588", "--layout", "NC1HWC2", "--shape", "1,20,3,5", "--dtype",
-              "int8", "--expected", str(tmp_path / "ref.npy"),
-              "--device", str(tmp_path / "dev.bin")]  # fmt: skip
+    common = [
+        "--target",
+        "rk3588",
+        "--layout",
+        "NC1HWC2",
+        "--shape",
+        "1,20,3,5",
+        "--dtype",
+        "int8",
+        "--expected",
+        str(tmp_path / "ref.npy"),
+        "--device",
+        str(tmp_path / "dev.bin"),
+    ]
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "npu_hil.harness.cli.main", "diff", *common, *args],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            check=False,
+        )
 
     found = cli("--canary", CANARY.hex(), "--json")
     assert found.returncode == 1, found.stderr

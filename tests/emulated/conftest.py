@@ -78,10 +78,23 @@ def rknnlite_wheel(python: str) -> Path:
     if found:
         return found[0]
     argv = [
-        sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-        "--platform", "manylinux2014_aarch64", "--platform", "manylinux_2_17_aarch64",
-        "--python-version", tag, "--dest", str(folder), RKNNLITE,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--platform",
+        "manylinux2014_aarch64",
+        "--platform",
+        "manylinux_2_17_aarch64",
+        "--python-version",
+        tag,
+        "--dest",
+        str(folder),
+        RKNNLITE,
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
     found = sorted(folder.glob(f"rknn_toolkit_lite2-2.5.0-cp{tag}-*aarch64*.whl"))
     if done.returncode != 0 or not found:

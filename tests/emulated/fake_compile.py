@@ -67,10 +67,18 @@ def _line(query: str, attr: dict[str, object]) -> str:
 def _logical(name: str, shape: tuple[int, ...], dtype: str, quant: Affine) -> dict[str, object]:
     n = int(np.prod(shape))
     return {
-        "name": name, "fmt": "NCHW", "type": dtype, "qnt_type": "AFFINE_ASYMMETRIC",
-        "zp": quant.zero_point, "scale": quant.scale, "dims": list(shape), "n_elems": n,
-        "size": n, "w_stride": 0, "size_with_stride": n,
-    }  # fmt: skip
+        "name": name,
+        "fmt": "NCHW",
+        "type": dtype,
+        "qnt_type": "AFFINE_ASYMMETRIC",
+        "zp": quant.zero_point,
+        "scale": quant.scale,
+        "dims": list(shape),
+        "n_elems": n,
+        "size": n,
+        "w_stride": 0,
+        "size_with_stride": n,
+    }
 
 
 def describe_identity(target: str, shape: tuple[int, ...], names: tuple[str, str]) -> str:

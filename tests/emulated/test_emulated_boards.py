@@ -184,8 +184,12 @@ def test_rknn_native_zero_copy_on_the_board_matches_this_machine(
     board = emulated_boards[soc]
     with AgentClient(LocalTransport(tmp_path / "b", python=str(board.python)), margin_s=30) as c:
         there = c.submit(job, data)
-    host_job = JobSpec(**{**job.__dict__, "adapter_options": {
-        "library": str(aarch64_libs["host_rknnrt"]), "soc": soc}})  # fmt: skip
+    host_job = JobSpec(
+        **{
+            **job.__dict__,
+            "adapter_options": {"library": str(aarch64_libs["host_rknnrt"]), "soc": soc},
+        }
+    )
     with AgentClient(LocalTransport(tmp_path / "h"), margin_s=30) as c:
         here = c.submit(host_job, data)
     assert there.ok, there.errors

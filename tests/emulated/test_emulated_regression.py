@@ -77,10 +77,23 @@ def run_suite(
     inventory = write_inventory(folder, boards, manifest)
     junit = folder / "junit.xml"
     argv = [
-        sys.executable, "-m", "pytest", SUITE, "-p", "no:cacheprovider", "-q", "-rs",
-        "--inventory", str(inventory), "--backend", "hw", "--reports", str(folder / "r"),
-        f"--junitxml={junit}", *args,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "pytest",
+        SUITE,
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-rs",
+        "--inventory",
+        str(inventory),
+        "--backend",
+        "hw",
+        "--reports",
+        str(folder / "r"),
+        f"--junitxml={junit}",
+        *args,
+    ]
     env = dict(os.environ)
     env.pop("FAKE_RKNN_FAULT", None)
     # The farm's workdir and board locks (in the user's runtime folder) of this run alone: a

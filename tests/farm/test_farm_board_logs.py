@@ -107,9 +107,12 @@ def test_compatibility_is_a_failure_never_retried(
     retried: list[str] = []
     with pytest.raises(BoardLogCompatibilityError) as caught:
         run_model(
-            session(sim_farm, "rk3588"), "conv3x3", image("rk3588"), faults=[fault],
+            session(sim_farm, "rk3588"),
+            "conv3x3",
+            image("rk3588"),
+            faults=[fault],
             on_retry=retried.append,
-        )  # fmt: skip
+        )
     assert isinstance(caught.value, CompatibilityError)
     assert not isinstance(caught.value, TransportError)
     assert retried == []

@@ -144,9 +144,12 @@ def test_a_named_native_input_layout(sim_farm: Farm) -> None:
 
 @pytest.mark.parametrize(
     ("board_name", "adapter", "layout"),
-    [("rk3588-01", "rknn_native", "NHWC"), ("rdk-x5-01", "hobot_native", "strided"),
-     ("kl730-01", "kneron", "1W16C8B")],
-)  # fmt: skip
+    [
+        ("rk3588-01", "rknn_native", "NHWC"),
+        ("rdk-x5-01", "hobot_native", "strided"),
+        ("kl730-01", "kneron", "1W16C8B"),
+    ],
+)
 def test_pass_through_runtimes_get_buffers_packed_by_the_codec(
     sim_farm: Farm, board_name: str, adapter: str, layout: str
 ) -> None:
@@ -154,8 +157,11 @@ def test_pass_through_runtimes_get_buffers_packed_by_the_codec(
     x = tensor(session.target, (1, 3, 5, 7))
     (spec,), arrays = job_inputs(session, {"input": x}, None)
     assert (spec.layout, spec.pass_through, spec.shape, spec.dtype) == (
-        layout, True, (1, 3, 5, 7), x.dtype.name
-    )  # fmt: skip
+        layout,
+        True,
+        (1, 3, 5, 7),
+        x.dtype.name,
+    )
     packed = get_layout(session.target, layout, x.shape, x.dtype, role="input").pack(x)
     np.testing.assert_array_equal(arrays["input"], packed)
     # A runtime that converts logical tensors gets them as they are.

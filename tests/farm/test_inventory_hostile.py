@@ -87,10 +87,20 @@ def test_a_sexagesimal_port_says_to_quote_or_write_an_integer() -> None:
         ("0", "at most 24 h"),
     ],
     ids=[
-        "float-x", "float-empty", "inf", "minus-inf", "nan", "overflow", "400-digits",
-        "5000-digits", "sexagesimal", "over-a-day", "1e300", "zero",
+        "float-x",
+        "float-empty",
+        "inf",
+        "minus-inf",
+        "nan",
+        "overflow",
+        "400-digits",
+        "5000-digits",
+        "sexagesimal",
+        "over-a-day",
+        "1e300",
+        "zero",
     ],
-)  # fmt: skip
+)
 def test_timeouts_are_finite_positive_and_at_most_a_day(value: str, why: str) -> None:
     message = refused(TIMEOUT.format(value=value))
     assert message.startswith(
@@ -130,9 +140,17 @@ def test_the_usual_baud_rates_are_taken() -> None:
         ("wait: " + "9" * 4400, "digits is more than any setting"),
         ("refresh: !!float x", "write a plain decimal number"),
     ],
-    ids=["prio-tag", "prio-inf", "prio-text", "prio-huge", "wait-inf", "wait-huge",
-         "wait-digits", "refresh-float-x"],
-)  # fmt: skip
+    ids=[
+        "prio-tag",
+        "prio-inf",
+        "prio-text",
+        "prio-huge",
+        "wait-inf",
+        "wait-huge",
+        "wait-digits",
+        "refresh-float-x",
+    ],
+)
 def test_labgrid_numbers_are_finite_and_bounded(field: str, why: str) -> None:
     message = refused(LABGRID.format(field=field))
     assert message.startswith("4:"), message
@@ -144,9 +162,16 @@ def test_labgrid_numbers_are_finite_and_bounded(field: str, why: str) -> None:
 
 @pytest.mark.parametrize(
     "value",
-    ["!foo bar", "!-1", "!!binary AAAA", "!!timestamp 2001-12-14", "!!set {a}",
-     "!!python/object/apply:os.system [true]", "!<tag:example.com,2000:x> 1"],
-)  # fmt: skip
+    [
+        "!foo bar",
+        "!-1",
+        "!!binary AAAA",
+        "!!timestamp 2001-12-14",
+        "!!set {a}",
+        "!!python/object/apply:os.system [true]",
+        "!<tag:example.com,2000:x> 1",
+    ],
+)
 def test_unknown_tags_are_refused_at_their_node(value: str) -> None:
     message = refused(f"boards:\n  - name: {value}\n")
     assert message.startswith("2:11: the YAML tag "), message
@@ -312,8 +337,11 @@ def test_a_fifo_as_the_inventory_is_refused_not_waited_on(tmp_path: Path) -> Non
     )
     done = subprocess.run(
         [sys.executable, "-c", code, str(fifo)],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert done.stdout.strip() == f"{fifo}: cannot read the inventory: not a regular file"
 
 

@@ -80,8 +80,12 @@ def test_a_script_gets_the_health_check_power_cycle_and_retries(tmp_path: Path) 
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     done = subprocess.run(
         [sys.executable, str(script), str(inventory), str(tmp_path / "farm")],
-        capture_output=True, text=True, timeout=120, env=env, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.splitlines()[-1])
     # The dead board was power-cycled and came back: what a pytest run's report shows.

@@ -31,15 +31,18 @@ boards:
     backend: sim
     transport: local
 """
-REAL_AGENT = Path(__file__).resolve().parents[2] / "harness" / "board"
+REAL_AGENT = Path(__file__).resolve().parents[2] / "npu_hil" / "harness" / "board"
 
 
 def as_nobody(*argv: str) -> None:
     """Run ``argv`` as the second user (uid and gid 65534, no supplementary groups)."""
     done = subprocess.run(
         ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -81,9 +84,10 @@ def plant_agent(shared_tmp: Path, workdir: Path) -> Path:
         path.chmod(0o755 if path.is_dir() else 0o644)
     sim = workdir / "boards" / BOARD / "sim"
     as_nobody(
-        "sh", "-c",
+        "sh",
+        "-c",
         f'mkdir -p "{sim}" && cp -R "{stage}/board/agent" "{sim}/" && chmod -R a+rwX "{workdir}"',
-    )  # fmt: skip
+    )
     assert workdir.stat().st_uid == NOBODY
     return mark
 

@@ -24,8 +24,12 @@ REPO = Path(__file__).resolve().parents[2]
 def npu_hil(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "npu_hil.harness.cli.main", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_the_builtin_farm_has_one_simulated_local_board_per_target() -> None:

@@ -56,6 +56,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     )
     return pytester
 
+
 START = datetime(2026, 11, 1, 2, 0, 0, tzinfo=timezone.utc)
 NODE = "tests/hil/test_reference.py::test_reference_model[{name}-{board}]"
 

@@ -35,9 +35,16 @@ def _point(
         latency = {"p50_ms": p50, "p99_ms": p99 if p99 is not None else p50, "runs": runs}
     accuracy = None if snr is None and cosine is None else {"snr_db": snr, "cosine": cosine}
     return CasePoint(
-        f"20261201T{run:06d}Z-abcdef", NODE, "rk3588-01", "rk3588", outcome, ran_on,
-        latency, accuracy, noisy,
-    )  # fmt: skip
+        f"20261201T{run:06d}Z-abcdef",
+        NODE,
+        "rk3588-01",
+        "rk3588",
+        outcome,
+        ran_on,
+        latency,
+        accuracy,
+        noisy,
+    )
 
 
 def _check(point: CasePoint, earlier: list[CasePoint], **kw: Any) -> list[Any]:

@@ -37,8 +37,9 @@ def point(rid: str, p50: float, board: str = "rk3588-01", outcome: str = "passed
     )
 
 
-def add_run(root: Path, i: int, p50: float, *, key: str = "k1", complete: bool = True,
-            keep: int = 200) -> RunEntry:  # fmt: skip
+def add_run(
+    root: Path, i: int, p50: float, *, key: str = "k1", complete: bool = True, keep: int = 200
+) -> RunEntry:
     rid = run_id(i)
     (root / rid).mkdir(parents=True)
     entry = RunEntry(rid, key, 1_764_000_000.0 + i, complete, {"passed": 1}, 1)
@@ -79,8 +80,9 @@ def test_key_completeness_and_before_select_the_runs(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("damage", ["missing", "torn", "other-schema", "not-a-mapping"])
-def test_a_lost_or_damaged_index_is_rebuilt_from_the_run_folders(tmp_path: Path,
-                                                                 damage: str) -> None:  # fmt: skip
+def test_a_lost_or_damaged_index_is_rebuilt_from_the_run_folders(
+    tmp_path: Path, damage: str
+) -> None:
     for i in range(3):
         add_run(tmp_path, i, 1.0)
     index = tmp_path / INDEX_FILE
@@ -135,14 +137,28 @@ finite = st.floats(min_value=0.0, max_value=1e6, allow_nan=False)
     outcome=st.sampled_from(["passed", "failed", "error", "skipped"]),
     noisy=st.text(max_size=40).filter(lambda s: "\x00" not in s),
 )
-def test_a_point_round_trips(tmp_path_factory: pytest.TempPathFactory, p50: float,
-                             snr: float | str, cosine: float | None, outcome: str,
-                             noisy: str) -> None:  # fmt: skip
+def test_a_point_round_trips(
+    tmp_path_factory: pytest.TempPathFactory,
+    p50: float,
+    snr: float | str,
+    cosine: float | None,
+    outcome: str,
+    noisy: str,
+) -> None:
     root = tmp_path_factory.mktemp("h")
     entry = RunEntry(run_id(7), "k", 5.0, True, {outcome: 1}, 1)
     (root / entry.run_id).mkdir()
-    written = CasePoint(entry.run_id, "t.py::c[b]", "b", "rk3588", outcome, "sim",
-                        {"p50_ms": p50}, {"snr_db": snr, "cosine": cosine}, noisy)  # fmt: skip
+    written = CasePoint(
+        entry.run_id,
+        "t.py::c[b]",
+        "b",
+        "rk3588",
+        outcome,
+        "sim",
+        {"p50_ms": p50},
+        {"snr_db": snr, "cosine": cosine},
+        noisy,
+    )
     write_measurements(root / entry.run_id, entry, [written])
     found = read_measurements(root / entry.run_id)
     assert found is not None

@@ -8,9 +8,18 @@ from npu_hil.harness.history.points import case_point, run_entry, run_points
 from npu_hil.harness.report.records import TensorFinding, TestRecord
 
 LATENCY = {
-    "runs": 12, "warmup": 2, "p50_ms": 1.5, "p90_ms": 1.7, "p99_ms": 2.0, "min_ms": 1.4,
-    "max_ms": 2.0, "mean_ms": 1.6, "stdev_ms": 0.1, "jitter_ms": 0.5, "source": "adapter",
-}  # fmt: skip
+    "runs": 12,
+    "warmup": 2,
+    "p50_ms": 1.5,
+    "p90_ms": 1.7,
+    "p99_ms": 2.0,
+    "min_ms": 1.4,
+    "max_ms": 2.0,
+    "mean_ms": 1.6,
+    "stdev_ms": 0.1,
+    "jitter_ms": 0.5,
+    "source": "adapter",
+}
 
 
 def _out(name: str, snr: Any, cosine: Any) -> TensorFinding:
@@ -20,9 +29,13 @@ def _out(name: str, snr: Any, cosine: Any) -> TensorFinding:
 
 def _record(**fields: Any) -> TestRecord:
     base: dict[str, Any] = {
-        "nodeid": "t.py::test_x[rk3588-01]", "outcome": "passed", "duration_s": 0.1,
-        "board": "rk3588-01", "target": "rk3588", "ran_on": "sim",
-    }  # fmt: skip
+        "nodeid": "t.py::test_x[rk3588-01]",
+        "outcome": "passed",
+        "duration_s": 0.1,
+        "board": "rk3588-01",
+        "target": "rk3588",
+        "ran_on": "sim",
+    }
     return TestRecord(**{**base, **fields})
 
 

@@ -44,13 +44,27 @@ def test_case(run_model, board, model):
 def _nightly(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
-            sys.executable, "-m", "npu_hil.harness.cli.main", "nightly",
-            "--inventory", str(REPO / "inventory.yaml"), "--suite", "tests/hil",
-            "--reports", "reports", "-n", "2", *args,
+            sys.executable,
+            "-m",
+            "npu_hil.harness.cli.main",
+            "nightly",
+            "--inventory",
+            str(REPO / "inventory.yaml"),
+            "--suite",
+            "tests/hil",
+            "--reports",
+            "reports",
+            "-n",
+            "2",
+            *args,
         ],
-        cwd=cwd, capture_output=True, text=True, timeout=600, check=False,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
         env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
+    )
 
 
 def _summaries(cwd: Path) -> list[dict[str, Any]]:

@@ -42,10 +42,23 @@ def run_suite(
 
 def suite_command(inventory: Path, tmp: Path, *args: str) -> list[str]:
     return [
-        sys.executable, "-m", "pytest", "tests/hil", "-p", "no:cacheprovider", "-q",
-        "--inventory", str(inventory), "--backend", "hw", "--target", "rk3588",
-        "--reports", str(tmp / "reports"), *args,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "pytest",
+        "tests/hil",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--inventory",
+        str(inventory),
+        "--backend",
+        "hw",
+        "--target",
+        "rk3588",
+        "--reports",
+        str(tmp / "reports"),
+        *args,
+    ]
 
 
 def suite_env(tmp: Path) -> dict[str, str]:

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(
     reason="the new-user run installs npu-hil into a fresh venv: tox -e new-user",
 )
 
-USER_TEST = '''\
+USER_TEST = """\
 import numpy as np
 import pytest
 
@@ -44,7 +44,7 @@ def test_detector_head_layout(run_model):
     assert logits.ndim == 4 and logits.dtype == np.int8  # (1, C, H, W)
     values = result.output("output", dequantize=True)
     assert values.dtype == np.float32 and values.shape == logits.shape
-'''
+"""
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -67,8 +67,11 @@ def test_hostile_failure_text_gives_a_whole_valid_report(
     # pytester's strict decoding of the output cannot read.
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA"],
-        cwd=project.path, capture_output=True, timeout=300, check=False,
-    )  # fmt: skip
+        cwd=project.path,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
     output = result.stdout.decode("utf-8", "replace")
     assert result.returncode == 1, output
     assert "1 failed, 1 passed, 1 skipped" in output, output

@@ -25,8 +25,15 @@ def test_plain_project_is_untouched(pytester: pytest.Pytester) -> None:
 
 def test_options_and_markers_are_registered(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--help")
-    for option in ("--inventory", "--backend", "--target", "--board", "--reports",
-                   "--keep-remote", "--hil-retries"):  # fmt: skip
+    for option in (
+        "--inventory",
+        "--backend",
+        "--target",
+        "--board",
+        "--reports",
+        "--keep-remote",
+        "--hil-retries",
+    ):
         result.stdout.fnmatch_lines([f"*{option}*"])
     markers = pytester.runpytest("--markers")
     for marker in ("soc(*names)", "vendor(*names)", "hw_only", "sim_only", "layout(*names)"):

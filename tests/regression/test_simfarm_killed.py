@@ -51,10 +51,24 @@ def _naming(folder: Path) -> list[str]:
 def _pytest(project: Path, env: dict[str, str], test: str) -> subprocess.Popen[bytes]:
     (project / "test_it.py").write_text(test)
     return subprocess.Popen(
-        [sys.executable, "-m", "pytest", "--simfarm", "ssh", "--target", "rk3588",
-         "-p", "no:cacheprovider", "-q", "test_it.py"],
-        cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--simfarm",
+            "ssh",
+            "--target",
+            "rk3588",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "test_it.py",
+        ],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def test_a_killed_run_is_cleaned_up_by_the_next(tmp_path: Path) -> None:

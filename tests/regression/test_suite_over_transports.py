@@ -32,10 +32,24 @@ def run_suite(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[s
     env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(ROOT)}
     env.pop("PYTEST_XDIST_WORKER", None)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", str(SUITE), "-p", "no:cacheprovider", "-q",
-         "--reports", str(reports), *args],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(SUITE),
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--reports",
+            str(reports),
+            *args,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     found = reports.iterdir() if reports.exists() else iter(())
     runs = [p for p in found if RUN_ID_PATTERN.match(p.name)]
     records = []
@@ -51,10 +65,23 @@ def run_suite(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[s
 def local_case_count() -> int:
     """How many cases the suite has on the local simulated boards (collected once a run)."""
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", str(SUITE), "--collect-only", "-q", "-p",
-         "no:cacheprovider", "--backend", "sim"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(SUITE),
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--backend",
+            "sim",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return sum(1 for line in done.stdout.splitlines() if "::" in line)
 
 

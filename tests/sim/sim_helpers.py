@@ -16,9 +16,17 @@ INPUT_DTYPE = {"rk2118": "float16", "kl730": "int8"}
 """The integer (or float16) data each target takes natively; uint8 images elsewhere."""
 
 FLOAT_INPUT_TARGETS = (
-    "kl730", "rk3566", "rk3568", "rk3588", "rk3562", "rk3576", "rv1126b",
-    "rdk-x3", "rdk-x5", "rdk-s100",
-)  # fmt: skip
+    "kl730",
+    "rk3566",
+    "rk3568",
+    "rk3588",
+    "rk3562",
+    "rk3576",
+    "rv1126b",
+    "rdk-x3",
+    "rdk-x5",
+    "rdk-s100",
+)
 """Targets that take float32 data (converted by the runtime: RKNN on the CPU, KL730 on the host,
 Horizon as F32): not RV1103/RV1106/RV1103B (note 7), RV1106B (no row), RK2118 (float16 only)."""
 

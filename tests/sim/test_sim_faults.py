@@ -169,9 +169,20 @@ def test_faults_are_data() -> None:
     assert json.loads(json.dumps([f.to_dict() for f in faults]))
     assert parse_faults(None) == () and parse_faults("crash") == (Fault("crash"),)
     assert set(FAULT_NAMES) == {
-        *BUFFER_FAULTS, *STATE_FAULTS, *INPUT_FAULTS, "hang", "crash", "slow", "noisy-latency",
-        "accuracy-drift", "leak", "flaky-errors", "npu-timeout", "oom-kill", "bad-model-version",
-    }  # fmt: skip
+        *BUFFER_FAULTS,
+        *STATE_FAULTS,
+        *INPUT_FAULTS,
+        "hang",
+        "crash",
+        "slow",
+        "noisy-latency",
+        "accuracy-drift",
+        "leak",
+        "flaky-errors",
+        "npu-timeout",
+        "oom-kill",
+        "bad-model-version",
+    }
 
 
 @pytest.mark.parametrize(

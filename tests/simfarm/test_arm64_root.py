@@ -67,9 +67,12 @@ def test_nothing_built_is_no_root_and_status_says_so(
 
 def test_launcher_runs_the_roots_python_under_qemu(tmp_path: Path) -> None:
     path = write_launcher(
-        tmp_path / "launch-python", root=tmp_path / "r", qemu="qemu-aarch64",
-        pycache=tmp_path / "pyc", cpu="cortex-a76",
-    )  # fmt: skip
+        tmp_path / "launch-python",
+        root=tmp_path / "r",
+        qemu="qemu-aarch64",
+        pycache=tmp_path / "pyc",
+        cpu="cortex-a76",
+    )
     text = path.read_text()
     assert path.stat().st_mode & 0o111
     assert "unset PYTHONPATH" in text and "PYTHONHOME=/usr" in text
@@ -98,10 +101,12 @@ def test_a_board_is_the_root_plus_its_own_files(tmp_path: Path) -> None:
     root = fake_root(tmp_path)
     vendor = wheel(tmp_path / "v-1.0-py3-none-any.whl", {"vendor/__init__.py": b"X = 1\n"})
     board = make_board(
-        root, tmp_path / "b",
+        root,
+        tmp_path / "b",
         files={"/proc/device-tree/compatible": b"rockchip,rk3588\0", "/usr/lib/shared.txt": b"b"},
-        wheels=[vendor], cpu="cortex-a76",
-    )  # fmt: skip
+        wheels=[vendor],
+        cpu="cortex-a76",
+    )
     assert (board.root / "proc/device-tree/compatible").read_bytes() == b"rockchip,rk3588\0"
     assert (board.root / "usr/local/lib/python3.11/dist-packages/vendor/__init__.py").exists()
     # A board file replaces the root's hard-linked one instead of writing through it.
@@ -109,10 +114,12 @@ def test_a_board_is_the_root_plus_its_own_files(tmp_path: Path) -> None:
     assert (root.root / "usr/lib/shared.txt").read_text() == "root"
     assert str(board.root) in board.python.read_text()
     again = make_board(
-        root, tmp_path / "b",
+        root,
+        tmp_path / "b",
         files={"/proc/device-tree/compatible": b"rockchip,rk3588\0", "/usr/lib/shared.txt": b"b"},
-        wheels=[vendor], cpu="cortex-a76",
-    )  # fmt: skip
+        wheels=[vendor],
+        cpu="cortex-a76",
+    )
     assert again.key == board.key
     other = make_board(root, tmp_path / "b", files={"/proc/device-tree/compatible": b"x\0"})
     assert other.key != board.key

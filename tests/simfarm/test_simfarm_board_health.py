@@ -38,9 +38,12 @@ def test_a_board_gone_bad_over_ssh_is_refused_by_the_next_run(
     monkeypatch.delenv("NPU_HIL_HEALTH_DIR")  # beside the board locks, as a farm keeps it
     work = tmp_path / "work"
     with Farm(
-        ssh_farm.inventory, workdir=work, retry=NO_RETRY, breaker_threshold=1,
+        ssh_farm.inventory,
+        workdir=work,
+        retry=NO_RETRY,
+        breaker_threshold=1,
         health_job=golden_job,
-    ) as first:  # fmt: skip
+    ) as first:
         (board,) = first.boards()
         assert board.power is None  # refused, not power-cycled, below
         session = first.ready(board)  # the golden job ran over SSH

@@ -33,9 +33,16 @@ def npu_hil(*args: str) -> subprocess.CompletedProcess[str]:
 def test_up_status_down_from_the_command_line(tmp_path: Path) -> None:
     folder = tmp_path / "farm"
     started = npu_hil(
-        "simfarm", "up", "--dir", str(folder), "--targets", "rk3562", "--transports",
-        "ssh,serial", "--json",
-    )  # fmt: skip
+        "simfarm",
+        "up",
+        "--dir",
+        str(folder),
+        "--targets",
+        "rk3562",
+        "--transports",
+        "ssh,serial",
+        "--json",
+    )
     if started.returncode == 2 and "not installed" in started.stderr:
         pytest.skip(started.stderr.strip())
     assert started.returncode == 0, started.stderr

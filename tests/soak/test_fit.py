@@ -16,8 +16,13 @@ noise = st.floats(0.01, 50.0)
 
 
 @settings(max_examples=60, deadline=None)
-@given(slope=slopes, intercept=st.floats(-1e5, 1e5), n=st.integers(16, 300), bound=noise,
-       seed=st.integers(0, 2**32 - 1))  # fmt: skip
+@given(
+    slope=slopes,
+    intercept=st.floats(-1e5, 1e5),
+    n=st.integers(16, 300),
+    bound=noise,
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_a_known_slope_is_recovered_under_bounded_noise(
     slope: float, intercept: float, n: int, bound: float, seed: int
 ) -> None:
@@ -34,8 +39,14 @@ def test_a_known_slope_is_recovered_under_bounded_noise(
 
 
 @settings(max_examples=60, deadline=None)
-@given(slope=slopes, n=st.integers(40, 300), bound=noise, seed=st.integers(0, 2**32 - 1),
-       share=st.floats(0.0, 0.1), size=st.floats(1e3, 1e7))  # fmt: skip
+@given(
+    slope=slopes,
+    n=st.integers(40, 300),
+    bound=noise,
+    seed=st.integers(0, 2**32 - 1),
+    share=st.floats(0.0, 0.1),
+    size=st.floats(1e3, 1e7),
+)
 def test_outliers_do_not_move_it_much(
     slope: float, n: int, bound: float, seed: int, share: float, size: float
 ) -> None:

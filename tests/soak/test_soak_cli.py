@@ -16,21 +16,44 @@ BOARD = "rk3566-01"
 
 def _soak(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "npu_hil.harness.cli.main", "soak", "--workdir",
-         str(cwd / "work"), "--reports", str(cwd / "reports"), *args],
-        cwd=cwd, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "npu_hil.harness.cli.main",
+            "soak",
+            "--workdir",
+            str(cwd / "work"),
+            "--reports",
+            str(cwd / "reports"),
+            *args,
+        ],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_a_clean_soak_exits_0_with_its_report(tmp_path: Path) -> None:
-    done = _soak(tmp_path, "--board", BOARD, "--iterations", "30", "--sample-every", "0.02",
-                 "--model", "conv1x1", "--model", "depthwise", "--json")  # fmt: skip
+    done = _soak(
+        tmp_path,
+        "--board",
+        BOARD,
+        "--iterations",
+        "30",
+        "--sample-every",
+        "0.02",
+        "--model",
+        "conv1x1",
+        "--model",
+        "depthwise",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr + done.stdout
     outcome = json.loads(done.stdout)
     assert outcome["passed"] and outcome["reasons"] == []
-    assert outcome["error_rates"][BOARD] == {
-        "jobs": 60, "errors": 0, "rate": 0.0, "by_kind": {}
-    }  # fmt: skip
+    assert outcome["error_rates"][BOARD] == {"jobs": 60, "errors": 0, "rate": 0.0, "by_kind": {}}
     folder = Path(outcome["report"])
     assert folder.parent == tmp_path / "reports"
     document = json.loads((folder / "soak.json").read_text(encoding="utf-8"))
@@ -42,8 +65,19 @@ def test_a_clean_soak_exits_0_with_its_report(tmp_path: Path) -> None:
 
 def test_a_leak_exits_1_naming_the_bound(tmp_path: Path) -> None:
     # Enough jobs for the samples a slope needs, however fast a job is.
-    done = _soak(tmp_path, "--target", "rk3566", "--iterations", "120", "--sample-every", "0.02",
-                 "--contexts", "1", "--sim-fault", f"{BOARD}=leak:kib=128")  # fmt: skip
+    done = _soak(
+        tmp_path,
+        "--target",
+        "rk3566",
+        "--iterations",
+        "120",
+        "--sample-every",
+        "0.02",
+        "--contexts",
+        "1",
+        "--sim-fault",
+        f"{BOARD}=leak:kib=128",
+    )
     assert done.returncode == 1, done.stderr + done.stdout
     assert "npu-hil soak FAILED" in done.stdout
     assert f"FAILED: {BOARD} context 0 agent rss_kib: leak slope " in done.stdout

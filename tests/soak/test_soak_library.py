@@ -61,8 +61,9 @@ def test_a_leaking_runtime_fails_on_the_slope(tmp_path: Path) -> None:
 
 
 def test_flaky_errors_fail_on_the_error_rate(tmp_path: Path) -> None:
-    run = _soak(tmp_path, [{"name": "flaky-errors", "rate": 0.25, "seed": 4}], contexts=1,
-                iterations=60)  # fmt: skip
+    run = _soak(
+        tmp_path, [{"name": "flaky-errors", "rate": 0.25, "seed": 4}], contexts=1, iterations=60
+    )
     verdict = judge(run)
     (reason,) = verdict.reasons
     rate = verdict.error_rates[BOARD]

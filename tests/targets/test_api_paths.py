@@ -32,8 +32,12 @@ def test_the_normal_api_reads_rknnlite_float_arrays() -> None:
     path = unit_for("rk3588").api_paths[1]
     assert path.read is not None
     values = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
-    got = path.read("out", values.reshape(-1).view(np.uint8), {"dtype": "float32",
-                    "shape": [1, 2, 3, 4]}, (1, 2, 3, 4))  # fmt: skip
+    got = path.read(
+        "out",
+        values.reshape(-1).view(np.uint8),
+        {"dtype": "float32", "shape": [1, 2, 3, 4]},
+        (1, 2, 3, 4),
+    )
     assert got.values is not None and np.array_equal(got.values, values)
     # float32 / NCHW is the conversion rknn_outputs_get documents: only the shape is compared
     assert dict(got.attributes) == {"shape": [1, 2, 3, 4]}
@@ -46,16 +50,28 @@ def test_zero_copy_attributes_under_the_shared_names() -> None:
     assert native.attributes is not None
     attr = {"type": 2, "fmt": 2, "zp": -3, "scale": 0.5, "size": 256, "dims": [1, 1, 2, 4, 16]}
     assert native.attributes(attr) == {
-        "dtype": "int8", "layout": "NC1HWC2", "zero_point": -3, "scale": 0.5, "size": 256,
-    }  # fmt: skip
+        "dtype": "int8",
+        "layout": "NC1HWC2",
+        "zero_point": -3,
+        "scale": 0.5,
+        "size": 256,
+    }
     horizon = unit_for("rdk-x5").api_paths[0]
     assert horizon.attributes is not None
-    props = {"tensorType": "S8", "tensorLayout": "NCHW", "validShape": [1, 2, 2, 3],
-             "alignedShape": [1, 2, 2, 32], "scale": [0.1, 0.2]}  # fmt: skip
+    props = {
+        "tensorType": "S8",
+        "tensorLayout": "NCHW",
+        "validShape": [1, 2, 2, 3],
+        "alignedShape": [1, 2, 2, 32],
+        "scale": [0.1, 0.2],
+    }
     assert horizon.attributes(props) == {
-        "dtype": "int8", "layout": "NCHW", "valid_shape": [1, 2, 2, 3],
-        "aligned_shape": [1, 2, 2, 32], "scale": [0.1, 0.2],
-    }  # fmt: skip
+        "dtype": "int8",
+        "layout": "NCHW",
+        "valid_shape": [1, 2, 2, 3],
+        "aligned_shape": [1, 2, 2, 32],
+        "scale": [0.1, 0.2],
+    }
 
 
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
@@ -65,9 +81,19 @@ def test_hobot_buffers_are_read_as_nchw_tensors(layout: str) -> None:
     logical = np.arange(12, dtype=np.int8).reshape(1, 2, 2, 3)
     held = logical if layout == "NCHW" else logical.transpose(0, 2, 3, 1)
     valid = list(held.shape)
-    got = read("out", held.reshape(-1).view(np.uint8), {
-        "tensor_type": "int8", "layout": layout, "validShape": valid, "alignedShape": valid,
-        "scale_data": [0.1, 0.2], "buffer_faithful": True}, (1, 2, 2, 3))  # fmt: skip
+    got = read(
+        "out",
+        held.reshape(-1).view(np.uint8),
+        {
+            "tensor_type": "int8",
+            "layout": layout,
+            "validShape": valid,
+            "alignedShape": valid,
+            "scale_data": [0.1, 0.2],
+            "buffer_faithful": True,
+        },
+        (1, 2, 2, 3),
+    )
     assert got.values is not None and np.array_equal(got.values, logical)
     assert got.attributes["dtype"] == "int8" and got.attributes["scale"] == [0.1, 0.2]
 
@@ -75,10 +101,19 @@ def test_hobot_buffers_are_read_as_nchw_tensors(layout: str) -> None:
 def test_a_hobot_buffer_known_to_keep_the_padding_is_not_compared() -> None:
     read = unit_for("rdk-x5").api_paths[1].read
     assert read is not None
-    got = read("out", np.zeros(12, np.uint8), {
-        "tensor_type": "int8", "layout": "NCHW", "validShape": [1, 2, 2, 3],
-        "alignedShape": [1, 2, 2, 32], "buffer_faithful": False,
-        "caveats": [".buffer holds the first prod(validShape)"]}, (1, 2, 2, 3))  # fmt: skip
+    got = read(
+        "out",
+        np.zeros(12, np.uint8),
+        {
+            "tensor_type": "int8",
+            "layout": "NCHW",
+            "validShape": [1, 2, 2, 3],
+            "alignedShape": [1, 2, 2, 32],
+            "buffer_faithful": False,
+            "caveats": [".buffer holds the first prod(validShape)"],
+        },
+        (1, 2, 2, 3),
+    )
     assert got.values is None and "not the tensor" in got.note and "prod(validShape)" in got.note
     # its attributes are still compared
     assert got.attributes["aligned_shape"] == [1, 2, 2, 32]

@@ -38,8 +38,14 @@ def test_one_class_per_kind_and_the_keys_an_inventory_may_give() -> None:
     assert all(CONFIGS[k].kind == k for k in KINDS)
     assert config_keys("local") == ("kind",)
     assert config_keys("ssh") == (
-        "kind", "host", "port", "user", "key_file", "host_key_policy", "known_hosts",
-    )  # fmt: skip
+        "kind",
+        "host",
+        "port",
+        "user",
+        "key_file",
+        "host_key_policy",
+        "known_hosts",
+    )
     assert config_keys("serial") == ("kind", "port", "baudrate", "user", "password_env")
 
 

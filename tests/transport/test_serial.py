@@ -262,8 +262,11 @@ def test_one_resident_agent_serves_every_job(session_client: AgentClient, echo_m
     # frames, so no job folder was ever made.
     assert not (Path(session_client.transport.workdir) / "jobs").exists()
     assert [name.rsplit(".", 1)[1] for name in session_files(session_client)] == [
-        "err", "out", "pid", "sock"
-    ]  # fmt: skip
+        "err",
+        "out",
+        "pid",
+        "sock",
+    ]
 
     session_client.close()
     assert not running(pid)

@@ -160,9 +160,7 @@ def _input_record(spec: InputSpec) -> dict[str, Any]:
     }
 
 
-def job_document(
-    spec: JobSpec, model: ModelRef, inputs: list[dict[str, Any]]
-) -> dict[str, Any]:
+def job_document(spec: JobSpec, model: ModelRef, inputs: list[dict[str, Any]]) -> dict[str, Any]:
     """The job as the agent reads it (job.json, or the message of a job frame)."""
     document: dict[str, Any] = {
         "schema": JOB_SCHEMA,

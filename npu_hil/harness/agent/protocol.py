@@ -31,7 +31,7 @@ from npu_hil.harness.agent.result_extras import (
     read_board_log,
     read_board_state,
     read_canary,
-)  # fmt: skip
+)
 from npu_hil.harness.board.job import MAX_RUNS, InputSpec
 from npu_hil.harness.board.wire import (
     JOB_FILE,

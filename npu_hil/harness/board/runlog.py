@@ -118,9 +118,12 @@ class StderrTee:
             with _flushed():
                 # The tee's stdout is the agent's stderr: what it copies goes where it went.
                 proc = subprocess.Popen(
-                    argv, stdin=subprocess.PIPE, stdout=2, stderr=subprocess.DEVNULL,
+                    argv,
+                    stdin=subprocess.PIPE,
+                    stdout=2,
+                    stderr=subprocess.DEVNULL,
                     pass_fds=(ack_w,),
-                )  # fmt: skip
+                )
                 assert proc.stdin is not None
                 self.saved = os.dup(2)
                 os.dup2(proc.stdin.fileno(), 2)

@@ -82,9 +82,7 @@ def encode_frame(message: dict[str, Any]) -> bytes:
     return FRAME_HEADER.pack(len(payload)) + payload
 
 
-def encode_bulk_frame(
-    message: dict[str, Any], buffers: list[memoryview]
-) -> Iterator[memoryview]:
+def encode_bulk_frame(message: dict[str, Any], buffers: list[memoryview]) -> Iterator[memoryview]:
     """One bulk frame as the parts to write in order: header and message (``message`` gets the
     buffers' sizes as ``"bulk"``), each buffer in pieces as it is (never copied into one), then
     the trailer of their sha256s. A generator: each piece is hashed just before it is handed to

@@ -75,9 +75,13 @@ def run_diff(args: argparse.Namespace) -> int:
         )
     device = read_buffer(args.device, layout, "the device's buffer", slack=True)
     report = diff_buffers(
-        layout, expected, device, tolerance=args.tolerance, padding=args.padding,
+        layout,
+        expected,
+        device,
+        tolerance=args.tolerance,
+        padding=args.padding,
         canary=args.canary,
-    )  # fmt: skip
+    )
     if args.png is not None:
         render_heatmap(report, layout, args.png)
     if args.json:

@@ -52,20 +52,29 @@ def add_parser(sub: Any) -> None:
         "contexts at once; sample each agent's RSS and the board's CMA / DMA-buffer figures; "
         "pass on a bounded leak slope (Theil-Sen, after a warm-up) and error rate.",
     )
-    soak.add_argument("--inventory", type=Path, help="the board inventory (default: "
-                      "inventory.yaml here, else the built-in simulated farm)")  # fmt: skip
+    soak.add_argument(
+        "--inventory",
+        type=Path,
+        help="the board inventory (default: inventory.yaml here, else the built-in simulated farm)",
+    )
     soak.add_argument("--backend", choices=("auto", "sim", "hw"), default="auto")
     soak.add_argument("--target", action="append", default=[], metavar="SOC")
     soak.add_argument("--board", action="append", default=[], metavar="NAME")
-    soak.add_argument("--model", action="append", default=[], choices=sorted(MODELS),
-                      help="reference model(s) run in turn (default: conv1x1)")  # fmt: skip
+    soak.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        choices=sorted(MODELS),
+        help="reference model(s) run in turn (default: conv1x1)",
+    )
     soak.add_argument("--shape", default="1,3,8,8", help="the models' input shape")
     length = soak.add_mutually_exclusive_group(required=True)
     length.add_argument("--hours", type=_positive(float, "--hours"))
     length.add_argument("--minutes", type=_positive(float, "--minutes"))
     length.add_argument("--seconds", type=_positive(float, "--seconds"))
-    length.add_argument("--iterations", type=_positive(int, "--iterations"),
-                        help="jobs per context")  # fmt: skip
+    length.add_argument(
+        "--iterations", type=_positive(int, "--iterations"), help="jobs per context"
+    )
     soak.add_argument(
         "--contexts",
         type=_positive(int, "--contexts"),
@@ -244,8 +253,11 @@ def run_soak(args: argparse.Namespace) -> int:
             raise SoakUsageError(f"soak: no board of {inventory.source} matches the selection")
         run = soak(farm, boards, plan, on_progress=_progress(started))
     verdict = judge(run, bounds)
-    meta = {"argv": sys.argv[1:], "sim_faults": [f.to_dict() for f in faults],
-            "inventory": str(inventory.source)}  # fmt: skip
+    meta = {
+        "argv": sys.argv[1:],
+        "sim_faults": [f.to_dict() for f in faults],
+        "inventory": str(inventory.source),
+    }
     folder = write_soak_report(args.reports, run, verdict, meta)
     document = json.loads((folder / JSON_FILE).read_text(encoding="utf-8"))
     if args.json:
@@ -259,8 +271,10 @@ def run_soak(args: argparse.Namespace) -> int:
             fit = series.per_1k
             if fit is not None:
                 who = "board" if series.context is None else f"context {series.context}"
-                print(f"  {series.board} {who} {series.metric}: {fit.slope:.1f} KiB / 1000 jobs "
-                      f"[{fit.low:.1f}, {fit.high:.1f}]")  # fmt: skip
+                print(
+                    f"  {series.board} {who} {series.metric}: {fit.slope:.1f} KiB / 1000 jobs "
+                    f"[{fit.low:.1f}, {fit.high:.1f}]"
+                )
         for reason in verdict.reasons:
             print(f"  FAILED: {reason}")
         print(f"report: {(folder / 'soak.html').resolve()}")

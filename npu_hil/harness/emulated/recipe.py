@@ -99,9 +99,10 @@ def host_mirror(sources: Path = Path("/etc/apt")) -> str | None:
             continue
         for stanza in text.split("\n\n"):
             fields = dict(
-                line.split(":", 1) for line in stanza.splitlines()
+                line.split(":", 1)
+                for line in stanza.splitlines()
                 if ":" in line and not line.startswith("#")
-            )  # fmt: skip
+            )
             uris = fields.get("URIs", "").split()
             suites = fields.get("Suites", "")
             if uris and "security" not in suites and "deb" in fields.get("Types", "").split():

@@ -324,9 +324,14 @@ class Farm:
             health = Health(True, versions, None, simulated, reason, identity, golden)
         except NpuHilError as exc:
             health = Health(
-                False, {}, f"{type(exc).__name__}: {exc.message}", simulated, reason,
-                identity=identity, recoverable=not isinstance(exc, BoardIdentityError),
-            )  # fmt: skip
+                False,
+                {},
+                f"{type(exc).__name__}: {exc.message}",
+                simulated,
+                reason,
+                identity=identity,
+                recoverable=not isinstance(exc, BoardIdentityError),
+            )
         self._health[board.name] = health
         return health
 

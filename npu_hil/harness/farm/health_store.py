@@ -210,8 +210,11 @@ class HealthStore:
             last = now.last
             history = list(now.history)
             if last is None or (last.state, last.what, last.cause, last.run_id) != (
-                event.state, event.what, event.cause, event.run_id
-            ):  # fmt: skip
+                event.state,
+                event.what,
+                event.cause,
+                event.run_id,
+            ):
                 history.append(event)
             changed = state != now.state or now.problem is not None
             updated = BoardHealth(

@@ -101,9 +101,20 @@ SIM_ADAPTER = "sim"
 TOP_KEYS = ("defaults", "boards", "manifest", "labgrid")
 DEFAULT_KEYS = ("backend", "fallback", "transport", "python", "workdir", "adapter", "timeouts")
 BOARD_KEYS = (
-    "name", "target", "backend", "transport", "fallback", "tags", "adapter", "python", "workdir",
-    "power", "timeouts", "adapter_options", "runtimes",
-)  # fmt: skip
+    "name",
+    "target",
+    "backend",
+    "transport",
+    "fallback",
+    "tags",
+    "adapter",
+    "python",
+    "workdir",
+    "power",
+    "timeouts",
+    "adapter_options",
+    "runtimes",
+)
 _SEQ = "tag:yaml.org,2002:seq"
 
 

@@ -108,4 +108,3 @@ def _plain(r: NodeReader, node: Node, path: str, depth: int) -> Any:
         except ValueError:
             return value
     raise r.expected(node, path, "text, a number, a boolean, a list or a mapping")
-

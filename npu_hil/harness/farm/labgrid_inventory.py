@@ -42,9 +42,17 @@ from npu_hil.harness.transport.config import SerialConfig, SshConfig
 __all__ = ["LINKS", "LabgridPlaceEntry", "LabgridSection", "parse_labgrid_section"]
 
 SECTION_KEYS = (
-    "coordinator", "places", "tags", "wait", "refresh", "prio", "target_tag", "prefer", "ssh",
+    "coordinator",
+    "places",
+    "tags",
+    "wait",
+    "refresh",
+    "prio",
+    "target_tag",
+    "prefer",
+    "ssh",
     "serial",
-)  # fmt: skip
+)
 PLACE_KEYS = ("place", "target", "adapter", "python", "workdir", "fallback")
 SSH_KEYS = ("user", "key_file", "known_hosts", "host_key_policy")
 SERIAL_KEYS = ("user", "password_env")

@@ -154,9 +154,13 @@ class _Checker:
 
     def __call__(self, record: TensorRecord, expect: Expected) -> TensorRun:
         report = diff_buffers(
-            expect.layout, expect.values, record.data, tolerance=self.tolerance,
-            padding=self.padding, canary=record.canary,
-        )  # fmt: skip
+            expect.layout,
+            expect.values,
+            record.data,
+            tolerance=self.tolerance,
+            padding=self.padding,
+            canary=record.canary,
+        )
         if record.canary is None and self.canary_note:
             report.canary_note = self.canary_note
         heatmap = None

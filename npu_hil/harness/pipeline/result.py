@@ -200,9 +200,12 @@ class ModelRun:
             bad = [t for t in second.tensors if not t.ok]
             lines.append(
                 "  stale check: second run on derived inputs "
-                + ("ok" if not bad else "FAILED: " + ", ".join(
-                    f"{t.role} {t.name} ({t.verdict})" for t in bad))
-            )  # fmt: skip
+                + (
+                    "ok"
+                    if not bad
+                    else "FAILED: " + ", ".join(f"{t.role} {t.name} ({t.verdict})" for t in bad)
+                )
+            )
         if self.cross_api is not None:
             lines.append(f"  {self.cross_api.summary()}")
             lines.extend(f"  cross-api: {found}" for found in self.cross_api.findings)

@@ -105,10 +105,21 @@ def run_model(
 
     def once(given: Mapping[str, np.ndarray]) -> ModelRun:
         return run_once(
-            session, model, given, outputs=outputs, tolerance=tolerance, padding=padding,
-            input_layout=input_layout, faults=faults, reports_dir=reports_dir, accuracy=limits,
-            runs=runs, warmup=warmup, pin_clocks=pin_clocks, runtime_log_level=runtime_log_level,
-        )  # fmt: skip
+            session,
+            model,
+            given,
+            outputs=outputs,
+            tolerance=tolerance,
+            padding=padding,
+            input_layout=input_layout,
+            faults=faults,
+            reports_dir=reports_dir,
+            accuracy=limits,
+            runs=runs,
+            warmup=warmup,
+            pin_clocks=pin_clocks,
+            runtime_log_level=runtime_log_level,
+        )
 
     def attempt() -> ModelRun:
         first = once(inputs)
@@ -118,9 +129,15 @@ def run_model(
             first = judge_stale(first, once(derived_inputs(inputs)))
         if cross_api:
             first = _cross_api(
-                session, model, inputs, first, outputs=outputs, input_layout=input_layout,
-                faults=faults, tolerance=tolerance or 0.0,
-            )  # fmt: skip
+                session,
+                model,
+                inputs,
+                first,
+                outputs=outputs,
+                input_layout=input_layout,
+                faults=faults,
+                tolerance=tolerance or 0.0,
+            )
         return first
 
     return session.retry.run(attempt, restart=session.restart, on_retry=on_retry)
@@ -157,10 +174,18 @@ def run_once(
     # the board's runtime, is a CompatibilityError naming both.
     artifact, compatibility = check_before_deploy(session, model, deployed)
     spec, arrays = _job(
-        session, deployed, label, given, outputs=outputs, input_layout=input_layout,
-        faults=faults, runs=runs, warmup=warmup, pin_clocks=pin_clocks,
+        session,
+        deployed,
+        label,
+        given,
+        outputs=outputs,
+        input_layout=input_layout,
+        faults=faults,
+        runs=runs,
+        warmup=warmup,
+        pin_clocks=pin_clocks,
         runtime_log_level=runtime_log_level,
-    )  # fmt: skip
+    )
     job_id = spec.job_id
     result = _submit(session, spec, arrays)
     if result.canary is not None and result.canary.pattern != spec.canary:

@@ -63,8 +63,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _count(value: object, name: str, low: int, high: int, where: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise LayoutError(f"{where}: perf({name}=...) expects an integer in [{low}, {high}], "
-                          f"got {value!r}")  # fmt: skip
+        raise LayoutError(
+            f"{where}: perf({name}=...) expects an integer in [{low}, {high}], got {value!r}"
+        )
     return value
 
 
@@ -110,5 +111,6 @@ def check_latency(latency: Latency | None, spec: PerfSpec, what: str) -> None:
         if float(figures[name]) > limit
     ]
     if over:
-        raise LatencyExceeded(f"{what}: latency over threshold: {'; '.join(over)} "
-                              f"({latency.summary()})")  # fmt: skip
+        raise LatencyExceeded(
+            f"{what}: latency over threshold: {'; '.join(over)} ({latency.summary()})"
+        )

@@ -149,9 +149,13 @@ class RunModel:
             options.setdefault("runtime_log_level", level)
         try:
             run = run_model(
-                session, model, inputs, reports_dir=self.reports_dir,
-                on_retry=record.retried.append, **options,
-            )  # fmt: skip
+                session,
+                model,
+                inputs,
+                reports_dir=self.reports_dir,
+                on_retry=record.retried.append,
+                **options,
+            )
         except BoardBrokenError as exc:
             record.board_events.append(breaker_event(exc.message))
             raise
@@ -165,9 +169,11 @@ class RunModel:
         # Every figure against its baseline first, so the record has the findings even when a
         # threshold below fails the test.
         findings = check_run(
-            self.config, self.info, perf=self.perf is not None,
+            self.config,
+            self.info,
+            perf=self.perf is not None,
             accuracy_thresholds=limits is not None,
-        )  # fmt: skip
+        )
         if self.perf is not None:
             check_latency(run.latency, self.perf, f"{run.model} on {run.board}")
         fail_on(findings)

@@ -337,8 +337,9 @@ def _trend(board: str, trend: Sequence[Mapping[str, Any]]) -> str:
             bad = counts.get("failed", 0) + counts.get("error", 0)
             cls = "t-fail" if bad else "t-pass" if counts.get("passed", 0) else "t-none"
             text = ", ".join(f"{counts.get(o, 0)} {o}" for o in OUTCOME_COLUMNS)
-        marks.append(f'<span class="{cls}" title="{escape(str(run.get("run_id")))}: {text}">'
-                     "</span>")  # fmt: skip
+        marks.append(
+            f'<span class="{cls}" title="{escape(str(run.get("run_id")))}: {text}"></span>'
+        )
     return f'<span class="trend">{"".join(marks)}</span>'
 
 

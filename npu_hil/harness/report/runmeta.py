@@ -37,14 +37,20 @@ def git_commit(where: Path) -> str:
     try:
         head = subprocess.run(
             ["git", "-C", str(where), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
         if head.returncode != 0:
             return ""
         dirty = subprocess.run(
             ["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=5, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return ""
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")

@@ -12,8 +12,17 @@ from npu_hil.harness.sim.targets import unit_of, vendor_of
 from npu_hil.harness.simkit.errors import SimConfigError
 from npu_hil.harness.simkit.options import RuntimeOptions
 
-COMMON = ("target", "faults", "executor", "buffer_offset", "buffer_offsets", "input_layout",
-          "output_layout", "runtime_versions", "api_path")  # fmt: skip
+COMMON = (
+    "target",
+    "faults",
+    "executor",
+    "buffer_offset",
+    "buffer_offsets",
+    "input_layout",
+    "output_layout",
+    "runtime_versions",
+    "api_path",
+)
 OPTION_HELP = {
     "target": "the board to be: any target of a vendor unit (npu-hil targets list)",
     "faults": "faults to inject: names or {name, ...params} (see harness.sim.faults)",

@@ -172,9 +172,15 @@ class _Board:
                 counts.by_kind[kind] = counts.by_kind.get(kind, 0) + 1
                 if len(self.part.failures) < MAX_FAILURES_KEPT:
                     self.part.failures.append(
-                        Failure(counts.board, counts.context, round(self.now(), 3), model,
-                                kind, message[:500])
-                    )  # fmt: skip
+                        Failure(
+                            counts.board,
+                            counts.context,
+                            round(self.now(), 3),
+                            model,
+                            kind,
+                            message[:500],
+                        )
+                    )
 
 
 def _context_session(base: BoardSession, index: int) -> tuple[BoardSession, bool]:

@@ -67,8 +67,13 @@ def _fit_line(axes: Any, series: SeriesFit, xs: list[float], color: Any) -> None
     if fit is None or not xs:
         return
     hours = [x / 3600.0 for x in (min(xs), max(xs))]
-    axes.plot([h * 3600.0 for h in hours], [fit.intercept + fit.slope * h for h in hours],
-              linestyle="--", color=color, linewidth=1)  # fmt: skip
+    axes.plot(
+        [h * 3600.0 for h in hours],
+        [fit.intercept + fit.slope * h for h in hours],
+        linestyle="--",
+        color=color,
+        linewidth=1,
+    )
 
 
 def memory_plot(part: BoardSoak, verdict: Verdict, metric: str) -> str | None:
@@ -120,8 +125,7 @@ def memory_plot(part: BoardSoak, verdict: Verdict, metric: str) -> str | None:
         low, high = min(fitted), max(fitted)
         pad = max((high - low) * 0.15, 64.0)
         axes.set_ylim(low - pad, high + pad)
-    axes.legend(fontsize=7, loc="upper left", title="shaded: warm-up, not fitted",
-                title_fontsize=6)  # fmt: skip
+    axes.legend(fontsize=7, loc="upper left", title="shaded: warm-up, not fitted", title_fontsize=6)
     return _png(figure)
 
 
@@ -132,8 +136,9 @@ def errors_plot(part: BoardSoak) -> str | None:
     figure, axes = _figure(f"{part.board}: failed jobs", "failed jobs (cumulative)")
     times = [f.t_s for f in part.failures]
     end = max([s.t_s for s in part.samples] + times + [0.0])
-    axes.step([0.0, *times, end], [0, *range(1, len(times) + 1), len(times)], where="post",
-              color="C3")  # fmt: skip
+    axes.step(
+        [0.0, *times, end], [0, *range(1, len(times) + 1), len(times)], where="post", color="C3"
+    )
     axes.set_ylim(bottom=0)
     return _png(figure)
 

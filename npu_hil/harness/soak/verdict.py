@@ -166,8 +166,13 @@ def _fit_series(
     values = np.array([v for _, v in kept], dtype=np.float64)
     try:
         per_job = theil_sen(jobs, values)
-        result.per_1k = Fit(per_job.slope * 1000, per_job.intercept, per_job.low * 1000,
-                            per_job.high * 1000, per_job.points)  # fmt: skip
+        result.per_1k = Fit(
+            per_job.slope * 1000,
+            per_job.intercept,
+            per_job.low * 1000,
+            per_job.high * 1000,
+            per_job.points,
+        )
     except ValueError as exc:
         result.problem = f"no slope over jobs: {exc}"
     try:
@@ -219,8 +224,11 @@ def judge(run: SoakRun, bounds: Bounds | None = None) -> Verdict:
             for kind, n in counts.by_kind.items():
                 by_kind[kind] = by_kind.get(kind, 0) + n
         rates[part.board] = {
-            "jobs": part.jobs, "errors": part.errors, "rate": rate, "by_kind": by_kind,
-        }  # fmt: skip
+            "jobs": part.jobs,
+            "errors": part.errors,
+            "rate": rate,
+            "by_kind": by_kind,
+        }
         if part.jobs == 0:
             reasons.append(f"{part.board}: no job ran")
         elif rate > limits.max_error_rate:

@@ -33,9 +33,30 @@ SSH_PORT = 22
 # The console speed of most boards' debug UARTs (some run at 1500000: an inventory says so).
 BAUDRATE = 115200
 BAUDRATES = (
-    300, 600, 1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 500000, 576000,
-    921600, 1000000, 1152000, 1500000, 2000000, 2500000, 3000000, 3500000, 4000000,
-)  # fmt: skip
+    300,
+    600,
+    1200,
+    2400,
+    4800,
+    9600,
+    19200,
+    38400,
+    57600,
+    115200,
+    230400,
+    460800,
+    500000,
+    576000,
+    921600,
+    1000000,
+    1152000,
+    1500000,
+    2000000,
+    2500000,
+    3000000,
+    3500000,
+    4000000,
+)
 """The rates a serial port (termios) can be set to: what an inventory may name."""
 
 BOARD_PYTHON = "python3"

@@ -20,11 +20,21 @@ __all__ = ["BOARD_ERRNOS", "board_os_error", "describe_errno", "errno_in_text"]
 BOARD_ERRNOS: tuple[int, ...] = tuple(
     int(getattr(_errno, name))
     for name in (
-        "ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM", "EFBIG", "EIO", "EMFILE", "ENFILE",
-        "ENAMETOOLONG", "ENOTDIR", "ENOENT",
+        "ENOSPC",
+        "EDQUOT",
+        "EROFS",
+        "EACCES",
+        "EPERM",
+        "EFBIG",
+        "EIO",
+        "EMFILE",
+        "ENFILE",
+        "ENAMETOOLONG",
+        "ENOTDIR",
+        "ENOENT",
     )
     if hasattr(_errno, name)
-)  # fmt: skip
+)
 """The errors a board's filesystem gives a transfer, most telling first (a missing file is
 often only the consequence of one of the others)."""
 _BRACKETED = re.compile(r"\[Errno (\d+)\]")

@@ -17,8 +17,15 @@ from npu_hil.harness.errors import TransportError, UnsafeFolderError
 
 __all__ = ["check_workdir_probe", "mode_from_ls", "workdir_probe"]
 
-_KINDS = {"d": stat.S_IFDIR, "l": stat.S_IFLNK, "-": stat.S_IFREG, "p": stat.S_IFIFO,
-          "s": stat.S_IFSOCK, "c": stat.S_IFCHR, "b": stat.S_IFBLK}  # fmt: skip
+_KINDS = {
+    "d": stat.S_IFDIR,
+    "l": stat.S_IFLNK,
+    "-": stat.S_IFREG,
+    "p": stat.S_IFIFO,
+    "s": stat.S_IFSOCK,
+    "c": stat.S_IFCHR,
+    "b": stat.S_IFBLK,
+}
 _BITS = (0o400, 0o200, 0o100, 0o040, 0o020, 0o010, 0o004, 0o002, 0o001)
 
 

@@ -46,9 +46,19 @@ RKNN_TYPES = {
     "uint32": "UINT32",
 }
 RKNN_TYPE_CODES = {
-    0: "FLOAT32", 1: "FLOAT16", 2: "INT8", 3: "UINT8", 4: "INT16", 5: "UINT16", 6: "INT32",
-    7: "UINT32", 8: "INT64", 9: "BOOL", 10: "INT4", 11: "BFLOAT16",
-}  # fmt: skip
+    0: "FLOAT32",
+    1: "FLOAT16",
+    2: "INT8",
+    3: "UINT8",
+    4: "INT16",
+    5: "UINT16",
+    6: "INT32",
+    7: "UINT32",
+    8: "INT64",
+    9: "BOOL",
+    10: "INT4",
+    11: "BFLOAT16",
+}
 """``rknn_tensor_type`` values (rknn_api.h 2.3.2, tests/data/abi/rknn_api-2.3.2.json)."""
 RKNN_QNT_CODES = {0: "NONE", 1: "DFP", 2: "AFFINE_ASYMMETRIC"}
 """``rknn_tensor_qnt_type`` values (same header)."""
@@ -225,9 +235,16 @@ def _output(
         # every observed runtime reports it (OUTPUT_ATTR, fmt NCHW).
         base = {"precision": precision, "table_row": "the normal API's converted output"}
         return _flat(
-            target, name, "output", shape, dtype, params, prod(shape) * item,
-            {"size": "the tensor's own size (normal API)"}, base,
-        )  # fmt: skip
+            target,
+            name,
+            "output",
+            shape,
+            dtype,
+            params,
+            prod(shape) * item,
+            {"size": "the tensor's own size (normal API)"},
+            base,
+        )
     last_op = str(params.get("last_op", "conv"))
     if last_op not in LAST_OPS:
         raise LayoutError(f"{where}: last_op must be one of {', '.join(LAST_OPS)}, got {last_op!r}")

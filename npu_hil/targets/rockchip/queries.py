@@ -190,9 +190,12 @@ def check_observations(records: list[dict[str, Any]]) -> dict[str, Any]:
             found = differences(predicted, attrs, query)
             if found:
                 model_exact = False
-                misses.append(f"{record['id']} {query}: " + "; ".join(
-                    f"{field} predicted {want}, reported {got}" for field, want, got in found
-                ))  # fmt: skip
+                misses.append(
+                    f"{record['id']} {query}: "
+                    + "; ".join(
+                        f"{field} predicted {want}, reported {got}" for field, want, got in found
+                    )
+                )
         exact += model_exact
     return {
         "attribute_sets": sets,

@@ -37,10 +37,15 @@ def default_input_layout(shape: tuple[int, ...]) -> str:
 
 NPU_THROUGHPUT = {
     # The SoC briefs' NPU figure (int8 TOPS).
-    "rk3588": NpuThroughput(6.0, 3, "RK3588 brief: 6 TOPS over 3 NPU cores; a model runs on "
-                            "one core by default (core mask auto)"),
-    "rk3576": NpuThroughput(6.0, 2, "RK3576 brief: 6 TOPS over 2 NPU cores, one per model by "
-                            "default"),
+    "rk3588": NpuThroughput(
+        6.0,
+        3,
+        "RK3588 brief: 6 TOPS over 3 NPU cores; a model runs on "
+        "one core by default (core mask auto)",
+    ),
+    "rk3576": NpuThroughput(
+        6.0, 2, "RK3576 brief: 6 TOPS over 2 NPU cores, one per model by default"
+    ),
     "rk3566": NpuThroughput(0.8, 1, "RK3566 brief: 0.8 TOPS"),
     "rk3568": NpuThroughput(1.0, 1, "RK3568 brief: 1 TOPS"),
     "rk3562": NpuThroughput(1.0, 1, "RK3562 brief: 1 TOPS"),
@@ -49,9 +54,13 @@ NPU_THROUGHPUT = {
     "rv1103b": NpuThroughput(0.5, 1, "RV1103B: taken as RV1103's 0.5 TOPS"),
     "rv1106b": NpuThroughput(1.0, 1, "RV1106B: taken as RV1106's 1 TOPS"),
     "rv1126b": NpuThroughput(3.0, 1, "RV1126B brief: 3 TOPS"),
-    "rk2118": NpuThroughput(0.1, 1, "RK2118: an audio SoC whose small NPU runs float16 only; "
-                            "no published TOPS figure found, taken as 0.1 (the slowest here)"),
-}  # fmt: skip
+    "rk2118": NpuThroughput(
+        0.1,
+        1,
+        "RK2118: an audio SoC whose small NPU runs float16 only; "
+        "no published TOPS figure found, taken as 0.1 (the slowest here)",
+    ),
+}
 
 UNIT = Vendor(
     name="rockchip",

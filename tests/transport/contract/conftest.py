@@ -40,9 +40,15 @@ def open_transport(
         known = request.getfixturevalue("tmp_path") / "known_hosts"
         known.write_text(sshd.known_hosts_line())
         settings: dict[str, object] = {
-            "key_file": sshd.client_key, "known_hosts": known, "user_known_hosts": None,
-            "python": PY, "connect_timeout": 5.0, "retries": 1, "backoff_s": 0.1, **options,
-        }  # fmt: skip
+            "key_file": sshd.client_key,
+            "known_hosts": known,
+            "user_known_hosts": None,
+            "python": PY,
+            "connect_timeout": 5.0,
+            "retries": 1,
+            "backoff_s": 0.1,
+            **options,
+        }
         with SshTransport(
             "127.0.0.1",
             sshd.port,

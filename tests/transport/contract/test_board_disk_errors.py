@@ -222,10 +222,19 @@ def test_a_folder_we_may_not_write_is_eacces(tmp_path: Path) -> None:
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("dropping CAP_DAC_OVERRIDE needs root and setpriv")
     done = subprocess.run(
-        ["setpriv", "--bounding-set=-dac_override,-dac_read_search",
-         sys.executable, "-c", DENIED, str(tmp_path)],
-        capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[3],
-    )  # fmt: skip
+        [
+            "setpriv",
+            "--bounding-set=-dac_override,-dac_read_search",
+            sys.executable,
+            "-c",
+            DENIED,
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[3],
+    )
     (tmp_path / "board" / "jobs").chmod(0o700)
     assert done.returncode == 0, done.stderr
     error = json.loads(done.stdout.strip().splitlines()[-1])
@@ -263,9 +272,15 @@ def test_a_folder_we_may_not_write_is_eacces_over_ssh(
             board = tmp_path / f"board{len(options)}"
             with (
                 SshTransport(
-                    "127.0.0.1", sshd.port, sshd.user, workdir=str(board),
-                    key_file=sshd.client_key, known_hosts=known, user_known_hosts=None,
-                    python=PY, **options,  # type: ignore[arg-type]
+                    "127.0.0.1",
+                    sshd.port,
+                    sshd.user,
+                    workdir=str(board),
+                    key_file=sshd.client_key,
+                    known_hosts=known,
+                    user_known_hosts=None,
+                    python=PY,
+                    **options,  # type: ignore[arg-type]
                 ) as transport,
                 AgentClient(
                     transport,
@@ -273,7 +288,7 @@ def test_a_folder_we_may_not_write_is_eacces_over_ssh(
                     scratch=tmp_path / "scratch",
                     frames=False,
                 ) as client,
-            ):  # fmt: skip
+            ):
                 assert client.submit(echo_job(model, "first", inputs=small), {"x": x}).ok
                 (board / "jobs").chmod(0o500)
                 try:

@@ -53,10 +53,18 @@ BUFFER_TYPES_X5_3_0_6 = {"float32": "float32", "int32": "int32", "int16": "int16
 IMAGE_TYPES = ("Y", "NV12", "NV12_SEPARATE", "YUV444", "RGB", "BGR")
 # tensor_type names with their numpy element types (images are bytes).
 ELEMENT_TYPES = {
-    "int8": "int8", "uint8": "uint8", "float16": "float16", "int16": "int16",
-    "uint16": "uint16", "float32": "float32", "int32": "int32", "uint32": "uint32",
-    "float64": "float64", "int64": "int64", "uint64": "uint64",
-}  # fmt: skip
+    "int8": "int8",
+    "uint8": "uint8",
+    "float16": "float16",
+    "int16": "int16",
+    "uint16": "uint16",
+    "float32": "float32",
+    "int32": "int32",
+    "uint32": "uint32",
+    "float64": "float64",
+    "int64": "int64",
+    "uint64": "uint64",
+}
 FOUR_BIT_TYPES = ("int4", "uint4")
 # hbDNNTensorShape of the X3/X5 header: 8 int32 dimensions, then numDimensions (36 bytes).
 MAX_DIMS = 8

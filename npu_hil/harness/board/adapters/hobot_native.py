@@ -671,9 +671,19 @@ def _match(names: list[str], wanted: list[str], stage: str, what: str) -> tuple[
 
 
 ELEMENT_SIZES = {
-    "S8": 1, "U8": 1, "F16": 2, "S16": 2, "U16": 2, "F32": 4, "S32": 4, "U32": 4,
-    "F64": 8, "S64": 8, "U64": 8, "BOOL8": 1,
-}  # fmt: skip
+    "S8": 1,
+    "U8": 1,
+    "F16": 2,
+    "S16": 2,
+    "U16": 2,
+    "F32": 4,
+    "S32": 4,
+    "U32": 4,
+    "F64": 8,
+    "S64": 8,
+    "U64": 8,
+    "BOOL8": 1,
+}
 
 
 def _buffer_size(tensor: HbTensor, stage: str, abi: Abi | None = None) -> int:

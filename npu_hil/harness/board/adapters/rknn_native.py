@@ -626,11 +626,14 @@ class RknnNativeAdapter(Adapter):
             ctypes.memmove(tensor.mem.contents.virt_addr, fill.ctypes.data, fill.nbytes)
             if lib.has_mem_sync:
                 _check(
-                    int(lib.call("rknn_mem_sync", model.context, tensor.mem,
-                                 RKNN_MEMORY_SYNC_TO_DEVICE)),
+                    int(
+                        lib.call(
+                            "rknn_mem_sync", model.context, tensor.mem, RKNN_MEMORY_SYNC_TO_DEVICE
+                        )
+                    ),
                     "run",
                     f"rknn_mem_sync({tensor.name!r}, TO_DEVICE) after the canary",
-                )  # fmt: skip
+                )
         return CanaryFill(outputs=True, inputs=True)
 
     def _write_input(self, tensor: NativeTensor, inp: InputTensor) -> None:

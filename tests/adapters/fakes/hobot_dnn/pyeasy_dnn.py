@@ -33,9 +33,26 @@ QUIRKS: set[str] = set()
 
 # hbDNNDataType order of the X3/X5 hb_dnn.h, under the extension's names.
 TYPE_NAMES = (
-    "Y", "NV12", "NV12_SEPARATE", "YUV444", "RGB", "BGR", "int4", "uint4", "int8", "uint8",
-    "float16", "int16", "uint16", "float32", "int32", "uint32", "float64", "int64", "uint64",
-)  # fmt: skip
+    "Y",
+    "NV12",
+    "NV12_SEPARATE",
+    "YUV444",
+    "RGB",
+    "BGR",
+    "int4",
+    "uint4",
+    "int8",
+    "uint8",
+    "float16",
+    "int16",
+    "uint16",
+    "float32",
+    "int32",
+    "uint32",
+    "float64",
+    "int64",
+    "uint64",
+)
 IMAGE_TYPES = TYPE_NAMES[:6]
 # What .buffer's element type is, by tensor type; every other type comes back as int8.
 BUFFER_TYPES = {"float32": np.float32, "int32": np.int32, "int16": np.int16}
