@@ -3,7 +3,7 @@
 - The code is imported as ``npu_hil.harness`` / ``npu_hil.targets`` only: an installed npu-hil
   must leave a user's own ``harness`` or ``targets`` module alone, so no module imports (or names
   in a string, for ``importlib`` / ``-m`` / ``-p``) the bare packages.
-- The board package (``harness/board/``: the agent, its vendor adapters, the relay) imports
+- The board package (``npu_hil/harness/board/``: the agent, its vendor adapters, the relay) imports
   nothing of the host harness and nothing but the standard library and numpy: a board has only
   the files it was sent and an old Python. Inside it, imports are relative (the package is
   ``npu_hil_board`` on a board) and never leave it.
@@ -12,18 +12,20 @@
 from __future__ import annotations
 
 import ast
+import io
 import re
 import sys
+import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES = ("harness", "targets", "tests", "benchmarks", "npu_hil")
+SOURCES = ("npu_hil", "tests", "benchmarks")
 BARE = ("harness", "targets")
 MODULE_STRING = re.compile(r"(harness|targets)(\.[a-z_]\w*)+\Z")
 CODE_STRING = re.compile(r"(?:^|[\n;])\s*(?:from|import)\s+(?:harness|targets)\b")
 FILE_SUFFIXES = (".py", ".yaml", ".json", ".txt")  # a user's targets.py is a file, not our module
-BOARD = REPO / "harness" / "board"
+BOARD = REPO / "npu_hil" / "harness" / "board"
 # What board code may import besides the standard library and its own package's modules.
 BOARD_THIRD_PARTY = ("numpy",)
 
@@ -38,10 +40,7 @@ def python_files() -> Iterator[Path]:
     yield REPO / "conftest.py"
     yield REPO / "setup.py"
     for top in SOURCES:
-        for path in sorted((REPO / top).rglob("*.py")):
-            if top != "npu_hil" and "npu_hil" in path.relative_to(REPO).parts:
-                continue
-            yield path
+        yield from sorted((REPO / top).rglob("*.py"))
 
 
 def imported_modules(tree: ast.AST, *, run_time_only: bool = False) -> Iterator[tuple[int, str]]:
@@ -161,3 +160,64 @@ def test_the_board_rule_sees_what_a_board_lacks(tmp_path: Path) -> None:
         "adapters/bad.py:4: import onnxruntime",
         "adapters/bad.py:6: import harness.sim",
     ]
+
+
+# A module named in prose (a docstring, a comment, a document, CLI help) by a path no user can
+# import: ``harness.codec`` or ``harness/codec/engine.py`` for ``npu_hil.harness.codec``.
+STRAY_DOTTED = re.compile(r"(?<![\w.\-/])(harness|targets)((?:\.[A-Za-z_]\w*)+)")
+STRAY_SLASHED = re.compile(r"(?<![\w.\-/])(harness|targets)/(\w+)")
+PROSE_FILES = ("README.md", "DESIGN.md", "tox.ini", "pyproject.toml", ".ci/run")
+
+
+def _is_our_module(top: str, dotted: str) -> bool:
+    """``harness`` + ``.codec.engine.x`` names a module of ours when its first part does."""
+    first = REPO / "npu_hil" / top / dotted.lstrip(".").split(".")[0]
+    return first.with_suffix(".py").is_file() or (first / "__init__.py").is_file()
+
+
+def stray_names(text: str) -> list[str]:
+    found = [
+        m.group(0) for m in STRAY_DOTTED.finditer(text) if _is_our_module(m.group(1), m.group(2))
+    ]
+    found += [
+        m.group(0)
+        for m in STRAY_SLASHED.finditer(text)
+        if _is_our_module(m.group(1), m.group(2).removesuffix(".py"))
+    ]
+    return found
+
+
+def _prose_of(path: Path) -> Iterator[tuple[int, str]]:
+    """A Python file's comments and strings (docstrings, help, messages); another file whole."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix != ".py":
+        yield from enumerate(text.splitlines(), start=1)
+        return
+    prose = {tokenize.COMMENT, tokenize.STRING}
+    prose.add(getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING))
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type in prose:
+            yield token.start[0], token.string
+
+
+def test_no_prose_names_a_module_by_a_path_nobody_imports() -> None:
+    skip = {Path(__file__).resolve(), *(REPO / name for name in USER_PROJECT_FILES + LABEL_FILES)}
+    docs = [REPO / name for name in PROSE_FILES] + sorted((REPO / "docs").rglob("*.md"))
+    found = [
+        f"{path.relative_to(REPO)}:{line}: {name}"
+        for path in [*python_files(), *docs]
+        if path.is_file() and path not in skip
+        for line, text in _prose_of(path)
+        for name in stray_names(text)
+    ]
+    assert not found, "name modules as a user imports them (npu_hil.harness...):\n" + "\n".join(
+        found
+    )
+
+
+def test_the_stray_name_check_sees_both_spellings() -> None:
+    assert stray_names("see harness.codec.engine and targets/rockchip/layouts.py") == [
+        "harness.codec.engine",
+        "targets/rockchip",
+    ]
+    assert not stray_names("npu_hil.harness.codec, npu_hil/targets/unit.py, targets.py, harness.x")

@@ -27,20 +27,20 @@ MAX_LINES = 600
 KNOWN_CYCLES: set[frozenset[str]] = set()
 
 KNOWN_LONG_MODULES = {
-    "harness/board/adapters/hobot_native.py",
-    "harness/board/adapters/kneron.py",
-    "harness/board/adapters/rknn_native.py",
+    "npu_hil/harness/board/adapters/hobot_native.py",
+    "npu_hil/harness/board/adapters/kneron.py",
+    "npu_hil/harness/board/adapters/rknn_native.py",
 }
 
 # Files outside targets/ whose code (not their docstrings) names a vendor, a runtime or a target.
 KNOWN_VENDOR_FILES = {
-    "harness/board/adapters/hobot.py",
-    "harness/board/adapters/hobot_native.py",
-    "harness/board/adapters/kneron.py",
-    "harness/board/adapters/rknn_native.py",
-    "harness/board/adapters/rknnlite.py",
-    "harness/cli/models_cmd.py",
-    "harness/models/compile_set.py",
+    "npu_hil/harness/board/adapters/hobot.py",
+    "npu_hil/harness/board/adapters/hobot_native.py",
+    "npu_hil/harness/board/adapters/kneron.py",
+    "npu_hil/harness/board/adapters/rknn_native.py",
+    "npu_hil/harness/board/adapters/rknnlite.py",
+    "npu_hil/harness/cli/models_cmd.py",
+    "npu_hil/harness/models/compile_set.py",
 }
 VENDOR_WORD = re.compile(
     r"rockchip|horizon|kneron|rknn|hobot|kl730|rk35\d\d|rv11\d\d|rk2118|rdk[-_]", re.IGNORECASE
@@ -51,8 +51,8 @@ def modules() -> dict[str, Path]:
     """``npu_hil.harness.codec.engine`` → its file, for harness/ and targets/."""
     found = {}
     for top in ("harness", "targets"):
-        for path in sorted((REPO / top).rglob("*.py")):
-            parts = list(path.relative_to(REPO).with_suffix("").parts)
+        for path in sorted((REPO / "npu_hil" / top).rglob("*.py")):
+            parts = list(path.relative_to(REPO / "npu_hil").with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts = parts[:-1]
             found[".".join(["npu_hil", *parts])] = path
@@ -65,7 +65,7 @@ def package_of(module: str) -> str:
     parts = module.split(".")[1:]
     if parts[0] == "targets":
         return "targets"
-    if len(parts) >= 2 and (REPO / "harness" / parts[1]).is_dir():
+    if len(parts) >= 2 and (REPO / "npu_hil" / "harness" / parts[1]).is_dir():
         return f"harness.{parts[1]}"
     if len(parts) >= 2 and parts[1].startswith("plugin"):
         return "harness.plugin"
@@ -223,7 +223,7 @@ def test_no_module_grows_past_the_limit() -> None:
 def test_vendor_names_stay_in_targets() -> None:
     naming = {
         path.relative_to(REPO).as_posix()
-        for path in sorted((REPO / "harness").rglob("*.py"))
+        for path in sorted((REPO / "npu_hil" / "harness").rglob("*.py"))
         if names_a_vendor(path)
     }
     assert not naming - KNOWN_VENDOR_FILES, (
@@ -426,10 +426,10 @@ def test_every_data_file_of_the_packages_is_installed() -> None:
     missing = sorted(
         path.relative_to(REPO).as_posix()
         for top in ("harness", "targets")
-        for path in (REPO / top).rglob("*")
+        for path in (REPO / "npu_hil" / top).rglob("*")
         if path.is_file()
         and path.suffix not in (".py", ".pyc", ".so")
         and "__pycache__" not in path.parts
-        and path.relative_to(REPO).as_posix() not in installed
+        and path.relative_to(REPO / "npu_hil").as_posix() not in installed
     )
     assert not missing, f"not in pyproject.toml's package-data: {missing}"

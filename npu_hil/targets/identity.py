@@ -1,5 +1,5 @@
 """Which SoC a board says it is, against the inventory's target: per vendor, the device-tree
-compatible strings a board of each target reports, as data in ``targets/<vendor>/identity.json``
+compatible strings a board of each target reports, as data in ``npu_hil/targets/<vendor>/identity.json``
 (each string with where it was read, ``source``, and whether it was ``verified`` in a public
 device tree).
 

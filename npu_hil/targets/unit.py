@@ -1,6 +1,6 @@
-"""What a vendor is to the harness: one :class:`Vendor` per vendor package in ``targets/``.
+"""What a vendor is to the harness: one :class:`Vendor` per vendor package in ``npu_hil/targets/``.
 
-A vendor package (``targets/rockchip/``, ``targets/horizon/``, ``targets/kneron/``) holds its seed
+A vendor package (``npu_hil/targets/rockchip/``, ``npu_hil/targets/horizon/``, ``npu_hil/targets/kneron/``) holds its seed
 tables with their provenance, its layouts and predictions, and builds one ``Vendor`` from them;
 :func:`npu_hil.targets.registry.register` makes it known. The rest of the harness asks the
 registry (``vendor_of``, ``unit_for``, ``units``) and never names a vendor or a target itself.
@@ -115,7 +115,7 @@ class SimOption:
 @dataclass(frozen=True)
 class NpuThroughput:
     """A target's NPU as its vendor rates it, for the simulated board's modeled time
-    (``harness.sim.timing``): the published int8 peak in TOPS, the NPU cores it is spread over
+    (``npu_hil.harness.sim.timing``): the published int8 peak in TOPS, the NPU cores it is spread over
     (a model runs on one unless told otherwise), and where the figure comes from."""
 
     tops: float
@@ -175,7 +175,7 @@ class Vendor:
     """Reads the runtime's tensor report into a codec layout (``codec.reported``)."""
     quant: QuantModel | None = None
     decode: Decoder | None = None
-    """Turns a real board's fetched values into floats (``harness.farm.decode``)."""
+    """Turns a real board's fetched values into floats (``npu_hil.harness.farm.decode``)."""
     simulator: str | Callable[..., Any] | None = None
     """The simulated runtime: a factory taking the sim options, or its ``module:attribute``
     (imported when a board of this vendor is first simulated)."""

@@ -17,7 +17,7 @@ from npu_hil.harness.agent.protocol import InputSpec, JobSpec
 from npu_hil.harness.models import build, save
 
 FAKE_ADAPTERS = Path(__file__).parent / "fake_adapters" / "adapters"
-# The board package, run as a folder (``python harness/board JOB_DIR``), as a board runs it.
+# The board package, run as a folder (``python npu_hil/harness/board JOB_DIR``), as a board runs it.
 BOARD_PACKAGE = Path(board.__file__).parent
 X = np.arange(2 * 3 * 4 * 4, dtype=np.int8).reshape(2, 3, 4, 4)
 PY38 = os.environ.get("NPU_HIL_PY38", "/root/.pyenv/versions/3.8.18/bin/python")

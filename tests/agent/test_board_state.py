@@ -1,4 +1,4 @@
-"""The board's state as the agent reads it (harness/board/boardstate.py), from a fake sysfs and
+"""The board's state as the agent reads it (npu_hil/harness/board/boardstate.py), from a fake sysfs and
 procfs tree: exact values, absent files named, garbage recorded instead of guessed."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ the codec tests share (tensors to pack, what a round trip must give back).
 
 The valid combinations are written down here from the specs (``spec/kl730-layouts.md``,
 ``spec/horizon-bpu-alignment.md``) and, for Rockchip, read from the seed tables in
-``targets.rockchip`` (``input_rows``/``output_rows``), which ``test_rockchip_tables.py`` checks
+``npu_hil.targets.rockchip`` (``input_rows``/``output_rows``), which ``test_rockchip_tables.py`` checks
 row by row against the seed. Nothing here asks the codec what is valid.
 
 Shapes are small but deliberately awkward: widths that are not a multiple of any row alignment,
@@ -96,7 +96,7 @@ ALL_TARGETS = ("kl730", *ROCKCHIP_TARGETS, *HORIZON_TARGETS)
 
 @dataclass(frozen=True)
 class Case:
-    """One layout request: the arguments of :func:`harness.codec.get_layout`."""
+    """One layout request: the arguments of :func:`npu_hil.harness.codec.get_layout`."""
 
     target: str
     layout: str

@@ -1,4 +1,4 @@
-"""``harness.codec.fastcopy.strided_copy`` and the compiled kernel behind it.
+"""``npu_hil.harness.codec.fastcopy.strided_copy`` and the compiled kernel behind it.
 
 Every copy is checked against ``np.copyto`` on a twin buffer: same bytes inside the view, and
 every byte outside it untouched (the buffers start zeroed, the sources hold no zero byte). The

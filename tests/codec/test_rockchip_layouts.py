@@ -1,7 +1,7 @@
 """Rockchip RKNN2 layouts driven by the seed's tables (spec/rknn2-io-constraints.md).
 
 The expected alignments below are transcribed from the spec's tables, not read from
-``targets.rockchip``: input width alignment for C in {1,3,4} per platform and first-layer
+``npu_hil.targets.rockchip``: input width alignment for C in {1,3,4} per platform and first-layer
 precision; output NHWC channel multiples; NC1HWC2 channel multiples per last op; the C2 block of
 the RKNPU User Guide (and half the "last layer conv" multiple where the guide is silent, the
 reading the codec documents).
@@ -38,7 +38,7 @@ INPUT_WIDTH_ALIGN: dict[str, dict[str, int]] = {
 # Where Rockchip's own software (rknn-toolkit2 2.5.0 and its runtimes, tests/data/rknn/) does
 # not do what the seed's table says, the prediction follows it; the seed's value stays above.
 # (target, first layer, C) -> observed width alignment (deviations input-width-16,
-# rk2118-fp16-width, fp16-c4-unaligned of targets/rockchip/observed.py).
+# rk2118-fp16-width, fp16-c4-unaligned of npu_hil/targets/rockchip/observed.py).
 OBSERVED_INPUT_WIDTH_ALIGN: dict[tuple[str, str, int], int] = {
     **{(t, "int8", c): 16 for t in ("rv1103b", "rv1106b") for c in (1, 3, 4)},
     ("rk2118", "float16", 1): 8,

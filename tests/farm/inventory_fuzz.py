@@ -5,7 +5,7 @@ boards, a labgrid section, the inventory ``npu-hil simfarm up`` writes) are muta
 YAML-text level (characters, tokens and lines inserted, removed, swapped) and at the node level
 (a node replaced by a hostile value, a key renamed, entries dropped, aliased, merged, nested
 deep), and handed to
-:func:`harness.farm.parse_inventory`. The contract: it returns an inventory, or raises an
+:func:`npu_hil.harness.farm.parse_inventory`. The contract: it returns an inventory, or raises an
 ``InventoryError`` whose message starts with ``file:line:col``; never another exception, never a
 hang.
 

@@ -1,5 +1,5 @@
 """A labgrid lab on 127.0.0.1: a real ``labgrid-coordinator`` and ``labgrid-exporter`` (free ports,
-temporary folders) exporting simulated boards of :mod:`harness.simfarm`:
+temporary folders) exporting simulated boards of :mod:`npu_hil.harness.simfarm`:
 
 - ``rk3588-ssh-01``: a ``NetworkService`` for the farm's sshd and a ``NetworkPowerPort`` (labgrid's
   ``simplerest`` model) switched by a small HTTP power switch on 127.0.0.1;

@@ -1,4 +1,4 @@
-"""The latency figures of N timed runs (harness/latency.py) and how the reports show them."""
+"""The latency figures of N timed runs (npu_hil/harness/latency.py) and how the reports show them."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The ``sim`` runtime adapter: the agent's contract (adapters/base.py) in-process, loaded the way
 the agent loads adapters (from the host's adapter folder, beside the board package's base), and
-end to end through the real agent (``python harness/board JOB_DIR --adapters ...``)."""
+end to end through the real agent (``python npu_hil/harness/board JOB_DIR --adapters ...``)."""
 
 from __future__ import annotations
 

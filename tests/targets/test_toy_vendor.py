@@ -1,5 +1,5 @@
 """A fourth vendor, written here in the tests and registered through the one interface
-(``targets.registry.register``), runs through every stage without a line of ``harness/``
+(``npu_hil.targets.registry.register``), runs through every stage without a line of ``npu_hil/harness/``
 naming it: the codec (a layout, a report read back), the simulator (a model run for its target,
 options, a fault), the oracle, the diff and its forensics, and the diff report.
 

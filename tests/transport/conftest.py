@@ -1,4 +1,4 @@
-"""Fixtures for the transport tests: the simulated farm's pieces (:mod:`harness.simfarm`), one
+"""Fixtures for the transport tests: the simulated farm's pieces (:mod:`npu_hil.harness.simfarm`), one
 at a time. A program that is not installed here skips the tests that need it."""
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
 
 
 def start_serial_board(root: Path, *, user: str = "", password: str = "") -> SerialBoard:
-    """A fake board's console on a pty (see :data:`harness.simfarm.BOARD_SCRIPT`)."""
+    """A fake board's console on a pty (see :data:`npu_hil.harness.simfarm.BOARD_SCRIPT`)."""
     try:
         return _console.start_serial_board(root, user=user, password=password)
     except MissingToolError as exc:

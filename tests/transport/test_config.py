@@ -1,5 +1,5 @@
 """The typed transport configurations: one class per kind, each default and each check in one
-place (harness.transport.defaults), whoever builds the configuration: the inventory, labgrid or
+place (npu_hil.harness.transport.defaults), whoever builds the configuration: the inventory, labgrid or
 a script."""
 
 from __future__ import annotations

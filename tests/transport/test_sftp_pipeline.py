@@ -1,4 +1,4 @@
-"""Small files over SFTP with their requests sent together (:mod:`harness.transport.
+"""Small files over SFTP with their requests sent together (:mod:`npu_hil.harness.transport.
 sftp_pipeline`), against a real OpenSSH sshd: the bytes, the read-back, and how many answers
 the transport waits for one by one."""
 

@@ -242,7 +242,7 @@ EXPECTED_SKEW: tuple[Skew, ...] = (
         "observations (rknn/observed.json.gz): where H*W is not a multiple of 4 every runtime "
         "reports NATIVE_OUTPUT_ATTR dims flattened, [N, C1, 1, ceil4(H*W), C2] (624 of 780 "
         "models); the compiler's tensor table states [N, C1, H, W, C2], the same bytes. The "
-        "codec follows the runtime (targets/rockchip/observed.py: flattened-plane).",
+        "codec follows the runtime (npu_hil/targets/rockchip/observed.py: flattened-plane).",
     ),
     Skew(
         "nc1hwc2-input-plane-padding",

@@ -1,6 +1,6 @@
 """Putting the agent and the models on a board: content-addressed, checked, repaired once.
 
-The agent bundle (the board package ``harness/board`` and the extra adapters) goes into
+The agent bundle (the board package ``npu_hil/harness/board`` and the extra adapters) goes into
 ``agent/<sha256[:16]>/`` and is marked complete last, so a half-copied bundle is never used and an
 unchanged one is never copied; the agent's hello lists the sha256 of every file as the board has
 it, and a damaged bundle is replaced once. Models go into ``cache/<sha256>/<name>``.
@@ -51,7 +51,7 @@ _COMPLETE = ".complete"
 
 
 class Deployment:
-    """The deployment half of :class:`~harness.agent.client.AgentClient`."""
+    """The deployment half of :class:`~npu_hil.harness.agent.client.AgentClient`."""
 
     transport: Transport
     adapter_dirs: list[Path]

@@ -51,7 +51,7 @@ class JobSpec:
     pin_clocks: bool = False
     canary: bytes | None = None
     """The pattern the agent fills every output buffer the adapter owns with before each run
-    (:func:`harness.board.job.canary_for` makes one from the job id); None: no canary."""
+    (:func:`npu_hil.harness.board.job.canary_for` makes one from the job id); None: no canary."""
     runtime_log_level: int | None = None  # on the runtime's own scale; None: its default
 
 

@@ -8,7 +8,7 @@ frames to the socket and the answers back, base64 and sha256-checked both ways. 
 its runtime and loaded models between requests, and the console is a plain shell again in
 between, for the job's file transfers.
 
-The transport (:class:`~harness.transport.serial_console.SerialTransport`) carries commands and
+The transport (:class:`~npu_hil.harness.transport.serial_console.SerialTransport`) carries commands and
 files and knows nothing of the agent: importing this module registers the session with it. The
 relay's exit statuses and answer format come from the board package, never the other way round.
 """
@@ -98,7 +98,7 @@ def _inline_answer(output: bytes) -> tuple[bytes | None, tuple[int, str] | None]
 
 class SerialAgentSession:
     """A resident agent on a serial console, reached through the relay (the
-    :class:`~harness.transport.base.Session` of :meth:`SerialTransport.open_session`).
+    :class:`~npu_hil.harness.transport.base.Session` of :meth:`SerialTransport.open_session`).
 
     The agent runs in the background (``npu_hil_board --listen``) under a small keeper shell that
     waits for it and writes its exit status, so the host can say how it ended. ``send`` collects

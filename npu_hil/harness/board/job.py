@@ -14,7 +14,7 @@ bytes, :func:`canary_for` makes one from the job id) is the pattern every output
 adapter owns is filled with before each run: bytes the device never wrote still hold it.
 ``runtime_log_level`` (default null: the runtime's default) is written, on the runtime's own scale,
 to the environment variable the adapter's runtime reads its log level from before the adapter is
-created (:mod:`harness.board.runlog`).
+created (:mod:`npu_hil.harness.board.runlog`).
 
 Paths are relative to the job directory (the model may also be relative to ``--root``, the model
 cache) and may not leave it: absolute paths, ``..`` and symlinks pointing outside are refused. A

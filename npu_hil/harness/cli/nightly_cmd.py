@@ -108,7 +108,7 @@ def add_parser(sub: Any) -> None:
 
 def plugin_args(workers: str | None) -> list[str]:
     """``-p`` options: with plugin autoloading on, the entry points already load npu-hil and
-    xdist (and ``-p harness.plugin`` would register it twice); with it off, name them."""
+    xdist (and ``-p npu_hil.harness.plugin`` would register it twice); with it off, name them."""
     if not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         return []
     return ["-p", "npu_hil.harness.plugin", *(["-p", "xdist"] if workers else [])]

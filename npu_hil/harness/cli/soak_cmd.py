@@ -1,6 +1,6 @@
 """``npu-hil soak``: the chosen models looped on the chosen boards for hours (or N jobs), several
 contexts per board at once, the agents' memory and the board's CMA / DMA-buffer pools sampled;
-passes on a bounded leak slope and error rate (:mod:`harness.soak`) and writes
+passes on a bounded leak slope and error rate (:mod:`npu_hil.harness.soak`) and writes
 ``<reports>/soak-<run-id>/`` (soak.json, soak.html with plots).
 
 Exit 0: the soak passed; 1: it failed (the verdict's reasons are printed, each naming the bound

@@ -1,6 +1,6 @@
 """The host codec: logical tensors ↔ the bytes an NPU holds, for every layout in the seeds.
 
-One engine (:mod:`harness.codec.engine`) serves every format; the vendor modules in ``targets/``
+One engine (:mod:`npu_hil.harness.codec.engine`) serves every format; the vendor modules in ``npu_hil/targets/``
 describe their formats as data on it. Entry point: :func:`get_layout`.
 """
 

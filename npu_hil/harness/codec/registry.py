@@ -1,7 +1,7 @@
 """The one registry from target names to the vendor code that builds their layouts and reads
 their reports.
 
-The vendor units live in ``targets/`` and register here when their package is imported. The
+The vendor units live in ``npu_hil/targets/`` and register here when their package is imported. The
 codec does not import them (they import the codec's engine): the first lookup imports the package
 named by :data:`UNITS_PACKAGE`, which loads every vendor unit, so ``import harness`` stays cheap
 and ``get_layout`` works without the caller importing ``targets`` first.

@@ -19,7 +19,7 @@ VERDICT_STALE = "stale"
 although the host's expectation did: set on a run's tensor, never by the byte diff alone."""
 VERDICT_CROSS_API = "cross-api"
 """An output two of the vendor's API paths (zero-copy and the normal API) disagree on: its
-values or the attributes both report (the cross-API check, ``harness.pipeline.crossapi``)."""
+values or the attributes both report (the cross-API check, ``npu_hil.harness.pipeline.crossapi``)."""
 PASSING_VERDICTS = frozenset((VERDICT_EQUAL, VERDICT_WITHIN))
 
 
@@ -80,7 +80,7 @@ class Finding:
 
 @dataclass
 class DiffReport:
-    """The outcome of :func:`harness.diff.diff_buffers`."""
+    """The outcome of :func:`npu_hil.harness.diff.diff_buffers`."""
 
     target: str
     layout: str

@@ -9,7 +9,7 @@ need two trees because ``qemu-user -L`` gives a process one root.
 Folder layout::
 
     DIR/root           the board's tree
-    DIR/launch-python  its python (see harness.emulated.launcher)
+    DIR/launch-python  its python (see npu_hil.harness.emulated.launcher)
     DIR/board.json     what was put on it, and the key of the root it was copied from
 """
 

@@ -1,6 +1,6 @@
 """The board farm: the inventory (what each board is), sessions on boards (simulated or real),
 health and recovery (power cycles, retries, circuit breakers), power control and cross-process
-locks. A model runs on a session with :func:`harness.pipeline.run_model`.
+locks. A model runs on a session with :func:`npu_hil.harness.pipeline.run_model`.
 
 Works without pytest; the plugin maps its options and markers onto :class:`Farm`.
 """

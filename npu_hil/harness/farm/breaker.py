@@ -6,7 +6,7 @@ and came back (a result, a DeviceError, a buffer mismatch) resets the count. At 
 failures in a row the breaker opens: every later run on that board raises
 :class:`BoardBrokenError` at once with the cause, so a full disk or a dead board costs N
 attempts, not every test's retries. Other boards have breakers of their own. A power cycle
-closes it again (:meth:`harness.farm.Farm.power_cycle`): the board gets a fresh start.
+closes it again (:meth:`npu_hil.harness.farm.Farm.power_cycle`): the board gets a fresh start.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Which transport a board gets:
 - a simulated board, or any board under ``backend="sim"``: a :class:`LocalTransport` in a
   per-board folder under the farm's workdir, running the real agent under ``sys.executable`` with
   the harness on ``PYTHONPATH`` (the ``sim`` adapter imports it);
-- a real board: its inventory transport (local, SSH or serial; :mod:`harness.farm.connect`),
+- a real board: its inventory transport (local, SSH or serial; :mod:`npu_hil.harness.farm.connect`),
   connected when its session opens. When it cannot be reached (:class:`TransportError`) under
   ``backend="auto"``, a board whose ``fallback`` is ``sim`` runs simulated instead, and its session
   says so (``simulated=True``, ``fallback_reason``);
@@ -14,11 +14,11 @@ Which transport a board gets:
   SSH and serial); its results are simulated ones and its session says so;
 - a board that is a labgrid place (the inventory's ``labgrid`` section): its place is acquired
   when its session opens, its transport pointed at the place's resources, and the place released
-  when the farm closes (:mod:`harness.farm.labgrid_places`).
+  when the farm closes (:mod:`npu_hil.harness.farm.labgrid_places`).
 
-Recovery is the farm's too (:mod:`harness.farm.recovery`): :meth:`Farm.ready` checks a board's
+Recovery is the farm's too (:mod:`npu_hil.harness.farm.recovery`): :meth:`Farm.ready` checks a board's
 health once and power-cycles an unhealthy one, and every session carries the farm's retry
-policy, so a script calling :meth:`Farm.ready` and :func:`harness.pipeline.run_model` gets what a
+policy, so a script calling :meth:`Farm.ready` and :func:`npu_hil.harness.pipeline.run_model` gets what a
 pytest run gets. The library works without pytest; the plugin only maps its options onto this
 class.
 """
@@ -83,20 +83,20 @@ class Farm:
     ``sim`` (every board simulated) or ``hw`` (real boards only, no fallback). ``workdir`` holds
     the simulated boards' folders and the lock files; share it between processes that must not
     use a board at once. It defaults to ``npu-hil`` in this user's runtime or cache folder
-    (:func:`harness.folders.default_workdir`) and must be a folder of this user's own
+    (:func:`npu_hil.harness.folders.default_workdir`) and must be a folder of this user's own
     (UnsafeFolderError otherwise). ``keep_remote`` leaves job folders behind for inspection.
     ``breaker_threshold``: after that many infrastructure failures in a row a board is marked
     unhealthy and every later run on it raises BoardBrokenError at once
-    (:mod:`harness.farm.breaker`); None or 0 never marks one. ``retry``: how often and after
+    (:mod:`npu_hil.harness.farm.breaker`); None or 0 never marks one. ``retry``: how often and after
     what backoff a model run on a session of this farm is retried after an infrastructure
-    failure (:class:`~harness.farm.recovery.RetryPolicy`; default: once, after 1 s, as in pytest).
+    failure (:class:`~npu_hil.harness.farm.recovery.RetryPolicy`; default: once, after 1 s, as in pytest).
     ``sim_faults``: board name → faults every job of that board carries while it runs simulated
-    (``--sim-fault``, :mod:`harness.farm.simfaults`); a board the inventory does not have is an
+    (``--sim-fault``, :mod:`npu_hil.harness.farm.simfaults`); a board the inventory does not have is an
     error. ``health_job``: the golden job of every health check (called with the board's
     session; raises an NpuHilError when the board fails it, returns a note), e.g.
-    :func:`harness.pipeline.golden.golden_job`; None checks reachability, versions and identity
+    :func:`npu_hil.harness.pipeline.golden.golden_job`; None checks reachability, versions and identity
     only. ``run_id`` names this run in the boards' health history (stored beside the board
-    locks, :mod:`harness.farm.health_store`). ``runtime``: the name of a runtime version
+    locks, :mod:`npu_hil.harness.farm.health_store`). ``runtime``: the name of a runtime version
     installed on the boards (the inventory's ``runtimes``); every job then carries the options
     that pick it, and :meth:`boards` leaves out the boards that do not have it. None: each
     board's default runtime.
@@ -337,7 +337,7 @@ class Farm:
 
     def check_health(self, board: Board | str) -> None:
         """Once per board and farm: healthy, or power-cycled and checked again when the board has
-        power control (:func:`~harness.farm.recovery.health_problem`). BoardUnhealthyError with
+        power control (:func:`~npu_hil.harness.farm.recovery.health_problem`). BoardUnhealthyError with
         the cause when it is not, now and at every later call."""
         board = self._board(board)
         condition = self._conditions.get(board.name)

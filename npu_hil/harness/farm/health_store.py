@@ -6,7 +6,7 @@ lock of its own, so concurrent runs on one host never leave half a file or lose 
 board that went bad (its circuit breaker opened, or its health check failed and a power cycle
 did not bring it back) stays bad for the next run, which refuses it at once with the last cause
 and since when (:meth:`BoardHealth.refusal`), until a power cycle and a passing health check
-clear it (:meth:`harness.farm.Farm.check_health`) or someone clears it by hand
+clear it (:meth:`npu_hil.harness.farm.Farm.check_health`) or someone clears it by hand
 (:meth:`HealthStore.clear`, ``--clear-health``).
 
 A file that cannot be read (not JSON, another schema) is reported as ``unknown`` with why, and

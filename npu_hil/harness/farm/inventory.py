@@ -1,6 +1,6 @@
 """The board inventory (``inventory.yaml``): what each board *is*, as plain data.
 
-Parsed as composed nodes (:mod:`harness.yaml_reader`) so every node keeps its position: an error
+Parsed as composed nodes (:mod:`npu_hil.harness.yaml_reader`) so every node keeps its position: an error
 names the file, line and column, the key path and what was expected, e.g.
 ``farm.yaml:23:7: boards[4].transport.port: expected an integer, got "22a"``. Secrets never belong
 in the file: a literal ``password`` or ``key`` is refused in favour of ``password_env`` (the name of
@@ -28,22 +28,22 @@ Schema::
           "2.3.2": {library: /opt/rknpu2-2.3.2/librknnrt.so}   # (--runtime, --runtime-matrix)
     labgrid: {coordinator: HOST:PORT, places: [...], tags: {...}, wait: 600, ...}
                                           # places of a labgrid coordinator as boards
-                                          # (harness.farm.labgrid_inventory); ``boards`` may
+                                          # (npu_hil.harness.farm.labgrid_inventory); ``boards`` may
                                           # then be left out. Reading stays offline: the farm
                                           # asks the coordinator for the places
-                                          # (harness.farm.labgrid_boards)
+                                          # (npu_hil.harness.farm.labgrid_boards)
 
-Numbers are plain decimals (:mod:`harness.yaml_reader` refuses YAML 1.1's base 60, octal and hex
+Numbers are plain decimals (:mod:`npu_hil.harness.yaml_reader` refuses YAML 1.1's base 60, octal and hex
 forms, ``.inf`` and tags); text fields hold no control characters or lone surrogates.
 
 ``transport: local`` is short for ``{kind: local}``. A board's ``transport`` replaces the default
 one as a whole (mixing an SSH host with serial settings would be meaningless); ``timeouts`` merge
 key by key.
 
-The modules, in the one direction data flows: :mod:`harness.yaml_reader` (text to nodes),
-:mod:`~harness.farm.inventory_reader` (typed values at positions),
-:mod:`~harness.farm.inventory_secrets`, :mod:`~harness.farm.inventory_entries` (transport,
-timeouts, power), :mod:`~harness.farm.labgrid_inventory` (the ``labgrid:`` section), this one.
+The modules, in the one direction data flows: :mod:`npu_hil.harness.yaml_reader` (text to nodes),
+:mod:`~npu_hil.harness.farm.inventory_reader` (typed values at positions),
+:mod:`~npu_hil.harness.farm.inventory_secrets`, :mod:`~npu_hil.harness.farm.inventory_entries` (transport,
+timeouts, power), :mod:`~npu_hil.harness.farm.labgrid_inventory` (the ``labgrid:`` section), this one.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ __all__ = [
 ]
 
 # VENDOR_OF (target → vendor) and HW_ADAPTERS (vendor → the runtime adapter a real board uses
-# unless the inventory names another) are the vendor units' (targets.registry).
+# unless the inventory names another) are the vendor units' (npu_hil.targets.registry).
 SIM_ADAPTER = "sim"
 
 TOP_KEYS = ("defaults", "boards", "manifest", "labgrid")
@@ -136,7 +136,7 @@ class Board:
     place: str | None = None
     """The labgrid place this board is (its transport's address comes from the place)."""
     adapter_options: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
-    """Options for every job of the board (:mod:`harness.farm.inventory_options`)."""
+    """Options for every job of the board (:mod:`npu_hil.harness.farm.inventory_options`)."""
     runtimes: Mapping[str, Mapping[str, Any]] = field(
         default_factory=dict, hash=False, compare=False
     )
@@ -153,7 +153,7 @@ class Board:
 
     @property
     def vendor(self) -> str:
-        """The name of the target's vendor unit (``targets.registry``)."""
+        """The name of the target's vendor unit (``npu_hil.targets.registry``)."""
         return VENDOR_OF[self.target]
 
     @property
@@ -172,7 +172,7 @@ class Inventory:
     labgrid: LabgridSection | None = None
     places_listed: bool = False
     """Whether the boards of the labgrid section's places are in ``boards`` already (the farm
-    asked the coordinator: :func:`harness.farm.labgrid_boards.resolve_labgrid_boards`)."""
+    asked the coordinator: :func:`npu_hil.harness.farm.labgrid_boards.resolve_labgrid_boards`)."""
 
     def board(self, name: str) -> Board:
         for board in self.boards:
@@ -361,6 +361,6 @@ def _read_text(file: Path) -> str:
 def load_inventory(path: str | os.PathLike[str]) -> Inventory:
     """Read and check the inventory file at ``path``, offline: a labgrid section's places are
     not asked for here, the farm asks its coordinator
-    (:func:`harness.farm.labgrid_boards.resolve_labgrid_boards`)."""
+    (:func:`npu_hil.harness.farm.labgrid_boards.resolve_labgrid_boards`)."""
     file = Path(path)
     return parse_inventory(_read_text(file), source=str(file), base=file.parent)

@@ -1,8 +1,8 @@
 """The parts of an inventory entry that a board of ``boards`` and a place of the ``labgrid``
 section share: the names and patterns the schema uses, timeouts, power control, and the
-``transport`` entry read into its typed configuration (:mod:`harness.transport.config`).
+``transport`` entry read into its typed configuration (:mod:`npu_hil.harness.transport.config`).
 
-Below :mod:`harness.farm.inventory` and :mod:`harness.farm.labgrid_inventory` both, so the two
+Below :mod:`npu_hil.harness.farm.inventory` and :mod:`npu_hil.harness.farm.labgrid_inventory` both, so the two
 read a transport, a timeout or an adapter name the same way, and neither imports the other's
 module back.
 """

@@ -6,7 +6,7 @@ board's runtime adapter, read at their positions like every other entry.
 ``runtimes`` names the runtime versions installed side by side on the board, each as the
 options that select it (``{"1.6.0": {library: /opt/rknpu2-1.6.0/librknnrt.so}}``); a run with
 ``--runtime NAME`` uses the board's ``adapter_options`` overlaid with that entry, and the
-nightly's ``--runtime-matrix`` runs the suite once per name (:mod:`harness.report.matrix`).
+nightly's ``--runtime-matrix`` runs the suite once per name (:mod:`npu_hil.harness.report.matrix`).
 A simulated board takes the ``sim`` adapter's options there, e.g. ``runtime_versions``: the
 versions its simulated runtime reports, held to the vendor's compatibility table like a real
 board's.

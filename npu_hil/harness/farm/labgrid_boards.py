@@ -5,7 +5,7 @@ resources turned into the board's transport when its session opens.
 The farm asks the coordinator which places exist (tags select them, a tag names their target):
 every pytest-xdist worker must collect the same boards, so they come from one listing, not from
 whatever happens to be free. Nothing is reserved or acquired here; the farm acquires a place the
-first time a test needs its board (:class:`~harness.labgrid.LabgridPlaces`).
+first time a test needs its board (:class:`~npu_hil.harness.labgrid.LabgridPlaces`).
 """
 
 from __future__ import annotations

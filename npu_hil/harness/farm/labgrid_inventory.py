@@ -20,7 +20,7 @@ Each place becomes a board named after it (``hw``; adapter, python, workdir, tim
 from ``defaults`` unless its mapping says otherwise). Where it is reached (SSH host and port, the
 console's URL) and whether it has power control come from the place's resources, read when the
 place is acquired. Parsing stays offline; the farm asks the coordinator which places there are
-(:mod:`harness.farm.labgrid_boards`).
+(:mod:`npu_hil.harness.farm.labgrid_boards`).
 """
 
 from __future__ import annotations

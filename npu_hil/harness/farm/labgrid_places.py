@@ -1,4 +1,4 @@
-"""The farm's side of labgrid: one :class:`~harness.labgrid.LabgridPlaces` per farm, opened the
+"""The farm's side of labgrid: one :class:`~npu_hil.harness.labgrid.LabgridPlaces` per farm, opened the
 first time a labgrid board is used, so a run that never touches one never connects (and a run
 with ``--backend sim`` never does).
 

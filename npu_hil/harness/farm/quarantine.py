@@ -1,7 +1,7 @@
 """The quarantine list: tests the farm knows to be failing, still run but not failing the run.
 
-A quarantine file is YAML (read by :mod:`harness.yaml_reader`, checked by
-:class:`~harness.farm.inventory_reader.NodeReader`, so every error is ``file:line:column:
+A quarantine file is YAML (read by :mod:`npu_hil.harness.yaml_reader`, checked by
+:class:`~npu_hil.harness.farm.inventory_reader.NodeReader`, so every error is ``file:line:column:
 key.path: ...`` like the inventory's)::
 
     quarantine:

@@ -1,7 +1,7 @@
 """A board session: one board's transport and agent client, and whether it is really simulated.
 
-Separate from :mod:`harness.farm.farm` because a session is what a test holds and what
-:func:`harness.pipeline.run_model` runs on; the farm decides which transport a session gets.
+Separate from :mod:`npu_hil.harness.farm.farm` because a session is what a test holds and what
+:func:`npu_hil.harness.pipeline.run_model` runs on; the farm decides which transport a session gets.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class BoardSession:
     simulated board (``fallback_reason`` then says why), so reports never confuse the two.
     ``adapter`` and ``adapter_options`` are what every job on this session names.
     ``breaker`` is the board's circuit breaker (shared by copies of the session) and ``retry``
-    the farm's retry policy: :func:`harness.pipeline.run_model` consults and feeds the one and
+    the farm's retry policy: :func:`npu_hil.harness.pipeline.run_model` consults and feeds the one and
     follows the other.
     """
 

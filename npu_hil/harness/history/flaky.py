@@ -1,7 +1,7 @@
 """Per case over the last runs: the outcome strip, "failing since", a flakiness rate, the pass
 rate, and the latency and accuracy series.
 
-States are the report's (:func:`harness.report.compare.outcome_state`): passed is "pass",
+States are the report's (:func:`npu_hil.harness.report.compare.outcome_state`): passed is "pass",
 failed and error are "fail"; a skip or a run the case was not in is no state. So the flakiness
 rate here and the comparison's "flaky" list count the same flips: the rate is the share of
 consecutive states that differ (0 for a case that always passed or always failed, 1 for one that

@@ -1,5 +1,5 @@
 """The history on disk: one run's ``measurements.json`` and the reports root's ``history.json``
-index (schemas in :mod:`harness.history.model`).
+index (schemas in :mod:`npu_hil.harness.history.model`).
 
 Writes are atomic (a reader sees the old file or the new one) and the index's
 read-modify-write holds a lock beside it, so two runs ending at once on one reports root both

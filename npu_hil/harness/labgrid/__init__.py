@@ -5,15 +5,15 @@ Importing this package never imports labgrid (an optional extra: ``pip install
 'npu-hil[labgrid]'``); connecting to a coordinator without it raises
 :class:`LabgridMissingError`.
 
-- :mod:`~harness.labgrid.config` — what the inventory says about a coordinator;
-- :mod:`~harness.labgrid.coordinator` — labgrid's client session, driven synchronously;
-- :mod:`~harness.labgrid.state` — places and reservations as the coordinator reports them;
-- :mod:`~harness.labgrid.places` — reserving, acquiring, refreshing, releasing;
-- :mod:`~harness.labgrid.ledger` — places held by this host's processes (crash recovery, xdist);
-- :mod:`~harness.labgrid.endpoints` — resources → SSH host, serial URL, power resource;
-- :mod:`~harness.labgrid.power` — labgrid's power drivers;
-- :mod:`~harness.labgrid.exit_hooks` — release at exit and on SIGTERM/SIGHUP;
-- :mod:`~harness.labgrid.serial_provider` — which distribution provides ``serial``.
+- :mod:`~npu_hil.harness.labgrid.config` — what the inventory says about a coordinator;
+- :mod:`~npu_hil.harness.labgrid.coordinator` — labgrid's client session, driven synchronously;
+- :mod:`~npu_hil.harness.labgrid.state` — places and reservations as the coordinator reports them;
+- :mod:`~npu_hil.harness.labgrid.places` — reserving, acquiring, refreshing, releasing;
+- :mod:`~npu_hil.harness.labgrid.ledger` — places held by this host's processes (crash recovery, xdist);
+- :mod:`~npu_hil.harness.labgrid.endpoints` — resources → SSH host, serial URL, power resource;
+- :mod:`~npu_hil.harness.labgrid.power` — labgrid's power drivers;
+- :mod:`~npu_hil.harness.labgrid.exit_hooks` — release at exit and on SIGTERM/SIGHUP;
+- :mod:`~npu_hil.harness.labgrid.serial_provider` — which distribution provides ``serial``.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ command-line methods (``acquire``, ``create_reservation``, ...) are not used: th
 argparse namespace and print to stdout.
 
 This is the only module that imports labgrid; importing it without labgrid installed raises
-:class:`~harness.labgrid.errors.LabgridMissingError`.
+:class:`~npu_hil.harness.labgrid.errors.LabgridMissingError`.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Pure data in, pure data out: no labgrid import, so the mapping is tested without
   TCP console server). Its port is known only while the place is acquired: the exporter starts
   ser2net on a fresh port at each acquisition.
 - a power resource (``NetworkPowerPort``, ``PDUDaemonPort``, ...) → kept as labgrid describes it,
-  to be driven by labgrid's own power driver (:mod:`harness.labgrid.power`).
+  to be driven by labgrid's own power driver (:mod:`npu_hil.harness.labgrid.power`).
 
 A place with two resources of one kind is ambiguous; the one named ``ssh``, ``console`` or
 ``power`` (labgrid's named matches rename resources) is taken, else it is an error.

@@ -7,7 +7,7 @@
   releases them first and then raises KeyboardInterrupt, so the run ends the way Ctrl-C ends it
   (pytest still writes its report). The handler is installed only over the default action and
   only from the main thread, and the previous handler comes back when the last holder closes.
-- SIGKILL cannot be caught: :mod:`harness.labgrid.ledger` covers it on the next start.
+- SIGKILL cannot be caught: :mod:`npu_hil.harness.labgrid.ledger` covers it on the next start.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ How one place is taken (:meth:`LabgridPlaces.acquire`):
    reserved it, the harness waits up to ``wait`` seconds, polling the reservation (which keeps it
    alive); ``wait: 0`` refuses at once. Either way the refusal is a :class:`PlaceBusyError`
    naming the holder.
-3. The place is written to the ledger (:mod:`harness.labgrid.ledger`), under a file lock shared
+3. The place is written to the ledger (:mod:`npu_hil.harness.labgrid.ledger`), under a file lock shared
    with this host's other processes. A pytest-xdist sibling that finds the place already held by
    a live process of the same run shares it instead of waiting for it: the coordinator knows only
    ``host/user``, so to it they are one client anyway; the farm's per-board lock serialises their
@@ -22,7 +22,7 @@ release --kick``) or a lost connection is recorded, and the next use of the plac
 :class:`PlaceLostError` instead of running tests on a board someone else now uses.
 
 Release happens on :meth:`close`, at interpreter exit, and on SIGTERM/SIGHUP
-(:mod:`harness.labgrid.exit_hooks`); after a SIGKILL, the next start on this host releases the
+(:mod:`npu_hil.harness.labgrid.exit_hooks`); after a SIGKILL, the next start on this host releases the
 places whose holders are all dead.
 """
 

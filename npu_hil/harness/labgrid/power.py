@@ -1,6 +1,6 @@
 """Switching a place's power with labgrid's own power drivers.
 
-The place's power resource (as :func:`~harness.labgrid.endpoints.endpoints_of` found it) is
+The place's power resource (as :func:`~npu_hil.harness.labgrid.endpoints.endpoints_of` found it) is
 rebuilt as a labgrid resource on a throw-away ``Target`` and driven by the driver labgrid-client
 uses for that class (``NetworkPowerDriver`` for a ``NetworkPowerPort`` of any PDU model,
 ``PDUDaemonDriver``, ...), so every PDU labgrid supports works here without a line of ours. The

@@ -57,7 +57,7 @@ def artifact_suffixes(target: str) -> tuple[str, ...]:
 _TOP_KEYS = ("version", "models")
 _MODEL_KEYS = ("onnx", "artifacts", "model", "shape", "compiled", "accuracy")
 ACCURACY_KEYS = ("cosine_min", "snr_db_min", "max_abs_err_max", "max_rel_err_max")
-"""The accuracy thresholds a model entry may set (``harness.diff.accuracy.Thresholds``)."""
+"""The accuracy thresholds a model entry may set (``npu_hil.harness.diff.accuracy.Thresholds``)."""
 _COMPILED_KEYS = ("compiler", "precision", "inputs", "outputs")
 _TENSOR_KEYS = ("name", "dtype", "shape", "native", "size")
 

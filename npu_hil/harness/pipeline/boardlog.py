@@ -1,7 +1,7 @@
 """The board's own logs of a job, classified, and the outcome their class gives.
 
 The agent sends the kernel's lines and the runtime's in the job's window
-(:class:`~harness.agent.result_extras.BoardLog`); the target's log signatures
+(:class:`~npu_hil.harness.agent.result_extras.BoardLog`); the target's log signatures
 (:mod:`npu_hil.targets.log_signatures`) put them in a class, and the class decides, over the
 agent's own error type and over a clean byte diff:
 
@@ -13,7 +13,7 @@ agent's own error type and over a clean byte diff:
 
 Lines no signature knows stay in the excerpt and change nothing. Every line is scrubbed of
 secrets before it is kept. The excerpt, as :class:`LogFinding`, rides on the exception raised
-(``board_log``) or on the run (:attr:`~harness.pipeline.result.ModelRun.board_log`).
+(``board_log``) or on the run (:attr:`~npu_hil.harness.pipeline.result.ModelRun.board_log`).
 """
 
 from __future__ import annotations

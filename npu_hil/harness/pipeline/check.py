@@ -86,7 +86,7 @@ def _canary_note(result: Result) -> str:
 
 @dataclass(frozen=True)
 class _Reported:
-    """A fetched tensor as :mod:`harness.expect` reads it (name, shape, attributes)."""
+    """A fetched tensor as :mod:`npu_hil.harness.expect` reads it (name, shape, attributes)."""
 
     name: str
     shape: tuple[int, ...]

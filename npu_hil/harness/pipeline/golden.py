@@ -1,5 +1,5 @@
 """The golden job of a board's health check: the identity reference model on a tiny input,
-through the real agent and :func:`~harness.pipeline.run.run_once` (deploy, run, fetch, every
+through the real agent and :func:`~npu_hil.harness.pipeline.run.run_once` (deploy, run, fetch, every
 buffer diffed), once, without retries.
 
 A board that cannot run it is unhealthy: its infrastructure errors reach the farm's health

@@ -124,15 +124,15 @@ class ModelRun:
     board_state: Mapping[str, Any] = field(default_factory=dict)
     compatibility: tuple[Mapping[str, str], ...] = ()
     """The compiled artifact's compatibility findings (``check``, ``status``, ``message``,
-    ``source``; :mod:`harness.pipeline.compat`): empty when the run deployed none."""
+    ``source``; :mod:`npu_hil.harness.pipeline.compat`): empty when the run deployed none."""
     stale_check: ModelRun | None = None
     """The stale-result check's second run (on inputs derived from these), checked like this
     one; None without the check."""
     cross_api: CrossApi | None = None
-    """The cross-API check (``harness.pipeline.crossapi``): the two paths compared, or why it
+    """The cross-API check (``npu_hil.harness.pipeline.crossapi``): the two paths compared, or why it
     does not apply; None without the check."""
     board_log: LogFinding | None = None
-    """The board's own logs in the job's window, classified (:mod:`harness.pipeline.boardlog`);
+    """The board's own logs in the job's window, classified (:mod:`npu_hil.harness.pipeline.boardlog`);
     None when the agent sent none. A run that returns has no class: a class raises."""
 
     @property

@@ -1,16 +1,16 @@
 """``run_model``: one model on one board, every device buffer checked (pack → deploy → run →
 fetch → expect → diff), retried per the session's retry policy.
 
-The steps are one module each: :mod:`~harness.pipeline.model` (which model the board loads),
-:mod:`~harness.pipeline.inputs` (pack), the agent client (deploy, run, fetch),
-:mod:`~harness.pipeline.check` (expect, diff), :mod:`~harness.pipeline.result` (what it found).
+The steps are one module each: :mod:`~npu_hil.harness.pipeline.model` (which model the board loads),
+:mod:`~npu_hil.harness.pipeline.inputs` (pack), the agent client (deploy, run, fetch),
+:mod:`~npu_hil.harness.pipeline.check` (expect, diff), :mod:`~npu_hil.harness.pipeline.result` (what it found).
 
 Errors are not caught here: TransportError, DeviceError and LayoutError reach the caller, which
 maps them onto outcomes (error, error, failure before anything was sent). A TransportError or a
-timeout is first retried as the session's :class:`~harness.farm.recovery.RetryPolicy` says (the
+timeout is first retried as the session's :class:`~npu_hil.harness.farm.recovery.RetryPolicy` says (the
 farm's: the same from a script as under pytest). Each attempt feeds the board's circuit breaker
-(:mod:`harness.farm.breaker`): the attempt whose infrastructure failure opens it raises
-:class:`~harness.farm.breaker.BoardBrokenError` (from that failure), and so does every later run
+(:mod:`npu_hil.harness.farm.breaker`): the attempt whose infrastructure failure opens it raises
+:class:`~npu_hil.harness.farm.breaker.BoardBrokenError` (from that failure), and so does every later run
 on the board, at once; it is never retried.
 """
 
@@ -86,18 +86,18 @@ def run_model(
     Every job carries a canary (a pattern derived from its job id) that the board fills the
     buffers its adapter owns with before each run; bytes that still hold it come back as the
     diff's ``unwritten`` finding. ``stale_check`` runs the model a second time on inputs derived
-    from ``inputs`` (:func:`~harness.pipeline.stale.derived_inputs`) and flags each output that
+    from ``inputs`` (:func:`~npu_hil.harness.pipeline.stale.derived_inputs`) and flags each output that
     did not change although the host's expectation did (verdict ``stale``); the second run is
     :attr:`ModelRun.stale_check`, its buffers checked too. ``cross_api`` runs the same job a
     second time through the vendor's other API path (zero-copy and the normal API: the vendor
     unit's ``api_paths``) and flags each output the two disagree on, values or attributes
-    (verdict ``cross-api``, :mod:`~harness.pipeline.crossapi`); :attr:`ModelRun.cross_api`
+    (verdict ``cross-api``, :mod:`~npu_hil.harness.pipeline.crossapi`); :attr:`ModelRun.cross_api`
     names both paths, or says why the check is not applicable (a vendor with one path).
 
     Every job brings back the board's own logs in its window: the kernel's (``/dev/kmsg``, else
     ``dmesg``) and the runtime's standard error, at ``runtime_log_level`` (the runtime's own
     scale; None: its default). A line a known signature matches decides the outcome
-    (:mod:`harness.pipeline.boardlog`): infrastructure is a retried TransportError,
+    (:mod:`npu_hil.harness.pipeline.boardlog`): infrastructure is a retried TransportError,
     compatibility and product are failures never retried; the excerpt is
     :attr:`ModelRun.board_log`, or the raised error's ``board_log``.
     """

@@ -6,24 +6,24 @@ test asks for a board (the ``board`` or ``run_model`` fixture, or a ``soc``/``ve
 
 One feature per module, each with its own options, hooks and state:
 
-- :mod:`harness.plugin` — the option group and the ``codec`` fixture (this module);
-- :mod:`harness.plugin.inventory` — ``--inventory``: which inventory the run uses;
-- :mod:`harness.plugin.outcomes` — how a test counts: infrastructure trouble is an error;
-- :mod:`harness.plugin.records` — ``--reports``, ``--compare-with``: one record per test, JUnit
+- :mod:`npu_hil.harness.plugin` — the option group and the ``codec`` fixture (this module);
+- :mod:`npu_hil.harness.plugin.inventory` — ``--inventory``: which inventory the run uses;
+- :mod:`npu_hil.harness.plugin.outcomes` — how a test counts: infrastructure trouble is an error;
+- :mod:`npu_hil.harness.plugin.records` — ``--reports``, ``--compare-with``: one record per test, JUnit
   properties, the run's report (fed by the features below, read by none of them);
-- :mod:`harness.plugin.farm` — ``--backend``, ``--target``, ``--board``, ``--keep-remote``,
+- :mod:`npu_hil.harness.plugin.farm` — ``--backend``, ``--target``, ``--board``, ``--keep-remote``,
   ``--hil-retries``, ``--hil-breaker``, the markers: the farm, parametrisation over boards, the
   ``board`` fixture;
-- :mod:`harness.plugin.quarantine` — ``--quarantine``, ``--quarantine-verify``: listed tests
+- :mod:`npu_hil.harness.plugin.quarantine` — ``--quarantine``, ``--quarantine-verify``: listed tests
   run, their failures reported as quarantined instead of failing the run;
-- :mod:`harness.plugin.perf` — the ``perf`` marker: runs, warm-up and latency thresholds;
-- :mod:`harness.plugin.history` — ``--baseline-runs``, ``--baseline-k``, ``--baseline-floor``,
+- :mod:`npu_hil.harness.plugin.perf` — the ``perf`` marker: runs, warm-up and latency thresholds;
+- :mod:`npu_hil.harness.plugin.history` — ``--baseline-runs``, ``--baseline-k``, ``--baseline-floor``,
   ``--history-keep``, ``--no-baseline``: each case against its baseline, the run kept in the
   history;
-- :mod:`harness.plugin.run` — the ``run_model`` fixture and :func:`assert_run_ok`;
-- :mod:`harness.plugin.simfarm` — ``--simfarm``: the board tests over real SSH and serial links.
+- :mod:`npu_hil.harness.plugin.run` — the ``run_model`` fixture and :func:`assert_run_ok`;
+- :mod:`npu_hil.harness.plugin.simfarm` — ``--simfarm``: the board tests over real SSH and serial links.
 
-Recovery and retry policy are the farm library's (:mod:`harness.farm.recovery`): the plugin maps
+Recovery and retry policy are the farm library's (:mod:`npu_hil.harness.farm.recovery`): the plugin maps
 its options onto them.
 """
 
@@ -62,7 +62,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.fixture
 def codec() -> ModuleType:
-    """The host codec, :mod:`harness.codec` (``codec.get_layout(...)``)."""
+    """The host codec, :mod:`npu_hil.harness.codec` (``codec.get_layout(...)``)."""
     import npu_hil.harness.codec
 
     return npu_hil.harness.codec

@@ -11,7 +11,7 @@ workers never share a board, and checks the board's health once per session.
 Its options are the farm's (``--backend``, ``--target``, ``--board``, ``--keep-remote``,
 ``--sim-fault``, and the recovery policy: ``--hil-retries``, ``npu_hil_retry_backoff``,
 ``--hil-breaker``), and so are its markers. What recovery does is the farm library's
-(:mod:`harness.farm.recovery`): the :class:`~harness.farm.Farm` built here gets the options, the
+(:mod:`npu_hil.harness.farm.recovery`): the :class:`~npu_hil.harness.farm.Farm` built here gets the options, the
 ``board`` fixture records what the farm found and did.
 """
 
@@ -93,7 +93,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         metavar="BOARD=FAULT[:key=value,...]",
         help="inject a fault into every job of a simulated board, e.g. "
-        "NAME=slow:percent=20 (repeatable; faults: harness.sim.faults); not part of the "
+        "NAME=slow:percent=20 (repeatable; faults: npu_hil.harness.sim.faults); not part of the "
         "run key, recorded in the report",
     )
     group.addoption(
@@ -363,13 +363,13 @@ def _filters_text(config: pytest.Config) -> str:
 
 @pytest.fixture(scope="session")
 def farm(pytestconfig: pytest.Config) -> Farm:
-    """The session's :class:`~harness.farm.Farm` (built from the inventory on first use)."""
+    """The session's :class:`~npu_hil.harness.farm.Farm` (built from the inventory on first use)."""
     return pytestconfig.stash[FARM_KEY].get_farm()
 
 
 @pytest.fixture
 def board(request: pytest.FixtureRequest, farm: Farm) -> Iterator[BoardSession]:
-    """The test's board as a :class:`~harness.farm.BoardSession`, locked for the test."""
+    """The test's board as a :class:`~npu_hil.harness.farm.BoardSession`, locked for the test."""
     param = getattr(request, "param", None)
     if not isinstance(param, BoardParam) or param.name is None:
         reason = param.reason if isinstance(param, BoardParam) else "no board"

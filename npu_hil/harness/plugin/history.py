@@ -2,7 +2,7 @@
 of the same run key, and the run kept in the history for the runs after it.
 
 ``--baseline-runs K``, ``--baseline-k``, ``--baseline-floor PERCENT``: how the band is made
-(:mod:`harness.history.baseline`); ``--no-baseline``: no comparison (the run is still kept);
+(:mod:`npu_hil.harness.history.baseline`); ``--no-baseline``: no comparison (the run is still kept);
 ``--history-keep N``: how many runs the index keeps.
 
 Each process (pytest-xdist workers too) loads the history once, when its first model run is

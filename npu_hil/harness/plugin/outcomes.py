@@ -1,6 +1,6 @@
 """Outcomes follow the error type: infrastructure trouble is an *error*, not a test failure.
 
-A :class:`~harness.errors.TransportError` (connection lost, checksum mismatch, a board that does
+A :class:`~npu_hil.harness.errors.TransportError` (connection lost, checksum mismatch, a board that does
 not answer in time), a :class:`TimeoutError` or an unhealthy board is reported as an error of the
 test — counted with errors in the terminal, ``<error>`` in JUnit XML — with its message as the
 whole explanation (no traceback into the harness). A buffer mismatch stays a failure.
@@ -27,8 +27,8 @@ INFRA_ERRORS: tuple[type[BaseException], ...] = (
 )
 INFRA_ATTR = "npu_hil_infra"
 QUARANTINED_ATTR = "npu_hil_quarantined"
-"""Set on a call report whose failure a quarantine entry covers (``harness.plugin.quarantine``)."""
-HARNESS_ROOT = Path(__file__).resolve().parents[1]  # harness/, above this package
+"""Set on a call report whose failure a quarantine entry covers (``npu_hil.harness.plugin.quarantine``)."""
+HARNESS_ROOT = Path(__file__).resolve().parents[1]  # npu_hil/harness/, above this package
 
 
 def is_infra(excinfo: pytest.ExceptionInfo[BaseException] | None) -> bool:

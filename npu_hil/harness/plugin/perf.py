@@ -8,7 +8,7 @@ Every ``run_model`` call of the test times ``runs`` runs on the board after ``wa
 ones (unless the call names its own; ``--pin-clocks`` sets the board's governors to
 ``performance`` for them, restored after), and a figure over its threshold fails the test with the
 figure, the threshold and the runs behind it. Thresholds may name any figure of
-:class:`~harness.latency.Latency` ending in ``_ms`` (``p50_ms``, ``p90_ms``, ``p99_ms``,
+:class:`~npu_hil.harness.latency.Latency` ending in ``_ms`` (``p50_ms``, ``p90_ms``, ``p99_ms``,
 ``max_ms``, ``mean_ms``, ``jitter_ms`` ...).
 """
 

@@ -1,7 +1,7 @@
 """``--quarantine FILE`` and ``--quarantine-verify``: known failures that run but do not fail
 the run.
 
-The file (:mod:`harness.farm.quarantine`) lists test id patterns, optionally per target or
+The file (:mod:`npu_hil.harness.farm.quarantine`) lists test id patterns, optionally per target or
 board, each with a reason, a link and an expiry date. A listed test still runs; when its call
 fails it is reported as ``quarantined`` (``Q`` in the terminal, a skip with the reason in JUnit
 XML, the outcome ``quarantined`` in the record), so the run's exit status does not count it.

@@ -6,8 +6,8 @@
         result = run_model("detector.onnx", inputs={"images": frame})
         assert_run_ok(result)          # or: assert result.ok, result.summary()
 
-Retries after infrastructure trouble are the farm's (:mod:`harness.farm.recovery`, applied by
-:func:`harness.pipeline.run_model`); this feature only records what they were paid for.
+Retries after infrastructure trouble are the farm's (:mod:`npu_hil.harness.farm.recovery`, applied by
+:func:`npu_hil.harness.pipeline.run_model`); this feature only records what they were paid for.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class RunModel:
-    """Callable behind the ``run_model`` fixture (see :func:`harness.pipeline.run_model`)."""
+    """Callable behind the ``run_model`` fixture (see :func:`npu_hil.harness.pipeline.run_model`)."""
 
     def __init__(
         self,
@@ -118,12 +118,12 @@ class RunModel:
         **options: Any,
     ) -> ModelRun:
         """Run ``model`` with ``inputs``; ``output_layout`` asks the board's runtime for that
-        native output layout; other keyword arguments go to ``harness.pipeline.run_model``
+        native output layout; other keyword arguments go to ``npu_hil.harness.pipeline.run_model``
         (``outputs``, ``tolerance``, ``padding``, ``input_layout``, ``faults``, ``runs``,
         ``warmup``, ``accuracy``: a test's own thresholds, over its ``accuracy`` marker's). Under
         a ``perf`` marker its runs and warm-up are the default, and a figure over its thresholds
         fails the test. Every run's figures are checked against the case's baseline
-        (:mod:`harness.plugin.history`): outside its band, a perf test's latency (or, with
+        (:mod:`npu_hil.harness.plugin.history`): outside its band, a perf test's latency (or, with
         accuracy thresholds, an accuracy figure) fails the test, anything else is a warning."""
         from npu_hil.harness.pipeline import run_model
 
@@ -227,7 +227,7 @@ class RunModel:
 def run_model(request: pytest.FixtureRequest, board: BoardSession) -> RunModel:
     """Run a model on the test's board: pack → deploy → run → fetch → expect → diff, in one call.
 
-    Returns the :class:`~harness.pipeline.ModelRun`; check it with :func:`assert_run_ok`.
+    Returns the :class:`~npu_hil.harness.pipeline.ModelRun`; check it with :func:`assert_run_ok`.
     A TransportError or timeout is retried ``--hil-retries`` times with backoff, the board's
     agent restarted in between (the farm's retry policy); after that it is the test's error. A
     board whose circuit breaker opened (``--hil-breaker`` infrastructure failures in a row) is

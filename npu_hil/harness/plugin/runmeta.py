@@ -1,6 +1,6 @@
 """The records feature's view of the pytest session: its run kind (suite, inventory, selection)
 and the meta the run's report gets, read off the config and handed to
-:mod:`harness.report.runmeta` as plain values."""
+:mod:`npu_hil.harness.report.runmeta` as plain values."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def _suite_of(config: pytest.Config) -> list[str]:
 
 
 def config_run_kind(config: pytest.Config) -> dict[str, Any]:
-    """The run kind of the pytest session ``config`` (:func:`harness.report.runmeta.run_kind`)."""
+    """The run kind of the pytest session ``config`` (:func:`npu_hil.harness.report.runmeta.run_kind`)."""
     selection = {name: config.getoption(name, None) for name in SELECTION_OPTIONS}
     if selection.get("backend") == "auto":
         selection["backend"] = None
@@ -72,7 +72,7 @@ def session_meta(
         compare_with=config.getoption("compare_with", None) or "",
         stopped=stopped,
     )
-    # checked when the session was configured (harness.plugin.farm): they parse
+    # checked when the session was configured (npu_hil.harness.plugin.farm): they parse
     faults = parse_board_faults(config.getoption("sim_fault", None) or [])
     meta["sim_faults"] = [f.to_dict() for f in faults]
     return meta

@@ -3,7 +3,7 @@
 Report files get the mode the user's umask gives a new file (0644 under umask 022), like any
 file a tool writes: ``tempfile.mkstemp`` would make them 0600, and a CI server or a colleague
 reading the reports would find them unreadable. Who may reach them is the run folder's business
-(created private, see :mod:`harness.report.runs`).
+(created private, see :mod:`npu_hil.harness.report.runs`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    # The writers hand clean text (harness.report.sanitize); "replace" is the last guard, so a
+    # The writers hand clean text (npu_hil.harness.report.sanitize); "replace" is the last guard, so a
     # character that slipped through costs one "?" rather than the whole file.
     write_bytes_atomic(path, text.encode("utf-8", errors="replace"))
 

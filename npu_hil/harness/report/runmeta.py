@@ -7,7 +7,7 @@ a complete run of the same key, so a test-suite run or a ``-k`` debugging run ne
 baseline of a nightly.
 
 Plain values in, plain values out: the pytest plugin reads them off its config
-(:mod:`harness.plugin.runmeta`), ``npu-hil nightly`` off its command line.
+(:mod:`npu_hil.harness.plugin.runmeta`), ``npu-hil nightly`` off its command line.
 """
 
 from __future__ import annotations

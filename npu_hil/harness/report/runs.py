@@ -7,7 +7,7 @@ sort of the folder names is the order the runs started in. ``records.jsonl`` hol
 before its summary.json is still known as a run of its kind ("the previous run was incomplete").
 
 A run folder is created private (0700): failure messages and boot logs are for whoever ran the
-suite; the files inside get the umask's mode (:mod:`harness.report.atomic`).
+suite; the files inside get the umask's mode (:mod:`npu_hil.harness.report.atomic`).
 """
 
 from __future__ import annotations

@@ -66,11 +66,11 @@ def write_run(
     """Write every report file of the run; ``records=None`` reads them from records.jsonl.
     ``history``: summary.json's ``history`` (the baseline's runs, how many runs are indexed),
     None when the run's history is not known (a report rebuilt after a crash). ``trends``: the
-    page's history view (``harness.history.trends.trends_view``), if any."""
+    page's history view (``npu_hil.harness.history.trends.trends_view``), if any."""
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
     chosen = [scrubbed(r) for r in _dedupe(load_records(path) if records is None else records)]
-    # Every writer below takes clean text (harness.report.sanitize): the records are cleaned by
+    # Every writer below takes clean text (npu_hil.harness.report.sanitize): the records are cleaned by
     # ``scrubbed``, the meta (command line, paths) and the comparison (past runs' summaries,
     # maybe written by an older harness) here.
     full_meta = clean_value({"run_id": path.name, **dict(meta)})

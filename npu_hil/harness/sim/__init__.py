@@ -3,7 +3,7 @@ the seeds and spec notes tell (native layouts, quantization, reported attributes
 faults to inject on purpose.
 
 Entry points: :class:`SimNpu` (load, run), :class:`SimInput`, :class:`Fault`; the host-side
-expectation of what a device must hold is in :mod:`harness.expect`.
+expectation of what a device must hold is in :mod:`npu_hil.harness.expect`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Running the reference model on the simulated board: onnxruntime, or the numpy path.
 
-``auto`` uses onnxruntime when it is importable (through :mod:`harness.models.reference`, the
+``auto`` uses onnxruntime when it is importable (through :mod:`npu_hil.harness.models.reference`, the
 same sessions the host's expectation uses, so the two agree bit for bit) and the numpy path
 otherwise.
 """

@@ -5,7 +5,7 @@ A fault is data: a name and parameters (JSON-friendly, so it travels in a job's
 reported attributes alone — the device claims the standard layout and delivers something else,
 which is exactly what the diff must catch. Process faults stop the board from answering.
 Timing faults change only the run time the board reports (its modeled device time,
-:mod:`harness.sim.timing`), never a buffer; the accuracy fault changes values by so little that
+:mod:`npu_hil.harness.sim.timing`), never a buffer; the accuracy fault changes values by so little that
 the byte diff at the reference tests' tolerance still passes and only the accuracy figures (and
 their baseline) move.
 
@@ -36,7 +36,7 @@ their baseline) move.
   ``tensors`` named) reaches the model misread; the other path is right. On the other path
   the fault does nothing; on its own path with no padded rows it is an error;
 - ``npu-timeout``, ``oom-kill``, ``bad-model-version``: the run (the load, for the last) fails
-  and the board's own logs say why, in the lines a real board logs (:mod:`harness.sim.boardlog`);
+  and the board's own logs say why, in the lines a real board logs (:mod:`npu_hil.harness.sim.boardlog`);
 - ``hang``: the run never returns (or sleeps ``seconds``);
 - ``crash``: the process dies (``signal``, default SIGSEGV, or ``exit_code``);
 - ``slow``: every run takes ``percent`` % longer (default 20; 0 < percent <= 10000);
@@ -45,7 +45,7 @@ their baseline) move.
   always takes some time), drawn from ``seed`` and the run's number;
 - ``leak``: the simulated runtime keeps ``kib`` KiB (default 64; 1 <= kib <= 65536) of touched
   memory per run for as long as the agent lives, so the agent's RSS grows as a leaking vendor
-  runtime's does (:mod:`harness.sim.soakfaults`);
+  runtime's does (:mod:`npu_hil.harness.sim.soakfaults`);
 - ``flaky-errors``: a ``rate`` share (default 0.2, 0 < rate <= 1) of runs fail with a
   DeviceError, which runs fail drawn from ``seed`` and the run's number;
 - ``accuracy-drift``: a ``fraction`` (default 0.1, 0 < fraction <= 1) of each selected tensor's
@@ -90,11 +90,11 @@ STATE_FAULTS = ("stale-output",)
 INPUT_FAULTS = ("unaligned-width",)
 API_PATH_KINDS = ("normal", "zero-copy")
 PROCESS_FAULTS = ("hang", "crash")
-# Faults the board's own logs tell (harness.sim.boardlog): applied by the runtime at load or run.
+# Faults the board's own logs tell (npu_hil.harness.sim.boardlog): applied by the runtime at load or run.
 LOG_FAULTS = ("npu-timeout", "oom-kill", "bad-model-version")
 TIMING_FAULTS = ("slow", "noisy-latency")
 ACCURACY_FAULTS = ("accuracy-drift",)
-# A soak's faults: memory kept per run, a share of runs failing (harness.sim.soakfaults).
+# A soak's faults: memory kept per run, a share of runs failing (npu_hil.harness.sim.soakfaults).
 SOAK_FAULTS = ("leak", "flaky-errors")
 FAULT_NAMES = (
     *BUFFER_FAULTS,

@@ -25,7 +25,7 @@ COMMON = (
 )
 OPTION_HELP = {
     "target": "the board to be: any target of a vendor unit (npu-hil targets list)",
-    "faults": "faults to inject: names or {name, ...params} (see harness.sim.faults)",
+    "faults": "faults to inject: names or {name, ...params} (see npu_hil.harness.sim.faults)",
     "executor": "auto | onnxruntime | numpy",
     "buffer_offset": "bytes past a 32-byte boundary for every I/O buffer (a runtime that checks "
     "addresses refuses)",

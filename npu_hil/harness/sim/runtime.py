@@ -9,7 +9,7 @@ the device's input and output buffers with the runtime's own attributes.
 One run: set the inputs (laid out natively, attributes as reported after setting them), compute
 the float model (onnxruntime or the numpy path), quantize and lay out the outputs, then apply
 the buffer faults and the process faults (hang, crash), in that order. The run time reported
-(``timings["run_s"]``) is the target's modeled device time (:mod:`harness.sim.timing`), changed
+(``timings["run_s"]``) is the target's modeled device time (:mod:`npu_hil.harness.sim.timing`), changed
 only by the timing faults; the host's wall time for the float model is ``timings["host_s"]``.
 """
 
@@ -56,7 +56,7 @@ class SimModel:
     graph: GraphInfo
     source: str
     work: Work = field(default_factory=Work)
-    """What one run costs the modeled NPU (:func:`harness.sim.timing.count_work`)."""
+    """What one run costs the modeled NPU (:func:`npu_hil.harness.sim.timing.count_work`)."""
 
 
 def _artifact_suffixes() -> list[str]:

@@ -1,4 +1,4 @@
-"""The soak's faults, applied by the simulated runtime after each run (:mod:`harness.sim.faults`
+"""The soak's faults, applied by the simulated runtime after each run (:mod:`npu_hil.harness.sim.faults`
 checks their parameters).
 
 - ``leak``: ``kib`` KiB kept per run in this module, so for as long as the agent process lives.

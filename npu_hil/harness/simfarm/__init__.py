@@ -1,8 +1,8 @@
 """Simulated boards behind real transports on 127.0.0.1: a real OpenSSH sshd, serial consoles
 on pseudo-terminals (socat) and RFC 2217 (ser2net).
 
-:mod:`~harness.simfarm.farm` brings a whole farm up and down (``npu-hil simfarm``);
-:mod:`~harness.simfarm.sshd` and :mod:`~harness.simfarm.console` start the single pieces, which
+:mod:`~npu_hil.harness.simfarm.farm` brings a whole farm up and down (``npu-hil simfarm``);
+:mod:`~npu_hil.harness.simfarm.sshd` and :mod:`~npu_hil.harness.simfarm.console` start the single pieces, which
 the transport tests use directly.
 """
 

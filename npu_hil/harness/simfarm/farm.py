@@ -8,7 +8,7 @@ command that started them; ``down`` stops them from the state file, ``status`` r
 Folder layout::
 
     DIR/state.json  inventory.yaml  .lock
-    DIR/bin/python3                         the boards' Python (see harness.simfarm.pyenv)
+    DIR/bin/python3                         the boards' Python (see npu_hil.harness.simfarm.pyenv)
     DIR/ssh/{host,client}_ed25519  known_hosts  sshd_config  sshd.log
     DIR/boards/<name>/work                  a board's workdir
     DIR/boards/<name>/tty                   a serial board's console device (and its logs)

@@ -1,6 +1,6 @@
 """The inventory a simulated farm writes: every board ``backend: hw`` (reached through a real
 transport) with the ``sim`` adapter (the NPU runtime is the simulated one), in the schema of
-:mod:`harness.farm.inventory`, which reads it back."""
+:mod:`npu_hil.harness.farm.inventory`, which reads it back."""
 
 from __future__ import annotations
 

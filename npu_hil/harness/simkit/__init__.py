@@ -1,7 +1,7 @@
 """What a vendor unit writes its simulated runtime with: the tensors as a device holds them, the
 graph as a runtime reads it, the refusals, the options, and :class:`VendorSim`, the base of every
-vendor's simulated runtime. Below both the vendor units (``targets/``) and the simulator
-(``harness.sim``), which drives the runtime a unit offers; it imports neither.
+vendor's simulated runtime. Below both the vendor units (``npu_hil/targets/``) and the simulator
+(``npu_hil.harness.sim``), which drives the runtime a unit offers; it imports neither.
 """
 
 from __future__ import annotations

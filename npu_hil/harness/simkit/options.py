@@ -1,4 +1,4 @@
-"""The options a vendor's simulated runtime reads (checked by ``harness.sim.options``)."""
+"""The options a vendor's simulated runtime reads (checked by ``npu_hil.harness.sim.options``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The soak's verdict: a bounded leak slope per agent and memory pool, and a bounded error rate.
 
-For every context's agent the slope of its RSS is fitted (Theil-Sen, :mod:`~harness.soak.fit`)
+For every context's agent the slope of its RSS is fitted (Theil-Sen, :mod:`~npu_hil.harness.soak.fit`)
 over the jobs it had done (KiB per 1000 jobs) and over time (KiB per hour), and so is each
 board-wide pool the board shows (CMA in use, DMA-buffer bytes; from the board's first context).
 The first ``warmup_share`` of each series is left out: an agent's memory climbs while it loads

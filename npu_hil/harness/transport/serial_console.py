@@ -3,8 +3,8 @@
 The link is pyserial's ``serial_for_url``: a device path (``/dev/ttyUSB0``), ``rfc2217://host:port``
 (ser2net and friends) or ``socket://host:port`` (a raw TCP console server). The module is not called
 ``serial.py`` so that ``import serial`` always means pyserial. The console's shell (the wire,
-login, markers) is :mod:`~harness.transport.serial_shell`, the chunked transfers
-:mod:`~harness.transport.serial_files`; this module opens the console and serves the Transport
+login, markers) is :mod:`~npu_hil.harness.transport.serial_shell`, the chunked transfers
+:mod:`~npu_hil.harness.transport.serial_files`; this module opens the console and serves the Transport
 protocol on them.
 
 How it talks to the shell:
@@ -42,7 +42,7 @@ How it talks to the shell:
   at all is a fresh one, after a reboot.
 - *Agent sessions.* The console is one byte stream and it carries the control shell, so an agent
   session cannot be a process talking on stdin/stdout as over SSH. ``open_session`` hands the
-  console to the agent's own session for a console (``harness.agent.serial_session``, which
+  console to the agent's own session for a console (``npu_hil.harness.agent.serial_session``, which
   registers itself here when imported: the transport knows nothing of the agent's frames): it
   starts the agent in the background on a Unix socket in the workdir and carries every request
   as one more console command. One session at a time.
@@ -89,7 +89,7 @@ _agent_sessions: list[AgentSessions] = []
 
 def register_agent_session(opener: AgentSessions) -> None:
     """Set how :meth:`SerialTransport.open_session` starts an agent session: the agent side's
-    (``harness.agent.serial_session``) opener, which registers itself when imported."""
+    (``npu_hil.harness.agent.serial_session``) opener, which registers itself when imported."""
     _agent_sessions[:] = [opener]
 
 

@@ -1,7 +1,7 @@
 """Files through a serial console's shell: base64 in chunks, each chunk checked by sha256 on
 the receiving side and resent when it does not match, and a sha256 over the whole file before
 it is renamed into place (put) or handed to the caller (get). Why this and not a binary framing
-protocol is said in :mod:`harness.transport.serial_console`.
+protocol is said in :mod:`npu_hil.harness.transport.serial_console`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """SshTransport: a board reached over SSH (paramiko), key authentication only.
 
-Host keys are checked by default (:mod:`~harness.transport.ssh_hostkeys`); an agent session is
-an :class:`~harness.transport.ssh_session.SshSession` on an exec channel.
+Host keys are checked by default (:mod:`~npu_hil.harness.transport.ssh_hostkeys`); an agent session is
+an :class:`~npu_hil.harness.transport.ssh_session.SshSession` on an exec channel.
 
 One SSH connection is kept and reused. Small files go over SFTP and are read back; large ones
 are streamed over an exec channel and hashed on the board as they pass (``openssl dgst -sha256``
-where there is one, else ``sha256sum``; :mod:`~harness.transport.ssh_stream`). Either way a
+where there is one, else ``sha256sum``; :mod:`~npu_hil.harness.transport.ssh_stream`). Either way a
 transfer lands in a temporary name, is checked by size and sha256 end to end and then renamed,
 so a path never holds a partial or damaged file. A dropped or stalled connection (no progress
 for ``io_timeout`` seconds) is re-established with exponential backoff and an idempotent
@@ -13,9 +13,9 @@ operation (put, get, exists, cleanup) is repeated; a command whose connection dr
 not repeated (it may have had effects) and raises.
 
 Every command is sent as a shell string whose every word is ``shlex.quote``-d. Every remote path
-is confined to the workdir by its spelling (:func:`~harness.transport.base.remote_path`) before
+is confined to the workdir by its spelling (:func:`~npu_hil.harness.transport.base.remote_path`) before
 anything is sent, and then on the board with symlinks followed
-(:class:`~harness.transport.ssh_paths.SymlinkGuard`).
+(:class:`~npu_hil.harness.transport.ssh_paths.SymlinkGuard`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Keep remote paths inside the workdir on the board, symlinks followed.
 
-:func:`~harness.transport.base.remote_path` confines a path by its spelling; a symlink inside the
+:func:`~npu_hil.harness.transport.base.remote_path` confines a path by its spelling; a symlink inside the
 workdir (``workdir/evil -> /etc``) would still let ``evil/passwd`` reach outside. The guard walks
 each path from the workdir down, over SFTP:
 

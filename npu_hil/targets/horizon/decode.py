@@ -1,6 +1,6 @@
 """A Horizon tensor's stored values in float, by its reported ``quantiType``: ``SCALE``
 ``x = (q - zeroPoint) * scale`` per ``quantizeAxis`` (one value per tensor, or one per channel);
-``SHIFT`` ``x = q / 2**shift``; ``NONE`` a cast (``harness.farm.decode``)."""
+``SHIFT`` ``x = q / 2**shift``; ``NONE`` a cast (``npu_hil.harness.farm.decode``)."""
 
 from __future__ import annotations
 

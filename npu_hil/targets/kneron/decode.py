@@ -1,6 +1,6 @@
 """A KL730 tensor's stored values in float, by its reported ``radix``, ``scale`` and
 ``quantized_axis``: ``x = q / (scale * 2**radix)``, one pair per tensor or per channel
-(``harness.farm.decode``)."""
+(``npu_hil.harness.farm.decode``)."""
 
 from __future__ import annotations
 

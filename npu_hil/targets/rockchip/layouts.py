@@ -11,7 +11,7 @@ Logical tensors are the model's ONNX shapes (NCHW for 4-D). Layouts:
   ``other``) and each H·W plane padded to ``hw_align``, and ``UNDEFINE``.
 
 Where Rockchip's own compiler and runtimes do otherwise than the tables say, the prediction follows
-them and keeps the seed's value beside it (``targets.rockchip.observed``: flattened NC1HWC2
+them and keeps the seed's value beside it (``npu_hil.targets.rockchip.observed``: flattened NC1HWC2
 planes, C2 channel padding for a last-layer conv on RK3562/RV1103/RV1106, C2 = 8 and width 16 on
 RV1103B/RV1106B, ...). Device-reported attributes override every prediction: ``w_stride``,
 ``size_with_stride``, ``native_dims`` ([N, C1, H', W', C2], flattened or not; [N, H, W, C'] for

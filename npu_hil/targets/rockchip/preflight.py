@@ -1,5 +1,5 @@
 """The RKNN preflight: a model checked against the input, output and convolution tables before
-it is compiled (``npu-hil preflight``; ``harness.preflight`` runs it for the RKNN targets)."""
+it is compiled (``npu-hil preflight``; ``npu_hil.harness.preflight`` runs it for the RKNN targets)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """How an RKNN tensor's values relate to floats, read from its ``rknn_tensor_attr``: the
-quantization model the oracle (``harness.expect``) and the simulator share."""
+quantization model the oracle (``npu_hil.harness.expect``) and the simulator share."""
 
 from __future__ import annotations
 

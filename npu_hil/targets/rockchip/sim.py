@@ -14,7 +14,7 @@
   combinations the tables do not list (the codec's LayoutError), mean/scale/quant on the CPU on
   RV1103/RV1106/RV1103B (input note 7).
 
-Quantization parameters: see :mod:`targets.quant` (integer inputs use their type's range,
+Quantization parameters: see :mod:`npu_hil.targets.quant` (integer inputs use their type's range,
 float inputs and outputs the data's).
 """
 

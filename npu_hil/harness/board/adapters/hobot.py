@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 # Relative: the agent loads this as adapters.<name>, the harness as
-# harness.board.adapters.<name>; either way the base is the one beside it.
+# npu_hil.harness.board.adapters.<name>; either way the base is the one beside it.
 from .base import Adapter, AdapterError, CanaryFill, InputTensor, RunOutput, TensorOut
 
 MODULES = ("hobot_dnn.pyeasy_dnn", "hobot_dnn_rdkx5.pyeasy_dnn")

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 # Relative: the agent loads this as adapters.<name>, the harness as
-# harness.board.adapters.<name>; either way the base is the one beside it.
+# npu_hil.harness.board.adapters.<name>; either way the base is the one beside it.
 from .base import Adapter, AdapterError, CanaryFill, InputTensor, RunOutput, TensorOut
 
 # kp_model_tensor_data_layout_t as the PLUS 3.2 kp_struct.h numbers it (0-12 as in 3.1, 13-17 the
