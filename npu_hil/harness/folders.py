@@ -4,8 +4,8 @@ A folder another local user can change is a way to run their code as us (an ``ag
 in a predictable ``/tmp`` folder, a symlink that sends our writes elsewhere). So every such folder
 is created private (0700) and, when it already exists, used only if it is a real folder, owned by
 us and writable by nobody else; anything else is an :class:`UnsafeFolderError` naming its owner
-and mode. The rule itself is :func:`npu_hil.harness.board.folders.folder_problem`, the one the agent applies
-on the board, so host and board cannot disagree on what a safe folder is.
+and mode. The rule itself is :func:`npu_hil.harness.board.folders.folder_problem`, the one the agent
+applies on the board, so host and board cannot disagree on what a safe folder is.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """What a compiled model file says about itself: the vendor, its file-format version, the toolkit
 that built it and the target platforms it was built for (:class:`ArtifactInfo`).
 
-Each vendor unit reads its own files (``Vendor.read_artifact``: ``npu_hil/targets/<vendor>/artifact.py``);
+Each vendor unit reads its own files (``Vendor.read_artifact``:
+``npu_hil/targets/<vendor>/artifact.py``);
 :func:`read_artifact` picks the reader by the file's suffix. Readers are bounded: they read a
 header of a few KiB and, where the format keeps its model information in a block of its own, that
 block up to :data:`MAX_INFO_BYTES`; never the whole weights. A file that is not what its suffix

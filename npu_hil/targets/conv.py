@@ -1,7 +1,7 @@
 """Convolution width limits: does a convolution of this width and kernel fit the NPU's rule?
 
-The numbers come from the seed tables in :mod:`npu_hil.targets.rockchip` (RKNN2 V2.5.0, rules A and B).
-Only Rockchip's seed gives such limits; for the other targets the check says so and passes.
+The numbers come from the seed tables in :mod:`npu_hil.targets.rockchip` (RKNN2 V2.5.0, rules A and
+B). Only Rockchip's seed gives such limits; for the other targets the check says so and passes.
 """
 
 from __future__ import annotations

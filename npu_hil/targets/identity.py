@@ -1,7 +1,7 @@
 """Which SoC a board says it is, against the inventory's target: per vendor, the device-tree
-compatible strings a board of each target reports, as data in ``npu_hil/targets/<vendor>/identity.json``
-(each string with where it was read, ``source``, and whether it was ``verified`` in a public
-device tree).
+compatible strings a board of each target reports, as data in
+``npu_hil/targets/<vendor>/identity.json`` (each string with where it was read, ``source``, and
+whether it was ``verified`` in a public device tree).
 
     verdict = judge_identity("rk3588", ["radxa,rock-5b", "rockchip,rk3588"])
     verdict.state          # "match", "mismatch" or "unknown"

@@ -1,8 +1,8 @@
 """Known messages in a board's own logs, and the class each puts a test in.
 
 Signatures are data: ``npu_hil/targets/log_signatures.json`` for what any Linux board logs (the OOM
-killer) and ``npu_hil/targets/<vendor>/log_signatures.json`` for a vendor's driver and runtime, each with
-its regular expression, the log it is found in (``kernel`` or ``runtime``), its class, what it
+killer) and ``npu_hil/targets/<vendor>/log_signatures.json`` for a vendor's driver and runtime, each
+with its regular expression, the log it is found in (``kernel`` or ``runtime``), its class, what it
 means, where the message is seen (``source``), a ``sample`` line and the simulated ``fault`` that
 writes it.
 

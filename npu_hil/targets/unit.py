@@ -1,7 +1,8 @@
 """What a vendor is to the harness: one :class:`Vendor` per vendor package in ``npu_hil/targets/``.
 
-A vendor package (``npu_hil/targets/rockchip/``, ``npu_hil/targets/horizon/``, ``npu_hil/targets/kneron/``) holds its seed
-tables with their provenance, its layouts and predictions, and builds one ``Vendor`` from them;
+A vendor package (``npu_hil/targets/rockchip/``, ``npu_hil/targets/horizon/``,
+``npu_hil/targets/kneron/``) holds its seed tables with their provenance, its layouts and
+predictions, and builds one ``Vendor`` from them;
 :func:`npu_hil.targets.registry.register` makes it known. The rest of the harness asks the
 registry (``vendor_of``, ``unit_for``, ``units``) and never names a vendor or a target itself.
 
@@ -115,8 +116,8 @@ class SimOption:
 @dataclass(frozen=True)
 class NpuThroughput:
     """A target's NPU as its vendor rates it, for the simulated board's modeled time
-    (``npu_hil.harness.sim.timing``): the published int8 peak in TOPS, the NPU cores it is spread over
-    (a model runs on one unless told otherwise), and where the figure comes from."""
+    (``npu_hil.harness.sim.timing``): the published int8 peak in TOPS, the NPU cores it is spread
+    over (a model runs on one unless told otherwise), and where the figure comes from."""
 
     tops: float
     cores: int = 1

@@ -5,8 +5,8 @@ runtime's, a test's fakes) into the transport's working directory,
 content-addressed by sha256 so a redeploy copies nothing that is already there; deploys model
 artifacts into a cache by sha256 (:mod:`npu_hil.harness.agent.deploy`); and runs jobs either through
 one persistent agent session (framed requests over the session's stdin/stdout; the default) or
-one process per job. On a session a job is one frame each way (:mod:`npu_hil.harness.agent.framed`): the
-document and the input buffers in the request, the result and the device buffers in the answer,
+one process per job. On a session a job is one frame each way (:mod:`npu_hil.harness.agent.framed`):
+the document and the input buffers in the request, the result and the device buffers in the answer,
 each buffer hashed once by its sender and checked by its receiver. A job goes through a folder
 instead (its files copied by the transport) without a session, with ``keep_jobs``, when its
 inputs exceed what the link takes in one frame, or when the agent does not read framed jobs.
@@ -19,10 +19,10 @@ Remote layout, relative to the transport's workdir::
     cache/<sha256>/<name>             model artifacts (--root)
     jobs/<job id>-<nonce>/            one per folder job, removed afterwards
 
-Outcomes: ``submit`` returns a :class:`~npu_hil.harness.agent.protocol.Result` whenever the agent wrote
-one, including typed runtime errors and a timeout the agent caught itself (``result.error()`` maps
-them onto the harness's exceptions). Without a result it raises: ``TransportError`` when the agent
-gave no answer in time (the session is killed) or a file was damaged on the way,
+Outcomes: ``submit`` returns a :class:`~npu_hil.harness.agent.protocol.Result` whenever the agent
+wrote one, including typed runtime errors and a timeout the agent caught itself (``result.error()``
+maps them onto the harness's exceptions). Without a result it raises: ``TransportError`` when the
+agent gave no answer in time (the session is killed) or a file was damaged on the way,
 ``AgentKilledError`` (infrastructure, and a DeviceError) when a signal ended the agent (SIGKILL,
 a vendor runtime's SIGSEGV), ``DeviceError`` when it exited otherwise without an answer,
 ``ProtocolError`` when host and agent disagree.
@@ -491,7 +491,8 @@ class AgentClient(Deployment):
 
     def memory(self, timeout: float = 30.0) -> dict[str, Any]:
         """The agent's own memory (RSS, high-water mark) and the board's CMA and DMA-buffer
-        figures, as :func:`npu_hil.harness.board.memory.read_memory` reads them (absent ones listed)."""
+        figures, as :func:`npu_hil.harness.board.memory.read_memory` reads them (absent ones
+        listed)."""
         self.deploy()
         response = self._request({"op": "memory"}, timeout, "memory")
         memory = response.get("memory")

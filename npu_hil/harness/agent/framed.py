@@ -7,8 +7,8 @@ the result document and the device buffers in one answer, so a job costs no file
 job folder on either side and no round trip to remove one. What a folder job guarantees still
 holds: every buffer's size and sha256 is checked on arrival (the inputs by the agent, which
 refuses a damaged one as ``JobError`` with reason ``checksum``, the outputs here, a mismatch being
-a :class:`~npu_hil.harness.errors.TransportError`), and the result is verified as a result.json is. Each
-sha256 is computed once on each side, while the buffer is written and while it is read
+a :class:`~npu_hil.harness.errors.TransportError`), and the result is verified as a result.json is.
+Each sha256 is computed once on each side, while the buffer is written and while it is read
 (:mod:`npu_hil.harness.board.frames`: the digests travel in the frame's trailer).
 """
 

@@ -1,8 +1,8 @@
 """Host side of the board-agent job protocol: write a job directory, read and verify a result.
 
 The schema strings, file names, bounds, the input description (:class:`InputSpec`) and the sha256
-helper come from the board package itself (``npu_hil/harness/board/wire.py`` and ``job.py``), so the host
-and the board cannot drift apart. Reading a result checks everything the agent claims before a
+helper come from the board package itself (``npu_hil/harness/board/wire.py`` and ``job.py``), so the
+host and the board cannot drift apart. Reading a result checks everything the agent claims before a
 byte of it is trusted: the schema's major version (unknown:
 :class:`~npu_hil.harness.errors.ProtocolError`), every file's size and sha256 (mismatch: a corrupted
 transfer, :class:`~npu_hil.harness.errors.TransportError` naming the file), and file names that stay

@@ -8,8 +8,8 @@ frames to the socket and the answers back, base64 and sha256-checked both ways. 
 its runtime and loaded models between requests, and the console is a plain shell again in
 between, for the job's file transfers.
 
-The transport (:class:`~npu_hil.harness.transport.serial_console.SerialTransport`) carries commands and
-files and knows nothing of the agent: importing this module registers the session with it. The
+The transport (:class:`~npu_hil.harness.transport.serial_console.SerialTransport`) carries commands
+and files and knows nothing of the agent: importing this module registers the session with it. The
 relay's exit statuses and answer format come from the board package, never the other way round.
 """
 

@@ -8,8 +8,8 @@ is a typed record in result.json: ``DeviceError``, ``LayoutError``, ``Unsupporte
 ``AgentError`` (a bug here).
 
 Around every job the board's own logs are taken (:mod:`npu_hil.harness.board.kernlog`,
-:mod:`npu_hil.harness.board.runlog`): a kernel-log mark and the runtime's standard error pointed at a
-file before validation, the kernel's lines since the mark and the runtime's lines after the job,
+:mod:`npu_hil.harness.board.runlog`): a kernel-log mark and the runtime's standard error pointed at
+a file before validation, the kernel's lines since the mark and the runtime's lines after the job,
 whatever its outcome, in result.json's ``board_log`` (``{"kernel": .., "runtime": ..}``).
 """
 

@@ -2,9 +2,9 @@
 the cause, the last events), and ``--clear BOARD`` to forget that a board is bad.
 
 It reads the same files the farm writes beside the board locks
-(:mod:`npu_hil.harness.farm.health_store`: ``$NPU_HIL_HEALTH_DIR``, else the farm workdir's ``locks``),
-so a morning check needs no pytest run. Exit 0 when no listed board is bad, 1 when one is (a
-cron job or a lab dashboard can act on it), 2 for a board the inventory does not have.
+(:mod:`npu_hil.harness.farm.health_store`: ``$NPU_HIL_HEALTH_DIR``, else the farm workdir's
+``locks``), so a morning check needs no pytest run. Exit 0 when no listed board is bad, 1 when one
+is (a cron job or a lab dashboard can act on it), 2 for a board the inventory does not have.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """``npu-hil simfarm up|down|status``: simulated boards behind a real sshd and serial consoles on
-127.0.0.1, and the inventory that reaches them (``arm64-root``: :mod:`npu_hil.harness.cli.emulated_cmd`).
+127.0.0.1, and the inventory that reaches them (``arm64-root``:
+:mod:`npu_hil.harness.cli.emulated_cmd`).
 
 ``up`` exits 0 when the farm runs (2 when it cannot start or is already up); ``down`` exits 0
 whether or not anything was running; ``status`` exits 0 when every process of the farm is

@@ -1,7 +1,7 @@
 """The host codec: logical tensors ↔ the bytes an NPU holds, for every layout in the seeds.
 
-One engine (:mod:`npu_hil.harness.codec.engine`) serves every format; the vendor modules in ``npu_hil/targets/``
-describe their formats as data on it. Entry point: :func:`get_layout`.
+One engine (:mod:`npu_hil.harness.codec.engine`) serves every format; the vendor modules in
+``npu_hil/targets/`` describe their formats as data on it. Entry point: :func:`get_layout`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The one layout engine: a blocked, padded, strided placement of a logical tensor in bytes.
 
-Every vendor format is data for this engine (built in ``npu_hil/targets/``), never its own code path.
+Every vendor format is data for this engine (built in ``npu_hil/targets/``), never its own code
+path.
 
 A layout is a list of physical *dims*. Each dim walks one logical axis (or the byte slots of an
 element, the *part* dim) with a byte stride; a logical axis split into blocks (KL730 channel

@@ -3,8 +3,8 @@
 Packing a logical tensor into an NPU layout is a copy from a contiguous array into an
 ``as_strided`` view of a byte buffer, unpacking the reverse. ``np.copyto`` runs such copies in a
 fixed loop order, element by element, often 10-30x slower than a contiguous copy of the same
-bytes. :func:`strided_copy` hands them to the compiled kernel ``npu_hil.harness.codec._kernels``, which
-merges dims, picks the loop order and tiles the transposes, and falls back to ``np.copyto``
+bytes. :func:`strided_copy` hands them to the compiled kernel ``npu_hil.harness.codec._kernels``,
+which merges dims, picks the loop order and tiles the transposes, and falls back to ``np.copyto``
 when the kernel is not built, when the pair does not qualify, or for tiny copies.
 
 The copy is bitwise: when the dtypes differ (with equal itemsize), ``src`` is reinterpreted as

@@ -19,7 +19,8 @@ VERDICT_STALE = "stale"
 although the host's expectation did: set on a run's tensor, never by the byte diff alone."""
 VERDICT_CROSS_API = "cross-api"
 """An output two of the vendor's API paths (zero-copy and the normal API) disagree on: its
-values or the attributes both report (the cross-API check, ``npu_hil.harness.pipeline.crossapi``)."""
+values or the attributes both report (the cross-API check,
+``npu_hil.harness.pipeline.crossapi``)."""
 PASSING_VERDICTS = frozenset((VERDICT_EQUAL, VERDICT_WITHIN))
 
 

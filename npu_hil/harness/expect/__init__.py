@@ -1,8 +1,8 @@
 """The oracle: what a device must hold, computed on the host from the runtime's report alone.
 
-Fed by the vendor units' quantization models (``npu_hil/targets/<vendor>/quant.py``) and the reference
-model (onnxruntime), used alike by the simulator's tests and the real-board runner: nothing here
-imports the simulator. Entry point: :func:`expect_run`.
+Fed by the vendor units' quantization models (``npu_hil/targets/<vendor>/quant.py``) and the
+reference model (onnxruntime), used alike by the simulator's tests and the real-board runner:
+nothing here imports the simulator. Entry point: :func:`expect_run`.
 """
 
 from __future__ import annotations

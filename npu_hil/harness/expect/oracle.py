@@ -4,12 +4,13 @@ For each input: the layout the device reported, and the values it must hold (the
 tensor, or for float data given to an integer buffer what the reported quantization makes of
 it). For each output: the reference model (onnxruntime) run on what the model sees — the held
 inputs decoded as the vendor does (the vendor unit's quantization model,
-``npu_hil/targets/<vendor>/quant.py``) — then quantized with the parameters the device reported, in the
-layout it reported. Diff the device's buffers against these with
+``npu_hil/targets/<vendor>/quant.py``) — then quantized with the parameters the device reported, in
+the layout it reported. Diff the device's buffers against these with
 :func:`npu_hil.harness.diff.diff_buffers`.
 
 Nothing here reads the simulator: the same code checks a simulated board's result and a real
-one's (``tests/test_structure.py`` holds that this package imports nothing of ``npu_hil.harness.sim``).
+one's (``tests/test_structure.py`` holds that this package imports nothing of
+``npu_hil.harness.sim``).
 """
 
 from __future__ import annotations

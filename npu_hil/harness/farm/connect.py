@@ -1,8 +1,9 @@
 """Reaching a real board: its inventory transport built and proven to work.
 
-Separate from :mod:`npu_hil.harness.farm.farm` because this is where a board's inventory entry (its typed
-transport configuration, workdir, python and connect timeout) is opened
-(:mod:`npu_hil.harness.transport.config` binds each kind to its transport class); the farm only decides
+Separate from :mod:`npu_hil.harness.farm.farm` because this is where a board's inventory entry (its
+typed transport configuration, workdir, python and connect timeout) is opened
+(:mod:`npu_hil.harness.transport.config` binds each kind to its transport class); the farm only
+decides
 *whether* a board is reached this way or simulated.
 
 A transport is proven at once (a trivial command runs there, unless the transport proves its

@@ -1,8 +1,8 @@
 """A device buffer of a run as the model's tensor: unpacked with the layout the run used, and
 optionally turned into float values with the quantization the runtime reported for it.
 
-The schemes are the vendor units' (``Vendor.decode``, ``npu_hil/targets/<vendor>/decode.py``): the first
-unit whose decoder recognises the reported fields turns the stored values into floats.
+The schemes are the vendor units' (``Vendor.decode``, ``npu_hil/targets/<vendor>/decode.py``): the
+first unit whose decoder recognises the reported fields turns the stored values into floats.
 
 A float tensor (the runtime kept float data) is returned as float32 whatever the scheme says.
 """

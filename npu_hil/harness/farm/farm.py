@@ -16,10 +16,10 @@ Which transport a board gets:
   when its session opens, its transport pointed at the place's resources, and the place released
   when the farm closes (:mod:`npu_hil.harness.farm.labgrid_places`).
 
-Recovery is the farm's too (:mod:`npu_hil.harness.farm.recovery`): :meth:`Farm.ready` checks a board's
-health once and power-cycles an unhealthy one, and every session carries the farm's retry
-policy, so a script calling :meth:`Farm.ready` and :func:`npu_hil.harness.pipeline.run_model` gets what a
-pytest run gets. The library works without pytest; the plugin only maps its options onto this
+Recovery is the farm's too (:mod:`npu_hil.harness.farm.recovery`): :meth:`Farm.ready` checks a
+board's health once and power-cycles an unhealthy one, and every session carries the farm's retry
+policy, so a script calling :meth:`Farm.ready` and :func:`npu_hil.harness.pipeline.run_model` gets
+what a pytest run gets. The library works without pytest; the plugin only maps its options onto this
 class.
 """
 
@@ -89,13 +89,14 @@ class Farm:
     unhealthy and every later run on it raises BoardBrokenError at once
     (:mod:`npu_hil.harness.farm.breaker`); None or 0 never marks one. ``retry``: how often and after
     what backoff a model run on a session of this farm is retried after an infrastructure
-    failure (:class:`~npu_hil.harness.farm.recovery.RetryPolicy`; default: once, after 1 s, as in pytest).
+    failure (:class:`~npu_hil.harness.farm.recovery.RetryPolicy`; default: once, after 1 s, as in
+    pytest).
     ``sim_faults``: board name → faults every job of that board carries while it runs simulated
-    (``--sim-fault``, :mod:`npu_hil.harness.farm.simfaults`); a board the inventory does not have is an
-    error. ``health_job``: the golden job of every health check (called with the board's
+    (``--sim-fault``, :mod:`npu_hil.harness.farm.simfaults`); a board the inventory does not have is
+    an error. ``health_job``: the golden job of every health check (called with the board's
     session; raises an NpuHilError when the board fails it, returns a note), e.g.
-    :func:`npu_hil.harness.pipeline.golden.golden_job`; None checks reachability, versions and identity
-    only. ``run_id`` names this run in the boards' health history (stored beside the board
+    :func:`npu_hil.harness.pipeline.golden.golden_job`; None checks reachability, versions and
+    identity only. ``run_id`` names this run in the boards' health history (stored beside the board
     locks, :mod:`npu_hil.harness.farm.health_store`). ``runtime``: the name of a runtime version
     installed on the boards (the inventory's ``runtimes``); every job then carries the options
     that pick it, and :meth:`boards` leaves out the boards that do not have it. None: each
@@ -337,8 +338,8 @@ class Farm:
 
     def check_health(self, board: Board | str) -> None:
         """Once per board and farm: healthy, or power-cycled and checked again when the board has
-        power control (:func:`~npu_hil.harness.farm.recovery.health_problem`). BoardUnhealthyError with
-        the cause when it is not, now and at every later call."""
+        power control (:func:`~npu_hil.harness.farm.recovery.health_problem`). BoardUnhealthyError
+        with the cause when it is not, now and at every later call."""
         board = self._board(board)
         condition = self._conditions.get(board.name)
         breaker = self.breaker(board)

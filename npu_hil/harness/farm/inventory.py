@@ -1,7 +1,7 @@
 """The board inventory (``inventory.yaml``): what each board *is*, as plain data.
 
-Parsed as composed nodes (:mod:`npu_hil.harness.yaml_reader`) so every node keeps its position: an error
-names the file, line and column, the key path and what was expected, e.g.
+Parsed as composed nodes (:mod:`npu_hil.harness.yaml_reader`) so every node keeps its position: an
+error names the file, line and column, the key path and what was expected, e.g.
 ``farm.yaml:23:7: boards[4].transport.port: expected an integer, got "22a"``. Secrets never belong
 in the file: a literal ``password`` or ``key`` is refused in favour of ``password_env`` (the name of
 an environment variable) and ``key_file``.
@@ -33,8 +33,8 @@ Schema::
                                           # asks the coordinator for the places
                                           # (npu_hil.harness.farm.labgrid_boards)
 
-Numbers are plain decimals (:mod:`npu_hil.harness.yaml_reader` refuses YAML 1.1's base 60, octal and hex
-forms, ``.inf`` and tags); text fields hold no control characters or lone surrogates.
+Numbers are plain decimals (:mod:`npu_hil.harness.yaml_reader` refuses YAML 1.1's base 60, octal and
+hex forms, ``.inf`` and tags); text fields hold no control characters or lone surrogates.
 
 ``transport: local`` is short for ``{kind: local}``. A board's ``transport`` replaces the default
 one as a whole (mixing an SSH host with serial settings would be meaningless); ``timeouts`` merge
@@ -42,8 +42,9 @@ key by key.
 
 The modules, in the one direction data flows: :mod:`npu_hil.harness.yaml_reader` (text to nodes),
 :mod:`~npu_hil.harness.farm.inventory_reader` (typed values at positions),
-:mod:`~npu_hil.harness.farm.inventory_secrets`, :mod:`~npu_hil.harness.farm.inventory_entries` (transport,
-timeouts, power), :mod:`~npu_hil.harness.farm.labgrid_inventory` (the ``labgrid:`` section), this one.
+:mod:`~npu_hil.harness.farm.inventory_secrets`, :mod:`~npu_hil.harness.farm.inventory_entries`
+(transport, timeouts, power), :mod:`~npu_hil.harness.farm.labgrid_inventory` (the ``labgrid:``
+section), this one.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 section share: the names and patterns the schema uses, timeouts, power control, and the
 ``transport`` entry read into its typed configuration (:mod:`npu_hil.harness.transport.config`).
 
-Below :mod:`npu_hil.harness.farm.inventory` and :mod:`npu_hil.harness.farm.labgrid_inventory` both, so the two
-read a transport, a timeout or an adapter name the same way, and neither imports the other's
-module back.
+Below :mod:`npu_hil.harness.farm.inventory` and :mod:`npu_hil.harness.farm.labgrid_inventory` both,
+so the two read a transport, a timeout or an adapter name the same way, and neither imports the
+other's module back.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ came``.
 
 :class:`NodeReader` is the one reader of the inventory and of its ``labgrid:`` section; what
 the schema is lives with them (:mod:`npu_hil.harness.farm.inventory`,
-:mod:`npu_hil.harness.farm.inventory_entries`, :mod:`npu_hil.harness.farm.labgrid_inventory`). The YAML text
-itself is read by :mod:`npu_hil.harness.yaml_reader`.
+:mod:`npu_hil.harness.farm.inventory_entries`, :mod:`npu_hil.harness.farm.labgrid_inventory`). The
+YAML text itself is read by :mod:`npu_hil.harness.yaml_reader`.
 """
 
 from __future__ import annotations

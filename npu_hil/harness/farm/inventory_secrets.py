@@ -2,9 +2,9 @@
 before a field is read, and the message never repeats the secret.
 
 The keys a field may not have (``password``, ``key``, ``api_token``) are refused by the reader
-as it reads each mapping (:func:`npu_hil.harness.farm.inventory_reader.secret_use`); this module walks
-the whole file for key material or a password in any value, tag keys and ``!!binary`` included,
-and looks into a file that is not even YAML.
+as it reads each mapping (:func:`npu_hil.harness.farm.inventory_reader.secret_use`); this module
+walks the whole file for key material or a password in any value, tag keys and ``!!binary``
+included, and looks into a file that is not even YAML.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The farm's side of labgrid: one :class:`~npu_hil.harness.labgrid.LabgridPlaces` per farm, opened the
-first time a labgrid board is used, so a run that never touches one never connects (and a run
+"""The farm's side of labgrid: one :class:`~npu_hil.harness.labgrid.LabgridPlaces` per farm, opened
+the first time a labgrid board is used, so a run that never touches one never connects (and a run
 with ``--backend sim`` never does).
 
 A place is acquired the first time its board's session opens and held until the farm closes:

@@ -32,8 +32,8 @@ class BoardSession:
     simulated board (``fallback_reason`` then says why), so reports never confuse the two.
     ``adapter`` and ``adapter_options`` are what every job on this session names.
     ``breaker`` is the board's circuit breaker (shared by copies of the session) and ``retry``
-    the farm's retry policy: :func:`npu_hil.harness.pipeline.run_model` consults and feeds the one and
-    follows the other.
+    the farm's retry policy: :func:`npu_hil.harness.pipeline.run_model` consults and feeds the one
+    and follows the other.
     """
 
     board: Board

@@ -1,8 +1,8 @@
 """Faults injected into a simulated board for a whole run: ``--sim-fault BOARD=FAULT[:k=v,...]``.
 
 ``--sim-fault rk3588-01=slow:percent=20`` makes every job of that board carry the fault in its
-``adapter_options`` (the simulated runtime's faults, :mod:`npu_hil.harness.sim.faults`), so a run can be
-rigged on purpose and the baselines shown to catch it. A value reads as an integer, else a
+``adapter_options`` (the simulated runtime's faults, :mod:`npu_hil.harness.sim.faults`), so a run
+can be rigged on purpose and the baselines shown to catch it. A value reads as an integer, else a
 number, else text. A board the inventory does not have, one that will not run simulated (a
 hardware board without ``fallback: sim``, or any board under ``--backend hw``), an unknown fault
 or parameter: a :class:`SimFaultError` naming what was expected, before anything runs. The

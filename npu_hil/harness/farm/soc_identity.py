@@ -1,8 +1,8 @@
 """Is the board the SoC the inventory says? The health check's identity step.
 
 A real board's agent reports its device tree's root ``compatible`` strings with every ping
-(:mod:`npu_hil.harness.board.identity`); the vendor units' tables say which strings each target reports
-(:mod:`npu_hil.targets.identity`). A board naming another target's SoC is a
+(:mod:`npu_hil.harness.board.identity`); the vendor units' tables say which strings each target
+reports (:mod:`npu_hil.targets.identity`). A board naming another target's SoC is a
 :class:`BoardIdentityError` naming both: infrastructure (the inventory or the wiring is wrong),
 which no power cycle mends. A simulated board reports the target it simulates (its runtime's
 ``target`` version field). Anything that cannot be told is ``unknown``: a warning in the

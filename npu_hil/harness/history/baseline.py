@@ -14,7 +14,8 @@ match (SNR ``"inf"``) is a value: a finite SNR after an ``"inf"`` baseline is a 
 
 Severity: ``failure`` for a latency metric of a ``perf`` test (and an accuracy metric of a test
 that set accuracy thresholds), ``noisy`` for a latency metric when the board's state moved during
-the timed runs (:mod:`npu_hil.harness.history.noise`: reported, never failing), ``warning`` otherwise.
+the timed runs (:mod:`npu_hil.harness.history.noise`: reported, never failing), ``warning``
+otherwise.
 """
 
 from __future__ import annotations

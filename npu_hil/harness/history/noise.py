@@ -1,6 +1,6 @@
 """Was a case's board steady while it was timed? The agent reads the board's state before and
-after the timed runs (:func:`npu_hil.harness.board.boardstate.read_board_state`); a figure taken while a
-thermal zone warmed or a clock or governor moved says more about the board than about the
+after the timed runs (:func:`npu_hil.harness.board.boardstate.read_board_state`); a figure taken
+while a thermal zone warmed or a clock or governor moved says more about the board than about the
 runtime, so a baseline reports it as noisy instead of failing it.
 
 Noisy when, between the two readings:

@@ -1,5 +1,5 @@
-"""A run's records as the history keeps them: one :class:`~npu_hil.harness.history.model.CasePoint` per
-case (its latency figures, its worst output's accuracy, whether the board was steady) and one
+"""A run's records as the history keeps them: one :class:`~npu_hil.harness.history.model.CasePoint`
+per case (its latency figures, its worst output's accuracy, whether the board was steady) and one
 :class:`~npu_hil.harness.history.model.RunEntry` for the run."""
 
 from __future__ import annotations
@@ -90,7 +90,8 @@ def run_points(records: Sequence[TestRecord], run_id: str) -> list[CasePoint]:
 
 def run_entry(meta: Mapping[str, Any], points: Sequence[CasePoint], started: float) -> RunEntry:
     """The run's index entry from its meta (``run_id``, ``run_key``, ``complete``: what
-    :func:`npu_hil.harness.report.runmeta.run_meta` says at the end of the session) and its points."""
+    :func:`npu_hil.harness.report.runmeta.run_meta` says at the end of the session) and its
+    points."""
     counts = Counter(p.outcome for p in points)
     return RunEntry(
         run_id=str(meta["run_id"]),

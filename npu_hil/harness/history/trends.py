@@ -2,8 +2,8 @@
 runs) and a pass-rate plot drawn with matplotlib into PNG data URIs, and a row per case (failing
 since, flakiness, pass rate, last outcomes, latency and SNR).
 
-The report layer renders it (:mod:`npu_hil.harness.report.history_html`) and never imports this package:
-the caller at the session's end builds the view and hands it over.
+The report layer renders it (:mod:`npu_hil.harness.report.history_html`) and never imports this
+package: the caller at the session's end builds the view and hands it over.
 
 A page stays small: at most ``MAX_BOARDS`` boards and ``MAX_CASES`` cases are drawn (failing and
 flaky cases first), the rest are counted in a line.

@@ -9,7 +9,8 @@ Importing this package never imports labgrid (an optional extra: ``pip install
 - :mod:`~npu_hil.harness.labgrid.coordinator` — labgrid's client session, driven synchronously;
 - :mod:`~npu_hil.harness.labgrid.state` — places and reservations as the coordinator reports them;
 - :mod:`~npu_hil.harness.labgrid.places` — reserving, acquiring, refreshing, releasing;
-- :mod:`~npu_hil.harness.labgrid.ledger` — places held by this host's processes (crash recovery, xdist);
+- :mod:`~npu_hil.harness.labgrid.ledger` — places held by this host's processes (crash recovery,
+  xdist);
 - :mod:`~npu_hil.harness.labgrid.endpoints` — resources → SSH host, serial URL, power resource;
 - :mod:`~npu_hil.harness.labgrid.power` — labgrid's power drivers;
 - :mod:`~npu_hil.harness.labgrid.exit_hooks` — release at exit and on SIGTERM/SIGHUP;

@@ -1,8 +1,8 @@
 """The errors of the labgrid layer.
 
 A coordinator that cannot be reached, a place someone else holds, a place whose resources went
-away: all infrastructure, so all :class:`~npu_hil.harness.errors.TransportError` (an *error* outcome in
-pytest, never a test failure). A missing labgrid installation is a configuration problem the
+away: all infrastructure, so all :class:`~npu_hil.harness.errors.TransportError` (an *error* outcome
+in pytest, never a test failure). A missing labgrid installation is a configuration problem the
 user fixes with one command, so it is its own type and says that command.
 """
 

@@ -10,9 +10,9 @@ How one place is taken (:meth:`LabgridPlaces.acquire`):
    reserved it, the harness waits up to ``wait`` seconds, polling the reservation (which keeps it
    alive); ``wait: 0`` refuses at once. Either way the refusal is a :class:`PlaceBusyError`
    naming the holder.
-3. The place is written to the ledger (:mod:`npu_hil.harness.labgrid.ledger`), under a file lock shared
-   with this host's other processes. A pytest-xdist sibling that finds the place already held by
-   a live process of the same run shares it instead of waiting for it: the coordinator knows only
+3. The place is written to the ledger (:mod:`npu_hil.harness.labgrid.ledger`), under a file lock
+   shared with this host's other processes. A pytest-xdist sibling that finds the place already held
+   by a live process of the same run shares it instead of waiting for it: the coordinator knows only
    ``host/user``, so to it they are one client anyway; the farm's per-board lock serialises their
    use of the board, and the last one to leave releases the place.
 
@@ -22,8 +22,8 @@ release --kick``) or a lost connection is recorded, and the next use of the plac
 :class:`PlaceLostError` instead of running tests on a board someone else now uses.
 
 Release happens on :meth:`close`, at interpreter exit, and on SIGTERM/SIGHUP
-(:mod:`npu_hil.harness.labgrid.exit_hooks`); after a SIGKILL, the next start on this host releases the
-places whose holders are all dead.
+(:mod:`npu_hil.harness.labgrid.exit_hooks`); after a SIGKILL, the next start on this host releases
+the places whose holders are all dead.
 """
 
 from __future__ import annotations

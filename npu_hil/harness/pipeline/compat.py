@@ -2,9 +2,9 @@
 
 A real board loads the compiled artifact the manifest lists for its target. Before anything is
 sent, :func:`check_before_deploy` reads what the artifact says about itself (its toolkit version
-and target platform, ``npu_hil/targets/<vendor>/artifact.py``), asks the board's agent for its runtime's
-versions (the adapter's ``versions()``), and holds one against the other by the vendor's table
-(:func:`npu_hil.targets.compatibility.check_compatibility`). A refusal is a CompatibilityError
+and target platform, ``npu_hil/targets/<vendor>/artifact.py``), asks the board's agent for its
+runtime's versions (the adapter's ``versions()``), and holds one against the other by the vendor's
+table (:func:`npu_hil.targets.compatibility.check_compatibility`). A refusal is a CompatibilityError
 naming the model, its toolkit and target, the board and its runtime; nothing was deployed.
 
 Some runtimes say their version only once a model is loaded (RKNN's ``api_version`` needs a

@@ -129,11 +129,12 @@ class ModelRun:
     """The stale-result check's second run (on inputs derived from these), checked like this
     one; None without the check."""
     cross_api: CrossApi | None = None
-    """The cross-API check (``npu_hil.harness.pipeline.crossapi``): the two paths compared, or why it
-    does not apply; None without the check."""
+    """The cross-API check (``npu_hil.harness.pipeline.crossapi``): the two paths compared, or why
+    it does not apply; None without the check."""
     board_log: LogFinding | None = None
-    """The board's own logs in the job's window, classified (:mod:`npu_hil.harness.pipeline.boardlog`);
-    None when the agent sent none. A run that returns has no class: a class raises."""
+    """The board's own logs in the job's window, classified
+    (:mod:`npu_hil.harness.pipeline.boardlog`); None when the agent sent none. A run that returns
+    has no class: a class raises."""
 
     @property
     def ok(self) -> bool:

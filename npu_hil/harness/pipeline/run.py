@@ -3,15 +3,16 @@ fetch → expect → diff), retried per the session's retry policy.
 
 The steps are one module each: :mod:`~npu_hil.harness.pipeline.model` (which model the board loads),
 :mod:`~npu_hil.harness.pipeline.inputs` (pack), the agent client (deploy, run, fetch),
-:mod:`~npu_hil.harness.pipeline.check` (expect, diff), :mod:`~npu_hil.harness.pipeline.result` (what it found).
+:mod:`~npu_hil.harness.pipeline.check` (expect, diff), :mod:`~npu_hil.harness.pipeline.result` (what
+it found).
 
 Errors are not caught here: TransportError, DeviceError and LayoutError reach the caller, which
 maps them onto outcomes (error, error, failure before anything was sent). A TransportError or a
-timeout is first retried as the session's :class:`~npu_hil.harness.farm.recovery.RetryPolicy` says (the
-farm's: the same from a script as under pytest). Each attempt feeds the board's circuit breaker
+timeout is first retried as the session's :class:`~npu_hil.harness.farm.recovery.RetryPolicy` says
+(the farm's: the same from a script as under pytest). Each attempt feeds the board's circuit breaker
 (:mod:`npu_hil.harness.farm.breaker`): the attempt whose infrastructure failure opens it raises
-:class:`~npu_hil.harness.farm.breaker.BoardBrokenError` (from that failure), and so does every later run
-on the board, at once; it is never retried.
+:class:`~npu_hil.harness.farm.breaker.BoardBrokenError` (from that failure), and so does every later
+run on the board, at once; it is never retried.
 """
 
 from __future__ import annotations
@@ -86,8 +87,8 @@ def run_model(
     Every job carries a canary (a pattern derived from its job id) that the board fills the
     buffers its adapter owns with before each run; bytes that still hold it come back as the
     diff's ``unwritten`` finding. ``stale_check`` runs the model a second time on inputs derived
-    from ``inputs`` (:func:`~npu_hil.harness.pipeline.stale.derived_inputs`) and flags each output that
-    did not change although the host's expectation did (verdict ``stale``); the second run is
+    from ``inputs`` (:func:`~npu_hil.harness.pipeline.stale.derived_inputs`) and flags each output
+    that did not change although the host's expectation did (verdict ``stale``); the second run is
     :attr:`ModelRun.stale_check`, its buffers checked too. ``cross_api`` runs the same job a
     second time through the vendor's other API path (zero-copy and the normal API: the vendor
     unit's ``api_paths``) and flags each output the two disagree on, values or attributes

@@ -11,7 +11,8 @@ workers never share a board, and checks the board's health once per session.
 Its options are the farm's (``--backend``, ``--target``, ``--board``, ``--keep-remote``,
 ``--sim-fault``, and the recovery policy: ``--hil-retries``, ``npu_hil_retry_backoff``,
 ``--hil-breaker``), and so are its markers. What recovery does is the farm library's
-(:mod:`npu_hil.harness.farm.recovery`): the :class:`~npu_hil.harness.farm.Farm` built here gets the options, the
+(:mod:`npu_hil.harness.farm.recovery`): the :class:`~npu_hil.harness.farm.Farm` built here gets the
+options, the
 ``board`` fixture records what the farm found and did.
 """
 

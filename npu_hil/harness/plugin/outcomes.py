@@ -1,8 +1,8 @@
 """Outcomes follow the error type: infrastructure trouble is an *error*, not a test failure.
 
-A :class:`~npu_hil.harness.errors.TransportError` (connection lost, checksum mismatch, a board that does
-not answer in time), a :class:`TimeoutError` or an unhealthy board is reported as an error of the
-test — counted with errors in the terminal, ``<error>`` in JUnit XML — with its message as the
+A :class:`~npu_hil.harness.errors.TransportError` (connection lost, checksum mismatch, a board that
+does not answer in time), a :class:`TimeoutError` or an unhealthy board is reported as an error of
+the test — counted with errors in the terminal, ``<error>`` in JUnit XML — with its message as the
 whole explanation (no traceback into the harness). A buffer mismatch stays a failure.
 
 How a phase counts is one value, :func:`phase_outcome`, computed from the phase and its
@@ -27,7 +27,8 @@ INFRA_ERRORS: tuple[type[BaseException], ...] = (
 )
 INFRA_ATTR = "npu_hil_infra"
 QUARANTINED_ATTR = "npu_hil_quarantined"
-"""Set on a call report whose failure a quarantine entry covers (``npu_hil.harness.plugin.quarantine``)."""
+"""Set on a call report whose failure a quarantine entry covers
+(``npu_hil.harness.plugin.quarantine``)."""
 HARNESS_ROOT = Path(__file__).resolve().parents[1]  # npu_hil/harness/, above this package
 
 

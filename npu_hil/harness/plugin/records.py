@@ -1,5 +1,5 @@
-"""Records: one :class:`~npu_hil.harness.report.records.TestRecord` per board test, JUnit properties, and
-the run's report written on the controller at the end of the session.
+"""Records: one :class:`~npu_hil.harness.report.records.TestRecord` per board test, JUnit
+properties, and the run's report written on the controller at the end of the session.
 
 A worker (or a run without pytest-xdist) builds the record when the test's teardown report is
 made and hangs it on that report as ``npu_hil_record``: pytest-xdist ships every attribute of a
@@ -11,7 +11,8 @@ and calls ``write_run`` at the end, after the ``pytest_npu_hil_run_end`` hook
 
 Records are fed in one direction: the farm and run features fill a test's record as they learn
 (:func:`item_info`), the outcomes feature says how each phase counts
-(:func:`~npu_hil.harness.plugin.outcomes.phase_outcome`), and nothing here writes another feature's state.
+(:func:`~npu_hil.harness.plugin.outcomes.phase_outcome`), and nothing here writes another feature's
+state.
 """
 
 from __future__ import annotations
@@ -236,8 +237,8 @@ def _message(report: pytest.TestReport) -> str:
 
 def build_record(info: ItemInfo) -> TestRecord:
     """The test's record, done: an error in setup or teardown (or infrastructure trouble under
-    any phase, as :func:`~npu_hil.harness.plugin.outcomes.phase_outcome` counts it) wins over the call's
-    outcome."""
+    any phase, as :func:`~npu_hil.harness.plugin.outcomes.phase_outcome` counts it) wins over the
+    call's outcome."""
     outcome, message, longrepr = "passed", "", ""
     for name in ("setup", "call", "teardown"):
         phase = info.phases.get(name)
@@ -271,7 +272,8 @@ def build_record(info: ItemInfo) -> TestRecord:
 def rerun_unstable(record: TestRecord, earlier: list[TestRecord]) -> TestRecord:
     """``record`` flagged unstable when it passed after an earlier attempt of the same test in
     this run failed (a rerun of the whole test, as pytest-rerunfailures makes): the first failed
-    attempt's reason. The report keeps the last attempt (``npu_hil.harness.report.writer.write_run``)."""
+    attempt's reason. The report keeps the last attempt
+    (``npu_hil.harness.report.writer.write_run``)."""
     if record.outcome != "passed" or record.unstable:
         return record
     for attempt in earlier:

@@ -6,7 +6,8 @@
         result = run_model("detector.onnx", inputs={"images": frame})
         assert_run_ok(result)          # or: assert result.ok, result.summary()
 
-Retries after infrastructure trouble are the farm's (:mod:`npu_hil.harness.farm.recovery`, applied by
+Retries after infrastructure trouble are the farm's (:mod:`npu_hil.harness.farm.recovery`, applied
+by
 :func:`npu_hil.harness.pipeline.run_model`); this feature only records what they were paid for.
 """
 
@@ -87,7 +88,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class RunModel:
-    """Callable behind the ``run_model`` fixture (see :func:`npu_hil.harness.pipeline.run_model`)."""
+    """Callable behind the ``run_model`` fixture (see
+    :func:`npu_hil.harness.pipeline.run_model`)."""
 
     def __init__(
         self,

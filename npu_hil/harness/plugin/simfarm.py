@@ -1,8 +1,8 @@
 """``--simfarm ssh|serial|ssh,serial``: the run's board tests on simulated boards behind real links.
 
-The controller process starts a farm in a box (:mod:`npu_hil.harness.simfarm`: one sshd and one serial
-console per board on 127.0.0.1) before any test runs, points ``--inventory`` at the inventory it
-wrote and selects ``--backend hw``, so every board test goes through the SSH or serial transport
+The controller process starts a farm in a box (:mod:`npu_hil.harness.simfarm`: one sshd and one
+serial console per board on 127.0.0.1) before any test runs, points ``--inventory`` at the inventory
+it wrote and selects ``--backend hw``, so every board test goes through the SSH or serial transport
 exactly as it would to a real board; the farm is stopped when the run ends, however it ends.
 pytest-xdist workers use the controller's farm (its inventory reaches them in ``workerinput``)
 instead of starting their own.

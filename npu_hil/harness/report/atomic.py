@@ -42,8 +42,8 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    # The writers hand clean text (npu_hil.harness.report.sanitize); "replace" is the last guard, so a
-    # character that slipped through costs one "?" rather than the whole file.
+    # The writers hand clean text (npu_hil.harness.report.sanitize); "replace" is the last guard, so
+    # a character that slipped through costs one "?" rather than the whole file.
     write_bytes_atomic(path, text.encode("utf-8", errors="replace"))
 
 

@@ -1,9 +1,9 @@
 """This run against earlier runs of the same kind in the same reports folder.
 
 The baseline is the last *complete* run with the same run key (same suite, inventory and
-selection, see :mod:`npu_hil.harness.report.runmeta`), or the run named with ``--compare-with``. Against
-it: new failures, fixed, still failing. Over a window of recent same-kind runs: flaky tests (a
-pass/fail state that flipped more than once; skips and absences are not states) and a trend of
+selection, see :mod:`npu_hil.harness.report.runmeta`), or the run named with ``--compare-with``.
+Against it: new failures, fixed, still failing. Over a window of recent same-kind runs: flaky tests
+(a pass/fail state that flipped more than once; skips and absences are not states) and a trend of
 outcomes per board.
 
 A same-kind run newer than the baseline that did not finish (it crashed before writing

@@ -2,8 +2,9 @@
 
 Both take plain data: the regressions are summary.json's ``regressions`` (each with board,
 nodeid, metric, value, band, severity and message); the history view is built by the caller
-from the history store (``npu_hil.harness.history.trends.trends_view``: runs, boards with their plots as
-PNG data URIs, a row per case, and what was left out), so this layer reads no history itself.
+from the history store (``npu_hil.harness.history.trends.trends_view``: runs, boards with their
+plots as PNG data URIs, a row per case, and what was left out), so this layer reads no history
+itself.
 """
 
 from __future__ import annotations

@@ -121,23 +121,25 @@ class TestRecord:
     layout: str = ""
     board_events: list[str] = field(default_factory=list)
     retried: list[str] = field(default_factory=list)
-    # The last model run's latency figures (npu_hil.harness.latency.Latency as a dict) and the board's
-    # state before and after its timed runs; empty when the test measured nothing.
+    # The last model run's latency figures (npu_hil.harness.latency.Latency as a dict) and the
+    # board's state before and after its timed runs; empty when the test measured nothing.
     latency: dict[str, Any] = field(default_factory=dict)
     board_state: dict[str, Any] = field(default_factory=dict)
-    # Figures outside their baseline's band (npu_hil.harness.history.model.Regression as a dict: board,
-    # nodeid, metric, value, band, severity, message); empty when none was, or no baseline.
+    # Figures outside their baseline's band (npu_hil.harness.history.model.Regression as a dict:
+    # board, nodeid, metric, value, band, severity, message); empty when none was, or no baseline.
     regressions: list[dict[str, Any]] = field(default_factory=list)
     # A pass that needed a retry (a model run's, or a rerun of the test): the first failure's
     # reason; "" for a clean pass and for every other outcome. A flag, not an outcome: the test
     # passed, and CI keeps it green.
     unstable: str = ""
-    # The quarantine entry that lists the test (npu_hil.harness.farm.quarantine.QuarantineEntry.to_dict:
-    # test, reason, expires, entry, and target, board, link where given), whatever its outcome;
-    # the outcome is "quarantined" when the listed test failed.
+    # The quarantine entry that lists the test
+    # (npu_hil.harness.farm.quarantine.QuarantineEntry.to_dict: test, reason, expires, entry, and
+    # target, board, link where given), whatever its outcome; the outcome is "quarantined" when the
+    # listed test failed.
     quarantine: dict[str, str] = field(default_factory=dict)
-    # The cross-API check of the test's model runs (npu_hil.harness.pipeline.crossapi.CrossApi.summary,
-    # one line per check): the two paths compared, or why it did not apply; "" without it.
+    # The cross-API check of the test's model runs
+    # (npu_hil.harness.pipeline.crossapi.CrossApi.summary, one line per check): the two paths
+    # compared, or why it did not apply; "" without it.
     cross_api: str = ""
     # The board's own logs in the last model run's job window, classified
     # (npu_hil.harness.pipeline.boardlog.LogFinding.to_dict: class, matches, kernel, runtime); empty
@@ -166,11 +168,11 @@ class TestRecord:
 
 
 def scrubbed(record: TestRecord) -> TestRecord:
-    """``record`` with every secret in its text removed (:func:`npu_hil.harness.redact.scrub`) and its
-    text made safe to write (:func:`npu_hil.harness.report.sanitize.clean_text`: no lone surrogate, no
-    raw control or bidi character): applied where records are written, so records.jsonl, the
-    JUnit XML, the HTML page and the summary never hold key material and are always written and
-    valid, whatever exception text a test ended with."""
+    """``record`` with every secret in its text removed (:func:`npu_hil.harness.redact.scrub`) and
+    its text made safe to write (:func:`npu_hil.harness.report.sanitize.clean_text`: no lone
+    surrogate, no raw control or bidi character): applied where records are written, so
+    records.jsonl, the JUnit XML, the HTML page and the summary never hold key material and are
+    always written and valid, whatever exception text a test ended with."""
     return TestRecord.from_dict(_scrub_value(record.to_dict()))
 
 

@@ -70,7 +70,8 @@ def write_run(
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
     chosen = [scrubbed(r) for r in _dedupe(load_records(path) if records is None else records)]
-    # Every writer below takes clean text (npu_hil.harness.report.sanitize): the records are cleaned by
+    # Every writer below takes clean text (npu_hil.harness.report.sanitize): the records are cleaned
+    # by
     # ``scrubbed``, the meta (command line, paths) and the comparison (past runs' summaries,
     # maybe written by an older harness) here.
     full_meta = clean_value({"run_id": path.name, **dict(meta)})

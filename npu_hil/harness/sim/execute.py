@@ -1,7 +1,7 @@
 """Running the reference model on the simulated board: onnxruntime, or the numpy path.
 
-``auto`` uses onnxruntime when it is importable (through :mod:`npu_hil.harness.models.reference`, the
-same sessions the host's expectation uses, so the two agree bit for bit) and the numpy path
+``auto`` uses onnxruntime when it is importable (through :mod:`npu_hil.harness.models.reference`,
+the same sessions the host's expectation uses, so the two agree bit for bit) and the numpy path
 otherwise.
 """
 

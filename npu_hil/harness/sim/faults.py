@@ -5,8 +5,8 @@ A fault is data: a name and parameters (JSON-friendly, so it travels in a job's
 reported attributes alone — the device claims the standard layout and delivers something else,
 which is exactly what the diff must catch. Process faults stop the board from answering.
 Timing faults change only the run time the board reports (its modeled device time,
-:mod:`npu_hil.harness.sim.timing`), never a buffer; the accuracy fault changes values by so little that
-the byte diff at the reference tests' tolerance still passes and only the accuracy figures (and
+:mod:`npu_hil.harness.sim.timing`), never a buffer; the accuracy fault changes values by so little
+that the byte diff at the reference tests' tolerance still passes and only the accuracy figures (and
 their baseline) move.
 
 - ``wrong-alignment``: the buffer is laid out with a row / C2 / stride padding other than the
@@ -36,7 +36,8 @@ their baseline) move.
   ``tensors`` named) reaches the model misread; the other path is right. On the other path
   the fault does nothing; on its own path with no padded rows it is an error;
 - ``npu-timeout``, ``oom-kill``, ``bad-model-version``: the run (the load, for the last) fails
-  and the board's own logs say why, in the lines a real board logs (:mod:`npu_hil.harness.sim.boardlog`);
+  and the board's own logs say why, in the lines a real board logs
+  (:mod:`npu_hil.harness.sim.boardlog`);
 - ``hang``: the run never returns (or sleeps ``seconds``);
 - ``crash``: the process dies (``signal``, default SIGSEGV, or ``exit_code``);
 - ``slow``: every run takes ``percent`` % longer (default 20; 0 < percent <= 10000);
@@ -90,7 +91,8 @@ STATE_FAULTS = ("stale-output",)
 INPUT_FAULTS = ("unaligned-width",)
 API_PATH_KINDS = ("normal", "zero-copy")
 PROCESS_FAULTS = ("hang", "crash")
-# Faults the board's own logs tell (npu_hil.harness.sim.boardlog): applied by the runtime at load or run.
+# Faults the board's own logs tell (npu_hil.harness.sim.boardlog): applied by the runtime at load or
+# run.
 LOG_FAULTS = ("npu-timeout", "oom-kill", "bad-model-version")
 TIMING_FAULTS = ("slow", "noisy-latency")
 ACCURACY_FAULTS = ("accuracy-drift",)

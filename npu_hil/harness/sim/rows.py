@@ -1,5 +1,6 @@
-"""The ``unaligned-width`` fault (:mod:`npu_hil.harness.sim.faults`): what the model reads of an input
-whose rows one API path places W elements apart while the layout places them a row stride apart.
+"""The ``unaligned-width`` fault (:mod:`npu_hil.harness.sim.faults`): what the model reads of an
+input whose rows one API path places W elements apart while the layout places them a row stride
+apart.
 
 A layout pads its rows when the dims above the width's are further apart than a dense row; the
 "dense rows" view of it is the same dims with those strides packed tight, which is how a path

@@ -9,8 +9,9 @@ the device's input and output buffers with the runtime's own attributes.
 One run: set the inputs (laid out natively, attributes as reported after setting them), compute
 the float model (onnxruntime or the numpy path), quantize and lay out the outputs, then apply
 the buffer faults and the process faults (hang, crash), in that order. The run time reported
-(``timings["run_s"]``) is the target's modeled device time (:mod:`npu_hil.harness.sim.timing`), changed
-only by the timing faults; the host's wall time for the float model is ``timings["host_s"]``.
+(``timings["run_s"]``) is the target's modeled device time (:mod:`npu_hil.harness.sim.timing`),
+changed only by the timing faults; the host's wall time for the float model is
+``timings["host_s"]``.
 """
 
 from __future__ import annotations

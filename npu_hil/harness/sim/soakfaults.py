@@ -1,5 +1,5 @@
-"""The soak's faults, applied by the simulated runtime after each run (:mod:`npu_hil.harness.sim.faults`
-checks their parameters).
+"""The soak's faults, applied by the simulated runtime after each run
+(:mod:`npu_hil.harness.sim.faults` checks their parameters).
 
 - ``leak``: ``kib`` KiB kept per run in this module, so for as long as the agent process lives.
   The bytes are written (not a lazily mapped zero page), so they are resident: the agent's

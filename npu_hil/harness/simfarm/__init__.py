@@ -2,8 +2,8 @@
 on pseudo-terminals (socat) and RFC 2217 (ser2net).
 
 :mod:`~npu_hil.harness.simfarm.farm` brings a whole farm up and down (``npu-hil simfarm``);
-:mod:`~npu_hil.harness.simfarm.sshd` and :mod:`~npu_hil.harness.simfarm.console` start the single pieces, which
-the transport tests use directly.
+:mod:`~npu_hil.harness.simfarm.sshd` and :mod:`~npu_hil.harness.simfarm.console` start the single
+pieces, which the transport tests use directly.
 """
 
 from __future__ import annotations

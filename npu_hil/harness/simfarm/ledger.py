@@ -5,9 +5,10 @@ serial consoles, and stops them when it ends, however it ends, except by SIGKILL
 cut: then they would run, and their folder of keys stay, forever. So each run writes its farm
 folder down, with its own pid and start time (a reused pid is not mistaken for it), in a file
 of this user's own (the farm's default workdir), and every later run stops and removes the farms
-of runs that are gone. A recorded process is only ever signalled by :func:`npu_hil.harness.simfarm.down`,
-which checks its start time and command line first; a folder is only removed when it is still a
-real folder of this user's named like one the run made (never through a link).
+of runs that are gone. A recorded process is only ever signalled by
+:func:`npu_hil.harness.simfarm.down`, which checks its start time and command line first; a folder
+is only removed when it is still a real folder of this user's named like one the run made (never
+through a link).
 
 One JSON file, changed only under a file lock and replaced atomically (as
 :mod:`npu_hil.harness.labgrid.ledger` does for labgrid places).

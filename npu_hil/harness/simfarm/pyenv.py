@@ -2,7 +2,8 @@
 
 A simulated board's NPU runtime is the ``sim`` adapter, which imports the harness. A login over
 SSH or a serial console starts with a clean environment, so the board's ``python`` is a small
-wrapper script that puts the checkout (the folder holding ``npu_hil/harness/`` and ``npu_hil/targets/``) on
+wrapper script that puts the checkout (the folder holding ``npu_hil/harness/`` and
+``npu_hil/targets/``) on
 ``PYTHONPATH`` and runs this interpreter.
 """
 

@@ -1,7 +1,8 @@
 """What every simulated vendor runtime does the same way: place a tensor in device memory.
 
-A vendor unit's simulated runtime (``npu_hil/targets/<vendor>/sim.py``) subclasses :class:`VendorSim`;
-the simulator (``npu_hil.harness.sim``) builds it from the unit and drives it."""
+A vendor unit's simulated runtime (``npu_hil/targets/<vendor>/sim.py``) subclasses
+:class:`VendorSim`; the simulator (``npu_hil.harness.sim``) builds it from the unit and drives
+it."""
 
 from __future__ import annotations
 

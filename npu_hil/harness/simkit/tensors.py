@@ -41,7 +41,8 @@ class InputLike(Protocol):
 
 @dataclass
 class SimInput:
-    """An input for :meth:`npu_hil.harness.sim.SimNpu.run` (same fields as the agent's InputTensor)."""
+    """An input for :meth:`npu_hil.harness.sim.SimNpu.run` (same fields as the agent's
+    InputTensor)."""
 
     name: str
     data: np.ndarray

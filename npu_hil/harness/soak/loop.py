@@ -2,12 +2,12 @@
 once, each context asking its agent for a memory reading every ``sample_every_s``.
 
 A context is an agent of its own (its own process and runtime context) on the board's one
-transport: :class:`~npu_hil.harness.agent.client.AgentClient` is not thread-safe, so each context gets
-one, and the board's first context is the farm's own session. Each context is primed in turn
+transport: :class:`~npu_hil.harness.agent.client.AgentClient` is not thread-safe, so each context
+gets one, and the board's first context is the farm's own session. Each context is primed in turn
 first (agent deployed and started, one job per model, so the bundle and the models are copied
 once, not raced by several agents), then all run in threads until the deadline or their count
-of jobs. A job is :func:`npu_hil.harness.pipeline.run_model` as a script would call it (the farm's retry
-policy, the board's breaker); it fails when it raises an NpuHilError or its buffers do not
+of jobs. A job is :func:`npu_hil.harness.pipeline.run_model` as a script would call it (the farm's
+retry policy, the board's breaker); it fails when it raises an NpuHilError or its buffers do not
 match. A board whose breaker opens, or that fails its health check, stops its contexts; the
 cause is kept.
 
@@ -266,8 +266,8 @@ def soak(
     on_progress: Callable[[SoakRun], None] | None = None,
 ) -> SoakRun:
     """Soak ``boards`` of ``farm`` as ``plan`` says; returns what happened (judge it with
-    :func:`npu_hil.harness.soak.verdict.judge`). ``on_progress`` is called about once a second from the
-    calling thread. KeyboardInterrupt stops every context after its current job."""
+    :func:`npu_hil.harness.soak.verdict.judge`). ``on_progress`` is called about once a second from
+    the calling thread. KeyboardInterrupt stops every context after its current job."""
     _check_plan(plan)
     if not boards:
         raise SoakError("soak: no board selected")

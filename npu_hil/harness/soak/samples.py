@@ -52,7 +52,8 @@ class MemorySample:
 def sample_from(
     memory: dict[str, Any], *, board: str, context: int, t_s: float, jobs: int, errors: int
 ) -> MemorySample:
-    """A sample from an agent's ``memory`` answer (:func:`npu_hil.harness.board.memory.read_memory`)."""
+    """A sample from an agent's ``memory`` answer
+    (:func:`npu_hil.harness.board.memory.read_memory`)."""
 
     def kib(section: str, key: str) -> int | None:
         value = (memory.get(section) or {}).get(key)

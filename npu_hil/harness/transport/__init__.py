@@ -2,8 +2,8 @@
 
 :class:`Transport` and :class:`Session` are the interface (``npu_hil.harness.transport.base``);
 :class:`LocalTransport` runs the agent on this machine. SSH and serial implement the same interface.
-How to reach a board is a typed configuration per kind (:mod:`npu_hil.harness.transport.config`), whose
-defaults and checks are :mod:`npu_hil.harness.transport.defaults`.
+How to reach a board is a typed configuration per kind (:mod:`npu_hil.harness.transport.config`),
+whose defaults and checks are :mod:`npu_hil.harness.transport.defaults`.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ The link is pyserial's ``serial_for_url``: a device path (``/dev/ttyUSB0``), ``r
 (ser2net and friends) or ``socket://host:port`` (a raw TCP console server). The module is not called
 ``serial.py`` so that ``import serial`` always means pyserial. The console's shell (the wire,
 login, markers) is :mod:`~npu_hil.harness.transport.serial_shell`, the chunked transfers
-:mod:`~npu_hil.harness.transport.serial_files`; this module opens the console and serves the Transport
-protocol on them.
+:mod:`~npu_hil.harness.transport.serial_files`; this module opens the console and serves the
+Transport protocol on them.
 
 How it talks to the shell:
 

@@ -2,9 +2,10 @@
 and writes, counted), the console held for one exchange at a time (an ``flock`` on the device),
 login and sync, and one command line run between two markers with its exit status.
 
-:class:`ConsoleShell` is the base of :class:`~npu_hil.harness.transport.serial_console.SerialTransport`,
-which opens the port and sets the attributes declared here; why the protocol is what it is
-(markers with a nonce, ``NPU_SID``, recovery by ``^C``, reboots) is said in that module.
+:class:`ConsoleShell` is the base of
+:class:`~npu_hil.harness.transport.serial_console.SerialTransport`, which opens the port and sets
+the attributes declared here; why the protocol is what it is (markers with a nonce, ``NPU_SID``,
+recovery by ``^C``, reboots) is said in that module.
 """
 
 from __future__ import annotations

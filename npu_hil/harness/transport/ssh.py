@@ -1,7 +1,7 @@
 """SshTransport: a board reached over SSH (paramiko), key authentication only.
 
-Host keys are checked by default (:mod:`~npu_hil.harness.transport.ssh_hostkeys`); an agent session is
-an :class:`~npu_hil.harness.transport.ssh_session.SshSession` on an exec channel.
+Host keys are checked by default (:mod:`~npu_hil.harness.transport.ssh_hostkeys`); an agent session
+is an :class:`~npu_hil.harness.transport.ssh_session.SshSession` on an exec channel.
 
 One SSH connection is kept and reused. Small files go over SFTP and are read back; large ones
 are streamed over an exec channel and hashed on the board as they pass (``openssl dgst -sha256``
@@ -13,8 +13,8 @@ operation (put, get, exists, cleanup) is repeated; a command whose connection dr
 not repeated (it may have had effects) and raises.
 
 Every command is sent as a shell string whose every word is ``shlex.quote``-d. Every remote path
-is confined to the workdir by its spelling (:func:`~npu_hil.harness.transport.base.remote_path`) before
-anything is sent, and then on the board with symlinks followed
+is confined to the workdir by its spelling (:func:`~npu_hil.harness.transport.base.remote_path`)
+before anything is sent, and then on the board with symlinks followed
 (:class:`~npu_hil.harness.transport.ssh_paths.SymlinkGuard`).
 """
 

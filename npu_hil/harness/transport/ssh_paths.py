@@ -1,8 +1,8 @@
 """Keep remote paths inside the workdir on the board, symlinks followed.
 
-:func:`~npu_hil.harness.transport.base.remote_path` confines a path by its spelling; a symlink inside the
-workdir (``workdir/evil -> /etc``) would still let ``evil/passwd`` reach outside. The guard walks
-each path from the workdir down, over SFTP:
+:func:`~npu_hil.harness.transport.base.remote_path` confines a path by its spelling; a symlink
+inside the workdir (``workdir/evil -> /etc``) would still let ``evil/passwd`` reach outside. The
+guard walks each path from the workdir down, over SFTP:
 
 - a real directory below a checked directory is inside by induction, so it costs one ``lstat``
   the first time and nothing after (checked directories are cached);

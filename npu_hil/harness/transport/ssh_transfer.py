@@ -1,7 +1,8 @@
 """One file's bytes over SSH, either way, with what each side saw of them: small files over
 SFTP and read back, large ones streamed over an exec channel and hashed on the board as they
-pass (:mod:`~npu_hil.harness.transport.ssh_stream`). The caller (:class:`~npu_hil.harness.transport.ssh.
-SshTransport`) compares the two sides' (size, sha256), renames into place and retries.
+pass (:mod:`~npu_hil.harness.transport.ssh_stream`). The caller
+(:class:`~npu_hil.harness.transport.ssh. SshTransport`) compares the two sides' (size, sha256),
+renames into place and retries.
 
 Each function returns ``(size, sha256)`` pairs, ``""`` for a sha256 not computed when
 ``verify`` is off.

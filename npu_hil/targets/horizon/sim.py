@@ -4,8 +4,8 @@
 - Inputs are held as given, in the ``strided`` layout with the codec's predicted strides
   (tensorLayout NCHW, quantiType NONE: the model sees the values), or as ``NV12`` / ``Y``
   frames when the input names that layout (rows ``stride`` bytes apart, width aligned to 32;
-  the model sees the Y, U, V planes, see :mod:`npu_hil.targets.horizon.images`). ``NV12_SEPARATE`` (X3/X5,
-  one image) is the NV12 frame in two memories, as hbDNNTensor holds it: Y in ``sysMem[0]``,
+  the model sees the Y, U, V planes, see :mod:`npu_hil.targets.horizon.images`). ``NV12_SEPARATE``
+  (X3/X5, one image) is the NV12 frame in two memories, as hbDNNTensor holds it: Y in ``sysMem[0]``,
   UV in ``sysMem[1]``, each allocated (and held to the 32-byte rule) on its own; the
   properties say ``memories: [Y bytes, UV bytes]``. S100 has no image tensor types.
 - Outputs are S8 with ``SCALE`` per channel along quantizeAxis 1 (``output_quant``: ``shift``

@@ -1,5 +1,6 @@
 """The Horizon layout parameters a device gets wrong: what forensics tries to explain a buffer
-(``npu_hil.harness.diff.forensics``) and what the simulator's ``wrong-alignment`` fault lays out instead."""
+(``npu_hil.harness.diff.forensics``) and what the simulator's ``wrong-alignment`` fault lays out
+instead."""
 
 from __future__ import annotations
 

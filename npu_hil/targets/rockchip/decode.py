@@ -1,5 +1,6 @@
 """An RKNN tensor's stored values in float, by its reported ``qnt_type``: ``AFFINE_ASYMMETRIC``
-``x = (q - zp) * scale``; ``DFP`` ``x = q / 2**fl``; ``NONE`` a cast (``npu_hil.harness.farm.decode``)."""
+``x = (q - zp) * scale``; ``DFP`` ``x = q / 2**fl``; ``NONE`` a cast
+(``npu_hil.harness.farm.decode``)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ what the vendor's compiler and runtime do. Each :class:`Deviation` below was mea
 vendor's runtime libraries (librknnrt 1.6.0 for RK3566/RK3568, RK3588, RK3562; librknnmrt 2.3.2 for
 RV1103/RV1106, RV1103B/RV1106B, RK2118) under user-mode emulation (the facts file is
 ``tests/data/rknn/observed.json.gz``; its README says how it was made). The predictions in
-``npu_hil.targets.rockchip.layouts`` follow the observed value and keep the seed's value beside it, so a
-report names both whenever a device disagrees with either.
+``npu_hil.targets.rockchip.layouts`` follow the observed value and keep the seed's value beside it,
+so a report names both whenever a device disagrees with either.
 
 Where the compiler and the runtime disagree with each other the prediction follows the runtime
 (that is what a program on the board reads) and the deviation says so in ``skew``.

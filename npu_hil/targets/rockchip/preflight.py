@@ -1,5 +1,6 @@
 """The RKNN preflight: a model checked against the input, output and convolution tables before
-it is compiled (``npu-hil preflight``; ``npu_hil.harness.preflight`` runs it for the RKNN targets)."""
+it is compiled (``npu-hil preflight``; ``npu_hil.harness.preflight`` runs it for the RKNN
+targets)."""
 
 from __future__ import annotations
 

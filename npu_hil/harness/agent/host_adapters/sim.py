@@ -1,9 +1,9 @@
 """The ``sim`` runtime adapter: a simulated NPU behind the agent's adapter contract.
 
-Unlike the vendor adapters this one imports the harness (:mod:`npu_hil.harness.sim`), so it is no part
-of the board package: it lives on the host side and reaches the agent as an extra adapter folder,
-the way a test's fake does (the client sends it in the bundle's ``adapters/``), and it runs only
-where npu-hil is installed (a simulated board: the host, a simulated farm's boards). On a board
+Unlike the vendor adapters this one imports the harness (:mod:`npu_hil.harness.sim`), so it is no
+part of the board package: it lives on the host side and reaches the agent as an extra adapter
+folder, the way a test's fake does (the client sends it in the bundle's ``adapters/``), and it runs
+only where npu-hil is installed (a simulated board: the host, a simulated farm's boards). On a board
 without the harness, importing it fails and the agent reports the adapter as unavailable there.
 
 Options (the job's ``adapter_options``): ``target`` (required), ``faults``, ``executor``,
@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     )
 else:
     # The agent's own contract, the module its checks use: it loads this file as adapters.sim,
-    # beside the board package's adapters.base (npu_hil.harness.board.loader), as it loads a vendor's.
+    # beside the board package's adapters.base (npu_hil.harness.board.loader), as it loads a
+    # vendor's.
     from adapters.base import (
         Adapter,
         AdapterError,
