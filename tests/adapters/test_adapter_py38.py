@@ -124,6 +124,7 @@ def _here(module: str, options: dict[str, Any], model: str, spec: dict[str, Any]
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case",
     [

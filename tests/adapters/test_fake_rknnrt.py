@@ -158,6 +158,7 @@ def build(cc: str, out: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_host_build_is_warning_free(tmp_path: Path) -> None:
     cc = next((shutil.which(n) for n in ("cc", "gcc", "clang") if shutil.which(n)), None)
     if cc is None:
@@ -166,6 +167,7 @@ def test_host_build_is_warning_free(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("triplet", ["aarch64-linux-gnu", "arm-linux-gnueabihf"])
 def test_cross_build_exports_what_rknnlite_resolves(tmp_path: Path, triplet: str) -> None:
     cc = shutil.which(f"{triplet}-gcc")

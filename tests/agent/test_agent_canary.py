@@ -70,6 +70,7 @@ def test_an_adapter_without_the_hook_fills_nothing_and_says_why(
     assert all(t.canary is None for t in result.inputs + result.outputs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", PYTHONS)
 def test_a_job_without_a_canary_has_no_canary_section(
     which: str, model: Path, tmp_path: Path
@@ -96,6 +97,7 @@ def test_a_canary_that_is_no_pattern_is_refused(
     assert error["type"] == "JobError" and error["field"] == "canary"
 
 
+@pytest.mark.slow
 def test_the_simulated_runtime_fills_and_writes_over_the_pattern(tmp_path: Path) -> None:
     """The sim adapter behind the agent: filled, and a fault's unwritten tail holds the pattern."""
     spec, arrays = sim_job(tmp_path, "sim-canary", "rk3588")

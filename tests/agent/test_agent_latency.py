@@ -51,6 +51,7 @@ def run_lines(journal: Path) -> int:
     return sum(line.split()[1] == "run" for line in journal.read_text().splitlines())
 
 
+@pytest.mark.slow
 def test_warmup_then_timed_runs_each_call_the_runtime(tmp_path: Path) -> None:
     job_dir, journal = make_job(tmp_path, runs=5, warmup=2)
     done = run_agent(job_dir, sysfs=rk3588_like(tmp_path / "sysfs"))
@@ -77,6 +78,7 @@ def test_warmup_then_timed_runs_each_call_the_runtime(tmp_path: Path) -> None:
         }
 
 
+@pytest.mark.slow
 def test_the_default_is_one_timed_run_as_before(tmp_path: Path) -> None:
     job_dir, journal = make_job(tmp_path)
     assert json.loads((job_dir / "job.json").read_text())["runs"] == 1
@@ -88,6 +90,7 @@ def test_the_default_is_one_timed_run_as_before(tmp_path: Path) -> None:
     assert "/proc/loadavg" in result.board_state["before"]["absent"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("key", "value"),
     [
@@ -117,6 +120,7 @@ def test_bad_run_counts_are_refused(tmp_path: Path, key: str, value: object) -> 
     assert not journal.exists() or run_lines(journal) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("change", "phrase"),
     [
@@ -141,6 +145,7 @@ def test_a_result_with_bad_durations_is_a_protocol_error(
         read_result(job_dir)
 
 
+@pytest.mark.slow
 def test_a_result_with_a_bad_board_state_is_a_protocol_error(tmp_path: Path) -> None:
     job_dir, _ = make_job(tmp_path)
     assert run_agent(job_dir).returncode == 0
@@ -166,6 +171,7 @@ def test_timed_runs_and_board_state_under_python_38(tmp_path: Path) -> None:
     assert result.board_state["after"]["loadavg"] == [0.52, 0.31, 0.12]
 
 
+@pytest.mark.slow
 def test_pin_clocks_sets_performance_for_the_runs_and_restores(tmp_path: Path) -> None:
     sysfs = rk3588_like(tmp_path / "sysfs")
     # a governor file the agent cannot write (a directory): recorded, the rest still pinned
@@ -196,6 +202,7 @@ def test_pin_clocks_sets_performance_for_the_runs_and_restores(tmp_path: Path) -
     assert (sysfs / cpufreq[1:] / "policy4/scaling_governor").read_text() == "performance\n"
 
 
+@pytest.mark.slow
 def test_pin_clocks_must_be_a_flag(tmp_path: Path) -> None:
     job_dir, _ = make_job(tmp_path)
     path = job_dir / "job.json"

@@ -71,6 +71,7 @@ def echo_inputs() -> dict[str, np.ndarray]:
     }
 
 
+@pytest.mark.slow
 def test_round_trip_one_shot(tmp_path: Path, model: Path) -> None:
     job_dir = tmp_path / "job"
     inputs = echo_inputs()
@@ -139,6 +140,7 @@ def test_round_trip_one_shot(tmp_path: Path, model: Path) -> None:
         result.output("nope")
 
 
+@pytest.mark.slow
 def test_outputs_can_be_selected(tmp_path: Path, model: Path) -> None:
     spec = echo_job(model)
     spec = JobSpec(**{**spec.__dict__, "outputs": ("packed_out",)})
@@ -147,6 +149,7 @@ def test_outputs_can_be_selected(tmp_path: Path, model: Path) -> None:
     assert [t.name for t in read_result(tmp_path).outputs] == ["packed_out"]
 
 
+@pytest.mark.slow
 def test_adapters_folder_from_environment(tmp_path: Path, model: Path) -> None:
     write_job(tmp_path, echo_job(model), echo_inputs())
     env = {**os.environ, ADAPTERS_ENV: str(FAKE_ADAPTERS)}
@@ -157,6 +160,7 @@ def test_adapters_folder_from_environment(tmp_path: Path, model: Path) -> None:
     assert read_result(tmp_path).ok
 
 
+@pytest.mark.slow
 def test_adapter_error_is_a_typed_record(tmp_path: Path, model: Path) -> None:
     fault = {"stage": "run", "kind": "LayoutError", "message": "NC1HWC2 needs C2=16 here"}
     write_job(tmp_path, echo_job(model, **{"raise": fault}), echo_inputs())
@@ -172,6 +176,7 @@ def test_adapter_error_is_a_typed_record(tmp_path: Path, model: Path) -> None:
         result.raise_for_errors()
 
 
+@pytest.mark.slow
 def test_adapter_bug_is_a_device_error_with_traceback(tmp_path: Path, model: Path) -> None:
     write_job(tmp_path, echo_job(model, fail={"stage": "load"}), echo_inputs())
     assert run_agent(tmp_path).returncode == board.EXIT_OK
@@ -182,6 +187,7 @@ def test_adapter_bug_is_a_device_error_with_traceback(tmp_path: Path, model: Pat
     assert isinstance(record.exception(), DeviceError)
 
 
+@pytest.mark.slow
 def test_timeout_in_one_shot_mode(tmp_path: Path, model: Path) -> None:
     spec = echo_job(model, hang={"stage": "run", "seconds": 60})
     spec = JobSpec(**{**spec.__dict__, "run_timeout_s": 0.5})
@@ -256,6 +262,7 @@ def edit_result(job_dir: Path, **changes: Any) -> None:
     path.write_text(json.dumps(document))
 
 
+@pytest.mark.slow
 def test_unknown_major_version_is_refused(finished_job: Path) -> None:
     edit_result(finished_job, schema="npu-hil-result/2")
     with pytest.raises(
@@ -264,11 +271,13 @@ def test_unknown_major_version_is_refused(finished_job: Path) -> None:
         read_result(finished_job)
 
 
+@pytest.mark.slow
 def test_newer_minor_version_is_read(finished_job: Path) -> None:
     edit_result(finished_job, schema="npu-hil-result/1.3", something_new=True)
     assert read_result(finished_job).ok
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("schema", [None, "npu-hil-job/1", "result/1", 1])
 def test_foreign_schema_is_refused(finished_job: Path, schema: Any) -> None:
     edit_result(finished_job, schema=schema)
@@ -276,6 +285,7 @@ def test_foreign_schema_is_refused(finished_job: Path, schema: Any) -> None:
         read_result(finished_job)
 
 
+@pytest.mark.slow
 def test_corrupted_blob_is_detected(finished_job: Path) -> None:
     blob = finished_job / "out_0.bin"
     data = bytearray(blob.read_bytes())
@@ -285,6 +295,7 @@ def test_corrupted_blob_is_detected(finished_job: Path) -> None:
         read_result(finished_job)
 
 
+@pytest.mark.slow
 def test_truncated_blob_is_detected(finished_job: Path) -> None:
     blob = finished_job / "in_1.bin"
     blob.write_bytes(blob.read_bytes()[:-1])
@@ -292,12 +303,14 @@ def test_truncated_blob_is_detected(finished_job: Path) -> None:
         read_result(finished_job)
 
 
+@pytest.mark.slow
 def test_missing_blob_is_detected(finished_job: Path) -> None:
     (finished_job / "out_1.bin").unlink()
     with pytest.raises(TransportError, match=r"out_1\.bin: missing"):
         read_result(finished_job)
 
 
+@pytest.mark.slow
 def test_truncated_result_json_is_a_transport_error(finished_job: Path) -> None:
     path = finished_job / "result.json"
     path.write_bytes(path.read_bytes()[:100])
@@ -305,6 +318,7 @@ def test_truncated_result_json_is_a_transport_error(finished_job: Path) -> None:
         read_result(finished_job)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["../job.json", "/etc/passwd", "a/../../b"])
 def test_result_naming_files_outside_the_job_is_refused(finished_job: Path, name: str) -> None:
     document = json.loads((finished_job / "result.json").read_text())
@@ -316,11 +330,13 @@ def test_result_naming_files_outside_the_job_is_refused(finished_job: Path, name
         read_result(finished_job)
 
 
+@pytest.mark.slow
 def test_result_of_another_job_is_refused(finished_job: Path) -> None:
     with pytest.raises(ProtocolError, match="result of job 'job-1', expected job 'job-2'"):
         read_result(finished_job, job_id="job-2")
 
 
+@pytest.mark.slow
 def test_inconsistent_ok_flag_is_refused(finished_job: Path) -> None:
     edit_result(finished_job, ok=False)
     with pytest.raises(ProtocolError, match="ok is False with 0 error records"):

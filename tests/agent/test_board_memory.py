@@ -1,5 +1,5 @@
-"""The agent's memory reading (npu_hil/harness/board/memory.py) from a fake /proc and /sys tree: exact
-figures, absent files named, unreadable ones recorded, reads bounded; and the ``memory``
+"""The agent's memory reading (npu_hil/harness/board/memory.py) from a fake /proc and /sys tree:
+exact figures, absent files named, unreadable ones recorded, reads bounded; and the ``memory``
 request answered by a real agent session under Python 3.8 with the tree moved in."""
 
 from __future__ import annotations
@@ -109,6 +109,7 @@ def test_a_file_that_cannot_be_read_is_unreadable_not_absent(tmp_path: Path) -> 
     assert "/sys/kernel/debug/dma_buf/bufinfo" not in memory["absent"]
 
 
+@pytest.mark.slow
 def test_dma_buffers_are_counted_up_to_a_bound(tmp_path: Path) -> None:
     folder = tmp_path / "sys/kernel/dmabuf/buffers"
     for n in range(MAX_BUFFERS + 5):

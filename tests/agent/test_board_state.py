@@ -1,5 +1,5 @@
-"""The board's state as the agent reads it (npu_hil/harness/board/boardstate.py), from a fake sysfs and
-procfs tree: exact values, absent files named, garbage recorded instead of guessed."""
+"""The board's state as the agent reads it (npu_hil/harness/board/boardstate.py), from a fake sysfs
+and procfs tree: exact values, absent files named, garbage recorded instead of guessed."""
 
 from __future__ import annotations
 

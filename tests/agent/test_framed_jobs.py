@@ -59,6 +59,7 @@ def comparable(document: dict[str, object]) -> dict[str, object]:
     return json.loads(json.dumps(kept))
 
 
+@pytest.mark.slow
 def test_a_framed_job_matches_the_folder_job(tmp_path: Path, model: Path) -> None:
     job = echo_job(model, "same", inputs=MULTI)
     with (
@@ -78,6 +79,7 @@ def test_a_framed_job_matches_the_folder_job(tmp_path: Path, model: Path) -> Non
         assert got.sha256 == hashlib.sha256(array.tobytes()).hexdigest()
 
 
+@pytest.mark.slow
 def test_a_framed_sim_job_matches_the_folder_job(tmp_path: Path) -> None:
     spec, inputs = sim_job(tmp_path, "sim-framed", "rk3588")
     results = {}
@@ -93,6 +95,7 @@ def test_a_framed_sim_job_matches_the_folder_job(tmp_path: Path) -> None:
         assert [dict(t.attributes) for t in mine] == [dict(t.attributes) for t in theirs]
 
 
+@pytest.mark.slow
 def test_an_answer_damaged_on_the_way_is_caught(
     tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -115,6 +118,7 @@ def test_an_answer_damaged_on_the_way_is_caught(
         c.submit(echo_job(model), {"x": X})
 
 
+@pytest.mark.slow
 def test_a_request_damaged_on_the_way_is_refused_by_the_agent(
     tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -138,6 +142,7 @@ def test_a_request_damaged_on_the_way_is_refused_by_the_agent(
     assert isinstance(result.error(), TransportError)
 
 
+@pytest.mark.slow
 def test_kept_jobs_and_inputs_past_the_link_limit_go_through_folders(
     tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -175,6 +180,7 @@ def framed_request(model_sha: str, nbytes: int) -> dict[str, object]:
     }
 
 
+@pytest.mark.slow
 def test_a_bulk_frame_that_carries_other_sizes_than_it_announces_is_refused(
     tmp_path: Path,
 ) -> None:
@@ -194,6 +200,7 @@ def test_a_bulk_frame_that_carries_other_sizes_than_it_announces_is_refused(
     assert raw.finish()[0] == 0
 
 
+@pytest.mark.slow
 def test_a_bulk_frame_whose_message_is_not_json_is_answered_and_the_session_goes_on(
     tmp_path: Path,
 ) -> None:
@@ -209,6 +216,7 @@ def test_a_bulk_frame_whose_message_is_not_json_is_answered_and_the_session_goes
     assert raw.read()["op"] == "ping"
 
 
+@pytest.mark.slow
 def test_a_bulk_frame_past_the_cap_is_refused_unread(tmp_path: Path) -> None:
     raw = RawSession(tmp_path)
     raw.read()

@@ -22,6 +22,9 @@ from npu_hil.harness.board import wire as board
 from npu_hil.harness.errors import ProtocolError, TransportError
 from tests.agent.jobs import BOARD_PACKAGE, FAKE_ADAPTERS
 
+# Seconds a test (README: test tiers).
+pytestmark = pytest.mark.slow
+
 AGENT = BOARD_PACKAGE
 
 

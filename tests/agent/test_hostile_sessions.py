@@ -20,6 +20,9 @@ from tests.agent.jobs import FAKE_ADAPTERS
 from tests.agent.test_listen import AGENT, PYTHONS, Connection, Listener, write_echo_job
 from tests.agent.test_session import RawSession
 
+# Seconds a test (README: test tiers).
+pytestmark = pytest.mark.slow
+
 NOBODY = 65534
 
 

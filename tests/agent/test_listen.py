@@ -173,6 +173,7 @@ def frames(data: bytes) -> list[dict[str, Any]]:
 # --- listen mode ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_end_of_a_connection_is_not_a_shutdown(listener: Listener) -> None:
     first = listener.connect()
     hello = first.read()
@@ -196,6 +197,7 @@ def test_the_end_of_a_connection_is_not_a_shutdown(listener: Listener) -> None:
     assert listener.process.poll() is None
 
 
+@pytest.mark.slow
 def test_shutdown_exits_and_removes_the_socket(listener: Listener) -> None:
     connection = listener.connect()
     connection.read()
@@ -208,11 +210,13 @@ def test_shutdown_exits_and_removes_the_socket(listener: Listener) -> None:
     assert listener.process.stdout.read() == b""  # nothing but the log, and that on stderr
 
 
+@pytest.mark.slow
 def test_the_socket_is_for_its_owner_only(listener: Listener) -> None:
     mode = listener.socket.lstat().st_mode
     assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
 
 
+@pytest.mark.slow
 def test_a_desynchronised_connection_costs_only_itself(listener: Listener) -> None:
     connection = listener.connect()
     connection.read()
@@ -227,6 +231,7 @@ def test_a_desynchronised_connection_costs_only_itself(listener: Listener) -> No
     other.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("python", PYTHONS)
 def test_idle_timeout_exits(python: str, tmp_path: Path) -> None:
     agent = Listener(python, tmp_path, "--idle-timeout", "0.5")
@@ -239,6 +244,7 @@ def test_idle_timeout_exits(python: str, tmp_path: Path) -> None:
     assert "no connection for 0.5 s" in agent.log.read_text()
 
 
+@pytest.mark.slow
 def test_a_stuck_runtime_exits_and_removes_the_socket(listener: Listener) -> None:
     connection = listener.connect()
     connection.read()
@@ -250,6 +256,7 @@ def test_a_stuck_runtime_exits_and_removes_the_socket(listener: Listener) -> Non
     assert not listener.socket.exists()
 
 
+@pytest.mark.slow
 def test_a_stale_socket_is_replaced_and_a_live_one_kept(tmp_path: Path) -> None:
     stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     stale.bind(str(tmp_path / SOCKET))
@@ -270,6 +277,7 @@ def test_a_stale_socket_is_replaced_and_a_live_one_kept(tmp_path: Path) -> None:
         first.stop()
 
 
+@pytest.mark.slow
 def test_a_path_that_is_not_a_socket_is_refused(tmp_path: Path) -> None:
     (tmp_path / SOCKET).write_text("precious")
     agent = Listener(sys.executable, tmp_path)
@@ -278,6 +286,7 @@ def test_a_path_that_is_not_a_socket_is_refused(tmp_path: Path) -> None:
     assert (tmp_path / SOCKET).read_text() == "precious"
 
 
+@pytest.mark.slow
 def test_one_mode_at_a_time(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(AGENT), "--session", "--listen", SOCKET],
@@ -294,6 +303,7 @@ def test_one_mode_at_a_time(tmp_path: Path) -> None:
 # --- the relay -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_relay_carries_requests_and_answers(listener: Listener) -> None:
     python, folder = listener.python, listener.folder
     job = write_echo_job(folder, "relayed")
@@ -310,6 +320,7 @@ def test_relay_carries_requests_and_answers(listener: Listener) -> None:
     assert listener.process.poll() is None
 
 
+@pytest.mark.slow
 def test_relay_base64_form_is_checked_both_ways(listener: Listener) -> None:
     python, folder = listener.python, listener.folder
     request = board.encode_frame({"op": "ping"})
@@ -333,6 +344,7 @@ def test_relay_base64_form_is_checked_both_ways(listener: Listener) -> None:
     assert "does not match its sha256" in refused.stderr.decode()
 
 
+@pytest.mark.slow
 def test_relay_reports_an_agent_that_dies_answering(listener: Listener) -> None:
     job = write_echo_job(listener.folder, "boom", crash={"stage": "run", "how": "exit"})
     done = run_relay(

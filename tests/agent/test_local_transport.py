@@ -49,6 +49,7 @@ def test_symlinks_cannot_lead_out(transport: LocalTransport, tmp_path: Path) -> 
 # --- processes -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_run_timeout_kills_the_whole_group(transport: LocalTransport, tmp_path: Path) -> None:
     marker = tmp_path / "survived"
     grandchild = tmp_path / "grandchild.py"
@@ -73,6 +74,7 @@ def test_run_missing_program(transport: LocalTransport) -> None:
         transport.run(["/nonexistent/python"], timeout=5)
 
 
+@pytest.mark.slow
 def test_session_stream(transport: LocalTransport) -> None:
     script = (
         "import os, sys\n"
@@ -101,6 +103,7 @@ def test_session_stream(transport: LocalTransport) -> None:
         session.send(b"x")
 
 
+@pytest.mark.slow
 def test_session_eof_and_kill(transport: LocalTransport) -> None:
     session = transport.open_session([PY, "-c", "import time; time.sleep(60)"])
     started = time.monotonic()
@@ -154,6 +157,7 @@ def model(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_one_shot_jobs(tmp_path: Path, model: Path) -> None:
     transport = CountingTransport(tmp_path / "board", python=PY)
     x = np.arange(48, dtype=np.uint8).reshape(1, 4, 4, 3)
@@ -170,6 +174,7 @@ def test_one_shot_jobs(tmp_path: Path, model: Path) -> None:
     assert list((Path(transport.workdir) / "jobs").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_one_shot_ping_and_versions(tmp_path: Path) -> None:
     """Without a persistent session (a serial console) ping and versions are one-shot agent runs
     and answer the same as a session does; no process stays behind."""
@@ -212,6 +217,7 @@ def test_redeploy_copies_nothing_new(tmp_path: Path, model: Path) -> None:
     again.close()
 
 
+@pytest.mark.slow
 def test_one_shot_crash_is_a_device_error(tmp_path: Path, model: Path) -> None:
     transport = LocalTransport(tmp_path / "board", python=PY)
     x = np.zeros((1, 4, 4, 3), np.uint8)
@@ -223,6 +229,7 @@ def test_one_shot_crash_is_a_device_error(tmp_path: Path, model: Path) -> None:
         assert client.submit(job(model), {"x": x}).ok
 
 
+@pytest.mark.slow
 def test_one_shot_timeout_is_reported(tmp_path: Path, model: Path) -> None:
     transport = LocalTransport(tmp_path / "board", python=PY)
     x = np.zeros((1, 4, 4, 3), np.uint8)

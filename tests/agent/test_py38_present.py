@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 
+@pytest.mark.slow
 @pytest.mark.skipif("NPU_HIL_PY38" not in os.environ, reason="NPU_HIL_PY38 is not set")
 def test_the_named_python_38_runs_numpy() -> None:
     probe = subprocess.run(

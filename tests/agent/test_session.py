@@ -53,6 +53,7 @@ def journal(path: Path) -> list[str]:
 # --- caching -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_models_are_cached_across_jobs(tmp_path: Path, model: Path) -> None:
     log = tmp_path / "journal.txt"
     transport = LocalTransport(tmp_path / "board", python=PY)
@@ -76,6 +77,7 @@ def test_models_are_cached_across_jobs(tmp_path: Path, model: Path) -> None:
     assert journal(log)[-1] == f"release {sha}"[:12]
 
 
+@pytest.mark.slow
 def test_cache_is_lru_with_a_bound(tmp_path: Path) -> None:
     a = make_model(tmp_path, "a.bin", b"A" * 64)
     b = make_model(tmp_path, "b.bin", b"B" * 64)
@@ -105,6 +107,7 @@ def test_cache_is_lru_with_a_bound(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_adapter_instances_are_per_options(client: AgentClient, model: Path) -> None:
     one = client.submit(spec(model, "a", adapter_options={"core_mask": 1}), {"x": X})
     two = client.submit(spec(model, "b", adapter_options={"core_mask": 2}), {"x": X})
@@ -114,6 +117,7 @@ def test_adapter_instances_are_per_options(client: AgentClient, model: Path) -> 
     assert [r.timings.model_cached for r in (one, two, three)] == [False, False, True]
 
 
+@pytest.mark.slow
 def test_one_process_serves_every_job(client: AgentClient, model: Path) -> None:
     client.submit(spec(model, "warm"), {"x": X})
     pid = client.agent_pid
@@ -133,6 +137,7 @@ def test_one_process_serves_every_job(client: AgentClient, model: Path) -> None:
 # --- failures and restarts -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_timeout_is_reported_and_the_session_restarts(client: AgentClient, model: Path) -> None:
     assert client.submit(spec(model, "before"), {"x": X}).ok
     first_pid = client.agent_pid
@@ -150,6 +155,7 @@ def test_timeout_is_reported_and_the_session_restarts(client: AgentClient, model
     assert client.sessions_started == 2 and client.agent_pid not in (None, first_pid)
 
 
+@pytest.mark.slow
 def test_frozen_agent_is_killed_by_the_host(client: AgentClient, model: Path) -> None:
     client.ping()
     pid = client.agent_pid
@@ -165,6 +171,7 @@ def test_frozen_agent_is_killed_by_the_host(client: AgentClient, model: Path) ->
     assert client.sessions_started == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("how", "ending"),
     [("segv", "killed by SIGSEGV"), ("abort", "killed by SIGABRT"), ("exit", "exit status 70")],
@@ -178,12 +185,14 @@ def test_crashed_adapter(client: AgentClient, model: Path, how: str, ending: str
     assert client.sessions_started == 2
 
 
+@pytest.mark.slow
 def test_crash_while_loading(client: AgentClient, model: Path) -> None:
     with pytest.raises(DeviceError, match="session died"):
         client.submit(spec(model, "boom", adapter_options={"crash": {"stage": "load"}}), {"x": X})
     assert client.submit(spec(model, "alive"), {"x": X}).ok
 
 
+@pytest.mark.slow
 def test_adapter_errors_keep_the_session(client: AgentClient, model: Path) -> None:
     client.ping()
     pid = client.agent_pid
@@ -197,6 +206,7 @@ def test_adapter_errors_keep_the_session(client: AgentClient, model: Path) -> No
     assert client.agent_pid == pid and client.sessions_started == 1
 
 
+@pytest.mark.slow
 def test_stdout_noise_cannot_corrupt_the_stream(client: AgentClient, model: Path) -> None:
     for i in range(3):
         result = client.submit(spec(model, f"noisy{i}", adapter_options={"print": True}), {"x": X})
@@ -204,6 +214,7 @@ def test_stdout_noise_cannot_corrupt_the_stream(client: AgentClient, model: Path
     assert client.sessions_started == 1
 
 
+@pytest.mark.slow
 def test_refused_job_in_a_session(client: AgentClient, model: Path) -> None:
     result = client.submit(spec(model, "bad", adapter="nope"), {"x": X})
     assert not result.ok
@@ -212,6 +223,7 @@ def test_refused_job_in_a_session(client: AgentClient, model: Path) -> None:
     assert client.submit(spec(model, "good"), {"x": X}).ok
 
 
+@pytest.mark.slow
 def test_versions(client: AgentClient) -> None:
     versions = client.versions("echo")
     assert versions["runtime"] == "echo 1.0"
@@ -253,6 +265,7 @@ def flip_a_bit(data: bytes) -> bytes:
     return bytes(damaged)
 
 
+@pytest.mark.slow
 def test_corrupted_blob_is_caught(tmp_path: Path, model: Path) -> None:
     transport = DamagingTransport(tmp_path / "board", "out_0.bin", flip_a_bit)
     with (
@@ -263,6 +276,7 @@ def test_corrupted_blob_is_caught(tmp_path: Path, model: Path) -> None:
         client.submit(spec(model), {"x": X})
 
 
+@pytest.mark.slow
 def test_damaged_result_json_is_caught(tmp_path: Path, model: Path) -> None:
     # Still valid JSON with every blob intact: only the comparison with the agent's answer
     # can tell.
@@ -309,6 +323,7 @@ class RawSession:
         return self.process.returncode, out, err
 
 
+@pytest.mark.slow
 def test_raw_session_requests(tmp_path: Path) -> None:
     raw = RawSession(tmp_path)
     hello = raw.read()
@@ -340,6 +355,7 @@ def test_raw_session_requests(tmp_path: Path) -> None:
     assert returncode == 0 and rest == b""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sessions", [True, False], ids=["session", "one-shot"])
 def test_a_damaged_cached_agent_is_found_and_replaced(
     tmp_path: Path, model: Path, sessions: bool
@@ -370,6 +386,7 @@ def test_a_damaged_cached_agent_is_found_and_replaced(
         client.ping()
 
 
+@pytest.mark.slow
 def test_a_damaged_cached_model_is_refused_then_copied_again(tmp_path: Path, model: Path) -> None:
     transport = LocalTransport(tmp_path / "board", python=PY)
     with AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS]) as first:
@@ -383,6 +400,7 @@ def test_a_damaged_cached_model_is_refused_then_copied_again(tmp_path: Path, mod
     assert cached.read_bytes() == model.read_bytes()
 
 
+@pytest.mark.slow
 def test_discard_removes_only_a_job_folder(tmp_path: Path) -> None:
     """The session removes finished job folders for the host, and nothing else: not a path
     that climbs out, not a folder elsewhere, not a symlink's target."""
@@ -415,6 +433,7 @@ def test_discard_removes_only_a_job_folder(tmp_path: Path) -> None:
     assert raw.finish()[0] == 0
 
 
+@pytest.mark.slow
 def test_a_session_client_leaves_no_job_folders(client: AgentClient, model: Path) -> None:
     for job_id in ("one", "two"):
         assert client.submit(spec(model, job_id), {"x": X}).ok
@@ -423,6 +442,7 @@ def test_a_session_client_leaves_no_job_folders(client: AgentClient, model: Path
     assert not (Path(client.transport.workdir) / "jobs").exists()
 
 
+@pytest.mark.slow
 def test_folder_jobs_are_removed_after_the_job(tmp_path: Path, model: Path) -> None:
     transport = LocalTransport(tmp_path / "board", python=PY)
     with AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS], frames=False) as client:
@@ -432,12 +452,14 @@ def test_folder_jobs_are_removed_after_the_job(tmp_path: Path, model: Path) -> N
         assert client.sessions_started == 1 and list(jobs.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_raw_session_ends_at_end_of_stream(tmp_path: Path) -> None:
     raw = RawSession(tmp_path)
     raw.read()
     assert raw.finish()[0] == 0  # stdin closed: a clean exit
 
 
+@pytest.mark.slow
 def test_desynchronised_stream_is_refused(tmp_path: Path) -> None:
     raw = RawSession(tmp_path)
     raw.read()
@@ -447,6 +469,7 @@ def test_desynchronised_stream_is_refused(tmp_path: Path) -> None:
     assert raw.finish()[0] == board.EXIT_FAILED
 
 
+@pytest.mark.slow
 def test_non_object_frame_is_refused(tmp_path: Path) -> None:
     raw = RawSession(tmp_path)
     raw.read()

@@ -12,19 +12,16 @@ import pytest
 
 from npu_hil.harness.cli.main import main
 from npu_hil.harness.codec import get_layout
+from tests.clirun import run_cli
 
 ONE_GROUP = ["--target", "kl730", "--layout", "1W16C8B", "--shape", "1,16,1,1", "--dtype", "int8"]
 """One full KL730 channel group of one pixel: the tensor the bad-input cases describe."""
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    """The CLI as users run it: a separate process, so exit codes and stderr are real."""
-    return subprocess.run(
-        [sys.executable, "-m", "npu_hil.harness.cli.main", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    """The CLI in this process (exit code, stdout, stderr); the real process is held to the same
+    answers by ``test_the_installed_command_answers_as_in_process``."""
+    return run_cli(*args)
 
 
 def test_pack_then_unpack_round_trips_through_files(tmp_path: Path) -> None:
@@ -346,3 +343,24 @@ def test_a_nightly_with_a_bad_inventory_prints_its_line_and_exits_2(tmp_path: Pa
         '"22a"'
     ]
     assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "args", [("targets", "show", "rk9999"), ("codec", "describe", "--target", "kl730")]
+)
+def test_the_installed_command_answers_as_in_process(args: tuple[str, ...]) -> None:
+    """The separate process a user starts: the same exit code and stderr as in-process."""
+    real = subprocess.run(
+        [sys.executable, "-m", "npu_hil.harness.cli.main", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    inside = run(*args)
+    assert (real.returncode, real.stderr, real.stdout) == (
+        inside.returncode,
+        inside.stderr,
+        inside.stdout,
+    )
+    assert real.returncode == 2 and "Traceback" not in real.stderr

@@ -75,6 +75,7 @@ SAMPLE = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case_id", SAMPLE)
 def test_the_real_process_gives_exit_2_and_one_line(case_id: str, root: Path) -> None:
     """The same cases through ``python -m npu_hil.harness.cli.main``: the exit code and stderr users

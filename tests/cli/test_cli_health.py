@@ -17,6 +17,9 @@ from npu_hil.harness.errors import AgentKilledError
 from npu_hil.harness.farm import NO_RETRY, BoardBrokenError, Farm
 from npu_hil.harness.pipeline import run_model
 
+# Seconds a test (README: test tiers).
+pytestmark = pytest.mark.slow
+
 X = {"input": np.zeros((1, 3, 2, 2), dtype=np.uint8)}
 INVENTORY = """\
 boards:

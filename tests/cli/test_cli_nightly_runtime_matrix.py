@@ -16,6 +16,9 @@ from typing import Any
 
 import pytest
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 DATA = Path(__file__).resolve().parents[1] / "data" / "artifacts" / "rockchip"
 INVENTORY = """\
 manifest: m.json

@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 SUITE = """
 import numpy as np
 import pytest

@@ -3,8 +3,8 @@ the codec tests share (tensors to pack, what a round trip must give back).
 
 The valid combinations are written down here from the specs (``spec/kl730-layouts.md``,
 ``spec/horizon-bpu-alignment.md``) and, for Rockchip, read from the seed tables in
-``npu_hil.targets.rockchip`` (``input_rows``/``output_rows``), which ``test_rockchip_tables.py`` checks
-row by row against the seed. Nothing here asks the codec what is valid.
+``npu_hil.targets.rockchip`` (``input_rows``/``output_rows``), which ``test_rockchip_tables.py``
+checks row by row against the seed. Nothing here asks the codec what is valid.
 
 Shapes are small but deliberately awkward: widths that are not a multiple of any row alignment,
 channel counts that are not a multiple of any group, H*W planes that are not a multiple of 4.

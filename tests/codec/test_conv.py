@@ -301,6 +301,7 @@ def test_huge_dilated_kernel_is_unsupported(target: str, rule: str, kind: str) -
     assert smaller.ok == (seed_n(seed, kind, seed_dilated(3, dilation - 1) ** 2) >= 1)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(
     case=st.sampled_from(CASES),

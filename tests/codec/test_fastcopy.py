@@ -219,6 +219,7 @@ def raw_copy(kernels: ModuleType) -> Any:
 # ------------------------------------------------------------------------ property tests
 
 
+@pytest.mark.slow
 @FIXTURES_OK
 @given(case=copy_cases(), seed=st.integers(0, 2**16))
 def test_kernel_matches_copyto_on_random_layouts(
@@ -228,6 +229,7 @@ def test_kernel_matches_copyto_on_random_layouts(
     run_case(dst_layout, src_layout, itemsize, kernel_copy(kernels), seed)
 
 
+@pytest.mark.slow
 @FIXTURES_OK
 @given(case=copy_cases(), seed=st.integers(0, 2**16))
 def test_raw_address_entry_matches_copyto(
@@ -237,6 +239,7 @@ def test_raw_address_entry_matches_copyto(
     run_case(dst_layout, src_layout, itemsize, raw_copy(kernels), seed)
 
 
+@pytest.mark.slow
 @FIXTURES_OK
 @given(case=channel_cases(), seed=st.integers(0, 2**16))
 def test_kernel_matches_copyto_on_channel_layouts(
@@ -246,6 +249,7 @@ def test_kernel_matches_copyto_on_channel_layouts(
     run_case(dst_layout, src_layout, itemsize, kernel_copy(kernels), seed)
 
 
+@pytest.mark.slow
 @FIXTURES_OK
 @given(case=st.one_of(copy_cases(), channel_cases()), seed=st.integers(0, 2**16))
 def test_strided_copy_matches_copyto(
@@ -255,6 +259,7 @@ def test_strided_copy_matches_copyto(
     run_case(dst_layout, src_layout, itemsize, strided_copy, seed)
 
 
+@pytest.mark.slow
 @FIXTURES_OK
 @given(case=st.one_of(copy_cases(), channel_cases()), seed=st.integers(0, 2**16))
 def test_fallback_matches_copyto(
@@ -264,6 +269,7 @@ def test_fallback_matches_copyto(
     run_case(dst_layout, src_layout, itemsize, strided_copy, seed)
 
 
+@pytest.mark.slow
 @FIXTURES_OK
 @given(
     shape=shapes(max_elems=3000),
@@ -558,6 +564,7 @@ def test_raw_entry_validates_its_arguments() -> None:
 # ------------------------------------------------------------------------ switching off
 
 
+@pytest.mark.slow
 def test_env_var_forces_the_fallback() -> None:
     code = (
         "from npu_hil.harness.codec import fastcopy as f; print(f.KERNEL_AVAILABLE, f.kernel_isa())"
@@ -594,6 +601,7 @@ def ragged_block_cases(draw: st.DrawFn) -> tuple[Layout, Layout, int]:
     return planes, packed, itemsize
 
 
+@pytest.mark.slow
 @FIXTURES_OK
 @given(case=ragged_block_cases(), seed=st.integers(0, 2**16))
 def test_ragged_transpose_blocks_match_copyto(

@@ -177,6 +177,7 @@ def test_y_takes_any_size(target: str) -> None:
 # ------------------------------------------------------------------------ 32-byte first address
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None)
 @given(case=horizon_cases(), seed=st.integers(0, 2**32 - 1))
 def test_every_buffer_is_32_byte_aligned(case: Case, seed: int) -> None:
@@ -212,6 +213,7 @@ def test_aligned_empty_default_is_32() -> None:
         assert aligned_empty(n).ctypes.data % 32 == 0
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(n=st.integers(1, 1 << 16), log_align=st.integers(0, 12))
 def test_aligned_empty_alignment_property(n: int, log_align: int) -> None:

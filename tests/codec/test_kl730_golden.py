@@ -246,9 +246,10 @@ def test_fixture_matches_a_fresh_extraction_of_the_seed() -> None:
 # to the entry's columns (16 for 16W1C8B/16W1C8BHL, 8 for 8W1C16B, 4 for 4W4C8B/4W4C8BHL), HW*
 # and RAW_* do not pad; channels pad to the group (16, or 4); outer mode (1W16C8B, 1W16C8BHL)
 # stores all rows of group 0, then group 1..., the groups outside the batch (Kneron's reading of
-# stride_npu, npu_hil/targets/kneron/kl730.py); 4W4C8B* hold at most 4 channels; inner mode (*_CH_COMPACT)
-# the groups of a pixel one after another; HL formats turn each 16-byte entry of the 8-bit layout
-# into an L entry followed by an H entry. Below, that text as a formula, for 4-D tensors.
+# stride_npu, npu_hil/targets/kneron/kl730.py); 4W4C8B* hold at most 4 channels; inner mode
+# (*_CH_COMPACT) the groups of a pixel one after another; HL formats turn each 16-byte entry of the
+# 8-bit layout into an L entry followed by an H entry. Below, that text as a formula, for 4-D
+# tensors.
 
 ROW_COLUMNS = {"16W1C8B": 16, "16W1C8BHL": 16, "8W1C16B": 8, "4W4C8B": 4, "4W4C8BHL": 4}
 PIXEL_GROUP = {
@@ -290,6 +291,7 @@ def spec_offsets(name: str, shape: tuple[int, int, int, int]) -> np.ndarray:
     return np.stack([2 * element, 2 * element + 1], axis=-1)  # 16-bit lanes, in place
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(
     name=st.sampled_from(KL730_FORMATS),
@@ -436,6 +438,7 @@ def random_values(name: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
     return x
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(
     name=st.sampled_from(KL730_FORMATS),
@@ -486,6 +489,7 @@ def test_outer_group_strides_describe_one_group(
         assert layout.offset_of((1, 0, 0, 0)) < at
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     name=st.sampled_from((*OUTER_GROUP, "16W1C8B", "RAW_16B", "8W1C16B")),

@@ -138,6 +138,7 @@ def test_scattered_padding_clears_the_buffer() -> None:
     assert layout._padding_runs() is None
 
 
+@pytest.mark.slow
 @given(
     pattern=st.lists(
         st.tuples(st.integers(0, 40), st.integers(1, 9), st.integers(1, 6), st.integers(0, 30)),

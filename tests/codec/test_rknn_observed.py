@@ -139,6 +139,7 @@ def prediction_misses() -> tuple[int, list[str]]:
     return exact, unlisted
 
 
+@pytest.mark.slow
 def test_predictions_equal_the_runtime_or_are_a_listed_vendor_quirk() -> None:
     exact, unlisted = prediction_misses()
     assert not unlisted, "\n".join(unlisted[:20])

@@ -357,6 +357,7 @@ def _rknn_offset(
     return (((n * c1 + c // c2) * plane + h * width + w) * c2 + c % c2) * item
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     target=st.sampled_from(ROCKCHIP_TARGETS),

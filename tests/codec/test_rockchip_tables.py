@@ -1,4 +1,5 @@
-"""The RKNN2 V2.5.0 input/output tables in npu_hil.targets.rockchip, checked row by row against the seed.
+"""The RKNN2 V2.5.0 input/output tables in npu_hil.targets.rockchip, checked row by row against the
+seed.
 
 The golden tables below are transcribed from ``seeds/002_0de9e292831d3a07.txt`` (Russian), one
 line per seed row, columns in the seed's order, with the seed's words rendered in English:

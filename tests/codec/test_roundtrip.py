@@ -293,6 +293,7 @@ def test_representative_cases_cover_the_registry() -> None:
 family = pytest.mark.parametrize("family", FAMILIES)
 
 
+@pytest.mark.slow
 @family
 @settings(max_examples=30, deadline=None)
 @given(data=st.data(), seed=SEEDS)
@@ -379,6 +380,7 @@ def test_kernel_sized_layouts(case: Case) -> None:
 # ---------------------------------------------------------------------- KL730 element quirks
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(case=kl730_cases(), seed=SEEDS)
 def test_kl730_bit0_is_dropped_exactly_where_value_bits_is_15(case: Case, seed: int) -> None:

@@ -95,6 +95,7 @@ def test_non_finite_values_are_an_error() -> None:
 # ------------------------------------------------------------------------------ properties
 
 
+@pytest.mark.slow
 @given(nonzero)
 def test_cosine_of_a_tensor_with_itself_is_one(x: np.ndarray) -> None:
     figures = measure(x, x)
@@ -102,12 +103,14 @@ def test_cosine_of_a_tensor_with_itself_is_one(x: np.ndarray) -> None:
     assert figures.snr_db == math.inf
 
 
+@pytest.mark.slow
 @given(nonzero, st.floats(1e-3, 1e3))
 def test_cosine_is_invariant_to_scaling(x: np.ndarray, k: float) -> None:
     assert measure(k * x, x).cosine == pytest.approx(1.0)
     assert measure(-k * x, x).cosine == pytest.approx(-1.0)
 
 
+@pytest.mark.slow
 @given(nonzero, nonzero)
 def test_cosine_is_symmetric_and_bounded(a: np.ndarray, b: np.ndarray) -> None:
     n = min(a.size, b.size)
@@ -120,6 +123,7 @@ def test_cosine_is_symmetric_and_bounded(a: np.ndarray, b: np.ndarray) -> None:
     assert ab.max_abs_err == ba.max_abs_err
 
 
+@pytest.mark.slow
 @given(nonzero, st.floats(1e-3, 1e3))
 def test_snr_and_cosine_are_invariant_to_scaling_both(x: np.ndarray, k: float) -> None:
     noise = np.linspace(-1, 1, x.size) * float(np.max(np.abs(x))) * 0.01
@@ -127,6 +131,7 @@ def test_snr_and_cosine_are_invariant_to_scaling_both(x: np.ndarray, k: float) -
     assert scaled.snr_db == pytest.approx(base.snr_db, abs=1e-6)
 
 
+@pytest.mark.slow
 @settings(max_examples=50)
 @given(nonzero, st.floats(1e-4, 1.0), st.floats(1.5, 10.0))
 def test_snr_decreases_as_noise_grows(x: np.ndarray, level: float, growth: float) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,6 +33,7 @@ def kl730_cases(draw: st.DrawFn) -> tuple[str, str, tuple[int, ...], np.ndarray]
     return role, name, shape, tensor
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(kl730_cases())
 def test_forensics_recovers_every_kl730_format(
@@ -54,6 +56,7 @@ def test_forensics_recovers_every_kl730_format(
     assert explanation.best is not None and explanation.best.exact
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["kl730", "rk3588", "rdk-x5"]))
 def test_random_bytes_match_no_known_layout(seed: int, target: str) -> None:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from npu_hil.harness.codec import get_layout
 from npu_hil.harness.diff import diff_buffers
 from npu_hil.harness.diff.heatmap import mismatch_grid, padded_channel_grid, render_heatmap
+from tests.clirun import run_cli
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -41,6 +42,7 @@ def test_grid_counts_mismatches_and_dirty_padding_where_they_are() -> None:
     assert counts.shape[2] >= 24
 
 
+@pytest.mark.slow
 def test_render_heatmap_writes_a_png(tmp_path: Path) -> None:
     layout, tensor, device = faulty_case()
     report = diff_buffers(layout, tensor, device)  # type: ignore[arg-type]
@@ -60,6 +62,7 @@ def test_many_channels_are_grouped_into_panels() -> None:
     assert counts[6, 1, 2] == 1
 
 
+@pytest.mark.slow
 def test_padded_channels_get_their_own_panels_with_dirty_bytes(tmp_path: Path) -> None:
     """NC1HWC2 stores 3 channels in a channel block: the padded channels are drawn, and a dirty
     byte there is marked in its panel, not folded into a real channel's."""
@@ -82,14 +85,11 @@ def test_padded_channels_get_their_own_panels_with_dirty_bytes(tmp_path: Path) -
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "npu_hil.harness.cli.main", "diff", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    """``npu-hil diff ARGS`` in this process (tests/clirun.py)."""
+    return run_cli("diff", *args)
 
 
+@pytest.mark.slow
 def test_cli_exit_codes_json_and_png(tmp_path: Path) -> None:
     layout, tensor, device = faulty_case()
     np.save(tmp_path / "ref.npy", tensor)
@@ -135,6 +135,7 @@ def test_cli_exit_codes_json_and_png(tmp_path: Path) -> None:
     assert packed.returncode == 0, packed.stderr
 
 
+@pytest.mark.slow
 def test_cli_bad_input_exits_2(tmp_path: Path) -> None:
     np.save(tmp_path / "ref.npy", np.zeros((1, 2), np.int8))
     (tmp_path / "d.bin").write_bytes(b"\0")

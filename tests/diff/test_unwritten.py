@@ -157,6 +157,7 @@ def test_padding_ignored_means_unwritten_padding_too() -> None:
     assert diff_buffers(LAYOUT, x, device, canary=CANARY, padding="ignore").verdict == "equal"
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.text(min_size=1, max_size=20))
 def test_unwritten_counts_exactly_the_canary_bytes_that_differ(seed: int, job: str) -> None:
@@ -176,6 +177,7 @@ def test_unwritten_counts_exactly_the_canary_bytes_that_differ(seed: int, job: s
     assert report.ok == (report.unwritten_bytes == 0)
 
 
+@pytest.mark.slow
 def test_cli_diff_takes_the_canary(tmp_path: Path) -> None:
     x = values()
     np.save(tmp_path / "ref.npy", x)

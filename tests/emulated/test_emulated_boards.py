@@ -25,6 +25,9 @@ from npu_hil.harness.simfarm.errors import SimFarmError
 from npu_hil.harness.transport import LocalTransport
 from npu_hil.harness.transport.ssh import SshTransport
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 SHAPE = (1, 3, 4, 5)
 ZP, SCALE = -14, 0.5  # the fake librknnrt's input and output quantization
 

@@ -28,6 +28,9 @@ from fake_compile import compile_manifest
 
 from npu_hil.harness.emulated import EmulatedBoard
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 REPO = Path(__file__).resolve().parents[2]
 SUITE = "tests/hil/test_hil_rockchip_layouts.py"
 TARGETS = ("rk3588", "rv1106")

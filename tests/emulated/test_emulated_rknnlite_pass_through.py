@@ -20,6 +20,9 @@ from npu_hil.harness.codec import get_layout
 from npu_hil.harness.emulated import EmulatedBoard
 from npu_hil.harness.transport import LocalTransport
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 ZP, SCALE = -14, 0.5  # the fake librknnrt's built-in model: int8, zp -14, scale 0.5
 RKNN_TENSOR_INT8 = 2
 

@@ -112,6 +112,7 @@ def store(lab: dict[str, Path]) -> HealthStore:
 # --- kept across runs ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_board_whose_breaker_opened_is_refused_by_the_next_run_at_once(
     lab: dict[str, Path],
 ) -> None:
@@ -147,6 +148,7 @@ def test_a_board_whose_breaker_opened_is_refused_by_the_next_run_at_once(
         assert third.board_health("bare-01")["state"] == GOOD
 
 
+@pytest.mark.slow
 def test_a_power_cycle_and_a_passing_check_clear_a_bad_board(lab: dict[str, Path]) -> None:
     device_tree(lab, "rockchip,rk3588")
     store(lab).record("powered-01", BAD, "circuit breaker opened", cause="ping timed out")
@@ -162,6 +164,7 @@ def test_a_power_cycle_and_a_passing_check_clear_a_bad_board(lab: dict[str, Path
     assert "golden job passed" in kept.cause and "a simulated rk3588" in kept.cause
 
 
+@pytest.mark.slow
 def test_a_failing_check_after_the_power_cycle_keeps_it_bad(lab: dict[str, Path]) -> None:
     store(lab).record("powered-01", BAD, "circuit breaker opened", cause="ping timed out")
     (lab["board"] / "dead").touch()
@@ -189,6 +192,7 @@ def test_a_failing_check_after_the_power_cycle_keeps_it_bad(lab: dict[str, Path]
     assert store(lab).read("powered-01").state == GOOD
 
 
+@pytest.mark.slow
 def test_an_infrastructure_error_brings_the_health_check_back(lab: dict[str, Path]) -> None:
     with farm(lab, breaker_threshold=5, health_job=golden_job) as run:
         session = run.ready("bare-01")
@@ -201,6 +205,7 @@ def test_an_infrastructure_error_brings_the_health_check_back(lab: dict[str, Pat
         assert session.client.ping()["jobs"] == 1
 
 
+@pytest.mark.slow
 def test_a_board_the_farm_simulates_keeps_no_state(lab: dict[str, Path]) -> None:
     with farm(lab, breaker_threshold=1) as run:
         health = run.health("sim-01")
@@ -216,6 +221,7 @@ def _hammer(folder: str, worker: int) -> None:
         kept.record("rk3588-01", (GOOD, BAD)[n % 2], "check", cause=f"{worker}-{n}", run_id="r")
 
 
+@pytest.mark.slow
 def test_concurrent_writers_keep_the_file_valid(tmp_path: Path) -> None:
     folder = tmp_path / "locks"
     with ProcessPoolExecutor(4) as pool:
@@ -253,6 +259,7 @@ def test_the_agent_reads_the_device_tree_bounded(tmp_path: Path) -> None:
     assert missing["absent"] and missing["compatible"] == [] and missing["error"] is None
 
 
+@pytest.mark.slow
 def test_the_right_soc_passes_over_the_real_agent(lab: dict[str, Path]) -> None:
     device_tree(lab, "radxa,rock-5b", "rockchip,rk3588")
     with farm(lab) as run:
@@ -267,6 +274,7 @@ def test_the_right_soc_passes_over_the_real_agent(lab: dict[str, Path]) -> None:
         assert health.identity["state"] == "match"
 
 
+@pytest.mark.slow
 def test_a_wrong_soc_is_an_infrastructure_error_naming_both(lab: dict[str, Path]) -> None:
     device_tree(lab, "firefly,rk3568-roc-pc", "rockchip,rk3568")
     with farm(lab) as run:
@@ -283,6 +291,7 @@ def test_a_wrong_soc_is_an_infrastructure_error_naming_both(lab: dict[str, Path]
     assert kept.state == BAD and "rockchip,rk3568" in kept.cause
 
 
+@pytest.mark.slow
 def test_a_missing_device_tree_is_recorded_as_unknown(lab: dict[str, Path]) -> None:
     with farm(lab) as run:
         run.session("bare-01").simulated = False
@@ -313,6 +322,7 @@ def test_a_simulated_board_reports_its_simulated_target() -> None:
     assert bad.state == "mismatch" and "rdk-x5" in bad.detail and "kl730" in bad.detail
 
 
+@pytest.mark.slow
 def test_the_golden_job_passes_on_every_target(tmp_path: Path) -> None:
     from npu_hil.harness.farm.starter import builtin_inventory
 

@@ -14,6 +14,9 @@ from npu_hil.harness.errors import AgentKilledError, TransportError
 from npu_hil.harness.farm import NO_RETRY, BoardBrokenError, Farm, parse_inventory
 from npu_hil.harness.pipeline import run_model
 
+# Seconds a test (README: test tiers).
+pytestmark = pytest.mark.slow
+
 INVENTORY = """\
 boards:
   - {name: bad-01, target: rk3588, backend: sim, transport: local}

@@ -151,6 +151,7 @@ def test_a_damaged_artifact_is_refused_before_deploying(farm: Farm, tmp_path: Pa
     assert agent.jobs == []
 
 
+@pytest.mark.slow
 def test_a_simulated_board_checks_the_listed_artifacts_target_only(farm: Farm) -> None:
     x = {"input": np.random.default_rng(0).integers(0, 255, (1, 3, 4, 8)).astype(np.uint8)}
     ok = run_model(farm.session("rk3588-01"), "conv3x3", x)
@@ -165,6 +166,7 @@ def test_a_simulated_board_checks_the_listed_artifacts_target_only(farm: Farm) -
         run_model(farm.session("rk3566-01"), "conv3x3", x)
 
 
+@pytest.mark.slow
 def test_a_simulated_run_of_a_model_without_an_artifact_has_no_findings(farm: Farm) -> None:
     x = {"input": np.random.default_rng(0).integers(0, 255, (1, 3, 4, 8)).astype(np.uint8)}
     run = run_model(farm.session("rk3566-01"), "identity", x)

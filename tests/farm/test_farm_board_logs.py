@@ -41,6 +41,7 @@ def image(target: str) -> dict[str, np.ndarray]:
     return {"input": x.astype(np.int8 if target == "kl730" else np.uint8)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["rk3588", "rdk-x5", "kl730"])
 def test_a_clean_run_has_an_empty_kernel_delta_and_no_class(sim_farm: Farm, target: str) -> None:
     result = run_model(session(sim_farm, target), "conv3x3", image(target))
@@ -65,6 +66,7 @@ def test_the_runtime_logs_at_the_level_the_job_asks(sim_farm: Farm) -> None:
     assert loud.board_log.log_class == ""  # informational lines change nothing
 
 
+@pytest.mark.slow
 def test_an_npu_timeout_is_infrastructure_and_retried(sim_farm: Farm) -> None:
     board = session(sim_farm, "rk3588")
     retried: list[str] = []
@@ -86,6 +88,7 @@ def test_an_npu_timeout_is_infrastructure_and_retried(sim_farm: Farm) -> None:
     assert "the agent reported DeviceError" in error.message
 
 
+@pytest.mark.slow
 def test_a_bpu_timeout_is_told_by_the_runtime_log(sim_farm: Farm) -> None:
     with pytest.raises(BoardLogError) as caught:
         run_model(session(sim_farm, "rdk-x5"), "conv3x3", image("rdk-x5"), faults=["npu-timeout"])
@@ -126,6 +129,7 @@ def test_a_fault_a_board_has_nothing_to_log_for_is_an_error(sim_farm: Farm) -> N
         run_model(session(sim_farm, "kl730"), "conv3x3", image("kl730"), faults=["npu-timeout"])
 
 
+@pytest.mark.slow
 def test_the_board_recovers_after_the_fault(sim_farm: Farm) -> None:
     board = session(sim_farm, "rk3588")
     with pytest.raises(BoardLogError):

@@ -83,6 +83,7 @@ def test_backend_hw_leaves_simulated_boards_out(tmp_path: Path) -> None:
     assert "kl730-sim" in names(hw_farm(tmp_path, "auto").boards())
 
 
+@pytest.mark.slow
 def test_a_simulated_session_and_its_health(shipped: Farm) -> None:
     session = shipped.session("rk3566-01")
     assert session is shipped.session(shipped.inventory.board("rk3566-01"))
@@ -98,6 +99,7 @@ def test_a_simulated_session_and_its_health(shipped: Farm) -> None:
     assert shipped.health("rk3566-01").ok and session.client.ping()["pid"] != pid
 
 
+@pytest.mark.slow
 def test_an_unreachable_board_falls_back_to_sim(tmp_path: Path) -> None:
     farm = hw_farm(tmp_path)
     try:
@@ -111,6 +113,7 @@ def test_an_unreachable_board_falls_back_to_sim(tmp_path: Path) -> None:
         farm.close()
 
 
+@pytest.mark.slow
 def test_no_fallback_is_an_infrastructure_error(tmp_path: Path) -> None:
     farm = hw_farm(tmp_path)
     with pytest.raises(TransportError, match="rdk-x5-hw: serial /dev/ttyUSB9: cannot open"):
@@ -138,6 +141,7 @@ def test_power_cycle_runs_the_command(tmp_path: Path, monkeypatch: pytest.Monkey
     assert (tmp_path / "cycled").read_text() == "x"
 
 
+@pytest.mark.slow
 def test_power_failures_are_transport_errors(tmp_path: Path) -> None:
     farm = hw_farm(tmp_path)
     board = farm.inventory.board("rk3566-bad-pdu")
@@ -170,6 +174,7 @@ with farm.lock("rk3588-01"):
 """
 
 
+@pytest.mark.slow
 def test_a_second_process_waits_for_the_board(tmp_path: Path) -> None:
     farm = Farm(ROOT / "inventory.yaml", workdir=tmp_path)
     with farm.lock("rk3588-01"):
@@ -191,6 +196,7 @@ def test_a_second_process_waits_for_the_board(tmp_path: Path) -> None:
         pass
 
 
+@pytest.mark.slow
 def test_power_cycling_a_simulated_board_restarts_its_agent(shipped: Farm) -> None:
     session = shipped.session("rv1103-01")
     before = shipped.health("rv1103-01")
@@ -201,6 +207,7 @@ def test_power_cycling_a_simulated_board_restarts_its_agent(shipped: Farm) -> No
     assert session.client.ping()["pid"] != pid
 
 
+@pytest.mark.slow
 def test_a_broken_manifest_does_not_stop_simulated_boards(tmp_path: Path) -> None:
     inventory = parse_inventory(
         "manifest: missing.json\nboards:\n  - {name: s, target: rk3562}\n", base=tmp_path

@@ -42,6 +42,7 @@ def run(
     return run_model(farm.session(board), model, image(), **options)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["rk3588", "rdk-x5", "kl730"])
 def test_a_clean_run_is_checked_against_its_canary_and_passes(sim_farm: Farm, target: str) -> None:
     shape_dtype = {"kl730": np.int8}
@@ -176,6 +177,7 @@ def test_an_output_that_cannot_depend_on_the_input_is_not_called_stale(sim_farm:
     assert "stale check" in out.summary()
 
 
+@pytest.mark.slow
 def test_derived_inputs_differ_and_are_reproducible() -> None:
     given = {"a": np.full((2, 3), 7, np.uint8), "b": np.linspace(-1, 1, 12, dtype=np.float32)}
     second = derived_inputs(given)

@@ -41,6 +41,7 @@ def run(farm: Farm, target: str, **options: object) -> ModelRun:
     return run_model(farm.session(board), "conv3x3", image(target), **options)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", sorted(PATHS))
 def test_a_clean_run_through_both_paths_is_quiet(sim_farm: Farm, target: str) -> None:
     result = run(sim_farm, target, cross_api=True)
@@ -94,6 +95,7 @@ def test_the_fault_on_the_zero_copy_path_fails_the_byte_diff_too(sim_farm: Farm)
     assert out.verdict == "cross-api" and "byte diff: different" in out.summary()
 
 
+@pytest.mark.slow
 def test_kneron_has_one_path_and_says_so(sim_farm: Farm) -> None:
     result = run(sim_farm, "kl730", cross_api=True)
     assert result.ok, result.summary()
@@ -119,6 +121,7 @@ def test_an_aligned_width_gives_the_fault_nothing_to_misread() -> None:
         npu.run(loaded, [SimInput.logical("input", x)])
 
 
+@pytest.mark.slow
 def test_an_unknown_api_path_is_refused() -> None:
     with pytest.raises(SimConfigError, match="rknn_native, rknnlite"):
         SimNpu("rk3588", api_path="nope")

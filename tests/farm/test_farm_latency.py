@@ -21,6 +21,7 @@ def sim_farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Farm]:
         yield farm
 
 
+@pytest.mark.slow
 def test_run_model_times_five_runs(sim_farm: Farm) -> None:
     (chosen,) = sim_farm.boards(targets=["rk3588"])
     session = sim_farm.session(chosen)

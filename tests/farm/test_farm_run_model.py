@@ -48,6 +48,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("target", "model", "shape"), CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
 def test_a_model_runs_and_every_buffer_matches(
     sim_farm: Farm, target: str, model: str, shape: tuple[int, ...], tmp_path: Path
@@ -76,6 +77,7 @@ def test_a_model_runs_and_every_buffer_matches(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_an_onnx_file_and_a_model_proto(sim_farm: Farm, tmp_path: Path) -> None:
     session = sim_farm.session("rk3576-01")
     proto = build("conv1x1", (1, 3, 3, 5), out_channels=20)
@@ -88,6 +90,7 @@ def test_an_onnx_file_and_a_model_proto(sim_farm: Farm, tmp_path: Path) -> None:
     np.testing.assert_array_equal(by_path.outputs[0].data, by_proto.outputs[0].data)
 
 
+@pytest.mark.slow
 def test_a_fault_fails_the_run_with_the_finding_first(sim_farm: Farm, tmp_path: Path) -> None:
     session = sim_farm.session("rk3588-01")
     given = {"input": tensor("rk3588", (1, 3, 3, 5))}
@@ -175,6 +178,7 @@ boards:
 """
 
 
+@pytest.mark.slow
 def test_a_real_board_needs_a_compiled_artifact(tmp_path: Path) -> None:
     given = {"input": tensor("rk3588", (1, 3, 2, 2))}
     with Farm(parse_inventory(HW_LOCAL), workdir=tmp_path) as farm:

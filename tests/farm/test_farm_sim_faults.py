@@ -46,6 +46,7 @@ def _worst_snr(run: ModelRun) -> float:
     return min(math.inf if v == "inf" else float(v) for v in values)
 
 
+@pytest.mark.slow
 def test_a_clean_board_reports_its_modeled_time(clean: ModelRun) -> None:
     lat = clean.latency
     assert clean.ok, clean.summary()
@@ -54,6 +55,7 @@ def test_a_clean_board_reports_its_modeled_time(clean: ModelRun) -> None:
     assert (lat.max_ms - lat.min_ms) <= 0.04 * lat.p50_ms
 
 
+@pytest.mark.slow
 def test_slow_raises_the_median_by_its_percent(workdir: Path, clean: ModelRun) -> None:
     slow = _run(workdir, [{"name": "slow", "percent": 20}], "conv3x3", 20)
     assert slow.ok, slow.summary()  # the buffers are the clean run's
@@ -63,6 +65,7 @@ def test_slow_raises_the_median_by_its_percent(workdir: Path, clean: ModelRun) -
     assert _worst_snr(slow) == _worst_snr(clean)
 
 
+@pytest.mark.slow
 def test_noisy_latency_spreads_the_runs_around_the_same_median(
     workdir: Path, clean: ModelRun
 ) -> None:
@@ -74,6 +77,7 @@ def test_noisy_latency_spreads_the_runs_around_the_same_median(
     assert abs(noisy.latency.p50_ms / clean.latency.p50_ms - 1) < 0.25
 
 
+@pytest.mark.slow
 def test_accuracy_drift_passes_the_byte_diff_and_lowers_the_snr(
     workdir: Path, clean: ModelRun
 ) -> None:
@@ -84,6 +88,7 @@ def test_accuracy_drift_passes_the_byte_diff_and_lowers_the_snr(
     assert _worst_snr(drift) < _worst_snr(clean) - 1.0, (_worst_snr(drift), _worst_snr(clean))
 
 
+@pytest.mark.slow
 def test_accuracy_drift_makes_an_exact_identity_inexact(workdir: Path) -> None:
     exact = _run(workdir, None, "identity", 1)
     assert _worst_snr(exact) == math.inf
@@ -92,6 +97,7 @@ def test_accuracy_drift_makes_an_exact_identity_inexact(workdir: Path) -> None:
     assert math.isfinite(_worst_snr(drift))
 
 
+@pytest.mark.slow
 def test_a_board_fault_and_a_test_fault_both_apply(workdir: Path) -> None:
     with Farm(
         ROOT / "inventory.yaml", workdir=workdir, sim_faults={BOARD: [{"name": "slow"}]}

@@ -328,6 +328,7 @@ def test_an_inventory_over_a_mebibyte_is_refused() -> None:
 # --- the file -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_fifo_as_the_inventory_is_refused_not_waited_on(tmp_path: Path) -> None:
     fifo = tmp_path / "farm.yaml"
     os.mkfifo(fifo)
@@ -373,6 +374,7 @@ EXAMPLES = (
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES, deadline=5000)
 @given(st.data())
 def test_mutated_inventories_parse_or_fail_with_a_position(data: st.DataObject) -> None:
@@ -387,6 +389,7 @@ def test_the_seeds_are_valid_inventories() -> None:
         assert kind == "ok", f"{name}: {detail}"
 
 
+@pytest.mark.slow
 def test_the_counting_script_counts(capsys: pytest.CaptureFixture[str]) -> None:
     assert inventory_fuzz.main(["--inputs", "60", "--seed", "7"]) == 0
     out = capsys.readouterr().out

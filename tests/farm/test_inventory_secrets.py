@@ -54,6 +54,7 @@ def indented(text: str, spaces: int) -> str:
     return "\n".join(" " * spaces + line for line in text.splitlines())
 
 
+@pytest.mark.slow
 def test_a_key_pasted_into_key_file_is_refused_at_load(tmp_path: Path, private_key: str) -> None:
     text = (
         "boards:\n"
@@ -71,6 +72,7 @@ def test_a_key_pasted_into_key_file_is_refused_at_load(tmp_path: Path, private_k
         assert line not in message
 
 
+@pytest.mark.slow
 def test_a_key_on_one_line_in_any_field_is_refused(tmp_path: Path, private_key: str) -> None:
     one_line = " ".join(private_key.split("\n"))
     text = f"boards:\n  - name: b\n    target: rk3588\n    python: '{one_line}'\n"

@@ -68,6 +68,7 @@ with Farm(inventory, workdir=workdir, retry=RetryPolicy(retries=1, backoff_s=0.2
 """
 
 
+@pytest.mark.slow
 def test_a_script_gets_the_health_check_power_cycle_and_retries(tmp_path: Path) -> None:
     python = tmp_path / "board" / "python"
     python.parent.mkdir()

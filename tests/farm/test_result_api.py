@@ -30,6 +30,7 @@ def _board(farm: Farm, target: str) -> str:
     return next(b.name for b in farm.inventory.boards if b.target == target)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["rk3588", "rk3566", "kl730", "rdk-x5", "rdk-s100"])
 def test_output_decoded_and_dequantized_on_each_vendor(sim_farm: Farm, target: str) -> None:
     x = np.linspace(-1.0, 1.0, 3 * 4 * 6, dtype=np.float32).reshape(1, 3, 4, 6)
@@ -75,6 +76,7 @@ def test_reported_schemes_by_hand() -> None:
         dequantize(q, {"name": "x"}, "rk3588-01 output 'x'")
 
 
+@pytest.mark.slow
 @given(
     st.integers(-128, 127),
     st.integers(-128, 127),

@@ -114,6 +114,7 @@ def test_a_farm_on_a_runtime_leaves_out_the_boards_without_it(folder: Path) -> N
         assert "runtime_versions" not in farm.session("rk3588-01").adapter_options
 
 
+@pytest.mark.slow
 def test_a_simulated_runtime_version_is_held_to_the_table(folder: Path) -> None:
     for farm in farm_on(folder, "1.5.0"):
         with pytest.raises(CompatibilityError) as caught:

@@ -92,6 +92,7 @@ def plant_agent(shared_tmp: Path, workdir: Path) -> Path:
     return mark
 
 
+@pytest.mark.slow
 def test_another_users_workdir_at_the_old_default_name_is_never_used(
     own_env: Path, shared_tmp: Path
 ) -> None:

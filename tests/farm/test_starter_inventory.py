@@ -45,6 +45,7 @@ def test_the_repository_inventory_is_the_starting_inventory() -> None:
     assert (REPO / "inventory.yaml").read_text(encoding="utf-8") == starter_inventory_text()
 
 
+@pytest.mark.slow
 def test_init_writes_a_commented_inventory_that_reads_back(tmp_path: Path) -> None:
     result = npu_hil("inventory", "init", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -56,6 +57,7 @@ def test_init_writes_a_commented_inventory_that_reads_back(tmp_path: Path) -> No
     assert [b.name for b in boards] == [b.name for b in builtin_inventory().boards]
 
 
+@pytest.mark.slow
 def test_init_keeps_an_existing_file_unless_forced(tmp_path: Path) -> None:
     target = tmp_path / "farm" / "lab.yaml"
     target.parent.mkdir()
@@ -79,6 +81,7 @@ def test_init_never_writes_through_a_link(tmp_path: Path) -> None:
     assert elsewhere.read_text(encoding="utf-8") == "keep\n"
 
 
+@pytest.mark.slow
 def test_check_lists_the_boards_and_names_a_bad_line(tmp_path: Path) -> None:
     good = npu_hil("inventory", "check", str(REPO / "inventory.yaml"), cwd=tmp_path)
     assert good.returncode == 0, good.stderr

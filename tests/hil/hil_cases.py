@@ -1,7 +1,7 @@
 """What the regression suite runs, and what the vendor tables say each case must give.
 
-Every expectation comes from the tables in ``npu_hil/targets/`` (through the host codec), never from the
-simulator: a case the tables list must round-trip byte for byte, a case they do not list must be
+Every expectation comes from the tables in ``npu_hil/targets/`` (through the host codec), never from
+the simulator: a case the tables list must round-trip byte for byte, a case they do not list must be
 refused by the board's runtime with the error type the harness maps it to.
 """
 

@@ -146,6 +146,7 @@ latencies = st.lists(
 ks = st.floats(min_value=0.0, max_value=10.0)
 
 
+@pytest.mark.slow
 @given(latencies, ks, st.floats(min_value=0.0, max_value=1.0))
 def test_a_value_inside_the_band_is_never_flagged(values: list[float], k: float, at: float) -> None:
     settings = Settings(k=k)
@@ -156,6 +157,7 @@ def test_a_value_inside_the_band_is_never_flagged(values: list[float], k: float,
     assert _check(_point(99, inside), earlier, settings=settings, perf=True) == []
 
 
+@pytest.mark.slow
 @given(latencies, ks, st.floats(min_value=1e-6, max_value=100.0))
 def test_a_value_above_the_band_is_always_flagged(
     values: list[float], k: float, over: float
@@ -169,6 +171,7 @@ def test_a_value_above_the_band_is_always_flagged(
     assert found.severity == "failure" and found.band == band
 
 
+@pytest.mark.slow
 @given(latencies, ks)
 def test_the_band_contains_the_median(values: list[float], k: float) -> None:
     band = band_for("p50_ms", [_point(i, v) for i, v in enumerate(values)], Settings(k=k))

@@ -49,6 +49,7 @@ def baselined(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("fault", "metrics"),
     [

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -24,6 +25,7 @@ B = ("kl730-01", "tests/hil/test_reference.py::test_reference_model[conv-kl730-0
 OUTCOME = st.sampled_from(["passed", "failed", "error", "skipped", None])
 
 
+@pytest.mark.slow
 @given(st.sampled_from(["passed", "failed", "error"]), st.integers(0, 30), st.lists(OUTCOME))
 def test_a_constant_strip_is_not_flaky(outcome: str, repeat: int, noise: list[Any]) -> None:
     same_state = [outcome] * repeat
@@ -41,6 +43,7 @@ def test_strict_alternation_is_fully_flaky(length: int, pass_first: bool, bad: s
     assert flips == length - 1
 
 
+@pytest.mark.slow
 @given(st.lists(OUTCOME, max_size=60))
 def test_flakiness_is_a_share_and_counts_the_comparison_flips(strip: list[str | None]) -> None:
     rate, flips = flakiness(strip)
@@ -51,6 +54,7 @@ def test_flakiness_is_a_share_and_counts_the_comparison_flips(strip: list[str | 
         assert math.isclose(rate * (len(states) - 1), flips)
 
 
+@pytest.mark.slow
 @given(st.lists(OUTCOME, max_size=60))
 def test_failing_since_is_the_first_of_the_trailing_failures(strip: list[str | None]) -> None:
     index = failing_since(strip)

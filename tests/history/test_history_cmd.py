@@ -38,6 +38,7 @@ def index(write: Any) -> Any:
     return [e for e in kept if e.run_key == "key-nightly"]
 
 
+@pytest.mark.slow
 def test_the_view_as_a_user_runs_it(reports: Path, index: Any) -> None:
     done = run("history", "--reports", str(reports))
     assert done.returncode == 0, done.stderr
@@ -65,6 +66,7 @@ def test_filters_and_json_in_process(
     assert older["run_key"] == "older-kind" and len(older["runs"]) == 3
 
 
+@pytest.mark.slow
 def test_exports(reports: Path, index: Any, tmp_path: Path) -> None:
     parser = pytest.importorskip("prometheus_client.openmetrics.parser")
     done = run("history", "--reports", str(reports), "--export", "openmetrics")
@@ -90,6 +92,7 @@ def test_exports(reports: Path, index: Any, tmp_path: Path) -> None:
     assert "4 lines" in done.stderr
 
 
+@pytest.mark.slow
 def test_no_history_is_exit_2_with_one_line(tmp_path: Path) -> None:
     empty = tmp_path / "reports"
     empty.mkdir()

@@ -120,6 +120,7 @@ def _add_from_process(args: tuple[str, int]) -> None:
     add_run(Path(root), i, 1.0)
 
 
+@pytest.mark.slow
 def test_runs_ending_at_once_all_land_in_the_index(tmp_path: Path) -> None:
     with multiprocessing.get_context("spawn").Pool(4) as pool:
         pool.map(_add_from_process, [(str(tmp_path), i) for i in range(16)])
@@ -129,6 +130,7 @@ def test_runs_ending_at_once_all_land_in_the_index(tmp_path: Path) -> None:
 finite = st.floats(min_value=0.0, max_value=1e6, allow_nan=False)
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None)
 @given(
     p50=finite,

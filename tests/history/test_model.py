@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,6 +19,7 @@ FIGURES = st.none() | st.dictionaries(
 )
 
 
+@pytest.mark.slow
 @given(st.text(), st.text(), st.sampled_from(["passed", "failed", "skipped"]), FIGURES, FIGURES)
 def test_to_dict_is_asdict_without_the_run_id(
     nodeid: str, board: str, outcome: str, latency: object, accuracy: object

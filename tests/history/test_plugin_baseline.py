@@ -11,6 +11,9 @@ from typing import Any
 
 import pytest
 
+# Seconds a test (README: test tiers).
+pytestmark = pytest.mark.slow
+
 TESTS = """
 import numpy as np
 import pytest

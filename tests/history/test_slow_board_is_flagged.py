@@ -13,6 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 REPO = Path(__file__).resolve().parents[2]
 SLOWED = "rk3588-01"
 

@@ -8,6 +8,8 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from npu_hil.harness.history.store import load_history
 from npu_hil.harness.history.trends import trends_view, view_for_run
 from npu_hil.harness.report.history_html import history_section, regressions_section
@@ -25,6 +27,7 @@ def png_size(uri: str) -> tuple[int, int]:
     return width, height
 
 
+@pytest.mark.slow
 def test_the_view_has_plots_and_rows(reports: Path, write: Any) -> None:
     index = write(
         {A: ["passed", "passed", "failed", "failed"], B: ["passed", "failed", "passed", "failed"]},
@@ -51,6 +54,7 @@ def test_the_view_has_plots_and_rows(reports: Path, write: Any) -> None:
     assert index[2].run_id in html and "100%" in html  # kl730's flakiness
 
 
+@pytest.mark.slow
 def test_the_page_is_capped(reports: Path, write: Any) -> None:
     outcomes = {
         (f"board-{b:02d}", f"tests/t.py::test_case[{c:03d}-board-{b:02d}]"): ["passed", "passed"]
@@ -95,6 +99,7 @@ def test_regressions_section_lists_the_findings_and_nothing_when_absent() -> Non
     assert "&lt;script&gt;" in html and "<script>" not in html
 
 
+@pytest.mark.slow
 def test_write_run_puts_the_history_on_the_page(reports: Path, write: Any) -> None:
     write({A: ["passed", "failed", "failed"], B: ["passed"] * 3}, run_key="kind-1")
     view = view_for_run(reports, "kind-1")

@@ -150,6 +150,7 @@ def test_another_workdir_is_another_run_and_waits(
         other.acquire(SSH_PLACE)
 
 
+@pytest.mark.slow
 def test_a_reused_pid_is_not_the_holder(tmp_path: Path) -> None:
     me = current_holder()
     assert holder_alive(me)

@@ -24,6 +24,9 @@ from npu_hil.harness.labgrid import (
     endpoints_of,
 )
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -20,6 +20,9 @@ from npu_hil.harness.simfarm.console import require_ser2net, start_serial_board
 from npu_hil.harness.simfarm.procs import free_port, is_listening, spawn, stop_popen, wait_until
 from npu_hil.harness.transport.serial_console import SerialTransport, prepare_url
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 
 def test_the_installed_serial_package_is_accounted_for(record_property: object) -> None:
     found = serial_provider()

@@ -58,6 +58,7 @@ boards:
 """
 
 
+@pytest.mark.slow
 def test_run_model_holds_a_model_to_its_manifest_thresholds(tmp_path: Path) -> None:
     from npu_hil.harness.farm import Farm
     from npu_hil.harness.pipeline import run_model

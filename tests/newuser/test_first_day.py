@@ -18,10 +18,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("NPU_HIL_NEW_USER") != "1",
-    reason="the new-user run installs npu-hil into a fresh venv: tox -e new-user",
-)
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        os.environ.get("NPU_HIL_NEW_USER") != "1",
+        reason="the new-user run installs npu-hil into a fresh venv: tox -e new-user",
+    ),
+]
 
 USER_TEST = """\
 import numpy as np

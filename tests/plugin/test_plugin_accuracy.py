@@ -56,6 +56,7 @@ def _run_dir(project: pytest.Pytester) -> Path:
     return run
 
 
+@pytest.mark.slow
 def test_figures_and_thresholds_end_to_end(project: pytest.Pytester) -> None:
     project.makepyfile(TESTS)
     result = project.runpytest("--junitxml=junit.xml")

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# Seconds a test (README: test tiers).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 BOARD_PYTHON = """\

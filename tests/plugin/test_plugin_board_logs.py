@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+# Seconds a test (README: test tiers).
+pytestmark = pytest.mark.slow
+
 TESTS = """
 import numpy as np
 import pytest

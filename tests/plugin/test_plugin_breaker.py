@@ -8,6 +8,9 @@ import json
 
 import pytest
 
+# Seconds a test (README: test tiers).
+pytestmark = pytest.mark.slow
+
 INVENTORY = """\
 boards:
   - {name: bad-01, target: rk3588, backend: sim, transport: local}

@@ -59,6 +59,7 @@ def _text(path: Path) -> str:
     return path.read_bytes().decode("utf-8")  # strict: the file is valid UTF-8
 
 
+@pytest.mark.slow
 def test_hostile_failure_text_gives_a_whole_valid_report(
     project: pytest.Pytester, umask_022: None
 ) -> None:

@@ -7,6 +7,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+# Seconds a test (README: test tiers).
+pytestmark = pytest.mark.slow
+
 MISMATCH = """
 import numpy as np
 import pytest

@@ -41,6 +41,7 @@ def test_ids_are_board_names(project: pytest.Pytester) -> None:
     )
 
 
+@pytest.mark.slow
 def test_soc_without_board_is_skipped_with_reason(project: pytest.Pytester) -> None:
     project.makepyfile(BOARD_TESTS)
     result = project.runpytest("-rs", "--strict-markers")
@@ -48,6 +49,7 @@ def test_soc_without_board_is_skipped_with_reason(project: pytest.Pytester) -> N
     result.stdout.fnmatch_lines(["*SKIPPED*no board for SoC rv1106 in *inventory.yaml*"])
 
 
+@pytest.mark.slow
 def test_target_and_board_filters(project: pytest.Pytester) -> None:
     project.makepyfile(BOARD_TESTS)
     result = project.runpytest("--collect-only", "-q", "--target", "rk3566")
@@ -59,6 +61,7 @@ def test_target_and_board_filters(project: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2, skipped=3)
 
 
+@pytest.mark.slow
 def test_unknown_soc_is_a_collection_error(project: pytest.Pytester) -> None:
     project.makepyfile(
         """
@@ -74,6 +77,7 @@ def test_unknown_soc_is_a_collection_error(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*soc('rk3589'): unknown SoC*"])
 
 
+@pytest.mark.slow
 def test_inventory_error_names_file_line_column(pytester: pytest.Pytester) -> None:
     pytester.makefile(
         ".yaml",
@@ -92,6 +96,7 @@ boards:
     assert "Traceback" not in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_no_inventory_runs_on_the_builtin_simulated_farm(pytester: pytest.Pytester) -> None:
     """A model developer's own project: no inventory, and the board test runs once per target
     on the built-in simulated farm, which the header names."""
@@ -103,6 +108,7 @@ def test_no_inventory_runs_on_the_builtin_simulated_farm(pytester: pytest.Pytest
     )
 
 
+@pytest.mark.slow
 def test_the_builtin_farm_header_is_absent_with_an_inventory(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", inventory="boards:\n  - {name: rk3588-01, target: rk3588}\n")
     pytester.makepyfile("def test_x(board):\n    pass\n")

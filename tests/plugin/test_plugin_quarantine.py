@@ -112,6 +112,7 @@ def _props(case: ET.Element) -> dict[str, str]:
     return {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
 
 
+@pytest.mark.slow
 def test_a_pass_after_a_retry_is_unstable_and_still_a_pass(project: pytest.Pytester) -> None:
     project.makeconftest(DROPS_ONCE)
     project.makepyfile(test_quarantine_retried=RETRIED)
@@ -190,6 +191,7 @@ def test_second_time_lucky(board):
 """
 
 
+@pytest.mark.slow
 def test_a_pass_on_a_rerun_is_unstable(project: pytest.Pytester) -> None:
     project.makeconftest(RERUN_CONFTEST)
     project.makepyfile(test_quarantine_rerun=RERUN_TESTS)
@@ -205,6 +207,7 @@ def test_a_pass_on_a_rerun_is_unstable(project: pytest.Pytester) -> None:
     assert props["unstable"].startswith("failed on an earlier attempt")
 
 
+@pytest.mark.slow
 def test_quarantine_hides_a_listed_failure_and_not_an_unlisted_one(
     project: pytest.Pytester,
 ) -> None:
@@ -267,6 +270,7 @@ def test_quarantine_hides_a_listed_failure_and_not_an_unlisted_one(
     assert not any("FAILED" in line and "known_bad" in line for line in everything.outlines)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("entries", "expected"),
     [
@@ -307,6 +311,7 @@ def test_expired_unknown_and_bad_entries_are_usage_errors(
     )
 
 
+@pytest.mark.slow
 def test_verify_runs_only_the_listed_tests_and_names_those_that_pass(
     project: pytest.Pytester,
 ) -> None:
@@ -338,6 +343,7 @@ def test_verify_needs_the_list(project: pytest.Pytester) -> None:
     assert any("--quarantine-verify needs the list" in line for line in result.errlines)
 
 
+@pytest.mark.slow
 def test_under_xdist_the_list_holds_and_an_unknown_entry_stops_the_run(
     project: pytest.Pytester,
 ) -> None:

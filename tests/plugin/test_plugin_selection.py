@@ -63,6 +63,7 @@ def test_unknown_values_are_usage_errors(
     assert _run_dirs(project) == []  # nothing ran
 
 
+@pytest.mark.slow
 def test_backend_hw_on_an_all_simulated_inventory_fails_with_the_reason(
     project: pytest.Pytester,
 ) -> None:
@@ -81,6 +82,7 @@ def test_backend_hw_on_an_all_simulated_inventory_fails_with_the_reason(
     assert "FAILED RUN: no test reached a board" in (run_dir / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_filters_that_match_no_case_fail_the_run(project: pytest.Pytester) -> None:
     project.makepyfile(TESTS)
     result = project.runpytest("--target", "rk3588", "--board", "kl730-01")
@@ -88,6 +90,7 @@ def test_filters_that_match_no_case_fail_the_run(project: pytest.Pytester) -> No
     result.stdout.fnmatch_lines(["*FAILED RUN: no test reached a board*"])
 
 
+@pytest.mark.slow
 def test_unreachable_boards_are_named_in_the_failure(project: pytest.Pytester) -> None:
     """Errors already fail the run; the reason still says that nothing reached a board."""
     project.makefile(
@@ -103,6 +106,7 @@ def test_unreachable_boards_are_named_in_the_failure(project: pytest.Pytester) -
     result.stdout.fnmatch_lines(["*FAILED RUN: no test reached a board: 1 board cases (1 error)*"])
 
 
+@pytest.mark.slow
 def test_a_run_that_reaches_a_board_is_unchanged(project: pytest.Pytester) -> None:
     project.makepyfile(TESTS)
     result = project.runpytest("--target", "rk3588")

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 pytest.importorskip("xdist")
 
 TESTS = """

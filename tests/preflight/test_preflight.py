@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 from npu_hil.harness.preflight import PreflightError, preflight  # noqa: E402
+from tests.clirun import run_cli  # noqa: E402
 
 
 def conv_model(
@@ -144,14 +144,11 @@ def test_unreadable_model_is_a_preflight_error(tmp_path: Path) -> None:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "npu_hil.harness.cli.main", "preflight", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    """``npu-hil preflight ARGS`` in this process (tests/clirun.py)."""
+    return run_cli("preflight", *args)
 
 
+@pytest.mark.slow
 def test_cli_exit_codes(tmp_path: Path) -> None:
     onnx.save(conv_model(6145), str(tmp_path / "wide.onnx"))
     onnx.save(conv_model(100), str(tmp_path / "fine.onnx"))

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from npu_hil.harness.errors import PreflightError
 from npu_hil.harness.preflight import preflight
+from tests.clirun import run_cli
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "artifacts" / "rockchip"
 RK3588 = DATA / "probe-rk3588-i8.rknn"
@@ -46,14 +46,11 @@ def test_a_damaged_artifact_cannot_be_analysed(tmp_path: Path) -> None:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "npu_hil.harness.cli.main", "preflight", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    """``npu-hil preflight ARGS`` in this process (tests/clirun.py)."""
+    return run_cli("preflight", *args)
 
 
+@pytest.mark.slow
 def test_cli(tmp_path: Path) -> None:
     assert cli("--target", "rk3588", str(RK3588), "--runtime-version", "2.5.0").returncode == 0
     refused = cli("--target", "rk3566", str(RK3588), "--runtime-version", "1.6.0", "--json")

@@ -10,6 +10,9 @@ from simfarm_checks import require_link
 
 from npu_hil.harness.report.runs import RUN_ID_PATTERN
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 TESTS = """
 import numpy as np
 import pytest

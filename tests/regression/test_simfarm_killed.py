@@ -11,10 +11,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from simfarm_checks import require_link
 
 from npu_hil.harness.simfarm import down
 from npu_hil.harness.simfarm.ledger import SimFarmLedger
+
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
 
 HANGS = """
 import time

@@ -11,6 +11,9 @@ from simfarm_checks import leftovers, require_link
 
 from npu_hil.harness.report.runs import RUN_ID_PATTERN
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 pytest.importorskip("xdist")
 
 TESTS = """

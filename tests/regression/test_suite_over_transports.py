@@ -21,6 +21,9 @@ from simfarm_checks import leftovers, require_link
 from npu_hil.harness.codec import known_targets
 from npu_hil.harness.report.runs import RUN_ID_PATTERN
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "tests" / "hil"
 

@@ -30,6 +30,7 @@ os._exit(137)
 """
 
 
+@pytest.mark.slow
 def test_crash_leaves_records_readable_and_write_run_rebuilds(tmp_path: Path) -> None:
     run_dir = new_run_dir(tmp_path)
     proc = subprocess.run([sys.executable, "-c", CRASHING_RUN, str(run_dir)], check=False)
@@ -80,6 +81,7 @@ def test_failed_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.Mon
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
 
 
+@pytest.mark.slow
 def test_concurrent_appends_keep_lines_whole(tmp_path: Path) -> None:
     script = (
         "import sys\n"

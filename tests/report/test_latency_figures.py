@@ -1,4 +1,5 @@
-"""The latency figures of N timed runs (npu_hil/harness/latency.py) and how the reports show them."""
+"""The latency figures of N timed runs (npu_hil/harness/latency.py) and how the reports show
+them."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ DURATIONS = st.lists(
 )
 
 
+@pytest.mark.slow
 @given(DURATIONS)
 def test_the_figures_are_ordered_and_measured(durations: list[float]) -> None:
     lat = latency(durations)

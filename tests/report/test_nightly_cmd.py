@@ -18,6 +18,9 @@ import pytest
 
 from npu_hil.harness.cli.nightly_cmd import RecordTail
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 CONFTEST = """
 from npu_hil.harness.report.records import TestRecord
 from npu_hil.harness.report.runs import run_dir_for_session

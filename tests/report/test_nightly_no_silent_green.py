@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 SUITE = """
 import pytest
 

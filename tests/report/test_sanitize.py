@@ -6,6 +6,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -46,6 +47,7 @@ def test_clean_value_walks_keys_lists_and_odd_types() -> None:
     }
 
 
+@pytest.mark.slow
 @given(ANY_TEXT)
 def test_any_text_becomes_utf8_xml_and_json_safe(text: str) -> None:
     cleaned = clean_text(text)

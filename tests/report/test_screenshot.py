@@ -16,6 +16,9 @@ from npu_hil.harness.report.writer import write_run
 from tests.report.chromium import CHROMIUM, Chromium
 from tests.report.conftest import make_record
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="chromium is not installed (CI installs it: apt-get install chromium)"
 )

@@ -9,6 +9,8 @@ import xml.etree.ElementTree as ET
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
+
 from npu_hil.harness.report.records import TestRecord
 from npu_hil.harness.report.runs import RUN_ID_PATTERN, new_run_id
 from npu_hil.harness.report.writer import new_run_dir, write_run
@@ -29,6 +31,7 @@ def test_run_dirs_are_new_and_sort_in_start_order(tmp_path: Path) -> None:
     assert ids[0].startswith("20260101T235959Z-")
 
 
+@pytest.mark.slow
 def test_junit_xml_parses_with_counts_and_properties(
     sample_records: tuple[Path, list[TestRecord]],
 ) -> None:
@@ -70,6 +73,7 @@ def test_junit_survives_control_characters(tmp_path: Path) -> None:
     assert failure is not None and "bytes" in failure.get("message", "")
 
 
+@pytest.mark.slow
 def test_summary_json_schema(sample_records: tuple[Path, list[TestRecord]]) -> None:
     run_dir, records = sample_records
     write_run(run_dir, records, META)
@@ -89,6 +93,7 @@ def test_summary_json_schema(sample_records: tuple[Path, list[TestRecord]]) -> N
     assert summary["comparison"]["new_failures"] == 2
 
 
+@pytest.mark.slow
 def test_html_is_self_contained_with_boards_marking_and_images(
     sample_records: tuple[Path, list[TestRecord]],
 ) -> None:
@@ -136,6 +141,7 @@ def test_missing_heatmap_is_noted_not_fatal(tmp_path: Path) -> None:
     assert "heatmap gone.png missing" in (run_dir / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_no_temporary_files_left(sample_records: tuple[Path, list[TestRecord]]) -> None:
     run_dir, records = sample_records
     write_run(run_dir, records, META)

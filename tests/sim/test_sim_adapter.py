@@ -140,6 +140,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow
 def test_loaded_as_the_agent_loads_adapters(tmp_path: Path) -> None:
     """From the agent's ``adapters`` package, the classes are that package's own."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -216,6 +217,7 @@ class Blob:
         self.data = np.fromfile(job / record["file"], dtype=np.uint8)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("target", "faults", "equal"),
     [("kl730", [], True), ("rk3562", ["byte-swap"], False)],
@@ -238,6 +240,7 @@ def test_a_job_through_the_agent(
     assert report.ok == equal, report.summary()
 
 
+@pytest.mark.slow
 def test_a_refusal_through_the_agent_is_a_typed_record(tmp_path: Path) -> None:
     job = tmp_path / "job"
     write_job(job, "rdk-s100", "identity", (1, 3, 3, 5), buffer_offset=8)
@@ -247,6 +250,7 @@ def test_a_refusal_through_the_agent_is_a_typed_record(tmp_path: Path) -> None:
     assert [(e["type"], e["stage"]) for e in result["errors"]] == [("DeviceError", "run")]
 
 
+@pytest.mark.slow
 def test_a_hung_board_times_out_in_the_agent(tmp_path: Path) -> None:
     job = tmp_path / "job"
     write_job(job, "rk3588", "identity", (1, 3, 3, 5), faults=["hang"], run_timeout=1)
@@ -256,6 +260,7 @@ def test_a_hung_board_times_out_in_the_agent(tmp_path: Path) -> None:
     assert [(e["type"], e["stage"]) for e in result["errors"]] == [("TimeoutError", "run")]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
 def test_a_crashed_board_takes_the_agent_down(tmp_path: Path) -> None:
     job = tmp_path / "job"

@@ -208,6 +208,7 @@ def test_bad_faults_are_refused(spec: object, message: str) -> None:
 # ------------------------------------------------------------------------ hang / crash
 
 
+@pytest.mark.slow
 def test_hang_for_a_while_delays_the_answer() -> None:
     npu = SimNpu("rk3588", faults=[{"name": "hang", "seconds": 0.2}])
     model = npu.load(build("identity", (1, 3, 2, 3)))
@@ -241,6 +242,7 @@ def _board(fault: dict[str, Any]) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
 def test_hang_never_returns() -> None:
     board = _board({"name": "hang"})
     try:
@@ -253,6 +255,7 @@ def test_hang_never_returns() -> None:
         board.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "SIGSEGV") or os.name != "posix", reason="POSIX signals")
 @pytest.mark.parametrize(
     ("fault", "status"),

@@ -136,6 +136,7 @@ def test_cast_is_no_quantization() -> None:
     assert Cast(np.dtype("uint8")).quantize(np.array([2.5, -1.0, 300.0])).tolist() == [2, 0, 255]
 
 
+@pytest.mark.slow
 @given(
     dtype=st.sampled_from(["uint8", "int8", "uint16", "int16", "int32", "uint32"]),
     zero_point=st.integers(-128, 127),

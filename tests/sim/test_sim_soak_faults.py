@@ -29,6 +29,7 @@ def _failed(rate: float, seed: int, runs: int = 2000) -> list[int]:
     return failed
 
 
+@pytest.mark.slow
 def test_flaky_errors_fail_their_share_reproducibly() -> None:
     failed = _failed(0.2, seed=1)
     assert len(failed) == pytest.approx(400, abs=60)

@@ -61,6 +61,7 @@ def test_the_targets_are_ordered_as_their_vendors_rate_them() -> None:
     assert work_s[0] == pytest.approx(work_s[1] * 3 / 2)
 
 
+@pytest.mark.slow
 def test_the_spread_is_bounded_and_deterministic() -> None:
     factors = [spread(seed, index) for seed in (0, 1, 12345) for index in range(2000)]
     assert all(1 - SPREAD <= f <= 1 + SPREAD for f in factors)
@@ -112,6 +113,7 @@ def test_a_timing_fault_changes_the_time_and_no_buffer(
     assert all(check(a, b) for a, b in zip(clean_times, times, strict=True))
 
 
+@pytest.mark.slow
 def test_noise_never_makes_a_run_take_no_time() -> None:
     faults = parse_faults([{"name": "noisy-latency", "percent": 5000, "seed": 1}])
     times = [apply_timing_faults(faults, 1.0, i) for i in range(500)]

@@ -18,6 +18,9 @@ from npu_hil.harness.simfarm import FarmState, down
 from npu_hil.harness.transport.ssh import SshTransport
 from tests.simfarm.conftest import start_farm
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 X = {"input": np.zeros((1, 3, 2, 2), dtype=np.uint8)}
 
 

@@ -20,6 +20,9 @@ from npu_hil.harness.transport.serial_console import SerialTransport
 from npu_hil.harness.transport.ssh import SshTransport
 from tests.simfarm.conftest import start_farm
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 KINDS = {"ssh": SshTransport, "serial": SerialTransport}
 
 

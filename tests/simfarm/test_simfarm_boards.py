@@ -18,6 +18,9 @@ from npu_hil.harness.simfarm import FarmState, SimFarmError, status, up
 from npu_hil.harness.simfarm.inventory import checkout_manifest
 from tests.simfarm.conftest import TARGETS, of_kind, serial_transport, ssh_transport
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 
 def test_inventory_parses_and_describes_every_board(farm: FarmState) -> None:
     inventory = load_inventory(farm.inventory)

@@ -16,6 +16,9 @@ from npu_hil.harness.simfarm import FarmState, down
 from npu_hil.harness.transport.ssh import SshTransport
 from tests.simfarm.conftest import start_farm
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture(scope="module")
 def ssh_farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Farm]:

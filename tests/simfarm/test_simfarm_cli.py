@@ -16,6 +16,9 @@ from npu_hil.harness.farm.inventory import load_inventory
 from npu_hil.harness.simfarm import harness_root
 from tests.simfarm.conftest import gone
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 
 def npu_hil(*args: str) -> subprocess.CompletedProcess[str]:
     """The command line in a process of its own, as a user runs it."""

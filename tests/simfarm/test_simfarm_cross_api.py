@@ -19,6 +19,9 @@ from npu_hil.harness.simfarm import FarmState, down
 from npu_hil.harness.transport.ssh import SshTransport
 from tests.simfarm.conftest import start_farm
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 TARGETS = ("rk3588", "rdk-x5", "kl730")
 OTHER = {"rk3588": "rknnlite (normal API, simulated)", "rdk-x5": "hobot (hobot_dnn, simulated)"}
 

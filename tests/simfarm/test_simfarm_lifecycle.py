@@ -16,6 +16,9 @@ from npu_hil.harness.simfarm.procs import ProcessRecord, process_state, record_p
 from npu_hil.harness.simfarm.state import STATE_FILE, FarmState, save_state
 from tests.simfarm.conftest import gone, of_kind, serial_transport, ssh_transport, start_farm
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 
 def _descendants(pid: int) -> set[int]:
     out = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True)

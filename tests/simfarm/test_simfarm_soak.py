@@ -15,6 +15,9 @@ from npu_hil.harness.soak import SoakPlan, judge, soak
 from npu_hil.harness.transport.ssh import SshTransport
 from tests.simfarm.conftest import start_farm
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 # Long enough, at the speed of a framed job over SSH (a few ms), for the samples a slope needs.
 PLAN = SoakPlan(("conv1x1",), contexts=2, iterations=60, sample_every_s=0.02)
 

@@ -15,6 +15,7 @@ slopes = st.floats(-1000.0, 1000.0, allow_nan=False)
 noise = st.floats(0.01, 50.0)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     slope=slopes,
@@ -38,6 +39,7 @@ def test_a_known_slope_is_recovered_under_bounded_noise(
     assert fit.points == n
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     slope=slopes,

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# Seconds a test (README: test tiers).
+pytestmark = pytest.mark.slow
+
 BOARD = "rk3566-01"
 
 

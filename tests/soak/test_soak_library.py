@@ -29,6 +29,7 @@ def _soak(tmp_path: Path, faults: list[dict[str, Any]] | None = None, **plan: An
         return soak(farm, farm.boards(names=[BOARD]), SoakPlan(**{**wanted, **plan}))
 
 
+@pytest.mark.slow
 def test_a_clean_soak_passes_and_reports(tmp_path: Path) -> None:
     run = _soak(tmp_path, models=("conv1x1", "add_relu"))
     verdict = judge(run)
@@ -47,6 +48,7 @@ def test_a_clean_soak_passes_and_reports(tmp_path: Path) -> None:
     assert '"npu-hil-soak/1"' in document and '"rss_kib"' in document
 
 
+@pytest.mark.slow
 def test_a_leaking_runtime_fails_on_the_slope(tmp_path: Path) -> None:
     run = _soak(tmp_path, [{"name": "leak", "kib": 64}])
     verdict = judge(run)
@@ -60,6 +62,7 @@ def test_a_leaking_runtime_fails_on_the_slope(tmp_path: Path) -> None:
     assert judge(run, Bounds(max_leak_kib_per_1k=200_000)).passed
 
 
+@pytest.mark.slow
 def test_flaky_errors_fail_on_the_error_rate(tmp_path: Path) -> None:
     run = _soak(
         tmp_path, [{"name": "flaky-errors", "rate": 0.25, "seed": 4}], contexts=1, iterations=60
@@ -74,6 +77,7 @@ def test_flaky_errors_fail_on_the_error_rate(tmp_path: Path) -> None:
     assert run.boards[0].failures[0].message.startswith("job ")
 
 
+@pytest.mark.slow
 def test_contexts_run_at_once_each_its_own_agent(tmp_path: Path) -> None:
     started = time.monotonic()
     run = _soak(tmp_path, contexts=3, iterations=None, seconds=3.0, sample_every_s=0.5)

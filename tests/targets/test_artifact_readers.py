@@ -120,6 +120,7 @@ def test_a_folder_is_refused(tmp_path: Path) -> None:
         read_rknn(tmp_path / "missing.rknn")
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     cut=st.integers(0, 18631),

@@ -1,7 +1,7 @@
 """A fourth vendor, written here in the tests and registered through the one interface
-(``npu_hil.targets.registry.register``), runs through every stage without a line of ``npu_hil/harness/``
-naming it: the codec (a layout, a report read back), the simulator (a model run for its target,
-options, a fault), the oracle, the diff and its forensics, and the diff report.
+(``npu_hil.targets.registry.register``), runs through every stage without a line of
+``npu_hil/harness/`` naming it: the codec (a layout, a report read back), the simulator (a model run
+for its target, options, a fault), the oracle, the diff and its forensics, and the diff report.
 
 The toy NPU keeps tensors in C order with each row (the last axis) padded to ``row_align``
 elements (8 unless the device says otherwise) and quantizes to int8 with one affine scale.

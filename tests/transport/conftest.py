@@ -1,5 +1,5 @@
-"""Fixtures for the transport tests: the simulated farm's pieces (:mod:`npu_hil.harness.simfarm`), one
-at a time. A program that is not installed here skips the tests that need it."""
+"""Fixtures for the transport tests: the simulated farm's pieces (:mod:`npu_hil.harness.simfarm`),
+one at a time. A program that is not installed here skips the tests that need it."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The typed transport configurations: one class per kind, each default and each check in one
-place (npu_hil.harness.transport.defaults), whoever builds the configuration: the inventory, labgrid or
-a script."""
+place (npu_hil.harness.transport.defaults), whoever builds the configuration: the inventory, labgrid
+or a script."""
 
 from __future__ import annotations
 

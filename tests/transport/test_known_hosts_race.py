@@ -7,7 +7,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.transport.conftest import Sshd
+
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 PROCESSES = 8

@@ -24,6 +24,9 @@ from npu_hil.harness.transport.serial_console import SerialTransport, prepare_ur
 from tests.agent.jobs import FAKE_ADAPTERS, X, echo_job, sim_job
 from tests.transport.conftest import NoisyRelay, SerialBoard
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 PASSWORD_ENV = "NPU_HIL_TEST_SERIAL_PASSWORD"
 
 

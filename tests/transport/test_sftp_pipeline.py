@@ -17,6 +17,9 @@ from npu_hil.harness.transport.ssh import SshTransport
 from tests.transport.conftest import Sshd
 from tests.transport.test_ssh import make
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture
 def ssh(sshd: Sshd, tmp_path: Path) -> Iterator[SshTransport]:

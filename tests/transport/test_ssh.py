@@ -23,6 +23,9 @@ from tests.agent.jobs import sim_job
 from tests.transport.conftest import Sshd, fingerprint, start_sshd, stop_sshd
 from tests.transport.faultproxy import Direction, FaultProxy
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
 

@@ -29,6 +29,9 @@ from npu_hil.harness.transport.ssh import SshTransport
 from tests.agent.jobs import FAKE_ADAPTERS, echo_job
 from tests.transport.contract.conftest import PY, open_transport
 
+# End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
+pytestmark = pytest.mark.e2e
+
 SHAPE = (256, 1024)  # 256 KiB in, 256 KiB out
 X = np.arange(SHAPE[0] * SHAPE[1], dtype=np.uint8).reshape(SHAPE).view(np.int8)
 

@@ -19,9 +19,10 @@ from tests.agent.jobs import FAKE_ADAPTERS, X, echo_job
 from tests.transport.contract.conftest import open_transport
 
 # pyserial 3.5's rfc2217 client (the ser2net kind) still calls Thread.setDaemon/setName.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:set(Daemon|Name).. is deprecated:DeprecationWarning"
-)
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.filterwarnings("ignore:set(Daemon|Name).. is deprecated:DeprecationWarning"),
+]
 
 
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])

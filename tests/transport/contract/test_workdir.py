@@ -15,9 +15,10 @@ from npu_hil.harness.errors import UnsafeFolderError
 from tests.transport.contract.conftest import open_transport
 
 # pyserial 3.5's rfc2217 client (the ser2net kind) still calls Thread.setDaemon/setName.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:set(Daemon|Name).. is deprecated:DeprecationWarning"
-)
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.filterwarnings("ignore:set(Daemon|Name).. is deprecated:DeprecationWarning"),
+]
 NOBODY = 65534
 
 
