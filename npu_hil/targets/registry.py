@@ -4,24 +4,29 @@
     vendor_of("rdk-x5")               # "horizon"
     units()                           # every registered Vendor, in registration order
 
-The built-in units register when ``npu_hil.targets`` is imported (the lookups below import it);
-a new vendor calls :func:`register` with its :class:`~npu_hil.targets.unit.Vendor`, which also
-registers its layouts and report reader with the codec.
+Vendors are plug-ins: each distribution names its :class:`~npu_hil.targets.unit.Vendor` in the
+``npu_hil.vendors`` entry-point group (npu-hil's own three in its pyproject.toml), and the first
+lookup loads them all, never an import of a vendor package. :func:`register` makes a unit known
+for a while (a test) and also registers its layouts and report reader with the codec.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator, Mapping
+from importlib.metadata import EntryPoint, entry_points
 
 from npu_hil.harness.codec import registry as codec_registry
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.unit import Vendor
 
 __all__ = [
+    "BUILT_IN",
+    "ENTRY_POINT_GROUP",
     "HW_ADAPTERS",
     "VENDOR_OF",
+    "VendorPluginError",
     "all_targets",
+    "load_vendors",
     "pass_through_adapters",
     "register",
     "unit_for",
@@ -31,8 +36,18 @@ __all__ = [
     "vendor_of",
 ]
 
+ENTRY_POINT_GROUP = "npu_hil.vendors"
+BUILT_IN = ("rockchip", "horizon", "kneron")
+"""npu-hil's own vendors, in the order every listing of targets follows; other vendors come
+after them, by entry-point name."""
+
 _UNITS: dict[str, Vendor] = {}
 _BY_TARGET: dict[str, Vendor] = {}
+_LOADED: list[bool] = []
+
+
+class VendorPluginError(LayoutError):
+    """An entry point of the ``npu_hil.vendors`` group that does not give a vendor unit."""
 
 
 def register(unit: Vendor) -> Vendor:
@@ -59,24 +74,62 @@ def unregister(name: str) -> None:
     codec_registry.unregister(unit.targets)
 
 
-def _loaded() -> None:
-    importlib.import_module(codec_registry.UNITS_PACKAGE)
+def _order(point: EntryPoint) -> tuple[int, str]:
+    return (BUILT_IN.index(point.name) if point.name in BUILT_IN else len(BUILT_IN), point.name)
+
+
+def _unit_of(point: EntryPoint) -> Vendor:
+    where = f"vendor plug-in {point.name!r} ({point.value}"
+    where += f", from {point.dist.name} {point.dist.version})" if point.dist else ")"
+    try:
+        unit = point.load()
+    except Exception as exc:
+        raise VendorPluginError(f"{where}: cannot be loaded: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(unit, Vendor):
+        raise VendorPluginError(f"{where}: expected a Vendor unit, got {type(unit).__name__}")
+    return unit
+
+
+def load_vendors() -> None:
+    """Register every vendor of the ``npu_hil.vendors`` entry-point group, once."""
+    if _LOADED:
+        return
+    _LOADED.append(True)  # before loading: a unit may look itself up while it loads
+    try:
+        points = sorted(entry_points(group=ENTRY_POINT_GROUP), key=_order)
+        if not points:
+            raise VendorPluginError(
+                f"no vendor in the {ENTRY_POINT_GROUP!r} entry-point group: npu-hil is not "
+                "installed (pip install npu-hil, or pip install -e . in a checkout)"
+            )
+        for point in points:
+            if point.name not in _UNITS:
+                register(_unit_of(point))
+    except BaseException:
+        _LOADED.clear()
+        raise
+
+
+def reload_vendors() -> None:
+    """Load the entry-point group again (a distribution installed since, by a test)."""
+    _LOADED.clear()
+    load_vendors()
 
 
 def units() -> tuple[Vendor, ...]:
-    _loaded()
+    load_vendors()
     return tuple(_UNITS.values())
 
 
 def all_targets() -> tuple[str, ...]:
     """Every target of every registered vendor."""
-    _loaded()
+    load_vendors()
     return tuple(_BY_TARGET)
 
 
 def unit_for(target: str) -> Vendor:
     """The vendor unit serving ``target``; an unknown target is a LayoutError naming the known."""
-    _loaded()
+    load_vendors()
     try:
         return _BY_TARGET[target]
     except (KeyError, TypeError):
@@ -86,7 +139,7 @@ def unit_for(target: str) -> Vendor:
 
 
 def unit_named(name: str) -> Vendor:
-    _loaded()
+    load_vendors()
     try:
         return _UNITS[name]
     except (KeyError, TypeError):
@@ -107,7 +160,7 @@ class _VendorOf(Mapping[str, str]):
     """Target → vendor name, live over the registry (a vendor registered later shows)."""
 
     def __getitem__(self, target: str) -> str:
-        _loaded()
+        load_vendors()
         return _BY_TARGET[target].name
 
     def __iter__(self) -> Iterator[str]:

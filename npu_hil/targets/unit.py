@@ -16,13 +16,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from npu_hil.harness.codec.engine import BlockedLayout
 from npu_hil.harness.codec.registry import LayoutBuilder, ReportReader
 from npu_hil.targets.quant import Quantizer
+
+if TYPE_CHECKING:
+    from npu_hil.targets.conv import ConvCheck
 
 __all__ = [
     "ROW_ALIGNMENTS",
@@ -214,6 +217,12 @@ class Vendor:
     last_op_kind: Callable[[str, str, tuple[str, ...]], str] | None = None
     """What the compiler makes of the op that produces an output, where a layout depends on it."""
     preflight: Callable[[PreflightContext], None] | None = None
+    # The convolution width rule (target, width, kernel, dilation, kind, rule, first layer), for
+    # a vendor whose documents state one (npu_hil.targets.conv checks the arguments first).
+    check_conv: (
+        Callable[[str, int, tuple[int, int], tuple[int, int], str, str | None, str], ConvCheck]
+        | None
+    ) = None
     """Checks a model against the vendor's tables before it is compiled (``npu-hil preflight``)."""
     extras: Mapping[str, Any] = field(default_factory=dict)
     """Vendor-specific hooks for one caller (preflight, cli), named by that caller."""

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from npu_hil.harness.codec import get_layout
 from npu_hil.harness.diff import explain
-from npu_hil.targets import kl730
+from npu_hil.targets.kneron import kl730
 
 OUTPUT_FORMATS = [f.name for f in kl730.FORMATS.values() if not f.input_only]
 INPUT_FORMATS = [f.name for f in kl730.FORMATS.values()]

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from npu_hil.harness.farm.inventory import load_inventory
-from npu_hil.harness.farm.simfaults import (
+from npu_hil.harness.farm.starter import builtin_inventory
+from npu_hil.harness.simfarm.simfaults import (
     BoardFault,
     SimFaultError,
     faults_by_board,
@@ -16,7 +17,6 @@ from npu_hil.harness.farm.simfaults import (
     parse_board_faults,
     sim_fault_problem,
 )
-from npu_hil.harness.farm.starter import builtin_inventory
 
 MIXED = """\
 boards:

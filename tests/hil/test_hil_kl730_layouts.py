@@ -11,7 +11,7 @@ import pytest
 from hil_cases import SHAPES, codec_refusal, input_dtype, shape_id, tensor
 
 from npu_hil.harness.plugin import assert_run_ok
-from npu_hil.targets import kl730
+from npu_hil.targets.kneron import kl730
 
 pytestmark = pytest.mark.soc(*kl730.TARGETS)
 

@@ -1,5 +1,5 @@
-"""A fourth vendor, written here in the tests and registered through the one interface
-(``npu_hil.targets.registry.register``), runs through every stage without a line of
+"""A fourth vendor, written here in the tests and installed from outside the package through
+the ``npu_hil.vendors`` entry-point group, runs through every stage without a line of
 ``npu_hil/harness/`` naming it: the codec (a layout, a report read back), the simulator (a model run
 for its target, options, a fault), the oracle, the diff and its forensics, and the diff report.
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from math import prod
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,17 @@ from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
 from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, logical_input
 from npu_hil.targets import tables_text
 from npu_hil.targets.quant import Affine, Cast, Quantizer, choose_affine
-from npu_hil.targets.registry import register, unit_for, unregister, vendor_of
+from npu_hil.targets.registry import (
+    BUILT_IN,
+    ENTRY_POINT_GROUP,
+    VendorPluginError,
+    register,
+    reload_vendors,
+    unit_for,
+    units,
+    unregister,
+    vendor_of,
+)
 from npu_hil.targets.unit import SimOption, Vendor
 
 TOY = "toy-1"
@@ -197,12 +208,50 @@ UNIT = Vendor(
 )
 
 
+def install_vendor(folder: Path, name: str, value: str) -> None:
+    """A distribution as pip leaves one in site-packages: its metadata and one entry point in
+    the ``npu_hil.vendors`` group, found once ``folder`` is on the import path."""
+    dist = folder / f"{name}_vendor-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}-vendor\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n{name} = {value}\n")
+
+
 @pytest.fixture
-def toy() -> Iterator[Vendor]:
-    register(UNIT)
-    yield UNIT
+def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Vendor]:
+    """The toy vendor installed from outside the package, as any third-party vendor is: an entry
+    point naming this module's ``UNIT``, loaded by the registry like the built-in three."""
+    install_vendor(tmp_path, "toyco", f"{__name__}:UNIT")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reload_vendors()
+    yield unit_for(TOY)
     unregister(UNIT.name)
     assert TOY not in known_targets()
+
+
+def test_the_toy_vendor_comes_after_the_built_in_ones(toy: Vendor) -> None:
+    assert [unit.name for unit in units()] == [*BUILT_IN, "toyco"]
+    assert toy is UNIT
+
+
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [
+        ("no_such_module_here:UNIT", "cannot be loaded: ModuleNotFoundError"),
+        ("json:dumps", "expected a Vendor unit, got function"),
+    ],
+)
+def test_a_broken_vendor_plugin_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str, needle: str
+) -> None:
+    install_vendor(tmp_path, "broken", value)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(VendorPluginError, match="vendor plug-in 'broken'") as caught:
+        reload_vendors()
+    assert needle in caught.value.message and "broken-vendor 1.0" in caught.value.message
+    monkeypatch.undo()
+    reload_vendors()
+    assert "broken" not in [unit.name for unit in units()]
 
 
 def run(**options: Any) -> tuple[Any, dict[str, np.ndarray], Any]:

@@ -213,12 +213,12 @@ def run_soak(args: argparse.Namespace) -> int:
     from npu_hil.harness.cli.common import parse_shape
     from npu_hil.harness.farm import Farm
     from npu_hil.harness.farm.selection import selection_problem
-    from npu_hil.harness.farm.simfaults import (
+    from npu_hil.harness.pipeline.golden import golden_job
+    from npu_hil.harness.simfarm.simfaults import (
         faults_by_board,
         parse_board_faults,
         sim_fault_problem,
     )
-    from npu_hil.harness.pipeline.golden import golden_job
     from npu_hil.harness.soak import SoakPlan, judge, soak
     from npu_hil.harness.soak.report import JSON_FILE, write_soak_report
 

@@ -37,6 +37,7 @@ from npu_hil.harness.codec.fastcopy import strided_copy
 from npu_hil.harness.codec.location import LocatedOffsets, Location
 from npu_hil.harness.codec.padding_runs import strided_runs
 from npu_hil.harness.codec.params import bounded_size, strict_int
+from npu_hil.harness.codec.views import byte_view, split_view
 from npu_hil.harness.errors import LayoutError
 
 PART = -1
@@ -53,24 +54,6 @@ class Dim:
     stride: int
     block: int = 1
     name: str = ""
-
-
-def _split_view(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """``array`` reshaped to ``shape`` without a copy (it splits axes only), so writes reach it."""
-    view: np.ndarray = array.view()
-    view.shape = shape
-    return view
-
-
-def _byte_view(
-    buf: np.ndarray, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]
-) -> np.ndarray:
-    """A strided uint8 view of the 1-D byte array ``buf`` from ``offset`` (writeable when
-    ``buf`` is)."""
-    view: np.ndarray = np.ndarray(shape, np.uint8, buffer=buf, offset=offset, strides=strides)
-    if not buf.flags.writeable:
-        view.flags.writeable = False
-    return view
 
 
 _ZEROS: list[np.ndarray] = [np.zeros(0, np.uint8)]
@@ -315,10 +298,10 @@ class BlockedLayout:
         # fits the buffer) for about a tenth of the fixed cost, which is most of a small copy.
         for piece in self._pieces():
             if slot is None:
-                yield piece, _byte_view(buf, piece.dst_offset, piece.dst_shape, piece.dst_strides)
+                yield piece, byte_view(buf, piece.dst_offset, piece.dst_shape, piece.dst_strides)
             else:
                 start = piece.dst_offset + slot * self.part_stride
-                view = _byte_view(buf, start, piece.dst_shape[:-1], piece.dst_strides[:-1])
+                view = byte_view(buf, start, piece.dst_shape[:-1], piece.dst_strides[:-1])
                 yield piece, view
 
     def _zero_padding(self, buf: np.ndarray) -> None:
@@ -336,8 +319,8 @@ class BlockedLayout:
             if count == 1 and count2 == 1:
                 buf[start : start + length].fill(0)
                 continue
-            view = _byte_view(buf, start, (count2, count, length), (stride2, stride, 1))
-            strided_copy(view, _byte_view(zero, 0, (count2, count, length), (0, 0, 1)))
+            view = byte_view(buf, start, (count2, count, length), (stride2, stride, 1))
+            strided_copy(view, byte_view(zero, 0, (count2, count, length), (0, 0, 1)))
 
     def _padding_runs(self) -> list[tuple[int, int, int, int, int, int]] | None:
         """The padding as at most ``padding_runs.MAX_PADDING_RUNS`` strided runs ``(start,
@@ -366,7 +349,7 @@ class BlockedLayout:
         for piece, view in self._views(buf, slot):
             index = piece.src_index if slot is None else piece.src_index[:-1]
             shape = piece.src_shape if slot is None else piece.src_shape[:-1]
-            strided_copy(_split_view(target[index], shape), view)
+            strided_copy(split_view(target[index], shape), view)
 
     def _out_buffer(self, out: np.ndarray | None) -> np.ndarray:
         if out is None:

@@ -1,10 +1,11 @@
 """The one registry from target names to the vendor code that builds their layouts and reads
 their reports.
 
-The vendor units live in ``npu_hil/targets/`` and register here when their package is imported. The
-codec does not import them (they import the codec's engine): the first lookup imports the package
-named by :data:`UNITS_PACKAGE`, which loads every vendor unit, so ``import harness`` stays cheap
-and ``get_layout`` works without the caller importing ``targets`` first.
+The vendor units live in ``npu_hil/targets/`` and register here when the vendor registry loads
+them (from the ``npu_hil.vendors`` entry-point group). The codec does not import them (they import
+the codec's engine): the first lookup asks the module named by :data:`VENDOR_LOADER` to load every
+vendor, so importing the codec stays cheap and ``get_layout`` works without the caller loading
+the vendors first.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from npu_hil.harness.errors import LayoutError
 
 ROLES = ("input", "output")
 
-UNITS_PACKAGE = "npu_hil.targets"
-"""The package whose import registers every vendor unit (each calls :func:`register`)."""
+VENDOR_LOADER = "npu_hil.targets.registry"
+"""The module whose ``load_vendors()`` registers every vendor unit (each through :func:`register`);
+named, not imported, because the units sit above the codec."""
 
 
 class LayoutBuilder(Protocol):
@@ -86,7 +88,7 @@ def _load() -> None:
     if not _ALL_LOADED:
         _ALL_LOADED.append(True)  # before the import: a unit may look itself up while loading
         try:
-            importlib.import_module(UNITS_PACKAGE)
+            importlib.import_module(VENDOR_LOADER).load_vendors()
         except BaseException:
             _ALL_LOADED.clear()
             raise

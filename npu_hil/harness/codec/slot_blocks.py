@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from npu_hil.harness.codec.fastcopy import join16_blocks, split16_blocks, strided_copy
+from npu_hil.harness.codec.views import byte_view, split_view
 
 if TYPE_CHECKING:
     from npu_hil.harness.codec.engine import BlockedLayout, _Piece
@@ -83,8 +84,6 @@ def _pairs(
     the last value in it are padding (no stored index reaches them), and the blocks hold zero
     there, so a row is one run instead of a run and a short tail.
     """
-    from npu_hil.harness.codec.engine import _byte_view, _split_view
-
     axis = len(layout.canonical_shape) - 1
     own = sorted((d for d in layout.dims if d.axis == axis), key=lambda d: -d.block)
     nb = blocks.shape[-3]
@@ -101,14 +100,14 @@ def _pairs(
         if last.start:
             continue  # the partial block, placed with the whole ones
         lead_shape = piece.src_shape[: -1 - lead_dims]
-        view = _byte_view(
+        view = byte_view(
             buf,
             piece.dst_offset,
             (*lead_shape, *tail_shape),
             (*piece.dst_strides[: -1 - lead_dims], *tail_strides),
         )
         index = (*lead, slice(None), slice(None), slice(None))
-        source = _split_view(blocks[index], (*lead_shape, *tail_shape))
+        source = split_view(blocks[index], (*lead_shape, *tail_shape))
         pairs.append((view, source))
     return pairs
 

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from npu_hil.harness.farm.farm import Farm
     from npu_hil.harness.farm.inventory import Inventory
     from npu_hil.harness.farm.session import BoardSession
-    from npu_hil.harness.farm.simfaults import BoardFault
+    from npu_hil.harness.simfarm.simfaults import BoardFault
 
 BOARD = "board"
 MARKERS = (
@@ -138,7 +138,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def sim_faults(config: pytest.Config) -> tuple[BoardFault, ...]:
     """``--sim-fault`` parsed (a usage error when one does not parse or names no fault)."""
-    from npu_hil.harness.farm.simfaults import SimFaultError, parse_board_faults
+    from npu_hil.harness.simfarm.simfaults import SimFaultError, parse_board_faults
 
     try:
         return parse_board_faults(config.getoption("sim_fault", None) or [])
@@ -200,9 +200,9 @@ class FarmState:
     def get_farm(self) -> Farm:
         if self.farm is None:
             from npu_hil.harness.farm.farm import Farm
-            from npu_hil.harness.farm.simfaults import faults_by_board
             from npu_hil.harness.pipeline.golden import golden_job
             from npu_hil.harness.plugin.records import run_id
+            from npu_hil.harness.simfarm.simfaults import faults_by_board
 
             self.farm = Farm(
                 self.load_inventory(),
@@ -256,7 +256,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if not (targets or names or faults or runtime) or hasattr(config, "workerinput"):
         return
     from npu_hil.harness.farm.selection import runtime_problem, selection_problem
-    from npu_hil.harness.farm.simfaults import sim_fault_problem
+    from npu_hil.harness.simfarm.simfaults import sim_fault_problem
 
     try:
         inventory = config.stash[FARM_KEY].load_inventory()

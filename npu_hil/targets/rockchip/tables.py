@@ -16,6 +16,10 @@ from typing import Literal
 
 from npu_hil.harness.errors import LayoutError
 
+# One list of kinds and precisions for every unit (npu_hil.targets.conv), named here too.
+from npu_hil.targets.conv import CONV_KINDS as CONV_KINDS
+from npu_hil.targets.conv import PRECISIONS as PRECISIONS
+
 FirstLayer = Literal["int8", "float16", "any"]
 Precision = Literal["int8", "float16", "any"]
 Executor = Literal["NPU", "CPU"]
@@ -77,9 +81,7 @@ TARGETS: tuple[str, ...] = (
 #: Declared input types as the input table distinguishes them; "other" is the seed's
 #: "other types (input alignment may change)".
 INPUT_TYPES: tuple[str, ...] = ("uint8", "int8", "float16", "other")
-PRECISIONS: tuple[str, ...] = ("int8", "float16")
 LAYOUTS: tuple[str, ...] = ("NCHW", "NHWC", "NC1HWC2", "UNDEFINE")
-CONV_KINDS: tuple[str, ...] = ("conv", "depthwise", "deconv")
 
 
 def platform_of(target: str) -> str:

@@ -13,6 +13,7 @@ from npu_hil.targets.rockchip import (
     tables,
     text,
     variants,
+    widthrule,
 )
 from npu_hil.targets.rockchip.apipaths import API_PATHS
 from npu_hil.targets.rockchip.artifact import read_rknn
@@ -87,6 +88,7 @@ UNIT = Vendor(
     forensic_variants=variants.forensic_variants,
     fault_variants=variants.fault_variants,
     preflight=preflight.preflight,
+    check_conv=widthrule.check_conv,
     enum_prefixes=("RKNN_TENSOR_",),
     last_op_kind=observed.last_op_kind,
     extras={"check_observations": queries.check_observations},
