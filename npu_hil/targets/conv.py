@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from npu_hil.harness.errors import LayoutError
-from npu_hil.targets.registry import unit_for
+from npu_hil.targets.registry import all_targets, unit_for
 
 __all__ = ["CONV_KINDS", "PRECISIONS", "ConvCheck", "ConvCondition", "check_conv", "dilated_kernel"]
 
@@ -82,6 +82,9 @@ def check_conv(
     ``kind`` is "conv", "depthwise" or "deconv"; ``rule`` and ``first_layer`` pick the rule where
     the target has several. A target whose vendor states no limits passes with a message saying so.
     """
+    known = all_targets()
+    if not isinstance(target, str) or target not in known:
+        raise LayoutError(f"unknown target {target!r}: expected one of {', '.join(known)}")
     unit = unit_for(target)
     if isinstance(width, bool) or not isinstance(width, int) or width <= 0:
         raise LayoutError(f"width: expected a positive integer, got {width!r}")
