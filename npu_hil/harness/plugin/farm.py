@@ -137,10 +137,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def sim_faults(config: pytest.Config) -> tuple[BoardFault, ...]:
     """``--sim-fault`` parsed (a usage error when one does not parse or names no fault)."""
+    given = config.getoption("sim_fault", None) or []
+    if not given:
+        return ()  # checked in every run: the simulator's fault modules only when asked for
     from npu_hil.harness.farm.simfaults import SimFaultError, parse_board_faults
 
     try:
-        return parse_board_faults(config.getoption("sim_fault", None) or [])
+        return parse_board_faults(given)
     except SimFaultError as exc:
         raise pytest.UsageError(exc.message) from None
 

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from npu_hil.harness.board.job import MAX_RUNS, MAX_WARMUP
 from npu_hil.harness.errors import LayoutError
 
 if TYPE_CHECKING:
@@ -74,6 +73,8 @@ def perf_spec(item: pytest.Item) -> PerfSpec | None:
     marker = item.get_closest_marker("perf")
     if marker is None:
         return None
+    from npu_hil.harness.board.job import MAX_RUNS, MAX_WARMUP  # the job's bounds, for a perf test
+
     where = item.nodeid
     if marker.args:
         raise LayoutError(f"{where}: perf() takes keyword arguments only, got {marker.args!r}")

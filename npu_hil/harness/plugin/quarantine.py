@@ -24,21 +24,19 @@ from __future__ import annotations
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from npu_hil.harness.farm.quarantine import (
-    QuarantineEntry,
-    QuarantineError,
-    expired_entries,
-    parse_quarantine,
-    today_utc,
-)
 from npu_hil.harness.plugin.farm import board_param
 from npu_hil.harness.plugin.outcomes import QUARANTINED_ATTR, phase_outcome
 from npu_hil.harness.plugin.records import INFO_KEY
-from npu_hil.harness.report.records import QUARANTINED
+
+if TYPE_CHECKING:
+    from npu_hil.harness.farm.quarantine import QuarantineEntry
+
+# This module's hooks see every test of every run: the list's reader and the report's records
+# are imported where a --quarantine list is read or one of its tests reported, not above.
 
 ENTRY_ATTR = "npu_hil_quarantine_entry"  # on every report of a listed test: the entry's label
 
@@ -53,7 +51,7 @@ class QuarantineState:
 
 
 STATE_KEY = pytest.StashKey[QuarantineState]()
-ENTRY_KEY = pytest.StashKey[QuarantineEntry]()
+ENTRY_KEY = pytest.StashKey["QuarantineEntry"]()  # the name: the class is imported on use
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -81,6 +79,13 @@ def pytest_configure(config: pytest.Config) -> None:
         if verify:
             raise pytest.UsageError("--quarantine-verify needs the list: --quarantine FILE")
         return
+    from npu_hil.harness.farm.quarantine import (
+        QuarantineError,
+        expired_entries,
+        parse_quarantine,
+        today_utc,
+    )
+
     path = Path(given)
     if not path.is_absolute():
         path = Path(config.invocation_params.dir) / path
@@ -178,6 +183,8 @@ def pytest_runtest_makereport(
 
 def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, Any] | None:
     if getattr(report, QUARANTINED_ATTR, False):
+        from npu_hil.harness.report.records import QUARANTINED
+
         return QUARANTINED, "Q", ("QUARANTINED", {"yellow": True})
     return None
 
@@ -186,14 +193,17 @@ class QuarantineReporter:
     """Where the run's listed tests came out, said at the end (on the controller)."""
 
     def __init__(self, state: QuarantineState) -> None:
+        from npu_hil.harness.report.records import QUARANTINED
+
         self.state = state
+        self.quarantined = QUARANTINED  # the record's outcome, as the report names it
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         label = getattr(report, ENTRY_ATTR, None)
         if label is None or (report.when != "call" and report.passed):
             return
         if getattr(report, QUARANTINED_ATTR, False):
-            outcome = QUARANTINED
+            outcome = self.quarantined
         elif report.failed and report.when != "call":
             outcome = "error"
         else:
@@ -203,7 +213,7 @@ class QuarantineReporter:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         came_out = self.state.came_out
         write = terminalreporter.write_line
-        for nodeid in sorted(n for n, (o, _) in came_out.items() if o == QUARANTINED):
+        for nodeid in sorted(n for n, (o, _) in came_out.items() if o == self.quarantined):
             write(f"npu-hil: quarantined (not failing the run): {nodeid}: {came_out[nodeid][1]}")
         if not self.state.verify:
             return
