@@ -55,9 +55,16 @@ class Dim:
 
 
 def _split_view(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """``array`` reshaped to ``shape`` without a copy (it splits axes only), so writes reach it."""
-    view: np.ndarray = array.view()
-    view.shape = shape
+    """``array`` reshaped to ``shape`` without a copy (it splits axes only), so writes reach it.
+
+    A shape that would need a copy is an error, never a copy that writes would miss. Not by
+    setting ``view.shape`` (deprecated since numpy 2.5) nor ``reshape(copy=False)`` (numpy 2.1 and
+    later): a reshape that copied allocated memory of its own, which ``may_share_memory`` sees
+    on every numpy the harness supports.
+    """
+    view: np.ndarray = array.reshape(shape)
+    if view.size and not np.may_share_memory(view, array):
+        raise ValueError(f"cannot split {array.shape} into {shape} without a copy")
     return view
 
 
