@@ -116,7 +116,7 @@ def test_plain_pytest_runs_on_the_builtin_simulated_farm(
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "3 passed" in output, output
-    assert "built-in simulated farm" in output, output  # the header line, xdist's too
+    assert "built-in simulated farm" in output, output  # the summary's line, xdist's too
     assert "Traceback" not in output
 
 

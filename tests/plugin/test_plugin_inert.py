@@ -1,6 +1,17 @@
-"""The plugin is inert until a test asks for a board."""
+"""The plugin is inert until a test asks for a board: installed but unused, it reads no
+inventory, writes no report, prints nothing, imports nothing heavy and costs a pytest run of
+someone else's tests no measurable time (held against ``-p no:npu_hil`` in the same run)."""
 
 from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +31,24 @@ def test_plain_project_is_untouched(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--strict-markers", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
     assert not (pytester.path / "reports").exists()
-    assert "npu-hil: report" not in result.stdout.str()
+    assert not _npu_hil_lines(result.outlines + result.errlines)
+
+
+def test_a_run_without_board_tests_does_not_name_the_builtin_farm(
+    pytester: pytest.Pytester,
+) -> None:
+    # No inventory anywhere: a board test would run on the built-in simulated farm and the run's
+    # summary would say so (tests/plugin/test_plugin_parametrisation.py); plain tests hear nothing.
+    pytester.makepyfile("def test_one():\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert not _npu_hil_lines(result.outlines + result.errlines)
+    assert "built-in simulated farm" not in result.stdout.str()
+
+
+def _npu_hil_lines(lines: list[str]) -> list[str]:
+    """What the plugin said (pytest's own header lists the installed plugins, npu-hil too)."""
+    return [line for line in lines if "npu-hil" in line and not line.startswith("plugins:")]
 
 
 def test_options_and_markers_are_registered(pytester: pytest.Pytester) -> None:
@@ -65,3 +93,148 @@ def test_codec_fixture(pytester: pytest.Pytester) -> None:
         """
     )
     pytester.runpytest().assert_outcomes(passed=1)
+
+
+# ---------------------------------------------------------------- a user's unrelated suite
+
+PLAIN_TESTS = 200
+PLUGIN = "npu_hil.harness.plugin"
+MODULES_ENV = "NPU_HIL_TEST_MODULES_OUT"
+# What the plugin must not import for a suite that uses no board: third-party packages (by their
+# top-level name) and the harness's own heavy modules.
+HEAVY_PACKAGES = ("onnx", "onnxruntime", "matplotlib", "paramiko", "numpy", "yaml", "filelock")
+HEAVY_MODULES = (
+    "npu_hil.harness.farm.farm",
+    "npu_hil.harness.farm.session",
+    "npu_hil.harness.farm.inventory",
+    "npu_hil.harness.agent.client",
+    "npu_hil.harness.codec",
+    "npu_hil.harness.models",
+    "npu_hil.harness.pipeline",
+    "npu_hil.harness.sim",
+    "npu_hil.harness.report.writer",
+    "npu_hil.harness.history.store",
+    "npu_hil.targets",
+)
+# All the harness an unused plugin imports besides its own modules: the constants its options
+# show as defaults (and the packages around them, whose names are imported on first use).
+LIGHT_MODULES = {
+    "npu_hil",
+    "npu_hil.harness",
+    "npu_hil.harness.farm",
+    "npu_hil.harness.farm.backends",
+    "npu_hil.harness.farm.defaults",
+    "npu_hil.harness.history",
+    "npu_hil.harness.history.defaults",
+}
+
+
+@pytest.fixture(scope="module")
+def plain_suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Someone else's suite: plain tests, its own ini and conftest (so this repository's
+    conftest does not apply), a conftest that lists the imported modules when asked to."""
+    root = tmp_path_factory.mktemp("plain-suite")
+    (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    (root / "conftest.py").write_text(
+        "import json, os, sys\n\n\n"
+        "def pytest_sessionfinish(session):\n"
+        f"    out = os.environ.get({MODULES_ENV!r})\n"
+        "    if out:\n"
+        "        with open(out, 'w', encoding='utf-8') as f:\n"
+        "            json.dump(sorted(sys.modules), f)\n",
+        encoding="utf-8",
+    )
+    per_module = 20
+    for number in range(PLAIN_TESTS // per_module):
+        body = "".join(
+            f"def test_{i}():\n    assert {i} + 1 > {i}\n\n\n" for i in range(per_module)
+        )
+        (root / f"test_plain_{number}.py").write_text(body, encoding="utf-8")
+    return root
+
+
+def _env() -> dict[str, str]:
+    """This environment without the outer run's pytest settings (addopts, xdist worker), and
+    with bytecode written, as an installed package has it."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PYTEST_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
+
+
+def _run_plain(
+    suite: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """``python -m pytest -q`` on the suite: the run, its wall time and its CPU time (user +
+    system of the child: what the run cost, whatever else the machine was doing)."""
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(
+        cmd, cwd=suite, env=env or _env(), capture_output=True, text=True, timeout=300, check=False
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{PLAIN_TESTS} passed" in done.stdout, done.stdout
+    return done, wall, cpu
+
+
+def _modules(suite: Path, tmp_path: Path, *args: str) -> tuple[set[str], list[str]]:
+    """The modules imported at the end of a run of the suite, and the run's output lines."""
+    out = tmp_path / f"modules{len(args)}.json"
+    done, _, _ = _run_plain(suite, *args, env={**_env(), MODULES_ENV: str(out)})
+    lines = (done.stdout + done.stderr).splitlines()
+    return set(json.loads(out.read_text(encoding="utf-8"))), lines
+
+
+def test_an_unused_plugin_imports_nothing_heavy_and_prints_nothing(
+    plain_suite: Path, tmp_path: Path
+) -> None:
+    with_plugin, said = _modules(plain_suite, tmp_path)
+    without, said_without = _modules(plain_suite, tmp_path, "-p", "no:npu_hil")
+    assert "npu_hil.harness.plugin.farm" in with_plugin  # the plugin was loaded
+    assert "npu_hil.harness.plugin" not in without
+    added = with_plugin - without
+    heavy = sorted(m for m in added if m.split(".")[0] in HEAVY_PACKAGES)
+    assert not heavy, f"an unused plugin imported {heavy}"
+    assert not [m for m in HEAVY_MODULES if m in with_plugin]
+    harness = {m for m in added if m.startswith("npu_hil") and not m.startswith(PLUGIN)}
+    assert harness <= LIGHT_MODULES, f"beyond the light modules: {sorted(harness - LIGHT_MODULES)}"
+    # The same output as without the plugin, the time of the run aside.
+    assert not _npu_hil_lines(said)
+    assert said[:-1] == said_without[:-1]
+
+
+ROUNDS = 9
+
+
+@pytest.mark.slow
+def test_an_unused_plugin_costs_a_run_under_a_tenth_of_a_second(plain_suite: Path) -> None:
+    """``python -m pytest -q`` on 200 plain tests with the plugin and with ``-p no:npu_hil``,
+    interleaved (ABBA, after one warm-up run each). CPU time is the figure held (on a loaded
+    machine a run's wall time moves by more than the budget), by the median of the rounds'
+    differences; the medians of each side are said too."""
+    plugin_off = ("-p", "no:npu_hil")
+    for args in ((), plugin_off):
+        _run_plain(plain_suite, *args)  # warm: bytecode, the OS's file cache
+    walls: dict[bool, list[float]] = {True: [], False: []}
+    cpus: dict[bool, list[float]] = {True: [], False: []}
+    for number in range(ROUNDS):
+        order = (True, False) if number % 2 == 0 else (False, True)
+        for with_plugin in order:
+            _, wall, cpu = _run_plain(plain_suite, *(() if with_plugin else plugin_off))
+            walls[with_plugin].append(wall)
+            cpus[with_plugin].append(cpu)
+    added = statistics.median(on - off for on, off in zip(cpus[True], cpus[False], strict=True))
+    cpu_on, cpu_off = statistics.median(cpus[True]), statistics.median(cpus[False])
+    wall_on, wall_off = statistics.median(walls[True]), statistics.median(walls[False])
+    figures = (
+        f"{ROUNDS} rounds of {PLAIN_TESTS} plain tests, medians: CPU {cpu_on:.3f} s with the "
+        f"plugin, {cpu_off:.3f} s without, {added:+.3f} s a round; wall {wall_on:.3f} s with, "
+        f"{wall_off:.3f} s without ({wall_on - wall_off:+.3f} s)"
+    )
+    print(figures)
+    assert added < 0.1, figures

@@ -99,7 +99,7 @@ boards:
 @pytest.mark.slow
 def test_no_inventory_runs_on_the_builtin_simulated_farm(pytester: pytest.Pytester) -> None:
     """A model developer's own project: no inventory, and the board test runs once per target
-    on the built-in simulated farm, which the header names."""
+    on the built-in simulated farm, which the summary of the run names."""
     pytester.makepyfile("def test_x(board):\n    assert board.simulated\n")
     result = pytester.runpytest()
     result.assert_outcomes(passed=15)

@@ -3,27 +3,59 @@ health and recovery (power cycles, retries, circuit breakers), power control and
 locks. A model runs on a session with :func:`npu_hil.harness.pipeline.run_model`.
 
 Works without pytest; the plugin maps its options and markers onto :class:`Farm`.
+
+The names below are imported on first use (PEP 562): the plugin reads the farm's light modules
+(:mod:`npu_hil.harness.farm.recovery`, :mod:`npu_hil.harness.farm.breaker`, ...) in every pytest
+run, and importing this package must not pull in the sessions, the agent client and onnx with
+them until a test asks for a board.
 """
 
 from __future__ import annotations
 
-from npu_hil.harness.farm.backends import BACKENDS
-from npu_hil.harness.farm.breaker import BoardBrokenError, CircuitBreaker
-from npu_hil.harness.farm.farm import Farm
-from npu_hil.harness.farm.inventory import (
-    Board,
-    Inventory,
-    InventoryError,
-    PowerConfig,
-    Timeouts,
-    TransportConfig,
-    load_inventory,
-    parse_inventory,
-)
-from npu_hil.harness.farm.labgrid_boards import resolve_labgrid_boards
-from npu_hil.harness.farm.power import power_cycle
-from npu_hil.harness.farm.recovery import NO_RETRY, BoardUnhealthyError, RetryPolicy
-from npu_hil.harness.farm.session import BoardSession, Health
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from npu_hil.harness.farm.backends import BACKENDS
+    from npu_hil.harness.farm.breaker import BoardBrokenError, CircuitBreaker
+    from npu_hil.harness.farm.farm import Farm
+    from npu_hil.harness.farm.inventory import (
+        Board,
+        Inventory,
+        InventoryError,
+        PowerConfig,
+        Timeouts,
+        TransportConfig,
+        load_inventory,
+        parse_inventory,
+    )
+    from npu_hil.harness.farm.labgrid_boards import resolve_labgrid_boards
+    from npu_hil.harness.farm.power import power_cycle
+    from npu_hil.harness.farm.recovery import NO_RETRY, BoardUnhealthyError, RetryPolicy
+    from npu_hil.harness.farm.session import BoardSession, Health
+
+# name -> the module of this package that defines it (the imports above, for type checkers)
+_EXPORTS = {
+    "BACKENDS": "backends",
+    "BoardBrokenError": "breaker",
+    "CircuitBreaker": "breaker",
+    "Farm": "farm",
+    "Board": "inventory",
+    "Inventory": "inventory",
+    "InventoryError": "inventory",
+    "PowerConfig": "inventory",
+    "Timeouts": "inventory",
+    "TransportConfig": "inventory",
+    "load_inventory": "inventory",
+    "parse_inventory": "inventory",
+    "resolve_labgrid_boards": "labgrid_boards",
+    "power_cycle": "power",
+    "NO_RETRY": "recovery",
+    "BoardUnhealthyError": "recovery",
+    "RetryPolicy": "recovery",
+    "BoardSession": "session",
+    "Health": "session",
+}
 
 __all__ = [
     "BACKENDS",
@@ -46,3 +78,12 @@ __all__ = [
     "power_cycle",
     "resolve_labgrid_boards",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # once: later reads do not come here
+    return value

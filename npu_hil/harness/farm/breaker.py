@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from npu_hil.harness.errors import NpuHilError, TransportError
+from npu_hil.harness.farm.defaults import DEFAULT_THRESHOLD
 
 __all__ = ["DEFAULT_THRESHOLD", "INFRA_FAILURES", "BoardBrokenError", "CircuitBreaker"]
 
-DEFAULT_THRESHOLD = 3
 INFRA_FAILURES: tuple[type[BaseException], ...] = (TransportError, TimeoutError)
 """What counts as the board's infrastructure failing (the plugin's retryable errors)."""
 

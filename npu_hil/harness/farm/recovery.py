@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError
+from npu_hil.harness.farm.defaults import DEFAULT_BACKOFF_S, DEFAULT_RETRIES
 
 if TYPE_CHECKING:
     from npu_hil.harness.farm.inventory import Board
@@ -47,8 +48,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-DEFAULT_RETRIES = 1
-DEFAULT_BACKOFF_S = 1.0
 RETRYABLE = INFRA_FAILURES
 """What a retry is paid for: the board's infrastructure failing (TransportError, a timeout)."""
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from filelock import FileLock
 
+from npu_hil.harness.history.defaults import DEFAULT_KEEP
 from npu_hil.harness.history.model import (
     INDEX_FILE,
     MEASUREMENTS_FILE,
@@ -40,7 +41,6 @@ __all__ = [
     "write_measurements",
 ]
 
-DEFAULT_KEEP = 200
 LOCK_FILE = "." + INDEX_FILE + ".lock"  # hidden: a listing of the reports root shows runs
 LOCK_TIMEOUT_S = 30.0
 

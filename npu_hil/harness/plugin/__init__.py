@@ -39,7 +39,7 @@ from npu_hil.harness.plugin.assertion import assert_run_ok
 
 __all__ = ["assert_run_ok"]
 
-pytest_plugins = [
+FEATURES = (
     # Dependencies first: a plugin module imported before pytest registers it escapes assertion
     # rewriting and warns. Each feature adds its options to the group in this order.
     "npu_hil.harness.plugin.inventory",
@@ -53,13 +53,18 @@ pytest_plugins = [
     "npu_hil.harness.plugin.history",
     "npu_hil.harness.plugin.run",
     "npu_hil.harness.plugin.simfarm",
-]
+)
 GROUP = "npu-hil"
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    # Called before the features' (this module registers first): the group's title is set here.
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    # The group's title first, then the features, each registered here and adding its options
+    # as it registers. Not `pytest_plugins`: pytest looks each name of that list up among the
+    # installed distributions' entry points too, a scan of every package's metadata (about
+    # 10 ms a name) that a run of tests that never use the plugin would pay.
     parser.getgroup(GROUP, "npu-hil: NPU boards in the loop")
+    for name in FEATURES:
+        pluginmanager.import_plugin(name)
 
 
 @pytest.fixture

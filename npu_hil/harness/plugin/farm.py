@@ -14,6 +14,10 @@ Its options are the farm's (``--backend``, ``--target``, ``--board``, ``--keep-r
 (:mod:`npu_hil.harness.farm.recovery`): the :class:`~npu_hil.harness.farm.Farm` built here gets the
 options, the
 ``board`` fixture records what the farm found and did.
+
+Every pytest run declares these options and passes its tests through the hooks below: the farm
+itself (inventory, sessions, the agent, the vendors) is imported where a test asks for a board
+or an option names one, never at the top of this module.
 """
 
 from __future__ import annotations
@@ -24,24 +28,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.farm.backends import BACKENDS
-from npu_hil.harness.farm.breaker import DEFAULT_THRESHOLD
-from npu_hil.harness.farm.recovery import (
-    DEFAULT_BACKOFF_S,
-    DEFAULT_RETRIES,
-    BoardUnhealthyError,
-    RetryPolicy,
-    breaker_event,
-    fallback_event,
-    unreachable_event,
-)
+from npu_hil.harness.farm.defaults import DEFAULT_BACKOFF_S, DEFAULT_RETRIES, DEFAULT_THRESHOLD
 from npu_hil.harness.plugin.inventory import inventory_path
 from npu_hil.harness.plugin.records import item_info
 
 if TYPE_CHECKING:
     from npu_hil.harness.farm.farm import Farm
     from npu_hil.harness.farm.inventory import Inventory
+    from npu_hil.harness.farm.recovery import RetryPolicy
     from npu_hil.harness.farm.session import BoardSession
     from npu_hil.harness.simfarm.simfaults import BoardFault
 
@@ -138,16 +133,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def sim_faults(config: pytest.Config) -> tuple[BoardFault, ...]:
     """``--sim-fault`` parsed (a usage error when one does not parse or names no fault)."""
+    given = config.getoption("sim_fault", None) or []
+    if not given:
+        return ()  # checked in every run: the simulator's fault modules only when asked for
     from npu_hil.harness.simfarm.simfaults import SimFaultError, parse_board_faults
 
     try:
-        return parse_board_faults(config.getoption("sim_fault", None) or [])
+        return parse_board_faults(given)
     except SimFaultError as exc:
         raise pytest.UsageError(exc.message) from None
 
 
 def retry_policy(config: pytest.Config) -> RetryPolicy:
     """``--hil-retries`` and ``npu_hil_retry_backoff`` as the farm's retry policy."""
+    from npu_hil.harness.farm.recovery import RetryPolicy
+
     text = str(config.getini(BACKOFF_INI))
     try:
         backoff = float(text)
@@ -199,6 +199,7 @@ class FarmState:
 
     def get_farm(self) -> Farm:
         if self.farm is None:
+            from npu_hil.harness.errors import NpuHilError
             from npu_hil.harness.farm.farm import Farm
             from npu_hil.harness.pipeline.golden import golden_job
             from npu_hil.harness.plugin.records import run_id
@@ -371,6 +372,14 @@ def farm(pytestconfig: pytest.Config) -> Farm:
 @pytest.fixture
 def board(request: pytest.FixtureRequest, farm: Farm) -> Iterator[BoardSession]:
     """The test's board as a :class:`~npu_hil.harness.farm.BoardSession`, locked for the test."""
+    from npu_hil.harness.errors import NpuHilError
+    from npu_hil.harness.farm.recovery import (
+        BoardUnhealthyError,
+        breaker_event,
+        fallback_event,
+        unreachable_event,
+    )
+
     param = getattr(request, "param", None)
     if not isinstance(param, BoardParam) or param.name is None:
         reason = param.reason if isinstance(param, BoardParam) else "no board"

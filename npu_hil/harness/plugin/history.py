@@ -12,6 +12,9 @@ can still fail the test; its findings go into the test's record (``regressions``
 properties (``regression.<metric>``), summary.json and the terminal's summary. At the end of the
 session the controller writes the run's ``measurements.json`` and updates the index
 (:func:`pytest_npu_hil_run_end`).
+
+Every pytest run declares these options and passes through the hooks below: the history's
+modules are imported where a board test's run is evaluated or kept, never at the top.
 """
 
 from __future__ import annotations
@@ -19,16 +22,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from npu_hil.harness.history.baseline import Settings, evaluate, finding_dict
-from npu_hil.harness.history.model import Regression
-from npu_hil.harness.history.points import case_point, run_entry, run_points
-from npu_hil.harness.history.store import DEFAULT_KEEP, History, load_history, update_index
+from npu_hil.harness.history.defaults import DEFAULT_KEEP
 from npu_hil.harness.plugin.records import RUN_KEY, ItemInfo, reports_root, run_id
-from npu_hil.harness.report.records import TestRecord
+
+if TYPE_CHECKING:
+    from npu_hil.harness.history.baseline import Settings
+    from npu_hil.harness.history.model import Regression
+    from npu_hil.harness.history.store import History
+    from npu_hil.harness.report.records import TestRecord
 
 __all__ = ["BaselineRegression", "check_run", "fail_on", "regression_lines"]
 
@@ -94,6 +99,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def settings_of(config: pytest.Config) -> Settings:
+    from npu_hil.harness.history.baseline import Settings
+
     return Settings(
         k=float(config.getoption("baseline_k")),
         runs=int(config.getoption("baseline_runs")),
@@ -144,6 +151,8 @@ def baselines(config: pytest.Config) -> Baselines:
     """The earlier runs of this run's kind (none under ``--no-baseline``), loaded on first use."""
     found = config.stash.get(BASELINES_KEY, None)
     if found is None:
+        from npu_hil.harness.history.store import History, load_history
+
         settings = settings_of(config)
         if config.getoption("no_baseline"):
             history = History()
@@ -162,6 +171,9 @@ def check_run(
     ``regressions`` (:func:`fail_on` raises for the failing ones)."""
     if config.getoption("no_baseline"):
         return []
+    from npu_hil.harness.history.baseline import evaluate, finding_dict
+    from npu_hil.harness.history.points import case_point
+
     known = baselines(config)
     record = info.record
     point = case_point(replace(record, outcome="passed"), "")
@@ -190,7 +202,8 @@ def pytest_npu_hil_run_end(
 ) -> dict[str, Any]:
     """Controller, end of the session: ``<run>/measurements.json`` and the index entry for the
     run (complete or not, as ``meta`` says); returns summary.json's ``history``."""
-    from npu_hil.harness.history.store import write_measurements
+    from npu_hil.harness.history.points import run_entry, run_points
+    from npu_hil.harness.history.store import update_index, write_measurements
 
     points = run_points(records, run_dir.name)
     entry = run_entry({**meta, "run_id": run_dir.name}, points, config.stash[RUN_KEY].started)

@@ -4,11 +4,12 @@ feature knowing the feature (records read none of them)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from npu_hil.harness.report.records import TestRecord
+if TYPE_CHECKING:
+    from npu_hil.harness.report.records import TestRecord
 
 
 @pytest.hookspec(firstresult=True)

@@ -1,7 +1,9 @@
-"""``--inventory``: which inventory the run uses, and the header line when it is the built-in one.
+"""``--inventory``: which inventory the run uses, and the line that says so when it is the
+built-in one.
 
 The farm feature reads the inventory from here, the records feature names it in the run's meta
-and run key, ``--simfarm`` points the option at the inventory it wrote: all of them ask
+and run key (and prints :func:`builtin_farm_line` at the end of a run that used boards),
+``--simfarm`` points the option at the inventory it wrote: all of them ask
 :func:`inventory_path`, none of them another feature.
 """
 
@@ -33,8 +35,10 @@ def inventory_path(config: pytest.Config) -> Path | None:
     return default if default.is_file() else None
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
-    """One line when the run uses the built-in simulated farm, so nobody mistakes it for theirs."""
+def builtin_farm_line(config: pytest.Config) -> str | None:
+    """The line that names the built-in simulated farm when the run uses it (no inventory given
+    or found), so nobody mistakes it for theirs; None when the run has an inventory. Said only
+    by a run that used boards: a run of plain tests hears nothing from the plugin."""
     if inventory_path(config) is not None:
         return None
     from npu_hil.harness.farm.starter import builtin_inventory

@@ -8,6 +8,9 @@ whole explanation (no traceback into the harness). A buffer mismatch stays a fai
 How a phase counts is one value, :func:`phase_outcome`, computed from the phase and its
 exception; the records feature reads it. The hooks here only present it: the terminal's status
 and, for JUnit XML (which calls a failure outside the call phase an error), the report's phase.
+
+The hooks see every report of every run; the harness's exception classes are imported when a
+phase has failed, the only time they are asked about.
 """
 
 from __future__ import annotations
@@ -17,14 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from npu_hil.harness.errors import NpuHilError, TransportError
-from npu_hil.harness.farm.recovery import BoardUnhealthyError
-
-INFRA_ERRORS: tuple[type[BaseException], ...] = (
-    TransportError,
-    TimeoutError,
-    BoardUnhealthyError,
-)
 INFRA_ATTR = "npu_hil_infra"
 QUARANTINED_ATTR = "npu_hil_quarantined"
 """Set on a call report whose failure a quarantine entry covers
@@ -32,8 +27,16 @@ QUARANTINED_ATTR = "npu_hil_quarantined"
 HARNESS_ROOT = Path(__file__).resolve().parents[1]  # npu_hil/harness/, above this package
 
 
+def infra_errors() -> tuple[type[BaseException], ...]:
+    """What counts as infrastructure trouble: a TransportError, a timeout, an unhealthy board."""
+    from npu_hil.harness.errors import TransportError
+    from npu_hil.harness.farm.recovery import BoardUnhealthyError
+
+    return (TransportError, TimeoutError, BoardUnhealthyError)
+
+
 def is_infra(excinfo: pytest.ExceptionInfo[BaseException] | None) -> bool:
-    return excinfo is not None and excinfo.errisinstance(INFRA_ERRORS)
+    return excinfo is not None and excinfo.errisinstance(infra_errors())
 
 
 def phase_outcome(call: pytest.CallInfo[None], report: pytest.TestReport) -> str:
@@ -52,6 +55,8 @@ def phase_outcome(call: pytest.CallInfo[None], report: pytest.TestReport) -> str
 def _is_harness_refusal(excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
     """A typed harness error that is not infrastructure, raised from inside the harness (a test
     that raises one itself keeps its traceback)."""
+    from npu_hil.harness.errors import NpuHilError
+
     if not excinfo.errisinstance(NpuHilError) or is_infra(excinfo):
         return False
     last = excinfo.traceback[-1] if excinfo.traceback else None

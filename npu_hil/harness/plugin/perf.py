@@ -20,9 +20,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from npu_hil.harness.board.job import MAX_RUNS, MAX_WARMUP
-from npu_hil.harness.errors import LayoutError
-
 if TYPE_CHECKING:
     from npu_hil.harness.latency import Latency
 
@@ -62,6 +59,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _count(value: object, name: str, low: int, high: int, where: str) -> int:
+    from npu_hil.harness.errors import LayoutError
+
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise LayoutError(
             f"{where}: perf({name}=...) expects an integer in [{low}, {high}], got {value!r}"
@@ -74,6 +73,10 @@ def perf_spec(item: pytest.Item) -> PerfSpec | None:
     marker = item.get_closest_marker("perf")
     if marker is None:
         return None
+    # Where a test has the marker: every run asks (the job's bounds, the harness's errors).
+    from npu_hil.harness.board.job import MAX_RUNS, MAX_WARMUP
+    from npu_hil.harness.errors import LayoutError
+
     where = item.nodeid
     if marker.args:
         raise LayoutError(f"{where}: perf() takes keyword arguments only, got {marker.args!r}")

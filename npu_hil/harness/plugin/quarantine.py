@@ -24,21 +24,19 @@ from __future__ import annotations
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from npu_hil.harness.farm.quarantine import (
-    QuarantineEntry,
-    QuarantineError,
-    expired_entries,
-    parse_quarantine,
-    today_utc,
-)
 from npu_hil.harness.plugin.farm import board_param
 from npu_hil.harness.plugin.outcomes import QUARANTINED_ATTR, phase_outcome
 from npu_hil.harness.plugin.records import INFO_KEY
-from npu_hil.harness.report.records import QUARANTINED
+
+if TYPE_CHECKING:
+    from npu_hil.harness.farm.quarantine import QuarantineEntry
+
+# Every pytest run declares the options: the list's reader and the report's records are imported
+# where a --quarantine list is read, and its per-test hooks registered only then.
 
 ENTRY_ATTR = "npu_hil_quarantine_entry"  # on every report of a listed test: the entry's label
 
@@ -52,8 +50,7 @@ class QuarantineState:
     came_out: dict[str, tuple[str, str]] = field(default_factory=dict)  # nodeid: outcome, entry
 
 
-STATE_KEY = pytest.StashKey[QuarantineState]()
-ENTRY_KEY = pytest.StashKey[QuarantineEntry]()
+ENTRY_KEY = pytest.StashKey["QuarantineEntry"]()  # the name: the class is imported on use
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -81,6 +78,13 @@ def pytest_configure(config: pytest.Config) -> None:
         if verify:
             raise pytest.UsageError("--quarantine-verify needs the list: --quarantine FILE")
         return
+    from npu_hil.harness.farm.quarantine import (
+        QuarantineError,
+        expired_entries,
+        parse_quarantine,
+        today_utc,
+    )
+
     path = Path(given)
     if not path.is_absolute():
         path = Path(config.invocation_params.dir) / path
@@ -104,96 +108,110 @@ def pytest_configure(config: pytest.Config) -> None:
                 for e in expired
             )
         )
-    state = config.stash[STATE_KEY] = QuarantineState(entries, verify)
+    state = QuarantineState(entries, verify)
+    # After the farm (a case's board) and the outcomes (whose report it turns into a quarantined
+    # one): its makereport wrapper, registered later, runs outside theirs.
+    config.pluginmanager.register(QuarantineRun(state), "npu-hil-quarantine")
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist) reports
         config.pluginmanager.register(QuarantineReporter(state), "npu-hil-quarantine-reporter")
 
 
-@pytest.hookimpl(tryfirst=True)  # before -k/-m deselect: the whole suite is what entries name
-def pytest_collection_modifyitems(
-    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
-) -> None:
-    state = config.stash.get(STATE_KEY, None)
-    if state is None:
-        return
-    used: set[int] = set()
-    for item in items:
-        param = board_param(item)
-        board = param.name if param is not None else None
-        target = param.target or None if param is not None else None
-        matching = [e for e in state.entries if e.matches(item.nodeid, board=board, target=target)]
-        if not matching:
-            continue
-        used.update(e.index for e in matching)
-        entry = item.stash[ENTRY_KEY] = matching[0]  # the first entry that lists the test
-        info = item.stash.get(INFO_KEY, None)
-        if info is not None:  # a board test: its record names the entry
-            info.record.quarantine = entry.to_dict()
-    unknown = [e for e in state.entries if e.index not in used]
-    # A module that failed to collect has no items to match: its collection error fails the run
-    # and is what to fix first, not reported as unknown entries.
-    if unknown and not session.testsfailed:
-        message = "\n".join(
-            f"--quarantine: {e.label}"
-            + (f" on target {e.target!r}" if e.target else "")
-            + (f" on board {e.board!r}" if e.board else "")
-            + f": matches none of the {len(items)} collected tests (remove the entry, or fix "
-            "its pattern)"
-            for e in unknown
-        )
-        if not hasattr(config, "workerinput"):
-            raise pytest.UsageError(message)
-        # A pytest-xdist worker: a usage error would crash it and lose the message; a failed
-        # collection report reaches the controller, which stops the run and prints it.
-        config.hook.pytest_collectreport(
-            report=pytest.CollectReport("--quarantine", "failed", message, [])
-        )
-        items[:] = []
-        return
-    if state.verify:
-        keep = [i for i in items if ENTRY_KEY in i.stash]
-        dropped = [i for i in items if ENTRY_KEY not in i.stash]
-        if dropped:
-            config.hook.pytest_deselected(items=dropped)
-        items[:] = keep
+class QuarantineRun:
+    """The list at work in every process of a run given ``--quarantine`` (registered only then:
+    a run without a list pays nothing per test for it)."""
 
+    def __init__(self, state: QuarantineState) -> None:
+        from npu_hil.harness.report.records import QUARANTINED
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    report = yield
-    entry = item.stash.get(ENTRY_KEY, None)
-    if entry is None:
+        self.state = state
+        self.quarantined = QUARANTINED  # the record's outcome, as the report names it
+
+    @pytest.hookimpl(tryfirst=True)  # before -k/-m deselect: the whole suite is what entries name
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        state = self.state
+        used: set[int] = set()
+        for item in items:
+            param = board_param(item)
+            board = param.name if param is not None else None
+            target = param.target or None if param is not None else None
+            matching = [
+                e for e in state.entries if e.matches(item.nodeid, board=board, target=target)
+            ]
+            if not matching:
+                continue
+            used.update(e.index for e in matching)
+            entry = item.stash[ENTRY_KEY] = matching[0]  # the first entry that lists the test
+            info = item.stash.get(INFO_KEY, None)
+            if info is not None:  # a board test: its record names the entry
+                info.record.quarantine = entry.to_dict()
+        unknown = [e for e in state.entries if e.index not in used]
+        # A module that failed to collect has no items to match: its collection error fails the
+        # run and is what to fix first, not reported as unknown entries.
+        if unknown and not session.testsfailed:
+            message = "\n".join(
+                f"--quarantine: {e.label}"
+                + (f" on target {e.target!r}" if e.target else "")
+                + (f" on board {e.board!r}" if e.board else "")
+                + f": matches none of the {len(items)} collected tests (remove the entry, or fix "
+                "its pattern)"
+                for e in unknown
+            )
+            if not hasattr(config, "workerinput"):
+                raise pytest.UsageError(message)
+            # A pytest-xdist worker: a usage error would crash it and lose the message; a failed
+            # collection report reaches the controller, which stops the run and prints it.
+            config.hook.pytest_collectreport(
+                report=pytest.CollectReport("--quarantine", "failed", message, [])
+            )
+            items[:] = []
+            return
+        if state.verify:
+            keep = [i for i in items if ENTRY_KEY in i.stash]
+            dropped = [i for i in items if ENTRY_KEY not in i.stash]
+            if dropped:
+                config.hook.pytest_deselected(items=dropped)
+            items[:] = keep
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        entry = item.stash.get(ENTRY_KEY, None)
+        if entry is None:
+            return report
+        setattr(report, ENTRY_ATTR, entry.label)
+        if call.when == "call" and phase_outcome(call, report) == "failed":
+            # Counted as pytest counts an xfail (not a failure; the traceback kept), shown as
+            # its own status by pytest_report_teststatus below.
+            report.outcome = "skipped"
+            report.wasxfail = f"quarantined: {entry.reason}"
+            setattr(report, QUARANTINED_ATTR, True)
         return report
-    setattr(report, ENTRY_ATTR, entry.label)
-    if call.when == "call" and phase_outcome(call, report) == "failed":
-        # Counted as pytest counts an xfail (not a failure; the traceback kept), shown as its
-        # own status by pytest_report_teststatus below.
-        report.outcome = "skipped"
-        report.wasxfail = f"quarantined: {entry.reason}"
-        setattr(report, QUARANTINED_ATTR, True)
-    return report
 
-
-def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, Any] | None:
-    if getattr(report, QUARANTINED_ATTR, False):
-        return QUARANTINED, "Q", ("QUARANTINED", {"yellow": True})
-    return None
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, Any] | None:
+        if getattr(report, QUARANTINED_ATTR, False):
+            return self.quarantined, "Q", ("QUARANTINED", {"yellow": True})
+        return None
 
 
 class QuarantineReporter:
     """Where the run's listed tests came out, said at the end (on the controller)."""
 
     def __init__(self, state: QuarantineState) -> None:
+        from npu_hil.harness.report.records import QUARANTINED
+
         self.state = state
+        self.quarantined = QUARANTINED  # the record's outcome, as the report names it
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         label = getattr(report, ENTRY_ATTR, None)
         if label is None or (report.when != "call" and report.passed):
             return
         if getattr(report, QUARANTINED_ATTR, False):
-            outcome = QUARANTINED
+            outcome = self.quarantined
         elif report.failed and report.when != "call":
             outcome = "error"
         else:
@@ -203,7 +221,7 @@ class QuarantineReporter:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         came_out = self.state.came_out
         write = terminalreporter.write_line
-        for nodeid in sorted(n for n, (o, _) in came_out.items() if o == QUARANTINED):
+        for nodeid in sorted(n for n, (o, _) in came_out.items() if o == self.quarantined):
             write(f"npu-hil: quarantined (not failing the run): {nodeid}: {came_out[nodeid][1]}")
         if not self.state.verify:
             return

@@ -9,6 +9,9 @@ and calls ``write_run`` at the end, after the ``pytest_npu_hil_run_end`` hook
 (:mod:`npu_hil.harness.plugin.hookspecs`: the history keeps the run there and gives summary.json its
 ``history``). Nothing is written when no test used a board.
 
+Every pytest run goes through these hooks, board tests or not: the modules that build and write
+a record are imported where a board test's record is made, never at the top of this module.
+
 Records are fed in one direction: the farm and run features fill a test's record as they learn
 (:func:`item_info`), the outcomes feature says how each phase counts
 (:func:`~npu_hil.harness.plugin.outcomes.phase_outcome`), and nothing here writes another feature's
@@ -26,15 +29,15 @@ from collections.abc import Generator
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from npu_hil.harness.plugin.inventory import inventory_path
+from npu_hil.harness.plugin.inventory import builtin_farm_line, inventory_path
 from npu_hil.harness.plugin.outcomes import phase_outcome
-from npu_hil.harness.report.boardlog import board_log_properties
-from npu_hil.harness.report.perf import board_state_properties, latency_properties
-from npu_hil.harness.report.records import QUARANTINED, TestRecord, accuracy_properties
+
+if TYPE_CHECKING:
+    from npu_hil.harness.report.records import TestRecord
 
 RECORD_ATTR = "npu_hil_record"
 TOKEN_KEY = "npu_hil_token"
@@ -85,6 +88,10 @@ class ItemInfo:
 
     def properties(self) -> dict[str, str]:
         """The JUnit properties of the test (strings, as JUnit has them)."""
+        from npu_hil.harness.report.boardlog import board_log_properties
+        from npu_hil.harness.report.perf import board_state_properties, latency_properties
+        from npu_hil.harness.report.records import accuracy_properties
+
         record = self.record
         props = {
             "board": record.board or "",
@@ -129,6 +136,8 @@ def item_info(item: pytest.Item) -> ItemInfo:
     """The test's :class:`ItemInfo`, created on first use (marks the test as a board test)."""
     info = item.stash.get(INFO_KEY, None)
     if info is None:
+        from npu_hil.harness.report.records import TestRecord
+
         # ran_on "": on neither until a board session runs the test.
         record = TestRecord(nodeid=item.nodeid, outcome="", duration_s=0.0, ran_on="")
         info = item.stash[INFO_KEY] = ItemInfo(record)
@@ -141,7 +150,7 @@ class RunState:
 
     reports_root: Path
     token: str
-    run_id: str = ""
+    run_id: str = ""  # chosen on first use (run_id()): a run of plain tests never needs one
     started: float = field(default_factory=time.time)
     run_dir: Path | None = None
     records: list[TestRecord] = field(default_factory=list)
@@ -161,10 +170,18 @@ def reports_root(config: pytest.Config) -> Path:
 
 
 def run_id(config: pytest.Config) -> str:
-    """The run's id, chosen by the controller when the session starts (so a failure message can
-    name the file where it will stay) and handed to pytest-xdist workers."""
+    """The run's id, stamped with the time the session started, chosen by the controller before
+    a test needs it (so a failure message can name the file where it will stay) and handed to
+    pytest-xdist workers."""
     workerinput: dict[str, Any] = getattr(config, "workerinput", {})
-    return str(workerinput.get(RUN_ID_KEY) or config.stash[RUN_KEY].run_id)
+    if workerinput.get(RUN_ID_KEY):
+        return str(workerinput[RUN_ID_KEY])
+    state = config.stash[RUN_KEY]
+    if not state.run_id:
+        from npu_hil.harness.report.runs import new_run_id
+
+        state.run_id = new_run_id(datetime.fromtimestamp(state.started, timezone.utc))
+    return state.run_id
 
 
 def staging_dir(config: pytest.Config) -> Path:
@@ -186,11 +203,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     if not _is_worker(config):
-        from npu_hil.harness.report.runs import new_run_id
-
-        config.stash[RUN_KEY] = RunState(
-            reports_root(config), uuid.uuid4().hex[:12], run_id=new_run_id()
-        )
+        config.stash[RUN_KEY] = RunState(reports_root(config), uuid.uuid4().hex[:12])
         config.pluginmanager.register(RunCollector(config), "npu-hil-run-collector")
 
 
@@ -198,7 +211,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist, controller side: tell each worker the run's token and id (no files)."""
     node.workerinput[TOKEN_KEY] = node.config.stash[RUN_KEY].token
-    node.workerinput[RUN_ID_KEY] = node.config.stash[RUN_KEY].run_id
+    node.workerinput[RUN_ID_KEY] = run_id(node.config)
 
 
 # ------------------------------------------------------------------------- per test
@@ -239,6 +252,8 @@ def build_record(info: ItemInfo) -> TestRecord:
     """The test's record, done: an error in setup or teardown (or infrastructure trouble under
     any phase, as :func:`~npu_hil.harness.plugin.outcomes.phase_outcome` counts it) wins over the
     call's outcome."""
+    from npu_hil.harness.report.records import QUARANTINED
+
     outcome, message, longrepr = "passed", "", ""
     for name in ("setup", "call", "teardown"):
         phase = info.phases.get(name)
@@ -294,12 +309,13 @@ class RunCollector:
         data = getattr(report, RECORD_ATTR, None)
         if data is None:
             return
+        from npu_hil.harness.report.records import TestRecord
         from npu_hil.harness.report.runs import append_record, run_dir_for_session
 
         record = rerun_unstable(TestRecord.from_dict(data), self.state.records)
         self.state.records.append(record)
         if self.state.run_dir is None:
-            self.state.run_dir = run_dir_for_session(self.state.reports_root, self.state.run_id)
+            self.state.run_dir = run_dir_for_session(self.state.reports_root, run_id(self.config))
             _write_run_start(self.config, self.state)
         append_record(self.state.run_dir, record)
 
@@ -348,6 +364,10 @@ class RunCollector:
         write_run(state.run_dir, state.records, meta, history=history, trends=trends)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        # Which farm the boards came from, said by a run that used boards and by no other.
+        farm_line = builtin_farm_line(self.config) if self.state.records else None
+        if farm_line is not None:
+            terminalreporter.write_line(farm_line)
         if self.state.failure is not None:
             terminalreporter.write_line(
                 f"npu-hil: FAILED RUN: {self.state.failure}", red=True, bold=True

@@ -20,15 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from npu_hil.harness.diff.accuracy import AccuracyError, Thresholds, thresholds_of
-from npu_hil.harness.errors import NpuHilError
-from npu_hil.harness.farm.breaker import BoardBrokenError
-from npu_hil.harness.farm.recovery import breaker_event
 from npu_hil.harness.plugin.assertion import assert_run_ok
 from npu_hil.harness.plugin.history import check_run, fail_on
 from npu_hil.harness.plugin.perf import PerfSpec, check_latency, perf_spec
 from npu_hil.harness.plugin.records import ItemInfo, artifact_path, item_info, staging_dir
-from npu_hil.harness.report.records import TensorFinding
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -36,8 +31,12 @@ if TYPE_CHECKING:
     import numpy as np
     import onnx
 
+    from npu_hil.harness.diff.accuracy import Thresholds
     from npu_hil.harness.farm.session import BoardSession
     from npu_hil.harness.pipeline import ModelRun
+
+# The pipeline and its diff (numpy, onnx) are imported by the run_model fixture, where a test
+# asks for a model run: every pytest run imports this module to declare the options.
 
 __all__ = ["ACCURACY_MARKER", "CROSS_API_MARKER", "RunModel", "assert_run_ok", "run_model"]
 
@@ -127,6 +126,10 @@ class RunModel:
         fails the test. Every run's figures are checked against the case's baseline
         (:mod:`npu_hil.harness.plugin.history`): outside its band, a perf test's latency (or, with
         accuracy thresholds, an accuracy figure) fails the test, anything else is a warning."""
+        from npu_hil.harness.diff.accuracy import thresholds_of
+        from npu_hil.harness.errors import NpuHilError
+        from npu_hil.harness.farm.breaker import BoardBrokenError
+        from npu_hil.harness.farm.recovery import breaker_event
         from npu_hil.harness.pipeline import run_model
 
         session = self.session
@@ -182,6 +185,8 @@ class RunModel:
         return run
 
     def _record(self, run: ModelRun) -> None:
+        from npu_hil.harness.report.records import TensorFinding
+
         self.runs.append(run)
         record = self.info.record
         record.simulated = record.simulated or run.simulated
@@ -251,6 +256,8 @@ def _marker_thresholds(item: pytest.Item) -> Thresholds | None:
     marker = item.get_closest_marker("accuracy")
     if marker is None:
         return None
+    from npu_hil.harness.diff.accuracy import AccuracyError, thresholds_of
+
     if marker.args:
         raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.accuracy takes keywords only")
     try:

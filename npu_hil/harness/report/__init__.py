@@ -1,9 +1,29 @@
-"""Run reports under ``reports/<run-id>/``: JUnit XML, JSON summary, HTML, run comparison."""
+"""Run reports under ``reports/<run-id>/``: JUnit XML, JSON summary, HTML, run comparison.
+
+The names below are imported on first use (PEP 562): the plugin reads the light
+:mod:`npu_hil.harness.report.records` in every pytest run, and importing this package must not
+pull in the report writers with it.
+"""
 
 from __future__ import annotations
 
-from npu_hil.harness.report.records import OUTCOMES, TensorFinding, TestRecord
-from npu_hil.harness.report.writer import append_record, load_records, new_run_dir, write_run
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from npu_hil.harness.report.records import OUTCOMES, TensorFinding, TestRecord
+    from npu_hil.harness.report.writer import append_record, load_records, new_run_dir, write_run
+
+# name -> the module of this package that defines it (the imports above, for type checkers)
+_EXPORTS = {
+    "OUTCOMES": "records",
+    "TensorFinding": "records",
+    "TestRecord": "records",
+    "append_record": "writer",
+    "load_records": "writer",
+    "new_run_dir": "writer",
+    "write_run": "writer",
+}
 
 __all__ = [
     "OUTCOMES",
@@ -14,3 +34,12 @@ __all__ = [
     "new_run_dir",
     "write_run",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # once: later reads do not come here
+    return value
