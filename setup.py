@@ -15,6 +15,11 @@ else:
     # x86_64 / aarch64 machine (SSE2 / NEON baseline).
     _CFLAGS = ["-O3", "-fno-wrapv", "-std=gnu11"]
 
+# The kernel takes buffers through the buffer protocol, which the stable ABI has from Python
+# 3.11: built there, one abi3 wheel serves 3.11 and every later CPython; a 3.10 build is a wheel
+# of its own.
+_LIMITED = sys.version_info >= (3, 11)
+
 setup(
     ext_modules=[
         Extension(
@@ -22,6 +27,9 @@ setup(
             ["npu_hil/harness/codec/_kernels.c"],
             optional=True,
             extra_compile_args=_CFLAGS,
+            py_limited_api=_LIMITED,
+            define_macros=[("Py_LIMITED_API", "0x030B0000")] if _LIMITED else [],
         )
-    ]
+    ],
+    options={"bdist_wheel": {"py_limited_api": "cp311"}} if _LIMITED else {},
 )

@@ -1,8 +1,8 @@
-"""The regression suite's RKNN layout cases (``tests/hil/test_hil_rockchip_layouts.py``) on an
-emulated RK3588 and an emulated RV1106, as a nightly runs them on real boards: an inventory of
+"""The regression suite's RKNN layout cases (``npu_hil/harness/suite/test_hil_rockchip_layouts.py``)
+on an emulated RK3588 and an emulated RV1106, as a nightly runs them on real boards: an inventory of
 the emulated boards (``backend: hw``, ``python:`` their launchers), a manifest of compiled models
 per target (``fake_compile``: the identity at every shape of the suite, described as the runtime
-reports such a model), and ``pytest tests/hil --inventory ... --backend hw``.
+reports such a model), and ``pytest npu_hil/harness/suite --inventory ... --backend hw``.
 
 Each case packs its input with the host codec, deploys the manifest's model to the board, runs
 it through the unchanged agent on Debian's aarch64 Python and ``rknn_native`` into the aarch64
@@ -14,7 +14,6 @@ may pass without running.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -32,7 +31,7 @@ from npu_hil.harness.emulated import EmulatedBoard
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
-SUITE = "tests/hil/test_hil_rockchip_layouts.py"
+SUITE = "npu_hil/harness/suite/test_hil_rockchip_layouts.py"
 TARGETS = ("rk3588", "rv1106")
 INVENTORY = Path(__file__).with_name("inventory.yaml")
 NATIVE_BOARDS = ("rk3588-emu-02", "rv1106-emu-01")  # rknn_native
@@ -40,11 +39,9 @@ LITE_BOARD = "rk3588-emu-01"  # rknnlite
 
 
 def hil_shapes() -> tuple[tuple[int, ...], ...]:
-    spec = importlib.util.spec_from_file_location("hil_cases", REPO / "tests/hil/hil_cases.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return tuple(module.SHAPES)
+    from npu_hil.harness.suite.hil_cases import SHAPES
+
+    return tuple(SHAPES)
 
 
 def write_inventory(folder: Path, boards: dict[str, EmulatedBoard], manifest: Path) -> Path:
@@ -75,7 +72,8 @@ def outcomes(junit: Path) -> dict[str, list[tuple[str, str]]]:
 def run_suite(
     folder: Path, boards: dict[str, EmulatedBoard], *args: str, fault: str | None = None
 ) -> tuple[dict[str, list[tuple[str, str]]], subprocess.CompletedProcess[str], float]:
-    """``pytest tests/hil/...`` on the emulated boards, as a nightly runs it on a farm."""
+    """``pytest npu_hil/harness/suite/...`` on the emulated boards, as a nightly runs it on a
+    farm."""
     manifest = compile_manifest(folder / "models", TARGETS, hil_shapes())
     inventory = write_inventory(folder, boards, manifest)
     junit = folder / "junit.xml"

@@ -1,6 +1,7 @@
 """The farm on labgrid places: the inventory's ``labgrid`` section resolved against a real
-coordinator, and the regression suite (``tests/hil``) run by pytest on a labgrid-exported board,
-alone, under pytest-xdist, against a second client holding the place, and killed."""
+coordinator, and the regression suite (``npu_hil/harness/suite``) run by pytest on a
+labgrid-exported board, alone, under pytest-xdist, against a second client holding the place, and
+killed."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def suite_command(inventory: Path, tmp: Path, *args: str) -> list[str]:
         sys.executable,
         "-m",
         "pytest",
-        "tests/hil",
+        "npu_hil/harness/suite",
         "-p",
         "no:cacheprovider",
         "-q",

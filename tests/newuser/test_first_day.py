@@ -1,6 +1,8 @@
-"""A model developer's first day, as a script would do it on a fresh machine: a new venv, `pip
-install` from a clone, a project of their own (with its own ``targets.py``, ``harness.py`` and
-``conftest.py``), and plain ``pytest`` / ``pytest -n 2`` with no inventory anywhere.
+"""A model developer's first day, as a script would do it on a fresh machine: the wheel and the
+sdist built from a clone (their file lists checked), a new venv with the wheel installed, the
+main job (``npu-hil nightly``) in an empty folder with no repository around, a project of their
+own (with its own ``targets.py``, ``harness.py`` and ``conftest.py``), and plain ``pytest`` /
+``pytest -n 2`` with no inventory anywhere.
 
 Slow (it builds the wheel and installs every dependency into the new venv), so it runs in its
 own tox environment (``tox -e new-user``), or with ``NPU_HIL_NEW_USER=1``.
@@ -8,15 +10,20 @@ own tox environment (``tox -e new-user``), or with ``NPU_HIL_NEW_USER=1``.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
+import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+DIST_INFO = "npu_hil-0.1.0"
 
 pytestmark = [
     pytest.mark.e2e,
@@ -58,8 +65,8 @@ def run(cmd: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedP
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """A clone of this repository installed (not editable) into a venv of its own."""
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
+    """The wheel and the sdist of a clone of this repository, built as a release is."""
     if shutil.which("git") is None:
         pytest.fail("the new-user run needs git to clone the repository")
     base = tmp_path_factory.mktemp("first-day")
@@ -72,15 +79,79 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     clone = base / "npu-hil"
     done = run(["git", "clone", "-q", str(REPO), str(clone)], base, env)
     assert done.returncode == 0, done.stderr
+    dist = base / "dist"
+    done = run([sys.executable, "-m", "build", "--outdir", str(dist), str(clone)], base, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "deprecat" not in (done.stdout + done.stderr).lower(), done.stdout + done.stderr
+    (wheel,) = dist.glob("*.whl")
+    (sdist,) = dist.glob("*.tar.gz")
+    return wheel, sdist, env
+
+
+@pytest.fixture(scope="module")
+def installed(built: tuple[Path, Path, dict[str, str]]) -> tuple[Path, dict[str, str]]:
+    """The wheel installed into a venv of its own, with every dependency."""
+    wheel, _, env = built
+    base = wheel.parent.parent
     venv = base / "venv"
     done = run([sys.executable, "-m", "venv", str(venv)], base, env)
     assert done.returncode == 0, done.stderr
     python = str(venv / "bin" / "python")
     pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    done = run([*pip, str(clone)], base, env)
+    done = run([*pip, str(wheel)], base, env)
     assert done.returncode == 0, done.stdout + done.stderr
-    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env = {**env, "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
     return venv, env
+
+
+def data_files() -> set[str]:
+    """Every file of the package the code may read that is not Python (tables, the C source)."""
+    return {
+        path.relative_to(REPO).as_posix()
+        for path in (REPO / "npu_hil").rglob("*")
+        if path.is_file()
+        and path.suffix not in (".py", ".pyc", ".so")
+        and "__pycache__" not in path.parts
+    }
+
+
+def test_the_wheel_and_the_sdist_hold_one_package(built: tuple[Path, Path, dict[str, str]]) -> None:
+    wheel, sdist, _ = built
+    with zipfile.ZipFile(wheel) as archive:
+        members = archive.infolist()
+    names = {m.filename for m in members}
+    assert {name.split("/")[0] for name in names} == {"npu_hil", f"{DIST_INFO}.dist-info"}
+    assert not [m.filename for m in members if stat.S_ISLNK(m.external_attr >> 16)]
+    assert data_files() - {"npu_hil/harness/codec/_kernels.c"} <= names
+    assert f"{DIST_INFO}.dist-info/licenses/LICENSE" in names
+    assert "npu_hil/harness/suite/test_hil_reference_models.py" in names  # the nightly's suite
+    if sys.version_info >= (3, 11):  # one wheel for this and every later CPython
+        assert wheel.name.endswith("-cp311-abi3-linux_x86_64.whl") or "abi3" in wheel.name
+        assert any(n.endswith("_kernels.abi3.so") for n in names)
+    with tarfile.open(sdist) as archive:
+        entries = archive.getmembers()
+    top = f"{DIST_INFO}/"
+    files = {e.name.removeprefix(top) for e in entries if e.isfile()}
+    assert not [e.name for e in entries if e.issym() or e.islnk()]
+    assert {"LICENSE", "pyproject.toml", "setup.py", "README.md"} <= files
+    assert data_files() <= files
+    # Nothing that needs the repository around it: no tests (they are the repository's).
+    assert not [f for f in files if f.startswith("tests/")]
+
+
+def test_the_nightly_runs_from_the_wheel_in_an_empty_folder(
+    installed: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """The main job where a user stands, with no checkout: the suite shipped in the package, the
+    built-in simulated farm, the report under ./reports."""
+    venv, env = installed
+    done = run([str(venv / "bin" / "npu-hil"), "nightly", "-n", "2"], tmp_path, env)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    (summary,) = (tmp_path / "reports").glob("*/summary.json")
+    totals = json.loads(summary.read_text(encoding="utf-8"))["outcomes"]
+    assert totals["passed"] > 500 and not totals.get("failed"), totals
+    assert "Traceback" not in output
 
 
 @pytest.fixture

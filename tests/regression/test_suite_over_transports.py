@@ -1,6 +1,6 @@
-"""The plugin's regression suite (tests/hil) over real links: ``--simfarm`` puts simulated boards
-behind a real OpenSSH sshd and serial consoles on 127.0.0.1, and every case must pass there as it
-does on the local simulated boards, with each record saying which link carried it.
+"""The plugin's regression suite (npu_hil/harness/suite) over real links: ``--simfarm`` puts
+simulated boards behind a real OpenSSH sshd and serial consoles on 127.0.0.1, and every case must
+pass there as it does on the local simulated boards, with each record saying which link carried it.
 
 These runs are subprocesses of their own (``-n 2``), as a user would start them; the farm they
 start must be gone when they end, pass or fail.
@@ -25,7 +25,7 @@ from npu_hil.harness.report.runs import RUN_ID_PATTERN
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-SUITE = ROOT / "tests" / "hil"
+SUITE = ROOT / "npu_hil" / "harness" / "suite"
 
 
 def run_suite(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[dict]]:

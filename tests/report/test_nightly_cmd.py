@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import npu_hil.harness.suite
 from npu_hil.harness.cli.nightly_cmd import RecordTail
 
 # End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
@@ -165,10 +166,32 @@ def test_nightly_compare_with_is_passed_on(tmp_path: Path) -> None:
     assert cmd[cmd.index("--compare-with") + 1] == "20260101T000000Z-abcdef"
 
 
-def test_nightly_without_a_suite_is_bad_input(tmp_path: Path) -> None:
-    proc = _nightly(tmp_path)
+def test_nightly_with_a_missing_suite_is_bad_input(tmp_path: Path) -> None:
+    proc = _nightly(tmp_path, "--suite", str(tmp_path / "nowhere"))
     assert proc.returncode == 2
     assert "no regression suite" in proc.stderr and "--suite" in proc.stderr
+
+
+def test_with_no_suite_of_its_own_nightly_runs_the_shipped_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from npu_hil.harness.cli.main import build_parser
+    from npu_hil.harness.cli.nightly_cmd import pytest_command, resolve_suite
+
+    monkeypatch.chdir(tmp_path)
+    shipped = resolve_suite(None)
+    assert shipped == Path(npu_hil.harness.suite.__file__).parent
+    assert sorted(p.name for p in shipped.glob("test_*.py")) == [
+        "test_hil_horizon_layouts.py",
+        "test_hil_kl730_layouts.py",
+        "test_hil_preflight_negatives.py",
+        "test_hil_reference_models.py",
+        "test_hil_rockchip_layouts.py",
+    ]
+    cmd = pytest_command(build_parser().parse_args(["nightly"]), shipped)
+    assert cmd[cmd.index("--rootdir") + 1] == str(shipped)  # ids independent of the install
+    (tmp_path / "tests" / "hil").mkdir(parents=True)
+    assert resolve_suite(None) == tmp_path / "tests" / "hil"  # a suite of the user's own wins
 
 
 def test_record_tail_reads_whole_lines_only(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ simulated, is exit 2 before pytest starts.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shlex
@@ -35,6 +36,9 @@ from npu_hil.harness.report.runs import RECORDS_FILE, RUN_DIR_ENV, SUMMARY_FILE,
 from npu_hil.harness.report.writer import COMPARISON_FILE, HTML_FILE, load_records, write_run
 
 DEFAULT_SUITE = Path("tests") / "hil"
+"""A suite of the user's own beside the inventory, run when the current folder has one."""
+SHIPPED_SUITE = "npu_hil.harness.suite"
+"""The suite that ships with npu-hil, run otherwise, wherever the user stands."""
 DEFAULT_INVENTORY = "inventory.yaml"
 POLL_SECONDS = 0.25
 LOG_FILE = "pytest.log"
@@ -52,7 +56,9 @@ def add_parser(sub: Any) -> None:
     nightly = sub.add_parser(
         "nightly",
         help="run the regression suite on the farm and write the report",
-        description="Run the regression suite (tests/hil/) with the npu-hil pytest plugin, show "
+        description="Run the regression suite (./tests/hil/ when the current folder has one, "
+        "else the suite shipped with npu-hil, npu_hil.harness.suite) with the npu-hil pytest "
+        "plugin, show "
         "progress per board, write reports/<run-id>/. Arguments after -- go to pytest.",
     )
     nightly.add_argument("--inventory", type=Path, help="the board inventory (farm.yaml)")
@@ -66,7 +72,10 @@ def add_parser(sub: Any) -> None:
         "--board", action="append", default=[], metavar="NAME", help="only these boards"
     )
     nightly.add_argument(
-        "--suite", type=Path, help="the regression suite (default: tests/hil under the cwd)"
+        "--suite",
+        type=Path,
+        help="the regression suite (default: ./tests/hil if there is one, else the suite shipped "
+        "with npu-hil)",
     )
     nightly.add_argument(
         "--simfarm",
@@ -114,8 +123,20 @@ def plugin_args(workers: str | None) -> list[str]:
     return ["-p", "npu_hil.harness.plugin", *(["-p", "xdist"] if workers else [])]
 
 
+def shipped_suite() -> Path:
+    """Where the suite shipped with npu-hil is installed (found, not imported: it is pytest's)."""
+    spec = importlib.util.find_spec(SHIPPED_SUITE)
+    if spec is None or not spec.submodule_search_locations:
+        raise NightlyError(f"the suite shipped with npu-hil ({SHIPPED_SUITE}) is not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
 def pytest_command(args: argparse.Namespace, suite: Path) -> list[str]:
     cmd = [sys.executable, "-m", "pytest", str(suite), *plugin_args(args.workers)]
+    if suite == shipped_suite():
+        # The same case ids wherever npu-hil is installed (a checkout, a venv, site-packages),
+        # so that the history compares one night with the next.
+        cmd += ["--rootdir", str(suite)]
     cmd += ["--reports", str(args.reports)]
     if args.inventory is not None:
         cmd += ["--inventory", str(args.inventory)]
@@ -140,12 +161,12 @@ def pytest_command(args: argparse.Namespace, suite: Path) -> list[str]:
 
 
 def resolve_suite(suite: Path | None) -> Path:
-    path = suite if suite is not None else Path.cwd() / DEFAULT_SUITE
-    if not path.exists():
-        raise NightlyError(
-            f"no regression suite at {path}: run from the npu-hil checkout or pass --suite PATH"
-        )
-    return path
+    if suite is None:
+        own = Path.cwd() / DEFAULT_SUITE
+        return own if own.exists() else shipped_suite()
+    if not suite.exists():
+        raise NightlyError(f"no regression suite at {suite}: pass --suite PATH to an existing one")
+    return suite
 
 
 class RecordTail:
@@ -321,6 +342,8 @@ def _nightly_kind(args: argparse.Namespace, suite: Path) -> dict[str, Any]:
         where = suite.resolve().relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
         where = suite.resolve().as_posix()
+    if suite == shipped_suite():
+        where = SHIPPED_SUITE  # the same key wherever it is installed
     selection = {
         "target": list(args.target),
         "board": list(getattr(args, "board", [])),

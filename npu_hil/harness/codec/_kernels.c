@@ -708,7 +708,11 @@ fc_parse_ints(PyObject *obj, Py_ssize_t *out, const char *what, int allow_negati
 
     if (seq == NULL)
         return -1;
-    n = PySequence_Fast_GET_SIZE(seq);
+    n = PySequence_Size(seq);
+    if (n < 0) {
+        Py_DECREF(seq);
+        return -1;
+    }
     if (n > FC_MAX_RANK) {
         PyErr_Format(PyExc_ValueError, "%s: rank %zd exceeds the maximum of %d", what, n,
                      FC_MAX_RANK);
@@ -716,7 +720,17 @@ fc_parse_ints(PyObject *obj, Py_ssize_t *out, const char *what, int allow_negati
         return -1;
     }
     for (i = 0; i < n; i++) {
-        Py_ssize_t v = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(seq, i), PyExc_OverflowError);
+        /* The stable ABI's item access (PySequence_Fast_GET_ITEM is a macro over the list and
+           tuple structs, which the limited API hides): a new reference, dropped at once. */
+        PyObject *item = PySequence_GetItem(seq, i);
+        Py_ssize_t v;
+
+        if (item == NULL) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        v = PyNumber_AsSsize_t(item, PyExc_OverflowError);
+        Py_DECREF(item);
         if (v == -1 && PyErr_Occurred()) {
             Py_DECREF(seq);
             return -1;
@@ -990,7 +1004,7 @@ fc_set_isa_py(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs
         return NULL;
     }
     if (nargs == 1 && args[0] != Py_None) {
-        cap = PyUnicode_AsUTF8(args[0]);
+        cap = PyUnicode_AsUTF8AndSize(args[0], NULL);
         if (cap == NULL)
             return NULL;
         if (strcmp(cap, "base") != 0 && strcmp(cap, "avx2") != 0 && strcmp(cap, "avx512") != 0) {

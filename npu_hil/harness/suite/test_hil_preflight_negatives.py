@@ -4,17 +4,23 @@ passes both. Targets without width limits in the seeds accept any width."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import onnx
 import pytest
-from hil_cases import input_dtype, tensor
 from onnx import helper
 
 from npu_hil.harness.errors import DeviceError
 from npu_hil.harness.models import conv3x3
 from npu_hil.harness.plugin import assert_run_ok
 from npu_hil.harness.preflight import preflight
+from npu_hil.harness.suite.hil_cases import input_dtype, tensor
 from npu_hil.targets import check_conv, rockchip
+
+if TYPE_CHECKING:
+    from npu_hil.harness.farm.session import BoardSession
+    from npu_hil.harness.plugin.run import RunModel
 
 WIDTHS = (2048, 8192)
 
@@ -34,7 +40,7 @@ def _declared_input(model: onnx.ModelProto, dtype: np.dtype) -> onnx.ModelProto:
 
 @pytest.mark.vendor("rockchip")
 @pytest.mark.parametrize("width", WIDTHS)
-def test_conv_width_rule(run_model, board, width):
+def test_conv_width_rule(run_model: RunModel, board: BoardSession, width: int) -> None:
     target = board.target
     shape = (1, 3, 1, width)
     model = conv3x3(shape)
@@ -52,7 +58,7 @@ def test_conv_width_rule(run_model, board, width):
 
 
 @pytest.mark.vendor("kneron", "horizon")
-def test_no_width_limit(board):
+def test_no_width_limit(board: BoardSession) -> None:
     report = preflight(conv3x3((1, 3, 1, 8192)), board.target)
     assert report.ok
     assert any("no convolution width limits" in note for note in report.notes)

@@ -7,11 +7,17 @@ of stride_npu cannot address) must be refused by the runtime.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
-from hil_cases import SHAPES, codec_refusal, input_dtype, shape_id, tensor
 
 from npu_hil.harness.plugin import assert_run_ok
+from npu_hil.harness.suite.hil_cases import SHAPES, codec_refusal, input_dtype, shape_id, tensor
 from npu_hil.targets.kneron import kl730
+
+if TYPE_CHECKING:
+    from npu_hil.harness.farm.session import BoardSession
+    from npu_hil.harness.plugin.run import RunModel
 
 pytestmark = pytest.mark.soc(*kl730.TARGETS)
 
@@ -25,7 +31,9 @@ def _stored(fmt: str) -> str:
 
 @pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_input_format_round_trip(run_model, board, fmt, shape):
+def test_input_format_round_trip(
+    run_model: RunModel, board: BoardSession, fmt: str, shape: tuple[int, ...]
+) -> None:
     x = tensor(shape, input_dtype(board.target, "kneron"))
     refusal = codec_refusal(board.target, fmt, shape, _stored(fmt), "input")
     if refusal is not None:
@@ -37,7 +45,9 @@ def test_input_format_round_trip(run_model, board, fmt, shape):
 
 @pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_output_format_round_trip(run_model, board, fmt, shape):
+def test_output_format_round_trip(
+    run_model: RunModel, board: BoardSession, fmt: str, shape: tuple[int, ...]
+) -> None:
     x = tensor(shape, input_dtype(board.target, "kneron"))
     refusal = codec_refusal(board.target, fmt, shape, _stored(fmt), "output")
     if refusal is not None:

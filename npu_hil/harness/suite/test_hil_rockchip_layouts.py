@@ -8,9 +8,13 @@ reason (``rknn_board_gap``), never passed.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pytest
-from hil_cases import (
+
+from npu_hil.harness.plugin import assert_run_ok
+from npu_hil.harness.suite.hil_cases import (
     SHAPES,
     input_dtype,
     rknn_board_gap,
@@ -19,9 +23,11 @@ from hil_cases import (
     shape_id,
     tensor,
 )
-
-from npu_hil.harness.plugin import assert_run_ok
 from npu_hil.targets.rockchip.layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS
+
+if TYPE_CHECKING:
+    from npu_hil.harness.farm.session import BoardSession
+    from npu_hil.harness.plugin.run import RunModel
 
 pytestmark = pytest.mark.vendor("rockchip")
 
@@ -30,7 +36,9 @@ SHAPE_IDS = [shape_id(s) for s in SHAPES]
 
 @pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
 @pytest.mark.parametrize("layout", INPUT_LAYOUTS)
-def test_input_layout_round_trip(run_model, board, layout, shape):
+def test_input_layout_round_trip(
+    run_model: RunModel, board: BoardSession, layout: str, shape: tuple[int, ...]
+) -> None:
     gap = rknn_board_gap(board, "input", layout, shape)
     if gap is not None:
         pytest.skip(gap)
@@ -48,7 +56,9 @@ def test_input_layout_round_trip(run_model, board, layout, shape):
 
 @pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
 @pytest.mark.parametrize("layout", OUTPUT_LAYOUTS)
-def test_output_layout_round_trip(run_model, board, layout, shape):
+def test_output_layout_round_trip(
+    run_model: RunModel, board: BoardSession, layout: str, shape: tuple[int, ...]
+) -> None:
     gap = rknn_board_gap(board, "output", layout, shape)
     if gap is not None:
         pytest.skip(gap)

@@ -3,10 +3,16 @@ host's onnxruntime result (quantized with the parameters the device reported) wi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
-from hil_cases import MODEL_SHAPES, input_dtype, shape_id, tensor
 
 from npu_hil.harness.plugin import assert_run_ok
+from npu_hil.harness.suite.hil_cases import MODEL_SHAPES, input_dtype, shape_id, tensor
+
+if TYPE_CHECKING:
+    from npu_hil.harness.farm.session import BoardSession
+    from npu_hil.harness.plugin.run import RunModel
 
 MODELS = ("identity", "conv1x1", "conv3x3", "depthwise", "deconv")
 TOLERANCE = 1.0
@@ -14,7 +20,9 @@ TOLERANCE = 1.0
 
 @pytest.mark.parametrize("shape", MODEL_SHAPES, ids=[shape_id(s) for s in MODEL_SHAPES])
 @pytest.mark.parametrize("model", MODELS)
-def test_reference_model(run_model, board, model, shape):
+def test_reference_model(
+    run_model: RunModel, board: BoardSession, model: str, shape: tuple[int, ...]
+) -> None:
     x = tensor(shape, input_dtype(board.target, board.board.vendor))
     result = run_model(model, {"input": x}, tolerance=TOLERANCE)
     assert_run_ok(result)
@@ -22,7 +30,9 @@ def test_reference_model(run_model, board, model, shape):
 
 
 @pytest.mark.parametrize("shape", MODEL_SHAPES, ids=[shape_id(s) for s in MODEL_SHAPES])
-def test_add_relu_two_inputs(run_model, board, shape):
+def test_add_relu_two_inputs(
+    run_model: RunModel, board: BoardSession, shape: tuple[int, ...]
+) -> None:
     dtype = input_dtype(board.target, board.board.vendor)
     a, b = tensor(shape, dtype, seed=1), tensor(shape, dtype, seed=2)
     result = run_model("add_relu", {"a": a, "b": b}, tolerance=TOLERANCE)
