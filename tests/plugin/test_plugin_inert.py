@@ -4,6 +4,7 @@ someone else's tests no measurable time (held against ``-p no:npu_hil`` in the s
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import resource
@@ -206,6 +207,22 @@ def test_an_unused_plugin_imports_nothing_heavy_and_prints_nothing(
     # The same output as without the plugin, the time of the run aside.
     assert not _npu_hil_lines(said)
     assert said[:-1] == said_without[:-1]
+
+
+@pytest.mark.parametrize("package", ["npu_hil.harness.farm", "npu_hil.harness.report"])
+def test_the_packages_the_plugin_reads_export_their_names_on_first_use(package: str) -> None:
+    """Every name of the package's ``__all__`` is its module's own object, and importing the
+    package (as the plugin's light modules do) imports none of them."""
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        source = importlib.import_module(f"{package}.{module._EXPORTS[name]}")
+        assert getattr(module, name) is getattr(source, name), name
+    assert set(module._EXPORTS) == set(module.__all__)
+    code = f"import sys, {package}; print([m for m in sys.modules if m.startswith('{package}.')])"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout
 
 
 ROUNDS = 9
