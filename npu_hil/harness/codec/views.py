@@ -13,11 +13,14 @@ def split_view(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     lacks the keyword, takes the shape on a view, which raises the same way (numpy 2.5 deprecates
     that spelling, hence not first)."""
     try:
-        return np.reshape(array, shape, copy=False)
-    except TypeError:  # numpy < 2.1: no copy keyword
-        view: np.ndarray = array.view()
-        view.shape = shape
-        return view
+        try:
+            return np.reshape(array, shape, copy=False)
+        except TypeError:  # numpy < 2.1: no copy keyword
+            view: np.ndarray = array.view()
+            view.shape = shape
+            return view
+    except (ValueError, AttributeError):
+        raise ValueError(f"cannot split {array.shape} into {shape} without a copy") from None
 
 
 def byte_view(
