@@ -125,6 +125,7 @@ LIGHT_MODULES = {
     "npu_hil.harness.farm",
     "npu_hil.harness.farm.backends",
     "npu_hil.harness.farm.defaults",
+    "npu_hil.harness.lazyexports",
     "npu_hil.harness.history",
     "npu_hil.harness.history.defaults",
 }

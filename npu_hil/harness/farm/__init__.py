@@ -12,8 +12,9 @@ them until a test asks for a board.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from npu_hil.harness.lazyexports import lazy_exports
 
 if TYPE_CHECKING:
     from npu_hil.harness.farm.backends import BACKENDS
@@ -80,10 +81,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # once: later reads do not come here
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)
