@@ -17,6 +17,7 @@ from npu_hil.targets.rockchip import (
 )
 from npu_hil.targets.rockchip.apipaths import API_PATHS
 from npu_hil.targets.rockchip.artifact import read_rknn
+from npu_hil.targets.rockchip.compiler.toolkit import COMPILER
 from npu_hil.targets.rockchip.decode import RknnDecode
 from npu_hil.targets.rockchip.reported import RknnReport
 from npu_hil.targets.unit import NpuThroughput, SimOption, Vendor
@@ -84,6 +85,7 @@ UNIT = Vendor(
     compatibility=Path(__file__).with_name("compatibility.json"),
     identity=Path(__file__).with_name("identity.json"),
     api_paths=API_PATHS,
+    compiler=COMPILER,
     artifact_suffixes=(".rknn",),
     forensic_variants=variants.forensic_variants,
     fault_variants=variants.fault_variants,
