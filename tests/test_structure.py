@@ -35,8 +35,6 @@ KNOWN_VENDOR_FILES = {
     "npu_hil/harness/board/adapters/kneron.py",
     "npu_hil/harness/board/adapters/rknn_native.py",
     "npu_hil/harness/board/adapters/rknnlite.py",
-    "npu_hil/harness/cli/models_cmd.py",
-    "npu_hil/harness/models/compile_set.py",
 }
 VENDOR_WORD = re.compile(
     r"rockchip|horizon|kneron|rknn|hobot|kl730|rk35\d\d|rv11\d\d|rk2118|rdk[-_]", re.IGNORECASE

@@ -22,6 +22,7 @@ import numpy as np
 
 from npu_hil.harness.codec.engine import BlockedLayout
 from npu_hil.harness.codec.registry import LayoutBuilder, ReportReader
+from npu_hil.targets.compiler import ModelCompiler
 from npu_hil.targets.quant import Quantizer
 
 if TYPE_CHECKING:
@@ -197,6 +198,8 @@ class Vendor:
     """The vendor's ways to run one model (the cross-API check runs a job through the board's
     and another, and diffs them); the first is the native (zero-copy) path the simulated
     runtime is. One path, or none: the check is not applicable."""
+    compiler: ModelCompiler | None = None
+    """Compiles the reference models for a real board (``npu-hil models build``)."""
     artifact_suffixes: tuple[str, ...] = ()
     """The compiled-model file suffixes of this vendor's toolchain."""
     read_artifact: Callable[[Path], Any] | None = None

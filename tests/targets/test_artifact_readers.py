@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from npu_hil.harness.errors import ArtifactError, CompatibilityError, NpuHilError
 from npu_hil.targets.artifact import parse_version, read_artifact
 from npu_hil.targets.horizon.artifact import read_horizon_model
-from npu_hil.targets.kneron.artifact import read_nef
-from npu_hil.targets.rockchip.artifact import read_rknn
+from npu_hil.targets.kneron.artifact import read_kneron_model
+from npu_hil.targets.rockchip.artifact import read_rockchip_model
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "artifacts" / "rockchip"
 REAL = {
@@ -29,7 +29,7 @@ REAL = {
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_rknn_files_state_their_toolkit_format_and_target(name: str) -> None:
     fmt, version, platform, data_bytes = REAL[name]
-    info = read_rknn(DATA / name)
+    info = read_rockchip_model(DATA / name)
     assert (info.vendor, info.format, info.format_version) == ("rockchip", fmt, version)
     assert info.toolkit_version == "2.5.0"
     assert info.target_platforms == (platform,)
@@ -93,17 +93,17 @@ def test_damaged_rknn_files_are_typed_errors_naming_what_and_where(tmp_path: Pat
     ]
     for number, (content, match) in enumerate(cases):
         with pytest.raises(ArtifactError, match=match) as caught:
-            read_rknn(written(tmp_path, content, f"{number}.rknn"))
+            read_rockchip_model(written(tmp_path, content, f"{number}.rknn"))
         assert isinstance(caught.value, CompatibilityError)
         assert f"{number}.rknn" in caught.value.message
 
 
 def test_missing_fields_are_unknown_never_guessed(tmp_path: Path) -> None:
-    info = read_rknn(written(tmp_path, with_info(real_bytes(), {"name": "x"})))
+    info = read_rockchip_model(written(tmp_path, with_info(real_bytes(), {"name": "x"})))
     assert info.toolkit_version is None and info.target_platforms == ()
     assert any("no toolkit version" in u for u in info.unverified)
     assert any("no target platform" in u for u in info.unverified)
-    one = read_rknn(
+    one = read_rockchip_model(
         written(
             tmp_path, with_info(real_bytes(), {"version": "1.6.0", "target_platform": "RK3588"})
         )
@@ -115,9 +115,9 @@ def test_a_folder_is_refused(tmp_path: Path) -> None:
     folder = tmp_path / "m.rknn"
     folder.mkdir()
     with pytest.raises(ArtifactError, match=r"m\.rknn: expected a compiled RKNN model"):
-        read_rknn(folder)
+        read_rockchip_model(folder)
     with pytest.raises(ArtifactError, match="cannot open"):
-        read_rknn(tmp_path / "missing.rknn")
+        read_rockchip_model(tmp_path / "missing.rknn")
 
 
 @pytest.mark.slow
@@ -134,7 +134,7 @@ def test_any_cut_or_corruption_reads_or_fails_typed(
         data[at] ^= xor
     path = written(tmp_path_factory.mktemp("cut"), data[:cut])
     try:
-        info = read_rknn(path)
+        info = read_rockchip_model(path)
     except ArtifactError:
         return
     # What reads at all reads as what the file says: never an invented field.
@@ -148,7 +148,7 @@ def nef(tmp_path: Path, body: bytes, *, crc: int | None = None) -> Path:
 
 
 def test_nef_crc_and_root_offset(tmp_path: Path) -> None:
-    info = read_nef(nef(tmp_path, bytes(range(64)) * 40))
+    info = read_kneron_model(nef(tmp_path, bytes(range(64)) * 40))
     assert (info.vendor, info.format, info.target_platforms, info.toolkit_version) == (
         "kneron",
         "nef",
@@ -158,12 +158,12 @@ def test_nef_crc_and_root_offset(tmp_path: Path) -> None:
     assert info.unverified and "schema" in info.unverified[0]
     assert read_artifact(tmp_path / "m.nef", "kl730") == info
     with pytest.raises(ArtifactError, match=r"CRC-32 stored in its last 4 bytes is 0x00000001"):
-        read_nef(nef(tmp_path, bytes(100), crc=1))
+        read_kneron_model(nef(tmp_path, bytes(100), crc=1))
     with pytest.raises(ArtifactError, match="root offset at byte 0 is 4000"):
         path = written(tmp_path, struct.pack("<I", 4000) + bytes(20), "m.nef")
-        read_nef(path)
+        read_kneron_model(path)
     with pytest.raises(ArtifactError, match="the file has 3 bytes"):
-        read_nef(written(tmp_path, b"abc", "m.nef"))
+        read_kneron_model(written(tmp_path, b"abc", "m.nef"))
 
 
 def test_horizon_models_are_checked_for_what_they_are_not(tmp_path: Path) -> None:

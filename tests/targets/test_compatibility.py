@@ -17,10 +17,10 @@ from npu_hil.targets.artifact import ArtifactInfo
 from npu_hil.targets.compat_table import load_table, table_for
 from npu_hil.targets.compatibility import check_compatibility, refusal
 from npu_hil.targets.registry import unit_named, units
-from npu_hil.targets.rockchip.artifact import read_rknn
+from npu_hil.targets.rockchip.artifact import read_rockchip_model
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "artifacts" / "rockchip"
-RK3588 = read_rknn(DATA / "probe-rk3588-i8.rknn")
+RK3588 = read_rockchip_model(DATA / "probe-rk3588-i8.rknn")
 RT = {"api_version": "1.6.0 (9a7b5d24c@2023-12-13T17:31:11)", "drv_version": "0.9.8"}
 NEW = {"api_version": "2.5.0 (74ea630ce@2026-09-29)", "drv_version": "0.9.8"}
 
@@ -198,7 +198,7 @@ def test_a_newer_major_runtime_is_a_warning() -> None:
 
 
 def test_a_sibling_platform_with_the_same_program_is_a_warning() -> None:
-    rk3566 = read_rknn(DATA / "probe-rk3566-i8.rknn")
+    rk3566 = read_rockchip_model(DATA / "probe-rk3566-i8.rknn")
     found = check_compatibility(rk3566, "rk3568", NEW)
     assert statuses(found)["target-platform"] == "warn"
     assert "same program" in found[0].message

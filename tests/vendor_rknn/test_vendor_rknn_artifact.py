@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from npu_hil.targets.compatibility import check_compatibility
-from npu_hil.targets.rockchip.artifact import read_rknn
+from npu_hil.targets.rockchip.artifact import read_rockchip_model
 from npu_hil.targets.rockchip.compiler.build import TOOLKIT_VERSION, BuildJob, build_one
 
 PROBE = Path(__file__).resolve().parents[1] / "data" / "artifacts" / "rockchip" / "probe.onnx"
@@ -47,7 +47,7 @@ def built(compiler: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
 
 @pytest.mark.parametrize("target", sorted(FORMATS))
 def test_the_compiler_writes_what_the_reader_reads(built: dict[str, Path], target: str) -> None:
-    info = read_rknn(built[target])
+    info = read_rockchip_model(built[target])
     assert (info.format, info.format_version) == FORMATS[target]
     assert info.toolkit_version == TOOLKIT_VERSION
     assert info.compiler_version is not None and info.compiler_version.startswith(TOOLKIT_VERSION)
@@ -67,7 +67,7 @@ def test_the_shared_program_of_rk3566_and_rk3568(built: dict[str, Path]) -> None
     # The platform name twice (model data and model info), and a few bytes of uninitialised
     # memory that also differ between two builds of one target: never more than a handful.
     assert 2 <= len(differing) < 64
-    info = read_rknn(built["rk3566"])
+    info = read_rockchip_model(built["rk3566"])
     assert {f.check: f.status for f in check_compatibility(info, "rk3568", {})}[
         "target-platform"
     ] == "warn"

@@ -1,4 +1,5 @@
-"""``npu-hil models build|install-compiler``: the reference models compiled for a real board."""
+"""``npu-hil models build|install-compiler``: the reference models compiled for a real board, by
+the compiler of the target's vendor (``Vendor.compiler``)."""
 
 from __future__ import annotations
 
@@ -13,46 +14,53 @@ from typing import Any
 from npu_hil.harness.cli.common import print_json
 from npu_hil.harness.inputs import check_regular
 from npu_hil.harness.models import MODELS
-from npu_hil.harness.models.compile_set import MANIFEST_NAME, compiled_tensor, plan, record
-from npu_hil.harness.models.manifest import load_manifest
-from npu_hil.targets import rockchip
-from npu_hil.targets.rockchip.compiler.build import (
-    TOOLKIT,
-    TOOLKIT_VERSION,
-    BuildFailure,
-    BuildResult,
-    CompilerError,
-    build_all,
-    check_dataset,
-    check_precision,
-    default_precision,
-    probe,
+from npu_hil.harness.models.compile_set import (
+    MANIFEST_NAME,
+    compiled_tensor,
+    compiler_for,
+    plan,
+    record,
 )
+from npu_hil.harness.models.manifest import load_manifest
+from npu_hil.targets.compiler import CompilerError, ModelCompiler
+from npu_hil.targets.registry import units
 
 EXIT_BUILD_FAILED = 1
 
 
+def _compilers() -> dict[str, ModelCompiler]:
+    """Every vendor's compiler, by the targets it builds for (in the registry's order)."""
+    return {t: u.compiler for u in units() if u.compiler is not None for t in u.targets}
+
+
+def _each(texts: list[str], joined: str = " or ") -> str:
+    return joined.join(dict.fromkeys(texts))
+
+
 def add_parser(sub: Any) -> None:
+    compilers = _compilers()
+    kinds = list(dict.fromkeys(compilers.values()))
     models = sub.add_parser("models", help="compile the reference models for a real board")
     actions = models.add_subparsers(dest="action", required=True)
 
     build = actions.add_parser(
         "build",
-        help="compile the reference models to .rknn and write the model manifest",
+        help=f"compile the reference models to {_each([c.suffix for c in kinds])} and write the "
+        "model manifest",
         description=(
             "Compile every reference model, at the shapes the regression suite runs, with "
-            f"Rockchip's compiler ({TOOLKIT}, the `rknn` extra), one child process per model, "
+            f"{_each([c.described for c in kinds])}, one child process per model, "
             "and write OUT/manifest.json (merged with what it lists for other targets). Name "
             "that file as `manifest:` in the inventory."
         ),
     )
-    build.add_argument("--target", required=True, choices=rockchip.TARGETS)
+    build.add_argument("--target", required=True, choices=list(compilers))
     build.add_argument("--models", nargs="+", choices=list(MODELS), default=None)
     build.add_argument(
         "--precision",
-        choices=("int8", "float16"),
+        choices=list(dict.fromkeys(p for c in kinds for p in c.precisions)),
         default=None,
-        help="default: int8, or float16 on RK2118 (which builds nothing else)",
+        help=_each([c.precision_help for c in kinds], "; "),
     )
     build.add_argument(
         "--dataset",
@@ -68,12 +76,9 @@ def add_parser(sub: Any) -> None:
 
     install = actions.add_parser(
         "install-compiler",
-        help=f"install {TOOLKIT} {TOOLKIT_VERSION} without its pinned dependencies",
-        description=(
-            f"pip install --no-deps {TOOLKIT}=={TOOLKIT_VERSION}: the `rknn` extra brings the "
-            "dependencies its ONNX path imports (a CPU torch instead of its torch<=2.4.0 pin), "
-            "which pip extras cannot say. Then checks that it imports."
-        ),
+        help=f"install {_each([f'{c.toolkit} {c.version}' for c in kinds], ' and ')} without "
+        "its pinned dependencies",
+        description=" ".join(c.install_described for c in kinds),
     )
     install.set_defaults(run=run_install)
 
@@ -90,6 +95,12 @@ def _jobs(text: str) -> int:
 
 
 def run_install(args: argparse.Namespace) -> int:
+    for compiler in dict.fromkeys(_compilers().values()):
+        _install(compiler)
+    return 0
+
+
+def _install(compiler: ModelCompiler) -> None:
     command = [
         sys.executable,
         "-m",
@@ -98,38 +109,36 @@ def run_install(args: argparse.Namespace) -> int:
         "--quiet",
         "--disable-pip-version-check",
         "--no-deps",
-        f"{TOOLKIT}=={TOOLKIT_VERSION}",
+        f"{compiler.toolkit}=={compiler.version}",
     ]
     done = subprocess.run(command, check=False)
     if done.returncode != 0:
         raise CompilerError(f"{' '.join(command[2:])} failed with status {done.returncode}")
-    reason = probe()
+    reason = compiler.probe()
     if reason is not None:
-        raise CompilerError(f"{reason} (install the `rknn` extra: pip install 'npu-hil[rknn]')")
-    print(f"{TOOLKIT} {TOOLKIT_VERSION} installed and imports")
-    return 0
+        raise CompilerError(f"{reason} {compiler.install_hint}")
+    print(f"{compiler.toolkit} {compiler.version} installed and imports")
 
 
 def run_build(args: argparse.Namespace) -> int:
     target: str = args.target
-    precision: str = args.precision or default_precision(target)
-    check_precision(target, precision)
+    compiler = compiler_for(target)
+    precision: str = args.precision or compiler.default_precision(target)
+    compiler.check_precision(target, precision)
     out: Path = args.out
     # The inputs first: a bad --dataset or manifest is the same one-line error whether or not
     # the compiler is installed, and is found before minutes of compiling.
     if args.dataset is not None:
-        check_dataset(args.dataset)
+        compiler.check_dataset(args.dataset)
     existing = out / MANIFEST_NAME
     if os.path.lexists(existing):
         load_manifest(check_regular(existing, "the model manifest (JSON)"))
-    reason = probe()
+    reason = compiler.probe()
     if reason is not None:
         raise CompilerError(reason)
     jobs = plan(target, precision, out, models=args.models, dataset=args.dataset)
     started = time.monotonic()
-    outcomes = build_all(jobs, parallel=max(1, args.jobs))
-    results = [o for o in outcomes if isinstance(o, BuildResult)]
-    failures = [o for o in outcomes if isinstance(o, BuildFailure)]
+    results, failures = compiler.build(jobs, max(1, args.jobs))
     names = {job.key: job.key.rsplit("-", 1)[0] for job in jobs}
     manifest = record(out / MANIFEST_NAME, results, names, [f.job for f in failures])
     if args.json:
@@ -140,7 +149,7 @@ def run_build(args: argparse.Namespace) -> int:
                 "precision": precision,
                 "built": {
                     r.job.key: {
-                        "rknn": str(r.job.rknn),
+                        compiler.artifact_key: str(r.job.artifact),
                         "inputs": [compiled_tensor(t).to_dict() for t in r.inputs],
                         "outputs": [compiled_tensor(t).to_dict() for t in r.outputs],
                     }
@@ -154,7 +163,7 @@ def run_build(args: argparse.Namespace) -> int:
             native = "; ".join(
                 f"{t.name} {list(t.native)} {t.size} B" for t in (*result.inputs, *result.outputs)
             )
-            print(f"built  {result.job.key:<22} {result.job.rknn}  {native}")
+            print(f"built  {result.job.key:<22} {result.job.artifact}  {native}")
         for failure in failures:
             print(f"FAILED {failure.message}", file=sys.stderr)
         print(

@@ -24,17 +24,19 @@ from npu_hil.harness.models.manifest import (
     load_manifest,
     save_manifest,
 )
-from npu_hil.targets.rockchip.compiler.artifact import NativeTensor
-from npu_hil.targets.rockchip.compiler.build import (
-    BuildJob,
-    BuildResult,
-    read_dataset,
-    write_calibration,
+from npu_hil.targets.compiler import (
+    CompiledTensorInfo,
+    CompileJob,
+    CompilerError,
+    CompileResult,
+    ModelCompiler,
 )
+from npu_hil.targets.registry import unit_for
 
 REGRESSION_SHAPES: tuple[tuple[int, int, int, int], ...] = ((1, 3, 6, 10), (1, 16, 5, 7))
 """The NCHW input shapes the regression suite runs every reference model at: an image-like
-three-channel input (NHWC on RKNN) and a sixteen-channel one (NC1HWC2)."""
+three-channel input and a sixteen-channel one (a compiler may lay the two out differently:
+pixel by pixel, or in blocks of channels)."""
 
 MANIFEST_NAME = "manifest.json"
 
@@ -55,6 +57,14 @@ def graph_of(proto: onnx.ModelProto) -> tuple[dict[str, tuple[int, ...]], tuple[
     return graph, tuple(v.name for v in inputs)
 
 
+def compiler_for(target: str) -> ModelCompiler:
+    """The compiler of ``target``'s vendor; a vendor without one is a CompilerError."""
+    compiler = unit_for(target).compiler
+    if compiler is None:
+        raise CompilerError(f"{target}: its vendor has no model compiler")
+    return compiler
+
+
 def plan(
     target: str,
     precision: str,
@@ -63,14 +73,16 @@ def plan(
     models: Iterable[str] | None = None,
     shapes: Sequence[Sequence[int]] = REGRESSION_SHAPES,
     dataset: Path | None = None,
-) -> list[BuildJob]:
-    """One build job per model and shape; writes the ONNX files (and a calibration set unless
-    ``dataset`` gives one: ``DIR/<entry key>/`` or ``DIR/<model>/``, else DIR itself)."""
+) -> list[CompileJob]:
+    """One build job per model and shape, made by the target's compiler; writes the ONNX files
+    (and a calibration set unless ``dataset`` gives one: ``DIR/<entry key>/`` or
+    ``DIR/<model>/``, else DIR itself)."""
     names = list(models) if models is not None else list(MODELS)
     unknown = [n for n in names if n not in MODELS]
     if unknown:
         raise ManifestError(f"unknown reference model {unknown[0]!r}; known: {', '.join(MODELS)}")
-    jobs: list[BuildJob] = []
+    compiler = compiler_for(target)
+    jobs: list[CompileJob] = []
     for name in names:
         for shape in shapes:
             key = entry_key(name, shape)
@@ -84,37 +96,28 @@ def plan(
             samples: list[dict[str, Path]] = []
             if precision == "int8":
                 if dataset is None:
-                    samples = write_calibration(out / "calibration" / key, input_shapes)
+                    samples = compiler.write_calibration(out / "calibration" / key, input_shapes)
                 else:
                     folder = next(
                         (d for d in (dataset / key, dataset / name) if d.is_dir()), dataset
                     )
-                    samples = read_dataset(folder, input_shapes)
+                    samples = compiler.read_dataset(folder, input_shapes)
             jobs.append(
-                BuildJob(
-                    key=key,
-                    onnx=onnx_path,
-                    target=target,
-                    precision=precision,
-                    rknn=out / target / f"{key}.rknn",
-                    graph=graph,
-                    inputs=inputs,
-                    dataset=tuple(samples),
-                )
+                compiler.job(key, onnx_path, target, precision, out, graph, inputs, samples)
             )
     return jobs
 
 
-def compiled_tensor(tensor: NativeTensor) -> CompiledTensor:
+def compiled_tensor(tensor: CompiledTensorInfo) -> CompiledTensor:
     """A tensor the compiled file states, as the manifest keeps it."""
     return CompiledTensor(tensor.name, tensor.dtype, tensor.shape, tensor.native, tensor.size)
 
 
 def record(
     manifest_path: Path,
-    results: Sequence[BuildResult],
+    results: Sequence[CompileResult],
     models: dict[str, str],
-    failed: Sequence[BuildJob] = (),
+    failed: Sequence[CompileJob] = (),
 ) -> Path:
     """Add the built models to the manifest at ``manifest_path`` (created, or merged with what
     it lists for other targets and models); ``models`` maps entry keys to reference names. A
@@ -135,7 +138,7 @@ def record(
         old = entries.get(job.key)
         artifacts = dict(old.artifacts) if old else {}
         compiled = dict(old.compiled) if old else {}
-        artifacts[job.target] = job.rknn
+        artifacts[job.target] = job.artifact
         compiled[job.target] = Compiled(
             result.compiler,
             job.precision,

@@ -8,7 +8,7 @@ available here to measure):
   ``schema_version`` (Kneron's NEF utils guide, ``kneron_nef_utils --info``);
 - PLUS checks a NEF by a CRC-32 (the common polynomial, initial value and final XOR all ones)
   over every byte but the last four, which hold that CRC little-endian, before it parses the
-  rest as a FlatBuffers buffer (its ``read_nef``); a file whose CRC does not match is "Bad
+  rest as a FlatBuffers buffer (its ``read_kneron_model``); a file whose CRC does not match is "Bad
   model" there.
 
 The header is a FlatBuffers table, and its schema (which field slot holds the target and the
@@ -27,7 +27,7 @@ from pathlib import Path
 from npu_hil.harness.errors import ArtifactError
 from npu_hil.targets.artifact import ArtifactInfo, open_bounded
 
-__all__ = ["MAX_NEF_BYTES", "read_nef"]
+__all__ = ["MAX_NEF_BYTES", "read_kneron_model"]
 
 MAX_NEF_BYTES = 1 << 30
 """The largest NEF checked (a KL730's model memory is far smaller)."""
@@ -39,7 +39,7 @@ UNREAD = (
 )
 
 
-def read_nef(path: Path) -> ArtifactInfo:
+def read_kneron_model(path: Path) -> ArtifactInfo:
     """Check the NEF's CRC and root offset; ArtifactError for a file that is not a NEF."""
     where = str(path)
     handle, size = open_bounded(path, "a compiled Kneron model (.nef)")

@@ -12,7 +12,7 @@ import numpy as np
 from npu_hil.targets.quant import per_axis
 
 
-class Kl730Decode:
+class KneronDecode:
     keys = "radix and scale"
 
     def claims(self, reported: Mapping[str, Any]) -> bool:

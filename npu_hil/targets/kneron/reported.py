@@ -19,7 +19,7 @@ from npu_hil.targets.kneron import kl730
 KL730_PREFIX = "KP_MODEL_TENSOR_DATA_LAYOUT_"
 
 
-class Kl730Report:
+class KneronReport:
     """The :class:`~npu_hil.harness.codec.registry.ReportReader` of the KL730."""
 
     def dtype(self, target: str, attributes: Mapping[str, Any]) -> np.dtype:

@@ -36,7 +36,7 @@ def default_input_format(channels: int, bits: int) -> str:
     return "4W4C8B" if channels <= 4 else "1W16C8B"
 
 
-class Kl730Sim(VendorSim):
+class KneronSim(VendorSim):
     def __init__(self, options: RuntimeOptions) -> None:
         super().__init__(options)
         self.output_format = options.output_layout or "1W16C8B"

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from npu_hil.targets.kneron import kl730, quant, variants
-from npu_hil.targets.kneron.artifact import read_nef
-from npu_hil.targets.kneron.decode import Kl730Decode
-from npu_hil.targets.kneron.reported import Kl730Report
-from npu_hil.targets.unit import ApiPath, NpuThroughput, Vendor
+from npu_hil.targets.kneron.apipaths import API_PATHS
+from npu_hil.targets.kneron.artifact import read_kneron_model
+from npu_hil.targets.kneron.decode import KneronDecode
+from npu_hil.targets.kneron.reported import KneronReport
+from npu_hil.targets.unit import NpuThroughput, Vendor
 
 
 def default_input_layout(shape: tuple[int, ...]) -> str:
@@ -25,19 +26,18 @@ UNIT = Vendor(
     build_layout=kl730.build,
     layout_names=kl730.layout_names,
     tables_text=kl730.tables_text,
-    report=Kl730Report(),
+    report=KneronReport(),
     quant=quant,
-    decode=Kl730Decode(),
-    simulator="npu_hil.targets.kneron.sim:Kl730Sim",
+    decode=KneronDecode(),
+    simulator="npu_hil.targets.kneron.sim:KneronSim",
     npu_throughput=NPU_THROUGHPUT,
     default_input_layout=default_input_layout,
     pass_through_adapters=("kneron",),
     hardware_adapter="kneron",
-    read_artifact=read_nef,
+    read_artifact=read_kneron_model,
     compatibility=Path(__file__).with_name("compatibility.json"),
     identity=Path(__file__).with_name("identity.json"),
-    # Kneron PLUS is the one way to run a model on a KL730.
-    api_paths=(ApiPath("kneron", "Kneron PLUS (kp.inference)", native=True),),
+    api_paths=API_PATHS,
     artifact_suffixes=(".nef",),
     forensic_variants=variants.forensic_variants,
     fault_variants=variants.fault_variants,

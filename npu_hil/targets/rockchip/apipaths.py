@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from npu_hil.targets.rockchip.reported import RKNN_FMT_CODES, RknnReport
+from npu_hil.targets.rockchip.reported import RKNN_FMT_CODES, RockchipReport
 from npu_hil.targets.unit import ApiPath, PathTensor
 
 __all__ = ["API_PATHS"]
@@ -28,7 +28,7 @@ def native_attributes(reported: Mapping[str, Any]) -> dict[str, Any]:
     """``rknn_tensor_attr`` under the shared names (what zero-copy reports of the tensor)."""
     out: dict[str, Any] = {}
     if "type" in reported:
-        out["dtype"] = RknnReport().dtype("", reported).name
+        out["dtype"] = RockchipReport().dtype("", reported).name
     if "fmt" in reported:
         fmt = reported["fmt"]
         out["layout"] = RKNN_FMT_CODES.get(fmt, str(fmt)) if isinstance(fmt, int) else str(fmt)

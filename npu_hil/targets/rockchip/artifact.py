@@ -35,7 +35,7 @@ from typing import Any
 from npu_hil.harness.errors import ArtifactError
 from npu_hil.targets.artifact import MAX_HEADER_BYTES, MAX_INFO_BYTES, ArtifactInfo, open_bounded
 
-__all__ = ["HEADER_BYTES", "MAGIC", "MINI_FORMAT", "read_rknn"]
+__all__ = ["HEADER_BYTES", "MAGIC", "MINI_FORMAT", "read_rockchip_model"]
 
 MAGIC = b"RKNN"
 HEADER_BYTES = 64
@@ -46,7 +46,7 @@ MINI_FORMAT = 0x1000
 _COMPILER = re.compile(rb"compiler version: ([0-9][^\x00()]*(?:\([^\x00()]*\))?)")
 
 
-def read_rknn(path: Path) -> ArtifactInfo:
+def read_rockchip_model(path: Path) -> ArtifactInfo:
     """The ``.rknn`` file's own statement of its version and target; ArtifactError for a file
     that is not one, naming the offset where it stops being one."""
     where = str(path)

@@ -13,7 +13,7 @@ from npu_hil.harness.errors import DeviceError
 from npu_hil.targets.rockchip.layouts import RKNN_QNT_CODES
 
 
-class RknnDecode:
+class RockchipDecode:
     keys = "qnt_type"
 
     def claims(self, reported: Mapping[str, Any]) -> bool:

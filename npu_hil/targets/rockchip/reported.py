@@ -28,7 +28,7 @@ RKNN_FMT_CODES = {0: "NCHW", 1: "NHWC", 2: "NC1HWC2", 3: "UNDEFINED"}
 RKNN_DTYPES = {name: np.dtype(dtype) for dtype, name in RKNN_TYPES.items()}
 
 
-class RknnReport:
+class RockchipReport:
     """The :class:`~npu_hil.harness.codec.registry.ReportReader` of the RKNN targets."""
 
     def dtype(self, target: str, attributes: Mapping[str, Any]) -> np.dtype:

@@ -48,7 +48,7 @@ FMT_NAMES = {"NCHW": "NCHW", "NHWC": "NHWC", "NC1HWC2": "NC1HWC2", "UNDEFINE": "
 WIDTH_RULE_CHANNELS = (1, 3, 4)
 
 
-class RknnSim(VendorSim):
+class RockchipSim(VendorSim):
     def __init__(self, options: RuntimeOptions) -> None:
         super().__init__(options)
         self.precision = options.option("precision") or rockchip.default_first_layer(self.target)

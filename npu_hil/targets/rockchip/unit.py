@@ -16,9 +16,10 @@ from npu_hil.targets.rockchip import (
     widthrule,
 )
 from npu_hil.targets.rockchip.apipaths import API_PATHS
-from npu_hil.targets.rockchip.artifact import read_rknn
-from npu_hil.targets.rockchip.decode import RknnDecode
-from npu_hil.targets.rockchip.reported import RknnReport
+from npu_hil.targets.rockchip.artifact import read_rockchip_model
+from npu_hil.targets.rockchip.compiler.toolkit import COMPILER
+from npu_hil.targets.rockchip.decode import RockchipDecode
+from npu_hil.targets.rockchip.reported import RockchipReport
 from npu_hil.targets.unit import NpuThroughput, SimOption, Vendor
 
 NHWC_INPUT_CHANNELS = (1, 3, 4)
@@ -69,10 +70,10 @@ UNIT = Vendor(
     build_layout=layouts.build,
     layout_names=layouts.layout_names,
     tables_text=tables_text,
-    report=RknnReport(),
+    report=RockchipReport(),
     quant=quant,
-    decode=RknnDecode(),
-    simulator="npu_hil.targets.rockchip.sim:RknnSim",
+    decode=RockchipDecode(),
+    simulator="npu_hil.targets.rockchip.sim:RockchipSim",
     sim_options={
         "precision": SimOption("RKNN first-layer precision: int8 or float16", tables.PRECISIONS)
     },
@@ -80,10 +81,11 @@ UNIT = Vendor(
     default_input_layout=default_input_layout,
     pass_through_adapters=("rknn_native",),
     hardware_adapter="rknn_native",
-    read_artifact=read_rknn,
+    read_artifact=read_rockchip_model,
     compatibility=Path(__file__).with_name("compatibility.json"),
     identity=Path(__file__).with_name("identity.json"),
     api_paths=API_PATHS,
+    compiler=COMPILER,
     artifact_suffixes=(".rknn",),
     forensic_variants=variants.forensic_variants,
     fault_variants=variants.fault_variants,

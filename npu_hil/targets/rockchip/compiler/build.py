@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.inputs import load_npy
+from npu_hil.targets.compiler import CompilerError as CompilerError  # its home before the hook
 from npu_hil.targets.rockchip.compiler.artifact import (
     NativeTensor,
     RknnFileError,
@@ -42,10 +42,6 @@ _FP16_ONLY = ("rk2118",)
 CALIBRATION_SAMPLES = 4
 BUILD_TIMEOUT_S = 600.0
 _LOG_TAIL = 12
-
-
-class CompilerError(NpuHilError):
-    """The compiler cannot be run here, or was asked for what a target cannot build."""
 
 
 def precisions(target: str) -> tuple[str, ...]:
@@ -117,6 +113,10 @@ class BuildJob:
     inputs: tuple[str, ...]
     dataset: Sequence[Mapping[str, Path]] = ()
     """Calibration samples (int8): per sample, one NCHW ``.npy`` per input."""
+
+    @property
+    def artifact(self) -> Path:
+        return self.rknn
 
     @property
     def log(self) -> Path:

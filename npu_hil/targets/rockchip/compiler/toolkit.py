@@ -1,0 +1,87 @@
+"""Rockchip's compiler as the vendor unit's compiler hook
+(:class:`~npu_hil.targets.compiler.ModelCompiler`): what ``npu-hil models build`` and
+``models install-compiler`` ask of rknn-toolkit2, answered by :mod:`.build`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from npu_hil.targets.compiler import CompileFailure, CompileJob, CompileResult
+from npu_hil.targets.rockchip.compiler import build as driver
+
+__all__ = ["COMPILER", "RknnCompiler"]
+
+
+class RknnCompiler:
+    toolkit = driver.TOOLKIT
+    version = driver.TOOLKIT_VERSION
+    described = f"Rockchip's compiler ({driver.TOOLKIT}, the `rknn` extra)"
+    install_described = (
+        f"pip install --no-deps {driver.TOOLKIT}=={driver.TOOLKIT_VERSION}: the `rknn` extra "
+        "brings the dependencies its ONNX path imports (a CPU torch instead of its torch<=2.4.0 "
+        "pin), which pip extras cannot say. Then checks that it imports."
+    )
+    install_hint = "(install the `rknn` extra: pip install 'npu-hil[rknn]')"
+    suffix = ".rknn"
+    artifact_key = "rknn"
+    precisions: tuple[str, ...] = driver.PRECISIONS
+    precision_help = "default: int8, or float16 on RK2118 (which builds nothing else)"
+
+    def default_precision(self, target: str) -> str:
+        return driver.default_precision(target)
+
+    def check_precision(self, target: str, precision: str) -> None:
+        driver.check_precision(target, precision)
+
+    def check_dataset(self, folder: Path) -> None:
+        driver.check_dataset(folder)
+
+    def probe(self) -> str | None:
+        return driver.probe()
+
+    def write_calibration(
+        self, folder: Path, inputs: Mapping[str, tuple[int, ...]]
+    ) -> list[dict[str, Path]]:
+        return driver.write_calibration(folder, inputs)
+
+    def read_dataset(
+        self, folder: Path, inputs: Mapping[str, tuple[int, ...]]
+    ) -> list[dict[str, Path]]:
+        return driver.read_dataset(folder, inputs)
+
+    def job(
+        self,
+        key: str,
+        onnx: Path,
+        target: str,
+        precision: str,
+        out: Path,
+        graph: Mapping[str, tuple[int, ...]],
+        inputs: tuple[str, ...],
+        dataset: Sequence[Mapping[str, Path]],
+    ) -> driver.BuildJob:
+        return driver.BuildJob(
+            key=key,
+            onnx=onnx,
+            target=target,
+            precision=precision,
+            rknn=out / target / f"{key}{self.suffix}",
+            graph=graph,
+            inputs=inputs,
+            dataset=tuple(dataset),
+        )
+
+    def build(
+        self, jobs: Sequence[CompileJob], parallel: int
+    ) -> tuple[list[CompileResult], list[CompileFailure]]:
+        mine = [job for job in jobs if isinstance(job, driver.BuildJob)]
+        if len(mine) != len(jobs):
+            raise TypeError("RknnCompiler.build takes the jobs RknnCompiler.job made")
+        outcomes = driver.build_all(mine, parallel=parallel)
+        results: list[CompileResult] = [o for o in outcomes if isinstance(o, driver.BuildResult)]
+        failures: list[CompileFailure] = [o for o in outcomes if isinstance(o, driver.BuildFailure)]
+        return results, failures
+
+
+COMPILER = RknnCompiler()
