@@ -29,6 +29,7 @@ __all__ = [
     "load_vendors",
     "pass_through_adapters",
     "register",
+    "reload_vendors",
     "unit_for",
     "unit_named",
     "units",
