@@ -11,6 +11,7 @@ YAML text itself is read by :mod:`npu_hil.harness.yaml_reader`.
 from __future__ import annotations
 
 import difflib
+import errno
 import json
 import os
 import pwd
@@ -171,10 +172,21 @@ class NodeReader:
         return self.resolved(node, path, self.base / text)
 
     def resolved(self, node: Node, path: str, file: Path) -> str:
+        # Strict first: from Python 3.13 a non-strict resolve walks past a loop of
+        # symbolic links silently, so only the strict walk finds one everywhere.
+        try:
+            return str(file.resolve(strict=True))
+        except FileNotFoundError:
+            pass  # a file still to come (a key written later) is fine
+        except RuntimeError:  # Python < 3.13 reports a loop this way
+            raise self.error(node, path, f"{file}: a loop of symbolic links") from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise self.error(node, path, f"{file}: a loop of symbolic links") from None
+        except ValueError:
+            pass
         try:
             return str(file.resolve())
-        except RuntimeError:  # Python < 3.13 raises this for a loop of symbolic links
-            raise self.error(node, path, f"{file}: a loop of symbolic links") from None
         except (OSError, ValueError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise self.error(node, path, f"{file}: {reason}") from None
