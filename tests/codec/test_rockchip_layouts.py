@@ -291,7 +291,6 @@ def test_c2_param_overrides_the_block() -> None:
     ("args", "kwargs", "named"),
     [
         (("rv1106", "NHWC", (1, 3, 4, 4), "float16"), {}, ["rv1106", "NHWC", "float16"]),
-        (("rv1103", "UNDEFINE", (2, 8), "uint8"), {}, ["rv1103", "UNDEFINE", "rank 2"]),
         (
             ("rv1106", "NHWC", (1, 3, 4, 4), "float16"),
             {"role": "input"},
@@ -332,8 +331,11 @@ def test_every_platform_has_an_nc1hwc2_output() -> None:
 def test_undefine_is_flat_for_any_rank() -> None:
     for shape in [(7,), (3, 5), (2, 3, 5), (1, 3, 4, 5), (1, 2, 3, 4, 5)]:
         layout = get_layout("rk3588", "UNDEFINE", shape, "float16")
-        assert layout.nbytes == int(np.prod(shape)) * 2
-        assert layout.padding_bytes == 0
+        own = int(np.prod(shape)) * 2
+        # Rank 4 is the table's row (its own size); other ranks round up to 64 bytes, as the
+        # compiler does (deviation flat-output-size).
+        assert layout.nbytes == (own if len(shape) == 4 else -(-own // 64) * 64)
+        assert layout.padding_bytes == layout.nbytes - own
         x = random_tensor(layout, seed=len(shape))
         assert layout.unpack(layout.pack(x)).tobytes() == x.tobytes()
 
@@ -385,3 +387,44 @@ def test_placement_follows_the_layout_definition(
     idx = (shape[0] - 1, shape[1] - 1, shape[2] - 1, shape[3] - 1)
     at = _rknn_offset(layout_name, idx, attrs, item, shape[3])
     assert buf[at : at + item].tobytes() == x[idx].tobytes()
+
+
+# ------------------------------------------------------------ flat outputs (the zoo's facts)
+
+
+@pytest.mark.parametrize(
+    ("target", "shape", "dtype", "size"),
+    [
+        # rknn-toolkit2 2.5.0's compiled files (tests/data/zoo/rknn_zoo.json.gz)
+        ("rk3588", (1, 1000), "int8", 1024),
+        ("rk3566", (1, 1000), "int8", 1000),
+        ("rk3566", (1, 100), "int8", 104),
+        ("rk3562", (1, 100), "float16", 256),
+        ("rv1106", (1, 1000), "int8", 1024),
+        ("rv1103b", (1, 16, 64), "int8", 1024),
+        ("rk3566", (1,), "int64", 64),
+        ("rk2118", (1, 5), "float16", 64),
+    ],
+)
+def test_flat_outputs_take_the_compilers_size(
+    target: str, shape: tuple[int, ...], dtype: str, size: int
+) -> None:
+    layout = get_layout(target, "UNDEFINE", shape, np.dtype(dtype), role="output")
+    assert layout.nbytes == size
+    assert "flat-output-size" in layout.provenance["size"]
+
+
+def test_rv1106_lays_out_a_classifier_output_the_seed_does_not_list() -> None:
+    layout = get_layout("rv1106", "UNDEFINE", (1, 1000), np.dtype("int8"), role="output")
+    assert "lists no output row of rank not 4" in layout.attributes["table_row"]
+    assert "non4d-outputs" in layout.attributes["table_row"]
+
+
+def test_a_softmax_output_pads_its_last_axis_where_the_compiler_does() -> None:
+    layout = get_layout(
+        "rk3566", "UNDEFINE", (1, 1280, 21), np.dtype("float16"), role="output", last_axis_align=4
+    )
+    assert layout.nbytes == 61440
+    values = np.arange(1280 * 21, dtype=np.float16).reshape(1, 1280, 21)
+    np.testing.assert_array_equal(layout.unpack(layout.pack(values)), values)
+    assert layout.pack(values).view(np.float16)[24] == values[0, 1, 0]

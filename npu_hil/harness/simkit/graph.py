@@ -94,6 +94,11 @@ def inspect(model: onnx.ModelProto) -> GraphInfo:
     producers: dict[str, str] = {}
     feeders: dict[str, tuple[str, ...]] = {}
     for node in graph.node:
+        if node.op_type == "Identity" and node.input and node.input[0] in producers:
+            # Compilers drop Identity: the op behind it is what lays the output out.
+            producers[node.output[0]] = producers[node.input[0]]
+            feeders[node.output[0]] = feeders.get(node.input[0], ())
+            continue
         for out in node.output:
             producers[out] = node.op_type
             feeders[out] = tuple(producers.get(i, "") for i in node.input if i)

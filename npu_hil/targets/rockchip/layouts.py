@@ -44,6 +44,7 @@ RKNN_TYPES = {
     "int32": "INT32",
     "uint16": "UINT16",
     "uint32": "UINT32",
+    "int64": "INT64",
 }
 RKNN_TYPE_CODES = {
     0: "FLOAT32",
@@ -68,11 +69,11 @@ Conv+Sigmoid (which pads float16 channels its own way: deviation ``conv-sigmoid-
 PARAMS = {
     ("input", "NHWC"): ("first_layer", "w_stride", "size_with_stride"),
     ("input", "NC1HWC2"): ("first_layer", "c2", "native_dims", "size_with_stride"),
-    ("input", "UNDEFINE"): ("first_layer",),
+    ("input", "UNDEFINE"): ("first_layer", "size_with_stride"),
     ("output", "NCHW"): ("size",),
     ("output", "NHWC"): ("last_op", "native_dims", "size"),
     ("output", "NC1HWC2"): ("last_op", "c2", "hw_align", "native_dims", "size"),
-    ("output", "UNDEFINE"): ("size",),
+    ("output", "UNDEFINE"): ("last_axis_align", "size"),
 }
 
 
@@ -112,7 +113,7 @@ def _input(
     params: dict[str, Any],
 ) -> BlockedLayout:
     first_layer = str(params.get("first_layer", rockchip.default_first_layer(target)))
-    row, row_note = _input_row(target, first_layer, len(shape), dtype)
+    row, row_note = input_row_for(target, first_layer, len(shape), dtype)
     table_row = (
         f"{row.platform} input row: first layer {row.first_layer}, rank "
         f"{'4' if row.rank4 else 'not 4'}, input {row.input_types_text()}{row_note}"
@@ -124,6 +125,15 @@ def _input(
         "table_row": table_row,
     }
     if name == "UNDEFINE":
+        own = prod(shape) * dtype.itemsize
+        multiple = observed.flat_input_align(target)
+        size_source = "the tensor's own size"
+        if multiple > 1:
+            size_source = (
+                f"predicted: rounded up to {multiple} bytes (deviation flat-input-size: "
+                f"{observed.deviation('flat-input-size').provenance(target)}; the seed: "
+                "the tensor's own size)"
+            )
         return _flat(
             target,
             name,
@@ -131,8 +141,8 @@ def _input(
             shape,
             dtype,
             params,
-            prod(shape) * dtype.itemsize,
-            {"size": "the tensor's own size"},
+            round_up(own, multiple),
+            {"size": size_source},
             base,
         )
     if name == "NC1HWC2":
@@ -195,16 +205,22 @@ def _input(
     )
 
 
-def _input_row(
+def input_row_for(
     target: str, first_layer: str, rank: int, dtype: np.dtype
 ) -> tuple[rockchip.InputRow, str]:
-    """The input table's row, and a note where a deviation chose it."""
+    """The input table's row, and a note where a deviation chose it (int8 on the uint8 row;
+    a flat input where the seed lists rank 4 only): the simulated board's and preflight's."""
     input_type = rockchip.input_type_of(dtype.name)
     try:
         return rockchip.input_row(
             target, first_layer=first_layer, rank=rank, input_type=input_type
         ), ""
     except LayoutError:
+        if rank != 4 and observed.non4d_inputs_built(target):
+            # A flat input: the rank-4 row's first layer and mean/scale stand for it.
+            row, note = input_row_for(target, first_layer, 4, dtype)
+            provenance = observed.deviation("non4d-inputs").provenance(target)
+            return row, f"{note}; rank {rank} built flat (deviation non4d-inputs: {provenance})"
         if not (input_type == "int8" and observed.int8_input_uses_uint8_row(target)):
             raise
     row = rockchip.input_row(target, first_layer=first_layer, rank=rank, input_type="uint8")
@@ -223,6 +239,8 @@ def _output(
     dtype: np.dtype,
     params: dict[str, Any],
 ) -> BlockedLayout:
+    if len(shape) != 4 and name == "UNDEFINE":
+        return _flat_output(target, where, shape, dtype, params)
     precision = rockchip.precision_of(dtype.name)
     item = dtype.itemsize
     try:
@@ -444,6 +462,41 @@ def _nc1hwc2_output_channels(
     return seed, f"predicted: channels padded to a multiple of {lcm(multiple, c2)}"
 
 
+def _flat_output(
+    target: str, where: str, shape: tuple[int, ...], dtype: np.dtype, params: dict[str, Any]
+) -> BlockedLayout:
+    """An output of rank 1 to 3, flat (UNDEFINE): what the compiler lays out (the zoo's compiled
+    files), with the seed's row (or its absence) named beside it."""
+    platform = rockchip.platform_of(target)
+    seed_rows = [r for r in rockchip.output_rows(target) if not r.rank4]
+    if seed_rows:
+        seed = f"{platform} output row: rank not 4, UNDEFINE, the tensor's own size"
+    elif observed.non4d_outputs_built(target):
+        seed = (
+            f"{platform} lists no output row of rank not 4; the compiler builds them "
+            f"(deviation non4d-outputs: {observed.deviation('non4d-outputs').provenance(target)})"
+        )
+    else:
+        raise LayoutError(f"{where}: {platform} lists no output of rank {len(shape)}")
+    axis_align = one_int(where, "last_axis_align", params.get("last_axis_align", 1))
+    if axis_align < 1 or axis_align > 64:
+        raise LayoutError(f"{where}: last_axis_align must be 1 to 64, got {axis_align}")
+    padded = (*shape[:-1], round_up(shape[-1], axis_align)) if shape else shape
+    multiple = observed.flat_output_align(target, dtype.name)
+    default = round_up(prod(padded) * dtype.itemsize, multiple)
+    source = (
+        f"predicted: rounded up to {multiple} bytes (deviation flat-output-size: "
+        f"{observed.deviation('flat-output-size').provenance(target)}; the seed: the tensor's "
+        "own size)"
+    )
+    base = {"precision": dtype.name, "table_row": seed}
+    if axis_align > 1:
+        base["last_axis_align"] = axis_align
+    return _flat(
+        target, "UNDEFINE", "output", shape, dtype, params, default, {"size": source}, base, padded
+    )
+
+
 def _flat(
     target: str,
     name: str,
@@ -454,11 +507,14 @@ def _flat(
     default_size: int,
     provenance: dict[str, str],
     base: dict[str, Any],
+    padded: tuple[int, ...] | None = None,
 ) -> BlockedLayout:
+    """C order over ``padded`` (the shape with its last axis padded; default: unpadded)."""
     item = dtype.itemsize
+    room = padded or shape
     strides = [item] * len(shape)
     for axis in range(len(shape) - 2, -1, -1):
-        strides[axis] = strides[axis + 1] * shape[axis + 1]
+        strides[axis] = strides[axis + 1] * room[axis + 1]
     dims = tuple(
         Dim(a, d, s, 1, f"d{a}") for a, (d, s) in enumerate(zip(shape, strides, strict=True))
     )

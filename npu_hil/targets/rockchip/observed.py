@@ -34,7 +34,9 @@ from npu_hil.targets.rockchip.tables import (
 __all__ = [
     "COMPILER",
     "DEVIATIONS",
+    "INDEX_OPS",
     "RUNTIME_OF",
+    "ZOO_DEVIATIONS",
     "Deviation",
     "c2_observed",
     "conv_last_pads_to_c2",
@@ -42,13 +44,19 @@ __all__ = [
     "deviation",
     "deviations_for",
     "deviations_text",
+    "flat_input_align",
+    "flat_output_align",
     "flattens_plane",
     "input_width_align",
     "int8_input_uses_uint8_row",
     "last_op_kind",
     "nhwc_output_unpadded",
+    "non4d_inputs_built",
+    "non4d_outputs_built",
     "npu_input_types",
     "observed_by",
+    "output_type",
+    "softmax_last_axis_align",
 ]
 
 COMPILER = "rknn-toolkit2 2.5.0"
@@ -92,12 +100,16 @@ class Deviation:
     skew: str = ""
     assumed: tuple[str, ...] = ()
     contradiction: bool = False
+    compiler_only: bool = False
+    """Measured on compiled files alone (the zoo): no runtime was asked."""
 
     def applies_to(self, target: str) -> bool:
         return platform_of(target) in self.platforms
 
     def provenance(self, target: str) -> str:
         platform = platform_of(target)
+        if self.compiler_only:
+            return f"{COMPILER} observed on the zoo's compiled files (no runtime)"
         if platform in self.assumed:
             return f"assumed from the other platforms' runtimes ({COMPILER} observed)"
         return observed_by(platform)
@@ -242,6 +254,84 @@ DEVIATIONS: tuple[Deviation, ...] = (
     ),
 )
 
+ZOO = "tests/data/zoo/rknn_zoo.json.gz"
+"""The zoo's compiled tensor tables (13 public architectures, every platform group): where the
+deviations about outputs of rank 1 to 3 and Softmax outputs were measured (compiler only)."""
+_ZOO_PLATFORMS = (*_ALL_RUNTIMES, RK3576_RV1126B)
+
+ZOO_DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation(
+        "non4d-outputs",
+        (RV1103_RV1106, RV1103B_RV1106B),
+        "outputs of rank 1, 2 and 3 (classifier logits, ArgMax, transformer tokens)",
+        "no row: the output table lists only rank-4 int8 rows for these platforms",
+        "built and laid out flat (UNDEFINE), as on the other platforms",
+        "mobilenet_v2 [1,1000] int8, 1,024 bytes; vit_block [1,16,64]; classifier_argmax [1] "
+        f"int64 (zoo: {ZOO})",
+        compiler_only=True,
+    ),
+    Deviation(
+        "non4d-inputs",
+        (RV1103_RV1106, RV1103B_RV1106B),
+        "inputs of rank 1, 2 and 3",
+        "no row: the input table lists only rank-4 inputs for these platforms",
+        "built, the input flat (UNDEFINE) at its own size",
+        "mlp [1,784] int8: 784 bytes",
+        compiler_only=True,
+    ),
+    Deviation(
+        "flat-output-size",
+        _ZOO_PLATFORMS,
+        "the byte size of a flat (rank 1 to 3) output",
+        "the tensor's own size (the table gives no alignment for rank not 4)",
+        "rounded up to 64 bytes; RK3566/RK3568: to 8 bytes, int64 outputs to 64",
+        "[1,1000] int8: 1,024 (RK3588, RK3562, RK3576, RV1106, RV1106B), 1,000 (RK3566); "
+        "[1,100] int8: 128 / 104; [1,10] float16: 64 / 24; [1] int64: 64 everywhere",
+        compiler_only=True,
+    ),
+    Deviation(
+        "flat-input-size",
+        (RK3562,),
+        "the byte size of a flat (rank 1 to 3) input",
+        "the tensor's own size",
+        "rounded up to 64 bytes",
+        "mlp [1,784]: 832 bytes int8, 1,600 float16 (784 and 1,568 on every other platform)",
+        compiler_only=True,
+    ),
+    Deviation(
+        "softmax-output-type",
+        (RK3566_RK3568, RK3588, RK3562, RK3576_RV1126B, RV1103_RV1106, RK2118),
+        "the type of an int8 model's Softmax output",
+        "silent (the output's precision is the last layer's)",
+        "float16: the compiler keeps Softmax in float16 (RV1103B/RV1106B: int8)",
+        "classifier_softmax [1,10] and ssd_boxes scores [1,1280,21]: float16 in int8 builds",
+        compiler_only=True,
+    ),
+    Deviation(
+        "softmax-last-axis",
+        (RK3566_RK3568, RV1103_RV1106, RV1103B_RV1106B),
+        "the rows of a flat Softmax output",
+        "silent",
+        "the last axis padded to a multiple of 4 (rows of 24 for 21 classes)",
+        "ssd_boxes scores [1,1280,21]: 61,440 bytes float16 (RK3566, RV1106), 30,720 int8 "
+        "(RV1106B); 53,760 elsewhere",
+        compiler_only=True,
+    ),
+    Deviation(
+        "index-outputs",
+        _ZOO_PLATFORMS,
+        "ArgMax and TopK index outputs",
+        "silent (the table knows int8 and float16 outputs)",
+        "int64, laid out flat, the size rounded up to 64 bytes",
+        "classifier_argmax [1]: int64, 64 bytes; classifier_topk indices [1,5]: int64, 64 bytes",
+        compiler_only=True,
+    ),
+)
+"""Deviations measured on the zoo's compiled files: the compiler's word (no runtime was run on
+them; the runtime facts above stay the authority where they speak)."""
+
+DEVIATIONS = DEVIATIONS + ZOO_DEVIATIONS
+
 _BY_KEY = {d.key: d for d in DEVIATIONS}
 
 
@@ -362,3 +452,47 @@ def npu_input_types(target: str) -> frozenset[str]:
     if int8_input_uses_uint8_row(target) and "uint8" in types:
         types.add("int8")
     return frozenset(types)
+
+
+_FLAT_ALIGN_RK3566 = 8
+_FLAT_ALIGN = 64
+_SOFTMAX_AXIS_ALIGN = 4
+INDEX_OPS = ("ArgMax", "ArgMin", "TopK")
+
+
+def non4d_outputs_built(target: str) -> bool:
+    """Whether the compiler builds outputs of rank 1 to 3 where the seed lists no such row."""
+    return deviation("non4d-outputs").applies_to(target)
+
+
+def non4d_inputs_built(target: str) -> bool:
+    """Whether the compiler builds inputs of rank 1 to 3 where the seed lists no such row."""
+    return deviation("non4d-inputs").applies_to(target)
+
+
+def flat_output_align(target: str, dtype_name: str) -> int:
+    """The byte multiple a flat (rank 1 to 3) output's size is rounded up to."""
+    if platform_of(target) == RK3566_RK3568 and dtype_name != "int64":
+        return _FLAT_ALIGN_RK3566
+    return _FLAT_ALIGN
+
+
+def flat_input_align(target: str) -> int:
+    """The byte multiple a flat (rank 1 to 3) input's size is rounded up to (1: none)."""
+    return _FLAT_ALIGN if deviation("flat-input-size").applies_to(target) else 1
+
+
+def softmax_last_axis_align(target: str) -> int:
+    """The multiple a flat Softmax output's last axis is padded to (1: not padded)."""
+    return _SOFTMAX_AXIS_ALIGN if deviation("softmax-last-axis").applies_to(target) else 1
+
+
+def output_type(target: str, precision: str, op_type: str, graph_dtype: str) -> str:
+    """The type the compiler gives an output produced by ``op_type``: int64 for an index
+    output, float16 for an int8 model's Softmax (where observed), else the model's precision."""
+    if op_type in INDEX_OPS and graph_dtype == "int64":
+        return "int64"
+    softmax_fp16 = deviation("softmax-output-type").applies_to(target)
+    if precision == "int8" and op_type == "Softmax" and softmax_fp16:
+        return "float16"
+    return "int8" if precision == "int8" else "float16"

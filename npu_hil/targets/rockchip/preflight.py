@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from npu_hil.harness.errors import LayoutError, PreflightError
 from npu_hil.targets.conv import check_conv
 from npu_hil.targets.onnx_graph import attribute, elem_type_name
 from npu_hil.targets.rockchip import convolution, observed
 from npu_hil.targets.rockchip import tables as rockchip
+from npu_hil.targets.rockchip.layouts import input_row_for
 from npu_hil.targets.unit import PreflightContext, PreflightFinding
 
 ROCKCHIP_INPUT_TYPES = ("uint8", "int8", "float16", "float32")
@@ -47,16 +50,9 @@ def _deployed_type(value: Any, layer: str, given: str | None) -> str:
 
 
 def _input_row(target: str, layer: str, rank: int, deployed: str) -> tuple[rockchip.InputRow, str]:
-    """The input table's row for the deployed type (int8 on RV1103/RV1106 takes the uint8 row,
-    as Rockchip's software does: deviation int8-default-input)."""
-    kind = rockchip.input_type_of(deployed)
-    try:
-        return rockchip.input_row(target, first_layer=layer, rank=rank, input_type=kind), ""
-    except LayoutError:
-        if not (kind == "int8" and observed.int8_input_uses_uint8_row(target)):
-            raise
-    row = rockchip.input_row(target, first_layer=layer, rank=rank, input_type="uint8")
-    return row, " (int8 takes the uint8 row: deviation int8-default-input)"
+    """The input table's row for the deployed type, as the simulated board takes it (int8 on
+    RV1103/RV1106 takes the uint8 row; a flat input where the seed lists rank 4 only)."""
+    return input_row_for(target, layer, rank, np.dtype(deployed))
 
 
 def _rule_for_inputs(
@@ -146,7 +142,19 @@ def _check_outputs(
             for r in rockchip.output_rows(target)
             if r.precision in (precision, "any") and r.rank4 == (len(shape) == 4)
         ]
-        if rows:
+        if not rows and len(shape) != 4 and observed.non4d_outputs_built(target):
+            provenance = observed.deviation("non4d-outputs").provenance(target)
+            report.findings.append(
+                PreflightFinding(
+                    value.name,
+                    "output table",
+                    True,
+                    f"{value.name}: rank {len(shape)}, flat (UNDEFINE): "
+                    f"{rockchip.platform_of(target)} lists no output of rank {len(shape)}; the "
+                    f"compiler builds it (deviation non4d-outputs: {provenance})",
+                )
+            )
+        elif rows:
             layouts = sorted({name for r in rows for name in r.layouts})
             report.findings.append(
                 PreflightFinding(

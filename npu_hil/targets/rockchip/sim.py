@@ -177,16 +177,28 @@ class RockchipSim(VendorSim):
                 raise SimRefusal(
                     "LayoutError", stage, f"output {info.name!r}: {exc.message}"
                 ) from None
-        params = {"last_op": self._last_op(info.name, graph)} if fmt in ("NHWC", "NC1HWC2") else {}
-        return self.layout(fmt, shape, self.output_dtype, "output", stage, info.name, **params)
+        producer = graph.producers.get(info.name, "")
+        dtype = np.dtype(
+            observed.output_type(self.target, self.precision, producer, info.dtype.name)
+        )
+        params: dict[str, Any] = {}
+        if fmt in ("NHWC", "NC1HWC2"):
+            params["last_op"] = self._last_op(info.name, graph)
+        elif fmt == "UNDEFINE" and producer == "Softmax":
+            params["last_axis_align"] = observed.softmax_last_axis_align(self.target)
+        return self.layout(fmt, shape, dtype, "output", stage, info.name, **params)
 
     def hold_output(
         self, index: int, info: TensorInfo, values: np.ndarray, graph: GraphInfo
     ) -> SimTensor:
         layout = self._output_layout(index, info, graph, "run")
-        quant: Quantizer = (
-            choose_affine(values) if self.precision == "int8" else Cast(np.dtype("float16"))
-        )
+        quant: Quantizer
+        if layout.dtype.kind in "iu" and layout.dtype.itemsize > 1:
+            quant = Cast(layout.dtype)  # an index output (int64): no quantization
+        elif layout.dtype == np.dtype("int8"):
+            quant = choose_affine(values)
+        else:
+            quant = Cast(np.dtype("float16"))
         held = quant.quantize(values)
         buffer = self.output_buffer(info.name, layout, held)
         attributes = tensor_attr(index, info.name, layout, quant, False)

@@ -32,10 +32,27 @@ _FULL_HEADER = 0x40
 _MINI_VERSION = 0x1000
 """Header versions from here on are the mini variant (2.5.0 writes 6 and 0x1004)."""
 
-DTYPE_CODES: dict[int, str] = {3: "int8", 10: "float16"}
-"""The tensor table's data type codes seen on model inputs and outputs (int8 and fp16 builds)."""
+DTYPE_CODES: dict[int, str] = {
+    1: "float32",
+    2: "uint8",
+    3: "int8",
+    5: "int16",
+    6: "int32",
+    7: "int64",
+    10: "float16",
+}
+"""The tensor table's data type codes: ONNX's TensorProto numbering (int8 3 and float16 10 on
+int8 and fp16 builds; int64 7 on an ArgMax or TopK index output, measured with 2.5.0)."""
 ROLE_CODES: dict[int, str] = {1: "input", 2: "output"}
-_ITEMSIZE = {"int8": 1, "float16": 2}
+_ITEMSIZE = {
+    "float32": 4,
+    "uint8": 1,
+    "int8": 1,
+    "int16": 2,
+    "int32": 4,
+    "int64": 8,
+    "float16": 2,
+}
 
 
 class RknnFileError(NpuHilError):

@@ -113,6 +113,14 @@ class BuildJob:
     inputs: tuple[str, ...]
     dataset: Sequence[Mapping[str, Path]] = ()
     """Calibration samples (int8): per sample, one NCHW ``.npy`` per input."""
+    simulate: Sequence[Mapping[str, Path]] = ()
+    """Samples to run through the toolkit's own simulator after the build (the outputs land in
+    :attr:`simulated`); none by default."""
+
+    @property
+    def simulated(self) -> Path:
+        """The simulator's outputs: ``s<sample>_o<output>`` arrays, float32 as it returns them."""
+        return self.rknn.with_suffix(".sim.npz")
 
     @property
     def artifact(self) -> Path:
@@ -256,6 +264,9 @@ def _prepare(job: BuildJob) -> tuple[Path, dict[str, str]] | BuildFailure:
         "target": job.target,
         "precision": job.precision,
         "dataset": None if dataset is None else str(dataset.resolve()),
+        "simulate": [
+            [str(sample[name].resolve()) for name in job.inputs] for sample in job.simulate
+        ],
     }
     spec_file = job.rknn.with_suffix(".job.json")
     spec_file.write_text(json.dumps(spec, indent=1), encoding="utf-8")

@@ -45,13 +45,34 @@ def compile_model(job: dict[str, Any]) -> None:
             ),
             ("export_rknn", lambda: rknn.export_rknn(job["rknn"])),
         ]
+        if job.get("simulate"):
+            steps.append(("init_runtime", lambda: rknn.init_runtime(target=None)))
         for step, call in steps:
             status = call()
             # config() returns None; the others 0 on success.
             if status not in (None, 0):
                 raise RuntimeError(f"rknn-toolkit2 {step}() returned {status}")
+        if job.get("simulate"):
+            _simulate(rknn, job["simulate"], job["rknn"])
     finally:
         rknn.release()
+
+
+def _simulate(rknn: Any, samples: list[list[str]], rknn_path: str) -> None:
+    """Run the toolkit's own simulator on each sample (one NCHW ``.npy`` per model input, in
+    order) and keep its outputs beside the model: ``<model>.sim.npz``, ``s<k>_o<j>`` arrays."""
+    import numpy as np  # the child's own import: the parent never needs the simulator
+
+    kept: dict[str, Any] = {}
+    for k, files in enumerate(samples):
+        arrays = [np.load(name) for name in files]
+        formats = ["nchw"] * len(arrays)  # ignored by the toolkit for inputs of rank 1 to 3
+        outputs = rknn.inference(inputs=arrays, data_format=formats)
+        if outputs is None:
+            raise RuntimeError("rknn-toolkit2 inference() returned None")
+        for j, output in enumerate(outputs):
+            kept[f"s{k}_o{j}"] = np.asarray(output)
+    np.savez(str(Path(rknn_path).with_suffix(".sim.npz")), **kept)
 
 
 def _compile_job(spec: Path) -> int:
