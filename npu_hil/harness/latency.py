@@ -40,7 +40,9 @@ class Latency:
     mean_ms: float
     stdev_ms: float
     jitter_ms: float
-    source: str  # "agent" (wall time around the runtime call) or "adapter" (its own figure)
+    source: str
+    """``agent`` (wall time around the runtime call), ``adapter`` (the runtime's own figure) or
+    ``modeled`` (a simulated board's: the target's model of the run, no measurement)."""
 
     def to_dict(self) -> dict[str, float | int | str]:
         return asdict(self)

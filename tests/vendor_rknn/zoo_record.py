@@ -16,7 +16,7 @@ import gzip
 import json
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,54 +82,77 @@ def _snr(job: BuildJob, reference: list[list[Any]]) -> list[float | None]:
         return figures
 
 
-def record(out: Path, names: Sequence[str], parallel: int) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix="npu-hil-zoo-"))
+def zoo_jobs(
+    work: Path, builders: Mapping[str, Callable[[], onnx.ModelProto]], targets: Sequence[str]
+) -> tuple[list[BuildJob], dict[str, list[list[Any]]]]:
+    """One job per model, target and precision the compiler takes, each also run on the
+    toolkit's simulator; and per model onnxruntime's float outputs on the same test samples."""
     jobs: list[BuildJob] = []
     references: dict[str, list[list[Any]]] = {}
-    for arch in ZOO:
-        if names and arch.name not in names:
-            continue
-        proto = arch.build()
-        onnx_path = work / "onnx" / f"{arch.name}.onnx"
+    for name, build in builders.items():
+        proto = build()
+        onnx_path = work / "onnx" / f"{name}.onnx"
         onnx_path.parent.mkdir(parents=True, exist_ok=True)
         onnx_path.write_bytes(proto.SerializeToString())
         graph, inputs = graph_of(proto)
-        shapes = {name: graph[name] for name in inputs}
-        calibration = write_samples(work / "data" / arch.name, shapes, SAMPLES, seed=1)
-        tests = write_samples(work / "test" / arch.name, shapes, TEST_SAMPLES, seed=2)
-        references[arch.name] = _reference(proto, tests)
-        for target in TARGETS:
+        shapes = {n: graph[n] for n in inputs}
+        calibration = write_samples(work / "data" / name, shapes, SAMPLES, seed=1)
+        tests = write_samples(work / "test" / name, shapes, TEST_SAMPLES, seed=2)
+        references[name] = _reference(proto, tests)
+        for target in targets:
             for precision in precisions(target):
                 jobs.append(
                     BuildJob(
-                        key=arch.name,
+                        key=name,
                         onnx=onnx_path,
                         target=target,
                         precision=precision,
-                        rknn=work / target / precision / f"{arch.name}.rknn",
+                        rknn=work / target / precision / f"{name}.rknn",
                         graph=graph,
                         inputs=inputs,
                         dataset=tuple(calibration) if precision == "int8" else (),
                         simulate=tuple(tests),
                     )
                 )
-    records = []
-    for job, outcome in zip(jobs, build_all(jobs, parallel=parallel), strict=True):
-        entry: dict[str, Any] = {
-            "model": job.key,
-            "target": job.target,
-            "precision": job.precision,
-            "built": isinstance(outcome, BuildResult),
-        }
-        if isinstance(outcome, BuildResult):
-            entry["inputs"] = [_tensor(t) for t in outcome.inputs]
-            entry["outputs"] = [_tensor(t) for t in outcome.outputs]
-            entry["simulator_snr_db"] = _snr(job, references[job.key])
-        else:
-            assert isinstance(outcome, BuildFailure)
-            entry["reason"] = outcome.reason
-            entry["log"] = list(outcome.log_tail)
-        records.append(entry)
+    return jobs, references
+
+
+def record_of(
+    job: BuildJob, outcome: BuildResult | BuildFailure, references: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What the data file keeps of one build."""
+    entry: dict[str, Any] = {
+        "model": job.key,
+        "target": job.target,
+        "precision": job.precision,
+        "built": isinstance(outcome, BuildResult),
+    }
+    if isinstance(outcome, BuildResult):
+        entry["inputs"] = [_tensor(t) for t in outcome.inputs]
+        entry["outputs"] = [_tensor(t) for t in outcome.outputs]
+        entry["simulator_snr_db"] = _snr(job, references[job.key])
+    else:
+        entry["reason"] = outcome.reason
+        entry["log"] = list(outcome.log_tail)
+    return entry
+
+
+def compile_zoo(
+    work: Path,
+    builders: Mapping[str, Callable[[], onnx.ModelProto]],
+    targets: Sequence[str] = TARGETS,
+    parallel: int = 2,
+) -> list[dict[str, Any]]:
+    jobs, references = zoo_jobs(work, builders, targets)
+    outcomes = build_all(jobs, parallel=parallel)
+    return [record_of(j, o, references) for j, o in zip(jobs, outcomes, strict=True)]
+
+
+def record(out: Path, names: Sequence[str], parallel: int) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="npu-hil-zoo-"))
+    builders = {a.name: a.build for a in ZOO if not names or a.name in names}
+    records = compile_zoo(work, builders, TARGETS, parallel)
+    for entry in records:
         print(json.dumps({k: entry[k] for k in entry if k not in ("inputs", "log")}))
     document = {
         "provenance": {

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 from zoo_inputs import samples
-from zoo_models import BY_NAME
+from zoo_models import BUILDERS
 
 from npu_hil.harness.sim import SimInput, SimNpu, SimRefusal
 
@@ -75,7 +75,7 @@ class Difference:
 
 @cache
 def _model(name: str) -> Any:
-    return BY_NAME[name].build()
+    return BUILDERS[name]()
 
 
 def simulated_run(record: dict[str, Any], target: str | None = None) -> Any:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 SAMPLES = 8
-TEST_SAMPLES = 2
+TEST_SAMPLES = 8
 MEAN = np.array([0.485, 0.456, 0.406], np.float32)
 STD = np.array([0.229, 0.224, 0.225], np.float32)
 

@@ -32,7 +32,7 @@ def _stem(net: Net, size: tuple[int, int], width: int = 16) -> str:
     return net.conv(x, 3, width, k=3, stride=2)
 
 
-def mobilenet_v2() -> onnx.ModelProto:
+def mobilenet_v2(classes: int = 1000) -> onnx.ModelProto:
     net = Net("mobilenet_v2", seed=101)
     x = net.input("input", (1, 3, 96, 96))
     x = net.conv(x, 3, 16, stride=2, act="relu6")
@@ -45,8 +45,8 @@ def mobilenet_v2() -> onnx.ModelProto:
         x = net.node("Add", [x, y])[0] if stride == 1 and cin == cout else y
         cin = cout
     x = net.conv(x, cin, 128, k=1, act="relu6")
-    logits = net.gemm(net.global_pool_flat(x), 128, 1000)
-    return net.model([(logits, (1, 1000), FLOAT)])
+    logits = net.gemm(net.global_pool_flat(x), 128, classes)
+    return net.model([(logits, (1, classes), FLOAT)])
 
 
 def resnet18() -> onnx.ModelProto:
@@ -110,12 +110,12 @@ def resnext_odd() -> onnx.ModelProto:
     return net.model([(net.conv(x, 64, 40, k=1, act=None), (1, 40, 49, 45), FLOAT)])
 
 
-def classifier_softmax() -> onnx.ModelProto:
+def classifier_softmax(classes: int = 10, size: int = 48) -> onnx.ModelProto:
     net = Net("classifier_softmax", seed=106)
-    x = net.maxpool(_stem(net, (48, 48)))
+    x = net.maxpool(_stem(net, (size, size)))
     x = net.conv(x, 16, 32, stride=2)
-    logits = net.gemm(net.global_pool_flat(x), 32, 10)
-    return net.model([(net.node("Softmax", [logits], axis=1)[0], (1, 10), FLOAT)])
+    logits = net.gemm(net.global_pool_flat(x), 32, classes)
+    return net.model([(net.node("Softmax", [logits], axis=1)[0], (1, classes), FLOAT)])
 
 
 def classifier_argmax() -> onnx.ModelProto:
@@ -127,14 +127,14 @@ def classifier_argmax() -> onnx.ModelProto:
     return net.model([(index, (1,), INT64)])
 
 
-def classifier_topk() -> onnx.ModelProto:
+def classifier_topk(classes: int = 1000, k: int = 5) -> onnx.ModelProto:
     """The five best classes: TopK's values and indices (two rank-2 outputs)."""
     net = Net("classifier_topk", seed=108)
     x = net.conv(_stem(net, (48, 48)), 16, 32, stride=2)
-    logits = net.gemm(net.global_pool_flat(x), 32, 1000)
-    k = net.const(np.array([5], "int64"), "k")
-    values, indices = net.node("TopK", [logits, k], outputs=2, axis=1)
-    return net.model([(values, (1, 5), FLOAT), (indices, (1, 5), INT64)])
+    logits = net.gemm(net.global_pool_flat(x), 32, classes)
+    best = net.const(np.array([k], "int64"), "k")
+    values, indices = net.node("TopK", [logits, best], outputs=2, axis=1)
+    return net.model([(values, (1, k), FLOAT), (indices, (1, k), INT64)])
 
 
 def vit_block() -> onnx.ModelProto:
@@ -170,7 +170,7 @@ def yolo_heads() -> onnx.ModelProto:
     return net.model(outputs)
 
 
-def ssd_boxes() -> onnx.ModelProto:
+def ssd_boxes(classes: int = 21) -> onnx.ModelProto:
     """An SSD-style head: per-anchor boxes and class scores, reshaped and concatenated (rank 3)."""
     net = Net("ssd_boxes", seed=111)
     x = net.conv(_stem(net, (64, 64)), 16, 32, stride=2)
@@ -181,13 +181,13 @@ def ssd_boxes() -> onnx.ModelProto:
         anchors = size * size * 4
         b = net.conv(x, 32, 16, k=1, act=None)
         boxes.append(net.reshape(net.transpose(b, (0, 2, 3, 1)), (1, anchors, 4)))
-        s = net.conv(x, 32, 4 * 21, k=1, act=None)
-        scores.append(net.reshape(net.transpose(s, (0, 2, 3, 1)), (1, anchors, 21)))
+        s = net.conv(x, 32, 4 * classes, k=1, act=None)
+        scores.append(net.reshape(net.transpose(s, (0, 2, 3, 1)), (1, anchors, classes)))
     total = 16 * 16 * 4 + 8 * 8 * 4
     (box,) = net.node("Concat", boxes, axis=1)
     (score,) = net.node("Concat", scores, axis=1)
     (prob,) = net.node("Softmax", [score], axis=-1)
-    return net.model([(box, (1, total, 4), FLOAT), (prob, (1, total, 21), FLOAT)])
+    return net.model([(box, (1, total, 4), FLOAT), (prob, (1, total, classes), FLOAT)])
 
 
 def unet_seg() -> onnx.ModelProto:
@@ -204,13 +204,13 @@ def unet_seg() -> onnx.ModelProto:
     return net.model([(net.conv(d1, 16, 21, k=1, act=None), (1, 21, 64, 64), FLOAT)])
 
 
-def mlp() -> onnx.ModelProto:
+def mlp(features: int = 784, classes: int = 10) -> onnx.ModelProto:
     """An MLP on a rank-2 input (a flattened 28x28 image): MatMul layers only."""
     net = Net("mlp", seed=113)
-    x = net.input("input", (1, 784))
-    x = net.act(net.matmul(x, 784, 256), "relu")
+    x = net.input("input", (1, features))
+    x = net.act(net.matmul(x, features, 256), "relu")
     x = net.act(net.matmul(x, 256, 128), "relu")
-    return net.model([(net.matmul(x, 128, 10), (1, 10), FLOAT)])
+    return net.model([(net.matmul(x, 128, classes), (1, classes), FLOAT)])
 
 
 ZOO: tuple[Architecture, ...] = (
@@ -257,3 +257,22 @@ ZOO: tuple[Architecture, ...] = (
 )
 
 BY_NAME = {arch.name: arch for arch in ZOO}
+
+
+VARIANTS: dict[str, Callable[[], onnx.ModelProto]] = {
+    "mobilenet_v2-37": lambda: mobilenet_v2(classes=37),
+    "mobilenet_v2-1001": lambda: mobilenet_v2(classes=1001),
+    "classifier_softmax-250": lambda: classifier_softmax(classes=250, size=40),
+    "classifier_softmax-3": lambda: classifier_softmax(classes=3, size=40),
+    "classifier_topk-50-3": lambda: classifier_topk(classes=50, k=3),
+    "ssd_boxes-7": lambda: ssd_boxes(classes=7),
+    "ssd_boxes-30": lambda: ssd_boxes(classes=30),
+    "mlp-300-17": lambda: mlp(features=300, classes=17),
+}
+"""The same families at other sizes, never compiled into the stored data: the ``vendor-rknn``
+environment compiles them afresh, a blind check of the rules read off the stored zoo."""
+
+BUILDERS: dict[str, Callable[[], onnx.ModelProto]] = {
+    **{arch.name: arch.build for arch in ZOO},
+    **VARIANTS,
+}

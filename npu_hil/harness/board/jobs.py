@@ -215,14 +215,18 @@ class Agent(AdapterCache):
         try:
             for _ in range(job.warmup):
                 once()
-            result["board_state"] = {"before": read_board_state()}
+            # A simulated board has no clocks or zones of its own: the host's are not its state.
+            simulated = bool(getattr(adapter, "simulated", False))
+            if not simulated:
+                result["board_state"] = {"before": read_board_state()}
             for _ in range(job.runs):
                 run, wall = once()
                 walls.append(wall)
                 reported = (run.timings or {}).get("run_s")
                 if isinstance(reported, (int, float)) and not isinstance(reported, bool):
                     own.append(float(reported))
-            result["board_state"]["after"] = read_board_state()
+            if not simulated:
+                result["board_state"]["after"] = read_board_state()
         finally:
             if pinned is not None:
                 result.setdefault("board_state", {})["pinned"] = {

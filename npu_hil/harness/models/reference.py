@@ -49,11 +49,16 @@ def input_dtypes(model: onnx.ModelProto) -> dict[str, np.dtype]:
     }
 
 
-def session(model: onnx.ModelProto | str | os.PathLike[str]) -> Any:
-    """An onnxruntime session for ``model``, cached by the model's sha256."""
+def session(model: onnx.ModelProto | str | os.PathLike[str], *, optimized: bool = True) -> Any:
+    """An onnxruntime session for ``model``, cached by the model's sha256.
+
+    ``optimized=False`` runs the graph as written, node by node: a quantize-dequantize (QDQ)
+    model then computes int8 values exactly (float32 accumulation of integers below 2**24)
+    instead of through onnxruntime's fused int8 kernels, whose 16-bit intermediate sums
+    saturate on CPUs without VNNI."""
     onnxruntime: Any = importlib.import_module("onnxruntime")
     data = model_bytes(model)
-    key = hashlib.sha256(data).hexdigest()
+    key = hashlib.sha256(data).hexdigest() + ("" if optimized else ":unoptimized")
     cached = _SESSIONS.get(key)
     if cached is not None:
         _SESSIONS.move_to_end(key)
@@ -62,6 +67,8 @@ def session(model: onnx.ModelProto | str | os.PathLike[str]) -> Any:
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
+    if not optimized:
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     created = onnxruntime.InferenceSession(
         data, sess_options=options, providers=["CPUExecutionProvider"]
     )
@@ -72,7 +79,10 @@ def session(model: onnx.ModelProto | str | os.PathLike[str]) -> Any:
 
 
 def reference_outputs(
-    model: onnx.ModelProto | str | os.PathLike[str], inputs: Mapping[str, np.ndarray]
+    model: onnx.ModelProto | str | os.PathLike[str],
+    inputs: Mapping[str, np.ndarray],
+    *,
+    optimized: bool = True,
 ) -> dict[str, np.ndarray]:
     """Run ``model`` on ``inputs`` (name → array) with onnxruntime; returns name → output.
 
@@ -91,7 +101,7 @@ def reference_outputs(
             + (f"unknown {', '.join(extra)}" if extra else "")
         )
     feeds = {name: np.ascontiguousarray(inputs[name], dtype=declared[name]) for name in declared}
-    runner = session(proto)
+    runner = session(proto, optimized=optimized)
     names = [output.name for output in runner.get_outputs()]
     try:
         values = runner.run(names, feeds)

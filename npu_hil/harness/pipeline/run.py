@@ -350,7 +350,9 @@ def _latency(result: Result) -> Latency | None:
     out), else the agent's wall time around each runtime call."""
     t = result.timings
     if t.adapter_runs_s:
-        return latency(t.adapter_runs_s, warmup=t.warmup, source="adapter")
+        # A simulated board's figures are its target's model (its timings say "modeled").
+        source = "modeled" if t.adapter.get("modeled") else "adapter"
+        return latency(t.adapter_runs_s, warmup=t.warmup, source=source)
     if t.runs_s:
         return latency(t.runs_s, warmup=t.warmup, source="agent")
     return None

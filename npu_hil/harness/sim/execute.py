@@ -43,10 +43,12 @@ def check(model: onnx.ModelProto, executor: str) -> None:
 
 
 def run(
-    model: onnx.ModelProto, inputs: Mapping[str, np.ndarray], executor: str
+    model: onnx.ModelProto, inputs: Mapping[str, np.ndarray], executor: str, *, exact: bool = False
 ) -> dict[str, np.ndarray]:
+    """The model's outputs; ``exact`` runs an onnxruntime graph node by node (a quantized
+    graph's int8 arithmetic, :mod:`npu_hil.harness.sim.graphquant`)."""
     if executor == "numpy":
         return numpy_exec.run(model, inputs)
     from npu_hil.harness.models.reference import reference_outputs
 
-    return reference_outputs(model, inputs)
+    return reference_outputs(model, inputs, optimized=not exact)

@@ -16,6 +16,7 @@ COMMON = (
     "target",
     "faults",
     "executor",
+    "numerics",
     "buffer_offset",
     "buffer_offsets",
     "input_layout",
@@ -27,6 +28,9 @@ OPTION_HELP = {
     "target": "the board to be: any target of a vendor unit (npu-hil targets list)",
     "faults": "faults to inject: names or {name, ...params} (see npu_hil.harness.sim.faults)",
     "executor": "auto | onnxruntime | numpy",
+    "numerics": "auto (as the target's NPU computes: int8 or float16 through the whole graph, "
+    "calibrated on the first run's inputs) | float (the float graph, only inputs and outputs "
+    "quantized)",
     "buffer_offset": "bytes past a 32-byte boundary for every I/O buffer (a runtime that checks "
     "addresses refuses)",
     "buffer_offsets": "the same per tensor name",
@@ -38,6 +42,7 @@ OPTION_HELP = {
     "cross-API check); the first, zero-copy, by default",
 }
 """The common options; each vendor unit adds its own (``Vendor.sim_options``)."""
+NUMERICS_CHOICES = ("auto", "float")
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,10 @@ class SimOptions(RuntimeOptions):
         if executor not in EXECUTORS:
             choices = ", ".join(EXECUTORS)
             raise SimConfigError(f"executor must be one of {choices}, got {executor!r}")
+        numerics = options.get("numerics", "auto")
+        if numerics not in NUMERICS_CHOICES:
+            choices = ", ".join(NUMERICS_CHOICES)
+            raise SimConfigError(f"numerics must be one of {choices}, got {numerics!r}")
         offsets = options.get("buffer_offsets") or {}
         if not isinstance(offsets, Mapping):
             raise SimConfigError(f"buffer_offsets must map tensor names to bytes, got {offsets!r}")
@@ -82,6 +91,7 @@ class SimOptions(RuntimeOptions):
             faults=parse_faults(options.get("faults")),
             runtime_versions=_versions(options.get("runtime_versions")),
             executor=executor,
+            numerics=numerics,
             buffer_offset=_offset("buffer_offset", options.get("buffer_offset", 0)),
             buffer_offsets={str(k): _offset(f"buffer_offsets.{k}", v) for k, v in offsets.items()},
             input_layout=_text("input_layout", options.get("input_layout")),

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from npu_hil.harness.sim import execute
+from npu_hil.harness.sim import execute, graphquant
 from npu_hil.harness.sim.boardlog import apply_log_fault, runtime_info
 from npu_hil.harness.sim.faults import (
     apply_buffer_faults,
@@ -58,6 +58,8 @@ class SimModel:
     source: str
     work: Work = field(default_factory=Work)
     """What one run costs the modeled NPU (:func:`npu_hil.harness.sim.timing.count_work`)."""
+    calibration: list[dict[str, np.ndarray]] = field(default_factory=list)
+    """The inputs the model's quantization was calibrated on (its first run's)."""
 
 
 def _artifact_suffixes() -> list[str]:
@@ -169,7 +171,7 @@ class SimNpu:
         )
         started = time.perf_counter()
         feeds = {h.tensor.name: h.model_value for h in held}
-        floats = execute.run(model.proto, feeds, self.executor)
+        floats = self._compute(model, feeds)
         host_s = time.perf_counter() - started
         index = self.calls
         self.calls += 1
@@ -195,8 +197,45 @@ class SimNpu:
         fetch_s = time.perf_counter() - started
         apply_process_faults(self.options.faults)
         apply_soak_faults(self.options.faults, index)
-        timings = {"run_s": run_s, "copy_s": set_s + fetch_s, "host_s": host_s}
+        # "modeled": the run time is the target's model, not a measurement (reports say so).
+        timings = {"run_s": run_s, "copy_s": set_s + fetch_s, "host_s": host_s, "modeled": 1.0}
         return SimRun(device_inputs, result, timings)
+
+    def calibrate(self, model: SimModel, samples: Sequence[Mapping[str, np.ndarray]]) -> None:
+        """Calibrate ``model``'s quantization on ``samples`` (input name → float array), as a
+        compiler is given a dataset, instead of on its first run's inputs."""
+        names = {info.name for info in model.graph.inputs}
+        for sample in samples:
+            if set(sample) != names:
+                raise SimConfigError(
+                    f"a calibration sample gives {', '.join(sorted(sample))}; the model's "
+                    f"inputs are {', '.join(sorted(names))}"
+                )
+        model.calibration[:] = [
+            {k: np.asarray(v, np.float32) for k, v in sample.items()} for sample in samples
+        ]
+
+    @property
+    def numerics(self) -> str:
+        """How this board computes a model: the vendor's numerics, or the float graph (option
+        ``numerics: float``, or the numpy executor, which runs float graphs only)."""
+        if self.options.numerics == "float" or self.executor == "numpy":
+            return "float"
+        return self.vendor.numerics
+
+    def _compute(self, model: SimModel, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        numerics = self.numerics
+        if numerics == "float":
+            return execute.run(model.proto, feeds, self.executor)
+        if not model.calibration:
+            model.calibration.append({k: np.asarray(v, np.float32) for k, v in feeds.items()})
+        computed = graphquant.numeric_model(model.proto, numerics, model.calibration)
+        outputs = execute.run(computed, feeds, self.executor, exact=True)
+        # Integer outputs (ArgMax, TopK indices) and their dtypes are the float graph's.
+        return {
+            name: value.astype(np.float32) if value.dtype == np.float16 else value
+            for name, value in outputs.items()
+        }
 
     @staticmethod
     def _given(graph: GraphInfo, inputs: Sequence[InputLike]) -> dict[str, InputLike]:

@@ -52,6 +52,12 @@ class VendorSim(ABC):
     ) -> SimTensor:
         """The model's float output as the runtime holds it: quantized and laid out natively."""
 
+    @property
+    def numerics(self) -> str:
+        """How the NPU computes the graph (``npu_hil.harness.sim.graphquant.NUMERICS``):
+        ``float`` unless the vendor says otherwise."""
+        return "float"
+
     def normal_api_output(self, tensor: SimTensor, path: str) -> SimTensor:
         """An output as the vendor's other API path ``path`` hands it back (converted by the
         runtime after the NPU wrote ``tensor``), with the attributes that path reports. A

@@ -13,6 +13,8 @@ class RuntimeOptions:
     target: str
     faults: tuple[Any, ...] = ()
     executor: str = "auto"
+    numerics: str = "auto"
+    """``auto``: the vendor's own numerics through the graph; ``float``: the float graph."""
     buffer_offset: int = 0
     buffer_offsets: dict[str, int] = field(default_factory=dict)
     input_layout: str | None = None

@@ -62,6 +62,12 @@ class RockchipSim(VendorSim):
             )
 
     @property
+    def numerics(self) -> str:
+        """int8 through the graph for an int8 model (asymmetric activations, per-channel
+        weights: rknn-toolkit2's default), float16 for a float16 one."""
+        return "int8" if self.precision == "int8" else "float16"
+
+    @property
     def output_dtype(self) -> np.dtype:
         return np.dtype("int8" if self.precision == "int8" else "float16")
 

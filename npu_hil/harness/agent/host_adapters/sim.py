@@ -76,6 +76,7 @@ class SimAdapter(Adapter):
     """A simulated board of ``options["target"]``."""
 
     name = "sim"
+    simulated = True
     log_level_env = SIM_LOG_LEVEL_ENV
 
     def __init__(self, options: Dict[str, Any]) -> None:

@@ -111,6 +111,8 @@ class Adapter:
     """Base class of the runtime adapters. ``options`` is the job's ``adapter_options``."""
 
     name = "base"
+    simulated = False
+    """A simulated board: its run times are modeled and it has no board state to read."""
     log_level_env: Optional[str] = None
     """The environment variable the runtime reads its log level from when it initialises (None:
     the runtime has none); the agent writes the job's ``runtime_log_level`` there before the

@@ -1,0 +1,172 @@
+"""The model a simulated NPU computes: the float graph quantized through, as the vendor's compiler
+would quantize it, so that a simulated board's accuracy means what a board's would.
+
+- int8: onnxruntime's static quantization (``quantize_static``, QDQ format): weights symmetric
+  int8 per output channel, activations asymmetric int8 per tensor, ranges by min/max calibration
+  over the given samples; what rknn-toolkit2's default ``asymmetric_quantized-8`` with
+  per-channel weights does; Softmax stays float, as the compiler keeps it in float16. The
+  quantized graph is run node by node (``exact``), so the int8 values are computed exactly.
+- float16: every weight and every float activation rounded to float16 (a Cast pair after each
+  node), accumulation in float32: the NPU's float16 path.
+
+A quantized model is made once per (model, calibration) and kept (a compiled model fixes its
+parameters from its calibration set the same way).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import logging
+import tempfile
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from npu_hil.harness.simkit.errors import SimRefusal
+
+NUMERICS = ("float", "int8", "float16")
+"""How a simulated NPU computes: the float graph, int8 through the graph, float16."""
+_CACHE_SIZE = 16
+_MADE: OrderedDict[str, onnx.ModelProto] = OrderedDict()
+
+
+def _key(proto: onnx.ModelProto, numerics: str, samples: Sequence[Mapping[str, np.ndarray]]) -> str:
+    digest = hashlib.sha256(numerics.encode())
+    digest.update(proto.SerializeToString())
+    for sample in samples:
+        for name in sorted(sample):
+            digest.update(name.encode())
+            digest.update(np.ascontiguousarray(sample[name], dtype=np.float32).tobytes())
+    return digest.hexdigest()
+
+
+def numeric_model(
+    proto: onnx.ModelProto, numerics: str, samples: Sequence[Mapping[str, np.ndarray]]
+) -> onnx.ModelProto:
+    """``proto`` as the NPU computes it (``numerics``), calibrated on ``samples`` for int8."""
+    if numerics == "float":
+        return proto
+    key = _key(proto, numerics, samples if numerics == "int8" else ())
+    made = _MADE.get(key)
+    if made is None:
+        made = int8_graph(proto, samples) if numerics == "int8" else float16_graph(proto)
+        _MADE[key] = made
+        while len(_MADE) > _CACHE_SIZE:
+            _MADE.popitem(last=False)
+    else:
+        _MADE.move_to_end(key)
+    return made
+
+
+class _Samples:
+    """onnxruntime's CalibrationDataReader protocol over a list of input mappings."""
+
+    def __init__(self, samples: Sequence[Mapping[str, np.ndarray]]) -> None:
+        self._items = iter(
+            [{k: np.ascontiguousarray(v, dtype=np.float32) for k, v in s.items()} for s in samples]
+        )
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self._items, None)
+
+    def rewind(self) -> None:  # onnxruntime asks for it in some versions; one pass is enough
+        return None
+
+
+def int8_graph(
+    proto: onnx.ModelProto, samples: Sequence[Mapping[str, np.ndarray]]
+) -> onnx.ModelProto:
+    """The QDQ int8 model onnxruntime's static quantization makes of ``proto``."""
+    if not samples:
+        raise SimRefusal("DeviceError", "run", "int8 quantization needs calibration samples")
+    try:
+        quantization: Any = importlib.import_module("onnxruntime.quantization")
+    except ImportError as exc:
+        raise SimRefusal(
+            "UnsupportedError",
+            "run",
+            f"int8 through the graph needs onnxruntime's quantization ({exc}); "
+            "install onnxruntime or run with numerics: float",
+        ) from None
+    named = onnx.ModelProto()
+    named.CopyFrom(proto)
+    for index, node in enumerate(named.graph.node):
+        node.name = node.name or f"{node.op_type.lower()}_{index}"
+    # A private folder: the quantizer works on files. Its advice to pre-process the model goes
+    # to the root logger; it is not for the harness's user.
+    muted = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        with tempfile.TemporaryDirectory(prefix="npu-hil-quant-") as folder:
+            return _quantize(quantization, named, Path(folder), samples)
+    finally:
+        logging.disable(muted)
+
+
+def _quantize(
+    quantization: Any, proto: onnx.ModelProto, folder: Path, samples: Sequence[Any]
+) -> onnx.ModelProto:
+    source = folder / "float.onnx"
+    target = folder / "int8.onnx"
+    onnx.save_model(proto, str(source))
+    quantization.quantize_static(
+        str(source),
+        str(target),
+        _Samples(samples),
+        quant_format=quantization.QuantFormat.QDQ,
+        per_channel=True,
+        activation_type=quantization.QuantType.QInt8,
+        weight_type=quantization.QuantType.QInt8,
+        calibrate_method=quantization.CalibrationMethod.MinMax,
+        extra_options={"ActivationSymmetric": False, "WeightSymmetric": True},
+        # Compilers keep Softmax in float16 (rknn-toolkit2: deviation softmax-output-type).
+        nodes_to_exclude=[n.name for n in proto.graph.node if n.op_type == "Softmax"],
+    )
+    return onnx.load_model(str(target))
+
+
+def float16_graph(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """``proto`` with float weights rounded to float16 and every float activation passed
+    through a float16 Cast pair (the computation itself stays float32, as the NPU's
+    accumulators are)."""
+    model = onnx.ModelProto()
+    model.CopyFrom(proto)
+    graph = model.graph
+    for init in graph.initializer:
+        if init.data_type == TensorProto.FLOAT:
+            rounded = numpy_helper.to_array(init).astype(np.float16).astype(np.float32)
+            init.CopyFrom(numpy_helper.from_array(rounded, init.name))
+    inferred = onnx.shape_inference.infer_shapes(model)
+    floats = {
+        v.name
+        for v in (*inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input)
+        if v.type.tensor_type.elem_type == TensorProto.FLOAT
+    }
+    nodes: list[onnx.NodeProto] = []
+    renamed: dict[str, str] = {}
+    outputs = {o.name for o in graph.output}
+    for index, node in enumerate(graph.node):
+        for k, name in enumerate(node.input):
+            if name in renamed:
+                node.input[k] = renamed[name]
+        nodes.append(node)
+        for k, name in enumerate(node.output):
+            if name not in floats:
+                continue
+            raw = f"{name}__fp32_{index}"
+            node.output[k] = raw
+            half = f"{name}__fp16_{index}"
+            nodes.append(helper.make_node("Cast", [raw], [half], to=TensorProto.FLOAT16))
+            final = name if name in outputs else f"{name}__r_{index}"
+            nodes.append(helper.make_node("Cast", [half], [final], to=TensorProto.FLOAT))
+            if final != name:
+                renamed[name] = final
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return model
