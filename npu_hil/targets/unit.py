@@ -13,7 +13,7 @@ cannot be simulated; the callers say so when they need what is missing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -54,6 +54,11 @@ class QuantModel(Protocol):
 
     def output_quantizer(self, attributes: dict[str, Any]) -> Quantizer:
         """The quantization of an output the runtime reported with ``attributes``."""
+
+    def numerics(self, inputs: Sequence[dict[str, Any]]) -> str:
+        """How the NPU computes a model whose inputs were reported with ``inputs``:
+        ``float``, ``int8`` or ``float16`` through the graph
+        (``npu_hil.harness.models.numerics``)."""
 
 
 ROW_ALIGNMENTS = (1, 4, 8, 16, 32)

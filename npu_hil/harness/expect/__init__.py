@@ -14,6 +14,7 @@ from npu_hil.harness.expect.oracle import (
     expected_input,
     expected_outputs,
     model_inputs,
+    npu_outputs,
     semantics,
 )
 
@@ -24,5 +25,6 @@ __all__ = [
     "expected_input",
     "expected_outputs",
     "model_inputs",
+    "npu_outputs",
     "semantics",
 ]

@@ -26,6 +26,7 @@ import onnx
 from npu_hil.harness.codec import BlockedLayout
 from npu_hil.harness.codec.reported import layout_from_report
 from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.models.numerics import numeric_model
 from npu_hil.harness.models.reference import reference_outputs
 from npu_hil.targets.registry import unit_for
 from npu_hil.targets.unit import QuantModel
@@ -89,14 +90,16 @@ def expected_outputs(
     inputs: Sequence[Expected],
     reported: Sequence[ReportedTensor],
 ) -> list[Expected]:
-    """The reference outputs, quantized and laid out as the device reported them."""
-    floats = reference_outputs(model, model_inputs(target, inputs))
+    """The reference outputs, computed as the target's NPU computes the graph (the vendor's
+    numerics, calibrated on these inputs, as a simulated board does), then quantized and laid
+    out as the device reported them. ``reference`` stays the float model's output."""
     vendor = semantics(target)
+    floats, computed = npu_outputs(target, model, inputs)
     out = []
     for tensor in reported:
         attrs = tensor.attributes
         layout = layout_from_report(target, "output", attrs, shape=list(tensor.shape))
-        values = vendor.output_quantizer(attrs).quantize(floats[tensor.name])
+        values = vendor.output_quantizer(attrs).quantize(_as_computed(computed[tensor.name]))
         out.append(
             Expected(tensor.name, "output", layout, values, dict(attrs), floats[tensor.name])
         )
@@ -113,3 +116,26 @@ def expect_run(
     """Expectations for a whole run: inputs as handed over (name → logical tensor)."""
     inputs = [expected_input(target, t, given[t.name]) for t in reported_inputs]
     return inputs, expected_outputs(target, model, inputs, reported_outputs)
+
+
+def npu_outputs(
+    target: str, model: onnx.ModelProto | str | os.PathLike[str], inputs: Sequence[Expected]
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The float model's outputs, and the outputs as the target's NPU computes them (the
+    vendor's numerics through the graph, calibrated on these inputs; the float ones where the
+    vendor models none). A vendor unit without ``numerics`` computes the float graph."""
+    vendor = semantics(target)
+    feeds = model_inputs(target, inputs)
+    proto = model if isinstance(model, onnx.ModelProto) else onnx.load_model(str(model))
+    floats = reference_outputs(proto, feeds)
+    numerics = getattr(vendor, "numerics", None)
+    kind = numerics([e.attributes for e in inputs]) if numerics is not None else "float"
+    if kind == "float":
+        return floats, floats
+    npu_model = numeric_model(proto, kind, [feeds])
+    return floats, reference_outputs(npu_model, feeds, optimized=False)
+
+
+def _as_computed(values: np.ndarray) -> np.ndarray:
+    """A float16 graph's output as float32 (what the simulated board quantizes from)."""
+    return values.astype(np.float32) if values.dtype == np.float16 else values

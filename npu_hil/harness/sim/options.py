@@ -29,7 +29,7 @@ OPTION_HELP = {
     "faults": "faults to inject: names or {name, ...params} (see npu_hil.harness.sim.faults)",
     "executor": "auto | onnxruntime | numpy",
     "numerics": "auto (as the target's NPU computes: int8 or float16 through the whole graph, "
-    "calibrated on the first run's inputs) | float (the float graph, only inputs and outputs "
+    "calibrated on each run's inputs) | float (the float graph, only inputs and outputs "
     "quantized)",
     "buffer_offset": "bytes past a 32-byte boundary for every I/O buffer (a runtime that checks "
     "addresses refuses)",

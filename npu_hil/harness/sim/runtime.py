@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 import onnx
 
-from npu_hil.harness.sim import execute, graphquant
+from npu_hil.harness.models import numerics as npu_numerics
+from npu_hil.harness.sim import execute
 from npu_hil.harness.sim.boardlog import apply_log_fault, runtime_info
 from npu_hil.harness.sim.faults import (
     apply_buffer_faults,
@@ -59,7 +60,8 @@ class SimModel:
     work: Work = field(default_factory=Work)
     """What one run costs the modeled NPU (:func:`npu_hil.harness.sim.timing.count_work`)."""
     calibration: list[dict[str, np.ndarray]] = field(default_factory=list)
-    """The inputs the model's quantization was calibrated on (its first run's)."""
+    """A dataset the model's quantization is calibrated on (:meth:`SimNpu.calibrate`); empty:
+    each run's own inputs."""
 
 
 def _artifact_suffixes() -> list[str]:
@@ -227,9 +229,15 @@ class SimNpu:
         numerics = self.numerics
         if numerics == "float":
             return execute.run(model.proto, feeds, self.executor)
-        if not model.calibration:
-            model.calibration.append({k: np.asarray(v, np.float32) for k, v in feeds.items()})
-        computed = graphquant.numeric_model(model.proto, numerics, model.calibration)
+        # Calibrated on this run's own inputs unless given a dataset: the host's expectation
+        # computes the same model from the same inputs.
+        calibration = model.calibration or [
+            {k: np.asarray(v, np.float32) for k, v in feeds.items()}
+        ]
+        try:
+            computed = npu_numerics.numeric_model(model.proto, numerics, calibration)
+        except npu_numerics.NumericsError as exc:
+            raise SimRefusal("UnsupportedError", "run", exc.message) from None
         outputs = execute.run(computed, feeds, self.executor, exact=True)
         # Integer outputs (ArgMax, TopK indices) and their dtypes are the float graph's.
         return {

@@ -3,6 +3,7 @@ quantization model the oracle (``npu_hil.harness.expect``) and the simulator sha
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -37,3 +38,9 @@ def model_input(attributes: dict[str, Any], held: np.ndarray) -> np.ndarray:
 
 def output_quantizer(attributes: dict[str, Any]) -> FixedPoint:
     return quantizer(attributes)
+
+
+def numerics(inputs: Sequence[dict[str, Any]]) -> str:
+    """The float graph: its simulated board quantizes inputs and outputs only (its compiler's
+    numerics are not modeled through the graph yet)."""
+    return "float"

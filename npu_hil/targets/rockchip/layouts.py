@@ -32,37 +32,12 @@ from npu_hil.harness.codec.params import bounded_size, int_tuple, one_int, round
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.rockchip import convolution, observed
 from npu_hil.targets.rockchip import tables as rockchip
+from npu_hil.targets.rockchip.types import RKNN_QNT_CODES as RKNN_QNT_CODES
+from npu_hil.targets.rockchip.types import RKNN_TYPE_CODES as RKNN_TYPE_CODES
+from npu_hil.targets.rockchip.types import RKNN_TYPES as RKNN_TYPES
 
 INPUT_LAYOUTS = ("NHWC", "NC1HWC2", "UNDEFINE")
 OUTPUT_LAYOUTS = ("NCHW", "NHWC", "NC1HWC2", "UNDEFINE")
-RKNN_TYPES = {
-    "int8": "INT8",
-    "uint8": "UINT8",
-    "float16": "FLOAT16",
-    "int16": "INT16",
-    "float32": "FLOAT32",
-    "int32": "INT32",
-    "uint16": "UINT16",
-    "uint32": "UINT32",
-    "int64": "INT64",
-}
-RKNN_TYPE_CODES = {
-    0: "FLOAT32",
-    1: "FLOAT16",
-    2: "INT8",
-    3: "UINT8",
-    4: "INT16",
-    5: "UINT16",
-    6: "INT32",
-    7: "UINT32",
-    8: "INT64",
-    9: "BOOL",
-    10: "INT4",
-    11: "BFLOAT16",
-}
-"""``rknn_tensor_type`` values (rknn_api.h 2.3.2, tests/data/abi/rknn_api-2.3.2.json)."""
-RKNN_QNT_CODES = {0: "NONE", 1: "DFP", 2: "AFFINE_ASYMMETRIC"}
-"""``rknn_tensor_qnt_type`` values (same header)."""
 LAST_OPS = ("conv", "other", "conv_sigmoid")
 """What produced an output: a convolution (fused ones included), anything else, or a fused
 Conv+Sigmoid (which pads float16 channels its own way: deviation ``conv-sigmoid-fp16``)."""

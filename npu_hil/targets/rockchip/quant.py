@@ -3,6 +3,7 @@ quantization model the oracle (``npu_hil.harness.expect``) and the simulator sha
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -43,3 +44,11 @@ def model_input(attributes: dict[str, Any], held: np.ndarray) -> np.ndarray:
 
 def output_quantizer(attributes: dict[str, Any]) -> Quantizer:
     return quantizer(attributes)
+
+
+def numerics(inputs: Sequence[dict[str, Any]]) -> str:
+    """int8 through the graph for a quantized model (its inputs are AFFINE_ASYMMETRIC), float16
+    otherwise: what the simulated board computes (``RockchipSim.numerics``)."""
+    if any(attrs.get("qnt_type") == AFFINE for attrs in inputs):
+        return "int8"
+    return "float16"

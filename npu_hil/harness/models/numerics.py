@@ -1,5 +1,7 @@
-"""The model a simulated NPU computes: the float graph quantized through, as the vendor's compiler
-would quantize it, so that a simulated board's accuracy means what a board's would.
+"""The model as an NPU computes it: the float graph quantized through, as the vendor's compiler
+would quantize it, so that a simulated board's accuracy means what a board's would. The simulated
+board computes with it and the host's expectation (``npu_hil.harness.expect``) computes the same
+model on the same inputs, so the two still agree bit for bit.
 
 - int8: onnxruntime's static quantization (``quantize_static``, QDQ format): weights symmetric
   int8 per output channel, activations asymmetric int8 per tensor, ranges by min/max calibration
@@ -9,8 +11,9 @@ would quantize it, so that a simulated board's accuracy means what a board's wou
 - float16: every weight and every float activation rounded to float16 (a Cast pair after each
   node), accumulation in float32: the NPU's float16 path.
 
-A quantized model is made once per (model, calibration) and kept (a compiled model fixes its
-parameters from its calibration set the same way).
+Calibration: by default the run's own inputs (both sides have them); a simulated board given a
+dataset (``SimNpu.calibrate``) is then checked by its accuracy, as a real board is. A quantized
+model is made once per (model, calibration) and kept.
 """
 
 from __future__ import annotations
@@ -28,7 +31,12 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from npu_hil.harness.simkit.errors import SimRefusal
+from npu_hil.harness.errors import NpuHilError
+
+
+class NumericsError(NpuHilError):
+    """A model that cannot be computed with the NPU's numerics here."""
+
 
 NUMERICS = ("float", "int8", "float16")
 """How a simulated NPU computes: the float graph, int8 through the graph, float16."""
@@ -84,15 +92,13 @@ def int8_graph(
 ) -> onnx.ModelProto:
     """The QDQ int8 model onnxruntime's static quantization makes of ``proto``."""
     if not samples:
-        raise SimRefusal("DeviceError", "run", "int8 quantization needs calibration samples")
+        raise NumericsError("int8 through the graph needs calibration samples")
     try:
         quantization: Any = importlib.import_module("onnxruntime.quantization")
     except ImportError as exc:
-        raise SimRefusal(
-            "UnsupportedError",
-            "run",
+        raise NumericsError(
             f"int8 through the graph needs onnxruntime's quantization ({exc}); "
-            "install onnxruntime or run with numerics: float",
+            "install onnxruntime or run with numerics: float"
         ) from None
     named = onnx.ModelProto()
     named.CopyFrom(proto)
