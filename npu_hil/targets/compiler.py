@@ -41,6 +41,10 @@ class CompiledTensorInfo(Protocol):
     def size(self) -> int: ...
 
 
+Normalize = tuple[tuple[float, ...], tuple[float, ...]]
+"""(mean, std) per channel, in the input's own units: ``x' = (x - mean) / std``."""
+
+
 class CompileJob(Protocol):
     """One reference model at one shape for one target."""
 
@@ -136,8 +140,10 @@ class ModelCompiler(Protocol):
         graph: Mapping[str, tuple[int, ...]],
         inputs: tuple[str, ...],
         dataset: Sequence[Mapping[str, Path]],
+        normalize: Normalize | None = None,
     ) -> CompileJob:
-        """The job compiling ``onnx`` for ``target`` into ``out``."""
+        """The job compiling ``onnx`` for ``target`` into ``out``; ``normalize`` bakes a
+        per-channel mean and std into the compiled model (its input then takes raw pixels)."""
 
     def build(
         self, jobs: Sequence[CompileJob], parallel: int

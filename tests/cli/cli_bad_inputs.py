@@ -413,6 +413,7 @@ def _file_kinds_per_argument() -> Iterator[Case]:
             "--inventory",
             "@",
         ],
+        "models-file": ["models", "build", "@", "--target", "rv1106", "--out", "{root}/build"],
         "models-dataset": [
             "models",
             "build",
@@ -780,6 +781,18 @@ def _other_cases() -> Iterator[Case]:
         yield Case(
             f"simfarm-down-timeout[{timeout}]",
             ("simfarm", "down", "--dir", "{root}/farm-up", "--timeout", timeout),
+        )
+    for name, extra in [
+        ("mean-alone", ("--mean", "1,2,3")),
+        ("std-alone", ("--std", "1,2,3")),
+        ("mean-not-numbers", ("--mean", "a,b", "--std", "1,1")),
+        ("mean-std-lengths", ("--mean", "1,2,3", "--std", "1,2")),
+        ("std-zero", ("--mean", "1", "--std", "0")),
+        ("mean-nan", ("--mean", "nan", "--std", "1")),
+    ]:
+        yield Case(
+            f"models-normalize[{name}]",
+            ("models", "build", "--target", "rk3588", "--out", "{root}/build", *extra),
         )
     for jobs in ["0", "-1", "100000000000"]:
         yield Case(

@@ -209,3 +209,75 @@ def test_not_an_rknn_file(tmp_path: Path) -> None:
         read_tensor_table(tmp_path / "b.rknn", {"input": (1, 3, 2, 2), "output": (1, 3, 2, 2)})
     with pytest.raises(RknnFileError, match="cannot read"):
         read_tensor_table(tmp_path / "missing.rknn")
+
+
+# --------------------------------------------------------------------- a user's own models
+
+
+def _user_model(tmp_path: Path, shape: tuple[int, ...] = (1, 3, 8, 10)) -> Path:
+    path = tmp_path / "My Net.onnx"
+    path.write_bytes(build("conv1x1", shape).SerializeToString())
+    return path
+
+
+def test_a_users_model_is_planned_under_a_key_of_its_content(tmp_path: Path) -> None:
+    from npu_hil.harness.models.compile_set import plan_files
+
+    path = _user_model(tmp_path)
+    normalize = ((123.675, 116.28, 103.53), (58.395, 57.12, 57.375))
+    (job,) = plan_files("rv1106", "int8", tmp_path / "out", [path], normalize=normalize)
+    assert job.key.startswith("My_Net-") and len(job.key) == len("My_Net-") + 12
+    assert job.onnx.read_bytes() == path.read_bytes()
+    assert job.normalize == normalize  # type: ignore[attr-defined]
+    assert len(job.dataset) == 4  # type: ignore[attr-defined]
+    # Another precision or normalization is another build; the same inputs, the same key.
+    (again,) = plan_files("rv1106", "int8", tmp_path / "out", [path], normalize=normalize)
+    (plain,) = plan_files("rv1106", "int8", tmp_path / "out", [path])
+    (fp16,) = plan_files("rk3588", "float16", tmp_path / "out", [path])
+    assert again.key == job.key and len({job.key, plain.key, fp16.key}) == 3
+
+
+def test_a_users_model_with_a_symbolic_batch_is_refused_before_compiling(tmp_path: Path) -> None:
+    import onnx
+
+    from npu_hil.harness.models.compile_set import plan_files
+
+    model = build("conv1x1", (1, 3, 8, 10))
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
+    path = tmp_path / "dynamic.onnx"
+    onnx.save_model(model, str(path))
+    with pytest.raises(ManifestError, match=r"input input has a symbolic or unknown size"):
+        plan_files("rv1106", "int8", tmp_path / "out", [path])
+    (tmp_path / "junk.onnx").write_bytes(b"not a model")
+    with pytest.raises(ManifestError, match=r"junk\.onnx: not an ONNX model"):
+        plan_files("rv1106", "int8", tmp_path / "out", [tmp_path / "junk.onnx"])
+
+
+def _native(role: str, entry: dict[str, object]) -> NativeTensor:
+    return NativeTensor(
+        str(entry["name"]),
+        role,
+        str(entry["dtype"]),
+        tuple(entry["shape"]),  # type: ignore[arg-type]
+        tuple(entry["native"]),  # type: ignore[arg-type]
+        int(entry["size"]),  # type: ignore[call-overload]
+    )
+
+
+def test_a_compiled_users_model_is_found_in_the_manifest_again(tmp_path: Path) -> None:
+    from npu_hil.harness.models.compile_set import cached, plan_files
+
+    out = tmp_path / "out"
+    (job,) = plan_files("rk3588", "int8", out, [_user_model(tmp_path, (1, 16, 5, 7))])
+    manifest = out / "manifest.json"
+    assert not cached(manifest, job)
+    # What the compiler stored for this shape (RK3588_CONV, measured), and a compiled file.
+    inputs = tuple(_native("input", t) for t in RK3588_CONV["inputs"])  # type: ignore[attr-defined]
+    outputs = tuple(_native("output", t) for t in RK3588_CONV["outputs"])  # type: ignore[attr-defined]
+    job.artifact.parent.mkdir(parents=True, exist_ok=True)
+    job.artifact.write_bytes(b"RKNN")
+    built = BuildResult(job, inputs, outputs, "full", "rknn-toolkit2 2.5.0")  # type: ignore[arg-type]
+    record(manifest, [built], {})
+    assert cached(manifest, job)
+    job.artifact.unlink()
+    assert not cached(manifest, job)

@@ -254,6 +254,11 @@ ZOO: tuple[Architecture, ...] = (
     Architecture("ssd_boxes", "an SSD-style head: rank-3 boxes and Softmax scores", ssd_boxes),
     Architecture("unet_seg", "a U-Net segmenter: Resize, skip Concats, 21 classes", unet_seg),
     Architecture("mlp", "an MLP on a rank-2 input: MatMul only", mlp),
+    Architecture(
+        "mlp_odd",
+        "an MLP on an odd-sized rank-2 input (300 features, 17 classes)",
+        lambda: mlp(features=300, classes=17),
+    ),
 )
 
 BY_NAME = {arch.name: arch for arch in ZOO}
@@ -267,7 +272,8 @@ VARIANTS: dict[str, Callable[[], onnx.ModelProto]] = {
     "classifier_topk-50-3": lambda: classifier_topk(classes=50, k=3),
     "ssd_boxes-7": lambda: ssd_boxes(classes=7),
     "ssd_boxes-30": lambda: ssd_boxes(classes=30),
-    "mlp-300-17": lambda: mlp(features=300, classes=17),
+    "mlp-52-7": lambda: mlp(features=52, classes=7),
+    "mlp-130-11": lambda: mlp(features=130, classes=11),
 }
 """The same families at other sizes, never compiled into the stored data: the ``vendor-rknn``
 environment compiles them afresh, a blind check of the rules read off the stored zoo."""

@@ -9,6 +9,7 @@ tests need no change.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from npu_hil.targets.compiler import (
     CompilerError,
     CompileResult,
     ModelCompiler,
+    Normalize,
 )
 from npu_hil.targets.registry import unit_for
 
@@ -106,6 +108,77 @@ def plan(
                 compiler.job(key, onnx_path, target, precision, out, graph, inputs, samples)
             )
     return jobs
+
+
+def user_key(path: Path, data: bytes, precision: str, normalize: Normalize | None) -> str:
+    """A user's model's entry: its file's stem and a hash of what the build depends on (the
+    model's bytes, the precision, the mean and std), so an unchanged model is found again."""
+    digest = hashlib.sha256(data)
+    digest.update(f"|{precision}|{normalize!r}".encode())
+    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in path.stem)[:40] or "model"
+    return f"{stem}-{digest.hexdigest()[:12]}"
+
+
+def plan_files(
+    target: str,
+    precision: str,
+    out: Path,
+    paths: Sequence[Path],
+    *,
+    dataset: Path | None = None,
+    normalize: Normalize | None = None,
+) -> list[CompileJob]:
+    """One build job per user's ONNX file: the file copied to ``out/onnx/<key>.onnx`` (the
+    runner matches a test's model to its entry by these bytes) and its calibration set (the
+    ``dataset`` folder, ``DIR/<stem>/`` first, else a generated one)."""
+    compiler = compiler_for(target)
+    jobs: list[CompileJob] = []
+    for path in paths:
+        try:
+            data = Path(path).read_bytes()
+            proto = onnx.load_model_from_string(data)
+        except OSError as exc:
+            raise ManifestError(f"{path}: cannot read the model: {exc.strerror or exc}") from None
+        except Exception as exc:  # onnx raises DecodeError and friends
+            raise ManifestError(f"{path}: not an ONNX model: {exc}") from None
+        graph, inputs = graph_of(proto)
+        symbolic = [n for n in inputs if not all(d > 0 for d in graph[n])]
+        if symbolic:
+            raise ManifestError(
+                f"{path}: input {symbolic[0]} has a symbolic or unknown size "
+                f"{list(graph[symbolic[0]])}; the compiler needs static shapes (export with a "
+                "fixed batch)"
+            )
+        key = user_key(Path(path), data, precision, normalize)
+        onnx_path = out / "onnx" / f"{key}.onnx"
+        onnx_path.parent.mkdir(parents=True, exist_ok=True)
+        onnx_path.write_bytes(data)
+        input_shapes = {n: graph[n] for n in inputs}
+        samples: list[dict[str, Path]] = []
+        if precision == "int8":
+            if dataset is None:
+                samples = compiler.write_calibration(out / "calibration" / key, input_shapes)
+            else:
+                folder = dataset / Path(path).stem
+                samples = compiler.read_dataset(
+                    folder if folder.is_dir() else dataset, input_shapes
+                )
+        jobs.append(
+            compiler.job(key, onnx_path, target, precision, out, graph, inputs, samples, normalize)
+        )
+    return jobs
+
+
+def cached(manifest: Path, job: CompileJob) -> bool:
+    """Whether the manifest lists ``job``'s model compiled for its target and the file is
+    still there (the key already names the model's content and build options)."""
+    if not manifest.is_file():
+        return False
+    entry = load_manifest(manifest).models.get(job.key)
+    if entry is None or job.target not in entry.compiled:
+        return False
+    artifact = entry.artifacts.get(job.target)
+    return artifact is not None and Path(artifact).is_file()
 
 
 def compiled_tensor(tensor: CompiledTensorInfo) -> CompiledTensor:

@@ -141,7 +141,9 @@ class HorizonSim(VendorSim):
     ) -> SimTensor:
         shape = static_shape(info, "run")
         layout = self.layout("strided", shape, self.output_dtype, "output", "run", info.name)
-        axis = CHANNEL_AXIS if values.ndim > CHANNEL_AXIS else None
+        # Per channel on a 4-D (NCHW) output; one scale for logits, tokens and other flat
+        # outputs (a scale per element of a 1x1000 output would make every figure lossless).
+        axis = CHANNEL_AXIS if values.ndim == 4 else None
         quant: Quantizer
         if self.output_quant == "scale":
             quant = choose_horizon_scale(values, axis)

@@ -291,11 +291,13 @@ ZOO_DEVIATIONS: tuple[Deviation, ...] = (
     ),
     Deviation(
         "flat-input-size",
-        (RK3562,),
+        _ZOO_PLATFORMS,
         "the byte size of a flat (rank 1 to 3) input",
         "the tensor's own size",
-        "rounded up to 64 bytes",
-        "mlp [1,784]: 832 bytes int8, 1,600 float16 (784 and 1,568 on every other platform)",
+        "rounded up to 16 bytes (RK3588, RK3576/RV1126B, RV1103/RV1106), 64 (RK3562) or 8 "
+        "(RK3566/RK3568, RV1103B/RV1106B, RK2118)",
+        "mlp inputs [1,300] int8: 304 / 320 (RK3562); [1,100]: 112 (RK3588), 104 (RK3566), "
+        "128 (RK3562); [1,37] float16: 80 everywhere but RK3562 (128)",
         compiler_only=True,
     ),
     Deviation(
@@ -477,9 +479,20 @@ def flat_output_align(target: str, dtype_name: str) -> int:
     return _FLAT_ALIGN
 
 
+_FLAT_INPUT_ALIGN = {
+    RK3566_RK3568: 8,
+    RK3588: 16,
+    RK3562: 64,
+    RK3576_RV1126B: 16,
+    RV1103_RV1106: 16,
+    RV1103B_RV1106B: 8,
+    RK2118: 8,
+}
+
+
 def flat_input_align(target: str) -> int:
-    """The byte multiple a flat (rank 1 to 3) input's size is rounded up to (1: none)."""
-    return _FLAT_ALIGN if deviation("flat-input-size").applies_to(target) else 1
+    """The byte multiple a flat (rank 1 to 3) input's size is rounded up to."""
+    return _FLAT_INPUT_ALIGN[platform_of(target)]
 
 
 def softmax_last_axis_align(target: str) -> int:

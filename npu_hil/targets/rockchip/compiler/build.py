@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -113,6 +114,9 @@ class BuildJob:
     inputs: tuple[str, ...]
     dataset: Sequence[Mapping[str, Path]] = ()
     """Calibration samples (int8): per sample, one NCHW ``.npy`` per input."""
+    normalize: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    """Mean and std per channel baked into the model (``rknn.config(mean_values,
+    std_values)``): its inputs then take raw pixels, and so does the calibration set."""
     simulate: Sequence[Mapping[str, Path]] = ()
     """Samples to run through the toolkit's own simulator after the build (the outputs land in
     :attr:`simulated`); none by default."""
@@ -258,7 +262,7 @@ def _prepare(job: BuildJob) -> tuple[Path, dict[str, str]] | BuildFailure:
     job.rknn.parent.mkdir(parents=True, exist_ok=True)
     job.rknn.unlink(missing_ok=True)
     dataset = _dataset_file(job)
-    spec = {
+    spec: dict[str, Any] = {
         "onnx": str(job.onnx.resolve()),
         "rknn": str(job.rknn.resolve()),
         "target": job.target,
@@ -268,6 +272,9 @@ def _prepare(job: BuildJob) -> tuple[Path, dict[str, str]] | BuildFailure:
             [str(sample[name].resolve()) for name in job.inputs] for sample in job.simulate
         ],
     }
+    if job.normalize is not None:
+        spec["mean_values"] = [list(job.normalize[0])] * len(job.inputs)
+        spec["std_values"] = [list(job.normalize[1])] * len(job.inputs)
     spec_file = job.rknn.with_suffix(".job.json")
     spec_file.write_text(json.dumps(spec, indent=1), encoding="utf-8")
     env = dict(os.environ)

@@ -35,7 +35,7 @@ def compile_model(job: dict[str, Any]) -> None:
     rknn = _toolkit()(verbose=bool(job.get("verbose", True)))
     try:
         steps: list[tuple[str, Any]] = [
-            ("config", lambda: rknn.config(target_platform=job["target"])),
+            ("config", lambda: rknn.config(target_platform=job["target"], **_normalize(job))),
             ("load_onnx", lambda: rknn.load_onnx(model=job["onnx"])),
             (
                 "build",
@@ -56,6 +56,13 @@ def compile_model(job: dict[str, Any]) -> None:
             _simulate(rknn, job["simulate"], job["rknn"])
     finally:
         rknn.release()
+
+
+def _normalize(job: dict[str, Any]) -> dict[str, Any]:
+    """The mean and std per input the job bakes into the model, as ``config`` takes them."""
+    if job.get("mean_values") is None:
+        return {}
+    return {"mean_values": job["mean_values"], "std_values": job["std_values"]}
 
 
 def _simulate(rknn: Any, samples: list[list[str]], rknn_path: str) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from npu_hil.targets.compiler import CompileFailure, CompileJob, CompileResult
+from npu_hil.targets.compiler import CompileFailure, CompileJob, CompileResult, Normalize
 from npu_hil.targets.rockchip.compiler import build as driver
 
 __all__ = ["COMPILER", "RknnCompiler"]
@@ -60,6 +60,7 @@ class RknnCompiler:
         graph: Mapping[str, tuple[int, ...]],
         inputs: tuple[str, ...],
         dataset: Sequence[Mapping[str, Path]],
+        normalize: Normalize | None = None,
     ) -> driver.BuildJob:
         return driver.BuildJob(
             key=key,
@@ -70,6 +71,7 @@ class RknnCompiler:
             graph=graph,
             inputs=inputs,
             dataset=tuple(dataset),
+            normalize=normalize,
         )
 
     def build(
