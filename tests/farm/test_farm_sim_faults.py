@@ -50,7 +50,7 @@ def _worst_snr(run: ModelRun) -> float:
 def test_a_clean_board_reports_its_modeled_time(clean: ModelRun) -> None:
     lat = clean.latency
     assert clean.ok, clean.summary()
-    assert lat is not None and lat.source == "adapter" and lat.runs == 20
+    assert lat is not None and lat.source == "modeled" and lat.runs == 20
     # the modeled time spreads by at most 2 %: well inside any baseline's 10 % floor
     assert (lat.max_ms - lat.min_ms) <= 0.04 * lat.p50_ms
 

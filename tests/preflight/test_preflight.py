@@ -12,6 +12,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
+from npu_hil.harness.models import build  # noqa: E402
 from npu_hil.harness.preflight import PreflightError, preflight  # noqa: E402
 from tests.clirun import run_cli  # noqa: E402
 
@@ -161,3 +162,26 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     assert "Traceback" not in missing.stderr
     unknown = cli("--target", "rk9999", str(tmp_path / "fine.onnx"))
     assert unknown.returncode == 2
+
+
+def test_a_dynamic_batch_is_a_violation_on_every_vendor() -> None:
+    """rknn-toolkit2 and the simulated boards refuse a symbolic batch; preflight says so first."""
+    for target in ("rk3588", "rv1106", "kl730", "rdk-x3"):
+        model = build("conv3x3", (1, 3, 16, 16))
+        model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
+        report = preflight(model, target)
+        assert not report.ok
+        (violation,) = report.violations
+        assert violation.rule == "static shapes"
+        assert "dimension 0 is symbolic ('N' in ['N', 3, 16, 16])" in violation.message
+
+
+def test_a_target_with_no_rule_that_applies_says_so_instead_of_passing() -> None:
+    model = build("conv3x3", (1, 3, 16, 16))
+    for target in ("kl730", "rdk-x3"):
+        report = preflight(model, target)
+        assert report.ok and not report.checked
+        assert "not checked: no rule of" in report.summary()
+        assert report.to_dict()["checked"] is False
+    checked = preflight(model, "rk3588")
+    assert checked.checked and checked.summary().startswith("conv3x3 on rk3588: passes (")

@@ -40,7 +40,7 @@ class NumericsError(NpuHilError):
 
 NUMERICS = ("float", "int8", "float16")
 """How a simulated NPU computes: the float graph, int8 through the graph, float16."""
-_CACHE_SIZE = 16
+_CACHE_SIZE = 2
 _MADE: OrderedDict[str, onnx.ModelProto] = OrderedDict()
 
 
@@ -108,6 +108,9 @@ def int8_graph(
     # to the root logger; it is not for the harness's user.
     muted = logging.root.manager.disable
     logging.disable(logging.WARNING)
+    # Its calibration sessions log at onnxruntime's default level (warnings about initializers
+    # it drops): errors only, as the harness's own sessions (models.reference).
+    importlib.import_module("onnxruntime").set_default_logger_severity(3)
     try:
         with tempfile.TemporaryDirectory(prefix="npu-hil-quant-") as folder:
             return _quantize(quantization, named, Path(folder), samples)

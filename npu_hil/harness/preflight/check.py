@@ -36,6 +36,9 @@ class PreflightReport:
     findings: list[PreflightFinding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
+    checked: bool = True
+    """False when the target's vendor has no rule table to check a model against."""
+
     @property
     def ok(self) -> bool:
         return all(f.ok for f in self.findings)
@@ -49,13 +52,19 @@ class PreflightReport:
             "target": self.target,
             "model": self.model,
             "ok": self.ok,
+            "checked": self.checked,
             "violations": len(self.violations),
             "findings": [dataclasses.asdict(f) for f in self.findings],
             "notes": list(self.notes),
         }
 
     def summary(self) -> str:
-        verdict = "passes" if self.ok else f"violates {len(self.violations)} rule(s)"
+        if not self.ok:
+            verdict = f"violates {len(self.violations)} rule(s)"
+        elif not self.checked:
+            verdict = f"not checked: no rule of {self.target}'s tables applies to this model"
+        else:
+            verdict = f"passes ({len(self.findings)} checks)"
         lines = [f"{self.model} on {self.target}: {verdict}"]
         lines += [f"  {f.message}" for f in self.violations]
         lines += [f"  note: {n}" for n in self.notes]
@@ -163,14 +172,45 @@ def _analyse(
     context = PreflightContext(
         target, graph, shapes, inputs, first_layer, output_precision, rule, input_type
     )
+    _check_static_shapes(context, inputs)
     check = unit.preflight
     if check is None:
-        context.notes.append(f"the seeds give no convolution width limits for {target}")
+        report.checked = False
+        context.notes.append(
+            f"the seeds give {target} no input, output or convolution tables to check against"
+        )
     else:
+        before = len(context.findings)
         check(context)
+        # A vendor check that found nothing to check says so, never "passes".
+        report.checked = len(context.findings) > before
     report.findings.extend(context.findings)
     report.notes.extend(context.notes)
     return report
+
+
+def _check_static_shapes(context: PreflightContext, inputs: list[Any]) -> None:
+    """Every input dimension a fixed positive size: the vendors' compilers build static shapes
+    only (rknn-toolkit2 refuses a dynamic batch; so does the simulated board)."""
+    for value in inputs:
+        dims = value.type.tensor_type.shape.dim
+        loose = [
+            (axis, d.dim_param or "?")
+            for axis, d in enumerate(dims)
+            if not (d.HasField("dim_value") and d.dim_value > 0)
+        ]
+        if loose:
+            axis, symbol = loose[0]
+            shape = [d.dim_value if d.HasField("dim_value") else d.dim_param or "?" for d in dims]
+            context.findings.append(
+                PreflightFinding(
+                    value.name,
+                    "static shapes",
+                    False,
+                    f"{value.name}: dimension {axis} is symbolic ({symbol!r} in {shape}); the "
+                    "compilers need a fixed size (export with a fixed batch, e.g. 1)",
+                )
+            )
 
 
 CONV_ATTRIBUTES = {"kernel_shape": "INTS", "dilations": "INTS", "group": "INT"}
