@@ -248,6 +248,9 @@ def test_a_users_model_with_a_symbolic_batch_is_refused_before_compiling(tmp_pat
     onnx.save_model(model, str(path))
     with pytest.raises(ManifestError, match=r"input input has a symbolic or unknown size"):
         plan_files("rv1106", "int8", tmp_path / "out", [path])
+    plain = _user_model(tmp_path)
+    with pytest.raises(ManifestError, match=r"input input has 3 channels; --mean and --std give 1"):
+        plan_files("rv1106", "int8", tmp_path / "out", [plain], normalize=((0.5,), (2.0,)))
     (tmp_path / "junk.onnx").write_bytes(b"not a model")
     with pytest.raises(ManifestError, match=r"junk\.onnx: not an ONNX model"):
         plan_files("rv1106", "int8", tmp_path / "out", [tmp_path / "junk.onnx"])

@@ -149,6 +149,14 @@ def plan_files(
                 f"{list(graph[symbolic[0]])}; the compiler needs static shapes (export with a "
                 "fixed batch)"
             )
+        if normalize is not None:
+            for name in inputs:
+                shape = graph[name]
+                if len(shape) == 4 and shape[1] != len(normalize[0]):
+                    raise ManifestError(
+                        f"{path}: input {name} has {shape[1]} channels; --mean and --std give "
+                        f"{len(normalize[0])}"
+                    )
         key = user_key(Path(path), data, precision, normalize)
         onnx_path = out / "onnx" / f"{key}.onnx"
         onnx_path.parent.mkdir(parents=True, exist_ok=True)
