@@ -71,3 +71,22 @@ def test_models_build_compiles_a_users_model_for_rv1106(compiler: str, tmp_path:
     again = run_cli(*argv)
     assert again.returncode == 0, again.stderr
     assert all(not b["built"] and b["cached"] for b in json.loads(again.stdout)["builds"])
+
+
+def test_a_simulated_board_runs_the_vendors_own_simulator_as_a_reference(compiler: str) -> None:
+    """``numerics: vendor``: the simulated board's outputs come from rknn-toolkit2's simulator
+    (compiled and run in a child process per run), so its SNR is the toolkit's own."""
+    from zoo_agreement import simulated_snr
+
+    stored = next(
+        r
+        for r in agreement.records()
+        if (r["model"], r["target"], r["precision"]) == ("resnet18", "rk3588", "int8")
+    )
+    # Two of the eight test samples (a compile per run), and the board quantizes its inputs
+    # itself: within 1.5 dB of the toolkit's figure over all eight.
+    (vendor,) = simulated_snr("resnet18", "int8", numerics="vendor", tests=2)
+    (ours,) = simulated_snr("resnet18", "int8", tests=2)
+    (toolkit,) = stored["simulator_snr_db"]
+    assert vendor is not None and ours is not None
+    assert abs(vendor - toolkit) <= 1.5 and vendor != ours, (vendor, ours, toolkit)

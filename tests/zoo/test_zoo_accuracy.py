@@ -7,15 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 import zoo_agreement as agreement
-from zoo_inputs import SAMPLES, TEST_SAMPLES, samples
-from zoo_models import BUILDERS
-
-from npu_hil.harness.diff.accuracy import measure
-from npu_hil.harness.models.reference import reference_outputs
-from npu_hil.harness.sim import SimInput, SimNpu, SimTensor
+from zoo_agreement import BOARD, simulated_snr
 
 pytestmark = pytest.mark.real_models
 TOLERANCE_DB = 3.0
@@ -29,42 +23,6 @@ KNOWN_GAPS = {
 }
 """(model, precision) -> why the simulated board differs from the toolkit by more than 3 dB,
 and the least gap that keeps it listed (so a fix shows up as a failure to remove it)."""
-BOARD = {"int8": "rk3588", "float16": "rk3588"}
-
-
-def _values(tensor: SimTensor) -> np.ndarray:
-    """What the device's output buffer means: unpacked, dequantized."""
-    stored = tensor.codec_layout.unpack(tensor.data).astype(np.float64)
-    attrs = tensor.attributes
-    if attrs.get("qnt_type") == "AFFINE_ASYMMETRIC":
-        stored = (stored - attrs["zp"]) * attrs["scale"]
-    return stored
-
-
-def simulated_snr(model: str, precision: str, numerics: str = "auto") -> list[float | None]:
-    proto = BUILDERS[model]()
-    npu = SimNpu(BOARD[precision], precision=precision, numerics=numerics)
-    loaded = npu.load(proto)
-    shapes = {t.name: tuple(int(d or 1) for d in t.shape) for t in loaded.graph.inputs}
-    npu.calibrate(loaded, samples(shapes, SAMPLES, seed=1))
-    tests = samples(shapes, TEST_SAMPLES, seed=2)
-    got: dict[str, list[np.ndarray]] = {}
-    want: dict[str, list[np.ndarray]] = {}
-    for sample in tests:
-        run = npu.run(loaded, [SimInput.logical(k, v) for k, v in sample.items()])
-        for tensor in run.outputs:
-            got.setdefault(tensor.name, []).append(_values(tensor).ravel())
-        for name, value in reference_outputs(proto, sample).items():
-            want.setdefault(name, []).append(np.asarray(value).ravel())
-    figures: list[float | None] = []
-    for output in proto.graph.output:
-        reference = np.concatenate(want[output.name])
-        if not np.issubdtype(reference.dtype, np.floating):
-            figures.append(None)
-            continue
-        device = np.concatenate(got[output.name])
-        figures.append(round(measure(device, reference.astype(np.float64)).snr_db, 2))
-    return figures
 
 
 def _toolkit_rows() -> list[dict[str, Any]]:

@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from zoo_inputs import samples
+from zoo_inputs import SAMPLES, TEST_SAMPLES, samples
 from zoo_models import BUILDERS
 
-from npu_hil.harness.sim import SimInput, SimNpu, SimRefusal
+from npu_hil.harness.diff.accuracy import measure
+from npu_hil.harness.models.reference import reference_outputs
+from npu_hil.harness.sim import SimInput, SimNpu, SimRefusal, SimTensor
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "zoo" / "rknn_zoo.json.gz"
 ALL_TARGETS = {
@@ -133,3 +135,50 @@ def _same_bytes(field: str, compiler: Any, simulated: Any, fields: dict[str, Any
         return False
     n, c1, h, w, c2 = compiler
     return list(simulated) == [n, c1, 1, -(-(h * w) // 4) * 4, c2] and prod(compiler) > 0
+
+
+# ------------------------------------------------------------------------------ accuracy
+
+BOARD = {"int8": "rk3588", "float16": "rk3588"}
+"""The board the accuracy comparison runs on, per precision (the toolkit's figures are kept for
+every group; its simulator gives the same on each)."""
+
+
+def _values(tensor: SimTensor) -> np.ndarray:
+    """What the device's output buffer means: unpacked, dequantized."""
+    stored = tensor.codec_layout.unpack(tensor.data).astype(np.float64)
+    attrs = tensor.attributes
+    if attrs.get("qnt_type") == "AFFINE_ASYMMETRIC":
+        stored = (stored - attrs["zp"]) * attrs["scale"]
+    return stored
+
+
+def simulated_snr(
+    model: str, precision: str, numerics: str = "auto", tests: int = TEST_SAMPLES
+) -> list[float | None]:
+    """Per output, a simulated board's SNR against the float model on the zoo's test samples,
+    calibrated on its calibration samples (what the toolkit's figures were measured on)."""
+    proto = BUILDERS[model]()
+    npu = SimNpu(BOARD[precision], precision=precision, numerics=numerics)
+    loaded = npu.load(proto)
+    shapes = {t.name: tuple(int(d or 1) for d in t.shape) for t in loaded.graph.inputs}
+    npu.calibrate(loaded, samples(shapes, SAMPLES, seed=1))
+    count = tests
+    tests = samples(shapes, TEST_SAMPLES, seed=2)[:count]
+    got: dict[str, list[np.ndarray]] = {}
+    want: dict[str, list[np.ndarray]] = {}
+    for sample in tests:
+        run = npu.run(loaded, [SimInput.logical(k, v) for k, v in sample.items()])
+        for tensor in run.outputs:
+            got.setdefault(tensor.name, []).append(_values(tensor).ravel())
+        for name, value in reference_outputs(proto, sample).items():
+            want.setdefault(name, []).append(np.asarray(value).ravel())
+    figures: list[float | None] = []
+    for output in proto.graph.output:
+        reference = np.concatenate(want[output.name])
+        if not np.issubdtype(reference.dtype, np.floating):
+            figures.append(None)
+            continue
+        device = np.concatenate(got[output.name])
+        figures.append(round(measure(device, reference.astype(np.float64)).snr_db, 2))
+    return figures

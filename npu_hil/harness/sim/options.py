@@ -30,7 +30,8 @@ OPTION_HELP = {
     "executor": "auto | onnxruntime | numpy",
     "numerics": "auto (as the target's NPU computes: int8 or float16 through the whole graph, "
     "calibrated on each run's inputs) | float (the float graph, only inputs and outputs "
-    "quantized)",
+    "quantized) | vendor (the vendor's own simulator, where its compiler is installed: a "
+    "reference; the byte diff then differs from the host's expectation)",
     "buffer_offset": "bytes past a 32-byte boundary for every I/O buffer (a runtime that checks "
     "addresses refuses)",
     "buffer_offsets": "the same per tensor name",
@@ -42,7 +43,7 @@ OPTION_HELP = {
     "cross-API check); the first, zero-copy, by default",
 }
 """The common options; each vendor unit adds its own (``Vendor.sim_options``)."""
-NUMERICS_CHOICES = ("auto", "float")
+NUMERICS_CHOICES = ("auto", "float", "vendor")
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.models import numerics as npu_numerics
 from npu_hil.harness.sim import execute
 from npu_hil.harness.sim.boardlog import apply_log_fault, runtime_info
@@ -226,6 +227,8 @@ class SimNpu:
         return self.vendor.numerics
 
     def _compute(self, model: SimModel, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if self.options.numerics == "vendor":
+            return self._vendor_simulator(model, feeds)
         numerics = self.numerics
         if numerics == "float":
             return execute.run(model.proto, feeds, self.executor)
@@ -244,6 +247,24 @@ class SimNpu:
             name: value.astype(np.float32) if value.dtype == np.float16 else value
             for name, value in outputs.items()
         }
+
+    def _vendor_simulator(
+        self, model: SimModel, feeds: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
+        """The vendor's own simulator on this run's inputs (``numerics: vendor``)."""
+        compiler = unit_of(self.target).compiler
+        simulate = getattr(compiler, "simulate", None)
+        if simulate is None:
+            raise SimRefusal(
+                "UnsupportedError", "run", f"{self.target}: its vendor has no simulator to run"
+            )
+        precision = "int8" if self.vendor.numerics == "int8" else "float16"
+        calibration = model.calibration or [feeds]
+        try:
+            (outputs,) = simulate(model.proto, self.target, precision, calibration, [feeds])
+        except NpuHilError as exc:
+            raise SimRefusal("UnsupportedError", "run", exc.message) from None
+        return {name: np.asarray(value, np.float32) for name, value in outputs.items()}
 
     @staticmethod
     def _given(graph: GraphInfo, inputs: Sequence[InputLike]) -> dict[str, InputLike]:

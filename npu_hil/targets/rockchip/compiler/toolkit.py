@@ -7,6 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
+import onnx
+
 from npu_hil.targets.compiler import CompileFailure, CompileJob, CompileResult, Normalize
 from npu_hil.targets.rockchip.compiler import build as driver
 
@@ -73,6 +76,19 @@ class RknnCompiler:
             dataset=tuple(dataset),
             normalize=normalize,
         )
+
+    def simulate(
+        self,
+        proto: onnx.ModelProto,
+        target: str,
+        precision: str,
+        calibration: Sequence[Mapping[str, np.ndarray]],
+        samples: Sequence[Mapping[str, np.ndarray]],
+    ) -> list[dict[str, np.ndarray]]:
+        """The toolkit's own simulator on ``samples`` (:mod:`.simulate`)."""
+        from npu_hil.targets.rockchip.compiler.simulate import simulate
+
+        return simulate(proto, target, precision, calibration, samples)
 
     def build(
         self, jobs: Sequence[CompileJob], parallel: int
