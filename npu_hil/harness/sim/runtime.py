@@ -7,7 +7,9 @@ the device's input and output buffers with the runtime's own attributes.
     run.outputs[0].data, run.outputs[0].attributes   # NC1HWC2 bytes, rknn_tensor_attr
 
 One run: set the inputs (laid out natively, attributes as reported after setting them), compute
-the float model (onnxruntime or the numpy path), quantize and lay out the outputs, then apply
+the model as the target's NPU does (``numerics``: int8 or float16 through the graph, by
+:mod:`npu_hil.harness.models.numerics`; the float graph with ``numerics: float`` or the numpy
+path), quantize and lay out the outputs, then apply
 the buffer faults and the process faults (hang, crash), in that order. The run time reported
 (``timings["run_s"]``) is the target's modeled device time (:mod:`npu_hil.harness.sim.timing`),
 changed only by the timing faults; the host's wall time for the float model is
@@ -206,7 +208,9 @@ class SimNpu:
 
     def calibrate(self, model: SimModel, samples: Sequence[Mapping[str, np.ndarray]]) -> None:
         """Calibrate ``model``'s quantization on ``samples`` (input name → float array), as a
-        compiler is given a dataset, instead of on its first run's inputs."""
+        compiler is given a dataset, instead of on each run's own inputs (the host's expectation
+        then no longer predicts the bytes: a board calibrated on a dataset is checked by its
+        accuracy, as a real one is)."""
         names = {info.name for info in model.graph.inputs}
         for sample in samples:
             if set(sample) != names:
