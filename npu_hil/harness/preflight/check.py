@@ -177,7 +177,8 @@ def _analyse(
     if check is None:
         report.checked = False
         context.notes.append(
-            f"the seeds give {target} no input, output or convolution tables to check against"
+            f"the seeds give no convolution width limits for {target}, nor input or output "
+            "tables to check against"
         )
     else:
         before = len(context.findings)

@@ -60,5 +60,5 @@ def test_conv_width_rule(run_model: RunModel, board: BoardSession, width: int) -
 @pytest.mark.vendor("kneron", "horizon")
 def test_no_width_limit(board: BoardSession) -> None:
     report = preflight(conv3x3((1, 3, 1, 8192)), board.target)
-    assert report.ok
+    assert report.ok and not report.checked  # "not checked", never "passes"
     assert any("no convolution width limits" in note for note in report.notes)
