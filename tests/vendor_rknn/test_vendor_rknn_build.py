@@ -74,7 +74,7 @@ def test_models_build_writes_the_manifest(compiler: str, tmp_path: Path, capsys)
     )
     printed = capsys.readouterr()
     assert code == 0, printed
-    assert "2 built, 0 failed for rv1106 (int8)" in printed.out
+    assert "2 built, 0 cached, 0 failed for rv1106 (int8)" in printed.out
     code = main(
         [
             "models",
