@@ -95,19 +95,31 @@ def plan(
             onnx_path.write_bytes(proto.SerializeToString())
             graph, inputs = graph_of(proto)
             input_shapes = {n: graph[n] for n in inputs}
-            samples: list[dict[str, Path]] = []
-            if precision == "int8":
-                if dataset is None:
-                    samples = compiler.write_calibration(out / "calibration" / key, input_shapes)
-                else:
-                    folder = next(
-                        (d for d in (dataset / key, dataset / name) if d.is_dir()), dataset
-                    )
-                    samples = compiler.read_dataset(folder, input_shapes)
+            subfolders = () if dataset is None else (dataset / key, dataset / name)
+            samples = _calibration(compiler, precision, out, key, input_shapes, dataset, subfolders)
             jobs.append(
                 compiler.job(key, onnx_path, target, precision, out, graph, inputs, samples)
             )
     return jobs
+
+
+def _calibration(
+    compiler: ModelCompiler,
+    precision: str,
+    out: Path,
+    key: str,
+    shapes: dict[str, tuple[int, ...]],
+    dataset: Path | None,
+    subfolders: Sequence[Path],
+) -> list[dict[str, Path]]:
+    """An int8 build's calibration set: the first of ``subfolders`` of ``dataset`` that exists
+    (else ``dataset`` itself), or a generated one under ``out/calibration/<key>``."""
+    if precision != "int8":
+        return []
+    if dataset is None:
+        return compiler.write_calibration(out / "calibration" / key, shapes)
+    folder = next((d for d in subfolders if d.is_dir()), dataset)
+    return compiler.read_dataset(folder, shapes)
 
 
 def user_key(path: Path, data: bytes, precision: str, normalize: Normalize | None) -> str:
@@ -162,15 +174,8 @@ def plan_files(
         onnx_path.parent.mkdir(parents=True, exist_ok=True)
         onnx_path.write_bytes(data)
         input_shapes = {n: graph[n] for n in inputs}
-        samples: list[dict[str, Path]] = []
-        if precision == "int8":
-            if dataset is None:
-                samples = compiler.write_calibration(out / "calibration" / key, input_shapes)
-            else:
-                folder = dataset / Path(path).stem
-                samples = compiler.read_dataset(
-                    folder if folder.is_dir() else dataset, input_shapes
-                )
+        subfolders = () if dataset is None else (dataset / Path(path).stem,)
+        samples = _calibration(compiler, precision, out, key, input_shapes, dataset, subfolders)
         jobs.append(
             compiler.job(key, onnx_path, target, precision, out, graph, inputs, samples, normalize)
         )
