@@ -38,7 +38,9 @@ def test_a_clean_soak_passes_and_reports(tmp_path: Path) -> None:
     assert part.jobs == 80 and part.errors == 0 and part.simulated
     rss = [s for s in verdict.series if s.metric == "rss_kib"]
     assert [s.context for s in rss] == [0, 1]
-    assert all(s.per_1k is not None and s.per_1k.slope < 4096 for s in rss)
+    # A clean agent's RSS still creeps by allocator noise (about 2-4 MiB per 1000 jobs fitted
+    # over 40 jobs); the leak case below is 64 MiB per 1000, so a quarter of it separates them.
+    assert all(s.per_1k is not None and s.per_1k.slope < 16_384 for s in rss)
     assert all(s.rss_kib and s.rss_kib > 1000 for s in part.samples)
     folder = write_soak_report(tmp_path / "reports", run, verdict, {"why": "test"})
     assert folder.name.startswith("soak-") and (folder.stat().st_mode & 0o777) == 0o700
