@@ -34,6 +34,7 @@ __all__ = [
     "Decoder",
     "FaultVariants",
     "PathTensor",
+    "PixelInput",
     "PreflightContext",
     "PreflightFinding",
     "QuantModel",
@@ -173,6 +174,24 @@ class ApiPath:
 
 
 @dataclass(frozen=True)
+class PixelInput:
+    """How a vendor's boards take uint8 pixels for a model whose normalization is declared
+    (``npu_hil.harness.models.preprocessing``): the board's input holds
+    ``(pixel - offset) / divisor`` as ``dtype``, and the rest of the declared mean/std is compiled
+    into the model, as the vendor's toolchain does it (``how`` says which way)."""
+
+    dtype: str
+    offset: float = 0.0
+    divisor: float = 1.0
+    how: str = ""
+    dtypes: Mapping[str, str] = field(default_factory=dict)
+    """Per target, where its boards take the pixels in another dtype than ``dtype``."""
+
+    def dtype_for(self, target: str) -> str:
+        return self.dtypes.get(target, self.dtype)
+
+
+@dataclass(frozen=True)
 class Vendor:
     """One vendor: its targets, its layouts and everything the harness stages ask of it."""
 
@@ -224,6 +243,9 @@ class Vendor:
     """Where the vendor documents a buffer-address alignment (the attribute diff names it)."""
     last_op_kind: Callable[[str, str, tuple[str, ...]], str] | None = None
     """What the compiler makes of the op that produces an output, where a layout depends on it."""
+    pixel_input: PixelInput | None = None
+    """How the boards take uint8 pixels with the normalization compiled in (None: the vendor
+    has no such path, and pixels are refused)."""
     preflight: Callable[[PreflightContext], None] | None = None
     # The convolution width rule (target, width, kernel, dilation, kind, rule, first layer), for
     # a vendor whose documents state one (npu_hil.targets.conv checks the arguments first).

@@ -32,6 +32,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.models.reference import input_dtypes
 
 
 class NumericsError(NpuHilError):
@@ -73,18 +74,27 @@ def numeric_model(
 
 
 class _Samples:
-    """onnxruntime's CalibrationDataReader protocol over a list of input mappings."""
+    """onnxruntime's CalibrationDataReader protocol over a list of input mappings, each input
+    in the dtype the model declares (uint8 pixels for a model with its normalization in front)."""
 
-    def __init__(self, samples: Sequence[Mapping[str, np.ndarray]]) -> None:
-        self._items = iter(
-            [{k: np.ascontiguousarray(v, dtype=np.float32) for k, v in s.items()} for s in samples]
-        )
+    def __init__(
+        self, samples: Sequence[Mapping[str, np.ndarray]], dtypes: Mapping[str, np.dtype]
+    ) -> None:
+        self._items = iter([{k: _as(v, dtypes.get(k)) for k, v in s.items()} for s in samples])
 
     def get_next(self) -> dict[str, np.ndarray] | None:
         return next(self._items, None)
 
     def rewind(self) -> None:  # onnxruntime asks for it in some versions; one pass is enough
         return None
+
+
+def _as(value: np.ndarray, dtype: np.dtype | None) -> np.ndarray:
+    """``value`` in ``dtype`` (float32 when None), integers rounded rather than truncated."""
+    wanted = np.dtype(np.float32 if dtype is None else dtype)
+    if wanted.kind in "iu" and np.asarray(value).dtype.kind == "f":
+        value = np.rint(value)
+    return np.ascontiguousarray(value, dtype=wanted)
 
 
 def int8_graph(
@@ -127,7 +137,7 @@ def _quantize(
     quantization.quantize_static(
         str(source),
         str(target),
-        _Samples(samples),
+        _Samples(samples, input_dtypes(proto)),
         quant_format=quantization.QuantFormat.QDQ,
         per_channel=True,
         activation_type=quantization.QuantType.QInt8,

@@ -11,7 +11,15 @@ works the same from a script as under the pytest plugin (whose ``run_model`` fix
 
 from __future__ import annotations
 
+from npu_hil.harness.models.preprocessing import Preprocessing, PreprocessingError
 from npu_hil.harness.pipeline.result import ModelRun, TensorRun
 from npu_hil.harness.pipeline.run import run_model, run_once
 
-__all__ = ["ModelRun", "TensorRun", "run_model", "run_once"]
+__all__ = [
+    "ModelRun",
+    "Preprocessing",
+    "PreprocessingError",
+    "TensorRun",
+    "run_model",
+    "run_once",
+]

@@ -18,8 +18,9 @@ from npu_hil.harness.errors import LayoutError
 from npu_hil.harness.farm.session import BoardSession
 from npu_hil.harness.folders import private_dir
 from npu_hil.harness.models import MODELS, Manifest, ManifestError, build
+from npu_hil.harness.models.preprocessing import Preprocessing, prepare
 
-__all__ = ["resolve_model", "safe_name", "sha256"]
+__all__ = ["preprocessed", "resolve_model", "safe_name", "sha256"]
 
 
 def resolve_model(
@@ -49,6 +50,39 @@ def resolve_model(
         f"{manifest.source}: no model for {label!r} ({reference}); a real board runs the "
         "compiled artifacts the manifest lists"
     )
+
+
+def preprocessed(
+    session: BoardSession,
+    model: str | os.PathLike[str] | onnx.ModelProto,
+    given: Mapping[str, np.ndarray],
+    declared: Preprocessing | Mapping[str, Preprocessing],
+) -> tuple[Path, Path, str, dict[str, np.ndarray], tuple[str, ...]]:
+    """:func:`resolve_model` for inputs whose preprocessing is declared: (reference, what the
+    board loads, label, the arrays the board is given, how the vendor takes them). The
+    reference is the model with the vendor's normalization in front; a simulated board loads
+    it, a real one the manifest's artifact compiled with that normalization
+    (``npu-hil models build --mean --std``)."""
+    entry = None
+    if not session.simulated and isinstance(model, str):
+        entry = _manifest(session).models.get(model)
+    if entry is not None:
+        source, label = onnx.load(str(entry.require_onnx())), str(model)
+    else:
+        path, label = _reference_model(session, model, given)
+        source = model if isinstance(model, onnx.ModelProto) else onnx.load(str(path))
+    prepared = prepare(session.target, declared, source, given)
+    reference = _saved(prepared.model, session.workdir / "models", f"{label}-prepared")
+    if entry is not None:
+        deployed = entry.require_artifact(session.target)
+    elif session.simulated:
+        deployed = reference
+    else:
+        raise ManifestError(
+            f"{session.name}: a real board runs a compiled artifact; name the manifest's model "
+            f"(built with --mean/--std) instead of {label!r}"
+        )
+    return reference, deployed, label, prepared.inputs, prepared.notes
 
 
 def _manifest(session: BoardSession) -> Manifest:

@@ -135,6 +135,9 @@ class ModelRun:
     """The board's own logs in the job's window, classified
     (:mod:`npu_hil.harness.pipeline.boardlog`); None when the agent sent none. A run that returns
     has no class: a class raises."""
+    preprocessing: tuple[str, ...] = ()
+    """How the board took each input declared as pixels (``run_model(preprocessing=...)``):
+    the vendor's way, one line per input."""
 
     @property
     def ok(self) -> bool:

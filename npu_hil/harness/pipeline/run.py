@@ -34,12 +34,13 @@ from npu_hil.harness.errors import LayoutError, ProtocolError
 from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError, CircuitBreaker
 from npu_hil.harness.farm.session import BoardSession
 from npu_hil.harness.latency import Latency, latency
+from npu_hil.harness.models.preprocessing import Preprocessing
 from npu_hil.harness.pipeline.boardlog import finding_of, judge_board_log
 from npu_hil.harness.pipeline.check import check_result
 from npu_hil.harness.pipeline.compat import check_after_run, check_before_deploy
 from npu_hil.harness.pipeline.crossapi import judge_cross_api, other_path
 from npu_hil.harness.pipeline.inputs import job_inputs
-from npu_hil.harness.pipeline.model import resolve_model, sha256
+from npu_hil.harness.pipeline.model import preprocessed, resolve_model, sha256
 from npu_hil.harness.pipeline.result import ModelRun
 from npu_hil.harness.pipeline.stale import derived_inputs, judge_stale
 
@@ -65,6 +66,7 @@ def run_model(
     stale_check: bool = False,
     cross_api: bool = False,
     runtime_log_level: int | None = None,
+    preprocessing: Preprocessing | Mapping[str, Preprocessing] | None = None,
 ) -> ModelRun:
     """Run ``model`` on the session's board with ``inputs`` (name → logical NCHW array).
 
@@ -101,6 +103,11 @@ def run_model(
     (:mod:`npu_hil.harness.pipeline.boardlog`): infrastructure is a retried TransportError,
     compatibility and product are failures never retried; the excerpt is
     :attr:`ModelRun.board_log`, or the raised error's ``board_log``.
+
+    ``preprocessing`` declares what the inputs are (one declaration, or one per input):
+    :meth:`Preprocessing.pixels` takes uint8 pixels and gives them to each vendor's board its way
+    (the normalization compiled into the model the board runs), :meth:`Preprocessing.normalized`
+    takes float input and refuses integer data (:mod:`npu_hil.harness.models.preprocessing`).
     """
     limits = thresholds_of(accuracy, "run_model: accuracy")
 
@@ -120,6 +127,7 @@ def run_model(
             warmup=warmup,
             pin_clocks=pin_clocks,
             runtime_log_level=runtime_log_level,
+            preprocessing=preprocessing,
         )
 
     def attempt() -> ModelRun:
@@ -138,6 +146,7 @@ def run_model(
                 input_layout=input_layout,
                 faults=faults,
                 tolerance=tolerance or 0.0,
+                preprocessing=preprocessing,
             )
         return first
 
@@ -160,6 +169,7 @@ def run_once(
     reports_dir: str | os.PathLike[str] | None = None,
     accuracy: Thresholds | Mapping[str, float] | None = None,
     runtime_log_level: int | None = None,
+    preprocessing: Preprocessing | Mapping[str, Preprocessing] | None = None,
 ) -> ModelRun:
     """One attempt of :func:`run_model`, without retries (same arguments)."""
     if not inputs:
@@ -170,7 +180,13 @@ def run_once(
             "simulated board"
         )
     given = {name: np.ascontiguousarray(value) for name, value in inputs.items()}
-    reference, deployed, label = resolve_model(session, model, given)
+    notes: tuple[str, ...] = ()
+    if preprocessing is None:
+        reference, deployed, label = resolve_model(session, model, given)
+    else:
+        reference, deployed, label, given, notes = preprocessed(
+            session, model, given, preprocessing
+        )
     # Before anything is sent: a model built for another platform, or by a toolkit newer than
     # the board's runtime, is a CompatibilityError naming both.
     artifact, compatibility = check_before_deploy(session, model, deployed)
@@ -225,6 +241,7 @@ def run_once(
         board_state=dict(result.board_state),
         compatibility=compatibility,
         board_log=finding_of(session.target, result.board_log),
+        preprocessing=notes,
     )
 
 
@@ -280,6 +297,7 @@ def _cross_api(
     input_layout: str | Mapping[str, str] | None,
     faults: Sequence[Any] | None,
     tolerance: float,
+    preprocessing: Preprocessing | Mapping[str, Preprocessing] | None = None,
 ) -> ModelRun:
     """``first`` judged against the same job through the vendor's other API path."""
     other, mine, path, check = other_path(session)
@@ -288,7 +306,10 @@ def _cross_api(
         noted = tuple(dataclasses.replace(t, cross_api_note=check.note) for t in first.outputs)
         return dataclasses.replace(first, outputs=noted, cross_api=check)
     given = {name: np.ascontiguousarray(value) for name, value in inputs.items()}
-    _, deployed, label = resolve_model(other, model, given)
+    if preprocessing is None:
+        _, deployed, label = resolve_model(other, model, given)
+    else:
+        _, deployed, label, given, _ = preprocessed(other, model, given, preprocessing)
     # Every output by name, in model order: a normal API that does not name its outputs
     # (RKNNLite) takes the job's names, so both paths' outputs pair up.
     named = tuple(outputs) if outputs is not None else tuple(t.name for t in first.outputs)

@@ -9,7 +9,7 @@ from npu_hil.targets.horizon.apipaths import API_PATHS
 from npu_hil.targets.horizon.artifact import read_horizon_model
 from npu_hil.targets.horizon.decode import HorizonDecode
 from npu_hil.targets.horizon.reported import HorizonReport
-from npu_hil.targets.unit import NpuThroughput, SimOption, Vendor
+from npu_hil.targets.unit import NpuThroughput, PixelInput, SimOption, Vendor
 
 
 def default_input_layout(shape: tuple[int, ...]) -> str:
@@ -50,6 +50,13 @@ UNIT = Vendor(
     forensic_variants=variants.forensic_variants,
     fault_variants=variants.fault_variants,
     preflight=preflight.preflight,
+    pixel_input=PixelInput(
+        "uint8",
+        how=(
+            "hb_mapper's norm_type data_mean_and_scale (mean_value, scale_value = 1/std) compiles "
+            "the normalization into the model; the runtime takes the uint8 pixels"
+        ),
+    ),
     enum_prefixes=("HB_DNN_TENSOR_TYPE_",),
     address_rule=(
         "seeds/003: the first address of every BPU input and output buffer is 32-byte aligned"

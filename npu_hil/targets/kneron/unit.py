@@ -9,7 +9,7 @@ from npu_hil.targets.kneron.apipaths import API_PATHS
 from npu_hil.targets.kneron.artifact import read_kneron_model
 from npu_hil.targets.kneron.decode import KneronDecode
 from npu_hil.targets.kneron.reported import KneronReport
-from npu_hil.targets.unit import NpuThroughput, Vendor
+from npu_hil.targets.unit import NpuThroughput, PixelInput, Vendor
 
 
 def default_input_layout(shape: tuple[int, ...]) -> str:
@@ -38,6 +38,18 @@ UNIT = Vendor(
     compatibility=Path(__file__).with_name("compatibility.json"),
     identity=Path(__file__).with_name("identity.json"),
     api_paths=API_PATHS,
+    # Kneron PLUS, "Hardware Image Preprocessing": the device's normalizer applies one of a few
+    # fixed templates (RGB/256 - 0.5 is SUB128 at radix 8); any other mean/std is an input
+    # BatchNormalization the toolchain folds into the model's first layer.
+    pixel_input=PixelInput(
+        "float32",
+        offset=128.0,
+        divisor=256.0,
+        how=(
+            "the device's hardware normalizer applies the template RGB/256 - 0.5 (SUB128, radix "
+            "8) and the rest of the declared mean/std is folded into the model's first layer"
+        ),
+    ),
     artifact_suffixes=(".nef",),
     forensic_variants=variants.forensic_variants,
     fault_variants=variants.fault_variants,

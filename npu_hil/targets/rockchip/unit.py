@@ -20,7 +20,7 @@ from npu_hil.targets.rockchip.artifact import read_rockchip_model
 from npu_hil.targets.rockchip.compiler.toolkit import COMPILER
 from npu_hil.targets.rockchip.decode import RockchipDecode
 from npu_hil.targets.rockchip.reported import RockchipReport
-from npu_hil.targets.unit import NpuThroughput, SimOption, Vendor
+from npu_hil.targets.unit import NpuThroughput, PixelInput, SimOption, Vendor
 
 NHWC_INPUT_CHANNELS = (1, 3, 4)
 """An RKNN model's native input is NHWC for these channel counts and NC1HWC2 for others (what
@@ -90,6 +90,17 @@ UNIT = Vendor(
     forensic_variants=variants.forensic_variants,
     fault_variants=variants.fault_variants,
     preflight=preflight.preflight,
+    pixel_input=PixelInput(
+        "uint8",
+        how=(
+            "rknn-toolkit2's config(mean_values, std_values) compiles the normalization into the "
+            "model; the runtime takes the uint8 pixels (the one input type RV1103/RV1106 take "
+            "without a CPU mean/scale step)"
+        ),
+        # Measured (rknn-toolkit2 2.5.0, mean/std given): RK2118 builds a float16 input, the
+        # pixels exact in it; the others an int8 input the runtime fills from uint8.
+        dtypes={"rk2118": "float16"},
+    ),
     check_conv=widthrule.check_conv,
     enum_prefixes=("RKNN_TENSOR_",),
     last_op_kind=observed.last_op_kind,
