@@ -117,6 +117,8 @@ class ItemInfo:
         props.update(regression_properties(record.regressions))
         if record.cross_api:
             props["cross_api"] = record.cross_api
+        if record.preprocessing:
+            props["preprocessing"] = record.preprocessing
         props.update(board_log_properties(record))
         return props
 

@@ -198,6 +198,10 @@ class RunModel:
         record.artifact_hashes.update(run.artifact_hashes)
         if run.board_log is not None:
             record.board_log = run.board_log.to_dict()
+        if run.preprocessing:
+            # How the vendor took the declared pixels: a JUnit property and a report line.
+            said = [x for x in record.preprocessing.split("\n") if x]
+            record.preprocessing = "\n".join(dict.fromkeys([*said, *run.preprocessing]))
         if run.latency is not None:
             record.latency = run.latency.to_dict()
             record.board_state = dict(run.board_state)

@@ -454,6 +454,9 @@ def _row(run_dir: Path, r: TestRecord, new: set[str], folded: bool) -> str:
             for t in r.tensors
             if t.accuracy
         )
+    if r.preprocessing:  # how the vendor took the declared pixels
+        lines = "<br>".join(escape(line) for line in r.preprocessing.splitlines())
+        message += f'<div class="muted">{lines}</div>'
     if r.cross_api:  # shown folded or not: which API paths were compared, or why none were
         lines = "<br>".join(escape(line) for line in r.cross_api.splitlines())
         message += f'<div class="muted">{lines}</div>'

@@ -141,6 +141,9 @@ class TestRecord:
     # (npu_hil.harness.pipeline.crossapi.CrossApi.summary, one line per check): the two paths
     # compared, or why it did not apply; "" without it.
     cross_api: str = ""
+    # How the vendor took each input declared as pixels (ModelRun.preprocessing, one line per
+    # input); "" when the test declared none.
+    preprocessing: str = ""
     # The board's own logs in the last model run's job window, classified
     # (npu_hil.harness.pipeline.boardlog.LogFinding.to_dict: class, matches, kernel, runtime); empty
     # when no model ran. A class here decided the outcome (infrastructure: an error).
