@@ -8,7 +8,7 @@ imports no vendor. A new vendor is a distribution with one entry in that group.
 
 from __future__ import annotations
 
-from npu_hil.targets.conv import ConvCheck, check_conv
+from npu_hil.targets.conv import ConvCheck, ConvSite, check_conv
 from npu_hil.targets.tables import last_op_kind, tables_text
 
-__all__ = ["ConvCheck", "check_conv", "last_op_kind", "tables_text"]
+__all__ = ["ConvCheck", "ConvSite", "check_conv", "last_op_kind", "tables_text"]

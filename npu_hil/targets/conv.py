@@ -13,14 +13,33 @@ from typing import Literal
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.registry import all_targets, unit_for
 
-__all__ = ["CONV_KINDS", "PRECISIONS", "ConvCheck", "ConvCondition", "check_conv", "dilated_kernel"]
+__all__ = [
+    "CONV_KINDS",
+    "PRECISIONS",
+    "ConvCheck",
+    "ConvCondition",
+    "ConvSite",
+    "check_conv",
+    "dilated_kernel",
+]
 
 #: The convolution kinds a width rule distinguishes.
 CONV_KINDS: tuple[str, ...] = ("conv", "depthwise", "deconv")
 #: The first layer's precision, which picks the rule where a table lists two.
 PRECISIONS: tuple[str, ...] = ("int8", "float16")
 
-ConditionName = Literal["(1)", "(2)", "N"]
+ConditionName = Literal["(1)", "(2)", "N", "measured"]
+
+
+@dataclass(frozen=True)
+class ConvSite:
+    """Where a convolution sits, beyond its width: its input's height and channels, and whether
+    it takes a graph input (the first layer, which a compiler feeds the image in its own mode).
+    A measured limit applies only to the sites it was measured at."""
+
+    height: int | None = None
+    in_channels: int | None = None
+    takes_input: bool = False
 
 
 @dataclass(frozen=True)
@@ -50,6 +69,8 @@ class ConvCheck:
     conditions: tuple[ConvCondition, ...]
     failed: tuple[str, ...]
     message: str
+    seed: ConvCheck | None = None
+    """The seed's own verdict, kept beside it where a measured limit decided this one."""
 
 
 def _positive_pair(name: str, value: object) -> tuple[int, int]:
@@ -75,12 +96,15 @@ def check_conv(
     kind: str = "conv",
     rule: str | None = None,
     first_layer: str = "int8",
+    site: ConvSite | None = None,
 ) -> ConvCheck:
     """Check a convolution's input width and kernel against ``target``'s width-limit rule (the
     unit's ``check_conv``; see :func:`npu_hil.targets.rockchip.widthrule.check_conv`).
 
     ``kind`` is "conv", "depthwise" or "deconv"; ``rule`` and ``first_layer`` pick the rule where
-    the target has several. A target whose vendor states no limits passes with a message saying so.
+    the target has several. ``site`` says where the convolution sits, for the limits measured
+    on the vendor's compiler (:class:`ConvSite`). A target whose vendor states no limits passes
+    with a message saying so.
     """
     known = all_targets()
     if not isinstance(target, str) or target not in known:
@@ -99,7 +123,9 @@ def check_conv(
             f"first_layer: expected one of {', '.join(PRECISIONS)}, got {first_layer!r}"
         )
     if unit.check_conv is not None:
-        return unit.check_conv(target, width, (kh, kw), (dh, dw), kind, rule, first_layer)
+        return unit.check_conv(
+            target, width, (kh, kw), (dh, dw), kind, rule, first_layer, site or ConvSite()
+        )
     dkh, dkw = dilated_kernel(kh, dh), dilated_kernel(kw, dw)
     shape = f"width {width}, kernel {kh}x{kw}, dilation {dh}x{dw} (dilated {dkh}x{dkw})"
     return ConvCheck(

@@ -26,7 +26,7 @@ from npu_hil.targets.compiler import ModelCompiler
 from npu_hil.targets.quant import Quantizer
 
 if TYPE_CHECKING:
-    from npu_hil.targets.conv import ConvCheck
+    from npu_hil.targets.conv import ConvCheck, ConvSite
 
 __all__ = [
     "ROW_ALIGNMENTS",
@@ -247,10 +247,14 @@ class Vendor:
     """How the boards take uint8 pixels with the normalization compiled in (None: the vendor
     has no such path, and pixels are refused)."""
     preflight: Callable[[PreflightContext], None] | None = None
-    # The convolution width rule (target, width, kernel, dilation, kind, rule, first layer), for
-    # a vendor whose documents state one (npu_hil.targets.conv checks the arguments first).
+    # The convolution width rule (target, width, kernel, dilation, kind, rule, first layer,
+    # site), for a vendor whose documents state one or whose compiler was measured
+    # (npu_hil.targets.conv checks the arguments first).
     check_conv: (
-        Callable[[str, int, tuple[int, int], tuple[int, int], str, str | None, str], ConvCheck]
+        Callable[
+            [str, int, tuple[int, int], tuple[int, int], str, str | None, str, ConvSite],
+            ConvCheck,
+        ]
         | None
     ) = None
     """Checks a model against the vendor's tables before it is compiled (``npu-hil preflight``)."""

@@ -190,6 +190,8 @@ def test_with_no_suite_of_its_own_nightly_runs_the_shipped_one(
     ]
     cmd = pytest_command(build_parser().parse_args(["nightly"]), shipped)
     assert cmd[cmd.index("--rootdir") + 1] == str(shipped)  # ids independent of the install
+    # and pytest's cache is not written into the installed package
+    assert cmd[cmd.index("no:cacheprovider") - 1] == "-p"
     (tmp_path / "tests" / "hil").mkdir(parents=True)
     assert resolve_suite(None) == tmp_path / "tests" / "hil"  # a suite of the user's own wins
 

@@ -38,13 +38,24 @@ def run_once(
 @pytest.mark.parametrize(("width", "ok"), [(2389, True), (2390, False)])
 def test_conv_width_rule_a_at_its_bound(width: int, ok: bool) -> None:
     # RK3566 rule A, 3x3: N = 8 - CEIL(9/128) = 7; (1) width * 3 < 1024 * 7 = 7168 (strict).
-    model = build("conv3x3", (1, 3, 1, width))
+    # On a 1-channel input: the compiler's limit was measured on 3 channels, so the seed's
+    # rule decides here (3 channels: test_a_measured_limit_decides_over_the_seeds_rule).
+    model = build("conv3x3", (1, 1, 1, width))
     npu = SimNpu("rk3566")
     if ok:
         npu.load(model)
         return
     with pytest.raises(SimRefusal, match=r"conv_0 .*rule A.*7170 >= 1024·N = 1024·7 = 7168") as exc:
         npu.load(model)
+    check(exc, "DeviceError", "load")
+
+
+def test_a_measured_limit_decides_over_the_seeds_rule() -> None:
+    # rknn-toolkit2 builds the first-layer 3x3 convolution on 3 channels at 2390 on RK3566
+    # (tests/data/zoo/rknn_widths.json.gz), where the seed's rule A refuses it.
+    SimNpu("rk3566").load(build("conv3x3", (1, 3, 1, 2390)))
+    with pytest.raises(SimRefusal, match=r"conv_0 .*refuses widths 4096-16384") as exc:
+        SimNpu("rk3562").load(build("conv3x3", (1, 3, 1, 4096)))
     check(exc, "DeviceError", "load")
 
 

@@ -137,6 +137,9 @@ def pytest_command(args: argparse.Namespace, suite: Path) -> list[str]:
         # The same case ids wherever npu-hil is installed (a checkout, a venv, site-packages),
         # so that the history compares one night with the next.
         cmd += ["--rootdir", str(suite)]
+        # pytest's cache would land in the installed package (a checkout, a venv,
+        # site-packages): nothing of a run is written there.
+        cmd += ["-p", "no:cacheprovider"]
     cmd += ["--reports", str(args.reports)]
     if args.inventory is not None:
         cmd += ["--inventory", str(args.inventory)]

@@ -44,6 +44,9 @@ class ConvNode:
     kernel_hw: tuple[int, int]
     dilation_hw: tuple[int, int]
     group: int
+    height: int | None = None
+    takes_input: bool = False
+    """Its data input is a graph input: the model's first layer, which takes the image."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ def inspect(model: onnx.ModelProto) -> GraphInfo:
     graph = inferred.graph
     constants = {init.name: init for init in graph.initializer}
     shapes = {v.name: _shape(v) for v in [*graph.input, *graph.value_info, *graph.output]}
+    graph_inputs = {v.name for v in graph.input if v.name not in constants}
     convs = []
     producers: dict[str, str] = {}
     feeders: dict[str, tuple[str, ...]] = {}
@@ -109,6 +113,7 @@ def inspect(model: onnx.ModelProto) -> GraphInfo:
         x_shape = shapes.get(node.input[0], ())
         channels = x_shape[1] if len(x_shape) == 4 else None
         width = x_shape[3] if len(x_shape) == 4 else None
+        height = x_shape[2] if len(x_shape) == 4 else None
         kernel = attrs.get("kernel_shape")
         if kernel is None and node.input[1] in constants:
             kernel = list(numpy_helper.to_array(constants[node.input[1]]).shape[2:])
@@ -130,6 +135,8 @@ def inspect(model: onnx.ModelProto) -> GraphInfo:
                 kernel_hw,
                 dilation_hw,
                 group,
+                height,
+                node.input[0] in graph_inputs,
             )
         )
     return GraphInfo(

@@ -1,6 +1,7 @@
-"""Preflight negatives: a convolution wider than the target's width rule is refused before a
-board is involved (``preflight``) and by the board's runtime at load; a width the rule allows
-passes both. Targets without width limits in the seeds accept any width."""
+"""Preflight negatives: a convolution wider than the target's width limit (the compiler's,
+measured, where it was; else the seed's rule) is refused before a board is involved
+(``preflight``) and by the board's runtime at load; a width the limit allows passes both. Targets
+without width limits in the seeds accept any width."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from npu_hil.harness.models import conv3x3
 from npu_hil.harness.plugin import assert_run_ok
 from npu_hil.harness.preflight import preflight
 from npu_hil.harness.suite.hil_cases import input_dtype, tensor
-from npu_hil.targets import check_conv, rockchip
+from npu_hil.targets import ConvSite, check_conv, rockchip
 
 if TYPE_CHECKING:
     from npu_hil.harness.farm.session import BoardSession
@@ -44,7 +45,11 @@ def test_conv_width_rule(run_model: RunModel, board: BoardSession, width: int) -
     target = board.target
     shape = (1, 3, 1, width)
     model = conv3x3(shape)
-    allowed = check_conv(target, width, (3, 3), first_layer=rockchip.default_first_layer(target)).ok
+    # The first layer on a 3-channel, 1-row input: where the compiler's limit was measured, it
+    # decides (npu_hil.targets.rockchip.measuredwidths), else the seed's rule.
+    site = ConvSite(height=1, in_channels=3, takes_input=True)
+    layer = rockchip.default_first_layer(target)
+    allowed = check_conv(target, width, (3, 3), first_layer=layer, site=site).ok
     dtype = input_dtype(target, "rockchip")
     report = preflight(_declared_input(model, dtype), target, output_precision=_precision(target))
     assert report.ok is allowed, report.summary()

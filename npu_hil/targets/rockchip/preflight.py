@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from npu_hil.harness.errors import LayoutError, PreflightError
-from npu_hil.targets.conv import check_conv
+from npu_hil.targets.conv import ConvSite, check_conv
 from npu_hil.targets.onnx_graph import attribute, elem_type_name
 from npu_hil.targets.rockchip import convolution, observed
 from npu_hil.targets.rockchip import tables as rockchip
@@ -184,6 +184,8 @@ def _check_convs(
     rule: str,
     layer: str,
 ) -> None:
+    constants = {init.name for init in graph.initializer}
+    graph_inputs = {value.name for value in graph.input if value.name not in constants}
     for number, node in enumerate(graph.node):
         if node.op_type not in ("Conv", "ConvTranspose"):
             continue
@@ -214,13 +216,24 @@ def _check_convs(
             kind=kind,
             rule=rule,
             first_layer=layer,
+            site=ConvSite(
+                int(in_shape[2]) if in_shape[2] is not None else None,
+                int(channels) if channels is not None else None,
+                node.input[0] in graph_inputs,
+            ),
         )
+        checked = "measured width limit" if result.seed is not None else f"rule {rule}"
         report.findings.append(
-            PreflightFinding(label, f"rule {rule}", result.ok, _conv_message(label, target, result))
+            PreflightFinding(label, checked, result.ok, _conv_message(label, target, result))
         )
 
 
 def _conv_message(label: str, target: str, result: Any) -> str:
+    kind = "" if result.kind == "conv" else f" ({result.kind})"
+    if result.seed is not None:  # the compiler's measured limit decided; the seed's beside it
+        (measured,) = result.conditions
+        seed = "ok" if result.seed.ok else f"fails {', '.join(result.seed.failed)}"
+        return f"{label}{kind}: {measured.text}; seed rule {result.seed.rule}: {seed}, {target}"
     dkh, dkw = result.dilated_kernel_hw
     if result.ok:
         return (

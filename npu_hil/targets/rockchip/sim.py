@@ -32,7 +32,7 @@ from npu_hil.harness.simkit.errors import SimRefusal
 from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
 from npu_hil.harness.simkit.options import RuntimeOptions
 from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, logical_input
-from npu_hil.targets.conv import check_conv
+from npu_hil.targets.conv import ConvSite, check_conv
 from npu_hil.targets.quant import Affine, Cast, Quantizer, affine_for_type, choose_affine
 from npu_hil.targets.rockchip import observed
 from npu_hil.targets.rockchip import tables as rockchip
@@ -100,6 +100,7 @@ class RockchipSim(VendorSim):
                 conv.dilation_hw,
                 conv.kind,
                 first_layer=self.precision,
+                site=ConvSite(conv.height, conv.in_channels, conv.takes_input),
             )
             if not check.ok:
                 raise SimRefusal(

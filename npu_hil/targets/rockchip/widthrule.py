@@ -1,16 +1,19 @@
 """RKNN2's convolution width limits (rules A and B of the seed, V2.5.0): does a convolution of
 this width and kernel fit the NPU's rule? The Rockchip unit's ``check_conv`` hook, reached through
-:func:`npu_hil.targets.conv.check_conv`, which checks the arguments first.
+:func:`npu_hil.targets.conv.check_conv`, which checks the arguments first. Where the compiler's
+own limit was measured for the convolution's site (:mod:`npu_hil.targets.rockchip.measuredwidths`),
+the measurement decides and the seed's verdict is kept beside it.
 """
 
 from __future__ import annotations
 
 from npu_hil.harness.errors import LayoutError
-from npu_hil.targets.conv import ConvCheck, ConvCondition
+from npu_hil.targets.conv import ConvCheck, ConvCondition, ConvSite
 from npu_hil.targets.rockchip.convolution import conv_rule, conv_rules, dilated_kernel
+from npu_hil.targets.rockchip.measuredwidths import measured_verdict
 from npu_hil.targets.rockchip.tables import input_rows, platform_of
 
-__all__ = ["check_conv"]
+__all__ = ["check_conv", "seed_check"]
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -58,11 +61,49 @@ def check_conv(
     kind: str,
     rule: str | None,
     first_layer: str,
+    site: ConvSite | None = None,
 ) -> ConvCheck:
-    """The width rule for a Rockchip ``target``: it holds when N >= 1 and conditions (1) and (2)
-    both hold. ``rule`` ("A"/"B") defaults to the rule the input table gives for ``first_layer``
-    (int8 -> A, float16 -> B where B exists). N is computed as the seed writes it; the source says
-    1..7, but RK3588 can give 9 (sic), and only N < 1 is refused."""
+    """The compiler's measured limit where one covers the convolution's ``site``, the seed's
+    verdict beside it; else the seed's rule (:func:`seed_check`)."""
+    seed = seed_check(target, width, kernel_hw, dilation_hw, kind, rule, first_layer)
+    measured = measured_verdict(
+        target, width, kernel_hw, dilation_hw, kind, first_layer, site or ConvSite()
+    )
+    if measured is None:
+        return seed
+    condition = ConvCondition("measured", measured.ok, measured.text)
+    seed_says = "supported" if seed.ok else f"unsupported, fails {', '.join(seed.failed)}"
+    verdict = "supported" if measured.ok else "unsupported"
+    return ConvCheck(
+        ok=measured.ok,
+        n=seed.n,
+        rule=seed.rule,
+        kind=kind,
+        width=width,
+        dilated_kernel_hw=seed.dilated_kernel_hw,
+        conditions=(condition,),
+        failed=() if measured.ok else ("measured",),
+        message=(
+            f"{target}, width {width}, kernel {kernel_hw[0]}x{kernel_hw[1]}: {verdict}: "
+            f"{measured.text}; the seed's rule {seed.rule} says {seed_says}"
+        ),
+        seed=seed,
+    )
+
+
+def seed_check(
+    target: str,
+    width: int,
+    kernel_hw: tuple[int, int],
+    dilation_hw: tuple[int, int],
+    kind: str,
+    rule: str | None,
+    first_layer: str,
+) -> ConvCheck:
+    """The seed's width rule for a Rockchip ``target``: it holds when N >= 1 and conditions (1)
+    and (2) both hold. ``rule`` ("A"/"B") defaults to the rule the input table gives for
+    ``first_layer`` (int8 -> A, float16 -> B where B exists). N is computed as the seed writes it;
+    the source says 1..7, but RK3588 can give 9 (sic), and only N < 1 is refused."""
     (kh, kw), (dh, dw) = kernel_hw, dilation_hw
     dkh = dilated_kernel(kh, dh)
     dkw = dilated_kernel(kw, dw)

@@ -1,0 +1,169 @@
+"""The widths at which rknn-toolkit2 stops building a first-layer convolution, measured, kept
+beside the seed's rule (``conv_widths.json``, made by ``tests/vendor_rknn/widths_record.py``).
+
+The seed's rules A and B are off against the compiler in both directions: RK3588, RK3576/RV1126B
+and RV1103/RV1106 build a first-layer 3x3 convolution at every width tried up to 16,384 where
+the seed refuses from 6,145 (or 2,390); RK3562, RV1103B/RV1106B (from 4,096) and RK2118 (from
+2,729) refuse widths the seed allows ("failed to tile argb mode layer"); RK3566/RK3568 refuse
+from 9,553 on an 8-row input ("Feature is too large") and not on a 1-row one. Measured facts win
+for what the compiler does: where a measurement covers a convolution, its verdict decides and
+the seed's is kept beside it; elsewhere the seed's rule stands.
+
+A measurement covers a convolution of the kernel, dilation and input channels measured, fed by a
+graph input (the first layer, which the NPU takes in its image mode), at the target's measured
+first-layer precision and a width no larger than the widest tried. Heights: a limit that is
+the same at every height measured is a width limit; one that is not depends on the feature's
+size, and a height between those measured takes the next larger one's limit (the stricter).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from npu_hil.targets.conv import ConvSite
+from npu_hil.targets.rockchip.tables import platform_of
+
+CASE = "a 3x3 convolution (dilation 1) taking a 3-channel graph input"
+
+__all__ = ["DATA", "MeasuredVerdict", "document_of", "measured_verdict", "measurements"]
+
+DATA = Path(__file__).with_name("conv_widths.json")
+
+
+@dataclass(frozen=True)
+class MeasuredVerdict:
+    """What the compiler did at a width: ``ok`` (built) or not, and the sentence that says it,
+    naming the measurement."""
+
+    ok: bool
+    text: str
+
+
+@cache
+def measurements() -> dict[str, Any]:
+    """The measured document (provenance, the case measured, per platform per height the
+    refused ranges)."""
+    document: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))
+    return document
+
+
+def _covers(
+    document: dict[str, Any],
+    kernel_hw: tuple[int, int],
+    dilation_hw: tuple[int, int],
+    kind: str,
+    site: ConvSite,
+) -> bool:
+    return (
+        kind == "conv"
+        and list(kernel_hw) == document["kernel"]
+        and list(dilation_hw) == document["dilation"]
+        and site.takes_input
+        and site.in_channels in (None, document["in_channels"])
+    )
+
+
+def _height_entry(heights: dict[str, Any], height: int | None) -> tuple[str, str]:
+    """The measured height whose limits apply, and a note where it is not the site's own."""
+    measured = sorted(int(h) for h in heights)
+    ranges = {json.dumps(heights[str(h)]["refused"]) for h in measured}
+    if height is not None and height in measured:
+        return str(height), ""
+    if len(ranges) == 1:
+        return str(measured[0]), ""  # the same at every height: a width limit
+    if height is None:
+        return str(measured[-1]), f"; height unknown: height {measured[-1]}'s limit taken"
+    larger = [h for h in measured if h >= height]
+    if larger:
+        return str(larger[0]), f"; height {height} not measured: height {larger[0]}'s limit taken"
+    return str(measured[-1]), (
+        f"; measured up to height {measured[-1]}: a larger feature may be refused earlier"
+    )
+
+
+def measured_verdict(
+    target: str,
+    width: int,
+    kernel_hw: tuple[int, int],
+    dilation_hw: tuple[int, int],
+    kind: str,
+    first_layer: str,
+    site: ConvSite,
+) -> MeasuredVerdict | None:
+    """The compiler's measured verdict for this convolution, or None where no measurement
+    covers it (the seed's rule then stands)."""
+    document = measurements()
+    platform = document["platforms"].get(platform_of(target))
+    if platform is None or platform["precision"] != first_layer:
+        return None
+    if not _covers(document, kernel_hw, dilation_hw, kind, site):
+        return None
+    if width > document["tried_up_to"]:
+        return None
+    height, note = _height_entry(platform["heights"], site.height)
+    source = (
+        f"measured: {document['provenance']['compiler']} on {platform['measured_on']}, "
+        f"{document['case']}, height {height}"
+    )
+    for first, last, reason in platform["heights"][height]["refused"]:
+        if first <= width <= last:
+            return MeasuredVerdict(
+                False,
+                f"width {width}: the compiler refuses widths {first}-{last} ({reason}) "
+                f"[{source}{note}]",
+            )
+    return MeasuredVerdict(
+        True,
+        f"width {width}: the compiler builds it (every width tried up to "
+        f"{document['tried_up_to']} outside the refused ranges) [{source}{note}]",
+    )
+
+
+def document_of(records: list[dict[str, Any]], provenance: dict[str, Any]) -> dict[str, Any]:
+    """The measured document from the compiler's records (``tests/data/zoo/rknn_widths.json.gz``:
+    per target, precision, height and width, built or refused with the compiler's reason): per
+    platform and height, the ranges of widths refused, each from its first refused width to the
+    last refused one before a width that builds again."""
+    platforms: dict[str, Any] = {}
+    for record in sorted(records, key=lambda r: (r["target"], r["height"], r["width"])):
+        platform = platforms.setdefault(
+            platform_of(record["target"]),
+            {"measured_on": record["target"], "precision": record["precision"], "heights": {}},
+        )
+        ranges = platform["heights"].setdefault(str(record["height"]), {"refused": []})["refused"]
+        if record["built"]:
+            ranges.append(None)  # closes the range before it
+            continue
+        reason = _reason(record["reason"] or "")
+        if ranges and ranges[-1] is not None:
+            # Refused widths with none built between them are one range, whatever each said.
+            ranges[-1][1] = record["width"]
+            if reason not in ranges[-1][2].split("; "):
+                ranges[-1][2] += f"; {reason}"
+        else:
+            ranges.append([record["width"], record["width"], reason])
+    for platform in platforms.values():
+        for entry in platform["heights"].values():
+            entry["refused"] = [r for r in entry["refused"] if r is not None]
+    return {
+        "provenance": provenance,
+        "case": CASE,
+        "kernel": [3, 3],
+        "dilation": [1, 1],
+        "in_channels": 3,
+        "tried_up_to": max(r["width"] for r in records),
+        "platforms": dict(sorted(platforms.items())),
+    }
+
+
+def _reason(text: str) -> str:
+    """The compiler's error line (``E RKNN: [time] failed to tile argb mode layer!``) without
+    its time stamp, else the whole reason."""
+    for part in text.split(" / "):
+        if part.startswith("E RKNN:"):
+            return part.split("] ", 1)[-1].strip().rstrip("!")
+    return text
