@@ -59,6 +59,8 @@ class GraphInfo:
     feeders: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Output name → op types of the nodes that produce that node's inputs (what a vendor
     compiler may fuse into it)."""
+    nodes: tuple[tuple[str, frozenset[str]], ...] = ()
+    """Every node's op type and the names of the attributes it sets, in graph order."""
 
     def input(self, name: str) -> TensorInfo | None:
         return next((t for t in self.inputs if t.name == name), None)
@@ -140,6 +142,7 @@ def inspect(model: onnx.ModelProto) -> GraphInfo:
             )
         )
     return GraphInfo(
+        nodes=tuple((n.op_type, frozenset(a.name for a in n.attribute)) for n in graph.node),
         inputs=tuple(_info(v) for v in graph.input if v.name not in constants),
         outputs=tuple(_info(v) for v in graph.output),
         convs=tuple(convs),

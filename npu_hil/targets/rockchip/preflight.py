@@ -14,6 +14,7 @@ from npu_hil.targets.onnx_graph import attribute, elem_type_name
 from npu_hil.targets.rockchip import convolution, observed
 from npu_hil.targets.rockchip import tables as rockchip
 from npu_hil.targets.rockchip.layouts import input_row_for
+from npu_hil.targets.rockchip.operators import measured_operators, refusal
 from npu_hil.targets.unit import PreflightContext, PreflightFinding
 
 ROCKCHIP_INPUT_TYPES = ("uint8", "int8", "float16", "float32")
@@ -29,6 +30,35 @@ def preflight(report: PreflightContext) -> None:
     conv_rule = report.rule or _rule_for_inputs(report, target, inputs, shapes, layer, deployed)
     if conv_rule is not None:
         _check_convs(report, target, report.graph, shapes, conv_rule, layer)
+    _check_operators(report, target)
+
+
+def _check_operators(report: PreflightContext, target: str) -> None:
+    """Every node whose operator the compiler refused for the target's platform, measured one
+    operator a model (:mod:`npu_hil.targets.rockchip.operators`); the model's operators that
+    were not measured are named in a note."""
+    measured = measured_operators()
+    tried = set(measured["operators"])
+    source = measured["provenance"].get("compiler", "the compiler")
+    for number, node in enumerate(report.graph.node):
+        reason = refusal(target, node.op_type, [a.name for a in node.attribute])
+        if reason is None:
+            continue
+        label = node.name or f"{node.op_type.lower()}_{number}"
+        report.findings.append(
+            PreflightFinding(
+                label,
+                "operators",
+                False,
+                f"{label}: {source} refuses {node.op_type} for {rockchip.platform_of(target)} "
+                f"({reason}; measured on a model of that one operator)",
+            )
+        )
+    untried = sorted({node.op_type for node in report.graph.node} - tried)
+    if untried:
+        report.notes.append(
+            f"operators not measured on {source}: {', '.join(untried)} (not checked)"
+        )
 
 
 def _deployed_type(value: Any, layer: str, given: str | None) -> str:

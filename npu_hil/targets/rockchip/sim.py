@@ -38,6 +38,7 @@ from npu_hil.targets.rockchip import observed
 from npu_hil.targets.rockchip import tables as rockchip
 from npu_hil.targets.rockchip.layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS, RKNN_TYPES
 from npu_hil.targets.rockchip.observed import npu_input_types
+from npu_hil.targets.rockchip.operators import refusal
 from npu_hil.targets.rockchip.quant import AFFINE, NONE, model_input
 
 NO_CPU_PREPROCESSING = ("rv1103", "rv1106", "rv1103b")
@@ -83,8 +84,22 @@ class RockchipSim(VendorSim):
                 f"({rockchip.platform_of(self.target)} lists {', '.join(sorted(firsts))})",
             )
         self._check_convolutions(graph)
+        self._check_operators(graph)
         for index, info in enumerate(graph.outputs):
             self._output_layout(index, info, graph, "load")
+
+    def _check_operators(self, graph: GraphInfo) -> None:
+        """An operator the compiler refuses for this platform (measured one operator a model,
+        npu_hil.targets.rockchip.operators) is refused at load, with the compiler's reason."""
+        for op_type, attributes in dict.fromkeys(graph.nodes):
+            reason = refusal(self.target, op_type, attributes)
+            if reason is not None:
+                raise SimRefusal(
+                    "DeviceError",
+                    "load",
+                    f"{op_type}: the compiler refuses it for "
+                    f"{rockchip.platform_of(self.target)} ({reason})",
+                )
 
     def _check_convolutions(self, graph: GraphInfo) -> None:
         limited = any(len(i.shape) == 4 and i.shape[1] in WIDTH_RULE_CHANNELS for i in graph.inputs)

@@ -1,0 +1,77 @@
+"""Which ONNX operators rknn-toolkit2 builds per platform, measured one operator a model
+(``operators.json``, made by ``tests/vendor_rknn/ops_record.py``).
+
+Rockchip's operator list in its documents is per toolkit release and does not say what the
+compiler of this release refuses on which platform; the measurement does. "Built" means the
+compiler made a model file (the NPU, or the runtime's CPU fallback, runs the operator); a
+refusal keeps the compiler's own error line. Preflight flags every node whose operator the
+compiler refused for the target, and names the operators of a model that were not measured.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from npu_hil.targets.rockchip.tables import platform_of
+
+__all__ = ["DATA", "document_of", "measured_operators", "refusal"]
+
+DATA = Path(__file__).with_name("operators.json")
+
+
+@cache
+def measured_operators() -> dict[str, Any]:
+    """The measured document: provenance, the operators tried, per platform the refusals."""
+    document: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))
+    return document
+
+
+def refusal(target: str, op_type: str, attributes: Collection[str] = ()) -> str | None:
+    """The compiler's reason for refusing a node of ``op_type`` with ``attributes`` (their
+    names) on ``target``'s platform; None when it built it or when it was not measured
+    (:func:`measured_operators` lists what was). A measured variant ``"<op> without <attr>"``
+    applies to a node of that operator that leaves the attribute out."""
+    platform = measured_operators()["platforms"].get(platform_of(target))
+    if platform is None:
+        return None
+    for key, reason in platform["refused"].items():
+        op, _, missing = key.partition(" without ")
+        if op == op_type and (not missing or missing not in attributes):
+            return f"{key}: {reason}" if missing else str(reason)
+    return None
+
+
+def document_of(records: list[dict[str, Any]], provenance: dict[str, Any]) -> dict[str, Any]:
+    """The package's document from the compiler's records (``tests/data/zoo/rknn_ops.json.gz``:
+    per target and operator, built or refused with the reason)."""
+    platforms: dict[str, Any] = {}
+    for record in sorted(records, key=lambda r: (r["target"], r["op"])):
+        platform = platforms.setdefault(
+            platform_of(record["target"]),
+            {"measured_on": record["target"], "precision": record["precision"], "refused": {}},
+        )
+        if not record["built"]:
+            platform["refused"][record["op"]] = _reason(record["reason"] or "")
+    return {
+        "provenance": provenance,
+        "operators": sorted({r["op"].partition(" without ")[0] for r in records}),
+        "platforms": dict(sorted(platforms.items())),
+    }
+
+
+def _reason(text: str) -> str:
+    """The compiler's error line without its time stamp; for a Python exception in the
+    toolkit, the exception and the function it left; else the whole reason."""
+    parts = [part.strip() for part in text.split(" / ")]
+    for part in parts:
+        if part.startswith("E RKNN:"):
+            return part.split("] ", 1)[-1].strip()
+    errors = [part for part in parts if "Error" in part.split(":", 1)[0]]
+    frames = [part.rsplit(" in ", 1)[-1] for part in parts if part.startswith("File ")]
+    if errors:
+        return errors[-1] + (f" (in {frames[-2 if len(frames) > 1 else -1]})" if frames else "")
+    return text
