@@ -105,7 +105,7 @@ def test_kneron_template_and_folded_rest_equal_the_declared_normalization(
     value = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 5])
     out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 4, 5])
     graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "id", [value], [out])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     pixels = np.random.default_rng(seed).integers(0, 256, (1, 3, 4, 5)).astype(np.uint8)
     for target in ("kl730", "rk3588", "rk2118"):
         prepared = prepare(target, declared, model, {"x": pixels})
@@ -180,7 +180,7 @@ def test_pixels_for_a_model_that_already_takes_integers_are_refused(tmp_path: Pa
     value = helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 3, 4, 4])
     out = helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 3, 4, 4])
     graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "id", [value], [out])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     with pytest.raises(PreprocessingError) as caught:
         prepare("rv1106", IMAGENET, model, {"x": np.zeros((1, 3, 4, 4), np.uint8)})
     assert "the model's input is UINT8, not float" in str(caught.value)
