@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from npu_hil.targets.conv import ConvSite
+from npu_hil.targets.rockchip.compiler.reasons import compiler_reason
 from npu_hil.targets.rockchip.tables import platform_of
 
 CASE = "a 3x3 convolution (dilation 1) taking a 3-channel graph input"
@@ -138,7 +139,7 @@ def document_of(records: list[dict[str, Any]], provenance: dict[str, Any]) -> di
         if record["built"]:
             ranges.append(None)  # closes the range before it
             continue
-        reason = _reason(record["reason"] or "")
+        reason = compiler_reason(record["reason"] or "")
         if ranges and ranges[-1] is not None:
             # Refused widths with none built between them are one range, whatever each said.
             ranges[-1][1] = record["width"]
@@ -158,12 +159,3 @@ def document_of(records: list[dict[str, Any]], provenance: dict[str, Any]) -> di
         "tried_up_to": max(r["width"] for r in records),
         "platforms": dict(sorted(platforms.items())),
     }
-
-
-def _reason(text: str) -> str:
-    """The compiler's error line (``E RKNN: [time] failed to tile argb mode layer!``) without
-    its time stamp, else the whole reason."""
-    for part in text.split(" / "):
-        if part.startswith("E RKNN:"):
-            return part.split("] ", 1)[-1].strip().rstrip("!")
-    return text

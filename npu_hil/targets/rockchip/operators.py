@@ -16,6 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from npu_hil.targets.rockchip.compiler.reasons import compiler_reason
 from npu_hil.targets.rockchip.tables import platform_of
 
 __all__ = ["DATA", "document_of", "measured_operators", "refusal"]
@@ -55,23 +56,9 @@ def document_of(records: list[dict[str, Any]], provenance: dict[str, Any]) -> di
             {"measured_on": record["target"], "precision": record["precision"], "refused": {}},
         )
         if not record["built"]:
-            platform["refused"][record["op"]] = _reason(record["reason"] or "")
+            platform["refused"][record["op"]] = compiler_reason(record["reason"] or "")
     return {
         "provenance": provenance,
         "operators": sorted({r["op"].partition(" without ")[0] for r in records}),
         "platforms": dict(sorted(platforms.items())),
     }
-
-
-def _reason(text: str) -> str:
-    """The compiler's error line without its time stamp; for a Python exception in the
-    toolkit, the exception and the function it left; else the whole reason."""
-    parts = [part.strip() for part in text.split(" / ")]
-    for part in parts:
-        if part.startswith("E RKNN:"):
-            return part.split("] ", 1)[-1].strip()
-    errors = [part for part in parts if "Error" in part.split(":", 1)[0]]
-    frames = [part.rsplit(" in ", 1)[-1] for part in parts if part.startswith("File ")]
-    if errors:
-        return errors[-1] + (f" (in {frames[-2 if len(frames) > 1 else -1]})" if frames else "")
-    return text
