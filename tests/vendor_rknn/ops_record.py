@@ -25,14 +25,11 @@ from typing import Any
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper, shape_inference
+from rknn_probe import probe, probe_job
 
-from npu_hil.harness.models.compile_set import graph_of
 from npu_hil.targets.rockchip.compiler.build import (
     TOOLKIT,
-    BuildFailure,
     BuildJob,
-    build_all,
-    precisions,
     toolkit_version,
 )
 from npu_hil.targets.rockchip.operators import DATA, document_of
@@ -213,27 +210,10 @@ def model_of(op: str) -> onnx.ModelProto:
 
 
 def _job(folder: Path, target: str, op: str) -> BuildJob:
-    model = model_of(op)
-    source = folder / f"op_{op.replace(' ', '_')}.onnx"
-    if not source.is_file():
-        onnx.save(model, str(source))
-    sample = folder / "sample.npy"
-    if not sample.is_file():
-        # Positive values: Log, Sqrt and Pow of a negative sample are NaN, which the int8
-        # calibration cannot take (a refusal of the sample, not of the operator).
-        rng = np.random.default_rng(1)
-        np.save(sample, rng.uniform(0.1, 2.0, SHAPE).astype(np.float32))
-    graph, inputs = graph_of(model)
-    return BuildJob(
-        f"op_{op.replace(' ', '_')}",
-        source,
-        target,
-        precisions(target)[0],
-        folder / target / f"op_{op.replace(' ', '_')}.rknn",
-        graph,
-        inputs,
-        dataset=({inputs[0]: sample},),
-    )
+    # Positive values: Log, Sqrt and Pow of a negative sample are NaN, which the int8
+    # calibration cannot take (a refusal of the sample, not of the operator).
+    sample = np.random.default_rng(1).uniform(0.1, 2.0, SHAPE).astype(np.float32)
+    return probe_job(folder, f"op_{op.replace(' ', '_')}", model_of(op), target, sample)
 
 
 def measure(targets: Sequence[str], parallel: int) -> list[dict[str, Any]]:
@@ -242,11 +222,7 @@ def measure(targets: Sequence[str], parallel: int) -> list[dict[str, Any]]:
         folder = Path(scratch)
         for target in targets:
             jobs = [_job(folder, target, op) for op in OPS]
-            outcomes = build_all(jobs, parallel=parallel)
-            for op, job, outcome in zip(OPS, jobs, outcomes, strict=True):
-                reason = None
-                if isinstance(outcome, BuildFailure):
-                    reason = " / ".join([outcome.reason, *outcome.log_tail[-3:]])[:300]
+            for op, job, reason in zip(OPS, jobs, probe(jobs, parallel), strict=True):
                 records.append(
                     {
                         "target": target,

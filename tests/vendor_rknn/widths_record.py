@@ -22,16 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnx
+from rknn_probe import probe, probe_job
 
 from npu_hil.harness.models import build
-from npu_hil.harness.models.compile_set import graph_of
 from npu_hil.targets.rockchip.compiler.build import (
     TOOLKIT,
-    BuildFailure,
     BuildJob,
-    build_all,
-    precisions,
     toolkit_version,
 )
 from npu_hil.targets.rockchip.measuredwidths import DATA, document_of
@@ -49,49 +45,27 @@ HEIGHTS = (1, 8)
 
 def _job(folder: Path, target: str, height: int, width: int) -> BuildJob:
     proto = build("conv3x3", (1, 3, height, width), out_channels=CHANNELS_OUT)
-    source = folder / f"conv3x3-h{height}-w{width}.onnx"
-    if not source.is_file():
-        onnx.save(proto, str(source))
-    graph, inputs = graph_of(proto)
+    # Calibration values do not move a width boundary.
+    sample = np.random.default_rng(width).standard_normal((1, 3, height, width))
     key = f"conv3x3-h{height}-w{width}"
-    # One calibration sample (an int8 build needs one): values do not move a width boundary.
-    sample = folder / f"conv3x3-h{height}-w{width}.npy"
-    if not sample.is_file():
-        rng = np.random.default_rng(width)
-        np.save(sample, rng.standard_normal((1, 3, height, width)).astype(np.float32))
-    return BuildJob(
-        key,
-        source,
-        target,
-        precisions(target)[0],
-        folder / target / f"{key}.rknn",
-        graph,
-        inputs,
-        dataset=({inputs[0]: sample},),
-    )
+    return probe_job(folder, key, proto, target, sample.astype(np.float32))
 
 
 def _built(
     folder: Path, target: str, height: int, widths: Sequence[int], parallel: int
 ) -> list[dict[str, Any]]:
     jobs = [_job(folder, target, height, w) for w in widths]
-    records = []
-    for job, outcome in zip(jobs, build_all(jobs, parallel=parallel), strict=True):
-        failed = isinstance(outcome, BuildFailure)
-        reason = None
-        if isinstance(outcome, BuildFailure):
-            reason = " / ".join([outcome.reason, *outcome.log_tail[-3:]])[:300]
-        records.append(
-            {
-                "target": target,
-                "precision": job.precision,
-                "height": height,
-                "width": int(job.graph[job.inputs[0]][3]),
-                "built": not failed,
-                "reason": reason,
-            }
-        )
-    return records
+    return [
+        {
+            "target": target,
+            "precision": job.precision,
+            "height": height,
+            "width": int(job.graph[job.inputs[0]][3]),
+            "built": reason is None,
+            "reason": reason,
+        }
+        for job, reason in zip(jobs, probe(jobs, parallel), strict=True)
+    ]
 
 
 def _bisect(
