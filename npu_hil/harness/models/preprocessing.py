@@ -201,8 +201,10 @@ def _pixel_input(target: str) -> PixelInput:
 def _board_values(pixel_input: PixelInput, dtype: np.dtype, pixels: np.ndarray) -> np.ndarray:
     """What the board's input holds for ``pixels``: the pixels themselves (in ``dtype``), or
     the vendor's fixed hardware template applied to them."""
+    if dtype == np.uint8:
+        return pixels
     values = (pixels.astype(np.float32) - pixel_input.offset) / pixel_input.divisor
-    return values.astype(dtype) if dtype != np.uint8 else pixels
+    return values.astype(dtype)
 
 
 def _normalize_in_front(

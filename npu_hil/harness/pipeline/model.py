@@ -68,9 +68,11 @@ def preprocessed(
         entry = _manifest(session).models.get(model)
     if entry is not None:
         source, label = onnx.load(str(entry.require_onnx())), str(model)
+    elif isinstance(model, onnx.ModelProto):
+        source, label = model, _proto_label(model)  # only the prepared model is saved
     else:
         path, label = _reference_model(session, model, given)
-        source = model if isinstance(model, onnx.ModelProto) else onnx.load(str(path))
+        source = onnx.load(str(path))
     prepared = prepare(session.target, declared, source, given)
     reference = _saved(prepared.model, session.workdir / "models", f"{label}-prepared")
     if entry is not None:
@@ -102,7 +104,7 @@ def _reference_model(
     """The reference ONNX on this machine (built and saved for a name) and a label for it."""
     models_dir = session.workdir / "models"
     if isinstance(model, onnx.ModelProto):
-        label = safe_name(model.graph.name or "model")
+        label = _proto_label(model)
         return _saved(model, models_dir, label), label
     if isinstance(model, str) and model in MODELS:
         shape = next(iter(given.values())).shape
@@ -115,6 +117,10 @@ def _reference_model(
             "ONNX file that exists"
         )
     return path, path.stem
+
+
+def _proto_label(model: onnx.ModelProto) -> str:
+    return safe_name(model.graph.name or "model")
 
 
 def _saved(proto: onnx.ModelProto, folder: Path, stem: str) -> Path:
