@@ -24,7 +24,9 @@ _PUTTY = re.compile(r"PuTTY-User-Key-File-\d+:.*", re.DOTALL)
 # "openssh-key-v1" in base64, then the key's body.
 _OPENSSH_BODY = re.compile(r"b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=\s]*")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{64,}={0,2}")
-_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:)(?P<pw>[^\s@/]+)@")
+# The scheme is bounded (real ones are short): unbounded, every letter of a long run starts a
+# match attempt that scans the rest of the run, quadratic in its length (100,000 letters: 20 s).
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/@]*:)(?P<pw>[^\s@/]+)@")
 _SECRET_KEY = re.compile(
     r"(?i)(?:\A|[_.-])(pass(word|wd|phrase)?|secret|token|private[_-]?key|api[_-]?key"
     r"|credentials?)\Z"
