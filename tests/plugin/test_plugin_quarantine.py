@@ -293,8 +293,17 @@ def test_quarantine_hides_a_listed_failure_and_not_an_unlisted_one(
             ("  - {test: x, reason: r, expires: tomorrow}\n",),
             "quarantine.yaml:2:35: quarantine[0].expires: expected a date YYYY-MM-DD",
         ),
+        (  # a pattern that hides the whole run's failures
+            (f"  - {{test: '*', reason: r, expires: {_day(1)}}}\n",),
+            "quarantine[0] (quarantine.yaml:2:5), test '*': matches 3 of the 3 collected tests "
+            "(more than half: it would hide the run's failures",
+        ),
+        (  # or most of them
+            (f"  - {{test: '*::test_*_bad', reason: r, expires: {_day(1)}}}\n",),
+            "test '*::test_*_bad': matches 2 of the 3 collected tests (more than half",
+        ),
     ],
-    ids=["expired", "unknown", "other-board", "bad-date"],
+    ids=["expired", "unknown", "other-board", "bad-date", "every-test", "most-tests"],
 )
 def test_expired_unknown_and_bad_entries_are_usage_errors(
     project: pytest.Pytester, entries: tuple[str, ...], expected: str

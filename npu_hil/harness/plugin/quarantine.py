@@ -132,6 +132,7 @@ class QuarantineRun:
     ) -> None:
         state = self.state
         used: set[int] = set()
+        counts: dict[int, int] = {}
         for item in items:
             param = board_param(item)
             board = param.name if param is not None else None
@@ -142,21 +143,36 @@ class QuarantineRun:
             if not matching:
                 continue
             used.update(e.index for e in matching)
+            for e in matching:
+                counts[e.index] = counts.get(e.index, 0) + 1
             entry = item.stash[ENTRY_KEY] = matching[0]  # the first entry that lists the test
             info = item.stash.get(INFO_KEY, None)
             if info is not None:  # a board test: its record names the entry
                 info.record.quarantine = entry.to_dict()
         unknown = [e for e in state.entries if e.index not in used]
+        # Nothing silent: an entry that quarantines the whole run, or most of it, hides every
+        # failure there is; it is refused like one that matches nothing.
+        sweeping = [
+            e for e in state.entries if len(items) > 1 and counts.get(e.index, 0) * 2 > len(items)
+        ]
         # A module that failed to collect has no items to match: its collection error fails the
         # run and is what to fix first, not reported as unknown entries.
-        if unknown and not session.testsfailed:
+        if (unknown or sweeping) and not session.testsfailed:
             message = "\n".join(
-                f"--quarantine: {e.label}"
-                + (f" on target {e.target!r}" if e.target else "")
-                + (f" on board {e.board!r}" if e.board else "")
-                + f": matches none of the {len(items)} collected tests (remove the entry, or fix "
-                "its pattern)"
-                for e in unknown
+                [
+                    f"--quarantine: {e.label}"
+                    + (f" on target {e.target!r}" if e.target else "")
+                    + (f" on board {e.board!r}" if e.board else "")
+                    + f": matches none of the {len(items)} collected tests (remove the entry, "
+                    "or fix its pattern)"
+                    for e in unknown
+                ]
+                + [
+                    f"--quarantine: {e.label}: matches {counts[e.index]} of the {len(items)} "
+                    "collected tests (more than half: it would hide the run's failures; list "
+                    "the failing tests)"
+                    for e in sweeping
+                ]
             )
             if not hasattr(config, "workerinput"):
                 raise pytest.UsageError(message)
