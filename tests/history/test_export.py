@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from npu_hil.harness.history.export import (
     FAMILIES,
@@ -116,3 +118,36 @@ def test_json_lines_one_object_per_case_per_run(reports: Path, write: Any) -> No
     assert out.getvalue() == "".join(lines)
     with pytest.raises(ValueError, match="openmetrics, jsonl"):
         write_export(History(), "csv", out)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    nodeid=st.text(min_size=1, max_size=40),
+    board=st.text(min_size=1, max_size=12),
+    started=st.floats(allow_nan=True, allow_infinity=True),
+    p50=st.floats(allow_nan=True, allow_infinity=True),
+)
+def test_prometheus_reads_back_every_label_and_value(
+    nodeid: str, board: str, started: float, p50: float
+) -> None:
+    """Any case id and board name (control characters, quotes, backslashes, CR), any figure and
+    any run start (NaN, infinities): Prometheus' own parser reads the exposition back."""
+    entry = RunEntry(run_id="r1", run_key="k", started=started, complete=True)
+    point = CasePoint(
+        run_id="r1",
+        nodeid=nodeid,
+        board=board,
+        target="t",
+        outcome="passed",
+        ran_on="sim",
+        latency={"p50_ms": p50, "runs": 1},
+    )
+    text = openmetrics_text(History(runs=[entry], points={point.key: [point]}))
+    found = families(text)
+    (sample,) = found["npu_hil_latency_p50_milliseconds"].samples
+    visible = "".join(
+        c if (c >= " " and c != "\x7f") or c == "\n" else f"\\x{ord(c):02x}" for c in nodeid
+    )
+    assert sample.labels["case"] == visible
+    assert (sample.timestamp is None) is (not math.isfinite(started))
+    assert math.isnan(sample.value) if math.isnan(p50) else sample.value == p50

@@ -104,7 +104,10 @@ FAMILIES: tuple[Family, ...] = (
 
 
 def _escape_label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    # Other control characters have no escape in OpenMetrics: written visibly (a label that
+    # reads back as the four characters \x0d), never raw into a scraper or a terminal.
+    return "".join(c if c >= " " and c != "\x7f" else f"\\\\x{ord(c):02x}" for c in escaped)
 
 
 def _escape_help(value: str) -> str:
@@ -139,7 +142,11 @@ def openmetrics_lines(history: History) -> Iterator[str]:
             _escape_label, (point.board, point.target, point.nodeid, entry.run_id)
         )
         labels = f'{{board="{board}",target="{target}",case="{case}",run_id="{run}"}}'
-        labelled.append((point, labels, _number(float(entry.started))))
+        # A timestamp must be a finite number (Prometheus' parser refuses +Inf and NaN there):
+        # a damaged start time leaves the sample without one.
+        started = float(entry.started)
+        stamp = f" {_number(started)}" if math.isfinite(started) else ""
+        labelled.append((point, labels, stamp))
     for family in FAMILIES:
         yield f"# TYPE {family.name} gauge\n"
         if family.unit:
@@ -148,7 +155,7 @@ def openmetrics_lines(history: History) -> Iterator[str]:
         for point, labels, stamp in labelled:
             value = family.value(point)
             if value is not None:
-                yield f"{family.name}{labels} {_number(value)} {stamp}\n"
+                yield f"{family.name}{labels} {_number(value)}{stamp}\n"
     yield "# EOF\n"
 
 
