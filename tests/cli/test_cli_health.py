@@ -100,3 +100,17 @@ def test_a_cause_with_brackets_is_shown_as_written(lab: Path) -> None:
     proc = _health(lab, {"NPU_HIL_HEALTH_DIR": str(lab / "health")}, "--board", "right-01")
     assert proc.returncode == 1
     assert "[bold]rknn_init[/bold] returned -1" in proc.stdout
+
+
+def test_a_terminal_escape_in_a_cause_is_shown_never_run(lab: Path) -> None:
+    """A board's kernel log line or a damaged health file may hold ESC sequences (a clear
+    screen, a colour, a title change): the console shows them as text."""
+    from npu_hil.harness.farm.health_store import BAD, HealthStore
+
+    HealthStore(lab / "health").record(
+        "right-01", BAD, "health check failed", cause="npu hung\x1b[2J\x1b]0;owned\x07 here"
+    )
+    proc = _health(lab, {"NPU_HIL_HEALTH_DIR": str(lab / "health")}, "--board", "right-01")
+    assert proc.returncode == 1
+    assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
+    assert "npu hung\\x1b[2J\\x1b]0;owned\\x07 here" in proc.stdout

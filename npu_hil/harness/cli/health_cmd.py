@@ -88,6 +88,8 @@ def _print_table(kept: dict[str, Any], source: str, folder: Path) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from npu_hil.harness.report.sanitize import clean_text
+
     table = Table(title=f"board health kept across runs ({source}; {folder})")
     for column in ("board", "state", "since", "cause", "last events"):
         table.add_column(column)
@@ -97,12 +99,13 @@ def _print_table(kept: dict[str, Any], source: str, folder: Path) -> None:
             f"{e.time} {e.what}" + (f" ({e.run_id})" if e.run_id else "")
             for e in health.history[-EVENTS_SHOWN:]
         )
-        # Text cells: a cause holding "[...]" is shown as written, never read as markup.
+        # Text cells: a cause holding "[...]" is shown as written, never read as markup; a
+        # terminal escape from a board's log or a health file is shown as \x1b, never run.
         table.add_row(
-            Text(name),
-            Text(health.state, style=styles.get(health.state, "")),
-            Text(health.since),
-            Text(health.problem or health.cause),
-            Text(events),
+            Text(clean_text(name)),
+            Text(clean_text(health.state), style=styles.get(health.state, "")),
+            Text(clean_text(health.since)),
+            Text(clean_text(health.problem or health.cause)),
+            Text(clean_text(events)),
         )
     Console().print(table)

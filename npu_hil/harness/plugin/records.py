@@ -370,14 +370,18 @@ class RunCollector:
         farm_line = builtin_farm_line(self.config) if self.state.records else None
         if farm_line is not None:
             terminalreporter.write_line(farm_line)
+        from npu_hil.harness.report.sanitize import clean_text
+
+        # Messages from boards and files: their control characters shown, never run.
         if self.state.failure is not None:
             terminalreporter.write_line(
-                f"npu-hil: FAILED RUN: {self.state.failure}", red=True, bold=True
+                f"npu-hil: FAILED RUN: {clean_text(self.state.failure)}", red=True, bold=True
             )
         for record in _dedupe_last(self.state.records):
             if record.unstable:
                 terminalreporter.write_line(
-                    f"npu-hil: UNSTABLE (passed only on retry): {record.nodeid}: {record.unstable}",
+                    "npu-hil: UNSTABLE (passed only on retry): "
+                    f"{clean_text(record.nodeid)}: {clean_text(record.unstable)}",
                     yellow=True,
                 )
         if self.state.run_dir is not None:
