@@ -55,6 +55,53 @@ def test_two_workers_never_hold_one_board_at_once(project: pytest.Pytester) -> N
     assert all(json.loads(r)["board"] == "rk3588-01" for r in records)
 
 
+AFFINITY_INVENTORY = """\
+boards:
+  - {name: rk3588-01, target: rk3588, backend: sim, transport: local}
+  - {name: rk3588-02, target: rk3588, backend: sim, transport: local}
+  - {name: rk3566-01, target: rk3566, backend: sim, transport: local}
+  - {name: kl730-01,  target: kl730,  backend: sim, transport: local}
+"""
+AFFINITY_TESTS = """
+import json
+import os
+
+import pytest
+
+@pytest.mark.vendor("rockchip", "kneron")
+@pytest.mark.parametrize("n", range(5))
+def test_case(board, n):
+    line = json.dumps({"board": board.name, "worker": os.environ["PYTEST_XDIST_WORKER"]})
+    with open("placements.jsonl", "a") as f:
+        f.write(line + "\\n")
+
+@pytest.mark.parametrize("k", range(4))
+def test_no_board(k):
+    pass
+"""
+
+
+@pytest.mark.parametrize("dist", ["loadgroup"])
+def test_every_board_runs_on_one_worker(project: pytest.Pytester, dist: str) -> None:
+    """Under --dist loadgroup (what ``npu-hil nightly -n`` passes) each board's cases run on
+    one worker, read from the workers' own placements; cases of no board are spread."""
+    project.makefile(".yaml", inventory=AFFINITY_INVENTORY)
+    project.makepyfile(AFFINITY_TESTS)
+    result = project.runpytest_subprocess(
+        "-n", "2", "--dist", dist, "-p", "xdist", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=24)
+    placements = [
+        json.loads(line) for line in (project.path / "placements.jsonl").read_text().splitlines()
+    ]
+    workers: dict[str, set[str]] = {}
+    for placed in placements:
+        workers.setdefault(placed["board"], set()).add(placed["worker"])
+    assert sorted(workers) == ["kl730-01", "rk3566-01", "rk3588-01", "rk3588-02"]
+    assert all(len(w) == 1 for w in workers.values()), workers
+    assert len(set().union(*workers.values())) == 2, "both workers must have had boards"
+
+
 def test_infrastructure_error_is_an_error_under_xdist(project: pytest.Pytester) -> None:
     project.makepyfile(
         """

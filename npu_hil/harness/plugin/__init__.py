@@ -14,6 +14,8 @@ One feature per module, each with its own options, hooks and state:
 - :mod:`npu_hil.harness.plugin.farm` — ``--backend``, ``--target``, ``--board``, ``--keep-remote``,
   ``--hil-retries``, ``--hil-breaker``, the markers: the farm, parametrisation over boards, the
   ``board`` fixture;
+- :mod:`npu_hil.harness.plugin.affinity` — under pytest-xdist's ``--dist loadgroup``, every case
+  of one board on one worker;
 - :mod:`npu_hil.harness.plugin.quarantine` — ``--quarantine``, ``--quarantine-verify``: listed tests
   run, their failures reported as quarantined instead of failing the run;
 - :mod:`npu_hil.harness.plugin.perf` — the ``perf`` marker: runs, warm-up and latency thresholds;
@@ -46,6 +48,8 @@ FEATURES = (
     "npu_hil.harness.plugin.outcomes",
     "npu_hil.harness.plugin.records",
     "npu_hil.harness.plugin.farm",
+    # Reads the farm's board names: the xdist scheduler that keeps a board on one worker.
+    "npu_hil.harness.plugin.affinity",
     # After the farm (it reads a case's board) and before the features whose reports it turns
     # into quarantined ones.
     "npu_hil.harness.plugin.quarantine",

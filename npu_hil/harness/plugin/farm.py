@@ -303,8 +303,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     targets = tuple(config.getoption("target")) or None
     names = tuple(config.getoption("board")) or None
     boards = farm.boards(socs=socs or None, vendors=vendors or None, targets=targets, names=names)
-    # xdist_group: under ``--dist loadgroup`` one worker runs all of a board's tests, so each
-    # board's agent starts once and no worker waits on another's board lock.
+    # Under ``--dist loadgroup`` one worker runs all of a board's tests, so each board's agent
+    # starts once and no worker waits on another's board lock: the plugin's scheduler reads the
+    # board from this parameter's id (npu_hil.harness.plugin.affinity); xdist_group stays for
+    # a pytest whose node ids still carry xdist's own group suffix.
     params = [
         pytest.param(BoardParam(b.name, b.target), id=b.name, marks=pytest.mark.xdist_group(b.name))
         for b in boards

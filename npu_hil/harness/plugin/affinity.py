@@ -1,0 +1,68 @@
+"""Board affinity under pytest-xdist: all of a board's cases on one worker, so each board's agent
+starts once and no worker waits on another's board lock.
+
+pytest-xdist's ``--dist loadgroup`` reads a case's group from an ``@group`` suffix it writes into
+the item's node id on the worker; under pytest 9.2 that suffix no longer reaches the controller,
+and the groups silently fall apart (every case still passes). The plugin brings its own
+scheduler for ``--dist loadgroup`` instead (``pytest_xdist_make_scheduler``): a case's scope is
+its board, read from the board's parameter id in the node id (the plugin names that parameter
+after the board, :func:`npu_hil.harness.plugin.farm.pytest_generate_tests`), with the inventory's
+board names known to the controller. A suffix that does arrive (older pytest) is taken as it is;
+a case of no board is its own scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+__all__ = ["board_of", "pytest_xdist_make_scheduler"]
+
+
+def board_of(nodeid: str, boards: Sequence[str]) -> str | None:
+    """The board a case runs on, from its node id's parameter ids (``test_x[2048-rk3588-01]``):
+    the longest board name whose ``-``-separated parts appear there as whole parts, in order."""
+    if not nodeid.endswith("]") or "[" not in nodeid:
+        return None
+    parts = nodeid[nodeid.index("[") + 1 : -1].split("-")
+    for name in sorted(boards, key=len, reverse=True):
+        wanted = name.split("-")
+        for start in range(len(parts) - len(wanted) + 1):
+            if parts[start : start + len(wanted)] == wanted:
+                return name
+    return None
+
+
+def _board_names(config: pytest.Config) -> list[str]:
+    from npu_hil.harness.plugin.farm import FARM_KEY
+
+    state = config.stash.get(FARM_KEY, None)
+    if state is None:
+        return []
+    try:
+        inventory = state.load_inventory()
+    except (Exception, pytest.fail.Exception):  # collection fails on it, with its own message
+        return []
+    return [board.name for board in inventory.boards]
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``--dist loadgroup``: the board-aware scheduler; otherwise xdist's own."""
+    if config.getoption("dist", None) != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    boards = _board_names(config)
+
+    class BoardScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        """xdist's scope scheduling with a board's cases as one scope."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            if "@" in nodeid:
+                return nodeid.rsplit("@", 1)[-1]
+            return board_of(nodeid, boards) or nodeid
+
+    return BoardScheduling(config, log)
