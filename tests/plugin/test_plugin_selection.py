@@ -82,12 +82,16 @@ def test_backend_hw_on_an_all_simulated_inventory_fails_with_the_reason(
     assert "FAILED RUN: no test reached a board" in (run_dir / "report.html").read_text()
 
 
-@pytest.mark.slow
-def test_filters_that_match_no_case_fail_the_run(project: pytest.Pytester) -> None:
+def test_filters_that_select_no_board_together_are_a_usage_error(
+    project: pytest.Pytester,
+) -> None:
     project.makepyfile(TESTS)
     result = project.runpytest("--target", "rk3588", "--board", "kl730-01")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*FAILED RUN: no test reached a board*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    (error,) = [line for line in result.errlines if line.startswith("ERROR:")]
+    assert "--target rk3588 --board kl730-01: no board of " in error
+    assert "is both (the two filters select nothing together)" in error
+    assert _run_dirs(project) == []
 
 
 @pytest.mark.slow
@@ -107,10 +111,19 @@ def test_unreachable_boards_are_named_in_the_failure(project: pytest.Pytester) -
 
 
 @pytest.mark.slow
+def test_a_soc_the_inventory_lacks_stays_a_skip_that_says_so(project: pytest.Pytester) -> None:
+    project.makepyfile(TESTS + '\n@pytest.mark.soc("rv1106")\ndef test_rv(board):\n    pass\n')
+    result = project.runpytest("--target", "rk3588", "-rs")
+    result.assert_outcomes(passed=1, skipped=1, deselected=2)
+    result.stdout.fnmatch_lines(["*no board for SoC rv1106 in *(filters: --target rk3588)*"])
+
+
+@pytest.mark.slow
 def test_a_run_that_reaches_a_board_is_unchanged(project: pytest.Pytester) -> None:
     project.makepyfile(TESTS)
     result = project.runpytest("--target", "rk3588")
-    result.assert_outcomes(passed=1, skipped=2)
+    # the other SoCs' cases are deselected by the filter, not skipped placeholders
+    result.assert_outcomes(passed=1, deselected=2)
     assert result.ret == pytest.ExitCode.OK
     assert "FAILED RUN" not in result.stdout.str()
     (run_dir,) = _run_dirs(project)

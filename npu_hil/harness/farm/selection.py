@@ -38,9 +38,18 @@ def selection_problem(
                 f"{_listed(have_targets)})"
             )
     names = [b.name for b in inventory.boards]
+    boards = list(boards)
     for name in boards:
         if name not in names:
             return f"--board {name!r}: no such board in {where} (its boards: {_listed(names)})"
+    targets = list(targets)
+    if (
+        targets
+        and boards
+        and not any(b.name in boards and b.target in targets for b in inventory.boards)
+    ):
+        given = " ".join([*(f"--target {t}" for t in targets), *(f"--board {n}" for n in boards)])
+        return f"{given}: no board of {where} is both (the two filters select nothing together)"
     return None
 
 

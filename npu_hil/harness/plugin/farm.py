@@ -50,6 +50,7 @@ MARKERS = (
     # Board cases carry xdist_group(board): registered here too, so --strict-markers passes
     # where pytest-xdist is not installed.
     "xdist_group(name): pytest-xdist --dist loadgroup runs a group's tests on one worker",
+    "npu_hil_filtered: a case whose boards --target/--board left out (deselected)",
 )
 BACKOFF_INI = "npu_hil_retry_backoff"
 
@@ -312,14 +313,24 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         for b in boards
     ]
     served = {b.target for b in boards}
+    # What --target/--board leave out is deselected, not a skipped case: only a SoC the
+    # inventory has no board for at all stays in the run as a skip that says so.
+    unfiltered = (
+        farm.boards(socs=socs or None, vendors=vendors or None)
+        if targets is not None or names is not None
+        else boards
+    )
+    inventoried = {b.target for b in unfiltered}
     for soc in socs:
         if soc not in served:
             reason = f"no board for SoC {soc} in {farm_source(state)}" + _filters_text(config)
-            params.append(_skipped(BoardParam(None, soc, reason), f"{soc}-no-board"))
+            filtered = soc in inventoried
+            params.append(_skipped(BoardParam(None, soc, reason), f"{soc}-no-board", filtered))
     if not params:
         what = ", ".join(vendors) if vendors else "any target"
         reason = f"no board for {what} in {farm_source(state)}" + _filters_text(config)
-        params.append(_skipped(BoardParam(None, "", reason), "no-board"))
+        filtered = bool(unfiltered)
+        params.append(_skipped(BoardParam(None, "", reason), "no-board", filtered))
     metafunc.parametrize(BOARD, params, indirect=True)
 
 
@@ -347,8 +358,27 @@ def _check_names(
         )
 
 
-def _skipped(param: BoardParam, case_id: str) -> Any:
-    return pytest.param(param, id=case_id, marks=pytest.mark.skip(reason=param.reason))
+def _skipped(param: BoardParam, case_id: str, filtered: bool = False) -> Any:
+    """A case with no board: deselected when the run's filters left its boards out, else a
+    skip with the reason."""
+    marks = [pytest.mark.skip(reason=param.reason)]
+    if filtered:
+        marks.append(pytest.mark.npu_hil_filtered)
+    return pytest.param(param, id=case_id, marks=marks)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Cases whose boards the run's ``--target``/``--board`` filters left out are deselected
+    (reported by pytest as deselected, never as skipped placeholders)."""
+    if not (config.getoption("target") or config.getoption("board")):
+        return  # nothing was filtered: a run that uses no board pays nothing here
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        (dropped if item.get_closest_marker("npu_hil_filtered") else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def farm_source(state: FarmState) -> str:

@@ -323,13 +323,25 @@ class RunCollector:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         state = self.state
+        config = self.config
+        if (
+            not state.records
+            and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+            and (config.getoption("target") or config.getoption("board"))
+        ):
+            # --target/--board deselected every case: no silent "no tests ran" either.
+            state.failure = (
+                "no test reached a board: the filters left no board case to run"
+                + _selection_text(config)
+            )
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
         if not state.records or state.run_dir is None:
             return
         from npu_hil.harness.plugin.runmeta import session_meta
         from npu_hil.harness.report.summary import nothing_reached
         from npu_hil.harness.report.writer import write_run
 
-        config = self.config
         # No silent green: a run whose board cases all missed their boards has failed.
         state.failure = nothing_reached(state.records)
         if state.failure is not None:
