@@ -346,6 +346,11 @@ class AgentClient(Deployment):
         log.info("agent session %s started (%s)", self.agent_pid, hello.get("python"))
         return session
 
+    @property
+    def running(self) -> bool:
+        """Whether an agent session is open (a closed client starts one with its next job)."""
+        return self._session is not None
+
     def _ensure_session(self) -> Session:
         if self._session is None:
             self._session = self._start_session()

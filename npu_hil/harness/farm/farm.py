@@ -116,6 +116,7 @@ class Farm:
         health_job: Callable[[BoardSession], str] | None = None,
         run_id: str | None = None,
         runtime: str | None = None,
+        max_agents: int | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise NpuHilError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -145,6 +146,9 @@ class Farm:
                 f"(runtimes there: {', '.join(known) or 'none'})"
             )
         self.runtime = runtime
+        if max_agents is not None and max_agents < 1:
+            raise NpuHilError(f"max_agents must be 1 or more, got {max_agents}")
+        self.max_agents = max_agents
         self._conditions: dict[str, BoardCondition] = {}
         self.health_job = health_job
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -198,15 +202,34 @@ class Farm:
     # --- sessions --------------------------------------------------------------------------------
 
     def session(self, board: Board | str) -> BoardSession:
-        """The board's session (one per board and farm)."""
+        """The board's session (one per board and farm). With ``max_agents``, the agents of
+        the sessions used least recently are ended beyond that many (each starts again with
+        its board's next job), so a farm's memory does not grow with its boards."""
         board = self._board(board)
-        cached = self._sessions.get(board.name)
+        cached = self._sessions.pop(board.name, None)
         if cached is None:
             cached = self._open(board)
-            self._sessions[board.name] = cached
         elif cached.fallback_reason is None:
             self._places.check(cached.board)  # a place someone took away is not used on
+        self._sessions[board.name] = cached  # the most recently used last
+        self._end_idle_agents(cached)
         return cached
+
+    def live_agents(self) -> list[str]:
+        """The boards whose agent is running, least recently used first."""
+        return [name for name, s in self._sessions.items() if s.client.running]
+
+    def _end_idle_agents(self, current: BoardSession) -> None:
+        """Room for ``current``'s agent: the others' beyond ``max_agents - 1`` end, least
+        recently used first."""
+        if self.max_agents is None:
+            return
+        others = [s for s in self._sessions.values() if s is not current and s.client.running]
+        for idle in others[: max(0, len(others) - (self.max_agents - 1))]:
+            try:
+                idle.client.close(timeout=5.0)
+            except NpuHilError as exc:  # its next job starts a fresh agent anyway
+                log.warning("%s: ending its idle agent: %s", idle.name, exc)
 
     def _open(self, board: Board) -> BoardSession:
         if self.backend == "sim" and not board.simulated:

@@ -53,6 +53,9 @@ MARKERS = (
     "npu_hil_filtered: a case whose boards --target/--board left out (deselected)",
 )
 BACKOFF_INI = "npu_hil_retry_backoff"
+DEFAULT_AGENTS = 16
+"""Live agents per pytest process: about 55 MB each (PSS), so two workers stay under 2 GB
+however many boards the farm has."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -108,6 +111,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help="mark a board unhealthy after N infrastructure failures in a row: its remaining "
         f"tests error at once with the cause (default {DEFAULT_THRESHOLD}; 0: never)",
+    )
+    group.addoption(
+        "--hil-agents",
+        type=int,
+        default=DEFAULT_AGENTS,
+        metavar="N",
+        help="at most N board agents alive in each pytest process; the least recently used "
+        f"ends first and starts again with its board's next job (default {DEFAULT_AGENTS}; "
+        "0: no limit)",
     )
     group.addoption(
         "--runtime",
@@ -217,6 +229,7 @@ class FarmState:
                 health_job=golden_job,  # the health check runs it through the real agent
                 run_id=run_id(self.config),
                 runtime=self.config.getoption("runtime", None),
+                max_agents=self.config.getoption("hil_agents", DEFAULT_AGENTS) or None,
             )
             for name in self.config.getoption("clear_health", None) or []:
                 try:
@@ -241,6 +254,8 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--hil-retries must be 0 or more")
     if config.getoption("hil_breaker", DEFAULT_THRESHOLD) < 0:
         raise pytest.UsageError("--hil-breaker must be 0 or more")
+    if config.getoption("hil_agents", DEFAULT_AGENTS) < 0:
+        raise pytest.UsageError("--hil-agents must be 0 or more")
     sim_faults(config)  # a --sim-fault that does not parse stops the run before it starts
     config.stash[FARM_KEY] = FarmState(config)
 
