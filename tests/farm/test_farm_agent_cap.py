@@ -39,3 +39,30 @@ def test_at_most_max_agents_live_and_an_ended_one_starts_again(tmp_path: Path) -
 def test_max_agents_must_be_positive(tmp_path: Path) -> None:
     with pytest.raises(NpuHilError, match="max_agents must be 1 or more, got 0"):
         Farm(builtin_inventory(), workdir=tmp_path, max_agents=0)
+
+
+def test_a_farm_closes_its_sessions_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each close may wait for its agent to exit; one after another, many boards would outlast
+    pytest-xdist's exit timeout."""
+    import threading
+    import time
+
+    from npu_hil.harness.farm.session import BoardSession
+
+    threads: set[str] = set()
+
+    def slow_close(self: BoardSession) -> None:
+        threads.add(threading.current_thread().name)
+        time.sleep(0.4)
+
+    farm = Farm(builtin_inventory(), workdir=tmp_path)
+    for board in farm.boards()[:8]:
+        farm.session(board)
+    monkeypatch.setattr(BoardSession, "close", slow_close)
+    started = time.perf_counter()
+    farm.close()
+    elapsed = time.perf_counter() - started
+    assert len(threads) == 8 and elapsed < 8 * 0.4 / 2, (threads, elapsed)
+    assert farm.live_agents() == []

@@ -31,6 +31,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,10 @@ log = logging.getLogger(__name__)
 HARNESS_ROOT = Path(npu_hil.__file__).resolve().parent.parent
 """The folder holding ``harness`` and ``targets``: what a simulated board needs on its path."""
 LOCK_TIMEOUT_S = 3600.0
+
+
+CLOSE_THREADS = 32
+"""Sessions closed at once when a farm closes (each mostly waits on its agent's exit)."""
 
 
 class Farm:
@@ -494,13 +499,21 @@ class Farm:
         return FileLock(str(folder / f"{board.name}.lock"), timeout=timeout)
 
     def close(self) -> None:
-        """Shut every agent session down, then release the labgrid places the farm holds."""
+        """Shut every agent session down, all at once (each may wait for its agent to exit:
+        one after another, a hundred boards outlast pytest-xdist's exit timeout), then release
+        the labgrid places the farm holds."""
         sessions, self._sessions = self._sessions, {}
-        for session in sessions.values():
+
+        def end(session: BoardSession) -> None:
             try:
                 session.close()
             except NpuHilError as exc:  # one board's trouble must not keep the others open
                 log.warning("%s: %s", session.name, exc)
+
+        if sessions:
+            workers = min(CLOSE_THREADS, len(sessions))
+            with ThreadPoolExecutor(workers, thread_name_prefix="npu-hil-close") as pool:
+                list(pool.map(end, sessions.values()))
         self._places.close()
 
     def __enter__(self) -> Farm:
