@@ -107,9 +107,17 @@ def _reference_model(
         label = _proto_label(model)
         return _saved(model, models_dir, label), label
     if isinstance(model, str) and model in MODELS:
-        shape = next(iter(given.values())).shape
-        proto = build(model, shape)
-        return _saved(proto, models_dir, f"{model}-{'x'.join(map(str, shape))}"), model
+        shape = tuple(next(iter(given.values())).shape)
+        # A reference model is the same bytes for a name and shape: built and saved once.
+        key = (str(models_dir), model, shape)
+        saved = _BUILT.get(key)
+        if saved is None or not saved.is_file():
+            proto = build(model, shape)
+            saved = _saved(proto, models_dir, f"{model}-{'x'.join(map(str, shape))}")
+            if len(_BUILT) >= _CACHE_SIZE:
+                _BUILT.pop(next(iter(_BUILT)))
+            _BUILT[key] = saved
+        return saved, model
     path = Path(model)
     if not path.is_file():
         raise LayoutError(
@@ -136,8 +144,23 @@ def _saved(proto: onnx.ModelProto, folder: Path, stem: str) -> Path:
     return path
 
 
+_DIGESTS: dict[tuple[str, int, int, int], str] = {}
+_BUILT: dict[tuple[str, str, tuple[int, ...]], Path] = {}
+_CACHE_SIZE = 256
+
+
 def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """The file's sha256, computed once per content: a file whose inode, size and mtime did not
+    change is the same file (every job of a run names its model again)."""
+    info = path.stat()
+    key = (str(path.resolve()), info.st_ino, info.st_size, info.st_mtime_ns)
+    digest = _DIGESTS.get(key)
+    if digest is None:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if len(_DIGESTS) >= _CACHE_SIZE:
+            _DIGESTS.pop(next(iter(_DIGESTS)))
+        _DIGESTS[key] = digest
+    return digest
 
 
 def safe_name(text: str) -> str:
