@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import ast
 import errno
+import json
 import os
 import stat
 from math import prod
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -23,12 +25,15 @@ from npu_hil.harness.errors import NpuHilError
 
 __all__ = [
     "MAX_JSON_BYTES",
+    "MAX_JSON_DEPTH",
     "MAX_MODEL_BYTES",
     "MAX_TENSOR_BYTES",
     "InputFileError",
     "check_regular",
+    "json_document",
     "load_npy",
     "npy_bytes",
+    "read_json",
     "read_regular",
 ]
 
@@ -38,6 +43,9 @@ MAX_MODEL_BYTES = 2 << 30
 """An ONNX model: protobuf's own limit for one message."""
 MAX_JSON_BYTES = 256 << 20
 """A manifest, a state file, a file of observations."""
+MAX_JSON_DEPTH = 64
+"""How deep a document the harness writes nests, with room to spare: a deeper one is damage or
+an attack (100,000 levels overflow the parser's stack)."""
 MAX_NPY_HEADER = 10000
 """numpy's own bound on an ``.npy`` header (``max_header_size``)."""
 NPY_KINDS = "biufc"
@@ -124,6 +132,65 @@ def read_regular(path: str | os.PathLike[str], what: str, limit: int) -> bytearr
         return data
     finally:
         os.close(fd)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"a non-finite number ({name})")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"a number too large for a float ({text[:40]})")
+    return value
+
+
+def json_document(
+    text: str | bytes | bytearray, source: str, max_depth: int = MAX_JSON_DEPTH
+) -> Any:
+    """The JSON document ``text`` holds, or InputFileError naming ``source``: not UTF-8, not
+    JSON, nested deeper than ``max_depth``, or holding a number that is not finite
+    (``NaN``, ``Infinity``, ``1e400``) or an integer of more digits than Python converts."""
+    try:
+        if isinstance(text, (bytes, bytearray)):
+            text = bytes(text).decode("utf-8")
+        document = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise InputFileError(
+            f"{source}: expected JSON nested at most {max_depth} levels, got deeper"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise InputFileError(
+            f"{source}: expected UTF-8 JSON, got {exc.reason} at byte {exc.start}"
+        ) from None
+    except ValueError as exc:
+        # JSONDecodeError, the refusals above, and int() past sys.get_int_max_str_digits.
+        raise InputFileError(f"{source}: expected JSON, got {str(exc)[:200]}") from None
+    # Iterative, so a deep document cannot exhaust the stack here either.
+    pending = [(document, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, (dict, list)):
+            if depth > max_depth:
+                raise InputFileError(
+                    f"{source}: expected JSON nested at most {max_depth} levels, got deeper"
+                )
+            pending.extend(
+                (child, depth + 1)
+                for child in (value.values() if isinstance(value, dict) else value)
+            )
+    return document
+
+
+def read_json(
+    path: str | os.PathLike[str],
+    what: str,
+    limit: int = MAX_JSON_BYTES,
+    max_depth: int = MAX_JSON_DEPTH,
+) -> Any:
+    """The JSON document in a regular file of at most ``limit`` bytes (:func:`read_regular`,
+    :func:`json_document`): every refusal an InputFileError naming the path."""
+    return json_document(read_regular(path, what, limit), os.fspath(path), max_depth)
 
 
 def _npy_error(path: str, reason: str) -> InputFileError:
