@@ -74,6 +74,39 @@ def test_the_page_is_capped(reports: Path, write: Any) -> None:
     assert "5 more boards and 80 more cases" in history_section(view)
 
 
+def test_one_run_draws_no_plot_and_says_so(reports: Path, write: Any) -> None:
+    write({A: ["failed"], B: ["passed"]})
+    view = trends_view(load_history(reports))
+    assert all(b["latency_png"] is None and b["pass_rate_png"] is None for b in view["boards"])
+    html = history_section(view)
+    assert "One run so far" in html and '<img class="trend"' not in html
+    assert "Changed in the last run" not in html
+
+
+def test_the_section_leads_with_what_changed_fails_and_flips(reports: Path, write: Any) -> None:
+    steady = ("rk3588-02", "tests/t.py::test_steady[rk3588-02]")
+    new = ("rk3588-02", "tests/t.py::test_new[rk3588-02]")
+    write(
+        {
+            A: ["passed", "passed", "passed", "failed"],  # changed, failing
+            B: ["passed", "failed", "passed", "failed"],  # changed, failing, flipping
+            steady: ["passed"] * 4,
+            new: [None, None, None, "passed"],  # a new case is a change
+        }
+    )
+    view = trends_view(load_history(reports), plots=False)
+    found = view["highlights"]
+    assert {(c["board"], c["nodeid"]) for c in found["changed"]["cases"]} == {A, B, new}
+    assert {(c["board"], c["nodeid"]) for c in found["failing"]["cases"]} == {A, B}
+    assert [(c["board"], c["nodeid"], c["flips"]) for c in found["flipping"]["cases"]] == [(*B, 3)]
+    html = history_section(view)
+    lead, folded = html.split("<details", 1)
+    assert "Changed in the last run</b> (3)" in lead and "passed → failed" in lead
+    assert "not run → passed" in lead and "Flipping (more than once)</b> (1)" in lead
+    assert steady[1] not in lead and steady[1] in folded  # steady cases only in the full list
+    assert folded.count("</details>") == 1
+
+
 def test_regressions_section_lists_the_findings_and_nothing_when_absent() -> None:
     assert regressions_section({}) == ""
     assert regressions_section({"regressions": []}) == ""

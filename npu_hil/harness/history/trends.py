@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from npu_hil.harness.history.flaky import DEFAULT_RUNS, CaseHistory, case_histories
+from npu_hil.harness.history.flaky import ABSENT, DEFAULT_RUNS, CaseHistory, case_histories
 from npu_hil.harness.history.store import History, load_history
 from npu_hil.harness.report.compare import outcome_state
 from npu_hil.harness.report.plots import new_figure, png_uri
@@ -131,6 +131,42 @@ def _case_row(case: CaseHistory, window: Sequence[str], last: int) -> dict[str, 
     }
 
 
+MAX_HIGHLIGHTS = 50
+"""Cases listed under each heading the history section leads with (changed, failing, flipping);
+the folded per-case table and ``npu-hil history`` have the rest."""
+
+
+def _highlight(case: CaseHistory) -> dict[str, Any]:
+    since = case.failing_since
+    return {
+        "board": case.board,
+        "nodeid": case.nodeid,
+        "before": case.strip[-2] if len(case.strip) > 1 else ABSENT,
+        "now": case.strip[-1] if case.strip else ABSENT,
+        "failing_since": since[0] if since else None,
+        "flips": case.flips,
+    }
+
+
+def highlights(cases: Sequence[CaseHistory]) -> dict[str, Any]:
+    """What a reader wants first: the cases whose pass/fail state changed in the last run (a new
+    case or one gone counts), those failing now, and those that flipped more than once; each
+    list capped at MAX_HIGHLIGHTS, with its full count."""
+    changed = [
+        c
+        for c in cases
+        if len(c.strip) > 1
+        and (outcome_state(c.strip[-2]), c.strip[-2] == ABSENT)
+        != (outcome_state(c.strip[-1]), c.strip[-1] == ABSENT)
+    ]
+    failing = [c for c in cases if c.failing_since is not None]
+    flipping = sorted((c for c in cases if c.flips > 1), key=lambda c: (-c.flips, c.key))
+    return {
+        name: {"total": len(found), "cases": [_highlight(c) for c in found[:MAX_HIGHLIGHTS]]}
+        for name, found in (("changed", changed), ("failing", failing), ("flipping", flipping))
+    }
+
+
 def trends_view(
     history: History,
     runs: int = DEFAULT_RUNS,
@@ -153,6 +189,8 @@ def trends_view(
     drawn: dict[str, list[CaseHistory]] = {}
     for case in candidates[:max_cases]:
         drawn.setdefault(case.board, []).append(case)
+    # One run draws no trend: a single point on empty axes says nothing.
+    plots = plots and len(window) > 1
     board_views = []
     for board in boards:
         chosen = sorted(drawn.get(board, []), key=lambda c: c.nodeid)
@@ -176,6 +214,7 @@ def trends_view(
         "runs": [{"run_id": e.run_id, "started": _iso(e.started)} for e in window],
         "run_key": window[-1].run_key if window else "",
         "boards": board_views,
+        "highlights": highlights(cases),
         "cases_total": len(cases),
         "omitted_boards": omitted_boards,
         "omitted_cases": omitted_cases,

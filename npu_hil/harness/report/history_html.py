@@ -119,8 +119,50 @@ _CASE_HEAD = (
 )
 
 
+def _outcome(outcome: Any) -> str:
+    return escape(str(outcome)) if outcome else "not run"
+
+
+def _highlight_list(title: str, found: Mapping[str, Any] | None, describe: Any) -> str:
+    cases = (found or {}).get("cases") or []
+    total = int((found or {}).get("total", 0))
+    if not total:
+        return f"<p><b>{escape(title)}</b>: none.</p>"
+    items = "".join(
+        f"<li><code>{escape(str(c.get('nodeid', '')))}</code> on "
+        f"{escape(str(c.get('board', '')) or '(no board)')}: {describe(c)}</li>"
+        for c in cases
+    )
+    more = total - len(cases)
+    tail = f"<li class='muted'>… and {more} more</li>" if more > 0 else ""
+    return f"<p><b>{escape(title)}</b> ({total}):</p><ul class='highlights'>{items}{tail}</ul>"
+
+
+def _lead(view: Mapping[str, Any]) -> str:
+    """The three lists the section opens with: changed in the last run, failing, flipping."""
+    found = view.get("highlights") or {}
+    return (
+        _highlight_list(
+            "Changed in the last run",
+            found.get("changed"),
+            lambda c: f"{_outcome(c.get('before'))} → {_outcome(c.get('now'))}",
+        )
+        + _highlight_list(
+            "Failing now",
+            found.get("failing"),
+            lambda c: f"since <code>{escape(str(c.get('failing_since', '')))}</code>",
+        )
+        + _highlight_list(
+            "Flipping (more than once)",
+            found.get("flipping"),
+            lambda c: f"{int(c.get('flips') or 0)} flips",
+        )
+    )
+
+
 def history_section(view: Mapping[str, Any] | None) -> str:
-    """The trends of the runs of this kind, or nothing when no view was handed over."""
+    """The trends of the runs of this kind, or nothing when no view was handed over: what
+    changed, fails and flips first; the per-board plots and case table folded below."""
     if not view:
         return ""
     runs = view.get("runs") or []
@@ -132,7 +174,20 @@ def history_section(view: Mapping[str, Any] | None) -> str:
         + (f" ({escape(str(first))} to {escape(str(last))})" if runs else "")
         + f": {int(view.get('cases_total', 0))} cases.</p>",
     ]
-    for board in view.get("boards") or []:
+    if len(runs) < 2:
+        parts.append(
+            "<p class='muted one-run'>One run so far: changes, flips and trend plots begin "
+            "with the next run of this kind.</p>"
+        )
+    else:
+        parts.append(_lead(view))
+    boards = view.get("boards") or []
+    if boards:
+        parts.append(
+            f"<details class='hist-all'><summary>Every case, board by board ({len(boards)} "
+            f"board{'s' if len(boards) != 1 else ''})</summary>"
+        )
+    for board in boards:
         name = str(board.get("board", ""))
         cases = board.get("cases") or []
         parts.append(
@@ -149,6 +204,8 @@ def history_section(view: Mapping[str, Any] | None) -> str:
             parts.append(
                 f'<div class="scroll"><table class="history">{_CASE_HEAD}{rows}</table></div>'
             )
+    if boards:
+        parts.append("</details>")
     omitted_boards = int(view.get("omitted_boards", 0))
     omitted_cases = int(view.get("omitted_cases", 0))
     if omitted_boards or omitted_cases:
