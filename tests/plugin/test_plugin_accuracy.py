@@ -106,7 +106,11 @@ def test_figures_and_thresholds_end_to_end(project: pytest.Pytester) -> None:
     assert props["accuracy.output.breaches"] == message
 
     summary = json.loads((run_dir / "summary.json").read_text())
-    in_summary = [r for r in summary["records"] if "test_reported" in r["nodeid"]]
+    in_summary = [
+        r
+        for r in [json.loads(line) for line in (run_dir / "records.jsonl").read_text().splitlines()]
+        if "test_reported" in r["nodeid"]
+    ]
     assert in_summary[0]["tensors"][1]["accuracy"] == figures
     rows = {r["nodeid"].split("::")[-1]: r for r in summary["accuracy"]}
     row = rows["test_reported[rk3588-01]"]

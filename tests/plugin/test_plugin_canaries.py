@@ -74,8 +74,11 @@ def test_unwritten_and_stale_reach_every_report(project: pytest.Pytester) -> Non
 
     case = ET.parse(run_dir / "junit.xml").find(".//testcase[@name='test_unwritten[rk3588-01]']")
     assert case is not None and case.find("failure") is not None
-    summary = json.loads((run_dir / "summary.json").read_text())
-    by_id = {r["nodeid"].split("::")[-1]: r for r in summary["records"]}
+    assert json.loads((run_dir / "summary.json").read_text())["records_file"] == "records.jsonl"
+    by_id = {
+        r["nodeid"].split("::")[-1]: r
+        for r in [json.loads(line) for line in (run_dir / "records.jsonl").read_text().splitlines()]
+    }
     assert by_id["test_stale[rk3588-01]"]["tensors"][1]["verdict"] == "stale"
     html = (run_dir / "report.html").read_text()
     assert "unwritten" in html and "stale" in html

@@ -89,7 +89,9 @@ def test_hostile_failure_text_gives_a_whole_valid_report(
     assert "\\x1b[31mred" in message and "\\u202egnp.exe\\u202c" in message
 
     summary = json.loads(_text(run_dir / "summary.json"))
-    by_name = {r["nodeid"].split("::")[-1]: r for r in summary["records"]}
+    assert summary["records_file"] == "records.jsonl"
+    records = [json.loads(line) for line in _text(run_dir / "records.jsonl").splitlines()]
+    by_name = {r["nodeid"].split("::")[-1]: r for r in records}
     assert by_name["test_hostile_message[rk3588-01]"]["message"] == message
     assert "\\x1b]0;title\\x07" in by_name["test_hostile_skip[rk3588-01]"]["message"]
     json.loads(_text(run_dir / "comparison.json"))

@@ -115,7 +115,14 @@ def test_report_files_get_the_umasks_mode(tmp_path: Path, umask: int, mode: int)
     assert stat.S_IMODE((tmp_path / "reports").stat().st_mode) == 0o700
     files = sorted(p.name for p in run_dir.iterdir())
     assert files == sorted(
-        ["junit.xml", "summary.json", "comparison.json", "report.html", "records.jsonl"]
+        [
+            "junit.xml",
+            "summary.json",
+            "comparison.json",
+            "report.html",
+            "records.jsonl",
+            "outcomes.json",
+        ]
     )
     for name in files:
         assert stat.S_IMODE((run_dir / name).stat().st_mode) == mode, name

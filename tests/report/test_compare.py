@@ -178,3 +178,33 @@ def test_compare_with_an_incomplete_run_says_so(tmp_path: Path) -> None:
     )
     assert comparison["previous_run"] == "20260101T000000Z-000001"
     assert "that run is INCOMPLETE: it crashed" in str(comparison["baseline"])
+
+
+def test_earlier_runs_are_read_from_their_outcomes_index(tmp_path: Path) -> None:
+    _run(tmp_path, "20260101T000000Z-000001", {"a": "failed", "b": "passed"})
+    first = tmp_path / "20260101T000000Z-000001"
+    index = json.loads((first / "outcomes.json").read_text())
+    assert index == {"schema": 1, "cases": [["t.py::a", "", "failed"], ["t.py::b", "", "passed"]]}
+    # what a comparison reads is the index: change it and the comparison follows
+    index["cases"][1][2] = "failed"
+    (first / "outcomes.json").write_text(json.dumps(index))
+    comparison = _run(tmp_path, "20260102T000000Z-000002", {"a": "failed", "b": "failed"})
+    assert _ids(comparison["still_failing"]) == {"a", "b"}
+
+
+def test_a_run_of_an_older_harness_is_compared_from_its_summary_records(tmp_path: Path) -> None:
+    _run(tmp_path, "20260101T000000Z-000001", {"a": "failed", "b": "passed"})
+    first = tmp_path / "20260101T000000Z-000001"
+    (first / "outcomes.json").unlink()
+    summary = json.loads((first / "summary.json").read_text())
+    summary["schema"] = 2
+    summary["records"] = [
+        {"nodeid": "t.py::a", "board": None, "outcome": "failed"},
+        {"nodeid": "t.py::b", "board": None, "outcome": "passed"},
+    ]
+    (first / "summary.json").write_text(json.dumps(summary))
+    comparison = _run(tmp_path, "20260102T000000Z-000002", {"a": "passed", "b": "failed"})
+    assert _ids(comparison["fixed"]) == {"a"} and _ids(comparison["new_failures"]) == {"b"}
+    assert comparison["trend"][0]["per_board"] == {
+        "(no board)": {"passed": 1, "failed": 1, "error": 0, "skipped": 0}
+    }

@@ -20,7 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from npu_hil.harness.report.records import OUTCOMES, TestRecord
-from npu_hil.harness.report.runs import RECORDS_FILE, RUN_ID_PATTERN, read_run_start, read_summary
+from npu_hil.harness.report.runs import (
+    RECORDS_FILE,
+    RUN_ID_PATTERN,
+    read_outcomes,
+    read_run_start,
+    read_summary,
+)
 
 FLAKY_WINDOW = 5
 TREND_RUNS = 10
@@ -123,15 +129,28 @@ def _asked(run_dir: Path, name: str) -> tuple[Path, dict[str, Any]] | None:
     return None
 
 
-def _outcomes(summary: Mapping[str, Any]) -> dict[str, str]:
-    return {r["nodeid"]: r["outcome"] for r in summary.get("records", []) if "nodeid" in r}
+def _cases(run: Path, summary: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """A past run's (nodeid, board, outcome) rows: its outcomes.json, or the records a summary
+    of an older harness embeds."""
+    rows = read_outcomes(run)
+    if rows is not None:
+        return rows
+    return [
+        (str(r["nodeid"]), str(r.get("board") or ""), str(r.get("outcome")))
+        for r in summary.get("records", [])
+        if isinstance(r, dict) and "nodeid" in r
+    ]
 
 
-def _board_counts(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+def _outcomes(rows: Sequence[tuple[str, str, str]]) -> dict[str, str]:
+    return {nodeid: outcome for nodeid, _, outcome in rows}
+
+
+def _board_counts(rows: Sequence[tuple[str, str, str]]) -> dict[str, dict[str, int]]:
     per_board: dict[str, dict[str, int]] = {}
-    for r in records:
-        counts = per_board.setdefault(r.get("board") or "(no board)", dict.fromkeys(OUTCOMES, 0))
-        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    for _, board, outcome in rows:
+        counts = per_board.setdefault(board or "(no board)", dict.fromkeys(OUTCOMES, 0))
+        counts[outcome] = counts.get(outcome, 0) + 1
     return per_board
 
 
@@ -173,7 +192,7 @@ def build_comparison(
                 f"; the previous run of this kind, {latest['run_id']}, is INCOMPLETE: "
                 f"{latest['why']}{more}; it is not compared with"
             )
-    previous = _outcomes(baseline[1]) if baseline is not None else {}
+    previous = _outcomes(_cases(*baseline)) if baseline is not None else {}
     new_failures, fixed, still_failing = [], [], []
     for nodeid, outcome in current.items():
         before = previous.get(nodeid)
@@ -185,7 +204,9 @@ def build_comparison(
         elif outcome == "passed" and before in FAILING:
             fixed.append(entry)
     flaky_runs = history[: window - 1]
-    runs_oldest_first = [_outcomes(s) for _, s in reversed(flaky_runs)] + [current]
+    past_cases = {run: _cases(run, summary) for run, summary in history[: TREND_RUNS - 1]}
+    runs_oldest_first = [_outcomes(past_cases[run]) for run, _ in reversed(flaky_runs)]
+    runs_oldest_first.append(current)
     flaky = []
     for nodeid in sorted(current):
         trail = [run.get(nodeid) for run in runs_oldest_first]
@@ -197,7 +218,7 @@ def build_comparison(
         {
             "run_id": past.name,
             "started": summary.get("meta", {}).get("started", ""),
-            "per_board": _board_counts(summary.get("records", [])),
+            "per_board": _board_counts(past_cases[past]),
         }
         for past, summary in reversed(history[: TREND_RUNS - 1])
     ]
@@ -205,7 +226,7 @@ def build_comparison(
         {
             "run_id": run_dir.name,
             "started": meta.get("started", ""),
-            "per_board": _board_counts([r.to_dict() for r in records]),
+            "per_board": _board_counts([(r.nodeid, r.board or "", r.outcome) for r in records]),
         }
     )
     return {

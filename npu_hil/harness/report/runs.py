@@ -16,6 +16,7 @@ import json
 import os
 import re
 import secrets
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ from npu_hil.harness.report.sanitize import clean_value
 
 RECORDS_FILE = "records.jsonl"
 SUMMARY_FILE = "summary.json"
+OUTCOMES_FILE = "outcomes.json"
+"""Each case's board and outcome, the compact index later runs compare with."""
 RUN_FILE = "run.json"
 FOLDER_MODE = 0o700
 RUN_DIR_ENV = "NPU_HIL_RUN_DIR"
@@ -114,3 +117,28 @@ def read_summary(run_dir: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def write_outcomes(run_dir: str | Path, records: Sequence[TestRecord]) -> None:
+    """``<run_dir>/outcomes.json``: ``[nodeid, board, outcome]`` per case, what a later run's
+    comparison needs of this one (a summary of 12,000 cases need not be parsed for it)."""
+    rows = [[r.nodeid, r.board or "", r.outcome] for r in records]
+    text = json.dumps({"schema": 1, "cases": clean_value(rows)}, separators=(",", ":"))
+    write_text_atomic(Path(run_dir) / OUTCOMES_FILE, text + "\n")
+
+
+def read_outcomes(run_dir: Path) -> list[tuple[str, str, str]] | None:
+    """A past run's ``[nodeid, board, outcome]`` rows, or None when it wrote none (a run of an
+    older harness: its summary.json embeds the records instead)."""
+    try:
+        data = json.loads((run_dir / OUTCOMES_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    cases = data.get("cases") if isinstance(data, dict) else None
+    if not isinstance(cases, list):
+        return None
+    return [
+        (row[0], row[1], row[2])
+        for row in cases
+        if isinstance(row, list) and len(row) == 3 and all(isinstance(v, str) for v in row)
+    ]

@@ -1,6 +1,8 @@
 """summary.json: counts per outcome, per board, per target, where the cases ran, board health,
 every output's accuracy figures against the float reference, every finding against the
-baselines (and the runs they came from), and every record.
+baselines (and the runs they came from). The records themselves stay in ``records.jsonl``
+(``records_file``): at 12,000 cases, embedding them made summary.json 71 MB, and every reader of a
+summary (a comparison, the history, ``npu-hil nightly``'s table) parsed all of it.
 
 Where a case ran is its :attr:`TestRecord.provenance`: ``hardware`` only for a case a hardware
 board ran, ``simulated`` for a simulated board (a fallback included), ``not run`` for the rest
@@ -16,9 +18,11 @@ from typing import Any
 from npu_hil.harness.report.boardlog import board_log_summary
 from npu_hil.harness.report.perf import latency_table
 from npu_hil.harness.report.records import OUTCOMES, TestRecord
+from npu_hil.harness.report.runs import RECORDS_FILE
 from npu_hil.harness.report.stability import stability_summary
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+"""3: no ``records`` (``records_file`` names where they are); 2 embedded every record."""
 NO_BOARD = "(no board)"
 _KIND = {"hw": "hardware", "sim": "simulated", "": "not run"}
 
@@ -176,5 +180,5 @@ def build_summary(
         **stability_summary(records),
         **board_log_summary(list(records)),
         "history": dict(history) if history is not None else None,
-        "records": [r.to_dict() for r in records],
+        "records_file": RECORDS_FILE,
     }

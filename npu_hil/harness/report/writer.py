@@ -24,6 +24,7 @@ from npu_hil.harness.report.runs import (
     load_records,
     new_run_dir,
     run_dir_for_session,
+    write_outcomes,
 )
 from npu_hil.harness.report.sanitize import clean_value
 from npu_hil.harness.report.summary import build_summary
@@ -87,5 +88,6 @@ def write_run(
     write_bytes_atomic(path / JUNIT_FILE, build_junit(chosen, full_meta))
     write_text_atomic(path / COMPARISON_FILE, json.dumps(comparison, indent=2) + "\n")
     write_text_atomic(path / HTML_FILE, build_html(path, chosen, summary, comparison, trends))
+    write_outcomes(path, chosen)
     # summary.json last: its presence says the run's report is complete.
     write_text_atomic(path / SUMMARY_FILE, json.dumps(summary, indent=2, default=str) + "\n")
