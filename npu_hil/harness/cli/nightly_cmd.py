@@ -242,6 +242,10 @@ def _run_with_progress(cmd: list[str], run_dir: Path, env: dict[str, str]) -> in
     console = Console(stderr=True)
     tail = RecordTail(run_dir / RECORDS_FILE)
     console.print(f"npu-hil nightly: {run_dir}, pytest output in {run_dir / LOG_FILE}")
+    from npu_hil.harness.plugin.interrupt import sigterm_interrupts
+
+    # A SIGTERM to the nightly stops pytest as Ctrl-C does (below): its report is still written.
+    sigterm_interrupts()
     started = time.monotonic()
     with (run_dir / LOG_FILE).open("wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)

@@ -215,6 +215,7 @@ class FarmState:
             from npu_hil.harness.errors import NpuHilError
             from npu_hil.harness.farm.farm import Farm
             from npu_hil.harness.pipeline.golden import golden_job
+            from npu_hil.harness.plugin.interrupt import sigterm_interrupts
             from npu_hil.harness.plugin.records import run_id
             from npu_hil.harness.simfarm.simfaults import faults_by_board
 
@@ -236,6 +237,8 @@ class FarmState:
                     self.farm.clear_health(name)
                 except NpuHilError as exc:
                     raise pytest.UsageError(f"--clear-health {name}: {exc.message}") from None
+            # Boards in use: a SIGTERM from here on closes them and writes the report.
+            sigterm_interrupts()
         return self.farm
 
     def close(self) -> None:

@@ -317,8 +317,12 @@ class RunCollector:
         record = rerun_unstable(TestRecord.from_dict(data), self.state.records)
         self.state.records.append(record)
         if self.state.run_dir is None:
+            from npu_hil.harness.plugin.interrupt import sigterm_interrupts
+
             self.state.run_dir = run_dir_for_session(self.state.reports_root, run_id(self.config))
             _write_run_start(self.config, self.state)
+            # The controller of an xdist run: a SIGTERM from here on still writes the report.
+            sigterm_interrupts()
         append_record(self.state.run_dir, record)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
