@@ -66,19 +66,23 @@ class InputFileError(NpuHilError, ValueError):
     format expected. The message names the path and what was expected."""
 
 
-def _open(path: str | os.PathLike[str], what: str) -> tuple[int, os.stat_result]:
+def _open(
+    path: str | os.PathLike[str], what: str, *, follow: bool = True
+) -> tuple[int, os.stat_result]:
     """An open descriptor on a regular file. O_NONBLOCK: opening a FIFO never waits for a
-    writer (the fstat that follows refuses it)."""
+    writer (the fstat that follows refuses it). ``follow=False``: a symlink as the last
+    component is refused (a file the harness itself wrote is never one)."""
     name = os.fspath(path)
     if "\0" in str(name):
         raise InputFileError(f"{name!r}: expected {what}, got a path with a NUL character")
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+        fd = os.open(name, flags if follow else flags | os.O_NOFOLLOW)
     except FileNotFoundError:
         raise InputFileError(f"{name}: expected {what}, no such file") from None
     except OSError as exc:
         reason = {
-            errno.ELOOP: "a symlink loop",
+            errno.ELOOP: "a symlink loop" if follow else "a symlink",
             errno.ENOTDIR: "a path through something that is not a folder",
             errno.EACCES: "permission denied",
             errno.ENAMETOOLONG: "a name too long",
@@ -105,10 +109,12 @@ def check_regular(path: str | os.PathLike[str], what: str, limit: int = MAX_JSON
     return Path(path)
 
 
-def read_regular(path: str | os.PathLike[str], what: str, limit: int) -> bytearray:
+def read_regular(
+    path: str | os.PathLike[str], what: str, limit: int, *, follow: bool = True
+) -> bytearray:
     """The bytes of a regular file of at most ``limit`` bytes (checked before reading, and
     again while reading: a file that grows is cut at the bound and refused)."""
-    fd, info = _open(path, what)
+    fd, info = _open(path, what, follow=follow)
     try:
         if info.st_size > limit:
             raise InputFileError(
@@ -187,10 +193,13 @@ def read_json(
     what: str,
     limit: int = MAX_JSON_BYTES,
     max_depth: int = MAX_JSON_DEPTH,
+    *,
+    follow: bool = True,
 ) -> Any:
     """The JSON document in a regular file of at most ``limit`` bytes (:func:`read_regular`,
     :func:`json_document`): every refusal an InputFileError naming the path."""
-    return json_document(read_regular(path, what, limit), os.fspath(path), max_depth)
+    data = read_regular(path, what, limit, follow=follow)
+    return json_document(data, os.fspath(path), max_depth)
 
 
 def _npy_error(path: str, reason: str) -> InputFileError:

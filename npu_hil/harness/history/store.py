@@ -5,12 +5,17 @@ Writes are atomic (a reader sees the old file or the new one) and the index's
 read-modify-write holds a lock beside it, so two runs ending at once on one reports root both
 land. Reads are forgiving the way a report reader must be: a run whose file is missing, torn or
 of another schema is left out of the history, never fatal; the index is only a list of run ids
-and is rebuilt from the run folders when it is missing or unreadable.
+and is rebuilt from the run folders when it is missing or unreadable. Reads are bounded too
+(:func:`npu_hil.harness.inputs.read_json`: regular files only, never through a symlink, at most
+256 MiB and 64 levels deep): damage (a file nested 100,000 deep, a FIFO, a planted symlink) is
+a named problem in ``History.problems`` that the report shows, never an exception or a hang.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +23,7 @@ from typing import Any
 
 from filelock import FileLock
 
+from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.history.defaults import DEFAULT_KEEP
 from npu_hil.harness.history.model import (
     INDEX_FILE,
@@ -27,6 +33,7 @@ from npu_hil.harness.history.model import (
     CasePoint,
     RunEntry,
 )
+from npu_hil.harness.inputs import InputFileError, read_json
 from npu_hil.harness.report.atomic import write_text_atomic
 from npu_hil.harness.report.runs import RUN_ID_PATTERN
 from npu_hil.harness.report.sanitize import clean_value
@@ -34,6 +41,7 @@ from npu_hil.harness.report.sanitize import clean_value
 __all__ = [
     "DEFAULT_KEEP",
     "History",
+    "HistoryLockError",
     "load_history",
     "read_index",
     "read_measurements",
@@ -51,6 +59,7 @@ class History:
 
     runs: list[RunEntry] = field(default_factory=list)
     points: dict[CaseKey, list[CasePoint]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # damaged files left out, each named
 
     def series(self, key: CaseKey) -> list[CasePoint]:
         """The case's points, oldest first (a run it was not in has no point)."""
@@ -87,11 +96,31 @@ def _entry(data: Any) -> RunEntry | None:
         return None
 
 
-def read_measurements(run_dir: Path) -> tuple[RunEntry, list[CasePoint]] | None:
-    """A run's entry and points, or None when it has no readable measurements.json."""
+class HistoryLockError(NpuHilError):
+    """The index's lock file is not a regular file of this user's own (a planted symlink would
+    make the lock truncate whatever it points at)."""
+
+
+def _document(path: Path, what: str, problems: list[str] | None) -> Any:
+    """The JSON document at ``path``, or None: absent (said nowhere: a run still running has no
+    file yet), or damaged (said in ``problems``)."""
     try:
-        doc = json.loads((Path(run_dir) / MEASUREMENTS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_json(path, what, follow=False)
+    except InputFileError as exc:
+        if not os.path.lexists(path):
+            return None
+        if problems is not None:
+            problems.append(f"{exc.message}: left out of the history")
+        return None
+
+
+def read_measurements(
+    run_dir: Path, problems: list[str] | None = None
+) -> tuple[RunEntry, list[CasePoint]] | None:
+    """A run's entry and points, or None when it has no readable measurements.json (damage
+    named in ``problems``)."""
+    doc = _document(Path(run_dir) / MEASUREMENTS_FILE, "a run's measurements", problems)
+    if doc is None:
         return None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA_VERSION:
         return None
@@ -128,30 +157,27 @@ def read_measurements(run_dir: Path) -> tuple[RunEntry, list[CasePoint]] | None:
     return entry, points
 
 
-def _scan(root: Path) -> list[RunEntry]:
+def _scan(root: Path, problems: list[str] | None) -> list[RunEntry]:
     """The index rebuilt from the run folders (oldest first)."""
     entries = []
     for run_dir in sorted(p for p in root.iterdir() if RUN_ID_PATTERN.match(p.name)):
-        found = read_measurements(run_dir)
+        found = read_measurements(run_dir, problems)
         if found is not None:
             entries.append(found[0])
     return entries
 
 
-def read_index(reports_root: Path) -> list[RunEntry]:
+def read_index(reports_root: Path, problems: list[str] | None = None) -> list[RunEntry]:
     """The indexed runs, oldest first; rebuilt from the run folders when the index is missing
     or unreadable (an empty list for a root that does not exist)."""
     root = Path(reports_root)
     if not root.is_dir():
         return []
-    try:
-        doc = json.loads((root / INDEX_FILE).read_text(encoding="utf-8"))
-        ours = isinstance(doc, dict) and doc.get("schema") == SCHEMA_VERSION
-        runs = doc["runs"] if ours else None
-    except (OSError, ValueError, KeyError):
-        runs = None
+    doc = _document(root / INDEX_FILE, "the history index", problems)
+    ours = isinstance(doc, dict) and doc.get("schema") == SCHEMA_VERSION
+    runs = doc.get("runs") if ours else None
     if not isinstance(runs, list):
-        return _scan(root)
+        return _scan(root, problems)
     return [entry for entry in map(_entry, runs) if entry is not None]
 
 
@@ -162,13 +188,32 @@ def _index_text(keep: int, runs: Sequence[RunEntry]) -> str:
     return f'{{"keep": {keep}, "runs": [\n{lines}\n], "schema": {SCHEMA_VERSION}}}\n'
 
 
+def _lock_path(root: Path) -> Path:
+    """The index's lock file, checked first: filelock opens it with O_TRUNC and follows a
+    symlink, so a symlink planted there by someone else would empty a file of ours."""
+    path = root / LOCK_FILE
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return path
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+        kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a regular file"
+        if stat.S_ISREG(info.st_mode):
+            kind = f"owned by uid {info.st_uid}"
+        raise HistoryLockError(
+            f"{path}: expected the history's lock file (a regular file of uid {os.geteuid()}), "
+            f"got {kind}; the run is not indexed until it is removed"
+        )
+    return path
+
+
 def update_index(reports_root: Path, entry: RunEntry, keep: int = DEFAULT_KEEP) -> list[RunEntry]:
     """Add (or replace) ``entry`` in the index, keep the newest ``keep`` runs, and return them.
     Run folders that leave the index stay on disk: the index decides what the history reads."""
     if keep < 1:
         raise ValueError(f"history keep must be at least 1, got {keep}")
     root = Path(reports_root)
-    with FileLock(str(root / LOCK_FILE), timeout=LOCK_TIMEOUT_S):
+    with FileLock(str(_lock_path(root)), timeout=LOCK_TIMEOUT_S):
         runs = {e.run_id: e for e in read_index(root)}
         runs[entry.run_id] = entry
         kept = sorted(runs.values(), key=lambda e: e.run_id)[-keep:]
@@ -186,17 +231,17 @@ def load_history(
 ) -> History:
     """The newest ``limit`` indexed runs (of ``run_key`` when given; complete ones only unless
     told otherwise; started before run id ``before`` when given) with their points."""
+    history = History()
     matching = [
         e
-        for e in read_index(Path(reports_root))
+        for e in read_index(Path(reports_root), history.problems)
         if (run_key is None or e.run_key == run_key)
         and (e.complete or not complete_only)
         and (before is None or e.run_id < before)
     ]
     chosen: Sequence[RunEntry] = matching[-limit:] if limit > 0 else []
-    history = History()
     for entry in chosen:
-        found = read_measurements(Path(reports_root) / entry.run_id)
+        found = read_measurements(Path(reports_root) / entry.run_id, history.problems)
         if found is None:
             continue
         history.runs.append(found[0])

@@ -203,16 +203,22 @@ def pytest_npu_hil_run_end(
     """Controller, end of the session: ``<run>/measurements.json`` and the index entry for the
     run (complete or not, as ``meta`` says); returns summary.json's ``history``."""
     from npu_hil.harness.history.points import run_entry, run_points
-    from npu_hil.harness.history.store import update_index, write_measurements
+    from npu_hil.harness.history.store import HistoryLockError, update_index, write_measurements
 
     points = run_points(records, run_dir.name)
     entry = run_entry({**meta, "run_id": run_dir.name}, points, config.stash[RUN_KEY].started)
     write_measurements(run_dir, entry, points)
-    kept = update_index(run_dir.parent, entry, keep=int(config.getoption("history_keep")))
-    return {
-        "baseline_runs": [r.run_id for r in baselines(config).history.runs],
-        "indexed_runs": len(kept),
-    }
+    known = baselines(config).history
+    try:
+        indexed: int | None = len(
+            update_index(run_dir.parent, entry, keep=int(config.getoption("history_keep")))
+        )
+    except HistoryLockError as exc:
+        known.problems.append(exc.message)
+        indexed = None
+    # Damage in earlier runs' files, named in the report's head (run_warnings).
+    meta.setdefault("run_warnings", []).extend(known.problems)
+    return {"baseline_runs": [r.run_id for r in known.runs], "indexed_runs": indexed}
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

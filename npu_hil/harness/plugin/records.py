@@ -157,6 +157,7 @@ class RunState:
     run_dir: Path | None = None
     records: list[TestRecord] = field(default_factory=list)
     failure: str | None = None  # why the run failed although no test did
+    warnings: list[str] = field(default_factory=list)  # damage met outside the run, named
 
 
 RUN_KEY = pytest.StashKey[RunState]()
@@ -371,14 +372,25 @@ class RunCollector:
                 stopped=bool(session.shouldfail or session.shouldstop),
             ),
         }
-        # After the meta (whether the run is complete), before the report that shows it.
-        history = config.hook.pytest_npu_hil_run_end(
-            config=config, run_dir=state.run_dir, records=state.records, meta=meta
-        )
-        # The page's trends are read after the history feature kept this run: they include it.
-        from npu_hil.harness.history.trends import view_for_run
+        meta["run_warnings"] = state.warnings
+        # After the meta (whether the run is complete), before the report that shows it. What
+        # earlier runs left on disk is read here and may be damaged: whatever it does, this
+        # run's report is written, and the damage is named in it.
+        history = trends = None
+        try:
+            history = config.hook.pytest_npu_hil_run_end(
+                config=config, run_dir=state.run_dir, records=state.records, meta=meta
+            )
+            # The page's trends are read after the history feature kept this run: they
+            # include it.
+            from npu_hil.harness.history.trends import view_for_run
 
-        trends = view_for_run(state.reports_root, str(meta.get("run_key") or ""))
+            trends = view_for_run(state.reports_root, str(meta.get("run_key") or ""))
+        except Exception as exc:  # earlier runs' damage never loses this run's report
+            from npu_hil.harness.redact import scrub
+
+            reason = scrub(f"{type(exc).__name__}: {exc}")[:500]
+            state.warnings.append(f"the history was not updated: {reason}")
         write_run(state.run_dir, state.records, meta, history=history, trends=trends)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -393,6 +405,8 @@ class RunCollector:
             terminalreporter.write_line(
                 f"npu-hil: FAILED RUN: {clean_text(self.state.failure)}", red=True, bold=True
             )
+        for warning in self.state.warnings:
+            terminalreporter.write_line(f"npu-hil: WARNING: {clean_text(warning)}", yellow=True)
         for record in _dedupe_last(self.state.records):
             if record.unstable:
                 terminalreporter.write_line(

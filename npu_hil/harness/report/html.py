@@ -241,6 +241,10 @@ def _header(run_dir: Path, summary: Mapping[str, Any]) -> str:
     failed = (
         f'<div class="banner failrun">FAILED RUN: {escape(str(failure))}</div>' if failure else ""
     )
+    failed += "".join(
+        f'<div class="banner warn">WARNING: {escape(str(warning))}</div>'
+        for warning in summary.get("run_warnings") or []
+    )
     return (
         f"<h1>npu-hil run {escape(str(meta.get('run_id', '')))}</h1>{failed}"
         f"{provenance_banner(summary)}"

@@ -23,7 +23,7 @@ from typing import Any
 
 from npu_hil.harness.report.atomic import write_text_atomic
 from npu_hil.harness.report.records import TestRecord
-from npu_hil.harness.report.runs import SUMMARY_FILE, load_records
+from npu_hil.harness.report.runs import load_records, read_summary
 
 __all__ = ["MATRIX_HTML", "MATRIX_JSON", "MatrixRun", "build_matrix", "write_matrix"]
 
@@ -55,11 +55,7 @@ def _cell(record: TestRecord) -> dict[str, Any]:
 
 
 def _summary(run_dir: Path) -> dict[str, Any]:
-    try:
-        data = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return read_summary(run_dir) or {}
 
 
 def build_matrix(runs: Sequence[MatrixRun]) -> dict[str, Any]:

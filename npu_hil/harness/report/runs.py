@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from npu_hil.harness.inputs import InputFileError, json_document, read_json, read_regular
 from npu_hil.harness.report.atomic import append_line, write_text_atomic
 from npu_hil.harness.report.records import TestRecord, scrubbed
 from npu_hil.harness.report.sanitize import clean_value
@@ -79,18 +80,26 @@ def append_record(run_dir: str | Path, record: TestRecord) -> None:
     append_line(Path(run_dir) / RECORDS_FILE, line)
 
 
+MAX_RECORDS_BYTES = 1 << 30
+"""records.jsonl read back: 12,000 cases write about 30 MB."""
+
+
 def load_records(run_dir: str | Path) -> list[TestRecord]:
-    """Every whole record in ``records.jsonl``; a torn last line from a crash is skipped."""
+    """Every whole record in ``records.jsonl``; a torn last line from a crash is skipped, and so
+    is a line that is not a record (too deep, not JSON, not an object of a record's fields).
+    A records file that is not a regular file, or larger than MAX_RECORDS_BYTES, reads as none."""
     path = Path(run_dir) / RECORDS_FILE
-    if not path.exists():
+    try:
+        data = read_regular(path, "a run's records", MAX_RECORDS_BYTES, follow=False)
+    except InputFileError:
         return []
     records = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in bytes(data).decode("utf-8", errors="replace").splitlines():
         if not line.strip():
             continue
         try:
-            records.append(TestRecord.from_dict(json.loads(line)))
-        except (ValueError, TypeError):
+            records.append(TestRecord.from_dict(json_document(line, str(path))))
+        except (InputFileError, TypeError, AttributeError):
             continue
     return records
 
@@ -101,22 +110,27 @@ def write_run_start(run_dir: str | Path, meta: dict[str, Any]) -> None:
     write_text_atomic(Path(run_dir) / RUN_FILE, text + "\n")
 
 
-def read_run_start(run_dir: Path) -> dict[str, Any] | None:
-    """A past run's run.json, or None."""
+def _past_document(path: Path, what: str) -> dict[str, Any] | None:
+    """A JSON object an earlier run wrote, or None when it is absent or damaged: read bounded
+    (:func:`npu_hil.harness.inputs.read_json`: a regular file, not through a symlink, at most
+    256 MiB and 64 levels deep), so a FIFO, a device or a nested bomb in an old run folder
+    costs nothing but that run's place in the comparison."""
     try:
-        data = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json(path, what, follow=False)
+    except InputFileError:
         return None
     return data if isinstance(data, dict) else None
+
+
+def read_run_start(run_dir: Path) -> dict[str, Any] | None:
+    """A past run's run.json, or None."""
+    return _past_document(run_dir / RUN_FILE, "a run's start record")
 
 
 def read_summary(run_dir: Path) -> dict[str, Any] | None:
-    """A past run's summary.json, or None when it has none (still running, or crashed)."""
-    try:
-        data = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    """A past run's summary.json, or None when it has none (still running, or crashed) or it
+    cannot be read."""
+    return _past_document(run_dir / SUMMARY_FILE, "a run's summary")
 
 
 def write_outcomes(run_dir: str | Path, records: Sequence[TestRecord]) -> None:
@@ -130,11 +144,8 @@ def write_outcomes(run_dir: str | Path, records: Sequence[TestRecord]) -> None:
 def read_outcomes(run_dir: Path) -> list[tuple[str, str, str]] | None:
     """A past run's ``[nodeid, board, outcome]`` rows, or None when it wrote none (a run of an
     older harness: its summary.json embeds the records instead)."""
-    try:
-        data = json.loads((run_dir / OUTCOMES_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    cases = data.get("cases") if isinstance(data, dict) else None
+    data = _past_document(run_dir / OUTCOMES_FILE, "a run's outcomes")
+    cases = data.get("cases") if data is not None else None
     if not isinstance(cases, list):
         return None
     return [

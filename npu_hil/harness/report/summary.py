@@ -161,6 +161,9 @@ def build_summary(
         "meta": dict(meta),
         # a failed run although no test failed (nothing reached a board), with the reason
         "run_failure": meta.get("run_failure") or None,
+        # what was damaged outside this run (an earlier run's files, the history's lock) and
+        # left out: named, never fatal
+        "run_warnings": [str(w) for w in meta.get("run_warnings") or []],
         "total": len(records),
         "outcomes": totals,
         "simulated": sum(by_backend["simulated"].values()),
