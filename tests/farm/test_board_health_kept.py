@@ -30,6 +30,8 @@ from npu_hil.harness.farm.health_store import (
     RECOVERY_FAILED,
     UNKNOWN,
     HealthStore,
+    health_folder,
+    state_key,
 )
 from npu_hil.harness.farm.soc_identity import board_identity
 from npu_hil.harness.pipeline import run_model
@@ -83,7 +85,7 @@ boards:
 
 @pytest.fixture
 def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    monkeypatch.delenv("NPU_HIL_HEALTH_DIR")  # kept where a farm keeps it: beside the locks
+    monkeypatch.delenv("NPU_HIL_HEALTH_DIR")  # kept where a farm keeps it: under its inventory
     board = tmp_path / "board"
     (board / "root" / "proc" / "device-tree").mkdir(parents=True)
     python = board / "python"
@@ -106,7 +108,7 @@ def device_tree(lab: dict[str, Path], *strings: str) -> None:
 
 
 def store(lab: dict[str, Path]) -> HealthStore:
-    return HealthStore(lab["workdir"] / "locks")
+    return HealthStore(health_folder(lab["workdir"], state_key(str(lab["inventory"]))))
 
 
 # --- kept across runs ---------------------------------------------------------------------------
@@ -237,7 +239,7 @@ def test_an_unreadable_health_file_is_unknown_and_rewritten(tmp_path: Path) -> N
     kept.record("b-01", BAD, "check", cause="x")
     kept.path("b-01").write_text("{not json")
     found = kept.read("b-01")
-    assert found.state == UNKNOWN and found.problem and "not JSON" in found.problem
+    assert found.state == UNKNOWN and found.problem and "expected JSON" in found.problem
     assert kept.record("b-01", GOOD, "check").state == GOOD
 
 

@@ -38,7 +38,7 @@ def ssh_farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FarmState]:
 def test_a_board_gone_bad_over_ssh_is_refused_by_the_next_run(
     ssh_farm: FarmState, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("NPU_HIL_HEALTH_DIR")  # beside the board locks, as a farm keeps it
+    monkeypatch.delenv("NPU_HIL_HEALTH_DIR")  # under the inventory's key, as a farm keeps it
     work = tmp_path / "work"
     with Farm(
         ssh_farm.inventory,
@@ -58,7 +58,8 @@ def test_a_board_gone_bad_over_ssh_is_refused_by_the_next_run(
             run_model(session, "identity", X, faults=[{"name": "crash", "signal": "SIGKILL"}])
     kept = first.health_store.read(board.name)
     assert kept.state == "bad" and "SIGKILL" in kept.cause
-    assert (work / "locks" / f"{board.name}.health.json").is_file()
+    assert first.health_store.path(board.name).is_file()
+    assert first.health_store.folder.parent == work / "health"
     with Farm(ssh_farm.inventory, workdir=work) as second:
         clock = time.monotonic()
         with pytest.raises(BoardUnhealthyError, match=f"{board.name} is marked bad since"):

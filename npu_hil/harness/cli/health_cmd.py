@@ -67,12 +67,14 @@ def _boards(args: argparse.Namespace) -> tuple[list[str], str]:
 
 
 def run_health(args: argparse.Namespace) -> int:
-    from npu_hil.harness.farm.health_store import BAD, HealthStore, health_folder
+    from npu_hil.harness.farm.health_store import BAD, HealthStore, health_folder, state_key
     from npu_hil.harness.folders import default_workdir
 
     boards, source = _boards(args)
     workdir = args.workdir if args.workdir is not None else default_workdir()
-    store = HealthStore(health_folder(workdir))
+    # The state of this folder's inventory (or of this project's built-in farm), as its runs
+    # keep it: another project's boards of the same names are not listed.
+    store = HealthStore(health_folder(workdir, state_key(source)))
     for name in args.clear:
         store.clear(name, by="npu-hil health --clear")
     kept = {name: store.read(name) for name in boards}

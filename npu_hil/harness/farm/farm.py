@@ -44,7 +44,7 @@ from npu_hil.harness.errors import NpuHilError, TransportError
 from npu_hil.harness.farm.backends import BACKENDS
 from npu_hil.harness.farm.breaker import DEFAULT_THRESHOLD, CircuitBreaker
 from npu_hil.harness.farm.connect import connect
-from npu_hil.harness.farm.health_store import BAD, GOOD, HealthStore, health_folder
+from npu_hil.harness.farm.health_store import BAD, GOOD, HealthStore, health_folder, state_key
 from npu_hil.harness.farm.health_store import BREAKER_OPENED as _BREAKER_OPENED
 from npu_hil.harness.farm.health_store import CHECK_FAILED as _CHECK_FAILED
 from npu_hil.harness.farm.health_store import CHECK_PASSED as _CHECK_PASSED
@@ -101,8 +101,10 @@ class Farm:
     is an error. ``health_job``: the golden job of every health check (called with the board's
     session; raises an NpuHilError when the board fails it, returns a note), e.g.
     :func:`npu_hil.harness.pipeline.golden.golden_job`; None checks reachability, versions and
-    identity only. ``run_id`` names this run in the boards' health history (stored beside the board
-    locks, :mod:`npu_hil.harness.farm.health_store`). ``runtime``: the name of a runtime version
+    identity only. ``run_id`` names this run in the boards' health history
+    (:mod:`npu_hil.harness.farm.health_store`), kept under ``health_key`` (default: the key of
+    this inventory, :func:`~npu_hil.harness.farm.health_store.state_key`, for the built-in farm
+    of the current folder). ``runtime``: the name of a runtime version
     installed on the boards (the inventory's ``runtimes``); every job then carries the options
     that pick it, and :meth:`boards` leaves out the boards that do not have it. None: each
     board's default runtime.
@@ -122,6 +124,7 @@ class Farm:
         run_id: str | None = None,
         runtime: str | None = None,
         max_agents: int | None = None,
+        health_key: str | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise NpuHilError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -158,8 +161,10 @@ class Farm:
         self.health_job = health_job
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         self.run_id = run_id or f"{stamp}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        # Beside the board locks: every run of this user on this host shares it.
-        self.health_store = HealthStore(health_folder(self.workdir))
+        # Every run of this user on this host with this inventory shares it; other inventories
+        # (another project on the built-in farm) keep their own.
+        key = health_key or state_key(self.inventory.source)
+        self.health_store = HealthStore(health_folder(self.workdir, key))
         self._breakers: dict[str, CircuitBreaker] = {}
         self._sessions: dict[str, BoardSession] = {}
         self._health: dict[str, Health] = {}

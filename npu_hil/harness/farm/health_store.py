@@ -1,6 +1,6 @@
 """Each board's health across runs: ``good``, ``bad`` or ``unknown``, with a bounded history.
 
-One small JSON file per board beside its lock (``<workdir>/locks/<board>.health.json``, in the
+One small JSON file per board (``<workdir>/health/<inventory key>/<board>.health.json``, in the
 farm's private folder), rewritten atomically (a temporary file renamed over it) under a file
 lock of its own, so concurrent runs on one host never leave half a file or lose an event. A
 board that went bad (its circuit breaker opened, or its health check failed and a power cycle
@@ -9,16 +9,24 @@ and since when (:meth:`BoardHealth.refusal`), until a power cycle and a passing 
 clear it (:meth:`npu_hil.harness.farm.Farm.check_health`) or someone clears it by hand
 (:meth:`HealthStore.clear`, ``--clear-health``).
 
-A file that cannot be read (not JSON, another schema) is reported as ``unknown`` with why, and
-the next event rewrites it: a damaged file never keeps a board out, nor lets a bad one in
-silently.
+A file that cannot be read (not JSON, another schema, a FIFO, a bomb) is reported as ``unknown``
+with why, and the next event rewrites it: a damaged file never keeps a board out, nor lets a bad
+one in silently. Neither does a file of someone else's: a folder or a file another local user
+owns or may write is not trusted (OpenSSH's StrictModes), its boards read as ``unknown`` with why.
+
+The state is keyed by the inventory it describes (:func:`state_key`): two projects whose
+inventories both name ``rk3588-01`` (every project on the built-in simulated farm does) never
+share one board's health.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import re
+import stat
 import time
 import uuid
 from collections.abc import Mapping
@@ -28,8 +36,9 @@ from typing import Any
 
 from filelock import FileLock
 
-from npu_hil.harness.errors import NpuHilError
-from npu_hil.harness.folders import private_dir
+from npu_hil.harness.errors import NpuHilError, UnsafeFolderError
+from npu_hil.harness.folders import check_private_dir, private_dir
+from npu_hil.harness.inputs import InputFileError, read_json
 
 __all__ = [
     "BAD",
@@ -42,6 +51,7 @@ __all__ = [
     "HealthEvent",
     "HealthStore",
     "health_folder",
+    "state_key",
     "stored_health",
     "utc_now",
 ]
@@ -70,11 +80,30 @@ HEALTH_DIR_ENV = "NPU_HIL_HEALTH_DIR"
 a test suite's own folder, so a test that marks a board bad leaves the user's boards alone."""
 
 
-def health_folder(workdir: str | os.PathLike[str]) -> Path:
-    """The folder of the boards' kept health: ``$NPU_HIL_HEALTH_DIR`` when set, else the
-    farm workdir's ``locks`` folder (beside the board locks)."""
+MAX_HEALTH_BYTES = 1 << 20
+"""A health file: MAX_HISTORY events and a cause of MAX_CAUSE_CHARS come to a few KiB."""
+
+
+def state_key(source: str, project: str | os.PathLike[str] | None = None) -> str:
+    """The key of the state an inventory describes: ``<folder name>-<digest>`` of the
+    inventory file's absolute path, or, for the built-in simulated farm (a ``<...>`` source,
+    the same board names in every project), of the project folder it runs for (``project``,
+    else the current folder)."""
+    if source.startswith("<"):
+        where = os.path.abspath(project if project is not None else os.getcwd())
+        basis, label = f"builtin:{where}", "builtin-" + os.path.basename(where)
+    else:
+        where = os.path.abspath(os.path.join(project or os.getcwd(), source))
+        basis, label = f"inventory:{where}", os.path.basename(os.path.dirname(where))
+    label = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("._")[:40] or "inventory"
+    return f"{label}-{hashlib.sha256(basis.encode('utf-8', 'replace')).hexdigest()[:12]}"
+
+
+def health_folder(workdir: str | os.PathLike[str], key: str) -> Path:
+    """The folder of the boards' kept health: ``$NPU_HIL_HEALTH_DIR`` when set (a folder
+    chosen for one suite, taken as it is), else ``<workdir>/health/<key>`` (:func:`state_key`)."""
     given = os.environ.get(HEALTH_DIR_ENV)
-    return Path(given) if given else Path(workdir) / "locks"
+    return Path(given) if given else Path(workdir) / "health" / key
 
 
 def utc_now() -> str:
@@ -174,15 +203,18 @@ class HealthStore:
         only ever replaced whole."""
         path = self.path(board)
         try:
-            text = path.read_text(encoding="utf-8")
+            info = os.lstat(path)
         except FileNotFoundError:
             return BoardHealth(board)
         except OSError as exc:
-            return BoardHealth(board, problem=f"{path}: {exc}")
+            return BoardHealth(board, problem=f"{path}: {exc.strerror or exc}")
+        distrust = self._distrust(path, info)
+        if distrust is not None:
+            return BoardHealth(board, problem=distrust)
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            return BoardHealth(board, problem=f"{path}: not JSON ({exc})")
+            data = read_json(path, "a board's health file", MAX_HEALTH_BYTES, follow=False)
+        except InputFileError as exc:
+            return BoardHealth(board, problem=exc.message)
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             return BoardHealth(board, problem=f"{path}: not a schema-{SCHEMA} health file")
         state = str(data.get("state", UNKNOWN))
@@ -195,6 +227,23 @@ class HealthStore:
             cause=str(data.get("cause", "")),
             history=tuple(HealthEvent.from_dict(e) for e in history if isinstance(e, dict)),
         )
+
+    def _distrust(self, path: Path, info: os.stat_result) -> str | None:
+        """Why a health file is not to be believed, or None: its folder or itself is another
+        user's or writable by others (anyone who can write it decides which boards are good)."""
+        try:
+            check_private_dir(self.folder)
+        except UnsafeFolderError as exc:
+            return f"not trusted: {exc.message}"
+        except OSError as exc:
+            return f"{self.folder}: {exc.strerror or exc}"
+        if info.st_uid != os.geteuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return (
+                f"not trusted: {path} is owned by uid {info.st_uid} with mode "
+                f"{stat.S_IMODE(info.st_mode):04o} (expected uid {os.geteuid()}, writable by "
+                "no one else)"
+            )
+        return None
 
     def record(
         self, board: str, state: str, what: str, *, cause: str = "", run_id: str = ""

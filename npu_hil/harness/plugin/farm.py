@@ -231,6 +231,7 @@ class FarmState:
                 run_id=run_id(self.config),
                 runtime=self.config.getoption("runtime", None),
                 max_agents=self.config.getoption("hil_agents", DEFAULT_AGENTS) or None,
+                health_key=health_key(self.config),
             )
             for name in self.config.getoption("clear_health", None) or []:
                 try:
@@ -248,6 +249,15 @@ class FarmState:
 
 
 FARM_KEY = pytest.StashKey[FarmState]()
+
+
+def health_key(config: pytest.Config) -> str:
+    """The key of this run's kept board health: its inventory file's, or for the built-in farm
+    the folder pytest was started in (the project's)."""
+    from npu_hil.harness.farm.health_store import state_key
+    from npu_hil.harness.plugin.records import inventory_source
+
+    return state_key(inventory_source(config), config.invocation_params.dir)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -355,7 +355,7 @@ class RunCollector:
                 session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED
         meta = {
             "run_id": state.run_dir.name,
-            "inventory": _inventory_text(config),
+            "inventory": inventory_source(config),
             "backend": config.getoption("backend"),
             "targets": list(config.getoption("target")),
             "boards": list(config.getoption("board")),
@@ -364,7 +364,7 @@ class RunCollector:
             "argv": list(config.invocation_params.args),
             "python": sys.version.split()[0],
             "run_failure": state.failure or "",
-            "health_history": _health_history(state.records),
+            "health_history": _health_history(config, state.records),
             **session_meta(
                 config,
                 int(exitstatus),
@@ -447,17 +447,19 @@ def _write_run_start(config: pytest.Config, state: RunState) -> None:
     write_run_start(state.run_dir, start)
 
 
-def _health_history(records: list[TestRecord]) -> dict[str, Any]:
+def _health_history(config: pytest.Config, records: list[TestRecord]) -> dict[str, Any]:
     """The stored health (state and history, kept across runs beside the board locks) of the
     boards this run's cases met."""
     from npu_hil.harness.farm.health_store import health_folder, stored_health
     from npu_hil.harness.folders import default_workdir
+    from npu_hil.harness.plugin.farm import health_key
 
     boards = sorted({r.board for r in records if r.board})
-    return stored_health(health_folder(default_workdir()), boards)
+    return stored_health(health_folder(default_workdir(), health_key(config)), boards)
 
 
-def _inventory_text(config: pytest.Config) -> str:
+def inventory_source(config: pytest.Config) -> str:
+    """The inventory file this run uses, or the built-in farm's name for it."""
     path = inventory_path(config)
     if path is None:
         from npu_hil.harness.farm.starter import BUILTIN_SOURCE
