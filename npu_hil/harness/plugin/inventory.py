@@ -2,7 +2,7 @@
 built-in one.
 
 The farm feature reads the inventory from here, the records feature names it in the run's meta
-and run key (and prints :func:`builtin_farm_line` at the end of a run that used boards),
+and run key (and prints :func:`inventory_line` at the end of a run that used boards),
 ``--simfarm`` points the option at the inventory it wrote: all of them ask
 :func:`inventory_path`, none of them another feature.
 """
@@ -21,31 +21,46 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--inventory",
         metavar="FILE",
         default=None,
-        help="the board inventory (default: inventory.yaml in the rootdir, when present)",
+        help="the board inventory (default: inventory.yaml beside the inifile, else in the "
+        "folder pytest runs in, when present)",
     )
 
 
+def _candidates(config: pytest.Config) -> list[Path]:
+    """Where ``inventory.yaml`` is looked for, in order: the folder of pytest's inifile (the
+    project's), the folder pytest was started in, and a rootdir given with ``--rootdir``. Never
+    a rootdir pytest inferred: an option's value (``--reports DIR`` with DIR an existing folder)
+    can move that to a parent folder, and the run would silently take the built-in farm."""
+    folders = []
+    if config.inipath is not None:
+        folders.append(Path(config.inipath).parent)
+    folders.append(Path(config.invocation_params.dir))
+    if getattr(config.option, "rootdir", None):
+        folders.append(Path(config.rootpath))
+    return list(dict.fromkeys(folder / DEFAULT_INVENTORY for folder in folders))
+
+
 def inventory_path(config: pytest.Config) -> Path | None:
-    """``--inventory``, else ``inventory.yaml`` in the rootdir when there is one."""
+    """``--inventory``, else the first ``inventory.yaml`` of :func:`_candidates`."""
     given = config.getoption("inventory", None)
     if given:
         path = Path(given)
         return path if path.is_absolute() else Path(config.invocation_params.dir) / path
-    default = Path(config.rootpath) / DEFAULT_INVENTORY
-    return default if default.is_file() else None
+    return next((path for path in _candidates(config) if path.is_file()), None)
 
 
-def builtin_farm_line(config: pytest.Config) -> str | None:
-    """The line that names the built-in simulated farm when the run uses it (no inventory given
-    or found), so nobody mistakes it for theirs; None when the run has an inventory. Said only
-    by a run that used boards: a run of plain tests hears nothing from the plugin."""
-    if inventory_path(config) is not None:
-        return None
+def inventory_line(config: pytest.Config) -> str:
+    """The console's line naming the inventory a run that used boards took: the file, or why
+    it is the built-in simulated farm (where an inventory was looked for)."""
+    path = inventory_path(config)
+    if path is not None:
+        return f"npu-hil: inventory {path}"
     from npu_hil.harness.farm.starter import builtin_inventory
 
     count = len(builtin_inventory().boards)
+    looked = " or ".join(str(p.parent) for p in _candidates(config))
     return (
         f"npu-hil: no inventory given (--inventory FILE) or found ({DEFAULT_INVENTORY} in "
-        f"{config.rootpath}): the built-in simulated farm, one simulated board per target "
+        f"{looked}): the built-in simulated farm, one simulated board per target "
         f"({count}); `npu-hil inventory init` writes one to edit"
     )

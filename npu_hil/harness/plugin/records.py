@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from npu_hil.harness.plugin.inventory import builtin_farm_line, inventory_path
+from npu_hil.harness.plugin.inventory import inventory_line, inventory_path
 from npu_hil.harness.plugin.outcomes import phase_outcome
 
 if TYPE_CHECKING:
@@ -395,9 +395,8 @@ class RunCollector:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         # Which farm the boards came from, said by a run that used boards and by no other.
-        farm_line = builtin_farm_line(self.config) if self.state.records else None
-        if farm_line is not None:
-            terminalreporter.write_line(farm_line)
+        if self.state.records:
+            terminalreporter.write_line(inventory_line(self.config))
         from npu_hil.harness.report.sanitize import clean_text
 
         # Messages from boards and files: their control characters shown, never run.
