@@ -48,6 +48,24 @@ FALLBACKS = ("sim", "none")
 NAME_RE = re.compile(r"[a-z0-9._-]+\Z")
 ADAPTER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 ENV_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+PASSWORD_ENV_RE = re.compile(r"[A-Z_][A-Z0-9_]{0,127}\Z")
+"""``password_env``: a variable's name as environment variables are named (capitals, digits,
+underscores), so a password written there by mistake (``hunter2``, ``S3cret!``) is refused."""
+
+
+def password_env(r: Any, node: Any, path: str) -> str:
+    """``password_env``: the name of the variable that holds the password, never the password.
+    A value that is not such a name is refused without being shown: it may be the secret."""
+    text = r.text(node, path)
+    if not PASSWORD_ENV_RE.match(text):
+        raise r.error(
+            node,
+            path,
+            "expected the name of an environment variable in capitals, digits and _ "
+            "(e.g. FARM_CONSOLE_PASSWORD), got a value that is not one (not shown: it may be "
+            "the password itself; put the password in a variable and name the variable here)",
+        )
+    return str(text)
 POWER_KEYS = ("command", "labgrid")
 POWER_COMMAND_KEYS = ("on", "off", "cycle")
 TIMEOUT_KEYS = ("connect", "load", "run", "power", "health")
@@ -114,7 +132,7 @@ def read_config(
         "known_hosts": r.local_path,
         "host_key_policy": lambda n, p: r.checked(n, p, host_key_policy_problem),
         "baudrate": r.baudrate,
-        "password_env": lambda n, p: r.pattern(n, p, ENV_RE, "the name of an environment variable"),
+        "password_env": lambda n, p: password_env(r, n, p),
     }
     values = {
         f.name: readers[f.name](fields[f.name][1], f"{path}.{f.name}")
