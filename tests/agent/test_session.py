@@ -387,20 +387,6 @@ def test_a_damaged_cached_agent_is_found_and_replaced(
 
 
 @pytest.mark.slow
-def test_a_damaged_cached_model_is_refused_then_copied_again(tmp_path: Path, model: Path) -> None:
-    transport = LocalTransport(tmp_path / "board", python=PY)
-    with AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS]) as first:
-        cached = Path(transport.workdir) / "cache" / first.deploy_model(model).path
-    cached.write_bytes(b"bit rot")
-    with AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS]) as client:
-        refused = client.submit(spec(model, "refused"), {"x": X})
-        assert isinstance(refused.error(), TransportError)  # the bytes changed: infrastructure
-        assert "the model file hashes to" in str(refused.error())
-        assert client.submit(spec(model, "again"), {"x": X}).ok
-    assert cached.read_bytes() == model.read_bytes()
-
-
-@pytest.mark.slow
 def test_discard_removes_only_a_job_folder(tmp_path: Path) -> None:
     """The session removes finished job folders for the host, and nothing else: not a path
     that climbs out, not a folder elsewhere, not a symlink's target."""

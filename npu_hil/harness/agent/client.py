@@ -158,6 +158,8 @@ class AgentClient(Deployment):
         self.hello: dict[str, Any] = {}
         self._manifest: dict[str, str] = {}
         self.repairs = 0  # damaged agent bundles found on the board and replaced
+        # What the client found damaged on the board and mended, for the report (taken).
+        self.events: list[str] = []
 
     # --- jobs ------------------------------------------------------------------------------------
 
@@ -169,9 +171,30 @@ class AgentClient(Deployment):
 
     def submit(self, spec: JobSpec, inputs: Mapping[str, Any] | Sequence[Any]) -> Result:
         """Run one job and return its verified result: as a frame of the session where the
-        agent reads framed jobs, else through a job folder."""
+        agent reads framed jobs, else through a job folder. A model whose copy in the board's
+        cache no longer hashes to its name (a flipped bit, a torn copy) is the cache's damage,
+        not the board's: it is copied again and the job run once more, and :attr:`events`
+        says so."""
         self.deploy()
         model = self.deploy_model(spec.model)
+        result = self._submit(spec, inputs, model)
+        if _model_damaged(result):  # _forget_model removed the board's copy
+            self.events.append(
+                f"model {model.path} in the board's cache did not hash to its name; "
+                "copied again and the job rerun"
+            )
+            model = self.deploy_model(spec.model)
+            result = self._submit(spec, inputs, model)
+        return result
+
+    def take_events(self) -> list[str]:
+        """The events since the last call (each reported once)."""
+        taken, self.events = self.events, []
+        return taken
+
+    def _submit(
+        self, spec: JobSpec, inputs: Mapping[str, Any] | Sequence[Any], model: ModelRef
+    ) -> Result:
         if self._frames_for(inputs):
             return self._framed_job(spec, inputs, model)
         local_job = self.scratch / f"{safe_name(spec.job_id)}-{uuid.uuid4().hex[:8]}"
@@ -196,7 +219,7 @@ class AgentClient(Deployment):
             elif self.sessions:
                 self.transport.get(remote_job / RESULT_FILE, local_job / RESULT_FILE)
             result = read_result(local_job, job_id=spec.job_id)
-            if any(e.field == "model.sha256" and e.reason == "checksum" for e in result.errors):
+            if _model_damaged(result):
                 self._forget_model(model)
             if self.sessions and result.document != document:
                 raise TransportError(
@@ -240,7 +263,7 @@ class AgentClient(Deployment):
             job_dir=self.scratch / safe_name(spec.job_id),
             job_id=spec.job_id,
         )
-        if any(e.field == "model.sha256" and e.reason == "checksum" for e in result.errors):
+        if _model_damaged(result):
             self._forget_model(model)
         self.last_job_host_s = {
             "encode_s": sent - started,
@@ -526,3 +549,8 @@ class AgentClient(Deployment):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _model_damaged(result: Result) -> bool:
+    """The agent refused the job's model: its copy does not hash to the sha256 it is filed by."""
+    return any(e.field == "model.sha256" and e.reason == "checksum" for e in result.errors)

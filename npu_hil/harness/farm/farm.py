@@ -389,6 +389,10 @@ class Farm:
         if condition is None:
             condition = self._conditions[board.name] = BoardCondition(errors_seen=errors)
             condition.problem = self._examine(board, condition)
+            # What the health job found damaged and mended (its model copied again).
+            session = self._sessions.get(board.name)
+            if session is not None:
+                condition.events.extend(session.take_events())
             if condition.problem is not None and not condition.boot_log:
                 # Why it is unhealthy is often in what its console printed while it rebooted.
                 condition.boot_log = self.take_boot_log(board)

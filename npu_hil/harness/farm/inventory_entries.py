@@ -66,6 +66,8 @@ def password_env(r: Any, node: Any, path: str) -> str:
             "the password itself; put the password in a variable and name the variable here)",
         )
     return str(text)
+
+
 POWER_KEYS = ("command", "labgrid")
 POWER_COMMAND_KEYS = ("on", "off", "cycle")
 TIMEOUT_KEYS = ("connect", "load", "run", "power", "health")

@@ -90,6 +90,12 @@ class BoardSession:
         a fallback run locally)."""
         return "local" if self.fallback_reason is not None else self.board.transport.kind
 
+    def take_events(self) -> list[str]:
+        """What the agent client found damaged on the board and mended since the last call
+        (a model copied again), for the report; taken, so each is reported once."""
+        take = getattr(self.client, "take_events", None)
+        return list(take()) if callable(take) else []
+
     def take_boot_log(self) -> str:
         """What the board printed while it rebooted since the last call (serial consoles keep
         it), or ``""``; taken, so each report shows a boot once."""

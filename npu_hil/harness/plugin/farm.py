@@ -482,6 +482,7 @@ def board(request: pytest.FixtureRequest, farm: Farm) -> Iterator[BoardSession]:
         finally:
             # A board that rebooted during the test left its boot log on the console.
             record.boot_log += session.take_boot_log()
+            record.board_events.extend(session.take_events())
 
 
 def _skip_by_kind(item: pytest.Item, simulated: bool, backend: str) -> None:
