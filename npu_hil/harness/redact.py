@@ -7,8 +7,12 @@ slipped into an exception message (a connect error quoting its "path") is never 
 
 What counts: a PEM block (``-----BEGIN ... KEY-----`` up to its END line, or to the end of the
 text when it was cut), an OpenSSH or PuTTY private key body, a long base64 run with the mixed
-case and digits of encoded key bytes (sha256 hex digests, paths and words do not match), and the
-password of a ``scheme://user:password@host`` URL.
+case and digits of encoded key bytes (sha256 hex digests, paths and words do not match), the
+password of a ``scheme://user:password@host`` URL, and the value of a ``password=``, ``token:``,
+``secret=``, ``api_key=`` (and the like) setting, as a board's kernel or runtime log prints one.
+
+Every pattern is linear in the text (bounded repetitions, no nested quantifiers):
+``tests/report/test_scrub_bounds.py`` holds each to it at 10 MB.
 """
 
 from __future__ import annotations
@@ -27,45 +31,70 @@ _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{64,}={0,2}")
 # The scheme is bounded (real ones are short): unbounded, every letter of a long run starts a
 # match attempt that scans the rest of the run, quadratic in its length (100,000 letters: 20 s).
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/@]*:)(?P<pw>[^\s@/]+)@")
+# ``password=hunter2``, ``token:abc``, ``"api_key": "abc"``: the value, to the next space, quote,
+# comma or semicolon. The name must end where a word ends (``passwords=3`` is a count).
+_SETTING = re.compile(
+    r"(?i)(?<![A-Za-z0-9])(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|access[_-]?key"
+    r"|private[_-]?key|auth)[\"']?"
+    # name=value (spaces around = allowed), name:value, or name: "value" (JSON, YAML): never
+    # name: words, which is prose ("password: secrets do not belong in the inventory")
+    r"(?:\s{0,3}=\s{0,3}[\"']?|:[\"']?|:\s{1,3}[\"'])(?!\[secret removed\])"
+    r"(?P<value>[^\s\"',;]{1,512})"
+)
 _SECRET_KEY = re.compile(
     r"(?i)(?:\A|[_.-])(pass(word|wd|phrase)?|secret|token|private[_-]?key|api[_-]?key"
     r"|credentials?)\Z"
 )
 
 
+_UPPER, _LOWER, _DIGIT = re.compile("[A-Z]"), re.compile("[a-z]"), re.compile("[0-9]")
+
+
 def _looks_encoded(run: str) -> bool:
     """Encoded key bytes: upper and lower case and digits, few slashes (unlike a path)."""
     return (
-        any(c.isupper() for c in run)
-        and any(c.islower() for c in run)
-        and any(c.isdigit() for c in run)
+        _UPPER.search(run) is not None
+        and _LOWER.search(run) is not None
+        and _DIGIT.search(run) is not None
         and run.count("/") * 16 <= len(run)
     )
 
 
 # What every secret above holds: a text of none of these, and shorter than a base64 run,
 # holds no secret. Most texts a record carries (names, numbers, short messages) are such, and
-# five substring tests cost a fraction of five regular-expression scans.
-_MARKERS = ("://", "-----BEGIN ", "PuTTY-User-Key-File-", "b3BlbnNzaC1rZXktdjE")
+# one search costs a fraction of six regular-expression scans.
+_SETTING_NAMES = r"(?i:pass(?:word|wd|phrase)?|pwd|secret|token|key|auth)[\"']?\s{0,3}[=:]"
+_MARKERS = re.compile(r"://|-----BEGIN |PuTTY-User-Key-File-|b3BlbnNzaC1rZXktdjE|" + _SETTING_NAMES)
+_SETTING_NAME = re.compile(_SETTING_NAMES)
 _SHORTEST_RUN = 64
 
 
 def _may_hold_secret(text: str) -> bool:
-    return len(text) >= _SHORTEST_RUN or any(marker in text for marker in _MARKERS)
+    return len(text) >= _SHORTEST_RUN or _MARKERS.search(text) is not None
 
 
 def _spans(text: str) -> list[tuple[int, int, str]]:
     if not _may_hold_secret(text):
         return []
-    found = [(m.start(), m.end(), "key material") for m in _PEM.finditer(text)]
-    found += [(m.start(), m.end(), "key material") for m in _PUTTY.finditer(text)]
-    found += [(m.start(), m.end(), "key material") for m in _OPENSSH_BODY.finditer(text)]
-    found += [
-        (m.start(), m.end(), "key material")
-        for m in _BASE64_RUN.finditer(text)
-        if _looks_encoded(m.group())
-    ]
-    found += [(m.start("pw"), m.end("pw"), "a password") for m in _URL_PASSWORD.finditer(text)]
+    # Each pattern only where its fixed part is in the text: a substring search runs at memory
+    # speed, a pattern tried at every position of 10 MB does not (ten times slower).
+    found: list[tuple[int, int, str]] = []
+    if "-----BEGIN " in text:
+        found += [(m.start(), m.end(), "key material") for m in _PEM.finditer(text)]
+    if "PuTTY-User-Key-File-" in text:
+        found += [(m.start(), m.end(), "key material") for m in _PUTTY.finditer(text)]
+    if "b3BlbnNzaC1rZXktdjE" in text:
+        found += [(m.start(), m.end(), "key material") for m in _OPENSSH_BODY.finditer(text)]
+    if len(text) >= _SHORTEST_RUN:
+        found += [
+            (m.start(), m.end(), "key material")
+            for m in _BASE64_RUN.finditer(text)
+            if _looks_encoded(m.group())
+        ]
+    if "://" in text:
+        found += [(m.start("pw"), m.end("pw"), "a password") for m in _URL_PASSWORD.finditer(text)]
+    if _SETTING_NAME.search(text) is not None:
+        found += [(m.start("value"), m.end("value"), "a password") for m in _SETTING.finditer(text)]
     return sorted(found)
 
 

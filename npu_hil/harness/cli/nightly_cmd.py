@@ -17,11 +17,12 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter, defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.report.records import OUTCOMES, QUARANTINED, TestRecord
@@ -248,7 +249,10 @@ def _run_with_progress(cmd: list[str], run_dir: Path, env: dict[str, str]) -> in
     sigterm_interrupts()
     started = time.monotonic()
     with (run_dir / LOG_FILE).open("wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        assert proc.stdout is not None
+        copier = threading.Thread(target=_copy_scrubbed, args=(proc.stdout, log), daemon=True)
+        copier.start()
         try:
             with Live(console=console, refresh_per_second=4, transient=True) as live:
                 while proc.poll() is None:
@@ -257,7 +261,26 @@ def _run_with_progress(cmd: list[str], run_dir: Path, env: dict[str, str]) -> in
                     time.sleep(POLL_SECONDS)
         except KeyboardInterrupt:
             proc.terminate()
-        return proc.wait()
+        code = proc.wait()
+        copier.join(timeout=COPY_TIMEOUT_S)
+        return code
+
+
+COPY_TIMEOUT_S = 30.0
+MAX_LOG_LINE = 1 << 20
+
+
+def _copy_scrubbed(source: IO[bytes], log: IO[bytes]) -> None:
+    """pytest's output into ``pytest.log``, line by line, without secrets (a ``password=`` a
+    board printed) and with control characters visible: the log is a report file like the
+    others. A line longer than MAX_LOG_LINE is cut into pieces of that size."""
+    from npu_hil.harness.redact import scrub
+    from npu_hil.harness.report.sanitize import clean_text
+
+    for line in iter(lambda: source.readline(MAX_LOG_LINE), b""):
+        text = line.decode("utf-8", errors="replace")
+        log.write(clean_text(scrub(text)).encode("utf-8", errors="replace"))
+        log.flush()
 
 
 def _print_summary(run_dir: Path, code: int) -> None:

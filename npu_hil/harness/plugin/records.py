@@ -237,7 +237,24 @@ def pytest_runtest_makereport(
     info.phases[call.when] = Phase(phase_outcome(call, report), _message(report), report.duration)
     if call.when == "teardown":
         setattr(report, RECORD_ATTR, build_record(info).to_dict())
+    _scrub_longrepr(report)
     return report
+
+
+def _scrub_longrepr(report: pytest.TestReport) -> None:
+    """A board test's failure text as the console, ``pytest.log`` and ``--junitxml`` show it:
+    without secrets (a ``password=`` from a board's log in an exception) and with control
+    characters visible (a board's ``\\x1b[2J`` never reaches the terminal). Replaced only when
+    cleaning changes it, so pytest's own rendering of a clean failure is kept."""
+    if report.longrepr is None or isinstance(report.longrepr, tuple):
+        return
+    from npu_hil.harness.redact import scrub
+    from npu_hil.harness.report.sanitize import clean_text
+
+    text = str(report.longrepr)
+    cleaned = clean_text(scrub(text))
+    if cleaned != text:
+        report.longrepr = cleaned
 
 
 def _message(report: pytest.TestReport) -> str:
