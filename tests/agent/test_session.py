@@ -295,9 +295,9 @@ def test_damaged_result_json_is_caught(tmp_path: Path, model: Path) -> None:
 
 
 class RawSession:
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, *extra: str) -> None:
         self.process = subprocess.Popen(
-            [PY, str(AGENT), "--session", "--adapters", str(FAKE_ADAPTERS)],
+            [PY, str(AGENT), "--session", "--adapters", str(FAKE_ADAPTERS), *extra],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

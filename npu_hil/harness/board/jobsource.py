@@ -53,7 +53,7 @@ class FramedJob:
     """A job that came as one bulk frame: its document, its input buffers (hashed by the frame
     stream as they arrived) and the indices of those whose sha256 was not the sender's."""
 
-    def __init__(self, doc: Any, buffers: list[bytearray], damaged: tuple[int, ...]) -> None:
+    def __init__(self, doc: Any, buffers: list[Any], damaged: tuple[int, ...]) -> None:
         self.doc = doc
         self.inputs = buffers
         self.damaged = damaged

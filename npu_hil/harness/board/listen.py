@@ -23,6 +23,7 @@ import threading
 import time
 
 from .cache import traceback_tail
+from .job import MAX_JOB_INPUT_BYTES
 from .jobs import Agent
 from .session import LISTENING, SocketFrameStream, remove_socket, serve
 from .wire import EXIT_FAILED, EXIT_OK, encode_frame, failure
@@ -79,6 +80,8 @@ def listen(
     idle_timeout: float,
     read_timeout: float = DEFAULT_READ_TIMEOUT_S,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    *,
+    max_job_bytes: int = MAX_JOB_INPUT_BYTES,
 ) -> int:
     """Serve connections at ``path`` until a shutdown request, a fatal error or ``idle_timeout``
     seconds without a connection; the socket is removed on the way out. Up to
@@ -94,7 +97,9 @@ def listen(
     LISTENING.append(path)
     log.info("listening at %s", path)
     try:
-        return _accept_loop(agent, server, idle_timeout, read_timeout, max_connections)
+        return _accept_loop(
+            agent, server, idle_timeout, read_timeout, max_connections, max_job_bytes
+        )
     finally:
         server.close()
         remove_socket(path)
@@ -122,6 +127,7 @@ def _accept_loop(
     idle_timeout: float,
     read_timeout: float,
     max_connections: int,
+    max_job_bytes: int = MAX_JOB_INPUT_BYTES,
 ) -> int:
     shared = _Connections()
     server.settimeout(min(idle_timeout, _ACCEPT_POLL_S))
@@ -146,7 +152,7 @@ def _accept_loop(
             continue
         worker = threading.Thread(
             target=_serve_connection,
-            args=(agent, connection, shared, read_timeout),
+            args=(agent, connection, shared, read_timeout, max_job_bytes),
             name="npu-hil-connection",
             daemon=True,
         )
@@ -155,13 +161,19 @@ def _accept_loop(
 
 
 def _serve_connection(
-    agent: Agent, connection: socket.socket, shared: _Connections, read_timeout: float
+    agent: Agent,
+    connection: socket.socket,
+    shared: _Connections,
+    read_timeout: float,
+    max_job_bytes: int = MAX_JOB_INPUT_BYTES,
 ) -> None:
     status: int | None = None
     try:
         with connection:
             status = serve(
-                agent, SocketFrameStream(connection, read_timeout), shutdown_on_eof=False
+                agent,
+                SocketFrameStream(connection, read_timeout, max_job_bytes),
+                shutdown_on_eof=False,
             )
             _drain(connection)
     except Exception as exc:  # one connection's trouble must not end the agent

@@ -24,6 +24,7 @@ import sys
 
 from .cache import traceback_tail
 from .folders import UnsafeFolder, check_folder, check_workdir
+from .job import MAX_JOB_INPUT_BYTES
 from .jobs import Agent
 from .listen import (
     DEFAULT_IDLE_TIMEOUT_S,
@@ -70,6 +71,14 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         metavar="N",
         help="with --listen: clients served at once (their requests take turns)",
     )
+    parser.add_argument(
+        "--max-job-bytes",
+        type=int,
+        default=MAX_JOB_INPUT_BYTES,
+        metavar="N",
+        help="the most a framed job's input buffers may add up to; a job past it is refused "
+        "and the session goes on",
+    )
     parser.add_argument("--root", help="model cache directory (model.path may be relative to it)")
     parser.add_argument(
         "--adapters",
@@ -87,6 +96,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--idle-timeout must be a positive number of seconds")
     if not args.read_timeout > 0:
         parser.error("--read-timeout must be a positive number of seconds")
+    if not 0 < args.max_job_bytes <= MAX_JOB_INPUT_BYTES:
+        parser.error(f"--max-job-bytes must be 1 to {MAX_JOB_INPUT_BYTES}")
     if args.max_connections < 1:
         parser.error("--max-connections must be at least 1")
     return args
@@ -101,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     # A segfault in a vendor library leaves a Python traceback in the board's log.
     faulthandler.enable(file=sys.stderr)
-    stream = private_stdio() if args.session else None
+    stream = private_stdio(args.max_job_bytes) if args.session else None
     if args.listen is not None:
         # Started in the background with stdout on /dev/null: what a vendor library prints
         # belongs in the log with the rest.
@@ -130,7 +141,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
     if args.listen is not None:
         return listen(
-            agent, args.listen, args.idle_timeout, args.read_timeout, args.max_connections
+            agent,
+            args.listen,
+            args.idle_timeout,
+            args.read_timeout,
+            args.max_connections,
+            max_job_bytes=args.max_job_bytes,
         )
     if stream is not None:
         status = serve(agent, stream)

@@ -25,11 +25,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import mmap
 import os
 import platform
 import shutil
 import socket
 import sys
+import tempfile
+import time
 from collections.abc import Iterable
 from typing import Any, NamedTuple, NoReturn
 
@@ -105,16 +108,27 @@ class Request(NamedTuple):
     and the indices of those whose sha256 is not the one the trailer gives."""
 
     message: dict[str, Any]
-    buffers: list[bytearray] | None = None
+    buffers: list[Any] | None = None  # bytearray, or an mmap of a file for a large one
     damaged: tuple[int, ...] = ()
 
 
-class FrameStream:
-    """Frames over two file descriptors, with nothing buffered in Python."""
+IN_MEMORY_BYTES = 16 << 20
+"""A bulk buffer up to this size is read into memory; a larger one streams into a file of the
+agent's own jobs folder, mapped back (the page cache holds it, not the agent's heap): a 2 GiB
+input no longer ends a session in MemoryError on a board with 1 GiB of RAM."""
 
-    def __init__(self, read_fd: int, write_fd: int) -> None:
+
+class FrameStream:
+    """Frames over two file descriptors, with nothing buffered in Python. ``max_job_bytes``: the
+    most a job's input buffers may add up to (``--max-job-bytes``); a bulk frame announcing more
+    is read past (never stored) and refused, and the session goes on."""
+
+    def __init__(
+        self, read_fd: int, write_fd: int, max_job_bytes: int = MAX_JOB_INPUT_BYTES
+    ) -> None:
         self.read_fd = read_fd
         self.write_fd = write_fd
+        self.max_job_bytes = max_job_bytes
 
     def _recv(self, n: int) -> bytes:
         return os.read(self.read_fd, n)
@@ -137,6 +151,33 @@ class FrameStream:
             digest.update(view[:got])
             view = view[got:]
         return digest.digest()
+
+    def _fill_new(self, n: int) -> tuple[Any, bytes]:
+        """A buffer of ``n`` bytes read from the stream, and its sha256: in memory up to
+        IN_MEMORY_BYTES, else through a file of the jobs folder, unlinked at once and mapped
+        copy-on-write (the job may write into its inputs; the file never changes)."""
+        if n <= IN_MEMORY_BYTES:
+            data = bytearray(n)
+            return data, self._fill(data)
+        os.makedirs(JOBS_FOLDER, mode=0o700, exist_ok=True)
+        fd, path = tempfile.mkstemp(prefix=".bulk-", dir=JOBS_FOLDER)
+        try:
+            os.unlink(path)
+            digest = hashlib.sha256()
+            chunk = bytearray(BULK_CHUNK)
+            left = n
+            while left:
+                got = self._recv_into(memoryview(chunk)[: min(left, BULK_CHUNK)])
+                if not got:
+                    raise EOFError("stream ended inside a frame")
+                piece = memoryview(chunk)[:got]
+                digest.update(piece)
+                while piece:
+                    piece = piece[os.write(fd, piece) :]
+                left -= got
+            return mmap.mmap(fd, n, access=mmap.ACCESS_COPY), digest.digest()
+        finally:
+            os.close(fd)
 
     def _skip(self, n: int) -> None:
         scratch = bytearray(min(n, BULK_CHUNK))
@@ -205,8 +246,18 @@ class FrameStream:
         except ValueError as exc:
             self._skip(rest)  # the rest of the frame, so the stream stays in step
             raise BadFrame(str(exc)) from None
-        buffers = [bytearray(n) for n in sizes]
-        ours = [self._fill(b) for b in buffers]
+        if sum(sizes) > self.max_job_bytes:
+            self._skip(rest)  # never stored: read past, so the stream stays in step
+            raise BadFrame(
+                f"a job's input buffers of {sum(sizes)} bytes exceed this agent's cap of "
+                f"{self.max_job_bytes} bytes (--max-job-bytes)"
+            )
+        buffers: list[Any] = []
+        ours = []
+        for n in sizes:
+            buffer, digest = self._fill_new(n)
+            buffers.append(buffer)
+            ours.append(digest)
         trailer = self._read_exactly(DIGEST_BYTES * len(sizes)) if sizes else b""
         if trailer is None:
             raise EOFError("stream ended inside a frame")
@@ -227,35 +278,84 @@ class FrameStream:
                 data = data[written:]
 
 
-class SocketFrameStream(FrameStream):
-    """Frames over a connected socket whose every wait is bounded by ``timeout`` seconds: a
-    client that sends nothing, or stops reading its answers, loses its connection (a silent
-    read is a ReadTimeout, a stuck write a socket.timeout, which is an OSError)."""
+MIN_BULK_RATE = 1 << 20
+"""Bytes a second a client is allowed at the least while it sends a bulk frame: a frame of N
+bytes gets ``timeout + N / MIN_BULK_RATE`` seconds in all."""
 
-    def __init__(self, connection: socket.socket, timeout: float) -> None:
+
+class SocketFrameStream(FrameStream):
+    """Frames over a connected socket. A request has one deadline, from the moment it is
+    awaited, for the whole of it: ``timeout`` seconds (a bulk frame ``N / MIN_BULK_RATE`` more),
+    however its bytes come, so a client sending a byte a second loses its connection as one
+    sending nothing does (a ReadTimeout naming the time that elapsed); a stuck write is a
+    socket.timeout (an OSError) after ``timeout`` seconds."""
+
+    def __init__(
+        self,
+        connection: socket.socket,
+        timeout: float,
+        max_job_bytes: int = MAX_JOB_INPUT_BYTES,
+    ) -> None:
         fd = connection.fileno()
-        super().__init__(fd, fd)
+        super().__init__(fd, fd, max_job_bytes)
         self.connection = connection
         self.timeout = timeout
+        self._started: float | None = None
+        self._deadline: float | None = None
         connection.settimeout(timeout)
 
+    def read(self) -> Request | None:
+        self._started = time.monotonic()
+        self._deadline = self._started + self.timeout
+        try:
+            return super().read()
+        finally:
+            self._started = self._deadline = None
+            self.connection.settimeout(self.timeout)  # for the answer's writes
+
+    def _read_bulk(self, length: int) -> Request:
+        if self._deadline is not None:
+            self._deadline += length / MIN_BULK_RATE
+        return super()._read_bulk(length)
+
+    def _arm(self) -> None:
+        """The socket's timeout set to what is left of the request's deadline."""
+        if self._deadline is None or self._started is None:
+            return
+        now = time.monotonic()
+        if now >= self._deadline:
+            raise ReadTimeout(
+                f"no complete request within {now - self._started:.3g} s "
+                f"(the deadline of a request: {self.timeout:g} s)"
+            )
+        self.connection.settimeout(self._deadline - now)
+
+    def _timed_out(self) -> ReadTimeout:
+        elapsed = time.monotonic() - (self._started or time.monotonic())
+        return ReadTimeout(
+            f"no complete request within {elapsed:.3g} s "
+            f"(the deadline of a request: {self.timeout:g} s)"
+        )
+
     def _recv(self, n: int) -> bytes:
+        self._arm()
         try:
             return self.connection.recv(n)
         except socket.timeout:  # noqa: UP041 (not yet TimeoutError on Python 3.8)
-            raise ReadTimeout(f"no complete request within {self.timeout:g} s") from None
+            raise self._timed_out() from None
 
     def _recv_into(self, view: memoryview) -> int:
+        self._arm()
         try:
             return self.connection.recv_into(view)
         except socket.timeout:  # noqa: UP041 (not yet TimeoutError on Python 3.8)
-            raise ReadTimeout(f"no complete request within {self.timeout:g} s") from None
+            raise self._timed_out() from None
 
     def _send(self, data: memoryview) -> int:
         return self.connection.send(data)
 
 
-def private_stdio() -> FrameStream:
+def private_stdio(max_job_bytes: int = MAX_JOB_INPUT_BYTES) -> FrameStream:
     """Take fds 0 and 1 for the frame stream and point the originals at /dev/null and stderr, so
     vendor libraries that read stdin or printf to stdout cannot touch the protocol."""
     frames_in = os.dup(0)
@@ -265,7 +365,7 @@ def private_stdio() -> FrameStream:
     os.close(devnull)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    return FrameStream(frames_in, frames_out)
+    return FrameStream(frames_in, frames_out, max_job_bytes)
 
 
 def own_bundle() -> dict[str, str]:
