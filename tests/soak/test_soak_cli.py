@@ -5,8 +5,10 @@ with one line for each kind of bad input, before anything runs."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -125,3 +127,52 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], messa
     assert len(done.stderr.strip().splitlines()) <= 2  # argparse's usage line, then the error
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--seconds", "inf"],
+        ["--seconds", "nan"],
+        ["--seconds", "1e400"],
+        ["--hours", "10000"],
+        ["--contexts", "100000", "--seconds", "1"],
+        ["--iterations", "1" + "0" * 30],
+        ["--seconds", "1", "--shape", "100000,100000,100"],
+        ["--seconds", "1", "--shape", "0,3,8,8"],
+    ],
+    ids=["inf", "nan", "1e400", "hours", "contexts", "iterations", "huge-shape", "zero-dim"],
+)
+def test_absurd_numbers_are_refused_in_one_line(tmp_path: Path, args: list[str]) -> None:
+    done = _soak(tmp_path, "--board", BOARD, *args)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert "Traceback" not in done.stderr and "expected" in lines[-1]
+    assert not (tmp_path / "reports").exists()  # nothing ran
+
+
+def test_sigint_stops_a_soak_and_its_report_says_what_ran(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "npu_hil.harness.cli.main", "soak", "--board", BOARD]
+    cmd += ["--seconds", "600", "--reports", str(tmp_path / "reports")]
+    cmd += ["--workdir", str(tmp_path / "work"), "--json"]
+    # Started as a background job of a script is: with SIGINT ignored.
+    proc = subprocess.Popen(
+        cmd,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    deadline = time.monotonic() + 60
+    while not list((tmp_path / "work").rglob("*")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(3)  # some jobs
+    proc.send_signal(signal.SIGINT)
+    stopped = time.monotonic()
+    out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - stopped < 20, err
+    assert proc.returncode == 1, err  # judged, and an interrupted soak does not pass
+    outcome = json.loads(out)
+    assert "interrupted before the end of the plan" in outcome["reasons"]
+    assert Path(outcome["report"]).is_dir() and outcome["elapsed_s"] < 120

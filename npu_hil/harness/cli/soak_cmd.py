@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -29,14 +30,26 @@ class SoakUsageError(NpuHilError):
     """A soak asked for with options that do not hold together."""
 
 
-def _positive(kind: type, what: str) -> Any:
+WEEK_S = 7 * 24 * 3600
+MAX_CONTEXTS = 64
+"""Agents per board at once: more than any NPU runs contexts side by side."""
+MAX_ITERATIONS = 10**9
+MAX_SHAPE_ELEMENTS = 1 << 26
+"""A soak input of 64 Mi elements (256 MiB as float32): larger is a typo, not a soak."""
+
+
+def _positive(kind: type, what: str, most: float) -> Any:
     def parse(text: str) -> Any:
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{what}: expected a number, got {text!r}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"{what}: expected more than 0, got {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"{what}: expected a number, got {text[:40]!r}"
+            ) from None
+        if not 0 < value <= most:  # also refuses nan and inf
+            raise argparse.ArgumentTypeError(
+                f"{what}: expected more than 0 and at most {most:g}, got {text[:40]!r}"
+            )
         return value
 
     return parse
@@ -69,21 +82,23 @@ def add_parser(sub: Any) -> None:
     )
     soak.add_argument("--shape", default="1,3,8,8", help="the models' input shape")
     length = soak.add_mutually_exclusive_group(required=True)
-    length.add_argument("--hours", type=_positive(float, "--hours"))
-    length.add_argument("--minutes", type=_positive(float, "--minutes"))
-    length.add_argument("--seconds", type=_positive(float, "--seconds"))
+    length.add_argument("--hours", type=_positive(float, "--hours", WEEK_S / 3600))
+    length.add_argument("--minutes", type=_positive(float, "--minutes", WEEK_S / 60))
+    length.add_argument("--seconds", type=_positive(float, "--seconds", WEEK_S))
     length.add_argument(
-        "--iterations", type=_positive(int, "--iterations"), help="jobs per context"
+        "--iterations",
+        type=_positive(int, "--iterations", MAX_ITERATIONS),
+        help="jobs per context",
     )
     soak.add_argument(
         "--contexts",
-        type=_positive(int, "--contexts"),
+        type=_positive(int, "--contexts", MAX_CONTEXTS),
         default=2,
         help="agents (runtime contexts) per board running at once (default 2)",
     )
     soak.add_argument(
         "--sample-every",
-        type=_positive(float, "--sample-every"),
+        type=_positive(float, "--sample-every", 3600),
         default=10.0,
         metavar="SECONDS",
         help="memory sampling period (default 10 s)",
@@ -209,8 +224,22 @@ def _outcome(folder: Path, document: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_soak(args: argparse.Namespace) -> int:
+def _shape(text: str) -> tuple[int, ...]:
     from npu_hil.harness.cli.common import parse_shape
+
+    shape = parse_shape(text)
+    elements = 1
+    for dim in shape:
+        elements *= dim
+    if not shape or min(shape) < 1 or elements > MAX_SHAPE_ELEMENTS:
+        raise SoakUsageError(
+            f"soak: --shape: expected positive dimensions of at most {MAX_SHAPE_ELEMENTS} "
+            f"elements in all, got {text[:60]!r}"
+        )
+    return shape
+
+
+def run_soak(args: argparse.Namespace) -> int:
     from npu_hil.harness.farm import Farm
     from npu_hil.harness.farm.selection import selection_problem
     from npu_hil.harness.pipeline.golden import golden_job
@@ -238,8 +267,15 @@ def run_soak(args: argparse.Namespace) -> int:
         seconds=_seconds(args),
         iterations=args.iterations,
         sample_every_s=float(args.sample_every),
-        shape=parse_shape(args.shape),
+        shape=_shape(args.shape),
     )
+    # Ctrl-C (and SIGTERM) stop every context after its current job and the report is still
+    # written: even when the soak was started with SIGINT ignored (a background job of a
+    # non-interactive shell inherits that, and Python keeps it).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    from npu_hil.harness.plugin.interrupt import sigterm_interrupts
+
+    sigterm_interrupts()
     started = time.monotonic()
     with Farm(
         inventory,

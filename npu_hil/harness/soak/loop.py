@@ -329,6 +329,12 @@ def soak(
             stop.set()
             for thread in threads:
                 thread.join()
+    except KeyboardInterrupt:
+        # While the boards were made ready or primed: what ran so far is the soak's report.
+        run.interrupted = True
+        stop.set()
+        for thread in threads:
+            thread.join()
     finally:
         stop.set()
         for session, own in extra:
