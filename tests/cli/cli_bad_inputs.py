@@ -812,6 +812,30 @@ def _other_cases() -> Iterator[Case]:
         )
 
 
+NUMBERS = ["inf", "-inf", "nan", "-1", "0", "1e400", "1" + "0" * 400, "x"]
+"""What every numeric option is tried with: non-finite, negative, zero, overflowing, 401 digits."""
+SOAK = ("soak", "--board", "rk3588-01", "--reports", "{root}/soak-reports")
+
+
+def _soak_cases() -> Iterator[Case]:
+    # Each refused before a farm starts: a soak that ran would take its --seconds.
+    for option in ("--hours", "--minutes", "--seconds", "--iterations"):
+        for value in [*NUMBERS, "10000000000"]:
+            yield Case(f"soak{option}[{value[:12]}]", (*SOAK, option, value))
+    for option in ("--contexts", "--sample-every"):
+        for value in [*NUMBERS, "100000000"]:
+            yield Case(f"soak{option}[{value[:12]}]", (*SOAK, "--seconds", "1", option, value))
+    for option in ("--max-leak-kib-per-1k", "--max-leak-kib-per-hour", "--max-error-rate"):
+        for value in ["inf", "nan", "-1", "1e400", "x"]:
+            yield Case(f"soak{option}[{value}]", (*SOAK, "--seconds", "1", option, value))
+    for value in ["inf", "nan", "-1", "1", "1e400"]:
+        yield Case(
+            f"soak--warmup-share[{value}]", (*SOAK, "--seconds", "1", "--warmup-share", value)
+        )
+    for shape in ["100000,100000,100", "1,0,3", "1,-3,3", "1,3,8,x", "", "1" + "0" * 400]:
+        yield Case(f"soak--shape[{shape[:20]}]", (*SOAK, "--seconds", "1", "--shape", shape))
+
+
 NPY_NAMES = [
     "empty",
     "magic-only",
@@ -867,6 +891,7 @@ def all_cases() -> list[Case]:
         *_param_cases(),
         *_shape_dtype_cases(),
         *_other_cases(),
+        *_soak_cases(),
     ]
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "case ids must be unique"

@@ -52,6 +52,7 @@ def test_the_sweep_covers_every_subcommand_with_hundreds_of_inputs() -> None:
         "nightly",
         "models build",
         "history",
+        "soak",
     } <= commands
 
 
