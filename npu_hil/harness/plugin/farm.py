@@ -30,7 +30,7 @@ import pytest
 
 from npu_hil.harness.farm.backends import BACKENDS
 from npu_hil.harness.farm.defaults import DEFAULT_BACKOFF_S, DEFAULT_RETRIES, DEFAULT_THRESHOLD
-from npu_hil.harness.plugin.inventory import inventory_path
+from npu_hil.harness.plugin.inventory import health_key, inventory_path
 from npu_hil.harness.plugin.records import item_info
 
 if TYPE_CHECKING:
@@ -249,15 +249,6 @@ class FarmState:
 
 
 FARM_KEY = pytest.StashKey[FarmState]()
-
-
-def health_key(config: pytest.Config) -> str:
-    """The key of this run's kept board health: its inventory file's, or for the built-in farm
-    the folder pytest was started in (the project's)."""
-    from npu_hil.harness.farm.health_store import state_key
-    from npu_hil.harness.plugin.records import inventory_source
-
-    return state_key(inventory_source(config), config.invocation_params.dir)
 
 
 def pytest_configure(config: pytest.Config) -> None:

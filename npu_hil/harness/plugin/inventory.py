@@ -64,3 +64,21 @@ def inventory_line(config: pytest.Config) -> str:
         f"{looked}): the built-in simulated farm, one simulated board per target "
         f"({count}); `npu-hil inventory init` writes one to edit"
     )
+
+
+def inventory_source(config: pytest.Config) -> str:
+    """The inventory file this run uses, or the built-in farm's name for it."""
+    path = inventory_path(config)
+    if path is None:
+        from npu_hil.harness.farm.starter import BUILTIN_SOURCE
+
+        return BUILTIN_SOURCE
+    return str(path)
+
+
+def health_key(config: pytest.Config) -> str:
+    """The key of this run's kept board health: its inventory file's, or for the built-in farm
+    the folder pytest was started in (the project's)."""
+    from npu_hil.harness.farm.health_store import state_key
+
+    return state_key(inventory_source(config), config.invocation_params.dir)

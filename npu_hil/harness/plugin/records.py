@@ -33,7 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from npu_hil.harness.plugin.inventory import inventory_line, inventory_path
+from npu_hil.harness.plugin.inventory import (
+    health_key,
+    inventory_line,
+    inventory_source,
+)
 from npu_hil.harness.plugin.outcomes import phase_outcome
 
 if TYPE_CHECKING:
@@ -468,20 +472,9 @@ def _health_history(config: pytest.Config, records: list[TestRecord]) -> dict[st
     boards this run's cases met."""
     from npu_hil.harness.farm.health_store import health_folder, stored_health
     from npu_hil.harness.folders import default_workdir
-    from npu_hil.harness.plugin.farm import health_key
 
     boards = sorted({r.board for r in records if r.board})
     return stored_health(health_folder(default_workdir(), health_key(config)), boards)
-
-
-def inventory_source(config: pytest.Config) -> str:
-    """The inventory file this run uses, or the built-in farm's name for it."""
-    path = inventory_path(config)
-    if path is None:
-        from npu_hil.harness.farm.starter import BUILTIN_SOURCE
-
-        return BUILTIN_SOURCE
-    return str(path)
 
 
 def _iso(stamp: float) -> str:
