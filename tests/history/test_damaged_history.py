@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -124,3 +126,20 @@ def test_the_readers_take_any_bytes(tmp_path: Path, data: bytes | str) -> None:
     assert rows is None or isinstance(rows, list)
     assert isinstance(load_records(run), list)
     assert all(isinstance(p, str) and "\n" not in p for p in problems)
+
+
+def test_npu_hil_history_names_a_damaged_run_and_shows_the_rest(tmp_path: Path) -> None:
+    from tests.history.conftest import write_history
+
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    case = ("rk3588-01", "tests/t.py::test_case[rk3588-01]")
+    index = write_history(reports, {case: ["passed", "failed", "passed"]})
+    _plant(reports / index[0].run_id / "measurements.json", "deep")
+    (reports / "history.json").unlink()
+    cmd = [sys.executable, "-m", "npu_hil.harness.cli.main", "history", "--reports", str(reports)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=60)
+    assert done.returncode == 0, done.stderr
+    (warning,) = done.stderr.strip().splitlines()
+    assert warning.startswith("npu-hil history: WARNING: ") and index[0].run_id in warning
+    assert "Traceback" not in done.stderr and "test_case" in done.stdout

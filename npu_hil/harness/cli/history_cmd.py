@@ -96,6 +96,11 @@ def _filtered(history: History, args: argparse.Namespace) -> History:
 
 def run_history(args: argparse.Namespace) -> int:
     history, key = _chosen(args)
+    from npu_hil.harness.report.sanitize import clean_text
+
+    # Damaged runs were left out: said on stderr, one line each, the view goes on.
+    for problem in dict.fromkeys(history.problems):
+        print(f"npu-hil history: WARNING: {clean_text(problem)}", file=sys.stderr)
     if args.export:
         chosen = _filtered(history, args)
         if args.out is None:
