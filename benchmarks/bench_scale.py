@@ -33,23 +33,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TARGETS = (
-    "rk3566",
-    "rk3568",
-    "rk3588",
-    "rk3562",
-    "rv1103",
-    "rv1106",
-    "rk3576",
-    "rv1126b",
-    "rk2118",
-    "rv1103b",
-    "rv1106b",
-    "rdk-x3",
-    "rdk-x5",
-    "rdk-s100",
-    "kl730",
-)
 SAMPLE_S = 0.2
 GOAL_TREE_BYTES = 4 << 30
 GOAL_SPEEDUP = 1.5
@@ -57,10 +40,14 @@ GOAL_BOOKKEEPING_S = 5.0
 
 
 def write_inventory(path: Path, boards: int) -> None:
+    from npu_hil.harness.farm.starter import builtin_inventory
+
+    # The targets in the order of the built-in farm: one board each, then a second round...
+    targets = [board.target for board in builtin_inventory().boards]
     lines = ["defaults: {backend: sim, fallback: sim, transport: local}", "boards:"]
     for index in range(boards):
-        target = TARGETS[index % len(TARGETS)]
-        lines.append(f"  - {{name: {target}-{index // len(TARGETS) + 1:02d}, target: {target}}}")
+        target = targets[index % len(targets)]
+        lines.append(f"  - {{name: {target}-{index // len(targets) + 1:02d}, target: {target}}}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from npu_hil.harness.board.wire import nested_deeper
 from npu_hil.harness.errors import NpuHilError
 
 __all__ = [
@@ -172,19 +173,10 @@ def json_document(
     except ValueError as exc:
         # JSONDecodeError, the refusals above, and int() past sys.get_int_max_str_digits.
         raise InputFileError(f"{source}: expected JSON, got {str(exc)[:200]}") from None
-    # Iterative, so a deep document cannot exhaust the stack here either.
-    pending = [(document, 1)]
-    while pending:
-        value, depth = pending.pop()
-        if isinstance(value, (dict, list)):
-            if depth > max_depth:
-                raise InputFileError(
-                    f"{source}: expected JSON nested at most {max_depth} levels, got deeper"
-                )
-            pending.extend(
-                (child, depth + 1)
-                for child in (value.values() if isinstance(value, dict) else value)
-            )
+    if nested_deeper(document, max_depth):
+        raise InputFileError(
+            f"{source}: expected JSON nested at most {max_depth} levels, got deeper"
+        )
     return document
 
 

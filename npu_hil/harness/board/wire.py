@@ -127,16 +127,23 @@ def loads_bounded(text: str | bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
         document = json.loads(text)
     except RecursionError:
         raise ValueError(f"JSON nested deeper than {max_depth} levels") from None
-    # Iterative, so a deep document cannot exhaust the stack here either.
+    if nested_deeper(document, max_depth):
+        raise ValueError(f"JSON nested deeper than {max_depth} levels")
+    return document
+
+
+def nested_deeper(document: Any, max_depth: int) -> bool:
+    """Whether a parsed JSON document nests objects and arrays deeper than ``max_depth``.
+    Iterative, so a deep document cannot exhaust the stack here either."""
     pending = [(document, 1)]
     while pending:
         value, depth = pending.pop()
         if isinstance(value, (dict, list)):
             if depth > max_depth:
-                raise ValueError(f"JSON nested deeper than {max_depth} levels")
+                return True
             children = value.values() if isinstance(value, dict) else value
             pending.extend((child, depth + 1) for child in children)
-    return document
+    return False
 
 
 def decode_frame(payload: bytes) -> dict[str, Any]:
