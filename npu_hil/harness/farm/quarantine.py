@@ -32,6 +32,7 @@ from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.farm.inventory_reader import InventoryError, NodeReader, optional
 from npu_hil.harness.yaml_reader import (
     ALLOWED_TAGS,
+    MAX_CHARS,
     ScalarNode,
     SequenceNode,
     YamlProblem,
@@ -114,12 +115,18 @@ def expired_entries(entries: tuple[QuarantineEntry, ...], today: date) -> list[Q
 
 def read_quarantine(path: str | Path) -> tuple[QuarantineEntry, ...]:
     """The entries of the quarantine file at ``path``."""
+    from npu_hil.harness.inputs import InputFileError, read_regular
+
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise QuarantineError(f"{file}: cannot read the quarantine file: {reason}") from None
+        # A regular file of at most the YAML reader's bound: a FIFO is refused, not waited on,
+        # and /dev/zero is not read forever.
+        data = read_regular(file, "a quarantine file (YAML)", MAX_CHARS)
+        text = bytes(data).decode("utf-8")
+    except InputFileError as exc:
+        raise QuarantineError(f"cannot read the quarantine file: {exc.message}") from None
+    except UnicodeDecodeError as exc:
+        raise QuarantineError(f"{file}: cannot read the quarantine file: {exc}") from None
     return parse_quarantine(text, source=str(path))
 
 
