@@ -43,6 +43,7 @@ SESSION_FILES = ".npu-session-"
 # job's answer is its result document, a few kilobytes) through the chunked file transfer.
 INLINE_MAX = 256 * 1024
 STDERR_TAIL_BYTES = 16 * 1024
+TEE_DRAIN_S = 0.3
 STOP_POLL_S = 0.1
 KILL_GRACE_S = 3.0
 # How long an exit status may take to appear once the agent is gone (its keeper shell writes it).
@@ -215,6 +216,11 @@ class SerialAgentSession:
         stderr = b""
         try:
             returncode = self._stop(timeout)
+            if returncode:
+                # The agent's stderr reaches the file through its log tee (board.runlog), a child
+                # that drains the pipe after the agent is gone: a crash's last lines land a
+                # moment after its exit status.
+                time.sleep(TEE_DRAIN_S)
             stderr = self.stderr_tail()
             self._shell(f"rm -f {shlex.quote(self._name)}.*")
         except TransportError as exc:
