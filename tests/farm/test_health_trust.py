@@ -24,6 +24,7 @@ from npu_hil.harness.farm.health_store import (
     state_key,
 )
 from npu_hil.harness.farm.starter import BUILTIN_SOURCE
+from tests.damage import plant
 
 NOBODY = 65534
 
@@ -113,16 +114,6 @@ def test_a_damaged_health_file_is_unknown_at_once(tmp_path: Path, how: str) -> N
     kept = HealthStore(tmp_path / "health")
     kept.record("rk3588-01", BAD, "check", cause="x")
     path = kept.path("rk3588-01")
-    path.unlink()
-    if how == "fifo":
-        os.mkfifo(path, 0o600)
-    elif how == "deep":
-        path.write_text("[" * 100_000 + "]" * 100_000)
-    elif how == "dev-zero":
-        path.symlink_to("/dev/zero")
-    elif how == "huge-number":
-        path.write_text('{"schema": 1, "state": "bad", "since": 1e400}')
-    else:
-        path.mkdir()
+    plant(path, how)
     found = kept.read("rk3588-01")
     assert found.state == UNKNOWN and found.problem and str(path) in found.problem

@@ -3,7 +3,6 @@ matches."""
 
 from __future__ import annotations
 
-import os
 from datetime import date
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from npu_hil.harness.farm.quarantine import (
     read_quarantine,
 )
 from npu_hil.harness.report.records import TestRecord
+from tests.damage import plant
 
 GOOD = """\
 quarantine:
@@ -127,17 +127,7 @@ def test_records_written_before_these_fields_still_load() -> None:
 @pytest.mark.parametrize("how", ["fifo", "dev-zero", "folder", "huge", "not-utf8"])
 def test_a_quarantine_file_that_cannot_be_one_is_refused_at_once(tmp_path: Path, how: str) -> None:
     path = tmp_path / "quarantine.yaml"
-    if how == "fifo":
-        os.mkfifo(path)
-    elif how == "dev-zero":
-        path.symlink_to("/dev/zero")
-    elif how == "folder":
-        path.mkdir()
-    elif how == "huge":
-        with open(path, "wb") as handle:
-            handle.truncate(1 << 30)
-    else:
-        path.write_bytes(b"- test: \xff\xfe\n")
+    plant(path, how)
     with pytest.raises(QuarantineError, match="cannot read the quarantine file") as caught:
         read_quarantine(path)
     assert str(path) in str(caught.value) and "\n" not in str(caught.value)

@@ -6,7 +6,6 @@ readers themselves are fuzzed: any bytes give the document or "left out", never 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from hypothesis import strategies as st
 
 from npu_hil.harness.history.store import load_history, read_index, read_measurements
 from npu_hil.harness.report.runs import load_records, read_outcomes, read_run_start, read_summary
+from tests.damage import plant
 
 # End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
 pytestmark = pytest.mark.e2e
@@ -48,20 +48,6 @@ DAMAGE = {
 }
 
 
-def _plant(path: Path, how: str) -> None:
-    path.unlink(missing_ok=True)
-    if how == "deep":
-        path.write_text("[" * 100_000 + "]" * 100_000)
-    elif how == "fifo":
-        os.mkfifo(path)
-    elif how == "dev-zero":
-        path.symlink_to("/dev/zero")
-    elif how == "folder":
-        path.mkdir()
-    elif how == "nan":
-        path.write_text('{"schema": 1, "run_id": "x", "started": NaN, "cases": [1e400]}')
-
-
 def _runs(reports: Path) -> list[Path]:
     return sorted(p for p in reports.iterdir() if p.is_dir() and p.name[0].isdigit())
 
@@ -76,7 +62,7 @@ def test_damage_in_earlier_runs_never_loses_a_report(project: pytest.Pytester) -
     for suffix, (name, how) in DAMAGE.items():
         copy = reports / f"20200101T000000Z-{suffix}"
         shutil.copytree(good, copy)
-        _plant(copy / name, how)
+        plant(copy / name, how)
     (reports / "history.json").unlink()  # the index is rebuilt from the run folders
     victim = project.path / "victim.txt"
     victim.write_text("not a lock")
@@ -135,7 +121,7 @@ def test_npu_hil_history_names_a_damaged_run_and_shows_the_rest(tmp_path: Path) 
     reports.mkdir()
     case = ("rk3588-01", "tests/t.py::test_case[rk3588-01]")
     index = write_history(reports, {case: ["passed", "failed", "passed"]})
-    _plant(reports / index[0].run_id / "measurements.json", "deep")
+    plant(reports / index[0].run_id / "measurements.json", "deep")
     (reports / "history.json").unlink()
     cmd = [sys.executable, "-m", "npu_hil.harness.cli.main", "history", "--reports", str(reports)]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=60)

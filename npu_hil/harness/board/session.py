@@ -324,10 +324,7 @@ class SocketFrameStream(FrameStream):
             return
         now = time.monotonic()
         if now >= self._deadline:
-            raise ReadTimeout(
-                f"no complete request within {now - self._started:.3g} s "
-                f"(the deadline of a request: {self.timeout:g} s)"
-            )
+            raise self._timed_out()
         self.connection.settimeout(self._deadline - now)
 
     def _timed_out(self) -> ReadTimeout:
