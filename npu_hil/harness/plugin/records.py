@@ -418,6 +418,8 @@ class RunCollector:
         # Which farm the boards came from, said by a run that used boards and by no other.
         if self.state.records:
             terminalreporter.write_line(inventory_line(self.config))
+        elif self.state.failure is None and not self.state.warnings and self.state.run_dir is None:
+            return  # a run of other tests: nothing to say, nothing to import
         from npu_hil.harness.report.sanitize import clean_text
 
         # Messages from boards and files: their control characters shown, never run.
