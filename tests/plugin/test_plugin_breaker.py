@@ -118,3 +118,40 @@ def test_a_retried_pass_keeps_what_was_retried(pytester: pytest.Pytester) -> Non
     ]
     html = (run_dir / "report.html").read_text()
     assert "retried 1x after" in html and "killed by SIGKILL" in html
+
+
+XDIST_TESTS = """
+import os
+import numpy as np
+import pytest
+
+X = {"input": np.zeros((1, 3, 2, 2), dtype=np.uint8)}
+
+@pytest.mark.soc("rk3588")
+@pytest.mark.parametrize("n", range(10))
+def test_case(board, run_model, n):
+    with open("bodies.txt", "a") as bodies:  # a case that got past the breaker at setup
+        bodies.write(os.environ["PYTEST_XDIST_WORKER"] + "\\n")
+    assert run_model("identity", X, faults=[{"name": "crash", "signal": "SIGKILL"}]).ok
+"""
+
+
+def test_a_board_tripped_in_one_worker_is_open_in_the_other(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    pytester.makefile(
+        ".yaml",
+        inventory="boards:\n  - {name: bad-01, target: rk3588, backend: sim, transport: local}\n",
+    )
+    pytester.makeini("[pytest]\nnpu_hil_retry_backoff = 0.01\n")
+    pytester.makepyfile(XDIST_TESTS)
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "-p", "xdist", "-p", "no:randomly", "--hil-retries", "0", "--hil-breaker", "3"
+    )
+    result.assert_outcomes(errors=10)
+    bodies = (pytester.path / "bodies.txt").read_text().split()
+    assert len(set(bodies)) == 2, "both workers must have had the board"
+    # Three failures in a row, counted across the workers, open the board's breaker for both:
+    # the other cases error at setup. Each worker counting alone would pay 3 each (6 or more).
+    assert len(bodies) <= 4, bodies
+    records = _records(pytester)
+    assert sum("circuit breaker" in str(r["message"]) for r in records.values()) >= 6
