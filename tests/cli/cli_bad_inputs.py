@@ -404,6 +404,7 @@ def _file_kinds_per_argument() -> Iterator[Case]:
         "preflight-model": ["preflight", "--target", "rk3588", "@"],
         "observed-file": ["targets", "observed", "@"],
         "history-reports": ["history", "--reports", "@"],
+        "health-inventory": ["health", "--inventory", "@"],
         "nightly-inventory": [
             "nightly",
             "--suite",

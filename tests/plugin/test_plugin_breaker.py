@@ -118,3 +118,56 @@ def test_a_retried_pass_keeps_what_was_retried(pytester: pytest.Pytester) -> Non
     ]
     html = (run_dir / "report.html").read_text()
     assert "retried 1x after" in html and "killed by SIGKILL" in html
+
+
+XDIST_TESTS = """
+import os
+import numpy as np
+import pytest
+
+X = {"input": np.zeros((1, 3, 2, 2), dtype=np.uint8)}
+
+@pytest.mark.soc("rk3588")
+@pytest.mark.parametrize("n", range(5))
+def test_case(board, run_model, n):
+    with open("bodies.txt", "a") as bodies:  # a case that got past the breaker at setup
+        bodies.write(os.environ["PYTEST_XDIST_WORKER"] + "\\n")
+    assert run_model("identity", X, faults=[{"name": "crash", "signal": "SIGKILL"}]).ok
+"""
+
+
+def test_a_board_tripped_in_one_worker_is_open_in_the_other(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    pytester.makefile(
+        ".yaml",
+        inventory="boards:\n  - {name: bad-01, target: rk3588, backend: sim, transport: local}\n",
+    )
+    pytester.makeini("[pytest]\nnpu_hil_retry_backoff = 0.01\n")
+    # Two files, one per worker (--dist loadfile): each worker has five cases on the board.
+    pytester.makepyfile(test_one=XDIST_TESTS, test_two=XDIST_TESTS)
+    result = pytester.runpytest_subprocess(
+        "-n",
+        "2",
+        "-p",
+        "xdist",
+        "--dist",
+        "loadfile",
+        "-p",
+        "no:randomly",
+        "--hil-retries",
+        "0",
+        "--hil-breaker",
+        "3",
+    )
+    result.assert_outcomes(errors=10)
+    # Three failures in a row, counted across the workers, open the board's breaker for both:
+    # the other cases error at setup. Each worker counting alone would pay 3 each (6).
+    bodies = (pytester.path / "bodies.txt").read_text().split()
+    assert len(bodies) <= 4, bodies
+    records = (p for p in (pytester.path / "reports").iterdir() if p.is_dir())
+    (run_dir,) = [p for p in records if not p.name.startswith(".")]
+    lines = (run_dir / "records.jsonl").read_text().splitlines()
+    files = {json.loads(line)["nodeid"].split("::")[0] for line in lines}
+    assert files == {"test_one.py", "test_two.py"}  # both workers' cases are in the report
+    refused = [json.loads(line) for line in lines if "circuit breaker" in line]
+    assert len(refused) >= 6

@@ -10,6 +10,7 @@ is (a cron job or a lab dashboard can act on it), 2 for a board the inventory do
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -78,11 +79,45 @@ def run_health(args: argparse.Namespace) -> int:
     for name in args.clear:
         store.clear(name, by="npu-hil health --clear")
     kept = {name: store.read(name) for name in boards}
+    _trusted(store.folder)
+    _warn_unreadable(kept)
     if args.json:
         print_json({name: health.to_dict() for name, health in kept.items()})
     else:
         _print_table(kept, source, store.folder)
     return 1 if any(h.state == BAD for h in kept.values()) else 0
+
+
+def _trusted(folder: Path) -> None:
+    """UnsafeFolderError (exit 2, one line) when the health folder is not this user's own or
+    others may write it (OpenSSH's StrictModes): whoever can write there decides which boards
+    are good, and a listing of its boards as ``unknown`` would hide that. Nothing there yet is
+    nothing kept."""
+    from npu_hil.harness.errors import UnsafeFolderError
+    from npu_hil.harness.folders import check_private_dir
+
+    try:
+        check_private_dir(folder)
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        raise UnsafeFolderError(
+            f"{folder}: expected the folder of the boards' health, got a path through a file"
+        ) from None
+
+
+def _warn_unreadable(kept: dict[str, Any]) -> None:
+    """One named line on stderr per health file that could not be believed (damaged, not a
+    regular file, another user's): the board reads as ``unknown``, and says why."""
+    from npu_hil.harness.report.sanitize import clean_text
+
+    for name, health in kept.items():
+        if health.problem:
+            print(
+                f"npu-hil: warning: {clean_text(name)}: health file ignored, read as unknown: "
+                f"{clean_text(health.problem)}",
+                file=sys.stderr,
+            )
 
 
 def _print_table(kept: dict[str, Any], source: str, folder: Path) -> None:

@@ -43,6 +43,7 @@ from npu_hil.harness.board.kernlog import KMSG_ENV
 from npu_hil.harness.errors import NpuHilError, TransportError
 from npu_hil.harness.farm.backends import BACKENDS
 from npu_hil.harness.farm.breaker import DEFAULT_THRESHOLD, CircuitBreaker
+from npu_hil.harness.farm.breaker_file import BreakerFile
 from npu_hil.harness.farm.connect import connect
 from npu_hil.harness.farm.health_store import BAD, GOOD, HealthStore, health_folder, state_key
 from npu_hil.harness.farm.health_store import BREAKER_OPENED as _BREAKER_OPENED
@@ -322,7 +323,12 @@ class Farm:
         name = self._board(board).name
         found = self._breakers.get(name)
         if found is None:
-            found = self._breakers[name] = CircuitBreaker(name, self.breaker_threshold)
+            # Kept with the run's other processes (pytest-xdist workers share the run id and
+            # this inventory's health folder): a board one of them found dead is dead to all.
+            shared = BreakerFile(self.health_store.folder, name, self.run_id)
+            found = self._breakers[name] = CircuitBreaker(
+                name, self.breaker_threshold, shared=shared
+            )
             # An open breaker outlives the run: the next one refuses the board at once.
             found.on_open = lambda message: self._mark(name, BAD, _BREAKER_OPENED, message)
         return found

@@ -298,12 +298,14 @@ class HealthStore:
 
 def stored_health(folder: str | os.PathLike[str], boards: list[str]) -> dict[str, dict[str, Any]]:
     """board → its stored health (``to_dict``) for the boards with a health file in
-    ``folder``; nothing is created (a report reads it)."""
+    ``folder``; nothing is created (a report reads it). A FIFO, a symlink or a folder in a
+    health file's place is there too, read as ``unknown`` with why (``problem``): damage the
+    report names, never one it skips."""
     store = HealthStore(Path(folder))
     found = {}
     for board in boards:
         try:
-            if store.path(board).is_file():
+            if os.path.lexists(store.path(board)):
                 found[board] = store.read(board).to_dict()
         except NpuHilError:
             continue

@@ -4,13 +4,16 @@ before a field is read, and the message never repeats the secret.
 The keys a field may not have (``password``, ``key``, ``api_token``) are refused by the reader
 as it reads each mapping (:func:`npu_hil.harness.farm.inventory_reader.secret_use`); this module
 walks the whole file for key material or a password in any value, tag keys and ``!!binary``
-included, and looks into a file that is not even YAML.
+included, and looks into a file that is not even YAML. A ``password_env`` whose value cannot
+be a variable's name (``123456``, ``true``, ``S3cret!``) is refused here too, its value never
+shown: it is likely the password itself.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import re
 
 from npu_hil.harness.farm.inventory_reader import (
     InventoryError,
@@ -27,6 +30,25 @@ from npu_hil.harness.redact import find_secret
 __all__ = ["refuse_secret_text", "refuse_secrets"]
 
 _BINARY = "tag:yaml.org,2002:binary"
+_STR = "tag:yaml.org,2002:str"
+_NULL = "tag:yaml.org,2002:null"
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_KINDS = {
+    "tag:yaml.org,2002:int": "a number",
+    "tag:yaml.org,2002:float": "a number",
+    "tag:yaml.org,2002:bool": "a boolean",
+}
+
+
+def _not_a_variable(node: Node) -> str | None:
+    """What a ``password_env`` value is when it cannot name an environment variable (said
+    without the value), or None. Lists, mappings and nothing are left to the field's reader:
+    its message shows no value for them."""
+    if not isinstance(node, ScalarNode) or node.tag == _NULL or node.value == "":
+        return None
+    if node.tag != _STR:
+        return _KINDS.get(node.tag, "a tagged value")
+    return None if _VARIABLE.match(str(node.value)) else "a value that is not one"
 
 
 def _texts(node: Node) -> list[str]:
@@ -66,6 +88,15 @@ def refuse_secrets(r: NodeReader, root: Node) -> None:
                         key_node,
                         where,
                         f"secrets do not belong in the inventory; use {use} instead",
+                    )
+                kind = _not_a_variable(value_node) if names == ["password_env"] else None
+                if kind is not None:
+                    raise r.error(
+                        value_node,
+                        where,
+                        f"expected the name of an environment variable, got {kind} (not shown: "
+                        "it may be the password itself; put the password in a variable and "
+                        "name the variable here)",
                     )
                 pending.append((key_node, where))
                 pending.append((value_node, where))
