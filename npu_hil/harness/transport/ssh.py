@@ -46,7 +46,11 @@ from npu_hil.harness.transport.defaults import (
     check_host_key_policy,
 )
 from npu_hil.harness.transport.oserrors import board_os_error
-from npu_hil.harness.transport.ssh_exit import exit_returncode, record_exit_signals
+from npu_hil.harness.transport.ssh_exit import (
+    collect_until_exit,
+    exit_returncode,
+    record_exit_signals,
+)
 from npu_hil.harness.transport.ssh_hostkeys import (
     DEFAULT_KNOWN_HOSTS,
     USER_KNOWN_HOSTS,
@@ -63,10 +67,6 @@ __all__ = ["SshSession", "SshTransport", "fingerprint"]
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-# After a command's exit status, how long its output may stay silent without an EOF before
-# run() stops waiting for the rest (a background child holding the pipe open).
-EXIT_QUIET_S = 0.5
 
 
 class SshTransport:
@@ -140,6 +140,11 @@ class SshTransport:
         self._client: paramiko.SSHClient | None = None
         self._sftp: paramiko.SFTPClient | None = None
         self._lock = threading.RLock()
+        # File operations one at a time: they share the connection's one SFTP channel, whose
+        # answers paramiko reads without telling threads apart (two threads' requests at once
+        # read each other's answers: "Garbage packet received"). Commands and sessions, each
+        # on a channel of its own, run side by side. Taken before _lock, never after it.
+        self._files = threading.RLock()
         self.connects = 0  # how many connections were made (tests and benchmarks read it)
 
     # --- the connection --------------------------------------------------------------------------
@@ -263,8 +268,15 @@ class SshTransport:
                 f"{self.retries + 1} attempts: {last}"
             )
 
-    def _drop(self) -> None:
+    def _drop(self, used: paramiko.Transport | None = None) -> None:
+        """Close the connection; with ``used``, only when it is still the connection an
+        operation that failed was using: under several threads, the first to see a lost link
+        drops it and the others find the new one, instead of each dropping the one before."""
         with self._lock:
+            if used is not None and (
+                self._client is None or self._client.get_transport() is not used
+            ):
+                return
             if self._sftp is not None:
                 with contextlib.suppress(Exception):
                     self._sftp.close()
@@ -293,6 +305,10 @@ class SshTransport:
         self.close()
 
     def _sftp_client(self) -> paramiko.SFTPClient:
+        with self._lock:  # one SFTP channel per connection, whichever thread asks first
+            return self._open_sftp()
+
+    def _open_sftp(self) -> paramiko.SFTPClient:
         client = self._connect()
         if self._sftp is None:
             transport = client.get_transport()
@@ -325,6 +341,7 @@ class SshTransport:
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(self.backoff_s * 2 ** (attempt - 1))
+            used = self._connect().get_transport()  # the connection the operation will use
             try:
                 return operation()
             except TransportError:
@@ -334,7 +351,7 @@ class SshTransport:
                     raise TransportError(f"{what}: {exc}") from exc
                 last = exc
                 log.info("ssh %s: %s failed (%s); reconnecting", self.host, what, exc)
-                self._drop()
+                self._drop(used)
         raise TransportError(f"{what}: link lost {self.retries + 1} times; last error: {last}")
 
     # --- commands --------------------------------------------------------------------------------
@@ -424,43 +441,14 @@ class SshTransport:
                         f"{' '.join(argv)}: no exit within {timeout:.1f} s (stdin not read); killed"
                     ) from None
             channel.shutdown_write()
-            channel.setblocking(False)
-            heard = time.monotonic()  # output or the exit status, whichever came last
-            exited = False
-            while True:
-                # Polled so a command that keeps its pipes open past the deadline is still killed.
-                busy = False
-                while channel.recv_ready():
-                    stdout += channel.recv(65536)
-                    busy = True
-                while channel.recv_stderr_ready():
-                    stderr += channel.recv_stderr(65536)
-                    busy = True
-                if busy or (channel.exit_status_ready() and not exited):
-                    heard = time.monotonic()
-                    exited = channel.exit_status_ready()
-                # sshd may send the exit status before the last of the output (RFC 4254 orders
-                # neither), so the end is the EOF after it; a background child that keeps the
-                # pipe open gets a moment of silence instead.
-                ended = channel.eof_received or channel.closed
-                quiet = time.monotonic() - heard > EXIT_QUIET_S
-                drained = not channel.recv_ready() and not channel.recv_stderr_ready()
-                if exited and (ended or quiet) and drained:
-                    break
-                if channel.closed or not channel.get_transport().is_active():
-                    raise TransportError(f"{argv[0]!r}: link lost while it ran")
-                if time.monotonic() > deadline:
-                    self._kill(pid)
-                    raise TransportError(
-                        f"{' '.join(argv)}: no exit within {timeout:.1f} s; killed"
-                    )
-                if not busy:
-                    time.sleep(0.002)
+            if not collect_until_exit(channel, stdout, stderr, deadline, argv[0]):
+                self._kill(pid)
+                raise TransportError(f"{' '.join(argv)}: no exit within {timeout:.1f} s; killed")
             returncode = exit_returncode(channel, channel.recv_exit_status())
             if returncode is None:
                 raise TransportError(f"{argv[0]!r}: ended with no exit status (link lost?)")
         except (OSError, EOFError, paramiko.SSHException) as exc:
-            self._drop()
+            self._drop(channel.get_transport())
             raise TransportError(f"{argv[0]!r}: link lost while it ran ({exc})") from exc
         finally:
             channel.close()
@@ -529,7 +517,8 @@ class SshTransport:
                         sftp.remove(tmp)
                 raise
 
-        self._retrying(what, attempt)
+        with self._files:
+            self._retrying(what, attempt)
 
     def get(self, remote_path: str | PurePosixPath, local_path: str | Path) -> None:
         full = self._full(remote_path)
@@ -566,7 +555,8 @@ class SshTransport:
             finally:
                 tmp.unlink(missing_ok=True)
 
-        self._retrying(what, attempt)
+        with self._files:
+            self._retrying(what, attempt)
 
     def _size_of(self, sftp: paramiko.SFTPClient, full: str) -> int | None:
         """The size of the file ``full`` names once confined (None: missing)."""
@@ -580,9 +570,11 @@ class SshTransport:
 
     def exists(self, remote_path: str | PurePosixPath) -> bool:
         full = self._full(remote_path)
-        return self._retrying(
-            f"exists {remote_path}", lambda: self._size_of(self._sftp_client(), full) is not None
-        )
+        with self._files:
+            return self._retrying(
+                f"exists {remote_path}",
+                lambda: self._size_of(self._sftp_client(), full) is not None,
+            )
 
     def cleanup(self, remote_path: str | PurePosixPath) -> None:
         full = self._full(remote_path)
@@ -592,7 +584,8 @@ class SshTransport:
             self._exec_checked(f"rm -rf -- {shlex.quote(full)}", 60.0)
 
         try:
-            self._retrying(f"cleanup {remote_path}", attempt)
+            with self._files:
+                self._retrying(f"cleanup {remote_path}", attempt)
         finally:
             # Whatever was removed may come back as something else, a link included.
             self._guard.forget(full)

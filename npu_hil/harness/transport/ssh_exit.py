@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import time
 from typing import Any
 
 import paramiko
 from paramiko.common import MSG_CHANNEL_REQUEST
 
-__all__ = ["exit_returncode", "record_exit_signals"]
+from npu_hil.harness.errors import TransportError
+
+__all__ = ["EXIT_QUIET_S", "collect_until_exit", "exit_returncode", "record_exit_signals"]
+
+EXIT_QUIET_S = 0.5
+"""After a command's exit status, how long its output may stay silent without an EOF before the
+rest is no longer waited for (a background child holding the pipe open)."""
 
 _ATTR = "npu_hil_exit_signal"
 
@@ -59,3 +66,41 @@ def exit_returncode(channel: paramiko.Channel, status: int) -> int | None:
         return status
     killed = exit_signal(channel)
     return None if killed is None else -killed
+
+
+def collect_until_exit(
+    channel: paramiko.Channel, stdout: bytearray, stderr: bytearray, deadline: float, name: str
+) -> bool:
+    """Read the command's output into ``stdout`` and ``stderr`` until it has exited and said
+    all (True), or until ``deadline`` (False: the caller kills it). Polled, so a command that
+    keeps its pipes open past the deadline is still caught; a link lost first is a
+    TransportError naming the command."""
+    channel.setblocking(False)
+    heard = time.monotonic()  # output or the exit status, whichever came last
+    exited = False
+    while True:
+        busy = False
+        while channel.recv_ready():
+            stdout += channel.recv(65536)
+            busy = True
+        while channel.recv_stderr_ready():
+            stderr += channel.recv_stderr(65536)
+            busy = True
+        if busy or (channel.exit_status_ready() and not exited):
+            heard = time.monotonic()
+            exited = channel.exit_status_ready()
+        # sshd may send the exit status before the last of the output (RFC 4254 orders
+        # neither), so the end is the EOF after it; a background child that keeps the pipe open
+        # gets a moment of silence instead.
+        ended = channel.eof_received or channel.closed
+        quiet = time.monotonic() - heard > EXIT_QUIET_S
+        drained = not channel.recv_ready() and not channel.recv_stderr_ready()
+        if exited and (ended or quiet) and drained:
+            return True
+        transport = channel.get_transport()
+        if channel.closed or transport is None or not transport.is_active():
+            raise TransportError(f"{name!r}: link lost while it ran")
+        if time.monotonic() > deadline:
+            return False
+        if not busy:
+            time.sleep(0.002)
