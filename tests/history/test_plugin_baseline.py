@@ -241,3 +241,59 @@ def test_an_accuracy_drop_warns_and_fails_a_test_with_thresholds(project: pytest
     assert [(f["metric"], f["severity"]) for f in strict["regressions"]] == [("snr_db", "failure")]
     assert strict["outcome"] == "failed" and "below its baseline inf" in strict["message"]
     assert plain["regressions"][0]["band"]["median"] == "inf"
+
+
+def _exact_first_run(run_dir: Path) -> None:
+    """The run's measurements as if every case had matched exactly (SNR "inf"): any later
+    figure of the same case compared with it is a drop."""
+    path = run_dir / "measurements.json"
+    doc = json.loads(path.read_text())
+    for case in doc["cases"]:
+        case["accuracy"]["snr_db"] = "inf"
+    path.write_text(json.dumps(doc))
+
+
+def test_a_test_with_new_inputs_starts_a_new_baseline_and_says_so(
+    project: pytest.Pytester,
+) -> None:
+    wide = ("--baseline-floor", "2000")
+    project.makepyfile(test_changed_inputs=ACCURACY_TESTS)
+    project.runpytest(*wide).assert_outcomes(passed=2)
+    (first,) = _runs(project)
+    _exact_first_run(first)
+    subjects = {
+        c["nodeid"]: c["subject"]
+        for c in json.loads((first / "measurements.json").read_text())["cases"]
+    }
+    assert all(len(s) == 32 for s in subjects.values()), subjects
+
+    # The same tests fed other inputs: before, "snr_db ... below its baseline inf" (a failure
+    # for the test with thresholds); now a new baseline, named on the console and in the JUnit.
+    changed = ACCURACY_TESTS.replace("np.arange(60,", "(np.arange(60) * 3 % 251).astype(")
+    project.makepyfile(test_changed_inputs=changed.replace("dtype=np.uint8)", "np.uint8)"))
+    xml = project.path / "junit.xml"
+    result = project.runpytest(*wide, f"--junitxml={xml}")
+    result.assert_outcomes(passed=2)
+    second = _runs(project)[-1]
+    records = _records(second)
+    for name in ("test_plain[rk3588-01]", "test_with_thresholds[rk3588-01]"):
+        record = records[name]
+        assert record["regressions"] == [], record["regressions"]
+        assert record["baseline_note"].startswith("new baseline: its model or inputs changed")
+        assert first.name in record["baseline_note"]
+        assert record["subject"] != subjects[record["nodeid"]]
+    result.stdout.fnmatch_lines(["*npu-hil: 2 cases start a new baseline (model or inputs*"])
+    props = {p.get("name"): p.get("value") for p in ET.parse(xml).getroot().iter("property")}
+    assert props["npu_hil.baseline"].startswith("new baseline:")
+    own = {p.get("name"): p.get("value") for p in ET.parse(second / "junit.xml").iter("property")}
+    assert own["baseline"] == props["npu_hil.baseline"]
+
+    # A third run of the same inputs is compared with the second run alone.
+    _exact_first_run(second)
+    result = project.runpytest(*wide)
+    result.assert_outcomes(passed=1, failed=1)
+    records = _records(_runs(project)[-1])
+    for record in records.values():
+        assert record["baseline_note"] == ""
+        (finding,) = record["regressions"]
+        assert finding["metric"] == "snr_db" and finding["band"]["runs"] == [second.name]

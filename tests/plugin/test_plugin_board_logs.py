@@ -64,6 +64,10 @@ def test_board_logs_decide_the_outcome_and_reach_every_report(project: pytest.Py
     assert timeout["outcome"] == "error"  # infrastructure, not a failure of the test
     assert timeout["retried"] and "RKNPU: job timeout" in timeout["retried"][0]
     assert timeout["board_log"]["class"] == "infrastructure"
+    # The signature once, naming the attempts it was logged at (the run and its one retry).
+    assert timeout["board_log"]["attempts"] == [1, 2] and timeout["board_log"]["of_attempts"] == 2
+    assert timeout["message"].endswith("(on attempts 1 and 2 of 2)")
+    assert timeout["retried"][0].startswith("BoardLogError: attempt 1: board log: infrastructure")
     assert "RKNPU: job timeout" in timeout["message"]
     assert any("soft reset" in x for x in timeout["board_log"]["kernel"]["lines"])
 
@@ -79,6 +83,7 @@ def test_board_logs_decide_the_outcome_and_reach_every_report(project: pytest.Py
     assert props["board_log.class"] == "infrastructure"
     assert props["board_log.signatures"].startswith("rknpu-job-timeout")
     assert props["board_log.kernel"] == "kmsg"
+    assert props["board_log.attempts"] == "1,2 of 2"
     out = case.find("system-out")
     assert out is not None and "RKNPU: soft reset" in (out.text or "")
 

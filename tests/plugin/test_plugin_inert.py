@@ -128,11 +128,6 @@ LIGHT_MODULES = {
     "npu_hil.harness.history",
     "npu_hil.harness.history.defaults",
 }
-LIGHT_FILES = {
-    module.removeprefix("npu_hil.").replace(".", "/") + suffix
-    for module in LIGHT_MODULES
-    for suffix in (".py", "/__init__.py")
-}
 
 
 @pytest.fixture(scope="module")
@@ -233,19 +228,18 @@ def test_the_packages_the_plugin_reads_export_their_names_on_first_use(package: 
 # What the plugin's code may run for a suite that uses no board, in Python function calls (a
 # count, the same on any machine; the time it stands for is benchmarks/bench_plugin_inert.py's):
 # each plain test passes through the few hooks the plugin implements, each of which returns at
-# once (23 calls a test today), and the run as a whole through its start and end (about 100).
+# once (23 calls a test today), and the run as a whole through its start and end (137).
 CALLS_PER_TEST = 30
 CALLS_PER_RUN = 200
 COUNT_CALLS = """
-import collections, json, os, sys
+import collections, json, sys
 import pytest
-import npu_hil
-root = os.path.dirname(npu_hil.__file__) + os.sep
 calls = collections.Counter()
 
 def count(frame, event, arg):
-    if event == "call" and frame.f_code.co_filename.startswith(root):
-        calls[frame.f_code.co_filename[len(root):] + ":" + frame.f_code.co_name] += 1
+    module = frame.f_globals.get("__name__") or ""
+    if event == "call" and (module == "npu_hil" or module.startswith("npu_hil.")):
+        calls[module + ":" + frame.f_code.co_name] += 1
 
 sys.setprofile(count)
 code = pytest.main(["-q", "-p", "no:cacheprovider", *sys.argv[2:]])
@@ -258,7 +252,7 @@ sys.exit(code)
 
 def _plugin_calls(suite: Path, tmp_path: Path, *args: str) -> dict[str, int]:
     """How many times each function of npu_hil ran in a run of the suite (pytest in-process
-    under a profiler that counts calls into the package's files)."""
+    under a profiler that counts calls into the package's modules), by module and name."""
     out = tmp_path / "calls.json"
     done = subprocess.run(
         [sys.executable, "-c", COUNT_CALLS, str(out), *args],
@@ -286,11 +280,11 @@ def test_an_unused_plugin_runs_a_few_calls_a_test(plain_suite: Path, tmp_path: P
     busiest = sorted(whole.items(), key=lambda kv: -kv[1])[:8]
     figures = f"{per_test:.1f} calls a test, {per_run:.0f} a run; busiest: {busiest}"
     print(figures)
-    assert "harness/plugin/farm.py:pytest_itemcollected" in whole  # the plugin was counted
+    assert f"{PLUGIN}.farm:pytest_itemcollected" in whole  # the plugin was counted
     assert per_test <= CALLS_PER_TEST, figures
     assert per_run <= CALLS_PER_RUN, figures
     # Nothing of the farm, the codec or the report ran: only the plugin's hooks and their
     # helpers (and the light modules' imports).
     ran = {name.split(":")[0] for name in whole}
-    beyond = sorted(f for f in ran if not f.startswith("harness/plugin/") and f not in LIGHT_FILES)
+    beyond = sorted(m for m in ran if not m.startswith(PLUGIN) and m not in LIGHT_MODULES)
     assert not beyond, f"an unused plugin ran code in {beyond}"

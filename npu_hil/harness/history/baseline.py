@@ -12,6 +12,11 @@ sides, fewer cannot say what a 99th percentile is) is worse higher, accuracy (th
 match (SNR ``"inf"``) is a value: a finite SNR after an ``"inf"`` baseline is a drop, an
 ``"inf"`` value never regresses.
 
+A baseline is of one subject: the same model (by content) fed the same inputs
+(:attr:`~npu_hil.harness.history.model.CasePoint.subject`). A test whose model or inputs
+changed starts a new baseline, and :func:`new_baseline_note` says so, rather than comparing
+its new figures with the old ones.
+
 Severity: ``failure`` for a latency metric of a ``perf`` test (and an accuracy metric of a test
 that set accuracy thresholds), ``noisy`` for a latency metric when the board's state moved during
 the timed runs (:mod:`npu_hil.harness.history.noise`: reported, never failing), ``warning``
@@ -38,6 +43,7 @@ __all__ = [
     "evaluate",
     "finding_dict",
     "metric_value",
+    "new_baseline_note",
 ]
 
 MAD_SCALE = 1.4826  # MAD → standard deviation, for normally spread figures
@@ -106,6 +112,28 @@ def counts(point: CasePoint) -> bool:
     return point.outcome == "passed" and point.ran_on in BOARD_RAN
 
 
+def same_subject(point: CasePoint, earlier: Sequence[CasePoint]) -> list[CasePoint]:
+    """The earlier points of what ``point`` ran: its model and inputs."""
+    return [p for p in earlier if p.subject == point.subject]
+
+
+def new_baseline_note(point: CasePoint, earlier: Sequence[CasePoint]) -> str:
+    """Why ``point`` starts a new baseline: the last earlier point that could have been its
+    baseline ran another model or other inputs (or did not record which). "" when it did not,
+    or when there is none."""
+    last = next((p for p in reversed(earlier) if counts(p)), None)
+    if last is None or last.subject == point.subject:
+        return ""
+    if not last.subject:
+        why = f"run {last.run_id} did not record its model and inputs"
+    else:
+        why = (
+            f"its model or inputs changed since run {last.run_id} "
+            f"({last.subject[:12]} then, {point.subject[:12] or 'none'} now)"
+        )
+    return f"new baseline: {why}; earlier figures are not compared"
+
+
 def band_for(metric: str, earlier: Sequence[CasePoint], settings: Settings) -> Band | None:
     """The band of ``metric`` over the earlier points (oldest first; the last ``settings.runs``
     that count and have the figure), None when none has it."""
@@ -153,6 +181,7 @@ def evaluate(
     """Every metric of ``point`` outside its band over ``earlier_points`` (the case's points in
     earlier runs, oldest first), with its severity and message."""
     found = []
+    earlier_points = same_subject(point, earlier_points)
     for metric in LATENCY_METRICS + ACCURACY_METRICS:
         value = metric_value(point, metric)
         if value is None:

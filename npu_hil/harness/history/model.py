@@ -56,6 +56,7 @@ class CasePoint:
     latency: dict[str, Any] | None = None
     accuracy: dict[str, Any] | None = None
     noisy: str = ""
+    subject: str = ""  # the model and inputs the figures are of (TestRecord.subject)
 
     @property
     def key(self) -> CaseKey:
@@ -73,6 +74,7 @@ class CasePoint:
             "latency": dict(self.latency) if self.latency is not None else None,
             "accuracy": dict(self.accuracy) if self.accuracy is not None else None,
             "noisy": self.noisy,
+            "subject": self.subject,
         }
 
 

@@ -4,6 +4,7 @@ per case (its latency figures, its worst output's accuracy, whether the board wa
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -13,7 +14,14 @@ from npu_hil.harness.history.model import CasePoint, RunEntry
 from npu_hil.harness.history.noise import noise_reason
 from npu_hil.harness.report.records import OUTCOMES, TestRecord
 
-__all__ = ["LATENCY_FIELDS", "case_point", "run_entry", "run_points", "worst_accuracy"]
+__all__ = [
+    "LATENCY_FIELDS",
+    "case_point",
+    "run_entry",
+    "run_points",
+    "subject_after",
+    "worst_accuracy",
+]
 
 # What the history keeps of a Latency (the rest is in the run's records).
 LATENCY_FIELDS = ("p50_ms", "p90_ms", "p99_ms", "min_ms", "max_ms", "jitter_ms", "runs", "source")
@@ -58,6 +66,18 @@ def worst_accuracy(record: TestRecord) -> dict[str, Any] | None:
     }
 
 
+def subject_after(previous: str, artifact_hashes: Mapping[str, str], input_digest: str) -> str:
+    """A test's subject after one more model run: ``previous`` (the runs before it, "" for the
+    first) with the run's artifacts (by content, not by path: a model rebuilt to the same bytes
+    is the same model) and inputs, in 32 hex digits."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(previous.encode())
+    for content in sorted(artifact_hashes.values()):
+        digest.update(b"\0" + content.encode())
+    digest.update(b"\0" + input_digest.encode())
+    return digest.hexdigest()
+
+
 def case_point(record: TestRecord, run_id: str) -> CasePoint:
     """The record's point in run ``run_id``."""
     latency = (
@@ -75,6 +95,7 @@ def case_point(record: TestRecord, run_id: str) -> CasePoint:
         latency=latency,
         accuracy=worst_accuracy(record),
         noisy=noise_reason(record.board_state),
+        subject=record.subject,
     )
 
 

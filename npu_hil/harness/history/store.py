@@ -35,7 +35,7 @@ from npu_hil.harness.history.model import (
 )
 from npu_hil.harness.inputs import InputFileError, read_json
 from npu_hil.harness.report.atomic import write_text_atomic
-from npu_hil.harness.report.runs import RUN_ID_PATTERN
+from npu_hil.harness.report.runs import RUN_ID_PATTERN, root_problem
 from npu_hil.harness.report.sanitize import clean_value
 
 __all__ = [
@@ -98,7 +98,7 @@ def _entry(data: Any) -> RunEntry | None:
 
 class HistoryLockError(NpuHilError):
     """The index's lock file is not a regular file of this user's own (a planted symlink would
-    make the lock truncate whatever it points at)."""
+    make the lock truncate whatever it points at), or the reports folder is not trusted."""
 
 
 def _document(path: Path, what: str, problems: list[str] | None) -> Any:
@@ -152,6 +152,7 @@ def read_measurements(
                 latency if isinstance(latency, dict) else None,
                 accuracy if isinstance(accuracy, dict) else None,
                 str(case.get("noisy") or ""),
+                str(case.get("subject") or ""),
             )
         )
     return entry, points
@@ -213,6 +214,9 @@ def update_index(reports_root: Path, entry: RunEntry, keep: int = DEFAULT_KEEP) 
     if keep < 1:
         raise ValueError(f"history keep must be at least 1, got {keep}")
     root = Path(reports_root)
+    problem = root_problem(root)
+    if problem is not None:
+        raise HistoryLockError(f"{problem}; the run is not indexed")
     with FileLock(str(_lock_path(root)), timeout=LOCK_TIMEOUT_S):
         runs = {e.run_id: e for e in read_index(root)}
         runs[entry.run_id] = entry
@@ -232,6 +236,10 @@ def load_history(
     """The newest ``limit`` indexed runs (of ``run_key`` when given; complete ones only unless
     told otherwise; started before run id ``before`` when given) with their points."""
     history = History()
+    problem = root_problem(reports_root)
+    if problem is not None:
+        history.problems.append(f"{problem}; earlier runs not read (no baselines)")
+        return history
     matching = [
         e
         for e in read_index(Path(reports_root), history.problems)

@@ -47,14 +47,35 @@ class LogFinding:
     matches: tuple[LogMatch, ...] = ()
     kernel: dict[str, Any] = field(default_factory=dict)
     runtime: dict[str, Any] = field(default_factory=dict)
+    # Of the model run's attempts (the first and each retry), those whose logs matched the same
+    # signatures, numbered from 1 (empty: one attempt, or not known): a timeout the board logged
+    # at every attempt is one finding that names its attempts, not one per retry.
+    attempts: tuple[int, ...] = ()
+    of_attempts: int = 0
+
+    def signature_ids(self) -> tuple[str, ...]:
+        return tuple(sorted({m.signature.id for m in self.matches}))
+
+    def attempts_text(self) -> str:
+        """``on attempts 1, 2 and 3 of 3``; "" for a finding of one attempt."""
+        if self.of_attempts < 2:
+            return ""
+        numbers = [str(n) for n in self.attempts]
+        listed = numbers[0] if len(numbers) == 1 else f"{', '.join(numbers[:-1])} and {numbers[-1]}"
+        plural = "s" if len(numbers) != 1 else ""
+        return f"on attempt{plural} {listed} of {self.of_attempts}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        found: dict[str, Any] = {
             "class": self.log_class,
             "matches": [m.to_dict() for m in self.matches],
             "kernel": self.kernel,
             "runtime": self.runtime,
         }
+        if self.of_attempts > 1:
+            found["attempts"] = list(self.attempts)
+            found["of_attempts"] = self.of_attempts
+        return found
 
     def headline(self) -> str:
         if not self.matches:

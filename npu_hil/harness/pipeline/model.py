@@ -20,7 +20,7 @@ from npu_hil.harness.folders import private_dir
 from npu_hil.harness.models import MODELS, Manifest, ManifestError, build
 from npu_hil.harness.models.preprocessing import Preprocessing, prepare
 
-__all__ = ["preprocessed", "resolve_model", "safe_name", "sha256"]
+__all__ = ["input_digest", "preprocessed", "resolve_model", "safe_name", "sha256"]
 
 
 def resolve_model(
@@ -147,6 +147,18 @@ def _saved(proto: onnx.ModelProto, folder: Path, stem: str) -> Path:
 _DIGESTS: dict[tuple[str, int, int, int], str] = {}
 _BUILT: dict[tuple[str, str, tuple[int, ...]], Path] = {}
 _CACHE_SIZE = 256
+
+
+def input_digest(inputs: Mapping[str, np.ndarray]) -> str:
+    """What the test fed the model, in 32 hex digits: each input's name, dtype, shape and bytes,
+    in name order. Two runs of a case with the same model and this digest ran the same thing,
+    so their figures are one baseline's (:mod:`npu_hil.harness.history.baseline`)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for name in sorted(inputs):
+        array = np.ascontiguousarray(inputs[name])
+        digest.update(f"{name}\0{array.dtype.str}\0{array.shape}\0".encode())
+        digest.update(array.reshape(-1).view(np.uint8).data)
+    return digest.hexdigest()
 
 
 def sha256(path: Path) -> str:

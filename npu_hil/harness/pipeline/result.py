@@ -138,6 +138,9 @@ class ModelRun:
     preprocessing: tuple[str, ...] = ()
     """How the board took each input declared as pixels (``run_model(preprocessing=...)``):
     the vendor's way, one line per input."""
+    input_digest: str = ""
+    """What the test fed the model (:func:`npu_hil.harness.pipeline.model.input_digest`, before
+    any preprocessing): with ``artifact_hashes``, what the run's figures are figures of."""
 
     @property
     def ok(self) -> bool:

@@ -30,17 +30,17 @@ import onnx
 from npu_hil.harness.agent.protocol import JobSpec, Result
 from npu_hil.harness.board.job import canary_for
 from npu_hil.harness.diff.accuracy import Thresholds, thresholds_of
-from npu_hil.harness.errors import LayoutError, ProtocolError
+from npu_hil.harness.errors import LayoutError, NpuHilError, ProtocolError
 from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError, CircuitBreaker
 from npu_hil.harness.farm.session import BoardSession
 from npu_hil.harness.latency import Latency, latency
 from npu_hil.harness.models.preprocessing import Preprocessing
-from npu_hil.harness.pipeline.boardlog import finding_of, judge_board_log
+from npu_hil.harness.pipeline.boardlog import LogFinding, finding_of, judge_board_log
 from npu_hil.harness.pipeline.check import check_result
 from npu_hil.harness.pipeline.compat import check_after_run, check_before_deploy
 from npu_hil.harness.pipeline.crossapi import judge_cross_api, other_path
 from npu_hil.harness.pipeline.inputs import job_inputs
-from npu_hil.harness.pipeline.model import preprocessed, resolve_model, sha256
+from npu_hil.harness.pipeline.model import input_digest, preprocessed, resolve_model, sha256
 from npu_hil.harness.pipeline.result import ModelRun
 from npu_hil.harness.pipeline.stale import derived_inputs, judge_stale
 
@@ -150,7 +150,55 @@ def run_model(
             )
         return first
 
-    return session.retry.run(attempt, restart=session.restart, on_retry=on_retry)
+    logged = _LoggedAttempts(attempt, on_retry)
+    try:
+        return session.retry.run(logged.attempt, restart=session.restart, on_retry=logged.retried)
+    except NpuHilError as exc:
+        logged.name_attempts(exc)
+        raise
+
+
+class _LoggedAttempts:
+    """What the board's logs said at each attempt of one model run: a signature the logs matched
+    at every attempt is one finding naming its attempts (``on attempts 1 and 2 of 2``), on the
+    error that ends the run, and each retry paid for it is said in one short line."""
+
+    def __init__(self, attempt: Callable[[], ModelRun], on_retry: Callable[[str], None] | None):
+        self._attempt = attempt
+        self._on_retry = on_retry
+        self._findings: list[LogFinding | None] = []  # per attempt that failed
+
+    def attempt(self) -> ModelRun:
+        try:
+            return self._attempt()
+        except BaseException as exc:
+            self._findings.append(getattr(exc, "board_log", None))
+            raise
+
+    def retried(self, text: str) -> None:
+        if self._on_retry is None:
+            return
+        finding = self._findings[-1] if self._findings else None
+        if finding is not None and finding.matches:
+            # The signature and its first line; the whole excerpt is the final error's.
+            text = f"{text.split(':', 1)[0]}: attempt {len(self._findings)}: {finding.headline()}"
+        self._on_retry(text)
+
+    def name_attempts(self, exc: NpuHilError) -> None:
+        """The ending error's finding given the attempts whose logs matched its signatures."""
+        finding = getattr(exc, "board_log", None)
+        if not isinstance(finding, LogFinding) or not finding.matches or len(self._findings) < 2:
+            return
+        ids = finding.signature_ids()
+        same = tuple(
+            number
+            for number, seen in enumerate(self._findings, start=1)
+            if seen is not None and seen.signature_ids() == ids
+        )
+        named = dataclasses.replace(finding, attempts=same, of_attempts=len(self._findings))
+        exc.board_log = named  # type: ignore[attr-defined]
+        exc.message = f"{exc.message} ({named.attempts_text()})"
+        exc.args = (exc.message,)
 
 
 def run_once(
@@ -180,6 +228,7 @@ def run_once(
             "simulated board"
         )
     given = {name: np.ascontiguousarray(value) for name, value in inputs.items()}
+    fed = input_digest(given)
     notes: tuple[str, ...] = ()
     if preprocessing is None:
         reference, deployed, label = resolve_model(session, model, given)
@@ -242,6 +291,7 @@ def run_once(
         compatibility=compatibility,
         board_log=finding_of(session.target, result.board_log),
         preprocessing=notes,
+        input_digest=fed,
     )
 
 

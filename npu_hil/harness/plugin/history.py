@@ -171,15 +171,17 @@ def check_run(
     ``regressions`` (:func:`fail_on` raises for the failing ones)."""
     if config.getoption("no_baseline"):
         return []
-    from npu_hil.harness.history.baseline import evaluate, finding_dict
+    from npu_hil.harness.history.baseline import evaluate, finding_dict, new_baseline_note
     from npu_hil.harness.history.points import case_point
 
     known = baselines(config)
     record = info.record
     point = case_point(replace(record, outcome="passed"), "")
+    earlier = known.history.series(point.key)
+    record.baseline_note = new_baseline_note(point, earlier)
     findings = evaluate(
         point,
-        known.history.series(point.key),
+        earlier,
         perf=perf,
         accuracy_thresholds=accuracy_thresholds,
         settings=known.settings,
@@ -227,8 +229,31 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(line, yellow=True, bold=number == 0)
 
 
+NEW_BASELINES_SHOWN = 5
+
+
 def regression_lines(records: list[TestRecord]) -> list[str]:
-    """The terminal's lines for the run's findings: a count, then one line each."""
+    """The terminal's lines for the run's findings (a count, then one line each), and for the
+    cases whose changed model or inputs started a new baseline (a count and the first few)."""
+    return _finding_lines(records) + _new_baseline_lines(records)
+
+
+def _new_baseline_lines(records: list[TestRecord]) -> list[str]:
+    fresh = [r for r in records if r.baseline_note]
+    if not fresh:
+        return []
+    lines = [
+        f"npu-hil: {len(fresh)} case{'s' if len(fresh) != 1 else ''} start a new baseline "
+        "(model or inputs changed; not compared with earlier runs)"
+    ]
+    lines += [f"  {r.board or '(no board)'} {r.nodeid}: {r.baseline_note}" for r in fresh]
+    if len(fresh) > NEW_BASELINES_SHOWN:
+        hidden = len(fresh) - NEW_BASELINES_SHOWN
+        lines[NEW_BASELINES_SHOWN + 1 :] = [f"  ... and {hidden} more (JUnit property baseline)"]
+    return lines
+
+
+def _finding_lines(records: list[TestRecord]) -> list[str]:
     findings = [f for r in records for f in r.regressions]
     if not findings:
         return []

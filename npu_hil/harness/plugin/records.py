@@ -123,6 +123,8 @@ class ItemInfo:
             props["cross_api"] = record.cross_api
         if record.preprocessing:
             props["preprocessing"] = record.preprocessing
+        if record.baseline_note:
+            props["baseline"] = record.baseline_note
         props.update(board_log_properties(record))
         return props
 

@@ -185,6 +185,7 @@ class RunModel:
         return run
 
     def _record(self, run: ModelRun) -> None:
+        from npu_hil.harness.history.points import subject_after
         from npu_hil.harness.report.records import TensorFinding
 
         self.runs.append(run)
@@ -196,6 +197,7 @@ class RunModel:
             record.layout = "+".join(dict.fromkeys(t.layout.name for t in run.tensors))
         record.runtime_versions.update({str(k): str(v) for k, v in run.versions.items()})
         record.artifact_hashes.update(run.artifact_hashes)
+        record.subject = subject_after(record.subject, run.artifact_hashes, run.input_digest)
         if run.board_log is not None:
             record.board_log = run.board_log.to_dict()
         if run.preprocessing:

@@ -31,7 +31,8 @@ def _matched(record: TestRecord) -> list[dict[str, Any]]:
 
 def board_log_properties(record: TestRecord) -> dict[str, str]:
     """``board_log.class`` and ``board_log.signatures`` (ids, comma-separated) of a classified
-    case; ``board_log.kernel`` says how the kernel log was read (or why it was not)."""
+    case, ``board_log.attempts`` the attempts whose logs matched them (``1,2 of 2``) when the run
+    was retried; ``board_log.kernel`` says how the kernel log was read (or why it was not)."""
     log = record.board_log
     if not log:
         return {}
@@ -41,6 +42,10 @@ def board_log_properties(record: TestRecord) -> dict[str, str]:
         props["board_log.signatures"] = ",".join(
             dict.fromkeys(str(m.get("id")) for m in _matched(record))
         )
+        attempts = log.get("attempts")
+        if isinstance(attempts, list) and log.get("of_attempts"):
+            listed = ",".join(str(n) for n in attempts)
+            props["board_log.attempts"] = f"{listed} of {log['of_attempts']}"
     kernel = log.get("kernel") or {}
     if kernel:
         source = str(kernel.get("source", ""))

@@ -26,6 +26,7 @@ from npu_hil.harness.report.runs import (
     read_outcomes,
     read_run_start,
     read_summary,
+    root_problem,
 )
 
 FLAKY_WINDOW = 5
@@ -66,7 +67,10 @@ def same_kind_runs(run_dir: Path, key: str, limit: int) -> list[tuple[Path, dict
 
 
 def _earlier_runs(run_dir: Path) -> list[Path]:
-    """The run folders beside ``run_dir`` that started before it, newest first (bounded)."""
+    """The run folders beside ``run_dir`` that started before it, newest first (bounded); none
+    when the reports folder is not trusted (:func:`root_problem`)."""
+    if root_problem(run_dir.parent) is not None:
+        return []
     siblings = sorted(
         (p for p in run_dir.parent.iterdir() if RUN_ID_PATTERN.match(p.name) and p.is_dir()),
         reverse=True,
@@ -192,6 +196,9 @@ def build_comparison(
                 f"; the previous run of this kind, {latest['run_id']}, is INCOMPLETE: "
                 f"{latest['why']}{more}; it is not compared with"
             )
+    untrusted = root_problem(run_dir.parent)
+    if untrusted is not None and not asked_name:
+        how = f"{untrusted}; earlier runs not compared"
     previous = _outcomes(_cases(*baseline)) if baseline is not None else {}
     new_failures, fixed, still_failing = [], [], []
     for nodeid, outcome in current.items():

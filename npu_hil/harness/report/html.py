@@ -461,6 +461,8 @@ def _row(run_dir: Path, r: TestRecord, new: set[str], folded: bool) -> str:
     if r.preprocessing:  # how the vendor took the declared pixels
         lines = "<br>".join(escape(line) for line in r.preprocessing.splitlines())
         message += f'<div class="muted">{lines}</div>'
+    if r.baseline_note:  # a changed test: its figures start afresh, not compared
+        message += f'<div class="muted">{escape(r.baseline_note)}</div>'
     if r.cross_api:  # shown folded or not: which API paths were compared, or why none were
         lines = "<br>".join(escape(line) for line in r.cross_api.splitlines())
         message += f'<div class="muted">{lines}</div>'

@@ -48,6 +48,8 @@ def testcase_properties(record: TestRecord) -> list[tuple[str, str]]:
     props.update(accuracy_properties(record.tensors))
     props.update(stability_properties(record))  # unstable, quarantine.*
     props.update(board_log_properties(record))  # board_log.class, .signatures, .kernel
+    if record.baseline_note:  # a changed test's figures start a new baseline
+        props["baseline"] = record.baseline_note
     for key, value in sorted(record.properties.items()):
         props.setdefault(key, str(value))
     return list(props.items())

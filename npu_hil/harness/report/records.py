@@ -149,6 +149,13 @@ class TestRecord:
     # (npu_hil.harness.pipeline.boardlog.LogFinding.to_dict: class, matches, kernel, runtime); empty
     # when no model ran. A class here decided the outcome (infrastructure: an error).
     board_log: dict[str, Any] = field(default_factory=dict)
+    # What the test's figures are figures of: its model runs' artifacts and inputs, one digest
+    # (npu_hil.harness.history.points.subject_after); "" when no model ran. Baselines compare
+    # only runs of the same subject.
+    subject: str = ""
+    # Why this run's figures start a new baseline ("" when they are compared with earlier runs
+    # or have none before them): the model or the inputs changed since the last run.
+    baseline_note: str = ""
 
     @property
     def provenance(self) -> str:

@@ -21,6 +21,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from npu_hil.harness.board.folders import folder_problem
+from npu_hil.harness.errors import UnsafeFolderError
+from npu_hil.harness.folders import check_private_dir
 from npu_hil.harness.inputs import InputFileError, json_document, read_json, read_regular
 from npu_hil.harness.report.atomic import append_line, write_text_atomic
 from npu_hil.harness.report.records import TestRecord, scrubbed
@@ -34,6 +37,33 @@ RUN_FILE = "run.json"
 FOLDER_MODE = 0o700
 RUN_DIR_ENV = "NPU_HIL_RUN_DIR"
 RUN_ID_PATTERN = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{6}$")
+
+
+def root_problem(reports_root: str | Path) -> str | None:
+    """Why the runs under ``reports_root`` are not to be believed, or None: the folder is
+    another user's, or others may write it (OpenSSH's StrictModes; a folder above it too).
+    Whoever can write there can plant earlier runs, and so decide the baselines, the history
+    and the comparison. A root that does not exist yet holds no runs: None."""
+    try:
+        check_private_dir(reports_root)
+    except FileNotFoundError:
+        return None
+    except UnsafeFolderError as exc:
+        return f"reports folder not trusted: {exc.message}"
+    except OSError as exc:
+        return f"reports folder {reports_root}: {exc.strerror or exc}"
+    return None
+
+
+def _own_folder(path: Path) -> Path:
+    """``path`` when it is a folder of this user's own that no one else may write; else
+    UnsafeFolderError. (The folders above it may be anyone's: the run is written all the same,
+    and :func:`root_problem` keeps earlier runs there from being believed.)"""
+    info = os.lstat(path)
+    problem = folder_problem(str(path), info.st_mode, info.st_uid, os.geteuid())
+    if problem is not None:
+        raise UnsafeFolderError(problem)
+    return path
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -65,12 +95,13 @@ def run_dir_for_session(reports_root: str | Path, run_id: str | None = None) -> 
     if named:
         path = Path(named)
         path.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
-        return path
+        return _own_folder(path)
     if run_id:
         Path(reports_root).mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
         path = Path(reports_root) / run_id
         path.mkdir(mode=FOLDER_MODE, exist_ok=True)
-        return path
+        # A folder of that name made by someone else first is never written into.
+        return _own_folder(path)
     return new_run_dir(reports_root)
 
 
