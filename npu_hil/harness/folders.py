@@ -18,7 +18,7 @@ from pathlib import Path
 from npu_hil.harness.board.folders import folder_problem
 from npu_hil.harness.errors import UnsafeFolderError
 
-__all__ = ["check_private_dir", "default_workdir", "private_dir", "user_folder"]
+__all__ = ["check_private_dir", "default_workdir", "file_problem", "private_dir", "user_folder"]
 
 
 def check_private_dir(path: str | os.PathLike[str]) -> Path:
@@ -40,6 +40,18 @@ def check_private_dir(path: str | os.PathLike[str]) -> Path:
                 f"{stat.S_IMODE(above.st_mode):04o}): another user could replace it"
             )
     return folder
+
+
+def file_problem(path: str | os.PathLike[str], info: os.stat_result) -> str | None:
+    """Why a file of state (``info`` its lstat) is not to be believed, or None: it is another
+    user's or others may write it, so whoever that is decides what it says."""
+    if info.st_uid != os.geteuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return (
+            f"not trusted: {path} is owned by uid {info.st_uid} with mode "
+            f"{stat.S_IMODE(info.st_mode):04o} (expected uid {os.geteuid()}, writable by "
+            "no one else)"
+        )
+    return None
 
 
 def private_dir(path: str | os.PathLike[str]) -> Path:

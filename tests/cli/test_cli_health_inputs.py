@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cli_bad_inputs import Outcome, preload, run_case
 
-NOBODY = 65534
+from tests.second_user import NOBODY, as_nobody, reachable_folder
+
 TIMEOUT_S = 30.0
 
 
@@ -75,21 +74,12 @@ def test_damaged_health_files_are_one_named_warning_each(
         assert str(folder / f"{board}.health.json") in line
 
 
-def _as_nobody(*argv: str) -> None:
-    if shutil.which("setpriv") is None or os.geteuid() != 0:
-        pytest.skip("needs root and setpriv to act as a second local user")
-    cmd = ["setpriv", "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups", *argv]
-    subprocess.run(cmd, check=True, timeout=TIMEOUT_S)
-
-
 @pytest.fixture
 def open_folder() -> Iterator[Path]:
     """A folder a second local user can write in, as in /tmp (sticky: nobody renames another's
     entries); pytest's own tmp folders are private."""
-    made = Path(tempfile.mkdtemp(prefix="npu-hil-health-cli-"))
-    made.chmod(0o1777)
-    yield made
-    shutil.rmtree(made, ignore_errors=True)
+    with reachable_folder("npu-hil-health-cli-", 0o1777) as made:
+        yield made
 
 
 BAD_BOARD = '{"schema": 1, "state": "bad", "since": "2026-12-01T00:00:00Z", "cause": "planted"}'
@@ -104,7 +94,7 @@ def test_a_health_folder_others_may_write_is_refused_in_one_line(
     listed = health(tmp_path, monkeypatch, health_dir=shared)  # even with nothing in it yet
     assert listed.typed and "writable by group or others" in listed.stderr, listed.stderr
     # Another user's files in it decide nothing either.
-    _as_nobody("sh", "-c", f"echo '{BAD_BOARD}' > {shared}/rk3588-01.health.json")
+    as_nobody("sh", "-c", f"echo '{BAD_BOARD}' > {shared}/rk3588-01.health.json")
     listed = health(tmp_path, monkeypatch, health_dir=shared)
     assert listed.typed and listed.stderr.startswith("npu-hil: error: "), listed.stderr
 
@@ -113,7 +103,7 @@ def test_a_health_folder_of_another_user_is_refused_in_one_line(
     open_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     theirs = open_folder / "theirs"
-    _as_nobody("sh", "-c", f"mkdir -m 700 {theirs} && echo '{BAD_BOARD}' > {theirs}/x")
+    as_nobody("sh", "-c", f"mkdir -m 700 {theirs} && echo '{BAD_BOARD}' > {theirs}/x")
     listed = health(tmp_path, monkeypatch, health_dir=theirs)
     assert listed.typed and "owned by another user" in listed.stderr, listed.stderr
 
@@ -121,7 +111,7 @@ def test_a_health_folder_of_another_user_is_refused_in_one_line(
 def test_a_health_file_of_another_user_in_our_folder_is_a_named_warning(
     open_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _as_nobody("sh", "-c", f"echo '{BAD_BOARD}' > {open_folder}/planted")
+    as_nobody("sh", "-c", f"echo '{BAD_BOARD}' > {open_folder}/planted")
     ours = tmp_path / "health"
     ours.mkdir(mode=0o700)
     shutil.move(open_folder / "planted", ours / "rk3588-01.health.json")  # keeps its owner

@@ -9,10 +9,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,8 +20,8 @@ import pytest
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.farm.breaker import BoardBrokenError, CircuitBreaker
 from npu_hil.harness.farm.breaker_file import BreakerFile
+from tests.second_user import NOBODY, as_nobody, reachable_folder
 
-NOBODY = 65534
 RUN = "20261205T120000Z-run"
 
 # One process of the run: fails the board N times (or succeeds, or power-cycles it), then says
@@ -138,20 +136,11 @@ def test_a_file_another_user_owns_is_not_believed(
     assert here.is_open
 
 
-def _as_nobody(*argv: str) -> None:
-    if shutil.which("setpriv") is None or os.geteuid() != 0:
-        pytest.skip("needs root and setpriv to act as a second local user")
-    cmd = ["setpriv", "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups", *argv]
-    subprocess.run(cmd, check=True, timeout=60)
-
-
 @pytest.fixture
 def open_folder() -> Iterator[Path]:
     """A folder a second local user can reach (pytest's own tmp folders are private)."""
-    made = Path(tempfile.mkdtemp(prefix="npu-hil-breaker-"))
-    made.chmod(0o755)
-    yield made
-    shutil.rmtree(made, ignore_errors=True)
+    with reachable_folder("npu-hil-breaker-", 0o755) as made:
+        yield made
 
 
 def test_a_shared_folder_written_by_another_user_decides_nothing(
@@ -168,7 +157,7 @@ def test_a_shared_folder_written_by_another_user_decides_nothing(
         "runs": {RUN: {"failures": ["TransportError: planted"] * 3, "opened": "planted"}},
     }
     script = f"open({str(shared / 'bad-01.breaker.json')!r}, 'w').write({json.dumps(document)!r})"
-    _as_nobody(sys.executable, "-c", script)
+    as_nobody(sys.executable, "-c", script)
     assert (shared / "bad-01.breaker.json").stat().st_uid == NOBODY
     here = breaker(shared)
     with caplog.at_level(logging.WARNING):

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,8 +23,7 @@ from npu_hil.harness.farm.health_store import (
 )
 from npu_hil.harness.farm.starter import BUILTIN_SOURCE
 from tests.damage import plant
-
-NOBODY = 65534
+from tests.second_user import NOBODY, as_nobody, reachable_folder
 
 
 def test_two_projects_on_the_built_in_farm_keep_their_own_state(
@@ -71,27 +68,18 @@ def test_npu_hil_health_lists_the_state_of_its_own_folder(
     assert json.loads(theirs.stdout)["rk3588-01"]["state"] == UNKNOWN
 
 
-def _as_nobody(*argv: str) -> None:
-    if shutil.which("setpriv") is None or os.geteuid() != 0:
-        pytest.skip("needs root and setpriv to act as a second local user")
-    cmd = ["setpriv", "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups", *argv]
-    subprocess.run(cmd, check=True)
-
-
 @pytest.fixture
 def open_folder() -> Iterator[Path]:
     """A folder a second local user can reach (pytest's own tmp folders are private)."""
-    folder = Path(tempfile.mkdtemp(prefix="npu-hil-trust-"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+    with reachable_folder("npu-hil-trust-", 0o755) as made:
+        yield made
 
 
 def test_a_shared_health_folder_is_not_believed(open_folder: Path) -> None:
     shared = open_folder / "shared"
     shared.mkdir()
     shared.chmod(0o777)  # a folder every local user may write: not ours to trust
-    _as_nobody(
+    as_nobody(
         "sh", "-c", f'echo \'{{"schema": 1, "state": "good"}}\' > {shared}/rk3588-01.health.json'
     )
     found = HealthStore(shared).read("rk3588-01")

@@ -35,7 +35,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from npu_hil.harness.errors import NpuHilError
-from npu_hil.harness.folders import check_private_dir, private_dir
+from npu_hil.harness.folders import check_private_dir, file_problem, private_dir
 from npu_hil.harness.inputs import read_json
 
 __all__ = ["MAX_FAILURES", "MAX_RUNS", "BreakerFile", "BreakerState"]
@@ -172,13 +172,7 @@ class BreakerFile:
         if not stat.S_ISREG(info.st_mode):
             kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a regular file"
             return f"{self.path}: expected a regular file, got {kind}"
-        if info.st_uid != os.geteuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            return (
-                f"not trusted: {self.path} is owned by uid {info.st_uid} with mode "
-                f"{stat.S_IMODE(info.st_mode):04o} (expected uid {os.geteuid()}, writable by "
-                "no one else)"
-            )
-        return None
+        return file_problem(self.path, info)
 
     def _write(self, runs: dict[str, BreakerState]) -> None:
         # The runs written last are kept, this one always.

@@ -26,7 +26,6 @@ import hashlib
 import json
 import os
 import re
-import stat
 import time
 import uuid
 from collections.abc import Mapping
@@ -37,7 +36,7 @@ from typing import Any
 from filelock import FileLock
 
 from npu_hil.harness.errors import NpuHilError, UnsafeFolderError
-from npu_hil.harness.folders import check_private_dir, private_dir
+from npu_hil.harness.folders import check_private_dir, file_problem, private_dir
 from npu_hil.harness.inputs import InputFileError, read_json
 
 __all__ = [
@@ -237,13 +236,7 @@ class HealthStore:
             return f"not trusted: {exc.message}"
         except OSError as exc:
             return f"{self.folder}: {exc.strerror or exc}"
-        if info.st_uid != os.geteuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            return (
-                f"not trusted: {path} is owned by uid {info.st_uid} with mode "
-                f"{stat.S_IMODE(info.st_mode):04o} (expected uid {os.geteuid()}, writable by "
-                "no one else)"
-            )
-        return None
+        return file_problem(path, info)
 
     def record(
         self, board: str, state: str, what: str, *, cause: str = "", run_id: str = ""
