@@ -146,8 +146,7 @@ class AgentClient(Deployment):
         self.last_job_host_s: dict[str, float] = {}
         self.verbose = verbose
         self._own_scratch = scratch is None
-        # Job inputs are written here and results read back: a folder of ours alone.
-        self.scratch = private_dir(scratch or tempfile.mkdtemp(prefix="npu-hil-jobs-"))
+        self._scratch = None if scratch is None else private_dir(scratch)
         self._agent_path: PurePosixPath | None = None
         self._session: Session | None = None
         self._model_shas: dict[tuple[str, int, int], str] = {}
@@ -160,6 +159,15 @@ class AgentClient(Deployment):
         self.repairs = 0  # damaged agent bundles found on the board and replaced
         # What the client found damaged on the board and mended, for the report (taken).
         self.events: list[str] = []
+
+    @property
+    def scratch(self) -> Path:
+        """Where job folders are written and results read back: a folder of ours alone, made
+        when a job first goes as a folder. A framed job (the usual kind) needs none, so a worker
+        killed with its sessions open leaves no empty folder behind."""
+        if self._scratch is None:
+            self._scratch = private_dir(tempfile.mkdtemp(prefix="npu-hil-jobs-"))
+        return self._scratch
 
     # --- jobs ------------------------------------------------------------------------------------
 
@@ -260,7 +268,8 @@ class AgentClient(Deployment):
             result_document,
             answer,
             where=f"{what}: the answer",
-            job_dir=self.scratch / safe_name(spec.job_id),
+            # Named for the result, never made: a framed job's buffers came in its answer.
+            job_dir=(self._scratch or Path(tempfile.gettempdir())) / safe_name(spec.job_id),
             job_id=spec.job_id,
         )
         if _model_damaged(result):
@@ -536,8 +545,9 @@ class AgentClient(Deployment):
             except (TransportError, DeviceError, ProtocolError) as exc:
                 log.warning("agent session did not shut down cleanly: %s", exc)
             self._drop_session(timeout=5.0)
-        if self._own_scratch and not self.keep_jobs:
-            shutil.rmtree(self.scratch, ignore_errors=True)
+        if self._own_scratch and not self.keep_jobs and self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
     def __enter__(self) -> AgentClient:
         return self
