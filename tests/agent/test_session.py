@@ -171,6 +171,27 @@ def test_frozen_agent_is_killed_by_the_host(client: AgentClient, model: Path) ->
     assert client.sessions_started == 2
 
 
+def test_a_link_lost_early_is_not_called_a_timeout(
+    client: AgentClient, model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The message gives the time that passed, not the one allowed: a session whose link is
+    lost a moment into a job with minutes to run is not 'no answer within 600 s'."""
+    client.ping()
+    session = client._session
+    assert session is not None
+
+    def lost(*args: object, **kwargs: object) -> bytes:
+        raise TransportError("link lost")
+
+    monkeypatch.setattr(session, "recv", lost)
+    slow = spec(model, "long", load_timeout_s=300.0, run_timeout_s=300.0)
+    with pytest.raises(TransportError) as raised:
+        client.submit(slow, {"x": X})
+    message = str(raised.value)
+    assert "no answer from the agent after 0." in message and "s allowed" in message, message
+    assert "within" not in message.split("(link lost)")[0], message
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("how", "ending"),

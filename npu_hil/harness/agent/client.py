@@ -452,6 +452,7 @@ class AgentClient(Deployment):
         buffers: list[memoryview] | None = None,
     ) -> tuple[dict[str, Any], BulkAnswer | None]:
         session = self._ensure_session()
+        started = time.monotonic()
         try:
             if buffers is None:
                 session.send(encode_frame(message))
@@ -464,10 +465,18 @@ class AgentClient(Deployment):
             how = self._drop_session(timeout=5.0)
             raise agent_ended(f"{what}: the agent session died ({how})", self.last_exit) from None
         except TransportError as exc:
+            elapsed = time.monotonic() - started
             how = self._drop_session()
+            # The time that passed, not the one allowed: a link lost after a second is no
+            # "no answer within 600 s".
+            waited = (
+                f"no answer from the agent within {timeout:.0f} s"
+                if elapsed >= timeout
+                else f"no answer from the agent after {elapsed:.1f} s (of {timeout:.0f} s allowed)"
+            )
             raise TransportError(
-                f"{what}: no answer from the agent within {timeout:.0f} s ({exc}); the session "
-                f"was killed ({how}) and a new one starts with the next request"
+                f"{what}: {waited} ({exc}); the session was killed ({how}) and a new one starts "
+                "with the next request"
             ) from None
 
     def _oneshot_request(
