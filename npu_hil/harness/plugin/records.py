@@ -335,6 +335,9 @@ class RunCollector:
         data = getattr(report, RECORD_ATTR, None)
         if data is None:
             return
+        # pytest keeps every report to the end of the session (the terminal's stats): without
+        # this, each record is held twice, once here as a dict.
+        delattr(report, RECORD_ATTR)
         from npu_hil.harness.report.records import TestRecord
         from npu_hil.harness.report.runs import append_record, run_dir_for_session
 
