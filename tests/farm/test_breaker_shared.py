@@ -20,7 +20,7 @@ import pytest
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.farm.breaker import BoardBrokenError, CircuitBreaker
 from npu_hil.harness.farm.breaker_file import BreakerFile
-from tests.second_user import NOBODY, as_nobody, reachable_folder
+from tests.second_user import NOBODY, reachable_folder, write_as_nobody
 
 RUN = "20261205T120000Z-run"
 
@@ -156,8 +156,7 @@ def test_a_shared_folder_written_by_another_user_decides_nothing(
         "board": "bad-01",
         "runs": {RUN: {"failures": ["TransportError: planted"] * 3, "opened": "planted"}},
     }
-    script = f"open({str(shared / 'bad-01.breaker.json')!r}, 'w').write({json.dumps(document)!r})"
-    as_nobody(sys.executable, "-c", script)
+    write_as_nobody(shared / "bad-01.breaker.json", json.dumps(document))
     assert (shared / "bad-01.breaker.json").stat().st_uid == NOBODY
     here = breaker(shared)
     with caplog.at_level(logging.WARNING):
