@@ -21,12 +21,6 @@ def _seconds(text: str) -> float:
     return best
 
 
-def _seconds_once(text: str) -> float:
-    started = time.perf_counter()
-    scrub(text)
-    return time.perf_counter() - started
-
-
 def test_a_long_run_of_letters_is_scrubbed_in_linear_time() -> None:
     small, large = _seconds("a" * 25_000), _seconds("a" * 100_000)
     assert large < max(8 * small, 0.05), (small, large)
@@ -60,7 +54,9 @@ ADVERSARIAL = {
 @pytest.mark.parametrize("unit", list(ADVERSARIAL.values()), ids=list(ADVERSARIAL))
 def test_every_pattern_is_linear_at_ten_megabytes(unit: str) -> None:
     big = 10_000_000 // len(unit)
-    small, large = _seconds_once(unit * (big // 4)), _seconds_once(unit * big)
+    # Best of three each: one pass of a quarter second is at the mercy of whatever else the
+    # machine runs (a 14x ratio from a single pass under load, 4.1x here idle).
+    small, large = _seconds(unit * (big // 4)), _seconds(unit * big)
     # The floor: a quadratic pattern takes minutes at 10 MB; a fast linear one a few hundredths
     # of a second, where a loaded machine's noise is as large as the figure.
     assert large < max(8 * small, 0.25), (small, large)
