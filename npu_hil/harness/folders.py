@@ -21,16 +21,19 @@ from npu_hil.harness.errors import UnsafeFolderError
 __all__ = ["check_private_dir", "default_workdir", "file_problem", "private_dir", "user_folder"]
 
 
-def check_private_dir(path: str | os.PathLike[str]) -> Path:
+def check_private_dir(path: str | os.PathLike[str], *, check_above: bool = True) -> Path:
     """``path`` as a Path when it is a folder of this user's own; UnsafeFolderError otherwise
     (FileNotFoundError when it does not exist). A folder above it that anyone may rename
     entries of (writable by group or others without the sticky bit, unlike ``/tmp``) is
-    refused too: whoever can write there can swap the folder for theirs."""
+    refused too (unless ``check_above`` is False): whoever can write there can swap the folder for
+    theirs."""
     folder = Path(path)
     info = os.lstat(folder)
     problem = folder_problem(str(folder), info.st_mode, info.st_uid, os.geteuid())
     if problem is not None:
         raise UnsafeFolderError(problem)
+    if not check_above:
+        return folder
     for parent in Path(os.path.abspath(folder)).parents:
         above = os.stat(parent)
         if above.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not above.st_mode & stat.S_ISVTX:

@@ -21,7 +21,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from npu_hil.harness.board.folders import folder_problem
 from npu_hil.harness.errors import UnsafeFolderError
 from npu_hil.harness.folders import check_private_dir
 from npu_hil.harness.inputs import InputFileError, json_document, read_json, read_regular
@@ -55,17 +54,6 @@ def root_problem(reports_root: str | Path) -> str | None:
     return None
 
 
-def _own_folder(path: Path) -> Path:
-    """``path`` when it is a folder of this user's own that no one else may write; else
-    UnsafeFolderError. (The folders above it may be anyone's: the run is written all the same,
-    and :func:`root_problem` keeps earlier runs there from being believed.)"""
-    info = os.lstat(path)
-    problem = folder_problem(str(path), info.st_mode, info.st_uid, os.geteuid())
-    if problem is not None:
-        raise UnsafeFolderError(problem)
-    return path
-
-
 def new_run_id(now: datetime | None = None) -> str:
     stamp = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
     return f"{stamp:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
@@ -95,13 +83,15 @@ def run_dir_for_session(reports_root: str | Path, run_id: str | None = None) -> 
     if named:
         path = Path(named)
         path.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
-        return _own_folder(path)
+        # The folders above may be anyone's: the run is written all the same, and
+        # root_problem keeps earlier runs there from being believed.
+        return check_private_dir(path, check_above=False)
     if run_id:
         Path(reports_root).mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
         path = Path(reports_root) / run_id
         path.mkdir(mode=FOLDER_MODE, exist_ok=True)
         # A folder of that name made by someone else first is never written into.
-        return _own_folder(path)
+        return check_private_dir(path, check_above=False)
     return new_run_dir(reports_root)
 
 
