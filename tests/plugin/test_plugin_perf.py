@@ -69,8 +69,13 @@ def test_perf_marker_figures_reports_and_a_breach(project: pytest.Pytester) -> N
     assert "p50_ms" in too_slow["message"] and "threshold 1e-09 ms" in too_slow["message"]
     assert records["test_script_style[rk3588-01]"]["latency"]["runs"] == 4
     summary = json.loads((run_dir / "summary.json").read_text())
-    rows = {r["nodeid"].split("::")[-1]: r for r in summary["latency"]}
-    assert set(rows) == set(records) and rows["test_timed[rk3588-01]"]["runs"] == 5
+    # The summary says it per target; each case's figures are in the measurements file.
+    p99s = [r["latency"]["p99_ms"] for r in records.values()]
+    assert summary["latency"]["rk3588"]["cases"] == len(records)
+    assert summary["latency"]["rk3588"]["p99_ms_max"] == max(p99s)
+    measured = json.loads((run_dir / summary["measurements_file"]).read_text())
+    points = {c["nodeid"].split("::")[-1]: c for c in measured["cases"]}
+    assert points["test_timed[rk3588-01]"]["latency"]["p50_ms"] == lat["p50_ms"]
     case = ET.parse(project.path / "junit.xml").find(".//testcase[@name='test_timed[rk3588-01]']")
     assert case is not None
     props = {p.get("name"): p.get("value") for p in case.iter("property")}

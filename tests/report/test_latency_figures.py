@@ -84,7 +84,11 @@ def test_junit_properties_and_summary_carry_the_figures() -> None:
     assert "/sys/class/devfreq/*dmc*" in state["board_state.before.absent"]
     record = TestRecord("t::a[b]", "passed", 0.1, board="b", latency=lat, board_state=STATE)
     quiet = TestRecord("t::c[b]", "passed", 0.1, board="b")
-    summary = build_summary([record, quiet], {})
-    (row,) = summary["latency"]
-    assert row["nodeid"] == "t::a[b]" and row["p99_ms"] == 3.0 and row["runs"] == 3
+    other = TestRecord("t::d[b]", "passed", 0.1, board="b", latency={**lat, "p50_ms": 4.0})
+    summary = build_summary([record, quiet, other], {})
+    # Per target, not per case: how many measured, the median p50, the worst p99.
+    assert summary["latency"] == {
+        "(no target)": {"cases": 2, "p50_ms_median": 3.0, "p99_ms_max": 3.0}
+    }
+    assert summary["measurements_file"] == "measurements.json"
     assert TestRecord.from_dict(record.to_dict()) == record

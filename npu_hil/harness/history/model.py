@@ -34,8 +34,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from npu_hil.harness.report.runs import MEASUREMENTS_FILE as MEASUREMENTS_FILE
+
 SCHEMA_VERSION = 1
-MEASUREMENTS_FILE = "measurements.json"
 INDEX_FILE = "history.json"
 
 CaseKey = tuple[str, str]

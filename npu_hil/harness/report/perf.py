@@ -5,13 +5,13 @@ after the timed runs)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from html import escape
 from typing import Any
 
 from npu_hil.harness.report.records import TestRecord
 
-__all__ = ["board_state_properties", "latency_html", "latency_properties", "latency_table"]
+__all__ = ["board_state_properties", "latency_html", "latency_properties"]
 
 FIGURES = ("p50_ms", "p90_ms", "p99_ms", "min_ms", "max_ms", "mean_ms", "stdev_ms", "jitter_ms")
 
@@ -60,15 +60,6 @@ def board_state_properties(state: Mapping[str, Any]) -> dict[str, str]:
         if absent:
             props[f"{head}.absent"] = " ".join(str(p) for p in absent)
     return props
-
-
-def latency_table(records: Sequence[TestRecord]) -> list[dict[str, Any]]:
-    """summary.json's ``latency``: one row per case that measured, with its board."""
-    return [
-        {"nodeid": r.nodeid, "board": r.board, "target": r.target, **r.latency}
-        for r in records
-        if r.latency
-    ]
 
 
 def _temps(reading: Any) -> str:

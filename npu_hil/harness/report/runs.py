@@ -33,6 +33,8 @@ SUMMARY_FILE = "summary.json"
 OUTCOMES_FILE = "outcomes.json"
 """Each case's board and outcome, the compact index later runs compare with."""
 RUN_FILE = "run.json"
+MEASUREMENTS_FILE = "measurements.json"
+"""Each case's figures (latency, accuracy), the history's view of the run."""
 FOLDER_MODE = 0o700
 RUN_DIR_ENV = "NPU_HIL_RUN_DIR"
 RUN_ID_PATTERN = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{6}$")
@@ -95,10 +97,13 @@ def run_dir_for_session(reports_root: str | Path, run_id: str | None = None) -> 
     return new_run_dir(reports_root)
 
 
-def append_record(run_dir: str | Path, record: TestRecord) -> None:
-    """Append ``record`` as one JSON line to ``<run_dir>/records.jsonl``."""
-    line = json.dumps(scrubbed(record).to_dict(), sort_keys=True, separators=(",", ":"))
+def append_record(run_dir: str | Path, record: TestRecord) -> TestRecord:
+    """Append ``record`` as one JSON line to ``<run_dir>/records.jsonl``, scrubbed; return the
+    scrubbed record (what was written), for :func:`write_run` to take as clean."""
+    clean = scrubbed(record)
+    line = json.dumps(clean.to_dict(), sort_keys=True, separators=(",", ":"))
     append_line(Path(run_dir) / RECORDS_FILE, line)
+    return clean
 
 
 MAX_RECORDS_BYTES = 1 << 30

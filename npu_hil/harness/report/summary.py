@@ -1,8 +1,9 @@
 """summary.json: counts per outcome, per board, per target, where the cases ran, board health,
-every output's accuracy figures against the float reference, every finding against the
-baselines (and the runs they came from). The records themselves stay in ``records.jsonl``
-(``records_file``): at 12,000 cases, embedding them made summary.json 71 MB, and every reader of a
-summary (a comparison, the history, ``npu-hil nightly``'s table) parsed all of it.
+latency and accuracy per target (each case's figures are in its record and in the run's
+``measurements.json``), every finding against the baselines (and the runs they came from). The
+records themselves stay in ``records.jsonl`` (``records_file``): at 12,000 cases, embedding them
+made summary.json 71 MB, and every reader of a summary (a comparison, the history, ``npu-hil
+nightly``'s table) parsed all of it; a row per case in ``latency`` and ``accuracy`` kept 10 MB.
 
 Where a case ran is its :attr:`TestRecord.provenance`: ``hardware`` only for a case a hardware
 board ran, ``simulated`` for a simulated board (a fallback included), ``not run`` for the rest
@@ -11,19 +12,23 @@ board ran, ``simulated`` for a simulated board (a fallback included), ``not run`
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from npu_hil.harness.report.boardlog import board_log_summary
-from npu_hil.harness.report.perf import latency_table
 from npu_hil.harness.report.records import OUTCOMES, TestRecord
-from npu_hil.harness.report.runs import RECORDS_FILE
+from npu_hil.harness.report.runs import MEASUREMENTS_FILE, RECORDS_FILE
 from npu_hil.harness.report.stability import stability_summary
 
-SCHEMA_VERSION = 3
-"""3: no ``records`` (``records_file`` names where they are); 2 embedded every record."""
+SCHEMA_VERSION = 4
+"""4: ``latency`` and ``accuracy`` per target (each case's figures stay in its record and in
+``measurements_file``); 3: no ``records`` (``records_file`` names where they are), a row per case
+in ``latency`` and ``accuracy``; 2 embedded every record."""
 NO_BOARD = "(no board)"
+NO_TARGET = "(no target)"
 _KIND = {"hw": "hardware", "sim": "simulated", "": "not run"}
 
 
@@ -84,28 +89,62 @@ def nothing_reached(records: Sequence[TestRecord]) -> str | None:
     )
 
 
-def _accuracy(records: Sequence[TestRecord]) -> list[dict[str, Any]]:
-    """Every output's accuracy figures, one row per case and output (the same figures as in the
-    records, gathered for a nightly's reader): the case, its board and target, the output's
-    name, its byte verdict, the figures and the thresholds it failed."""
-    rows = []
+def _worst(values: list[float], pick: Callable[[list[float]], float]) -> float | str | None:
+    """``pick`` of the finite figures (an exact match's SNR is infinite, written ``"inf"``)."""
+    finite = [v for v in values if math.isfinite(v)]
+    if finite:
+        return pick(finite)
+    return "inf" if values else None
+
+
+def _figures(values: Any) -> list[float]:
+    return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+
+
+def _latency_by_target(records: Sequence[TestRecord]) -> dict[str, dict[str, Any]]:
+    """Per target, the cases that measured latency: how many, the median of their p50 and the
+    worst p99. Each case's figures are in its record and in the run's measurements file."""
+    p50s: dict[str, list[Any]] = {}
+    p99s: dict[str, list[Any]] = {}
+    for record in records:
+        if record.latency:
+            target = record.target or NO_TARGET
+            p50s.setdefault(target, []).append(record.latency.get("p50_ms"))
+            p99s.setdefault(target, []).append(record.latency.get("p99_ms"))
+    return {
+        target: {
+            "cases": len(p50s[target]),
+            "p50_ms_median": _worst(_figures(p50s[target]), statistics.median),
+            "p99_ms_max": _worst(_figures(p99s[target]), max),
+        }
+        for target in sorted(p50s)
+    }
+
+
+def _accuracy_by_target(records: Sequence[TestRecord]) -> dict[str, dict[str, Any]]:
+    """Per target, the outputs compared with the float reference: how many, how many failed a
+    threshold, and the lowest SNR and cosine among them."""
+    rows: dict[str, dict[str, Any]] = {}
     for record in records:
         for tensor in record.tensors:
             if tensor.accuracy is None:
                 continue
-            rows.append(
-                {
-                    "nodeid": record.nodeid,
-                    "board": record.board,
-                    "target": record.target,
-                    "outcome": record.outcome,
-                    "tensor": tensor.name,
-                    "verdict": tensor.verdict,
-                    **tensor.accuracy,
-                    "breaches": list(tensor.accuracy_breaches),
-                }
+            row = rows.setdefault(
+                record.target or NO_TARGET, {"outputs": 0, "breached": 0, "snr": [], "cos": []}
             )
-    return rows
+            row["outputs"] += 1
+            row["breached"] += bool(tensor.accuracy_breaches)
+            row["snr"] += _figures([tensor.accuracy.get("snr_db")])
+            row["cos"] += _figures([tensor.accuracy.get("cosine")])
+    return {
+        target: {
+            "outputs": row["outputs"],
+            "breached": row["breached"],
+            "snr_db_min": _worst(row["snr"], min),
+            "cosine_min": _worst(row["cos"], min),
+        }
+        for target, row in sorted(rows.items())
+    }
 
 
 def _regressions(records: Sequence[TestRecord]) -> list[dict[str, Any]]:
@@ -151,7 +190,7 @@ def build_summary(
             entry["ran_sim"] += 1
             entry["simulated"] = True
         entry["runtime_versions"].update(record.runtime_versions)
-        _count(per_target.setdefault(record.target or "(no target)", _zero()), record.outcome)
+        _count(per_target.setdefault(record.target or NO_TARGET, _zero()), record.outcome)
         _count(by_backend[_KIND[where]], record.outcome)
         no_board += record.board is None
     for entry in per_board.values():
@@ -176,12 +215,14 @@ def build_summary(
         "board_health": _health(records),
         # each board's health kept across runs (state, since, cause, history), when stored
         "health_history": dict(meta.get("health_history") or {}),
-        "latency": latency_table(records),
-        "accuracy": _accuracy(records),
+        # per target; each case's figures are in its record and in the measurements file
+        "latency": _latency_by_target(records),
+        "accuracy": _accuracy_by_target(records),
         "regressions": _regressions(records),
         # passes that needed a retry, and the quarantine list's cases (each a count and a list)
         **stability_summary(records),
         **board_log_summary(list(records)),
         "history": dict(history) if history is not None else None,
         "records_file": RECORDS_FILE,
+        "measurements_file": MEASUREMENTS_FILE,
     }

@@ -16,7 +16,8 @@ from npu_hil.harness.report.atomic import write_bytes_atomic, write_text_atomic
 from npu_hil.harness.report.compare import build_comparison
 from npu_hil.harness.report.html import build_html
 from npu_hil.harness.report.junit import build_junit
-from npu_hil.harness.report.records import TestRecord, scrubbed
+from npu_hil.harness.report.records import TestRecord
+from npu_hil.harness.report.records import scrubbed as scrub_record
 from npu_hil.harness.report.runs import (
     RECORDS_FILE,
     SUMMARY_FILE,
@@ -63,18 +64,21 @@ def write_run(
     *,
     history: Mapping[str, Any] | None = None,
     trends: Mapping[str, Any] | None = None,
+    scrubbed: bool = False,
 ) -> None:
     """Write every report file of the run; ``records=None`` reads them from records.jsonl.
     ``history``: summary.json's ``history`` (the baseline's runs, how many runs are indexed),
     None when the run's history is not known (a report rebuilt after a crash). ``trends``: the
-    page's history view (``npu_hil.harness.history.trends.trends_view``), if any."""
+    page's history view (``npu_hil.harness.history.trends.trends_view``), if any. ``scrubbed``:
+    the records are the ones :func:`append_record` returned, scrubbed already."""
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
-    chosen = [scrubbed(r) for r in _dedupe(load_records(path) if records is None else records)]
-    # Every writer below takes clean text (npu_hil.harness.report.sanitize): the records are cleaned
-    # by
-    # ``scrubbed``, the meta (command line, paths) and the comparison (past runs' summaries,
-    # maybe written by an older harness) here.
+    chosen = _dedupe(load_records(path) if records is None else records)
+    if not scrubbed:
+        chosen = [scrub_record(r) for r in chosen]
+    # Every writer below takes clean text (npu_hil.harness.report.sanitize): the records are
+    # cleaned by ``scrub_record`` (here or as they were appended), the meta (command line, paths)
+    # and the comparison (past runs' summaries, maybe written by an older harness) here.
     full_meta = clean_value({"run_id": path.name, **dict(meta)})
     summary = build_summary(chosen, full_meta, history=history)
     comparison = clean_value(build_comparison(path, chosen, full_meta))
