@@ -126,3 +126,30 @@ def test_report_files_get_the_umasks_mode(tmp_path: Path, umask: int, mode: int)
     )
     for name in files:
         assert stat.S_IMODE((run_dir / name).stat().st_mode) == mode, name
+
+
+def test_appended_lines_are_forced_to_disk_once_a_second_and_at_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    clock = [1000.0]
+    monkeypatch.setattr(atomic.os, "fsync", fsync)
+    monkeypatch.setattr(atomic.time, "monotonic", lambda: clock[0])
+    run_dir = new_run_dir(tmp_path)
+    records = run_dir / "records.jsonl"
+    for i in range(50):  # 50 cases within a second: one forced write, the first
+        append_record(run_dir, TestRecord(f"t.py::test_{i}", "passed", 0.01))
+    assert synced == [str(records)]
+    clock[0] += atomic.SYNC_INTERVAL_S
+    append_record(run_dir, TestRecord("t.py::test_late", "passed", 0.01))
+    assert synced == [str(records)] * 2
+    synced.clear()
+    write_run(run_dir, None, {})
+    # The report forces the records' last lines out as well as its own files.
+    assert str(records) in synced and len(load_records(run_dir)) == 51

@@ -25,7 +25,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -162,6 +162,7 @@ class RunState:
     started: float = field(default_factory=time.time)
     run_dir: Path | None = None
     records: list[TestRecord] = field(default_factory=list)
+    failed_attempts: dict[str, TestRecord] = field(default_factory=dict)  # first, by node id
     failure: str | None = None  # why the run failed although no test did
     warnings: list[str] = field(default_factory=list)  # damage met outside the run, named
 
@@ -213,7 +214,11 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if not _is_worker(config):
         config.stash[RUN_KEY] = RunState(reports_root(config), uuid.uuid4().hex[:12])
-        config.pluginmanager.register(RunCollector(config), "npu-hil-run-collector")
+        # pytest-xdist's controller: the report is written before xdist waits for its workers
+        # to exit, while they close their boards' agents, not after.
+        distributed = config.getoption("dist", default="no") != "no"
+        collector = XdistRunCollector(config) if distributed else RunCollector(config)
+        config.pluginmanager.register(collector, "npu-hil-run-collector")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -310,18 +315,18 @@ def build_record(info: ItemInfo) -> TestRecord:
 # ------------------------------------------------------------------------- controller
 
 
-def rerun_unstable(record: TestRecord, earlier: list[TestRecord]) -> TestRecord:
+def rerun_unstable(record: TestRecord, failed: Mapping[str, TestRecord]) -> TestRecord:
     """``record`` flagged unstable when it passed after an earlier attempt of the same test in
     this run failed (a rerun of the whole test, as pytest-rerunfailures makes): the first failed
-    attempt's reason. The report keeps the last attempt
-    (``npu_hil.harness.report.writer.write_run``)."""
+    attempt's reason (``failed``: each test's first failed attempt, by node id). The report
+    keeps the last attempt (``npu_hil.harness.report.writer.write_run``)."""
     if record.outcome != "passed" or record.unstable:
         return record
-    for attempt in earlier:
-        if attempt.nodeid == record.nodeid and attempt.outcome in ("failed", "error"):
-            reason = attempt.message or attempt.outcome
-            return replace(record, unstable=f"{attempt.outcome} on an earlier attempt: {reason}")
-    return record
+    attempt = failed.get(record.nodeid)
+    if attempt is None:
+        return record
+    reason = attempt.message or attempt.outcome
+    return replace(record, unstable=f"{attempt.outcome} on an earlier attempt: {reason}")
 
 
 class RunCollector:
@@ -341,7 +346,11 @@ class RunCollector:
         from npu_hil.harness.report.records import TestRecord
         from npu_hil.harness.report.runs import append_record, run_dir_for_session
 
-        record = rerun_unstable(TestRecord.from_dict(data), self.state.records)
+        # A dict of failed attempts, not a scan of every record so far: 12,000 cases made
+        # that scan quadratic.
+        record = rerun_unstable(TestRecord.from_dict(data), self.state.failed_attempts)
+        if record.outcome in ("failed", "error"):
+            self.state.failed_attempts.setdefault(record.nodeid, record)
         if self.state.run_dir is None:
             from npu_hil.harness.plugin.interrupt import sigterm_interrupts
 
@@ -444,6 +453,15 @@ class RunCollector:
                 )
         if self.state.run_dir is not None:
             terminalreporter.write_line(f"npu-hil: report in {self.state.run_dir}")
+
+
+class XdistRunCollector(RunCollector):
+    """The controller of a pytest-xdist run: its session ends before xdist's own end (which
+    waits for every worker to exit, each closing its agents: 1-2 s), so the two overlap."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        super().pytest_sessionfinish(session, exitstatus)
 
 
 def _dedupe_last(records: list[TestRecord]) -> list[TestRecord]:

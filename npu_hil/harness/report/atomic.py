@@ -8,8 +8,10 @@ reading the reports would find them unreadable. Who may reach them is the run fo
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
+import time
 from pathlib import Path
 
 # The umask applies: 0o666 & ~umask, as open(2) and the shell give a new file.
@@ -47,17 +49,41 @@ def write_text_atomic(path: Path, text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8", errors="replace"))
 
 
+SYNC_INTERVAL_S = 1.0
+"""An appended line is forced to disk at most this often per file (and by :func:`sync_file` at
+the end). A process that dies loses nothing either way (its lines are the kernel's once
+written); only a power cut or a kernel crash can lose the last second. An fsync per line cost
+4 ms a case on a plain disk: 48 s of a 12,000-case run."""
+_last_sync: dict[Path, float] = {}
+
+
 def append_line(path: Path, line: str) -> None:
     """Append one line with a single ``write`` on an ``O_APPEND`` descriptor.
 
     Several pytest-xdist workers may append to the same file: one write per line keeps lines
-    whole, and the fsync means a crash right after a test still leaves its line on disk.
+    whole. The file is fsynced when its last fsync is older than :data:`SYNC_INTERVAL_S`.
     """
     data = (line.rstrip("\n") + "\n").encode("utf-8", errors="replace")
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags, FILE_MODE)
     try:
         os.write(fd, data)
+        now = time.monotonic()
+        if now - _last_sync.get(path, -math.inf) >= SYNC_INTERVAL_S:
+            os.fsync(fd)
+            _last_sync[path] = now
+    finally:
+        os.close(fd)
+
+
+def sync_file(path: Path) -> None:
+    """Force ``path`` (appended to by :func:`append_line`) to disk, if it exists."""
+    _last_sync.pop(path, None)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return
+    try:
         os.fsync(fd)
     finally:
         os.close(fd)

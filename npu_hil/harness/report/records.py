@@ -184,7 +184,14 @@ def scrubbed(record: TestRecord) -> TestRecord:
     surrogate, no raw control or bidi character): applied where records are written, so
     records.jsonl, the JUnit XML, the HTML page and the summary never hold key material and are
     always written and valid, whatever exception text a test ended with."""
-    return TestRecord.from_dict(_scrub_value(record))
+    return TestRecord.from_dict(scrubbed_dict(record))
+
+
+def scrubbed_dict(record: TestRecord) -> dict[str, Any]:
+    """:func:`scrubbed`'s record as the dict ``to_dict`` would give (what records.jsonl
+    holds), made in one walk."""
+    data: dict[str, Any] = _scrub_value(record)
+    return data
 
 
 SHORT_TEXT = 256

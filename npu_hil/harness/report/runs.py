@@ -25,7 +25,7 @@ from npu_hil.harness.errors import UnsafeFolderError
 from npu_hil.harness.folders import check_private_dir
 from npu_hil.harness.inputs import InputFileError, json_document, read_json, read_regular
 from npu_hil.harness.report.atomic import append_line, write_text_atomic
-from npu_hil.harness.report.records import TestRecord, scrubbed
+from npu_hil.harness.report.records import TestRecord, scrubbed_dict
 from npu_hil.harness.report.sanitize import clean_value
 
 RECORDS_FILE = "records.jsonl"
@@ -100,10 +100,10 @@ def run_dir_for_session(reports_root: str | Path, run_id: str | None = None) -> 
 def append_record(run_dir: str | Path, record: TestRecord) -> TestRecord:
     """Append ``record`` as one JSON line to ``<run_dir>/records.jsonl``, scrubbed; return the
     scrubbed record (what was written), for :func:`write_run` to take as clean."""
-    clean = scrubbed(record)
-    line = json.dumps(clean.to_dict(), sort_keys=True, separators=(",", ":"))
+    data = scrubbed_dict(record)  # one walk: the line and the record both come from it
+    line = json.dumps(data, sort_keys=True, separators=(",", ":"))
     append_line(Path(run_dir) / RECORDS_FILE, line)
-    return clean
+    return TestRecord.from_dict(data)
 
 
 MAX_RECORDS_BYTES = 1 << 30

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from npu_hil.harness.report.atomic import write_bytes_atomic, write_text_atomic
+from npu_hil.harness.report.atomic import sync_file, write_bytes_atomic, write_text_atomic
 from npu_hil.harness.report.compare import build_comparison
 from npu_hil.harness.report.html import build_html
 from npu_hil.harness.report.junit import build_junit
@@ -93,5 +93,6 @@ def write_run(
     write_text_atomic(path / COMPARISON_FILE, json.dumps(comparison, indent=2) + "\n")
     write_text_atomic(path / HTML_FILE, build_html(path, chosen, summary, comparison, trends))
     write_outcomes(path, chosen)
+    sync_file(path / RECORDS_FILE)  # its last lines, appended since the last forced write
     # summary.json last: its presence says the run's report is complete.
     write_text_atomic(path / SUMMARY_FILE, json.dumps(summary, indent=2, default=str) + "\n")
