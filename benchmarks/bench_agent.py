@@ -206,13 +206,19 @@ def _print(
         f"1 ms + 2 copies = {target * 1e3:.2f} ms"
     )
     print()
-    print("| path | job ms | runtime ms | harness ms | harness / target | job / onnxruntime |")
-    print("|---|---|---|---|---|---|")
+    # Two goals: the harness's own time within 1 ms + 2 copies, and (issue "Fast and flat at
+    # scale") within 1.5x the target's own time, the runtime call.
+    print(
+        "| path | job ms | runtime ms | harness ms | harness / target | harness / runtime "
+        "| job / onnxruntime |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for row in rows:
+        runtime = row.median("runtime")
         print(
-            f"| {row.name} | {row.median() * 1e3:.2f} | {row.median('runtime') * 1e3:.2f} | "
+            f"| {row.name} | {row.median() * 1e3:.2f} | {runtime * 1e3:.2f} | "
             f"{row.harness * 1e3:.2f} | {row.harness / target:.2f} | "
-            f"{row.median() / baseline:.0f} |"
+            f"{row.harness / runtime:.2f} | {row.median() / baseline:.0f} |"
         )
     print()
     print("| path | " + " | ".join(f"{p} ms" for p in PARTS) + " |")

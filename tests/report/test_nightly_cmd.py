@@ -227,6 +227,31 @@ def test_record_tail_names_where_cases_ran(tmp_path: Path) -> None:
     assert (tail.kind("hw-01"), tail.kind("rk-01"), tail.kind("none")) == ("-", "HW+SIM", "-")
 
 
+def test_the_live_table_shows_boards_in_trouble_first_and_sums_the_rest(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from npu_hil.harness.cli.nightly_cmd import PROGRESS_ROWS, _progress_table
+    from npu_hil.harness.report.records import OUTCOMES
+
+    path = tmp_path / "records.jsonl"
+    lines = [f'{{"board": "b{i:03d}", "outcome": "passed"}}' for i in range(200)]
+    lines.append('{"board": "b150", "outcome": "failed"}')
+    path.write_text("\n".join(lines) + "\n")
+    tail = RecordTail(path)
+    tail.poll()
+    table = _progress_table(tail, 3.0)
+    assert table.row_count == PROGRESS_ROWS + 1
+    console = Console(width=120, record=True)
+    console.print(table)
+    text = console.export_text()
+    assert text.index("b150") < text.index("b000")  # the board with a failure leads
+    assert "b199" not in text
+    # The last row sums the 180 boards not shown: 180 cases passed, none failed.
+    (last,) = [line for line in text.splitlines() if "180 more boards" in line]
+    cells = [cell.strip() for cell in last.split("│")[3:-1]]
+    assert cells == [str(180 if o == "passed" else 0) for o in OUTCOMES]
+
+
 @pytest.mark.parametrize("autoload", ["", "1"])
 def test_pytest_command(autoload: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from npu_hil.harness.cli.main import build_parser

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from npu_hil.harness.report.sanitize import REPLACEMENT, clean_text, clean_value
+from npu_hil.harness.report.sanitize import REPLACEMENT, clean_json, clean_text, clean_value
 
 # What must never reach a report file raw: surrogates, U+FFFE/U+FFFF, C0 but tab and newline,
 # DEL and C1, the bidi embedding/override/isolate controls.
@@ -62,3 +63,24 @@ def test_any_text_becomes_utf8_xml_and_json_safe(text: str) -> None:
         "\t", " "
     ).replace("\n", " ")
     assert json.loads(json.dumps(cleaned, ensure_ascii=False).encode("utf-8")) == cleaned
+
+
+_JSON_TEXT = st.text(alphabet=st.characters() | st.sampled_from(list("\\\x7f\r\t\n\u202e\udc80")))
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _JSON_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_JSON_TEXT, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON_VALUES)
+def test_clean_json_is_the_json_of_the_cleaned_value(value: object) -> None:
+    # The shortcut (no walk when the text needs none) never changes what is written.
+    expected = json.dumps(clean_value(value), sort_keys=True, ensure_ascii=False)
+    assert clean_json(value, sort_keys=True) == expected
+    expected.encode("utf-8")  # never a lone surrogate
+
+
+def test_clean_json_takes_what_only_the_walk_can_write() -> None:
+    assert clean_json({"p": Path("/a\x1b")}) == '{"p": "/a\\\\x1b"}'

@@ -36,7 +36,7 @@ from npu_hil.harness.history.model import (
 from npu_hil.harness.inputs import InputFileError, read_json
 from npu_hil.harness.report.atomic import write_text_atomic
 from npu_hil.harness.report.runs import RUN_ID_PATTERN, root_problem
-from npu_hil.harness.report.sanitize import clean_value
+from npu_hil.harness.report.sanitize import clean_json
 
 __all__ = [
     "DEFAULT_KEEP",
@@ -72,7 +72,7 @@ def write_measurements(run_dir: Path, entry: RunEntry, points: Iterable[CasePoin
     # The file's "cases" is the list itself; the index's count is its length.
     doc = {"schema": SCHEMA_VERSION, **entry.to_dict(), "cases": cases}
     path = Path(run_dir) / MEASUREMENTS_FILE
-    write_text_atomic(path, json.dumps(clean_value(doc), sort_keys=True, separators=(",", ":")))
+    write_text_atomic(path, clean_json(doc, sort_keys=True, separators=(",", ":")))
     return path
 
 

@@ -26,7 +26,7 @@ from npu_hil.harness.folders import check_private_dir
 from npu_hil.harness.inputs import InputFileError, json_document, read_json, read_regular
 from npu_hil.harness.report.atomic import append_line, write_text_atomic
 from npu_hil.harness.report.records import TestRecord, scrubbed_dict
-from npu_hil.harness.report.sanitize import clean_value
+from npu_hil.harness.report.sanitize import clean_json, clean_value
 
 RECORDS_FILE = "records.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -163,7 +163,7 @@ def write_outcomes(run_dir: str | Path, records: Sequence[TestRecord]) -> None:
     """``<run_dir>/outcomes.json``: ``[nodeid, board, outcome]`` per case, what a later run's
     comparison needs of this one (a summary of 12,000 cases need not be parsed for it)."""
     rows = [[r.nodeid, r.board or "", r.outcome] for r in records]
-    text = json.dumps({"schema": 1, "cases": clean_value(rows)}, separators=(",", ":"))
+    text = clean_json({"schema": 1, "cases": rows}, separators=(",", ":"))
     write_text_atomic(Path(run_dir) / OUTCOMES_FILE, text + "\n")
 
 

@@ -20,10 +20,11 @@ visible and can be told apart from text around it.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
-__all__ = ["REPLACEMENT", "clean_text", "clean_value"]
+__all__ = ["REPLACEMENT", "clean_json", "clean_text", "clean_value"]
 
 REPLACEMENT = "\ufffd"
 
@@ -62,3 +63,19 @@ def clean_value(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float)):
         return value
     return clean_text(str(value))  # a Path or the like: its text, as json's default=str has it
+
+
+def clean_json(value: Any, **dumps_options: Any) -> str:
+    """``json.dumps(clean_value(value), **dumps_options)``, without the walk when it changes
+    nothing: the JSON text of ``value`` is made first, and walked again only when that text
+    holds something :func:`clean_text` might change (a character beyond ASCII, DEL, or an
+    escape json made: a control character, a surrogate, or a backslash, which merely costs the
+    walk). At 12,000 cases the walk of the history's measurements was 1.4 s of a run's end."""
+    options = {**dumps_options, "ensure_ascii": False}
+    try:
+        text = json.dumps(value, **options)
+    except TypeError:  # a Path or the like, which clean_value turns into its text
+        return json.dumps(clean_value(value), **options)
+    if text.isascii() and "\\" not in text and "\x7f" not in text:
+        return text
+    return json.dumps(clean_value(value), **options)
