@@ -78,7 +78,7 @@ def test_summary_json_schema(sample_records: tuple[Path, list[TestRecord]]) -> N
     run_dir, records = sample_records
     write_run(run_dir, records, META)
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["schema"] == 3
+    assert summary["schema"] == 4
     assert summary["total"] == 5
     assert summary["outcomes"] == {"passed": 2, "failed": 1, "error": 1, "skipped": 1}
     assert (summary["simulated"], summary["hardware"], summary["not_run"]) == (3, 1, 1)
