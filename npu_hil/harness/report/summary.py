@@ -13,9 +13,9 @@ board ran, ``simulated`` for a simulated board (a fallback included), ``not run`
 from __future__ import annotations
 
 import math
-import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from statistics import median
 from typing import Any
 
 from npu_hil.harness.report.boardlog import board_log_summary
@@ -104,20 +104,17 @@ def _figures(values: Any) -> list[float]:
 def _latency_by_target(records: Sequence[TestRecord]) -> dict[str, dict[str, Any]]:
     """Per target, the cases that measured latency: how many, the median of their p50 and the
     worst p99. Each case's figures are in its record and in the run's measurements file."""
-    p50s: dict[str, list[Any]] = {}
-    p99s: dict[str, list[Any]] = {}
+    measured: dict[str, list[Mapping[str, Any]]] = {}
     for record in records:
         if record.latency:
-            target = record.target or NO_TARGET
-            p50s.setdefault(target, []).append(record.latency.get("p50_ms"))
-            p99s.setdefault(target, []).append(record.latency.get("p99_ms"))
+            measured.setdefault(record.target or NO_TARGET, []).append(record.latency)
     return {
         target: {
-            "cases": len(p50s[target]),
-            "p50_ms_median": _worst(_figures(p50s[target]), statistics.median),
-            "p99_ms_max": _worst(_figures(p99s[target]), max),
+            "cases": len(latencies),
+            "p50_ms_median": _worst(_figures(x.get("p50_ms") for x in latencies), median),
+            "p99_ms_max": _worst(_figures(x.get("p99_ms") for x in latencies), max),
         }
-        for target in sorted(p50s)
+        for target, latencies in sorted(measured.items())
     }
 
 
