@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from npu_hil.harness.board.wire import nested_deeper
 from npu_hil.harness.inputs import (
     MAX_JSON_DEPTH,
     InputFileError,
@@ -55,6 +56,9 @@ def test_any_bytes_are_a_document_or_a_typed_refusal(data: bytes | str) -> None:
         ('{"x": NaN}', "non-finite number (NaN)"),
         ('{"x": -Infinity}', "non-finite number (-Infinity)"),
         ('{"x": 1e400}', "too large for a float"),
+        # among many ordinary floats, and written without an exponent
+        ('{"a": [' + "0.5, " * 5000 + '1.5E+308, 2E308]}', "too large for a float"),
+        ('{"x": ' + "9" * 400 + ".0}", "too large for a float"),
         ('{"x": 1', "expected JSON, got Expecting"),
     ],
 )
@@ -85,3 +89,18 @@ def test_a_fifo_a_device_and_a_huge_file_are_refused_without_reading(tmp_path: P
         handle.truncate(1 << 40)
     with pytest.raises(InputFileError, match="at most 1024 bytes"):
         read_json(sparse, "a document", limit=1024)
+
+
+def _depth(value: object) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(DOCUMENTS, st.integers(min_value=0, max_value=8))
+def test_the_depth_check_agrees_with_a_recursive_count(document: object, limit: int) -> None:
+    # The check walks a level at a time; a plain recursive count of the same document decides.
+    assert nested_deeper(document, limit) == (_depth(document) > limit)

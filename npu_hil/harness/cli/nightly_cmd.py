@@ -141,6 +141,9 @@ def pytest_command(args: argparse.Namespace, suite: Path) -> list[str]:
         # pytest's cache would land in the installed package (a checkout, a venv,
         # site-packages): nothing of a run is written there.
         cmd += ["-p", "no:cacheprovider"]
+        # The suite has no property tests; hypothesis's plugin, where it is installed, imports
+        # all of hypothesis at the end of every process of the run to print its statistics.
+        cmd += ["-p", "no:hypothesispytest"]
     cmd += ["--reports", str(args.reports)]
     if args.inventory is not None:
         cmd += ["--inventory", str(args.inventory)]

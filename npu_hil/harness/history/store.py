@@ -158,19 +158,24 @@ def read_measurements(
     return entry, points
 
 
-def _scan(root: Path, problems: list[str] | None) -> list[RunEntry]:
-    """The index rebuilt from the run folders (oldest first)."""
+def _scan(root: Path, problems: list[str] | None, skip: str = "") -> list[RunEntry]:
+    """The index rebuilt from the run folders (oldest first), run ``skip`` left out."""
     entries = []
     for run_dir in sorted(p for p in root.iterdir() if RUN_ID_PATTERN.match(p.name)):
+        if run_dir.name == skip:
+            continue
         found = read_measurements(run_dir, problems)
         if found is not None:
             entries.append(found[0])
     return entries
 
 
-def read_index(reports_root: Path, problems: list[str] | None = None) -> list[RunEntry]:
+def read_index(
+    reports_root: Path, problems: list[str] | None = None, *, skip: str = ""
+) -> list[RunEntry]:
     """The indexed runs, oldest first; rebuilt from the run folders when the index is missing
-    or unreadable (an empty list for a root that does not exist)."""
+    or unreadable (an empty list for a root that does not exist), where the run ``skip`` (one
+    whose entry the caller holds) is not read."""
     root = Path(reports_root)
     if not root.is_dir():
         return []
@@ -178,7 +183,7 @@ def read_index(reports_root: Path, problems: list[str] | None = None) -> list[Ru
     ours = isinstance(doc, dict) and doc.get("schema") == SCHEMA_VERSION
     runs = doc.get("runs") if ours else None
     if not isinstance(runs, list):
-        return _scan(root, problems)
+        return _scan(root, problems, skip)
     return [entry for entry in map(_entry, runs) if entry is not None]
 
 
@@ -218,7 +223,7 @@ def update_index(reports_root: Path, entry: RunEntry, keep: int = DEFAULT_KEEP) 
     if problem is not None:
         raise HistoryLockError(f"{problem}; the run is not indexed")
     with FileLock(str(_lock_path(root)), timeout=LOCK_TIMEOUT_S):
-        runs = {e.run_id: e for e in read_index(root)}
+        runs = {e.run_id: e for e in read_index(root, skip=entry.run_id)}
         runs[entry.run_id] = entry
         kept = sorted(runs.values(), key=lambda e: e.run_id)[-keep:]
         write_text_atomic(root / INDEX_FILE, _index_text(keep, kept))

@@ -25,7 +25,8 @@ One feature per module, each with its own options, hooks and state:
   history;
 - :mod:`npu_hil.harness.plugin.run` — the ``run_model`` fixture and :func:`assert_run_ok`;
 - :mod:`npu_hil.harness.plugin.simfarm` — ``--simfarm``: the board tests over real SSH and serial
-  links.
+  links;
+- :mod:`npu_hil.harness.plugin.workerexit` — a pytest-xdist worker's heap frozen as it ends.
 
 Recovery and retry policy are the farm library's (:mod:`npu_hil.harness.farm.recovery`): the plugin
 maps its options onto them.
@@ -57,6 +58,7 @@ FEATURES = (
     "npu_hil.harness.plugin.history",
     "npu_hil.harness.plugin.run",
     "npu_hil.harness.plugin.simfarm",
+    "npu_hil.harness.plugin.workerexit",
 )
 GROUP = "npu-hil"
 

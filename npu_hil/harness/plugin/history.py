@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from npu_hil.harness.history.baseline import Settings
     from npu_hil.harness.history.model import Regression
     from npu_hil.harness.history.store import History
+    from npu_hil.harness.plugin.run_history import ControllerHistory
     from npu_hil.harness.report.records import TestRecord
 
 __all__ = ["BaselineRegression", "check_run", "fail_on", "regression_lines"]
@@ -156,6 +157,12 @@ def baselines(config: pytest.Config) -> Baselines:
         settings = settings_of(config)
         if config.getoption("no_baseline"):
             history = History()
+        elif not hasattr(config, "workerinput"):
+            # The controller (or a run without workers) reads the earlier runs once, for the
+            # baselines and the report's history view alike.
+            from npu_hil.harness.plugin.run_history import newest_runs
+
+            history = newest_runs(run_history(config).earlier.result(), settings.runs)
         else:
             root, this_run = history_place(config)
             history = load_history(root, _run_key(config), limit=settings.runs, before=this_run)
@@ -199,28 +206,86 @@ def fail_on(findings: list[Regression]) -> None:
         )
 
 
+def trend_runs() -> int:
+    """How many runs the report's history view shows (this one included)."""
+    from npu_hil.harness.history.flaky import DEFAULT_RUNS
+
+    return DEFAULT_RUNS
+
+
+def run_history(config: pytest.Config) -> ControllerHistory:
+    """The controller's history for this run: its earlier runs are read (in the background)
+    from the first call on, enough for both the baseline's window and the report's history
+    view."""
+    from npu_hil.harness.plugin.run_history import controller_history
+
+    root, this_run = history_place(config)
+    runs = max(settings_of(config).runs, trend_runs() - 1)
+    return controller_history(config, root, this_run, _run_key(config), runs)
+
+
+def record_kept(config: pytest.Config, record: TestRecord) -> None:
+    """Controller: a case's record was appended to the run; its point is made now."""
+    run_history(config).keep(record)
+
+
 def pytest_npu_hil_run_end(
     config: pytest.Config, run_dir: Path, records: list[TestRecord], meta: dict[str, Any]
 ) -> dict[str, Any]:
     """Controller, end of the session: ``<run>/measurements.json`` and the index entry for the
-    run (complete or not, as ``meta`` says); returns summary.json's ``history``."""
-    from npu_hil.harness.history.points import run_entry, run_points
+    run (complete or not, as ``meta`` says); returns summary.json's ``history`` and keeps the
+    report's history view for :func:`run_trends`."""
+    from npu_hil.harness.history.points import run_entry
     from npu_hil.harness.history.store import HistoryLockError, update_index, write_measurements
+    from npu_hil.harness.plugin.run_history import newest_runs
 
-    points = run_points(records, run_dir.name)
+    state = run_history(config)
+    if len(state.points) != len({r.nodeid for r in records}):
+        for record in records:  # records this run did not see arrive (a rebuilt report)
+            state.keep(record)
+    points = list(state.points.values())
     entry = run_entry({**meta, "run_id": run_dir.name}, points, config.stash[RUN_KEY].started)
     write_measurements(run_dir, entry, points)
-    known = baselines(config).history
+    earlier = state.earlier.result()
+    problems = list(earlier.problems)
+    if config.getoption("no_baseline"):
+        baseline_runs = []
+    else:
+        loaded = config.stash.get(BASELINES_KEY, None)  # this process compared cases itself
+        chosen = (
+            loaded.history if loaded is not None else newest_runs(earlier, settings_of(config).runs)
+        )
+        baseline_runs = [r.run_id for r in chosen.runs]
+        problems += [p for p in chosen.problems if p not in problems]
     try:
         indexed: int | None = len(
             update_index(run_dir.parent, entry, keep=int(config.getoption("history_keep")))
         )
     except HistoryLockError as exc:
-        known.problems.append(exc.message)
+        problems.append(exc.message)
         indexed = None
+    state.entry = entry
     # Damage in earlier runs' files, named in the report's head (run_warnings).
-    meta.setdefault("run_warnings", []).extend(known.problems)
-    return {"baseline_runs": [r.run_id for r in known.runs], "indexed_runs": indexed}
+    meta.setdefault("run_warnings", []).extend(problems)
+    return {"baseline_runs": baseline_runs, "indexed_runs": indexed}
+
+
+def run_trends(config: pytest.Config) -> dict[str, Any] | None:
+    """The report's history view: the last runs of this kind and this run when it is complete
+    (None when nothing was kept)."""
+    from npu_hil.harness.history.trends import trends_view
+    from npu_hil.harness.plugin.run_history import CONTROLLER_HISTORY_KEY, newest_runs, with_run
+
+    state = config.stash.get(CONTROLLER_HISTORY_KEY, None)
+    if state is None or state.entry is None:
+        return None
+    earlier, entry = state.earlier.result(), state.entry
+    runs = trend_runs()
+    if entry.complete:
+        history = with_run(newest_runs(earlier, runs - 1), entry, list(state.points.values()))
+    else:
+        history = newest_runs(earlier, runs)
+    return trends_view(history, runs) if history.runs else None
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -360,7 +360,11 @@ class RunCollector:
             sigterm_interrupts()
         # The record is scrubbed once, here, as the case ends: the report at the end takes the
         # run's records as clean (at 12,000 cases a second pass was 3 s of its bookkeeping).
-        self.state.records.append(append_record(self.state.run_dir, record))
+        kept = append_record(self.state.run_dir, record)
+        self.state.records.append(kept)
+        from npu_hil.harness.plugin.history import record_kept
+
+        record_kept(self.config, kept)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         state = self.state
@@ -417,11 +421,10 @@ class RunCollector:
             history = config.hook.pytest_npu_hil_run_end(
                 config=config, run_dir=state.run_dir, records=state.records, meta=meta
             )
-            # The page's trends are read after the history feature kept this run: they
-            # include it.
-            from npu_hil.harness.history.trends import view_for_run
+            # The page's trends: the earlier runs read during the run, and this one.
+            from npu_hil.harness.plugin.history import run_trends
 
-            trends = view_for_run(state.reports_root, str(meta.get("run_key") or ""))
+            trends = run_trends(config)
         except Exception as exc:  # earlier runs' damage never loses this run's report
             from npu_hil.harness.redact import scrub
 
