@@ -8,8 +8,9 @@ reports folder and with its own private ``TMPDIR`` (so the scratch it leaves can
 sampler walks the run's process tree every 0.2 s through ``/proc`` and prints per point:
 
 - cases, wall time and wall time per case;
-- peak memory of the whole tree (sum of PSS, which shares the pages of the many agents fairly)
-  and of the largest single process (RSS), and the agents' peak together;
+- peak memory of the whole tree (sum of PSS, which shares the pages of the many agents fairly),
+  of the largest single process and of the pytest controller (RSS), and the agents' peak
+  together;
 - agents started (distinct ``--session`` processes seen) and the most alive at once;
 - bookkeeping: from the last record appended to ``records.jsonl`` (the last case's end) to the
   run's exit: the report, the history, the comparison;
@@ -17,7 +18,8 @@ sampler walks the run's process tree every 0.2 s through ``/proc`` and prints pe
 
 Then, per board count, the ratio of the two-worker wall time to the one-worker one, measured in
 the same invocation. Goals (issue "Fast and flat at scale"): 200 boards at -n 2 within 4 GB for
-the whole tree, -n 2 at least 1.5x faster than -n 0, bookkeeping under 5 s, no scratch left.
+the whole tree, the controller under 500 MB, -n 2 at least 1.5x faster than -n 0, bookkeeping
+under 5 s, no scratch left.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ SAMPLE_S = 0.2
 GOAL_TREE_BYTES = 4 << 30
 GOAL_SPEEDUP = 1.5
 GOAL_BOOKKEEPING_S = 5.0
+GOAL_CONTROLLER_BYTES = 500 << 20
 
 
 def write_inventory(path: Path, boards: int) -> None:
@@ -85,6 +88,16 @@ def _kib(pid: int, path: str, key: str) -> int:
     return 0
 
 
+def _is_controller(pid: int) -> bool:
+    """The pytest process the nightly runs (with -n, the xdist controller; execnet starts the
+    workers with ``python -c``)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return argv[1:3] == [b"-m", b"pytest"]
+
+
 def _is_agent(pid: int) -> bool:
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -99,6 +112,7 @@ class Sampler:
     records: Path
     tree_pss_kib: int = 0
     largest_rss_kib: int = 0
+    controller_rss_kib: int = 0
     agents_pss_kib: int = 0
     agents_seen: set[int] = field(default_factory=set)
     agents_alive: int = 0
@@ -120,6 +134,10 @@ class Sampler:
             self.largest_rss_kib, max((_kib(p, "status", "VmRSS:") for p in pids), default=0)
         )
         self.agents_pss_kib = max(self.agents_pss_kib, sum(pss[p] for p in agents))
+        controller = max(
+            (_kib(p, "status", "VmRSS:") for p in pids if _is_controller(p)), default=0
+        )
+        self.controller_rss_kib = max(self.controller_rss_kib, controller)
         self.agents_seen.update(agents)
         self.agents_alive = max(self.agents_alive, len(agents))
         for found in self.records.parent.glob("*/records.jsonl"):
@@ -195,8 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     worker_counts = [int(n) for n in args.workers.split(",")]
     print(
         f"{'boards':>6} {'-n':>3} {'exit':>4} {'cases':>6} {'wall':>8} {'per case':>9} "
-        f"{'tree PSS':>10} {'largest':>9} {'agents PSS':>11} {'agents':>7} {'alive':>6} "
-        f"{'bookkeeping':>11} {'scratch':>7}"
+        f"{'tree PSS':>10} {'largest':>9} {'controller':>10} {'agents PSS':>11} "
+        f"{'agents':>7} {'alive':>6} {'bookkeeping':>11} {'scratch':>7}"
     )
     points: list[Point] = []
     for boards in board_counts:
@@ -208,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{boards:>6} {workers:>3} {p.exit_code:>4} {p.cases:>6} {p.wall_s:>7.1f}s "
                 f"{per_case:>7.1f}ms {_mib(s.tree_pss_kib):>10} {_mib(s.largest_rss_kib):>9} "
+                f"{_mib(s.controller_rss_kib):>10} "
                 f"{_mib(s.agents_pss_kib):>11} {len(s.agents_seen):>7} {s.agents_alive:>6} "
                 f"{p.bookkeeping_s:>10.1f}s {p.scratch_left:>7}",
                 flush=True,
@@ -225,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         misses = []
         if p.sampler.tree_pss_kib * 1024 > GOAL_TREE_BYTES:
             misses.append("tree memory over 4 GB")
+        if p.sampler.controller_rss_kib * 1024 > GOAL_CONTROLLER_BYTES:
+            misses.append(f"controller {_mib(p.sampler.controller_rss_kib)}")
         if not p.bookkeeping_s <= GOAL_BOOKKEEPING_S:
             misses.append(f"bookkeeping {p.bookkeeping_s:.1f} s")
         if p.scratch_left:

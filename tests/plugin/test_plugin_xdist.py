@@ -153,14 +153,16 @@ def test_worker_heatmaps_land_in_the_run_folder_the_message_names(
 FREEZE_CONFTEST = """
 import atexit
 import gc
-import os
 
-def _say():
-    who = os.environ.get("PYTEST_XDIST_WORKER", "controller")
-    with open(f"frozen-{who}.txt", "w") as f:
-        f.write(str(gc.get_freeze_count()))
+def pytest_configure(config):
+    # Not the environment: this run's controller may itself run inside an xdist worker.
+    who = config.workerinput["workerid"] if hasattr(config, "workerinput") else "controller"
 
-atexit.register(_say)
+    def say():
+        with open(f"frozen-{who}.txt", "w") as f:
+            f.write(str(gc.get_freeze_count()))
+
+    atexit.register(say)
 """
 
 

@@ -224,7 +224,7 @@ def run_history(config: pytest.Config) -> ControllerHistory:
     return controller_history(config, root, this_run, _run_key(config), runs)
 
 
-def record_kept(config: pytest.Config, record: TestRecord) -> None:
+def pytest_npu_hil_record_kept(config: pytest.Config, record: TestRecord) -> None:
     """Controller: a case's record was appended to the run; its point is made now."""
     run_history(config).keep(record)
 
@@ -234,7 +234,7 @@ def pytest_npu_hil_run_end(
 ) -> dict[str, Any]:
     """Controller, end of the session: ``<run>/measurements.json`` and the index entry for the
     run (complete or not, as ``meta`` says); returns summary.json's ``history`` and keeps the
-    report's history view for :func:`run_trends`."""
+    report's history view for :func:`pytest_npu_hil_run_trends`."""
     from npu_hil.harness.history.points import run_entry
     from npu_hil.harness.history.store import HistoryLockError, update_index, write_measurements
     from npu_hil.harness.plugin.run_history import newest_runs
@@ -270,7 +270,7 @@ def pytest_npu_hil_run_end(
     return {"baseline_runs": baseline_runs, "indexed_runs": indexed}
 
 
-def run_trends(config: pytest.Config) -> dict[str, Any] | None:
+def pytest_npu_hil_run_trends(config: pytest.Config) -> dict[str, Any] | None:
     """The report's history view: the last runs of this kind and this run when it is complete
     (None when nothing was kept)."""
     from npu_hil.harness.history.trends import trends_view

@@ -19,3 +19,15 @@ def pytest_npu_hil_run_end(
     """Controller, end of the session, after the run's meta is known (``meta["complete"]``) and
     before its report is written: keep what the run measured; the result is summary.json's
     ``history`` (the first one given)."""
+
+
+@pytest.hookspec
+def pytest_npu_hil_record_kept(config: pytest.Config, record: TestRecord) -> None:
+    """Controller, as each case's record is appended to the run (its last attempt's record
+    comes last): work on it now rather than at the end of the session."""
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_npu_hil_run_trends(config: pytest.Config) -> dict[str, Any] | None:
+    """Controller, end of the session, after :func:`pytest_npu_hil_run_end`: the report page's
+    view of this run among the earlier ones (plain data), or None."""

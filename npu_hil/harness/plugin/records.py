@@ -41,6 +41,7 @@ from npu_hil.harness.plugin.inventory import (
 from npu_hil.harness.plugin.outcomes import phase_outcome
 
 if TYPE_CHECKING:
+    from npu_hil.harness.report.case_texts import CaseTexts
     from npu_hil.harness.report.records import TestRecord
 
 RECORD_ATTR = "npu_hil_record"
@@ -165,6 +166,7 @@ class RunState:
     failed_attempts: dict[str, TestRecord] = field(default_factory=dict)  # first, by node id
     failure: str | None = None  # why the run failed although no test did
     warnings: list[str] = field(default_factory=list)  # damage met outside the run, named
+    texts: CaseTexts | None = None  # each case's JUnit element and page row, made as it arrives
 
 
 RUN_KEY = pytest.StashKey[RunState]()
@@ -362,9 +364,12 @@ class RunCollector:
         # run's records as clean (at 12,000 cases a second pass was 3 s of its bookkeeping).
         kept = append_record(self.state.run_dir, record)
         self.state.records.append(kept)
-        from npu_hil.harness.plugin.history import record_kept
+        if self.state.texts is None:
+            from npu_hil.harness.report.case_texts import CaseTexts
 
-        record_kept(self.config, kept)
+            self.state.texts = CaseTexts(self.state.run_dir)
+        self.state.texts.add(kept)
+        self.config.hook.pytest_npu_hil_record_kept(config=self.config, record=kept)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         state = self.state
@@ -422,15 +427,21 @@ class RunCollector:
                 config=config, run_dir=state.run_dir, records=state.records, meta=meta
             )
             # The page's trends: the earlier runs read during the run, and this one.
-            from npu_hil.harness.plugin.history import run_trends
-
-            trends = run_trends(config)
+            trends = config.hook.pytest_npu_hil_run_trends(config=config)
         except Exception as exc:  # earlier runs' damage never loses this run's report
             from npu_hil.harness.redact import scrub
 
             reason = scrub(f"{type(exc).__name__}: {exc}")[:500]
             state.warnings.append(f"the history was not updated: {reason}")
-        write_run(state.run_dir, state.records, meta, history=history, trends=trends, scrubbed=True)
+        write_run(
+            state.run_dir,
+            state.records,
+            meta,
+            history=history,
+            trends=trends,
+            scrubbed=True,
+            texts=state.texts,
+        )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         # Which farm the boards came from, said by a run that used boards and by no other.

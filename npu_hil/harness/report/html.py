@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from npu_hil.harness.report.boardlog import CSS as BOARDLOG_CSS
 from npu_hil.harness.report.boardlog import board_log_html
@@ -28,6 +28,9 @@ from npu_hil.harness.report.perf import latency_html
 from npu_hil.harness.report.records import QUARANTINED, TensorFinding, TestRecord
 from npu_hil.harness.report.stability import CSS as STABILITY_CSS
 from npu_hil.harness.report.stability import stability_badges, stability_notes
+
+if TYPE_CHECKING:
+    from npu_hil.harness.report.case_texts import CaseTexts
 
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
@@ -430,8 +433,17 @@ def _folded(title: str, text: str) -> str:
     return f"<details><summary>{escape(title)}</summary><pre>{escape(text)}</pre></details>"
 
 
-def _row(run_dir: Path, r: TestRecord, new: set[str], folded: bool) -> str:
+def _row(run_dir: Path, r: TestRecord, new: set[str], folded: bool, texts: CaseTexts | None) -> str:
+    before, after = (
+        texts.html_row(run_dir, r, folded) if texts is not None else row_parts(run_dir, r, folded)
+    )
     flag = " " + _badge("NEW", "new") if r.nodeid in new else ""
+    return before + flag + after
+
+
+def row_parts(run_dir: Path, r: TestRecord, folded: bool) -> tuple[str, str]:
+    """A case's table row in two parts, around the place of its "NEW" badge (which depends
+    on the run it is compared with, known only at the end)."""
     detail = ""
     if not folded:
         detail = "".join(_tensor_html(run_dir, t) for t in r.tensors)
@@ -470,10 +482,10 @@ def _row(run_dir: Path, r: TestRecord, new: set[str], folded: bool) -> str:
         message += _folded(f"retried {len(r.retried)}x after", "\n".join(r.retried))
     return (
         f'<tr class="case row-{escape(r.outcome)}" {attrs}><td>{_badge(r.outcome, r.outcome)}'
-        f"{stability_badges(r)}{flag}</td><td>{_prov_badge(r.provenance)}</td>"
-        f"<td>{escape(board)}</td>"
+        f"{stability_badges(r)}",
+        f"</td><td>{_prov_badge(r.provenance)}</td><td>{escape(board)}</td>"
         f"<td>{escape(r.layout)}</td><td><code>{escape(r.nodeid)}</code>{message}{detail}</td>"
-        f"<td>{r.duration_s:.2f}s</td></tr>"
+        f"<td>{r.duration_s:.2f}s</td></tr>",
     )
 
 
@@ -483,7 +495,9 @@ _HEAD = (
 )
 
 
-def _tests(run_dir: Path, records: Sequence[TestRecord], new: set[str]) -> str:
+def _tests(
+    run_dir: Path, records: Sequence[TestRecord], new: set[str], texts: CaseTexts | None
+) -> str:
     ordered = sorted(
         records, key=lambda r: (0 if r.nodeid in new else _ORDER.get(r.outcome, 2), r.nodeid)
     )
@@ -491,8 +505,8 @@ def _tests(run_dir: Path, records: Sequence[TestRecord], new: set[str]) -> str:
     folded = [r for r in ordered if r.outcome not in ("failed", "error")]
     skipped = sum(r.outcome == "skipped" for r in folded)
     quarantined = sum(r.outcome == QUARANTINED for r in folded)
-    first = "".join(_row(run_dir, r, new, False) for r in open_rows)
-    rest = "".join(_row(run_dir, r, new, True) for r in folded)
+    first = "".join(_row(run_dir, r, new, False, texts) for r in open_rows)
+    rest = "".join(_row(run_dir, r, new, True, texts) for r in folded)
     failures = (
         f'<table class="cases" id="failures">{_HEAD}{first}</table>'
         if open_rows
@@ -514,9 +528,11 @@ def build_html(
     summary: Mapping[str, Any],
     comparison: Mapping[str, Any],
     history: Mapping[str, Any] | None = None,
+    texts: CaseTexts | None = None,
 ) -> str:
     """The page; ``history`` is the history view of the runs of this kind (plain data, built
-    by the caller from the history store), None for none."""
+    by the caller from the history store), None for none; ``texts``: the cases' rows made as
+    they arrived, if any."""
     new = {e["nodeid"] for e in comparison.get("new_failures", [])}
     title = f"npu-hil {summary.get('meta', {}).get('run_id', '')}"
     # </script> inside the script would end it; the script is a constant without one.
@@ -528,7 +544,7 @@ def build_html(
         f"{_header(run_dir, summary)}{_health(summary)}{regressions_section(summary)}"
         f"{_comparison(comparison)}{_boards(summary, comparison)}{history_section(history)}"
         f"{_matrix(records)}"
-        f"{_tests(run_dir, records, new)}"
+        f"{_tests(run_dir, records, new, texts)}"
         f'<script type="application/json" id="meta">{_json_safe(summary.get("meta", {}))}'
         "</script></body></html>\n"
     )

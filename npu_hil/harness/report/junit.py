@@ -10,13 +10,16 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape
 
 from npu_hil.harness.report.boardlog import board_log_properties, board_log_text
 from npu_hil.harness.report.records import TestRecord, accuracy_properties
 from npu_hil.harness.report.sanitize import clean_text
 from npu_hil.harness.report.stability import stability_properties
+
+if TYPE_CHECKING:
+    from npu_hil.harness.report.case_texts import CaseTexts
 
 # XML 1.0 forbids most control characters, surrogates and U+FFFE/U+FFFF: a device dump in a
 # message must not break the file. The records are clean already (scrubbed where they are made);
@@ -85,8 +88,13 @@ def _property_lines(pairs: Sequence[tuple[str, str]], indent: str) -> list[str]:
 
 
 def build_junit(
-    records: Sequence[TestRecord], meta: Mapping[str, Any], suite_name: str = "npu-hil"
+    records: Sequence[TestRecord],
+    meta: Mapping[str, Any],
+    suite_name: str = "npu-hil",
+    texts: CaseTexts | None = None,
 ) -> bytes:
+    """The run's JUnit file; ``texts``: the cases' ``<testcase>`` elements made as they
+    arrived, if any."""
     # Written as text line by line rather than through an ElementTree: at 12,000 cases the tree's
     # serializer took 5-6 s of a run's bookkeeping, these lines about 1 s. Every value is
     # escaped, and a property test parses the result back.
@@ -107,14 +115,18 @@ def build_junit(
     lines += _property_lines(suite_props, "    ")
     lines.append("  </properties>")
     for record in records:
-        lines += _testcase_lines(record)
+        lines.append(texts.junit(record) if texts is not None else testcase_text(record))
     lines.append("</testsuite>")
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
+def testcase_text(record: TestRecord) -> str:
+    """One ``<testcase>`` element, its lines: the record's text is clean already (records are
+    scrubbed and cleaned where they are made), so it is only escaped here."""
+    return "\n".join(_testcase_lines(record))
+
+
 def _testcase_lines(record: TestRecord) -> list[str]:
-    """One ``<testcase>``: the record's text is clean already (records are scrubbed and cleaned
-    where they are made), so it is only escaped here."""
     classname, name = split_nodeid(record.nodeid)
     lines = [
         f"  <testcase classname={_attr(classname)} name={_attr(name)}"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from npu_hil.harness.report.atomic import sync_file, write_bytes_atomic, write_text_atomic
+from npu_hil.harness.report.case_texts import CaseTexts
 from npu_hil.harness.report.compare import build_comparison
 from npu_hil.harness.report.html import build_html
 from npu_hil.harness.report.junit import build_junit
@@ -65,12 +66,14 @@ def write_run(
     history: Mapping[str, Any] | None = None,
     trends: Mapping[str, Any] | None = None,
     scrubbed: bool = False,
+    texts: CaseTexts | None = None,
 ) -> None:
     """Write every report file of the run; ``records=None`` reads them from records.jsonl.
     ``history``: summary.json's ``history`` (the baseline's runs, how many runs are indexed),
     None when the run's history is not known (a report rebuilt after a crash). ``trends``: the
     page's history view (``npu_hil.harness.history.trends.trends_view``), if any. ``scrubbed``:
-    the records are the ones :func:`append_record` returned, scrubbed already."""
+    the records are the ones :func:`append_record` returned, scrubbed already. ``texts``: their
+    JUnit elements and page rows, made as they arrived."""
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
     chosen = _dedupe(load_records(path) if records is None else records)
@@ -89,9 +92,11 @@ def write_run(
     }
     summary["comparison"]["previous_run"] = comparison["previous_run"]
     summary["comparison"]["baseline"] = comparison["baseline"]
-    write_bytes_atomic(path / JUNIT_FILE, build_junit(chosen, full_meta))
+    write_bytes_atomic(path / JUNIT_FILE, build_junit(chosen, full_meta, texts=texts))
     write_text_atomic(path / COMPARISON_FILE, json.dumps(comparison, indent=2) + "\n")
-    write_text_atomic(path / HTML_FILE, build_html(path, chosen, summary, comparison, trends))
+    write_text_atomic(
+        path / HTML_FILE, build_html(path, chosen, summary, comparison, trends, texts)
+    )
     write_outcomes(path, chosen)
     sync_file(path / RECORDS_FILE)  # its last lines, appended since the last forced write
     # summary.json last: its presence says the run's report is complete.
