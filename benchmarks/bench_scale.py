@@ -14,7 +14,9 @@ sampler walks the run's process tree every 0.2 s through ``/proc`` and prints pe
 - agents started (distinct ``--session`` processes seen) and the most alive at once;
 - bookkeeping: from the last record appended to ``records.jsonl`` (the last case's end) to the
   run's exit: the report, the history, the comparison;
-- scratch left: the ``npu-hil-jobs-*`` folders still in the run's TMPDIR after it exited.
+- scratch left: the ``npu-hil-jobs-*`` folders still in the run's TMPDIR after it exited;
+- cores: the CPU time of the whole tree over the wall time, how many cores the run kept busy
+  (with two cores, ``-n 2`` can be at most 2 / that of ``-n 0`` times faster).
 
 Then, per board count, the ratio of the two-worker wall time to the one-worker one, measured in
 the same invocation. Goals (issue "Fast and flat at scale"): 200 boards at -n 2 within 4 GB for
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -86,6 +89,13 @@ def _kib(pid: int, path: str, key: str) -> int:
     except (OSError, ValueError, IndexError):
         pass
     return 0
+
+
+def _children_cpu_s() -> float:
+    """CPU seconds of every process this one has waited for, and theirs (a run's whole tree:
+    each process's time reaches its parent's when the parent waits for it)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _is_controller(pid: int) -> bool:
@@ -159,6 +169,7 @@ class Point:
     sampler: Sampler
     ended_at: float
     scratch_left: int
+    cores_busy: float  # CPU time of the whole tree over the wall time
 
     @property
     def bookkeeping_s(self) -> float:
@@ -177,6 +188,7 @@ def run_point(boards: int, workers: int, keep: bool) -> Point:
         cmd += ["-n", str(workers)]
     env = dict(os.environ, TMPDIR=str(scratch), XDG_CACHE_HOME=str(base / "cache"))
     started = time.perf_counter()
+    cpu_before = _children_cpu_s()
     proc = subprocess.Popen(
         cmd, cwd=base, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
@@ -185,6 +197,7 @@ def run_point(boards: int, workers: int, keep: bool) -> Point:
     thread.start()
     output, _ = proc.communicate()
     ended = time.perf_counter()
+    cpu_s = _children_cpu_s() - cpu_before
     sampler.stop()
     thread.join()
     cases = sum(
@@ -196,7 +209,8 @@ def run_point(boards: int, workers: int, keep: bool) -> Point:
     left = len(list(scratch.glob("npu-hil-jobs-*")))
     if not keep:
         shutil.rmtree(base, ignore_errors=True)
-    return Point(boards, workers, proc.returncode, cases, ended - started, sampler, ended, left)
+    wall = ended - started
+    return Point(boards, workers, proc.returncode, cases, wall, sampler, ended, left, cpu_s / wall)
 
 
 def _mib(kib: int) -> str:
@@ -214,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{'boards':>6} {'-n':>3} {'exit':>4} {'cases':>6} {'wall':>8} {'per case':>9} "
         f"{'tree PSS':>10} {'largest':>9} {'controller':>10} {'agents PSS':>11} "
-        f"{'agents':>7} {'alive':>6} {'bookkeeping':>11} {'scratch':>7}"
+        f"{'agents':>7} {'alive':>6} {'bookkeeping':>11} {'scratch':>7} {'cores':>5}"
     )
     points: list[Point] = []
     for boards in board_counts:
@@ -228,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{per_case:>7.1f}ms {_mib(s.tree_pss_kib):>10} {_mib(s.largest_rss_kib):>9} "
                 f"{_mib(s.controller_rss_kib):>10} "
                 f"{_mib(s.agents_pss_kib):>11} {len(s.agents_seen):>7} {s.agents_alive:>6} "
-                f"{p.bookkeeping_s:>10.1f}s {p.scratch_left:>7}",
+                f"{p.bookkeeping_s:>10.1f}s {p.scratch_left:>7} {p.cores_busy:>5.2f}",
                 flush=True,
             )
     print()

@@ -68,7 +68,7 @@ def test_a_record_not_seen_arriving_is_rendered_at_the_end(tmp_path: Path) -> No
     # An equal record that is not the one added: its own text, never the cached one's.
     twin = _record(1, "failed", "one")
     twin.message = "changed after"
-    assert "changed after" in texts.junit(twin) and "changed after" not in texts.junit(seen)
+    assert b"changed after" in texts.junit(twin) and b"changed after" not in texts.junit(seen)
     write_run(tmp_path / "made", [seen, unseen], {"run_id": "made"}, scrubbed=True, texts=texts)
     summary = json.loads((tmp_path / "made" / "summary.json").read_text())
     assert summary["outcomes"]["failed"] == 2

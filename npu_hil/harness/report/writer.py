@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from npu_hil.harness.report.atomic import sync_file, write_bytes_atomic, write_text_atomic
+from npu_hil.harness.report.atomic import sync_file, write_chunks_atomic, write_text_atomic
 from npu_hil.harness.report.case_texts import CaseTexts
 from npu_hil.harness.report.compare import build_comparison
 from npu_hil.harness.report.html import build_html
-from npu_hil.harness.report.junit import build_junit
+from npu_hil.harness.report.junit import junit_chunks
 from npu_hil.harness.report.records import TestRecord
 from npu_hil.harness.report.records import scrubbed as scrub_record
 from npu_hil.harness.report.runs import (
@@ -92,7 +92,7 @@ def write_run(
     }
     summary["comparison"]["previous_run"] = comparison["previous_run"]
     summary["comparison"]["baseline"] = comparison["baseline"]
-    write_bytes_atomic(path / JUNIT_FILE, build_junit(chosen, full_meta, texts=texts))
+    write_chunks_atomic(path / JUNIT_FILE, junit_chunks(chosen, full_meta, texts=texts))
     write_text_atomic(path / COMPARISON_FILE, json.dumps(comparison, indent=2) + "\n")
     write_text_atomic(
         path / HTML_FILE, build_html(path, chosen, summary, comparison, trends, texts)
