@@ -166,21 +166,30 @@ def pack_breakdown(
         canonical = canonical[tuple(slice(0, s) for s in lay.stored)]
     enc = lay.encoding
     block = slot_blocks.slot_block(lay)
+    channels = slot_blocks.channel_block(lay)
+    if channels is not None:  # one step, timed whole as the copy
+        fills = channels[2]
+    else:
+        fills = block is not None and slot_blocks.blocks_fill_buffer(lay, block)
 
     def encode() -> Any:
         if enc.interleaved:
             return enc.pack_interleaved(canonical)
+        if channels is not None:
+            return None
         if block is not None:  # the two slots as blocks, placed in one copy
             return slot_blocks.encode(lay, canonical, block)
         return enc.pack_planes(canonical)
 
     encoded = encode()
-    if block is not None:
+    if block is not None and channels is None:
         encoded = encoded.copy()  # encode() reuses its scratch: keep this one apart
 
     def copy() -> None:
         if enc.interleaved:
             lay._copy_in(out, encoded, slot=None)
+        elif channels is not None:
+            slot_blocks.pack_channels(lay, out, canonical, *channels[:2])
         elif block is not None:
             slot_blocks.place(lay, out, encoded, block)
         else:
@@ -188,7 +197,7 @@ def pack_breakdown(
                 lay._copy_in(out, plane, slot=slot)
 
     def clear() -> None:
-        if lay.padding_bytes:
+        if lay.padding_bytes and not fills:  # blocks that fill the buffer write the padding
             lay._zero_padding(out)
 
     return {

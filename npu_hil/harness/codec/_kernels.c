@@ -245,7 +245,7 @@ again:
         if (typed && p->D.ds == E && p->S.ss == E) {
             if (p->D.n <= 8)
                 p->sub = FC_IL;
-            else if (p->S.n <= 8)
+            else if (p->S.n <= 8 && p->S.n * E < 16)
                 p->sub = FC_DIL;
             else
                 p->sub = FC_BT;
@@ -493,13 +493,20 @@ typedef void (*fc_ildil_fn)(char *, const char *, Py_ssize_t, Py_ssize_t, Py_ssi
 typedef void (*fc_bt_fn)(char *, const char *, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t);
 /* split_blk / join_blk(values, blocks, rows, n, B, mode, swap): see fc_blk_scalar. */
 typedef void (*fc_blk_fn)(uint16_t *, uint8_t *, Py_ssize_t, Py_ssize_t, Py_ssize_t, int, int);
+/* row_small(dst, src, E, n, ds, ss): n units of E bytes, 2 <= E <= 2 * FC_ROW_WIDE. */
+typedef void (*fc_rowsm_fn)(char *, const char *, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t);
+
+/* Widest move of the small-unit row copies. */
+#define FC_ROW_WIDE 64
 
 typedef struct {
     const char *name;
     int masked; /* uses byte-masked stores for gapped interleaves */
     fc_ildil_fn il[4], dil[4];
     fc_bt_fn bt[4]; /* NULL: no vector transpose, use GEN */
+    fc_bt_fn bt_far_src[2]; /* bt[0], bt[1] when the src rows are the farther apart */
     fc_blk_fn split_blk, join_blk;
+    fc_rowsm_fn row_small;
 } fc_isa;
 
 #define FC_KERNEL_PASS 1
@@ -649,6 +656,10 @@ fc_t2d(const fc_isa *isa, const fc_plan *p, char *dst, const char *src)
             isa->dil[u](dst, src, D->n, D->ss, S->ds, (int)S->n);
             return;
         case FC_BT:
+            if (u <= 1 && isa->bt_far_src[u] != NULL && D->ss >= S->ds) {
+                isa->bt_far_src[u](dst, src, D->n, D->ss, S->n, S->ds);
+                return;
+            }
             if (isa->bt[u] != NULL) {
                 isa->bt[u](dst, src, D->n, D->ss, S->n, S->ds);
                 return;
@@ -666,6 +677,7 @@ fc_execute(const fc_isa *isa, const fc_plan *p, char *dst, const char *src)
 {
     Py_ssize_t idx[FC_MAX_DIMS];
     int k;
+    const int small = fc_log2_unit(p->E) < 0 && p->E >= 2 && p->E <= 2 * FC_ROW_WIDE;
 
     if (p->kind == FC_EMPTY)
         return;
@@ -676,7 +688,9 @@ fc_execute(const fc_isa *isa, const fc_plan *p, char *dst, const char *src)
     for (k = 0; k < p->nouter; k++)
         idx[k] = 0;
     for (;;) {
-        if (p->kind == FC_ROWS)
+        if (p->kind == FC_ROWS && small)
+            isa->row_small(dst, src, p->E, p->D.n, p->D.ds, p->D.ss);
+        else if (p->kind == FC_ROWS)
             fc_rows(p, dst, src);
         else
             fc_t2d(isa, p, dst, src);
@@ -1767,44 +1781,64 @@ FC_DEF_TBLOCK(fc_tb32_u64, FC_N(w64), 32, 2, 1, FC_WZIP_u64)
     for (Py_ssize_t s = s0; s < s1; s += (BS))                                \
         for (Py_ssize_t d = d0; d < d1; d += BD)                              \
             BLOCK(dst + d * E + s * dS, dS, src + d * sD + s * E, sD);
-/* Blocks of BD x BS units over d in [0, nDb), s in [sa, sb), tiled. */
-#define FC_BT_LOOP(BLOCK, BS, sa, sb)                                         \
+/* The last nD % BD rows of d for columns [s0, s1) of s: a ragged block per
+ * BD columns, or, as thin as FC_BT_THIN bytes (C = 17), unit by unit. */
+#define FC_BT_DEDGE(T, s0, s1)                                                \
+    if ((nD - nDb) * E > FC_BT_THIN)                                          \
+        for (Py_ssize_t s = (s0); s < (s1); s += BD)                          \
+            FC_N(fc_tp16_##T)(dst + nDb * E + s * dS, dS, src + nDb * sD + s * E, sD, \
+                              nD - nDb, 16, BD, (nD - nDb) * E);              \
+    else                                                                      \
+        for (Py_ssize_t d = nDb; d < nD; d++)                                 \
+            for (Py_ssize_t s = (s0); s < (s1); s++)                          \
+                FC_ST(T, dst + d * E + s * dS, FC_LD(T, src + d * sD + s * E));
+/* Blocks of BD x BS units over d in [0, nDb), s in [sa, sb), tiled; each
+ * tile of s with its edge rows of d, while its dst is still in cache (a
+ * pass of its own over them cost as much as the blocks at C = 17): after
+ * the blocks, or before them when the edge is stored wide (see `over`). */
+#define FC_BT_LOOP(T, BLOCK, BS, sa, sb)                                      \
     for (Py_ssize_t s0 = (sa); s0 < (sb); s0 += TS) {                         \
         Py_ssize_t s1 = s0 + TS < (sb) ? s0 + TS : (sb);                      \
+        if (wide_edge)                                                        \
+            for (Py_ssize_t s = s0; s < s1; s += BD)                          \
+                FC_N(fc_tp16_##T)(dst + nDb * E + s * dS, dS, src + nDb * sD + s * E, sD, \
+                                  nD - nDb, 16, BD, s + BD < nS ? 16 : (nD - nDb) * E); \
         for (Py_ssize_t d0 = 0; d0 < nDb; d0 += TD) {                         \
             Py_ssize_t d1 = d0 + TD < nDb ? d0 + TD : nDb;                    \
             FC_BT_INNER(BLOCK, BS)                                            \
+        }                                                                     \
+        if (nDb < nD && !wide_edge) {                                         \
+            FC_BT_DEDGE(T, s0, s1)                                            \
         }                                                                     \
     }
 
 #if FC_PASS_WIDE
 #define FC_BT_WIDE(T)                                                         \
     nSw = nS - nS % (32 / E);                                                 \
-    FC_BT_LOOP(FC_N(fc_tb32_##T), 32 / E, 0, nSw)
+    FC_BT_LOOP(T, FC_N(fc_tb32_##T), 32 / E, 0, nSw)
 #else
 #define FC_BT_WIDE(T) nSw = 0;
 #endif
 
+/* over: a ragged row of d may be stored 16 bytes wide, its tail landing on
+ * the first units of the next row of s (dst rows of s adjacent, e.g. NHWC
+ * pixels of 255 bytes): each tile does its edge first, and the blocks (or
+ * the next tile's, or the last columns') write those units after.  Two short
+ * moves per row cost more than the one whole. */
 #define FC_DEF_BT(T)                                                          \
-    FC_NOINLINE void FC_N(fc_bt_##T)(char *dst, const char *src, Py_ssize_t nD, Py_ssize_t sD, \
-                                     Py_ssize_t nS, Py_ssize_t dS)            \
+    FC_NOINLINE void FC_N(fc_bt_x_##T)(char *dst, const char *src, Py_ssize_t nD, \
+                                       Py_ssize_t sD, Py_ssize_t nS, Py_ssize_t dS, int over) \
     {                                                                         \
         const Py_ssize_t E = (Py_ssize_t)sizeof(fc_##T), BD = 16 / E;         \
+        const int wide_edge = over && (nD % BD) * E > FC_BT_THIN;              \
         const Py_ssize_t TD = (sD >= dS ? FC_BT_FAR_SRC_D : FC_BT_FAR_DST_D) / E; \
         const Py_ssize_t TS = (sD >= dS ? FC_BT_FAR_SRC_S : FC_BT_FAR_DST_S) / E; \
         const Py_ssize_t nDb = nD - nD % BD, nSn = nS - nS % (16 / E);        \
         Py_ssize_t nSw;                                                       \
         FC_BT_WIDE(T)                                                         \
-        FC_BT_LOOP(FC_N(fc_tb16_##T), 16 / E, nSw, nSn)                       \
-        /* Edges, as ragged blocks: the last nD % BD rows of d for the whole \
-         * blocks of s, the last nS % (16 / E) columns of s for the whole     \
-         * blocks of d; the corner of both by the scalar loop. */             \
-        if ((nD - nDb) * E > FC_BT_THIN)                                      \
-            for (Py_ssize_t s = 0; s < nSn; s += BD)                          \
-                FC_N(fc_tp16_##T)(dst + nDb * E + s * dS, dS, src + nDb * sD + s * E, sD, \
-                                  nD - nDb, 16, BD, (nD - nDb) * E);          \
-        else                                                                  \
-            fc_gen(E, dst + nDb * E, src + nDb * sD, nD - nDb, E, sD, nSn, dS, E); \
+        FC_BT_LOOP(T, FC_N(fc_tb16_##T), 16 / E, nSw, nSn)                    \
+        /* The last nS % (16 / E) columns of s for the whole blocks of d, as  \
+         * ragged blocks; the corner of both edges by the scalar loop. */     \
         if ((nS - nSn) * E > FC_BT_THIN)                                      \
             for (Py_ssize_t d = 0; d < nDb; d += BD)                          \
                 FC_N(fc_tp16_##T)(dst + d * E + nSn * dS, dS, src + d * sD + nSn * E, sD, \
@@ -1813,11 +1847,91 @@ FC_DEF_TBLOCK(fc_tb32_u64, FC_N(w64), 32, 2, 1, FC_WZIP_u64)
             fc_gen(E, dst + nSn * dS, src + nSn * E, nDb, E, sD, nS - nSn, dS, E); \
         fc_gen(E, dst + nDb * E + nSn * dS, src + nDb * sD + nSn * E, nD - nDb, E, sD, \
                nS - nSn, dS, E);                                              \
+    }                                                                         \
+    FC_NOINLINE void FC_N(fc_bt_##T)(char *dst, const char *src, Py_ssize_t nD, Py_ssize_t sD, \
+                                     Py_ssize_t nS, Py_ssize_t dS)            \
+    {                                                                         \
+        const Py_ssize_t E = (Py_ssize_t)sizeof(fc_##T);                      \
+        FC_N(fc_bt_x_##T)(dst, src, nD, sD, nS, dS, dS == nD * E && nD >= 16 / E); \
     }
 FC_DEF_BT(u8)
 FC_DEF_BT(u16)
 FC_DEF_BT(u32)
 FC_DEF_BT(u64)
+
+#if FC_PASS_WIDE
+/* A tall block: 32 bytes of d (32 / E src rows of 16 bytes), rows i and
+ * i + R side by side in one register, so the rounds leave dst row i's 32
+ * bytes whole in r[i]: one 32-byte store per dst row where the wide block
+ * stores two 16-byte halves to two rows. */
+#define FC_DEF_TTALL(T, V, R, ROUNDS, ZIP)                                    \
+    FC_INLINE void FC_N(fc_tt32_##T)(char *FC_RESTRICT dst, Py_ssize_t dS,    \
+                                     const char *FC_RESTRICT src, Py_ssize_t sD) \
+    {                                                                         \
+        V r[R], t[R];                                                         \
+        int i, round;                                                         \
+        for (i = 0; i < R; i++) {                                             \
+            __m256i v = _mm256_castsi128_si256(                               \
+                _mm_loadu_si128((const __m128i *)(const void *)(src + i * sD))); \
+            v = _mm256_inserti128_si256(                                      \
+                v, _mm_loadu_si128((const __m128i *)(const void *)(src + (i + R) * sD)), 1); \
+            r[i] = (V)v;                                                      \
+        }                                                                     \
+        for (round = 0; round < ROUNDS; round++) {                            \
+            for (i = 0; i < R / 2; i++)                                       \
+                ZIP(r[i], r[i + R / 2], t[2 * i], t[2 * i + 1]);              \
+            for (i = 0; i < R; i++)                                           \
+                r[i] = t[i];                                                  \
+        }                                                                     \
+        for (i = 0; i < R; i++)                                               \
+            memcpy(dst + i * dS, &r[i], 32);                                  \
+    }
+
+/* Transpose with its src rows far apart (planes into pixels): tall blocks
+ * over the whole 32-byte groups of d and the whole 16-byte columns of s; the
+ * rest by the wide / narrow blocks and their edges, the last rows of d tile
+ * by tile, before the tall blocks (so a ragged row may be stored wide, see
+ * `over`).  With the dst rows far apart (pixels into planes) the wide blocks
+ * measured faster, so the table has both. */
+#define FC_DEF_BT_TALL(T)                                                     \
+    FC_NOINLINE void FC_N(fc_bt_tall_##T)(char *dst, const char *src, Py_ssize_t nD, \
+                                          Py_ssize_t sD, Py_ssize_t nS, Py_ssize_t dS) \
+    {                                                                         \
+        const Py_ssize_t E = (Py_ssize_t)sizeof(fc_##T), DB = 32 / E, SB = 16 / E; \
+        const Py_ssize_t nDt = nD - nD % DB, nSn = nS - nS % SB;              \
+        const Py_ssize_t TD = FC_BT_FAR_SRC_D / E, TS = FC_BT_FAR_SRC_S / E;  \
+        const int over = dS == nD * E;                                        \
+        if (nDt == 0) {                                                       \
+            FC_N(fc_bt_##T)(dst, src, nD, sD, nS, dS);                        \
+            return;                                                           \
+        }                                                                     \
+        for (Py_ssize_t s0 = 0; s0 < nSn; s0 += TS) {                         \
+            Py_ssize_t s1 = s0 + TS < nSn ? s0 + TS : nSn;                    \
+            if (nDt < nD)                                                     \
+                FC_N(fc_bt_x_##T)(dst + nDt * E + s0 * dS, src + nDt * sD + s0 * E, \
+                                  nD - nDt, sD, s1 - s0, dS, over);           \
+            for (Py_ssize_t d0 = 0; d0 < nDt; d0 += TD) {                     \
+                Py_ssize_t d1 = d0 + TD < nDt ? d0 + TD : nDt;                \
+                for (Py_ssize_t s = s0; s < s1; s += SB)                      \
+                    for (Py_ssize_t d = d0; d < d1; d += DB)                  \
+                        FC_N(fc_tt32_##T)(dst + d * E + s * dS, dS, src + d * sD + s * E, sD); \
+            }                                                                 \
+        }                                                                     \
+        if (nSn < nS)                                                         \
+            FC_N(fc_bt_##T)(dst + nSn * dS, src + nSn * E, nD, sD, nS - nSn, dS); \
+    }
+FC_DEF_TTALL(u8, FC_N(w8), 16, 4, FC_WZIP_u8)
+FC_DEF_TTALL(u16, FC_N(w16), 8, 3, FC_WZIP_u16)
+FC_DEF_BT_TALL(u8)
+FC_DEF_BT_TALL(u16)
+#undef FC_DEF_TTALL
+#undef FC_DEF_BT_TALL
+#define FC_BT_FAR_SRC_U8 fc_bt_tall_u8
+#define FC_BT_FAR_SRC_U16 fc_bt_tall_u16
+#else
+#define FC_BT_FAR_SRC_U8 fc_bt_u8
+#define FC_BT_FAR_SRC_U16 fc_bt_u16
+#endif
 
 #undef FC_SHUF
 #undef FC_NZIP_u8
@@ -1831,6 +1945,7 @@ FC_DEF_BT(u64)
 #undef FC_DEF_TBLOCK
 #undef FC_BT_LOOP
 #undef FC_BT_INNER
+#undef FC_BT_DEDGE
 #undef FC_BT_WIDE
 #undef FC_DEF_BT
 #else
@@ -1852,14 +1967,15 @@ FC_DEF_BT(u64)
 #define FC_BSHUF(V, a, b, ...) __builtin_shuffle((a), (b), (V){__VA_ARGS__})
 #endif
 
-/* Eight values -> (first-slot bytes, second-slot bytes), each in the even
- * bytes of a 16-bit lane. */
+/* Eight values -> (first-slot bytes, second-slot bytes), each in the low
+ * byte of a 16-bit lane, the high byte zero. */
 FC_INLINE void
 FC_N(fc_blk_bytes)(FC_N(n16) a, int mode, int swap, FC_N(n16) *first, FC_N(n16) *second)
 {
     const FC_N(n16) m7f = {0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F};
     const FC_N(n16) mfe = {0xFE, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE};
-    FC_N(n16) lo = mode == 1 ? (a >> 1) & m7f : mode == 2 ? a & mfe : a, hi = a >> 8;
+    const FC_N(n16) mff = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+    FC_N(n16) lo = mode == 1 ? (a >> 1) & m7f : a & (mode == 2 ? mfe : mff), hi = a >> 8;
     *first = swap ? hi : lo;
     *second = swap ? lo : hi;
 }
@@ -1879,6 +1995,21 @@ FC_N(fc_blk_value)(FC_N(n8) x, int mode, int swap)
     else if (mode == 2)
         a &= mfe;
     return a;
+}
+
+/* The low bytes of sixteen 16-bit lanes, each at most 0xFF: on x86 one pack
+ * with unsigned saturation (SSE2 has no byte shuffle, and gcc spells the
+ * general one as several). */
+FC_INLINE FC_N(n8)
+FC_N(fc_blk_even)(FC_N(n16) a, FC_N(n16) b)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    typedef short FC_N(s16) __attribute__((vector_size(16)));
+    return (FC_N(n8))__builtin_ia32_packuswb128((FC_N(s16))a, (FC_N(s16))b);
+#else
+    return FC_BSHUF(FC_N(n8), (FC_N(n8))a, (FC_N(n8))b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20,
+                    22, 24, 26, 28, 30);
+#endif
 }
 
 /* One whole block of B (a multiple of 16) values, sixteen a step; a split
@@ -1916,10 +2047,8 @@ FC_N(fc_blk16)(uint16_t *vk, uint8_t *at, Py_ssize_t B, int mode, int swap, int 
         }
         FC_N(fc_blk_bytes)(a, mode, swap, &f0, &s0);
         FC_N(fc_blk_bytes)(c, mode, swap, &f1, &s1);
-        x = FC_BSHUF(FC_N(n8), (FC_N(n8))f0, (FC_N(n8))f1, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20,
-                     22, 24, 26, 28, 30);
-        y = FC_BSHUF(FC_N(n8), (FC_N(n8))s0, (FC_N(n8))s1, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20,
-                     22, 24, 26, 28, 30);
+        x = FC_N(fc_blk_even)(f0, f1);
+        y = FC_N(fc_blk_even)(s0, s1);
         memcpy(at + j, &x, 16);
         memcpy(at + B + j, &y, 16);
     }
@@ -1928,9 +2057,9 @@ FC_N(fc_blk16)(uint16_t *vk, uint8_t *at, Py_ssize_t B, int mode, int swap, int 
 /* Largest B whose partial block goes through a local whole one. */
 #define FC_BLK_LOCAL 256
 
-static void
-FC_N(fc_blk)(uint16_t *values, uint8_t *blocks, Py_ssize_t rows, Py_ssize_t n, Py_ssize_t B,
-             int mode, int swap, int join)
+FC_INLINE void
+FC_N(fc_blk_body)(uint16_t *values, uint8_t *blocks, Py_ssize_t rows, Py_ssize_t n,
+                  Py_ssize_t B, int mode, int swap, int join)
 {
     Py_ssize_t r, i, k, nb = (n + B - 1) / B, whole = n / B, done;
     if (B != 4 && B != 8 && B % 16 != 0) {
@@ -2004,6 +2133,37 @@ FC_N(fc_blk)(uint16_t *values, uint8_t *blocks, Py_ssize_t rows, Py_ssize_t n, P
     }
 }
 
+/* One copy of the loops per (mode, swap, join): with them constant the
+ * per-vector selects fold away. */
+#define FC_BLK_CASE(M, S, J)                                                  \
+    case M * 4 + S * 2 + J:                                                   \
+        FC_N(fc_blk_body)(values, blocks, rows, n, B, M, S, J);               \
+        return;
+
+static void
+FC_N(fc_blk)(uint16_t *values, uint8_t *blocks, Py_ssize_t rows, Py_ssize_t n, Py_ssize_t B,
+             int mode, int swap, int join)
+{
+    switch ((mode < 0 || mode > 2 ? 3 : mode) * 4 + (swap != 0) * 2 + (join != 0)) {
+        FC_BLK_CASE(0, 0, 0)
+        FC_BLK_CASE(0, 0, 1)
+        FC_BLK_CASE(0, 1, 0)
+        FC_BLK_CASE(0, 1, 1)
+        FC_BLK_CASE(1, 0, 0)
+        FC_BLK_CASE(1, 0, 1)
+        FC_BLK_CASE(1, 1, 0)
+        FC_BLK_CASE(1, 1, 1)
+        FC_BLK_CASE(2, 0, 0)
+        FC_BLK_CASE(2, 0, 1)
+        FC_BLK_CASE(2, 1, 0)
+        FC_BLK_CASE(2, 1, 1)
+    default:
+        FC_N(fc_blk_body)(values, blocks, rows, n, B, mode, swap, join);
+        return;
+    }
+}
+#undef FC_BLK_CASE
+
 static void
 FC_N(fc_split_blk)(uint16_t *values, uint8_t *blocks, Py_ssize_t rows, Py_ssize_t n,
                    Py_ssize_t B, int mode, int swap)
@@ -2023,6 +2183,39 @@ FC_N(fc_join_blk)(uint16_t *values, uint8_t *blocks, Py_ssize_t rows, Py_ssize_t
 #define FC_HAVE_BLK 0
 #endif
 
+/* ------------------------------------------------------- small-unit rows */
+/* W <= E <= 2W bytes by two overlapping moves of W, both loaded before either
+ * is stored (a broadcast src may be read for every unit).  A memcpy call per
+ * unit of a few dozen bytes costs more than the move: rows of 41 bytes (KL730
+ * 16W1C8B at odd W) and 7-byte row tails cleared one by one. */
+#define FC_ROW_PAIR(W)                                                        \
+    for (Py_ssize_t i = 0; i < n; i++) {                                      \
+        char a[W], b[W];                                                      \
+        memcpy(a, src + i * ss, W);                                           \
+        memcpy(b, src + i * ss + E - W, W);                                   \
+        memcpy(dst + i * ds, a, W);                                           \
+        memcpy(dst + i * ds + E - W, b, W);                                   \
+    }
+
+static void
+FC_N(fc_row_small)(char *FC_RESTRICT dst, const char *FC_RESTRICT src, Py_ssize_t E,
+                   Py_ssize_t n, Py_ssize_t ds, Py_ssize_t ss)
+{
+    if (E < 4)
+        FC_ROW_PAIR(2)
+    else if (E < 8)
+        FC_ROW_PAIR(4)
+    else if (E < 16)
+        FC_ROW_PAIR(8)
+    else if (E < 32)
+        FC_ROW_PAIR(16)
+    else if (E < 64)
+        FC_ROW_PAIR(32)
+    else
+        FC_ROW_PAIR(64)
+}
+#undef FC_ROW_PAIR
+
 static const fc_isa FC_N(fc_isa) = {
     FC_PASS_NAME,
     FC_PASS_MASKED,
@@ -2030,8 +2223,10 @@ static const fc_isa FC_N(fc_isa) = {
     {FC_N(fc_dil_u8), FC_N(fc_dil_u16), FC_N(fc_dil_u32), FC_N(fc_dil_u64)},
 #if FC_HAVE_BT
     {FC_N(fc_bt_u8), FC_N(fc_bt_u16), FC_N(fc_bt_u32), FC_N(fc_bt_u64)},
+    {FC_N(FC_BT_FAR_SRC_U8), FC_N(FC_BT_FAR_SRC_U16)},
 #else
     {NULL, NULL, NULL, NULL},
+    {NULL, NULL},
 #endif
 #if FC_HAVE_BLK
     FC_N(fc_split_blk),
@@ -2040,10 +2235,13 @@ static const fc_isa FC_N(fc_isa) = {
     fc_split_blk_plain,
     fc_join_blk_plain,
 #endif
+    FC_N(fc_row_small),
 };
 
 #undef FC_HAVE_BT
 #undef FC_HAVE_BLK
+#undef FC_BT_FAR_SRC_U8
+#undef FC_BT_FAR_SRC_U16
 #undef FC_N
 
 #endif /* FC_KERNEL_PASS */

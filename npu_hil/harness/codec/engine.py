@@ -237,15 +237,21 @@ class BlockedLayout:
         """
         values = self._check_array(array)
         buf = self._out_buffer(out)
-        if self.padding_bytes:
+        channels = slot_blocks.channel_block(self)
+        block = slot_blocks.slot_block(self)
+        if self.padding_bytes and not (
+            (channels is not None and channels[2])
+            or (block is not None and slot_blocks.blocks_fill_buffer(self, block))
+        ):
             self._zero_padding(buf)
         canonical = values.reshape(self.canonical_shape)
         if self.stored != self.canonical_shape:
             canonical = canonical[tuple(slice(0, s) for s in self.stored)]
         encoding = self.encoding
-        block = slot_blocks.slot_block(self)
         if encoding.interleaved:
             self._copy_in(buf, encoding.pack_interleaved(canonical), slot=None)
+        elif channels is not None:
+            slot_blocks.pack_channels(self, buf, canonical, *channels[:2])
         elif block is not None:
             slot_blocks.place(self, buf, slot_blocks.encode(self, canonical, block), block)
         else:
@@ -278,6 +284,8 @@ class BlockedLayout:
             value_bytes = stored_out.view(np.uint8).reshape((*self.stored, nparts))
             self._copy_out(buf, value_bytes, slot=None)
             self.encoding.finish_unpack(stored_out)
+        elif (channels := slot_blocks.channel_block(self)) is not None:
+            slot_blocks.unpack_channels(self, buf, stored_out, *channels[:2])
         elif (block := slot_blocks.slot_block(self)) is not None:
             slot_blocks.unpack(self, buf, stored_out, block)
         else:

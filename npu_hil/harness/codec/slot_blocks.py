@@ -45,6 +45,21 @@ def _blocks_buffer(shape: tuple[int, ...]) -> np.ndarray:
     return held[:size].reshape(shape)
 
 
+def _scratch_array(name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """An uninitialised array of ``shape`` and ``dtype``: this thread's scratch ``name`` when
+    small enough (apart from :func:`_blocks_buffer`'s, which may be in use beside it)."""
+    size = int(np.prod(shape)) * dtype.itemsize
+    if size > SCRATCH_LIMIT:
+        return np.empty(shape, dtype)
+    held: dict[str, np.ndarray] = getattr(_scratch, "named", None) or {}
+    buffer = held.get(name)
+    if buffer is None or buffer.size < size:
+        buffer = np.empty(max(size, 1 << 16), np.uint8)
+        held[name] = buffer
+        _scratch.named = held
+    return buffer[:size].view(dtype).reshape(shape)
+
+
 def slot_block(layout: BlockedLayout) -> int | None:
     """The block ``B`` (values per block) when ``layout``'s slots can go as blocks, else None."""
     enc = layout.encoding
@@ -112,6 +127,22 @@ def _pairs(
     return pairs
 
 
+def blocks_fill_buffer(layout: BlockedLayout, block: int) -> bool:
+    """True when placing the blocks writes every byte of the buffer (16W1C8BHL: rows of whole
+    entries, the unused slots of a partial one zero in its block), so a pack need not clear the
+    padding first (cached per layout: finding out costs a pass over a mask of the buffer)."""
+    cached: bool | None = layout.__dict__.get("_blocks_fill_buffer")
+    if cached is None:
+        mask = np.zeros(layout.nbytes, np.uint8)
+        n = layout.stored[-1]
+        blocks = np.empty((*layout.stored[:-1], -(-n // block), 2, block), np.uint8)
+        for view, _ in _pairs(layout, mask, blocks, block):
+            view[...] = 1
+        cached = bool(mask.all())
+        object.__setattr__(layout, "_blocks_fill_buffer", cached)
+    return cached
+
+
 def place(layout: BlockedLayout, buf: np.ndarray, blocks: np.ndarray, block: int) -> None:
     """Copy the blocks into the buffer (the padding is the caller's)."""
     for view, source in _pairs(layout, buf, blocks, block):
@@ -126,4 +157,128 @@ def unpack(layout: BlockedLayout, buf: np.ndarray, out: np.ndarray, block: int) 
         strided_copy(target, view)
     _, mode, swap = _modes(layout)
     join16_blocks(blocks, out, block, mode, swap)
+    layout.encoding.finish_unpack(out)
+
+
+# ----------------------------------------------------------------- channel blocks
+# KL730 1W16C8BHL: an entry holds one pixel's 16 channels, the 16 low bytes then 16 on the 16
+# high bytes, so the slot dim sits above the innermost dim of the *channel* axis. Plane by plane
+# that is a split into two byte planes and two byte transposes into half entries; here one
+# 16-bit transpose gathers each pixel's channels (rows of 16 values, 32 bytes), one split turns
+# every row into a block, and the blocks are the entries: a single copy places them.
+
+
+def channel_block(layout: BlockedLayout) -> tuple[int, int, bool] | None:
+    """(the axis, its block ``B``, :func:`channel_fills_buffer`) when ``layout``'s slots can go
+    as channel blocks, else None (cached per layout: a pack of a few MB notices the 10 us it
+    takes to work out)."""
+    if not ENABLED:
+        return None
+    if "_channel_block" not in layout.__dict__:
+        found = _channel_block(layout)
+        plan = None if found is None else (*found, channel_fills_buffer(layout, *found))
+        object.__setattr__(layout, "_channel_block", plan)
+    cached: tuple[int, int, bool] | None = layout.__dict__["_channel_block"]
+    return cached
+
+
+def _channel_block(layout: BlockedLayout) -> tuple[int, int] | None:
+    """A 16-bit two-slot layout whose one blocked axis (not the last) has an inner dim of
+    stride 1 and ``B * 1 == part_stride``, every axis stored whole: (that axis, ``B``)."""
+    enc = layout.encoding
+    if enc.interleaved or enc.nparts != 2 or layout.dtype.itemsize != 2:
+        return None
+    if layout.dtype.byteorder not in "=<|" or layout.stored != layout.canonical_shape:
+        return None
+    last = len(layout.canonical_shape) - 1
+    blocked = [a for a in range(last + 1) if sum(d.axis == a for d in layout.dims) == 2]
+    if len(blocked) != 1 or blocked[0] == last:
+        return None
+    axis = blocked[0]
+    outer, inner = sorted((d for d in layout.dims if d.axis == axis), key=lambda d: -d.block)
+    if inner.block != 1 or inner.stride != 1 or outer.block != inner.size:
+        return None
+    if inner.size != layout.part_stride or inner.size % 16:
+        return None
+    return axis, inner.size
+
+
+def _channel_views(
+    layout: BlockedLayout, buf: np.ndarray, axis: int, block: int
+) -> tuple[np.ndarray, tuple[int, ...]]:
+    """The buffer as ``(*axes with ``axis`` counting blocks, 2, block)`` bytes, and the shape
+    of the values arranged as blocks, ``(*axes with ``axis`` counting blocks, block)``."""
+    shape, strides = [], []
+    for a in range(len(layout.canonical_shape)):
+        own = sorted((d for d in layout.dims if d.axis == a), key=lambda d: -d.block)
+        shape.append(own[0].size)
+        strides.append(own[0].stride)
+    view = byte_view(buf, 0, (*shape, 2, block), (*strides, layout.part_stride, 1))
+    return view, (*shape, block)
+
+
+def channel_fills_buffer(layout: BlockedLayout, axis: int, block: int) -> bool:
+    """True when the channel blocks are the whole buffer, back to back: packing them writes
+    every byte, the padding (the unused channels of a partial block) as zero."""
+    view, _ = _channel_views(layout, np.empty(layout.nbytes, np.uint8), axis, block)
+    return bool(view.flags.c_contiguous) and view.size == layout.nbytes
+
+
+def _split_axis(values: np.ndarray, axis: int, block: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """``values`` with ``axis`` as whole blocks moved last (``(..., groups, ..., block)``), and
+    the partial last block's values likewise (``(..., ..., rest)``) or None."""
+    n = values.shape[axis]
+    whole = n // block
+    head = np.moveaxis(values[(slice(None),) * axis + (slice(0, whole * block),)], axis, -1)
+    grouped = np.moveaxis(split_view(head, (*head.shape[:-1], whole, block)), -2, axis)
+    if whole * block == n:
+        return grouped, None
+    tail = np.moveaxis(values[(slice(None),) * axis + (slice(whole * block, n),)], axis, -1)
+    return grouped, tail
+
+
+def pack_channels(
+    layout: BlockedLayout, buf: np.ndarray, values: np.ndarray, axis: int, block: int
+) -> None:
+    """Place ``values`` (the canonical shape) into ``buf``, padding of the entries included."""
+    view, vshape = _channel_views(layout, buf, axis, block)
+    lanes = _scratch_array("values", vshape, np.dtype(np.uint16))
+    grouped, tail = _split_axis(values.view(np.uint16), axis, block)
+    whole = grouped.shape[axis]
+    strided_copy(lanes[(slice(None),) * axis + (slice(0, whole),)], grouped)
+    if tail is not None:  # zero values past the last: zero bytes, as padding must be
+        last = lanes[(slice(None),) * axis + (whole,)]
+        last.fill(0)
+        strided_copy(last[..., : tail.shape[-1]], tail)
+    mode, _, swap = _modes(layout)
+    flat = lanes.reshape(1, -1)
+    shape = (1, flat.shape[1] // block, 2, block)
+    if view.flags.c_contiguous:  # entries back to back: the blocks go straight in
+        split16_blocks(flat, block, mode, swap, out=split_view(view, shape))
+        return
+    blocks = _blocks_buffer(shape)
+    split16_blocks(flat, block, mode, swap, out=blocks)
+    strided_copy(view, blocks.reshape(view.shape))
+
+
+def unpack_channels(
+    layout: BlockedLayout, buf: np.ndarray, out: np.ndarray, axis: int, block: int
+) -> None:
+    """The values from ``buf`` into ``out`` (C-contiguous, the canonical shape)."""
+    view, vshape = _channel_views(layout, buf, axis, block)
+    shape = (1, int(np.prod(vshape)) // block, 2, block)
+    if view.flags.c_contiguous:
+        blocks = split_view(view, shape)
+    else:
+        blocks = _blocks_buffer(shape)
+        strided_copy(blocks.reshape(view.shape), view)
+    lanes = _scratch_array("values", vshape, np.dtype(np.uint16))
+    _, mode, swap = _modes(layout)
+    join16_blocks(blocks, lanes.reshape(1, -1), block, mode, swap)
+    grouped, tail = _split_axis(out.view(np.uint16), axis, block)
+    whole = grouped.shape[axis]
+    strided_copy(grouped, lanes[(slice(None),) * axis + (slice(0, whole),)])
+    if tail is not None:
+        last = lanes[(slice(None),) * axis + (whole,)]
+        strided_copy(tail, last[..., : tail.shape[-1]])
     layout.encoding.finish_unpack(out)
