@@ -178,3 +178,26 @@ def test_a_worker_freezes_its_heap_as_it_ends_and_the_controller_does_not(
     for worker in ("gw0", "gw1"):
         assert int((project.path / f"frozen-{worker}.txt").read_text()) > 10_000
     assert int((project.path / "frozen-controller.txt").read_text()) == 0
+
+
+def test_without_workers_a_boards_cases_run_together(project: pytest.Pytester) -> None:
+    """One process, every board: each board's cases one after another, in the order the boards
+    first appear; cases of no board keep their places (before: test by test, board after
+    board, which closed and restarted agents once more boards than the live-agent cap)."""
+    project.makefile(".yaml", inventory=AFFINITY_INVENTORY)
+    project.makepyfile(
+        AFFINITY_TESTS.replace('os.environ["PYTEST_XDIST_WORKER"]', "n")
+        + "\n@pytest.mark.vendor('rockchip')\ndef test_later(board):\n"
+        "    open('placements.jsonl', 'a').write(json.dumps({'board': board.name}) + '\\n')\n"
+    )
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist", "-v")
+    result.assert_outcomes(passed=27)
+    boards = [
+        json.loads(line)["board"]
+        for line in (project.path / "placements.jsonl").read_text().splitlines()
+    ]
+    runs = [name for name, _ in itertools.groupby(boards)]
+    assert runs == ["rk3588-01", "rk3588-02", "rk3566-01", "kl730-01"], boards
+    assert boards.count("rk3588-01") == 6 and boards.count("kl730-01") == 5
+    order = [line.split("::")[1].split()[0] for line in result.outlines if " PASSED" in line]
+    assert order[-4:] == [f"test_no_board[{k}]" for k in range(4)], order

@@ -9,6 +9,12 @@ its board, read from the board's parameter id in the node id (the plugin names t
 after the board, :func:`npu_hil.harness.plugin.farm.pytest_generate_tests`), with the inventory's
 board names known to the controller. A suffix that does arrive (older pytest) is taken as it is;
 a case of no board is its own scope.
+
+Without workers, one process runs every board: its cases are put in board order (each board's
+cases together, where its first case was), as the scheduler does for a worker. Otherwise cases
+parametrized over the farm run board after board within each test, and with more boards than
+live agents a process may keep (least recently used closed first), every board's agent was
+closed and started again for each test: 226 agent starts for 50 boards.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["board_of", "pytest_xdist_make_scheduler"]
+__all__ = ["board_of", "pytest_collection_modifyitems", "pytest_xdist_make_scheduler"]
 
 
 def board_of(nodeid: str, boards: Sequence[str]) -> str | None:
@@ -66,3 +72,22 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return board_of(nodeid, boards) or nodeid
 
     return BoardScheduling(config, log)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A run without workers: each board's cases together, at its first case's place (the
+    cases of no board keep theirs; the order within a board is kept)."""
+    if hasattr(config, "workerinput") or config.getoption("dist", "no") != "no":
+        return  # the scheduler groups a worker's cases; every worker must collect alike
+    from npu_hil.harness.plugin.farm import BOARD
+
+    first: dict[str, int] = {}
+    places = []
+    for index, item in enumerate(items):
+        callspec = getattr(item, "callspec", None)
+        name = getattr(callspec.params.get(BOARD), "name", None) if callspec else None
+        places.append(first.setdefault(name, index) if isinstance(name, str) else index)
+    if len(first) > 1:
+        order = sorted(range(len(items)), key=places.__getitem__)
+        items[:] = [items[i] for i in order]
