@@ -201,3 +201,18 @@ def test_without_workers_a_boards_cases_run_together(project: pytest.Pytester) -
     assert boards.count("rk3588-01") == 6 and boards.count("kl730-01") == 5
     order = [line.split("::")[1].split()[0] for line in result.outlines if " PASSED" in line]
     assert order[-4:] == [f"test_no_board[{k}]" for k in range(4)], order
+
+
+def test_the_nightlys_own_pytest_freezes_as_it_ends(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pytest process npu-hil nightly starts names its run folder in the environment and
+    # exits with its session: its heap is frozen too (a plain run's controller is not, above).
+    project.makepyfile(TESTS)
+    project.makeconftest(FREEZE_CONFTEST)
+    run_dir = project.path / "reports" / "20261201T000000Z-abcdef"
+    monkeypatch.setenv("NPU_HIL_RUN_DIR", str(run_dir))
+    result = project.runpytest_subprocess("-p", "no:xdist", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=6)
+    assert int((project.path / "frozen-controller.txt").read_text()) > 10_000
+    assert (run_dir / "summary.json").exists()

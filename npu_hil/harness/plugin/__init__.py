@@ -26,7 +26,8 @@ One feature per module, each with its own options, hooks and state:
 - :mod:`npu_hil.harness.plugin.run` — the ``run_model`` fixture and :func:`assert_run_ok`;
 - :mod:`npu_hil.harness.plugin.simfarm` — ``--simfarm``: the board tests over real SSH and serial
   links;
-- :mod:`npu_hil.harness.plugin.workerexit` — a pytest-xdist worker's heap frozen as it ends.
+- :mod:`npu_hil.harness.plugin.workerexit` — a process that only exits after its session (an
+  xdist worker, the nightly's pytest) freezes its heap as it ends.
 
 Recovery and retry policy are the farm library's (:mod:`npu_hil.harness.farm.recovery`): the plugin
 maps its options onto them.
