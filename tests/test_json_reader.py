@@ -57,7 +57,7 @@ def test_any_bytes_are_a_document_or_a_typed_refusal(data: bytes | str) -> None:
         ('{"x": -Infinity}', "non-finite number (-Infinity)"),
         ('{"x": 1e400}', "too large for a float"),
         # among many ordinary floats, and written without an exponent
-        ('{"a": [' + "0.5, " * 5000 + '1.5E+308, 2E308]}', "too large for a float"),
+        ('{"a": [' + "0.5, " * 5000 + "1.5E+308, 2E308]}", "too large for a float"),
         ('{"x": ' + "9" * 400 + ".0}", "too large for a float"),
         ('{"x": 1', "expected JSON, got Expecting"),
     ],

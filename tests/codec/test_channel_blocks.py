@@ -9,7 +9,6 @@ clears it), and unpack back, at every instruction-set level and as the numpy fal
 from __future__ import annotations
 
 from collections.abc import Iterator
-from types import ModuleType
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from npu_hil.harness.codec import fastcopy, get_layout, slot_blocks
+from tests.codec.conftest import ISA_LEVELS, at_level
 
 FIXTURES_OK = settings(
     max_examples=40,
@@ -25,21 +25,9 @@ FIXTURES_OK = settings(
 )
 
 
-@pytest.fixture(params=("base", "avx2", "avx512", "numpy"))
+@pytest.fixture(params=(*ISA_LEVELS, "numpy"))
 def level(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    if request.param == "numpy":
-        for name in ("_copy_arrays", "_split16_blocks", "_join16_blocks"):
-            monkeypatch.setattr(fastcopy, name, None)
-        yield "numpy"
-        return
-    module: ModuleType = pytest.importorskip("npu_hil.harness.codec._kernels")
-    got = module.set_isa(request.param)
-    try:
-        if got != request.param:
-            pytest.skip(f"this CPU runs no {request.param} kernels (best: {got})")
-        yield request.param
-    finally:
-        module.set_isa(None)
+    yield from at_level(request, monkeypatch, ("_copy_arrays", "_split16_blocks", "_join16_blocks"))
 
 
 @pytest.mark.parametrize(

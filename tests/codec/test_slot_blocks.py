@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from npu_hil.harness.codec import fastcopy, get_layout, slot_blocks
 from npu_hil.harness.errors import LayoutError
+from tests.codec.conftest import ISA_LEVELS, at_level
 
-ISA_LEVELS = ("base", "avx2", "avx512")
 BLOCKS = (1, 2, 3, 4, 8, 16, 24, 32, 48)
 FIXTURES_OK = settings(
     max_examples=60,
@@ -31,19 +31,7 @@ FIXTURES_OK = settings(
 @pytest.fixture(params=(*ISA_LEVELS, "numpy"))
 def level(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The blocked split at one instruction-set level, or the numpy fallback ("numpy")."""
-    if request.param == "numpy":
-        monkeypatch.setattr(fastcopy, "_split16_blocks", None)
-        monkeypatch.setattr(fastcopy, "_join16_blocks", None)
-        yield "numpy"
-        return
-    module: ModuleType = pytest.importorskip("npu_hil.harness.codec._kernels")
-    got = module.set_isa(request.param)
-    try:
-        if got != request.param:
-            pytest.skip(f"this CPU runs no {request.param} kernels (best: {got})")
-        yield request.param
-    finally:
-        module.set_isa(None)
+    yield from at_level(request, monkeypatch, ("_split16_blocks", "_join16_blocks"))
 
 
 def _reference(values: np.ndarray, block: int, mode: int, swap: bool) -> np.ndarray:

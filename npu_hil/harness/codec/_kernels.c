@@ -1368,6 +1368,19 @@ typedef uint64_t FC_N(n64) __attribute__((vector_size(16)));
  * r[j + K]) leave channel k in registers 2k and 2k + 1.  Returns the pixels
  * done; the caller finishes the rest. */
 #if FC_GNU && !FC_PASS_WIDE && (defined(__x86_64__) || defined(__i386__))
+/* ROUNDS rounds of ZIP over the R registers r (t: as many for the results): each round
+ * interleaves register i with register i + R / 2 into t[2i], t[2i + 1]. */
+#define FC_ZIP_ROUNDS(r, t, R, ROUNDS, ZIP)                                   \
+    do {                                                                      \
+        int zr_, zi_;                                                         \
+        for (zr_ = 0; zr_ < (ROUNDS); zr_++) {                                \
+            for (zi_ = 0; zi_ < (R) / 2; zi_++)                               \
+                ZIP(r[zi_], r[zi_ + (R) / 2], t[2 * zi_], t[2 * zi_ + 1]);    \
+            for (zi_ = 0; zi_ < (R); zi_++)                                   \
+                r[zi_] = t[zi_];                                              \
+        }                                                                     \
+    } while (0)
+
 #define FC_DEF_ZIPDIL(T, V, ROUNDS, ZIP)                                      \
     FC_INLINE Py_ssize_t FC_N(fc_zipdil_##T)(char *FC_RESTRICT dst, const char *FC_RESTRICT src, \
                                              Py_ssize_t n, Py_ssize_t plane, int K) \
@@ -1376,15 +1389,10 @@ typedef uint64_t FC_N(n64) __attribute__((vector_size(16)));
         Py_ssize_t i;                                                         \
         for (i = 0; i + PX <= n; i += PX) {                                   \
             V r[16], t[16];                                                   \
-            int j, round;                                                     \
+            int j;                                                            \
             for (j = 0; j < 2 * K; j++)                                       \
                 memcpy(&r[j], src + i * K * E + 16 * j, 16);                  \
-            for (round = 0; round < ROUNDS; round++) {                        \
-                for (j = 0; j < K; j++)                                       \
-                    ZIP(r[j], r[j + K], t[2 * j], t[2 * j + 1]);              \
-                for (j = 0; j < 2 * K; j++)                                   \
-                    r[j] = t[j];                                              \
-            }                                                                 \
+            FC_ZIP_ROUNDS(r, t, 2 * K, ROUNDS, ZIP);                          \
             for (j = 0; j < K; j++) {                                         \
                 memcpy(dst + j * plane + i * E, &r[2 * j], 16);               \
                 memcpy(dst + j * plane + i * E + 16, &r[2 * j + 1], 16);      \
@@ -1644,15 +1652,10 @@ FC_DEF_DIL(u64, fc_zipdil_none)
                               const char *FC_RESTRICT src, Py_ssize_t sD)     \
     {                                                                         \
         V r[R], t[R];                                                         \
-        int i, round, lane;                                                   \
+        int i, lane;                                                          \
         for (i = 0; i < R; i++)                                               \
             memcpy(&r[i], src + i * sD, VB);                                  \
-        for (round = 0; round < ROUNDS; round++) {                            \
-            for (i = 0; i < R / 2; i++)                                       \
-                ZIP(r[i], r[i + R / 2], t[2 * i], t[2 * i + 1]);              \
-            for (i = 0; i < R; i++)                                           \
-                r[i] = t[i];                                                  \
-        }                                                                     \
+        FC_ZIP_ROUNDS(r, t, R, ROUNDS, ZIP);                                  \
         for (lane = 0; lane < VB / 16; lane++)                                \
             for (i = 0; i < R; i++)                                           \
                 memcpy(dst + (lane * R + i) * dS, (const char *)&r[i] + 16 * lane, 16); \
@@ -1701,18 +1704,12 @@ FC_N(fc_small)(char *FC_RESTRICT d, const char *FC_RESTRICT s, size_t n)
     {                                                                         \
         V r[R], t[R];                                                         \
         Py_ssize_t i;                                                         \
-        int round;                                                            \
         for (i = 0; i < R; i++) {                                             \
             memset(&r[i], 0, 16);                                             \
             if (i < rows)                                                     \
                 FC_N(fc_small)((char *)&r[i], src + i * sD, (size_t)lb);              \
         }                                                                     \
-        for (round = 0; round < ROUNDS; round++) {                            \
-            for (i = 0; i < R / 2; i++)                                       \
-                ZIP(r[i], r[i + R / 2], t[2 * i], t[2 * i + 1]);              \
-            for (i = 0; i < R; i++)                                           \
-                r[i] = t[i];                                                  \
-        }                                                                     \
+        FC_ZIP_ROUNDS(r, t, R, ROUNDS, ZIP);                                  \
         for (i = 0; i < outrows; i++)                                         \
             FC_N(fc_small)(dst + i * dS, (const char *)&r[i], (size_t)sb);            \
     }
@@ -1869,7 +1866,7 @@ FC_DEF_BT(u64)
                                      const char *FC_RESTRICT src, Py_ssize_t sD) \
     {                                                                         \
         V r[R], t[R];                                                         \
-        int i, round;                                                         \
+        int i;                                                                \
         for (i = 0; i < R; i++) {                                             \
             __m256i v = _mm256_castsi128_si256(                               \
                 _mm_loadu_si128((const __m128i *)(const void *)(src + i * sD))); \
@@ -1877,12 +1874,7 @@ FC_DEF_BT(u64)
                 v, _mm_loadu_si128((const __m128i *)(const void *)(src + (i + R) * sD)), 1); \
             r[i] = (V)v;                                                      \
         }                                                                     \
-        for (round = 0; round < ROUNDS; round++) {                            \
-            for (i = 0; i < R / 2; i++)                                       \
-                ZIP(r[i], r[i + R / 2], t[2 * i], t[2 * i + 1]);              \
-            for (i = 0; i < R; i++)                                           \
-                r[i] = t[i];                                                  \
-        }                                                                     \
+        FC_ZIP_ROUNDS(r, t, R, ROUNDS, ZIP);                                  \
         for (i = 0; i < R; i++)                                               \
             memcpy(dst + i * dS, &r[i], 32);                                  \
     }
