@@ -27,15 +27,16 @@ def test_missing_soc(board):
 def test_ids_are_board_names(project: pytest.Pytester) -> None:
     project.makepyfile(BOARD_TESTS)
     result = project.runpytest("--collect-only", "-q", "--strict-markers")
+    # Listed as they run: each board's cases together, in the order the boards first appear.
     result.stdout.fnmatch_lines(
         [
             "*test_two_socs[[]rk3588-01[]]",
-            "*test_two_socs[[]kl730-01[]]",
             "*test_vendor[[]rk3588-01[]]",
-            "*test_vendor[[]rk3566-01[]]",
             "*test_any_board[[]rk3588-01[]]",
-            "*test_any_board[[]rk3566-01[]]",
+            "*test_two_socs[[]kl730-01[]]",
             "*test_any_board[[]kl730-01[]]",
+            "*test_vendor[[]rk3566-01[]]",
+            "*test_any_board[[]rk3566-01[]]",
             "*test_missing_soc[[]rv1106-no-board[]]",
         ]
     )
