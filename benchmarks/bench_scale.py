@@ -15,8 +15,11 @@ sampler walks the run's process tree every 0.2 s through ``/proc`` and prints pe
 - bookkeeping: from the last record appended to ``records.jsonl`` (the last case's end) to the
   run's exit: the report, the history, the comparison;
 - scratch left: the ``npu-hil-jobs-*`` folders still in the run's TMPDIR after it exited;
-- cores: the CPU time of the whole tree over the wall time, how many cores the run kept busy
-  (with two cores, ``-n 2`` can be at most 2 / that of ``-n 0`` times faster).
+- cores: the machine's CPU time (user and system, ``/proc/stat``) over the wall time: on an
+  idle machine, how many cores the run kept busy (with two cores, ``-n 2`` can be at most
+  2 / that of ``-n 0`` times faster). Not the tree's own CPU time as its parents collect it:
+  that misses every process no parent waits for (xdist's workers, the agents a worker closes as
+  it exits).
 
 Then, per board count, the ratio of the two-worker wall time to the one-worker one, measured in
 the same invocation. Goals (issue "Fast and flat at scale"): 200 boards at -n 2 within 4 GB for
@@ -28,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -91,11 +93,13 @@ def _kib(pid: int, path: str, key: str) -> int:
     return 0
 
 
-def _children_cpu_s() -> float:
-    """CPU seconds of every process this one has waited for, and theirs (a run's whole tree:
-    each process's time reaches its parent's when the parent waits for it)."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+def _machine_cpu_s() -> float:
+    """CPU seconds the machine has spent, all cores, in user and system time (``/proc/stat``'s
+    first line: user, nice, system, then idle and iowait, which are not counted)."""
+    fields = Path("/proc/stat").read_text(encoding="ascii").split("\n", 1)[0].split()[1:]
+    ticks = [int(f) for f in fields]
+    busy = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6]  # and irq, softirq
+    return busy / os.sysconf("SC_CLK_TCK")
 
 
 def _is_controller(pid: int) -> bool:
@@ -169,7 +173,7 @@ class Point:
     sampler: Sampler
     ended_at: float
     scratch_left: int
-    cores_busy: float  # CPU time of the whole tree over the wall time
+    cores_busy: float  # the machine's CPU time over the wall time
 
     @property
     def bookkeeping_s(self) -> float:
@@ -188,7 +192,7 @@ def run_point(boards: int, workers: int, keep: bool) -> Point:
         cmd += ["-n", str(workers)]
     env = dict(os.environ, TMPDIR=str(scratch), XDG_CACHE_HOME=str(base / "cache"))
     started = time.perf_counter()
-    cpu_before = _children_cpu_s()
+    cpu_before = _machine_cpu_s()
     proc = subprocess.Popen(
         cmd, cwd=base, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
@@ -197,7 +201,7 @@ def run_point(boards: int, workers: int, keep: bool) -> Point:
     thread.start()
     output, _ = proc.communicate()
     ended = time.perf_counter()
-    cpu_s = _children_cpu_s() - cpu_before
+    cpu_s = _machine_cpu_s() - cpu_before
     sampler.stop()
     thread.join()
     cases = sum(

@@ -12,7 +12,7 @@ from typing import Any
 
 from npu_hil.harness.history.model import CasePoint, RunEntry
 from npu_hil.harness.history.noise import noise_reason
-from npu_hil.harness.report.records import OUTCOMES, TestRecord
+from npu_hil.harness.report.records import OUTCOMES, TestRecord, last_attempts
 
 __all__ = [
     "LATENCY_FIELDS",
@@ -102,11 +102,7 @@ def case_point(record: TestRecord, run_id: str) -> CasePoint:
 def run_points(records: Sequence[TestRecord], run_id: str) -> list[CasePoint]:
     """One point per case, the last record of a nodeid winning (a rerun replaces its earlier
     attempt, as in the run's report)."""
-    latest: dict[str, TestRecord] = {}
-    for record in records:
-        latest.pop(record.nodeid, None)
-        latest[record.nodeid] = record
-    return [case_point(r, run_id) for r in latest.values()]
+    return [case_point(r, run_id) for r in last_attempts(records)]
 
 
 def run_entry(meta: Mapping[str, Any], points: Sequence[CasePoint], started: float) -> RunEntry:

@@ -449,6 +449,7 @@ class RunCollector:
             terminalreporter.write_line(inventory_line(self.config))
         elif self.state.failure is None and not self.state.warnings and self.state.run_dir is None:
             return  # a run of other tests: nothing to say, nothing to import
+        from npu_hil.harness.report.records import last_attempts
         from npu_hil.harness.report.sanitize import clean_text
 
         # Messages from boards and files: their control characters shown, never run.
@@ -458,7 +459,7 @@ class RunCollector:
             )
         for warning in self.state.warnings:
             terminalreporter.write_line(f"npu-hil: WARNING: {clean_text(warning)}", yellow=True)
-        for record in _dedupe_last(self.state.records):
+        for record in last_attempts(self.state.records):
             if record.unstable:
                 terminalreporter.write_line(
                     "npu-hil: UNSTABLE (passed only on retry): "
@@ -476,11 +477,6 @@ class XdistRunCollector(RunCollector):
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         super().pytest_sessionfinish(session, exitstatus)
-
-
-def _dedupe_last(records: list[TestRecord]) -> list[TestRecord]:
-    """One record per test, its last attempt's."""
-    return list({r.nodeid: r for r in records}.values())
 
 
 def _selection_text(config: pytest.Config) -> str:

@@ -6,6 +6,7 @@ workers can hand them to the controller.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from functools import lru_cache
 from typing import Any
@@ -176,6 +177,16 @@ class TestRecord:
     def from_dict(cls, data: dict[str, Any]) -> TestRecord:
         tensors = [TensorFinding(**t) for t in data.get("tensors", [])]
         return cls(**{**data, "tensors": tensors})
+
+
+def last_attempts(records: Iterable[TestRecord]) -> list[TestRecord]:
+    """One record per test: its last attempt's (a rerun replaces the earlier one), in the order
+    of the last attempts, as the report lists them."""
+    latest: dict[str, TestRecord] = {}
+    for record in records:
+        latest.pop(record.nodeid, None)
+        latest[record.nodeid] = record
+    return list(latest.values())
 
 
 def scrubbed(record: TestRecord) -> TestRecord:

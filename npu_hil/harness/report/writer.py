@@ -17,7 +17,7 @@ from npu_hil.harness.report.case_texts import CaseTexts
 from npu_hil.harness.report.compare import build_comparison
 from npu_hil.harness.report.html import build_html
 from npu_hil.harness.report.junit import junit_chunks
-from npu_hil.harness.report.records import TestRecord
+from npu_hil.harness.report.records import TestRecord, last_attempts
 from npu_hil.harness.report.records import scrubbed as scrub_record
 from npu_hil.harness.report.runs import (
     RECORDS_FILE,
@@ -49,15 +49,6 @@ __all__ = [
 ]
 
 
-def _dedupe(records: Sequence[TestRecord]) -> list[TestRecord]:
-    """One record per nodeid, the last one written (a rerun replaces the earlier attempt)."""
-    latest: dict[str, TestRecord] = {}
-    for record in records:
-        latest.pop(record.nodeid, None)
-        latest[record.nodeid] = record
-    return list(latest.values())
-
-
 def write_run(
     run_dir: str | Path,
     records: Sequence[TestRecord] | None,
@@ -76,7 +67,7 @@ def write_run(
     JUnit elements and page rows, made as they arrived."""
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
-    chosen = _dedupe(load_records(path) if records is None else records)
+    chosen = last_attempts(load_records(path) if records is None else records)
     if not scrubbed:
         chosen = [scrub_record(r) for r in chosen]
     # Every writer below takes clean text (npu_hil.harness.report.sanitize): the records are
