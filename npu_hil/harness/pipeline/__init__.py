@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from npu_hil.harness.models.preprocessing import Preprocessing, PreprocessingError
 from npu_hil.harness.pipeline.result import ModelRun, TensorRun
-from npu_hil.harness.pipeline.run import run_model, run_once
+from npu_hil.harness.pipeline.run import RunOptions, run_model, run_once
 
 __all__ = [
     "ModelRun",
     "Preprocessing",
     "PreprocessingError",
+    "RunOptions",
     "TensorRun",
     "run_model",
     "run_once",

@@ -21,6 +21,7 @@ import dataclasses
 import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,28 @@ from npu_hil.harness.pipeline.model import input_digest, preprocessed, resolve_m
 from npu_hil.harness.pipeline.result import ModelRun
 from npu_hil.harness.pipeline.stale import derived_inputs, judge_stale
 
-__all__ = ["run_model", "run_once"]
+__all__ = ["RunOptions", "run_model", "run_once"]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How one model run goes: :func:`run_model`'s keywords (its docstring says each), checked
+    and converted once, then handed whole to each step."""
+
+    outputs: tuple[str, ...] | None = None
+    tolerance: float = 0.0
+    padding: str = "zero"
+    input_layout: str | Mapping[str, str] | None = None
+    faults: tuple[Any, ...] = ()
+    reports_dir: Path | None = None
+    runs: int = 1
+    warmup: int = 0
+    pin_clocks: bool = False
+    accuracy: Thresholds | None = None
+    stale_check: bool = False
+    cross_api: bool = False
+    runtime_log_level: int | None = None
+    preprocessing: Preprocessing | Mapping[str, Preprocessing] | None = None
 
 
 def run_model(
@@ -109,45 +131,31 @@ def run_model(
     (the normalization compiled into the model the board runs), :meth:`Preprocessing.normalized`
     takes float input and refuses integer data (:mod:`npu_hil.harness.models.preprocessing`).
     """
-    limits = thresholds_of(accuracy, "run_model: accuracy")
-
-    def once(given: Mapping[str, np.ndarray]) -> ModelRun:
-        return run_once(
-            session,
-            model,
-            given,
-            outputs=outputs,
-            tolerance=tolerance,
-            padding=padding,
-            input_layout=input_layout,
-            faults=faults,
-            reports_dir=reports_dir,
-            accuracy=limits,
-            runs=runs,
-            warmup=warmup,
-            pin_clocks=pin_clocks,
-            runtime_log_level=runtime_log_level,
-            preprocessing=preprocessing,
-        )
+    options = RunOptions(
+        outputs=None if outputs is None else tuple(outputs),
+        tolerance=tolerance or 0.0,
+        padding=padding,
+        input_layout=input_layout,
+        faults=tuple(faults or ()),
+        reports_dir=None if reports_dir is None else Path(reports_dir),
+        runs=runs,
+        warmup=warmup,
+        pin_clocks=pin_clocks,
+        accuracy=thresholds_of(accuracy, "run_model: accuracy"),
+        stale_check=stale_check,
+        cross_api=cross_api,
+        runtime_log_level=runtime_log_level,
+        preprocessing=preprocessing,
+    )
 
     def attempt() -> ModelRun:
-        first = once(inputs)
-        if stale_check:
+        first = run_once(session, model, inputs, options)
+        if options.stale_check:
             # Both runs in one attempt: a retry repeats the pair, so the two are always
             # adjacent jobs of one agent.
-            first = judge_stale(first, once(derived_inputs(inputs)))
-        if cross_api:
-            first = _cross_api(
-                session,
-                model,
-                inputs,
-                first,
-                outputs=outputs,
-                input_layout=input_layout,
-                faults=faults,
-                tolerance=tolerance or 0.0,
-                preprocessing=preprocessing,
-            )
+            first = judge_stale(first, run_once(session, model, derived_inputs(inputs), options))
+        if options.cross_api:
+            first = _cross_api(session, model, inputs, first, options)
         return first
 
     logged = _LoggedAttempts(attempt, on_retry)
@@ -205,24 +213,12 @@ def run_once(
     session: BoardSession,
     model: str | os.PathLike[str] | onnx.ModelProto,
     inputs: Mapping[str, np.ndarray],
-    *,
-    outputs: Sequence[str] | None = None,
-    runs: int = 1,
-    warmup: int = 0,
-    pin_clocks: bool = False,
-    tolerance: float | None = None,
-    padding: str = "zero",
-    input_layout: str | Mapping[str, str] | None = None,
-    faults: Sequence[Any] | None = None,
-    reports_dir: str | os.PathLike[str] | None = None,
-    accuracy: Thresholds | Mapping[str, float] | None = None,
-    runtime_log_level: int | None = None,
-    preprocessing: Preprocessing | Mapping[str, Preprocessing] | None = None,
+    options: RunOptions = RunOptions(),
 ) -> ModelRun:
-    """One attempt of :func:`run_model`, without retries (same arguments)."""
+    """One attempt of :func:`run_model`, without retries."""
     if not inputs:
         raise LayoutError("run_model: no inputs given")
-    if faults and not session.simulated:
+    if options.faults and not session.simulated:
         raise LayoutError(
             f"run_model: {session.name} is real hardware; faults can only be injected into a "
             "simulated board"
@@ -230,28 +226,16 @@ def run_once(
     given = {name: np.ascontiguousarray(value) for name, value in inputs.items()}
     fed = input_digest(given)
     notes: tuple[str, ...] = ()
-    if preprocessing is None:
+    if options.preprocessing is None:
         reference, deployed, label = resolve_model(session, model, given)
     else:
         reference, deployed, label, given, notes = preprocessed(
-            session, model, given, preprocessing
+            session, model, given, options.preprocessing
         )
     # Before anything is sent: a model built for another platform, or by a toolkit newer than
     # the board's runtime, is a CompatibilityError naming both.
     artifact, compatibility = check_before_deploy(session, model, deployed)
-    spec, arrays = _job(
-        session,
-        deployed,
-        label,
-        given,
-        outputs=outputs,
-        input_layout=input_layout,
-        faults=faults,
-        runs=runs,
-        warmup=warmup,
-        pin_clocks=pin_clocks,
-        runtime_log_level=runtime_log_level,
-    )
+    spec, arrays = _job(session, deployed, label, given, options)
     job_id = spec.job_id
     result = _submit(session, spec, arrays)
     if result.canary is not None and result.canary.pattern != spec.canary:
@@ -265,11 +249,11 @@ def run_once(
         reference,
         given,
         result,
-        tolerance=tolerance or 0.0,
-        padding=padding,
-        reports_dir=Path(reports_dir) if reports_dir is not None else None,
+        tolerance=options.tolerance,
+        padding=options.padding,
+        reports_dir=options.reports_dir,
         job_id=spec.job_id,
-        accuracy=_thresholds(session, label, thresholds_of(accuracy, "run_model: accuracy")),
+        accuracy=_thresholds(session, label, options.accuracy),
     )
     hashes = {deployed.name: sha256(deployed)}
     if deployed != reference:
@@ -300,39 +284,32 @@ def _job(
     deployed: Path,
     label: str,
     given: Mapping[str, np.ndarray],
-    *,
-    outputs: Sequence[str] | None,
-    input_layout: str | Mapping[str, str] | None,
-    faults: Sequence[Any] | None,
-    runs: int = 1,
-    warmup: int = 0,
-    pin_clocks: bool = False,
-    runtime_log_level: int | None = None,
+    options: RunOptions,
 ) -> tuple[JobSpec, dict[str, np.ndarray]]:
     """The job for the session's board and adapter, and its input arrays (packed by the host
     codec where the adapter takes native bytes)."""
-    options = dict(session.adapter_options)
-    if faults:
+    adapter_options = dict(session.adapter_options)
+    if options.faults:
         # after the board's own (--sim-fault): those rig every job of the board
-        options["faults"] = [*options.get("faults", ()), *faults]
-    specs, arrays = job_inputs(session, given, input_layout)
+        adapter_options["faults"] = [*adapter_options.get("faults", ()), *options.faults]
+    specs, arrays = job_inputs(session, given, options.input_layout)
     job_id = f"{session.name}-{label}-{uuid.uuid4().hex[:8]}"
     spec = JobSpec(
         job_id=job_id,
         adapter=session.adapter,
         model=deployed,
         inputs=specs,
-        outputs=None if outputs is None else tuple(outputs),
-        adapter_options=options,
+        outputs=options.outputs,
+        adapter_options=adapter_options,
         load_timeout_s=session.board.timeouts.load,
         run_timeout_s=session.board.timeouts.run,
-        runs=runs,
-        warmup=warmup,
+        runs=options.runs,
+        warmup=options.warmup,
         # A simulated board's agent runs on this machine: its governors are not the board's
         # to change.
-        pin_clocks=pin_clocks and not session.simulated,
+        pin_clocks=options.pin_clocks and not session.simulated,
         canary=canary_for(job_id),
-        runtime_log_level=runtime_log_level,
+        runtime_log_level=options.runtime_log_level,
     )
     return spec, arrays
 
@@ -342,12 +319,7 @@ def _cross_api(
     model: str | os.PathLike[str] | onnx.ModelProto,
     inputs: Mapping[str, np.ndarray],
     first: ModelRun,
-    *,
-    outputs: Sequence[str] | None,
-    input_layout: str | Mapping[str, str] | None,
-    faults: Sequence[Any] | None,
-    tolerance: float,
-    preprocessing: Preprocessing | Mapping[str, Preprocessing] | None = None,
+    options: RunOptions,
 ) -> ModelRun:
     """``first`` judged against the same job through the vendor's other API path."""
     other, mine, path, check = other_path(session)
@@ -356,18 +328,21 @@ def _cross_api(
         noted = tuple(dataclasses.replace(t, cross_api_note=check.note) for t in first.outputs)
         return dataclasses.replace(first, outputs=noted, cross_api=check)
     given = {name: np.ascontiguousarray(value) for name, value in inputs.items()}
-    if preprocessing is None:
+    if options.preprocessing is None:
         _, deployed, label = resolve_model(other, model, given)
     else:
-        _, deployed, label, given, _ = preprocessed(other, model, given, preprocessing)
+        _, deployed, label, given, _ = preprocessed(other, model, given, options.preprocessing)
     # Every output by name, in model order: a normal API that does not name its outputs
     # (RKNNLite) takes the job's names, so both paths' outputs pair up.
-    named = tuple(outputs) if outputs is not None else tuple(t.name for t in first.outputs)
-    spec, arrays = _job(
-        other, deployed, label, given, outputs=named, input_layout=input_layout, faults=faults
-    )
+    named = options.outputs
+    if named is None:
+        named = tuple(t.name for t in first.outputs)
+    # The same job as the first path's but for its outputs: one timed run, no warm-up, no
+    # clocks pinned, the runtime's own log level.
+    job = RunOptions(outputs=named, input_layout=options.input_layout, faults=options.faults)
+    spec, arrays = _job(other, deployed, label, given, job)
     result = _submit(other, spec, arrays)
-    return judge_cross_api(first, result, path, check, tolerance=tolerance, mine=mine)
+    return judge_cross_api(first, result, path, check, tolerance=options.tolerance, mine=mine)
 
 
 def _thresholds(session: BoardSession, label: str, given: Thresholds | None) -> Thresholds | None:
