@@ -10,16 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from npu_hil.harness.errors import ArtifactError
 from npu_hil.harness.farm import Farm, parse_inventory
 from npu_hil.harness.models import ManifestError, build, load_manifest
 from npu_hil.harness.models.compile_set import REGRESSION_SHAPES, entry_key, plan, record
 from npu_hil.harness.models.manifest import parse_manifest
 from npu_hil.harness.pipeline.model import resolve_model
-from npu_hil.targets.rockchip.compiler.artifact import (
-    NativeTensor,
-    RknnFileError,
-    read_tensor_table,
-)
+from npu_hil.targets.rockchip.artifact import NativeTensor, read_tensor_table
 from npu_hil.targets.rockchip.compiler.build import (
     BuildResult,
     CompilerError,
@@ -200,14 +197,14 @@ def test_a_real_board_finds_the_model_for_its_shape(tmp_path: Path) -> None:
 
 def test_not_an_rknn_file(tmp_path: Path) -> None:
     (tmp_path / "a.rknn").write_bytes(b"ONNX" + bytes(100))
-    with pytest.raises(RknnFileError, match="not a compiled RKNN model"):
+    with pytest.raises(ArtifactError, match="not a compiled RKNN model"):
         read_tensor_table(tmp_path / "a.rknn")
     (tmp_path / "b.rknn").write_bytes(b"RKNN" + bytes(200))
-    with pytest.raises(RknnFileError, match="found 0 inputs and 0 outputs"):
+    with pytest.raises(ArtifactError, match="found 0 inputs and 0 outputs"):
         read_tensor_table(tmp_path / "b.rknn")
-    with pytest.raises(RknnFileError, match=r"no tensor-table entry for input, output"):
+    with pytest.raises(ArtifactError, match=r"no tensor-table entry for input, output"):
         read_tensor_table(tmp_path / "b.rknn", {"input": (1, 3, 2, 2), "output": (1, 3, 2, 2)})
-    with pytest.raises(RknnFileError, match="cannot read"):
+    with pytest.raises(ArtifactError, match="cannot read"):
         read_tensor_table(tmp_path / "missing.rknn")
 
 

@@ -24,7 +24,7 @@ from npu_hil.harness.errors import LayoutError
 from npu_hil.harness.models import build
 from npu_hil.harness.models.compile_set import graph_of
 from npu_hil.targets import rockchip
-from npu_hil.targets.rockchip.compiler.artifact import NativeTensor
+from npu_hil.targets.rockchip.artifact import NativeTensor
 from npu_hil.targets.rockchip.compiler.build import (
     BuildFailure,
     BuildJob,

@@ -14,7 +14,7 @@ from grid import ABORTING, Grid, log_rows
 from npu_hil.harness.cli.main import main
 from npu_hil.harness.models import load_manifest
 from npu_hil.harness.models.compile_set import REGRESSION_SHAPES, entry_key
-from npu_hil.targets.rockchip.compiler.artifact import read_tensor_table
+from npu_hil.targets.rockchip.artifact import read_tensor_table
 
 
 def test_an_aborting_compiler_is_one_models_error(grid: Grid) -> None:

@@ -25,13 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from npu_hil.harness.errors import ArtifactError
 from npu_hil.harness.inputs import load_npy
 from npu_hil.targets.compiler import CompilerError as CompilerError  # its home before the hook
-from npu_hil.targets.rockchip.compiler.artifact import (
-    NativeTensor,
-    RknnFileError,
-    read_tensor_table,
-)
+from npu_hil.targets.rockchip.artifact import NativeTensor, read_tensor_table
 
 TOOLKIT = "rknn-toolkit2"
 TOOLKIT_VERSION = "2.5.0"
@@ -291,7 +288,7 @@ def _finish(job: BuildJob, code: int) -> BuildResult | BuildFailure:
         return BuildFailure(job, f"the compiler wrote no {job.rknn.name}", _tail(job.log))
     try:
         table = read_tensor_table(job.rknn, job.graph)
-    except RknnFileError as exc:
+    except ArtifactError as exc:
         return BuildFailure(job, exc.message)
     order = {name: k for k, name in enumerate(job.graph)}
     return BuildResult(
