@@ -1,4 +1,4 @@
-"""The one bounded reader of JSON files (``npu_hil.harness.inputs.read_json``): whatever a file
+"""The one bounded reader of JSON files (``npu_hil.harness.files.read_json``): whatever a file
 holds, the answer is the document or an InputFileError naming the path, never another exception,
 a hang or a stack overflow."""
 
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npu_hil.harness.board.wire import nested_deeper
-from npu_hil.harness.inputs import (
+from npu_hil.harness.files import (
     MAX_JSON_DEPTH,
     InputFileError,
     json_document,

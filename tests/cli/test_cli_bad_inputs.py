@@ -17,7 +17,7 @@ from cli_bad_inputs import ONE_GROUP, _state, all_cases, preload, run_case, writ
 from npu_hil.harness.codec import get_layout
 from npu_hil.harness.codec.reported import layout_from_report
 from npu_hil.harness.errors import LayoutError
-from npu_hil.harness.inputs import InputFileError, load_npy, npy_bytes, read_regular
+from npu_hil.harness.files import InputFileError, load_npy, npy_bytes, read_regular
 from npu_hil.harness.preflight import PreflightError, preflight
 
 CASES = all_cases()

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from npu_hil.harness import inputs
+from npu_hil.harness import files
 from npu_hil.harness.cli.common import (
     add_layout_args,
     layout_from_args,
@@ -50,20 +50,20 @@ def add_parser(sub: Any) -> None:
 def load_npy(path: Path) -> np.ndarray:
     """A logical tensor file: a regular file, its header checked before anything is allocated,
     numbers only (never a pickle)."""
-    return inputs.load_npy(path)
+    return files.load_npy(path)
 
 
 def read_buffer(path: Path, layout: BlockedLayout, what: str, *, slack: bool = False) -> bytes:
     """A packed buffer file, read only when it is a regular file of at most the layout's size
     (``slack``: a device buffer may be longer, which the diff reports; twice is the bound)."""
     limit = 2 * layout.nbytes + 4096 if slack else layout.nbytes
-    return bytes(inputs.read_regular(path, what, limit))
+    return bytes(files.read_regular(path, what, limit))
 
 
 def run_pack(args: argparse.Namespace) -> int:
     tensor = load_npy(args.src)
     layout = layout_from_args(args, tensor.shape, tensor.dtype.name)
-    inputs.write_regular(args.dst, layout.pack(tensor).data, "the packed buffer")
+    files.write_regular(args.dst, layout.pack(tensor).data, "the packed buffer")
     print(f"{args.dst}: {layout.nbytes} bytes ({layout.name}, {layout.padding_bytes} padding)")
     return 0
 
@@ -75,7 +75,7 @@ def run_unpack(args: argparse.Namespace) -> int:
     np.save(encoded, layout.unpack(data), allow_pickle=False)
     # as np.save(path) names it: with .npy added when it is not there
     dst = args.dst if args.dst.suffix == ".npy" else args.dst.with_name(args.dst.name + ".npy")
-    inputs.write_regular(dst, encoded.getbuffer(), "the tensor (.npy)")
+    files.write_regular(dst, encoded.getbuffer(), "the tensor (.npy)")
     print(f"{dst}: {layout.shape} {layout.dtype.name}")
     return 0
 

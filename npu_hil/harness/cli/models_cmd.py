@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from npu_hil.harness.cli.common import print_json
-from npu_hil.harness.inputs import check_regular
+from npu_hil.harness.files import check_regular
 from npu_hil.harness.models import MODELS
 from npu_hil.harness.models.compile_set import (
     MANIFEST_NAME,

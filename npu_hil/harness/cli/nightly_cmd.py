@@ -413,7 +413,7 @@ def _check_inventory(
     from npu_hil.harness.farm.inventory import load_inventory
     from npu_hil.harness.farm.selection import runtime_names, runtime_problem, selection_problem
     from npu_hil.harness.farm.starter import builtin_inventory
-    from npu_hil.harness.inputs import check_regular
+    from npu_hil.harness.files import check_regular
     from npu_hil.harness.simfarm.simfaults import parse_board_faults, sim_fault_problem
 
     faults = parse_board_faults(getattr(args, "sim_fault", []))  # SimFaultError: exit 2

@@ -154,7 +154,7 @@ def _seconds(args: argparse.Namespace) -> float | None:
 def _inventory(path: Path | None) -> Any:
     from npu_hil.harness.farm.inventory import load_inventory
     from npu_hil.harness.farm.starter import builtin_inventory
-    from npu_hil.harness.inputs import check_regular
+    from npu_hil.harness.files import check_regular
 
     if path is None and Path(DEFAULT_INVENTORY).is_file():
         path = Path(DEFAULT_INVENTORY)

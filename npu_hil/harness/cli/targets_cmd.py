@@ -12,7 +12,7 @@ from typing import Any
 from npu_hil.harness.cli.common import print_json
 from npu_hil.harness.codec import known_targets, layout_names
 from npu_hil.harness.errors import LayoutError
-from npu_hil.harness.inputs import MAX_JSON_BYTES, read_regular
+from npu_hil.harness.files import MAX_JSON_BYTES, read_regular
 from npu_hil.targets import check_conv, tables_text
 from npu_hil.targets.registry import units
 

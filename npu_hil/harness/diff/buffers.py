@@ -14,7 +14,7 @@ import numpy as np
 
 from npu_hil.harness.codec.engine import PART, BlockedLayout
 from npu_hil.harness.diff.diagnose import diagnose
-from npu_hil.harness.diff.inputs import as_bytes
+from npu_hil.harness.diff.given import as_bytes
 from npu_hil.harness.diff.report import DiffReport, Mismatch, Unwritten
 from npu_hil.harness.errors import LayoutError
 

@@ -35,8 +35,8 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.files import read_json
 from npu_hil.harness.folders import check_private_dir, file_problem, private_dir
-from npu_hil.harness.inputs import read_json
 
 __all__ = ["MAX_FAILURES", "MAX_RUNS", "BreakerFile", "BreakerState"]
 

@@ -36,8 +36,8 @@ from typing import Any
 from filelock import FileLock
 
 from npu_hil.harness.errors import NpuHilError, UnsafeFolderError
+from npu_hil.harness.files import InputFileError, read_json
 from npu_hil.harness.folders import check_private_dir, file_problem, private_dir
-from npu_hil.harness.inputs import InputFileError, read_json
 
 __all__ = [
     "BAD",

@@ -115,7 +115,7 @@ def expired_entries(entries: tuple[QuarantineEntry, ...], today: date) -> list[Q
 
 def read_quarantine(path: str | Path) -> tuple[QuarantineEntry, ...]:
     """The entries of the quarantine file at ``path``."""
-    from npu_hil.harness.inputs import InputFileError, read_regular
+    from npu_hil.harness.files import InputFileError, read_regular
 
     file = Path(path)
     try:

@@ -6,7 +6,7 @@ read-modify-write holds a lock beside it, so two runs ending at once on one repo
 land. Reads are forgiving the way a report reader must be: a run whose file is missing, torn or
 of another schema is left out of the history, never fatal; the index is only a list of run ids
 and is rebuilt from the run folders when it is missing or unreadable. Reads are bounded too
-(:func:`npu_hil.harness.inputs.read_json`: regular files only, never through a symlink, at most
+(:func:`npu_hil.harness.files.read_json`: regular files only, never through a symlink, at most
 256 MiB and 64 levels deep): damage (a file nested 100,000 deep, a FIFO, a planted symlink) is
 a named problem in ``History.problems`` that the report shows, never an exception or a hang.
 """
@@ -24,6 +24,7 @@ from typing import Any
 from filelock import FileLock
 
 from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.files import InputFileError, read_json
 from npu_hil.harness.history.defaults import DEFAULT_KEEP
 from npu_hil.harness.history.model import (
     INDEX_FILE,
@@ -33,7 +34,6 @@ from npu_hil.harness.history.model import (
     CasePoint,
     RunEntry,
 )
-from npu_hil.harness.inputs import InputFileError, read_json
 from npu_hil.harness.report.atomic import write_text_atomic
 from npu_hil.harness.report.runs import RUN_ID_PATTERN, root_problem
 from npu_hil.harness.report.sanitize import clean_json

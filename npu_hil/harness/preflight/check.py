@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from npu_hil.harness.errors import ArtifactError, NpuHilError, PreflightError
-from npu_hil.harness.inputs import MAX_MODEL_BYTES, read_regular
+from npu_hil.harness.files import MAX_MODEL_BYTES, read_regular
 from npu_hil.targets.artifact import read_artifact, reader_for
 from npu_hil.targets.compatibility import check_compatibility
 from npu_hil.targets.onnx_graph import attribute

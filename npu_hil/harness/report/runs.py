@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from npu_hil.harness.errors import UnsafeFolderError
+from npu_hil.harness.files import InputFileError, json_document, read_json, read_regular
 from npu_hil.harness.folders import check_private_dir
-from npu_hil.harness.inputs import InputFileError, json_document, read_json, read_regular
 from npu_hil.harness.report.atomic import append_line, write_text_atomic
 from npu_hil.harness.report.records import TestRecord, scrubbed_dict
 from npu_hil.harness.report.sanitize import clean_json, clean_value
@@ -138,7 +138,7 @@ def write_run_start(run_dir: str | Path, meta: dict[str, Any]) -> None:
 
 def _past_document(path: Path, what: str) -> dict[str, Any] | None:
     """A JSON object an earlier run wrote, or None when it is absent or damaged: read bounded
-    (:func:`npu_hil.harness.inputs.read_json`: a regular file, not through a symlink, at most
+    (:func:`npu_hil.harness.files.read_json`: a regular file, not through a symlink, at most
     256 MiB and 64 levels deep), so a FIFO, a device or a nested bomb in an old run folder
     costs nothing but that run's place in the comparison."""
     try:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from npu_hil.harness.inputs import InputFileError, read_regular
+from npu_hil.harness.files import InputFileError, read_regular
 from npu_hil.harness.simfarm.errors import SimFarmError
 from npu_hil.harness.simfarm.procs import ProcessRecord
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from npu_hil.harness.errors import ArtifactError
-from npu_hil.harness.inputs import load_npy
+from npu_hil.harness.files import load_npy
 from npu_hil.targets.compiler import CompilerError as CompilerError  # its home before the hook
 from npu_hil.targets.rockchip.artifact import NativeTensor, read_tensor_table
 
