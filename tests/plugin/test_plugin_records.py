@@ -79,7 +79,7 @@ def test_one_record_per_test_and_the_report(project: pytest.Pytester) -> None:
     # the failure message names the heatmap where it stays after the run
     named = re.findall(r"heatmap: (\S+\.png)", str(bad["longrepr"]))
     assert named and all(Path(p).is_file() for p in named)
-    assert all(f"{run_dir.name}/artifacts/" in p for p in named)
+    assert all(f"{run_dir.name}/heatmaps/" in p for p in named)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary  # the writer's summary: the run is complete
     for name in ("junit.xml", "report.html"):

@@ -143,11 +143,11 @@ def test_worker_heatmaps_land_in_the_run_folder_the_message_names(
     named = set(re.findall(r"heatmap: (\S+\.png)", result.stdout.str()))
     assert named, result.stdout.str()[-2000:]
     for path in named:
-        assert Path(path).is_file() and Path(path).parent == run_dir / "artifacts", path
+        assert Path(path).is_file() and Path(path).parent == run_dir / "heatmaps", path
     records = [json.loads(r) for r in (run_dir / "records.jsonl").read_text().splitlines()]
     files = {t["heatmap"] for r in records for t in r["tensors"] if t["heatmap"]}
     assert files and all((run_dir / f).is_file() for f in files)
-    assert {f"artifacts/{Path(p).name}" for p in named} <= files
+    assert {f"heatmaps/{Path(p).name}" for p in named} <= files
 
 
 FREEZE_CONFTEST = """

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 RECORD_ATTR = "npu_hil_record"
 TOKEN_KEY = "npu_hil_token"
 RUN_ID_KEY = "npu_hil_run_id"
-ARTIFACTS = "artifacts"
+HEATMAPS = "heatmaps"
 PROPERTY_PREFIX = "npu_hil."
 
 
@@ -196,15 +196,15 @@ def run_id(config: pytest.Config) -> str:
     return state.run_id
 
 
-def staging_dir(config: pytest.Config) -> Path:
-    """Where this process writes a run's files (heatmaps): ``<run>/artifacts/``, their final
+def heatmap_dir(config: pytest.Config) -> Path:
+    """Where this process writes a run's heatmaps: ``<run>/heatmaps/``, their final
     place, so a path printed in a failure message still exists after the run. Not created
     here: a run that writes no file leaves no folder."""
     from npu_hil.harness.report.runs import RUN_DIR_ENV
 
     named = os.environ.get(RUN_DIR_ENV)
     run_dir = Path(named) if named else reports_root(config) / run_id(config)
-    return run_dir / ARTIFACTS
+    return run_dir / HEATMAPS
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -517,10 +517,10 @@ def _iso(stamp: float) -> str:
     return datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="seconds")
 
 
-def artifact_path(config: pytest.Config, path: str | Path) -> str:
-    """The run-folder-relative name of a file this run wrote under ``<run>/artifacts/``."""
+def heatmap_path(config: pytest.Config, path: str | Path) -> str:
+    """The run-folder-relative name of a heatmap this run wrote under ``<run>/heatmaps/``."""
     try:
-        relative = Path(path).resolve().relative_to(staging_dir(config).resolve())
+        relative = Path(path).resolve().relative_to(heatmap_dir(config).resolve())
     except ValueError:
         return str(path)
-    return f"{ARTIFACTS}/{relative.as_posix()}"
+    return f"{HEATMAPS}/{relative.as_posix()}"

@@ -23,7 +23,7 @@ import pytest
 from npu_hil.harness.plugin.assertion import assert_run_ok
 from npu_hil.harness.plugin.history import check_run, fail_on
 from npu_hil.harness.plugin.perf import PerfSpec, check_latency, perf_spec
-from npu_hil.harness.plugin.records import ItemInfo, artifact_path, item_info, staging_dir
+from npu_hil.harness.plugin.records import ItemInfo, heatmap_dir, heatmap_path, item_info
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -224,7 +224,7 @@ class RunModel:
                     verdict=tensor.verdict,
                     summary=tensor.summary(),
                     heatmap=(
-                        artifact_path(self.config, tensor.heatmap)
+                        heatmap_path(self.config, tensor.heatmap)
                         if tensor.heatmap is not None
                         else None
                     ),
@@ -249,7 +249,7 @@ def run_model(request: pytest.FixtureRequest, board: BoardSession) -> RunModel:
     return RunModel(
         board,
         item_info(request.node),
-        reports_dir=staging_dir(request.config),
+        reports_dir=heatmap_dir(request.config),
         config=request.config,
         accuracy=_marker_thresholds(request.node),
         perf=perf_spec(request.node),
