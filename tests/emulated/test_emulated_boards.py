@@ -17,13 +17,13 @@ import pytest
 
 from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.agent.protocol import InputSpec, JobSpec, Result
-from npu_hil.harness.emulated import EmulatedBoard
 from npu_hil.harness.farm.connect import connect
 from npu_hil.harness.farm.inventory import load_inventory
-from npu_hil.harness.simfarm import Sshd, start_sshd, stop_sshd
-from npu_hil.harness.simfarm.errors import SimFarmError
 from npu_hil.harness.transport import LocalTransport
 from npu_hil.harness.transport.ssh import SshTransport
+from npu_hil.testkit.emulated import EmulatedBoard
+from npu_hil.testkit.simfarm import Sshd, start_sshd, stop_sshd
+from npu_hil.testkit.simfarm.errors import SimFarmError
 
 # End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
 pytestmark = pytest.mark.e2e

@@ -9,7 +9,7 @@ import pytest
 
 from npu_hil.harness.farm.inventory import load_inventory
 from npu_hil.harness.farm.starter import builtin_inventory
-from npu_hil.harness.simfarm.simfaults import (
+from npu_hil.harness.plugin.sim_faults import (
     BoardFault,
     SimFaultError,
     faults_by_board,

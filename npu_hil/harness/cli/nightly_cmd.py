@@ -414,7 +414,7 @@ def _check_inventory(
     from npu_hil.harness.farm.selection import runtime_names, runtime_problem, selection_problem
     from npu_hil.harness.farm.starter import builtin_inventory
     from npu_hil.harness.files import check_regular
-    from npu_hil.harness.simfarm.simfaults import parse_board_faults, sim_fault_problem
+    from npu_hil.harness.plugin.sim_faults import parse_board_faults, sim_fault_problem
 
     faults = parse_board_faults(getattr(args, "sim_fault", []))  # SimFaultError: exit 2
     if path is None:
@@ -437,7 +437,7 @@ def _check_inventory(
 
 
 def _sim_faults(texts: list[str]) -> list[dict[str, Any]]:
-    from npu_hil.harness.simfarm.simfaults import parse_board_faults
+    from npu_hil.harness.plugin.sim_faults import parse_board_faults
 
     return [f.to_dict() for f in parse_board_faults(texts)]
 

@@ -243,7 +243,7 @@ def run_soak(args: argparse.Namespace) -> int:
     from npu_hil.harness.farm import Farm
     from npu_hil.harness.farm.selection import selection_problem
     from npu_hil.harness.pipeline.golden import golden_job
-    from npu_hil.harness.simfarm.simfaults import (
+    from npu_hil.harness.plugin.sim_faults import (
         faults_by_board,
         parse_board_faults,
         sim_fault_problem,

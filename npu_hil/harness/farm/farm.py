@@ -98,7 +98,7 @@ class Farm:
     failure (:class:`~npu_hil.harness.farm.recovery.RetryPolicy`; default: once, after 1 s, as in
     pytest).
     ``sim_faults``: board name → faults every job of that board carries while it runs simulated
-    (``--sim-fault``, :mod:`npu_hil.harness.simfarm.simfaults`); a board the inventory does not have
+    (``--sim-fault``, :mod:`npu_hil.harness.plugin.sim_faults`); a board the inventory does not have
     is an error. ``health_job``: the golden job of every health check (called with the board's
     session; raises an NpuHilError when the board fails it, returns a note), e.g.
     :func:`npu_hil.harness.pipeline.golden.golden_job`; None checks reachability, versions and

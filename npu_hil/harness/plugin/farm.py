@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from npu_hil.harness.farm.inventory import Inventory
     from npu_hil.harness.farm.recovery import RetryPolicy
     from npu_hil.harness.farm.session import BoardSession
-    from npu_hil.harness.simfarm.simfaults import BoardFault
+    from npu_hil.harness.plugin.sim_faults import BoardFault
 
 BOARD = "board"
 MARKERS = (
@@ -149,7 +149,7 @@ def sim_faults(config: pytest.Config) -> tuple[BoardFault, ...]:
     given = config.getoption("sim_fault", None) or []
     if not given:
         return ()  # checked in every run: the simulator's fault modules only when asked for
-    from npu_hil.harness.simfarm.simfaults import SimFaultError, parse_board_faults
+    from npu_hil.harness.plugin.sim_faults import SimFaultError, parse_board_faults
 
     try:
         return parse_board_faults(given)
@@ -217,7 +217,7 @@ class FarmState:
             from npu_hil.harness.pipeline.golden import golden_job
             from npu_hil.harness.plugin.interrupt import sigterm_interrupts
             from npu_hil.harness.plugin.records import run_id
-            from npu_hil.harness.simfarm.simfaults import faults_by_board
+            from npu_hil.harness.plugin.sim_faults import faults_by_board
 
             self.farm = Farm(
                 self.load_inventory(),
@@ -277,7 +277,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if not (targets or names or faults or runtime) or hasattr(config, "workerinput"):
         return
     from npu_hil.harness.farm.selection import runtime_problem, selection_problem
-    from npu_hil.harness.simfarm.simfaults import sim_fault_problem
+    from npu_hil.harness.plugin.sim_faults import sim_fault_problem
 
     try:
         inventory = config.stash[FARM_KEY].load_inventory()

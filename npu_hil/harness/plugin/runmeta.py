@@ -62,7 +62,7 @@ def session_meta(
     """The fields the plugin adds to a run's meta at the end of the session; ``sim_faults``:
     the faults ``--sim-fault`` injected (``[{board, fault}]``), so a reader knows the run was
     rigged (they are no part of the run key)."""
-    from npu_hil.harness.simfarm.simfaults import parse_board_faults
+    from npu_hil.harness.plugin.sim_faults import parse_board_faults
 
     meta = run_meta(
         config_run_kind(config),

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from npu_hil.harness.emulated.launcher import write_launcher
-from npu_hil.harness.emulated.recipe import DEFAULT_RECIPE, RootRecipe, host_mirror
 from npu_hil.harness.errors import NpuHilError
+from npu_hil.testkit.emulated.launcher import write_launcher
+from npu_hil.testkit.emulated.recipe import DEFAULT_RECIPE, RootRecipe, host_mirror
 
 __all__ = [
     "BUILD_TIMEOUT",

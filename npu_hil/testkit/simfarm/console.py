@@ -14,15 +14,15 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from npu_hil.harness.simfarm.errors import MissingToolError
-from npu_hil.harness.simfarm.procs import (
+from npu_hil.testkit.simfarm.errors import MissingToolError
+from npu_hil.testkit.simfarm.procs import (
     is_listening,
     spawn,
     start_listener,
     stop_popen,
     wait_until,
 )
-from npu_hil.harness.simfarm.pyenv import harness_root
+from npu_hil.testkit.simfarm.pyenv import harness_root
 
 __all__ = [
     "BOARD_SCRIPT",

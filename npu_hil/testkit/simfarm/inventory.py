@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from npu_hil.harness.errors import NpuHilError
-from npu_hil.harness.simfarm.pyenv import harness_root
+from npu_hil.testkit.simfarm.pyenv import harness_root
 
 __all__ = ["checkout_manifest", "write_inventory"]
 

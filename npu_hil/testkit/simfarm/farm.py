@@ -8,7 +8,7 @@ command that started them; ``down`` stops them from the state file, ``status`` r
 Folder layout::
 
     DIR/state.json  inventory.yaml  .lock
-    DIR/bin/python3                         the boards' Python (see npu_hil.harness.simfarm.pyenv)
+    DIR/bin/python3                         the boards' Python (see npu_hil.testkit.simfarm.pyenv)
     DIR/ssh/{host,client}_ed25519  known_hosts  sshd_config  sshd.log
     DIR/boards/<name>/work                  a board's workdir
     DIR/boards/<name>/tty                   a serial board's console device (and its logs)
@@ -32,15 +32,15 @@ from npu_hil.harness.board.kernlog import KMSG_ENV
 from npu_hil.harness.codec import known_targets
 from npu_hil.harness.errors import UnsafeFolderError
 from npu_hil.harness.folders import private_dir, user_folder
-from npu_hil.harness.simfarm.console import (
+from npu_hil.testkit.simfarm.console import (
     require_ser2net,
     require_socat,
     start_ser2net,
     start_serial_board,
 )
-from npu_hil.harness.simfarm.errors import SimFarmError
-from npu_hil.harness.simfarm.inventory import checkout_manifest, write_inventory
-from npu_hil.harness.simfarm.procs import (
+from npu_hil.testkit.simfarm.errors import SimFarmError
+from npu_hil.testkit.simfarm.inventory import checkout_manifest, write_inventory
+from npu_hil.testkit.simfarm.procs import (
     ProcessRecord,
     ProcessState,
     StopResult,
@@ -48,9 +48,9 @@ from npu_hil.harness.simfarm.procs import (
     record_process,
     stop_records,
 )
-from npu_hil.harness.simfarm.pyenv import harness_root, write_python_wrapper
-from npu_hil.harness.simfarm.sshd import login_user, require_openssh, start_sshd
-from npu_hil.harness.simfarm.state import (
+from npu_hil.testkit.simfarm.pyenv import harness_root, write_python_wrapper
+from npu_hil.testkit.simfarm.sshd import login_user, require_openssh, start_sshd
+from npu_hil.testkit.simfarm.state import (
     FarmBoard,
     FarmState,
     load_state,

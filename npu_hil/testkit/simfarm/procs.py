@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from npu_hil.harness.procstat import proc_stat
-from npu_hil.harness.simfarm.errors import SimFarmError
+from npu_hil.testkit.simfarm.errors import SimFarmError
 
 __all__ = [
     "ProcessRecord",

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from npu_hil.harness.files import InputFileError, read_regular
-from npu_hil.harness.simfarm.errors import SimFarmError
-from npu_hil.harness.simfarm.procs import ProcessRecord
+from npu_hil.testkit.simfarm.errors import SimFarmError
+from npu_hil.testkit.simfarm.procs import ProcessRecord
 
 __all__ = ["STATE_FILE", "FarmBoard", "FarmState", "load_state", "remove_state", "save_state"]
 
