@@ -143,19 +143,30 @@ def test_a_request_damaged_on_the_way_is_refused_by_the_agent(
 
 
 @pytest.mark.slow
-def test_kept_jobs_and_inputs_past_the_link_limit_go_through_folders(
-    tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_only_a_kept_job_goes_through_a_folder(tmp_path: Path, model: Path) -> None:
     with client_for(tmp_path, "kept", keep_jobs=True) as c:
         assert c.submit(echo_job(model, "kept"), {"x": X}).ok
         assert [p.name.split("-")[0] for p in (Path(c.transport.workdir) / "jobs").iterdir()] == [
             "kept"
         ]
-    monkeypatch.setattr(client_module, "FRAMED_JOB_LIMIT", X.nbytes - 1)
-    with client_for(tmp_path, "large") as c:
-        assert c.submit(echo_job(model, "large"), {"x": X}).ok
-        # Through a folder, removed after the job: the folder exists, and it is empty.
-        assert list((Path(c.transport.workdir) / "jobs").iterdir()) == []
+    with client_for(tmp_path, "framed") as c:
+        assert c.submit(echo_job(model, "framed"), {"x": X}).ok
+        assert list((Path(c.transport.workdir) / "jobs").glob("*")) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sessions", [True, False], ids=["session", "one-shot"])
+def test_inputs_of_any_size_go_as_frames(tmp_path: Path, model: Path, sessions: bool) -> None:
+    """Past the agent's in-memory bound (its buffers then land in unlinked files) and past what
+    once fell back to a job folder: still one frame each way, on a session and one-shot."""
+    big = np.random.default_rng(5).integers(-128, 128, (1, 1, 4099, 4099), dtype=np.int8)
+    spec = echo_job(model, "big", inputs=(InputSpec("x", "NCHW", big.shape, "int8"),))
+    with client_for(tmp_path, "board", sessions=sessions) as c:
+        result = c.submit(spec, {"x": big})
+        assert result.ok, result
+        assert result.output("x_out").data.tobytes() == big.tobytes()
+        assert list((Path(c.transport.workdir) / "jobs").glob("*")) == []
+        assert c.sessions_started == (1 if sessions else 0)
 
 
 # --- bulk frames spoken directly ------------------------------------------------------------------

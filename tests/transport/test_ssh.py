@@ -609,6 +609,6 @@ def test_agent_runs_a_sim_job_over_ssh(sshd: Sshd, tmp_path: Path) -> None:
         with AgentClient(transport, sessions=False, scratch=tmp_path / "scratch2") as client:
             assert client.submit(spec, inputs).ok
         assert transport.connects == 1
-        assert list((Path(transport.workdir) / "jobs").iterdir()) == []
+        assert list((Path(transport.workdir) / "jobs").glob("*")) == []
     finally:
         transport.close()

@@ -5,11 +5,12 @@ runtime's, a test's fakes) into the transport's working directory,
 content-addressed by sha256 so a redeploy copies nothing that is already there; deploys model
 artifacts into a cache by sha256 (:mod:`npu_hil.harness.agent.deploy`); and runs jobs either through
 one persistent agent session (framed requests over the session's stdin/stdout; the default) or
-one process per job. On a session a job is one frame each way (:mod:`npu_hil.harness.agent.framed`):
+one process per job. Either way a job is one frame each way (:mod:`npu_hil.harness.agent.framed`):
 the document and the input buffers in the request, the result and the device buffers in the answer,
-each buffer hashed once by its sender and checked by its receiver. A job goes through a folder
-instead (its files copied by the transport) without a session, with ``keep_jobs``, when its
-inputs exceed what the link takes in one frame, or when the agent does not read framed jobs.
+each buffer hashed once by its sender and checked by its receiver; a one-shot agent reads its
+request from its stdin and answers on its stdout. A job goes through a folder instead (its files
+copied by the transport) only with ``keep_jobs``, or when an agent session does not read framed
+jobs.
 
 Remote layout, relative to the transport's workdir::
 
@@ -45,8 +46,6 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any
 
-import numpy as np
-
 # Imported for its registration: a serial console's agent session is this side's code.
 from npu_hil.harness.agent import serial_session  # noqa: F401
 from npu_hil.harness.agent.deploy import (
@@ -58,10 +57,12 @@ from npu_hil.harness.agent.deploy import (
     JOBS_DIR,
     Deployment,
 )
-from npu_hil.harness.agent.exits import agent_ended, describe_exit, safe_name, split_frames, tail
+from npu_hil.harness.agent.exits import agent_ended, describe_exit, safe_name, tail
 from npu_hil.harness.agent.framed import (
     FRAMED_JOBS,
     BulkAnswer,
+    Receiver,
+    Replay,
     SessionEnded,
     bulk_request,
     framed_result,
@@ -98,10 +99,6 @@ from npu_hil.harness.transport.oserrors import board_os_error, errno_in_text
 __all__ = ["AGENT_DIR", "BOARD_SOURCE", "BUNDLE_PACKAGE", "HOST_ADAPTERS", "AgentClient"]
 
 log = logging.getLogger(__name__)
-
-# A job's inputs up to this size go in one frame of the session; larger ones through a job
-# folder and the file transfer.
-FRAMED_JOB_LIMIT = 256 << 20
 
 
 class AgentClient(Deployment):
@@ -240,15 +237,16 @@ class AgentClient(Deployment):
                 self._discard(local_job, remote_job)
 
     def _frames_for(self, inputs: Mapping[str, Any] | Sequence[Any]) -> bool:
-        """Whether this job goes as a frame: sessions on, folders not kept for inspection, the
-        agent reads framed jobs, and the inputs within what one frame carries."""
-        if not (self.sessions and self.frames) or self.keep_jobs:
+        """Whether this job goes as a frame: unless its folder is kept for inspection or an
+        agent session's hello does not offer framed jobs. Inputs of any size (within a job's
+        bounds) go as frames, which stream in pieces; a one-shot agent reads its one job as a
+        frame of its stdin (the agent this client deploys offers framed jobs)."""
+        if not self.frames or self.keep_jobs:
             return False
+        if not self.sessions:
+            return True
         self._ensure_session()  # its hello says what the agent reads
-        if FRAMED_JOBS not in (self.hello.get("features") or ()):
-            return False
-        values = inputs.values() if isinstance(inputs, Mapping) else inputs
-        return sum(np.asarray(v).nbytes for v in values) <= FRAMED_JOB_LIMIT
+        return FRAMED_JOBS in (self.hello.get("features") or ())
 
     def _framed_job(
         self, spec: JobSpec, inputs: Mapping[str, Any] | Sequence[Any], model: ModelRef
@@ -398,11 +396,11 @@ class AgentClient(Deployment):
         self.last_exit = ended.returncode
         return f"{describe_exit(ended.returncode)}; stderr: {tail(ended.stderr)}"
 
-    def _read_frame(self, session: Session, timeout: float) -> dict[str, Any]:
+    def _read_frame(self, session: Receiver, timeout: float) -> dict[str, Any]:
         return self._read_answer(session, timeout)[0]
 
     def _read_answer(
-        self, session: Session, timeout: float
+        self, session: Receiver, timeout: float
     ) -> tuple[dict[str, Any], BulkAnswer | None]:
         """The next frame: its message and, from a bulk frame, the bytes of its buffers."""
         deadline = time.monotonic() + timeout
@@ -429,9 +427,8 @@ class AgentClient(Deployment):
     ) -> tuple[dict[str, Any], BulkAnswer | None]:
         """Send one request (with ``buffers``: as a bulk frame, on a session) and wait for its
         response and the buffers it carries; the one place frames go on the wire."""
-        answer = None
         if not self.sessions:
-            response = self._oneshot_request(message, timeout, what)
+            response, answer = self._oneshot_request(message, timeout, what, buffers)
         else:
             response, answer = self._session_request(message, timeout, what, buffers)
         if response.get("op") != message["op"]:
@@ -480,30 +477,39 @@ class AgentClient(Deployment):
             ) from None
 
     def _oneshot_request(
-        self, message: dict[str, Any], timeout: float, what: str, repaired: bool = False
-    ) -> dict[str, Any]:
+        self,
+        message: dict[str, Any],
+        timeout: float,
+        what: str,
+        buffers: list[memoryview] | None = None,
+        repaired: bool = False,
+    ) -> tuple[dict[str, Any], BulkAnswer | None]:
         """Without a persistent session (``sessions=False``) a request is a session of its own:
-        the agent reads the request and a shutdown from stdin, and its frames (hello, answer,
-        goodbye) come back as one command's stdout."""
+        the agent reads the request (with ``buffers``: a bulk frame) and a shutdown from stdin,
+        and its frames (hello, answer, goodbye) come back as one command's stdout, read as a
+        session's stream is."""
         argv = [self.python, str(self.deploy()), "--session", "--root", CACHE_DIR]
-        stdin = encode_frame(message) + encode_frame({"op": "shutdown"})
+        if buffers is None:
+            request = encode_frame(message)
+        else:
+            request = b"".join(bulk_request(message, buffers))
+        stdin = request + encode_frame({"op": "shutdown"})
         done = self.transport.run(argv, timeout=timeout + self.start_timeout_s, stdin=stdin)
+        replay = Replay(done.stdout)
         try:
-            frames = split_frames(done.stdout)
-        except ValueError as exc:
-            raise ProtocolError(f"{what}: the answer is not npu-hil frames: {exc}") from None
-        if len(frames) < 2:
+            hello = self._read_frame(replay, timeout)
+            damaged = self._damaged(hello)
+            if damaged:
+                self._repair(damaged, repaired)
+                return self._oneshot_request(message, timeout, what, buffers, repaired=True)
+            self.hello = hello
+            return self._read_answer(replay, timeout)
+        except SessionEnded:
             raise agent_ended(
                 f"{what}: the agent ended before answering ({describe_exit(done.returncode)}); "
                 f"stderr: {tail(done.stderr)}",
                 done.returncode,
-            )
-        damaged = self._damaged(frames[0])
-        if damaged:
-            self._repair(damaged, repaired)
-            return self._oneshot_request(message, timeout, what, repaired=True)
-        self.hello = frames[0]
-        return frames[1]
+            ) from None
 
     def _session_job(self, spec: JobSpec, remote_job: PurePosixPath) -> dict[str, Any]:
         what = f"job {spec.job_id}"

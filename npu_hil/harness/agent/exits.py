@@ -1,15 +1,13 @@
-"""How the host names an agent's end and reads a one-shot agent's output."""
+"""How the host names an agent's end."""
 
 from __future__ import annotations
 
 import re
 import signal
-from typing import Any
 
-from npu_hil.harness.board.wire import decode_frame, frame_length
 from npu_hil.harness.errors import AgentKilledError, DeviceError
 
-__all__ = ["agent_ended", "describe_exit", "safe_name", "split_frames", "tail"]
+__all__ = ["agent_ended", "describe_exit", "safe_name", "tail"]
 
 
 def describe_exit(returncode: int | None) -> str:
@@ -44,15 +42,3 @@ def tail(stderr: bytes, head: int = 1500, tail: int = 2500) -> str:
 
 def safe_name(name: str, limit: int = 80) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".")[:limit] or "x"
-
-
-def split_frames(data: bytes) -> list[dict[str, Any]]:
-    """Every whole frame in ``data`` (a one-shot agent's stdout); ValueError on a bad one."""
-    frames, offset = [], 0
-    while offset + 8 <= len(data):
-        end = offset + 8 + frame_length(data[offset : offset + 8])
-        if end > len(data):
-            break  # cut short: the frames before it still count
-        frames.append(decode_frame(data[offset + 8 : end]))
-        offset = end
-    return frames

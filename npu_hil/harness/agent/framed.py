@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -33,11 +33,12 @@ from npu_hil.harness.board.wire import (
     encode_bulk_frame,
 )
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport.base import Session
 
 __all__ = [
     "FRAMED_JOBS",
     "BulkAnswer",
+    "Receiver",
+    "Replay",
     "SessionEnded",
     "bulk_request",
     "framed_result",
@@ -53,7 +54,27 @@ class SessionEnded(Exception):
     """The session's stdout closed: the agent process is gone."""
 
 
-def recv_exactly(session: Session, n: int, deadline: float) -> bytes:
+class Receiver(Protocol):
+    """What frames are read from: a session's stream, or a one-shot agent's whole stdout."""
+
+    def recv(self, n: int, timeout: float) -> bytes: ...
+
+
+class Replay:
+    """A finished one-shot agent's stdout read as a session's stream is: the same frames, read by
+    the same code; ``b""`` at its end, as a session whose agent exited."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = memoryview(data)
+        self._at = 0
+
+    def recv(self, n: int, timeout: float) -> bytes:
+        chunk = self._data[self._at : self._at + n]
+        self._at += len(chunk)
+        return bytes(chunk)
+
+
+def recv_exactly(session: Receiver, n: int, deadline: float) -> bytes:
     chunks: list[bytes] = []
     remaining = n
     while remaining:
@@ -65,7 +86,7 @@ def recv_exactly(session: Session, n: int, deadline: float) -> bytes:
     return b"".join(chunks)
 
 
-def recv_buffer(session: Session, n: int, deadline: float) -> tuple[bytearray, str]:
+def recv_buffer(session: Receiver, n: int, deadline: float) -> tuple[bytearray, str]:
     """``n`` bytes straight into one buffer (the result's arrays are views of it), hashed piece
     by piece as they arrive; the buffer and its sha256."""
     data = bytearray(n)
@@ -100,7 +121,7 @@ class BulkAnswer:
     theirs: list[str]
 
 
-def read_bulk(session: Session, length: int, deadline: float) -> BulkAnswer:
+def read_bulk(session: Receiver, length: int, deadline: float) -> BulkAnswer:
     """The rest of a bulk frame whose header announced ``length`` bytes."""
     (message_bytes,) = BULK_PREFIX.unpack(recv_exactly(session, BULK_PREFIX.size, deadline))
     if message_bytes > length - BULK_PREFIX.size:

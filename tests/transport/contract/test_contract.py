@@ -221,4 +221,4 @@ def test_an_agent_session_serves_jobs_and_one_shot_runs_too(
         transport, adapter_dirs=[FAKE_ADAPTERS], sessions=False, scratch=tmp_path / "s2"
     ) as client:
         assert client.submit(echo_job(model, "one-shot"), {"x": X}).ok
-    assert list((Path(transport.workdir) / "jobs").iterdir()) == []
+    assert list((Path(transport.workdir) / "jobs").glob("*")) == []
