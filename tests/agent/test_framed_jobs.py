@@ -143,12 +143,21 @@ def test_a_request_damaged_on_the_way_is_refused_by_the_agent(
 
 
 @pytest.mark.slow
-def test_only_a_kept_job_goes_through_a_folder(tmp_path: Path, model: Path) -> None:
+def test_a_kept_job_is_framed_and_its_files_stay_on_the_board(tmp_path: Path, model: Path) -> None:
     with client_for(tmp_path, "kept", keep_jobs=True) as c:
-        assert c.submit(echo_job(model, "kept"), {"x": X}).ok
-        assert [p.name.split("-")[0] for p in (Path(c.transport.workdir) / "jobs").iterdir()] == [
-            "kept"
-        ]
+        result = c.submit(echo_job(model, "kept"), {"x": X})
+        assert result.ok
+        (kept,) = (Path(c.transport.workdir) / "jobs").iterdir()
+    # The framed job's files as a folder job holds them, written by the agent after it ran.
+    assert kept.name.startswith("kept-")
+    document = json.loads((kept / "job.json").read_text())
+    assert document["job_id"] == "kept" and document["inputs"][0]["file"] == "input_0.bin"
+    assert (kept / "input_0.bin").read_bytes() == X.tobytes()
+    answered = json.loads((kept / "result.json").read_text())
+    assert answered["ok"] and answered["job_id"] == "kept"
+    out = answered["outputs"][0]
+    assert (kept / out["file"]).read_bytes() == result.output(out["name"]).data.tobytes()
+    assert (kept / out["file"]).read_bytes() == X.tobytes()
     with client_for(tmp_path, "framed") as c:
         assert c.submit(echo_job(model, "framed"), {"x": X}).ok
         assert list((Path(c.transport.workdir) / "jobs").glob("*")) == []
@@ -209,6 +218,30 @@ def test_a_bulk_frame_that_carries_other_sizes_than_it_announces_is_refused(
     raw.send({"op": "shutdown"})
     raw.read()
     assert raw.finish()[0] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "keep", ["/tmp/x", "jobs/../escape", "jobs/a/b", "jobs/", "elsewhere/x", "jobs/taken", 7]
+)
+def test_a_kept_folder_outside_jobs_or_taken_is_refused(tmp_path: Path, keep: object) -> None:
+    """A request's ``keep`` names a new folder directly under jobs/ and nothing else: the agent
+    refuses any other before the job runs, writes nothing, and the session goes on."""
+    (tmp_path / "jobs" / "taken").mkdir(parents=True, mode=0o700)
+    raw = RawSession(tmp_path)
+    raw.read()
+    raw.send_bytes(bulk({**framed_request("0" * 64, 4), "keep": keep}, b"\x01\x02\x03\x04"))
+    answer = raw.read()
+    assert answer["op"] == "job" and answer["error"]["field"] == "keep"
+    assert "result" not in answer
+    raw.send({"op": "ping"})
+    assert raw.read()["jobs"] == 0  # the job never ran
+    raw.send({"op": "shutdown"})
+    raw.read()
+    assert raw.finish()[0] == 0
+    assert [p.name for p in (tmp_path / "jobs").iterdir()] == ["taken"]
+    assert list((tmp_path / "jobs" / "taken").iterdir()) == []
+    assert not (tmp_path / "escape").exists() and not (tmp_path / "elsewhere").exists()
 
 
 @pytest.mark.slow

@@ -9,8 +9,8 @@ one process per job. Either way a job is one frame each way (:mod:`npu_hil.harne
 the document and the input buffers in the request, the result and the device buffers in the answer,
 each buffer hashed once by its sender and checked by its receiver; a one-shot agent reads its
 request from its stdin and answers on its stdout. A job goes through a folder instead (its files
-copied by the transport) only with ``keep_jobs``, or when an agent session does not read framed
-jobs.
+copied by the transport) only when an agent session does not read framed jobs (or ``frames``
+is off); with ``keep_jobs`` the agent writes a framed job's files on the board after it ran.
 
 Remote layout, relative to the transport's workdir::
 
@@ -18,7 +18,7 @@ Remote layout, relative to the transport's workdir::
     agent/<bundle>/adapters/*.py      extra adapters, searched before the package's own
     agent/<bundle>/.complete          written last: the bundle is whole (named by its sha256)
     cache/<sha256>/<name>             model artifacts (--root)
-    jobs/<job id>-<nonce>/            one per folder job, removed afterwards
+    jobs/<job id>-<nonce>/            a folder job, removed afterwards; a kept job's files
 
 Outcomes: ``submit`` returns a :class:`~npu_hil.harness.agent.protocol.Result` whenever the agent
 wrote one, including typed runtime errors and a timeout the agent caught itself (``result.error()``
@@ -33,7 +33,6 @@ and worker.
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
@@ -75,7 +74,6 @@ from npu_hil.harness.agent.protocol import (
     Result,
     error_record,
     frame_job,
-    parse_result_document,
     read_result,
     result_files,
     write_job,
@@ -94,7 +92,6 @@ from npu_hil.harness.board.wire import (
 from npu_hil.harness.errors import DeviceError, ProtocolError, TransportError
 from npu_hil.harness.folders import private_dir
 from npu_hil.harness.transport.base import Session, Transport
-from npu_hil.harness.transport.oserrors import board_os_error, errno_in_text
 
 __all__ = ["AGENT_DIR", "BOARD_SOURCE", "BUNDLE_PACKAGE", "HOST_ADAPTERS", "AgentClient"]
 
@@ -109,9 +106,10 @@ class AgentClient(Deployment):
     modules deployed beside the board package's, with the host's own (a same-named module
     replaces the board package's).
     ``margin_s``: added to a job's own timeouts before the host gives up on the agent, so the
-    agent's watchdog fires first and reports. ``keep_jobs``: leave job directories behind (remote
-    and local) for inspection (jobs then go as folders). ``frames``: send jobs as frames of the
-    session where the agent reads them (False: always through job folders).
+    agent's watchdog fires first and reports. ``keep_jobs``: keep each job's files on the board
+    for inspection: the agent writes them into ``jobs/<job id>-<nonce>/`` after the job ran (a
+    folder job's, with ``frames`` off, are left there and in the scratch folder). ``frames``: send
+    jobs as frames where the agent reads them (False: always through job folders).
     """
 
     def __init__(
@@ -207,26 +205,19 @@ class AgentClient(Deployment):
         remote_job = PurePosixPath(JOBS_DIR) / local_job.name
         try:
             self._put_job(local_job, remote_job)
-            if self.sessions:
-                document = self._session_job(spec, remote_job)
-            else:
-                document = self._oneshot_job(spec, remote_job, local_job)
+            document = self._session_job(spec, remote_job)
             for name in result_files(document, f"job {spec.job_id}: {RESULT_FILE}"):
                 self.transport.get(remote_job / name, local_job / name)
-            if (
-                self.sessions
-                and document.get("errors")
-                and not self.transport.exists(remote_job / RESULT_FILE)
-            ):
+            if document.get("errors") and not self.transport.exists(remote_job / RESULT_FILE):
                 # The agent could not write result.json (a full disk: its errors say so); the
                 # answer it sent is the result.
                 (local_job / RESULT_FILE).write_text(json.dumps(document), encoding="utf-8")
-            elif self.sessions:
+            else:
                 self.transport.get(remote_job / RESULT_FILE, local_job / RESULT_FILE)
             result = read_result(local_job, job_id=spec.job_id)
             if _model_damaged(result):
                 self._forget_model(model)
-            if self.sessions and result.document != document:
+            if result.document != document:
                 raise TransportError(
                     f"job {spec.job_id}: {RESULT_FILE} as fetched differs from what the agent "
                     "answered; damaged on the way"
@@ -237,14 +228,15 @@ class AgentClient(Deployment):
                 self._discard(local_job, remote_job)
 
     def _frames_for(self, inputs: Mapping[str, Any] | Sequence[Any]) -> bool:
-        """Whether this job goes as a frame: unless its folder is kept for inspection or an
-        agent session's hello does not offer framed jobs. Inputs of any size (within a job's
-        bounds) go as frames, which stream in pieces; a one-shot agent reads its one job as a
-        frame of its stdin (the agent this client deploys offers framed jobs)."""
-        if not self.frames or self.keep_jobs:
-            return False
+        """Whether this job goes as a frame: unless an agent session's hello does not offer
+        framed jobs. Inputs of any size (within a job's bounds) go as frames, which stream in
+        pieces; a one-shot agent reads its one job as a frame of its stdin (the agent this
+        client deploys offers framed jobs); a kept job is one too, its files written on the
+        board after it ran."""
         if not self.sessions:
-            return True
+            return True  # a one-shot agent reads only frames
+        if not self.frames:
+            return False
         self._ensure_session()  # its hello says what the agent reads
         return FRAMED_JOBS in (self.hello.get("features") or ())
 
@@ -254,10 +246,14 @@ class AgentClient(Deployment):
         what = f"job {spec.job_id}"
         started = time.perf_counter()
         document, buffers = frame_job(spec, inputs, model)
+        request: dict[str, Any] = {"op": "job", "job": document}
+        if self.keep_jobs:
+            # The agent writes the job's files there after it ran, for inspection.
+            kept = f"{JOBS_DIR}/{safe_name(spec.job_id)}-{uuid.uuid4().hex[:8]}"
+            request["keep"] = kept
+            log.info("job %s: its files are kept on the board in %s", spec.job_id, kept)
         sent = time.perf_counter()
-        response, answer = self._exchange(
-            {"op": "job", "job": document}, self._host_timeout(spec), what, buffers
-        )
+        response, answer = self._exchange(request, self._host_timeout(spec), what, buffers)
         answered = time.perf_counter()
         result_document = response.get("result")
         if not isinstance(result_document, dict):
@@ -298,30 +294,6 @@ class AgentClient(Deployment):
         except (TransportError, DeviceError, ProtocolError) as exc:
             # Never hide the job's own outcome behind this.
             log.warning("could not remove %s on the board: %s", remote_job, exc)
-
-    def _oneshot_job(
-        self, spec: JobSpec, remote_job: PurePosixPath, local_job: Path
-    ) -> dict[str, Any]:
-        argv = [self.python, str(self.deploy()), str(remote_job), "--root", CACHE_DIR]
-        completed = self.transport.run(
-            argv, timeout=self._host_timeout(spec) + self.start_timeout_s
-        )
-        if not self.transport.exists(remote_job / RESULT_FILE) and completed.returncode >= 0:
-            number = errno_in_text(completed.stderr)
-            if number is not None and number != errno.ENOENT:
-                # It could not write its result: the board's disk, said by its name.
-                raise board_os_error(
-                    f"job {spec.job_id}: the agent wrote no result", number, tail(completed.stderr)
-                )
-        if not self.transport.exists(remote_job / RESULT_FILE):
-            raise agent_ended(
-                f"job {spec.job_id}: the agent ended with {describe_exit(completed.returncode)} "
-                f"and wrote no result; stderr: {tail(completed.stderr)}",
-                completed.returncode,
-            )
-        self.transport.get(remote_job / RESULT_FILE, local_job / RESULT_FILE)
-        where = f"job {spec.job_id}: {RESULT_FILE}"
-        return parse_result_document((local_job / RESULT_FILE).read_bytes(), where)
 
     # --- the session -----------------------------------------------------------------------------
 

@@ -7,18 +7,23 @@ document and input buffers in the request and sends the device buffers back in t
 frame: nothing of it touches the board's disk, so a job costs no file system work and a full or
 read-only disk does not stop it. Both are checked the same way (:func:`job.validate_job`); a
 framed input's bytes are checked against their announced size and the sha256 the frame's trailer
-gives (computed by the stream as they arrived) before they are used.
+gives (computed by the stream as they arrived) before they are used. A framed job whose request
+asks to ``keep`` its files has them written after it ran, into a new ``jobs/<name>/``, as a
+folder job would have held them (:func:`write_kept_view`): ``--keep-remote``'s view.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .folders import UnsafeFolder, check_folder
 from .job import Job, JobInput, JobRefused, read_job_json, validate_job
-from .results import describe_tensor, device_bytes, write_result, write_tensor
+from .results import create_new, describe_tensor, device_bytes, write_result, write_tensor
+from .wire import JOB_FILE, JOBS_FOLDER, jsonable
 
 if TYPE_CHECKING:
     from .adapters.base import TensorOut
@@ -108,3 +113,59 @@ class FramedJob:
         # buffers were described has records for some of them only).
         del self.buffers[len(result["inputs"]) + len(result["outputs"]) :]
         return None
+
+
+def new_kept_dir(value: Any) -> str:
+    """The folder a framed job's files are kept in for inspection (the host's ``keep``): exactly
+    ``jobs/<name>`` in the workdir, made here, new, and this user's own, so a request cannot
+    make the agent write anywhere else."""
+    if (
+        not isinstance(value, str)
+        or "\x00" in value
+        or len(value.split("/")) != 2
+        or value.split("/")[0] != JOBS_FOLDER
+        or value.split("/")[1] in ("", ".", "..")
+    ):
+        raise JobRefused("keep", "path", f"{value!r} is not a job folder under {JOBS_FOLDER}/")
+    try:
+        os.makedirs(JOBS_FOLDER, mode=0o700, exist_ok=True)
+        check_folder(JOBS_FOLDER)
+        os.mkdir(value, 0o700)
+    except UnsafeFolder as exc:
+        raise JobRefused("keep", "unsafe", str(exc)) from None
+    except OSError as exc:
+        raise JobRefused("keep", "path", f"{value!r}: {exc}") from None
+    return value
+
+
+def write_kept_view(
+    folder: str,
+    doc: Any,
+    inputs: list[Any],
+    result: dict[str, Any],
+    device: list[memoryview],
+) -> OSError | None:
+    """A framed job's files as a job folder would hold them, written after it ran: job.json (the
+    document, each input naming its file), ``input_<i>.bin``, the device buffers under the names
+    the result's records give, and result.json. A view for a person to read: the job itself never
+    touched the disk, and a view that cannot be written (a full disk) costs the job nothing."""
+    try:
+        document = dict(doc) if isinstance(doc, dict) else {"job": doc}
+        given = document.get("inputs")
+        if isinstance(given, list):
+            document["inputs"] = [
+                dict(item, file=f"input_{index}.bin") if isinstance(item, dict) else item
+                for index, item in enumerate(given)
+            ]
+        for index, data in enumerate(inputs):
+            with create_new(os.path.join(folder, f"input_{index}.bin"), "wb") as handle:
+                handle.write(data)
+        records = [r for key in ("inputs", "outputs") for r in result.get(key, [])]
+        for record, data in zip(records, device):  # noqa: B905 - the records own the buffers
+            with create_new(os.path.join(folder, os.path.basename(record["file"])), "wb") as f:
+                f.write(data)
+        with create_new(os.path.join(folder, JOB_FILE), "w") as handle:
+            json.dump(document, handle, indent=1, default=jsonable)
+    except OSError as exc:
+        return exc
+    return write_result(folder, result)

@@ -41,6 +41,7 @@ from .folders import UnsafeFolder, check_folder
 from .identity import read_identity
 from .job import DEFAULT_TIMEOUTS, MAX_INPUTS, MAX_JOB_INPUT_BYTES, JobRefused
 from .jobs import Agent
+from .jobsource import new_kept_dir, write_kept_view
 from .loader import ADAPTER_NAME_RE, EXTRA_ADAPTERS, PACKAGE_DIR, available_adapters
 from .memory import read_memory
 from .wire import (
@@ -478,9 +479,19 @@ def _answer_job(agent: Agent, stream: FrameStream, framed: Request) -> None:
     request = framed.message
     buffers: list[memoryview] = []
     if "job" in request:
-        result, status, buffers = agent.run_framed_job(
-            request["job"], framed.buffers or [], framed.damaged
-        )
+        kept = None
+        if request.get("keep") is not None:
+            try:
+                kept = new_kept_dir(request["keep"])
+            except JobRefused as refused:
+                stream.write({"op": "job", "error": refused.record()})
+                return
+        inputs = framed.buffers or []
+        result, status, buffers = agent.run_framed_job(request["job"], inputs, framed.damaged)
+        if kept is not None:
+            failed = write_kept_view(kept, request["job"], inputs, result, buffers)
+            if failed is not None:
+                log.error("could not keep job %s's files in %s: %s", result["job_id"], kept, failed)
     else:
         try:
             job_dir = session_job_dir(request.get("dir"))

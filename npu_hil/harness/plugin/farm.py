@@ -85,7 +85,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--keep-remote",
         action="store_true",
         default=False,
-        help="keep the job folders on the boards after each run (for debugging)",
+        help="keep each job's files on its board, in jobs/<job id>-<nonce>/ of the board's "
+        "workdir (for debugging)",
     )
     group.addoption(
         "--sim-fault",
