@@ -55,3 +55,15 @@ def check_workdir(path: str) -> None:
     jobs = os.path.join(path, JOBS_FOLDER)
     if os.path.lexists(jobs):
         check_folder(jobs)
+
+
+def job_folder(value: object) -> str | None:
+    """``value`` when it is exactly ``jobs/<name>`` of the workdir (a name, not ``.`` or ``..``,
+    no NUL), else None: the one shape a request may name a job's folder by, so it can name
+    nothing else on the board."""
+    if not isinstance(value, str) or "\x00" in value:
+        return None
+    parts = value.split("/")
+    if len(parts) == 2 and parts[0] == JOBS_FOLDER and parts[1] not in ("", ".", ".."):
+        return value
+    return None

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .folders import UnsafeFolder, check_folder
+from .folders import UnsafeFolder, check_folder, job_folder
 from .job import Job, JobInput, JobRefused, read_job_json, validate_job
 from .results import create_new, describe_tensor, device_bytes, write_result, write_tensor
 from .wire import JOB_FILE, JOBS_FOLDER, jsonable
@@ -119,23 +119,18 @@ def new_kept_dir(value: Any) -> str:
     """The folder a framed job's files are kept in for inspection (the host's ``keep``): exactly
     ``jobs/<name>`` in the workdir, made here, new, and this user's own, so a request cannot
     make the agent write anywhere else."""
-    if (
-        not isinstance(value, str)
-        or "\x00" in value
-        or len(value.split("/")) != 2
-        or value.split("/")[0] != JOBS_FOLDER
-        or value.split("/")[1] in ("", ".", "..")
-    ):
+    folder = job_folder(value)
+    if folder is None:
         raise JobRefused("keep", "path", f"{value!r} is not a job folder under {JOBS_FOLDER}/")
     try:
         os.makedirs(JOBS_FOLDER, mode=0o700, exist_ok=True)
         check_folder(JOBS_FOLDER)
-        os.mkdir(value, 0o700)
+        os.mkdir(folder, 0o700)
     except UnsafeFolder as exc:
         raise JobRefused("keep", "unsafe", str(exc)) from None
     except OSError as exc:
         raise JobRefused("keep", "path", f"{value!r}: {exc}") from None
-    return value
+    return folder
 
 
 def write_kept_view(

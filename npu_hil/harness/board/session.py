@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple, NoReturn
 
 from .cache import StageFailed
-from .folders import UnsafeFolder, check_folder
+from .folders import UnsafeFolder, check_folder, job_folder
 from .identity import read_identity
 from .job import DEFAULT_TIMEOUTS, MAX_INPUTS, MAX_JOB_INPUT_BYTES, JobRefused
 from .jobs import Agent
@@ -511,22 +511,17 @@ def _answer_job(agent: Agent, stream: FrameStream, framed: Request) -> None:
 def session_job_dir(value: Any) -> str:
     """A session job's ``dir``: exactly ``jobs/<name>`` in the workdir, the folders real and this
     user's own, so a request cannot make the agent write its result anywhere else (``"/"``)."""
-    if (
-        not isinstance(value, str)
-        or "\x00" in value
-        or len(value.split("/")) != 2
-        or value.split("/")[0] != JOBS_FOLDER
-        or value.split("/")[1] in ("", ".", "..")
-    ):
+    job_dir = job_folder(value)
+    if job_dir is None:
         raise JobRefused("dir", "path", f"{value!r} is not a job folder under {JOBS_FOLDER}/")
-    for folder in (JOBS_FOLDER, value):
+    for folder in (JOBS_FOLDER, job_dir):
         try:
             check_folder(folder)
         except FileNotFoundError:
             raise JobRefused("dir", "missing", f"{value!r} is not a directory") from None
         except UnsafeFolder as exc:
             raise JobRefused("dir", "unsafe", str(exc)) from None
-    return value
+    return job_dir
 
 
 def _discard_job(job_dir: Any) -> dict[str, Any]:
@@ -536,13 +531,9 @@ def _discard_job(job_dir: Any) -> dict[str, Any]:
     removed, never through a symlink: a confused or hostile request cannot reach anything else."""
     if not isinstance(job_dir, str):
         return {"op": "discard", "error": failure("JobError", "discard", "dir: expected a path")}
-    parts = job_dir.split("/")
     root = os.path.realpath(JOBS_FOLDER)
     if (
-        len(parts) != 2
-        or parts[0] != JOBS_FOLDER
-        or parts[1] in ("", ".", "..")
-        or "\x00" in job_dir
+        job_folder(job_dir) is None
         or os.path.islink(JOBS_FOLDER)
         or os.path.islink(job_dir)
         or os.path.dirname(os.path.realpath(job_dir)) != root
