@@ -71,8 +71,8 @@ def main(argv: list[str] | None = None) -> int:
 
     sys.path.insert(0, str(ROOT))
     from npu_hil.harness.agent.client import AgentClient
-    from npu_hil.harness.transport import ssh_stream
     from npu_hil.harness.transport.ssh import SshTransport
+    from npu_hil.harness.transport.ssh import files as ssh_stream
     from tests.transport.conftest import start_sshd, stop_sshd
     from tests.transport.faultproxy import FaultProxy
 

@@ -1,6 +1,6 @@
-"""Small files over SFTP with their requests sent together (:mod:`npu_hil.harness.transport.
-sftp_pipeline`), against a real OpenSSH sshd: the bytes, the read-back, and how many answers
-the transport waits for one by one."""
+"""Small files over SFTP with their requests sent together
+(:mod:`npu_hil.harness.transport.ssh.files`), against a real OpenSSH sshd: the bytes, the
+read-back, and how many answers the transport waits for one by one."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport import sftp_pipeline
 from npu_hil.harness.transport.ssh import SshTransport
+from npu_hil.harness.transport.ssh import files as sftp_pipeline
 from tests.transport.conftest import Sshd
 from tests.transport.test_ssh import make
 

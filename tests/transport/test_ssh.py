@@ -17,8 +17,9 @@ import pytest
 
 from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport import RemotePathError, Session, ssh_stream
+from npu_hil.harness.transport import RemotePathError, Session
 from npu_hil.harness.transport.ssh import SshTransport
+from npu_hil.harness.transport.ssh import files as ssh_stream
 from tests.agent.jobs import sim_job
 from tests.transport.conftest import Sshd, fingerprint, start_sshd, stop_sshd
 from tests.transport.faultproxy import Direction, FaultProxy

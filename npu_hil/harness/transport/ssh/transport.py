@@ -1,11 +1,11 @@
 """SshTransport: a board reached over SSH (paramiko), key authentication only.
 
-Host keys are checked by default (:mod:`~npu_hil.harness.transport.ssh_hostkeys`); an agent session
-is an :class:`~npu_hil.harness.transport.ssh_session.SshSession` on an exec channel.
+Host keys are checked by default (:mod:`~npu_hil.harness.transport.ssh.hostkeys`); an agent session
+is an :class:`~npu_hil.harness.transport.ssh.process.SshSession` on an exec channel.
 
 One SSH connection is kept and reused. Small files go over SFTP and are read back; large ones
 are streamed over an exec channel and hashed on the board as they pass (``openssl dgst -sha256``
-where there is one, else ``sha256sum``; :mod:`~npu_hil.harness.transport.ssh_stream`). Either way a
+where there is one, else ``sha256sum``; :mod:`~npu_hil.harness.transport.ssh.files`). Either way a
 transfer lands in a temporary name, is checked by size and sha256 end to end and then renamed,
 so a path never holds a partial or damaged file. A dropped or stalled connection (no progress
 for ``io_timeout`` seconds) is re-established with exponential backoff and an idempotent
@@ -15,7 +15,7 @@ not repeated (it may have had effects) and raises.
 Every command is sent as a shell string whose every word is ``shlex.quote``-d. Every remote path
 is confined to the workdir by its spelling (:func:`~npu_hil.harness.transport.base.remote_path`)
 before anything is sent, and then on the board with symlinks followed
-(:class:`~npu_hil.harness.transport.ssh_paths.SymlinkGuard`).
+(:class:`~npu_hil.harness.transport.ssh.paths.SymlinkGuard`).
 """
 
 from __future__ import annotations
@@ -35,8 +35,6 @@ from typing import TypeVar
 
 import paramiko
 
-import npu_hil.harness.transport.ssh_stream as ssh_stream
-import npu_hil.harness.transport.ssh_transfer as ssh_transfer
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.transport.base import CompletedRun, remote_path
 from npu_hil.harness.transport.defaults import (
@@ -46,20 +44,22 @@ from npu_hil.harness.transport.defaults import (
     check_host_key_policy,
 )
 from npu_hil.harness.transport.oserrors import board_os_error
-from npu_hil.harness.transport.ssh_exit import (
-    collect_until_exit,
-    exit_returncode,
-    record_exit_signals,
-)
-from npu_hil.harness.transport.ssh_hostkeys import (
+from npu_hil.harness.transport.ssh import files
+from npu_hil.harness.transport.ssh.files import LINK_ERRORS, link_lost
+from npu_hil.harness.transport.ssh.hostkeys import (
     DEFAULT_KNOWN_HOSTS,
     USER_KNOWN_HOSTS,
     KnownHostsPolicy,
     fingerprint,
 )
-from npu_hil.harness.transport.ssh_paths import SymlinkGuard
-from npu_hil.harness.transport.ssh_session import SshSession, kill_command
-from npu_hil.harness.transport.ssh_transfer import LINK_ERRORS, link_lost
+from npu_hil.harness.transport.ssh.paths import SymlinkGuard
+from npu_hil.harness.transport.ssh.process import (
+    SshSession,
+    collect_until_exit,
+    exit_returncode,
+    kill_command,
+    record_exit_signals,
+)
 from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
 
 __all__ = ["SshSession", "SshTransport", "fingerprint"]
@@ -434,7 +434,7 @@ class SshTransport:
                 # block this send past the timeout.
                 channel.settimeout(max(0.001, deadline - time.monotonic()))
                 try:
-                    ssh_stream.send_all(channel, stdin)
+                    files.send_all(channel, stdin)
                 except TimeoutError:
                     self._kill(pid)
                     raise TransportError(
@@ -479,9 +479,7 @@ class SshTransport:
                     raise
                 # SFTP has no word for a full or read-only disk ("Failure", or a short file):
                 # ask the board itself, by writing as much in the same folder.
-                number = ssh_transfer.write_problem(
-                    self._client, str(parent), size, self.io_timeout
-                )
+                number = files.write_problem(self._client, str(parent), size, self.io_timeout)
                 if number is None:
                     raise
                 raise board_os_error(what, number, f"{parent}; {exc}") from exc
@@ -491,7 +489,7 @@ class SshTransport:
             self._guard.check(sftp, full, create_dirs=True)
             try:
                 if size > self.readback_max:
-                    sent, board_sha = ssh_transfer.put_stream(
+                    sent, board_sha = files.put_stream(
                         self._stream,
                         local,
                         tmp,
@@ -502,7 +500,7 @@ class SshTransport:
                     landed = (int(sftp.stat(tmp).st_size or 0), board_sha) if self.verify else sent
                 else:
                     # The size and sha256 of what landed come with the transfer's answers.
-                    sent, landed = ssh_transfer.put_sftp(sftp, local, tmp, verify=self.verify)
+                    sent, landed = files.put_sftp(sftp, local, tmp, verify=self.verify)
                 if self.verify and landed != sent:
                     raise TransportError(
                         f"{what}: landed as {landed[0]} bytes sha256 {landed[1]}, "
@@ -534,7 +532,7 @@ class SshTransport:
                 raise TransportError(f"{what}: no such file in {self._workdir}")
             try:
                 if size > self.readback_max:
-                    got, want = ssh_transfer.get_stream(
+                    got, want = files.get_stream(
                         self._stream,
                         full,
                         tmp,
@@ -545,7 +543,7 @@ class SshTransport:
                         window=self.window_size,
                     )
                 else:
-                    got, want = ssh_transfer.get_sftp(sftp, full, tmp, size, verify=self.verify)
+                    got, want = files.get_sftp(sftp, full, tmp, size, verify=self.verify)
                 if self.verify and got != want:
                     raise TransportError(
                         f"{what}: received {got[0]} bytes sha256 {got[1]}, "
