@@ -198,7 +198,7 @@ class AgentClient(Deployment):
     def _submit(
         self, spec: JobSpec, inputs: Mapping[str, Any] | Sequence[Any], model: ModelRef
     ) -> Result:
-        if self._frames_for(inputs):
+        if self._frames_for():
             return self._framed_job(spec, inputs, model)
         local_job = self.scratch / f"{safe_name(spec.job_id)}-{uuid.uuid4().hex[:8]}"
         write_job(local_job, spec, inputs, model=model)
@@ -227,7 +227,7 @@ class AgentClient(Deployment):
             if not self.keep_jobs:
                 self._discard(local_job, remote_job)
 
-    def _frames_for(self, inputs: Mapping[str, Any] | Sequence[Any]) -> bool:
+    def _frames_for(self) -> bool:
         """Whether this job goes as a frame: unless an agent session's hello does not offer
         framed jobs. Inputs of any size (within a job's bounds) go as frames, which stream in
         pieces; a one-shot agent reads its one job as a frame of its stdin (the agent this
