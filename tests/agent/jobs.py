@@ -1,23 +1,45 @@
 """What the agent and transport tests build again and again: the fake ``echo`` adapter's job, a
-small job for the simulated NPU, and the Python 3.8 interpreter the board-side code is proven
-on."""
+small job for the simulated NPU, one job run by a one-shot agent process, and the Python 3.8
+interpreter the board-side code is proven on."""
 
 from __future__ import annotations
 
 import functools
 import os
+import shutil
 import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from npu_hil.harness import board
-from npu_hil.harness.agent.protocol import InputSpec, JobSpec
+from npu_hil.harness.agent.framed import (
+    BulkAnswer,
+    Replay,
+    SessionEnded,
+    bulk_request,
+    framed_result,
+    read_bulk,
+    recv_exactly,
+)
+from npu_hil.harness.agent.protocol import InputSpec, JobSpec, ModelRef, Result, frame_job
+from npu_hil.harness.board.wire import (
+    FRAME_HEADER,
+    decode_frame,
+    encode_frame,
+    frame_length,
+    is_bulk,
+    sha256_file,
+)
 from npu_hil.harness.models import build, save
 
 FAKE_ADAPTERS = Path(__file__).parent / "fake_adapters" / "adapters"
-# The board package, run as a folder (``python npu_hil/harness/board JOB_DIR``), as a board runs it.
+# The board package, run as a folder (``python npu_hil/harness/board --session``), as a board runs
+# it.
 BOARD_PACKAGE = Path(board.__file__).parent
 X = np.arange(2 * 3 * 4 * 4, dtype=np.int8).reshape(2, 3, 4, 4)
 PY38 = os.environ.get("NPU_HIL_PY38", "/root/.pyenv/versions/3.8.18/bin/python")
@@ -70,3 +92,104 @@ def py38_problem() -> str | None:
     if probe.stdout.decode().strip() != "3.8":
         return f"{PY38} is Python {probe.stdout.decode().strip()}, not 3.8"
     return None
+
+
+def cache_model(workdir: Path, model: str | os.PathLike[str]) -> ModelRef:
+    """Copy a model into ``workdir``'s cache as the client deploys it (``cache/<sha256>/<name>``)."""
+    sha = sha256_file(str(model))
+    relative = f"{sha}/{Path(model).name}"
+    target = workdir / "cache" / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(model, target)
+    return ModelRef(relative, sha)
+
+
+@dataclass
+class OneShot:
+    """One job run by a one-shot agent process: how the process ended and what it answered."""
+
+    returncode: int
+    stderr: str
+    frames: list[dict[str, Any]] = field(default_factory=list)  # every frame, hello first
+    response: dict[str, Any] | None = None  # the job's answer (None: ended before answering)
+    answer: BulkAnswer | None = None  # the answer's buffers
+
+    @property
+    def status(self) -> int | None:
+        """The job's status as the agent gave it in its answer (``wire.EXIT_*``)."""
+        return None if self.response is None else self.response.get("status")
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        """The result's error records (a refused request's one ``error`` record otherwise)."""
+        if self.response is None:
+            return []
+        if "error" in self.response:
+            return [self.response["error"]]
+        return list(self.response["result"]["errors"])
+
+    def result(self, job_id: str | None = None) -> Result:
+        """The answer's result, verified as the client verifies it."""
+        assert self.response is not None, f"no answer; stderr: {self.stderr[-2000:]}"
+        document = self.response["result"]
+        return framed_result(
+            document, self.answer, where="answer", job_id=job_id or str(document.get("job_id"))
+        )
+
+
+def run_once(
+    workdir: Path,
+    spec: JobSpec,
+    inputs: Mapping[str, Any] | Sequence[Any],
+    *extra: str,
+    python: str = sys.executable,
+    adapters: bool = True,
+    edit: Callable[[dict[str, Any]], Any] | None = None,
+    buffers: list[memoryview] | None = None,
+    keep: str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 60.0,
+) -> OneShot:
+    """Run one job as a one-shot agent does: the board package with ``--session`` in
+    ``workdir`` (made private), the job's bulk frame and a shutdown on stdin, every frame of
+    stdout read back. ``edit`` changes the job document before it is sent (what it returns is
+    sent: a hostile document), ``buffers`` replaces the input buffers, ``extra`` goes on the
+    agent's command line."""
+    workdir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    model = cache_model(workdir, spec.model)
+    document, framed = frame_job(spec, inputs, model)
+    sent: Any = document if edit is None else edit(document)
+    request: dict[str, Any] = {"op": "job", "job": sent}
+    if keep is not None:
+        request["keep"] = keep
+    stdin = b"".join(bulk_request(request, framed if buffers is None else buffers))
+    stdin += encode_frame({"op": "shutdown"})
+    argv = [python, str(BOARD_PACKAGE), "--session", "--root", "cache", *extra]
+    if adapters:
+        argv += ["--adapters", str(FAKE_ADAPTERS)]
+    done = subprocess.run(
+        argv,
+        input=stdin,
+        capture_output=True,
+        cwd=workdir,
+        env=None if env is None else dict(env),
+        timeout=timeout,
+        check=False,
+    )
+    shot = OneShot(done.returncode, done.stderr.decode("utf-8", "replace"))
+    replay = Replay(done.stdout)
+    while True:
+        try:
+            header = recv_exactly(replay, FRAME_HEADER.size, float("inf"))
+        except SessionEnded:
+            return shot
+        length = frame_length(header)
+        answer = read_bulk(replay, length, float("inf")) if is_bulk(header) else None
+        message = (
+            answer.message
+            if answer is not None
+            else decode_frame(recv_exactly(replay, length, float("inf")))
+        )
+        shot.frames.append(message)
+        if message.get("op") in ("job", "error") and shot.response is None:
+            shot.response, shot.answer = message, answer

@@ -8,9 +8,8 @@ one persistent agent session (framed requests over the session's stdin/stdout; t
 one process per job. Either way a job is one frame each way (:mod:`npu_hil.harness.agent.framed`):
 the document and the input buffers in the request, the result and the device buffers in the answer,
 each buffer hashed once by its sender and checked by its receiver; a one-shot agent reads its
-request from its stdin and answers on its stdout. A job goes through a folder instead (its files
-copied by the transport) only when an agent session does not read framed jobs (or ``frames``
-is off); with ``keep_jobs`` the agent writes a framed job's files on the board after it ran.
+request from its stdin and answers on its stdout. With ``keep_jobs`` the agent writes a job's
+files on the board after it ran.
 
 Remote layout, relative to the transport's workdir::
 
@@ -18,12 +17,13 @@ Remote layout, relative to the transport's workdir::
     agent/<bundle>/adapters/*.py      extra adapters, searched before the package's own
     agent/<bundle>/.complete          written last: the bundle is whole (named by its sha256)
     cache/<sha256>/<name>             model artifacts (--root)
-    jobs/<job id>-<nonce>/            a folder job, removed afterwards; a kept job's files
+    jobs/<job id>-<nonce>/            a kept job's files (``keep_jobs``)
 
 Outcomes: ``submit`` returns a :class:`~npu_hil.harness.agent.protocol.Result` whenever the agent
-wrote one, including typed runtime errors and a timeout the agent caught itself (``result.error()``
-maps them onto the harness's exceptions). Without a result it raises: ``TransportError`` when the
-agent gave no answer in time (the session is killed) or a file was damaged on the way,
+answered with one, including typed runtime errors and a timeout the agent caught itself
+(``result.error()`` maps them onto the harness's exceptions). Without a result it raises:
+``TransportError`` when the agent gave no answer in time (the session is killed) or a buffer was
+damaged on the way,
 ``AgentKilledError`` (infrastructure, and a DeviceError) when a signal ended the agent (SIGKILL,
 a vendor runtime's SIGSEGV), ``DeviceError`` when it exited otherwise without an answer,
 ``ProtocolError`` when host and agent disagree.
@@ -33,11 +33,8 @@ and worker.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import shutil
-import tempfile
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -68,19 +65,9 @@ from npu_hil.harness.agent.framed import (
     read_bulk,
     recv_exactly,
 )
-from npu_hil.harness.agent.protocol import (
-    JobSpec,
-    ModelRef,
-    Result,
-    error_record,
-    frame_job,
-    read_result,
-    result_files,
-    write_job,
-)
+from npu_hil.harness.agent.protocol import JobSpec, ModelRef, Result, error_record, frame_job
 from npu_hil.harness.board.wire import (
     FRAME_HEADER,
-    RESULT_FILE,
     SCHEMA_MAJOR,
     SESSION_PROTOCOL_NAME,
     decode_frame,
@@ -90,7 +77,6 @@ from npu_hil.harness.board.wire import (
     parse_schema,
 )
 from npu_hil.harness.errors import DeviceError, ProtocolError, TransportError
-from npu_hil.harness.folders import private_dir
 from npu_hil.harness.transport.base import Session, Transport
 
 __all__ = ["AGENT_DIR", "BOARD_SOURCE", "BUNDLE_PACKAGE", "HOST_ADAPTERS", "AgentClient"]
@@ -107,9 +93,7 @@ class AgentClient(Deployment):
     replaces the board package's).
     ``margin_s``: added to a job's own timeouts before the host gives up on the agent, so the
     agent's watchdog fires first and reports. ``keep_jobs``: keep each job's files on the board
-    for inspection: the agent writes them into ``jobs/<job id>-<nonce>/`` after the job ran (a
-    folder job's, with ``frames`` off, are left there and in the scratch folder). ``frames``: send
-    jobs as frames where the agent reads them (False: always through job folders).
+    for inspection: the agent writes them into ``jobs/<job id>-<nonce>/`` after the job ran.
     """
 
     def __init__(
@@ -123,8 +107,6 @@ class AgentClient(Deployment):
         margin_s: float = 15.0,
         start_timeout_s: float = 60.0,
         keep_jobs: bool = False,
-        frames: bool = True,
-        scratch: str | os.PathLike[str] | None = None,
         verbose: bool = False,
     ) -> None:
         self.transport = transport
@@ -135,13 +117,10 @@ class AgentClient(Deployment):
         self.margin_s = margin_s
         self.start_timeout_s = start_timeout_s
         self.keep_jobs = keep_jobs
-        self.frames = frames
         # Where the host's time went in the last framed job: framing and hashing the inputs,
         # the round trip (the agent's own time included), verifying the answer.
         self.last_job_host_s: dict[str, float] = {}
         self.verbose = verbose
-        self._own_scratch = scratch is None
-        self._scratch = None if scratch is None else private_dir(scratch)
         self._agent_path: PurePosixPath | None = None
         self._session: Session | None = None
         self._model_shas: dict[tuple[str, int, int], str] = {}
@@ -155,15 +134,6 @@ class AgentClient(Deployment):
         # What the client found damaged on the board and mended, for the report (taken).
         self.events: list[str] = []
 
-    @property
-    def scratch(self) -> Path:
-        """Where job folders are written and results read back: a folder of ours alone, made
-        when a job first goes as a folder. A framed job (the usual kind) needs none, so a worker
-        killed with its sessions open leaves no empty folder behind."""
-        if self._scratch is None:
-            self._scratch = private_dir(tempfile.mkdtemp(prefix="npu-hil-jobs-"))
-        return self._scratch
-
     # --- jobs ------------------------------------------------------------------------------------
 
     def _host_timeout(self, spec: JobSpec) -> float:
@@ -173,8 +143,7 @@ class AgentClient(Deployment):
         return 2 * spec.load_timeout_s + calls * spec.run_timeout_s + self.margin_s
 
     def submit(self, spec: JobSpec, inputs: Mapping[str, Any] | Sequence[Any]) -> Result:
-        """Run one job and return its verified result: as a frame of the session where the
-        agent reads framed jobs, else through a job folder. A model whose copy in the board's
+        """Run one job and return its verified result. A model whose copy in the board's
         cache no longer hashes to its name (a flipped bit, a torn copy) is the cache's damage,
         not the board's: it is copied again and the job run once more, and :attr:`events`
         says so."""
@@ -198,47 +167,14 @@ class AgentClient(Deployment):
     def _submit(
         self, spec: JobSpec, inputs: Mapping[str, Any] | Sequence[Any], model: ModelRef
     ) -> Result:
-        if self._frames_for():
-            return self._framed_job(spec, inputs, model)
-        local_job = self.scratch / f"{safe_name(spec.job_id)}-{uuid.uuid4().hex[:8]}"
-        write_job(local_job, spec, inputs, model=model)
-        remote_job = PurePosixPath(JOBS_DIR) / local_job.name
-        try:
-            self._put_job(local_job, remote_job)
-            document = self._session_job(spec, remote_job)
-            for name in result_files(document, f"job {spec.job_id}: {RESULT_FILE}"):
-                self.transport.get(remote_job / name, local_job / name)
-            if document.get("errors") and not self.transport.exists(remote_job / RESULT_FILE):
-                # The agent could not write result.json (a full disk: its errors say so); the
-                # answer it sent is the result.
-                (local_job / RESULT_FILE).write_text(json.dumps(document), encoding="utf-8")
-            else:
-                self.transport.get(remote_job / RESULT_FILE, local_job / RESULT_FILE)
-            result = read_result(local_job, job_id=spec.job_id)
-            if _model_damaged(result):
-                self._forget_model(model)
-            if result.document != document:
-                raise TransportError(
-                    f"job {spec.job_id}: {RESULT_FILE} as fetched differs from what the agent "
-                    "answered; damaged on the way"
+        if self.sessions:
+            self._ensure_session()  # its hello says what the agent reads
+            if FRAMED_JOBS not in (self.hello.get("features") or ()):
+                raise ProtocolError(
+                    f"the agent session does not read framed jobs (its features: "
+                    f"{self.hello.get('features')!r}); this harness sends jobs only as frames"
                 )
-            return result
-        finally:
-            if not self.keep_jobs:
-                self._discard(local_job, remote_job)
-
-    def _frames_for(self) -> bool:
-        """Whether this job goes as a frame: unless an agent session's hello does not offer
-        framed jobs. Inputs of any size (within a job's bounds) go as frames, which stream in
-        pieces; a one-shot agent reads its one job as a frame of its stdin (the agent this
-        client deploys offers framed jobs); a kept job is one too, its files written on the
-        board after it ran."""
-        if not self.sessions:
-            return True  # a one-shot agent reads only frames
-        if not self.frames:
-            return False
-        self._ensure_session()  # its hello says what the agent reads
-        return FRAMED_JOBS in (self.hello.get("features") or ())
+        return self._framed_job(spec, inputs, model)
 
     def _framed_job(
         self, spec: JobSpec, inputs: Mapping[str, Any] | Sequence[Any], model: ModelRef
@@ -262,8 +198,6 @@ class AgentClient(Deployment):
             result_document,
             answer,
             where=f"{what}: the answer",
-            # Named for the result, never made: a framed job's buffers came in its answer.
-            job_dir=(self._scratch or Path(tempfile.gettempdir())) / safe_name(spec.job_id),
             job_id=spec.job_id,
         )
         if _model_damaged(result):
@@ -274,26 +208,6 @@ class AgentClient(Deployment):
             "decode_s": time.perf_counter() - answered,
         }
         return result
-
-    def _put_job(self, local_job: Path, remote_job: PurePosixPath) -> None:
-        files = sorted(p for p in local_job.rglob("*") if p.is_file())
-        # job.json last: a job directory that has one is complete.
-        files.sort(key=lambda p: p.name == "job.json")
-        for path in files:
-            self.transport.put(path, remote_job / path.relative_to(local_job).as_posix())
-
-    def _discard(self, local_job: Path, remote_job: PurePosixPath) -> None:
-        shutil.rmtree(local_job, ignore_errors=True)
-        try:
-            if self._session is not None:
-                # The running agent removes it: one frame, where the transport would start a
-                # remote process (over SSH a channel and a login shell: most of a small job).
-                self._request({"op": "discard", "dir": str(remote_job)}, 30.0, "discard")
-            else:
-                self.transport.cleanup(remote_job)
-        except (TransportError, DeviceError, ProtocolError) as exc:
-            # Never hide the job's own outcome behind this.
-            log.warning("could not remove %s on the board: %s", remote_job, exc)
 
     # --- the session -----------------------------------------------------------------------------
 
@@ -483,16 +397,6 @@ class AgentClient(Deployment):
                 done.returncode,
             ) from None
 
-    def _session_job(self, spec: JobSpec, remote_job: PurePosixPath) -> dict[str, Any]:
-        what = f"job {spec.job_id}"
-        response = self._request(
-            {"op": "job", "dir": str(remote_job)}, self._host_timeout(spec), what
-        )
-        document = response.get("result")
-        if not isinstance(document, dict):
-            raise ProtocolError(f"{what}: the agent's answer has no result: {response!r}")
-        return document
-
     def ping(self, timeout: float = 30.0) -> dict[str, Any]:
         """Ask the session whether it is alive: pid, jobs run, cached model sha256s."""
         self.deploy()
@@ -525,16 +429,13 @@ class AgentClient(Deployment):
         return memory
 
     def close(self, timeout: float = 30.0) -> None:
-        """Shut the session down (the agent releases its models) and remove the scratch space."""
+        """Shut the session down (the agent releases its models)."""
         if self._session is not None:
             try:
                 self._request({"op": "shutdown"}, timeout, "shutdown")
             except (TransportError, DeviceError, ProtocolError) as exc:
                 log.warning("agent session did not shut down cleanly: %s", exc)
             self._drop_session(timeout=5.0)
-        if self._own_scratch and not self.keep_jobs and self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
 
     def __enter__(self) -> AgentClient:
         return self

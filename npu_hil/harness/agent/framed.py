@@ -1,15 +1,15 @@
-"""The host's half of a framed job: a job sent as one bulk frame of the agent session, and its
-answer read back with the device buffers it carries.
+"""The host's half of a job: sent as one bulk frame to the agent, its answer read back with the
+device buffers it carries.
 
-A framed job is what :meth:`AgentClient.submit` sends on a session whose agent offers it (the
-hello's ``features`` has ``framed-jobs``): the job document and the input buffers in one request,
-the result document and the device buffers in one answer, so a job costs no file transfers, no
-job folder on either side and no round trip to remove one. What a folder job guarantees still
-holds: every buffer's size and sha256 is checked on arrival (the inputs by the agent, which
-refuses a damaged one as ``JobError`` with reason ``checksum``, the outputs here, a mismatch being
-a :class:`~npu_hil.harness.errors.TransportError`), and the result is verified as a result.json is.
-Each sha256 is computed once on each side, while the buffer is written and while it is read
-(:mod:`npu_hil.harness.board.frames`: the digests travel in the frame's trailer).
+A job is what :meth:`AgentClient.submit` sends, on a session or to a one-shot agent (the hello's
+``features`` has ``framed-jobs``): the job document and the input buffers in one request, the
+result document and the device buffers in one answer, so a job costs no file transfers and no job
+folder on either side. Every buffer's size and sha256 is checked on arrival (the inputs by the
+agent, which refuses a damaged one as ``JobError`` with reason ``checksum``, the outputs here, a
+mismatch being a :class:`~npu_hil.harness.errors.TransportError`), and the result document is
+verified before a byte of it is trusted. Each sha256 is computed once on each side, while the
+buffer is written and while it is read (:mod:`npu_hil.harness.board.frames`: the digests travel
+in the frame's trailer).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import hashlib
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -139,12 +138,11 @@ def read_bulk(session: Receiver, length: int, deadline: float) -> BulkAnswer:
 
 
 def framed_result(
-    document: dict[str, Any], answer: BulkAnswer | None, *, where: str, job_dir: Path, job_id: str
+    document: dict[str, Any], answer: BulkAnswer | None, *, where: str, job_id: str
 ) -> Result:
-    """A framed job's result: the document verified as a result.json is, each record's blob
-    the answer's buffer of the same place (inputs first), of the size the record gives, with
-    the sha256 the agent's trailer gives in the record and the one computed here as it arrived
-    compared with it."""
+    """A job's result: the document verified, each record's blob the answer's buffer of the
+    same place (inputs first), of the size the record gives, with the sha256 the agent's trailer
+    gives in the record and the one computed here as it arrived compared with it."""
     names = result_files(document, where)
     records = [r for key in ("inputs", "outputs") for r in document[key]]
     buffers = answer.buffers if answer is not None else []
@@ -164,4 +162,4 @@ def framed_result(
             raise TransportError(f"{name}: {len(data)} bytes came, the record says {nbytes}")
         return np.frombuffer(data, dtype=np.uint8), digest
 
-    return result_from_document(document, blob, where=where, job_dir=job_dir, job_id=job_id)
+    return result_from_document(document, blob, where=where, job_id=job_id)

@@ -1,5 +1,5 @@
-"""What the host sends the board agent: a job, as a folder (job.json and the input files) or as
-one frame of the session (the document and the input buffers together).
+"""What the host sends the board agent: a job, as one frame of the session (the document and the
+input buffers together).
 
 The bounds and the input description (:class:`InputSpec`) come from the board package itself, so
 an array that the agent would refuse is refused here, before anything is written or sent.
@@ -7,14 +7,10 @@ an array that the agent would refuse is refused here, before anything is written
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import re
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,10 +24,10 @@ from npu_hil.harness.board.job import (
     MAX_RANK,
     InputSpec,
 )
-from npu_hil.harness.board.wire import JOB_FILE, JOB_SCHEMA, sha256_file
+from npu_hil.harness.board.wire import JOB_SCHEMA
 from npu_hil.harness.errors import LayoutError
 
-__all__ = ["JobSpec", "ModelRef", "frame_job", "job_document", "write_job"]
+__all__ = ["JobSpec", "ModelRef", "frame_job", "job_document"]
 
 
 @dataclass(frozen=True)
@@ -111,45 +107,6 @@ def _arrays_by_input(
     return [_check_input(i, v) for i, v in zip(spec.inputs, values, strict=True)]
 
 
-def _safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "model"
-
-
-def write_job(
-    job_dir: str | os.PathLike[str],
-    spec: JobSpec,
-    input_arrays: Mapping[str, Any] | Sequence[Any],
-    *,
-    model: ModelRef | None = None,
-) -> dict[str, Any]:
-    """Write ``job.json`` and the input blobs (``input_<i>.bin``) into ``job_dir``.
-
-    Without ``model`` the artifact is copied into the job directory (a self-contained job for the
-    one-shot path); with it, job.json points at an artifact already deployed to the agent's cache.
-    job.json is written last and atomically, so a directory with one is complete. Returns the job
-    document.
-    """
-    directory = Path(job_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    arrays = _arrays_by_input(spec, input_arrays)
-    if model is None:
-        source = Path(spec.model)
-        local = directory / "model" / _safe_name(source.name)
-        local.parent.mkdir(exist_ok=True)
-        shutil.copyfile(source, local)
-        model = ModelRef(local.relative_to(directory).as_posix(), sha256_file(str(local)))
-    inputs = []
-    for index, (ispec, array) in enumerate(zip(spec.inputs, arrays, strict=True)):
-        filename = f"input_{index}.bin"
-        array.tofile(directory / filename)
-        inputs.append({"file": filename, **_input_record(ispec)})
-    document = job_document(spec, model, inputs)
-    tmp = directory / (JOB_FILE + ".tmp")
-    tmp.write_text(json.dumps(document, indent=1), encoding="utf-8")
-    os.replace(tmp, directory / JOB_FILE)
-    return document
-
-
 def _input_record(spec: InputSpec) -> dict[str, Any]:
     return {
         "name": spec.name,
@@ -161,7 +118,7 @@ def _input_record(spec: InputSpec) -> dict[str, Any]:
 
 
 def job_document(spec: JobSpec, model: ModelRef, inputs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The job as the agent reads it (job.json, or the message of a job frame)."""
+    """The job as the agent reads it: the message of a job's frame."""
     document: dict[str, Any] = {
         "schema": JOB_SCHEMA,
         "job_id": spec.job_id,

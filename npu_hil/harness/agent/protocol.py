@@ -1,30 +1,27 @@
-"""Host side of the board-agent job protocol: write a job directory, read and verify a result.
+"""Host side of the board-agent job protocol: what a job's result holds, read and verified.
 
-The schema strings, file names, bounds, the input description (:class:`InputSpec`) and the sha256
-helper come from the board package itself (``npu_hil/harness/board/wire.py`` and ``job.py``), so the
-host and the board cannot drift apart. Reading a result checks everything the agent claims before a
-byte of it is trusted: the schema's major version (unknown:
-:class:`~npu_hil.harness.errors.ProtocolError`), every file's size and sha256 (mismatch: a corrupted
-transfer, :class:`~npu_hil.harness.errors.TransportError` naming the file), and file names that stay
-inside the job directory.
-"""
+The schema strings, bounds, the input description (:class:`InputSpec`) and the sha256 helper come
+from the board package itself (``npu_hil/harness/board/wire.py`` and ``job.py``), so the host and
+the board cannot drift apart. Reading a result checks everything the agent claims before a byte of
+it is trusted: the schema's major version (unknown: :class:`~npu_hil.harness.errors.ProtocolError`),
+every buffer's size and sha256 (mismatch: a corrupted transfer,
+:class:`~npu_hil.harness.errors.TransportError` naming the buffer), and buffer names that are plain,
+unique file names (a kept job's view writes them on the board)."""
 
 from __future__ import annotations
 
 import dataclasses
 import errno as _errno
 import hashlib
-import json
 import math
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 
 import numpy as np
 
-from npu_hil.harness.agent.jobspec import JobSpec, ModelRef, frame_job, write_job
+from npu_hil.harness.agent.jobspec import JobSpec, ModelRef, frame_job
 from npu_hil.harness.agent.result_extras import (
     BoardLog,
     Canary,
@@ -60,10 +57,8 @@ __all__ = [
     "Timings",
     "check_result_schema",
     "frame_job",
-    "read_result",
     "result_files",
     "result_from_document",
-    "write_job",
 ]
 
 # Reasons the agent gives for refusing a job whose files do not match what the host announced:
@@ -171,7 +166,6 @@ class Result:
     inputs: tuple[TensorRecord, ...]
     outputs: tuple[TensorRecord, ...]
     errors: tuple[ErrorRecord, ...]
-    job_dir: Path
     document: Mapping[str, Any] = field(repr=False, compare=False)
     # The board's clocks, governors, temperatures and load before and after the timed runs, as
     # the agent read them (absent readings are listed, never filled in).
@@ -238,13 +232,13 @@ def _field(record: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
 
 
 def _blob_name(value: Any, where: str) -> str:
-    """A blob name from the agent must be a plain relative path inside the job directory: a
-    hostile or broken result must not make the host read or fetch files elsewhere."""
+    """A buffer's file name from the agent must be a plain relative path: a kept job's view
+    writes the buffer under it, and a hostile or broken result must not name anything else."""
     if not isinstance(value, str) or not value:
         raise ProtocolError(f"{where}.file: expected a file name, got {value!r}")
     path = PurePosixPath(value)
     if path.is_absolute() or ".." in path.parts or "\\" in value or "\x00" in value:
-        raise ProtocolError(f"{where}.file: {value!r} leaves the job directory")
+        raise ProtocolError(f"{where}.file: {value!r} leaves the job's folder")
     return value
 
 
@@ -256,8 +250,7 @@ def _tensor_records(document: Mapping[str, Any], key: str, where: str) -> list[d
 
 
 def result_files(document: Mapping[str, Any], where: str = RESULT_FILE) -> list[str]:
-    """The blob files a result names (inputs first), checked to stay inside the job directory;
-    what a transport fetches after a job."""
+    """The buffer names a result gives (inputs first), each a plain file name used once."""
     check_result_schema(document, where)
     names: list[str] = []
     for key in ("inputs", "outputs"):
@@ -299,21 +292,6 @@ def _load_tensor(blob: BlobReader, record: Mapping[str, Any], where: str) -> Ten
         attributes=attributes,
         data=data,
     )
-
-
-def _file_blobs(job_dir: Path) -> BlobReader:
-    """The blobs of a job folder: each file's size checked against the record before it is read."""
-
-    def blob(name: str, nbytes: int, where: str) -> tuple[np.ndarray, str | None]:
-        path = job_dir / name
-        if not path.is_file():
-            raise TransportError(f"{path}: missing (named by {where})")
-        size = path.stat().st_size
-        if size != nbytes:
-            raise TransportError(f"{path}: {size} bytes, the agent wrote {nbytes} ({where})")
-        return np.fromfile(path, dtype=np.uint8), None
-
-    return blob
 
 
 def _error_record(raw: Any, where: str) -> ErrorRecord:
@@ -392,40 +370,16 @@ def _timings(raw: Any, where: str) -> Timings:
     )
 
 
-def parse_result_document(raw: bytes, where: str) -> dict[str, Any]:
-    """result.json bytes as a JSON object. Bytes that do not decode are a damaged transfer."""
-    try:
-        document = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise TransportError(f"{where}: unreadable ({exc}); truncated or corrupted?") from None
-    if not isinstance(document, dict):
-        raise ProtocolError(f"{where}: expected a JSON object, got {type(document).__name__}")
-    return document
-
-
-def read_result(job_dir: str | os.PathLike[str], *, job_id: str | None = None) -> Result:
-    """Read and verify ``result.json`` and every blob it names in ``job_dir``."""
-    directory = Path(job_dir)
-    path = directory / RESULT_FILE
-    if not path.is_file():
-        raise TransportError(f"{path}: missing; the agent wrote no result")
-    document = parse_result_document(path.read_bytes(), str(path))
-    return result_from_document(
-        document, _file_blobs(directory), where=str(path), job_dir=directory, job_id=job_id
-    )
-
-
 def result_from_document(
     document: dict[str, Any],
     blob: BlobReader,
     *,
     where: str,
-    job_dir: Path,
     job_id: str | None = None,
 ) -> Result:
-    """Verify a result document and the blobs it names, which ``blob(name, nbytes, where)``
-    gives as uint8 arrays (read from the job folder, or carried in the session's frame) with
-    their sha256 where the reader computed it as they arrived."""
+    """Verify a result document and the buffers it names, which ``blob(name, nbytes, where)``
+    gives as uint8 arrays (carried in the answer's frame) with their sha256 where the reader
+    computed it as they arrived."""
     result_files(document, where)  # schema, then file names, before anything is read
     found_id = document.get("job_id")
     if job_id is not None and found_id != job_id:
@@ -466,7 +420,6 @@ def result_from_document(
         inputs=tensors["inputs"],
         outputs=tensors["outputs"],
         errors=error_records,
-        job_dir=job_dir,
         document=document,
         board_state=read_board_state(document.get("board_state"), where),
         canary=canary,

@@ -1,9 +1,10 @@
-"""A job as the agent accepts it: the job.json schema, its bounds, and the paths it may name.
+"""A job as the agent accepts it: the job document's schema, its bounds, and the model it may name.
 
-job.json (``npu-hil-job/1``)::
+The job document (``npu-hil-job/1``, the message of a job's bulk frame)::
 
     {"schema", "job_id", "model": {"path", "sha256"}, "adapter": [a-z0-9_]+, "adapter_options",
-     "inputs": [{"name", "file", "layout", "shape", "dtype", "pass_through"}], "outputs": [..]|null,
+     "inputs": [{"name", "nbytes", "layout", "shape", "dtype", "pass_through"}],
+     "outputs": [..]|null,
      "timeouts": {"load": s, "run": s}, "runs": n, "warmup": n,
      "pin_clocks": bool, "canary": hex | null, "runtime_log_level": 0..9 | null}
 
@@ -16,12 +17,11 @@ adapter owns is filled with before each run: bytes the device never wrote still 
 to the environment variable the adapter's runtime reads its log level from before the adapter is
 created (:mod:`npu_hil.harness.board.runlog`).
 
-Paths are relative to the job directory (the model may also be relative to ``--root``, the model
-cache) and may not leave it: absolute paths, ``..`` and symlinks pointing outside are refused. A
-refusal (:class:`JobRefused`) names the field. :class:`InputSpec` is the one description of an
-input, the host's (what it sends) and the agent's (what it checked). Standard library only: the
-host imports this module too.
-"""
+The model's path is relative to ``--root``, the model cache, and may not leave it: absolute paths,
+``..`` and symlinks pointing outside are refused. Each input's bytes are the frame's buffer of the
+same index, of the size it announces. A refusal (:class:`JobRefused`) names the field.
+:class:`InputSpec` is the one description of an input, the host's (what it sends) and the agent's
+(what it checked). Standard library only: the host imports this module too."""
 
 from __future__ import annotations
 
@@ -29,18 +29,15 @@ import hashlib
 import math
 import os
 import re
-import stat
 from dataclasses import dataclass
 from typing import Any
 
-from .loader import ADAPTER_NAME_RE, available_adapters
+from .loader import available_adapters, is_adapter_name
 from .wire import (
-    JOB_FILE,
     JOB_SCHEMA,
     JOB_SCHEMA_NAME,
     SCHEMA_MAJOR,
     failure,
-    loads_bounded,
     parse_schema,
 )
 
@@ -50,10 +47,10 @@ MAX_ELEMENTS = 2**31
 MAX_RANK = 8
 MAX_INPUTS = 256
 # Bytes, not elements, bound what an input may take (2**31 float64 elements would be 16 GiB):
-# checked against the file's size before a byte of it is read, pass-through inputs included.
+# checked against the size an input announces before a byte of it is read, pass-through
+# inputs included.
 MAX_INPUT_BYTES = 1 << 30
 MAX_JOB_INPUT_BYTES = 2 << 30
-MAX_JOB_JSON_BYTES = 4 << 20
 MAX_TIMEOUT_S = 24 * 3600.0
 DEFAULT_TIMEOUTS = {"load": 120.0, "run": 60.0}
 # Latency runs: each one is a runtime call bounded by the run timeout, so the caps keep a job's
@@ -149,18 +146,16 @@ class InputSpec:
 
 @dataclass(frozen=True)
 class JobInput:
-    """An input of a validated job: its spec, its file (a real path inside the job directory)
-    and the file's size as checked, past which nothing is read. An input carried in the job's
-    frame has no file (``path`` is empty): its bytes are the frame's buffer of the same index."""
+    """An input of a validated job: its spec and the size of its buffer as announced (the
+    frame's buffer of the same index is checked against it before it is used)."""
 
     spec: InputSpec
-    path: str
     nbytes: int
 
 
 @dataclass(frozen=True)
 class Job:
-    """A validated job: every path resolved and confined, every number bounded."""
+    """A validated job: its model resolved and confined to the cache, every number bounded."""
 
     job_id: str
     adapter: str
@@ -193,18 +188,6 @@ def _check_relative(field: str, value: object, where: str) -> str:
     if ".." in re.split(r"[/\\]", value):
         raise JobRefused(field, "path", f"{value!r} leaves {where}")
     return value
-
-
-def confine(field: str, value: object, base: str, where: str = "the job directory") -> str:
-    """Resolve a relative path inside ``base`` (already a realpath) and refuse anything that leaves
-    it: absolute paths, ``..`` components, symlinks pointing outside. Returns the real path."""
-    rel = _check_relative(field, value, where)
-    full = os.path.realpath(os.path.join(base, rel))
-    if not _within(full, base):
-        raise JobRefused(
-            field, "path", f"{rel!r} leaves {where} through a symlink (it resolves to {full})"
-        )
-    return full
 
 
 def _regular_file(field: str, rel: str, full: str, where: str) -> None:
@@ -284,43 +267,9 @@ def _flag(doc: dict[str, Any], key: str) -> bool:
     return value
 
 
-def read_job_json(job_dir: str) -> dict[str, Any]:
-    path = os.path.join(job_dir, JOB_FILE)
-    try:
-        # Not through a link, and never blocking on a FIFO: the file is checked once opened.
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise JobRefused(JOB_FILE, "missing", f"no {JOB_FILE} in {job_dir}") from None
-    except OSError as exc:
-        raise JobRefused(JOB_FILE, "path", f"cannot open it as a plain file ({exc})") from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise JobRefused(JOB_FILE, "path", f"{JOB_FILE} in {job_dir} is not a regular file")
-        if info.st_size > MAX_JOB_JSON_BYTES:
-            raise JobRefused(
-                JOB_FILE, "json", f"{info.st_size} bytes exceeds the cap of {MAX_JOB_JSON_BYTES}"
-            )
-        raw = handle.read(MAX_JOB_JSON_BYTES + 1)
-    if len(raw) > MAX_JOB_JSON_BYTES:
-        raise JobRefused(JOB_FILE, "json", f"more than {MAX_JOB_JSON_BYTES} bytes")
-    try:
-        doc = loads_bounded(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise JobRefused(JOB_FILE, "json", f"not UTF-8 ({exc})") from None
-    except ValueError as exc:
-        raise JobRefused(JOB_FILE, "json", f"not valid JSON ({exc})") from None
-    if not isinstance(doc, dict):
-        raise JobRefused(JOB_FILE, "json", f"expected a JSON object, got {type(doc).__name__}")
-    return doc
-
-
-def validate_job(
-    doc: dict[str, Any], job_dir: str | None, root: str | None, adapter_dirs: list[str]
-) -> Job:
-    """Check a parsed job.json against the protocol; raise JobRefused naming the field. A job
-    without a folder (``job_dir`` None: it came as a frame of the session) names its model in
-    the cache and gives each input's ``nbytes`` instead of a file."""
+def validate_job(doc: dict[str, Any], root: str | None, adapter_dirs: list[str]) -> Job:
+    """Check a job document against the protocol; raise JobRefused naming the field. The model
+    is named in the cache (``root``) and each input gives its ``nbytes``."""
     schema = parse_schema(doc.get("schema"))
     if schema is None or schema[0] != JOB_SCHEMA_NAME:
         raise JobRefused("schema", "schema", f"expected {JOB_SCHEMA!r}, got {doc.get('schema')!r}")
@@ -335,7 +284,7 @@ def validate_job(
         raise JobRefused("job_id", "type", f"expected 1 to 200 characters, got {job_id!r}")
 
     adapter = _require(doc, "", "adapter", str, "an adapter name")
-    if not ADAPTER_NAME_RE.match(adapter) or adapter == "base":
+    if not is_adapter_name(adapter):
         raise JobRefused("adapter", "adapter", f"{adapter!r} is not an adapter name ([a-z0-9_]+)")
     if not any(os.path.isfile(os.path.join(d, adapter + ".py")) for d in adapter_dirs):
         known = ", ".join(available_adapters(adapter_dirs))
@@ -354,7 +303,7 @@ def validate_job(
     sha = _require(model, "model.", "sha256", str, "a hex sha256").lower()
     if not SHA256_RE.match(sha):
         raise JobRefused("model.sha256", "type", f"{model['sha256']!r} is not 64 hex digits")
-    model_path = _model_path(model.get("path"), job_dir, root)
+    model_path = _model_path(model.get("path"), root)
 
     raw_inputs = _require(doc, "", "inputs", list, "a list of inputs")
     if len(raw_inputs) > MAX_INPUTS:
@@ -364,7 +313,7 @@ def validate_job(
     inputs = []
     names = set()
     for index, raw in enumerate(raw_inputs):
-        item = _input(index, raw, job_dir)
+        item = _input(index, raw)
         if item.spec.name in names:
             raise JobRefused(f"inputs[{index}].name", "type", f"{item.spec.name!r} appears twice")
         names.add(item.spec.name)
@@ -409,32 +358,27 @@ def _log_level(value: object) -> int | None:
     return value
 
 
-def _model_path(value: object, job_dir: str | None, root: str | None) -> str:
-    """The model lives in the job directory or, for artifacts deployed once per session, in the
-    cache root; a relative path is looked up in that order (a job without a folder: the cache)."""
+def _model_path(value: object, root: str | None) -> str:
+    """The model lives in the cache root (deployed once per content); its path may not leave it,
+    not even through a symlink."""
     field = "model.path"
-    candidates = [d for d in (job_dir, root) if d is not None]
-    where = " and ".join(
-        "the job directory" if d == job_dir else "the model cache" for d in candidates
-    )
-    if not candidates:
-        raise JobRefused(field, "missing", "a job without a folder needs the agent's model cache")
+    where = "the model cache"
+    if root is None:
+        raise JobRefused(field, "missing", "a job needs the agent's model cache (--root)")
     rel = _check_relative(field, value, where)
-    for base in candidates:
-        full = os.path.realpath(os.path.join(base, rel))
-        if os.path.lexists(os.path.join(base, rel)):
-            if not any(_within(full, b) for b in candidates):
-                raise JobRefused(
-                    field,
-                    "path",
-                    f"{rel!r} leaves {where} through a symlink (it resolves to {full})",
-                )
-            _regular_file(field, rel, full, where)
-            return full
-    raise JobRefused(field, "missing", f"{rel!r} does not exist in {where}")
+    base = os.path.realpath(root)
+    if not os.path.lexists(os.path.join(base, rel)):
+        raise JobRefused(field, "missing", f"{rel!r} does not exist in {where}")
+    full = os.path.realpath(os.path.join(base, rel))
+    if not _within(full, base):
+        raise JobRefused(
+            field, "path", f"{rel!r} leaves {where} through a symlink (it resolves to {full})"
+        )
+    _regular_file(field, rel, full, where)
+    return full
 
 
-def _input(index: int, raw: object, job_dir: str | None) -> JobInput:
+def _input(index: int, raw: object) -> JobInput:
     field = f"inputs[{index}]."
     if not isinstance(raw, dict):
         raise JobRefused(f"inputs[{index}]", "type", f"expected an object, got {raw!r}")
@@ -457,21 +401,15 @@ def _input(index: int, raw: object, job_dir: str | None) -> JobInput:
             field + "shape", "shape", f"{shape} {dtype} needs {want} bytes (cap {MAX_INPUT_BYTES})"
         )
     spec = InputSpec(name, layout, tuple(shape), dtype, pass_through)
-    if job_dir is None:
-        size, what, full = _framed_size(raw, field), "the buffer", ""
-    else:
-        rel = _require(raw, field, "file", str, "a relative file path")
-        full = confine(field + "file", rel, job_dir)
-        _regular_file(field + "file", rel, full, "the job directory")
-        size, what = os.path.getsize(full), f"{rel!r}"
-    where = field + ("nbytes" if job_dir is None else "file")
+    size = _framed_size(raw, field)
+    where = field + "nbytes"
     if size > MAX_INPUT_BYTES:
-        raise JobRefused(where, "size", f"{what} holds {size} bytes (cap {MAX_INPUT_BYTES})")
+        raise JobRefused(where, "size", f"the buffer holds {size} bytes (cap {MAX_INPUT_BYTES})")
     if not pass_through and size != want:
         raise JobRefused(
-            where, "size", f"{what} holds {size} bytes; shape {shape} {dtype} needs {want}"
+            where, "size", f"the buffer holds {size} bytes; shape {shape} {dtype} needs {want}"
         )
-    return JobInput(spec, full, size)
+    return JobInput(spec, size)
 
 
 def _framed_size(raw: dict[str, Any], field: str) -> int:

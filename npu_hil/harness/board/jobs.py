@@ -1,16 +1,16 @@
-"""The agent: runs one job directory, from job.json to result.json.
+"""The agent: runs one job, from its document and input buffers to its result and device buffers.
 
 Validate the job (refused: ``JobError``, exit status 2), get the adapter and the loaded model
-from the cache, read the inputs, run, write the device buffers and the result. The load timeout
+from the cache, take the inputs, run, describe the device buffers and the result. The load timeout
 bounds adapter creation, versions and model load; the run timeout bounds the run. Every failure
-is a typed record in result.json: ``DeviceError``, ``LayoutError``, ``UnsupportedError``,
+is a typed record in the result: ``DeviceError``, ``LayoutError``, ``UnsupportedError``,
 ``TimeoutError`` (from the adapter or the watchdog), ``OSError`` (the board's disk) and
 ``AgentError`` (a bug here).
 
 Around every job the board's own logs are taken (:mod:`npu_hil.harness.board.kernlog`,
 :mod:`npu_hil.harness.board.runlog`): a kernel-log mark and the runtime's standard error pointed at
 a file before validation, the kernel's lines since the mark and the runtime's lines after the job,
-whatever its outcome, in result.json's ``board_log`` (``{"kernel": .., "runtime": ..}``).
+whatever its outcome, in the result's ``board_log`` (``{"kernel": .., "runtime": ..}``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 from .boardstate import pin_clocks, read_board_state, restore_clocks
 from .cache import AdapterCache, StageFailed, describe_exception, traceback_tail
 from .job import Job, JobInput, JobRefused
-from .jobsource import FolderJob, FramedJob
+from .jobsource import FramedJob
 from .kernlog import KernelLog
 from .runlog import StderrCapture
 from .wire import (
@@ -53,11 +53,6 @@ class Agent(AdapterCache):
         self.jobs_run = 0
         self.log_env: str | None = None
 
-    def run_job(self, job_dir: str) -> tuple[dict[str, Any], int]:
-        """Run one job directory; returns the result document (also written as result.json) and
-        the exit status that one-shot mode would use."""
-        return self.run(FolderJob(job_dir))
-
     def run_framed_job(
         self, doc: Any, buffers: list[bytearray], damaged: tuple[int, ...]
     ) -> tuple[dict[str, Any], int, list[memoryview]]:
@@ -67,7 +62,7 @@ class Agent(AdapterCache):
         result, status = self.run(source)
         return result, status, source.buffers
 
-    def run(self, source: FolderJob | FramedJob) -> tuple[dict[str, Any], int]:
+    def run(self, source: FramedJob) -> tuple[dict[str, Any], int]:
         started = time.perf_counter()
         result: dict[str, Any] = {
             "schema": RESULT_SCHEMA,
@@ -91,7 +86,7 @@ class Agent(AdapterCache):
         self.log_env = None
         kernel = KernelLog()
         kernel.mark()
-        capture = StderrCapture(source.log_dir)
+        capture = StderrCapture()
         capture.start()
         try:
             status = self._run(source, result)
@@ -120,16 +115,10 @@ class Agent(AdapterCache):
         result["ok"] = not result["errors"]
         result["timings"]["total_s"] = time.perf_counter() - started
         self.jobs_run += 1
-        problem = source.finish(result)
-        if problem is not None:
-            # No result.json on the board: the session's answer still carries the result,
-            # and now why the file is missing.
-            result["errors"].append(os_error_record(problem, "result"))
-            result["ok"] = False
-            status = status or EXIT_FAILED
+        source.finish(result)
         return result, status
 
-    def _run(self, source: FolderJob | FramedJob, result: dict[str, Any]) -> int:
+    def _run(self, source: FramedJob, result: dict[str, Any]) -> int:
         doc = source.document()
         if isinstance(doc.get("job_id"), str):
             result["job_id"] = doc["job_id"]
@@ -243,7 +232,7 @@ class Agent(AdapterCache):
     def _fill_canary(
         self, job: Job, adapter: Adapter, model: Any, pattern: bytes
     ) -> dict[str, Any]:
-        """The adapter fills what it owns; result.json says what was filled and, where nothing
+        """The adapter fills what it owns; the result says what was filled and, where nothing
         was, why (so the host never reads "no unwritten bytes" into a buffer never filled)."""
         hook = getattr(adapter, "fill_canary", None)
         if hook is None:  # an adapter written before the hook: it fills nothing

@@ -1,15 +1,13 @@
-"""Where a job's document and buffers come from and where its result goes: a folder or a frame.
+"""A job as it came in a frame, and the view of its files kept on the board when asked.
 
-A folder job (``jobs/<name>/``, the one-shot path and a session's ``{"op": "job", "dir": D}``)
-has job.json and the input files in the folder and leaves the device buffers and result.json
-there. A framed job (``{"op": "job", "job": {...}}`` in a bulk frame of the session) has its
-document and input buffers in the request and sends the device buffers back in the answer's
-frame: nothing of it touches the board's disk, so a job costs no file system work and a full or
-read-only disk does not stop it. Both are checked the same way (:func:`job.validate_job`); a
-framed input's bytes are checked against their announced size and the sha256 the frame's trailer
-gives (computed by the stream as they arrived) before they are used. A framed job whose request
-asks to ``keep`` its files has them written after it ran, into a new ``jobs/<name>/``, as a
-folder job would have held them (:func:`write_kept_view`): ``--keep-remote``'s view.
+A job (``{"op": "job", "job": {...}}`` in a bulk frame of the session) has its document and input
+buffers in the request and sends the device buffers back in the answer's frame: nothing of it
+touches the board's disk, so a job costs no file system work and a full or read-only disk does
+not stop it. The document is checked by :func:`job.validate_job`; an input's bytes are checked
+against their announced size and the sha256 the frame's trailer gives (computed by the stream as
+they arrived) before they are used. A job whose request asks to ``keep`` its files has them
+written after it ran, into a new ``jobs/<name>/`` (:func:`write_kept_view`): ``--keep-remote``'s
+view.
 """
 
 from __future__ import annotations
@@ -21,37 +19,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .folders import UnsafeFolder, check_folder, job_folder
-from .job import Job, JobInput, JobRefused, read_job_json, validate_job
-from .results import create_new, describe_tensor, device_bytes, write_result, write_tensor
+from .job import Job, JobInput, JobRefused, validate_job
+from .results import create_new, describe_tensor, device_bytes, write_result
 from .wire import JOB_FILE, JOBS_FOLDER, jsonable
 
 if TYPE_CHECKING:
     from .adapters.base import TensorOut
-
-
-class FolderJob:
-    """A job directory on the board's disk."""
-
-    def __init__(self, job_dir: str) -> None:
-        self.job_dir = os.path.realpath(job_dir)
-        self.log_dir: str | None = self.job_dir
-
-    def document(self) -> dict[str, Any]:
-        if not os.path.isdir(self.job_dir):
-            raise JobRefused("job_dir", "missing", f"{self.job_dir} is not a directory")
-        return read_job_json(self.job_dir)
-
-    def validate(self, doc: dict[str, Any], root: str | None, adapter_dirs: list[str]) -> Job:
-        return validate_job(doc, self.job_dir, root, adapter_dirs)
-
-    def input_bytes(self, item: JobInput) -> np.ndarray:
-        return np.fromfile(item.path, dtype=np.uint8, count=item.nbytes)
-
-    def emit(self, filename: str, tensor: TensorOut) -> dict[str, Any]:
-        return write_tensor(self.job_dir, filename, tensor)
-
-    def finish(self, result: dict[str, Any]) -> OSError | None:
-        return write_result(self.job_dir, result)
 
 
 class FramedJob:
@@ -62,7 +35,6 @@ class FramedJob:
         self.doc = doc
         self.inputs = buffers
         self.damaged = damaged
-        self.log_dir: str | None = None
         self._by_name: dict[str, bytearray] = {}
         # The device buffers to send back, in the order of the result's records.
         self.buffers: list[memoryview] = []
@@ -73,7 +45,7 @@ class FramedJob:
         return self.doc
 
     def validate(self, doc: dict[str, Any], root: str | None, adapter_dirs: list[str]) -> Job:
-        job = validate_job(doc, None, root, adapter_dirs)
+        job = validate_job(doc, root, adapter_dirs)
         if len(self.inputs) != len(job.inputs):
             raise JobRefused(
                 "inputs",
@@ -108,11 +80,10 @@ class FramedJob:
         # The frame's trailer carries its sha256, computed as it is written.
         return describe_tensor(filename, tensor, flat, digest=False)
 
-    def finish(self, result: dict[str, Any]) -> OSError | None:
+    def finish(self, result: dict[str, Any]) -> None:
         # Exactly the buffers the result describes, in its order (a run that failed while its
         # buffers were described has records for some of them only).
         del self.buffers[len(result["inputs"]) + len(result["outputs"]) :]
-        return None
 
 
 def new_kept_dir(value: Any) -> str:
@@ -140,8 +111,8 @@ def write_kept_view(
     result: dict[str, Any],
     device: list[memoryview],
 ) -> OSError | None:
-    """A framed job's files as a job folder would hold them, written after it ran: job.json (the
-    document, each input naming its file), ``input_<i>.bin``, the device buffers under the names
+    """A job's files for a person to read, written after it ran: job.json (the document, each
+    input naming its file), ``input_<i>.bin``, the device buffers under the names
     the result's records give, and result.json. A view for a person to read: the job itself never
     touched the disk, and a view that cannot be written (a full disk) costs the job nothing."""
     try:

@@ -26,6 +26,15 @@ if TYPE_CHECKING:
 
 ADAPTERS_ENV = "NPU_HIL_AGENT_ADAPTERS"
 ADAPTER_NAME_RE = re.compile(r"[a-z0-9_]+\Z")
+# Modules of an adapter folder that are no adapter: the base classes and a package's marker.
+NOT_ADAPTERS = ("base", "__init__")
+
+
+def is_adapter_name(name: object) -> bool:
+    """Whether ``name`` can name an adapter module: ``[a-z0-9_]+`` and not one of NOT_ADAPTERS."""
+    return isinstance(name, str) and bool(ADAPTER_NAME_RE.match(name)) and name not in NOT_ADAPTERS
+
+
 # The package's own folder, and the bundle's folder of extra adapters beside it.
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 EXTRA_ADAPTERS = "adapters"
@@ -72,6 +81,6 @@ def available_adapters(adapter_dirs: list[str]) -> list[str]:
         if os.path.isdir(folder):
             for entry in os.listdir(folder):
                 stem, ext = os.path.splitext(entry)
-                if ext == ".py" and stem != "base" and ADAPTER_NAME_RE.match(stem):
+                if ext == ".py" and is_adapter_name(stem):
                     names.add(stem)
     return sorted(names)

@@ -1,18 +1,16 @@
-"""The agent's command line: one job, a session on stdin/stdout, or a listener on a socket.
+"""The agent's command line: a session on stdin/stdout, or a listener on a socket.
 
 Started as ``python3 <bundle>/npu_hil_board MODE...`` on a board (see ``__main__.py``), or as
 ``python -m npu_hil.harness.board`` where the harness is installed::
 
-    ... JOB_DIR [--root CACHE_DIR] [--adapters DIR]...
     ... --session [--root CACHE_DIR] [--adapters DIR]... [--model-cache N]
     ... --listen SOCKET [--idle-timeout S] [--read-timeout S] [--max-connections N]
         [--root CACHE_DIR] [--adapters DIR]...
 
-One-shot mode runs the job in JOB_DIR and writes ``result.json`` plus the buffer blobs into it;
-its exit status says how it went (:mod:`wire`). A resident agent (``--session``, ``--listen``)
-starts only in a working directory (the board workdir) that is this user's own, not a symlink and
-writable by nobody else, and the same for ``jobs/`` in it; the refusal names owner and mode.
-"""
+A session serves framed requests until its stream ends or a shutdown: the host keeps one open for
+many jobs, or sends one job and a shutdown on stdin (a one-shot agent). Either kind starts only in a
+working directory (the board workdir) that is this user's own, not a symlink and writable by nobody
+else, and the same for ``jobs/`` in it; the refusal names owner and mode."""
 
 from __future__ import annotations
 
@@ -23,7 +21,7 @@ import os
 import sys
 
 from .cache import traceback_tail
-from .folders import UnsafeFolder, check_folder, check_workdir
+from .folders import UnsafeFolder, check_workdir
 from .job import MAX_JOB_INPUT_BYTES
 from .jobs import Agent
 from .listen import (
@@ -34,14 +32,13 @@ from .listen import (
 )
 from .loader import ADAPTERS_ENV, adapter_dirs_from
 from .session import private_stdio, serve
-from .wire import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
+from .wire import EXIT_FAILED, EXIT_OK
 
 log = logging.getLogger("npu-hil-agent")
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="npu_hil_board", description="npu-hil board agent")
-    parser.add_argument("job_dir", nargs="?", help="run this one job directory and exit")
     parser.add_argument(
         "--session", action="store_true", help="serve framed jobs over stdin/stdout"
     )
@@ -90,8 +87,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--model-cache", type=int, default=4, help="loaded models kept per session")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages to stderr")
     args = parser.parse_args(argv)
-    if [bool(args.job_dir), bool(args.session), args.listen is not None].count(True) != 1:
-        parser.error("give one of JOB_DIR, --session or --listen SOCKET")
+    if [bool(args.session), args.listen is not None].count(True) != 1:
+        parser.error("give one of --session or --listen SOCKET")
     if not args.idle_timeout > 0:
         parser.error("--idle-timeout must be a positive number of seconds")
     if not args.read_timeout > 0:
@@ -119,21 +116,11 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(2, 1)
         sys.stdout = sys.stderr
     try:
-        if args.job_dir is None:
-            # A resident agent serves from its working directory, the board workdir.
-            check_workdir(os.getcwd())
+        # The agent serves from its working directory, the board workdir.
+        check_workdir(os.getcwd())
     except (OSError, UnsafeFolder) as exc:
         log.error("cannot start: %s", exc)
         return EXIT_FAILED
-    if args.job_dir is not None:
-        try:
-            check_folder(args.job_dir)
-        except FileNotFoundError:
-            pass  # run_job reports it as a refusal, in the usual way
-        except (OSError, UnsafeFolder) as exc:
-            # Nothing is written into a folder that is not ours, not even the refusal.
-            log.error("refused: %s", exc)
-            return EXIT_REFUSED
     try:
         agent = Agent(adapter_dirs_from(args.adapters), args.root, args.model_cache)
     except Exception as exc:
@@ -148,15 +135,6 @@ def main(argv: list[str] | None = None) -> int:
             args.max_connections,
             max_job_bytes=args.max_job_bytes,
         )
-    if stream is not None:
-        status = serve(agent, stream)
-        return EXIT_OK if status is None else status
-    result, status = agent.run_job(args.job_dir)
-    for record in result["errors"]:
-        log.info("%s [%s] %s", record["type"], record["stage"], record["message"])
-    if agent.runtime.stuck:
-        # The hung call is on a daemon thread; leave without waiting for interpreter shutdown.
-        sys.stderr.flush()
-        os._exit(status)
-    agent.shutdown()
-    return status
+    assert stream is not None  # --session
+    status = serve(agent, stream)
+    return EXIT_OK if status is None else status

@@ -1,4 +1,5 @@
-"""What a job leaves in its directory: the device buffers as blobs, and result.json.
+"""A job's result document and its records of the device buffers, and how a kept job's files
+are written.
 
 result.json (``npu-hil-result/1``)::
 
@@ -12,8 +13,9 @@ result.json (``npu-hil-result/1``)::
      "inputs"/"outputs": [{"name", "file", "sha256", "nbytes", "layout", "dtype", "shape",
                            "attributes"}]}
 
-with the device input buffers in ``in_<i>.bin`` and the outputs in ``out_<i>.bin``. Every file is
-created new, never through a link, and result.json appears whole or not at all.
+with the device input buffers named ``in_<i>.bin`` and the outputs ``out_<i>.bin``: the buffers
+of the answer's bulk frame, and the files of a kept job's view. Every file is created new, never
+through a link, and result.json appears whole or not at all.
 """
 
 from __future__ import annotations
@@ -74,18 +76,10 @@ def describe_tensor(
     return record
 
 
-def write_tensor(job_dir: str, filename: str, tensor: TensorOut) -> dict[str, Any]:
-    """Write a device buffer as a blob and describe it."""
-    flat = device_bytes(tensor)
-    with create_new(os.path.join(job_dir, filename), "wb") as handle:
-        handle.write(flat.data)
-    return describe_tensor(filename, tensor, flat)
-
-
-def write_result(job_dir: str, result: dict[str, Any]) -> OSError | None:
+def write_result(folder: str, result: dict[str, Any]) -> OSError | None:
     """Write result.json atomically (the host never sees half a file); the OSError when the
     directory is not writable, full or missing, else None."""
-    path = os.path.join(job_dir, RESULT_FILE)
+    path = os.path.join(folder, RESULT_FILE)
     tmp = path + ".tmp"
     try:
         with create_new(tmp, "w") as handle:

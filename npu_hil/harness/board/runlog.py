@@ -214,17 +214,12 @@ _TEE_OF_PROCESS = StderrTee()
 class StderrCapture:
     """The runtime's standard error in one job's window, through the process's tee."""
 
-    def __init__(self, job_dir: str | None, tee: StderrTee | None = None) -> None:
-        # None: a job that came as a frame, with no folder of its own; its window is the same.
-        self.job_dir = job_dir
+    def __init__(self, tee: StderrTee | None = None) -> None:
         self.tee = tee if tee is not None else _TEE_OF_PROCESS
         self.open = False
         self.why = ""
 
     def start(self) -> None:
-        if self.job_dir is not None and not os.path.isdir(self.job_dir):
-            self.why = "no job directory: no job window to capture"
-            return
         if not self.tee.ensure():
             self.why = self.tee.why
             return

@@ -1,18 +1,17 @@
 """The session loop: jobs framed over a byte stream, one response frame per request.
 
 The agent speaks first with ``{"op": "hello", ...}`` (its ``features`` list ``framed-jobs``);
-requests are ``{"op": "job", "job": {...}}`` in a bulk frame (:mod:`frames`: the job document
-and its input buffers; the answer is a bulk frame with the device buffers),
-``{"op": "job", "dir": D}`` (a job folder), ``{"op": "ping"}``,
-``{"op": "versions", "adapter": A, "options": {}}``, ``{"op": "memory"}`` (the agent's RSS and
-the board's CMA / DMA-buffer figures, :mod:`memory`), ``{"op": "discard", "dir": D}`` (remove a
-finished job's folder) and ``{"op": "shutdown"}``; every request gets exactly one response frame
-with the same ``op`` and either the payload (``result`` for a job) or ``error`` (a typed
-record). A request frame is at most ``MAX_REQUEST_BYTES`` (a longer one is refused unread and
+requests are ``{"op": "job", "job": {...}[, "keep": "jobs/<name>"]}`` in a bulk frame
+(:mod:`frames`: the job document and its input buffers; the answer is a bulk frame with the device
+buffers; ``keep``: write the job's files there after it ran), ``{"op": "ping"}``, ``{"op":
+"versions", "adapter": A, "options": {}}``, ``{"op": "memory"}`` (the agent's RSS and the board's
+CMA / DMA-buffer figures, :mod:`memory`) and ``{"op": "shutdown"}``; every request gets exactly one
+response frame with the same ``op`` and either the payload (``result`` for a job) or ``error`` (a
+typed record). A request frame is at most ``MAX_REQUEST_BYTES`` (a longer one is refused unread and
 ends the stream), a bulk one at most a job's inputs besides, and a message nests at most
-``MAX_JSON_DEPTH`` levels; a whole frame that holds no request is answered with a
-``ProtocolError`` record and the session goes on. A job's
-``dir`` is ``jobs/<name>`` in the working directory, never anything else.
+``MAX_JSON_DEPTH`` levels; a whole frame that holds no request is answered with a ``ProtocolError``
+record and the session goes on. A kept job's folder is a new ``jobs/<name>`` in the working
+directory, never anything else.
 
 On stdin/stdout (``--session``) nothing but frames goes to stdout: file descriptor 1 is pointed
 at stderr for the session's lifetime, so a vendor library's printf cannot corrupt the stream. When
@@ -28,7 +27,6 @@ import logging
 import mmap
 import os
 import platform
-import shutil
 import socket
 import sys
 import tempfile
@@ -37,12 +35,11 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple, NoReturn
 
 from .cache import StageFailed
-from .folders import UnsafeFolder, check_folder, job_folder
 from .identity import read_identity
 from .job import DEFAULT_TIMEOUTS, MAX_INPUTS, MAX_JOB_INPUT_BYTES, JobRefused
 from .jobs import Agent
 from .jobsource import new_kept_dir, write_kept_view
-from .loader import ADAPTER_NAME_RE, EXTRA_ADAPTERS, PACKAGE_DIR, available_adapters
+from .loader import EXTRA_ADAPTERS, PACKAGE_DIR, available_adapters, is_adapter_name
 from .memory import read_memory
 from .wire import (
     AGENT_VERSION,
@@ -462,8 +459,6 @@ def _answer(agent: Agent, stream: FrameStream, framed: Request) -> int | None:
             abandon(EXIT_TIMEOUT)
     elif op == "memory":
         stream.write({"op": "memory", "memory": read_memory()})
-    elif op == "discard":
-        stream.write(_discard_job(request.get("dir")))
     elif op == "shutdown":
         agent.shutdown()
         stream.write({"op": "shutdown"})
@@ -474,31 +469,26 @@ def _answer(agent: Agent, stream: FrameStream, framed: Request) -> int | None:
 
 
 def _answer_job(agent: Agent, stream: FrameStream, framed: Request) -> None:
-    """A job carried in the frame (its buffers came with it and go back with the answer), or a
-    job folder's; after a runtime call that timed out, the agent leaves."""
+    """A job carried in the frame (its buffers came with it and go back with the answer); after
+    a runtime call that timed out, the agent leaves."""
     request = framed.message
-    buffers: list[memoryview] = []
-    if "job" in request:
-        kept = None
-        if request.get("keep") is not None:
-            try:
-                kept = new_kept_dir(request["keep"])
-            except JobRefused as refused:
-                stream.write({"op": "job", "error": refused.record()})
-                return
-        inputs = framed.buffers or []
-        result, status, buffers = agent.run_framed_job(request["job"], inputs, framed.damaged)
-        if kept is not None:
-            failed = write_kept_view(kept, request["job"], inputs, result, buffers)
-            if failed is not None:
-                log.error("could not keep job %s's files in %s: %s", result["job_id"], kept, failed)
-    else:
+    if "job" not in request:
+        refused = JobRefused("job", "missing", "a job request carries its document in 'job'")
+        stream.write({"op": "job", "error": refused.record()})
+        return
+    kept = None
+    if request.get("keep") is not None:
         try:
-            job_dir = session_job_dir(request.get("dir"))
+            kept = new_kept_dir(request["keep"])
         except JobRefused as refused:
             stream.write({"op": "job", "error": refused.record()})
             return
-        result, status = agent.run_job(job_dir)
+    inputs = framed.buffers or []
+    result, status, buffers = agent.run_framed_job(request["job"], inputs, framed.damaged)
+    if kept is not None:
+        failed = write_kept_view(kept, request["job"], inputs, result, buffers)
+        if failed is not None:
+            log.error("could not keep job %s's files in %s: %s", result["job_id"], kept, failed)
     restart = agent.runtime.stuck
     answer = {"op": "job", "result": result, "status": status, "restart": restart}
     stream.write(answer, buffers or None)  # a plain frame when no buffer goes back
@@ -508,50 +498,10 @@ def _answer_job(agent: Agent, stream: FrameStream, framed: Request) -> None:
         abandon(EXIT_TIMEOUT)
 
 
-def session_job_dir(value: Any) -> str:
-    """A session job's ``dir``: exactly ``jobs/<name>`` in the workdir, the folders real and this
-    user's own, so a request cannot make the agent write its result anywhere else (``"/"``)."""
-    job_dir = job_folder(value)
-    if job_dir is None:
-        raise JobRefused("dir", "path", f"{value!r} is not a job folder under {JOBS_FOLDER}/")
-    for folder in (JOBS_FOLDER, job_dir):
-        try:
-            check_folder(folder)
-        except FileNotFoundError:
-            raise JobRefused("dir", "missing", f"{value!r} is not a directory") from None
-        except UnsafeFolder as exc:
-            raise JobRefused("dir", "unsafe", str(exc)) from None
-    return job_dir
-
-
-def _discard_job(job_dir: Any) -> dict[str, Any]:
-    """Remove a finished job's folder for the host. The session already runs on the board, so
-    this costs the host one frame instead of a new remote process per job (over SSH a new
-    process is a new channel and a login shell). Only a folder directly under ``jobs/`` is
-    removed, never through a symlink: a confused or hostile request cannot reach anything else."""
-    if not isinstance(job_dir, str):
-        return {"op": "discard", "error": failure("JobError", "discard", "dir: expected a path")}
-    root = os.path.realpath(JOBS_FOLDER)
-    if (
-        job_folder(job_dir) is None
-        or os.path.islink(JOBS_FOLDER)
-        or os.path.islink(job_dir)
-        or os.path.dirname(os.path.realpath(job_dir)) != root
-    ):
-        message = f"dir: {job_dir!r} is not a job folder under {JOBS_FOLDER}/"
-        return {"op": "discard", "error": failure("JobError", "discard", message)}
-    try:
-        check_folder(JOBS_FOLDER)
-    except (OSError, UnsafeFolder) as exc:
-        return {"op": "discard", "error": failure("JobError", "discard", f"dir: {exc}")}
-    shutil.rmtree(job_dir, ignore_errors=True)
-    return {"op": "discard", "removed": not os.path.exists(job_dir)}
-
-
 def _versions_response(agent: Agent, request: dict[str, Any]) -> dict[str, Any]:
     name = request.get("adapter")
     options = request.get("options") or {}
-    if not isinstance(name, str) or not ADAPTER_NAME_RE.match(name) or name == "base":
+    if not isinstance(name, str) or not is_adapter_name(name):
         return {
             "op": "versions",
             "error": failure("JobError", "validate", f"adapter: {name!r} is not an adapter name"),

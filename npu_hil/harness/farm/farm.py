@@ -90,9 +90,9 @@ class Farm:
     the simulated boards' folders and the lock files; share it between processes that must not
     use a board at once. It defaults to ``npu-hil`` in this user's runtime or cache folder
     (:func:`npu_hil.harness.folders.default_workdir`) and must be a folder of this user's own
-    (UnsafeFolderError otherwise). ``keep_remote`` leaves job folders behind for inspection.
-    ``breaker_threshold``: after that many infrastructure failures in a row a board is marked
-    unhealthy and every later run on it raises BoardBrokenError at once
+    (UnsafeFolderError otherwise). ``keep_remote``: the agent writes each job's files on the board
+    for inspection. ``breaker_threshold``: after that many infrastructure failures in a row a
+    board is marked unhealthy and every later run on it raises BoardBrokenError at once
     (:mod:`npu_hil.harness.farm.breaker`); None or 0 never marks one. ``retry``: how often and after
     what backoff a model run on a session of this farm is retried after an infrastructure
     failure (:class:`~npu_hil.harness.farm.recovery.RetryPolicy`; default: once, after 1 s, as in
