@@ -12,7 +12,6 @@ import select
 import shutil
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
@@ -22,12 +21,12 @@ from npu_hil.harness.folders import private_dir
 from npu_hil.harness.transport.base import CompletedRun, RemotePathError, SessionExit, remote_path
 from npu_hil.harness.transport.defaults import BOARD_PYTHON
 from npu_hil.harness.transport.oserrors import board_os_error
+from npu_hil.harness.transport.stderr import StderrTail
 
 __all__ = ["LocalSession", "LocalTransport"]
 
 log = logging.getLogger(__name__)
 
-STDERR_TAIL_BYTES = 64 * 1024
 # A session's pipes hold this much (Linux's default is 64 KiB, and 1 MiB the most an unprivileged
 # process may ask): a job's buffers then cross in a few wake-ups of each side, not one per 64 KiB.
 SESSION_PIPE_BYTES = 1 << 20
@@ -56,30 +55,15 @@ class LocalSession:
         self._process = process
         self._stdin = process.stdin
         self._stdout_fd = process.stdout.fileno()
-        self._tail = bytearray()
-        self._lock = threading.Lock()
         self._exit: SessionExit | None = None
-        self._drain = threading.Thread(
-            target=self._drain_stderr, args=(process.stderr.fileno(),), daemon=True
+        stderr_fd = process.stderr.fileno()
+        self._stderr = StderrTail(
+            lambda n: os.read(stderr_fd, n), (OSError,), name=f"session {process.pid}", log=log
         )
-        self._drain.start()
 
     @property
     def pid(self) -> int:
         return self._process.pid
-
-    def _drain_stderr(self, fd: int) -> None:
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            log.debug("session %d stderr: %s", self._process.pid, chunk.decode(errors="replace"))
-            with self._lock:
-                self._tail += chunk
-                del self._tail[:-STDERR_TAIL_BYTES]
 
     def send(self, data: bytes) -> None:
         if self._exit is not None:
@@ -101,8 +85,7 @@ class LocalSession:
         return os.read(self._stdout_fd, n)
 
     def stderr_tail(self) -> bytes:
-        with self._lock:
-            return bytes(self._tail)
+        return self._stderr.tail()
 
     def close(self, timeout: float = 5.0) -> SessionExit:
         if self._exit is not None:
@@ -114,7 +97,7 @@ class LocalSession:
         except subprocess.TimeoutExpired:
             _kill_group(self._process)
             returncode = self._process.wait()
-        self._drain.join(1.0)
+        self._stderr.join(1.0)
         if self._process.stdout is not None:
             self._process.stdout.close()
         if self._process.stderr is not None:

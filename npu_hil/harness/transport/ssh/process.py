@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -15,10 +14,10 @@ from paramiko.common import MSG_CHANNEL_REQUEST
 
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.transport.base import SessionExit
+from npu_hil.harness.transport.stderr import StderrTail
 
 __all__ = [
     "EXIT_QUIET_S",
-    "STDERR_TAIL_BYTES",
     "SshSession",
     "collect_until_exit",
     "exit_returncode",
@@ -123,8 +122,6 @@ def collect_until_exit(
 # SshSession: a long-running remote process on an SSH exec channel (an agent session), its
 # stderr drained by a thread into a tail.
 
-STDERR_TAIL_BYTES = 64 * 1024
-
 
 def kill_command(pid: int) -> str:
     # sshd puts every session in its own session/process group, so the group of the shell we
@@ -140,23 +137,10 @@ class SshSession:
         self._kill = kill
         self._channel = channel
         self.pid = pid
-        self._tail = bytearray()
-        self._lock = threading.Lock()
         self._exit: SessionExit | None = None
-        self._drain = threading.Thread(target=self._drain_stderr, daemon=True)
-        self._drain.start()
-
-    def _drain_stderr(self) -> None:
-        while True:
-            try:
-                chunk = self._channel.recv_stderr(65536)
-            except (OSError, EOFError, paramiko.SSHException):
-                return
-            if not chunk:
-                return
-            with self._lock:
-                self._tail += chunk
-                del self._tail[:-STDERR_TAIL_BYTES]
+        self._stderr = StderrTail(
+            channel.recv_stderr, (OSError, EOFError, paramiko.SSHException), name=f"ssh {pid}"
+        )
 
     def send(self, data: bytes) -> None:
         if self._exit is not None:
@@ -180,8 +164,7 @@ class SshSession:
             raise TransportError(f"ssh session {self.pid}: link lost ({exc})") from exc
 
     def stderr_tail(self) -> bytes:
-        with self._lock:
-            return bytes(self._tail)
+        return self._stderr.tail()
 
     def close(self, timeout: float = 5.0) -> SessionExit:
         if self._exit is not None:
@@ -205,7 +188,7 @@ class SshSession:
                 returncode = exit_returncode(self._channel, status)
                 if returncode is None:
                     returncode = -signal.SIGKILL
-        self._drain.join(1.0)
+        self._stderr.join(1.0)
         self._channel.close()
         self._exit = SessionExit(returncode, self.stderr_tail())
         return self._exit
