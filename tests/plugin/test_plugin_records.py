@@ -91,7 +91,13 @@ def test_one_record_per_test_and_the_report(project: pytest.Pytester) -> None:
     assert props["npu_hil.target"] == "rk3588"
     assert props["npu_hil.backend"] == "sim"
     assert props["npu_hil.simulated"] == "true"
-    assert any(k.startswith("npu_hil.version.") for k in props)
+    runtimes = {k.split(".", 2)[2]: v for k, v in props.items() if k.startswith("npu_hil.runtime.")}
+    assert runtimes, props
+    # The old spelling, deprecated, still says the same for this release.
+    deprecated = {
+        k.split(".", 2)[2]: v for k, v in props.items() if k.startswith("npu_hil.version.")
+    }
+    assert deprecated == runtimes
     assert any(k.startswith("npu_hil.artifact.") for k in props)
 
 

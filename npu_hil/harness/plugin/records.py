@@ -114,6 +114,9 @@ class ItemInfo:
         if record.retried and call is not None and call.outcome == "passed":
             props["unstable"] = record.retried[0]
         props.update({f"quarantine.{k}": v for k, v in sorted(record.quarantine.items())})
+        props.update({f"runtime.{k}": v for k, v in sorted(record.runtime_versions.items())})
+        # Deprecated: this release still writes the old spelling beside the new one, for CI jobs
+        # that read it; the next one writes ``runtime.`` only, as the run's own junit.xml does.
         props.update({f"version.{k}": v for k, v in sorted(record.runtime_versions.items())})
         props.update({f"artifact.{k}": v for k, v in sorted(record.artifact_hashes.items())})
         props.update(latency_properties(record.latency))
