@@ -10,6 +10,7 @@ import re
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import onnx
@@ -20,7 +21,38 @@ from npu_hil.harness.folders import private_dir
 from npu_hil.harness.models import MODELS, Manifest, ManifestError, build
 from npu_hil.harness.models.preprocessing import Preprocessing, prepare
 
-__all__ = ["input_digest", "preprocessed", "resolve_model", "safe_name", "sha256"]
+__all__ = [
+    "ModelToRun",
+    "input_digest",
+    "model_to_run",
+    "preprocessed",
+    "resolve_model",
+    "safe_name",
+    "sha256",
+]
+
+
+class ModelToRun(NamedTuple):
+    """What a board runs for a model: the reference ONNX on this machine, what the board loads,
+    the label, the arrays the board is given and how the vendor takes them (with preprocessing)."""
+
+    reference: Path
+    deployed: Path
+    label: str
+    given: dict[str, np.ndarray]
+    notes: tuple[str, ...]
+
+
+def model_to_run(
+    session: BoardSession,
+    model: str | os.PathLike[str] | onnx.ModelProto,
+    given: Mapping[str, np.ndarray],
+    declared: Preprocessing | Mapping[str, Preprocessing] | None,
+) -> ModelToRun:
+    """:func:`resolve_model`, or :func:`preprocessed` when the inputs' preprocessing is declared."""
+    if declared is None:
+        return ModelToRun(*resolve_model(session, model, given), dict(given), ())
+    return ModelToRun(*preprocessed(session, model, given, declared))
 
 
 def resolve_model(

@@ -41,7 +41,7 @@ from npu_hil.harness.pipeline.check import check_result
 from npu_hil.harness.pipeline.compat import check_after_run, check_before_deploy
 from npu_hil.harness.pipeline.crossapi import judge_cross_api, other_path
 from npu_hil.harness.pipeline.inputs import job_inputs
-from npu_hil.harness.pipeline.model import input_digest, preprocessed, resolve_model, sha256
+from npu_hil.harness.pipeline.model import input_digest, model_to_run, sha256
 from npu_hil.harness.pipeline.result import ModelRun
 from npu_hil.harness.pipeline.stale import derived_inputs, judge_stale
 
@@ -225,13 +225,9 @@ def run_once(
         )
     given = {name: np.ascontiguousarray(value) for name, value in inputs.items()}
     fed = input_digest(given)
-    notes: tuple[str, ...] = ()
-    if options.preprocessing is None:
-        reference, deployed, label = resolve_model(session, model, given)
-    else:
-        reference, deployed, label, given, notes = preprocessed(
-            session, model, given, options.preprocessing
-        )
+    reference, deployed, label, given, notes = model_to_run(
+        session, model, given, options.preprocessing
+    )
     # Before anything is sent: a model built for another platform, or by a toolkit newer than
     # the board's runtime, is a CompatibilityError naming both.
     artifact, compatibility = check_before_deploy(session, model, deployed)
@@ -328,10 +324,7 @@ def _cross_api(
         noted = tuple(dataclasses.replace(t, cross_api_note=check.note) for t in first.outputs)
         return dataclasses.replace(first, outputs=noted, cross_api=check)
     given = {name: np.ascontiguousarray(value) for name, value in inputs.items()}
-    if options.preprocessing is None:
-        _, deployed, label = resolve_model(other, model, given)
-    else:
-        _, deployed, label, given, _ = preprocessed(other, model, given, options.preprocessing)
+    _, deployed, label, given, _ = model_to_run(other, model, given, options.preprocessing)
     # Every output by name, in model order: a normal API that does not name its outputs
     # (RKNNLite) takes the job's names, so both paths' outputs pair up.
     named = options.outputs
