@@ -6,9 +6,8 @@ The job: the identity reference model (or ``--model conv3x3``) on a 1x3x224x224 
 target rk3588, through ``AgentClient`` → a transport → the board agent (a persistent session, its
 own process) → the ``sim`` adapter, and back with every buffer checked. Rows:
 
-- ``framed, local``: the job as one frame each way on ``LocalTransport`` (the default);
-- ``folder, local``: the same job through a job folder (``frames=False``), the path before;
-- ``framed, ssh``: the default over a real OpenSSH sshd on 127.0.0.1 (skipped without one).
+- ``framed, local``: the job as one frame each way on ``LocalTransport``;
+- ``framed, ssh``: the same over a real OpenSSH sshd on 127.0.0.1 (skipped without one).
 
 Baselines measured in the same run: onnxruntime running the same model in this process, and
 ``numpy.copyto`` of the job's bytes (its input and every buffer that comes back) into a warm
@@ -86,15 +85,12 @@ def main(argv: list[str] | None = None) -> int:
             inputs=(InputSpec(name=name, layout="NCHW", shape=shape, dtype="uint8"),),
             adapter_options={"target": "rk3588"},
         )
-        rows = [
-            _row("framed, local", _local(scratch / "a"), spec, tensor, args.jobs, frames=True),
-            _row("folder, local", _local(scratch / "b"), spec, tensor, args.jobs, frames=False),
-        ]
+        rows = [_row("framed, local", _local(scratch / "a"), spec, tensor, args.jobs)]
         ssh_note = ""
         if not args.no_ssh:
             try:
                 with _ssh(scratch / "ssh") as transport:
-                    rows.append(_row("framed, ssh", transport, spec, tensor, args.jobs, True))
+                    rows.append(_row("framed, ssh", transport, spec, tensor, args.jobs))
             except Exception as exc:  # no sshd here: the local rows still stand
                 ssh_note = f"ssh row left out: {exc}"
         nbytes, copy = _copy_baseline(tensor.nbytes + rows[0].returned_bytes, args.jobs)
@@ -133,11 +129,11 @@ def _ssh(folder: Path) -> Iterator[Any]:
         sshd_module.stop_sshd(process)
 
 
-def _row(name: str, transport: Any, spec: Any, tensor: np.ndarray, jobs: int, frames: bool) -> Row:
+def _row(name: str, transport: Any, spec: Any, tensor: np.ndarray, jobs: int) -> Row:
     from npu_hil.harness.agent.client import AgentClient
 
     row = Row(name)
-    with AgentClient(transport, frames=frames) as client:
+    with AgentClient(transport) as client:
         client.submit(spec, [tensor]).raise_for_errors()  # starts the agent, loads the model
         for _ in range(3):
             client.submit(spec, [tensor])
@@ -146,21 +142,21 @@ def _row(name: str, transport: Any, spec: Any, tensor: np.ndarray, jobs: int, fr
             result = client.submit(spec, [tensor])
             row.wall.append(time.perf_counter() - started)
             result.raise_for_errors()
-            _breakdown(row, client, spec, result, frames)
+            _breakdown(row, client, spec, result)
     row.returned_bytes = sum(t.nbytes for t in (*result.inputs, *result.outputs))
     return row
 
 
-def _breakdown(row: Row, client: Any, spec: Any, result: Any, frames: bool) -> None:
+def _breakdown(row: Row, client: Any, spec: Any, result: Any) -> None:
     timings = result.timings
     run = sum(timings.runs_s) if timings.runs_s else timings.run_s
-    host = client.last_job_host_s if frames else {}
-    exchange = host.get("exchange_s", float("nan"))
-    row.parts["encode"].append(host.get("encode_s", float("nan")))
+    host = client.last_job_host_s
+    exchange = host["exchange_s"]
+    row.parts["encode"].append(host["encode_s"])
     row.parts["transfer"].append(exchange - timings.total_s)
     row.parts["agent"].append(timings.total_s - run)
     row.parts["runtime"].append(run)
-    row.parts["decode"].append(host.get("decode_s", float("nan")))
+    row.parts["decode"].append(host["decode_s"])
     row.parts["diff"].append(_diff_time(result, spec.inputs[0].shape))
 
 

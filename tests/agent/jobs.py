@@ -95,7 +95,7 @@ def py38_problem() -> str | None:
 
 
 def cache_model(workdir: Path, model: str | os.PathLike[str]) -> ModelRef:
-    """Copy a model into ``workdir``'s cache as the client deploys it (``cache/<sha256>/<name>``)."""
+    """Copy a model into ``workdir``'s cache as the client deploys it: ``cache/<sha256>/<name>``."""
     sha = sha256_file(str(model))
     relative = f"{sha}/{Path(model).name}"
     target = workdir / "cache" / relative

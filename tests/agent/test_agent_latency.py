@@ -1,11 +1,10 @@
 """The agent times the runtime call itself: warm-up runs, then N timed runs, every duration and
-the board's state before and after them in result.json; job.json's runs and warmup bounded."""
+the board's state before and after them in the result; the job document's runs and warmup
+bounded, and a result whose durations or board state do not add up refused on the host."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,38 +12,42 @@ from typing import Any
 import numpy as np
 import pytest
 
-from npu_hil.harness.agent.protocol import read_result, write_job
 from npu_hil.harness.board import wire as board
 from npu_hil.harness.board.boardstate import SYSFS_ROOT_ENV
 from npu_hil.harness.board.job import MAX_RUNS, MAX_WARMUP
 from npu_hil.harness.errors import ProtocolError
-from tests.agent.jobs import BOARD_PACKAGE, FAKE_ADAPTERS, PY38, X, echo_job, py38_problem
+from tests.agent.jobs import PY38, OneShot, X, echo_job, py38_problem, run_once
 from tests.agent.test_board_state import rk3588_like
 
 
 def run_agent(
-    job_dir: Path, sysfs: Path | None = None, python: str = sys.executable
-) -> subprocess.CompletedProcess[bytes]:
-    env = dict(os.environ)
-    if sysfs is not None:
-        env[SYSFS_ROOT_ENV] = str(sysfs)
-    return subprocess.run(
-        [python, str(BOARD_PACKAGE), str(job_dir), "--adapters", str(FAKE_ADAPTERS)],
-        capture_output=True,
-        timeout=120,
-        check=False,
-        env=env,
-    )
-
-
-def make_job(tmp_path: Path, **overrides: Any) -> tuple[Path, Path]:
+    tmp_path: Path,
+    sysfs: Path | None = None,
+    python: str = sys.executable,
+    change: dict[str, Any] | None = None,
+    **overrides: Any,
+) -> tuple[OneShot, Path, dict[str, Any]]:
+    """An echo job (``overrides`` to its spec) run by a one-shot agent reading the board's
+    sysfs under ``sysfs``, its document changed by ``change`` before it is sent: how it ended,
+    the adapter's journal, and the document as sent."""
     model = tmp_path / "model.bin"
     model.write_bytes(b"model bytes")
     journal = tmp_path / "journal.txt"
     spec = echo_job(model, adapter_options={"journal": str(journal)}, **overrides)
-    job_dir = tmp_path / "job"
-    write_job(job_dir, spec, {"x": X})
-    return job_dir, journal
+    sent: dict[str, Any] = {}
+
+    def edit(document: dict[str, Any]) -> dict[str, Any]:
+        document.update(change or {})
+        sent.update(document)
+        return document
+
+    env = dict(os.environ)
+    if sysfs is not None:
+        env[SYSFS_ROOT_ENV] = str(sysfs)
+    shot = run_once(
+        tmp_path / "board", spec, {"x": X}, python=python, edit=edit, env=env, timeout=120
+    )
+    return shot, journal, sent
 
 
 def run_lines(journal: Path) -> int:
@@ -53,11 +56,10 @@ def run_lines(journal: Path) -> int:
 
 @pytest.mark.slow
 def test_warmup_then_timed_runs_each_call_the_runtime(tmp_path: Path) -> None:
-    job_dir, journal = make_job(tmp_path, runs=5, warmup=2)
-    done = run_agent(job_dir, sysfs=rk3588_like(tmp_path / "sysfs"))
-    assert done.returncode == 0, done.stderr.decode()
+    shot, journal, _ = run_agent(tmp_path, sysfs=rk3588_like(tmp_path / "sysfs"), runs=5, warmup=2)
+    assert shot.returncode == 0 and shot.status == board.EXIT_OK, shot.stderr
     assert run_lines(journal) == 7  # 2 warm-up + 5 timed calls of adapter.run
-    result = read_result(job_dir)
+    result = shot.result("job")
     assert result.ok
     assert len(result.timings.runs_s) == 5 and all(s > 0 for s in result.timings.runs_s)
     # the echo adapter's own figure for each timed run
@@ -80,12 +82,11 @@ def test_warmup_then_timed_runs_each_call_the_runtime(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_default_is_one_timed_run_as_before(tmp_path: Path) -> None:
-    job_dir, journal = make_job(tmp_path)
-    assert json.loads((job_dir / "job.json").read_text())["runs"] == 1
-    done = run_agent(job_dir, sysfs=tmp_path / "empty")
-    assert done.returncode == 0, done.stderr.decode()
+    shot, journal, sent = run_agent(tmp_path, sysfs=tmp_path / "empty")
+    assert sent["runs"] == 1 and sent["warmup"] == 0
+    assert shot.returncode == 0 and shot.status == board.EXIT_OK, shot.stderr
     assert run_lines(journal) == 1
-    result = read_result(job_dir)
+    result = shot.result("job")
     assert len(result.timings.runs_s) == 1 and result.timings.warmup == 0
     assert "/proc/loadavg" in result.board_state["before"]["absent"]
 
@@ -107,14 +108,10 @@ def test_the_default_is_one_timed_run_as_before(tmp_path: Path) -> None:
     ],
 )
 def test_bad_run_counts_are_refused(tmp_path: Path, key: str, value: object) -> None:
-    job_dir, journal = make_job(tmp_path)
-    path = job_dir / "job.json"
-    document = json.loads(path.read_text())
-    document[key] = value
-    path.write_text(json.dumps(document))
-    done = run_agent(job_dir)
-    assert done.returncode == board.EXIT_REFUSED, done.stderr.decode()
-    (record,) = json.loads((job_dir / "result.json").read_text())["errors"]
+    shot, journal, sent = run_agent(tmp_path, change={key: value})
+    assert sent[key] == value
+    assert shot.returncode == 0 and shot.status == board.EXIT_REFUSED, shot.stderr
+    (record,) = shot.errors
     assert record["type"] == "JobError" and record["field"] == key
     assert "expected an integer in" in record["message"] and repr(value) in record["message"]
     assert not journal.exists() or run_lines(journal) == 0
@@ -135,26 +132,24 @@ def test_bad_run_counts_are_refused(tmp_path: Path, key: str, value: object) -> 
 def test_a_result_with_bad_durations_is_a_protocol_error(
     tmp_path: Path, change: Any, phrase: str
 ) -> None:
-    job_dir, _ = make_job(tmp_path)
-    assert run_agent(job_dir).returncode == 0
-    path = job_dir / "result.json"
-    document = json.loads(path.read_text())
-    change(document["timings"])
-    path.write_text(json.dumps(document))
+    shot, _, _ = run_agent(tmp_path)
+    assert shot.status == board.EXIT_OK, shot.stderr
+    assert shot.result().ok  # as the agent answered, the result holds
+    assert shot.response is not None
+    change(shot.response["result"]["timings"])
     with pytest.raises(ProtocolError, match=phrase):
-        read_result(job_dir)
+        shot.result()
 
 
 @pytest.mark.slow
 def test_a_result_with_a_bad_board_state_is_a_protocol_error(tmp_path: Path) -> None:
-    job_dir, _ = make_job(tmp_path)
-    assert run_agent(job_dir).returncode == 0
-    path = job_dir / "result.json"
-    document = json.loads(path.read_text())
-    document["board_state"] = {"during": {}}
-    path.write_text(json.dumps(document))
+    shot, _, _ = run_agent(tmp_path)
+    assert shot.status == board.EXIT_OK, shot.stderr
+    assert shot.result().ok
+    assert shot.response is not None
+    shot.response["result"]["board_state"] = {"during": {}}
     with pytest.raises(ProtocolError, match="board_state"):
-        read_result(job_dir)
+        shot.result()
 
 
 PROBLEM = py38_problem()
@@ -162,11 +157,13 @@ PROBLEM = py38_problem()
 
 @pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")
 def test_timed_runs_and_board_state_under_python_38(tmp_path: Path) -> None:
-    job_dir, journal = make_job(tmp_path, runs=3, warmup=1)
-    done = run_agent(job_dir, sysfs=rk3588_like(tmp_path / "sysfs"), python=PY38)
-    assert done.returncode == 0, done.stderr.decode()
+    shot, journal, _ = run_agent(
+        tmp_path, sysfs=rk3588_like(tmp_path / "sysfs"), python=PY38, runs=3, warmup=1
+    )
+    assert shot.returncode == 0 and shot.status == board.EXIT_OK, shot.stderr
+    assert shot.frames[0]["python"].startswith("3.8.")
     assert run_lines(journal) == 4
-    result = read_result(job_dir)
+    result = shot.result("job")
     assert len(result.timings.runs_s) == 3
     assert result.board_state["after"]["loadavg"] == [0.52, 0.31, 0.12]
 
@@ -177,10 +174,9 @@ def test_pin_clocks_sets_performance_for_the_runs_and_restores(tmp_path: Path) -
     # a governor file the agent cannot write (a directory): recorded, the rest still pinned
     broken = sysfs / "sys/devices/system/cpu/cpufreq/policy6/scaling_governor"
     broken.mkdir(parents=True)
-    job_dir, _ = make_job(tmp_path, runs=3, warmup=1, pin_clocks=True)
-    done = run_agent(job_dir, sysfs=sysfs)
-    assert done.returncode == 0, done.stderr.decode()
-    result = read_result(job_dir)
+    shot, _, _ = run_agent(tmp_path, sysfs=sysfs, runs=3, warmup=1, pin_clocks=True)
+    assert shot.returncode == 0 and shot.status == board.EXIT_OK, shot.stderr
+    result = shot.result("job")
     before = result.board_state["before"]
     # read after pinning: the timed runs ran at these governors
     assert [c["governor"] for c in before["cpu"][:2]] == ["performance", "performance"]
@@ -204,11 +200,7 @@ def test_pin_clocks_sets_performance_for_the_runs_and_restores(tmp_path: Path) -
 
 @pytest.mark.slow
 def test_pin_clocks_must_be_a_flag(tmp_path: Path) -> None:
-    job_dir, _ = make_job(tmp_path)
-    path = job_dir / "job.json"
-    document = json.loads(path.read_text())
-    document["pin_clocks"] = "yes"
-    path.write_text(json.dumps(document))
-    assert run_agent(job_dir).returncode == board.EXIT_REFUSED
-    (record,) = json.loads((job_dir / "result.json").read_text())["errors"]
+    shot, _, _ = run_agent(tmp_path, change={"pin_clocks": "yes"})
+    assert shot.status == board.EXIT_REFUSED, shot.stderr
+    (record,) = shot.errors
     assert record["field"] == "pin_clocks" and "true or false" in record["message"]

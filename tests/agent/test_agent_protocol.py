@@ -1,49 +1,59 @@
-"""The job protocol end to end: the host writes a job, the real agent runs it in a subprocess with
-the test-only ``echo`` adapter, the host reads and verifies the result."""
+"""The job protocol end to end: the host frames a job, a one-shot agent process (the real board
+package with the test-only ``echo`` adapter, the job's bulk frame and a shutdown on its stdin)
+runs it, and the host verifies the answer's result document and the device buffers its frame
+carries, as the client does (:func:`~npu_hil.harness.agent.framed.framed_result`)."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
-import json
 import os
-import subprocess
-import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.agent.framed import (
+    BulkAnswer,
+    Replay,
+    SessionEnded,
+    framed_result,
+    read_bulk,
+    recv_exactly,
+)
 from npu_hil.harness.agent.protocol import (
     ErrorRecord,
     InputSpec,
     JobSpec,
-    read_result,
+    ModelRef,
+    Result,
+    frame_job,
     result_files,
-    write_job,
 )
 from npu_hil.harness.board import wire as board
 from npu_hil.harness.board.loader import ADAPTERS_ENV
 from npu_hil.harness.errors import DeviceError, LayoutError, ProtocolError, TransportError
-from tests.agent.jobs import BOARD_PACKAGE, FAKE_ADAPTERS
+from npu_hil.harness.transport import LocalTransport
+from npu_hil.harness.transport.base import CompletedRun
+from tests.agent.jobs import FAKE_ADAPTERS, OneShot, run_once
 
-AGENT = BOARD_PACKAGE
+# The four buffers of the echo job's answer, inputs first: their names and sizes.
+FILES = ["in_0.bin", "in_1.bin", "out_0.bin", "out_1.bin"]
+SIZES = [240, 320, 240, 320]
 
 
-def run_agent(
-    job_dir: Path, *extra: str, python: str = sys.executable, adapters: bool = True
-) -> subprocess.CompletedProcess[bytes]:
-    argv = [python, str(AGENT), str(job_dir), *extra]
-    if adapters:
-        argv += ["--adapters", str(FAKE_ADAPTERS)]
-    return subprocess.run(argv, capture_output=True, timeout=60, check=False)
+def write_model(folder: Path) -> Path:
+    path = folder / "model.rknn"
+    path.write_bytes(b"not really a model\x00" * 10)
+    return path
 
 
 @pytest.fixture
 def model(tmp_path: Path) -> Path:
-    path = tmp_path / "model.rknn"
-    path.write_bytes(b"not really a model\x00" * 10)
-    return path
+    return write_model(tmp_path)
 
 
 def echo_job(model: Path, **options: Any) -> JobSpec:
@@ -71,31 +81,42 @@ def echo_inputs() -> dict[str, np.ndarray]:
     }
 
 
+def run(tmp_path: Path, spec: JobSpec, **options: Any) -> OneShot:
+    """The echo job run by a one-shot agent in ``tmp_path/board``."""
+    return run_once(tmp_path / "board", spec, echo_inputs(), **options)
+
+
 @pytest.mark.slow
 def test_round_trip_one_shot(tmp_path: Path, model: Path) -> None:
-    job_dir = tmp_path / "job"
     inputs = echo_inputs()
-    document = write_job(job_dir, echo_job(model), inputs)
+    sent: list[dict[str, Any]] = []
+
+    def keep_sent(document: dict[str, Any]) -> dict[str, Any]:
+        sent.append(document)
+        return document
+
+    shot = run_once(tmp_path / "board", echo_job(model), inputs, edit=keep_sent)
+    assert shot.returncode == board.EXIT_OK, shot.stderr
+    assert shot.status == board.EXIT_OK
+    # Nothing but frames on stdout: the hello, the job's answer, the shutdown's.
+    assert [frame["op"] for frame in shot.frames] == ["hello", "job", "shutdown"]
+    assert shot.response is not None and shot.response["restart"] is False
+    # The job never touched the board's disk: the cache the model was deployed to is all there is.
+    assert [p.name for p in (tmp_path / "board").iterdir()] == ["cache"]
+
+    (document,) = sent
     assert document["schema"] == board.JOB_SCHEMA == "npu-hil-job/1"
     assert document["model"]["sha256"] == hashlib.sha256(model.read_bytes()).hexdigest()
+    # The inputs go in the frame: each announces its size, none names a file.
+    assert [i["nbytes"] for i in document["inputs"]] == [240, 320]
+    assert not any("file" in i for i in document["inputs"])
 
-    done = run_agent(job_dir)
-    assert done.returncode == board.EXIT_OK, done.stderr.decode()
-    assert done.stdout == b""
-
-    result = read_result(job_dir, job_id="job-1")
-    assert result.ok and not result.errors
-    assert result.schema == board.RESULT_SCHEMA == "npu-hil-result/1"
-    assert result.adapter == "echo"
-    assert result.versions["runtime"] == "echo 1.0"
-    for key in ("python", "numpy", "platform", "agent"):
-        assert result.versions[key]
-    assert result.timings.total_s >= result.timings.load_s >= 0
-    assert not result.timings.model_cached
-
-    # Every file the result names exists with the announced size and sha256, checked here
-    # independently of read_result.
-    raw = json.loads((job_dir / "result.json").read_text())
+    # The answer as the agent sent it, checked here independently of framed_result: every record
+    # names its buffer of the frame (inputs first), of the size the frame and the record give,
+    # whose sha256 the frame's trailer carries.
+    answer = shot.answer
+    assert answer is not None
+    raw = shot.response["result"]
     assert set(raw) >= {
         "schema",
         "job_id",
@@ -107,22 +128,27 @@ def test_round_trip_one_shot(tmp_path: Path, model: Path) -> None:
         "outputs",
         "errors",
     }
-    for record in raw["inputs"] + raw["outputs"]:
-        assert set(record) == {
-            "name",
-            "file",
-            "sha256",
-            "nbytes",
-            "layout",
-            "dtype",
-            "shape",
-            "attributes",
-        }
-        blob = (job_dir / record["file"]).read_bytes()
-        assert len(blob) == record["nbytes"]
-        assert hashlib.sha256(blob).hexdigest() == record["sha256"]
-    assert [r["file"] for r in raw["inputs"]] == ["in_0.bin", "in_1.bin"]
-    assert [r["file"] for r in raw["outputs"]] == ["out_0.bin", "out_1.bin"]
+    records = raw["inputs"] + raw["outputs"]
+    for record in records:
+        # No sha256 in the record: the trailer carries it, computed as the buffer was written.
+        assert set(record) == {"name", "file", "nbytes", "layout", "dtype", "shape", "attributes"}
+    assert [r["file"] for r in records] == FILES
+    assert shot.response["bulk"] == [r["nbytes"] for r in records] == SIZES
+    assert [len(b) for b in answer.buffers] == SIZES
+    digests = [hashlib.sha256(b).hexdigest() for b in answer.buffers]
+    assert answer.theirs == answer.ours == digests
+
+    result = shot.result(job_id="job-1")
+    assert result.ok and not result.errors
+    assert result.schema == board.RESULT_SCHEMA == "npu-hil-result/1"
+    assert result.adapter == "echo"
+    assert result.versions["runtime"] == "echo 1.0"
+    for key in ("python", "numpy", "platform", "agent"):
+        assert result.versions[key]
+    assert result.timings.total_s >= result.timings.load_s >= 0
+    assert not result.timings.model_cached
+    assert [t.sha256 for t in result.inputs + result.outputs] == digests
+    assert [t.file for t in result.inputs + result.outputs] == FILES
 
     # The device input buffers come back byte for byte, with the runtime's attributes.
     images = result.input("images")
@@ -144,29 +170,35 @@ def test_round_trip_one_shot(tmp_path: Path, model: Path) -> None:
 def test_outputs_can_be_selected(tmp_path: Path, model: Path) -> None:
     spec = echo_job(model)
     spec = JobSpec(**{**spec.__dict__, "outputs": ("packed_out",)})
-    write_job(tmp_path, spec, echo_inputs())
-    assert run_agent(tmp_path).returncode == 0
-    assert [t.name for t in read_result(tmp_path).outputs] == ["packed_out"]
+    shot = run(tmp_path, spec)
+    assert shot.status == board.EXIT_OK, shot.stderr
+    result = shot.result()
+    assert [t.name for t in result.outputs] == ["packed_out"]
+    assert [t.file for t in result.inputs + result.outputs] == ["in_0.bin", "in_1.bin", "out_0.bin"]
 
 
 @pytest.mark.slow
 def test_adapters_folder_from_environment(tmp_path: Path, model: Path) -> None:
-    write_job(tmp_path, echo_job(model), echo_inputs())
-    env = {**os.environ, ADAPTERS_ENV: str(FAKE_ADAPTERS)}
-    done = subprocess.run(
-        [sys.executable, str(AGENT), str(tmp_path)], env=env, capture_output=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr.decode()
-    assert read_result(tmp_path).ok
+    """The extra adapter folder comes from the environment when the command line names none;
+    without either the echo adapter is not on the board."""
+    bare = {k: v for k, v in os.environ.items() if k != ADAPTERS_ENV}
+    refused = run(tmp_path / "bare", echo_job(model), adapters=False, env=bare)
+    assert refused.status == board.EXIT_REFUSED, refused.stderr
+    (record,) = refused.errors
+    assert record["field"] == "adapter" and "not an adapter on this board" in record["message"]
+
+    env = {**bare, ADAPTERS_ENV: str(FAKE_ADAPTERS)}
+    shot = run(tmp_path / "env", echo_job(model), adapters=False, env=env)
+    assert shot.status == board.EXIT_OK, shot.stderr
+    assert shot.result().ok
 
 
 @pytest.mark.slow
 def test_adapter_error_is_a_typed_record(tmp_path: Path, model: Path) -> None:
     fault = {"stage": "run", "kind": "LayoutError", "message": "NC1HWC2 needs C2=16 here"}
-    write_job(tmp_path, echo_job(model, **{"raise": fault}), echo_inputs())
-    done = run_agent(tmp_path)
-    assert done.returncode == board.EXIT_OK  # the job ran; the runtime refused it
-    result = read_result(tmp_path)
+    shot = run(tmp_path, echo_job(model, **{"raise": fault}))
+    assert shot.status == board.EXIT_OK  # the job ran; the runtime refused it
+    result = shot.result()
     assert not result.ok and not result.outputs
     assert result.errors == (ErrorRecord("LayoutError", "run", "NC1HWC2 needs C2=16 here", code=7),)
     error = result.error()
@@ -178,9 +210,9 @@ def test_adapter_error_is_a_typed_record(tmp_path: Path, model: Path) -> None:
 
 @pytest.mark.slow
 def test_adapter_bug_is_a_device_error_with_traceback(tmp_path: Path, model: Path) -> None:
-    write_job(tmp_path, echo_job(model, fail={"stage": "load"}), echo_inputs())
-    assert run_agent(tmp_path).returncode == board.EXIT_OK
-    (record,) = read_result(tmp_path).errors
+    shot = run(tmp_path, echo_job(model, fail={"stage": "load"}))
+    assert shot.status == board.EXIT_OK
+    (record,) = shot.result().errors
     assert (record.type, record.stage) == ("DeviceError", "load")
     assert "ValueError: echo has a bug in load" in record.message
     assert record.detail is not None and "_misbehave" in record.detail
@@ -189,15 +221,35 @@ def test_adapter_bug_is_a_device_error_with_traceback(tmp_path: Path, model: Pat
 
 @pytest.mark.slow
 def test_timeout_in_one_shot_mode(tmp_path: Path, model: Path) -> None:
+    """A hung runtime call: the agent answers with the timeout and ``restart``, then leaves at
+    once with status 3 (the stuck call would hold its shutdown up), the shutdown unanswered."""
     spec = echo_job(model, hang={"stage": "run", "seconds": 60})
     spec = JobSpec(**{**spec.__dict__, "run_timeout_s": 0.5})
-    write_job(tmp_path, spec, echo_inputs())
-    done = run_agent(tmp_path)
-    assert done.returncode == board.EXIT_TIMEOUT
-    (record,) = read_result(tmp_path).errors
+    shot = run(tmp_path, spec, timeout=30.0)
+    assert shot.returncode == board.EXIT_TIMEOUT, shot.stderr
+    assert shot.status == board.EXIT_TIMEOUT
+    assert [frame["op"] for frame in shot.frames] == ["hello", "job"]
+    assert shot.response is not None and shot.response["restart"] is True
+    (record,) = shot.result().errors
     assert (record.type, record.stage) == ("TimeoutError", "run")
     assert "within 0.5 s" in record.message
     assert isinstance(record.exception(), TransportError)
+
+
+def bare_result(**changes: Any) -> dict[str, Any]:
+    """A result document of no buffers."""
+    return {
+        "schema": board.RESULT_SCHEMA,
+        "job_id": "j",
+        "ok": False,
+        "adapter": "echo",
+        "versions": {},
+        "timings": {},
+        "inputs": [],
+        "outputs": [],
+        "errors": [],
+        **changes,
+    }
 
 
 @pytest.mark.parametrize(
@@ -223,148 +275,261 @@ def test_timeout_in_one_shot_mode(tmp_path: Path, model: Path) -> None:
     ],
 )
 def test_error_records_map_onto_the_hierarchy(
-    tmp_path: Path, record: dict[str, Any], kind: type[Exception]
+    record: dict[str, Any], kind: type[Exception]
 ) -> None:
-    (tmp_path / "result.json").write_text(
-        json.dumps(
-            {
-                "schema": board.RESULT_SCHEMA,
-                "job_id": "j",
-                "ok": False,
-                "adapter": "echo",
-                "versions": {},
-                "timings": {},
-                "inputs": [],
-                "outputs": [],
-                "errors": [record],
-            }
-        )
-    )
-    error = read_result(tmp_path).error()
+    # An answer of no buffers: a plain frame, as the agent sends for a job that made none.
+    result = framed_result(bare_result(errors=[record]), None, where="answer", job_id="j")
+    error = result.error()
     assert type(error) is kind
     assert "job j:" in str(error)
 
 
-# --- the host refuses results it cannot trust ----------------------------------------------------
+# --- the host refuses answers it cannot trust ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> OneShot:
+    """The echo job run once by a one-shot agent, for the tests below to tamper with copies of
+    its answer."""
+    folder = tmp_path_factory.mktemp("finished")
+    shot = run(folder, echo_job(write_model(folder)))
+    assert shot.status == board.EXIT_OK, shot.stderr
+    return shot
 
 
 @pytest.fixture
-def finished_job(tmp_path: Path, model: Path) -> Path:
-    write_job(tmp_path, echo_job(model), echo_inputs())
-    assert run_agent(tmp_path).returncode == 0
-    return tmp_path
+def answer(finished: OneShot) -> BulkAnswer:
+    """A copy of the finished job's answer: its message (the result document in ``result``),
+    its buffers and both sides' digests."""
+    assert finished.answer is not None
+    return copy.deepcopy(finished.answer)
 
 
-def edit_result(job_dir: Path, **changes: Any) -> None:
-    path = job_dir / "result.json"
-    document = json.loads(path.read_text())
-    document.update(changes)
-    path.write_text(json.dumps(document))
+def verify(answer: BulkAnswer | None, document: dict[str, Any], job_id: str = "job-1") -> Result:
+    return framed_result(document, answer, where="job job-1: the answer", job_id=job_id)
+
+
+def result_of(answer: BulkAnswer) -> dict[str, Any]:
+    document: dict[str, Any] = answer.message["result"]
+    return document
+
+
+def on_the_wire(answer: BulkAnswer) -> bytearray:
+    """The answer's bulk frame as the agent writes it."""
+    parts = board.encode_bulk_frame(answer.message, [memoryview(b) for b in answer.buffers])
+    return bytearray(b"".join(bytes(part) for part in parts))
+
+
+def read_back(wire: bytes | bytearray) -> BulkAnswer:
+    """A bulk frame read as the client reads an answer: digests computed as the buffers come."""
+    replay = Replay(bytes(wire))
+    header = recv_exactly(replay, board.FRAME_HEADER.size, float("inf"))
+    assert board.is_bulk(header)
+    return read_bulk(replay, board.frame_length(header), float("inf"))
+
+
+def offset_of(wire: bytearray, index: int, sizes: Sequence[int], digest: bool = False) -> int:
+    """Where buffer ``index`` (or its digest in the trailer) starts in a bulk frame's bytes."""
+    trailer = len(wire) - board.DIGEST_BYTES * len(sizes)
+    if digest:
+        return trailer + board.DIGEST_BYTES * index
+    return trailer - sum(sizes[index:])
 
 
 @pytest.mark.slow
-def test_unknown_major_version_is_refused(finished_job: Path) -> None:
-    edit_result(finished_job, schema="npu-hil-result/2")
+def test_unknown_major_version_is_refused(answer: BulkAnswer) -> None:
+    result_of(answer)["schema"] = "npu-hil-result/2"
     with pytest.raises(
         ProtocolError, match=r"major version 2; this harness reads npu-hil-result/1"
     ):
-        read_result(finished_job)
+        verify(answer, result_of(answer))
 
 
 @pytest.mark.slow
-def test_newer_minor_version_is_read(finished_job: Path) -> None:
-    edit_result(finished_job, schema="npu-hil-result/1.3", something_new=True)
-    assert read_result(finished_job).ok
+def test_newer_minor_version_is_read(answer: BulkAnswer) -> None:
+    result_of(answer).update(schema="npu-hil-result/1.3", something_new=True)
+    result = verify(answer, result_of(answer))
+    assert result.ok and result.schema == "npu-hil-result/1.3"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("schema", [None, "npu-hil-job/1", "result/1", 1])
-def test_foreign_schema_is_refused(finished_job: Path, schema: Any) -> None:
-    edit_result(finished_job, schema=schema)
+def test_foreign_schema_is_refused(answer: BulkAnswer, schema: Any) -> None:
+    result_of(answer)["schema"] = schema
     with pytest.raises(ProtocolError, match="expected 'npu-hil-result/1'"):
-        read_result(finished_job)
+        verify(answer, result_of(answer))
 
 
 @pytest.mark.slow
-def test_corrupted_blob_is_detected(finished_job: Path) -> None:
-    blob = finished_job / "out_0.bin"
-    data = bytearray(blob.read_bytes())
-    data[17] ^= 0x40
-    blob.write_bytes(bytes(data))
-    with pytest.raises(TransportError, match=r"out_0\.bin: sha256 [0-9a-f]{64}, the agent wrote"):
-        read_result(finished_job)
+@pytest.mark.parametrize("digest", [False, True], ids=["buffer", "trailer"])
+def test_an_answer_damaged_on_the_way_is_detected(answer: BulkAnswer, digest: bool) -> None:
+    """A bit flipped in a device buffer, or in the trailer's digest of it, between the agent
+    writing the frame and the host reading it."""
+    wire = on_the_wire(answer)
+    intact = read_back(wire)
+    assert verify(intact, result_of(intact)).ok  # the frame as written reads back whole
+    wire[offset_of(wire, 2, SIZES, digest=digest) + 17] ^= 0x40
+    damaged = read_back(wire)
+    with pytest.raises(
+        TransportError, match=r"out_0\.bin: sha256 [0-9a-f]{64}, the agent wrote [0-9a-f]{64}"
+    ):
+        verify(damaged, result_of(damaged))
 
 
 @pytest.mark.slow
-def test_truncated_blob_is_detected(finished_job: Path) -> None:
-    blob = finished_job / "in_1.bin"
-    blob.write_bytes(blob.read_bytes()[:-1])
-    with pytest.raises(TransportError, match=r"in_1\.bin: 319 bytes, the agent wrote 320"):
-        read_result(finished_job)
+def test_a_buffer_shorter_than_its_record_is_detected(answer: BulkAnswer) -> None:
+    """A frame whose second buffer holds a byte less than its record says (its digest that of
+    the bytes it holds, as a sender's would be)."""
+    short = answer.buffers[1][:-1]
+    answer.buffers[1] = short
+    answer.ours[1] = answer.theirs[1] = hashlib.sha256(short).hexdigest()
+    with pytest.raises(TransportError, match=r"in_1\.bin: 319 bytes came, the record says 320"):
+        verify(answer, result_of(answer))
 
 
 @pytest.mark.slow
-def test_missing_blob_is_detected(finished_job: Path) -> None:
-    (finished_job / "out_1.bin").unlink()
-    with pytest.raises(TransportError, match=r"out_1\.bin: missing"):
-        read_result(finished_job)
+def test_a_missing_buffer_is_detected(answer: BulkAnswer) -> None:
+    document = result_of(answer)
+    for parts in (answer.buffers, answer.ours, answer.theirs):
+        del parts[-1]
+    with pytest.raises(TransportError, match="carries 3 buffers for 4 records"):
+        verify(answer, document)
+    # A plain frame (no buffers at all) for a result that describes some.
+    with pytest.raises(TransportError, match="carries 0 buffers for 4 records"):
+        verify(None, document)
 
 
 @pytest.mark.slow
-def test_truncated_result_json_is_a_transport_error(finished_job: Path) -> None:
-    path = finished_job / "result.json"
-    path.write_bytes(path.read_bytes()[:100])
-    with pytest.raises(TransportError, match="unreadable"):
-        read_result(finished_job)
+def test_a_cut_answer_is_never_read_as_a_result(answer: BulkAnswer) -> None:
+    """The stream ends inside the answer's frame (in its header, message, a buffer, the
+    trailer): the reader says the session ended, never hands back part of a result."""
+    wire = on_the_wire(answer)
+    message_end = board.FRAME_HEADER.size + board.BULK_PREFIX.size + 100
+    cuts = [3, message_end, offset_of(wire, 3, SIZES) + 1, len(wire) - 1]
+    for cut in cuts:
+        with pytest.raises(SessionEnded):
+            read_back(wire[:cut])
+    assert read_back(wire).buffers == answer.buffers
+
+
+class GarblingTransport(LocalTransport):
+    """A transport whose one-shot agent's answer arrives with its message's first byte
+    damaged: a whole frame that holds no JSON."""
+
+    def run(
+        self, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None
+    ) -> CompletedRun:
+        done = super().run(argv, timeout=timeout, stdin=stdin)
+        if "--session" not in argv:
+            return done
+        header = board.FRAME_HEADER.size
+        answer = header + board.frame_length(done.stdout[:header])
+        assert board.is_bulk(done.stdout[answer : answer + header])
+        stdout = bytearray(done.stdout)
+        stdout[answer + header + board.BULK_PREFIX.size] = 0xFF
+        return CompletedRun(done.returncode, bytes(stdout), done.stderr, done.duration)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["../job.json", "/etc/passwd", "a/../../b"])
-def test_result_naming_files_outside_the_job_is_refused(finished_job: Path, name: str) -> None:
-    document = json.loads((finished_job / "result.json").read_text())
+def test_a_garbled_answer_is_a_transport_error(tmp_path: Path, model: Path) -> None:
+    """The client's one-shot path: an answer whose result document cannot be read is a
+    damaged stream (infrastructure), not a result."""
+    transport = GarblingTransport(tmp_path / "board")
+    client = AgentClient(transport, sessions=False, adapter_dirs=[FAKE_ADAPTERS], margin_s=5)
+    with client, pytest.raises(TransportError, match="stream is corrupted"):
+        client.submit(echo_job(model), echo_inputs())
+
+
+class CuttingTransport(LocalTransport):
+    """A transport whose one-shot agent's stdout is cut inside the answer's buffers, though the
+    agent answered and exited 0."""
+
+    def run(
+        self, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None
+    ) -> CompletedRun:
+        done = super().run(argv, timeout=timeout, stdin=stdin)
+        if "--session" not in argv:
+            return done
+        assert done.returncode == 0
+        cut = done.stdout[: len(done.stdout) // 2]
+        return CompletedRun(done.returncode, cut, done.stderr, done.duration)
+
+
+@pytest.mark.slow
+def test_a_cut_one_shot_answer_is_a_transport_error(tmp_path: Path, model: Path) -> None:
+    """An agent that answered and exited 0, whose answer did not arrive whole: the link lost
+    it (infrastructure, retried), not the board (a DeviceError)."""
+    transport = CuttingTransport(tmp_path / "board")
+    client = AgentClient(transport, sessions=False, adapter_dirs=[FAKE_ADAPTERS], margin_s=5)
+    with client, pytest.raises(TransportError, match="came cut short") as caught:
+        client.submit(echo_job(model), echo_inputs())
+    assert not isinstance(caught.value, DeviceError)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["../job.json", "/etc/passwd", "a/../../b", "a\\b", "a\x00b"])
+def test_result_naming_files_outside_the_kept_folder_is_refused(
+    answer: BulkAnswer, name: str
+) -> None:
+    """A buffer's name is written on the board as a kept job's file: it must be a plain name."""
+    document = result_of(answer)
     document["outputs"][0]["file"] = name
-    with pytest.raises(ProtocolError, match="leaves the job directory"):
+    with pytest.raises(ProtocolError, match="leaves the job's folder"):
         result_files(document)
-    (finished_job / "result.json").write_text(json.dumps(document))
     with pytest.raises(ProtocolError, match=r"outputs\[0\]\.file"):
-        read_result(finished_job)
+        verify(answer, document)
 
 
 @pytest.mark.slow
-def test_result_of_another_job_is_refused(finished_job: Path) -> None:
+@pytest.mark.parametrize("name", ["in_0.bin", "job.json", "result.json"])
+def test_result_naming_a_file_twice_is_refused(answer: BulkAnswer, name: str) -> None:
+    document = result_of(answer)
+    document["outputs"][1]["file"] = name
+    with pytest.raises(ProtocolError, match=rf"outputs\[1\]\.file: '{name}' is used twice"):
+        verify(answer, document)
+
+
+@pytest.mark.slow
+def test_result_of_another_job_is_refused(answer: BulkAnswer) -> None:
     with pytest.raises(ProtocolError, match="result of job 'job-1', expected job 'job-2'"):
-        read_result(finished_job, job_id="job-2")
+        verify(answer, result_of(answer), job_id="job-2")
+    assert verify(answer, result_of(answer), job_id="job-1").ok
 
 
 @pytest.mark.slow
-def test_inconsistent_ok_flag_is_refused(finished_job: Path) -> None:
-    edit_result(finished_job, ok=False)
+def test_inconsistent_ok_flag_is_refused(answer: BulkAnswer) -> None:
+    result_of(answer)["ok"] = False
     with pytest.raises(ProtocolError, match="ok is False with 0 error records"):
-        read_result(finished_job)
+        verify(answer, result_of(answer))
 
 
-# --- the host refuses to write a job it knows is wrong -------------------------------------------
+# --- the host refuses to send a job it knows is wrong --------------------------------------------
 
 
-def test_write_job_checks_arrays(tmp_path: Path, model: Path) -> None:
+def test_frame_job_checks_arrays(model: Path) -> None:
     spec = echo_job(model)
     good = echo_inputs()
+    cached = ModelRef(f"{'0' * 64}/model.rknn", "0" * 64)
+    document, buffers = frame_job(spec, good, cached)
+    assert [b.nbytes for b in buffers] == [i["nbytes"] for i in document["inputs"]] == [240, 320]
     with pytest.raises(LayoutError, match=r"expected float32 \(1, 3, 4, 5\), got float64"):
-        write_job(tmp_path, spec, {**good, "images": good["images"].astype(np.float64)})
+        frame_job(spec, {**good, "images": good["images"].astype(np.float64)}, cached)
     with pytest.raises(LayoutError, match="packed device buffer"):
-        write_job(tmp_path, spec, {**good, "packed": good["images"]})
+        frame_job(spec, {**good, "packed": good["images"]}, cached)
     with pytest.raises(LayoutError, match=r"no array for \['packed'\]"):
-        write_job(tmp_path, spec, {"images": good["images"]})
+        frame_job(spec, {"images": good["images"]}, cached)
+    with pytest.raises(LayoutError, match=r"\['extra'\] are not inputs of job 'job-1'"):
+        frame_job(spec, {**good, "extra": good["images"]}, cached)
     with pytest.raises(LayoutError, match="has 2 inputs, got 1 arrays"):
-        write_job(tmp_path, spec, [good["images"]])
-    assert not (tmp_path / "job.json").exists()
+        frame_job(spec, [good["images"]], cached)
 
 
 def test_frames_round_trip() -> None:
-    message = {"op": "job", "dir": "jobs/x", "value": np.int64(3)}
+    message = {"op": "job", "job_id": "x", "value": np.int64(3)}
     frame = board.encode_frame(message)
     assert frame[:8] == len(frame[8:]).to_bytes(8, "big")
     assert board.frame_length(frame[:8]) == len(frame) - 8
-    assert board.decode_frame(frame[8:]) == {"op": "job", "dir": "jobs/x", "value": 3}
+    assert not board.is_bulk(frame[:8])
+    assert board.decode_frame(frame[8:]) == {"op": "job", "job_id": "x", "value": 3}
     with pytest.raises(ValueError, match="not npu-hil frames"):
         board.frame_length(b"Hello, w")

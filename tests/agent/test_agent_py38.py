@@ -1,25 +1,28 @@
 """The agent on the oldest Python a board ships: 3.8 (from pyenv), with only numpy installed.
 
-Skipped, with the reason, when that interpreter or its numpy is missing on this machine.
+Every board-side file compiles under it; a one-shot agent under it (the board package with
+``--session``, one job's bulk frame and a shutdown on its stdin) answers exactly as one under the
+current Python does, and refuses what it must; a session under it serves a client. Skipped, with
+the reason, when that interpreter or its numpy is missing on this machine.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from npu_hil.harness.agent.client import HOST_ADAPTERS, AgentClient
-from npu_hil.harness.agent.protocol import InputSpec, JobSpec, read_result, write_job
+from npu_hil.harness.agent.protocol import InputSpec, JobSpec
 from npu_hil.harness.board import wire as board
 from npu_hil.harness.errors import DeviceError, TransportError
 from npu_hil.harness.transport import LocalTransport
-from tests.agent.jobs import BOARD_PACKAGE, FAKE_ADAPTERS, PY38, py38_problem
+from tests.agent.jobs import BOARD_PACKAGE, FAKE_ADAPTERS, PY38, py38_problem, run_once
 
 AGENT = BOARD_PACKAGE
 
@@ -69,50 +72,79 @@ def job(model: Path, job_id: str = "py38", **options: object) -> JobSpec:
     )
 
 
-INPUTS = {
+INPUTS: dict[str, np.ndarray] = {
     "img": np.arange(105, dtype=np.uint8).reshape(1, 5, 7, 3),
     "aux": np.linspace(-1, 1, 8, dtype=np.float16).reshape(1, 2, 2, 2),
 }
 
 
-def run_one_shot(python: str, job_dir: Path) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [python, str(AGENT), str(job_dir), "--adapters", str(FAKE_ADAPTERS)],
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-
-
 def test_one_shot_under_38_matches_current_python(tmp_path: Path, model: Path) -> None:
-    results = {}
-    for name, python in (("py38", PY38), ("current", sys.executable)):
-        job_dir = tmp_path / name
-        write_job(job_dir, job(model), INPUTS)
-        done = run_one_shot(python, job_dir)
-        assert done.returncode == 0, done.stderr.decode()
-        results[name] = read_result(job_dir)
-    old, new = results["py38"], results["current"]
+    shots = {
+        name: run_once(tmp_path / name, job(model), INPUTS, python=python)
+        for name, python in (("py38", PY38), ("current", sys.executable))
+    }
+    for shot in shots.values():
+        assert shot.returncode == 0 and shot.status == board.EXIT_OK, shot.stderr
+    assert shots["py38"].frames[0]["python"].startswith("3.8.")
+    old, new = shots["py38"].result(), shots["current"].result()
     assert old.ok and old.versions["python"].startswith("3.8.")
+    assert not new.versions["python"].startswith("3.8.")
+    # The digests the 3.8 agent wrote in its frame's trailer, checked against the buffers as
+    # they arrived, are those of the current Python's answer.
     assert [t.sha256 for t in old.inputs + old.outputs] == [
         t.sha256 for t in new.inputs + new.outputs
     ]
+    assert [t.file for t in old.inputs + old.outputs] == [t.file for t in new.inputs + new.outputs]
     assert old.input("aux").data.tobytes() == INPUTS["aux"].tobytes()
     assert old.output("img_out").attributes == new.output("img_out").attributes
 
 
-def test_refusals_under_38(tmp_path: Path, model: Path) -> None:
-    write_job(tmp_path, job(model), INPUTS)
-    path = tmp_path / "job.json"
-    document = json.loads(path.read_text())
-    os.symlink("/etc/hostname", tmp_path / "escape.bin")
-    document["inputs"][0]["file"] = "escape.bin"
-    document["inputs"][1]["shape"] = [2**40]
-    path.write_text(json.dumps(document))
-    done = run_one_shot(PY38, tmp_path)
-    assert done.returncode == board.EXIT_REFUSED
-    (record,) = json.loads((tmp_path / "result.json").read_text())["errors"]
-    assert record["message"].startswith("inputs[0].file: 'escape.bin' leaves the job directory")
+def escaping_model(workdir: Path) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A job whose model is a link in the cache to a file outside it."""
+    workdir.mkdir(mode=0o700)
+    (workdir / "cache").mkdir(mode=0o700)
+    (workdir / "cache" / "escape.bin").symlink_to("/etc/hostname")
+
+    def edit(document: dict[str, Any]) -> dict[str, Any]:
+        document["model"]["path"] = "escape.bin"
+        return document
+
+    return edit
+
+
+def huge_input(workdir: Path) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A job whose second input claims 2**40 elements."""
+
+    def edit(document: dict[str, Any]) -> dict[str, Any]:
+        document["inputs"][1]["shape"] = [2**40]
+        return document
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("hostile", "field", "message"),
+    [
+        (escaping_model, "model.path", "model.path: 'escape.bin' leaves the model cache through"),
+        (huge_input, "inputs[1].shape", "inputs[1].shape: [1099511627776] has more than"),
+    ],
+)
+def test_refusals_under_38(
+    tmp_path: Path,
+    model: Path,
+    hostile: Callable[[Path], Callable[[dict[str, Any]], dict[str, Any]]],
+    field: str,
+    message: str,
+) -> None:
+    workdir = tmp_path / "board"
+    shot = run_once(workdir, job(model), INPUTS, python=PY38, edit=hostile(workdir))
+    assert shot.returncode == 0, shot.stderr  # refused, and the session went on to its shutdown
+    assert shot.status == board.EXIT_REFUSED
+    assert [frame["op"] for frame in shot.frames] == ["hello", "job", "shutdown"]
+    (record,) = shot.errors
+    assert (record["type"], record["field"]) == ("JobError", field)
+    assert record["message"].startswith(message)
+    assert shot.answer is None  # a plain frame: a refused job has no buffers to send back
 
 
 def test_session_under_38(tmp_path: Path, model: Path) -> None:

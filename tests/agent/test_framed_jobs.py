@@ -1,9 +1,10 @@
-"""Jobs carried in the session's frames: the same result as through a job folder, every buffer
-checked on arrival both ways, and a bad frame refused without losing the stream.
+"""Jobs carried in frames: the same result from a session as from a one-shot agent, every buffer
+checked on arrival both ways, a kept job's files on the board, and a bad frame refused without
+losing the stream.
 
-The framed path is the default on a session; these tests hold it to the folder path's results
-and guarantees (size and sha256 end to end, typed errors), and to the agent's bounds when a
-client speaks bulk frames directly.
+A job is one frame each way, on a session (the default) and to a one-shot agent alike; these tests
+hold the two to the same results and guarantees (size and sha256 end to end, typed errors, no job
+folder on the board), and the agent to its bounds when a client speaks bulk frames directly.
 """
 
 from __future__ import annotations
@@ -60,37 +61,45 @@ def comparable(document: dict[str, object]) -> dict[str, object]:
 
 
 @pytest.mark.slow
-def test_a_framed_job_matches_the_folder_job(tmp_path: Path, model: Path) -> None:
+def test_a_session_job_matches_a_one_shot_job(tmp_path: Path, model: Path) -> None:
+    """The same job through a session and through a one-shot agent (its request on the
+    process's stdin, its answer on its stdout): the same result document but for the run's own
+    readings, the same buffers, and neither leaves a job folder on the board."""
     job = echo_job(model, "same", inputs=MULTI)
     with (
-        client_for(tmp_path, "framed") as framed_client,
-        client_for(tmp_path, "folder", frames=False) as folder_client,
+        client_for(tmp_path, "session") as session_client,
+        client_for(tmp_path, "one-shot", sessions=False) as one_shot_client,
     ):
-        by_frame = framed_client.submit(job, MULTI_ARRAYS)
-        by_folder = folder_client.submit(job, MULTI_ARRAYS)
-        # The framed client really sent no folder; the other one did.
-        assert not (Path(framed_client.transport.workdir) / "jobs").exists()
-        assert (Path(folder_client.transport.workdir) / "jobs").is_dir()
-    assert by_frame.ok and by_folder.ok
-    assert comparable(dict(by_frame.document)) == comparable(dict(by_folder.document))
+        by_session = session_client.submit(job, MULTI_ARRAYS)
+        by_one_shot = one_shot_client.submit(job, MULTI_ARRAYS)
+        assert (session_client.sessions_started, one_shot_client.sessions_started) == (1, 0)
+        for c in (session_client, one_shot_client):
+            assert not (Path(c.transport.workdir) / "jobs").exists()
+    assert by_session.ok and by_one_shot.ok
+    assert comparable(dict(by_session.document)) == comparable(dict(by_one_shot.document))
     for name, array in MULTI_ARRAYS.items():
-        got = by_frame.output(f"{name}_out")
-        assert got.data.tobytes() == array.tobytes()
-        assert got.sha256 == hashlib.sha256(array.tobytes()).hexdigest()
+        for result in (by_session, by_one_shot):
+            got = result.output(f"{name}_out")
+            assert got.data.tobytes() == array.tobytes()
+            assert got.sha256 == hashlib.sha256(array.tobytes()).hexdigest()
 
 
 @pytest.mark.slow
-def test_a_framed_sim_job_matches_the_folder_job(tmp_path: Path) -> None:
+def test_a_session_sim_job_matches_a_one_shot_job(tmp_path: Path) -> None:
+    """The simulated NPU through a session and one-shot: the same device buffers both ways and
+    the same runtime attributes (layouts, quantization) for each."""
     spec, inputs = sim_job(tmp_path, "sim-framed", "rk3588")
     results = {}
-    for frames in (True, False):
-        transport = LocalTransport(tmp_path / f"board-{frames}", python=PY)
-        with AgentClient(transport, scratch=tmp_path / f"scratch-{frames}", frames=frames) as c:
-            results[frames] = c.submit(spec, inputs)
-    framed_result, folder_result = results[True], results[False]
-    assert framed_result.ok, framed_result.errors
+    for sessions in (True, False):
+        transport = LocalTransport(tmp_path / f"board-{sessions}", python=PY)
+        with AgentClient(transport, sessions=sessions) as c:
+            results[sessions] = c.submit(spec, inputs)
+    by_session, by_one_shot = results[True], results[False]
+    assert by_session.ok, by_session.errors
+    assert by_one_shot.ok, by_one_shot.errors
     for kind in ("inputs", "outputs"):
-        mine, theirs = getattr(framed_result, kind), getattr(folder_result, kind)
+        mine, theirs = getattr(by_session, kind), getattr(by_one_shot, kind)
+        assert len(mine) == len(theirs) > 0
         assert [t.data.tobytes() for t in mine] == [t.data.tobytes() for t in theirs]
         assert [dict(t.attributes) for t in mine] == [dict(t.attributes) for t in theirs]
 
@@ -143,12 +152,13 @@ def test_a_request_damaged_on_the_way_is_refused_by_the_agent(
 
 
 @pytest.mark.slow
-def test_a_kept_job_is_framed_and_its_files_stay_on_the_board(tmp_path: Path, model: Path) -> None:
+def test_a_kept_job_leaves_its_files_on_the_board(tmp_path: Path, model: Path) -> None:
     with client_for(tmp_path, "kept", keep_jobs=True) as c:
         result = c.submit(echo_job(model, "kept"), {"x": X})
         assert result.ok
         (kept,) = (Path(c.transport.workdir) / "jobs").iterdir()
-    # The framed job's files as a folder job holds them, written by the agent after it ran.
+    # The job's files, written by the agent after it ran: its document naming its input files,
+    # the inputs, the device buffers and the result.
     assert kept.name.startswith("kept-")
     document = json.loads((kept / "job.json").read_text())
     assert document["job_id"] == "kept" and document["inputs"][0]["file"] == "input_0.bin"
@@ -166,8 +176,8 @@ def test_a_kept_job_is_framed_and_its_files_stay_on_the_board(tmp_path: Path, mo
 @pytest.mark.slow
 @pytest.mark.parametrize("sessions", [True, False], ids=["session", "one-shot"])
 def test_inputs_of_any_size_go_as_frames(tmp_path: Path, model: Path, sessions: bool) -> None:
-    """Past the agent's in-memory bound (its buffers then land in unlinked files) and past what
-    once fell back to a job folder: still one frame each way, on a session and one-shot."""
+    """Past the agent's in-memory bound (its buffers then land in unlinked files): still one
+    frame each way, on a session and one-shot, and no file of it left on the board."""
     big = np.random.default_rng(5).integers(-128, 128, (1, 1, 4099, 4099), dtype=np.int8)
     spec = echo_job(model, "big", inputs=(InputSpec("x", "NCHW", big.shape, "int8"),))
     with client_for(tmp_path, "board", sessions=sessions) as c:

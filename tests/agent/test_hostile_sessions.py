@@ -14,18 +14,55 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
 
+from npu_hil.harness.agent.framed import bulk_request, read_bulk
+from npu_hil.harness.agent.protocol import ModelRef, frame_job
 from npu_hil.harness.board import wire as board
-from tests.agent.jobs import FAKE_ADAPTERS
-from tests.agent.test_listen import AGENT, PYTHONS, Connection, Listener, write_echo_job
+from tests.agent.jobs import FAKE_ADAPTERS, X, echo_job
+from tests.agent.test_listen import AGENT, PYTHONS, Connection, Listener
 from tests.agent.test_session import RawSession
 
 # Seconds a test (README: test tiers).
 pytestmark = pytest.mark.slow
 
 NOBODY = 65534
+
+
+def echo_frame(root: Path, job_id: str, **request: Any) -> bytes:
+    """A framed job for the fake echo adapter with :data:`X` as its input, its model put in the
+    agent's model cache ``root`` first; ``request`` adds fields to the request (``keep``...)."""
+    model = root / "echo" / "model.bin"
+    if not model.exists():
+        model.parent.mkdir(parents=True, exist_ok=True)
+        model.write_bytes(b"hostile sessions" * 50)
+    ref = ModelRef("echo/model.bin", board.sha256_file(str(model)))
+    document, buffers = frame_job(echo_job(model, job_id), {"x": X}, ref)
+    return b"".join(bulk_request({"op": "job", "job": document, **request}, buffers))
+
+
+class StreamReceiver:
+    """A blocking byte stream (an agent's stdout, a socket's file) read as a session is."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
+
+    def recv(self, n: int, timeout: float) -> bytes:
+        return self.stream.read(n)
+
+
+def read_answer(stream: IO[bytes] | None) -> dict[str, Any]:
+    """The next frame's message; a bulk frame's buffers read and checked against its trailer."""
+    assert stream is not None
+    header = stream.read(board.FRAME_HEADER.size)
+    length = board.frame_length(header)
+    if not board.is_bulk(header):
+        return board.decode_frame(stream.read(length))
+    answer = read_bulk(StreamReceiver(stream), length, float("inf"))
+    assert answer.ours == answer.theirs
+    return answer.message
 
 
 def nested(depth: int) -> bytes:
@@ -75,45 +112,74 @@ def test_a_request_frame_over_the_cap_is_refused_unread(tmp_path: Path) -> None:
     assert raw.finish()[0] == board.EXIT_FAILED
 
 
-@pytest.mark.parametrize("where", ["/", "absolute", "jobs/../elsewhere", "jobs", "jobs/a/b"])
-def test_a_session_job_runs_only_in_its_own_jobs_folder(tmp_path: Path, where: str) -> None:
+def test_a_request_naming_a_job_folder_writes_nothing_there(tmp_path: Path) -> None:
     """``{"op": "job", "dir": "/"}`` must not make the agent write ``/result.json``, nor any
-    folder outside ``jobs/`` get one."""
+    folder inside or outside ``jobs/`` get one, nor a job folder found there be run: a request
+    without its job document is refused whatever folder it names, and a framed job whose request
+    names a folder besides runs as any framed job does, touching no folder."""
     work = tmp_path / "work"
-    work.mkdir()
-    write_echo_job(tmp_path, "elsewhere")  # a valid job outside the workdir
-    (work / "jobs").mkdir()
+    (work / "jobs").mkdir(parents=True)
     outside = tmp_path / "jobs" / "elsewhere"
-    target = {"/": "/", "absolute": str(outside)}.get(where, where)
+    outside.mkdir(parents=True)
+    # A folder that looks like a job's as folder jobs had them: a job.json and an input file.
+    (outside / "job.json").write_text(json.dumps({"job_id": "elsewhere", "adapter": "echo"}))
+    (outside / "input_0.bin").write_bytes(X.tobytes())
     before = os.path.exists("/result.json")
     raw = RawSession(work)
     raw.read()
-    raw.send({"op": "job", "dir": target})
-    answer = raw.read()
-    assert answer["error"]["type"] == "JobError" and answer["error"]["field"] == "dir", answer
-    assert not (outside / "result.json").exists()
-    assert os.path.exists("/result.json") == before
+    for target in ("/", str(outside), "jobs/../elsewhere", "jobs", "jobs/a/b", "jobs/elsewhere"):
+        raw.send({"op": "job", "dir": target})
+        answer = raw.read()
+        assert answer["op"] == "job" and "result" not in answer, (target, answer)
+        assert (answer["error"]["field"], answer["error"]["reason"]) == ("job", "missing")
+        raw.send_bytes(echo_frame(work / "cache", "framed", dir=target))
+        assert read_answer(raw.process.stdout)["result"]["ok"], target
+    raw.send({"op": "ping"})
+    assert raw.read()["jobs"] == 6  # the framed ones alone
     raw.send({"op": "shutdown"})
     raw.read()
     assert raw.finish()[0] == 0
+    assert sorted(p.name for p in outside.iterdir()) == ["input_0.bin", "job.json"]
+    assert list((work / "jobs").iterdir()) == [] and list(work.rglob("result.json")) == []
+    assert os.path.exists("/result.json") == before
 
 
-def test_a_job_folder_that_is_a_symlink_is_refused_in_a_session(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["jobs-link", "entry-link"])
+def test_a_kept_job_never_writes_through_a_symlink(tmp_path: Path, how: str) -> None:
+    """A request's ``keep`` cannot make the agent write a job's files through a symlink: not a
+    ``jobs/`` folder replaced by one once the agent runs (its workdir is checked at start), not
+    a ``jobs/<name>`` that is one. Refused before the job runs; the link's target untouched."""
     work = tmp_path / "work"
     (work / "jobs").mkdir(parents=True)
-    job = write_echo_job(tmp_path, "real")
-    (work / "jobs" / "link").symlink_to(tmp_path / job)
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "data").write_bytes(b"keep")
     raw = RawSession(work)
     raw.read()
-    raw.send({"op": "job", "dir": "jobs/link"})
-    assert "symbolic link" in raw.read()["error"]["message"]
-    assert not (tmp_path / job / "result.json").exists()
+    if how == "jobs-link":
+        (work / "jobs").rmdir()
+        (work / "jobs").symlink_to(precious)
+        keep, reason = "jobs/new", "unsafe"
+    else:
+        (work / "jobs" / "link").symlink_to(precious)
+        keep, reason = "jobs/link", "path"  # not a new folder
+    raw.send_bytes(echo_frame(work / "cache", "kept", keep=keep))
+    answer = raw.read()
+    assert answer["op"] == "job" and "result" not in answer, answer
+    assert (answer["error"]["field"], answer["error"]["reason"]) == ("keep", reason)
+    raw.send({"op": "ping"})
+    assert raw.read()["jobs"] == 0  # the job never ran
     raw.send({"op": "shutdown"})
     raw.read()
-    raw.finish()
+    assert raw.finish()[0] == 0
+    assert [p.name for p in precious.iterdir()] == ["data"]
+    assert (precious / "data").read_bytes() == b"keep"
 
 
-def test_discard_never_removes_through_a_symlinked_jobs_folder(tmp_path: Path) -> None:
+def test_discard_through_a_symlinked_jobs_folder_removes_nothing(tmp_path: Path) -> None:
+    """The session removes no folder for the host any more: ``discard`` naming a victim behind
+    a ``jobs/`` symlink planted once the agent runs is an unknown op, answered with a
+    ProtocolError record, and the victim is untouched."""
     work = tmp_path / "work"
     work.mkdir()
     precious = tmp_path / "precious"
@@ -125,11 +191,14 @@ def test_discard_never_removes_through_a_symlinked_jobs_folder(tmp_path: Path) -
     (work / "jobs").symlink_to(precious)
     raw.send({"op": "discard", "dir": "jobs/victim"})
     answer = raw.read()
-    assert answer["error"]["type"] == "JobError", answer
+    assert answer["op"] == "discard" and answer["error"]["type"] == "ProtocolError", answer
+    assert answer["error"]["message"] == "unknown op 'discard'"
     assert (precious / "victim" / "data").read_bytes() == b"keep"
+    raw.send({"op": "ping"})
+    assert raw.read()["pid"] == raw.process.pid
     raw.send({"op": "shutdown"})
     raw.read()
-    raw.finish()
+    assert raw.finish()[0] == 0
 
 
 # --- the folders a resident agent starts in ------------------------------------------------------
@@ -162,6 +231,8 @@ def test_a_workdir_another_user_controls_is_refused(tmp_path: Path, how: str, mo
             str(AGENT),
             mode,
             *(["agent.sock", "--idle-timeout", "2"] if mode == "--listen" else []),
+            "--root",
+            "cache",
             "--adapters",
             str(FAKE_ADAPTERS),
         ],
@@ -215,8 +286,9 @@ def test_a_silent_connection_blocks_no_other_client(python: str, tmp_path: Path)
         other = Connection(agent.socket)
         other.sock.settimeout(10)
         assert other.read() is not None  # its hello, at once
-        job = write_echo_job(tmp_path, "while-silent")
-        assert other.ask({"op": "job", "dir": job})["result"]["ok"]
+        other.sock.sendall(echo_frame(tmp_path, "while-silent"))  # --root . is its folder
+        answer = read_answer(other.stream)
+        assert answer["result"]["ok"], answer["result"]["errors"]
         other.close()
         silent.close()
     finally:

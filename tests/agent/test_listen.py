@@ -16,10 +16,19 @@ from typing import Any
 
 import pytest
 
-from npu_hil.harness.agent.protocol import InputSpec, JobSpec, write_job
+from npu_hil.harness.agent.framed import (
+    BulkAnswer,
+    Replay,
+    SessionEnded,
+    bulk_request,
+    framed_result,
+    read_bulk,
+    recv_exactly,
+)
+from npu_hil.harness.agent.protocol import InputSpec, JobSpec, ModelRef, frame_job
 from npu_hil.harness.board import relay
 from npu_hil.harness.board import wire as board
-from tests.agent.jobs import BOARD_PACKAGE, FAKE_ADAPTERS, PY38, X, py38_problem
+from tests.agent.jobs import BOARD_PACKAGE, FAKE_ADAPTERS, PY38, X, cache_model, py38_problem
 
 AGENT = BOARD_PACKAGE
 RELAY = Path(relay.__file__)
@@ -37,7 +46,8 @@ PYTHONS = [
 
 
 class Listener:
-    """``agent.py --listen`` in a folder of its own, with its stderr in a file."""
+    """``agent.py --listen`` in a folder of its own (its model cache, ``--root .``), with its stderr
+    in a file."""
 
     def __init__(self, python: str, folder: Path, *extra: str) -> None:
         self.python = python
@@ -96,23 +106,44 @@ class Listener:
 
 
 class Connection:
+    """A client of the listening agent: frames sent, frames (plain or bulk) read back."""
+
     def __init__(self, path: Path) -> None:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(30)
         self.sock.connect(str(path))
         self.stream = self.sock.makefile("rb")
+        self.answer: BulkAnswer | None = None  # the buffers of the last frame read, if bulk
+
+    def recv(self, n: int, timeout: float) -> bytes:
+        """Up to ``n`` bytes (``b""`` at the end): the framed reader's receiver."""
+        return self.stream.read(n)
 
     def send(self, message: dict[str, Any]) -> None:
         self.sock.sendall(board.encode_frame(message))
 
     def read(self) -> dict[str, Any] | None:
+        """The next frame's message (None when the agent closed the connection); a bulk
+        frame's buffers, read and hashed as they came, in :attr:`answer`."""
         header = self.stream.read(board.FRAME_HEADER.size)
         if not header:
             return None
-        return board.decode_frame(self.stream.read(board.frame_length(header)))
+        length = board.frame_length(header)
+        if board.is_bulk(header):
+            self.answer = read_bulk(self, length, float("inf"))
+            return self.answer.message
+        self.answer = None
+        return board.decode_frame(self.stream.read(length))
 
     def ask(self, message: dict[str, Any]) -> dict[str, Any]:
         self.send(message)
+        answer = self.read()
+        assert answer is not None
+        return answer
+
+    def ask_job(self, request: bytes) -> dict[str, Any]:
+        """A job's bulk request frame (:func:`echo_request`) sent, its answer read."""
+        self.sock.sendall(request)
         answer = self.read()
         assert answer is not None
         return answer
@@ -130,11 +161,12 @@ def listener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Listene
     agent.stop()
 
 
-def write_echo_job(folder: Path, job_id: str, run_timeout_s: float = 10.0, **options: Any) -> str:
-    """A job for the fake echo adapter in ``folder/jobs/<job_id>``; its path from ``folder``."""
+def echo_request(folder: Path, job_id: str, run_timeout_s: float = 10.0, **options: Any) -> bytes:
+    """The bulk request frame of a job for the fake echo adapter (``options`` its adapter's),
+    its model deployed as the client deploys it in ``folder/cache``, named from ``folder`` (a
+    listener's ``--root``)."""
     model = folder / "model.bin"
-    if not model.exists():
-        model.write_bytes(b"listen model" * 50)
+    model.write_bytes(b"listen model" * 50)
     spec = JobSpec(
         job_id=job_id,
         adapter="echo",
@@ -144,8 +176,10 @@ def write_echo_job(folder: Path, job_id: str, run_timeout_s: float = 10.0, **opt
         load_timeout_s=10,
         run_timeout_s=run_timeout_s,
     )
-    write_job(folder / "jobs" / job_id, spec, {"x": X})
-    return f"jobs/{job_id}"
+    cached = cache_model(folder, model)
+    named = ModelRef(f"cache/{cached.path}", cached.sha256)
+    document, buffers = frame_job(spec, {"x": X}, named)
+    return b"".join(bulk_request({"op": "job", "job": document}, buffers))
 
 
 def run_relay(
@@ -162,12 +196,18 @@ def run_relay(
 
 
 def frames(data: bytes) -> list[dict[str, Any]]:
-    found, offset = [], 0
-    while offset < len(data):
-        end = offset + 8 + board.frame_length(data[offset : offset + 8])
-        found.append(board.decode_frame(data[offset + 8 : end]))
-        offset = end
-    return found
+    """The messages of the frames in ``data``, plain or bulk (a bulk one's buffers read past)."""
+    found, replay = [], Replay(data)
+    while True:
+        try:
+            header = recv_exactly(replay, board.FRAME_HEADER.size, float("inf"))
+        except SessionEnded:
+            return found
+        length = board.frame_length(header)
+        if board.is_bulk(header):
+            found.append(read_bulk(replay, length, float("inf")).message)
+        else:
+            found.append(board.decode_frame(recv_exactly(replay, length, float("inf"))))
 
 
 # --- listen mode ---------------------------------------------------------------------------------
@@ -179,9 +219,11 @@ def test_the_end_of_a_connection_is_not_a_shutdown(listener: Listener) -> None:
     hello = first.read()
     assert hello is not None and hello["op"] == "hello"
     assert hello["pid"] == listener.process.pid
-    job = write_echo_job(listener.folder, "one")
-    answer = first.ask({"op": "job", "dir": job})
+    answer = first.ask_job(echo_request(listener.folder, "one"))
     assert answer["result"]["ok"] and not answer["result"]["timings"]["model_cached"]
+    # The device buffers came back in the answer's frame, checked as the client checks them.
+    result = framed_result(answer["result"], first.answer, where="answer", job_id="one")
+    assert result.output("x_out").data.tobytes() == X.tobytes()
     first.close()
 
     # A new connection reaches the same agent, with its adapter and its loaded model.
@@ -190,7 +232,7 @@ def test_the_end_of_a_connection_is_not_a_shutdown(listener: Listener) -> None:
     assert again is not None and again["pid"] == hello["pid"]
     ping = second.ask({"op": "ping"})
     assert ping["jobs"] == 1 and len(ping["models"]) == 1
-    answer = second.ask({"op": "job", "dir": write_echo_job(listener.folder, "two")})
+    answer = second.ask_job(echo_request(listener.folder, "two"))
     assert answer["result"]["timings"]["model_cached"]
     assert answer["result"]["outputs"][0]["attributes"]["loads"] == 1
     second.close()
@@ -248,8 +290,8 @@ def test_idle_timeout_exits(python: str, tmp_path: Path) -> None:
 def test_a_stuck_runtime_exits_and_removes_the_socket(listener: Listener) -> None:
     connection = listener.connect()
     connection.read()
-    job = write_echo_job(listener.folder, "hung", hang={"stage": "run"}, run_timeout_s=0.5)
-    answer = connection.ask({"op": "job", "dir": job})
+    job = echo_request(listener.folder, "hung", hang={"stage": "run"}, run_timeout_s=0.5)
+    answer = connection.ask_job(job)
     assert answer["restart"] and answer["result"]["errors"][0]["type"] == "TimeoutError"
     connection.close()
     assert listener.wait() == board.EXIT_TIMEOUT
@@ -287,9 +329,18 @@ def test_a_path_that_is_not_a_socket_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_one_mode_at_a_time(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("args", "phrase"),
+    [
+        (("--session", "--listen", SOCKET), "give one of --session or --listen SOCKET"),
+        ((), "give one of --session or --listen SOCKET"),
+        # A job folder is no way to run a job any more: not a mode, not an argument.
+        (("jobs/one",), "unrecognized arguments: jobs/one"),
+    ],
+)
+def test_one_mode_at_a_time(tmp_path: Path, args: tuple[str, ...], phrase: str) -> None:
     done = subprocess.run(
-        [sys.executable, str(AGENT), "--session", "--listen", SOCKET],
+        [sys.executable, str(AGENT), "--root", "cache", *args],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -297,7 +348,24 @@ def test_one_mode_at_a_time(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 2
-    assert "give one of JOB_DIR, --session or --listen SOCKET" in done.stderr
+    assert phrase in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_the_model_cache_is_required(tmp_path: Path) -> None:
+    """Without ``--root`` every job would be refused: the agent does not start."""
+    done = subprocess.run(
+        [sys.executable, str(AGENT), "--session"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--root" in done.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 # --- the relay -----------------------------------------------------------------------------------
@@ -306,13 +374,12 @@ def test_one_mode_at_a_time(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_relay_carries_requests_and_answers(listener: Listener) -> None:
     python, folder = listener.python, listener.folder
-    job = write_echo_job(folder, "relayed")
-    requests = board.encode_frame({"op": "ping"}) + board.encode_frame({"op": "job", "dir": job})
+    requests = board.encode_frame({"op": "ping"}) + echo_request(folder, "relayed")
     done = run_relay(python, folder, requests, SOCKET)
     assert done.returncode == relay.EXIT_OK, done.stderr
     hello, ping, answer = frames(done.stdout)
     assert hello["op"] == "hello" and ping["pid"] == hello["pid"] == listener.process.pid
-    assert answer["result"]["ok"]
+    assert answer["result"]["ok"] and answer["bulk"] == [X.nbytes, X.nbytes]  # in and out
     # A second relay, hello dropped: the same agent, the model still loaded.
     again = run_relay(python, folder, board.encode_frame({"op": "ping"}), "--drop-hello", SOCKET)
     (ping,) = frames(again.stdout)
@@ -346,10 +413,8 @@ def test_relay_base64_form_is_checked_both_ways(listener: Listener) -> None:
 
 @pytest.mark.slow
 def test_relay_reports_an_agent_that_dies_answering(listener: Listener) -> None:
-    job = write_echo_job(listener.folder, "boom", crash={"stage": "run", "how": "exit"})
-    done = run_relay(
-        listener.python, listener.folder, board.encode_frame({"op": "job", "dir": job}), SOCKET
-    )
+    job = echo_request(listener.folder, "boom", crash={"stage": "run", "how": "exit"})
+    done = run_relay(listener.python, listener.folder, job, SOCKET)
     assert done.returncode == relay.EXIT_CUT
     assert [f["op"] for f in frames(done.stdout)] == ["hello"]  # what came is still written
     assert "closed the connection after 1 of 2 frames" in done.stderr.decode()

@@ -1,7 +1,7 @@
 """A model whose copy in the board's cache no longer hashes to its name is the cache's damage,
 not the board's: the client copies it again and reruns the job once, the job passes, and the
-event is there to report. Both paths: a framed job and a job folder; a fresh agent each time
-(a resident one keeps the loaded model and never rereads the file)."""
+event is there to report. Both ways a job reaches an agent: a session and a one-shot agent; a
+fresh agent each time (a resident one keeps the loaded model and never rereads the file)."""
 
 from __future__ import annotations
 
@@ -22,19 +22,19 @@ def _client(board: Path, **options: object) -> AgentClient:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("frames", [True, False], ids=["framed", "folder"])
-def test_a_damaged_cached_model_is_copied_again(tmp_path: Path, frames: bool) -> None:
+@pytest.mark.parametrize("sessions", [True, False], ids=["session", "one-shot"])
+def test_a_damaged_cached_model_is_copied_again(tmp_path: Path, sessions: bool) -> None:
     model = tmp_path / "echo.bin"
     model.write_bytes(b"model" * 40)
     board = tmp_path / "board"
-    with _client(board, frames=frames) as first:
+    with _client(board, sessions=sessions) as first:
         assert first.submit(echo_job(model, "first"), {"x": X}).ok
         assert first.take_events() == []
     (cached,) = (board / CACHE_DIR).glob("*/echo.bin")
     damaged = bytearray(cached.read_bytes())
     damaged[7] ^= 0x01  # one flipped bit
     cached.write_bytes(damaged)
-    with _client(board, frames=frames) as second:
+    with _client(board, sessions=sessions) as second:
         result = second.submit(echo_job(model, "second"), {"x": X})
         assert result.ok, result.errors
         (event,) = second.take_events()

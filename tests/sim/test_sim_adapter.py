@@ -1,10 +1,10 @@
 """The ``sim`` runtime adapter: the agent's contract (adapters/base.py) in-process, loaded the way
 the agent loads adapters (from the host's adapter folder, beside the board package's base), and
-end to end through the real agent (``python npu_hil/harness/board JOB_DIR --adapters ...``)."""
+end to end through the real agent (a one-shot ``python npu_hil/harness/board --session
+--adapters ...``: the job as one frame, its answer with the device buffers)."""
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import os
@@ -19,13 +19,15 @@ import pytest
 from sim_helpers import random_tensor
 
 from npu_hil.harness.agent.client import BOARD_SOURCE, HOST_ADAPTERS
+from npu_hil.harness.agent.protocol import InputSpec, JobSpec
 from npu_hil.harness.board.loader import load_adapter_base
+from npu_hil.harness.board.wire import EXIT_OK, EXIT_TIMEOUT
 from npu_hil.harness.diff import diff_buffers
 from npu_hil.harness.expect import expect_run
 from npu_hil.harness.models import build, save
+from tests.agent.jobs import OneShot, run_once
 
 ROOT = Path(__file__).resolve().parents[2]
-AGENT = BOARD_SOURCE
 # Where the agent finds the adapter: the host's folder, then the board package's own (its base).
 ADAPTERS = os.pathsep.join([str(HOST_ADAPTERS), str(BOARD_SOURCE / "adapters")])
 
@@ -128,6 +130,7 @@ try:
 except base.AdapterError as exc:
     refused = exc.kind
 from npu_hil.harness.models import build, save
+from tests.agent.jobs import OneShot, run_once
 model = adapter.load(str(save(build("identity", (1, 3, 2, 5)), sys.argv[2])))
 x = np.zeros((1, 3, 2, 5), np.uint8)
 given = base.InputTensor("input", x.reshape(-1), "NCHW", [1, 3, 2, 5], "uint8", False)
@@ -165,57 +168,43 @@ def test_loaded_as_the_agent_loads_adapters(tmp_path: Path) -> None:
 # --------------------------------------------------------------- through the real agent
 
 
-def write_job(
-    job: Path, target: str, model_name: str, shape: tuple[int, ...], **options: Any
-) -> tuple[Any, dict[str, np.ndarray]]:
-    job.mkdir()
+def sim_spec(
+    folder: Path, target: str, model_name: str, shape: tuple[int, ...], **options: Any
+) -> tuple[JobSpec, Any, dict[str, np.ndarray]]:
+    """A job for the ``sim`` adapter on ``target`` (its ONNX model saved in ``folder``), the
+    model and its input."""
+    folder.mkdir()
     run_timeout = options.pop("run_timeout", 60)
     model = build(model_name, shape)
-    path = save(model, job / "model.onnx")
+    path = save(model, folder / "model.onnx")
     given = {"input": random_tensor(shape, "int8" if target == "kl730" else "uint8")}
-    given["input"].tofile(job / "in.bin")
-    doc = {
-        "schema": "npu-hil-job/1",
-        "job_id": job.name,
-        "model": {"path": "model.onnx", "sha256": hashlib.sha256(path.read_bytes()).hexdigest()},
-        "adapter": "sim",
-        "adapter_options": {"target": target, **options},
-        "inputs": [
-            {
-                "name": "input",
-                "file": "in.bin",
-                "layout": "NCHW",
-                "shape": list(shape),
-                "dtype": given["input"].dtype.name,
-                "pass_through": False,
-            }
-        ],
-        "outputs": None,
-        "timeouts": {"load": 60, "run": run_timeout},
-    }
-    (job / "job.json").write_text(json.dumps(doc))
-    return model, given
+    spec = JobSpec(
+        job_id=folder.name,
+        adapter="sim",
+        model=path,
+        inputs=(InputSpec("input", "NCHW", shape, given["input"].dtype.name),),
+        adapter_options={"target": target, **options},
+        load_timeout_s=60,
+        run_timeout_s=run_timeout,
+    )
+    return spec, model, given
 
 
-def agent(job: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def agent(
+    tmp_path: Path, spec: JobSpec, given: dict[str, np.ndarray], timeout: float = 120
+) -> OneShot:
+    """The job run by a one-shot agent that finds the adapter in the host's folder."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, str(AGENT), str(job), "--adapters", str(HOST_ADAPTERS)],
-        capture_output=True,
-        text=True,
+    return run_once(
+        tmp_path / "board",
+        spec,
+        given,
+        "--adapters",
+        str(HOST_ADAPTERS),
+        adapters=False,
         env=env,
         timeout=timeout,
     )
-
-
-class Blob:
-    """A tensor record of result.json with its bytes, shaped like the adapter's TensorOut."""
-
-    def __init__(self, job: Path, record: dict[str, Any]) -> None:
-        self.name = record["name"]
-        self.shape = record["shape"]
-        self.attributes = record["attributes"]
-        self.data = np.fromfile(job / record["file"], dtype=np.uint8)
 
 
 @pytest.mark.slow
@@ -226,46 +215,50 @@ class Blob:
 def test_a_job_through_the_agent(
     tmp_path: Path, target: str, faults: list[str], equal: bool
 ) -> None:
-    job = tmp_path / "job"
-    model, given = write_job(job, target, "conv1x1", (1, 3, 3, 5), faults=faults)
-    done = agent(job)
-    assert done.returncode == 0, done.stderr
-    result = json.loads((job / "result.json").read_text())
-    assert result["ok"], result["errors"]
-    assert result["versions"]["runtime"] == "npu-hil simulated NPU"
-    inputs = [Blob(job, r) for r in result["inputs"]]
-    outputs = [Blob(job, r) for r in result["outputs"]]
-    expected_in, expected_out = expect_run(target, model, given, inputs, outputs)
-    assert diff_buffers(expected_in[0].layout, expected_in[0].values, inputs[0].data).ok
-    report = diff_buffers(expected_out[0].layout, expected_out[0].values, outputs[0].data)
+    spec, model, given = sim_spec(tmp_path / "job", target, "conv1x1", (1, 3, 3, 5), faults=faults)
+    done = agent(tmp_path, spec, given)
+    assert done.returncode == 0 and done.status == EXIT_OK, done.stderr
+    result = done.result("job")
+    assert result.ok, result.errors
+    assert result.versions["runtime"] == "npu-hil simulated NPU"
+    expected_in, expected_out = expect_run(target, model, given, result.inputs, result.outputs)
+    assert diff_buffers(expected_in[0].layout, expected_in[0].values, result.inputs[0].data).ok
+    report = diff_buffers(expected_out[0].layout, expected_out[0].values, result.outputs[0].data)
     assert report.ok == equal, report.summary()
 
 
 @pytest.mark.slow
 def test_a_refusal_through_the_agent_is_a_typed_record(tmp_path: Path) -> None:
-    job = tmp_path / "job"
-    write_job(job, "rdk-s100", "identity", (1, 3, 3, 5), buffer_offset=8)
-    assert agent(job).returncode == 0
-    result = json.loads((job / "result.json").read_text())
-    assert not result["ok"]
-    assert [(e["type"], e["stage"]) for e in result["errors"]] == [("DeviceError", "run")]
+    spec, _, given = sim_spec(
+        tmp_path / "job", "rdk-s100", "identity", (1, 3, 3, 5), buffer_offset=8
+    )
+    done = agent(tmp_path, spec, given)
+    assert done.returncode == 0 and done.status == EXIT_OK, done.stderr
+    result = done.result("job")
+    assert not result.ok
+    assert [(e.type, e.stage) for e in result.errors] == [("DeviceError", "run")]
 
 
 @pytest.mark.slow
 def test_a_hung_board_times_out_in_the_agent(tmp_path: Path) -> None:
-    job = tmp_path / "job"
-    write_job(job, "rk3588", "identity", (1, 3, 3, 5), faults=["hang"], run_timeout=1)
-    done = agent(job)
-    assert done.returncode == 3  # the agent's exit status for a timed-out adapter call
-    result = json.loads((job / "result.json").read_text())
-    assert [(e["type"], e["stage"]) for e in result["errors"]] == [("TimeoutError", "run")]
+    spec, _, given = sim_spec(
+        tmp_path / "job", "rk3588", "identity", (1, 3, 3, 5), faults=["hang"], run_timeout=1
+    )
+    done = agent(tmp_path, spec, given)
+    # The answer says so and asks for a restart; the agent leaves at once, the call still stuck.
+    assert done.status == EXIT_TIMEOUT and done.returncode == EXIT_TIMEOUT, done.stderr
+    assert done.response is not None and done.response["restart"] is True
+    assert [(e["type"], e["stage"]) for e in done.errors] == [("TimeoutError", "run")]
+    assert [f["op"] for f in done.frames] == ["hello", "job"]  # the shutdown never answered
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
 def test_a_crashed_board_takes_the_agent_down(tmp_path: Path) -> None:
-    job = tmp_path / "job"
-    write_job(job, "rk3588", "identity", (1, 3, 3, 5), faults=["crash"])
-    done = agent(job)
+    spec, _, given = sim_spec(
+        tmp_path / "job", "rk3588", "identity", (1, 3, 3, 5), faults=["crash"]
+    )
+    done = agent(tmp_path, spec, given)
     assert done.returncode == -signal.SIGSEGV
-    assert not (job / "result.json").exists()
+    assert done.response is None and [f["op"] for f in done.frames] == ["hello"]
+    assert "Segmentation fault" in done.stderr  # the faulthandler's traceback in the log

@@ -107,7 +107,7 @@ def test_agent_session_over_ssh_pings_and_runs_the_sim_runtime(
     board = of_kind(load_inventory(farm.inventory).boards, "ssh")[0]
     transport = ssh_transport(board)
     try:
-        with AgentClient(transport, scratch=tmp_path / "scratch") as client:
+        with AgentClient(transport) as client:
             pong = client.ping()
             assert isinstance(pong.get("pid"), int)
             assert client.hello.get("op") == "hello"
@@ -131,7 +131,7 @@ def test_agent_one_shot_job_over_a_serial_console(farm: FarmState, tmp_path: Pat
     spec, inputs = _job(tmp_path, board.target)
     with (
         serial_transport(board, command_timeout=20.0) as transport,
-        AgentClient(transport, sessions=False, scratch=tmp_path / "scratch") as client,
+        AgentClient(transport, sessions=False) as client,
     ):
         result = client.submit(spec, inputs)
         assert result.ok, result

@@ -181,7 +181,7 @@ def test_agent_runs_a_sim_job_one_shot_over_serial(
 ) -> None:
     spec, inputs = sim_job(tmp_path, "serial-one", "rk3562")
     with make(serial_board, tmp_path, python=sys.executable, command_timeout=20.0) as transport:
-        with AgentClient(transport, sessions=False, scratch=tmp_path / "scratch") as client:
+        with AgentClient(transport, sessions=False) as client:
             result = client.submit(spec, inputs)
             assert result.ok, result
             assert result.outputs
@@ -229,9 +229,7 @@ def session_client(serial_board: SerialBoard, tmp_path: Path) -> Iterator[AgentC
     transport = make(serial_board, tmp_path, python=sys.executable, command_timeout=20.0)
     with (
         transport,
-        AgentClient(
-            transport, adapter_dirs=[FAKE_ADAPTERS], margin_s=2.0, scratch=tmp_path / "scratch"
-        ) as client,
+        AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS], margin_s=2.0) as client,
     ):
         yield client
 
@@ -282,7 +280,7 @@ def test_sim_jobs_keep_the_runtime_warm_over_serial(
     spec, inputs = sim_job(tmp_path, "serial-sim", "rk3588")
     with (
         make(serial_board, tmp_path, python=sys.executable, command_timeout=20.0) as transport,
-        AgentClient(transport, scratch=tmp_path / "scratch") as client,
+        AgentClient(transport) as client,
     ):
         results = [client.submit(spec, inputs) for _ in range(3)]
         assert all(r.ok and r.outputs for r in results)
@@ -420,8 +418,8 @@ def test_one_session_per_console(serial_board: SerialBoard, tmp_path: Path) -> N
     with make(serial_board, tmp_path, python=sys.executable) as transport:
         with pytest.raises(TransportError, match="a session runs the npu-hil agent"):
             transport.open_session(["cat"])
-        agent = AgentClient(transport, scratch=tmp_path / "scratch")
-        argv = [sys.executable, str(agent.deploy()), "--session"]
+        agent = AgentClient(transport)
+        argv = [sys.executable, str(agent.deploy()), "--session", "--root", "cache"]
         session = transport.open_session(argv)
         assert isinstance(session, Session)
         with pytest.raises(TransportError, match="already open"):
@@ -450,7 +448,7 @@ def _processes_named(text: str) -> list[int]:
 
 def test_the_relay_alone_without_an_agent(serial_board: SerialBoard, tmp_path: Path) -> None:
     with make(serial_board, tmp_path, python=sys.executable) as transport:
-        agent = AgentClient(transport, scratch=tmp_path / "scratch")
+        agent = AgentClient(transport)
         relay_path = str(agent.deploy() / "relay.py")
         done = transport.run([sys.executable, relay_path, ".npu-nobody.sock"], timeout=20)
         assert done.returncode == relay.EXIT_GONE
@@ -464,7 +462,7 @@ def test_an_agent_that_cannot_start(serial_board: SerialBoard, tmp_path: Path) -
     (broken / "base.py").write_text("raise RuntimeError('no NPU runtime on this board')\n")
     with (
         make(serial_board, tmp_path, python=sys.executable) as transport,
-        AgentClient(transport, adapter_dirs=[broken], scratch=tmp_path / "scratch") as client,
+        AgentClient(transport, adapter_dirs=[broken]) as client,
     ):
         started = time.monotonic()
         with pytest.raises(DeviceError, match=r"(?s)did not start \(exit status 1\).*no NPU"):

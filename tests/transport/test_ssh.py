@@ -601,13 +601,13 @@ def test_agent_runs_a_sim_job_over_ssh(sshd: Sshd, tmp_path: Path) -> None:
     transport = make(sshd, tmp_path, env={"PYTHONPATH": str(ROOT)})
     spec, inputs = sim_job(tmp_path, "ssh-one", "rk3562")
     try:
-        with AgentClient(transport, scratch=tmp_path / "scratch") as client:
+        with AgentClient(transport) as client:
             result = client.submit(spec, inputs)
             assert result.ok, result
             assert result.outputs
             again = client.submit(spec, inputs)
             assert again.ok and again.timings.model_cached
-        with AgentClient(transport, sessions=False, scratch=tmp_path / "scratch2") as client:
+        with AgentClient(transport, sessions=False) as client:
             assert client.submit(spec, inputs).ok
         assert transport.connects == 1
         assert list((Path(transport.workdir) / "jobs").glob("*")) == []

@@ -194,6 +194,10 @@ class AgentClient(Deployment):
         result_document = response.get("result")
         if not isinstance(result_document, dict):
             raise ProtocolError(f"{what}: the agent's answer has no result: {response!r}")
+        if response.get("kept_error"):
+            log.warning(
+                "%s: its files could not be kept on the board: %s", what, response["kept_error"]
+            )
         result = framed_result(
             result_document,
             answer,
@@ -391,6 +395,12 @@ class AgentClient(Deployment):
             self.hello = hello
             return self._read_answer(replay, timeout)
         except SessionEnded:
+            if done.returncode == 0:
+                # The agent answered and left as asked: what is missing was lost on the way.
+                raise TransportError(
+                    f"{what}: the agent's answer came cut short (it exited 0 after answering); "
+                    f"stderr: {tail(done.stderr)}"
+                ) from None
             raise agent_ended(
                 f"{what}: the agent ended before answering ({describe_exit(done.returncode)}); "
                 f"stderr: {tail(done.stderr)}",

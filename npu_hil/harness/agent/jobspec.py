@@ -53,8 +53,8 @@ class JobSpec:
 
 @dataclass(frozen=True)
 class ModelRef:
-    """Where job.json points for the model: a path relative to the job directory or to the
-    agent's cache root, and the artifact's sha256."""
+    """The model a job names: its path relative to the agent's cache root (``--root``), and the
+    artifact's sha256."""
 
     path: str
     sha256: str

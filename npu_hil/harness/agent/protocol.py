@@ -155,7 +155,7 @@ class Timings:
 
 @dataclass(frozen=True)
 class Result:
-    """A verified result.json: every blob's size and sha256 checked and its bytes loaded."""
+    """A verified job result: every buffer's size and sha256 checked and its bytes loaded."""
 
     schema: str
     job_id: str | None

@@ -117,9 +117,9 @@ def check_canary(field: str, value: object) -> bytes | None:
 
 
 class JobRefused(Exception):
-    """A job.json the agent will not run. ``field`` names the offending field, ``reason`` is a
-    short machine-readable class (``checksum`` and ``size`` mean a file's content does not match
-    what the host announced, which the host treats as a corrupted transfer)."""
+    """A job the agent will not run. ``field`` names the offending field, ``reason`` is a short
+    machine-readable class (``checksum`` and ``size`` mean a buffer's bytes do not match what the
+    host announced, which the host treats as a corrupted transfer)."""
 
     def __init__(self, field: str, reason: str, message: str) -> None:
         super().__init__(f"{field}: {message}")

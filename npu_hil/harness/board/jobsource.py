@@ -89,18 +89,21 @@ class FramedJob:
 def new_kept_dir(value: Any) -> str:
     """The folder a framed job's files are kept in for inspection (the host's ``keep``): exactly
     ``jobs/<name>`` in the workdir, made here, new, and this user's own, so a request cannot
-    make the agent write anywhere else."""
+    make the agent write anywhere else (JobRefused). An OSError is the board's disk (full,
+    read-only): the job runs without its view."""
     folder = job_folder(value)
     if folder is None:
         raise JobRefused("keep", "path", f"{value!r} is not a job folder under {JOBS_FOLDER}/")
+    os.makedirs(JOBS_FOLDER, mode=0o700, exist_ok=True)  # an OSError: the disk's, said as such
     try:
-        os.makedirs(JOBS_FOLDER, mode=0o700, exist_ok=True)
         check_folder(JOBS_FOLDER)
-        os.mkdir(folder, 0o700)
     except UnsafeFolder as exc:
         raise JobRefused("keep", "unsafe", str(exc)) from None
-    except OSError as exc:
-        raise JobRefused("keep", "path", f"{value!r}: {exc}") from None
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        # Never into a folder or a link planted under that name: a kept view is always new.
+        raise JobRefused("keep", "path", f"{value!r} exists already") from None
     return folder
 
 

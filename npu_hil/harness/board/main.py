@@ -3,9 +3,9 @@
 Started as ``python3 <bundle>/npu_hil_board MODE...`` on a board (see ``__main__.py``), or as
 ``python -m npu_hil.harness.board`` where the harness is installed::
 
-    ... --session [--root CACHE_DIR] [--adapters DIR]... [--model-cache N]
+    ... --session --root CACHE_DIR [--adapters DIR]... [--model-cache N]
     ... --listen SOCKET [--idle-timeout S] [--read-timeout S] [--max-connections N]
-        [--root CACHE_DIR] [--adapters DIR]...
+        --root CACHE_DIR [--adapters DIR]...
 
 A session serves framed requests until its stream ends or a shutdown: the host keeps one open for
 many jobs, or sends one job and a shutdown on stdin (a one-shot agent). Either kind starts only in a
@@ -76,7 +76,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         help="the most a framed job's input buffers may add up to; a job past it is refused "
         "and the session goes on",
     )
-    parser.add_argument("--root", help="model cache directory (model.path may be relative to it)")
+    parser.add_argument(
+        "--root", required=True, help="the model cache: a job's model.path is relative to it"
+    )
     parser.add_argument(
         "--adapters",
         action="append",

@@ -35,6 +35,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple, NoReturn
 
 from .cache import StageFailed
+from .folders import UnsafeFolder, check_folder
 from .identity import read_identity
 from .job import DEFAULT_TIMEOUTS, MAX_INPUTS, MAX_JOB_INPUT_BYTES, JobRefused
 from .jobs import Agent
@@ -152,30 +153,65 @@ class FrameStream:
 
     def _fill_new(self, n: int) -> tuple[Any, bytes]:
         """A buffer of ``n`` bytes read from the stream, and its sha256: in memory up to
-        IN_MEMORY_BYTES, else through a file of the jobs folder, unlinked at once and mapped
-        copy-on-write (the job may write into its inputs; the file never changes)."""
+        IN_MEMORY_BYTES, else through a file of the jobs folder (a folder of this user's own),
+        unlinked at once and mapped copy-on-write (the job may write into its inputs; the file
+        never changes). A disk that cannot take it (full, read-only) costs the job nothing: the
+        buffer is read into memory instead."""
         if n <= IN_MEMORY_BYTES:
             data = bytearray(n)
             return data, self._fill(data)
-        os.makedirs(JOBS_FOLDER, mode=0o700, exist_ok=True)
-        fd, path = tempfile.mkstemp(prefix=".bulk-", dir=JOBS_FOLDER)
         try:
+            os.makedirs(JOBS_FOLDER, mode=0o700, exist_ok=True)
+            check_folder(JOBS_FOLDER)
+            fd, path = tempfile.mkstemp(prefix=".bulk-", dir=JOBS_FOLDER)
             os.unlink(path)
+        except (OSError, UnsafeFolder) as exc:
+            log.warning("a %d-byte input goes into memory: %s", n, exc)
+            data = bytearray(n)
+            return data, self._fill(data)
+        try:
             digest = hashlib.sha256()
             chunk = bytearray(BULK_CHUNK)
-            left = n
-            while left:
-                got = self._recv_into(memoryview(chunk)[: min(left, BULK_CHUNK)])
+            done = 0
+            while done < n:
+                got = self._recv_into(memoryview(chunk)[: min(n - done, BULK_CHUNK)])
                 if not got:
                     raise EOFError("stream ended inside a frame")
                 piece = memoryview(chunk)[:got]
                 digest.update(piece)
-                while piece:
-                    piece = piece[os.write(fd, piece) :]
-                left -= got
+                try:
+                    while piece:
+                        piece = piece[os.write(fd, piece) :]
+                except OSError as exc:
+                    log.warning("a %d-byte input goes into memory: %s", n, exc)
+                    return self._finish_in_memory(fd, n, done, chunk[:got], digest)
+                done += got
             return mmap.mmap(fd, n, access=mmap.ACCESS_COPY), digest.digest()
         finally:
             os.close(fd)
+
+    def _finish_in_memory(
+        self, fd: int, n: int, done: int, last: bytearray, digest: Any
+    ) -> tuple[bytearray, bytes]:
+        """The rest of a buffer whose file the disk stopped taking: what the file holds read
+        back, the piece in hand, then the stream's remainder, all in memory."""
+        data = bytearray(n)
+        view = memoryview(data)
+        at = 0
+        while at < done:
+            got = os.preadv(fd, [view[at:done]], at)
+            if not got:
+                raise OSError(f"the spilled input ended at {at} of {done} bytes")
+            at += got
+        view[done : done + len(last)] = last
+        at = done + len(last)
+        while at < n:
+            got = self._recv_into(view[at : min(n, at + BULK_CHUNK)])
+            if not got:
+                raise EOFError("stream ended inside a frame")
+            digest.update(view[at : at + got])
+            at += got
+        return data, digest.digest()
 
     def _skip(self, n: int) -> None:
         scratch = bytearray(min(n, BULK_CHUNK))
@@ -477,20 +513,27 @@ def _answer_job(agent: Agent, stream: FrameStream, framed: Request) -> None:
         stream.write({"op": "job", "error": refused.record()})
         return
     kept = None
+    kept_error = None
     if request.get("keep") is not None:
         try:
             kept = new_kept_dir(request["keep"])
         except JobRefused as refused:
             stream.write({"op": "job", "error": refused.record()})
             return
+        except OSError as exc:
+            # The board's disk cannot take the view (full, read-only): the job runs all the same.
+            kept_error = f"{request['keep']}: {exc}"
     inputs = framed.buffers or []
     result, status, buffers = agent.run_framed_job(request["job"], inputs, framed.damaged)
     if kept is not None:
         failed = write_kept_view(kept, request["job"], inputs, result, buffers)
         if failed is not None:
-            log.error("could not keep job %s's files in %s: %s", result["job_id"], kept, failed)
+            kept_error = f"{kept}: {failed}"
     restart = agent.runtime.stuck
     answer = {"op": "job", "result": result, "status": status, "restart": restart}
+    if kept_error is not None:
+        log.error("could not keep job %s's files: %s", result["job_id"], kept_error)
+        answer["kept_error"] = kept_error
     stream.write(answer, buffers or None)  # a plain frame when no buffer goes back
     if restart:
         # The runtime thread is stuck in a vendor call that cannot be interrupted.

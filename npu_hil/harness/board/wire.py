@@ -47,14 +47,16 @@ RESULT_FILE = "result.json"
 JOBS_FOLDER = "jobs"
 
 # What the agent reads: a request is a few hundred bytes, so a client cannot make it buffer more
-# than this, and no document it parses (a request, a job.json) may nest deeper than this.
+# than this, and no document it parses (a request and the job it carries) may nest deeper.
 MAX_REQUEST_BYTES = 1 << 20
 MAX_JSON_DEPTH = 32
 
 SCHEMA_RE = re.compile(r"([a-z0-9-]+)/([0-9]+)(?:\.([0-9]+))?\Z")
 
-# How a one-shot agent ends: 0 the job ran (runtime errors, if any, are typed records in
-# result.json); 2 the agent refused the job; 3 an adapter call timed out; 1 anything else.
+# A job's status in its answer: 0 the job ran (runtime errors, if any, are typed records in the
+# result); 2 the agent refused the job; 3 an adapter call timed out (the agent then exits with
+# it, its runtime thread stuck); 1 anything else. The agent's own exit status is 0 after a
+# shutdown, 1 when it cannot start or its stream broke, 3 after a stuck runtime call.
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_REFUSED = 2

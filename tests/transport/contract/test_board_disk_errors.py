@@ -1,6 +1,7 @@
-"""A full or read-only board disk is reported as such (ENOSPC, EROFS with their errno), over
-every transport, by the transfer code and by the agent: never as a short transfer ("landed as
-0 bytes") or a missing file.
+"""A full or read-only board disk is reported as such (ENOSPC, EROFS, EACCES with their errno),
+over every transport, by the transfer code: never as a short transfer ("landed as 0 bytes") or a
+missing file. A job itself touches no disk (it travels in frames), so such a disk does not stop
+it, and a kept job's view that cannot be written costs the job nothing.
 
 The disk is real: a tmpfs of a few MiB (``size=``) mounted as the board's workdir, filled with
 a file or remounted read-only. It is mounted in this machine's mount namespace, not a private
@@ -23,7 +24,7 @@ import numpy as np
 import pytest
 
 from npu_hil.harness.agent.client import AgentClient
-from npu_hil.harness.agent.protocol import InputSpec
+from npu_hil.harness.agent.protocol import InputSpec, JobSpec
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.transport.ssh import SshTransport
 from tests.agent.jobs import FAKE_ADAPTERS, echo_job
@@ -86,10 +87,10 @@ def _cases(kinds: tuple[str, ...]) -> list[object]:
 
 @contextmanager
 def client_on(
-    request: pytest.FixtureRequest, kind: str, disk: Path, tmp_path: Path, frames: bool = False
+    request: pytest.FixtureRequest, kind: str, disk: Path, tmp_path: Path, keep_jobs: bool = False
 ) -> Iterator[tuple[AgentClient, Path]]:
-    """A client whose jobs go through job folders (the disk's trouble is theirs), unless
-    ``frames``: then they travel in the session's stream and touch no disk."""
+    """A client of a board whose workdir is on ``disk``, and the model of its jobs: the agent
+    deployed and a first job run (its view kept with ``keep_jobs``) while the disk had room."""
     model = tmp_path / "echo.bin"
     model.write_bytes(b"model" * 50)
     with (
@@ -97,19 +98,21 @@ def client_on(
             request, kind, disk / "board", **request.node.callspec.params.get("ssh_options", {})
         ) as transport,
         AgentClient(
-            transport,
-            adapter_dirs=[FAKE_ADAPTERS],
-            margin_s=5.0,
-            scratch=tmp_path / "scratch",
-            frames=frames,
+            transport, adapter_dirs=[FAKE_ADAPTERS], margin_s=5.0, keep_jobs=keep_jobs
         ) as client,
     ):
-        # The agent deployed and a first job run while the disk still had room.
         assert client.submit(job(model, "first"), {"x": X}).ok
         yield client, model
 
 
-def job(model: Path, name: str) -> object:
+def new_model(tmp_path: Path) -> Path:
+    """A model the board's cache does not hold yet: the next job deploys it."""
+    model = tmp_path / "echo-new.bin"
+    model.write_bytes(b"another model" * 50)
+    return model
+
+
+def job(model: Path, name: str) -> JobSpec:
     return echo_job(model, name, inputs=(InputSpec("x", "NCHW", SHAPE, "int8"),))
 
 
@@ -120,54 +123,78 @@ def assert_named(error: TransportError, number: int) -> None:
 
 
 @pytest.mark.parametrize(("kind", "ssh_options"), _cases(("local", "ssh", "serial")))
-def test_a_full_disk_is_enospc_when_sending(
+def test_a_full_disk_is_enospc_when_deploying_a_model(
     request: pytest.FixtureRequest, disk: Path, tmp_path: Path, kind: str, ssh_options: object
 ) -> None:
-    with client_on(request, kind, disk, tmp_path) as (client, model):
+    with client_on(request, kind, disk, tmp_path) as (client, _):
         fill(disk)
         with pytest.raises(TransportError) as caught:
-            client.submit(job(model, "full"), {"x": X})
+            client.submit(job(new_model(tmp_path), "full"), {"x": X})
         assert_named(caught.value, errno.ENOSPC)
         assert "landed as" not in caught.value.message.split(" on the board")[0]
 
 
 @pytest.mark.parametrize(("kind", "ssh_options"), _cases(("local", "ssh")))
-def test_a_read_only_disk_is_erofs(
+def test_a_read_only_disk_is_erofs_when_deploying_a_model(
     request: pytest.FixtureRequest, disk: Path, tmp_path: Path, kind: str, ssh_options: object
 ) -> None:
     # (Over the serial console the resident agent keeps files open on the disk, so it cannot
     # be remounted read-only under it.)
-    with client_on(request, kind, disk, tmp_path) as (client, model):
+    with client_on(request, kind, disk, tmp_path) as (client, _):
         read_only(disk)
         with pytest.raises(TransportError) as caught:
-            client.submit(job(model, "ro"), {"x": X})
+            client.submit(job(new_model(tmp_path), "ro"), {"x": X})
         assert_named(caught.value, errno.EROFS)
         assert "No such file" not in caught.value.message.split(" on the board")[0]
 
 
-@pytest.mark.parametrize(("kind", "ssh_options"), _cases(("local", "ssh")))
-def test_an_agent_that_cannot_write_its_outputs_says_enospc(
+@pytest.mark.parametrize(("kind", "ssh_options"), _cases(("local", "ssh", "serial")))
+def test_a_kept_view_on_a_full_disk_costs_the_job_nothing(
     request: pytest.FixtureRequest, disk: Path, tmp_path: Path, kind: str, ssh_options: object
 ) -> None:
-    with client_on(request, kind, disk, tmp_path) as (client, model):
-        # Room for the job's input (256 KiB and job.json), not for its output as well.
-        fill(disk, leave=X.nbytes + 48 * 1024)
-        result = client.submit(job(model, "outputs"), {"x": X})
-        assert not result.ok
-        record = result.errors[0]
-        assert (record.type, record.errno, record.errno_name) == ("OSError", 28, "ENOSPC")
-        error = result.error()
-        assert isinstance(error, TransportError)  # the board's disk: infrastructure
-        assert error.errno == errno.ENOSPC and "No space left on device" in error.message
+    """With ``keep_jobs`` the agent writes a job's files after it ran; on a full disk they
+    cannot be written, and the job's result and buffers come back all the same."""
+    with client_on(request, kind, disk, tmp_path, keep_jobs=True) as (client, model):
+        fill(disk)
+        result = client.submit(job(model, "kept-full"), {"x": X})
+        assert result.ok, result.errors
+        assert result.output("x_out").data.tobytes() == X.tobytes()
+    # The view was begun and could not be finished: no result.json, its input not whole.
+    (kept,) = (disk / "board" / "jobs").glob("kept-full-*")
+    assert not (kept / "result.json").exists()
+    assert not (kept / "input_0.bin").exists() or (kept / "input_0.bin").stat().st_size < X.nbytes
+
+
+@pytest.mark.parametrize(("kind", "ssh_options"), _cases(("local", "ssh")))
+def test_a_kept_view_on_a_read_only_disk_costs_the_job_nothing(
+    request: pytest.FixtureRequest,
+    disk: Path,
+    tmp_path: Path,
+    kind: str,
+    ssh_options: object,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The view's folder cannot even be made: the job runs all the same, and the host is told
+    why its files are not on the board."""
+    with client_on(request, kind, disk, tmp_path, keep_jobs=True) as (client, model):
+        read_only(disk)
+        result = client.submit(job(model, "kept-ro"), {"x": X})
+        assert result.ok, result.errors
+        assert result.output("x_out").data.tobytes() == X.tobytes()
+    assert not list((disk / "board" / "jobs").glob("kept-ro-*"))
+    assert any(
+        "could not be kept" in r.getMessage() and "Read-only" in r.getMessage()
+        for r in caplog.records
+    ), [r.getMessage() for r in caplog.records]
 
 
 @pytest.mark.parametrize(("kind", "ssh_options"), _cases(("local", "ssh", "serial")))
 def test_a_framed_job_runs_on_a_full_disk(
     request: pytest.FixtureRequest, disk: Path, tmp_path: Path, kind: str, ssh_options: object
 ) -> None:
-    """A job carried in the session's frames writes nothing on the board: a disk with no byte
-    free does not stop it, and its buffers come back whole."""
-    with client_on(request, kind, disk, tmp_path, frames=True) as (client, model):
+    """A job travels in the session's frames and writes nothing on the board: a disk with no
+    byte free does not stop it, and its buffers come back whole."""
+    with client_on(request, kind, disk, tmp_path) as (client, model):
         fill(disk)
         assert os.statvfs(disk).f_bavail == 0
         result = client.submit(job(model, "full-framed"), {"x": X})
@@ -179,7 +206,7 @@ def test_a_framed_job_runs_on_a_full_disk(
 def test_a_framed_job_runs_on_a_read_only_disk(
     request: pytest.FixtureRequest, disk: Path, tmp_path: Path, kind: str, ssh_options: object
 ) -> None:
-    with client_on(request, kind, disk, tmp_path, frames=True) as (client, model):
+    with client_on(request, kind, disk, tmp_path) as (client, model):
         read_only(disk)
         result = client.submit(job(model, "ro-framed"), {"x": X})
         assert result.ok, result.errors
@@ -204,11 +231,14 @@ model.write_bytes(b"model" * 50)
 x = np.zeros((4, 4), np.int8)
 spec = lambda name: echo_job(model, name, inputs=(InputSpec("x", "NCHW", (4, 4), "int8"),))
 client = AgentClient(LocalTransport(root / "board", python=sys.executable),
-                     adapter_dirs=[FAKE_ADAPTERS], scratch=root / "scratch", frames=False)
+                     adapter_dirs=[FAKE_ADAPTERS])
 assert client.submit(spec("first"), {"x": x}).ok
-(root / "board" / "jobs").chmod(0o500)  # the board's job folder: no longer writable by us
+(root / "board" / "cache").chmod(0o500)  # the board's model cache: no longer writable by us
+other = root / "echo-new.bin"
+other.write_bytes(b"another model" * 50)
 try:
-    client.submit(spec("denied"), {"x": x})
+    client.submit(echo_job(other, "denied", inputs=(InputSpec("x", "NCHW", (4, 4), "int8"),)),
+                  {"x": x})
 except NpuHilError as exc:
     print(json.dumps({"type": type(exc).__name__, "errno": exc.errno,
                       "name": exc.errno_name, "message": exc.message}))
@@ -216,8 +246,9 @@ except NpuHilError as exc:
 
 
 def test_a_folder_we_may_not_write_is_eacces(tmp_path: Path) -> None:
-    """Root is not refused by a folder's mode, so the run drops the capabilities that let it
-    pass (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH): it is then held to the mode as any user is.
+    """A model deployed into a board's cache folder this user may not write. Root is not
+    refused by a folder's mode, so the run drops the capabilities that let it pass
+    (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH): it is then held to the mode as any user is.
     (A second uid cannot run this machine's Python, which lives in root's home.)"""
     import json
     import shutil
@@ -238,7 +269,7 @@ def test_a_folder_we_may_not_write_is_eacces(tmp_path: Path) -> None:
         timeout=120,
         cwd=Path(__file__).resolve().parents[3],
     )
-    (tmp_path / "board" / "jobs").chmod(0o700)
+    (tmp_path / "board" / "cache").chmod(0o700)
     assert done.returncode == 0, done.stderr
     error = json.loads(done.stdout.strip().splitlines()[-1])
     assert (error["type"], error["errno"], error["name"]) == ("TransportError", 13, "EACCES")
@@ -249,7 +280,7 @@ def test_a_folder_we_may_not_write_is_eacces_over_ssh(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same over a real sshd whose logins run without CAP_DAC_OVERRIDE (a board where the
-    login user may not write the folder)."""
+    login user may not write the model cache)."""
     import shutil
 
     from npu_hil.testkit.simfarm import sshd as sshd_module
@@ -268,6 +299,7 @@ def test_a_folder_we_may_not_write_is_eacces_over_ssh(
     known.write_text(sshd.known_hosts_line())
     model = tmp_path / "echo.bin"
     model.write_bytes(b"model" * 50)
+    other = new_model(tmp_path)  # deployed once the cache is no longer writable
     x = np.zeros((4, 4), np.int8)
     small = (InputSpec("x", "NCHW", (4, 4), "int8"),)
     try:
@@ -285,20 +317,15 @@ def test_a_folder_we_may_not_write_is_eacces_over_ssh(
                     python=PY,
                     **options,  # type: ignore[arg-type]
                 ) as transport,
-                AgentClient(
-                    transport,
-                    adapter_dirs=[FAKE_ADAPTERS],
-                    scratch=tmp_path / "scratch",
-                    frames=False,
-                ) as client,
+                AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS]) as client,
             ):
                 assert client.submit(echo_job(model, "first", inputs=small), {"x": x}).ok
-                (board / "jobs").chmod(0o500)
+                (board / "cache").chmod(0o500)
                 try:
                     with pytest.raises(TransportError) as caught:
-                        client.submit(echo_job(model, "denied", inputs=small), {"x": x})
+                        client.submit(echo_job(other, "denied", inputs=small), {"x": x})
                 finally:
-                    (board / "jobs").chmod(0o700)
+                    (board / "cache").chmod(0o700)
                 assert_named(caught.value, errno.EACCES)
     finally:
         sshd_module.stop_sshd(process)

@@ -208,17 +208,13 @@ def test_an_agent_session_serves_jobs_and_one_shot_runs_too(
 ) -> None:
     model = tmp_path / "echo.bin"
     model.write_bytes(b"contract model" * 40)
-    with AgentClient(
-        transport, adapter_dirs=[FAKE_ADAPTERS], margin_s=5.0, scratch=tmp_path / "s1"
-    ) as client:
+    with AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS], margin_s=5.0) as client:
         client.ping()
         assert client.agent_pid is not None
         first = client.submit(echo_job(model, "first"), {"x": X})
         assert first.ok, first
         again = client.submit(echo_job(model, "again"), {"x": X})
         assert again.ok and again.timings.model_cached
-    with AgentClient(
-        transport, adapter_dirs=[FAKE_ADAPTERS], sessions=False, scratch=tmp_path / "s2"
-    ) as client:
+    with AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS], sessions=False) as client:
         assert client.submit(echo_job(model, "one-shot"), {"x": X}).ok
     assert list((Path(transport.workdir) / "jobs").glob("*")) == []

@@ -34,9 +34,7 @@ def test_a_killed_agent_is_reported_by_its_signal(
     hang = echo_job(model, "victim", adapter_options={"hang": {"stage": "run", "seconds": 60}})
     with (
         open_transport(request, kind, tmp_path / "remote") as transport,
-        AgentClient(
-            transport, adapter_dirs=[FAKE_ADAPTERS], margin_s=5.0, scratch=tmp_path / "scratch"
-        ) as client,
+        AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS], margin_s=5.0) as client,
     ):
         client.ping()
         pid = client.agent_pid
