@@ -3,7 +3,7 @@
     python benchmarks/bench_agent.py [--jobs 30] [--model identity|conv3x3] [--no-ssh]
 
 The job: the identity reference model (or ``--model conv3x3``) on a 1x3x224x224 uint8 input,
-target rk3588, through ``AgentClient`` → a transport → the board agent (a persistent session, its
+target rk3588, through ``AgentClient`` → a transport → the board agent (a resident agent, its
 own process) → the ``sim`` adapter, and back with every buffer checked. Rows:
 
 - ``framed, local``: the job as one frame each way on ``LocalTransport``;

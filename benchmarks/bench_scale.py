@@ -11,7 +11,7 @@ sampler walks the run's process tree every 0.2 s through ``/proc`` and prints pe
 - peak memory of the whole tree (sum of PSS, which shares the pages of the many agents fairly),
   of the largest single process and of the pytest controller (RSS), and the agents' peak
   together;
-- agents started (distinct ``--session`` processes seen) and the most alive at once;
+- agents started (distinct ``--serve`` processes seen) and the most alive at once;
 - bookkeeping: from the last record appended to ``records.jsonl`` (the last case's end) to the
   run's exit: the report, the history, the comparison;
 - scratch left: the ``npu-hil-jobs-*`` folders still in the run's TMPDIR after it exited;
@@ -117,7 +117,7 @@ def _is_agent(pid: int) -> bool:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return b"--session" in argv and b"--root" in argv
+    return b"--serve" in argv and b"--root" in argv
 
 
 @dataclass

@@ -20,7 +20,7 @@ from npu_hil.harness import board
 from npu_hil.harness.agent.framed import (
     BulkAnswer,
     Replay,
-    SessionEnded,
+    StreamEnded,
     bulk_request,
     framed_result,
     read_bulk,
@@ -38,7 +38,7 @@ from npu_hil.harness.board.wire import (
 from npu_hil.harness.models import build, save
 
 FAKE_ADAPTERS = Path(__file__).parent / "fake_adapters" / "adapters"
-# The board package, run as a folder (``python npu_hil/harness/board --session``), as a board runs
+# The board package, run as a folder (``python npu_hil/harness/board --serve``), as a board runs
 # it.
 BOARD_PACKAGE = Path(board.__file__).parent
 X = np.arange(2 * 3 * 4 * 4, dtype=np.int8).reshape(2, 3, 4, 4)
@@ -150,7 +150,7 @@ def run_once(
     env: Mapping[str, str] | None = None,
     timeout: float = 60.0,
 ) -> OneShot:
-    """Run one job as a one-shot agent does: the board package with ``--session`` in
+    """Run one job as a one-shot agent does: the board package with ``--serve`` in
     ``workdir`` (made private), the job's bulk frame and a shutdown on stdin, every frame of
     stdout read back. ``edit`` changes the job document before it is sent (what it returns is
     sent: a hostile document), ``buffers`` replaces the input buffers, ``extra`` goes on the
@@ -164,7 +164,7 @@ def run_once(
         request["keep"] = keep
     stdin = b"".join(bulk_request(request, framed if buffers is None else buffers))
     stdin += encode_frame({"op": "shutdown"})
-    argv = [python, str(BOARD_PACKAGE), "--session", "--root", "cache", *extra]
+    argv = [python, str(BOARD_PACKAGE), "--serve", "--root", "cache", *extra]
     if adapters:
         argv += ["--adapters", str(FAKE_ADAPTERS)]
     done = subprocess.run(
@@ -177,19 +177,26 @@ def run_once(
         check=False,
     )
     shot = OneShot(done.returncode, done.stderr.decode("utf-8", "replace"))
-    replay = Replay(done.stdout)
-    while True:
-        try:
-            header = recv_exactly(replay, FRAME_HEADER.size, float("inf"))
-        except SessionEnded:
-            return shot
-        length = frame_length(header)
-        answer = read_bulk(replay, length, float("inf")) if is_bulk(header) else None
-        message = (
-            answer.message
-            if answer is not None
-            else decode_frame(recv_exactly(replay, length, float("inf")))
-        )
+    for message, answer in read_frames(done.stdout):
         shot.frames.append(message)
         if message.get("op") in ("job", "error") and shot.response is None:
             shot.response, shot.answer = message, answer
+    return shot
+
+
+def read_frames(data: bytes) -> list[tuple[dict[str, Any], BulkAnswer | None]]:
+    """The frames in ``data`` (an agent's stdout, a relay's answer), each message with its bulk
+    buffers where it had some; a frame cut short at the end is left out."""
+    found: list[tuple[dict[str, Any], BulkAnswer | None]] = []
+    replay = Replay(data)
+    while True:
+        try:
+            header = recv_exactly(replay, FRAME_HEADER.size, float("inf"))
+            length = frame_length(header)
+            if is_bulk(header):
+                answer = read_bulk(replay, length, float("inf"))
+                found.append((answer.message, answer))
+            else:
+                found.append((decode_frame(recv_exactly(replay, length, float("inf"))), None))
+        except StreamEnded:
+            return found

@@ -1,5 +1,5 @@
 """The canary on the board side, run as a board runs the agent (the board package as a folder,
-a one-shot ``--session`` with one job's bulk frame on its stdin, under Python 3.8 and the current
+a one-shot ``--serve`` with one job's bulk frame on its stdin, under Python 3.8 and the current
 Python): the job document's pattern validated, the adapter's hook asked before the run, and the
 answer's result saying what was filled — or why nothing was."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.agent.framed import (
     BulkAnswer,
     Replay,
-    SessionEnded,
+    StreamEnded,
     framed_result,
     read_bulk,
     recv_exactly,
@@ -407,60 +407,54 @@ def test_a_cut_answer_is_never_read_as_a_result(answer: BulkAnswer) -> None:
     message_end = board.FRAME_HEADER.size + board.BULK_PREFIX.size + 100
     cuts = [3, message_end, offset_of(wire, 3, SIZES) + 1, len(wire) - 1]
     for cut in cuts:
-        with pytest.raises(SessionEnded):
+        with pytest.raises(StreamEnded):
             read_back(wire[:cut])
     assert read_back(wire).buffers == answer.buffers
 
 
-class GarblingTransport(LocalTransport):
-    """A transport whose one-shot agent's answer arrives with its message's first byte
-    damaged: a whole frame that holds no JSON."""
+class DamagingTransport(LocalTransport):
+    """A transport that hands a one-shot agent's stdout to ``damage`` on its way back."""
+
+    def __init__(self, workdir: Path, damage: Callable[[bytes], bytes]) -> None:
+        super().__init__(workdir)
+        self.damage = damage
 
     def run(
         self, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None
     ) -> CompletedRun:
         done = super().run(argv, timeout=timeout, stdin=stdin)
-        if "--session" not in argv:
+        if "--serve" not in argv:
             return done
-        header = board.FRAME_HEADER.size
-        answer = header + board.frame_length(done.stdout[:header])
-        assert board.is_bulk(done.stdout[answer : answer + header])
-        stdout = bytearray(done.stdout)
-        stdout[answer + header + board.BULK_PREFIX.size] = 0xFF
-        return CompletedRun(done.returncode, bytes(stdout), done.stderr, done.duration)
+        assert done.returncode == 0
+        return CompletedRun(done.returncode, self.damage(done.stdout), done.stderr, done.duration)
+
+
+def garbled(stdout: bytes) -> bytes:
+    """The answer's message with its first byte damaged: a whole frame that holds no JSON."""
+    header = board.FRAME_HEADER.size
+    answer = header + board.frame_length(stdout[:header])
+    assert board.is_bulk(stdout[answer : answer + header])
+    damaged = bytearray(stdout)
+    damaged[answer + header + board.BULK_PREFIX.size] = 0xFF
+    return bytes(damaged)
 
 
 @pytest.mark.slow
 def test_a_garbled_answer_is_a_transport_error(tmp_path: Path, model: Path) -> None:
     """The client's one-shot path: an answer whose result document cannot be read is a
     damaged stream (infrastructure), not a result."""
-    transport = GarblingTransport(tmp_path / "board")
-    client = AgentClient(transport, sessions=False, adapter_dirs=[FAKE_ADAPTERS], margin_s=5)
+    transport = DamagingTransport(tmp_path / "board", garbled)
+    client = AgentClient(transport, resident=False, adapter_dirs=[FAKE_ADAPTERS], margin_s=5)
     with client, pytest.raises(TransportError, match="stream is corrupted"):
         client.submit(echo_job(model), echo_inputs())
-
-
-class CuttingTransport(LocalTransport):
-    """A transport whose one-shot agent's stdout is cut inside the answer's buffers, though the
-    agent answered and exited 0."""
-
-    def run(
-        self, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None
-    ) -> CompletedRun:
-        done = super().run(argv, timeout=timeout, stdin=stdin)
-        if "--session" not in argv:
-            return done
-        assert done.returncode == 0
-        cut = done.stdout[: len(done.stdout) // 2]
-        return CompletedRun(done.returncode, cut, done.stderr, done.duration)
 
 
 @pytest.mark.slow
 def test_a_cut_one_shot_answer_is_a_transport_error(tmp_path: Path, model: Path) -> None:
     """An agent that answered and exited 0, whose answer did not arrive whole: the link lost
     it (infrastructure, retried), not the board (a DeviceError)."""
-    transport = CuttingTransport(tmp_path / "board")
-    client = AgentClient(transport, sessions=False, adapter_dirs=[FAKE_ADAPTERS], margin_s=5)
+    transport = DamagingTransport(tmp_path / "board", lambda stdout: stdout[: len(stdout) // 2])
+    client = AgentClient(transport, resident=False, adapter_dirs=[FAKE_ADAPTERS], margin_s=5)
     with client, pytest.raises(TransportError, match="came cut short") as caught:
         client.submit(echo_job(model), echo_inputs())
     assert not isinstance(caught.value, DeviceError)

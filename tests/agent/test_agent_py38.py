@@ -1,7 +1,7 @@
 """The agent on the oldest Python a board ships: 3.8 (from pyenv), with only numpy installed.
 
 Every board-side file compiles under it; a one-shot agent under it (the board package with
-``--session``, one job's bulk frame and a shutdown on its stdin) answers exactly as one under the
+``--serve``, one job's bulk frame and a shutdown on its stdin) answers exactly as one under the
 current Python does, and refuses what it must; a session under it serves a client. Skipped, with
 the reason, when that interpreter or its numpy is missing on this machine.
 """
@@ -164,4 +164,4 @@ def test_session_under_38(tmp_path: Path, model: Path) -> None:
             client.submit(job(model, "crash", crash={"stage": "run", "how": "segv"}), INPUTS)
 
         assert client.submit(job(model, "after"), INPUTS).ok
-        assert client.sessions_started == 3
+        assert client.agents_started == 3

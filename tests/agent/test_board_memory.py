@@ -1,6 +1,6 @@
 """The agent's memory reading (npu_hil/harness/board/memory.py) from a fake /proc and /sys tree:
 exact figures, absent files named, unreadable ones recorded, reads bounded; and the ``memory``
-request answered by a real agent session under Python 3.8 with the tree moved in."""
+request answered by a real resident agent under Python 3.8 with the tree moved in."""
 
 from __future__ import annotations
 

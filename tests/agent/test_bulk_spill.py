@@ -13,14 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from npu_hil.harness.board import session as board_session
-from npu_hil.harness.board.session import IN_MEMORY_BYTES, FrameStream
+from npu_hil.harness.board import serve as board_serve
+from npu_hil.harness.board.serve import IN_MEMORY_BYTES, FrameStream
 from npu_hil.harness.board.wire import encode_bulk_frame
 
 SIZE = IN_MEMORY_BYTES + 3 * 65536 + 17  # past the memory bound, not a whole number of chunks
 
 
-def read_one(data: bytes) -> board_session.Request:
+def read_one(data: bytes) -> board_serve.Request:
     """The bulk frame of one buffer, sent through a pipe and read by the agent's stream."""
     read_fd, write_fd = os.pipe()
 
@@ -70,7 +70,7 @@ def test_a_disk_that_stops_taking_it_costs_nothing(
         written[0] += count
         return count
 
-    monkeypatch.setattr(board_session.os, "write", write)
+    monkeypatch.setattr(board_serve.os, "write", write)
     request = read_one(payload)
     (buffer,) = request.buffers or []
     assert isinstance(buffer, bytearray)

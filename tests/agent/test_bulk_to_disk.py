@@ -11,10 +11,10 @@ import pytest
 
 from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.agent.protocol import InputSpec
-from npu_hil.harness.board.session import IN_MEMORY_BYTES
+from npu_hil.harness.board.serve import IN_MEMORY_BYTES
 from npu_hil.harness.transport import LocalTransport
 from tests.agent.jobs import FAKE_ADAPTERS, echo_job
-from tests.agent.test_session import PY
+from tests.agent.test_resident_agent import PY
 
 
 @pytest.mark.slow

@@ -27,7 +27,7 @@ from npu_hil.harness.board.frames import BULK_FLAG, FRAME_HEADER
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.transport import LocalTransport
 from tests.agent.jobs import FAKE_ADAPTERS, X, echo_job, sim_job
-from tests.agent.test_session import PY, RawSession
+from tests.agent.test_resident_agent import PY, RawSession
 
 # Three inputs of three element types: each buffer must land at its own offset of the frame.
 MULTI = (
@@ -67,12 +67,12 @@ def test_a_session_job_matches_a_one_shot_job(tmp_path: Path, model: Path) -> No
     readings, the same buffers, and neither leaves a job folder on the board."""
     job = echo_job(model, "same", inputs=MULTI)
     with (
-        client_for(tmp_path, "session") as session_client,
-        client_for(tmp_path, "one-shot", sessions=False) as one_shot_client,
+        client_for(tmp_path, "resident") as session_client,
+        client_for(tmp_path, "one-shot", resident=False) as one_shot_client,
     ):
         by_session = session_client.submit(job, MULTI_ARRAYS)
         by_one_shot = one_shot_client.submit(job, MULTI_ARRAYS)
-        assert (session_client.sessions_started, one_shot_client.sessions_started) == (1, 0)
+        assert (session_client.agents_started, one_shot_client.agents_started) == (1, 0)
         for c in (session_client, one_shot_client):
             assert not (Path(c.transport.workdir) / "jobs").exists()
     assert by_session.ok and by_one_shot.ok
@@ -85,15 +85,15 @@ def test_a_session_job_matches_a_one_shot_job(tmp_path: Path, model: Path) -> No
 
 
 @pytest.mark.slow
-def test_a_session_sim_job_matches_a_one_shot_job(tmp_path: Path) -> None:
-    """The simulated NPU through a session and one-shot: the same device buffers both ways and
-    the same runtime attributes (layouts, quantization) for each."""
+def test_a_resident_sim_job_matches_a_one_shot_job(tmp_path: Path) -> None:
+    """The simulated NPU through a resident agent and a one-shot one: the same device buffers
+    both ways and the same runtime attributes (layouts, quantization) for each."""
     spec, inputs = sim_job(tmp_path, "sim-framed", "rk3588")
     results = {}
-    for sessions in (True, False):
-        transport = LocalTransport(tmp_path / f"board-{sessions}", python=PY)
-        with AgentClient(transport, sessions=sessions) as c:
-            results[sessions] = c.submit(spec, inputs)
+    for resident in (True, False):
+        transport = LocalTransport(tmp_path / f"board-{resident}", python=PY)
+        with AgentClient(transport, resident=resident) as c:
+            results[resident] = c.submit(spec, inputs)
     by_session, by_one_shot = results[True], results[False]
     assert by_session.ok, by_session.errors
     assert by_one_shot.ok, by_one_shot.errors
@@ -174,18 +174,18 @@ def test_a_kept_job_leaves_its_files_on_the_board(tmp_path: Path, model: Path) -
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sessions", [True, False], ids=["session", "one-shot"])
-def test_inputs_of_any_size_go_as_frames(tmp_path: Path, model: Path, sessions: bool) -> None:
+@pytest.mark.parametrize("resident", [True, False], ids=["resident", "one-shot"])
+def test_inputs_of_any_size_go_as_frames(tmp_path: Path, model: Path, resident: bool) -> None:
     """Past the agent's in-memory bound (its buffers then land in unlinked files): still one
     frame each way, on a session and one-shot, and no file of it left on the board."""
     big = np.random.default_rng(5).integers(-128, 128, (1, 1, 4099, 4099), dtype=np.int8)
     spec = echo_job(model, "big", inputs=(InputSpec("x", "NCHW", big.shape, "int8"),))
-    with client_for(tmp_path, "board", sessions=sessions) as c:
+    with client_for(tmp_path, "board", resident=resident) as c:
         result = c.submit(spec, {"x": big})
         assert result.ok, result
         assert result.output("x_out").data.tobytes() == big.tobytes()
         assert list((Path(c.transport.workdir) / "jobs").glob("*")) == []
-        assert c.sessions_started == (1 if sessions else 0)
+        assert c.agents_started == (1 if resident else 0)
 
 
 # --- bulk frames spoken directly ------------------------------------------------------------------

@@ -22,7 +22,7 @@ from npu_hil.harness.board import job as board_job
 from npu_hil.harness.board import wire as board
 from npu_hil.harness.errors import ProtocolError, TransportError
 from tests.agent.jobs import FAKE_ADAPTERS, OneShot, cache_model, run_once
-from tests.agent.test_session import RawSession
+from tests.agent.test_resident_agent import RawSession
 
 # Seconds a test (README: test tiers).
 pytestmark = pytest.mark.slow

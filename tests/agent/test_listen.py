@@ -18,17 +18,22 @@ import pytest
 
 from npu_hil.harness.agent.framed import (
     BulkAnswer,
-    Replay,
-    SessionEnded,
     bulk_request,
     framed_result,
     read_bulk,
-    recv_exactly,
 )
 from npu_hil.harness.agent.protocol import InputSpec, JobSpec, ModelRef, frame_job
 from npu_hil.harness.board import relay
 from npu_hil.harness.board import wire as board
-from tests.agent.jobs import BOARD_PACKAGE, FAKE_ADAPTERS, PY38, X, cache_model, py38_problem
+from tests.agent.jobs import (
+    BOARD_PACKAGE,
+    FAKE_ADAPTERS,
+    PY38,
+    X,
+    cache_model,
+    py38_problem,
+    read_frames,
+)
 
 AGENT = BOARD_PACKAGE
 RELAY = Path(relay.__file__)
@@ -196,18 +201,8 @@ def run_relay(
 
 
 def frames(data: bytes) -> list[dict[str, Any]]:
-    """The messages of the frames in ``data``, plain or bulk (a bulk one's buffers read past)."""
-    found, replay = [], Replay(data)
-    while True:
-        try:
-            header = recv_exactly(replay, board.FRAME_HEADER.size, float("inf"))
-        except SessionEnded:
-            return found
-        length = board.frame_length(header)
-        if board.is_bulk(header):
-            found.append(read_bulk(replay, length, float("inf")).message)
-        else:
-            found.append(board.decode_frame(recv_exactly(replay, length, float("inf"))))
+    """The messages of the frames in ``data``, plain or bulk."""
+    return [message for message, _ in read_frames(data)]
 
 
 # --- listen mode ---------------------------------------------------------------------------------
@@ -332,16 +327,27 @@ def test_a_path_that_is_not_a_socket_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "phrase"),
     [
-        (("--session", "--listen", SOCKET), "give one of --session or --listen SOCKET"),
-        ((), "give one of --session or --listen SOCKET"),
+        (("--serve", "--listen", SOCKET), "give one of --serve or --listen SOCKET"),
+        ((), "give one of --serve or --listen SOCKET"),
         # A job folder is no way to run a job any more: not a mode, not an argument.
         (("jobs/one",), "unrecognized arguments: jobs/one"),
     ],
 )
 def test_one_mode_at_a_time(tmp_path: Path, args: tuple[str, ...], phrase: str) -> None:
+    assert_refused(tmp_path, ["--root", "cache", *args], phrase)
+
+
+@pytest.mark.slow
+def test_the_model_cache_is_required(tmp_path: Path) -> None:
+    """Without ``--root`` every job would be refused: the agent does not start."""
+    assert_refused(tmp_path, ["--serve"], "--root")
+
+
+def assert_refused(folder: Path, args: list[str], phrase: str) -> None:
+    """The agent's command line refuses ``args`` with ``phrase``, touching nothing."""
     done = subprocess.run(
-        [sys.executable, str(AGENT), "--root", "cache", *args],
-        cwd=tmp_path,
+        [sys.executable, str(AGENT), *args],
+        cwd=folder,
         capture_output=True,
         text=True,
         timeout=60,
@@ -349,23 +355,7 @@ def test_one_mode_at_a_time(tmp_path: Path, args: tuple[str, ...], phrase: str) 
     )
     assert done.returncode == 2
     assert phrase in done.stderr
-    assert list(tmp_path.iterdir()) == []
-
-
-@pytest.mark.slow
-def test_the_model_cache_is_required(tmp_path: Path) -> None:
-    """Without ``--root`` every job would be refused: the agent does not start."""
-    done = subprocess.run(
-        [sys.executable, str(AGENT), "--session"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 2
-    assert "--root" in done.stderr
-    assert list(tmp_path.iterdir()) == []
+    assert list(folder.iterdir()) == []
 
 
 # --- the relay -----------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """LocalTransport's own behaviour, and the one-shot agent path through it. What every transport
-does (commands, files, confinement, sessions) is held by the contract suite
+does (commands, files, confinement, streams) is held by the contract suite
 (tests/transport/contract)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from npu_hil.harness.errors import DeviceError, NpuHilError, TransportError
 from npu_hil.harness.transport import (
     LocalTransport,
     RemotePathError,
-    Session,
+    Stream,
 )
 from tests.agent.jobs import FAKE_ADAPTERS
 
@@ -85,8 +85,8 @@ def test_session_stream(transport: LocalTransport) -> None:
         "    os.write(1, data[::-1])\n"
         "sys.exit(5)\n"
     )
-    session = transport.open_session([PY, "-c", script])
-    assert isinstance(session, Session)
+    session = transport.open_stream([PY, "-c", script])
+    assert isinstance(session, Stream)
     session.send(b"abc")
     received = b""
     while len(received) < 3:
@@ -105,13 +105,13 @@ def test_session_stream(transport: LocalTransport) -> None:
 
 @pytest.mark.slow
 def test_session_eof_and_kill(transport: LocalTransport) -> None:
-    session = transport.open_session([PY, "-c", "import time; time.sleep(60)"])
+    session = transport.open_stream([PY, "-c", "import time; time.sleep(60)"])
     started = time.monotonic()
     ended = session.close(timeout=0.2)
     assert ended.returncode is not None and ended.returncode < 0  # killed
     assert time.monotonic() - started < 10
 
-    quick = transport.open_session([PY, "-c", "print('bye')"])
+    quick = transport.open_stream([PY, "-c", "print('bye')"])
     received = b""
     while chunk := quick.recv(100, timeout=10):  # b"" is the end of the stream
         received += chunk
@@ -161,7 +161,7 @@ def model(tmp_path: Path) -> Path:
 def test_one_shot_jobs(tmp_path: Path, model: Path) -> None:
     transport = CountingTransport(tmp_path / "board", python=PY)
     x = np.arange(48, dtype=np.uint8).reshape(1, 4, 4, 3)
-    with AgentClient(transport, sessions=False, adapter_dirs=[FAKE_ADAPTERS]) as client:
+    with AgentClient(transport, resident=False, adapter_dirs=[FAKE_ADAPTERS]) as client:
         first = client.submit(job(model), {"x": x})
         second = client.submit(job(model, "two"), {"x": x})
     assert first.ok and second.ok
@@ -169,17 +169,17 @@ def test_one_shot_jobs(tmp_path: Path, model: Path) -> None:
     # One process per job: nothing is cached between them.
     assert not second.timings.model_cached
     assert second.output("x_out").attributes["loads"] == 1
-    # The model went to the cache once; job directories are removed after each job.
+    # The model went to the cache once; a job leaves no folder on the board.
     assert sum(p.startswith("cache/") for p in transport.puts) == 1
     assert list((Path(transport.workdir) / "jobs").glob("*")) == []
 
 
 @pytest.mark.slow
 def test_one_shot_ping_and_versions(tmp_path: Path) -> None:
-    """Without a persistent session (a serial console) ping and versions are one-shot agent runs
+    """Without a resident agent (a serial console) ping and versions are one-shot agent runs
     and answer the same as a session does; no process stays behind."""
     transport = LocalTransport(tmp_path / "board", python=PY)
-    with AgentClient(transport, sessions=False, adapter_dirs=[FAKE_ADAPTERS]) as client:
+    with AgentClient(transport, resident=False, adapter_dirs=[FAKE_ADAPTERS]) as client:
         ping = client.ping()
         assert ping["op"] == "ping" and ping["jobs"] == 0 and ping["pid"] != os.getpid()
         assert client.hello["op"] == "hello" and "echo" in client.hello["adapters"]
@@ -187,12 +187,12 @@ def test_one_shot_ping_and_versions(tmp_path: Path) -> None:
         assert versions["python"].startswith("3.") and "numpy" in versions
         with pytest.raises(NpuHilError, match="not an adapter name"):
             client.versions("../echo")
-        assert client.sessions_started == 0
+        assert client.agents_started == 0
 
 
 def test_redeploy_copies_nothing_new(tmp_path: Path, model: Path) -> None:
     transport = CountingTransport(tmp_path / "board", python=PY)
-    client = AgentClient(transport, sessions=False, adapter_dirs=[FAKE_ADAPTERS])
+    client = AgentClient(transport, resident=False, adapter_dirs=[FAKE_ADAPTERS])
     agent = client.deploy()
     client.deploy_model(model)
     assert {
@@ -210,7 +210,7 @@ def test_redeploy_copies_nothing_new(tmp_path: Path, model: Path) -> None:
     assert sum(p.startswith("cache/") for p in transport.puts) == 1
     client.close()
     transport.puts.clear()
-    again = AgentClient(transport, sessions=False, adapter_dirs=[FAKE_ADAPTERS])
+    again = AgentClient(transport, resident=False, adapter_dirs=[FAKE_ADAPTERS])
     assert again.deploy() == agent
     again.deploy_model(model)
     assert transport.puts == []
@@ -221,7 +221,7 @@ def test_redeploy_copies_nothing_new(tmp_path: Path, model: Path) -> None:
 def test_one_shot_crash_is_a_device_error(tmp_path: Path, model: Path) -> None:
     transport = LocalTransport(tmp_path / "board", python=PY)
     x = np.zeros((1, 4, 4, 3), np.uint8)
-    with AgentClient(transport, sessions=False, adapter_dirs=[FAKE_ADAPTERS]) as client:
+    with AgentClient(transport, resident=False, adapter_dirs=[FAKE_ADAPTERS]) as client:
         with pytest.raises(
             DeviceError, match=r"ended before answering \(killed by SIGABRT\)"
         ) as crash:
@@ -237,10 +237,47 @@ def test_one_shot_timeout_is_reported(tmp_path: Path, model: Path) -> None:
     x = np.zeros((1, 4, 4, 3), np.uint8)
     spec = job(model, hang={"stage": "load", "seconds": 60})
     spec = JobSpec(**{**spec.__dict__, "load_timeout_s": 0.5})
-    with AgentClient(transport, sessions=False, adapter_dirs=[FAKE_ADAPTERS]) as client:
+    with AgentClient(transport, resident=False, adapter_dirs=[FAKE_ADAPTERS]) as client:
         started = time.monotonic()
         result = client.submit(spec, {"x": x})
         assert time.monotonic() - started < 20
     (error,) = result.errors
     assert (error.type, error.stage) == ("TimeoutError", "load")
     assert isinstance(result.error(), TransportError)
+
+
+class OldNamedTransport:
+    """A transport written before ``open_session`` was named ``open_stream``: everything of a
+    LocalTransport but that name."""
+
+    def __init__(self, inner: LocalTransport) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        if name == "open_stream":
+            raise AttributeError(name)
+        if name == "open_session":
+            return self._inner.open_stream
+        return getattr(self._inner, name)
+
+
+@pytest.mark.slow
+def test_old_spellings_still_work_with_a_deprecation_warning(tmp_path: Path, model: Path) -> None:
+    """``AgentClient(sessions=...)`` and a transport's ``open_session`` still work this release,
+    each with a DeprecationWarning naming the new spelling."""
+    x = np.arange(48, dtype=np.uint8).reshape(1, 4, 4, 3)
+    with pytest.warns(DeprecationWarning, match="resident="):
+        one_shot = AgentClient(
+            LocalTransport(tmp_path / "a", python=PY), sessions=False, adapter_dirs=[FAKE_ADAPTERS]
+        )
+    assert one_shot.resident is False
+    with one_shot:
+        assert one_shot.submit(job(model), {"x": x}).ok
+    assert one_shot.agents_started == 0
+    old = OldNamedTransport(LocalTransport(tmp_path / "b", python=PY))
+    with AgentClient(old, adapter_dirs=[FAKE_ADAPTERS]) as client:  # type: ignore[arg-type]
+        with pytest.warns(
+            DeprecationWarning, match="open_session is deprecated; name it open_stream"
+        ):
+            assert client.submit(job(model), {"x": x}).ok
+        assert client.agents_started == 1

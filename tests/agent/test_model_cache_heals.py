@@ -13,7 +13,7 @@ from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.agent.deploy import CACHE_DIR
 from npu_hil.harness.transport import LocalTransport
 from tests.agent.jobs import FAKE_ADAPTERS, X, echo_job
-from tests.agent.test_session import PY
+from tests.agent.test_resident_agent import PY
 
 
 def _client(board: Path, **options: object) -> AgentClient:
@@ -22,19 +22,19 @@ def _client(board: Path, **options: object) -> AgentClient:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sessions", [True, False], ids=["session", "one-shot"])
-def test_a_damaged_cached_model_is_copied_again(tmp_path: Path, sessions: bool) -> None:
+@pytest.mark.parametrize("resident", [True, False], ids=["resident", "one-shot"])
+def test_a_damaged_cached_model_is_copied_again(tmp_path: Path, resident: bool) -> None:
     model = tmp_path / "echo.bin"
     model.write_bytes(b"model" * 40)
     board = tmp_path / "board"
-    with _client(board, sessions=sessions) as first:
+    with _client(board, resident=resident) as first:
         assert first.submit(echo_job(model, "first"), {"x": X}).ok
         assert first.take_events() == []
     (cached,) = (board / CACHE_DIR).glob("*/echo.bin")
     damaged = bytearray(cached.read_bytes())
     damaged[7] ^= 0x01  # one flipped bit
     cached.write_bytes(damaged)
-    with _client(board, sessions=sessions) as second:
+    with _client(board, resident=resident) as second:
         result = second.submit(echo_job(model, "second"), {"x": X})
         assert result.ok, result.errors
         (event,) = second.take_events()

@@ -48,12 +48,12 @@ def test_three_infrastructure_failures_in_a_row_mark_the_board_unhealthy(tmp_pat
         assert "killed by SIGKILL" in opened.value.message
         assert isinstance(opened.value, TransportError)  # infrastructure: an error outcome
         # Every later run on it errors at once: no agent started, no job sent.
-        started = lab.session("bad-01").client.sessions_started
+        started = lab.session("bad-01").client.agents_started
         clock = time.monotonic()
         with pytest.raises(BoardBrokenError, match="SIGKILL"):
             run_model(bad, "identity", X)  # even a clean job
         assert time.monotonic() - clock < 0.5
-        assert bad.client.sessions_started == started
+        assert bad.client.agents_started == started
         assert not lab.health("bad-01").ok
         assert "circuit breaker" in (lab.health("bad-01").error or "")
         # The other board is unaffected.

@@ -27,9 +27,9 @@ def test_at_most_max_agents_live_and_an_ended_one_starts_again(tmp_path: Path) -
             assert len(farm.live_agents()) <= 2, farm.live_agents()
         assert farm.live_agents() == ["rk3562-01", "rk3576-01"]
         ended = farm.session("rk3588-01")  # least recently used: its agent ended
-        assert not ended.client.running and ended.client.sessions_started == 1
+        assert not ended.client.running and ended.client.agents_started == 1
         again = run_model(ended, "conv1x1", X)
-        assert ended.client.sessions_started == 2  # started again for this job
+        assert ended.client.agents_started == 2  # started again for this job
         assert again.ok and [t.data.tobytes() for t in again.outputs] == [
             t.data.tobytes() for t in first["rk3588-01"].outputs
         ]

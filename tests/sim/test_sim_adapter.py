@@ -1,6 +1,6 @@
 """The ``sim`` runtime adapter: the agent's contract (adapters/base.py) in-process, loaded the way
 the agent loads adapters (from the host's adapter folder, beside the board package's base), and
-end to end through the real agent (a one-shot ``python npu_hil/harness/board --session
+end to end through the real agent (a one-shot ``python npu_hil/harness/board --serve
 --adapters ...``: the job as one frame, its answer with the device buffers)."""
 
 from __future__ import annotations

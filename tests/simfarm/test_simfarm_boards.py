@@ -122,7 +122,7 @@ def test_agent_session_over_ssh_pings_and_runs_the_sim_runtime(
 
 
 def test_agent_one_shot_job_over_a_serial_console(farm: FarmState, tmp_path: Path) -> None:
-    # A console carries the control shell, so no persistent agent session (and no ping, which
+    # A console carries the control shell, so no resident agent (and no ping, which
     # is a session request) can run beside it: one agent process per job instead.
     # A Rockchip board: the model's uint8 input suits its runtime (KL730 takes signed data).
     board = [
@@ -131,7 +131,7 @@ def test_agent_one_shot_job_over_a_serial_console(farm: FarmState, tmp_path: Pat
     spec, inputs = _job(tmp_path, board.target)
     with (
         serial_transport(board, command_timeout=20.0) as transport,
-        AgentClient(transport, sessions=False) as client,
+        AgentClient(transport, resident=False) as client,
     ):
         result = client.submit(spec, inputs)
         assert result.ok, result

@@ -49,7 +49,7 @@ def test_down_stops_everything_it_started_and_is_idempotent(tmp_path: Path) -> N
     # An open SSH connection leaves sshd's per-connection process and a login shell running
     # below the listener, in sessions of their own: down must stop those too.
     ssh = ssh_transport(of_kind(boards, "ssh")[0])
-    session = ssh.open_session(["sleep", "300"])
+    session = ssh.open_stream(["sleep", "300"])
     try:
         below: set[int] = set()
         deadline = time.monotonic() + 10

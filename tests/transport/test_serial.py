@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from npu_hil.harness.agent import serial_session
+from npu_hil.harness.agent import serial_stream
 from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.board import relay
 from npu_hil.harness.errors import DeviceError, TransportError
-from npu_hil.harness.transport import Session
+from npu_hil.harness.transport import Stream
 from npu_hil.harness.transport.serial_console import SerialTransport, prepare_url
 from tests.agent.jobs import FAKE_ADAPTERS, X, echo_job, sim_job
 from tests.transport.conftest import NoisyRelay, SerialBoard
@@ -181,7 +181,7 @@ def test_agent_runs_a_sim_job_one_shot_over_serial(
 ) -> None:
     spec, inputs = sim_job(tmp_path, "serial-one", "rk3562")
     with make(serial_board, tmp_path, python=sys.executable, command_timeout=20.0) as transport:
-        with AgentClient(transport, sessions=False) as client:
+        with AgentClient(transport, resident=False) as client:
             result = client.submit(spec, inputs)
             assert result.ok, result
             assert result.outputs
@@ -213,7 +213,7 @@ def test_a_file_of_one_chunk_is_one_exchange_each_way(
     assert (Path(transport.workdir) / "d" / "one.bin").read_bytes() == data
 
 
-# --- agent sessions: a resident agent reached through the relay ----------------------------------
+# --- a resident agent reached through the relay ----------------------------------
 
 
 @pytest.fixture
@@ -225,7 +225,7 @@ def echo_model(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def session_client(serial_board: SerialBoard, tmp_path: Path) -> Iterator[AgentClient]:
-    """An AgentClient with persistent sessions (the default) over the console."""
+    """An AgentClient with a resident agent (the default) over the console."""
     transport = make(serial_board, tmp_path, python=sys.executable, command_timeout=20.0)
     with (
         transport,
@@ -253,7 +253,7 @@ def test_one_resident_agent_serves_every_job(session_client: AgentClient, echo_m
     pid = session_client.agent_pid
     second = session_client.submit(echo_job(echo_model, "two"), {"x": X})
     assert first.ok and second.ok
-    assert session_client.agent_pid == pid and session_client.sessions_started == 1
+    assert session_client.agent_pid == pid and session_client.agents_started == 1
     assert not first.timings.model_cached
     assert second.timings.model_cached and second.output("x_out").attributes["loads"] == 1
     assert second.output("x_out").data.tobytes() == X.tobytes()
@@ -285,7 +285,7 @@ def test_sim_jobs_keep_the_runtime_warm_over_serial(
         results = [client.submit(spec, inputs) for _ in range(3)]
         assert all(r.ok and r.outputs for r in results)
         assert [r.timings.model_cached for r in results] == [False, True, True]
-        assert client.sessions_started == 1
+        assert client.agents_started == 1
 
 
 def test_an_agent_killed_on_the_board_is_replaced(
@@ -299,7 +299,7 @@ def test_an_agent_killed_on_the_board_is_replaced(
         session_client.submit(echo_job(echo_model, "lost"), {"x": X})
     after = session_client.submit(echo_job(echo_model, "after"), {"x": X})
     assert after.ok and not after.timings.model_cached
-    assert session_client.sessions_started == 2
+    assert session_client.agents_started == 2
     assert session_client.agent_pid not in (None, pid)
 
 
@@ -307,13 +307,11 @@ def test_a_crash_while_answering_is_a_device_error(
     session_client: AgentClient, echo_model: Path
 ) -> None:
     crash = echo_job(echo_model, "boom", adapter_options={"crash": {"stage": "run"}})
-    with pytest.raises(
-        DeviceError, match=r"job boom: the agent session died \(exit status 70"
-    ) as exc:
+    with pytest.raises(DeviceError, match=r"job boom: the agent died \(exit status 70") as exc:
         session_client.submit(crash, {"x": X})
     assert "crashing on purpose in run" in str(exc.value)  # the agent's log came back
     assert session_client.submit(echo_job(echo_model, "alive"), {"x": X}).ok
-    assert session_client.sessions_started == 2
+    assert session_client.agents_started == 2
 
 
 def test_a_job_past_its_timeout_restarts_the_session(
@@ -329,7 +327,7 @@ def test_a_job_past_its_timeout_restarts_the_session(
     assert (error.type, error.stage) == ("TimeoutError", "run")
     assert isinstance(result.error(), TransportError)
     after = session_client.submit(echo_job(echo_model, "after"), {"x": X})
-    assert after.ok and session_client.sessions_started == 2
+    assert after.ok and session_client.agents_started == 2
     assert first is not None and not running(first)
     assert session_client.agent_pid not in (None, first)
 
@@ -348,7 +346,7 @@ def test_a_frozen_agent_is_killed_and_replaced(
     assert time.monotonic() - started < 30
     assert not running(pid)
     assert session_client.submit(echo_job(echo_model, "next"), {"x": X}).ok
-    assert session_client.sessions_started == 2
+    assert session_client.agents_started == 2
 
 
 def flip(data: str) -> str:
@@ -392,7 +390,7 @@ def test_damage_on_the_line_is_caught_both_ways(
     assert statuses == [relay.EXIT_DAMAGED, relay.EXIT_OK]
     assert [name for name in fetched if name.endswith(".out")] != []
     assert session_client.ping()["jobs"] == before + 1  # the job ran once
-    assert session_client.sessions_started == 1
+    assert session_client.agents_started == 1
 
 
 def test_long_answers_come_back_as_files(
@@ -400,7 +398,7 @@ def test_long_answers_come_back_as_files(
 ) -> None:
     transport = session_client.transport
     assert isinstance(transport, SerialTransport)
-    monkeypatch.setattr(serial_session, "INLINE_MAX", 64)
+    monkeypatch.setattr(serial_stream, "INLINE_MAX", 64)
     get_bytes = transport._get_bytes
     fetched: list[str] = []
 
@@ -414,21 +412,21 @@ def test_long_answers_come_back_as_files(
     assert len([name for name in fetched if name.endswith(".out")]) >= 3  # hello, job, ping
 
 
-def test_one_session_per_console(serial_board: SerialBoard, tmp_path: Path) -> None:
+def test_one_resident_agent_per_console(serial_board: SerialBoard, tmp_path: Path) -> None:
     with make(serial_board, tmp_path, python=sys.executable) as transport:
-        with pytest.raises(TransportError, match="a session runs the npu-hil agent"):
-            transport.open_session(["cat"])
+        with pytest.raises(TransportError, match="a stream runs the npu-hil agent"):
+            transport.open_stream(["cat"])
         agent = AgentClient(transport)
-        argv = [sys.executable, str(agent.deploy()), "--session", "--root", "cache"]
-        session = transport.open_session(argv)
-        assert isinstance(session, Session)
-        with pytest.raises(TransportError, match="already open"):
-            transport.open_session(argv)
+        argv = [sys.executable, str(agent.deploy()), "--serve", "--root", "cache"]
+        session = transport.open_stream(argv)
+        assert isinstance(session, Stream)
+        with pytest.raises(TransportError, match="already runs on this console"):
+            transport.open_stream(argv)
         assert session.recv(8, 60)  # the hello's first bytes
         ended = session.close()
         assert session.close() is ended and ended.returncode == -signal.SIGTERM
         # Closed at once, before the agent's pid is even on record: it is still stopped.
-        at_once = transport.open_session(argv)
+        at_once = transport.open_stream(argv)
         assert at_once.close(timeout=0).returncode is not None
         assert not _processes_named(at_once.name)
         agent.close()

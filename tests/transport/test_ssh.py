@@ -17,7 +17,7 @@ import pytest
 
 from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport import RemotePathError, Session
+from npu_hil.harness.transport import RemotePathError, Stream
 from npu_hil.harness.transport.ssh import SshTransport
 from npu_hil.harness.transport.ssh import files as ssh_stream
 from tests.agent.jobs import sim_job
@@ -107,7 +107,7 @@ def test_run_timeout_kills(ssh: SshTransport, tmp_path: Path) -> None:
 
 
 def test_session_stream(ssh: SshTransport) -> None:
-    session = ssh.open_session(
+    session = ssh.open_stream(
         [
             PY,
             "-u",
@@ -116,7 +116,7 @@ def test_session_stream(ssh: SshTransport) -> None:
             "    sys.stdout.write(line.upper()); sys.stdout.flush(); sys.stderr.write('x')\n",
         ]
     )
-    assert isinstance(session, Session)
+    assert isinstance(session, Stream)
     session.send(b"hello\n")
     got = b""
     while len(got) < 6:
@@ -128,7 +128,7 @@ def test_session_stream(ssh: SshTransport) -> None:
 
 
 def test_session_recv_timeout_and_kill(ssh: SshTransport) -> None:
-    session = ssh.open_session([PY, "-c", "import time; time.sleep(60)"])
+    session = ssh.open_stream([PY, "-c", "import time; time.sleep(60)"])
     with pytest.raises(TransportError, match="nothing received"):
         session.recv(10, timeout=0.2)
     started = time.monotonic()
@@ -607,7 +607,7 @@ def test_agent_runs_a_sim_job_over_ssh(sshd: Sshd, tmp_path: Path) -> None:
             assert result.outputs
             again = client.submit(spec, inputs)
             assert again.ok and again.timings.model_cached
-        with AgentClient(transport, sessions=False) as client:
+        with AgentClient(transport, resident=False) as client:
             assert client.submit(spec, inputs).ok
         assert transport.connects == 1
         assert list((Path(transport.workdir) / "jobs").glob("*")) == []

@@ -1,15 +1,15 @@
 """AgentClient: the host's handle on the board agent through any Transport.
 
 It deploys the agent (the board package ``npu_hil/harness/board``, and extra adapters: the simulated
-runtime's, a test's fakes) into the transport's working directory,
-content-addressed by sha256 so a redeploy copies nothing that is already there; deploys model
-artifacts into a cache by sha256 (:mod:`npu_hil.harness.agent.deploy`); and runs jobs either through
-one persistent agent session (framed requests over the session's stdin/stdout; the default) or
-one process per job. Either way a job is one frame each way (:mod:`npu_hil.harness.agent.framed`):
-the document and the input buffers in the request, the result and the device buffers in the answer,
-each buffer hashed once by its sender and checked by its receiver; a one-shot agent reads its
-request from its stdin and answers on its stdout. With ``keep_jobs`` the agent writes a job's
-files on the board after it ran.
+runtime's, a test's fakes) into the transport's working directory, content-addressed by sha256 so a
+redeploy copies nothing that is already there; deploys model artifacts into a cache by sha256
+(:mod:`npu_hil.harness.agent.deploy`); and runs jobs either through one resident agent (framed
+requests over its stdin/stdout, a transport's stream; the default) or one agent process per job (a
+one-shot agent). Either way a job is one frame each way (:mod:`npu_hil.harness.agent.framed`): the
+document and the input buffers in the request, the result and the device buffers in the answer, each
+buffer hashed once by its sender and checked by its receiver; a one-shot agent reads its request
+from its stdin and answers on its stdout. With ``keep_jobs`` the agent writes a job's files on the
+board after it ran.
 
 Remote layout, relative to the transport's workdir::
 
@@ -22,12 +22,12 @@ Remote layout, relative to the transport's workdir::
 Outcomes: ``submit`` returns a :class:`~npu_hil.harness.agent.protocol.Result` whenever the agent
 answered with one, including typed runtime errors and a timeout the agent caught itself
 (``result.error()`` maps them onto the harness's exceptions). Without a result it raises:
-``TransportError`` when the agent gave no answer in time (the session is killed) or a buffer was
+``TransportError`` when the agent gave no answer in time (the agent is killed) or a buffer was
 damaged on the way,
 ``AgentKilledError`` (infrastructure, and a DeviceError) when a signal ended the agent (SIGKILL,
 a vendor runtime's SIGSEGV), ``DeviceError`` when it exited otherwise without an answer,
 ``ProtocolError`` when host and agent disagree.
-After a timeout or a crash the next job starts a new session. Not thread-safe: one client per board
+After a timeout or a crash the next job starts a new agent. Not thread-safe: one client per board
 and worker.
 """
 
@@ -37,13 +37,14 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any
 
-# Imported for its registration: a serial console's agent session is this side's code.
-from npu_hil.harness.agent import serial_session  # noqa: F401
+# Imported for its registration: an agent's stream over a serial console is this side's code.
+from npu_hil.harness.agent import serial_stream  # noqa: F401
 from npu_hil.harness.agent.deploy import (
     AGENT_DIR,
     BOARD_SOURCE,
@@ -59,7 +60,7 @@ from npu_hil.harness.agent.framed import (
     BulkAnswer,
     Receiver,
     Replay,
-    SessionEnded,
+    StreamEnded,
     bulk_request,
     framed_result,
     read_bulk,
@@ -67,9 +68,9 @@ from npu_hil.harness.agent.framed import (
 )
 from npu_hil.harness.agent.protocol import JobSpec, ModelRef, Result, error_record, frame_job
 from npu_hil.harness.board.wire import (
+    AGENT_PROTOCOL_NAME,
     FRAME_HEADER,
     SCHEMA_MAJOR,
-    SESSION_PROTOCOL_NAME,
     decode_frame,
     encode_frame,
     frame_length,
@@ -77,7 +78,7 @@ from npu_hil.harness.board.wire import (
     parse_schema,
 )
 from npu_hil.harness.errors import DeviceError, ProtocolError, TransportError
-from npu_hil.harness.transport.base import Session, Transport
+from npu_hil.harness.transport.base import Stream, Transport
 
 __all__ = ["AGENT_DIR", "BOARD_SOURCE", "BUNDLE_PACKAGE", "HOST_ADAPTERS", "AgentClient"]
 
@@ -87,13 +88,14 @@ log = logging.getLogger(__name__)
 class AgentClient(Deployment):
     """Runs jobs on one board through ``transport``.
 
-    ``python``: the board's interpreter (default: the transport's). ``sessions``: one persistent
-    agent for all jobs (True) or one process per job. ``adapter_dirs``: extra folders of adapter
-    modules deployed beside the board package's, with the host's own (a same-named module
-    replaces the board package's).
-    ``margin_s``: added to a job's own timeouts before the host gives up on the agent, so the
-    agent's watchdog fires first and reports. ``keep_jobs``: keep each job's files on the board
-    for inspection: the agent writes them into ``jobs/<job id>-<nonce>/`` after the job ran.
+    ``python``: the board's interpreter (default: the transport's). ``resident``: one resident agent
+    serves all jobs (True) or each job starts an agent of its own (a one-shot agent; ``sessions``,
+    the old name, still works this release with a DeprecationWarning). ``adapter_dirs``: extra
+    folders of adapter modules deployed beside the board package's, with the host's own (a
+    same-named module replaces the board package's). ``margin_s``: added to a job's own timeouts
+    before the host gives up on the agent, so the agent's watchdog fires first and reports.
+    ``keep_jobs``: keep each job's files on the board for inspection: the agent writes them into
+    ``jobs/<job id>-<nonce>/`` after the job ran.
     """
 
     def __init__(
@@ -101,17 +103,25 @@ class AgentClient(Deployment):
         transport: Transport,
         *,
         python: str | None = None,
-        sessions: bool = True,
+        resident: bool = True,
         adapter_dirs: Sequence[str | os.PathLike[str]] = (),
         model_cache_size: int = 4,
         margin_s: float = 15.0,
         start_timeout_s: float = 60.0,
         keep_jobs: bool = False,
         verbose: bool = False,
+        sessions: bool | None = None,
     ) -> None:
+        if sessions is not None:
+            warnings.warn(
+                "AgentClient(sessions=...) is deprecated; use resident=... (the same meaning)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            resident = sessions
         self.transport = transport
         self.python = python or transport.python
-        self.sessions = sessions
+        self.resident = resident
         self.adapter_dirs = [Path(d) for d in adapter_dirs]
         self.model_cache_size = model_cache_size
         self.margin_s = margin_s
@@ -122,16 +132,17 @@ class AgentClient(Deployment):
         self.last_job_host_s: dict[str, float] = {}
         self.verbose = verbose
         self._agent_path: PurePosixPath | None = None
-        self._session: Session | None = None
+        self._stream: Stream | None = None
         self._model_shas: dict[tuple[str, int, int], str] = {}
         self._deployed_models: set[str] = set()
-        self.sessions_started = 0
+        self.agents_started = 0
         self.agent_pid: int | None = None
-        self.last_exit: int | None = None  # how the last session ended (Popen-style)
+        self.last_exit: int | None = None  # how the last agent ended (Popen-style)
         self.hello: dict[str, Any] = {}
         self._manifest: dict[str, str] = {}
         self.repairs = 0  # damaged agent bundles found on the board and replaced
-        # What the client found damaged on the board and mended, for the report (taken).
+        # What the client found on the board (damaged and mended, or a kept view that could not
+        # be written), for the report (taken).
         self.events: list[str] = []
 
     # --- jobs ------------------------------------------------------------------------------------
@@ -167,11 +178,11 @@ class AgentClient(Deployment):
     def _submit(
         self, spec: JobSpec, inputs: Mapping[str, Any] | Sequence[Any], model: ModelRef
     ) -> Result:
-        if self.sessions:
-            self._ensure_session()  # its hello says what the agent reads
+        if self.resident:
+            self._ensure_agent()  # its hello says what the agent reads
             if FRAMED_JOBS not in (self.hello.get("features") or ()):
                 raise ProtocolError(
-                    f"the agent session does not read framed jobs (its features: "
+                    f"the agent does not read framed jobs (its features: "
                     f"{self.hello.get('features')!r}); this harness sends jobs only as frames"
                 )
         return self._framed_job(spec, inputs, model)
@@ -195,9 +206,10 @@ class AgentClient(Deployment):
         if not isinstance(result_document, dict):
             raise ProtocolError(f"{what}: the agent's answer has no result: {response!r}")
         if response.get("kept_error"):
-            log.warning(
-                "%s: its files could not be kept on the board: %s", what, response["kept_error"]
-            )
+            # Asked for and not there: the report says so among the board's events.
+            kept = f"{what}: its files could not be kept on the board: {response['kept_error']}"
+            self.events.append(kept)
+            log.warning("%s", kept)
         result = framed_result(
             result_document,
             answer,
@@ -213,13 +225,13 @@ class AgentClient(Deployment):
         }
         return result
 
-    # --- the session -----------------------------------------------------------------------------
+    # --- the resident agent ----------------------------------------------------------------------
 
-    def _start_session(self, repaired: bool = False) -> Session:
+    def _start_agent(self, repaired: bool = False) -> Stream:
         argv = [
             self.python,
             str(self.deploy()),
-            "--session",
+            "--serve",
             "--root",
             CACHE_DIR,
             "--model-cache",
@@ -227,82 +239,91 @@ class AgentClient(Deployment):
         ]
         if self.verbose:
             argv.append("--verbose")
-        session = self.transport.open_session(argv)
-        self.sessions_started += 1
+        opener: Callable[[Sequence[str]], Stream] | None
+        opener = getattr(self.transport, "open_stream", None)
+        if opener is None:  # a transport written before the name changed
+            warnings.warn(
+                f"{type(self.transport).__name__}.open_session is deprecated; name it open_stream",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            opener = self.transport.open_session  # type: ignore[attr-defined]
+        stream = opener(argv)
+        self.agents_started += 1
         try:
-            hello = self._read_frame(session, self.start_timeout_s)
-        except SessionEnded:
-            ended = session.close()
+            hello = self._read_frame(stream, self.start_timeout_s)
+        except StreamEnded:
+            ended = stream.close()
             raise agent_ended(
-                f"the agent session did not start ({describe_exit(ended.returncode)}); "
+                f"the agent did not start ({describe_exit(ended.returncode)}); "
                 f"stderr: {tail(ended.stderr)}",
                 ended.returncode,
             ) from None
         except TransportError as exc:
-            ended = session.close(timeout=0)
+            ended = stream.close(timeout=0)
             raise TransportError(
-                f"the agent session did not say hello: {exc}; stderr: {tail(ended.stderr)}"
+                f"the agent did not say hello: {exc}; stderr: {tail(ended.stderr)}"
             ) from None
         protocol = parse_schema(hello.get("protocol"))
         if (
             hello.get("op") != "hello"
             or protocol is None
-            or protocol[0] != SESSION_PROTOCOL_NAME
+            or protocol[0] != AGENT_PROTOCOL_NAME
             or protocol[1] != SCHEMA_MAJOR
         ):
-            session.close(timeout=0)
+            stream.close(timeout=0)
             raise ProtocolError(
                 f"the agent greeted with {hello!r}; this harness speaks "
-                f"{SESSION_PROTOCOL_NAME}/{SCHEMA_MAJOR}"
+                f"{AGENT_PROTOCOL_NAME}/{SCHEMA_MAJOR}"
             )
         damaged = self._damaged(hello)
         if damaged:
-            session.close(timeout=0)
+            stream.close(timeout=0)
             self._repair(damaged, repaired)
-            return self._start_session(repaired=True)
+            return self._start_agent(repaired=True)
         self.hello = hello
         pid = hello.get("pid")
         self.agent_pid = pid if isinstance(pid, int) else None
-        log.info("agent session %s started (%s)", self.agent_pid, hello.get("python"))
-        return session
+        log.info("agent %s started (%s)", self.agent_pid, hello.get("python"))
+        return stream
 
     @property
     def running(self) -> bool:
-        """Whether an agent session is open (a closed client starts one with its next job)."""
-        return self._session is not None
+        """Whether a resident agent is running (a closed client starts one with its next job)."""
+        return self._stream is not None
 
-    def _ensure_session(self) -> Session:
-        if self._session is None:
-            self._session = self._start_session()
-        return self._session
+    def _ensure_agent(self) -> Stream:
+        if self._stream is None:
+            self._stream = self._start_agent()
+        return self._stream
 
-    def _drop_session(self, timeout: float = 0.0) -> str:
-        """Close the current session (killing it after ``timeout``); say how it ended."""
-        session, self._session = self._session, None
+    def _drop_agent(self, timeout: float = 0.0) -> str:
+        """Close the resident agent's stream (killing it after ``timeout``); say how it ended."""
+        stream, self._stream = self._stream, None
         self.agent_pid = None
-        if session is None:
-            return "no session"
-        ended = session.close(timeout=timeout)
+        if stream is None:
+            return "no agent"
+        ended = stream.close(timeout=timeout)
         self.last_exit = ended.returncode
         return f"{describe_exit(ended.returncode)}; stderr: {tail(ended.stderr)}"
 
-    def _read_frame(self, session: Receiver, timeout: float) -> dict[str, Any]:
-        return self._read_answer(session, timeout)[0]
+    def _read_frame(self, stream: Receiver, timeout: float) -> dict[str, Any]:
+        return self._read_answer(stream, timeout)[0]
 
     def _read_answer(
-        self, session: Receiver, timeout: float
+        self, stream: Receiver, timeout: float
     ) -> tuple[dict[str, Any], BulkAnswer | None]:
         """The next frame: its message and, from a bulk frame, the bytes of its buffers."""
         deadline = time.monotonic() + timeout
-        header = recv_exactly(session, FRAME_HEADER.size, deadline)
+        header = recv_exactly(stream, FRAME_HEADER.size, deadline)
         try:
             length = frame_length(header)
             if is_bulk(header):
-                answer = read_bulk(session, length, deadline)
+                answer = read_bulk(stream, length, deadline)
                 return answer.message, answer
-            return decode_frame(recv_exactly(session, length, deadline)), None
+            return decode_frame(recv_exactly(stream, length, deadline)), None
         except (ValueError, UnicodeDecodeError) as exc:
-            raise TransportError(f"the agent session stream is corrupted: {exc}") from None
+            raise TransportError(f"the agent's stream is corrupted: {exc}") from None
 
     def _request(self, message: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
         """Send one request and wait for its response."""
@@ -315,45 +336,45 @@ class AgentClient(Deployment):
         what: str,
         buffers: list[memoryview] | None = None,
     ) -> tuple[dict[str, Any], BulkAnswer | None]:
-        """Send one request (with ``buffers``: as a bulk frame, on a session) and wait for its
+        """Send one request (with ``buffers``: as a bulk frame) and wait for its
         response and the buffers it carries; the one place frames go on the wire."""
-        if not self.sessions:
+        if not self.resident:
             response, answer = self._oneshot_request(message, timeout, what, buffers)
         else:
-            response, answer = self._session_request(message, timeout, what, buffers)
+            response, answer = self._resident_request(message, timeout, what, buffers)
         if response.get("op") != message["op"]:
-            self._drop_session()
+            self._drop_agent()
             raise ProtocolError(f"{what}: asked {message['op']!r}, the agent answered {response!r}")
         if response.get("restart"):
             # The agent reported a stuck runtime call and is exiting on its own.
-            log.warning("%s: the agent asked for a restart (%s)", what, self._drop_session(5.0))
+            log.warning("%s: the agent asked for a restart (%s)", what, self._drop_agent(5.0))
         if "error" in response:
             raise error_record(response["error"], f"{what}: error").exception(f"{what}: ")
         return response, answer
 
-    def _session_request(
+    def _resident_request(
         self,
         message: dict[str, Any],
         timeout: float,
         what: str,
         buffers: list[memoryview] | None = None,
     ) -> tuple[dict[str, Any], BulkAnswer | None]:
-        session = self._ensure_session()
+        stream = self._ensure_agent()
         started = time.monotonic()
         try:
             if buffers is None:
-                session.send(encode_frame(message))
+                stream.send(encode_frame(message))
             else:
                 for piece in bulk_request(message, buffers):
-                    session.send(piece)
-            return self._read_answer(session, timeout)
-        except SessionEnded:
+                    stream.send(piece)
+            return self._read_answer(stream, timeout)
+        except StreamEnded:
             self.last_exit = None
-            how = self._drop_session(timeout=5.0)
-            raise agent_ended(f"{what}: the agent session died ({how})", self.last_exit) from None
+            how = self._drop_agent(timeout=5.0)
+            raise agent_ended(f"{what}: the agent died ({how})", self.last_exit) from None
         except TransportError as exc:
             elapsed = time.monotonic() - started
-            how = self._drop_session()
+            how = self._drop_agent()
             # The time that passed, not the one allowed: a link lost after a second is no
             # "no answer within 600 s".
             waited = (
@@ -362,7 +383,7 @@ class AgentClient(Deployment):
                 else f"no answer from the agent after {elapsed:.1f} s (of {timeout:.0f} s allowed)"
             )
             raise TransportError(
-                f"{what}: {waited} ({exc}); the session was killed ({how}) and a new one starts "
+                f"{what}: {waited} ({exc}); the agent was killed ({how}) and a new one starts "
                 "with the next request"
             ) from None
 
@@ -374,11 +395,11 @@ class AgentClient(Deployment):
         buffers: list[memoryview] | None = None,
         repaired: bool = False,
     ) -> tuple[dict[str, Any], BulkAnswer | None]:
-        """Without a persistent session (``sessions=False``) a request is a session of its own:
+        """Without a resident agent (``resident=False``) each request starts an agent of its own:
         the agent reads the request (with ``buffers``: a bulk frame) and a shutdown from stdin,
         and its frames (hello, answer, goodbye) come back as one command's stdout, read as a
-        session's stream is."""
-        argv = [self.python, str(self.deploy()), "--session", "--root", CACHE_DIR]
+        resident agent's stream is."""
+        argv = [self.python, str(self.deploy()), "--serve", "--root", CACHE_DIR]
         if buffers is None:
             request = encode_frame(message)
         else:
@@ -394,7 +415,7 @@ class AgentClient(Deployment):
                 return self._oneshot_request(message, timeout, what, buffers, repaired=True)
             self.hello = hello
             return self._read_answer(replay, timeout)
-        except SessionEnded:
+        except StreamEnded:
             if done.returncode == 0:
                 # The agent answered and left as asked: what is missing was lost on the way.
                 raise TransportError(
@@ -408,7 +429,7 @@ class AgentClient(Deployment):
             ) from None
 
     def ping(self, timeout: float = 30.0) -> dict[str, Any]:
-        """Ask the session whether it is alive: pid, jobs run, cached model sha256s."""
+        """Ask the agent whether it is alive: pid, jobs run, cached model sha256s."""
         self.deploy()
         return self._request({"op": "ping"}, timeout, "ping")
 
@@ -439,13 +460,13 @@ class AgentClient(Deployment):
         return memory
 
     def close(self, timeout: float = 30.0) -> None:
-        """Shut the session down (the agent releases its models)."""
-        if self._session is not None:
+        """Shut the resident agent down (it releases its models)."""
+        if self._stream is not None:
             try:
                 self._request({"op": "shutdown"}, timeout, "shutdown")
             except (TransportError, DeviceError, ProtocolError) as exc:
-                log.warning("agent session did not shut down cleanly: %s", exc)
-            self._drop_session(timeout=5.0)
+                log.warning("the agent did not shut down cleanly: %s", exc)
+            self._drop_agent(timeout=5.0)
 
     def __enter__(self) -> AgentClient:
         return self

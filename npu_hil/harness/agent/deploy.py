@@ -75,7 +75,7 @@ class Deployment:
 
     def deploy(self) -> PurePosixPath:
         """Put the agent and its adapters on the board (once per content) and return the remote
-        path of the agent: the package folder, which ``python3 <path> --session`` runs. The
+        path of the agent: the package folder, which ``python3 <path> --serve`` runs. The
         directory is named by the bundle's sha256 and marked complete last, so a half-copied
         bundle is never used and an unchanged one is never copied."""
         if self._agent_path is not None:

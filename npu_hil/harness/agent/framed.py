@@ -1,7 +1,7 @@
 """The host's half of a job: sent as one bulk frame to the agent, its answer read back with the
 device buffers it carries.
 
-A job is what :meth:`AgentClient.submit` sends, on a session or to a one-shot agent (the hello's
+A job is what :meth:`AgentClient.submit` sends, to a resident or a one-shot agent (the hello's
 ``features`` has ``framed-jobs``): the job document and the input buffers in one request, the
 result document and the device buffers in one answer, so a job costs no file transfers and no job
 folder on either side. Every buffer's size and sha256 is checked on arrival (the inputs by the
@@ -38,7 +38,7 @@ __all__ = [
     "BulkAnswer",
     "Receiver",
     "Replay",
-    "SessionEnded",
+    "StreamEnded",
     "bulk_request",
     "framed_result",
     "read_bulk",
@@ -49,19 +49,19 @@ __all__ = [
 FRAMED_JOBS = "framed-jobs"
 
 
-class SessionEnded(Exception):
-    """The session's stdout closed: the agent process is gone."""
+class StreamEnded(Exception):
+    """The agent's stdout closed: the agent process is gone."""
 
 
 class Receiver(Protocol):
-    """What frames are read from: a session's stream, or a one-shot agent's whole stdout."""
+    """What frames are read from: a resident agent's stream, or a one-shot agent's whole stdout."""
 
     def recv(self, n: int, timeout: float) -> bytes: ...
 
 
 class Replay:
-    """A finished one-shot agent's stdout read as a session's stream is: the same frames, read by
-    the same code; ``b""`` at its end, as a session whose agent exited."""
+    """A finished one-shot agent's stdout read as a resident agent's stream is: the same frames,
+    read by the same code; ``b""`` at its end, as the stream of an agent that exited."""
 
     def __init__(self, data: bytes) -> None:
         self._data = memoryview(data)
@@ -73,19 +73,19 @@ class Replay:
         return bytes(chunk)
 
 
-def recv_exactly(session: Receiver, n: int, deadline: float) -> bytes:
+def recv_exactly(stream: Receiver, n: int, deadline: float) -> bytes:
     chunks: list[bytes] = []
     remaining = n
     while remaining:
-        chunk = session.recv(remaining, max(0.0, deadline - time.monotonic()))
+        chunk = stream.recv(remaining, max(0.0, deadline - time.monotonic()))
         if not chunk:
-            raise SessionEnded
+            raise StreamEnded
         chunks.append(chunk)
         remaining -= len(chunk)
     return b"".join(chunks)
 
 
-def recv_buffer(session: Receiver, n: int, deadline: float) -> tuple[bytearray, str]:
+def recv_buffer(stream: Receiver, n: int, deadline: float) -> tuple[bytearray, str]:
     """``n`` bytes straight into one buffer (the result's arrays are views of it), hashed piece
     by piece as they arrive; the buffer and its sha256."""
     data = bytearray(n)
@@ -93,9 +93,9 @@ def recv_buffer(session: Receiver, n: int, deadline: float) -> tuple[bytearray, 
     digest = hashlib.sha256()
     filled = 0
     while filled < n:
-        chunk = session.recv(min(n - filled, BULK_CHUNK), max(0.0, deadline - time.monotonic()))
+        chunk = stream.recv(min(n - filled, BULK_CHUNK), max(0.0, deadline - time.monotonic()))
         if not chunk:
-            raise SessionEnded
+            raise StreamEnded
         view[filled : filled + len(chunk)] = chunk
         digest.update(chunk)
         filled += len(chunk)
@@ -120,19 +120,19 @@ class BulkAnswer:
     theirs: list[str]
 
 
-def read_bulk(session: Receiver, length: int, deadline: float) -> BulkAnswer:
+def read_bulk(stream: Receiver, length: int, deadline: float) -> BulkAnswer:
     """The rest of a bulk frame whose header announced ``length`` bytes."""
-    (message_bytes,) = BULK_PREFIX.unpack(recv_exactly(session, BULK_PREFIX.size, deadline))
+    (message_bytes,) = BULK_PREFIX.unpack(recv_exactly(stream, BULK_PREFIX.size, deadline))
     if message_bytes > length - BULK_PREFIX.size:
         raise ValueError(f"a bulk frame's message of {message_bytes} bytes does not fit")
-    message = decode_frame(recv_exactly(session, message_bytes, deadline))
+    message = decode_frame(recv_exactly(stream, message_bytes, deadline))
     sizes = bulk_sizes(message, length - BULK_PREFIX.size - message_bytes)
     buffers, ours = [], []
     for size in sizes:
-        data, digest = recv_buffer(session, size, deadline)
+        data, digest = recv_buffer(stream, size, deadline)
         buffers.append(data)
         ours.append(digest)
-    trailer = recv_exactly(session, DIGEST_BYTES * len(sizes), deadline) if sizes else b""
+    trailer = recv_exactly(stream, DIGEST_BYTES * len(sizes), deadline) if sizes else b""
     theirs = [trailer[i : i + DIGEST_BYTES].hex() for i in range(0, len(trailer), DIGEST_BYTES)]
     return BulkAnswer(message, buffers, ours, theirs)
 

@@ -1,4 +1,4 @@
-"""What the host sends the board agent: a job, as one frame of the session (the document and the
+"""What the host sends the board agent: a job, as one frame to the agent (the document and the
 input buffers together).
 
 The bounds and the input description (:class:`InputSpec`) come from the board package itself, so
@@ -142,7 +142,7 @@ def job_document(spec: JobSpec, model: ModelRef, inputs: list[dict[str, Any]]) -
 def frame_job(
     spec: JobSpec, input_arrays: Mapping[str, Any] | Sequence[Any], model: ModelRef
 ) -> tuple[dict[str, Any], list[memoryview]]:
-    """A job as one request of the session (the ``job`` op's inline form): the document, whose
+    """A job as one request to the agent (the ``job`` op's inline form): the document, whose
     inputs carry their size instead of a file, and the input buffers that follow it in the same
     frame (whose trailer carries their sha256, computed as they are written). The model is one
     the board's cache already holds."""

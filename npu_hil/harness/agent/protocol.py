@@ -110,7 +110,7 @@ class ErrorRecord:
     def exception(self, context: str = "") -> NpuHilError:
         """The harness exception this record stands for.
 
-        A timeout is infrastructure (the session was restarted; retry per policy), as is a job
+        A timeout is infrastructure (the agent was restarted; retry per policy), as is a job
         the agent refused because a file's bytes did not match their announced size or sha256;
         any other refusal is a protocol disagreement; a layout refusal stays a LayoutError; the
         rest is the device's runtime refusing or failing.
@@ -313,7 +313,7 @@ def _error_record(raw: Any, where: str) -> ErrorRecord:
 
 
 def error_record(raw: Any, where: str = "error") -> ErrorRecord:
-    """An error record from a session frame (a request the agent could not turn into a job)."""
+    """An error record from an answer frame (a request the agent could not turn into a job)."""
     return _error_record(raw, where)
 
 

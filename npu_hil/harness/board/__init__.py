@@ -2,7 +2,7 @@
 
 This package is what the host deploys to a board (``agent/<bundle>/npu_hil_board/``, with the
 extra adapters the host sends in ``agent/<bundle>/adapters/``) and starts as
-``python3 agent/<bundle>/npu_hil_board --session`` (:mod:`__main__`). It runs on Python >= 3.8
+``python3 agent/<bundle>/npu_hil_board --serve`` (:mod:`__main__`). It runs on Python >= 3.8
 with the standard library and numpy, and imports nothing of the host harness (boards ship old
 Pythons and never get the harness installed; a test walks the imports). The host imports its
 wire format (:mod:`wire`, :mod:`job`) from here, never the other way round.
@@ -10,11 +10,11 @@ wire format (:mod:`wire`, :mod:`job`) from here, never the other way round.
 One job per module:
 
 - ``frames``, ``wire``: the byte framing, schema names, file names, error records;
-- ``job``: job.json validation and path confinement; ``folders``: folders of our own;
+- ``job``: the job document's checks and bounds; ``folders``: folders of our own;
 - ``runtime``: the runtime thread and its watchdog; ``loader``: where adapters are found;
-- ``cache``: adapters and loaded models kept between jobs; ``jobs``: running one job;
-  ``results``: the buffers and result.json it writes;
-- ``session``: the session loop; ``listen``: the listener on a Unix socket; ``relay``: a shell
+- ``cache``: adapters and loaded models kept between jobs; ``agent``: running one job;
+  ``results``: the result and its buffer records; ``kept``: a kept job's files;
+- ``serve``: the serve loop; ``listen``: the listener on a Unix socket; ``relay``: a shell
   command carrying requests to that socket (a serial console); ``main``: the command line;
 - ``adapters/``: the vendor runtimes behind one contract (``adapters/base.py``).
 

@@ -1,6 +1,6 @@
 """The agent's one entry.
 
-On a board: ``python3 <bundle>/npu_hil_board --session ...`` (the package folder as deployed);
+On a board: ``python3 <bundle>/npu_hil_board --serve ...`` (the package folder as deployed);
 where the harness is installed: ``python -m npu_hil.harness.board ...``. The command line is
 :mod:`main`'s.
 """

@@ -1,7 +1,7 @@
 """What a resident agent keeps between jobs: adapter instances and loaded models.
 
 Adapter instances are kept per (name, options) and loaded models per (adapter, model sha256) in a
-small LRU, so a board pays the start-up of the runtime and the model load once per session. Every
+small LRU, so a board pays the start-up of the runtime and the model load once per agent. Every
 adapter call goes through the runtime thread's watchdog, and every failure of one becomes a typed
 record (:class:`StageFailed`): the adapter's own ``AdapterError``, a ``TimeoutError``, or a
 ``DeviceError`` for anything it raised.

@@ -2,7 +2,7 @@
 
 Two kinds of frame share the header. A message frame's payload is UTF-8 JSON (what it means is
 :mod:`wire`'s). A bulk frame (the header's top bit set) carries a message and the raw bytes of
-the buffers it describes, so a job's tensors travel inside the session's stream instead of as
+the buffers it describes, so a job's tensors travel inside the agent's stream instead of as
 files beside it: a 4-byte big-endian length, that many bytes of JSON (whose ``"bulk"`` lists the
 buffers' sizes), the buffers one after the other, then a trailer of one 32-byte sha256 per
 buffer. The digests come last so that each is computed once, while its buffer is written, and

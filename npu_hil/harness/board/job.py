@@ -412,6 +412,30 @@ def _input(index: int, raw: object) -> JobInput:
     return JobInput(spec, size)
 
 
+def check_buffers(job: Job, buffers: list[Any], damaged: tuple[int, ...]) -> None:
+    """The frame's input buffers against the job's inputs: one each, of the size announced, and
+    none whose sha256 on arrival was not the sender's (``damaged``: their indices)."""
+    if len(buffers) != len(job.inputs):
+        raise JobRefused(
+            "inputs",
+            "size",
+            f"the frame carries {len(buffers)} buffers for {len(job.inputs)} inputs",
+        )
+    for index, (item, data) in enumerate(zip(job.inputs, buffers)):  # noqa: B905 - counted above
+        if len(data) != item.nbytes:
+            raise JobRefused(
+                f"inputs[{index}].nbytes",
+                "size",
+                f"the frame's buffer holds {len(data)} bytes; the input announces {item.nbytes}",
+            )
+        if index in damaged:
+            raise JobRefused(
+                f"inputs[{index}].sha256",
+                "checksum",
+                f"the buffer arrived with another sha256 than its sender's ({item.nbytes} bytes)",
+            )
+
+
 def _framed_size(raw: dict[str, Any], field: str) -> int:
     """An input carried in the job's frame: its announced size (its sha256 is the frame's)."""
     size = raw.get("nbytes")

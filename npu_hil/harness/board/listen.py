@@ -1,4 +1,4 @@
-"""The listener loop: the session on a Unix socket, for a board whose link cannot hold a byte
+"""The listener loop: the serve loop on a Unix socket, for a board whose link cannot hold a byte
 stream open beside its control shell (a serial console).
 
 The agent runs in the background, binds a Unix stream socket (mode 0600, relative to its working
@@ -22,10 +22,10 @@ import stat
 import threading
 import time
 
+from .agent import Agent
 from .cache import traceback_tail
 from .job import MAX_JOB_INPUT_BYTES
-from .jobs import Agent
-from .session import LISTENING, SocketFrameStream, remove_socket, serve
+from .serve import LISTENING, SocketFrameStream, remove_socket, serve
 from .wire import EXIT_FAILED, EXIT_OK, encode_frame, failure
 
 log = logging.getLogger("npu-hil-agent")
@@ -193,7 +193,7 @@ def _refuse_connection(connection: socket.socket, max_connections: int) -> None:
     with connection, contextlib.suppress(OSError):
         connection.settimeout(5.0)
         connection.sendall(
-            encode_frame({"op": "error", "error": failure("ProtocolError", "session", message)})
+            encode_frame({"op": "error", "error": failure("ProtocolError", "request", message)})
         )
 
 

@@ -1,15 +1,16 @@
-"""The agent's command line: a session on stdin/stdout, or a listener on a socket.
+"""The agent's command line: serve requests on stdin/stdout, or listen on a socket.
 
 Started as ``python3 <bundle>/npu_hil_board MODE...`` on a board (see ``__main__.py``), or as
 ``python -m npu_hil.harness.board`` where the harness is installed::
 
-    ... --session --root CACHE_DIR [--adapters DIR]... [--model-cache N]
+    ... --serve --root CACHE_DIR [--adapters DIR]... [--model-cache N]
     ... --listen SOCKET [--idle-timeout S] [--read-timeout S] [--max-connections N]
         --root CACHE_DIR [--adapters DIR]...
 
-A session serves framed requests until its stream ends or a shutdown: the host keeps one open for
-many jobs, or sends one job and a shutdown on stdin (a one-shot agent). Either kind starts only in a
-working directory (the board workdir) that is this user's own, not a symlink and writable by nobody
+A serving agent answers framed requests until its stream ends or a shutdown: the host keeps one open
+for many jobs, or sends one job and a shutdown on stdin (a one-shot agent). Either kind starts only
+in a working directory (the board workdir) that is this user's own, not a symlink and writable by
+nobody
 else, and the same for ``jobs/`` in it; the refusal names owner and mode."""
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ import logging
 import os
 import sys
 
+from .agent import Agent
 from .cache import traceback_tail
 from .folders import UnsafeFolder, check_workdir
 from .job import MAX_JOB_INPUT_BYTES
-from .jobs import Agent
 from .listen import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_CONNECTIONS,
@@ -31,7 +32,7 @@ from .listen import (
     listen,
 )
 from .loader import ADAPTERS_ENV, adapter_dirs_from
-from .session import private_stdio, serve
+from .serve import private_stdio, serve
 from .wire import EXIT_FAILED, EXIT_OK
 
 log = logging.getLogger("npu-hil-agent")
@@ -39,9 +40,7 @@ log = logging.getLogger("npu-hil-agent")
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="npu_hil_board", description="npu-hil board agent")
-    parser.add_argument(
-        "--session", action="store_true", help="serve framed jobs over stdin/stdout"
-    )
+    parser.add_argument("--serve", action="store_true", help="serve framed jobs over stdin/stdout")
     parser.add_argument(
         "--listen",
         metavar="SOCKET",
@@ -74,7 +73,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         default=MAX_JOB_INPUT_BYTES,
         metavar="N",
         help="the most a framed job's input buffers may add up to; a job past it is refused "
-        "and the session goes on",
+        "and the agent goes on",
     )
     parser.add_argument(
         "--root", required=True, help="the model cache: a job's model.path is relative to it"
@@ -86,11 +85,13 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         metavar="DIR",
         help=f"extra adapter folder, searched first (repeatable; also ${ADAPTERS_ENV})",
     )
-    parser.add_argument("--model-cache", type=int, default=4, help="loaded models kept per session")
+    parser.add_argument(
+        "--model-cache", type=int, default=4, help="loaded models kept while the agent runs"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages to stderr")
     args = parser.parse_args(argv)
-    if [bool(args.session), args.listen is not None].count(True) != 1:
-        parser.error("give one of --session or --listen SOCKET")
+    if [bool(args.serve), args.listen is not None].count(True) != 1:
+        parser.error("give one of --serve or --listen SOCKET")
     if not args.idle_timeout > 0:
         parser.error("--idle-timeout must be a positive number of seconds")
     if not args.read_timeout > 0:
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     # A segfault in a vendor library leaves a Python traceback in the board's log.
     faulthandler.enable(file=sys.stderr)
-    stream = private_stdio(args.max_job_bytes) if args.session else None
+    stream = private_stdio(args.max_job_bytes) if args.serve else None
     if args.listen is not None:
         # Started in the background with stdout on /dev/null: what a vendor library prints
         # belongs in the log with the rest.
@@ -137,6 +138,6 @@ def main(argv: list[str] | None = None) -> int:
             args.max_connections,
             max_job_bytes=args.max_job_bytes,
         )
-    assert stream is not None  # --session
+    assert stream is not None  # --serve
     status = serve(agent, stream)
     return EXIT_OK if status is None else status

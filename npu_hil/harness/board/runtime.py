@@ -3,7 +3,7 @@
 Vendor runtimes may tie state to the thread that created it, so every adapter call runs on the
 same daemon thread while the caller waits with the job's timeout. A hung vendor call cannot be
 interrupted from Python: on expiry the thread is marked stuck and never used again; the agent
-reports a ``TimeoutError`` and exits (status 3), and the host starts a new session. A call that
+reports a ``TimeoutError`` and exits (status 3), and the host starts a new agent. A call that
 hangs while holding the GIL stops the watchdog too: the host's own timeout (job timeouts plus a
 margin) is the backstop for that case.
 """

@@ -5,8 +5,8 @@ two cannot drift apart. Standard library only (no numpy), so importing it costs 
 relay nothing; numpy values in a runtime's attributes are still made JSON when numpy is loaded.
 
 A frame (:mod:`frames`) carries UTF-8 JSON: one object, nested at most ``MAX_JSON_DEPTH`` levels.
-Job protocol ``npu-hil-job/1`` in, ``npu-hil-result/1`` out, session protocol
-``npu-hil-session/1``; a reader accepts any minor version of its major and refuses another major.
+Job protocol ``npu-hil-job/1`` in, ``npu-hil-result/1`` out, agent protocol
+``npu-hil-agent/1``; a reader accepts any minor version of its major and refuses another major.
 An error record is ``{"type", "stage", "message"}`` plus optional ``code``, ``field``, ``reason``,
 ``detail``.
 """
@@ -35,11 +35,11 @@ from .frames import whole_frames as whole_frames
 
 JOB_SCHEMA_NAME = "npu-hil-job"
 RESULT_SCHEMA_NAME = "npu-hil-result"
-SESSION_PROTOCOL_NAME = "npu-hil-session"
+AGENT_PROTOCOL_NAME = "npu-hil-agent"
 SCHEMA_MAJOR = 1
 JOB_SCHEMA = f"{JOB_SCHEMA_NAME}/{SCHEMA_MAJOR}"
 RESULT_SCHEMA = f"{RESULT_SCHEMA_NAME}/{SCHEMA_MAJOR}"
-SESSION_PROTOCOL = f"{SESSION_PROTOCOL_NAME}/{SCHEMA_MAJOR}"
+AGENT_PROTOCOL = f"{AGENT_PROTOCOL_NAME}/{SCHEMA_MAJOR}"
 AGENT_VERSION = "1.0"
 
 JOB_FILE = "job.json"

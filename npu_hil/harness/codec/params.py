@@ -82,10 +82,3 @@ def bounded_size(where: str, key: str, value: int, dense: int) -> int:
             f"{MAX_BUFFER_BYTES})"
         )
     return value
-
-
-def nonnegative_int(where: str, key: str, value: Any) -> int:
-    number = one_int(where, key, value)
-    if number < 0:
-        raise LayoutError(f"{where}: {key} must be >= 0, got {number}")
-    return number

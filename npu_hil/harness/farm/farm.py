@@ -485,7 +485,7 @@ class Farm:
         return self.session(board)
 
     def power_cycle(self, board: Board | str) -> None:
-        """Power-cycle a real board with its inventory command and drop its agent session, so the
+        """Power-cycle a real board with its inventory command and stop its resident agent, so the
         next job starts fresh. TransportError when there is no power control or it fails."""
         board = self._board(board)
         session = self._sessions.get(board.name)
@@ -514,7 +514,7 @@ class Farm:
         return FileLock(str(folder / f"{board.name}.lock"), timeout=timeout)
 
     def close(self) -> None:
-        """Shut every agent session down, all at once (each may wait for its agent to exit:
+        """Shut every resident agent down, all at once (each may wait for its agent to exit:
         one after another, a hundred boards outlast pytest-xdist's exit timeout), then release
         the labgrid places the farm holds."""
         sessions, self._sessions = self._sessions, {}

@@ -38,10 +38,6 @@ def _iso(started: float) -> str:
     return datetime.fromtimestamp(started, timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
-
-
 def _priority(case: CaseHistory) -> tuple[int, float, str, str]:
     failing = 0 if case.failing_since is not None else 1
     return (failing, -case.flakiness, case.board, case.nodeid)

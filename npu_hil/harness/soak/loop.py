@@ -188,14 +188,14 @@ def _context_session(base: BoardSession, index: int) -> tuple[BoardSession, bool
     (a client of its own: one client is one agent and not thread-safe) and, for a link that
     holds a connection, a connection of its own (an SSH link's SFTP channel serves one caller at
     a time). The flag says whether the transport is the context's own to close. A serial
-    console carries one agent session: a second context there is a SoakError."""
+    console carries one resident agent: a second context there is a SoakError."""
     if index == 0:
         return base, False
     transport, own = base.transport, False
     if not isinstance(transport, LocalTransport):
         if base.transport_kind == "serial":
             raise SoakError(
-                f"{base.name}: a serial console carries one agent session; soak it with one context"
+                f"{base.name}: a serial console carries one agent; soak it with one context"
             )
         transport, own = connect(base.board, base.workdir), True
     client = AgentClient(transport, python=base.client.python, keep_jobs=base.client.keep_jobs)

@@ -1,6 +1,6 @@
 """Transports: how the host reaches a board's files and processes.
 
-:class:`Transport` and :class:`Session` are the interface (``npu_hil.harness.transport.base``);
+:class:`Transport` and :class:`Stream` are the interface (``npu_hil.harness.transport.base``);
 :class:`LocalTransport` runs the agent on this machine. SSH and serial implement the same interface.
 How to reach a board is a typed configuration per kind (:mod:`npu_hil.harness.transport.config`),
 whose defaults and checks are :mod:`npu_hil.harness.transport.defaults`.
@@ -11,8 +11,8 @@ from __future__ import annotations
 from npu_hil.harness.transport.base import (
     CompletedRun,
     RemotePathError,
-    Session,
-    SessionExit,
+    Stream,
+    StreamExit,
     Transport,
     remote_path,
 )
@@ -22,18 +22,18 @@ from npu_hil.harness.transport.config import (
     SshConfig,
     TransportConfig,
 )
-from npu_hil.harness.transport.local import LocalSession, LocalTransport
+from npu_hil.harness.transport.local import LocalStream, LocalTransport
 
 __all__ = [
     "CompletedRun",
     "LocalConfig",
-    "LocalSession",
+    "LocalStream",
     "LocalTransport",
     "RemotePathError",
     "SerialConfig",
-    "Session",
-    "SessionExit",
     "SshConfig",
+    "Stream",
+    "StreamExit",
     "Transport",
     "TransportConfig",
     "remote_path",

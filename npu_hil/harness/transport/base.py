@@ -22,8 +22,8 @@ from npu_hil.harness.errors import NpuHilError
 __all__ = [
     "CompletedRun",
     "RemotePathError",
-    "Session",
-    "SessionExit",
+    "Stream",
+    "StreamExit",
     "Transport",
     "remote_path",
 ]
@@ -66,8 +66,8 @@ class CompletedRun:
 
 
 @dataclass(frozen=True)
-class SessionExit:
-    """How a session's remote process ended: its exit status (negative: killed by that signal;
+class StreamExit:
+    """How a stream's remote process ended: its exit status (negative: killed by that signal;
     None: unknown, e.g. the link went away) and the tail of its stderr."""
 
     returncode: int | None
@@ -75,7 +75,7 @@ class SessionExit:
 
 
 @runtime_checkable
-class Session(Protocol):
+class Stream(Protocol):
     """A bidirectional byte stream to a long-running remote process (its stdin and stdout); its
     stderr is collected separately, for the log."""
 
@@ -92,7 +92,7 @@ class Session(Protocol):
         """The last few kilobytes the process wrote to stderr so far."""
         ...
 
-    def close(self, timeout: float = 5.0) -> SessionExit:
+    def close(self, timeout: float = 5.0) -> StreamExit:
         """End the remote process (close its stdin, wait up to ``timeout``, then kill it) and say
         how it ended. Idempotent."""
         ...
@@ -135,8 +135,8 @@ class Transport(Protocol):
         it) when it does not finish within ``timeout`` seconds or the link is lost."""
         ...
 
-    def open_session(self, argv: Sequence[str]) -> Session:
-        """Start a long-running command in the working directory, connected by a Session."""
+    def open_stream(self, argv: Sequence[str]) -> Stream:
+        """Start a long-running command in the working directory, connected by a Stream."""
         ...
 
     def cleanup(self, remote_path: str | PurePosixPath) -> None:

@@ -18,24 +18,24 @@ from pathlib import Path, PurePosixPath
 
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.folders import private_dir
-from npu_hil.harness.transport.base import CompletedRun, RemotePathError, SessionExit, remote_path
+from npu_hil.harness.transport.base import CompletedRun, RemotePathError, StreamExit, remote_path
 from npu_hil.harness.transport.defaults import BOARD_PYTHON
 from npu_hil.harness.transport.oserrors import board_os_error
 from npu_hil.harness.transport.stderr import StderrTail
 
-__all__ = ["LocalSession", "LocalTransport"]
+__all__ = ["LocalStream", "LocalTransport"]
 
 log = logging.getLogger(__name__)
 
-# A session's pipes hold this much (Linux's default is 64 KiB, and 1 MiB the most an unprivileged
+# A stream's pipes hold this much (Linux's default is 64 KiB, and 1 MiB the most an unprivileged
 # process may ask): a job's buffers then cross in a few wake-ups of each side, not one per 64 KiB.
-SESSION_PIPE_BYTES = 1 << 20
+STREAM_PIPE_BYTES = 1 << 20
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Python < 3.10 lacks the name
 
 
 def _widen_pipe(fd: int) -> None:
     with contextlib.suppress(OSError):  # not Linux, or past the system's pipe-max-size
-        fcntl.fcntl(fd, _F_SETPIPE_SZ, SESSION_PIPE_BYTES)
+        fcntl.fcntl(fd, _F_SETPIPE_SZ, STREAM_PIPE_BYTES)
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -45,7 +45,7 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-class LocalSession:
+class LocalStream:
     """A long-running local subprocess: stdin/stdout are the byte stream, stderr is drained by a
     thread into a bounded tail (and the debug log) so a chatty process can never block on it."""
 
@@ -55,10 +55,10 @@ class LocalSession:
         self._process = process
         self._stdin = process.stdin
         self._stdout_fd = process.stdout.fileno()
-        self._exit: SessionExit | None = None
+        self._exit: StreamExit | None = None
         stderr_fd = process.stderr.fileno()
         self._stderr = StderrTail(
-            lambda n: os.read(stderr_fd, n), (OSError,), name=f"session {process.pid}", log=log
+            lambda n: os.read(stderr_fd, n), (OSError,), name=f"stream {process.pid}", log=log
         )
 
     @property
@@ -67,12 +67,12 @@ class LocalSession:
 
     def send(self, data: bytes) -> None:
         if self._exit is not None:
-            raise TransportError(f"session {self._process.pid} is closed")
+            raise TransportError(f"stream {self._process.pid} is closed")
         try:
             self._stdin.write(data)
             self._stdin.flush()
         except (OSError, ValueError) as exc:
-            raise TransportError(f"session {self._process.pid}: cannot send ({exc})") from exc
+            raise TransportError(f"stream {self._process.pid}: cannot send ({exc})") from exc
 
     def recv(self, n: int, timeout: float) -> bytes:
         if self._exit is not None:
@@ -80,14 +80,14 @@ class LocalSession:
         ready, _, _ = select.select([self._stdout_fd], [], [], max(0.0, timeout))
         if not ready:
             raise TransportError(
-                f"session {self._process.pid}: nothing received within {timeout:.1f} s"
+                f"stream {self._process.pid}: nothing received within {timeout:.1f} s"
             )
         return os.read(self._stdout_fd, n)
 
     def stderr_tail(self) -> bytes:
         return self._stderr.tail()
 
-    def close(self, timeout: float = 5.0) -> SessionExit:
+    def close(self, timeout: float = 5.0) -> StreamExit:
         if self._exit is not None:
             return self._exit
         with contextlib.suppress(OSError):
@@ -102,7 +102,7 @@ class LocalSession:
             self._process.stdout.close()
         if self._process.stderr is not None:
             self._process.stderr.close()
-        self._exit = SessionExit(returncode, self.stderr_tail())
+        self._exit = StreamExit(returncode, self.stderr_tail())
         return self._exit
 
 
@@ -208,12 +208,12 @@ class LocalTransport:
             ) from None
         return CompletedRun(process.returncode, stdout, stderr, time.monotonic() - started)
 
-    def open_session(self, argv: Sequence[str]) -> LocalSession:
+    def open_stream(self, argv: Sequence[str]) -> LocalStream:
         process = self._popen(argv, subprocess.PIPE)
         for stream in (process.stdin, process.stdout):
             if stream is not None:
                 _widen_pipe(stream.fileno())
-        return LocalSession(process)
+        return LocalStream(process)
 
     def cleanup(self, remote_path: str | PurePosixPath) -> None:
         target = self._local(remote_path)

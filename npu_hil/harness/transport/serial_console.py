@@ -40,12 +40,12 @@ How it talks to the shell:
   commands never interleave on the line. A shell that another transport set up since ours (it
   reports that transport's ``NPU_SID``) is still the same shell; only a shell with no ``NPU_SID``
   at all is a fresh one, after a reboot.
-- *Agent sessions.* The console is one byte stream and it carries the control shell, so an agent
-  session cannot be a process talking on stdin/stdout as over SSH. ``open_session`` hands the
-  console to the agent's own session for a console (``npu_hil.harness.agent.serial_session``, which
+- *Resident agents.* The console is one byte stream and it carries the control shell, so a
+  resident agent cannot be a process talking on stdin/stdout as over SSH. ``open_stream`` hands the
+  console to the agent's own stream for a console (``npu_hil.harness.agent.serial_stream``, which
   registers itself here when imported: the transport knows nothing of the agent's frames): it
   starts the agent in the background on a Unix socket in the workdir and carries every request
-  as one more console command. One session at a time.
+  as one more console command. One resident agent at a time.
 """
 
 from __future__ import annotations
@@ -63,18 +63,18 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import serial
 
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport.base import CompletedRun, Session
+from npu_hil.harness.transport.base import CompletedRun, Stream
 from npu_hil.harness.transport.defaults import BAUDRATE, BOARD_PYTHON
 from npu_hil.harness.transport.serial_files import ConsoleFiles
 from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
 
-__all__ = ["ConsoleSession", "SerialTransport", "prepare_url", "register_agent_session"]
+__all__ = ["ConsoleStream", "SerialTransport", "prepare_url", "register_agent_stream"]
 
 log = logging.getLogger(__name__)
 
 
-class ConsoleSession(Session, Protocol):
-    """The agent session a console carries (one at a time), as the transport keeps it."""
+class ConsoleStream(Stream, Protocol):
+    """The resident agent's stream a console carries (one at a time), as the transport keeps it."""
 
     @property
     def name(self) -> str: ...
@@ -83,14 +83,14 @@ class ConsoleSession(Session, Protocol):
     def closed(self) -> bool: ...
 
 
-AgentSessions = Callable[["SerialTransport", Sequence[str]], ConsoleSession]
-_agent_sessions: list[AgentSessions] = []
+AgentStreams = Callable[["SerialTransport", Sequence[str]], ConsoleStream]
+_agent_streams: list[AgentStreams] = []
 
 
-def register_agent_session(opener: AgentSessions) -> None:
-    """Set how :meth:`SerialTransport.open_session` starts an agent session: the agent side's
-    (``npu_hil.harness.agent.serial_session``) opener, which registers itself when imported."""
-    _agent_sessions[:] = [opener]
+def register_agent_stream(opener: AgentStreams) -> None:
+    """Set how :meth:`SerialTransport.open_stream` starts a resident agent: the agent side's
+    (``npu_hil.harness.agent.serial_stream``) opener, which registers itself when imported."""
+    _agent_streams[:] = [opener]
 
 
 def prepare_url(url: str) -> str:
@@ -149,7 +149,7 @@ class SerialTransport(ConsoleFiles):
         self.bytes_received = 0
         self._buffer = bytearray()
         self._sid = ""  # names the shell we set up; a different one means the board rebooted
-        self._session: ConsoleSession | None = None
+        self._stream: ConsoleStream | None = None
         self._lock_fd: int | None = None  # the device, locked for each exchange
         self._held = 0  # nesting depth of _hold
         try:
@@ -193,11 +193,11 @@ class SerialTransport(ConsoleFiles):
         return text
 
     def close(self) -> None:
-        if self._session is not None and not self._session.closed:
+        if self._stream is not None and not self._stream.closed:
             # Stopping it takes the console, which may be what failed: leave that to its owner
             # (AgentClient.close). An agent left behind exits after its idle timeout.
-            name = self._session.name
-            log.warning("serial %s: closed with agent session %s still open", self.url, name)
+            name = self._stream.name
+            log.warning("serial %s: closed with agent %s still running", self.url, name)
         with contextlib.suppress(Exception):
             self._port.close()
 
@@ -218,24 +218,23 @@ class SerialTransport(ConsoleFiles):
     def cleanup(self, remote_path: str | PurePosixPath) -> None:
         self._checked(f"rm -rf {self._remote(remote_path)}", f"cleanup {remote_path}")
 
-    def open_session(self, argv: Sequence[str]) -> ConsoleSession:
-        """Start the agent of ``argv`` (``python .../npu_hil_board --session ...``, as AgentClient
-        runs it) in the background, listening on a socket in the workdir, and return its session.
+    def open_stream(self, argv: Sequence[str]) -> ConsoleStream:
+        """Start the agent of ``argv`` (``python .../npu_hil_board --serve ...``, as AgentClient
+        runs it) in the background, listening on a socket in the workdir, and return its stream.
         One at a time: the console carries one command at a time, and every request is a
         command."""
-        if self._session is not None and not self._session.closed:
+        if self._stream is not None and not self._stream.closed:
             raise TransportError(
-                f"serial {self.url}: an agent session is already open on this console; "
-                "close it first"
+                f"serial {self.url}: a resident agent already runs on this console; close it first"
             )
-        if not _agent_sessions:
+        if not _agent_streams:
             raise TransportError(
-                f"serial {self.url}: no agent session is registered for a console "
-                "(npu_hil.harness.agent.serial_session registers it when imported)"
+                f"serial {self.url}: no agent stream is registered for a console "
+                "(npu_hil.harness.agent.serial_stream registers it when imported)"
             )
-        session = _agent_sessions[0](self, argv)
-        self._session = session
-        return session
+        stream = _agent_streams[0](self, argv)
+        self._stream = stream
+        return stream
 
     def run(
         self, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None

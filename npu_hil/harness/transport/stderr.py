@@ -1,7 +1,7 @@
 """A remote or local process's standard error, drained by a thread into a bounded tail.
 
 A chatty process must never block on a full stderr pipe, and a crash's last lines are what a
-report needs: both sessions (local and SSH) keep the last ``STDERR_TAIL_BYTES`` this way.
+report needs: both streams (local and SSH) keep the last ``STDERR_TAIL_BYTES`` this way.
 """
 
 from __future__ import annotations

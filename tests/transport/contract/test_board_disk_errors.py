@@ -172,20 +172,19 @@ def test_a_kept_view_on_a_read_only_disk_costs_the_job_nothing(
     tmp_path: Path,
     kind: str,
     ssh_options: object,
-    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """The view's folder cannot even be made: the job runs all the same, and the host is told
-    why its files are not on the board."""
+    """The view's folder cannot even be made: the job runs all the same, and the report is told
+    why its files are not on the board (the client's board events)."""
     with client_on(request, kind, disk, tmp_path, keep_jobs=True) as (client, model):
+        client.take_events()
         read_only(disk)
         result = client.submit(job(model, "kept-ro"), {"x": X})
         assert result.ok, result.errors
         assert result.output("x_out").data.tobytes() == X.tobytes()
+        (event,) = client.take_events()
     assert not list((disk / "board" / "jobs").glob("kept-ro-*"))
-    assert any(
-        "could not be kept" in r.getMessage() and "Read-only" in r.getMessage()
-        for r in caplog.records
-    ), [r.getMessage() for r in caplog.records]
+    assert "job kept-ro: its files could not be kept on the board" in event
+    assert "Read-only" in event
 
 
 @pytest.mark.parametrize(("kind", "ssh_options"), _cases(("local", "ssh", "serial")))

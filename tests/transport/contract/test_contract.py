@@ -1,7 +1,7 @@
 """The Transport protocol, held to the same tests on every transport (``KINDS`` of the
 conftest: local, SSH to a real sshd, serial on a pty and through ser2net): commands, stdin,
 timeouts that kill, files that arrive whole and checked, confinement to the workdir, typed
-errors, and agent sessions.
+errors, and resident agents.
 
 What only one transport has (SSH host keys and reconnects, a serial console's login, noise and
 reboots) stays in that transport's own tests.
@@ -200,7 +200,7 @@ def test_names_with_shell_metacharacters_are_harmless(transport: Transport, tmp_
     assert leftovers(transport) == []
 
 
-# --- agent sessions and one-shot runs ------------------------------------------------------------
+# --- resident and one-shot agents ------------------------------------------------------------
 
 
 def test_an_agent_session_serves_jobs_and_one_shot_runs_too(
@@ -215,6 +215,6 @@ def test_an_agent_session_serves_jobs_and_one_shot_runs_too(
         assert first.ok, first
         again = client.submit(echo_job(model, "again"), {"x": X})
         assert again.ok and again.timings.model_cached
-    with AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS], sessions=False) as client:
+    with AgentClient(transport, adapter_dirs=[FAKE_ADAPTERS], resident=False) as client:
         assert client.submit(echo_job(model, "one-shot"), {"x": X}).ok
     assert list((Path(transport.workdir) / "jobs").glob("*")) == []

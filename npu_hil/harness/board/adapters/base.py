@@ -4,7 +4,7 @@ Board-side code: Python >= 3.8, standard library and numpy only, and nothing fro
 (the agent and its adapters are copied to the board as plain files next to each other). An
 adapter module ``adapters/<name>.py`` defines ``ADAPTER``: a subclass of :class:`Adapter`.
 
-One adapter instance lives for a whole agent session; the agent caches loaded models by their
+One adapter instance lives for as long as the agent runs; the agent caches loaded models by their
 sha256 and calls :meth:`Adapter.run` once per job.
 """
 

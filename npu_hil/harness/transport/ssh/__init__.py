@@ -6,7 +6,7 @@ module:
 - :mod:`~npu_hil.harness.transport.ssh.files` — one file's bytes either way, with what each side
   saw of them (small files over SFTP, large ones streamed on an exec channel);
 - :mod:`~npu_hil.harness.transport.ssh.process` — a remote command's end and a long-running
-  remote process (an agent's session);
+  remote process (a resident agent's stream);
 - :mod:`~npu_hil.harness.transport.ssh.hostkeys` — host keys, checked by default;
 - :mod:`~npu_hil.harness.transport.ssh.paths` — remote paths kept inside the workdir.
 """

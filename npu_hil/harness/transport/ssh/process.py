@@ -1,5 +1,5 @@
 """Remote processes over SSH: how a command ended (a signal included), and a long-running
-process on an exec channel (an agent's session), its stderr drained by a thread into a tail."""
+process on an exec channel (a resident agent's stream), its stderr drained into a tail."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import paramiko
 from paramiko.common import MSG_CHANNEL_REQUEST
 
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport.base import SessionExit
+from npu_hil.harness.transport.base import StreamExit
 from npu_hil.harness.transport.stderr import StderrTail
 
 __all__ = [
     "EXIT_QUIET_S",
-    "SshSession",
+    "SshStream",
     "collect_until_exit",
     "exit_returncode",
     "kill_command",
@@ -119,7 +119,7 @@ def collect_until_exit(
             time.sleep(0.002)
 
 
-# SshSession: a long-running remote process on an SSH exec channel (an agent session), its
+# SshStream: a long-running remote process on an SSH exec channel (a resident agent), its
 # stderr drained by a thread into a tail.
 
 
@@ -129,7 +129,7 @@ def kill_command(pid: int) -> str:
     return f"kill -KILL -- -{pid} 2>/dev/null || kill -KILL {pid} 2>/dev/null; true"
 
 
-class SshSession:
+class SshStream:
     """A long-running remote process on an exec channel; stderr drained by a thread into a tail.
     ``kill`` kills a process group on the board (over a channel of its own)."""
 
@@ -137,18 +137,18 @@ class SshSession:
         self._kill = kill
         self._channel = channel
         self.pid = pid
-        self._exit: SessionExit | None = None
+        self._exit: StreamExit | None = None
         self._stderr = StderrTail(
             channel.recv_stderr, (OSError, EOFError, paramiko.SSHException), name=f"ssh {pid}"
         )
 
     def send(self, data: bytes) -> None:
         if self._exit is not None:
-            raise TransportError(f"ssh session {self.pid} is closed")
+            raise TransportError(f"ssh stream {self.pid} is closed")
         try:
             self._channel.sendall(data)
         except (OSError, EOFError, paramiko.SSHException) as exc:
-            raise TransportError(f"ssh session {self.pid}: cannot send ({exc})") from exc
+            raise TransportError(f"ssh stream {self.pid}: cannot send ({exc})") from exc
 
     def recv(self, n: int, timeout: float) -> bytes:
         if self._exit is not None:
@@ -158,15 +158,15 @@ class SshSession:
             return self._channel.recv(n)
         except TimeoutError:
             raise TransportError(
-                f"ssh session {self.pid}: nothing received within {timeout:.1f} s"
+                f"ssh stream {self.pid}: nothing received within {timeout:.1f} s"
             ) from None
         except (OSError, EOFError, paramiko.SSHException) as exc:
-            raise TransportError(f"ssh session {self.pid}: link lost ({exc})") from exc
+            raise TransportError(f"ssh stream {self.pid}: link lost ({exc})") from exc
 
     def stderr_tail(self) -> bytes:
         return self._stderr.tail()
 
-    def close(self, timeout: float = 5.0) -> SessionExit:
+    def close(self, timeout: float = 5.0) -> StreamExit:
         if self._exit is not None:
             return self._exit
         returncode: int | None = None
@@ -190,5 +190,5 @@ class SshSession:
                     returncode = -signal.SIGKILL
         self._stderr.join(1.0)
         self._channel.close()
-        self._exit = SessionExit(returncode, self.stderr_tail())
+        self._exit = StreamExit(returncode, self.stderr_tail())
         return self._exit

@@ -1,7 +1,7 @@
 """SshTransport: a board reached over SSH (paramiko), key authentication only.
 
-Host keys are checked by default (:mod:`~npu_hil.harness.transport.ssh.hostkeys`); an agent session
-is an :class:`~npu_hil.harness.transport.ssh.process.SshSession` on an exec channel.
+Host keys are checked by default (:mod:`~npu_hil.harness.transport.ssh.hostkeys`); a resident agent
+is an :class:`~npu_hil.harness.transport.ssh.process.SshStream` on an exec channel.
 
 One SSH connection is kept and reused. Small files go over SFTP and are read back; large ones
 are streamed over an exec channel and hashed on the board as they pass (``openssl dgst -sha256``
@@ -54,7 +54,7 @@ from npu_hil.harness.transport.ssh.hostkeys import (
 )
 from npu_hil.harness.transport.ssh.paths import SymlinkGuard
 from npu_hil.harness.transport.ssh.process import (
-    SshSession,
+    SshStream,
     collect_until_exit,
     exit_returncode,
     kill_command,
@@ -62,7 +62,7 @@ from npu_hil.harness.transport.ssh.process import (
 )
 from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
 
-__all__ = ["SshSession", "SshTransport", "fingerprint"]
+__all__ = ["SshStream", "SshTransport", "fingerprint"]
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +142,7 @@ class SshTransport:
         self._lock = threading.RLock()
         # File operations one at a time: they share the connection's one SFTP channel, whose
         # answers paramiko reads without telling threads apart (two threads' requests at once
-        # read each other's answers: "Garbage packet received"). Commands and sessions, each
+        # read each other's answers: "Garbage packet received"). Commands and streams, each
         # on a channel of its own, run side by side. Taken before _lock, never after it.
         self._files = threading.RLock()
         self.connects = 0  # how many connections were made (tests and benchmarks read it)
@@ -454,9 +454,9 @@ class SshTransport:
             channel.close()
         return CompletedRun(returncode, bytes(stdout), bytes(stderr), time.monotonic() - started)
 
-    def open_session(self, argv: Sequence[str]) -> SshSession:
+    def open_stream(self, argv: Sequence[str]) -> SshStream:
         channel, pid = self._start(argv, time.monotonic() + self.connect_timeout)
-        return SshSession(channel, pid, self._kill)
+        return SshStream(channel, pid, self._kill)
 
     # --- files -----------------------------------------------------------------------------------
 

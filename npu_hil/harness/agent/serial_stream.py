@@ -1,7 +1,7 @@
-"""The agent's session over a serial console: a resident agent reached through the relay.
+"""A resident agent's stream over a serial console: the agent reached through the relay.
 
-The console is one byte stream and it carries the control shell, so an agent session cannot be a
-process talking on stdin/stdout as over SSH. The session starts the agent in the background
+The console is one byte stream and it carries the control shell, so a resident agent cannot be a
+process talking on stdin/stdout as over SSH. The stream starts the agent in the background
 instead (``npu_hil_board --listen``, a Unix socket in the workdir), and every request is one more
 console command, which runs the relay (``relay.py`` in the board package) to carry the request
 frames to the socket and the answers back, base64 and sha256-checked both ways. The agent keeps
@@ -9,7 +9,7 @@ its runtime and loaded models between requests, and the console is a plain shell
 between, for the job's file transfers.
 
 The transport (:class:`~npu_hil.harness.transport.serial_console.SerialTransport`) carries commands
-and files and knows nothing of the agent: importing this module registers the session with it. The
+and files and knows nothing of the agent: importing this module registers the stream with it. The
 relay's exit statuses and answer format come from the board package, never the other way round.
 """
 
@@ -29,16 +29,16 @@ from pathlib import PurePosixPath
 from npu_hil.harness.board.relay import EXIT_CUT, EXIT_DAMAGED, EXIT_GONE, EXIT_OK, TRAILER
 from npu_hil.harness.board.wire import whole_frames
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport.base import SessionExit
-from npu_hil.harness.transport.serial_console import SerialTransport, register_agent_session
+from npu_hil.harness.transport.base import StreamExit
+from npu_hil.harness.transport.serial_console import SerialTransport, register_agent_stream
 from npu_hil.harness.transport.serial_files import base64_body as _base64_body
 
-__all__ = ["SerialAgentSession", "open_serial_session"]
+__all__ = ["SerialAgentStream", "open_serial_stream"]
 
 log = logging.getLogger(__name__)
 
-# The files of a session live beside the workdir's other content as <name>.<suffix>.
-SESSION_FILES = ".npu-session-"
+# The files of an agent's stream live beside the workdir's other content as <name>.<suffix>.
+AGENT_FILES = ".npu-agent-"
 # Answers up to this size come back inline in the relay command's output; longer ones (rare: a
 # job's answer is its result document, a few kilobytes) through the chunked file transfer.
 INLINE_MAX = 256 * 1024
@@ -48,7 +48,7 @@ STOP_POLL_S = 0.1
 KILL_GRACE_S = 3.0
 # How long an exit status may take to appear once the agent is gone (its keeper shell writes it).
 STATUS_GRACE_S = 1.0
-# How long a closing session lets the agent leave by itself (it answered a shutdown, or asked
+# How long a closing stream lets the agent leave by itself (it answered a shutdown, or asked
 # for a restart) before it sends TERM.
 EXIT_GRACE_S = 1.0
 _RELAY_TRAILER = re.compile(re.escape(TRAILER.encode()) + rb" (\d+) ([0-9a-f]{64})")
@@ -56,15 +56,15 @@ _B64_TEXT = re.compile(rb"[A-Za-z0-9+/=]+")
 
 
 def _listen_argv(argv: Sequence[str], socket_name: str) -> list[str]:
-    """The agent's session command with ``--session`` (frames on stdin/stdout) replaced by
+    """The agent's command with ``--serve`` (frames on stdin/stdout) replaced by
     ``--listen`` on a socket in the workdir."""
     args = list(argv)
-    if len(args) < 2 or args.count("--session") != 1:
+    if len(args) < 2 or args.count("--serve") != 1:
         raise TransportError(
-            "serial console: a session runs the npu-hil agent "
-            f"(python .../npu_hil_board --session ...), not {args!r}"
+            "serial console: a stream runs the npu-hil agent "
+            f"(python .../npu_hil_board --serve ...), not {args!r}"
         )
-    at = args.index("--session")
+    at = args.index("--serve")
     return [*args[:at], "--listen", socket_name, *args[at + 1 :]]
 
 
@@ -97,9 +97,9 @@ def _inline_answer(output: bytes) -> tuple[bytes | None, tuple[int, str] | None]
     return answer, expected
 
 
-class SerialAgentSession:
+class SerialAgentStream:
     """A resident agent on a serial console, reached through the relay (the
-    :class:`~npu_hil.harness.transport.base.Session` of :meth:`SerialTransport.open_session`).
+    :class:`~npu_hil.harness.transport.base.Stream` of :meth:`SerialTransport.open_stream`).
 
     The agent runs in the background (``npu_hil_board --listen``) under a small keeper shell that
     waits for it and writes its exit status, so the host can say how it ended. ``send`` collects
@@ -122,7 +122,7 @@ class SerialAgentSession:
 
     def __init__(self, transport: SerialTransport, argv: Sequence[str]) -> None:
         self._transport = transport
-        self._name = f"{SESSION_FILES}{uuid.uuid4().hex[:12]}"
+        self._name = f"{AGENT_FILES}{uuid.uuid4().hex[:12]}"
         self._agent = _listen_argv(argv, self._file("sock"))
         self._python = self._agent[0]
         self._relay = str(PurePosixPath(self._agent[1]) / "relay.py")
@@ -131,11 +131,11 @@ class SerialAgentSession:
         self._inbox = bytearray()  # answer bytes not yet received
         self._greeted = False
         self._ended = False
-        self._exit: SessionExit | None = None
+        self._exit: StreamExit | None = None
 
     @property
     def name(self) -> str:
-        """The stem of the session's files in the workdir (``.npu-session-<id>``)."""
+        """The stem of the stream's files in the workdir (``.npu-agent-<id>``)."""
         return self._name
 
     @property
@@ -174,16 +174,16 @@ class SerialAgentSession:
                 f"{output[-300:].decode(errors='replace')}"
             )
 
-    # --- the Session protocol -----------------------------------------------------------------
+    # --- the Stream protocol -----------------------------------------------------------------
 
     def send(self, data: bytes) -> None:
         if self._exit is not None:
-            raise TransportError(f"serial agent session {self._name} is closed")
+            raise TransportError(f"serial agent {self._name} is closed")
         self._partial += data
         try:
             _, used = whole_frames(bytes(self._partial))
         except ValueError as exc:
-            raise TransportError(f"serial agent session: not a request frame ({exc})") from None
+            raise TransportError(f"serial agent: not a request frame ({exc})") from None
         self._requests += self._partial[:used]
         del self._partial[:used]
 
@@ -193,7 +193,7 @@ class SerialAgentSession:
         if not self._inbox and not self._ended:
             if self._greeted and not self._requests:
                 raise TransportError(
-                    f"serial agent session {self._name}: no whole request is waiting for an answer"
+                    f"serial agent {self._name}: no whole request is waiting for an answer"
                 )
             self._exchange(timeout)
         chunk = bytes(self._inbox[:n])
@@ -206,9 +206,9 @@ class SerialAgentSession:
         output, _ = self._shell(f"tail -c {STDERR_TAIL_BYTES} {self._file('err')} 2>/dev/null")
         return output
 
-    def close(self, timeout: float = 5.0) -> SessionExit:
+    def close(self, timeout: float = 5.0) -> StreamExit:
         """Stop the agent (TERM, then KILL after ``timeout`` seconds) unless it already ended,
-        remove the session's files and say how it ended. Idempotent."""
+        remove the stream's files and say how it ended. Idempotent."""
         if self._exit is not None:
             return self._exit
         self._ended = True
@@ -224,8 +224,8 @@ class SerialAgentSession:
             stderr = self.stderr_tail()
             self._shell(f"rm -f {shlex.quote(self._name)}.*")
         except TransportError as exc:
-            log.warning("serial agent session %s: not stopped cleanly: %s", self._name, exc)
-        self._exit = SessionExit(returncode, stderr)
+            log.warning("serial agent %s: not stopped cleanly: %s", self._name, exc)
+        self._exit = StreamExit(returncode, stderr)
         return self._exit
 
     # --- requests -------------------------------------------------------------------------------
@@ -240,19 +240,19 @@ class SerialAgentSession:
         if status == EXIT_GONE and not greeting:
             self._ended = True
             raise TransportError(
-                f"serial agent session {self._name}: the agent is gone, the request was not "
+                f"serial agent {self._name}: the agent is gone, the request was not "
                 f"delivered ({_last_line(output)})"
             )
         if status not in (EXIT_OK, EXIT_GONE, EXIT_CUT):
             raise TransportError(
-                f"serial agent session {self._name}: the relay failed on the board "
+                f"serial agent {self._name}: the relay failed on the board "
                 f"(status {status}): {_last_line(output)}"
             )
         if status != EXIT_GONE:
             self._inbox += self._answer(output)
         if status != EXIT_OK:
             # The agent did not start, or it ended part-way: after what came, end of stream.
-            log.info("serial agent session %s ended: %s", self._name, _last_line(output))
+            log.info("serial agent %s ended: %s", self._name, _last_line(output))
             self._ended = True
 
     def _run_relay(self, requests: bytes, timeout: float, greeting: bool) -> tuple[bytes, int]:
@@ -278,10 +278,9 @@ class SerialAgentSession:
             if status != EXIT_DAMAGED:
                 return output, status
             # The relay checked the request against its sha256 and sent nothing: send it again.
-            log.warning("serial agent session %s: a request arrived damaged", self._name)
+            log.warning("serial agent %s: a request arrived damaged", self._name)
         raise TransportError(
-            f"serial agent session {self._name}: a request did not arrive intact after "
-            f"{retries + 1} tries"
+            f"serial agent {self._name}: a request did not arrive intact after {retries + 1} tries"
         )
 
     def _answer(self, output: bytes) -> bytes:
@@ -289,12 +288,12 @@ class SerialAgentSession:
         if answer is not None:
             return answer
         if expected is None or expected[0] <= INLINE_MAX:
-            log.warning("serial agent session %s: an answer arrived damaged", self._name)
+            log.warning("serial agent %s: an answer arrived damaged", self._name)
         # The relay kept the answer on the board: fetch it, checked, rather than run it again.
         answer = self._transport._get_bytes(self._file("out"))
         if expected is not None and hashlib.sha256(answer).hexdigest() != expected[1]:
             raise TransportError(
-                f"serial agent session {self._name}: the answer kept on the board is not the "
+                f"serial agent {self._name}: the answer kept on the board is not the "
                 "one the relay reported"
             )
         return answer
@@ -308,7 +307,7 @@ class SerialAgentSession:
         status = self._await_status(min(timeout, EXIT_GRACE_S))
         if status is not None:
             return status
-        # A session closed right after it started: the keeper shell may not have written the
+        # A stream closed right after it started: the keeper shell may not have written the
         # agent's pid yet, and an agent nobody can name would live on until its idle timeout.
         self._await_pid(STATUS_GRACE_S)
         status, signalled = self._signal("TERM")
@@ -355,12 +354,12 @@ def _last_line(output: bytes) -> str:
     return lines[-1][-300:] if lines else "no output"
 
 
-def open_serial_session(transport: SerialTransport, argv: Sequence[str]) -> SerialAgentSession:
-    """Start the agent of ``argv`` on the console and return its session (the transport's
-    ``open_session``, once this module registered it)."""
-    session = SerialAgentSession(transport, argv)
-    session.start()
-    return session
+def open_serial_stream(transport: SerialTransport, argv: Sequence[str]) -> SerialAgentStream:
+    """Start the agent of ``argv`` on the console and return its stream (the transport's
+    ``open_stream``, once this module registered it)."""
+    stream = SerialAgentStream(transport, argv)
+    stream.start()
+    return stream
 
 
-register_agent_session(open_serial_session)
+register_agent_stream(open_serial_stream)

@@ -1,6 +1,6 @@
 """The agent: runs one job, from its document and input buffers to its result and device buffers.
 
-Validate the job (refused: ``JobError``, exit status 2), get the adapter and the loaded model
+Validate the job (refused: ``JobError``, status 2), get the adapter and the loaded model
 from the cache, take the inputs, run, describe the device buffers and the result. The load timeout
 bounds adapter creation, versions and model load; the run timeout bounds the run. Every failure
 is a typed record in the result: ``DeviceError``, ``LayoutError``, ``UnsupportedError``,
@@ -23,9 +23,9 @@ import numpy as np
 
 from .boardstate import pin_clocks, read_board_state, restore_clocks
 from .cache import AdapterCache, StageFailed, describe_exception, traceback_tail
-from .job import Job, JobInput, JobRefused
-from .jobsource import FramedJob
+from .job import Job, JobInput, JobRefused, check_buffers, validate_job
 from .kernlog import KernelLog
+from .results import describe_tensor, device_bytes
 from .runlog import StderrCapture
 from .wire import (
     EXIT_FAILED,
@@ -44,7 +44,7 @@ log = logging.getLogger("npu-hil-agent")
 
 
 class Agent(AdapterCache):
-    """Runs jobs. One instance per process; in session mode it keeps adapters and models."""
+    """Runs jobs. One instance per process; serving, it keeps adapters and models between jobs."""
 
     def __init__(
         self, adapter_dirs: list[str], root: str | None, model_cache_size: int = 4
@@ -53,16 +53,14 @@ class Agent(AdapterCache):
         self.jobs_run = 0
         self.log_env: str | None = None
 
-    def run_framed_job(
-        self, doc: Any, buffers: list[bytearray], damaged: tuple[int, ...]
+    def run_job(
+        self, doc: Any, buffers: list[Any], damaged: tuple[int, ...] = ()
     ) -> tuple[dict[str, Any], int, list[memoryview]]:
-        """Run a job that came as a frame (its input buffers, and which of them arrived
-        damaged); also returns the device buffers its records describe, for the answer."""
-        source = FramedJob(doc, buffers, damaged)
-        result, status = self.run(source)
-        return result, status, source.buffers
-
-    def run(self, source: FramedJob) -> tuple[dict[str, Any], int]:
+        """Run a job that came as a frame: its document, its input buffers (hashed by the frame
+        stream as they arrived) and the indices of those whose sha256 was not the sender's.
+        Returns the result, the job's status and the device buffers its records describe, in
+        their order, for the answer."""
+        device: list[memoryview] = []
         started = time.perf_counter()
         result: dict[str, Any] = {
             "schema": RESULT_SCHEMA,
@@ -89,7 +87,7 @@ class Agent(AdapterCache):
         capture = StderrCapture()
         capture.start()
         try:
-            status = self._run(source, result)
+            status = self._run(doc, buffers, damaged, result, device)
         except JobRefused as refused:
             result["errors"].append(refused.record())
             status = EXIT_REFUSED
@@ -115,16 +113,27 @@ class Agent(AdapterCache):
         result["ok"] = not result["errors"]
         result["timings"]["total_s"] = time.perf_counter() - started
         self.jobs_run += 1
-        source.finish(result)
-        return result, status
+        # Exactly the buffers the result describes, in its order (a run that failed while its
+        # buffers were described has records for some of them only).
+        del device[len(result["inputs"]) + len(result["outputs"]) :]
+        return result, status, device
 
-    def _run(self, source: FramedJob, result: dict[str, Any]) -> int:
-        doc = source.document()
+    def _run(
+        self,
+        doc: Any,
+        buffers: list[Any],
+        damaged: tuple[int, ...],
+        result: dict[str, Any],
+        device: list[memoryview],
+    ) -> int:
+        if not isinstance(doc, dict):
+            raise JobRefused("job", "type", f"expected a job document, got {doc!r}"[:300])
         if isinstance(doc.get("job_id"), str):
             result["job_id"] = doc["job_id"]
         if isinstance(doc.get("adapter"), str):
             result["adapter"] = doc["adapter"]
-        job = source.validate(doc, self.root, self.adapter_dirs)
+        job = validate_job(doc, self.root, self.adapter_dirs)
+        check_buffers(job, buffers, damaged)
         timings = result["timings"]
         load_timeout = job.timeouts["load"]
 
@@ -143,14 +152,25 @@ class Agent(AdapterCache):
             self.versions_cache.pop(self._adapter_key(job.adapter, job.options), None)
             result["versions"] = self.versions(job.adapter, job.options, load_timeout)
 
-        tensors = [self._input_tensor(spec, source.input_bytes(spec)) for spec in job.inputs]
+        # The frame's own buffers: the bytes are not copied again.
+        tensors = [
+            self._input_tensor(item, np.frombuffer(data, dtype=np.uint8))
+            for item, data in zip(job.inputs, buffers)  # noqa: B905 - check_buffers counted them
+        ]
         run, run_wall = self._runs(job, adapter, model, tensors, result)
         reported = {str(k): float(v) for k, v in (run.timings or {}).items()}
         # The adapter's own run time excludes its copies when it can tell them apart.
         timings["run_s"] = reported.get("run_s", run_wall)
         t0 = time.perf_counter()
-        result["inputs"] = [source.emit(f"in_{i}.bin", t) for i, t in enumerate(run.inputs)]
-        result["outputs"] = [source.emit(f"out_{i}.bin", t) for i, t in enumerate(run.outputs)]
+        for key, prefix, tensors_out in (
+            ("inputs", "in", run.inputs),
+            ("outputs", "out", run.outputs),
+        ):
+            for index, tensor in enumerate(tensors_out):
+                flat = device_bytes(tensor)
+                device.append(flat.data)
+                # The answer's trailer carries its sha256, computed as it is written.
+                result[key].append(describe_tensor(f"{prefix}_{index}.bin", tensor, flat, False))
         timings["copy_s"] = reported.get("copy_s", 0.0) + (time.perf_counter() - t0)
         if reported:
             timings["adapter"] = reported

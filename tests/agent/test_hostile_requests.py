@@ -1,4 +1,4 @@
-"""What a hostile or careless client sends a resident agent (``--session`` on stdin, ``--listen``
+"""What a hostile or careless client sends a resident agent (``--serve`` on stdin, ``--listen``
 on a Unix socket), and the folders it is started in: each case runs the real agent in a
 subprocess, which must answer a typed error record, touch nothing outside its ``jobs/`` and stay
 up for the next client."""
@@ -23,7 +23,7 @@ from npu_hil.harness.agent.protocol import ModelRef, frame_job
 from npu_hil.harness.board import wire as board
 from tests.agent.jobs import FAKE_ADAPTERS, X, echo_job
 from tests.agent.test_listen import AGENT, PYTHONS, Connection, Listener
-from tests.agent.test_session import RawSession
+from tests.agent.test_resident_agent import RawSession
 
 # Seconds a test (README: test tiers).
 pytestmark = pytest.mark.slow
@@ -220,7 +220,7 @@ def unsafe(folder: Path, how: str) -> str:
 
 
 @pytest.mark.parametrize("how", ["0777", "other-owner", "jobs-link"])
-@pytest.mark.parametrize("mode", ["--session", "--listen"])
+@pytest.mark.parametrize("mode", ["--serve", "--listen"])
 def test_a_workdir_another_user_controls_is_refused(tmp_path: Path, how: str, mode: str) -> None:
     work = tmp_path / "work"
     work.mkdir()

@@ -1,4 +1,4 @@
-"""The session loop: jobs framed over a byte stream, one response frame per request.
+"""The serve loop: a resident agent's requests framed over a byte stream, one answer frame each.
 
 The agent speaks first with ``{"op": "hello", ...}`` (its ``features`` list ``framed-jobs``);
 requests are ``{"op": "job", "job": {...}[, "keep": "jobs/<name>"]}`` in a bulk frame
@@ -10,11 +10,11 @@ response frame with the same ``op`` and either the payload (``result`` for a job
 typed record). A request frame is at most ``MAX_REQUEST_BYTES`` (a longer one is refused unread and
 ends the stream), a bulk one at most a job's inputs besides, and a message nests at most
 ``MAX_JSON_DEPTH`` levels; a whole frame that holds no request is answered with a ``ProtocolError``
-record and the session goes on. A kept job's folder is a new ``jobs/<name>`` in the working
+record and the agent goes on. A kept job's folder is a new ``jobs/<name>`` in the working
 directory, never anything else.
 
-On stdin/stdout (``--session``) nothing but frames goes to stdout: file descriptor 1 is pointed
-at stderr for the session's lifetime, so a vendor library's printf cannot corrupt the stream. When
+On stdin/stdout (``--serve``) nothing but frames goes to stdout: file descriptor 1 is pointed
+at stderr for the agent's lifetime, so a vendor library's printf cannot corrupt the stream. When
 a runtime call times out the agent answers the pending request with ``"restart": true`` and exits
 with status 3 at once (the stuck call would hold up the interpreter's shutdown).
 """
@@ -34,15 +34,16 @@ import time
 from collections.abc import Iterable
 from typing import Any, NamedTuple, NoReturn
 
+from .agent import Agent
 from .cache import StageFailed
 from .folders import UnsafeFolder, check_folder
 from .identity import read_identity
 from .job import DEFAULT_TIMEOUTS, MAX_INPUTS, MAX_JOB_INPUT_BYTES, JobRefused
-from .jobs import Agent
-from .jobsource import new_kept_dir, write_kept_view
+from .kept import new_kept_dir, write_kept_view
 from .loader import EXTRA_ADAPTERS, PACKAGE_DIR, available_adapters, is_adapter_name
 from .memory import read_memory
 from .wire import (
+    AGENT_PROTOCOL,
     AGENT_VERSION,
     BULK_CHUNK,
     BULK_PREFIX,
@@ -55,7 +56,6 @@ from .wire import (
     JOBS_FOLDER,
     MAX_REQUEST_BYTES,
     RESULT_SCHEMA,
-    SESSION_PROTOCOL,
     bulk_sizes,
     decode_frame,
     encode_bulk_frame,
@@ -99,7 +99,7 @@ class ReadTimeout(Exception):
 
 class BadFrame(ValueError):
     """A frame that arrived whole but holds no request (not JSON, nested too deep, not an
-    object): the stream is still in step, so it is answered and the session goes on."""
+    object): the stream is still in step, so it is answered and the agent goes on."""
 
 
 class Request(NamedTuple):
@@ -114,13 +114,13 @@ class Request(NamedTuple):
 IN_MEMORY_BYTES = 16 << 20
 """A bulk buffer up to this size is read into memory; a larger one streams into a file of the
 agent's own jobs folder, mapped back (the page cache holds it, not the agent's heap): a 2 GiB
-input no longer ends a session in MemoryError on a board with 1 GiB of RAM."""
+input no longer ends the agent in MemoryError on a board with 1 GiB of RAM."""
 
 
 class FrameStream:
     """Frames over two file descriptors, with nothing buffered in Python. ``max_job_bytes``: the
     most a job's input buffers may add up to (``--max-job-bytes``); a bulk frame announcing more
-    is read past (never stored) and refused, and the session goes on."""
+    is read past (never stored) and refused, and the agent goes on."""
 
     def __init__(
         self, read_fd: int, write_fd: int, max_job_bytes: int = MAX_JOB_INPUT_BYTES
@@ -414,14 +414,14 @@ def own_bundle() -> dict[str, str]:
 
 
 def serve(agent: Agent, stream: FrameStream, shutdown_on_eof: bool = True) -> int | None:
-    """The session loop: one response frame per request. Returns the exit status, or None when
+    """The serve loop: one answer frame per request. Returns the exit status, or None when
     the stream ended and the agent stays up for the next one (``shutdown_on_eof=False``: a
     connection in listen mode)."""
     try:
         stream.write(
             {
                 "op": "hello",
-                "protocol": SESSION_PROTOCOL,
+                "protocol": AGENT_PROTOCOL,
                 "job_schema": JOB_SCHEMA,
                 "result_schema": RESULT_SCHEMA,
                 "agent": AGENT_VERSION,
@@ -436,7 +436,7 @@ def serve(agent: Agent, stream: FrameStream, shutdown_on_eof: bool = True) -> in
         return _serve_requests(agent, stream, shutdown_on_eof)
     except OSError as exc:
         # The host went away (broken pipe): nobody is left to answer.
-        log.error("session stream lost: %s", exc)
+        log.error("the request stream is lost: %s", exc)
         if not shutdown_on_eof:
             return None
         if not agent.runtime.stuck:
@@ -451,12 +451,12 @@ def _serve_requests(agent: Agent, stream: FrameStream, shutdown_on_eof: bool) ->
         except BadFrame as exc:
             # A whole frame that is not a request: the stream is still in step.
             log.error("bad request: %s", exc)
-            stream.write({"op": "error", "error": failure("ProtocolError", "session", str(exc))})
+            stream.write({"op": "error", "error": failure("ProtocolError", "request", str(exc))})
             continue
         except (ValueError, EOFError, ReadTimeout) as exc:
             # A desynchronised, cut or silent stream cannot be recovered: say so once and leave.
             log.error("bad frame: %s", exc)
-            stream.write({"op": "error", "error": failure("ProtocolError", "session", str(exc))})
+            stream.write({"op": "error", "error": failure("ProtocolError", "request", str(exc))})
             if not shutdown_on_eof:
                 return None  # only this connection is lost; the agent itself is fine
             agent.shutdown()
@@ -500,7 +500,7 @@ def _answer(agent: Agent, stream: FrameStream, framed: Request) -> int | None:
         stream.write({"op": "shutdown"})
         return EXIT_OK
     else:
-        stream.write({"op": op, "error": failure("ProtocolError", "session", f"unknown op {op!r}")})
+        stream.write({"op": op, "error": failure("ProtocolError", "request", f"unknown op {op!r}")})
     return None
 
 
@@ -524,7 +524,7 @@ def _answer_job(agent: Agent, stream: FrameStream, framed: Request) -> None:
             # The board's disk cannot take the view (full, read-only): the job runs all the same.
             kept_error = f"{request['keep']}: {exc}"
     inputs = framed.buffers or []
-    result, status, buffers = agent.run_framed_job(request["job"], inputs, framed.damaged)
+    result, status, buffers = agent.run_job(request["job"], inputs, framed.damaged)
     if kept is not None:
         failed = write_kept_view(kept, request["job"], inputs, result, buffers)
         if failed is not None:
@@ -537,7 +537,7 @@ def _answer_job(agent: Agent, stream: FrameStream, framed: Request) -> None:
     stream.write(answer, buffers or None)  # a plain frame when no buffer goes back
     if restart:
         # The runtime thread is stuck in a vendor call that cannot be interrupted.
-        log.error("a runtime call timed out; ending the session so the host restarts it")
+        log.error("a runtime call timed out; ending the agent so the host restarts it")
         abandon(EXIT_TIMEOUT)
 
 

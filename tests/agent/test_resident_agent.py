@@ -1,4 +1,4 @@
-"""The persistent agent session: model caching across jobs, timeouts, crashes, restarts, and the
+"""The resident agent: model caching across jobs, timeouts, crashes, restarts, and the
 frame stream itself."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.board import wire as board
 from npu_hil.harness.errors import DeviceError, ProtocolError, TransportError
 from npu_hil.harness.transport import LocalTransport
-from npu_hil.harness.transport.base import Session, SessionExit
+from npu_hil.harness.transport.base import Stream, StreamExit
 from tests.agent.jobs import BOARD_PACKAGE, FAKE_ADAPTERS, X
 from tests.agent.jobs import echo_job as spec
 
@@ -63,7 +63,7 @@ def test_models_are_cached_across_jobs(tmp_path: Path, model: Path) -> None:
     pid = client.agent_pid
     second = client.submit(spec(model, "two", adapter_options={"journal": str(log)}), {"x": X})
     assert first.ok and second.ok
-    assert client.agent_pid == pid and client.sessions_started == 1
+    assert client.agent_pid == pid and client.agents_started == 1
     assert not first.timings.model_cached and first.output("x_out").attributes["loads"] == 1
     assert second.timings.model_cached and second.timings.load_s == 0.0
     # The second job did not call load again: same adapter instance, one load, two runs.
@@ -132,7 +132,7 @@ def test_one_process_serves_every_job(client: AgentClient, model: Path) -> None:
         "models": [ANY],
         "identity": ANY,
     }
-    assert client.sessions_started == 1
+    assert client.agents_started == 1
 
 
 # --- failures and restarts -----------------------------------------------------------------------
@@ -153,7 +153,7 @@ def test_timeout_is_reported_and_the_session_restarts(client: AgentClient, model
     # The agent exited after reporting; the next job gets a new session.
     after = client.submit(spec(model, "after"), {"x": X})
     assert after.ok and not after.timings.model_cached
-    assert client.sessions_started == 2 and client.agent_pid not in (None, first_pid)
+    assert client.agents_started == 2 and client.agent_pid not in (None, first_pid)
 
 
 @pytest.mark.slow
@@ -169,16 +169,16 @@ def test_frozen_agent_is_killed_by_the_host(client: AgentClient, model: Path) ->
         client.submit(quick, {"x": X})
     assert time.monotonic() - started < 15
     assert client.submit(spec(model, "next"), {"x": X}).ok
-    assert client.sessions_started == 2
+    assert client.agents_started == 2
 
 
 def test_a_link_lost_early_is_not_called_a_timeout(
     client: AgentClient, model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The message gives the time that passed, not the one allowed: a session whose link is
+    """The message gives the time that passed, not the one allowed: an agent whose link is
     lost a moment into a job with minutes to run is not 'no answer within 600 s'."""
     client.ping()
-    session = client._session
+    session = client._stream
     assert session is not None
 
     def lost(*args: object, **kwargs: object) -> bytes:
@@ -200,16 +200,16 @@ def test_a_link_lost_early_is_not_called_a_timeout(
 )
 def test_crashed_adapter(client: AgentClient, model: Path, how: str, ending: str) -> None:
     crash = spec(model, "boom", adapter_options={"crash": {"stage": "run", "how": how}})
-    with pytest.raises(DeviceError, match=f"job boom: the agent session died \\({ending}") as exc:
+    with pytest.raises(DeviceError, match=f"job boom: the agent died \\({ending}") as exc:
         client.submit(crash, {"x": X})
     assert "crashing on purpose in run" in str(exc.value)
     assert client.submit(spec(model, "alive"), {"x": X}).ok
-    assert client.sessions_started == 2
+    assert client.agents_started == 2
 
 
 @pytest.mark.slow
 def test_crash_while_loading(client: AgentClient, model: Path) -> None:
-    with pytest.raises(DeviceError, match="session died"):
+    with pytest.raises(DeviceError, match="the agent died"):
         client.submit(spec(model, "boom", adapter_options={"crash": {"stage": "load"}}), {"x": X})
     assert client.submit(spec(model, "alive"), {"x": X}).ok
 
@@ -225,7 +225,7 @@ def test_adapter_errors_keep_the_session(client: AgentClient, model: Path) -> No
     with pytest.raises(DeviceError, match="job refused: DeviceError during load"):
         result.raise_for_errors()
     assert client.submit(spec(model, "fine"), {"x": X}).ok
-    assert client.agent_pid == pid and client.sessions_started == 1
+    assert client.agent_pid == pid and client.agents_started == 1
 
 
 @pytest.mark.slow
@@ -233,7 +233,7 @@ def test_stdout_noise_cannot_corrupt_the_stream(client: AgentClient, model: Path
     for i in range(3):
         result = client.submit(spec(model, f"noisy{i}", adapter_options={"print": True}), {"x": X})
         assert result.ok
-    assert client.sessions_started == 1
+    assert client.agents_started == 1
 
 
 @pytest.mark.slow
@@ -267,11 +267,11 @@ def test_agent_that_cannot_start(tmp_path: Path, model: Path) -> None:
 # --- damage on the way back ----------------------------------------------------------------------
 
 
-class DamagingSession:
+class DamagingStream:
     """A session whose stream flips one bit on the way to the host: the last byte of the first
     run of ``signature`` it carries (found across reads, damaged in the read that completes it)."""
 
-    def __init__(self, inner: Session, signature: bytes) -> None:
+    def __init__(self, inner: Stream, signature: bytes) -> None:
         self.inner = inner
         self.signature = signature
         self.carried = bytearray()
@@ -297,21 +297,21 @@ class DamagingSession:
     def stderr_tail(self) -> bytes:
         return self.inner.stderr_tail()
 
-    def close(self, timeout: float = 5.0) -> SessionExit:
+    def close(self, timeout: float = 5.0) -> StreamExit:
         return self.inner.close(timeout)
 
 
 class DamagingTransport(LocalTransport):
-    """Sessions whose answers are damaged on the way (:class:`DamagingSession`)."""
+    """Sessions whose answers are damaged on the way (:class:`DamagingStream`)."""
 
     def __init__(self, workdir: Path, signature: bytes) -> None:
         super().__init__(workdir, python=PY)
         self.signature = signature
-        self.sessions: list[DamagingSession] = []
+        self.streams: list[DamagingStream] = []
 
-    def open_session(self, argv: Sequence[str]) -> DamagingSession:  # type: ignore[override]
-        session = DamagingSession(super().open_session(argv), self.signature)
-        self.sessions.append(session)
+    def open_stream(self, argv: Sequence[str]) -> DamagingStream:  # type: ignore[override]
+        session = DamagingStream(super().open_stream(argv), self.signature)
+        self.streams.append(session)
         return session
 
 
@@ -327,18 +327,18 @@ def test_a_buffer_damaged_in_the_stream_is_caught(tmp_path: Path, model: Path) -
     ):
         client.submit(spec(model), {"x": X})
     # The damage was in the answer's buffers (the echo's buffers hold X), nowhere else.
-    assert [session.damaged for session in transport.sessions] == [True]
+    assert [session.damaged for session in transport.streams] == [True]
 
 
 # --- the frame stream, spoken directly -----------------------------------------------------------
 
 
 class RawSession:
-    """The agent's session spoken directly: ``--session`` in ``tmp_path``, its model cache
+    """The resident agent spoken to directly: ``--serve`` in ``tmp_path``, its model cache
     ``cache/`` there (``--root``), as the client starts it."""
 
     def __init__(self, tmp_path: Path, *extra: str) -> None:
-        argv = [PY, str(AGENT), "--session", "--root", "cache", "--adapters", str(FAKE_ADAPTERS)]
+        argv = [PY, str(AGENT), "--serve", "--root", "cache", "--adapters", str(FAKE_ADAPTERS)]
         self.process = subprocess.Popen(
             [*argv, *extra],
             stdin=subprocess.PIPE,
@@ -370,7 +370,7 @@ class RawSession:
 def test_raw_session_requests(tmp_path: Path) -> None:
     raw = RawSession(tmp_path)
     hello = raw.read()
-    assert hello["op"] == "hello" and hello["protocol"] == board.SESSION_PROTOCOL
+    assert hello["op"] == "hello" and hello["protocol"] == board.AGENT_PROTOCOL
     assert hello["job_schema"] == board.JOB_SCHEMA and "echo" in hello["adapters"]
     raw.send({"op": "ping"})
     assert raw.read() == {
@@ -403,9 +403,9 @@ def test_raw_session_requests(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sessions", [True, False], ids=["session", "one-shot"])
+@pytest.mark.parametrize("resident", [True, False], ids=["resident", "one-shot"])
 def test_a_damaged_cached_agent_is_found_and_replaced(
-    tmp_path: Path, model: Path, sessions: bool
+    tmp_path: Path, model: Path, resident: bool
 ) -> None:
     """The cache is trusted by name only after the board's own sha256 of every file agrees: a
     copy damaged on the board is replaced, once; one damaged again at once is a DeviceError."""
@@ -415,7 +415,7 @@ def test_a_damaged_cached_agent_is_found_and_replaced(
     echo = agent.parent / "adapters" / "echo.py"
     pristine = echo.read_bytes()
     echo.write_bytes(pristine + b"\n# damaged on the board\n")
-    with AgentClient(transport, sessions=sessions, adapter_dirs=[FAKE_ADAPTERS]) as again:
+    with AgentClient(transport, resident=resident, adapter_dirs=[FAKE_ADAPTERS]) as again:
         assert again.ping()["op"] == "ping"
         assert again.repairs == 1 and echo.read_bytes() == pristine
         assert again.submit(spec(model, "after"), {"x": X}).ok
@@ -428,7 +428,7 @@ def test_a_damaged_cached_agent_is_found_and_replaced(
 
     echo.write_bytes(b"# damaged\n")
     tampered = Tampering(tmp_path / "board", python=PY)
-    client = AgentClient(tampered, sessions=sessions, adapter_dirs=[FAKE_ADAPTERS])
+    client = AgentClient(tampered, resident=resident, adapter_dirs=[FAKE_ADAPTERS])
     with client, pytest.raises(DeviceError, match="damaged again after a fresh copy"):
         client.ping()
 
@@ -445,7 +445,7 @@ def test_discard_is_an_unknown_op(tmp_path: Path) -> None:
     raw.send({"op": "discard", "dir": "jobs/j1"})
     assert raw.read() == {
         "op": "discard",
-        "error": {"type": "ProtocolError", "stage": "session", "message": "unknown op 'discard'"},
+        "error": {"type": "ProtocolError", "stage": "request", "message": "unknown op 'discard'"},
     }
     assert (tmp_path / "jobs" / "j1" / "y.bin").read_bytes() == b"y"
     raw.send({"op": "ping"})
@@ -460,7 +460,7 @@ def test_a_session_client_leaves_no_job_folders(client: AgentClient, model: Path
     for job_id in ("one", "two"):
         assert client.submit(spec(model, job_id), {"x": X}).ok
     # Framed jobs: not one folder was made for them.
-    assert client.sessions_started == 1
+    assert client.agents_started == 1
     assert not (Path(client.transport.workdir) / "jobs").exists()
 
 
