@@ -58,8 +58,9 @@ def test_every_pattern_is_linear_at_ten_megabytes(unit: str) -> None:
     # machine runs (a 14x ratio from a single pass under load, 4.1x here idle).
     small, large = _seconds(unit * (big // 4)), _seconds(unit * big)
     # The floor: a quadratic pattern takes minutes at 10 MB; a fast linear one a few hundredths
-    # of a second, where a loaded machine's noise is as large as the figure.
-    assert large < max(8 * small, 0.25), (small, large)
+    # of a second, where a loaded machine's noise is as large as the figure (0.27 s seen while
+    # another test run shared the two cores), so a second still tells the two apart.
+    assert large < max(8 * small, 1.0), (small, large)
 
 
 def test_settings_in_board_logs_are_removed_and_counts_are_not() -> None:

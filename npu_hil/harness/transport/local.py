@@ -39,7 +39,7 @@ def _widen_pipe(fd: int) -> None:
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    """Kill the process and anything it started: each child runs in its own session, so its
+    """Kill the process and anything it started: each child runs in its own POSIX session, so its
     process group holds exactly its descendants."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)

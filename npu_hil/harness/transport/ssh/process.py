@@ -124,8 +124,8 @@ def collect_until_exit(
 
 
 def kill_command(pid: int) -> str:
-    # sshd puts every session in its own session/process group, so the group of the shell we
-    # exec'd into holds exactly the command and its children.
+    # sshd puts every command in its own POSIX session and process group, so the group of the
+    # shell we exec'd into holds exactly the command and its children.
     return f"kill -KILL -- -{pid} 2>/dev/null || kill -KILL {pid} 2>/dev/null; true"
 
 
