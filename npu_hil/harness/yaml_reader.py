@@ -5,10 +5,10 @@ Every YAML file the harness reads comes through here (the inventory and its labg
 nodes, the model manifest as a document), so each is read with PyYAML's ``SafeLoader``, its depth
 bounded and its errors given as :class:`YamlProblem` with a line and a column.
 
-The inventory is read as composed nodes (every node keeps its position, :func:`compose`);
-nothing here constructs a Python object from a tag, so no tag ever runs code or reaches a
-constructor that raises. What the composer itself cannot take safely is refused first, each with
-the position of the offending character or node:
+The inventory is read as composed nodes (every node keeps its position, :func:`compose`) and
+handed on as plain data (:func:`plain_data`): nothing here constructs a Python object from a tag,
+so no tag ever runs code or reaches a constructor that raises. What cannot be taken safely is
+refused first, each with the position of the offending character or node:
 
 - text over :data:`MAX_CHARS` characters (an inventory is a few kilobytes);
 - nesting deeper than :data:`MAX_DEPTH` (PyYAML's composer recurses: 500 levels is a
@@ -27,6 +27,8 @@ from __future__ import annotations
 import importlib
 import math
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
@@ -37,10 +39,12 @@ __all__ = [
     "Node",
     "ScalarNode",
     "SequenceNode",
+    "Written",
     "YamlProblem",
     "check_tags",
     "compose",
     "load",
+    "plain_data",
     "plain_integer",
     "plain_number",
 ]
@@ -64,6 +68,9 @@ ALLOWED_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "seq", "map")
 )
 _MERGE = "tag:yaml.org,2002:merge"
+_STR = "tag:yaml.org,2002:str"
+_NULL = "tag:yaml.org,2002:null"
+_HOLDS = "the inventory holds plain strings, numbers, lists and mappings"
 
 _DECIMAL = re.compile(r"[-+]?[0-9]+\Z")
 _NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\Z")
@@ -71,13 +78,17 @@ _SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?\Z")
 
 
 class YamlProblem(Exception):
-    """Text or a node that cannot be read: ``line`` and ``column`` count from 1."""
+    """Text or a node that cannot be read: ``line`` and ``column`` count from 1, ``path`` is the
+    keys and indices to the node (when known)."""
 
-    def __init__(self, line: int, column: int, message: str) -> None:
+    def __init__(
+        self, line: int, column: int, message: str, path: tuple[str | int, ...] = ()
+    ) -> None:
         super().__init__(message)
         self.line = line
         self.column = column
         self.message = message
+        self.path = path
 
 
 def _position(text: str, index: int) -> tuple[int, int]:
@@ -179,6 +190,73 @@ def check_tags(root: Any) -> None:
         if isinstance(node.value, list):
             for item in node.value:
                 pending.extend(item if isinstance(item, tuple) else (item,))
+
+
+@dataclass(frozen=True)
+class Written:
+    """A scalar YAML 1.1 resolves to other than text (``on``, ``0_1_2``, ``022``), as written:
+    each field decides what it takes (a command a word, a port a plain integer or an error)."""
+
+    tag: str
+    text: str
+
+
+def plain_data(
+    root: Any,
+    *,
+    tags: frozenset[str] = ALLOWED_TAGS,
+    holds: str = _HOLDS,
+    check: Callable[[Any, tuple[str | int, ...], bool], None] | None = None,
+) -> Any:
+    """The document as plain data: dicts (keys as written: YAML 1.1 would make ``on:`` a
+    boolean), lists, str, None and :class:`Written`. Refused: a tag not in ``tags`` (``holds``
+    says why), a key that is not text or is written twice, aliases expanding past MAX_CHARS nodes
+    or MAX_DEPTH levels (one inside itself never ends). ``check(node, path, is_key)`` sees every
+    node first."""
+    count = 0
+
+    def data(node: Any, path: tuple[str | int, ...], key: bool = False) -> Any:
+        nonlocal count
+        count += 1
+        mark = node.start_mark
+        where = (mark.line + 1, mark.column + 1)
+        if count > MAX_CHARS or len(path) >= MAX_DEPTH:
+            what = f"more than {MAX_CHARS} nodes" if count > MAX_CHARS else f"{MAX_DEPTH} levels"
+            raise YamlProblem(*where, f"aliases expand to {what}")
+        if check is not None:
+            check(node, path, key)
+        if node.tag not in tags:
+            raise YamlProblem(*where, _tag_problem(node.tag, holds))
+        if isinstance(node, SequenceNode):
+            return [data(item, (*path, i)) for i, item in enumerate(node.value)]
+        if isinstance(node, ScalarNode):
+            if node.tag in (_STR, _NULL):
+                return None if node.tag == _NULL else str(node.value)
+            return Written(node.tag, str(node.value))
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            at = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            name = str(key_node.value)
+            came = {MappingNode: "a mapping", SequenceNode: "a list"}.get(type(key_node))
+            if came is None and data(key_node, (*path, name), True) is None:
+                came = "nothing"
+            if came is None and not name.isprintable():
+                came = "text that is not printable"
+            if came is not None:
+                raise YamlProblem(*at, f"expected a key (printable text), got {came}", path)
+            if name in out:
+                raise YamlProblem(*at, "written twice", (*path, name))
+            out[name] = data(value_node, (*path, name))
+        return out
+
+    return data(root, ())
+
+
+def _tag_problem(tag: str, holds: str) -> str:
+    if tag == _MERGE:
+        return "merge keys (<<) are not taken: write the keys out (or use an alias)"
+    shown = tag if len(tag) <= 60 else tag[:57] + "..."
+    return f"the YAML tag {shown!r} is not taken: {holds}"
 
 
 def _sexagesimal_hint(value: str) -> str | None:
