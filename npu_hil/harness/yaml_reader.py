@@ -41,7 +41,6 @@ __all__ = [
     "SequenceNode",
     "Written",
     "YamlProblem",
-    "check_tags",
     "compose",
     "load",
     "plain_data",
@@ -165,31 +164,6 @@ def load(text: str) -> Any:
             loader.dispose()
     except yaml.YAMLError as exc:
         raise _problem_of(text, exc) from None
-
-
-def check_tags(root: Any) -> None:
-    """Refuse every node whose tag is not a plain one (aliases met again are not walked twice)."""
-    pending = [root]
-    seen: set[int] = set()
-    while pending:
-        node = pending.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if node.tag not in ALLOWED_TAGS:
-            mark = node.start_mark
-            if node.tag == _MERGE:
-                message = "merge keys (<<) are not taken: write the keys out (or use an alias)"
-            else:
-                shown = node.tag if len(node.tag) <= 60 else node.tag[:57] + "..."
-                message = (
-                    f"the YAML tag {shown!r} is not taken: the inventory holds plain strings, "
-                    "numbers, lists and mappings"
-                )
-            raise YamlProblem(mark.line + 1, mark.column + 1, message)
-        if isinstance(node.value, list):
-            for item in node.value:
-                pending.extend(item if isinstance(item, tuple) else (item,))
 
 
 @dataclass(frozen=True)

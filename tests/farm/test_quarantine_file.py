@@ -81,7 +81,8 @@ def test_expiry_is_inclusive_of_its_day() -> None:
         ("quarantine: {}\n", "q.yaml:1:13: quarantine: expected a list of entries, got a mapping"),
         (
             "quarantine:\n  - {test: a, reason: r}\n",
-            "q.yaml:2:5: quarantine[0].expires: missing (every entry has test, reason, expires)",
+            "q.yaml:2:5: quarantine[0]: expected expires, a date YYYY-MM-DD (every entry has "
+            "test, reason, expires)",
         ),
         (
             "quarantine:\n  - {test: a, reason: r, expires: soon}\n",

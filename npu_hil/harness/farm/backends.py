@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["BACKENDS", "BOARD_BACKENDS"]
+from typing import Literal
+
+__all__ = ["BACKENDS", "BoardBackend"]
 
 BACKENDS = ("auto", "sim", "hw")
 """What a run asks for (``Farm(backend=...)``, ``--backend``): ``auto`` each board as the
 inventory says (falling back to sim where allowed), ``sim`` every board simulated, ``hw`` real
 boards only."""
-BOARD_BACKENDS = ("hw", "sim")
+BoardBackend = Literal["hw", "sim"]
 """What an inventory board is."""

@@ -1,7 +1,8 @@
 """The board inventory (``inventory.yaml``): what each board *is*, as plain data.
 
-Parsed as composed nodes (:mod:`npu_hil.harness.yaml_reader`) so every node keeps its position: an
-error names the file, line and column, the key path and what was expected, e.g.
+Parsed as composed nodes (:mod:`npu_hil.harness.yaml_reader`) so every node keeps its position,
+and checked once by pydantic models (:class:`InventoryFile` and the ones it holds): an error
+names the file, line and column, the key path, what was expected and what came, e.g.
 ``farm.yaml:23:7: boards[4].transport.port: expected an integer, got "22a"``. Secrets never belong
 in the file: a literal ``password`` or ``key`` is refused in favour of ``password_env`` (the name of
 an environment variable) and ``key_file``.
@@ -40,8 +41,9 @@ hex forms, ``.inf`` and tags); text fields hold no control characters or lone su
 one as a whole (mixing an SSH host with serial settings would be meaningless); ``timeouts`` merge
 key by key.
 
-The modules, in the one direction data flows: :mod:`npu_hil.harness.yaml_reader` (text to nodes),
-:mod:`~npu_hil.harness.farm.inventory_reader` (typed values at positions),
+The modules, in the one direction data flows: :mod:`npu_hil.harness.yaml_reader` (text to nodes
+to plain data), :mod:`~npu_hil.harness.farm.inventory_reader` (a model's errors back at their
+nodes), :mod:`~npu_hil.harness.farm.inventory_types` (the fields' types),
 :mod:`~npu_hil.harness.farm.inventory_secrets`, :mod:`~npu_hil.harness.farm.inventory_entries`
 (transport, timeouts, power), :mod:`~npu_hil.harness.farm.labgrid_inventory` (the ``labgrid:``
 section), this one.
@@ -54,32 +56,28 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from npu_hil.harness.codec import known_targets
-from npu_hil.harness.farm.backends import BOARD_BACKENDS
+from pydantic import Field, model_validator
+
+from npu_hil.harness.farm.backends import BoardBackend
 from npu_hil.harness.farm.inventory_entries import (
-    ADAPTER_RE,
-    FALLBACKS,
     NAME_RE,
+    AdapterName,
+    Defaults,
+    Fallback,
+    Power,
     PowerConfig,
     Timeouts,
-    read_power,
-    read_timeouts,
-    read_transport,
+    Transport,
 )
-from npu_hil.harness.farm.inventory_options import read_adapter_options, read_runtimes
-from npu_hil.harness.farm.inventory_reader import (
-    InventoryError,
-    Node,
-    NodeReader,
-    SequenceNode,
-    optional,
-)
-from npu_hil.harness.farm.inventory_secrets import refuse_secret_text, refuse_secrets
-from npu_hil.harness.farm.labgrid_inventory import LabgridSection, parse_labgrid_section
+from npu_hil.harness.farm.inventory_options import Options, Runtimes
+from npu_hil.harness.farm.inventory_reader import Entry, InventoryError, problem, validate
+from npu_hil.harness.farm.inventory_secrets import refuse_secret_text, secret_check
+from npu_hil.harness.farm.inventory_types import FilePath, Target, Text, matching
+from npu_hil.harness.farm.labgrid_inventory import LabgridEntry, LabgridSection, labgrid_section
 from npu_hil.harness.transport.config import LocalConfig, TransportConfig
-from npu_hil.harness.yaml_reader import MAX_CHARS, YamlProblem, check_tags, compose
+from npu_hil.harness.yaml_reader import MAX_CHARS, YamlProblem, compose
 from npu_hil.targets.registry import HW_ADAPTERS as HW_ADAPTERS  # re-exported
 from npu_hil.targets.registry import VENDOR_OF as VENDOR_OF  # re-exported
 
@@ -98,25 +96,6 @@ __all__ = [
 # VENDOR_OF (target → vendor) and HW_ADAPTERS (vendor → the runtime adapter a real board uses
 # unless the inventory names another) are the vendor units' (npu_hil.targets.registry).
 SIM_ADAPTER = "sim"
-
-TOP_KEYS = ("defaults", "boards", "manifest", "labgrid")
-DEFAULT_KEYS = ("backend", "fallback", "transport", "python", "workdir", "adapter", "timeouts")
-BOARD_KEYS = (
-    "name",
-    "target",
-    "backend",
-    "transport",
-    "fallback",
-    "tags",
-    "adapter",
-    "python",
-    "workdir",
-    "power",
-    "timeouts",
-    "adapter_options",
-    "runtimes",
-)
-_SEQ = "tag:yaml.org,2002:seq"
 
 
 @dataclass(frozen=True)
@@ -183,89 +162,78 @@ class Inventory:
         raise InventoryError(f"{self.source}: no board {name!r} (boards: {known})")
 
 
-@dataclass
-class _Defaults:
-    backend: str | None = None
-    fallback: str = "none"
-    transport: TransportConfig | None = None
-    python: str | None = None
-    workdir: str | None = None
-    adapter: str | None = None
-    timeouts: Timeouts = field(default_factory=Timeouts)
+class BoardEntry(Entry):
+    """A board of ``boards`` as written."""
 
+    name: Annotated[Text, matching(NAME_RE, "a name of [a-z0-9._-] characters")]
+    target: Target
+    backend: BoardBackend | None = None
+    transport: Transport | None = None
+    fallback: Fallback | None = None
+    tags: tuple[Text, ...] = Field((), description="a list of strings")
+    adapter: AdapterName | None = None
+    python: Text | None = None
+    workdir: Text | None = None
+    power: Power | None = None
+    timeouts: Timeouts | None = None
+    adapter_options: Options = Field(default_factory=dict)
+    runtimes: Runtimes = Field(default_factory=dict)
 
-def _defaults(r: NodeReader, node: Node) -> _Defaults:
-    fields = r.mapping(node, "defaults", DEFAULT_KEYS)
-    out = _Defaults()
-    out.backend = optional(
-        fields, "backend", lambda n, p: r.choice(n, p, BOARD_BACKENDS), "defaults"
-    )
-    out.fallback = (
-        optional(fields, "fallback", lambda n, p: r.choice(n, p, FALLBACKS), "defaults") or "none"
-    )
-    out.transport = optional(fields, "transport", lambda n, p: read_transport(r, n, p), "defaults")
-    out.python = optional(fields, "python", r.text, "defaults")
-    out.workdir = optional(fields, "workdir", r.text, "defaults")
-    out.adapter = optional(
-        fields, "adapter", lambda n, p: r.pattern(n, p, ADAPTER_RE, "an adapter name"), "defaults"
-    )
-    if "timeouts" in fields:
-        out.timeouts = read_timeouts(r, fields["timeouts"][1], "defaults.timeouts", out.timeouts)
-    return out
-
-
-def _board(r: NodeReader, node: Node, path: str, defaults: _Defaults) -> Board:
-    fields = r.mapping(node, path, BOARD_KEYS)
-    for required in ("name", "target"):
-        if required not in fields:
-            raise r.error(node, path, f"expected a {required}")
-    name = r.pattern(fields["name"][1], f"{path}.name", NAME_RE, "a name of [a-z0-9._-] characters")
-    target = r.choice(fields["target"][1], f"{path}.target", known_targets())
-    transport = (
-        optional(fields, "transport", lambda n, p: read_transport(r, n, p), path)
-        or defaults.transport
-        or LocalConfig()
-    )
-    backend = optional(fields, "backend", lambda n, p: r.choice(n, p, BOARD_BACKENDS), path)
-    # Without a word from the file, a board on the local transport is a simulated one.
-    backend = backend or defaults.backend or ("sim" if isinstance(transport, LocalConfig) else "hw")
-    adapter = optional(
-        fields, "adapter", lambda n, p: r.pattern(n, p, ADAPTER_RE, "an adapter name"), path
-    )
-    if adapter is None:
+    def board(self, defaults: Defaults) -> Board:
+        """The board, with ``defaults`` where the entry says nothing."""
+        transport = self.transport or defaults.transport
+        config = transport.config() if transport else LocalConfig()
+        # Without a word from the file, a board on the local transport is a simulated one.
+        backend = self.backend or defaults.backend or ("sim" if config.kind == "local" else "hw")
         # defaults.adapter is for real boards: a simulated board always runs the sim adapter.
-        adapter = (
-            SIM_ADAPTER if backend == "sim" else defaults.adapter or HW_ADAPTERS[VENDOR_OF[target]]
+        adapter = self.adapter or (
+            SIM_ADAPTER
+            if backend == "sim"
+            else defaults.adapter or HW_ADAPTERS[VENDOR_OF[self.target]]
         )
-    timeouts = defaults.timeouts
-    if "timeouts" in fields:
-        timeouts = read_timeouts(r, fields["timeouts"][1], f"{path}.timeouts", timeouts)
-    return Board(
-        name=name,
-        target=target,
-        backend=backend,
-        transport=transport,
-        fallback=optional(fields, "fallback", lambda n, p: r.choice(n, p, FALLBACKS), path)
-        or defaults.fallback,
-        adapter=adapter,
-        tags=optional(fields, "tags", r.strings, path) or (),
-        python=optional(fields, "python", r.text, path) or defaults.python,
-        workdir=optional(fields, "workdir", r.text, path) or defaults.workdir,
-        power=optional(fields, "power", lambda n, p: read_power(r, n, p), path),
-        timeouts=timeouts,
-        adapter_options=optional(
-            fields, "adapter_options", lambda n, p: read_adapter_options(r, n, p), path
+        return Board(
+            name=self.name,
+            target=self.target,
+            backend=backend,
+            transport=config,
+            fallback=self.fallback or defaults.fallback,
+            adapter=adapter,
+            tags=self.tags,
+            python=self.python or defaults.python,
+            workdir=self.workdir or defaults.workdir,
+            power=self.power.config() if self.power else None,
+            timeouts=self.timeouts.over(defaults.timeouts) if self.timeouts else defaults.timeouts,
+            adapter_options=self.adapter_options,
+            runtimes=self.runtimes,
         )
-        or {},
-        runtimes=optional(fields, "runtimes", lambda n, p: read_runtimes(r, n, p), path) or {},
-    )
+
+
+class InventoryFile(Entry):
+    """The file as written."""
+
+    defaults: Defaults = Defaults()
+    boards: list[BoardEntry] = Field([], description="a list of boards")
+    manifest: FilePath | None = None
+    labgrid: LabgridEntry | None = None
+
+    @model_validator(mode="after")
+    def _boards(self) -> InventoryFile:
+        if "boards" not in self.model_fields_set and self.labgrid is None:
+            raise problem("expected a list of boards (or a labgrid section)")
+        names = [board.name for board in self.boards]
+        for index, name in enumerate(names):
+            if name in names[:index]:
+                also = f"also boards[{names.index(name)}]"
+                raise problem(
+                    f"duplicate board name {name!r} ({also})", at=("boards", index, "name")
+                )
+        return self
 
 
 def parse_inventory(
     text: str, *, source: str = "<inventory>", base: str | os.PathLike[str] = "."
 ) -> Inventory:
     """Check inventory YAML ``text``; ``base`` is the folder relative paths start from."""
-    r = NodeReader(source, Path(base))
     try:
         root = compose(text)
     except YamlProblem as problem:
@@ -275,44 +243,13 @@ def parse_inventory(
         ) from None
     if root is None:
         raise InventoryError(f"{source}:1:1: expected a mapping with boards, got an empty file")
-    refuse_secrets(r, root)
-    try:
-        check_tags(root)
-    except YamlProblem as problem:
-        raise InventoryError(
-            f"{source}:{problem.line}:{problem.column}: {problem.message}"
-        ) from None
-    top = r.mapping(root, "", TOP_KEYS)
-    defaults = _defaults(r, top["defaults"][1]) if "defaults" in top else _Defaults()
-    labgrid: LabgridSection | None = None
-    if "labgrid" in top:
-        labgrid = parse_labgrid_section(r, top["labgrid"][1], defaults, known_targets())
-    if "boards" not in top and labgrid is None:
-        raise r.error(root, "boards", "expected a list of boards")
-    boards_node = top["boards"][1] if "boards" in top else SequenceNode(_SEQ, [])
-    if not isinstance(boards_node, SequenceNode):
-        raise r.expected(boards_node, "boards", "a list of boards")
-    boards: list[Board] = []
-    seen: dict[str, int] = {}
-    for index, item in enumerate(boards_node.value):
-        board = _board(r, item, f"boards[{index}]", defaults)
-        if board.name in seen:
-            name_node = r.mapping(item, f"boards[{index}]", BOARD_KEYS)["name"][1]
-            raise r.error(
-                name_node,
-                f"boards[{index}].name",
-                f"duplicate board name {board.name!r} (also boards[{seen[board.name]}])",
-            )
-        seen[board.name] = index
-        boards.append(board)
-    manifest = optional(top, "manifest", r.text, "")
+    check = secret_check(source)
+    file, located = validate(InventoryFile, root, source, context=Path(base), check=check)
     return Inventory(
-        boards=tuple(boards),
-        manifest=Path(r.resolved(top["manifest"][1], "manifest", Path(base) / manifest))
-        if manifest
-        else None,
+        boards=tuple(entry.board(file.defaults) for entry in file.boards),
+        manifest=Path(file.manifest) if file.manifest else None,
         source=source,
-        labgrid=labgrid,
+        labgrid=labgrid_section(file.labgrid, file.defaults, located) if file.labgrid else None,
     )
 
 

@@ -1,293 +1,85 @@
-"""Typed access to an inventory's composed YAML nodes: every value read is checked and every
-failure carries the node's position, ``file:line:column: key.path: what was expected, what
-came``.
+"""A YAML document checked by a pydantic model, each error put back at its node:
+``file:line:column: key.path: what was expected, what came``.
 
-:class:`NodeReader` is the one reader of the inventory and of its ``labgrid:`` section; what
-the schema is lives with them (:mod:`npu_hil.harness.farm.inventory`,
-:mod:`npu_hil.harness.farm.inventory_entries`, :mod:`npu_hil.harness.farm.labgrid_inventory`). The
-YAML text itself is read by :mod:`npu_hil.harness.yaml_reader`.
+Pydantic validates the plain data of the composed nodes (:func:`validate`) and names where an
+error is by its ``loc``; :class:`Located` walks that path back down the nodes. What its errors
+do not carry is found here: the keys a mapping takes (for a "did you mean"), what a missing
+field is (its ``description``), and what came, as written, escaped and cut short. The models
+are :class:`Entry` ones, their field types :mod:`~npu_hil.harness.farm.inventory_types`.
 """
 
 from __future__ import annotations
 
 import difflib
-import errno
 import json
-import os
-import pwd
 import re
-import shlex
-from collections.abc import Callable
-from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar, get_args
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 from npu_hil.harness.errors import NpuHilError
-from npu_hil.harness.redact import secret_key_name
-from npu_hil.harness.transport.defaults import BAUDRATE, BAUDRATES
 from npu_hil.harness.yaml_reader import (
     MappingNode,
     Node,
     ScalarNode,
     SequenceNode,
-    plain_integer,
-    plain_number,
+    YamlProblem,
+    plain_data,
 )
 
-__all__ = [
-    "MAX_SECONDS",
-    "MAX_TEXT",
-    "InventoryError",
-    "MappingNode",
-    "Node",
-    "NodeReader",
-    "ScalarNode",
-    "SequenceNode",
-    "optional",
-    "secret_use",
-    "shown",
-]
+__all__ = ["Entry", "InventoryError", "Located", "expected", "problem", "shown", "validate"]
 
-SECRETS = {"password": "password_env (the name of an environment variable)", "key": "key_file"}
-MAX_SECONDS = 24 * 3600.0
-"""No connect, load, run, power or health step waits longer than a day: a larger timeout is a
-typo (and ``.inf`` or 1e300 overflow the transports' timers)."""
-MAX_TEXT = 4096
-"""Longer than any path, host, name or command argument."""
-# What no path, host, name or argument may hold: C0 controls, DEL, bidi overrides, lone surrogates.
-_UNPRINTABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_BOOL = "tag:yaml.org,2002:bool"
-_STR = "tag:yaml.org,2002:str"
-_INT = "tag:yaml.org,2002:int"
-_FLOAT = "tag:yaml.org,2002:float"
-_NULL = "tag:yaml.org,2002:null"
+Loc = tuple[str | int, ...]
+M = TypeVar("M", bound=BaseModel)
 
-T = TypeVar("T")
+KIND = "kind"
+"""The key whose value says which model a mapping is (a transport's kind)."""
+TYPED = {
+    "tag:yaml.org,2002:bool": "a boolean",
+    "tag:yaml.org,2002:int": "an integer",
+    "tag:yaml.org,2002:float": "a number",
+}
+"""What YAML 1.1 makes of a scalar that may have been meant as text (``yes``, ``022``)."""
+_WHAT = {
+    **dict.fromkeys(("string_type", "string_too_short"), "a non-empty string"),
+    **dict.fromkeys(("list_type", "tuple_type"), "a list"),
+    **dict.fromkeys(("dict_type", "model_type", "model_attributes_type"), "a mapping"),
+    "string_unicode": "printable text",
+}
 
 
 class InventoryError(NpuHilError):
     """An inventory that cannot be used: the message is ``file:line:column: key.path: ...``."""
 
 
-class NodeReader:
-    """Typed access to composed YAML nodes; every failure carries the node's position."""
-
-    def __init__(self, source: str, base: Path | None = None) -> None:
-        self.source = source
-        self.base = base if base is not None else Path(".")
-
-    def error(self, node: Node, path: str, message: str) -> InventoryError:
-        mark = node.start_mark
-        return InventoryError(f"{self.source}:{mark.line + 1}:{mark.column + 1}: {path}: {message}")
-
-    def not_number(self, node: Node, path: str, what: str, why: str) -> InventoryError:
-        return self.error(node, path, f"expected {what}, got {self.describe(node)}: {why}")
-
-    def expected(self, node: Node, path: str, what: str) -> InventoryError:
-        return self.error(node, path, f"expected {what}, got {self.describe(node)}")
-
-    def describe(self, node: Node) -> str:
-        """What came, shown short and escaped (the message goes to records and reports)."""
-        if isinstance(node, MappingNode):
-            return "a mapping"
-        if isinstance(node, SequenceNode):
-            return "a list"
-        if node.tag == _NULL:
-            return "nothing (null)"
-        value = str(node.value)
-        return shown(value, quoted=node.tag == _STR or not value)
-
-    def mapping(
-        self, node: Node, path: str, allowed: tuple[str, ...]
-    ) -> dict[str, tuple[Node, Node]]:
-        """Keys → (key node, value node); unknown and duplicate keys and secrets refused."""
-        if not isinstance(node, MappingNode):
-            raise self.expected(node, path, "a mapping")
-        out: dict[str, tuple[Node, Node]] = {}
-        for key_node, value_node in node.value:
-            # Keys are read as written: YAML 1.1 would make ``on:``/``off:`` booleans.
-            if not isinstance(key_node, ScalarNode) or key_node.tag == _NULL:
-                raise self.expected(key_node, path, "a key (text)")
-            key = str(key_node.value)
-            if len(key) > 64 or _UNPRINTABLE.search(key):
-                raise self.expected(key_node, path, f"a key (one of {', '.join(allowed)})")
-            where = f"{path}.{key}" if path else key
-            if secret_use(key) is not None:
-                raise self.error(
-                    key_node,
-                    where,
-                    f"secrets do not belong in the inventory; use {secret_use(key)} instead",
-                )
-            if key not in allowed:
-                close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise self.error(
-                    key_node, where, f"unknown key (expected one of {', '.join(allowed)}){hint}"
-                )
-            if key in out:
-                raise self.error(key_node, where, "duplicate key")
-            out[key] = (key_node, value_node)
-        return out
-
-    def text(self, node: Node, path: str) -> str:
-        if not isinstance(node, ScalarNode) or node.tag != _STR or not node.value:
-            error = self.expected(node, path, "a non-empty string")
-            if isinstance(node, ScalarNode) and node.tag in (_BOOL, _INT, _FLOAT) and node.value:
-                # YAML 1.1 turns yes/no/on/off, 022 or 1:30 into something else than text.
-                kind = {_BOOL: "a boolean", _INT: "an integer", _FLOAT: "a number"}[node.tag]
-                raise InventoryError(f"{error.message} (YAML reads it as {kind}: quote it)")
-            raise error
-        value = str(node.value)
-        bad = _UNPRINTABLE.search(value)
-        if bad:
-            code = ord(bad.group())
-            raise self.error(
-                node,
-                path,
-                f"expected printable text, got {self.describe(node)}: "
-                f"U+{code:04X} at character {bad.start() + 1}",
-            )
-        if len(value) > MAX_TEXT:
-            raise self.expected(node, path, f"at most {MAX_TEXT} characters")
-        return value
-
-    def local_path(self, node: Node, path: str) -> str:
-        """A file on this machine: ``~`` expanded, relative to the inventory's folder (a farm's
-        inventory travels with its keys, whatever folder the harness is started from)."""
-        text = self.text(node, path)
-        if text.startswith("~"):
-            head, _, rest = text.partition("/")
-            if head == "~":
-                home = os.environ.get("HOME") or _home_of_uid()
-                if not home:
-                    raise self.error(node, path, f"{text}: no home folder (HOME is not set)")
-            else:
-                try:
-                    home = pwd.getpwnam(head[1:]).pw_dir
-                except (KeyError, ValueError):
-                    hint = f" (did you mean ~/{text[1:]}?)" if head.startswith("~.") else ""
-                    raise self.error(
-                        node, path, f"{text}: {head} names no user of this machine{hint}"
-                    ) from None
-            text = os.path.join(home, rest) if rest else home
-        return self.resolved(node, path, self.base / text)
-
-    def resolved(self, node: Node, path: str, file: Path) -> str:
-        # Strict first: from Python 3.13 a non-strict resolve walks past a loop of
-        # symbolic links silently, so only the strict walk finds one everywhere.
-        try:
-            return str(file.resolve(strict=True))
-        except FileNotFoundError:
-            pass  # a file still to come (a key written later) is fine
-        except RuntimeError:  # Python < 3.13 reports a loop this way
-            raise self.error(node, path, f"{file}: a loop of symbolic links") from None
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise self.error(node, path, f"{file}: a loop of symbolic links") from None
-        except ValueError:
-            pass
-        try:
-            return str(file.resolve())
-        except (OSError, ValueError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise self.error(node, path, f"{file}: {reason}") from None
-
-    def integer(self, node: Node, path: str, *, low: int = 0, high: int | None = None) -> int:
-        bounds = f"in [{low}, {high}]" if high is not None else f">= {low}"
-        if not isinstance(node, ScalarNode) or node.tag != _INT:
-            raise self.expected(node, path, "an integer")
-        try:
-            number = plain_integer(str(node.value))
-        except ValueError as exc:
-            raise self.not_number(node, path, f"an integer {bounds}", str(exc)) from None
-        if number < low or (high is not None and number > high):
-            raise self.expected(node, path, f"an integer {bounds}")
-        return number
-
-    def number(self, node: Node, path: str, what: str) -> float:
-        """A finite plain number (an integer or a decimal), for ``what`` in the errors."""
-        if not isinstance(node, ScalarNode) or node.tag not in (_INT, _FLOAT):
-            raise self.expected(node, path, what)
-        try:
-            return plain_number(str(node.value))
-        except ValueError as exc:
-            raise self.not_number(node, path, what, str(exc)) from None
-
-    def seconds(self, node: Node, path: str) -> float:
-        what = f"a number of seconds in (0, {MAX_SECONDS:.0f}] (at most 24 h)"
-        number = self.number(node, path, what)
-        if not 0 < number <= MAX_SECONDS:
-            raise self.expected(node, path, what)
-        return number
-
-    def baudrate(self, node: Node, path: str) -> int:
-        rate = self.integer(node, path, low=0)
-        if rate not in BAUDRATES:
-            close = min(BAUDRATES, key=lambda b: abs(b - rate))
-            raise self.expected(
-                node, path, f"a baud rate a serial port can be set to (e.g. {close}, {BAUDRATE})"
-            )
-        return rate
-
-    def choice(self, node: Node, path: str, choices: tuple[str, ...]) -> str:
-        if isinstance(node, ScalarNode) and node.tag == _STR and node.value in choices:
-            return str(node.value)
-        close: list[str] = []
-        if isinstance(node, ScalarNode):
-            close = difflib.get_close_matches(str(node.value), choices, n=1, cutoff=0.6)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        error = self.expected(node, path, f"one of {', '.join(choices)}")
-        raise InventoryError(f"{error.message}{hint}")
-
-    def pattern(self, node: Node, path: str, regex: re.Pattern[str], what: str) -> str:
-        text = self.text(node, path)
-        if not regex.match(text):
-            raise self.expected(node, path, what)
-        return text
-
-    def strings(self, node: Node, path: str) -> tuple[str, ...]:
-        if not isinstance(node, SequenceNode):
-            raise self.expected(node, path, "a list of strings")
-        return tuple(self.text(item, f"{path}[{i}]") for i, item in enumerate(node.value))
-
-    def word(self, node: Node, path: str) -> str:
-        if not isinstance(node, ScalarNode) or node.tag == _NULL or not node.value:
-            raise self.expected(node, path, "a command-line argument")
-        value = str(node.value)
-        if _UNPRINTABLE.search(value) or len(value) > MAX_TEXT:
-            raise self.expected(node, path, "a command-line argument of printable text")
-        return value
-
-    def command(self, node: Node, path: str) -> tuple[str, ...]:
-        """A command as a string (split like a shell would, but never run by one) or a list."""
-        if isinstance(node, SequenceNode):
-            # Arguments as written: ``[pdu-ctl, on, 4]`` means the words, not a bool and an int.
-            argv = tuple(self.word(item, f"{path}[{i}]") for i, item in enumerate(node.value))
-        else:
-            try:
-                argv = tuple(shlex.split(self.text(node, path)))
-            except ValueError as exc:
-                raise self.error(node, path, f"cannot split the command: {exc}") from None
-        if not argv:
-            raise self.expected(node, path, "a command")
-        return argv
-
-    def checked(self, node: Node, path: str, problem: Callable[[str], str | None]) -> str:
-        """A text the function ``problem`` accepts (it says what is wrong, or None): the check
-        lives with the setting it is about, the position is added here."""
-        text = self.text(node, path)
-        what = problem(text)
-        if what is not None:
-            raise self.error(node, path, what)
-        return text
+def expected(
+    what: str, *, why: str = "", choices: tuple[str, ...] = (), at: Loc = ()
+) -> PydanticCustomError:
+    """A validator's "expected ``what``, got <the node>[: ``why``]", suggesting a close one of
+    ``choices``; ``at`` is a path below the value checked."""
+    context = {"what": what, "why": why, "choices": choices, "at": at}
+    return PydanticCustomError("expected", "expected {what}", context)
 
 
-def optional(
-    fields: dict[str, tuple[Node, Node]], key: str, read: Callable[[Node, str], T], path: str
-) -> T | None:
-    """``read`` of the field ``key`` when the mapping has it, else None."""
-    if key not in fields:
-        return None
-    return read(fields[key][1], f"{path}.{key}" if path else key)
+def problem(message: str, *, at: Loc = ()) -> PydanticCustomError:
+    """A validator's error said in full (the value is not shown: it may be a secret)."""
+    return PydanticCustomError("problem", "{message}", {"message": message, "at": at})
+
+
+class Entry(BaseModel):
+    """A mapping of the file: an unknown key is refused, and so is a key with nothing after it
+    (``key_file: ~`` is no home folder), not taken as the default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nulls(cls, data: Any) -> Any:
+        for key, value in data.items() if isinstance(data, dict) else ():
+            if value is None and key in cls.model_fields:
+                raise expected("a value", at=(key,))
+        return data
 
 
 def shown(value: str, *, quoted: bool = True, limit: int = 60) -> str:
@@ -304,19 +96,163 @@ def shown(value: str, *, quoted: bool = True, limit: int = 60) -> str:
     return text
 
 
-def secret_use(key: str) -> str | None:
-    """What to write instead of the secret a key names (``password``, ``Key``, ``api_token``),
-    or None when it names none."""
-    name = key.strip().lower()
-    if name in SECRETS:
-        return SECRETS[name]
-    if secret_key_name(name):
-        return "key_file (the key's path) and password_env (the name of an environment variable)"
-    return None
+def describe(node: Node) -> str:
+    """What came, shown short and escaped (the message goes to records and reports)."""
+    if isinstance(node, (MappingNode, SequenceNode)):
+        return "a mapping" if isinstance(node, MappingNode) else "a list"
+    if node.tag == "tag:yaml.org,2002:null":
+        return "nothing (null)"
+    value = str(node.value)
+    return shown(value, quoted=node.tag == "tag:yaml.org,2002:str" or not value)
 
 
-def _home_of_uid() -> str | None:
+def dotted(path: Loc) -> str:
+    """``boards[4].transport.port`` (a key as written, escaped only where it is not printable)."""
+    text = "".join(
+        f"[{s}]" if isinstance(s, int) else f".{s if s.isprintable() else shown(s, quoted=False)}"
+        for s in path
+    )
+    return text[1:] if text.startswith(".") else text
+
+
+class Located:
+    """The document's nodes, to say where a path of keys and indices is."""
+
+    def __init__(self, source: str, root: Node) -> None:
+        self.source = source
+        self.root = root
+
+    def find(self, loc: Loc) -> tuple[Loc, Node, Node | None]:
+        """The path, node and key node (None for a list's item) pydantic's ``loc`` names. Steps
+        the document has not (a missing key, a union's tag, a list a validator made of a
+        scalar) are passed over; ``[key]`` is the key itself, at its mapping's path."""
+        node, key_node, path = self.root, None, []
+        for step in loc:
+            if step == "[key]" and key_node is not None:
+                return tuple(path[:-1]), key_node, key_node
+            if isinstance(node, MappingNode) and isinstance(step, str):
+                pair = next(((k, v) for k, v in node.value if str(k.value) == step), None)
+            elif isinstance(node, SequenceNode) and isinstance(step, int):
+                pair = (None, node.value[step]) if 0 <= step < len(node.value) else None
+            else:
+                pair = None
+            if pair is not None:
+                key_node, node = pair
+                path.append(step)
+        return tuple(path), node, key_node
+
+    def where(self, loc: Loc, *, path: bool = True) -> str:
+        """``file:line:column: key.path`` of ``loc`` (``file:line:column`` without ``path``)."""
+        steps, node, _ = self.find(loc)
+        return self._at(steps if path else (), node)
+
+    def error(self, loc: Loc, message: str) -> InventoryError:
+        return InventoryError(f"{self.where(loc)}: {message}")
+
+    def _at(self, steps: Loc, node: Node) -> str:
+        mark = node.start_mark
+        where = f"{self.source}:{mark.line + 1}:{mark.column + 1}"
+        return f"{where}: {dotted(steps)}" if steps else where
+
+    def explain(self, exc: ValidationError, model: type[BaseModel]) -> InventoryError:
+        """The first of pydantic's errors in the file's words: an unknown key before any other
+        (a typo'd key explains a missing one), then the first in the file."""
+        found = []
+        for error in exc.errors(include_url=False):
+            kind, ctx = error["type"], error.get("ctx") or {}
+            loc, text = _explained(error, model)
+            steps, node, key_node = self.find(loc)
+            if kind == "extra_forbidden":  # at the key (and its path)
+                node = key_node or node
+            elif kind not in ("problem", "missing"):
+                text = f"{text}, got {describe(node)}{_hint(kind, ctx, node)}"
+            rank = (kind != "extra_forbidden", node.start_mark.line, node.start_mark.column)
+            found.append((rank, f"{self._at(steps, node)}: {text}"))
+        return InventoryError(min(found)[1])
+
+
+def _explained(error: ErrorDetails, model: type[BaseModel]) -> tuple[Loc, str]:
+    """Where one of pydantic's errors is, and what it says: in full for a missing field, an
+    unknown key and a validator's problem; else what was expected (what came is added)."""
+    kind, ctx = error["type"], error.get("ctx") or {}
+    loc: Loc = (*error["loc"], *ctx.get("at", ()))
+    if kind in ("problem", "expected"):
+        return loc, ctx["message"] if kind == "problem" else f"expected {ctx['what']}"
+    owner, field = _field(model, loc)
+    described = field.description if field is not None else None
+    if kind == "missing":
+        return loc, f"expected {described or f'a {loc[-1]}'}"
+    if kind == "extra_forbidden":
+        known = tuple(owner.model_fields) if owner else ()
+        close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return loc, f"unknown key (expected one of {', '.join(known)}){hint}"
+    if kind == "literal_error":
+        return loc, f"expected one of {', '.join(_choices(ctx))}"
+    if kind in ("string_too_long", "too_long"):
+        unit = "characters" if kind == "string_too_long" else "entries"
+        return loc, f"expected at most {ctx['max_length']} {unit}"
+    what = _WHAT.get(kind)
+    if what in ("a list", "a mapping"):
+        what = described or what
+    return loc, f"expected {what}" if what else error["msg"]
+
+
+def _choices(ctx: dict[str, Any]) -> tuple[str, ...]:
+    """A literal's choices, as pydantic writes them (``'hw' or 'sim'``)."""
+    return tuple(re.findall(r"'([^']*)'", str(ctx.get("expected"))))
+
+
+def _hint(kind: str, ctx: dict[str, Any], node: Node) -> str:
+    """A close choice for a value that is none of them; a note for YAML 1.1's typing of what
+    looks like text; why a value is no plain number."""
+    choices = ctx.get("choices") or (_choices(ctx) if kind == "literal_error" else ())
+    if choices and isinstance(node, ScalarNode):
+        close = difflib.get_close_matches(str(node.value), choices, n=1, cutoff=0.6)
+        if close:
+            return f" (did you mean {close[0]!r}?)"
+    if kind == "string_type" and node.tag in TYPED and node.value:
+        return f" (YAML reads it as {TYPED[node.tag]}: quote it)"
+    return f": {ctx['why']}" if ctx.get("why") else ""
+
+
+def _models(kind: Any) -> list[type[BaseModel]]:
+    """The models a field's type holds, through Annotated, unions, lists and mappings."""
+    if isinstance(kind, type) and issubclass(kind, BaseModel):
+        return [kind]
+    return [model for arg in get_args(kind) for model in _models(arg)]
+
+
+def _field(model: type[BaseModel], loc: Loc) -> tuple[type[BaseModel] | None, Any]:
+    """The model whose key the last step of ``loc`` is, and its field of that name (pydantic's
+    errors name neither). A step that is no field is a list's index, a mapping's key or a
+    union's tag (the ``kind`` that picks the model)."""
+    kind: Any = model
+    for step in loc[:-1]:
+        for candidate in _models(kind):
+            tag = candidate.model_fields.get(KIND)
+            if tag is not None and step in get_args(tag.annotation):
+                kind = candidate
+                break
+            if step in candidate.model_fields:
+                kind = candidate.model_fields[step].annotation
+                break
+    owners = _models(kind)
+    owner = next((m for m in owners if loc and loc[-1] in m.model_fields), None)
+    owner = owner or (owners[0] if owners else None)
+    return owner, owner.model_fields.get(str(loc[-1])) if owner and loc else None
+
+
+def validate(
+    model: type[M], root: Node, source: str, *, context: Any = None, **plain: Any
+) -> tuple[M, Located]:
+    """The document under ``root`` as ``model`` (``context`` reaches its validators, ``plain``
+    goes to :func:`~npu_hil.harness.yaml_reader.plain_data`), and its nodes."""
+    located = Located(source, root)
     try:
-        return pwd.getpwuid(os.getuid()).pw_dir
-    except KeyError:
-        return None
+        return model.model_validate(plain_data(root, **plain), context=context), located
+    except YamlProblem as exc:
+        path = f" {dotted(exc.path)}:" if exc.path else ""
+        raise InventoryError(f"{source}:{exc.line}:{exc.column}:{path} {exc.message}") from None
+    except ValidationError as exc:
+        raise located.explain(exc, model) from None

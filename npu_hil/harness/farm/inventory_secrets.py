@@ -1,12 +1,12 @@
 """Secrets never belong in an inventory: a key or a password anywhere in the file is refused,
 before a field is read, and the message never repeats the secret.
 
-The keys a field may not have (``password``, ``key``, ``api_token``) are refused by the reader
-as it reads each mapping (:func:`npu_hil.harness.farm.inventory_reader.secret_use`); this module
-walks the whole file for key material or a password in any value, tag keys and ``!!binary``
-included, and looks into a file that is not even YAML. A ``password_env`` whose value cannot
-be a variable's name (``123456``, ``true``, ``S3cret!``) is refused here too, its value never
-shown: it is likely the password itself.
+Every node is looked at as the document becomes plain data (:func:`secret_check` is
+:func:`~npu_hil.harness.yaml_reader.plain_data`'s check), before its tag is: keys that name a
+secret (``password``, ``key``, ``api_token``), key material or a password in any value, tag
+keys and ``!!binary`` included, and a ``password_env`` whose value cannot be a variable's name
+(``123456``, ``true``, ``S3cret!``: likely the password itself, never shown). A file that is not
+even YAML is looked into too.
 """
 
 from __future__ import annotations
@@ -14,40 +14,30 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Callable
 
-from npu_hil.harness.farm.inventory_reader import (
-    InventoryError,
-    MappingNode,
-    Node,
-    NodeReader,
-    ScalarNode,
-    SequenceNode,
-    secret_use,
-    shown,
-)
-from npu_hil.harness.redact import find_secret
+from npu_hil.harness.farm.inventory_reader import TYPED, InventoryError, dotted
+from npu_hil.harness.redact import find_secret, secret_key_name
+from npu_hil.harness.yaml_reader import Node, ScalarNode
 
-__all__ = ["refuse_secret_text", "refuse_secrets"]
+__all__ = ["refuse_secret_text", "secret_check", "secret_use"]
 
+SECRETS = {"password": "password_env (the name of an environment variable)", "key": "key_file"}
+ADVICE = "use key_file (the key's path) and password_env (the name of an environment variable)"
 _BINARY = "tag:yaml.org,2002:binary"
 _STR = "tag:yaml.org,2002:str"
 _NULL = "tag:yaml.org,2002:null"
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_KINDS = {
-    "tag:yaml.org,2002:int": "a number",
-    "tag:yaml.org,2002:float": "a number",
-    "tag:yaml.org,2002:bool": "a boolean",
-}
 
 
 def _not_a_variable(node: Node) -> str | None:
     """What a ``password_env`` value is when it cannot name an environment variable (said
-    without the value), or None. Lists, mappings and nothing are left to the field's reader:
-    its message shows no value for them."""
-    if not isinstance(node, ScalarNode) or node.tag == _NULL or node.value == "":
+    without the value), or None; wherever the key is (in a field, or in adapter options on
+    their way to a job)."""
+    if node.tag == _NULL or node.value == "":
         return None
     if node.tag != _STR:
-        return _KINDS.get(node.tag, "a tagged value")
+        return TYPED.get(node.tag, "a tagged value")
     return None if _VARIABLE.match(str(node.value)) else "a value that is not one"
 
 
@@ -65,51 +55,45 @@ def _texts(node: Node) -> list[str]:
     return texts
 
 
-def refuse_secrets(r: NodeReader, root: Node) -> None:
-    """Refuse key material or a password anywhere in the file (any field, tag keys included),
-    before a field is read: a key pasted into ``key_file:`` would otherwise be taken as a path
-    and quoted by the connect error in every report. The message never repeats the secret."""
-    advice = "use key_file (the key's path) and password_env (the name of an environment variable)"
-    pending: list[tuple[Node, str]] = [(root, "")]
-    seen: set[int] = set()
-    while pending:
-        node, path = pending.pop()
-        if id(node) in seen:  # an alias met again
-            continue
-        seen.add(id(node))
-        if isinstance(node, MappingNode):
-            for key_node, value_node in node.value:
-                names = _texts(key_node) if isinstance(key_node, ScalarNode) else []
-                shown_key = shown(names[0], quoted=False) if names else ""
-                where = f"{path}.{shown_key}" if path else shown_key
-                use = next((u for u in map(secret_use, names) if u is not None), None)
-                if use is not None:
-                    raise r.error(
-                        key_node,
-                        where,
-                        f"secrets do not belong in the inventory; use {use} instead",
-                    )
-                kind = _not_a_variable(value_node) if names == ["password_env"] else None
-                if kind is not None:
-                    raise r.error(
-                        value_node,
-                        where,
-                        f"expected the name of an environment variable, got {kind} (not shown: "
-                        "it may be the password itself; put the password in a variable and "
-                        "name the variable here)",
-                    )
-                pending.append((key_node, where))
-                pending.append((value_node, where))
-        elif isinstance(node, SequenceNode):
-            pending.extend((item, f"{path}[{i}]") for i, item in enumerate(node.value))
-        elif isinstance(node, ScalarNode) and isinstance(node.value, str):
-            what = next(filter(None, map(find_secret, _texts(node))), None)
-            if what is not None:
-                raise r.error(
-                    node,
-                    path or "(top)",
-                    f"holds {what}; secrets do not belong in the inventory: {advice}",
-                )
+def secret_use(key: str) -> str | None:
+    """What to write instead of the secret a key names (``password``, ``Key``, ``api_token``),
+    or None when it names none."""
+    name = key.strip().lower()
+    if name in SECRETS:
+        return SECRETS[name]
+    return ADVICE[4:] if secret_key_name(name) else None
+
+
+def secret_check(source: str) -> Callable[[Node, tuple[str | int, ...], bool], None]:
+    """The check of one node (a key, or a value, at its path) for what must not be there: a key
+    pasted into ``key_file:`` would otherwise be taken as a path and quoted by the connect
+    error in every report."""
+
+    def check(node: Node, path: tuple[str | int, ...], key: bool) -> None:
+        if not isinstance(node, ScalarNode):
+            return
+        mark = node.start_mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}: {dotted(path) or '(top)'}"
+        texts = _texts(node)
+        use = next(filter(None, map(secret_use, texts)), None) if key else None
+        if use is not None:
+            raise InventoryError(
+                f"{where}: secrets do not belong in the inventory; use {use} instead"
+            )
+        kind = _not_a_variable(node) if not key and path[-1:] == ("password_env",) else None
+        if kind is not None:
+            raise InventoryError(
+                f"{where}: expected the name of an environment variable, got {kind} (not shown: "
+                "it may be the password itself; put the password in a variable and name the "
+                "variable here)"
+            )
+        what = next(filter(None, map(find_secret, texts)), None)
+        if what is not None:
+            raise InventoryError(
+                f"{where}: holds {what}; secrets do not belong in the inventory: {ADVICE}"
+            )
+
+    return check
 
 
 def refuse_secret_text(source: str, text: str) -> None:
@@ -120,8 +104,7 @@ def refuse_secret_text(source: str, text: str) -> None:
         if what is not None:
             raise InventoryError(
                 f"{source}:{index + 1}:1: holds {what}; secrets do not belong in the inventory: "
-                "use key_file (the key's path) and password_env (the name of an environment "
-                "variable)"
+                f"{ADVICE}"
             )
     if find_secret(text) is not None:
         raise InventoryError(f"{source}:1:1: holds key material; secrets do not belong there")

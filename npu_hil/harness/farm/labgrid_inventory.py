@@ -26,37 +26,40 @@ place is acquired. Parsing stays offline; the farm asks the coordinator which pl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
 
 from npu_hil.harness.farm.inventory_entries import (
-    ADAPTER_RE,
-    FALLBACKS,
     NAME_RE,
+    AdapterName,
+    Defaults,
+    Fallback,
+    SerialLogin,
+    SshLogin,
     Timeouts,
-    read_config,
 )
-from npu_hil.harness.farm.inventory_reader import MappingNode, NodeReader, SequenceNode
+from npu_hil.harness.farm.inventory_reader import Entry, Located, problem
+from npu_hil.harness.farm.inventory_types import (
+    MAX_SECONDS,
+    Seconds,
+    Target,
+    Text,
+    Word,
+    matching,
+    number,
+)
 from npu_hil.harness.labgrid.config import LabgridConfig
 from npu_hil.harness.transport.config import SerialConfig, SshConfig
 
-__all__ = ["LINKS", "LabgridPlaceEntry", "LabgridSection", "parse_labgrid_section"]
+__all__ = ["LabgridEntry", "LabgridPlaceEntry", "LabgridSection", "labgrid_section"]
 
-SECTION_KEYS = (
-    "coordinator",
-    "places",
-    "tags",
-    "wait",
-    "refresh",
-    "prio",
-    "target_tag",
-    "prefer",
-    "ssh",
-    "serial",
-)
-PLACE_KEYS = ("place", "target", "adapter", "python", "workdir", "fallback")
-SSH_KEYS = ("user", "key_file", "known_hosts", "host_key_policy")
-SERIAL_KEYS = ("user", "password_env")
-LINKS = ("ssh", "serial")
+Link = Literal["ssh", "serial"]
+MAX_PRIO = 1e6
+PlaceName = Annotated[Text, matching(NAME_RE, "a place name of [a-z0-9._-] characters")]
+Wait = Annotated[float, number("a number in [0, 86400]", lambda n: 0 <= n <= MAX_SECONDS)]
+"""Seconds to wait for a place someone holds; 0 refuses at once."""
+Prio = Annotated[float, number("a number in [-1e+06, 1e+06]", lambda n: abs(n) <= MAX_PRIO)]
 
 
 @dataclass(frozen=True)
@@ -93,129 +96,71 @@ class LabgridSection:
         return next((e for e in self.entries if e.place == place), None)
 
 
-def _where(r: NodeReader, node: Any, path: str) -> str:
-    mark = node.start_mark
-    return f"{r.source}:{mark.line + 1}:{mark.column + 1}: {path}"
+class PlaceEntry(Entry):
+    """A place of ``places``: its name, or a mapping with its own settings."""
+
+    place: PlaceName = Field(description="a place (its name on the coordinator)")
+    target: Target | None = None
+    adapter: AdapterName | None = None
+    python: Text | None = None
+    workdir: Text | None = None
+    fallback: Fallback | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _named(cls, data: Any) -> Any:
+        return data if isinstance(data, dict) else {"place": data}
 
 
-def _entry(
-    r: NodeReader, node: Any, path: str, known_targets: tuple[str, ...]
-) -> LabgridPlaceEntry:
-    if not isinstance(node, MappingNode):
-        name = r.pattern(node, path, NAME_RE, "a place name of [a-z0-9._-] characters")
-        return LabgridPlaceEntry(place=name, where=_where(r, node, path))
-    fields = r.mapping(node, path, PLACE_KEYS)
-    if "place" not in fields:
-        raise r.error(node, path, "expected a place (its name on the coordinator)")
+class LabgridEntry(Entry):
+    """The section as written (:func:`labgrid_section` makes it a :class:`LabgridSection`)."""
 
-    def text(key: str) -> str | None:
-        return r.text(fields[key][1], f"{path}.{key}") if key in fields else None
+    coordinator: Text = Field(description="a coordinator (HOST:PORT)")
+    places: list[PlaceEntry] = Field([], description="a list of places")
+    tags: dict[Text, Word] = Field({}, description="a mapping of tag: value")
+    wait: Wait | None = None
+    refresh: Seconds | None = None
+    prio: Prio | None = None
+    target_tag: Text | None = None
+    prefer: Link = "ssh"
+    ssh: SshLogin = SshLogin()
+    serial: SerialLogin = SerialLogin()
 
-    adapter = None
-    if "adapter" in fields:
-        adapter = r.pattern(fields["adapter"][1], f"{path}.adapter", ADAPTER_RE, "an adapter name")
-    return LabgridPlaceEntry(
-        place=r.pattern(
-            fields["place"][1], f"{path}.place", NAME_RE, "a place name of [a-z0-9._-] characters"
-        ),
-        where=_where(r, node, path),
-        target=r.choice(fields["target"][1], f"{path}.target", known_targets)
-        if "target" in fields
-        else None,
-        adapter=adapter,
-        python=text("python"),
-        workdir=text("workdir"),
-        fallback=r.choice(fields["fallback"][1], f"{path}.fallback", FALLBACKS)
-        if "fallback" in fields
-        else None,
+    @model_validator(mode="after")
+    def _once(self) -> LabgridEntry:
+        names = [entry.place for entry in self.places]
+        for index, name in enumerate(names):
+            if name in names[:index]:
+                raise problem(f"{name!r} listed twice", at=("places", index))
+        return self
+
+
+def labgrid_section(entry: LabgridEntry, defaults: Defaults, located: Located) -> LabgridSection:
+    """The section, its places' positions kept for errors found when the coordinator is asked;
+    the boards' adapter, python, workdir, fallback and timeouts from ``defaults``."""
+    options = entry.model_dump(
+        include={"wait", "refresh", "prio", "target_tag"}, exclude_unset=True
     )
-
-
-def _ssh(r: NodeReader, node: Any, path: str) -> SshConfig:
-    return read_config(r, SshConfig, node, r.mapping(node, path, SSH_KEYS), path)
-
-
-def _serial(r: NodeReader, node: Any, path: str) -> SerialConfig:
-    return read_config(r, SerialConfig, node, r.mapping(node, path, SERIAL_KEYS), path)
-
-
-MAX_WAIT = 24 * 3600.0
-MAX_PRIO = 1e6
-
-
-def _number(r: NodeReader, node: Any, path: str, *, low: float, high: float) -> float:
-    """A finite plain number in [low, high] (``wait: 0`` refuses at once, ``prio`` may be
-    negative); the reader refuses ``.inf``, base-60 ``1:30``, tags such as ``!-1``."""
-    what = f"a number in [{low:g}, {high:g}]"
-    number = float(r.number(node, path, what))
-    if not low <= number <= high:
-        raise r.expected(node, path, what)
-    return number
-
-
-def parse_labgrid_section(
-    r: NodeReader, node: Any, defaults: Any, known_targets: tuple[str, ...]
-) -> LabgridSection:
-    """Check the ``labgrid`` section with the inventory's reader ``r`` (positions in errors)
-    and its ``defaults`` (the boards' adapter, python, workdir, fallback and timeouts)."""
-    path = "labgrid"
-    fields = r.mapping(node, path, SECTION_KEYS)
-    if "coordinator" not in fields:
-        raise r.error(node, path, "expected a coordinator (HOST:PORT)")
-    entries: list[LabgridPlaceEntry] = []
-    if "places" in fields:
-        places_node = fields["places"][1]
-        if not isinstance(places_node, SequenceNode):
-            raise r.expected(places_node, f"{path}.places", "a list of places")
-        seen: set[str] = set()
-        for index, item in enumerate(places_node.value):
-            entry = _entry(r, item, f"{path}.places[{index}]", known_targets)
-            if entry.place in seen:
-                raise r.error(item, f"{path}.places[{index}]", f"{entry.place!r} listed twice")
-            seen.add(entry.place)
-            entries.append(entry)
-    tags: dict[str, str] = {}
-    if "tags" in fields:
-        tags_node = fields["tags"][1]
-        if not isinstance(tags_node, MappingNode):
-            raise r.expected(tags_node, f"{path}.tags", "a mapping of tag: value")
-        for key_node, value_node in tags_node.value:
-            key = r.text(key_node, f"{path}.tags")
-            if key in tags:
-                raise r.error(key_node, f"{path}.tags.{key}", "duplicate key")
-            tags[key] = r.word(value_node, f"{path}.tags.{key}")
-    options: dict[str, Any] = {}
-    if "wait" in fields:
-        options["wait"] = _number(r, fields["wait"][1], f"{path}.wait", low=0, high=MAX_WAIT)
-    if "refresh" in fields:
-        options["refresh"] = float(r.seconds(fields["refresh"][1], f"{path}.refresh"))
-    if "prio" in fields:
-        options["prio"] = _number(
-            r, fields["prio"][1], f"{path}.prio", low=-MAX_PRIO, high=MAX_PRIO
-        )
-    if "target_tag" in fields:
-        options["target_tag"] = r.text(fields["target_tag"][1], f"{path}.target_tag")
-    coordinator_node = fields["coordinator"][1]
     try:
         config = LabgridConfig(
-            coordinator=r.text(coordinator_node, f"{path}.coordinator"),
-            places=tuple(e.place for e in entries),
-            tags=tags,
+            coordinator=entry.coordinator,
+            places=tuple(e.place for e in entry.places),
+            tags=entry.tags,
             **options,
         )
     except ValueError as exc:
-        raise r.error(node, path, str(exc)) from None
+        raise located.error(("labgrid",), str(exc)) from None
+    places = ("labgrid", "places")
     return LabgridSection(
         config=config,
-        entries=tuple(entries),
-        where=_where(r, node, path),
-        prefer=r.choice(fields["prefer"][1], f"{path}.prefer", LINKS)
-        if "prefer" in fields
-        else "ssh",
-        ssh=_ssh(r, fields["ssh"][1], f"{path}.ssh") if "ssh" in fields else SshConfig(),
-        serial=_serial(r, fields["serial"][1], f"{path}.serial")
-        if "serial" in fields
-        else SerialConfig(),
+        entries=tuple(
+            LabgridPlaceEntry(where=located.where((*places, i)), **e.model_dump())
+            for i, e in enumerate(entry.places)
+        ),
+        where=located.where(("labgrid",)),
+        prefer=entry.prefer,
+        ssh=entry.ssh.config(),
+        serial=entry.serial.config(),
         adapter=defaults.adapter,
         python=defaults.python,
         workdir=defaults.workdir,

@@ -1,8 +1,8 @@
 """The quarantine list: tests the farm knows to be failing, still run but not failing the run.
 
-A quarantine file is YAML (read by :mod:`npu_hil.harness.yaml_reader`, checked by
-:class:`~npu_hil.harness.farm.inventory_reader.NodeReader`, so every error is ``file:line:column:
-key.path: ...`` like the inventory's)::
+A quarantine file is YAML (read by :mod:`npu_hil.harness.yaml_reader`, checked by a pydantic model
+with :func:`~npu_hil.harness.farm.inventory_reader.validate`, so every error is
+``file:line:column: key.path: ...`` like the inventory's)::
 
     quarantine:
       - test: "tests/regression/test_layouts.py::test_detector_head*"
@@ -26,18 +26,14 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, PlainValidator
 
 from npu_hil.harness.errors import NpuHilError
-from npu_hil.harness.farm.inventory_reader import InventoryError, NodeReader, optional
-from npu_hil.harness.yaml_reader import (
-    ALLOWED_TAGS,
-    MAX_CHARS,
-    ScalarNode,
-    SequenceNode,
-    YamlProblem,
-    compose,
-)
+from npu_hil.harness.farm.inventory_reader import Entry, InventoryError, expected, validate
+from npu_hil.harness.farm.inventory_types import Text, matching
+from npu_hil.harness.yaml_reader import ALLOWED_TAGS, MAX_CHARS, Written, YamlProblem, compose
 
 __all__ = [
     "QuarantineEntry",
@@ -48,13 +44,13 @@ __all__ = [
     "today_utc",
 ]
 
-TOP_KEYS = ("quarantine",)
-ENTRY_KEYS = ("test", "target", "board", "reason", "link", "expires")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 _URL = re.compile(r"https?://[^\s]+\Z")
 # A bare YAML date (expires: 2027-01-31) is resolved as a timestamp: taken for ``expires`` only,
 # and read from its text (nothing is constructed).
-_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_TAGS = ALLOWED_TAGS | {"tag:yaml.org,2002:timestamp"}
+_HOLDS = "the quarantine file holds plain strings, dates, lists and mappings"
+_EVERY = "(every entry has test, reason, expires)"
 
 
 class QuarantineError(NpuHilError):
@@ -130,74 +126,50 @@ def read_quarantine(path: str | Path) -> tuple[QuarantineEntry, ...]:
     return parse_quarantine(text, source=str(path))
 
 
+def _date(value: Any) -> date:
+    """A date as ``YYYY-MM-DD``, bare (YAML's timestamp, as written) or quoted."""
+    text = value.text if isinstance(value, Written) else value
+    if not isinstance(text, str) or not _DATE.match(text):
+        raise expected("a date YYYY-MM-DD")
+    try:
+        return date.fromisoformat(text)
+    except ValueError as exc:
+        raise expected("a date YYYY-MM-DD", why=str(exc)) from None
+
+
+class _Entry(Entry):
+    test: Text = Field(description=f"a test {_EVERY}")
+    target: Text | None = None
+    board: Text | None = None
+    reason: Text = Field(description=f"a reason {_EVERY}")
+    link: Annotated[Text, matching(_URL, "an http(s) URL")] | None = None
+    expires: Annotated[date, PlainValidator(_date)] = Field(
+        description=f"expires, a date YYYY-MM-DD {_EVERY}"
+    )
+
+
+class _File(Entry):
+    quarantine: list[_Entry] = Field(description="a list of entries")
+
+
 def parse_quarantine(text: str, *, source: str = "<quarantine>") -> tuple[QuarantineEntry, ...]:
     """Check quarantine YAML ``text``; ``source`` names the file in errors."""
     try:
         root = compose(text)
         if root is None:
             raise YamlProblem(1, 1, "expected a mapping with a quarantine list, got an empty file")
-        _check_tags(root)
-        return _entries(NodeReader(source), root)
+        file, located = validate(_File, root, source, tags=_TAGS, holds=_HOLDS)
     except YamlProblem as problem:
         raise QuarantineError(
             f"{source}:{problem.line}:{problem.column}: {problem.message}"
         ) from None
     except InventoryError as exc:
         raise QuarantineError(exc.message) from None
-
-
-def _check_tags(root: Any) -> None:
-    """Only plain nodes (and a bare date): no tag reaches anything here."""
-    pending = [root]
-    while pending:
-        node = pending.pop()
-        if node.tag not in ALLOWED_TAGS and node.tag != _TIMESTAMP:
-            mark = node.start_mark
-            raise YamlProblem(
-                mark.line + 1,
-                mark.column + 1,
-                f"the YAML tag {node.tag[:60]!r} is not taken: the quarantine file holds plain "
-                "strings, dates, lists and mappings",
-            )
-        if isinstance(node.value, list):
-            for item in node.value:
-                pending.extend(item if isinstance(item, tuple) else (item,))
-
-
-def _entries(r: NodeReader, root: Any) -> tuple[QuarantineEntry, ...]:
-    top = r.mapping(root, "", TOP_KEYS)
-    if "quarantine" not in top:
-        raise r.error(root, "quarantine", "expected a list of entries")
-    items = top["quarantine"][1]
-    if not isinstance(items, SequenceNode):
-        raise r.expected(items, "quarantine", "a list of entries")
-    return tuple(_entry(r, node, index) for index, node in enumerate(items.value))
-
-
-def _entry(r: NodeReader, node: Any, index: int) -> QuarantineEntry:
-    path = f"quarantine[{index}]"
-    fields = r.mapping(node, path, ENTRY_KEYS)
-    for key in ("test", "reason", "expires"):
-        if key not in fields:
-            raise r.error(node, f"{path}.{key}", "missing (every entry has test, reason, expires)")
-    mark = node.start_mark
-    return QuarantineEntry(
-        test=r.text(fields["test"][1], f"{path}.test"),
-        reason=r.text(fields["reason"][1], f"{path}.reason"),
-        expires=_date(r, fields["expires"][1], f"{path}.expires"),
-        where=f"{r.source}:{mark.line + 1}:{mark.column + 1}",
-        index=index,
-        target=optional(fields, "target", r.text, path),
-        board=optional(fields, "board", r.text, path),
-        link=optional(fields, "link", lambda n, p: r.pattern(n, p, _URL, "an http(s) URL"), path),
+    return tuple(
+        QuarantineEntry(
+            **entry.model_dump(),
+            where=located.where(("quarantine", index), path=False),
+            index=index,
+        )
+        for index, entry in enumerate(file.quarantine)
     )
-
-
-def _date(r: NodeReader, node: Any, path: str) -> date:
-    what = "a date YYYY-MM-DD"
-    if not isinstance(node, ScalarNode) or not _DATE.match(str(node.value)):
-        raise r.expected(node, path, what)
-    try:
-        return date.fromisoformat(str(node.value))
-    except ValueError as exc:
-        raise r.error(node, path, f"expected {what}, got {r.describe(node)}: {exc}") from None
