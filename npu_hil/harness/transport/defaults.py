@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import Literal, cast
+from typing import Literal
 
 __all__ = [
     "BAUDRATE",
@@ -21,7 +21,6 @@ __all__ = [
     "SSH_PORT",
     "HostKeyPolicy",
     "check_host_key_policy",
-    "host_key_policy_problem",
 ]
 
 HostKeyPolicy = Literal["strict", "accept-new"]
@@ -66,19 +65,12 @@ BOARD_WORKDIR = "/tmp/npu-hil"
 workdir: a tmpfs on most boards, so a reboot leaves nothing behind."""
 
 
-def host_key_policy_problem(value: str) -> str | None:
-    """What is wrong with ``value`` as a host key policy (None: nothing)."""
-    if value in HOST_KEY_POLICIES:
-        return None
-    close = difflib.get_close_matches(str(value), HOST_KEY_POLICIES, n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    # Quoted as the inventory's other messages quote what came (JSON: escaped, double quotes).
-    return f"expected one of {', '.join(HOST_KEY_POLICIES)}, got {json.dumps(value)}{hint}"
-
-
 def check_host_key_policy(value: str) -> HostKeyPolicy:
     """``value`` as a host key policy; ValueError saying what was expected otherwise."""
-    problem = host_key_policy_problem(value)
-    if problem is not None:
-        raise ValueError(f"host_key_policy: {problem}")
-    return cast(HostKeyPolicy, value)
+    if value not in HOST_KEY_POLICIES:
+        close = difflib.get_close_matches(str(value), HOST_KEY_POLICIES, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        # Quoted as the inventory's messages quote what came (JSON: escaped, double quotes).
+        got = f"got {json.dumps(value)}{hint}"
+        raise ValueError(f"host_key_policy: expected one of {', '.join(HOST_KEY_POLICIES)}, {got}")
+    return value
