@@ -216,7 +216,9 @@ def test_more_errors(tmp_path: Path, text: str, fragment: str) -> None:
 
 
 def test_a_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(InventoryError, match="no such inventory file"):
+    with pytest.raises(
+        InventoryError, match=r"nope\.yaml: expected an inventory file, no such file"
+    ):
         load_inventory(tmp_path / "nope.yaml")
 
 

@@ -343,7 +343,9 @@ def test_a_fifo_as_the_inventory_is_refused_not_waited_on(tmp_path: Path) -> Non
         timeout=60,
         cwd=ROOT,
     )
-    assert done.stdout.strip() == f"{fifo}: cannot read the inventory: not a regular file"
+    assert done.stdout.strip() == (
+        f"{fifo}: expected an inventory file (a regular file), got a FIFO"
+    )
 
 
 def test_a_file_that_is_not_utf8_says_where(tmp_path: Path) -> None:

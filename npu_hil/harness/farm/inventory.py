@@ -52,7 +52,6 @@ section), this one.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,6 +75,7 @@ from npu_hil.harness.farm.inventory_reader import Entry, InventoryError, problem
 from npu_hil.harness.farm.inventory_secrets import refuse_secret_text, secret_check
 from npu_hil.harness.farm.inventory_types import FilePath, Target, Text, matching
 from npu_hil.harness.farm.labgrid_inventory import LabgridEntry, LabgridSection, labgrid_section
+from npu_hil.harness.files import InputFileError, read_regular
 from npu_hil.harness.transport.config import LocalConfig, TransportConfig
 from npu_hil.harness.yaml_reader import MAX_CHARS, YamlProblem, compose
 from npu_hil.targets.registry import HW_ADAPTERS as HW_ADAPTERS  # re-exported
@@ -253,52 +253,22 @@ def parse_inventory(
     )
 
 
-def _read_text(file: Path) -> str:
-    """The file's text: a regular file of at most MAX_CHARS bytes, opened without blocking (a
-    FIFO or a device as the inventory is refused, not waited on or read forever)."""
-    try:
-        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise InventoryError(f"{file}: no such inventory file") from None
-    except (OSError, ValueError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InventoryError(f"{file}: cannot read the inventory: {reason}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise InventoryError(f"{file}: cannot read the inventory: not a regular file")
-        if info.st_size > MAX_CHARS:
-            raise InventoryError(
-                f"{file}: cannot read the inventory: {info.st_size} bytes (at most {MAX_CHARS})"
-            )
-        chunks: list[bytes] = []
-        size = 0
-        while size <= MAX_CHARS:
-            chunk = os.read(fd, MAX_CHARS + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise InventoryError(f"{file}: cannot read the inventory: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
-    if len(data) > MAX_CHARS:
-        raise InventoryError(f"{file}: cannot read the inventory: more than {MAX_CHARS} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise InventoryError(
-            f"{file}:{line}:{column}: not UTF-8 text (byte 0x{data[exc.start]:02x})"
-        ) from None
-
-
 def load_inventory(path: str | os.PathLike[str]) -> Inventory:
     """Read and check the inventory file at ``path``, offline: a labgrid section's places are
     not asked for here, the farm asks its coordinator
     (:func:`npu_hil.harness.farm.labgrid_boards.resolve_labgrid_boards`)."""
     file = Path(path)
-    return parse_inventory(_read_text(file), source=str(file), base=file.parent)
+    try:
+        # A regular file of at most the YAML reader's bound: a FIFO is refused, not waited on,
+        # and /dev/zero is not read forever.
+        data = bytes(read_regular(file, "an inventory file", MAX_CHARS))
+    except InputFileError as exc:
+        raise InventoryError(exc.message) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        byte = f"byte 0x{data[exc.start]:02x}"
+        raise InventoryError(f"{file}:{line}:{column}: not UTF-8 text ({byte})") from None
+    return parse_inventory(text, source=str(file), base=file.parent)
