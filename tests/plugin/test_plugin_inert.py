@@ -102,7 +102,17 @@ PLUGIN = "npu_hil.harness.plugin"
 MODULES_ENV = "NPU_HIL_TEST_MODULES_OUT"
 # What the plugin must not import for a suite that uses no board: third-party packages (by their
 # top-level name) and the harness's own heavy modules.
-HEAVY_PACKAGES = ("onnx", "onnxruntime", "matplotlib", "paramiko", "numpy", "yaml", "filelock")
+HEAVY_PACKAGES = (
+    "onnx",
+    "onnxruntime",
+    "matplotlib",
+    "paramiko",
+    "numpy",
+    "yaml",
+    "filelock",
+    "pydantic",
+    "pydantic_core",
+)
 HEAVY_MODULES = (
     "npu_hil.harness.farm.farm",
     "npu_hil.harness.farm.session",
