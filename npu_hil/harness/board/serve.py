@@ -138,18 +138,16 @@ class FrameStream:
     def _send(self, data: memoryview) -> int:
         return os.write(self.write_fd, data)
 
-    def _fill(self, data: bytearray) -> bytes:
-        """Read exactly ``len(data)`` bytes into ``data`` (a buffer lands where the job reads
-        it, with no copy in between), hashing each piece as it lands; its sha256."""
-        digest = hashlib.sha256()
-        view = memoryview(data)
+    def _fill(self, view: memoryview, digest: Any) -> bytes:
+        """Read exactly ``len(view)`` bytes into ``view`` (a buffer lands where the job reads
+        it, with no copy in between), adding each piece to ``digest`` as it lands; its sha256."""
         while view:
             got = self._recv_into(view[:BULK_CHUNK])
             if not got:
                 raise EOFError("stream ended inside a frame")
             digest.update(view[:got])
             view = view[got:]
-        return digest.digest()
+        return bytes(digest.digest())
 
     def _fill_new(self, n: int) -> tuple[Any, bytes]:
         """A buffer of ``n`` bytes read from the stream, and its sha256: in memory up to
@@ -157,18 +155,10 @@ class FrameStream:
         unlinked at once and mapped copy-on-write (the job may write into its inputs; the file
         never changes). A disk that cannot take it (full, read-only) costs the job nothing: the
         buffer is read into memory instead."""
-        if n <= IN_MEMORY_BYTES:
+        fd = self._spill_file(n) if n > IN_MEMORY_BYTES else None
+        if fd is None:
             data = bytearray(n)
-            return data, self._fill(data)
-        try:
-            os.makedirs(JOBS_FOLDER, mode=0o700, exist_ok=True)
-            check_folder(JOBS_FOLDER)
-            fd, path = tempfile.mkstemp(prefix=".bulk-", dir=JOBS_FOLDER)
-            os.unlink(path)
-        except (OSError, UnsafeFolder) as exc:
-            log.warning("a %d-byte input goes into memory: %s", n, exc)
-            data = bytearray(n)
-            return data, self._fill(data)
+            return data, self._fill(memoryview(data), hashlib.sha256())
         try:
             digest = hashlib.sha256()
             chunk = bytearray(BULK_CHUNK)
@@ -190,6 +180,25 @@ class FrameStream:
         finally:
             os.close(fd)
 
+    @staticmethod
+    def _spill_file(n: int) -> int | None:
+        """An unlinked file of the jobs folder for a buffer of ``n`` bytes, or None (the buffer
+        goes into memory) when the disk or the folder cannot take one."""
+        try:
+            os.makedirs(JOBS_FOLDER, mode=0o700, exist_ok=True)
+            check_folder(JOBS_FOLDER)
+            fd, path = tempfile.mkstemp(prefix=".bulk-", dir=JOBS_FOLDER)
+        except (OSError, UnsafeFolder) as exc:
+            log.warning("a %d-byte input goes into memory: %s", n, exc)
+            return None
+        try:
+            os.unlink(path)
+        except OSError as exc:
+            os.close(fd)
+            log.warning("a %d-byte input goes into memory: %s", n, exc)
+            return None
+        return fd
+
     def _finish_in_memory(
         self, fd: int, n: int, done: int, last: bytearray, digest: Any
     ) -> tuple[bytearray, bytes]:
@@ -204,14 +213,7 @@ class FrameStream:
                 raise OSError(f"the spilled input ended at {at} of {done} bytes")
             at += got
         view[done : done + len(last)] = last
-        at = done + len(last)
-        while at < n:
-            got = self._recv_into(view[at : min(n, at + BULK_CHUNK)])
-            if not got:
-                raise EOFError("stream ended inside a frame")
-            digest.update(view[at : at + got])
-            at += got
-        return data, digest.digest()
+        return data, self._fill(view[done + len(last) :], digest)
 
     def _skip(self, n: int) -> None:
         scratch = bytearray(min(n, BULK_CHUNK))
