@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.farm import Board, InventoryError, parse_inventory
 from npu_hil.harness.farm.connect import connect
+from npu_hil.harness.farm.inventory_entries import LocalEntry, SerialEntry, SshEntry
 from npu_hil.harness.transport import LocalTransport
 from npu_hil.harness.transport.config import (
     CONFIGS,
@@ -20,7 +22,6 @@ from npu_hil.harness.transport.config import (
     LocalConfig,
     SerialConfig,
     SshConfig,
-    config_keys,
 )
 from npu_hil.harness.transport.defaults import (
     BAUDRATE,
@@ -36,8 +37,12 @@ def test_one_class_per_kind_and_the_keys_an_inventory_may_give() -> None:
     assert KINDS == ("local", "ssh", "serial")
     assert [CONFIGS[k] for k in KINDS] == [LocalConfig, SshConfig, SerialConfig]
     assert all(CONFIGS[k].kind == k for k in KINDS)
-    assert config_keys("local") == ("kind",)
-    assert config_keys("ssh") == (
+    # The inventory's entry of each kind takes exactly its configuration's keys and ``kind``.
+    entries = {"local": LocalEntry, "ssh": SshEntry, "serial": SerialEntry}
+    for kind, entry in entries.items():
+        assert set(entry.model_fields) == {"kind", *(f.name for f in fields(CONFIGS[kind]))}
+    assert set(LocalEntry.model_fields) == {"kind"}
+    assert set(SshEntry.model_fields) == {
         "kind",
         "host",
         "port",
@@ -45,8 +50,8 @@ def test_one_class_per_kind_and_the_keys_an_inventory_may_give() -> None:
         "key_file",
         "host_key_policy",
         "known_hosts",
-    )
-    assert config_keys("serial") == ("kind", "port", "baudrate", "user", "password_env")
+    }
+    assert set(SerialEntry.model_fields) == {"kind", "port", "baudrate", "user", "password_env"}
 
 
 def test_defaults_are_the_same_wherever_a_configuration_comes_from() -> None:

@@ -13,7 +13,6 @@ are heavy, and a farm of simulated boards never needs them.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -33,7 +32,6 @@ __all__ = [
     "SerialConfig",
     "SshConfig",
     "TransportConfig",
-    "config_keys",
 ]
 
 
@@ -133,9 +131,3 @@ CONFIGS: dict[str, type[TransportConfig]] = {
 }
 """The one binding of a kind (as an inventory spells it) to its configuration class."""
 KINDS = tuple(CONFIGS)
-
-
-def config_keys(kind: str) -> tuple[str, ...]:
-    """The keys an inventory's ``transport`` mapping of ``kind`` may hold: ``kind`` and the
-    configuration's fields."""
-    return ("kind", *(f.name for f in dataclasses.fields(CONFIGS[kind])))
