@@ -45,18 +45,21 @@ __all__ = [
 
 
 class QuantModel(Protocol):
-    """How a vendor's reported tensor values relate to floats (the oracle's half of a vendor)."""
+    """How a vendor's reported tensor values relate to floats (the oracle's half of a vendor).
 
-    def quantizer(self, attributes: dict[str, Any]) -> Quantizer:
+    ``attributes`` is a tensor's record as its runtime reported it (the vendor's own fields,
+    opaque to the harness): each vendor checks the fields it reads where the record enters."""
+
+    def quantizer(self, attributes: Mapping[str, object]) -> Quantizer:
         """The quantization of an input the runtime reported with ``attributes``."""
 
-    def model_input(self, attributes: dict[str, Any], held: np.ndarray) -> np.ndarray:
+    def model_input(self, attributes: Mapping[str, object], held: np.ndarray) -> np.ndarray:
         """The float tensor the model computes on for an input holding ``held``."""
 
-    def output_quantizer(self, attributes: dict[str, Any]) -> Quantizer:
+    def output_quantizer(self, attributes: Mapping[str, object]) -> Quantizer:
         """The quantization of an output the runtime reported with ``attributes``."""
 
-    def numerics(self, inputs: Sequence[dict[str, Any]]) -> str:
+    def numerics(self, inputs: Sequence[Mapping[str, object]]) -> str:
         """How the NPU computes a model whose inputs were reported with ``inputs``:
         ``float``, ``int8`` or ``float16`` through the graph
         (``npu_hil.harness.models.numerics``)."""
