@@ -15,7 +15,8 @@ __all__ = ["TensorProperties", "properties_of"]
 
 class TensorProperties(TypedDict):
     """One tensor's properties: alignedShape and tensorLayout on the X3/X5 headers only, shift
-    where the header has it; the enums (tensorType, quantiType) by name or number."""
+    where the header has it, memories (the Y and UV byte counts) for an NV12_SEPARATE input;
+    the enums (tensorType, quantiType) by name or number."""
 
     index: NotRequired[int]
     name: NotRequired[str]
@@ -30,6 +31,7 @@ class TensorProperties(TypedDict):
     quantizeAxis: int
     alignedByteSize: int
     stride: list[int]
+    memories: NotRequired[list[int]]
 
 
 QUANT_FIELDS = {
