@@ -19,6 +19,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
 from typing_extensions import TypedDict
 
 from npu_hil.harness.errors import NpuHilError

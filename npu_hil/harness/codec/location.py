@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 from typing_extensions import TypedDict
 

@@ -20,9 +20,9 @@ report always wins and any disagreement is a finding for the diff.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from math import prod
-from typing import Any
 
 import numpy as np
 
@@ -124,7 +124,7 @@ def build(
     shape: tuple[int, ...],
     dtype: np.dtype,
     role: str,
-    params: dict[str, Any],
+    params: Mapping[str, object],
 ) -> BlockedLayout:
     where = f"{target} {name}"
     if name == "strided":
@@ -140,7 +140,7 @@ def _strided(
     shape: tuple[int, ...],
     dtype: np.dtype,
     role: str,
-    params: dict[str, Any],
+    params: Mapping[str, object],
 ) -> BlockedLayout:
     if dtype.name not in TENSOR_TYPES:
         raise LayoutError(
@@ -216,7 +216,7 @@ def _image(
     shape: tuple[int, ...],
     dtype: np.dtype,
     role: str,
-    params: dict[str, Any],
+    params: Mapping[str, object],
 ) -> BlockedLayout:
     if role != "input":
         raise LayoutError(f"{where}: {name} is an input image type; outputs use 'strided'")
@@ -278,7 +278,7 @@ def _image(
     )
 
 
-def _size(where: str, params: dict[str, Any], default: int) -> tuple[int, str]:
+def _size(where: str, params: Mapping[str, object], default: int) -> tuple[int, str]:
     if "aligned_byte_size" in params:
         size = one_int(where, "aligned_byte_size", params["aligned_byte_size"])
         if size < 0:

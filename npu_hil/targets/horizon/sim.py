@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from npu_hil.harness.codec import BlockedLayout

@@ -48,8 +48,8 @@ is zero-padded.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -355,7 +355,7 @@ def build(
     shape: tuple[int, ...],
     dtype: np.dtype,
     role: str,
-    params: dict[str, Any],
+    params: Mapping[str, object],
 ) -> BlockedLayout:
     fmt = FORMATS[name]
     where = f"kl730 {name}"

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from npu_hil.targets.kneron import kl730
 from npu_hil.harness.errors import LayoutError
+from npu_hil.targets.kneron import kl730
 from npu_hil.targets.kneron.attrs import NodeDescriptor, node_descriptor_of
 from npu_hil.targets.quant import FixedPoint
 

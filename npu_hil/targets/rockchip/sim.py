@@ -35,8 +35,8 @@ from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, lo
 from npu_hil.targets.conv import ConvSite, check_conv
 from npu_hil.targets.quant import Affine, Cast, Quantizer, affine_for_type, choose_affine
 from npu_hil.targets.rockchip import observed
-from npu_hil.targets.rockchip.attrs import RknnTensorAttr
 from npu_hil.targets.rockchip import tables as rockchip
+from npu_hil.targets.rockchip.attrs import RknnTensorAttr
 from npu_hil.targets.rockchip.layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS, RKNN_TYPES
 from npu_hil.targets.rockchip.observed import npu_input_types
 from npu_hil.targets.rockchip.operators import refusal
