@@ -69,11 +69,12 @@ ROW_ALIGNMENTS = (1, 4, 8, 16, 32)
 """The row alignments devices get wrong, which forensics tries for every vendor."""
 
 VariantFinder = Callable[
-    [str, str, tuple[int, ...], np.dtype], Iterator[tuple[dict[str, Any], str]]
+    [str, str, tuple[int, ...], np.dtype], Iterator[tuple[Mapping[str, object], str]]
 ]
 """``(layout, role, shape, dtype)`` → the parameter variants a forensic search tries (each with
-a note saying what it assumes), beyond the layout's own prediction."""
-FaultVariants = Callable[[BlockedLayout], Iterator[dict[str, Any]]]
+a note saying what it assumes), beyond the layout's own prediction: each vendor's layout
+parameters, which its layout builder checks."""
+FaultVariants = Callable[[BlockedLayout], Iterator[Mapping[str, object]]]
 """A layout → the parameters a misbehaving runtime might lay it out with instead (the
 simulator's ``wrong-alignment`` fault tries them in order)."""
 

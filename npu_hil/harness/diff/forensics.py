@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,7 +203,8 @@ def _candidate_layouts(
 
 def _param_variants(
     target: str, name: str, role: str, shape: tuple[int, ...], dtype: np.dtype
-) -> Iterator[tuple[dict[str, Any], str]]:
+) -> Iterator[tuple[Mapping[str, object], str]]:
+    # Each vendor's layout parameters, checked by the layout builder get_layout calls.
     yield {}, ""
     variants = unit_for(target).forensic_variants
     if variants is not None:

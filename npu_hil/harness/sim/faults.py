@@ -321,9 +321,10 @@ def _wrong_alignment(tensor: SimTensor, params: Mapping[str, Any], _: int) -> bo
     return False
 
 
-def alignment_variants(layout: BlockedLayout) -> Iterator[dict[str, Any]]:
+def alignment_variants(layout: BlockedLayout) -> Iterator[Mapping[str, object]]:
     """Layout parameters a misbehaving runtime might use instead of the table's, in the order
-    the fault tries them (the ones the diff's forensics also tries come first)."""
+    the fault tries them (the ones the diff's forensics also tries come first); the layout's
+    builder checks them."""
     variants = unit_for(layout.target).fault_variants
     if variants is not None:
         yield from variants(layout)

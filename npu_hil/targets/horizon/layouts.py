@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from math import prod
 
 import numpy as np
+from typing_extensions import TypedDict
 
 from npu_hil.harness.codec.encodings import Encoding
 from npu_hil.harness.codec.engine import BlockedLayout, Dim
@@ -74,6 +75,16 @@ TENSOR_TYPES = {
 
 STRIDED_PARAMS = ("stride", "aligned_shape", "aligned_byte_size", "tensor_layout")
 IMAGE_PARAMS = ("stride", "aligned_byte_size")
+
+
+class HorizonLayoutParams(TypedDict, total=False):
+    """The parameters of a Horizon layout (an image's row ``stride`` one number or the
+    device's strides), as the forensics and the simulator's faults give them."""
+
+    stride: list[int] | int
+    aligned_shape: list[int]
+    aligned_byte_size: int
+    tensor_layout: str
 
 
 def needs_padding(valid_shape: tuple[int, ...], stride: tuple[int, ...], element_size: int) -> bool:

@@ -52,6 +52,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+from typing_extensions import TypedDict
 
 from npu_hil.harness.codec.encodings import Encoding
 from npu_hil.harness.codec.engine import BlockedLayout, Dim, span
@@ -228,6 +229,15 @@ FORMATS: dict[str, Kl730Format] = {
 }
 
 PARAMS = ("stride_npu", "value_bits")
+
+
+class Kl730LayoutParams(TypedDict, total=False):
+    """The parameters of a KL730 layout, as the forensics and the simulator's faults give them."""
+
+    stride_npu: list[int]
+    value_bits: int
+
+
 DTYPES = {8: ("int8", "uint8"), 16: ("int16", "uint16")}
 
 

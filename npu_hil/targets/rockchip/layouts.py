@@ -54,6 +54,21 @@ PARAMS = {
 }
 
 
+class RknnLayoutParams(TypedDict, total=False):
+    """The parameters of an RKNN layout (:data:`PARAMS` says which each layout takes), as the
+    forensics and the simulator's faults give them."""
+
+    first_layer: str
+    w_stride: int
+    size_with_stride: int
+    c2: int
+    native_dims: list[int]
+    size: int
+    last_op: str
+    hw_align: int
+    last_axis_align: int
+
+
 class RknnPrediction(TypedDict, total=False):
     """A layout's ``attributes``: the ``rknn_tensor_attr`` fields it predicts, and the rows and
     rules behind them (what the attribute diff and ``npu-hil layout`` show)."""
