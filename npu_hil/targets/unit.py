@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+from typing_extensions import TypedDict
 
 from npu_hil.harness.codec.engine import BlockedLayout
 from npu_hil.harness.codec.registry import LayoutBuilder, ReportReader
@@ -33,6 +34,7 @@ __all__ = [
     "ApiPath",
     "Decoder",
     "FaultVariants",
+    "PathAttributes",
     "PathTensor",
     "PixelInput",
     "PreflightContext",
@@ -142,6 +144,21 @@ class NpuThroughput:
         return self.tops / self.cores
 
 
+class PathAttributes(TypedDict, total=False):
+    """A tensor's attributes under the names every API path shares (:class:`PathTensor`): what
+    the cross-API check compares between two paths."""
+
+    shape: list[int]
+    dtype: str
+    layout: str
+    valid_shape: list[int]
+    aligned_shape: list[int]
+    scale: float | list[float]
+    zero_point: int
+    stride: list[int]
+    size: int
+
+
 @dataclass(frozen=True)
 class PathTensor:
     """An output as one API path handed it back, read as the model's tensor: ``values`` in the
@@ -157,7 +174,7 @@ class PathTensor:
 
 PathReader = Callable[[str, np.ndarray, Mapping[str, Any], tuple[int, ...]], PathTensor]
 """``(name, data, reported attributes, logical shape)`` → the output as a :class:`PathTensor`."""
-PathAttributes = Callable[[Mapping[str, Any]], dict[str, Any]]
+AttributeNames = Callable[[Mapping[str, Any]], PathAttributes]
 """Reported attributes → the shared names (:class:`PathTensor`), those this path reports."""
 
 
@@ -174,7 +191,7 @@ class ApiPath:
     api: str
     native: bool
     read: PathReader | None = None
-    attributes: PathAttributes | None = None
+    attributes: AttributeNames | None = None
 
 
 @dataclass(frozen=True)
