@@ -355,7 +355,7 @@ class Farm:
             verdict = board_identity(
                 board.name, board.target, simulated=simulated, ping=ping, versions=versions
             )
-            identity = verdict.to_dict()
+            identity = dict(verdict.to_dict())
             if verdict.state == "mismatch":
                 raise identity_error(board.name, verdict)
             if verdict.state == "unknown":
