@@ -22,19 +22,23 @@ import time
 from collections import Counter, defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.report.records import OUTCOMES, QUARANTINED, TestRecord
 from npu_hil.harness.report.runmeta import (
     COMPLETE_EXITS,
     LAUNCHED_BY_ENV,
+    RunMeta,
     harness_version,
     run_key,
     run_kind,
 )
 from npu_hil.harness.report.runs import RECORDS_FILE, RUN_DIR_ENV, SUMMARY_FILE, new_run_dir
 from npu_hil.harness.report.writer import COMPARISON_FILE, HTML_FILE, load_records, write_run
+
+if TYPE_CHECKING:
+    from npu_hil.harness.plugin.sim_faults import BoardFaultDocument
 
 DEFAULT_SUITE = Path("tests") / "hil"
 """A suite of the user's own beside the inventory, run when the current folder has one."""
@@ -379,7 +383,7 @@ def health_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _nightly_kind(args: argparse.Namespace, suite: Path) -> dict[str, Any]:
+def _nightly_kind(args: argparse.Namespace, suite: Path) -> RunMeta:
     """The run key of a report nightly rebuilds itself, from its own arguments."""
     inventory = args.inventory
     if inventory is None and Path(DEFAULT_INVENTORY).exists():
@@ -436,7 +440,7 @@ def _check_inventory(
     return runtime_names(inventory)
 
 
-def _sim_faults(texts: list[str]) -> list[dict[str, Any]]:
+def _sim_faults(texts: list[str]) -> list[BoardFaultDocument]:
     from npu_hil.harness.plugin.sim_faults import parse_board_faults
 
     return [f.to_dict() for f in parse_board_faults(texts)]
@@ -499,7 +503,7 @@ def _run_once(args: argparse.Namespace, suite: Path, faults: list[str]) -> tuple
     code = _run_with_progress(cmd, run_dir, env)
     if not (run_dir / SUMMARY_FILE).exists() and (run_dir / RECORDS_FILE).exists():
         # pytest died before the plugin wrote the report: rebuild it from what completed
-        meta = {
+        meta: RunMeta = {
             "started": started,
             "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             # pytest's own exit says whether every test ran (the plugin did not write the

@@ -31,9 +31,10 @@ is simply not in the index.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from npu_hil.harness.report.records import FindingDocument
 from npu_hil.harness.report.runs import MEASUREMENTS_FILE as MEASUREMENTS_FILE
 
 SCHEMA_VERSION = 1
@@ -138,5 +139,22 @@ class Regression:
     severity: str
     message: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> FindingDocument:
+        band = self.band
+        return {
+            "board": self.board,
+            "nodeid": self.nodeid,
+            "metric": self.metric,
+            "value": self.value,
+            "band": {
+                "metric": band.metric,
+                "median": band.median,
+                "low": band.low,
+                "high": band.high,
+                "mad": band.mad,
+                "k": band.k,
+                "runs": list(band.runs),
+            },
+            "severity": self.severity,
+            "message": self.message,
+        }
