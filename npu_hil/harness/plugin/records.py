@@ -41,6 +41,7 @@ from npu_hil.harness.plugin.inventory import (
 from npu_hil.harness.plugin.outcomes import phase_outcome
 
 if TYPE_CHECKING:
+    from npu_hil.harness.farm.health_store import HealthDocument
     from npu_hil.harness.report.case_texts import CaseTexts
     from npu_hil.harness.report.records import FindingDocument, TestRecord
     from npu_hil.harness.report.runmeta import RunMeta
@@ -508,7 +509,7 @@ def _write_run_start(config: pytest.Config, state: RunState) -> None:
     write_run_start(state.run_dir, start)
 
 
-def _health_history(config: pytest.Config, records: list[TestRecord]) -> dict[str, Any]:
+def _health_history(config: pytest.Config, records: list[TestRecord]) -> dict[str, HealthDocument]:
     """The stored health (state and history, kept across runs beside the board locks) of the
     boards this run's cases met."""
     from npu_hil.harness.farm.health_store import health_folder, stored_health
