@@ -413,17 +413,19 @@ def test_a_cut_answer_is_never_read_as_a_result(answer: BulkAnswer) -> None:
 
 
 class DamagingTransport(LocalTransport):
-    """A transport that hands a one-shot agent's stdout to ``damage`` on its way back."""
+    """A transport that hands a one-shot agent's stdout to ``damage`` on its way back, once
+    ``armed`` (the model is sent before it is)."""
 
     def __init__(self, workdir: Path, damage: Callable[[bytes], bytes]) -> None:
         super().__init__(workdir)
         self.damage = damage
+        self.armed = False
 
     def run(
         self, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None
     ) -> CompletedRun:
         done = super().run(argv, timeout=timeout, stdin=stdin)
-        if "--serve" not in argv:
+        if "--serve" not in argv or not self.armed:
             return done
         assert done.returncode == 0
         return CompletedRun(done.returncode, self.damage(done.stdout), done.stderr, done.duration)
@@ -445,6 +447,8 @@ def test_a_garbled_answer_is_a_transport_error(tmp_path: Path, model: Path) -> N
     damaged stream (infrastructure), not a result."""
     transport = DamagingTransport(tmp_path / "board", garbled)
     client = AgentClient(transport, resident=False, adapter_dirs=[FAKE_ADAPTERS], margin_s=5)
+    client.deploy_model(model)
+    transport.armed = True
     with client, pytest.raises(TransportError, match="stream is corrupted"):
         client.submit(echo_job(model), echo_inputs())
 
@@ -455,6 +459,8 @@ def test_a_cut_one_shot_answer_is_a_transport_error(tmp_path: Path, model: Path)
     it (infrastructure, retried), not the board (a DeviceError)."""
     transport = DamagingTransport(tmp_path / "board", lambda stdout: stdout[: len(stdout) // 2])
     client = AgentClient(transport, resident=False, adapter_dirs=[FAKE_ADAPTERS], margin_s=5)
+    client.deploy_model(model)
+    transport.armed = True
     with client, pytest.raises(TransportError, match="came cut short") as caught:
         client.submit(echo_job(model), echo_inputs())
     assert not isinstance(caught.value, DeviceError)

@@ -140,8 +140,9 @@ def test_a_request_damaged_on_the_way_is_refused_by_the_agent(
         pieces[-2] = bytes(damaged)
         yield from pieces
 
-    monkeypatch.setattr(client_module, "bulk_request", damaging)
     with client_for(tmp_path, "board") as c:
+        c.deploy_model(model)  # the model arrives whole; the job's input does not
+        monkeypatch.setattr(client_module, "bulk_request", damaging)
         result = c.submit(echo_job(model), {"x": X})
     assert not result.ok
     (record,) = result.errors

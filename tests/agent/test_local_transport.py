@@ -169,8 +169,10 @@ def test_one_shot_jobs(tmp_path: Path, model: Path) -> None:
     # One process per job: nothing is cached between them.
     assert not second.timings.model_cached
     assert second.output("x_out").attributes["loads"] == 1
-    # The model went to the cache once; a job leaves no folder on the board.
-    assert sum(p.startswith("cache/") for p in transport.puts) == 1
+    # The model went to the cache once, in the agent's stream (no file copy); a job leaves no
+    # folder on the board.
+    assert client.model_bytes_sent == model.stat().st_size
+    assert not any(p.startswith("cache/") for p in transport.puts)
     assert list((Path(transport.workdir) / "jobs").glob("*")) == []
 
 
@@ -207,13 +209,14 @@ def test_redeploy_copies_nothing_new(tmp_path: Path, model: Path) -> None:
         for p in transport.puts
         if p.startswith(str(agent.parent))
     }
-    assert sum(p.startswith("cache/") for p in transport.puts) == 1
+    assert not any(p.startswith("cache/") for p in transport.puts)
+    assert client.model_bytes_sent == model.stat().st_size
     client.close()
     transport.puts.clear()
     again = AgentClient(transport, resident=False, adapter_dirs=[FAKE_ADAPTERS])
     assert again.deploy() == agent
     again.deploy_model(model)
-    assert transport.puts == []
+    assert transport.puts == [] and again.model_bytes_sent == 0
     again.close()
 
 

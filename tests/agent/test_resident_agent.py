@@ -158,7 +158,7 @@ def test_timeout_is_reported_and_the_session_restarts(client: AgentClient, model
 
 @pytest.mark.slow
 def test_frozen_agent_is_killed_by_the_host(client: AgentClient, model: Path) -> None:
-    client.ping()
+    client.deploy_model(model)
     pid = client.agent_pid
     assert pid is not None
     # A board that stops answering altogether (the agent's own watchdog cannot help here).

@@ -2,14 +2,14 @@
 
 It deploys the agent (the board package ``npu_hil/harness/board``, and extra adapters: the simulated
 runtime's, a test's fakes) into the transport's working directory, content-addressed by sha256 so a
-redeploy copies nothing that is already there; deploys model artifacts into a cache by sha256
-(:mod:`npu_hil.harness.agent.deploy`); and runs jobs either through one resident agent (framed
-requests over its stdin/stdout, a transport's stream; the default) or one agent process per job (a
-one-shot agent). Either way a job is one frame each way (:mod:`npu_hil.harness.agent.framed`): the
-document and the input buffers in the request, the result and the device buffers in the answer, each
-buffer hashed once by its sender and checked by its receiver; a one-shot agent reads its request
-from its stdin and answers on its stdout. With ``keep_jobs`` the agent writes a job's files on the
-board after it ran.
+redeploy copies nothing that is already there; sends model artifacts into a cache by sha256, in
+chunked frames through the agent's stream (:mod:`npu_hil.harness.agent.deploy`); and runs jobs
+either through one resident agent (framed requests over its stdin/stdout, a transport's stream; the
+default) or one agent process per job (a one-shot agent). Either way a job is one frame each way
+(:mod:`npu_hil.harness.agent.framed`): the document and the input buffers in the request, the result
+and the device buffers in the answer, each buffer hashed once by its sender and checked by its
+receiver; a one-shot agent reads its request from its stdin and answers on its stdout. With
+``keep_jobs`` the agent writes a job's files on the board after it ran.
 
 Remote layout, relative to the transport's workdir::
 
@@ -53,8 +53,10 @@ from npu_hil.harness.agent.deploy import (
     BOARD_SOURCE,
     BUNDLE_PACKAGE,
     CACHE_DIR,
+    CONSOLE_MODEL_CHUNK,
     HOST_ADAPTERS,
     JOBS_DIR,
+    MODEL_CHUNK,
     Deployment,
 )
 from npu_hil.harness.agent.exits import agent_ended, describe_exit, safe_name, tail
@@ -82,6 +84,7 @@ from npu_hil.harness.board.wire import (
 )
 from npu_hil.harness.errors import DeviceError, ProtocolError, TransportError
 from npu_hil.harness.transport.base import Stream, Transport
+from npu_hil.harness.transport.serial_console import SerialTransport
 
 __all__ = ["AGENT_DIR", "BOARD_SOURCE", "BUNDLE_PACKAGE", "HOST_ADAPTERS", "AgentClient"]
 
@@ -138,6 +141,14 @@ class AgentClient(Deployment):
         self._stream: Stream | None = None
         self._model_shas: dict[tuple[str, int, int], str] = {}
         self._deployed_models: set[str] = set()
+        # Models whose copy on the board did not hash to its name: dropped there when next sent.
+        self._stale_models: set[str] = set()
+        # A model travels in chunks of this size, each sent again when it arrives damaged: over
+        # a serial console a resend costs seconds a chunk, over a socket nothing to speak of.
+        self.model_chunk_bytes = (
+            CONSOLE_MODEL_CHUNK if isinstance(transport, SerialTransport) else MODEL_CHUNK
+        )
+        self.model_bytes_sent = 0
         self.agents_started = 0
         self.agent_pid: int | None = None
         self.last_exit: int | None = None  # how the last agent ended (Popen-style)

@@ -3,7 +3,9 @@
 The agent bundle (the board package ``npu_hil/harness/board`` and the extra adapters) goes into
 ``agent/<sha256[:16]>/`` and is marked complete last, so a half-copied bundle is never used and an
 unchanged one is never copied; the agent's hello lists the sha256 of every file as the board has
-it, and a damaged bundle is replaced once. Models go into ``cache/<sha256>/<name>``.
+it, and a damaged bundle is replaced once. The bundle is the one thing the transport copies as
+files: nothing on the board can read frames before it is there. Models then travel in the agent's
+stream, in chunks, into ``cache/<sha256>/<name>``.
 """
 
 from __future__ import annotations
@@ -15,14 +17,14 @@ import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from npu_hil.harness import board
 from npu_hil.harness.agent.exits import safe_name
 from npu_hil.harness.agent.jobspec import ModelRef
 from npu_hil.harness.board.loader import EXTRA_ADAPTERS
 from npu_hil.harness.board.wire import sha256_file
-from npu_hil.harness.errors import DeviceError, TransportError
+from npu_hil.harness.errors import DeviceError, ProtocolError, TransportError
 from npu_hil.harness.transport.base import Transport
 
 __all__ = [
@@ -48,6 +50,14 @@ CACHE_DIR = "cache"
 JOBS_DIR = "jobs"
 AGENT_DIR = "agent"
 _COMPLETE = ".complete"
+# A model chunk's size: over a socket a chunk costs one round trip; over a serial console a
+# damaged one costs its resend (the relay resends a whole request), so it stays small there.
+MODEL_CHUNK = 8 << 20
+CONSOLE_MODEL_CHUNK = 64 << 10
+# A model chunk is sent again at most this many times in a row before the link is given up.
+CHUNK_TRIES = 3
+# Bytes a second a model chunk is allowed at the least, on top of the start-up timeout.
+_MIN_MODEL_RATE = 16 << 10
 
 
 class Deployment:
@@ -59,7 +69,25 @@ class Deployment:
     _manifest: dict[str, str]
     _model_shas: dict[tuple[str, int, int], str]
     _deployed_models: set[str]
+    _stale_models: set[str]
+    model_chunk_bytes: int
+    model_bytes_sent: int
+    start_timeout_s: float
     repairs: int
+
+    if TYPE_CHECKING:  # the client's, which this half sends models through
+
+        def _request(
+            self, message: Mapping[str, object], timeout: float, what: str
+        ) -> dict[str, object]: ...
+
+        def _exchange(
+            self,
+            message: Mapping[str, object],
+            timeout: float,
+            what: str,
+            buffers: list[memoryview] | None = None,
+        ) -> tuple[dict[str, object], Any]: ...
 
     def _bundle(self) -> dict[str, bytes]:
         """The bundle's files by their path in it: the whole board package, then the extras."""
@@ -133,23 +161,60 @@ class Deployment:
 
     def deploy_model(self, model: str | os.PathLike[str]) -> ModelRef:
         """Put a model artifact into the board's cache (once per content); the returned path is
-        relative to the cache, which is the agent's ``--root``."""
+        relative to the cache, which is the agent's ``--root``. The model travels in the
+        agent's stream as a job does, :attr:`model_chunk_bytes` per frame
+        (:mod:`npu_hil.harness.board.modelstore` on the board): a cut link resumes where it
+        stopped, and a damaged chunk is sent again, at most ``CHUNK_TRIES`` times in a
+        row."""
         path = Path(model)
         sha = self._model_sha(path)
-        relative = f"{sha}/{safe_name(path.name)}"
-        remote = PurePosixPath(CACHE_DIR) / relative
+        name = safe_name(path.name)
+        relative = f"{sha}/{name}"
         if relative not in self._deployed_models:
-            if not self.transport.exists(remote):
-                self.transport.put(path, remote)
+            self._send_model(path, sha, name, replace=relative in self._stale_models)
+            self._stale_models.discard(relative)
             self._deployed_models.add(relative)
         return ModelRef(relative, sha)
 
+    def _send_model(self, path: Path, sha: str, name: str, replace: bool) -> None:
+        size = path.stat().st_size
+        what = f"model {path.name}"
+        ask: dict[str, object] = {"op": "model", "sha256": sha, "name": name, "size": size}
+        have = _held(self._request(dict(ask, replace=replace), self.start_timeout_s, what), size)
+        tries = 0
+        with path.open("rb") as handle:
+            while have < size:
+                handle.seek(have)
+                chunk = handle.read(min(self.model_chunk_bytes, size - have))
+                if len(chunk) != min(self.model_chunk_bytes, size - have):
+                    raise TransportError(f"{what}: the file changed while it was sent")
+                timeout = self.start_timeout_s + len(chunk) / _MIN_MODEL_RATE
+                sent = dict(ask, offset=have)
+                answer, _ = self._exchange(sent, timeout, what, [memoryview(chunk)])
+                held = _held(answer, size)
+                self.model_bytes_sent += len(chunk)
+                tries = tries + 1 if held <= have else 0
+                if tries >= CHUNK_TRIES:
+                    raise TransportError(
+                        f"{what}: the chunk at byte {have} did not arrive intact in "
+                        f"{CHUNK_TRIES} tries"
+                    )
+                if answer.get("damaged"):
+                    log.warning("%s: the chunk at byte %d arrived damaged; sent again", what, have)
+                have = held
+
     def _forget_model(self, model: ModelRef) -> None:
-        """The board's copy of a model did not hash to its name (the agent refused it): remove
-        it, so the next job (the plugin's retry) copies it afresh instead of meeting it again."""
+        """The board's copy of a model did not hash to its name (the agent refused it): the next
+        job (the plugin's retry) has the board drop it and copies it afresh instead of meeting
+        it again."""
         log.warning("model %s in the board's cache is damaged; it is copied again", model.path)
         self._deployed_models.discard(model.path)
-        try:
-            self.transport.cleanup(PurePosixPath(CACHE_DIR) / model.path)
-        except TransportError as exc:
-            log.warning("could not remove the damaged model: %s", exc)
+        self._stale_models.add(model.path)
+
+
+def _held(answer: Mapping[str, object], size: int) -> int:
+    """The bytes of a model the board holds, from its answer to a ``model`` request."""
+    have = answer.get("have")
+    if not isinstance(have, int) or isinstance(have, bool) or not 0 <= have <= size:
+        raise ProtocolError(f"a model request: expected 'have' in 0..{size}, got {answer!r}")
+    return have

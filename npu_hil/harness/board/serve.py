@@ -1,11 +1,12 @@
 """The serve loop: a resident agent's requests framed over a byte stream, one answer frame each.
 
-The agent speaks first with ``{"op": "hello", ...}`` (its ``features`` list ``framed-jobs``);
-requests are ``{"op": "job", "job": {...}[, "keep": "jobs/<name>"]}`` in a bulk frame
-(:mod:`frames`: the job document and its input buffers; the answer is a bulk frame with the device
-buffers; ``keep``: write the job's files there after it ran), ``{"op": "ping"}``, ``{"op":
+The agent speaks first with ``{"op": "hello", ...}`` (its ``features`` list ``framed-jobs`` and
+``framed-models``); requests are ``{"op": "job", "job": {...}[, "keep": "jobs/<name>"]}`` in a bulk
+frame (:mod:`frames`: the job document and its input buffers; the answer is a bulk frame with the
+device buffers; ``keep``: write the job's files there after it ran), ``{"op": "ping"}``, ``{"op":
 "versions", "adapter": A, "options": {}}``, ``{"op": "memory"}`` (the agent's RSS and the board's
-CMA / DMA-buffer figures, :mod:`memory`) and ``{"op": "shutdown"}``; every request gets exactly one
+CMA / DMA-buffer figures, :mod:`memory`), ``{"op": "model", ...}`` (a model into the cache, a chunk
+per bulk frame, :mod:`modelstore`) and ``{"op": "shutdown"}``; every request gets exactly one
 response frame with the same ``op`` and either the payload (``result`` for a job) or ``error`` (a
 typed record). A request frame is at most ``MAX_REQUEST_BYTES`` (a longer one is refused unread and
 ends the stream), a bulk one at most a job's inputs besides, and a message nests at most
@@ -42,6 +43,7 @@ from .job import DEFAULT_TIMEOUTS, MAX_INPUTS, MAX_JOB_INPUT_BYTES, JobRefused
 from .kept import new_kept_dir, write_kept_view
 from .loader import EXTRA_ADAPTERS, PACKAGE_DIR, available_adapters, is_adapter_name
 from .memory import read_memory
+from .modelstore import answer_model
 from .wire import (
     AGENT_PROTOCOL,
     AGENT_VERSION,
@@ -431,8 +433,8 @@ def serve(agent: Agent, stream: FrameStream, shutdown_on_eof: bool = True) -> in
                 "python": platform.python_version(),
                 "adapters": available_adapters(agent.adapter_dirs),
                 "bundle": own_bundle(),
-                # What this agent reads beyond protocol 1.0: jobs carried in bulk frames.
-                "features": ["framed-jobs"],
+                # What this agent reads beyond protocol 1.0: jobs and models carried in frames.
+                "features": ["framed-jobs", "framed-models"],
             }
         )
         return _serve_requests(agent, stream, shutdown_on_eof)
@@ -495,6 +497,8 @@ def _answer(agent: Agent, stream: FrameStream, framed: Request) -> int | None:
         stream.write(_versions_response(agent, request))
         if agent.runtime.stuck:
             abandon(EXIT_TIMEOUT)
+    elif op == "model":
+        stream.write(answer_model(agent.root, request, framed.buffers, framed.damaged))
     elif op == "memory":
         stream.write({"op": "memory", "memory": read_memory()})
     elif op == "shutdown":
