@@ -175,7 +175,7 @@ class AgentClient(Deployment):
         self.deploy()
         model = self.deploy_model(spec.model)
         result = self._submit(spec, inputs, model)
-        if _model_damaged(result):  # _forget_model removed the board's copy
+        if _model_damaged(result):  # _forget_model marked the board's copy to be dropped
             self.events.append(
                 f"model {model.path} in the board's cache did not hash to its name; "
                 "copied again and the job rerun"
