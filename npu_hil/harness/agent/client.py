@@ -400,7 +400,8 @@ class AgentClient(Deployment):
             )
             raise TransportError(
                 f"{what}: {waited} ({exc}); the agent was killed ({how}) and a new one starts "
-                "with the next request"
+                "with the next request",
+                errno=exc.errno,
             ) from None
 
     def _oneshot_request(

@@ -30,6 +30,7 @@ from npu_hil.harness.board.relay import EXIT_CUT, EXIT_DAMAGED, EXIT_GONE, EXIT_
 from npu_hil.harness.board.wire import whole_frames
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.transport.base import StreamExit
+from npu_hil.harness.transport.oserrors import describe_errno, errno_in_text
 from npu_hil.harness.transport.serial_console import SerialTransport, register_agent_stream
 from npu_hil.harness.transport.serial_files import base64_body as _base64_body
 
@@ -244,9 +245,14 @@ class SerialAgentStream:
                 f"delivered ({_last_line(output)})"
             )
         if status not in (EXIT_OK, EXIT_GONE, EXIT_CUT):
+            # A full or read-only disk under the relay's files is named, as the transport names
+            # it for its own files.
+            number = errno_in_text(output)
+            named = "" if number is None else f"{describe_errno(number)} on the board: "
             raise TransportError(
                 f"serial agent {self._name}: the relay failed on the board "
-                f"(status {status}): {_last_line(output)}"
+                f"(status {status}): {named}{_last_line(output)}",
+                errno=number,
             )
         if status != EXIT_GONE:
             self._inbox += self._answer(output)

@@ -199,12 +199,13 @@ def failure(kind: str, stage: str, message: str, **extra: object) -> ErrorJson:
 
 def os_error_record(exc: OSError, stage: str) -> ErrorJson:
     """An OS error on the board (a full or read-only disk, a denied write) as a record that
-    names it: ``errno`` and ``errno_name`` (``ENOSPC``) beside the message."""
+    names it: ``errno`` and ``errno_name`` (``ENOSPC``) beside the message, which reads as the
+    transports' own do (``ENOSPC (No space left on device) on the board``)."""
     number = exc.errno
     name = errno.errorcode.get(number) if number is not None else None
     reason = os.strerror(number) if number is not None else str(exc)
     where = exc.filename if exc.filename is not None else ""
-    text = f"{name or 'OSError'}: {reason}"
+    text = f"{name or 'OSError'} ({reason}) on the board"
     if where:
         text += f" ({os.path.basename(str(where))})"
     return failure("OSError", stage, text, errno=number, errno_name=name)
