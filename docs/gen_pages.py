@@ -272,7 +272,10 @@ _MINIMAL: dict[str, tuple[str, str]] = {
         "boards[].transport (serial).",
     ),
     "LabgridEntry": ("labgrid: {{coordinator: c, {key}: x}}\n", "labgrid."),
-    "PlaceEntry": ("labgrid: {{coordinator: c, places: [{{place: p, {key}: x}}]}}\n", "labgrid.places[]."),
+    "PlaceEntry": (
+        "labgrid: {{coordinator: c, places: [{{place: p, {key}: x}}]}}\n",
+        "labgrid.places[].",
+    ),
     "SshLogin": ("labgrid: {{coordinator: c, ssh: {{{key}: x}}}}\n", "labgrid.ssh."),
     "SerialLogin": ("labgrid: {{coordinator: c, serial: {{{key}: x}}}}\n", "labgrid.serial."),
 }
@@ -328,7 +331,7 @@ def inventory_models() -> list[tuple[str, type[BaseModel]]]:
     """Every model of the file, the file first, each once, in the order a reader meets them."""
     from npu_hil.harness.farm import inventory, inventory_entries, labgrid_inventory
 
-    order = [
+    order: list[type[BaseModel]] = [
         inventory.InventoryFile,
         inventory_entries.Defaults,
         inventory.BoardEntry,
@@ -396,7 +399,7 @@ def inventory_page() -> str:
 
 PICTURED = ("kl730", "rk3588", "rk3562", "rdk-x5", "rdk-s100")
 """A target of each vendor, and the Rockchip and Horizon ones whose rules differ (C2, strides)."""
-SHAPES = ((1, 3, 2, 3), (1, 17, 2, 3), (1, 1, 2, 3), (1, 3, 4, 6), (1, 3, 4, 32))
+SHAPES = ((1, 3, 2, 3), (1, 17, 2, 3), (1, 4, 2, 3), (1, 1, 2, 3), (1, 3, 4, 6), (1, 6, 8))
 COLUMNS = 16
 MAX_ROWS = 24
 CELL_W, CELL_H = 42, 22
@@ -404,8 +407,8 @@ CELL_W, CELL_H = 42, 22
 
 def _dtypes(target: str, layout: str) -> tuple[str, ...]:
     if target == "kl730":
-        sixteen = "16" in layout or "HL" in layout
-        return ("int16",) if sixteen else ("int8",)
+        sixteen = "16B" in layout or layout.endswith(("HL", "HL_CH_COMPACT"))
+        return ("int16",) if sixteen else ("int8", "uint8")
     return ("int8", "uint8", "float16")
 
 
@@ -414,7 +417,7 @@ def pictured_layouts() -> list[tuple[str, str, str, tuple[int, ...], str]]:
     small shape and type the codec takes for it."""
     from npu_hil.harness.codec import LayoutError, get_layout, layout_names
 
-    found = []
+    found: list[tuple[str, str, str, tuple[int, ...], str]] = []
     for target in PICTURED:
         for layout in layout_names(target):
             for role in ("input", "output"):
@@ -473,9 +476,9 @@ def layout_svg(target: str, layout_name: str, role: str, shape: tuple[int, ...],
         if location.padding or location.index is None:
             fill, label = "#d9d9d9", ""
         else:
-            channel = location.index[list(location.axis_names).index("c")] if "c" in (
-                location.axis_names
-            ) else 0
+            names = list(location.axis_names)
+            # Coloured by channel; a frame without one (NV12, Y) by its row.
+            channel = location.index[names.index("c") if "c" in names else 1]
             fill, label = _colour(int(channel)), _label(location)
         parts.append(
             f'<rect x="{x}" y="{y}" width="{CELL_W - 2}" height="{CELL_H - 2}" fill="{fill}"/>'
@@ -554,6 +557,6 @@ def _write(opener: Callable[..., Any]) -> None:
 
 
 if __name__ in {"__main__", "<run_path>"}:
-    import mkdocs_gen_files
+    import mkdocs_gen_files  # type: ignore[import-not-found,unused-ignore]
 
     _write(mkdocs_gen_files.open)
