@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from typing_extensions import TypedDict
+
 from npu_hil.harness.errors import ArtifactError
 
 __all__ = [
@@ -39,6 +41,21 @@ MAX_INFO_BYTES = 8 << 20
 graph's node count: a few KiB for a small model, a few hundred for a large detector)."""
 
 
+class ArtifactDocument(TypedDict):
+    """:meth:`ArtifactInfo.to_dict`: a compiled model's own fields as ``npu-hil models`` prints
+    them and the run's record keeps them."""
+
+    path: str
+    vendor: str
+    format: str
+    format_version: int | str | None
+    toolkit_version: str | None
+    target_platforms: list[str]
+    compiler_version: str | None
+    extras: dict[str, int | str]
+    unverified: list[str]
+
+
 @dataclass(frozen=True)
 class ArtifactInfo:
     """A compiled model's own statement of what it is and what it was built for."""
@@ -54,7 +71,7 @@ class ArtifactInfo:
     """The platforms the file names as its targets; empty when the file does not say (or the
     reader cannot read it with facts behind it)."""
     compiler_version: str | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, int | str] = field(default_factory=dict)
     unverified: tuple[str, ...] = ()
     """What the reader could not read, and why (each says so in words)."""
 
@@ -62,7 +79,7 @@ class ArtifactInfo:
     def name(self) -> str:
         return Path(self.path).name
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ArtifactDocument:
         return {
             "path": self.path,
             "vendor": self.vendor,

@@ -19,7 +19,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from typing_extensions import TypedDict
 
 from npu_hil.harness.errors import NpuHilError
 
@@ -55,6 +56,15 @@ class IdentityRow:
     note: str = ""
 
 
+class IdentityDocument(TypedDict):
+    """:meth:`IdentityVerdict.to_dict`: a board's identity check as results and reports hold it."""
+
+    state: str
+    reported: list[str]
+    detail: str
+    other_target: str | None
+
+
 @dataclass(frozen=True)
 class IdentityVerdict:
     """``state`` (:data:`IDENTITY_STATES`), the strings the board ``reported``, the
@@ -65,7 +75,7 @@ class IdentityVerdict:
     detail: str
     other_target: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> IdentityDocument:
         return {
             "state": self.state,
             "reported": list(self.reported),

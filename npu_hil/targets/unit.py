@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+from typing_extensions import TypedDict
 
 from npu_hil.harness.codec.engine import BlockedLayout
 from npu_hil.harness.codec.registry import LayoutBuilder, ReportReader
@@ -33,6 +34,7 @@ __all__ = [
     "ApiPath",
     "Decoder",
     "FaultVariants",
+    "PathAttributes",
     "PathTensor",
     "PixelInput",
     "PreflightContext",
@@ -45,18 +47,21 @@ __all__ = [
 
 
 class QuantModel(Protocol):
-    """How a vendor's reported tensor values relate to floats (the oracle's half of a vendor)."""
+    """How a vendor's reported tensor values relate to floats (the oracle's half of a vendor).
 
-    def quantizer(self, attributes: dict[str, Any]) -> Quantizer:
+    ``attributes`` is a tensor's record as its runtime reported it (the vendor's own fields,
+    opaque to the harness): each vendor checks the fields it reads where the record enters."""
+
+    def quantizer(self, attributes: Mapping[str, object]) -> Quantizer:
         """The quantization of an input the runtime reported with ``attributes``."""
 
-    def model_input(self, attributes: dict[str, Any], held: np.ndarray) -> np.ndarray:
+    def model_input(self, attributes: Mapping[str, object], held: np.ndarray) -> np.ndarray:
         """The float tensor the model computes on for an input holding ``held``."""
 
-    def output_quantizer(self, attributes: dict[str, Any]) -> Quantizer:
+    def output_quantizer(self, attributes: Mapping[str, object]) -> Quantizer:
         """The quantization of an output the runtime reported with ``attributes``."""
 
-    def numerics(self, inputs: Sequence[dict[str, Any]]) -> str:
+    def numerics(self, inputs: Sequence[Mapping[str, object]]) -> str:
         """How the NPU computes a model whose inputs were reported with ``inputs``:
         ``float``, ``int8`` or ``float16`` through the graph
         (``npu_hil.harness.models.numerics``)."""
@@ -66,11 +71,12 @@ ROW_ALIGNMENTS = (1, 4, 8, 16, 32)
 """The row alignments devices get wrong, which forensics tries for every vendor."""
 
 VariantFinder = Callable[
-    [str, str, tuple[int, ...], np.dtype], Iterator[tuple[dict[str, Any], str]]
+    [str, str, tuple[int, ...], np.dtype], Iterator[tuple[Mapping[str, object], str]]
 ]
 """``(layout, role, shape, dtype)`` → the parameter variants a forensic search tries (each with
-a note saying what it assumes), beyond the layout's own prediction."""
-FaultVariants = Callable[[BlockedLayout], Iterator[dict[str, Any]]]
+a note saying what it assumes), beyond the layout's own prediction: each vendor's layout
+parameters, which its layout builder checks."""
+FaultVariants = Callable[[BlockedLayout], Iterator[Mapping[str, object]]]
 """A layout → the parameters a misbehaving runtime might lay it out with instead (the
 simulator's ``wrong-alignment`` fault tries them in order)."""
 
@@ -138,6 +144,21 @@ class NpuThroughput:
         return self.tops / self.cores
 
 
+class PathAttributes(TypedDict, total=False):
+    """A tensor's attributes under the names every API path shares (:class:`PathTensor`): what
+    the cross-API check compares between two paths."""
+
+    shape: list[int]
+    dtype: str
+    layout: str
+    valid_shape: list[int]
+    aligned_shape: list[int]
+    scale: float | list[float]
+    zero_point: int
+    stride: list[int]
+    size: int
+
+
 @dataclass(frozen=True)
 class PathTensor:
     """An output as one API path handed it back, read as the model's tensor: ``values`` in the
@@ -153,7 +174,7 @@ class PathTensor:
 
 PathReader = Callable[[str, np.ndarray, Mapping[str, Any], tuple[int, ...]], PathTensor]
 """``(name, data, reported attributes, logical shape)`` → the output as a :class:`PathTensor`."""
-PathAttributes = Callable[[Mapping[str, Any]], dict[str, Any]]
+AttributeNames = Callable[[Mapping[str, Any]], PathAttributes]
 """Reported attributes → the shared names (:class:`PathTensor`), those this path reports."""
 
 
@@ -170,7 +191,7 @@ class ApiPath:
     api: str
     native: bool
     read: PathReader | None = None
-    attributes: PathAttributes | None = None
+    attributes: AttributeNames | None = None
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,10 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from npu_hil.harness.board.documents import MemoryJson
 
 # Imported for its registration: an agent's stream over a serial console is this side's code.
 from npu_hil.harness.agent import serial_stream  # noqa: F401
@@ -307,12 +310,12 @@ class AgentClient(Deployment):
         self.last_exit = ended.returncode
         return f"{describe_exit(ended.returncode)}; stderr: {tail(ended.stderr)}"
 
-    def _read_frame(self, stream: Receiver, timeout: float) -> dict[str, Any]:
+    def _read_frame(self, stream: Receiver, timeout: float) -> dict[str, object]:
         return self._read_answer(stream, timeout)[0]
 
     def _read_answer(
         self, stream: Receiver, timeout: float
-    ) -> tuple[dict[str, Any], BulkAnswer | None]:
+    ) -> tuple[dict[str, object], BulkAnswer | None]:
         """The next frame: its message and, from a bulk frame, the bytes of its buffers."""
         deadline = time.monotonic() + timeout
         header = recv_exactly(stream, FRAME_HEADER.size, deadline)
@@ -325,17 +328,19 @@ class AgentClient(Deployment):
         except (ValueError, UnicodeDecodeError) as exc:
             raise TransportError(f"the agent's stream is corrupted: {exc}") from None
 
-    def _request(self, message: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
+    def _request(
+        self, message: Mapping[str, object], timeout: float, what: str
+    ) -> dict[str, object]:
         """Send one request and wait for its response."""
         return self._exchange(message, timeout, what)[0]
 
     def _exchange(
         self,
-        message: dict[str, Any],
+        message: Mapping[str, object],
         timeout: float,
         what: str,
         buffers: list[memoryview] | None = None,
-    ) -> tuple[dict[str, Any], BulkAnswer | None]:
+    ) -> tuple[dict[str, object], BulkAnswer | None]:
         """Send one request (with ``buffers``: as a bulk frame) and wait for its
         response and the buffers it carries; the one place frames go on the wire."""
         if not self.resident:
@@ -354,11 +359,11 @@ class AgentClient(Deployment):
 
     def _resident_request(
         self,
-        message: dict[str, Any],
+        message: Mapping[str, object],
         timeout: float,
         what: str,
         buffers: list[memoryview] | None = None,
-    ) -> tuple[dict[str, Any], BulkAnswer | None]:
+    ) -> tuple[dict[str, object], BulkAnswer | None]:
         stream = self._ensure_agent()
         started = time.monotonic()
         try:
@@ -389,12 +394,12 @@ class AgentClient(Deployment):
 
     def _oneshot_request(
         self,
-        message: dict[str, Any],
+        message: Mapping[str, object],
         timeout: float,
         what: str,
         buffers: list[memoryview] | None = None,
         repaired: bool = False,
-    ) -> tuple[dict[str, Any], BulkAnswer | None]:
+    ) -> tuple[dict[str, object], BulkAnswer | None]:
         """Without a resident agent (``resident=False``) each request starts an agent of its own:
         the agent reads the request (with ``buffers``: a bulk frame) and a shutdown from stdin,
         and its frames (hello, answer, goodbye) come back as one command's stdout, read as a
@@ -428,14 +433,14 @@ class AgentClient(Deployment):
                 done.returncode,
             ) from None
 
-    def ping(self, timeout: float = 30.0) -> dict[str, Any]:
+    def ping(self, timeout: float = 30.0) -> dict[str, object]:
         """Ask the agent whether it is alive: pid, jobs run, cached model sha256s."""
         self.deploy()
         return self._request({"op": "ping"}, timeout, "ping")
 
     def versions(
-        self, adapter: str, options: Mapping[str, Any] | None = None, timeout: float = 300.0
-    ) -> dict[str, Any]:
+        self, adapter: str, options: Mapping[str, object] | None = None, timeout: float = 300.0
+    ) -> dict[str, str]:
         """Runtime, driver and SDK versions of an adapter on the board, plus Python and numpy."""
         self.deploy()
         response = self._request(
@@ -444,11 +449,13 @@ class AgentClient(Deployment):
             f"versions of {adapter}",
         )
         versions = response.get("versions")
-        if not isinstance(versions, dict):
+        if not isinstance(versions, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in versions.items()
+        ):
             raise ProtocolError(f"versions of {adapter}: unexpected answer {response!r}")
         return versions
 
-    def memory(self, timeout: float = 30.0) -> dict[str, Any]:
+    def memory(self, timeout: float = 30.0) -> MemoryJson:
         """The agent's own memory (RSS, high-water mark) and the board's CMA and DMA-buffer
         figures, as :func:`npu_hil.harness.board.memory.read_memory` reads them (absent ones
         listed)."""
@@ -457,7 +464,7 @@ class AgentClient(Deployment):
         memory = response.get("memory")
         if not isinstance(memory, dict) or not isinstance(memory.get("process"), dict):
             raise ProtocolError(f"memory: unexpected answer {str(response)[:200]}")
-        return memory
+        return cast("MemoryJson", memory)
 
     def close(self, timeout: float = 30.0) -> None:
         """Shut the resident agent down (it releases its models)."""

@@ -16,13 +16,18 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
-from npu_hil.harness.agent.protocol import Result, result_files, result_from_document
+from npu_hil.harness.agent.protocol import (
+    Result,
+    result_files,
+    result_from_document,
+    tensor_records,
+)
 from npu_hil.harness.board.wire import (
     BULK_CHUNK,
     BULK_PREFIX,
@@ -102,7 +107,7 @@ def recv_buffer(stream: Receiver, n: int, deadline: float) -> tuple[bytearray, s
     return data, digest.hexdigest()
 
 
-def bulk_request(message: dict[str, Any], buffers: list[memoryview]) -> Iterator[bytes]:
+def bulk_request(message: Mapping[str, object], buffers: list[memoryview]) -> Iterator[bytes]:
     """A request frame carrying ``buffers`` after its message, as the pieces to send in turn
     (each input hashed piece by piece as it goes, the trailer last)."""
     for part in encode_bulk_frame(message, buffers):
@@ -114,7 +119,7 @@ class BulkAnswer:
     """A bulk frame as read: its message, its buffers, their sha256 as computed here while they
     arrived, and as the sender's trailer gives them."""
 
-    message: dict[str, Any]
+    message: dict[str, object]
     buffers: list[bytearray]
     ours: list[str]
     theirs: list[str]
@@ -138,13 +143,13 @@ def read_bulk(stream: Receiver, length: int, deadline: float) -> BulkAnswer:
 
 
 def framed_result(
-    document: dict[str, Any], answer: BulkAnswer | None, *, where: str, job_id: str
+    document: Mapping[str, object], answer: BulkAnswer | None, *, where: str, job_id: str
 ) -> Result:
     """A job's result: the document verified, each record's blob the answer's buffer of the
     same place (inputs first), of the size the record gives, with the sha256 the agent's trailer
     gives in the record and the one computed here as it arrived compared with it."""
     names = result_files(document, where)
-    records = [r for key in ("inputs", "outputs") for r in document[key]]
+    records = [r for key in ("inputs", "outputs") for r in tensor_records(document, key, where)]
     buffers = answer.buffers if answer is not None else []
     if len(buffers) != len(records):
         raise TransportError(

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from npu_hil.harness.board.documents import InputJson, JobJson
 from npu_hil.harness.board.job import (
     DEFAULT_RUNS,
     DEFAULT_TIMEOUTS,
@@ -107,19 +108,20 @@ def _arrays_by_input(
     return [_check_input(i, v) for i, v in zip(spec.inputs, values, strict=True)]
 
 
-def _input_record(spec: InputSpec) -> dict[str, Any]:
+def _input_record(spec: InputSpec, nbytes: int) -> InputJson:
     return {
         "name": spec.name,
         "layout": spec.layout,
         "shape": [int(d) for d in spec.shape],
         "dtype": spec.dtype,
         "pass_through": spec.pass_through,
+        "nbytes": nbytes,
     }
 
 
-def job_document(spec: JobSpec, model: ModelRef, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+def job_document(spec: JobSpec, model: ModelRef, inputs: list[InputJson]) -> JobJson:
     """The job as the agent reads it: the message of a job's frame."""
-    document: dict[str, Any] = {
+    document: JobJson = {
         "schema": JOB_SCHEMA,
         "job_id": spec.job_id,
         "model": {"path": model.path, "sha256": model.sha256},
@@ -141,15 +143,12 @@ def job_document(spec: JobSpec, model: ModelRef, inputs: list[dict[str, Any]]) -
 
 def frame_job(
     spec: JobSpec, input_arrays: Mapping[str, Any] | Sequence[Any], model: ModelRef
-) -> tuple[dict[str, Any], list[memoryview]]:
+) -> tuple[JobJson, list[memoryview]]:
     """A job as one request to the agent (the ``job`` op's inline form): the document, whose
     inputs carry their size instead of a file, and the input buffers that follow it in the same
     frame (whose trailer carries their sha256, computed as they are written). The model is one
     the board's cache already holds."""
     arrays = _arrays_by_input(spec, input_arrays)
     buffers = [a.reshape(-1).view(np.uint8).data for a in arrays]
-    inputs = [
-        {**_input_record(ispec), "nbytes": b.nbytes}
-        for ispec, b in zip(spec.inputs, buffers, strict=True)
-    ]
+    inputs = [_input_record(ispec, b.nbytes) for ispec, b in zip(spec.inputs, buffers, strict=True)]
     return job_document(spec, model, inputs), buffers

@@ -242,7 +242,8 @@ def _blob_name(value: Any, where: str) -> str:
     return value
 
 
-def _tensor_records(document: Mapping[str, Any], key: str, where: str) -> list[dict[str, Any]]:
+def tensor_records(document: Mapping[str, object], key: str, where: str) -> list[dict[str, object]]:
+    """A result's ``inputs`` or ``outputs``: a list of objects, their keys not yet checked."""
     records = document.get(key)
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
         raise ProtocolError(f"{where}.{key}: expected a list of tensor records")
@@ -254,7 +255,7 @@ def result_files(document: Mapping[str, Any], where: str = RESULT_FILE) -> list[
     check_result_schema(document, where)
     names: list[str] = []
     for key in ("inputs", "outputs"):
-        for index, record in enumerate(_tensor_records(document, key, where)):
+        for index, record in enumerate(tensor_records(document, key, where)):
             name = _blob_name(record.get("file"), f"{where}.{key}[{index}]")
             if name in names or name in (JOB_FILE, RESULT_FILE):
                 raise ProtocolError(f"{where}.{key}[{index}].file: {name!r} is used twice")
@@ -371,7 +372,7 @@ def _timings(raw: Any, where: str) -> Timings:
 
 
 def result_from_document(
-    document: dict[str, Any],
+    document: Mapping[str, object],
     blob: BlobReader,
     *,
     where: str,
@@ -397,7 +398,7 @@ def result_from_document(
     tensors = {
         key: tuple(
             _load_tensor(blob, record, f"{where}.{key}[{index}]")
-            for index, record in enumerate(_tensor_records(document, key, where))
+            for index, record in enumerate(tensor_records(document, key, where))
         )
         for key in ("inputs", "outputs")
     }

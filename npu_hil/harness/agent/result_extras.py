@@ -8,9 +8,12 @@ logs in the job's window (:mod:`npu_hil.harness.board.kernlog`,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from npu_hil.harness.errors import ProtocolError
+
+if TYPE_CHECKING:
+    from npu_hil.harness.board.documents import LogJson
 
 __all__ = ["BoardLog", "Canary", "LogExcerpt", "read_board_log", "read_board_state", "read_canary"]
 
@@ -45,8 +48,9 @@ def read_canary(raw: Any, where: str) -> Canary | None:
     return Canary(value, flags["outputs"], flags["inputs"], str(raw.get("reason") or ""))
 
 
-def read_board_state(raw: Any, where: str) -> dict[str, Any]:
-    """The checked ``board_state`` object of a result ({} when the agent sent none)."""
+def read_board_state(raw: object, where: str) -> dict[str, dict[str, object]]:
+    """The checked ``board_state`` object of a result ({} when the agent sent none): its
+    readings by phase, each an object (what it holds is read where it is used)."""
     if raw is None:
         return {}
     if not isinstance(raw, dict) or not all(
@@ -74,11 +78,18 @@ class LogExcerpt:
     level: int | None = None
     env: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"source": self.source, "lines": list(self.lines)}
-        for key in ("why", "dropped", "lost", "level", "env"):
-            if getattr(self, key):
-                out[key] = getattr(self, key)
+    def to_dict(self) -> LogJson:
+        out: LogJson = {"source": self.source, "lines": list(self.lines)}
+        if self.why:
+            out["why"] = self.why
+        if self.dropped:
+            out["dropped"] = self.dropped
+        if self.lost:
+            out["lost"] = self.lost
+        if self.level:
+            out["level"] = self.level
+        if self.env:
+            out["env"] = self.env
         return out
 
 

@@ -39,6 +39,7 @@ from .wire import (
 
 if TYPE_CHECKING:
     from .adapters.base import Adapter, InputTensor
+    from .documents import CanaryJson, ResultJson
 
 log = logging.getLogger("npu-hil-agent")
 
@@ -54,15 +55,15 @@ class Agent(AdapterCache):
         self.log_env: str | None = None
 
     def run_job(
-        self, doc: Any, buffers: list[Any], damaged: tuple[int, ...] = ()
-    ) -> tuple[dict[str, Any], int, list[memoryview]]:
+        self, doc: object, buffers: list[Any], damaged: tuple[int, ...] = ()
+    ) -> tuple[ResultJson, int, list[memoryview]]:
         """Run a job that came as a frame: its document, its input buffers (hashed by the frame
         stream as they arrived) and the indices of those whose sha256 was not the sender's.
         Returns the result, the job's status and the device buffers its records describe, in
         their order, for the answer."""
         device: list[memoryview] = []
         started = time.perf_counter()
-        result: dict[str, Any] = {
+        result: ResultJson = {
             "schema": RESULT_SCHEMA,
             "job_id": None,
             "ok": False,
@@ -120,10 +121,10 @@ class Agent(AdapterCache):
 
     def _run(
         self,
-        doc: Any,
+        doc: object,
         buffers: list[Any],
         damaged: tuple[int, ...],
-        result: dict[str, Any],
+        result: ResultJson,
         device: list[memoryview],
     ) -> int:
         if not isinstance(doc, dict):
@@ -162,15 +163,15 @@ class Agent(AdapterCache):
         # The adapter's own run time excludes its copies when it can tell them apart.
         timings["run_s"] = reported.get("run_s", run_wall)
         t0 = time.perf_counter()
-        for key, prefix, tensors_out in (
-            ("inputs", "in", run.inputs),
-            ("outputs", "out", run.outputs),
+        for records, prefix, tensors_out in (
+            (result["inputs"], "in", run.inputs),
+            (result["outputs"], "out", run.outputs),
         ):
             for index, tensor in enumerate(tensors_out):
                 flat = device_bytes(tensor)
                 device.append(flat.data)
                 # The answer's trailer carries its sha256, computed as it is written.
-                result[key].append(describe_tensor(f"{prefix}_{index}.bin", tensor, flat, False))
+                records.append(describe_tensor(f"{prefix}_{index}.bin", tensor, flat, False))
         timings["copy_s"] = reported.get("copy_s", 0.0) + (time.perf_counter() - t0)
         if reported:
             timings["adapter"] = reported
@@ -182,7 +183,7 @@ class Agent(AdapterCache):
         adapter: Adapter,
         model: Any,
         tensors: list[InputTensor],
-        result: dict[str, Any],
+        result: ResultJson,
     ) -> tuple[Any, float]:
         """``job.warmup`` untimed calls, then ``job.runs`` timed ones, each under the run
         timeout; the board's state is read just before and just after the timed calls. Records
@@ -249,9 +250,7 @@ class Agent(AdapterCache):
             timings["adapter_runs_s"] = own
         return run, wall
 
-    def _fill_canary(
-        self, job: Job, adapter: Adapter, model: Any, pattern: bytes
-    ) -> dict[str, Any]:
+    def _fill_canary(self, job: Job, adapter: Adapter, model: Any, pattern: bytes) -> CanaryJson:
         """The adapter fills what it owns; the result says what was filled and, where nothing
         was, why (so the host never reads "no unwritten bytes" into a buffer never filled)."""
         hook = getattr(adapter, "fill_canary", None)

@@ -15,7 +15,17 @@ from __future__ import annotations
 import glob
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .documents import (
+        BoardStateJson,
+        CpuPolicyJson,
+        DevfreqJson,
+        GovernorJson,
+        ThermalJson,
+        UnreadableJson,
+    )
 
 SYSFS_ROOT_ENV = "NPU_HIL_SYSFS_ROOT"
 MAX_FILE_BYTES = 4096
@@ -40,7 +50,7 @@ class _Reader:
     def __init__(self, root: str) -> None:
         self.root = root
         self.absent: list[str] = []
-        self.unreadable: list[dict[str, str]] = []
+        self.unreadable: list[UnreadableJson] = []
 
     def path(self, rel: str) -> str:
         return os.path.join(self.root, rel)
@@ -78,7 +88,7 @@ class _Reader:
         return found[:MAX_ENTRIES]
 
 
-def _devfreq(reader: _Reader, devices: list[str], name: re.Pattern[str]) -> list[dict[str, Any]]:
+def _devfreq(reader: _Reader, devices: list[str], name: re.Pattern[str]) -> list[DevfreqJson]:
     return [
         {
             "device": os.path.basename(full),
@@ -102,13 +112,13 @@ def _loadavg(reader: _Reader) -> list[float] | None:
         return None
 
 
-def read_board_state(root: str | None = None) -> dict[str, Any]:
+def read_board_state(root: str | None = None) -> BoardStateJson:
     """One reading: ``cpu`` (per cpufreq policy: governor, cur_freq_khz), ``npu`` and ``ddr``
     (devfreq devices matched by name: governor, cur_freq_hz), ``thermal`` (per zone: type,
     temp_mc in millidegrees C), ``loadavg`` (1, 5, 15 min), and ``absent`` / ``unreadable``:
     the paths tried that were missing, or held what is not a number."""
     reader = _Reader(root if root is not None else sysfs_root())
-    cpu = [
+    cpu: list[CpuPolicyJson] = [
         {
             "policy": os.path.basename(full),
             "governor": reader.text(os.path.join(full, "scaling_governor")),
@@ -123,7 +133,7 @@ def read_board_state(root: str | None = None) -> dict[str, Any]:
         reader.absent.append(f"/{DEVFREQ}/*npu*")
     if not ddr:
         reader.absent.append(f"/{DEVFREQ}/*dmc*")
-    thermal = [
+    thermal: list[ThermalJson] = [
         {
             "zone": os.path.basename(full),
             "type": reader.text(os.path.join(full, "type")),
@@ -162,7 +172,7 @@ def _write(full: str, value: str) -> str | None:
     return None
 
 
-def pin_clocks(root: str | None = None) -> list[dict[str, Any]]:
+def pin_clocks(root: str | None = None) -> list[GovernorJson]:
     """Set every cpufreq policy's and the NPU's and DDR's devfreq governor to ``performance``
     for a perf run. Returns one entry per governor file: its path as on the board, the governor
     it had (``was``) and ``error`` when it could not be set (not root, a governor the kernel
@@ -173,10 +183,10 @@ def pin_clocks(root: str | None = None) -> list[dict[str, Any]]:
         name = os.path.basename(full)
         if NPU_NAME.search(name) or DDR_NAME.search(name):
             files.append(os.path.join(full, "governor"))
-    pinned: list[dict[str, Any]] = []
+    pinned: list[GovernorJson] = []
     for full in files:
         was = reader.text(full)
-        entry: dict[str, Any] = {"path": reader.shown(full), "was": was, "set": PERFORMANCE}
+        entry: GovernorJson = {"path": reader.shown(full), "was": was, "set": PERFORMANCE}
         if was is None:
             entry["error"] = "unreadable"
         elif was != PERFORMANCE:
@@ -187,11 +197,11 @@ def pin_clocks(root: str | None = None) -> list[dict[str, Any]]:
     return pinned
 
 
-def restore_clocks(pinned: list[dict[str, Any]], root: str | None = None) -> list[dict[str, Any]]:
+def restore_clocks(pinned: list[GovernorJson], root: str | None = None) -> list[GovernorJson]:
     """Put back the governors :func:`pin_clocks` changed; the ones that could not be restored,
     with why (empty when all were)."""
     base = root if root is not None else sysfs_root()
-    failed = []
+    failed: list[GovernorJson] = []
     for entry in pinned:
         if entry.get("error") or entry.get("was") in (None, PERFORMANCE):
             continue

@@ -17,7 +17,7 @@ import platform
 import threading
 import traceback
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     # Only for the type checker: at run time the same classes are ``adapters.base``, the module
     # every adapter subclasses (see loader).
     from .adapters.base import Adapter
+    from .documents import ErrorJson
 
 log = logging.getLogger("npu-hil-agent")
 
@@ -50,7 +51,7 @@ def traceback_tail(exc: BaseException, limit: int = 4000) -> str:
 class StageFailed(Exception):
     """An adapter stage failed with a typed record for result.json."""
 
-    def __init__(self, record: dict[str, Any]) -> None:
+    def __init__(self, record: ErrorJson) -> None:
         super().__init__(record["message"])
         self.record = record
 
@@ -67,7 +68,7 @@ class AdapterCache:
         self.base = load_adapter_base(adapter_dirs)
         self.runtime = RuntimeThread()
         self.adapters: dict[tuple[str, str], Adapter] = {}
-        self.versions_cache: dict[tuple[str, str], dict[str, Any]] = {}
+        self.versions_cache: dict[tuple[str, str], dict[str, str]] = {}
         self.models: OrderedDict[tuple[tuple[str, str], str], Any] = OrderedDict()
         # The running job's runtime log level: part of the adapter's key, since a runtime reads
         # its level once, when it initialises (a job at another level gets an adapter of its own).
@@ -76,11 +77,11 @@ class AdapterCache:
         # thread are shared, and a vendor runtime is not re-entrant.
         self.lock = threading.Lock()
 
-    def _adapter_key(self, name: str, options: dict[str, Any]) -> tuple[str, str]:
+    def _adapter_key(self, name: str, options: Mapping[str, object]) -> tuple[str, str]:
         level = "" if self.log_level is None else f" log_level={self.log_level}"
         return name, json.dumps(options, sort_keys=True, default=jsonable) + level
 
-    def adapter(self, name: str, options: dict[str, Any], timeout: float) -> Adapter:
+    def adapter(self, name: str, options: Mapping[str, object], timeout: float) -> Adapter:
         key = self._adapter_key(name, options)
         if key in self.adapters:
             return self.adapters[key]
@@ -111,13 +112,13 @@ class AdapterCache:
         self.adapters[key] = self._call("init", name, create, timeout)
         return self.adapters[key]
 
-    def versions(self, name: str, options: dict[str, Any], timeout: float) -> dict[str, Any]:
+    def versions(self, name: str, options: Mapping[str, object], timeout: float) -> dict[str, str]:
         key = self._adapter_key(name, options)
         if key not in self.versions_cache:
             adapter = self.adapter(name, options, timeout)
             try:
                 reported = self._call("init", name, adapter.versions, timeout)
-                found: dict[str, Any] = {str(k): str(v) for k, v in reported.items()}
+                found = {str(k): str(v) for k, v in reported.items()}
             except StageFailed as failed:
                 if self.runtime.stuck:
                     raise

@@ -13,9 +13,12 @@ Standard library only, Python >= 3.8.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .boardstate import sysfs_root
+
+if TYPE_CHECKING:
+    from .documents import IdentityJson
 
 COMPATIBLE = "proc/device-tree/compatible"
 MODEL = "proc/device-tree/model"
@@ -40,7 +43,7 @@ def _strings(raw: bytes) -> list[str]:
     return [p.strip() for p in parts if p.strip()][:MAX_STRINGS]
 
 
-def read_identity(root: str | None = None) -> dict[str, Any]:
+def read_identity(root: str | None = None) -> IdentityJson:
     """``source`` (the path as on the board), ``compatible`` (the strings, board first, SoC
     last; empty when absent), ``model`` (or None), ``absent`` (no such file) and ``error`` (why
     it could not be read, or None)."""

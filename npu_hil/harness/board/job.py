@@ -29,8 +29,9 @@ import hashlib
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .loader import available_adapters, is_adapter_name
 from .wire import (
@@ -40,6 +41,11 @@ from .wire import (
     failure,
     parse_schema,
 )
+
+if TYPE_CHECKING:
+    from .documents import ErrorJson
+
+T = TypeVar("T")
 
 # Refusal bounds for a job: far above any real NPU tensor, low enough that a hostile shape cannot
 # make the agent allocate the board out of memory or overflow a size computation.
@@ -126,7 +132,7 @@ class JobRefused(Exception):
         self.field = field
         self.reason = reason
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> ErrorJson:
         return failure("JobError", "validate", str(self), field=self.field, reason=self.reason)
 
 
@@ -159,7 +165,7 @@ class Job:
 
     job_id: str
     adapter: str
-    options: dict[str, Any]
+    options: dict[str, object]
     model_path: str
     model_sha256: str
     inputs: list[JobInput]
@@ -197,7 +203,7 @@ def _regular_file(field: str, rel: str, full: str, where: str) -> None:
         raise JobRefused(field, "path", f"{rel!r} is not a regular file")
 
 
-def _require(obj: dict[str, Any], field: str, key: str, kind: type, what: str) -> Any:
+def _require(obj: Mapping[str, object], field: str, key: str, kind: type[T], what: str) -> T:
     if key not in obj:
         raise JobRefused(field + key, "missing", f"required {what} is missing")
     value = obj[key]
@@ -251,7 +257,7 @@ def _timeouts(value: object) -> dict[str, float]:
     return timeouts
 
 
-def _count(doc: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
+def _count(doc: Mapping[str, object], key: str, default: int, low: int, high: int) -> int:
     value = doc.get(key, default)
     if value is None:
         return default
@@ -260,16 +266,17 @@ def _count(doc: dict[str, Any], key: str, default: int, low: int, high: int) -> 
     return value
 
 
-def _flag(doc: dict[str, Any], key: str) -> bool:
+def _flag(doc: Mapping[str, object], key: str) -> bool:
     value = doc.get(key, False)
     if not isinstance(value, bool):
         raise JobRefused(key, "type", f"expected true or false, got {value!r}")
     return value
 
 
-def validate_job(doc: dict[str, Any], root: str | None, adapter_dirs: list[str]) -> Job:
-    """Check a job document against the protocol; raise JobRefused naming the field. The model
-    is named in the cache (``root``) and each input gives its ``nbytes``."""
+def validate_job(doc: Mapping[str, object], root: str | None, adapter_dirs: list[str]) -> Job:
+    """Check a job document (as it came: its values unchecked) against the protocol; raise
+    JobRefused naming the field. The model is named in the cache (``root``) and each input gives
+    its ``nbytes``."""
     schema = parse_schema(doc.get("schema"))
     if schema is None or schema[0] != JOB_SCHEMA_NAME:
         raise JobRefused("schema", "schema", f"expected {JOB_SCHEMA!r}, got {doc.get('schema')!r}")
@@ -436,7 +443,7 @@ def check_buffers(job: Job, buffers: list[Any], damaged: tuple[int, ...]) -> Non
             )
 
 
-def _framed_size(raw: dict[str, Any], field: str) -> int:
+def _framed_size(raw: Mapping[str, object], field: str) -> int:
     """An input carried in the job's frame: its announced size (its sha256 is the frame's)."""
     size = raw.get("nbytes")
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .folders import UnsafeFolder, check_folder, job_folder
 from .job import JobRefused
 from .results import create_new, write_result
 from .wire import JOB_FILE, JOBS_FOLDER, jsonable
+
+if TYPE_CHECKING:
+    from .documents import ResultJson
 
 
 def new_kept_dir(value: Any) -> str:
@@ -41,9 +44,9 @@ def new_kept_dir(value: Any) -> str:
 
 def write_kept_view(
     folder: str,
-    doc: Any,
+    doc: object,
     inputs: list[Any],
-    result: dict[str, Any],
+    result: ResultJson,
     device: list[memoryview],
 ) -> OSError | None:
     """A job's files for a person to read, written after it ran: job.json (the document, each
@@ -61,7 +64,7 @@ def write_kept_view(
         for index, data in enumerate(inputs):
             with create_new(os.path.join(folder, f"input_{index}.bin"), "wb") as handle:
                 handle.write(data)
-        records = [r for key in ("inputs", "outputs") for r in result.get(key, [])]
+        records = [*result["inputs"], *result["outputs"]]
         for record, data in zip(records, device):  # noqa: B905 - the records own the buffers
             with create_new(os.path.join(folder, os.path.basename(record["file"])), "wb") as f:
                 f.write(data)

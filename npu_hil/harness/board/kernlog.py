@@ -28,7 +28,10 @@ import os
 import re
 import subprocess
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from .documents import LogJson
 
 KMSG_ENV = "NPU_HIL_KMSG"
 SYSFS_ROOT_ENV = "NPU_HIL_SYSFS_ROOT"
@@ -53,7 +56,17 @@ def kmsg_path() -> str:
     return os.path.join(root, REAL_KMSG.lstrip("/"))
 
 
-def parse_record(text: str) -> dict[str, Any] | None:
+class KmsgRecord(TypedDict):
+    """One record of /dev/kmsg."""
+
+    level: int
+    facility: int
+    seq: int
+    usec: int
+    message: str
+
+
+def parse_record(text: str) -> KmsgRecord | None:
     """One kmsg record (``pri,seq,usec,flags;message``) as {level, facility, seq, usec,
     message}; continuation lines (a leading space) and anything else: None."""
     match = RECORD_RE.match(text.rstrip("\n"))
@@ -71,7 +84,7 @@ def parse_record(text: str) -> dict[str, Any] | None:
     }
 
 
-def format_line(record: dict[str, Any]) -> str:
+def format_line(record: KmsgRecord) -> str:
     """A record as ``dmesg`` shows it: ``[seconds.micros] message``."""
     usec = int(record["usec"])
     return f"[{usec // 1000000:5d}.{usec % 1000000:06d}] {record['message']}"
@@ -144,7 +157,7 @@ class KernelLog:
         except (OSError, subprocess.SubprocessError) as exc:
             self.why += f"; dmesg: {exc}"
 
-    def delta(self) -> dict[str, Any]:
+    def delta(self) -> LogJson:
         if self.fd is not None:
             try:
                 return self._kmsg_delta(self.fd)
@@ -155,7 +168,7 @@ class KernelLog:
             return self._dmesg_delta(self.dmesg_tail)
         return {"source": "absent", "why": self.why or "no kernel log was marked", "lines": []}
 
-    def _kmsg_delta(self, fd: int) -> dict[str, Any]:
+    def _kmsg_delta(self, fd: int) -> LogJson:
         kept = Bounded()
         lost = 0
         last_seq: int | None = None
@@ -190,7 +203,7 @@ class KernelLog:
                 kept.add(format_line(record))
         return _result("kmsg", kept, lost, "")
 
-    def _dmesg_delta(self, before: list[str]) -> dict[str, Any]:
+    def _dmesg_delta(self, before: list[str]) -> LogJson:
         try:
             after = _lines(self._run(_dmesg_argv()))
         except (OSError, subprocess.SubprocessError) as exc:
@@ -242,8 +255,8 @@ def _run_dmesg(argv: list[str]) -> bytes:
     return done.stdout[-MAX_DMESG_BYTES:]
 
 
-def _result(source: str, kept: Bounded, lost: int, why: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"source": source, "lines": kept.lines}
+def _result(source: str, kept: Bounded, lost: int, why: str) -> LogJson:
+    out: LogJson = {"source": source, "lines": kept.lines}
     if kept.dropped:
         out["dropped"] = kept.dropped
     if lost:

@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from .boardstate import MAX_ENTRIES, sysfs_root
+
+if TYPE_CHECKING:
+    from .documents import CmaJson, DmabufJson, MemoryJson, UnreadableJson
 
 MAX_FILE_BYTES = 16384
 MAX_BUFFERS = 4096
@@ -45,7 +48,7 @@ class _Reads:
     def __init__(self, root: str) -> None:
         self.root = root
         self.absent: list[str] = []
-        self.unreadable: list[dict[str, str]] = []
+        self.unreadable: list[UnreadableJson] = []
 
     def text(self, rel: str, limit: int = MAX_FILE_BYTES) -> str | None:
         try:
@@ -78,7 +81,7 @@ def _status_path(root: str) -> str:
     return "/"
 
 
-def _cma_areas(reads: _Reads) -> list[dict[str, Any]]:
+def _cma_areas(reads: _Reads) -> list[CmaJson]:
     folder = os.path.join(reads.root, CMA_AREAS)
     try:
         names = sorted(os.listdir(folder))[:MAX_ENTRIES]
@@ -87,21 +90,21 @@ def _cma_areas(reads: _Reads) -> list[dict[str, Any]]:
         return []
     areas = []
     for name in names:
-        entry: dict[str, Any] = {"area": name}
+        counts: dict[str, int | None] = {}
         for counter in CMA_COUNTERS:
             text = reads.text(f"{CMA_AREAS}/{name}/{counter}", 64)
             try:
-                entry[counter] = int(text) if text is not None else None
+                counts[counter] = int(text) if text is not None else None
             except ValueError:
                 reads.unreadable.append(
                     {"path": f"/{CMA_AREAS}/{name}/{counter}", "error": f"not a count: {text!r}"}
                 )
-                entry[counter] = None
-        areas.append(entry)
+                counts[counter] = None
+        areas.append(cast("CmaJson", {"area": name, **counts}))
     return areas
 
 
-def _dmabuf(reads: _Reads) -> dict[str, Any] | None:
+def _dmabuf(reads: _Reads) -> DmabufJson | None:
     folder = os.path.join(reads.root, DMABUF_SYSFS)
     try:
         names = sorted(os.listdir(folder))
@@ -131,7 +134,7 @@ def _dmabuf(reads: _Reads) -> dict[str, Any] | None:
     return {"source": "/" + DMABUF_DEBUG, "buffers": int(match[1]), "bytes": int(match[2])}
 
 
-def read_memory(root: str | None = None) -> dict[str, Any]:
+def read_memory(root: str | None = None) -> MemoryJson:
     """One reading: ``pid``; ``process`` (VmRSS, VmHWM, RssAnon in KiB, None where absent);
     ``meminfo`` (CmaTotal, CmaFree, MemAvailable in KiB); ``cma`` (per CMA area: its page
     counters); ``dmabuf`` (buffers, bytes, source; None where neither source is readable);

@@ -33,6 +33,7 @@ from .wire import RESULT_FILE, jsonable
 
 if TYPE_CHECKING:
     from .adapters.base import TensorOut
+    from .documents import ResultJson, TensorJson
 
 log = logging.getLogger("npu-hil-agent")
 
@@ -58,11 +59,11 @@ def device_bytes(tensor: TensorOut) -> np.ndarray:
 
 def describe_tensor(
     filename: str, tensor: TensorOut, flat: np.ndarray, digest: bool = True
-) -> dict[str, Any]:
+) -> TensorJson:
     """The result's record of a device buffer: its bytes hashed once, here, unless they go back
     in a bulk frame (``digest`` False), whose trailer carries the sha256 computed as it is
     written (the host puts it in the record)."""
-    record = {
+    record: TensorJson = {
         "name": str(tensor.name),
         "file": filename,
         "nbytes": int(flat.size),
@@ -76,7 +77,7 @@ def describe_tensor(
     return record
 
 
-def write_result(folder: str, result: dict[str, Any]) -> OSError | None:
+def write_result(folder: str, result: ResultJson) -> OSError | None:
     """Write result.json atomically (the host never sees half a file); the OSError when the
     directory is not writable, full or missing, else None."""
     path = os.path.join(folder, RESULT_FILE)

@@ -24,9 +24,12 @@ import os
 import select
 import subprocess
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .kernlog import MAX_BYTES, Bounded
+
+if TYPE_CHECKING:
+    from .documents import LogJson
 
 MAX_WINDOW_BYTES = 1 << 20  # a job's window kept by the tee, the newest bytes
 SYNC_WAIT_S = 5.0
@@ -228,18 +231,17 @@ class StderrCapture:
         if not self.open:
             self.why = self.tee.why
 
-    def stop(self, level: int | None, env: str | None) -> dict[str, Any]:
-        out: dict[str, Any] = {"level": level, "env": env}
+    def stop(self, level: int | None, env: str | None) -> LogJson:
         got = self.tee.window() if self.open else None
         if got is None:
-            out.update(source="absent", why=self.why or self.tee.why or "not captured", lines=[])
-            return out
+            why = self.why or self.tee.why or "not captured"
+            return {"level": level, "env": env, "source": "absent", "why": why, "lines": []}
         raw, dropped = got
         kept = Bounded(max_bytes=MAX_BYTES)
         for line in raw.decode("utf-8", "replace").splitlines():
             if line.strip():
                 kept.add(line.rstrip())
-        out.update(source="stderr", lines=kept.lines)
+        out: LogJson = {"level": level, "env": env, "source": "stderr", "lines": kept.lines}
         if kept.dropped or dropped:
             out["dropped"] = kept.dropped + (1 if dropped else 0)
         return out

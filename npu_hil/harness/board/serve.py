@@ -31,7 +31,7 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, NoReturn
 
 from .agent import Agent
@@ -106,7 +106,7 @@ class Request(NamedTuple):
     """A request and, when it came in a bulk frame, its buffers (read and hashed as they came)
     and the indices of those whose sha256 is not the one the trailer gives."""
 
-    message: dict[str, Any]
+    message: dict[str, object]
     buffers: list[Any] | None = None  # bytearray, or an mmap of a file for a large one
     damaged: tuple[int, ...] = ()
 
@@ -301,7 +301,7 @@ class FrameStream:
         damaged = tuple(i for i in range(len(ours)) if ours[i] != theirs[i])
         return Request(message, buffers, damaged)
 
-    def write(self, message: dict[str, Any], buffers: list[memoryview] | None = None) -> None:
+    def write(self, message: Mapping[str, object], buffers: list[memoryview] | None = None) -> None:
         """One frame: a message, or with ``buffers`` a bulk frame carrying them after it."""
         parts: Iterable[memoryview]
         if buffers is None:
@@ -543,7 +543,7 @@ def _answer_job(agent: Agent, stream: FrameStream, framed: Request) -> None:
         abandon(EXIT_TIMEOUT)
 
 
-def _versions_response(agent: Agent, request: dict[str, Any]) -> dict[str, Any]:
+def _versions_response(agent: Agent, request: Mapping[str, object]) -> dict[str, object]:
     name = request.get("adapter")
     options = request.get("options") or {}
     if not isinstance(name, str) or not is_adapter_name(name):

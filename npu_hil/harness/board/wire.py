@@ -19,8 +19,8 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 # Re-exported: the host reads frames through this module alone.
 from .frames import BULK_CHUNK as BULK_CHUNK
@@ -32,6 +32,9 @@ from .frames import bulk_header
 from .frames import frame_length as frame_length
 from .frames import is_bulk as is_bulk
 from .frames import whole_frames as whole_frames
+
+if TYPE_CHECKING:
+    from .documents import ErrorJson
 
 JOB_SCHEMA_NAME = "npu-hil-job"
 RESULT_SCHEMA_NAME = "npu-hil-result"
@@ -76,7 +79,7 @@ def parse_schema(value: object) -> tuple[str, int, int] | None:
     return match.group(1), int(match.group(2)), int(match.group(3) or 0)
 
 
-def encode_frame(message: dict[str, Any]) -> bytes:
+def encode_frame(message: Mapping[str, object]) -> bytes:
     """One frame: the 8-byte big-endian length of the UTF-8 JSON payload, then the payload."""
     payload = json.dumps(message, separators=(",", ":"), default=jsonable).encode("utf-8")
     if len(payload) > MAX_FRAME_BYTES:
@@ -84,7 +87,9 @@ def encode_frame(message: dict[str, Any]) -> bytes:
     return FRAME_HEADER.pack(len(payload)) + payload
 
 
-def encode_bulk_frame(message: dict[str, Any], buffers: list[memoryview]) -> Iterator[memoryview]:
+def encode_bulk_frame(
+    message: Mapping[str, object], buffers: list[memoryview]
+) -> Iterator[memoryview]:
     """One bulk frame as the parts to write in order: header and message (``message`` gets the
     buffers' sizes as ``"bulk"``), each buffer in pieces as it is (never copied into one), then
     the trailer of their sha256s. A generator: each piece is hashed just before it is handed to
@@ -106,7 +111,7 @@ def encode_bulk_frame(message: dict[str, Any], buffers: list[memoryview]) -> Ite
     yield memoryview(b"".join(digests))
 
 
-def bulk_sizes(message: dict[str, Any], rest: int) -> list[int]:
+def bulk_sizes(message: Mapping[str, object], rest: int) -> list[int]:
     """The buffer sizes a bulk frame's message announces, checked against the ``rest`` of the
     frame (the buffers and the trailer); ValueError when they do not add up."""
     sizes = message.get("bulk")
@@ -152,8 +157,9 @@ def nested_deeper(document: Any, max_depth: int) -> bool:
     return False
 
 
-def decode_frame(payload: bytes) -> dict[str, Any]:
-    """The JSON object of a frame payload; ValueError when it is not one."""
+def decode_frame(payload: bytes) -> dict[str, object]:
+    """The JSON object of a frame payload, its values unchecked; ValueError when it is not
+    one."""
     message = loads_bounded(payload.decode("utf-8"))
     if not isinstance(message, dict):
         raise ValueError(f"frame payload is {type(message).__name__}, not a JSON object")
@@ -184,14 +190,14 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
-def failure(kind: str, stage: str, message: str, **extra: Any) -> dict[str, Any]:
+def failure(kind: str, stage: str, message: str, **extra: object) -> ErrorJson:
     """An error record; extras that are None are left out."""
-    record = {"type": kind, "stage": stage, "message": message}
+    record: dict[str, object] = {"type": kind, "stage": stage, "message": message}
     record.update({k: v for k, v in extra.items() if v is not None})
-    return record
+    return cast("ErrorJson", record)
 
 
-def os_error_record(exc: OSError, stage: str) -> dict[str, Any]:
+def os_error_record(exc: OSError, stage: str) -> ErrorJson:
     """An OS error on the board (a full or read-only disk, a denied write) as a record that
     names it: ``errno`` and ``errno_name`` (``ENOSPC``) beside the message."""
     number = exc.errno

@@ -22,19 +22,31 @@ import time
 from collections import Counter, defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.report.records import OUTCOMES, QUARANTINED, TestRecord
 from npu_hil.harness.report.runmeta import (
     COMPLETE_EXITS,
     LAUNCHED_BY_ENV,
+    RunMeta,
     harness_version,
     run_key,
     run_kind,
 )
-from npu_hil.harness.report.runs import RECORDS_FILE, RUN_DIR_ENV, SUMMARY_FILE, new_run_dir
+from npu_hil.harness.report.runs import (
+    RECORDS_FILE,
+    RUN_DIR_ENV,
+    SUMMARY_FILE,
+    PastSummary,
+    new_run_dir,
+    read_summary,
+)
 from npu_hil.harness.report.writer import COMPARISON_FILE, HTML_FILE, load_records, write_run
+
+if TYPE_CHECKING:
+    from npu_hil.harness.plugin.sim_faults import BoardFaultDocument
+    from npu_hil.harness.report.compare import ComparisonDocument
 
 DEFAULT_SUITE = Path("tests") / "hil"
 """A suite of the user's own beside the inventory, run when the current folder has one."""
@@ -312,7 +324,10 @@ def _print_summary(run_dir: Path, code: int) -> None:
         console.print("\n".join(lines[-LOG_TAIL_LINES:]), markup=False, highlight=False)
         console.print(f"no test records were written (pytest exit {code}); its output: {log}")
         return
-    summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    summary = read_summary(run_dir)
+    if summary is None:
+        console.print(f"{summary_path} cannot be read", markup=False, highlight=False)
+        return
     mode = provenance_line(summary)
     outcomes = summary["outcomes"]
     # A quarantined column only when a listed test failed, as summary.json counts it.
@@ -336,7 +351,8 @@ def _print_summary(run_dir: Path, code: int) -> None:
         console.print(f"FAILED RUN: {summary['run_failure']}", markup=False, highlight=False)
     comparison_path = run_dir / COMPARISON_FILE
     if comparison_path.exists():
-        comparison = json.loads(comparison_path.read_text(encoding="utf-8"))
+        # comparison.json as this run's report wrote it (build_comparison)
+        comparison = cast("ComparisonDocument", json.loads(comparison_path.read_text("utf-8")))
         console.print(comparison_line(comparison), markup=False, highlight=False)
     for line in health_lines(summary):
         console.print(line, markup=False, highlight=False)
@@ -345,7 +361,7 @@ def _print_summary(run_dir: Path, code: int) -> None:
         console.print(f"pytest stopped early (exit {code}); its output is in {run_dir / LOG_FILE}")
 
 
-def provenance_line(summary: dict[str, Any]) -> str:
+def provenance_line(summary: PastSummary) -> str:
     """The same words as report.html's banner: hardware counts only cases a hardware board ran."""
     hw, sim = int(summary.get("hardware", 0)), int(summary.get("simulated", 0))
     not_run = int(summary.get("not_run", 0))
@@ -359,7 +375,7 @@ def provenance_line(summary: dict[str, Any]) -> str:
     return f"MIXED ({hw} on hardware, {sim} simulated{rest})"
 
 
-def comparison_line(comparison: dict[str, Any]) -> str:
+def comparison_line(comparison: ComparisonDocument) -> str:
     previous = comparison.get("previous_run")
     if not previous:
         return f"no comparison: {comparison.get('baseline', 'no earlier run')}"
@@ -371,7 +387,7 @@ def comparison_line(comparison: dict[str, Any]) -> str:
     )
 
 
-def health_lines(summary: dict[str, Any]) -> list[str]:
+def health_lines(summary: PastSummary) -> list[str]:
     lines = []
     for board, events in summary.get("board_health", {}).items():
         for event in events:
@@ -379,7 +395,7 @@ def health_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _nightly_kind(args: argparse.Namespace, suite: Path) -> dict[str, Any]:
+def _nightly_kind(args: argparse.Namespace, suite: Path) -> RunMeta:
     """The run key of a report nightly rebuilds itself, from its own arguments."""
     inventory = args.inventory
     if inventory is None and Path(DEFAULT_INVENTORY).exists():
@@ -436,7 +452,7 @@ def _check_inventory(
     return runtime_names(inventory)
 
 
-def _sim_faults(texts: list[str]) -> list[dict[str, Any]]:
+def _sim_faults(texts: list[str]) -> list[BoardFaultDocument]:
     from npu_hil.harness.plugin.sim_faults import parse_board_faults
 
     return [f.to_dict() for f in parse_board_faults(texts)]
@@ -499,7 +515,7 @@ def _run_once(args: argparse.Namespace, suite: Path, faults: list[str]) -> tuple
     code = _run_with_progress(cmd, run_dir, env)
     if not (run_dir / SUMMARY_FILE).exists() and (run_dir / RECORDS_FILE).exists():
         # pytest died before the plugin wrote the report: rebuild it from what completed
-        meta = {
+        meta: RunMeta = {
             "started": started,
             "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             # pytest's own exit says whether every test ran (the plugin did not write the

@@ -16,9 +16,15 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+from typing_extensions import TypedDict
 
 from npu_hil.harness.errors import NpuHilError
+
+if TYPE_CHECKING:
+    from npu_hil.harness.report.runmeta import RunMeta
+    from npu_hil.harness.soak.documents import ErrorRate, FitDocument, SoakDocument
 
 __all__ = ["SoakUsageError", "add_parser", "run_soak"]
 
@@ -198,7 +204,30 @@ def _progress(started: float) -> Any:
     return show
 
 
-def _outcome(folder: Path, document: dict[str, Any]) -> dict[str, Any]:
+class Slope(TypedDict):
+    """A memory series' slopes in ``npu-hil soak --json``'s ``slopes``."""
+
+    board: str
+    context: int | None
+    metric: str
+    kib_per_1k_jobs: FitDocument | None
+    kib_per_hour: FitDocument | None
+    problem: str | None
+    failed: list[str]
+
+
+class SoakOutcome(TypedDict):
+    """What ``npu-hil soak --json`` prints: the verdict, the report folder and the slopes."""
+
+    passed: bool
+    reasons: list[str]
+    report: str
+    elapsed_s: float
+    error_rates: dict[str, ErrorRate]
+    slopes: list[Slope]
+
+
+def _outcome(folder: Path, document: SoakDocument) -> SoakOutcome:
     verdict = document["verdict"]
     return {
         "passed": verdict["passed"],
@@ -208,16 +237,13 @@ def _outcome(folder: Path, document: dict[str, Any]) -> dict[str, Any]:
         "error_rates": verdict["error_rates"],
         "slopes": [
             {
-                k: s[k]
-                for k in (
-                    "board",
-                    "context",
-                    "metric",
-                    "kib_per_1k_jobs",
-                    "kib_per_hour",
-                    "problem",
-                    "failed",
-                )
+                "board": s["board"],
+                "context": s["context"],
+                "metric": s["metric"],
+                "kib_per_1k_jobs": s["kib_per_1k_jobs"],
+                "kib_per_hour": s["kib_per_hour"],
+                "problem": s["problem"],
+                "failed": s["failed"],
             }
             for s in verdict["series"]
         ],
@@ -289,13 +315,14 @@ def run_soak(args: argparse.Namespace) -> int:
             raise SoakUsageError(f"soak: no board of {inventory.source} matches the selection")
         run = soak(farm, boards, plan, on_progress=_progress(started))
     verdict = judge(run, bounds)
-    meta = {
+    meta: RunMeta = {
         "argv": sys.argv[1:],
         "sim_faults": [f.to_dict() for f in faults],
         "inventory": str(inventory.source),
     }
     folder = write_soak_report(args.reports, run, verdict, meta)
-    document = json.loads((folder / JSON_FILE).read_text(encoding="utf-8"))
+    # the document this command has just written (soak_document)
+    document = cast("SoakDocument", json.loads((folder / JSON_FILE).read_text(encoding="utf-8")))
     if args.json:
         print(json.dumps(_outcome(folder, document), indent=1))
     else:

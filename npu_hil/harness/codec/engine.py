@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
+from typing_extensions import TypedDict
 
 from npu_hil.harness.codec import slot_blocks
 from npu_hil.harness.codec.aligned import aligned_empty, aligned_like
@@ -88,6 +89,18 @@ class _Piece:
     dst_offset: int
     dst_shape: tuple[int, ...]
     dst_strides: tuple[int, ...]
+
+
+class LayoutConfig(TypedDict):
+    """:meth:`BlockedLayout.config`: what builds a layout again (``get_layout``'s arguments),
+    as a run's record and ``npu-hil layout --json`` keep it."""
+
+    target: str
+    layout: str
+    shape: list[int]
+    dtype: str
+    role: str
+    params: dict[str, object]
 
 
 @dataclass(frozen=True)
@@ -216,7 +229,7 @@ class BlockedLayout:
         canonical = tuple(inner[a] for a in range(len(self.canonical_shape)))
         return self._to_logical(canonical)
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> LayoutConfig:
         """Everything :func:`npu_hil.harness.codec.get_layout` needs to build this layout again."""
         return {
             "target": self.target,

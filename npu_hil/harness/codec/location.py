@@ -4,11 +4,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from typing_extensions import TypedDict
 
-__all__ = ["LocatedOffsets", "Location"]
+__all__ = ["LocatedOffsets", "Location", "LocationDocument"]
+
+
+class LocationDocument(TypedDict):
+    """:meth:`Location.to_dict`: one located offset as the diff's reports and the CLI write it."""
+
+    offset: int
+    index: list[int] | None
+    part: str | None
+    entry: int | None
+    bits: str | None
+    padding: bool
+    byte_in_element: int | None
 
 
 @dataclass(frozen=True)
@@ -35,7 +47,7 @@ class Location:
         part = f" ({self.part} byte)" if self.part else ""
         return f"{where}: {idx}{part}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> LocationDocument:
         return {
             "offset": self.offset,
             "index": list(self.index) if self.index is not None else None,

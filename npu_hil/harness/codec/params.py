@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -9,8 +10,11 @@ import numpy as np
 from npu_hil.harness.errors import LayoutError
 
 
-def take_params(where: str, params: dict[str, Any], accepted: tuple[str, ...]) -> dict[str, Any]:
-    """Refuse parameters a layout does not know, naming the ones it does."""
+def take_params(
+    where: str, params: Mapping[str, object], accepted: tuple[str, ...]
+) -> Mapping[str, object]:
+    """Refuse parameters a layout does not know, naming the ones it does (their values are
+    checked where the layout reads them: :func:`one_int`, :func:`int_tuple`)."""
     unknown = sorted(set(params) - set(accepted))
     if unknown:
         listed = ", ".join(accepted) if accepted else "none"

@@ -38,8 +38,9 @@ class LayoutBuilder(Protocol):
         shape: tuple[int, ...],
         dtype: np.dtype,
         role: str,
-        params: dict[str, Any],
-    ) -> BlockedLayout: ...
+        params: Mapping[str, object],
+    ) -> BlockedLayout:
+        """``params``: the caller's and the device's knobs, each checked where it is read."""
 
 
 class ReportReader(Protocol):
@@ -57,10 +58,11 @@ class ReportReader(Protocol):
         shape: tuple[int, ...] | None,
         *,
         reported: bool,
-        params: dict[str, Any],
+        params: Mapping[str, object],
     ) -> BlockedLayout:
         """The layout the report describes: with the device's geometry (``reported``) or the
-        codec's prediction for the same tensor; ``params`` are knobs the report lacks."""
+        codec's prediction for the same tensor; ``params`` are knobs the report lacks (checked
+        by the layout builder they go to)."""
 
 
 _BUILDERS: dict[str, LayoutBuilder] = {}

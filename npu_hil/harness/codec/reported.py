@@ -66,7 +66,7 @@ def _build(
     shape: tuple[int, ...] | list[int] | None,
     *,
     reported: bool,
-    params: dict[str, Any],
+    params: Mapping[str, object],
 ) -> BlockedLayout:
     reader = report_reader(target)
     if not isinstance(attributes, Mapping):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from typing_extensions import NotRequired, TypedDict
 
 from npu_hil.harness.errors import LayoutError
 
@@ -28,6 +29,18 @@ __all__ = ["Accuracy", "AccuracyError", "Thresholds", "measure", "thresholds_of"
 
 class AccuracyError(LayoutError):
     """Accuracy asked of tensors that cannot be compared, or thresholds that make no sense."""
+
+
+class AccuracyDocument(TypedDict):
+    """:meth:`Accuracy.to_dict`: a tensor's accuracy as results and reports hold it."""
+
+    cosine: float | None
+    snr_db: float | str
+    max_abs_err: float | str
+    max_rel_err: float | str | None
+    elements: int
+    cosine_note: NotRequired[str]
+    inputs: NotRequired[str]
 
 
 @dataclass(frozen=True)
@@ -48,17 +61,20 @@ class Accuracy:
     """What the float reference ran on: ``given`` (the caller's inputs, so input quantization
     counts) or ``held`` (what the device held, decoded: inputs not in the model's own form)."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> AccuracyDocument:
         """JSON-safe: infinities as the strings ``"inf"`` / ``"-inf"``, undefined as null."""
-        return {
+        document: AccuracyDocument = {
             "cosine": self.cosine,
             "snr_db": _json_float(self.snr_db),
             "max_abs_err": _json_float(self.max_abs_err),
             "max_rel_err": None if self.max_rel_err is None else _json_float(self.max_rel_err),
             "elements": self.elements,
-            **({"cosine_note": self.cosine_note} if self.cosine_note else {}),
-            **({"inputs": self.inputs} if self.inputs else {}),
         }
+        if self.cosine_note:
+            document["cosine_note"] = self.cosine_note
+        if self.inputs:
+            document["inputs"] = self.inputs
+        return document
 
     def summary(self) -> str:
         """One line: ``cosine 0.999812, SNR 41.3 dB, max abs 0.0123, max rel 0.0456``."""

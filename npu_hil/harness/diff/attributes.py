@@ -10,8 +10,11 @@ What differs per vendor (enum prefixes, a documented address rule) comes from it
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
+
+from typing_extensions import TypedDict
 
 from npu_hil.harness.codec.engine import BlockedLayout
 from npu_hil.harness.errors import LayoutError
@@ -30,6 +33,17 @@ ADDRESS_KEYS = ("address", "virt_addr", "vir_addr", "virAddr")
 FIRST_ADDRESS_ALIGN = 32
 
 
+class AttributeFindingDocument(TypedDict):
+    """:meth:`AttributeFinding.to_dict`: one attribute finding as results and reports hold it."""
+
+    attribute: str
+    predicted: object
+    reported: object
+    agrees: bool
+    rule: str
+    message: str
+
+
 @dataclass(frozen=True)
 class AttributeFinding:
     """One attribute: what the codec predicted, what the device reported, and why."""
@@ -41,11 +55,13 @@ class AttributeFinding:
     rule: str
     message: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+    def to_dict(self) -> AttributeFindingDocument:
+        return cast(AttributeFindingDocument, dataclasses.asdict(self))
 
 
-def diff_attributes(layout: BlockedLayout, reported: dict[str, Any]) -> list[AttributeFinding]:
+def diff_attributes(
+    layout: BlockedLayout, reported: Mapping[str, object]
+) -> list[AttributeFinding]:
     """Compare each reported attribute with the codec's prediction for ``layout``.
 
     ``layout`` should be built from the model's declaration alone (no device-reported params);

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+from typing_extensions import TypedDict
 
 from npu_hil.harness.codec import get_layout, layout_names
 from npu_hil.harness.codec.engine import BlockedLayout
@@ -50,6 +51,31 @@ class Candidate:
         return text + (f" [{self.note}]" if self.note else "")
 
 
+class CandidateDocument(TypedDict):
+    """One :class:`Candidate` in an :class:`ExplanationDocument`."""
+
+    layout: str
+    role: str
+    params: dict[str, object]
+    swapped: bool
+    nbytes: int
+    matching: float
+    exact: bool
+    note: str
+
+
+class ExplanationDocument(TypedDict):
+    """:meth:`Explanation.to_dict`: the forensics' answer as ``npu-hil explain --json`` and the
+    diff's report hold it."""
+
+    target: str
+    declared: str | None
+    found: bool
+    declared_fault: str | None
+    verdict: str
+    candidates: list[CandidateDocument]
+
+
 @dataclass
 class Explanation:
     """The ranked candidates and a one-line verdict."""
@@ -80,14 +106,14 @@ class Explanation:
             sentence += f"; the model declares {self.declared}"
         return sentence
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ExplanationDocument:
         return {
             "target": self.target,
             "declared": self.declared,
             "found": self.found,
             "declared_fault": self.declared_fault,
             "verdict": self.verdict(),
-            "candidates": [dataclasses.asdict(c) for c in self.candidates],
+            "candidates": [cast(CandidateDocument, dataclasses.asdict(c)) for c in self.candidates],
         }
 
 
@@ -203,7 +229,8 @@ def _candidate_layouts(
 
 def _param_variants(
     target: str, name: str, role: str, shape: tuple[int, ...], dtype: np.dtype
-) -> Iterator[tuple[dict[str, Any], str]]:
+) -> Iterator[tuple[Mapping[str, object], str]]:
+    # Each vendor's layout parameters, checked by the layout builder get_layout calls.
     yield {}, ""
     variants = unit_for(target).forensic_variants
     if variants is not None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import cast
 
 import numpy as np
+from typing_extensions import TypedDict
 
 VERDICT_EQUAL = "equal"
 VERDICT_WITHIN = "equal within tolerance"
@@ -77,6 +78,70 @@ class Finding:
 
     kind: str
     message: str
+
+
+class MismatchDocument(TypedDict):
+    """One :class:`Mismatch` in a :class:`DiffDocument`."""
+
+    offset: int
+    index: tuple[int, ...]
+    part: str | None
+    entry: int | None
+    bits: str | None
+    expected: float
+    got: float
+
+
+class UnwrittenDocument(TypedDict):
+    """One :class:`Unwritten` stretch in a :class:`DiffDocument`."""
+
+    offset: int
+    count: int
+    index: tuple[int, ...] | None
+    padding: bool
+
+
+class FindingDocument(TypedDict):
+    """One :class:`Finding` in a :class:`DiffDocument`."""
+
+    kind: str
+    message: str
+
+
+class DiffDocument(TypedDict):
+    """:meth:`DiffReport.to_dict`: a tensor's byte diff as results and ``npu-hil diff --json``
+    hold it (the report's fields but its arrays, channels and groups keyed by their text)."""
+
+    target: str
+    layout: str
+    role: str
+    shape: list[int]
+    dtype: str
+    axis_names: tuple[str, ...]
+    tolerance: float
+    padding_policy: str
+    expected_nbytes: int
+    device_nbytes: int
+    elements_total: int
+    elements_compared: int
+    elements_missing: int
+    mismatched: int
+    within_tolerance: int
+    max_abs_error: float
+    dirty_padding_bytes: int
+    first_dirty_padding: list[int]
+    first_mismatches: list[MismatchDocument]
+    per_channel: dict[str, int]
+    per_group: dict[str, int]
+    group_size: int | None
+    findings: list[FindingDocument]
+    unwritten_bytes: int
+    unwritten_elements: int
+    first_unwritten: list[UnwrittenDocument]
+    canary: str | None
+    canary_note: str
+    verdict: str
+    length_delta: int
 
 
 @dataclass
@@ -182,7 +247,7 @@ class DiffReport:
             out.append(f"  canary: {self.canary_note}")
         return "\n".join(out)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> DiffDocument:
         data = asdict(self)
         for array_field in ("mismatch_index", "mismatch_expected", "mismatch_got"):
             data.pop(array_field)
@@ -194,7 +259,7 @@ class DiffReport:
         data["length_delta"] = self.length_delta
         data["per_channel"] = {str(k): v for k, v in self.per_channel.items()}
         data["per_group"] = {str(k): v for k, v in self.per_group.items()}
-        return data
+        return cast(DiffDocument, data)
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)

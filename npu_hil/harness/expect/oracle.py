@@ -42,7 +42,9 @@ class ReportedTensor(Protocol):
     def shape(self) -> Any: ...
 
     @property
-    def attributes(self) -> dict[str, Any]: ...
+    def attributes(self) -> Mapping[str, object]:
+        """The runtime's own record, opaque here: the vendor's report reader and quantization
+        model check the fields they read."""
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,14 @@ from npu_hil.harness.farm.backends import BACKENDS
 from npu_hil.harness.farm.breaker import DEFAULT_THRESHOLD, CircuitBreaker
 from npu_hil.harness.farm.breaker_file import BreakerFile
 from npu_hil.harness.farm.connect import connect
-from npu_hil.harness.farm.health_store import BAD, GOOD, HealthStore, health_folder, state_key
+from npu_hil.harness.farm.health_store import (
+    BAD,
+    GOOD,
+    HealthDocument,
+    HealthStore,
+    health_folder,
+    state_key,
+)
 from npu_hil.harness.farm.health_store import BREAKER_OPENED as _BREAKER_OPENED
 from npu_hil.harness.farm.health_store import CHECK_FAILED as _CHECK_FAILED
 from npu_hil.harness.farm.health_store import CHECK_PASSED as _CHECK_PASSED
@@ -355,7 +362,7 @@ class Farm:
             verdict = board_identity(
                 board.name, board.target, simulated=simulated, ping=ping, versions=versions
             )
-            identity = verdict.to_dict()
+            identity = dict(verdict.to_dict())
             if verdict.state == "mismatch":
                 raise identity_error(board.name, verdict)
             if verdict.state == "unknown":
@@ -461,7 +468,7 @@ class Farm:
         except (OSError, NpuHilError) as exc:  # a health file is evidence, not a precondition
             log.warning("%s: cannot store its health (%s): %s", board, state, exc)
 
-    def board_health(self, board: Board | str) -> dict[str, Any]:
+    def board_health(self, board: Board | str) -> HealthDocument:
         """The board's stored health and history (what summary.json shows)."""
         return self.health_store.read(self._board(board).name).to_dict()
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
+from typing_extensions import NotRequired, TypedDict
 
 from npu_hil.harness.errors import NpuHilError, UnsafeFolderError
 from npu_hil.harness.files import InputFileError, read_json
@@ -114,6 +115,29 @@ def _short(stamp: str) -> str:
     return f"{stamp[:10]} {stamp[11:16]}Z" if len(stamp) >= 16 else stamp
 
 
+class HealthEventDocument(TypedDict):
+    """One event of a health file's ``history`` (:meth:`HealthEvent.to_dict`)."""
+
+    time: str
+    state: str
+    what: str
+    cause: str
+    run_id: str
+
+
+class HealthDocument(TypedDict):
+    """A board's health file, ``<board>.health.json`` (:meth:`BoardHealth.to_dict`), also
+    summary.json's ``health_history`` per board; ``problem``: why the file could not be read."""
+
+    schema: int
+    board: str
+    state: str
+    since: str
+    cause: str
+    history: list[HealthEventDocument]
+    problem: NotRequired[str]
+
+
 @dataclass(frozen=True)
 class HealthEvent:
     time: str
@@ -122,7 +146,7 @@ class HealthEvent:
     cause: str = ""
     run_id: str = ""
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> HealthEventDocument:
         return {
             "time": self.time,
             "state": self.state,
@@ -167,16 +191,18 @@ class BoardHealth:
             f"it and pass a health check to clear, or --clear-health {self.board}"
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self) -> HealthDocument:
+        document: HealthDocument = {
             "schema": SCHEMA,
             "board": self.board,
             "state": self.state,
             "since": self.since,
             "cause": self.cause,
             "history": [e.to_dict() for e in self.history],
-            **({"problem": self.problem} if self.problem else {}),
         }
+        if self.problem:
+            document["problem"] = self.problem
+        return document
 
 
 @dataclass
@@ -289,7 +315,7 @@ class HealthStore:
                 os.unlink(tmp)
 
 
-def stored_health(folder: str | os.PathLike[str], boards: list[str]) -> dict[str, dict[str, Any]]:
+def stored_health(folder: str | os.PathLike[str], boards: list[str]) -> dict[str, HealthDocument]:
     """board → its stored health (``to_dict``) for the boards with a health file in
     ``folder``; nothing is created (a report reads it). A FIFO, a symlink or a folder in a
     health file's place is there too, read as ``unknown`` with why (``problem``): damage the

@@ -29,9 +29,10 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from npu_hil.harness.history.model import Band, CasePoint, Regression
+from npu_hil.harness.report.records import FindingDocument
 
 __all__ = [
     "ACCURACY_METRICS",
@@ -224,6 +225,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def finding_dict(regression: Regression) -> dict[str, Any]:
+def finding_dict(regression: Regression) -> FindingDocument:
     """``regression.to_dict()`` as strict JSON has it (an infinite median is ``"inf"``)."""
-    return dict(_plain(regression.to_dict()))
+    return cast(FindingDocument, _plain(regression.to_dict()))

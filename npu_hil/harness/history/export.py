@@ -18,8 +18,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+from typing_extensions import TypedDict
+
 from npu_hil.harness.history.flaky import numeric
-from npu_hil.harness.history.model import CasePoint, RunEntry
+from npu_hil.harness.history.model import CasePoint, LatencyFigures, RunEntry, WorstAccuracy
 from npu_hil.harness.history.store import History
 from npu_hil.harness.report.compare import outcome_state
 
@@ -163,7 +165,23 @@ def openmetrics_text(history: History) -> str:
     return "".join(openmetrics_lines(history))
 
 
-def _record(point: CasePoint, entry: RunEntry) -> dict[str, Any]:
+class ExportRecord(TypedDict):
+    """One line of ``npu-hil history export --format jsonl``: a case in a run."""
+
+    run_id: str
+    run_key: str
+    started: float
+    board: str
+    target: str
+    nodeid: str
+    outcome: str
+    ran_on: str
+    latency: LatencyFigures | None
+    accuracy: WorstAccuracy | None
+    noisy: str
+
+
+def _record(point: CasePoint, entry: RunEntry) -> ExportRecord:
     return {
         "run_id": entry.run_id,
         "run_key": entry.run_key,

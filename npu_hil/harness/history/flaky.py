@@ -11,10 +11,12 @@ alternated every run), over the states only.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import median
 from typing import Any
+
+from typing_extensions import TypedDict
 
 from npu_hil.harness.history.model import CaseKey, CasePoint, RunEntry
 from npu_hil.harness.history.store import History
@@ -32,6 +34,37 @@ __all__ = [
     "flakiness",
     "numeric",
 ]
+
+
+class StripCell(TypedDict):
+    """A run's outcome of a case in a history's strip (``absent``: not in that run)."""
+
+    run_id: str
+    outcome: str
+
+
+class FailingSince(TypedDict):
+    """The run a case's current failing streak began with."""
+
+    run_id: str
+    started: float
+
+
+class CaseHistoryDocument(TypedDict):
+    """One case of ``npu-hil history --json`` (:meth:`CaseHistory.to_dict`)."""
+
+    board: str
+    nodeid: str
+    target: str
+    strip: list[StripCell]
+    failing_since: FailingSince | None
+    flakiness: float
+    flips: int
+    pass_rate: float | None
+    latency_p50_ms: list[float | None]
+    latency_p50_last_ms: float | None
+    latency_p50_median_ms: float | None
+    snr_db: list[float | str | None]
 
 
 @dataclass(frozen=True)
@@ -71,7 +104,7 @@ class CaseHistory:
         values = [v for v in self.snr_db if v is not None]
         return values[-1] if values else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CaseHistoryDocument:
         since = self.failing_since
         return {
             "board": self.board,
@@ -216,7 +249,8 @@ def _case_history(
     )
 
 
-def _figure(figures: dict[str, Any] | None, name: str) -> float | None:
+def _figure(figures: Mapping[str, object] | None, name: str) -> float | None:
+    # latency or accuracy figures, each value checked by numeric (a file may hold anything)
     if not figures:
         return None
     value = figures.get(name)

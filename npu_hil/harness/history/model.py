@@ -31,9 +31,11 @@ is simply not in the index.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
+from typing_extensions import TypedDict
+
+from npu_hil.harness.report.records import FindingDocument
 from npu_hil.harness.report.runs import MEASUREMENTS_FILE as MEASUREMENTS_FILE
 
 SCHEMA_VERSION = 1
@@ -42,6 +44,43 @@ INDEX_FILE = "history.json"
 CaseKey = tuple[str, str]
 """(board, nodeid): the unit a baseline, a trend and a flakiness rate are kept for. A case that
 ran on no board has board ``""``."""
+
+
+LatencyFigures = dict[str, float | int | str]
+"""What the history keeps of a case's latency (``npu_hil.harness.latency.Latency.to_dict``'s
+p50_ms ... jitter_ms, runs, source)."""
+
+
+class WorstAccuracy(TypedDict):
+    """A case's worst output's figures in measurements.json (``"inf"``: an exact match)."""
+
+    snr_db: float | str | None
+    cosine: float | str | None
+
+
+class CaseDocument(TypedDict):
+    """One case of measurements.json's ``cases`` (:meth:`CasePoint.to_dict`)."""
+
+    nodeid: str
+    board: str
+    target: str
+    outcome: str
+    ran_on: str
+    latency: LatencyFigures | None
+    accuracy: WorstAccuracy | None
+    noisy: str
+    subject: str
+
+
+class RunEntryDocument(TypedDict):
+    """One run of history.json's ``runs`` (:meth:`RunEntry.to_dict`)."""
+
+    run_id: str
+    run_key: str
+    started: float
+    complete: bool
+    counts: dict[str, int]
+    cases: int
 
 
 @dataclass(frozen=True)
@@ -54,8 +93,8 @@ class CasePoint:
     target: str
     outcome: str
     ran_on: str  # "hw", "sim" or "" (skipped, unreachable)
-    latency: dict[str, Any] | None = None
-    accuracy: dict[str, Any] | None = None
+    latency: LatencyFigures | None = None
+    accuracy: WorstAccuracy | None = None
     noisy: str = ""
     subject: str = ""  # the model and inputs the figures are of (TestRecord.subject)
 
@@ -63,7 +102,7 @@ class CasePoint:
     def key(self) -> CaseKey:
         return (self.board, self.nodeid)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CaseDocument:
         # By hand, not dataclasses.asdict: its deep copy of every figure was two thirds of the
         # time writing a 1,000-case run's measurements (the run's file says run_id once).
         return {
@@ -73,7 +112,7 @@ class CasePoint:
             "outcome": self.outcome,
             "ran_on": self.ran_on,
             "latency": dict(self.latency) if self.latency is not None else None,
-            "accuracy": dict(self.accuracy) if self.accuracy is not None else None,
+            "accuracy": self.accuracy.copy() if self.accuracy is not None else None,
             "noisy": self.noisy,
             "subject": self.subject,
         }
@@ -90,7 +129,7 @@ class RunEntry:
     counts: dict[str, int] = field(default_factory=dict)
     cases: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RunEntryDocument:
         # by hand: asdict's deep copy made rewriting a 1,000-run index take 0.2 s
         return {
             "run_id": self.run_id,
@@ -138,5 +177,22 @@ class Regression:
     severity: str
     message: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> FindingDocument:
+        band = self.band
+        return {
+            "board": self.board,
+            "nodeid": self.nodeid,
+            "metric": self.metric,
+            "value": self.value,
+            "band": {
+                "metric": band.metric,
+                "median": band.median,
+                "low": band.low,
+                "high": band.high,
+                "mad": band.mad,
+                "k": band.k,
+                "runs": list(band.runs),
+            },
+            "severity": self.severity,
+            "message": self.message,
+        }

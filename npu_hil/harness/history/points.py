@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from npu_hil.harness.history.model import CasePoint, RunEntry
+from npu_hil.harness.history.model import CasePoint, RunEntry, WorstAccuracy
 from npu_hil.harness.history.noise import noise_reason
 from npu_hil.harness.report.records import OUTCOMES, TestRecord, last_attempts
 
@@ -42,7 +42,7 @@ def _kept(value: float) -> float | str:
     return INF if value == math.inf else value
 
 
-def worst_accuracy(record: TestRecord) -> dict[str, Any] | None:
+def worst_accuracy(record: TestRecord) -> WorstAccuracy | None:
     """The lowest SNR and the lowest cosine over the record's outputs (each may come from a
     different output), ``"inf"`` kept as ``"inf"``; None when no output has figures."""
     snrs: list[float] = []

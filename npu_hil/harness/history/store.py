@@ -19,7 +19,7 @@ import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from filelock import FileLock
 
@@ -32,7 +32,9 @@ from npu_hil.harness.history.model import (
     SCHEMA_VERSION,
     CaseKey,
     CasePoint,
+    LatencyFigures,
     RunEntry,
+    WorstAccuracy,
 )
 from npu_hil.harness.report.atomic import write_text_atomic
 from npu_hil.harness.report.runs import RUN_ID_PATTERN, root_problem
@@ -149,8 +151,9 @@ def read_measurements(
                 str(case.get("target") or ""),
                 str(case.get("outcome") or ""),
                 str(case.get("ran_on") or ""),
-                latency if isinstance(latency, dict) else None,
-                accuracy if isinstance(accuracy, dict) else None,
+                # the figures are read through flaky.numeric, which takes any value
+                cast(LatencyFigures, latency) if isinstance(latency, dict) else None,
+                cast(WorstAccuracy, accuracy) if isinstance(accuracy, dict) else None,
                 str(case.get("noisy") or ""),
                 str(case.get("subject") or ""),
             )

@@ -17,7 +17,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from npu_hil.harness.history.flaky import ABSENT, DEFAULT_RUNS, CaseHistory, case_histories
+from typing_extensions import TypedDict
+
+from npu_hil.harness.history.flaky import (
+    ABSENT,
+    DEFAULT_RUNS,
+    CaseHistory,
+    StripCell,
+    case_histories,
+)
 from npu_hil.harness.history.store import History, load_history
 from npu_hil.harness.report.compare import outcome_state
 from npu_hil.harness.report.plots import new_figure, png_uri
@@ -30,6 +38,74 @@ LINES_WITH_LEGEND = 8
 MARKED_RUNS = 60  # more lines than this: no legend (nodeids would fill the plot)
 
 __all__ = ["MAX_BOARDS", "MAX_CASES", "trends_view", "view_for_run"]
+
+
+class CaseRow(TypedDict):
+    """A case's row under its board in the page's history view."""
+
+    nodeid: str
+    target: str
+    strip: list[StripCell]
+    failing_since: str | None
+    failing_since_started: str
+    flakiness: float
+    flips: int
+    pass_rate: float | None
+    latency_last_ms: float | None
+    latency_median_ms: float | None
+    snr_last_db: float | None
+    last_outcome: str
+
+
+class Highlight(TypedDict):
+    """A case under one of the view's headings: its last two outcomes."""
+
+    board: str
+    nodeid: str
+    before: str
+    now: str
+    failing_since: str | None
+    flips: int
+
+
+class Highlighted(TypedDict):
+    """One heading's cases (at most MAX_HIGHLIGHTS) and their full count."""
+
+    total: int
+    cases: list[Highlight]
+
+
+class BoardView(TypedDict):
+    """A board in the history view: its counts, its plots (PNG data URIs) and its case rows."""
+
+    board: str
+    cases_total: int
+    failing: int
+    flaky: int
+    pass_rate_per_run: list[float | None]
+    latency_png: str | None
+    pass_rate_png: str | None
+    cases: list[CaseRow]
+
+
+class RunRef(TypedDict):
+    """A run of the view's window."""
+
+    run_id: str
+    started: str
+
+
+class TrendsView(TypedDict):
+    """The report page's history view (:func:`trends_view`), rendered by
+    :mod:`npu_hil.harness.report.history_html`."""
+
+    runs: list[RunRef]
+    run_key: str
+    boards: list[BoardView]
+    highlights: dict[str, Highlighted]
+    cases_total: int
+    omitted_boards: int
+    omitted_cases: int
 
 
 def _iso(started: float) -> str:
@@ -58,7 +134,7 @@ def _figure(title: str, ylabel: str) -> tuple[Any, Any]:
     )
 
 
-def _marks(points: int) -> dict[str, Any]:
+def _marks(points: int) -> dict[str, str | int]:
     """A dot per run while the runs can be told apart; over a long window the line alone."""
     return {"marker": ".", "markersize": 3} if points <= MARKED_RUNS else {}
 
@@ -106,7 +182,7 @@ def pass_rate_plot(board: str, rates: Sequence[float | None]) -> str | None:
     return _png(figure)
 
 
-def _case_row(case: CaseHistory, window: Sequence[str], last: int) -> dict[str, Any]:
+def _case_row(case: CaseHistory, window: Sequence[str], last: int) -> CaseRow:
     since = case.failing_since
     return {
         "nodeid": case.nodeid,
@@ -132,7 +208,7 @@ MAX_HIGHLIGHTS = 50
 the folded per-case table and ``npu-hil history`` have the rest."""
 
 
-def _highlight(case: CaseHistory) -> dict[str, Any]:
+def _highlight(case: CaseHistory) -> Highlight:
     since = case.failing_since
     return {
         "board": case.board,
@@ -144,7 +220,7 @@ def _highlight(case: CaseHistory) -> dict[str, Any]:
     }
 
 
-def highlights(cases: Sequence[CaseHistory]) -> dict[str, Any]:
+def highlights(cases: Sequence[CaseHistory]) -> dict[str, Highlighted]:
     """What a reader wants first: the cases whose pass/fail state changed in the last run (a new
     case or one gone counts), those failing now, and those that flipped more than once; each
     list capped at MAX_HIGHLIGHTS, with its full count."""
@@ -171,7 +247,7 @@ def trends_view(
     max_boards: int = MAX_BOARDS,
     max_cases: int = MAX_CASES,
     strip_runs: int = DEFAULT_RUNS,
-) -> dict[str, Any]:
+) -> TrendsView:
     """The view of the last ``runs`` runs of ``history`` (see the module's docstring)."""
     cases = case_histories(history, runs)
     window = history.runs[-runs:] if runs > 0 else []
@@ -187,7 +263,7 @@ def trends_view(
         drawn.setdefault(case.board, []).append(case)
     # One run draws no trend: a single point on empty axes says nothing.
     plots = plots and len(window) > 1
-    board_views = []
+    board_views: list[BoardView] = []
     for board in boards:
         chosen = sorted(drawn.get(board, []), key=lambda c: c.nodeid)
         everyone = per_board[board]
@@ -217,9 +293,7 @@ def trends_view(
     }
 
 
-def view_for_run(
-    reports_root: Path, run_key: str, runs: int = DEFAULT_RUNS
-) -> dict[str, Any] | None:
+def view_for_run(reports_root: Path, run_key: str, runs: int = DEFAULT_RUNS) -> TrendsView | None:
     """The view for the report of a run of kind ``run_key`` (None when nothing is indexed, or
     the history cannot be read: the report is written without it, never lost for it)."""
     if not run_key:

@@ -1,12 +1,14 @@
 """Releasing places when the process ends: normally, on Ctrl-C, on SIGTERM or SIGHUP.
 
-- Normal end and Ctrl-C: Ctrl-C is a KeyboardInterrupt, so pytest (or the caller) unwinds and
-  closes the farm, which releases; an ``atexit`` hook releases whatever is still held after that.
-- SIGTERM and SIGHUP (a CI job cancelled, a terminal closed): Python's default is to die on the
-  spot, running neither ``finally`` blocks nor ``atexit``. While places are held, a handler
-  releases them first and then raises KeyboardInterrupt, so the run ends the way Ctrl-C ends it
-  (pytest still writes its report). The handler is installed only over the default action and
-  only from the main thread, and the previous handler comes back when the last holder closes.
+- Normal end: the caller (pytest, a script) closes the farm, which releases; an ``atexit`` hook
+  releases whatever is still held after that.
+- Ctrl-C (SIGINT), SIGTERM and SIGHUP (a CI job cancelled, a terminal closed): while places are
+  held, a handler releases them first and then raises KeyboardInterrupt, so the run ends the way
+  Ctrl-C ends it (pytest still writes its report). Released at once rather than at the end of
+  the unwinding: SIGTERM's default runs neither ``finally`` blocks nor ``atexit``, and a
+  process's teardown after Ctrl-C can take longer than the one who sent it waits. The handler is
+  installed only over the default action (Python's KeyboardInterrupt for SIGINT) and only from
+  the main thread, and the previous handler comes back when the last holder closes.
 - SIGKILL cannot be caught: :mod:`npu_hil.harness.labgrid.ledger` covers it on the next start.
 """
 
@@ -24,7 +26,13 @@ __all__ = ["register", "unregister"]
 
 log = logging.getLogger(__name__)
 
-SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s)
+SIGNALS = tuple(
+    s
+    for s in (signal.SIGINT, getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None))
+    if s
+)
+DEFAULTS = (signal.SIG_DFL, signal.default_int_handler)
+"""What a signal does when nobody handles it: die, or (SIGINT) Python's KeyboardInterrupt."""
 
 
 class _Closable(Protocol):
@@ -60,7 +68,7 @@ def _install() -> None:
             continue
         try:
             current = signal.getsignal(signum)
-            if current is not signal.SIG_DFL:
+            if current not in DEFAULTS:
                 continue  # someone else handles it; their handler should end in an exit
             signal.signal(signum, _on_signal)
             _previous[signum] = current

@@ -26,9 +26,10 @@ import socket
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from filelock import FileLock
+from typing_extensions import TypedDict
 
 from npu_hil.harness.procstat import proc_stat
 
@@ -38,6 +39,23 @@ log = logging.getLogger(__name__)
 
 VERSION = 1
 LOCK_TIMEOUT_S = 60.0
+
+
+class HolderDocument(TypedDict):
+    """A process in a ledger entry's ``holders``."""
+
+    pid: int
+    start: int | None
+
+
+class HoldingDocument(TypedDict):
+    """A place in the ledger file's ``places`` (:meth:`Holding.to_dict`)."""
+
+    place: str
+    owner: str
+    token: str | None
+    host: str
+    holders: list[HolderDocument]
 
 
 @dataclass(frozen=True)
@@ -59,11 +77,14 @@ class Holding:
     host: str
     holders: list[Holder] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> HoldingDocument:
+        return cast(HoldingDocument, asdict(self))
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Holding:
+    def from_dict(cls, data: object) -> Holding:
+        """A ledger entry read back; KeyError, TypeError or ValueError when it is not one."""
+        if not isinstance(data, dict):
+            raise TypeError(f"a ledger entry is an object, not {type(data).__name__}")
         return cls(
             place=str(data["place"]),
             owner=str(data["owner"]),

@@ -41,7 +41,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+from typing_extensions import NotRequired, TypedDict
 
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.targets.registry import all_targets, unit_for
@@ -62,6 +64,43 @@ _COMPILED_KEYS = ("compiler", "precision", "inputs", "outputs")
 _TENSOR_KEYS = ("name", "dtype", "shape", "native", "size")
 
 
+class CompiledTensorDocument(TypedDict):
+    """A compiled input or output in a manifest entry's ``compiled.<target>``."""
+
+    name: str
+    dtype: str
+    shape: list[int]
+    native: list[int]
+    size: int
+
+
+class CompiledDocument(TypedDict):
+    """A manifest entry's ``compiled.<target>``: what the compiler stated."""
+
+    compiler: str
+    precision: str
+    inputs: list[CompiledTensorDocument]
+    outputs: list[CompiledTensorDocument]
+
+
+class ModelDocument(TypedDict):
+    """One model of the manifest file (``Manifest.to_dict``'s ``models.<name>``)."""
+
+    onnx: str
+    model: NotRequired[str]
+    shape: NotRequired[list[int]]
+    artifacts: dict[str, str]
+    compiled: NotRequired[dict[str, CompiledDocument]]
+    accuracy: NotRequired[dict[str, float]]
+
+
+class ManifestDocument(TypedDict):
+    """The model manifest file (models.json), as :meth:`Manifest.to_dict` writes it."""
+
+    version: int
+    models: dict[str, ModelDocument]
+
+
 class ManifestError(NpuHilError):
     """A manifest that cannot be read, or a model or artifact it does not provide."""
 
@@ -76,7 +115,7 @@ class CompiledTensor:
     native: tuple[int, ...]
     size: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CompiledTensorDocument:
         return {
             "name": self.name,
             "dtype": self.dtype,
@@ -95,7 +134,7 @@ class Compiled:
     inputs: tuple[CompiledTensor, ...]
     outputs: tuple[CompiledTensor, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CompiledDocument:
         return {
             "compiler": self.compiler,
             "precision": self.precision,
@@ -170,7 +209,7 @@ class Manifest:
                 f"{self.source}: no model {name!r} in the manifest (models: {known})"
             ) from None
 
-    def to_dict(self, relative_to: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    def to_dict(self, relative_to: str | os.PathLike[str] | None = None) -> ManifestDocument:
         """The manifest as data (paths relative to ``relative_to`` when given)."""
 
         def text(path: Path) -> str:
@@ -181,7 +220,8 @@ class Manifest:
                     pass
             return str(path)
 
-        def model(entry: ModelEntry) -> dict[str, Any]:
+        def model(entry: ModelEntry) -> ModelDocument:
+            # built in the file's key order: onnx, model, shape, artifacts, compiled, accuracy
             data: dict[str, Any] = {"onnx": text(entry.onnx)}
             if entry.model is not None:
                 data["model"] = entry.model
@@ -192,7 +232,7 @@ class Manifest:
                 data["compiled"] = {t: c.to_dict() for t, c in sorted(entry.compiled.items())}
             if entry.accuracy:
                 data["accuracy"] = dict(entry.accuracy)
-            return data
+            return cast(ModelDocument, data)
 
         return {
             "version": VERSION,

@@ -19,12 +19,13 @@ secrets before it is kept. The excerpt, as :class:`LogFinding`, rides on the exc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 from npu_hil.harness.agent.protocol import Result
-from npu_hil.harness.agent.result_extras import BoardLog
+from npu_hil.harness.agent.result_extras import BoardLog, LogExcerpt
 from npu_hil.harness.errors import CompatibilityError, DeviceError, NpuHilError, TransportError
 from npu_hil.harness.redact import scrub
+from npu_hil.harness.report.records import BoardLogDocument, LogExcerptDocument
 from npu_hil.targets.log_signatures import LogMatch, classify
 
 __all__ = [
@@ -45,8 +46,8 @@ class LogFinding:
 
     log_class: str
     matches: tuple[LogMatch, ...] = ()
-    kernel: dict[str, Any] = field(default_factory=dict)
-    runtime: dict[str, Any] = field(default_factory=dict)
+    kernel: LogExcerptDocument = field(default_factory=LogExcerptDocument)
+    runtime: LogExcerptDocument = field(default_factory=LogExcerptDocument)
     # Of the model run's attempts (the first and each retry), those whose logs matched the same
     # signatures, numbered from 1 (empty: one attempt, or not known): a timeout the board logged
     # at every attempt is one finding that names its attempts, not one per retry.
@@ -65,8 +66,8 @@ class LogFinding:
         plural = "s" if len(numbers) != 1 else ""
         return f"on attempt{plural} {listed} of {self.of_attempts}"
 
-    def to_dict(self) -> dict[str, Any]:
-        found: dict[str, Any] = {
+    def to_dict(self) -> BoardLogDocument:
+        found: BoardLogDocument = {
             "class": self.log_class,
             "matches": [m.to_dict() for m in self.matches],
             "kernel": self.kernel,
@@ -118,12 +119,13 @@ def finding_of(target: str, log: BoardLog | None) -> LogFinding | None:
     runtime = [scrub(line) for line in log.runtime.lines]
     verdict = classify(target, kernel=kernel, runtime=runtime)
 
-    def excerpt(source: Any, lines: list[str]) -> dict[str, Any]:
-        out = source.to_dict()
+    def excerpt(source: LogExcerpt, lines: list[str]) -> LogExcerptDocument:
+        # the agent's excerpt, checked where its result was read (read_board_log)
+        out = cast(LogExcerptDocument, source.to_dict())
         out["lines"] = lines[-EXCERPT_LINES:]
         if len(lines) > EXCERPT_LINES:
             out["dropped"] = out.get("dropped", 0) + len(lines) - EXCERPT_LINES
-        return dict(out)
+        return out
 
     return LogFinding(
         verdict.log_class,

@@ -33,8 +33,11 @@ if TYPE_CHECKING:
     from npu_hil.harness.history.baseline import Settings
     from npu_hil.harness.history.model import Regression
     from npu_hil.harness.history.store import History
+    from npu_hil.harness.history.trends import TrendsView
     from npu_hil.harness.plugin.run_history import ControllerHistory
     from npu_hil.harness.report.records import TestRecord
+    from npu_hil.harness.report.runmeta import RunMeta
+    from npu_hil.harness.report.summary import RunHistory
 
 __all__ = ["BaselineRegression", "check_run", "fail_on", "regression_lines"]
 
@@ -230,8 +233,8 @@ def pytest_npu_hil_record_kept(config: pytest.Config, record: TestRecord) -> Non
 
 
 def pytest_npu_hil_run_end(
-    config: pytest.Config, run_dir: Path, records: list[TestRecord], meta: dict[str, Any]
-) -> dict[str, Any]:
+    config: pytest.Config, run_dir: Path, records: list[TestRecord], meta: RunMeta
+) -> RunHistory:
     """Controller, end of the session: ``<run>/measurements.json`` and the index entry for the
     run (complete or not, as ``meta`` says); returns summary.json's ``history`` and keeps the
     report's history view for :func:`pytest_npu_hil_run_trends`."""
@@ -270,7 +273,7 @@ def pytest_npu_hil_run_end(
     return {"baseline_runs": baseline_runs, "indexed_runs": indexed}
 
 
-def pytest_npu_hil_run_trends(config: pytest.Config) -> dict[str, Any] | None:
+def pytest_npu_hil_run_trends(config: pytest.Config) -> TrendsView | None:
     """The report's history view: the last runs of this kind and this run when it is complete
     (None when nothing was kept)."""
     from npu_hil.harness.history.trends import trends_view

@@ -41,8 +41,11 @@ from npu_hil.harness.plugin.inventory import (
 from npu_hil.harness.plugin.outcomes import phase_outcome
 
 if TYPE_CHECKING:
+    from npu_hil.harness.farm.health_store import HealthDocument
     from npu_hil.harness.report.case_texts import CaseTexts
-    from npu_hil.harness.report.records import TestRecord
+    from npu_hil.harness.report.records import FindingDocument, TestRecord
+    from npu_hil.harness.report.runmeta import RunMeta
+    from npu_hil.harness.report.runs import RunStart
 
 RECORD_ATTR = "npu_hil_record"
 TOKEN_KEY = "npu_hil_token"
@@ -133,7 +136,7 @@ class ItemInfo:
         return props
 
 
-def regression_properties(regressions: list[dict[str, Any]]) -> dict[str, str]:
+def regression_properties(regressions: list[FindingDocument]) -> dict[str, str]:
     """``regression.<metric>``: each finding's message, its severity first."""
     return {
         f"regression.{f.get('metric')}": f"{f.get('severity')}: {f.get('message')}"
@@ -401,7 +404,7 @@ class RunCollector:
             state.failure += _selection_text(config)
             if exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED
-        meta = {
+        meta: RunMeta = {
             "run_id": state.run_dir.name,
             "inventory": inventory_source(config),
             "backend": config.getoption("backend"),
@@ -498,7 +501,7 @@ def _write_run_start(config: pytest.Config, state: RunState) -> None:
     from npu_hil.harness.report.runs import write_run_start
 
     assert state.run_dir is not None
-    start = {
+    start: RunStart = {
         "run_id": state.run_dir.name,
         "run_key": run_key(config_run_kind(config)),
         "started": _iso(state.started),
@@ -506,7 +509,7 @@ def _write_run_start(config: pytest.Config, state: RunState) -> None:
     write_run_start(state.run_dir, start)
 
 
-def _health_history(config: pytest.Config, records: list[TestRecord]) -> dict[str, Any]:
+def _health_history(config: pytest.Config, records: list[TestRecord]) -> dict[str, HealthDocument]:
     """The stored health (state and history, kept across runs beside the board locks) of the
     boards this run's cases met."""
     from npu_hil.harness.farm.health_store import health_folder, stored_health

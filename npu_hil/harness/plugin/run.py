@@ -229,7 +229,7 @@ class RunModel:
                         else None
                     ),
                     attribute_findings=[f.message for f in tensor.disagreements],
-                    accuracy=None if tensor.accuracy is None else tensor.accuracy.to_dict(),
+                    accuracy=None if tensor.accuracy is None else dict(tensor.accuracy.to_dict()),
                     accuracy_breaches=list(tensor.accuracy_breaches),
                     accuracy_note=tensor.accuracy_note,
                 )

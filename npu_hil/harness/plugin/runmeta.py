@@ -5,12 +5,11 @@ and the meta the run's report gets, read off the config and handed to
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from npu_hil.harness.plugin.inventory import inventory_path
-from npu_hil.harness.report.runmeta import run_kind, run_meta
+from npu_hil.harness.report.runmeta import RunKind, RunMeta, run_kind, run_meta
 
 __all__ = ["config_run_kind", "session_meta"]
 
@@ -47,7 +46,7 @@ def _suite_of(config: pytest.Config) -> list[str]:
     return paths
 
 
-def config_run_kind(config: pytest.Config) -> dict[str, Any]:
+def config_run_kind(config: pytest.Config) -> RunKind:
     """The run kind of the pytest session ``config``
     (:func:`npu_hil.harness.report.runmeta.run_kind`)."""
     selection = {name: config.getoption(name, None) for name in SELECTION_OPTIONS}
@@ -58,7 +57,7 @@ def config_run_kind(config: pytest.Config) -> dict[str, Any]:
 
 def session_meta(
     config: pytest.Config, exitstatus: int, started: float, *, stopped: bool = False
-) -> dict[str, Any]:
+) -> RunMeta:
     """The fields the plugin adds to a run's meta at the end of the session; ``sim_faults``:
     the faults ``--sim-fault`` injected (``[{board, fault}]``), so a reader knows the run was
     rigged (they are no part of the run key)."""

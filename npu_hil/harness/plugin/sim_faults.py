@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from typing_extensions import TypedDict
+
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.farm.inventory import SIM_ADAPTER, Inventory
 
@@ -36,6 +38,13 @@ class SimFaultError(NpuHilError):
     """A ``--sim-fault`` that cannot be applied."""
 
 
+class BoardFaultDocument(TypedDict):
+    """A ``--sim-fault`` in summary.json's ``meta.sim_faults``: its board and fault mapping."""
+
+    board: str
+    fault: dict[str, Any]
+
+
 @dataclass(frozen=True)
 class BoardFault:
     """One fault for one board: ``fault`` is the fault's mapping (``{"name": ..., **params}``)."""
@@ -43,7 +52,7 @@ class BoardFault:
     board: str
     fault: Mapping[str, Any]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> BoardFaultDocument:
         return {"board": self.board, "fault": dict(self.fault)}
 
 

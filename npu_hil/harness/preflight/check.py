@@ -18,7 +18,9 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+from typing_extensions import TypedDict
 
 from npu_hil.harness.errors import ArtifactError, NpuHilError, PreflightError
 from npu_hil.harness.files import MAX_MODEL_BYTES, read_regular
@@ -27,6 +29,27 @@ from npu_hil.targets.compatibility import check_compatibility
 from npu_hil.targets.onnx_graph import attribute
 from npu_hil.targets.registry import unit_for
 from npu_hil.targets.unit import PreflightContext, PreflightFinding
+
+
+class FindingDocument(TypedDict):
+    """One :class:`PreflightFinding` in a :class:`PreflightDocument`."""
+
+    node: str
+    rule: str
+    ok: bool
+    message: str
+
+
+class PreflightDocument(TypedDict):
+    """:meth:`PreflightReport.to_dict`: what ``npu-hil preflight --json`` prints."""
+
+    target: str
+    model: str
+    ok: bool
+    checked: bool
+    violations: int
+    findings: list[FindingDocument]
+    notes: list[str]
 
 
 @dataclass
@@ -47,14 +70,14 @@ class PreflightReport:
     def violations(self) -> list[PreflightFinding]:
         return [f for f in self.findings if not f.ok]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PreflightDocument:
         return {
             "target": self.target,
             "model": self.model,
             "ok": self.ok,
             "checked": self.checked,
             "violations": len(self.violations),
-            "findings": [dataclasses.asdict(f) for f in self.findings],
+            "findings": [cast(FindingDocument, dataclasses.asdict(f)) for f in self.findings],
             "notes": list(self.notes),
         }
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from collections import Counter
 from html import escape
-from typing import Any
+from typing import Literal
 
-from npu_hil.harness.report.records import TestRecord
+from typing_extensions import TypedDict
+
+from npu_hil.harness.report.records import LogExcerptDocument, TestRecord
 
 __all__ = [
     "CSS",
@@ -25,8 +27,36 @@ __all__ = [
 ]
 
 
-def _matched(record: TestRecord) -> list[dict[str, Any]]:
+LOGS: tuple[Literal["kernel"], Literal["runtime"]] = ("kernel", "runtime")
+
+
+# Functional form: "class" is a keyword.
+BoardLogCase = TypedDict(
+    "BoardLogCase",
+    {"nodeid": str, "board": str | None, "outcome": str, "class": str, "signatures": list[str]},
+)
+"""A classified case in summary.json's ``board_logs``."""
+
+
+class BoardLogs(TypedDict):
+    """summary.json's ``board_logs``: how many cases each class took, and those cases."""
+
+    classes: dict[str, int]
+    cases: list[BoardLogCase]
+
+
+class BoardLogsEntry(TypedDict):
+    """:func:`board_log_summary`'s part of summary.json."""
+
+    board_logs: BoardLogs
+
+
+def _matched(record: TestRecord) -> list[dict[str, str]]:
     return [m for m in record.board_log.get("matches") or [] if isinstance(m, dict)]
+
+
+def _excerpt(record: TestRecord, name: Literal["kernel", "runtime"]) -> LogExcerptDocument:
+    return record.board_log.get(name) or LogExcerptDocument()
 
 
 def board_log_properties(record: TestRecord) -> dict[str, str]:
@@ -65,8 +95,8 @@ def board_log_text(record: TestRecord) -> str:
             f"  {m.get('id')} ({m.get('class')}): {m.get('meaning')} [{m.get('source')}]"
             for m in _matched(record)
         ]
-    for name in ("kernel", "runtime"):
-        excerpt = log.get(name) or {}
+    for name in LOGS:
+        excerpt = _excerpt(record, name)
         lines = excerpt.get("lines") or []
         if not lines and not excerpt.get("why"):
             continue
@@ -78,9 +108,9 @@ def board_log_text(record: TestRecord) -> str:
     return "\n".join(parts)
 
 
-def board_log_summary(records: list[TestRecord]) -> dict[str, Any]:
+def board_log_summary(records: list[TestRecord]) -> BoardLogsEntry:
     """summary.json's ``board_logs``: how many cases each class took, and those cases."""
-    cases = [
+    cases: list[BoardLogCase] = [
         {
             "nodeid": r.nodeid,
             "board": r.board,
@@ -114,8 +144,8 @@ def board_log_html(record: TestRecord) -> str:
             f"{escape(str(first.get('meaning', '')))}</div>"
         )
     blocks = []
-    for name in ("kernel", "runtime"):
-        excerpt = log.get(name) or {}
+    for name in LOGS:
+        excerpt = _excerpt(record, name)
         lines = [str(x) for x in excerpt.get("lines") or []]
         if not lines:
             continue

@@ -14,15 +14,18 @@ the baseline, and never skipped silently either: the comparison lists it in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+
+from typing_extensions import TypedDict
 
 from npu_hil.harness.report.records import OUTCOMES, TestRecord
+from npu_hil.harness.report.runmeta import RunMeta
 from npu_hil.harness.report.runs import (
     RECORDS_FILE,
     RUN_ID_PATTERN,
+    PastSummary,
     read_outcomes,
     read_run_start,
     read_summary,
@@ -33,6 +36,55 @@ FLAKY_WINDOW = 5
 TREND_RUNS = 10
 SCAN_LIMIT = 200  # past folders looked at, newest first
 FAILING = frozenset({"failed", "error"})
+
+
+class ChangedCase(TypedDict):
+    """A case in comparison.json's ``new_failures``, ``fixed`` or ``still_failing``."""
+
+    nodeid: str
+    outcome: str
+    previous: str | None
+
+
+class FlakyCase(TypedDict):
+    """A case in comparison.json's ``flaky``: its pass/fail flips and outcomes, oldest first."""
+
+    nodeid: str
+    flips: int
+    history: list[str | None]
+
+
+class TrendPoint(TypedDict):
+    """A run in comparison.json's ``trend``: its outcomes per board."""
+
+    run_id: str
+    started: str
+    per_board: dict[str, dict[str, int]]
+
+
+class IncompleteRun(TypedDict):
+    """A same-kind run that did not finish, in comparison.json's ``previous_incomplete``."""
+
+    run_id: str
+    why: str
+
+
+class ComparisonDocument(TypedDict):
+    """comparison.json (:func:`build_comparison`): this run against earlier runs of its kind."""
+
+    run_id: str
+    run_key: str
+    previous_run: str | None
+    previous_started: str
+    previous_commit: str
+    baseline: str
+    previous_incomplete: list[IncompleteRun]
+    window: list[str]
+    new_failures: list[ChangedCase]
+    fixed: list[ChangedCase]
+    still_failing: list[ChangedCase]
+    flaky: list[FlakyCase]
+    trend: list[TrendPoint]
 
 
 def outcome_state(outcome: str | None) -> str | None:
@@ -49,11 +101,11 @@ def state_flips(states: Sequence[str]) -> int:
     return sum(1 for a, b in pairwise(states) if a != b)
 
 
-def same_kind_runs(run_dir: Path, key: str, limit: int) -> list[tuple[Path, dict[str, Any]]]:
+def same_kind_runs(run_dir: Path, key: str, limit: int) -> list[tuple[Path, PastSummary]]:
     """Up to ``limit`` complete runs before ``run_dir`` with run key ``key``, newest first."""
     if not key:
         return []
-    found: list[tuple[Path, dict[str, Any]]] = []
+    found: list[tuple[Path, PastSummary]] = []
     for past in _earlier_runs(run_dir):
         summary = read_summary(past)
         if summary is None:
@@ -86,7 +138,7 @@ def _record_count(run_dir: Path) -> int:
         return 0
 
 
-def incomplete_reason(run_dir: Path, summary: Mapping[str, Any] | None) -> str | None:
+def incomplete_reason(run_dir: Path, summary: PastSummary | None) -> str | None:
     """Why the run at ``run_dir`` is incomplete, or None when it finished. ``summary`` is its
     summary.json (None: it has none)."""
     if summary is None:
@@ -96,18 +148,19 @@ def incomplete_reason(run_dir: Path, summary: Mapping[str, Any] | None) -> str |
     if meta.get("complete"):
         return None
     code = meta.get("pytest_exit")
-    exit_text = f" (pytest exit {code})" if code not in (None, "") else ""
+    # str(): a summary read back may hold "" there
+    exit_text = f" (pytest exit {code})" if code is not None and str(code) else ""
     if meta.get("incomplete"):
         return f"it crashed{exit_text}; its report was rebuilt from the records it left"
     return f"it stopped before its last test{exit_text}"
 
 
-def incomplete_runs(run_dir: Path, key: str, until: str | None) -> list[dict[str, Any]]:
+def incomplete_runs(run_dir: Path, key: str, until: str | None) -> list[IncompleteRun]:
     """Same-kind runs before ``run_dir`` and after the run named ``until`` (the baseline; None:
     every earlier one) that did not finish, newest first, each with why."""
     if not key:
         return []
-    found = []
+    found: list[IncompleteRun] = []
     for past in _earlier_runs(run_dir):
         if until is not None and past.name <= until:
             break
@@ -123,7 +176,7 @@ def incomplete_runs(run_dir: Path, key: str, until: str | None) -> list[dict[str
     return found
 
 
-def _asked(run_dir: Path, name: str) -> tuple[Path, dict[str, Any]] | None:
+def _asked(run_dir: Path, name: str) -> tuple[Path, PastSummary] | None:
     path = Path(name)
     for candidate in (path, run_dir.parent / name):
         if candidate.is_dir() and candidate.resolve() != run_dir.resolve():
@@ -133,7 +186,7 @@ def _asked(run_dir: Path, name: str) -> tuple[Path, dict[str, Any]] | None:
     return None
 
 
-def _cases(run: Path, summary: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+def _cases(run: Path, summary: PastSummary) -> list[tuple[str, str, str]]:
     """A past run's (nodeid, board, outcome) rows: its outcomes.json, or the records a summary
     of an older harness embeds."""
     rows = read_outcomes(run)
@@ -161,16 +214,16 @@ def _board_counts(rows: Sequence[tuple[str, str, str]]) -> dict[str, dict[str, i
 def build_comparison(
     run_dir: Path,
     records: Sequence[TestRecord],
-    meta: Mapping[str, Any] | None = None,
+    meta: RunMeta | None = None,
     window: int = FLAKY_WINDOW,
-) -> dict[str, Any]:
+) -> ComparisonDocument:
     meta = meta or {}
     key = str(meta.get("run_key") or "")
     current = {r.nodeid: r.outcome for r in records}
     history = same_kind_runs(run_dir, key, max(window - 1, TREND_RUNS - 1, 1))
     asked_name = str(meta.get("compare_with") or "")
-    baseline: tuple[Path, dict[str, Any]] | None
-    incomplete: list[dict[str, Any]] = []
+    baseline: tuple[Path, PastSummary] | None
+    incomplete: list[IncompleteRun] = []
     if asked_name:
         baseline = _asked(run_dir, asked_name)
         how = f"asked with --compare-with {asked_name}"
@@ -200,10 +253,12 @@ def build_comparison(
     if untrusted is not None and not asked_name:
         how = f"{untrusted}; earlier runs not compared"
     previous = _outcomes(_cases(*baseline)) if baseline is not None else {}
-    new_failures, fixed, still_failing = [], [], []
+    new_failures: list[ChangedCase] = []
+    fixed: list[ChangedCase] = []
+    still_failing: list[ChangedCase] = []
     for nodeid, outcome in current.items():
         before = previous.get(nodeid)
-        entry = {"nodeid": nodeid, "outcome": outcome, "previous": before}
+        entry: ChangedCase = {"nodeid": nodeid, "outcome": outcome, "previous": before}
         if outcome in FAILING and before in FAILING:
             still_failing.append(entry)
         elif outcome in FAILING:
@@ -214,14 +269,14 @@ def build_comparison(
     past_cases = {run: _cases(run, summary) for run, summary in history[: TREND_RUNS - 1]}
     runs_oldest_first = [_outcomes(past_cases[run]) for run, _ in reversed(flaky_runs)]
     runs_oldest_first.append(current)
-    flaky = []
+    flaky: list[FlakyCase] = []
     for nodeid in sorted(current):
         trail = [run.get(nodeid) for run in runs_oldest_first]
         states = [s for s in (outcome_state(o) for o in trail) if s is not None]
         flips = state_flips(states)
         if flips > 1:
             flaky.append({"nodeid": nodeid, "flips": flips, "history": trail})
-    trend = [
+    trend: list[TrendPoint] = [
         {
             "run_id": past.name,
             "started": summary.get("meta", {}).get("started", ""),

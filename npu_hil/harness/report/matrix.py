@@ -21,9 +21,11 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import NotRequired, TypedDict
+
 from npu_hil.harness.report.atomic import write_text_atomic
 from npu_hil.harness.report.records import TestRecord
-from npu_hil.harness.report.runs import load_records, read_summary
+from npu_hil.harness.report.runs import PastSummary, load_records, read_summary
 
 __all__ = ["MATRIX_HTML", "MATRIX_JSON", "MatrixRun", "build_matrix", "write_matrix"]
 
@@ -31,6 +33,44 @@ MATRIX_JSON = "matrix.json"
 MATRIX_HTML = "matrix.html"
 ABSENT = "absent"
 MESSAGE_CHARS = 240
+
+
+class MatrixCell(TypedDict):
+    """One runtime's cell of a case in matrix.json: the outcome, the first line of its message,
+    the versions the board reported and the p50 latency, where there are any."""
+
+    outcome: str
+    message: NotRequired[str]
+    versions: NotRequired[dict[str, str]]
+    p50_ms: NotRequired[float]
+
+
+class MatrixColumn(TypedDict):
+    """A runtime's column in matrix.json: its run and that run's outcome counts."""
+
+    runtime: str
+    run_id: str
+    pytest_exit: int
+    outcomes: dict[str, int]
+    report: str
+
+
+class MatrixRow(TypedDict):
+    """A case (board and test id) in matrix.json, a cell per runtime."""
+
+    board: str
+    nodeid: str
+    cells: dict[str, MatrixCell]
+    agree: bool
+
+
+class MatrixDocument(TypedDict):
+    """matrix.json (:func:`build_matrix`)."""
+
+    schema: int
+    runtimes: list[MatrixColumn]
+    cases: list[MatrixRow]
+    disagreements: int
 
 
 @dataclass(frozen=True)
@@ -42,8 +82,8 @@ class MatrixRun:
     exit_code: int
 
 
-def _cell(record: TestRecord) -> dict[str, Any]:
-    cell: dict[str, Any] = {"outcome": record.outcome}
+def _cell(record: TestRecord) -> MatrixCell:
+    cell: MatrixCell = {"outcome": record.outcome}
     if record.message:
         cell["message"] = record.message.splitlines()[0][:MESSAGE_CHARS]
     if record.runtime_versions:
@@ -54,15 +94,15 @@ def _cell(record: TestRecord) -> dict[str, Any]:
     return cell
 
 
-def _summary(run_dir: Path) -> dict[str, Any]:
+def _summary(run_dir: Path) -> PastSummary:
     return read_summary(run_dir) or {}
 
 
-def build_matrix(runs: Sequence[MatrixRun]) -> dict[str, Any]:
+def build_matrix(runs: Sequence[MatrixRun]) -> MatrixDocument:
     """The matrix of ``runs`` (one per runtime, in the order given) as plain data."""
     names = [run.runtime for run in runs]
-    cases: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
-    columns = []
+    cases: dict[tuple[str, str], dict[str, MatrixCell]] = {}
+    columns: list[MatrixColumn] = []
     for run in runs:
         summary = _summary(run.run_dir)
         columns.append(
@@ -79,7 +119,7 @@ def build_matrix(runs: Sequence[MatrixRun]) -> dict[str, Any]:
                 continue  # a case no board served (none has the runtime): nothing to compare
             key = (record.board or "", record.nodeid)
             cases.setdefault(key, {})[run.runtime] = _cell(record)
-    rows = []
+    rows: list[MatrixRow] = []
     for (board, nodeid), cells in cases.items():
         outcomes = {cells[name]["outcome"] for name in names if name in cells}
         rows.append(

@@ -6,10 +6,12 @@ workers can hand them to the controller.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
+
+from typing_extensions import TypedDict
 
 from npu_hil.harness.redact import scrub
 from npu_hil.harness.report.sanitize import clean_text
@@ -18,6 +20,76 @@ OUTCOMES = ("passed", "failed", "error", "skipped")
 QUARANTINED = "quarantined"
 """The outcome of a listed test that failed: reported, never failing the run (not one of
 :data:`OUTCOMES`, whose four columns every table keeps)."""
+
+
+class TensorDocument(TypedDict):
+    """One tensor of a record's ``tensors`` (:meth:`TensorFinding.to_dict`)."""
+
+    name: str
+    role: str
+    verdict: str
+    summary: str
+    heatmap: str | None
+    attribute_findings: list[str]
+    accuracy: dict[str, Any] | None
+    accuracy_breaches: list[str]
+    accuracy_note: str
+
+
+class BandDocument(TypedDict):
+    """A finding's baseline band (``npu_hil.harness.history.model.Band``)."""
+
+    metric: str
+    median: float | str
+    low: float | str
+    high: float | str
+    mad: float | str
+    k: float
+    runs: list[str]
+
+
+class FindingDocument(TypedDict):
+    """A figure outside its baseline's band, as a record's ``regressions`` and summary.json hold
+    it (``npu_hil.harness.history.baseline.finding_dict``; infinities as ``"inf"``)."""
+
+    board: str
+    nodeid: str
+    metric: str
+    value: float | str
+    band: BandDocument
+    severity: str
+    message: str
+
+
+class LogExcerptDocument(TypedDict, total=False):
+    """One log's excerpt in a record's ``board_log`` (the agent's ``LogExcerpt.to_dict`` cut to
+    the newest lines): where it was read, its lines, why it was not, what was dropped."""
+
+    source: str
+    lines: list[str]
+    why: str
+    dropped: int
+    lost: int
+    level: int
+    env: str
+
+
+# Functional form: "class" is a keyword. Every key optional: a record whose test ran no model
+# holds {}.
+BoardLogDocument = TypedDict(
+    "BoardLogDocument",
+    {
+        "class": str,
+        "matches": list[dict[str, str]],
+        "kernel": LogExcerptDocument,
+        "runtime": LogExcerptDocument,
+        "attempts": list[int],
+        "of_attempts": int,
+    },
+    total=False,
+)
+"""A record's ``board_log`` (``npu_hil.harness.pipeline.boardlog.LogFinding.to_dict``): the
+class, the signatures matched and each log's excerpt (``lines``, ``source``, ``why``...)."""
 
 
 @dataclass
@@ -44,8 +116,9 @@ class TensorFinding:
         return accuracy_text(self.accuracy) if self.accuracy else ""
 
 
-def accuracy_text(figures: dict[str, Any]) -> str:
-    """``cosine 0.999812, SNR 41.3 dB, max abs 0.0123, max rel 0.0456`` from the JSON figures."""
+def accuracy_text(figures: Mapping[str, object]) -> str:
+    """``cosine 0.999812, SNR 41.3 dB, max abs 0.0123, max rel 0.0456`` from the JSON figures
+    (each value's type checked: a record read back may hold anything there)."""
     cosine = figures.get("cosine")
     snr = figures.get("snr_db")
     rel = figures.get("max_rel_err")
@@ -85,6 +158,40 @@ def accuracy_properties(tensors: list[TensorFinding]) -> dict[str, str]:
         if tensor.accuracy_breaches:
             props[f"{key}.breaches"] = "; ".join(tensor.accuracy_breaches)
     return props
+
+
+class RecordDocument(TypedDict):
+    """One line of records.jsonl: :meth:`TestRecord.to_dict`, read back by the report, the
+    history and the comparison (:meth:`TestRecord.from_dict`)."""
+
+    nodeid: str
+    outcome: str
+    duration_s: float
+    board: str | None
+    target: str | None
+    backend: str | None
+    simulated: bool
+    message: str
+    longrepr: str
+    runtime_versions: dict[str, str]
+    artifact_hashes: dict[str, str]
+    tensors: list[TensorDocument]
+    properties: dict[str, str]
+    boot_log: str
+    ran_on: str | None
+    layout: str
+    board_events: list[str]
+    retried: list[str]
+    latency: dict[str, Any]
+    board_state: dict[str, Any]
+    regressions: list[FindingDocument]
+    unstable: str
+    quarantine: dict[str, str]
+    cross_api: str
+    preprocessing: str
+    board_log: BoardLogDocument
+    subject: str
+    baseline_note: str
 
 
 @dataclass
@@ -129,7 +236,7 @@ class TestRecord:
     board_state: dict[str, Any] = field(default_factory=dict)
     # Figures outside their baseline's band (npu_hil.harness.history.model.Regression as a dict:
     # board, nodeid, metric, value, band, severity, message); empty when none was, or no baseline.
-    regressions: list[dict[str, Any]] = field(default_factory=list)
+    regressions: list[FindingDocument] = field(default_factory=list)
     # A pass that needed a retry (a model run's, or a rerun of the test): the first failure's
     # reason; "" for a clean pass and for every other outcome. A flag, not an outcome: the test
     # passed, and CI keeps it green.
@@ -149,7 +256,7 @@ class TestRecord:
     # The board's own logs in the last model run's job window, classified
     # (npu_hil.harness.pipeline.boardlog.LogFinding.to_dict: class, matches, kernel, runtime); empty
     # when no model ran. A class here decided the outcome (infrastructure: an error).
-    board_log: dict[str, Any] = field(default_factory=dict)
+    board_log: BoardLogDocument = field(default_factory=lambda: BoardLogDocument())
     # What the test's figures are figures of: its model runs' artifacts and inputs, one digest
     # (npu_hil.harness.history.points.subject_after); "" when no model ran. Baselines compare
     # only runs of the same subject.
@@ -170,12 +277,19 @@ class TestRecord:
             return "sim"
         return "hw" if self.board is not None else ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> RecordDocument:
+        return cast(RecordDocument, asdict(self))
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TestRecord:
-        tensors = [TensorFinding(**t) for t in data.get("tensors", [])]
+    def from_dict(cls, data: object) -> TestRecord:
+        """The record of a records.jsonl line; TypeError when it is not an object of a record's
+        fields (a record written before a field existed takes its default)."""
+        if not isinstance(data, dict):
+            raise TypeError(f"a record is a JSON object, not {type(data).__name__}")
+        found = data.get("tensors", [])
+        if not isinstance(found, list) or not all(isinstance(t, dict) for t in found):
+            raise TypeError("a record's tensors are a list of objects")
+        tensors = [TensorFinding(**t) for t in found]
         return cls(**{**data, "tensors": tensors})
 
 
@@ -198,11 +312,10 @@ def scrubbed(record: TestRecord) -> TestRecord:
     return TestRecord.from_dict(scrubbed_dict(record))
 
 
-def scrubbed_dict(record: TestRecord) -> dict[str, Any]:
+def scrubbed_dict(record: TestRecord) -> RecordDocument:
     """:func:`scrubbed`'s record as the dict ``to_dict`` would give (what records.jsonl
     holds), made in one walk."""
-    data: dict[str, Any] = _scrub_value(record)
-    return data
+    return cast(RecordDocument, _scrub_value(record))
 
 
 SHORT_TEXT = 256

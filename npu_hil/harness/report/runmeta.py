@@ -17,13 +17,64 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from typing_extensions import TypedDict
+
+if TYPE_CHECKING:
+    from npu_hil.harness.farm.health_store import HealthDocument
+    from npu_hil.harness.plugin.sim_faults import BoardFaultDocument
 
 LAUNCHED_BY_ENV = "NPU_HIL_LAUNCHED_BY"
 # pytest's exit codes of a run whose tests all ran: 0 all passed, 1 some failed
 COMPLETE_EXITS = frozenset({0, 1})
+
+
+Selected = str | int | bool | list[str] | None
+"""An option of a run's selection (``-k``, ``--target``, ``--simfarm``...); unset ones are left
+out of the run kind."""
+
+
+class RunKind(TypedDict):
+    """What makes two runs comparable (:func:`run_kind`), hashed into the run key; in summary.json's
+    ``meta``."""
+
+    suite: list[str]
+    inventory: str
+    inventory_sha256: str
+    selection: dict[str, Selected]
+
+
+class RunMeta(TypedDict, total=False):
+    """summary.json's ``meta``: what the plugin (or ``npu-hil nightly``, rebuilding the report of a
+    run that crashed) knows of the run; :func:`run_meta` gives the fields every run has."""
+
+    run_id: str
+    inventory: str
+    backend: str | None
+    targets: list[str]
+    boards: list[str]
+    started: str
+    finished: str
+    argv: list[str]
+    python: str
+    run_failure: str
+    run_warnings: list[str]
+    health_history: dict[str, HealthDocument]
+    sim_faults: list[BoardFaultDocument]
+    incomplete: bool
+    harness_version: str
+    git_commit: str
+    command_line: str
+    launched_by: str
+    duration_s: float
+    pytest_exit: int
+    complete: bool
+    run_kind: RunKind
+    run_key: str
+    compare_with: str
 
 
 def harness_version() -> str:
@@ -66,8 +117,8 @@ def _file_digest(path: Path | None) -> str:
 
 
 def run_kind(
-    suite: Sequence[str], inventory: Path | None, selection: dict[str, Any]
-) -> dict[str, Any]:
+    suite: Sequence[str], inventory: Path | None, selection: Mapping[str, Selected]
+) -> RunKind:
     return {
         "suite": sorted(suite),
         "inventory": str(inventory) if inventory is not None else "",
@@ -76,13 +127,13 @@ def run_kind(
     }
 
 
-def run_key(kind: dict[str, Any]) -> str:
+def run_key(kind: RunKind) -> str:
     text = json.dumps(kind, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def run_meta(
-    kind: dict[str, Any],
+    kind: RunKind,
     *,
     exitstatus: int,
     started: float,
@@ -90,7 +141,7 @@ def run_meta(
     args: Sequence[str],
     compare_with: str = "",
     stopped: bool = False,
-) -> dict[str, Any]:
+) -> RunMeta:
     """The fields a run's meta gets at its end: ``kind`` (:func:`run_kind`), pytest's exit
     status, when it started, the rootdir (for the commit), pytest's arguments; ``stopped``: the
     session ended before its last test (``-x``, ``--maxfail``, a stop request)."""

@@ -19,13 +19,16 @@ import secrets
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+from typing_extensions import TypedDict
 
 from npu_hil.harness.errors import UnsafeFolderError
 from npu_hil.harness.files import InputFileError, json_document, read_json, read_regular
 from npu_hil.harness.folders import check_private_dir
 from npu_hil.harness.report.atomic import append_line, write_text_atomic
-from npu_hil.harness.report.records import TestRecord, scrubbed_dict
+from npu_hil.harness.report.records import RecordDocument, TestRecord, scrubbed_dict
+from npu_hil.harness.report.runmeta import RunMeta
 from npu_hil.harness.report.sanitize import clean_json, clean_value
 
 RECORDS_FILE = "records.jsonl"
@@ -97,6 +100,31 @@ def run_dir_for_session(reports_root: str | Path, run_id: str | None = None) -> 
     return new_run_dir(reports_root)
 
 
+class RunStart(TypedDict, total=False):
+    """run.json: the run's id, key and start, written with its first record (a run that dies
+    before its summary.json is still known as a run of its kind)."""
+
+    run_id: str
+    run_key: str
+    started: str
+
+
+class PastSummary(TypedDict, total=False):
+    """An earlier run's summary.json as its readers take it: any schema (2 embedded the records),
+    every key possibly absent; ``meta`` and ``outcomes`` checked to be objects where read."""
+
+    meta: RunMeta
+    outcomes: dict[str, int]
+    records: list[RecordDocument]
+    total: int
+    hardware: int
+    simulated: int
+    not_run: int
+    run_failure: str | None
+    per_board: dict[str, dict[str, Any]]
+    board_health: dict[str, list[dict[str, Any]]]
+
+
 def append_record(run_dir: str | Path, record: TestRecord) -> TestRecord:
     """Append ``record`` as one JSON line to ``<run_dir>/records.jsonl``, scrubbed; return the
     scrubbed record (what was written), for :func:`write_run` to take as clean."""
@@ -130,13 +158,13 @@ def load_records(run_dir: str | Path) -> list[TestRecord]:
     return records
 
 
-def write_run_start(run_dir: str | Path, meta: dict[str, Any]) -> None:
+def write_run_start(run_dir: str | Path, meta: RunStart) -> None:
     """``<run_dir>/run.json``: what is known of the run when it starts (its run key)."""
     text = json.dumps(clean_value(meta), indent=2, sort_keys=True)
     write_text_atomic(Path(run_dir) / RUN_FILE, text + "\n")
 
 
-def _past_document(path: Path, what: str) -> dict[str, Any] | None:
+def _past_document(path: Path, what: str, *objects: str) -> dict[str, object] | None:
     """A JSON object an earlier run wrote, or None when it is absent or damaged: read bounded
     (:func:`npu_hil.harness.files.read_json`: a regular file, not through a symlink, at most
     256 MiB and 64 levels deep), so a FIFO, a device or a nested bomb in an old run folder
@@ -145,18 +173,28 @@ def _past_document(path: Path, what: str) -> dict[str, Any] | None:
         data = read_json(path, what, follow=False)
     except InputFileError:
         return None
-    return data if isinstance(data, dict) else None
+    if not isinstance(data, dict) or any(
+        not isinstance(data.get(key, {}), dict) for key in objects
+    ):
+        return None
+    return data
 
 
-def read_run_start(run_dir: Path) -> dict[str, Any] | None:
-    """A past run's run.json, or None."""
-    return _past_document(run_dir / RUN_FILE, "a run's start record")
+def read_run_start(run_dir: Path) -> RunStart | None:
+    """A past run's run.json, or None (a ``run_key`` not a string is damage: None too)."""
+    data = _past_document(run_dir / RUN_FILE, "a run's start record")
+    if data is None or not isinstance(data.get("run_key", ""), str):
+        return None
+    return cast(RunStart, data)
 
 
-def read_summary(run_dir: Path) -> dict[str, Any] | None:
+def read_summary(run_dir: Path) -> PastSummary | None:
     """A past run's summary.json, or None when it has none (still running, or crashed) or it
-    cannot be read."""
-    return _past_document(run_dir / SUMMARY_FILE, "a run's summary")
+    cannot be read, or its ``meta`` or ``outcomes`` is not an object."""
+    return cast(
+        "PastSummary | None",
+        _past_document(run_dir / SUMMARY_FILE, "a run's summary", "meta", "outcomes"),
+    )
 
 
 def write_outcomes(run_dir: str | Path, records: Sequence[TestRecord]) -> None:

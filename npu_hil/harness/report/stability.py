@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
-from typing import Any
+
+from typing_extensions import TypedDict
 
 from npu_hil.harness.report.records import QUARANTINED, TestRecord
 
@@ -23,6 +24,40 @@ __all__ = [
     "stability_properties",
     "stability_summary",
 ]
+
+
+class UnstableCase(TypedDict):
+    """A pass that needed a retry, in summary.json's ``unstable.cases``."""
+
+    nodeid: str
+    board: str | None
+    target: str | None
+    reason: str
+    retries: int
+
+
+class Unstable(TypedDict):
+    """summary.json's ``unstable``."""
+
+    count: int
+    cases: list[UnstableCase]
+
+
+class Quarantine(TypedDict):
+    """summary.json's ``quarantine``: each listed case is its id, board, target, outcome and
+    message with its quarantine entry's keys (reason, expires, entry, link...)."""
+
+    count: int
+    listed: int
+    now_passing: list[str]
+    cases: list[dict[str, str | None]]
+
+
+class StabilityEntries(TypedDict):
+    """:func:`stability_summary`'s part of summary.json."""
+
+    unstable: Unstable
+    quarantine: Quarantine
 
 
 def stability_properties(record: TestRecord) -> dict[str, str]:
@@ -36,20 +71,31 @@ def stability_properties(record: TestRecord) -> dict[str, str]:
     return props
 
 
-def _case(record: TestRecord) -> dict[str, Any]:
-    return {"nodeid": record.nodeid, "board": record.board, "target": record.target}
-
-
-def stability_summary(records: Sequence[TestRecord]) -> dict[str, Any]:
+def stability_summary(records: Sequence[TestRecord]) -> StabilityEntries:
     """summary.json's ``unstable`` and ``quarantine`` entries, each with a count and a list.
 
     ``quarantine.count`` is the failures the list kept from failing the run; ``now_passing``
     names the listed cases that passed (their entries can be removed)."""
-    unstable = [
-        {**_case(r), "reason": r.unstable, "retries": len(r.retried)} for r in records if r.unstable
+    unstable: list[UnstableCase] = [
+        {
+            "nodeid": r.nodeid,
+            "board": r.board,
+            "target": r.target,
+            "reason": r.unstable,
+            "retries": len(r.retried),
+        }
+        for r in records
+        if r.unstable
     ]
-    listed = [
-        {**_case(r), "outcome": r.outcome, "message": r.message, **r.quarantine}
+    listed: list[dict[str, str | None]] = [
+        {
+            "nodeid": r.nodeid,
+            "board": r.board,
+            "target": r.target,
+            "outcome": r.outcome,
+            "message": r.message,
+            **r.quarantine,
+        }
         for r in records
         if r.quarantine
     ]
@@ -58,7 +104,7 @@ def stability_summary(records: Sequence[TestRecord]) -> dict[str, Any]:
         "quarantine": {
             "count": sum(r.outcome == QUARANTINED for r in records),
             "listed": len(listed),
-            "now_passing": [c["nodeid"] for c in listed if c["outcome"] == "passed"],
+            "now_passing": [r.nodeid for r in records if r.quarantine and r.outcome == "passed"],
             "cases": listed,
         },
     }

@@ -16,12 +16,18 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from statistics import median
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from npu_hil.harness.report.boardlog import board_log_summary
-from npu_hil.harness.report.records import OUTCOMES, TestRecord
+from typing_extensions import NotRequired, TypedDict
+
+from npu_hil.harness.report.boardlog import BoardLogs, board_log_summary
+from npu_hil.harness.report.records import OUTCOMES, FindingDocument, TestRecord
+from npu_hil.harness.report.runmeta import RunMeta
 from npu_hil.harness.report.runs import MEASUREMENTS_FILE, RECORDS_FILE
-from npu_hil.harness.report.stability import stability_summary
+from npu_hil.harness.report.stability import Quarantine, Unstable, stability_summary
+
+if TYPE_CHECKING:
+    from npu_hil.harness.farm.health_store import HealthDocument
 
 SCHEMA_VERSION = 4
 """4: ``latency`` and ``accuracy`` per target (each case's figures stay in its record and in
@@ -30,6 +36,72 @@ in ``latency`` and ``accuracy``; 2 embedded every record."""
 NO_BOARD = "(no board)"
 NO_TARGET = "(no target)"
 _KIND = {"hw": "hardware", "sim": "simulated", "": "not run"}
+
+
+class HealthCount(TypedDict):
+    """A board's health event in summary.json's ``board_health``, with how many cases met it."""
+
+    event: str
+    cases: int
+
+
+class TargetLatency(TypedDict):
+    """A target's entry in summary.json's ``latency`` (``"inf"`` or None where no figure is
+    finite)."""
+
+    cases: int
+    p50_ms_median: float | str | None
+    p99_ms_max: float | str | None
+
+
+class TargetAccuracy(TypedDict):
+    """A target's entry in summary.json's ``accuracy``."""
+
+    outputs: int
+    breached: int
+    snr_db_min: float | str | None
+    cosine_min: float | str | None
+
+
+class RunHistory(TypedDict):
+    """summary.json's ``history``: the earlier runs the baselines came from, and how many runs
+    the index holds (None: the index could not be updated)."""
+
+    baseline_runs: list[str]
+    indexed_runs: int | None
+
+
+class SummaryDocument(TypedDict):
+    """summary.json, as :func:`build_summary` writes it (``comparison``: the writer's counts of
+    comparison.json's lists)."""
+
+    schema: int
+    meta: RunMeta
+    run_failure: str | None
+    run_warnings: list[str]
+    total: int
+    outcomes: dict[str, int]
+    simulated: int
+    hardware: int
+    not_run: int
+    no_board: int
+    by_backend: dict[str, dict[str, int]]
+    # per board: its target, backend, where its cases ran (ran_hw, ran_sim, kind), runtime
+    # versions, and a count per outcome
+    per_board: dict[str, dict[str, Any]]
+    per_target: dict[str, dict[str, int]]
+    board_health: dict[str, list[HealthCount]]
+    health_history: dict[str, HealthDocument]
+    latency: dict[str, TargetLatency]
+    accuracy: dict[str, TargetAccuracy]
+    regressions: list[FindingDocument]
+    unstable: Unstable
+    quarantine: Quarantine
+    board_logs: BoardLogs
+    history: RunHistory | None
+    records_file: str
+    measurements_file: str
+    comparison: NotRequired[dict[str, int | str | None]]
 
 
 def _zero() -> dict[str, int]:
@@ -48,7 +120,7 @@ def board_kind(entry: Mapping[str, Any]) -> str:
     return "HW" if hw else "SIM" if sim else "-"
 
 
-def _health(records: Sequence[TestRecord]) -> dict[str, list[dict[str, Any]]]:
+def _health(records: Sequence[TestRecord]) -> dict[str, list[HealthCount]]:
     """Per board: each distinct health event (fallback, unreachable, power cycle, retries) with
     how many cases met it."""
     per_board: dict[str, dict[str, int]] = {}
@@ -101,7 +173,7 @@ def _figures(values: Any) -> list[float]:
     return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
 
 
-def _latency_by_target(records: Sequence[TestRecord]) -> dict[str, dict[str, Any]]:
+def _latency_by_target(records: Sequence[TestRecord]) -> dict[str, TargetLatency]:
     """Per target, the cases that measured latency: how many, the median of their p50 and the
     worst p99. Each case's figures are in its record and in the run's measurements file."""
     measured: dict[str, list[Mapping[str, Any]]] = {}
@@ -118,7 +190,7 @@ def _latency_by_target(records: Sequence[TestRecord]) -> dict[str, dict[str, Any
     }
 
 
-def _accuracy_by_target(records: Sequence[TestRecord]) -> dict[str, dict[str, Any]]:
+def _accuracy_by_target(records: Sequence[TestRecord]) -> dict[str, TargetAccuracy]:
     """Per target, the outputs compared with the float reference: how many, how many failed a
     threshold, and the lowest SNR and cosine among them."""
     rows: dict[str, dict[str, Any]] = {}
@@ -144,18 +216,18 @@ def _accuracy_by_target(records: Sequence[TestRecord]) -> dict[str, dict[str, An
     }
 
 
-def _regressions(records: Sequence[TestRecord]) -> list[dict[str, Any]]:
+def _regressions(records: Sequence[TestRecord]) -> list[FindingDocument]:
     """Every baseline finding of the run (board, nodeid, metric, value, band, severity,
     message), in the records' order."""
-    return [dict(finding) for record in records for finding in record.regressions]
+    return [finding.copy() for record in records for finding in record.regressions]
 
 
 def build_summary(
     records: Sequence[TestRecord],
-    meta: Mapping[str, Any],
+    meta: RunMeta,
     *,
-    history: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    history: RunHistory | None = None,
+) -> SummaryDocument:
     """The run's summary; ``history`` is its ``history`` entry (``baseline_runs``: the earlier
     runs the baselines came from, ``indexed_runs``: how many runs the index holds), None when
     not known."""
@@ -192,9 +264,10 @@ def build_summary(
         no_board += record.board is None
     for entry in per_board.values():
         entry["kind"] = board_kind(entry)
+    stability = stability_summary(records)
     return {
         "schema": SCHEMA_VERSION,
-        "meta": dict(meta),
+        "meta": meta.copy(),
         # a failed run although no test failed (nothing reached a board), with the reason
         "run_failure": meta.get("run_failure") or None,
         # what was damaged outside this run (an earlier run's files, the history's lock) and
@@ -217,9 +290,10 @@ def build_summary(
         "accuracy": _accuracy_by_target(records),
         "regressions": _regressions(records),
         # passes that needed a retry, and the quarantine list's cases (each a count and a list)
-        **stability_summary(records),
-        **board_log_summary(list(records)),
-        "history": dict(history) if history is not None else None,
+        "unstable": stability["unstable"],
+        "quarantine": stability["quarantine"],
+        "board_logs": board_log_summary(list(records))["board_logs"],
+        "history": history.copy() if history is not None else None,
         "records_file": RECORDS_FILE,
         "measurements_file": MEASUREMENTS_FILE,
     }

@@ -19,6 +19,7 @@ from npu_hil.harness.report.html import build_html
 from npu_hil.harness.report.junit import junit_chunks
 from npu_hil.harness.report.records import TestRecord, last_attempts
 from npu_hil.harness.report.records import scrubbed as scrub_record
+from npu_hil.harness.report.runmeta import RunMeta
 from npu_hil.harness.report.runs import (
     RECORDS_FILE,
     SUMMARY_FILE,
@@ -29,7 +30,7 @@ from npu_hil.harness.report.runs import (
     write_outcomes,
 )
 from npu_hil.harness.report.sanitize import clean_value
-from npu_hil.harness.report.summary import build_summary
+from npu_hil.harness.report.summary import RunHistory, build_summary
 
 JUNIT_FILE = "junit.xml"
 COMPARISON_FILE = "comparison.json"
@@ -52,9 +53,9 @@ __all__ = [
 def write_run(
     run_dir: str | Path,
     records: Sequence[TestRecord] | None,
-    meta: Mapping[str, Any],
+    meta: RunMeta,
     *,
-    history: Mapping[str, Any] | None = None,
+    history: RunHistory | None = None,
     trends: Mapping[str, Any] | None = None,
     scrubbed: bool = False,
     texts: CaseTexts | None = None,

@@ -66,9 +66,10 @@ import signal
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+from typing_extensions import TypedDict
 
 from npu_hil.harness.codec import BlockedLayout, get_layout
 from npu_hil.harness.errors import LayoutError
@@ -136,6 +137,34 @@ _PARAMS: dict[str, tuple[str, ...]] = {
 }
 
 
+class FaultParams(TypedDict, total=False):
+    """A fault's parameters (:data:`_PARAMS` says which each fault takes), as checked."""
+
+    layout_params: Mapping[str, object]
+    applies_to: str
+    tensors: list[str]
+    groups: list[int]
+    group_size: int
+    value: int
+    drop: int
+    fraction: float
+    seed: int
+    path: str
+    seconds: float | None
+    signal: str
+    exit_code: int
+    percent: float
+    lsb: int
+    kib: int
+    rate: float
+
+
+class FaultDocument(FaultParams):
+    """:meth:`Fault.to_dict`: a fault as a run's options and its record name it."""
+
+    name: str
+
+
 @dataclass(frozen=True)
 class Fault:
     """One fault: its name and parameters."""
@@ -169,8 +198,9 @@ class Fault:
             return cls(spec["name"], dict(rest))
         raise SimConfigError(f"a fault is a name or a mapping with a 'name', got {spec!r}")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, **self.params}
+    def to_dict(self) -> FaultDocument:
+        # The parameters were checked when the fault was made (_check_params).
+        return cast(FaultDocument, {"name": self.name, **self.params})
 
     @property
     def applies_to(self) -> str:
@@ -321,9 +351,10 @@ def _wrong_alignment(tensor: SimTensor, params: Mapping[str, Any], _: int) -> bo
     return False
 
 
-def alignment_variants(layout: BlockedLayout) -> Iterator[dict[str, Any]]:
+def alignment_variants(layout: BlockedLayout) -> Iterator[Mapping[str, object]]:
     """Layout parameters a misbehaving runtime might use instead of the table's, in the order
-    the fault tries them (the ones the diff's forensics also tries come first)."""
+    the fault tries them (the ones the diff's forensics also tries come first); the layout's
+    builder checks them."""
     variants = unit_for(layout.target).fault_variants
     if variants is not None:
         yield from variants(layout)

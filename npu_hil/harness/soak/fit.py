@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from npu_hil.harness.soak.documents import FitDocument
+
 __all__ = ["MAX_POINTS", "Fit", "theil_sen"]
 
 MAX_POINTS = 800
@@ -32,7 +34,7 @@ class Fit:
     high: float
     points: int
 
-    def to_dict(self) -> dict[str, float | int]:
+    def to_dict(self) -> FitDocument:
         return {
             "slope": self.slope,
             "intercept": self.intercept,

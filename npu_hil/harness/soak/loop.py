@@ -24,7 +24,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -37,6 +36,7 @@ from npu_hil.harness.farm.inventory import Board
 from npu_hil.harness.farm.session import BoardSession
 from npu_hil.harness.models import build
 from npu_hil.harness.pipeline import run_model
+from npu_hil.harness.soak.documents import BoardDocument
 from npu_hil.harness.soak.samples import (
     ContextCounts,
     Failure,
@@ -81,7 +81,7 @@ class BoardSoak:
     def errors(self) -> int:
         return sum(c.errors for c in self.contexts)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> BoardDocument:
         return {
             "board": self.board,
             "target": self.target,

@@ -18,7 +18,9 @@ from typing import Any
 from npu_hil.harness.folders import private_dir
 from npu_hil.harness.report.atomic import write_text_atomic
 from npu_hil.harness.report.plots import new_figure, png_uri
+from npu_hil.harness.report.runmeta import RunMeta
 from npu_hil.harness.report.runs import new_run_id
+from npu_hil.harness.soak.documents import SoakDocument
 from npu_hil.harness.soak.loop import BoardSoak, SoakRun
 from npu_hil.harness.soak.verdict import SeriesFit, Verdict
 
@@ -31,9 +33,7 @@ FIGURE_INCHES = (8.0, 2.8)
 FIGURE_DPI = 90
 
 
-def soak_document(
-    run: SoakRun, verdict: Verdict, meta: dict[str, Any] | None = None
-) -> dict[str, Any]:
+def soak_document(run: SoakRun, verdict: Verdict, meta: RunMeta | None = None) -> SoakDocument:
     started = datetime.fromtimestamp(run.started, timezone.utc).isoformat(timespec="seconds")
     return {
         "schema": SCHEMA,
@@ -43,7 +43,7 @@ def soak_document(
         "plan": run.plan.to_dict(),
         "verdict": verdict.to_dict(),
         "boards": [part.to_dict() for part in run.boards],
-        "meta": dict(meta or {}),
+        "meta": meta.copy() if meta else {},
     }
 
 
@@ -187,13 +187,14 @@ def soak_html(run: SoakRun, verdict: Verdict) -> str:
     if verdict.reasons:
         parts.append("<ul>" + "".join(f"<li>{escape(r)}</li>" for r in verdict.reasons) + "</ul>")
     for part in run.boards:
-        rate = verdict.error_rates.get(part.board, {})
+        found = verdict.error_rates.get(part.board)
+        rate = found["rate"] if found is not None else 0
         parts.append(f"<h2>{escape(part.board)} ({escape(part.target)})</h2>")
         if part.problem:
             parts.append(f"<p class='fail'>did not run: {escape(part.problem)}</p>")
             continue
         parts.append(
-            f"<p>{part.jobs} jobs, {part.errors} failed (rate {float(rate.get('rate', 0)):.4f}); "
+            f"<p>{part.jobs} jobs, {part.errors} failed (rate {float(rate):.4f}); "
             f"at most {part.max_concurrent} jobs at once.</p>"
         )
         parts.append(
@@ -225,7 +226,7 @@ def soak_html(run: SoakRun, verdict: Verdict) -> str:
 
 
 def write_soak_report(
-    reports_root: str | Path, run: SoakRun, verdict: Verdict, meta: dict[str, Any] | None = None
+    reports_root: str | Path, run: SoakRun, verdict: Verdict, meta: RunMeta | None = None
 ) -> Path:
     """Write the report into a new ``<reports_root>/soak-<run-id>/`` and return that folder."""
     root = private_dir(reports_root)

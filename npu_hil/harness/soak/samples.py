@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import cast
+
+from npu_hil.harness.soak.documents import (
+    ContextDocument,
+    FailureDocument,
+    PlanDocument,
+    SampleDocument,
+)
 
 __all__ = ["ContextCounts", "Failure", "MemorySample", "SoakPlan", "sample_from"]
 
@@ -23,8 +31,15 @@ class SoakPlan:
     sample_every_s: float = 10.0
     shape: tuple[int, ...] = (1, 3, 8, 8)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "models": list(self.models), "shape": list(self.shape)}
+    def to_dict(self) -> PlanDocument:
+        return {
+            "models": list(self.models),
+            "contexts": self.contexts,
+            "seconds": self.seconds,
+            "iterations": self.iterations,
+            "sample_every_s": self.sample_every_s,
+            "shape": list(self.shape),
+        }
 
 
 @dataclass(frozen=True)
@@ -45,18 +60,19 @@ class MemorySample:
     cma_total_kib: int | None
     dmabuf_bytes: int | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> SampleDocument:
+        return cast(SampleDocument, asdict(self))
 
 
 def sample_from(
-    memory: dict[str, Any], *, board: str, context: int, t_s: float, jobs: int, errors: int
+    memory: Mapping[str, object], *, board: str, context: int, t_s: float, jobs: int, errors: int
 ) -> MemorySample:
     """A sample from an agent's ``memory`` answer
-    (:func:`npu_hil.harness.board.memory.read_memory`)."""
+    (:func:`npu_hil.harness.board.memory.read_memory`), each figure checked here."""
 
     def kib(section: str, key: str) -> int | None:
-        value = (memory.get(section) or {}).get(key)
+        found = memory.get(section)
+        value = found.get(key) if isinstance(found, dict) else None
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     dmabuf = memory.get("dmabuf")
@@ -89,8 +105,8 @@ class Failure:
     kind: str
     message: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> FailureDocument:
+        return cast(FailureDocument, asdict(self))
 
 
 @dataclass
@@ -106,5 +122,5 @@ class ContextCounts:
     pids: list[int] = field(default_factory=list)
     stopped: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> ContextDocument:
+        return cast(ContextDocument, asdict(self))

@@ -25,10 +25,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 import numpy as np
 
+from npu_hil.harness.soak.documents import (
+    BoundsDocument,
+    ErrorRate,
+    SeriesDocument,
+    VerdictDocument,
+)
 from npu_hil.harness.soak.fit import Fit, theil_sen
 from npu_hil.harness.soak.loop import BoardSoak, SoakRun
 from npu_hil.harness.soak.samples import MemorySample
@@ -67,8 +73,8 @@ class Bounds:
         if self.min_samples < 3:
             raise ValueError(f"min_samples must be 3 or more, got {self.min_samples!r}")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+    def to_dict(self) -> BoundsDocument:
+        return cast(BoundsDocument, {k: getattr(self, k) for k in self.__dataclass_fields__})
 
 
 @dataclass
@@ -90,7 +96,7 @@ class SeriesFit:
     problem: str | None = None
     failed: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> SeriesDocument:
         return {
             "board": self.board,
             "context": self.context,
@@ -110,10 +116,10 @@ class Verdict:
     passed: bool
     reasons: list[str]
     series: list[SeriesFit]
-    error_rates: dict[str, dict[str, Any]]
+    error_rates: dict[str, ErrorRate]
     bounds: Bounds
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> VerdictDocument:
         return {
             "passed": self.passed,
             "reasons": list(self.reasons),
@@ -207,7 +213,7 @@ def judge(run: SoakRun, bounds: Bounds | None = None) -> Verdict:
     limits = bounds if bounds is not None else Bounds()
     reasons: list[str] = []
     series: list[SeriesFit] = []
-    rates: dict[str, dict[str, Any]] = {}
+    rates: dict[str, ErrorRate] = {}
     for part in run.boards:
         if part.problem is not None:
             reasons.append(f"{part.board}: did not run: {part.problem}")

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from npu_hil.targets.horizon.layouts import TENSOR_TYPES
-from npu_hil.targets.unit import ApiPath, PathTensor
+from npu_hil.targets.unit import ApiPath, PathAttributes, PathTensor
 
 __all__ = ["API_PATHS"]
 
@@ -34,19 +34,19 @@ def _dtype_name(value: Any) -> str:
     return NUMPY_OF.get(name, str(value).lower())
 
 
-def native_attributes(reported: Mapping[str, Any]) -> dict[str, Any]:
+def native_attributes(reported: Mapping[str, Any]) -> PathAttributes:
     """``hbDNNTensorProperties`` under the shared names."""
-    out: dict[str, Any] = {}
+    out: PathAttributes = {}
     if "tensorType" in reported:
         out["dtype"] = _dtype_name(reported["tensorType"])
-    for key, name in (
-        ("tensorLayout", "layout"),
-        ("validShape", "valid_shape"),
-        ("alignedShape", "aligned_shape"),
-        ("scale", "scale"),
-    ):
-        if reported.get(key) is not None:
-            out[name] = reported[key]
+    if reported.get("tensorLayout") is not None:
+        out["layout"] = reported["tensorLayout"]
+    if reported.get("validShape") is not None:
+        out["valid_shape"] = reported["validShape"]
+    if reported.get("alignedShape") is not None:
+        out["aligned_shape"] = reported["alignedShape"]
+    if reported.get("scale") is not None:
+        out["scale"] = reported["scale"]
     return out
 
 

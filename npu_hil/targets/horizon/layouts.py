@@ -20,11 +20,12 @@ report always wins and any disagreement is a finding for the diff.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from math import prod
-from typing import Any
 
 import numpy as np
+from typing_extensions import TypedDict
 
 from npu_hil.harness.codec.encodings import Encoding
 from npu_hil.harness.codec.engine import BlockedLayout, Dim
@@ -76,6 +77,16 @@ STRIDED_PARAMS = ("stride", "aligned_shape", "aligned_byte_size", "tensor_layout
 IMAGE_PARAMS = ("stride", "aligned_byte_size")
 
 
+class HorizonLayoutParams(TypedDict, total=False):
+    """The parameters of a Horizon layout (an image's row ``stride`` one number or the
+    device's strides), as the forensics and the simulator's faults give them."""
+
+    stride: list[int] | int
+    aligned_shape: list[int]
+    aligned_byte_size: int
+    tensor_layout: str
+
+
 def needs_padding(valid_shape: tuple[int, ...], stride: tuple[int, ...], element_size: int) -> bool:
     """seeds/003's test: padding is needed when ``prod(validShape[1:]) != stride[0]``.
 
@@ -124,7 +135,7 @@ def build(
     shape: tuple[int, ...],
     dtype: np.dtype,
     role: str,
-    params: dict[str, Any],
+    params: Mapping[str, object],
 ) -> BlockedLayout:
     where = f"{target} {name}"
     if name == "strided":
@@ -140,7 +151,7 @@ def _strided(
     shape: tuple[int, ...],
     dtype: np.dtype,
     role: str,
-    params: dict[str, Any],
+    params: Mapping[str, object],
 ) -> BlockedLayout:
     if dtype.name not in TENSOR_TYPES:
         raise LayoutError(
@@ -216,7 +227,7 @@ def _image(
     shape: tuple[int, ...],
     dtype: np.dtype,
     role: str,
-    params: dict[str, Any],
+    params: Mapping[str, object],
 ) -> BlockedLayout:
     if role != "input":
         raise LayoutError(f"{where}: {name} is an input image type; outputs use 'strided'")
@@ -278,7 +289,7 @@ def _image(
     )
 
 
-def _size(where: str, params: dict[str, Any], default: int) -> tuple[int, str]:
+def _size(where: str, params: Mapping[str, object], default: int) -> tuple[int, str]:
     if "aligned_byte_size" in params:
         size = one_int(where, "aligned_byte_size", params["aligned_byte_size"])
         if size < 0:

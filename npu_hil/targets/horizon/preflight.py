@@ -14,7 +14,9 @@ def preflight(report: PreflightContext) -> None:
         _check_nv12(report, report.inputs, report.shapes)
 
 
-def _check_nv12(report: PreflightContext, inputs: list[Any], shapes: dict[str, Any]) -> None:
+def _check_nv12(
+    report: PreflightContext, inputs: list[Any], shapes: dict[str, list[int | None]]
+) -> None:
     for value in inputs:
         shape = shapes.get(value.name) or []
         if len(shape) != 4:

@@ -82,7 +82,7 @@ class HorizonReport:
         shape: tuple[int, ...] | None,
         *,
         reported: bool,
-        params: dict[str, Any],
+        params: Mapping[str, object],
     ) -> BlockedLayout:
         return _horizon(target, role, attributes, dtype, shape, reported, params)
 
@@ -125,7 +125,7 @@ def _horizon(
     dtype: np.dtype,
     shape: tuple[int, ...] | None,
     reported: bool,
-    params: dict[str, Any],
+    params: Mapping[str, object],
 ) -> BlockedLayout:
     kind = _horizon_type(attributes, target)
     where = f"{target} {kind} ({role})"

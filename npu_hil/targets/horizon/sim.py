@@ -17,8 +17,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from npu_hil.harness.codec import BlockedLayout
@@ -28,6 +26,7 @@ from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
 from npu_hil.harness.simkit.options import RuntimeOptions
 from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, logical_input
 from npu_hil.targets.horizon import layouts as horizon
+from npu_hil.targets.horizon.attrs import TensorProperties
 from npu_hil.targets.horizon.images import image_shape
 from npu_hil.targets.horizon.quant import model_input
 from npu_hil.targets.quant import (
@@ -117,7 +116,7 @@ class HorizonSim(VendorSim):
             attributes["tensorType"] = name
             attributes["memories"] = self.separate_memories(given.name, layout, buffer)
         tensor = SimTensor(
-            given.name, buffer, name, dtype.name, list(shape), attributes, layout, "input"
+            given.name, buffer, name, dtype.name, list(shape), dict(attributes), layout, "input"
         )
         return HeldInput(tensor, model_input(attributes, held))
 
@@ -160,7 +159,7 @@ class HorizonSim(VendorSim):
             layout.name,
             layout.dtype.name,
             list(shape),
-            attributes,
+            dict(attributes),
             layout,
             "output",
         )
@@ -210,7 +209,7 @@ def properties(
     quant: Quantizer,
     *,
     model_shape: tuple[int, ...] | None = None,
-) -> dict[str, Any]:
+) -> TensorProperties:
     """``hbDNNTensorProperties`` of a tensor held in ``layout`` (field names as in hb_dnn.h)."""
     attrs = layout.attributes
     if layout.name in IMAGE_TYPES:
@@ -226,9 +225,6 @@ def properties(
         stride = list(attrs["stride"])
         aligned = list(attrs["predicted_alignedShape"])
         tensor_type = horizon.TENSOR_TYPES[layout.dtype.name]
-    props: dict[str, Any] = {"index": index, "name": name, "validShape": valid}
-    if target in ALIGNED_SHAPE_TARGETS:
-        props["alignedShape"] = aligned
     scale: list[float] = []
     zero_point: list[int] = []
     shift: list[int] = []
@@ -241,17 +237,21 @@ def properties(
         axis = quant.axis if quant.axis is not None else 0
     else:
         quanti = "NONE"
-    props.update(
-        {
-            "tensorLayout": "NCHW",
-            "tensorType": tensor_type,
-            "quantiType": quanti,
-            "scale": scale,
-            "zeroPoint": zero_point,
-            "shift": shift,
-            "quantizeAxis": axis,
-            "alignedByteSize": layout.nbytes,
-            "stride": stride,
-        }
-    )
+    props: TensorProperties = {
+        "index": index,
+        "name": name,
+        "validShape": valid,
+        "alignedShape": aligned,
+        "tensorLayout": "NCHW",
+        "tensorType": tensor_type,
+        "quantiType": quanti,
+        "scale": scale,
+        "zeroPoint": zero_point,
+        "shift": shift,
+        "quantizeAxis": axis,
+        "alignedByteSize": layout.nbytes,
+        "stride": stride,
+    }
+    if target not in ALIGNED_SHAPE_TARGETS:
+        del props["alignedShape"]  # S100's hb_dnn.h has no alignedShape
     return props

@@ -5,19 +5,19 @@ instead."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
 from npu_hil.harness.codec.engine import BlockedLayout
 from npu_hil.harness.codec.params import round_up
 from npu_hil.targets.horizon import layouts as horizon
+from npu_hil.targets.horizon.layouts import HorizonLayoutParams
 from npu_hil.targets.unit import ROW_ALIGNMENTS as ALIGNMENTS
 
 
 def forensic_variants(
     name: str, role: str, shape: tuple[int, ...], dtype: np.dtype
-) -> Iterator[tuple[dict[str, Any], str]]:
+) -> Iterator[tuple[HorizonLayoutParams, str]]:
     if name == "strided" and len(shape) == 4:
         for tensor_layout in ("NCHW", "NHWC"):
             h_axis, w_axis = (1, 2) if tensor_layout == "NHWC" else (2, 3)
@@ -36,7 +36,7 @@ def forensic_variants(
             yield {"stride": -(-shape[-1] // align) * align}, f"rows aligned to {align} bytes"
 
 
-def _strided_variants(layout: BlockedLayout) -> Iterator[dict[str, Any]]:
+def _strided_variants(layout: BlockedLayout) -> Iterator[HorizonLayoutParams]:
     aligned = list(layout.attributes["predicted_alignedShape"])
     item = layout.dtype.itemsize
     last = len(aligned) - 1
@@ -49,7 +49,7 @@ def _strided_variants(layout: BlockedLayout) -> Iterator[dict[str, Any]]:
     yield {"stride": list(horizon.strides_of_aligned_shape(tuple(other), item))}
 
 
-def fault_variants(layout: BlockedLayout) -> Iterator[dict[str, Any]]:
+def fault_variants(layout: BlockedLayout) -> Iterator[HorizonLayoutParams]:
     width = layout.shape[-1]
     if layout.name == "strided":
         yield from _strided_variants(layout)

@@ -48,10 +48,11 @@ is zero-padded.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from typing_extensions import TypedDict
 
 from npu_hil.harness.codec.encodings import Encoding
 from npu_hil.harness.codec.engine import BlockedLayout, Dim, span
@@ -228,6 +229,15 @@ FORMATS: dict[str, Kl730Format] = {
 }
 
 PARAMS = ("stride_npu", "value_bits")
+
+
+class Kl730LayoutParams(TypedDict, total=False):
+    """The parameters of a KL730 layout, as the forensics and the simulator's faults give them."""
+
+    stride_npu: list[int]
+    value_bits: int
+
+
 DTYPES = {8: ("int8", "uint8"), 16: ("int16", "uint16")}
 
 
@@ -355,7 +365,7 @@ def build(
     shape: tuple[int, ...],
     dtype: np.dtype,
     role: str,
-    params: dict[str, Any],
+    params: Mapping[str, object],
 ) -> BlockedLayout:
     fmt = FORMATS[name]
     where = f"kl730 {name}"

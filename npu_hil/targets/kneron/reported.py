@@ -34,7 +34,7 @@ class KneronReport:
         shape: tuple[int, ...] | None,
         *,
         reported: bool,
-        params: dict[str, Any],
+        params: Mapping[str, object],
     ) -> BlockedLayout:
         return _kl730(target, role, attributes, dtype, shape, reported, params)
 
@@ -62,7 +62,7 @@ def _kl730(
     dtype: np.dtype,
     shape: tuple[int, ...] | None,
     reported: bool,
-    params: dict[str, Any],
+    params: Mapping[str, object],
 ) -> BlockedLayout:
     fmt = _kl730_format(attributes)
     where = f"kl730 {fmt.name} ({role})"

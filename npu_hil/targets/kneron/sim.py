@@ -15,8 +15,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from npu_hil.harness.codec import BlockedLayout
@@ -26,6 +24,7 @@ from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
 from npu_hil.harness.simkit.options import RuntimeOptions
 from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, logical_input
 from npu_hil.targets.kneron import kl730
+from npu_hil.targets.kneron.attrs import NodeDescriptor
 from npu_hil.targets.kneron.quant import CHANNEL_AXIS, model_input
 from npu_hil.targets.quant import FixedPoint, choose_fixed_point, fixed_point_for_type
 
@@ -108,7 +107,14 @@ class KneronSim(VendorSim):
             buffer, held = self.place(layout, given, values)
         attributes = node_descriptor(index, given.name, layout, quant)
         tensor = SimTensor(
-            given.name, buffer, layout.name, stored.name, list(shape), attributes, layout, "input"
+            given.name,
+            buffer,
+            layout.name,
+            stored.name,
+            list(shape),
+            dict(attributes),
+            layout,
+            "input",
         )
         return HeldInput(tensor, model_input(attributes, held))
 
@@ -124,7 +130,14 @@ class KneronSim(VendorSim):
         buffer = self.output_buffer(info.name, layout, quant.quantize(values))
         attributes = node_descriptor(index, info.name, layout, quant)
         return SimTensor(
-            info.name, buffer, layout.name, dtype.name, list(shape), attributes, layout, "output"
+            info.name,
+            buffer,
+            layout.name,
+            dtype.name,
+            list(shape),
+            dict(attributes),
+            layout,
+            "output",
         )
 
 
@@ -133,7 +146,7 @@ class KneronSim(VendorSim):
 
 def node_descriptor(
     index: int, name: str, layout: BlockedLayout, quant: FixedPoint
-) -> dict[str, Any]:
+) -> NodeDescriptor:
     """The node descriptor Kneron PLUS returns with a raw fixed-point node."""
     return {
         "index": index,

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
 from npu_hil.harness.codec.engine import BlockedLayout
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.kneron import kl730
+from npu_hil.targets.kneron.kl730 import Kl730LayoutParams
 from npu_hil.targets.unit import ROW_ALIGNMENTS as ALIGNMENTS
 
 
 def forensic_variants(
     name: str, role: str, shape: tuple[int, ...], dtype: np.dtype
-) -> Iterator[tuple[dict[str, Any], str]]:
+) -> Iterator[tuple[Kl730LayoutParams, str]]:
     fmt = kl730.FORMATS[name]
     if fmt.bits == 16:
         yield {"value_bits": 16 if fmt.quirk_15bit else 15}, ""
@@ -34,7 +34,7 @@ def forensic_variants(
         yield {"stride_npu": given}, f"rows padded to {cols} columns"
 
 
-def fault_variants(layout: BlockedLayout) -> Iterator[dict[str, Any]]:
+def fault_variants(layout: BlockedLayout) -> Iterator[Kl730LayoutParams]:
     fmt = kl730.FORMATS[layout.name]
     shape4, inserted = kl730.canonical_shape(layout.shape)
     for cols in (4, 8, 16, 32, 64, shape4[3] + 1):

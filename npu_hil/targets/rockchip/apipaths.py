@@ -19,22 +19,25 @@ from typing import Any
 import numpy as np
 
 from npu_hil.targets.rockchip.reported import RKNN_FMT_CODES, RockchipReport
-from npu_hil.targets.unit import ApiPath, PathTensor
+from npu_hil.targets.unit import ApiPath, PathAttributes, PathTensor
 
 __all__ = ["API_PATHS"]
 
 
-def native_attributes(reported: Mapping[str, Any]) -> dict[str, Any]:
+def native_attributes(reported: Mapping[str, Any]) -> PathAttributes:
     """``rknn_tensor_attr`` under the shared names (what zero-copy reports of the tensor)."""
-    out: dict[str, Any] = {}
+    out: PathAttributes = {}
     if "type" in reported:
         out["dtype"] = RockchipReport().dtype("", reported).name
     if "fmt" in reported:
         fmt = reported["fmt"]
         out["layout"] = RKNN_FMT_CODES.get(fmt, str(fmt)) if isinstance(fmt, int) else str(fmt)
-    for key, name in (("zp", "zero_point"), ("scale", "scale"), ("size", "size")):
-        if key in reported:
-            out[name] = reported[key]
+    if "zp" in reported:
+        out["zero_point"] = reported["zp"]
+    if "scale" in reported:
+        out["scale"] = reported["scale"]
+    if "size" in reported:
+        out["size"] = reported["size"]
     return out
 
 

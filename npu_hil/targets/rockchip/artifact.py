@@ -47,7 +47,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
-from typing import Any
 
 from npu_hil.harness.errors import ArtifactError
 from npu_hil.targets.artifact import MAX_HEADER_BYTES, MAX_INFO_BYTES, ArtifactInfo, open_bounded
@@ -118,13 +117,14 @@ def read_rockchip_model(path: Path) -> ArtifactInfo:
         platforms = []
     found = _COMPILER.search(head, HEADER_BYTES)
     compiler = found.group(1).decode("ascii", "replace").strip() if found else None
-    extras: dict[str, Any] = {"model_data_bytes": data_len}
+    extras: dict[str, int | str] = {"model_data_bytes": data_len}
     trailing = size - (info_at + 8 + info_len)
     if trailing:
         extras["trailing_bytes"] = trailing
     for key in ("name", "ori_network_platform"):
-        if isinstance(document.get(key), str):
-            extras[key] = document[key]
+        value = document.get(key)
+        if isinstance(value, str):
+            extras[key] = value
     return ArtifactInfo(
         path=where,
         vendor="rockchip",
@@ -138,7 +138,8 @@ def read_rockchip_model(path: Path) -> ArtifactInfo:
     )
 
 
-def _model_info(where: str, at: int, block: bytes) -> dict[str, Any]:
+def _model_info(where: str, at: int, block: bytes) -> Mapping[str, object]:
+    # The toolkit's own JSON, open-ended: the reader checks each field it takes.
     try:
         document = json.loads(block.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -21,10 +21,11 @@ LayoutError naming what is missing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from math import lcm, prod
-from typing import Any
 
 import numpy as np
+from typing_extensions import TypedDict
 
 from npu_hil.harness.codec.encodings import Encoding
 from npu_hil.harness.codec.engine import BlockedLayout, Dim
@@ -32,6 +33,7 @@ from npu_hil.harness.codec.params import bounded_size, int_tuple, one_int, round
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.rockchip import convolution, observed
 from npu_hil.targets.rockchip import tables as rockchip
+from npu_hil.targets.rockchip.tables import WidthRule
 from npu_hil.targets.rockchip.types import RKNN_QNT_CODES as RKNN_QNT_CODES
 from npu_hil.targets.rockchip.types import RKNN_TYPE_CODES as RKNN_TYPE_CODES
 from npu_hil.targets.rockchip.types import RKNN_TYPES as RKNN_TYPES
@@ -52,6 +54,52 @@ PARAMS = {
 }
 
 
+class RknnLayoutParams(TypedDict, total=False):
+    """The parameters of an RKNN layout (:data:`PARAMS` says which each layout takes), as the
+    forensics and the simulator's faults give them."""
+
+    first_layer: str
+    w_stride: int
+    size_with_stride: int
+    c2: int
+    native_dims: list[int]
+    size: int
+    last_op: str
+    hw_align: int
+    last_axis_align: int
+
+
+class RknnPrediction(TypedDict, total=False):
+    """A layout's ``attributes``: the ``rknn_tensor_attr`` fields it predicts, and the rows and
+    rules behind them (what the attribute diff and ``npu-hil layout`` show)."""
+
+    first_layer: str
+    mean_scale_on: rockchip.Executor
+    width_rule: WidthRule | None
+    table_row: str
+    precision: str
+    last_op: str
+    last_axis_align: int
+    fmt: str
+    dims: list[int]
+    native_dims: list[int]
+    c2: int
+    hw_align: int
+    w_stride: int
+    predicted_w_stride: int
+    width_align: int
+    seed_width_align: int
+    seed_channels: int
+    size: int
+    size_with_stride: int
+    type: str
+    n_elems: int
+
+
+# A layout's params come from the caller or the device's report: take_params checks their names
+# and each is checked (one_int, int_tuple) where it is read.
+
+
 def layout_names() -> tuple[str, ...]:
     return OUTPUT_LAYOUTS
 
@@ -62,7 +110,7 @@ def build(
     shape: tuple[int, ...],
     dtype: np.dtype,
     role: str,
-    params: dict[str, Any],
+    params: Mapping[str, object],
 ) -> BlockedLayout:
     where = f"{target} {name} ({role})"
     if (role, name) not in PARAMS:
@@ -85,7 +133,7 @@ def _input(
     where: str,
     shape: tuple[int, ...],
     dtype: np.dtype,
-    params: dict[str, Any],
+    params: Mapping[str, object],
 ) -> BlockedLayout:
     first_layer = str(params.get("first_layer", rockchip.default_first_layer(target)))
     row, row_note = input_row_for(target, first_layer, len(shape), dtype)
@@ -93,7 +141,7 @@ def _input(
         f"{row.platform} input row: first layer {row.first_layer}, rank "
         f"{'4' if row.rank4 else 'not 4'}, input {row.input_types_text()}{row_note}"
     )
-    base = {
+    base: RknnPrediction = {
         "first_layer": first_layer,
         "mean_scale_on": row.mean_scale_on,
         "width_rule": row.width_rule,
@@ -212,7 +260,7 @@ def _output(
     where: str,
     shape: tuple[int, ...],
     dtype: np.dtype,
-    params: dict[str, Any],
+    params: Mapping[str, object],
 ) -> BlockedLayout:
     if len(shape) != 4 and name == "UNDEFINE":
         return _flat_output(target, where, shape, dtype, params)
@@ -226,7 +274,10 @@ def _output(
         # The normal API's output (rknn_outputs_get) is NCHW on every platform, also where the
         # zero-copy table lists no NCHW native output (RV1103/RV1106, RV1103B/RV1106B, RK2118):
         # every observed runtime reports it (OUTPUT_ATTR, fmt NCHW).
-        base = {"precision": precision, "table_row": "the normal API's converted output"}
+        base: RknnPrediction = {
+            "precision": precision,
+            "table_row": "the normal API's converted output",
+        }
         return _flat(
             target,
             name,
@@ -342,14 +393,14 @@ def _nc1hwc2(
     where: str,
     shape: tuple[int, ...],
     dtype: np.dtype,
-    params: dict[str, Any],
+    params: Mapping[str, object],
     c2: int,
     c2_source: str,
     *,
     padded_channels: int,
     channel_source: str,
     hw_align: int,
-    base: dict[str, Any],
+    base: RknnPrediction,
 ) -> BlockedLayout:
     """NC1HWC2 as the vendor's conversion loops read it: element (n, c, h, w) at
     ``((n*C1 + c//C2) * plane + h*W + w) * C2 + c%C2``, where ``plane`` is dims[2]*dims[3] of the
@@ -403,14 +454,17 @@ def _nc1hwc2(
         nbytes,
         params,
         provenance,
-        {
-            **base,
-            "fmt": "NC1HWC2",
-            "native_dims": native_dims,
-            "c2": c2,
-            "hw_align": hw_align,
-            key: nbytes,
-        },
+        _sized(
+            {
+                **base,
+                "fmt": "NC1HWC2",
+                "native_dims": native_dims,
+                "c2": c2,
+                "hw_align": hw_align,
+            },
+            role,
+            nbytes,
+        ),
     )
 
 
@@ -438,7 +492,7 @@ def _nc1hwc2_output_channels(
 
 
 def _flat_output(
-    target: str, where: str, shape: tuple[int, ...], dtype: np.dtype, params: dict[str, Any]
+    target: str, where: str, shape: tuple[int, ...], dtype: np.dtype, params: Mapping[str, object]
 ) -> BlockedLayout:
     """An output of rank 1 to 3, flat (UNDEFINE): what the compiler lays out (the zoo's compiled
     files), with the seed's row (or its absence) named beside it."""
@@ -464,7 +518,7 @@ def _flat_output(
         f"{observed.deviation('flat-output-size').provenance(target)}; the seed: the tensor's "
         "own size)"
     )
-    base = {"precision": dtype.name, "table_row": seed}
+    base: RknnPrediction = {"precision": dtype.name, "table_row": seed}
     if axis_align > 1:
         base["last_axis_align"] = axis_align
     return _flat(
@@ -478,10 +532,10 @@ def _flat(
     role: str,
     shape: tuple[int, ...],
     dtype: np.dtype,
-    params: dict[str, Any],
+    params: Mapping[str, object],
     default_size: int,
     provenance: dict[str, str],
-    base: dict[str, Any],
+    base: RknnPrediction,
     padded: tuple[int, ...] | None = None,
 ) -> BlockedLayout:
     """C order over ``padded`` (the shape with its last axis padded; default: unpadded)."""
@@ -509,11 +563,20 @@ def _flat(
         nbytes,
         params,
         {key: source},
-        {**base, "fmt": name, "dims": list(shape), key: nbytes},
+        _sized({**base, "fmt": name, "dims": list(shape)}, role, nbytes),
     )
 
 
-def _c2(where: str, target: str, dtype: np.dtype, params: dict[str, Any]) -> tuple[int, str]:
+def _sized(prediction: RknnPrediction, role: str, nbytes: int) -> RknnPrediction:
+    """``prediction`` with the buffer length under the role's field (after the others)."""
+    if role == "input":
+        prediction["size_with_stride"] = nbytes
+    else:
+        prediction["size"] = nbytes
+    return prediction
+
+
+def _c2(where: str, target: str, dtype: np.dtype, params: Mapping[str, object]) -> tuple[int, str]:
     if "c2" in params:
         return _check_c2(where, "c2", one_int(where, "c2", params["c2"])), "given"
     if dtype.name not in ("int8", "uint8", "float16"):
@@ -548,7 +611,7 @@ def _check_c2(where: str, key: str, c2: int) -> int:
 
 
 def _size(
-    where: str, params: dict[str, Any], key: str, default: int, reach: str = "the layout"
+    where: str, params: Mapping[str, object], key: str, default: int, reach: str = "the layout"
 ) -> tuple[int, str]:
     if key not in params:
         return default, "predicted from the layout"
@@ -569,14 +632,18 @@ def _layout(
     dtype: np.dtype,
     dims: tuple[Dim, ...],
     nbytes: int,
-    params: dict[str, Any],
+    params: Mapping[str, object],
     provenance: dict[str, str],
-    attributes: dict[str, Any],
+    attributes: RknnPrediction,
 ) -> BlockedLayout:
     # The runtime's n_elems counts the slots of its dims, padding included (observed on every
     # attribute set of tests/data/rknn/observed.json.gz).
     counted = attributes.get("native_dims", attributes.get("dims", shape))
-    attributes = {**attributes, "type": RKNN_TYPES[dtype.name], "n_elems": prod(counted)}
+    typed: RknnPrediction = {
+        **attributes,
+        "type": RKNN_TYPES[dtype.name],
+        "n_elems": prod(counted),
+    }
     return BlockedLayout(
         target=target,
         name=name,
@@ -589,5 +656,5 @@ def _layout(
         axis_names=("n", "c", "h", "w") if len(shape) == 4 else (),
         params=dict(params),
         provenance=provenance,
-        attributes=attributes,
+        attributes=dict(typed),
     )

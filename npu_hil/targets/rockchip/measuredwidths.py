@@ -22,7 +22,9 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+from typing_extensions import TypedDict
 
 from npu_hil.targets.conv import ConvSite
 from npu_hil.targets.rockchip.compiler.reasons import compiler_reason
@@ -35,6 +37,43 @@ __all__ = ["DATA", "MeasuredVerdict", "document_of", "measured_verdict", "measur
 DATA = Path(__file__).with_name("conv_widths.json")
 
 
+class WidthRecord(TypedDict):
+    """One compiler record (``tests/data/zoo/rknn_widths.json.gz``): a width on a target."""
+
+    target: str
+    precision: str
+    height: int
+    width: int
+    built: bool
+    reason: str | None
+
+
+class HeightLimits(TypedDict):
+    """A measured height: the ranges of widths refused, ``[first, last, the reasons]``."""
+
+    refused: list[tuple[int, int, str]]
+
+
+class MeasuredPlatform(TypedDict):
+    """A platform of :class:`WidthsDocument`: per height measured (its text), the limits."""
+
+    measured_on: str
+    precision: str
+    heights: dict[str, HeightLimits]
+
+
+class WidthsDocument(TypedDict):
+    """``conv_widths.json``: the convolution measured and, per platform, the widths refused."""
+
+    provenance: dict[str, str]
+    case: str
+    kernel: list[int]
+    dilation: list[int]
+    in_channels: int
+    tried_up_to: int
+    platforms: dict[str, MeasuredPlatform]
+
+
 @dataclass(frozen=True)
 class MeasuredVerdict:
     """What the compiler did at a width: ``ok`` (built) or not, and the sentence that says it,
@@ -45,15 +84,18 @@ class MeasuredVerdict:
 
 
 @cache
-def measurements() -> dict[str, Any]:
+def measurements() -> WidthsDocument:
     """The measured document (provenance, the case measured, per platform per height the
     refused ranges)."""
-    document: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))
-    return document
+    document = json.loads(DATA.read_text(encoding="utf-8"))
+    # The package's own file, held to its records by tests/targets/test_measured_widths.py.
+    if not isinstance(document, dict) or not isinstance(document.get("platforms"), dict):
+        raise ValueError(f"{DATA}: expected an object with its platforms")
+    return cast(WidthsDocument, document)
 
 
 def _covers(
-    document: dict[str, Any],
+    document: WidthsDocument,
     kernel_hw: tuple[int, int],
     dilation_hw: tuple[int, int],
     kind: str,
@@ -68,7 +110,7 @@ def _covers(
     )
 
 
-def _height_entry(heights: dict[str, Any], height: int | None) -> tuple[str, str]:
+def _height_entry(heights: dict[str, HeightLimits], height: int | None) -> tuple[str, str]:
     """The measured height whose limits apply, and a note where it is not the site's own."""
     measured = sorted(int(h) for h in heights)
     ranges = {json.dumps(heights[str(h)]["refused"]) for h in measured}
@@ -124,7 +166,7 @@ def measured_verdict(
     )
 
 
-def document_of(records: list[dict[str, Any]], provenance: dict[str, Any]) -> dict[str, Any]:
+def document_of(records: list[WidthRecord], provenance: dict[str, str]) -> WidthsDocument:
     """The measured document from the compiler's records (``tests/data/zoo/rknn_widths.json.gz``:
     per target, precision, height and width, built or refused with the compiler's reason): per
     platform and height, the ranges of widths refused, each from its first refused width to the
@@ -150,7 +192,8 @@ def document_of(records: list[dict[str, Any]], provenance: dict[str, Any]) -> di
     for platform in platforms.values():
         for entry in platform["heights"].values():
             entry["refused"] = [r for r in entry["refused"] if r is not None]
-    return {
+    # Built as plain lists (a range grows while refusals follow), the document's shape at the end.
+    document = {
         "provenance": provenance,
         "case": CASE,
         "kernel": [3, 3],
@@ -159,3 +202,4 @@ def document_of(records: list[dict[str, Any]], provenance: dict[str, Any]) -> di
         "tried_up_to": max(r["width"] for r in records),
         "platforms": dict(sorted(platforms.items())),
     }
+    return cast(WidthsDocument, document)

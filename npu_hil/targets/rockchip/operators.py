@@ -14,7 +14,9 @@ import json
 from collections.abc import Collection
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import cast
+
+from typing_extensions import TypedDict
 
 from npu_hil.targets.rockchip.compiler.reasons import compiler_reason
 from npu_hil.targets.rockchip.tables import platform_of
@@ -24,11 +26,40 @@ __all__ = ["DATA", "document_of", "measured_operators", "refusal"]
 DATA = Path(__file__).with_name("operators.json")
 
 
+class OperatorRecord(TypedDict):
+    """One compiler record (``tests/data/zoo/rknn_ops.json.gz``): an operator on a target."""
+
+    target: str
+    op: str
+    precision: str
+    built: bool
+    reason: str | None
+
+
+class MeasuredPlatform(TypedDict):
+    """A platform of :class:`OperatorsDocument`: operator → the compiler's refusal."""
+
+    measured_on: str
+    precision: str
+    refused: dict[str, str]
+
+
+class OperatorsDocument(TypedDict):
+    """``operators.json``: the operators tried and, per platform, those refused."""
+
+    provenance: dict[str, str]
+    operators: list[str]
+    platforms: dict[str, MeasuredPlatform]
+
+
 @cache
-def measured_operators() -> dict[str, Any]:
+def measured_operators() -> OperatorsDocument:
     """The measured document: provenance, the operators tried, per platform the refusals."""
-    document: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))
-    return document
+    document = json.loads(DATA.read_text(encoding="utf-8"))
+    # The package's own file, held to its records by tests/targets/test_measured_operators.py.
+    if not isinstance(document, dict) or not isinstance(document.get("platforms"), dict):
+        raise ValueError(f"{DATA}: expected an object with its platforms")
+    return cast(OperatorsDocument, document)
 
 
 def refusal(target: str, op_type: str, attributes: Collection[str] = ()) -> str | None:
@@ -46,10 +77,10 @@ def refusal(target: str, op_type: str, attributes: Collection[str] = ()) -> str 
     return None
 
 
-def document_of(records: list[dict[str, Any]], provenance: dict[str, Any]) -> dict[str, Any]:
+def document_of(records: list[OperatorRecord], provenance: dict[str, str]) -> OperatorsDocument:
     """The package's document from the compiler's records (``tests/data/zoo/rknn_ops.json.gz``:
     per target and operator, built or refused with the reason)."""
-    platforms: dict[str, Any] = {}
+    platforms: dict[str, MeasuredPlatform] = {}
     for record in sorted(records, key=lambda r: (r["target"], r["op"])):
         platform = platforms.setdefault(
             platform_of(record["target"]),

@@ -89,7 +89,7 @@ def _rule_for_inputs(
     report: PreflightContext,
     target: str,
     inputs: list[Any],
-    shapes: dict[str, Any],
+    shapes: dict[str, list[int | None]],
     layer: str,
     deployed: dict[str, str],
 ) -> str | None:
@@ -123,7 +123,7 @@ def _check_inputs(
     report: PreflightContext,
     target: str,
     inputs: list[Any],
-    shapes: dict[str, Any],
+    shapes: dict[str, list[int | None]],
     layer: str,
     deployed: dict[str, str],
 ) -> None:
@@ -163,7 +163,11 @@ def _check_inputs(
 
 
 def _check_outputs(
-    report: PreflightContext, target: str, outputs: Any, shapes: dict[str, Any], precision: str
+    report: PreflightContext,
+    target: str,
+    outputs: Any,
+    shapes: dict[str, list[int | None]],
+    precision: str,
 ) -> None:
     for value in outputs:
         shape = shapes.get(value.name) or []
@@ -210,7 +214,7 @@ def _check_convs(
     report: PreflightContext,
     target: str,
     graph: Any,
-    shapes: dict[str, Any],
+    shapes: dict[str, list[int | None]],
     rule: str,
     layer: str,
 ) -> None:
@@ -228,6 +232,9 @@ def _check_convs(
         kernel = attribute(node, "kernel_shape", None, "INTS") or (weight[2:4] if weight else None)
         if not kernel or len(kernel) != 2:
             report.notes.append(f"{label}: not a 2-D convolution, not checked")
+            continue
+        if kernel[0] is None or kernel[1] is None:  # a weight of symbolic shape
+            report.notes.append(f"{label}: kernel size unknown, not checked")
             continue
         dilations = attribute(node, "dilations", [1, 1], "INTS")
         group = int(attribute(node, "group", 1, "INT"))

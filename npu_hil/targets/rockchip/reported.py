@@ -43,7 +43,7 @@ class RockchipReport:
         shape: tuple[int, ...] | None,
         *,
         reported: bool,
-        params: dict[str, Any],
+        params: Mapping[str, object],
     ) -> BlockedLayout:
         return _rknn(target, role, attributes, dtype, shape, reported, params)
 
@@ -126,7 +126,7 @@ def _rknn(
     dtype: np.dtype,
     shape: tuple[int, ...] | None,
     reported: bool,
-    params: dict[str, Any],
+    params: Mapping[str, object],
 ) -> BlockedLayout:
     fmt = _rknn_fmt(attributes)
     dims = _rknn_dims(attributes)
@@ -134,7 +134,8 @@ def _rknn(
     size_key = "size_with_stride" if role == "input" else "size"
     extra: dict[str, Any] = {}
     if role == "input":
-        extra["first_layer"] = params.pop("first_layer", _first_layer(target, attributes))
+        extra["first_layer"] = params.get("first_layer", _first_layer(target, attributes))
+        params = {k: v for k, v in params.items() if k != "first_layer"}
     if reported:
         extra.update(_reported_size(attributes, size_key, where))
     if fmt == "NHWC":

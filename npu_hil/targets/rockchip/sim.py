@@ -36,6 +36,7 @@ from npu_hil.targets.conv import ConvSite, check_conv
 from npu_hil.targets.quant import Affine, Cast, Quantizer, affine_for_type, choose_affine
 from npu_hil.targets.rockchip import observed
 from npu_hil.targets.rockchip import tables as rockchip
+from npu_hil.targets.rockchip.attrs import RknnTensorAttr
 from npu_hil.targets.rockchip.layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS, RKNN_TYPES
 from npu_hil.targets.rockchip.observed import npu_input_types
 from npu_hil.targets.rockchip.operators import refusal
@@ -173,7 +174,14 @@ class RockchipSim(VendorSim):
             quant = choose_affine(held)
         attributes = tensor_attr(index, given.name, layout, quant, given.pass_through)
         tensor = SimTensor(
-            given.name, buffer, layout.name, dtype.name, list(shape), attributes, layout, "input"
+            given.name,
+            buffer,
+            layout.name,
+            dtype.name,
+            list(shape),
+            dict(attributes),
+            layout,
+            "input",
         )
         return HeldInput(tensor, model_input(attributes, held))
 
@@ -230,7 +238,7 @@ class RockchipSim(VendorSim):
             layout.name,
             layout.dtype.name,
             list(layout.shape),
-            attributes,
+            dict(attributes),
             layout,
             "output",
         )
@@ -271,7 +279,7 @@ class RockchipSim(VendorSim):
 
 def tensor_attr(
     index: int, name: str, layout: BlockedLayout, quant: Quantizer, pass_through: bool
-) -> dict[str, Any]:
+) -> RknnTensorAttr:
     """``rknn_tensor_attr`` for a tensor held in ``layout`` (field names as in rknn_api.h)."""
     attrs = layout.attributes
     fmt = layout.name

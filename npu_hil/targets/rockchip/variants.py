@@ -5,12 +5,12 @@ instead."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
 from npu_hil.harness.codec.engine import BlockedLayout
 from npu_hil.harness.codec.params import round_up
+from npu_hil.targets.rockchip.layouts import RknnLayoutParams
 from npu_hil.targets.unit import ROW_ALIGNMENTS as ALIGNMENTS
 
 C2_BLOCKS = (4, 8, 16, 32)
@@ -18,7 +18,7 @@ C2_BLOCKS = (4, 8, 16, 32)
 
 def forensic_variants(
     name: str, role: str, shape: tuple[int, ...], dtype: np.dtype
-) -> Iterator[tuple[dict[str, Any], str]]:
+) -> Iterator[tuple[RknnLayoutParams, str]]:
     if len(shape) != 4:
         return
     width = shape[3]
@@ -32,7 +32,7 @@ def forensic_variants(
         for c2 in C2_BLOCKS:
             for last_op in ("conv", "other"):
                 for hw_align in (1, 4):
-                    params: dict[str, Any] = {"c2": c2, "hw_align": hw_align}
+                    params: RknnLayoutParams = {"c2": c2, "hw_align": hw_align}
                     if role == "output":
                         params["last_op"] = last_op
                     elif last_op == "other" or hw_align != 1:
@@ -40,7 +40,7 @@ def forensic_variants(
                     yield params, ""
 
 
-def fault_variants(layout: BlockedLayout) -> Iterator[dict[str, Any]]:
+def fault_variants(layout: BlockedLayout) -> Iterator[RknnLayoutParams]:
     attrs = layout.attributes
     if layout.name == "NHWC" and layout.role == "input":
         predicted = int(attrs["w_stride"])

@@ -25,9 +25,10 @@ import socket
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from filelock import FileLock
+from typing_extensions import NotRequired, TypedDict
 
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.labgrid.ledger import Holder, current_holder, holder_alive
@@ -41,6 +42,15 @@ FOLDER_PREFIX = "npu-hil-simfarm-"
 LOCK_TIMEOUT_S = 60.0
 
 
+class FarmRun(TypedDict):
+    """A run's farm in ``simfarm-runs.json``: its folder and the process (and host) that runs it."""
+
+    folder: str
+    pid: int
+    start: int | None
+    host: NotRequired[str]
+
+
 class SimFarmLedger:
     """The ledger file ``simfarm-runs.json`` in ``folder`` (a folder of this user's own)."""
 
@@ -49,7 +59,7 @@ class SimFarmLedger:
         self.host = socket.gethostname()
         self._lock = FileLock(f"{self.path}.lock", timeout=LOCK_TIMEOUT_S)
 
-    def _load(self) -> list[dict[str, Any]]:
+    def _load(self) -> list[FarmRun]:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -63,22 +73,23 @@ class SimFarmLedger:
         if not isinstance(runs, list):
             return []
         return [
-            r
+            cast(FarmRun, r)
             for r in runs
             if isinstance(r, dict)
             and isinstance(r.get("folder"), str)
             and isinstance(r.get("pid"), int)
             and (r.get("start") is None or isinstance(r.get("start"), int))
+            and isinstance(r.get("host", ""), str)
         ]
 
-    def _save(self, runs: list[dict[str, Any]]) -> None:
+    def _save(self, runs: list[FarmRun]) -> None:
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         text = json.dumps({"version": VERSION, "runs": runs}, indent=1, sort_keys=True)
         tmp.write_text(text + "\n", encoding="utf-8")
         os.replace(tmp, self.path)
 
     @contextlib.contextmanager
-    def _runs(self) -> Iterator[list[dict[str, Any]]]:
+    def _runs(self) -> Iterator[list[FarmRun]]:
         with self._lock:
             runs = self._load()
             yield runs
@@ -104,7 +115,7 @@ class SimFarmLedger:
 
         cleaned: list[Path] = []
         with self._runs() as runs:
-            kept: list[dict[str, Any]] = []
+            kept: list[FarmRun] = []
             for run in runs:
                 holder = Holder(int(run["pid"]), run.get("start"))
                 if run.get("host") != self.host or holder_alive(holder):

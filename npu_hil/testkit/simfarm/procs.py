@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from typing_extensions import TypedDict
+
 from npu_hil.harness.procstat import proc_stat
 from npu_hil.testkit.simfarm.errors import SimFarmError
 
@@ -210,6 +212,17 @@ def _descendants(pid: int) -> list[tuple[int, int]]:
 # --- records ------------------------------------------------------------------------------------
 
 
+class ProcessDocument(TypedDict):
+    """A started process in the farm's state file (:meth:`ProcessRecord.to_dict`)."""
+
+    name: str
+    pid: int
+    argv: list[str]
+    start_time: int
+    port: int | None
+    log: str | None
+
+
 @dataclass(frozen=True)
 class ProcessRecord:
     """A started process as the farm's state file keeps it. ``name`` says what it is
@@ -222,7 +235,7 @@ class ProcessRecord:
     port: int | None = None
     log: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ProcessDocument:
         return {
             "name": self.name,
             "pid": self.pid,

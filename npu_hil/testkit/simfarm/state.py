@@ -11,9 +11,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import TypedDict
+
 from npu_hil.harness.files import InputFileError, read_regular
 from npu_hil.testkit.simfarm.errors import SimFarmError
-from npu_hil.testkit.simfarm.procs import ProcessRecord
+from npu_hil.testkit.simfarm.procs import ProcessDocument, ProcessRecord
 
 __all__ = ["STATE_FILE", "FarmBoard", "FarmState", "load_state", "remove_state", "save_state"]
 
@@ -42,6 +44,20 @@ class FarmBoard:
         }
 
 
+class StateDocument(TypedDict):
+    """The farm's state file (:meth:`FarmState.to_dict`), read back by ``from_dict``."""
+
+    format: int
+    dir: str
+    inventory: str
+    user: str
+    started: str
+    complete: bool
+    boards: list[dict[str, str]]
+    processes: list[ProcessDocument]
+    ports: dict[str, int]
+
+
 @dataclass(frozen=True)
 class FarmState:
     """A farm in ``dir``. ``complete`` is False while ``up`` is still starting processes."""
@@ -61,7 +77,7 @@ class FarmState:
             ports[record.name] = record.port
         return replace(self, processes=(*self.processes, record), ports=ports)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> StateDocument:
         return {
             "format": FORMAT,
             "dir": str(self.dir),

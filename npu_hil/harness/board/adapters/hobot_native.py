@@ -50,7 +50,7 @@ import contextlib
 import ctypes
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, List, TypedDict, cast
 
 import numpy as np
 
@@ -391,10 +391,32 @@ def _array(pointer: Any, length: int) -> list[Any]:
     return [pointer[i] for i in range(min(int(length), MAX_QUANT_PARAMS))]
 
 
-def properties_record(props: Any, abi: Abi) -> dict[str, Any]:
+class _PropertiesJson(TypedDict):
+    validShape: List[int]
+    tensorType: str
+    quantiType: str
+    scale: List[float]
+    zeroPoint: List[int]
+    quantizeAxis: int
+    alignedByteSize: int
+    stride: List[int]
+
+
+class HbPropertiesJson(_PropertiesJson, total=False):
+    """``hbDNNTensorProperties`` in a result; the aligned shape, layout and shift on an ABI that
+    has them."""
+
+    alignedShape: List[int]
+    tensorLayout: str
+    shift: List[int]
+
+
+def properties_record(props: Any, abi: Abi) -> HbPropertiesJson:
     """``hbDNNTensorProperties`` as the runtime reported it: the header's names, enums by name."""
     valid = _shape(props.validShape)
-    record: dict[str, Any] = {"validShape": valid}
+    record = cast(
+        "HbPropertiesJson", {"validShape": valid}
+    )  # the rest follows, in the header's order
     if abi.has_aligned_shape:
         record["alignedShape"] = _shape(props.alignedShape)
         layout = int(props.tensorLayout)
@@ -629,7 +651,7 @@ class HbTensor:
 
     name: str
     properties: Any
-    record: dict[str, Any]
+    record: HbPropertiesJson
 
 
 @dataclass
@@ -708,7 +730,7 @@ def _buffer_size(tensor: HbTensor, stage: str, abi: Abi | None = None) -> int:
     )
 
 
-def nv12_separate_y_bytes(record: dict[str, Any], name: str, total: int) -> int:
+def nv12_separate_y_bytes(record: HbPropertiesJson, name: str, total: int) -> int:
     """Bytes of the Y plane of an NV12_SEPARATE input of ``total`` bytes (Y then UV), from
     validShape and alignedShape (rows alignedShape-W bytes apart), checked against ``total``."""
     valid, aligned = record["validShape"], record.get("alignedShape") or []
@@ -1075,7 +1097,7 @@ class HobotNativeAdapter(Adapter):
             data=raw.copy(),
             layout=ttype if ttype in IMAGE_TYPES else "strided",
             dtype="uint8" if ttype in IMAGE_TYPES else NUMPY_TYPES.get(ttype, ttype.lower()),
-            shape=list(record["validShape"]),
+            shape=list(tensor.record["validShape"]),
             attributes=record,
         )
 

@@ -47,7 +47,7 @@ import os
 import platform
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, List, TypedDict
 
 import numpy as np
 
@@ -212,7 +212,28 @@ STRUCTS = {
 MemPointer = ctypes.POINTER(RknnTensorMem)
 
 
-def attr_record(attr: RknnTensorAttr) -> dict[str, Any]:
+class RknnAttrJson(TypedDict):
+    """An ``rknn_tensor_attr`` in a result: the header's field names, its enums by name."""
+
+    index: int
+    n_dims: int
+    dims: List[int]
+    name: str
+    n_elems: int
+    size: int
+    fmt: str
+    type: str
+    qnt_type: str
+    fl: int
+    zp: int
+    scale: float
+    w_stride: int
+    size_with_stride: int
+    pass_through: int
+    h_stride: int
+
+
+def attr_record(attr: RknnTensorAttr) -> RknnAttrJson:
     """The attribute as the runtime reported it: header field names, enums by name."""
     n_dims = min(int(attr.n_dims), RKNN_MAX_DIMS)
     return {
@@ -340,8 +361,8 @@ class NativeTensor:
     """One model input or output: its native attribute and its zero-copy memory."""
 
     attr: RknnTensorAttr
-    record: dict[str, Any]
-    logical: dict[str, Any]
+    record: RknnAttrJson
+    logical: RknnAttrJson
     query: str
     mem: Any = None  # POINTER(RknnTensorMem) once created
 
@@ -672,7 +693,7 @@ class RknnNativeAdapter(Adapter):
             data=raw,
             layout=str(record["fmt"]),
             dtype=NUMPY_TYPES.get(str(record["type"]), str(record["type"]).lower()),
-            shape=list(record["dims"]),
+            shape=list(tensor.record["dims"]),
             attributes=record,
         )
 

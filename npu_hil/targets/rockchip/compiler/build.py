@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from npu_hil.harness.errors import ArtifactError
 from npu_hil.harness.files import load_npy
 from npu_hil.targets.compiler import CompilerError as CompilerError  # its home before the hook
 from npu_hil.targets.rockchip.artifact import NativeTensor, read_tensor_table
+
+if TYPE_CHECKING:
+    from npu_hil.targets.rockchip.compiler.child import ChildJob
 
 TOOLKIT = "rknn-toolkit2"
 TOOLKIT_VERSION = "2.5.0"
@@ -259,7 +262,7 @@ def _prepare(job: BuildJob) -> tuple[Path, dict[str, str]] | BuildFailure:
     job.rknn.parent.mkdir(parents=True, exist_ok=True)
     job.rknn.unlink(missing_ok=True)
     dataset = _dataset_file(job)
-    spec: dict[str, Any] = {
+    spec: ChildJob = {
         "onnx": str(job.onnx.resolve()),
         "rknn": str(job.rknn.resolve()),
         "target": job.target,

@@ -20,7 +20,34 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+from typing_extensions import NotRequired, TypedDict
+
+
+class ChildJob(TypedDict):
+    """The job file the parent (:mod:`.build`) writes for one model: paths are absolute."""
+
+    onnx: str
+    rknn: str
+    target: str
+    precision: str
+    dataset: str | None
+    simulate: list[list[str]]
+    mean_values: NotRequired[list[list[float]]]
+    std_values: NotRequired[list[list[float]]]
+    verbose: NotRequired[bool]
+
+
+def read_job(path: Path) -> ChildJob:
+    """The job file, written by this package's parent side: checked to be an object naming its
+    model and where the compiled file goes."""
+    job = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(job, dict) or not all(
+        isinstance(job.get(key), str) for key in ("onnx", "rknn", "target", "precision")
+    ):
+        raise ValueError(f"{path}: not a compile job (onnx, rknn, target, precision)")
+    return cast(ChildJob, job)
 
 
 def _toolkit() -> Any:
@@ -29,7 +56,7 @@ def _toolkit() -> Any:
     return module.RKNN
 
 
-def compile_model(job: dict[str, Any]) -> None:
+def compile_model(job: ChildJob) -> None:
     """Load ``job["onnx"]``, build for ``job["target"]`` at ``job["precision"]`` and export to
     ``job["rknn"]``; raises RuntimeError naming the step that failed."""
     rknn = _toolkit()(verbose=bool(job.get("verbose", True)))
@@ -58,9 +85,9 @@ def compile_model(job: dict[str, Any]) -> None:
         rknn.release()
 
 
-def _normalize(job: dict[str, Any]) -> dict[str, Any]:
+def _normalize(job: ChildJob) -> dict[str, list[list[float]]]:
     """The mean and std per input the job bakes into the model, as ``config`` takes them."""
-    if job.get("mean_values") is None:
+    if "mean_values" not in job or "std_values" not in job:
         return {}
     return {"mean_values": job["mean_values"], "std_values": job["std_values"]}
 
@@ -84,7 +111,7 @@ def _simulate(rknn: Any, samples: list[list[str]], rknn_path: str) -> None:
 
 def _compile_job(spec: Path) -> int:
     try:
-        compile_model(json.loads(spec.read_text(encoding="utf-8")))
+        compile_model(read_job(spec))
     except Exception as exc:  # the toolkit raises its own classes; the status says it failed
         print(f"E build: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
@@ -100,7 +127,7 @@ def serve() -> int:
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     for line in sys.stdin:
         spec = Path(line.strip())
-        job = json.loads(spec.read_text(encoding="utf-8"))
+        job = read_job(spec)
         log = Path(job["rknn"]).with_suffix(".log")
         pid = os.fork()
         if pid == 0:  # the model's own process
@@ -136,8 +163,7 @@ def main(argv: list[str]) -> int:
         usage = "usage: python -m npu_hil.targets.rockchip.compiler.child JOB.json | --probe"
         print(usage, file=sys.stderr)
         return 2
-    job = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-    compile_model(job)
+    compile_model(read_job(Path(argv[0])))
     return 0
 
 
