@@ -185,3 +185,23 @@ def test_a_target_with_no_rule_that_applies_says_so_instead_of_passing() -> None
         assert report.to_dict()["checked"] is False
     checked = preflight(model, "rk3588")
     assert checked.checked and checked.summary().startswith("conv3x3 on rk3588: passes (")
+
+
+def test_a_kernel_of_unknown_size_is_noted_not_a_crash() -> None:
+    """A weight given as a graph input of symbolic shape, no ``kernel_shape``: nothing to
+    check the width against, and preflight says so."""
+    graph = helper.make_graph(
+        [
+            helper.make_node("Cast", ["x"], ["xf"], to=TensorProto.FLOAT),
+            helper.make_node("Conv", ["xf", "w"], ["y"], name="conv_sym"),
+        ],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 3, 4, 64]),
+            helper.make_tensor_value_info("w", TensorProto.FLOAT, ["o", 3, "kh", "kw"]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    report = preflight(model, "rk3588")
+    assert "conv_sym: kernel size unknown, not checked" in report.notes
