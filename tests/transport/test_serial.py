@@ -335,7 +335,7 @@ def test_a_job_past_its_timeout_restarts_the_session(
 def test_a_frozen_agent_is_killed_and_replaced(
     session_client: AgentClient, echo_model: Path
 ) -> None:
-    session_client.ping()
+    session_client.deploy_model(echo_model)  # in the agent's stream: the agent is up after it
     pid = session_client.agent_pid
     assert pid is not None
     os.kill(pid, signal.SIGSTOP)  # not even the agent's own watchdog can answer now
