@@ -19,6 +19,7 @@ import contextlib
 import os
 import re
 from collections.abc import Mapping, Sequence
+from mmap import mmap
 
 from .folders import UnsafeFolder, check_folder
 from .wire import failure, os_error_record, sha256_file
@@ -42,7 +43,7 @@ class ModelRefused(Exception):
 def answer_model(
     root: str | None,
     request: Mapping[str, object],
-    buffers: Sequence[object] | None,
+    buffers: Sequence[bytearray | mmap] | None,
     damaged: Sequence[int],
 ) -> dict[str, object]:
     """The answer to one ``model`` request (its chunk in ``buffers``, damaged when its index is in
@@ -53,27 +54,22 @@ def answer_model(
         if request.get("replace") is True:
             store.drop()
         if buffers is None:
-            return _answer(store.settle())
+            return {"op": "model", "have": store.settle()}
         offset = request.get("offset")
         if len(buffers) != 1 or not isinstance(offset, int) or isinstance(offset, bool):
             raise ModelRefused("offset", "type", "a chunk is one buffer at an integer offset")
-        if damaged:
-            # Not written: the host sends it again from what the board holds.
-            return dict(_answer(store.settle()), damaged=True)
-        return _answer(store.add(offset, memoryview(buffers[0])))  # type: ignore[arg-type]
-    except ModelRefused as refused:
-        record = failure(
-            "JobError", "model", str(refused), field=refused.field, reason=refused.reason
-        )
-        return {"op": "model", "error": record}
+        if damaged:  # not written: the host sends it again from what the board holds
+            return {"op": "model", "have": store.settle(), "damaged": True}
+        return {"op": "model", "have": store.add(offset, memoryview(buffers[0]))}
+    except ModelRefused as no:
+        return {
+            "op": "model",
+            "error": failure("JobError", "model", str(no), field=no.field, reason=no.reason),
+        }
     except UnsafeFolder as exc:
         return {"op": "model", "error": failure("JobError", "model", str(exc), reason="folder")}
     except OSError as exc:
         return {"op": "model", "error": os_error_record(exc, "model")}
-
-
-def _answer(have: int) -> dict[str, object]:
-    return {"op": "model", "have": have}
 
 
 def _model_fields(root: str | None, request: Mapping[str, object]) -> tuple[str, str, str, int]:
@@ -84,11 +80,7 @@ def _model_fields(root: str | None, request: Mapping[str, object]) -> tuple[str,
         raise ModelRefused("sha256", "type", f"expected 64 lowercase hex digits, got {sha!r}")
     name = request.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
-        raise ModelRefused(
-            "name",
-            "path",
-            f"expected a file name of [A-Za-z0-9._-] not starting with '.', got {name!r}",
-        )
+        raise ModelRefused("name", "path", f"expected a plain file name, got {name!r}")
     size = request.get("size")
     if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= MAX_MODEL_BYTES:
         raise ModelRefused("size", "range", f"expected 0 to {MAX_MODEL_BYTES} bytes, got {size!r}")
