@@ -9,6 +9,9 @@ Starts a real OpenSSH ``sshd`` on 127.0.0.1 (as the SSH tests do) and measures, 
   throughput to OpenSSH ``scp`` on the same file (target at least 0.8). The transfers run in
   rounds, each round every case once in turn, so a change in the machine's load hits them alike;
   the ratio is of the best times, and the range is of the ratios within each round;
+- a model sent into the board's cache in the agent's stream (``AgentClient.deploy_model``: chunked
+  frames to a resident agent, which writes each chunk and hashes the whole once it is there),
+  the way every model now travels, as the same ratio to ``scp``;
 - a cached redeploy of the agent bundle (``AgentClient.deploy`` when the board already has it) as
   a fraction of the first deploy (target at most 5%);
 - ``--board-hasher sha256sum``: the board hashes with ``sha256sum`` even where it has openssl,
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -71,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
     sys.path.insert(0, str(ROOT))
     from npu_hil.harness.agent.client import AgentClient
+    from npu_hil.harness.agent.deploy import CACHE_DIR
     from npu_hil.harness.transport.ssh import SshTransport
     from npu_hil.harness.transport.ssh import files as ssh_stream
     from tests.transport.conftest import start_sshd, stop_sshd
@@ -135,14 +140,28 @@ def main(argv: list[str] | None = None) -> int:
             def run(cmd: list[str]) -> None:
                 subprocess.run(cmd, check=True, timeout=600)
 
+            # A resident agent, started outside the clock; each round sends the model afresh
+            # (the board's copy and the client's memory of it, the file's sha256 included,
+            # are forgotten after each send).
+            agent = AgentClient(ssh)
+            agent.ping()
+
+            def send_model() -> None:
+                agent.deploy_model(src)
+                agent._deployed_models.clear()
+                agent._model_shas.clear()
+                shutil.rmtree(board / CACHE_DIR)
+
             up = rounds(
                 args.repeat,
                 {
                     "scp": lambda: run([*scp, str(src), f"{remote}/scp.bin"]),
                     "checked": lambda: ssh.put(src, "put.bin"),
                     "unchecked": lambda: raw.put(src, "raw.bin"),
+                    "model": send_model,
                 },
             )
+            agent.close()
             down = rounds(
                 args.repeat,
                 {
@@ -198,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, times, base in (
         ("put (size+sha256 checked)", up["checked"], up["scp"]),
         ("put (unchecked)", up["unchecked"], up["scp"]),
+        ("model in the agent's stream", up["model"], up["scp"]),
         ("get (size+sha256 checked)", down["checked"], down["scp"]),
         ("get (unchecked)", down["unchecked"], down["scp"]),
     ):

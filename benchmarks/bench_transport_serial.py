@@ -1,6 +1,8 @@
 """Serial payload efficiency: payload bytes / bytes on the wire (both directions), for put and
-get of a random file through SerialTransport over a real shell on a socat pty. Target: >= 0.7
-(base64 alone caps it at 0.75; the rest is per-chunk commands, checksums and markers).
+get of a random file through SerialTransport over a real shell on a socat pty, and for the same
+file sent as a model into the board's cache in the resident agent's stream (``model``: 64 KiB
+frames, each one relay run). Target: >= 0.7 (base64 alone caps it at 0.75; the rest is per-chunk
+commands, checksums and markers).
 
 Run: ``python benchmarks/bench_transport_serial.py [--sizes 64,256,1024] [--chunk 16384]``.
 """
@@ -16,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.transport.serial_console import SerialTransport
 from tests.transport.conftest import start_serial_board, stop_serial_board
 
@@ -36,16 +39,20 @@ def main() -> int:
             transport = SerialTransport(
                 str(board.tty), workdir=str(root / "remote"), chunk_size=args.chunk
             )
-            print(f"{'op':<4} {'payload':>10} {'wire':>10} {'efficiency':>10} {'MB/s':>8}")
+            agent = AgentClient(transport, python=sys.executable)
+            agent.ping()  # the agent deployed and started outside the measurement
+            print(f"{'op':<5} {'payload':>10} {'wire':>10} {'efficiency':>10} {'MB/s':>8}")
             for size in sizes:
                 data = os.urandom(size)
                 source = root / "in.bin"
                 source.write_bytes(data)
-                for op in ("put", "get"):
+                for op in ("put", "get", "model"):
                     sent, received = transport.bytes_sent, transport.bytes_received
                     started = time.perf_counter()
                     if op == "put":
                         transport.put(source, "bench.bin")
+                    elif op == "model":
+                        agent.deploy_model(source)
                     else:
                         transport.get("bench.bin", root / "out.bin")
                         assert (root / "out.bin").read_bytes() == data
@@ -54,9 +61,10 @@ def main() -> int:
                     efficiency = size / wire
                     ok &= efficiency >= TARGET
                     print(
-                        f"{op:<4} {size:>10} {wire:>10} {efficiency:>10.3f} "
+                        f"{op:<5} {size:>10} {wire:>10} {efficiency:>10.3f} "
                         f"{size / elapsed / 1e6:>8.2f}"
                     )
+            agent.close()
             transport.close()
         finally:
             stop_serial_board(board.process)
