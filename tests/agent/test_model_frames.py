@@ -11,16 +11,16 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from npu_hil.harness.agent import client as client_module
-from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.agent.client import AgentClient, Answered, Outgoing
 from npu_hil.harness.agent.deploy import CACHE_DIR, CHUNK_TRIES
 from npu_hil.harness.board.modelstore import MAX_MODEL_BYTES, answer_model
-from npu_hil.harness.errors import TransportError
+from npu_hil.harness.errors import ProtocolError, TransportError
 from npu_hil.harness.transport import LocalTransport
 from tests.agent.jobs import FAKE_ADAPTERS, X, echo_job
 from tests.agent.test_resident_agent import PY
@@ -243,3 +243,73 @@ def test_a_chunk_damaged_every_time_gives_the_link_up(
         damage_model_chunks(monkeypatch, CHUNK_TRIES)
         with pytest.raises(TransportError, match=rf"byte 0 did not arrive intact in {CHUNK_TRIES}"):
             client.deploy_model(model)
+
+
+# --- a small model goes ahead of its job, in the same exchange ----------------------------------
+
+
+def record_exchanges(client: AgentClient, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The ops of each exchange the client makes (an exchange: one relay run over a console)."""
+    real = client._exchange_all
+    exchanges: list[list[str]] = []
+
+    def recording(requests: Sequence[Outgoing], timeout: float, what: str) -> list[Answered]:
+        exchanges.append([str(r.message["op"]) for r in requests])
+        return real(requests, timeout, what)
+
+    monkeypatch.setattr(client, "_exchange_all", recording)
+    return exchanges
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("resident", [True, False], ids=["resident", "one-shot"])
+def test_a_small_model_travels_with_its_first_job(
+    tmp_path: Path, model: Path, resident: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    board = tmp_path / "board"
+    with AgentClient(
+        LocalTransport(board, python=PY), adapter_dirs=[FAKE_ADAPTERS], resident=resident
+    ) as client:
+        client.deploy()
+        exchanges = record_exchanges(client, monkeypatch)
+        assert client.submit(echo_job(model), {"x": X}).ok
+        assert client.submit(echo_job(model, "again"), {"x": X}).ok
+        assert exchanges == [["model", "job"], ["job"]]
+        assert client.model_bytes_sent == len(MODEL)
+    assert (board / CACHE_DIR / SHA / "m.rknn").read_bytes() == MODEL
+
+
+@pytest.mark.slow
+def test_a_small_model_damaged_ahead_of_its_job_is_sent_again(
+    tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    board = tmp_path / "board"
+    with AgentClient(LocalTransport(board, python=PY), adapter_dirs=[FAKE_ADAPTERS]) as client:
+        client.deploy()
+        damaged = damage_model_chunks(monkeypatch, 1)
+        exchanges = record_exchanges(client, monkeypatch)
+        with caplog.at_level(logging.WARNING):
+            result = client.submit(echo_job(model), {"x": X})
+        assert result.ok, result.errors
+        # Ahead of the job and damaged; then asked for, sent the checked way, and the job again.
+        assert damaged == [0]
+        assert exchanges == [["model", "job"], ["model"], ["model"], ["job"]]
+    assert f"model {SHA}/m.rknn arrived damaged; sent again" in caplog.text
+    assert (board / CACHE_DIR / SHA / "m.rknn").read_bytes() == MODEL
+
+
+@pytest.mark.slow
+def test_a_model_refused_ahead_of_its_job_is_the_error_and_the_stream_stays_in_step(
+    tmp_path: Path, model: Path
+) -> None:
+    board = tmp_path / "board"
+    with AgentClient(LocalTransport(board, python=PY), adapter_dirs=[FAKE_ADAPTERS]) as client:
+        client.ping()
+        (board / CACHE_DIR).mkdir(mode=0o777)
+        os.chmod(board / CACHE_DIR, 0o777)  # another user could change what the board loads
+        with pytest.raises(ProtocolError, match=rf"model {SHA}/m.rknn: .*writable by group"):
+            client.submit(echo_job(model), {"x": X})
+        pid = client.agent_pid
+        os.chmod(board / CACHE_DIR, 0o700)
+        assert client.submit(echo_job(model, "after"), {"x": X}).ok
+        assert client.agent_pid == pid  # the same agent, its stream in step

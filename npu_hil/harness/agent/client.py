@@ -38,10 +38,10 @@ import os
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 if TYPE_CHECKING:
     from npu_hil.harness.board.documents import MemoryJson
@@ -56,8 +56,10 @@ from npu_hil.harness.agent.deploy import (
     CONSOLE_MODEL_CHUNK,
     HOST_ADAPTERS,
     JOBS_DIR,
+    MIN_MODEL_RATE,
     MODEL_CHUNK,
     Deployment,
+    ModelAhead,
 )
 from npu_hil.harness.agent.exits import agent_ended, describe_exit, safe_name, tail
 from npu_hil.harness.agent.framed import (
@@ -173,8 +175,8 @@ class AgentClient(Deployment):
         not the board's: it is copied again and the job run once more, and :attr:`events`
         says so."""
         self.deploy()
-        model = self.deploy_model(spec.model)
-        result = self._submit(spec, inputs, model)
+        model, ahead = self._model_ahead(spec.model)
+        result = self._submit(spec, inputs, model, ahead)
         if _model_damaged(result):  # _forget_model marked the board's copy to be dropped
             self.events.append(
                 f"model {model.path} in the board's cache did not hash to its name; "
@@ -190,7 +192,11 @@ class AgentClient(Deployment):
         return taken
 
     def _submit(
-        self, spec: JobSpec, inputs: Mapping[str, Any] | Sequence[Any], model: ModelRef
+        self,
+        spec: JobSpec,
+        inputs: Mapping[str, Any] | Sequence[Any],
+        model: ModelRef,
+        ahead: ModelAhead | None = None,
     ) -> Result:
         if self.resident:
             self._ensure_agent()  # its hello says what the agent reads
@@ -199,10 +205,14 @@ class AgentClient(Deployment):
                     f"the agent does not read framed jobs (its features: "
                     f"{self.hello.get('features')!r}); this harness sends jobs only as frames"
                 )
-        return self._framed_job(spec, inputs, model)
+        return self._framed_job(spec, inputs, model, ahead)
 
     def _framed_job(
-        self, spec: JobSpec, inputs: Mapping[str, Any] | Sequence[Any], model: ModelRef
+        self,
+        spec: JobSpec,
+        inputs: Mapping[str, Any] | Sequence[Any],
+        model: ModelRef,
+        ahead: ModelAhead | None,
     ) -> Result:
         what = f"job {spec.job_id}"
         started = time.perf_counter()
@@ -214,7 +224,21 @@ class AgentClient(Deployment):
             request["keep"] = kept
             log.info("job %s: its files are kept on the board in %s", spec.job_id, kept)
         sent = time.perf_counter()
-        response, answer = self._exchange(request, self._host_timeout(spec), what, buffers)
+        if ahead is None:
+            response, answer = self._exchange(request, self._host_timeout(spec), what, buffers)
+        else:
+            # The model and the job in one exchange; the job's answer is read whatever came of
+            # the model, so the stream stays in step.
+            outgoing = [
+                Outgoing(ahead.message, [memoryview(ahead.data)]),
+                Outgoing(request, buffers),
+            ]
+            timeout = self._host_timeout(spec) + len(ahead.data) / MIN_MODEL_RATE
+            for_model, for_job = self._exchange_all(outgoing, timeout, what)
+            self._checked(ahead.message, for_model, f"model {model.path}")
+            if not self._arrived(ahead, for_model[0]):
+                return self._framed_job(spec, inputs, self.deploy_model(spec.model), None)
+            response, answer = self._checked(request, for_job, what)
         answered = time.perf_counter()
         result_document = response.get("result")
         if not isinstance(result_document, dict):
@@ -352,12 +376,16 @@ class AgentClient(Deployment):
         what: str,
         buffers: list[memoryview] | None = None,
     ) -> tuple[dict[str, object], BulkAnswer | None]:
-        """Send one request (with ``buffers``: as a bulk frame) and wait for its
-        response and the buffers it carries; the one place frames go on the wire."""
-        if not self.resident:
-            response, answer = self._oneshot_request(message, timeout, what, buffers)
-        else:
-            response, answer = self._resident_request(message, timeout, what, buffers)
+        """Send one request (with ``buffers``: as a bulk frame) and wait for its response and
+        the buffers it carries."""
+        (answered,) = self._exchange_all([Outgoing(message, buffers)], timeout, what)
+        return self._checked(message, answered, what)
+
+    def _checked(
+        self, message: Mapping[str, object], answered: Answered, what: str
+    ) -> tuple[dict[str, object], BulkAnswer | None]:
+        """The response to ``message``, or the exception its error record stands for."""
+        response = answered[0]
         if response.get("op") != message["op"]:
             self._drop_agent()
             raise ProtocolError(f"{what}: asked {message['op']!r}, the agent answered {response!r}")
@@ -366,24 +394,29 @@ class AgentClient(Deployment):
             log.warning("%s: the agent asked for a restart (%s)", what, self._drop_agent(5.0))
         if "error" in response:
             raise error_record(response["error"], f"{what}: error").exception(f"{what}: ")
-        return response, answer
+        return answered
+
+    def _exchange_all(
+        self, requests: Sequence[Outgoing], timeout: float, what: str
+    ) -> list[Answered]:
+        """Send ``requests`` back to back and read their answers, in order: the one place frames
+        go on the wire. Several requests are one exchange (over a serial console, one relay
+        run); each answer is checked by its caller (:meth:`_checked`)."""
+        if not self.resident:
+            wire = b"".join(_pieces(requests))
+            return self._oneshot_request(wire, len(requests), timeout, what)
+        return self._resident_request(requests, timeout, what)
 
     def _resident_request(
-        self,
-        message: Mapping[str, object],
-        timeout: float,
-        what: str,
-        buffers: list[memoryview] | None = None,
-    ) -> tuple[dict[str, object], BulkAnswer | None]:
+        self, requests: Sequence[Outgoing], timeout: float, what: str
+    ) -> list[Answered]:
         stream = self._ensure_agent()
         started = time.monotonic()
+        answers = len(requests)
         try:
-            if buffers is None:
-                stream.send(encode_frame(message))
-            else:
-                for piece in bulk_request(message, buffers):
-                    stream.send(piece)
-            return self._read_answer(stream, timeout)
+            for piece in _pieces(requests):
+                stream.send(piece)
+            return [self._read_answer(stream, timeout) for _ in range(answers)]
         except StreamEnded:
             self.last_exit = None
             how = self._drop_agent(timeout=5.0)
@@ -405,23 +438,14 @@ class AgentClient(Deployment):
             ) from None
 
     def _oneshot_request(
-        self,
-        message: Mapping[str, object],
-        timeout: float,
-        what: str,
-        buffers: list[memoryview] | None = None,
-        repaired: bool = False,
-    ) -> tuple[dict[str, object], BulkAnswer | None]:
-        """Without a resident agent (``resident=False``) each request starts an agent of its own:
-        the agent reads the request (with ``buffers``: a bulk frame) and a shutdown from stdin,
-        and its frames (hello, answer, goodbye) come back as one command's stdout, read as a
-        resident agent's stream is."""
+        self, wire: bytes, answers: int, timeout: float, what: str, repaired: bool = False
+    ) -> list[Answered]:
+        """Without a resident agent (``resident=False``) each exchange starts an agent of its
+        own: the agent reads the requests and a shutdown from stdin, and its frames (hello, the
+        answers, goodbye) come back as one command's stdout, read as a resident agent's stream
+        is."""
         argv = [self.python, str(self.deploy()), "--serve", "--root", CACHE_DIR]
-        if buffers is None:
-            request = encode_frame(message)
-        else:
-            request = b"".join(bulk_request(message, buffers))
-        stdin = request + encode_frame({"op": "shutdown"})
+        stdin = wire + encode_frame({"op": "shutdown"})
         done = self.transport.run(argv, timeout=timeout + self.start_timeout_s, stdin=stdin)
         replay = Replay(done.stdout)
         try:
@@ -429,9 +453,9 @@ class AgentClient(Deployment):
             damaged = self._damaged(hello)
             if damaged:
                 self._repair(damaged, repaired)
-                return self._oneshot_request(message, timeout, what, buffers, repaired=True)
+                return self._oneshot_request(wire, answers, timeout, what, repaired=True)
             self.hello = hello
-            return self._read_answer(replay, timeout)
+            return [self._read_answer(replay, timeout) for _ in range(answers)]
         except StreamEnded:
             if done.returncode == 0:
                 # The agent answered and left as asked: what is missing was lost on the way.
@@ -497,6 +521,26 @@ class AgentClient(Deployment):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class Outgoing(NamedTuple):
+    """A request on its way: the message, and the buffers of a bulk frame (None: a plain one)."""
+
+    message: Mapping[str, object]
+    buffers: list[memoryview] | None = None
+
+
+Answered = tuple[dict[str, object], "BulkAnswer | None"]
+"""An answer as read: its message and, from a bulk frame, its buffers."""
+
+
+def _pieces(requests: Sequence[Outgoing]) -> Iterator[bytes]:
+    """The requests' frames as pieces to send in turn (a large input is never joined)."""
+    for message, buffers in requests:
+        if buffers is None:
+            yield encode_frame(message)
+        else:
+            yield from bulk_request(message, buffers)
 
 
 def _model_damaged(result: Result) -> bool:

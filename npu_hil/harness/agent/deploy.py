@@ -17,7 +17,7 @@ import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from npu_hil.harness import board
 from npu_hil.harness.agent.exits import safe_name
@@ -57,7 +57,7 @@ CONSOLE_MODEL_CHUNK = 64 << 10
 # A model chunk is sent again at most this many times in a row before the link is given up.
 CHUNK_TRIES = 3
 # Bytes a second a model chunk is allowed at the least, on top of the start-up timeout.
-_MIN_MODEL_RATE = 16 << 10
+MIN_MODEL_RATE = 16 << 10
 
 
 class Deployment:
@@ -166,15 +166,52 @@ class Deployment:
         (:mod:`npu_hil.harness.board.modelstore` on the board): a cut link resumes where it
         stopped, and a damaged chunk is sent again, at most ``CHUNK_TRIES`` times in a
         row."""
+        ref, path, name = self._model_ref(model)
+        if ref.path not in self._deployed_models:
+            self._send_model(path, ref.sha256, name, replace=ref.path in self._stale_models)
+            self._model_held(ref)
+        return ref
+
+    def _model_ahead(self, model: str | os.PathLike[str]) -> tuple[ModelRef, ModelAhead | None]:
+        """The model of a job, and what goes ahead of the job in the same exchange: a model the
+        board may not hold yet that fits in one chunk travels whole, before the job, so it
+        costs no round trip (over a serial console, no relay run) of its own; a larger one is
+        sent first, the checked way (:meth:`deploy_model`)."""
+        ref, path, name = self._model_ref(model)
+        if ref.path in self._deployed_models:
+            return ref, None
+        if path.stat().st_size > self.model_chunk_bytes:
+            return self.deploy_model(path), None
+        data = path.read_bytes()
+        message: dict[str, object] = {
+            "op": "model",
+            "sha256": ref.sha256,
+            "name": name,
+            "size": len(data),
+            "offset": 0,
+            "replace": ref.path in self._stale_models,
+        }
+        self.model_bytes_sent += len(data)
+        return ref, ModelAhead(ref, message, data)
+
+    def _arrived(self, ahead: ModelAhead, response: Mapping[str, object]) -> bool:
+        """Whether the model sent ahead of a job is in the board's cache now (else, damaged on
+        the way, it is sent again the checked way and the job run again)."""
+        if _held(response, len(ahead.data)) != len(ahead.data):
+            log.warning("model %s arrived damaged; sent again", ahead.ref.path)
+            return False
+        self._model_held(ahead.ref)
+        return True
+
+    def _model_ref(self, model: str | os.PathLike[str]) -> tuple[ModelRef, Path, str]:
         path = Path(model)
         sha = self._model_sha(path)
         name = safe_name(path.name)
-        relative = f"{sha}/{name}"
-        if relative not in self._deployed_models:
-            self._send_model(path, sha, name, replace=relative in self._stale_models)
-            self._stale_models.discard(relative)
-            self._deployed_models.add(relative)
-        return ModelRef(relative, sha)
+        return ModelRef(f"{sha}/{name}", sha), path, name
+
+    def _model_held(self, ref: ModelRef) -> None:
+        self._stale_models.discard(ref.path)
+        self._deployed_models.add(ref.path)
 
     def _send_model(self, path: Path, sha: str, name: str, replace: bool) -> None:
         size = path.stat().st_size
@@ -188,7 +225,7 @@ class Deployment:
                 chunk = handle.read(min(self.model_chunk_bytes, size - have))
                 if len(chunk) != min(self.model_chunk_bytes, size - have):
                     raise TransportError(f"{what}: the file changed while it was sent")
-                timeout = self.start_timeout_s + len(chunk) / _MIN_MODEL_RATE
+                timeout = self.start_timeout_s + len(chunk) / MIN_MODEL_RATE
                 sent = dict(ask, offset=have)
                 answer, _ = self._exchange(sent, timeout, what, [memoryview(chunk)])
                 held = _held(answer, size)
@@ -210,6 +247,15 @@ class Deployment:
         log.warning("model %s in the board's cache is damaged; it is copied again", model.path)
         self._deployed_models.discard(model.path)
         self._stale_models.add(model.path)
+
+
+class ModelAhead(NamedTuple):
+    """A model sent whole ahead of its job, in the same exchange: its reference, the request
+    that carries it and its bytes."""
+
+    ref: ModelRef
+    message: dict[str, object]
+    data: bytes
 
 
 def _held(answer: Mapping[str, object], size: int) -> int:
