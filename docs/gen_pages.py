@@ -20,6 +20,7 @@ import html
 import importlib
 import inspect
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -55,20 +56,24 @@ def _option_row(action: argparse.Action) -> str:
     else:
         names = f"`{action.metavar or action.dest}`"
     what = (action.help or "").replace("%(default)s", str(action.default)).replace("%%", "%")
-    what = " ".join(what.split()).replace("|", "\\|")
-    if action.choices is not None:
-        choices = ", ".join(f"`{choice}`" for choice in action.choices)
-        what += f" (one of {choices})"
-    default = action.default
-    shown = (
-        f"`{default}`"
-        if action.option_strings
-        and default not in (None, False, [], argparse.SUPPRESS)
-        and action.nargs != 0
-        else ""
-    )
     if action.required and action.option_strings:
         shown = "required"
+    else:
+        shown = _shown(action.default) if action.option_strings and action.nargs != 0 else ""
+    return _row(names, what, action.choices, shown)
+
+
+def _shown(default: Any) -> str:
+    """A default worth showing, as code; nothing for an unset or empty one."""
+    return f"`{default}`" if default not in (None, False, [], "", argparse.SUPPRESS) else ""
+
+
+def _row(names: str, what: str, choices: Any, shown: str) -> str:
+    """A table row of an option, the CLI's and the plugin's alike: its help on one line, its
+    choices, and its default."""
+    what = " ".join(what.split()).replace("|", "\\|")
+    if choices:
+        what += " (one of " + ", ".join(f"`{choice}`" for choice in choices) + ")"
     return f"| {names} | {what} | {shown} |"
 
 
@@ -219,12 +224,8 @@ def pytest_page() -> str:
         names = ", ".join(f"`{name}`" for name in option.names())
         if attrs.get("metavar"):
             names += f" `{attrs['metavar']}`"
-        what = " ".join((attrs.get("help") or "").split()).replace("|", "\\|")
-        if attrs.get("choices"):
-            what += " (one of " + ", ".join(f"`{c}`" for c in attrs["choices"]) + ")"
-        default = attrs.get("default")
-        shown = f"`{default}`" if default not in (None, False, [], "") else ""
-        lines.append(f"| {names} | {what} | {shown} |")
+        help_text = attrs.get("help") or ""
+        lines.append(_row(names, help_text, attrs.get("choices"), _shown(attrs.get("default"))))
     lines += ["", "## ini settings", "", "| setting | what | default |", "|---|---|---|"]
     lines += [f"| `{name}` | {what} | `{default}` |" for name, what, default in inis]
     return "\n".join(lines) + "\n"
@@ -232,8 +233,6 @@ def pytest_page() -> str:
 
 def _roles(doc: str) -> str:
     """Sphinx roles (``:class:`~a.b.C```) as code spans."""
-    import re
-
     doc = re.sub(r":\w+:`~?([^`]+)`", lambda m: f"`{m.group(1)}`", doc)
     return doc.replace("``", "`")
 
@@ -452,12 +451,9 @@ def _colour(channel: int) -> str:
     return f"hsl({hue}, 65%, 78%)"
 
 
-def layout_svg(target: str, layout_name: str, role: str, shape: tuple[int, ...], dtype: str) -> str:
+def layout_svg(layout: Any, title: str) -> str:
     """The buffer as rows of 16 bytes, each byte labelled with the element it holds (its
     indices after N) or drawn grey as padding, by the codec's ``locate``."""
-    from npu_hil.harness.codec import get_layout
-
-    layout = get_layout(target, layout_name, shape, dtype, role=role)
     count = min(layout.nbytes, COLUMNS * MAX_ROWS)
     rows = -(-count // COLUMNS)
     width = 40 + COLUMNS * CELL_W
@@ -465,7 +461,7 @@ def layout_svg(target: str, layout_name: str, role: str, shape: tuple[int, ...],
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="monospace" font-size="9">',
-        f"<title>{html.escape(f'{target} {layout_name} {role}')}</title>",
+        f"<title>{html.escape(title)}</title>",
     ]
     for offset in range(count):
         location = layout.locate(offset)
@@ -516,7 +512,7 @@ def layouts_page(pictures: dict[str, str]) -> str:
             current = target
         layout = get_layout(target, layout_name, shape, dtype, role=role)
         name = f"{target}-{layout_name}-{role}.svg".replace("/", "_")
-        pictures[name] = layout_svg(target, layout_name, role, shape, dtype)
+        pictures[name] = layout_svg(layout, f"{target} {layout_name} {role}")
         shown_shape = "x".join(str(n) for n in shape)
         kept = min(layout.nbytes, COLUMNS * MAX_ROWS)
         lines += [
@@ -537,15 +533,20 @@ def layouts_page(pictures: dict[str, str]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+GENERATED = (
+    "reference/cli.md",
+    "reference/pytest.md",
+    "reference/inventory.md",
+    "runtime/layouts.md",
+)
+"""The pages this file writes (and the pictures of the last), in the order :func:`pages` gives."""
+
+
 def pages() -> dict[str, str]:
     """Each generated file's path under docs/ and its text."""
     pictures: dict[str, str] = {}
-    found = {
-        "reference/cli.md": cli_page(),
-        "reference/pytest.md": pytest_page(),
-        "reference/inventory.md": inventory_page(),
-        "runtime/layouts.md": layouts_page(pictures),
-    }
+    texts = (cli_page(), pytest_page(), inventory_page(), layouts_page(pictures))
+    found = dict(zip(GENERATED, texts, strict=True))
     found.update({f"runtime/layouts/{name}": svg for name, svg in pictures.items()})
     return found
 

@@ -22,6 +22,7 @@ many are run.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
 import re
@@ -30,6 +31,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 REPO = Path(__file__).resolve().parents[2]
 LANGUAGES = ("python", "sh", "yaml", "json", "text")
@@ -60,6 +62,16 @@ class Block:
                 return "pytest"
             return "python-board" if "Farm(" in self.text else "python"
         return self.lang
+
+
+def load_gen_pages() -> ModuleType:
+    """docs/gen_pages.py, the script that writes the generated pages, as a module."""
+    spec = importlib.util.spec_from_file_location("gen_pages", REPO / "docs" / "gen_pages.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gen_pages"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def pages() -> list[Path]:

@@ -3,24 +3,17 @@ the error its typo gets, and each layout's picture byte for byte what the codec 
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from types import ModuleType
 
 import numpy as np
 import pytest
-from doc_examples import REPO
+from doc_examples import load_gen_pages
 
 
 @pytest.fixture(scope="module")
 def gen() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_pages", REPO / "docs" / "gen_pages.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gen_pages"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_gen_pages()
 
 
 def test_the_cli_page_has_every_command_and_option(gen: ModuleType) -> None:
@@ -60,7 +53,7 @@ def test_each_layout_picture_is_the_codecs_layout(gen: ModuleType) -> None:
         assert {(target, name) for name in layout_names(target)} <= drawn
     for target, name, role, shape, dtype in pictured:
         layout = get_layout(target, name, shape, dtype, role=role)
-        svg = gen.layout_svg(target, name, role, shape, dtype)
+        svg = gen.layout_svg(layout, f"{target} {name} {role}")
         cells = re.findall(r'<rect [^>]*fill="([^"]+)"', svg)
         count = min(layout.nbytes, gen.COLUMNS * gen.MAX_ROWS)
         assert len(cells) == count
