@@ -7,7 +7,7 @@ import pytest
 
 from npu_hil.harness.models import ModelInputError, build, reference_outputs
 from npu_hil.harness.models.reference import input_dtypes
-from npu_hil.harness.sim import numpy_exec
+from npu_hil.harness.sim import execute
 
 
 def test_integer_images_feed_float_models() -> None:
@@ -25,14 +25,14 @@ def test_conv1x1_matches_a_direct_computation() -> None:
     x = np.random.default_rng(1).standard_normal((2, 3, 2, 4)).astype(np.float32)
     direct = np.einsum("mc,nchw->nmhw", weight, x) + bias.reshape(1, 5, 1, 1)
     assert np.allclose(reference_outputs(model, {"input": x})["output"], direct, atol=1e-5)
-    assert np.allclose(numpy_exec.run(model, {"input": x})["output"], direct, atol=1e-5)
+    assert np.allclose(execute.run_numpy(model, {"input": x})["output"], direct, atol=1e-5)
 
 
 def test_the_numpy_path_refuses_what_it_cannot_run() -> None:
-    with pytest.raises(numpy_exec.NotSupportedByNumpy, match="conv_0"):
-        numpy_exec.check(build("conv3x3", (1, 3, 2, 2)))
-    with pytest.raises(numpy_exec.NotSupportedByNumpy, match="ConvTranspose"):
-        numpy_exec.run(build("deconv", (1, 3, 2, 2)), {"input": np.zeros((1, 3, 2, 2))})
+    with pytest.raises(execute.NotSupportedByNumpy, match="conv_0"):
+        execute.check_numpy(build("conv3x3", (1, 3, 2, 2)))
+    with pytest.raises(execute.NotSupportedByNumpy, match="ConvTranspose"):
+        execute.run_numpy(build("deconv", (1, 3, 2, 2)), {"input": np.zeros((1, 3, 2, 2))})
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from npu_hil.harness.sim.faults import Fault
-from npu_hil.harness.sim.soakfaults import apply_soak_faults, leaked_bytes
+from npu_hil.harness.sim.faults import Fault, apply_soak_faults, leaked_bytes
 from npu_hil.harness.simkit.errors import SimRefusal
 
 

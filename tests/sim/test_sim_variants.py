@@ -190,9 +190,9 @@ def test_numpy_executor_matches_onnxruntime(model_name: str) -> None:
     diff = a.codec_layout.unpack(a.data).astype(int) - b.codec_layout.unpack(b.data).astype(int)
     assert np.abs(diff).max() <= 1
     floats = reference_outputs(model, given)["output"]
-    from npu_hil.harness.sim import numpy_exec
+    from npu_hil.harness.sim import execute
 
-    assert np.allclose(numpy_exec.run(model, given)["output"], floats, rtol=1e-5, atol=1e-5)
+    assert np.allclose(execute.run_numpy(model, given)["output"], floats, rtol=1e-5, atol=1e-5)
 
 
 def test_outputs_can_be_selected_and_inputs_named_in_any_order() -> None:

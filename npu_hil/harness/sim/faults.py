@@ -1,70 +1,20 @@
 """Faults a simulated board injects on purpose, so the harness can prove it catches each one.
 
-A fault is data: a name and parameters (JSON-friendly, so it travels in a job's
-``adapter_options``). Buffer faults rewrite the native buffers after the run and leave the
-reported attributes alone — the device claims the standard layout and delivers something else,
-which is exactly what the diff must catch. Process faults stop the board from answering.
-Timing faults change only the run time the board reports (its modeled device time,
-:mod:`npu_hil.harness.sim.timing`), never a buffer; the accuracy fault changes values by so little
-that the byte diff at the reference tests' tolerance still passes and only the accuracy figures (and
-their baseline) move.
-
-- ``wrong-alignment``: the buffer is laid out with a row / C2 / stride padding other than the
-  table's (``layout_params`` picks it; by default the first variant that changes the bytes);
-- ``swapped-channel-groups``: two channel groups (``groups``, default [0, 1]) of the layout's
-  block (C2, KL730 group) swapped; single channels where there are not two whole blocks;
-- ``byte-swap``: bytes swapped in pairs across the buffer (16-bit endianness);
-- ``dirty-padding``: every padding byte set to ``value`` (default 0xA5);
-- ``truncated-output``: the last ``drop`` bytes lost (default half the buffer);
-- ``garbage``: random bytes (``seed``) of the same length;
-- ``unwritten-output``: the NPU stops writing before the end of the buffer: the last
-  ``fraction`` of the bytes up to its last data byte (default 0.25), and any padding after it,
-  or exactly the last ``drop`` bytes, keep what the buffer held
-  before the run (the agent's canary, else zeros) — a DMA or a job cut short, a buffer sized
-  from the wrong attribute;
-- ``stale-output``: the runtime hands back the buffers of the model's previous run on this
-  board (a missed cache sync, a job that never ran): the first run of a model is left alone,
-  every later one returns the previous run's output bytes (the simulated NPU's memory, kept per
-  model for as long as the adapter lives);
-- ``unaligned-width``: the zero-copy path and the normal API disagree when a width is not
-  aligned (a public report on the vendor's tracker: the two APIs' results differ when the input
-  width and the model's row stride differ; and a sample that sized a zero-copy buffer from the
-  non-native attribute): on the API path ``path`` names (``normal``, the default: the runtime's
-  own conversion of a logical input writes its rows W pixels apart, the NPU reads them a row
-  stride apart; ``zero-copy``: the NPU reads the buffer the host laid out with the reported
-  row stride as if its rows were W apart), every input whose layout pads its rows (or the
-  ``tensors`` named) reaches the model misread; the other path is right. On the other path
-  the fault does nothing; on its own path with no padded rows it is an error;
-- ``npu-timeout``, ``oom-kill``, ``bad-model-version``: the run (the load, for the last) fails
-  and the board's own logs say why, in the lines a real board logs
-  (:mod:`npu_hil.harness.sim.boardlog`);
-- ``hang``: the run never returns (or sleeps ``seconds``);
-- ``crash``: the process dies (``signal``, default SIGSEGV, or ``exit_code``);
-- ``slow``: every run takes ``percent`` % longer (default 20; 0 < percent <= 10000);
-- ``noisy-latency``: every run's time is multiplied by a random factor, uniform in
-  [1 - percent/100, 1 + percent/100] (default 50; the low end never below 0.01, so a run
-  always takes some time), drawn from ``seed`` and the run's number;
-- ``leak``: the simulated runtime keeps ``kib`` KiB (default 64; 1 <= kib <= 65536) of touched
-  memory per run for as long as the agent lives, so the agent's RSS grows as a leaking vendor
-  runtime's does (:mod:`npu_hil.harness.sim.soakfaults`);
-- ``flaky-errors``: a ``rate`` share (default 0.2, 0 < rate <= 1) of runs fail with a
-  DeviceError, which runs fail drawn from ``seed`` and the run's number;
-- ``accuracy-drift``: a ``fraction`` (default 0.1, 0 < fraction <= 1) of each selected tensor's
-  elements moved by ``lsb`` units (default 1; a quantization step for an integer tensor, 1.0 for a
-  float one) up or down, within the dtype's range; padding bytes untouched; which elements and
-  which way come from ``seed``, the same on every run.
-
-Every buffer fault and ``accuracy-drift`` take ``applies_to`` (``outputs`` — the default —,
-``inputs`` or ``all``) and ``tensors`` (names). A buffer fault that applies to no tensor of a
-run is an error, never a silent no-op: a test that thinks it injected a fault must really have.
+A fault is data: a name and JSON-friendly parameters (it travels in a job's ``adapter_options``).
+Buffer faults rewrite the native buffers after the run and leave the reported attributes alone;
+process faults stop the board from answering; timing faults change only the reported run time;
+soak faults keep memory or fail a share of runs. Every fault and its parameters:
+docs/runtime/agent.md, "Faults". A buffer fault that applies to no tensor of a run is an error,
+never a silent no-op: a test that thinks it injected a fault must really have.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -73,7 +23,8 @@ from typing_extensions import TypedDict
 
 from npu_hil.harness.codec import BlockedLayout, get_layout
 from npu_hil.harness.errors import LayoutError
-from npu_hil.harness.simkit.errors import SimConfigError
+from npu_hil.harness.simkit.base import HeldInput
+from npu_hil.harness.simkit.errors import SimConfigError, SimRefusal
 from npu_hil.harness.simkit.tensors import SimTensor
 from npu_hil.targets.registry import unit_for
 
@@ -97,7 +48,7 @@ PROCESS_FAULTS = ("hang", "crash")
 LOG_FAULTS = ("npu-timeout", "oom-kill", "bad-model-version")
 TIMING_FAULTS = ("slow", "noisy-latency")
 ACCURACY_FAULTS = ("accuracy-drift",)
-# A soak's faults: memory kept per run, a share of runs failing (npu_hil.harness.sim.soakfaults).
+# A soak's faults: memory kept per run, a share of runs failing (apply_soak_faults).
 SOAK_FAULTS = ("leak", "flaky-errors")
 FAULT_NAMES = (
     *BUFFER_FAULTS,
@@ -559,3 +510,98 @@ def _crash(params: Mapping[str, Any]) -> None:
     os.kill(os.getpid(), number)
     time.sleep(1)  # the signal is delivered asynchronously; if it was caught, die anyway
     os._exit(128 + number)
+
+
+# -------------------------------------------------------------------------- soak faults
+# leak: the bytes are written (not a lazily mapped zero page), so they are resident: the agent's
+# VmRSS grows by about kib per run. flaky-errors: run ``index`` fails when a draw from ``seed``
+# and the index falls below ``rate``, so a ``rate`` share of runs fail, reproducibly.
+
+_KEPT: list[bytes] = []
+"""What ``leak`` has kept in this process: never released, on purpose."""
+
+
+def leaked_bytes() -> int:
+    return sum(len(b) for b in _KEPT)
+
+
+def apply_soak_faults(faults: Iterable[Fault], index: int) -> None:
+    """Keep memory for ``leak``; raise the refusal of a failing ``flaky-errors`` run."""
+    for fault in faults:
+        if fault.name == "leak":
+            _KEPT.append(b"\x5a" * (int(fault.params.get("kib", 64)) * 1024))
+        elif fault.name == "flaky-errors":
+            rate = float(fault.params.get("rate", 0.2))
+            seed = int(fault.params.get("seed", 0)) & 0xFFFFFFFF
+            draw = float(np.random.default_rng([seed, index]).random())
+            if draw < rate:
+                raise SimRefusal(
+                    "DeviceError",
+                    "run",
+                    f"flaky-errors: run {index} failed (simulated intermittent runtime error, "
+                    f"rate {rate:g})",
+                )
+
+
+# ------------------------------------------------------------------------ unaligned-width
+# What the model reads of an input whose rows one API path places W elements apart while the
+# layout places them a row stride apart. A layout pads its rows when the dims above the width's
+# are further apart than a dense row; the "dense rows" view of it is the same dims with those
+# strides packed tight, which is how a path that ignores the row stride lays out or reads the
+# bytes. Layouts without row padding (NC1HWC2 planes, aligned widths) have no such view.
+
+
+def dense_rows(layout: BlockedLayout) -> BlockedLayout | None:
+    """``layout`` with its rows W elements apart, None when its rows are not padded."""
+    if "w" not in layout.axis_names or layout.inserted_axes:
+        return None
+    width = [d for d in layout.dims if d.axis == layout.axis_names.index("w")]
+    if len(width) != 1:
+        return None  # a blocked width: no row of W elements to misplace
+    row = width[0]
+    running = row.stride * row.size
+    dims = list(layout.dims)
+    for i in sorted(range(len(dims)), key=lambda i: layout.dims[i].stride):
+        if dims[i].stride > row.stride:
+            dims[i] = dataclasses.replace(dims[i], stride=running)
+            running *= dims[i].size
+    if dims == list(layout.dims):
+        return None
+    return dataclasses.replace(layout, dims=tuple(dims))
+
+
+def apply_unaligned_width(
+    faults: Iterable[Fault], path: str, held: Sequence[HeldInput], target: str
+) -> None:
+    """Misread every padded input (or the ``tensors`` named) when this run's API path
+    (``normal`` or ``zero-copy``) is the fault's: the model computes on what that path makes
+    of the rows."""
+    chosen = [f for f in faults if f.name == "unaligned-width"]
+    if not chosen or chosen[0].params.get("path", "normal") != path:
+        return
+    names = chosen[0].params.get("tensors")
+    quant = unit_for(target).quant
+    changed = []
+    for item in held:
+        tensor = item.tensor
+        if names is not None and tensor.name not in names:
+            continue
+        layout = tensor.codec_layout
+        tight = dense_rows(layout)
+        if tight is None or quant is None:
+            continue
+        if path == "normal":
+            # The runtime converted the logical input writing rows W apart; the NPU reads the
+            # buffer with the row stride.
+            values = layout.unpack(tensor.data)
+            misread = layout.unpack(np.resize(tight.pack(values), layout.nbytes))
+        else:
+            misread = tight.unpack(tensor.data)
+        item.model_value = quant.model_input(dict(tensor.attributes), misread)
+        changed.append(tensor.name)
+    if not changed:
+        raise SimConfigError(
+            f"fault unaligned-width ({path} path) applies to no input of this run: it needs an "
+            "input whose layout pads its rows (a width that is not a multiple of the row "
+            "alignment)"
+        )

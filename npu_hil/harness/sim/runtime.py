@@ -36,12 +36,12 @@ from npu_hil.harness.sim.boardlog import apply_log_fault, runtime_info
 from npu_hil.harness.sim.faults import (
     apply_buffer_faults,
     apply_process_faults,
+    apply_soak_faults,
     apply_stale_output,
     apply_timing_faults,
+    apply_unaligned_width,
 )
 from npu_hil.harness.sim.options import SimOptions
-from npu_hil.harness.sim.rows import apply_unaligned_width
-from npu_hil.harness.sim.soakfaults import apply_soak_faults
 from npu_hil.harness.sim.targets import unit_of
 from npu_hil.harness.sim.timing import Work, count_work, modeled_s
 from npu_hil.harness.simkit.base import VendorSim
