@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from npu_hil.harness.codec.views import split_view
+from npu_hil.harness.codec.buffers import split_view
 
 
 def test_writes_through_the_split_view_reach_the_array() -> None:

@@ -6,9 +6,8 @@ One engine (:mod:`npu_hil.harness.codec.engine`) serves every format; the vendor
 
 from __future__ import annotations
 
-from npu_hil.harness.codec.aligned import aligned_empty, aligned_zeros, is_aligned
-from npu_hil.harness.codec.engine import BlockedLayout, Dim
-from npu_hil.harness.codec.location import Location
+from npu_hil.harness.codec.buffers import aligned_empty, aligned_zeros, is_aligned
+from npu_hil.harness.codec.engine import BlockedLayout, Dim, Location
 from npu_hil.harness.codec.registry import get_layout, known_targets, layout_names
 from npu_hil.harness.errors import LayoutError
 

@@ -23,22 +23,20 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from typing_extensions import TypedDict
 
 from npu_hil.harness.codec import slot_blocks
-from npu_hil.harness.codec.aligned import aligned_empty, aligned_like
+from npu_hil.harness.codec.buffers import aligned_empty, aligned_like, byte_view, split_view
 from npu_hil.harness.codec.encodings import Encoding
 from npu_hil.harness.codec.fastcopy import strided_copy
-from npu_hil.harness.codec.location import LocatedOffsets, Location
 from npu_hil.harness.codec.padding_runs import strided_runs
 from npu_hil.harness.codec.params import bounded_size, strict_int
-from npu_hil.harness.codec.views import byte_view, split_view
 from npu_hil.harness.errors import LayoutError
 
 PART = -1
@@ -74,6 +72,8 @@ def span(dims: list[Dim] | tuple[Dim, ...], nparts: int = 1, part_stride: int = 
     return 1 + sum((d.size - 1) * d.stride for d in dims) + (nparts - 1) * part_stride
 
 
+_T = TypeVar("_T")
+
 _AxisOption = tuple[slice, tuple[int, ...], int, tuple[int, ...], tuple[int, ...]]
 """One axis's share of a piece: source slice, source split sizes, buffer offset, view sizes,
 view strides."""
@@ -89,6 +89,66 @@ class _Piece:
     dst_offset: int
     dst_shape: tuple[int, ...]
     dst_strides: tuple[int, ...]
+
+
+class LocationDocument(TypedDict):
+    """:meth:`Location.to_dict`: one located offset as the diff's reports and the CLI write it."""
+
+    offset: int
+    index: list[int] | None
+    part: str | None
+    entry: int | None
+    bits: str | None
+    padding: bool
+    byte_in_element: int | None
+
+
+@dataclass(frozen=True)
+class Location:
+    """What sits at one byte offset of a packed buffer (:meth:`BlockedLayout.locate`)."""
+
+    offset: int
+    index: tuple[int, ...] | None
+    part: str | None
+    entry: int | None
+    bits: str | None
+    padding: bool
+    byte_in_element: int | None = None
+    axis_names: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        where = f"offset {self.offset}"
+        if self.entry is not None:
+            where += f", entry {self.entry} bits {self.bits}"
+        if self.padding or self.index is None:
+            return f"{where}: padding"
+        names = self.axis_names or tuple(f"d{i}" for i in range(len(self.index)))
+        idx = ", ".join(f"{n}={i}" for n, i in zip(names, self.index, strict=True))
+        part = f" ({self.part} byte)" if self.part else ""
+        return f"{where}: {idx}{part}"
+
+    def to_dict(self) -> LocationDocument:
+        return {
+            "offset": self.offset,
+            "index": list(self.index) if self.index is not None else None,
+            "part": self.part,
+            "entry": self.entry,
+            "bits": self.bits,
+            "padding": self.padding,
+            "byte_in_element": self.byte_in_element,
+        }
+
+
+@dataclass(frozen=True)
+class LocatedOffsets:
+    """Vectorised :class:`Location` for many offsets: ``index`` is (k, rank) in the logical
+    shape, ``slot`` the byte slot of the element (see ``Encoding.part_names``), ``padding`` True
+    where no stored element lives (``index`` is then meaningless)."""
+
+    offsets: np.ndarray
+    index: np.ndarray
+    slot: np.ndarray
+    padding: np.ndarray
 
 
 class LayoutConfig(TypedDict):
@@ -348,17 +408,12 @@ class BlockedLayout:
         length, count, stride, count2, stride2)``: ``count2`` groups ``stride2`` apart of ``count``
         runs of ``length`` zero bytes ``stride`` apart; None when it does not fit in so few or
         its runs are too short to beat clearing the whole buffer (cached per layout)."""
-        if "_padding_runs_cache" not in self.__dict__:
-            # Finding the runs costs a few passes over the buffer: a layout packed once clears
-            # the whole buffer, one packed again (a nightly's tensors) pays for them once.
-            if not self.__dict__.get("_packed_before"):
-                object.__setattr__(self, "_packed_before", True)
-                return None
-            object.__setattr__(self, "_padding_runs_cache", strided_runs(self.padding_mask()))
-        cached: list[tuple[int, int, int, int, int, int]] | None = self.__dict__[
-            "_padding_runs_cache"
-        ]
-        return cached
+        # Finding the runs costs a few passes over the buffer: a layout packed once clears the
+        # whole buffer, one packed again (a nightly's tensors) pays for them once.
+        if "_padding_runs_cache" not in self.__dict__ and not self.__dict__.get("_packed_before"):
+            object.__setattr__(self, "_packed_before", True)
+            return None
+        return self.memo("_padding_runs_cache", lambda: strided_runs(self.padding_mask()))
 
     def _copy_in(self, buf: np.ndarray, source: np.ndarray, slot: int | None) -> None:
         for piece, view in self._views(buf, slot):
@@ -390,25 +445,27 @@ class BlockedLayout:
         Computed once per layout and returned read-only: a nightly diffs the same layout over
         and over, and the mask costs about a pass over the buffer to build.
         """
-        cached: np.ndarray | None = self.__dict__.get("_padding_mask")
-        if cached is None:
-            cached = np.ones(self.nbytes, dtype=bool)
+
+        def build() -> np.ndarray:
+            mask = np.ones(self.nbytes, dtype=bool)
             for piece in self._pieces():
-                view = as_strided(cached[piece.dst_offset :], piece.dst_shape, piece.dst_strides)
+                view = as_strided(mask[piece.dst_offset :], piece.dst_shape, piece.dst_strides)
                 view[...] = False
-            cached.flags.writeable = False
-            object.__setattr__(self, "_padding_mask", cached)
-        return cached
+            mask.flags.writeable = False
+            return mask
+
+        return self.memo("_padding_mask", build)
 
     def padding_bytes_mask(self) -> np.ndarray:
         """0xFF where :meth:`padding_mask` is True, else 0 (uint8, cached, read-only): AND it
         with a buffer, eight bytes at a time, to test the padding without gathering it."""
-        cached: np.ndarray | None = self.__dict__.get("_padding_bytes_mask")
-        if cached is None:
-            cached = self.padding_mask().view(np.uint8) * np.uint8(0xFF)
-            cached.flags.writeable = False
-            object.__setattr__(self, "_padding_bytes_mask", cached)
-        return cached
+
+        def build() -> np.ndarray:
+            mask: np.ndarray = self.padding_mask().view(np.uint8) * np.uint8(0xFF)
+            mask.flags.writeable = False
+            return mask
+
+        return self.memo("_padding_bytes_mask", build)
 
     # ---------------------------------------------------------------- locate
 
@@ -486,6 +543,18 @@ class BlockedLayout:
             total += ((canonical[:, dim.axis] // dim.block) % dim.size) * dim.stride
         return total
 
+    def memo(self, key: str, compute: Callable[[], _T]) -> _T:
+        """``compute()`` once per layout, kept on it (past the frozen dataclass's ``__setattr__``):
+        what the layout alone decides and a nightly would otherwise work out for every tensor."""
+        if key not in self.__dict__:
+            object.__setattr__(self, key, compute())
+        value: _T = self.__dict__[key]
+        return value
+
+    def axis_dims(self, axis: int) -> list[Dim]:
+        """The dims of canonical ``axis``, the outer one (counting blocks) first."""
+        return sorted((d for d in self.dims if d.axis == axis), key=lambda d: -d.block)
+
     def _dims_by_stride(self) -> list[Dim]:
         dims = [d for d in self._all_dims() if d.size > 1]
         return sorted(dims, key=lambda d: d.stride, reverse=True)
@@ -500,17 +569,13 @@ class BlockedLayout:
         return tuple(0 if a in dropped else next(values) for a in range(len(self.canonical_shape)))
 
     def _pieces(self) -> list[_Piece]:
-        cached: list[_Piece] | None = self.__dict__.get("_pieces_cache")
-        if cached is None:
-            cached = self._build_pieces()
-            object.__setattr__(self, "_pieces_cache", cached)
-        return cached
+        return self.memo("_pieces_cache", self._build_pieces)
 
     def _build_pieces(self) -> list[_Piece]:
         # Per axis: (src slice, src split sizes, dst offset, dst sizes, dst strides) options.
         per_axis: list[list[_AxisOption]] = []
         for axis, extent in enumerate(self.stored):
-            own = sorted((d for d in self.dims if d.axis == axis), key=lambda d: -d.block)
+            own = self.axis_dims(axis)
             if len(own) == 1:
                 dim = own[0]
                 per_axis.append([(slice(0, extent), (extent,), 0, (extent,), (dim.stride,))])

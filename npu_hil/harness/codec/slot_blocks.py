@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from npu_hil.harness.codec.buffers import byte_view, split_view
 from npu_hil.harness.codec.fastcopy import join16_blocks, split16_blocks, strided_copy
-from npu_hil.harness.codec.views import byte_view, split_view
 
 if TYPE_CHECKING:
     from npu_hil.harness.codec.engine import BlockedLayout, _Piece
@@ -66,7 +66,7 @@ def slot_block(layout: BlockedLayout) -> int | None:
     if not ENABLED or enc.interleaved or enc.nparts != 2:
         return None
     axis = len(layout.canonical_shape) - 1
-    own = sorted((d for d in layout.dims if d.axis == axis), key=lambda d: -d.block)
+    own = layout.axis_dims(axis)
     inner = own[-1]
     if inner.block != 1 or inner.stride * inner.size != layout.part_stride:
         return None
@@ -100,7 +100,7 @@ def _pairs(
     there, so a row is one run instead of a run and a short tail.
     """
     axis = len(layout.canonical_shape) - 1
-    own = sorted((d for d in layout.dims if d.axis == axis), key=lambda d: -d.block)
+    own = layout.axis_dims(axis)
     nb = blocks.shape[-3]
     tail_shape: tuple[int, ...] = (2, block)
     tail_strides: tuple[int, ...] = (layout.part_stride, own[-1].stride)
@@ -131,16 +131,16 @@ def blocks_fill_buffer(layout: BlockedLayout, block: int) -> bool:
     """True when placing the blocks writes every byte of the buffer (16W1C8BHL: rows of whole
     entries, the unused slots of a partial one zero in its block), so a pack need not clear the
     padding first (cached per layout: finding out costs a pass over a mask of the buffer)."""
-    cached: bool | None = layout.__dict__.get("_blocks_fill_buffer")
-    if cached is None:
+
+    def fills() -> bool:
         mask = np.zeros(layout.nbytes, np.uint8)
         n = layout.stored[-1]
         blocks = np.empty((*layout.stored[:-1], -(-n // block), 2, block), np.uint8)
         for view, _ in _pairs(layout, mask, blocks, block):
             view[...] = 1
-        cached = bool(mask.all())
-        object.__setattr__(layout, "_blocks_fill_buffer", cached)
-    return cached
+        return bool(mask.all())
+
+    return layout.memo("_blocks_fill_buffer", fills)
 
 
 def place(layout: BlockedLayout, buf: np.ndarray, blocks: np.ndarray, block: int) -> None:
@@ -174,12 +174,12 @@ def channel_block(layout: BlockedLayout) -> tuple[int, int, bool] | None:
     takes to work out)."""
     if not ENABLED:
         return None
-    if "_channel_block" not in layout.__dict__:
+
+    def plan() -> tuple[int, int, bool] | None:
         found = _channel_block(layout)
-        plan = None if found is None else (*found, channel_fills_buffer(layout, *found))
-        object.__setattr__(layout, "_channel_block", plan)
-    cached: tuple[int, int, bool] | None = layout.__dict__["_channel_block"]
-    return cached
+        return None if found is None else (*found, channel_fills_buffer(layout, *found))
+
+    return layout.memo("_channel_block", plan)
 
 
 def _channel_block(layout: BlockedLayout) -> tuple[int, int] | None:
@@ -195,7 +195,7 @@ def _channel_block(layout: BlockedLayout) -> tuple[int, int] | None:
     if len(blocked) != 1 or blocked[0] == last:
         return None
     axis = blocked[0]
-    outer, inner = sorted((d for d in layout.dims if d.axis == axis), key=lambda d: -d.block)
+    outer, inner = layout.axis_dims(axis)
     if inner.block != 1 or inner.stride != 1 or outer.block != inner.size:
         return None
     if inner.size != layout.part_stride or inner.size % 16:
@@ -210,7 +210,7 @@ def _channel_views(
     of the values arranged as blocks, ``(*axes with ``axis`` counting blocks, block)``."""
     shape, strides = [], []
     for a in range(len(layout.canonical_shape)):
-        own = sorted((d for d in layout.dims if d.axis == a), key=lambda d: -d.block)
+        own = layout.axis_dims(a)
         shape.append(own[0].size)
         strides.append(own[0].stride)
     view = byte_view(buf, 0, (*shape, 2, block), (*strides, layout.part_stride, 1))

@@ -1,7 +1,8 @@
-"""Buffers whose first byte sits on an alignment boundary.
+"""The codec's byte buffers: allocated on an alignment boundary, and viewed without a copy.
 
 Horizon's BPU requires the first address of every input and output buffer to be 32-byte aligned,
-and the other runtimes are happier with it too, so every buffer the codec hands out comes from here.
+and the other runtimes are happier with it too, so every buffer the codec hands out comes from
+here. The views are never a copy, so that writes through a view reach the buffer.
 """
 
 from __future__ import annotations
@@ -41,3 +42,31 @@ def aligned_like(shape: tuple[int, ...], dtype: np.dtype, align: int = DEFAULT_A
 def is_aligned(array: np.ndarray, align: int = DEFAULT_ALIGN) -> bool:
     """True when the array's first byte is on an ``align`` boundary."""
     return int(array.ctypes.data) % align == 0
+
+
+def split_view(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``array`` reshaped to ``shape`` without a copy (it splits axes only), so writes reach it.
+
+    numpy 2.1 says so with ``copy=False`` (a reshape that would copy raises); older numpy, which
+    lacks the keyword, takes the shape on a view, which raises the same way (numpy 2.5 deprecates
+    that spelling, hence not first)."""
+    try:
+        try:
+            return np.reshape(array, shape, copy=False)
+        except TypeError:  # numpy < 2.1: no copy keyword
+            view: np.ndarray = array.view()
+            view.shape = shape
+            return view
+    except (ValueError, AttributeError):
+        raise ValueError(f"cannot split {array.shape} into {shape} without a copy") from None
+
+
+def byte_view(
+    buf: np.ndarray, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]
+) -> np.ndarray:
+    """A strided uint8 view of the 1-D byte array ``buf`` from ``offset`` (writeable when
+    ``buf`` is)."""
+    view: np.ndarray = np.ndarray(shape, np.uint8, buffer=buf, offset=offset, strides=strides)
+    if not buf.flags.writeable:
+        view.flags.writeable = False
+    return view
