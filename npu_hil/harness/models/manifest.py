@@ -1,36 +1,9 @@
 """The model manifest: each reference model's ONNX file and its compiled artifact per target.
 
-A manifest is a JSON or YAML file (YAML needs PyYAML)::
-
-    version: 1
-    models:
-      conv3x3:
-        onnx: conv3x3.onnx            # the reference model (all a simulated board needs)
-        artifacts:                    # compiled by the user with the vendor's toolchain
-          rk3588: build/conv3x3.rk3588.rknn
-          rdk-x5: build/conv3x3.x5.bin
-          kl730: build/conv3x3.nef
-      conv3x3-1x16x5x7:               # written by `npu-hil models build`
-        onnx: onnx/conv3x3-1x16x5x7.onnx
-        model: conv3x3                # optional: the reference model and its input shape
-        shape: [1, 16, 5, 7]
-        artifacts:
-          rk3588: rk3588/conv3x3-1x16x5x7.rknn
-        compiled:                     # optional: what the compiler stated, per target
-          rk3588:
-            compiler: rknn-toolkit2 2.5.0
-            precision: int8           # int8 or float16
-            inputs:                   # graph order; native = the compiler's native shape,
-              - {name: input, dtype: int8, shape: [1, 16, 5, 7],   # size = bytes it reserves
-                 native: [1, 1, 5, 7, 16], size: 576}
-            outputs:
-              - {name: output, dtype: int8, shape: [1, 16, 5, 7],
-                 native: [1, 2, 5, 7, 16], size: 1152}
-
-Relative paths are relative to the manifest's folder. A compiled artifact may be absent: the
-manifest lists what exists, and asking for an artifact a target does not have is a
-:class:`ManifestError` that says so. Every message names the file and the key path
-(``models.conv3x3.artifacts.rk3588``) of what is wrong.
+A JSON or YAML file (YAML needs PyYAML); its format is docs/model-developer/models-build.md,
+"The manifest". Relative paths are relative to the manifest's folder. A compiled artifact may be
+absent: asking for one a target does not have is a :class:`ManifestError` that says so. Every
+message names the file and the key path (``models.conv3x3.artifacts.rk3588``) of what is wrong.
 """
 
 from __future__ import annotations

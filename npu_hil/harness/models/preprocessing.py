@@ -1,21 +1,11 @@
-"""A model's preprocessing, declared once: what its inputs are, and how every vendor's board
-takes them.
+"""A model's preprocessing, declared once (:class:`Preprocessing`): what its inputs are, and how
+every vendor's board takes them (docs/model-developer/tests.md says each declaration and vendor).
 
-A test says what its model expects (:class:`Preprocessing`):
-
-- ``Preprocessing.normalized()``: the model computes on normalized float input and the test
-  gives it that (float arrays). Integer data is refused: uint8 pixels fed to a model that
-  expects normalized input would still run and even look plausible.
-- ``Preprocessing.pixels(mean, std)``: the model computes on ``(pixel - mean) / std`` per
-  channel, and the test gives uint8 pixels (N, C, H, W). Each vendor's path then takes them its
-  own way (the vendor unit's :class:`~npu_hil.targets.unit.PixelInput`): Rockchip and Horizon
-  compile the normalization into the model and the runtime takes the uint8 pixels; the KL730's
-  hardware normalizer applies its fixed template and the rest is folded into the model's first
-  layer. The same test runs on every SoC without naming one.
-
-:func:`prepare` turns a declaration, a model and the test's inputs into the model the board
-runs (the original with the vendor's normalization in front, an ONNX graph whose float
-reference is the original model on the normalized pixels) and the arrays the board is given.
+Integer data given to a model declared to take normalized input is refused: uint8 pixels fed to
+such a model would still run and even look plausible. :func:`prepare` turns a declaration, a
+model and the test's inputs into the model the board runs (the original with the vendor's
+normalization in front, an ONNX graph whose float reference is the original model on the
+normalized pixels) and the arrays the board is given.
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """The pipeline's check before deploying: does the compiled model go with the board?
 
-A real board loads the compiled artifact the manifest lists for its target. Before anything is
-sent, :func:`check_before_deploy` reads what the artifact says about itself (its toolkit version
-and target platform, ``npu_hil/targets/<vendor>/artifact.py``), asks the board's agent for its
-runtime's versions (the adapter's ``versions()``), and holds one against the other by the vendor's
-table (:func:`npu_hil.targets.compatibility.check_compatibility`). A refusal is a CompatibilityError
-naming the model, its toolkit and target, the board and its runtime; nothing was deployed.
-
-Some runtimes say their version only once a model is loaded (RKNN's ``api_version`` needs a
-context): the first run on such a board finds the runtime version unknown, which is reported and
-does not refuse; :func:`check_after_run` holds the versions the run reported to the same table,
-so the run's record shows the pairing, and the agent's answer to the next run's question has
-the version in it.
-
-A simulated board loads the ONNX reference, not the artifact, and runs the harness's own
-runtime: only the target platform of the compiled artifact the manifest lists for the board's
-target (when there is one) is checked there, unless the board stands in for a runtime version
-(its ``runtime_versions`` option, a runtime matrix): those versions are then held to the table
-as a real runtime's.
+:func:`check_before_deploy` holds what the artifact says about itself
+(``npu_hil/targets/<vendor>/artifact.py``) against the runtime versions the board's agent
+reports, by the vendor's table (:func:`npu_hil.targets.compatibility.check_compatibility`); a
+refusal is a CompatibilityError and nothing was deployed. Some runtimes say their version only
+once a model is loaded (RKNN): :func:`check_after_run` holds the versions the run reported to the
+same table. What is checked where, a simulated board included: docs/model-developer/preflight.md.
 """
 
 from __future__ import annotations

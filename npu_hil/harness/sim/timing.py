@@ -1,21 +1,14 @@
 """The simulated board's device time: a small cost model of the target's NPU.
 
-A simulated runtime reports its run time (``SimRun.timings["run_s"]``) the way a vendor's
-runtime reports its own (``RKNN_QUERY_PERF_RUN``, Horizon's task timings): the agent takes it as
-the job's latency (source ``adapter``) and keeps the wall time around each call beside it
-(``timings.runs_s``). The simulated board's figure is *modeled*, not measured: onnxruntime's wall
-time on the host says how loaded the CI machine is, not how fast the target is, and a baseline
-built from it on a shared 2-core runner would flag noise. The modeled time is
+A simulated runtime reports its run time (``SimRun.timings["run_s"]``) as a vendor's runtime
+reports its own. It is *modeled*, not measured: onnxruntime's wall time on the host says how
+loaded the CI machine is, not how fast the target is, and a baseline built from it on a shared
+2-core runner would flag noise. The modeled time is
 
     (overhead + ops / (tops · utilisation)) · spread
 
-with ``ops`` counted from the graph (two per multiply-accumulate of a Conv, ConvTranspose,
-MatMul or Gemm; :data:`ELEMENT_OPS` per element any other node produces), ``tops`` the target's
-published NPU figure for one model (its vendor unit's ``npu_throughput``: the vendor's TOPS over
-the cores a model does not share), and ``spread`` a deterministic factor within
-±:data:`SPREAD` drawn from a seed and the call's number, so repeated runs differ a little while
-their median stays put. It is NOT a prediction of a real board's speed: the table orders the
-targets as their vendors rate them, and that is all it claims.
+(docs/model-developer/figures.md, "Simulated timing", says each term). It is NOT a prediction of
+a real board's speed: the table orders the targets as their vendors rate them, and that is all.
 """
 
 from __future__ import annotations
