@@ -21,8 +21,8 @@ from npu_hil.testkit.emulated import (
     find_root,
     make_board,
 )
-from npu_hil.testkit.emulated.launcher import write_launcher
 from npu_hil.testkit.emulated.recipe import host_mirror
+from npu_hil.testkit.emulated.root import write_launcher
 
 
 def test_the_key_changes_with_every_part_of_the_recipe() -> None:

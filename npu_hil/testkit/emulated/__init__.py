@@ -6,9 +6,8 @@ rknn-toolkit-lite2's aarch64 wheel). It is not the vendor's runtime library nor 
 are the project's fakes, cross-compiled for the board's CPU.
 
 :mod:`~npu_hil.testkit.emulated.recipe` says what a root is made of,
-:mod:`~npu_hil.testkit.emulated.root` builds and caches it, :mod:`~npu_hil.testkit.emulated.board`
-makes a board of it and
-:mod:`~npu_hil.testkit.emulated.launcher` writes the board's ``python``.
+:mod:`~npu_hil.testkit.emulated.root` builds and caches it and writes its ``python``,
+:mod:`~npu_hil.testkit.emulated.board` makes a board of it.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Layout (``CACHE`` is ``$XDG_CACHE_HOME/npu-hil`` or ``~/.cache/npu-hil``, created 0700)::
 
     CACHE/roots/<key>/root           the Debian tree (mmdebstrap --variant=extract)
-    CACHE/roots/<key>/pycache        its bytecode (PYTHONPYCACHEPREFIX, see launcher)
+    CACHE/roots/<key>/pycache        its bytecode (PYTHONPYCACHEPREFIX, see write_launcher)
     CACHE/roots/<key>/launch-python  the root's python3 under qemu-user
     CACHE/roots/<key>/root.json      the recipe, the build time, the interpreter's versions
 
@@ -13,20 +13,19 @@ into place at the end, so an interrupted build is never mistaken for a root.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
 from npu_hil.harness.errors import NpuHilError
-from npu_hil.testkit.emulated.launcher import write_launcher
 from npu_hil.testkit.emulated.recipe import DEFAULT_RECIPE, RootRecipe, host_mirror
 
 __all__ = [
@@ -39,6 +38,7 @@ __all__ = [
     "find_root",
     "missing_tools",
     "probe_python",
+    "write_launcher",
 ]
 
 BUILD_TIMEOUT = 900.0
@@ -142,16 +142,10 @@ def find_root(
     )
 
 
-@contextlib.contextmanager
-def _locked(folder: Path) -> Iterator[None]:
+def _locked(folder: Path) -> FileLock:
     """One build per recipe at a time: a second caller waits, then finds the root built."""
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with (folder / ".lock").open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return FileLock(folder / ".lock")
 
 
 def _run(argv: list[str], *, step: str, timeout: float, env: dict[str, str] | None = None) -> str:
@@ -289,3 +283,46 @@ def build_root(
     built = find_root(recipe, base=base)
     assert built is not None
     return built
+
+
+# The emulated board's ``python``: a shell script that runs the root's interpreter under
+# ``qemu-user``, with no binfmt registration and no chroot.
+#
+# ``qemu-aarch64 -L ROOT`` looks every absolute path up in ROOT first and falls back to this
+# machine's path when ROOT has no such file. So the root's ``/usr/lib/python3.11``, its libraries
+# and the files a vendor's Python layer probes (``/proc/device-tree/compatible``, ``/dev/dri/...``)
+# are the root's, while a board workdir (which only exists on this machine) is the host's. A file
+# that does not yet exist is created on the host side too, which is why the bytecode cache is a
+# host folder of its own (``PYTHONPYCACHEPREFIX``) rather than ``__pycache__`` next to the sources.
+
+
+def write_launcher(
+    path: Path, *, root: Path, qemu: str, pycache: Path, cpu: str | None = None
+) -> Path:
+    """Write an executable ``path`` that runs ``root``'s ``python3`` with the caller's arguments.
+
+    The host's ``PYTHONPATH`` is dropped: it names trees of this machine the board's interpreter
+    must not import from. ``PYTHONHOME=/usr`` makes the interpreter's own paths the board's
+    (``/usr/lib/python3.11``, which qemu finds in the root) instead of paths derived from where
+    the root lies on this machine, so module paths, tracebacks and the bytecode cache read as on a
+    board, and are the same in every board made from one root. ``cpu`` is qemu's ``-cpu`` model
+    (e.g. ``cortex-a76``).
+    """
+    cpu_args = f" -cpu {shlex.quote(cpu)}" if cpu else ""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(
+        "#!/bin/sh\n"
+        "# An emulated board's Python (written by npu-hil): the root's python3 under qemu-user.\n"
+        "unset PYTHONPATH\n"
+        "PYTHONHOME=/usr\n"
+        "export PYTHONHOME\n"
+        f"PYTHONPYCACHEPREFIX={shlex.quote(str(pycache))}\n"
+        "export PYTHONPYCACHEPREFIX\n"
+        f"exec {shlex.quote(qemu)}{cpu_args} -L {shlex.quote(str(root))} "
+        f'{shlex.quote(str(root / "usr/bin/python3"))} "$@"\n',
+        encoding="utf-8",
+    )
+    os.chmod(temporary, 0o755)
+    temporary.replace(path)
+    return path

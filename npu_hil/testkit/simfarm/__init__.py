@@ -18,8 +18,8 @@ from npu_hil.testkit.simfarm.console import (
 )
 from npu_hil.testkit.simfarm.errors import MissingToolError, SimFarmError
 from npu_hil.testkit.simfarm.farm import FarmStatus, default_dir, down, plan_boards, status, up
+from npu_hil.testkit.simfarm.inventory import harness_root, write_python_wrapper
 from npu_hil.testkit.simfarm.procs import ProcessRecord, StopResult, free_port, process_state
-from npu_hil.testkit.simfarm.pyenv import harness_root, write_python_wrapper
 from npu_hil.testkit.simfarm.sshd import Sshd, fingerprint, keygen, start_sshd, stop_sshd
 from npu_hil.testkit.simfarm.state import FarmBoard, FarmState, load_state
 

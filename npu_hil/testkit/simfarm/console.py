@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from npu_hil.testkit.simfarm.errors import MissingToolError
+from npu_hil.testkit.simfarm.inventory import harness_root
 from npu_hil.testkit.simfarm.procs import (
     is_listening,
     spawn,
@@ -22,7 +23,6 @@ from npu_hil.testkit.simfarm.procs import (
     stop_popen,
     wait_until,
 )
-from npu_hil.testkit.simfarm.pyenv import harness_root
 
 __all__ = [
     "BOARD_SCRIPT",

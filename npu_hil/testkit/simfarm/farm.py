@@ -8,7 +8,7 @@ command that started them; ``down`` stops them from the state file, ``status`` r
 Folder layout::
 
     DIR/state.json  inventory.yaml  .lock
-    DIR/bin/python3                         the boards' Python (see npu_hil.testkit.simfarm.pyenv)
+    DIR/bin/python3                         the boards' Python (see simfarm.inventory)
     DIR/ssh/{host,client}_ed25519  known_hosts  sshd_config  sshd.log
     DIR/boards/<name>/work                  a board's workdir
     DIR/boards/<name>/tty                   a serial board's console device (and its logs)
@@ -39,7 +39,12 @@ from npu_hil.testkit.simfarm.console import (
     start_serial_board,
 )
 from npu_hil.testkit.simfarm.errors import SimFarmError
-from npu_hil.testkit.simfarm.inventory import checkout_manifest, write_inventory
+from npu_hil.testkit.simfarm.inventory import (
+    checkout_manifest,
+    harness_root,
+    write_inventory,
+    write_python_wrapper,
+)
 from npu_hil.testkit.simfarm.procs import (
     ProcessRecord,
     ProcessState,
@@ -48,7 +53,6 @@ from npu_hil.testkit.simfarm.procs import (
     record_process,
     stop_records,
 )
-from npu_hil.testkit.simfarm.pyenv import harness_root, write_python_wrapper
 from npu_hil.testkit.simfarm.sshd import login_user, require_openssh, start_sshd
 from npu_hil.testkit.simfarm.state import (
     FarmBoard,
