@@ -64,6 +64,8 @@ from .base import (
     RunOutput,
     TensorOut,
     canary_bytes,
+    match_inputs,
+    match_names,
 )
 
 FIRST_ADDRESS_ALIGNMENT = 32
@@ -254,64 +256,20 @@ STRUCTS_S100 = {
 MAX_DIMS = {"x3x5": X3X5_MAX_DIMS, "s100": S100_MAX_DIMS}
 
 LAYOUTS = {0: "NHWC", 2: "NCHW", 255: "NONE"}
-# hbDNNDataType (X3/X5: image types first; S100: tensor types only).
-TENSOR_TYPES_X3X5 = {
-    0: "Y",
-    1: "NV12",
-    2: "NV12_SEPARATE",
-    3: "YUV444",
-    4: "RGB",
-    5: "BGR",
-    6: "S4",
-    7: "U4",
-    8: "S8",
-    9: "U8",
-    10: "F16",
-    11: "S16",
-    12: "U16",
-    13: "F32",
-    14: "S32",
-    15: "U32",
-    16: "F64",
-    17: "S64",
-    18: "U64",
-}
-TENSOR_TYPES_S100 = {
-    0: "S4",
-    1: "U4",
-    2: "S8",
-    3: "U8",
-    4: "F16",
-    5: "S16",
-    6: "U16",
-    7: "F32",
-    8: "S32",
-    9: "U32",
-    10: "F64",
-    11: "S64",
-    12: "U64",
-    13: "BOOL8",
-}
+IMAGE_TYPES = ("Y", "NV12", "NV12_SEPARATE", "YUV444", "RGB", "BGR")
+# hbDNNDataType: X3/X5 numbers the image types first, then the tensor types; S100 has the tensor
+# types only, with BOOL8 after them.
+NUMBER_TYPES = tuple("S4 U4 S8 U8 F16 S16 U16 F32 S32 U32 F64 S64 U64".split())  # noqa: SIM905
+TENSOR_TYPES_X3X5 = dict(enumerate(IMAGE_TYPES + NUMBER_TYPES))
+TENSOR_TYPES_S100 = dict(enumerate((*NUMBER_TYPES, "BOOL8")))
 QUANTI_TYPES_X3X5 = {0: "NONE", 1: "SHIFT", 2: "SCALE"}
 QUANTI_TYPES_S100 = {0: "NONE", 1: "SCALE"}
-IMAGE_TYPES = ("Y", "NV12", "NV12_SEPARATE", "YUV444", "RGB", "BGR")
-# numpy names by tensorType; 4-bit types have none and keep their own.
-NUMPY_TYPES = {
-    "S4": "int4",
-    "U4": "uint4",
-    "S8": "int8",
-    "U8": "uint8",
-    "F16": "float16",
-    "S16": "int16",
-    "U16": "uint16",
-    "F32": "float32",
-    "S32": "int32",
-    "U32": "uint32",
-    "F64": "float64",
-    "S64": "int64",
-    "U64": "uint64",
-    "BOOL8": "bool",
-}
+# numpy names by tensorType (S8 is int8 ...); 4-bit types have none and keep their own.
+NUMPY_TYPES = {t: {"S": "int", "U": "uint", "F": "float"}[t[0]] + t[1:] for t in NUMBER_TYPES}
+NUMPY_TYPES["BOOL8"] = "bool"
+# Bytes per element, by tensorType (none for the 4-bit types).
+ELEMENT_SIZES = {t: int(t[1:]) // 8 for t in NUMBER_TYPES[2:]}
+ELEMENT_SIZES["BOOL8"] = 1
 
 
 @dataclass(frozen=True)
@@ -682,32 +640,6 @@ class _Job:
     buffers: list[_Buffer] = field(default_factory=list)
 
 
-def _match(names: list[str], wanted: list[str], stage: str, what: str) -> tuple[list[int], str]:
-    """Positions of ``wanted`` among ``names``: by name, else by position when the counts agree."""
-    if all(w in names for w in wanted):
-        return [names.index(w) for w in wanted], "name"
-    if len(wanted) == len(names):
-        return list(range(len(names))), "position"
-    missing = [w for w in wanted if w not in names]
-    raise _error("LayoutError", stage, f"{what} {missing} not in the model (it has {names})")
-
-
-ELEMENT_SIZES = {
-    "S8": 1,
-    "U8": 1,
-    "F16": 2,
-    "S16": 2,
-    "U16": 2,
-    "F32": 4,
-    "S32": 4,
-    "U32": 4,
-    "F64": 8,
-    "S64": 8,
-    "U64": 8,
-    "BOOL8": 1,
-}
-
-
 def _buffer_size(tensor: HbTensor, stage: str, abi: Abi | None = None) -> int:
     """The bytes to allocate: alignedByteSize when > 0 (the seed's rule), else from alignedShape
     (X3/X5: the aligned data's shape) or the strides (S100)."""
@@ -903,20 +835,10 @@ class HobotNativeAdapter(Adapter):
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         if not isinstance(model, HorizonModel) or model.released:
             raise _error("DeviceError", "run", "model handle is not a loaded hobot_native model")
-        if len(inputs) != len(model.inputs):
-            # Zero-copy memory of an input left out would go in with whatever it held.
-            names = [t.name for t in model.inputs]
-            raise _error(
-                "LayoutError",
-                "run",
-                f"the model takes {len(names)} inputs {names}, the job gives {len(inputs)}",
-            )
-        order, matched_by = _match(
-            [t.name for t in model.inputs], [i.name for i in inputs], "run", "inputs"
-        )
+        order, matched_by = match_inputs([t.name for t in model.inputs], inputs)
         wanted, out_matched_by = list(range(len(model.outputs))), "name"
         if outputs is not None:
-            wanted, out_matched_by = _match(
+            wanted, out_matched_by = match_names(
                 [t.name for t in model.outputs], list(outputs), "fetch", "outputs"
             )
         job = _Job()

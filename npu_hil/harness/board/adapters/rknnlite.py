@@ -77,24 +77,21 @@ import numpy as np
 
 # Relative: the agent loads this as adapters.<name>, the harness as
 # npu_hil.harness.board.adapters.<name>; either way the base is the one beside it.
-from .base import Adapter, AdapterError, CanaryFill, InputTensor, RunOutput, TensorOut
+from .base import (
+    Adapter,
+    AdapterError,
+    CanaryFill,
+    InputTensor,
+    RunOutput,
+    TensorOut,
+    describe,
+    package_version,
+)
 
-# Option value -> RKNNLite attribute, and the value rknn_api.h gives it (for a toolkit that lacks
-# the attribute).
-CORE_MASKS = {
-    "auto": ("NPU_CORE_AUTO", 0),
-    "0": ("NPU_CORE_0", 1),
-    "1": ("NPU_CORE_1", 2),
-    "2": ("NPU_CORE_2", 4),
-    "0_1": ("NPU_CORE_0_1", 3),
-    "0_1_2": ("NPU_CORE_0_1_2", 7),
-    "all": ("NPU_CORE_ALL", 0xFFFF),
-}
-MULTI_CORE_SOCS = ("rk3588", "rk3576")
-# RKNNLite 2.5.0 on RK3576 (two cores): what it replaces the masks naming core 2 with.
-RK3576_REMAP = {7: 3, 4: 1}
-NPU_CORE_0_1_2 = 7
-NPU_CORE_ALL = 0xFFFF
+# The option's values, RKNNLite's NPU_CORE_<KEY> (whose values rknn_api.h gives, for a toolkit
+# that lacks the attribute), the SoC guard and RKNNLite 2.5.0's RK3576 remap are rknn_native's.
+from .rknn_native import CORE_MASKS, RK3576_REMAP, core_mask_key, refuse_single_core
+
 DATA_TYPES = ("int8", "uint8", "int16", "float16", "float32")
 # C2 candidates of a 5-D NC1HWC2 native input, by element size, most common first (observed:
 # int8 16 on RK3588/RK3562/RV1103/RV1106, 8 on RK3566/68 and RV1103B/06B; float16 8 or 4).
@@ -156,7 +153,7 @@ class RknnLiteAdapter(Adapter):
     def rknnlite(self) -> Any:
         if self._cls is None:
             self._cls = load_rknnlite_class()
-            self._versions["rknn_toolkit_lite2"] = _package_version("rknn-toolkit-lite2")
+            self._versions["rknn_toolkit_lite2"] = package_version("rknn-toolkit-lite2")
         return self._cls
 
     def versions(self) -> dict[str, str]:
@@ -173,27 +170,16 @@ class RknnLiteAdapter(Adapter):
         if isinstance(value, int):
             mask = value
         else:
-            key = str(value).lower()
-            for prefix in ("rknn_npu_core_", "npu_core_"):
-                if key.startswith(prefix):
-                    key = key[len(prefix) :]
-            if key not in CORE_MASKS:
-                known = ", ".join(sorted(CORE_MASKS))
-                raise _error("LayoutError", "init", f"unknown core_mask {value!r} ({known})")
-            attr, default = CORE_MASKS[key]
-            mask = int(getattr(cls, attr, default))
-        soc = str(self.options.get("soc") or "").lower()
-        if soc and soc not in MULTI_CORE_SOCS and mask != 0:
-            raise _error(
-                "UnsupportedError", "init", f"core_mask is only for RK3588/RK3576, not {soc}"
-            )
+            key = core_mask_key(value)
+            mask = int(getattr(cls, "NPU_CORE_" + key.upper(), CORE_MASKS[key]))
+        refuse_single_core(str(self.options.get("soc") or "").lower(), mask)
         return mask
 
     def _effective_core_mask(self, mask: int) -> int:
         """What RKNNLite 2.5.0 passes on for ``mask``: ALL becomes 0_1_2; on RK3576 the masks
         naming core 2 become their two-core counterparts."""
-        if mask == NPU_CORE_ALL:
-            mask = NPU_CORE_0_1_2
+        if mask == CORE_MASKS["all"]:
+            mask = CORE_MASKS["0_1_2"]
         if str(self.options.get("soc") or "").lower() == "rk3576":
             mask = RK3576_REMAP.get(mask, mask)
         return mask
@@ -209,7 +195,7 @@ class RknnLiteAdapter(Adapter):
         try:
             rknn = cls(verbose=bool(self.options.get("verbose", False)))
         except Exception as exc:
-            raise _error("DeviceError", "init", f"RKNNLite(): {_describe(exc)}") from exc
+            raise _error("DeviceError", "init", f"RKNNLite(): {describe(exc)}") from exc
         load_args: dict[str, Any] = {}
         if self.options.get("key_path"):
             # Only when asked: toolkits before 2.5.0 have no key_path parameter.
@@ -483,28 +469,13 @@ def _call(func: Any, stage: str, what: str, *args: Any, **kwargs: Any) -> Any:
     except AdapterError:
         raise
     except Exception as exc:
-        raise _error("DeviceError", stage, f"{what} raised {_describe(exc)}") from exc
+        raise _error("DeviceError", stage, f"{what} raised {describe(exc)}") from exc
 
 
 def _release_quietly(rknn: Any) -> None:
     # The load failure is the error worth reporting, not a failing release after it.
     with contextlib.suppress(Exception):
         rknn.release()
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _package_version(dist: str) -> str:
-    try:
-        from importlib.metadata import version  # Python 3.8+
-    except ImportError:  # pragma: no cover
-        return ""
-    try:
-        return str(version(dist))
-    except Exception:  # not installed as a distribution (a copied module, a fake)
-        return ""
 
 
 ADAPTER = RknnLiteAdapter
