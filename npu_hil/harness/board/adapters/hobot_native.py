@@ -98,8 +98,6 @@ class TensorShapeX3X5(ctypes.Structure):
 
 
 class QuantiShift(ctypes.Structure):
-    """``hbDNNQuantiShift``."""
-
     _fields_ = [("shiftLen", ctypes.c_int32), ("shiftData", ctypes.POINTER(ctypes.c_uint8))]
 
 
@@ -136,8 +134,6 @@ class TensorPropertiesX3X5(ctypes.Structure):
 
 
 class SysMem(ctypes.Structure):
-    """``hbSysMem``."""
-
     _fields_ = [
         ("phyAddr", ctypes.c_uint64),
         ("virAddr", ctypes.c_void_p),
@@ -152,8 +148,6 @@ class TensorX3X5(ctypes.Structure):
 
 
 class InferCtrlParam(ctypes.Structure):
-    """``hbDNNInferCtrlParam``."""
-
     _fields_ = [
         ("bpuCoreId", ctypes.c_int32),
         ("dspCoreId", ctypes.c_int32),
@@ -223,8 +217,6 @@ class TensorS100(ctypes.Structure):
 
 
 class UCPSchedParam(ctypes.Structure):
-    """``hbUCPSchedParam``."""
-
     _fields_ = [
         ("priority", ctypes.c_int32),
         ("customId", ctypes.c_int64),
@@ -332,10 +324,6 @@ def header_constants(abi: Abi) -> dict[str, int]:
         for code, name in LAYOUTS.items():
             found["HB_DNN_LAYOUT_" + name] = code
     return found
-
-
-def _error(kind: str, stage: str, message: str, code: int | None = None) -> AdapterError:
-    return AdapterError(kind, stage, message, code)
 
 
 def _shape(shape: Any) -> list[int]:
@@ -478,7 +466,7 @@ class HorizonRuntime:
         try:
             self.libs.append(ctypes.CDLL(path, mode=mode))
         except OSError as exc:
-            raise _error(
+            raise AdapterError(
                 "UnsupportedError",
                 "init",
                 f"cannot load {path!r}: {exc} (set adapter_options.library / ucp_library / "
@@ -496,7 +484,7 @@ class HorizonRuntime:
             self.funcs[name] = func
             return True
         if required:
-            raise _error(
+            raise AdapterError(
                 "UnsupportedError",
                 "init",
                 f"no loaded library exports {name} (abi {self.abi.name})",
@@ -514,7 +502,7 @@ class HorizonRuntime:
         if self.has_error_desc:
             text = self.call("hbDNNGetErrorDesc", ret)
             desc = f" ({text.decode('utf-8', 'replace')})" if text else ""
-        raise _error(kind, stage, f"{call} returned {ret}{desc}", ret)
+        raise AdapterError(kind, stage, f"{call} returned {ret}{desc}", ret)
 
     # -- memory and tasks, per ABI --------------------------------------------------------
 
@@ -528,7 +516,9 @@ class HorizonRuntime:
             call = "hbUCPMallocCached"
         self.check(int(ret), "run", f"{call}({size}) for {what}")
         if not mem.virAddr:
-            raise _error("DeviceError", "run", f"{call}({size}) for {what} returned no address")
+            raise AdapterError(
+                "DeviceError", "run", f"{call}({size}) for {what} returned no address"
+            )
         return mem
 
     def flush(self, mem: Any, flag: int, what: str) -> None:
@@ -654,7 +644,7 @@ def _buffer_size(tensor: HbTensor, stage: str, abi: Abi | None = None) -> int:
         return int(np.prod(aligned)) * item
     if stride and valid and all(s > 0 for s in stride):
         return int(stride[0]) * int(valid[0])
-    raise _error(
+    raise AdapterError(
         "LayoutError",
         stage,
         f"{tensor.name!r}: alignedByteSize {size}, alignedShape {aligned or None} and stride "
@@ -668,7 +658,7 @@ def nv12_separate_y_bytes(record: HbPropertiesJson, name: str, total: int) -> in
     valid, aligned = record["validShape"], record.get("alignedShape") or []
     nhwc = record.get("tensorLayout") == "NHWC"
     if len(valid) != 4 or len(aligned) != 4:
-        raise _error(
+        raise AdapterError(
             "LayoutError",
             "run",
             f"input {name!r}: NV12_SEPARATE needs a 4-D validShape and alignedShape, got "
@@ -679,14 +669,14 @@ def nv12_separate_y_bytes(record: HbPropertiesJson, name: str, total: int) -> in
     if n != 1:
         # Where a batch's planes go is not documented; the vendor's samples give one tensor
         # per image.
-        raise _error(
+        raise AdapterError(
             "LayoutError",
             "run",
             f"input {name!r}: NV12_SEPARATE takes one image, validShape is {valid}",
         )
     y_bytes, uv_bytes = n * h * row, n * (h // 2) * row
     if h % 2 or total != y_bytes + uv_bytes:
-        raise _error(
+        raise AdapterError(
             "LayoutError",
             "run",
             f"input {name!r}: NV12_SEPARATE with validShape {valid} and alignedShape {aligned} "
@@ -705,7 +695,7 @@ class HobotNativeAdapter(Adapter):
         super().__init__(options)
         abi = str(self.options.get("abi", "x3x5")).lower()
         if abi not in ABIS:
-            raise _error(
+            raise AdapterError(
                 "UnsupportedError", "init", f"abi must be one of {sorted(ABIS)}, not {abi!r}"
             )
         self.abi = ABIS[abi]
@@ -761,7 +751,7 @@ class HobotNativeAdapter(Adapter):
         wanted = self.options.get("model_name")
         if wanted is not None:
             if wanted not in names:
-                raise _error(
+                raise AdapterError(
                     "LayoutError",
                     "load",
                     f"model_name {wanted!r} is not in {model.path} (it has {names})",
@@ -770,7 +760,7 @@ class HobotNativeAdapter(Adapter):
         elif len(names) == 1:
             model.model_name = names[0]
         else:
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "load",
                 f"{model.path} packs {len(names)} models {names}: set model_name",
@@ -834,7 +824,9 @@ class HobotNativeAdapter(Adapter):
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         if not isinstance(model, HorizonModel) or model.released:
-            raise _error("DeviceError", "run", "model handle is not a loaded hobot_native model")
+            raise AdapterError(
+                "DeviceError", "run", "model handle is not a loaded hobot_native model"
+            )
         order, matched_by = match_inputs([t.name for t in model.inputs], inputs)
         wanted, out_matched_by = list(range(len(model.outputs))), "name"
         if outputs is not None:
@@ -911,7 +903,7 @@ class HobotNativeAdapter(Adapter):
             return None
         given = (self.options.get("input_strides") or {}).get(tensor.name)
         if not given or len(given) != len(stride):
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "run",
                 f"input {tensor.name!r}: stride {stride} is dynamic; give "
@@ -924,7 +916,9 @@ class HobotNativeAdapter(Adapter):
         (``hbSysAllocCachedMem`` / ``hbUCPMallocCached``): the next run fills each with the
         pattern as it allocates it and cleans the cache, before the input's bytes go in."""
         if not isinstance(model, HorizonModel) or model.released:
-            raise _error("DeviceError", "run", "model handle is not a loaded hobot_native model")
+            raise AdapterError(
+                "DeviceError", "run", "model handle is not a loaded hobot_native model"
+            )
         self.canary = pattern
         return CanaryFill(outputs=True, inputs=True)
 
@@ -941,7 +935,7 @@ class HobotNativeAdapter(Adapter):
         for label in ("virAddr", "phyAddr"):
             address = int(getattr(buffer.mem, label) or 0)
             if address % FIRST_ADDRESS_ALIGNMENT:
-                raise _error(
+                raise AdapterError(
                     "DeviceError",
                     "run",
                     f"{what}: {label} {address:#x} is not {FIRST_ADDRESS_ALIGNMENT}-byte aligned",
@@ -951,7 +945,7 @@ class HobotNativeAdapter(Adapter):
     def _input_buffers(self, tensor: HbTensor, inp: InputTensor, job: _Job) -> list[_Buffer]:
         """The input's memories: one, or Y then UV for NV12_SEPARATE (sysMem[0], sysMem[1])."""
         if not inp.pass_through:
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "run",
                 f"input {inp.name!r}: hobot_native takes the aligned layout (pass_through); "
@@ -961,7 +955,7 @@ class HobotNativeAdapter(Adapter):
         data = np.ascontiguousarray(inp.data, dtype=np.uint8).reshape(-1)
         size = int(tensor.record["alignedByteSize"])
         if size > 0 and data.nbytes != size:
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "run",
                 f"input {inp.name!r}: {data.nbytes} bytes given, alignedByteSize is {size} "

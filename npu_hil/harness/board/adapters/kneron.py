@@ -141,14 +141,10 @@ class KpTensorShapeInfoV2(_PackedStruct):
 
 
 class KpTensorShapeInfoData(_PackedUnion):
-    """``kp_tensor_shape_info_data_t``."""
-
     _fields_ = [("v1", KpTensorShapeInfoV1), ("v2", KpTensorShapeInfoV2)]
 
 
 class KpTensorShapeInfo(_PackedStruct):
-    """``kp_tensor_shape_info_t``."""
-
     _fields_ = [("version", ctypes.c_uint32), ("tensor_shape_info_data", KpTensorShapeInfoData)]
 
 
@@ -171,14 +167,10 @@ class KpScale(ctypes.Union):
 
 
 class KpQuantizedFixedPointDescriptor(_PackedStruct):
-    """``kp_quantized_fixed_point_descriptor_t``."""
-
     _fields_ = [("radix", ctypes.c_int32), ("scale_dtype", ctypes.c_uint32), ("scale", KpScale)]
 
 
 class KpQuantizationParametersV1(_PackedStruct):
-    """``kp_quantization_parameters_v1_t``."""
-
     _fields_ = [
         ("quantized_axis", ctypes.c_uint32),
         ("quantized_fixed_point_descriptor_num", ctypes.c_uint32),
@@ -187,14 +179,10 @@ class KpQuantizationParametersV1(_PackedStruct):
 
 
 class KpQuantizationParametersData(_PackedUnion):
-    """``kp_quantization_parameters_data_t``."""
-
     _fields_ = [("v1", KpQuantizationParametersV1)]
 
 
 class KpQuantizationParameters(_PackedStruct):
-    """``kp_quantization_parameters_t``."""
-
     _fields_ = [
         ("version", ctypes.c_uint32),
         ("quantization_parameters_data", KpQuantizationParametersData),
@@ -202,8 +190,6 @@ class KpQuantizationParameters(_PackedStruct):
 
 
 class KpTensorDescriptor(_PackedStruct):
-    """``kp_tensor_descriptor_t``."""
-
     _fields_ = [
         ("index", ctypes.c_uint32),
         ("name", ctypes.c_char_p),
@@ -214,8 +200,6 @@ class KpTensorDescriptor(_PackedStruct):
 
 
 class KpInfRawFixedNodeMetadata(_PackedStruct):
-    """``kp_inf_raw_fixed_node_metadata_t``."""
-
     _fields_ = [("tensor_descriptor", KpTensorDescriptor)]
 
 
@@ -243,10 +227,6 @@ STRUCTS = {
     "kp_inf_raw_fixed_node_metadata_t": KpInfRawFixedNodeMetadata,
     "kp_inf_raw_fixed_node_output_t": KpInfRawFixedNodeOutput,
 }
-
-
-def _error(kind: str, stage: str, message: str, code: int | None = None) -> AdapterError:
-    return AdapterError(kind, stage, message, code)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -282,14 +262,14 @@ class KplusLibrary:
         try:
             self.lib = ctypes.CDLL(path)
         except OSError as exc:
-            raise _error(
+            raise AdapterError(
                 "UnsupportedError", "fetch", f"cannot load libkplus {path!r}: {exc}"
             ) from exc
         self.path = path
         try:
             self.retrieve = self.lib.kp_generic_inference_retrieve_raw_fixed_node
         except AttributeError as exc:
-            raise _error(
+            raise AdapterError(
                 "UnsupportedError",
                 "fetch",
                 f"{path} has no kp_generic_inference_retrieve_raw_fixed_node",
@@ -316,7 +296,7 @@ def find_kplus_library(kp: Any, given: str | None) -> str:
     found = ctypes.util.find_library("kplus")
     if found:
         return found
-    raise _error(
+    raise AdapterError(
         "UnsupportedError",
         "fetch",
         "libkplus not found beside the kp package nor on the loader path; "
@@ -342,7 +322,7 @@ def raw_result_bytes(result: Any) -> bytes:
         found = _as_bytes(candidate)
         if found is not None and (size is None or len(found) >= size):
             return found[:size] if size else found
-    raise _error(
+    raise AdapterError(
         "UnsupportedError",
         "fetch",
         f"cannot find the bytes of {type(raw).__name__} (buffer_size {size}); this kp keeps "
@@ -431,7 +411,7 @@ def retrieve_raw_fixed_nodes(
     for index in range(count):
         pointer = library.retrieve(index, buffer)
         if not pointer:
-            raise _error(
+            raise AdapterError(
                 "DeviceError",
                 "fetch",
                 f"kp_generic_inference_retrieve_raw_fixed_node({index}) returned NULL",
@@ -499,7 +479,7 @@ class KneronAdapter(Adapter):
             try:
                 self._kp = importlib.import_module("kp")
             except ImportError as exc:
-                raise _error(
+                raise AdapterError(
                     "UnsupportedError",
                     "init",
                     f"Kneron PLUS (kp) is not importable here: {exc} (it comes with the SDK)",
@@ -516,7 +496,7 @@ class KneronAdapter(Adapter):
         except Exception as exc:
             code = _api_code(exc)
             kind = "TimeoutError" if code in TIMEOUT_CODES else "DeviceError"
-            raise _error(kind, stage, f"{what}: {type(exc).__name__}: {exc}", code) from exc
+            raise AdapterError(kind, stage, f"{what}: {type(exc).__name__}: {exc}", code) from exc
 
     def device(self) -> Any:
         if self._device is not None:
@@ -573,7 +553,9 @@ class KneronAdapter(Adapter):
         try:
             self.kp().core.disconnect_devices(device_group=device)
         except Exception as exc:
-            raise _error("DeviceError", "release", f"kp.core.disconnect_devices: {exc}") from exc
+            raise AdapterError(
+                "DeviceError", "release", f"kp.core.disconnect_devices: {exc}"
+            ) from exc
 
     def versions(self) -> dict[str, str]:
         kp = self.kp()
@@ -600,11 +582,15 @@ class KneronAdapter(Adapter):
             model_id = int(self.options["model_id"])
             ids = [int(getattr(m, "id", -1)) for m in models]
             if models and model_id not in ids:
-                raise _error("LayoutError", "load", f"model_id {model_id} not in the NEF ({ids})")
+                raise AdapterError(
+                    "LayoutError", "load", f"model_id {model_id} not in the NEF ({ids})"
+                )
         elif models:
             model_id = int(models[0].id)
         else:
-            raise _error("DeviceError", "load", f"{model_path}: the NEF descriptor lists no model")
+            raise AdapterError(
+                "DeviceError", "load", f"{model_path}: the NEF descriptor lists no model"
+            )
         model = KneronModel(path=model_path, descriptor=descriptor, model_id=model_id)
         self._on_device = model
         self._live += 1
@@ -637,7 +623,7 @@ class KneronAdapter(Adapter):
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         if not isinstance(model, KneronModel) or model.released:
-            raise _error("DeviceError", "run", "model handle is not a loaded kneron model")
+            raise AdapterError("DeviceError", "run", "model handle is not a loaded kneron model")
         kp = self.kp()
         device = self.device()
         timings = {"copy_s": 0.0, "run_s": 0.0, "reloads": 0.0}
@@ -689,7 +675,7 @@ class KneronAdapter(Adapter):
             names = [t.name for t in tensors]
             missing = [w for w in outputs if w not in names]
             if missing:
-                raise _error("LayoutError", "fetch", f"outputs {missing} not in {names}")
+                raise AdapterError("LayoutError", "fetch", f"outputs {missing} not in {names}")
             tensors = [tensors[names.index(w)] for w in outputs]
         timings["copy_s"] += time.perf_counter() - start
         return RunOutput(inputs=[], outputs=tensors, timings=timings)
@@ -703,7 +689,7 @@ class KneronAdapter(Adapter):
 
     def _input_bytes(self, inp: InputTensor) -> bytes:
         if not inp.pass_through:
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "run",
                 f"input {inp.name!r}: the KL730 takes its NPU layout (pass_through); pack it "

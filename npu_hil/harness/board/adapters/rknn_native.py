@@ -128,8 +128,6 @@ rknn_context = _context_type()
 
 
 class RknnInputOutputNum(ctypes.Structure):
-    """``rknn_input_output_num``."""
-
     _fields_ = [("n_input", ctypes.c_uint32), ("n_output", ctypes.c_uint32)]
 
 
@@ -157,8 +155,6 @@ class RknnTensorAttr(ctypes.Structure):
 
 
 class RknnTensorMem(ctypes.Structure):
-    """``rknn_tensor_mem`` (``struct _rknn_tensor_memory``)."""
-
     _fields_ = [
         ("virt_addr", ctypes.c_void_p),
         ("phys_addr", ctypes.c_uint64),
@@ -171,8 +167,6 @@ class RknnTensorMem(ctypes.Structure):
 
 
 class RknnSdkVersion(ctypes.Structure):
-    """``rknn_sdk_version``."""
-
     _fields_ = [("api_version", ctypes.c_char * 256), ("drv_version", ctypes.c_char * 256)]
 
 
@@ -230,17 +224,13 @@ def attr_record(attr: RknnTensorAttr) -> RknnAttrJson:
     }
 
 
-def _error(kind: str, stage: str, message: str, code: int | None = None) -> AdapterError:
-    return AdapterError(kind, stage, message, code)
-
-
 def _check(ret: int, stage: str, call: str) -> None:
     """One map from the runtime's return codes to typed errors."""
     if ret == 0:
         return
     kind = "TimeoutError" if ret == RKNN_ERR_TIMEOUT else "DeviceError"
     name = ERROR_NAMES.get(ret, "unknown error")
-    raise _error(kind, stage, f"{call} returned {ret} ({name})", ret)
+    raise AdapterError(kind, stage, f"{call} returned {ret} ({name})", ret)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -255,7 +245,7 @@ class RknnLibrary:
         try:
             self.lib = ctypes.CDLL(path)
         except OSError as exc:
-            raise _error(
+            raise AdapterError(
                 "UnsupportedError",
                 "init",
                 f"cannot load the RKNN runtime {path!r}: {exc} (set adapter_options.library)",
@@ -297,7 +287,9 @@ class RknnLibrary:
         except AttributeError as exc:
             if not required:
                 return False
-            raise _error("UnsupportedError", "init", f"{self.path} does not export {name}") from exc
+            raise AdapterError(
+                "UnsupportedError", "init", f"{self.path} does not export {name}"
+            ) from exc
         func.argtypes = argtypes
         func.restype = restype
         return True
@@ -320,14 +312,14 @@ def core_mask_key(value: Any) -> str:
             text = text[len(prefix) :]
     if text not in CORE_MASKS:
         known = ", ".join(sorted(CORE_MASKS))
-        raise _error("LayoutError", "init", f"unknown core_mask {value!r} (one of {known})")
+        raise AdapterError("LayoutError", "init", f"unknown core_mask {value!r} (one of {known})")
     return text
 
 
 def refuse_single_core(soc: str | None, mask: int) -> None:
     """A core mask other than auto is refused on a SoC known to have one NPU core."""
     if soc and soc not in MULTI_CORE_SOCS and mask != 0:
-        raise _error(
+        raise AdapterError(
             "UnsupportedError",
             "init",
             f"core_mask is only supported on RK3588/RK3576, not {soc}",
@@ -453,7 +445,7 @@ class RknnNativeAdapter(Adapter):
 
         out_query = str(self.options.get("output_query") or self._query_of_layout()).lower()
         if out_query not in ("native", "native_nhwc"):
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "load",
                 f"output_query must be 'native' or 'native_nhwc', not {out_query!r}",
@@ -493,7 +485,7 @@ class RknnNativeAdapter(Adapter):
         for tensor in model.inputs + model.outputs:
             mem = lib.call("rknn_create_mem", ctx, tensor.nbytes)
             if not mem:
-                raise _error(
+                raise AdapterError(
                     "DeviceError",
                     "load",
                     f"rknn_create_mem({tensor.nbytes}) returned NULL for {tensor.name!r}",
@@ -508,7 +500,7 @@ class RknnNativeAdapter(Adapter):
             return "native"
         queries = {"NC1HWC2": "native", "NHWC": "native_nhwc"}
         if str(layout).upper() not in queries:
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "load",
                 f"output_layout {layout!r}: rknn_native reads the runtime's native output "
@@ -527,7 +519,7 @@ class RknnNativeAdapter(Adapter):
         given = RK3576_REMAP.get(mask, mask) if self.soc == "rk3576" else mask
         lib = self.library()
         if not lib.has_core_mask:
-            raise _error("UnsupportedError", "init", f"{lib.path} has no rknn_set_core_mask")
+            raise AdapterError("UnsupportedError", "init", f"{lib.path} has no rknn_set_core_mask")
         _check(
             int(lib.call("rknn_set_core_mask", ctx, given)),
             "init",
@@ -546,7 +538,9 @@ class RknnNativeAdapter(Adapter):
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         if not isinstance(model, RknnModel) or model.released:
-            raise _error("DeviceError", "run", "model handle is not a loaded rknn_native model")
+            raise AdapterError(
+                "DeviceError", "run", "model handle is not a loaded rknn_native model"
+            )
         lib = self.library()
         ctx = model.context
         timings: dict[str, float] = {}
@@ -588,7 +582,9 @@ class RknnNativeAdapter(Adapter):
         synced to the device, so a byte the NPU does not write reads back as the pattern. The
         inputs are then overwritten whole by the run's copy (their size is checked)."""
         if not isinstance(model, RknnModel) or model.released:
-            raise _error("DeviceError", "run", "model handle is not a loaded rknn_native model")
+            raise AdapterError(
+                "DeviceError", "run", "model handle is not a loaded rknn_native model"
+            )
         for tensor in model.inputs + model.outputs:
             fill = canary_bytes(pattern, tensor.nbytes)
             ctypes.memmove(tensor.mem.contents.virt_addr, fill.ctypes.data, fill.nbytes)
@@ -610,7 +606,7 @@ class RknnNativeAdapter(Adapter):
 
     def _write_input(self, tensor: NativeTensor, inp: InputTensor) -> None:
         if not inp.pass_through:
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "run",
                 f"input {inp.name!r}: rknn_native takes the native layout (pass_through); "
@@ -619,7 +615,7 @@ class RknnNativeAdapter(Adapter):
             )
         data = np.ascontiguousarray(inp.data, dtype=np.uint8).reshape(-1)
         if data.nbytes != tensor.nbytes:
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "run",
                 f"input {inp.name!r}: {data.nbytes} bytes given, the runtime's native "

@@ -103,10 +103,6 @@ NUMERIC_NOTE = (
 )
 
 
-def _error(kind: str, stage: str, message: str, code: int | None = None) -> AdapterError:
-    return AdapterError(kind, stage, message, code)
-
-
 def load_rknnlite_class() -> Any:
     """``rknnlite.api.RKNNLite``, or an UnsupportedError that says why it is not there."""
     try:
@@ -116,14 +112,14 @@ def load_rknnlite_class() -> Any:
         # its parent) `import rknnlite` finds this module, not the toolkit.
         found = importlib.import_module("rknnlite") if "not a package" in str(exc) else None
         where = f" (the name resolved to {getattr(found, '__file__', '?')})" if found else ""
-        raise _error(
+        raise AdapterError(
             "UnsupportedError",
             "init",
             f"rknn-toolkit-lite2 is not importable here: {exc}{where}",
         ) from exc
     cls = getattr(module, "RKNNLite", None)
     if cls is None:
-        raise _error("UnsupportedError", "init", "rknnlite.api has no RKNNLite")
+        raise AdapterError("UnsupportedError", "init", "rknnlite.api has no RKNNLite")
     return cls
 
 
@@ -195,7 +191,7 @@ class RknnLiteAdapter(Adapter):
         try:
             rknn = cls(verbose=bool(self.options.get("verbose", False)))
         except Exception as exc:
-            raise _error("DeviceError", "init", f"RKNNLite(): {describe(exc)}") from exc
+            raise AdapterError("DeviceError", "init", f"RKNNLite(): {describe(exc)}") from exc
         load_args: dict[str, Any] = {}
         if self.options.get("key_path"):
             # Only when asked: toolkits before 2.5.0 have no key_path parameter.
@@ -203,13 +199,13 @@ class RknnLiteAdapter(Adapter):
         ret = _call(rknn.load_rknn, "load", "RKNNLite.load_rknn", model_path, **load_args)
         if ret != 0:
             _release_quietly(rknn)
-            raise _error(
+            raise AdapterError(
                 "DeviceError", "load", f"RKNNLite.load_rknn({model_path!r}) returned {ret}", ret
             )
         ret = _call(rknn.init_runtime, "init", "RKNNLite.init_runtime", **runtime_args)
         if ret != 0:
             _release_quietly(rknn)
-            raise _error(
+            raise AdapterError(
                 "DeviceError", "init", f"RKNNLite.init_runtime({runtime_args}) returned {ret}", ret
             )
         sdk = _call(rknn.get_sdk_version, "init", "RKNNLite.get_sdk_version")
@@ -247,7 +243,7 @@ class RknnLiteAdapter(Adapter):
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         if not isinstance(model, LiteModel) or model.released:
-            raise _error("DeviceError", "run", "model handle is not a loaded rknnlite model")
+            raise AdapterError("DeviceError", "run", "model handle is not a loaded rknnlite model")
         start = time.perf_counter()
         arrays = [self._array(inp) for inp in inputs]
         kwargs: dict[str, Any] = {
@@ -257,7 +253,7 @@ class RknnLiteAdapter(Adapter):
         dtypes = [str(np.dtype(inp.dtype)) for inp in inputs]
         for dt in dtypes:
             if dt not in DATA_TYPES:
-                raise _error(
+                raise AdapterError(
                     "LayoutError", "run", f"RKNNLite takes {', '.join(DATA_TYPES)} inputs, not {dt}"
                 )
         if dtypes:
@@ -274,7 +270,7 @@ class RknnLiteAdapter(Adapter):
         results = _call(model.rknn.inference, "run", "RKNNLite.inference", **kwargs)
         run_s = time.perf_counter() - start
         if results is None:
-            raise _error(
+            raise AdapterError(
                 "DeviceError", "run", "RKNNLite.inference returned None (the toolkit logged why)"
             )
 
@@ -285,7 +281,7 @@ class RknnLiteAdapter(Adapter):
         if outputs is not None:
             missing = [w for w in outputs if w not in names]
             if missing:
-                raise _error(
+                raise AdapterError(
                     "LayoutError",
                     "fetch",
                     f"outputs {missing} unknown: RKNNLite does not name its outputs; "
@@ -308,7 +304,7 @@ class RknnLiteAdapter(Adapter):
         dtype = np.dtype(inp.dtype)
         where = f"input {inp.name!r} ({inp.layout}, logical {list(inp.shape)} {inp.dtype})"
         if data.nbytes % dtype.itemsize:
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "run",
                 f"{where}: {data.nbytes} bytes are not a whole number of {inp.dtype}",
@@ -319,7 +315,7 @@ class RknnLiteAdapter(Adapter):
         if given is not None:
             dims = [int(d) for d in given]
             if int(np.prod(dims)) != values.size:
-                raise _error(
+                raise AdapterError(
                     "LayoutError",
                     "run",
                     f"{where}: native_dims {dims} hold {int(np.prod(dims))} elements, the buffer "
@@ -331,7 +327,7 @@ class RknnLiteAdapter(Adapter):
         if layout == "NC1HWC2" and len(inp.shape) == 4:
             return values.reshape(_rank4(self._nc1hwc2_dims(values.size, inp, where)))
         if values.size != int(np.prod(inp.shape)):
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "run",
                 f"{where}: {values.size} elements, the logical shape holds "
@@ -343,7 +339,7 @@ class RknnLiteAdapter(Adapter):
         n, c, h, w = (int(d) for d in inp.shape)  # jobs carry ONNX (NCHW) order
         rows = n * h * c
         if rows == 0 or values.size % rows or values.size // rows < w:
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "run",
                 f"{where}: {values.size} elements are not N*H rows of w_stride >= W={w} "
@@ -355,7 +351,7 @@ class RknnLiteAdapter(Adapter):
         if mode == "strided" or w_stride == w:
             return strided
         if mode != "dense":
-            raise _error(
+            raise AdapterError(
                 "LayoutError", "run", f"pass_through_rows must be dense or strided, not {mode!r}"
             )
         # rknn_inputs_set checks attr.size (rows of W) and pads rows to w_stride itself.
@@ -368,7 +364,7 @@ class RknnLiteAdapter(Adapter):
             c1 = -(-c // c2)
             if n * c1 * h * w * c2 == size:
                 return [n, c1, h, w, c2]
-        raise _error(
+        raise AdapterError(
             "LayoutError",
             "run",
             f"{where}: {size} elements fit no [N, C1, H, W, C2] with C2 in "
@@ -393,7 +389,7 @@ class RknnLiteAdapter(Adapter):
         if given:
             names = [str(n) for n in given]
             if len(names) != count:
-                raise _error(
+                raise AdapterError(
                     "LayoutError",
                     "fetch",
                     f"output_names has {len(names)} names, the model returned {count} outputs",
@@ -469,7 +465,7 @@ def _call(func: Any, stage: str, what: str, *args: Any, **kwargs: Any) -> Any:
     except AdapterError:
         raise
     except Exception as exc:
-        raise _error("DeviceError", stage, f"{what} raised {describe(exc)}") from exc
+        raise AdapterError("DeviceError", stage, f"{what} raised {describe(exc)}") from exc
 
 
 def _release_quietly(rknn: Any) -> None:
