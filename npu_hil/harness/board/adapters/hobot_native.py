@@ -494,6 +494,10 @@ class HorizonRuntime:
     def call(self, name: str, *args: Any) -> Any:
         return self.funcs[name](*args)
 
+    def checked(self, stage: str, what: str, *args: Any) -> None:
+        """Call the function ``what`` names (up to its first parenthesis) and check its code."""
+        self.check(int(self.call(what.split("(")[0], *args)), stage, what)
+
     def check(self, ret: int, stage: str, call: str, kind: str = "DeviceError") -> None:
         """One map from the runtime's return codes to typed errors."""
         if ret == 0:
@@ -717,10 +721,8 @@ class HobotNativeAdapter(Adapter):
         rt = self.runtime()
         packed = ctypes.c_void_p()
         files = (ctypes.c_char_p * 1)(model_path.encode())
-        rt.check(
-            int(rt.call("hbDNNInitializeFromFiles", ctypes.byref(packed), files, 1)),
-            "load",
-            f"hbDNNInitializeFromFiles({model_path!r})",
+        rt.checked(
+            "load", f"hbDNNInitializeFromFiles({model_path!r})", ctypes.byref(packed), files, 1
         )
         model = HorizonModel(path=model_path, model_name="", packed=packed, dnn=ctypes.c_void_p())
         try:
@@ -735,17 +737,12 @@ class HobotNativeAdapter(Adapter):
         rt = self.runtime()
         name_list = ctypes.POINTER(ctypes.c_char_p)()
         count = ctypes.c_int32()
-        rt.check(
-            int(
-                rt.call(
-                    "hbDNNGetModelNameList",
-                    ctypes.byref(name_list),
-                    ctypes.byref(count),
-                    model.packed,
-                )
-            ),
+        rt.checked(
             "load",
             "hbDNNGetModelNameList",
+            ctypes.byref(name_list),
+            ctypes.byref(count),
+            model.packed,
         )
         names = [(name_list[i] or b"").decode("utf-8", "replace") for i in range(count.value)]
         wanted = self.options.get("model_name")
@@ -765,36 +762,15 @@ class HobotNativeAdapter(Adapter):
                 "load",
                 f"{model.path} packs {len(names)} models {names}: set model_name",
             )
-        rt.check(
-            int(
-                rt.call(
-                    "hbDNNGetModelHandle",
-                    ctypes.byref(model.dnn),
-                    model.packed,
-                    model.model_name.encode(),
-                )
-            ),
-            "load",
-            f"hbDNNGetModelHandle({model.model_name!r})",
-        )
+        handle = (ctypes.byref(model.dnn), model.packed, model.model_name.encode())
+        rt.checked("load", f"hbDNNGetModelHandle({model.model_name!r})", *handle)
         for kind, target in (("Input", model.inputs), ("Output", model.outputs)):
             n = ctypes.c_int32()
-            rt.check(
-                int(rt.call(f"hbDNNGet{kind}Count", ctypes.byref(n), model.dnn)),
-                "load",
-                f"hbDNNGet{kind}Count",
-            )
+            rt.checked("load", f"hbDNNGet{kind}Count", ctypes.byref(n), model.dnn)
             for i in range(n.value):
                 props = self.abi.properties()
-                rt.check(
-                    int(
-                        rt.call(
-                            f"hbDNNGet{kind}TensorProperties", ctypes.byref(props), model.dnn, i
-                        )
-                    ),
-                    "load",
-                    f"hbDNNGet{kind}TensorProperties({i})",
-                )
+                call = f"hbDNNGet{kind}TensorProperties"
+                rt.checked("load", f"{call}({i})", ctypes.byref(props), model.dnn, i)
                 target.append(
                     HbTensor(
                         self._tensor_name(kind, model.dnn, i),
@@ -818,7 +794,7 @@ class HobotNativeAdapter(Adapter):
         model.released = True
         if model.packed:
             rt = self.runtime()
-            rt.check(int(rt.call("hbDNNRelease", model.packed)), "release", "hbDNNRelease")
+            rt.checked("release", "hbDNNRelease", model.packed)
 
     # -- run ------------------------------------------------------------------------------
 
