@@ -33,7 +33,7 @@ from npu_hil.harness.transport.base import StreamExit
 from npu_hil.harness.transport.oserrors import describe_errno, errno_in_text
 from npu_hil.harness.transport.serial_console import (
     SerialTransport,
-    base64_body,
+    base64_heredoc,
     register_agent_stream,
 )
 
@@ -277,8 +277,7 @@ class SerialAgentStream:
             argv.append("--drop-hello")
         command = " ".join(shlex.quote(a) for a in [*argv, self._file("sock")])
         if requests:
-            eof = f"NPU_EOF_{uuid.uuid4().hex[:8]}"
-            command += f" <<'{eof}'\n{base64_body(requests)}\n{eof}"
+            command += f" {base64_heredoc(requests)}"
         else:
             command += " </dev/null"
         retries = self._transport.retries

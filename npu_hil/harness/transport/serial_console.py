@@ -77,7 +77,7 @@ from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
 __all__ = [
     "ConsoleStream",
     "SerialTransport",
-    "base64_body",
+    "base64_heredoc",
     "prepare_url",
     "register_agent_stream",
 ]
@@ -100,15 +100,13 @@ def raise_os_error(what: str, output: bytes) -> None:
         raise board_os_error(what, number, output.strip()[-300:].decode(errors="replace"))
 
 
-def base64_body(data: bytes) -> str:
-    """``data`` as base64 lines short enough for a canonical-mode tty."""
+def base64_heredoc(data: bytes) -> str:
+    """``<<'EOF'``, ``data`` as base64 lines short enough for a canonical-mode tty, and a
+    terminator no base64 line can be."""
     text = base64.b64encode(data).decode("ascii")
-    return "\n".join(text[i : i + B64_LINE] for i in range(0, len(text), B64_LINE))
-
-
-def _eof() -> str:
-    """A heredoc terminator no base64 line can be."""
-    return f"NPU_EOF_{uuid.uuid4().hex[:8]}"
+    body = "\n".join(text[i : i + B64_LINE] for i in range(0, len(text), B64_LINE))
+    eof = f"NPU_EOF_{uuid.uuid4().hex[:8]}"
+    return f"<<'{eof}'\n{body}\n{eof}"
 
 
 class ConsoleStream(Stream, Protocol):
@@ -547,10 +545,8 @@ class SerialTransport:
                 # The file is its only chunk: created, checked and renamed in one exchange
                 # (four before: create, chunk, check and rename, clean-up), and resent whole
                 # when the board's sha256 differs. A job's files are mostly this size.
-                eof = _eof()
                 self._retry(
-                    f"mkdir -p {parent} && base64 -d >{tmp} <<'{eof}'\n{base64_body(data)}\n"
-                    f"{eof}\n"
+                    f"mkdir -p {parent} && base64 -d >{tmp} {base64_heredoc(data)}\n"
                     f'if [ "$(sha256sum <{tmp} | cut -c1-64)" = {digest} ]; '
                     f"then mv -f {tmp} {target}; else rm -f {tmp}; false; fi",
                     f"put {pure}",
@@ -561,10 +557,10 @@ class SerialTransport:
                 # One exchange per chunk: decode into a chunk file, append it only if its sha256
                 # matches, so a damaged chunk never reaches the file and is simply resent. The
                 # first one makes the folder and starts the file.
-                first, eof = offset == 0, _eof()
+                first = offset == 0
                 command = (
                     f"{f'mkdir -p {parent} && ' if first else ''}"
-                    f"base64 -d >{chunk_file} <<'{eof}'\n{base64_body(chunk)}\n{eof}\n"
+                    f"base64 -d >{chunk_file} {base64_heredoc(chunk)}\n"
                     f'[ "$(sha256sum <{chunk_file} | cut -c1-64)" = '
                     f"{hashlib.sha256(chunk).hexdigest()} ] "
                     f"&& cat {chunk_file} {'>' if first else '>>'}{tmp}"
