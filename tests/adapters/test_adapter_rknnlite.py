@@ -313,8 +313,8 @@ def test_core_mask_values_are_the_headers() -> None:
     facts = json.loads(
         (Path(__file__).parents[1] / "data" / "abi" / "rknn_api-2.3.2.json").read_text()
     )["aarch64"]["constants"]
-    for key, (attr, value) in rknnlite.CORE_MASKS.items():
-        assert facts[f"RKNN_{attr}"] == value, key
+    for key, value in rknnlite.CORE_MASKS.items():
+        assert facts[f"RKNN_NPU_CORE_{key.upper()}"] == value, key
 
 
 # -- errors ---------------------------------------------------------------------------------------

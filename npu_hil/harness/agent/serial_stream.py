@@ -31,8 +31,11 @@ from npu_hil.harness.board.wire import whole_frames
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.transport.base import StreamExit
 from npu_hil.harness.transport.oserrors import describe_errno, errno_in_text
-from npu_hil.harness.transport.serial_console import SerialTransport, register_agent_stream
-from npu_hil.harness.transport.serial_files import base64_body as _base64_body
+from npu_hil.harness.transport.serial_console import (
+    SerialTransport,
+    base64_heredoc,
+    register_agent_stream,
+)
 
 __all__ = ["SerialAgentStream", "open_serial_stream"]
 
@@ -274,8 +277,7 @@ class SerialAgentStream:
             argv.append("--drop-hello")
         command = " ".join(shlex.quote(a) for a in [*argv, self._file("sock")])
         if requests:
-            eof = f"NPU_EOF_{uuid.uuid4().hex[:8]}"
-            command += f" <<'{eof}'\n{_base64_body(requests)}\n{eof}"
+            command += f" {base64_heredoc(requests)}"
         else:
             command += " </dev/null"
         retries = self._transport.retries

@@ -11,9 +11,9 @@ One job per module:
 
 - ``frames``, ``wire``: the byte framing, schema names, file names, error records;
 - ``job``: the job document's checks and bounds; ``folders``: folders of our own;
-- ``runtime``: the runtime thread and its watchdog; ``loader``: where adapters are found;
-- ``cache``: adapters and loaded models kept between jobs; ``agent``: running one job;
-  ``results``: the result and its buffer records; ``kept``: a kept job's files;
+- ``loader``: where adapters are found; ``cache``: adapters and loaded models kept between
+  jobs, and the runtime thread with its watchdog; ``agent``: running one job;
+  ``results``: the result, its buffer records and a kept job's files;
 - ``serve``: the serve loop; ``listen``: the listener on a Unix socket; ``relay``: a shell
   command carrying requests to that socket (a serial console); ``main``: the command line;
 - ``adapters/``: the vendor runtimes behind one contract (``adapters/base.py``).

@@ -5,6 +5,13 @@ small LRU, so a board pays the start-up of the runtime and the model load once p
 adapter call goes through the runtime thread's watchdog, and every failure of one becomes a typed
 record (:class:`StageFailed`): the adapter's own ``AdapterError``, a ``TimeoutError``, or a
 ``DeviceError`` for anything it raised.
+
+The runtime thread: vendor runtimes may tie state to the thread that created it, so every adapter
+call runs on the same daemon thread while the caller waits with the job's timeout. A hung vendor
+call cannot be interrupted from Python: on expiry the thread is marked stuck and never used again;
+the agent reports a ``TimeoutError`` and exits (status 3), and the host starts a new agent. A call
+that hangs while holding the GIL stops the watchdog too: the host's own timeout (job timeouts plus
+a margin) is the backstop for that case.
 """
 
 from __future__ import annotations
@@ -14,18 +21,18 @@ import json
 import logging
 import os
 import platform
+import queue
 import threading
 import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
 from .job import Job, JobRefused
 from .loader import load_adapter_base
 from .runlog import set_log_level
-from .runtime import CallTimedOut, RuntimeThread
 from .wire import AGENT_VERSION, failure, jsonable, sha256_file
 
 if TYPE_CHECKING:
@@ -37,6 +44,67 @@ if TYPE_CHECKING:
 log = logging.getLogger("npu-hil-agent")
 
 T = TypeVar("T")
+
+
+class CallTimedOut(Exception):
+    def __init__(self, stage: str, seconds: float) -> None:
+        super().__init__(f"{stage} did not return within {seconds:g} s")
+        self.stage = stage
+        self.seconds = seconds
+
+
+class _Task(Generic[T]):
+    def __init__(self, fn: Callable[[], T]) -> None:
+        self.fn = fn
+        self.done = threading.Event()
+        self.value: T | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.value = self.fn()
+        except BaseException as exc:  # handed to the waiting thread, which decides
+            self.error = exc
+        finally:
+            self.done.set()
+
+
+class RuntimeThread:
+    """Runs every adapter call on one long-lived daemon thread.
+
+    Vendor runtimes may tie a context to the thread that created it, so all calls go through the
+    same thread; the caller waits with a timeout and, on expiry, marks the thread stuck. A stuck
+    thread is never reused: the agent reports and exits.
+    """
+
+    def __init__(self) -> None:
+        self.stuck = False
+        self._tasks: queue.Queue[_Task[Any] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name="npu-runtime", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            task = self._tasks.get()
+            if task is None:
+                return
+            task.run()
+
+    def call(self, stage: str, fn: Callable[[], T], timeout: float) -> T:
+        if self.stuck:
+            raise CallTimedOut(stage, 0.0)
+        task = _Task(fn)
+        self._tasks.put(task)
+        if not task.done.wait(timeout):
+            self.stuck = True
+            raise CallTimedOut(stage, timeout)
+        if task.error is not None:
+            raise task.error
+        return task.value  # type: ignore[return-value]  # set whenever error is None
+
+    def stop(self) -> None:
+        if not self.stuck:
+            self._tasks.put(None)
 
 
 def describe_exception(exc: BaseException) -> str:

@@ -40,10 +40,10 @@ from .cache import StageFailed
 from .folders import UnsafeFolder, check_folder
 from .identity import read_identity
 from .job import DEFAULT_TIMEOUTS, MAX_INPUTS, MAX_JOB_INPUT_BYTES, JobRefused
-from .kept import new_kept_dir, write_kept_view
 from .loader import EXTRA_ADAPTERS, PACKAGE_DIR, available_adapters, is_adapter_name
 from .memory import read_memory
 from .modelstore import answer_model
+from .results import new_kept_dir, write_kept_view
 from .wire import (
     AGENT_PROTOCOL,
     AGENT_VERSION,

@@ -2,10 +2,10 @@
 
 The link is pyserial's ``serial_for_url``: a device path (``/dev/ttyUSB0``), ``rfc2217://host:port``
 (ser2net and friends) or ``socket://host:port`` (a raw TCP console server). The module is not called
-``serial.py`` so that ``import serial`` always means pyserial. The console's shell (the wire,
-login, markers) is :mod:`~npu_hil.harness.transport.serial_shell`, the chunked transfers
-:mod:`~npu_hil.harness.transport.serial_files`; this module opens the console and serves the
-Transport protocol on them.
+``serial.py`` so that ``import serial`` always means pyserial. One class does it all: the wire
+(pyserial reads and writes, counted), the console held for one exchange at a time (an ``flock``
+on the device), login and sync, one command line run between two markers with its exit status,
+the chunked transfers, and the Transport protocol on them.
 
 How it talks to the shell:
 
@@ -50,12 +50,18 @@ How it talks to the shell:
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import errno
+import fcntl
+import hashlib
 import logging
+import os
+import re
 import shlex
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
@@ -63,14 +69,44 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import serial
 
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport.base import CompletedRun, Stream
+from npu_hil.harness.transport.base import CompletedRun, Stream, remote_path
 from npu_hil.harness.transport.defaults import BAUDRATE, BOARD_PYTHON
-from npu_hil.harness.transport.serial_files import ConsoleFiles
+from npu_hil.harness.transport.oserrors import board_os_error, errno_in_text
 from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
 
-__all__ = ["ConsoleStream", "SerialTransport", "prepare_url", "register_agent_stream"]
+__all__ = [
+    "ConsoleStream",
+    "SerialTransport",
+    "base64_heredoc",
+    "prepare_url",
+    "register_agent_stream",
+]
 
 log = logging.getLogger(__name__)
+
+LOGIN_RE = re.compile(rb"(?i)login:\s*$")
+PASSWORD_RE = re.compile(rb"(?i)password:\s*$")
+BOOT_LOG_LIMIT = 256 * 1024
+# A canonical-mode tty accepts at most 4095 characters per line; stay far below.
+B64_LINE = 1024
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def raise_os_error(what: str, output: bytes) -> None:
+    """TransportError naming the errno when the board's shell said one (``cat: write error: No
+    space left on device``, ``can't create ...: Read-only file system``)."""
+    number = errno_in_text(output)
+    if number is not None and number != errno.ENOENT:
+        raise board_os_error(what, number, output.strip()[-300:].decode(errors="replace"))
+
+
+def base64_heredoc(data: bytes) -> str:
+    """``<<'EOF'``, ``data`` as base64 lines short enough for a canonical-mode tty, and a
+    terminator no base64 line can be."""
+    text = base64.b64encode(data).decode("ascii")
+    body = "\n".join(text[i : i + B64_LINE] for i in range(0, len(text), B64_LINE))
+    eof = f"NPU_EOF_{uuid.uuid4().hex[:8]}"
+    return f"<<'{eof}'\n{body}\n{eof}"
 
 
 class ConsoleStream(Stream, Protocol):
@@ -109,7 +145,7 @@ def prepare_url(url: str) -> str:
     return urlunsplit(parts._replace(query=query))
 
 
-class SerialTransport(ConsoleFiles):
+class SerialTransport:
     """Files and commands on a board through its serial console shell.
 
     ``workdir`` is an absolute directory on the board (created on connect). ``user`` and
@@ -270,3 +306,372 @@ class SerialTransport(ConsoleFiles):
         target = Path(local_path)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
+
+    # --- the shell ------------------------------------------------------------------------
+
+    def _checked(self, command: str, what: str) -> bytes:
+        output, status = self._exec(command, self.command_timeout)
+        if status != 0:
+            raise_os_error(what, output)
+            raise TransportError(
+                f"{what}: failed on the board (status {status}): "
+                f"{output[-500:].decode(errors='replace')}"
+            )
+        return output
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self._port.write(data)
+            self._port.flush()
+        except (serial.SerialException, OSError) as exc:
+            raise TransportError(f"serial {self.url}: write failed ({exc})") from exc
+        self.bytes_sent += len(data)
+
+    def _read_some(self) -> bytes:
+        try:
+            data: bytes = self._port.read(max(1, self._port.in_waiting))
+        except (serial.SerialException, OSError) as exc:
+            raise TransportError(f"serial {self.url}: read failed ({exc})") from exc
+        self.bytes_received += len(data)
+        return data
+
+    def _wait_for(self, pattern: re.Pattern[bytes], deadline: float) -> re.Match[bytes] | None:
+        """Read until ``pattern`` matches the buffer or the deadline passes. Returns None on a
+        reboot (a login prompt at the end of the buffer), after keeping the boot log."""
+        while True:
+            match = pattern.search(self._buffer)
+            if match:
+                return match
+            tail = bytes(self._buffer[-200:]).rstrip(b"\r\n") + b" "
+            # A password prompt counts too: our pending end-marker line may have been read as
+            # the user name by the fresh login.
+            prompt = LOGIN_RE.search(tail) or PASSWORD_RE.search(tail)
+            if prompt and not self._quiet(0.3, pattern):
+                self.boot_log = bytes(self._buffer[-BOOT_LOG_LIMIT:]).decode(errors="replace")
+                log.warning("serial %s: the board rebooted; boot log kept", self.url)
+                return None
+            if time.monotonic() > deadline:
+                raise TransportError(f"serial {self.url}: no answer within the timeout")
+            self._buffer += self._read_some()
+
+    def _quiet(self, seconds: float, pattern: re.Pattern[bytes]) -> bool:
+        """Read for ``seconds``; True when the pattern matched meanwhile (so what looked like a
+        login prompt was ordinary output)."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self._buffer += self._read_some()
+            if pattern.search(self._buffer):
+                return True
+        return False
+
+    @contextlib.contextmanager
+    def _hold(self, timeout: float) -> Iterator[None]:
+        """Have the console to ourselves for one exchange. Other processes that opened the same
+        device wait (for up to ``timeout`` seconds), so two commands never interleave on the
+        line; every exchange stands on its own, so taking turns between exchanges is safe."""
+        if self._held or self._lock_fd is None:
+            self._held += 1
+            try:
+                yield
+            finally:
+                self._held -= 1
+            return
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise TransportError(
+                        f"serial {self.url}: another process kept the console busy for "
+                        f"{timeout:.1f} s"
+                    ) from None
+                time.sleep(0.01)
+        self._held = 1
+        try:
+            yield
+        finally:
+            self._held = 0
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def _exec(
+        self, command: str, timeout: float, *, interrupt_on_timeout: bool = True
+    ) -> tuple[bytes, int]:
+        """Run one shell command line; its output (``\\r`` removed) and exit status."""
+        with self._hold(timeout):
+            return self._exec_held(command, timeout, interrupt_on_timeout)
+
+    def _exec_held(
+        self, command: str, timeout: float, interrupt_on_timeout: bool
+    ) -> tuple[bytes, int]:
+        nonce = uuid.uuid4().hex[:12]
+        begin, end = f"__NPUB{nonce}".encode(), f"__NPUE{nonce}".encode()
+        pattern = re.compile(
+            re.escape(begin) + rb"\r?\n(.*?)" + re.escape(end) + rb" (\d+) ?(\w*)\r?\n", re.S
+        )
+        self._buffer.clear()
+        self._write(
+            f"printf '%s%s\\n' __NPU B{nonce}; {command}\n"
+            f"printf '%s%s %d %s\\n' __NPU E{nonce} $? \"$NPU_SID\"\n".encode()
+        )
+        try:
+            match = self._wait_for(pattern, time.monotonic() + timeout)
+        except TransportError:
+            if interrupt_on_timeout:
+                self._recover()
+            raise TransportError(
+                f"serial {self.url}: no end marker within {timeout:.1f} s; command interrupted"
+            ) from None
+        if match is None:
+            self._sync(self.connect_timeout)
+            raise TransportError(
+                f"serial {self.url}: the board rebooted during a command (boot log kept)"
+            )
+        # Take the groups before trimming: a match on a bytearray reads the live buffer.
+        output = bytes(match.group(1)).replace(b"\r\n", b"\n")
+        status = int(match.group(2))
+        sid = bytes(match.group(3)).decode()
+        del self._buffer[: match.end()]
+        if sid and sid != self._sid:
+            # Another transport on this host set the same shell up since ours (pytest-xdist
+            # workers taking turns on a board): a fresh shell has no NPU_SID at all.
+            log.debug("serial %s: the shell was set up again by another transport", self.url)
+            self._sid = sid
+        elif sid != self._sid:
+            # The end marker came from another shell than the one we set up: the board rebooted
+            # (or the shell died) while the command ran, and what came between is its boot log.
+            self.boot_log = output[-BOOT_LOG_LIMIT:].decode(errors="replace")
+            self._sync(self.connect_timeout)
+            raise TransportError(
+                f"serial {self.url}: the shell was replaced during a command (reboot?); "
+                "boot log kept"
+            )
+        return output, status
+
+    def _recover(self) -> None:
+        """After a timeout: interrupt whatever runs (or a half-typed heredoc) and resync."""
+        with contextlib.suppress(TransportError):
+            self._write(b"\x03\n")
+        time.sleep(0.2)
+        self._sync(self.connect_timeout)
+
+    def _sync(self, timeout: float) -> None:
+        """Bring the console to a known shell: log in if asked, no echo, no prompts."""
+        with self._hold(timeout):
+            self._sync_held(timeout)
+
+    def _sync_held(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        self._buffer.clear()
+        logged_in = kept_log = False
+        # Listen before speaking: a board that is printing its boot log or a login prompt would
+        # take a newline as an empty user name.
+        poke = True
+        while time.monotonic() < deadline:
+            # Let the console finish what it is printing (a boot log) before judging its tail.
+            settle = time.monotonic() + 0.3
+            while time.monotonic() < settle:
+                chunk = self._read_some()
+                if chunk:
+                    self._buffer += chunk
+                    settle = time.monotonic() + 0.3
+                if time.monotonic() > deadline:
+                    break
+            if not self._buffer and poke:
+                poke = False
+                self._write(b"\n")
+                continue
+            tail = bytes(self._buffer[-200:]).rstrip(b"\r\n") + b" "
+            if LOGIN_RE.search(tail):
+                # Text before the prompt's own line is what the board printed while booting.
+                before = bytes(self._buffer).rsplit(b"\n", 1)[0] if b"\n" in self._buffer else b""
+                # Only while we have not spoken yet: after our newline, the text is the board's
+                # answer to it ("Login incorrect"), not its boot log.
+                if before.strip() and not kept_log and poke:
+                    kept_log = True
+                    self.boot_log = bytes(self._buffer[-BOOT_LOG_LIMIT:]).decode(errors="replace")
+                if self.user is None:
+                    raise TransportError(f"serial {self.url}: a login prompt and no user set")
+                self._buffer.clear()
+                self._write(self.user.encode() + b"\n")
+                continue
+            if PASSWORD_RE.search(tail):
+                password = os.environ.get(self.password_env or "")
+                if password is None:
+                    raise TransportError(
+                        f"serial {self.url}: a password prompt and no password in the "
+                        f"environment variable {self.password_env!r}"
+                    )
+                self._buffer.clear()
+                self._write(password.encode() + b"\n")
+                logged_in = True
+                continue
+            # Probably a shell: try a marker round trip.
+            nonce = uuid.uuid4().hex[:12]
+            marker = f"__NPUS{nonce}".encode()
+            self._sid = nonce
+            self._buffer.clear()
+            self._write(
+                f"stty -echo 2>/dev/null; PS1=''; PS2=''; NPU_SID={nonce}; "
+                f"printf '%s%s\\n' __NPU S{nonce}\n".encode()
+            )
+            probe_end = min(deadline, time.monotonic() + 2.0)
+            while time.monotonic() < probe_end:
+                self._buffer += self._read_some()
+                if marker in self._buffer:
+                    self._buffer.clear()
+                    log.debug("serial %s: in sync (logged in: %s)", self.url, logged_in)
+                    return
+                if LOGIN_RE.search(bytes(self._buffer[-200:]).rstrip(b"\r\n") + b" "):
+                    break
+        raise TransportError(f"serial {self.url}: no shell prompt within {timeout:.1f} s")
+
+    # --- files: base64 in chunks, each checked by sha256 ------------------------------------
+
+    def _remote(self, path: str | PurePosixPath) -> str:
+        return shlex.quote(f"{self._workdir}/{remote_path(path)}")
+
+    def _put_bytes(self, data: bytes, path: str | PurePosixPath) -> None:
+        pure = remote_path(path)
+        target = self._remote(pure)
+        tmp = self._remote(f"{pure.parent}/.{pure.name}.{uuid.uuid4().hex[:8]}.tmp")
+        chunk_file = f"{tmp}.c"
+        parent = shlex.quote(f"{self._workdir}/{pure.parent}")
+        digest = hashlib.sha256(data).hexdigest()
+        try:
+            if len(data) <= self.chunk_size:
+                # The file is its only chunk: created, checked and renamed in one exchange
+                # (four before: create, chunk, check and rename, clean-up), and resent whole
+                # when the board's sha256 differs. A job's files are mostly this size.
+                self._retry(
+                    f"mkdir -p {parent} && base64 -d >{tmp} {base64_heredoc(data)}\n"
+                    f'if [ "$(sha256sum <{tmp} | cut -c1-64)" = {digest} ]; '
+                    f"then mv -f {tmp} {target}; else rm -f {tmp}; false; fi",
+                    f"put {pure}",
+                )
+                return
+            for offset in range(0, len(data), self.chunk_size):
+                chunk = data[offset : offset + self.chunk_size]
+                # One exchange per chunk: decode into a chunk file, append it only if its sha256
+                # matches, so a damaged chunk never reaches the file and is simply resent. The
+                # first one makes the folder and starts the file.
+                first = offset == 0
+                command = (
+                    f"{f'mkdir -p {parent} && ' if first else ''}"
+                    f"base64 -d >{chunk_file} {base64_heredoc(chunk)}\n"
+                    f'[ "$(sha256sum <{chunk_file} | cut -c1-64)" = '
+                    f"{hashlib.sha256(chunk).hexdigest()} ] "
+                    f"&& cat {chunk_file} {'>' if first else '>>'}{tmp}"
+                )
+                self._retry(command, f"put {pure}: chunk at {offset}")
+            self._checked(
+                f'[ "$(sha256sum <{tmp} | cut -c1-64)" = {digest} ] && mv -f {tmp} {target} '
+                f"&& rm -f {chunk_file}",
+                f"put {pure}: whole-file sha256 or rename",
+            )
+        except BaseException:
+            with contextlib.suppress(TransportError):
+                self._exec(f"rm -f {tmp} {chunk_file}", self.command_timeout)
+            raise
+
+    def _get_bytes(self, path: str | PurePosixPath) -> bytes:
+        source = self._remote(path)
+        size, digest, head = self._get_head(source, path)
+        if head is not None:
+            return head  # checked against the board's sha256 already
+        data = bytearray()
+        for index in range((size + self.chunk_size - 1) // self.chunk_size):
+            data += self._get_chunk(source, index, f"get {path}: chunk {index}")
+        if len(data) == size and hashlib.sha256(data).hexdigest() != digest:
+            # The whole-file sha256 came in the first answer: one more look before calling
+            # the file damaged, in case it was that line the noise hit.
+            digest = self._whole_sha256(source, path)
+        if len(data) != size or hashlib.sha256(data).hexdigest() != digest:
+            raise TransportError(f"get {path}: whole-file sha256 differs; damaged or changed")
+        return bytes(data)
+
+    def _get_head(self, source: str, path: str | PurePosixPath) -> tuple[int, str, bytes | None]:
+        """(size, sha256, the content when it fits in one chunk, else None) in one exchange:
+        three before (the size, the chunk, the whole-file sha256) for what a job's files are."""
+        command = (
+            f"n=$(wc -c <{source}) && echo $n && sha256sum <{source} && "
+            f"if [ $n -le {self.chunk_size} ]; then base64 <{source}; fi"
+        )
+        problem = "no attempt"
+        for _ in range(self.retries + 1):
+            output, status = self._exec(command, self.command_timeout)
+            if status != 0:
+                raise TransportError(f"get {path}: no such file in {self._workdir} on the board")
+            lines = output.split(b"\n", 2)
+            sha = lines[1][:64].decode(errors="replace") if len(lines) > 1 else ""
+            if not lines[0].strip().isdigit() or not _SHA256.fullmatch(sha):
+                problem = "a damaged size or sha256 line"
+                continue
+            size = int(lines[0])
+            if size > self.chunk_size:
+                return size, sha, None
+            try:
+                body = b"".join(lines[2].split()) if len(lines) > 2 else b""
+                data = base64.b64decode(body, validate=True)
+            except ValueError:
+                problem = "invalid base64"
+                continue
+            if len(data) == size and hashlib.sha256(data).hexdigest() == sha:
+                return size, sha, data
+            problem = "sha256 mismatch"
+        raise TransportError(
+            f"get {path}: not received intact after {self.retries + 1} tries ({problem})"
+        )
+
+    def _whole_sha256(self, source: str, path: str | PurePosixPath) -> str:
+        for _ in range(self.retries + 1):
+            output, status = self._exec(f"sha256sum <{source}", self.command_timeout)
+            sha = output.strip()[:64].decode(errors="replace")
+            if status == 0 and _SHA256.fullmatch(sha):
+                return sha
+        raise TransportError(f"get {path}: the board gave no sha256 of the file")
+
+    def _get_chunk(self, source: str, index: int, what: str) -> bytes:
+        command = (
+            f"dd if={source} bs={self.chunk_size} skip={index} count=1 2>/dev/null | base64"
+            f"; printf '%s%s\\n' __NPU SUM"
+            f"; dd if={source} bs={self.chunk_size} skip={index} count=1 2>/dev/null"
+            " | sha256sum | cut -c1-64"
+        )
+        problem = "no attempt"
+        for _ in range(self.retries + 1):
+            try:
+                output, status = self._exec(command, self.command_timeout)
+            except TransportError as exc:
+                problem = str(exc)
+                continue
+            text, _, digest = output.partition(b"__NPUSUM")
+            try:
+                chunk = base64.b64decode(b"".join(text.split()), validate=True)
+            except ValueError:
+                problem = "invalid base64"
+                continue
+            if status == 0 and hashlib.sha256(chunk).hexdigest().encode() == digest.strip():
+                return chunk
+            problem = "sha256 mismatch"
+        raise TransportError(
+            f"{what}: not received intact after {self.retries + 1} tries ({problem})"
+        )
+
+    def _retry(self, command: str, what: str) -> None:
+        problem = "no attempt"
+        for _ in range(self.retries + 1):
+            try:
+                output, status = self._exec(command, self.command_timeout)
+            except TransportError as exc:
+                problem = str(exc)
+                continue
+            if status == 0:
+                return
+            raise_os_error(what, output)  # a full disk is not fixed by resending
+            problem = f"the board's check failed (status {status})"
+        raise TransportError(
+            f"{what}: not delivered intact after {self.retries + 1} tries ({problem})"
+        )

@@ -10,8 +10,9 @@ sha256 and calls :meth:`Adapter.run` once per job.
 
 from __future__ import annotations
 
+import importlib.metadata
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -105,6 +106,45 @@ def canary_bytes(pattern: bytes, nbytes: int) -> np.ndarray:
         return np.zeros(0, dtype=np.uint8)
     unit = np.frombuffer(pattern, dtype=np.uint8)
     return np.resize(unit, nbytes)
+
+
+def match_inputs(names: List[str], inputs: List[InputTensor]) -> Tuple[List[int], str]:
+    """Positions of the job's inputs among the model's ``names`` (see :func:`match_names`); the
+    job must give every input, since zero-copy memory of an input left out would go in with
+    whatever it held."""
+    if len(inputs) != len(names):
+        raise AdapterError(
+            "LayoutError",
+            "run",
+            f"the model takes {len(names)} inputs {names}, the job gives {len(inputs)}",
+        )
+    return match_names(names, [i.name for i in inputs], "run", "inputs")
+
+
+def match_names(
+    names: List[str], wanted: List[str], stage: str, what: str
+) -> Tuple[List[int], str]:
+    """Positions of ``wanted`` among ``names``: by name, else by position when the counts agree
+    (converted models may rename tensors); anything else is a request the model cannot serve."""
+    if all(w in names for w in wanted):
+        return [names.index(w) for w in wanted], "name"
+    if len(wanted) == len(names):
+        return list(range(len(names))), "position"
+    missing = [w for w in wanted if w not in names]
+    raise AdapterError("LayoutError", stage, f"{what} {missing} not in the model (it has {names})")
+
+
+def describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def package_version(dist: str) -> str:
+    """The installed version of a distribution, or "" when it is not installed as one (an
+    image's copy of the module, a fake)."""
+    try:
+        return str(importlib.metadata.version(dist))
+    except Exception:
+        return ""
 
 
 class Adapter:

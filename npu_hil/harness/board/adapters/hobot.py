@@ -43,43 +43,28 @@ import numpy as np
 
 # Relative: the agent loads this as adapters.<name>, the harness as
 # npu_hil.harness.board.adapters.<name>; either way the base is the one beside it.
-from .base import Adapter, AdapterError, CanaryFill, InputTensor, RunOutput, TensorOut
+from .base import (
+    Adapter,
+    AdapterError,
+    CanaryFill,
+    InputTensor,
+    RunOutput,
+    TensorOut,
+    describe,
+    package_version,
+)
+
+# The X3/X5 header's hbDNNTensorShape (8 int32 dimensions, then numDimensions: 36 bytes).
+from .hobot_native import IMAGE_TYPES, NUMBER_TYPES, NUMPY_TYPES, X3X5_MAX_DIMS, TensorShapeX3X5
 
 MODULES = ("hobot_dnn.pyeasy_dnn", "hobot_dnn_rdkx5.pyeasy_dnn")
 DISTRIBUTIONS = ("hobot-dnn-rdkx5", "hobot-dnn")
 PASS_THROUGH_TYPES = ("NV12", "NV12_SEPARATE", "Y")
 # What .buffer's element type is on the X5 build 3.0.6, by tensor_type; everything else is int8.
 BUFFER_TYPES_X5_3_0_6 = {"float32": "float32", "int32": "int32", "int16": "int16"}
-IMAGE_TYPES = ("Y", "NV12", "NV12_SEPARATE", "YUV444", "RGB", "BGR")
-# tensor_type names with their numpy element types (images are bytes).
-ELEMENT_TYPES = {
-    "int8": "int8",
-    "uint8": "uint8",
-    "float16": "float16",
-    "int16": "int16",
-    "uint16": "uint16",
-    "float32": "float32",
-    "int32": "int32",
-    "uint32": "uint32",
-    "float64": "float64",
-    "int64": "int64",
-    "uint64": "uint64",
-}
+# tensor_type names with a numpy element type of the same name (images are bytes).
+ELEMENT_TYPES = [NUMPY_TYPES[t] for t in NUMBER_TYPES[2:]]
 FOUR_BIT_TYPES = ("int4", "uint4")
-# hbDNNTensorShape of the X3/X5 header: 8 int32 dimensions, then numDimensions (36 bytes).
-MAX_DIMS = 8
-
-
-class _TensorShape(ctypes.Structure):
-    _fields_ = [("dimensionSize", ctypes.c_int32 * MAX_DIMS), ("numDimensions", ctypes.c_int32)]
-
-
-def _error(kind: str, stage: str, message: str) -> AdapterError:
-    return AdapterError(kind, stage, message)
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
 
 
 def _shape(value: Any, pointers: bool = True) -> list[int] | None:
@@ -89,12 +74,12 @@ def _shape(value: Any, pointers: bool = True) -> list[int] | None:
         return None
     if isinstance(value, (int, np.integer)):
         address = int(value)
-        if not pointers or address <= 0 or address % ctypes.alignment(_TensorShape):
+        if not pointers or address <= 0 or address % ctypes.alignment(TensorShapeX3X5):
             return None
-        shape = _TensorShape.from_address(address)
+        shape = TensorShapeX3X5.from_address(address)
         count = int(shape.numDimensions)
-        dims = [int(d) for d in shape.dimensionSize[: max(0, min(count, MAX_DIMS))]]
-        if not 0 < count <= MAX_DIMS or any(d < 0 for d in dims):
+        dims = [int(d) for d in shape.dimensionSize[: max(0, min(count, X3X5_MAX_DIMS))]]
+        if not 0 < count <= X3X5_MAX_DIMS or any(d < 0 for d in dims):
             return None
         return dims
     try:
@@ -166,9 +151,11 @@ class HobotAdapter(Adapter):
                 errors.append(f"{name}: {exc}")
                 continue
             self._versions["module"] = name
-            self._versions.update(_distribution_versions())
+            self._versions.update(
+                {dist: package_version(dist) for dist in DISTRIBUTIONS if package_version(dist)}
+            )
             return self._module
-        raise _error(
+        raise AdapterError(
             "UnsupportedError",
             "init",
             "pyeasy_dnn is not importable here (" + "; ".join(errors) + ")",
@@ -183,21 +170,23 @@ class HobotAdapter(Adapter):
         try:
             models = list(dnn.load(model_path))
         except Exception as exc:
-            raise _error("DeviceError", "load", f"pyeasy_dnn.load: {_describe(exc)}") from exc
+            raise AdapterError("DeviceError", "load", f"pyeasy_dnn.load: {describe(exc)}") from exc
         if not models:
-            raise _error("DeviceError", "load", f"pyeasy_dnn.load({model_path!r}) gave no model")
+            raise AdapterError(
+                "DeviceError", "load", f"pyeasy_dnn.load({model_path!r}) gave no model"
+            )
         names = [str(getattr(m, "name", "")) for m in models]
         wanted = self.options.get("model_name")
         if wanted is not None:
             if wanted not in names:
-                raise _error(
+                raise AdapterError(
                     "LayoutError", "load", f"model_name {wanted!r} not in {model_path} ({names})"
                 )
             model = models[names.index(wanted)]
         elif len(models) == 1:
             model = models[0]
         else:
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "load",
                 f"{model_path} packs {len(models)} models {names}: set model_name",
@@ -226,7 +215,7 @@ class HobotAdapter(Adapter):
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         if not isinstance(model, HobotModel) or model.released:
-            raise _error("DeviceError", "run", "model handle is not a loaded hobot model")
+            raise AdapterError("DeviceError", "run", "model handle is not a loaded hobot model")
         start = time.perf_counter()
         arrays = [self._array(inp) for inp in inputs]
         copy_s = time.perf_counter() - start
@@ -239,10 +228,10 @@ class HobotAdapter(Adapter):
                 priority=int(self.options.get("priority", 0)),
             )
         except Exception as exc:
-            raise _error("DeviceError", "run", f"Model.forward: {_describe(exc)}") from exc
+            raise AdapterError("DeviceError", "run", f"Model.forward: {describe(exc)}") from exc
         run_s = time.perf_counter() - start
         if not results:
-            raise _error("DeviceError", "run", "Model.forward returned no outputs")
+            raise AdapterError("DeviceError", "run", "Model.forward returned no outputs")
 
         start = time.perf_counter()
         results = list(results)
@@ -251,7 +240,7 @@ class HobotAdapter(Adapter):
         if outputs is not None:
             missing = [w for w in outputs if w not in names]
             if missing:
-                raise _error("LayoutError", "fetch", f"outputs {missing} not in {names}")
+                raise AdapterError("LayoutError", "fetch", f"outputs {missing} not in {names}")
             wanted = [names.index(w) for w in outputs]
         tensors = [self._tensor(names[i], results[i], model) for i in wanted]
         copy_s += time.perf_counter() - start
@@ -260,7 +249,7 @@ class HobotAdapter(Adapter):
     def _array(self, inp: InputTensor) -> np.ndarray:
         if inp.pass_through:
             if inp.layout.upper() not in PASS_THROUGH_TYPES:
-                raise _error(
+                raise AdapterError(
                     "LayoutError",
                     "run",
                     f"input {inp.name!r}: pyeasy_dnn takes logical tensors (it pads them "
@@ -277,11 +266,13 @@ class HobotAdapter(Adapter):
         kind = ttype.lower()
         if kind.startswith("hb_dnn_tensor_type_"):  # (str.removeprefix needs Python 3.9)
             kind = kind[len("hb_dnn_tensor_type_") :]
-        wanted = "uint8" if ttype.upper() in IMAGE_TYPES else ELEMENT_TYPES.get(kind)
+        wanted = (
+            "uint8" if ttype.upper() in IMAGE_TYPES else (kind if kind in ELEMENT_TYPES else None)
+        )
         caveats = []
         faithful: bool | None = True
         if wanted is None:
-            raise _error(
+            raise AdapterError(
                 "UnsupportedError",
                 "fetch",
                 f"output {name!r}: tensor_type {ttype!r} has no numpy element type "
@@ -292,7 +283,7 @@ class HobotAdapter(Adapter):
             if buffer.dtype.itemsize != element.itemsize:
                 # .buffer holds one byte per element of a wider type: the rest is lost, and the
                 # extension offers no other way to the device bytes.
-                raise _error(
+                raise AdapterError(
                     "UnsupportedError",
                     "fetch",
                     f"output {name!r}: pyeasy_dnn's .buffer returns {ttype} data as "
@@ -339,20 +330,6 @@ class HobotAdapter(Adapter):
             shape=[int(d) for d in buffer.shape],
             attributes=record,
         )
-
-
-def _distribution_versions() -> dict[str, str]:
-    try:
-        from importlib.metadata import version  # Python 3.8+
-    except ImportError:  # pragma: no cover
-        return {}
-    found = {}
-    for dist in DISTRIBUTIONS:
-        try:
-            found[dist] = str(version(dist))
-        except Exception:  # not installed as a distribution (an image's copy, a fake)
-            continue
-    return found
 
 
 ADAPTER = HobotAdapter

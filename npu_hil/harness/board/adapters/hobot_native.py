@@ -64,6 +64,8 @@ from .base import (
     RunOutput,
     TensorOut,
     canary_bytes,
+    match_inputs,
+    match_names,
 )
 
 FIRST_ADDRESS_ALIGNMENT = 32
@@ -96,8 +98,6 @@ class TensorShapeX3X5(ctypes.Structure):
 
 
 class QuantiShift(ctypes.Structure):
-    """``hbDNNQuantiShift``."""
-
     _fields_ = [("shiftLen", ctypes.c_int32), ("shiftData", ctypes.POINTER(ctypes.c_uint8))]
 
 
@@ -134,8 +134,6 @@ class TensorPropertiesX3X5(ctypes.Structure):
 
 
 class SysMem(ctypes.Structure):
-    """``hbSysMem``."""
-
     _fields_ = [
         ("phyAddr", ctypes.c_uint64),
         ("virAddr", ctypes.c_void_p),
@@ -150,8 +148,6 @@ class TensorX3X5(ctypes.Structure):
 
 
 class InferCtrlParam(ctypes.Structure):
-    """``hbDNNInferCtrlParam``."""
-
     _fields_ = [
         ("bpuCoreId", ctypes.c_int32),
         ("dspCoreId", ctypes.c_int32),
@@ -221,8 +217,6 @@ class TensorS100(ctypes.Structure):
 
 
 class UCPSchedParam(ctypes.Structure):
-    """``hbUCPSchedParam``."""
-
     _fields_ = [
         ("priority", ctypes.c_int32),
         ("customId", ctypes.c_int64),
@@ -254,64 +248,20 @@ STRUCTS_S100 = {
 MAX_DIMS = {"x3x5": X3X5_MAX_DIMS, "s100": S100_MAX_DIMS}
 
 LAYOUTS = {0: "NHWC", 2: "NCHW", 255: "NONE"}
-# hbDNNDataType (X3/X5: image types first; S100: tensor types only).
-TENSOR_TYPES_X3X5 = {
-    0: "Y",
-    1: "NV12",
-    2: "NV12_SEPARATE",
-    3: "YUV444",
-    4: "RGB",
-    5: "BGR",
-    6: "S4",
-    7: "U4",
-    8: "S8",
-    9: "U8",
-    10: "F16",
-    11: "S16",
-    12: "U16",
-    13: "F32",
-    14: "S32",
-    15: "U32",
-    16: "F64",
-    17: "S64",
-    18: "U64",
-}
-TENSOR_TYPES_S100 = {
-    0: "S4",
-    1: "U4",
-    2: "S8",
-    3: "U8",
-    4: "F16",
-    5: "S16",
-    6: "U16",
-    7: "F32",
-    8: "S32",
-    9: "U32",
-    10: "F64",
-    11: "S64",
-    12: "U64",
-    13: "BOOL8",
-}
+IMAGE_TYPES = ("Y", "NV12", "NV12_SEPARATE", "YUV444", "RGB", "BGR")
+# hbDNNDataType: X3/X5 numbers the image types first, then the tensor types; S100 has the tensor
+# types only, with BOOL8 after them.
+NUMBER_TYPES = tuple("S4 U4 S8 U8 F16 S16 U16 F32 S32 U32 F64 S64 U64".split())  # noqa: SIM905
+TENSOR_TYPES_X3X5 = dict(enumerate(IMAGE_TYPES + NUMBER_TYPES))
+TENSOR_TYPES_S100 = dict(enumerate((*NUMBER_TYPES, "BOOL8")))
 QUANTI_TYPES_X3X5 = {0: "NONE", 1: "SHIFT", 2: "SCALE"}
 QUANTI_TYPES_S100 = {0: "NONE", 1: "SCALE"}
-IMAGE_TYPES = ("Y", "NV12", "NV12_SEPARATE", "YUV444", "RGB", "BGR")
-# numpy names by tensorType; 4-bit types have none and keep their own.
-NUMPY_TYPES = {
-    "S4": "int4",
-    "U4": "uint4",
-    "S8": "int8",
-    "U8": "uint8",
-    "F16": "float16",
-    "S16": "int16",
-    "U16": "uint16",
-    "F32": "float32",
-    "S32": "int32",
-    "U32": "uint32",
-    "F64": "float64",
-    "S64": "int64",
-    "U64": "uint64",
-    "BOOL8": "bool",
-}
+# numpy names by tensorType (S8 is int8 ...); 4-bit types have none and keep their own.
+NUMPY_TYPES = {t: {"S": "int", "U": "uint", "F": "float"}[t[0]] + t[1:] for t in NUMBER_TYPES}
+NUMPY_TYPES["BOOL8"] = "bool"
+# Bytes per element, by tensorType (none for the 4-bit types).
+ELEMENT_SIZES = {t: int(t[1:]) // 8 for t in NUMBER_TYPES[2:]}
+ELEMENT_SIZES["BOOL8"] = 1
 
 
 @dataclass(frozen=True)
@@ -374,10 +324,6 @@ def header_constants(abi: Abi) -> dict[str, int]:
         for code, name in LAYOUTS.items():
             found["HB_DNN_LAYOUT_" + name] = code
     return found
-
-
-def _error(kind: str, stage: str, message: str, code: int | None = None) -> AdapterError:
-    return AdapterError(kind, stage, message, code)
 
 
 def _shape(shape: Any) -> list[int]:
@@ -520,7 +466,7 @@ class HorizonRuntime:
         try:
             self.libs.append(ctypes.CDLL(path, mode=mode))
         except OSError as exc:
-            raise _error(
+            raise AdapterError(
                 "UnsupportedError",
                 "init",
                 f"cannot load {path!r}: {exc} (set adapter_options.library / ucp_library / "
@@ -538,7 +484,7 @@ class HorizonRuntime:
             self.funcs[name] = func
             return True
         if required:
-            raise _error(
+            raise AdapterError(
                 "UnsupportedError",
                 "init",
                 f"no loaded library exports {name} (abi {self.abi.name})",
@@ -548,6 +494,10 @@ class HorizonRuntime:
     def call(self, name: str, *args: Any) -> Any:
         return self.funcs[name](*args)
 
+    def checked(self, stage: str, what: str, *args: Any) -> None:
+        """Call the function ``what`` names (up to its first parenthesis) and check its code."""
+        self.check(int(self.call(what.split("(")[0], *args)), stage, what)
+
     def check(self, ret: int, stage: str, call: str, kind: str = "DeviceError") -> None:
         """One map from the runtime's return codes to typed errors."""
         if ret == 0:
@@ -556,7 +506,7 @@ class HorizonRuntime:
         if self.has_error_desc:
             text = self.call("hbDNNGetErrorDesc", ret)
             desc = f" ({text.decode('utf-8', 'replace')})" if text else ""
-        raise _error(kind, stage, f"{call} returned {ret}{desc}", ret)
+        raise AdapterError(kind, stage, f"{call} returned {ret}{desc}", ret)
 
     # -- memory and tasks, per ABI --------------------------------------------------------
 
@@ -570,7 +520,9 @@ class HorizonRuntime:
             call = "hbUCPMallocCached"
         self.check(int(ret), "run", f"{call}({size}) for {what}")
         if not mem.virAddr:
-            raise _error("DeviceError", "run", f"{call}({size}) for {what} returned no address")
+            raise AdapterError(
+                "DeviceError", "run", f"{call}({size}) for {what} returned no address"
+            )
         return mem
 
     def flush(self, mem: Any, flag: int, what: str) -> None:
@@ -682,32 +634,6 @@ class _Job:
     buffers: list[_Buffer] = field(default_factory=list)
 
 
-def _match(names: list[str], wanted: list[str], stage: str, what: str) -> tuple[list[int], str]:
-    """Positions of ``wanted`` among ``names``: by name, else by position when the counts agree."""
-    if all(w in names for w in wanted):
-        return [names.index(w) for w in wanted], "name"
-    if len(wanted) == len(names):
-        return list(range(len(names))), "position"
-    missing = [w for w in wanted if w not in names]
-    raise _error("LayoutError", stage, f"{what} {missing} not in the model (it has {names})")
-
-
-ELEMENT_SIZES = {
-    "S8": 1,
-    "U8": 1,
-    "F16": 2,
-    "S16": 2,
-    "U16": 2,
-    "F32": 4,
-    "S32": 4,
-    "U32": 4,
-    "F64": 8,
-    "S64": 8,
-    "U64": 8,
-    "BOOL8": 1,
-}
-
-
 def _buffer_size(tensor: HbTensor, stage: str, abi: Abi | None = None) -> int:
     """The bytes to allocate: alignedByteSize when > 0 (the seed's rule), else from alignedShape
     (X3/X5: the aligned data's shape) or the strides (S100)."""
@@ -722,7 +648,7 @@ def _buffer_size(tensor: HbTensor, stage: str, abi: Abi | None = None) -> int:
         return int(np.prod(aligned)) * item
     if stride and valid and all(s > 0 for s in stride):
         return int(stride[0]) * int(valid[0])
-    raise _error(
+    raise AdapterError(
         "LayoutError",
         stage,
         f"{tensor.name!r}: alignedByteSize {size}, alignedShape {aligned or None} and stride "
@@ -736,7 +662,7 @@ def nv12_separate_y_bytes(record: HbPropertiesJson, name: str, total: int) -> in
     valid, aligned = record["validShape"], record.get("alignedShape") or []
     nhwc = record.get("tensorLayout") == "NHWC"
     if len(valid) != 4 or len(aligned) != 4:
-        raise _error(
+        raise AdapterError(
             "LayoutError",
             "run",
             f"input {name!r}: NV12_SEPARATE needs a 4-D validShape and alignedShape, got "
@@ -747,14 +673,14 @@ def nv12_separate_y_bytes(record: HbPropertiesJson, name: str, total: int) -> in
     if n != 1:
         # Where a batch's planes go is not documented; the vendor's samples give one tensor
         # per image.
-        raise _error(
+        raise AdapterError(
             "LayoutError",
             "run",
             f"input {name!r}: NV12_SEPARATE takes one image, validShape is {valid}",
         )
     y_bytes, uv_bytes = n * h * row, n * (h // 2) * row
     if h % 2 or total != y_bytes + uv_bytes:
-        raise _error(
+        raise AdapterError(
             "LayoutError",
             "run",
             f"input {name!r}: NV12_SEPARATE with validShape {valid} and alignedShape {aligned} "
@@ -773,7 +699,7 @@ class HobotNativeAdapter(Adapter):
         super().__init__(options)
         abi = str(self.options.get("abi", "x3x5")).lower()
         if abi not in ABIS:
-            raise _error(
+            raise AdapterError(
                 "UnsupportedError", "init", f"abi must be one of {sorted(ABIS)}, not {abi!r}"
             )
         self.abi = ABIS[abi]
@@ -795,10 +721,8 @@ class HobotNativeAdapter(Adapter):
         rt = self.runtime()
         packed = ctypes.c_void_p()
         files = (ctypes.c_char_p * 1)(model_path.encode())
-        rt.check(
-            int(rt.call("hbDNNInitializeFromFiles", ctypes.byref(packed), files, 1)),
-            "load",
-            f"hbDNNInitializeFromFiles({model_path!r})",
+        rt.checked(
+            "load", f"hbDNNInitializeFromFiles({model_path!r})", ctypes.byref(packed), files, 1
         )
         model = HorizonModel(path=model_path, model_name="", packed=packed, dnn=ctypes.c_void_p())
         try:
@@ -813,23 +737,18 @@ class HobotNativeAdapter(Adapter):
         rt = self.runtime()
         name_list = ctypes.POINTER(ctypes.c_char_p)()
         count = ctypes.c_int32()
-        rt.check(
-            int(
-                rt.call(
-                    "hbDNNGetModelNameList",
-                    ctypes.byref(name_list),
-                    ctypes.byref(count),
-                    model.packed,
-                )
-            ),
+        rt.checked(
             "load",
             "hbDNNGetModelNameList",
+            ctypes.byref(name_list),
+            ctypes.byref(count),
+            model.packed,
         )
         names = [(name_list[i] or b"").decode("utf-8", "replace") for i in range(count.value)]
         wanted = self.options.get("model_name")
         if wanted is not None:
             if wanted not in names:
-                raise _error(
+                raise AdapterError(
                     "LayoutError",
                     "load",
                     f"model_name {wanted!r} is not in {model.path} (it has {names})",
@@ -838,41 +757,20 @@ class HobotNativeAdapter(Adapter):
         elif len(names) == 1:
             model.model_name = names[0]
         else:
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "load",
                 f"{model.path} packs {len(names)} models {names}: set model_name",
             )
-        rt.check(
-            int(
-                rt.call(
-                    "hbDNNGetModelHandle",
-                    ctypes.byref(model.dnn),
-                    model.packed,
-                    model.model_name.encode(),
-                )
-            ),
-            "load",
-            f"hbDNNGetModelHandle({model.model_name!r})",
-        )
+        handle = (ctypes.byref(model.dnn), model.packed, model.model_name.encode())
+        rt.checked("load", f"hbDNNGetModelHandle({model.model_name!r})", *handle)
         for kind, target in (("Input", model.inputs), ("Output", model.outputs)):
             n = ctypes.c_int32()
-            rt.check(
-                int(rt.call(f"hbDNNGet{kind}Count", ctypes.byref(n), model.dnn)),
-                "load",
-                f"hbDNNGet{kind}Count",
-            )
+            rt.checked("load", f"hbDNNGet{kind}Count", ctypes.byref(n), model.dnn)
             for i in range(n.value):
                 props = self.abi.properties()
-                rt.check(
-                    int(
-                        rt.call(
-                            f"hbDNNGet{kind}TensorProperties", ctypes.byref(props), model.dnn, i
-                        )
-                    ),
-                    "load",
-                    f"hbDNNGet{kind}TensorProperties({i})",
-                )
+                call = f"hbDNNGet{kind}TensorProperties"
+                rt.checked("load", f"{call}({i})", ctypes.byref(props), model.dnn, i)
                 target.append(
                     HbTensor(
                         self._tensor_name(kind, model.dnn, i),
@@ -896,27 +794,19 @@ class HobotNativeAdapter(Adapter):
         model.released = True
         if model.packed:
             rt = self.runtime()
-            rt.check(int(rt.call("hbDNNRelease", model.packed)), "release", "hbDNNRelease")
+            rt.checked("release", "hbDNNRelease", model.packed)
 
     # -- run ------------------------------------------------------------------------------
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         if not isinstance(model, HorizonModel) or model.released:
-            raise _error("DeviceError", "run", "model handle is not a loaded hobot_native model")
-        if len(inputs) != len(model.inputs):
-            # Zero-copy memory of an input left out would go in with whatever it held.
-            names = [t.name for t in model.inputs]
-            raise _error(
-                "LayoutError",
-                "run",
-                f"the model takes {len(names)} inputs {names}, the job gives {len(inputs)}",
+            raise AdapterError(
+                "DeviceError", "run", "model handle is not a loaded hobot_native model"
             )
-        order, matched_by = _match(
-            [t.name for t in model.inputs], [i.name for i in inputs], "run", "inputs"
-        )
+        order, matched_by = match_inputs([t.name for t in model.inputs], inputs)
         wanted, out_matched_by = list(range(len(model.outputs))), "name"
         if outputs is not None:
-            wanted, out_matched_by = _match(
+            wanted, out_matched_by = match_names(
                 [t.name for t in model.outputs], list(outputs), "fetch", "outputs"
             )
         job = _Job()
@@ -989,7 +879,7 @@ class HobotNativeAdapter(Adapter):
             return None
         given = (self.options.get("input_strides") or {}).get(tensor.name)
         if not given or len(given) != len(stride):
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "run",
                 f"input {tensor.name!r}: stride {stride} is dynamic; give "
@@ -1002,7 +892,9 @@ class HobotNativeAdapter(Adapter):
         (``hbSysAllocCachedMem`` / ``hbUCPMallocCached``): the next run fills each with the
         pattern as it allocates it and cleans the cache, before the input's bytes go in."""
         if not isinstance(model, HorizonModel) or model.released:
-            raise _error("DeviceError", "run", "model handle is not a loaded hobot_native model")
+            raise AdapterError(
+                "DeviceError", "run", "model handle is not a loaded hobot_native model"
+            )
         self.canary = pattern
         return CanaryFill(outputs=True, inputs=True)
 
@@ -1019,7 +911,7 @@ class HobotNativeAdapter(Adapter):
         for label in ("virAddr", "phyAddr"):
             address = int(getattr(buffer.mem, label) or 0)
             if address % FIRST_ADDRESS_ALIGNMENT:
-                raise _error(
+                raise AdapterError(
                     "DeviceError",
                     "run",
                     f"{what}: {label} {address:#x} is not {FIRST_ADDRESS_ALIGNMENT}-byte aligned",
@@ -1029,7 +921,7 @@ class HobotNativeAdapter(Adapter):
     def _input_buffers(self, tensor: HbTensor, inp: InputTensor, job: _Job) -> list[_Buffer]:
         """The input's memories: one, or Y then UV for NV12_SEPARATE (sysMem[0], sysMem[1])."""
         if not inp.pass_through:
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "run",
                 f"input {inp.name!r}: hobot_native takes the aligned layout (pass_through); "
@@ -1039,7 +931,7 @@ class HobotNativeAdapter(Adapter):
         data = np.ascontiguousarray(inp.data, dtype=np.uint8).reshape(-1)
         size = int(tensor.record["alignedByteSize"])
         if size > 0 and data.nbytes != size:
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "run",
                 f"input {inp.name!r}: {data.nbytes} bytes given, alignedByteSize is {size} "

@@ -51,26 +51,12 @@ from .base import Adapter, AdapterError, CanaryFill, InputTensor, RunOutput, Ten
 
 # kp_model_tensor_data_layout_t as the PLUS 3.2 kp_struct.h numbers it (0-12 as in 3.1, 13-17 the
 # HW* input formats added later). Only a fallback: the installed kp's own enum is asked first.
-DATA_LAYOUTS = {
-    0: "UNKNOWN",
-    1: "4W4C8B",
-    2: "1W16C8B",
-    3: "16W1C8B",
-    4: "8W1C16B",
-    5: "4W4C8BHL",
-    6: "1W16C8BHL",
-    7: "16W1C8BHL",
-    8: "RAW_8B",
-    9: "RAW_16B",
-    10: "RAW_FLOAT",
-    11: "1W16C8B_CH_COMPACT",
-    12: "1W16C8BHL_CH_COMPACT",
-    13: "HW4C8B_KEEP_A",
-    14: "HW4C8B_DROP_A",
-    15: "HW1C8B",
-    16: "HW1C16B_LE",
-    17: "HW1C16B_BE",
-}
+_LAYOUT_NAMES = (
+    "UNKNOWN 4W4C8B 1W16C8B 16W1C8B 8W1C16B 4W4C8BHL 1W16C8BHL 16W1C8BHL RAW_8B RAW_16B "
+    "RAW_FLOAT 1W16C8B_CH_COMPACT 1W16C8BHL_CH_COMPACT "
+    "HW4C8B_KEEP_A HW4C8B_DROP_A HW1C8B HW1C16B_LE HW1C16B_BE"
+)
+DATA_LAYOUTS = dict(enumerate(_LAYOUT_NAMES.split()))
 LAYOUT_PREFIX = "KP_MODEL_TENSOR_DATA_LAYOUT_"
 SIXTEEN_BIT_LAYOUTS = (
     "8W1C16B",
@@ -83,31 +69,11 @@ SIXTEEN_BIT_LAYOUTS = (
     "HW1C16B_BE",
 )
 # kp_dtype_t, for the scale of a quantized_fixed_point_descriptor.
-DTYPES = {
-    0: "UNKNOWN",
-    1: "INT8",
-    2: "INT16",
-    3: "INT32",
-    4: "INT64",
-    5: "UINT8",
-    6: "UINT16",
-    7: "UINT32",
-    8: "UINT64",
-    9: "FLOAT32",
-    10: "BFLOAT16",
-    11: "DOUBLE64",
-}
+_DTYPE_NAMES = "UNKNOWN INT8 INT16 INT32 INT64 UINT8 UINT16 UINT32 UINT64 FLOAT32 BFLOAT16 DOUBLE64"
+DTYPES = dict(enumerate(_DTYPE_NAMES.split()))
+# kp_scale_t's member by scale dtype (BFLOAT16 has no numeric value to report).
 SCALE_FIELDS = {
-    "INT8": "scale_int8",
-    "INT16": "scale_int16",
-    "INT32": "scale_int32",
-    "INT64": "scale_int64",
-    "UINT8": "scale_uint8",
-    "UINT16": "scale_uint16",
-    "UINT32": "scale_uint32",
-    "UINT64": "scale_uint64",
-    "FLOAT32": "scale_float32",
-    "DOUBLE64": "scale_double64",
+    t: "scale_" + t.lower() for t in DTYPES.values() if t not in ("UNKNOWN", "BFLOAT16")
 }
 # KP_API_RETURN_CODE values that mean "took too long" (USB, WinUSB, firmware NPU timeout).
 TIMEOUT_CODES = (-7, -207, 103)
@@ -128,17 +94,31 @@ PACK = 4
 LAYOUT = "ms"
 """``_layout_``: with ``_pack_`` set, what newer Pythons ask for (older ones ignore it)."""
 
+
+class _PackedStruct(ctypes.Structure):
+    """A ``packed, aligned(4)`` struct: ctypes reads ``_pack_`` and ``_layout_`` from the class
+    that declares ``_fields_``, inherited ones included."""
+
+    _pack_ = PACK
+    _layout_ = LAYOUT
+
+
+class _PackedUnion(ctypes.Union):
+    """A ``packed, aligned(4)`` union."""
+
+    _pack_ = PACK
+    _layout_ = LAYOUT
+
+
 # Descriptor versions the reader branches on (kp_struct.h enums).
 SHAPE_INFO_VERSION_1 = 1  # KP_MODEL_TENSOR_SHAPE_INFO_VERSION_1
 SHAPE_INFO_VERSION_2 = 2  # KP_MODEL_TENSOR_SHAPE_INFO_VERSION_2
 QUANTIZATION_PARAMS_VERSION_1 = 1  # KP_MODEL_QUANTIZATION_PARAMS_VERSION_1
 
 
-class KpTensorShapeInfoV1(ctypes.Structure):
+class KpTensorShapeInfoV1(_PackedStruct):
     """``kp_tensor_shape_info_v1_t`` (KL520/KL720/KL630)."""
 
-    _pack_ = PACK
-    _layout_ = LAYOUT
     _fields_ = [
         ("shape_npu_len", ctypes.c_uint32),
         ("shape_npu", ctypes.POINTER(ctypes.c_int32)),
@@ -149,11 +129,9 @@ class KpTensorShapeInfoV1(ctypes.Structure):
     ]
 
 
-class KpTensorShapeInfoV2(ctypes.Structure):
+class KpTensorShapeInfoV2(_PackedStruct):
     """``kp_tensor_shape_info_v2_t`` (KL730): strides in scalars."""
 
-    _pack_ = PACK
-    _layout_ = LAYOUT
     _fields_ = [
         ("shape_len", ctypes.c_uint32),
         ("shape", ctypes.POINTER(ctypes.c_int32)),
@@ -162,19 +140,11 @@ class KpTensorShapeInfoV2(ctypes.Structure):
     ]
 
 
-class KpTensorShapeInfoData(ctypes.Union):
-    """``kp_tensor_shape_info_data_t``."""
-
-    _pack_ = PACK
-    _layout_ = LAYOUT
+class KpTensorShapeInfoData(_PackedUnion):
     _fields_ = [("v1", KpTensorShapeInfoV1), ("v2", KpTensorShapeInfoV2)]
 
 
-class KpTensorShapeInfo(ctypes.Structure):
-    """``kp_tensor_shape_info_t``."""
-
-    _pack_ = PACK
-    _layout_ = LAYOUT
+class KpTensorShapeInfo(_PackedStruct):
     _fields_ = [("version", ctypes.c_uint32), ("tensor_shape_info_data", KpTensorShapeInfoData)]
 
 
@@ -196,19 +166,11 @@ class KpScale(ctypes.Union):
     ]
 
 
-class KpQuantizedFixedPointDescriptor(ctypes.Structure):
-    """``kp_quantized_fixed_point_descriptor_t``."""
-
-    _pack_ = PACK
-    _layout_ = LAYOUT
+class KpQuantizedFixedPointDescriptor(_PackedStruct):
     _fields_ = [("radix", ctypes.c_int32), ("scale_dtype", ctypes.c_uint32), ("scale", KpScale)]
 
 
-class KpQuantizationParametersV1(ctypes.Structure):
-    """``kp_quantization_parameters_v1_t``."""
-
-    _pack_ = PACK
-    _layout_ = LAYOUT
+class KpQuantizationParametersV1(_PackedStruct):
     _fields_ = [
         ("quantized_axis", ctypes.c_uint32),
         ("quantized_fixed_point_descriptor_num", ctypes.c_uint32),
@@ -216,30 +178,18 @@ class KpQuantizationParametersV1(ctypes.Structure):
     ]
 
 
-class KpQuantizationParametersData(ctypes.Union):
-    """``kp_quantization_parameters_data_t``."""
-
-    _pack_ = PACK
-    _layout_ = LAYOUT
+class KpQuantizationParametersData(_PackedUnion):
     _fields_ = [("v1", KpQuantizationParametersV1)]
 
 
-class KpQuantizationParameters(ctypes.Structure):
-    """``kp_quantization_parameters_t``."""
-
-    _pack_ = PACK
-    _layout_ = LAYOUT
+class KpQuantizationParameters(_PackedStruct):
     _fields_ = [
         ("version", ctypes.c_uint32),
         ("quantization_parameters_data", KpQuantizationParametersData),
     ]
 
 
-class KpTensorDescriptor(ctypes.Structure):
-    """``kp_tensor_descriptor_t``."""
-
-    _pack_ = PACK
-    _layout_ = LAYOUT
+class KpTensorDescriptor(_PackedStruct):
     _fields_ = [
         ("index", ctypes.c_uint32),
         ("name", ctypes.c_char_p),
@@ -249,19 +199,13 @@ class KpTensorDescriptor(ctypes.Structure):
     ]
 
 
-class KpInfRawFixedNodeMetadata(ctypes.Structure):
-    """``kp_inf_raw_fixed_node_metadata_t``."""
-
-    _pack_ = PACK
-    _layout_ = LAYOUT
+class KpInfRawFixedNodeMetadata(_PackedStruct):
     _fields_ = [("tensor_descriptor", KpTensorDescriptor)]
 
 
-class KpInfRawFixedNodeOutput(ctypes.Structure):
+class KpInfRawFixedNodeOutput(_PackedStruct):
     """``kp_inf_raw_fixed_node_output_t``: ``data`` points into the receive buffer."""
 
-    _pack_ = PACK
-    _layout_ = LAYOUT
     _fields_ = [
         ("metadata", KpInfRawFixedNodeMetadata),
         ("num_data", ctypes.c_uint32),
@@ -283,10 +227,6 @@ STRUCTS = {
     "kp_inf_raw_fixed_node_metadata_t": KpInfRawFixedNodeMetadata,
     "kp_inf_raw_fixed_node_output_t": KpInfRawFixedNodeOutput,
 }
-
-
-def _error(kind: str, stage: str, message: str, code: int | None = None) -> AdapterError:
-    return AdapterError(kind, stage, message, code)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,14 +262,14 @@ class KplusLibrary:
         try:
             self.lib = ctypes.CDLL(path)
         except OSError as exc:
-            raise _error(
+            raise AdapterError(
                 "UnsupportedError", "fetch", f"cannot load libkplus {path!r}: {exc}"
             ) from exc
         self.path = path
         try:
             self.retrieve = self.lib.kp_generic_inference_retrieve_raw_fixed_node
         except AttributeError as exc:
-            raise _error(
+            raise AdapterError(
                 "UnsupportedError",
                 "fetch",
                 f"{path} has no kp_generic_inference_retrieve_raw_fixed_node",
@@ -356,7 +296,7 @@ def find_kplus_library(kp: Any, given: str | None) -> str:
     found = ctypes.util.find_library("kplus")
     if found:
         return found
-    raise _error(
+    raise AdapterError(
         "UnsupportedError",
         "fetch",
         "libkplus not found beside the kp package nor on the loader path; "
@@ -382,7 +322,7 @@ def raw_result_bytes(result: Any) -> bytes:
         found = _as_bytes(candidate)
         if found is not None and (size is None or len(found) >= size):
             return found[:size] if size else found
-    raise _error(
+    raise AdapterError(
         "UnsupportedError",
         "fetch",
         f"cannot find the bytes of {type(raw).__name__} (buffer_size {size}); this kp keeps "
@@ -471,7 +411,7 @@ def retrieve_raw_fixed_nodes(
     for index in range(count):
         pointer = library.retrieve(index, buffer)
         if not pointer:
-            raise _error(
+            raise AdapterError(
                 "DeviceError",
                 "fetch",
                 f"kp_generic_inference_retrieve_raw_fixed_node({index}) returned NULL",
@@ -539,7 +479,7 @@ class KneronAdapter(Adapter):
             try:
                 self._kp = importlib.import_module("kp")
             except ImportError as exc:
-                raise _error(
+                raise AdapterError(
                     "UnsupportedError",
                     "init",
                     f"Kneron PLUS (kp) is not importable here: {exc} (it comes with the SDK)",
@@ -556,7 +496,7 @@ class KneronAdapter(Adapter):
         except Exception as exc:
             code = _api_code(exc)
             kind = "TimeoutError" if code in TIMEOUT_CODES else "DeviceError"
-            raise _error(kind, stage, f"{what}: {type(exc).__name__}: {exc}", code) from exc
+            raise AdapterError(kind, stage, f"{what}: {type(exc).__name__}: {exc}", code) from exc
 
     def device(self) -> Any:
         if self._device is not None:
@@ -613,7 +553,9 @@ class KneronAdapter(Adapter):
         try:
             self.kp().core.disconnect_devices(device_group=device)
         except Exception as exc:
-            raise _error("DeviceError", "release", f"kp.core.disconnect_devices: {exc}") from exc
+            raise AdapterError(
+                "DeviceError", "release", f"kp.core.disconnect_devices: {exc}"
+            ) from exc
 
     def versions(self) -> dict[str, str]:
         kp = self.kp()
@@ -640,11 +582,15 @@ class KneronAdapter(Adapter):
             model_id = int(self.options["model_id"])
             ids = [int(getattr(m, "id", -1)) for m in models]
             if models and model_id not in ids:
-                raise _error("LayoutError", "load", f"model_id {model_id} not in the NEF ({ids})")
+                raise AdapterError(
+                    "LayoutError", "load", f"model_id {model_id} not in the NEF ({ids})"
+                )
         elif models:
             model_id = int(models[0].id)
         else:
-            raise _error("DeviceError", "load", f"{model_path}: the NEF descriptor lists no model")
+            raise AdapterError(
+                "DeviceError", "load", f"{model_path}: the NEF descriptor lists no model"
+            )
         model = KneronModel(path=model_path, descriptor=descriptor, model_id=model_id)
         self._on_device = model
         self._live += 1
@@ -677,7 +623,7 @@ class KneronAdapter(Adapter):
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         if not isinstance(model, KneronModel) or model.released:
-            raise _error("DeviceError", "run", "model handle is not a loaded kneron model")
+            raise AdapterError("DeviceError", "run", "model handle is not a loaded kneron model")
         kp = self.kp()
         device = self.device()
         timings = {"copy_s": 0.0, "run_s": 0.0, "reloads": 0.0}
@@ -729,7 +675,7 @@ class KneronAdapter(Adapter):
             names = [t.name for t in tensors]
             missing = [w for w in outputs if w not in names]
             if missing:
-                raise _error("LayoutError", "fetch", f"outputs {missing} not in {names}")
+                raise AdapterError("LayoutError", "fetch", f"outputs {missing} not in {names}")
             tensors = [tensors[names.index(w)] for w in outputs]
         timings["copy_s"] += time.perf_counter() - start
         return RunOutput(inputs=[], outputs=tensors, timings=timings)
@@ -743,7 +689,7 @@ class KneronAdapter(Adapter):
 
     def _input_bytes(self, inp: InputTensor) -> bytes:
         if not inp.pass_through:
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "run",
                 f"input {inp.name!r}: the KL730 takes its NPU layout (pass_through); pack it "

@@ -61,6 +61,8 @@ from .base import (
     RunOutput,
     TensorOut,
     canary_bytes,
+    match_inputs,
+    match_names,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -85,37 +87,9 @@ RKNN_MEMORY_SYNC_TO_DEVICE = 0x1
 RKNN_MEMORY_SYNC_FROM_DEVICE = 0x2
 
 TENSOR_FORMATS = {0: "NCHW", 1: "NHWC", 2: "NC1HWC2", 3: "UNDEFINED"}
-TENSOR_TYPES = {
-    0: "FLOAT32",
-    1: "FLOAT16",
-    2: "INT8",
-    3: "UINT8",
-    4: "INT16",
-    5: "UINT16",
-    6: "INT32",
-    7: "UINT32",
-    8: "INT64",
-    9: "BOOL",
-    10: "INT4",
-    11: "BFLOAT16",
-}
+_TYPE_NAMES = "FLOAT32 FLOAT16 INT8 UINT8 INT16 UINT16 INT32 UINT32 INT64 BOOL INT4 BFLOAT16"
+TENSOR_TYPES = dict(enumerate(_TYPE_NAMES.split()))
 QNT_TYPES = {0: "NONE", 1: "DFP", 2: "AFFINE_ASYMMETRIC"}
-# Element type of a buffer, by rknn_tensor_type name; INT4/BFLOAT16 have no numpy dtype and are
-# reported under their own names.
-NUMPY_TYPES = {
-    "FLOAT32": "float32",
-    "FLOAT16": "float16",
-    "INT8": "int8",
-    "UINT8": "uint8",
-    "INT16": "int16",
-    "UINT16": "uint16",
-    "INT32": "int32",
-    "UINT32": "uint32",
-    "INT64": "int64",
-    "BOOL": "bool",
-    "INT4": "int4",
-    "BFLOAT16": "bfloat16",
-}
 ERROR_NAMES = {
     0: "RKNN_SUCC",
     -1: "RKNN_ERR_FAIL",
@@ -154,8 +128,6 @@ rknn_context = _context_type()
 
 
 class RknnInputOutputNum(ctypes.Structure):
-    """``rknn_input_output_num``."""
-
     _fields_ = [("n_input", ctypes.c_uint32), ("n_output", ctypes.c_uint32)]
 
 
@@ -183,8 +155,6 @@ class RknnTensorAttr(ctypes.Structure):
 
 
 class RknnTensorMem(ctypes.Structure):
-    """``rknn_tensor_mem`` (``struct _rknn_tensor_memory``)."""
-
     _fields_ = [
         ("virt_addr", ctypes.c_void_p),
         ("phys_addr", ctypes.c_uint64),
@@ -197,8 +167,6 @@ class RknnTensorMem(ctypes.Structure):
 
 
 class RknnSdkVersion(ctypes.Structure):
-    """``rknn_sdk_version``."""
-
     _fields_ = [("api_version", ctypes.c_char * 256), ("drv_version", ctypes.c_char * 256)]
 
 
@@ -256,17 +224,13 @@ def attr_record(attr: RknnTensorAttr) -> RknnAttrJson:
     }
 
 
-def _error(kind: str, stage: str, message: str, code: int | None = None) -> AdapterError:
-    return AdapterError(kind, stage, message, code)
-
-
 def _check(ret: int, stage: str, call: str) -> None:
     """One map from the runtime's return codes to typed errors."""
     if ret == 0:
         return
     kind = "TimeoutError" if ret == RKNN_ERR_TIMEOUT else "DeviceError"
     name = ERROR_NAMES.get(ret, "unknown error")
-    raise _error(kind, stage, f"{call} returned {ret} ({name})", ret)
+    raise AdapterError(kind, stage, f"{call} returned {ret} ({name})", ret)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,7 +245,7 @@ class RknnLibrary:
         try:
             self.lib = ctypes.CDLL(path)
         except OSError as exc:
-            raise _error(
+            raise AdapterError(
                 "UnsupportedError",
                 "init",
                 f"cannot load the RKNN runtime {path!r}: {exc} (set adapter_options.library)",
@@ -323,7 +287,9 @@ class RknnLibrary:
         except AttributeError as exc:
             if not required:
                 return False
-            raise _error("UnsupportedError", "init", f"{self.path} does not export {name}") from exc
+            raise AdapterError(
+                "UnsupportedError", "init", f"{self.path} does not export {name}"
+            ) from exc
         func.argtypes = argtypes
         func.restype = restype
         return True
@@ -338,17 +304,26 @@ def _default_library(soc: str | None) -> str:
     return "librknnrt.so"
 
 
-def _core_mask_value(value: Any) -> int:
-    if isinstance(value, int):
-        return value
+def core_mask_key(value: Any) -> str:
+    """The ``CORE_MASKS`` key a ``core_mask`` option names (``0_1``, ``NPU_CORE_0_1`` ...)."""
     text = str(value).lower()
     for prefix in ("rknn_npu_core_", "npu_core_"):
         if text.startswith(prefix):
             text = text[len(prefix) :]
     if text not in CORE_MASKS:
         known = ", ".join(sorted(CORE_MASKS))
-        raise _error("LayoutError", "init", f"unknown core_mask {value!r} (one of {known})")
-    return CORE_MASKS[text]
+        raise AdapterError("LayoutError", "init", f"unknown core_mask {value!r} (one of {known})")
+    return text
+
+
+def refuse_single_core(soc: str | None, mask: int) -> None:
+    """A core mask other than auto is refused on a SoC known to have one NPU core."""
+    if soc and soc not in MULTI_CORE_SOCS and mask != 0:
+        raise AdapterError(
+            "UnsupportedError",
+            "init",
+            f"core_mask is only supported on RK3588/RK3576, not {soc}",
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -389,17 +364,6 @@ class RknnModel:
     core_mask: int | None = None  # as asked
     core_mask_set: int | None = None  # as given to rknn_set_core_mask
     released: bool = False
-
-
-def _match(names: list[str], wanted: list[str], stage: str, what: str) -> tuple[list[int], str]:
-    """Positions of ``wanted`` among ``names``: by name, else by position when the counts agree
-    (converted models may rename tensors); anything else is a request the model cannot serve."""
-    if all(w in names for w in wanted):
-        return [names.index(w) for w in wanted], "name"
-    if len(wanted) == len(names):
-        return list(range(len(names))), "position"
-    missing = [w for w in wanted if w not in names]
-    raise _error("LayoutError", stage, f"{what} {missing} not in the model (it has {names})")
 
 
 class RknnNativeAdapter(Adapter):
@@ -481,7 +445,7 @@ class RknnNativeAdapter(Adapter):
 
         out_query = str(self.options.get("output_query") or self._query_of_layout()).lower()
         if out_query not in ("native", "native_nhwc"):
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "load",
                 f"output_query must be 'native' or 'native_nhwc', not {out_query!r}",
@@ -521,7 +485,7 @@ class RknnNativeAdapter(Adapter):
         for tensor in model.inputs + model.outputs:
             mem = lib.call("rknn_create_mem", ctx, tensor.nbytes)
             if not mem:
-                raise _error(
+                raise AdapterError(
                     "DeviceError",
                     "load",
                     f"rknn_create_mem({tensor.nbytes}) returned NULL for {tensor.name!r}",
@@ -536,7 +500,7 @@ class RknnNativeAdapter(Adapter):
             return "native"
         queries = {"NC1HWC2": "native", "NHWC": "native_nhwc"}
         if str(layout).upper() not in queries:
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "load",
                 f"output_layout {layout!r}: rknn_native reads the runtime's native output "
@@ -549,17 +513,13 @@ class RknnNativeAdapter(Adapter):
         """Set the core mask when asked: (the mask asked, the mask the runtime was given)."""
         if "core_mask" not in self.options or self.options["core_mask"] is None:
             return None, None
-        mask = _core_mask_value(self.options["core_mask"])
-        if self.soc and self.soc not in MULTI_CORE_SOCS and mask != 0:
-            raise _error(
-                "UnsupportedError",
-                "init",
-                f"core_mask is only supported on RK3588/RK3576, not {self.soc}",
-            )
+        value = self.options["core_mask"]
+        mask = value if isinstance(value, int) else CORE_MASKS[core_mask_key(value)]
+        refuse_single_core(self.soc, mask)
         given = RK3576_REMAP.get(mask, mask) if self.soc == "rk3576" else mask
         lib = self.library()
         if not lib.has_core_mask:
-            raise _error("UnsupportedError", "init", f"{lib.path} has no rknn_set_core_mask")
+            raise AdapterError("UnsupportedError", "init", f"{lib.path} has no rknn_set_core_mask")
         _check(
             int(lib.call("rknn_set_core_mask", ctx, given)),
             "init",
@@ -578,51 +538,33 @@ class RknnNativeAdapter(Adapter):
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         if not isinstance(model, RknnModel) or model.released:
-            raise _error("DeviceError", "run", "model handle is not a loaded rknn_native model")
+            raise AdapterError(
+                "DeviceError", "run", "model handle is not a loaded rknn_native model"
+            )
         lib = self.library()
         ctx = model.context
         timings: dict[str, float] = {}
 
-        if len(inputs) != len(model.inputs):
-            # Zero-copy memory of an input left out would go in with whatever it held.
-            names = [t.name for t in model.inputs]
-            raise _error(
-                "LayoutError",
-                "run",
-                f"the model takes {len(names)} inputs {names}, the job gives {len(inputs)}",
-            )
-        order, matched_by = _match(
-            [t.name for t in model.inputs], [i.name for i in inputs], "run", "inputs"
-        )
+        order, matched_by = match_inputs([t.name for t in model.inputs], inputs)
         start = time.perf_counter()
         for position, index in enumerate(order):
             self._write_input(model.inputs[index], inputs[position])
         timings["copy_s"] = time.perf_counter() - start
 
         start = time.perf_counter()
-        if lib.has_mem_sync:
-            for tensor in model.inputs:
-                _check(
-                    int(lib.call("rknn_mem_sync", ctx, tensor.mem, RKNN_MEMORY_SYNC_TO_DEVICE)),
-                    "run",
-                    f"rknn_mem_sync({tensor.name!r}, TO_DEVICE)",
-                )
+        for tensor in model.inputs:
+            self._sync(model, tensor, RKNN_MEMORY_SYNC_TO_DEVICE, "run")
         _check(int(lib.call("rknn_run", ctx, None)), "run", "rknn_run")
-        if lib.has_mem_sync:
-            # The runtime invalidates output caches itself unless RKNN_FLAG_DISABLE_FLUSH_*
-            # was given at init; syncing here keeps the read-back right in either case.
-            for tensor in model.inputs + model.outputs:
-                _check(
-                    int(lib.call("rknn_mem_sync", ctx, tensor.mem, RKNN_MEMORY_SYNC_FROM_DEVICE)),
-                    "fetch",
-                    f"rknn_mem_sync({tensor.name!r}, FROM_DEVICE)",
-                )
+        # The runtime invalidates output caches itself unless RKNN_FLAG_DISABLE_FLUSH_* was
+        # given at init; syncing here keeps the read-back right in either case.
+        for tensor in model.inputs + model.outputs:
+            self._sync(model, tensor, RKNN_MEMORY_SYNC_FROM_DEVICE, "fetch")
         timings["run_s"] = time.perf_counter() - start
 
         start = time.perf_counter()
         wanted, out_matched_by = list(range(len(model.outputs))), "name"
         if outputs is not None:
-            wanted, out_matched_by = _match(
+            wanted, out_matched_by = match_names(
                 [t.name for t in model.outputs], list(outputs), "fetch", "outputs"
             )
         result = RunOutput(
@@ -640,26 +582,31 @@ class RknnNativeAdapter(Adapter):
         synced to the device, so a byte the NPU does not write reads back as the pattern. The
         inputs are then overwritten whole by the run's copy (their size is checked)."""
         if not isinstance(model, RknnModel) or model.released:
-            raise _error("DeviceError", "run", "model handle is not a loaded rknn_native model")
-        lib = self.library()
+            raise AdapterError(
+                "DeviceError", "run", "model handle is not a loaded rknn_native model"
+            )
         for tensor in model.inputs + model.outputs:
             fill = canary_bytes(pattern, tensor.nbytes)
             ctypes.memmove(tensor.mem.contents.virt_addr, fill.ctypes.data, fill.nbytes)
-            if lib.has_mem_sync:
-                _check(
-                    int(
-                        lib.call(
-                            "rknn_mem_sync", model.context, tensor.mem, RKNN_MEMORY_SYNC_TO_DEVICE
-                        )
-                    ),
-                    "run",
-                    f"rknn_mem_sync({tensor.name!r}, TO_DEVICE) after the canary",
-                )
+            self._sync(model, tensor, RKNN_MEMORY_SYNC_TO_DEVICE, "run", " after the canary")
         return CanaryFill(outputs=True, inputs=True)
+
+    def _sync(
+        self, model: RknnModel, tensor: NativeTensor, flag: int, stage: str, why: str = ""
+    ) -> None:
+        """``rknn_mem_sync`` one memory, on runtimes that have it."""
+        lib = self.library()
+        if lib.has_mem_sync:
+            way = "TO_DEVICE" if flag == RKNN_MEMORY_SYNC_TO_DEVICE else "FROM_DEVICE"
+            _check(
+                int(lib.call("rknn_mem_sync", model.context, tensor.mem, flag)),
+                stage,
+                f"rknn_mem_sync({tensor.name!r}, {way}){why}",
+            )
 
     def _write_input(self, tensor: NativeTensor, inp: InputTensor) -> None:
         if not inp.pass_through:
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "run",
                 f"input {inp.name!r}: rknn_native takes the native layout (pass_through); "
@@ -668,7 +615,7 @@ class RknnNativeAdapter(Adapter):
             )
         data = np.ascontiguousarray(inp.data, dtype=np.uint8).reshape(-1)
         if data.nbytes != tensor.nbytes:
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "run",
                 f"input {inp.name!r}: {data.nbytes} bytes given, the runtime's native "
@@ -692,7 +639,8 @@ class RknnNativeAdapter(Adapter):
             name=tensor.name,
             data=raw,
             layout=str(record["fmt"]),
-            dtype=NUMPY_TYPES.get(str(record["type"]), str(record["type"]).lower()),
+            # The element type's numpy name (INT4, BFLOAT16: none, and keep their own).
+            dtype=str(record["type"]).lower(),
             shape=list(tensor.record["dims"]),
             attributes=record,
         )

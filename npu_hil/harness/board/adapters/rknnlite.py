@@ -77,24 +77,21 @@ import numpy as np
 
 # Relative: the agent loads this as adapters.<name>, the harness as
 # npu_hil.harness.board.adapters.<name>; either way the base is the one beside it.
-from .base import Adapter, AdapterError, CanaryFill, InputTensor, RunOutput, TensorOut
+from .base import (
+    Adapter,
+    AdapterError,
+    CanaryFill,
+    InputTensor,
+    RunOutput,
+    TensorOut,
+    describe,
+    package_version,
+)
 
-# Option value -> RKNNLite attribute, and the value rknn_api.h gives it (for a toolkit that lacks
-# the attribute).
-CORE_MASKS = {
-    "auto": ("NPU_CORE_AUTO", 0),
-    "0": ("NPU_CORE_0", 1),
-    "1": ("NPU_CORE_1", 2),
-    "2": ("NPU_CORE_2", 4),
-    "0_1": ("NPU_CORE_0_1", 3),
-    "0_1_2": ("NPU_CORE_0_1_2", 7),
-    "all": ("NPU_CORE_ALL", 0xFFFF),
-}
-MULTI_CORE_SOCS = ("rk3588", "rk3576")
-# RKNNLite 2.5.0 on RK3576 (two cores): what it replaces the masks naming core 2 with.
-RK3576_REMAP = {7: 3, 4: 1}
-NPU_CORE_0_1_2 = 7
-NPU_CORE_ALL = 0xFFFF
+# The option's values, RKNNLite's NPU_CORE_<KEY> (whose values rknn_api.h gives, for a toolkit
+# that lacks the attribute), the SoC guard and RKNNLite 2.5.0's RK3576 remap are rknn_native's.
+from .rknn_native import CORE_MASKS, RK3576_REMAP, core_mask_key, refuse_single_core
+
 DATA_TYPES = ("int8", "uint8", "int16", "float16", "float32")
 # C2 candidates of a 5-D NC1HWC2 native input, by element size, most common first (observed:
 # int8 16 on RK3588/RK3562/RV1103/RV1106, 8 on RK3566/68 and RV1103B/06B; float16 8 or 4).
@@ -106,10 +103,6 @@ NUMERIC_NOTE = (
 )
 
 
-def _error(kind: str, stage: str, message: str, code: int | None = None) -> AdapterError:
-    return AdapterError(kind, stage, message, code)
-
-
 def load_rknnlite_class() -> Any:
     """``rknnlite.api.RKNNLite``, or an UnsupportedError that says why it is not there."""
     try:
@@ -119,14 +112,14 @@ def load_rknnlite_class() -> Any:
         # its parent) `import rknnlite` finds this module, not the toolkit.
         found = importlib.import_module("rknnlite") if "not a package" in str(exc) else None
         where = f" (the name resolved to {getattr(found, '__file__', '?')})" if found else ""
-        raise _error(
+        raise AdapterError(
             "UnsupportedError",
             "init",
             f"rknn-toolkit-lite2 is not importable here: {exc}{where}",
         ) from exc
     cls = getattr(module, "RKNNLite", None)
     if cls is None:
-        raise _error("UnsupportedError", "init", "rknnlite.api has no RKNNLite")
+        raise AdapterError("UnsupportedError", "init", "rknnlite.api has no RKNNLite")
     return cls
 
 
@@ -156,7 +149,7 @@ class RknnLiteAdapter(Adapter):
     def rknnlite(self) -> Any:
         if self._cls is None:
             self._cls = load_rknnlite_class()
-            self._versions["rknn_toolkit_lite2"] = _package_version("rknn-toolkit-lite2")
+            self._versions["rknn_toolkit_lite2"] = package_version("rknn-toolkit-lite2")
         return self._cls
 
     def versions(self) -> dict[str, str]:
@@ -173,27 +166,16 @@ class RknnLiteAdapter(Adapter):
         if isinstance(value, int):
             mask = value
         else:
-            key = str(value).lower()
-            for prefix in ("rknn_npu_core_", "npu_core_"):
-                if key.startswith(prefix):
-                    key = key[len(prefix) :]
-            if key not in CORE_MASKS:
-                known = ", ".join(sorted(CORE_MASKS))
-                raise _error("LayoutError", "init", f"unknown core_mask {value!r} ({known})")
-            attr, default = CORE_MASKS[key]
-            mask = int(getattr(cls, attr, default))
-        soc = str(self.options.get("soc") or "").lower()
-        if soc and soc not in MULTI_CORE_SOCS and mask != 0:
-            raise _error(
-                "UnsupportedError", "init", f"core_mask is only for RK3588/RK3576, not {soc}"
-            )
+            key = core_mask_key(value)
+            mask = int(getattr(cls, "NPU_CORE_" + key.upper(), CORE_MASKS[key]))
+        refuse_single_core(str(self.options.get("soc") or "").lower(), mask)
         return mask
 
     def _effective_core_mask(self, mask: int) -> int:
         """What RKNNLite 2.5.0 passes on for ``mask``: ALL becomes 0_1_2; on RK3576 the masks
         naming core 2 become their two-core counterparts."""
-        if mask == NPU_CORE_ALL:
-            mask = NPU_CORE_0_1_2
+        if mask == CORE_MASKS["all"]:
+            mask = CORE_MASKS["0_1_2"]
         if str(self.options.get("soc") or "").lower() == "rk3576":
             mask = RK3576_REMAP.get(mask, mask)
         return mask
@@ -209,7 +191,7 @@ class RknnLiteAdapter(Adapter):
         try:
             rknn = cls(verbose=bool(self.options.get("verbose", False)))
         except Exception as exc:
-            raise _error("DeviceError", "init", f"RKNNLite(): {_describe(exc)}") from exc
+            raise AdapterError("DeviceError", "init", f"RKNNLite(): {describe(exc)}") from exc
         load_args: dict[str, Any] = {}
         if self.options.get("key_path"):
             # Only when asked: toolkits before 2.5.0 have no key_path parameter.
@@ -217,13 +199,13 @@ class RknnLiteAdapter(Adapter):
         ret = _call(rknn.load_rknn, "load", "RKNNLite.load_rknn", model_path, **load_args)
         if ret != 0:
             _release_quietly(rknn)
-            raise _error(
+            raise AdapterError(
                 "DeviceError", "load", f"RKNNLite.load_rknn({model_path!r}) returned {ret}", ret
             )
         ret = _call(rknn.init_runtime, "init", "RKNNLite.init_runtime", **runtime_args)
         if ret != 0:
             _release_quietly(rknn)
-            raise _error(
+            raise AdapterError(
                 "DeviceError", "init", f"RKNNLite.init_runtime({runtime_args}) returned {ret}", ret
             )
         sdk = _call(rknn.get_sdk_version, "init", "RKNNLite.get_sdk_version")
@@ -261,7 +243,7 @@ class RknnLiteAdapter(Adapter):
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         if not isinstance(model, LiteModel) or model.released:
-            raise _error("DeviceError", "run", "model handle is not a loaded rknnlite model")
+            raise AdapterError("DeviceError", "run", "model handle is not a loaded rknnlite model")
         start = time.perf_counter()
         arrays = [self._array(inp) for inp in inputs]
         kwargs: dict[str, Any] = {
@@ -271,7 +253,7 @@ class RknnLiteAdapter(Adapter):
         dtypes = [str(np.dtype(inp.dtype)) for inp in inputs]
         for dt in dtypes:
             if dt not in DATA_TYPES:
-                raise _error(
+                raise AdapterError(
                     "LayoutError", "run", f"RKNNLite takes {', '.join(DATA_TYPES)} inputs, not {dt}"
                 )
         if dtypes:
@@ -288,7 +270,7 @@ class RknnLiteAdapter(Adapter):
         results = _call(model.rknn.inference, "run", "RKNNLite.inference", **kwargs)
         run_s = time.perf_counter() - start
         if results is None:
-            raise _error(
+            raise AdapterError(
                 "DeviceError", "run", "RKNNLite.inference returned None (the toolkit logged why)"
             )
 
@@ -299,7 +281,7 @@ class RknnLiteAdapter(Adapter):
         if outputs is not None:
             missing = [w for w in outputs if w not in names]
             if missing:
-                raise _error(
+                raise AdapterError(
                     "LayoutError",
                     "fetch",
                     f"outputs {missing} unknown: RKNNLite does not name its outputs; "
@@ -322,7 +304,7 @@ class RknnLiteAdapter(Adapter):
         dtype = np.dtype(inp.dtype)
         where = f"input {inp.name!r} ({inp.layout}, logical {list(inp.shape)} {inp.dtype})"
         if data.nbytes % dtype.itemsize:
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "run",
                 f"{where}: {data.nbytes} bytes are not a whole number of {inp.dtype}",
@@ -333,7 +315,7 @@ class RknnLiteAdapter(Adapter):
         if given is not None:
             dims = [int(d) for d in given]
             if int(np.prod(dims)) != values.size:
-                raise _error(
+                raise AdapterError(
                     "LayoutError",
                     "run",
                     f"{where}: native_dims {dims} hold {int(np.prod(dims))} elements, the buffer "
@@ -345,7 +327,7 @@ class RknnLiteAdapter(Adapter):
         if layout == "NC1HWC2" and len(inp.shape) == 4:
             return values.reshape(_rank4(self._nc1hwc2_dims(values.size, inp, where)))
         if values.size != int(np.prod(inp.shape)):
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "run",
                 f"{where}: {values.size} elements, the logical shape holds "
@@ -357,7 +339,7 @@ class RknnLiteAdapter(Adapter):
         n, c, h, w = (int(d) for d in inp.shape)  # jobs carry ONNX (NCHW) order
         rows = n * h * c
         if rows == 0 or values.size % rows or values.size // rows < w:
-            raise _error(
+            raise AdapterError(
                 "LayoutError",
                 "run",
                 f"{where}: {values.size} elements are not N*H rows of w_stride >= W={w} "
@@ -369,7 +351,7 @@ class RknnLiteAdapter(Adapter):
         if mode == "strided" or w_stride == w:
             return strided
         if mode != "dense":
-            raise _error(
+            raise AdapterError(
                 "LayoutError", "run", f"pass_through_rows must be dense or strided, not {mode!r}"
             )
         # rknn_inputs_set checks attr.size (rows of W) and pads rows to w_stride itself.
@@ -382,7 +364,7 @@ class RknnLiteAdapter(Adapter):
             c1 = -(-c // c2)
             if n * c1 * h * w * c2 == size:
                 return [n, c1, h, w, c2]
-        raise _error(
+        raise AdapterError(
             "LayoutError",
             "run",
             f"{where}: {size} elements fit no [N, C1, H, W, C2] with C2 in "
@@ -407,7 +389,7 @@ class RknnLiteAdapter(Adapter):
         if given:
             names = [str(n) for n in given]
             if len(names) != count:
-                raise _error(
+                raise AdapterError(
                     "LayoutError",
                     "fetch",
                     f"output_names has {len(names)} names, the model returned {count} outputs",
@@ -483,28 +465,13 @@ def _call(func: Any, stage: str, what: str, *args: Any, **kwargs: Any) -> Any:
     except AdapterError:
         raise
     except Exception as exc:
-        raise _error("DeviceError", stage, f"{what} raised {_describe(exc)}") from exc
+        raise AdapterError("DeviceError", stage, f"{what} raised {describe(exc)}") from exc
 
 
 def _release_quietly(rknn: Any) -> None:
     # The load failure is the error worth reporting, not a failing release after it.
     with contextlib.suppress(Exception):
         rknn.release()
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _package_version(dist: str) -> str:
-    try:
-        from importlib.metadata import version  # Python 3.8+
-    except ImportError:  # pragma: no cover
-        return ""
-    try:
-        return str(version(dist))
-    except Exception:  # not installed as a distribution (a copied module, a fake)
-        return ""
 
 
 ADAPTER = RknnLiteAdapter
