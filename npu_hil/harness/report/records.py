@@ -20,6 +20,8 @@ OUTCOMES = ("passed", "failed", "error", "skipped")
 QUARANTINED = "quarantined"
 """The outcome of a listed test that failed: reported, never failing the run (not one of
 :data:`OUTCOMES`, whose four columns every table keeps)."""
+NO_BOARD = "(no board)"
+"""The row of the cases no board of the inventory serves, in every per-board table."""
 
 
 class TensorDocument(TypedDict):

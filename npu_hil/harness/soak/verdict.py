@@ -1,23 +1,14 @@
-"""The soak's verdict: a bounded leak slope per agent and memory pool, and a bounded error rate.
+"""The soak's verdict: a bounded leak slope per agent and memory pool, and a bounded error rate
+per board (the bounds and their defaults: docs/farm/health.md, "Soak").
 
-For every context's agent the slope of its RSS is fitted (Theil-Sen,
-:mod:`~npu_hil.harness.soak.fit`) over the jobs it had done (KiB per 1000 jobs) and over time (KiB
-per hour), and so is each board-wide pool the board shows (CMA in use, DMA-buffer bytes; from the
-board's first context). The first ``warmup_share`` of each series is left out: an agent's memory
-climbs while it loads its models and its allocator and the runtime fill their caches, then levels
-off, and that climb is not a leak. Only the samples of one agent process count (the one with the
-most samples: a restarted agent starts again from a small RSS, which is not a leak either, and the
-restarts are reported). A series fails when its slope is over the bound, its 95 % interval lies
-above zero,
-**and** the growth the slope stands for over the fitted span (slope x jobs or hours) is more than
-``floor_kib``: RSS noise around a flat line does not fail a soak, nor does a steep but tiny
-climb over a short one (an allocator filling its last arena: tens of KiB over a few dozen jobs);
-a steady climb over the bound that adds up to more than the floor does.
-A series with fewer than ``min_samples`` samples after the warm-up cannot be judged and fails
-as such (the soak was too short for its sampling period).
-
-The error rate is failed jobs over jobs, per board; a board over ``max_error_rate`` fails, and a
-board that could not run at all (its health check) fails too.
+Each series is fitted (Theil-Sen, :mod:`~npu_hil.harness.soak.fit`) over jobs and over time,
+after a warm-up: memory climbs while an agent loads its models and its allocators fill, then
+levels off, and that climb is not a leak. Only one agent process counts per context (the one with
+the most samples: a restarted agent starts again from a small RSS). A series fails when its slope
+is over the bound, its 95 % interval lies above zero **and** the growth over the fitted span is
+more than ``floor_kib``: RSS noise around a flat line does not fail a soak, nor does a steep but
+tiny climb (an allocator filling its last arena: tens of KiB over a few dozen jobs). Too few
+samples after the warm-up cannot be judged, and fail as such.
 """
 
 from __future__ import annotations
