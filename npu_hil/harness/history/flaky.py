@@ -167,10 +167,6 @@ def failing_since(outcomes: Sequence[str | None]) -> int | None:
     return first
 
 
-def _window(history: History, runs: int) -> list[RunEntry]:
-    return history.runs[-runs:] if runs > 0 else []
-
-
 def case_histories(
     history: History,
     runs: int = DEFAULT_RUNS,
@@ -180,7 +176,7 @@ def case_histories(
 ) -> list[CaseHistory]:
     """Every case of ``history`` seen in its last ``runs`` runs, sorted by board and nodeid;
     ``board`` keeps one board's, ``case`` the cases whose nodeid contains it."""
-    window = _window(history, runs)
+    window = history.runs[-runs:] if runs > 0 else []
     position = {entry.run_id: i for i, entry in enumerate(window)}
     run_ids = tuple(entry.run_id for entry in window)
     found = []

@@ -86,17 +86,13 @@ def _cell(record: TestRecord) -> MatrixCell:
     return cell
 
 
-def _summary(run_dir: Path) -> PastSummary:
-    return read_summary(run_dir) or {}
-
-
 def build_matrix(runs: Sequence[MatrixRun]) -> MatrixDocument:
     """The matrix of ``runs`` (one per runtime, in the order given) as plain data."""
     names = [run.runtime for run in runs]
     cases: dict[tuple[str, str], dict[str, MatrixCell]] = {}
     columns: list[MatrixColumn] = []
     for run in runs:
-        summary = _summary(run.run_dir)
+        summary: PastSummary = read_summary(run.run_dir) or {}
         columns.append(
             {
                 "runtime": run.runtime,

@@ -211,12 +211,6 @@ def _accuracy_by_target(records: Sequence[TestRecord]) -> dict[str, TargetAccura
     }
 
 
-def _regressions(records: Sequence[TestRecord]) -> list[FindingDocument]:
-    """Every baseline finding of the run (board, nodeid, metric, value, band, severity,
-    message), in the records' order."""
-    return [finding.copy() for record in records for finding in record.regressions]
-
-
 def build_summary(
     records: Sequence[TestRecord],
     meta: RunMeta,
@@ -283,7 +277,8 @@ def build_summary(
         # per target; each case's figures are in its record and in the measurements file
         "latency": _latency_by_target(records),
         "accuracy": _accuracy_by_target(records),
-        "regressions": _regressions(records),
+        # every baseline finding of the run, in the records' order
+        "regressions": [finding.copy() for record in records for finding in record.regressions],
         # passes that needed a retry, and the quarantine list's cases (each a count and a list)
         "unstable": stability["unstable"],
         "quarantine": stability["quarantine"],

@@ -19,7 +19,7 @@ from npu_hil.harness.report.runmeta import RunMeta
 from npu_hil.harness.report.runs import new_run_id
 from npu_hil.harness.soak.documents import SoakDocument
 from npu_hil.harness.soak.loop import BoardSoak, SoakRun
-from npu_hil.harness.soak.verdict import SeriesFit, Verdict
+from npu_hil.harness.soak.verdict import SeriesFit, Verdict, sample_value
 
 __all__ = ["HTML_FILE", "JSON_FILE", "SCHEMA", "soak_document", "write_soak_report"]
 
@@ -73,14 +73,7 @@ def memory_plot(part: BoardSoak, verdict: Verdict, metric: str) -> str | None:
         own = [s for s in part.samples if series.context in (None, s.context)]
         if series.context is not None:
             own = [s for s in own if s.pid == series.pid]
-        if metric == "rss_kib":
-            points = [(s.t_s, float(s.rss_kib)) for s in own if s.rss_kib is not None]
-        else:
-            points = [
-                (s.t_s, float(s.cma_total_kib - s.cma_free_kib))
-                for s in own
-                if s.cma_total_kib is not None and s.cma_free_kib is not None
-            ]
+        points = [(s.t_s, v) for s in own if (v := sample_value(s, metric)) is not None]
         if not points:
             continue
         color = f"C{n % 10}"

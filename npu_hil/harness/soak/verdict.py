@@ -30,7 +30,7 @@ from npu_hil.harness.soak.fit import Fit, theil_sen
 from npu_hil.harness.soak.loop import BoardSoak, SoakRun
 from npu_hil.harness.soak.samples import MemorySample
 
-__all__ = ["DEFAULT_LEAK_KIB_PER_1K", "Bounds", "SeriesFit", "Verdict", "judge"]
+__all__ = ["DEFAULT_LEAK_KIB_PER_1K", "Bounds", "SeriesFit", "Verdict", "judge", "sample_value"]
 
 DEFAULT_LEAK_KIB_PER_1K = 4096.0
 """The leak bound when none is given: 4 MiB per 1000 jobs of one agent (a clean simulated
@@ -120,7 +120,8 @@ class Verdict:
         }
 
 
-def _value(sample: MemorySample, metric: str) -> float | None:
+def sample_value(sample: MemorySample, metric: str) -> float | None:
+    """The sample's figure of ``metric`` (one of :data:`METRICS`) in KiB, None without it."""
     if metric == "rss_kib":
         return None if sample.rss_kib is None else float(sample.rss_kib)
     if metric == "cma_used_kib":
@@ -137,7 +138,7 @@ def _series(part: BoardSoak) -> list[tuple[int | None, str, list[MemorySample]]]
         found.append((counts.context, "rss_kib", own))
     first = [s for s in part.samples if s.context == 0]
     for metric in METRICS[1:]:
-        if any(_value(s, metric) is not None for s in first):
+        if any(sample_value(s, metric) is not None for s in first):
             found.append((None, metric, first))
     return found
 
@@ -149,7 +150,7 @@ def _fit_series(
     pid = max(set(pids), key=pids.count) if pids else None
     if context is not None:  # an agent's own RSS: one process only
         samples = [s for s in samples if s.pid == pid]
-    points = [(s, v) for s in samples if (v := _value(s, metric)) is not None]
+    points = [(s, v) for s in samples if (v := sample_value(s, metric)) is not None]
     drop = math.ceil(bounds.warmup_share * len(points))
     kept = points[drop:]
     result = SeriesFit(board, context, metric, len(kept), drop, pid)
