@@ -12,7 +12,7 @@ import pytest
 
 from npu_hil.harness.history.store import load_history
 from npu_hil.harness.history.trends import trends_view, view_for_run
-from npu_hil.harness.report.history_html import history_section, regressions_section
+from npu_hil.harness.report.html import history_section, regressions_section
 from npu_hil.harness.report.records import TestRecord
 from npu_hil.harness.report.writer import HTML_FILE, write_run
 

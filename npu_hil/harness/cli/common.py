@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from typing import Any
 
 from npu_hil.harness.codec import BlockedLayout, get_layout
@@ -58,6 +59,18 @@ def layout_from_args(args: argparse.Namespace, shape: tuple[int, ...], dtype: st
     return get_layout(
         args.target, args.layout, shape, dtype, role=args.role, **parse_params(args.param)
     )
+
+
+def count_up_to(most: int) -> Callable[[str], int]:
+    """An argparse type: an integer from 1 to ``most``, written in plain digits."""
+
+    def parse(text: str) -> int:
+        value = int(text) if text.isascii() and text.isdigit() and len(text) < 10 else 0
+        if not 1 <= value <= most:
+            raise argparse.ArgumentTypeError(f"expected an integer from 1 to {most}, got {text!r}")
+        return value
+
+    return parse
 
 
 def print_json(value: Any) -> None:

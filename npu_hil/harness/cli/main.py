@@ -25,6 +25,19 @@ from npu_hil.harness.cli import (
 from npu_hil.harness.errors import NpuHilError
 
 EXIT_BAD_INPUT = 2
+COMMANDS = (
+    codec_cmd,
+    diff_cmd,
+    health_cmd,
+    history_cmd,
+    inventory_cmd,
+    models_cmd,
+    nightly_cmd,
+    preflight_cmd,
+    simfarm_cmd,
+    soak_cmd,
+    targets_cmd,
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,17 +50,8 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="npu-hil", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    codec_cmd.add_parser(sub)
-    diff_cmd.add_parser(sub)
-    health_cmd.add_parser(sub)
-    history_cmd.add_parser(sub)
-    inventory_cmd.add_parser(sub)
-    models_cmd.add_parser(sub)
-    nightly_cmd.add_parser(sub)
-    preflight_cmd.add_parser(sub)
-    simfarm_cmd.add_parser(sub)
-    soak_cmd.add_parser(sub)
-    targets_cmd.add_parser(sub)
+    for command in COMMANDS:
+        command.add_parser(sub)
     return parser
 
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from npu_hil.harness.cli.common import print_json
+from npu_hil.harness.cli.common import count_up_to, print_json
 from npu_hil.harness.files import check_regular
 from npu_hil.harness.models import MODELS
 from npu_hil.harness.models.compile_set import (
@@ -90,7 +90,9 @@ def add_parser(sub: Any) -> None:
         "DIR/<model>-<shape>/, DIR/<model>/ or DIR; default: a generated set",
     )
     build.add_argument("--out", type=Path, default=Path("build/models"))
-    build.add_argument("-j", "--jobs", type=_jobs, default=1, help="models compiled at once")
+    build.add_argument(
+        "-j", "--jobs", type=count_up_to(MAX_JOBS), default=1, help="models compiled at once"
+    )
     build.add_argument("--json", action="store_true")
     build.set_defaults(run=run_build)
 
@@ -117,13 +119,6 @@ def _floats(text: str) -> tuple[float, ...]:
     if not values or len(values) > 4 or not all(math.isfinite(v) for v in values):
         raise argparse.ArgumentTypeError(f"expected 1 to 4 finite numbers, got {text!r}")
     return values
-
-
-def _jobs(text: str) -> int:
-    value = int(text) if text.isascii() and text.isdigit() and len(text) < 6 else 0
-    if not 1 <= value <= MAX_JOBS:
-        raise argparse.ArgumentTypeError(f"expected an integer from 1 to {MAX_JOBS}, got {text!r}")
-    return value
 
 
 def run_install(args: argparse.Namespace) -> int:

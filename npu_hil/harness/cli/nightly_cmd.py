@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from npu_hil.harness.errors import NpuHilError
-from npu_hil.harness.report.records import OUTCOMES, QUARANTINED, TestRecord
+from npu_hil.harness.report.records import NO_BOARD, OUTCOMES, QUARANTINED, TestRecord
 from npu_hil.harness.report.runmeta import (
     COMPLETE_EXITS,
     LAUNCHED_BY_ENV,
@@ -42,10 +42,10 @@ from npu_hil.harness.report.runs import (
     new_run_dir,
     read_summary,
 )
+from npu_hil.harness.report.summary import board_kind
 from npu_hil.harness.report.writer import COMPARISON_FILE, HTML_FILE, load_records, write_run
 
 if TYPE_CHECKING:
-    from npu_hil.harness.plugin.sim_faults import BoardFaultDocument
     from npu_hil.harness.report.compare import ComparisonDocument
 
 DEFAULT_SUITE = Path("tests") / "hil"
@@ -56,7 +56,6 @@ DEFAULT_INVENTORY = "inventory.yaml"
 POLL_SECONDS = 0.25
 LOG_FILE = "pytest.log"
 LOG_TAIL_LINES = 15
-NO_BOARD = "(no board)"  # summary.json's row for cases no board of the inventory serves
 # pytest's exit codes for a run that did not finish its tests
 INCOMPLETE_EXITS = frozenset({2, 3, 4})
 
@@ -163,12 +162,12 @@ def pytest_command(args: argparse.Namespace, suite: Path) -> list[str]:
         cmd += ["--simfarm", args.simfarm]
     if args.backend is not None:
         cmd += ["--backend", args.backend]
-    for target in args.target:
-        cmd += ["--target", target]
-    for name in getattr(args, "board", []):
-        cmd += ["--board", name]
-    for fault in getattr(args, "sim_fault", []):
-        cmd += ["--sim-fault", fault]
+    for flag, values in (
+        ("--target", args.target),
+        ("--board", getattr(args, "board", [])),
+        ("--sim-fault", getattr(args, "sim_fault", [])),
+    ):
+        cmd += [part for value in values for part in (flag, value)]
     if getattr(args, "compare_with", None):
         cmd += ["--compare-with", str(args.compare_with)]
     if getattr(args, "runtime", None):
@@ -214,7 +213,7 @@ class RecordTail:
                 data = json.loads(line)
             except ValueError:
                 continue
-            board = data.get("board") or "(no board)"
+            board = data.get("board") or NO_BOARD
             self.per_board[board][str(data.get("outcome"))] += 1
             self.simulated[board] = self.simulated.get(board, False) or bool(data.get("simulated"))
             try:
@@ -227,7 +226,7 @@ class RecordTail:
     def kind(self, board: str) -> str:
         """As the summary names it: HW, SIM, HW+SIM, or - while nothing ran on the board."""
         ran = self.ran_on.get(board, set())
-        return "HW+SIM" if len(ran) == 2 else "HW" if "hw" in ran else "SIM" if ran else "-"
+        return board_kind({"ran_hw": "hw" in ran, "ran_sim": "sim" in ran})
 
 
 PROGRESS_ROWS = 20
@@ -452,12 +451,6 @@ def _check_inventory(
     return runtime_names(inventory)
 
 
-def _sim_faults(texts: list[str]) -> list[BoardFaultDocument]:
-    from npu_hil.harness.plugin.sim_faults import parse_board_faults
-
-    return [f.to_dict() for f in parse_board_faults(texts)]
-
-
 def run_nightly(args: argparse.Namespace) -> int:
     suite = resolve_suite(args.suite)
     targets, boards = list(args.target), list(getattr(args, "board", []))
@@ -507,6 +500,8 @@ def _run_matrix(
 def _run_once(args: argparse.Namespace, suite: Path, faults: list[str]) -> tuple[Path, int]:
     """One pytest run of the suite into a new run folder, its report and summary printed:
     (the folder, pytest's exit status)."""
+    from npu_hil.harness.plugin.sim_faults import parse_board_faults
+
     run_dir = new_run_dir(args.reports)
     launched_by = shlex.join(["npu-hil", *sys.argv[1:]])
     env = {**os.environ, RUN_DIR_ENV: str(run_dir.resolve()), LAUNCHED_BY_ENV: launched_by}
@@ -526,7 +521,7 @@ def _run_once(args: argparse.Namespace, suite: Path, faults: list[str]) -> tuple
             "argv": cmd[3:],
             "launched_by": launched_by,
             **_nightly_kind(args, suite),
-            "sim_faults": _sim_faults(faults),
+            "sim_faults": [f.to_dict() for f in parse_board_faults(faults)],
         }
         write_run(run_dir, load_records(run_dir), meta)
     _print_summary(run_dir, code)

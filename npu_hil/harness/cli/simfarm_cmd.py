@@ -15,20 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from npu_hil.harness.cli import emulated_cmd
+from npu_hil.harness.cli.common import count_up_to
 from npu_hil.testkit.simfarm import farm
 
 MAX_STOP_TIMEOUT = 3600.0
 """``down --timeout``: an hour between SIGTERM and SIGKILL is already more than any process of
 the farm takes to stop."""
-
-
-def _boards(text: str) -> int:
-    value = int(text) if text.isascii() and text.isdigit() and len(text) < 10 else 0
-    if not 1 <= value <= farm.MAX_BOARDS:
-        raise argparse.ArgumentTypeError(
-            f"expected an integer from 1 to {farm.MAX_BOARDS}, got {text!r}"
-        )
-    return value
 
 
 def _timeout(text: str) -> float:
@@ -63,7 +55,11 @@ def add_parser(sub: Any) -> None:
     up = actions.add_parser("up", help="start the farm and write DIR/inventory.yaml")
     up.add_argument("--dir", type=Path, help=dir_help)
     up.add_argument(
-        "--boards", type=_boards, default=1, metavar="N", help="boards per target and transport"
+        "--boards",
+        type=count_up_to(farm.MAX_BOARDS),
+        default=1,
+        metavar="N",
+        help="boards per target and transport",
     )
     up.add_argument(
         "--targets",

@@ -1,10 +1,7 @@
-"""``npu-hil soak``: the chosen models looped on the chosen boards for hours (or N jobs), several
-contexts per board at once, the agents' memory and the board's CMA / DMA-buffer pools sampled;
-passes on a bounded leak slope and error rate (:mod:`npu_hil.harness.soak`) and writes
-``<reports>/soak-<run-id>/`` (soak.json, soak.html with plots).
-
-Exit 0: the soak passed; 1: it failed (the verdict's reasons are printed, each naming the bound
-and the figures); 2: bad input (no board chosen, a board or target the inventory lacks, a
+"""``npu-hil soak``: the chosen models looped on the chosen boards, judged on a bounded leak slope
+and error rate (:mod:`npu_hil.harness.soak`; docs/farm/health.md), the report written to
+``<reports>/soak-<run-id>/``. Exit 0: passed; 1: failed (each reason printed, naming the bound and
+the figures); 2: bad input (no board chosen, a board or target the inventory lacks, a
 ``--sim-fault`` that does not fit, a bound out of range), before anything runs.
 """
 

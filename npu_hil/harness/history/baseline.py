@@ -1,26 +1,11 @@
-"""Baselines and regressions: a case's figure against the same figure in its earlier runs.
+"""Baselines and regressions: a case's figure against the same figure in its earlier runs (the
+rules, the flags and the messages: docs/model-developer/figures.md, "Baselines and regressions").
 
-The band of a metric is ``median ± max(k · 1.4826 · MAD, floor)`` over the case's points in the
-last K complete runs of the same run key (1.4826 · MAD estimates a standard deviation and a
-single wild run does not move it; the floor keeps a band of identical values from being zero
-wide, and sets the band's width when there is one earlier run). Only points that passed and ran
-on a board count: a failed run's figure is no baseline.
-
-One-sided: latency (``p50_ms``; ``p99_ms`` only with at least ``P99_MIN_RUNS`` runs on both
-sides, fewer cannot say what a 99th percentile is) is worse higher, accuracy (the worst output's
-``snr_db`` and ``cosine``) worse lower; faster or more accurate is never a regression. An exact
-match (SNR ``"inf"``) is a value: a finite SNR after an ``"inf"`` baseline is a drop, an
-``"inf"`` value never regresses.
-
-A baseline is of one subject: the same model (by content) fed the same inputs
-(:attr:`~npu_hil.harness.history.model.CasePoint.subject`). A test whose model or inputs
-changed starts a new baseline, and :func:`new_baseline_note` says so, rather than comparing
-its new figures with the old ones.
-
-Severity: ``failure`` for a latency metric of a ``perf`` test (and an accuracy metric of a test
-that set accuracy thresholds), ``noisy`` for a latency metric when the board's state moved during
-the timed runs (:mod:`npu_hil.harness.history.noise`: reported, never failing), ``warning``
-otherwise.
+The band is ``median ± max(k · 1.4826 · MAD, floor)`` over the last runs that passed on a board:
+1.4826 · MAD estimates a standard deviation that a single wild run does not move, and the floor
+keeps a band of identical values from being zero wide. One-sided: latency is worse higher,
+accuracy worse lower. A baseline is of one subject (the same model by content, the same inputs);
+a case whose subject changed starts a new one (:func:`new_baseline_note`).
 """
 
 from __future__ import annotations
@@ -29,9 +14,9 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
-from npu_hil.harness.history.model import Band, CasePoint, Regression
+from npu_hil.harness.history.model import Band, CasePoint, Regression, as_figure, strict_json
 from npu_hil.harness.report.records import FindingDocument
 
 __all__ = [
@@ -82,14 +67,6 @@ class Settings:
         return self.snr_floor_db if metric == "snr_db" else self.cosine_floor
 
 
-def _number(value: Any) -> float | None:
-    if value == "inf":
-        return math.inf
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value):
-        return float(value)
-    return None
-
-
 def metric_value(point: CasePoint, metric: str) -> float | None:
     """The point's figure for ``metric`` (``"inf"`` as +infinity), None when it has none (or,
     for ``p99_ms``, fewer than ``P99_MIN_RUNS`` runs)."""
@@ -100,9 +77,9 @@ def metric_value(point: CasePoint, metric: str) -> float | None:
             runs = point.latency.get("runs")
             if not isinstance(runs, int) or runs < P99_MIN_RUNS:
                 return None
-        return _number(point.latency.get(metric))
+        return as_figure(point.latency.get(metric))
     if metric in ACCURACY_METRICS:
-        return _number(point.accuracy.get(metric)) if point.accuracy else None
+        return as_figure(point.accuracy.get(metric)) if point.accuracy else None
     raise ValueError(
         f"unknown baseline metric {metric!r}; known: {LATENCY_METRICS + ACCURACY_METRICS}"
     )
@@ -215,16 +192,6 @@ def evaluate(
     return found
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, float) and math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
 def finding_dict(regression: Regression) -> FindingDocument:
     """``regression.to_dict()`` as strict JSON has it (an infinite median is ``"inf"``)."""
-    return cast(FindingDocument, _plain(regression.to_dict()))
+    return cast(FindingDocument, strict_json(regression.to_dict()))

@@ -1,13 +1,6 @@
-"""Every measurement of a history as OpenMetrics text (for Prometheus and Grafana) and as JSON
-lines (one object per case per run).
-
-OpenMetrics (https://openmetrics.io, the text format): one gauge family per figure, each with its
-``# TYPE``, ``# UNIT`` (where the figure has one: the name then ends in it) and ``# HELP``; a
-sample per case per run labelled ``board``, ``target``, ``case`` (the nodeid) and ``run_id``,
-stamped with the run's start (seconds since the epoch), and ``# EOF`` last. An exact match's SNR
-is ``+Inf``. A case that timed nothing, or had no accuracy figures, has no sample in those
-families; ``npu_hil_case_passed`` is 1 for passed, 0 for failed or error, and has no sample for a
-skipped case.
+"""Every measurement of a history as OpenMetrics text (for Prometheus and Grafana: a gauge family
+per figure, a sample per case per run stamped with the run's start) and as JSON lines (one object
+per case per run); the families and an example: docs/farm/history.md.
 """
 
 from __future__ import annotations
@@ -16,12 +9,18 @@ import json
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO
 
 from typing_extensions import TypedDict
 
 from npu_hil.harness.history.flaky import numeric
-from npu_hil.harness.history.model import CasePoint, LatencyFigures, RunEntry, WorstAccuracy
+from npu_hil.harness.history.model import (
+    CasePoint,
+    LatencyFigures,
+    RunEntry,
+    WorstAccuracy,
+    strict_json,
+)
 from npu_hil.harness.history.store import History
 from npu_hil.harness.report.compare import outcome_state
 
@@ -197,24 +196,13 @@ def _record(point: CasePoint, entry: RunEntry) -> ExportRecord:
     }
 
 
-def _strict(value: Any) -> Any:
-    """``value`` with non-finite floats as the records spell them ("inf", "-inf", "nan")."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {key: _strict(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_strict(item) for item in value]
-    return value
-
-
 def jsonl_lines(history: History) -> Iterator[str]:
     """One JSON object per case per run, runs oldest first, cases by board and nodeid."""
     rank = {entry.run_id: i for i, entry in enumerate(history.runs)}
     pairs = sorted(_ordered(history), key=lambda pe: (rank[pe[1].run_id], pe[0].key))
     for point, entry in pairs:
         # the figures stay as the records keep them ("inf" for an exact match): strict JSON
-        yield json.dumps(_strict(_record(point, entry)), sort_keys=True, allow_nan=False) + "\n"
+        yield json.dumps(strict_json(_record(point, entry)), sort_keys=True, allow_nan=False) + "\n"
 
 
 def write_export(history: History, fmt: str, handle: IO[str]) -> int:

@@ -1,11 +1,8 @@
 """Per case over the last runs: the outcome strip, "failing since", a flakiness rate, the pass
-rate, and the latency and accuracy series.
+rate, and the latency and accuracy series (docs/farm/history.md).
 
-States are the report's (:func:`npu_hil.harness.report.compare.outcome_state`): passed is "pass",
-failed and error are "fail"; a skip or a run the case was not in is no state. So the flakiness
-rate here and the comparison's "flaky" list count the same flips: the rate is the share of
-consecutive states that differ (0 for a case that always passed or always failed, 1 for one that
-alternated every run), over the states only.
+States are the comparison's (:func:`npu_hil.harness.report.compare.outcome_state`: a skip or an
+absence is no state), so the rate here and the comparison's "flaky" list count the same flips.
 """
 
 from __future__ import annotations
@@ -170,10 +167,6 @@ def failing_since(outcomes: Sequence[str | None]) -> int | None:
     return first
 
 
-def _window(history: History, runs: int) -> list[RunEntry]:
-    return history.runs[-runs:] if runs > 0 else []
-
-
 def case_histories(
     history: History,
     runs: int = DEFAULT_RUNS,
@@ -183,7 +176,7 @@ def case_histories(
 ) -> list[CaseHistory]:
     """Every case of ``history`` seen in its last ``runs`` runs, sorted by board and nodeid;
     ``board`` keeps one board's, ``case`` the cases whose nodeid contains it."""
-    window = _window(history, runs)
+    window = history.runs[-runs:] if runs > 0 else []
     position = {entry.run_id: i for i, entry in enumerate(window)}
     run_ids = tuple(entry.run_id for entry in window)
     found = []

@@ -1,37 +1,21 @@
 """The history's data: what one case measured in one run, the runs indexed, and what a baseline
 says about a new figure.
 
-On disk (all JSON, written atomically, private like the run folders):
-
-``<reports>/<run-id>/measurements.json`` — one run, small (no messages, no tracebacks)::
-
-    {"schema": 1, "run_id": "20261201T110524Z-d83c1e", "run_key": "9f0c...", "started": 1764...,
-     "complete": true,
-     "cases": [{"nodeid": "...[rk3588-01]", "board": "rk3588-01", "target": "rk3588",
-                "outcome": "passed", "ran_on": "sim",
-                "latency": {"p50_ms": 0.07, "p90_ms": ..., "p99_ms": ..., "min_ms": ...,
-                            "max_ms": ..., "jitter_ms": ..., "runs": 1, "source": "adapter"},
-                "accuracy": {"snr_db": 42.1, "cosine": 0.99998},
-                "noisy": ""}]}
-
-``latency`` is null when the case timed nothing; ``accuracy`` holds the worst output's figures
-(the lowest SNR and cosine over the case's outputs; an exact match is ``"inf"``, an all-zero
-tensor's cosine null) or is null; ``noisy`` says why the board's state moved during the timed
-runs (a temperature or frequency change), "" when it did not.
-
-``<reports>/history.json`` — the index, oldest first, the newest ``keep`` runs::
-
-    {"schema": 1, "keep": 200,
-     "runs": [{"run_id": ..., "run_key": ..., "started": ..., "complete": true,
-               "counts": {"passed": 170, "failed": 2, "error": 0, "skipped": 8}, "cases": 180}]}
-
-A run folder that has no measurements.json (older than the history, or crashed before its end)
-is simply not in the index.
+On disk (JSON, written atomically, private like the run folders): each run folder's
+``measurements.json`` holds ``schema`` (1), the run's :class:`RunEntryDocument` fields and its
+``cases`` (each a :class:`CaseDocument`; no messages, no tracebacks); the reports root's
+``history.json`` holds ``schema``, ``keep`` and ``runs`` (each a :class:`RunEntryDocument`),
+oldest first, the newest ``keep`` runs. A case's ``latency`` is null when it timed nothing, its
+``accuracy`` the worst output's figures (``"inf"``: an exact match) or null, its ``noisy`` why the
+board's state moved during the timed runs. A run folder without measurements.json (older than the
+history, or crashed before its end) is simply not in the index.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from typing_extensions import TypedDict
 
@@ -49,6 +33,28 @@ ran on no board has board ``""``."""
 LatencyFigures = dict[str, float | int | str]
 """What the history keeps of a case's latency (``npu_hil.harness.latency.Latency.to_dict``'s
 p50_ms ... jitter_ms, runs, source)."""
+
+
+def as_figure(value: Any) -> float | None:
+    """A figure as the records keep it, as a number: ``"inf"`` (an exact match) is +infinity;
+    anything else that is not a number (a bool, NaN, other text) is no figure."""
+    if value == "inf":
+        return math.inf
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value):
+        return float(value)
+    return None
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` with its non-finite floats as the records spell them (``"inf"``, ``"-inf"``,
+    ``"nan"``), tuples as lists: JSON without extensions."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {key: strict_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(item) for item in value]
+    return value
 
 
 class WorstAccuracy(TypedDict):

@@ -10,13 +10,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from npu_hil.harness.history.model import CasePoint, RunEntry, WorstAccuracy
-from npu_hil.harness.history.noise import noise_reason
+from npu_hil.harness.history.model import CasePoint, RunEntry, WorstAccuracy, as_figure
 from npu_hil.harness.report.records import OUTCOMES, TestRecord, last_attempts
 
 __all__ = [
     "LATENCY_FIELDS",
+    "THERMAL_STEP_MC",
     "case_point",
+    "noise_reason",
     "run_entry",
     "run_points",
     "subject_after",
@@ -26,16 +27,6 @@ __all__ = [
 # What the history keeps of a Latency (the rest is in the run's records).
 LATENCY_FIELDS = ("p50_ms", "p90_ms", "p99_ms", "min_ms", "max_ms", "jitter_ms", "runs", "source")
 INF = "inf"
-
-
-def _as_float(value: Any) -> float | None:
-    """A figure as a number: ``"inf"`` (an exact match) is +infinity, anything else that is not
-    a finite or infinite number is no figure."""
-    if value == INF:
-        return math.inf
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value):
-        return float(value)
-    return None
 
 
 def _kept(value: float) -> float | str:
@@ -52,8 +43,8 @@ def worst_accuracy(record: TestRecord) -> WorstAccuracy | None:
         if not tensor.accuracy:
             continue
         seen = True
-        snr = _as_float(tensor.accuracy.get("snr_db"))
-        cosine = _as_float(tensor.accuracy.get("cosine"))
+        snr = as_figure(tensor.accuracy.get("snr_db"))
+        cosine = as_figure(tensor.accuracy.get("cosine"))
         if snr is not None:
             snrs.append(snr)
         if cosine is not None:
@@ -64,6 +55,68 @@ def worst_accuracy(record: TestRecord) -> WorstAccuracy | None:
         "snr_db": _kept(min(snrs)) if snrs else None,
         "cosine": _kept(min(cosines)) if cosines else None,
     }
+
+
+# Was the board steady while the case was timed? A figure taken while a thermal zone moved by
+# THERMAL_STEP_MC or more, or a cpufreq policy's or the NPU's or DDR's devfreq frequency or
+# governor changed, says more about the board than about the runtime: a baseline reports it as
+# noisy instead of failing it. A reading absent on either side is no evidence of a change.
+THERMAL_STEP_MC = 5000  # millidegrees C
+
+
+def _by(entries: Any, key: str) -> dict[str, Mapping[str, Any]]:
+    if not isinstance(entries, list):
+        return {}
+    return {str(e[key]): e for e in entries if isinstance(e, Mapping) and e.get(key) is not None}
+
+
+def _number(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _thermal(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    reasons = []
+    was, now = _by(before.get("thermal"), "zone"), _by(after.get("thermal"), "zone")
+    for zone in sorted(set(was) & set(now)):
+        t0, t1 = _number(was[zone].get("temp_mc")), _number(now[zone].get("temp_mc"))
+        if t0 is None or t1 is None or abs(t1 - t0) < THERMAL_STEP_MC:
+            continue
+        verb = "rose" if t1 > t0 else "fell"
+        reasons.append(f"{zone} {verb} {abs(t1 - t0) / 1000:.1f} °C during the runs")
+    return reasons
+
+
+def _clocks(
+    before: Mapping[str, Any], after: Mapping[str, Any], kind: str, key: str, freq: str
+) -> list[str]:
+    reasons = []
+    label = "cpufreq" if kind == "cpu" else f"{kind} devfreq"
+    unit = "kHz" if freq.endswith("khz") else "Hz"
+    was, now = _by(before.get(kind), key), _by(after.get(kind), key)
+    for name in sorted(set(was) & set(now)):
+        g0, g1 = was[name].get("governor"), now[name].get("governor")
+        if g0 is not None and g1 is not None and g0 != g1:
+            reasons.append(f"{label} {name} governor {g0} -> {g1}")
+        f0, f1 = _number(was[name].get(freq)), _number(now[name].get(freq))
+        if f0 is not None and f1 is not None and f0 != f1:
+            reasons.append(f"{label} {name} {f0} -> {f1} {unit}")
+    return reasons
+
+
+def noise_reason(board_state: Mapping[str, Any] | None) -> str:
+    """Why the board's state moved during the timed runs, ``""`` when it did not (or when there
+    are not two readings to compare), e.g. ``thermal_zone0 rose 7.0 °C during the runs;
+    cpufreq policy0 1800000 -> 1416000 kHz``."""
+    if not isinstance(board_state, Mapping):
+        return ""
+    before, after = board_state.get("before"), board_state.get("after")
+    if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+        return ""
+    reasons = _thermal(before, after)
+    reasons += _clocks(before, after, "cpu", "policy", "cur_freq_khz")
+    reasons += _clocks(before, after, "npu", "device", "cur_freq_hz")
+    reasons += _clocks(before, after, "ddr", "device", "cur_freq_hz")
+    return "; ".join(reasons)
 
 
 def subject_after(previous: str, artifact_hashes: Mapping[str, str], input_digest: str) -> str:

@@ -1,14 +1,11 @@
 """The history on disk: one run's ``measurements.json`` and the reports root's ``history.json``
 index (schemas in :mod:`npu_hil.harness.history.model`).
 
-Writes are atomic (a reader sees the old file or the new one) and the index's
-read-modify-write holds a lock beside it, so two runs ending at once on one reports root both
-land. Reads are forgiving the way a report reader must be: a run whose file is missing, torn or
-of another schema is left out of the history, never fatal; the index is only a list of run ids
-and is rebuilt from the run folders when it is missing or unreadable. Reads are bounded too
-(:func:`npu_hil.harness.files.read_json`: regular files only, never through a symlink, at most
-256 MiB and 64 levels deep): damage (a file nested 100,000 deep, a FIFO, a planted symlink) is
-a named problem in ``History.problems`` that the report shows, never an exception or a hang.
+Writes are atomic and the index's read-modify-write holds a lock beside it, so two runs ending at
+once on one reports root both land. Reads are forgiving and bounded
+(:func:`npu_hil.harness.files.read_json`): a run whose file is missing, torn, of another schema
+or planted (a FIFO, a symlink, a nested bomb) is left out, named in ``History.problems``, never
+an exception or a hang; a missing or unreadable index is rebuilt from the run folders.
 """
 
 from __future__ import annotations

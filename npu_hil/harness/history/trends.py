@@ -1,12 +1,8 @@
 """The report page's history view, as plain data: per board a latency (p50 per case over the
-runs) and a pass-rate plot drawn with matplotlib into PNG data URIs, and a row per case (failing
-since, flakiness, pass rate, last outcomes, latency and SNR).
-
-The report layer renders it (:mod:`npu_hil.harness.report.history_html`) and never imports this
-package: the caller at the session's end builds the view and hands it over.
-
-A page stays small: at most ``MAX_BOARDS`` boards and ``MAX_CASES`` cases are drawn (failing and
-flaky cases first), the rest are counted in a line.
+runs) and a pass-rate plot as PNG data URIs, and a row per case (docs/farm/history.md). The
+report renders it (:func:`npu_hil.harness.report.html.history_section`) and never imports this
+package; a page draws at most ``MAX_BOARDS`` boards and ``MAX_CASES`` cases (failing and flaky
+first) and counts the rest.
 """
 
 from __future__ import annotations
@@ -15,7 +11,6 @@ import math
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from typing_extensions import TypedDict
 
@@ -28,12 +23,16 @@ from npu_hil.harness.history.flaky import (
 )
 from npu_hil.harness.history.store import History, load_history
 from npu_hil.harness.report.compare import outcome_state
-from npu_hil.harness.report.plots import new_figure, png_uri
+from npu_hil.harness.report.plots import PlotStyle
 
 MAX_BOARDS = 30
 MAX_CASES = 200
-FIGURE_INCHES = (8.0, 3.0)
-FIGURE_DPI = 80  # 640 x 240 px
+PLOTS = PlotStyle(
+    xlabel="run (oldest → newest)",
+    inches=(8.0, 3.0),
+    dpi=80,  # 640 x 240 px
+    margins=(0.09, 0.98, 0.9, 0.19),
+)
 LINES_WITH_LEGEND = 8
 MARKED_RUNS = 60  # more lines than this: no legend (nodeids would fill the plot)
 
@@ -96,8 +95,7 @@ class RunRef(TypedDict):
 
 
 class TrendsView(TypedDict):
-    """The report page's history view (:func:`trends_view`), rendered by
-    :mod:`npu_hil.harness.report.history_html`."""
+    """The report page's history view (:func:`trends_view`)."""
 
     runs: list[RunRef]
     run_key: str
@@ -119,21 +117,6 @@ def _priority(case: CaseHistory) -> tuple[int, float, str, str]:
     return (failing, -case.flakiness, case.board, case.nodeid)
 
 
-def _png(figure: Any) -> str:
-    return png_uri(figure, FIGURE_DPI)
-
-
-def _figure(title: str, ylabel: str) -> tuple[Any, Any]:
-    return new_figure(
-        title,
-        ylabel,
-        "run (oldest → newest)",
-        inches=FIGURE_INCHES,
-        dpi=FIGURE_DPI,
-        margins=(0.09, 0.98, 0.9, 0.19),
-    )
-
-
 def _marks(points: int) -> dict[str, str | int]:
     """A dot per run while the runs can be told apart; over a long window the line alone."""
     return {"marker": ".", "markersize": 3} if points <= MARKED_RUNS else {}
@@ -150,14 +133,14 @@ def latency_plot(board: str, cases: Sequence[CaseHistory]) -> str | None:
     series = [(c, ys) for c, ys in series if any(not math.isnan(y) for y in ys)]
     if not series:
         return None
-    figure, axes = _figure(f"{board}: latency p50 per case", "ms")
+    figure, axes = PLOTS.figure(f"{board}: latency p50 per case", "ms")
     for case, ys in series:
         axes.plot(
             range(len(ys)), ys, marker=".", markersize=3, linewidth=1, label=_short(case.nodeid)
         )
     if len(series) <= LINES_WITH_LEGEND:
         axes.legend(fontsize=6, loc="best")
-    return _png(figure)
+    return PLOTS.png(figure)
 
 
 def pass_rate_per_run(cases: Sequence[CaseHistory]) -> list[float | None]:
@@ -175,11 +158,11 @@ def pass_rate_per_run(cases: Sequence[CaseHistory]) -> list[float | None]:
 def pass_rate_plot(board: str, rates: Sequence[float | None]) -> str | None:
     if not any(r is not None for r in rates):
         return None
-    figure, axes = _figure(f"{board}: pass rate", "passed / (passed + failed)")
+    figure, axes = PLOTS.figure(f"{board}: pass rate", "passed / (passed + failed)")
     ys = [100 * r if r is not None else math.nan for r in rates]
     axes.plot(range(len(ys)), ys, linewidth=1, color="#2e7d32", **_marks(len(ys)))
     axes.set_ylim(-5, 105)
-    return _png(figure)
+    return PLOTS.png(figure)
 
 
 def _case_row(case: CaseHistory, window: Sequence[str], last: int) -> CaseRow:

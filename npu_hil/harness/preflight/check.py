@@ -1,13 +1,10 @@
-"""Preflight: check an ONNX model against a target's tables before anything is deployed.
+"""Preflight: check an ONNX model against a target's tables before anything is deployed, or a
+compiled model against a board of the target (docs/model-developer/preflight.md).
 
-Walks the graph with ONNX shape inference and checks:
-- that the graph can be walked at all (numeric inputs, every value made before it is read,
-  convolution attributes of the types ONNX defines);
-- then whatever the target's vendor unit checks (``Vendor.preflight``): for RKNN every Conv /
-  ConvTranspose against the convolution width rules, every input against the input table and
-  every output against the output table; for Horizon NV12 inputs even H and W.
-
-Each finding names the node, the rule and the numbers, e.g.
+The graph is walked with ONNX shape inference; a graph that cannot be walked (a non-numeric input,
+a value read before it is made, convolution attributes of the wrong type) is a model that cannot
+be analysed (exit 2), never one that violates a rule. Then the target's vendor unit checks it
+(``Vendor.preflight``); each finding names the node, the rule and the numbers, e.g.
 ``conv_17: width 6145 · 3 > 2048 · 9, rule A(1), rk3588``.
 """
 
@@ -104,19 +101,12 @@ def preflight(
     input_type: str | None = None,
     board_versions: Mapping[str, Any] | None = None,
 ) -> PreflightReport:
-    """Check ``model`` (an ``onnx.ModelProto`` or a path) against ``target``'s tables.
-
-    A compiled model of the target's vendor (``.rknn``, ``.nef``, ``.bin``/``.hbm``) is checked
-    for compatibility instead (:func:`preflight_artifact`): its target platform against
-    ``target`` and, when ``board_versions`` gives the board's runtime version, the toolkit that
-    built it against that runtime.
-
-    ``first_layer`` is the precision of the compiled model's first layer (Rockchip: default
-    int8, float16 on RK2118); ``output_precision`` the precision of its outputs; ``rule``
-    forces rule A or B; ``input_type`` is the type the deployed model's input takes: on
-    Rockchip ``uint8``/``int8``/``float16``/``float32`` (default: what rknn-toolkit2 makes of the
-    ONNX input: a float input becomes the first layer's type, int8 or float16, as its compiler
-    log says; an integer input keeps its type), on Horizon an image type such as ``nv12``.
+    """Check ``model`` (an ``onnx.ModelProto`` or a path) against ``target``'s tables; a
+    compiled model of the target's vendor is checked for compatibility instead
+    (:func:`preflight_artifact`). ``first_layer``: the precision of the compiled model's first
+    layer (default: the target's); ``output_precision``: its outputs'; ``rule`` forces a width
+    rule; ``input_type``: the type the deployed model's input takes (default: what the vendor's
+    compiler makes of the ONNX input), as the options of ``npu-hil preflight`` say.
     """
     if isinstance(model, str | Path) and reader_for(model, target) is not None:
         return preflight_artifact(model, target, board_versions)

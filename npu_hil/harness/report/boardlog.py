@@ -1,11 +1,9 @@
 """The board's own logs in the reports: a case's class and excerpt next to its failure.
 
-:attr:`TestRecord.board_log <npu_hil.harness.report.records.TestRecord.board_log>` is the last model
-run's :meth:`LogFinding.to_dict <npu_hil.harness.pipeline.boardlog.LogFinding.to_dict>` (``class``,
-``matches``, ``kernel``, ``runtime``). JUnit gets ``board_log.class`` and
-``board_log.signatures`` properties and the excerpt in ``<system-out>``; summary.json a
-``board_logs`` entry (a count per class and the classified cases); the page the class as a
-badge and the excerpt under the case's message, the matched lines marked.
+:attr:`TestRecord.board_log <npu_hil.harness.report.records.TestRecord.board_log>` is the last
+model run's :meth:`LogFinding.to_dict <npu_hil.harness.pipeline.boardlog.LogFinding.to_dict>`.
+JUnit gets its properties and the excerpt in ``<system-out>``, summary.json a ``board_logs``
+entry, the page a badge and the excerpt with the matched lines marked.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""This run against earlier runs of the same kind in the same reports folder.
-
-The baseline is the last *complete* run with the same run key (same suite, inventory and
-selection, see :mod:`npu_hil.harness.report.runmeta`), or the run named with ``--compare-with``.
-Against it: new failures, fixed, still failing. Over a window of recent same-kind runs: flaky tests
-(a pass/fail state that flipped more than once; skips and absences are not states) and a trend of
-outcomes per board.
-
-A same-kind run newer than the baseline that did not finish (it crashed before writing
-summary.json, known then by its run.json; or its summary says it stopped early) is never used as
-the baseline, and never skipped silently either: the comparison lists it in
-``previous_incomplete`` and says so in its ``baseline`` sentence.
+"""This run against earlier runs of the same kind in the same reports folder (docs/farm/nightly.md,
+"Since the previous run"): the baseline is the last *complete* run with the same run key, or the
+run named with ``--compare-with``; against it new failures, fixed, still failing; over a window of
+recent same-kind runs the flaky tests and a trend per board. A same-kind run newer than the
+baseline that did not finish is never compared with, and never skipped silently either: it is
+listed in ``previous_incomplete`` and said in the ``baseline`` sentence.
 """
 
 from __future__ import annotations
@@ -20,7 +14,7 @@ from pathlib import Path
 
 from typing_extensions import TypedDict
 
-from npu_hil.harness.report.records import OUTCOMES, TestRecord
+from npu_hil.harness.report.records import NO_BOARD, OUTCOMES, TestRecord
 from npu_hil.harness.report.runmeta import RunMeta
 from npu_hil.harness.report.runs import (
     RECORDS_FILE,
@@ -206,7 +200,7 @@ def _outcomes(rows: Sequence[tuple[str, str, str]]) -> dict[str, str]:
 def _board_counts(rows: Sequence[tuple[str, str, str]]) -> dict[str, dict[str, int]]:
     per_board: dict[str, dict[str, int]] = {}
     for _, board, outcome in rows:
-        counts = per_board.setdefault(board or "(no board)", dict.fromkeys(OUTCOMES, 0))
+        counts = per_board.setdefault(board or NO_BOARD, dict.fromkeys(OUTCOMES, 0))
         counts[outcome] = counts.get(outcome, 0) + 1
     return per_board
 

@@ -1,20 +1,14 @@
-"""report.html: one self-contained page (inline CSS and script, heatmaps as data URIs, nothing
-fetched from a network), built to be scanned in a minute.
-
-Order on the page: the header (where the cases ran, the counts, links to junit.xml and pytest.log,
-the run's metadata), board health (fallbacks, unreachable boards, power cycles, with their
-reasons), the regressions against the baselines (when there are any), the comparison with the
-baseline run, the boards with a trend over the last runs, the history (per board latency and
-pass-rate plots and a row per case, when the caller hands a history view over), the
-board x layout matrix (a failing cell is red and links to its cases), the filters, then the cases:
-failures and errors first and expanded, skipped and passed cases collapsed. Every case says HW,
-SIM or "-" (ran on no board), so a simulated result is never read as a hardware one.
+"""report.html: one self-contained page (inline CSS and script, heatmaps and plots as data URIs,
+nothing fetched from a network), built to be scanned in a minute; what it shows, in order, is in
+docs/farm/nightly.md ("Reading report.html"). The history section takes the view the caller built
+(``npu_hil.harness.history.trends.trends_view``): this layer reads no history itself.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import math
 from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
@@ -22,10 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from npu_hil.harness.report.boardlog import CSS as BOARDLOG_CSS
 from npu_hil.harness.report.boardlog import board_log_html
-from npu_hil.harness.report.history_html import CSS as HISTORY_CSS
-from npu_hil.harness.report.history_html import history_section, regressions_section
 from npu_hil.harness.report.perf import latency_html
-from npu_hil.harness.report.records import QUARANTINED, TensorFinding, TestRecord
+from npu_hil.harness.report.records import (
+    NO_BOARD,
+    OUTCOMES,
+    QUARANTINED,
+    TensorFinding,
+    TestRecord,
+)
 from npu_hil.harness.report.stability import CSS as STABILITY_CSS
 from npu_hil.harness.report.stability import stability_badges, stability_notes
 
@@ -56,6 +54,12 @@ table.matrix th{white-space:nowrap;font-size:12px}.scroll{overflow-x:auto;max-wi
 .trend .t-pass{background:#4caf50}.trend .t-fail{background:#e53935}.trend .t-none{background:#ccc}
 .filters{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ddd}
 .filters label{margin-right:1em}#count{font-weight:600}
+.strip{white-space:nowrap}.strip span{display:inline-block;width:9px;height:14px;margin-right:1px;
+border-radius:2px}
+.strip .s-passed{background:#4caf50}.strip .s-failed,.strip .s-error{background:#e53935}
+.strip .s-skipped{background:#bdbdbd}.strip .s-absent{background:#f1f1f1;border:1px solid #ddd}
+img.trend{border:1px solid #ddd;margin:.3em .5em .3em 0}.sev-failure{color:#8a1111;
+font-weight:700}.sev-warning{color:#7a4500;font-weight:600}.sev-noisy{color:#555}
 """
 
 # Filtering: state in the URL fragment (#board=..&layout=..&outcome=..&q=..), so a matrix cell is
@@ -92,8 +96,6 @@ document.addEventListener('DOMContentLoaded',function(){
 """
 
 _ORDER = {"failed": 1, "error": 1, "skipped": 3, "passed": 4}
-OUTCOME_COLUMNS = ("passed", "failed", "error", "skipped")
-NO_BOARD = "(no board)"  # summary.json's row for cases no board of the inventory serves
 NO_LAYOUT = "(none)"
 
 
@@ -102,16 +104,13 @@ def _badge(text: str, cls: str) -> str:
 
 
 def _prov_badge(provenance: str) -> str:
-    if provenance == "hw":
-        return _badge("HW", "hw")
-    if provenance == "sim":
-        return _badge("SIM", "sim")
+    if provenance in ("hw", "sim"):
+        return _badge(provenance.upper(), provenance)
     return _badge("-", "none")
 
 
 def _kind_badge(kind: str) -> str:
-    cls = {"HW": "hw", "SIM": "sim", "HW+SIM": "mixedb"}.get(kind, "none")
-    return _badge(kind, cls)
+    return _badge(kind, {"HW": "hw", "SIM": "sim", "HW+SIM": "mixedb"}.get(kind, "none"))
 
 
 def embed_png(run_dir: Path, relative: str) -> str | None:
@@ -236,7 +235,7 @@ def _meta_table(summary: Mapping[str, Any]) -> str:
 def _header(run_dir: Path, summary: Mapping[str, Any]) -> str:
     meta = summary.get("meta", {})
     outcomes = summary["outcomes"]
-    counts = " ".join(_badge(f"{outcomes.get(o, 0)} {o}", o) for o in OUTCOME_COLUMNS)
+    counts = " ".join(_badge(f"{outcomes.get(o, 0)} {o}", o) for o in OUTCOMES)
     for key, what in ((QUARANTINED, QUARANTINED), ("unstable", "unstable")):
         count = outcomes.get(key) or (summary.get(key) or {}).get("count", 0)
         counts += f" {_badge(f'{count} {what}', what)}" if count else ""
@@ -343,7 +342,7 @@ def _trend(board: str, trend: Sequence[Mapping[str, Any]]) -> str:
         else:
             bad = counts.get("failed", 0) + counts.get("error", 0)
             cls = "t-fail" if bad else "t-pass" if counts.get("passed", 0) else "t-none"
-            text = ", ".join(f"{counts.get(o, 0)} {o}" for o in OUTCOME_COLUMNS)
+            text = ", ".join(f"{counts.get(o, 0)} {o}" for o in OUTCOMES)
         marks.append(
             f'<span class="{cls}" title="{escape(str(run.get("run_id")))}: {text}"></span>'
         )
@@ -355,7 +354,7 @@ def _boards(summary: Mapping[str, Any], comparison: Mapping[str, Any]) -> str:
     rows = []
     for board, entry in summary["per_board"].items():
         bad = entry.get("failed", 0) + entry.get("error", 0)
-        cells = "".join(f"<td>{entry.get(o, 0)}</td>" for o in OUTCOME_COLUMNS)
+        cells = "".join(f"<td>{entry.get(o, 0)}</td>" for o in OUTCOMES)
         kind = "" if board == NO_BOARD else _kind_badge(str(entry.get("kind", "-")))
         link = f'<a href="#board={escape(board)}">{escape(board)}</a>'
         rows.append(
@@ -363,7 +362,7 @@ def _boards(summary: Mapping[str, Any], comparison: Mapping[str, Any]) -> str:
             f"<td>{escape(str(entry.get('target') or ''))}</td><td>{kind}</td>{cells}"
             f"<td>{_trend(board, trend)}</td></tr>"
         )
-    head = "".join(f"<th>{o}</th>" for o in OUTCOME_COLUMNS)
+    head = "".join(f"<th>{o}</th>" for o in OUTCOMES)
     return (
         '<h2 id="boards">Boards</h2><table class="boards"><tr><th>board</th><th>target</th>'
         f"<th>ran on</th>{head}<th>last {len(trend)} runs</th></tr>{''.join(rows)}</table>"
@@ -374,7 +373,7 @@ def _matrix(records: Sequence[TestRecord]) -> str:
     cells: dict[tuple[str, str], dict[str, int]] = {}
     for r in records:
         key = (r.board or NO_BOARD, r.layout or NO_LAYOUT)
-        counts = cells.setdefault(key, dict.fromkeys(OUTCOME_COLUMNS, 0))
+        counts = cells.setdefault(key, dict.fromkeys(OUTCOMES, 0))
         counts[r.outcome] = counts.get(r.outcome, 0) + 1
     boards = sorted({b for b, _ in cells})
     layouts = sorted({la for _, la in cells})
@@ -405,6 +404,202 @@ def _matrix(records: Sequence[TestRecord]) -> str:
     )
 
 
+# The history view and the regressions: plain data handed over by the caller.
+MAX_REGRESSIONS = 500
+
+
+def _figure(value: Any, unit: str = "", digits: int = 4) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, (int, float)) and math.isinf(value):
+        return "exact" if value > 0 else "-inf"
+    if isinstance(value, (int, float)):
+        return f"{value:.{digits}g}{unit}"
+    return escape(str(value))
+
+
+def _percent(value: Any) -> str:
+    return "—" if value is None else f"{100 * float(value):.0f}%"
+
+
+def regressions_section(summary: Mapping[str, Any]) -> str:
+    """Every regression finding of the run, or nothing when the summary has none."""
+    found = summary.get("regressions") or []
+    if not found:
+        return ""
+    rows = []
+    for item in found[:MAX_REGRESSIONS]:
+        severity = str(item.get("severity", ""))
+        band = item.get("band") or {}
+        band_text = (
+            f"{_figure(band.get('low'))}..{_figure(band.get('high'))} "
+            f"(median {_figure(band.get('median'))}, {len(band.get('runs') or [])} runs)"
+            if band
+            else ""
+        )
+        rows.append(
+            f'<tr class="regression"><td class="sev-{escape(severity)}">{escape(severity)}</td>'
+            f"<td>{escape(str(item.get('board', '')))}</td>"
+            f"<td><code>{escape(str(item.get('nodeid', '')))}</code></td>"
+            f"<td>{escape(str(item.get('metric', '')))}</td><td>{_figure(item.get('value'))}</td>"
+            f"<td>{escape(band_text)}</td><td>{escape(str(item.get('message', '')))}</td></tr>"
+        )
+    more = len(found) - MAX_REGRESSIONS
+    tail = f"<p class='muted'>… and {more} more (summary.json has them all)</p>" if more > 0 else ""
+    counts = {s: sum(1 for i in found if i.get("severity") == s) for s in ("failure", "warning")}
+    noisy = sum(1 for i in found if i.get("severity") == "noisy")
+    head = (
+        f"{len(found)} outside their baseline band: {counts['failure']} failing, "
+        f"{counts['warning']} warnings, {noisy} on a noisy board (reported, never failing)"
+    )
+    return (
+        f'<h2 id="regressions">Regressions</h2><p>{escape(head)}</p><table class="regressions">'
+        "<tr><th>severity</th><th>board</th><th>test</th><th>figure</th><th>value</th>"
+        f"<th>band</th><th>message</th></tr>{''.join(rows)}</table>{tail}"
+    )
+
+
+def _strip(entries: Sequence[Mapping[str, Any]]) -> str:
+    marks = []
+    for entry in entries:
+        outcome = str(entry.get("outcome") or "")
+        cls = f"s-{outcome}" if outcome else "s-absent"
+        title = f"{entry.get('run_id')}: {outcome or 'not in this run'}"
+        marks.append(f'<span class="{escape(cls)}" title="{escape(title)}"></span>')
+    return f'<span class="strip">{"".join(marks)}</span>'
+
+
+def _img(uri: Any, alt: str) -> str:
+    if not isinstance(uri, str) or not uri.startswith("data:image/png;base64,"):
+        return ""
+    return f'<img class="trend" alt="{escape(alt)}" src="{uri}">'
+
+
+def _case_row(case: Mapping[str, Any]) -> str:
+    since = case.get("failing_since")
+    since_text = (
+        f"<code>{escape(str(since))}</code> {escape(str(case.get('failing_since_started', '')))}"
+        if since
+        else "—"
+    )
+    flips = int(case.get("flips") or 0)
+    return (
+        f'<tr class="hist-case{" row-failed" if since else ""}">'
+        f"<td><code>{escape(str(case.get('nodeid', '')))}</code></td>"
+        f"<td>{_strip(case.get('strip') or [])}</td><td>{since_text}</td>"
+        f"<td>{_percent(case.get('flakiness'))} ({flips} flip{'s' if flips != 1 else ''})</td>"
+        f"<td>{_percent(case.get('pass_rate'))}</td>"
+        f"<td>{_figure(case.get('latency_last_ms'), ' ms')}</td>"
+        f"<td>{_figure(case.get('latency_median_ms'), ' ms')}</td>"
+        f"<td>{_figure(case.get('snr_last_db'), ' dB')}</td></tr>"
+    )
+
+
+_CASE_HEAD = (
+    "<tr><th>test</th><th>last outcomes (oldest → newest)</th><th>failing since</th>"
+    "<th>flakiness</th><th>pass rate</th><th>p50 last</th><th>p50 median</th><th>SNR last</th></tr>"
+)
+
+
+def _outcome(outcome: Any) -> str:
+    return escape(str(outcome)) if outcome else "not run"
+
+
+def _highlight_list(title: str, found: Mapping[str, Any] | None, describe: Any) -> str:
+    cases = (found or {}).get("cases") or []
+    total = int((found or {}).get("total", 0))
+    if not total:
+        return f"<p><b>{escape(title)}</b>: none.</p>"
+    items = "".join(
+        f"<li><code>{escape(str(c.get('nodeid', '')))}</code> on "
+        f"{escape(str(c.get('board', '')) or NO_BOARD)}: {describe(c)}</li>"
+        for c in cases
+    )
+    more = total - len(cases)
+    tail = f"<li class='muted'>… and {more} more</li>" if more > 0 else ""
+    return f"<p><b>{escape(title)}</b> ({total}):</p><ul class='highlights'>{items}{tail}</ul>"
+
+
+def _lead(view: Mapping[str, Any]) -> str:
+    """The three lists the section opens with: changed in the last run, failing, flipping."""
+    found = view.get("highlights") or {}
+    return (
+        _highlight_list(
+            "Changed in the last run",
+            found.get("changed"),
+            lambda c: f"{_outcome(c.get('before'))} → {_outcome(c.get('now'))}",
+        )
+        + _highlight_list(
+            "Failing now",
+            found.get("failing"),
+            lambda c: f"since <code>{escape(str(c.get('failing_since', '')))}</code>",
+        )
+        + _highlight_list(
+            "Flipping (more than once)",
+            found.get("flipping"),
+            lambda c: f"{int(c.get('flips') or 0)} flips",
+        )
+    )
+
+
+def history_section(view: Mapping[str, Any] | None) -> str:
+    """The trends of the runs of this kind, or nothing when no view was handed over: what
+    changed, fails and flips first; the per-board plots and case table folded below."""
+    if not view:
+        return ""
+    runs = view.get("runs") or []
+    first = runs[0].get("started", "") if runs else ""
+    last = runs[-1].get("started", "") if runs else ""
+    parts = [
+        '<h2 id="history">History</h2>',
+        f"<p>The last {len(runs)} complete run{'s' if len(runs) != 1 else ''} of this kind"
+        + (f" ({escape(str(first))} to {escape(str(last))})" if runs else "")
+        + f": {int(view.get('cases_total', 0))} cases.</p>",
+    ]
+    if len(runs) < 2:
+        parts.append(
+            "<p class='muted one-run'>One run so far: changes, flips and trend plots begin "
+            "with the next run of this kind.</p>"
+        )
+    else:
+        parts.append(_lead(view))
+    boards = view.get("boards") or []
+    if boards:
+        parts.append(
+            f"<details class='hist-all'><summary>Every case, board by board ({len(boards)} "
+            f"board{'s' if len(boards) != 1 else ''})</summary>"
+        )
+    for board in boards:
+        name = str(board.get("board", ""))
+        cases = board.get("cases") or []
+        parts.append(
+            f'<h3 class="hist-board">{escape(name or NO_BOARD)}</h3><p class="muted">'
+            f"{int(board.get('cases_total', 0))} cases, {int(board.get('failing', 0))} failing "
+            f"now, {int(board.get('flaky', 0))} flaky (flipped more than once)</p>"
+        )
+        parts.append(
+            _img(board.get("latency_png"), f"latency p50 per case on {name}")
+            + _img(board.get("pass_rate_png"), f"pass rate on {name}")
+        )
+        if cases:
+            rows = "".join(_case_row(c) for c in cases)
+            parts.append(
+                f'<div class="scroll"><table class="history">{_CASE_HEAD}{rows}</table></div>'
+            )
+    if boards:
+        parts.append("</details>")
+    omitted_boards = int(view.get("omitted_boards", 0))
+    omitted_cases = int(view.get("omitted_cases", 0))
+    if omitted_boards or omitted_cases:
+        parts.append(
+            f'<p class="muted omitted">Not drawn, to keep the page small: {omitted_boards} more '
+            f"board{'s' if omitted_boards != 1 else ''} and {omitted_cases} more "
+            f"case{'s' if omitted_cases != 1 else ''} (failing and flaky cases are drawn first; "
+            "<code>npu-hil history</code> lists them all).</p>"
+        )
+    return "".join(parts)
+
+
 def _select(key: str, label: str, values: Sequence[str]) -> str:
     options = "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in values)
     return (
@@ -422,7 +617,7 @@ def _filters(records: Sequence[TestRecord]) -> str:
         + _select("board", "board", values(lambda r: r.board or NO_BOARD))
         + _select("target", "target", values(lambda r: r.target or ""))
         + _select("layout", "layout", values(lambda r: r.layout or NO_LAYOUT))
-        + _select("outcome", "outcome", [*OUTCOME_COLUMNS, QUARANTINED])
+        + _select("outcome", "outcome", [*OUTCOMES, QUARANTINED])
         + _select("prov", "ran on", ["hw", "sim", "none"])
         + '<label>search <input id="f-q" type="search" placeholder="test id or message">'
         '</label><button id="f-reset" type="button">reset</button> <span id="count"></span></div>'
@@ -539,7 +734,7 @@ def build_html(
     assert "</" not in SCRIPT
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(str(title))}</title><style>{CSS}{HISTORY_CSS}{STABILITY_CSS}{BOARDLOG_CSS}</style>"
+        f"<title>{escape(str(title))}</title><style>{CSS}{STABILITY_CSS}{BOARDLOG_CSS}</style>"
         f"<script>{SCRIPT}</script></head><body>"
         f"{_header(run_dir, summary)}{_health(summary)}{regressions_section(summary)}"
         f"{_comparison(comparison)}{_boards(summary, comparison)}{history_section(history)}"

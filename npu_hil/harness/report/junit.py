@@ -21,11 +21,6 @@ from npu_hil.harness.report.stability import stability_properties
 if TYPE_CHECKING:
     from npu_hil.harness.report.case_texts import CaseTexts
 
-# XML 1.0 forbids most control characters, surrogates and U+FFFE/U+FFFF: a device dump in a
-# message must not break the file. The records are clean already (scrubbed where they are made);
-# the rest (meta) is cleaned here.
-_clean = clean_text
-
 
 def split_nodeid(nodeid: str) -> tuple[str, str]:
     """(classname, name) the way pytest's junitxml does: path parts and classes dotted."""
@@ -116,12 +111,14 @@ def junit_chunks(
         "errors": str(counts["error"]),
         "skipped": str(counts["skipped"] + counts["quarantined"]),
         "time": f"{sum(r.duration_s for r in records):.3f}",
-        "timestamp": _clean(str(meta.get("started", ""))),
+        # XML 1.0 forbids most control characters: the records are clean already (scrubbed
+        # where they are made), the meta is cleaned here
+        "timestamp": clean_text(str(meta.get("started", ""))),
     }
     head = " ".join(f"{k}={_attr(v)}" for k, v in suite_attributes.items())
     lines = ["<?xml version='1.0' encoding='utf-8'?>", f"<testsuite {head}>", "  <properties>"]
     suite_keys = ("run_id", "backend", "inventory")
-    suite_props = [(key, _clean(str(meta[key]))) for key in suite_keys if key in meta]
+    suite_props = [(key, clean_text(str(meta[key]))) for key in suite_keys if key in meta]
     lines += _property_lines(suite_props, "    ")
     lines.append("  </properties>")
     yield ("\n".join(lines) + "\n").encode("utf-8")
@@ -136,10 +133,6 @@ def junit_chunks(
 def testcase_text(record: TestRecord) -> str:
     """One ``<testcase>`` element, its lines: the record's text is clean already (records are
     scrubbed and cleaned where they are made), so it is only escaped here."""
-    return "\n".join(_testcase_lines(record))
-
-
-def _testcase_lines(record: TestRecord) -> list[str]:
     classname, name = split_nodeid(record.nodeid)
     lines = [
         f"  <testcase classname={_attr(classname)} name={_attr(name)}"
@@ -161,4 +154,4 @@ def _testcase_lines(record: TestRecord) -> list[str]:
     if out:
         lines.append(f"    <system-out>{escape(out)}</system-out>")
     lines.append("  </testcase>")
-    return lines
+    return "\n".join(lines)

@@ -1,15 +1,7 @@
-"""The runtime matrix: the same suite run once per runtime version installed on the boards,
-side by side.
-
-``npu-hil nightly --runtime-matrix`` runs pytest once per runtime name of the inventory
-(``--runtime NAME``, each a run folder of its own, with its own report, history and baselines:
-the runtime is part of the run key) and then writes ``<reports>/matrix-<run-id>/``:
-``matrix.json`` and ``matrix.html``, a row per case (board and test id) and a column per
-runtime, each cell the outcome, the runtime versions the board reported and the p50 latency.
-A row whose outcomes differ between runtimes is a *disagreement* and comes first: it is what
-the matrix is for (a model a newer runtime refuses, an output an older one computes
-differently). A case a runtime did not run (its boards do not have it) is ``absent`` there,
-never a disagreement by itself; a case no board served in any run is left out.
+"""The runtime matrix (``npu-hil nightly --runtime-matrix``, docs/farm/nightly.md): the runs of
+one suite, one per runtime version, side by side in ``matrix.json`` and ``matrix.html``, a row
+per case and a column per runtime. A row whose outcomes differ is a *disagreement* and comes
+first; a case a runtime did not run is ``absent`` there, never a disagreement by itself.
 """
 
 from __future__ import annotations
@@ -94,17 +86,13 @@ def _cell(record: TestRecord) -> MatrixCell:
     return cell
 
 
-def _summary(run_dir: Path) -> PastSummary:
-    return read_summary(run_dir) or {}
-
-
 def build_matrix(runs: Sequence[MatrixRun]) -> MatrixDocument:
     """The matrix of ``runs`` (one per runtime, in the order given) as plain data."""
     names = [run.runtime for run in runs]
     cases: dict[tuple[str, str], dict[str, MatrixCell]] = {}
     columns: list[MatrixColumn] = []
     for run in runs:
-        summary = _summary(run.run_dir)
+        summary: PastSummary = read_summary(run.run_dir) or {}
         columns.append(
             {
                 "runtime": run.runtime,

@@ -20,6 +20,8 @@ OUTCOMES = ("passed", "failed", "error", "skipped")
 QUARANTINED = "quarantined"
 """The outcome of a listed test that failed: reported, never failing the run (not one of
 :data:`OUTCOMES`, whose four columns every table keeps)."""
+NO_BOARD = "(no board)"
+"""The row of the cases no board of the inventory serves, in every per-board table."""
 
 
 class TensorDocument(TypedDict):
@@ -196,19 +198,11 @@ class RecordDocument(TypedDict):
 
 @dataclass
 class TestRecord:
-    """One test on one board.
-
-    ``nodeid`` is pytest's id (with the board in the parameter id, e.g. ``[rk3588-01]``);
-    ``simulated`` is True whenever a simulated backend ran the test, including a fallback from
-    hardware; ``ran_on`` is where the test really ran: ``"hw"`` only when a hardware board ran it,
-    ``"sim"`` for a simulated board (a fallback included), ``""`` when it ran on neither (skipped,
-    or its board was unreachable); ``layout`` names the NPU layout(s) the case exercised;
-    ``board_events`` are the board's health events the test met (a power cycle, a fallback, an
-    unhealthy board); ``retried`` holds each infrastructure error a retry was paid for
-    (``TransportError: ...``), in order, so a test that passed on its second try still shows
-    what went wrong on its first; ``properties`` go into the JUnit XML as ``<property>``
-    elements.
-    """
+    """One test on one board: pytest's ``nodeid`` (the board in its parameter id), ``simulated``
+    whenever a simulated backend ran it (a fallback included), ``ran_on`` where it really ran
+    (``"hw"``, ``"sim"``, ``""`` for neither: skipped, or its board unreachable), the board's
+    health events it met, each infrastructure error a retry was paid for (so a pass on the
+    second try still shows the first), and ``properties`` for the JUnit XML."""
 
     __test__ = False  # a record, not a test class pytest should try to collect
 
@@ -230,39 +224,27 @@ class TestRecord:
     layout: str = ""
     board_events: list[str] = field(default_factory=list)
     retried: list[str] = field(default_factory=list)
-    # The last model run's latency figures (npu_hil.harness.latency.Latency as a dict) and the
-    # board's state before and after its timed runs; empty when the test measured nothing.
+    # the last model run's Latency as a dict, the board's state before and after its timed runs
     latency: dict[str, Any] = field(default_factory=dict)
     board_state: dict[str, Any] = field(default_factory=dict)
-    # Figures outside their baseline's band (npu_hil.harness.history.model.Regression as a dict:
-    # board, nodeid, metric, value, band, severity, message); empty when none was, or no baseline.
+    # figures outside their baseline's band (npu_hil.harness.history.model.Regression)
     regressions: list[FindingDocument] = field(default_factory=list)
-    # A pass that needed a retry (a model run's, or a rerun of the test): the first failure's
-    # reason; "" for a clean pass and for every other outcome. A flag, not an outcome: the test
-    # passed, and CI keeps it green.
+    # a pass that needed a retry: the first failure's reason (a flag, not an outcome: CI stays
+    # green)
     unstable: str = ""
-    # The quarantine entry that lists the test
-    # (npu_hil.harness.farm.quarantine.QuarantineEntry.to_dict: test, reason, expires, entry, and
-    # target, board, link where given), whatever its outcome; the outcome is "quarantined" when the
-    # listed test failed.
+    # the quarantine entry that lists the test (QuarantineEntry.to_dict), whatever its outcome
     quarantine: dict[str, str] = field(default_factory=dict)
-    # The cross-API check of the test's model runs
-    # (npu_hil.harness.pipeline.crossapi.CrossApi.summary, one line per check): the two paths
-    # compared, or why it did not apply; "" without it.
+    # the cross-API check of its model runs (CrossApi.summary, one line per check)
     cross_api: str = ""
-    # How the vendor took each input declared as pixels (ModelRun.preprocessing, one line per
-    # input); "" when the test declared none.
+    # how the vendor took each input declared as pixels (ModelRun.preprocessing)
     preprocessing: str = ""
-    # The board's own logs in the last model run's job window, classified
-    # (npu_hil.harness.pipeline.boardlog.LogFinding.to_dict: class, matches, kernel, runtime); empty
-    # when no model ran. A class here decided the outcome (infrastructure: an error).
+    # the board's own logs in the last model run's job window, classified (LogFinding.to_dict);
+    # a class here decided the outcome (infrastructure: an error)
     board_log: BoardLogDocument = field(default_factory=lambda: BoardLogDocument())
-    # What the test's figures are figures of: its model runs' artifacts and inputs, one digest
-    # (npu_hil.harness.history.points.subject_after); "" when no model ran. Baselines compare
-    # only runs of the same subject.
+    # what its figures are of: its model runs' artifacts and inputs as one digest
+    # (history.points.subject_after); baselines compare only runs of the same subject
     subject: str = ""
-    # Why this run's figures start a new baseline ("" when they are compared with earlier runs
-    # or have none before them): the model or the inputs changed since the last run.
+    # why its figures start a new baseline: the model or the inputs changed since the last run
     baseline_note: str = ""
 
     @property
@@ -304,11 +286,10 @@ def last_attempts(records: Iterable[TestRecord]) -> list[TestRecord]:
 
 
 def scrubbed(record: TestRecord) -> TestRecord:
-    """``record`` with every secret in its text removed (:func:`npu_hil.harness.redact.scrub`) and
-    its text made safe to write (:func:`npu_hil.harness.report.sanitize.clean_text`: no lone
-    surrogate, no raw control or bidi character): applied where records are written, so
-    records.jsonl, the JUnit XML, the HTML page and the summary never hold key material and are
-    always written and valid, whatever exception text a test ended with."""
+    """``record`` without secrets (:func:`npu_hil.harness.redact.scrub`) and with text safe to
+    write (:func:`npu_hil.harness.report.sanitize.clean_text`): applied where records are
+    written, so no report file holds key material and every one is valid, whatever exception
+    text a test ended with."""
     return TestRecord.from_dict(scrubbed_dict(record))
 
 

@@ -1,12 +1,7 @@
-"""What a run was: harness version and commit, exit status, and its *run key*.
-
-The run key is a hash of what makes two runs comparable: the suite (the test paths given to
-pytest), the inventory (its path and content), and the selection (``-k``, ``-m``, ``--target``,
-``--board``, ``--backend``, ``--simfarm``, ``--lf``...). "Since the previous run" compares only with
-a complete run of the same key, so a test-suite run or a ``-k`` debugging run never becomes the
-baseline of a nightly.
-
-Plain values in, plain values out: the pytest plugin reads them off its config
+"""What a run was: harness version and commit, exit status, and its *run key*: a hash of the
+suite, the inventory (path and content) and the selection, so that "since the previous run"
+compares only runs of the same kind and a ``-k`` debugging run never becomes a nightly's baseline
+(docs/farm/nightly.md). Plain values in, plain values out: the plugin reads them off its config
 (:mod:`npu_hil.harness.plugin.runmeta`), ``npu-hil nightly`` off its command line.
 """
 

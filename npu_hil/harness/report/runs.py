@@ -1,13 +1,11 @@
-"""Run folders under a reports root, and the append-only record log inside each one.
+"""Run folders under a reports root, and the files a run leaves there as it goes.
 
-``reports/<run-id>/`` where the run id is a UTC timestamp plus a short random suffix, so a plain
-sort of the folder names is the order the runs started in. ``records.jsonl`` holds one
-:class:`TestRecord` per line, appended as tests finish: a crashed run keeps what completed.
-``run.json`` is written with the first record: the run's key and start, so a run that dies
-before its summary.json is still known as a run of its kind ("the previous run was incomplete").
-
-A run folder is created private (0700): failure messages and boot logs are for whoever ran the
-suite; the files inside get the umask's mode (:mod:`npu_hil.harness.report.atomic`).
+``reports/<run-id>/``: the run id is a UTC timestamp plus a short random suffix, so a sort of the
+folder names is the order the runs started in. ``records.jsonl`` gets a :class:`TestRecord` per
+line as tests finish (a crashed run keeps what completed), ``run.json`` the run's key and start
+with the first record (a run that dies before its summary.json is still known as a run of its
+kind). A run folder is created private (0700): failure messages and boot logs are for whoever ran
+the suite; the files inside get the umask's mode (:mod:`npu_hil.harness.report.atomic`).
 """
 
 from __future__ import annotations

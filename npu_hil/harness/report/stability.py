@@ -1,11 +1,7 @@
-"""Unstable and quarantined cases in the reports: summary.json's lists, the JUnit properties, the
-page's markers.
-
-A case is *unstable* when it passed only after a retry (:attr:`TestRecord.unstable` holds the
-first failure's reason); it is a flag on a pass, so CI keeps the case green while the report
-says it needed a second try. A case is *quarantined* when a quarantine entry lists it
-(:attr:`TestRecord.quarantine`); its outcome is ``quarantined`` when it failed, and a listed
-case that passed is one whose entry can go.
+"""Unstable and quarantined cases in the reports (docs/farm/quarantine.md): summary.json's lists,
+the JUnit properties, the page's markers. *Unstable* is a flag on a pass that needed a retry
+(CI stays green, the report says so); a *quarantined* case is one a quarantine entry lists, its
+outcome ``quarantined`` when it failed.
 """
 
 from __future__ import annotations

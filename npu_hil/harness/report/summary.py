@@ -1,13 +1,9 @@
-"""summary.json: counts per outcome, per board, per target, where the cases ran, board health,
-latency and accuracy per target (each case's figures are in its record and in the run's
-``measurements.json``), every finding against the baselines (and the runs they came from). The
-records themselves stay in ``records.jsonl`` (``records_file``): at 12,000 cases, embedding them
-made summary.json 71 MB, and every reader of a summary (a comparison, the history, ``npu-hil
-nightly``'s table) parsed all of it; a row per case in ``latency`` and ``accuracy`` kept 10 MB.
-
-Where a case ran is its :attr:`TestRecord.provenance`: ``hardware`` only for a case a hardware
-board ran, ``simulated`` for a simulated board (a fallback included), ``not run`` for the rest
-(skipped cases, cases whose board was unreachable or that no board serves).
+"""summary.json: counts per outcome, board and target, where the cases ran (a case's
+:attr:`TestRecord.provenance`), board health, latency and accuracy per target, the findings
+against the baselines. The records stay in ``records.jsonl`` and each case's figures in
+``measurements.json``: at 12,000 cases embedding the records made summary.json 71 MB, which every
+reader of a summary (a comparison, the history, the nightly's table) parsed whole, and a row per
+case in ``latency`` and ``accuracy`` kept 10 MB.
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import NotRequired, TypedDict
 
 from npu_hil.harness.report.boardlog import BoardLogs, board_log_summary
-from npu_hil.harness.report.records import OUTCOMES, FindingDocument, TestRecord
+from npu_hil.harness.report.records import NO_BOARD, OUTCOMES, FindingDocument, TestRecord
 from npu_hil.harness.report.runmeta import RunMeta
 from npu_hil.harness.report.runs import MEASUREMENTS_FILE, RECORDS_FILE
 from npu_hil.harness.report.stability import Quarantine, Unstable, stability_summary
@@ -33,7 +29,6 @@ SCHEMA_VERSION = 4
 """4: ``latency`` and ``accuracy`` per target (each case's figures stay in its record and in
 ``measurements_file``); 3: no ``records`` (``records_file`` names where they are), a row per case
 in ``latency`` and ``accuracy``; 2 embedded every record."""
-NO_BOARD = "(no board)"
 NO_TARGET = "(no target)"
 _KIND = {"hw": "hardware", "sim": "simulated", "": "not run"}
 
@@ -216,12 +211,6 @@ def _accuracy_by_target(records: Sequence[TestRecord]) -> dict[str, TargetAccura
     }
 
 
-def _regressions(records: Sequence[TestRecord]) -> list[FindingDocument]:
-    """Every baseline finding of the run (board, nodeid, metric, value, band, severity,
-    message), in the records' order."""
-    return [finding.copy() for record in records for finding in record.regressions]
-
-
 def build_summary(
     records: Sequence[TestRecord],
     meta: RunMeta,
@@ -288,7 +277,8 @@ def build_summary(
         # per target; each case's figures are in its record and in the measurements file
         "latency": _latency_by_target(records),
         "accuracy": _accuracy_by_target(records),
-        "regressions": _regressions(records),
+        # every baseline finding of the run, in the records' order
+        "regressions": [finding.copy() for record in records for finding in record.regressions],
         # passes that needed a retry, and the quarantine list's cases (each a count and a list)
         "unstable": stability["unstable"],
         "quarantine": stability["quarantine"],

@@ -9,7 +9,8 @@ where a least-squares slope is pulled by a single one. numpy only.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import cast
 
 import numpy as np
 
@@ -35,13 +36,7 @@ class Fit:
     points: int
 
     def to_dict(self) -> FitDocument:
-        return {
-            "slope": self.slope,
-            "intercept": self.intercept,
-            "low": self.low,
-            "high": self.high,
-            "points": self.points,
-        }
+        return cast(FitDocument, asdict(self))
 
 
 def theil_sen(x: np.ndarray, y: np.ndarray) -> Fit:

@@ -1,19 +1,13 @@
 """The soak loop: every chosen board runs the chosen models over and over on several contexts at
 once, each context asking its agent for a memory reading every ``sample_every_s``.
 
-A context is an agent of its own (its own process and runtime context) on the board's one
-transport: :class:`~npu_hil.harness.agent.client.AgentClient` is not thread-safe, so each context
-gets one, and the board's first context is the farm's own session. Each context is primed in turn
-first (agent deployed and started, one job per model, so the bundle and the models are copied
-once, not raced by several agents), then all run in threads until the deadline or their count
-of jobs. A job is :func:`npu_hil.harness.pipeline.run_model` as a script would call it (the farm's
-retry policy, the board's breaker); it fails when it raises an NpuHilError or its buffers do not
-match. A board whose breaker opens, or that fails its health check, stops its contexts; the
-cause is kept.
-
-    with Farm("farm.yaml") as farm:
-        run = soak(farm, farm.boards(targets=["rk3588"]), SoakPlan(("conv1x1",), contexts=2,
-                   seconds=3600, sample_every_s=30))
+A context is an agent of its own (process and runtime context): :class:`AgentClient
+<npu_hil.harness.agent.client.AgentClient>` is not thread-safe, and the board's first context is
+the farm's own session. The contexts are primed in turn first (agent started, one job per model,
+so the bundle and models are copied once, not raced), then all run in threads until the deadline
+or their count of jobs. A job is :func:`npu_hil.harness.pipeline.run_model` with the farm's retry
+policy and the board's breaker; it fails on an NpuHilError or buffers that do not match. A board
+whose breaker opens, or that fails its health check, stops its contexts, the cause kept.
 """
 
 from __future__ import annotations

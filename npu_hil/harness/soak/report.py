@@ -1,10 +1,7 @@
-"""The soak's report: ``<reports>/soak-<run-id>/`` with ``soak.json`` (the plan, the bounds, every
-sample, per board and context counts, the fitted slopes, the verdict) and ``soak.html`` (the
-verdict, the figures, and per board a plot of each agent's RSS over time with its fitted line,
-the CMA in use where the board shows it, and the failed jobs over time), the plots embedded as
-PNG data, as the nightly's history page embeds its own. The folder is private (0700, checked
-like every folder the harness writes into); every file is written atomically. The folder's name
-is not a nightly run id, so the nightly's history and comparisons never take a soak for a run.
+"""The soak's report: a new private ``<reports>/soak-<run-id>/`` with ``soak.json`` (the plan,
+the bounds, every sample, the counts, the fits, the verdict) and ``soak.html`` (the verdict and
+per board plots of RSS, CMA in use and failed jobs over time, embedded as PNG data). The folder's
+name is no nightly run id, so the nightly's history and comparisons never take a soak for a run.
 """
 
 from __future__ import annotations
@@ -17,20 +14,21 @@ from typing import Any
 
 from npu_hil.harness.folders import private_dir
 from npu_hil.harness.report.atomic import write_text_atomic
-from npu_hil.harness.report.plots import new_figure, png_uri
+from npu_hil.harness.report.plots import PlotStyle
 from npu_hil.harness.report.runmeta import RunMeta
 from npu_hil.harness.report.runs import new_run_id
 from npu_hil.harness.soak.documents import SoakDocument
 from npu_hil.harness.soak.loop import BoardSoak, SoakRun
-from npu_hil.harness.soak.verdict import SeriesFit, Verdict
+from npu_hil.harness.soak.verdict import SeriesFit, Verdict, sample_value
 
 __all__ = ["HTML_FILE", "JSON_FILE", "SCHEMA", "soak_document", "write_soak_report"]
 
 SCHEMA = "npu-hil-soak/1"
 JSON_FILE = "soak.json"
 HTML_FILE = "soak.html"
-FIGURE_INCHES = (8.0, 2.8)
-FIGURE_DPI = 90
+PLOTS = PlotStyle(
+    xlabel="time since start (s)", inches=(8.0, 2.8), dpi=90, margins=(0.1, 0.98, 0.88, 0.18)
+)
 
 
 def soak_document(run: SoakRun, verdict: Verdict, meta: RunMeta | None = None) -> SoakDocument:
@@ -45,21 +43,6 @@ def soak_document(run: SoakRun, verdict: Verdict, meta: RunMeta | None = None) -
         "boards": [part.to_dict() for part in run.boards],
         "meta": meta.copy() if meta else {},
     }
-
-
-def _png(figure: Any) -> str:
-    return png_uri(figure, FIGURE_DPI)
-
-
-def _figure(title: str, ylabel: str) -> tuple[Any, Any]:
-    return new_figure(
-        title,
-        ylabel,
-        "time since start (s)",
-        inches=FIGURE_INCHES,
-        dpi=FIGURE_DPI,
-        margins=(0.1, 0.98, 0.88, 0.18),
-    )
 
 
 def _fit_line(axes: Any, series: SeriesFit, xs: list[float], color: Any) -> None:
@@ -83,21 +66,14 @@ def memory_plot(part: BoardSoak, verdict: Verdict, metric: str) -> str | None:
     if not fits:
         return None
     label = "agent RSS (KiB)" if metric == "rss_kib" else "CMA in use (KiB)"
-    figure, axes = _figure(f"{part.board}: {label}", "KiB")
+    figure, axes = PLOTS.figure(f"{part.board}: {label}", "KiB")
     drawn = False
     fitted: list[float] = []
     for n, series in enumerate(fits):
         own = [s for s in part.samples if series.context in (None, s.context)]
         if series.context is not None:
             own = [s for s in own if s.pid == series.pid]
-        if metric == "rss_kib":
-            points = [(s.t_s, float(s.rss_kib)) for s in own if s.rss_kib is not None]
-        else:
-            points = [
-                (s.t_s, float(s.cma_total_kib - s.cma_free_kib))
-                for s in own
-                if s.cma_total_kib is not None and s.cma_free_kib is not None
-            ]
+        points = [(s.t_s, v) for s in own if (v := sample_value(s, metric)) is not None]
         if not points:
             continue
         color = f"C{n % 10}"
@@ -126,21 +102,21 @@ def memory_plot(part: BoardSoak, verdict: Verdict, metric: str) -> str | None:
         pad = max((high - low) * 0.15, 64.0)
         axes.set_ylim(low - pad, high + pad)
     axes.legend(fontsize=7, loc="upper left", title="shaded: warm-up, not fitted", title_fontsize=6)
-    return _png(figure)
+    return PLOTS.png(figure)
 
 
 def errors_plot(part: BoardSoak) -> str | None:
     """The board's failed jobs, counted up over time (every context together)."""
     if not part.contexts:
         return None
-    figure, axes = _figure(f"{part.board}: failed jobs", "failed jobs (cumulative)")
+    figure, axes = PLOTS.figure(f"{part.board}: failed jobs", "failed jobs (cumulative)")
     times = [f.t_s for f in part.failures]
     end = max([s.t_s for s in part.samples] + times + [0.0])
     axes.step(
         [0.0, *times, end], [0, *range(1, len(times) + 1), len(times)], where="post", color="C3"
     )
     axes.set_ylim(bottom=0)
-    return _png(figure)
+    return PLOTS.png(figure)
 
 
 _STYLE = (

@@ -1,23 +1,14 @@
-"""The soak's verdict: a bounded leak slope per agent and memory pool, and a bounded error rate.
+"""The soak's verdict: a bounded leak slope per agent and memory pool, and a bounded error rate
+per board (the bounds and their defaults: docs/farm/health.md, "Soak").
 
-For every context's agent the slope of its RSS is fitted (Theil-Sen,
-:mod:`~npu_hil.harness.soak.fit`) over the jobs it had done (KiB per 1000 jobs) and over time (KiB
-per hour), and so is each board-wide pool the board shows (CMA in use, DMA-buffer bytes; from the
-board's first context). The first ``warmup_share`` of each series is left out: an agent's memory
-climbs while it loads its models and its allocator and the runtime fill their caches, then levels
-off, and that climb is not a leak. Only the samples of one agent process count (the one with the
-most samples: a restarted agent starts again from a small RSS, which is not a leak either, and the
-restarts are reported). A series fails when its slope is over the bound, its 95 % interval lies
-above zero,
-**and** the growth the slope stands for over the fitted span (slope x jobs or hours) is more than
-``floor_kib``: RSS noise around a flat line does not fail a soak, nor does a steep but tiny
-climb over a short one (an allocator filling its last arena: tens of KiB over a few dozen jobs);
-a steady climb over the bound that adds up to more than the floor does.
-A series with fewer than ``min_samples`` samples after the warm-up cannot be judged and fails
-as such (the soak was too short for its sampling period).
-
-The error rate is failed jobs over jobs, per board; a board over ``max_error_rate`` fails, and a
-board that could not run at all (its health check) fails too.
+Each series is fitted (Theil-Sen, :mod:`~npu_hil.harness.soak.fit`) over jobs and over time,
+after a warm-up: memory climbs while an agent loads its models and its allocators fill, then
+levels off, and that climb is not a leak. Only one agent process counts per context (the one with
+the most samples: a restarted agent starts again from a small RSS). A series fails when its slope
+is over the bound, its 95 % interval lies above zero **and** the growth over the fitted span is
+more than ``floor_kib``: RSS noise around a flat line does not fail a soak, nor does a steep but
+tiny climb (an allocator filling its last arena: tens of KiB over a few dozen jobs). Too few
+samples after the warm-up cannot be judged, and fail as such.
 """
 
 from __future__ import annotations
@@ -39,7 +30,7 @@ from npu_hil.harness.soak.fit import Fit, theil_sen
 from npu_hil.harness.soak.loop import BoardSoak, SoakRun
 from npu_hil.harness.soak.samples import MemorySample
 
-__all__ = ["DEFAULT_LEAK_KIB_PER_1K", "Bounds", "SeriesFit", "Verdict", "judge"]
+__all__ = ["DEFAULT_LEAK_KIB_PER_1K", "Bounds", "SeriesFit", "Verdict", "judge", "sample_value"]
 
 DEFAULT_LEAK_KIB_PER_1K = 4096.0
 """The leak bound when none is given: 4 MiB per 1000 jobs of one agent (a clean simulated
@@ -129,7 +120,8 @@ class Verdict:
         }
 
 
-def _value(sample: MemorySample, metric: str) -> float | None:
+def sample_value(sample: MemorySample, metric: str) -> float | None:
+    """The sample's figure of ``metric`` (one of :data:`METRICS`) in KiB, None without it."""
     if metric == "rss_kib":
         return None if sample.rss_kib is None else float(sample.rss_kib)
     if metric == "cma_used_kib":
@@ -146,7 +138,7 @@ def _series(part: BoardSoak) -> list[tuple[int | None, str, list[MemorySample]]]
         found.append((counts.context, "rss_kib", own))
     first = [s for s in part.samples if s.context == 0]
     for metric in METRICS[1:]:
-        if any(_value(s, metric) is not None for s in first):
+        if any(sample_value(s, metric) is not None for s in first):
             found.append((None, metric, first))
     return found
 
@@ -158,7 +150,7 @@ def _fit_series(
     pid = max(set(pids), key=pids.count) if pids else None
     if context is not None:  # an agent's own RSS: one process only
         samples = [s for s in samples if s.pid == pid]
-    points = [(s, v) for s in samples if (v := _value(s, metric)) is not None]
+    points = [(s, v) for s in samples if (v := sample_value(s, metric)) is not None]
     drop = math.ceil(bounds.warmup_share * len(points))
     kept = points[drop:]
     result = SeriesFit(board, context, metric, len(kept), drop, pid)
