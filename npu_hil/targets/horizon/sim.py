@@ -4,7 +4,7 @@
 - Inputs are held as given, in the ``strided`` layout with the codec's predicted strides
   (tensorLayout NCHW, quantiType NONE: the model sees the values), or as ``NV12`` / ``Y``
   frames when the input names that layout (rows ``stride`` bytes apart, width aligned to 32;
-  the model sees the Y, U, V planes, see :mod:`npu_hil.targets.horizon.images`). ``NV12_SEPARATE``
+  the model sees the Y, U, V planes, see :mod:`npu_hil.targets.horizon.quant`). ``NV12_SEPARATE``
   (X3/X5, one image) is the NV12 frame in two memories, as hbDNNTensor holds it: Y in ``sysMem[0]``,
   UV in ``sysMem[1]``, each allocated (and held to the 32-byte rule) on its own; the
   properties say ``memories: [Y bytes, UV bytes]``. S100 has no image tensor types.
@@ -26,9 +26,7 @@ from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
 from npu_hil.harness.simkit.options import RuntimeOptions
 from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, logical_input
 from npu_hil.targets.horizon import layouts as horizon
-from npu_hil.targets.horizon.attrs import TensorProperties
-from npu_hil.targets.horizon.images import image_shape
-from npu_hil.targets.horizon.quant import model_input
+from npu_hil.targets.horizon.quant import TensorProperties, image_shape, model_input
 from npu_hil.targets.quant import (
     Cast,
     HorizonScale,

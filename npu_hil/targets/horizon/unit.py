@@ -7,7 +7,6 @@ from pathlib import Path
 from npu_hil.targets.horizon import layouts, preflight, quant, variants
 from npu_hil.targets.horizon.apipaths import API_PATHS
 from npu_hil.targets.horizon.artifact import read_horizon_model
-from npu_hil.targets.horizon.decode import HorizonDecode
 from npu_hil.targets.horizon.reported import HorizonReport
 from npu_hil.targets.unit import NpuThroughput, PixelInput, SimOption, Vendor
 
@@ -31,7 +30,7 @@ UNIT = Vendor(
     tables_text=layouts.tables_text,
     report=HorizonReport(),
     quant=quant,
-    decode=HorizonDecode(),
+    decode=quant.HorizonDecode(),
     simulator="npu_hil.targets.horizon.sim:HorizonSim",
     sim_options={
         "output_quant": SimOption(

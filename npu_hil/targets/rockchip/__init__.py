@@ -6,8 +6,9 @@ registers them all.
 Modules: :mod:`.tables` (platforms, input and output tables), :mod:`.convolution` (C2 and the
 convolution width limits), :mod:`.text` (the tables as text), :mod:`.observed` (measured
 deviations), :mod:`.layouts` (the codec layouts), :mod:`.queries` (per-query attribute
-predictions), :mod:`.reported` (``rknn_tensor_attr`` → layout), :mod:`.quant`, :mod:`.unit`.
-The table names are re-exported here (``from npu_hil.targets import rockchip``).
+predictions), :mod:`.reported` (``rknn_tensor_attr`` → layout), :mod:`.quant` (the tensor record
+and its quantization), :mod:`.unit`. The table names are re-exported here
+(``from npu_hil.targets import rockchip``).
 """
 
 from __future__ import annotations

@@ -33,10 +33,8 @@ from npu_hil.harness.codec.params import bounded_size, int_tuple, one_int, round
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.rockchip import convolution, observed
 from npu_hil.targets.rockchip import tables as rockchip
+from npu_hil.targets.rockchip.quant import RKNN_TYPES
 from npu_hil.targets.rockchip.tables import WidthRule
-from npu_hil.targets.rockchip.types import RKNN_QNT_CODES as RKNN_QNT_CODES
-from npu_hil.targets.rockchip.types import RKNN_TYPE_CODES as RKNN_TYPE_CODES
-from npu_hil.targets.rockchip.types import RKNN_TYPES as RKNN_TYPES
 
 INPUT_LAYOUTS = ("NHWC", "NC1HWC2", "UNDEFINE")
 OUTPUT_LAYOUTS = ("NCHW", "NHWC", "NC1HWC2", "UNDEFINE")

@@ -20,7 +20,7 @@ from npu_hil.harness.codec.reported import require_field as _require
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.rockchip import tables as rockchip
 from npu_hil.targets.rockchip.layouts import PARAMS as RKNN_PARAMS
-from npu_hil.targets.rockchip.layouts import RKNN_TYPE_CODES, RKNN_TYPES
+from npu_hil.targets.rockchip.quant import RKNN_TYPE_CODES, RKNN_TYPES
 
 RKNN_FMTS = {"NCHW": "NCHW", "NHWC": "NHWC", "NC1HWC2": "NC1HWC2", "UNDEFINED": "UNDEFINE"}
 RKNN_FMT_CODES = {0: "NCHW", 1: "NHWC", 2: "NC1HWC2", 3: "UNDEFINED"}

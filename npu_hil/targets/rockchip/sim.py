@@ -36,11 +36,10 @@ from npu_hil.targets.conv import ConvSite, check_conv
 from npu_hil.targets.quant import Affine, Cast, Quantizer, affine_for_type, choose_affine
 from npu_hil.targets.rockchip import observed
 from npu_hil.targets.rockchip import tables as rockchip
-from npu_hil.targets.rockchip.attrs import RknnTensorAttr
-from npu_hil.targets.rockchip.layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS, RKNN_TYPES
+from npu_hil.targets.rockchip.layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS
 from npu_hil.targets.rockchip.observed import npu_input_types
 from npu_hil.targets.rockchip.operators import refusal
-from npu_hil.targets.rockchip.quant import AFFINE, NONE, model_input
+from npu_hil.targets.rockchip.quant import AFFINE, NONE, RKNN_TYPES, RknnTensorAttr, model_input
 
 NO_CPU_PREPROCESSING = ("rv1103", "rv1106", "rv1103b")
 """RKNN2 input note 7: RV1106/RV1103/RV1103B do not run mean/scale/quant on the CPU."""

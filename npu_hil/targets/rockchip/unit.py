@@ -18,7 +18,6 @@ from npu_hil.targets.rockchip import (
 from npu_hil.targets.rockchip.apipaths import API_PATHS
 from npu_hil.targets.rockchip.artifact import read_rockchip_model
 from npu_hil.targets.rockchip.compiler.toolkit import COMPILER
-from npu_hil.targets.rockchip.decode import RockchipDecode
 from npu_hil.targets.rockchip.reported import RockchipReport
 from npu_hil.targets.unit import NpuThroughput, PixelInput, SimOption, Vendor
 
@@ -72,7 +71,7 @@ UNIT = Vendor(
     tables_text=tables_text,
     report=RockchipReport(),
     quant=quant,
-    decode=RockchipDecode(),
+    decode=quant.RockchipDecode(),
     simulator="npu_hil.targets.rockchip.sim:RockchipSim",
     sim_options={
         "precision": SimOption("RKNN first-layer precision: int8 or float16", tables.PRECISIONS)
