@@ -22,6 +22,7 @@ LayoutError naming what is missing.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from math import lcm, prod
 
 import numpy as np
@@ -121,18 +122,30 @@ def build(
         raise LayoutError(f"{where}: dtype {dtype.name} is not an RKNN tensor type")
     if name != "UNDEFINE" and len(shape) != 4:
         raise LayoutError(f"{where}: {name} needs a 4-D NCHW tensor, got shape {shape}")
-    builder = _input if role == "input" else _output
-    return builder(target, name, where, shape, dtype, params)
+    ask = _Ask(target, name, role, where, shape, dtype, params)
+    return _input(ask) if role == "input" else _output(ask)
 
 
-def _input(
-    target: str,
-    name: str,
-    where: str,
-    shape: tuple[int, ...],
-    dtype: np.dtype,
-    params: Mapping[str, object],
-) -> BlockedLayout:
+@dataclass(frozen=True)
+class _Ask:
+    """The layout asked for, as every builder below reads it."""
+
+    target: str
+    name: str
+    role: str
+    where: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    params: Mapping[str, object]
+
+    @property
+    def size_key(self) -> str:
+        """The field holding the buffer length: ``size_with_stride`` (inputs) or ``size``."""
+        return "size_with_stride" if self.role == "input" else "size"
+
+
+def _input(ask: _Ask) -> BlockedLayout:
+    target, shape, dtype, params = ask.target, ask.shape, ask.dtype, ask.params
     first_layer = str(params.get("first_layer", rockchip.default_first_layer(target)))
     row, row_note = input_row_for(target, first_layer, len(shape), dtype)
     table_row = (
@@ -145,8 +158,7 @@ def _input(
         "width_rule": row.width_rule,
         "table_row": table_row,
     }
-    if name == "UNDEFINE":
-        own = prod(shape) * dtype.itemsize
+    if ask.name == "UNDEFINE":
         multiple = observed.flat_input_align(target)
         size_source = "the tensor's own size"
         if multiple > 1:
@@ -155,33 +167,11 @@ def _input(
                 f"{observed.deviation('flat-input-size').provenance(target)}; the seed: "
                 "the tensor's own size)"
             )
-        return _flat(
-            target,
-            name,
-            "input",
-            shape,
-            dtype,
-            params,
-            round_up(own, multiple),
-            {"size": size_source},
-            base,
-        )
-    if name == "NC1HWC2":
-        c2, c2_source = _c2(where, target, dtype, params)
-        return _nc1hwc2(
-            target,
-            "input",
-            where,
-            shape,
-            dtype,
-            params,
-            c2,
-            c2_source,
-            padded_channels=round_up(shape[1], c2),
-            channel_source=f"predicted: channels padded to C2 = {c2}",
-            hw_align=1,
-            base=base,
-        )
+        return _flat(ask, round_up(prod(shape) * dtype.itemsize, multiple), size_source, base)
+    if ask.name == "NC1HWC2":
+        c2, c2_source = _c2(ask)
+        channels = (round_up(shape[1], c2), f"predicted: channels padded to C2 = {c2}")
+        return _nc1hwc2(ask, c2, c2_source, channels, hw_align=1, base=base)
     n, c, h, w = shape
     seed_align = row.width_align(c)
     align, align_source = seed_align, table_row
@@ -195,22 +185,17 @@ def _input(
     predicted = round_up(w, align)
     w_stride, source = predicted, f"predicted: width aligned to {align} ({align_source})"
     if "w_stride" in params:
-        given = one_int(where, "w_stride", params["w_stride"])
+        given = one_int(ask.where, "w_stride", params["w_stride"])
         w_stride, source = (given or w), "given (device-reported)"
         if w_stride < w:
-            raise LayoutError(f"{where}: w_stride {w_stride} is smaller than the width {w}")
+            raise LayoutError(f"{ask.where}: w_stride {w_stride} is smaller than the width {w}")
     item = dtype.itemsize
     dims = _nhwc_dims(shape, item, row_pixels=w_stride, pixel_channels=c)
-    nbytes, size_source = _size(where, params, "size_with_stride", n * h * w_stride * c * item)
+    nbytes, size_source = _size(ask, n * h * w_stride * c * item)
     return _layout(
-        target,
-        "NHWC",
-        "input",
-        shape,
-        dtype,
+        ask,
         dims,
         nbytes,
-        params,
         {"w_stride": source, "size_with_stride": size_source},
         {
             **base,
@@ -252,18 +237,12 @@ def input_row_for(
     return row, note
 
 
-def _output(
-    target: str,
-    name: str,
-    where: str,
-    shape: tuple[int, ...],
-    dtype: np.dtype,
-    params: Mapping[str, object],
-) -> BlockedLayout:
+def _output(ask: _Ask) -> BlockedLayout:
+    target, name, where, shape, params = ask.target, ask.name, ask.where, ask.shape, ask.params
     if len(shape) != 4 and name == "UNDEFINE":
-        return _flat_output(target, where, shape, dtype, params)
-    precision = rockchip.precision_of(dtype.name)
-    item = dtype.itemsize
+        return _flat_output(ask)
+    precision = rockchip.precision_of(ask.dtype.name)
+    item = ask.dtype.itemsize
     try:
         row = rockchip.output_row(target, precision=precision, rank=len(shape), layout=name)
     except LayoutError:
@@ -276,17 +255,7 @@ def _output(
             "precision": precision,
             "table_row": "the normal API's converted output",
         }
-        return _flat(
-            target,
-            name,
-            "output",
-            shape,
-            dtype,
-            params,
-            prod(shape) * item,
-            {"size": "the tensor's own size (normal API)"},
-            base,
-        )
+        return _flat(ask, prod(shape) * item, "the tensor's own size (normal API)", base)
     last_op = str(params.get("last_op", "conv"))
     if last_op not in LAST_OPS:
         raise LayoutError(f"{where}: last_op must be one of {', '.join(LAST_OPS)}, got {last_op!r}")
@@ -298,37 +267,12 @@ def _output(
     )
     base = {"precision": precision, "last_op": last_op, "table_row": table_row}
     if name in ("UNDEFINE", "NCHW"):
-        return _flat(
-            target,
-            name,
-            "output",
-            shape,
-            dtype,
-            params,
-            prod(shape) * item,
-            {"size": "the tensor's own size"},
-            base,
-        )
+        return _flat(ask, prod(shape) * item, "the tensor's own size", base)
     if name == "NC1HWC2":
-        c2, c2_source = _c2(where, target, dtype, params)
+        c2, c2_source = _c2(ask)
         hw_align = one_int(where, "hw_align", params.get("hw_align", row.hw_align))
-        padded, channel_source = _nc1hwc2_output_channels(
-            target, shape[1], precision, last_op, multiple, c2
-        )
-        return _nc1hwc2(
-            target,
-            "output",
-            where,
-            shape,
-            dtype,
-            params,
-            c2,
-            c2_source,
-            padded_channels=padded,
-            channel_source=channel_source,
-            hw_align=hw_align,
-            base=base,
-        )
+        channels = _nc1hwc2_output_channels(target, shape[1], precision, last_op, multiple, c2)
+        return _nc1hwc2(ask, c2, c2_source, channels, hw_align=hw_align, base=base)
     n, c, h, w = shape
     seed_multiple = multiple
     channel_source = f"predicted: padded to a multiple of {multiple} ({table_row})"
@@ -348,16 +292,11 @@ def _output(
             )
         padded_c, channel_source = native[3], "given (device-reported native dims)"
     dims = _nhwc_dims(shape, item, row_pixels=w, pixel_channels=padded_c)
-    nbytes, size_source = _size(where, params, "size", n * h * w * padded_c * item)
+    nbytes, size_source = _size(ask, n * h * w * padded_c * item)
     return _layout(
-        target,
-        "NHWC",
-        "output",
-        shape,
-        dtype,
+        ask,
         dims,
         nbytes,
-        params,
         {"channels": channel_source, "size": size_source},
         {
             **base,
@@ -386,34 +325,30 @@ def _nhwc_dims(
 
 
 def _nc1hwc2(
-    target: str,
-    role: str,
-    where: str,
-    shape: tuple[int, ...],
-    dtype: np.dtype,
-    params: Mapping[str, object],
+    ask: _Ask,
     c2: int,
     c2_source: str,
+    channels: tuple[int, str],
     *,
-    padded_channels: int,
-    channel_source: str,
     hw_align: int,
     base: RknnPrediction,
 ) -> BlockedLayout:
     """NC1HWC2 as the vendor's conversion loops read it: element (n, c, h, w) at
     ``((n*C1 + c//C2) * plane + h*W + w) * C2 + c%C2``, where ``plane`` is dims[2]*dims[3] of the
     native dims padded to ``hw_align``. The runtime reports a plane whose H*W is not a multiple of
-    4 flattened (``[N, C1, 1, ceil4(H*W), C2]``); the bytes are the same either way."""
+    4 flattened (``[N, C1, 1, ceil4(H*W), C2]``); the bytes are the same either way. ``channels``
+    is the padded channel count (C1*C2) and where it comes from."""
+    where, shape, item = ask.where, ask.shape, ask.dtype.itemsize
     n, c, h, w = shape
     if not 1 <= hw_align <= MAX_HW_ALIGN:
         raise LayoutError(f"{where}: hw_align must be 1 to {MAX_HW_ALIGN}, got {hw_align}")
-    c1 = padded_channels // c2
+    c1 = channels[0] // c2
     plane_h, plane_w = h, w
-    if role == "output" and (h * w) % hw_align and observed.flattens_plane(target):
+    if ask.role == "output" and (h * w) % hw_align and observed.flattens_plane(ask.target):
         plane_h, plane_w = 1, round_up(h * w, hw_align)
-    provenance = {"c2": c2_source, "c1": channel_source}
-    if "native_dims" in params:
-        native = int_tuple(where, "native_dims", params["native_dims"], 5)
+    provenance = {"c2": c2_source, "c1": channels[1]}
+    if "native_dims" in ask.params:
+        native = int_tuple(where, "native_dims", ask.params["native_dims"], 5)
         if native[0] != n or native[1] * native[4] < c or native[2] * native[3] < h * w:
             raise LayoutError(
                 f"{where}: native_dims {list(native)} cannot hold NCHW {list(shape)} "
@@ -422,11 +357,9 @@ def _nc1hwc2(
         if min(native) < 1:
             raise LayoutError(f"{where}: native_dims {list(native)} must all be >= 1")
         _check_c2(where, "native_dims' C2", native[4])
-        item = dtype.itemsize
         bounded_size(where, "native_dims", prod(native) * item, prod(shape) * item)
         _, c1, plane_h, plane_w, c2 = native
         provenance["c1"] = provenance["c2"] = "given (device-reported native dims)"
-    item = dtype.itemsize
     plane = round_up(plane_h * plane_w, hw_align)
     dims = (
         Dim(0, n, c1 * plane * c2 * item, 1, "n"),
@@ -435,35 +368,18 @@ def _nc1hwc2(
         Dim(2, h, w * c2 * item, 1, "h"),
         Dim(3, w, c2 * item, 1, "w"),
     )
-    key = "size_with_stride" if role == "input" else "size"
     native_dims = [n, c1, plane_h, plane_w, c2]
-    nbytes, size_source = _size(
-        where, params, key, n * c1 * plane * c2 * item, f"native_dims {native_dims}"
-    )
-    provenance[key] = size_source
+    nbytes, size_source = _size(ask, n * c1 * plane * c2 * item, f"native_dims {native_dims}")
+    provenance[ask.size_key] = size_source
     provenance["hw_align"] = f"H*W plane padded to a multiple of {hw_align}"
-    return _layout(
-        target,
-        "NC1HWC2",
-        role,
-        shape,
-        dtype,
-        dims,
-        nbytes,
-        params,
-        provenance,
-        _sized(
-            {
-                **base,
-                "fmt": "NC1HWC2",
-                "native_dims": native_dims,
-                "c2": c2,
-                "hw_align": hw_align,
-            },
-            role,
-            nbytes,
-        ),
-    )
+    prediction: RknnPrediction = {
+        **base,
+        "fmt": "NC1HWC2",
+        "native_dims": native_dims,
+        "c2": c2,
+        "hw_align": hw_align,
+    }
+    return _layout(ask, dims, nbytes, provenance, _sized(prediction, ask.role, nbytes))
 
 
 def _nc1hwc2_output_channels(
@@ -489,11 +405,10 @@ def _nc1hwc2_output_channels(
     return seed, f"predicted: channels padded to a multiple of {lcm(multiple, c2)}"
 
 
-def _flat_output(
-    target: str, where: str, shape: tuple[int, ...], dtype: np.dtype, params: Mapping[str, object]
-) -> BlockedLayout:
+def _flat_output(ask: _Ask) -> BlockedLayout:
     """An output of rank 1 to 3, flat (UNDEFINE): what the compiler lays out (the zoo's compiled
     files), with the seed's row (or its absence) named beside it."""
+    target, where, shape, dtype = ask.target, ask.where, ask.shape, ask.dtype
     platform = rockchip.platform_of(target)
     seed_rows = [r for r in rockchip.output_rows(target) if not r.rank4]
     if seed_rows:
@@ -505,7 +420,7 @@ def _flat_output(
         )
     else:
         raise LayoutError(f"{where}: {platform} lists no output of rank {len(shape)}")
-    axis_align = one_int(where, "last_axis_align", params.get("last_axis_align", 1))
+    axis_align = one_int(where, "last_axis_align", ask.params.get("last_axis_align", 1))
     if axis_align < 1 or axis_align > 64:
         raise LayoutError(f"{where}: last_axis_align must be 1 to 64, got {axis_align}")
     padded = (*shape[:-1], round_up(shape[-1], axis_align)) if shape else shape
@@ -519,25 +434,18 @@ def _flat_output(
     base: RknnPrediction = {"precision": dtype.name, "table_row": seed}
     if axis_align > 1:
         base["last_axis_align"] = axis_align
-    return _flat(
-        target, "UNDEFINE", "output", shape, dtype, params, default, {"size": source}, base, padded
-    )
+    return _flat(ask, default, source, base, padded)
 
 
 def _flat(
-    target: str,
-    name: str,
-    role: str,
-    shape: tuple[int, ...],
-    dtype: np.dtype,
-    params: Mapping[str, object],
+    ask: _Ask,
     default_size: int,
-    provenance: dict[str, str],
+    size_source: str,
     base: RknnPrediction,
     padded: tuple[int, ...] | None = None,
 ) -> BlockedLayout:
     """C order over ``padded`` (the shape with its last axis padded; default: unpadded)."""
-    item = dtype.itemsize
+    shape, item, key = ask.shape, ask.dtype.itemsize, ask.size_key
     room = padded or shape
     strides = [item] * len(shape)
     for axis in range(len(shape) - 2, -1, -1):
@@ -545,24 +453,13 @@ def _flat(
     dims = tuple(
         Dim(a, d, s, 1, f"d{a}") for a, (d, s) in enumerate(zip(shape, strides, strict=True))
     )
-    key = "size_with_stride" if role == "input" else "size"
     nbytes, source = (
-        _size(f"{target} {name}", params, key, default_size)
-        if key in params
-        else (default_size, provenance["size"])
+        _size(ask, default_size, where=f"{ask.target} {ask.name}")
+        if key in ask.params
+        else (default_size, size_source)
     )
-    return _layout(
-        target,
-        name,
-        role,
-        shape,
-        dtype,
-        dims,
-        nbytes,
-        params,
-        {key: source},
-        _sized({**base, "fmt": name, "dims": list(shape)}, role, nbytes),
-    )
+    prediction: RknnPrediction = {**base, "fmt": ask.name, "dims": list(shape)}
+    return _layout(ask, dims, nbytes, {key: source}, _sized(prediction, ask.role, nbytes))
 
 
 def _sized(prediction: RknnPrediction, role: str, nbytes: int) -> RknnPrediction:
@@ -574,9 +471,10 @@ def _sized(prediction: RknnPrediction, role: str, nbytes: int) -> RknnPrediction
     return prediction
 
 
-def _c2(where: str, target: str, dtype: np.dtype, params: Mapping[str, object]) -> tuple[int, str]:
-    if "c2" in params:
-        return _check_c2(where, "c2", one_int(where, "c2", params["c2"])), "given"
+def _c2(ask: _Ask) -> tuple[int, str]:
+    where, target, dtype = ask.where, ask.target, ask.dtype
+    if "c2" in ask.params:
+        return _check_c2(where, "c2", one_int(where, "c2", ask.params["c2"])), "given"
     if dtype.name not in ("int8", "uint8", "float16"):
         raise LayoutError(
             f"{where}: the C2 block is known for 8-bit and float16 data only, got "
@@ -609,11 +507,14 @@ def _check_c2(where: str, key: str, c2: int) -> int:
 
 
 def _size(
-    where: str, params: Mapping[str, object], key: str, default: int, reach: str = "the layout"
+    ask: _Ask, default: int, reach: str = "the layout", *, where: str | None = None
 ) -> tuple[int, str]:
-    if key not in params:
+    """The buffer length under the role's field: the device's, checked to reach ``default``
+    bytes, else ``default``."""
+    key, where = ask.size_key, where or ask.where
+    if key not in ask.params:
         return default, "predicted from the layout"
-    size = one_int(where, key, params[key])
+    size = one_int(where, key, ask.params[key])
     bounded_size(where, key, size, default)
     if size < default:
         raise LayoutError(
@@ -623,36 +524,31 @@ def _size(
 
 
 def _layout(
-    target: str,
-    name: str,
-    role: str,
-    shape: tuple[int, ...],
-    dtype: np.dtype,
+    ask: _Ask,
     dims: tuple[Dim, ...],
     nbytes: int,
-    params: Mapping[str, object],
     provenance: dict[str, str],
     attributes: RknnPrediction,
 ) -> BlockedLayout:
     # The runtime's n_elems counts the slots of its dims, padding included (observed on every
     # attribute set of tests/data/rknn/observed.json.gz).
-    counted = attributes.get("native_dims", attributes.get("dims", shape))
+    counted = attributes.get("native_dims", attributes.get("dims", ask.shape))
     typed: RknnPrediction = {
         **attributes,
-        "type": RKNN_TYPES[dtype.name],
+        "type": RKNN_TYPES[ask.dtype.name],
         "n_elems": prod(counted),
     }
     return BlockedLayout(
-        target=target,
-        name=name,
-        role=role,
-        shape=shape,
-        dtype=dtype,
+        target=ask.target,
+        name=ask.name,
+        role=ask.role,
+        shape=ask.shape,
+        dtype=ask.dtype,
         dims=dims,
         nbytes=nbytes,
-        encoding=Encoding("raw", dtype),
-        axis_names=("n", "c", "h", "w") if len(shape) == 4 else (),
-        params=dict(params),
+        encoding=Encoding("raw", ask.dtype),
+        axis_names=("n", "c", "h", "w") if len(ask.shape) == 4 else (),
+        params=dict(ask.params),
         provenance=provenance,
         attributes=dict(typed),
     )
