@@ -30,6 +30,7 @@ from npu_hil.targets.rockchip.tables import (
     RV1103B_RV1106B,
     platform_of,
 )
+from npu_hil.targets.tables import CONV_OPS
 
 __all__ = [
     "COMPILER",
@@ -389,10 +390,6 @@ _INPUT_WIDTH_ALIGN: dict[tuple[str, str, int], tuple[int, str]] = {
 # (platform, precision) -> the observed NC1HWC2 block size where the seed's reading differs.
 _C2: dict[tuple[str, str], tuple[int, str]] = {(RV1103B_RV1106B, "int8"): (8, "c2-8")}
 
-_CONV_LAST_IS_C2 = (RK3562, RV1103_RV1106)
-_NHWC_OUTPUT_UNPADDED = (RK3588,)
-_INT8_INPUT_AS_UINT8_ROW = (RV1103_RV1106,)
-
 
 def input_width_align(target: str, first_layer: str, channels: int) -> tuple[int, str] | None:
     """The observed width alignment and the deviation's key, where it differs from the seed."""
@@ -404,27 +401,25 @@ def c2_observed(target: str, precision: str) -> tuple[int, str] | None:
 
 
 def conv_last_pads_to_c2(target: str) -> bool:
-    return platform_of(target) in _CONV_LAST_IS_C2
+    return deviation("conv-last-channels").applies_to(target)
 
 
 def nhwc_output_unpadded(target: str) -> bool:
-    return platform_of(target) in _NHWC_OUTPUT_UNPADDED
+    return deviation("nhwc-output-unpadded").applies_to(target)
 
 
 def int8_input_uses_uint8_row(target: str) -> bool:
-    return platform_of(target) in _INT8_INPUT_AS_UINT8_ROW
+    return deviation("int8-default-input").applies_to(target)
 
 
 def flattens_plane(target: str) -> bool:
     return deviation("flattened-plane").applies_to(target)
 
 
-CONV_OPS = ("Conv", "ConvTranspose")
 # Ops rknn-toolkit2 2.5.0 fuses into the convolution that feeds them (the compiled graph's last
 # op is then Conv or ConvSigmoid: deviation fused-last-op). Relu is fused the same way in the
 # grid's first layer.
 _FUSED_INTO_CONV = ("Add", "Relu")
-_SIGMOID_UNFUSED = (RK2118, RV1103B_RV1106B)
 
 
 def last_op_kind(target: str, op_type: str, feeders: tuple[str, ...]) -> str:
@@ -435,7 +430,8 @@ def last_op_kind(target: str, op_type: str, feeders: tuple[str, ...]) -> str:
     fed_by_conv = any(f in CONV_OPS for f in feeders)
     if op_type in _FUSED_INTO_CONV and fed_by_conv:
         return "conv"
-    if op_type == "Sigmoid" and fed_by_conv and platform_of(target) not in _SIGMOID_UNFUSED:
+    sigmoid_fused = platform_of(target) not in (RK2118, RV1103B_RV1106B)  # deviation fused-last-op
+    if op_type == "Sigmoid" and fed_by_conv and sigmoid_fused:
         return "conv_sigmoid"
     return "other"
 

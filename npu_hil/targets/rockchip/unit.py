@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from npu_hil.targets.rockchip import (
+    convolution,
     layouts,
     observed,
     preflight,
@@ -13,7 +14,6 @@ from npu_hil.targets.rockchip import (
     tables,
     text,
     variants,
-    widthrule,
 )
 from npu_hil.targets.rockchip.apipaths import API_PATHS
 from npu_hil.targets.rockchip.artifact import read_rockchip_model
@@ -100,7 +100,7 @@ UNIT = Vendor(
         # pixels exact in it; the others an int8 input the runtime fills from uint8.
         dtypes={"rk2118": "float16"},
     ),
-    check_conv=widthrule.check_conv,
+    check_conv=convolution.check_conv,
     enum_prefixes=("RKNN_TENSOR_",),
     last_op_kind=observed.last_op_kind,
     extras={"check_observations": queries.check_observations},
