@@ -34,6 +34,12 @@ from npu_hil.harness.errors import LayoutError
 
 TARGETS = ("rdk-x3", "rdk-x5", "rdk-s100")
 LAYOUTS = ("strided", "NV12", "Y")
+IMAGE_TYPES = ("NV12", "NV12_SEPARATE", "Y")
+"""Image tensor types; NV12_SEPARATE is NV12 in two memories (Y, then UV), read back as one."""
+ALIGNED_SHAPE_TARGETS = ("rdk-x3", "rdk-x5")
+"""Targets whose hb_dnn.h has alignedShape and tensorLayout: their documentation describes the
+aligned data by alignedShape, and their NV12/Y model inputs report stride 0 (S100's has neither,
+and no NV12_SEPARATE: its hbDNNTensor has one memory)."""
 FIRST_ADDRESS_ALIGN = 32
 IMAGE_WIDTH_ALIGN = 32
 

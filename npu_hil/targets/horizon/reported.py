@@ -59,11 +59,6 @@ HORIZON_TYPE_CODES_S100 = {
 """``hbDNNDataType`` of the S100 hb_dnn.h (UCP 3.13.6): tensor types only, S4 = 0."""
 HORIZON_LAYOUT_CODES = {0: "NHWC", 2: "NCHW"}
 HORIZON_DTYPES = {name: np.dtype(dtype) for dtype, name in horizon.TENSOR_TYPES.items()}
-HORIZON_IMAGES = ("NV12", "NV12_SEPARATE", "Y")
-"""Image tensor types; NV12_SEPARATE is NV12 in two memories (Y, then UV), read back as one."""
-HORIZON_ALIGNED_SHAPE_TARGETS = ("rdk-x3", "rdk-x5")
-"""Targets whose hb_dnn.h has alignedShape and tensorLayout: their documentation describes the
-aligned data by alignedShape, and their NV12/Y model inputs report stride 0."""
 
 
 class HorizonReport:
@@ -71,7 +66,7 @@ class HorizonReport:
 
     def dtype(self, target: str, attributes: Mapping[str, Any]) -> np.dtype:
         kind = _horizon_type(attributes, target)
-        return np.dtype("uint8") if kind in HORIZON_IMAGES else _horizon_dtype(kind)
+        return np.dtype("uint8") if kind in horizon.IMAGE_TYPES else _horizon_dtype(kind)
 
     def layout(
         self,
@@ -91,7 +86,7 @@ def _horizon_type(attributes: Mapping[str, Any], target: str) -> str:
     raw = _require(attributes, "tensorType", "hbDNNTensorProperties")
     if isinstance(raw, int) and not isinstance(raw, bool):
         # The two headers number the types differently (S100 has no image types).
-        x3x5 = target in HORIZON_ALIGNED_SHAPE_TARGETS
+        x3x5 = target in horizon.ALIGNED_SHAPE_TARGETS
         codes = HORIZON_TYPE_CODES if x3x5 else HORIZON_TYPE_CODES_S100
         if raw not in codes:
             raise LayoutError(f"{target} hbDNNTensorProperties: unknown tensorType code {raw}")
@@ -103,7 +98,7 @@ def _horizon_dtype(kind: str) -> np.dtype:
     if kind not in HORIZON_DTYPES:
         raise LayoutError(
             f"hbDNNTensorProperties: tensorType {kind} has no codec layout "
-            f"(tensor types: {', '.join(HORIZON_DTYPES)}; images: {', '.join(HORIZON_IMAGES)})"
+            f"(tensor types: {', '.join(HORIZON_DTYPES)}; images: {', '.join(horizon.IMAGE_TYPES)})"
         )
     return HORIZON_DTYPES[kind]
 
@@ -133,10 +128,10 @@ def _horizon(
     tensor_layout = _horizon_layout(attributes)
     size = one_int(where, "alignedByteSize", attributes.get("alignedByteSize", 0))
     extra: dict[str, Any] = {"aligned_byte_size": size} if reported and size > 0 else {}
-    by_aligned_shape = target in HORIZON_ALIGNED_SHAPE_TARGETS
+    by_aligned_shape = target in horizon.ALIGNED_SHAPE_TARGETS
     aligned_raw = attributes.get("alignedShape") if by_aligned_shape else None
     aligned = int_tuple(where, "alignedShape", aligned_raw) if aligned_raw is not None else None
-    if kind in HORIZON_IMAGES:
+    if kind in horizon.IMAGE_TYPES:
         if len(valid) != 4:
             raise LayoutError(f"{where}: validShape must be 4-D, got {list(valid)}")
         n, h, w = (

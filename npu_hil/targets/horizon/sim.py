@@ -26,6 +26,7 @@ from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
 from npu_hil.harness.simkit.options import RuntimeOptions
 from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, logical_input
 from npu_hil.targets.horizon import layouts as horizon
+from npu_hil.targets.horizon.layouts import ALIGNED_SHAPE_TARGETS, IMAGE_TYPES
 from npu_hil.targets.horizon.quant import TensorProperties, image_shape, model_input
 from npu_hil.targets.quant import (
     Cast,
@@ -36,12 +37,7 @@ from npu_hil.targets.quant import (
     choose_horizon_shift,
 )
 
-IMAGE_TYPES = ("NV12", "NV12_SEPARATE", "Y")
 LAYOUTS = ("strided", *IMAGE_TYPES)
-ALIGNED_SHAPE_TARGETS = ("rdk-x3", "rdk-x5")
-"""hbDNNTensorProperties.alignedShape exists on X3/X5 and not on S100 (spec notes)."""
-S100_LAYOUTS = ("strided", "NV12", "Y")
-"""S100's header has no NV12_SEPARATE (its hbDNNTensor has one memory)."""
 CODEC_IMAGE = {"NV12": "NV12", "NV12_SEPARATE": "NV12", "Y": "Y"}
 """The codec layout of each image type: NV12_SEPARATE holds NV12's bytes in two memories."""
 CHANNEL_AXIS = 1
@@ -80,7 +76,7 @@ class HorizonSim(VendorSim):
     def hold_input(self, index: int, info: TensorInfo, given: InputLike) -> HeldInput:
         dtype = input_dtype(given)
         shape = tuple(int(d) for d in given.shape)
-        native = LAYOUTS if self.target in ALIGNED_SHAPE_TARGETS else S100_LAYOUTS
+        native = LAYOUTS if self.target in ALIGNED_SHAPE_TARGETS else horizon.LAYOUTS
         name = self.input_layout_name(given, native, "strided")
         model_shape = static_shape(info, "run")
         if name in IMAGE_TYPES:
