@@ -79,7 +79,68 @@ class HorizonReport:
         reported: bool,
         params: Mapping[str, object],
     ) -> BlockedLayout:
-        return _horizon(target, role, attributes, dtype, shape, reported, params)
+        kind = _horizon_type(attributes, target)
+        where = f"{target} {kind} ({role})"
+        valid = int_tuple(where, "validShape", _require(attributes, "validShape", where))
+        tensor_layout = _horizon_layout(attributes)
+        size = one_int(where, "alignedByteSize", attributes.get("alignedByteSize", 0))
+        extra: dict[str, Any] = {"aligned_byte_size": size} if reported and size > 0 else {}
+        by_aligned_shape = target in horizon.ALIGNED_SHAPE_TARGETS
+        aligned_raw = attributes.get("alignedShape") if by_aligned_shape else None
+        aligned = int_tuple(where, "alignedShape", aligned_raw) if aligned_raw is not None else None
+        if kind in horizon.IMAGE_TYPES:
+            if len(valid) != 4:
+                raise LayoutError(f"{where}: validShape must be 4-D, got {list(valid)}")
+            n, h, w = (
+                (valid[0], valid[1], valid[2])
+                if tensor_layout == "NHWC"
+                else (valid[0], valid[2], valid[3])
+            )
+            rows = h if kind == "Y" else h * 3 // 2
+            if shape is None:
+                shape = (n, rows, w)
+            if reported and aligned is not None and len(aligned) == 4:
+                # X3/X5: the row pitch is alignedShape's W (their NV12/Y strides are all 0).
+                row_stride = aligned[2] if tensor_layout == "NHWC" else aligned[3]
+                if row_stride < w:
+                    raise LayoutError(
+                        f"{where}: alignedShape {list(aligned)} is narrower than validShape "
+                        f"{list(valid)}"
+                    )
+                extra["stride"] = row_stride
+            elif reported and size > 0:
+                row_stride, rest = divmod(size, n * rows)
+                if not rest and row_stride >= w:
+                    extra["stride"] = row_stride
+            # NV12_SEPARATE holds the same bytes as NV12, Y and UV in two memories.
+            name = "Y" if kind == "Y" else "NV12"
+            return get_layout(target, name, shape, dtype, role=role, **extra)
+        if shape is None:
+            shape = valid
+        extra["tensor_layout"] = tensor_layout
+        if reported:
+            raw_stride = attributes.get("stride")
+            stride = (
+                [one_int(where, "stride", s) for s in raw_stride]
+                if raw_stride is not None
+                else None
+            )
+            strided = stride is not None and all(s > 0 for s in stride)
+            if aligned is not None:
+                # X3/X5: the layout is validShape inside alignedShape (the documented rule); strides
+                # that say otherwise are a contradiction to report, not a second opinion to pick.
+                implied = list(horizon.strides_of_aligned_shape(aligned, dtype.itemsize))
+                if strided and stride != implied:
+                    raise LayoutError(
+                        f"{where}: stride {stride} contradicts alignedShape {list(aligned)} "
+                        f"(contiguous strides {implied})"
+                    )
+                extra["aligned_shape"] = list(aligned)
+            elif strided:
+                extra["stride"] = stride
+            elif attributes.get("alignedShape") is not None:
+                extra["aligned_shape"] = list(attributes["alignedShape"])
+        return get_layout(target, "strided", shape, dtype, role=role, **extra, **params)
 
 
 def _horizon_type(attributes: Mapping[str, Any], target: str) -> str:
@@ -111,74 +172,3 @@ def _horizon_layout(attributes: Mapping[str, Any]) -> str:
     if name not in ("NCHW", "NHWC"):
         raise LayoutError(f"hbDNNTensorProperties: tensorLayout {raw!r} is not NCHW or NHWC")
     return name
-
-
-def _horizon(
-    target: str,
-    role: str,
-    attributes: Mapping[str, Any],
-    dtype: np.dtype,
-    shape: tuple[int, ...] | None,
-    reported: bool,
-    params: Mapping[str, object],
-) -> BlockedLayout:
-    kind = _horizon_type(attributes, target)
-    where = f"{target} {kind} ({role})"
-    valid = int_tuple(where, "validShape", _require(attributes, "validShape", where))
-    tensor_layout = _horizon_layout(attributes)
-    size = one_int(where, "alignedByteSize", attributes.get("alignedByteSize", 0))
-    extra: dict[str, Any] = {"aligned_byte_size": size} if reported and size > 0 else {}
-    by_aligned_shape = target in horizon.ALIGNED_SHAPE_TARGETS
-    aligned_raw = attributes.get("alignedShape") if by_aligned_shape else None
-    aligned = int_tuple(where, "alignedShape", aligned_raw) if aligned_raw is not None else None
-    if kind in horizon.IMAGE_TYPES:
-        if len(valid) != 4:
-            raise LayoutError(f"{where}: validShape must be 4-D, got {list(valid)}")
-        n, h, w = (
-            (valid[0], valid[1], valid[2])
-            if tensor_layout == "NHWC"
-            else (valid[0], valid[2], valid[3])
-        )
-        rows = h if kind == "Y" else h * 3 // 2
-        if shape is None:
-            shape = (n, rows, w)
-        if reported and aligned is not None and len(aligned) == 4:
-            # X3/X5: the row pitch is alignedShape's W (their NV12/Y strides are all 0).
-            row_stride = aligned[2] if tensor_layout == "NHWC" else aligned[3]
-            if row_stride < w:
-                raise LayoutError(
-                    f"{where}: alignedShape {list(aligned)} is narrower than validShape "
-                    f"{list(valid)}"
-                )
-            extra["stride"] = row_stride
-        elif reported and size > 0:
-            row_stride, rest = divmod(size, n * rows)
-            if not rest and row_stride >= w:
-                extra["stride"] = row_stride
-        # NV12_SEPARATE holds the same bytes as NV12, Y and UV in two memories.
-        name = "Y" if kind == "Y" else "NV12"
-        return get_layout(target, name, shape, dtype, role=role, **extra)
-    if shape is None:
-        shape = valid
-    extra["tensor_layout"] = tensor_layout
-    if reported:
-        raw_stride = attributes.get("stride")
-        stride = (
-            [one_int(where, "stride", s) for s in raw_stride] if raw_stride is not None else None
-        )
-        strided = stride is not None and all(s > 0 for s in stride)
-        if aligned is not None:
-            # X3/X5: the layout is validShape inside alignedShape (the documented rule); strides
-            # that say otherwise are a contradiction to report, not a second opinion to pick.
-            implied = list(horizon.strides_of_aligned_shape(aligned, dtype.itemsize))
-            if strided and stride != implied:
-                raise LayoutError(
-                    f"{where}: stride {stride} contradicts alignedShape {list(aligned)} "
-                    f"(contiguous strides {implied})"
-                )
-            extra["aligned_shape"] = list(aligned)
-        elif strided:
-            extra["stride"] = stride
-        elif attributes.get("alignedShape") is not None:
-            extra["aligned_shape"] = list(attributes["alignedShape"])
-    return get_layout(target, "strided", shape, dtype, role=role, **extra, **params)
