@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from npu_hil.targets.kneron import kl730, quant, variants
+from npu_hil.targets.kneron import kl730, quant
 from npu_hil.targets.kneron.artifact import read_kneron_model
 from npu_hil.targets.kneron.reported import KneronReport
 from npu_hil.targets.unit import ApiPath, NpuThroughput, PixelInput, Vendor
@@ -51,7 +51,7 @@ UNIT = Vendor(
         ),
     ),
     artifact_suffixes=(".nef",),
-    forensic_variants=variants.forensic_variants,
-    fault_variants=variants.fault_variants,
+    forensic_variants=kl730.forensic_variants,
+    fault_variants=kl730.fault_variants,
     enum_prefixes=("KP_MODEL_TENSOR_DATA_LAYOUT_",),
 )

@@ -1,27 +1,16 @@
 """Rockchip RKNN2: the native I/O layouts, predicted from the seed's tables (:mod:`.tables`).
 
-Logical tensors are the model's ONNX shapes (NCHW for 4-D). Layouts:
-
-- inputs (zero-copy): ``NHWC`` whose row holds ``w_stride`` pixels, ``w_stride`` being the width
-  rounded up to the input table's alignment for the platform, first-layer precision
-  (``first_layer``), declared input type (the dtype) and channel count; ``NC1HWC2`` (the native
-  input when C is not 1, 3 or 4); ``UNDEFINE`` (flat, any rank);
-- outputs: ``NCHW``, ``NHWC`` with channels padded per the output table, ``NC1HWC2`` with its
-  C2 block, channels padded to the table's multiple for the last op (``last_op`` = ``conv`` or
-  ``other``) and each H·W plane padded to ``hw_align``, and ``UNDEFINE``.
-
-Where Rockchip's own compiler and runtimes do otherwise than the tables say, the prediction follows
-them and keeps the seed's value beside it (``npu_hil.targets.rockchip.observed``: flattened NC1HWC2
-planes, C2 channel padding for a last-layer conv on RK3562/RV1103/RV1106, C2 = 8 and width 16 on
-RV1103B/RV1106B, ...). Device-reported attributes override every prediction: ``w_stride``,
-``size_with_stride``, ``native_dims`` ([N, C1, H', W', C2], flattened or not; [N, H, W, C'] for
-NHWC outputs), ``size``. A combination neither the tables nor the observations list is a
-LayoutError naming what is missing.
+Inputs ``NHWC`` (rows of ``w_stride`` pixels), ``NC1HWC2``, ``UNDEFINE``; outputs ``NCHW``,
+``NHWC`` (channels padded), ``NC1HWC2`` (C2 block, H·W planes padded to ``hw_align``),
+``UNDEFINE``. Where Rockchip's own compiler and runtimes do otherwise than the tables say, the
+prediction follows them and keeps the seed's value beside it (:mod:`.observed`). Device-reported
+attributes override every prediction; a combination neither the tables nor the observations
+list is a LayoutError naming what is missing. The parameters and readings: docs/runtime/codec.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from math import lcm, prod
 
@@ -36,6 +25,7 @@ from npu_hil.targets.rockchip import convolution, observed
 from npu_hil.targets.rockchip import tables as rockchip
 from npu_hil.targets.rockchip.quant import RKNN_TYPES
 from npu_hil.targets.rockchip.tables import WidthRule
+from npu_hil.targets.unit import ROW_ALIGNMENTS
 
 INPUT_LAYOUTS = ("NHWC", "NC1HWC2", "UNDEFINE")
 OUTPUT_LAYOUTS = ("NCHW", "NHWC", "NC1HWC2", "UNDEFINE")
@@ -552,3 +542,52 @@ def _layout(
         provenance=provenance,
         attributes=dict(typed),
     )
+
+
+# ------------------------------------------- the parameters a device gets wrong
+# What forensics tries to explain a buffer (npu_hil.harness.diff.forensics) and what the
+# simulator's wrong-alignment fault lays out instead.
+
+C2_BLOCKS = (4, 8, 16, 32)
+
+
+def forensic_variants(
+    name: str, role: str, shape: tuple[int, ...], dtype: np.dtype
+) -> Iterator[tuple[RknnLayoutParams, str]]:
+    if len(shape) != 4:
+        return
+    width = shape[3]
+    if role == "input" and name == "NHWC":
+        for align in ROW_ALIGNMENTS:
+            yield {"w_stride": -(-width // align) * align}, f"width aligned to {align}"
+        yield {"first_layer": "float16"}, ""
+    if name in ("NHWC", "NC1HWC2") and role == "output":
+        yield {"last_op": "other"}, ""
+    if name == "NC1HWC2":
+        for c2 in C2_BLOCKS:
+            for last_op in ("conv", "other"):
+                for hw_align in (1, 4):
+                    params: RknnLayoutParams = {"c2": c2, "hw_align": hw_align}
+                    if role == "output":
+                        params["last_op"] = last_op
+                    elif last_op == "other" or hw_align != 1:
+                        continue
+                    yield params, ""
+
+
+def fault_variants(layout: BlockedLayout) -> Iterator[RknnLayoutParams]:
+    attrs = layout.attributes
+    if layout.name == "NHWC" and layout.role == "input":
+        predicted = int(attrs["w_stride"])
+        for align in (1, 4, 8, 16, 32):
+            yield {"w_stride": round_up(layout.shape[3], align)}
+        yield {"w_stride": predicted + int(attrs.get("width_align", 1))}
+    elif layout.name == "NC1HWC2":
+        c2 = int(attrs["c2"])
+        for other in (c2 // 2, c2 * 2):
+            if other >= 1:
+                yield {"c2": other}
+        if layout.role == "output":
+            yield {"hw_align": 8 if int(attrs["hw_align"]) != 8 else 1}
+    elif layout.name == "NHWC":
+        yield {"last_op": "other" if layout.params.get("last_op", "conv") == "conv" else "conv"}

@@ -13,7 +13,6 @@ from npu_hil.targets.rockchip import (
     queries,
     tables,
     text,
-    variants,
 )
 from npu_hil.targets.rockchip.apipaths import API_PATHS
 from npu_hil.targets.rockchip.artifact import read_rockchip_model
@@ -86,8 +85,8 @@ UNIT = Vendor(
     api_paths=API_PATHS,
     compiler=COMPILER,
     artifact_suffixes=(".rknn",),
-    forensic_variants=variants.forensic_variants,
-    fault_variants=variants.fault_variants,
+    forensic_variants=layouts.forensic_variants,
+    fault_variants=layouts.fault_variants,
     preflight=preflight.preflight,
     pixel_input=PixelInput(
         "uint8",
