@@ -84,7 +84,8 @@ def _positive_pair(name: str, value: object) -> tuple[int, int]:
 
 
 def dilated_kernel(k: int, dilation: int) -> int:
-    """The extent of a kernel of ``k`` taps at ``dilation``."""
+    """The extent of a kernel of ``k`` taps at ``dilation`` (the RKNN2 seed's special notes:
+    ``kernel * dilation - dilation + 1``)."""
     return k + (k - 1) * (dilation - 1)
 
 

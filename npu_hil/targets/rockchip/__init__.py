@@ -13,6 +13,7 @@ and its quantization), :mod:`.unit`. The table names are re-exported here
 
 from __future__ import annotations
 
+from npu_hil.targets.conv import dilated_kernel
 from npu_hil.targets.rockchip.convolution import (
     C2_DERIVED_SOURCE,
     C2_USER_GUIDE_SOURCE,
@@ -22,7 +23,6 @@ from npu_hil.targets.rockchip.convolution import (
     c2_default,
     conv_rule,
     conv_rules,
-    dilated_kernel,
 )
 from npu_hil.targets.rockchip.tables import (
     CONV_KINDS,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from npu_hil.harness.errors import LayoutError
-from npu_hil.targets.conv import ConvCheck, ConvCondition, ConvSite
+from npu_hil.targets.conv import ConvCheck, ConvCondition, ConvSite, dilated_kernel
 from npu_hil.targets.rockchip.measuredwidths import measured_verdict
 from npu_hil.targets.rockchip.tables import (
     CONV_KINDS,
@@ -70,11 +70,6 @@ def c2_default(target: str, precision: str) -> tuple[int, str]:
 # --------------------------------------------------------------------------------------------
 # §2 Convolution width limits
 # --------------------------------------------------------------------------------------------
-
-
-def dilated_kernel(k: int, dilation: int) -> int:
-    """``dilated_kernel = kernel * dilation - dilation + 1`` (the seed's special notes)."""
-    return k * dilation - dilation + 1
 
 
 @dataclass(frozen=True)
