@@ -18,44 +18,13 @@ from npu_hil.harness.codec.reported import require_field as _require
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.horizon import layouts as horizon
 
-HORIZON_TYPE_CODES = {
-    0: "Y",
-    1: "NV12",
-    2: "NV12_SEPARATE",
-    3: "YUV444",
-    4: "RGB",
-    5: "BGR",
-    6: "S4",
-    7: "U4",
-    8: "S8",
-    9: "U8",
-    10: "F16",
-    11: "S16",
-    12: "U16",
-    13: "F32",
-    14: "S32",
-    15: "U32",
-    16: "F64",
-    17: "S64",
-    18: "U64",
-}
+_TYPES = ("S4", "U4", "S8", "U8", "F16", "S16", "U16", "F32", "S32", "U32", "F64", "S64", "U64")
+"""The tensor types, in the order both headers number them."""
+HORIZON_TYPE_CODES = dict(
+    enumerate(("Y", "NV12", "NV12_SEPARATE", "YUV444", "RGB", "BGR", *_TYPES))
+)
 """``hbDNNDataType`` of the X3/X5 hb_dnn.h (libdnn 1.18.6 / 1.24.5, tests/data/abi)."""
-HORIZON_TYPE_CODES_S100 = {
-    0: "S4",
-    1: "U4",
-    2: "S8",
-    3: "U8",
-    4: "F16",
-    5: "S16",
-    6: "U16",
-    7: "F32",
-    8: "S32",
-    9: "U32",
-    10: "F64",
-    11: "S64",
-    12: "U64",
-    13: "BOOL8",
-}
+HORIZON_TYPE_CODES_S100 = dict(enumerate((*_TYPES, "BOOL8")))
 """``hbDNNDataType`` of the S100 hb_dnn.h (UCP 3.13.6): tensor types only, S4 = 0."""
 HORIZON_LAYOUT_CODES = {0: "NHWC", 2: "NCHW"}
 HORIZON_DTYPES = {name: np.dtype(dtype) for dtype, name in horizon.TENSOR_TYPES.items()}
