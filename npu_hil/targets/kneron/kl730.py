@@ -59,6 +59,7 @@ from npu_hil.harness.codec.encodings import Encoding
 from npu_hil.harness.codec.engine import BlockedLayout, Dim, span
 from npu_hil.harness.codec.params import int_tuple, one_int, round_up, take_params
 from npu_hil.harness.errors import LayoutError
+from npu_hil.targets.tables import text_table
 from npu_hil.targets.unit import ROW_ALIGNMENTS
 
 TARGETS = ("kl730",)
@@ -491,10 +492,8 @@ def tables_text(target: str = "kl730") -> str:
         )
         for f in FORMATS.values()
     ]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = [f"{target}: Kneron KL730 NPU data layouts (seeds/000), 16-byte entries", ""]
-    for row in [header, *rows]:
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    lines += text_table(header, rows, rule=False)
     lines += [
         "",
         "16-bit data keeps 15 significant bits on the device (value_bits=15, the default for the "

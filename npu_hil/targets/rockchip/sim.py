@@ -137,7 +137,7 @@ class RockchipSim(VendorSim):
         dtype = input_dtype(given)
         shape = tuple(int(d) for d in given.shape)
         self.check_shape(info, shape)
-        native = np.dtype("int8" if self.precision == "int8" else "float16")
+        native = self.output_dtype  # the first layer's type, which the outputs keep
         if given.pass_through and dtype != native:
             raise SimRefusal(
                 "LayoutError",
