@@ -212,12 +212,14 @@ def input_row_for(
             target, first_layer=first_layer, rank=rank, input_type=input_type
         ), ""
     except LayoutError:
-        if rank != 4 and observed.non4d_inputs_built(target):
+        if rank != 4 and observed.deviation("non4d-inputs").applies_to(target):
             # A flat input: the rank-4 row's first layer and mean/scale stand for it.
             row, note = input_row_for(target, first_layer, 4, dtype)
             provenance = observed.deviation("non4d-inputs").provenance(target)
             return row, f"{note}; rank {rank} built flat (deviation non4d-inputs: {provenance})"
-        if not (input_type == "int8" and observed.int8_input_uses_uint8_row(target)):
+        if not (
+            input_type == "int8" and observed.deviation("int8-default-input").applies_to(target)
+        ):
             raise
     row = rockchip.input_row(target, first_layer=first_layer, rank=rank, input_type="uint8")
     note = (
@@ -266,7 +268,7 @@ def _output(ask: _Ask) -> BlockedLayout:
     n, c, h, w = shape
     seed_multiple = multiple
     channel_source = f"predicted: padded to a multiple of {multiple} ({table_row})"
-    if observed.nhwc_output_unpadded(target):
+    if observed.deviation("nhwc-output-unpadded").applies_to(target):
         multiple = 1
         channel_source = (
             f"predicted: not padded (deviation nhwc-output-unpadded: "
@@ -334,7 +336,11 @@ def _nc1hwc2(
         raise LayoutError(f"{where}: hw_align must be 1 to {MAX_HW_ALIGN}, got {hw_align}")
     c1 = channels[0] // c2
     plane_h, plane_w = h, w
-    if ask.role == "output" and (h * w) % hw_align and observed.flattens_plane(ask.target):
+    if (
+        ask.role == "output"
+        and (h * w) % hw_align
+        and observed.deviation("flattened-plane").applies_to(ask.target)
+    ):
         plane_h, plane_w = 1, round_up(h * w, hw_align)
     provenance = {"c2": c2_source, "c1": channels[1]}
     if "native_dims" in ask.params:
@@ -386,7 +392,7 @@ def _nc1hwc2_output_channels(
                 f"predicted: {fused} (deviation conv-sigmoid-fp16: "
                 f"{observed.observed_by(platform)}; {seed_text}: {seed})"
             )
-    if last_op != "other" and observed.conv_last_pads_to_c2(target):
+    if last_op != "other" and observed.deviation("conv-last-channels").applies_to(target):
         padded = round_up(channels, c2)
         return padded, (
             f"predicted: padded to C2 = {c2} (deviation conv-last-channels: "
@@ -403,7 +409,7 @@ def _flat_output(ask: _Ask) -> BlockedLayout:
     seed_rows = [r for r in rockchip.output_rows(target) if not r.rank4]
     if seed_rows:
         seed = f"{platform} output row: rank not 4, UNDEFINE, the tensor's own size"
-    elif observed.non4d_outputs_built(target):
+    elif observed.deviation("non4d-outputs").applies_to(target):
         seed = (
             f"{platform} lists no output row of rank not 4; the compiler builds them "
             f"(deviation non4d-outputs: {observed.deviation('non4d-outputs').provenance(target)})"

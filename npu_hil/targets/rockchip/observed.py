@@ -40,20 +40,14 @@ __all__ = [
     "ZOO_DEVIATIONS",
     "Deviation",
     "c2_observed",
-    "conv_last_pads_to_c2",
     "conv_sigmoid_channels",
     "deviation",
     "deviations_for",
     "deviations_text",
     "flat_input_align",
     "flat_output_align",
-    "flattens_plane",
     "input_width_align",
-    "int8_input_uses_uint8_row",
     "last_op_kind",
-    "nhwc_output_unpadded",
-    "non4d_inputs_built",
-    "non4d_outputs_built",
     "npu_input_types",
     "observed_by",
     "output_type",
@@ -400,22 +394,6 @@ def c2_observed(target: str, precision: str) -> tuple[int, str] | None:
     return _C2.get((platform_of(target), precision))
 
 
-def conv_last_pads_to_c2(target: str) -> bool:
-    return deviation("conv-last-channels").applies_to(target)
-
-
-def nhwc_output_unpadded(target: str) -> bool:
-    return deviation("nhwc-output-unpadded").applies_to(target)
-
-
-def int8_input_uses_uint8_row(target: str) -> bool:
-    return deviation("int8-default-input").applies_to(target)
-
-
-def flattens_plane(target: str) -> bool:
-    return deviation("flattened-plane").applies_to(target)
-
-
 # Ops rknn-toolkit2 2.5.0 fuses into the convolution that feeds them (the compiled graph's last
 # op is then Conv or ConvSigmoid: deviation fused-last-op). Relu is fused the same way in the
 # grid's first layer.
@@ -447,7 +425,7 @@ def npu_input_types(target: str) -> frozenset[str]:
         if row.mean_scale_on == "NPU" and row.input_types != "any"
         for t in row.input_types
     }
-    if int8_input_uses_uint8_row(target) and "uint8" in types:
+    if deviation("int8-default-input").applies_to(target) and "uint8" in types:
         types.add("int8")
     return frozenset(types)
 
@@ -456,16 +434,6 @@ _FLAT_ALIGN_RK3566 = 8
 _FLAT_ALIGN = 64
 _SOFTMAX_AXIS_ALIGN = 4
 INDEX_OPS = ("ArgMax", "ArgMin", "TopK")
-
-
-def non4d_outputs_built(target: str) -> bool:
-    """Whether the compiler builds outputs of rank 1 to 3 where the seed lists no such row."""
-    return deviation("non4d-outputs").applies_to(target)
-
-
-def non4d_inputs_built(target: str) -> bool:
-    """Whether the compiler builds inputs of rank 1 to 3 where the seed lists no such row."""
-    return deviation("non4d-inputs").applies_to(target)
 
 
 def flat_output_align(target: str, dtype_name: str) -> int:
