@@ -40,6 +40,7 @@ from npu_hil.targets.rockchip.layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS
 from npu_hil.targets.rockchip.observed import npu_input_types
 from npu_hil.targets.rockchip.operators import refusal
 from npu_hil.targets.rockchip.quant import AFFINE, NONE, RKNN_TYPES, RknnTensorAttr, model_input
+from npu_hil.targets.rockchip.queries import NHWC_CHANNELS
 
 NO_CPU_PREPROCESSING = ("rv1103", "rv1106", "rv1103b")
 """RKNN2 input note 7: RV1106/RV1103/RV1103B do not run mean/scale/quant on the CPU."""
@@ -130,7 +131,7 @@ class RockchipSim(VendorSim):
         if len(shape) != 4:
             default = "UNDEFINE"
         else:
-            default = "NHWC" if shape[1] in WIDTH_RULE_CHANNELS else "NC1HWC2"
+            default = "NHWC" if shape[1] in NHWC_CHANNELS else "NC1HWC2"
         return self.input_layout_name(given, INPUT_LAYOUTS, default)
 
     def hold_input(self, index: int, info: TensorInfo, given: InputLike) -> HeldInput:

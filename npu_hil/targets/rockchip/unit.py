@@ -20,17 +20,13 @@ from npu_hil.targets.rockchip.compiler.toolkit import COMPILER
 from npu_hil.targets.rockchip.reported import RockchipReport
 from npu_hil.targets.unit import NpuThroughput, PixelInput, SimOption, Vendor
 
-NHWC_INPUT_CHANNELS = (1, 3, 4)
-"""An RKNN model's native input is NHWC for these channel counts and NC1HWC2 for others (what
-the runtimes reported for every compiled model of the observations but RK2118's)."""
-
 
 def tables_text(target: str) -> str:
     return text.tables_text(target) + observed.deviations_text(target)
 
 
 def default_input_layout(shape: tuple[int, ...]) -> str:
-    if len(shape) == 4 and shape[1] not in NHWC_INPUT_CHANNELS:
+    if len(shape) == 4 and shape[1] not in queries.NHWC_CHANNELS:
         return "NC1HWC2"
     return "NHWC"
 
