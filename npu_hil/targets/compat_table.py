@@ -41,6 +41,11 @@ older); ``format_refused_by``: when the model's file-format version is ``format_
 runtime's version is one of ``runtimes`` (versions reported to refuse that format)."""
 
 
+_ROW_KEYS = ("target", "platforms", "same_program", "same_program_source", "source")
+_ROW_EXTRAS = ("chip_id", "march", "note")
+"""A target row's fields the checks do not read, kept with it."""
+
+
 @dataclass(frozen=True)
 class VersionSource:
     """Which fields of the board's ``versions`` name a component (the first present wins)."""
@@ -117,20 +122,7 @@ def load_table(
     rows: dict[str, TargetRow] = {}
     for number, raw in enumerate(check.sequence(top.get("targets"), "targets")):
         label = f"targets[{number}]"
-        item = check.mapping(
-            raw,
-            label,
-            {
-                "target",
-                "platforms",
-                "same_program",
-                "same_program_source",
-                "source",
-                "chip_id",
-                "march",
-                "note",
-            },
-        )
+        item = check.mapping(raw, label, {*_ROW_KEYS, *_ROW_EXTRAS})
         target = check.text(item.get("target"), f"{label}.target")
         label = f"{label} ({target})"
         if targets and target not in targets:
@@ -149,7 +141,7 @@ def load_table(
             )
         elif "same_program_source" in item:
             check.fail(label, "same_program_source without same_program")
-        extras: dict[str, Any] = {k: item[k] for k in ("chip_id", "march", "note") if k in item}
+        extras: dict[str, Any] = {k: item[k] for k in _ROW_EXTRAS if k in item}
         rows[target] = TargetRow(target, platforms, same, source, extras, same_source)
     rules: list[Rule] = []
     for number, raw in enumerate(check.sequence(top.get("rules", []), "rules")):

@@ -84,7 +84,8 @@ def _positive_pair(name: str, value: object) -> tuple[int, int]:
 
 
 def dilated_kernel(k: int, dilation: int) -> int:
-    """The extent of a kernel of ``k`` taps at ``dilation``."""
+    """The extent of a kernel of ``k`` taps at ``dilation`` (the RKNN2 seed's special notes:
+    ``kernel * dilation - dilation + 1``)."""
     return k + (k - 1) * (dilation - 1)
 
 
@@ -99,7 +100,7 @@ def check_conv(
     site: ConvSite | None = None,
 ) -> ConvCheck:
     """Check a convolution's input width and kernel against ``target``'s width-limit rule (the
-    unit's ``check_conv``; see :func:`npu_hil.targets.rockchip.widthrule.check_conv`).
+    unit's ``check_conv``; see :func:`npu_hil.targets.rockchip.convolution.check_conv`).
 
     ``kind`` is "conv", "depthwise" or "deconv"; ``rule`` and ``first_layer`` pick the rule where
     the target has several. ``site`` says where the convolution sits, for the limits measured

@@ -1,15 +1,8 @@
 """Vendor quantization schemes, and how the sim picks their parameters from the data range.
 
-Schemes (all round half to even, as ``numpy.rint`` does, then clip to the storage type):
-
-- :class:`Affine` — RKNN ``AFFINE_ASYMMETRIC``: ``q = clip(rint(x / scale) + zp)``,
-  ``x = (q - zp) * scale``.
-- :class:`FixedPoint` — Kneron KL730: ``x = q / (scale * 2**radix)``; int8 clips to [-128, 127],
-  int16 to [-32768, 32766]; 16-bit data keeps 15 significant bits on the device (bit 0 is dropped
-  by the runtime), so 15-bit values are rounded to even numbers.
-- :class:`HorizonScale` — Horizon ``SCALE``: ``x = (q - zero_point) * scale`` along
-  ``quantizeAxis``; :class:`HorizonShift` — Horizon ``SHIFT``: ``x = q / 2**shift``.
-- :class:`Cast` — no quantization (float16/float32 tensors, Horizon ``NONE``): a cast.
+Schemes (:class:`Affine` for RKNN, :class:`FixedPoint` for the KL730, :class:`HorizonScale`
+and :class:`HorizonShift`, :class:`Cast` for none; each says its formula) round half to even, as
+``numpy.rint`` does, then clip to the storage type.
 
 Parameter choice (the sim's "calibration", deterministic, from the range of the very data it
 quantizes — a real compiled model fixes its parameters from a calibration set instead):

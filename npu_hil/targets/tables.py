@@ -3,6 +3,8 @@ compiler's reading of an output's producing op, each answered by the target's ve
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from npu_hil.targets.registry import all_targets, unit_for
 
 CONV_OPS = ("Conv", "ConvTranspose")
@@ -21,3 +23,18 @@ def last_op_kind(target: str, op_type: str, feeders: tuple[str, ...]) -> str:
     if hook is not None:
         return hook(target, op_type, feeders)
     return "conv" if op_type in CONV_OPS else "other"
+
+
+def text_table(
+    header: tuple[str, ...], rows: Iterable[tuple[str, ...]], *, rule: bool = True
+) -> list[str]:
+    """``header`` and ``rows`` as fixed-width lines (a rule of dashes under the header)."""
+    body = [header, *rows]
+    widths = [max(len(row[i]) for row in body) for i in range(len(header))]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in body
+    ]
+    if rule:
+        lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines

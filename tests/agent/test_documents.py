@@ -34,9 +34,8 @@ from npu_hil.harness.board.job import canary_for
 from npu_hil.harness.board.memory import read_memory
 from npu_hil.harness.board.wire import EXIT_OK, EXIT_REFUSED
 from npu_hil.harness.errors import LayoutError
-from npu_hil.targets.horizon.attrs import TensorProperties
-from npu_hil.targets.rockchip.attrs import RknnTensorAttr, rknn_attr_of
-from npu_hil.targets.rockchip.quant import quantizer
+from npu_hil.targets.horizon.quant import TensorProperties
+from npu_hil.targets.rockchip.quant import RknnTensorAttr, quantizer, rknn_attr_of
 from tests.agent.jobs import cache_model, run_once, sim_job
 
 pytestmark = pytest.mark.slow

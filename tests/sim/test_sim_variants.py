@@ -11,7 +11,7 @@ from sim_helpers import compare, inputs_for, random_tensor, run_sim
 from npu_hil.harness.codec import get_layout
 from npu_hil.harness.models import build, reference_outputs
 from npu_hil.harness.sim import SimInput, SimNpu, SimRun
-from npu_hil.targets.horizon.images import nv12_planes
+from npu_hil.targets.horizon.quant import nv12_planes
 
 HORIZON = ("rdk-x3", "rdk-x5", "rdk-s100")
 

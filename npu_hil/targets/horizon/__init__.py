@@ -1,6 +1,6 @@
 """Horizon Robotics BPU (RDK X3, X5, S100): the alignment rules of seeds/003 with their
 provenance, the layouts and predictions (:mod:`.layouts`), the report reader (:mod:`.reported`),
-the quantization model (:mod:`.quant`, :mod:`.images`) and the vendor unit (:mod:`.unit`). The
+the tensor record and quantization model (:mod:`.quant`) and the vendor unit (:mod:`.unit`). The
 layout names are re-exported here (``from npu_hil.targets import horizon``).
 """
 

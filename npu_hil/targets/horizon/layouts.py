@@ -1,26 +1,15 @@
 """Horizon Robotics BPU (RDK X3, RDK X5, RDK S100): seeds/003 as data, and its predictions.
 
 A Horizon tensor is ``validShape`` (the data) plus ``stride``, the bytes to step one index along
-each axis; ``alignedByteSize`` is what to allocate. Layouts:
-
-- ``strided``: any tensor type; the shape is validShape, ``stride`` the device's byte strides
-  (predicted when not given; RDK X3/X5 runtimes report ``aligned_shape`` instead, which implies
-  contiguous strides over the aligned shape), ``aligned_byte_size`` the device's size.
-- ``NV12``: the compact NV12 frame, shape (N, 3H/2, W) or (3H/2, W): H rows of Y, then H/2 rows
-  of interleaved U/V; H and W even; every row starts ``stride`` bytes after the previous one,
-  ``stride`` = W rounded up to 32 (the seed: NV12 and Y only need 32-byte width alignment).
-- ``Y``: one luma plane, shape (N, H, W) or (H, W), rows as NV12's.
-
-Prediction for ``strided`` (no seed rule beyond the worked example, so each target's rule is data
-with its source): on RDK S100 the H and W axes of a 4-D tensor are padded to multiples of 32
-elements, which reproduces the seed's example exactly; on RDK X3/X5 H is padded to 2 and W to 32
-(community reports, not vendor documentation). Other ranks are predicted dense. The device's
-report always wins and any disagreement is a finding for the diff.
+each axis; ``alignedByteSize`` is what to allocate. Layouts: ``strided`` (any tensor type),
+``NV12`` and ``Y`` (input frames, rows ``stride`` bytes apart). The seed gives no stride rule
+beyond its worked example, so each target's prediction is data with its source
+(:data:`SPATIAL_ALIGN`); the device's report always wins. The readings: docs/runtime/codec.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from math import prod
 
@@ -31,9 +20,16 @@ from npu_hil.harness.codec.encodings import Encoding
 from npu_hil.harness.codec.engine import BlockedLayout, Dim
 from npu_hil.harness.codec.params import bounded_size, int_tuple, one_int, round_up, take_params
 from npu_hil.harness.errors import LayoutError
+from npu_hil.targets.unit import ROW_ALIGNMENTS
 
 TARGETS = ("rdk-x3", "rdk-x5", "rdk-s100")
 LAYOUTS = ("strided", "NV12", "Y")
+IMAGE_TYPES = ("NV12", "NV12_SEPARATE", "Y")
+"""Image tensor types; NV12_SEPARATE is NV12 in two memories (Y, then UV), read back as one."""
+ALIGNED_SHAPE_TARGETS = ("rdk-x3", "rdk-x5")
+"""Targets whose hb_dnn.h has alignedShape and tensorLayout: their documentation describes the
+aligned data by alignedShape, and their NV12/Y model inputs report stride 0 (S100's has neither,
+and no NV12_SEPARATE: its hbDNNTensor has one memory)."""
 FIRST_ADDRESS_ALIGN = 32
 IMAGE_WIDTH_ALIGN = 32
 
@@ -329,3 +325,52 @@ def tables_text(target: str) -> str:
             f"                   source: {rule.source}",
         ]
     )
+
+
+# ------------------------------------------- the parameters a device gets wrong
+# What forensics tries to explain a buffer (npu_hil.harness.diff.forensics) and what the
+# simulator's wrong-alignment fault lays out instead.
+
+
+def forensic_variants(
+    name: str, role: str, shape: tuple[int, ...], dtype: np.dtype
+) -> Iterator[tuple[HorizonLayoutParams, str]]:
+    if name == "strided" and len(shape) == 4:
+        for tensor_layout in ("NCHW", "NHWC"):
+            h_axis, w_axis = (1, 2) if tensor_layout == "NHWC" else (2, 3)
+            for h_align in ROW_ALIGNMENTS:
+                for w_align in ROW_ALIGNMENTS:
+                    aligned = list(shape)
+                    aligned[h_axis] = -(-shape[h_axis] // h_align) * h_align
+                    aligned[w_axis] = -(-shape[w_axis] // w_align) * w_align
+                    stride = strides_of_aligned_shape(tuple(aligned), dtype.itemsize)
+                    yield (
+                        {"stride": list(stride)},
+                        f"H aligned to {h_align}, W to {w_align} ({tensor_layout})",
+                    )
+    elif name in ("NV12", "Y") and len(shape) in (2, 3):
+        for align in ROW_ALIGNMENTS:
+            yield {"stride": -(-shape[-1] // align) * align}, f"rows aligned to {align} bytes"
+
+
+def _strided_variants(layout: BlockedLayout) -> Iterator[HorizonLayoutParams]:
+    aligned = list(layout.attributes["predicted_alignedShape"])
+    item = layout.dtype.itemsize
+    last = len(aligned) - 1
+    for align in (1, 4, 8, 16, 64):
+        other = list(aligned)
+        other[last] = round_up(layout.shape[last], align)
+        yield {"stride": list(strides_of_aligned_shape(tuple(other), item))}
+    other = list(aligned)
+    other[last] += 32
+    yield {"stride": list(strides_of_aligned_shape(tuple(other), item))}
+
+
+def fault_variants(layout: BlockedLayout) -> Iterator[HorizonLayoutParams]:
+    width = layout.shape[-1]
+    if layout.name == "strided":
+        yield from _strided_variants(layout)
+    else:
+        for align in (1, 4, 8, 16, 64):
+            yield {"stride": round_up(width, align)}
+        yield {"stride": round_up(width, 32) + 32}

@@ -18,52 +18,16 @@ from npu_hil.harness.codec.reported import require_field as _require
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.horizon import layouts as horizon
 
-HORIZON_TYPE_CODES = {
-    0: "Y",
-    1: "NV12",
-    2: "NV12_SEPARATE",
-    3: "YUV444",
-    4: "RGB",
-    5: "BGR",
-    6: "S4",
-    7: "U4",
-    8: "S8",
-    9: "U8",
-    10: "F16",
-    11: "S16",
-    12: "U16",
-    13: "F32",
-    14: "S32",
-    15: "U32",
-    16: "F64",
-    17: "S64",
-    18: "U64",
-}
+_TYPES = ("S4", "U4", "S8", "U8", "F16", "S16", "U16", "F32", "S32", "U32", "F64", "S64", "U64")
+"""The tensor types, in the order both headers number them."""
+HORIZON_TYPE_CODES = dict(
+    enumerate(("Y", "NV12", "NV12_SEPARATE", "YUV444", "RGB", "BGR", *_TYPES))
+)
 """``hbDNNDataType`` of the X3/X5 hb_dnn.h (libdnn 1.18.6 / 1.24.5, tests/data/abi)."""
-HORIZON_TYPE_CODES_S100 = {
-    0: "S4",
-    1: "U4",
-    2: "S8",
-    3: "U8",
-    4: "F16",
-    5: "S16",
-    6: "U16",
-    7: "F32",
-    8: "S32",
-    9: "U32",
-    10: "F64",
-    11: "S64",
-    12: "U64",
-    13: "BOOL8",
-}
+HORIZON_TYPE_CODES_S100 = dict(enumerate((*_TYPES, "BOOL8")))
 """``hbDNNDataType`` of the S100 hb_dnn.h (UCP 3.13.6): tensor types only, S4 = 0."""
 HORIZON_LAYOUT_CODES = {0: "NHWC", 2: "NCHW"}
 HORIZON_DTYPES = {name: np.dtype(dtype) for dtype, name in horizon.TENSOR_TYPES.items()}
-HORIZON_IMAGES = ("NV12", "NV12_SEPARATE", "Y")
-"""Image tensor types; NV12_SEPARATE is NV12 in two memories (Y, then UV), read back as one."""
-HORIZON_ALIGNED_SHAPE_TARGETS = ("rdk-x3", "rdk-x5")
-"""Targets whose hb_dnn.h has alignedShape and tensorLayout: their documentation describes the
-aligned data by alignedShape, and their NV12/Y model inputs report stride 0."""
 
 
 class HorizonReport:
@@ -71,7 +35,7 @@ class HorizonReport:
 
     def dtype(self, target: str, attributes: Mapping[str, Any]) -> np.dtype:
         kind = _horizon_type(attributes, target)
-        return np.dtype("uint8") if kind in HORIZON_IMAGES else _horizon_dtype(kind)
+        return np.dtype("uint8") if kind in horizon.IMAGE_TYPES else _horizon_dtype(kind)
 
     def layout(
         self,
@@ -84,14 +48,75 @@ class HorizonReport:
         reported: bool,
         params: Mapping[str, object],
     ) -> BlockedLayout:
-        return _horizon(target, role, attributes, dtype, shape, reported, params)
+        kind = _horizon_type(attributes, target)
+        where = f"{target} {kind} ({role})"
+        valid = int_tuple(where, "validShape", _require(attributes, "validShape", where))
+        tensor_layout = _horizon_layout(attributes)
+        size = one_int(where, "alignedByteSize", attributes.get("alignedByteSize", 0))
+        extra: dict[str, Any] = {"aligned_byte_size": size} if reported and size > 0 else {}
+        by_aligned_shape = target in horizon.ALIGNED_SHAPE_TARGETS
+        aligned_raw = attributes.get("alignedShape") if by_aligned_shape else None
+        aligned = int_tuple(where, "alignedShape", aligned_raw) if aligned_raw is not None else None
+        if kind in horizon.IMAGE_TYPES:
+            if len(valid) != 4:
+                raise LayoutError(f"{where}: validShape must be 4-D, got {list(valid)}")
+            n, h, w = (
+                (valid[0], valid[1], valid[2])
+                if tensor_layout == "NHWC"
+                else (valid[0], valid[2], valid[3])
+            )
+            rows = h if kind == "Y" else h * 3 // 2
+            if shape is None:
+                shape = (n, rows, w)
+            if reported and aligned is not None and len(aligned) == 4:
+                # X3/X5: the row pitch is alignedShape's W (their NV12/Y strides are all 0).
+                row_stride = aligned[2] if tensor_layout == "NHWC" else aligned[3]
+                if row_stride < w:
+                    raise LayoutError(
+                        f"{where}: alignedShape {list(aligned)} is narrower than validShape "
+                        f"{list(valid)}"
+                    )
+                extra["stride"] = row_stride
+            elif reported and size > 0:
+                row_stride, rest = divmod(size, n * rows)
+                if not rest and row_stride >= w:
+                    extra["stride"] = row_stride
+            # NV12_SEPARATE holds the same bytes as NV12, Y and UV in two memories.
+            name = "Y" if kind == "Y" else "NV12"
+            return get_layout(target, name, shape, dtype, role=role, **extra)
+        if shape is None:
+            shape = valid
+        extra["tensor_layout"] = tensor_layout
+        if reported:
+            raw_stride = attributes.get("stride")
+            stride = (
+                [one_int(where, "stride", s) for s in raw_stride]
+                if raw_stride is not None
+                else None
+            )
+            strided = stride is not None and all(s > 0 for s in stride)
+            if aligned is not None:
+                # X3/X5: the layout is validShape inside alignedShape (the documented rule); strides
+                # that say otherwise are a contradiction to report, not a second opinion to pick.
+                implied = list(horizon.strides_of_aligned_shape(aligned, dtype.itemsize))
+                if strided and stride != implied:
+                    raise LayoutError(
+                        f"{where}: stride {stride} contradicts alignedShape {list(aligned)} "
+                        f"(contiguous strides {implied})"
+                    )
+                extra["aligned_shape"] = list(aligned)
+            elif strided:
+                extra["stride"] = stride
+            elif attributes.get("alignedShape") is not None:
+                extra["aligned_shape"] = list(attributes["alignedShape"])
+        return get_layout(target, "strided", shape, dtype, role=role, **extra, **params)
 
 
 def _horizon_type(attributes: Mapping[str, Any], target: str) -> str:
     raw = _require(attributes, "tensorType", "hbDNNTensorProperties")
     if isinstance(raw, int) and not isinstance(raw, bool):
         # The two headers number the types differently (S100 has no image types).
-        x3x5 = target in HORIZON_ALIGNED_SHAPE_TARGETS
+        x3x5 = target in horizon.ALIGNED_SHAPE_TARGETS
         codes = HORIZON_TYPE_CODES if x3x5 else HORIZON_TYPE_CODES_S100
         if raw not in codes:
             raise LayoutError(f"{target} hbDNNTensorProperties: unknown tensorType code {raw}")
@@ -103,7 +128,7 @@ def _horizon_dtype(kind: str) -> np.dtype:
     if kind not in HORIZON_DTYPES:
         raise LayoutError(
             f"hbDNNTensorProperties: tensorType {kind} has no codec layout "
-            f"(tensor types: {', '.join(HORIZON_DTYPES)}; images: {', '.join(HORIZON_IMAGES)})"
+            f"(tensor types: {', '.join(HORIZON_DTYPES)}; images: {', '.join(horizon.IMAGE_TYPES)})"
         )
     return HORIZON_DTYPES[kind]
 
@@ -116,74 +141,3 @@ def _horizon_layout(attributes: Mapping[str, Any]) -> str:
     if name not in ("NCHW", "NHWC"):
         raise LayoutError(f"hbDNNTensorProperties: tensorLayout {raw!r} is not NCHW or NHWC")
     return name
-
-
-def _horizon(
-    target: str,
-    role: str,
-    attributes: Mapping[str, Any],
-    dtype: np.dtype,
-    shape: tuple[int, ...] | None,
-    reported: bool,
-    params: Mapping[str, object],
-) -> BlockedLayout:
-    kind = _horizon_type(attributes, target)
-    where = f"{target} {kind} ({role})"
-    valid = int_tuple(where, "validShape", _require(attributes, "validShape", where))
-    tensor_layout = _horizon_layout(attributes)
-    size = one_int(where, "alignedByteSize", attributes.get("alignedByteSize", 0))
-    extra: dict[str, Any] = {"aligned_byte_size": size} if reported and size > 0 else {}
-    by_aligned_shape = target in HORIZON_ALIGNED_SHAPE_TARGETS
-    aligned_raw = attributes.get("alignedShape") if by_aligned_shape else None
-    aligned = int_tuple(where, "alignedShape", aligned_raw) if aligned_raw is not None else None
-    if kind in HORIZON_IMAGES:
-        if len(valid) != 4:
-            raise LayoutError(f"{where}: validShape must be 4-D, got {list(valid)}")
-        n, h, w = (
-            (valid[0], valid[1], valid[2])
-            if tensor_layout == "NHWC"
-            else (valid[0], valid[2], valid[3])
-        )
-        rows = h if kind == "Y" else h * 3 // 2
-        if shape is None:
-            shape = (n, rows, w)
-        if reported and aligned is not None and len(aligned) == 4:
-            # X3/X5: the row pitch is alignedShape's W (their NV12/Y strides are all 0).
-            row_stride = aligned[2] if tensor_layout == "NHWC" else aligned[3]
-            if row_stride < w:
-                raise LayoutError(
-                    f"{where}: alignedShape {list(aligned)} is narrower than validShape "
-                    f"{list(valid)}"
-                )
-            extra["stride"] = row_stride
-        elif reported and size > 0:
-            row_stride, rest = divmod(size, n * rows)
-            if not rest and row_stride >= w:
-                extra["stride"] = row_stride
-        # NV12_SEPARATE holds the same bytes as NV12, Y and UV in two memories.
-        name = "Y" if kind == "Y" else "NV12"
-        return get_layout(target, name, shape, dtype, role=role, **extra)
-    if shape is None:
-        shape = valid
-    extra["tensor_layout"] = tensor_layout
-    if reported:
-        raw_stride = attributes.get("stride")
-        stride = (
-            [one_int(where, "stride", s) for s in raw_stride] if raw_stride is not None else None
-        )
-        strided = stride is not None and all(s > 0 for s in stride)
-        if aligned is not None:
-            # X3/X5: the layout is validShape inside alignedShape (the documented rule); strides
-            # that say otherwise are a contradiction to report, not a second opinion to pick.
-            implied = list(horizon.strides_of_aligned_shape(aligned, dtype.itemsize))
-            if strided and stride != implied:
-                raise LayoutError(
-                    f"{where}: stride {stride} contradicts alignedShape {list(aligned)} "
-                    f"(contiguous strides {implied})"
-                )
-            extra["aligned_shape"] = list(aligned)
-        elif strided:
-            extra["stride"] = stride
-        elif attributes.get("alignedShape") is not None:
-            extra["aligned_shape"] = list(attributes["alignedShape"])
-    return get_layout(target, "strided", shape, dtype, role=role, **extra, **params)

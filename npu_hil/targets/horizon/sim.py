@@ -4,7 +4,7 @@
 - Inputs are held as given, in the ``strided`` layout with the codec's predicted strides
   (tensorLayout NCHW, quantiType NONE: the model sees the values), or as ``NV12`` / ``Y``
   frames when the input names that layout (rows ``stride`` bytes apart, width aligned to 32;
-  the model sees the Y, U, V planes, see :mod:`npu_hil.targets.horizon.images`). ``NV12_SEPARATE``
+  the model sees the Y, U, V planes, see :mod:`npu_hil.targets.horizon.quant`). ``NV12_SEPARATE``
   (X3/X5, one image) is the NV12 frame in two memories, as hbDNNTensor holds it: Y in ``sysMem[0]``,
   UV in ``sysMem[1]``, each allocated (and held to the 32-byte rule) on its own; the
   properties say ``memories: [Y bytes, UV bytes]``. S100 has no image tensor types.
@@ -26,9 +26,8 @@ from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
 from npu_hil.harness.simkit.options import RuntimeOptions
 from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, logical_input
 from npu_hil.targets.horizon import layouts as horizon
-from npu_hil.targets.horizon.attrs import TensorProperties
-from npu_hil.targets.horizon.images import image_shape
-from npu_hil.targets.horizon.quant import model_input
+from npu_hil.targets.horizon.layouts import ALIGNED_SHAPE_TARGETS, IMAGE_TYPES
+from npu_hil.targets.horizon.quant import TensorProperties, image_shape, model_input
 from npu_hil.targets.quant import (
     Cast,
     HorizonScale,
@@ -38,12 +37,7 @@ from npu_hil.targets.quant import (
     choose_horizon_shift,
 )
 
-IMAGE_TYPES = ("NV12", "NV12_SEPARATE", "Y")
 LAYOUTS = ("strided", *IMAGE_TYPES)
-ALIGNED_SHAPE_TARGETS = ("rdk-x3", "rdk-x5")
-"""hbDNNTensorProperties.alignedShape exists on X3/X5 and not on S100 (spec notes)."""
-S100_LAYOUTS = ("strided", "NV12", "Y")
-"""S100's header has no NV12_SEPARATE (its hbDNNTensor has one memory)."""
 CODEC_IMAGE = {"NV12": "NV12", "NV12_SEPARATE": "NV12", "Y": "Y"}
 """The codec layout of each image type: NV12_SEPARATE holds NV12's bytes in two memories."""
 CHANNEL_AXIS = 1
@@ -82,7 +76,7 @@ class HorizonSim(VendorSim):
     def hold_input(self, index: int, info: TensorInfo, given: InputLike) -> HeldInput:
         dtype = input_dtype(given)
         shape = tuple(int(d) for d in given.shape)
-        native = LAYOUTS if self.target in ALIGNED_SHAPE_TARGETS else S100_LAYOUTS
+        native = LAYOUTS if self.target in ALIGNED_SHAPE_TARGETS else horizon.LAYOUTS
         name = self.input_layout_name(given, native, "strided")
         model_shape = static_shape(info, "run")
         if name in IMAGE_TYPES:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from npu_hil.targets.horizon import layouts, preflight, quant, variants
+from npu_hil.targets.horizon import layouts, preflight, quant
 from npu_hil.targets.horizon.apipaths import API_PATHS
 from npu_hil.targets.horizon.artifact import read_horizon_model
-from npu_hil.targets.horizon.decode import HorizonDecode
 from npu_hil.targets.horizon.reported import HorizonReport
 from npu_hil.targets.unit import NpuThroughput, PixelInput, SimOption, Vendor
 
@@ -31,7 +30,7 @@ UNIT = Vendor(
     tables_text=layouts.tables_text,
     report=HorizonReport(),
     quant=quant,
-    decode=HorizonDecode(),
+    decode=quant.HorizonDecode(),
     simulator="npu_hil.targets.horizon.sim:HorizonSim",
     sim_options={
         "output_quant": SimOption(
@@ -47,8 +46,8 @@ UNIT = Vendor(
     identity=Path(__file__).with_name("identity.json"),
     api_paths=API_PATHS,
     artifact_suffixes=(".hbm", ".bin"),
-    forensic_variants=variants.forensic_variants,
-    fault_variants=variants.fault_variants,
+    forensic_variants=layouts.forensic_variants,
+    fault_variants=layouts.fault_variants,
     preflight=preflight.preflight,
     pixel_input=PixelInput(
         "uint8",

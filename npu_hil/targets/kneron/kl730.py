@@ -48,7 +48,8 @@ is zero-padded.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,6 +59,8 @@ from npu_hil.harness.codec.encodings import Encoding
 from npu_hil.harness.codec.engine import BlockedLayout, Dim, span
 from npu_hil.harness.codec.params import int_tuple, one_int, round_up, take_params
 from npu_hil.harness.errors import LayoutError
+from npu_hil.targets.tables import text_table
+from npu_hil.targets.unit import ROW_ALIGNMENTS
 
 TARGETS = ("kl730",)
 ENTRY_BYTES = 16
@@ -489,13 +492,44 @@ def tables_text(target: str = "kl730") -> str:
         )
         for f in FORMATS.values()
     ]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = [f"{target}: Kneron KL730 NPU data layouts (seeds/000), 16-byte entries", ""]
-    for row in [header, *rows]:
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    lines += text_table(header, rows, rule=False)
     lines += [
         "",
         "16-bit data keeps 15 significant bits on the device (value_bits=15, the default for the "
         "formats the runtime reads that way); buffers are whole 16-byte entries.",
     ]
     return "\n".join(lines)
+
+
+# ------------------------------------------- the parameters a device gets wrong
+# What forensics tries to explain a buffer (npu_hil.harness.diff.forensics) and what the
+# simulator's wrong-alignment fault lays out instead.
+
+
+def forensic_variants(
+    name: str, role: str, shape: tuple[int, ...], dtype: np.dtype
+) -> Iterator[tuple[Kl730LayoutParams, str]]:
+    fmt = FORMATS[name]
+    if fmt.bits == 16:
+        yield {"value_bits": 16 if fmt.quirk_15bit else 15}, ""
+    try:
+        shape4, inserted = canonical_shape(shape)
+    except LayoutError:
+        return
+    for cols in ROW_ALIGNMENTS:
+        if cols == fmt.entry_cols:
+            continue
+        strides = predict_stride_npu(dataclasses.replace(fmt, entry_cols=cols), shape4)
+        given = [s for a, s in enumerate(strides) if a not in inserted]
+        yield {"stride_npu": given}, f"rows padded to {cols} columns"
+
+
+def fault_variants(layout: BlockedLayout) -> Iterator[Kl730LayoutParams]:
+    fmt = FORMATS[layout.name]
+    shape4, inserted = canonical_shape(layout.shape)
+    for cols in (4, 8, 16, 32, 64, shape4[3] + 1):
+        if cols == fmt.entry_cols:
+            continue
+        strides = predict_stride_npu(dataclasses.replace(fmt, entry_cols=cols), shape4)
+        yield {"stride_npu": [s for a, s in enumerate(strides) if a not in inserted]}

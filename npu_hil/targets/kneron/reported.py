@@ -36,7 +36,16 @@ class KneronReport:
         reported: bool,
         params: Mapping[str, object],
     ) -> BlockedLayout:
-        return _kl730(target, role, attributes, dtype, shape, reported, params)
+        fmt = _kl730_format(attributes)
+        where = f"kl730 {fmt.name} ({role})"
+        if shape is None:
+            shape = int_tuple(where, "shape", _require(attributes, "shape", where))
+        extra: dict[str, Any] = {}
+        if reported and "stride_npu" in attributes:
+            extra["stride_npu"] = list(attributes["stride_npu"])
+        if prod(shape) < 1:
+            raise LayoutError(f"{where}: shape {list(shape)} holds no element")
+        return get_layout(target, fmt.name, shape, dtype, role=role, **extra, **params)
 
 
 def _kl730_format(attributes: Mapping[str, Any]) -> kl730.Kl730Format:
@@ -53,24 +62,3 @@ def _kl730_format(attributes: Mapping[str, Any]) -> kl730.Kl730Format:
             f"{', '.join(kl730.FORMATS)}"
         )
     return kl730.FORMATS[name]
-
-
-def _kl730(
-    target: str,
-    role: str,
-    attributes: Mapping[str, Any],
-    dtype: np.dtype,
-    shape: tuple[int, ...] | None,
-    reported: bool,
-    params: Mapping[str, object],
-) -> BlockedLayout:
-    fmt = _kl730_format(attributes)
-    where = f"kl730 {fmt.name} ({role})"
-    if shape is None:
-        shape = int_tuple(where, "shape", _require(attributes, "shape", where))
-    extra: dict[str, Any] = {}
-    if reported and "stride_npu" in attributes:
-        extra["stride_npu"] = list(attributes["stride_npu"])
-    if prod(shape) < 1:
-        raise LayoutError(f"{where}: shape {list(shape)} holds no element")
-    return get_layout(target, fmt.name, shape, dtype, role=role, **extra, **params)

@@ -24,8 +24,7 @@ from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
 from npu_hil.harness.simkit.options import RuntimeOptions
 from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, logical_input
 from npu_hil.targets.kneron import kl730
-from npu_hil.targets.kneron.attrs import NodeDescriptor
-from npu_hil.targets.kneron.quant import CHANNEL_AXIS, model_input
+from npu_hil.targets.kneron.quant import CHANNEL_AXIS, NodeDescriptor, model_input
 from npu_hil.targets.quant import FixedPoint, choose_fixed_point, fixed_point_for_type
 
 

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from npu_hil.targets.kneron import kl730, quant, variants
-from npu_hil.targets.kneron.apipaths import API_PATHS
+from npu_hil.targets.kneron import kl730, quant
 from npu_hil.targets.kneron.artifact import read_kneron_model
-from npu_hil.targets.kneron.decode import KneronDecode
 from npu_hil.targets.kneron.reported import KneronReport
-from npu_hil.targets.unit import NpuThroughput, PixelInput, Vendor
+from npu_hil.targets.unit import ApiPath, NpuThroughput, PixelInput, Vendor
 
 
 def default_input_layout(shape: tuple[int, ...]) -> str:
@@ -28,7 +26,7 @@ UNIT = Vendor(
     tables_text=kl730.tables_text,
     report=KneronReport(),
     quant=quant,
-    decode=KneronDecode(),
+    decode=quant.KneronDecode(),
     simulator="npu_hil.targets.kneron.sim:KneronSim",
     npu_throughput=NPU_THROUGHPUT,
     default_input_layout=default_input_layout,
@@ -37,7 +35,9 @@ UNIT = Vendor(
     read_artifact=read_kneron_model,
     compatibility=Path(__file__).with_name("compatibility.json"),
     identity=Path(__file__).with_name("identity.json"),
-    api_paths=API_PATHS,
+    # Kneron PLUS (kp.inference) is the one way to run a KL730 model: the cross-API check is
+    # not applicable.
+    api_paths=(ApiPath("kneron", "Kneron PLUS (kp.inference)", native=True),),
     # Kneron PLUS, "Hardware Image Preprocessing": the device's normalizer applies one of a few
     # fixed templates (RGB/256 - 0.5 is SUB128 at radix 8); any other mean/std is an input
     # BatchNormalization the toolchain folds into the model's first layer.
@@ -51,7 +51,7 @@ UNIT = Vendor(
         ),
     ),
     artifact_suffixes=(".nef",),
-    forensic_variants=variants.forensic_variants,
-    fault_variants=variants.fault_variants,
+    forensic_variants=kl730.forensic_variants,
+    fault_variants=kl730.fault_variants,
     enum_prefixes=("KP_MODEL_TENSOR_DATA_LAYOUT_",),
 )

@@ -6,12 +6,14 @@ registers them all.
 Modules: :mod:`.tables` (platforms, input and output tables), :mod:`.convolution` (C2 and the
 convolution width limits), :mod:`.text` (the tables as text), :mod:`.observed` (measured
 deviations), :mod:`.layouts` (the codec layouts), :mod:`.queries` (per-query attribute
-predictions), :mod:`.reported` (``rknn_tensor_attr`` → layout), :mod:`.quant`, :mod:`.unit`.
-The table names are re-exported here (``from npu_hil.targets import rockchip``).
+predictions), :mod:`.reported` (``rknn_tensor_attr`` → layout), :mod:`.quant` (the tensor record
+and its quantization), :mod:`.unit`. The table names are re-exported here
+(``from npu_hil.targets import rockchip``).
 """
 
 from __future__ import annotations
 
+from npu_hil.targets.conv import dilated_kernel
 from npu_hil.targets.rockchip.convolution import (
     C2_DERIVED_SOURCE,
     C2_USER_GUIDE_SOURCE,
@@ -21,7 +23,6 @@ from npu_hil.targets.rockchip.convolution import (
     c2_default,
     conv_rule,
     conv_rules,
-    dilated_kernel,
 )
 from npu_hil.targets.rockchip.tables import (
     CONV_KINDS,

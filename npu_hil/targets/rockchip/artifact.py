@@ -48,6 +48,8 @@ from dataclasses import dataclass
 from math import prod
 from pathlib import Path
 
+import numpy as np
+
 from npu_hil.harness.errors import ArtifactError
 from npu_hil.targets.artifact import MAX_HEADER_BYTES, MAX_INFO_BYTES, ArtifactInfo, open_bounded
 
@@ -167,15 +169,6 @@ DTYPE_CODES: dict[int, str] = {
 """The tensor table's data type codes: ONNX's TensorProto numbering (int8 3 and float16 10 on
 int8 and fp16 builds; int64 7 on an ArgMax or TopK index output, measured with 2.5.0)."""
 ROLE_CODES: dict[int, str] = {1: "input", 2: "output"}
-_ITEMSIZE = {
-    "float32": 4,
-    "uint8": 1,
-    "int8": 1,
-    "int16": 2,
-    "int32": 4,
-    "int64": 8,
-    "float16": 2,
-}
 
 
 @dataclass(frozen=True)
@@ -343,6 +336,6 @@ def _entry(
     if not buffer.fits(at + fields[size_field], 4):
         return None
     size = buffer.i32(at + fields[size_field])
-    if min(native) < 1 or min(shape) < 1 or size < prod(shape) * _ITEMSIZE[dtype]:
+    if min(native) < 1 or min(shape) < 1 or size < prod(shape) * np.dtype(dtype).itemsize:
         return None
     return NativeTensor(name, role, dtype, shape, native, size)

@@ -1,27 +1,17 @@
 """Rockchip RKNN2: the native I/O layouts, predicted from the seed's tables (:mod:`.tables`).
 
-Logical tensors are the model's ONNX shapes (NCHW for 4-D). Layouts:
-
-- inputs (zero-copy): ``NHWC`` whose row holds ``w_stride`` pixels, ``w_stride`` being the width
-  rounded up to the input table's alignment for the platform, first-layer precision
-  (``first_layer``), declared input type (the dtype) and channel count; ``NC1HWC2`` (the native
-  input when C is not 1, 3 or 4); ``UNDEFINE`` (flat, any rank);
-- outputs: ``NCHW``, ``NHWC`` with channels padded per the output table, ``NC1HWC2`` with its
-  C2 block, channels padded to the table's multiple for the last op (``last_op`` = ``conv`` or
-  ``other``) and each H·W plane padded to ``hw_align``, and ``UNDEFINE``.
-
-Where Rockchip's own compiler and runtimes do otherwise than the tables say, the prediction follows
-them and keeps the seed's value beside it (``npu_hil.targets.rockchip.observed``: flattened NC1HWC2
-planes, C2 channel padding for a last-layer conv on RK3562/RV1103/RV1106, C2 = 8 and width 16 on
-RV1103B/RV1106B, ...). Device-reported attributes override every prediction: ``w_stride``,
-``size_with_stride``, ``native_dims`` ([N, C1, H', W', C2], flattened or not; [N, H, W, C'] for
-NHWC outputs), ``size``. A combination neither the tables nor the observations list is a
-LayoutError naming what is missing.
+Inputs ``NHWC`` (rows of ``w_stride`` pixels), ``NC1HWC2``, ``UNDEFINE``; outputs ``NCHW``,
+``NHWC`` (channels padded), ``NC1HWC2`` (C2 block, H·W planes padded to ``hw_align``),
+``UNDEFINE``. Where Rockchip's own compiler and runtimes do otherwise than the tables say, the
+prediction follows them and keeps the seed's value beside it (:mod:`.observed`). Device-reported
+attributes override every prediction; a combination neither the tables nor the observations
+list is a LayoutError naming what is missing. The parameters and readings: docs/runtime/codec.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from math import lcm, prod
 
 import numpy as np
@@ -33,10 +23,9 @@ from npu_hil.harness.codec.params import bounded_size, int_tuple, one_int, round
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.rockchip import convolution, observed
 from npu_hil.targets.rockchip import tables as rockchip
+from npu_hil.targets.rockchip.quant import RKNN_TYPES
 from npu_hil.targets.rockchip.tables import WidthRule
-from npu_hil.targets.rockchip.types import RKNN_QNT_CODES as RKNN_QNT_CODES
-from npu_hil.targets.rockchip.types import RKNN_TYPE_CODES as RKNN_TYPE_CODES
-from npu_hil.targets.rockchip.types import RKNN_TYPES as RKNN_TYPES
+from npu_hil.targets.unit import ROW_ALIGNMENTS
 
 INPUT_LAYOUTS = ("NHWC", "NC1HWC2", "UNDEFINE")
 OUTPUT_LAYOUTS = ("NCHW", "NHWC", "NC1HWC2", "UNDEFINE")
@@ -123,18 +112,30 @@ def build(
         raise LayoutError(f"{where}: dtype {dtype.name} is not an RKNN tensor type")
     if name != "UNDEFINE" and len(shape) != 4:
         raise LayoutError(f"{where}: {name} needs a 4-D NCHW tensor, got shape {shape}")
-    builder = _input if role == "input" else _output
-    return builder(target, name, where, shape, dtype, params)
+    ask = _Ask(target, name, role, where, shape, dtype, params)
+    return _input(ask) if role == "input" else _output(ask)
 
 
-def _input(
-    target: str,
-    name: str,
-    where: str,
-    shape: tuple[int, ...],
-    dtype: np.dtype,
-    params: Mapping[str, object],
-) -> BlockedLayout:
+@dataclass(frozen=True)
+class _Ask:
+    """The layout asked for, as every builder below reads it."""
+
+    target: str
+    name: str
+    role: str
+    where: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    params: Mapping[str, object]
+
+    @property
+    def size_key(self) -> str:
+        """The field holding the buffer length: ``size_with_stride`` (inputs) or ``size``."""
+        return "size_with_stride" if self.role == "input" else "size"
+
+
+def _input(ask: _Ask) -> BlockedLayout:
+    target, shape, dtype, params = ask.target, ask.shape, ask.dtype, ask.params
     first_layer = str(params.get("first_layer", rockchip.default_first_layer(target)))
     row, row_note = input_row_for(target, first_layer, len(shape), dtype)
     table_row = (
@@ -147,8 +148,7 @@ def _input(
         "width_rule": row.width_rule,
         "table_row": table_row,
     }
-    if name == "UNDEFINE":
-        own = prod(shape) * dtype.itemsize
+    if ask.name == "UNDEFINE":
         multiple = observed.flat_input_align(target)
         size_source = "the tensor's own size"
         if multiple > 1:
@@ -157,33 +157,11 @@ def _input(
                 f"{observed.deviation('flat-input-size').provenance(target)}; the seed: "
                 "the tensor's own size)"
             )
-        return _flat(
-            target,
-            name,
-            "input",
-            shape,
-            dtype,
-            params,
-            round_up(own, multiple),
-            {"size": size_source},
-            base,
-        )
-    if name == "NC1HWC2":
-        c2, c2_source = _c2(where, target, dtype, params)
-        return _nc1hwc2(
-            target,
-            "input",
-            where,
-            shape,
-            dtype,
-            params,
-            c2,
-            c2_source,
-            padded_channels=round_up(shape[1], c2),
-            channel_source=f"predicted: channels padded to C2 = {c2}",
-            hw_align=1,
-            base=base,
-        )
+        return _flat(ask, round_up(prod(shape) * dtype.itemsize, multiple), size_source, base)
+    if ask.name == "NC1HWC2":
+        c2, c2_source = _c2(ask)
+        channels = (round_up(shape[1], c2), f"predicted: channels padded to C2 = {c2}")
+        return _nc1hwc2(ask, c2, c2_source, channels, hw_align=1, base=base)
     n, c, h, w = shape
     seed_align = row.width_align(c)
     align, align_source = seed_align, table_row
@@ -197,22 +175,17 @@ def _input(
     predicted = round_up(w, align)
     w_stride, source = predicted, f"predicted: width aligned to {align} ({align_source})"
     if "w_stride" in params:
-        given = one_int(where, "w_stride", params["w_stride"])
+        given = one_int(ask.where, "w_stride", params["w_stride"])
         w_stride, source = (given or w), "given (device-reported)"
         if w_stride < w:
-            raise LayoutError(f"{where}: w_stride {w_stride} is smaller than the width {w}")
+            raise LayoutError(f"{ask.where}: w_stride {w_stride} is smaller than the width {w}")
     item = dtype.itemsize
     dims = _nhwc_dims(shape, item, row_pixels=w_stride, pixel_channels=c)
-    nbytes, size_source = _size(where, params, "size_with_stride", n * h * w_stride * c * item)
+    nbytes, size_source = _size(ask, n * h * w_stride * c * item)
     return _layout(
-        target,
-        "NHWC",
-        "input",
-        shape,
-        dtype,
+        ask,
         dims,
         nbytes,
-        params,
         {"w_stride": source, "size_with_stride": size_source},
         {
             **base,
@@ -239,12 +212,14 @@ def input_row_for(
             target, first_layer=first_layer, rank=rank, input_type=input_type
         ), ""
     except LayoutError:
-        if rank != 4 and observed.non4d_inputs_built(target):
+        if rank != 4 and observed.deviation("non4d-inputs").applies_to(target):
             # A flat input: the rank-4 row's first layer and mean/scale stand for it.
             row, note = input_row_for(target, first_layer, 4, dtype)
             provenance = observed.deviation("non4d-inputs").provenance(target)
             return row, f"{note}; rank {rank} built flat (deviation non4d-inputs: {provenance})"
-        if not (input_type == "int8" and observed.int8_input_uses_uint8_row(target)):
+        if not (
+            input_type == "int8" and observed.deviation("int8-default-input").applies_to(target)
+        ):
             raise
     row = rockchip.input_row(target, first_layer=first_layer, rank=rank, input_type="uint8")
     note = (
@@ -254,18 +229,12 @@ def input_row_for(
     return row, note
 
 
-def _output(
-    target: str,
-    name: str,
-    where: str,
-    shape: tuple[int, ...],
-    dtype: np.dtype,
-    params: Mapping[str, object],
-) -> BlockedLayout:
+def _output(ask: _Ask) -> BlockedLayout:
+    target, name, where, shape, params = ask.target, ask.name, ask.where, ask.shape, ask.params
     if len(shape) != 4 and name == "UNDEFINE":
-        return _flat_output(target, where, shape, dtype, params)
-    precision = rockchip.precision_of(dtype.name)
-    item = dtype.itemsize
+        return _flat_output(ask)
+    precision = rockchip.precision_of(ask.dtype.name)
+    item = ask.dtype.itemsize
     try:
         row = rockchip.output_row(target, precision=precision, rank=len(shape), layout=name)
     except LayoutError:
@@ -278,17 +247,7 @@ def _output(
             "precision": precision,
             "table_row": "the normal API's converted output",
         }
-        return _flat(
-            target,
-            name,
-            "output",
-            shape,
-            dtype,
-            params,
-            prod(shape) * item,
-            {"size": "the tensor's own size (normal API)"},
-            base,
-        )
+        return _flat(ask, prod(shape) * item, "the tensor's own size (normal API)", base)
     last_op = str(params.get("last_op", "conv"))
     if last_op not in LAST_OPS:
         raise LayoutError(f"{where}: last_op must be one of {', '.join(LAST_OPS)}, got {last_op!r}")
@@ -300,41 +259,16 @@ def _output(
     )
     base = {"precision": precision, "last_op": last_op, "table_row": table_row}
     if name in ("UNDEFINE", "NCHW"):
-        return _flat(
-            target,
-            name,
-            "output",
-            shape,
-            dtype,
-            params,
-            prod(shape) * item,
-            {"size": "the tensor's own size"},
-            base,
-        )
+        return _flat(ask, prod(shape) * item, "the tensor's own size", base)
     if name == "NC1HWC2":
-        c2, c2_source = _c2(where, target, dtype, params)
+        c2, c2_source = _c2(ask)
         hw_align = one_int(where, "hw_align", params.get("hw_align", row.hw_align))
-        padded, channel_source = _nc1hwc2_output_channels(
-            target, shape[1], precision, last_op, multiple, c2
-        )
-        return _nc1hwc2(
-            target,
-            "output",
-            where,
-            shape,
-            dtype,
-            params,
-            c2,
-            c2_source,
-            padded_channels=padded,
-            channel_source=channel_source,
-            hw_align=hw_align,
-            base=base,
-        )
+        channels = _nc1hwc2_output_channels(target, shape[1], precision, last_op, multiple, c2)
+        return _nc1hwc2(ask, c2, c2_source, channels, hw_align=hw_align, base=base)
     n, c, h, w = shape
     seed_multiple = multiple
     channel_source = f"predicted: padded to a multiple of {multiple} ({table_row})"
-    if observed.nhwc_output_unpadded(target):
+    if observed.deviation("nhwc-output-unpadded").applies_to(target):
         multiple = 1
         channel_source = (
             f"predicted: not padded (deviation nhwc-output-unpadded: "
@@ -350,16 +284,11 @@ def _output(
             )
         padded_c, channel_source = native[3], "given (device-reported native dims)"
     dims = _nhwc_dims(shape, item, row_pixels=w, pixel_channels=padded_c)
-    nbytes, size_source = _size(where, params, "size", n * h * w * padded_c * item)
+    nbytes, size_source = _size(ask, n * h * w * padded_c * item)
     return _layout(
-        target,
-        "NHWC",
-        "output",
-        shape,
-        dtype,
+        ask,
         dims,
         nbytes,
-        params,
         {"channels": channel_source, "size": size_source},
         {
             **base,
@@ -388,34 +317,34 @@ def _nhwc_dims(
 
 
 def _nc1hwc2(
-    target: str,
-    role: str,
-    where: str,
-    shape: tuple[int, ...],
-    dtype: np.dtype,
-    params: Mapping[str, object],
+    ask: _Ask,
     c2: int,
     c2_source: str,
+    channels: tuple[int, str],
     *,
-    padded_channels: int,
-    channel_source: str,
     hw_align: int,
     base: RknnPrediction,
 ) -> BlockedLayout:
     """NC1HWC2 as the vendor's conversion loops read it: element (n, c, h, w) at
     ``((n*C1 + c//C2) * plane + h*W + w) * C2 + c%C2``, where ``plane`` is dims[2]*dims[3] of the
     native dims padded to ``hw_align``. The runtime reports a plane whose H*W is not a multiple of
-    4 flattened (``[N, C1, 1, ceil4(H*W), C2]``); the bytes are the same either way."""
+    4 flattened (``[N, C1, 1, ceil4(H*W), C2]``); the bytes are the same either way. ``channels``
+    is the padded channel count (C1*C2) and where it comes from."""
+    where, shape, item = ask.where, ask.shape, ask.dtype.itemsize
     n, c, h, w = shape
     if not 1 <= hw_align <= MAX_HW_ALIGN:
         raise LayoutError(f"{where}: hw_align must be 1 to {MAX_HW_ALIGN}, got {hw_align}")
-    c1 = padded_channels // c2
+    c1 = channels[0] // c2
     plane_h, plane_w = h, w
-    if role == "output" and (h * w) % hw_align and observed.flattens_plane(target):
+    if (
+        ask.role == "output"
+        and (h * w) % hw_align
+        and observed.deviation("flattened-plane").applies_to(ask.target)
+    ):
         plane_h, plane_w = 1, round_up(h * w, hw_align)
-    provenance = {"c2": c2_source, "c1": channel_source}
-    if "native_dims" in params:
-        native = int_tuple(where, "native_dims", params["native_dims"], 5)
+    provenance = {"c2": c2_source, "c1": channels[1]}
+    if "native_dims" in ask.params:
+        native = int_tuple(where, "native_dims", ask.params["native_dims"], 5)
         if native[0] != n or native[1] * native[4] < c or native[2] * native[3] < h * w:
             raise LayoutError(
                 f"{where}: native_dims {list(native)} cannot hold NCHW {list(shape)} "
@@ -424,11 +353,9 @@ def _nc1hwc2(
         if min(native) < 1:
             raise LayoutError(f"{where}: native_dims {list(native)} must all be >= 1")
         _check_c2(where, "native_dims' C2", native[4])
-        item = dtype.itemsize
         bounded_size(where, "native_dims", prod(native) * item, prod(shape) * item)
         _, c1, plane_h, plane_w, c2 = native
         provenance["c1"] = provenance["c2"] = "given (device-reported native dims)"
-    item = dtype.itemsize
     plane = round_up(plane_h * plane_w, hw_align)
     dims = (
         Dim(0, n, c1 * plane * c2 * item, 1, "n"),
@@ -437,35 +364,18 @@ def _nc1hwc2(
         Dim(2, h, w * c2 * item, 1, "h"),
         Dim(3, w, c2 * item, 1, "w"),
     )
-    key = "size_with_stride" if role == "input" else "size"
     native_dims = [n, c1, plane_h, plane_w, c2]
-    nbytes, size_source = _size(
-        where, params, key, n * c1 * plane * c2 * item, f"native_dims {native_dims}"
-    )
-    provenance[key] = size_source
+    nbytes, size_source = _size(ask, n * c1 * plane * c2 * item, f"native_dims {native_dims}")
+    provenance[ask.size_key] = size_source
     provenance["hw_align"] = f"H*W plane padded to a multiple of {hw_align}"
-    return _layout(
-        target,
-        "NC1HWC2",
-        role,
-        shape,
-        dtype,
-        dims,
-        nbytes,
-        params,
-        provenance,
-        _sized(
-            {
-                **base,
-                "fmt": "NC1HWC2",
-                "native_dims": native_dims,
-                "c2": c2,
-                "hw_align": hw_align,
-            },
-            role,
-            nbytes,
-        ),
-    )
+    prediction: RknnPrediction = {
+        **base,
+        "fmt": "NC1HWC2",
+        "native_dims": native_dims,
+        "c2": c2,
+        "hw_align": hw_align,
+    }
+    return _layout(ask, dims, nbytes, provenance, _sized(prediction, ask.role, nbytes))
 
 
 def _nc1hwc2_output_channels(
@@ -482,7 +392,7 @@ def _nc1hwc2_output_channels(
                 f"predicted: {fused} (deviation conv-sigmoid-fp16: "
                 f"{observed.observed_by(platform)}; {seed_text}: {seed})"
             )
-    if last_op != "other" and observed.conv_last_pads_to_c2(target):
+    if last_op != "other" and observed.deviation("conv-last-channels").applies_to(target):
         padded = round_up(channels, c2)
         return padded, (
             f"predicted: padded to C2 = {c2} (deviation conv-last-channels: "
@@ -491,23 +401,22 @@ def _nc1hwc2_output_channels(
     return seed, f"predicted: channels padded to a multiple of {lcm(multiple, c2)}"
 
 
-def _flat_output(
-    target: str, where: str, shape: tuple[int, ...], dtype: np.dtype, params: Mapping[str, object]
-) -> BlockedLayout:
+def _flat_output(ask: _Ask) -> BlockedLayout:
     """An output of rank 1 to 3, flat (UNDEFINE): what the compiler lays out (the zoo's compiled
     files), with the seed's row (or its absence) named beside it."""
+    target, where, shape, dtype = ask.target, ask.where, ask.shape, ask.dtype
     platform = rockchip.platform_of(target)
     seed_rows = [r for r in rockchip.output_rows(target) if not r.rank4]
     if seed_rows:
         seed = f"{platform} output row: rank not 4, UNDEFINE, the tensor's own size"
-    elif observed.non4d_outputs_built(target):
+    elif observed.deviation("non4d-outputs").applies_to(target):
         seed = (
             f"{platform} lists no output row of rank not 4; the compiler builds them "
             f"(deviation non4d-outputs: {observed.deviation('non4d-outputs').provenance(target)})"
         )
     else:
         raise LayoutError(f"{where}: {platform} lists no output of rank {len(shape)}")
-    axis_align = one_int(where, "last_axis_align", params.get("last_axis_align", 1))
+    axis_align = one_int(where, "last_axis_align", ask.params.get("last_axis_align", 1))
     if axis_align < 1 or axis_align > 64:
         raise LayoutError(f"{where}: last_axis_align must be 1 to 64, got {axis_align}")
     padded = (*shape[:-1], round_up(shape[-1], axis_align)) if shape else shape
@@ -521,25 +430,18 @@ def _flat_output(
     base: RknnPrediction = {"precision": dtype.name, "table_row": seed}
     if axis_align > 1:
         base["last_axis_align"] = axis_align
-    return _flat(
-        target, "UNDEFINE", "output", shape, dtype, params, default, {"size": source}, base, padded
-    )
+    return _flat(ask, default, source, base, padded)
 
 
 def _flat(
-    target: str,
-    name: str,
-    role: str,
-    shape: tuple[int, ...],
-    dtype: np.dtype,
-    params: Mapping[str, object],
+    ask: _Ask,
     default_size: int,
-    provenance: dict[str, str],
+    size_source: str,
     base: RknnPrediction,
     padded: tuple[int, ...] | None = None,
 ) -> BlockedLayout:
     """C order over ``padded`` (the shape with its last axis padded; default: unpadded)."""
-    item = dtype.itemsize
+    shape, item, key = ask.shape, ask.dtype.itemsize, ask.size_key
     room = padded or shape
     strides = [item] * len(shape)
     for axis in range(len(shape) - 2, -1, -1):
@@ -547,24 +449,13 @@ def _flat(
     dims = tuple(
         Dim(a, d, s, 1, f"d{a}") for a, (d, s) in enumerate(zip(shape, strides, strict=True))
     )
-    key = "size_with_stride" if role == "input" else "size"
     nbytes, source = (
-        _size(f"{target} {name}", params, key, default_size)
-        if key in params
-        else (default_size, provenance["size"])
+        _size(ask, default_size, where=f"{ask.target} {ask.name}")
+        if key in ask.params
+        else (default_size, size_source)
     )
-    return _layout(
-        target,
-        name,
-        role,
-        shape,
-        dtype,
-        dims,
-        nbytes,
-        params,
-        {key: source},
-        _sized({**base, "fmt": name, "dims": list(shape)}, role, nbytes),
-    )
+    prediction: RknnPrediction = {**base, "fmt": ask.name, "dims": list(shape)}
+    return _layout(ask, dims, nbytes, {key: source}, _sized(prediction, ask.role, nbytes))
 
 
 def _sized(prediction: RknnPrediction, role: str, nbytes: int) -> RknnPrediction:
@@ -576,9 +467,10 @@ def _sized(prediction: RknnPrediction, role: str, nbytes: int) -> RknnPrediction
     return prediction
 
 
-def _c2(where: str, target: str, dtype: np.dtype, params: Mapping[str, object]) -> tuple[int, str]:
-    if "c2" in params:
-        return _check_c2(where, "c2", one_int(where, "c2", params["c2"])), "given"
+def _c2(ask: _Ask) -> tuple[int, str]:
+    where, target, dtype = ask.where, ask.target, ask.dtype
+    if "c2" in ask.params:
+        return _check_c2(where, "c2", one_int(where, "c2", ask.params["c2"])), "given"
     if dtype.name not in ("int8", "uint8", "float16"):
         raise LayoutError(
             f"{where}: the C2 block is known for 8-bit and float16 data only, got "
@@ -611,11 +503,14 @@ def _check_c2(where: str, key: str, c2: int) -> int:
 
 
 def _size(
-    where: str, params: Mapping[str, object], key: str, default: int, reach: str = "the layout"
+    ask: _Ask, default: int, reach: str = "the layout", *, where: str | None = None
 ) -> tuple[int, str]:
-    if key not in params:
+    """The buffer length under the role's field: the device's, checked to reach ``default``
+    bytes, else ``default``."""
+    key, where = ask.size_key, where or ask.where
+    if key not in ask.params:
         return default, "predicted from the layout"
-    size = one_int(where, key, params[key])
+    size = one_int(where, key, ask.params[key])
     bounded_size(where, key, size, default)
     if size < default:
         raise LayoutError(
@@ -625,36 +520,80 @@ def _size(
 
 
 def _layout(
-    target: str,
-    name: str,
-    role: str,
-    shape: tuple[int, ...],
-    dtype: np.dtype,
+    ask: _Ask,
     dims: tuple[Dim, ...],
     nbytes: int,
-    params: Mapping[str, object],
     provenance: dict[str, str],
     attributes: RknnPrediction,
 ) -> BlockedLayout:
     # The runtime's n_elems counts the slots of its dims, padding included (observed on every
     # attribute set of tests/data/rknn/observed.json.gz).
-    counted = attributes.get("native_dims", attributes.get("dims", shape))
+    counted = attributes.get("native_dims", attributes.get("dims", ask.shape))
     typed: RknnPrediction = {
         **attributes,
-        "type": RKNN_TYPES[dtype.name],
+        "type": RKNN_TYPES[ask.dtype.name],
         "n_elems": prod(counted),
     }
     return BlockedLayout(
-        target=target,
-        name=name,
-        role=role,
-        shape=shape,
-        dtype=dtype,
+        target=ask.target,
+        name=ask.name,
+        role=ask.role,
+        shape=ask.shape,
+        dtype=ask.dtype,
         dims=dims,
         nbytes=nbytes,
-        encoding=Encoding("raw", dtype),
-        axis_names=("n", "c", "h", "w") if len(shape) == 4 else (),
-        params=dict(params),
+        encoding=Encoding("raw", ask.dtype),
+        axis_names=("n", "c", "h", "w") if len(ask.shape) == 4 else (),
+        params=dict(ask.params),
         provenance=provenance,
         attributes=dict(typed),
     )
+
+
+# ------------------------------------------- the parameters a device gets wrong
+# What forensics tries to explain a buffer (npu_hil.harness.diff.forensics) and what the
+# simulator's wrong-alignment fault lays out instead.
+
+C2_BLOCKS = (4, 8, 16, 32)
+
+
+def forensic_variants(
+    name: str, role: str, shape: tuple[int, ...], dtype: np.dtype
+) -> Iterator[tuple[RknnLayoutParams, str]]:
+    if len(shape) != 4:
+        return
+    width = shape[3]
+    if role == "input" and name == "NHWC":
+        for align in ROW_ALIGNMENTS:
+            yield {"w_stride": -(-width // align) * align}, f"width aligned to {align}"
+        yield {"first_layer": "float16"}, ""
+    if name in ("NHWC", "NC1HWC2") and role == "output":
+        yield {"last_op": "other"}, ""
+    if name == "NC1HWC2":
+        for c2 in C2_BLOCKS:
+            for last_op in ("conv", "other"):
+                for hw_align in (1, 4):
+                    params: RknnLayoutParams = {"c2": c2, "hw_align": hw_align}
+                    if role == "output":
+                        params["last_op"] = last_op
+                    elif last_op == "other" or hw_align != 1:
+                        continue
+                    yield params, ""
+
+
+def fault_variants(layout: BlockedLayout) -> Iterator[RknnLayoutParams]:
+    attrs = layout.attributes
+    if layout.name == "NHWC" and layout.role == "input":
+        predicted = int(attrs["w_stride"])
+        for align in (1, 4, 8, 16, 32):
+            yield {"w_stride": round_up(layout.shape[3], align)}
+        yield {"w_stride": predicted + int(attrs.get("width_align", 1))}
+    elif layout.name == "NC1HWC2":
+        c2 = int(attrs["c2"])
+        for other in (c2 // 2, c2 * 2):
+            if other >= 1:
+                yield {"c2": other}
+        if layout.role == "output":
+            yield {"hw_align": 8 if int(attrs["hw_align"]) != 8 else 1}
+    elif layout.name == "NHWC":
+        yield {"last_op": "other" if layout.params.get("last_op", "conv") == "conv" else "conv"}

@@ -30,6 +30,7 @@ from npu_hil.targets.rockchip.tables import (
     RV1103B_RV1106B,
     platform_of,
 )
+from npu_hil.targets.tables import CONV_OPS
 
 __all__ = [
     "COMPILER",
@@ -39,20 +40,14 @@ __all__ = [
     "ZOO_DEVIATIONS",
     "Deviation",
     "c2_observed",
-    "conv_last_pads_to_c2",
     "conv_sigmoid_channels",
     "deviation",
     "deviations_for",
     "deviations_text",
     "flat_input_align",
     "flat_output_align",
-    "flattens_plane",
     "input_width_align",
-    "int8_input_uses_uint8_row",
     "last_op_kind",
-    "nhwc_output_unpadded",
-    "non4d_inputs_built",
-    "non4d_outputs_built",
     "npu_input_types",
     "observed_by",
     "output_type",
@@ -389,10 +384,6 @@ _INPUT_WIDTH_ALIGN: dict[tuple[str, str, int], tuple[int, str]] = {
 # (platform, precision) -> the observed NC1HWC2 block size where the seed's reading differs.
 _C2: dict[tuple[str, str], tuple[int, str]] = {(RV1103B_RV1106B, "int8"): (8, "c2-8")}
 
-_CONV_LAST_IS_C2 = (RK3562, RV1103_RV1106)
-_NHWC_OUTPUT_UNPADDED = (RK3588,)
-_INT8_INPUT_AS_UINT8_ROW = (RV1103_RV1106,)
-
 
 def input_width_align(target: str, first_layer: str, channels: int) -> tuple[int, str] | None:
     """The observed width alignment and the deviation's key, where it differs from the seed."""
@@ -403,28 +394,10 @@ def c2_observed(target: str, precision: str) -> tuple[int, str] | None:
     return _C2.get((platform_of(target), precision))
 
 
-def conv_last_pads_to_c2(target: str) -> bool:
-    return platform_of(target) in _CONV_LAST_IS_C2
-
-
-def nhwc_output_unpadded(target: str) -> bool:
-    return platform_of(target) in _NHWC_OUTPUT_UNPADDED
-
-
-def int8_input_uses_uint8_row(target: str) -> bool:
-    return platform_of(target) in _INT8_INPUT_AS_UINT8_ROW
-
-
-def flattens_plane(target: str) -> bool:
-    return deviation("flattened-plane").applies_to(target)
-
-
-CONV_OPS = ("Conv", "ConvTranspose")
 # Ops rknn-toolkit2 2.5.0 fuses into the convolution that feeds them (the compiled graph's last
 # op is then Conv or ConvSigmoid: deviation fused-last-op). Relu is fused the same way in the
 # grid's first layer.
 _FUSED_INTO_CONV = ("Add", "Relu")
-_SIGMOID_UNFUSED = (RK2118, RV1103B_RV1106B)
 
 
 def last_op_kind(target: str, op_type: str, feeders: tuple[str, ...]) -> str:
@@ -435,7 +408,8 @@ def last_op_kind(target: str, op_type: str, feeders: tuple[str, ...]) -> str:
     fed_by_conv = any(f in CONV_OPS for f in feeders)
     if op_type in _FUSED_INTO_CONV and fed_by_conv:
         return "conv"
-    if op_type == "Sigmoid" and fed_by_conv and platform_of(target) not in _SIGMOID_UNFUSED:
+    sigmoid_fused = platform_of(target) not in (RK2118, RV1103B_RV1106B)  # deviation fused-last-op
+    if op_type == "Sigmoid" and fed_by_conv and sigmoid_fused:
         return "conv_sigmoid"
     return "other"
 
@@ -451,7 +425,7 @@ def npu_input_types(target: str) -> frozenset[str]:
         if row.mean_scale_on == "NPU" and row.input_types != "any"
         for t in row.input_types
     }
-    if int8_input_uses_uint8_row(target) and "uint8" in types:
+    if deviation("int8-default-input").applies_to(target) and "uint8" in types:
         types.add("int8")
     return frozenset(types)
 
@@ -460,16 +434,6 @@ _FLAT_ALIGN_RK3566 = 8
 _FLAT_ALIGN = 64
 _SOFTMAX_AXIS_ALIGN = 4
 INDEX_OPS = ("ArgMax", "ArgMin", "TopK")
-
-
-def non4d_outputs_built(target: str) -> bool:
-    """Whether the compiler builds outputs of rank 1 to 3 where the seed lists no such row."""
-    return deviation("non4d-outputs").applies_to(target)
-
-
-def non4d_inputs_built(target: str) -> bool:
-    """Whether the compiler builds inputs of rank 1 to 3 where the seed lists no such row."""
-    return deviation("non4d-inputs").applies_to(target)
 
 
 def flat_output_align(target: str, dtype_name: str) -> int:

@@ -79,12 +79,6 @@ def _deployed_type(value: Any, layer: str, given: str | None) -> str:
     return onnx_type
 
 
-def _input_row(target: str, layer: str, rank: int, deployed: str) -> tuple[rockchip.InputRow, str]:
-    """The input table's row for the deployed type, as the simulated board takes it (int8 on
-    RV1103/RV1106 takes the uint8 row; a flat input where the seed lists rank 4 only)."""
-    return input_row_for(target, layer, rank, np.dtype(deployed))
-
-
 def _rule_for_inputs(
     report: PreflightContext,
     target: str,
@@ -106,7 +100,7 @@ def _rule_for_inputs(
         return None
     for value in image_like:
         try:
-            row, _ = _input_row(target, layer, 4, deployed[value.name])
+            row, _ = input_row_for(target, layer, 4, np.dtype(deployed[value.name]))
         except LayoutError:
             continue
         if row.width_rule is not None:
@@ -133,7 +127,9 @@ def _check_inputs(
         onnx_type = elem_type_name(value)
         took = dtype if dtype == onnx_type else f"{dtype} (ONNX {onnx_type})"
         try:
-            row, note = _input_row(target, layer, len(shape), dtype)
+            # As the simulated board takes it (int8 on RV1103/RV1106 on the uint8 row; a flat
+            # input where the seed lists rank 4 only).
+            row, note = input_row_for(target, layer, len(shape), np.dtype(dtype))
         except LayoutError as exc:
             report.findings.append(
                 PreflightFinding(value.name, "input table", False, f"{value.name}: {exc.message}")
@@ -176,38 +172,23 @@ def _check_outputs(
             for r in rockchip.output_rows(target)
             if r.precision in (precision, "any") and r.rank4 == (len(shape) == 4)
         ]
-        if not rows and len(shape) != 4 and observed.non4d_outputs_built(target):
+        platform = rockchip.platform_of(target)
+        if not rows and len(shape) != 4 and observed.deviation("non4d-outputs").applies_to(target):
             provenance = observed.deviation("non4d-outputs").provenance(target)
-            report.findings.append(
-                PreflightFinding(
-                    value.name,
-                    "output table",
-                    True,
-                    f"{value.name}: rank {len(shape)}, flat (UNDEFINE): "
-                    f"{rockchip.platform_of(target)} lists no output of rank {len(shape)}; the "
-                    f"compiler builds it (deviation non4d-outputs: {provenance})",
-                )
+            ok = True
+            text = (
+                f"rank {len(shape)}, flat (UNDEFINE): {platform} lists no output of rank "
+                f"{len(shape)}; the compiler builds it (deviation non4d-outputs: {provenance})"
             )
         elif rows:
             layouts = sorted({name for r in rows for name in r.layouts})
-            report.findings.append(
-                PreflightFinding(
-                    value.name,
-                    "output table",
-                    True,
-                    f"{value.name}: {precision} rank {len(shape)}: layouts {', '.join(layouts)}",
-                )
-            )
+            ok, text = True, f"{precision} rank {len(shape)}: layouts {', '.join(layouts)}"
         else:
-            report.findings.append(
-                PreflightFinding(
-                    value.name,
-                    "output table",
-                    False,
-                    f"{value.name}: {rockchip.platform_of(target)} lists no {precision} output of "
-                    f"rank {len(shape)} ({target})",
-                )
-            )
+            ok = False
+            text = f"{platform} lists no {precision} output of rank {len(shape)} ({target})"
+        report.findings.append(
+            PreflightFinding(value.name, "output table", ok, f"{value.name}: {text}")
+        )
 
 
 def _check_convs(
@@ -282,5 +263,4 @@ def _conv_message(label: str, target: str, result: Any) -> str:
     which = ", ".join(
         f"{result.rule}{c.name}" if c.name != "N" else f"{result.rule} N" for c in failed
     )
-    kind = "" if result.kind == "conv" else f" ({result.kind})"
     return f"{label}{kind}: {texts}, rule {which}, {target}"

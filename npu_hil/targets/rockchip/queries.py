@@ -31,7 +31,8 @@ QUERIES = (
 FMT_CODES = {"NCHW": 0, "NHWC": 1, "NC1HWC2": 2, "UNDEFINE": 3}
 """``rknn_tensor_format`` values (rknn_api.h)."""
 NHWC_CHANNELS = (1, 3, 4)
-"""Channel counts whose native input is NHWC (else NC1HWC2)."""
+"""Channel counts whose native input is NHWC, else NC1HWC2 (what the runtimes reported for every
+compiled model of the observations but RK2118's)."""
 
 COMPARED: dict[str, tuple[str, ...]] = {
     "NHWC/input": ("fmt", "dims", "size", "w_stride", "size_with_stride"),

@@ -20,7 +20,7 @@ from npu_hil.harness.codec.reported import require_field as _require
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.rockchip import tables as rockchip
 from npu_hil.targets.rockchip.layouts import PARAMS as RKNN_PARAMS
-from npu_hil.targets.rockchip.layouts import RKNN_TYPE_CODES, RKNN_TYPES
+from npu_hil.targets.rockchip.quant import RKNN_TYPE_CODES, RKNN_TYPES
 
 RKNN_FMTS = {"NCHW": "NCHW", "NHWC": "NHWC", "NC1HWC2": "NC1HWC2", "UNDEFINED": "UNDEFINE"}
 RKNN_FMT_CODES = {0: "NCHW", 1: "NHWC", 2: "NC1HWC2", 3: "UNDEFINED"}
@@ -45,7 +45,50 @@ class RockchipReport:
         reported: bool,
         params: Mapping[str, object],
     ) -> BlockedLayout:
-        return _rknn(target, role, attributes, dtype, shape, reported, params)
+        fmt = _rknn_fmt(attributes)
+        dims = _rknn_dims(attributes)
+        where = f"{target} {fmt} ({role})"
+        size_key = "size_with_stride" if role == "input" else "size"
+        extra: dict[str, Any] = {}
+        if role == "input":
+            extra["first_layer"] = params.get("first_layer", _first_layer(target, attributes))
+            params = {k: v for k, v in params.items() if k != "first_layer"}
+        if reported:
+            extra.update(_reported_size(attributes, size_key, where))
+        if fmt == "NHWC":
+            if len(dims) != 4:
+                raise LayoutError(f"{where}: dims must be [N, H, W, C], got {list(dims)}")
+            n, h, w, c = dims
+            if shape is None:
+                channels = (
+                    c if role == "input" else _channels_from_elems(attributes, n, h, w, where)
+                )
+                shape = (n, channels, h, w)
+            _check_nhwc(where, role, dims, shape)
+            if role == "input":
+                if reported and "w_stride" in attributes:
+                    # 0 is the runtime's "equal to the width", which the codec reads the same way.
+                    extra["w_stride"] = one_int(where, "w_stride", attributes["w_stride"])
+                return get_layout(target, "NHWC", shape, dtype, role=role, **extra, **params)
+            if reported:
+                extra["native_dims"] = list(dims)
+            return get_layout(target, "NHWC", shape, dtype, role=role, **extra, **params)
+        if fmt == "NC1HWC2":
+            if len(dims) != 5:
+                raise LayoutError(f"{where}: dims must be [N, C1, H, W, C2], got {list(dims)}")
+            if shape is None:
+                raise LayoutError(
+                    f"{where}: an NC1HWC2 report does not carry the logical channel count or H and "
+                    f"W (dims {list(dims)} may be flattened); pass the tensor's shape"
+                )
+            if reported:
+                extra["native_dims"] = list(dims)
+            return get_layout(target, "NC1HWC2", shape, dtype, role=role, **extra, **params)
+        name = "NCHW" if fmt == "NCHW" and role == "output" else "UNDEFINE"
+        # The codec's flat input layout takes no size: a longer device buffer shows as a length
+        # finding in the diff rather than being read with a size the codec cannot check.
+        accepted = {k: v for k, v in extra.items() if k in RKNN_PARAMS[(role, name)]}
+        return get_layout(target, name, shape or dims, dtype, role=role, **accepted)
 
 
 def _rknn_name(attributes: Mapping[str, Any], key: str, codes: Mapping[int, str]) -> str:
@@ -117,59 +160,6 @@ def _reported_size(attributes: Mapping[str, Any], key: str, where: str) -> dict[
     if value < 0:
         raise LayoutError(f"{where}: {key} {value} is negative")
     return {key: value} if value > 0 else {}
-
-
-def _rknn(
-    target: str,
-    role: str,
-    attributes: Mapping[str, Any],
-    dtype: np.dtype,
-    shape: tuple[int, ...] | None,
-    reported: bool,
-    params: Mapping[str, object],
-) -> BlockedLayout:
-    fmt = _rknn_fmt(attributes)
-    dims = _rknn_dims(attributes)
-    where = f"{target} {fmt} ({role})"
-    size_key = "size_with_stride" if role == "input" else "size"
-    extra: dict[str, Any] = {}
-    if role == "input":
-        extra["first_layer"] = params.get("first_layer", _first_layer(target, attributes))
-        params = {k: v for k, v in params.items() if k != "first_layer"}
-    if reported:
-        extra.update(_reported_size(attributes, size_key, where))
-    if fmt == "NHWC":
-        if len(dims) != 4:
-            raise LayoutError(f"{where}: dims must be [N, H, W, C], got {list(dims)}")
-        n, h, w, c = dims
-        if shape is None:
-            channels = c if role == "input" else _channels_from_elems(attributes, n, h, w, where)
-            shape = (n, channels, h, w)
-        _check_nhwc(where, role, dims, shape)
-        if role == "input":
-            if reported and "w_stride" in attributes:
-                # 0 is the runtime's "equal to the width", which the codec reads the same way.
-                extra["w_stride"] = one_int(where, "w_stride", attributes["w_stride"])
-            return get_layout(target, "NHWC", shape, dtype, role=role, **extra, **params)
-        if reported:
-            extra["native_dims"] = list(dims)
-        return get_layout(target, "NHWC", shape, dtype, role=role, **extra, **params)
-    if fmt == "NC1HWC2":
-        if len(dims) != 5:
-            raise LayoutError(f"{where}: dims must be [N, C1, H, W, C2], got {list(dims)}")
-        if shape is None:
-            raise LayoutError(
-                f"{where}: an NC1HWC2 report does not carry the logical channel count or H and "
-                f"W (dims {list(dims)} may be flattened); pass the tensor's shape"
-            )
-        if reported:
-            extra["native_dims"] = list(dims)
-        return get_layout(target, "NC1HWC2", shape, dtype, role=role, **extra, **params)
-    name = "NCHW" if fmt == "NCHW" and role == "output" else "UNDEFINE"
-    # The codec's flat input layout takes no size: a longer device buffer shows as a length
-    # finding in the diff rather than being read with a size the codec cannot check.
-    accepted = {k: v for k, v in extra.items() if k in RKNN_PARAMS[(role, name)]}
-    return get_layout(target, name, shape or dims, dtype, role=role, **accepted)
 
 
 def _channels_from_elems(attributes: Mapping[str, Any], n: int, h: int, w: int, where: str) -> int:

@@ -36,11 +36,11 @@ from npu_hil.targets.conv import ConvSite, check_conv
 from npu_hil.targets.quant import Affine, Cast, Quantizer, affine_for_type, choose_affine
 from npu_hil.targets.rockchip import observed
 from npu_hil.targets.rockchip import tables as rockchip
-from npu_hil.targets.rockchip.attrs import RknnTensorAttr
-from npu_hil.targets.rockchip.layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS, RKNN_TYPES
+from npu_hil.targets.rockchip.layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS
 from npu_hil.targets.rockchip.observed import npu_input_types
 from npu_hil.targets.rockchip.operators import refusal
-from npu_hil.targets.rockchip.quant import AFFINE, NONE, model_input
+from npu_hil.targets.rockchip.quant import AFFINE, NONE, RKNN_TYPES, RknnTensorAttr, model_input
+from npu_hil.targets.rockchip.queries import NHWC_CHANNELS
 
 NO_CPU_PREPROCESSING = ("rv1103", "rv1106", "rv1103b")
 """RKNN2 input note 7: RV1106/RV1103/RV1103B do not run mean/scale/quant on the CPU."""
@@ -131,14 +131,14 @@ class RockchipSim(VendorSim):
         if len(shape) != 4:
             default = "UNDEFINE"
         else:
-            default = "NHWC" if shape[1] in WIDTH_RULE_CHANNELS else "NC1HWC2"
+            default = "NHWC" if shape[1] in NHWC_CHANNELS else "NC1HWC2"
         return self.input_layout_name(given, INPUT_LAYOUTS, default)
 
     def hold_input(self, index: int, info: TensorInfo, given: InputLike) -> HeldInput:
         dtype = input_dtype(given)
         shape = tuple(int(d) for d in given.shape)
         self.check_shape(info, shape)
-        native = np.dtype("int8" if self.precision == "int8" else "float16")
+        native = self.output_dtype  # the first layer's type, which the outputs keep
         if given.pass_through and dtype != native:
             raise SimRefusal(
                 "LayoutError",

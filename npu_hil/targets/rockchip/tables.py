@@ -64,19 +64,7 @@ PLATFORM_OF: dict[str, str] = {
     "rv1106b": RV1103B_RV1106B,
 }
 
-TARGETS: tuple[str, ...] = (
-    "rk3566",
-    "rk3568",
-    "rk3588",
-    "rk3562",
-    "rv1103",
-    "rv1106",
-    "rk3576",
-    "rv1126b",
-    "rk2118",
-    "rv1103b",
-    "rv1106b",
-)
+TARGETS: tuple[str, ...] = tuple(PLATFORM_OF)
 
 #: Declared input types as the input table distinguishes them; "other" is the seed's
 #: "other types (input alignment may change)".

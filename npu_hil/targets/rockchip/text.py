@@ -2,26 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.rockchip.convolution import c2_default, conv_rules
 from npu_hil.targets.rockchip.tables import PRECISIONS, input_rows, output_rows, platform_of
-
-# --------------------------------------------------------------------------------------------
-# Rendering
-# --------------------------------------------------------------------------------------------
-
-
-def _table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> list[str]:
-    body = [header, *rows]
-    widths = [max(len(row[i]) for row in body) for i in range(len(header))]
-    lines = [
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in body
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return lines
+from npu_hil.targets.tables import text_table
 
 
 def _align_text(value: int) -> str:
@@ -32,7 +16,7 @@ def tables_text(target: str) -> str:
     """The target's input, output and convolution tables as fixed-width text."""
     platform = platform_of(target)
     lines = [f"{target}: RKNN2 V2.5.0 table group {platform} (zero-copy API)", "", "Inputs"]
-    lines += _table(
+    lines += text_table(
         (
             "first layer",
             "rank",
@@ -57,7 +41,7 @@ def tables_text(target: str) -> str:
     )
     lines.append("(other channel counts: no width limit)")
     lines += ["", "Convolution width limits (K = dkh*dkw, dkh = dilated kernel height)"]
-    lines += _table(
+    lines += text_table(
         ("rule", "(1)", "(2)", "conv N", "depthwise N", "deconv N"),
         (
             (
@@ -72,7 +56,7 @@ def tables_text(target: str) -> str:
         ),
     )
     lines += ["", "Outputs"]
-    lines += _table(
+    lines += text_table(
         ("precision", "rank", "layout", "C-align last conv", "C-align other", "HW-align"),
         (
             (

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from npu_hil.targets.rockchip import (
+    convolution,
     layouts,
     observed,
     preflight,
@@ -12,19 +13,12 @@ from npu_hil.targets.rockchip import (
     queries,
     tables,
     text,
-    variants,
-    widthrule,
 )
 from npu_hil.targets.rockchip.apipaths import API_PATHS
 from npu_hil.targets.rockchip.artifact import read_rockchip_model
 from npu_hil.targets.rockchip.compiler.toolkit import COMPILER
-from npu_hil.targets.rockchip.decode import RockchipDecode
 from npu_hil.targets.rockchip.reported import RockchipReport
 from npu_hil.targets.unit import NpuThroughput, PixelInput, SimOption, Vendor
-
-NHWC_INPUT_CHANNELS = (1, 3, 4)
-"""An RKNN model's native input is NHWC for these channel counts and NC1HWC2 for others (what
-the runtimes reported for every compiled model of the observations but RK2118's)."""
 
 
 def tables_text(target: str) -> str:
@@ -32,7 +26,7 @@ def tables_text(target: str) -> str:
 
 
 def default_input_layout(shape: tuple[int, ...]) -> str:
-    if len(shape) == 4 and shape[1] not in NHWC_INPUT_CHANNELS:
+    if len(shape) == 4 and shape[1] not in queries.NHWC_CHANNELS:
         return "NC1HWC2"
     return "NHWC"
 
@@ -72,7 +66,7 @@ UNIT = Vendor(
     tables_text=tables_text,
     report=RockchipReport(),
     quant=quant,
-    decode=RockchipDecode(),
+    decode=quant.RockchipDecode(),
     simulator="npu_hil.targets.rockchip.sim:RockchipSim",
     sim_options={
         "precision": SimOption("RKNN first-layer precision: int8 or float16", tables.PRECISIONS)
@@ -87,8 +81,8 @@ UNIT = Vendor(
     api_paths=API_PATHS,
     compiler=COMPILER,
     artifact_suffixes=(".rknn",),
-    forensic_variants=variants.forensic_variants,
-    fault_variants=variants.fault_variants,
+    forensic_variants=layouts.forensic_variants,
+    fault_variants=layouts.fault_variants,
     preflight=preflight.preflight,
     pixel_input=PixelInput(
         "uint8",
@@ -101,7 +95,7 @@ UNIT = Vendor(
         # pixels exact in it; the others an int8 input the runtime fills from uint8.
         dtypes={"rk2118": "float16"},
     ),
-    check_conv=widthrule.check_conv,
+    check_conv=convolution.check_conv,
     enum_prefixes=("RKNN_TENSOR_",),
     last_op_kind=observed.last_op_kind,
     extras={"check_observations": queries.check_observations},

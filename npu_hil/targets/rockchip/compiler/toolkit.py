@@ -1,19 +1,50 @@
 """Rockchip's compiler as the vendor unit's compiler hook
 (:class:`~npu_hil.targets.compiler.ModelCompiler`): what ``npu-hil models build`` and
-``models install-compiler`` ask of rknn-toolkit2, answered by :mod:`.build`."""
+``models install-compiler`` ask of rknn-toolkit2, answered by :mod:`.build`, and the toolkit's own
+simulator as a reference (``numerics: vendor``)."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import onnx
 
-from npu_hil.targets.compiler import CompileFailure, CompileJob, CompileResult, Normalize
+from npu_hil.targets.compiler import (
+    CompileFailure,
+    CompileJob,
+    CompilerError,
+    CompileResult,
+    Normalize,
+)
 from npu_hil.targets.rockchip.compiler import build as driver
 
 __all__ = ["COMPILER", "RknnCompiler"]
+
+
+def _graph(proto: onnx.ModelProto) -> tuple[dict[str, tuple[int, ...]], tuple[str, ...]]:
+    constants = {init.name for init in proto.graph.initializer}
+    inputs = [v for v in proto.graph.input if v.name not in constants]
+
+    def shape(value: onnx.ValueInfoProto) -> tuple[int, ...]:
+        return tuple(int(d.dim_value) for d in value.type.tensor_type.shape.dim)
+
+    graph = {v.name: shape(v) for v in (*inputs, *proto.graph.output)}
+    return graph, tuple(v.name for v in inputs)
+
+
+def _write(folder: Path, samples: Sequence[Mapping[str, np.ndarray]]) -> list[dict[str, Path]]:
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for k, sample in enumerate(samples):
+        paths = {}
+        for name, array in sample.items():
+            paths[name] = folder / f"{k:03d}.{name}.npy"
+            np.save(paths[name], np.ascontiguousarray(array, dtype=np.float32))
+        written.append(paths)
+    return written
 
 
 class RknnCompiler:
@@ -31,27 +62,13 @@ class RknnCompiler:
     precisions: tuple[str, ...] = driver.PRECISIONS
     precision_help = "default: int8, or float16 on RK2118 (which builds nothing else)"
 
-    def default_precision(self, target: str) -> str:
-        return driver.default_precision(target)
-
-    def check_precision(self, target: str, precision: str) -> None:
-        driver.check_precision(target, precision)
-
-    def check_dataset(self, folder: Path) -> None:
-        driver.check_dataset(folder)
-
-    def probe(self) -> str | None:
-        return driver.probe()
-
-    def write_calibration(
-        self, folder: Path, inputs: Mapping[str, tuple[int, ...]]
-    ) -> list[dict[str, Path]]:
-        return driver.write_calibration(folder, inputs)
-
-    def read_dataset(
-        self, folder: Path, inputs: Mapping[str, tuple[int, ...]]
-    ) -> list[dict[str, Path]]:
-        return driver.read_dataset(folder, inputs)
+    # What the compiler hook asks that the driver answers as it is.
+    default_precision = staticmethod(driver.default_precision)
+    check_precision = staticmethod(driver.check_precision)
+    check_dataset = staticmethod(driver.check_dataset)
+    probe = staticmethod(driver.probe)
+    write_calibration = staticmethod(driver.write_calibration)
+    read_dataset = staticmethod(driver.read_dataset)
 
     def job(
         self,
@@ -85,10 +102,41 @@ class RknnCompiler:
         calibration: Sequence[Mapping[str, np.ndarray]],
         samples: Sequence[Mapping[str, np.ndarray]],
     ) -> list[dict[str, np.ndarray]]:
-        """The toolkit's own simulator on ``samples`` (:mod:`.simulate`)."""
-        from npu_hil.targets.rockchip.compiler.simulate import simulate
-
-        return simulate(proto, target, precision, calibration, samples)
+        """Per sample, the model's outputs (name → float32 array) as rknn-toolkit2's own simulator
+        (``init_runtime(target=None)``, in a child process) gives them for ``target`` at
+        ``precision``, calibrated on ``calibration`` (int8): what a simulated board with
+        ``numerics: vendor`` computes. CompilerError when the toolkit is not installed or refuses
+        the model."""
+        reason = driver.probe()
+        if reason is not None:
+            raise CompilerError(f"the vendor's simulator cannot run here: {reason}")
+        graph, inputs = _graph(proto)
+        outputs = [name for name in graph if name not in inputs]
+        with tempfile.TemporaryDirectory(prefix="npu-hil-rknn-sim-") as folder:
+            work = Path(folder)
+            onnx_path = work / "model.onnx"
+            onnx.save_model(proto, str(onnx_path))
+            job = driver.BuildJob(
+                key="model",
+                onnx=onnx_path,
+                target=target,
+                precision=precision,
+                rknn=work / "model.rknn",
+                graph=graph,
+                inputs=inputs,
+                dataset=tuple(_write(work / "calibration", calibration))
+                if precision == "int8"
+                else (),
+                simulate=tuple(_write(work / "samples", samples)),
+            )
+            outcome = driver.build_one(job)
+            if isinstance(outcome, driver.BuildFailure):
+                raise CompilerError(outcome.message)
+            with np.load(job.simulated) as kept:
+                return [
+                    {name: np.asarray(kept[f"s{k}_o{j}"]) for j, name in enumerate(outputs)}
+                    for k in range(len(samples))
+                ]
 
     def build(
         self, jobs: Sequence[CompileJob], parallel: int
