@@ -14,7 +14,7 @@ Which transport a board gets:
   SSH and serial); its results are simulated ones and its session says so;
 - a board that is a labgrid place (the inventory's ``labgrid`` section): its place is acquired
   when its session opens, its transport pointed at the place's resources, and the place released
-  when the farm closes (:mod:`npu_hil.harness.farm.labgrid_places`).
+  when the farm closes (:mod:`npu_hil.harness.farm.labgrid_boards`).
 
 Recovery is the farm's too (:mod:`npu_hil.harness.farm.recovery`): :meth:`Farm.ready` checks a
 board's health once and power-cycles an unhealthy one, and every session carries the farm's retry
@@ -60,8 +60,7 @@ from npu_hil.harness.farm.health_store import CLEARED as _CLEARED
 from npu_hil.harness.farm.health_store import POWER_CYCLED as _POWER_CYCLED
 from npu_hil.harness.farm.health_store import RECOVERY_FAILED as _RECOVERY_FAILED
 from npu_hil.harness.farm.inventory import SIM_ADAPTER, Board, Inventory, load_inventory
-from npu_hil.harness.farm.labgrid_boards import resolve_labgrid_boards
-from npu_hil.harness.farm.labgrid_places import FarmPlaces
+from npu_hil.harness.farm.labgrid_boards import FarmPlaces, resolve_labgrid_boards
 from npu_hil.harness.farm.power import power_cycle as _power_cycle
 from npu_hil.harness.farm.recovery import (
     BoardCondition,
