@@ -42,8 +42,7 @@ from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.board.kernlog import KMSG_ENV
 from npu_hil.harness.errors import NpuHilError, TransportError
 from npu_hil.harness.farm.backends import BACKENDS
-from npu_hil.harness.farm.breaker import DEFAULT_THRESHOLD, CircuitBreaker
-from npu_hil.harness.farm.breaker_file import BreakerFile
+from npu_hil.harness.farm.breaker import DEFAULT_THRESHOLD, BreakerFile, CircuitBreaker
 from npu_hil.harness.farm.connect import connect
 from npu_hil.harness.farm.health_store import (
     BAD,

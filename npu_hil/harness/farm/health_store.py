@@ -300,19 +300,23 @@ class HealthStore:
         return self.record(board, UNKNOWN, CLEARED_BY_HAND, cause=by, run_id=run_id)
 
     def _write(self, board: str, health: BoardHealth) -> None:
-        path = self.path(board)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-        data = json.dumps(health.to_dict(), indent=1) + "\n"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+        write_private(self.path(board), json.dumps(health.to_dict(), indent=1) + "\n")
+
+
+def write_private(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` at once (a temporary file of this user's alone, renamed
+    over it): a reader sees the old file or the new one, never half of one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
 
 
 def stored_health(folder: str | os.PathLike[str], boards: list[str]) -> dict[str, HealthDocument]:
