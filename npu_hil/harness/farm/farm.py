@@ -32,6 +32,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +42,9 @@ import npu_hil
 from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.board.kernlog import KMSG_ENV
 from npu_hil.harness.errors import NpuHilError, TransportError
-from npu_hil.harness.farm.backends import BACKENDS
 from npu_hil.harness.farm.breaker import DEFAULT_THRESHOLD, BreakerFile, CircuitBreaker
 from npu_hil.harness.farm.connect import connect
+from npu_hil.harness.farm.defaults import BACKENDS
 from npu_hil.harness.farm.health_store import (
     BAD,
     GOOD,
@@ -195,10 +196,10 @@ class Farm:
         both name targets and are separate filters (a test's ``soc`` marker and the command line's
         ``--target`` narrow each other). Under ``backend="hw"`` simulated boards are left out."""
         filters: list[tuple[set[str] | None, Callable[[Board], str]]] = [
-            (_set(socs), _target),
-            (_set(targets), _target),
-            (_set(vendors), _vendor),
-            (_set(names), _name),
+            (_set(socs), attrgetter("target")),
+            (_set(targets), attrgetter("target")),
+            (_set(vendors), attrgetter("vendor")),
+            (_set(names), attrgetter("name")),
         ]
         return [
             board
@@ -265,19 +266,15 @@ class Farm:
                 return self._sim_session(board, exc.message)
             raise
         simulated_runtime = board.adapter == SIM_ADAPTER
-        return BoardSession(
-            board=board,
-            transport=transport,
-            client=self._client(transport, board.python),
+        return self._new_session(
+            board,
+            transport,
+            board.python,
             simulated=simulated_runtime,
             adapter=board.adapter,
             adapter_options=self._sim_options(board)
             if simulated_runtime
             else board.options_for(self.runtime if self.runtime in board.runtimes else None),
-            workdir=self._board_dir(board),
-            manifest_path=self.inventory.manifest,
-            breaker=self.breaker(board),
-            retry=self.retry,
         )
 
     def _sim_session(self, board: Board, reason: str | None) -> BoardSession:
@@ -290,15 +287,36 @@ class Farm:
             python=sys.executable,
             env={"PYTHONPATH": path, KMSG_ENV: str(kmsg)},
         )
+        return self._new_session(
+            board,
+            transport,
+            sys.executable,
+            simulated=True,
+            adapter=SIM_ADAPTER,
+            adapter_options=self._sim_options(board),
+            fallback_reason=reason,
+        )
+
+    def _new_session(
+        self,
+        board: Board,
+        transport: Transport,
+        python: str | None,
+        *,
+        simulated: bool,
+        adapter: str,
+        adapter_options: dict[str, Any],
+        fallback_reason: str | None = None,
+    ) -> BoardSession:
         return BoardSession(
             board=board,
             transport=transport,
-            client=self._client(transport, sys.executable),
-            simulated=True,
-            adapter="sim",
-            adapter_options=self._sim_options(board),
+            client=AgentClient(transport, python=python, keep_jobs=self.keep_remote),
+            simulated=simulated,
+            adapter=adapter,
+            adapter_options=adapter_options,
             workdir=self._board_dir(board),
-            fallback_reason=reason,
+            fallback_reason=fallback_reason,
             manifest_path=self.inventory.manifest,
             breaker=self.breaker(board),
             retry=self.retry,
@@ -313,9 +331,6 @@ class Farm:
             own = board.options_for(self.runtime if self.runtime in board.runtimes else None)
         faults = self.sim_faults.get(board.name)
         return {**own, "target": board.target, **({"faults": list(faults)} if faults else {})}
-
-    def _client(self, transport: Transport, python: str | None) -> AgentClient:
-        return AgentClient(transport, python=python, keep_jobs=self.keep_remote)
 
     def _board_dir(self, board: Board) -> Path:
         return private_dir(self.workdir / "boards" / board.name)
@@ -541,18 +556,6 @@ class Farm:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _target(board: Board) -> str:
-    return board.target
-
-
-def _vendor(board: Board) -> str:
-    return board.vendor
-
-
-def _name(board: Board) -> str:
-    return board.name
 
 
 def _set(values: Iterable[str] | None) -> set[str] | None:

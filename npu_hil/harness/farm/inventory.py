@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from npu_hil.harness.farm.backends import BoardBackend
+from npu_hil.harness.farm.defaults import BoardBackend
 from npu_hil.harness.farm.inventory_reader import (
     KIND,
     Entry,

@@ -25,14 +25,15 @@ from npu_hil.harness.farm.inventory import (
     Board,
     Inventory,
     InventoryError,
+    LabgridPlaceEntry,
     LabgridSection,
     PowerConfig,
 )
+from npu_hil.harness.labgrid.config import PlaceState
 from npu_hil.harness.labgrid.endpoints import POWER_DRIVERS, PlaceEndpoints
 from npu_hil.harness.labgrid.errors import LabgridError, LabgridMissingError
 from npu_hil.harness.labgrid.places import LabgridPlaces, select_places
 from npu_hil.harness.labgrid.power import PowerAction
-from npu_hil.harness.labgrid.state import PlaceState
 from npu_hil.harness.transport.config import SerialConfig, SshConfig
 
 __all__ = ["FarmPlaces", "board_at", "resolve_labgrid_boards"]
@@ -87,8 +88,9 @@ def _link(section: LabgridSection, place: PlaceState) -> str:
 
 
 def _board(section: LabgridSection, place: PlaceState, taken: set[str]) -> Board:
-    entry = section.entry(place.name)
-    where = entry.where if entry is not None else section.where
+    # A place the tags selected has no entry of its own: the section's settings are its.
+    entry = section.entry(place.name) or LabgridPlaceEntry(place.name, section.where)
+    where = entry.where
     if not NAME_RE.match(place.name):
         raise InventoryError(
             f"{where}: place {place.name!r}: a board name needs [a-z0-9._-] characters"
@@ -96,7 +98,7 @@ def _board(section: LabgridSection, place: PlaceState, taken: set[str]) -> Board
     if place.name in taken:
         raise InventoryError(f"{where}: place {place.name!r} has the name of a board in boards")
     tag = section.config.target_tag
-    target = entry.target if entry is not None and entry.target else place.tags.get(tag)
+    target = entry.target or place.tags.get(tag)
     if target not in known_targets():
         got = f"its {tag} tag is {target!r}" if target else f"it has no {tag} tag"
         raise InventoryError(
@@ -110,13 +112,11 @@ def _board(section: LabgridSection, place: PlaceState, taken: set[str]) -> Board
         target=target,
         backend="hw",
         transport=transport,
-        fallback=(entry.fallback if entry is not None else None) or section.fallback,
-        adapter=(entry.adapter if entry is not None else None)
-        or section.adapter
-        or HW_ADAPTERS[VENDOR_OF[target]],
+        fallback=entry.fallback or section.fallback,
+        adapter=entry.adapter or section.adapter or HW_ADAPTERS[VENDOR_OF[target]],
         tags=("labgrid", *(f"{k}={v}" for k, v in sorted(place.tags.items()))),
-        python=(entry.python if entry is not None else None) or section.python,
-        workdir=(entry.workdir if entry is not None else None) or section.workdir,
+        python=entry.python or section.python,
+        workdir=entry.workdir or section.workdir,
         power=PowerConfig(labgrid=place.name) if has_power else None,
         timeouts=section.timeouts,
         place=place.name,

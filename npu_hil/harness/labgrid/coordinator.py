@@ -25,9 +25,9 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+from npu_hil.harness.labgrid.config import PlaceState, ReservationInfo
 from npu_hil.harness.labgrid.endpoints import ResourceState
 from npu_hil.harness.labgrid.errors import LabgridError, LabgridMissingError, PlaceBusyError
-from npu_hil.harness.labgrid.state import PlaceState, ReservationInfo
 
 # labgrid and grpc ship no type information; they are read untyped, as the inventory reads PyYAML.
 try:

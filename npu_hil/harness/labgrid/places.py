@@ -38,12 +38,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import npu_hil.harness.labgrid.exit_hooks as exit_hooks
-from npu_hil.harness.labgrid.config import LabgridConfig
+from npu_hil.harness.labgrid.config import LabgridConfig, PlaceState
 from npu_hil.harness.labgrid.endpoints import PlaceEndpoints, endpoints_of
 from npu_hil.harness.labgrid.errors import LabgridError, PlaceBusyError, PlaceLostError
 from npu_hil.harness.labgrid.ledger import Holding, PlaceLedger, current_holder
 from npu_hil.harness.labgrid.power import PowerAction, switch_power
-from npu_hil.harness.labgrid.state import PlaceState
 
 if TYPE_CHECKING:
     from npu_hil.harness.labgrid.coordinator import CoordinatorClient

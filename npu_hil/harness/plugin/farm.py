@@ -28,8 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from npu_hil.harness.farm.backends import BACKENDS
-from npu_hil.harness.farm.defaults import DEFAULT_BACKOFF_S, DEFAULT_RETRIES, DEFAULT_THRESHOLD
+from npu_hil.harness.farm.defaults import (
+    BACKENDS,
+    DEFAULT_BACKOFF_S,
+    DEFAULT_RETRIES,
+    DEFAULT_THRESHOLD,
+)
 from npu_hil.harness.plugin.inventory import health_key, inventory_path
 from npu_hil.harness.plugin.records import item_info
 
