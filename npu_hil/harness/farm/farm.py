@@ -1,26 +1,13 @@
 """The farm: the inventory's boards, one session per board, health, power and cross-process locks.
 
-Which transport a board gets:
-
-- a simulated board, or any board under ``backend="sim"``: a :class:`LocalTransport` in a
-  per-board folder under the farm's workdir, running the real agent under ``sys.executable`` with
-  the harness on ``PYTHONPATH`` (the ``sim`` adapter imports it);
-- a real board: its inventory transport (local, SSH or serial; :mod:`npu_hil.harness.farm.connect`),
-  connected when its session opens. When it cannot be reached (:class:`TransportError`) under
-  ``backend="auto"``, a board whose ``fallback`` is ``sim`` runs simulated instead, and its session
-  says so (``simulated=True``, ``fallback_reason``);
-- a board reached through its transport whose inventory ``adapter`` is ``sim``: the simulated
-  runtime behind a real link (``npu-hil simfarm`` builds such boards to rehearse a nightly over
-  SSH and serial); its results are simulated ones and its session says so;
-- a board that is a labgrid place (the inventory's ``labgrid`` section): its place is acquired
-  when its session opens, its transport pointed at the place's resources, and the place released
-  when the farm closes (:mod:`npu_hil.harness.farm.labgrid_boards`).
-
-Recovery is the farm's too (:mod:`npu_hil.harness.farm.recovery`): :meth:`Farm.ready` checks a
-board's health once and power-cycles an unhealthy one, and every session carries the farm's retry
-policy, so a script calling :meth:`Farm.ready` and :func:`npu_hil.harness.pipeline.run_model` gets
-what a pytest run gets. The library works without pytest; the plugin only maps its options onto this
-class.
+A simulated board (or any under ``backend="sim"``) runs the real agent in a per-board folder on
+this machine; a real board is reached through its inventory transport
+(:mod:`npu_hil.harness.farm.connect`) and, under ``backend="auto"`` with ``fallback: sim``, runs
+simulated when it cannot be (its session says why); a board whose inventory ``adapter`` is
+``sim`` is the simulated runtime behind a real link (``npu-hil simfarm``); a labgrid place is
+acquired when its session opens (:mod:`npu_hil.harness.farm.labgrid_boards`). Recovery is the
+farm's too (:mod:`npu_hil.harness.farm.recovery`), so a script calling :meth:`Farm.ready` gets
+what a pytest run gets.
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
-"""Each board's health across runs: ``good``, ``bad`` or ``unknown``, with a bounded history.
+"""Each board's health across runs: ``good``, ``bad`` or ``unknown``, with a bounded history
+(docs/farm/health.md, "Kept across runs").
 
-One small JSON file per board (``<workdir>/health/<inventory key>/<board>.health.json``, in the
-farm's private folder), rewritten atomically (a temporary file renamed over it) under a file
-lock of its own, so concurrent runs on one host never leave half a file or lose an event. A
-board that went bad (its circuit breaker opened, or its health check failed and a power cycle
-did not bring it back) stays bad for the next run, which refuses it at once with the last cause
-and since when (:meth:`BoardHealth.refusal`), until a power cycle and a passing health check
-clear it (:meth:`npu_hil.harness.farm.Farm.check_health`) or someone clears it by hand
-(:meth:`HealthStore.clear`, ``--clear-health``).
-
-A file that cannot be read (not JSON, another schema, a FIFO, a bomb) is reported as ``unknown``
-with why, and the next event rewrites it: a damaged file never keeps a board out, nor lets a bad
-one in silently. Neither does a file of someone else's: a folder or a file another local user
-owns or may write is not trusted (OpenSSH's StrictModes), its boards read as ``unknown`` with why.
-
-The state is keyed by the inventory it describes (:func:`state_key`): two projects whose
-inventories both name ``rk3588-01`` (every project on the built-in simulated farm does) never
-share one board's health.
+One small JSON file per board (``<workdir>/health/<inventory key>/<board>.health.json``, keyed by
+the inventory, :func:`state_key`), rewritten atomically under a file lock of its own. A bad board
+is refused by the next run with the cause (:meth:`BoardHealth.refusal`) until a power cycle and a
+passing check clear it, or ``--clear-health`` (:meth:`HealthStore.clear`). A file that cannot be
+read, or that another local user owns or may write (OpenSSH's StrictModes), reads ``unknown``
+with why: it never keeps a board out, nor lets a bad one in silently.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
 """Recovery and retry policy: what the farm does when a board's infrastructure fails, the same
-from a script as under pytest.
+from a script as under pytest (docs/farm/health.md, "Retries, power cycles and the circuit
+breaker").
 
-- **Health**, once per board and farm (:meth:`Farm.check_health
-  <npu_hil.harness.farm.Farm.check_health>`): a board that does not answer is power-cycled when it
-  has power control and checked again; one still unhealthy raises :class:`BoardUnhealthyError` with
-  the cause at every later use, while the other boards go on.
-- **Retries** (:class:`RetryPolicy`, carried by every session of the farm and applied by
-  :func:`npu_hil.harness.pipeline.run_model`): a model run that failed with a TransportError or a
-  timeout is run again after a backoff (doubled for each further retry) with a fresh agent.
-- **The circuit breaker** (:mod:`npu_hil.harness.farm.breaker`) counts the failures in a row; a
-  board whose breaker opened is never retried.
-
-The pytest plugin only maps ``--hil-retries``, ``npu_hil_retry_backoff`` and ``--hil-breaker``
-onto these. The board events' texts are here too, so a report says the same whoever ran the board.
+The health check (:meth:`Farm.check_health <npu_hil.harness.farm.Farm.check_health>`) power-cycles
+a board that does not answer, once; :class:`RetryPolicy` is what every session carries (applied by
+:func:`npu_hil.harness.pipeline.run_model`); the circuit breaker is
+:mod:`npu_hil.harness.farm.breaker`. The board events' texts are here too, so a report says the
+same whoever ran the board.
 """
 
 from __future__ import annotations
