@@ -216,6 +216,13 @@ INFRA_FAILURES: tuple[type[BaseException], ...] = (TransportError, TimeoutError)
 """What counts as the board's infrastructure failing (the plugin's retryable errors)."""
 
 
+def describe(exc: BaseException) -> str:
+    """``TransportError: connection lost``: an error as a board event, a retry or a breaker's
+    failure names it."""
+    message = exc.message if isinstance(exc, NpuHilError) else str(exc)
+    return f"{type(exc).__name__}: {message}"
+
+
 class BoardBrokenError(TransportError):
     """A board whose circuit breaker is open: its infrastructure failed ``threshold`` times in a
     row, the last cause is in the message. Infrastructure (a TransportError: an *error* of the
@@ -262,8 +269,7 @@ class CircuitBreaker:
         """Count an infrastructure failure; True when this one opened the breaker."""
         if isinstance(exc, BoardBrokenError) or not isinstance(exc, INFRA_FAILURES):
             return False
-        message = exc.message if isinstance(exc, NpuHilError) else str(exc)
-        failure = f"{type(exc).__name__}: {message}"
+        failure = describe(exc)
         with self._lock:
             self.infra_errors += 1
         opened_now = False

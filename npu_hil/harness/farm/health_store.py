@@ -19,9 +19,9 @@ import re
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from filelock import FileLock
 from typing_extensions import NotRequired, TypedDict
@@ -137,13 +137,7 @@ class HealthEvent:
     run_id: str = ""
 
     def to_dict(self) -> HealthEventDocument:
-        return {
-            "time": self.time,
-            "state": self.state,
-            "what": self.what,
-            "cause": self.cause,
-            "run_id": self.run_id,
-        }
+        return cast(HealthEventDocument, asdict(self))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HealthEvent:

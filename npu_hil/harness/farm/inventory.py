@@ -248,7 +248,8 @@ class LabgridPlaceEntry:
 @dataclass(frozen=True)
 class LabgridSection:
     """The parsed section. ``ssh`` and ``serial`` are transports without an address (the place's
-    resources give it); ``adapter`` None means the vendor's default for a real board."""
+    resources give it); the boards' adapter (None: the vendor's default for a real board),
+    python, workdir, fallback and timeouts are ``defaults``' unless a place's entry says."""
 
     config: LabgridConfig
     entries: tuple[LabgridPlaceEntry, ...]
@@ -256,11 +257,7 @@ class LabgridSection:
     prefer: str = "ssh"
     ssh: SshConfig = field(default_factory=SshConfig)
     serial: SerialConfig = field(default_factory=SerialConfig)
-    adapter: str | None = None
-    python: str | None = None
-    workdir: str | None = None
-    fallback: str = "none"
-    timeouts: Timeouts = field(default_factory=Timeouts)
+    defaults: Defaults = field(default_factory=Defaults)
 
     def entry(self, place: str) -> LabgridPlaceEntry | None:
         return next((e for e in self.entries if e.place == place), None)
@@ -306,8 +303,7 @@ class LabgridEntry(Entry):
 
 
 def labgrid_section(entry: LabgridEntry, defaults: Defaults, located: Located) -> LabgridSection:
-    """The section, its places' positions kept for errors found when the coordinator is asked;
-    the boards' adapter, python, workdir, fallback and timeouts from ``defaults``."""
+    """The section, its places' positions kept for errors found when the coordinator is asked."""
     options = entry.model_dump(
         include={"wait", "refresh", "prio", "target_tag"}, exclude_unset=True
     )
@@ -331,11 +327,7 @@ def labgrid_section(entry: LabgridEntry, defaults: Defaults, located: Located) -
         prefer=entry.prefer,
         ssh=entry.ssh.config(),
         serial=entry.serial.config(),
-        adapter=defaults.adapter,
-        python=defaults.python,
-        workdir=defaults.workdir,
-        fallback=defaults.fallback,
-        timeouts=defaults.timeouts,
+        defaults=defaults,
     )
 
 

@@ -105,6 +105,7 @@ def _board(section: LabgridSection, place: PlaceState, taken: set[str]) -> Board
             f"{where}: place {place.name}: {got}; tag it (labgrid-client -p {place.name} "
             f"set-tags {tag}=<target>) or give target: in the inventory"
         )
+    defaults = section.defaults
     transport = section.ssh if _link(section, place) == "ssh" else section.serial
     has_power = any(cls in POWER_DRIVERS for cls in place.resource_classes)
     return Board(
@@ -112,13 +113,13 @@ def _board(section: LabgridSection, place: PlaceState, taken: set[str]) -> Board
         target=target,
         backend="hw",
         transport=transport,
-        fallback=entry.fallback or section.fallback,
-        adapter=entry.adapter or section.adapter or HW_ADAPTERS[VENDOR_OF[target]],
+        fallback=entry.fallback or defaults.fallback,
+        adapter=entry.adapter or defaults.adapter or HW_ADAPTERS[VENDOR_OF[target]],
         tags=("labgrid", *(f"{k}={v}" for k, v in sorted(place.tags.items()))),
-        python=entry.python or section.python,
-        workdir=entry.workdir or section.workdir,
+        python=entry.python or defaults.python,
+        workdir=entry.workdir or defaults.workdir,
         power=PowerConfig(labgrid=place.name) if has_power else None,
-        timeouts=section.timeouts,
+        timeouts=defaults.timeouts,
         place=place.name,
     )
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from npu_hil.harness.errors import NpuHilError
-from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError
+from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError, describe
 from npu_hil.harness.farm.defaults import DEFAULT_BACKOFF_S, DEFAULT_RETRIES
 
 if TYPE_CHECKING:
@@ -66,12 +66,6 @@ class Health:
 class BoardUnhealthyError(NpuHilError):
     """A board failed its health check (after a power cycle when it has power control): its
     runs are errors with this cause, the other boards go on."""
-
-
-def describe(exc: BaseException) -> str:
-    """``TransportError: connection lost``: an error as a board event or a retry names it."""
-    message = exc.message if isinstance(exc, NpuHilError) else str(exc)
-    return f"{type(exc).__name__}: {message}"
 
 
 @dataclass(frozen=True)

@@ -248,12 +248,9 @@ FARM_KEY = pytest.StashKey[FarmState]()
 def pytest_configure(config: pytest.Config) -> None:
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
-    if config.getoption("hil_retries", DEFAULT_RETRIES) < 0:
-        raise pytest.UsageError("--hil-retries must be 0 or more")
-    if config.getoption("hil_breaker", DEFAULT_THRESHOLD) < 0:
-        raise pytest.UsageError("--hil-breaker must be 0 or more")
-    if config.getoption("hil_agents", DEFAULT_AGENTS) < 0:
-        raise pytest.UsageError("--hil-agents must be 0 or more")
+    for option in ("hil_retries", "hil_breaker", "hil_agents"):
+        if (config.getoption(option, None) or 0) < 0:
+            raise pytest.UsageError(f"--{option.replace('_', '-')} must be 0 or more")
     sim_faults(config)  # a --sim-fault that does not parse stops the run before it starts
     config.stash[FARM_KEY] = FarmState(config)
 

@@ -120,7 +120,6 @@ class QuarantineRun:
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
         state = self.state
-        used: set[int] = set()
         counts: dict[int, int] = {}
         for item in items:
             param = board_param(item)
@@ -131,14 +130,13 @@ class QuarantineRun:
             ]
             if not matching:
                 continue
-            used.update(e.index for e in matching)
             for e in matching:
                 counts[e.index] = counts.get(e.index, 0) + 1
             entry = item.stash[ENTRY_KEY] = matching[0]  # the first entry that lists the test
             info = item.stash.get(INFO_KEY, None)
             if info is not None:  # a board test: its record names the entry
                 info.record.quarantine = entry.to_dict()
-        unknown = [e for e in state.entries if e.index not in used]
+        unknown = [e for e in state.entries if e.index not in counts]
         # Nothing silent: an entry that quarantines the whole run, or most of it, hides every
         # failure there is; it is refused like one that matches nothing.
         sweeping = [
