@@ -252,17 +252,7 @@ class Farm:
                 log.warning("%s; running it simulated", exc.message)
                 return self._sim_session(board, exc.message)
             raise
-        simulated_runtime = board.adapter == SIM_ADAPTER
-        return self._new_session(
-            board,
-            transport,
-            board.python,
-            simulated=simulated_runtime,
-            adapter=board.adapter,
-            adapter_options=self._sim_options(board)
-            if simulated_runtime
-            else board.options_for(self.runtime if self.runtime in board.runtimes else None),
-        )
+        return self._new_session(board, transport, board.python, board.adapter)
 
     def _sim_session(self, board: Board, reason: str | None) -> BoardSession:
         path = os.pathsep.join(p for p in (str(HARNESS_ROOT), os.environ.get("PYTHONPATH")) if p)
@@ -274,34 +264,27 @@ class Farm:
             python=sys.executable,
             env={"PYTHONPATH": path, KMSG_ENV: str(kmsg)},
         )
-        return self._new_session(
-            board,
-            transport,
-            sys.executable,
-            simulated=True,
-            adapter=SIM_ADAPTER,
-            adapter_options=self._sim_options(board),
-            fallback_reason=reason,
-        )
+        return self._new_session(board, transport, sys.executable, SIM_ADAPTER, reason)
 
     def _new_session(
         self,
         board: Board,
         transport: Transport,
         python: str | None,
-        *,
-        simulated: bool,
         adapter: str,
-        adapter_options: dict[str, Any],
         fallback_reason: str | None = None,
     ) -> BoardSession:
+        """A session running ``adapter`` on the board; the ``sim`` adapter's results are
+        simulated ones whatever the link (a real one: ``npu-hil simfarm``)."""
+        simulated = adapter == SIM_ADAPTER
+        runtime = self.runtime if self.runtime in board.runtimes else None
         return BoardSession(
             board=board,
             transport=transport,
             client=AgentClient(transport, python=python, keep_jobs=self.keep_remote),
             simulated=simulated,
             adapter=adapter,
-            adapter_options=adapter_options,
+            adapter_options=self._sim_options(board) if simulated else board.options_for(runtime),
             workdir=self._board_dir(board),
             fallback_reason=fallback_reason,
             manifest_path=self.inventory.manifest,
