@@ -51,12 +51,14 @@ from npu_hil.harness.farm.labgrid_boards import FarmPlaces, resolve_labgrid_boar
 from npu_hil.harness.farm.power import power_cycle as _power_cycle
 from npu_hil.harness.farm.recovery import (
     BoardCondition,
+    BoardIdentityError,
     BoardUnhealthyError,
     RetryPolicy,
+    board_identity,
     health_problem,
+    identity_error,
 )
 from npu_hil.harness.farm.session import BoardSession, Health
-from npu_hil.harness.farm.soc_identity import BoardIdentityError, board_identity, identity_error
 from npu_hil.harness.folders import default_workdir, private_dir
 from npu_hil.harness.models import Manifest, load_manifest
 from npu_hil.harness.transport.base import Transport

@@ -2,8 +2,10 @@
 from a script as under pytest (docs/farm/health.md, "Retries, power cycles and the circuit
 breaker").
 
-The health check (:meth:`Farm.check_health <npu_hil.harness.farm.Farm.check_health>`) power-cycles
-a board that does not answer, once; :class:`RetryPolicy` is what every session carries (applied by
+The health check (:meth:`Farm.check_health <npu_hil.harness.farm.Farm.check_health>`)
+power-cycles a board that does not answer, once, but never one that is another SoC than its
+inventory says (:func:`board_identity`: the inventory or the wiring is wrong, which no power
+cycle mends). :class:`RetryPolicy` is what every session carries (applied by
 :func:`npu_hil.harness.pipeline.run_model`); the circuit breaker is
 :mod:`npu_hil.harness.farm.breaker`. The board events' texts are here too, so a report says the
 same whoever ran the board.
@@ -16,9 +18,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.errors import NpuHilError, TransportError
 from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError, describe
 from npu_hil.harness.farm.defaults import DEFAULT_BACKOFF_S, DEFAULT_RETRIES
+from npu_hil.targets.identity import IdentityVerdict, judge_identity
 
 if TYPE_CHECKING:
     from npu_hil.harness.farm.inventory import Board
@@ -30,13 +33,16 @@ __all__ = [
     "NO_RETRY",
     "RETRYABLE",
     "BoardCondition",
+    "BoardIdentityError",
     "BoardUnhealthyError",
     "Health",
     "RetryPolicy",
+    "board_identity",
     "breaker_event",
     "describe",
     "fallback_event",
     "health_problem",
+    "identity_error",
     "unreachable_event",
 ]
 
@@ -162,6 +168,46 @@ def health_problem(farm: _Checks, board: Board, events: list[str]) -> str | None
         f"board {board.name} is unhealthy: {first}; still unhealthy after a power cycle: "
         f"{again.error or 'unhealthy'}"
     )
+
+
+class BoardIdentityError(TransportError):
+    """The board reports another SoC than its inventory target (both are named)."""
+
+
+def board_identity(
+    board: str,
+    target: str,
+    *,
+    simulated: bool,
+    ping: Mapping[str, Any],
+    versions: Mapping[str, Any],
+) -> IdentityVerdict:
+    """The verdict for one board from its ping answer (its device tree's root ``compatible``)
+    and runtime versions (a simulated board's ``target``); what cannot be told is ``unknown``:
+    a warning in the board's history, never a refusal."""
+    if simulated:
+        reported = str(versions.get("target") or "")
+        if reported == target:
+            return IdentityVerdict("match", (reported,), f"a simulated {target}")
+        return IdentityVerdict(
+            "mismatch",
+            (reported,),
+            f"the inventory says {target}, but the simulated runtime runs {reported or 'nothing'}",
+            reported or None,
+        )
+    found = ping.get("identity")
+    if not isinstance(found, Mapping):
+        return IdentityVerdict("unknown", (), "the agent reported no identity")
+    source = str(found.get("source") or "/proc/device-tree/compatible")
+    if found.get("error"):
+        return IdentityVerdict("unknown", (), f"{source}: unreadable: {found['error']}")
+    strings = found.get("compatible")
+    compatible = [str(s) for s in strings] if isinstance(strings, list) else []
+    return judge_identity(target, compatible, source=source)
+
+
+def identity_error(board: str, verdict: IdentityVerdict) -> BoardIdentityError:
+    return BoardIdentityError(f"board {board} is not the SoC its inventory says: {verdict.detail}")
 
 
 def unreachable_event(message: str) -> str:
