@@ -328,22 +328,22 @@ def _type_name(annotation: Any) -> str:
 
 def inventory_models() -> list[tuple[str, type[BaseModel]]]:
     """Every model of the file, the file first, each once, in the order a reader meets them."""
-    from npu_hil.harness.farm import inventory, inventory_entries, labgrid_inventory
+    from npu_hil.harness.farm import inventory
 
     order: list[type[BaseModel]] = [
         inventory.InventoryFile,
-        inventory_entries.Defaults,
+        inventory.Defaults,
         inventory.BoardEntry,
-        inventory_entries.LocalEntry,
-        inventory_entries.SshEntry,
-        inventory_entries.SerialEntry,
-        inventory_entries.Timeouts,
-        inventory_entries.Power,
-        inventory_entries.PowerCommands,
-        labgrid_inventory.LabgridEntry,
-        labgrid_inventory.PlaceEntry,
-        inventory_entries.SshLogin,
-        inventory_entries.SerialLogin,
+        inventory.LocalEntry,
+        inventory.SshEntry,
+        inventory.SerialEntry,
+        inventory.Timeouts,
+        inventory.Power,
+        inventory.PowerCommands,
+        inventory.LabgridEntry,
+        inventory.PlaceEntry,
+        inventory.SshLogin,
+        inventory.SerialLogin,
     ]
     return [(model.__name__, model) for model in order]
 
@@ -362,8 +362,7 @@ def inventory_page() -> str:
         "# Inventory keys",
         "",
         "Written at build time from the typed models the inventory is checked with "
-        "(`npu_hil.harness.farm.inventory`, `npu_hil.harness.farm.inventory_entries`, "
-        "`npu_hil.harness.farm.labgrid_inventory`). Every mapping refuses a key it does not "
+        "(`npu_hil.harness.farm.inventory`). Every mapping refuses a key it does not "
         "know, and a key written with nothing after it (`key_file: ~`). The last column is "
         "the error a file named `farm.yaml` gets when the key is misspelt (two letters "
         "swapped), made by the inventory reader while this page was built.",

@@ -1,25 +1,14 @@
 """The one YAML reader of the harness: text to nodes with their positions, plain numbers from
 scalars, and plain documents; safely, whatever the text.
 
-Every YAML file the harness reads comes through here (the inventory and its labgrid section as
-nodes, the model manifest as a document), so each is read with PyYAML's ``SafeLoader``, its depth
-bounded and its errors given as :class:`YamlProblem` with a line and a column.
-
-The inventory is read as composed nodes (every node keeps its position, :func:`compose`) and
-handed on as plain data (:func:`plain_data`): nothing here constructs a Python object from a tag,
-so no tag ever runs code or reaches a constructor that raises. What cannot be taken safely is
-refused first, each with the position of the offending character or node:
-
-- text over :data:`MAX_CHARS` characters (an inventory is a few kilobytes);
-- nesting deeper than :data:`MAX_DEPTH` (PyYAML's composer recurses: 500 levels is a
-  RecursionError);
-- any tag but the plain ones (``!!str``, ``!!int``, ``!!float``, ``!!bool``, ``!!null``, lists and
-  mappings): ``!-1``, ``!foo``, ``!!binary``, ``!!timestamp``, ``!!python/...``, and the ``<<``
-  merge key, whose keys would arrive from elsewhere in the file.
-
-Numbers are read by :func:`plain_integer` and :func:`plain_number`, which take the decimal forms
-only: YAML 1.1 would read ``1:30`` as 90 (base 60), ``022`` as 18 (octal), ``0x16`` as 22, and
-``.inf`` as infinity; an integer of more than a few digits is no port, timeout or priority.
+Every YAML file the harness reads comes through here (the inventory and the quarantine list as
+composed nodes, :func:`compose`, handed on as plain data, :func:`plain_data`; the model manifest
+as a document, :func:`load`), with PyYAML's ``SafeLoader``. Nothing here constructs a Python object
+from a tag. Refused first, each at the offending character or node (:class:`YamlProblem`): text
+over :data:`MAX_CHARS` characters, nesting deeper than :data:`MAX_DEPTH` (PyYAML's composer
+recurses), any tag but the plain ones, and the ``<<`` merge key (its keys would arrive from
+elsewhere in the file). :func:`plain_integer` and :func:`plain_number` take decimal forms only:
+YAML 1.1 reads ``1:30`` as 90, ``022`` as 18, ``0x16`` as 22 and ``.inf`` as infinity.
 """
 
 from __future__ import annotations
@@ -143,23 +132,21 @@ def compose(text: str) -> Any:
         raise YamlProblem(
             1, 1, f"the inventory is {len(text)} characters long (at most {MAX_CHARS})"
         )
-    try:
-        loader = _Loader(text)  # the reader checks every character here
-        try:
-            return loader.get_single_node()
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as exc:
-        raise _problem_of(text, exc) from None
+    return _read(text, "get_single_node")
 
 
 def load(text: str) -> Any:
     """The Python value of a plain YAML document (a manifest): ``SafeLoader``'s construction,
     the nesting bounded like :func:`compose`'s, a syntax error as a :class:`YamlProblem`."""
+    return _read(text, "get_single_data")
+
+
+def _read(text: str, method: str) -> Any:
+    """``text`` through the bounded loader's ``method``, a PyYAML error as a problem."""
     try:
-        loader = _Loader(text)
+        loader = _Loader(text)  # the reader checks every character here
         try:
-            return loader.get_single_data()
+            return getattr(loader, method)()
         finally:
             loader.dispose()
     except yaml.YAMLError as exc:

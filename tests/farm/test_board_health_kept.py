@@ -33,7 +33,7 @@ from npu_hil.harness.farm.health_store import (
     health_folder,
     state_key,
 )
-from npu_hil.harness.farm.soc_identity import board_identity
+from npu_hil.harness.farm.recovery import board_identity
 from npu_hil.harness.pipeline import run_model
 from npu_hil.harness.pipeline.golden import golden_job
 from npu_hil.targets.identity import judge_identity

@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.farm.breaker import BoardBrokenError, CircuitBreaker
-from npu_hil.harness.farm.breaker_file import BreakerFile
+from npu_hil.harness.farm.breaker import BoardBrokenError, BreakerFile, CircuitBreaker
 from tests.second_user import NOBODY, reachable_folder, write_as_nobody
 
 RUN = "20261205T120000Z-run"
@@ -31,7 +30,7 @@ WORKER = textwrap.dedent(
     import sys
     from npu_hil.harness.errors import TransportError
     from npu_hil.harness.farm.breaker import BoardBrokenError, CircuitBreaker
-    from npu_hil.harness.farm.breaker_file import BreakerFile
+    from npu_hil.harness.farm.breaker import BreakerFile
 
     folder, run_id, action, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     breaker = CircuitBreaker("bad-01", 3, shared=BreakerFile(folder, "bad-01", run_id))

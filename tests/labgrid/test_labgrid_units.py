@@ -180,7 +180,8 @@ def test_section_parses_offline_with_positions(tmp_path: Path) -> None:
     b = section.entry("b-02")
     assert b is not None and (b.target, b.adapter, b.workdir) == ("kl730", "kneron", "/data")
     assert b.where == "farm.yaml:4:18: labgrid.places[1]"
-    assert (section.adapter, section.fallback, section.timeouts.run) == ("rknnlite", "sim", 5.0)
+    defaults = section.defaults
+    assert (defaults.adapter, defaults.fallback, defaults.timeouts.run) == ("rknnlite", "sim", 5.0)
 
 
 @pytest.mark.parametrize(

@@ -132,7 +132,6 @@ LIGHT_MODULES = {
     "npu_hil",
     "npu_hil.harness",
     "npu_hil.harness.farm",
-    "npu_hil.harness.farm.backends",
     "npu_hil.harness.farm.defaults",
     "npu_hil.harness.lazyexports",
     "npu_hil.harness.history",

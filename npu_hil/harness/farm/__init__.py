@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from npu_hil.harness.lazyexports import lazy_exports
 
 if TYPE_CHECKING:
-    from npu_hil.harness.farm.backends import BACKENDS
     from npu_hil.harness.farm.breaker import BoardBrokenError, CircuitBreaker
+    from npu_hil.harness.farm.defaults import BACKENDS
     from npu_hil.harness.farm.farm import Farm
     from npu_hil.harness.farm.inventory import (
         Board,
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 # name -> the module of this package that defines it (the imports above, for type checkers)
 _EXPORTS = {
-    "BACKENDS": "backends",
+    "BACKENDS": "defaults",
     "BoardBrokenError": "breaker",
     "CircuitBreaker": "breaker",
     "Farm": "farm",

@@ -54,27 +54,22 @@ def connect(board: Board, local_workdir: Path) -> Transport:
 
 
 def _prove(board: Board, transport: Transport) -> None:
-    prove = getattr(transport, "prove", None)
-    if callable(prove):
-        # A transport that proves its link by itself (SSH: the connection and its workdir probe
-        # through the shell) spares the board a process of its own for `true`.
-        try:
-            prove()
-        except TransportError:
-            close_transport(transport)
-            raise
-        return
     try:
+        prove = getattr(transport, "prove", None)
+        if callable(prove):
+            # A transport that proves its link by itself (SSH: the connection and its workdir
+            # probe through the shell) spares the board a process of its own for `true`.
+            prove()
+            return
         done = transport.run(["true"], timeout=board.timeouts.connect)
+        if done.returncode != 0:
+            raise TransportError(
+                "the board's shell answered `true` with exit status "
+                f"{done.returncode}: {done.stderr.decode(errors='replace').strip()[:200]}"
+            )
     except TransportError:
         close_transport(transport)
         raise
-    if done.returncode != 0:
-        close_transport(transport)
-        raise TransportError(
-            "the board's shell answered `true` with exit status "
-            f"{done.returncode}: {done.stderr.decode(errors='replace').strip()[:200]}"
-        )
 
 
 def close_transport(transport: Transport) -> None:

@@ -1,12 +1,19 @@
-"""The farm's recovery defaults, named once: the library's arguments
-(:mod:`npu_hil.harness.farm.recovery`, :mod:`npu_hil.harness.farm.breaker`) and the pytest
-plugin's options (``--hil-retries``, ``npu_hil_retry_backoff``, ``--hil-breaker``) read them here,
-so that declaring the options in every pytest run imports nothing else of the farm."""
+"""The farm's names and defaults the pytest plugin declares its options with (``--backend``,
+``--hil-retries``, ``npu_hil_retry_backoff``, ``--hil-breaker``), named once, so that declaring
+them in every pytest run imports nothing else of the farm."""
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_BACKOFF_S", "DEFAULT_RETRIES", "DEFAULT_THRESHOLD"]
+from typing import Literal
 
+__all__ = ["BACKENDS", "DEFAULT_BACKOFF_S", "DEFAULT_RETRIES", "DEFAULT_THRESHOLD", "BoardBackend"]
+
+BACKENDS = ("auto", "sim", "hw")
+"""What a run asks for (``Farm(backend=...)``, ``--backend``): ``auto`` each board as the
+inventory says (falling back to sim where allowed), ``sim`` every board simulated, ``hw`` real
+boards only."""
+BoardBackend = Literal["hw", "sim"]
+"""What an inventory board is."""
 DEFAULT_RETRIES = 1
 """Retries of a model run after an infrastructure failure."""
 DEFAULT_BACKOFF_S = 1.0

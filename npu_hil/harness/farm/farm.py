@@ -1,26 +1,13 @@
 """The farm: the inventory's boards, one session per board, health, power and cross-process locks.
 
-Which transport a board gets:
-
-- a simulated board, or any board under ``backend="sim"``: a :class:`LocalTransport` in a
-  per-board folder under the farm's workdir, running the real agent under ``sys.executable`` with
-  the harness on ``PYTHONPATH`` (the ``sim`` adapter imports it);
-- a real board: its inventory transport (local, SSH or serial; :mod:`npu_hil.harness.farm.connect`),
-  connected when its session opens. When it cannot be reached (:class:`TransportError`) under
-  ``backend="auto"``, a board whose ``fallback`` is ``sim`` runs simulated instead, and its session
-  says so (``simulated=True``, ``fallback_reason``);
-- a board reached through its transport whose inventory ``adapter`` is ``sim``: the simulated
-  runtime behind a real link (``npu-hil simfarm`` builds such boards to rehearse a nightly over
-  SSH and serial); its results are simulated ones and its session says so;
-- a board that is a labgrid place (the inventory's ``labgrid`` section): its place is acquired
-  when its session opens, its transport pointed at the place's resources, and the place released
-  when the farm closes (:mod:`npu_hil.harness.farm.labgrid_places`).
-
-Recovery is the farm's too (:mod:`npu_hil.harness.farm.recovery`): :meth:`Farm.ready` checks a
-board's health once and power-cycles an unhealthy one, and every session carries the farm's retry
-policy, so a script calling :meth:`Farm.ready` and :func:`npu_hil.harness.pipeline.run_model` gets
-what a pytest run gets. The library works without pytest; the plugin only maps its options onto this
-class.
+A simulated board (or any under ``backend="sim"``) runs the real agent in a per-board folder on
+this machine; a real board is reached through its inventory transport
+(:mod:`npu_hil.harness.farm.connect`) and, under ``backend="auto"`` with ``fallback: sim``, runs
+simulated when it cannot be (its session says why); a board whose inventory ``adapter`` is
+``sim`` is the simulated runtime behind a real link (``npu-hil simfarm``); a labgrid place is
+acquired when its session opens (:mod:`npu_hil.harness.farm.labgrid_boards`). Recovery is the
+farm's too (:mod:`npu_hil.harness.farm.recovery`), so a script calling :meth:`Farm.ready` gets
+what a pytest run gets.
 """
 
 from __future__ import annotations
@@ -32,6 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +29,9 @@ import npu_hil
 from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.board.kernlog import KMSG_ENV
 from npu_hil.harness.errors import NpuHilError, TransportError
-from npu_hil.harness.farm.backends import BACKENDS
-from npu_hil.harness.farm.breaker import DEFAULT_THRESHOLD, CircuitBreaker
-from npu_hil.harness.farm.breaker_file import BreakerFile
+from npu_hil.harness.farm.breaker import DEFAULT_THRESHOLD, BreakerFile, CircuitBreaker
 from npu_hil.harness.farm.connect import connect
+from npu_hil.harness.farm.defaults import BACKENDS
 from npu_hil.harness.farm.health_store import (
     BAD,
     GOOD,
@@ -60,17 +47,18 @@ from npu_hil.harness.farm.health_store import CLEARED as _CLEARED
 from npu_hil.harness.farm.health_store import POWER_CYCLED as _POWER_CYCLED
 from npu_hil.harness.farm.health_store import RECOVERY_FAILED as _RECOVERY_FAILED
 from npu_hil.harness.farm.inventory import SIM_ADAPTER, Board, Inventory, load_inventory
-from npu_hil.harness.farm.labgrid_boards import resolve_labgrid_boards
-from npu_hil.harness.farm.labgrid_places import FarmPlaces
+from npu_hil.harness.farm.labgrid_boards import FarmPlaces, resolve_labgrid_boards
 from npu_hil.harness.farm.power import power_cycle as _power_cycle
 from npu_hil.harness.farm.recovery import (
     BoardCondition,
+    BoardIdentityError,
     BoardUnhealthyError,
     RetryPolicy,
+    board_identity,
     health_problem,
+    identity_error,
 )
 from npu_hil.harness.farm.session import BoardSession, Health
-from npu_hil.harness.farm.soc_identity import BoardIdentityError, board_identity, identity_error
 from npu_hil.harness.folders import default_workdir, private_dir
 from npu_hil.harness.models import Manifest, load_manifest
 from npu_hil.harness.transport.base import Transport
@@ -197,10 +185,10 @@ class Farm:
         both name targets and are separate filters (a test's ``soc`` marker and the command line's
         ``--target`` narrow each other). Under ``backend="hw"`` simulated boards are left out."""
         filters: list[tuple[set[str] | None, Callable[[Board], str]]] = [
-            (_set(socs), _target),
-            (_set(targets), _target),
-            (_set(vendors), _vendor),
-            (_set(names), _name),
+            (_set(socs), attrgetter("target")),
+            (_set(targets), attrgetter("target")),
+            (_set(vendors), attrgetter("vendor")),
+            (_set(names), attrgetter("name")),
         ]
         return [
             board
@@ -266,21 +254,7 @@ class Farm:
                 log.warning("%s; running it simulated", exc.message)
                 return self._sim_session(board, exc.message)
             raise
-        simulated_runtime = board.adapter == SIM_ADAPTER
-        return BoardSession(
-            board=board,
-            transport=transport,
-            client=self._client(transport, board.python),
-            simulated=simulated_runtime,
-            adapter=board.adapter,
-            adapter_options=self._sim_options(board)
-            if simulated_runtime
-            else board.options_for(self.runtime if self.runtime in board.runtimes else None),
-            workdir=self._board_dir(board),
-            manifest_path=self.inventory.manifest,
-            breaker=self.breaker(board),
-            retry=self.retry,
-        )
+        return self._new_session(board, transport, board.python, board.adapter)
 
     def _sim_session(self, board: Board, reason: str | None) -> BoardSession:
         path = os.pathsep.join(p for p in (str(HARNESS_ROOT), os.environ.get("PYTHONPATH")) if p)
@@ -292,15 +266,29 @@ class Farm:
             python=sys.executable,
             env={"PYTHONPATH": path, KMSG_ENV: str(kmsg)},
         )
+        return self._new_session(board, transport, sys.executable, SIM_ADAPTER, reason)
+
+    def _new_session(
+        self,
+        board: Board,
+        transport: Transport,
+        python: str | None,
+        adapter: str,
+        fallback_reason: str | None = None,
+    ) -> BoardSession:
+        """A session running ``adapter`` on the board; the ``sim`` adapter's results are
+        simulated ones whatever the link (a real one: ``npu-hil simfarm``)."""
+        simulated = adapter == SIM_ADAPTER
+        runtime = self.runtime if self.runtime in board.runtimes else None
         return BoardSession(
             board=board,
             transport=transport,
-            client=self._client(transport, sys.executable),
-            simulated=True,
-            adapter="sim",
-            adapter_options=self._sim_options(board),
+            client=AgentClient(transport, python=python, keep_jobs=self.keep_remote),
+            simulated=simulated,
+            adapter=adapter,
+            adapter_options=self._sim_options(board) if simulated else board.options_for(runtime),
             workdir=self._board_dir(board),
-            fallback_reason=reason,
+            fallback_reason=fallback_reason,
             manifest_path=self.inventory.manifest,
             breaker=self.breaker(board),
             retry=self.retry,
@@ -315,9 +303,6 @@ class Farm:
             own = board.options_for(self.runtime if self.runtime in board.runtimes else None)
         faults = self.sim_faults.get(board.name)
         return {**own, "target": board.target, **({"faults": list(faults)} if faults else {})}
-
-    def _client(self, transport: Transport, python: str | None) -> AgentClient:
-        return AgentClient(transport, python=python, keep_jobs=self.keep_remote)
 
     def _board_dir(self, board: Board) -> Path:
         return private_dir(self.workdir / "boards" / board.name)
@@ -543,18 +528,6 @@ class Farm:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _target(board: Board) -> str:
-    return board.target
-
-
-def _vendor(board: Board) -> str:
-    return board.vendor
-
-
-def _name(board: Board) -> str:
-    return board.name
 
 
 def _set(values: Iterable[str] | None) -> set[str] | None:

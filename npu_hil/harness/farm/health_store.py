@@ -1,22 +1,12 @@
-"""Each board's health across runs: ``good``, ``bad`` or ``unknown``, with a bounded history.
+"""Each board's health across runs: ``good``, ``bad`` or ``unknown``, with a bounded history
+(docs/farm/health.md, "Kept across runs").
 
-One small JSON file per board (``<workdir>/health/<inventory key>/<board>.health.json``, in the
-farm's private folder), rewritten atomically (a temporary file renamed over it) under a file
-lock of its own, so concurrent runs on one host never leave half a file or lose an event. A
-board that went bad (its circuit breaker opened, or its health check failed and a power cycle
-did not bring it back) stays bad for the next run, which refuses it at once with the last cause
-and since when (:meth:`BoardHealth.refusal`), until a power cycle and a passing health check
-clear it (:meth:`npu_hil.harness.farm.Farm.check_health`) or someone clears it by hand
-(:meth:`HealthStore.clear`, ``--clear-health``).
-
-A file that cannot be read (not JSON, another schema, a FIFO, a bomb) is reported as ``unknown``
-with why, and the next event rewrites it: a damaged file never keeps a board out, nor lets a bad
-one in silently. Neither does a file of someone else's: a folder or a file another local user
-owns or may write is not trusted (OpenSSH's StrictModes), its boards read as ``unknown`` with why.
-
-The state is keyed by the inventory it describes (:func:`state_key`): two projects whose
-inventories both name ``rk3588-01`` (every project on the built-in simulated farm does) never
-share one board's health.
+One small JSON file per board (``<workdir>/health/<inventory key>/<board>.health.json``, keyed by
+the inventory, :func:`state_key`), rewritten atomically under a file lock of its own. A bad board
+is refused by the next run with the cause (:meth:`BoardHealth.refusal`) until a power cycle and a
+passing check clear it, or ``--clear-health`` (:meth:`HealthStore.clear`). A file that cannot be
+read, or that another local user owns or may write (OpenSSH's StrictModes), reads ``unknown``
+with why: it never keeps a board out, nor lets a bad one in silently.
 """
 
 from __future__ import annotations
@@ -29,9 +19,9 @@ import re
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from filelock import FileLock
 from typing_extensions import NotRequired, TypedDict
@@ -147,13 +137,7 @@ class HealthEvent:
     run_id: str = ""
 
     def to_dict(self) -> HealthEventDocument:
-        return {
-            "time": self.time,
-            "state": self.state,
-            "what": self.what,
-            "cause": self.cause,
-            "run_id": self.run_id,
-        }
+        return cast(HealthEventDocument, asdict(self))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HealthEvent:
@@ -300,19 +284,23 @@ class HealthStore:
         return self.record(board, UNKNOWN, CLEARED_BY_HAND, cause=by, run_id=run_id)
 
     def _write(self, board: str, health: BoardHealth) -> None:
-        path = self.path(board)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-        data = json.dumps(health.to_dict(), indent=1) + "\n"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+        write_private(self.path(board), json.dumps(health.to_dict(), indent=1) + "\n")
+
+
+def write_private(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` at once (a temporary file of this user's alone, renamed
+    over it): a reader sees the old file or the new one, never half of one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
 
 
 def stored_health(folder: str | os.PathLike[str], boards: list[str]) -> dict[str, HealthDocument]:

@@ -1,82 +1,68 @@
 """The board inventory (``inventory.yaml``): what each board *is*, as plain data.
 
 Parsed as composed nodes (:mod:`npu_hil.harness.yaml_reader`) so every node keeps its position,
-and checked once by pydantic models (:class:`InventoryFile` and the ones it holds): an error
-names the file, line and column, the key path, what was expected and what came, e.g.
-``farm.yaml:23:7: boards[4].transport.port: expected an integer, got "22a"``. Secrets never belong
-in the file: a literal ``password`` or ``key`` is refused in favour of ``password_env`` (the name of
-an environment variable) and ``key_file``.
+and checked once by the pydantic models here (:class:`InventoryFile` and the ones it holds, down
+to the ``labgrid:`` section's): an error names the file, line and column, the key path, what was
+expected and what came, e.g. ``farm.yaml:23:7: boards[4].transport.port: expected an integer,
+got "22a"`` (:mod:`~npu_hil.harness.farm.inventory_reader`; the field types are
+:mod:`~npu_hil.harness.farm.inventory_types`). Secrets never belong in the file
+(:mod:`~npu_hil.harness.farm.inventory_secrets`). Reading stays offline: the farm asks a labgrid
+coordinator for its places (:mod:`~npu_hil.harness.farm.labgrid_boards`).
 
-Schema::
-
-    defaults: {backend, fallback, transport, python, workdir, adapter, timeouts}
-    manifest: models/manifest.yaml        # relative to this file
-    boards:
-      - name: rk3588-01                   # [a-z0-9._-]+, unique
-        target: rk3588                    # one of the codec's 15 targets
-        backend: hw                       # hw | sim
-        transport: {kind: ssh, host: 10.0.0.5, port: 22, user: root, key_file: ~/.ssh/farm}
-        fallback: sim                     # sim | none: where --backend auto may go instead
-        tags: [rack-a]
-        adapter: rknn_native              # default per vendor; sim boards use ``sim``
-        python: /usr/bin/python3          # the board's interpreter
-        workdir: /tmp/npu-hil             # the board's working directory
-        power: {command: {on: ..., off: ..., cycle: ...}} | {labgrid: place-name}
-        timeouts: {connect, load, run, power, health}   # seconds, in (0, 86400]
-        adapter_options: {library: /opt/rknpu2/librknnrt.so}   # to every job of the board
-        runtimes:                         # runtime versions installed side by side, each as
-          "1.6.0": {library: /opt/rknpu2-1.6.0/librknnrt.so}   # the options that pick it
-          "2.3.2": {library: /opt/rknpu2-2.3.2/librknnrt.so}   # (--runtime, --runtime-matrix)
-    labgrid: {coordinator: HOST:PORT, places: [...], tags: {...}, wait: 600, ...}
-                                          # places of a labgrid coordinator as boards
-                                          # (npu_hil.harness.farm.labgrid_inventory); ``boards`` may
-                                          # then be left out. Reading stays offline: the farm
-                                          # asks the coordinator for the places
-                                          # (npu_hil.harness.farm.labgrid_boards)
-
-Numbers are plain decimals (:mod:`npu_hil.harness.yaml_reader` refuses YAML 1.1's base 60, octal and
-hex forms, ``.inf`` and tags); text fields hold no control characters or lone surrogates.
-
-``transport: local`` is short for ``{kind: local}``. A board's ``transport`` replaces the default
-one as a whole (mixing an SSH host with serial settings would be meaningless); ``timeouts`` merge
-key by key.
-
-The modules, in the one direction data flows: :mod:`npu_hil.harness.yaml_reader` (text to nodes
-to plain data), :mod:`~npu_hil.harness.farm.inventory_reader` (a model's errors back at their
-nodes), :mod:`~npu_hil.harness.farm.inventory_types` (the fields' types),
-:mod:`~npu_hil.harness.farm.inventory_secrets`, :mod:`~npu_hil.harness.farm.inventory_entries`
-(transport, timeouts, power), :mod:`~npu_hil.harness.farm.labgrid_inventory` (the ``labgrid:``
-section), this one.
+The schema, with examples: docs/farm/inventory.md and docs/farm/labgrid.md; every key: the
+generated "Inventory keys" reference page.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
-from npu_hil.harness.farm.backends import BoardBackend
-from npu_hil.harness.farm.inventory_entries import (
-    NAME_RE,
-    AdapterName,
-    Defaults,
-    Fallback,
-    Power,
-    PowerConfig,
-    Timeouts,
-    Transport,
+from npu_hil.harness.farm.defaults import BoardBackend
+from npu_hil.harness.farm.inventory_reader import (
+    KIND,
+    Entry,
+    InventoryError,
+    Located,
+    expected,
+    problem,
+    validate,
 )
-from npu_hil.harness.farm.inventory_options import Options, Runtimes
-from npu_hil.harness.farm.inventory_reader import Entry, InventoryError, problem, validate
 from npu_hil.harness.farm.inventory_secrets import refuse_secret_text, secret_check
-from npu_hil.harness.farm.inventory_types import FilePath, Target, Text, matching
-from npu_hil.harness.farm.labgrid_inventory import LabgridEntry, LabgridSection, labgrid_section
+from npu_hil.harness.farm.inventory_types import (
+    MAX_SECONDS,
+    Baudrate,
+    Command,
+    FilePath,
+    LocalPath,
+    Options,
+    PasswordEnv,
+    Port,
+    Runtimes,
+    Seconds,
+    Target,
+    Text,
+    Word,
+    matching,
+    number,
+)
 from npu_hil.harness.files import InputFileError, read_regular
-from npu_hil.harness.transport.config import LocalConfig, TransportConfig
+from npu_hil.harness.labgrid.config import LabgridConfig
+from npu_hil.harness.transport.config import (
+    CONFIGS,
+    KINDS,
+    LocalConfig,
+    SerialConfig,
+    SshConfig,
+    TransportConfig,
+)
+from npu_hil.harness.transport.defaults import HostKeyPolicy
 from npu_hil.harness.yaml_reader import MAX_CHARS, YamlProblem, compose
 from npu_hil.targets.registry import HW_ADAPTERS as HW_ADAPTERS  # re-exported
 from npu_hil.targets.registry import VENDOR_OF as VENDOR_OF  # re-exported
@@ -86,12 +72,264 @@ __all__ = [
     "Board",
     "Inventory",
     "InventoryError",
+    "LabgridSection",
     "PowerConfig",
     "Timeouts",
     "TransportConfig",
     "load_inventory",
     "parse_inventory",
 ]
+
+Fallback = Literal["sim", "none"]
+NAME_RE = re.compile(r"[a-z0-9._-]+\Z")
+ADAPTER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+AdapterName = Annotated[Text, matching(ADAPTER_RE, "an adapter name")]
+
+
+class Timeouts(Entry):
+    """Seconds: connecting to a board, loading a model, one run, a power command, a health
+    check. In the file, the keys given replace the defaults' one by one."""
+
+    connect: Seconds = 30.0
+    load: Seconds = 120.0
+    run: Seconds = 60.0
+    power: Seconds = 60.0
+    health: Seconds = 120.0
+
+    def over(self, base: Timeouts) -> Timeouts:
+        """``base`` with the seconds this entry gives."""
+        return base.model_copy(update=self.model_dump(exclude_unset=True))
+
+
+@dataclass(frozen=True)
+class PowerConfig:
+    """Power control: commands (argv lists) for on/off/cycle, or a labgrid place."""
+
+    on: tuple[str, ...] | None = None
+    off: tuple[str, ...] | None = None
+    cycle: tuple[str, ...] | None = None
+    labgrid: str | None = None
+
+
+class PowerCommands(Entry):
+    on: Command | None = None
+    off: Command | None = None
+    cycle: Command | None = None
+
+    @model_validator(mode="after")
+    def _enough(self) -> PowerCommands:
+        if self.cycle is None and (self.on is None or self.off is None):
+            raise problem("expected cycle, or both on and off")
+        return self
+
+
+class Power(Entry):
+    """``power: {command: {on, off, cycle}}`` or ``power: {labgrid: place}``."""
+
+    command: PowerCommands | None = None
+    labgrid: Text | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> Power:
+        if (self.command is None) == (self.labgrid is None):
+            raise problem("expected exactly one of command, labgrid")
+        return self
+
+    def config(self) -> PowerConfig:
+        if self.command is None:
+            return PowerConfig(labgrid=self.labgrid)
+        return PowerConfig(**self.command.model_dump())
+
+
+class SshLogin(Entry):
+    """How to log in over SSH; the labgrid section's ``ssh`` (a place's resources say where)."""
+
+    user: Text | None = None
+    key_file: LocalPath | None = None
+    host_key_policy: HostKeyPolicy | None = None
+    known_hosts: LocalPath | None = None
+
+    def config(self) -> SshConfig:
+        """The configuration, with its defaults where the file says nothing."""
+        return SshConfig(**self.model_dump(exclude={KIND}, exclude_unset=True))
+
+
+class SerialLogin(Entry):
+    """How to log in on a serial console; the labgrid section's ``serial``."""
+
+    user: Text | None = None
+    password_env: PasswordEnv | None = None
+
+    def config(self) -> SerialConfig:
+        return SerialConfig(**self.model_dump(exclude={KIND}, exclude_unset=True))
+
+
+class LocalEntry(Entry):
+    kind: Literal["local"]
+
+    def config(self) -> LocalConfig:
+        return LocalConfig()
+
+
+class SshEntry(SshLogin):
+    kind: Literal["ssh"]
+    host: Text = Field(description="a host for an ssh transport")
+    port: Port | None = None
+
+
+class SerialEntry(SerialLogin):
+    kind: Literal["serial"]
+    port: Text = Field(description="a port (a device path or URL) for serial")
+    baudrate: Baudrate | None = None
+
+
+def _shorthand(value: Any) -> Any:
+    """``transport: local`` is ``{kind: local}``; ``ssh`` or ``serial`` alone cannot say where
+    the board is (so it is refused here, not when the board is first used)."""
+    if isinstance(value, dict):
+        if KIND not in value:
+            raise problem(f"expected a kind ({', '.join(KINDS)})")
+        if value[KIND] not in KINDS:
+            raise expected(f"one of {', '.join(KINDS)}", choices=KINDS, at=(KIND,))
+        return value
+    if not isinstance(value, str):
+        raise expected(f"one of {', '.join(KINDS)} or a mapping")
+    if value not in KINDS:
+        raise expected(f"one of {', '.join(KINDS)}", choices=KINDS)
+    address = CONFIGS[value].address
+    if address is not None:
+        raise problem(f"expected {{kind: {value}, {address[0]}: ...}}, got {value!r}")
+    return {KIND: value}
+
+
+Transport = Annotated[
+    LocalEntry | SshEntry | SerialEntry,
+    Field(discriminator=KIND),
+    BeforeValidator(_shorthand),
+]
+"""A board's ``transport``: ``local``, or a mapping whose ``kind`` says which configuration it
+is (and so which keys it may hold). A board's replaces the default one as a whole: mixing an
+SSH host with serial settings would be meaningless."""
+
+
+class Defaults(Entry):
+    """What boards (and labgrid places) take unless they say otherwise."""
+
+    backend: BoardBackend | None = None
+    fallback: Fallback = "none"
+    transport: Transport | None = None
+    python: Text | None = None
+    workdir: Text | None = None
+    adapter: AdapterName | None = None
+    timeouts: Timeouts = Timeouts()
+
+
+Link = Literal["ssh", "serial"]
+MAX_PRIO = 1e6
+PlaceName = Annotated[Text, matching(NAME_RE, "a place name of [a-z0-9._-] characters")]
+Wait = Annotated[float, number("a number in [0, 86400]", lambda n: 0 <= n <= MAX_SECONDS)]
+"""Seconds to wait for a place someone holds; 0 refuses at once."""
+Prio = Annotated[float, number("a number in [-1e+06, 1e+06]", lambda n: abs(n) <= MAX_PRIO)]
+
+
+@dataclass(frozen=True)
+class LabgridPlaceEntry:
+    """A place the inventory names, with the settings it gives it (None: the section's)."""
+
+    place: str
+    where: str  # ``file:line:column: labgrid.places[i]``, for errors found later
+    target: str | None = None
+    adapter: str | None = None
+    python: str | None = None
+    workdir: str | None = None
+    fallback: str | None = None
+
+
+@dataclass(frozen=True)
+class LabgridSection:
+    """The parsed section. ``ssh`` and ``serial`` are transports without an address (the place's
+    resources give it); the boards' adapter (None: the vendor's default for a real board),
+    python, workdir, fallback and timeouts are ``defaults``' unless a place's entry says."""
+
+    config: LabgridConfig
+    entries: tuple[LabgridPlaceEntry, ...]
+    where: str
+    prefer: str = "ssh"
+    ssh: SshConfig = field(default_factory=SshConfig)
+    serial: SerialConfig = field(default_factory=SerialConfig)
+    defaults: Defaults = field(default_factory=Defaults)
+
+    def entry(self, place: str) -> LabgridPlaceEntry | None:
+        return next((e for e in self.entries if e.place == place), None)
+
+
+class PlaceEntry(Entry):
+    """A place of ``places``: its name, or a mapping with its own settings."""
+
+    place: PlaceName = Field(description="a place (its name on the coordinator)")
+    target: Target | None = None
+    adapter: AdapterName | None = None
+    python: Text | None = None
+    workdir: Text | None = None
+    fallback: Fallback | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _named(cls, data: Any) -> Any:
+        return data if isinstance(data, dict) else {"place": data}
+
+
+class LabgridEntry(Entry):
+    """The section as written (:func:`labgrid_section` makes it a :class:`LabgridSection`)."""
+
+    coordinator: Text = Field(description="a coordinator (HOST:PORT)")
+    places: list[PlaceEntry] = Field([], description="a list of places")
+    tags: dict[Text, Word] = Field({}, description="a mapping of tag: value")
+    wait: Wait | None = None
+    refresh: Seconds | None = None
+    prio: Prio | None = None
+    target_tag: Text | None = None
+    prefer: Link = "ssh"
+    ssh: SshLogin = SshLogin()
+    serial: SerialLogin = SerialLogin()
+
+    @model_validator(mode="after")
+    def _once(self) -> LabgridEntry:
+        names = [entry.place for entry in self.places]
+        for index, name in enumerate(names):
+            if name in names[:index]:
+                raise problem(f"{name!r} listed twice", at=("places", index))
+        return self
+
+
+def labgrid_section(entry: LabgridEntry, defaults: Defaults, located: Located) -> LabgridSection:
+    """The section, its places' positions kept for errors found when the coordinator is asked."""
+    options = entry.model_dump(
+        include={"wait", "refresh", "prio", "target_tag"}, exclude_unset=True
+    )
+    try:
+        config = LabgridConfig(
+            coordinator=entry.coordinator,
+            places=tuple(e.place for e in entry.places),
+            tags=entry.tags,
+            **options,
+        )
+    except ValueError as exc:
+        raise located.error(("labgrid",), str(exc)) from None
+    places = ("labgrid", "places")
+    return LabgridSection(
+        config=config,
+        entries=tuple(
+            LabgridPlaceEntry(where=located.where((*places, i)), **e.model_dump())
+            for i, e in enumerate(entry.places)
+        ),
+        where=located.where(("labgrid",)),
+        prefer=entry.prefer,
+        ssh=entry.ssh.config(),
+        serial=entry.serial.config(),
+        defaults=defaults,
+    )
+
 
 # VENDOR_OF (target → vendor) and HW_ADAPTERS (vendor → the runtime adapter a real board uses
 # unless the inventory names another) are the vendor units' (npu_hil.targets.registry).
@@ -116,7 +354,7 @@ class Board:
     place: str | None = None
     """The labgrid place this board is (its transport's address comes from the place)."""
     adapter_options: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
-    """Options for every job of the board (:mod:`npu_hil.harness.farm.inventory_options`)."""
+    """Options for every job of the board (:mod:`npu_hil.harness.farm.inventory_types`)."""
     runtimes: Mapping[str, Mapping[str, Any]] = field(
         default_factory=dict, hash=False, compare=False
     )

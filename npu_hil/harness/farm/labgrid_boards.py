@@ -1,17 +1,21 @@
 """Boards from a labgrid coordinator: the ``labgrid:`` section's places turned into inventory
-boards when the farm comes up (reading the inventory stays offline), and an acquired place's
-resources turned into the board's transport when its session opens.
+boards when the farm comes up (reading the inventory stays offline), and the places the farm
+holds (:class:`FarmPlaces`), whose resources become a board's transport when its session opens.
 
-The farm asks the coordinator which places exist (tags select them, a tag names their target):
+The coordinator is asked which places exist once (tags select them, a tag names their target):
 every pytest-xdist worker must collect the same boards, so they come from one listing, not from
-whatever happens to be free. Nothing is reserved or acquired here; the farm acquires a place the
-first time a test needs its board (:class:`~npu_hil.harness.labgrid.LabgridPlaces`).
+whatever happens to be free. A place is acquired the first time its board's session opens and
+held until the farm closes: acquiring per test would let another user take the board between two
+tests of a nightly. Only the boards a run uses are acquired (``--target rk3588`` leaves the other
+places to others), and a run that never touches one never connects.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Iterable
+from pathlib import Path
 
 from npu_hil.harness.codec import known_targets
 from npu_hil.harness.farm.inventory import (
@@ -21,16 +25,18 @@ from npu_hil.harness.farm.inventory import (
     Board,
     Inventory,
     InventoryError,
+    LabgridPlaceEntry,
+    LabgridSection,
     PowerConfig,
 )
-from npu_hil.harness.farm.labgrid_inventory import LabgridSection
+from npu_hil.harness.labgrid.config import PlaceState
 from npu_hil.harness.labgrid.endpoints import POWER_DRIVERS, PlaceEndpoints
 from npu_hil.harness.labgrid.errors import LabgridError, LabgridMissingError
-from npu_hil.harness.labgrid.places import select_places
-from npu_hil.harness.labgrid.state import PlaceState
+from npu_hil.harness.labgrid.places import LabgridPlaces, select_places
+from npu_hil.harness.labgrid.power import PowerAction
 from npu_hil.harness.transport.config import SerialConfig, SshConfig
 
-__all__ = ["board_at", "resolve_labgrid_boards"]
+__all__ = ["FarmPlaces", "board_at", "resolve_labgrid_boards"]
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +88,9 @@ def _link(section: LabgridSection, place: PlaceState) -> str:
 
 
 def _board(section: LabgridSection, place: PlaceState, taken: set[str]) -> Board:
-    entry = section.entry(place.name)
-    where = entry.where if entry is not None else section.where
+    # A place the tags selected has no entry of its own: the section's settings are its.
+    entry = section.entry(place.name) or LabgridPlaceEntry(place.name, section.where)
+    where = entry.where
     if not NAME_RE.match(place.name):
         raise InventoryError(
             f"{where}: place {place.name!r}: a board name needs [a-z0-9._-] characters"
@@ -91,13 +98,14 @@ def _board(section: LabgridSection, place: PlaceState, taken: set[str]) -> Board
     if place.name in taken:
         raise InventoryError(f"{where}: place {place.name!r} has the name of a board in boards")
     tag = section.config.target_tag
-    target = entry.target if entry is not None and entry.target else place.tags.get(tag)
+    target = entry.target or place.tags.get(tag)
     if target not in known_targets():
         got = f"its {tag} tag is {target!r}" if target else f"it has no {tag} tag"
         raise InventoryError(
             f"{where}: place {place.name}: {got}; tag it (labgrid-client -p {place.name} "
             f"set-tags {tag}=<target>) or give target: in the inventory"
         )
+    defaults = section.defaults
     transport = section.ssh if _link(section, place) == "ssh" else section.serial
     has_power = any(cls in POWER_DRIVERS for cls in place.resource_classes)
     return Board(
@@ -105,15 +113,13 @@ def _board(section: LabgridSection, place: PlaceState, taken: set[str]) -> Board
         target=target,
         backend="hw",
         transport=transport,
-        fallback=(entry.fallback if entry is not None else None) or section.fallback,
-        adapter=(entry.adapter if entry is not None else None)
-        or section.adapter
-        or HW_ADAPTERS[VENDOR_OF[target]],
+        fallback=entry.fallback or defaults.fallback,
+        adapter=entry.adapter or defaults.adapter or HW_ADAPTERS[VENDOR_OF[target]],
         tags=("labgrid", *(f"{k}={v}" for k, v in sorted(place.tags.items()))),
-        python=(entry.python if entry is not None else None) or section.python,
-        workdir=(entry.workdir if entry is not None else None) or section.workdir,
+        python=entry.python or defaults.python,
+        workdir=entry.workdir or defaults.workdir,
         power=PowerConfig(labgrid=place.name) if has_power else None,
-        timeouts=section.timeouts,
+        timeouts=defaults.timeouts,
         place=place.name,
     )
 
@@ -170,3 +176,73 @@ def board_at(board: Board, endpoints: PlaceEndpoints) -> Board:
     else:  # the section gives a place an ssh or a serial link, never a local one
         raise LabgridError(f"place {place}: a {config.kind} transport cannot reach a place")
     return dataclasses.replace(board, transport=config)
+
+
+class FarmPlaces:
+    """The places of the inventory's ``labgrid`` section (None: there is none), with the ledger
+    under the farm's ``workdir``. ``board_places`` are the places that are boards (as opposed to
+    a place a board of the ``boards`` list names only for its power)."""
+
+    def __init__(
+        self,
+        section: LabgridSection | None,
+        workdir: Path,
+        board_places: Iterable[str] = (),
+    ) -> None:
+        self.section = section
+        self.workdir = workdir
+        self.board_places = frozenset(board_places)
+        self._places: LabgridPlaces | None = None
+
+    def _open(self) -> LabgridPlaces:
+        if self._places is None:
+            if self.section is None:
+                raise LabgridError("the inventory has no labgrid section (no coordinator)")
+            self._places = LabgridPlaces(self.section.config, workdir=self.workdir)
+            if self._places.released_stale:
+                log.warning(
+                    "released places a killed run left acquired: %s",
+                    ", ".join(self._places.released_stale),
+                )
+        return self._places
+
+    def reach(self, board: Board) -> Board:
+        """The board itself, or for a labgrid board: its place acquired (waiting or refusing as
+        the inventory says) and its transport pointed at the place's resources."""
+        if board.place is None:
+            return board
+        places = self._open()
+        endpoints = places.acquire(board.place)
+        try:
+            return board_at(board, endpoints)
+        except LabgridError:
+            places.release(board.place)  # a place this run cannot use is left to others
+            raise
+
+    def release(self, board: Board) -> None:
+        """Give the board's place back before the farm closes (its board runs simulated)."""
+        if board.place is not None and self._places is not None:
+            self._places.release(board.place)
+
+    def check(self, board: Board) -> None:
+        """PlaceLostError when the board's place was taken away since it was acquired."""
+        if board.place is not None and self._places is not None:
+            self._places.check(board.place)
+
+    def power(self, place: str, action: PowerAction, *, delay: float) -> None:
+        """Switch a place's power with labgrid's driver. A place that is a board must be held by
+        this farm already (a board someone else holds is not ours to switch off); a place named
+        only for power is acquired first."""
+        places = self._open()
+        if place not in places.held:
+            if place in self.board_places:
+                raise LabgridError(
+                    f"place {place} is not held by this run: its power is not ours to switch"
+                )
+            places.acquire(place)
+        places.power(place, action, delay=delay)
+
+    def close(self) -> None:
+        if self._places is not None:
+            self._places.close()
+            self._places = None

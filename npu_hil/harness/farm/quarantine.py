@@ -1,22 +1,10 @@
 """The quarantine list: tests the farm knows to be failing, still run but not failing the run.
 
-A quarantine file is YAML (read by :mod:`npu_hil.harness.yaml_reader`, checked by a pydantic model
-with :func:`~npu_hil.harness.farm.inventory_reader.validate`, so every error is
-``file:line:column: key.path: ...`` like the inventory's)::
-
-    quarantine:
-      - test: "tests/regression/test_layouts.py::test_detector_head*"
-        target: <a target name>          # optional: only on boards of this target
-        board: <a board name>            # optional: only on this board
-        reason: output 3 off by one row since runtime 2.3
-        link: https://tracker.example/issues/123   # optional
-        expires: 2027-01-31                         # YYYY-MM-DD, UTC
-
-``test`` is an :mod:`fnmatch` pattern over pytest's node id, matched against the whole id and
-against the id without its parameters (``test_x[board-01]`` is also ``test_x``); an id written
-out in full, brackets included, matches itself. An entry past its expiry date is an error, and so
-is one that matches no collected test: a quarantine that outlived its test or its date is never
-silently ignored.
+The file (its keys and rules: docs/farm/quarantine.md) is read by
+:mod:`npu_hil.harness.yaml_reader` and checked by a pydantic model with
+:func:`~npu_hil.harness.farm.inventory_reader.validate`, so every error is
+``file:line:column: key.path: ...`` like the inventory's. ``test`` is an :mod:`fnmatch` pattern
+over pytest's node id, with or without its parameters.
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
 """Recovery and retry policy: what the farm does when a board's infrastructure fails, the same
-from a script as under pytest.
+from a script as under pytest (docs/farm/health.md, "Retries, power cycles and the circuit
+breaker").
 
-- **Health**, once per board and farm (:meth:`Farm.check_health
-  <npu_hil.harness.farm.Farm.check_health>`): a board that does not answer is power-cycled when it
-  has power control and checked again; one still unhealthy raises :class:`BoardUnhealthyError` with
-  the cause at every later use, while the other boards go on.
-- **Retries** (:class:`RetryPolicy`, carried by every session of the farm and applied by
-  :func:`npu_hil.harness.pipeline.run_model`): a model run that failed with a TransportError or a
-  timeout is run again after a backoff (doubled for each further retry) with a fresh agent.
-- **The circuit breaker** (:mod:`npu_hil.harness.farm.breaker`) counts the failures in a row; a
-  board whose breaker opened is never retried.
-
-The pytest plugin only maps ``--hil-retries``, ``npu_hil_retry_backoff`` and ``--hil-breaker``
-onto these. The board events' texts are here too, so a report says the same whoever ran the board.
+The health check (:meth:`Farm.check_health <npu_hil.harness.farm.Farm.check_health>`)
+power-cycles a board that does not answer, once, but never one that is another SoC than its
+inventory says (:func:`board_identity`: the inventory or the wiring is wrong, which no power
+cycle mends). :class:`RetryPolicy` is what every session carries (applied by
+:func:`npu_hil.harness.pipeline.run_model`); the circuit breaker is
+:mod:`npu_hil.harness.farm.breaker`. The board events' texts are here too, so a report says the
+same whoever ran the board.
 """
 
 from __future__ import annotations
@@ -22,9 +18,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from npu_hil.harness.errors import NpuHilError
-from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError
+from npu_hil.harness.errors import NpuHilError, TransportError
+from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError, describe
 from npu_hil.harness.farm.defaults import DEFAULT_BACKOFF_S, DEFAULT_RETRIES
+from npu_hil.targets.identity import IdentityVerdict, judge_identity
 
 if TYPE_CHECKING:
     from npu_hil.harness.farm.inventory import Board
@@ -36,13 +33,16 @@ __all__ = [
     "NO_RETRY",
     "RETRYABLE",
     "BoardCondition",
+    "BoardIdentityError",
     "BoardUnhealthyError",
     "Health",
     "RetryPolicy",
+    "board_identity",
     "breaker_event",
     "describe",
     "fallback_event",
     "health_problem",
+    "identity_error",
     "unreachable_event",
 ]
 
@@ -72,12 +72,6 @@ class Health:
 class BoardUnhealthyError(NpuHilError):
     """A board failed its health check (after a power cycle when it has power control): its
     runs are errors with this cause, the other boards go on."""
-
-
-def describe(exc: BaseException) -> str:
-    """``TransportError: connection lost``: an error as a board event or a retry names it."""
-    message = exc.message if isinstance(exc, NpuHilError) else str(exc)
-    return f"{type(exc).__name__}: {message}"
 
 
 @dataclass(frozen=True)
@@ -174,6 +168,46 @@ def health_problem(farm: _Checks, board: Board, events: list[str]) -> str | None
         f"board {board.name} is unhealthy: {first}; still unhealthy after a power cycle: "
         f"{again.error or 'unhealthy'}"
     )
+
+
+class BoardIdentityError(TransportError):
+    """The board reports another SoC than its inventory target (both are named)."""
+
+
+def board_identity(
+    board: str,
+    target: str,
+    *,
+    simulated: bool,
+    ping: Mapping[str, Any],
+    versions: Mapping[str, Any],
+) -> IdentityVerdict:
+    """The verdict for one board from its ping answer (its device tree's root ``compatible``)
+    and runtime versions (a simulated board's ``target``); what cannot be told is ``unknown``:
+    a warning in the board's history, never a refusal."""
+    if simulated:
+        reported = str(versions.get("target") or "")
+        if reported == target:
+            return IdentityVerdict("match", (reported,), f"a simulated {target}")
+        return IdentityVerdict(
+            "mismatch",
+            (reported,),
+            f"the inventory says {target}, but the simulated runtime runs {reported or 'nothing'}",
+            reported or None,
+        )
+    found = ping.get("identity")
+    if not isinstance(found, Mapping):
+        return IdentityVerdict("unknown", (), "the agent reported no identity")
+    source = str(found.get("source") or "/proc/device-tree/compatible")
+    if found.get("error"):
+        return IdentityVerdict("unknown", (), f"{source}: unreadable: {found['error']}")
+    strings = found.get("compatible")
+    compatible = [str(s) for s in strings] if isinstance(strings, list) else []
+    return judge_identity(target, compatible, source=source)
+
+
+def identity_error(board: str, verdict: IdentityVerdict) -> BoardIdentityError:
+    return BoardIdentityError(f"board {board} is not the SoC its inventory says: {verdict.detail}")
 
 
 def unreachable_event(message: str) -> str:

@@ -5,9 +5,9 @@ Importing this package never imports labgrid (an optional extra: ``pip install
 'npu-hil[labgrid]'``); connecting to a coordinator without it raises
 :class:`LabgridMissingError`.
 
-- :mod:`~npu_hil.harness.labgrid.config` — what the inventory says about a coordinator;
+- :mod:`~npu_hil.harness.labgrid.config` — what the inventory says about a coordinator, and
+  places and reservations as the coordinator reports them;
 - :mod:`~npu_hil.harness.labgrid.coordinator` — labgrid's client session, driven synchronously;
-- :mod:`~npu_hil.harness.labgrid.state` — places and reservations as the coordinator reports them;
 - :mod:`~npu_hil.harness.labgrid.places` — reserving, acquiring, refreshing, releasing;
 - :mod:`~npu_hil.harness.labgrid.ledger` — places held by this host's processes (crash recovery,
   xdist);

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-__all__ = ["DEFAULT_PORT", "LabgridConfig", "normalise_address"]
+__all__ = ["DEFAULT_PORT", "LabgridConfig", "PlaceState", "ReservationInfo", "normalise_address"]
 
 DEFAULT_PORT = 20408
 """The coordinator's port when an address names none (labgrid's own default)."""
@@ -80,3 +80,29 @@ class LabgridConfig:
         # less often than that would let a waiting reservation lapse.
         if not 0 < self.refresh <= 30:
             raise ValueError(f"refresh {self.refresh}: expected seconds in (0, 30]")
+
+
+@dataclass(frozen=True)
+class PlaceState:
+    """A copy of a place as the coordinator last published it."""
+
+    name: str
+    tags: Mapping[str, str]
+    comment: str
+    acquired: str | None  # "host/user" of the holder
+    reservation: str | None  # token of the reservation the place is allocated to
+    matches: tuple[str, ...]
+    unmatched: str | None  # a match no resource of a connected exporter satisfies
+    resource_classes: tuple[str, ...] = ()  # classes of the published resources it matches
+
+
+@dataclass(frozen=True)
+class ReservationInfo:
+    token: str
+    owner: str
+    state: str  # waiting, allocated, acquired, expired, invalid
+    allocations: tuple[str, ...]
+
+    @property
+    def ready(self) -> bool:
+        return self.state in ("allocated", "acquired")

@@ -25,9 +25,9 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+from npu_hil.harness.labgrid.config import PlaceState, ReservationInfo
 from npu_hil.harness.labgrid.endpoints import ResourceState
 from npu_hil.harness.labgrid.errors import LabgridError, LabgridMissingError, PlaceBusyError
-from npu_hil.harness.labgrid.state import PlaceState, ReservationInfo
 
 # labgrid and grpc ship no type information; they are read untyped, as the inventory reads PyYAML.
 try:
@@ -144,6 +144,14 @@ class CoordinatorClient:
             raise LabgridError(message) from None
         return response
 
+    def _request(
+        self, method: str, request: Any, what: str, waited: str = "", *, sync: bool = True
+    ) -> Any:
+        """One RPC, waited for (``waited`` names it if the wait runs out; default ``what``)."""
+        return self._call(
+            lambda: self._rpc(method, request, what, sync=sync), CALL_TIMEOUT_S, waited or what
+        )
+
     @property
     def connected(self) -> bool:
         """False once the coordinator's stream broke (it went away or restarted)."""
@@ -228,59 +236,42 @@ class CoordinatorClient:
         request = pb.CreateReservationRequest(
             filters={"main": pb.Reservation.Filter(filter=dict(filters))}, prio=prio
         )
-
-        async def create() -> ReservationInfo:
-            reply = await self._rpc("CreateReservation", request, "reserve", sync=False)
-            return _reservation(Reservation.from_pb2(reply.reservation))
-
-        return self._call(create, CALL_TIMEOUT_S, "reserve")
+        reply = self._request("CreateReservation", request, "reserve", sync=False)
+        return _reservation(Reservation.from_pb2(reply.reservation))
 
     def poll(self, token: str) -> ReservationInfo | None:
         """The reservation's state, refreshing its expiry; None when the coordinator no longer
         knows it (cancelled, or expired and removed)."""
         request = pb.PollReservationRequest(token=token)
-
-        async def poll() -> ReservationInfo | None:
-            try:
-                reply = await self._rpc("PollReservation", request, "poll", sync=False)
-            except PlaceBusyError:  # FAILED_PRECONDITION: no such reservation
-                return None
-            return _reservation(Reservation.from_pb2(reply.reservation))
-
-        return self._call(poll, CALL_TIMEOUT_S, f"poll reservation {token}")
+        try:
+            reply = self._request(
+                "PollReservation", request, "poll", f"poll reservation {token}", sync=False
+            )
+        except PlaceBusyError:  # FAILED_PRECONDITION: no such reservation
+            return None
+        return _reservation(Reservation.from_pb2(reply.reservation))
 
     def cancel(self, token: str) -> None:
         """Cancel a reservation; one the coordinator no longer knows is fine."""
         request = pb.CancelReservationRequest(token=token)
-
-        async def cancel() -> None:
-            with contextlib.suppress(PlaceBusyError):  # the coordinator no longer knows it
-                await self._rpc("CancelReservation", request, "cancel", sync=False)
-
-        self._call(cancel, CALL_TIMEOUT_S, f"cancel reservation {token}")
+        with contextlib.suppress(PlaceBusyError):  # the coordinator no longer knows it
+            self._request(
+                "CancelReservation", request, "cancel", f"cancel reservation {token}", sync=False
+            )
 
     # --- acquire and release ----------------------------------------------------------------------
 
     def acquire(self, name: str) -> None:
         """Acquire the place for this client's identity; PlaceBusyError when someone else holds
         it, has it reserved, or holds one of its resources through another place."""
-        request = pb.AcquirePlaceRequest(placename=name)
-        self._call(
-            lambda: self._rpc("AcquirePlace", request, f"acquire {name}"),
-            CALL_TIMEOUT_S,
-            f"acquire {name}",
-        )
+        self._request("AcquirePlace", pb.AcquirePlaceRequest(placename=name), f"acquire {name}")
 
     def release(self, name: str, *, owner: str) -> None:
         """Release the place if, and only if, ``owner`` (``host/user``) still holds it: the
         coordinator checks this atomically, so a place someone else has acquired in the meantime
         is never taken from them."""
         request = pb.ReleasePlaceRequest(placename=name, fromuser=owner)
-        self._call(
-            lambda: self._rpc("ReleasePlace", request, f"release {name}"),
-            CALL_TIMEOUT_S,
-            f"release {name}",
-        )
+        self._request("ReleasePlace", request, f"release {name}")
 
     # --- closing ----------------------------------------------------------------------------------
 

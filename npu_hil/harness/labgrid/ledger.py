@@ -1,18 +1,12 @@
 """The ledger: which places the processes of this host hold on a coordinator, and for whom.
 
-Why it exists: labgrid's coordinator keeps a place acquired until someone releases it, even after
-the client that acquired it is gone. A run killed with SIGKILL (or a power cut of the CI host)
-runs no cleanup, so its places would stay acquired, under this host's and user's name, forever.
-Each process therefore writes down the places it holds (pid and process start time, so a reused
-pid is not mistaken for the holder) in a file under the farm's workdir, and every process that
-opens the ledger releases the places whose holders are all dead.
-
-It also lets pytest-xdist workers of one run share a place: the coordinator knows only
-``host/user``, which all of them share, so one worker acquires the place and the others join the
-record; the last one to leave releases the place. The per-board file lock of the farm still
-serialises their use of the board.
-
-One JSON file per coordinator, changed only under a file lock and replaced atomically.
+labgrid's coordinator keeps a place acquired after its client is gone, so a run killed with
+SIGKILL (or a power cut of the CI host) would leave its places acquired forever: each process
+writes down the places it holds (pid and start time, so a reused pid is not taken for the holder)
+and every process that opens the ledger releases the places whose holders are all dead. The
+pytest-xdist workers of one host (one ``host/user`` to the coordinator) share a place through it;
+the last to leave releases it. One JSON file per coordinator, changed under a file lock and
+replaced atomically.
 """
 
 from __future__ import annotations

@@ -1,29 +1,12 @@
 """Places of a labgrid coordinator as the harness's boards: selected, reserved, acquired, kept,
-released.
+released (how and why: docs/farm/labgrid.md, "What happens to the places").
 
-How one place is taken (:meth:`LabgridPlaces.acquire`):
-
-1. A reservation through labgrid's own scheduler, filtered by the place's name (and the
-   inventory's tags when the place was selected by them), so the harness queues fairly with
-   ``labgrid-client reserve`` users and a place someone else has reserved is not snatched.
-2. As soon as the reservation is allocated, the place is acquired. While someone else holds or has
-   reserved it, the harness waits up to ``wait`` seconds, polling the reservation (which keeps it
-   alive); ``wait: 0`` refuses at once. Either way the refusal is a :class:`PlaceBusyError`
-   naming the holder.
-3. The place is written to the ledger (:mod:`npu_hil.harness.labgrid.ledger`), under a file lock
-   shared with this host's other processes. A pytest-xdist sibling that finds the place already held
-   by a live process of the same run shares it instead of waiting for it: the coordinator knows only
-   ``host/user``, so to it they are one client anyway; the farm's per-board lock serialises their
-   use of the board, and the last one to leave releases the place.
-
-While places are held, a background thread polls their reservations and checks that they are
-still acquired by this identity; a place released or taken over by someone else (``labgrid-client
-release --kick``) or a lost connection is recorded, and the next use of the place raises
-:class:`PlaceLostError` instead of running tests on a board someone else now uses.
-
-Release happens on :meth:`close`, at interpreter exit, and on SIGTERM/SIGHUP
-(:mod:`npu_hil.harness.labgrid.exit_hooks`); after a SIGKILL, the next start on this host releases
-the places whose holders are all dead.
+A place is reserved through labgrid's own scheduler and acquired once allocated, waiting up to
+``wait`` (:class:`PlaceBusyError` names the holder), and written to this host's ledger
+(:mod:`npu_hil.harness.labgrid.ledger`), where pytest-xdist siblings share it. A background thread
+keeps the reservations alive and notices a place taken away (:class:`PlaceLostError` at its next
+use). Release: :meth:`LabgridPlaces.close`, exit and SIGTERM/SIGHUP
+(:mod:`npu_hil.harness.labgrid.exit_hooks`), or after a SIGKILL the next start on this host.
 """
 
 from __future__ import annotations
@@ -38,12 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import npu_hil.harness.labgrid.exit_hooks as exit_hooks
-from npu_hil.harness.labgrid.config import LabgridConfig
+from npu_hil.harness.labgrid.config import LabgridConfig, PlaceState
 from npu_hil.harness.labgrid.endpoints import PlaceEndpoints, endpoints_of
 from npu_hil.harness.labgrid.errors import LabgridError, PlaceBusyError, PlaceLostError
 from npu_hil.harness.labgrid.ledger import Holding, PlaceLedger, current_holder
 from npu_hil.harness.labgrid.power import PowerAction, switch_power
-from npu_hil.harness.labgrid.state import PlaceState
 
 if TYPE_CHECKING:
     from npu_hil.harness.labgrid.coordinator import CoordinatorClient

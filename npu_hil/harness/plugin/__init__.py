@@ -4,33 +4,10 @@ Inert until used: installed in any environment it registers its options, markers
 nothing else. The inventory is read, boards are locked and a report folder is created only when a
 test asks for a board (the ``board`` or ``run_model`` fixture, or a ``soc``/``vendor`` marker).
 
-One feature per module, each with its own options, hooks and state:
-
-- :mod:`npu_hil.harness.plugin` — the option group and the ``codec`` fixture (this module);
-- :mod:`npu_hil.harness.plugin.inventory` — ``--inventory``: which inventory the run uses;
-- :mod:`npu_hil.harness.plugin.outcomes` — how a test counts: infrastructure trouble is an error;
-- :mod:`npu_hil.harness.plugin.records` — ``--reports``, ``--compare-with``: one record per test,
-  JUnit properties, the run's report (fed by the features below, read by none of them);
-- :mod:`npu_hil.harness.plugin.farm` — ``--backend``, ``--target``, ``--board``, ``--keep-remote``,
-  ``--hil-retries``, ``--hil-breaker``, the markers: the farm, parametrisation over boards, the
-  ``board`` fixture;
-- :mod:`npu_hil.harness.plugin.affinity` — under pytest-xdist's ``--dist loadgroup``, every case
-  of one board on one worker;
-- :mod:`npu_hil.harness.plugin.quarantine` — ``--quarantine``, ``--quarantine-verify``: listed tests
-  run, their failures reported as quarantined instead of failing the run;
-- :mod:`npu_hil.harness.plugin.perf` — the ``perf`` marker: runs, warm-up and latency thresholds;
-- :mod:`npu_hil.harness.plugin.history` — ``--baseline-runs``, ``--baseline-k``,
-  ``--baseline-floor``,
-  ``--history-keep``, ``--no-baseline``: each case against its baseline, the run kept in the
-  history;
-- :mod:`npu_hil.harness.plugin.run` — the ``run_model`` fixture and :func:`assert_run_ok`;
-- :mod:`npu_hil.harness.plugin.simfarm` — ``--simfarm``: the board tests over real SSH and serial
-  links;
-- :mod:`npu_hil.harness.plugin.workerexit` — a process that only exits after its session (an
-  xdist worker, the nightly's pytest) freezes its heap as it ends.
-
-Recovery and retry policy are the farm library's (:mod:`npu_hil.harness.farm.recovery`): the plugin
-maps its options onto them.
+One feature per module, each with its own options, hooks and state (its docstring says which),
+registered in the order of :data:`FEATURES`; the options, markers and fixtures are listed on the
+generated "pytest markers, fixtures and options" page. Recovery and retry policy are the farm
+library's (:mod:`npu_hil.harness.farm.recovery`): the plugin maps its options onto them.
 """
 
 from __future__ import annotations

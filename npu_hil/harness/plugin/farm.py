@@ -2,22 +2,11 @@
 board tests over the matching boards, the ``farm`` and ``board`` fixtures, and board health.
 
 A test is a board test when it uses the ``board`` fixture (``run_model`` does) or carries a
-``soc``/``vendor`` marker. It is parametrised over the inventory's boards that match its markers
-and the ``--target``/``--board`` filters, one case per board with the board's name as its id
-(``test_x[rk3588-01]``); a SoC the marker names that no board serves is one skipped case saying
-so. The ``board`` fixture holds the board's cross-process lock for the test, so pytest-xdist
-workers never share a board, and checks the board's health once per session.
-
-Its options are the farm's (``--backend``, ``--target``, ``--board``, ``--keep-remote``,
-``--sim-fault``, and the recovery policy: ``--hil-retries``, ``npu_hil_retry_backoff``,
-``--hil-breaker``), and so are its markers. What recovery does is the farm library's
-(:mod:`npu_hil.harness.farm.recovery`): the :class:`~npu_hil.harness.farm.Farm` built here gets the
-options, the
-``board`` fixture records what the farm found and did.
-
-Every pytest run declares these options and passes its tests through the hooks below: the farm
-itself (inventory, sessions, the agent, the vendors) is imported where a test asks for a board
-or an option names one, never at the top of this module.
+``soc``/``vendor`` marker: one case per matching board (``test_x[rk3588-01]``), or one skipped
+case for a SoC no board serves. The ``board`` fixture holds the board's cross-process lock for the
+test and checks its health once per session; recovery is the farm library's
+(:mod:`npu_hil.harness.farm.recovery`), this module maps the options onto it. The farm itself is
+imported where a test asks for a board or an option names one, never at the top.
 """
 
 from __future__ import annotations
@@ -28,8 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from npu_hil.harness.farm.backends import BACKENDS
-from npu_hil.harness.farm.defaults import DEFAULT_BACKOFF_S, DEFAULT_RETRIES, DEFAULT_THRESHOLD
+from npu_hil.harness.farm.defaults import (
+    BACKENDS,
+    DEFAULT_BACKOFF_S,
+    DEFAULT_RETRIES,
+    DEFAULT_THRESHOLD,
+)
 from npu_hil.harness.plugin.inventory import health_key, inventory_path
 from npu_hil.harness.plugin.records import item_info
 
@@ -255,12 +248,9 @@ FARM_KEY = pytest.StashKey[FarmState]()
 def pytest_configure(config: pytest.Config) -> None:
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
-    if config.getoption("hil_retries", DEFAULT_RETRIES) < 0:
-        raise pytest.UsageError("--hil-retries must be 0 or more")
-    if config.getoption("hil_breaker", DEFAULT_THRESHOLD) < 0:
-        raise pytest.UsageError("--hil-breaker must be 0 or more")
-    if config.getoption("hil_agents", DEFAULT_AGENTS) < 0:
-        raise pytest.UsageError("--hil-agents must be 0 or more")
+    for option in ("hil_retries", "hil_breaker", "hil_agents"):
+        if (config.getoption(option, None) or 0) < 0:
+            raise pytest.UsageError(f"--{option.replace('_', '-')} must be 0 or more")
     sim_faults(config)  # a --sim-fault that does not parse stops the run before it starts
     config.stash[FARM_KEY] = FarmState(config)
 

@@ -15,12 +15,21 @@ session the controller writes the run's ``measurements.json`` and updates the in
 
 Every pytest run declares these options and passes through the hooks below: the history's
 modules are imported where a board test's run is evaluated or kept, never at the top.
+
+The controller's share is done while the run runs rather than after it: from the run's first
+record on, the earlier runs of the kind are read in a background thread (the controller of a
+pytest-xdist run is idle while its workers test), one read serving both the baseline's window
+and the report's history view, and each record's point is made as the record arrives. At
+12,000 cases, reading the earlier runs and this run's own measurements back at the end took
+several seconds of the run's bookkeeping.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,10 +40,9 @@ from npu_hil.harness.plugin.records import RUN_KEY, ItemInfo, reports_root, run_
 
 if TYPE_CHECKING:
     from npu_hil.harness.history.baseline import Settings
-    from npu_hil.harness.history.model import Regression
+    from npu_hil.harness.history.model import CasePoint, Regression, RunEntry
     from npu_hil.harness.history.store import History
     from npu_hil.harness.history.trends import TrendsView
-    from npu_hil.harness.plugin.run_history import ControllerHistory
     from npu_hil.harness.report.records import TestRecord
     from npu_hil.harness.report.runmeta import RunMeta
     from npu_hil.harness.report.summary import RunHistory
@@ -163,8 +171,6 @@ def baselines(config: pytest.Config) -> Baselines:
         elif not hasattr(config, "workerinput"):
             # The controller (or a run without workers) reads the earlier runs once, for the
             # baselines and the report's history view alike.
-            from npu_hil.harness.plugin.run_history import newest_runs
-
             history = newest_runs(run_history(config).earlier.result(), settings.runs)
         else:
             root, this_run = history_place(config)
@@ -220,11 +226,77 @@ def run_history(config: pytest.Config) -> ControllerHistory:
     """The controller's history for this run: its earlier runs are read (in the background)
     from the first call on, enough for both the baseline's window and the report's history
     view."""
-    from npu_hil.harness.plugin.run_history import controller_history
-
     root, this_run = history_place(config)
     runs = max(settings_of(config).runs, trend_runs() - 1)
     return controller_history(config, root, this_run, _run_key(config), runs)
+
+
+@dataclass
+class ControllerHistory:
+    """This run's points (the last attempt of each case wins, in the order of their last
+    attempts, as in the report) and the earlier runs being read."""
+
+    run_id: str
+    earlier: Future[History]
+    points: dict[str, CasePoint] = field(default_factory=dict)
+    entry: RunEntry | None = None  # this run's index entry, once the run has ended
+
+    def keep(self, record: TestRecord) -> None:
+        from npu_hil.harness.history.points import case_point
+
+        self.points.pop(record.nodeid, None)
+        self.points[record.nodeid] = case_point(record, self.run_id)
+
+
+CONTROLLER_HISTORY_KEY = pytest.StashKey[ControllerHistory]()
+
+
+def controller_history(
+    config: pytest.Config, root: Path, run_id: str, run_key: str, runs: int
+) -> ControllerHistory:
+    """The history state of run ``run_id`` in ``root``, made (and the read of up to ``runs``
+    earlier runs of ``run_key`` started) on first use."""
+    found = config.stash.get(CONTROLLER_HISTORY_KEY, None)
+    if found is None or found.run_id != run_id:
+        earlier: Future[History] = Future()
+
+        def read() -> None:
+            from npu_hil.harness.history.store import load_history
+
+            try:
+                earlier.set_result(load_history(root, run_key, limit=runs, before=run_id))
+            except BaseException as exc:  # re-raised by result(), where the report handles it
+                earlier.set_exception(exc)
+
+        threading.Thread(target=read, name="npu-hil-history-read", daemon=True).start()
+        found = config.stash[CONTROLLER_HISTORY_KEY] = ControllerHistory(run_id, earlier)
+    return found
+
+
+def newest_runs(history: History, runs: int) -> History:
+    """The newest ``runs`` runs of ``history`` with only their points."""
+    from npu_hil.harness.history.store import History
+
+    if runs >= len(history.runs):
+        return history
+    kept = history.runs[-runs:] if runs > 0 else []
+    ids = {e.run_id for e in kept}
+    points = {}
+    for key, series in history.points.items():
+        inside = [p for p in series if p.run_id in ids]
+        if inside:
+            points[key] = inside
+    return History(kept, points, list(history.problems))
+
+
+def with_run(history: History, entry: RunEntry, points: list[CasePoint]) -> History:
+    """``history`` and one more run after its runs (new lists only for this run's cases)."""
+    from npu_hil.harness.history.store import History
+
+    merged = dict(history.points)
+    for point in points:
+        merged[point.key] = [*merged.get(point.key, ()), point]
+    return History([*history.runs, entry], merged, list(history.problems))
 
 
 def pytest_npu_hil_record_kept(config: pytest.Config, record: TestRecord) -> None:
@@ -240,7 +312,6 @@ def pytest_npu_hil_run_end(
     report's history view for :func:`pytest_npu_hil_run_trends`."""
     from npu_hil.harness.history.points import run_entry
     from npu_hil.harness.history.store import HistoryLockError, update_index, write_measurements
-    from npu_hil.harness.plugin.run_history import newest_runs
 
     state = run_history(config)
     if len(state.points) != len({r.nodeid for r in records}):
@@ -277,7 +348,6 @@ def pytest_npu_hil_run_trends(config: pytest.Config) -> TrendsView | None:
     """The report's history view: the last runs of this kind and this run when it is complete
     (None when nothing was kept)."""
     from npu_hil.harness.history.trends import trends_view
-    from npu_hil.harness.plugin.run_history import CONTROLLER_HISTORY_KEY, newest_runs, with_run
 
     state = config.stash.get(CONTROLLER_HISTORY_KEY, None)
     if state is None or state.entry is None:

@@ -1,22 +1,11 @@
 """``--quarantine FILE`` and ``--quarantine-verify``: known failures that run but do not fail
-the run.
+the run (docs/farm/quarantine.md).
 
-The file (:mod:`npu_hil.harness.farm.quarantine`) lists test id patterns, optionally per target or
-board, each with a reason, a link and an expiry date. A listed test still runs; when its call
-fails it is reported as ``quarantined`` (``Q`` in the terminal, a skip with the reason in JUnit
-XML, the outcome ``quarantined`` in the record), so the run's exit status does not count it.
-Infrastructure trouble and setup or teardown errors under a listed test stay errors: the list
-hides a known product failure, never a sick board.
-
-The list is never silently ignored: a file that does not parse, an entry past its date, and an
-entry that matches none of the collected tests are usage errors naming the entry and its
-position. The match is checked against every collected test, before ``-k`` and ``-m`` deselect
-any, so a narrower selection of the same suite does not trip it; a run of another suite does.
-Under pytest-xdist the workers collect, and an unknown entry is their collection error (the run
-stops with the message) rather than a usage error.
-
-``--quarantine-verify`` runs only the listed tests and says, at the end, which of them now pass
-(their entries can go) and which still fail.
+A listed test whose call fails is reported as ``quarantined``; infrastructure trouble and setup
+or teardown errors stay errors: the list hides a known product failure, never a sick board. The
+list is never silently ignored: a bad file, an expired entry and one that matches none of the
+collected tests (checked before ``-k`` and ``-m`` deselect any) are usage errors; under
+pytest-xdist an unknown entry is the workers' collection error instead.
 """
 
 from __future__ import annotations
@@ -131,7 +120,6 @@ class QuarantineRun:
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
         state = self.state
-        used: set[int] = set()
         counts: dict[int, int] = {}
         for item in items:
             param = board_param(item)
@@ -142,14 +130,13 @@ class QuarantineRun:
             ]
             if not matching:
                 continue
-            used.update(e.index for e in matching)
             for e in matching:
                 counts[e.index] = counts.get(e.index, 0) + 1
             entry = item.stash[ENTRY_KEY] = matching[0]  # the first entry that lists the test
             info = item.stash.get(INFO_KEY, None)
             if info is not None:  # a board test: its record names the entry
                 info.record.quarantine = entry.to_dict()
-        unknown = [e for e in state.entries if e.index not in used]
+        unknown = [e for e in state.entries if e.index not in counts]
         # Nothing silent: an entry that quarantines the whole run, or most of it, hides every
         # failure there is; it is refused like one that matches nothing.
         sweeping = [

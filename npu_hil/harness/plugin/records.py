@@ -1,21 +1,13 @@
 """Records: one :class:`~npu_hil.harness.report.records.TestRecord` per board test, JUnit
 properties, and the run's report written on the controller at the end of the session.
 
-A worker (or a run without pytest-xdist) builds the record when the test's teardown report is
-made and hangs it on that report as ``npu_hil_record``: pytest-xdist ships every attribute of a
-report to the controller, so records reach the controller the way outcomes do. The controller
-appends each record to ``<run>/records.jsonl`` as it arrives (a crashed run keeps what completed)
-and calls ``write_run`` at the end, after the ``pytest_npu_hil_run_end`` hook
-(:mod:`npu_hil.harness.plugin.hookspecs`: the history keeps the run there and gives summary.json its
-``history``). Nothing is written when no test used a board.
-
-Every pytest run goes through these hooks, board tests or not: the modules that build and write
-a record are imported where a board test's record is made, never at the top of this module.
-
-Records are fed in one direction: the farm and run features fill a test's record as they learn
-(:func:`item_info`), the outcomes feature says how each phase counts
-(:func:`~npu_hil.harness.plugin.outcomes.phase_outcome`), and nothing here writes another feature's
-state.
+A worker builds the record with the test's teardown report and hangs it there as
+``npu_hil_record``: pytest-xdist ships it to the controller like an outcome. The controller
+appends each to ``<run>/records.jsonl`` as it arrives (a crashed run keeps what completed) and
+writes the run at the end, after the ``pytest_npu_hil_run_end`` hook; nothing is written when no
+test used a board. Records are fed in one direction: other features fill a test's record
+(:func:`item_info`), and nothing here writes their state. The modules that build and write a
+record are imported where a board test's record is made, never at the top.
 """
 
 from __future__ import annotations

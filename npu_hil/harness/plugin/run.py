@@ -86,29 +86,20 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", CROSS_API_MARKER)
 
 
+@dataclasses.dataclass
 class RunModel:
     """Callable behind the ``run_model`` fixture (see
     :func:`npu_hil.harness.pipeline.run_model`)."""
 
-    def __init__(
-        self,
-        session: BoardSession,
-        info: ItemInfo,
-        *,
-        reports_dir: Path,
-        config: pytest.Config,
-        accuracy: Thresholds | None = None,
-        perf: PerfSpec | None = None,
-        cross_api: bool = False,
-    ) -> None:
-        self.session = session
-        self.cross_api = cross_api
-        self.accuracy = accuracy
-        self.perf = perf
-        self.info = info
-        self.reports_dir = reports_dir
-        self.config = config
-        self.runs: list[ModelRun] = []
+    session: BoardSession
+    info: ItemInfo
+    _: dataclasses.KW_ONLY
+    reports_dir: Path
+    config: pytest.Config
+    accuracy: Thresholds | None = None
+    perf: PerfSpec | None = None
+    cross_api: bool = False
+    runs: list[ModelRun] = dataclasses.field(default_factory=list)
 
     def __call__(
         self,
@@ -202,15 +193,13 @@ class RunModel:
             record.board_log = run.board_log.to_dict()
         if run.preprocessing:
             # How the vendor took the declared pixels: a JUnit property and a report line.
-            said = [x for x in record.preprocessing.split("\n") if x]
-            record.preprocessing = "\n".join(dict.fromkeys([*said, *run.preprocessing]))
+            record.preprocessing = _lines_with(record.preprocessing, *run.preprocessing)
         if run.latency is not None:
             record.latency = run.latency.to_dict()
             record.board_state = dict(run.board_state)
         if run.cross_api is not None:
             # One line per check (a test may run several models), as a JUnit property too.
-            said = [x for x in record.cross_api.split("\n") if x]
-            record.cross_api = "\n".join(dict.fromkeys([*said, run.cross_api.summary()]))
+            record.cross_api = _lines_with(record.cross_api, run.cross_api.summary())
         # The stale check's second run is recorded too, its tensors named apart.
         second = run.stale_check.tensors if run.stale_check is not None else ()
         named = [(t, t.name) for t in run.tensors] + [
@@ -255,6 +244,11 @@ def run_model(request: pytest.FixtureRequest, board: BoardSession) -> RunModel:
         perf=perf_spec(request.node),
         cross_api=request.node.get_closest_marker("cross_api") is not None,
     )
+
+
+def _lines_with(text: str, *lines: str) -> str:
+    """``text``'s lines and then ``lines``, each once."""
+    return "\n".join(dict.fromkeys([*(x for x in text.split("\n") if x), *lines]))
 
 
 def _marker_thresholds(item: pytest.Item) -> Thresholds | None:
