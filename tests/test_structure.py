@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 # Raised once, by 344, for models sent in frames (board/modelstore.py, the client's half, and a
 # small model carried ahead of its job): the one way to travel that this budget's issue asks for;
 # then lowered by merging the modules one concept was split over and folding repeats.
-PACKAGE_LINES = 51_821
+PACKAGE_LINES = 51_819
 # Signatures (parameters and return) in npu_hil/ that take or give a ``dict[str, Any]``: the
 # documents with a fixed shape become typed classes, toward 40; a budget that only comes down.
 UNTYPED_SIGNATURES = 27

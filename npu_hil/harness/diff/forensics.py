@@ -24,8 +24,6 @@ from npu_hil.harness.diff.given import as_bytes
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.registry import unit_for
 
-ALIGNMENTS = (1, 4, 8, 16, 32)
-C2_BLOCKS = (4, 8, 16, 32)
 MATCH_THRESHOLD = 0.999
 """A candidate that reproduces at least this fraction of the bytes counts as a match."""
 
