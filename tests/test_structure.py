@@ -49,14 +49,14 @@ VENDOR_WORD = re.compile(
 
 
 def modules() -> dict[str, Path]:
-    """``npu_hil.harness.codec.engine`` → its file, for harness/, targets/ and testkit/."""
+    """``npu_hil.harness.codec.engine`` → its file, for harness/, targets/ and the test kit."""
     found = {}
-    for top in ("harness", "targets", "testkit"):
-        for path in sorted((REPO / "npu_hil" / top).rglob("*.py")):
-            parts = list(path.relative_to(REPO / "npu_hil").with_suffix("").parts)
+    for top in ("npu_hil/harness", "npu_hil/targets", "npu_hil_testkit"):
+        for path in sorted((REPO / top).rglob("*.py")):
+            parts = list(path.relative_to(REPO).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts = parts[:-1]
-            found[".".join(["npu_hil", *parts])] = path
+            found[".".join(parts)] = path
     return found
 
 
@@ -211,12 +211,12 @@ def test_at_most_seven_layers_and_every_package_in_one() -> None:
     placed = [m for layer in layers for m in layer]
     assert len(placed) == len(set(placed)), "a module placed twice"
     wanted = {"npu_hil.targets"}
-    for package in ("harness", "testkit"):
-        for path in (REPO / "npu_hil" / package).iterdir():
+    for package in ("npu_hil.harness", "npu_hil_testkit"):
+        for path in (REPO / package.replace(".", "/")).iterdir():
             if path.is_dir() and (path / "__init__.py").exists():
-                wanted.add(f"npu_hil.{package}.{path.name}")
+                wanted.add(f"{package}.{path.name}")
             elif path.suffix == ".py" and path.name != "__init__.py":
-                wanted.add(f"npu_hil.{package}.{path.stem}")
+                wanted.add(f"{package}.{path.stem}")
     assert sorted(wanted - set(placed)) == []
     assert sorted(set(placed) - wanted) == []
 

@@ -12,8 +12,8 @@ import argparse
 import json
 from typing import Any
 
-from npu_hil.testkit.emulated import DEFAULT_RECIPE, build_root, cache_dir, find_root, missing_tools
-from npu_hil.testkit.emulated.root import BUILD_TIMEOUT
+from npu_hil_testkit.emulated import DEFAULT_RECIPE, build_root, cache_dir, find_root, missing_tools
+from npu_hil_testkit.emulated.root import BUILD_TIMEOUT
 
 
 def add_actions(actions: Any) -> None:

@@ -1,6 +1,6 @@
 """``--simfarm ssh|serial|ssh,serial``: the run's board tests on simulated boards behind real links.
 
-The controller process starts a farm in a box (:mod:`npu_hil.testkit.simfarm`: one sshd and one
+The controller process starts a farm in a box (:mod:`npu_hil_testkit.simfarm`: one sshd and one
 serial console per board on 127.0.0.1) before any test runs, points ``--inventory`` at the inventory
 it wrote and selects ``--backend hw``, so every board test goes through the SSH or serial transport
 exactly as it would to a real board; the farm is stopped when the run ends, however it ends.
@@ -9,7 +9,7 @@ instead of starting their own.
 
 ``--target`` narrows the farm as it narrows the tests: a board nobody will use is not started.
 A run killed with SIGKILL cannot stop its farm; the next ``--simfarm`` run does
-(:mod:`npu_hil.testkit.simfarm.ledger`).
+(:mod:`npu_hil_testkit.simfarm.ledger`).
 """
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def _start(config: pytest.Config, kinds: tuple[str, ...]) -> str:
     from npu_hil.harness.errors import NpuHilError
     from npu_hil.harness.folders import default_workdir, private_dir
-    from npu_hil.testkit.simfarm import down, up
-    from npu_hil.testkit.simfarm.ledger import FOLDER_PREFIX, SimFarmLedger
+    from npu_hil_testkit.simfarm import down, up
+    from npu_hil_testkit.simfarm.ledger import FOLDER_PREFIX, SimFarmLedger
 
     # A run killed with SIGKILL left its farm running: stopped and removed here.
     ledger = SimFarmLedger(private_dir(default_workdir()))
