@@ -1,34 +1,6 @@
-"""``kneron``: Kneron PLUS (``kp``) for a KL730 on USB, with the raw fixed-point NPU node bytes.
-
-The flow is the documented PLUS Python API: ``kp.core.connect_devices`` ->
-``kp.core.load_firmware_from_file`` (when the options name firmware) ->
-``kp.core.load_model_from_file`` -> ``kp.inference.generic_data_inference_send`` /
-``generic_data_inference_receive``. The receive result is self-describing per output node.
-
-The raw bytes: PLUS has ``kp_generic_inference_retrieve_raw_fixed_node()`` in C (the NPU bytes
-untouched, with the node's ``kp_tensor_descriptor_t``) but no Python wrapper for it. So
-:func:`retrieve_raw_fixed_nodes` copies the receive buffer out of the result object and calls
-that C function through ctypes on ``libkplus`` (the library the ``kp`` package wraps), reading
-the returned ``kp_inf_raw_fixed_node_output_t`` with structs mirrored from ``kp_struct.h``
-(PLUS 3.x), and frees it with ``kp_release_raw_fixed_node_output``. Each output reports
-``data_layout`` by NAME (the enum numbering drifted between SDK versions), ``shape``,
-``stride_npu``, ``stride_onnx`` (in scalars), ``quantized_axis``, ``radix`` and ``scale``.
-
-Inputs must be pass-through: the bytes in the NPU layout, packed by the host codec (the vendor's
-own pack helpers are not trusted, see ``spec/vendor-runtimes.md``). PLUS cannot read the device's
-input buffer back, so no input tensors are returned.
-
-A KL730 holds one NEF at a time: when a job runs a model other than the one last uploaded, the
-adapter uploads it again (``reloads`` counts it in the timings).
-
-Options (``adapter_options``): ``port_id`` (USB port id, default 0 = first connectable device),
-``scpu_firmware`` / ``ncpu_firmware`` (paths for ``load_firmware_from_file``), ``timeout_ms``
-(``kp.core.set_timeout``), ``npu_timeout_s`` (``kp.core.set_npu_timeout``), ``model_id``
-(default: the first model of the NEF), ``kplus_library`` (path of libkplus when it is not beside
-the ``kp`` package).
-
-Board-side code (here: the machine the KL730 is plugged into): Python >= 3.8, standard library
-and numpy only, plus ``kp`` from the vendor SDK.
+"""``kneron``: Kneron PLUS (``kp``) for a KL730 on USB, with the raw fixed-point NPU node bytes read
+through ``libkplus`` by ctypes. The flow, the raw-node call and the options:
+``docs/runtime/agent.md`` (Adapters).
 """
 
 from __future__ import annotations
@@ -211,22 +183,6 @@ class KpInfRawFixedNodeOutput(_PackedStruct):
         ("num_data", ctypes.c_uint32),
         ("data", ctypes.c_void_p),
     ]
-
-
-STRUCTS = {
-    "kp_tensor_shape_info_v1_t": KpTensorShapeInfoV1,
-    "kp_tensor_shape_info_v2_t": KpTensorShapeInfoV2,
-    "kp_tensor_shape_info_data_t": KpTensorShapeInfoData,
-    "kp_tensor_shape_info_t": KpTensorShapeInfo,
-    "kp_scale_t": KpScale,
-    "kp_quantized_fixed_point_descriptor_t": KpQuantizedFixedPointDescriptor,
-    "kp_quantization_parameters_v1_t": KpQuantizationParametersV1,
-    "kp_quantization_parameters_data_t": KpQuantizationParametersData,
-    "kp_quantization_parameters_t": KpQuantizationParameters,
-    "kp_tensor_descriptor_t": KpTensorDescriptor,
-    "kp_inf_raw_fixed_node_metadata_t": KpInfRawFixedNodeMetadata,
-    "kp_inf_raw_fixed_node_output_t": KpInfRawFixedNodeOutput,
-}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,42 +1,6 @@
-"""``rknn_native``: Rockchip's C runtime (``librknnrt.so``/``librknnmrt.so``) by ctypes, zero-copy.
-
-Why this adapter exists next to ``rknnlite``: only the zero-copy API hands out the native buffers
-(NC1HWC2, NHWC rows padded to ``w_stride``), which is what the harness diffs byte for byte. The
-call sequence and the structs follow Rockchip's documented ``rknn_api.h`` (rknpu2 / rknn-toolkit2
-runtime): ``rknn_init`` -> ``rknn_query(IN_OUT_NUM)`` -> ``rknn_query(NATIVE_INPUT_ATTR /
-NATIVE_OUTPUT_ATTR)`` per tensor -> ``rknn_create_mem(size_with_stride)`` -> ``rknn_set_io_mem``
--> copy the pass-through input bytes in -> ``rknn_run`` -> read ``virt_addr`` back (inputs too) ->
-``rknn_destroy_mem`` / ``rknn_destroy``.
-
-Checked against: the struct layouts and constants measured from the RKNPU2 SDK 2.3.2 header
-(aarch64 and armhf); fakes reporting the attribute sets librknnrt 1.6.0 and librknnmrt 2.3.2
-answered for models compiled by rknn-toolkit2 2.5.0 (flattened NC1HWC2 output dims, NHWC inputs
-with ``w_stride`` > W, C2 8 and 16, float16), whose bytes and attributes come back unchanged; the
-RK3576 core-mask replacement RKNNLite 2.5.0 makes. Only a board can confirm the run itself (the
-values an NPU writes, cache syncs, the runtime's own answer to a core mask naming core 2 on
-RK3576).
-
-Board-side code: Python >= 3.8, standard library and numpy only.
-
-Options (``adapter_options``):
-  ``library``       path or soname of the runtime (default ``librknnmrt.so`` on RV1103/RV1106,
-                    else ``librknnrt.so``)
-  ``soc``           target name (``rk3588`` ...): picks the library and guards ``core_mask``
-  ``core_mask``     ``auto``/``0``/``1``/``2``/``0_1``/``0_1_2``/``all`` or an int
-                    (``rknn_set_core_mask``; RK3588/RK3576 only). RK3576 has two NPU cores:
-                    ``0_1_2`` goes to the runtime as ``0_1`` and ``2`` as ``0``, the replacement
-                    RKNNLite 2.5.0 makes (its messages say so); the tensors' attributes carry
-                    ``core_mask`` (asked) and ``core_mask_set`` (what the runtime was given)
-  ``init_flags``    int passed to ``rknn_init`` (default 0)
-  ``output_query``  ``native`` (RKNN_QUERY_NATIVE_OUTPUT_ATTR, default) or ``native_nhwc``
-                    (RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR)
-  ``output_layout`` what the harness asks for by layout name, when ``output_query`` is not
-                    given: ``NC1HWC2`` is ``native``, ``NHWC`` ``native_nhwc``; other layouts
-                    are not native buffers, and are refused with a LayoutError
-
-Tensors come back as flat uint8 arrays (the bytes of the zero-copy buffer); ``dtype`` and ``shape``
-are the runtime's element type and native dims, ``attributes`` the ``rknn_tensor_attr`` fields under
-the header's names with enums as names.
+"""``rknn_native``: Rockchip's C runtime (``librknnrt.so``/``librknnmrt.so``) by ctypes, zero-copy:
+the native buffers and ``rknn_tensor_attr``s. Call sequence, what it was checked against and its
+options: ``docs/runtime/agent.md`` (Adapters).
 """
 
 from __future__ import annotations
@@ -169,13 +133,6 @@ class RknnTensorMem(ctypes.Structure):
 class RknnSdkVersion(ctypes.Structure):
     _fields_ = [("api_version", ctypes.c_char * 256), ("drv_version", ctypes.c_char * 256)]
 
-
-STRUCTS = {
-    "rknn_input_output_num": RknnInputOutputNum,
-    "rknn_tensor_attr": RknnTensorAttr,
-    "rknn_tensor_mem": RknnTensorMem,
-    "rknn_sdk_version": RknnSdkVersion,
-}
 
 MemPointer = ctypes.POINTER(RknnTensorMem)
 
