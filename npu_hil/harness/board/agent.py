@@ -1,16 +1,6 @@
-"""The agent: runs one job, from its document and input buffers to its result and device buffers.
-
-Validate the job (refused: ``JobError``, status 2), get the adapter and the loaded model
-from the cache, take the inputs, run, describe the device buffers and the result. The load timeout
-bounds adapter creation, versions and model load; the run timeout bounds the run. Every failure
-is a typed record in the result: ``DeviceError``, ``LayoutError``, ``UnsupportedError``,
-``TimeoutError`` (from the adapter or the watchdog), ``OSError`` (the board's disk) and
-``AgentError`` (a bug here).
-
-Around every job the board's own logs are taken (:mod:`npu_hil.harness.board.kernlog`,
-:mod:`npu_hil.harness.board.runlog`): a kernel-log mark and the runtime's standard error pointed at
-a file before validation, the kernel's lines since the mark and the runtime's lines after the job,
-whatever its outcome, in the result's ``board_log`` (``{"kernel": .., "runtime": ..}``).
+"""The agent: runs one job, from its document and input buffers to its result and device buffers,
+with the board's logs around it (:mod:`kernlog`, :mod:`runlog`). The failures it records:
+``docs/runtime/agent.md`` (The job document).
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """The board's state beside a latency figure: clocks, governors, temperatures and load, read from
-the usual sysfs and procfs places.
-
-What is not there is recorded as absent (``None``, with the path tried), what holds something
-that is not a number is recorded with what it held, never guessed. Every read is bounded (a few
-KiB per file, a cap on how many policies, devices and zones are listed), so a strange sysfs
-cannot make the agent slow or large. ``NPU_HIL_SYSFS_ROOT`` moves the root (``/``) for tests,
-which build a fake tree.
-
-Standard library only, Python >= 3.8.
+the usual sysfs and procfs places, bounded, absent and unreadable ones recorded
+(``docs/runtime/agent.md``, The result document). Standard library only, Python >= 3.8.
 """
 
 from __future__ import annotations

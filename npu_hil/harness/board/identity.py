@@ -1,13 +1,6 @@
-"""What SoC the board says it is: the device tree's root ``compatible`` and ``model``.
-
-``/proc/device-tree/compatible`` holds NUL-separated strings, the board's own first and the SoC's
-last (``rockchip,rk3588-evb1-v10\\0rockchip,rk3588\\0``); the host compares them with the
-inventory's target. The reads are bounded (a few KiB, a cap on how many strings are kept), a
-missing file is recorded as absent (a board without a device tree, an x86 host, a USB
-accelerator's host) and an unreadable one with its error, never guessed. ``NPU_HIL_SYSFS_ROOT``
-moves the root (``/``) for tests, as :mod:`boardstate` does.
-
-Standard library only, Python >= 3.8.
+"""What SoC the board says it is: the device tree's root ``compatible`` and ``model``, read as
+:mod:`boardstate` reads (``docs/runtime/agent.md``, The result document). Standard library only,
+Python >= 3.8.
 """
 
 from __future__ import annotations

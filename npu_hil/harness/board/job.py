@@ -1,27 +1,9 @@
 """A job as the agent accepts it: the job document's schema, its bounds, and the model it may name.
 
-The job document (``npu-hil-job/1``, the message of a job's bulk frame)::
-
-    {"schema", "job_id", "model": {"path", "sha256"}, "adapter": [a-z0-9_]+, "adapter_options",
-     "inputs": [{"name", "nbytes", "layout", "shape", "dtype", "pass_through"}],
-     "outputs": [..]|null,
-     "timeouts": {"load": s, "run": s}, "runs": n, "warmup": n,
-     "pin_clocks": bool, "canary": hex | null, "runtime_log_level": 0..9 | null}
-
-``runs`` (default 1) timed calls of the runtime follow ``warmup`` (default 0) untimed ones; the
-buffers that come back are the last run's. ``pin_clocks`` (default false) sets the CPU, NPU and
-DDR governors to ``performance`` for the runs and restores them after. ``canary`` (hex, 2 to 64
-bytes, :func:`canary_for` makes one from the job id) is the pattern every output buffer the
-adapter owns is filled with before each run: bytes the device never wrote still hold it.
-``runtime_log_level`` (default null: the runtime's default) is written, on the runtime's own scale,
-to the environment variable the adapter's runtime reads its log level from before the adapter is
-created (:mod:`npu_hil.harness.board.runlog`).
-
-The model's path is relative to ``--root``, the model cache, and may not leave it: absolute paths,
-``..`` and symlinks pointing outside are refused. Each input's bytes are the frame's buffer of the
-same index, of the size it announces. A refusal (:class:`JobRefused`) names the field.
-:class:`InputSpec` is the one description of an input, the host's (what it sends) and the agent's
-(what it checked). Standard library only: the host imports this module too."""
+The document's fields and what each means: ``docs/runtime/agent.md`` (The job document). A refusal
+(:class:`JobRefused`) names the field. :class:`InputSpec` is the one description of an input, the
+host's (what it sends) and the agent's (what it checked). Standard library only: the host imports
+this module too."""
 
 from __future__ import annotations
 

@@ -1,21 +1,6 @@
-"""The agent's own memory and the board's device-memory pools, for a soak's leak check.
-
-One reading: the agent process's resident set (``/proc/self/status`` ``VmRSS``, ``VmHWM``,
-``RssAnon``, in KiB; the vendor runtime is a library inside this process, so its heap is in
-here), the board's CMA pool (``/proc/meminfo`` ``CmaTotal`` / ``CmaFree`` and ``MemAvailable``),
-the CMA areas' allocation counters (``/sys/kernel/mm/cma/<area>/alloc_pages_success``,
-``alloc_pages_fail``, ``release_pages_success`` where the kernel has ``CONFIG_CMA_SYSFS``), and
-the exported DMA buffers (NPU and ION/dma-heap buffers alike): their count and total size from
-``/sys/kernel/dmabuf/buffers/*/size`` (``CONFIG_DMABUF_SYSFS_STATS``) or, where readable
-(debugfs, usually root only), the total line of ``/sys/kernel/debug/dma_buf/bufinfo``.
-
-What is not there is recorded as absent (the path tried), what cannot be read or parsed as
-unreadable, never guessed; every read is bounded (``MAX_FILE_BYTES``, ``MAX_BUFFERS``).
-``NPU_HIL_SYSFS_ROOT`` moves the root of /sys and /proc/meminfo for tests, like
-:mod:`boardstate`; the process's own ``/proc/self/status`` moves with it only when the fake tree
-has one (the agent's real RSS is what a soak measures).
-
-Standard library only, Python >= 3.8.
+"""The agent's own memory and the board's device-memory pools, for a soak's leak check (what is
+read, from where: ``docs/runtime/agent.md``, The result document). Standard library only, Python >=
+3.8.
 """
 
 from __future__ import annotations

@@ -1,26 +1,5 @@
 """A job's result document and its records of the device buffers, and how a kept job's files
-are written.
-
-result.json (``npu-hil-result/1``)::
-
-    {"schema", "job_id", "ok", "adapter", "versions", "errors": [record],
-     "timings": {"load_s", "run_s", "copy_s", "total_s", "model_cached"[, "adapter"],
-                 "runs", "warmup", "runs_s": [s per timed run][, "adapter_runs_s": [s]]},
-     "board_state": {"before": state, "after": state} (see boardstate),
-     "canary": {"pattern": hex, "outputs": bool, "inputs": bool, "reason"} (a job with one),
-     "board_log": {"kernel": {"source", "lines"[, "why", "dropped", "lost"]},
-                   "runtime": {"source", "lines", "level", "env"[, "why", "dropped"]}},
-     "inputs"/"outputs": [{"name", "file", "sha256", "nbytes", "layout", "dtype", "shape",
-                           "attributes"}]}
-
-with the device input buffers named ``in_<i>.bin`` and the outputs ``out_<i>.bin``: the buffers
-of the answer's bulk frame, and the files of a kept job's view. Every file is created new, never
-through a link, and result.json appears whole or not at all.
-
-A job travels in frames and touches no disk; when its request asks to ``keep`` its files
-(``--keep-remote``), the agent writes them after it ran into a new ``jobs/<name>/`` for a person
-to read: job.json, ``input_<i>.bin``, the device buffers and result.json. A view that cannot be
-written costs the job nothing.
+are written (``--keep-remote``). The document: ``docs/runtime/agent.md`` (The result document).
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """The serve loop: a resident agent's requests framed over a byte stream, one answer frame each.
 
-The agent speaks first with ``{"op": "hello", ...}`` (its ``features`` list ``framed-jobs`` and
-``framed-models``); requests are ``{"op": "job", "job": {...}[, "keep": "jobs/<name>"]}`` in a bulk
-frame (:mod:`frames`: the job document and its input buffers; the answer is a bulk frame with the
-device buffers; ``keep``: write the job's files there after it ran), ``{"op": "ping"}``, ``{"op":
-"versions", "adapter": A, "options": {}}``, ``{"op": "memory"}`` (the agent's RSS and the board's
-CMA / DMA-buffer figures, :mod:`memory`), ``{"op": "model", ...}`` (a model into the cache, a chunk
-per bulk frame, :mod:`modelstore`) and ``{"op": "shutdown"}``; every request gets exactly one
-response frame with the same ``op`` and either the payload (``result`` for a job) or ``error`` (a
-typed record). A request frame is at most ``MAX_REQUEST_BYTES`` (a longer one is refused unread and
-ends the stream), a bulk one at most a job's inputs besides, and a message nests at most
-``MAX_JSON_DEPTH`` levels; a whole frame that holds no request is answered with a ``ProtocolError``
-record and the agent goes on. A kept job's folder is a new ``jobs/<name>`` in the working
-directory, never anything else.
-
-On stdin/stdout (``--serve``) nothing but frames goes to stdout: file descriptor 1 is pointed
-at stderr for the agent's lifetime, so a vendor library's printf cannot corrupt the stream. When
-a runtime call times out the agent answers the pending request with ``"restart": true`` and exits
-with status 3 at once (the stuck call would hold up the interpreter's shutdown).
+The requests, their answers and their bounds: ``docs/runtime/agent.md`` (Frames and requests).
 """
 
 from __future__ import annotations
