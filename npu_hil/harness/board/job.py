@@ -160,10 +160,6 @@ class Job:
     log_level: int | None = None
 
 
-def _within(path: str, base: str) -> bool:
-    return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
-
-
 def _check_relative(field: str, value: object, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise JobRefused(field, "path", f"expected a relative file path, got {value!r}")
@@ -176,13 +172,6 @@ def _check_relative(field: str, value: object, where: str) -> str:
     if ".." in re.split(r"[/\\]", value):
         raise JobRefused(field, "path", f"{value!r} leaves {where}")
     return value
-
-
-def _regular_file(field: str, rel: str, full: str, where: str) -> None:
-    if not os.path.exists(full):
-        raise JobRefused(field, "missing", f"{rel!r} does not exist in {where}")
-    if not os.path.isfile(full):
-        raise JobRefused(field, "path", f"{rel!r} is not a regular file")
 
 
 def _require(obj: Mapping[str, object], field: str, key: str, kind: type[T], what: str) -> T:
@@ -239,12 +228,17 @@ def _timeouts(value: object) -> dict[str, float]:
     return timeouts
 
 
-def _count(doc: Mapping[str, object], key: str, default: int, low: int, high: int) -> int:
+def _count(doc: Mapping[str, object], key: str, default: T, low: int, high: int) -> T | int:
+    """An integer in [low, high], or ``default`` when absent or null (a null default: null is
+    a value the field may take)."""
     value = doc.get(key, default)
     if value is None:
         return default
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise JobRefused(key, "type", f"expected an integer in [{low}, {high}], got {value!r}")
+        null = "null or " if default is None else ""
+        raise JobRefused(
+            key, "type", f"expected {null}an integer in [{low}, {high}], got {value!r}"
+        )
     return value
 
 
@@ -331,20 +325,8 @@ def validate_job(doc: Mapping[str, object], root: str | None, adapter_dirs: list
         warmup=_count(doc, "warmup", DEFAULT_WARMUP, 0, MAX_WARMUP),
         pin_clocks=_flag(doc, "pin_clocks"),
         canary=check_canary("canary", doc.get("canary")),
-        log_level=_log_level(doc.get("runtime_log_level")),
+        log_level=_count(doc, "runtime_log_level", None, 0, MAX_LOG_LEVEL),
     )
-
-
-def _log_level(value: object) -> int | None:
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_LOG_LEVEL:
-        raise JobRefused(
-            "runtime_log_level",
-            "type",
-            f"expected null or an integer in [0, {MAX_LOG_LEVEL}], got {value!r}",
-        )
-    return value
 
 
 def _model_path(value: object, root: str | None) -> str:
@@ -359,11 +341,14 @@ def _model_path(value: object, root: str | None) -> str:
     if not os.path.lexists(os.path.join(base, rel)):
         raise JobRefused(field, "missing", f"{rel!r} does not exist in {where}")
     full = os.path.realpath(os.path.join(base, rel))
-    if not _within(full, base):
+    if full != base and not full.startswith(base.rstrip(os.sep) + os.sep):
         raise JobRefused(
             field, "path", f"{rel!r} leaves {where} through a symlink (it resolves to {full})"
         )
-    _regular_file(field, rel, full, where)
+    if not os.path.exists(full):
+        raise JobRefused(field, "missing", f"{rel!r} does not exist in {where}")
+    if not os.path.isfile(full):
+        raise JobRefused(field, "path", f"{rel!r} is not a regular file")
     return full
 
 
@@ -390,8 +375,11 @@ def _input(index: int, raw: object) -> JobInput:
             field + "shape", "shape", f"{shape} {dtype} needs {want} bytes (cap {MAX_INPUT_BYTES})"
         )
     spec = InputSpec(name, layout, tuple(shape), dtype, pass_through)
-    size = _framed_size(raw, field)
     where = field + "nbytes"
+    # Its bytes are the frame's buffer of the same index (whose sha256 is the frame's).
+    size = raw.get("nbytes")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise JobRefused(where, "type", f"expected a byte count, got {size!r}")
     if size > MAX_INPUT_BYTES:
         raise JobRefused(where, "size", f"the buffer holds {size} bytes (cap {MAX_INPUT_BYTES})")
     if not pass_through and size != want:
@@ -423,11 +411,3 @@ def check_buffers(job: Job, buffers: list[Any], damaged: tuple[int, ...]) -> Non
                 "checksum",
                 f"the buffer arrived with another sha256 than its sender's ({item.nbytes} bytes)",
             )
-
-
-def _framed_size(raw: Mapping[str, object], field: str) -> int:
-    """An input carried in the job's frame: its announced size (its sha256 is the frame's)."""
-    size = raw.get("nbytes")
-    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-        raise JobRefused(field + "nbytes", "type", f"expected a byte count, got {size!r}")
-    return size

@@ -208,14 +208,16 @@ class FrameStream:
                 raise EOFError("stream ended inside a frame")
             n -= got
 
-    def _read_exactly(self, n: int) -> bytes | None:
+    def _read_exactly(self, n: int, first: bool = False) -> bytes:
+        """``n`` bytes; EOFError when the stream ends inside them, except at the ``first`` byte
+        of a frame (then b"")."""
         chunks = []
         remaining = n
         while remaining:
             chunk = self._recv(min(remaining, 1 << 20))
             if not chunk:
-                if remaining == n:
-                    return None
+                if first and remaining == n:
+                    return b""
                 raise EOFError("stream ended inside a frame")
             chunks.append(chunk)
             remaining -= len(chunk)
@@ -223,8 +225,8 @@ class FrameStream:
 
     def read(self) -> Request | None:
         """The next request, or None at end of stream."""
-        header = self._read_exactly(FRAME_HEADER.size)
-        if header is None:
+        header = self._read_exactly(FRAME_HEADER.size, first=True)
+        if not header:
             return None
         length = frame_length(header)
         if is_bulk(header):
@@ -235,8 +237,6 @@ class FrameStream:
                 f"a request frame of {length} bytes exceeds the cap of {MAX_REQUEST_BYTES}"
             )
         payload = self._read_exactly(length)
-        if payload is None:
-            raise EOFError("stream ended inside a frame")
         try:
             return Request(decode_frame(payload))
         except ValueError as exc:  # UnicodeDecodeError and JSON errors included
@@ -251,15 +251,10 @@ class FrameStream:
             raise ValueError(
                 f"a bulk request frame of {length} bytes is outside 4 to {MAX_BULK_REQUEST_BYTES}"
             )
-        prefix = self._read_exactly(BULK_PREFIX.size)
-        if prefix is None:
-            raise EOFError("stream ended inside a frame")
-        (message_bytes,) = BULK_PREFIX.unpack(prefix)
+        (message_bytes,) = BULK_PREFIX.unpack(self._read_exactly(BULK_PREFIX.size))
         if message_bytes > min(MAX_REQUEST_BYTES, length - BULK_PREFIX.size):
             raise ValueError(f"a bulk frame's message of {message_bytes} bytes does not fit")
-        payload = self._read_exactly(message_bytes) if message_bytes else b""
-        if payload is None:
-            raise EOFError("stream ended inside a frame")
+        payload = self._read_exactly(message_bytes)
         rest = length - BULK_PREFIX.size - message_bytes
         try:
             message = decode_frame(payload)
@@ -279,9 +274,7 @@ class FrameStream:
             buffer, digest = self._fill_new(n)
             buffers.append(buffer)
             ours.append(digest)
-        trailer = self._read_exactly(DIGEST_BYTES * len(sizes)) if sizes else b""
-        if trailer is None:
-            raise EOFError("stream ended inside a frame")
+        trailer = self._read_exactly(DIGEST_BYTES * len(sizes))
         theirs = [trailer[i : i + DIGEST_BYTES] for i in range(0, len(trailer), DIGEST_BYTES)]
         damaged = tuple(i for i in range(len(ours)) if ours[i] != theirs[i])
         return Request(message, buffers, damaged)
@@ -533,23 +526,16 @@ def _answer_job(agent: Agent, stream: FrameStream, framed: Request) -> None:
 def _versions_response(agent: Agent, request: Mapping[str, object]) -> dict[str, object]:
     name = request.get("adapter")
     options = request.get("options") or {}
+    refused = None
     if not isinstance(name, str) or not is_adapter_name(name):
-        return {
-            "op": "versions",
-            "error": failure("JobError", "validate", f"adapter: {name!r} is not an adapter name"),
-        }
-    if name not in available_adapters(agent.adapter_dirs):
-        return {
-            "op": "versions",
-            "error": failure(
-                "JobError", "validate", f"adapter: {name!r} is not an adapter on this board"
-            ),
-        }
-    if not isinstance(options, dict):
-        return {
-            "op": "versions",
-            "error": failure("JobError", "validate", "options: expected an object"),
-        }
+        refused = f"adapter: {name!r} is not an adapter name"
+    elif name not in available_adapters(agent.adapter_dirs):
+        refused = f"adapter: {name!r} is not an adapter on this board"
+    elif not isinstance(options, dict):
+        refused = "options: expected an object"
+    if refused is not None:
+        return {"op": "versions", "error": failure("JobError", "validate", refused)}
+    assert isinstance(name, str) and isinstance(options, dict)  # checked just above
     try:
         return {
             "op": "versions",

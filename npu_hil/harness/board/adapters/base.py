@@ -134,6 +134,23 @@ def match_names(
     raise AdapterError("LayoutError", stage, f"{what} {missing} not in the model (it has {names})")
 
 
+def match_outputs(names: List[str], outputs: Optional[List[str]]) -> Tuple[List[int], str]:
+    """Positions of the wanted ``outputs`` among ``names`` (None: all), as :func:`match_names`."""
+    if outputs is None:
+        return list(range(len(names))), "name"
+    return match_names(names, list(outputs), "fetch", "outputs")
+
+
+def pick_outputs(names: List[str], outputs: Optional[List[str]]) -> List[int]:
+    """Positions of the wanted ``outputs`` among ``names`` (None: all), by name only."""
+    if outputs is None:
+        return list(range(len(names)))
+    missing = [w for w in outputs if w not in names]
+    if missing:
+        raise AdapterError("LayoutError", "fetch", f"outputs {missing} not in {names}")
+    return [names.index(w) for w in outputs]
+
+
 def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
@@ -160,6 +177,13 @@ class Adapter:
 
     def __init__(self, options: Dict[str, Any]) -> None:
         self.options = dict(options)
+
+    def loaded(self, model: Any, kind: Any) -> None:
+        """A DeviceError unless ``model`` is a handle of ``kind`` loaded and not yet released."""
+        if not isinstance(model, kind) or model.released:
+            raise AdapterError(
+                "DeviceError", "run", f"model handle is not a loaded {self.name} model"
+            )
 
     def versions(self) -> Dict[str, str]:
         """Runtime, driver and SDK versions, as the runtime reports them."""

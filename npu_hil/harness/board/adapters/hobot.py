@@ -24,6 +24,7 @@ from .base import (
     TensorOut,
     describe,
     package_version,
+    pick_outputs,
 )
 
 # The X3/X5 header's hbDNNTensorShape (8 int32 dimensions, then numDimensions: 36 bytes).
@@ -186,8 +187,7 @@ class HobotAdapter(Adapter):
         )
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
-        if not isinstance(model, HobotModel) or model.released:
-            raise AdapterError("DeviceError", "run", "model handle is not a loaded hobot model")
+        self.loaded(model, HobotModel)
         start = time.perf_counter()
         arrays = [self._array(inp) for inp in inputs]
         copy_s = time.perf_counter() - start
@@ -208,13 +208,7 @@ class HobotAdapter(Adapter):
         start = time.perf_counter()
         results = list(results)
         names = [str(getattr(r, "name", f"output{i}")) for i, r in enumerate(results)]
-        wanted = list(range(len(results)))
-        if outputs is not None:
-            missing = [w for w in outputs if w not in names]
-            if missing:
-                raise AdapterError("LayoutError", "fetch", f"outputs {missing} not in {names}")
-            wanted = [names.index(w) for w in outputs]
-        tensors = [self._tensor(names[i], results[i], model) for i in wanted]
+        tensors = [self._tensor(names[i], results[i], model) for i in pick_outputs(names, outputs)]
         copy_s += time.perf_counter() - start
         return RunOutput(inputs=[], outputs=tensors, timings={"run_s": run_s, "copy_s": copy_s})
 

@@ -24,7 +24,7 @@ from .base import (
     TensorOut,
     canary_bytes,
     match_inputs,
-    match_names,
+    match_outputs,
 )
 
 FIRST_ADDRESS_ALIGNMENT = 32
@@ -715,16 +715,9 @@ class HobotNativeAdapter(Adapter):
     # -- run ------------------------------------------------------------------------------
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
-        if not isinstance(model, HorizonModel) or model.released:
-            raise AdapterError(
-                "DeviceError", "run", "model handle is not a loaded hobot_native model"
-            )
+        self.loaded(model, HorizonModel)
         order, matched_by = match_inputs([t.name for t in model.inputs], inputs)
-        wanted, out_matched_by = list(range(len(model.outputs))), "name"
-        if outputs is not None:
-            wanted, out_matched_by = match_names(
-                [t.name for t in model.outputs], list(outputs), "fetch", "outputs"
-            )
+        wanted, out_matched_by = match_outputs([t.name for t in model.outputs], outputs)
         job = _Job()
         try:
             result = self._run(model, inputs, order, wanted, matched_by, out_matched_by, job)
@@ -807,10 +800,7 @@ class HobotNativeAdapter(Adapter):
         """Every input and output memory is the adapter's, allocated per run
         (``hbSysAllocCachedMem`` / ``hbUCPMallocCached``): the next run fills each with the
         pattern as it allocates it and cleans the cache, before the input's bytes go in."""
-        if not isinstance(model, HorizonModel) or model.released:
-            raise AdapterError(
-                "DeviceError", "run", "model handle is not a loaded hobot_native model"
-            )
+        self.loaded(model, HorizonModel)
         self.canary = pattern
         return CanaryFill(outputs=True, inputs=True)
 

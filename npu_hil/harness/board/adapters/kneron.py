@@ -19,7 +19,15 @@ import numpy as np
 
 # Relative: the agent loads this as adapters.<name>, the harness as
 # npu_hil.harness.board.adapters.<name>; either way the base is the one beside it.
-from .base import Adapter, AdapterError, CanaryFill, InputTensor, RunOutput, TensorOut
+from .base import (
+    Adapter,
+    AdapterError,
+    CanaryFill,
+    InputTensor,
+    RunOutput,
+    TensorOut,
+    pick_outputs,
+)
 
 # kp_model_tensor_data_layout_t as the PLUS 3.2 kp_struct.h numbers it (0-12 as in 3.1, 13-17 the
 # HW* input formats added later). Only a fallback: the installed kp's own enum is asked first.
@@ -523,16 +531,18 @@ class KneronAdapter(Adapter):
 
     # -- load / release -------------------------------------------------------------------
 
-    def load(self, model_path: str) -> KneronModel:
-        device = self.device()
-        kp = self.kp()
-        descriptor = self._vendor(
+    def _upload(self, path: str) -> Any:
+        """The NEF onto the device (which holds one at a time); its descriptor."""
+        return self._vendor(
             "load",
-            f"kp.core.load_model_from_file({model_path!r})",
-            kp.core.load_model_from_file,
-            device_group=device,
-            file_path=model_path,
+            f"kp.core.load_model_from_file({path!r})",
+            self.kp().core.load_model_from_file,
+            device_group=self.device(),
+            file_path=path,
         )
+
+    def load(self, model_path: str) -> KneronModel:
+        descriptor = self._upload(model_path)
         models = list(getattr(descriptor, "models", []) or [])
         if "model_id" in self.options:
             model_id = int(self.options["model_id"])
@@ -578,21 +588,14 @@ class KneronAdapter(Adapter):
         )
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
-        if not isinstance(model, KneronModel) or model.released:
-            raise AdapterError("DeviceError", "run", "model handle is not a loaded kneron model")
+        self.loaded(model, KneronModel)
         kp = self.kp()
         device = self.device()
         timings = {"copy_s": 0.0, "run_s": 0.0, "reloads": 0.0}
         if self._on_device is not model:
             # The device holds one NEF: bring this one back before running it.
             start = time.perf_counter()
-            self._vendor(
-                "load",
-                f"kp.core.load_model_from_file({model.path!r})",
-                kp.core.load_model_from_file,
-                device_group=device,
-                file_path=model.path,
-            )
+            self._upload(model.path)
             self._on_device = model
             timings["reloads"] = 1.0
             timings["load_s"] = time.perf_counter() - start
@@ -627,12 +630,7 @@ class KneronAdapter(Adapter):
         count = int(result.header.num_output_node)
         raw_nodes = retrieve_raw_fixed_nodes(self.kplus(), raw_result_bytes(result), count)
         tensors = [self._tensor(kp, node) for node in raw_nodes]
-        if outputs is not None:
-            names = [t.name for t in tensors]
-            missing = [w for w in outputs if w not in names]
-            if missing:
-                raise AdapterError("LayoutError", "fetch", f"outputs {missing} not in {names}")
-            tensors = [tensors[names.index(w)] for w in outputs]
+        tensors = [tensors[i] for i in pick_outputs([t.name for t in tensors], outputs)]
         timings["copy_s"] += time.perf_counter() - start
         return RunOutput(inputs=[], outputs=tensors, timings=timings)
 

@@ -11,7 +11,7 @@ import os
 import platform
 import time
 from dataclasses import dataclass, field
-from typing import Any, List, TypedDict
+from typing import Any, List, TypedDict, TypeVar
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from .base import (
     TensorOut,
     canary_bytes,
     match_inputs,
-    match_names,
+    match_outputs,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -135,6 +135,7 @@ class RknnSdkVersion(ctypes.Structure):
 
 
 MemPointer = ctypes.POINTER(RknnTensorMem)
+T = TypeVar("T", bound=ctypes.Structure)
 
 
 class RknnAttrJson(TypedDict):
@@ -348,12 +349,15 @@ class RknnNativeAdapter(Adapter):
             self._versions["library"] = path
         return self._lib
 
-    def _query_attr(self, ctx: int, cmd: int, index: int, stage: str, call: str) -> RknnTensorAttr:
-        attr = RknnTensorAttr()
-        attr.index = index
-        ret = self.library().call("rknn_query", ctx, cmd, ctypes.byref(attr), ctypes.sizeof(attr))
-        _check(int(ret), stage, f"{call}(index={index})")
-        return attr
+    def _query(self, ctx: int, cmd: int, name: str, out: T, index: int | None = None) -> T:
+        """``rknn_query(cmd)`` into ``out`` (for a tensor attribute: the tensor's ``index``)."""
+        call = f"rknn_query({name})"
+        if index is not None:
+            out.index = index  # an RknnTensorAttr
+            call += f"(index={index})"
+        ret = self.library().call("rknn_query", ctx, cmd, ctypes.byref(out), ctypes.sizeof(out))
+        _check(int(ret), "load", call)
+        return out
 
     # -- Adapter API ----------------------------------------------------------------------
 
@@ -394,47 +398,38 @@ class RknnNativeAdapter(Adapter):
         model.core_mask, model.core_mask_set = self._apply_core_mask(ctx)
         self._query_versions(ctx)
 
-        io_num = RknnInputOutputNum()
-        ret = lib.call(
-            "rknn_query", ctx, RKNN_QUERY_IN_OUT_NUM, ctypes.byref(io_num), ctypes.sizeof(io_num)
+        io_num = self._query(
+            ctx, RKNN_QUERY_IN_OUT_NUM, "RKNN_QUERY_IN_OUT_NUM", RknnInputOutputNum()
         )
-        _check(int(ret), "load", "rknn_query(RKNN_QUERY_IN_OUT_NUM)")
-
         out_query = str(self.options.get("output_query") or self._query_of_layout()).lower()
-        if out_query not in ("native", "native_nhwc"):
+        queries = {
+            "native": RKNN_QUERY_NATIVE_OUTPUT_ATTR,
+            "native_nhwc": RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR,
+        }
+        if out_query not in queries:
             raise AdapterError(
                 "LayoutError",
                 "load",
                 f"output_query must be 'native' or 'native_nhwc', not {out_query!r}",
             )
-        out_cmd, out_name = (
-            (RKNN_QUERY_NATIVE_OUTPUT_ATTR, "RKNN_QUERY_NATIVE_OUTPUT_ATTR")
-            if out_query == "native"
-            else (RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR, "RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR")
-        )
+        out_cmd = queries[out_query]
+        out_name = f"RKNN_QUERY_{out_query.upper()}_OUTPUT_ATTR"
+        in_name = "RKNN_QUERY_NATIVE_INPUT_ATTR"
         for i in range(int(io_num.n_input)):
-            logical = self._query_attr(
-                ctx, RKNN_QUERY_INPUT_ATTR, i, "load", "rknn_query(RKNN_QUERY_INPUT_ATTR)"
+            logical = self._query(
+                ctx, RKNN_QUERY_INPUT_ATTR, "RKNN_QUERY_INPUT_ATTR", RknnTensorAttr(), i
             )
-            native = self._query_attr(
-                ctx,
-                RKNN_QUERY_NATIVE_INPUT_ATTR,
-                i,
-                "load",
-                "rknn_query(RKNN_QUERY_NATIVE_INPUT_ATTR)",
-            )
+            native = self._query(ctx, RKNN_QUERY_NATIVE_INPUT_ATTR, in_name, RknnTensorAttr(), i)
             # Recorded as the runtime reported it, before the adapter sets pass_through: the
             # bytes we copy in are already native (packed by the host codec), no conversion.
             reported = attr_record(native)
             native.pass_through = 1
-            model.inputs.append(
-                NativeTensor(native, reported, attr_record(logical), "RKNN_QUERY_NATIVE_INPUT_ATTR")
-            )
+            model.inputs.append(NativeTensor(native, reported, attr_record(logical), in_name))
         for i in range(int(io_num.n_output)):
-            logical = self._query_attr(
-                ctx, RKNN_QUERY_OUTPUT_ATTR, i, "load", "rknn_query(RKNN_QUERY_OUTPUT_ATTR)"
+            logical = self._query(
+                ctx, RKNN_QUERY_OUTPUT_ATTR, "RKNN_QUERY_OUTPUT_ATTR", RknnTensorAttr(), i
             )
-            native = self._query_attr(ctx, out_cmd, i, "load", f"rknn_query({out_name})")
+            native = self._query(ctx, out_cmd, out_name, RknnTensorAttr(), i)
             model.outputs.append(
                 NativeTensor(native, attr_record(native), attr_record(logical), out_name)
             )
@@ -485,19 +480,12 @@ class RknnNativeAdapter(Adapter):
         return mask, given
 
     def _query_versions(self, ctx: int) -> None:
-        sdk = RknnSdkVersion()
-        ret = self.library().call(
-            "rknn_query", ctx, RKNN_QUERY_SDK_VERSION, ctypes.byref(sdk), ctypes.sizeof(sdk)
-        )
-        _check(int(ret), "load", "rknn_query(RKNN_QUERY_SDK_VERSION)")
+        sdk = self._query(ctx, RKNN_QUERY_SDK_VERSION, "RKNN_QUERY_SDK_VERSION", RknnSdkVersion())
         self._versions["api_version"] = sdk.api_version.decode("utf-8", "replace")
         self._versions["drv_version"] = sdk.drv_version.decode("utf-8", "replace")
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
-        if not isinstance(model, RknnModel) or model.released:
-            raise AdapterError(
-                "DeviceError", "run", "model handle is not a loaded rknn_native model"
-            )
+        self.loaded(model, RknnModel)
         lib = self.library()
         ctx = model.context
         timings: dict[str, float] = {}
@@ -519,11 +507,7 @@ class RknnNativeAdapter(Adapter):
         timings["run_s"] = time.perf_counter() - start
 
         start = time.perf_counter()
-        wanted, out_matched_by = list(range(len(model.outputs))), "name"
-        if outputs is not None:
-            wanted, out_matched_by = match_names(
-                [t.name for t in model.outputs], list(outputs), "fetch", "outputs"
-            )
+        wanted, out_matched_by = match_outputs([t.name for t in model.outputs], outputs)
         result = RunOutput(
             inputs=[self._read(model, t, matched_by) for t in model.inputs],
             outputs=[self._read(model, model.outputs[i], out_matched_by) for i in wanted],
@@ -538,10 +522,7 @@ class RknnNativeAdapter(Adapter):
         ``rknn_set_io_mem``): every output and input memory is filled through ``virt_addr`` and
         synced to the device, so a byte the NPU does not write reads back as the pattern. The
         inputs are then overwritten whole by the run's copy (their size is checked)."""
-        if not isinstance(model, RknnModel) or model.released:
-            raise AdapterError(
-                "DeviceError", "run", "model handle is not a loaded rknn_native model"
-            )
+        self.loaded(model, RknnModel)
         for tensor in model.inputs + model.outputs:
             fill = canary_bytes(pattern, tensor.nbytes)
             ctypes.memmove(tensor.mem.contents.virt_addr, fill.ctypes.data, fill.nbytes)

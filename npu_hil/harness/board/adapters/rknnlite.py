@@ -180,8 +180,7 @@ class RknnLiteAdapter(Adapter):
         )
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
-        if not isinstance(model, LiteModel) or model.released:
-            raise AdapterError("DeviceError", "run", "model handle is not a loaded rknnlite model")
+        self.loaded(model, LiteModel)
         start = time.perf_counter()
         arrays = [self._array(inp) for inp in inputs]
         kwargs: dict[str, Any] = {
