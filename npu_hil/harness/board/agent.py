@@ -13,7 +13,7 @@ import numpy as np
 
 from .boardstate import pin_clocks, read_board_state, restore_clocks
 from .cache import AdapterCache, StageFailed, describe_exception, traceback_tail
-from .job import Job, JobInput, JobRefused, check_buffers, validate_job
+from .job import Job, JobRefused, check_buffers, validate_job
 from .kernlog import KernelLog
 from .results import describe_tensor, device_bytes
 from .runlog import StderrCapture
@@ -130,7 +130,7 @@ class Agent(AdapterCache):
 
         self.log_level = job.log_level
         adapter = self.adapter(job.adapter, job.options, load_timeout)
-        self.log_env = getattr(adapter, "log_level_env", None)
+        self.log_env = adapter.log_level_env
         result["versions"] = self.versions(job.adapter, job.options, load_timeout)
 
         t0 = time.perf_counter()
@@ -145,7 +145,14 @@ class Agent(AdapterCache):
 
         # The frame's own buffers: the bytes are not copied again.
         tensors = [
-            self._input_tensor(item, np.frombuffer(data, dtype=np.uint8))
+            self.base.InputTensor(
+                name=item.spec.name,
+                data=np.frombuffer(data, dtype=np.uint8),
+                layout=item.spec.layout,
+                shape=list(item.spec.shape),
+                dtype=item.spec.dtype,
+                pass_through=item.spec.pass_through,
+            )
             for item, data in zip(job.inputs, buffers)  # noqa: B905 - check_buffers counted them
         ]
         run, run_wall = self._runs(job, adapter, model, tensors, result)
@@ -216,7 +223,7 @@ class Agent(AdapterCache):
             for _ in range(job.warmup):
                 once()
             # A simulated board has no clocks or zones of its own: the host's are not its state.
-            simulated = bool(getattr(adapter, "simulated", False))
+            simulated = adapter.simulated
             if not simulated:
                 result["board_state"] = {"before": read_board_state()}
             for _ in range(job.runs):
@@ -243,11 +250,9 @@ class Agent(AdapterCache):
     def _fill_canary(self, job: Job, adapter: Adapter, model: Any, pattern: bytes) -> CanaryJson:
         """The adapter fills what it owns; the result says what was filled and, where nothing
         was, why (so the host never reads "no unwritten bytes" into a buffer never filled)."""
-        hook = getattr(adapter, "fill_canary", None)
-        if hook is None:  # an adapter written before the hook: it fills nothing
-            fill = self.base.CanaryFill(reason=f"adapter {job.adapter!r} has no fill_canary")
-        else:
-            fill = self._call("run", job.adapter, lambda: hook(model, pattern), job.timeouts["run"])
+        fill = self._call(
+            "run", job.adapter, lambda: adapter.fill_canary(model, pattern), job.timeouts["run"]
+        )
         if not isinstance(fill, self.base.CanaryFill):
             raise StageFailed(
                 failure(
@@ -262,15 +267,3 @@ class Agent(AdapterCache):
             "inputs": bool(fill.inputs),
             "reason": str(fill.reason or ""),
         }
-
-    def _input_tensor(self, item: JobInput, data: np.ndarray) -> InputTensor:
-        spec = item.spec
-        tensor: InputTensor = self.base.InputTensor(
-            name=spec.name,
-            data=data,
-            layout=spec.layout,
-            shape=list(spec.shape),
-            dtype=spec.dtype,
-            pass_through=spec.pass_through,
-        )
-        return tensor

@@ -12,7 +12,7 @@ import glob
 import importlib
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -59,7 +59,6 @@ SCALE_FIELDS = {
 TIMEOUT_CODES = (-7, -207, 103)
 MAX_ITEMS = 1 << 16  # bound on any array length read through a pointer the library hands out
 
-# ---------------------------------------------------------------------------------------------
 # kp_struct.h (PLUS 3.x), the part kp_inf_raw_fixed_node_output_t needs. PLUS declares almost
 # every struct __attribute__((packed, aligned(4))): no member is placed beyond a 4-byte boundary
 # (pointers and the 8-byte kp_scale_t union sit at offsets 4, 12 ...) and each struct is 4-aligned.
@@ -67,7 +66,6 @@ MAX_ITEMS = 1 << 16  # bound on any array length read through a pointer the libr
 # narrower than 4 bytes except inside kp_scale_t, which the header leaves unpacked (8-aligned).
 # tests/data/abi/kp_struct-plus-3.1.1.json holds sizeof/_Alignof/offsetof of the real header
 # compiled for aarch64; the tests hold these mirrors to it.
-# ---------------------------------------------------------------------------------------------
 
 PACK = 4
 """``_pack_`` of every mirror of a ``packed, aligned(4)`` struct or union."""
@@ -193,9 +191,10 @@ class KpInfRawFixedNodeOutput(_PackedStruct):
     ]
 
 
-# ---------------------------------------------------------------------------------------------
 # The raw node call: receive buffer -> libkplus -> bytes and descriptor
-# ---------------------------------------------------------------------------------------------
+
+
+V1_ONLY = ("shape_npu", "axis_permutation_onnx_to_npu")
 
 
 @dataclass
@@ -388,9 +387,7 @@ def retrieve_raw_fixed_nodes(
     return nodes
 
 
-# ---------------------------------------------------------------------------------------------
 # The adapter
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -659,25 +656,13 @@ class KneronAdapter(Adapter):
             dtype = "float32"
         else:
             dtype = "int8"
+        # Every field of the node but its bytes; the V1 shape fields only where it has them.
         attributes: dict[str, Any] = {
-            "index": node.index,
-            "name": node.name,
-            "data_layout": layout,
-            "data_layout_code": node.data_layout_code,
-            "shape": node.shape,
-            "stride_npu": node.stride_npu,
-            "stride_onnx": node.stride_onnx,
-            "quantized_axis": node.quantized_axis,
-            "radix": node.radix,
-            "scale": node.scale,
-            "scale_dtype": node.scale_dtype,
-            "num_data": node.num_data,
-            "shape_info_version": node.shape_info_version,
-            "inputs_read_back": False,
+            f.name: getattr(node, f.name)
+            for f in fields(node)
+            if f.name != "data" and (node.shape_npu is not None or f.name not in V1_ONLY)
         }
-        if node.shape_npu is not None:
-            attributes["shape_npu"] = node.shape_npu
-            attributes["axis_permutation_onnx_to_npu"] = node.axis_permutation_onnx_to_npu
+        attributes.update(data_layout=layout, inputs_read_back=False)
         return TensorOut(
             name=node.name or f"node{node.index}",
             data=np.frombuffer(node.data, dtype=np.uint8).copy(),

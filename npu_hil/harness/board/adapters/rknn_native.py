@@ -29,11 +29,9 @@ from .base import (
     match_outputs,
 )
 
-# ---------------------------------------------------------------------------------------------
 # rknn_api.h, mirrored. Field order and types are the header's; tests hold every size, alignment,
 # field offset and size, enum and error value here to the numbers measured from the real 2.3.2
 # header (aarch64 and armhf, tests/data/abi/rknn_api-2.3.2.json), as they hold the C fake.
-# ---------------------------------------------------------------------------------------------
 
 RKNN_MAX_DIMS = 16
 RKNN_MAX_NAME_LEN = 256
@@ -191,9 +189,7 @@ def _check(ret: int, stage: str, call: str) -> None:
     raise AdapterError(kind, stage, f"{call} returned {ret} ({name})", ret)
 
 
-# ---------------------------------------------------------------------------------------------
 # The library binding: one place that knows the C signatures.
-# ---------------------------------------------------------------------------------------------
 
 
 class RknnLibrary:
@@ -284,9 +280,7 @@ def refuse_single_core(soc: str | None, mask: int) -> None:
         )
 
 
-# ---------------------------------------------------------------------------------------------
 # The adapter
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass

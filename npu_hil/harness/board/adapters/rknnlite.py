@@ -374,25 +374,15 @@ def parse_sdk_banner(text: str) -> dict[str, str]:
     """``api_version`` and ``drv_version`` from the banner ``get_sdk_version`` returns (rules of
     ``=``, ``RKNN VERSION:``, ``API: ...``, ``DRV: ...``; several DRV lines are joined with
     ``; ``). A one-line answer of an older toolkit is taken as the API version."""
-    api: list[str] = []
-    drv: list[str] = []
-    for raw in text.splitlines():
-        line = raw.strip()
+    found: dict[str, list[str]] = {"API": [], "DRV": []}
+    for line in text.splitlines():
         key, sep, value = line.partition(":")
-        if not sep:
-            continue
-        if key.strip().upper() == "API":
-            api.append(value.strip())
-        elif key.strip().upper() == "DRV":
-            drv.append(value.strip())
-    if not api and not drv and text.strip() and "\n" not in text.strip():
-        api.append(text.strip())
-    out = {}
-    if api:
-        out["api_version"] = "; ".join(api)
-    if drv:
-        out["drv_version"] = "; ".join(drv)
-    return out
+        if sep and key.strip().upper() in found:
+            found[key.strip().upper()].append(value.strip())
+    if not any(found.values()) and text.strip() and "\n" not in text.strip():
+        found["API"].append(text.strip())
+    names = {"API": "api_version", "DRV": "drv_version"}
+    return {names[key]: "; ".join(values) for key, values in found.items() if values}
 
 
 def _call(func: Any, stage: str, what: str, *args: Any, **kwargs: Any) -> Any:
