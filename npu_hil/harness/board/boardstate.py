@@ -37,8 +37,9 @@ def sysfs_root() -> str:
     return os.environ.get(SYSFS_ROOT_ENV) or "/"
 
 
-class _Reader:
-    """Reads files under one root, noting what was absent and what could not be read."""
+class SysfsReader:
+    """Reads files under one root (a path relative to it, or one already joined), noting what was
+    absent and what could not be read."""
 
     def __init__(self, root: str) -> None:
         self.root = root
@@ -52,17 +53,19 @@ class _Reader:
         # The path as it is on a board: the injected root is not part of it.
         return "/" + os.path.relpath(full, self.root)
 
-    def text(self, full: str) -> str | None:
+    def text(self, path: str, limit: int = MAX_FILE_BYTES, strip: bool = True) -> str | None:
+        full = self.path(path)
         try:
             with open(full, "rb") as handle:
-                raw = handle.read(MAX_FILE_BYTES)
+                raw = handle.read(limit)
         except FileNotFoundError:
             self.absent.append(self.shown(full))
             return None
-        except OSError as exc:
+        except OSError as exc:  # debugfs without root: EACCES
             self.unreadable.append({"path": self.shown(full), "error": str(exc)})
             return None
-        return raw.decode("utf-8", "replace").strip()
+        text = raw.decode("utf-8", "replace")
+        return text.strip() if strip else text
 
     def integer(self, full: str) -> int | None:
         text = self.text(full)
@@ -81,7 +84,7 @@ class _Reader:
         return found[:MAX_ENTRIES]
 
 
-def _devfreq(reader: _Reader, devices: list[str], name: re.Pattern[str]) -> list[DevfreqJson]:
+def _devfreq(reader: SysfsReader, devices: list[str], name: re.Pattern[str]) -> list[DevfreqJson]:
     return [
         {
             "device": os.path.basename(full),
@@ -93,7 +96,7 @@ def _devfreq(reader: _Reader, devices: list[str], name: re.Pattern[str]) -> list
     ]
 
 
-def _loadavg(reader: _Reader) -> list[float] | None:
+def _loadavg(reader: SysfsReader) -> list[float] | None:
     full = reader.path(LOADAVG)
     text = reader.text(full)
     if text is None:
@@ -110,7 +113,7 @@ def read_board_state(root: str | None = None) -> BoardStateJson:
     (devfreq devices matched by name: governor, cur_freq_hz), ``thermal`` (per zone: type,
     temp_mc in millidegrees C), ``loadavg`` (1, 5, 15 min), and ``absent`` / ``unreadable``:
     the paths tried that were missing, or held what is not a number."""
-    reader = _Reader(root if root is not None else sysfs_root())
+    reader = SysfsReader(root if root is not None else sysfs_root())
     cpu: list[CpuPolicyJson] = [
         {
             "policy": os.path.basename(full),
@@ -170,7 +173,7 @@ def pin_clocks(root: str | None = None) -> list[GovernorJson]:
     for a perf run. Returns one entry per governor file: its path as on the board, the governor
     it had (``was``) and ``error`` when it could not be set (not root, a governor the kernel
     lacks); :func:`restore_clocks` puts back what was there."""
-    reader = _Reader(root if root is not None else sysfs_root())
+    reader = SysfsReader(root if root is not None else sysfs_root())
     files = [os.path.join(p, "scaling_governor") for p in reader.listing(CPUFREQ + "/policy*")]
     for full in sorted(glob.glob(reader.path(DEVFREQ + "/*")))[:MAX_ENTRIES]:
         name = os.path.basename(full)
