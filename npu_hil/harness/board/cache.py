@@ -59,12 +59,8 @@ class _Task(Generic[T]):
 
 
 class RuntimeThread:
-    """Runs every adapter call on one long-lived daemon thread.
-
-    Vendor runtimes may tie a context to the thread that created it, so all calls go through the
-    same thread; the caller waits with a timeout and, on expiry, marks the thread stuck. A stuck
-    thread is never reused: the agent reports and exits.
-    """
+    """Runs every adapter call on one long-lived daemon thread (vendor runtimes may tie a context
+    to the thread that made it); a call past its timeout marks it stuck, never to be reused."""
 
     def __init__(self) -> None:
         self.stuck = False

@@ -41,12 +41,9 @@ def adapter_dirs_from(cli_dirs: list[str]) -> list[str]:
 
 
 def _adapter_package(adapter_dirs: list[str]) -> ModuleType:
-    """Register the ``adapters`` package with every search folder on its ``__path__``.
-
-    Built by hand rather than found on sys.path so that a test folder holding only ``echo.py``
-    still sees ``adapters.base`` from the board package, whether or not either folder has an
-    ``__init__.py``.
-    """
+    """Register the ``adapters`` package with every search folder on its ``__path__``: by hand,
+    so that a folder holding only ``echo.py`` still sees the board package's ``adapters.base``,
+    whether or not either folder has an ``__init__.py``."""
     package = sys.modules.get("adapters")
     if package is None:
         spec = importlib.machinery.ModuleSpec("adapters", None, is_package=True)

@@ -63,24 +63,6 @@ def describe_tensor(
     return record
 
 
-def write_result(folder: str, result: ResultJson) -> OSError | None:
-    """Write result.json atomically (the host never sees half a file); the OSError when the
-    directory is not writable, full or missing, else None."""
-    path = os.path.join(folder, RESULT_FILE)
-    tmp = path + ".tmp"
-    try:
-        with create_new(tmp, "w") as handle:
-            json.dump(result, handle, indent=1, default=jsonable)
-        # A rename replaces the name itself: a symlink planted as result.json is not followed.
-        os.replace(tmp, path)
-    except OSError as exc:
-        log.error("cannot write %s: %s", path, exc)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)  # half a file on a full disk holds space the next job needs
-        return exc
-    return None
-
-
 def new_kept_dir(value: Any) -> str:
     """The folder a framed job's files are kept in for inspection (the host's ``keep``): exactly
     ``jobs/<name>`` in the workdir, made here, new, and this user's own, so a request cannot
@@ -132,4 +114,17 @@ def write_kept_view(
             json.dump(document, handle, indent=1, default=jsonable)
     except OSError as exc:
         return exc
-    return write_result(folder, result)
+    # result.json last and atomically: a reader never sees half a file.
+    path = os.path.join(folder, RESULT_FILE)
+    tmp = path + ".tmp"
+    try:
+        with create_new(tmp, "w") as handle:
+            json.dump(result, handle, indent=1, default=jsonable)
+        # A rename replaces the name itself: a symlink planted as result.json is not followed.
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.error("cannot write %s: %s", path, exc)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)  # half a file on a full disk holds space the next job needs
+        return exc
+    return None

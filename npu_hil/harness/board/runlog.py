@@ -80,12 +80,9 @@ while True:
 
 
 class StderrTee:
-    """Descriptor 2 of the agent pointed, once per process, at a tee child: every byte still
-    reaches the agent's own standard error (where the host reads why an agent died), and the
-    tee keeps what came since the last :meth:`reset` or :meth:`window` call. A job's window is
-    what came between the two, so a job pays one pipe round trip, not a process, and nothing is
-    written to the board's disk. The tee is a child, so what a runtime wrote just before it
-    crashed the agent still gets out: the child reads to the end of the pipe after its parent
+    """Descriptor 2 of the agent pointed, once per process, at a tee child, which keeps what came
+    since the last :meth:`reset` or :meth:`window` call. A child, so what a runtime wrote just
+    before it crashed the agent still gets out: it reads to the end of the pipe after its parent
     is gone."""
 
     def __init__(self) -> None:
