@@ -48,22 +48,11 @@ DEFAULT_WARMUP = 0
 MAX_RUNS = 10000
 MAX_WARMUP = 1000
 MAX_LOG_LEVEL = 9
-# The element types a job may name, with their sizes in bytes (numpy's, without numpy).
-DTYPE_SIZES = {
-    "bool": 1,
-    "int8": 1,
-    "uint8": 1,
-    "int16": 2,
-    "uint16": 2,
-    "int32": 4,
-    "uint32": 4,
-    "int64": 8,
-    "uint64": 8,
-    "float16": 2,
-    "float32": 4,
-    "float64": 8,
-}
-DTYPES = tuple(DTYPE_SIZES)
+# The element types a job may name, with their sizes in bytes (numpy's, without numpy: the bits
+# in the name, and a byte for bool).
+_DTYPE_NAMES = "bool int8 uint8 int16 uint16 int32 uint32 int64 uint64 float16 float32 float64"
+DTYPES = tuple(_DTYPE_NAMES.split())
+DTYPE_SIZES = {d: 1 if d == "bool" else int(d.lstrip("uintfloa")) // 8 for d in DTYPES}
 SHA256_RE = re.compile(r"[0-9a-f]{64}\Z")
 CANARY_RE = re.compile(r"(?:[0-9a-f]{2}){2,64}\Z")
 CANARY_BYTES = 8

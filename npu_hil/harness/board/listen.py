@@ -74,10 +74,8 @@ def listen(
     max_job_bytes: int = MAX_JOB_INPUT_BYTES,
 ) -> int:
     """Serve connections at ``path`` until a shutdown request, a fatal error or ``idle_timeout``
-    seconds without a connection; the socket is removed on the way out. Up to
-    ``max_connections`` clients are connected at once, each on a thread of its own, and their
-    requests take turns (``agent.lock``): a client that says nothing blocks nobody and is
-    dropped after ``read_timeout`` seconds; one more than the bound is told so and closed."""
+    seconds without a connection (the rules: the module's page); the socket is removed on the
+    way out. Their requests take turns (``agent.lock``)."""
     try:
         server = bind_socket(path)
     except OSError as exc:

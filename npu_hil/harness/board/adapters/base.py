@@ -139,6 +139,22 @@ def pick_outputs(names: List[str], outputs: Optional[List[str]]) -> List[int]:
     return [names.index(w) for w in outputs]
 
 
+def pick_model(names: List[str], wanted: Any, path: str) -> int:
+    """Which of the models an artifact packs (``names``) runs: the one the option ``model_name``
+    (``wanted``) names, else the only one."""
+    if wanted is not None:
+        if wanted not in names:
+            raise AdapterError(
+                "LayoutError", "load", f"model_name {wanted!r} is not in {path} (it has {names})"
+            )
+        return names.index(wanted)
+    if len(names) != 1:
+        raise AdapterError(
+            "LayoutError", "load", f"{path} packs {len(names)} models {names}: set model_name"
+        )
+    return 0
+
+
 def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 

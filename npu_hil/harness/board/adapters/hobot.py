@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-# Relative: the agent loads this as adapters.<name>, the harness as
-# npu_hil.harness.board.adapters.<name>; either way the base is the one beside it.
+# Relative: loaded as adapters.<name> or npu_hil...adapters.<name>, the base is the one beside it.
 from .base import (
     Adapter,
     AdapterError,
@@ -24,6 +23,7 @@ from .base import (
     TensorOut,
     describe,
     package_version,
+    pick_model,
     pick_outputs,
 )
 
@@ -149,21 +149,7 @@ class HobotAdapter(Adapter):
                 "DeviceError", "load", f"pyeasy_dnn.load({model_path!r}) gave no model"
             )
         names = [str(getattr(m, "name", "")) for m in models]
-        wanted = self.options.get("model_name")
-        if wanted is not None:
-            if wanted not in names:
-                raise AdapterError(
-                    "LayoutError", "load", f"model_name {wanted!r} not in {model_path} ({names})"
-                )
-            model = models[names.index(wanted)]
-        elif len(models) == 1:
-            model = models[0]
-        else:
-            raise AdapterError(
-                "LayoutError",
-                "load",
-                f"{model_path} packs {len(models)} models {names}: set model_name",
-            )
+        model = models[pick_model(names, self.options.get("model_name"), model_path)]
         input_types = [
             str(getattr(t.properties, "tensor_type", "")) for t in getattr(model, "inputs", [])
         ]

@@ -13,8 +13,7 @@ from typing import Any, List, TypedDict, cast
 
 import numpy as np
 
-# Relative: the agent loads this as adapters.<name>, the harness as
-# npu_hil.harness.board.adapters.<name>; either way the base is the one beside it.
+# Relative: loaded as adapters.<name> or npu_hil...adapters.<name>, the base is the one beside it.
 from .base import (
     Adapter,
     AdapterError,
@@ -25,6 +24,7 @@ from .base import (
     canary_bytes,
     match_inputs,
     match_outputs,
+    pick_model,
 )
 
 FIRST_ADDRESS_ALIGNMENT = 32
@@ -653,23 +653,7 @@ class HobotNativeAdapter(Adapter):
             model.packed,
         )
         names = [(name_list[i] or b"").decode("utf-8", "replace") for i in range(count.value)]
-        wanted = self.options.get("model_name")
-        if wanted is not None:
-            if wanted not in names:
-                raise AdapterError(
-                    "LayoutError",
-                    "load",
-                    f"model_name {wanted!r} is not in {model.path} (it has {names})",
-                )
-            model.model_name = str(wanted)
-        elif len(names) == 1:
-            model.model_name = names[0]
-        else:
-            raise AdapterError(
-                "LayoutError",
-                "load",
-                f"{model.path} packs {len(names)} models {names}: set model_name",
-            )
+        model.model_name = names[pick_model(names, self.options.get("model_name"), model.path)]
         handle = (ctypes.byref(model.dnn), model.packed, model.model_name.encode())
         rt.checked("load", f"hbDNNGetModelHandle({model.model_name!r})", *handle)
         for kind, target in (("Input", model.inputs), ("Output", model.outputs)):

@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-# Relative: the agent loads this as adapters.<name>, the harness as
-# npu_hil.harness.board.adapters.<name>; either way the base is the one beside it.
+# Relative: loaded as adapters.<name> or npu_hil...adapters.<name>, the base is the one beside it.
 from .base import (
     Adapter,
     AdapterError,
