@@ -78,7 +78,7 @@ class Agent(AdapterCache):
         capture = StderrCapture()
         capture.start()
         try:
-            status = self._run(doc, buffers, damaged, result, device)
+            self._run(doc, buffers, damaged, result, device)
         except JobRefused as refused:
             result["errors"].append(refused.record())
             status = EXIT_REFUSED
@@ -116,7 +116,7 @@ class Agent(AdapterCache):
         damaged: tuple[int, ...],
         result: ResultJson,
         device: list[memoryview],
-    ) -> int:
+    ) -> None:
         if not isinstance(doc, dict):
             raise JobRefused("job", "type", f"expected a job document, got {doc!r}"[:300])
         if isinstance(doc.get("job_id"), str):
@@ -167,12 +167,10 @@ class Agent(AdapterCache):
             for index, tensor in enumerate(tensors_out):
                 flat = device_bytes(tensor)
                 device.append(flat.data)
-                # The answer's trailer carries its sha256, computed as it is written.
-                records.append(describe_tensor(f"{prefix}_{index}.bin", tensor, flat, False))
+                records.append(describe_tensor(f"{prefix}_{index}.bin", tensor, flat))
         timings["copy_s"] = reported.get("copy_s", 0.0) + (time.perf_counter() - t0)
         if reported:
             timings["adapter"] = reported
-        return EXIT_OK
 
     def _runs(
         self,

@@ -5,7 +5,6 @@ are written (``--keep-remote``). The document: ``docs/runtime/agent.md`` (The re
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -43,13 +42,10 @@ def device_bytes(tensor: TensorOut) -> np.ndarray:
     return np.ascontiguousarray(tensor.data).reshape(-1).view(np.uint8)
 
 
-def describe_tensor(
-    filename: str, tensor: TensorOut, flat: np.ndarray, digest: bool = True
-) -> TensorJson:
-    """The result's record of a device buffer: its bytes hashed once, here, unless they go back
-    in a bulk frame (``digest`` False), whose trailer carries the sha256 computed as it is
-    written (the host puts it in the record)."""
-    record: TensorJson = {
+def describe_tensor(filename: str, tensor: TensorOut, flat: np.ndarray) -> TensorJson:
+    """The result's record of a device buffer, but its sha256: the buffer goes back in a bulk
+    frame, whose trailer carries it, computed as it is written (the host puts it in the record)."""
+    return {
         "name": str(tensor.name),
         "file": filename,
         "nbytes": int(flat.size),
@@ -58,9 +54,6 @@ def describe_tensor(
         "shape": [int(d) for d in tensor.shape],
         "attributes": json.loads(json.dumps(tensor.attributes or {}, default=jsonable)),
     }
-    if digest:
-        record["sha256"] = hashlib.sha256(flat.data).hexdigest()
-    return record
 
 
 def new_kept_dir(value: Any) -> str:

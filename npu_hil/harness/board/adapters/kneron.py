@@ -643,12 +643,8 @@ class KneronAdapter(Adapter):
 
     def _tensor(self, kp: Any, node: RawNode) -> TensorOut:
         layout = _layout_name(kp, node.data_layout_code)
-        if layout in SIXTEEN_BIT_LAYOUTS:
-            dtype = "int16"
-        elif layout == "RAW_FLOAT":
-            dtype = "float32"
-        else:
-            dtype = "int8"
+        dtype = "int16" if layout in SIXTEEN_BIT_LAYOUTS else "int8"
+        dtype = "float32" if layout == "RAW_FLOAT" else dtype
         # Every field of the node but its bytes; the V1 shape fields only where it has them.
         attributes: dict[str, Any] = {
             f.name: getattr(node, f.name)
