@@ -193,11 +193,11 @@ def _shape(field: str, value: object) -> list[int]:
 
 
 def _timeouts(value: object) -> dict[str, float]:
+    timeouts = dict(DEFAULT_TIMEOUTS)
     if value is None:
-        return dict(DEFAULT_TIMEOUTS)
+        return timeouts
     if not isinstance(value, dict):
         raise JobRefused("timeouts", "type", f"expected an object, got {value!r}")
-    timeouts = dict(DEFAULT_TIMEOUTS)
     for key in ("load", "run"):
         if key not in value:
             continue

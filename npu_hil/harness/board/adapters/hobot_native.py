@@ -422,12 +422,9 @@ class HorizonRuntime:
 
     def alloc(self, size: int, what: str) -> Any:
         mem = self.abi.mem()
-        if self.abi.name == "x3x5":
-            ret = self.call("hbSysAllocCachedMem", ctypes.byref(mem), size)
-            call = "hbSysAllocCachedMem"
-        else:
-            ret = self.call("hbUCPMallocCached", ctypes.byref(mem), size, 0)
-            call = "hbUCPMallocCached"
+        x3x5 = self.abi.name == "x3x5"
+        call = "hbSysAllocCachedMem" if x3x5 else "hbUCPMallocCached"
+        ret = self.call(call, ctypes.byref(mem), size, *(() if x3x5 else (0,)))  # S100: flags 0
         self.check(int(ret), "run", f"{call}({size}) for {what}")
         if not mem.virAddr:
             raise AdapterError(

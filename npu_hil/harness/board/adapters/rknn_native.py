@@ -68,16 +68,13 @@ RK3576_REMAP = {CORE_MASKS["0_1_2"]: CORE_MASKS["0_1"], CORE_MASKS["2"]: CORE_MA
 MICRO_RUNTIME_SOCS = ("rv1103", "rv1106", "rv1103b", "rv1106b")
 
 
-def _context_type() -> Any:
-    # rknn_api.h: `#ifdef __arm__ typedef uint32_t rknn_context; #else uint64_t`. __arm__ is the
-    # 32-bit ARM ABI (RV1103/RV1106 armhf userlands), whatever the kernel reports as machine.
-    machine = platform.machine().lower()
-    if ctypes.sizeof(ctypes.c_void_p) == 4 and (machine.startswith("arm") or machine == "aarch64"):
-        return ctypes.c_uint32
-    return ctypes.c_uint64
-
-
-rknn_context = _context_type()
+# rknn_api.h: `#ifdef __arm__ typedef uint32_t rknn_context; #else uint64_t`. __arm__ is the
+# 32-bit ARM ABI (RV1103/RV1106 armhf userlands), whatever the kernel reports as machine.
+_MACHINE = platform.machine().lower()
+_ARM32 = ctypes.sizeof(ctypes.c_void_p) == 4 and (
+    _MACHINE.startswith("arm") or _MACHINE == "aarch64"
+)
+rknn_context: Any = ctypes.c_uint32 if _ARM32 else ctypes.c_uint64
 
 
 class RknnInputOutputNum(ctypes.Structure):
