@@ -19,9 +19,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, NoReturn
 
 from .agent import Agent
+from .boardstate import read_identity
 from .cache import StageFailed
 from .folders import UnsafeFolder, check_folder
-from .identity import read_identity
 from .job import DEFAULT_TIMEOUTS, MAX_INPUTS, MAX_JOB_INPUT_BYTES, JobRefused
 from .loader import EXTRA_ADAPTERS, PACKAGE_DIR, available_adapters, is_adapter_name
 from .memory import read_memory

@@ -448,25 +448,15 @@ class HorizonRuntime:
         if self.abi.name == "x3x5":
             ctrl = InferCtrlParam(bpuCoreId=core, dspCoreId=0, priority=0, more=0, customId=0)
             out_ptr = ctypes.cast(outputs, ctypes.POINTER(self.abi.tensor))
-            ret = self.call(
-                "hbDNNInfer",
-                ctypes.byref(task),
-                ctypes.byref(out_ptr),
-                inputs,
-                dnn,
-                ctypes.byref(ctrl),
+            out = ctypes.byref(out_ptr)
+            self.checked(
+                "run", "hbDNNInfer", ctypes.byref(task), out, inputs, dnn, ctypes.byref(ctrl)
             )
-            self.check(int(ret), "run", "hbDNNInfer")
             return task
-        ret = self.call("hbDNNInferV2", ctypes.byref(task), outputs, inputs, dnn)
-        self.check(int(ret), "run", "hbDNNInferV2")
+        self.checked("run", "hbDNNInferV2", ctypes.byref(task), outputs, inputs, dnn)
         sched = UCPSchedParam(priority=0, customId=0, backend=core, deviceId=0)
         try:
-            self.check(
-                int(self.call("hbUCPSubmitTask", task, ctypes.byref(sched))),
-                "run",
-                "hbUCPSubmitTask",
-            )
+            self.checked("run", "hbUCPSubmitTask", task, ctypes.byref(sched))
         except AdapterError:
             self.release_task(task)
             raise
