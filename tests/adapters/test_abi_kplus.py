@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from npu_hil.harness.board.adapters import kneron
+from tests.adapters import mirrors
 
 FACTS_PATH = Path(__file__).resolve().parents[1] / "data" / "abi" / "kp_struct-plus-3.1.1.json"
 FACTS: dict[str, Any] = json.loads(FACTS_PATH.read_text(encoding="utf-8"))
@@ -54,7 +55,7 @@ def test_the_facts_are_the_ones_the_issue_names() -> None:
 
 
 def test_every_struct_of_the_facts_has_a_mirror() -> None:
-    assert sorted(kneron.STRUCTS) == sorted(STRUCTS)
+    assert sorted(mirrors.KP_STRUCTS) == sorted(STRUCTS)
 
 
 def _ctypes_value(cls: Any, what: str, field: str | None) -> int:
@@ -70,14 +71,14 @@ def _ctypes_value(cls: Any, what: str, field: str | None) -> int:
 def test_ctypes_mirror_matches_the_header(
     struct: str, what: str, field: str | None, expected: int
 ) -> None:
-    cls = kneron.STRUCTS[struct]
+    cls = mirrors.KP_STRUCTS[struct]
     assert _ctypes_value(cls, what, field) == expected, f"{struct} {what} {field or ''}"
 
 
 def test_every_mirrored_field_is_in_the_facts() -> None:
     # A mirror field the facts do not list would go unchecked: unions only list no fields
     # (every member at offset 0), structs list all of theirs.
-    for name, cls in kneron.STRUCTS.items():
+    for name, cls in mirrors.KP_STRUCTS.items():
         if issubclass(cls, ctypes.Union):
             continue
         fields = STRUCTS[name]["fields"]
@@ -262,7 +263,7 @@ def probe_header(header: Path, workdir: Path) -> dict[tuple[str, str, str | None
 def check_probe(found: dict[tuple[str, str, str | None], int]) -> None:
     for struct, what, field, expected in STRUCT_ITEMS:
         assert found[(struct, what, field)] == expected, f"{struct} {what} {field or ''}"
-        assert _ctypes_value(kneron.STRUCTS[struct], what, field) == expected
+        assert _ctypes_value(mirrors.KP_STRUCTS[struct], what, field) == expected
 
 
 @pytest.mark.skipif(

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from npu_hil.harness.board.adapters import rknn_native
+from tests.adapters import mirrors
 
 FACTS_FILE = Path(__file__).resolve().parents[1] / "data" / "abi" / "rknn_api-2.3.2.json"
 ARCH = "aarch64" if ctypes.sizeof(ctypes.c_void_p) == 8 else "armhf"
@@ -25,7 +26,7 @@ def facts() -> dict[str, Any]:
 
 def mirror_structs() -> dict[str, Any]:
     """Every C type the adapter declares: its structs and the context handle."""
-    return {**rknn_native.STRUCTS, "rknn_context": rknn_native.rknn_context}
+    return {**mirrors.RKNN_STRUCTS, "rknn_context": rknn_native.rknn_context}
 
 
 def mirror_constants() -> dict[str, int]:

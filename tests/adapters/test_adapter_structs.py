@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from npu_hil.harness.board.adapters import hobot_native
+from tests.adapters import mirrors
 
 CASES = [
-    ("dnn_x3x5", hobot_native.STRUCTS_X3X5),
-    ("dnn_s100", hobot_native.STRUCTS_S100),
+    ("dnn_x3x5", mirrors.HB_STRUCTS_X3X5),
+    ("dnn_s100", mirrors.HB_STRUCTS_S100),
 ]
 
 

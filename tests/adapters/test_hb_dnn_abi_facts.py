@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from npu_hil.harness.board.adapters import hobot_native
+from tests.adapters import mirrors as names
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "abi"
 # header version -> (adapter ABI, fake library)
@@ -45,8 +46,8 @@ def items(arch: dict[str, Any]) -> Iterator[Item]:
 
 
 def mirrors(abi: str) -> dict[str, Any]:
-    structs = hobot_native.STRUCTS_X3X5 if abi == "x3x5" else hobot_native.STRUCTS_S100
-    return {**structs, **hobot_native.ENUM_TYPES}
+    structs = names.HB_STRUCTS_X3X5 if abi == "x3x5" else names.HB_STRUCTS_S100
+    return {**structs, **names.HB_ENUM_TYPES}
 
 
 def mirror_value(abi: str, kind: str, key: tuple[str, ...]) -> int | None:
@@ -129,7 +130,7 @@ def test_ctypes_mirrors_match_the_header(header: str) -> None:
     arch = facts(header)
     checked, wrong = check(arch, lambda k, key: mirror_value(abi, k, key), "mirror")
     # A mirror the facts do not know would be checked against nothing.
-    structs = hobot_native.STRUCTS_X3X5 if abi == "x3x5" else hobot_native.STRUCTS_S100
+    structs = names.HB_STRUCTS_X3X5 if abi == "x3x5" else names.HB_STRUCTS_S100
     extra = sorted(set(structs) - set(arch["structs"]))
     assert not extra, f"mirrors without measured facts in {header}: {extra}"
     # And no field the facts do not know.
@@ -145,7 +146,7 @@ def test_adapter_constants_match_the_header(header: str) -> None:
     abi_name, _ = FACTS[header]
     abi = hobot_native.ABIS[abi_name]
     arch = facts(header)
-    constants = hobot_native.header_constants(abi)
+    constants = names.hb_header_constants(abi)
     checked, wrong = check_constants(arch, constants, "adapter")
     assert not wrong, "\n".join(wrong)
     # Every tensor type, image type and layout the header has is known to the adapter.
@@ -195,6 +196,6 @@ def count_items() -> dict[str, int]:
     for header, (abi_name, _) in FACTS.items():
         arch = facts(header)
         layout = sum(1 for _ in items(arch))
-        constants = len(hobot_native.header_constants(hobot_native.ABIS[abi_name]))
+        constants = len(names.hb_header_constants(hobot_native.ABIS[abi_name]))
         found[header] = layout + constants
     return found

@@ -14,7 +14,7 @@ from npu_hil.harness.agent.deploy import HOST_ADAPTERS
 from npu_hil.harness.agent.protocol import frame_job
 from npu_hil.harness.board.adapters.hobot_native import HbPropertiesJson
 from npu_hil.harness.board.adapters.rknn_native import RknnAttrJson
-from npu_hil.harness.board.boardstate import read_board_state
+from npu_hil.harness.board.boardstate import read_board_state, read_identity
 from npu_hil.harness.board.documents import (
     BoardLogJson,
     BoardStateJson,
@@ -29,7 +29,6 @@ from npu_hil.harness.board.documents import (
     TensorJson,
     TimingsJson,
 )
-from npu_hil.harness.board.identity import read_identity
 from npu_hil.harness.board.job import canary_for
 from npu_hil.harness.board.memory import read_memory
 from npu_hil.harness.board.wire import EXIT_OK, EXIT_REFUSED

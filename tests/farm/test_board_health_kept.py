@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from npu_hil.harness.board.identity import read_identity
+from npu_hil.harness.board.boardstate import read_identity
 from npu_hil.harness.errors import AgentKilledError
 from npu_hil.harness.farm import NO_RETRY, BoardBrokenError, BoardUnhealthyError, Farm
 from npu_hil.harness.farm.health_store import (

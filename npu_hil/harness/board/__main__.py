@@ -1,9 +1,5 @@
-"""The agent's one entry.
-
-On a board: ``python3 <bundle>/npu_hil_board --serve ...`` (the package folder as deployed);
-where the harness is installed: ``python -m npu_hil.harness.board ...``. The command line is
-:mod:`main`'s.
-"""
+"""The agent's one entry: ``python3 <bundle>/npu_hil_board ...`` on a board (the package folder as
+deployed), ``python -m npu_hil.harness.board ...`` where the harness is installed (:mod:`main`)."""
 
 from __future__ import annotations
 

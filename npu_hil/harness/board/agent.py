@@ -1,16 +1,6 @@
-"""The agent: runs one job, from its document and input buffers to its result and device buffers.
-
-Validate the job (refused: ``JobError``, status 2), get the adapter and the loaded model
-from the cache, take the inputs, run, describe the device buffers and the result. The load timeout
-bounds adapter creation, versions and model load; the run timeout bounds the run. Every failure
-is a typed record in the result: ``DeviceError``, ``LayoutError``, ``UnsupportedError``,
-``TimeoutError`` (from the adapter or the watchdog), ``OSError`` (the board's disk) and
-``AgentError`` (a bug here).
-
-Around every job the board's own logs are taken (:mod:`npu_hil.harness.board.kernlog`,
-:mod:`npu_hil.harness.board.runlog`): a kernel-log mark and the runtime's standard error pointed at
-a file before validation, the kernel's lines since the mark and the runtime's lines after the job,
-whatever its outcome, in the result's ``board_log`` (``{"kernel": .., "runtime": ..}``).
+"""The agent: runs one job, from its document and input buffers to its result and device buffers,
+with the board's logs around it (:mod:`kernlog`, :mod:`runlog`). The failures it records:
+``docs/runtime/agent.md`` (The job document).
 """
 
 from __future__ import annotations
@@ -23,7 +13,7 @@ import numpy as np
 
 from .boardstate import pin_clocks, read_board_state, restore_clocks
 from .cache import AdapterCache, StageFailed, describe_exception, traceback_tail
-from .job import Job, JobInput, JobRefused, check_buffers, validate_job
+from .job import Job, JobRefused, check_buffers, validate_job
 from .kernlog import KernelLog
 from .results import describe_tensor, device_bytes
 from .runlog import StderrCapture
@@ -88,7 +78,7 @@ class Agent(AdapterCache):
         capture = StderrCapture()
         capture.start()
         try:
-            status = self._run(doc, buffers, damaged, result, device)
+            self._run(doc, buffers, damaged, result, device)
         except JobRefused as refused:
             result["errors"].append(refused.record())
             status = EXIT_REFUSED
@@ -126,7 +116,7 @@ class Agent(AdapterCache):
         damaged: tuple[int, ...],
         result: ResultJson,
         device: list[memoryview],
-    ) -> int:
+    ) -> None:
         if not isinstance(doc, dict):
             raise JobRefused("job", "type", f"expected a job document, got {doc!r}"[:300])
         if isinstance(doc.get("job_id"), str):
@@ -140,7 +130,7 @@ class Agent(AdapterCache):
 
         self.log_level = job.log_level
         adapter = self.adapter(job.adapter, job.options, load_timeout)
-        self.log_env = getattr(adapter, "log_level_env", None)
+        self.log_env = adapter.log_level_env
         result["versions"] = self.versions(job.adapter, job.options, load_timeout)
 
         t0 = time.perf_counter()
@@ -155,7 +145,14 @@ class Agent(AdapterCache):
 
         # The frame's own buffers: the bytes are not copied again.
         tensors = [
-            self._input_tensor(item, np.frombuffer(data, dtype=np.uint8))
+            self.base.InputTensor(
+                name=item.spec.name,
+                data=np.frombuffer(data, dtype=np.uint8),
+                layout=item.spec.layout,
+                shape=list(item.spec.shape),
+                dtype=item.spec.dtype,
+                pass_through=item.spec.pass_through,
+            )
             for item, data in zip(job.inputs, buffers)  # noqa: B905 - check_buffers counted them
         ]
         run, run_wall = self._runs(job, adapter, model, tensors, result)
@@ -170,12 +167,10 @@ class Agent(AdapterCache):
             for index, tensor in enumerate(tensors_out):
                 flat = device_bytes(tensor)
                 device.append(flat.data)
-                # The answer's trailer carries its sha256, computed as it is written.
-                records.append(describe_tensor(f"{prefix}_{index}.bin", tensor, flat, False))
+                records.append(describe_tensor(f"{prefix}_{index}.bin", tensor, flat))
         timings["copy_s"] = reported.get("copy_s", 0.0) + (time.perf_counter() - t0)
         if reported:
             timings["adapter"] = reported
-        return EXIT_OK
 
     def _runs(
         self,
@@ -226,7 +221,7 @@ class Agent(AdapterCache):
             for _ in range(job.warmup):
                 once()
             # A simulated board has no clocks or zones of its own: the host's are not its state.
-            simulated = bool(getattr(adapter, "simulated", False))
+            simulated = adapter.simulated
             if not simulated:
                 result["board_state"] = {"before": read_board_state()}
             for _ in range(job.runs):
@@ -253,11 +248,9 @@ class Agent(AdapterCache):
     def _fill_canary(self, job: Job, adapter: Adapter, model: Any, pattern: bytes) -> CanaryJson:
         """The adapter fills what it owns; the result says what was filled and, where nothing
         was, why (so the host never reads "no unwritten bytes" into a buffer never filled)."""
-        hook = getattr(adapter, "fill_canary", None)
-        if hook is None:  # an adapter written before the hook: it fills nothing
-            fill = self.base.CanaryFill(reason=f"adapter {job.adapter!r} has no fill_canary")
-        else:
-            fill = self._call("run", job.adapter, lambda: hook(model, pattern), job.timeouts["run"])
+        fill = self._call(
+            "run", job.adapter, lambda: adapter.fill_canary(model, pattern), job.timeouts["run"]
+        )
         if not isinstance(fill, self.base.CanaryFill):
             raise StageFailed(
                 failure(
@@ -272,15 +265,3 @@ class Agent(AdapterCache):
             "inputs": bool(fill.inputs),
             "reason": str(fill.reason or ""),
         }
-
-    def _input_tensor(self, item: JobInput, data: np.ndarray) -> InputTensor:
-        spec = item.spec
-        tensor: InputTensor = self.base.InputTensor(
-            name=spec.name,
-            data=data,
-            layout=spec.layout,
-            shape=list(spec.shape),
-            dtype=spec.dtype,
-            pass_through=spec.pass_through,
-        )
-        return tensor

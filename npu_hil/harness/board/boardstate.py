@@ -1,13 +1,7 @@
-"""The board's state beside a latency figure: clocks, governors, temperatures and load, read from
-the usual sysfs and procfs places.
-
-What is not there is recorded as absent (``None``, with the path tried), what holds something
-that is not a number is recorded with what it held, never guessed. Every read is bounded (a few
-KiB per file, a cap on how many policies, devices and zones are listed), so a strange sysfs
-cannot make the agent slow or large. ``NPU_HIL_SYSFS_ROOT`` moves the root (``/``) for tests,
-which build a fake tree.
-
-Standard library only, Python >= 3.8.
+"""The board's state beside a latency figure (clocks, governors, temperatures and load) and what
+SoC it says it is, read from the usual sysfs and procfs places, bounded, absent and unreadable
+ones recorded (``docs/runtime/agent.md``, The result document). Standard library only,
+Python >= 3.8.
 """
 
 from __future__ import annotations
@@ -23,6 +17,7 @@ if TYPE_CHECKING:
         CpuPolicyJson,
         DevfreqJson,
         GovernorJson,
+        IdentityJson,
         ThermalJson,
         UnreadableJson,
     )
@@ -44,8 +39,9 @@ def sysfs_root() -> str:
     return os.environ.get(SYSFS_ROOT_ENV) or "/"
 
 
-class _Reader:
-    """Reads files under one root, noting what was absent and what could not be read."""
+class SysfsReader:
+    """Reads files under one root (a path relative to it, or one already joined), noting what was
+    absent and what could not be read."""
 
     def __init__(self, root: str) -> None:
         self.root = root
@@ -59,17 +55,19 @@ class _Reader:
         # The path as it is on a board: the injected root is not part of it.
         return "/" + os.path.relpath(full, self.root)
 
-    def text(self, full: str) -> str | None:
+    def text(self, path: str, limit: int = MAX_FILE_BYTES, strip: bool = True) -> str | None:
+        full = self.path(path)
         try:
             with open(full, "rb") as handle:
-                raw = handle.read(MAX_FILE_BYTES)
+                raw = handle.read(limit)
         except FileNotFoundError:
             self.absent.append(self.shown(full))
             return None
-        except OSError as exc:
+        except OSError as exc:  # debugfs without root: EACCES
             self.unreadable.append({"path": self.shown(full), "error": str(exc)})
             return None
-        return raw.decode("utf-8", "replace").strip()
+        text = raw.decode("utf-8", "replace")
+        return text.strip() if strip else text
 
     def integer(self, full: str) -> int | None:
         text = self.text(full)
@@ -88,7 +86,7 @@ class _Reader:
         return found[:MAX_ENTRIES]
 
 
-def _devfreq(reader: _Reader, devices: list[str], name: re.Pattern[str]) -> list[DevfreqJson]:
+def _devfreq(reader: SysfsReader, devices: list[str], name: re.Pattern[str]) -> list[DevfreqJson]:
     return [
         {
             "device": os.path.basename(full),
@@ -100,7 +98,7 @@ def _devfreq(reader: _Reader, devices: list[str], name: re.Pattern[str]) -> list
     ]
 
 
-def _loadavg(reader: _Reader) -> list[float] | None:
+def _loadavg(reader: SysfsReader) -> list[float] | None:
     full = reader.path(LOADAVG)
     text = reader.text(full)
     if text is None:
@@ -117,7 +115,7 @@ def read_board_state(root: str | None = None) -> BoardStateJson:
     (devfreq devices matched by name: governor, cur_freq_hz), ``thermal`` (per zone: type,
     temp_mc in millidegrees C), ``loadavg`` (1, 5, 15 min), and ``absent`` / ``unreadable``:
     the paths tried that were missing, or held what is not a number."""
-    reader = _Reader(root if root is not None else sysfs_root())
+    reader = SysfsReader(root if root is not None else sysfs_root())
     cpu: list[CpuPolicyJson] = [
         {
             "policy": os.path.basename(full),
@@ -177,7 +175,7 @@ def pin_clocks(root: str | None = None) -> list[GovernorJson]:
     for a perf run. Returns one entry per governor file: its path as on the board, the governor
     it had (``was``) and ``error`` when it could not be set (not root, a governor the kernel
     lacks); :func:`restore_clocks` puts back what was there."""
-    reader = _Reader(root if root is not None else sysfs_root())
+    reader = SysfsReader(root if root is not None else sysfs_root())
     files = [os.path.join(p, "scaling_governor") for p in reader.listing(CPUFREQ + "/policy*")]
     for full in sorted(glob.glob(reader.path(DEVFREQ + "/*")))[:MAX_ENTRIES]:
         name = os.path.basename(full)
@@ -210,3 +208,32 @@ def restore_clocks(pinned: list[GovernorJson], root: str | None = None) -> list[
         if error is not None:
             failed.append({"path": entry["path"], "was": entry["was"], "error": error})
     return failed
+
+
+# What SoC the board says it is: the device tree's root compatible strings and model.
+COMPATIBLE = "proc/device-tree/compatible"
+MODEL = "proc/device-tree/model"
+MAX_STRINGS = 32
+MAX_STRING_CHARS = 128
+
+
+def _strings(raw: str) -> list[str]:
+    parts = [p[:MAX_STRING_CHARS] for p in raw.split("\0")]
+    return [p.strip() for p in parts if p.strip()][:MAX_STRINGS]
+
+
+def read_identity(root: str | None = None) -> IdentityJson:
+    """``source`` (the path as on the board), ``compatible`` (the strings, board first, SoC
+    last; empty when absent), ``model`` (or None), ``absent`` (no such file) and ``error`` (why
+    it could not be read, or None)."""
+    reader = SysfsReader(root if root is not None else sysfs_root())
+    raw = reader.text(COMPATIBLE)
+    errors = [u["error"] for u in reader.unreadable]
+    models = _strings(reader.text(MODEL) or "")
+    return {
+        "source": "/" + COMPATIBLE,
+        "compatible": _strings(raw) if raw is not None else [],
+        "model": models[0] if models else None,
+        "absent": raw is None and not errors,
+        "error": errors[0] if errors else None,
+    }

@@ -1,17 +1,6 @@
-"""What a resident agent keeps between jobs: adapter instances and loaded models.
-
-Adapter instances are kept per (name, options) and loaded models per (adapter, model sha256) in a
-small LRU, so a board pays the start-up of the runtime and the model load once per agent. Every
-adapter call goes through the runtime thread's watchdog, and every failure of one becomes a typed
-record (:class:`StageFailed`): the adapter's own ``AdapterError``, a ``TimeoutError``, or a
-``DeviceError`` for anything it raised.
-
-The runtime thread: vendor runtimes may tie state to the thread that created it, so every adapter
-call runs on the same daemon thread while the caller waits with the job's timeout. A hung vendor
-call cannot be interrupted from Python: on expiry the thread is marked stuck and never used again;
-the agent reports a ``TimeoutError`` and exits (status 3), and the host starts a new agent. A call
-that hangs while holding the GIL stops the watchdog too: the host's own timeout (job timeouts plus
-a margin) is the backstop for that case.
+"""What a resident agent keeps between jobs: adapter instances and loaded models, and the runtime
+thread every adapter call runs on under a watchdog (why, and what a hung call costs:
+``docs/runtime/agent.md``, The job document).
 """
 
 from __future__ import annotations
@@ -70,12 +59,8 @@ class _Task(Generic[T]):
 
 
 class RuntimeThread:
-    """Runs every adapter call on one long-lived daemon thread.
-
-    Vendor runtimes may tie a context to the thread that created it, so all calls go through the
-    same thread; the caller waits with a timeout and, on expiry, marks the thread stuck. A stuck
-    thread is never reused: the agent reports and exits.
-    """
+    """Runs every adapter call on one long-lived daemon thread (vendor runtimes may tie a context
+    to the thread that made it); a call past its timeout marks it stuck, never to be reused."""
 
     def __init__(self) -> None:
         self.stuck = False

@@ -1,10 +1,8 @@
 """The JSON documents the agent and the host exchange, each as a TypedDict of its keys.
 
-A document read from the other side is checked where it enters (the job by
-:func:`~npu_hil.harness.board.job.validate_job`, the result by the host's
-:func:`~npu_hil.harness.agent.protocol.result_from_document`); until then it is a plain
-``dict[str, object]``. Standard library only, and Python 3.8's typing: keys a document may leave
-out are declared in a ``total=False`` subclass.
+A document from the other side is a plain ``dict[str, object]`` until it is checked where it
+enters (DESIGN.md says where). Python 3.8's typing: keys a document may leave out are declared in
+a ``total=False`` subclass.
 """
 
 from __future__ import annotations

@@ -1,9 +1,4 @@
-"""Folders of our own: the rule for a folder the agent runs code from or writes into.
-
-It must be a real folder (not a symlink), owned by this user and writable by nobody else. The
-host applies the same rule to its own folders and to a board's workdir, so there is one
-definition of a safe folder.
-"""
+"""Folders of our own: the rule for a folder the agent runs code from or writes into."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
-"""The byte framing of every agent stream: an 8-byte big-endian header, then its payload.
-
-Two kinds of frame share the header. A message frame's payload is UTF-8 JSON (what it means is
-:mod:`wire`'s). A bulk frame (the header's top bit set) carries a message and the raw bytes of
-the buffers it describes, so a job's tensors travel inside the agent's stream instead of as
-files beside it: a 4-byte big-endian length, that many bytes of JSON (whose ``"bulk"`` lists the
-buffers' sizes), the buffers one after the other, then a trailer of one 32-byte sha256 per
-buffer. The digests come last so that each is computed once, while its buffer is written, and
-checked once, while it is read: neither side passes over a buffer a second time to hash it.
-
-Standard library (``struct``) only and nothing else, because the relay imports it and every
-request over a serial console pays the relay's start-up: the relay carries both kinds without
-looking inside them.
+"""The byte framing of every agent stream: an 8-byte big-endian header, then its payload, a message
+or a bulk frame (``docs/runtime/agent.md``, Frames and requests). ``struct`` only and nothing else:
+the relay imports it, and every request over a serial console pays the relay's start-up.
 """
 
 from __future__ import annotations

@@ -1,27 +1,9 @@
 """A job as the agent accepts it: the job document's schema, its bounds, and the model it may name.
 
-The job document (``npu-hil-job/1``, the message of a job's bulk frame)::
-
-    {"schema", "job_id", "model": {"path", "sha256"}, "adapter": [a-z0-9_]+, "adapter_options",
-     "inputs": [{"name", "nbytes", "layout", "shape", "dtype", "pass_through"}],
-     "outputs": [..]|null,
-     "timeouts": {"load": s, "run": s}, "runs": n, "warmup": n,
-     "pin_clocks": bool, "canary": hex | null, "runtime_log_level": 0..9 | null}
-
-``runs`` (default 1) timed calls of the runtime follow ``warmup`` (default 0) untimed ones; the
-buffers that come back are the last run's. ``pin_clocks`` (default false) sets the CPU, NPU and
-DDR governors to ``performance`` for the runs and restores them after. ``canary`` (hex, 2 to 64
-bytes, :func:`canary_for` makes one from the job id) is the pattern every output buffer the
-adapter owns is filled with before each run: bytes the device never wrote still hold it.
-``runtime_log_level`` (default null: the runtime's default) is written, on the runtime's own scale,
-to the environment variable the adapter's runtime reads its log level from before the adapter is
-created (:mod:`npu_hil.harness.board.runlog`).
-
-The model's path is relative to ``--root``, the model cache, and may not leave it: absolute paths,
-``..`` and symlinks pointing outside are refused. Each input's bytes are the frame's buffer of the
-same index, of the size it announces. A refusal (:class:`JobRefused`) names the field.
-:class:`InputSpec` is the one description of an input, the host's (what it sends) and the agent's
-(what it checked). Standard library only: the host imports this module too."""
+The document's fields and what each means: ``docs/runtime/agent.md`` (The job document). A refusal
+(:class:`JobRefused`) names the field. :class:`InputSpec` is the one description of an input, the
+host's (what it sends) and the agent's (what it checked). Standard library only: the host imports
+this module too."""
 
 from __future__ import annotations
 
@@ -66,22 +48,11 @@ DEFAULT_WARMUP = 0
 MAX_RUNS = 10000
 MAX_WARMUP = 1000
 MAX_LOG_LEVEL = 9
-# The element types a job may name, with their sizes in bytes (numpy's, without numpy).
-DTYPE_SIZES = {
-    "bool": 1,
-    "int8": 1,
-    "uint8": 1,
-    "int16": 2,
-    "uint16": 2,
-    "int32": 4,
-    "uint32": 4,
-    "int64": 8,
-    "uint64": 8,
-    "float16": 2,
-    "float32": 4,
-    "float64": 8,
-}
-DTYPES = tuple(DTYPE_SIZES)
+# The element types a job may name, with their sizes in bytes (numpy's, without numpy: the bits
+# in the name, and a byte for bool).
+_DTYPE_NAMES = "bool int8 uint8 int16 uint16 int32 uint32 int64 uint64 float16 float32 float64"
+DTYPES = tuple(_DTYPE_NAMES.split())
+DTYPE_SIZES = {d: 1 if d == "bool" else int(d.lstrip("uintfloa")) // 8 for d in DTYPES}
 SHA256_RE = re.compile(r"[0-9a-f]{64}\Z")
 CANARY_RE = re.compile(r"(?:[0-9a-f]{2}){2,64}\Z")
 CANARY_BYTES = 8
@@ -178,10 +149,6 @@ class Job:
     log_level: int | None = None
 
 
-def _within(path: str, base: str) -> bool:
-    return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
-
-
 def _check_relative(field: str, value: object, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise JobRefused(field, "path", f"expected a relative file path, got {value!r}")
@@ -194,13 +161,6 @@ def _check_relative(field: str, value: object, where: str) -> str:
     if ".." in re.split(r"[/\\]", value):
         raise JobRefused(field, "path", f"{value!r} leaves {where}")
     return value
-
-
-def _regular_file(field: str, rel: str, full: str, where: str) -> None:
-    if not os.path.exists(full):
-        raise JobRefused(field, "missing", f"{rel!r} does not exist in {where}")
-    if not os.path.isfile(full):
-        raise JobRefused(field, "path", f"{rel!r} is not a regular file")
 
 
 def _require(obj: Mapping[str, object], field: str, key: str, kind: type[T], what: str) -> T:
@@ -233,11 +193,11 @@ def _shape(field: str, value: object) -> list[int]:
 
 
 def _timeouts(value: object) -> dict[str, float]:
+    timeouts = dict(DEFAULT_TIMEOUTS)
     if value is None:
-        return dict(DEFAULT_TIMEOUTS)
+        return timeouts
     if not isinstance(value, dict):
         raise JobRefused("timeouts", "type", f"expected an object, got {value!r}")
-    timeouts = dict(DEFAULT_TIMEOUTS)
     for key in ("load", "run"):
         if key not in value:
             continue
@@ -257,12 +217,17 @@ def _timeouts(value: object) -> dict[str, float]:
     return timeouts
 
 
-def _count(doc: Mapping[str, object], key: str, default: int, low: int, high: int) -> int:
+def _count(doc: Mapping[str, object], key: str, default: T, low: int, high: int) -> T | int:
+    """An integer in [low, high], or ``default`` when absent or null (a null default: null is
+    a value the field may take)."""
     value = doc.get(key, default)
     if value is None:
         return default
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise JobRefused(key, "type", f"expected an integer in [{low}, {high}], got {value!r}")
+        null = "null or " if default is None else ""
+        raise JobRefused(
+            key, "type", f"expected {null}an integer in [{low}, {high}], got {value!r}"
+        )
     return value
 
 
@@ -349,20 +314,8 @@ def validate_job(doc: Mapping[str, object], root: str | None, adapter_dirs: list
         warmup=_count(doc, "warmup", DEFAULT_WARMUP, 0, MAX_WARMUP),
         pin_clocks=_flag(doc, "pin_clocks"),
         canary=check_canary("canary", doc.get("canary")),
-        log_level=_log_level(doc.get("runtime_log_level")),
+        log_level=_count(doc, "runtime_log_level", None, 0, MAX_LOG_LEVEL),
     )
-
-
-def _log_level(value: object) -> int | None:
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_LOG_LEVEL:
-        raise JobRefused(
-            "runtime_log_level",
-            "type",
-            f"expected null or an integer in [0, {MAX_LOG_LEVEL}], got {value!r}",
-        )
-    return value
 
 
 def _model_path(value: object, root: str | None) -> str:
@@ -377,11 +330,14 @@ def _model_path(value: object, root: str | None) -> str:
     if not os.path.lexists(os.path.join(base, rel)):
         raise JobRefused(field, "missing", f"{rel!r} does not exist in {where}")
     full = os.path.realpath(os.path.join(base, rel))
-    if not _within(full, base):
+    if full != base and not full.startswith(base.rstrip(os.sep) + os.sep):
         raise JobRefused(
             field, "path", f"{rel!r} leaves {where} through a symlink (it resolves to {full})"
         )
-    _regular_file(field, rel, full, where)
+    if not os.path.exists(full):
+        raise JobRefused(field, "missing", f"{rel!r} does not exist in {where}")
+    if not os.path.isfile(full):
+        raise JobRefused(field, "path", f"{rel!r} is not a regular file")
     return full
 
 
@@ -408,8 +364,11 @@ def _input(index: int, raw: object) -> JobInput:
             field + "shape", "shape", f"{shape} {dtype} needs {want} bytes (cap {MAX_INPUT_BYTES})"
         )
     spec = InputSpec(name, layout, tuple(shape), dtype, pass_through)
-    size = _framed_size(raw, field)
     where = field + "nbytes"
+    # Its bytes are the frame's buffer of the same index (whose sha256 is the frame's).
+    size = raw.get("nbytes")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise JobRefused(where, "type", f"expected a byte count, got {size!r}")
     if size > MAX_INPUT_BYTES:
         raise JobRefused(where, "size", f"the buffer holds {size} bytes (cap {MAX_INPUT_BYTES})")
     if not pass_through and size != want:
@@ -441,11 +400,3 @@ def check_buffers(job: Job, buffers: list[Any], damaged: tuple[int, ...]) -> Non
                 "checksum",
                 f"the buffer arrived with another sha256 than its sender's ({item.nbytes} bytes)",
             )
-
-
-def _framed_size(raw: Mapping[str, object], field: str) -> int:
-    """An input carried in the job's frame: its announced size (its sha256 is the frame's)."""
-    size = raw.get("nbytes")
-    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-        raise JobRefused(field + "nbytes", "type", f"expected a byte count, got {size!r}")
-    return size

@@ -1,24 +1,6 @@
-"""The kernel log around a job: a mark before it, the lines the kernel logged since after it.
-
-``/dev/kmsg`` first: opened non-blocking and positioned with ``SEEK_END`` (on kmsg that means
-"after the newest record", not a byte offset), every ``read`` after the job returns one record
-``pri,seq,usec,flags[,..];message`` followed by ``" KEY=value"`` continuation lines, until
-``EAGAIN``. A read that fails with ``EPIPE`` means the ring buffer wrapped over the records not
-yet read: the reader goes on from the oldest record still there and says how many it lost (a gap
-in the sequence numbers says the same). Each read gets a buffer far larger than one record
-(kmsg refuses a short buffer with ``EINVAL``).
-
-Without a readable kmsg (``dmesg_restrict``, no permission) the ``dmesg`` command: its output at
-the mark, and after the job the lines that follow the last line seen at the mark. Else the delta
-is ``absent`` with why, never an empty list that would read as "the kernel said nothing".
-
-Bounded: at most ``MAX_LINES`` lines of ``MAX_LINE_CHARS`` characters, ``MAX_BYTES`` in all; the
-newest are kept and ``dropped`` counts the rest. ``NPU_HIL_SYSFS_ROOT`` moves ``/dev/kmsg`` under
-a test's fake tree, and ``NPU_HIL_KMSG`` names the file outright (a simulated board's kernel log,
-which its simulated runtime appends kmsg records to; created empty when missing). A regular file
-in the kmsg record format is read the same way: at its end there is no ``EAGAIN``, only EOF.
-
-Standard library only, Python >= 3.8.
+"""The kernel log around a job: a mark before it, the lines the kernel logged since after it
+(``/dev/kmsg``, else ``dmesg``, bounded: ``docs/runtime/agent.md``, The board's logs). Standard
+library only, Python >= 3.8.
 """
 
 from __future__ import annotations

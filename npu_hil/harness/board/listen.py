@@ -1,15 +1,5 @@
 """The listener loop: the serve loop on a Unix socket, for a board whose link cannot hold a byte
-stream open beside its control shell (a serial console).
-
-The agent runs in the background, binds a Unix stream socket (mode 0600, relative to its working
-directory) and serves up to ``--max-connections`` clients at once, each on a thread of its own,
-with the same frames, a hello first on every connection; their requests take turns, a client over
-the bound is told so and closed, and a connection that sends no complete request for
-``--read-timeout`` seconds is dropped, so a silent client blocks nobody. Adapters and loaded
-models outlive connections: the end of a connection is not a shutdown, ``{"op": "shutdown"}`` is
-(the agent answers, removes the socket and exits). ``relay.py`` carries one batch of requests from
-a shell command to the socket and back. With no connection for ``--idle-timeout`` seconds the
-agent exits too, so a forgotten one does not live on.
+stream open beside its control shell (``docs/runtime/agent.md``, Listening, and the relay).
 """
 
 from __future__ import annotations
@@ -84,10 +74,8 @@ def listen(
     max_job_bytes: int = MAX_JOB_INPUT_BYTES,
 ) -> int:
     """Serve connections at ``path`` until a shutdown request, a fatal error or ``idle_timeout``
-    seconds without a connection; the socket is removed on the way out. Up to
-    ``max_connections`` clients are connected at once, each on a thread of its own, and their
-    requests take turns (``agent.lock``): a client that says nothing blocks nobody and is
-    dropped after ``read_timeout`` seconds; one more than the bound is told so and closed."""
+    seconds without a connection (the rules: the module's page); the socket is removed on the
+    way out. Their requests take turns (``agent.lock``)."""
     try:
         server = bind_socket(path)
     except OSError as exc:

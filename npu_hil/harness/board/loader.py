@@ -1,14 +1,6 @@
-"""Where the agent finds its runtime adapters, and how it imports them.
-
-An adapter is a module ``<name>.py`` in an adapter folder that defines ``ADAPTER``, a subclass of
-``adapters.base.Adapter``. Every folder is on the ``__path__`` of one ``adapters`` package built
-by hand, so an adapter is ``adapters.<name>`` wherever it lies and they all share the one
-``adapters.base`` of the board package: the agent's type checks and the adapters' classes agree.
-
-Search order: ``--adapters DIR`` (repeatable), then ``$NPU_HIL_AGENT_ADAPTERS``
-(``os.pathsep``-separated), then the ``adapters/`` folder of the bundle the host deployed beside
-the package (extra adapters it sent: a test's fake, the simulated runtime), then the package's own
-``adapters/`` (the vendors'). The first folder that has a name wins.
+"""Where the agent finds its runtime adapters, and how it imports them: every folder on the
+``__path__`` of one hand-built ``adapters`` package, searched in the order ``docs/runtime/agent.md``
+(The command line) gives.
 """
 
 from __future__ import annotations
@@ -49,12 +41,9 @@ def adapter_dirs_from(cli_dirs: list[str]) -> list[str]:
 
 
 def _adapter_package(adapter_dirs: list[str]) -> ModuleType:
-    """Register the ``adapters`` package with every search folder on its ``__path__``.
-
-    Built by hand rather than found on sys.path so that a test folder holding only ``echo.py``
-    still sees ``adapters.base`` from the board package, whether or not either folder has an
-    ``__init__.py``.
-    """
+    """Register the ``adapters`` package with every search folder on its ``__path__``: by hand,
+    so that a folder holding only ``echo.py`` still sees the board package's ``adapters.base``,
+    whether or not either folder has an ``__init__.py``."""
     package = sys.modules.get("adapters")
     if package is None:
         spec = importlib.machinery.ModuleSpec("adapters", None, is_package=True)

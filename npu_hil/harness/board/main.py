@@ -1,17 +1,5 @@
-"""The agent's command line: serve requests on stdin/stdout, or listen on a socket.
-
-Started as ``python3 <bundle>/npu_hil_board MODE...`` on a board (see ``__main__.py``), or as
-``python -m npu_hil.harness.board`` where the harness is installed::
-
-    ... --serve --root CACHE_DIR [--adapters DIR]... [--model-cache N]
-    ... --listen SOCKET [--idle-timeout S] [--read-timeout S] [--max-connections N]
-        --root CACHE_DIR [--adapters DIR]...
-
-A serving agent answers framed requests until its stream ends or a shutdown: the host keeps one open
-for many jobs, or sends one job and a shutdown on stdin (a one-shot agent). Either kind starts only
-in a working directory (the board workdir) that is this user's own, not a symlink and writable by
-nobody
-else, and the same for ``jobs/`` in it; the refusal names owner and mode."""
+"""The agent's command line: serve requests on stdin/stdout, or listen on a socket
+(``docs/runtime/agent.md``, The command line)."""
 
 from __future__ import annotations
 

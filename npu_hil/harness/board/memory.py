@@ -1,21 +1,6 @@
-"""The agent's own memory and the board's device-memory pools, for a soak's leak check.
-
-One reading: the agent process's resident set (``/proc/self/status`` ``VmRSS``, ``VmHWM``,
-``RssAnon``, in KiB; the vendor runtime is a library inside this process, so its heap is in
-here), the board's CMA pool (``/proc/meminfo`` ``CmaTotal`` / ``CmaFree`` and ``MemAvailable``),
-the CMA areas' allocation counters (``/sys/kernel/mm/cma/<area>/alloc_pages_success``,
-``alloc_pages_fail``, ``release_pages_success`` where the kernel has ``CONFIG_CMA_SYSFS``), and
-the exported DMA buffers (NPU and ION/dma-heap buffers alike): their count and total size from
-``/sys/kernel/dmabuf/buffers/*/size`` (``CONFIG_DMABUF_SYSFS_STATS``) or, where readable
-(debugfs, usually root only), the total line of ``/sys/kernel/debug/dma_buf/bufinfo``.
-
-What is not there is recorded as absent (the path tried), what cannot be read or parsed as
-unreadable, never guessed; every read is bounded (``MAX_FILE_BYTES``, ``MAX_BUFFERS``).
-``NPU_HIL_SYSFS_ROOT`` moves the root of /sys and /proc/meminfo for tests, like
-:mod:`boardstate`; the process's own ``/proc/self/status`` moves with it only when the fake tree
-has one (the agent's real RSS is what a soak measures).
-
-Standard library only, Python >= 3.8.
+"""The agent's own memory and the board's device-memory pools, for a soak's leak check (what is
+read, from where: ``docs/runtime/agent.md``, The result document). Standard library only,
+Python >= 3.8.
 """
 
 from __future__ import annotations
@@ -24,10 +9,10 @@ import os
 import re
 from typing import TYPE_CHECKING, cast
 
-from .boardstate import MAX_ENTRIES, sysfs_root
+from .boardstate import MAX_ENTRIES, SysfsReader, sysfs_root
 
 if TYPE_CHECKING:
-    from .documents import CmaJson, DmabufJson, MemoryJson, UnreadableJson
+    from .documents import CmaJson, DmabufJson, MemoryJson
 
 MAX_FILE_BYTES = 16384
 MAX_BUFFERS = 4096
@@ -44,34 +29,16 @@ _KIB_LINE = re.compile(r"^(\w+):\s+(\d+)\s*kB", re.MULTILINE)
 _BUFINFO_TOTAL = re.compile(r"Total\s+(\d+)\s+objects,\s+(\d+)\s+bytes")
 
 
-class _Reads:
-    def __init__(self, root: str) -> None:
-        self.root = root
-        self.absent: list[str] = []
-        self.unreadable: list[UnreadableJson] = []
-
-    def text(self, rel: str, limit: int = MAX_FILE_BYTES) -> str | None:
-        try:
-            with open(os.path.join(self.root, rel), "rb") as handle:
-                raw = handle.read(limit)
-        except FileNotFoundError:
-            self.absent.append("/" + rel)
-            return None
-        except OSError as exc:  # debugfs without root: EACCES
-            self.unreadable.append({"path": "/" + rel, "error": str(exc)})
-            return None
-        return raw.decode("utf-8", "replace")
-
-    def kib_fields(self, rel: str, keys: tuple[str, ...]) -> dict[str, int | None]:
-        text = self.text(rel)
-        found = dict(_KIB_LINE.findall(text or ""))
-        values: dict[str, int | None] = {key: None for key in keys}
-        for key in keys:
-            if key in found:
-                values[key] = int(found[key])
-            elif text is not None:
-                self.absent.append(f"/{rel}:{key}")
-        return values
+def _kib_fields(reads: SysfsReader, rel: str, keys: tuple[str, ...]) -> dict[str, int | None]:
+    text = reads.text(rel, MAX_FILE_BYTES, strip=False)
+    found = dict(_KIB_LINE.findall(text or ""))
+    values: dict[str, int | None] = {key: None for key in keys}
+    for key in keys:
+        if key in found:
+            values[key] = int(found[key])
+        elif text is not None:
+            reads.absent.append(f"/{rel}:{key}")
+    return values
 
 
 def _status_path(root: str) -> str:
@@ -81,7 +48,7 @@ def _status_path(root: str) -> str:
     return "/"
 
 
-def _cma_areas(reads: _Reads) -> list[CmaJson]:
+def _cma_areas(reads: SysfsReader) -> list[CmaJson]:
     folder = os.path.join(reads.root, CMA_AREAS)
     try:
         names = sorted(os.listdir(folder))[:MAX_ENTRIES]
@@ -92,7 +59,7 @@ def _cma_areas(reads: _Reads) -> list[CmaJson]:
     for name in names:
         counts: dict[str, int | None] = {}
         for counter in CMA_COUNTERS:
-            text = reads.text(f"{CMA_AREAS}/{name}/{counter}", 64)
+            text = reads.text(f"{CMA_AREAS}/{name}/{counter}", 64, strip=False)
             try:
                 counts[counter] = int(text) if text is not None else None
             except ValueError:
@@ -104,7 +71,7 @@ def _cma_areas(reads: _Reads) -> list[CmaJson]:
     return areas
 
 
-def _dmabuf(reads: _Reads) -> DmabufJson | None:
+def _dmabuf(reads: SysfsReader) -> DmabufJson | None:
     folder = os.path.join(reads.root, DMABUF_SYSFS)
     try:
         names = sorted(os.listdir(folder))
@@ -114,7 +81,7 @@ def _dmabuf(reads: _Reads) -> DmabufJson | None:
     if names is not None:
         total, counted = 0, 0
         for name in names[:MAX_BUFFERS]:
-            text = reads.text(f"{DMABUF_SYSFS}/{name}/size", 64)
+            text = reads.text(f"{DMABUF_SYSFS}/{name}/size", 64, strip=False)
             if text is not None and text.strip().isdigit():
                 total += int(text)
                 counted += 1
@@ -125,7 +92,7 @@ def _dmabuf(reads: _Reads) -> DmabufJson | None:
             "truncated": len(names) > MAX_BUFFERS,
         }
     # debugfs: the whole file can be long; its total line is the last one
-    text = reads.text(DMABUF_DEBUG, 1 << 20)
+    text = reads.text(DMABUF_DEBUG, 1 << 20, strip=False)
     match = _BUFINFO_TOTAL.search(text or "")
     if match is None:
         if text is not None:
@@ -140,10 +107,10 @@ def read_memory(root: str | None = None) -> MemoryJson:
     counters); ``dmabuf`` (buffers, bytes, source; None where neither source is readable);
     ``absent`` / ``unreadable``: the paths tried that were missing or could not be read."""
     base = root if root is not None else sysfs_root()
-    reads = _Reads(base)
-    own = _Reads(_status_path(base))
-    process = own.kib_fields(STATUS, STATUS_KEYS)
-    meminfo = reads.kib_fields(MEMINFO, MEMINFO_KEYS)
+    reads = SysfsReader(base)
+    own = SysfsReader(_status_path(base))
+    process = _kib_fields(own, STATUS, STATUS_KEYS)
+    meminfo = _kib_fields(reads, MEMINFO, MEMINFO_KEYS)
     return {
         "pid": os.getpid(),
         "process": process,

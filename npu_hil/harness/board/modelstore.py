@@ -1,16 +1,6 @@
-"""A model arriving in frames: the board's model cache, filled one chunk at a time.
-
-A model travels as a job does, inside the agent's stream: ``{"op": "model", "sha256", "name",
-"size"}`` asks what the cache holds of it, and the same message with ``"offset"`` in a bulk
-frame carries the next chunk. Every answer is ``{"op": "model", "have": N}``, the bytes the
-board holds, so the host always sends from there: a link cut mid-model resumes where it stopped,
-a chunk whose sha256 is not the trailer's is answered ``"damaged": true`` and sent again, and a
-lost answer costs one chunk at most. A model's bytes go into ``<root>/<sha256>/.<name>.part`` and
-become ``<root>/<sha256>/<name>`` only once they hash to the sha256 it is filed by, so a job never
-meets half a model. ``"replace": true`` drops what the cache holds first (a copy that no longer
-hashes to its name).
-
-Standard library only: this runs on the board.
+"""A model arriving in frames: the board's model cache, filled one chunk at a time
+(``docs/runtime/agent.md``: A job, and Frames and requests). Standard library only: this runs on the
+board.
 """
 
 from __future__ import annotations

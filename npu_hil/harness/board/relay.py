@@ -1,38 +1,8 @@
 #!/usr/bin/env python3
 """npu-hil relay: one batch of requests from a shell command to a listening agent, and back.
 
-Deployed in the board package (``<bundle>/npu_hil_board/relay.py``). A link that has only a shell
-and no room for a byte stream beside it (a serial console) runs the agent in the background with
-``--listen SOCKET`` and reaches it through this command, once per request. Standard library
-only, Python >= 3.8, no numpy (the frame format is ``frames.py`` beside it): run as
-``python3 -I -S relay.py SOCKET``, it starts in a few milliseconds, where the agent's own
-start-up (Python, numpy, the runtime, the model load) is what the resident agent saves.
-
-It connects to SOCKET (relative to the current directory), sends what it read on stdin (zero or
-more whole frames: an 8-byte big-endian length, then that many bytes of JSON), then reads the
-agent's hello and exactly one response frame per request frame, writes those frames to stdout and
-exits. Closing the connection does not stop the agent; only a ``shutdown`` request does.
-
-Options:
-
-- ``--wait S`` and ``--exited FILE``: the agent was just started and may not listen yet. Keep
-  trying to connect for up to S seconds; give up at once when FILE appears (the agent's exit
-  status, written when it ends).
-- ``--drop-hello``: leave the hello out of the output. The host keeps the one from its first
-  connection; on a slow serial line a kilobyte per request is not worth carrying.
-- ``--base64``: the console form. Stdin is the base64 of the frames, checked against
-  ``--sha256 HEX`` before anything is sent, so a request damaged by line noise is never
-  forwarded (exit 5; the host sends it again). Stdout is the base64 of the answer in lines, then
-  ``NPU-RELAY <nbytes> <sha256>``, so the host can check what it read. ``--out FILE`` also keeps
-  the raw answer on the board: an answer damaged on the way back, or one longer than
-  ``--inline-max`` bytes (then not printed), is fetched through the transport's checked file
-  transfer instead of running its requests a second time.
-
-Exit status: 0 every answer came; 3 no agent at SOCKET (no such socket, connection refused, or it
-exited while we waited: the host starts a new agent); 4 the agent closed the connection before it
-answered everything, or the input was not whole frames (the whole frames that did come are still
-written); 5 the request arrived damaged and nothing was sent; 2 bad usage. Problems are one line
-on stderr.
+Deployed in the board package; standard library only, no numpy (the frame format is ``frames.py``
+beside it). Its options and exit statuses: ``docs/runtime/agent.md`` (Listening, and the relay).
 """
 
 from __future__ import annotations

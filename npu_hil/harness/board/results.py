@@ -1,32 +1,10 @@
 """A job's result document and its records of the device buffers, and how a kept job's files
-are written.
-
-result.json (``npu-hil-result/1``)::
-
-    {"schema", "job_id", "ok", "adapter", "versions", "errors": [record],
-     "timings": {"load_s", "run_s", "copy_s", "total_s", "model_cached"[, "adapter"],
-                 "runs", "warmup", "runs_s": [s per timed run][, "adapter_runs_s": [s]]},
-     "board_state": {"before": state, "after": state} (see boardstate),
-     "canary": {"pattern": hex, "outputs": bool, "inputs": bool, "reason"} (a job with one),
-     "board_log": {"kernel": {"source", "lines"[, "why", "dropped", "lost"]},
-                   "runtime": {"source", "lines", "level", "env"[, "why", "dropped"]}},
-     "inputs"/"outputs": [{"name", "file", "sha256", "nbytes", "layout", "dtype", "shape",
-                           "attributes"}]}
-
-with the device input buffers named ``in_<i>.bin`` and the outputs ``out_<i>.bin``: the buffers
-of the answer's bulk frame, and the files of a kept job's view. Every file is created new, never
-through a link, and result.json appears whole or not at all.
-
-A job travels in frames and touches no disk; when its request asks to ``keep`` its files
-(``--keep-remote``), the agent writes them after it ran into a new ``jobs/<name>/`` for a person
-to read: job.json, ``input_<i>.bin``, the device buffers and result.json. A view that cannot be
-written costs the job nothing.
+are written (``--keep-remote``). The document: ``docs/runtime/agent.md`` (The result document).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -64,13 +42,10 @@ def device_bytes(tensor: TensorOut) -> np.ndarray:
     return np.ascontiguousarray(tensor.data).reshape(-1).view(np.uint8)
 
 
-def describe_tensor(
-    filename: str, tensor: TensorOut, flat: np.ndarray, digest: bool = True
-) -> TensorJson:
-    """The result's record of a device buffer: its bytes hashed once, here, unless they go back
-    in a bulk frame (``digest`` False), whose trailer carries the sha256 computed as it is
-    written (the host puts it in the record)."""
-    record: TensorJson = {
+def describe_tensor(filename: str, tensor: TensorOut, flat: np.ndarray) -> TensorJson:
+    """The result's record of a device buffer, but its sha256: the buffer goes back in a bulk
+    frame, whose trailer carries it, computed as it is written (the host puts it in the record)."""
+    return {
         "name": str(tensor.name),
         "file": filename,
         "nbytes": int(flat.size),
@@ -79,27 +54,6 @@ def describe_tensor(
         "shape": [int(d) for d in tensor.shape],
         "attributes": json.loads(json.dumps(tensor.attributes or {}, default=jsonable)),
     }
-    if digest:
-        record["sha256"] = hashlib.sha256(flat.data).hexdigest()
-    return record
-
-
-def write_result(folder: str, result: ResultJson) -> OSError | None:
-    """Write result.json atomically (the host never sees half a file); the OSError when the
-    directory is not writable, full or missing, else None."""
-    path = os.path.join(folder, RESULT_FILE)
-    tmp = path + ".tmp"
-    try:
-        with create_new(tmp, "w") as handle:
-            json.dump(result, handle, indent=1, default=jsonable)
-        # A rename replaces the name itself: a symlink planted as result.json is not followed.
-        os.replace(tmp, path)
-    except OSError as exc:
-        log.error("cannot write %s: %s", path, exc)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)  # half a file on a full disk holds space the next job needs
-        return exc
-    return None
 
 
 def new_kept_dir(value: Any) -> str:
@@ -153,4 +107,17 @@ def write_kept_view(
             json.dump(document, handle, indent=1, default=jsonable)
     except OSError as exc:
         return exc
-    return write_result(folder, result)
+    # result.json last and atomically: a reader never sees half a file.
+    path = os.path.join(folder, RESULT_FILE)
+    tmp = path + ".tmp"
+    try:
+        with create_new(tmp, "w") as handle:
+            json.dump(result, handle, indent=1, default=jsonable)
+        # A rename replaces the name itself: a symlink planted as result.json is not followed.
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.error("cannot write %s: %s", path, exc)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)  # half a file on a full disk holds space the next job needs
+        return exc
+    return None

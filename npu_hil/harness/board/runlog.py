@@ -1,20 +1,6 @@
-"""The runtime's own log in a job's window: what the process wrote to its standard error.
-
-Vendor runtimes are C libraries that log to file descriptor 2 (``E RKNN: ...``, ``[HBRT] ...``),
-not through Python, so the capture is of the descriptor: from the first job on it points at a
-tee child (one per agent process) that copies everything on to the agent's own stderr, as
-before, and keeps what came since the last sync in memory. A job's window opens with a reset
-(a mark the tee does not answer) and closes with a sync, bounded like the kernel log, so a job
-pays one pipe round trip, not a process, and nothing is written to the board's disk (it may be
-full or read-only). The
-agent's own log lines written in the window land there too; they are the job's as well.
-
-The level is the runtime's own: an adapter names the environment variable its runtime reads
-(``Adapter.log_level_env``) and the job's ``runtime_log_level`` is written there before the
-adapter is created, as the runtime reads it when it initialises. The value is the runtime's own
-scale, passed through unchanged.
-
-Standard library only, Python >= 3.8.
+"""The runtime's own log in a job's window: what the process wrote to its standard error, through a
+tee child (how, and why so: ``docs/runtime/agent.md``, The board's logs). Standard library only,
+Python >= 3.8.
 """
 
 from __future__ import annotations
@@ -94,12 +80,9 @@ while True:
 
 
 class StderrTee:
-    """Descriptor 2 of the agent pointed, once per process, at a tee child: every byte still
-    reaches the agent's own standard error (where the host reads why an agent died), and the
-    tee keeps what came since the last :meth:`reset` or :meth:`window` call. A job's window is
-    what came between the two, so a job pays one pipe round trip, not a process, and nothing is
-    written to the board's disk. The tee is a child, so what a runtime wrote just before it
-    crashed the agent still gets out: the child reads to the end of the pipe after its parent
+    """Descriptor 2 of the agent pointed, once per process, at a tee child, which keeps what came
+    since the last :meth:`reset` or :meth:`window` call. A child, so what a runtime wrote just
+    before it crashed the agent still gets out: it reads to the end of the pipe after its parent
     is gone."""
 
     def __init__(self) -> None:

@@ -1,23 +1,6 @@
 """The serve loop: a resident agent's requests framed over a byte stream, one answer frame each.
 
-The agent speaks first with ``{"op": "hello", ...}`` (its ``features`` list ``framed-jobs`` and
-``framed-models``); requests are ``{"op": "job", "job": {...}[, "keep": "jobs/<name>"]}`` in a bulk
-frame (:mod:`frames`: the job document and its input buffers; the answer is a bulk frame with the
-device buffers; ``keep``: write the job's files there after it ran), ``{"op": "ping"}``, ``{"op":
-"versions", "adapter": A, "options": {}}``, ``{"op": "memory"}`` (the agent's RSS and the board's
-CMA / DMA-buffer figures, :mod:`memory`), ``{"op": "model", ...}`` (a model into the cache, a chunk
-per bulk frame, :mod:`modelstore`) and ``{"op": "shutdown"}``; every request gets exactly one
-response frame with the same ``op`` and either the payload (``result`` for a job) or ``error`` (a
-typed record). A request frame is at most ``MAX_REQUEST_BYTES`` (a longer one is refused unread and
-ends the stream), a bulk one at most a job's inputs besides, and a message nests at most
-``MAX_JSON_DEPTH`` levels; a whole frame that holds no request is answered with a ``ProtocolError``
-record and the agent goes on. A kept job's folder is a new ``jobs/<name>`` in the working
-directory, never anything else.
-
-On stdin/stdout (``--serve``) nothing but frames goes to stdout: file descriptor 1 is pointed
-at stderr for the agent's lifetime, so a vendor library's printf cannot corrupt the stream. When
-a runtime call times out the agent answers the pending request with ``"restart": true`` and exits
-with status 3 at once (the stuck call would hold up the interpreter's shutdown).
+The requests, their answers and their bounds: ``docs/runtime/agent.md`` (Frames and requests).
 """
 
 from __future__ import annotations
@@ -36,9 +19,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, NoReturn
 
 from .agent import Agent
+from .boardstate import read_identity
 from .cache import StageFailed
 from .folders import UnsafeFolder, check_folder
-from .identity import read_identity
 from .job import DEFAULT_TIMEOUTS, MAX_INPUTS, MAX_JOB_INPUT_BYTES, JobRefused
 from .loader import EXTRA_ADAPTERS, PACKAGE_DIR, available_adapters, is_adapter_name
 from .memory import read_memory
@@ -225,14 +208,16 @@ class FrameStream:
                 raise EOFError("stream ended inside a frame")
             n -= got
 
-    def _read_exactly(self, n: int) -> bytes | None:
+    def _read_exactly(self, n: int, first: bool = False) -> bytes:
+        """``n`` bytes; EOFError when the stream ends inside them, except at the ``first`` byte
+        of a frame (then b"")."""
         chunks = []
         remaining = n
         while remaining:
             chunk = self._recv(min(remaining, 1 << 20))
             if not chunk:
-                if remaining == n:
-                    return None
+                if first and remaining == n:
+                    return b""
                 raise EOFError("stream ended inside a frame")
             chunks.append(chunk)
             remaining -= len(chunk)
@@ -240,8 +225,8 @@ class FrameStream:
 
     def read(self) -> Request | None:
         """The next request, or None at end of stream."""
-        header = self._read_exactly(FRAME_HEADER.size)
-        if header is None:
+        header = self._read_exactly(FRAME_HEADER.size, first=True)
+        if not header:
             return None
         length = frame_length(header)
         if is_bulk(header):
@@ -252,8 +237,6 @@ class FrameStream:
                 f"a request frame of {length} bytes exceeds the cap of {MAX_REQUEST_BYTES}"
             )
         payload = self._read_exactly(length)
-        if payload is None:
-            raise EOFError("stream ended inside a frame")
         try:
             return Request(decode_frame(payload))
         except ValueError as exc:  # UnicodeDecodeError and JSON errors included
@@ -268,15 +251,10 @@ class FrameStream:
             raise ValueError(
                 f"a bulk request frame of {length} bytes is outside 4 to {MAX_BULK_REQUEST_BYTES}"
             )
-        prefix = self._read_exactly(BULK_PREFIX.size)
-        if prefix is None:
-            raise EOFError("stream ended inside a frame")
-        (message_bytes,) = BULK_PREFIX.unpack(prefix)
+        (message_bytes,) = BULK_PREFIX.unpack(self._read_exactly(BULK_PREFIX.size))
         if message_bytes > min(MAX_REQUEST_BYTES, length - BULK_PREFIX.size):
             raise ValueError(f"a bulk frame's message of {message_bytes} bytes does not fit")
-        payload = self._read_exactly(message_bytes) if message_bytes else b""
-        if payload is None:
-            raise EOFError("stream ended inside a frame")
+        payload = self._read_exactly(message_bytes)
         rest = length - BULK_PREFIX.size - message_bytes
         try:
             message = decode_frame(payload)
@@ -296,9 +274,7 @@ class FrameStream:
             buffer, digest = self._fill_new(n)
             buffers.append(buffer)
             ours.append(digest)
-        trailer = self._read_exactly(DIGEST_BYTES * len(sizes)) if sizes else b""
-        if trailer is None:
-            raise EOFError("stream ended inside a frame")
+        trailer = self._read_exactly(DIGEST_BYTES * len(sizes))
         theirs = [trailer[i : i + DIGEST_BYTES] for i in range(0, len(trailer), DIGEST_BYTES)]
         damaged = tuple(i for i in range(len(ours)) if ours[i] != theirs[i])
         return Request(message, buffers, damaged)
@@ -550,23 +526,16 @@ def _answer_job(agent: Agent, stream: FrameStream, framed: Request) -> None:
 def _versions_response(agent: Agent, request: Mapping[str, object]) -> dict[str, object]:
     name = request.get("adapter")
     options = request.get("options") or {}
+    refused = None
     if not isinstance(name, str) or not is_adapter_name(name):
-        return {
-            "op": "versions",
-            "error": failure("JobError", "validate", f"adapter: {name!r} is not an adapter name"),
-        }
-    if name not in available_adapters(agent.adapter_dirs):
-        return {
-            "op": "versions",
-            "error": failure(
-                "JobError", "validate", f"adapter: {name!r} is not an adapter on this board"
-            ),
-        }
-    if not isinstance(options, dict):
-        return {
-            "op": "versions",
-            "error": failure("JobError", "validate", "options: expected an object"),
-        }
+        refused = f"adapter: {name!r} is not an adapter name"
+    elif name not in available_adapters(agent.adapter_dirs):
+        refused = f"adapter: {name!r} is not an adapter on this board"
+    elif not isinstance(options, dict):
+        refused = "options: expected an object"
+    if refused is not None:
+        return {"op": "versions", "error": failure("JobError", "validate", refused)}
+    assert isinstance(name, str) and isinstance(options, dict)  # checked just above
     try:
         return {
             "op": "versions",

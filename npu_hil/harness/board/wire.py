@@ -1,14 +1,9 @@
-"""The agent's wire format: schema names, file names, frame payloads, exit statuses, error records.
+"""The agent's wire format: schema names, file names, frame payloads, exit statuses, error records
+(``docs/runtime/agent.md``, Frames and requests).
 
-Both sides import it: the agent on the board, and the host's client and protocol reader, so the
-two cannot drift apart. Standard library only (no numpy), so importing it costs the host and the
-relay nothing; numpy values in a runtime's attributes are still made JSON when numpy is loaded.
-
-A frame (:mod:`frames`) carries UTF-8 JSON: one object, nested at most ``MAX_JSON_DEPTH`` levels.
-Job protocol ``npu-hil-job/1`` in, ``npu-hil-result/1`` out, agent protocol
-``npu-hil-agent/1``; a reader accepts any minor version of its major and refuses another major.
-An error record is ``{"type", "stage", "message"}`` plus optional ``code``, ``field``, ``reason``,
-``detail``.
+Both sides import it, the agent and the host's client and protocol reader, so the two cannot
+drift apart. Standard library only (no numpy), so importing it costs the host and the relay
+nothing; numpy values in a runtime's attributes are still made JSON when numpy is loaded.
 """
 
 from __future__ import annotations

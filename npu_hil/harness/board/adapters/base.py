@@ -1,11 +1,5 @@
-"""The contract between the board agent and a runtime adapter.
-
-Board-side code: Python >= 3.8, standard library and numpy only, and nothing from ``harness``
-(the agent and its adapters are copied to the board as plain files next to each other). An
-adapter module ``adapters/<name>.py`` defines ``ADAPTER``: a subclass of :class:`Adapter`.
-
-One adapter instance lives for as long as the agent runs; the agent caches loaded models by their
-sha256 and calls :meth:`Adapter.run` once per job.
+"""The contract between the board agent and a runtime adapter (``docs/runtime/agent.md``, Writing
+an adapter). Board-side: Python >= 3.8, standard library and numpy, nothing from ``harness``.
 """
 
 from __future__ import annotations
@@ -18,13 +12,7 @@ import numpy as np
 
 
 class AdapterError(Exception):
-    """A typed failure the agent records in result.json.
-
-    ``kind``: ``DeviceError`` (the runtime refused or crashed), ``LayoutError`` (the request cannot
-    be served, e.g. a combination the runtime does not support), ``UnsupportedError`` (the adapter
-    cannot do this on this board), ``TimeoutError``. ``stage``: ``init``, ``load``, ``run``,
-    ``fetch``, ``release``.
-    """
+    """A typed failure the agent records in result.json (its kinds and stages: the docs page)."""
 
     def __init__(self, kind: str, stage: str, message: str, code: Optional[int] = None) -> None:
         super().__init__(message)
@@ -134,6 +122,39 @@ def match_names(
     raise AdapterError("LayoutError", stage, f"{what} {missing} not in the model (it has {names})")
 
 
+def match_outputs(names: List[str], outputs: Optional[List[str]]) -> Tuple[List[int], str]:
+    """Positions of the wanted ``outputs`` among ``names`` (None: all), as :func:`match_names`."""
+    if outputs is None:
+        return list(range(len(names))), "name"
+    return match_names(names, list(outputs), "fetch", "outputs")
+
+
+def pick_outputs(names: List[str], outputs: Optional[List[str]]) -> List[int]:
+    """Positions of the wanted ``outputs`` among ``names`` (None: all), by name only."""
+    if outputs is None:
+        return list(range(len(names)))
+    missing = [w for w in outputs if w not in names]
+    if missing:
+        raise AdapterError("LayoutError", "fetch", f"outputs {missing} not in {names}")
+    return [names.index(w) for w in outputs]
+
+
+def pick_model(names: List[str], wanted: Any, path: str) -> int:
+    """Which of the models an artifact packs (``names``) runs: the one the option ``model_name``
+    (``wanted``) names, else the only one."""
+    if wanted is not None:
+        if wanted not in names:
+            raise AdapterError(
+                "LayoutError", "load", f"model_name {wanted!r} is not in {path} (it has {names})"
+            )
+        return names.index(wanted)
+    if len(names) != 1:
+        raise AdapterError(
+            "LayoutError", "load", f"{path} packs {len(names)} models {names}: set model_name"
+        )
+    return 0
+
+
 def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
@@ -161,6 +182,13 @@ class Adapter:
     def __init__(self, options: Dict[str, Any]) -> None:
         self.options = dict(options)
 
+    def loaded(self, model: Any, kind: Any) -> None:
+        """A DeviceError unless ``model`` is a handle of ``kind`` loaded and not yet released."""
+        if not isinstance(model, kind) or model.released:
+            raise AdapterError(
+                "DeviceError", "run", f"model handle is not a loaded {self.name} model"
+            )
+
     def versions(self) -> Dict[str, str]:
         """Runtime, driver and SDK versions, as the runtime reports them."""
         return {}
@@ -174,16 +202,9 @@ class Adapter:
         raise NotImplementedError
 
     def fill_canary(self, model: Any, pattern: bytes) -> CanaryFill:
-        """Fill every output buffer you own for ``model`` with ``pattern`` before the next run
-        (:func:`canary_bytes`: repeated from each buffer's first byte), and every input buffer
-        you allocate before the input's bytes are copied in, so that a byte the device never
-        wrote still holds the pattern when it comes back. Buffers that live with the model are
-        filled now; buffers allocated per run are filled when the run allocates them. The agent
-        calls this before every run of a job that carries a canary.
-
-        Return what will start the run filled. The default fills nothing: an adapter whose
-        runtime allocates the output memory itself during the run (and hands back arrays it
-        made) cannot, and says so in ``reason``."""
+        """Fill the buffers you own for ``model`` with ``pattern`` (:func:`canary_bytes`) before
+        the next run, and return what will start it filled (the contract: the docs page). The
+        default fills nothing and says so in ``reason``."""
         return CanaryFill(reason=f"adapter {self.name!r} does not fill buffers with a canary")
 
     def release(self, model: Any) -> None:

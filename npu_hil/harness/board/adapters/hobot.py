@@ -1,34 +1,6 @@
-"""``hobot``: Horizon / D-Robotics ``pyeasy_dnn`` (``hobot_dnn`` in RDK X3 images,
-``hobot_dnn_rdkx5`` from the hobot-dnn-rdkx5 wheel on RDK X5).
-
-Numerical results only, and even those with care. What the X5 build (hobot-dnn-rdkx5 3.0.6)
-does, read from its aarch64 extension:
-
-- ``.buffer`` is an array of the first four validShape dimensions (always 4-D) whose element
-  type is float32, int32 or int16 for F32, S32 and S16 tensors and int8 for every other type,
-  holding that many elements of that size from the start of the aligned device buffer: the
-  padding is not removed, 1-byte types keep their bytes (U8 and images only change sign), and
-  F16, U16, U32, F64, S64, U64 (and 4-bit types) lose bytes.
-- ``alignedShape`` / ``validShape`` are integers: the address of a heap copy of the 36-byte
-  hbDNNTensorShape the extension never frees. The adapter reads the shape there (option
-  ``shape_pointers``, default true; false leaves the shapes unknown).
-- ``tensor_type`` is the type's name (``int8``, ``float16``, ``NV12`` ...); there is no stride,
-  quantiType, zero point, alignedByteSize or raw memory attribute, so no other route to the
-  device bytes: a tensor whose bytes ``.buffer`` loses is refused (UnsupportedError, stage
-  fetch, naming ``hobot_native``, which reads the device buffers through libdnn).
-
-Every output says what it is (``numeric_only``, ``native_bytes: false``) and whether its buffer
-can be trusted (``buffer_faithful``: true, false, or null when the shapes are not known), with
-the reasons in ``caveats``; 1-byte unsigned data is handed on as uint8.
-
-Inputs are logical tensors (pyeasy_dnn pads them itself); pass-through is accepted only for NV12
-and Y inputs, whose bytes are the image as the model takes it. No input buffers come back.
-
-Options (``adapter_options``): ``module`` (import path, default: ``hobot_dnn.pyeasy_dnn`` then
-``hobot_dnn_rdkx5.pyeasy_dnn``), ``model_name`` (when the artifact packs several models),
-``core_id`` and ``priority`` (passed to ``forward``), ``shape_pointers`` (see above).
-
-Board-side code: Python >= 3.8, standard library and numpy only.
+"""``hobot``: Horizon / D-Robotics ``pyeasy_dnn`` (``hobot_dnn``, ``hobot_dnn_rdkx5``), numerical
+results only, with caveats. What the X5 build 3.0.6's ``.buffer`` and shapes are, and the options:
+``docs/runtime/agent.md`` (Adapters).
 """
 
 from __future__ import annotations
@@ -41,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-# Relative: the agent loads this as adapters.<name>, the harness as
-# npu_hil.harness.board.adapters.<name>; either way the base is the one beside it.
+# Relative: loaded as adapters.<name> or npu_hil...adapters.<name>, the base is the one beside it.
 from .base import (
     Adapter,
     AdapterError,
@@ -52,6 +23,8 @@ from .base import (
     TensorOut,
     describe,
     package_version,
+    pick_model,
+    pick_outputs,
 )
 
 # The X3/X5 header's hbDNNTensorShape (8 int32 dimensions, then numDimensions: 36 bytes).
@@ -176,21 +149,7 @@ class HobotAdapter(Adapter):
                 "DeviceError", "load", f"pyeasy_dnn.load({model_path!r}) gave no model"
             )
         names = [str(getattr(m, "name", "")) for m in models]
-        wanted = self.options.get("model_name")
-        if wanted is not None:
-            if wanted not in names:
-                raise AdapterError(
-                    "LayoutError", "load", f"model_name {wanted!r} not in {model_path} ({names})"
-                )
-            model = models[names.index(wanted)]
-        elif len(models) == 1:
-            model = models[0]
-        else:
-            raise AdapterError(
-                "LayoutError",
-                "load",
-                f"{model_path} packs {len(models)} models {names}: set model_name",
-            )
+        model = models[pick_model(names, self.options.get("model_name"), model_path)]
         input_types = [
             str(getattr(t.properties, "tensor_type", "")) for t in getattr(model, "inputs", [])
         ]
@@ -214,8 +173,7 @@ class HobotAdapter(Adapter):
         )
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
-        if not isinstance(model, HobotModel) or model.released:
-            raise AdapterError("DeviceError", "run", "model handle is not a loaded hobot model")
+        self.loaded(model, HobotModel)
         start = time.perf_counter()
         arrays = [self._array(inp) for inp in inputs]
         copy_s = time.perf_counter() - start
@@ -236,13 +194,7 @@ class HobotAdapter(Adapter):
         start = time.perf_counter()
         results = list(results)
         names = [str(getattr(r, "name", f"output{i}")) for i, r in enumerate(results)]
-        wanted = list(range(len(results)))
-        if outputs is not None:
-            missing = [w for w in outputs if w not in names]
-            if missing:
-                raise AdapterError("LayoutError", "fetch", f"outputs {missing} not in {names}")
-            wanted = [names.index(w) for w in outputs]
-        tensors = [self._tensor(names[i], results[i], model) for i in wanted]
+        tensors = [self._tensor(names[i], results[i], model) for i in pick_outputs(names, outputs)]
         copy_s += time.perf_counter() - start
         return RunOutput(inputs=[], outputs=tensors, timings={"run_s": run_s, "copy_s": copy_s})
 

@@ -1,47 +1,6 @@
-"""``hobot_native``: Horizon / D-Robotics BPU runtime (``libdnn``) through ctypes.
-
-Why not ``hobot_dnn.pyeasy_dnn``: its ``.buffer`` is not a faithful view of the device buffer (see
-``spec/vendor-runtimes.md``), and it exposes neither ``stride`` nor ``alignedByteSize``. This
-adapter calls the documented C API instead and returns the raw aligned buffers with the full
-``hbDNNTensorProperties``.
-
-Two ABIs, chosen with the option ``abi`` (the headers differ, so one struct cannot serve both):
-
-``x3x5`` (RDK X3/X5, ``hb_dnn.h`` with ``hb_sys.h``, HB_DNN_TENSOR_MAX_DIMENSIONS 8):
-    hbDNNInitializeFromFiles -> hbDNNGetModelNameList -> hbDNNGetModelHandle ->
-    hbDNNGetInput/OutputCount -> hbDNNGetInput/OutputTensorProperties ->
-    hbSysAllocCachedMem(alignedByteSize) -> copy input -> hbSysFlushMem(CLEAN) -> hbDNNInfer ->
-    hbDNNWaitTaskDone(timeout) -> hbSysFlushMem(INVALIDATE) -> read -> hbDNNReleaseTask ->
-    hbSysFreeMem; hbDNNRelease on release. Properties carry validShape, alignedShape,
-    tensorLayout, shift, scale (int8 zero points), int32 alignedByteSize and stride[8].
-``s100`` (RDK S100, ``hobot/dnn/hb_dnn.h`` with ``hb_ucp.h``/``hb_ucp_sys.h``, 10 dimensions):
-    the same model calls, with hbUCPMallocCached / hbUCPMemFlush / hbUCPFree for memory and
-    hbDNNInferV2 -> hbUCPSubmitTask -> hbUCPWaitTaskDone -> hbUCPReleaseTask for the task.
-    Properties have no alignedShape, tensorLayout or shift; zero points are int32,
-    alignedByteSize and stride int64, and the tensor type enum starts at S4 = 0.
-
-Options (``adapter_options``): ``abi`` (``x3x5`` default, or ``s100``), ``library`` (default
-``libdnn.so``), ``ucp_library`` (s100, default ``libhbucp.so``), ``sys_library`` (x3x5, only if the
-hbSys* calls live outside libdnn), ``preload`` (libraries loaded first with RTLD_GLOBAL, e.g.
-``libcnn_intf.so``), ``model_name`` (when the artifact packs several models), ``timeout_ms``
-(default 10000), ``bpu_core`` (x3x5 bpuCoreId / s100 backend, default 0 = any), ``input_strides``
-(``{input name: [bytes per dim]}`` for inputs whose stride the model leaves dynamic, -1).
-
-Every buffer's first address must be 32-byte aligned (the BPU requires it); an allocation that is
-not is refused as a DeviceError. Tensors come back as flat uint8 arrays (the bytes of the
-allocation); ``layout`` is ``strided`` or the image type (``NV12``, ``Y`` ...), ``dtype`` follows
-tensorType, ``shape`` is validShape. ``layout_from`` says which properties place the bytes: on
-X3/X5 ``alignedShape`` (with tensorLayout; the X3/X5 documentation describes the aligned data by
-alignedShape and reports stride 0 for NV12/Y model inputs), on S100 ``stride``.
-
-``NV12_SEPARATE`` inputs (X3/X5) take two memories, as the header's hbDNNTensor says: the job
-gives one image's Y plane then its UV plane in one buffer (H rows, then H/2 rows, each
-alignedShape's W bytes long); the adapter puts Y in ``sysMem[0]`` and UV in ``sysMem[1]`` and
-reads both back.
-
-Return codes: the task timeout (``HB_DNN_TIMEOUT`` -6000008 on X3/X5, ``HB_UCP_TASK_TIMEOUT``
--200002 on S100) is a TimeoutError, every other non-zero code a DeviceError carrying the code.
-The numbers are held to the headers' measured values in ``tests/data/abi``.
+"""``hobot_native``: Horizon / D-Robotics BPU runtime (``libdnn``) through ctypes, raw aligned
+buffers with the full ``hbDNNTensorProperties``. The two ABIs (``x3x5``, ``s100``), their call
+sequences, the options and the return codes: ``docs/runtime/agent.md`` (Adapters).
 """
 
 from __future__ import annotations
@@ -54,8 +13,7 @@ from typing import Any, List, TypedDict, cast
 
 import numpy as np
 
-# Relative: the agent loads this as adapters.<name>, the harness as
-# npu_hil.harness.board.adapters.<name>; either way the base is the one beside it.
+# Relative: loaded as adapters.<name> or npu_hil...adapters.<name>, the base is the one beside it.
 from .base import (
     Adapter,
     AdapterError,
@@ -65,7 +23,8 @@ from .base import (
     TensorOut,
     canary_bytes,
     match_inputs,
-    match_names,
+    match_outputs,
+    pick_model,
 )
 
 FIRST_ADDRESS_ALIGNMENT = 32
@@ -81,9 +40,7 @@ HB_UCP_TASK_TIMEOUT = -200002
 # turn into a multi-gigabyte read.
 MAX_QUANT_PARAMS = 1 << 16
 
-# ---------------------------------------------------------------------------------------------
 # hb_dnn.h / hb_sys.h (RDK X3, X5)
-# ---------------------------------------------------------------------------------------------
 
 X3X5_MAX_DIMS = 8
 
@@ -159,9 +116,7 @@ class InferCtrlParam(ctypes.Structure):
     ]
 
 
-# ---------------------------------------------------------------------------------------------
 # hobot/dnn/hb_dnn.h, hb_ucp.h, hb_ucp_sys.h (RDK S100)
-# ---------------------------------------------------------------------------------------------
 
 S100_MAX_DIMS = 10
 
@@ -225,28 +180,6 @@ class UCPSchedParam(ctypes.Structure):
     ]
 
 
-STRUCTS_X3X5 = {
-    "hbDNNTensorShape": TensorShapeX3X5,
-    "hbDNNQuantiShift": QuantiShift,
-    "hbDNNQuantiScale": QuantiScaleX3X5,
-    "hbDNNTensorProperties": TensorPropertiesX3X5,
-    "hbSysMem": SysMem,
-    "hbDNNTensor": TensorX3X5,
-    "hbDNNInferCtrlParam": InferCtrlParam,
-}
-# Enums the structs hold, by their C type name (the same on both ABIs).
-ENUM_TYPES = {"hbDNNQuantiType": QuantiType}
-STRUCTS_S100 = {
-    "hbDNNTensorShape": TensorShapeS100,
-    "hbDNNQuantiScale": QuantiScaleS100,
-    "hbDNNTensorProperties": TensorPropertiesS100,
-    "hbUCPSysMem": UCPSysMem,
-    "hbDNNTensor": TensorS100,
-    "hbUCPSchedParam": UCPSchedParam,
-}
-# The header dimension limits the shape mirrors are built on.
-MAX_DIMS = {"x3x5": X3X5_MAX_DIMS, "s100": S100_MAX_DIMS}
-
 LAYOUTS = {0: "NHWC", 2: "NCHW", 255: "NONE"}
 IMAGE_TYPES = ("Y", "NV12", "NV12_SEPARATE", "YUV444", "RGB", "BGR")
 # hbDNNDataType: X3/X5 numbers the image types first, then the tensor types; S100 has the tensor
@@ -303,27 +236,6 @@ ABIS = {
         "HB_UCP_TASK_TIMEOUT",
     ),
 }
-
-
-def header_constants(abi: Abi) -> dict[str, int]:
-    """Every enum value and return code the adapter relies on, under the header's own names (the
-    tests hold them to the measured values)."""
-    found: dict[str, int] = {
-        "HB_DNN_TENSOR_MAX_DIMENSIONS": MAX_DIMS[abi.name],
-        "HB_SYS_MEM_CACHE_INVALIDATE": HB_SYS_MEM_CACHE_INVALIDATE,
-        "HB_SYS_MEM_CACHE_CLEAN": HB_SYS_MEM_CACHE_CLEAN,
-        abi.timeout_name: abi.timeout_code,
-    }
-    for code, name in abi.tensor_types.items():
-        prefix = "HB_DNN_IMG_TYPE_" if name in IMAGE_TYPES else "HB_DNN_TENSOR_TYPE_"
-        found[prefix + name] = code
-    for code, name in abi.quanti_types.items():
-        found[name] = code
-    if abi.has_aligned_shape:
-        found["HB_DNN_SUCCESS"] = HB_DNN_SUCCESS
-        for code, name in LAYOUTS.items():
-            found["HB_DNN_LAYOUT_" + name] = code
-    return found
 
 
 def _shape(shape: Any) -> list[int]:
@@ -383,9 +295,7 @@ def properties_record(props: Any, abi: Abi) -> HbPropertiesJson:
     return record
 
 
-# ---------------------------------------------------------------------------------------------
 # The runtime binding: one place that knows the C signatures of each ABI.
-# ---------------------------------------------------------------------------------------------
 
 
 class HorizonRuntime:
@@ -512,12 +422,9 @@ class HorizonRuntime:
 
     def alloc(self, size: int, what: str) -> Any:
         mem = self.abi.mem()
-        if self.abi.name == "x3x5":
-            ret = self.call("hbSysAllocCachedMem", ctypes.byref(mem), size)
-            call = "hbSysAllocCachedMem"
-        else:
-            ret = self.call("hbUCPMallocCached", ctypes.byref(mem), size, 0)
-            call = "hbUCPMallocCached"
+        x3x5 = self.abi.name == "x3x5"
+        call = "hbSysAllocCachedMem" if x3x5 else "hbUCPMallocCached"
+        ret = self.call(call, ctypes.byref(mem), size, *(() if x3x5 else (0,)))  # S100: flags 0
         self.check(int(ret), "run", f"{call}({size}) for {what}")
         if not mem.virAddr:
             raise AdapterError(
@@ -541,25 +448,15 @@ class HorizonRuntime:
         if self.abi.name == "x3x5":
             ctrl = InferCtrlParam(bpuCoreId=core, dspCoreId=0, priority=0, more=0, customId=0)
             out_ptr = ctypes.cast(outputs, ctypes.POINTER(self.abi.tensor))
-            ret = self.call(
-                "hbDNNInfer",
-                ctypes.byref(task),
-                ctypes.byref(out_ptr),
-                inputs,
-                dnn,
-                ctypes.byref(ctrl),
+            out = ctypes.byref(out_ptr)
+            self.checked(
+                "run", "hbDNNInfer", ctypes.byref(task), out, inputs, dnn, ctypes.byref(ctrl)
             )
-            self.check(int(ret), "run", "hbDNNInfer")
             return task
-        ret = self.call("hbDNNInferV2", ctypes.byref(task), outputs, inputs, dnn)
-        self.check(int(ret), "run", "hbDNNInferV2")
+        self.checked("run", "hbDNNInferV2", ctypes.byref(task), outputs, inputs, dnn)
         sched = UCPSchedParam(priority=0, customId=0, backend=core, deviceId=0)
         try:
-            self.check(
-                int(self.call("hbUCPSubmitTask", task, ctypes.byref(sched))),
-                "run",
-                "hbUCPSubmitTask",
-            )
+            self.checked("run", "hbUCPSubmitTask", task, ctypes.byref(sched))
         except AdapterError:
             self.release_task(task)
             raise
@@ -592,9 +489,7 @@ class HorizonRuntime:
         return found
 
 
-# ---------------------------------------------------------------------------------------------
 # The adapter
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -745,23 +640,7 @@ class HobotNativeAdapter(Adapter):
             model.packed,
         )
         names = [(name_list[i] or b"").decode("utf-8", "replace") for i in range(count.value)]
-        wanted = self.options.get("model_name")
-        if wanted is not None:
-            if wanted not in names:
-                raise AdapterError(
-                    "LayoutError",
-                    "load",
-                    f"model_name {wanted!r} is not in {model.path} (it has {names})",
-                )
-            model.model_name = str(wanted)
-        elif len(names) == 1:
-            model.model_name = names[0]
-        else:
-            raise AdapterError(
-                "LayoutError",
-                "load",
-                f"{model.path} packs {len(names)} models {names}: set model_name",
-            )
+        model.model_name = names[pick_model(names, self.options.get("model_name"), model.path)]
         handle = (ctypes.byref(model.dnn), model.packed, model.model_name.encode())
         rt.checked("load", f"hbDNNGetModelHandle({model.model_name!r})", *handle)
         for kind, target in (("Input", model.inputs), ("Output", model.outputs)):
@@ -799,16 +678,9 @@ class HobotNativeAdapter(Adapter):
     # -- run ------------------------------------------------------------------------------
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
-        if not isinstance(model, HorizonModel) or model.released:
-            raise AdapterError(
-                "DeviceError", "run", "model handle is not a loaded hobot_native model"
-            )
+        self.loaded(model, HorizonModel)
         order, matched_by = match_inputs([t.name for t in model.inputs], inputs)
-        wanted, out_matched_by = list(range(len(model.outputs))), "name"
-        if outputs is not None:
-            wanted, out_matched_by = match_names(
-                [t.name for t in model.outputs], list(outputs), "fetch", "outputs"
-            )
+        wanted, out_matched_by = match_outputs([t.name for t in model.outputs], outputs)
         job = _Job()
         try:
             result = self._run(model, inputs, order, wanted, matched_by, out_matched_by, job)
@@ -891,10 +763,7 @@ class HobotNativeAdapter(Adapter):
         """Every input and output memory is the adapter's, allocated per run
         (``hbSysAllocCachedMem`` / ``hbUCPMallocCached``): the next run fills each with the
         pattern as it allocates it and cleans the cache, before the input's bytes go in."""
-        if not isinstance(model, HorizonModel) or model.released:
-            raise AdapterError(
-                "DeviceError", "run", "model handle is not a loaded hobot_native model"
-            )
+        self.loaded(model, HorizonModel)
         self.canary = pattern
         return CanaryFill(outputs=True, inputs=True)
 

@@ -1,34 +1,6 @@
-"""``kneron``: Kneron PLUS (``kp``) for a KL730 on USB, with the raw fixed-point NPU node bytes.
-
-The flow is the documented PLUS Python API: ``kp.core.connect_devices`` ->
-``kp.core.load_firmware_from_file`` (when the options name firmware) ->
-``kp.core.load_model_from_file`` -> ``kp.inference.generic_data_inference_send`` /
-``generic_data_inference_receive``. The receive result is self-describing per output node.
-
-The raw bytes: PLUS has ``kp_generic_inference_retrieve_raw_fixed_node()`` in C (the NPU bytes
-untouched, with the node's ``kp_tensor_descriptor_t``) but no Python wrapper for it. So
-:func:`retrieve_raw_fixed_nodes` copies the receive buffer out of the result object and calls
-that C function through ctypes on ``libkplus`` (the library the ``kp`` package wraps), reading
-the returned ``kp_inf_raw_fixed_node_output_t`` with structs mirrored from ``kp_struct.h``
-(PLUS 3.x), and frees it with ``kp_release_raw_fixed_node_output``. Each output reports
-``data_layout`` by NAME (the enum numbering drifted between SDK versions), ``shape``,
-``stride_npu``, ``stride_onnx`` (in scalars), ``quantized_axis``, ``radix`` and ``scale``.
-
-Inputs must be pass-through: the bytes in the NPU layout, packed by the host codec (the vendor's
-own pack helpers are not trusted, see ``spec/vendor-runtimes.md``). PLUS cannot read the device's
-input buffer back, so no input tensors are returned.
-
-A KL730 holds one NEF at a time: when a job runs a model other than the one last uploaded, the
-adapter uploads it again (``reloads`` counts it in the timings).
-
-Options (``adapter_options``): ``port_id`` (USB port id, default 0 = first connectable device),
-``scpu_firmware`` / ``ncpu_firmware`` (paths for ``load_firmware_from_file``), ``timeout_ms``
-(``kp.core.set_timeout``), ``npu_timeout_s`` (``kp.core.set_npu_timeout``), ``model_id``
-(default: the first model of the NEF), ``kplus_library`` (path of libkplus when it is not beside
-the ``kp`` package).
-
-Board-side code (here: the machine the KL730 is plugged into): Python >= 3.8, standard library
-and numpy only, plus ``kp`` from the vendor SDK.
+"""``kneron``: Kneron PLUS (``kp``) for a KL730 on USB, with the raw fixed-point NPU node bytes read
+through ``libkplus`` by ctypes. The flow, the raw-node call and the options:
+``docs/runtime/agent.md`` (Adapters).
 """
 
 from __future__ import annotations
@@ -40,14 +12,21 @@ import glob
 import importlib
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
-# Relative: the agent loads this as adapters.<name>, the harness as
-# npu_hil.harness.board.adapters.<name>; either way the base is the one beside it.
-from .base import Adapter, AdapterError, CanaryFill, InputTensor, RunOutput, TensorOut
+# Relative: loaded as adapters.<name> or npu_hil...adapters.<name>, the base is the one beside it.
+from .base import (
+    Adapter,
+    AdapterError,
+    CanaryFill,
+    InputTensor,
+    RunOutput,
+    TensorOut,
+    pick_outputs,
+)
 
 # kp_model_tensor_data_layout_t as the PLUS 3.2 kp_struct.h numbers it (0-12 as in 3.1, 13-17 the
 # HW* input formats added later). Only a fallback: the installed kp's own enum is asked first.
@@ -58,16 +37,10 @@ _LAYOUT_NAMES = (
 )
 DATA_LAYOUTS = dict(enumerate(_LAYOUT_NAMES.split()))
 LAYOUT_PREFIX = "KP_MODEL_TENSOR_DATA_LAYOUT_"
-SIXTEEN_BIT_LAYOUTS = (
-    "8W1C16B",
-    "4W4C8BHL",
-    "1W16C8BHL",
-    "16W1C8BHL",
-    "1W16C8BHL_CH_COMPACT",
-    "RAW_16B",
-    "HW1C16B_LE",
-    "HW1C16B_BE",
+_SIXTEEN_BIT = (
+    "8W1C16B 4W4C8BHL 1W16C8BHL 16W1C8BHL 1W16C8BHL_CH_COMPACT RAW_16B HW1C16B_LE HW1C16B_BE"
 )
+SIXTEEN_BIT_LAYOUTS = tuple(_SIXTEEN_BIT.split())
 # kp_dtype_t, for the scale of a quantized_fixed_point_descriptor.
 _DTYPE_NAMES = "UNKNOWN INT8 INT16 INT32 INT64 UINT8 UINT16 UINT32 UINT64 FLOAT32 BFLOAT16 DOUBLE64"
 DTYPES = dict(enumerate(_DTYPE_NAMES.split()))
@@ -79,7 +52,6 @@ SCALE_FIELDS = {
 TIMEOUT_CODES = (-7, -207, 103)
 MAX_ITEMS = 1 << 16  # bound on any array length read through a pointer the library hands out
 
-# ---------------------------------------------------------------------------------------------
 # kp_struct.h (PLUS 3.x), the part kp_inf_raw_fixed_node_output_t needs. PLUS declares almost
 # every struct __attribute__((packed, aligned(4))): no member is placed beyond a 4-byte boundary
 # (pointers and the 8-byte kp_scale_t union sit at offsets 4, 12 ...) and each struct is 4-aligned.
@@ -87,7 +59,6 @@ MAX_ITEMS = 1 << 16  # bound on any array length read through a pointer the libr
 # narrower than 4 bytes except inside kp_scale_t, which the header leaves unpacked (8-aligned).
 # tests/data/abi/kp_struct-plus-3.1.1.json holds sizeof/_Alignof/offsetof of the real header
 # compiled for aarch64; the tests hold these mirrors to it.
-# ---------------------------------------------------------------------------------------------
 
 PACK = 4
 """``_pack_`` of every mirror of a ``packed, aligned(4)`` struct or union."""
@@ -213,25 +184,10 @@ class KpInfRawFixedNodeOutput(_PackedStruct):
     ]
 
 
-STRUCTS = {
-    "kp_tensor_shape_info_v1_t": KpTensorShapeInfoV1,
-    "kp_tensor_shape_info_v2_t": KpTensorShapeInfoV2,
-    "kp_tensor_shape_info_data_t": KpTensorShapeInfoData,
-    "kp_tensor_shape_info_t": KpTensorShapeInfo,
-    "kp_scale_t": KpScale,
-    "kp_quantized_fixed_point_descriptor_t": KpQuantizedFixedPointDescriptor,
-    "kp_quantization_parameters_v1_t": KpQuantizationParametersV1,
-    "kp_quantization_parameters_data_t": KpQuantizationParametersData,
-    "kp_quantization_parameters_t": KpQuantizationParameters,
-    "kp_tensor_descriptor_t": KpTensorDescriptor,
-    "kp_inf_raw_fixed_node_metadata_t": KpInfRawFixedNodeMetadata,
-    "kp_inf_raw_fixed_node_output_t": KpInfRawFixedNodeOutput,
-}
-
-
-# ---------------------------------------------------------------------------------------------
 # The raw node call: receive buffer -> libkplus -> bytes and descriptor
-# ---------------------------------------------------------------------------------------------
+
+
+V1_ONLY = ("shape_npu", "axis_permutation_onnx_to_npu")
 
 
 @dataclass
@@ -424,9 +380,7 @@ def retrieve_raw_fixed_nodes(
     return nodes
 
 
-# ---------------------------------------------------------------------------------------------
 # The adapter
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -567,16 +521,18 @@ class KneronAdapter(Adapter):
 
     # -- load / release -------------------------------------------------------------------
 
-    def load(self, model_path: str) -> KneronModel:
-        device = self.device()
-        kp = self.kp()
-        descriptor = self._vendor(
+    def _upload(self, path: str) -> Any:
+        """The NEF onto the device (which holds one at a time); its descriptor."""
+        return self._vendor(
             "load",
-            f"kp.core.load_model_from_file({model_path!r})",
-            kp.core.load_model_from_file,
-            device_group=device,
-            file_path=model_path,
+            f"kp.core.load_model_from_file({path!r})",
+            self.kp().core.load_model_from_file,
+            device_group=self.device(),
+            file_path=path,
         )
+
+    def load(self, model_path: str) -> KneronModel:
+        descriptor = self._upload(model_path)
         models = list(getattr(descriptor, "models", []) or [])
         if "model_id" in self.options:
             model_id = int(self.options["model_id"])
@@ -622,21 +578,14 @@ class KneronAdapter(Adapter):
         )
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
-        if not isinstance(model, KneronModel) or model.released:
-            raise AdapterError("DeviceError", "run", "model handle is not a loaded kneron model")
+        self.loaded(model, KneronModel)
         kp = self.kp()
         device = self.device()
         timings = {"copy_s": 0.0, "run_s": 0.0, "reloads": 0.0}
         if self._on_device is not model:
             # The device holds one NEF: bring this one back before running it.
             start = time.perf_counter()
-            self._vendor(
-                "load",
-                f"kp.core.load_model_from_file({model.path!r})",
-                kp.core.load_model_from_file,
-                device_group=device,
-                file_path=model.path,
-            )
+            self._upload(model.path)
             self._on_device = model
             timings["reloads"] = 1.0
             timings["load_s"] = time.perf_counter() - start
@@ -671,12 +620,7 @@ class KneronAdapter(Adapter):
         count = int(result.header.num_output_node)
         raw_nodes = retrieve_raw_fixed_nodes(self.kplus(), raw_result_bytes(result), count)
         tensors = [self._tensor(kp, node) for node in raw_nodes]
-        if outputs is not None:
-            names = [t.name for t in tensors]
-            missing = [w for w in outputs if w not in names]
-            if missing:
-                raise AdapterError("LayoutError", "fetch", f"outputs {missing} not in {names}")
-            tensors = [tensors[names.index(w)] for w in outputs]
+        tensors = [tensors[i] for i in pick_outputs([t.name for t in tensors], outputs)]
         timings["copy_s"] += time.perf_counter() - start
         return RunOutput(inputs=[], outputs=tensors, timings=timings)
 
@@ -699,31 +643,15 @@ class KneronAdapter(Adapter):
 
     def _tensor(self, kp: Any, node: RawNode) -> TensorOut:
         layout = _layout_name(kp, node.data_layout_code)
-        if layout in SIXTEEN_BIT_LAYOUTS:
-            dtype = "int16"
-        elif layout == "RAW_FLOAT":
-            dtype = "float32"
-        else:
-            dtype = "int8"
+        dtype = "int16" if layout in SIXTEEN_BIT_LAYOUTS else "int8"
+        dtype = "float32" if layout == "RAW_FLOAT" else dtype
+        # Every field of the node but its bytes; the V1 shape fields only where it has them.
         attributes: dict[str, Any] = {
-            "index": node.index,
-            "name": node.name,
-            "data_layout": layout,
-            "data_layout_code": node.data_layout_code,
-            "shape": node.shape,
-            "stride_npu": node.stride_npu,
-            "stride_onnx": node.stride_onnx,
-            "quantized_axis": node.quantized_axis,
-            "radix": node.radix,
-            "scale": node.scale,
-            "scale_dtype": node.scale_dtype,
-            "num_data": node.num_data,
-            "shape_info_version": node.shape_info_version,
-            "inputs_read_back": False,
+            f.name: getattr(node, f.name)
+            for f in fields(node)
+            if f.name != "data" and (node.shape_npu is not None or f.name not in V1_ONLY)
         }
-        if node.shape_npu is not None:
-            attributes["shape_npu"] = node.shape_npu
-            attributes["axis_permutation_onnx_to_npu"] = node.axis_permutation_onnx_to_npu
+        attributes.update(data_layout=layout, inputs_read_back=False)
         return TensorOut(
             name=node.name or f"node{node.index}",
             data=np.frombuffer(node.data, dtype=np.uint8).copy(),

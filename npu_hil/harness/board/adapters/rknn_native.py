@@ -1,42 +1,6 @@
-"""``rknn_native``: Rockchip's C runtime (``librknnrt.so``/``librknnmrt.so``) by ctypes, zero-copy.
-
-Why this adapter exists next to ``rknnlite``: only the zero-copy API hands out the native buffers
-(NC1HWC2, NHWC rows padded to ``w_stride``), which is what the harness diffs byte for byte. The
-call sequence and the structs follow Rockchip's documented ``rknn_api.h`` (rknpu2 / rknn-toolkit2
-runtime): ``rknn_init`` -> ``rknn_query(IN_OUT_NUM)`` -> ``rknn_query(NATIVE_INPUT_ATTR /
-NATIVE_OUTPUT_ATTR)`` per tensor -> ``rknn_create_mem(size_with_stride)`` -> ``rknn_set_io_mem``
--> copy the pass-through input bytes in -> ``rknn_run`` -> read ``virt_addr`` back (inputs too) ->
-``rknn_destroy_mem`` / ``rknn_destroy``.
-
-Checked against: the struct layouts and constants measured from the RKNPU2 SDK 2.3.2 header
-(aarch64 and armhf); fakes reporting the attribute sets librknnrt 1.6.0 and librknnmrt 2.3.2
-answered for models compiled by rknn-toolkit2 2.5.0 (flattened NC1HWC2 output dims, NHWC inputs
-with ``w_stride`` > W, C2 8 and 16, float16), whose bytes and attributes come back unchanged; the
-RK3576 core-mask replacement RKNNLite 2.5.0 makes. Only a board can confirm the run itself (the
-values an NPU writes, cache syncs, the runtime's own answer to a core mask naming core 2 on
-RK3576).
-
-Board-side code: Python >= 3.8, standard library and numpy only.
-
-Options (``adapter_options``):
-  ``library``       path or soname of the runtime (default ``librknnmrt.so`` on RV1103/RV1106,
-                    else ``librknnrt.so``)
-  ``soc``           target name (``rk3588`` ...): picks the library and guards ``core_mask``
-  ``core_mask``     ``auto``/``0``/``1``/``2``/``0_1``/``0_1_2``/``all`` or an int
-                    (``rknn_set_core_mask``; RK3588/RK3576 only). RK3576 has two NPU cores:
-                    ``0_1_2`` goes to the runtime as ``0_1`` and ``2`` as ``0``, the replacement
-                    RKNNLite 2.5.0 makes (its messages say so); the tensors' attributes carry
-                    ``core_mask`` (asked) and ``core_mask_set`` (what the runtime was given)
-  ``init_flags``    int passed to ``rknn_init`` (default 0)
-  ``output_query``  ``native`` (RKNN_QUERY_NATIVE_OUTPUT_ATTR, default) or ``native_nhwc``
-                    (RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR)
-  ``output_layout`` what the harness asks for by layout name, when ``output_query`` is not
-                    given: ``NC1HWC2`` is ``native``, ``NHWC`` ``native_nhwc``; other layouts
-                    are not native buffers, and are refused with a LayoutError
-
-Tensors come back as flat uint8 arrays (the bytes of the zero-copy buffer); ``dtype`` and ``shape``
-are the runtime's element type and native dims, ``attributes`` the ``rknn_tensor_attr`` fields under
-the header's names with enums as names.
+"""``rknn_native``: Rockchip's C runtime (``librknnrt.so``/``librknnmrt.so``) by ctypes, zero-copy:
+the native buffers and ``rknn_tensor_attr``s. Call sequence, what it was checked against and its
+options: ``docs/runtime/agent.md`` (Adapters).
 """
 
 from __future__ import annotations
@@ -47,12 +11,11 @@ import os
 import platform
 import time
 from dataclasses import dataclass, field
-from typing import Any, List, TypedDict
+from typing import Any, List, TypedDict, TypeVar
 
 import numpy as np
 
-# Relative: the agent loads this as adapters.<name>, the harness as
-# npu_hil.harness.board.adapters.<name>; either way the base is the one beside it.
+# Relative: loaded as adapters.<name> or npu_hil...adapters.<name>, the base is the one beside it.
 from .base import (
     Adapter,
     AdapterError,
@@ -62,14 +25,12 @@ from .base import (
     TensorOut,
     canary_bytes,
     match_inputs,
-    match_names,
+    match_outputs,
 )
 
-# ---------------------------------------------------------------------------------------------
 # rknn_api.h, mirrored. Field order and types are the header's; tests hold every size, alignment,
 # field offset and size, enum and error value here to the numbers measured from the real 2.3.2
 # header (aarch64 and armhf, tests/data/abi/rknn_api-2.3.2.json), as they hold the C fake.
-# ---------------------------------------------------------------------------------------------
 
 RKNN_MAX_DIMS = 16
 RKNN_MAX_NAME_LEN = 256
@@ -90,22 +51,14 @@ TENSOR_FORMATS = {0: "NCHW", 1: "NHWC", 2: "NC1HWC2", 3: "UNDEFINED"}
 _TYPE_NAMES = "FLOAT32 FLOAT16 INT8 UINT8 INT16 UINT16 INT32 UINT32 INT64 BOOL INT4 BFLOAT16"
 TENSOR_TYPES = dict(enumerate(_TYPE_NAMES.split()))
 QNT_TYPES = {0: "NONE", 1: "DFP", 2: "AFFINE_ASYMMETRIC"}
-ERROR_NAMES = {
-    0: "RKNN_SUCC",
-    -1: "RKNN_ERR_FAIL",
-    -2: "RKNN_ERR_TIMEOUT",
-    -3: "RKNN_ERR_DEVICE_UNAVAILABLE",
-    -4: "RKNN_ERR_MALLOC_FAIL",
-    -5: "RKNN_ERR_PARAM_INVALID",
-    -6: "RKNN_ERR_MODEL_INVALID",
-    -7: "RKNN_ERR_CTX_INVALID",
-    -8: "RKNN_ERR_INPUT_INVALID",
-    -9: "RKNN_ERR_OUTPUT_INVALID",
-    -10: "RKNN_ERR_DEVICE_UNMATCH",
-    -11: "RKNN_ERR_INCOMPATILE_PRE_COMPILE_MODEL",
-    -12: "RKNN_ERR_INCOMPATILE_OPTIMIZATION_LEVEL_VERSION",
-    -13: "RKNN_ERR_TARGET_PLATFORM_UNMATCH",
-}
+# The return codes, 0 down to -13, in order.
+_ERROR_NAMES = (
+    "SUCC ERR_FAIL ERR_TIMEOUT ERR_DEVICE_UNAVAILABLE ERR_MALLOC_FAIL ERR_PARAM_INVALID "
+    "ERR_MODEL_INVALID ERR_CTX_INVALID ERR_INPUT_INVALID ERR_OUTPUT_INVALID ERR_DEVICE_UNMATCH "
+    "ERR_INCOMPATILE_PRE_COMPILE_MODEL ERR_INCOMPATILE_OPTIMIZATION_LEVEL_VERSION "
+    "ERR_TARGET_PLATFORM_UNMATCH"
+)
+ERROR_NAMES = {-code: "RKNN_" + name for code, name in enumerate(_ERROR_NAMES.split())}
 RKNN_ERR_TIMEOUT = -2
 
 CORE_MASKS = {"auto": 0, "0": 1, "1": 2, "2": 4, "0_1": 3, "0_1_2": 7, "all": 0xFFFF}
@@ -115,16 +68,13 @@ RK3576_REMAP = {CORE_MASKS["0_1_2"]: CORE_MASKS["0_1"], CORE_MASKS["2"]: CORE_MA
 MICRO_RUNTIME_SOCS = ("rv1103", "rv1106", "rv1103b", "rv1106b")
 
 
-def _context_type() -> Any:
-    # rknn_api.h: `#ifdef __arm__ typedef uint32_t rknn_context; #else uint64_t`. __arm__ is the
-    # 32-bit ARM ABI (RV1103/RV1106 armhf userlands), whatever the kernel reports as machine.
-    machine = platform.machine().lower()
-    if ctypes.sizeof(ctypes.c_void_p) == 4 and (machine.startswith("arm") or machine == "aarch64"):
-        return ctypes.c_uint32
-    return ctypes.c_uint64
-
-
-rknn_context = _context_type()
+# rknn_api.h: `#ifdef __arm__ typedef uint32_t rknn_context; #else uint64_t`. __arm__ is the
+# 32-bit ARM ABI (RV1103/RV1106 armhf userlands), whatever the kernel reports as machine.
+_MACHINE = platform.machine().lower()
+_ARM32 = ctypes.sizeof(ctypes.c_void_p) == 4 and (
+    _MACHINE.startswith("arm") or _MACHINE == "aarch64"
+)
+rknn_context: Any = ctypes.c_uint32 if _ARM32 else ctypes.c_uint64
 
 
 class RknnInputOutputNum(ctypes.Structure):
@@ -170,14 +120,8 @@ class RknnSdkVersion(ctypes.Structure):
     _fields_ = [("api_version", ctypes.c_char * 256), ("drv_version", ctypes.c_char * 256)]
 
 
-STRUCTS = {
-    "rknn_input_output_num": RknnInputOutputNum,
-    "rknn_tensor_attr": RknnTensorAttr,
-    "rknn_tensor_mem": RknnTensorMem,
-    "rknn_sdk_version": RknnSdkVersion,
-}
-
 MemPointer = ctypes.POINTER(RknnTensorMem)
+T = TypeVar("T", bound=ctypes.Structure)
 
 
 class RknnAttrJson(TypedDict):
@@ -233,9 +177,7 @@ def _check(ret: int, stage: str, call: str) -> None:
     raise AdapterError(kind, stage, f"{call} returned {ret} ({name})", ret)
 
 
-# ---------------------------------------------------------------------------------------------
 # The library binding: one place that knows the C signatures.
-# ---------------------------------------------------------------------------------------------
 
 
 class RknnLibrary:
@@ -326,9 +268,7 @@ def refuse_single_core(soc: str | None, mask: int) -> None:
         )
 
 
-# ---------------------------------------------------------------------------------------------
 # The adapter
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -391,12 +331,15 @@ class RknnNativeAdapter(Adapter):
             self._versions["library"] = path
         return self._lib
 
-    def _query_attr(self, ctx: int, cmd: int, index: int, stage: str, call: str) -> RknnTensorAttr:
-        attr = RknnTensorAttr()
-        attr.index = index
-        ret = self.library().call("rknn_query", ctx, cmd, ctypes.byref(attr), ctypes.sizeof(attr))
-        _check(int(ret), stage, f"{call}(index={index})")
-        return attr
+    def _query(self, ctx: int, cmd: int, name: str, out: T, index: int | None = None) -> T:
+        """``rknn_query(cmd)`` into ``out`` (for a tensor attribute: the tensor's ``index``)."""
+        call = f"rknn_query({name})"
+        if index is not None:
+            out.index = index  # an RknnTensorAttr
+            call += f"(index={index})"
+        ret = self.library().call("rknn_query", ctx, cmd, ctypes.byref(out), ctypes.sizeof(out))
+        _check(int(ret), "load", call)
+        return out
 
     # -- Adapter API ----------------------------------------------------------------------
 
@@ -437,47 +380,38 @@ class RknnNativeAdapter(Adapter):
         model.core_mask, model.core_mask_set = self._apply_core_mask(ctx)
         self._query_versions(ctx)
 
-        io_num = RknnInputOutputNum()
-        ret = lib.call(
-            "rknn_query", ctx, RKNN_QUERY_IN_OUT_NUM, ctypes.byref(io_num), ctypes.sizeof(io_num)
+        io_num = self._query(
+            ctx, RKNN_QUERY_IN_OUT_NUM, "RKNN_QUERY_IN_OUT_NUM", RknnInputOutputNum()
         )
-        _check(int(ret), "load", "rknn_query(RKNN_QUERY_IN_OUT_NUM)")
-
         out_query = str(self.options.get("output_query") or self._query_of_layout()).lower()
-        if out_query not in ("native", "native_nhwc"):
+        queries = {
+            "native": RKNN_QUERY_NATIVE_OUTPUT_ATTR,
+            "native_nhwc": RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR,
+        }
+        if out_query not in queries:
             raise AdapterError(
                 "LayoutError",
                 "load",
                 f"output_query must be 'native' or 'native_nhwc', not {out_query!r}",
             )
-        out_cmd, out_name = (
-            (RKNN_QUERY_NATIVE_OUTPUT_ATTR, "RKNN_QUERY_NATIVE_OUTPUT_ATTR")
-            if out_query == "native"
-            else (RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR, "RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR")
-        )
+        out_cmd = queries[out_query]
+        out_name = f"RKNN_QUERY_{out_query.upper()}_OUTPUT_ATTR"
+        in_name = "RKNN_QUERY_NATIVE_INPUT_ATTR"
         for i in range(int(io_num.n_input)):
-            logical = self._query_attr(
-                ctx, RKNN_QUERY_INPUT_ATTR, i, "load", "rknn_query(RKNN_QUERY_INPUT_ATTR)"
+            logical = self._query(
+                ctx, RKNN_QUERY_INPUT_ATTR, "RKNN_QUERY_INPUT_ATTR", RknnTensorAttr(), i
             )
-            native = self._query_attr(
-                ctx,
-                RKNN_QUERY_NATIVE_INPUT_ATTR,
-                i,
-                "load",
-                "rknn_query(RKNN_QUERY_NATIVE_INPUT_ATTR)",
-            )
+            native = self._query(ctx, RKNN_QUERY_NATIVE_INPUT_ATTR, in_name, RknnTensorAttr(), i)
             # Recorded as the runtime reported it, before the adapter sets pass_through: the
             # bytes we copy in are already native (packed by the host codec), no conversion.
             reported = attr_record(native)
             native.pass_through = 1
-            model.inputs.append(
-                NativeTensor(native, reported, attr_record(logical), "RKNN_QUERY_NATIVE_INPUT_ATTR")
-            )
+            model.inputs.append(NativeTensor(native, reported, attr_record(logical), in_name))
         for i in range(int(io_num.n_output)):
-            logical = self._query_attr(
-                ctx, RKNN_QUERY_OUTPUT_ATTR, i, "load", "rknn_query(RKNN_QUERY_OUTPUT_ATTR)"
+            logical = self._query(
+                ctx, RKNN_QUERY_OUTPUT_ATTR, "RKNN_QUERY_OUTPUT_ATTR", RknnTensorAttr(), i
             )
-            native = self._query_attr(ctx, out_cmd, i, "load", f"rknn_query({out_name})")
+            native = self._query(ctx, out_cmd, out_name, RknnTensorAttr(), i)
             model.outputs.append(
                 NativeTensor(native, attr_record(native), attr_record(logical), out_name)
             )
@@ -528,19 +462,12 @@ class RknnNativeAdapter(Adapter):
         return mask, given
 
     def _query_versions(self, ctx: int) -> None:
-        sdk = RknnSdkVersion()
-        ret = self.library().call(
-            "rknn_query", ctx, RKNN_QUERY_SDK_VERSION, ctypes.byref(sdk), ctypes.sizeof(sdk)
-        )
-        _check(int(ret), "load", "rknn_query(RKNN_QUERY_SDK_VERSION)")
+        sdk = self._query(ctx, RKNN_QUERY_SDK_VERSION, "RKNN_QUERY_SDK_VERSION", RknnSdkVersion())
         self._versions["api_version"] = sdk.api_version.decode("utf-8", "replace")
         self._versions["drv_version"] = sdk.drv_version.decode("utf-8", "replace")
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
-        if not isinstance(model, RknnModel) or model.released:
-            raise AdapterError(
-                "DeviceError", "run", "model handle is not a loaded rknn_native model"
-            )
+        self.loaded(model, RknnModel)
         lib = self.library()
         ctx = model.context
         timings: dict[str, float] = {}
@@ -562,11 +489,7 @@ class RknnNativeAdapter(Adapter):
         timings["run_s"] = time.perf_counter() - start
 
         start = time.perf_counter()
-        wanted, out_matched_by = list(range(len(model.outputs))), "name"
-        if outputs is not None:
-            wanted, out_matched_by = match_names(
-                [t.name for t in model.outputs], list(outputs), "fetch", "outputs"
-            )
+        wanted, out_matched_by = match_outputs([t.name for t in model.outputs], outputs)
         result = RunOutput(
             inputs=[self._read(model, t, matched_by) for t in model.inputs],
             outputs=[self._read(model, model.outputs[i], out_matched_by) for i in wanted],
@@ -581,10 +504,7 @@ class RknnNativeAdapter(Adapter):
         ``rknn_set_io_mem``): every output and input memory is filled through ``virt_addr`` and
         synced to the device, so a byte the NPU does not write reads back as the pattern. The
         inputs are then overwritten whole by the run's copy (their size is checked)."""
-        if not isinstance(model, RknnModel) or model.released:
-            raise AdapterError(
-                "DeviceError", "run", "model handle is not a loaded rknn_native model"
-            )
+        self.loaded(model, RknnModel)
         for tensor in model.inputs + model.outputs:
             fill = canary_bytes(pattern, tensor.nbytes)
             ctypes.memmove(tensor.mem.contents.virt_addr, fill.ctypes.data, fill.nbytes)

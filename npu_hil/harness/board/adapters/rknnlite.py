@@ -1,68 +1,6 @@
-"""``rknnlite``: Rockchip's rknn-toolkit-lite2 (``from rknnlite.api import RKNNLite``) on the board.
-
-Numerical results only. ``RKNNLite.inference`` returns what ``rknn_outputs_get`` converts (float
-arrays, NCHW for 4-D outputs): Python never sees the native NC1HWC2 bytes, and the input buffers
-cannot be read back. So this adapter returns no input tensors, and each output says so in its
-attributes (``numeric_only``, ``native_bytes: false``); layout checks need ``rknn_native``.
-
-The API as rknn-toolkit-lite2 **2.5.0** has it (facts, with the artefact each comes from):
-
-- ``rknn_lite.py`` of the 2.5.0 aarch64 wheel (cp311): ``load_rknn(path, key_path=None)`` and
-  ``init_runtime(target, device_id, async_mode, core_mask)`` return 0 or -1 (``init_runtime``
-  returns what setting the core mask returned); ``inference(inputs, data_type, data_format,
-  inputs_pass_through, get_frame_id, reuse_outputs=False)`` catches every exception of setting
-  inputs, running and fetching, logs it and returns None: it never raises; ``get_sdk_version()``
-  is None before ``init_runtime``; ``NPU_CORE_AUTO 0, _0 1, _1 2, _2 4, _0_1 3, _0_1_2 7,
-  _ALL 0xffff`` (the values of rknn_api.h's ``rknn_core_mask``).
-- the messages compiled into that wheel's ``rknn_runtime`` module (``strings``): the banner
-  ``get_sdk_version`` returns (a rule of ``=``, ``RKNN VERSION:``, ``  API: {}``, ``  DRV: {}``);
-  "The input[{}] need {}dims input, but {}dims input buffer feed." (a pass-through buffer must have
-  the model input's rank: a flat buffer is refused); "inputs[{}].dtype: {} is not same as
-  data_type[{}]" (every array is checked against ``data_type``, one name or one per input);
-  "The lengths of data_format and inputs are not equal." (``data_format`` may be one per input);
-  "The core_mask is only supported by {}" (``MULTI_NPU_SOC``: RK3576, RK3588); "The RK3576
-  platform has only two NPU cores. "NPU_CORE_0_1_2" ... replaced with "NPU_CORE_0_1"" and
-  "NPU_CORE_2" ... "NPU_CORE_0"; the ctypes names it resolves in librknnrt (rknn_init,
-  rknn_query, rknn_inputs_set, rknn_run, rknn_outputs_get, rknn_outputs_release,
-  rknn_set_core_mask, rknn_set_input_shapes, rknn_destroy).
-- the public issue tracker of rknn-toolkit2 (a user's traceback): the rank refusal is raised in
-  ``RKNNRuntime.set_inputs`` and comes back from ``inference`` as None.
-- the observations (``rknn_query`` of librknnrt 1.6.0 / librknnmrt 2.3.2 on 780 compiled models):
-  ``INPUT_ATTR.size`` and ``NATIVE_INPUT_ATTR.size`` of an NHWC input count rows of ``W``
-  (``size_with_stride`` rows of ``w_stride``); an NC1HWC2 native input is 5-D ``[N, C1, H, W,
-  C2]`` with C2 8 or 16 for int8 and 4 or 8 for float16, ``size`` = all of it.
-
-So a pass-through input (native bytes packed by the host codec) goes in shaped to the native rank,
-sized as ``rknn_inputs_set`` checks it (``attr.size``): NHWC as ``(N, H, W, C)``, the codec's
-``w_stride`` row padding dropped, since the normal API lays rows out to ``w_stride`` itself (only
-the zero-copy path, ``rknn_native``, takes ``size_with_stride`` bytes); ``pass_through_rows:
-strided`` sends ``(N, H, w_stride, C)`` as packed instead. NC1HWC2 bytes go in unchanged but
-viewed 4-D, ``(N, C1 * H, W, C2)`` (C2 from ``native_dims`` or the byte count): measured with the
-real 2.5.0 on an emulated RK3588, RKNNLite checks a pass-through array's rank against the model
-input's (4), not the native 5-D dims ("The input[0] need 4dims input, but 5dims input buffer
-feed."), and hands the bytes of a 4-D array to ``rknn_inputs_set`` as they are.
-Not settled without a board: whether 2.5.0 refuses a mask
-on a single-core SoC or only warns (this adapter refuses it first), and how ``DRV:`` is worded.
-
-RKNNLite reports failures as return codes, not exceptions; each one becomes an AdapterError with
-its stage. Exceptions it raises anyway (older toolkits) are wrapped the same way.
-
-Options (``adapter_options``):
-  ``core_mask``     ``auto``/``0``/``1``/``2``/``0_1``/``0_1_2``/``all`` (RKNNLite.NPU_CORE_*);
-                    RK3588/RK3576 only, refused elsewhere when ``soc`` says so
-  ``soc``           target name (``rk3588`` ...), for the core_mask guard and its RK3576 remap
-  ``target``, ``device_id``, ``async_mode``   passed to ``init_runtime``
-  ``key_path``      key envelope of an encrypted model (``load_rknn(path, key_path)``)
-  ``data_format``   for non-pass-through 4-D inputs (default ``nchw``: jobs carry ONNX order)
-  ``native_dims``   ``{input name: dims}``: the 5-D NC1HWC2 dims the runtime reports, where the
-                    byte count leaves C2 open (C=16 int8: ``[1,1,H,W,16]`` or ``[1,2,H,W,8]``);
-                    5-D dims are sent folded to 4-D like the default
-  ``pass_through_rows``  ``dense`` (default: rows of W, ``attr.size``) or ``strided``
-  ``reuse_outputs`` passed to ``inference`` when set (2.5.0 and later)
-  ``output_names``  names of the outputs in model order (RKNNLite does not report them)
-  ``verbose``       RKNNLite(verbose=...)
-
-Board-side code: Python >= 3.8, standard library and numpy only.
+"""``rknnlite``: Rockchip's rknn-toolkit-lite2 (``RKNNLite``) on the board, numerical results only.
+The 2.5.0 API facts this follows (with the artefact each comes from), how pass-through inputs are
+shaped and the options: ``docs/runtime/agent.md`` (Adapters).
 """
 
 from __future__ import annotations
@@ -75,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-# Relative: the agent loads this as adapters.<name>, the harness as
-# npu_hil.harness.board.adapters.<name>; either way the base is the one beside it.
+# Relative: loaded as adapters.<name> or npu_hil...adapters.<name>, the base is the one beside it.
 from .base import (
     Adapter,
     AdapterError,
@@ -242,8 +179,7 @@ class RknnLiteAdapter(Adapter):
         )
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
-        if not isinstance(model, LiteModel) or model.released:
-            raise AdapterError("DeviceError", "run", "model handle is not a loaded rknnlite model")
+        self.loaded(model, LiteModel)
         start = time.perf_counter()
         arrays = [self._array(inp) for inp in inputs]
         kwargs: dict[str, Any] = {
@@ -437,25 +373,15 @@ def parse_sdk_banner(text: str) -> dict[str, str]:
     """``api_version`` and ``drv_version`` from the banner ``get_sdk_version`` returns (rules of
     ``=``, ``RKNN VERSION:``, ``API: ...``, ``DRV: ...``; several DRV lines are joined with
     ``; ``). A one-line answer of an older toolkit is taken as the API version."""
-    api: list[str] = []
-    drv: list[str] = []
-    for raw in text.splitlines():
-        line = raw.strip()
+    found: dict[str, list[str]] = {"API": [], "DRV": []}
+    for line in text.splitlines():
         key, sep, value = line.partition(":")
-        if not sep:
-            continue
-        if key.strip().upper() == "API":
-            api.append(value.strip())
-        elif key.strip().upper() == "DRV":
-            drv.append(value.strip())
-    if not api and not drv and text.strip() and "\n" not in text.strip():
-        api.append(text.strip())
-    out = {}
-    if api:
-        out["api_version"] = "; ".join(api)
-    if drv:
-        out["drv_version"] = "; ".join(drv)
-    return out
+        if sep and key.strip().upper() in found:
+            found[key.strip().upper()].append(value.strip())
+    if not any(found.values()) and text.strip() and "\n" not in text.strip():
+        found["API"].append(text.strip())
+    names = {"API": "api_version", "DRV": "drv_version"}
+    return {names[key]: "; ".join(values) for key, values in found.items() if values}
 
 
 def _call(func: Any, stage: str, what: str, *args: Any, **kwargs: Any) -> Any:
