@@ -1,20 +1,8 @@
-"""The widths at which rknn-toolkit2 stops building a first-layer convolution, measured, kept
-beside the seed's rule (``conv_widths.json``, made by ``tests/vendor_rknn/widths_record.py``).
-
-The seed's rules A and B are off against the compiler in both directions: RK3588, RK3576/RV1126B
-and RV1103/RV1106 build a first-layer 3x3 convolution at every width tried up to 16,384 where
-the seed refuses from 6,145 (or 2,390); RK3562, RV1103B/RV1106B (from 4,096) and RK2118 (from
-2,729) refuse widths the seed allows ("failed to tile argb mode layer"); RK3566/RK3568 refuse
-from 9,553 on an 8-row input ("Feature is too large") and not on a 1-row one. Measured facts win
-for what the compiler does: where a measurement covers a convolution, its verdict decides and
-the seed's is kept beside it; elsewhere the seed's rule stands.
-
-A measurement covers a convolution of the kernel, dilation and input channels measured, fed by a
-graph input (the first layer, which the NPU takes in its image mode), at the target's measured
-first-layer precision and a width no larger than the widest tried. Heights: a limit that is
-the same at every height measured is a width limit; one that is not depends on the feature's
-size, and a height between those measured takes the next larger one's limit (the stricter).
-"""
+"""The widths at which rknn-toolkit2 stops building a first-layer convolution, measured
+(``conv_widths.json``, made by ``tests/vendor_rknn/widths_record.py``): where a measurement
+covers a convolution its verdict decides and the seed's rule A/B is kept beside it; elsewhere the
+seed's rule stands. The limits per platform and what a measurement covers (kernel, dilation,
+input channels, a graph input, the heights): docs/model-developer/preflight.md."""
 
 from __future__ import annotations
 
@@ -27,7 +15,7 @@ from typing import Any, cast
 from typing_extensions import TypedDict
 
 from npu_hil.targets.conv import ConvSite
-from npu_hil.targets.rockchip.compiler.reasons import compiler_reason
+from npu_hil.targets.rockchip.operators import compiler_reason, load_measured
 from npu_hil.targets.rockchip.tables import platform_of
 
 CASE = "a 3x3 convolution (dilation 1) taking a 3-channel graph input"
@@ -87,11 +75,7 @@ class MeasuredVerdict:
 def measurements() -> WidthsDocument:
     """The measured document (provenance, the case measured, per platform per height the
     refused ranges)."""
-    document = json.loads(DATA.read_text(encoding="utf-8"))
-    # The package's own file, held to its records by tests/targets/test_measured_widths.py.
-    if not isinstance(document, dict) or not isinstance(document.get("platforms"), dict):
-        raise ValueError(f"{DATA}: expected an object with its platforms")
-    return cast(WidthsDocument, document)
+    return cast(WidthsDocument, load_measured(DATA))
 
 
 def _covers(

@@ -1,12 +1,8 @@
 """Which ONNX operators rknn-toolkit2 builds per platform, measured one operator a model
-(``operators.json``, made by ``tests/vendor_rknn/ops_record.py``).
-
-Rockchip's operator list in its documents is per toolkit release and does not say what the
-compiler of this release refuses on which platform; the measurement does. "Built" means the
-compiler made a model file (the NPU, or the runtime's CPU fallback, runs the operator); a
-refusal keeps the compiler's own error line. Preflight flags every node whose operator the
-compiler refused for the target, and names the operators of a model that were not measured.
-"""
+(``operators.json``, made by ``tests/vendor_rknn/ops_record.py``): Rockchip's operator lists do
+not say what this release's compiler refuses on which platform. "Built" means the compiler made a
+model file (the NPU, or the runtime's CPU fallback, runs it); a refusal keeps the compiler's own
+error line."""
 
 from __future__ import annotations
 
@@ -18,10 +14,16 @@ from typing import cast
 
 from typing_extensions import TypedDict
 
-from npu_hil.targets.rockchip.compiler.reasons import compiler_reason
 from npu_hil.targets.rockchip.tables import platform_of
 
-__all__ = ["DATA", "document_of", "measured_operators", "refusal"]
+__all__ = [
+    "DATA",
+    "compiler_reason",
+    "document_of",
+    "load_measured",
+    "measured_operators",
+    "refusal",
+]
 
 DATA = Path(__file__).with_name("operators.json")
 
@@ -52,14 +54,35 @@ class OperatorsDocument(TypedDict):
     platforms: dict[str, MeasuredPlatform]
 
 
+def load_measured(path: Path) -> dict[str, object]:
+    """One of the package's measured documents (this one, ``conv_widths.json``), each held to
+    its records by its test (tests/targets/test_measured_*.py)."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(document, dict) or not isinstance(document.get("platforms"), dict):
+        raise ValueError(f"{path}: expected an object with its platforms")
+    return document
+
+
+def compiler_reason(text: str) -> str:
+    """A refused build's reason in one line, as the measured data keep it: the compiler's own
+    error line without its time stamp (``E RKNN: [12:05:07.196] failed to tile argb mode
+    layer!``), else the Python exception the toolkit stopped on and the function it left, else
+    the whole reason (``BuildFailure`` joins its reason and the log's last lines with " / ")."""
+    parts = [part.strip() for part in text.split(" / ")]
+    for part in parts:
+        if part.startswith("E RKNN:"):
+            return part.split("] ", 1)[-1].strip().rstrip("!")
+    errors = [part for part in parts if "Error" in part.split(":", 1)[0]]
+    frames = [part.rsplit(" in ", 1)[-1] for part in parts if part.startswith("File ")]
+    if errors:
+        return errors[-1] + (f" (in {frames[-2 if len(frames) > 1 else -1]})" if frames else "")
+    return text
+
+
 @cache
 def measured_operators() -> OperatorsDocument:
     """The measured document: provenance, the operators tried, per platform the refusals."""
-    document = json.loads(DATA.read_text(encoding="utf-8"))
-    # The package's own file, held to its records by tests/targets/test_measured_operators.py.
-    if not isinstance(document, dict) or not isinstance(document.get("platforms"), dict):
-        raise ValueError(f"{DATA}: expected an object with its platforms")
-    return cast(OperatorsDocument, document)
+    return cast(OperatorsDocument, load_measured(DATA))
 
 
 def refusal(target: str, op_type: str, attributes: Collection[str] = ()) -> str | None:
