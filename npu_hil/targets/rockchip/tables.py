@@ -16,15 +16,13 @@ from typing import Literal
 
 from npu_hil.harness.errors import LayoutError
 
-# One list of kinds and precisions for every unit (npu_hil.targets.conv), named here too.
-from npu_hil.targets.conv import CONV_KINDS as CONV_KINDS
+# One list of precisions for every unit (npu_hil.targets.conv), named here too.
 from npu_hil.targets.conv import PRECISIONS as PRECISIONS
 
 FirstLayer = Literal["int8", "float16", "any"]
 Precision = Literal["int8", "float16", "any"]
 Executor = Literal["NPU", "CPU"]
 WidthRule = Literal["A", "B"]
-ConvKind = Literal["conv", "depthwise", "deconv"]
 
 # --------------------------------------------------------------------------------------------
 # Targets and the seed's platform groups
