@@ -1,12 +1,7 @@
-"""Rockchip RKNN2: the native I/O layouts, predicted from the seed's tables (:mod:`.tables`).
-
-Inputs ``NHWC`` (rows of ``w_stride`` pixels), ``NC1HWC2``, ``UNDEFINE``; outputs ``NCHW``,
-``NHWC`` (channels padded), ``NC1HWC2`` (C2 block, H·W planes padded to ``hw_align``),
-``UNDEFINE``. Where Rockchip's own compiler and runtimes do otherwise than the tables say, the
-prediction follows them and keeps the seed's value beside it (:mod:`.observed`). Device-reported
-attributes override every prediction; a combination neither the tables nor the observations
-list is a LayoutError naming what is missing. The parameters and readings: docs/runtime/codec.md.
-"""
+"""Rockchip RKNN2: the native I/O layouts, predicted from the seed's tables (:mod:`.tables`) and,
+where Rockchip's own software does otherwise, from what it was observed to do (:mod:`.observed`),
+the seed's value kept beside it. Device-reported attributes override every prediction; a
+combination neither lists is a LayoutError. Parameters and readings: docs/runtime/codec.md."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
-"""Rockchip RKNN2: what ``rknn_query()`` will answer for a model's tensor, predicted.
-
-The runtime answers six queries per tensor (``rknn_api.h``): ``INPUT_ATTR`` / ``OUTPUT_ATTR``
-(the normal API: NHWC inputs, NCHW outputs), ``NATIVE_INPUT_ATTR`` / ``NATIVE_OUTPUT_ATTR`` (the
-zero-copy native layouts) and ``NATIVE_NHWC_INPUT_ATTR`` / ``NATIVE_NHWC_OUTPUT_ATTR``. This
-module predicts the geometry fields of each (``fmt``, ``dims``, ``size``, ``w_stride``,
-``size_with_stride``) from the codec's layouts, so the simulator can answer as a board does and
-a report can say which predicted field a device contradicts. :data:`COMPARED` names the fields
-that carry the layout per query; the others (``n_elems`` of padded formats, the normal API
-output's ``size_with_stride``) the runtime fills in ways no reader of the buffer uses.
-"""
+"""Rockchip RKNN2: the geometry (``fmt``, ``dims``, ``size``, ``w_stride``, ``size_with_stride``)
+``rknn_query()`` will answer for a model's tensor under each of its six queries (``rknn_api.h``),
+predicted from the codec's layouts, so the simulator answers as a board does and a report names
+the field a device contradicts. :data:`COMPARED` names the fields that carry the layout; the
+others (``n_elems`` of padded formats, the normal API output's ``size_with_stride``) no reader of
+the buffer uses."""
 
 from __future__ import annotations
 

@@ -1,22 +1,5 @@
-"""Rockchip RKNN2, simulated: zero-copy native I/O as ``rknn_query(NATIVE_*_ATTR)`` describes it.
-
-- Inputs are held in the type the caller declared (``rknn_tensor_attr.type``, what
-  ``rknn_set_io_mem`` is given) in the native layout: NHWC with rows of ``w_stride`` pixels when
-  C is 1, 3 or 4, NC1HWC2 otherwise, UNDEFINED (flat) for other ranks; an input may name its
-  layout. Without pass-through the runtime converts (mean 0, scale 1, then the first layer's
-  quantization ``zp``/``scale``); with pass-through the bytes must already be the model's
-  native type (INT8, or FLOAT16 for a float16 model) and go to the NPU as they are.
-- Outputs are native NC1HWC2 (or ``output_layout``), INT8 ``AFFINE_ASYMMETRIC`` for an int8
-  model, FLOAT16 for a float16 one; channels padded per the output table, the multiple chosen
-  by the op that produces the output (convolution or other).
-- Refusals: convolutions outside the width rule (``targets.check_conv`` per Conv/ConvTranspose
-  node; the rule applies when a model input has 1, 3 or 4 channels, as the input table says),
-  combinations the tables do not list (the codec's LayoutError), mean/scale/quant on the CPU on
-  RV1103/RV1106/RV1103B (input note 7).
-
-Quantization parameters: see :mod:`npu_hil.targets.quant` (integer inputs use their type's range,
-float inputs and outputs the data's).
-"""
+"""Rockchip RKNN2, simulated: zero-copy native I/O as ``rknn_query(NATIVE_*_ATTR)`` describes it,
+and the refusals of the device (docs/runtime/agent.md, "The simulated NPU")."""
 
 from __future__ import annotations
 
