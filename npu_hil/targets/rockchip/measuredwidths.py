@@ -10,30 +10,17 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from typing_extensions import TypedDict
 
 from npu_hil.targets.conv import ConvSite
-from npu_hil.targets.rockchip.operators import compiler_reason, load_measured
+from npu_hil.targets.rockchip.operators import load_measured
 from npu_hil.targets.rockchip.tables import platform_of
 
-CASE = "a 3x3 convolution (dilation 1) taking a 3-channel graph input"
-
-__all__ = ["DATA", "MeasuredVerdict", "document_of", "measured_verdict", "measurements"]
+__all__ = ["DATA", "MeasuredVerdict", "measured_verdict", "measurements"]
 
 DATA = Path(__file__).with_name("conv_widths.json")
-
-
-class WidthRecord(TypedDict):
-    """One compiler record (``tests/data/zoo/rknn_widths.json.gz``): a width on a target."""
-
-    target: str
-    precision: str
-    height: int
-    width: int
-    built: bool
-    reason: str | None
 
 
 class HeightLimits(TypedDict):
@@ -148,42 +135,3 @@ def measured_verdict(
         f"width {width}: the compiler builds it (every width tried up to "
         f"{document['tried_up_to']} outside the refused ranges) [{source}{note}]",
     )
-
-
-def document_of(records: list[WidthRecord], provenance: dict[str, str]) -> WidthsDocument:
-    """The measured document from the compiler's records (``tests/data/zoo/rknn_widths.json.gz``:
-    per target, precision, height and width, built or refused with the compiler's reason): per
-    platform and height, the ranges of widths refused, each from its first refused width to the
-    last refused one before a width that builds again."""
-    platforms: dict[str, Any] = {}
-    for record in sorted(records, key=lambda r: (r["target"], r["height"], r["width"])):
-        platform = platforms.setdefault(
-            platform_of(record["target"]),
-            {"measured_on": record["target"], "precision": record["precision"], "heights": {}},
-        )
-        ranges = platform["heights"].setdefault(str(record["height"]), {"refused": []})["refused"]
-        if record["built"]:
-            ranges.append(None)  # closes the range before it
-            continue
-        reason = compiler_reason(record["reason"] or "")
-        if ranges and ranges[-1] is not None:
-            # Refused widths with none built between them are one range, whatever each said.
-            ranges[-1][1] = record["width"]
-            if reason not in ranges[-1][2].split("; "):
-                ranges[-1][2] += f"; {reason}"
-        else:
-            ranges.append([record["width"], record["width"], reason])
-    for platform in platforms.values():
-        for entry in platform["heights"].values():
-            entry["refused"] = [r for r in entry["refused"] if r is not None]
-    # Built as plain lists (a range grows while refusals follow), the document's shape at the end.
-    document = {
-        "provenance": provenance,
-        "case": CASE,
-        "kernel": [3, 3],
-        "dilation": [1, 1],
-        "in_channels": 3,
-        "tried_up_to": max(r["width"] for r in records),
-        "platforms": dict(sorted(platforms.items())),
-    }
-    return cast(WidthsDocument, document)

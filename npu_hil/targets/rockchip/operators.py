@@ -16,26 +16,9 @@ from typing_extensions import TypedDict
 
 from npu_hil.targets.rockchip.tables import platform_of
 
-__all__ = [
-    "DATA",
-    "compiler_reason",
-    "document_of",
-    "load_measured",
-    "measured_operators",
-    "refusal",
-]
+__all__ = ["DATA", "load_measured", "measured_operators", "refusal"]
 
 DATA = Path(__file__).with_name("operators.json")
-
-
-class OperatorRecord(TypedDict):
-    """One compiler record (``tests/data/zoo/rknn_ops.json.gz``): an operator on a target."""
-
-    target: str
-    op: str
-    precision: str
-    built: bool
-    reason: str | None
 
 
 class MeasuredPlatform(TypedDict):
@@ -63,22 +46,6 @@ def load_measured(path: Path) -> dict[str, object]:
     return document
 
 
-def compiler_reason(text: str) -> str:
-    """A refused build's reason in one line, as the measured data keep it: the compiler's own
-    error line without its time stamp (``E RKNN: [12:05:07.196] failed to tile argb mode
-    layer!``), else the Python exception the toolkit stopped on and the function it left, else
-    the whole reason (``BuildFailure`` joins its reason and the log's last lines with " / ")."""
-    parts = [part.strip() for part in text.split(" / ")]
-    for part in parts:
-        if part.startswith("E RKNN:"):
-            return part.split("] ", 1)[-1].strip().rstrip("!")
-    errors = [part for part in parts if "Error" in part.split(":", 1)[0]]
-    frames = [part.rsplit(" in ", 1)[-1] for part in parts if part.startswith("File ")]
-    if errors:
-        return errors[-1] + (f" (in {frames[-2 if len(frames) > 1 else -1]})" if frames else "")
-    return text
-
-
 @cache
 def measured_operators() -> OperatorsDocument:
     """The measured document: provenance, the operators tried, per platform the refusals."""
@@ -98,21 +65,3 @@ def refusal(target: str, op_type: str, attributes: Collection[str] = ()) -> str 
         if op == op_type and (not missing or missing not in attributes):
             return f"{key}: {reason}" if missing else str(reason)
     return None
-
-
-def document_of(records: list[OperatorRecord], provenance: dict[str, str]) -> OperatorsDocument:
-    """The package's document from the compiler's records (``tests/data/zoo/rknn_ops.json.gz``:
-    per target and operator, built or refused with the reason)."""
-    platforms: dict[str, MeasuredPlatform] = {}
-    for record in sorted(records, key=lambda r: (r["target"], r["op"])):
-        platform = platforms.setdefault(
-            platform_of(record["target"]),
-            {"measured_on": record["target"], "precision": record["precision"], "refused": {}},
-        )
-        if not record["built"]:
-            platform["refused"][record["op"]] = compiler_reason(record["reason"] or "")
-    return {
-        "provenance": provenance,
-        "operators": sorted({r["op"].partition(" without ")[0] for r in records}),
-        "platforms": dict(sorted(platforms.items())),
-    }
