@@ -18,15 +18,7 @@ import numpy as np
 from npu_hil.harness.errors import ArtifactError
 from npu_hil.targets.artifact import MAX_HEADER_BYTES, MAX_INFO_BYTES, ArtifactInfo, open_bounded
 
-__all__ = [
-    "HEADER_BYTES",
-    "MAGIC",
-    "MINI_FORMAT",
-    "NativeTensor",
-    "TensorTable",
-    "read_rockchip_model",
-    "read_tensor_table",
-]
+__all__ = ["NativeTensor", "TensorTable", "read_rockchip_model", "read_tensor_table"]
 
 MAGIC = b"RKNN"
 HEADER_BYTES = 64
@@ -165,19 +157,11 @@ class TensorTable:
 
 
 class _Buffer:
-    def __init__(self, data: bytes, source: str) -> None:
+    def __init__(self, data: bytes) -> None:
         self.data = data
-        self.source = source
-
-    def u8(self, at: int) -> int:
-        return self.data[at]
 
     def i32(self, at: int) -> int:
         value: int = struct.unpack_from("<i", self.data, at)[0]
-        return value
-
-    def u32(self, at: int) -> int:
-        value: int = struct.unpack_from("<I", self.data, at)[0]
         return value
 
     def fits(self, at: int, size: int) -> bool:
@@ -199,30 +183,28 @@ class _Buffer:
             return None
         return offsets
 
-    def target(self, at: int) -> int | None:
+    def span(self, at: int, item: int, longest: int) -> tuple[int, int] | None:
+        """Where the vector (or string) the offset at ``at`` points to starts, and its length."""
         if not self.fits(at, 4):
             return None
-        to = at + self.u32(at)
-        return to if self.fits(to, 4) else None
+        vector = at + struct.unpack_from("<I", self.data, at)[0]
+        if not self.fits(vector, 4):
+            return None
+        count: int = struct.unpack_from("<I", self.data, vector)[0]
+        if count > longest or not self.fits(vector + 4, item * count):
+            return None
+        return vector + 4, count
 
     def ints(self, at: int, longest: int = 8) -> tuple[int, ...] | None:
-        vector = self.target(at)
-        if vector is None:
-            return None
-        count = self.u32(vector)
-        if count > longest or not self.fits(vector + 4, 4 * count):
-            return None
-        return tuple(struct.unpack_from(f"<{count}i", self.data, vector + 4))
+        span = self.span(at, 4, longest)
+        return None if span is None else struct.unpack_from(f"<{span[1]}i", self.data, span[0])
 
     def text(self, at: int, longest: int = 4096) -> str | None:
-        string = self.target(at)
-        if string is None:
-            return None
-        count = self.u32(string)
-        if count > longest or not self.fits(string + 4, count):
+        span = self.span(at, 1, longest)
+        if span is None:
             return None
         try:
-            return self.data[string + 4 : string + 4 + count].decode("utf-8")
+            return self.data[span[0] : span[0] + span[1]].decode("utf-8")
         except UnicodeDecodeError:
             return None
 
@@ -247,7 +229,7 @@ def read_tensor_table(
     (version,) = struct.unpack_from("<Q", data, 8)
     variant = "mini" if version >= MINI_FORMAT else "full"
     size_field = 8 if variant == "mini" else 12
-    buffer = _Buffer(data, source)
+    buffer = _Buffer(data)
     found: dict[tuple[str, str], NativeTensor] = {}
     for at in range(0, len(data) - 8, 4):
         tensor = _entry(buffer, at, size_field, graph)
@@ -287,8 +269,8 @@ def _entry(
         return None
     if not all(fields[i] for i in (0, 2, 3, 4, 5, size_field)):
         return None
-    role = ROLE_CODES.get(buffer.u8(at + fields[2]))
-    dtype = DTYPE_CODES.get(buffer.u8(at + fields[0]))
+    role = ROLE_CODES.get(buffer.data[at + fields[2]])
+    dtype = DTYPE_CODES.get(buffer.data[at + fields[0]])
     if role is None or dtype is None:
         return None
     native = buffer.ints(at + fields[3])

@@ -40,21 +40,20 @@ COMPARED: dict[str, tuple[str, ...]] = {
 
 def query_layout_name(target: str, query: str, channels: int) -> str:
     """The codec layout the runtime answers ``query`` with, for a 4-D tensor of ``channels``."""
-    if query == "INPUT_ATTR":
-        return "NHWC"
-    if query == "OUTPUT_ATTR":
-        return "NCHW"
-    if query == "NATIVE_OUTPUT_ATTR":
-        return "NC1HWC2"
-    if query == "NATIVE_NHWC_OUTPUT_ATTR":
-        return "NHWC"
     native = "NHWC" if channels in NHWC_CHANNELS else "NC1HWC2"
-    if query == "NATIVE_INPUT_ATTR":
-        return native
-    if query == "NATIVE_NHWC_INPUT_ATTR":
-        asks_native = observed.deviation("nhwc-query-native").applies_to(target)
-        return native if asks_native else "NHWC"
-    raise ValueError(f"unknown rknn_query {query!r}; queries: {', '.join(QUERIES)}")
+    answers = {
+        "INPUT_ATTR": "NHWC",
+        "OUTPUT_ATTR": "NCHW",
+        "NATIVE_OUTPUT_ATTR": "NC1HWC2",
+        "NATIVE_NHWC_OUTPUT_ATTR": "NHWC",
+        "NATIVE_INPUT_ATTR": native,
+        "NATIVE_NHWC_INPUT_ATTR": (
+            native if observed.deviation("nhwc-query-native").applies_to(target) else "NHWC"
+        ),
+    }
+    if query not in answers:
+        raise ValueError(f"unknown rknn_query {query!r}; queries: {', '.join(QUERIES)}")
+    return answers[query]
 
 
 def predict_attributes(

@@ -80,10 +80,6 @@ def platform_of(target: str) -> str:
         ) from None
 
 
-def _rank_text(rank4: bool) -> str:
-    return "rank 4" if rank4 else "rank not 4"
-
-
 # --------------------------------------------------------------------------------------------
 # §1 Model inputs
 # --------------------------------------------------------------------------------------------
@@ -203,18 +199,15 @@ def input_rows(target: str) -> tuple[InputRow, ...]:
     return tuple(row for row in INPUT_ROWS if row.platform == platform)
 
 
-def _group_text(groups: dict[tuple[str, bool], list[str]], key_name: str, col: str) -> str:
+def _listing(entries: Iterable[tuple[str, bool, str]], key_name: str, col: str) -> str:
+    """What a platform lists, ``(key, rank 4, value)`` per row, grouped by key and rank."""
+    groups: dict[tuple[str, bool], list[str]] = {}
+    for key, rank4, value in entries:
+        groups.setdefault((key, rank4), []).append(value)
     return "; ".join(
-        f"{key_name}={key} {_rank_text(rank4)} {col} {'/'.join(values)}"
+        f"{key_name}={key} {'rank 4' if rank4 else 'rank not 4'} {col} {'/'.join(values)}"
         for (key, rank4), values in groups.items()
     )
-
-
-def _input_listing(rows: Iterable[InputRow]) -> str:
-    groups: dict[tuple[str, bool], list[str]] = {}
-    for row in rows:
-        groups.setdefault((row.first_layer, row.rank4), []).append(row.input_types_text())
-    return _group_text(groups, "first_layer", "input")
 
 
 def check_choice(what: str, value: object, choices: Iterable[str], hint: str = "") -> None:
@@ -243,9 +236,12 @@ def input_row(target: str, *, first_layer: str, rank: int, input_type: str) -> I
     for row in rows:
         if row.accepts(first_layer, rank, input_type):
             return row
+    listed = _listing(
+        ((r.first_layer, r.rank4, r.input_types_text()) for r in rows), "first_layer", "input"
+    )
     raise LayoutError(
         f"{target}: no input row for first_layer={first_layer}, input type {input_type}, "
-        f"rank {rank} ({platform} lists: {_input_listing(rows)})"
+        f"rank {rank} ({platform} lists: {listed})"
     )
 
 
@@ -381,13 +377,6 @@ def output_rows(target: str) -> tuple[OutputRow, ...]:
     return tuple(row for row in OUTPUT_ROWS if row.platform == platform)
 
 
-def _output_listing(rows: Iterable[OutputRow]) -> str:
-    groups: dict[tuple[str, bool], list[str]] = {}
-    for row in rows:
-        groups.setdefault((row.precision, row.rank4), []).append(row.layouts_text())
-    return _group_text(groups, "precision", "layout")
-
-
 def output_row(target: str, *, precision: str, rank: int, layout: str) -> OutputRow:
     """The output-table row for an output precision, rank and layout; LayoutError if unlisted."""
     platform = platform_of(target)
@@ -398,7 +387,10 @@ def output_row(target: str, *, precision: str, rank: int, layout: str) -> Output
     for row in rows:
         if row.accepts(precision, rank, layout):
             return row
+    listed = _listing(
+        ((r.precision, r.rank4, r.layouts_text()) for r in rows), "precision", "layout"
+    )
     raise LayoutError(
         f"{target}: no output row for precision={precision}, rank {rank}, layout {layout} "
-        f"({platform} lists: {_output_listing(rows)})"
+        f"({platform} lists: {listed})"
     )
