@@ -370,7 +370,7 @@ def _nc1hwc2(
         "c2": c2,
         "hw_align": hw_align,
     }
-    return _layout(ask, dims, nbytes, provenance, _sized(prediction, ask.role, nbytes))
+    return _layout(ask, dims, nbytes, provenance, prediction)
 
 
 def _nc1hwc2_output_channels(
@@ -450,16 +450,7 @@ def _flat(
         else (default_size, size_source)
     )
     prediction: RknnPrediction = {**base, "fmt": ask.name, "dims": list(shape)}
-    return _layout(ask, dims, nbytes, {key: source}, _sized(prediction, ask.role, nbytes))
-
-
-def _sized(prediction: RknnPrediction, role: str, nbytes: int) -> RknnPrediction:
-    """``prediction`` with the buffer length under the role's field (after the others)."""
-    if role == "input":
-        prediction["size_with_stride"] = nbytes
-    else:
-        prediction["size"] = nbytes
-    return prediction
+    return _layout(ask, dims, nbytes, {key: source}, prediction)
 
 
 def _c2(ask: _Ask) -> tuple[int, str]:
@@ -524,11 +515,6 @@ def _layout(
     # The runtime's n_elems counts the slots of its dims, padding included (observed on every
     # attribute set of tests/data/rknn/observed.json.gz).
     counted = attributes.get("native_dims", attributes.get("dims", ask.shape))
-    typed: RknnPrediction = {
-        **attributes,
-        "type": RKNN_TYPES[ask.dtype.name],
-        "n_elems": prod(counted),
-    }
     return BlockedLayout(
         target=ask.target,
         name=ask.name,
@@ -541,7 +527,13 @@ def _layout(
         axis_names=("n", "c", "h", "w") if len(ask.shape) == 4 else (),
         params=dict(ask.params),
         provenance=provenance,
-        attributes=dict(typed),
+        # The buffer length under the role's field (after the others where not predicted yet).
+        attributes={
+            **attributes,
+            ask.size_key: nbytes,
+            "type": RKNN_TYPES[ask.dtype.name],
+            "n_elems": prod(counted),
+        },
     )
 
 

@@ -306,45 +306,32 @@ def _out(
     )
 
 
+def _four(platform: str, precision: Precision, nhwc: int, conv: int, other: int) -> list[OutputRow]:
+    """A precision's four rank-4 rows where the platform lists them all: NCHW, NHWC (channels x
+    ``nhwc``), NC1HWC2 (x ``conv`` after a convolution, else x ``other``; H*W x4), UNDEFINE."""
+    return [
+        _out(platform, precision, True, "NCHW"),
+        _out(platform, precision, True, "NHWC", nhwc),
+        _out(platform, precision, True, "NC1HWC2", conv, other, hw=4),
+        _out(platform, precision, True, "UNDEFINE"),
+    ]
+
+
 OUTPUT_ROWS: tuple[OutputRow, ...] = (
-    _out(RK3566_RK3568, "int8", True, "NCHW"),
-    _out(RK3566_RK3568, "int8", True, "NHWC", 8),
-    _out(RK3566_RK3568, "int8", True, "NC1HWC2", 16, 8, hw=4),
-    _out(RK3566_RK3568, "int8", True, "UNDEFINE"),
-    _out(RK3566_RK3568, "float16", True, "NCHW"),
-    _out(RK3566_RK3568, "float16", True, "NHWC", 4),
-    _out(RK3566_RK3568, "float16", True, "NC1HWC2", 8, 4, hw=4),
-    _out(RK3566_RK3568, "float16", True, "UNDEFINE"),
+    *_four(RK3566_RK3568, "int8", 8, 16, 8),
+    *_four(RK3566_RK3568, "float16", 4, 8, 4),
     _out(RK3566_RK3568, "any", False, "UNDEFINE"),
-    _out(RK3588, "int8", True, "NCHW"),
-    _out(RK3588, "int8", True, "NHWC", 16),
-    _out(RK3588, "int8", True, "NC1HWC2", 32, 16, hw=4),
-    _out(RK3588, "int8", True, "UNDEFINE"),
-    _out(RK3588, "float16", True, "NCHW"),
-    _out(RK3588, "float16", True, "NHWC", 8),
-    _out(RK3588, "float16", True, "NC1HWC2", 16, 8, hw=4),
-    _out(RK3588, "float16", True, "UNDEFINE"),
+    *_four(RK3588, "int8", 16, 32, 16),
+    *_four(RK3588, "float16", 8, 16, 8),
     _out(RK3588, "any", False, "UNDEFINE"),
     # RV1103/RV1106: int8 only, no NCHW, no float16, no non-4-D row.
     _out(RV1103_RV1106, "int8", True, "NC1HWC2", 32, 16, hw=4),
     _out(RV1103_RV1106, "int8", True, "NHWC"),
-    _out(RK3562, "int8", True, "NCHW"),
-    _out(RK3562, "int8", True, "NHWC"),
-    _out(RK3562, "int8", True, "NC1HWC2", 32, 16, hw=4),
-    _out(RK3562, "int8", True, "UNDEFINE"),
-    _out(RK3562, "float16", True, "NCHW"),
-    _out(RK3562, "float16", True, "NHWC"),
-    _out(RK3562, "float16", True, "NC1HWC2", 16, 8, hw=4),
-    _out(RK3562, "float16", True, "UNDEFINE"),
+    *_four(RK3562, "int8", 1, 32, 16),
+    *_four(RK3562, "float16", 1, 16, 8),
     _out(RK3562, "any", False, "UNDEFINE"),
-    _out(RK3576_RV1126B, "int8", True, "NCHW"),
-    _out(RK3576_RV1126B, "int8", True, "NHWC"),
-    _out(RK3576_RV1126B, "int8", True, "NC1HWC2", 32, 16, hw=4),
-    _out(RK3576_RV1126B, "int8", True, "UNDEFINE"),
-    _out(RK3576_RV1126B, "float16", True, "NCHW"),
-    _out(RK3576_RV1126B, "float16", True, "NHWC"),
-    _out(RK3576_RV1126B, "float16", True, "NC1HWC2", 16, 8, hw=4),
-    _out(RK3576_RV1126B, "float16", True, "UNDEFINE"),
+    *_four(RK3576_RV1126B, "int8", 1, 32, 16),
+    *_four(RK3576_RV1126B, "float16", 1, 16, 8),
     _out(RK3576_RV1126B, "any", False, "UNDEFINE"),
     # RK2118: float16 only.
     _out(RK2118, "float16", True, "NC1HWC2", 8, 4, hw=4),

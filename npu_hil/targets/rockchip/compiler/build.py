@@ -38,8 +38,10 @@ TOOLKIT_VERSION = "2.5.0"
 """The compiler version this project is checked against (tests/vendor_rknn)."""
 
 PRECISIONS = ("int8", "float16")
-_INT8_ONLY = ("rv1103", "rv1106", "rv1103b", "rv1106b")
-_FP16_ONLY = ("rk2118",)
+_ONLY: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("rv1103", "rv1106", "rv1103b", "rv1106b"), ("int8",)),
+    "rk2118": ("float16",),
+}
 CALIBRATION_SAMPLES = 4
 BUILD_TIMEOUT_S = 600.0
 _LOG_TAIL = 12
@@ -49,11 +51,7 @@ def precisions(target: str) -> tuple[str, ...]:
     """What rknn-toolkit2 2.5.0 builds for ``target``: int8 only on RV1103/06 and RV1103B/06B
     ("mini" model files), float16 only on RK2118 (an int8 conv aborts the compiler), both
     elsewhere."""
-    if target in _INT8_ONLY:
-        return ("int8",)
-    if target in _FP16_ONLY:
-        return ("float16",)
-    return PRECISIONS
+    return _ONLY.get(target, PRECISIONS)
 
 
 def default_precision(target: str) -> str:
