@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from npu_hil.targets.rockchip.tables import (
+    PLATFORMS,
     RK2118,
     RK3562,
     RK3566_RK3568,
@@ -93,12 +94,10 @@ class Deviation:
         return "\n".join(lines)
 
 
-_ALL_RUNTIMES = (RK3566_RK3568, RK3588, RK3562, RV1103_RV1106, RV1103B_RV1106B, RK2118)
-
 DEVIATIONS: tuple[Deviation, ...] = (
     Deviation(
         "flattened-plane",
-        (*_ALL_RUNTIMES, RK3576_RV1126B),
+        PLATFORMS,
         "NC1HWC2 output native dims",
         "silent: native dims [N, C1, H, W, C2], each H*W plane padded to 4",
         "when H*W is not a multiple of 4 the runtime reports [N, C1, 1, ceil4(H*W), C2]; the "
@@ -179,7 +178,7 @@ DEVIATIONS: tuple[Deviation, ...] = (
     ),
     Deviation(
         "fused-last-op",
-        (*_ALL_RUNTIMES, RK3576_RV1126B),
+        PLATFORMS,
         "which last op decides the output channel padding",
         "silent: 'the last layer is a convolution'",
         "Conv+Add and Conv+Sigmoid are compiled into one op (Conv, ConvSigmoid) and pad as a "
@@ -224,7 +223,6 @@ DEVIATIONS: tuple[Deviation, ...] = (
 ZOO = "tests/data/zoo/rknn_zoo.json.gz"
 """The zoo's compiled tensor tables (13 public architectures, every platform group): where the
 deviations about outputs of rank 1 to 3 and Softmax outputs were measured (compiler only)."""
-_ZOO_PLATFORMS = (*_ALL_RUNTIMES, RK3576_RV1126B)
 
 ZOO_DEVIATIONS: tuple[Deviation, ...] = (
     Deviation(
@@ -248,7 +246,7 @@ ZOO_DEVIATIONS: tuple[Deviation, ...] = (
     ),
     Deviation(
         "flat-output-size",
-        _ZOO_PLATFORMS,
+        PLATFORMS,
         "the byte size of a flat (rank 1 to 3) output",
         "the tensor's own size (the table gives no alignment for rank not 4)",
         "rounded up to 64 bytes; RK3566/RK3568: to 8 bytes, int64 outputs to 64",
@@ -258,7 +256,7 @@ ZOO_DEVIATIONS: tuple[Deviation, ...] = (
     ),
     Deviation(
         "flat-input-size",
-        _ZOO_PLATFORMS,
+        PLATFORMS,
         "the byte size of a flat (rank 1 to 3) input",
         "the tensor's own size",
         "rounded up to 16 bytes (RK3588, RK3576/RV1126B, RV1103/RV1106), 64 (RK3562) or 8 "
@@ -288,7 +286,7 @@ ZOO_DEVIATIONS: tuple[Deviation, ...] = (
     ),
     Deviation(
         "index-outputs",
-        _ZOO_PLATFORMS,
+        PLATFORMS,
         "ArgMax and TopK index outputs",
         "silent (the table knows int8 and float16 outputs)",
         "int64, laid out flat, the size rounded up to 64 bytes",

@@ -267,10 +267,7 @@ def tensor_attr(
     attrs = layout.attributes
     fmt = layout.name
     dims = list(attrs["native_dims"] if fmt == "NC1HWC2" else attrs["dims"])
-    if layout.role == "input":
-        size = int(attrs["size"]) if fmt == "NHWC" else layout.nbytes
-    else:
-        size = layout.nbytes
+    size = int(attrs["size"]) if fmt == "NHWC" and layout.role == "input" else layout.nbytes
     affine = isinstance(quant, Affine)
     return {
         "index": index,
