@@ -201,7 +201,6 @@ def check_conv(
     measured = measured_verdict(target, width, kernel_hw, dilation_hw, kind, first_layer, site)
     if measured is None:
         return seed
-    condition = ConvCondition("measured", measured.ok, measured.text)
     seed_says = "supported" if seed.ok else f"unsupported, fails {', '.join(seed.failed)}"
     verdict = "supported" if measured.ok else "unsupported"
     return ConvCheck(
@@ -211,7 +210,7 @@ def check_conv(
         kind=kind,
         width=width,
         dilated_kernel_hw=seed.dilated_kernel_hw,
-        conditions=(condition,),
+        conditions=(measured,),
         failed=() if measured.ok else ("measured",),
         message=(
             f"{target}, width {width}, kernel {kernel_hw[0]}x{kernel_hw[1]}: {verdict}: "

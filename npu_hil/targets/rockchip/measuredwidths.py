@@ -7,18 +7,17 @@ input channels, a graph input, the heights): docs/model-developer/preflight.md."
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import cast
 
 from typing_extensions import TypedDict
 
-from npu_hil.targets.conv import ConvSite
+from npu_hil.targets.conv import ConvCondition, ConvSite
 from npu_hil.targets.rockchip.operators import load_measured
 from npu_hil.targets.rockchip.tables import platform_of
 
-__all__ = ["DATA", "MeasuredVerdict", "measured_verdict", "measurements"]
+__all__ = ["DATA", "measured_verdict", "measurements"]
 
 DATA = Path(__file__).with_name("conv_widths.json")
 
@@ -47,15 +46,6 @@ class WidthsDocument(TypedDict):
     in_channels: int
     tried_up_to: int
     platforms: dict[str, MeasuredPlatform]
-
-
-@dataclass(frozen=True)
-class MeasuredVerdict:
-    """What the compiler did at a width: ``ok`` (built) or not, and the sentence that says it,
-    naming the measurement."""
-
-    ok: bool
-    text: str
 
 
 @cache
@@ -107,9 +97,10 @@ def measured_verdict(
     kind: str,
     first_layer: str,
     site: ConvSite,
-) -> MeasuredVerdict | None:
-    """The compiler's measured verdict for this convolution, or None where no measurement
-    covers it (the seed's rule then stands)."""
+) -> ConvCondition | None:
+    """The compiler's measured verdict for this convolution (``measured``: built or not, and the
+    sentence that says it, naming the measurement), or None where no measurement covers it (the
+    seed's rule then stands)."""
     document = measurements()
     platform = document["platforms"].get(platform_of(target))
     if platform is None or platform["precision"] != first_layer:
@@ -125,12 +116,14 @@ def measured_verdict(
     )
     for first, last, reason in platform["heights"][height]["refused"]:
         if first <= width <= last:
-            return MeasuredVerdict(
+            return ConvCondition(
+                "measured",
                 False,
                 f"width {width}: the compiler refuses widths {first}-{last} ({reason}) "
                 f"[{source}{note}]",
             )
-    return MeasuredVerdict(
+    return ConvCondition(
+        "measured",
         True,
         f"width {width}: the compiler builds it (every width tried up to "
         f"{document['tried_up_to']} outside the refused ranges) [{source}{note}]",

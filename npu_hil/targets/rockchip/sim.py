@@ -69,8 +69,8 @@ class RockchipSim(VendorSim):
             )
         self._check_convolutions(graph)
         self._check_operators(graph)
-        for index, info in enumerate(graph.outputs):
-            self._output_layout(index, info, graph, "load")
+        for info in graph.outputs:
+            self._output_layout(info, graph, "load")
 
     def _check_operators(self, graph: GraphInfo) -> None:
         """An operator the compiler refuses for this platform (measured one operator a model,
@@ -170,14 +170,7 @@ class RockchipSim(VendorSim):
 
     # --------------------------------------------------------------------- outputs
 
-    def _last_op(self, output: str, graph: GraphInfo) -> str:
-        """What the compiler makes of the op producing ``output`` (it fuses some into a conv)."""
-        op = graph.producers.get(output, "")
-        return observed.last_op_kind(self.target, op, graph.feeders.get(output, ()))
-
-    def _output_layout(
-        self, index: int, info: TensorInfo, graph: GraphInfo, stage: str
-    ) -> BlockedLayout:
+    def _output_layout(self, info: TensorInfo, graph: GraphInfo, stage: str) -> BlockedLayout:
         shape = static_shape(info, stage)
         fmt = self.output_fmt if len(shape) == 4 else "UNDEFINE"
         if fmt == "NCHW":
@@ -196,7 +189,9 @@ class RockchipSim(VendorSim):
         )
         params: dict[str, Any] = {}
         if fmt in ("NHWC", "NC1HWC2"):
-            params["last_op"] = self._last_op(info.name, graph)
+            # What the compiler makes of the producing op (it fuses some into a conv).
+            feeders = graph.feeders.get(info.name, ())
+            params["last_op"] = observed.last_op_kind(self.target, producer, feeders)
         elif fmt == "UNDEFINE" and producer == "Softmax":
             params["last_axis_align"] = observed.softmax_last_axis_align(self.target)
         return self.layout(fmt, shape, dtype, "output", stage, info.name, **params)
@@ -204,7 +199,7 @@ class RockchipSim(VendorSim):
     def hold_output(
         self, index: int, info: TensorInfo, values: np.ndarray, graph: GraphInfo
     ) -> SimTensor:
-        layout = self._output_layout(index, info, graph, "run")
+        layout = self._output_layout(info, graph, "run")
         quant: Quantizer
         if layout.dtype.kind in "iu" and layout.dtype.itemsize > 1:
             quant = Cast(layout.dtype)  # an index output (int64): no quantization
