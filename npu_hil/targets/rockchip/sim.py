@@ -110,13 +110,6 @@ class RockchipSim(VendorSim):
 
     # ---------------------------------------------------------------------- inputs
 
-    def _input_fmt(self, given: InputLike, shape: tuple[int, ...]) -> str:
-        if len(shape) != 4:
-            default = "UNDEFINE"
-        else:
-            default = "NHWC" if shape[1] in NHWC_CHANNELS else "NC1HWC2"
-        return self.input_layout_name(given, INPUT_LAYOUTS, default)
-
     def hold_input(self, index: int, info: TensorInfo, given: InputLike) -> HeldInput:
         dtype = input_dtype(given)
         shape = tuple(int(d) for d in given.shape)
@@ -140,7 +133,10 @@ class RockchipSim(VendorSim):
                     f"CPU (RKNN2 input note 7), which declared type {dtype.name} needs; give "
                     f"{' or '.join(sorted(on_npu))} data",
                 )
-        fmt = self._input_fmt(given, shape)
+        default = "UNDEFINE"
+        if len(shape) == 4:
+            default = "NHWC" if shape[1] in NHWC_CHANNELS else "NC1HWC2"
+        fmt = self.input_layout_name(given, INPUT_LAYOUTS, default)
         layout = self.layout(
             fmt, shape, dtype, "input", "run", given.name, first_layer=self.precision
         )
@@ -155,18 +151,8 @@ class RockchipSim(VendorSim):
             quant = affine_for_type(dtype)
         else:
             quant = choose_affine(held)
-        attributes = tensor_attr(index, given.name, layout, quant, given.pass_through)
-        tensor = SimTensor(
-            given.name,
-            buffer,
-            layout.name,
-            dtype.name,
-            list(shape),
-            dict(attributes),
-            layout,
-            "input",
-        )
-        return HeldInput(tensor, model_input(attributes, held))
+        tensor = sim_tensor(index, given.name, buffer, layout, quant, given.pass_through)
+        return HeldInput(tensor, model_input(tensor.attributes, held))
 
     # --------------------------------------------------------------------- outputs
 
@@ -209,17 +195,7 @@ class RockchipSim(VendorSim):
             quant = Cast(np.dtype("float16"))
         held = quant.quantize(values)
         buffer = self.output_buffer(info.name, layout, held)
-        attributes = tensor_attr(index, info.name, layout, quant, False)
-        return SimTensor(
-            info.name,
-            buffer,
-            layout.name,
-            layout.dtype.name,
-            list(layout.shape),
-            dict(attributes),
-            layout,
-            "output",
-        )
+        return sim_tensor(index, info.name, buffer, layout, quant, False)
 
     def normal_api_output(self, tensor: SimTensor, path: str) -> SimTensor:
         """What ``rknn_outputs_get`` with ``want_float`` hands back (RKNNLite.inference): the
@@ -253,6 +229,28 @@ class RockchipSim(VendorSim):
 
 
 # ------------------------------------------------------------- attributes and semantics
+
+
+def sim_tensor(
+    index: int,
+    name: str,
+    buffer: np.ndarray,
+    layout: BlockedLayout,
+    quant: Quantizer,
+    pass_through: bool,
+) -> SimTensor:
+    """The tensor held in ``buffer`` as ``layout`` lays it out, with its ``rknn_tensor_attr``."""
+    attributes = tensor_attr(index, name, layout, quant, pass_through)
+    return SimTensor(
+        name,
+        buffer,
+        layout.name,
+        layout.dtype.name,
+        list(layout.shape),
+        dict(attributes),
+        layout,
+        layout.role,
+    )
 
 
 def tensor_attr(
