@@ -1,13 +1,6 @@
-"""Rockchip RKNN2: where Rockchip's own software disagrees with the seed's tables, as data.
-
-Each :class:`Deviation` was measured on a grid of 1,020 small models compiled by rknn-toolkit2
-2.5.0 and queried with ``rknn_query()`` through the vendor's runtimes (:data:`RUNTIME_OF`) under
-user-mode emulation (``tests/data/rknn/observed.json.gz``; its README says how), or on the zoo's
-compiled files (:data:`ZOO_DEVIATIONS`). The predictions (:mod:`.layouts`) follow the observed
-value and keep the seed's beside it; where compiler and runtime disagree they follow the runtime
-(what a program on the board reads: ``skew``). RK3576/RV1126B had no runtime: only the compiler
-was observed there, the other librknnrt platforms' runtime rules are assumed (``assumed``).
-"""
+"""Rockchip RKNN2: where Rockchip's own compiler and runtimes (:data:`RUNTIME_OF`) disagree with
+the seed's tables, as data; how each was measured and how the predictions use it:
+docs/runtime/codec.md, "Readings the seeds leave open"."""
 
 from __future__ import annotations
 

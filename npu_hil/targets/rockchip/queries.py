@@ -1,9 +1,6 @@
-"""Rockchip RKNN2: the geometry (``fmt``, ``dims``, ``size``, ``w_stride``, ``size_with_stride``)
-``rknn_query()`` will answer for a model's tensor under each of its six queries (``rknn_api.h``),
-predicted from the codec's layouts, so the simulator answers as a board does and a report names
-the field a device contradicts. :data:`COMPARED` names the fields that carry the layout; the
-others (``n_elems`` of padded formats, the normal API output's ``size_with_stride``) no reader of
-the buffer uses."""
+"""Rockchip RKNN2: the geometry ``rknn_query()`` will answer for a model's tensor under each of its
+six queries (``rknn_api.h``), predicted from the codec's layouts, so the simulator answers as a
+board does and a report names the field a device contradicts (:data:`COMPARED`)."""
 
 from __future__ import annotations
 
@@ -36,6 +33,8 @@ COMPARED: dict[str, tuple[str, ...]] = {
     "NHWC/output": ("fmt", "dims", "size"),
     "NC1HWC2/output": ("fmt", "dims", "size"),
 }
+"""The fields that carry the layout per query; the others (``n_elems`` of padded formats, the
+normal API output's ``size_with_stride``) the runtime fills in ways no reader of the buffer uses."""
 
 
 def query_layout_name(target: str, query: str, channels: int) -> str:

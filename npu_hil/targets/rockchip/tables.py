@@ -1,11 +1,8 @@
-"""Rockchip RKNN2 (V2.5.0): the seed's model I/O and convolution tables as data, plus lookups.
+"""Rockchip RKNN2 (V2.5.0): the seed's model I/O tables as data, plus lookups.
 
 Source: ``seeds/002_0de9e292831d3a07.txt`` (the authority) and its English rendering
 ``spec/rknn2-io-constraints.md``. Every row below is one row of the seed with its merged cells
 expanded. Quirks of the source are kept as written and marked ``sic``; nothing here "fixes" them.
-
-This module holds data and table lookups only. Layout arithmetic lives in ``npu_hil.harness.codec``
-and the convolution check in ``npu_hil.targets.conv``.
 """
 
 from __future__ import annotations
