@@ -15,10 +15,11 @@ import pytest
 
 from npu_hil.harness.preflight import preflight
 from npu_hil.harness.sim import SimNpu, SimRefusal
-from npu_hil.targets.rockchip.operators import DATA, document_of, measured_operators
+from npu_hil.targets.rockchip.operators import DATA, measured_operators
 from npu_hil.targets.rockchip.tables import PLATFORM_OF
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "vendor_rknn"))
+from measured import operators_document_of
 from ops_record import model_of
 
 RECORDS = Path(__file__).resolve().parents[1] / "data" / "zoo" / "rknn_ops.json.gz"
@@ -33,7 +34,7 @@ def _records() -> dict[str, Any]:
 def test_the_shipped_refusals_are_derived_from_the_compilers_records() -> None:
     stored = _records()
     shipped = json.loads(DATA.read_text(encoding="utf-8"))
-    assert shipped == document_of(stored["records"], shipped["provenance"])
+    assert shipped == operators_document_of(stored["records"], shipped["provenance"])
     assert shipped["provenance"]["compiler"] == stored["provenance"]["compiler"]
     assert len(shipped["operators"]) >= 70 and len(shipped["platforms"]) == 7
 

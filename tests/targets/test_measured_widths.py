@@ -17,8 +17,9 @@ from npu_hil.harness.models import conv3x3
 from npu_hil.harness.preflight import preflight
 from npu_hil.harness.sim import SimNpu, SimRefusal
 from npu_hil.targets import ConvSite, check_conv
-from npu_hil.targets.rockchip.measuredwidths import DATA, document_of, measurements
+from npu_hil.targets.rockchip.measuredwidths import DATA, measurements
 from npu_hil.targets.rockchip.tables import PLATFORM_OF
+from tests.vendor_rknn.measured import widths_document_of
 
 RECORDS = Path(__file__).resolve().parents[1] / "data" / "zoo" / "rknn_widths.json.gz"
 
@@ -37,7 +38,7 @@ def _members(target: str) -> list[str]:
 def test_the_shipped_limits_are_derived_from_the_compilers_records() -> None:
     stored = _records()
     shipped = json.loads(DATA.read_text(encoding="utf-8"))
-    derived = document_of(stored["records"], shipped["provenance"])
+    derived = widths_document_of(stored["records"], shipped["provenance"])
     assert shipped == derived
     assert shipped["provenance"]["compiler"] == stored["provenance"]["compiler"]
     assert shipped["provenance"]["records"] == "tests/data/zoo/rknn_widths.json.gz"

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+from measured import operators_document_of
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 from rknn_probe import probe, probe_job
 
@@ -32,7 +33,7 @@ from npu_hil.targets.rockchip.compiler.build import (
     BuildJob,
     toolkit_version,
 )
-from npu_hil.targets.rockchip.operators import DATA, document_of
+from npu_hil.targets.rockchip.operators import DATA
 
 TARGETS = ("rk3566", "rk3588", "rk3562", "rk3576", "rv1106", "rv1106b", "rk2118")
 OUT = Path(__file__).resolve().parents[1] / "data" / "zoo" / "rknn_ops.json.gz"
@@ -255,7 +256,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     with gzip.open(args.out, "wt", encoding="utf-8") as out:
         json.dump({"provenance": provenance, "records": records}, out, indent=1)
-    derived = document_of(records, {**provenance, "records": "tests/data/zoo/rknn_ops.json.gz"})
+    derived = operators_document_of(
+        records, {**provenance, "records": "tests/data/zoo/rknn_ops.json.gz"}
+    )
     args.package.write_text(json.dumps(derived, indent=1) + "\n", encoding="utf-8")
     print(f"{len(records)} records -> {args.out}; refusals -> {args.package}", file=sys.stderr)
     return 0

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from measured import widths_document_of
 from rknn_probe import probe, probe_job
 
 from npu_hil.harness.models import build
@@ -30,7 +31,7 @@ from npu_hil.targets.rockchip.compiler.build import (
     BuildJob,
     toolkit_version,
 )
-from npu_hil.targets.rockchip.measuredwidths import DATA, document_of
+from npu_hil.targets.rockchip.measuredwidths import DATA
 
 TARGETS = ("rk3566", "rk3588", "rk3562", "rk3576", "rv1106", "rv1106b", "rk2118")
 """One target per platform group, as the zoo (tests/vendor_rknn/zoo_record.py)."""
@@ -145,8 +146,8 @@ def package_provenance(document: dict[str, Any]) -> dict[str, Any]:
 
 def write_package_data(document: dict[str, Any], path: Path) -> None:
     """The limits the package reads (npu_hil.targets.rockchip.measuredwidths), derived from the
-    records by the code that reads them."""
-    derived = document_of(document["records"], package_provenance(document))
+    records (tests/vendor_rknn/measured.py)."""
+    derived = widths_document_of(document["records"], package_provenance(document))
     path.write_text(json.dumps(derived, indent=1) + "\n", encoding="utf-8")
     print(f"measured limits -> {path}", file=sys.stderr)
 

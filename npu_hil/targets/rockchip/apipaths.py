@@ -1,15 +1,8 @@
-"""The two ways to run an RKNN model, as the cross-API check compares them.
-
-- zero-copy (``rknn_native``): ``rknn_create_mem`` / ``rknn_set_io_mem`` with the native
-  attributes (``RKNN_QUERY_NATIVE_*_ATTR``); the device's own NC1HWC2 / NHWC bytes come back with
-  their ``rknn_tensor_attr``, read with the reported layout and quantization.
-- normal API (``rknnlite``, ``RKNNLite.inference`` over ``rknn_inputs_set`` /
-  ``rknn_outputs_get``): the runtime converts the inputs into its native layout itself and hands
-  back each output converted, float32 and NCHW for a 4-D tensor (``want_float``). That float32 /
-  NCHW form is the documented conversion, not the tensor's type or layout, so only the shape is
-  compared as an attribute; the values are compared after decoding the zero-copy buffer to
-  floats with its reported ``zp`` / ``scale``.
-"""
+"""The two ways to run an RKNN model, as the cross-API check compares them: zero-copy
+(``rknn_native``: the native bytes with their ``rknn_tensor_attr``) and the normal API
+(``rknnlite``: ``rknn_outputs_get`` hands back float32, NCHW for a 4-D tensor, a documented
+conversion, so only its shape is compared as an attribute and its values against the zero-copy
+buffer decoded with its ``zp``/``scale``). docs/model-developer/failures.md, "Two API paths"."""
 
 from __future__ import annotations
 

@@ -1,41 +1,6 @@
-"""A compiled ``.rknn`` file, read by one module: what it says about itself (its file-format
-version, the toolkit that wrote it, the target platform it was built for:
-:func:`read_rockchip_model`) and its tensor table (each input's and output's native shape and
-byte size as the compiler stored them: :func:`read_tensor_table`).
-
-The layout, measured from files rknn-toolkit2 2.5.0 wrote for every Rockchip target (the probe
-models of ``tests/data/artifacts/rockchip``, and the grid of the observations); no vendor
-document describes it:
-
-- bytes 0-3 the magic ``RKNN``, 4-7 zero;
-- bytes 8-15 the file-format version, a little-endian u64: ``6`` for the full model files
-  (RK3566/RK3568, RK3588, RK3562, RK3576, RV1126B), ``0x1004`` for the "mini" ones (RV1103/RV1106,
-  RV1103B/RV1106B, RK2118). Version 6 is the number librknnrt 1.3.0, 1.4.0 and 1.5.0 were
-  reported to refuse with "Invalid RKNN model version 6" (see ``compatibility.json``);
-- bytes 16-23 the length of the model data, which starts at byte 64 (the rest of the 64-byte
-  header is not read: in mini files part of it is uninitialised memory that differs between two
-  builds of the same model);
-- after the model data a little-endian u64 length and a JSON object of that length, which ended
-  exactly at the end of every file measured. It holds ``version`` (the toolkit's version,
-  ``"2.5.0"``) and ``target_platform`` (a list: ``["rk3588"]``), beside the graph.
-- The model data near its start holds the compiler's banner,
-  ``2.5.0(compiler version: 2.5.0 (74ea630ce@...))``; read when it is within the first
-  :data:`~npu_hil.targets.artifact.MAX_HEADER_BYTES`, else left unknown.
-
-Files of toolkits before 2.5.0 were not available here: the reader takes the same layout and
-says which field it found missing rather than guessing.
-
-The tensor table is read from the file rather than from the compiler's build log because the
-build log of a float16 model prints C1 four times too big (measured with rknn-toolkit2 2.5.0: a
-16-channel fp16 output is logged ``(1,8,3,17,8)`` and stored ``[1, 2, 3, 17, 8]``, 1,664 bytes).
-The model data is a FlatBuffers buffer, in the two variants the format version tells apart. No
-schema is published, so the table is found by the signature its entries have in both variants
-(measured from files the 2.5.0 compiler wrote): a FlatBuffers table whose field 0 is the data
-type code (a byte), field 2 the role (1 input, 2 output), fields 3 and 4 the native and original
-shapes (int32 vectors) and field 5 the tensor's name (a string); the byte size is field 12 in
-the full variant and field 8 in the mini one. An entry is taken only when its original shape is
-the graph tensor's own shape, so a wrong guess cannot pass as a reading.
-"""
+"""A compiled ``.rknn`` file: what it says about itself (:func:`read_rockchip_model`) and its
+tensor table (:func:`read_tensor_table`), as measured from files rknn-toolkit2 2.5.0 wrote (no
+vendor document describes the format): docs/model-developer/models-build.md, "The .rknn file"."""
 
 from __future__ import annotations
 
@@ -53,15 +18,7 @@ import numpy as np
 from npu_hil.harness.errors import ArtifactError
 from npu_hil.targets.artifact import MAX_HEADER_BYTES, MAX_INFO_BYTES, ArtifactInfo, open_bounded
 
-__all__ = [
-    "HEADER_BYTES",
-    "MAGIC",
-    "MINI_FORMAT",
-    "NativeTensor",
-    "TensorTable",
-    "read_rockchip_model",
-    "read_tensor_table",
-]
+__all__ = ["NativeTensor", "TensorTable", "read_rockchip_model", "read_tensor_table"]
 
 MAGIC = b"RKNN"
 HEADER_BYTES = 64
@@ -72,6 +29,14 @@ MINI_FORMAT = 0x1000
 _COMPILER = re.compile(rb"compiler version: ([0-9][^\x00()]*(?:\([^\x00()]*\))?)")
 
 
+def _check_magic(where: str, head: bytes, size: int) -> None:
+    if len(head) < HEADER_BYTES or head[:4] != MAGIC:
+        raise ArtifactError(
+            f"{where}: not a compiled RKNN model (expected the magic {MAGIC!r} and a "
+            f"{HEADER_BYTES}-byte header, got {head[:4]!r} and {size} bytes)"
+        )
+
+
 def read_rockchip_model(path: Path) -> ArtifactInfo:
     """The ``.rknn`` file's own statement of its version and target; ArtifactError for a file
     that is not one, naming the offset where it stops being one."""
@@ -79,11 +44,7 @@ def read_rockchip_model(path: Path) -> ArtifactInfo:
     handle, size = open_bounded(path, "a compiled RKNN model (.rknn)")
     with handle:
         head = handle.read(min(size, MAX_HEADER_BYTES))
-        if len(head) < HEADER_BYTES or head[:4] != MAGIC:
-            raise ArtifactError(
-                f"{where}: not a compiled RKNN model (expected the magic {MAGIC!r} and a "
-                f"{HEADER_BYTES}-byte header, got {head[:4]!r} and {size} bytes)"
-            )
+        _check_magic(where, head, size)
         version, data_len = struct.unpack_from("<QQ", head, 8)
         info_at = HEADER_BYTES + data_len
         if info_at + 8 > size:
@@ -196,19 +157,11 @@ class TensorTable:
 
 
 class _Buffer:
-    def __init__(self, data: bytes, source: str) -> None:
+    def __init__(self, data: bytes) -> None:
         self.data = data
-        self.source = source
-
-    def u8(self, at: int) -> int:
-        return self.data[at]
 
     def i32(self, at: int) -> int:
         value: int = struct.unpack_from("<i", self.data, at)[0]
-        return value
-
-    def u32(self, at: int) -> int:
-        value: int = struct.unpack_from("<I", self.data, at)[0]
         return value
 
     def fits(self, at: int, size: int) -> bool:
@@ -230,30 +183,28 @@ class _Buffer:
             return None
         return offsets
 
-    def target(self, at: int) -> int | None:
+    def span(self, at: int, item: int, longest: int) -> tuple[int, int] | None:
+        """Where the vector (or string) the offset at ``at`` points to starts, and its length."""
         if not self.fits(at, 4):
             return None
-        to = at + self.u32(at)
-        return to if self.fits(to, 4) else None
+        vector = at + struct.unpack_from("<I", self.data, at)[0]
+        if not self.fits(vector, 4):
+            return None
+        count: int = struct.unpack_from("<I", self.data, vector)[0]
+        if count > longest or not self.fits(vector + 4, item * count):
+            return None
+        return vector + 4, count
 
     def ints(self, at: int, longest: int = 8) -> tuple[int, ...] | None:
-        vector = self.target(at)
-        if vector is None:
-            return None
-        count = self.u32(vector)
-        if count > longest or not self.fits(vector + 4, 4 * count):
-            return None
-        return tuple(struct.unpack_from(f"<{count}i", self.data, vector + 4))
+        span = self.span(at, 4, longest)
+        return None if span is None else struct.unpack_from(f"<{span[1]}i", self.data, span[0])
 
     def text(self, at: int, longest: int = 4096) -> str | None:
-        string = self.target(at)
-        if string is None:
-            return None
-        count = self.u32(string)
-        if count > longest or not self.fits(string + 4, count):
+        span = self.span(at, 1, longest)
+        if span is None:
             return None
         try:
-            return self.data[string + 4 : string + 4 + count].decode("utf-8")
+            return self.data[span[0] : span[0] + span[1]].decode("utf-8")
         except UnicodeDecodeError:
             return None
 
@@ -274,15 +225,11 @@ def read_tensor_table(
         data = file.read_bytes()
     except OSError as exc:
         raise ArtifactError(f"{source}: cannot read the compiled model: {exc}") from exc
-    if len(data) < HEADER_BYTES + 8 or data[:4] != MAGIC:
-        raise ArtifactError(
-            f"{source}: not a compiled RKNN model (expected the magic {MAGIC!r} and a header, "
-            f"got {data[:4]!r}, {len(data)} bytes)"
-        )
+    _check_magic(source, data, len(data))
     (version,) = struct.unpack_from("<Q", data, 8)
     variant = "mini" if version >= MINI_FORMAT else "full"
     size_field = 8 if variant == "mini" else 12
-    buffer = _Buffer(data, source)
+    buffer = _Buffer(data)
     found: dict[tuple[str, str], NativeTensor] = {}
     for at in range(0, len(data) - 8, 4):
         tensor = _entry(buffer, at, size_field, graph)
@@ -322,8 +269,8 @@ def _entry(
         return None
     if not all(fields[i] for i in (0, 2, 3, 4, 5, size_field)):
         return None
-    role = ROLE_CODES.get(buffer.u8(at + fields[2]))
-    dtype = DTYPE_CODES.get(buffer.u8(at + fields[0]))
+    role = ROLE_CODES.get(buffer.data[at + fields[2]])
+    dtype = DTYPE_CODES.get(buffer.data[at + fields[0]])
     if role is None or dtype is None:
         return None
     native = buffer.ints(at + fields[3])

@@ -1,9 +1,7 @@
 """RKNN2 V2.5.0 (seed ``seeds/002_0de9e292831d3a07.txt``): the NC1HWC2 block size C2 and the
-convolution width limits (§2, rules A and B) as data, and the Rockchip unit's ``check_conv`` hook
-(reached through :func:`npu_hil.targets.conv.check_conv`, which checks the arguments first).
-Where the compiler's own limit was measured for the convolution's site
-(:mod:`npu_hil.targets.rockchip.measuredwidths`), the measurement decides and the seed's verdict
-is kept beside it."""
+convolution width limits (§2, rules A and B) as data, and the unit's ``check_conv`` hook (behind
+:func:`npu_hil.targets.conv.check_conv`, which checks the arguments), where a measured limit
+(:mod:`.measuredwidths`) decides over the seed's."""
 
 from __future__ import annotations
 
@@ -13,7 +11,6 @@ from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.conv import ConvCheck, ConvCondition, ConvSite, dilated_kernel
 from npu_hil.targets.rockchip.measuredwidths import measured_verdict
 from npu_hil.targets.rockchip.tables import (
-    CONV_KINDS,
     RK2118,
     RK3562,
     RK3566_RK3568,
@@ -22,7 +19,6 @@ from npu_hil.targets.rockchip.tables import (
     RV1103_RV1106,
     RV1103B_RV1106B,
     WidthRule,
-    check_choice,
     input_rows,
     output_row,
     platform_of,
@@ -31,9 +27,6 @@ from npu_hil.targets.rockchip.tables import (
 # --------------------------------------------------------------------------------------------
 # NC1HWC2 block size C2
 # --------------------------------------------------------------------------------------------
-
-C2_USER_GUIDE_SOURCE = "RKNPU User Guide v1.5.2 table 4-6"
-C2_DERIVED_SOURCE = "derived: half the seed's last-layer-conv channel multiple"
 
 # The seed gives channel multiples for NC1HWC2 but not the block C2 itself. The User Guide table
 # names C2 for four platforms, and there it is exactly half the seed's "last layer conv" multiple;
@@ -63,8 +56,8 @@ def c2_default(target: str, precision: str) -> tuple[int, str]:
     row = output_row(target, precision=precision, rank=4, layout="NC1HWC2")
     known = _C2_USER_GUIDE.get((platform, precision))
     if known is not None:
-        return known, C2_USER_GUIDE_SOURCE
-    return row.channel_align_conv // 2, C2_DERIVED_SOURCE
+        return known, "RKNPU User Guide v1.5.2 table 4-6"
+    return row.channel_align_conv // 2, "derived: half the seed's last-layer-conv channel multiple"
 
 
 # --------------------------------------------------------------------------------------------
@@ -85,7 +78,10 @@ class NFormula:
     floor: int = 0
 
     def text(self, k: str = "K") -> str:
-        ceil = f"CEIL({k}/{self.d})"
+        return self.steps(f"CEIL({k}/{self.d})")
+
+    def steps(self, ceil: str) -> str:
+        """The formula with the ceiling written as ``ceil``."""
         return f"{self.c} - MAX({ceil}, {self.floor})" if self.floor else f"{self.c} - {ceil}"
 
 
@@ -107,7 +103,6 @@ class ConvRule:
     deconv: NFormula
 
     def formula(self, kind: str) -> NFormula:
-        check_choice("convolution kind", kind, CONV_KINDS)
         return {"conv": self.conv, "depthwise": self.depthwise, "deconv": self.deconv}[kind]
 
     def condition1_text(self) -> str:
@@ -157,10 +152,6 @@ def conv_rule(target: str, rule: str) -> ConvRule:
     )
 
 
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def _default_rule(target: str, first_layer: str) -> tuple[str, str]:
     """The rule from the input table's rank-4 rows for that first layer, plus a note when the
     platform lists no such rows but has only one rule (RK2118 float16-only, RV1103/RV1106)."""
@@ -202,17 +193,14 @@ def check_conv(
     kind: str,
     rule: str | None,
     first_layer: str,
-    site: ConvSite | None = None,
+    site: ConvSite,
 ) -> ConvCheck:
     """The compiler's measured limit where one covers the convolution's ``site``, the seed's
     verdict beside it; else the seed's rule (:func:`seed_check`)."""
     seed = seed_check(target, width, kernel_hw, dilation_hw, kind, rule, first_layer)
-    measured = measured_verdict(
-        target, width, kernel_hw, dilation_hw, kind, first_layer, site or ConvSite()
-    )
+    measured = measured_verdict(target, width, kernel_hw, dilation_hw, kind, first_layer, site)
     if measured is None:
         return seed
-    condition = ConvCondition("measured", measured.ok, measured.text)
     seed_says = "supported" if seed.ok else f"unsupported, fails {', '.join(seed.failed)}"
     verdict = "supported" if measured.ok else "unsupported"
     return ConvCheck(
@@ -222,7 +210,7 @@ def check_conv(
         kind=kind,
         width=width,
         dilated_kernel_hw=seed.dilated_kernel_hw,
-        conditions=(condition,),
+        conditions=(measured,),
         failed=() if measured.ok else ("measured",),
         message=(
             f"{target}, width {width}, kernel {kernel_hw[0]}x{kernel_hw[1]}: {verdict}: "
@@ -258,12 +246,9 @@ def seed_check(
 
     formula = spec.formula(kind)
     k = dkh * dkw
-    ceil = _ceil_div(k, formula.d)
+    ceil = -(-k // formula.d)
     n = formula.c - max(ceil, formula.floor)
-    if formula.floor:
-        n_steps = f"{formula.c} - MAX({ceil}, {formula.floor})"
-    else:
-        n_steps = f"{formula.c} - {ceil}"
+    n_steps = formula.steps(str(ceil))
     n_ok = n >= 1
     n_text = (
         f"N = {formula.text()} = {formula.text(f'{dkh}*{dkw}')} = {n_steps} = {n}"

@@ -1,12 +1,7 @@
-"""Rockchip RKNN2: the native I/O layouts, predicted from the seed's tables (:mod:`.tables`).
-
-Inputs ``NHWC`` (rows of ``w_stride`` pixels), ``NC1HWC2``, ``UNDEFINE``; outputs ``NCHW``,
-``NHWC`` (channels padded), ``NC1HWC2`` (C2 block, H·W planes padded to ``hw_align``),
-``UNDEFINE``. Where Rockchip's own compiler and runtimes do otherwise than the tables say, the
-prediction follows them and keeps the seed's value beside it (:mod:`.observed`). Device-reported
-attributes override every prediction; a combination neither the tables nor the observations
-list is a LayoutError naming what is missing. The parameters and readings: docs/runtime/codec.md.
-"""
+"""Rockchip RKNN2: the native I/O layouts, predicted from the seed's tables (:mod:`.tables`) and,
+where Rockchip's own software does otherwise, from what it was observed to do (:mod:`.observed`),
+the seed's value kept beside it. Device-reported attributes override every prediction; a
+combination neither lists is a LayoutError. Parameters and readings: docs/runtime/codec.md."""
 
 from __future__ import annotations
 
@@ -375,7 +370,7 @@ def _nc1hwc2(
         "c2": c2,
         "hw_align": hw_align,
     }
-    return _layout(ask, dims, nbytes, provenance, _sized(prediction, ask.role, nbytes))
+    return _layout(ask, dims, nbytes, provenance, prediction)
 
 
 def _nc1hwc2_output_channels(
@@ -455,16 +450,7 @@ def _flat(
         else (default_size, size_source)
     )
     prediction: RknnPrediction = {**base, "fmt": ask.name, "dims": list(shape)}
-    return _layout(ask, dims, nbytes, {key: source}, _sized(prediction, ask.role, nbytes))
-
-
-def _sized(prediction: RknnPrediction, role: str, nbytes: int) -> RknnPrediction:
-    """``prediction`` with the buffer length under the role's field (after the others)."""
-    if role == "input":
-        prediction["size_with_stride"] = nbytes
-    else:
-        prediction["size"] = nbytes
-    return prediction
+    return _layout(ask, dims, nbytes, {key: source}, prediction)
 
 
 def _c2(ask: _Ask) -> tuple[int, str]:
@@ -529,11 +515,6 @@ def _layout(
     # The runtime's n_elems counts the slots of its dims, padding included (observed on every
     # attribute set of tests/data/rknn/observed.json.gz).
     counted = attributes.get("native_dims", attributes.get("dims", ask.shape))
-    typed: RknnPrediction = {
-        **attributes,
-        "type": RKNN_TYPES[ask.dtype.name],
-        "n_elems": prod(counted),
-    }
     return BlockedLayout(
         target=ask.target,
         name=ask.name,
@@ -546,7 +527,13 @@ def _layout(
         axis_names=("n", "c", "h", "w") if len(ask.shape) == 4 else (),
         params=dict(ask.params),
         provenance=provenance,
-        attributes=dict(typed),
+        # The buffer length under the role's field (after the others where not predicted yet).
+        attributes={
+            **attributes,
+            ask.size_key: nbytes,
+            "type": RKNN_TYPES[ask.dtype.name],
+            "n_elems": prod(counted),
+        },
     )
 
 

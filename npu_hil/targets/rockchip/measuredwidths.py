@@ -1,51 +1,25 @@
-"""The widths at which rknn-toolkit2 stops building a first-layer convolution, measured, kept
-beside the seed's rule (``conv_widths.json``, made by ``tests/vendor_rknn/widths_record.py``).
-
-The seed's rules A and B are off against the compiler in both directions: RK3588, RK3576/RV1126B
-and RV1103/RV1106 build a first-layer 3x3 convolution at every width tried up to 16,384 where
-the seed refuses from 6,145 (or 2,390); RK3562, RV1103B/RV1106B (from 4,096) and RK2118 (from
-2,729) refuse widths the seed allows ("failed to tile argb mode layer"); RK3566/RK3568 refuse
-from 9,553 on an 8-row input ("Feature is too large") and not on a 1-row one. Measured facts win
-for what the compiler does: where a measurement covers a convolution, its verdict decides and
-the seed's is kept beside it; elsewhere the seed's rule stands.
-
-A measurement covers a convolution of the kernel, dilation and input channels measured, fed by a
-graph input (the first layer, which the NPU takes in its image mode), at the target's measured
-first-layer precision and a width no larger than the widest tried. Heights: a limit that is
-the same at every height measured is a width limit; one that is not depends on the feature's
-size, and a height between those measured takes the next larger one's limit (the stricter).
-"""
+"""The widths at which rknn-toolkit2 stops building a first-layer convolution, measured
+(``conv_widths.json``, made by ``tests/vendor_rknn/widths_record.py``): where a measurement
+covers a convolution its verdict decides and the seed's rule A/B is kept beside it; elsewhere the
+seed's rule stands. The limits per platform and what a measurement covers (kernel, dilation,
+input channels, a graph input, the heights): docs/model-developer/preflight.md."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from typing_extensions import TypedDict
 
-from npu_hil.targets.conv import ConvSite
-from npu_hil.targets.rockchip.compiler.reasons import compiler_reason
+from npu_hil.targets.conv import ConvCondition, ConvSite
+from npu_hil.targets.rockchip.operators import load_measured
 from npu_hil.targets.rockchip.tables import platform_of
 
-CASE = "a 3x3 convolution (dilation 1) taking a 3-channel graph input"
-
-__all__ = ["DATA", "MeasuredVerdict", "document_of", "measured_verdict", "measurements"]
+__all__ = ["DATA", "measured_verdict", "measurements"]
 
 DATA = Path(__file__).with_name("conv_widths.json")
-
-
-class WidthRecord(TypedDict):
-    """One compiler record (``tests/data/zoo/rknn_widths.json.gz``): a width on a target."""
-
-    target: str
-    precision: str
-    height: int
-    width: int
-    built: bool
-    reason: str | None
 
 
 class HeightLimits(TypedDict):
@@ -74,24 +48,11 @@ class WidthsDocument(TypedDict):
     platforms: dict[str, MeasuredPlatform]
 
 
-@dataclass(frozen=True)
-class MeasuredVerdict:
-    """What the compiler did at a width: ``ok`` (built) or not, and the sentence that says it,
-    naming the measurement."""
-
-    ok: bool
-    text: str
-
-
 @cache
 def measurements() -> WidthsDocument:
     """The measured document (provenance, the case measured, per platform per height the
     refused ranges)."""
-    document = json.loads(DATA.read_text(encoding="utf-8"))
-    # The package's own file, held to its records by tests/targets/test_measured_widths.py.
-    if not isinstance(document, dict) or not isinstance(document.get("platforms"), dict):
-        raise ValueError(f"{DATA}: expected an object with its platforms")
-    return cast(WidthsDocument, document)
+    return cast(WidthsDocument, load_measured(DATA))
 
 
 def _covers(
@@ -136,9 +97,10 @@ def measured_verdict(
     kind: str,
     first_layer: str,
     site: ConvSite,
-) -> MeasuredVerdict | None:
-    """The compiler's measured verdict for this convolution, or None where no measurement
-    covers it (the seed's rule then stands)."""
+) -> ConvCondition | None:
+    """The compiler's measured verdict for this convolution (``measured``: built or not, and the
+    sentence that says it, naming the measurement), or None where no measurement covers it (the
+    seed's rule then stands)."""
     document = measurements()
     platform = document["platforms"].get(platform_of(target))
     if platform is None or platform["precision"] != first_layer:
@@ -154,52 +116,15 @@ def measured_verdict(
     )
     for first, last, reason in platform["heights"][height]["refused"]:
         if first <= width <= last:
-            return MeasuredVerdict(
+            return ConvCondition(
+                "measured",
                 False,
                 f"width {width}: the compiler refuses widths {first}-{last} ({reason}) "
                 f"[{source}{note}]",
             )
-    return MeasuredVerdict(
+    return ConvCondition(
+        "measured",
         True,
         f"width {width}: the compiler builds it (every width tried up to "
         f"{document['tried_up_to']} outside the refused ranges) [{source}{note}]",
     )
-
-
-def document_of(records: list[WidthRecord], provenance: dict[str, str]) -> WidthsDocument:
-    """The measured document from the compiler's records (``tests/data/zoo/rknn_widths.json.gz``:
-    per target, precision, height and width, built or refused with the compiler's reason): per
-    platform and height, the ranges of widths refused, each from its first refused width to the
-    last refused one before a width that builds again."""
-    platforms: dict[str, Any] = {}
-    for record in sorted(records, key=lambda r: (r["target"], r["height"], r["width"])):
-        platform = platforms.setdefault(
-            platform_of(record["target"]),
-            {"measured_on": record["target"], "precision": record["precision"], "heights": {}},
-        )
-        ranges = platform["heights"].setdefault(str(record["height"]), {"refused": []})["refused"]
-        if record["built"]:
-            ranges.append(None)  # closes the range before it
-            continue
-        reason = compiler_reason(record["reason"] or "")
-        if ranges and ranges[-1] is not None:
-            # Refused widths with none built between them are one range, whatever each said.
-            ranges[-1][1] = record["width"]
-            if reason not in ranges[-1][2].split("; "):
-                ranges[-1][2] += f"; {reason}"
-        else:
-            ranges.append([record["width"], record["width"], reason])
-    for platform in platforms.values():
-        for entry in platform["heights"].values():
-            entry["refused"] = [r for r in entry["refused"] if r is not None]
-    # Built as plain lists (a range grows while refusals follow), the document's shape at the end.
-    document = {
-        "provenance": provenance,
-        "case": CASE,
-        "kernel": [3, 3],
-        "dilation": [1, 1],
-        "in_channels": 3,
-        "tried_up_to": max(r["width"] for r in records),
-        "platforms": dict(sorted(platforms.items())),
-    }
-    return cast(WidthsDocument, document)

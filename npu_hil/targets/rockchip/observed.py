@@ -1,26 +1,13 @@
-"""Rockchip RKNN2: where Rockchip's own software disagrees with the seed's tables, as data.
-
-The seed (``seeds/002_0de9e292831d3a07.txt``, RKNN2 V2.5.0) is the document; what a board does is
-what the vendor's compiler and runtime do. Each :class:`Deviation` below was measured on a grid of
-1,020 small models compiled by rknn-toolkit2 2.5.0 and queried with ``rknn_query()`` through the
-vendor's runtime libraries (librknnrt 1.6.0 for RK3566/RK3568, RK3588, RK3562; librknnmrt 2.3.2 for
-RV1103/RV1106, RV1103B/RV1106B, RK2118) under user-mode emulation (the facts file is
-``tests/data/rknn/observed.json.gz``; its README says how it was made). The predictions in
-``npu_hil.targets.rockchip.layouts`` follow the observed value and keep the seed's value beside it,
-so a report names both whenever a device disagrees with either.
-
-Where the compiler and the runtime disagree with each other the prediction follows the runtime
-(that is what a program on the board reads) and the deviation says so in ``skew``.
-
-No runtime was available for RK3576/RV1126B: for them only the compiler was observed, and the
-runtime rules measured on the other librknnrt platforms are assumed (``assumed`` names them).
-"""
+"""Rockchip RKNN2: where Rockchip's own compiler and runtimes (:data:`RUNTIME_OF`) disagree with
+the seed's tables, as data; how each was measured and how the predictions use it:
+docs/runtime/codec.md, "Readings the seeds leave open"."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from npu_hil.targets.rockchip.tables import (
+    PLATFORMS,
     RK2118,
     RK3562,
     RK3566_RK3568,
@@ -28,31 +15,10 @@ from npu_hil.targets.rockchip.tables import (
     RK3588,
     RV1103_RV1106,
     RV1103B_RV1106B,
+    input_rows,
     platform_of,
 )
 from npu_hil.targets.tables import CONV_OPS
-
-__all__ = [
-    "COMPILER",
-    "DEVIATIONS",
-    "INDEX_OPS",
-    "RUNTIME_OF",
-    "ZOO_DEVIATIONS",
-    "Deviation",
-    "c2_observed",
-    "conv_sigmoid_channels",
-    "deviation",
-    "deviations_for",
-    "deviations_text",
-    "flat_input_align",
-    "flat_output_align",
-    "input_width_align",
-    "last_op_kind",
-    "npu_input_types",
-    "observed_by",
-    "output_type",
-    "softmax_last_axis_align",
-]
 
 COMPILER = "rknn-toolkit2 2.5.0"
 LIBRKNNRT = "librknnrt 1.6.0"
@@ -121,12 +87,10 @@ class Deviation:
         return "\n".join(lines)
 
 
-_ALL_RUNTIMES = (RK3566_RK3568, RK3588, RK3562, RV1103_RV1106, RV1103B_RV1106B, RK2118)
-
 DEVIATIONS: tuple[Deviation, ...] = (
     Deviation(
         "flattened-plane",
-        (*_ALL_RUNTIMES, RK3576_RV1126B),
+        PLATFORMS,
         "NC1HWC2 output native dims",
         "silent: native dims [N, C1, H, W, C2], each H*W plane padded to 4",
         "when H*W is not a multiple of 4 the runtime reports [N, C1, 1, ceil4(H*W), C2]; the "
@@ -207,7 +171,7 @@ DEVIATIONS: tuple[Deviation, ...] = (
     ),
     Deviation(
         "fused-last-op",
-        (*_ALL_RUNTIMES, RK3576_RV1126B),
+        PLATFORMS,
         "which last op decides the output channel padding",
         "silent: 'the last layer is a convolution'",
         "Conv+Add and Conv+Sigmoid are compiled into one op (Conv, ConvSigmoid) and pad as a "
@@ -252,7 +216,6 @@ DEVIATIONS: tuple[Deviation, ...] = (
 ZOO = "tests/data/zoo/rknn_zoo.json.gz"
 """The zoo's compiled tensor tables (13 public architectures, every platform group): where the
 deviations about outputs of rank 1 to 3 and Softmax outputs were measured (compiler only)."""
-_ZOO_PLATFORMS = (*_ALL_RUNTIMES, RK3576_RV1126B)
 
 ZOO_DEVIATIONS: tuple[Deviation, ...] = (
     Deviation(
@@ -276,7 +239,7 @@ ZOO_DEVIATIONS: tuple[Deviation, ...] = (
     ),
     Deviation(
         "flat-output-size",
-        _ZOO_PLATFORMS,
+        PLATFORMS,
         "the byte size of a flat (rank 1 to 3) output",
         "the tensor's own size (the table gives no alignment for rank not 4)",
         "rounded up to 64 bytes; RK3566/RK3568: to 8 bytes, int64 outputs to 64",
@@ -286,7 +249,7 @@ ZOO_DEVIATIONS: tuple[Deviation, ...] = (
     ),
     Deviation(
         "flat-input-size",
-        _ZOO_PLATFORMS,
+        PLATFORMS,
         "the byte size of a flat (rank 1 to 3) input",
         "the tensor's own size",
         "rounded up to 16 bytes (RK3588, RK3576/RV1126B, RV1103/RV1106), 64 (RK3562) or 8 "
@@ -316,7 +279,7 @@ ZOO_DEVIATIONS: tuple[Deviation, ...] = (
     ),
     Deviation(
         "index-outputs",
-        _ZOO_PLATFORMS,
+        PLATFORMS,
         "ArgMax and TopK index outputs",
         "silent (the table knows int8 and float16 outputs)",
         "int64, laid out flat, the size rounded up to 64 bytes",
@@ -336,14 +299,9 @@ def deviation(key: str) -> Deviation:
     return _BY_KEY[key]
 
 
-def deviations_for(target: str) -> tuple[Deviation, ...]:
-    """Every deviation from the seed that applies to ``target``."""
-    return tuple(d for d in DEVIATIONS if d.applies_to(target))
-
-
 def deviations_text(target: str) -> str:
     """The deviations from the seed for ``target``, for ``npu-hil targets show``."""
-    found = deviations_for(target)
+    found = [d for d in DEVIATIONS if d.applies_to(target)]
     lines = [
         "",
         f"Deviations from the seed: what Rockchip's own software does ({len(found)}; the "
@@ -417,8 +375,6 @@ def last_op_kind(target: str, op_type: str, feeders: tuple[str, ...]) -> str:
 def npu_input_types(target: str) -> frozenset[str]:
     """Declared input types whose mean/scale/quantization runs on the NPU: the input table's
     NPU rows, plus int8 where it is the compiler's default input (deviation int8-default-input)."""
-    from npu_hil.targets.rockchip.tables import input_rows
-
     types = {
         t
         for row in input_rows(target)
@@ -430,17 +386,9 @@ def npu_input_types(target: str) -> frozenset[str]:
     return frozenset(types)
 
 
-_FLAT_ALIGN_RK3566 = 8
-_FLAT_ALIGN = 64
-_SOFTMAX_AXIS_ALIGN = 4
-INDEX_OPS = ("ArgMax", "ArgMin", "TopK")
-
-
 def flat_output_align(target: str, dtype_name: str) -> int:
-    """The byte multiple a flat (rank 1 to 3) output's size is rounded up to."""
-    if platform_of(target) == RK3566_RK3568 and dtype_name != "int64":
-        return _FLAT_ALIGN_RK3566
-    return _FLAT_ALIGN
+    """The byte multiple a flat (rank 1 to 3) output's size is rounded up to (flat-output-size)."""
+    return 8 if platform_of(target) == RK3566_RK3568 and dtype_name != "int64" else 64
 
 
 _FLAT_INPUT_ALIGN = {
@@ -461,13 +409,13 @@ def flat_input_align(target: str) -> int:
 
 def softmax_last_axis_align(target: str) -> int:
     """The multiple a flat Softmax output's last axis is padded to (1: not padded)."""
-    return _SOFTMAX_AXIS_ALIGN if deviation("softmax-last-axis").applies_to(target) else 1
+    return 4 if deviation("softmax-last-axis").applies_to(target) else 1
 
 
 def output_type(target: str, precision: str, op_type: str, graph_dtype: str) -> str:
     """The type the compiler gives an output produced by ``op_type``: int64 for an index
     output, float16 for an int8 model's Softmax (where observed), else the model's precision."""
-    if op_type in INDEX_OPS and graph_dtype == "int64":
+    if op_type in ("ArgMax", "ArgMin", "TopK") and graph_dtype == "int64":
         return "int64"
     softmax_fp16 = deviation("softmax-output-type").applies_to(target)
     if precision == "int8" and op_type == "Softmax" and softmax_fp16:

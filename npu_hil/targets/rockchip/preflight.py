@@ -21,23 +21,21 @@ ROCKCHIP_INPUT_TYPES = ("uint8", "int8", "float16", "float32")
 
 
 def preflight(report: PreflightContext) -> None:
-    target = report.target
-    layer = report.first_layer or rockchip.default_first_layer(target)
-    inputs, shapes = report.inputs, report.shapes
-    deployed = {v.name: _deployed_type(v, layer, report.input_type) for v in inputs}
-    _check_inputs(report, target, inputs, shapes, layer, deployed)
-    _check_outputs(report, target, report.graph.output, shapes, report.output_precision)
-    conv_rule = report.rule or _rule_for_inputs(report, target, inputs, shapes, layer, deployed)
+    layer = report.first_layer or rockchip.default_first_layer(report.target)
+    deployed = {v.name: _deployed_type(v, layer, report.input_type) for v in report.inputs}
+    _check_inputs(report, layer, deployed)
+    _check_outputs(report)
+    conv_rule = report.rule or _rule_for_inputs(report, layer, deployed)
     if conv_rule is not None:
-        _check_convs(report, target, report.graph, shapes, conv_rule, layer)
-    _check_operators(report, target)
+        _check_convs(report, conv_rule, layer)
+    _check_operators(report)
 
 
-def _check_operators(report: PreflightContext, target: str) -> None:
+def _check_operators(report: PreflightContext) -> None:
     """Every node whose operator the compiler refused for the target's platform, measured one
     operator a model (:mod:`npu_hil.targets.rockchip.operators`); the model's operators that
     were not measured are named in a note."""
-    measured = measured_operators()
+    target, measured = report.target, measured_operators()
     tried = set(measured["operators"])
     source = measured["provenance"].get("compiler", "the compiler")
     for number, node in enumerate(report.graph.node):
@@ -79,19 +77,15 @@ def _deployed_type(value: Any, layer: str, given: str | None) -> str:
     return onnx_type
 
 
-def _rule_for_inputs(
-    report: PreflightContext,
-    target: str,
-    inputs: list[Any],
-    shapes: dict[str, list[int | None]],
-    layer: str,
-    deployed: dict[str, str],
-) -> str | None:
+def _rule_for_inputs(report: PreflightContext, layer: str, deployed: dict[str, str]) -> str | None:
     """Rule A/B of the input table's width-rule column; None when no input has 1, 3 or 4
     channels (the seed: no width limit for other channel counts). An image-like input whose row
     is missing still gets rule A, the platform's first rule, so the width check always runs."""
+    target, shapes = report.target, report.shapes
     image_like = [
-        v for v in inputs if len(shapes.get(v.name) or []) == 4 and shapes[v.name][1] in (1, 3, 4)
+        v
+        for v in report.inputs
+        if len(shapes.get(v.name) or []) == 4 and shapes[v.name][1] in (1, 3, 4)
     ]
     if not image_like:
         report.notes.append(
@@ -113,16 +107,10 @@ def _rule_for_inputs(
     return first
 
 
-def _check_inputs(
-    report: PreflightContext,
-    target: str,
-    inputs: list[Any],
-    shapes: dict[str, list[int | None]],
-    layer: str,
-    deployed: dict[str, str],
-) -> None:
-    for value in inputs:
-        shape = shapes.get(value.name) or []
+def _check_inputs(report: PreflightContext, layer: str, deployed: dict[str, str]) -> None:
+    target = report.target
+    for value in report.inputs:
+        shape = report.shapes.get(value.name) or []
         dtype = deployed[value.name]
         onnx_type = elem_type_name(value)
         took = dtype if dtype == onnx_type else f"{dtype} (ONNX {onnx_type})"
@@ -135,13 +123,10 @@ def _check_inputs(
                 PreflightFinding(value.name, "input table", False, f"{value.name}: {exc.message}")
             )
             continue
-        channels = shape[1] if len(shape) == 4 else None
-        align = row.width_align(channels) if channels is not None else 1
-        seen = (
-            observed.input_width_align(target, row.first_layer, channels)
-            if channels is not None
-            else None
-        )
+        align, seen = 1, None
+        if len(shape) == 4 and shape[1] is not None:
+            align = row.width_align(shape[1])
+            seen = observed.input_width_align(target, row.first_layer, shape[1])
         align_text = f"width aligned to {align} (w_stride)"
         if seen is not None:
             align_text = (
@@ -158,15 +143,10 @@ def _check_inputs(
         )
 
 
-def _check_outputs(
-    report: PreflightContext,
-    target: str,
-    outputs: Any,
-    shapes: dict[str, list[int | None]],
-    precision: str,
-) -> None:
-    for value in outputs:
-        shape = shapes.get(value.name) or []
+def _check_outputs(report: PreflightContext) -> None:
+    target, precision = report.target, report.output_precision
+    for value in report.graph.output:
+        shape = report.shapes.get(value.name) or []
         rows = [
             r
             for r in rockchip.output_rows(target)
@@ -191,14 +171,8 @@ def _check_outputs(
         )
 
 
-def _check_convs(
-    report: PreflightContext,
-    target: str,
-    graph: Any,
-    shapes: dict[str, list[int | None]],
-    rule: str,
-    layer: str,
-) -> None:
+def _check_convs(report: PreflightContext, rule: str, layer: str) -> None:
+    target, graph, shapes = report.target, report.graph, report.shapes
     constants = {init.name for init in graph.initializer}
     graph_inputs = {value.name for value in graph.input if value.name not in constants}
     for number, node in enumerate(graph.node):

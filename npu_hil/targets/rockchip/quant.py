@@ -102,13 +102,10 @@ def rknn_attr_of(reported: Mapping[str, object]) -> RknnTensorAttr:
 
 def quantizer(attributes: Mapping[str, object]) -> Quantizer:
     """How the tensor's values relate to floats, from its ``rknn_tensor_attr``."""
-    return _quantizer(rknn_attr_of(attributes))
-
-
-def _quantizer(attributes: RknnTensorAttr) -> Quantizer:
-    dtype = DTYPE_OF_TYPE.get(str(attributes.get("type")), np.dtype("int8"))
-    if attributes.get("qnt_type") == AFFINE:
-        return Affine(int(attributes["zp"]), float(attributes["scale"]), np.dtype("int8"))
+    attr = rknn_attr_of(attributes)
+    dtype = DTYPE_OF_TYPE.get(str(attr.get("type")), np.dtype("int8"))
+    if attr.get("qnt_type") == AFFINE:
+        return Affine(int(attr["zp"]), float(attr["scale"]), np.dtype("int8"))
     return Cast(dtype if dtype.kind == "f" else np.dtype("float16"))
 
 
@@ -119,10 +116,9 @@ def model_input(attributes: Mapping[str, object], held: np.ndarray) -> np.ndarra
     converts the declared values (mean 0, scale 1) into the first layer's type: quantized with
     the model's zp/scale (int8 models) or rounded to float16.
     """
-    attr = rknn_attr_of(attributes)
-    quant = _quantizer(attr)
+    quant = quantizer(attributes)
     if isinstance(quant, Affine):
-        if attr.get("pass_through"):
+        if attributes.get("pass_through"):
             dequantized = quant.dequantize(held)
         else:
             dequantized = quant.dequantize(quant.quantize(held))  # converted there if need be

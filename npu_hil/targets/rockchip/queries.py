@@ -1,14 +1,6 @@
-"""Rockchip RKNN2: what ``rknn_query()`` will answer for a model's tensor, predicted.
-
-The runtime answers six queries per tensor (``rknn_api.h``): ``INPUT_ATTR`` / ``OUTPUT_ATTR``
-(the normal API: NHWC inputs, NCHW outputs), ``NATIVE_INPUT_ATTR`` / ``NATIVE_OUTPUT_ATTR`` (the
-zero-copy native layouts) and ``NATIVE_NHWC_INPUT_ATTR`` / ``NATIVE_NHWC_OUTPUT_ATTR``. This
-module predicts the geometry fields of each (``fmt``, ``dims``, ``size``, ``w_stride``,
-``size_with_stride``) from the codec's layouts, so the simulator can answer as a board does and
-a report can say which predicted field a device contradicts. :data:`COMPARED` names the fields
-that carry the layout per query; the others (``n_elems`` of padded formats, the normal API
-output's ``size_with_stride``) the runtime fills in ways no reader of the buffer uses.
-"""
+"""Rockchip RKNN2: the geometry ``rknn_query()`` will answer for a model's tensor under each of its
+six queries (``rknn_api.h``), predicted from the codec's layouts, so the simulator answers as a
+board does and a report names the field a device contradicts (:data:`COMPARED`)."""
 
 from __future__ import annotations
 
@@ -41,25 +33,26 @@ COMPARED: dict[str, tuple[str, ...]] = {
     "NHWC/output": ("fmt", "dims", "size"),
     "NC1HWC2/output": ("fmt", "dims", "size"),
 }
+"""The fields that carry the layout per query; the others (``n_elems`` of padded formats, the
+normal API output's ``size_with_stride``) the runtime fills in ways no reader of the buffer uses."""
 
 
 def query_layout_name(target: str, query: str, channels: int) -> str:
     """The codec layout the runtime answers ``query`` with, for a 4-D tensor of ``channels``."""
-    if query == "INPUT_ATTR":
-        return "NHWC"
-    if query == "OUTPUT_ATTR":
-        return "NCHW"
-    if query == "NATIVE_OUTPUT_ATTR":
-        return "NC1HWC2"
-    if query == "NATIVE_NHWC_OUTPUT_ATTR":
-        return "NHWC"
     native = "NHWC" if channels in NHWC_CHANNELS else "NC1HWC2"
-    if query == "NATIVE_INPUT_ATTR":
-        return native
-    if query == "NATIVE_NHWC_INPUT_ATTR":
-        asks_native = observed.deviation("nhwc-query-native").applies_to(target)
-        return native if asks_native else "NHWC"
-    raise ValueError(f"unknown rknn_query {query!r}; queries: {', '.join(QUERIES)}")
+    answers = {
+        "INPUT_ATTR": "NHWC",
+        "OUTPUT_ATTR": "NCHW",
+        "NATIVE_OUTPUT_ATTR": "NC1HWC2",
+        "NATIVE_NHWC_OUTPUT_ATTR": "NHWC",
+        "NATIVE_INPUT_ATTR": native,
+        "NATIVE_NHWC_INPUT_ATTR": (
+            native if observed.deviation("nhwc-query-native").applies_to(target) else "NHWC"
+        ),
+    }
+    if query not in answers:
+        raise ValueError(f"unknown rknn_query {query!r}; queries: {', '.join(QUERIES)}")
+    return answers[query]
 
 
 def predict_attributes(

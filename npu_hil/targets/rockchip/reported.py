@@ -1,10 +1,8 @@
-"""RKNN ``rknn_tensor_attr`` read into a codec layout (enum fields as the runtime's numbers or
-as names): ``fmt`` picks the layout (NHWC, NC1HWC2, NCHW, UNDEFINED); ``dims`` (cut to ``n_dims``)
-gives the native dims, NC1HWC2 ones flattened or not (``[N, C1, 1, ceil4(H*W), C2]``: element
-(h, w) at plane offset h*W + w, as the vendor's loops read it); ``w_stride`` the input row;
-``size_with_stride`` (inputs) or ``size`` (outputs) the buffer length, refused when smaller than
-the dims reach. An NC1HWC2 report needs the tensor's shape (its ``n_elems`` counts padding).
-"""
+"""RKNN ``rknn_tensor_attr`` read into a codec layout, enum fields as the runtime's numbers or as
+names: ``fmt`` picks the layout, ``dims`` (cut to ``n_dims``) the native dims (NC1HWC2 flattened
+or not), ``w_stride`` the input row, ``size_with_stride`` / ``size`` the buffer length (refused
+when smaller than the dims reach). An NC1HWC2 report needs the tensor's shape (its ``n_elems``
+counts padding)."""
 
 from __future__ import annotations
 
@@ -20,12 +18,10 @@ from npu_hil.harness.codec.reported import require_field as _require
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.rockchip import tables as rockchip
 from npu_hil.targets.rockchip.layouts import PARAMS as RKNN_PARAMS
-from npu_hil.targets.rockchip.quant import RKNN_TYPE_CODES, RKNN_TYPES
+from npu_hil.targets.rockchip.quant import DTYPE_OF_TYPE, RKNN_TYPE_CODES
 
-RKNN_FMTS = {"NCHW": "NCHW", "NHWC": "NHWC", "NC1HWC2": "NC1HWC2", "UNDEFINED": "UNDEFINE"}
 RKNN_FMT_CODES = {0: "NCHW", 1: "NHWC", 2: "NC1HWC2", 3: "UNDEFINED"}
 """``rknn_tensor_format`` (spec/vendor-runtimes.md: NCHW=0, NHWC=1, NC1HWC2=2, UNDEFINED=3)."""
-RKNN_DTYPES = {name: np.dtype(dtype) for dtype, name in RKNN_TYPES.items()}
 
 
 class RockchipReport:
@@ -65,15 +61,10 @@ class RockchipReport:
                 )
                 shape = (n, channels, h, w)
             _check_nhwc(where, role, dims, shape)
-            if role == "input":
-                if reported and "w_stride" in attributes:
-                    # 0 is the runtime's "equal to the width", which the codec reads the same way.
-                    extra["w_stride"] = one_int(where, "w_stride", attributes["w_stride"])
-                return get_layout(target, "NHWC", shape, dtype, role=role, **extra, **params)
-            if reported:
-                extra["native_dims"] = list(dims)
-            return get_layout(target, "NHWC", shape, dtype, role=role, **extra, **params)
-        if fmt == "NC1HWC2":
+            if role == "input" and reported and "w_stride" in attributes:
+                # 0 is the runtime's "equal to the width", which the codec reads the same way.
+                extra["w_stride"] = one_int(where, "w_stride", attributes["w_stride"])
+        elif fmt == "NC1HWC2":
             if len(dims) != 5:
                 raise LayoutError(f"{where}: dims must be [N, C1, H, W, C2], got {list(dims)}")
             if shape is None:
@@ -81,14 +72,15 @@ class RockchipReport:
                     f"{where}: an NC1HWC2 report does not carry the logical channel count or H and "
                     f"W (dims {list(dims)} may be flattened); pass the tensor's shape"
                 )
-            if reported:
-                extra["native_dims"] = list(dims)
-            return get_layout(target, "NC1HWC2", shape, dtype, role=role, **extra, **params)
-        name = "NCHW" if fmt == "NCHW" and role == "output" else "UNDEFINE"
-        # The codec's flat input layout takes no size: a longer device buffer shows as a length
-        # finding in the diff rather than being read with a size the codec cannot check.
-        accepted = {k: v for k, v in extra.items() if k in RKNN_PARAMS[(role, name)]}
-        return get_layout(target, name, shape or dims, dtype, role=role, **accepted)
+        else:
+            name = "NCHW" if fmt == "NCHW" and role == "output" else "UNDEFINE"
+            # The codec's flat input layout takes no size: a longer device buffer shows as a
+            # length finding in the diff rather than being read with a size it cannot check.
+            accepted = {k: v for k, v in extra.items() if k in RKNN_PARAMS[(role, name)]}
+            return get_layout(target, name, shape or dims, dtype, role=role, **accepted)
+        if reported and (fmt == "NC1HWC2" or role == "output"):
+            extra["native_dims"] = list(dims)
+        return get_layout(target, fmt, shape, dtype, role=role, **extra, **params)
 
 
 def _rknn_name(attributes: Mapping[str, Any], key: str, codes: Mapping[int, str]) -> str:
@@ -107,21 +99,22 @@ def _rknn_name(attributes: Mapping[str, Any], key: str, codes: Mapping[int, str]
 
 def _rknn_dtype(attributes: Mapping[str, Any]) -> np.dtype:
     name = _rknn_name(attributes, "type", RKNN_TYPE_CODES)
-    if name not in RKNN_DTYPES:
+    if name not in DTYPE_OF_TYPE:
         raise LayoutError(
             f"rknn_tensor_attr: type {attributes['type']!r} ({name}) has no codec layout "
-            f"(tensor types: {', '.join(RKNN_DTYPES)})"
+            f"(tensor types: {', '.join(DTYPE_OF_TYPE)})"
         )
-    return RKNN_DTYPES[name]
+    return DTYPE_OF_TYPE[name]
 
 
 def _rknn_fmt(attributes: Mapping[str, Any]) -> str:
     name = _rknn_name(attributes, "fmt", RKNN_FMT_CODES)
     if name == "UNDEFINE":
         name = "UNDEFINED"
-    if name not in RKNN_FMTS:
+    if name not in RKNN_FMT_CODES.values():
         raise LayoutError(
-            f"rknn_tensor_attr: fmt {attributes['fmt']!r} is not one of {', '.join(RKNN_FMTS)}"
+            f"rknn_tensor_attr: fmt {attributes['fmt']!r} is not one of "
+            f"{', '.join(RKNN_FMT_CODES.values())}"
         )
     return name
 

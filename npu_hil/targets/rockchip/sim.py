@@ -1,22 +1,5 @@
-"""Rockchip RKNN2, simulated: zero-copy native I/O as ``rknn_query(NATIVE_*_ATTR)`` describes it.
-
-- Inputs are held in the type the caller declared (``rknn_tensor_attr.type``, what
-  ``rknn_set_io_mem`` is given) in the native layout: NHWC with rows of ``w_stride`` pixels when
-  C is 1, 3 or 4, NC1HWC2 otherwise, UNDEFINED (flat) for other ranks; an input may name its
-  layout. Without pass-through the runtime converts (mean 0, scale 1, then the first layer's
-  quantization ``zp``/``scale``); with pass-through the bytes must already be the model's
-  native type (INT8, or FLOAT16 for a float16 model) and go to the NPU as they are.
-- Outputs are native NC1HWC2 (or ``output_layout``), INT8 ``AFFINE_ASYMMETRIC`` for an int8
-  model, FLOAT16 for a float16 one; channels padded per the output table, the multiple chosen
-  by the op that produces the output (convolution or other).
-- Refusals: convolutions outside the width rule (``targets.check_conv`` per Conv/ConvTranspose
-  node; the rule applies when a model input has 1, 3 or 4 channels, as the input table says),
-  combinations the tables do not list (the codec's LayoutError), mean/scale/quant on the CPU on
-  RV1103/RV1106/RV1103B (input note 7).
-
-Quantization parameters: see :mod:`npu_hil.targets.quant` (integer inputs use their type's range,
-float inputs and outputs the data's).
-"""
+"""Rockchip RKNN2, simulated: zero-copy native I/O as ``rknn_query(NATIVE_*_ATTR)`` describes it,
+and the refusals of the device (docs/runtime/agent.md, "The simulated NPU")."""
 
 from __future__ import annotations
 
@@ -86,8 +69,8 @@ class RockchipSim(VendorSim):
             )
         self._check_convolutions(graph)
         self._check_operators(graph)
-        for index, info in enumerate(graph.outputs):
-            self._output_layout(index, info, graph, "load")
+        for info in graph.outputs:
+            self._output_layout(info, graph, "load")
 
     def _check_operators(self, graph: GraphInfo) -> None:
         """An operator the compiler refuses for this platform (measured one operator a model,
@@ -127,13 +110,6 @@ class RockchipSim(VendorSim):
 
     # ---------------------------------------------------------------------- inputs
 
-    def _input_fmt(self, given: InputLike, shape: tuple[int, ...]) -> str:
-        if len(shape) != 4:
-            default = "UNDEFINE"
-        else:
-            default = "NHWC" if shape[1] in NHWC_CHANNELS else "NC1HWC2"
-        return self.input_layout_name(given, INPUT_LAYOUTS, default)
-
     def hold_input(self, index: int, info: TensorInfo, given: InputLike) -> HeldInput:
         dtype = input_dtype(given)
         shape = tuple(int(d) for d in given.shape)
@@ -157,7 +133,10 @@ class RockchipSim(VendorSim):
                     f"CPU (RKNN2 input note 7), which declared type {dtype.name} needs; give "
                     f"{' or '.join(sorted(on_npu))} data",
                 )
-        fmt = self._input_fmt(given, shape)
+        default = "UNDEFINE"
+        if len(shape) == 4:
+            default = "NHWC" if shape[1] in NHWC_CHANNELS else "NC1HWC2"
+        fmt = self.input_layout_name(given, INPUT_LAYOUTS, default)
         layout = self.layout(
             fmt, shape, dtype, "input", "run", given.name, first_layer=self.precision
         )
@@ -172,29 +151,12 @@ class RockchipSim(VendorSim):
             quant = affine_for_type(dtype)
         else:
             quant = choose_affine(held)
-        attributes = tensor_attr(index, given.name, layout, quant, given.pass_through)
-        tensor = SimTensor(
-            given.name,
-            buffer,
-            layout.name,
-            dtype.name,
-            list(shape),
-            dict(attributes),
-            layout,
-            "input",
-        )
-        return HeldInput(tensor, model_input(attributes, held))
+        tensor = sim_tensor(index, given.name, buffer, layout, quant, given.pass_through)
+        return HeldInput(tensor, model_input(tensor.attributes, held))
 
     # --------------------------------------------------------------------- outputs
 
-    def _last_op(self, output: str, graph: GraphInfo) -> str:
-        """What the compiler makes of the op producing ``output`` (it fuses some into a conv)."""
-        op = graph.producers.get(output, "")
-        return observed.last_op_kind(self.target, op, graph.feeders.get(output, ()))
-
-    def _output_layout(
-        self, index: int, info: TensorInfo, graph: GraphInfo, stage: str
-    ) -> BlockedLayout:
+    def _output_layout(self, info: TensorInfo, graph: GraphInfo, stage: str) -> BlockedLayout:
         shape = static_shape(info, stage)
         fmt = self.output_fmt if len(shape) == 4 else "UNDEFINE"
         if fmt == "NCHW":
@@ -213,7 +175,9 @@ class RockchipSim(VendorSim):
         )
         params: dict[str, Any] = {}
         if fmt in ("NHWC", "NC1HWC2"):
-            params["last_op"] = self._last_op(info.name, graph)
+            # What the compiler makes of the producing op (it fuses some into a conv).
+            feeders = graph.feeders.get(info.name, ())
+            params["last_op"] = observed.last_op_kind(self.target, producer, feeders)
         elif fmt == "UNDEFINE" and producer == "Softmax":
             params["last_axis_align"] = observed.softmax_last_axis_align(self.target)
         return self.layout(fmt, shape, dtype, "output", stage, info.name, **params)
@@ -221,7 +185,7 @@ class RockchipSim(VendorSim):
     def hold_output(
         self, index: int, info: TensorInfo, values: np.ndarray, graph: GraphInfo
     ) -> SimTensor:
-        layout = self._output_layout(index, info, graph, "run")
+        layout = self._output_layout(info, graph, "run")
         quant: Quantizer
         if layout.dtype.kind in "iu" and layout.dtype.itemsize > 1:
             quant = Cast(layout.dtype)  # an index output (int64): no quantization
@@ -231,17 +195,7 @@ class RockchipSim(VendorSim):
             quant = Cast(np.dtype("float16"))
         held = quant.quantize(values)
         buffer = self.output_buffer(info.name, layout, held)
-        attributes = tensor_attr(index, info.name, layout, quant, False)
-        return SimTensor(
-            info.name,
-            buffer,
-            layout.name,
-            layout.dtype.name,
-            list(layout.shape),
-            dict(attributes),
-            layout,
-            "output",
-        )
+        return sim_tensor(index, info.name, buffer, layout, quant, False)
 
     def normal_api_output(self, tensor: SimTensor, path: str) -> SimTensor:
         """What ``rknn_outputs_get`` with ``want_float`` hands back (RKNNLite.inference): the
@@ -277,6 +231,28 @@ class RockchipSim(VendorSim):
 # ------------------------------------------------------------- attributes and semantics
 
 
+def sim_tensor(
+    index: int,
+    name: str,
+    buffer: np.ndarray,
+    layout: BlockedLayout,
+    quant: Quantizer,
+    pass_through: bool,
+) -> SimTensor:
+    """The tensor held in ``buffer`` as ``layout`` lays it out, with its ``rknn_tensor_attr``."""
+    attributes = tensor_attr(index, name, layout, quant, pass_through)
+    return SimTensor(
+        name,
+        buffer,
+        layout.name,
+        layout.dtype.name,
+        list(layout.shape),
+        dict(attributes),
+        layout,
+        layout.role,
+    )
+
+
 def tensor_attr(
     index: int, name: str, layout: BlockedLayout, quant: Quantizer, pass_through: bool
 ) -> RknnTensorAttr:
@@ -284,10 +260,7 @@ def tensor_attr(
     attrs = layout.attributes
     fmt = layout.name
     dims = list(attrs["native_dims"] if fmt == "NC1HWC2" else attrs["dims"])
-    if layout.role == "input":
-        size = int(attrs["size"]) if fmt == "NHWC" else layout.nbytes
-    else:
-        size = layout.nbytes
+    size = int(attrs["size"]) if fmt == "NHWC" and layout.role == "input" else layout.nbytes
     affine = isinstance(quant, Affine)
     return {
         "index": index,

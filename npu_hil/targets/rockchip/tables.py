@@ -1,11 +1,8 @@
-"""Rockchip RKNN2 (V2.5.0): the seed's model I/O and convolution tables as data, plus lookups.
+"""Rockchip RKNN2 (V2.5.0): the seed's model I/O tables as data, plus lookups.
 
 Source: ``seeds/002_0de9e292831d3a07.txt`` (the authority) and its English rendering
 ``spec/rknn2-io-constraints.md``. Every row below is one row of the seed with its merged cells
 expanded. Quirks of the source are kept as written and marked ``sic``; nothing here "fixes" them.
-
-This module holds data and table lookups only. Layout arithmetic lives in ``npu_hil.harness.codec``
-and the convolution check in ``npu_hil.targets.conv``.
 """
 
 from __future__ import annotations
@@ -16,15 +13,13 @@ from typing import Literal
 
 from npu_hil.harness.errors import LayoutError
 
-# One list of kinds and precisions for every unit (npu_hil.targets.conv), named here too.
-from npu_hil.targets.conv import CONV_KINDS as CONV_KINDS
+# One list of precisions for every unit (npu_hil.targets.conv), named here too.
 from npu_hil.targets.conv import PRECISIONS as PRECISIONS
 
 FirstLayer = Literal["int8", "float16", "any"]
 Precision = Literal["int8", "float16", "any"]
 Executor = Literal["NPU", "CPU"]
 WidthRule = Literal["A", "B"]
-ConvKind = Literal["conv", "depthwise", "deconv"]
 
 # --------------------------------------------------------------------------------------------
 # Targets and the seed's platform groups
@@ -80,10 +75,6 @@ def platform_of(target: str) -> str:
         raise LayoutError(
             f"unknown Rockchip target {target!r}: expected one of {', '.join(TARGETS)}"
         ) from None
-
-
-def _rank_text(rank4: bool) -> str:
-    return "rank 4" if rank4 else "rank not 4"
 
 
 # --------------------------------------------------------------------------------------------
@@ -205,18 +196,15 @@ def input_rows(target: str) -> tuple[InputRow, ...]:
     return tuple(row for row in INPUT_ROWS if row.platform == platform)
 
 
-def _group_text(groups: dict[tuple[str, bool], list[str]], key_name: str, col: str) -> str:
+def _listing(entries: Iterable[tuple[str, bool, str]], key_name: str, col: str) -> str:
+    """What a platform lists, ``(key, rank 4, value)`` per row, grouped by key and rank."""
+    groups: dict[tuple[str, bool], list[str]] = {}
+    for key, rank4, value in entries:
+        groups.setdefault((key, rank4), []).append(value)
     return "; ".join(
-        f"{key_name}={key} {_rank_text(rank4)} {col} {'/'.join(values)}"
+        f"{key_name}={key} {'rank 4' if rank4 else 'rank not 4'} {col} {'/'.join(values)}"
         for (key, rank4), values in groups.items()
     )
-
-
-def _input_listing(rows: Iterable[InputRow]) -> str:
-    groups: dict[tuple[str, bool], list[str]] = {}
-    for row in rows:
-        groups.setdefault((row.first_layer, row.rank4), []).append(row.input_types_text())
-    return _group_text(groups, "first_layer", "input")
 
 
 def check_choice(what: str, value: object, choices: Iterable[str], hint: str = "") -> None:
@@ -245,9 +233,12 @@ def input_row(target: str, *, first_layer: str, rank: int, input_type: str) -> I
     for row in rows:
         if row.accepts(first_layer, rank, input_type):
             return row
+    listed = _listing(
+        ((r.first_layer, r.rank4, r.input_types_text()) for r in rows), "first_layer", "input"
+    )
     raise LayoutError(
         f"{target}: no input row for first_layer={first_layer}, input type {input_type}, "
-        f"rank {rank} ({platform} lists: {_input_listing(rows)})"
+        f"rank {rank} ({platform} lists: {listed})"
     )
 
 
@@ -312,45 +303,32 @@ def _out(
     )
 
 
+def _four(platform: str, precision: Precision, nhwc: int, conv: int, other: int) -> list[OutputRow]:
+    """A precision's four rank-4 rows where the platform lists them all: NCHW, NHWC (channels x
+    ``nhwc``), NC1HWC2 (x ``conv`` after a convolution, else x ``other``; H*W x4), UNDEFINE."""
+    return [
+        _out(platform, precision, True, "NCHW"),
+        _out(platform, precision, True, "NHWC", nhwc),
+        _out(platform, precision, True, "NC1HWC2", conv, other, hw=4),
+        _out(platform, precision, True, "UNDEFINE"),
+    ]
+
+
 OUTPUT_ROWS: tuple[OutputRow, ...] = (
-    _out(RK3566_RK3568, "int8", True, "NCHW"),
-    _out(RK3566_RK3568, "int8", True, "NHWC", 8),
-    _out(RK3566_RK3568, "int8", True, "NC1HWC2", 16, 8, hw=4),
-    _out(RK3566_RK3568, "int8", True, "UNDEFINE"),
-    _out(RK3566_RK3568, "float16", True, "NCHW"),
-    _out(RK3566_RK3568, "float16", True, "NHWC", 4),
-    _out(RK3566_RK3568, "float16", True, "NC1HWC2", 8, 4, hw=4),
-    _out(RK3566_RK3568, "float16", True, "UNDEFINE"),
+    *_four(RK3566_RK3568, "int8", 8, 16, 8),
+    *_four(RK3566_RK3568, "float16", 4, 8, 4),
     _out(RK3566_RK3568, "any", False, "UNDEFINE"),
-    _out(RK3588, "int8", True, "NCHW"),
-    _out(RK3588, "int8", True, "NHWC", 16),
-    _out(RK3588, "int8", True, "NC1HWC2", 32, 16, hw=4),
-    _out(RK3588, "int8", True, "UNDEFINE"),
-    _out(RK3588, "float16", True, "NCHW"),
-    _out(RK3588, "float16", True, "NHWC", 8),
-    _out(RK3588, "float16", True, "NC1HWC2", 16, 8, hw=4),
-    _out(RK3588, "float16", True, "UNDEFINE"),
+    *_four(RK3588, "int8", 16, 32, 16),
+    *_four(RK3588, "float16", 8, 16, 8),
     _out(RK3588, "any", False, "UNDEFINE"),
     # RV1103/RV1106: int8 only, no NCHW, no float16, no non-4-D row.
     _out(RV1103_RV1106, "int8", True, "NC1HWC2", 32, 16, hw=4),
     _out(RV1103_RV1106, "int8", True, "NHWC"),
-    _out(RK3562, "int8", True, "NCHW"),
-    _out(RK3562, "int8", True, "NHWC"),
-    _out(RK3562, "int8", True, "NC1HWC2", 32, 16, hw=4),
-    _out(RK3562, "int8", True, "UNDEFINE"),
-    _out(RK3562, "float16", True, "NCHW"),
-    _out(RK3562, "float16", True, "NHWC"),
-    _out(RK3562, "float16", True, "NC1HWC2", 16, 8, hw=4),
-    _out(RK3562, "float16", True, "UNDEFINE"),
+    *_four(RK3562, "int8", 1, 32, 16),
+    *_four(RK3562, "float16", 1, 16, 8),
     _out(RK3562, "any", False, "UNDEFINE"),
-    _out(RK3576_RV1126B, "int8", True, "NCHW"),
-    _out(RK3576_RV1126B, "int8", True, "NHWC"),
-    _out(RK3576_RV1126B, "int8", True, "NC1HWC2", 32, 16, hw=4),
-    _out(RK3576_RV1126B, "int8", True, "UNDEFINE"),
-    _out(RK3576_RV1126B, "float16", True, "NCHW"),
-    _out(RK3576_RV1126B, "float16", True, "NHWC"),
-    _out(RK3576_RV1126B, "float16", True, "NC1HWC2", 16, 8, hw=4),
-    _out(RK3576_RV1126B, "float16", True, "UNDEFINE"),
+    *_four(RK3576_RV1126B, "int8", 1, 32, 16),
+    *_four(RK3576_RV1126B, "float16", 1, 16, 8),
     _out(RK3576_RV1126B, "any", False, "UNDEFINE"),
     # RK2118: float16 only.
     _out(RK2118, "float16", True, "NC1HWC2", 8, 4, hw=4),
@@ -383,13 +361,6 @@ def output_rows(target: str) -> tuple[OutputRow, ...]:
     return tuple(row for row in OUTPUT_ROWS if row.platform == platform)
 
 
-def _output_listing(rows: Iterable[OutputRow]) -> str:
-    groups: dict[tuple[str, bool], list[str]] = {}
-    for row in rows:
-        groups.setdefault((row.precision, row.rank4), []).append(row.layouts_text())
-    return _group_text(groups, "precision", "layout")
-
-
 def output_row(target: str, *, precision: str, rank: int, layout: str) -> OutputRow:
     """The output-table row for an output precision, rank and layout; LayoutError if unlisted."""
     platform = platform_of(target)
@@ -400,7 +371,10 @@ def output_row(target: str, *, precision: str, rank: int, layout: str) -> Output
     for row in rows:
         if row.accepts(precision, rank, layout):
             return row
+    listed = _listing(
+        ((r.precision, r.rank4, r.layouts_text()) for r in rows), "precision", "layout"
+    )
     raise LayoutError(
         f"{target}: no output row for precision={precision}, rank {rank}, layout {layout} "
-        f"({platform} lists: {_output_listing(rows)})"
+        f"({platform} lists: {listed})"
     )

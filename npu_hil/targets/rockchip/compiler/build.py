@@ -38,8 +38,10 @@ TOOLKIT_VERSION = "2.5.0"
 """The compiler version this project is checked against (tests/vendor_rknn)."""
 
 PRECISIONS = ("int8", "float16")
-_INT8_ONLY = ("rv1103", "rv1106", "rv1103b", "rv1106b")
-_FP16_ONLY = ("rk2118",)
+_ONLY: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("rv1103", "rv1106", "rv1103b", "rv1106b"), ("int8",)),
+    "rk2118": ("float16",),
+}
 CALIBRATION_SAMPLES = 4
 BUILD_TIMEOUT_S = 600.0
 _LOG_TAIL = 12
@@ -49,11 +51,7 @@ def precisions(target: str) -> tuple[str, ...]:
     """What rknn-toolkit2 2.5.0 builds for ``target``: int8 only on RV1103/06 and RV1103B/06B
     ("mini" model files), float16 only on RK2118 (an int8 conv aborts the compiler), both
     elsewhere."""
-    if target in _INT8_ONLY:
-        return ("int8",)
-    if target in _FP16_ONLY:
-        return ("float16",)
-    return PRECISIONS
+    return _ONLY.get(target, PRECISIONS)
 
 
 def default_precision(target: str) -> str:
@@ -164,16 +162,26 @@ def write_calibration(
 ) -> list[dict[str, Path]]:
     """A small deterministic calibration set: float32 NCHW samples spread over 0..255, the range
     of the uint8 images the regression suite feeds int8 targets."""
-    folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(20250)
-    written: list[dict[str, Path]] = []
-    for k in range(samples):
-        sample: dict[str, Path] = {}
-        for name, shape in inputs.items():
-            path = folder / f"{k:03d}.{name}.npy"
-            np.save(path, rng.uniform(0.0, 255.0, size=shape).astype(np.float32))
-            sample[name] = path
-        written.append(sample)
+    drawn = [
+        {name: rng.uniform(0.0, 255.0, size=shape) for name, shape in inputs.items()}
+        for _ in range(samples)
+    ]
+    return write_samples(folder, drawn)
+
+
+def write_samples(
+    folder: Path, samples: Sequence[Mapping[str, np.ndarray]]
+) -> list[dict[str, Path]]:
+    """Each sample's arrays as float32 ``NNN.<input>.npy`` files in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for k, sample in enumerate(samples):
+        paths = {}
+        for name, array in sample.items():
+            paths[name] = folder / f"{k:03d}.{name}.npy"
+            np.save(paths[name], np.ascontiguousarray(array, dtype=np.float32))
+        written.append(paths)
     return written
 
 
@@ -255,8 +263,15 @@ def _exit_text(code: int) -> str:
     return f"the compiler's process exited with status {code}"
 
 
-def _prepare(job: BuildJob) -> tuple[Path, dict[str, str]] | BuildFailure:
-    """The child's job file and environment, or why the job cannot start."""
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # One thread per child, since models are built side by side.
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def _prepare(job: BuildJob) -> Path | BuildFailure:
+    """The child's job file, or why the job cannot start."""
     if job.precision == "int8" and not job.dataset:
         return BuildFailure(job, "an int8 build needs calibration samples")
     job.rknn.parent.mkdir(parents=True, exist_ok=True)
@@ -277,10 +292,7 @@ def _prepare(job: BuildJob) -> tuple[Path, dict[str, str]] | BuildFailure:
         spec["std_values"] = [list(job.normalize[1])] * len(job.inputs)
     spec_file = job.rknn.with_suffix(".job.json")
     spec_file.write_text(json.dumps(spec, indent=1), encoding="utf-8")
-    env = dict(os.environ)
-    # One thread per child, since models are built side by side.
-    env.setdefault("OMP_NUM_THREADS", "1")
-    return spec_file, env
+    return spec_file
 
 
 def _finish(job: BuildJob, code: int) -> BuildResult | BuildFailure:
@@ -307,10 +319,9 @@ def build_one(job: BuildJob, *, timeout_s: float = BUILD_TIMEOUT_S) -> BuildResu
     """Compile ``job`` in a child process of its own and read what the compiler stored. The
     precision is not checked here (:func:`check_precision` is the caller's), so a build the
     compiler cannot do fails as the compiler fails it."""
-    prepared = _prepare(job)
-    if isinstance(prepared, BuildFailure):
-        return prepared
-    spec_file, env = prepared
+    spec_file = _prepare(job)
+    if isinstance(spec_file, BuildFailure):
+        return spec_file
     try:
         with job.log.open("wb") as log:
             done = subprocess.run(
@@ -319,7 +330,7 @@ def build_one(job: BuildJob, *, timeout_s: float = BUILD_TIMEOUT_S) -> BuildResu
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=job.rknn.parent,
-                env=env,
+                env=_child_env(),
                 timeout=timeout_s,
                 check=False,
             )
@@ -332,8 +343,6 @@ class _Server:
     """A ``rknn_child --serve`` process: the toolkit imported once, a process forked per model."""
 
     def __init__(self) -> None:
-        env = dict(os.environ)
-        env.setdefault("OMP_NUM_THREADS", "1")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "npu_hil.targets.rockchip.compiler.child", "--serve"],
             stdin=subprocess.PIPE,
@@ -341,14 +350,13 @@ class _Server:
             stderr=subprocess.DEVNULL,
             text=True,
             bufsize=1,
-            env=env,
+            env=_child_env(),
         )
 
     def build(self, job: BuildJob, timeout_s: float) -> BuildResult | BuildFailure:
-        prepared = _prepare(job)
-        if isinstance(prepared, BuildFailure):
-            return prepared
-        spec_file, _ = prepared
+        spec_file = _prepare(job)
+        if isinstance(spec_file, BuildFailure):
+            return spec_file
         assert self.process.stdin is not None and self.process.stdout is not None
         try:
             self.process.stdin.write(f"{spec_file.resolve()}\n")

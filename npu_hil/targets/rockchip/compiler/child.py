@@ -1,16 +1,9 @@
-"""The child process that runs Rockchip's compiler (rknn-toolkit2) on one model.
-
-Run as ``python -m npu_hil.targets.rockchip.compiler.child JOB.json``; the parent
-(:mod:`.build`) reads the compiled file itself. One model per process because
-the compiler can abort its process (an int8 convolution for RK2118 does, with 2.5.0): the parent
-then reports that model as failed and goes on with the others. ``--serve`` imports the toolkit
-once and forks one process per model (what ``build_all`` uses: the import costs about 4 s of
-CPU, a small model's build about 1 s). ``--probe`` only imports the toolkit and prints its
-version.
-
-The compiler's own messages go to this process's stdout and stderr, which the parent keeps as the
-model's build log.
-"""
+"""The child process that runs rknn-toolkit2 on one model (``python -m
+npu_hil.targets.rockchip.compiler.child JOB.json``; the parent, :mod:`.build`, reads the compiled
+file). One model per process because the compiler can abort its process (an int8 convolution for
+RK2118 does, with 2.5.0). ``--serve`` imports the toolkit once and forks a process per model (the
+import costs about 4 s of CPU, a small model's build about 1 s); ``--probe`` only imports it. The
+compiler's own output is the model's build log."""
 
 from __future__ import annotations
 
@@ -36,7 +29,6 @@ class ChildJob(TypedDict):
     simulate: list[list[str]]
     mean_values: NotRequired[list[list[float]]]
     std_values: NotRequired[list[list[float]]]
-    verbose: NotRequired[bool]
 
 
 def read_job(path: Path) -> ChildJob:
@@ -59,7 +51,7 @@ def _toolkit() -> Any:
 def compile_model(job: ChildJob) -> None:
     """Load ``job["onnx"]``, build for ``job["target"]`` at ``job["precision"]`` and export to
     ``job["rknn"]``; raises RuntimeError naming the step that failed."""
-    rknn = _toolkit()(verbose=bool(job.get("verbose", True)))
+    rknn = _toolkit()(verbose=True)  # its log ends with the tensor tables
     try:
         steps: list[tuple[str, Any]] = [
             ("config", lambda: rknn.config(target_platform=job["target"], **_normalize(job))),

@@ -35,18 +35,6 @@ def _graph(proto: onnx.ModelProto) -> tuple[dict[str, tuple[int, ...]], tuple[st
     return graph, tuple(v.name for v in inputs)
 
 
-def _write(folder: Path, samples: Sequence[Mapping[str, np.ndarray]]) -> list[dict[str, Path]]:
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for k, sample in enumerate(samples):
-        paths = {}
-        for name, array in sample.items():
-            paths[name] = folder / f"{k:03d}.{name}.npy"
-            np.save(paths[name], np.ascontiguousarray(array, dtype=np.float32))
-        written.append(paths)
-    return written
-
-
 class RknnCompiler:
     toolkit = driver.TOOLKIT
     version = driver.TOOLKIT_VERSION
@@ -124,10 +112,10 @@ class RknnCompiler:
                 rknn=work / "model.rknn",
                 graph=graph,
                 inputs=inputs,
-                dataset=tuple(_write(work / "calibration", calibration))
+                dataset=tuple(driver.write_samples(work / "calibration", calibration))
                 if precision == "int8"
                 else (),
-                simulate=tuple(_write(work / "samples", samples)),
+                simulate=tuple(driver.write_samples(work / "samples", samples)),
             )
             outcome = driver.build_one(job)
             if isinstance(outcome, driver.BuildFailure):
