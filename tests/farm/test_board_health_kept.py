@@ -318,9 +318,9 @@ def test_the_tables_verdicts() -> None:
 
 
 def test_a_simulated_board_reports_its_simulated_target() -> None:
-    ok = board_identity("s", "rdk-x5", simulated=True, ping={}, versions={"target": "rdk-x5"})
+    ok = board_identity("rdk-x5", simulated=True, ping={}, versions={"target": "rdk-x5"})
     assert ok.state == "match"
-    bad = board_identity("s", "rdk-x5", simulated=True, ping={}, versions={"target": "kl730"})
+    bad = board_identity("rdk-x5", simulated=True, ping={}, versions={"target": "kl730"})
     assert bad.state == "mismatch" and "rdk-x5" in bad.detail and "kl730" in bad.detail
 
 

@@ -17,12 +17,9 @@ from npu_hil.harness.farm import (
     parse_inventory,
     resolve_labgrid_boards,
 )
-from npu_hil.harness.labgrid import (
-    LabgridConfig,
-    LabgridError,
-    ResourceState,
-    endpoints_of,
-)
+from npu_hil.harness.labgrid.config import LabgridConfig
+from npu_hil.harness.labgrid.endpoints import ResourceState, endpoints_of
+from npu_hil.harness.labgrid.errors import LabgridError
 
 # End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
 pytestmark = pytest.mark.e2e
@@ -118,7 +115,9 @@ def test_without_labgrid_the_harness_imports_and_says_what_to_install(tmp_path: 
 
         sys.meta_path.insert(0, NoLabgrid())
         import npu_hil.harness.farm, npu_hil.harness.labgrid
-        from npu_hil.harness.labgrid import LabgridConfig, LabgridMissingError, LabgridPlaces
+        from npu_hil.harness.labgrid.config import LabgridConfig
+        from npu_hil.harness.labgrid.errors import LabgridMissingError
+        from npu_hil.harness.labgrid.places import LabgridPlaces
         from npu_hil.harness.errors import NpuHilError
         assert not issubclass(LabgridMissingError, npu_hil.harness.errors.TransportError)
         from pathlib import Path

@@ -1,13 +1,8 @@
-"""The board farm: the inventory (what each board is), sessions on boards (simulated or real),
-health and recovery (power cycles, retries, circuit breakers), power control and cross-process
-locks. A model runs on a session with :func:`npu_hil.harness.pipeline.run_model`.
-
-Works without pytest; the plugin maps its options and markers onto :class:`Farm`.
+"""The board farm: the inventory, sessions on boards (simulated or real), health and recovery,
+power control and cross-process locks; works without pytest.
 
 The names below are imported on first use (PEP 562): the plugin reads the farm's light modules
-(:mod:`npu_hil.harness.farm.recovery`, :mod:`npu_hil.harness.farm.breaker`, ...) in every pytest
-run, and importing this package must not pull in the sessions, the agent client and onnx with
-them until a test asks for a board.
+in every pytest run, and must not pull in the sessions, the agent client and onnx with them.
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
-"""A per-board circuit breaker: a board whose infrastructure failed N times in a row is taken out.
+"""A per-board circuit breaker: a board whose infrastructure failed N times in a row is taken
+out (:class:`BoardBrokenError` at once) until a power cycle; with a :class:`BreakerFile` it counts
+for the whole pytest-xdist run (docs/farm/health.md, "Retries, power cycles and the circuit
+breaker").
 
-Every model run on a board reports to the board's breaker: an infrastructure failure
-(TransportError, a killed agent, a timeout) counts one, anything that reached the board's runtime
-and came back (a result, a DeviceError, a buffer mismatch) resets the count. At ``threshold``
-failures in a row the breaker opens: every later run on that board raises
-:class:`BoardBrokenError` at once with the cause, so a full disk or a dead board costs N
-attempts, not every test's retries. A power cycle closes it again
-(:meth:`npu_hil.harness.farm.Farm.power_cycle`).
-
-pytest-xdist runs a session in several worker processes, each with a farm of its own, so a
-breaker given a :class:`BreakerFile` (the farm's are) counts for the whole run: its failures in a
-row and, once open, its message live in one small JSON file per board in the farm's health
-folder, ``<board>.breaker.json``, with an entry per run (the run id the workers share). It is
-rewritten whole under a file lock, and read without the lock only when it changed (one ``stat``
-before each job). A file that cannot be trusted or read, or a folder that cannot be written, is
-never an error: the breaker counts in its own process, and a warning says why once.
+An infrastructure failure (TransportError, a killed agent, a timeout) counts one; anything that
+reached the board's runtime and came back (a result, a DeviceError, a mismatch) resets the count.
+The file is rewritten whole under a file lock and read without it only when it changed (one
+``stat`` before each job).
 """
 
 from __future__ import annotations

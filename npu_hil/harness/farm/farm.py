@@ -1,13 +1,8 @@
 """The farm: the inventory's boards, one session per board, health, power and cross-process locks.
 
-A simulated board (or any under ``backend="sim"``) runs the real agent in a per-board folder on
-this machine; a real board is reached through its inventory transport
-(:mod:`npu_hil.harness.farm.connect`) and, under ``backend="auto"`` with ``fallback: sim``, runs
-simulated when it cannot be (its session says why); a board whose inventory ``adapter`` is
-``sim`` is the simulated runtime behind a real link (``npu-hil simfarm``); a labgrid place is
-acquired when its session opens (:mod:`npu_hil.harness.farm.labgrid_boards`). Recovery is the
-farm's too (:mod:`npu_hil.harness.farm.recovery`), so a script calling :meth:`Farm.ready` gets
-what a pytest run gets.
+A simulated board runs the real agent in a per-board folder here; a real one is reached through
+its inventory transport, or runs simulated under ``backend="auto"`` with ``fallback: sim`` when
+it cannot be; a board whose ``adapter`` is ``sim`` is the simulated runtime behind a real link.
 """
 
 from __future__ import annotations
@@ -345,7 +340,7 @@ class Farm:
                 session.adapter, session.adapter_options, timeout=board.timeouts.health
             )
             verdict = board_identity(
-                board.name, board.target, simulated=simulated, ping=ping, versions=versions
+                board.target, simulated=simulated, ping=ping, versions=versions
             )
             identity = dict(verdict.to_dict())
             if verdict.state == "mismatch":

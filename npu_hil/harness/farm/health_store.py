@@ -1,12 +1,6 @@
-"""Each board's health across runs: ``good``, ``bad`` or ``unknown``, with a bounded history
-(docs/farm/health.md, "Kept across runs").
-
-One small JSON file per board (``<workdir>/health/<inventory key>/<board>.health.json``, keyed by
-the inventory, :func:`state_key`), rewritten atomically under a file lock of its own. A bad board
-is refused by the next run with the cause (:meth:`BoardHealth.refusal`) until a power cycle and a
-passing check clear it, or ``--clear-health`` (:meth:`HealthStore.clear`). A file that cannot be
-read, or that another local user owns or may write (OpenSSH's StrictModes), reads ``unknown``
-with why: it never keeps a board out, nor lets a bad one in silently.
+"""Each board's health across runs: ``good``, ``bad`` or ``unknown``, with a bounded history,
+one JSON file per board (docs/farm/health.md, "Kept across runs"). A file that cannot be read,
+or that another local user owns or may write (OpenSSH's StrictModes), reads ``unknown`` with why.
 """
 
 from __future__ import annotations
@@ -61,7 +55,6 @@ BREAKER_OPENED = "circuit breaker opened"
 POWER_CYCLED = "power cycled"
 CLEARED = "power cycled and passed a health check"
 RECOVERY_FAILED = "power cycled, still failing"
-REFUSED = "refused"
 CLEARED_BY_HAND = "cleared by hand"
 
 

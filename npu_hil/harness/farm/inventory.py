@@ -1,16 +1,7 @@
-"""The board inventory (``inventory.yaml``): what each board *is*, as plain data.
-
-Parsed as composed nodes (:mod:`npu_hil.harness.yaml_reader`) so every node keeps its position,
-and checked once by the pydantic models here (:class:`InventoryFile` and the ones it holds, down
-to the ``labgrid:`` section's): an error names the file, line and column, the key path, what was
-expected and what came, e.g. ``farm.yaml:23:7: boards[4].transport.port: expected an integer,
-got "22a"`` (:mod:`~npu_hil.harness.farm.inventory_reader`; the field types are
-:mod:`~npu_hil.harness.farm.inventory_types`). Secrets never belong in the file
-(:mod:`~npu_hil.harness.farm.inventory_secrets`). Reading stays offline: the farm asks a labgrid
-coordinator for its places (:mod:`~npu_hil.harness.farm.labgrid_boards`).
-
-The schema, with examples: docs/farm/inventory.md and docs/farm/labgrid.md; every key: the
-generated "Inventory keys" reference page.
+"""The board inventory (``inventory.yaml``): what each board *is*, checked once by the pydantic
+models here, each error at its ``file:line:column: key.path``. Reading stays offline (the farm
+asks a labgrid coordinator for its places). The schema: docs/farm/inventory.md and
+docs/farm/labgrid.md; every key: the generated "Inventory keys" reference page.
 """
 
 from __future__ import annotations

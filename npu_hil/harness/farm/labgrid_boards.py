@@ -1,13 +1,9 @@
 """Boards from a labgrid coordinator: the ``labgrid:`` section's places turned into inventory
-boards when the farm comes up (reading the inventory stays offline), and the places the farm
-holds (:class:`FarmPlaces`), whose resources become a board's transport when its session opens.
+boards when the farm comes up, and the places the farm holds (:class:`FarmPlaces`), acquired when
+a board's session opens and held until the farm closes (docs/farm/labgrid.md).
 
-The coordinator is asked which places exist once (tags select them, a tag names their target):
-every pytest-xdist worker must collect the same boards, so they come from one listing, not from
-whatever happens to be free. A place is acquired the first time its board's session opens and
-held until the farm closes: acquiring per test would let another user take the board between two
-tests of a nightly. Only the boards a run uses are acquired (``--target rk3588`` leaves the other
-places to others), and a run that never touches one never connects.
+The places are listed once, not by what happens to be free: every pytest-xdist worker must
+collect the same boards.
 """
 
 from __future__ import annotations

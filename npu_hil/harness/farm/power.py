@@ -1,9 +1,5 @@
-"""Power control of a board: the inventory's commands, run as subprocesses with a timeout, or
-the power resource of a labgrid place, switched by labgrid's own driver.
-
-Commands are argv lists (never a shell), so nothing in the inventory is interpreted twice. Every
-power failure is a TransportError (infrastructure, not a test failure).
-"""
+"""Power control of a board: the inventory's commands (argv lists, never a shell) with a timeout,
+or a labgrid place's power resource. Every failure is a TransportError (infrastructure)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The quarantine list: tests the farm knows to be failing, still run but not failing the run.
-
-The file (its keys and rules: docs/farm/quarantine.md) is read by
-:mod:`npu_hil.harness.yaml_reader` and checked by a pydantic model with
-:func:`~npu_hil.harness.farm.inventory_reader.validate`, so every error is
-``file:line:column: key.path: ...`` like the inventory's. ``test`` is an :mod:`fnmatch` pattern
-over pytest's node id, with or without its parameters.
+"""The quarantine list: tests the farm knows to be failing, still run but not failing the run
+(docs/farm/quarantine.md); errors are ``file:line:column: key.path: ...`` like the inventory's.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """The starting inventory: one simulated board per target, with the comments a first real board
-needs.
-
-It serves twice. ``npu-hil inventory init`` writes it for a user to edit, and the pytest plugin
-uses it, unwritten, as the built-in simulated farm when no inventory is given or found, so a
-model developer's plain ``pytest`` runs on simulated boards with nothing to set up. The
-repository's own ``inventory.yaml`` is this text (a test holds the two together).
-"""
+needs. ``npu-hil inventory init`` writes it, and the plugin uses it unwritten as the built-in
+simulated farm when no inventory is given or found (the repository's ``inventory.yaml`` is it)."""
 
 from __future__ import annotations
 

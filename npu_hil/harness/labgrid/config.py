@@ -1,8 +1,5 @@
-"""What the harness needs to know about a labgrid coordinator: plain data, checked on creation.
-
-The inventory's ``labgrid:`` section becomes one :class:`LabgridConfig`; nothing here talks to
-the network or imports labgrid.
-"""
+"""What the harness needs to know about a labgrid coordinator (the inventory's ``labgrid:``
+section): plain data, checked on creation."""
 
 from __future__ import annotations
 

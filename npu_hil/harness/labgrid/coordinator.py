@@ -1,18 +1,7 @@
-"""A synchronous client of a labgrid coordinator, on top of labgrid's own ``ClientSession``.
-
-labgrid's client is asyncio code that expects to own the calling thread's event loop. The harness
-is synchronous (pytest, the farm) and must keep working while a test blocks for minutes, so each
-session runs on an event loop in a daemon thread of its own and every call here hands a coroutine
-to that loop and waits for it with a deadline.
-
-What is labgrid's and what is ours: the connection, the start-up handshake, the subscription and
-the live mirror of places and resources are ``ClientSession``'s; requests go through its gRPC
-stub with labgrid's generated messages (the coordinator's documented protocol). Its
-command-line methods (``acquire``, ``create_reservation``, ...) are not used: they read an
-argparse namespace and print to stdout.
-
-This is the only module that imports labgrid; importing it without labgrid installed raises
-:class:`~npu_hil.harness.labgrid.errors.LabgridMissingError`.
+"""A synchronous client of a labgrid coordinator, on top of labgrid's own ``ClientSession``
+(docs/labgrid-notes.md, "Client API used by the harness"): the session runs on an event loop in
+a daemon thread of its own, and every call waits for its coroutine with a deadline. The only
+module that imports labgrid (:class:`~npu_hil.harness.labgrid.errors.LabgridMissingError`).
 """
 
 from __future__ import annotations

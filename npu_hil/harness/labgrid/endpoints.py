@@ -1,20 +1,7 @@
-"""From a place's resources (as the coordinator publishes them) to what the harness connects to.
-
-Pure data in, pure data out: no labgrid import, so the mapping is tested without a coordinator.
-
-- ``NetworkService`` (address, username, port) → an SSH endpoint. A password in the resource is
-  ignored on purpose: the SSH transport logs in with keys only, and a password published by an
-  exporter would end up in logs and reports.
-- ``NetworkSerialPort`` (host, port, speed, protocol) → a pyserial URL: ``rfc2217://host:port``
-  for ``protocol: rfc2217`` (labgrid's default, what an exported ``RawSerialPort``/
-  ``USBSerialPort`` becomes, served by ser2net) and ``socket://host:port`` for ``raw`` (a plain
-  TCP console server). Its port is known only while the place is acquired: the exporter starts
-  ser2net on a fresh port at each acquisition.
-- a power resource (``NetworkPowerPort``, ``PDUDaemonPort``, ...) → kept as labgrid describes it,
-  to be driven by labgrid's own power driver (:mod:`npu_hil.harness.labgrid.power`).
-
-A place with two resources of one kind is ambiguous; the one named ``ssh``, ``console`` or
-``power`` (labgrid's named matches rename resources) is taken, else it is an error.
+"""From a place's resources (as the coordinator publishes them, docs/labgrid-notes.md
+"Exporter") to what the harness connects to: an SSH endpoint, a pyserial URL, a power resource
+for labgrid's own driver. No labgrid import. Of two resources of one kind, the one named ``ssh``,
+``console`` or ``power`` is taken (labgrid's named matches rename resources), else it is an error.
 """
 
 from __future__ import annotations
@@ -119,6 +106,8 @@ def _unavailable(place: str, resource: ResourceState) -> LabgridError:
 
 
 def _ssh(place: str, resource: ResourceState) -> SshEndpoint:
+    # A password in the resource is ignored on purpose: the SSH transport logs in with keys only,
+    # and a password published by an exporter would end up in logs and reports.
     address = str(resource.params.get("address") or "")
     if not address:
         raise LabgridError(f"place {place}: NetworkService {resource.name} has no address")

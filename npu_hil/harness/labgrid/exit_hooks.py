@@ -1,15 +1,8 @@
-"""Releasing places when the process ends: normally, on Ctrl-C, on SIGTERM or SIGHUP.
-
-- Normal end: the caller (pytest, a script) closes the farm, which releases; an ``atexit`` hook
-  releases whatever is still held after that.
-- Ctrl-C (SIGINT), SIGTERM and SIGHUP (a CI job cancelled, a terminal closed): while places are
-  held, a handler releases them first and then raises KeyboardInterrupt, so the run ends the way
-  Ctrl-C ends it (pytest still writes its report). Released at once rather than at the end of
-  the unwinding: SIGTERM's default runs neither ``finally`` blocks nor ``atexit``, and a
-  process's teardown after Ctrl-C can take longer than the one who sent it waits. The handler is
-  installed only over the default action (Python's KeyboardInterrupt for SIGINT) and only from
-  the main thread, and the previous handler comes back when the last holder closes.
-- SIGKILL cannot be caught: :mod:`npu_hil.harness.labgrid.ledger` covers it on the next start.
+"""Releasing places when the process ends: an ``atexit`` hook, and while places are held a
+handler of SIGINT, SIGTERM and SIGHUP that releases them at once and then raises
+KeyboardInterrupt (so pytest still writes its report). At once: SIGTERM's default runs neither
+``finally`` blocks nor ``atexit``, and a teardown after Ctrl-C can outlast the sender's patience.
+Installed only over the default action, from the main thread; SIGKILL is the ledger's.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""The ledger: which places the processes of this host hold on a coordinator, and for whom.
-
-labgrid's coordinator keeps a place acquired after its client is gone, so a run killed with
-SIGKILL (or a power cut of the CI host) would leave its places acquired forever: each process
-writes down the places it holds (pid and start time, so a reused pid is not taken for the holder)
-and every process that opens the ledger releases the places whose holders are all dead. The
-pytest-xdist workers of one host (one ``host/user`` to the coordinator) share a place through it;
-the last to leave releases it. One JSON file per coordinator, changed under a file lock and
-replaced atomically.
+"""The ledger: which places the processes of this host hold on a coordinator, and for whom (pid
+and start time, so a reused pid is not taken for the holder). An acquired place has no lease, so
+the next process releases the places whose holders are all dead; pytest-xdist workers of one host
+share a place through it (docs/farm/labgrid.md, "What happens to the places").
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
 """Places of a labgrid coordinator as the harness's boards: selected, reserved, acquired, kept,
-released (how and why: docs/farm/labgrid.md, "What happens to the places").
-
-A place is reserved through labgrid's own scheduler and acquired once allocated, waiting up to
-``wait`` (:class:`PlaceBusyError` names the holder), and written to this host's ledger
-(:mod:`npu_hil.harness.labgrid.ledger`), where pytest-xdist siblings share it. A background thread
-keeps the reservations alive and notices a place taken away (:class:`PlaceLostError` at its next
-use). Release: :meth:`LabgridPlaces.close`, exit and SIGTERM/SIGHUP
-(:mod:`npu_hil.harness.labgrid.exit_hooks`), or after a SIGKILL the next start on this host.
-"""
+released (how and why: docs/farm/labgrid.md, "What happens to the places")."""
 
 from __future__ import annotations
 
@@ -15,7 +7,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -106,13 +98,6 @@ class LabgridPlaces:
         except BaseException:
             self.close()
             raise
-
-    # --- selection -------------------------------------------------------------------------------
-
-    def select(self) -> list[PlaceState]:
-        """The places the configuration names or whose tags match, sorted by name. A named place
-        the coordinator does not know is a LabgridError listing the ones it knows."""
-        return select_places(self.config, self._client.places())
 
     def _filters(self, place: PlaceState) -> dict[str, str]:
         # The tags as well as the name: a place an admin retags out of the pool (say, for
@@ -236,12 +221,6 @@ class LabgridPlaces:
         if found is None:
             raise LabgridError(f"place {name}: no power resource (NetworkPowerPort, ...)")
         switch_power(name, found, action, delay=delay)
-
-    def shared(self, name: str) -> bool:
-        """Whether this process uses the place through a sibling's acquisition (see the ledger)."""
-        with self._lock:
-            entry = self._held.get(name)
-        return entry is not None and entry.shared
 
     @property
     def held(self) -> tuple[str, ...]:
@@ -380,12 +359,3 @@ class LabgridPlaces:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    @contextlib.contextmanager
-    def holding(self, name: str) -> Iterator[PlaceEndpoints]:
-        """``with places.holding(name) as endpoints:`` acquire, then release on the way out."""
-        endpoints = self.acquire(name)
-        try:
-            yield endpoints
-        finally:
-            self.release(name)

@@ -1,11 +1,6 @@
 """Which distribution's files the importable ``serial`` package is: ``pyserial`` or labgrid's fork
-``pyserial-labgrid``.
-
-Both install the same top-level ``serial/`` package, so with both installed the one installed
-last owns the files on disk while the metadata of both stays. The name alone therefore cannot
-tell; the hashes pip recorded for each distribution can: the distribution whose recorded hash of
-``serial/__init__.py`` (where the version lives) matches the file on disk is the one in use.
-"""
+``pyserial-labgrid`` (both install ``serial/``): the one whose recorded hash of
+``serial/__init__.py`` matches the file on disk (docs/labgrid-notes.md, "Packaging")."""
 
 from __future__ import annotations
 
