@@ -176,9 +176,9 @@ def test_section_parses_offline_with_positions(tmp_path: Path) -> None:
     assert section.ssh.key_file == str(tmp_path / "keys" / "farm")
     assert section.ssh.host_key_policy == "accept-new" and section.ssh.host is None
     assert (section.serial.user, section.serial.password_env) == ("root", "CONSOLE_PW")
-    b = section.entry("b-02")
+    b = section.entries.get("b-02")
     assert b is not None and (b.target, b.adapter, b.workdir) == ("kl730", "kneron", "/data")
-    assert b.where == "farm.yaml:4:18: labgrid.places[1]"
+    assert section.at["b-02"] == "farm.yaml:4:18: labgrid.places[1]"
     defaults = section.defaults
     assert (defaults.adapter, defaults.fallback, defaults.timeouts.run) == ("rknnlite", "sim", 5.0)
 

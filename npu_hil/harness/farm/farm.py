@@ -216,10 +216,6 @@ class Farm:
         self._end_idle_agents(cached)
         return cached
 
-    def live_agents(self) -> list[str]:
-        """The boards whose agent is running, least recently used first."""
-        return [name for name, s in self._sessions.items() if s.client.running]
-
     def _end_idle_agents(self, current: BoardSession) -> None:
         """Room for ``current``'s agent: the others' beyond ``max_agents - 1`` end, least
         recently used first."""

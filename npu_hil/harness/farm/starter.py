@@ -9,7 +9,8 @@ import os
 from pathlib import Path
 
 from npu_hil.harness.errors import NpuHilError
-from npu_hil.harness.farm.inventory import VENDOR_OF, Inventory, parse_inventory
+from npu_hil.harness.farm.inventory import Inventory, parse_inventory
+from npu_hil.targets.registry import VENDOR_OF
 
 BUILTIN_SOURCE = "<built-in simulated farm>"
 """The inventory's ``source`` when it is the built-in one: records and reports name it so."""

@@ -15,10 +15,8 @@ import socket
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import cast
 
 from filelock import FileLock
-from typing_extensions import TypedDict
 
 from npu_hil.harness.procstat import proc_stat
 
@@ -28,23 +26,6 @@ log = logging.getLogger(__name__)
 
 VERSION = 1
 LOCK_TIMEOUT_S = 60.0
-
-
-class HolderDocument(TypedDict):
-    """A process in a ledger entry's ``holders``."""
-
-    pid: int
-    start: int | None
-
-
-class HoldingDocument(TypedDict):
-    """A place in the ledger file's ``places`` (:meth:`Holding.to_dict`)."""
-
-    place: str
-    owner: str
-    token: str | None
-    host: str
-    holders: list[HolderDocument]
 
 
 @dataclass(frozen=True)
@@ -65,9 +46,6 @@ class Holding:
     token: str | None
     host: str
     holders: list[Holder] = field(default_factory=list)
-
-    def to_dict(self) -> HoldingDocument:
-        return cast(HoldingDocument, asdict(self))
 
     @classmethod
     def from_dict(cls, data: object) -> Holding:
@@ -148,7 +126,7 @@ class PlaceLedger:
         data = {
             "version": VERSION,
             "coordinator": self.coordinator,
-            "places": {name: h.to_dict() for name, h in sorted(holdings.items())},
+            "places": {name: asdict(h) for name, h in sorted(holdings.items())},
         }
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
