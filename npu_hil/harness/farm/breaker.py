@@ -17,7 +17,6 @@ import logging
 import os
 import stat
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,7 @@ from filelock import FileLock, Timeout
 
 from npu_hil.harness.errors import NpuHilError, TransportError
 from npu_hil.harness.farm.defaults import DEFAULT_THRESHOLD
-from npu_hil.harness.farm.health_store import write_private
+from npu_hil.harness.farm.health_store import board_file, utc_now, write_private
 from npu_hil.harness.files import read_json
 from npu_hil.harness.folders import check_private_dir, file_problem, private_dir
 
@@ -72,9 +71,8 @@ class BreakerFile:
     """The shared breaker state of ``board`` for the run ``run_id``, in ``folder``."""
 
     def __init__(self, folder: str | os.PathLike[str], board: str, run_id: str) -> None:
-        if not board or "/" in board or board.startswith("."):
-            raise NpuHilError(f"board name {board!r} cannot name a circuit breaker file")
         self.folder = Path(folder)
+        self.path = board_file(self.folder, board, ".breaker.json", "a circuit breaker file")
         self.board = board
         self.run_id = run_id
         self.problem: str | None = None  # why it is not used (then the breaker is per process)
@@ -83,10 +81,6 @@ class BreakerFile:
         self._folder_checked = False
         self._damage: str | None = None  # the damage last warned of
         self._lock = threading.Lock()
-
-    @property
-    def path(self) -> Path:
-        return self.folder / f"{self.board}.breaker.json"
 
     def look(self) -> BreakerState | None:
         """This run's state as the file has it now; None when the file is not to be used."""
@@ -124,7 +118,7 @@ class BreakerFile:
                         return None
                     state = dataclasses.replace(
                         change(runs.get(self.run_id, _EMPTY)),
-                        time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                        time=utc_now(),
                     )
                     runs[self.run_id] = state
                     self._write(runs)

@@ -30,7 +30,6 @@ from npu_hil.harness.farm.defaults import BACKENDS
 from npu_hil.harness.farm.health_store import (
     BAD,
     GOOD,
-    HealthDocument,
     HealthStore,
     health_folder,
     state_key,
@@ -55,7 +54,6 @@ from npu_hil.harness.farm.recovery import (
 )
 from npu_hil.harness.farm.session import BoardSession, Health
 from npu_hil.harness.folders import default_workdir, private_dir
-from npu_hil.harness.models import Manifest, load_manifest
 from npu_hil.harness.transport.base import Transport
 from npu_hil.harness.transport.local import LocalTransport
 
@@ -159,7 +157,6 @@ class Farm:
         self._breakers: dict[str, CircuitBreaker] = {}
         self._sessions: dict[str, BoardSession] = {}
         self._health: dict[str, Health] = {}
-        self._manifest: Manifest | None = None
         self._places = FarmPlaces(
             self.inventory.labgrid,
             self.workdir,
@@ -192,13 +189,6 @@ class Farm:
             and not (self.backend == "hw" and board.simulated)
             and (self.runtime is None or self.runtime in board.runtimes)
         ]
-
-    @property
-    def manifest(self) -> Manifest | None:
-        """The model manifest the inventory points at (loaded on first use), or None."""
-        if self._manifest is None and self.inventory.manifest is not None:
-            self._manifest = load_manifest(self.inventory.manifest)
-        return self._manifest
 
     # --- sessions --------------------------------------------------------------------------------
 
@@ -382,9 +372,9 @@ class Farm:
             session = self._sessions.get(board.name)
             if session is not None:
                 condition.events.extend(session.take_events())
-            if condition.problem is not None and not condition.boot_log:
-                # Why it is unhealthy is often in what its console printed while it rebooted.
-                condition.boot_log = self.take_boot_log(board)
+                if condition.problem is not None and not condition.boot_log:
+                    # Why it is unhealthy is often in what its console printed while it rebooted.
+                    condition.boot_log = session.take_boot_log()
         if condition.problem is not None:
             raise BoardUnhealthyError(condition.problem)
 
@@ -444,10 +434,6 @@ class Farm:
         except (OSError, NpuHilError) as exc:  # a health file is evidence, not a precondition
             log.warning("%s: cannot store its health (%s): %s", board, state, exc)
 
-    def board_health(self, board: Board | str) -> HealthDocument:
-        """The board's stored health and history (what summary.json shows)."""
-        return self.health_store.read(self._board(board).name).to_dict()
-
     def clear_health(self, board: Board | str, *, by: str = "--clear-health") -> None:
         """Forget that the board is bad: its next health check decides."""
         name = self._board(board).name
@@ -482,12 +468,6 @@ class Farm:
             self._mark(board.name, BAD, _POWER_CYCLED, self.health_store.read(board.name).cause)
         if session is not None:
             session.restart()
-
-    def take_boot_log(self, board: Board | str) -> str:
-        """What the board printed while rebooting since the last call (its serial console keeps
-        it), or ``""`` when it has no open session or did not reboot."""
-        session = self._sessions.get(self._board(board).name)
-        return session.take_boot_log() if session is not None else ""
 
     def lock(self, board: Board | str, *, timeout: float = LOCK_TIMEOUT_S) -> FileLock:
         """A cross-process lock for the board (``with farm.lock(board): ...``): pytest-xdist

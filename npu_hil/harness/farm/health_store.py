@@ -89,6 +89,13 @@ def health_folder(workdir: str | os.PathLike[str], key: str) -> Path:
     return Path(given) if given else Path(workdir) / "health" / key
 
 
+def board_file(folder: Path, board: str, suffix: str, what: str) -> Path:
+    """``<folder>/<board><suffix>``; NpuHilError when ``board`` cannot name a file there."""
+    if not board or "/" in board or board.startswith("."):
+        raise NpuHilError(f"board name {board!r} cannot name {what}")
+    return folder / f"{board}{suffix}"
+
+
 def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -190,9 +197,7 @@ class HealthStore:
     _made: bool = field(default=False, repr=False)
 
     def path(self, board: str) -> Path:
-        if not board or "/" in board or board.startswith("."):
-            raise NpuHilError(f"board name {board!r} cannot name a health file")
-        return self.folder / f"{board}.health.json"
+        return board_file(self.folder, board, ".health.json", "a health file")
 
     def _lock(self, board: str) -> FileLock:
         if not self._made:

@@ -10,7 +10,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import npu_hil.harness.labgrid.exit_hooks as exit_hooks
 from npu_hil.harness.labgrid.config import LabgridConfig, PlaceState
@@ -18,9 +17,6 @@ from npu_hil.harness.labgrid.endpoints import PlaceEndpoints, endpoints_of
 from npu_hil.harness.labgrid.errors import LabgridError, PlaceBusyError, PlaceLostError
 from npu_hil.harness.labgrid.ledger import Holding, PlaceLedger, current_holder
 from npu_hil.harness.labgrid.power import PowerAction, switch_power
-
-if TYPE_CHECKING:
-    from npu_hil.harness.labgrid.coordinator import CoordinatorClient
 
 __all__ = ["LabgridPlaces", "select_places", "selected_by_tags"]
 
@@ -69,23 +65,13 @@ class LabgridPlaces:
     (:attr:`released_stale` lists them). Use as a context manager or call :meth:`close`.
     """
 
-    def __init__(
-        self,
-        config: LabgridConfig,
-        *,
-        workdir: Path,
-        client: CoordinatorClient | None = None,
-        poll_interval: float = POLL_S,
-    ) -> None:
-        if client is None:
-            from npu_hil.harness.labgrid.coordinator import CoordinatorClient  # needs labgrid
+    def __init__(self, config: LabgridConfig, *, workdir: Path) -> None:
+        from npu_hil.harness.labgrid.coordinator import CoordinatorClient  # needs labgrid
 
-            client = CoordinatorClient(config.coordinator)
         self.config = config
-        self._client = client
-        self.identity = client.identity
+        self._client = CoordinatorClient(config.coordinator)
+        self.identity = self._client.identity
         self._ledger = PlaceLedger(workdir / "labgrid", config.coordinator)
-        self._poll = poll_interval
         self._lock = threading.RLock()
         self._held: dict[str, _Held] = {}
         self._lost: dict[str, str] = {}
@@ -135,7 +121,7 @@ class LabgridPlaces:
                 if remaining <= 0:
                     waited = f"waited {self.config.wait:.0f} s" if self.config.wait else "wait: 0"
                     raise PlaceBusyError(f"place {name}: {why} ({waited})")
-                time.sleep(min(self._poll, remaining))
+                time.sleep(min(POLL_S, remaining))
         finally:
             if held is None and token is not None:
                 with contextlib.suppress(LabgridError):
