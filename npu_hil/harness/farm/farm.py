@@ -50,7 +50,6 @@ from npu_hil.harness.farm.recovery import (
     RetryPolicy,
     board_identity,
     health_problem,
-    identity_error,
 )
 from npu_hil.harness.farm.session import BoardSession, Health
 from npu_hil.harness.folders import default_workdir, private_dir
@@ -330,7 +329,9 @@ class Farm:
             )
             identity = dict(verdict.to_dict())
             if verdict.state == "mismatch":
-                raise identity_error(board.name, verdict)
+                raise BoardIdentityError(
+                    f"board {board.name} is not the SoC its inventory says: {verdict.detail}"
+                )
             if verdict.state == "unknown":
                 log.warning("%s: SoC identity unknown: %s", board.name, verdict.detail)
             golden = self.health_job(session) if self.health_job is not None else ""

@@ -70,7 +70,7 @@ def _offline(section: LabgridSection) -> list[PlaceState]:
             f"{section.where}: cannot reach the labgrid coordinator "
             f"{section.config.coordinator} to learn {what}"
         )
-    return [PlaceState(name, {}, "", None, None, (), None, ()) for name in section.entries]
+    return [PlaceState(name) for name in section.entries]
 
 
 def _link(section: LabgridSection, place: PlaceState) -> str:

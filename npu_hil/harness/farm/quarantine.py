@@ -70,17 +70,14 @@ class QuarantineEntry:
 
     def to_dict(self) -> dict[str, str]:
         """What a record keeps of the entry (plain strings)."""
-        out = {
+        optional = {"target": self.target, "board": self.board, "link": self.link}
+        return {
             "test": self.test,
             "reason": self.reason,
             "expires": self.expires.isoformat(),
             "entry": f"quarantine[{self.index}] ({self.where})",
+            **{key: value for key, value in optional.items() if value is not None},
         }
-        for key in ("target", "board", "link"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        return out
 
 
 def today_utc() -> date:

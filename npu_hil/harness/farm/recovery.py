@@ -29,7 +29,6 @@ __all__ = [
     "breaker_event",
     "fallback_event",
     "health_problem",
-    "identity_error",
     "unreachable_event",
 ]
 
@@ -187,10 +186,6 @@ def board_identity(
     strings = found.get("compatible")
     compatible = [str(s) for s in strings] if isinstance(strings, list) else []
     return judge_identity(target, compatible, source=source)
-
-
-def identity_error(board: str, verdict: IdentityVerdict) -> BoardIdentityError:
-    return BoardIdentityError(f"board {board} is not the SoC its inventory says: {verdict.detail}")
 
 
 def unreachable_event(message: str) -> str:

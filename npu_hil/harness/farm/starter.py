@@ -39,15 +39,10 @@ class InventoryExistsError(NpuHilError):
     """``inventory init`` would overwrite a file that is already there."""
 
 
-def board_name(target: str) -> str:
-    """The starting inventory's name for the board of ``target``: the first of its kind."""
-    return f"{target}-01"
-
-
 def starter_inventory_text() -> str:
     """The commented starting inventory, one simulated board per target, vendor by vendor."""
     targets = list(VENDOR_OF)  # the registry's order: each vendor's targets together
-    names = [board_name(t) for t in targets]
+    names = [f"{t}-01" for t in targets]  # the first board of its kind
     name_width = max(len(n) for n in names) + 1  # the `name,` column lines up
     target_width = max(len(t) for t in targets) + 1
     lines = [_HEADER.format(count=len(targets), example=targets[0])]

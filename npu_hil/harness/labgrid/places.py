@@ -310,10 +310,8 @@ class LabgridPlaces:
         me = current_holder()
         with self._ledger.transaction() as holdings:
             holding = holdings.get(name)
-            if holding is None:
-                self._client.release(name, owner=self.identity)
-                if entry.token is not None:
-                    self._client.cancel(entry.token)
+            if holding is None:  # not in the ledger: ours alone
+                self._release_holding(Holding(name, self.identity, entry.token, self._ledger.host))
                 return
             holding.holders = [h for h in holding.holders if h != me]
             if not self._ledger.prune(holding):
