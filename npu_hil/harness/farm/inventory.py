@@ -293,7 +293,7 @@ def labgrid_section(entry: LabgridEntry, defaults: Defaults, located: Located) -
             **options,
         )
     except ValueError as exc:
-        raise located.error(("labgrid",), str(exc)) from None
+        raise InventoryError(f"{located.where(('labgrid',))}: {exc}") from None
     return LabgridSection(
         config=config,
         entries={e.place: e for e in entry.places},

@@ -141,9 +141,6 @@ class Located:
         steps, node, _ = self.find(loc)
         return self._at(steps if path else (), node)
 
-    def error(self, loc: Loc, message: str) -> InventoryError:
-        return InventoryError(f"{self.where(loc)}: {message}")
-
     def _at(self, steps: Loc, node: Node) -> str:
         mark = node.start_mark
         where = f"{self.source}:{mark.line + 1}:{mark.column + 1}"

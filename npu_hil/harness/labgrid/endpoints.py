@@ -81,10 +81,6 @@ class PlaceEndpoints:
     power: PowerEndpoint | None = None
 
 
-def _bracketed(host: str) -> str:
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
-
-
 def _pick(place: str, kind: str, found: Sequence[ResourceState]) -> ResourceState | None:
     if len(found) <= 1:
         return found[0] if found else None
@@ -139,7 +135,8 @@ def _serial(place: str, resource: ResourceState) -> SerialEndpoint:
             f"one of {', '.join(SERIAL_SCHEMES)}"
         )
     speed = resource.params.get("speed") or 115200
-    url = f"{scheme}://{_bracketed(str(host))}:{int(port)}"
+    host = f"[{host}]" if ":" in str(host) and not str(host).startswith("[") else host  # IPv6
+    url = f"{scheme}://{host}:{int(port)}"
     return SerialEndpoint(url=url, baudrate=int(speed))
 
 

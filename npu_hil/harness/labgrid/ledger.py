@@ -61,15 +61,10 @@ class Holding:
         )
 
 
-def _start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (Linux), None where /proc has none."""
-    stat = proc_stat(pid)
-    return None if stat is None else stat.start_time
-
-
 def current_holder() -> Holder:
     pid = os.getpid()
-    return Holder(pid, _start_time(pid))
+    stat = proc_stat(pid)  # its start time in clock ticks since boot, where /proc has one
+    return Holder(pid, None if stat is None else stat.start_time)
 
 
 def holder_alive(holder: Holder) -> bool:
@@ -88,16 +83,13 @@ def holder_alive(holder: Holder) -> bool:
     return True
 
 
-def _file_name(coordinator: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.-]+", "_", coordinator).strip("_") or "coordinator"
-
-
 class PlaceLedger:
     """The ledger file for one coordinator in ``folder``."""
 
     def __init__(self, folder: Path, coordinator: str) -> None:
         folder.mkdir(parents=True, exist_ok=True)
-        self.path = folder / f"places-{_file_name(coordinator)}.json"
+        name = re.sub(r"[^A-Za-z0-9.-]+", "_", coordinator).strip("_") or "coordinator"
+        self.path = folder / f"places-{name}.json"
         self.coordinator = coordinator
         self.host = socket.gethostname()
         self._lock = FileLock(str(self.path) + ".lock", timeout=LOCK_TIMEOUT_S)
