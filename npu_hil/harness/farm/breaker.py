@@ -261,22 +261,14 @@ class CircuitBreaker:
         opened_now = False
 
         def count(state: BreakerState) -> BreakerState:
-            nonlocal opened_now
+            nonlocal opened_now  # as the last count says (a shared one may fail, then a local one)
             failures = (*state.failures, failure)[-MAX_FAILURES:]
-            opened = state.opened
-            if opened is None and self.threshold and len(failures) >= self.threshold:
-                opened, opened_now = self._message(failures), True
-            return BreakerState(failures, opened)
+            opened_now = bool(
+                state.opened is None and self.threshold and len(failures) >= self.threshold
+            )
+            return BreakerState(failures, self._message(failures) if opened_now else state.opened)
 
-        # The run's count when there is one (under its file lock), else this process's.
-        state = self._shared_update(count)
-        if state is None:
-            with self._lock:
-                opened_now = False
-                state = count(BreakerState(tuple(self.failures), self.opened))
-                self.failures[:], self.opened = state.failures, state.opened
-        else:
-            self._take(state)
+        state = self._change(count)
         if opened_now and self.on_open is not None:
             self.on_open(state.opened or "")
         return opened_now
@@ -284,22 +276,15 @@ class CircuitBreaker:
     def succeeded(self) -> None:
         """The board answered: the run of failures is over."""
         state = self._shared_look()
-        if state is not None and state.failures and state.opened is None:
+        if state is None or (state.failures and state.opened is None):
             # Written only when there is a run of failures to end: a passing job costs a stat.
-            state = self._shared_update(lambda now: now if now.opened else BreakerState())
-        if state is not None:
+            self._change(lambda now: now if now.opened else BreakerState())
+        else:
             self._take(state)
-            return
-        with self._lock:
-            if self.opened is None:
-                self.failures.clear()
 
     def reset(self) -> None:
         """Close the breaker (after a power cycle, the board starts afresh), for the whole run."""
-        self._shared_update(lambda _: BreakerState())
-        with self._lock:
-            self.failures.clear()
-            self.opened = None
+        self._change(lambda _: BreakerState())
 
     def _message(self, failures: tuple[str, ...]) -> str:
         return (
@@ -322,10 +307,18 @@ class CircuitBreaker:
     def _shared_look(self) -> BreakerState | None:
         return self.shared.look() if self.shared is not None and self.threshold else None
 
-    def _shared_update(self, change: Callable[[BreakerState], BreakerState]) -> BreakerState | None:
-        if self.shared is None or not self.threshold:
-            return None
-        return self.shared.update(change)
+    def _change(self, change: Callable[[BreakerState], BreakerState]) -> BreakerState:
+        """The state after ``change``: the run's (under its file lock) when there is one, else
+        this process's."""
+        if self.shared is not None and self.threshold:
+            state = self.shared.update(change)
+            if state is not None:
+                self._take(state)
+                return state
+        with self._lock:
+            state = change(BreakerState(tuple(self.failures), self.opened))
+            self.failures[:], self.opened = state.failures, state.opened
+        return state
 
 
 def _runs(data: Any) -> dict[str, BreakerState]:
