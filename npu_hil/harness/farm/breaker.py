@@ -26,9 +26,9 @@ from filelock import FileLock, Timeout
 
 from npu_hil.harness.errors import NpuHilError, TransportError
 from npu_hil.harness.farm.defaults import DEFAULT_THRESHOLD
-from npu_hil.harness.farm.health_store import board_file, utc_now, write_private
+from npu_hil.harness.farm.health_store import board_file, distrust, utc_now, write_private
 from npu_hil.harness.files import read_json
-from npu_hil.harness.folders import check_private_dir, file_problem, private_dir
+from npu_hil.harness.folders import private_dir
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -78,7 +78,6 @@ class BreakerFile:
         self.problem: str | None = None  # why it is not used (then the breaker is per process)
         self._seen: tuple[int, ...] | None = None
         self._state = _EMPTY
-        self._folder_checked = False
         self._damage: str | None = None  # the damage last warned of
         self._lock = threading.Lock()
 
@@ -111,7 +110,6 @@ class BreakerFile:
                 return None
             try:
                 private_dir(self.folder)
-                self._folder_checked = True
                 with FileLock(f"{self.path}.lock", timeout=LOCK_TIMEOUT_S):
                     runs = self._stored()
                     if runs is None:
@@ -157,18 +155,11 @@ class BreakerFile:
             return {}
 
     def _distrust(self, info: os.stat_result) -> str | None:
-        """Why the file is not to be believed, or None: its folder or itself another user's
-        or writable by others (whoever can write it decides which boards are refused)."""
-        if not self._folder_checked:
-            try:
-                check_private_dir(self.folder)
-            except (OSError, NpuHilError) as exc:
-                return f"not trusted: {exc.message if isinstance(exc, NpuHilError) else exc}"
-            self._folder_checked = True
+        """Why the file is not to be believed, or None (:func:`distrust`, and a regular file)."""
         if not stat.S_ISREG(info.st_mode):
             kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a regular file"
             return f"{self.path}: expected a regular file, got {kind}"
-        return file_problem(self.path, info)
+        return distrust(self.folder, self.path, info)
 
     def _write(self, runs: dict[str, BreakerState]) -> None:
         # The runs written last are kept, this one always.

@@ -96,6 +96,18 @@ def board_file(folder: Path, board: str, suffix: str, what: str) -> Path:
     return folder / f"{board}{suffix}"
 
 
+def distrust(folder: Path, path: Path, info: os.stat_result) -> str | None:
+    """Why a state file (``info`` its lstat) is not to be believed, or None: its folder or itself
+    is another user's or writable by others (whoever can write it decides which boards are good)."""
+    try:
+        check_private_dir(folder)
+    except UnsafeFolderError as exc:
+        return f"not trusted: {exc.message}"
+    except OSError as exc:
+        return f"{folder}: {exc.strerror or exc}"
+    return file_problem(path, info)
+
+
 def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -215,9 +227,9 @@ class HealthStore:
             return BoardHealth(board)
         except OSError as exc:
             return BoardHealth(board, problem=f"{path}: {exc.strerror or exc}")
-        distrust = self._distrust(path, info)
-        if distrust is not None:
-            return BoardHealth(board, problem=distrust)
+        why = distrust(self.folder, path, info)
+        if why is not None:
+            return BoardHealth(board, problem=why)
         try:
             data = read_json(path, "a board's health file", MAX_HEALTH_BYTES, follow=False)
         except InputFileError as exc:
@@ -234,17 +246,6 @@ class HealthStore:
             cause=str(data.get("cause", "")),
             history=tuple(HealthEvent.from_dict(e) for e in history if isinstance(e, dict)),
         )
-
-    def _distrust(self, path: Path, info: os.stat_result) -> str | None:
-        """Why a health file is not to be believed, or None: its folder or itself is another
-        user's or writable by others (anyone who can write it decides which boards are good)."""
-        try:
-            check_private_dir(self.folder)
-        except UnsafeFolderError as exc:
-            return f"not trusted: {exc.message}"
-        except OSError as exc:
-            return f"{self.folder}: {exc.strerror or exc}"
-        return file_problem(path, info)
 
     def record(
         self, board: str, state: str, what: str, *, cause: str = "", run_id: str = ""

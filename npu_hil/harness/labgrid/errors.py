@@ -7,8 +7,6 @@ from npu_hil.harness.errors import NpuHilError, TransportError
 
 __all__ = ["LabgridError", "LabgridMissingError", "PlaceBusyError", "PlaceLostError"]
 
-INSTALL_HINT = "pip install 'npu-hil[labgrid]'"
-
 
 class LabgridMissingError(NpuHilError):
     """``source: labgrid`` was asked for, but labgrid is not installed in this environment."""
@@ -17,7 +15,7 @@ class LabgridMissingError(NpuHilError):
         why = f" ({detail})" if detail else ""
         super().__init__(
             f"boards from a labgrid coordinator need labgrid, which is not installed{why}: "
-            f"{INSTALL_HINT}"
+            "pip install 'npu-hil[labgrid]'"
         )
 
 

@@ -34,7 +34,6 @@ class _Closable(Protocol):
 
 _open: weakref.WeakSet[Any] = weakref.WeakSet()
 _previous: dict[int, Any] = {}
-_atexit_registered = False
 _lock = threading.RLock()
 
 
@@ -44,6 +43,9 @@ def _release_all() -> None:
             holder.close()
         except Exception as exc:  # one coordinator's trouble must not keep the others' places
             log.warning("releasing labgrid places at exit: %s", exc)
+
+
+atexit.register(_release_all)  # with nothing held, it releases nothing
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
@@ -83,12 +85,8 @@ def _restore() -> None:
 
 def register(holder: _Closable) -> None:
     """Release ``holder``'s places (``holder.close()``) however the process ends."""
-    global _atexit_registered
     with _lock:
         _open.add(holder)
-        if not _atexit_registered:
-            atexit.register(_release_all)
-            _atexit_registered = True
         _install()
 
 

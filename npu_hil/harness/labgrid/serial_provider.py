@@ -28,11 +28,6 @@ class SerialProvider:
     path: Path
 
 
-def _file_hash(path: Path) -> str:
-    digest = hashlib.sha256(path.read_bytes()).digest()
-    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
 def serial_provider() -> SerialProvider:
     """Inspect the installed ``serial`` package (without importing it). LookupError when there is
     no ``serial`` package at all."""
@@ -40,7 +35,8 @@ def serial_provider() -> SerialProvider:
     if spec is None or spec.origin is None:
         raise LookupError("no 'serial' package: install pyserial (pip install pyserial)")
     init = Path(spec.origin).resolve()
-    on_disk = _file_hash(init)
+    digest = base64.urlsafe_b64encode(hashlib.sha256(init.read_bytes()).digest())
+    on_disk = "sha256=" + digest.rstrip(b"=").decode("ascii")  # as a RECORD file writes it
     installed: list[str] = []
     match: tuple[str, str] | None = None
     for name in CANDIDATES:
