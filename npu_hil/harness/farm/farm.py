@@ -504,11 +504,7 @@ class Farm:
 
 def _set(values: Iterable[str] | None) -> set[str] | None:
     """None (no filter) for None; a lone string is one name, not its characters."""
-    if values is None:
-        return None
-    if isinstance(values, str):
-        return {values}
-    return set(values)
+    return None if values is None else {values} if isinstance(values, str) else set(values)
 
 
 def _passed(health: Health) -> str:

@@ -142,17 +142,12 @@ def _serial(place: str, resource: ResourceState) -> SerialEndpoint:
 
 def endpoints_of(place: str, resources: Sequence[ResourceState]) -> PlaceEndpoints:
     """The SSH, serial and power endpoints among an acquired place's resources."""
-    by_kind: dict[str, list[ResourceState]] = {"ssh": [], "serial": [], "power": []}
-    for resource in resources:
-        if resource.cls == "NetworkService":
-            by_kind["ssh"].append(resource)
-        elif resource.cls == "NetworkSerialPort":
-            by_kind["serial"].append(resource)
-        elif resource.cls in POWER_DRIVERS:
-            by_kind["power"].append(resource)
-    ssh = _pick(place, "ssh", by_kind["ssh"])
-    serial = _pick(place, "serial", by_kind["serial"])
-    power = _pick(place, "power", by_kind["power"])
+    kinds = {"NetworkService": "ssh", "NetworkSerialPort": "serial"}
+    kinds.update(dict.fromkeys(POWER_DRIVERS, "power"))
+    ssh, serial, power = (
+        _pick(place, kind, [r for r in resources if kinds.get(r.cls) == kind])
+        for kind in ("ssh", "serial", "power")
+    )
     for chosen in (ssh, serial, power):
         if chosen is not None and not chosen.avail:
             raise _unavailable(place, chosen)
