@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -40,19 +39,34 @@ class QuarantineError(NpuHilError):
     """A quarantine file that cannot be used: ``file:line:column: key.path: ...``."""
 
 
-@dataclass(frozen=True)
-class QuarantineEntry:
+def _date(value: Any) -> date:
+    """A date as ``YYYY-MM-DD``, bare (YAML's timestamp, as written) or quoted."""
+    text = value.text if isinstance(value, Written) else value
+    if not isinstance(text, str) or not _DATE.match(text):
+        raise expected("a date YYYY-MM-DD")
+    try:
+        return date.fromisoformat(text)
+    except ValueError as exc:
+        raise expected("a date YYYY-MM-DD", why=str(exc)) from None
+
+
+class _Entry(Entry):
+    test: Text = Field(description=f"a test {_EVERY}")
+    target: Text | None = None
+    board: Text | None = None
+    reason: Text = Field(description=f"a reason {_EVERY}")
+    link: Annotated[Text, matching(_URL, "an http(s) URL")] | None = None
+    expires: Annotated[date, PlainValidator(_date)] = Field(
+        description=f"expires, a date YYYY-MM-DD {_EVERY}"
+    )
+
+
+class QuarantineEntry(_Entry):
     """One entry of the list; ``where`` is ``file:line:column`` of the entry, ``index`` its
     position in the list."""
 
-    test: str
-    reason: str
-    expires: date
     where: str
     index: int
-    target: str | None = None
-    board: str | None = None
-    link: str | None = None
 
     @property
     def label(self) -> str:
@@ -106,28 +120,6 @@ def read_quarantine(path: str | Path) -> tuple[QuarantineEntry, ...]:
     return parse_quarantine(text, source=str(path))
 
 
-def _date(value: Any) -> date:
-    """A date as ``YYYY-MM-DD``, bare (YAML's timestamp, as written) or quoted."""
-    text = value.text if isinstance(value, Written) else value
-    if not isinstance(text, str) or not _DATE.match(text):
-        raise expected("a date YYYY-MM-DD")
-    try:
-        return date.fromisoformat(text)
-    except ValueError as exc:
-        raise expected("a date YYYY-MM-DD", why=str(exc)) from None
-
-
-class _Entry(Entry):
-    test: Text = Field(description=f"a test {_EVERY}")
-    target: Text | None = None
-    board: Text | None = None
-    reason: Text = Field(description=f"a reason {_EVERY}")
-    link: Annotated[Text, matching(_URL, "an http(s) URL")] | None = None
-    expires: Annotated[date, PlainValidator(_date)] = Field(
-        description=f"expires, a date YYYY-MM-DD {_EVERY}"
-    )
-
-
 class _File(Entry):
     quarantine: list[_Entry] = Field(description="a list of entries")
 
@@ -146,7 +138,7 @@ def parse_quarantine(text: str, *, source: str = "<quarantine>") -> tuple[Quaran
     except InventoryError as exc:
         raise QuarantineError(exc.message) from None
     return tuple(
-        QuarantineEntry(
+        QuarantineEntry.model_construct(  # checked already, as a file's entry
             **entry.model_dump(),
             where=located.where(("quarantine", index), path=False),
             index=index,
