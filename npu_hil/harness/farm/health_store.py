@@ -13,7 +13,7 @@ import re
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -260,12 +260,7 @@ class HealthStore:
             now = self.read(board)
             last = now.last
             history = list(now.history)
-            if last is None or (last.state, last.what, last.cause, last.run_id) != (
-                event.state,
-                event.what,
-                event.cause,
-                event.run_id,
-            ):
+            if last is None or replace(last, time=event.time) != event:
                 history.append(event)
             changed = state != now.state or now.problem is not None
             updated = BoardHealth(
@@ -310,9 +305,7 @@ def stored_health(folder: str | os.PathLike[str], boards: list[str]) -> dict[str
     store = HealthStore(Path(folder))
     found = {}
     for board in boards:
-        try:
+        with contextlib.suppress(NpuHilError):  # a name that cannot name a health file has none
             if os.path.lexists(store.path(board)):
                 found[board] = store.read(board).to_dict()
-        except NpuHilError:
-            continue
     return found

@@ -24,9 +24,6 @@ from npu_hil.harness.yaml_reader import Written, plain_integer, plain_number
 
 __all__ = [
     "MAX_SECONDS",
-    "MAX_TEXT",
-    "OPTION_KEY_RE",
-    "RUNTIME_NAME_RE",
     "Baudrate",
     "Command",
     "FilePath",
@@ -39,7 +36,6 @@ __all__ = [
     "Target",
     "Text",
     "Word",
-    "checked_text",
     "matching",
     "number",
 ]

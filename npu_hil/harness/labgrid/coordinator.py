@@ -191,8 +191,8 @@ class CoordinatorClient:
             for path in place.acquired_resources:
                 exporter, group_name, _cls, resource_name = path
                 match = place.getmatch(path)
-                entry = self._session.resources.get(exporter, {}).get(group_name, {})
-                entry = entry.get(resource_name)
+                group = self._session.resources.get(exporter, {}).get(group_name, {})
+                entry = group.get(resource_name)
                 if entry is None:
                     raise LabgridError(
                         f"place {name}: resource {'/'.join(path)} is orphaned "

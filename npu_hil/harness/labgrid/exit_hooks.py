@@ -8,6 +8,7 @@ Installed only over the default action, from the main thread; SIGKILL is the led
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import signal
 import threading
@@ -75,11 +76,9 @@ def _restore() -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     for signum, previous in list(_previous.items()):
-        try:
+        with contextlib.suppress(ValueError, OSError):
             if signal.getsignal(signum) is _on_signal:
                 signal.signal(signum, previous)
-        except (ValueError, OSError):
-            pass
         del _previous[signum]
 
 
