@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from npu_hil.harness.farm.inventory import VENDOR_OF, load_inventory
+from npu_hil.harness.farm.inventory import load_inventory
 from npu_hil.harness.farm.starter import (
     BUILTIN_SOURCE,
     InventoryExistsError,
@@ -17,6 +17,7 @@ from npu_hil.harness.farm.starter import (
     starter_inventory_text,
     write_starter_inventory,
 )
+from npu_hil.targets.registry import VENDOR_OF
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from npu_hil.harness.labgrid import LabgridConfig, LabgridPlaces
+from npu_hil.harness.labgrid.config import LabgridConfig
+from npu_hil.harness.labgrid.places import LabgridPlaces
 
 
 def main(argv: list[str]) -> int:
@@ -22,7 +23,7 @@ def main(argv: list[str]) -> int:
         LabgridConfig(coordinator, places=(place,), wait=30.0), workdir=Path(workdir)
     )
     places.acquire(place)
-    shared = "shared" if places.shared(place) else "acquired"
+    shared = "shared" if places._held[place].shared else "acquired"
     print(f"held {places.identity} {shared}", flush=True)
     if "--exit" in argv:
         return 0

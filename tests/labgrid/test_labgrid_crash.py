@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from npu_hil.harness.labgrid import LabgridConfig, LabgridPlaces, PlaceBusyError
+from npu_hil.harness.labgrid.config import LabgridConfig
+from npu_hil.harness.labgrid.errors import PlaceBusyError
 from npu_hil.harness.labgrid.ledger import Holder, PlaceLedger, current_holder, holder_alive
+from npu_hil.harness.labgrid.places import LabgridPlaces
 from tests.labgrid.lab import SSH_PLACE, Lab
 
 HOLDER = Path(__file__).with_name("holder.py")

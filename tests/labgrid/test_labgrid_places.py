@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from npu_hil.harness.labgrid import LabgridConfig, LabgridError, LabgridPlaces, PlaceBusyError
-from npu_hil.harness.labgrid.errors import PlaceLostError
+from npu_hil.harness.labgrid.config import LabgridConfig
+from npu_hil.harness.labgrid.errors import LabgridError, PlaceBusyError, PlaceLostError
+from npu_hil.harness.labgrid.places import LabgridPlaces, select_places
 from npu_hil.harness.transport.serial_console import SerialTransport
 from npu_hil.harness.transport.ssh import SshTransport
 from tests.labgrid.lab import COLLEAGUE, RAW_PLACE, SERIAL_PLACE, SSH_PLACE, Lab
@@ -23,7 +24,7 @@ def places(lab: Lab, workdir: Path, **options: object) -> LabgridPlaces:
 
 def test_select_by_name_and_tags(lab: Lab, workdir: Path) -> None:
     with places(lab, workdir, places=(RAW_PLACE,), tags={"target": "rk3588"}) as lg:
-        chosen = lg.select()
+        chosen = select_places(lg.config, lg._client.places())
         assert [p.name for p in chosen] == [RAW_PLACE, SERIAL_PLACE, SSH_PLACE]
         assert chosen[2].tags["target"] == "rk3588"
         assert lg.held == ()
@@ -31,7 +32,7 @@ def test_select_by_name_and_tags(lab: Lab, workdir: Path) -> None:
 
 def test_unknown_place_lists_the_known_ones(lab: Lab, workdir: Path) -> None:
     with places(lab, workdir, places=("nope-01",)) as lg, pytest.raises(LabgridError) as caught:
-        lg.select()
+        select_places(lg.config, lg._client.places())
     assert "no place 'nope-01'" in caught.value.message
     assert SSH_PLACE in caught.value.message
 

@@ -17,12 +17,9 @@ from npu_hil.harness.farm import (
     parse_inventory,
     resolve_labgrid_boards,
 )
-from npu_hil.harness.labgrid import (
-    LabgridConfig,
-    LabgridError,
-    ResourceState,
-    endpoints_of,
-)
+from npu_hil.harness.labgrid.config import LabgridConfig
+from npu_hil.harness.labgrid.endpoints import ResourceState, endpoints_of
+from npu_hil.harness.labgrid.errors import LabgridError
 
 # End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
 pytestmark = pytest.mark.e2e
@@ -118,7 +115,9 @@ def test_without_labgrid_the_harness_imports_and_says_what_to_install(tmp_path: 
 
         sys.meta_path.insert(0, NoLabgrid())
         import npu_hil.harness.farm, npu_hil.harness.labgrid
-        from npu_hil.harness.labgrid import LabgridConfig, LabgridMissingError, LabgridPlaces
+        from npu_hil.harness.labgrid.config import LabgridConfig
+        from npu_hil.harness.labgrid.errors import LabgridMissingError
+        from npu_hil.harness.labgrid.places import LabgridPlaces
         from npu_hil.harness.errors import NpuHilError
         assert not issubclass(LabgridMissingError, npu_hil.harness.errors.TransportError)
         from pathlib import Path
@@ -177,9 +176,9 @@ def test_section_parses_offline_with_positions(tmp_path: Path) -> None:
     assert section.ssh.key_file == str(tmp_path / "keys" / "farm")
     assert section.ssh.host_key_policy == "accept-new" and section.ssh.host is None
     assert (section.serial.user, section.serial.password_env) == ("root", "CONSOLE_PW")
-    b = section.entry("b-02")
+    b = section.entries.get("b-02")
     assert b is not None and (b.target, b.adapter, b.workdir) == ("kl730", "kneron", "/data")
-    assert b.where == "farm.yaml:4:18: labgrid.places[1]"
+    assert section.at["b-02"] == "farm.yaml:4:18: labgrid.places[1]"
     defaults = section.defaults
     assert (defaults.adapter, defaults.fallback, defaults.timeouts.run) == ("rknnlite", "sim", 5.0)
 

@@ -1,13 +1,8 @@
-"""The board farm: the inventory (what each board is), sessions on boards (simulated or real),
-health and recovery (power cycles, retries, circuit breakers), power control and cross-process
-locks. A model runs on a session with :func:`npu_hil.harness.pipeline.run_model`.
-
-Works without pytest; the plugin maps its options and markers onto :class:`Farm`.
+"""The board farm: the inventory, sessions on boards (simulated or real), health and recovery,
+power control and cross-process locks; works without pytest.
 
 The names below are imported on first use (PEP 562): the plugin reads the farm's light modules
-(:mod:`npu_hil.harness.farm.recovery`, :mod:`npu_hil.harness.farm.breaker`, ...) in every pytest
-run, and importing this package must not pull in the sessions, the agent client and onnx with
-them until a test asks for a board.
+in every pytest run, and must not pull in the sessions, the agent client and onnx with them.
 """
 
 from __future__ import annotations
@@ -17,36 +12,29 @@ from typing import TYPE_CHECKING
 from npu_hil.harness.lazyexports import lazy_exports
 
 if TYPE_CHECKING:
-    from npu_hil.harness.farm.breaker import BoardBrokenError, CircuitBreaker
-    from npu_hil.harness.farm.defaults import BACKENDS
+    from npu_hil.harness.farm.breaker import BoardBrokenError
     from npu_hil.harness.farm.farm import Farm
     from npu_hil.harness.farm.inventory import (
         Board,
         Inventory,
         InventoryError,
-        PowerConfig,
         Timeouts,
-        TransportConfig,
         load_inventory,
         parse_inventory,
     )
     from npu_hil.harness.farm.labgrid_boards import resolve_labgrid_boards
     from npu_hil.harness.farm.power import power_cycle
     from npu_hil.harness.farm.recovery import NO_RETRY, BoardUnhealthyError, RetryPolicy
-    from npu_hil.harness.farm.session import BoardSession, Health
+    from npu_hil.harness.farm.session import BoardSession
 
 # name -> the module of this package that defines it (the imports above, for type checkers)
 _EXPORTS = {
-    "BACKENDS": "defaults",
     "BoardBrokenError": "breaker",
-    "CircuitBreaker": "breaker",
     "Farm": "farm",
     "Board": "inventory",
     "Inventory": "inventory",
     "InventoryError": "inventory",
-    "PowerConfig": "inventory",
     "Timeouts": "inventory",
-    "TransportConfig": "inventory",
     "load_inventory": "inventory",
     "parse_inventory": "inventory",
     "resolve_labgrid_boards": "labgrid_boards",
@@ -55,25 +43,19 @@ _EXPORTS = {
     "BoardUnhealthyError": "recovery",
     "RetryPolicy": "recovery",
     "BoardSession": "session",
-    "Health": "session",
 }
 
 __all__ = [
-    "BACKENDS",
     "NO_RETRY",
     "Board",
     "BoardBrokenError",
     "BoardSession",
     "BoardUnhealthyError",
-    "CircuitBreaker",
     "Farm",
-    "Health",
     "Inventory",
     "InventoryError",
-    "PowerConfig",
     "RetryPolicy",
     "Timeouts",
-    "TransportConfig",
     "load_inventory",
     "parse_inventory",
     "power_cycle",

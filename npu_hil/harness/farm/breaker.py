@@ -1,20 +1,12 @@
-"""A per-board circuit breaker: a board whose infrastructure failed N times in a row is taken out.
+"""A per-board circuit breaker: a board whose infrastructure failed N times in a row is taken
+out (:class:`BoardBrokenError` at once) until a power cycle; with a :class:`BreakerFile` it counts
+for the whole pytest-xdist run (docs/farm/health.md, "Retries, power cycles and the circuit
+breaker").
 
-Every model run on a board reports to the board's breaker: an infrastructure failure
-(TransportError, a killed agent, a timeout) counts one, anything that reached the board's runtime
-and came back (a result, a DeviceError, a buffer mismatch) resets the count. At ``threshold``
-failures in a row the breaker opens: every later run on that board raises
-:class:`BoardBrokenError` at once with the cause, so a full disk or a dead board costs N
-attempts, not every test's retries. A power cycle closes it again
-(:meth:`npu_hil.harness.farm.Farm.power_cycle`).
-
-pytest-xdist runs a session in several worker processes, each with a farm of its own, so a
-breaker given a :class:`BreakerFile` (the farm's are) counts for the whole run: its failures in a
-row and, once open, its message live in one small JSON file per board in the farm's health
-folder, ``<board>.breaker.json``, with an entry per run (the run id the workers share). It is
-rewritten whole under a file lock, and read without the lock only when it changed (one ``stat``
-before each job). A file that cannot be trusted or read, or a folder that cannot be written, is
-never an error: the breaker counts in its own process, and a warning says why once.
+An infrastructure failure (TransportError, a killed agent, a timeout) counts one; anything that
+reached the board's runtime and came back (a result, a DeviceError, a mismatch) resets the count.
+The file is rewritten whole under a file lock and read without it only when it changed (one
+``stat`` before each job).
 """
 
 from __future__ import annotations
@@ -25,7 +17,6 @@ import logging
 import os
 import stat
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,9 +26,9 @@ from filelock import FileLock, Timeout
 
 from npu_hil.harness.errors import NpuHilError, TransportError
 from npu_hil.harness.farm.defaults import DEFAULT_THRESHOLD
-from npu_hil.harness.farm.health_store import write_private
+from npu_hil.harness.farm.health_store import board_file, distrust, utc_now, write_private
 from npu_hil.harness.files import read_json
-from npu_hil.harness.folders import check_private_dir, file_problem, private_dir
+from npu_hil.harness.folders import private_dir
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -80,21 +71,15 @@ class BreakerFile:
     """The shared breaker state of ``board`` for the run ``run_id``, in ``folder``."""
 
     def __init__(self, folder: str | os.PathLike[str], board: str, run_id: str) -> None:
-        if not board or "/" in board or board.startswith("."):
-            raise NpuHilError(f"board name {board!r} cannot name a circuit breaker file")
         self.folder = Path(folder)
+        self.path = board_file(self.folder, board, ".breaker.json", "a circuit breaker file")
         self.board = board
         self.run_id = run_id
         self.problem: str | None = None  # why it is not used (then the breaker is per process)
         self._seen: tuple[int, ...] | None = None
         self._state = _EMPTY
-        self._folder_checked = False
         self._damage: str | None = None  # the damage last warned of
         self._lock = threading.Lock()
-
-    @property
-    def path(self) -> Path:
-        return self.folder / f"{self.board}.breaker.json"
 
     def look(self) -> BreakerState | None:
         """This run's state as the file has it now; None when the file is not to be used."""
@@ -125,14 +110,13 @@ class BreakerFile:
                 return None
             try:
                 private_dir(self.folder)
-                self._folder_checked = True
                 with FileLock(f"{self.path}.lock", timeout=LOCK_TIMEOUT_S):
                     runs = self._stored()
                     if runs is None:
                         return None
                     state = dataclasses.replace(
                         change(runs.get(self.run_id, _EMPTY)),
-                        time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                        time=utc_now(),
                     )
                     runs[self.run_id] = state
                     self._write(runs)
@@ -171,18 +155,11 @@ class BreakerFile:
             return {}
 
     def _distrust(self, info: os.stat_result) -> str | None:
-        """Why the file is not to be believed, or None: its folder or itself another user's
-        or writable by others (whoever can write it decides which boards are refused)."""
-        if not self._folder_checked:
-            try:
-                check_private_dir(self.folder)
-            except (OSError, NpuHilError) as exc:
-                return f"not trusted: {exc.message if isinstance(exc, NpuHilError) else exc}"
-            self._folder_checked = True
+        """Why the file is not to be believed, or None (:func:`distrust`, and a regular file)."""
         if not stat.S_ISREG(info.st_mode):
             kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a regular file"
             return f"{self.path}: expected a regular file, got {kind}"
-        return file_problem(self.path, info)
+        return distrust(self.folder, self.path, info)
 
     def _write(self, runs: dict[str, BreakerState]) -> None:
         # The runs written last are kept, this one always.
@@ -275,22 +252,14 @@ class CircuitBreaker:
         opened_now = False
 
         def count(state: BreakerState) -> BreakerState:
-            nonlocal opened_now
+            nonlocal opened_now  # as the last count says (a shared one may fail, then a local one)
             failures = (*state.failures, failure)[-MAX_FAILURES:]
-            opened = state.opened
-            if opened is None and self.threshold and len(failures) >= self.threshold:
-                opened, opened_now = self._message(failures), True
-            return BreakerState(failures, opened)
+            opened_now = bool(
+                state.opened is None and self.threshold and len(failures) >= self.threshold
+            )
+            return BreakerState(failures, self._message(failures) if opened_now else state.opened)
 
-        # The run's count when there is one (under its file lock), else this process's.
-        state = self._shared_update(count)
-        if state is None:
-            with self._lock:
-                opened_now = False
-                state = count(BreakerState(tuple(self.failures), self.opened))
-                self.failures[:], self.opened = state.failures, state.opened
-        else:
-            self._take(state)
+        state = self._change(count)
         if opened_now and self.on_open is not None:
             self.on_open(state.opened or "")
         return opened_now
@@ -298,22 +267,15 @@ class CircuitBreaker:
     def succeeded(self) -> None:
         """The board answered: the run of failures is over."""
         state = self._shared_look()
-        if state is not None and state.failures and state.opened is None:
+        if state is None or (state.failures and state.opened is None):
             # Written only when there is a run of failures to end: a passing job costs a stat.
-            state = self._shared_update(lambda now: now if now.opened else BreakerState())
-        if state is not None:
+            self._change(lambda now: now if now.opened else BreakerState())
+        else:
             self._take(state)
-            return
-        with self._lock:
-            if self.opened is None:
-                self.failures.clear()
 
     def reset(self) -> None:
         """Close the breaker (after a power cycle, the board starts afresh), for the whole run."""
-        self._shared_update(lambda _: BreakerState())
-        with self._lock:
-            self.failures.clear()
-            self.opened = None
+        self._change(lambda _: BreakerState())
 
     def _message(self, failures: tuple[str, ...]) -> str:
         return (
@@ -336,10 +298,18 @@ class CircuitBreaker:
     def _shared_look(self) -> BreakerState | None:
         return self.shared.look() if self.shared is not None and self.threshold else None
 
-    def _shared_update(self, change: Callable[[BreakerState], BreakerState]) -> BreakerState | None:
-        if self.shared is None or not self.threshold:
-            return None
-        return self.shared.update(change)
+    def _change(self, change: Callable[[BreakerState], BreakerState]) -> BreakerState:
+        """The state after ``change``: the run's (under its file lock) when there is one, else
+        this process's."""
+        if self.shared is not None and self.threshold:
+            state = self.shared.update(change)
+            if state is not None:
+                self._take(state)
+                return state
+        with self._lock:
+            state = change(BreakerState(tuple(self.failures), self.opened))
+            self.failures[:], self.opened = state.failures, state.opened
+        return state
 
 
 def _runs(data: Any) -> dict[str, BreakerState]:

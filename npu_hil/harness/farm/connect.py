@@ -1,15 +1,6 @@
-"""Reaching a real board: its inventory transport built and proven to work.
-
-Separate from :mod:`npu_hil.harness.farm.farm` because this is where a board's inventory entry (its
-typed transport configuration, workdir, python and connect timeout) is opened
-(:mod:`npu_hil.harness.transport.config` binds each kind to its transport class); the farm only
-decides
-*whether* a board is reached this way or simulated.
-
-A transport is proven at once (a trivial command runs there, unless the transport proves its
-link by itself: ``prove``): an unreachable board must show up as a :class:`TransportError` while
-the farm can still fall back to a simulated one, not halfway through the first test.
-"""
+"""Reaching a real board: its inventory transport opened and proven at once, so an unreachable
+board is a :class:`TransportError` while the farm can still fall back to a simulated one, not
+halfway through the first test."""
 
 from __future__ import annotations
 

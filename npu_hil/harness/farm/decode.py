@@ -1,11 +1,5 @@
-"""A device buffer of a run as the model's tensor: unpacked with the layout the run used, and
-optionally turned into float values with the quantization the runtime reported for it.
-
-The schemes are the vendor units' (``Vendor.decode``, ``npu_hil/targets/<vendor>/decode.py``): the
-first unit whose decoder recognises the reported fields turns the stored values into floats.
-
-A float tensor (the runtime kept float data) is returned as float32 whatever the scheme says.
-"""
+"""A device buffer's values in float, by the quantization the runtime reported: the first vendor
+unit's decoder (``npu_hil/targets/<vendor>/decode.py``) that recognises the reported fields."""
 
 from __future__ import annotations
 

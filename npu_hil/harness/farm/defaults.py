@@ -1,6 +1,5 @@
-"""The farm's names and defaults the pytest plugin declares its options with (``--backend``,
-``--hil-retries``, ``npu_hil_retry_backoff``, ``--hil-breaker``), named once, so that declaring
-them in every pytest run imports nothing else of the farm."""
+"""The farm's defaults the pytest plugin declares its options with, so that declaring them in
+every pytest run imports nothing else of the farm."""
 
 from __future__ import annotations
 

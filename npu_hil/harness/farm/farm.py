@@ -1,13 +1,8 @@
 """The farm: the inventory's boards, one session per board, health, power and cross-process locks.
 
-A simulated board (or any under ``backend="sim"``) runs the real agent in a per-board folder on
-this machine; a real board is reached through its inventory transport
-(:mod:`npu_hil.harness.farm.connect`) and, under ``backend="auto"`` with ``fallback: sim``, runs
-simulated when it cannot be (its session says why); a board whose inventory ``adapter`` is
-``sim`` is the simulated runtime behind a real link (``npu-hil simfarm``); a labgrid place is
-acquired when its session opens (:mod:`npu_hil.harness.farm.labgrid_boards`). Recovery is the
-farm's too (:mod:`npu_hil.harness.farm.recovery`), so a script calling :meth:`Farm.ready` gets
-what a pytest run gets.
+A simulated board runs the real agent in a per-board folder here; a real one is reached through
+its inventory transport, or runs simulated under ``backend="auto"`` with ``fallback: sim`` when
+it cannot be; a board whose ``adapter`` is ``sim`` is the simulated runtime behind a real link.
 """
 
 from __future__ import annotations
@@ -35,7 +30,6 @@ from npu_hil.harness.farm.defaults import BACKENDS
 from npu_hil.harness.farm.health_store import (
     BAD,
     GOOD,
-    HealthDocument,
     HealthStore,
     health_folder,
     state_key,
@@ -56,11 +50,9 @@ from npu_hil.harness.farm.recovery import (
     RetryPolicy,
     board_identity,
     health_problem,
-    identity_error,
 )
 from npu_hil.harness.farm.session import BoardSession, Health
 from npu_hil.harness.folders import default_workdir, private_dir
-from npu_hil.harness.models import Manifest, load_manifest
 from npu_hil.harness.transport.base import Transport
 from npu_hil.harness.transport.local import LocalTransport
 
@@ -164,7 +156,6 @@ class Farm:
         self._breakers: dict[str, CircuitBreaker] = {}
         self._sessions: dict[str, BoardSession] = {}
         self._health: dict[str, Health] = {}
-        self._manifest: Manifest | None = None
         self._places = FarmPlaces(
             self.inventory.labgrid,
             self.workdir,
@@ -198,13 +189,6 @@ class Farm:
             and (self.runtime is None or self.runtime in board.runtimes)
         ]
 
-    @property
-    def manifest(self) -> Manifest | None:
-        """The model manifest the inventory points at (loaded on first use), or None."""
-        if self._manifest is None and self.inventory.manifest is not None:
-            self._manifest = load_manifest(self.inventory.manifest)
-        return self._manifest
-
     # --- sessions --------------------------------------------------------------------------------
 
     def session(self, board: Board | str) -> BoardSession:
@@ -220,10 +204,6 @@ class Farm:
         self._sessions[board.name] = cached  # the most recently used last
         self._end_idle_agents(cached)
         return cached
-
-    def live_agents(self) -> list[str]:
-        """The boards whose agent is running, least recently used first."""
-        return [name for name, s in self._sessions.items() if s.client.running]
 
     def _end_idle_agents(self, current: BoardSession) -> None:
         """Room for ``current``'s agent: the others' beyond ``max_agents - 1`` end, least
@@ -345,11 +325,13 @@ class Farm:
                 session.adapter, session.adapter_options, timeout=board.timeouts.health
             )
             verdict = board_identity(
-                board.name, board.target, simulated=simulated, ping=ping, versions=versions
+                board.target, simulated=simulated, ping=ping, versions=versions
             )
             identity = dict(verdict.to_dict())
             if verdict.state == "mismatch":
-                raise identity_error(board.name, verdict)
+                raise BoardIdentityError(
+                    f"board {board.name} is not the SoC its inventory says: {verdict.detail}"
+                )
             if verdict.state == "unknown":
                 log.warning("%s: SoC identity unknown: %s", board.name, verdict.detail)
             golden = self.health_job(session) if self.health_job is not None else ""
@@ -391,9 +373,9 @@ class Farm:
             session = self._sessions.get(board.name)
             if session is not None:
                 condition.events.extend(session.take_events())
-            if condition.problem is not None and not condition.boot_log:
-                # Why it is unhealthy is often in what its console printed while it rebooted.
-                condition.boot_log = self.take_boot_log(board)
+                if condition.problem is not None and not condition.boot_log:
+                    # Why it is unhealthy is often in what its console printed while it rebooted.
+                    condition.boot_log = session.take_boot_log()
         if condition.problem is not None:
             raise BoardUnhealthyError(condition.problem)
 
@@ -453,10 +435,6 @@ class Farm:
         except (OSError, NpuHilError) as exc:  # a health file is evidence, not a precondition
             log.warning("%s: cannot store its health (%s): %s", board, state, exc)
 
-    def board_health(self, board: Board | str) -> HealthDocument:
-        """The board's stored health and history (what summary.json shows)."""
-        return self.health_store.read(self._board(board).name).to_dict()
-
     def clear_health(self, board: Board | str, *, by: str = "--clear-health") -> None:
         """Forget that the board is bad: its next health check decides."""
         name = self._board(board).name
@@ -492,12 +470,6 @@ class Farm:
         if session is not None:
             session.restart()
 
-    def take_boot_log(self, board: Board | str) -> str:
-        """What the board printed while rebooting since the last call (its serial console keeps
-        it), or ``""`` when it has no open session or did not reboot."""
-        session = self._sessions.get(self._board(board).name)
-        return session.take_boot_log() if session is not None else ""
-
     def lock(self, board: Board | str, *, timeout: float = LOCK_TIMEOUT_S) -> FileLock:
         """A cross-process lock for the board (``with farm.lock(board): ...``): pytest-xdist
         workers sharing this farm's workdir never use one board at the same time."""
@@ -532,11 +504,7 @@ class Farm:
 
 def _set(values: Iterable[str] | None) -> set[str] | None:
     """None (no filter) for None; a lone string is one name, not its characters."""
-    if values is None:
-        return None
-    if isinstance(values, str):
-        return {values}
-    return set(values)
+    return None if values is None else {values} if isinstance(values, str) else set(values)
 
 
 def _passed(health: Health) -> str:

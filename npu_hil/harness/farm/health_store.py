@@ -1,12 +1,6 @@
-"""Each board's health across runs: ``good``, ``bad`` or ``unknown``, with a bounded history
-(docs/farm/health.md, "Kept across runs").
-
-One small JSON file per board (``<workdir>/health/<inventory key>/<board>.health.json``, keyed by
-the inventory, :func:`state_key`), rewritten atomically under a file lock of its own. A bad board
-is refused by the next run with the cause (:meth:`BoardHealth.refusal`) until a power cycle and a
-passing check clear it, or ``--clear-health`` (:meth:`HealthStore.clear`). A file that cannot be
-read, or that another local user owns or may write (OpenSSH's StrictModes), reads ``unknown``
-with why: it never keeps a board out, nor lets a bad one in silently.
+"""Each board's health across runs: ``good``, ``bad`` or ``unknown``, with a bounded history,
+one JSON file per board (docs/farm/health.md, "Kept across runs"). A file that cannot be read,
+or that another local user owns or may write (OpenSSH's StrictModes), reads ``unknown`` with why.
 """
 
 from __future__ import annotations
@@ -19,7 +13,7 @@ import re
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -61,7 +55,6 @@ BREAKER_OPENED = "circuit breaker opened"
 POWER_CYCLED = "power cycled"
 CLEARED = "power cycled and passed a health check"
 RECOVERY_FAILED = "power cycled, still failing"
-REFUSED = "refused"
 CLEARED_BY_HAND = "cleared by hand"
 
 
@@ -94,6 +87,25 @@ def health_folder(workdir: str | os.PathLike[str], key: str) -> Path:
     chosen for one suite, taken as it is), else ``<workdir>/health/<key>`` (:func:`state_key`)."""
     given = os.environ.get(HEALTH_DIR_ENV)
     return Path(given) if given else Path(workdir) / "health" / key
+
+
+def board_file(folder: Path, board: str, suffix: str, what: str) -> Path:
+    """``<folder>/<board><suffix>``; NpuHilError when ``board`` cannot name a file there."""
+    if not board or "/" in board or board.startswith("."):
+        raise NpuHilError(f"board name {board!r} cannot name {what}")
+    return folder / f"{board}{suffix}"
+
+
+def distrust(folder: Path, path: Path, info: os.stat_result) -> str | None:
+    """Why a state file (``info`` its lstat) is not to be believed, or None: its folder or itself
+    is another user's or writable by others (whoever can write it decides which boards are good)."""
+    try:
+        check_private_dir(folder)
+    except UnsafeFolderError as exc:
+        return f"not trusted: {exc.message}"
+    except OSError as exc:
+        return f"{folder}: {exc.strerror or exc}"
+    return file_problem(path, info)
 
 
 def utc_now() -> str:
@@ -197,9 +209,7 @@ class HealthStore:
     _made: bool = field(default=False, repr=False)
 
     def path(self, board: str) -> Path:
-        if not board or "/" in board or board.startswith("."):
-            raise NpuHilError(f"board name {board!r} cannot name a health file")
-        return self.folder / f"{board}.health.json"
+        return board_file(self.folder, board, ".health.json", "a health file")
 
     def _lock(self, board: str) -> FileLock:
         if not self._made:
@@ -217,9 +227,9 @@ class HealthStore:
             return BoardHealth(board)
         except OSError as exc:
             return BoardHealth(board, problem=f"{path}: {exc.strerror or exc}")
-        distrust = self._distrust(path, info)
-        if distrust is not None:
-            return BoardHealth(board, problem=distrust)
+        why = distrust(self.folder, path, info)
+        if why is not None:
+            return BoardHealth(board, problem=why)
         try:
             data = read_json(path, "a board's health file", MAX_HEALTH_BYTES, follow=False)
         except InputFileError as exc:
@@ -237,17 +247,6 @@ class HealthStore:
             history=tuple(HealthEvent.from_dict(e) for e in history if isinstance(e, dict)),
         )
 
-    def _distrust(self, path: Path, info: os.stat_result) -> str | None:
-        """Why a health file is not to be believed, or None: its folder or itself is another
-        user's or writable by others (anyone who can write it decides which boards are good)."""
-        try:
-            check_private_dir(self.folder)
-        except UnsafeFolderError as exc:
-            return f"not trusted: {exc.message}"
-        except OSError as exc:
-            return f"{self.folder}: {exc.strerror or exc}"
-        return file_problem(path, info)
-
     def record(
         self, board: str, state: str, what: str, *, cause: str = "", run_id: str = ""
     ) -> BoardHealth:
@@ -261,12 +260,7 @@ class HealthStore:
             now = self.read(board)
             last = now.last
             history = list(now.history)
-            if last is None or (last.state, last.what, last.cause, last.run_id) != (
-                event.state,
-                event.what,
-                event.cause,
-                event.run_id,
-            ):
+            if last is None or replace(last, time=event.time) != event:
                 history.append(event)
             changed = state != now.state or now.problem is not None
             updated = BoardHealth(
@@ -311,9 +305,7 @@ def stored_health(folder: str | os.PathLike[str], boards: list[str]) -> dict[str
     store = HealthStore(Path(folder))
     found = {}
     for board in boards:
-        try:
+        with contextlib.suppress(NpuHilError):  # a name that cannot name a health file has none
             if os.path.lexists(store.path(board)):
                 found[board] = store.read(board).to_dict()
-        except NpuHilError:
-            continue
     return found

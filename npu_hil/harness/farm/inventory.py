@@ -1,16 +1,7 @@
-"""The board inventory (``inventory.yaml``): what each board *is*, as plain data.
-
-Parsed as composed nodes (:mod:`npu_hil.harness.yaml_reader`) so every node keeps its position,
-and checked once by the pydantic models here (:class:`InventoryFile` and the ones it holds, down
-to the ``labgrid:`` section's): an error names the file, line and column, the key path, what was
-expected and what came, e.g. ``farm.yaml:23:7: boards[4].transport.port: expected an integer,
-got "22a"`` (:mod:`~npu_hil.harness.farm.inventory_reader`; the field types are
-:mod:`~npu_hil.harness.farm.inventory_types`). Secrets never belong in the file
-(:mod:`~npu_hil.harness.farm.inventory_secrets`). Reading stays offline: the farm asks a labgrid
-coordinator for its places (:mod:`~npu_hil.harness.farm.labgrid_boards`).
-
-The schema, with examples: docs/farm/inventory.md and docs/farm/labgrid.md; every key: the
-generated "Inventory keys" reference page.
+"""The board inventory (``inventory.yaml``): what each board *is*, checked once by the pydantic
+models here, each error at its ``file:line:column: key.path``. Reading stays offline (the farm
+asks a labgrid coordinator for its places). The schema: docs/farm/inventory.md and
+docs/farm/labgrid.md; every key: the generated "Inventory keys" reference page.
 """
 
 from __future__ import annotations
@@ -64,8 +55,7 @@ from npu_hil.harness.transport.config import (
 )
 from npu_hil.harness.transport.defaults import HostKeyPolicy
 from npu_hil.harness.yaml_reader import MAX_CHARS, YamlProblem, compose
-from npu_hil.targets.registry import HW_ADAPTERS as HW_ADAPTERS  # re-exported
-from npu_hil.targets.registry import VENDOR_OF as VENDOR_OF  # re-exported
+from npu_hil.targets.registry import HW_ADAPTERS, VENDOR_OF
 
 __all__ = [
     "NAME_RE",
@@ -232,37 +222,6 @@ Wait = Annotated[float, number("a number in [0, 86400]", lambda n: 0 <= n <= MAX
 Prio = Annotated[float, number("a number in [-1e+06, 1e+06]", lambda n: abs(n) <= MAX_PRIO)]
 
 
-@dataclass(frozen=True)
-class LabgridPlaceEntry:
-    """A place the inventory names, with the settings it gives it (None: the section's)."""
-
-    place: str
-    where: str  # ``file:line:column: labgrid.places[i]``, for errors found later
-    target: str | None = None
-    adapter: str | None = None
-    python: str | None = None
-    workdir: str | None = None
-    fallback: str | None = None
-
-
-@dataclass(frozen=True)
-class LabgridSection:
-    """The parsed section. ``ssh`` and ``serial`` are transports without an address (the place's
-    resources give it); the boards' adapter (None: the vendor's default for a real board),
-    python, workdir, fallback and timeouts are ``defaults``' unless a place's entry says."""
-
-    config: LabgridConfig
-    entries: tuple[LabgridPlaceEntry, ...]
-    where: str
-    prefer: str = "ssh"
-    ssh: SshConfig = field(default_factory=SshConfig)
-    serial: SerialConfig = field(default_factory=SerialConfig)
-    defaults: Defaults = field(default_factory=Defaults)
-
-    def entry(self, place: str) -> LabgridPlaceEntry | None:
-        return next((e for e in self.entries if e.place == place), None)
-
-
 class PlaceEntry(Entry):
     """A place of ``places``: its name, or a mapping with its own settings."""
 
@@ -302,6 +261,25 @@ class LabgridEntry(Entry):
         return self
 
 
+@dataclass(frozen=True)
+class LabgridSection:
+    """The parsed section. ``entries``: the places the inventory names, with the settings they
+    give (None: the section's), and ``at`` where each is (``file:line:column:
+    labgrid.places[i]``, for errors found later). ``ssh`` and ``serial`` are transports without
+    an address (the place's resources give it); the boards' adapter (None: the vendor's default
+    for a real board), python, workdir, fallback and timeouts are ``defaults``' unless a place's
+    entry says."""
+
+    config: LabgridConfig
+    entries: Mapping[str, PlaceEntry]
+    at: Mapping[str, str]
+    where: str
+    prefer: str = "ssh"
+    ssh: SshConfig = field(default_factory=SshConfig)
+    serial: SerialConfig = field(default_factory=SerialConfig)
+    defaults: Defaults = field(default_factory=Defaults)
+
+
 def labgrid_section(entry: LabgridEntry, defaults: Defaults, located: Located) -> LabgridSection:
     """The section, its places' positions kept for errors found when the coordinator is asked."""
     options = entry.model_dump(
@@ -315,14 +293,11 @@ def labgrid_section(entry: LabgridEntry, defaults: Defaults, located: Located) -
             **options,
         )
     except ValueError as exc:
-        raise located.error(("labgrid",), str(exc)) from None
-    places = ("labgrid", "places")
+        raise InventoryError(f"{located.where(('labgrid',))}: {exc}") from None
     return LabgridSection(
         config=config,
-        entries=tuple(
-            LabgridPlaceEntry(where=located.where((*places, i)), **e.model_dump())
-            for i, e in enumerate(entry.places)
-        ),
+        entries={e.place: e for e in entry.places},
+        at={e.place: located.where(("labgrid", "places", i)) for i, e in enumerate(entry.places)},
         where=located.where(("labgrid",)),
         prefer=entry.prefer,
         ssh=entry.ssh.config(),
@@ -331,8 +306,6 @@ def labgrid_section(entry: LabgridEntry, defaults: Defaults, located: Located) -
     )
 
 
-# VENDOR_OF (target → vendor) and HW_ADAPTERS (vendor → the runtime adapter a real board uses
-# unless the inventory names another) are the vendor units' (npu_hil.targets.registry).
 SIM_ADAPTER = "sim"
 
 

@@ -1,11 +1,6 @@
 """A YAML document checked by a pydantic model, each error put back at its node:
-``file:line:column: key.path: what was expected, what came``.
-
-Pydantic validates the plain data of the composed nodes (:func:`validate`) and names where an
-error is by its ``loc``; :class:`Located` walks that path back down the nodes. What its errors
-do not carry is found here: the keys a mapping takes (for a "did you mean"), what a missing
-field is (its ``description``), and what came, as written, escaped and cut short. The models
-are :class:`Entry` ones, their field types :mod:`~npu_hil.harness.farm.inventory_types`.
+``file:line:column: key.path: what was expected, what came`` (pydantic's ``loc`` walked back down
+the composed nodes; a "did you mean", a missing field's ``description``, what came, escaped).
 """
 
 from __future__ import annotations
@@ -145,9 +140,6 @@ class Located:
         """``file:line:column: key.path`` of ``loc`` (``file:line:column`` without ``path``)."""
         steps, node, _ = self.find(loc)
         return self._at(steps if path else (), node)
-
-    def error(self, loc: Loc, message: str) -> InventoryError:
-        return InventoryError(f"{self.where(loc)}: {message}")
 
     def _at(self, steps: Loc, node: Node) -> str:
         mark = node.start_mark

@@ -1,12 +1,6 @@
-"""Secrets never belong in an inventory: a key or a password anywhere in the file is refused,
-before a field is read, and the message never repeats the secret.
-
-Every node is looked at as the document becomes plain data (:func:`secret_check` is
-:func:`~npu_hil.harness.yaml_reader.plain_data`'s check), before its tag is: keys that name a
-secret (``password``, ``key``, ``api_token``), key material or a password in any value, tag
-keys and ``!!binary`` included, and a ``password_env`` whose value cannot be a variable's name
-(``123456``, ``true``, ``S3cret!``: likely the password itself, never shown). A file that is not
-even YAML is looked into too.
+"""Secrets never belong in an inventory: a key or a password anywhere in the file (a key that
+names a secret, key material in any value, ``!!binary`` decoded, a ``password_env`` that is no
+variable's name) is refused before a field is read, and the message never repeats the secret.
 """
 
 from __future__ import annotations

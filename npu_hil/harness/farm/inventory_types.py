@@ -1,10 +1,6 @@
-"""The inventory's field types: pydantic's, each with the check YAML text needs.
-
-YAML 1.1 reads ``yes`` as a boolean, ``022`` as octal, ``1:30`` as 90 and ``.inf`` as infinity,
-so such values arrive as written (:class:`~npu_hil.harness.yaml_reader.Written`) and each type
-says what it takes: a number only as a plain decimal, text only as text (``tags: [yes]`` is
-refused, with a note to quote it), a command's words as written (``[pdu-ctl, on, 4]``), a
-board's free-form ``adapter_options`` and ``runtimes`` as the plain data a job's JSON carries.
+"""The inventory's field types: pydantic's, each with the check YAML text needs. YAML 1.1 reads
+``yes``, ``022``, ``1:30`` and ``.inf`` as other than text, so such values arrive as written
+(:class:`~npu_hil.harness.yaml_reader.Written`) and each type says what it takes of them.
 """
 
 from __future__ import annotations
@@ -28,9 +24,6 @@ from npu_hil.harness.yaml_reader import Written, plain_integer, plain_number
 
 __all__ = [
     "MAX_SECONDS",
-    "MAX_TEXT",
-    "OPTION_KEY_RE",
-    "RUNTIME_NAME_RE",
     "Baudrate",
     "Command",
     "FilePath",
@@ -43,7 +36,6 @@ __all__ = [
     "Target",
     "Text",
     "Word",
-    "checked_text",
     "matching",
     "number",
 ]

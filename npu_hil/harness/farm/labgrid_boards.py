@@ -1,13 +1,9 @@
 """Boards from a labgrid coordinator: the ``labgrid:`` section's places turned into inventory
-boards when the farm comes up (reading the inventory stays offline), and the places the farm
-holds (:class:`FarmPlaces`), whose resources become a board's transport when its session opens.
+boards when the farm comes up, and the places the farm holds (:class:`FarmPlaces`), acquired when
+a board's session opens and held until the farm closes (docs/farm/labgrid.md).
 
-The coordinator is asked which places exist once (tags select them, a tag names their target):
-every pytest-xdist worker must collect the same boards, so they come from one listing, not from
-whatever happens to be free. A place is acquired the first time its board's session opens and
-held until the farm closes: acquiring per test would let another user take the board between two
-tests of a nightly. Only the boards a run uses are acquired (``--target rk3588`` leaves the other
-places to others), and a run that never touches one never connects.
+The places are listed once, not by what happens to be free: every pytest-xdist worker must
+collect the same boards.
 """
 
 from __future__ import annotations
@@ -19,14 +15,12 @@ from pathlib import Path
 
 from npu_hil.harness.codec import known_targets
 from npu_hil.harness.farm.inventory import (
-    HW_ADAPTERS,
     NAME_RE,
-    VENDOR_OF,
     Board,
     Inventory,
     InventoryError,
-    LabgridPlaceEntry,
     LabgridSection,
+    PlaceEntry,
     PowerConfig,
 )
 from npu_hil.harness.labgrid.config import PlaceState
@@ -35,6 +29,7 @@ from npu_hil.harness.labgrid.errors import LabgridError, LabgridMissingError
 from npu_hil.harness.labgrid.places import LabgridPlaces, select_places
 from npu_hil.harness.labgrid.power import PowerAction
 from npu_hil.harness.transport.config import SerialConfig, SshConfig
+from npu_hil.targets.registry import HW_ADAPTERS, VENDOR_OF
 
 __all__ = ["FarmPlaces", "board_at", "resolve_labgrid_boards"]
 
@@ -64,7 +59,7 @@ def _list_places(section: LabgridSection) -> dict[str, PlaceState] | None:
 def _offline(section: LabgridSection) -> list[PlaceState]:
     """Without the coordinator, only places the inventory names with their target can be
     boards (their sessions then fail to connect, and fall back where the inventory allows)."""
-    unknown = [e.place for e in section.entries if e.target is None]
+    unknown = [name for name, e in section.entries.items() if e.target is None]
     if section.config.tags or unknown:
         what = (
             "which places its tags select"
@@ -75,7 +70,7 @@ def _offline(section: LabgridSection) -> list[PlaceState]:
             f"{section.where}: cannot reach the labgrid coordinator "
             f"{section.config.coordinator} to learn {what}"
         )
-    return [PlaceState(e.place, {}, "", None, None, (), None, ()) for e in section.entries]
+    return [PlaceState(name) for name in section.entries]
 
 
 def _link(section: LabgridSection, place: PlaceState) -> str:
@@ -89,8 +84,8 @@ def _link(section: LabgridSection, place: PlaceState) -> str:
 
 def _board(section: LabgridSection, place: PlaceState, taken: set[str]) -> Board:
     # A place the tags selected has no entry of its own: the section's settings are its.
-    entry = section.entry(place.name) or LabgridPlaceEntry(place.name, section.where)
-    where = entry.where
+    entry = section.entries.get(place.name) or PlaceEntry.model_construct(place=place.name)
+    where = section.at.get(place.name, section.where)
     if not NAME_RE.match(place.name):
         raise InventoryError(
             f"{where}: place {place.name!r}: a board name needs [a-z0-9._-] characters"
@@ -139,8 +134,8 @@ def resolve_labgrid_boards(inventory: Inventory) -> Inventory:
         try:
             selected = select_places(section.config, places)
         except LabgridError as exc:
-            missing = next((e for e in section.entries if e.place not in places), None)
-            where = missing.where if missing is not None else section.where
+            missing = next((name for name in section.entries if name not in places), None)
+            where = section.at[missing] if missing is not None else section.where
             raise InventoryError(f"{where}: {exc.message}") from None
     taken = {board.name for board in inventory.boards}
     boards = [_board(section, place, taken) for place in selected]

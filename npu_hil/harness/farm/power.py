@@ -1,9 +1,5 @@
-"""Power control of a board: the inventory's commands, run as subprocesses with a timeout, or
-the power resource of a labgrid place, switched by labgrid's own driver.
-
-Commands are argv lists (never a shell), so nothing in the inventory is interpreted twice. Every
-power failure is a TransportError (infrastructure, not a test failure).
-"""
+"""Power control of a board: the inventory's commands (argv lists, never a shell) with a timeout,
+or a labgrid place's power resource. Every failure is a TransportError (infrastructure)."""
 
 from __future__ import annotations
 
@@ -11,20 +7,17 @@ import logging
 import subprocess
 import time
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING
 
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.farm.inventory import Board
 
+if TYPE_CHECKING:
+    from npu_hil.harness.farm.labgrid_boards import FarmPlaces
+
 __all__ = ["power_cycle", "run_power_command"]
 
 log = logging.getLogger(__name__)
-
-
-class LabgridPower(Protocol):
-    """What switches a labgrid place's power (the farm's :class:`FarmPlaces`)."""
-
-    def power(self, place: str, action: Literal["on", "off", "cycle"], *, delay: float) -> None: ...
 
 
 OFF_ON_PAUSE_S = 2.0
@@ -54,7 +47,7 @@ def run_power_command(board: Board, argv: Sequence[str], what: str) -> None:
 
 
 def power_cycle(
-    board: Board, *, pause_s: float = OFF_ON_PAUSE_S, labgrid: LabgridPower | None = None
+    board: Board, *, pause_s: float = OFF_ON_PAUSE_S, labgrid: FarmPlaces | None = None
 ) -> None:
     """Cut and restore the board's power: its ``cycle`` command, else ``off`` then ``on``; for
     ``power: {labgrid: place}`` the place's power resource through ``labgrid``."""

@@ -1,16 +1,10 @@
-"""The quarantine list: tests the farm knows to be failing, still run but not failing the run.
-
-The file (its keys and rules: docs/farm/quarantine.md) is read by
-:mod:`npu_hil.harness.yaml_reader` and checked by a pydantic model with
-:func:`~npu_hil.harness.farm.inventory_reader.validate`, so every error is
-``file:line:column: key.path: ...`` like the inventory's. ``test`` is an :mod:`fnmatch` pattern
-over pytest's node id, with or without its parameters.
+"""The quarantine list: tests the farm knows to be failing, still run but not failing the run
+(docs/farm/quarantine.md); errors are ``file:line:column: key.path: ...`` like the inventory's.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -45,19 +39,34 @@ class QuarantineError(NpuHilError):
     """A quarantine file that cannot be used: ``file:line:column: key.path: ...``."""
 
 
-@dataclass(frozen=True)
-class QuarantineEntry:
+def _date(value: Any) -> date:
+    """A date as ``YYYY-MM-DD``, bare (YAML's timestamp, as written) or quoted."""
+    text = value.text if isinstance(value, Written) else value
+    if not isinstance(text, str) or not _DATE.match(text):
+        raise expected("a date YYYY-MM-DD")
+    try:
+        return date.fromisoformat(text)
+    except ValueError as exc:
+        raise expected("a date YYYY-MM-DD", why=str(exc)) from None
+
+
+class _Entry(Entry):
+    test: Text = Field(description=f"a test {_EVERY}")
+    target: Text | None = None
+    board: Text | None = None
+    reason: Text = Field(description=f"a reason {_EVERY}")
+    link: Annotated[Text, matching(_URL, "an http(s) URL")] | None = None
+    expires: Annotated[date, PlainValidator(_date)] = Field(
+        description=f"expires, a date YYYY-MM-DD {_EVERY}"
+    )
+
+
+class QuarantineEntry(_Entry):
     """One entry of the list; ``where`` is ``file:line:column`` of the entry, ``index`` its
     position in the list."""
 
-    test: str
-    reason: str
-    expires: date
     where: str
     index: int
-    target: str | None = None
-    board: str | None = None
-    link: str | None = None
 
     @property
     def label(self) -> str:
@@ -75,17 +84,14 @@ class QuarantineEntry:
 
     def to_dict(self) -> dict[str, str]:
         """What a record keeps of the entry (plain strings)."""
-        out = {
+        optional = {"target": self.target, "board": self.board, "link": self.link}
+        return {
             "test": self.test,
             "reason": self.reason,
             "expires": self.expires.isoformat(),
             "entry": f"quarantine[{self.index}] ({self.where})",
+            **{key: value for key, value in optional.items() if value is not None},
         }
-        for key in ("target", "board", "link"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        return out
 
 
 def today_utc() -> date:
@@ -114,28 +120,6 @@ def read_quarantine(path: str | Path) -> tuple[QuarantineEntry, ...]:
     return parse_quarantine(text, source=str(path))
 
 
-def _date(value: Any) -> date:
-    """A date as ``YYYY-MM-DD``, bare (YAML's timestamp, as written) or quoted."""
-    text = value.text if isinstance(value, Written) else value
-    if not isinstance(text, str) or not _DATE.match(text):
-        raise expected("a date YYYY-MM-DD")
-    try:
-        return date.fromisoformat(text)
-    except ValueError as exc:
-        raise expected("a date YYYY-MM-DD", why=str(exc)) from None
-
-
-class _Entry(Entry):
-    test: Text = Field(description=f"a test {_EVERY}")
-    target: Text | None = None
-    board: Text | None = None
-    reason: Text = Field(description=f"a reason {_EVERY}")
-    link: Annotated[Text, matching(_URL, "an http(s) URL")] | None = None
-    expires: Annotated[date, PlainValidator(_date)] = Field(
-        description=f"expires, a date YYYY-MM-DD {_EVERY}"
-    )
-
-
 class _File(Entry):
     quarantine: list[_Entry] = Field(description="a list of entries")
 
@@ -154,7 +138,7 @@ def parse_quarantine(text: str, *, source: str = "<quarantine>") -> tuple[Quaran
     except InventoryError as exc:
         raise QuarantineError(exc.message) from None
     return tuple(
-        QuarantineEntry(
+        QuarantineEntry.model_construct(  # checked already, as a file's entry
             **entry.model_dump(),
             where=located.where(("quarantine", index), path=False),
             index=index,

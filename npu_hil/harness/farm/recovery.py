@@ -1,15 +1,6 @@
-"""Recovery and retry policy: what the farm does when a board's infrastructure fails, the same
-from a script as under pytest (docs/farm/health.md, "Retries, power cycles and the circuit
-breaker").
-
-The health check (:meth:`Farm.check_health <npu_hil.harness.farm.Farm.check_health>`)
-power-cycles a board that does not answer, once, but never one that is another SoC than its
-inventory says (:func:`board_identity`: the inventory or the wiring is wrong, which no power
-cycle mends). :class:`RetryPolicy` is what every session carries (applied by
-:func:`npu_hil.harness.pipeline.run_model`); the circuit breaker is
-:mod:`npu_hil.harness.farm.breaker`. The board events' texts are here too, so a report says the
-same whoever ran the board.
-"""
+"""Recovery and retry policy, the same from a script as under pytest: the health check's power
+cycle, the retries every session carries, and the board events' texts (docs/farm/health.md,
+"Retries, power cycles and the circuit breaker")."""
 
 from __future__ import annotations
 
@@ -28,10 +19,7 @@ if TYPE_CHECKING:
 
 
 __all__ = [
-    "DEFAULT_BACKOFF_S",
-    "DEFAULT_RETRIES",
     "NO_RETRY",
-    "RETRYABLE",
     "BoardCondition",
     "BoardIdentityError",
     "BoardUnhealthyError",
@@ -39,17 +27,12 @@ __all__ = [
     "RetryPolicy",
     "board_identity",
     "breaker_event",
-    "describe",
     "fallback_event",
     "health_problem",
-    "identity_error",
     "unreachable_event",
 ]
 
 T = TypeVar("T")
-
-RETRYABLE = INFRA_FAILURES
-"""What a retry is paid for: the board's infrastructure failing (TransportError, a timeout)."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +89,7 @@ class RetryPolicy:
         while True:
             try:
                 return attempt()
-            except RETRYABLE as exc:
+            except INFRA_FAILURES as exc:  # what a retry is paid for
                 # An open breaker was opened by this failure or an earlier one: no retry is
                 # paid for it.
                 if isinstance(exc, BoardBrokenError) or done >= self.retries:
@@ -175,7 +158,6 @@ class BoardIdentityError(TransportError):
 
 
 def board_identity(
-    board: str,
     target: str,
     *,
     simulated: bool,
@@ -204,10 +186,6 @@ def board_identity(
     strings = found.get("compatible")
     compatible = [str(s) for s in strings] if isinstance(strings, list) else []
     return judge_identity(target, compatible, source=source)
-
-
-def identity_error(board: str, verdict: IdentityVerdict) -> BoardIdentityError:
-    return BoardIdentityError(f"board {board} is not the SoC its inventory says: {verdict.detail}")
 
 
 def unreachable_event(message: str) -> str:

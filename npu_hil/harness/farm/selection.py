@@ -1,10 +1,6 @@
-"""The command line's board selection (``--target``, ``--board``) checked against an inventory.
-
-A typo in a filter used to skip every case "for want of a board" and leave the run green; now a
-value no board of the inventory has is a usage error, one line naming the value and the values
-the inventory does have. The pytest plugin checks at the start of the session, ``npu-hil
-nightly`` before it starts pytest.
-"""
+"""The command line's board selection (``--target``, ``--board``, ``--runtime``) checked against
+an inventory: a value no board has is a usage error naming the values it does have, not a run
+that skips every case "for want of a board" and stays green."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""A board session: one board's transport and agent client, and whether it is really simulated.
-
-Separate from :mod:`npu_hil.harness.farm.farm` because a session is what a test holds and what
-:func:`npu_hil.harness.pipeline.run_model` runs on; the farm decides which transport a session gets.
-"""
+"""A board session: one board's transport and agent client, and whether it is really simulated:
+what a test holds and :func:`npu_hil.harness.pipeline.run_model` runs on."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
 """The starting inventory: one simulated board per target, with the comments a first real board
-needs.
-
-It serves twice. ``npu-hil inventory init`` writes it for a user to edit, and the pytest plugin
-uses it, unwritten, as the built-in simulated farm when no inventory is given or found, so a
-model developer's plain ``pytest`` runs on simulated boards with nothing to set up. The
-repository's own ``inventory.yaml`` is this text (a test holds the two together).
-"""
+needs. ``npu-hil inventory init`` writes it, and the plugin uses it unwritten as the built-in
+simulated farm when no inventory is given or found (the repository's ``inventory.yaml`` is it)."""
 
 from __future__ import annotations
 
@@ -14,7 +9,8 @@ import os
 from pathlib import Path
 
 from npu_hil.harness.errors import NpuHilError
-from npu_hil.harness.farm.inventory import VENDOR_OF, Inventory, parse_inventory
+from npu_hil.harness.farm.inventory import Inventory, parse_inventory
+from npu_hil.targets.registry import VENDOR_OF
 
 BUILTIN_SOURCE = "<built-in simulated farm>"
 """The inventory's ``source`` when it is the built-in one: records and reports name it so."""
@@ -43,15 +39,10 @@ class InventoryExistsError(NpuHilError):
     """``inventory init`` would overwrite a file that is already there."""
 
 
-def board_name(target: str) -> str:
-    """The starting inventory's name for the board of ``target``: the first of its kind."""
-    return f"{target}-01"
-
-
 def starter_inventory_text() -> str:
     """The commented starting inventory, one simulated board per target, vendor by vendor."""
     targets = list(VENDOR_OF)  # the registry's order: each vendor's targets together
-    names = [board_name(t) for t in targets]
+    names = [f"{t}-01" for t in targets]  # the first board of its kind
     name_width = max(len(n) for n in names) + 1  # the `name,` column lines up
     target_width = max(len(t) for t in targets) + 1
     lines = [_HEADER.format(count=len(targets), example=targets[0])]

@@ -1,8 +1,5 @@
-"""What the harness needs to know about a labgrid coordinator: plain data, checked on creation.
-
-The inventory's ``labgrid:`` section becomes one :class:`LabgridConfig`; nothing here talks to
-the network or imports labgrid.
-"""
+"""What the harness needs to know about a labgrid coordinator (the inventory's ``labgrid:``
+section): plain data, checked on creation."""
 
 from __future__ import annotations
 
@@ -87,22 +84,15 @@ class PlaceState:
     """A copy of a place as the coordinator last published it."""
 
     name: str
-    tags: Mapping[str, str]
-    comment: str
-    acquired: str | None  # "host/user" of the holder
-    reservation: str | None  # token of the reservation the place is allocated to
-    matches: tuple[str, ...]
-    unmatched: str | None  # a match no resource of a connected exporter satisfies
+    tags: Mapping[str, str] = field(default_factory=dict)
+    acquired: str | None = None  # "host/user" of the holder
+    reservation: str | None = None  # token of the reservation the place is allocated to
+    unmatched: str | None = None  # a match no resource of a connected exporter satisfies
     resource_classes: tuple[str, ...] = ()  # classes of the published resources it matches
 
 
 @dataclass(frozen=True)
 class ReservationInfo:
     token: str
-    owner: str
     state: str  # waiting, allocated, acquired, expired, invalid
     allocations: tuple[str, ...]
-
-    @property
-    def ready(self) -> bool:
-        return self.state in ("allocated", "acquired")

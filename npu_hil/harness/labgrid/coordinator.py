@@ -1,18 +1,7 @@
-"""A synchronous client of a labgrid coordinator, on top of labgrid's own ``ClientSession``.
-
-labgrid's client is asyncio code that expects to own the calling thread's event loop. The harness
-is synchronous (pytest, the farm) and must keep working while a test blocks for minutes, so each
-session runs on an event loop in a daemon thread of its own and every call here hands a coroutine
-to that loop and waits for it with a deadline.
-
-What is labgrid's and what is ours: the connection, the start-up handshake, the subscription and
-the live mirror of places and resources are ``ClientSession``'s; requests go through its gRPC
-stub with labgrid's generated messages (the coordinator's documented protocol). Its
-command-line methods (``acquire``, ``create_reservation``, ...) are not used: they read an
-argparse namespace and print to stdout.
-
-This is the only module that imports labgrid; importing it without labgrid installed raises
-:class:`~npu_hil.harness.labgrid.errors.LabgridMissingError`.
+"""A synchronous client of a labgrid coordinator, on top of labgrid's own ``ClientSession``
+(docs/labgrid-notes.md, "Client API used by the harness"): the session runs on an event loop in
+a daemon thread of its own, and every call waits for its coroutine with a deadline. The only
+module that imports labgrid (:class:`~npu_hil.harness.labgrid.errors.LabgridMissingError`).
 """
 
 from __future__ import annotations
@@ -22,10 +11,10 @@ import contextlib
 import importlib
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
-from npu_hil.harness.labgrid.config import PlaceState, ReservationInfo
+from npu_hil.harness.labgrid.config import DEFAULT_PORT, PlaceState, ReservationInfo
 from npu_hil.harness.labgrid.endpoints import ResourceState
 from npu_hil.harness.labgrid.errors import LabgridError, LabgridMissingError, PlaceBusyError
 
@@ -78,14 +67,14 @@ def own_connection(session: Any) -> None:
 
 def _reservation(res: Any) -> ReservationInfo:
     places = tuple(p for group in res.allocations.values() for p in group)
-    return ReservationInfo(res.token, res.owner, res.state.name, places)
+    return ReservationInfo(res.token, res.state.name, places)
 
 
 class CoordinatorClient:
     """One connection to the coordinator at ``address`` (``host:port``)."""
 
     def __init__(self, address: str, *, connect_timeout: float = CONNECT_TIMEOUT_S) -> None:
-        self.address = proxymanager.get_grpc_address(address, default_port=20408)
+        self.address = proxymanager.get_grpc_address(address, default_port=DEFAULT_PORT)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name=f"labgrid-{self.address}", daemon=True
@@ -113,14 +102,10 @@ class CoordinatorClient:
 
     # --- plumbing ---------------------------------------------------------------------------------
 
-    def _call(self, make: Callable[[], Awaitable[T]], timeout: float, what: str) -> T:
+    def _call(self, make: Callable[[], Coroutine[Any, Any, T]], timeout: float, what: str) -> T:
         if self._closed:
             raise LabgridError(f"labgrid coordinator {self.address}: {what}: client closed")
-
-        async def run() -> T:
-            return await make()
-
-        future = asyncio.run_coroutine_threadsafe(run(), self._loop)
+        future = asyncio.run_coroutine_threadsafe(make(), self._loop)
         try:
             return future.result(timeout)
         except TimeoutError:
@@ -177,10 +162,8 @@ class CoordinatorClient:
                 out[name] = PlaceState(
                     name=name,
                     tags=dict(place.tags),
-                    comment=place.comment,
                     acquired=place.acquired,
                     reservation=place.reservation,
-                    matches=tuple(repr(m) for m in place.matches),
                     unmatched=repr(unmatched) if unmatched is not None else None,
                     resource_classes=tuple(sorted(classes)),
                 )
@@ -208,8 +191,8 @@ class CoordinatorClient:
             for path in place.acquired_resources:
                 exporter, group_name, _cls, resource_name = path
                 match = place.getmatch(path)
-                entry = self._session.resources.get(exporter, {}).get(group_name, {})
-                entry = entry.get(resource_name)
+                group = self._session.resources.get(exporter, {}).get(group_name, {})
+                entry = group.get(resource_name)
                 if entry is None:
                     raise LabgridError(
                         f"place {name}: resource {'/'.join(path)} is orphaned "

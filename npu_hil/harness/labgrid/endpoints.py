@@ -1,20 +1,7 @@
-"""From a place's resources (as the coordinator publishes them) to what the harness connects to.
-
-Pure data in, pure data out: no labgrid import, so the mapping is tested without a coordinator.
-
-- ``NetworkService`` (address, username, port) → an SSH endpoint. A password in the resource is
-  ignored on purpose: the SSH transport logs in with keys only, and a password published by an
-  exporter would end up in logs and reports.
-- ``NetworkSerialPort`` (host, port, speed, protocol) → a pyserial URL: ``rfc2217://host:port``
-  for ``protocol: rfc2217`` (labgrid's default, what an exported ``RawSerialPort``/
-  ``USBSerialPort`` becomes, served by ser2net) and ``socket://host:port`` for ``raw`` (a plain
-  TCP console server). Its port is known only while the place is acquired: the exporter starts
-  ser2net on a fresh port at each acquisition.
-- a power resource (``NetworkPowerPort``, ``PDUDaemonPort``, ...) → kept as labgrid describes it,
-  to be driven by labgrid's own power driver (:mod:`npu_hil.harness.labgrid.power`).
-
-A place with two resources of one kind is ambiguous; the one named ``ssh``, ``console`` or
-``power`` (labgrid's named matches rename resources) is taken, else it is an error.
+"""From a place's resources (as the coordinator publishes them, docs/labgrid-notes.md
+"Exporter") to what the harness connects to: an SSH endpoint, a pyserial URL, a power resource
+for labgrid's own driver. No labgrid import. Of two resources of one kind, the one named ``ssh``,
+``console`` or ``power`` is taken (labgrid's named matches rename resources), else it is an error.
 """
 
 from __future__ import annotations
@@ -94,10 +81,6 @@ class PlaceEndpoints:
     power: PowerEndpoint | None = None
 
 
-def _bracketed(host: str) -> str:
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
-
-
 def _pick(place: str, kind: str, found: Sequence[ResourceState]) -> ResourceState | None:
     if len(found) <= 1:
         return found[0] if found else None
@@ -119,6 +102,8 @@ def _unavailable(place: str, resource: ResourceState) -> LabgridError:
 
 
 def _ssh(place: str, resource: ResourceState) -> SshEndpoint:
+    # A password in the resource is ignored on purpose: the SSH transport logs in with keys only,
+    # and a password published by an exporter would end up in logs and reports.
     address = str(resource.params.get("address") or "")
     if not address:
         raise LabgridError(f"place {place}: NetworkService {resource.name} has no address")
@@ -150,23 +135,19 @@ def _serial(place: str, resource: ResourceState) -> SerialEndpoint:
             f"one of {', '.join(SERIAL_SCHEMES)}"
         )
     speed = resource.params.get("speed") or 115200
-    url = f"{scheme}://{_bracketed(str(host))}:{int(port)}"
+    host = f"[{host}]" if ":" in str(host) and not str(host).startswith("[") else host  # IPv6
+    url = f"{scheme}://{host}:{int(port)}"
     return SerialEndpoint(url=url, baudrate=int(speed))
 
 
 def endpoints_of(place: str, resources: Sequence[ResourceState]) -> PlaceEndpoints:
     """The SSH, serial and power endpoints among an acquired place's resources."""
-    by_kind: dict[str, list[ResourceState]] = {"ssh": [], "serial": [], "power": []}
-    for resource in resources:
-        if resource.cls == "NetworkService":
-            by_kind["ssh"].append(resource)
-        elif resource.cls == "NetworkSerialPort":
-            by_kind["serial"].append(resource)
-        elif resource.cls in POWER_DRIVERS:
-            by_kind["power"].append(resource)
-    ssh = _pick(place, "ssh", by_kind["ssh"])
-    serial = _pick(place, "serial", by_kind["serial"])
-    power = _pick(place, "power", by_kind["power"])
+    kinds = {"NetworkService": "ssh", "NetworkSerialPort": "serial"}
+    kinds.update(dict.fromkeys(POWER_DRIVERS, "power"))
+    ssh, serial, power = (
+        _pick(place, kind, [r for r in resources if kinds.get(r.cls) == kind])
+        for kind in ("ssh", "serial", "power")
+    )
     for chosen in (ssh, serial, power):
         if chosen is not None and not chosen.avail:
             raise _unavailable(place, chosen)

@@ -1,18 +1,11 @@
-"""The errors of the labgrid layer.
-
-A coordinator that cannot be reached, a place someone else holds, a place whose resources went
-away: all infrastructure, so all :class:`~npu_hil.harness.errors.TransportError` (an *error* outcome
-in pytest, never a test failure). A missing labgrid installation is a configuration problem the
-user fixes with one command, so it is its own type and says that command.
-"""
+"""The errors of the labgrid layer: infrastructure, so TransportErrors (an *error* outcome in
+pytest), except a missing labgrid installation, which says how to install it."""
 
 from __future__ import annotations
 
 from npu_hil.harness.errors import NpuHilError, TransportError
 
 __all__ = ["LabgridError", "LabgridMissingError", "PlaceBusyError", "PlaceLostError"]
-
-INSTALL_HINT = "pip install 'npu-hil[labgrid]'"
 
 
 class LabgridMissingError(NpuHilError):
@@ -22,7 +15,7 @@ class LabgridMissingError(NpuHilError):
         why = f" ({detail})" if detail else ""
         super().__init__(
             f"boards from a labgrid coordinator need labgrid, which is not installed{why}: "
-            f"{INSTALL_HINT}"
+            "pip install 'npu-hil[labgrid]'"
         )
 
 

@@ -1,12 +1,7 @@
-"""The ledger: which places the processes of this host hold on a coordinator, and for whom.
-
-labgrid's coordinator keeps a place acquired after its client is gone, so a run killed with
-SIGKILL (or a power cut of the CI host) would leave its places acquired forever: each process
-writes down the places it holds (pid and start time, so a reused pid is not taken for the holder)
-and every process that opens the ledger releases the places whose holders are all dead. The
-pytest-xdist workers of one host (one ``host/user`` to the coordinator) share a place through it;
-the last to leave releases it. One JSON file per coordinator, changed under a file lock and
-replaced atomically.
+"""The ledger: which places the processes of this host hold on a coordinator, and for whom (pid
+and start time, so a reused pid is not taken for the holder). An acquired place has no lease, so
+the next process releases the places whose holders are all dead; pytest-xdist workers of one host
+share a place through it (docs/farm/labgrid.md, "What happens to the places").
 """
 
 from __future__ import annotations
@@ -20,10 +15,8 @@ import socket
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import cast
 
 from filelock import FileLock
-from typing_extensions import TypedDict
 
 from npu_hil.harness.procstat import proc_stat
 
@@ -33,23 +26,6 @@ log = logging.getLogger(__name__)
 
 VERSION = 1
 LOCK_TIMEOUT_S = 60.0
-
-
-class HolderDocument(TypedDict):
-    """A process in a ledger entry's ``holders``."""
-
-    pid: int
-    start: int | None
-
-
-class HoldingDocument(TypedDict):
-    """A place in the ledger file's ``places`` (:meth:`Holding.to_dict`)."""
-
-    place: str
-    owner: str
-    token: str | None
-    host: str
-    holders: list[HolderDocument]
 
 
 @dataclass(frozen=True)
@@ -71,9 +47,6 @@ class Holding:
     host: str
     holders: list[Holder] = field(default_factory=list)
 
-    def to_dict(self) -> HoldingDocument:
-        return cast(HoldingDocument, asdict(self))
-
     @classmethod
     def from_dict(cls, data: object) -> Holding:
         """A ledger entry read back; KeyError, TypeError or ValueError when it is not one."""
@@ -88,15 +61,10 @@ class Holding:
         )
 
 
-def _start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (Linux), None where /proc has none."""
-    stat = proc_stat(pid)
-    return None if stat is None else stat.start_time
-
-
 def current_holder() -> Holder:
     pid = os.getpid()
-    return Holder(pid, _start_time(pid))
+    stat = proc_stat(pid)  # its start time in clock ticks since boot, where /proc has one
+    return Holder(pid, None if stat is None else stat.start_time)
 
 
 def holder_alive(holder: Holder) -> bool:
@@ -115,16 +83,13 @@ def holder_alive(holder: Holder) -> bool:
     return True
 
 
-def _file_name(coordinator: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.-]+", "_", coordinator).strip("_") or "coordinator"
-
-
 class PlaceLedger:
     """The ledger file for one coordinator in ``folder``."""
 
     def __init__(self, folder: Path, coordinator: str) -> None:
         folder.mkdir(parents=True, exist_ok=True)
-        self.path = folder / f"places-{_file_name(coordinator)}.json"
+        name = re.sub(r"[^A-Za-z0-9.-]+", "_", coordinator).strip("_") or "coordinator"
+        self.path = folder / f"places-{name}.json"
         self.coordinator = coordinator
         self.host = socket.gethostname()
         self._lock = FileLock(str(self.path) + ".lock", timeout=LOCK_TIMEOUT_S)
@@ -153,7 +118,7 @@ class PlaceLedger:
         data = {
             "version": VERSION,
             "coordinator": self.coordinator,
-            "places": {name: h.to_dict() for name, h in sorted(holdings.items())},
+            "places": {name: asdict(h) for name, h in sorted(holdings.items())},
         }
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -1,13 +1,5 @@
 """Places of a labgrid coordinator as the harness's boards: selected, reserved, acquired, kept,
-released (how and why: docs/farm/labgrid.md, "What happens to the places").
-
-A place is reserved through labgrid's own scheduler and acquired once allocated, waiting up to
-``wait`` (:class:`PlaceBusyError` names the holder), and written to this host's ledger
-(:mod:`npu_hil.harness.labgrid.ledger`), where pytest-xdist siblings share it. A background thread
-keeps the reservations alive and notices a place taken away (:class:`PlaceLostError` at its next
-use). Release: :meth:`LabgridPlaces.close`, exit and SIGTERM/SIGHUP
-(:mod:`npu_hil.harness.labgrid.exit_hooks`), or after a SIGKILL the next start on this host.
-"""
+released (how and why: docs/farm/labgrid.md, "What happens to the places")."""
 
 from __future__ import annotations
 
@@ -15,10 +7,9 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import npu_hil.harness.labgrid.exit_hooks as exit_hooks
 from npu_hil.harness.labgrid.config import LabgridConfig, PlaceState
@@ -26,9 +17,6 @@ from npu_hil.harness.labgrid.endpoints import PlaceEndpoints, endpoints_of
 from npu_hil.harness.labgrid.errors import LabgridError, PlaceBusyError, PlaceLostError
 from npu_hil.harness.labgrid.ledger import Holding, PlaceLedger, current_holder
 from npu_hil.harness.labgrid.power import PowerAction, switch_power
-
-if TYPE_CHECKING:
-    from npu_hil.harness.labgrid.coordinator import CoordinatorClient
 
 __all__ = ["LabgridPlaces", "select_places", "selected_by_tags"]
 
@@ -77,23 +65,13 @@ class LabgridPlaces:
     (:attr:`released_stale` lists them). Use as a context manager or call :meth:`close`.
     """
 
-    def __init__(
-        self,
-        config: LabgridConfig,
-        *,
-        workdir: Path,
-        client: CoordinatorClient | None = None,
-        poll_interval: float = POLL_S,
-    ) -> None:
-        if client is None:
-            from npu_hil.harness.labgrid.coordinator import CoordinatorClient  # needs labgrid
+    def __init__(self, config: LabgridConfig, *, workdir: Path) -> None:
+        from npu_hil.harness.labgrid.coordinator import CoordinatorClient  # needs labgrid
 
-            client = CoordinatorClient(config.coordinator)
         self.config = config
-        self._client = client
-        self.identity = client.identity
+        self._client = CoordinatorClient(config.coordinator)
+        self.identity = self._client.identity
         self._ledger = PlaceLedger(workdir / "labgrid", config.coordinator)
-        self._poll = poll_interval
         self._lock = threading.RLock()
         self._held: dict[str, _Held] = {}
         self._lost: dict[str, str] = {}
@@ -106,13 +84,6 @@ class LabgridPlaces:
         except BaseException:
             self.close()
             raise
-
-    # --- selection -------------------------------------------------------------------------------
-
-    def select(self) -> list[PlaceState]:
-        """The places the configuration names or whose tags match, sorted by name. A named place
-        the coordinator does not know is a LabgridError listing the ones it knows."""
-        return select_places(self.config, self._client.places())
 
     def _filters(self, place: PlaceState) -> dict[str, str]:
         # The tags as well as the name: a place an admin retags out of the pool (say, for
@@ -150,7 +121,7 @@ class LabgridPlaces:
                 if remaining <= 0:
                     waited = f"waited {self.config.wait:.0f} s" if self.config.wait else "wait: 0"
                     raise PlaceBusyError(f"place {name}: {why} ({waited})")
-                time.sleep(min(self._poll, remaining))
+                time.sleep(min(POLL_S, remaining))
         finally:
             if held is None and token is not None:
                 with contextlib.suppress(LabgridError):
@@ -236,12 +207,6 @@ class LabgridPlaces:
         if found is None:
             raise LabgridError(f"place {name}: no power resource (NetworkPowerPort, ...)")
         switch_power(name, found, action, delay=delay)
-
-    def shared(self, name: str) -> bool:
-        """Whether this process uses the place through a sibling's acquisition (see the ledger)."""
-        with self._lock:
-            entry = self._held.get(name)
-        return entry is not None and entry.shared
 
     @property
     def held(self) -> tuple[str, ...]:
@@ -345,10 +310,8 @@ class LabgridPlaces:
         me = current_holder()
         with self._ledger.transaction() as holdings:
             holding = holdings.get(name)
-            if holding is None:
-                self._client.release(name, owner=self.identity)
-                if entry.token is not None:
-                    self._client.cancel(entry.token)
+            if holding is None:  # not in the ledger: ours alone
+                self._release_holding(Holding(name, self.identity, entry.token, self._ledger.host))
                 return
             holding.holders = [h for h in holding.holders if h != me]
             if not self._ledger.prune(holding):
@@ -380,12 +343,3 @@ class LabgridPlaces:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    @contextlib.contextmanager
-    def holding(self, name: str) -> Iterator[PlaceEndpoints]:
-        """``with places.holding(name) as endpoints:`` acquire, then release on the way out."""
-        endpoints = self.acquire(name)
-        try:
-            yield endpoints
-        finally:
-            self.release(name)

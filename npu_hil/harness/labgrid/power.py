@@ -1,12 +1,6 @@
-"""Switching a place's power with labgrid's own power drivers.
-
-The place's power resource (as :func:`~npu_hil.harness.labgrid.endpoints.endpoints_of` found it) is
-rebuilt as a labgrid resource on a throw-away ``Target`` and driven by the driver labgrid-client
-uses for that class (``NetworkPowerDriver`` for a ``NetworkPowerPort`` of any PDU model,
-``PDUDaemonDriver``, ...), so every PDU labgrid supports works here without a line of ours. The
-``extra`` labgrid attached (proxy hints of an isolated exporter) goes along, as labgrid-client
-does, so a PDU reachable only through its exporter host works too.
-"""
+"""Switching a place's power with labgrid's own power drivers, as labgrid-client does: its power
+resource rebuilt on a throw-away ``Target`` with its ``extra`` (proxy hints of an isolated
+exporter), so every PDU labgrid supports works here (docs/labgrid-notes.md, "Exporter")."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
 """Which distribution's files the importable ``serial`` package is: ``pyserial`` or labgrid's fork
-``pyserial-labgrid``.
-
-Both install the same top-level ``serial/`` package, so with both installed the one installed
-last owns the files on disk while the metadata of both stays. The name alone therefore cannot
-tell; the hashes pip recorded for each distribution can: the distribution whose recorded hash of
-``serial/__init__.py`` (where the version lives) matches the file on disk is the one in use.
-"""
+``pyserial-labgrid`` (both install ``serial/``): the one whose recorded hash of
+``serial/__init__.py`` matches the file on disk (docs/labgrid-notes.md, "Packaging")."""
 
 from __future__ import annotations
 
@@ -33,11 +28,6 @@ class SerialProvider:
     path: Path
 
 
-def _file_hash(path: Path) -> str:
-    digest = hashlib.sha256(path.read_bytes()).digest()
-    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
 def serial_provider() -> SerialProvider:
     """Inspect the installed ``serial`` package (without importing it). LookupError when there is
     no ``serial`` package at all."""
@@ -45,7 +35,8 @@ def serial_provider() -> SerialProvider:
     if spec is None or spec.origin is None:
         raise LookupError("no 'serial' package: install pyserial (pip install pyserial)")
     init = Path(spec.origin).resolve()
-    on_disk = _file_hash(init)
+    digest = base64.urlsafe_b64encode(hashlib.sha256(init.read_bytes()).digest())
+    on_disk = "sha256=" + digest.rstrip(b"=").decode("ascii")  # as a RECORD file writes it
     installed: list[str] = []
     match: tuple[str, str] | None = None
     for name in CANDIDATES:
