@@ -1,12 +1,7 @@
-"""Baselines and regressions: a case's figure against the same figure in its earlier runs (the
-rules, the flags and the messages: docs/model-developer/figures.md, "Baselines and regressions").
-
-The band is ``median ± max(k · 1.4826 · MAD, floor)`` over the last runs that passed on a board:
-1.4826 · MAD estimates a standard deviation that a single wild run does not move, and the floor
-keeps a band of identical values from being zero wide. One-sided: latency is worse higher,
-accuracy worse lower. A baseline is of one subject (the same model by content, the same inputs);
-a case whose subject changed starts a new one (:func:`new_baseline_note`).
-"""
+"""Baselines and regressions: a case's figure against the same figure in its earlier runs (rules,
+flags, messages: docs/model-developer/figures.md, "Baselines and regressions"). The band is
+``median ± max(k · 1.4826 · MAD, floor)``: a single wild run does not move the MAD, and the floor
+keeps a band of identical values from being zero wide."""
 
 from __future__ import annotations
 

@@ -29,7 +29,6 @@ __all__ = [
     "FORMATS",
     "jsonl_lines",
     "openmetrics_lines",
-    "openmetrics_text",
     "write_export",
 ]
 
@@ -158,10 +157,6 @@ def openmetrics_lines(history: History) -> Iterator[str]:
             if value is not None:
                 yield f"{family.name}{labels} {_number(value)}{stamp}\n"
     yield "# EOF\n"
-
-
-def openmetrics_text(history: History) -> str:
-    return "".join(openmetrics_lines(history))
 
 
 class ExportRecord(TypedDict):

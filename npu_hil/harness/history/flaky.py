@@ -1,9 +1,6 @@
-"""Per case over the last runs: the outcome strip, "failing since", a flakiness rate, the pass
-rate, and the latency and accuracy series (docs/farm/history.md).
-
-States are the comparison's (:func:`npu_hil.harness.report.compare.outcome_state`: a skip or an
-absence is no state), so the rate here and the comparison's "flaky" list count the same flips.
-"""
+"""Per case over the last runs: outcome strip, "failing since", flakiness, pass rate, latency and
+accuracy series (docs/farm/history.md). States are the comparison's
+(:func:`npu_hil.harness.report.compare.outcome_state`), so both count the same flips."""
 
 from __future__ import annotations
 

@@ -1,15 +1,7 @@
-"""The history's data: what one case measured in one run, the runs indexed, and what a baseline
-says about a new figure.
-
-On disk (JSON, written atomically, private like the run folders): each run folder's
-``measurements.json`` holds ``schema`` (1), the run's :class:`RunEntryDocument` fields and its
-``cases`` (each a :class:`CaseDocument`; no messages, no tracebacks); the reports root's
-``history.json`` holds ``schema``, ``keep`` and ``runs`` (each a :class:`RunEntryDocument`),
-oldest first, the newest ``keep`` runs. A case's ``latency`` is null when it timed nothing, its
-``accuracy`` the worst output's figures (``"inf"``: an exact match) or null, its ``noisy`` why the
-board's state moved during the timed runs. A run folder without measurements.json (older than the
-history, or crashed before its end) is simply not in the index.
-"""
+"""The history's data: a case's figures in one run, the runs indexed, a baseline's verdict. On disk
+(private, written atomically): each run folder's ``measurements.json`` (``schema``, the
+:class:`RunEntryDocument` fields, ``cases``: :class:`CaseDocument`) and the reports root's
+``history.json`` (``schema``, ``keep``, ``runs``: the newest ``keep``, oldest first)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from npu_hil.harness.history.model import CasePoint, RunEntry, WorstAccuracy, as_figure
-from npu_hil.harness.report.records import OUTCOMES, TestRecord, last_attempts
+from npu_hil.harness.report.records import OUTCOMES, TestRecord
 
 __all__ = [
     "LATENCY_FIELDS",
@@ -19,7 +19,6 @@ __all__ = [
     "case_point",
     "noise_reason",
     "run_entry",
-    "run_points",
     "subject_after",
     "worst_accuracy",
 ]
@@ -150,12 +149,6 @@ def case_point(record: TestRecord, run_id: str) -> CasePoint:
         noisy=noise_reason(record.board_state),
         subject=record.subject,
     )
-
-
-def run_points(records: Sequence[TestRecord], run_id: str) -> list[CasePoint]:
-    """One point per case, the last record of a nodeid winning (a rerun replaces its earlier
-    attempt, as in the run's report)."""
-    return [case_point(r, run_id) for r in last_attempts(records)]
 
 
 def run_entry(meta: Mapping[str, Any], points: Sequence[CasePoint], started: float) -> RunEntry:

@@ -1,16 +1,12 @@
-"""The report page's history view, as plain data: per board a latency (p50 per case over the
-runs) and a pass-rate plot as PNG data URIs, and a row per case (docs/farm/history.md). The
-report renders it (:func:`npu_hil.harness.report.html.history_section`) and never imports this
-package; a page draws at most ``MAX_BOARDS`` boards and ``MAX_CASES`` cases (failing and flaky
-first) and counts the rest.
-"""
+"""The report page's history view as plain data: per board a latency and a pass-rate plot (PNG
+data URIs) and a row per case, at most ``MAX_BOARDS`` boards and ``MAX_CASES`` cases (failing and
+flaky first; docs/farm/history.md). The page renders it and never imports this package."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from pathlib import Path
 
 from typing_extensions import TypedDict
 
@@ -21,7 +17,7 @@ from npu_hil.harness.history.flaky import (
     StripCell,
     case_histories,
 )
-from npu_hil.harness.history.store import History, load_history
+from npu_hil.harness.history.store import History
 from npu_hil.harness.report.compare import outcome_state
 from npu_hil.harness.report.plots import PlotStyle
 
@@ -36,7 +32,7 @@ PLOTS = PlotStyle(
 LINES_WITH_LEGEND = 8
 MARKED_RUNS = 60  # more lines than this: no legend (nodeids would fill the plot)
 
-__all__ = ["MAX_BOARDS", "MAX_CASES", "trends_view", "view_for_run"]
+__all__ = ["MAX_BOARDS", "MAX_CASES", "trends_view"]
 
 
 class CaseRow(TypedDict):
@@ -274,17 +270,3 @@ def trends_view(
         "omitted_boards": omitted_boards,
         "omitted_cases": omitted_cases,
     }
-
-
-def view_for_run(reports_root: Path, run_key: str, runs: int = DEFAULT_RUNS) -> TrendsView | None:
-    """The view for the report of a run of kind ``run_key`` (None when nothing is indexed, or
-    the history cannot be read: the report is written without it, never lost for it)."""
-    if not run_key:
-        return None
-    try:
-        history = load_history(Path(reports_root), run_key, limit=runs)
-        if not history.runs:
-            return None
-        return trends_view(history, runs)
-    except (OSError, ValueError, TypeError, KeyError):
-        return None

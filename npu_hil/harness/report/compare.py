@@ -1,10 +1,7 @@
-"""This run against earlier runs of the same kind in the same reports folder (docs/farm/nightly.md,
-"Since the previous run"): the baseline is the last *complete* run with the same run key, or the
-run named with ``--compare-with``; against it new failures, fixed, still failing; over a window of
-recent same-kind runs the flaky tests and a trend per board. A same-kind run newer than the
-baseline that did not finish is never compared with, and never skipped silently either: it is
-listed in ``previous_incomplete`` and said in the ``baseline`` sentence.
-"""
+"""This run against earlier runs of its kind in the same reports folder: new failures, fixed,
+still failing, flaky, a trend per board (docs/farm/nightly.md, "Since the previous run"). A
+same-kind run that did not finish is never compared with, nor skipped silently
+(``previous_incomplete``, and the ``baseline`` sentence)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""report.html: one self-contained page (inline CSS and script, heatmaps and plots as data URIs,
-nothing fetched from a network), built to be scanned in a minute; what it shows, in order, is in
-docs/farm/nightly.md ("Reading report.html"). The history section takes the view the caller built
-(``npu_hil.harness.history.trends.trends_view``): this layer reads no history itself.
-"""
+"""report.html: one self-contained page (inline CSS and script, images as data URIs); what it
+shows is in docs/farm/nightly.md ("Reading report.html"). The history section takes the view the
+caller built (``npu_hil.harness.history.trends.trends_view``): this layer reads no history."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""The runtime matrix (``npu-hil nightly --runtime-matrix``, docs/farm/nightly.md): the runs of
-one suite, one per runtime version, side by side in ``matrix.json`` and ``matrix.html``, a row
-per case and a column per runtime. A row whose outcomes differ is a *disagreement* and comes
-first; a case a runtime did not run is ``absent`` there, never a disagreement by itself.
-"""
+"""The runtime matrix (``npu-hil nightly --runtime-matrix``, docs/farm/nightly.md): matrix.json
+and matrix.html, a row per case and a column per runtime; rows that disagree come first, and a
+case a runtime did not run is ``absent`` there, never a disagreement by itself."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Latency and board state as the reports show them: JUnit properties, summary.json's latency
-table and the HTML line under a case. Fed from a record's ``latency`` (the figures of
-:class:`~npu_hil.harness.latency.Latency`) and ``board_state`` (the agent's readings before and
-after the timed runs)."""
+"""A record's ``latency`` (:class:`~npu_hil.harness.latency.Latency`'s figures) and
+``board_state`` (the agent's readings around the timed runs) as JUnit properties and page lines."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""What the plugin records for each test, and what the reports are built from.
-
-Plain data, JSON round-trippable, so a crashed run leaves readable records behind and pytest-xdist
-workers can hand them to the controller.
-"""
+"""What the plugin records for each test, and the reports are built from: plain data, JSON
+round-trippable (a crashed run leaves readable records; xdist workers hand them over)."""
 
 from __future__ import annotations
 
@@ -287,9 +284,7 @@ def last_attempts(records: Iterable[TestRecord]) -> list[TestRecord]:
 
 def scrubbed(record: TestRecord) -> TestRecord:
     """``record`` without secrets (:func:`npu_hil.harness.redact.scrub`) and with text safe to
-    write (:func:`npu_hil.harness.report.sanitize.clean_text`): applied where records are
-    written, so no report file holds key material and every one is valid, whatever exception
-    text a test ended with."""
+    write (:func:`npu_hil.harness.report.sanitize.clean_text`), whatever a test's exception said."""
     return TestRecord.from_dict(scrubbed_dict(record))
 
 

@@ -1,9 +1,6 @@
-"""What a run was: harness version and commit, exit status, and its *run key*: a hash of the
-suite, the inventory (path and content) and the selection, so that "since the previous run"
-compares only runs of the same kind and a ``-k`` debugging run never becomes a nightly's baseline
-(docs/farm/nightly.md). Plain values in, plain values out: the plugin reads them off its config
-(:mod:`npu_hil.harness.plugin.runmeta`), ``npu-hil nightly`` off its command line.
-"""
+"""What a run was: harness version, commit, exit status, and its *run key* (a hash of the suite,
+the inventory and the selection), so that "since the previous run" compares runs of one kind and
+a ``-k`` debugging run never becomes a nightly's baseline (docs/farm/nightly.md)."""
 
 from __future__ import annotations
 

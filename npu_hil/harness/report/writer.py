@@ -1,9 +1,6 @@
-"""Write a run's report files: junit.xml, summary.json, comparison.json, report.html.
-
-The plugin calls :func:`append_record` as each test finishes and :func:`write_run` at the end
-of the session; ``write_run(run_dir, load_records(run_dir), meta)`` rebuilds the report of a run
-that crashed before its end.
-"""
+"""A run's report files. The plugin calls :func:`append_record` as each test finishes and
+:func:`write_run` at the session's end; ``write_run(run_dir, None, meta)`` rebuilds the report of
+a run that crashed before its end."""
 
 from __future__ import annotations
 

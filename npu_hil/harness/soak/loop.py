@@ -1,14 +1,8 @@
-"""The soak loop: every chosen board runs the chosen models over and over on several contexts at
-once, each context asking its agent for a memory reading every ``sample_every_s``.
-
-A context is an agent of its own (process and runtime context): :class:`AgentClient
-<npu_hil.harness.agent.client.AgentClient>` is not thread-safe, and the board's first context is
-the farm's own session. The contexts are primed in turn first (agent started, one job per model,
-so the bundle and models are copied once, not raced), then all run in threads until the deadline
-or their count of jobs. A job is :func:`npu_hil.harness.pipeline.run_model` with the farm's retry
-policy and the board's breaker; it fails on an NpuHilError or buffers that do not match. A board
-whose breaker opens, or that fails its health check, stops its contexts, the cause kept.
-"""
+"""The soak loop (docs/farm/health.md, "Soak"): each board's contexts (an agent each:
+:class:`~npu_hil.harness.agent.client.AgentClient` is not thread-safe) are primed in turn (one job
+per model, so the bundle and models are copied once, not raced), then run in threads until the
+deadline or their count of jobs. A job is :func:`npu_hil.harness.pipeline.run_model` with the
+farm's retries and breaker; a board that breaks or fails its health check stops, the cause kept."""
 
 from __future__ import annotations
 

@@ -1,15 +1,8 @@
-"""The soak's verdict: a bounded leak slope per agent and memory pool, and a bounded error rate
-per board (the bounds and their defaults: docs/farm/health.md, "Soak").
-
-Each series is fitted (Theil-Sen, :mod:`~npu_hil.harness.soak.fit`) over jobs and over time,
-after a warm-up: memory climbs while an agent loads its models and its allocators fill, then
-levels off, and that climb is not a leak. Only one agent process counts per context (the one with
-the most samples: a restarted agent starts again from a small RSS). A series fails when its slope
-is over the bound, its 95 % interval lies above zero **and** the growth over the fitted span is
-more than ``floor_kib``: RSS noise around a flat line does not fail a soak, nor does a steep but
-tiny climb (an allocator filling its last arena: tens of KiB over a few dozen jobs). Too few
-samples after the warm-up cannot be judged, and fail as such.
-"""
+"""The soak's verdict: a bounded leak slope per agent and memory pool, a bounded error rate per
+board (the rules and defaults: docs/farm/health.md, "Soak"). One agent process counts per context,
+the one with the most samples (a restarted agent starts again from a small RSS). The growth floor
+keeps RSS noise and a steep but tiny climb (an allocator filling its last arena: tens of KiB)
+from failing a soak; too few samples after the warm-up cannot be judged, and fail as such."""
 
 from __future__ import annotations
 
