@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import cast
 
 from npu_hil.harness.history.model import Band, CasePoint, Regression, as_figure, strict_json
@@ -188,5 +188,5 @@ def evaluate(
 
 
 def finding_dict(regression: Regression) -> FindingDocument:
-    """``regression.to_dict()`` as strict JSON has it (an infinite median is ``"inf"``)."""
-    return cast(FindingDocument, strict_json(regression.to_dict()))
+    """``regression`` as strict JSON has it (an infinite median is ``"inf"``, runs a list)."""
+    return cast(FindingDocument, strict_json(asdict(regression)))

@@ -139,13 +139,14 @@ def numeric(value: Any) -> float | None:
     return None
 
 
-# outcome_state as a table, for the hot loop (the same states: checked by the tests)
+# outcome_state as a table: a history's view walks a million points, no call per point (the
+# same states: checked by the tests)
 _STATES = {o: s for o in ("passed", "failed", "error") if (s := outcome_state(o)) is not None}
 
 
 def flakiness(outcomes: Iterable[str | None]) -> tuple[float, int]:
     """(rate, flips) over the pass/fail states of ``outcomes`` (oldest first)."""
-    states = [s for s in map(outcome_state, outcomes) if s is not None]
+    states = [_STATES[o] for o in outcomes if o in _STATES]
     flips = state_flips(states)
     return (flips / (len(states) - 1) if len(states) > 1 else 0.0), flips
 
@@ -214,9 +215,8 @@ def _case_history(
     window: Sequence[RunEntry],
 ) -> CaseHistory:
     strip = tuple(p.outcome if p is not None else ABSENT for p in placed)
-    # one pass for the states (a history's view walks a million points: no call per point)
-    states = [_STATES[o] for o in strip if o in _STATES]
-    flips = state_flips(states)
+    flakiness_rate, flips = flakiness(strip)
+    passes, states = strip.count("passed"), sum(o in _STATES for o in strip)
     since_index = failing_since(strip)
     since = (
         (window[since_index].run_id, window[since_index].started)
@@ -231,9 +231,9 @@ def _case_history(
         run_ids=run_ids,
         strip=strip,
         failing_since=since,
-        flakiness=flips / (len(states) - 1) if len(states) > 1 else 0.0,
+        flakiness=flakiness_rate,
         flips=flips,
-        pass_rate=(states.count("pass") / len(states)) if states else None,
+        pass_rate=passes / states if states else None,
         latency_p50=tuple(_figure(p.latency, "p50_ms") if p is not None else None for p in placed),
         snr_db=tuple(_figure(p.accuracy, "snr_db") if p is not None else None for p in placed),
     )

@@ -11,7 +11,6 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from npu_hil.harness.report.records import FindingDocument
 from npu_hil.harness.report.runs import MEASUREMENTS_FILE as MEASUREMENTS_FILE
 
 SCHEMA_VERSION = 1
@@ -174,23 +173,3 @@ class Regression:
     band: Band
     severity: str
     message: str
-
-    def to_dict(self) -> FindingDocument:
-        band = self.band
-        return {
-            "board": self.board,
-            "nodeid": self.nodeid,
-            "metric": self.metric,
-            "value": self.value,
-            "band": {
-                "metric": band.metric,
-                "median": band.median,
-                "low": band.low,
-                "high": band.high,
-                "mad": band.mad,
-                "k": band.k,
-                "runs": list(band.runs),
-            },
-            "severity": self.severity,
-            "message": self.message,
-        }

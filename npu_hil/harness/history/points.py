@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from npu_hil.harness.history.model import CasePoint, RunEntry, WorstAccuracy, as_figure
+from npu_hil.harness.report.perf import CLOCKS
 from npu_hil.harness.report.records import OUTCOMES, TestRecord
 
 __all__ = [
@@ -112,9 +113,8 @@ def noise_reason(board_state: Mapping[str, Any] | None) -> str:
     if not isinstance(before, Mapping) or not isinstance(after, Mapping):
         return ""
     reasons = _thermal(before, after)
-    reasons += _clocks(before, after, "cpu", "policy", "cur_freq_khz")
-    reasons += _clocks(before, after, "npu", "device", "cur_freq_hz")
-    reasons += _clocks(before, after, "ddr", "device", "cur_freq_hz")
+    for kind, key, freq in CLOCKS:
+        reasons += _clocks(before, after, kind, key, freq)
     return "; ".join(reasons)
 
 

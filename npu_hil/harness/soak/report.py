@@ -46,7 +46,7 @@ def soak_document(run: SoakRun, verdict: Verdict, meta: RunMeta | None = None) -
 
 
 def _fit_line(axes: Any, series: SeriesFit, xs: list[float], color: Any) -> None:
-    fit = series.time_fit
+    fit = series.per_hour
     if fit is None or not xs:
         return
     hours = [x / 3600.0 for x in (min(xs), max(xs))]

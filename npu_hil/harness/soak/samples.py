@@ -122,5 +122,12 @@ class ContextCounts:
     pids: list[int] = field(default_factory=list)
     stopped: str | None = None
 
+    def tally(self, kind: str) -> None:
+        """One more job; ``kind``: why it failed, "" when it did not."""
+        self.jobs += 1
+        if kind:
+            self.errors += 1
+            self.by_kind[kind] = self.by_kind.get(kind, 0) + 1
+
     def to_dict(self) -> ContextDocument:
         return cast(ContextDocument, asdict(self))

@@ -7,8 +7,9 @@ from failing a soak; too few samples after the warm-up cannot be judged, and fai
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 import numpy as np
@@ -74,9 +75,7 @@ class SeriesFit:
     warmup_dropped: int
     pid: int | None = None
     per_1k: Fit | None = None
-    per_hour: Fit | None = None
-    # for the plot: the line over time, in the metric's units
-    time_fit: Fit | None = None
+    per_hour: Fit | None = None  # also the plot's line over time, in the metric's units
     problem: str | None = None
     failed: list[str] = field(default_factory=list)
 
@@ -158,18 +157,13 @@ def _fit_series(
     values = np.array([v for _, v in kept], dtype=np.float64)
     try:
         per_job = theil_sen(jobs, values)
-        result.per_1k = Fit(
-            per_job.slope * 1000,
-            per_job.intercept,
-            per_job.low * 1000,
-            per_job.high * 1000,
-            per_job.points,
+        result.per_1k = replace(
+            per_job, slope=per_job.slope * 1000, low=per_job.low * 1000, high=per_job.high * 1000
         )
     except ValueError as exc:
         result.problem = f"no slope over jobs: {exc}"
     try:
         result.per_hour = theil_sen(hours, values)
-        result.time_fit = result.per_hour
     except ValueError as exc:
         result.problem = f"no slope over time: {exc}"
     for fit, bound, unit, span in (
@@ -211,15 +205,14 @@ def judge(run: SoakRun, bounds: Bounds | None = None) -> Verdict:
             for text in fitted.failed:
                 reasons.append(f"{_who(fitted)}: leak slope {text}")
         rate = part.errors / part.jobs if part.jobs else 0.0
-        by_kind: dict[str, int] = {}
+        by_kind: Counter[str] = Counter()
         for counts in part.contexts:
-            for kind, n in counts.by_kind.items():
-                by_kind[kind] = by_kind.get(kind, 0) + n
+            by_kind.update(counts.by_kind)
         rates[part.board] = {
             "jobs": part.jobs,
             "errors": part.errors,
             "rate": rate,
-            "by_kind": by_kind,
+            "by_kind": dict(by_kind),
         }
         if part.jobs == 0:
             reasons.append(f"{part.board}: no job ran")
