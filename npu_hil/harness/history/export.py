@@ -13,7 +13,7 @@ from typing import IO
 
 from typing_extensions import TypedDict
 
-from npu_hil.harness.history.flaky import numeric
+from npu_hil.harness.history.flaky import figure
 from npu_hil.harness.history.model import (
     CasePoint,
     LatencyFigures,
@@ -45,17 +45,11 @@ class Family:
 
 
 def _latency(field: str) -> Callable[[CasePoint], float | None]:
-    def get(point: CasePoint) -> float | None:
-        return numeric(point.latency.get(field)) if point.latency else None
-
-    return get
+    return lambda point: figure(point.latency, field)
 
 
 def _accuracy(field: str) -> Callable[[CasePoint], float | None]:
-    def get(point: CasePoint) -> float | None:
-        return numeric(point.accuracy.get(field)) if point.accuracy else None
-
-    return get
+    return lambda point: figure(point.accuracy, field)
 
 
 def _passed(point: CasePoint) -> float | None:

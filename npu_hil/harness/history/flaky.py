@@ -25,6 +25,7 @@ __all__ = [
     "CaseHistory",
     "case_histories",
     "failing_since",
+    "figure",
     "flakiness",
     "numeric",
 ]
@@ -234,13 +235,14 @@ def _case_history(
         flakiness=flakiness_rate,
         flips=flips,
         pass_rate=passes / states if states else None,
-        latency_p50=tuple(_figure(p.latency, "p50_ms") if p is not None else None for p in placed),
-        snr_db=tuple(_figure(p.accuracy, "snr_db") if p is not None else None for p in placed),
+        latency_p50=tuple(figure(p.latency, "p50_ms") if p is not None else None for p in placed),
+        snr_db=tuple(figure(p.accuracy, "snr_db") if p is not None else None for p in placed),
     )
 
 
-def _figure(figures: Mapping[str, object] | None, name: str) -> float | None:
-    # latency or accuracy figures, each value checked by numeric (a file may hold anything)
+def figure(figures: Mapping[str, object] | None, name: str) -> float | None:
+    """A figure of a point's latency or accuracy, checked by :func:`numeric` (a file may hold
+    anything there), None without it."""
     if not figures:
         return None
     value = figures.get(name)

@@ -26,14 +26,9 @@ def _create_temp(path: Path) -> tuple[int, Path]:
             continue
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, fsync it, then ``os.replace`` it."""
-    write_chunks_atomic(path, (data,))
-
-
 def write_chunks_atomic(path: Path, chunks: Iterable[bytes]) -> None:
-    """:func:`write_bytes_atomic` of the chunks one after another, never all held at once (a
-    12,000-case JUnit file is 40 MB)."""
+    """Write the chunks to a temporary file beside ``path`` (never all held at once: a
+    12,000-case JUnit file is 40 MB), fsync it, then ``os.replace`` it."""
     fd, tmp = _create_temp(path)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -50,7 +45,7 @@ def write_chunks_atomic(path: Path, chunks: Iterable[bytes]) -> None:
 def write_text_atomic(path: Path, text: str) -> None:
     # The writers hand clean text (npu_hil.harness.report.sanitize); "replace" is the last guard, so
     # a character that slipped through costs one "?" rather than the whole file.
-    write_bytes_atomic(path, text.encode("utf-8", errors="replace"))
+    write_chunks_atomic(path, (text.encode("utf-8", errors="replace"),))
 
 
 SYNC_INTERVAL_S = 1.0

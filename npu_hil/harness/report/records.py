@@ -3,7 +3,7 @@ round-trippable (a crashed run leaves readable records; xdist workers hand them 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from functools import lru_cache
 from typing import Any, cast
@@ -111,25 +111,23 @@ class TensorFinding:
     """Why an output has no figures (its buffer could not be dequantized)."""
 
     def accuracy_text(self) -> str:
-        """One line of figures, or ``""`` without them."""
-        return accuracy_text(self.accuracy) if self.accuracy else ""
-
-
-def accuracy_text(figures: Mapping[str, object]) -> str:
-    """``cosine 0.999812, SNR 41.3 dB, max abs 0.0123, max rel 0.0456`` from the JSON figures
-    (each value's type checked: a record read back may hold anything there)."""
-    cosine = figures.get("cosine")
-    snr = figures.get("snr_db")
-    rel = figures.get("max_rel_err")
-    cos_text = f"{cosine:.6f}" if isinstance(cosine, float) else "n/a"
-    if isinstance(snr, str):
-        snr_text = f"{'+' if snr == 'inf' else ''}{snr} dB"
-    else:
-        snr_text = f"{snr:.1f} dB" if isinstance(snr, (int, float)) else "n/a"
-    return (
-        f"cosine {cos_text}, SNR {snr_text}, max abs {_num(figures.get('max_abs_err'))}, "
-        f"max rel {_num(rel)}"
-    )
+        """``cosine 0.999812, SNR 41.3 dB, max abs 0.0123, max rel 0.0456``, ``""`` without
+        figures (each value's type checked: a record read back may hold anything there)."""
+        figures = self.accuracy
+        if not figures:
+            return ""
+        cosine = figures.get("cosine")
+        snr = figures.get("snr_db")
+        rel = figures.get("max_rel_err")
+        cos_text = f"{cosine:.6f}" if isinstance(cosine, float) else "n/a"
+        if isinstance(snr, str):
+            snr_text = f"{'+' if snr == 'inf' else ''}{snr} dB"
+        else:
+            snr_text = f"{snr:.1f} dB" if isinstance(snr, (int, float)) else "n/a"
+        return (
+            f"cosine {cos_text}, SNR {snr_text}, max abs {_num(figures.get('max_abs_err'))}, "
+            f"max rel {_num(rel)}"
+        )
 
 
 def _num(value: Any) -> str:

@@ -5,9 +5,9 @@ a run that crashed before its end."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from npu_hil.harness.report.atomic import sync_file, write_chunks_atomic, write_text_atomic
 from npu_hil.harness.report.case_texts import CaseTexts
@@ -28,6 +28,9 @@ from npu_hil.harness.report.runs import (
 )
 from npu_hil.harness.report.sanitize import clean_value
 from npu_hil.harness.report.summary import RunHistory, build_summary
+
+if TYPE_CHECKING:
+    from npu_hil.harness.history.trends import TrendsView
 
 JUNIT_FILE = "junit.xml"
 COMPARISON_FILE = "comparison.json"
@@ -53,7 +56,7 @@ def write_run(
     meta: RunMeta,
     *,
     history: RunHistory | None = None,
-    trends: Mapping[str, Any] | None = None,
+    trends: TrendsView | None = None,
     scrubbed: bool = False,
     texts: CaseTexts | None = None,
 ) -> None:
