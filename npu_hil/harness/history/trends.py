@@ -161,14 +161,14 @@ def pass_rate_plot(board: str, rates: Sequence[float | None]) -> str | None:
     return PLOTS.png(figure)
 
 
-def _case_row(case: CaseHistory, window: Sequence[str], last: int) -> CaseRow:
+def _case_row(case: CaseHistory, window: Sequence[str]) -> CaseRow:
     since = case.failing_since
     return {
         "nodeid": case.nodeid,
         "target": case.target,
         "strip": [
             {"run_id": r, "outcome": o}
-            for r, o in list(zip(window, case.strip, strict=True))[-last:]
+            for r, o in list(zip(window, case.strip, strict=True))[-DEFAULT_RUNS:]
         ],
         "failing_since": since[0] if since else None,
         "failing_since_started": _iso(since[1]) if since else "",
@@ -225,7 +225,6 @@ def trends_view(
     plots: bool = True,
     max_boards: int = MAX_BOARDS,
     max_cases: int = MAX_CASES,
-    strip_runs: int = DEFAULT_RUNS,
 ) -> TrendsView:
     """The view of the last ``runs`` runs of ``history`` (see the module's docstring)."""
     cases = case_histories(history, runs)
@@ -256,7 +255,7 @@ def trends_view(
                 "pass_rate_per_run": rates,
                 "latency_png": latency_plot(board, chosen) if plots else None,
                 "pass_rate_png": pass_rate_plot(board, rates) if plots else None,
-                "cases": [_case_row(c, run_ids, strip_runs) for c in chosen],
+                "cases": [_case_row(c, run_ids) for c in chosen],
             }
         )
     omitted_boards = len(per_board) - len(boards)

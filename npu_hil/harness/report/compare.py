@@ -203,15 +203,11 @@ def _board_counts(rows: Sequence[tuple[str, str, str]]) -> dict[str, dict[str, i
 
 
 def build_comparison(
-    run_dir: Path,
-    records: Sequence[TestRecord],
-    meta: RunMeta | None = None,
-    window: int = FLAKY_WINDOW,
+    run_dir: Path, records: Sequence[TestRecord], meta: RunMeta
 ) -> ComparisonDocument:
-    meta = meta or {}
     key = str(meta.get("run_key") or "")
     current = {r.nodeid: r.outcome for r in records}
-    history = same_kind_runs(run_dir, key, max(window - 1, TREND_RUNS - 1, 1))
+    history = same_kind_runs(run_dir, key, max(FLAKY_WINDOW, TREND_RUNS) - 1)
     asked_name = str(meta.get("compare_with") or "")
     baseline: tuple[Path, PastSummary] | None
     incomplete: list[IncompleteRun] = []
@@ -256,7 +252,7 @@ def build_comparison(
             new_failures.append(entry)
         elif outcome == "passed" and before in FAILING:
             fixed.append(entry)
-    flaky_runs = history[: window - 1]
+    flaky_runs = history[: FLAKY_WINDOW - 1]
     past_cases = {run: _cases(run, summary) for run, summary in history[: TREND_RUNS - 1]}
     runs_oldest_first = [_outcomes(past_cases[run]) for run, _ in reversed(flaky_runs)]
     runs_oldest_first.append(current)
