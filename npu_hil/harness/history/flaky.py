@@ -4,7 +4,6 @@ accuracy series (docs/farm/history.md). States are the comparison's
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import median
@@ -12,7 +11,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from npu_hil.harness.history.model import CaseKey, CasePoint, RunEntry
+from npu_hil.harness.history.model import CaseKey, CasePoint, RunEntry, strict_json
 from npu_hil.harness.history.store import History
 from npu_hil.harness.report.compare import outcome_state, state_flips
 
@@ -116,14 +115,8 @@ class CaseHistory:
             "latency_p50_last_ms": self.latency_last(),
             "latency_p50_median_ms": self.latency_median(),
             # JSON has no infinity: an exact match is "inf", as in the records
-            "snr_db": [_json_float(v) for v in self.snr_db],
+            "snr_db": strict_json(list(self.snr_db)),
         }
-
-
-def _json_float(value: float | None) -> float | str | None:
-    if value is None or math.isfinite(value):
-        return value
-    return "inf" if value > 0 else "-inf"
 
 
 def numeric(value: Any) -> float | None:

@@ -36,21 +36,11 @@ def _kept(value: float) -> float | str:
 def worst_accuracy(record: TestRecord) -> WorstAccuracy | None:
     """The lowest SNR and the lowest cosine over the record's outputs (each may come from a
     different output), ``"inf"`` kept as ``"inf"``; None when no output has figures."""
-    snrs: list[float] = []
-    cosines: list[float] = []
-    seen = False
-    for tensor in record.tensors:
-        if not tensor.accuracy:
-            continue
-        seen = True
-        snr = as_figure(tensor.accuracy.get("snr_db"))
-        cosine = as_figure(tensor.accuracy.get("cosine"))
-        if snr is not None:
-            snrs.append(snr)
-        if cosine is not None:
-            cosines.append(cosine)
-    if not seen:
+    found = [t.accuracy for t in record.tensors if t.accuracy]
+    if not found:
         return None
+    snrs = [v for f in found if (v := as_figure(f.get("snr_db"))) is not None]
+    cosines = [v for f in found if (v := as_figure(f.get("cosine"))) is not None]
     return {
         "snr_db": _kept(min(snrs)) if snrs else None,
         "cosine": _kept(min(cosines)) if cosines else None,

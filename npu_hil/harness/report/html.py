@@ -134,12 +134,12 @@ def _tensor_html(run_dir: Path, tensor: TensorFinding) -> str:
         parts.append(f'<div class="accuracy">accuracy: {escape(tensor.accuracy_text())}</div>')
     elif tensor.accuracy_note:
         parts.append(f'<div class="muted">accuracy: {escape(tensor.accuracy_note)}</div>')
-    if tensor.accuracy_breaches:
-        items = "".join(f"<li>{escape(b)}</li>" for b in tensor.accuracy_breaches)
-        parts.append(f'<div class="failed">accuracy thresholds failed:<ul>{items}</ul></div>')
-    if tensor.attribute_findings:
-        items = "".join(f"<li>{escape(f)}</li>" for f in tensor.attribute_findings)
-        parts.append(f"<div>attribute findings:<ul>{items}</ul></div>")
+    for found, head in (
+        (tensor.accuracy_breaches, '<div class="failed">accuracy thresholds failed:'),
+        (tensor.attribute_findings, "<div>attribute findings:"),
+    ):
+        if found:
+            parts.append(f"{head}<ul>{''.join(f'<li>{escape(f)}</li>' for f in found)}</ul></div>")
     if tensor.heatmap:
         uri = embed_png(run_dir, tensor.heatmap)
         if uri is None:

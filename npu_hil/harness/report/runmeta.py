@@ -77,23 +77,16 @@ def harness_version() -> str:
 
 def git_commit(where: Path) -> str:
     """The commit checked out at ``where`` (with ``+dirty`` for local changes), or ""."""
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        command = ["git", "-C", str(where), *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=5, check=False)
+
     try:
-        head = subprocess.run(
-            ["git", "-C", str(where), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
+        head = git("rev-parse", "HEAD")
         if head.returncode != 0:
             return ""
-        dirty = subprocess.run(
-            ["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
+        dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return ""
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")

@@ -32,14 +32,8 @@ class SoakPlan:
     shape: tuple[int, ...] = (1, 3, 8, 8)
 
     def to_dict(self) -> PlanDocument:
-        return {
-            "models": list(self.models),
-            "contexts": self.contexts,
-            "seconds": self.seconds,
-            "iterations": self.iterations,
-            "sample_every_s": self.sample_every_s,
-            "shape": list(self.shape),
-        }
+        data = {**asdict(self), "models": list(self.models), "shape": list(self.shape)}
+        return cast(PlanDocument, data)
 
 
 @dataclass(frozen=True)
