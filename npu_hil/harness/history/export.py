@@ -9,7 +9,7 @@ import json
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, cast
 
 from typing_extensions import TypedDict
 
@@ -170,19 +170,10 @@ class ExportRecord(TypedDict):
 
 
 def _record(point: CasePoint, entry: RunEntry) -> ExportRecord:
-    return {
-        "run_id": entry.run_id,
-        "run_key": entry.run_key,
-        "started": entry.started,
-        "board": point.board,
-        "target": point.target,
-        "nodeid": point.nodeid,
-        "outcome": point.outcome,
-        "ran_on": point.ran_on,
-        "latency": point.latency,
-        "accuracy": point.accuracy,
-        "noisy": point.noisy,
-    }
+    run = {"run_id": entry.run_id, "run_key": entry.run_key, "started": entry.started}
+    data = {**point.to_dict(), **run}
+    del data["subject"]  # not exported
+    return cast(ExportRecord, data)
 
 
 def jsonl_lines(history: History) -> Iterator[str]:

@@ -92,21 +92,29 @@ def state_flips(states: Sequence[str]) -> int:
     return sum(1 for a, b in pairwise(states) if a != b)
 
 
-def same_kind_runs(run_dir: Path, key: str, limit: int) -> list[tuple[Path, PastSummary]]:
-    """Up to ``limit`` complete runs before ``run_dir`` with run key ``key``, newest first."""
-    if not key:
-        return []
+def same_kind_runs(
+    run_dir: Path, key: str, limit: int
+) -> tuple[list[tuple[Path, PastSummary]], list[IncompleteRun]]:
+    """Up to ``limit`` complete runs before ``run_dir`` with run key ``key``, newest first, and
+    the runs of that key newer than the newest of them that did not finish, each with why."""
     found: list[tuple[Path, PastSummary]] = []
-    for past in _earlier_runs(run_dir):
+    incomplete: list[IncompleteRun] = []
+    for past in _earlier_runs(run_dir) if key else []:
         summary = read_summary(past)
-        if summary is None:
-            continue
-        meta = summary.get("meta", {})
-        if meta.get("run_key") == key and meta.get("complete"):
+        meta = (summary or {}).get("meta", {})
+        if summary is not None and meta.get("run_key") == key and meta.get("complete"):
             found.append((past, summary))
             if len(found) >= limit:
                 break
-    return found
+        # run.json's key is the plugin's; a summary rebuilt after a crash may carry another
+        elif not found and key in {
+            (read_run_start(past) or {}).get("run_key"),
+            meta.get("run_key"),
+        }:
+            why = incomplete_reason(past, summary)
+            if why is not None:
+                incomplete.append({"run_id": past.name, "why": why})
+    return found, incomplete
 
 
 def _earlier_runs(run_dir: Path) -> list[Path]:
@@ -144,27 +152,6 @@ def incomplete_reason(run_dir: Path, summary: PastSummary | None) -> str | None:
     if meta.get("incomplete"):
         return f"it crashed{exit_text}; its report was rebuilt from the records it left"
     return f"it stopped before its last test{exit_text}"
-
-
-def incomplete_runs(run_dir: Path, key: str, until: str | None) -> list[IncompleteRun]:
-    """Same-kind runs before ``run_dir`` and after the run named ``until`` (the baseline; None:
-    every earlier one) that did not finish, newest first, each with why."""
-    if not key:
-        return []
-    found: list[IncompleteRun] = []
-    for past in _earlier_runs(run_dir):
-        if until is not None and past.name <= until:
-            break
-        summary = read_summary(past)
-        start = read_run_start(past) or {}
-        # run.json's key is the plugin's; a summary rebuilt after a crash may carry another
-        keys = {start.get("run_key"), (summary or {}).get("meta", {}).get("run_key")}
-        if key not in keys:
-            continue
-        why = incomplete_reason(past, summary)
-        if why is not None:
-            found.append({"run_id": past.name, "why": why})
-    return found
 
 
 def _asked(run_dir: Path, name: str) -> tuple[Path, PastSummary] | None:
@@ -207,7 +194,7 @@ def build_comparison(
 ) -> ComparisonDocument:
     key = str(meta.get("run_key") or "")
     current = {r.nodeid: r.outcome for r in records}
-    history = same_kind_runs(run_dir, key, max(FLAKY_WINDOW, TREND_RUNS) - 1)
+    history, since_baseline = same_kind_runs(run_dir, key, max(FLAKY_WINDOW, TREND_RUNS) - 1)
     asked_name = str(meta.get("compare_with") or "")
     baseline: tuple[Path, PastSummary] | None
     incomplete: list[IncompleteRun] = []
@@ -228,7 +215,7 @@ def build_comparison(
             if baseline is not None
             else "no earlier complete run of the same suite, inventory and selection"
         )
-        incomplete = incomplete_runs(run_dir, key, baseline[0].name if baseline else None)
+        incomplete = since_baseline
         if incomplete:
             latest = incomplete[0]
             more = f" ({len(incomplete) - 1} more incomplete before it)" if incomplete[1:] else ""
