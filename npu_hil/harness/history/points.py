@@ -26,11 +26,10 @@ __all__ = [
 
 # What the history keeps of a Latency (the rest is in the run's records).
 LATENCY_FIELDS = ("p50_ms", "p90_ms", "p99_ms", "min_ms", "max_ms", "jitter_ms", "runs", "source")
-INF = "inf"
 
 
 def _kept(value: float) -> float | str:
-    return INF if value == math.inf else value
+    return "inf" if value == math.inf else value
 
 
 def worst_accuracy(record: TestRecord) -> WorstAccuracy | None:

@@ -113,11 +113,6 @@ def _priority(case: CaseHistory) -> tuple[int, float, str, str]:
     return (failing, -case.flakiness, case.board, case.nodeid)
 
 
-def _marks(points: int) -> dict[str, str | int]:
-    """A dot per run while the runs can be told apart; over a long window the line alone."""
-    return {"marker": ".", "markersize": 3} if points <= MARKED_RUNS else {}
-
-
 def _short(nodeid: str) -> str:
     name = nodeid.rsplit("::", 1)[-1]
     return name if len(name) <= 40 else name[:37] + "..."
@@ -156,7 +151,9 @@ def pass_rate_plot(board: str, rates: Sequence[float | None]) -> str | None:
         return None
     figure, axes = PLOTS.figure(f"{board}: pass rate", "passed / (passed + failed)")
     ys = [100 * r if r is not None else math.nan for r in rates]
-    axes.plot(range(len(ys)), ys, linewidth=1, color="#2e7d32", **_marks(len(ys)))
+    # a dot per run while the runs can be told apart; over a long window the line alone
+    marks = {"marker": ".", "markersize": 3} if len(ys) <= MARKED_RUNS else {}
+    axes.plot(range(len(ys)), ys, linewidth=1, color="#2e7d32", **marks)
     axes.set_ylim(-5, 105)
     return PLOTS.png(figure)
 

@@ -714,13 +714,14 @@ def build_html(
     history: TrendsView | None = None,
     texts: CaseTexts | None = None,
 ) -> str:
-    """The page; ``history`` is the history view of the runs of this kind (plain data, built
-    by the caller from the history store), None for none; ``texts``: the cases' rows made as
-    they arrived, if any."""
+    """The page; ``history``: the view of the runs of this kind, if any; ``texts``: the cases'
+    rows made as they arrived, if any."""
     new = {e["nodeid"] for e in comparison.get("new_failures", [])}
     title = f"npu-hil {summary.get('meta', {}).get('run_id', '')}"
-    # </script> inside the script would end it; the script is a constant without one.
+    # </script> inside a script would end it: the script is a constant without one, and the
+    # meta's JSON has its "<" escaped.
     assert "</" not in SCRIPT
+    meta = json.dumps(summary.get("meta", {}), default=str).replace("<", "\\u003c")
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(str(title))}</title><style>{CSS}{STABILITY_CSS}{BOARDLOG_CSS}</style>"
@@ -729,10 +730,6 @@ def build_html(
         f"{_comparison(comparison)}{_boards(summary, comparison)}{history_section(history)}"
         f"{_matrix(records)}"
         f"{_tests(run_dir, records, new, texts)}"
-        f'<script type="application/json" id="meta">{_json_safe(summary.get("meta", {}))}'
+        f'<script type="application/json" id="meta">{meta}'
         "</script></body></html>\n"
     )
-
-
-def _json_safe(value: Any) -> str:
-    return json.dumps(value, default=str).replace("<", "\\u003c")
