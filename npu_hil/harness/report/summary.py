@@ -214,8 +214,7 @@ def build_summary(
     *,
     history: RunHistory | None = None,
 ) -> SummaryDocument:
-    """The run's summary; ``history`` is its ``history`` entry (``baseline_runs``: the earlier
-    runs the baselines came from, ``indexed_runs``: how many runs the index holds), None when
+    """The run's summary; ``history``: its ``history`` entry (:class:`RunHistory`), None when
     not known."""
     totals = _zero()  # plus "quarantined" when a listed test failed (quarantine.count)
     per_board: dict[str, dict[str, Any]] = {}

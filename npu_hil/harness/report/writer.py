@@ -61,11 +61,9 @@ def write_run(
     texts: CaseTexts | None = None,
 ) -> None:
     """Write every report file of the run; ``records=None`` reads them from records.jsonl.
-    ``history``: summary.json's ``history`` (the baseline's runs, how many runs are indexed),
-    None when the run's history is not known (a report rebuilt after a crash). ``trends``: the
-    page's history view (``npu_hil.harness.history.trends.trends_view``), if any. ``scrubbed``:
-    the records are the ones :func:`append_record` returned, scrubbed already. ``texts``: their
-    JUnit elements and page rows, made as they arrived."""
+    ``history``: summary.json's ``history`` (None: not known, as in a report rebuilt after a
+    crash); ``trends``: the page's history view, if any; ``scrubbed``: the records are the ones
+    :func:`append_record` returned; ``texts``: their JUnit elements and page rows, if made."""
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
     chosen = last_attempts(load_records(path) if records is None else records)
