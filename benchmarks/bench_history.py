@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from npu_hil.harness.history.flaky import case_histories
     from npu_hil.harness.history.store import load_history, update_index
-    from npu_hil.harness.history.trends import trends_view, view_for_run
+    from npu_hil.harness.history.trends import trends_view
     from npu_hil.harness.report.html import build_html
     from npu_hil.harness.report.summary import build_summary
 
@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         failing = sum(c.failing_since is not None for c in found)
         flaky = sum(c.flips > 1 for c in found)
         view, view_s = timed(lambda: trends_view(history, args.runs))
-        small, plugin_s = timed(lambda: view_for_run(root, key))
+        small, plugin_s = timed(lambda: trends_view(load_history(root, key, limit=20)))
         assert small is not None
         records = records_of(history)
         summary = build_summary(records, {"run_id": entries[-1].run_id, "run_key": key})

@@ -15,13 +15,18 @@ from hypothesis import strategies as st
 from npu_hil.harness.history.export import (
     FAMILIES,
     jsonl_lines,
-    openmetrics_text,
+    openmetrics_lines,
     write_export,
 )
 from npu_hil.harness.history.model import CasePoint, RunEntry
 from npu_hil.harness.history.store import History, load_history
 
 parser = pytest.importorskip("prometheus_client.openmetrics.parser")
+
+
+def openmetrics_text(history: History) -> str:
+    return "".join(openmetrics_lines(history))
+
 
 A = ("rk3588-01", "tests/hil/test_reference.py::test_reference_model[identity-rk3588-01]")
 B = ("kl730-01", "tests/hil/test_reference.py::test_reference_model[conv-kl730-01]")

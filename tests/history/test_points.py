@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from npu_hil.harness.history.points import case_point, run_entry, run_points
-from npu_hil.harness.report.records import TensorFinding, TestRecord
+from npu_hil.harness.history.points import case_point, run_entry
+from npu_hil.harness.report.records import TensorFinding, TestRecord, last_attempts
 
 LATENCY = {
     "runs": 12,
@@ -78,7 +78,10 @@ def test_run_points_keep_the_last_attempt_and_the_entry_counts_them() -> None:
     first = _record(outcome="failed")
     again = _record()
     other = _record(nodeid="t.py::test_y[rk3588-01]", outcome="skipped")
-    points = run_points([first, other, again], "20261201T000000Z-abcdef")
+    # one point per case, the last record of a nodeid winning (as in the run's report)
+    points = [
+        case_point(r, "20261201T000000Z-abcdef") for r in last_attempts([first, other, again])
+    ]
     assert [(p.nodeid[-16:], p.outcome) for p in points] == [
         ("test_y[rk3588-01]"[-16:], "skipped"),
         ("test_x[rk3588-01]"[-16:], "passed"),

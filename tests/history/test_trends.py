@@ -11,13 +11,19 @@ from typing import Any
 import pytest
 
 from npu_hil.harness.history.store import load_history
-from npu_hil.harness.history.trends import trends_view, view_for_run
+from npu_hil.harness.history.trends import TrendsView, trends_view
 from npu_hil.harness.report.html import history_section, regressions_section
 from npu_hil.harness.report.records import TestRecord
 from npu_hil.harness.report.writer import HTML_FILE, write_run
 
 A = ("rk3588-01", "tests/hil/test_reference.py::test_reference_model[identity-rk3588-01]")
 B = ("kl730-01", "tests/hil/test_reference.py::test_reference_model[conv-kl730-01]")
+
+
+def view_for_run(reports_root: Path, run_key: str) -> TrendsView | None:
+    """The view for a run of kind ``run_key``, None when nothing of that kind is indexed."""
+    history = load_history(reports_root, run_key)
+    return trends_view(history) if history.runs else None
 
 
 def png_size(uri: str) -> tuple[int, int]:

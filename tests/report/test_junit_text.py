@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from npu_hil.harness.report.junit import build_junit, split_nodeid
+from npu_hil.harness.report.junit import junit_chunks, split_nodeid
 from npu_hil.harness.report.records import TestRecord, scrubbed
 from npu_hil.harness.report.sanitize import clean_text
 
@@ -34,7 +34,7 @@ def test_text_round_trips_through_a_parser(
             properties={f"p.{key}": value},
         )
     )
-    root = ET.fromstring(build_junit([record], {"run_id": key}))
+    root = ET.fromstring(b"".join(junit_chunks([record], {"run_id": key})))
     (case,) = root.iter("testcase")
     assert case.get("name") == split_nodeid(record.nodeid)[1]
     props = {p.get("name"): p.get("value") for p in case.iter("property")}

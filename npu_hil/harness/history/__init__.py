@@ -1,6 +1,3 @@
-"""A run's measurements kept beside the earlier runs of its kind: the history store, baselines with
-a noise band, regression findings, flakiness and "failing since", and the exports.
-
-No server: one small ``measurements.json`` per run folder plus ``history.json`` (the index) at
-the reports root (:mod:`~npu_hil.harness.history.model` has both schemas).
-"""
+"""A run's measurements beside the earlier runs of its kind: the store, baselines, regression
+findings, flakiness and "failing since", the exports (docs/farm/history.md; the files' schemas:
+:mod:`~npu_hil.harness.history.model`)."""

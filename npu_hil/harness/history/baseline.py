@@ -1,19 +1,14 @@
-"""Baselines and regressions: a case's figure against the same figure in its earlier runs (the
-rules, the flags and the messages: docs/model-developer/figures.md, "Baselines and regressions").
-
-The band is ``median ± max(k · 1.4826 · MAD, floor)`` over the last runs that passed on a board:
-1.4826 · MAD estimates a standard deviation that a single wild run does not move, and the floor
-keeps a band of identical values from being zero wide. One-sided: latency is worse higher,
-accuracy worse lower. A baseline is of one subject (the same model by content, the same inputs);
-a case whose subject changed starts a new one (:func:`new_baseline_note`).
-"""
+"""Baselines and regressions: a case's figure against the same figure in its earlier runs (rules,
+flags, messages: docs/model-developer/figures.md, "Baselines and regressions"). The band is
+``median ± max(k · 1.4826 · MAD, floor)``: a single wild run does not move the MAD, and the floor
+keeps a band of identical values from being zero wide."""
 
 from __future__ import annotations
 
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import cast
 
 from npu_hil.harness.history.model import Band, CasePoint, Regression, as_figure, strict_json
@@ -193,5 +188,5 @@ def evaluate(
 
 
 def finding_dict(regression: Regression) -> FindingDocument:
-    """``regression.to_dict()`` as strict JSON has it (an infinite median is ``"inf"``)."""
-    return cast(FindingDocument, strict_json(regression.to_dict()))
+    """``regression`` as strict JSON has it (an infinite median is ``"inf"``, runs a list)."""
+    return cast(FindingDocument, strict_json(asdict(regression)))

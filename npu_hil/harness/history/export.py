@@ -9,11 +9,11 @@ import json
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, cast
 
 from typing_extensions import TypedDict
 
-from npu_hil.harness.history.flaky import numeric
+from npu_hil.harness.history.flaky import figure
 from npu_hil.harness.history.model import (
     CasePoint,
     LatencyFigures,
@@ -29,7 +29,6 @@ __all__ = [
     "FORMATS",
     "jsonl_lines",
     "openmetrics_lines",
-    "openmetrics_text",
     "write_export",
 ]
 
@@ -46,17 +45,11 @@ class Family:
 
 
 def _latency(field: str) -> Callable[[CasePoint], float | None]:
-    def get(point: CasePoint) -> float | None:
-        return numeric(point.latency.get(field)) if point.latency else None
-
-    return get
+    return lambda point: figure(point.latency, field)
 
 
 def _accuracy(field: str) -> Callable[[CasePoint], float | None]:
-    def get(point: CasePoint) -> float | None:
-        return numeric(point.accuracy.get(field)) if point.accuracy else None
-
-    return get
+    return lambda point: figure(point.accuracy, field)
 
 
 def _passed(point: CasePoint) -> float | None:
@@ -160,10 +153,6 @@ def openmetrics_lines(history: History) -> Iterator[str]:
     yield "# EOF\n"
 
 
-def openmetrics_text(history: History) -> str:
-    return "".join(openmetrics_lines(history))
-
-
 class ExportRecord(TypedDict):
     """One line of ``npu-hil history export --format jsonl``: a case in a run."""
 
@@ -181,19 +170,10 @@ class ExportRecord(TypedDict):
 
 
 def _record(point: CasePoint, entry: RunEntry) -> ExportRecord:
-    return {
-        "run_id": entry.run_id,
-        "run_key": entry.run_key,
-        "started": entry.started,
-        "board": point.board,
-        "target": point.target,
-        "nodeid": point.nodeid,
-        "outcome": point.outcome,
-        "ran_on": point.ran_on,
-        "latency": point.latency,
-        "accuracy": point.accuracy,
-        "noisy": point.noisy,
-    }
+    run = {"run_id": entry.run_id, "run_key": entry.run_key, "started": entry.started}
+    data = {**point.to_dict(), **run}
+    del data["subject"]  # not exported
+    return cast(ExportRecord, data)
 
 
 def jsonl_lines(history: History) -> Iterator[str]:

@@ -1,13 +1,9 @@
-"""Per case over the last runs: the outcome strip, "failing since", a flakiness rate, the pass
-rate, and the latency and accuracy series (docs/farm/history.md).
-
-States are the comparison's (:func:`npu_hil.harness.report.compare.outcome_state`: a skip or an
-absence is no state), so the rate here and the comparison's "flaky" list count the same flips.
-"""
+"""Per case over the last runs: outcome strip, "failing since", flakiness, pass rate, latency and
+accuracy series (docs/farm/history.md). States are the comparison's
+(:func:`npu_hil.harness.report.compare.outcome_state`), so both count the same flips."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import median
@@ -15,7 +11,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from npu_hil.harness.history.model import CaseKey, CasePoint, RunEntry
+from npu_hil.harness.history.model import CaseKey, CasePoint, RunEntry, strict_json
 from npu_hil.harness.history.store import History
 from npu_hil.harness.report.compare import outcome_state, state_flips
 
@@ -28,6 +24,7 @@ __all__ = [
     "CaseHistory",
     "case_histories",
     "failing_since",
+    "figure",
     "flakiness",
     "numeric",
 ]
@@ -118,14 +115,8 @@ class CaseHistory:
             "latency_p50_last_ms": self.latency_last(),
             "latency_p50_median_ms": self.latency_median(),
             # JSON has no infinity: an exact match is "inf", as in the records
-            "snr_db": [_json_float(v) for v in self.snr_db],
+            "snr_db": strict_json(list(self.snr_db)),
         }
-
-
-def _json_float(value: float | None) -> float | str | None:
-    if value is None or math.isfinite(value):
-        return value
-    return "inf" if value > 0 else "-inf"
 
 
 def numeric(value: Any) -> float | None:
@@ -142,13 +133,14 @@ def numeric(value: Any) -> float | None:
     return None
 
 
-# outcome_state as a table, for the hot loop (the same states: checked by the tests)
+# outcome_state as a table: a history's view walks a million points, no call per point (the
+# same states: checked by the tests)
 _STATES = {o: s for o in ("passed", "failed", "error") if (s := outcome_state(o)) is not None}
 
 
 def flakiness(outcomes: Iterable[str | None]) -> tuple[float, int]:
     """(rate, flips) over the pass/fail states of ``outcomes`` (oldest first)."""
-    states = [s for s in map(outcome_state, outcomes) if s is not None]
+    states = [_STATES[o] for o in outcomes if o in _STATES]
     flips = state_flips(states)
     return (flips / (len(states) - 1) if len(states) > 1 else 0.0), flips
 
@@ -217,9 +209,8 @@ def _case_history(
     window: Sequence[RunEntry],
 ) -> CaseHistory:
     strip = tuple(p.outcome if p is not None else ABSENT for p in placed)
-    # one pass for the states (a history's view walks a million points: no call per point)
-    states = [_STATES[o] for o in strip if o in _STATES]
-    flips = state_flips(states)
+    flakiness_rate, flips = flakiness(strip)
+    passes, states = strip.count("passed"), sum(o in _STATES for o in strip)
     since_index = failing_since(strip)
     since = (
         (window[since_index].run_id, window[since_index].started)
@@ -234,16 +225,17 @@ def _case_history(
         run_ids=run_ids,
         strip=strip,
         failing_since=since,
-        flakiness=flips / (len(states) - 1) if len(states) > 1 else 0.0,
+        flakiness=flakiness_rate,
         flips=flips,
-        pass_rate=(states.count("pass") / len(states)) if states else None,
-        latency_p50=tuple(_figure(p.latency, "p50_ms") if p is not None else None for p in placed),
-        snr_db=tuple(_figure(p.accuracy, "snr_db") if p is not None else None for p in placed),
+        pass_rate=passes / states if states else None,
+        latency_p50=tuple(figure(p.latency, "p50_ms") if p is not None else None for p in placed),
+        snr_db=tuple(figure(p.accuracy, "snr_db") if p is not None else None for p in placed),
     )
 
 
-def _figure(figures: Mapping[str, object] | None, name: str) -> float | None:
-    # latency or accuracy figures, each value checked by numeric (a file may hold anything)
+def figure(figures: Mapping[str, object] | None, name: str) -> float | None:
+    """A figure of a point's latency or accuracy, checked by :func:`numeric` (a file may hold
+    anything there), None without it."""
     if not figures:
         return None
     value = figures.get(name)

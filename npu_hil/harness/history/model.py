@@ -1,15 +1,7 @@
-"""The history's data: what one case measured in one run, the runs indexed, and what a baseline
-says about a new figure.
-
-On disk (JSON, written atomically, private like the run folders): each run folder's
-``measurements.json`` holds ``schema`` (1), the run's :class:`RunEntryDocument` fields and its
-``cases`` (each a :class:`CaseDocument`; no messages, no tracebacks); the reports root's
-``history.json`` holds ``schema``, ``keep`` and ``runs`` (each a :class:`RunEntryDocument`),
-oldest first, the newest ``keep`` runs. A case's ``latency`` is null when it timed nothing, its
-``accuracy`` the worst output's figures (``"inf"``: an exact match) or null, its ``noisy`` why the
-board's state moved during the timed runs. A run folder without measurements.json (older than the
-history, or crashed before its end) is simply not in the index.
-"""
+"""The history's data: a case's figures in one run, the runs indexed, a baseline's verdict. On disk
+(private, written atomically): each run folder's ``measurements.json`` (``schema``, the
+:class:`RunEntryDocument` fields, ``cases``: :class:`CaseDocument`) and the reports root's
+``history.json`` (``schema``, ``keep``, ``runs``: the newest ``keep``, oldest first)."""
 
 from __future__ import annotations
 
@@ -19,7 +11,6 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from npu_hil.harness.report.records import FindingDocument
 from npu_hil.harness.report.runs import MEASUREMENTS_FILE as MEASUREMENTS_FILE
 
 SCHEMA_VERSION = 1
@@ -182,23 +173,3 @@ class Regression:
     band: Band
     severity: str
     message: str
-
-    def to_dict(self) -> FindingDocument:
-        band = self.band
-        return {
-            "board": self.board,
-            "nodeid": self.nodeid,
-            "metric": self.metric,
-            "value": self.value,
-            "band": {
-                "metric": band.metric,
-                "median": band.median,
-                "low": band.low,
-                "high": band.high,
-                "mad": band.mad,
-                "k": band.k,
-                "runs": list(band.runs),
-            },
-            "severity": self.severity,
-            "message": self.message,
-        }

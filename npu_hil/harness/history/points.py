@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from npu_hil.harness.history.model import CasePoint, RunEntry, WorstAccuracy, as_figure
-from npu_hil.harness.report.records import OUTCOMES, TestRecord, last_attempts
+from npu_hil.harness.report.perf import CLOCKS
+from npu_hil.harness.report.records import OUTCOMES, TestRecord
 
 __all__ = [
     "LATENCY_FIELDS",
@@ -19,38 +20,26 @@ __all__ = [
     "case_point",
     "noise_reason",
     "run_entry",
-    "run_points",
     "subject_after",
     "worst_accuracy",
 ]
 
 # What the history keeps of a Latency (the rest is in the run's records).
 LATENCY_FIELDS = ("p50_ms", "p90_ms", "p99_ms", "min_ms", "max_ms", "jitter_ms", "runs", "source")
-INF = "inf"
 
 
 def _kept(value: float) -> float | str:
-    return INF if value == math.inf else value
+    return "inf" if value == math.inf else value
 
 
 def worst_accuracy(record: TestRecord) -> WorstAccuracy | None:
     """The lowest SNR and the lowest cosine over the record's outputs (each may come from a
     different output), ``"inf"`` kept as ``"inf"``; None when no output has figures."""
-    snrs: list[float] = []
-    cosines: list[float] = []
-    seen = False
-    for tensor in record.tensors:
-        if not tensor.accuracy:
-            continue
-        seen = True
-        snr = as_figure(tensor.accuracy.get("snr_db"))
-        cosine = as_figure(tensor.accuracy.get("cosine"))
-        if snr is not None:
-            snrs.append(snr)
-        if cosine is not None:
-            cosines.append(cosine)
-    if not seen:
+    found = [t.accuracy for t in record.tensors if t.accuracy]
+    if not found:
         return None
+    snrs = [v for f in found if (v := as_figure(f.get("snr_db"))) is not None]
+    cosines = [v for f in found if (v := as_figure(f.get("cosine"))) is not None]
     return {
         "snr_db": _kept(min(snrs)) if snrs else None,
         "cosine": _kept(min(cosines)) if cosines else None,
@@ -113,9 +102,8 @@ def noise_reason(board_state: Mapping[str, Any] | None) -> str:
     if not isinstance(before, Mapping) or not isinstance(after, Mapping):
         return ""
     reasons = _thermal(before, after)
-    reasons += _clocks(before, after, "cpu", "policy", "cur_freq_khz")
-    reasons += _clocks(before, after, "npu", "device", "cur_freq_hz")
-    reasons += _clocks(before, after, "ddr", "device", "cur_freq_hz")
+    for kind, key, freq in CLOCKS:
+        reasons += _clocks(before, after, kind, key, freq)
     return "; ".join(reasons)
 
 
@@ -150,12 +138,6 @@ def case_point(record: TestRecord, run_id: str) -> CasePoint:
         noisy=noise_reason(record.board_state),
         subject=record.subject,
     )
-
-
-def run_points(records: Sequence[TestRecord], run_id: str) -> list[CasePoint]:
-    """One point per case, the last record of a nodeid winning (a rerun replaces its earlier
-    attempt, as in the run's report)."""
-    return [case_point(r, run_id) for r in last_attempts(records)]
 
 
 def run_entry(meta: Mapping[str, Any], points: Sequence[CasePoint], started: float) -> RunEntry:

@@ -1,12 +1,7 @@
-"""The history on disk: one run's ``measurements.json`` and the reports root's ``history.json``
-index (schemas in :mod:`npu_hil.harness.history.model`).
-
-Writes are atomic and the index's read-modify-write holds a lock beside it, so two runs ending at
-once on one reports root both land. Reads are forgiving and bounded
-(:func:`npu_hil.harness.files.read_json`): a run whose file is missing, torn, of another schema
-or planted (a FIFO, a symlink, a nested bomb) is left out, named in ``History.problems``, never
-an exception or a hang; a missing or unreadable index is rebuilt from the run folders.
-"""
+"""The history on disk (schemas: :mod:`npu_hil.harness.history.model`). Writes are atomic and the
+index's update holds a lock beside it (two runs ending at once both land). Reads are bounded and
+forgiving: a missing, torn, foreign or planted file is left out and named in
+``History.problems``; a missing or unreadable index is rebuilt from the run folders."""
 
 from __future__ import annotations
 

@@ -1,16 +1,12 @@
-"""The report page's history view, as plain data: per board a latency (p50 per case over the
-runs) and a pass-rate plot as PNG data URIs, and a row per case (docs/farm/history.md). The
-report renders it (:func:`npu_hil.harness.report.html.history_section`) and never imports this
-package; a page draws at most ``MAX_BOARDS`` boards and ``MAX_CASES`` cases (failing and flaky
-first) and counts the rest.
-"""
+"""The report page's history view as plain data: per board a latency and a pass-rate plot (PNG
+data URIs) and a row per case, at most ``MAX_BOARDS`` boards and ``MAX_CASES`` cases (failing and
+flaky first; docs/farm/history.md). The page renders it and never imports this package."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from pathlib import Path
 
 from typing_extensions import TypedDict
 
@@ -21,7 +17,7 @@ from npu_hil.harness.history.flaky import (
     StripCell,
     case_histories,
 )
-from npu_hil.harness.history.store import History, load_history
+from npu_hil.harness.history.store import History
 from npu_hil.harness.report.compare import outcome_state
 from npu_hil.harness.report.plots import PlotStyle
 
@@ -36,7 +32,7 @@ PLOTS = PlotStyle(
 LINES_WITH_LEGEND = 8
 MARKED_RUNS = 60  # more lines than this: no legend (nodeids would fill the plot)
 
-__all__ = ["MAX_BOARDS", "MAX_CASES", "trends_view", "view_for_run"]
+__all__ = ["MAX_BOARDS", "MAX_CASES", "trends_view"]
 
 
 class CaseRow(TypedDict):
@@ -117,11 +113,6 @@ def _priority(case: CaseHistory) -> tuple[int, float, str, str]:
     return (failing, -case.flakiness, case.board, case.nodeid)
 
 
-def _marks(points: int) -> dict[str, str | int]:
-    """A dot per run while the runs can be told apart; over a long window the line alone."""
-    return {"marker": ".", "markersize": 3} if points <= MARKED_RUNS else {}
-
-
 def _short(nodeid: str) -> str:
     name = nodeid.rsplit("::", 1)[-1]
     return name if len(name) <= 40 else name[:37] + "..."
@@ -160,19 +151,21 @@ def pass_rate_plot(board: str, rates: Sequence[float | None]) -> str | None:
         return None
     figure, axes = PLOTS.figure(f"{board}: pass rate", "passed / (passed + failed)")
     ys = [100 * r if r is not None else math.nan for r in rates]
-    axes.plot(range(len(ys)), ys, linewidth=1, color="#2e7d32", **_marks(len(ys)))
+    # a dot per run while the runs can be told apart; over a long window the line alone
+    marks = {"marker": ".", "markersize": 3} if len(ys) <= MARKED_RUNS else {}
+    axes.plot(range(len(ys)), ys, linewidth=1, color="#2e7d32", **marks)
     axes.set_ylim(-5, 105)
     return PLOTS.png(figure)
 
 
-def _case_row(case: CaseHistory, window: Sequence[str], last: int) -> CaseRow:
+def _case_row(case: CaseHistory, window: Sequence[str]) -> CaseRow:
     since = case.failing_since
     return {
         "nodeid": case.nodeid,
         "target": case.target,
         "strip": [
             {"run_id": r, "outcome": o}
-            for r, o in list(zip(window, case.strip, strict=True))[-last:]
+            for r, o in list(zip(window, case.strip, strict=True))[-DEFAULT_RUNS:]
         ],
         "failing_since": since[0] if since else None,
         "failing_since_started": _iso(since[1]) if since else "",
@@ -229,7 +222,6 @@ def trends_view(
     plots: bool = True,
     max_boards: int = MAX_BOARDS,
     max_cases: int = MAX_CASES,
-    strip_runs: int = DEFAULT_RUNS,
 ) -> TrendsView:
     """The view of the last ``runs`` runs of ``history`` (see the module's docstring)."""
     cases = case_histories(history, runs)
@@ -260,7 +252,7 @@ def trends_view(
                 "pass_rate_per_run": rates,
                 "latency_png": latency_plot(board, chosen) if plots else None,
                 "pass_rate_png": pass_rate_plot(board, rates) if plots else None,
-                "cases": [_case_row(c, run_ids, strip_runs) for c in chosen],
+                "cases": [_case_row(c, run_ids) for c in chosen],
             }
         )
     omitted_boards = len(per_board) - len(boards)
@@ -274,17 +266,3 @@ def trends_view(
         "omitted_boards": omitted_boards,
         "omitted_cases": omitted_cases,
     }
-
-
-def view_for_run(reports_root: Path, run_key: str, runs: int = DEFAULT_RUNS) -> TrendsView | None:
-    """The view for the report of a run of kind ``run_key`` (None when nothing is indexed, or
-    the history cannot be read: the report is written without it, never lost for it)."""
-    if not run_key:
-        return None
-    try:
-        history = load_history(Path(reports_root), run_key, limit=runs)
-        if not history.runs:
-            return None
-        return trends_view(history, runs)
-    except (OSError, ValueError, TypeError, KeyError):
-        return None

@@ -1,9 +1,6 @@
-"""Run reports under ``reports/<run-id>/``: JUnit XML, JSON summary, HTML, run comparison.
-
-The names below are imported on first use (PEP 562): the plugin reads the light
-:mod:`npu_hil.harness.report.records` in every pytest run, and importing this package must not
-pull in the report writers with it.
-"""
+"""Run reports under ``reports/<run-id>/`` (docs/farm/nightly.md). The names below are imported
+on first use (PEP 562): the plugin reads :mod:`~npu_hil.harness.report.records` in every pytest
+run, and importing this package must not pull in the report writers with it."""
 
 from __future__ import annotations
 

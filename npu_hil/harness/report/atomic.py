@@ -1,10 +1,6 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of one.
-
-Report files get the mode the user's umask gives a new file (0644 under umask 022), like any
-file a tool writes: ``tempfile.mkstemp`` would make them 0600, and a CI server or a colleague
-reading the reports would find them unreadable. Who may reach them is the run folder's business
-(created private, see :mod:`npu_hil.harness.report.runs`).
-"""
+"""Atomic file writes: a reader sees the old file or the new one. Files get the umask's mode, as
+any tool's (``tempfile.mkstemp``'s 0600 would hide the reports from a CI server or a colleague);
+the run folder is what is private (:mod:`npu_hil.harness.report.runs`)."""
 
 from __future__ import annotations
 
@@ -30,14 +26,9 @@ def _create_temp(path: Path) -> tuple[int, Path]:
             continue
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, fsync it, then ``os.replace`` it."""
-    write_chunks_atomic(path, (data,))
-
-
 def write_chunks_atomic(path: Path, chunks: Iterable[bytes]) -> None:
-    """:func:`write_bytes_atomic` of the chunks one after another, never all held at once (a
-    12,000-case JUnit file is 40 MB)."""
+    """Write the chunks to a temporary file beside ``path`` (never all held at once: a
+    12,000-case JUnit file is 40 MB), fsync it, then ``os.replace`` it."""
     fd, tmp = _create_temp(path)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -54,7 +45,7 @@ def write_chunks_atomic(path: Path, chunks: Iterable[bytes]) -> None:
 def write_text_atomic(path: Path, text: str) -> None:
     # The writers hand clean text (npu_hil.harness.report.sanitize); "replace" is the last guard, so
     # a character that slipped through costs one "?" rather than the whole file.
-    write_bytes_atomic(path, text.encode("utf-8", errors="replace"))
+    write_chunks_atomic(path, (text.encode("utf-8", errors="replace"),))
 
 
 SYNC_INTERVAL_S = 1.0
@@ -66,11 +57,9 @@ _last_sync: dict[Path, float] = {}
 
 
 def append_line(path: Path, line: str) -> None:
-    """Append one line with a single ``write`` on an ``O_APPEND`` descriptor.
-
-    Several pytest-xdist workers may append to the same file: one write per line keeps lines
-    whole. The file is fsynced when its last fsync is older than :data:`SYNC_INTERVAL_S`.
-    """
+    """Append one line with a single ``write`` on an ``O_APPEND`` descriptor (the lines of
+    several xdist workers stay whole), fsynced when the last fsync is older than
+    :data:`SYNC_INTERVAL_S`."""
     data = (line.rstrip("\n") + "\n").encode("utf-8", errors="replace")
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags, FILE_MODE)

@@ -1,14 +1,10 @@
-"""The board's own logs in the reports: a case's class and excerpt next to its failure.
-
-:attr:`TestRecord.board_log <npu_hil.harness.report.records.TestRecord.board_log>` is the last
-model run's :meth:`LogFinding.to_dict <npu_hil.harness.pipeline.boardlog.LogFinding.to_dict>`.
-JUnit gets its properties and the excerpt in ``<system-out>``, summary.json a ``board_logs``
-entry, the page a badge and the excerpt with the matched lines marked.
-"""
+"""The board's own logs (a record's ``board_log``: ``LogFinding.to_dict``) in the reports: JUnit
+properties and ``<system-out>``, summary.json's ``board_logs``, the page's badge and excerpt."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from html import escape
 from typing import Literal
 
@@ -41,12 +37,6 @@ class BoardLogs(TypedDict):
 
     classes: dict[str, int]
     cases: list[BoardLogCase]
-
-
-class BoardLogsEntry(TypedDict):
-    """:func:`board_log_summary`'s part of summary.json."""
-
-    board_logs: BoardLogs
 
 
 def _matched(record: TestRecord) -> list[dict[str, str]]:
@@ -106,7 +96,7 @@ def board_log_text(record: TestRecord) -> str:
     return "\n".join(parts)
 
 
-def board_log_summary(records: list[TestRecord]) -> BoardLogsEntry:
+def board_log_summary(records: Sequence[TestRecord]) -> BoardLogs:
     """summary.json's ``board_logs``: how many cases each class took, and those cases."""
     cases: list[BoardLogCase] = [
         {
@@ -119,12 +109,7 @@ def board_log_summary(records: list[TestRecord]) -> BoardLogsEntry:
         for r in records
         if r.board_log.get("class")
     ]
-    return {
-        "board_logs": {
-            "classes": dict(Counter(c["class"] for c in cases)),
-            "cases": cases,
-        }
-    }
+    return {"classes": dict(Counter(c["class"] for c in cases)), "cases": cases}
 
 
 def board_log_html(record: TestRecord) -> str:

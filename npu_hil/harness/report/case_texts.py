@@ -1,10 +1,7 @@
-"""Each case's JUnit ``<testcase>`` and report-page row, made once, as its record arrives.
-
-The controller of a run is mostly idle while the cases run and busy after the last one: at
-12,000 cases, rendering every case into the JUnit file and the page took 2-3 s of the run's
-bookkeeping. Made as each record arrives, the end only joins them. A record met for the first
-time at the end (a report rebuilt from ``records.jsonl``) is rendered then, the same way.
-"""
+"""Each case's JUnit ``<testcase>`` and page row, made as its record arrives: at 12,000 cases,
+rendering them all at the end took 2-3 s of the run's bookkeeping, while the controller idles
+during the run. A record first met at the end (a report rebuilt from records.jsonl) is rendered
+then."""
 
 from __future__ import annotations
 

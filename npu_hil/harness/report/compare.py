@@ -1,10 +1,7 @@
-"""This run against earlier runs of the same kind in the same reports folder (docs/farm/nightly.md,
-"Since the previous run"): the baseline is the last *complete* run with the same run key, or the
-run named with ``--compare-with``; against it new failures, fixed, still failing; over a window of
-recent same-kind runs the flaky tests and a trend per board. A same-kind run newer than the
-baseline that did not finish is never compared with, and never skipped silently either: it is
-listed in ``previous_incomplete`` and said in the ``baseline`` sentence.
-"""
+"""This run against earlier runs of its kind in the same reports folder: new failures, fixed,
+still failing, flaky, a trend per board (docs/farm/nightly.md, "Since the previous run"). A
+same-kind run that did not finish is never compared with, nor skipped silently
+(``previous_incomplete``, and the ``baseline`` sentence)."""
 
 from __future__ import annotations
 
@@ -95,21 +92,29 @@ def state_flips(states: Sequence[str]) -> int:
     return sum(1 for a, b in pairwise(states) if a != b)
 
 
-def same_kind_runs(run_dir: Path, key: str, limit: int) -> list[tuple[Path, PastSummary]]:
-    """Up to ``limit`` complete runs before ``run_dir`` with run key ``key``, newest first."""
-    if not key:
-        return []
+def same_kind_runs(
+    run_dir: Path, key: str, limit: int
+) -> tuple[list[tuple[Path, PastSummary]], list[IncompleteRun]]:
+    """Up to ``limit`` complete runs before ``run_dir`` with run key ``key``, newest first, and
+    the runs of that key newer than the newest of them that did not finish, each with why."""
     found: list[tuple[Path, PastSummary]] = []
-    for past in _earlier_runs(run_dir):
+    incomplete: list[IncompleteRun] = []
+    for past in _earlier_runs(run_dir) if key else []:
         summary = read_summary(past)
-        if summary is None:
-            continue
-        meta = summary.get("meta", {})
-        if meta.get("run_key") == key and meta.get("complete"):
+        meta = (summary or {}).get("meta", {})
+        if summary is not None and meta.get("run_key") == key and meta.get("complete"):
             found.append((past, summary))
             if len(found) >= limit:
                 break
-    return found
+        # run.json's key is the plugin's; a summary rebuilt after a crash may carry another
+        elif not found and key in {
+            (read_run_start(past) or {}).get("run_key"),
+            meta.get("run_key"),
+        }:
+            why = incomplete_reason(past, summary)
+            if why is not None:
+                incomplete.append({"run_id": past.name, "why": why})
+    return found, incomplete
 
 
 def _earlier_runs(run_dir: Path) -> list[Path]:
@@ -149,27 +154,6 @@ def incomplete_reason(run_dir: Path, summary: PastSummary | None) -> str | None:
     return f"it stopped before its last test{exit_text}"
 
 
-def incomplete_runs(run_dir: Path, key: str, until: str | None) -> list[IncompleteRun]:
-    """Same-kind runs before ``run_dir`` and after the run named ``until`` (the baseline; None:
-    every earlier one) that did not finish, newest first, each with why."""
-    if not key:
-        return []
-    found: list[IncompleteRun] = []
-    for past in _earlier_runs(run_dir):
-        if until is not None and past.name <= until:
-            break
-        summary = read_summary(past)
-        start = read_run_start(past) or {}
-        # run.json's key is the plugin's; a summary rebuilt after a crash may carry another
-        keys = {start.get("run_key"), (summary or {}).get("meta", {}).get("run_key")}
-        if key not in keys:
-            continue
-        why = incomplete_reason(past, summary)
-        if why is not None:
-            found.append({"run_id": past.name, "why": why})
-    return found
-
-
 def _asked(run_dir: Path, name: str) -> tuple[Path, PastSummary] | None:
     path = Path(name)
     for candidate in (path, run_dir.parent / name):
@@ -206,15 +190,11 @@ def _board_counts(rows: Sequence[tuple[str, str, str]]) -> dict[str, dict[str, i
 
 
 def build_comparison(
-    run_dir: Path,
-    records: Sequence[TestRecord],
-    meta: RunMeta | None = None,
-    window: int = FLAKY_WINDOW,
+    run_dir: Path, records: Sequence[TestRecord], meta: RunMeta
 ) -> ComparisonDocument:
-    meta = meta or {}
     key = str(meta.get("run_key") or "")
     current = {r.nodeid: r.outcome for r in records}
-    history = same_kind_runs(run_dir, key, max(window - 1, TREND_RUNS - 1, 1))
+    history, since_baseline = same_kind_runs(run_dir, key, max(FLAKY_WINDOW, TREND_RUNS) - 1)
     asked_name = str(meta.get("compare_with") or "")
     baseline: tuple[Path, PastSummary] | None
     incomplete: list[IncompleteRun] = []
@@ -235,7 +215,7 @@ def build_comparison(
             if baseline is not None
             else "no earlier complete run of the same suite, inventory and selection"
         )
-        incomplete = incomplete_runs(run_dir, key, baseline[0].name if baseline else None)
+        incomplete = since_baseline
         if incomplete:
             latest = incomplete[0]
             more = f" ({len(incomplete) - 1} more incomplete before it)" if incomplete[1:] else ""
@@ -259,7 +239,7 @@ def build_comparison(
             new_failures.append(entry)
         elif outcome == "passed" and before in FAILING:
             fixed.append(entry)
-    flaky_runs = history[: window - 1]
+    flaky_runs = history[: FLAKY_WINDOW - 1]
     past_cases = {run: _cases(run, summary) for run, summary in history[: TREND_RUNS - 1]}
     runs_oldest_first = [_outcomes(past_cases[run]) for run, _ in reversed(flaky_runs)]
     runs_oldest_first.append(current)

@@ -1,15 +1,14 @@
-"""report.html: one self-contained page (inline CSS and script, heatmaps and plots as data URIs,
-nothing fetched from a network), built to be scanned in a minute; what it shows, in order, is in
-docs/farm/nightly.md ("Reading report.html"). The history section takes the view the caller built
-(``npu_hil.harness.history.trends.trends_view``): this layer reads no history itself.
-"""
+"""report.html: one self-contained page (inline CSS and script, images as data URIs); what it
+shows is in docs/farm/nightly.md ("Reading report.html"). The history section takes the view the
+caller built (``npu_hil.harness.history.trends.trends_view``): this layer reads no history."""
 
 from __future__ import annotations
 
 import base64
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +27,8 @@ from npu_hil.harness.report.stability import CSS as STABILITY_CSS
 from npu_hil.harness.report.stability import stability_badges, stability_notes
 
 if TYPE_CHECKING:
+    from npu_hil.harness.history.flaky import StripCell
+    from npu_hil.harness.history.trends import CaseRow, Highlight, Highlighted, TrendsView
     from npu_hil.harness.report.case_texts import CaseTexts
 
 CSS = """
@@ -133,12 +134,12 @@ def _tensor_html(run_dir: Path, tensor: TensorFinding) -> str:
         parts.append(f'<div class="accuracy">accuracy: {escape(tensor.accuracy_text())}</div>')
     elif tensor.accuracy_note:
         parts.append(f'<div class="muted">accuracy: {escape(tensor.accuracy_note)}</div>')
-    if tensor.accuracy_breaches:
-        items = "".join(f"<li>{escape(b)}</li>" for b in tensor.accuracy_breaches)
-        parts.append(f'<div class="failed">accuracy thresholds failed:<ul>{items}</ul></div>')
-    if tensor.attribute_findings:
-        items = "".join(f"<li>{escape(f)}</li>" for f in tensor.attribute_findings)
-        parts.append(f"<div>attribute findings:<ul>{items}</ul></div>")
+    for found, head in (
+        (tensor.accuracy_breaches, '<div class="failed">accuracy thresholds failed:'),
+        (tensor.attribute_findings, "<div>attribute findings:"),
+    ):
+        if found:
+            parts.append(f"{head}<ul>{''.join(f'<li>{escape(f)}</li>' for f in found)}</ul></div>")
     if tensor.heatmap:
         uri = embed_png(run_dir, tensor.heatmap)
         if uri is None:
@@ -418,7 +419,7 @@ def _figure(value: Any, unit: str = "", digits: int = 4) -> str:
     return escape(str(value))
 
 
-def _percent(value: Any) -> str:
+def _percent(value: float | None) -> str:
     return "—" if value is None else f"{100 * float(value):.0f}%"
 
 
@@ -446,11 +447,11 @@ def regressions_section(summary: Mapping[str, Any]) -> str:
         )
     more = len(found) - MAX_REGRESSIONS
     tail = f"<p class='muted'>… and {more} more (summary.json has them all)</p>" if more > 0 else ""
-    counts = {s: sum(1 for i in found if i.get("severity") == s) for s in ("failure", "warning")}
-    noisy = sum(1 for i in found if i.get("severity") == "noisy")
+    counts = Counter(i.get("severity") for i in found)
     head = (
         f"{len(found)} outside their baseline band: {counts['failure']} failing, "
-        f"{counts['warning']} warnings, {noisy} on a noisy board (reported, never failing)"
+        f"{counts['warning']} warnings, {counts['noisy']} on a noisy board (reported, never "
+        "failing)"
     )
     return (
         f'<h2 id="regressions">Regressions</h2><p>{escape(head)}</p><table class="regressions">'
@@ -459,39 +460,37 @@ def regressions_section(summary: Mapping[str, Any]) -> str:
     )
 
 
-def _strip(entries: Sequence[Mapping[str, Any]]) -> str:
+def _strip(entries: Sequence[StripCell]) -> str:
     marks = []
     for entry in entries:
-        outcome = str(entry.get("outcome") or "")
+        outcome = entry["outcome"]
         cls = f"s-{outcome}" if outcome else "s-absent"
-        title = f"{entry.get('run_id')}: {outcome or 'not in this run'}"
+        title = f"{entry['run_id']}: {outcome or 'not in this run'}"
         marks.append(f'<span class="{escape(cls)}" title="{escape(title)}"></span>')
     return f'<span class="strip">{"".join(marks)}</span>'
 
 
-def _img(uri: Any, alt: str) -> str:
-    if not isinstance(uri, str) or not uri.startswith("data:image/png;base64,"):
+def _img(uri: str | None, alt: str) -> str:
+    if uri is None or not uri.startswith("data:image/png;base64,"):
         return ""
     return f'<img class="trend" alt="{escape(alt)}" src="{uri}">'
 
 
-def _case_row(case: Mapping[str, Any]) -> str:
-    since = case.get("failing_since")
+def _case_row(case: CaseRow) -> str:
+    since = case["failing_since"]
     since_text = (
-        f"<code>{escape(str(since))}</code> {escape(str(case.get('failing_since_started', '')))}"
-        if since
-        else "—"
+        f"<code>{escape(since)}</code> {escape(case['failing_since_started'])}" if since else "—"
     )
-    flips = int(case.get("flips") or 0)
+    flips = case["flips"]
     return (
         f'<tr class="hist-case{" row-failed" if since else ""}">'
-        f"<td><code>{escape(str(case.get('nodeid', '')))}</code></td>"
-        f"<td>{_strip(case.get('strip') or [])}</td><td>{since_text}</td>"
-        f"<td>{_percent(case.get('flakiness'))} ({flips} flip{'s' if flips != 1 else ''})</td>"
-        f"<td>{_percent(case.get('pass_rate'))}</td>"
-        f"<td>{_figure(case.get('latency_last_ms'), ' ms')}</td>"
-        f"<td>{_figure(case.get('latency_median_ms'), ' ms')}</td>"
-        f"<td>{_figure(case.get('snr_last_db'), ' dB')}</td></tr>"
+        f"<td><code>{escape(case['nodeid'])}</code></td>"
+        f"<td>{_strip(case['strip'])}</td><td>{since_text}</td>"
+        f"<td>{_percent(case['flakiness'])} ({flips} flip{'s' if flips != 1 else ''})</td>"
+        f"<td>{_percent(case['pass_rate'])}</td>"
+        f"<td>{_figure(case['latency_last_ms'], ' ms')}</td>"
+        f"<td>{_figure(case['latency_median_ms'], ' ms')}</td>"
+        f"<td>{_figure(case['snr_last_db'], ' dB')}</td></tr>"
     )
 
 
@@ -501,18 +500,17 @@ _CASE_HEAD = (
 )
 
 
-def _outcome(outcome: Any) -> str:
-    return escape(str(outcome)) if outcome else "not run"
+def _outcome(outcome: str) -> str:
+    return escape(outcome) if outcome else "not run"
 
 
-def _highlight_list(title: str, found: Mapping[str, Any] | None, describe: Any) -> str:
-    cases = (found or {}).get("cases") or []
-    total = int((found or {}).get("total", 0))
+def _highlight_list(title: str, found: Highlighted, describe: Callable[[Highlight], str]) -> str:
+    cases, total = found["cases"], found["total"]
     if not total:
         return f"<p><b>{escape(title)}</b>: none.</p>"
     items = "".join(
-        f"<li><code>{escape(str(c.get('nodeid', '')))}</code> on "
-        f"{escape(str(c.get('board', '')) or NO_BOARD)}: {describe(c)}</li>"
+        f"<li><code>{escape(c['nodeid'])}</code> on "
+        f"{escape(c['board']) or NO_BOARD}: {describe(c)}</li>"
         for c in cases
     )
     more = total - len(cases)
@@ -520,41 +518,36 @@ def _highlight_list(title: str, found: Mapping[str, Any] | None, describe: Any) 
     return f"<p><b>{escape(title)}</b> ({total}):</p><ul class='highlights'>{items}{tail}</ul>"
 
 
-def _lead(view: Mapping[str, Any]) -> str:
+def _lead(found: Mapping[str, Highlighted]) -> str:
     """The three lists the section opens with: changed in the last run, failing, flipping."""
-    found = view.get("highlights") or {}
     return (
         _highlight_list(
             "Changed in the last run",
-            found.get("changed"),
-            lambda c: f"{_outcome(c.get('before'))} → {_outcome(c.get('now'))}",
+            found["changed"],
+            lambda c: f"{_outcome(c['before'])} → {_outcome(c['now'])}",
         )
         + _highlight_list(
             "Failing now",
-            found.get("failing"),
-            lambda c: f"since <code>{escape(str(c.get('failing_since', '')))}</code>",
+            found["failing"],
+            lambda c: f"since <code>{escape(str(c['failing_since']))}</code>",
         )
         + _highlight_list(
-            "Flipping (more than once)",
-            found.get("flipping"),
-            lambda c: f"{int(c.get('flips') or 0)} flips",
+            "Flipping (more than once)", found["flipping"], lambda c: f"{c['flips']} flips"
         )
     )
 
 
-def history_section(view: Mapping[str, Any] | None) -> str:
+def history_section(view: TrendsView | None) -> str:
     """The trends of the runs of this kind, or nothing when no view was handed over: what
     changed, fails and flips first; the per-board plots and case table folded below."""
     if not view:
         return ""
-    runs = view.get("runs") or []
-    first = runs[0].get("started", "") if runs else ""
-    last = runs[-1].get("started", "") if runs else ""
+    runs = view["runs"]
     parts = [
         '<h2 id="history">History</h2>',
         f"<p>The last {len(runs)} complete run{'s' if len(runs) != 1 else ''} of this kind"
-        + (f" ({escape(str(first))} to {escape(str(last))})" if runs else "")
-        + f": {int(view.get('cases_total', 0))} cases.</p>",
+        + (f" ({escape(runs[0]['started'])} to {escape(runs[-1]['started'])})" if runs else "")
+        + f": {view['cases_total']} cases.</p>",
     ]
     if len(runs) < 2:
         parts.append(
@@ -562,24 +555,23 @@ def history_section(view: Mapping[str, Any] | None) -> str:
             "with the next run of this kind.</p>"
         )
     else:
-        parts.append(_lead(view))
-    boards = view.get("boards") or []
+        parts.append(_lead(view["highlights"]))
+    boards = view["boards"]
     if boards:
         parts.append(
             f"<details class='hist-all'><summary>Every case, board by board ({len(boards)} "
             f"board{'s' if len(boards) != 1 else ''})</summary>"
         )
     for board in boards:
-        name = str(board.get("board", ""))
-        cases = board.get("cases") or []
+        name, cases = board["board"], board["cases"]
         parts.append(
             f'<h3 class="hist-board">{escape(name or NO_BOARD)}</h3><p class="muted">'
-            f"{int(board.get('cases_total', 0))} cases, {int(board.get('failing', 0))} failing "
-            f"now, {int(board.get('flaky', 0))} flaky (flipped more than once)</p>"
+            f"{board['cases_total']} cases, {board['failing']} failing "
+            f"now, {board['flaky']} flaky (flipped more than once)</p>"
         )
         parts.append(
-            _img(board.get("latency_png"), f"latency p50 per case on {name}")
-            + _img(board.get("pass_rate_png"), f"pass rate on {name}")
+            _img(board["latency_png"], f"latency p50 per case on {name}")
+            + _img(board["pass_rate_png"], f"pass rate on {name}")
         )
         if cases:
             rows = "".join(_case_row(c) for c in cases)
@@ -588,8 +580,7 @@ def history_section(view: Mapping[str, Any] | None) -> str:
             )
     if boards:
         parts.append("</details>")
-    omitted_boards = int(view.get("omitted_boards", 0))
-    omitted_cases = int(view.get("omitted_cases", 0))
+    omitted_boards, omitted_cases = view["omitted_boards"], view["omitted_cases"]
     if omitted_boards or omitted_cases:
         parts.append(
             f'<p class="muted omitted">Not drawn, to keep the page small: {omitted_boards} more '
@@ -665,14 +656,12 @@ def row_parts(run_dir: Path, r: TestRecord, folded: bool) -> tuple[str, str]:
             for t in r.tensors
             if t.accuracy
         )
-    if r.preprocessing:  # how the vendor took the declared pixels
-        lines = "<br>".join(escape(line) for line in r.preprocessing.splitlines())
-        message += f'<div class="muted">{lines}</div>'
-    if r.baseline_note:  # a changed test: its figures start afresh, not compared
-        message += f'<div class="muted">{escape(r.baseline_note)}</div>'
-    if r.cross_api:  # shown folded or not: which API paths were compared, or why none were
-        lines = "<br>".join(escape(line) for line in r.cross_api.splitlines())
-        message += f'<div class="muted">{lines}</div>'
+    # Shown folded or not: how the vendor took the declared pixels; that a changed test's
+    # figures start afresh, not compared; which API paths were compared, or why none were.
+    for note in (r.preprocessing, r.baseline_note, r.cross_api):
+        if note:
+            lines = "<br>".join(escape(line) for line in note.splitlines())
+            message += f'<div class="muted">{lines}</div>'
     if r.retried:  # shown folded or not: a pass that needed a retry is worth a look
         message += _folded(f"retried {len(r.retried)}x after", "\n".join(r.retried))
     return (
@@ -722,16 +711,17 @@ def build_html(
     records: Sequence[TestRecord],
     summary: Mapping[str, Any],
     comparison: Mapping[str, Any],
-    history: Mapping[str, Any] | None = None,
+    history: TrendsView | None = None,
     texts: CaseTexts | None = None,
 ) -> str:
-    """The page; ``history`` is the history view of the runs of this kind (plain data, built
-    by the caller from the history store), None for none; ``texts``: the cases' rows made as
-    they arrived, if any."""
+    """The page; ``history``: the view of the runs of this kind, if any; ``texts``: the cases'
+    rows made as they arrived, if any."""
     new = {e["nodeid"] for e in comparison.get("new_failures", [])}
     title = f"npu-hil {summary.get('meta', {}).get('run_id', '')}"
-    # </script> inside the script would end it; the script is a constant without one.
+    # </script> inside a script would end it: the script is a constant without one, and the
+    # meta's JSON has its "<" escaped.
     assert "</" not in SCRIPT
+    meta = json.dumps(summary.get("meta", {}), default=str).replace("<", "\\u003c")
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(str(title))}</title><style>{CSS}{STABILITY_CSS}{BOARDLOG_CSS}</style>"
@@ -740,10 +730,6 @@ def build_html(
         f"{_comparison(comparison)}{_boards(summary, comparison)}{history_section(history)}"
         f"{_matrix(records)}"
         f"{_tests(run_dir, records, new, texts)}"
-        f'<script type="application/json" id="meta">{_json_safe(summary.get("meta", {}))}'
+        f'<script type="application/json" id="meta">{meta}'
         "</script></body></html>\n"
     )
-
-
-def _json_safe(value: Any) -> str:
-    return json.dumps(value, default=str).replace("<", "\\u003c")

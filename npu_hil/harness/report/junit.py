@@ -1,9 +1,5 @@
-"""JUnit XML in the shape CI servers read: one testsuite, one testcase per record.
-
-Each testcase carries ``<properties>``: board, target, backend, simulated, ran_on (hw, sim or
-none), the runtime versions and artifact hashes (prefixed ``runtime.`` and ``artifact.``) and the
-record's own properties.
-"""
+"""JUnit XML as CI servers read it: one testsuite, one testcase per record with its
+``<properties>`` (board, target, ``runtime.*``, ``artifact.*``...: docs/farm/nightly.md)."""
 
 from __future__ import annotations
 
@@ -82,21 +78,8 @@ def _property_lines(pairs: Sequence[tuple[str, str]], indent: str) -> list[str]:
     return [f"{indent}<property name={_attr(k)} value={_attr(v)} />" for k, v in pairs]
 
 
-def build_junit(
-    records: Sequence[TestRecord],
-    meta: Mapping[str, Any],
-    suite_name: str = "npu-hil",
-    texts: CaseTexts | None = None,
-) -> bytes:
-    """The run's JUnit file (:func:`junit_chunks` joined)."""
-    return b"".join(junit_chunks(records, meta, suite_name, texts))
-
-
 def junit_chunks(
-    records: Sequence[TestRecord],
-    meta: Mapping[str, Any],
-    suite_name: str = "npu-hil",
-    texts: CaseTexts | None = None,
+    records: Sequence[TestRecord], meta: Mapping[str, Any], texts: CaseTexts | None = None
 ) -> Iterator[bytes]:
     """The run's JUnit file in pieces, a ``<testcase>`` each; ``texts``: the cases' elements
     made as they arrived, if any."""
@@ -105,7 +88,7 @@ def junit_chunks(
     # escaped, and a property test parses the result back.
     counts = Counter(r.outcome for r in records)
     suite_attributes = {
-        "name": suite_name,
+        "name": "npu-hil",
         "tests": str(len(records)),
         "failures": str(counts["failed"]),
         "errors": str(counts["error"]),

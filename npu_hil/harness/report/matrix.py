@@ -1,17 +1,14 @@
-"""The runtime matrix (``npu-hil nightly --runtime-matrix``, docs/farm/nightly.md): the runs of
-one suite, one per runtime version, side by side in ``matrix.json`` and ``matrix.html``, a row
-per case and a column per runtime. A row whose outcomes differ is a *disagreement* and comes
-first; a case a runtime did not run is ``absent`` there, never a disagreement by itself.
-"""
+"""The runtime matrix (``npu-hil nightly --runtime-matrix``, docs/farm/nightly.md): matrix.json
+and matrix.html, a row per case and a column per runtime; rows that disagree come first, and a
+case a runtime did not run is ``absent`` there, never a disagreement by itself."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any
 
 from typing_extensions import NotRequired, TypedDict
 
@@ -127,7 +124,7 @@ def build_matrix(runs: Sequence[MatrixRun]) -> MatrixDocument:
     }
 
 
-def write_matrix(folder: Path, matrix: Mapping[str, Any]) -> None:
+def write_matrix(folder: Path, matrix: MatrixDocument) -> None:
     """``matrix.json`` and ``matrix.html`` in ``folder`` (created by the caller, ours alone)."""
     write_text_atomic(folder / MATRIX_JSON, json.dumps(matrix, indent=1, sort_keys=True) + "\n")
     write_text_atomic(folder / MATRIX_HTML, matrix_html(matrix))
@@ -142,38 +139,37 @@ td,th{border:1px solid #ccc;padding:.25em .5em;vertical-align:top;font-size:90%}
 """
 
 
-def _html_cell(cell: Mapping[str, Any]) -> str:
-    outcome = str(cell.get("outcome", ABSENT))
+def _html_cell(cell: MatrixCell) -> str:
+    outcome = cell["outcome"]
     parts = [f"<b>{escape(outcome)}</b>"]
     if "p50_ms" in cell:
         parts.append(f"<span class=small>p50 {float(cell['p50_ms']):.4g} ms</span>")
-    versions = cell.get("versions") or {}
-    if versions:
-        shown = ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
+    if "versions" in cell:
+        shown = ", ".join(f"{k} {v}" for k, v in sorted(cell["versions"].items()))
         parts.append(f"<span class=small>{escape(shown)}</span>")
     if cell.get("message"):
-        parts.append(f"<span class=small>{escape(str(cell['message']))}</span>")
+        parts.append(f"<span class=small>{escape(cell['message'])}</span>")
     return f"<td class='o-{escape(outcome)}'>{'<br>'.join(parts)}</td>"
 
 
-def matrix_html(matrix: Mapping[str, Any]) -> str:
-    columns = list(matrix.get("runtimes", []))
+def matrix_html(matrix: MatrixDocument) -> str:
+    columns = matrix["runtimes"]
     head = "".join(
-        f"<th>{escape(str(c['runtime']))}<br><a href='{escape(str(c['report']))}'>"
-        f"{escape(str(c['run_id']))}</a><br><span class=small>exit {int(c['pytest_exit'])}; "
-        + escape(", ".join(f"{k} {v}" for k, v in sorted((c.get("outcomes") or {}).items()) if v))
+        f"<th>{escape(c['runtime'])}<br><a href='{escape(c['report'])}'>"
+        f"{escape(c['run_id'])}</a><br><span class=small>exit {c['pytest_exit']}; "
+        + escape(", ".join(f"{k} {v}" for k, v in sorted(c["outcomes"].items()) if v))
         + "</span></th>"
         for c in columns
     )
     rows = []
-    for row in matrix.get("cases", []):
+    for row in matrix["cases"]:
         cls = "" if row["agree"] else " class=disagree"
         cells = "".join(_html_cell(row["cells"][c["runtime"]]) for c in columns)
         rows.append(
             f"<tr{cls}><td class=case>{escape(row['board'])}<br>"
             f"<span class=small>{escape(row['nodeid'])}</span></td>{cells}</tr>"
         )
-    count = int(matrix.get("disagreements", 0))
+    count = matrix["disagreements"]
     verdict = (
         f"{count} case(s) differ between runtimes (listed first)"
         if count

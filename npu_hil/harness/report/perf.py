@@ -1,7 +1,5 @@
-"""Latency and board state as the reports show them: JUnit properties, summary.json's latency
-table and the HTML line under a case. Fed from a record's ``latency`` (the figures of
-:class:`~npu_hil.harness.latency.Latency`) and ``board_state`` (the agent's readings before and
-after the timed runs)."""
+"""A record's ``latency`` (:class:`~npu_hil.harness.latency.Latency`'s figures) and
+``board_state`` (the agent's readings around the timed runs) as JUnit properties and page lines."""
 
 from __future__ import annotations
 
@@ -13,6 +11,12 @@ from npu_hil.harness.report.records import TestRecord
 
 __all__ = ["board_state_properties", "latency_html", "latency_properties"]
 
+# A board state reading's clocks: (list, its entries' key, their frequency's field)
+CLOCKS = (
+    ("cpu", "policy", "cur_freq_khz"),
+    ("npu", "device", "cur_freq_hz"),
+    ("ddr", "device", "cur_freq_hz"),
+)
 FIGURES = ("p50_ms", "p90_ms", "p99_ms", "min_ms", "max_ms", "mean_ms", "stdev_ms", "jitter_ms")
 
 
@@ -41,15 +45,11 @@ def board_state_properties(state: Mapping[str, Any]) -> dict[str, str]:
         if not isinstance(reading, Mapping):
             continue
         head = f"board_state.{phase}"
-        for entry in reading.get("cpu") or []:
-            name = f"{head}.cpu.{entry.get('policy')}"
-            props[f"{name}.governor"] = _value(entry.get("governor"))
-            props[f"{name}.cur_freq_khz"] = _value(entry.get("cur_freq_khz"))
-        for kind in ("npu", "ddr"):
+        for kind, key, freq in CLOCKS:
             for entry in reading.get(kind) or []:
-                name = f"{head}.{kind}.{entry.get('device')}"
+                name = f"{head}.{kind}.{entry.get(key)}"
                 props[f"{name}.governor"] = _value(entry.get("governor"))
-                props[f"{name}.cur_freq_hz"] = _value(entry.get("cur_freq_hz"))
+                props[f"{name}.{freq}"] = _value(entry.get(freq))
         for entry in reading.get("thermal") or []:
             name = f"{head}.thermal.{entry.get('zone')}"
             props[f"{name}.type"] = _value(entry.get("type"))

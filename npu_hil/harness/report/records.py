@@ -1,12 +1,9 @@
-"""What the plugin records for each test, and what the reports are built from.
-
-Plain data, JSON round-trippable, so a crashed run leaves readable records behind and pytest-xdist
-workers can hand them to the controller.
-"""
+"""What the plugin records for each test, and the reports are built from: plain data, JSON
+round-trippable (a crashed run leaves readable records; xdist workers hand them over)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from functools import lru_cache
 from typing import Any, cast
@@ -114,25 +111,23 @@ class TensorFinding:
     """Why an output has no figures (its buffer could not be dequantized)."""
 
     def accuracy_text(self) -> str:
-        """One line of figures, or ``""`` without them."""
-        return accuracy_text(self.accuracy) if self.accuracy else ""
-
-
-def accuracy_text(figures: Mapping[str, object]) -> str:
-    """``cosine 0.999812, SNR 41.3 dB, max abs 0.0123, max rel 0.0456`` from the JSON figures
-    (each value's type checked: a record read back may hold anything there)."""
-    cosine = figures.get("cosine")
-    snr = figures.get("snr_db")
-    rel = figures.get("max_rel_err")
-    cos_text = f"{cosine:.6f}" if isinstance(cosine, float) else "n/a"
-    if isinstance(snr, str):
-        snr_text = f"{'+' if snr == 'inf' else ''}{snr} dB"
-    else:
-        snr_text = f"{snr:.1f} dB" if isinstance(snr, (int, float)) else "n/a"
-    return (
-        f"cosine {cos_text}, SNR {snr_text}, max abs {_num(figures.get('max_abs_err'))}, "
-        f"max rel {_num(rel)}"
-    )
+        """``cosine 0.999812, SNR 41.3 dB, max abs 0.0123, max rel 0.0456``, ``""`` without
+        figures (each value's type checked: a record read back may hold anything there)."""
+        figures = self.accuracy
+        if not figures:
+            return ""
+        cosine = figures.get("cosine")
+        snr = figures.get("snr_db")
+        rel = figures.get("max_rel_err")
+        cos_text = f"{cosine:.6f}" if isinstance(cosine, float) else "n/a"
+        if isinstance(snr, str):
+            snr_text = f"{'+' if snr == 'inf' else ''}{snr} dB"
+        else:
+            snr_text = f"{snr:.1f} dB" if isinstance(snr, (int, float)) else "n/a"
+        return (
+            f"cosine {cos_text}, SNR {snr_text}, max abs {_num(figures.get('max_abs_err'))}, "
+            f"max rel {_num(rel)}"
+        )
 
 
 def _num(value: Any) -> str:
@@ -287,9 +282,7 @@ def last_attempts(records: Iterable[TestRecord]) -> list[TestRecord]:
 
 def scrubbed(record: TestRecord) -> TestRecord:
     """``record`` without secrets (:func:`npu_hil.harness.redact.scrub`) and with text safe to
-    write (:func:`npu_hil.harness.report.sanitize.clean_text`): applied where records are
-    written, so no report file holds key material and every one is valid, whatever exception
-    text a test ended with."""
+    write (:func:`npu_hil.harness.report.sanitize.clean_text`), whatever a test's exception said."""
     return TestRecord.from_dict(scrubbed_dict(record))
 
 

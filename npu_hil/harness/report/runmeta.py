@@ -1,9 +1,6 @@
-"""What a run was: harness version and commit, exit status, and its *run key*: a hash of the
-suite, the inventory (path and content) and the selection, so that "since the previous run"
-compares only runs of the same kind and a ``-k`` debugging run never becomes a nightly's baseline
-(docs/farm/nightly.md). Plain values in, plain values out: the plugin reads them off its config
-(:mod:`npu_hil.harness.plugin.runmeta`), ``npu-hil nightly`` off its command line.
-"""
+"""What a run was: harness version, commit, exit status, and its *run key* (a hash of the suite,
+the inventory and the selection), so that "since the previous run" compares runs of one kind and
+a ``-k`` debugging run never becomes a nightly's baseline (docs/farm/nightly.md)."""
 
 from __future__ import annotations
 
@@ -80,23 +77,16 @@ def harness_version() -> str:
 
 def git_commit(where: Path) -> str:
     """The commit checked out at ``where`` (with ``+dirty`` for local changes), or ""."""
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        command = ["git", "-C", str(where), *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=5, check=False)
+
     try:
-        head = subprocess.run(
-            ["git", "-C", str(where), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
+        head = git("rev-parse", "HEAD")
         if head.returncode != 0:
             return ""
-        dirty = subprocess.run(
-            ["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
+        dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return ""
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")

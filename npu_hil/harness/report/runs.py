@@ -1,12 +1,7 @@
-"""Run folders under a reports root, and the files a run leaves there as it goes.
-
-``reports/<run-id>/``: the run id is a UTC timestamp plus a short random suffix, so a sort of the
-folder names is the order the runs started in. ``records.jsonl`` gets a :class:`TestRecord` per
-line as tests finish (a crashed run keeps what completed), ``run.json`` the run's key and start
-with the first record (a run that dies before its summary.json is still known as a run of its
-kind). A run folder is created private (0700): failure messages and boot logs are for whoever ran
-the suite; the files inside get the umask's mode (:mod:`npu_hil.harness.report.atomic`).
-"""
+"""Run folders ``reports/<run-id>/`` (a UTC timestamp and a random suffix: sorted by name is sorted
+by start) and the files a run leaves as it goes: ``records.jsonl`` a line per finished test,
+``run.json`` its key and start (a run that dies early is still known as one of its kind). A run
+folder is private (0700): failure messages and boot logs are for whoever ran the suite."""
 
 from __future__ import annotations
 
@@ -76,12 +71,8 @@ def new_run_dir(reports_root: str | Path) -> Path:
 
 
 def run_dir_for_session(reports_root: str | Path, run_id: str | None = None) -> Path:
-    """The run folder a pytest session should write to.
-
-    ``npu-hil nightly`` creates the folder first and names it in ``NPU_HIL_RUN_DIR`` so it can
-    watch the records arrive; a plain ``pytest`` run gets ``<root>/<run_id>`` (the id the session
-    chose when it started) or else a new folder.
-    """
+    """The run folder a pytest session writes to: ``NPU_HIL_RUN_DIR`` (``npu-hil nightly`` makes
+    it first, to watch the records arrive), else ``<root>/<run_id>``, else a new folder."""
     named = os.environ.get(RUN_DIR_ENV)
     if named:
         path = Path(named)
@@ -163,10 +154,8 @@ def write_run_start(run_dir: str | Path, meta: RunStart) -> None:
 
 
 def _past_document(path: Path, what: str, *objects: str) -> dict[str, object] | None:
-    """A JSON object an earlier run wrote, or None when it is absent or damaged: read bounded
-    (:func:`npu_hil.harness.files.read_json`: a regular file, not through a symlink, at most
-    256 MiB and 64 levels deep), so a FIFO, a device or a nested bomb in an old run folder
-    costs nothing but that run's place in the comparison."""
+    """A JSON object an earlier run wrote, or None when absent or damaged: read bounded
+    (:func:`npu_hil.harness.files.read_json`), so a FIFO or a nested bomb costs only that run."""
     try:
         data = read_json(path, what, follow=False)
     except InputFileError:

@@ -1,22 +1,7 @@
-"""Text made safe for every report file: records.jsonl, summary.json, comparison.json, junit.xml
-and report.html all take their text through :func:`clean_text` (deeply, :func:`clean_value`).
-
-A failure message is whatever a test, a device or a vendor runtime printed, so it may hold:
-
-- a lone surrogate (``\\udc80``, from bytes decoded with ``surrogateescape``): UTF-8 cannot
-  encode it, so writing the page raised and the report was lost, and the JUnit writer turned it
-  into a character reference that no XML parser accepts. It becomes U+FFFD;
-- the noncharacters U+FFFE/U+FFFF and the like, which XML 1.0 forbids: U+FFFD too;
-- C0 and C1 control characters (NUL, ESC and its terminal sequences, DEL, NEL...), which XML 1.0
-  forbids and which are invisible or harmful in a page or a terminal: shown as ``\\x1b``;
-- the bidirectional embedding, override and isolate controls (U+202A-U+202E, U+2066-U+2069),
-  which make a page show text in another order than it holds ("Trojan Source"): shown as
-  ``\\u202e``.
-
-Tab and newline stay (tracebacks need them); CR LF becomes LF, a lone CR is shown as ``\\x0d``
-(it would overwrite the line in a terminal). The escapes are plain ASCII, so the character stays
-visible and can be told apart from text around it.
-"""
+"""Text made safe for every report file (records.jsonl, summary.json, comparison.json, junit.xml,
+report.html): what becomes what is in docs/farm/nightly.md. A lone surrogate (bytes decoded with
+``surrogateescape``) once lost the page (UTF-8 cannot encode it) and made a JUnit file no parser
+accepts; the escapes are plain ASCII, so a character stays visible and apart from its text."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Unstable and quarantined cases in the reports (docs/farm/quarantine.md): summary.json's lists,
-the JUnit properties, the page's markers. *Unstable* is a flag on a pass that needed a retry
-(CI stays green, the report says so); a *quarantined* case is one a quarantine entry lists, its
-outcome ``quarantined`` when it failed.
-"""
+"""Unstable passes (a retry was needed) and quarantined cases in the reports: summary.json's lists,
+the JUnit properties, the page's markers (docs/farm/quarantine.md)."""
 
 from __future__ import annotations
 

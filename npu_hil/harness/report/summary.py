@@ -1,10 +1,7 @@
-"""summary.json: counts per outcome, board and target, where the cases ran (a case's
-:attr:`TestRecord.provenance`), board health, latency and accuracy per target, the findings
-against the baselines. The records stay in ``records.jsonl`` and each case's figures in
-``measurements.json``: at 12,000 cases embedding the records made summary.json 71 MB, which every
-reader of a summary (a comparison, the history, the nightly's table) parsed whole, and a row per
-case in ``latency`` and ``accuracy`` kept 10 MB.
-"""
+"""summary.json: counts per outcome, board and target, where cases ran, board health, latency and
+accuracy per target, baseline findings. The records stay in records.jsonl and each case's figures
+in measurements.json: at 12,000 cases the records embedded made summary.json 71 MB, parsed whole
+by every reader, and a row per case in ``latency`` and ``accuracy`` kept 10 MB."""
 
 from __future__ import annotations
 
@@ -217,8 +214,7 @@ def build_summary(
     *,
     history: RunHistory | None = None,
 ) -> SummaryDocument:
-    """The run's summary; ``history`` is its ``history`` entry (``baseline_runs``: the earlier
-    runs the baselines came from, ``indexed_runs``: how many runs the index holds), None when
+    """The run's summary; ``history``: its ``history`` entry (:class:`RunHistory`), None when
     not known."""
     totals = _zero()  # plus "quarantined" when a listed test failed (quarantine.count)
     per_board: dict[str, dict[str, Any]] = {}
@@ -282,7 +278,7 @@ def build_summary(
         # passes that needed a retry, and the quarantine list's cases (each a count and a list)
         "unstable": stability["unstable"],
         "quarantine": stability["quarantine"],
-        "board_logs": board_log_summary(list(records))["board_logs"],
+        "board_logs": board_log_summary(records),
         "history": history.copy() if history is not None else None,
         "records_file": RECORDS_FILE,
         "measurements_file": MEASUREMENTS_FILE,

@@ -1,16 +1,13 @@
-"""Write a run's report files: junit.xml, summary.json, comparison.json, report.html.
-
-The plugin calls :func:`append_record` as each test finishes and :func:`write_run` at the end
-of the session; ``write_run(run_dir, load_records(run_dir), meta)`` rebuilds the report of a run
-that crashed before its end.
-"""
+"""A run's report files. The plugin calls :func:`append_record` as each test finishes and
+:func:`write_run` at the session's end; ``write_run(run_dir, None, meta)`` rebuilds the report of
+a run that crashed before its end."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from npu_hil.harness.report.atomic import sync_file, write_chunks_atomic, write_text_atomic
 from npu_hil.harness.report.case_texts import CaseTexts
@@ -31,6 +28,9 @@ from npu_hil.harness.report.runs import (
 )
 from npu_hil.harness.report.sanitize import clean_value
 from npu_hil.harness.report.summary import RunHistory, build_summary
+
+if TYPE_CHECKING:
+    from npu_hil.harness.history.trends import TrendsView
 
 JUNIT_FILE = "junit.xml"
 COMPARISON_FILE = "comparison.json"
@@ -56,16 +56,14 @@ def write_run(
     meta: RunMeta,
     *,
     history: RunHistory | None = None,
-    trends: Mapping[str, Any] | None = None,
+    trends: TrendsView | None = None,
     scrubbed: bool = False,
     texts: CaseTexts | None = None,
 ) -> None:
     """Write every report file of the run; ``records=None`` reads them from records.jsonl.
-    ``history``: summary.json's ``history`` (the baseline's runs, how many runs are indexed),
-    None when the run's history is not known (a report rebuilt after a crash). ``trends``: the
-    page's history view (``npu_hil.harness.history.trends.trends_view``), if any. ``scrubbed``:
-    the records are the ones :func:`append_record` returned, scrubbed already. ``texts``: their
-    JUnit elements and page rows, made as they arrived."""
+    ``history``: summary.json's ``history`` (None: not known, as in a report rebuilt after a
+    crash); ``trends``: the page's history view, if any; ``scrubbed``: the records are the ones
+    :func:`append_record` returned; ``texts``: their JUnit elements and page rows, if made."""
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
     chosen = last_attempts(load_records(path) if records is None else records)

@@ -1,9 +1,5 @@
-"""Soak mode: the chosen models looped on the chosen boards with several contexts at once, the
-agents' memory and the board's CMA / DMA-buffer pools sampled, the leak slope and the error rate
-held to bounds, and a report with plots.
-
-    from npu_hil.harness.soak import Bounds, SoakPlan, judge, soak, write_soak_report
-"""
+"""Soak mode (docs/farm/health.md, "Soak"): models looped on boards with several contexts, the
+memory sampled, the leak slope and the error rate held to bounds, a report with plots."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The leak slope: a Theil-Sen line through (x, memory) with Sen's confidence interval.
-
-Theil-Sen takes the median of the slopes between every pair of points, so a few samples far off
-the line (a garbage collection, the allocator returning an arena, a one-off buffer while a model
-loads) move it little: up to about 29 % of the points can be outliers before it breaks down,
-where a least-squares slope is pulled by a single one. numpy only.
-"""
+"""The leak slope: a Theil-Sen line (the median of the pairwise slopes) with Sen's 95 % interval.
+A few samples off the line (a garbage collection, an arena returned, a model loading) move it
+little, up to about 29 % outliers, where one pulls a least-squares slope. numpy only."""
 
 from __future__ import annotations
 

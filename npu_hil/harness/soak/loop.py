@@ -1,14 +1,8 @@
-"""The soak loop: every chosen board runs the chosen models over and over on several contexts at
-once, each context asking its agent for a memory reading every ``sample_every_s``.
-
-A context is an agent of its own (process and runtime context): :class:`AgentClient
-<npu_hil.harness.agent.client.AgentClient>` is not thread-safe, and the board's first context is
-the farm's own session. The contexts are primed in turn first (agent started, one job per model,
-so the bundle and models are copied once, not raced), then all run in threads until the deadline
-or their count of jobs. A job is :func:`npu_hil.harness.pipeline.run_model` with the farm's retry
-policy and the board's breaker; it fails on an NpuHilError or buffers that do not match. A board
-whose breaker opens, or that fails its health check, stops its contexts, the cause kept.
-"""
+"""The soak loop (docs/farm/health.md, "Soak"): each board's contexts (an agent each:
+:class:`~npu_hil.harness.agent.client.AgentClient` is not thread-safe) are primed in turn (one job
+per model, so the bundle and models are copied once, not raced), then run in threads until the
+deadline or their count of jobs. A job is :func:`npu_hil.harness.pipeline.run_model` with the
+farm's retries and breaker; a board that breaks or fails its health check stops, the cause kept."""
 
 from __future__ import annotations
 
@@ -160,21 +154,11 @@ class _Board:
             with self.lock:
                 self.running -= 1
         with self.lock:
-            counts.jobs += 1
-            if kind:
-                counts.errors += 1
-                counts.by_kind[kind] = counts.by_kind.get(kind, 0) + 1
-                if len(self.part.failures) < MAX_FAILURES_KEPT:
-                    self.part.failures.append(
-                        Failure(
-                            counts.board,
-                            counts.context,
-                            round(self.now(), 3),
-                            model,
-                            kind,
-                            message[:500],
-                        )
-                    )
+            counts.tally(kind)
+            if kind and len(self.part.failures) < MAX_FAILURES_KEPT:
+                now = round(self.now(), 3)
+                failure = Failure(counts.board, counts.context, now, model, kind, message[:500])
+                self.part.failures.append(failure)
 
 
 def _context_session(base: BoardSession, index: int) -> tuple[BoardSession, bool]:
@@ -221,9 +205,7 @@ def _run_context(
     except BoardBrokenError as exc:
         counts.stopped = f"BoardBrokenError: {exc.message}"
         with board.lock:
-            counts.jobs += 1
-            counts.errors += 1
-            counts.by_kind["BoardBrokenError"] = counts.by_kind.get("BoardBrokenError", 0) + 1
+            counts.tally("BoardBrokenError")
     except Exception as exc:  # a context's thread must say why it ended, never vanish
         counts.stopped = f"{type(exc).__name__}: {exc}"
         log.exception("%s context %d stopped", counts.board, counts.context)
@@ -277,16 +259,12 @@ def soak(
             run.boards.append(part)
             try:
                 base = farm.ready(board)
-            except NpuHilError as exc:
-                part.problem = f"{type(exc).__name__}: {exc.message}"
-                continue
-            part.simulated = base.simulated
-            shared = _Board(part, plan, started)
-            try:
+                part.simulated = base.simulated
                 contexts = [_context_session(base, index) for index in range(plan.contexts)]
             except NpuHilError as exc:
                 part.problem = f"{type(exc).__name__}: {exc.message}"
                 continue
+            shared = _Board(part, plan, started)
             extra.extend(contexts[1:])
             for index, (session, _) in enumerate(contexts):
                 counts = ContextCounts(board.name, index)

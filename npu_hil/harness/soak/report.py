@@ -10,7 +10,6 @@ import json
 from datetime import datetime, timezone
 from html import escape
 from pathlib import Path
-from typing import Any
 
 from npu_hil.harness.folders import private_dir
 from npu_hil.harness.report.atomic import write_text_atomic
@@ -19,7 +18,7 @@ from npu_hil.harness.report.runmeta import RunMeta
 from npu_hil.harness.report.runs import new_run_id
 from npu_hil.harness.soak.documents import SoakDocument
 from npu_hil.harness.soak.loop import BoardSoak, SoakRun
-from npu_hil.harness.soak.verdict import SeriesFit, Verdict, sample_value
+from npu_hil.harness.soak.verdict import Verdict, sample_value
 
 __all__ = ["HTML_FILE", "JSON_FILE", "SCHEMA", "soak_document", "write_soak_report"]
 
@@ -45,20 +44,6 @@ def soak_document(run: SoakRun, verdict: Verdict, meta: RunMeta | None = None) -
     }
 
 
-def _fit_line(axes: Any, series: SeriesFit, xs: list[float], color: Any) -> None:
-    fit = series.time_fit
-    if fit is None or not xs:
-        return
-    hours = [x / 3600.0 for x in (min(xs), max(xs))]
-    axes.plot(
-        [h * 3600.0 for h in hours],
-        [fit.intercept + fit.slope * h for h in hours],
-        linestyle="--",
-        color=color,
-        linewidth=1,
-    )
-
-
 def memory_plot(part: BoardSoak, verdict: Verdict, metric: str) -> str | None:
     """One board's agents' RSS (``rss_kib``) or its CMA in use (``cma_used_kib``) over time,
     with the fitted lines (after the warm-up), or None when nothing was measured."""
@@ -70,27 +55,27 @@ def memory_plot(part: BoardSoak, verdict: Verdict, metric: str) -> str | None:
     drawn = False
     fitted: list[float] = []
     for n, series in enumerate(fits):
-        own = [s for s in part.samples if series.context in (None, s.context)]
-        if series.context is not None:
-            own = [s for s in own if s.pid == series.pid]
+        # a board-wide pool: every context's samples; an agent's RSS: its one process's
+        own = [
+            s
+            for s in part.samples
+            if series.context is None or (s.context, s.pid) == (series.context, series.pid)
+        ]
         points = [(s.t_s, v) for s in own if (v := sample_value(s, metric)) is not None]
         if not points:
             continue
         color = f"C{n % 10}"
         name = "board" if series.context is None else f"context {series.context}"
-        axes.plot(
-            [p[0] for p in points],
-            [p[1] for p in points],
-            marker=".",
-            markersize=3,
-            linewidth=0.8,
-            color=color,
-            label=name,
-        )
+        times, values = zip(*points, strict=True)
+        axes.plot(times, values, marker=".", markersize=3, linewidth=0.8, color=color, label=name)
         kept = points[series.warmup_dropped :]
         if series.warmup_dropped and kept:
             axes.axvspan(points[0][0], kept[0][0], color="0.9", zorder=0)
-        _fit_line(axes, series, [p[0] for p in kept], color)
+        fit = series.per_hour  # the line over time, in the metric's units per hour
+        if fit is not None and kept:
+            span = (min(p[0] for p in kept), max(p[0] for p in kept))
+            line = [fit.intercept + fit.slope * t / 3600.0 for t in span]
+            axes.plot(span, line, linestyle="--", color=color, linewidth=1)
         fitted += [p[1] for p in kept]
         drawn = True
     if not drawn:

@@ -32,14 +32,8 @@ class SoakPlan:
     shape: tuple[int, ...] = (1, 3, 8, 8)
 
     def to_dict(self) -> PlanDocument:
-        return {
-            "models": list(self.models),
-            "contexts": self.contexts,
-            "seconds": self.seconds,
-            "iterations": self.iterations,
-            "sample_every_s": self.sample_every_s,
-            "shape": list(self.shape),
-        }
+        data = {**asdict(self), "models": list(self.models), "shape": list(self.shape)}
+        return cast(PlanDocument, data)
 
 
 @dataclass(frozen=True)
@@ -121,6 +115,13 @@ class ContextCounts:
     by_kind: dict[str, int] = field(default_factory=dict)
     pids: list[int] = field(default_factory=list)
     stopped: str | None = None
+
+    def tally(self, kind: str) -> None:
+        """One more job; ``kind``: why it failed, "" when it did not."""
+        self.jobs += 1
+        if kind:
+            self.errors += 1
+            self.by_kind[kind] = self.by_kind.get(kind, 0) + 1
 
     def to_dict(self) -> ContextDocument:
         return cast(ContextDocument, asdict(self))

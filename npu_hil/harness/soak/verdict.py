@@ -1,21 +1,15 @@
-"""The soak's verdict: a bounded leak slope per agent and memory pool, and a bounded error rate
-per board (the bounds and their defaults: docs/farm/health.md, "Soak").
-
-Each series is fitted (Theil-Sen, :mod:`~npu_hil.harness.soak.fit`) over jobs and over time,
-after a warm-up: memory climbs while an agent loads its models and its allocators fill, then
-levels off, and that climb is not a leak. Only one agent process counts per context (the one with
-the most samples: a restarted agent starts again from a small RSS). A series fails when its slope
-is over the bound, its 95 % interval lies above zero **and** the growth over the fitted span is
-more than ``floor_kib``: RSS noise around a flat line does not fail a soak, nor does a steep but
-tiny climb (an allocator filling its last arena: tens of KiB over a few dozen jobs). Too few
-samples after the warm-up cannot be judged, and fail as such.
-"""
+"""The soak's verdict: a bounded leak slope per agent and memory pool, a bounded error rate per
+board (the rules and defaults: docs/farm/health.md, "Soak"). One agent process counts per context,
+the one with the most samples (a restarted agent starts again from a small RSS). The growth floor
+keeps RSS noise and a steep but tiny climb (an allocator filling its last arena: tens of KiB)
+from failing a soak; too few samples after the warm-up cannot be judged, and fail as such."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 import numpy as np
@@ -81,9 +75,7 @@ class SeriesFit:
     warmup_dropped: int
     pid: int | None = None
     per_1k: Fit | None = None
-    per_hour: Fit | None = None
-    # for the plot: the line over time, in the metric's units
-    time_fit: Fit | None = None
+    per_hour: Fit | None = None  # also the plot's line over time, in the metric's units
     problem: str | None = None
     failed: list[str] = field(default_factory=list)
 
@@ -165,18 +157,13 @@ def _fit_series(
     values = np.array([v for _, v in kept], dtype=np.float64)
     try:
         per_job = theil_sen(jobs, values)
-        result.per_1k = Fit(
-            per_job.slope * 1000,
-            per_job.intercept,
-            per_job.low * 1000,
-            per_job.high * 1000,
-            per_job.points,
+        result.per_1k = replace(
+            per_job, slope=per_job.slope * 1000, low=per_job.low * 1000, high=per_job.high * 1000
         )
     except ValueError as exc:
         result.problem = f"no slope over jobs: {exc}"
     try:
         result.per_hour = theil_sen(hours, values)
-        result.time_fit = result.per_hour
     except ValueError as exc:
         result.problem = f"no slope over time: {exc}"
     for fit, bound, unit, span in (
@@ -218,15 +205,14 @@ def judge(run: SoakRun, bounds: Bounds | None = None) -> Verdict:
             for text in fitted.failed:
                 reasons.append(f"{_who(fitted)}: leak slope {text}")
         rate = part.errors / part.jobs if part.jobs else 0.0
-        by_kind: dict[str, int] = {}
+        by_kind: Counter[str] = Counter()
         for counts in part.contexts:
-            for kind, n in counts.by_kind.items():
-                by_kind[kind] = by_kind.get(kind, 0) + n
+            by_kind.update(counts.by_kind)
         rates[part.board] = {
             "jobs": part.jobs,
             "errors": part.errors,
             "rate": rate,
-            "by_kind": by_kind,
+            "by_kind": dict(by_kind),
         }
         if part.jobs == 0:
             reasons.append(f"{part.board}: no job ran")
