@@ -14,15 +14,10 @@ import time
 
 from .agent import Agent
 from .cache import traceback_tail
-from .job import MAX_JOB_INPUT_BYTES
 from .serve import LISTENING, SocketFrameStream, remove_socket, serve
 from .wire import EXIT_FAILED, EXIT_OK, encode_frame, failure
 
 log = logging.getLogger("npu-hil-agent")
-
-DEFAULT_IDLE_TIMEOUT_S = 1800.0
-DEFAULT_READ_TIMEOUT_S = 120.0
-DEFAULT_MAX_CONNECTIONS = 8
 
 
 def _answers(path: str) -> bool:
@@ -68,10 +63,9 @@ def listen(
     agent: Agent,
     path: str,
     idle_timeout: float,
-    read_timeout: float = DEFAULT_READ_TIMEOUT_S,
-    max_connections: int = DEFAULT_MAX_CONNECTIONS,
-    *,
-    max_job_bytes: int = MAX_JOB_INPUT_BYTES,
+    read_timeout: float,
+    max_connections: int,
+    max_job_bytes: int,
 ) -> int:
     """Serve connections at ``path`` until a shutdown request, a fatal error or ``idle_timeout``
     seconds without a connection (the rules: the module's page); the socket is removed on the
@@ -115,7 +109,7 @@ def _accept_loop(
     idle_timeout: float,
     read_timeout: float,
     max_connections: int,
-    max_job_bytes: int = MAX_JOB_INPUT_BYTES,
+    max_job_bytes: int,
 ) -> int:
     shared = _Connections()
     server.settimeout(min(idle_timeout, _ACCEPT_POLL_S))
@@ -153,7 +147,7 @@ def _serve_connection(
     connection: socket.socket,
     shared: _Connections,
     read_timeout: float,
-    max_job_bytes: int = MAX_JOB_INPUT_BYTES,
+    max_job_bytes: int,
 ) -> None:
     status: int | None = None
     try:

@@ -13,12 +13,7 @@ from .agent import Agent
 from .cache import traceback_tail
 from .folders import UnsafeFolder, check_workdir
 from .job import MAX_JOB_INPUT_BYTES
-from .listen import (
-    DEFAULT_IDLE_TIMEOUT_S,
-    DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_READ_TIMEOUT_S,
-    listen,
-)
+from .listen import listen
 from .loader import ADAPTERS_ENV, adapter_dirs_from
 from .serve import private_stdio, serve
 from .wire import EXIT_FAILED, EXIT_OK
@@ -37,21 +32,21 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--idle-timeout",
         type=float,
-        default=DEFAULT_IDLE_TIMEOUT_S,
+        default=1800.0,
         metavar="S",
         help="with --listen: exit after this many seconds without a connection",
     )
     parser.add_argument(
         "--read-timeout",
         type=float,
-        default=DEFAULT_READ_TIMEOUT_S,
+        default=120.0,
         metavar="S",
         help="with --listen: drop a connection that sends no complete request for S seconds",
     )
     parser.add_argument(
         "--max-connections",
         type=int,
-        default=DEFAULT_MAX_CONNECTIONS,
+        default=8,
         metavar="N",
         help="with --listen: clients served at once (their requests take turns)",
     )
@@ -124,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
             args.idle_timeout,
             args.read_timeout,
             args.max_connections,
-            max_job_bytes=args.max_job_bytes,
+            args.max_job_bytes,
         )
     assert stream is not None  # --serve
     status = serve(agent, stream)

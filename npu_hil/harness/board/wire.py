@@ -62,10 +62,8 @@ EXIT_TIMEOUT = 3
 
 
 def parse_schema(value: object) -> tuple[str, int, int] | None:
-    """``"npu-hil-job/1.2"`` -> ``("npu-hil-job", 1, 2)``; None when it is not a schema string.
-
-    Minor versions only add optional fields, so readers accept any minor of their major.
-    """
+    """``"npu-hil-job/1.2"`` -> ``("npu-hil-job", 1, 2)``; None when it is not a schema string
+    (minor versions only add optional fields: readers accept any minor of their major)."""
     if not isinstance(value, str):
         return None
     match = SCHEMA_RE.match(value)

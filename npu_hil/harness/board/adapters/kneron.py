@@ -60,25 +60,20 @@ MAX_ITEMS = 1 << 16  # bound on any array length read through a pointer the libr
 # tests/data/abi/kp_struct-plus-3.1.1.json holds sizeof/_Alignof/offsetof of the real header
 # compiled for aarch64; the tests hold these mirrors to it.
 
-PACK = 4
-"""``_pack_`` of every mirror of a ``packed, aligned(4)`` struct or union."""
-LAYOUT = "ms"
-"""``_layout_``: with ``_pack_`` set, what newer Pythons ask for (older ones ignore it)."""
-
 
 class _PackedStruct(ctypes.Structure):
     """A ``packed, aligned(4)`` struct: ctypes reads ``_pack_`` and ``_layout_`` from the class
     that declares ``_fields_``, inherited ones included."""
 
-    _pack_ = PACK
-    _layout_ = LAYOUT
+    _pack_ = 4
+    _layout_ = "ms"  # with _pack_ set, what newer Pythons ask for (older ones ignore it)
 
 
 class _PackedUnion(ctypes.Union):
     """A ``packed, aligned(4)`` union."""
 
-    _pack_ = PACK
-    _layout_ = LAYOUT
+    _pack_ = 4
+    _layout_ = "ms"
 
 
 # Descriptor versions the reader branches on (kp_struct.h enums).
@@ -238,11 +233,9 @@ class KplusLibrary:
             self.release.restype = None
 
 
-def find_kplus_library(kp: Any, given: str | None) -> str:
-    """libkplus: the option, else beside the ``kp`` package (the SDK wheel ships it there), else
-    the loader's search path."""
-    if given:
-        return given
+def find_kplus_library(kp: Any) -> str:
+    """libkplus beside the ``kp`` package (the SDK wheel ships it there), else on the loader's
+    search path."""
     package_dir = os.path.dirname(getattr(kp, "__file__", "") or "")
     if package_dir:
         for pattern in ("libkplus*.so*", "lib/libkplus*.so*", "*/libkplus*.so*"):
@@ -626,7 +619,7 @@ class KneronAdapter(Adapter):
 
     def kplus(self) -> KplusLibrary:
         if self._kplus is None:
-            path = find_kplus_library(self.kp(), self.options.get("kplus_library"))
+            path = self.options.get("kplus_library") or find_kplus_library(self.kp())
             self._kplus = KplusLibrary(path)
             self._versions["libkplus"] = path
         return self._kplus

@@ -40,26 +40,6 @@ NUMERIC_NOTE = (
 )
 
 
-def load_rknnlite_class() -> Any:
-    """``rknnlite.api.RKNNLite``, or an UnsupportedError that says why it is not there."""
-    try:
-        module = importlib.import_module("rknnlite.api")
-    except ImportError as exc:
-        # This file is itself named rknnlite: with the adapters folder on sys.path (instead of
-        # its parent) `import rknnlite` finds this module, not the toolkit.
-        found = importlib.import_module("rknnlite") if "not a package" in str(exc) else None
-        where = f" (the name resolved to {getattr(found, '__file__', '?')})" if found else ""
-        raise AdapterError(
-            "UnsupportedError",
-            "init",
-            f"rknn-toolkit-lite2 is not importable here: {exc}{where}",
-        ) from exc
-    cls = getattr(module, "RKNNLite", None)
-    if cls is None:
-        raise AdapterError("UnsupportedError", "init", "rknnlite.api has no RKNNLite")
-    return cls
-
-
 @dataclass
 class LiteModel:
     """One RKNNLite instance: the toolkit holds one model per object."""
@@ -84,9 +64,25 @@ class RknnLiteAdapter(Adapter):
         self._versions: dict[str, str] = {}
 
     def rknnlite(self) -> Any:
+        """``rknnlite.api.RKNNLite``, or an UnsupportedError that says why it is not there."""
+        if self._cls is not None:
+            return self._cls
+        try:
+            module = importlib.import_module("rknnlite.api")
+        except ImportError as exc:
+            # This file is itself named rknnlite: with the adapters folder on sys.path (instead
+            # of its parent) `import rknnlite` finds this module, not the toolkit.
+            found = importlib.import_module("rknnlite") if "not a package" in str(exc) else None
+            where = f" (the name resolved to {getattr(found, '__file__', '?')})" if found else ""
+            raise AdapterError(
+                "UnsupportedError",
+                "init",
+                f"rknn-toolkit-lite2 is not importable here: {exc}{where}",
+            ) from exc
+        self._cls = getattr(module, "RKNNLite", None)
         if self._cls is None:
-            self._cls = load_rknnlite_class()
-            self._versions["rknn_toolkit_lite2"] = package_version("rknn-toolkit-lite2")
+            raise AdapterError("UnsupportedError", "init", "rknnlite.api has no RKNNLite")
+        self._versions["rknn_toolkit_lite2"] = package_version("rknn-toolkit-lite2")
         return self._cls
 
     def versions(self) -> dict[str, str]:
