@@ -234,8 +234,7 @@ def seed_check(
     ``first_layer`` (int8 -> A, float16 -> B where B exists). N is computed as the seed writes it;
     the source says 1..7, but RK3588 can give 9 (sic), and only N < 1 is refused."""
     (kh, kw), (dh, dw) = kernel_hw, dilation_hw
-    dkh = dilated_kernel(kh, dh)
-    dkw = dilated_kernel(kw, dw)
+    dkh, dkw = dilated_kernel(kh, dh), dilated_kernel(kw, dw)
     shape = f"width {width}, kernel {kh}x{kw}, dilation {dh}x{dw} (dilated {dkh}x{dkw})"
 
     note = ""
@@ -248,10 +247,9 @@ def seed_check(
     k = dkh * dkw
     ceil = -(-k // formula.d)
     n = formula.c - max(ceil, formula.floor)
-    n_steps = formula.steps(str(ceil))
     n_ok = n >= 1
     n_text = (
-        f"N = {formula.text()} = {formula.text(f'{dkh}*{dkw}')} = {n_steps} = {n}"
+        f"N = {formula.text()} = {formula.text(f'{dkh}*{dkw}')} = {formula.steps(str(ceil))} = {n}"
         f"{'' if n_ok else ' < 1: unsupported'} [{where}]"
     )
 

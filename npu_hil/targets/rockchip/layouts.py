@@ -144,14 +144,12 @@ def _input(ask: _Ask) -> BlockedLayout:
         "table_row": table_row,
     }
     if ask.name == "UNDEFINE":
-        multiple = observed.flat_input_align(target)
-        size_source = "the tensor's own size"
-        if multiple > 1:
-            size_source = (
-                f"predicted: rounded up to {multiple} bytes (deviation flat-input-size: "
-                f"{observed.deviation('flat-input-size').provenance(target)}; the seed: "
-                "the tensor's own size)"
-            )
+        multiple = observed.flat_input_align(target)  # 8 bytes or more on every platform
+        size_source = (
+            f"predicted: rounded up to {multiple} bytes (deviation flat-input-size: "
+            f"{observed.deviation('flat-input-size').provenance(target)}; the seed: "
+            "the tensor's own size)"
+        )
         return _flat(ask, round_up(prod(shape) * dtype.itemsize, multiple), size_source, base)
     if ask.name == "NC1HWC2":
         c2, c2_source = _c2(ask)
@@ -175,13 +173,11 @@ def _input(ask: _Ask) -> BlockedLayout:
         if w_stride < w:
             raise LayoutError(f"{ask.where}: w_stride {w_stride} is smaller than the width {w}")
     item = dtype.itemsize
-    dims = _nhwc_dims(shape, item, row_pixels=w_stride, pixel_channels=c)
-    nbytes, size_source = _size(ask, n * h * w_stride * c * item)
-    return _layout(
+    return _nhwc(
         ask,
-        dims,
-        nbytes,
-        {"w_stride": source, "size_with_stride": size_source},
+        w_stride,
+        c,
+        {"w_stride": source},
         {
             **base,
             "fmt": "NHWC",
@@ -191,7 +187,6 @@ def _input(ask: _Ask) -> BlockedLayout:
             "width_align": align,
             "seed_width_align": seed_align,
             "size": prod(shape) * item,
-            "size_with_stride": nbytes,
         },
     )
 
@@ -226,14 +221,14 @@ def input_row_for(
 
 def _output(ask: _Ask) -> BlockedLayout:
     target, name, where, shape, params = ask.target, ask.name, ask.where, ask.shape, ask.params
-    if len(shape) != 4 and name == "UNDEFINE":
+    if len(shape) != 4:  # UNDEFINE: build() gives the others rank 4
         return _flat_output(ask)
     precision = rockchip.precision_of(ask.dtype.name)
     item = ask.dtype.itemsize
     try:
         row = rockchip.output_row(target, precision=precision, rank=len(shape), layout=name)
     except LayoutError:
-        if name != "NCHW" or len(shape) != 4:
+        if name != "NCHW":
             raise
         # The normal API's output (rknn_outputs_get) is NCHW on every platform, also where the
         # zero-copy table lists no NCHW native output (RV1103/RV1106, RV1103B/RV1106B, RK2118):
@@ -278,37 +273,41 @@ def _output(ask: _Ask) -> BlockedLayout:
                 f"(expected [N, H, W, C'] = [{n}, {h}, {w}, C' >= {c}])"
             )
         padded_c, channel_source = native[3], "given (device-reported native dims)"
-    dims = _nhwc_dims(shape, item, row_pixels=w, pixel_channels=padded_c)
-    nbytes, size_source = _size(ask, n * h * w * padded_c * item)
-    return _layout(
+    return _nhwc(
         ask,
-        dims,
-        nbytes,
-        {"channels": channel_source, "size": size_source},
+        w,
+        padded_c,
+        {"channels": channel_source},
         {
             **base,
             "fmt": "NHWC",
             "dims": [n, h, w, padded_c],
             "seed_channels": round_up(c, seed_multiple),
-            "size": nbytes,
         },
     )
 
 
-def _nhwc_dims(
-    shape: tuple[int, ...], item: int, *, row_pixels: int, pixel_channels: int
-) -> tuple[Dim, ...]:
+def _nhwc(
+    ask: _Ask,
+    row_pixels: int,
+    pixel_channels: int,
+    provenance: dict[str, str],
+    prediction: RknnPrediction,
+) -> BlockedLayout:
     """NHWC of an NCHW tensor: each pixel holds ``pixel_channels`` slots (channels padded on
     outputs), each row ``row_pixels`` pixels (``w_stride`` on inputs)."""
-    n, c, h, w = shape
+    n, c, h, w = ask.shape
+    item = ask.dtype.itemsize
     pixel = pixel_channels * item
     row = row_pixels * pixel
-    return (
+    dims = (
         Dim(0, n, h * row, 1, "n"),
         Dim(1, c, item, 1, "c"),
         Dim(2, h, row, 1, "h"),
         Dim(3, w, pixel, 1, "w"),
     )
+    nbytes, provenance[ask.size_key] = _size(ask, n * h * row)
+    return _layout(ask, dims, nbytes, provenance, prediction)
 
 
 def _nc1hwc2(

@@ -28,7 +28,13 @@ class RockchipReport:
     """The :class:`~npu_hil.harness.codec.registry.ReportReader` of the RKNN targets."""
 
     def dtype(self, target: str, attributes: Mapping[str, Any]) -> np.dtype:
-        return _rknn_dtype(attributes)
+        name = _rknn_name(attributes, "type", RKNN_TYPE_CODES)
+        if name not in DTYPE_OF_TYPE:
+            raise LayoutError(
+                f"rknn_tensor_attr: type {attributes['type']!r} ({name}) has no codec layout "
+                f"(tensor types: {', '.join(DTYPE_OF_TYPE)})"
+            )
+        return DTYPE_OF_TYPE[name]
 
     def layout(
         self,
@@ -95,16 +101,6 @@ def _rknn_name(attributes: Mapping[str, Any], key: str, codes: Mapping[int, str]
             )
         return codes[int(raw)]
     return str(raw).upper().removeprefix("RKNN_TENSOR_QNT_").removeprefix("RKNN_TENSOR_")
-
-
-def _rknn_dtype(attributes: Mapping[str, Any]) -> np.dtype:
-    name = _rknn_name(attributes, "type", RKNN_TYPE_CODES)
-    if name not in DTYPE_OF_TYPE:
-        raise LayoutError(
-            f"rknn_tensor_attr: type {attributes['type']!r} ({name}) has no codec layout "
-            f"(tensor types: {', '.join(DTYPE_OF_TYPE)})"
-        )
-    return DTYPE_OF_TYPE[name]
 
 
 def _rknn_fmt(attributes: Mapping[str, Any]) -> str:
