@@ -565,7 +565,8 @@ def unusable(inventory: Any) -> str | None:
                 return f"labgrid.{key} = {value!r}"
         texts = [section.ssh.key_file, section.ssh.known_hosts]
         texts += [section.defaults.workdir, section.defaults.python]
-        texts += [e.workdir for e in section.entries] + [e.python for e in section.entries]
+        entries = section.entries.values()
+        texts += [e.workdir for e in entries] + [e.python for e in entries]
         if not all(_clean(x) for x in texts):
             return "labgrid: a control character or lone surrogate in a field"
     return None
