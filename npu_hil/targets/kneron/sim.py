@@ -8,7 +8,7 @@
 - Outputs are raw fixed-point nodes in ``output_layout`` (1W16C8B by default; a 16-bit format
   gives int16), reported with the node descriptor the runtime returns: data_layout, shape,
   stride_npu (in Kneron's convention: for 1W16C8B/1W16C8BHL the strides of one group of 16
-  channels, see npu_hil/targets/kneron/kl730.py), stride_onnx, quantized_axis, radix, scale.
+  channels, see docs/runtime/codec.md), stride_onnx, quantized_axis, radix, scale.
 - Refusals: formats the seed lists for inputs only requested as outputs, unsigned data, and
   anything the codec refuses. The seeds give the KL730 no convolution width limits.
 """
