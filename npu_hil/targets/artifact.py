@@ -1,15 +1,7 @@
-"""What a compiled model file says about itself: the vendor, its file-format version, the toolkit
-that built it and the target platforms it was built for (:class:`ArtifactInfo`).
-
-Each vendor unit reads its own files (``Vendor.read_artifact``:
-``npu_hil/targets/<vendor>/artifact.py``);
-:func:`read_artifact` picks the reader by the file's suffix. Readers are bounded: they read a
-header of a few KiB and, where the format keeps its model information in a block of its own, that
-block up to :data:`MAX_INFO_BYTES`; never the whole weights. A file that is not what its suffix
-claims is an :class:`~npu_hil.harness.errors.ArtifactError` naming the file, what was expected
-and where. A field a reader cannot read with facts behind it stays ``None`` (unknown), and the
-compatibility check reports it as unknown: it is never guessed.
-"""
+"""What a compiled model file says about itself (:class:`ArtifactInfo`), read by the reader of its
+vendor unit (``Vendor.read_artifact``, picked by the file's suffix): bounded, never the whole
+weights; a field no reader can read with facts behind it stays ``None`` (unknown, never guessed).
+What each reader reads: docs/model-developer/preflight.md."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""Does a compiled model go with a board? :func:`check_compatibility` holds what the model says
-about itself (:class:`~npu_hil.targets.artifact.ArtifactInfo`) against the board's target and the
-versions its runtime reported, by the vendor's table (:mod:`npu_hil.targets.compat_table`).
-
-Each check is one :class:`Finding`: ``ok``; ``refuse`` (the run stops before anything is
-deployed: :func:`refusal` builds the error); ``warn`` (reported, the run goes on); ``unknown`` (a
-version or field nobody said: reported as unknown, never taken for a match); ``skipped`` (not
-checked, and why: a simulated board runs its own runtime).
-"""
+"""Does a compiled model go with a board? :func:`check_compatibility` holds its
+:class:`~npu_hil.targets.artifact.ArtifactInfo` against the board's target and runtime versions by
+the vendor's table (docs/model-developer/preflight.md), one :class:`Finding` per check."""
 
 from __future__ import annotations
 
@@ -26,6 +20,8 @@ class Finding:
     check: str
     """``target-platform``, ``runtime``, ``driver``, or a rule's id."""
     status: str
+    """``ok``, ``refuse`` (the run stops before anything is deployed), ``warn``, ``unknown`` (nobody
+    said: never taken for a match) or ``skipped`` (not checked, and why)."""
     message: str
     source: str = ""
     reason: str = ""

@@ -1,16 +1,7 @@
-"""Which SoC a board says it is, against the inventory's target: per vendor, the device-tree
-compatible strings a board of each target reports, as data in
-``npu_hil/targets/<vendor>/identity.json`` (each string with where it was read, ``source``, and
-whether it was ``verified`` in a public device tree).
-
-    verdict = judge_identity("rk3588", ["radxa,rock-5b", "rockchip,rk3588"])
-    verdict.state          # "match", "mismatch" or "unknown"
-
-A board reporting a string of its target matches. One reporting a *verified* string of another
-target is a mismatch naming both (the inventory or the wiring is wrong). Anything else is
-unknown: no device tree, a string no table knows, a target whose identity is not checked, or a
-string only an unverified row names; unknown is a warning, never a refusal.
-"""
+"""Which SoC a board says it is, against the inventory's target: the device-tree compatible strings
+of each vendor's ``npu_hil/targets/<vendor>/identity.json`` (each with its ``source`` and whether it
+was ``verified``) decide ``match``, ``mismatch`` or ``unknown`` (a warning, never a refusal); the
+rules: docs/farm/health.md and :func:`judge_identity`."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""The registry of vendor units: every stage of the harness finds a target's vendor here.
-
-    unit = unit_for("rk3588")         # the Vendor serving a target
-    vendor_of("rdk-x5")               # "horizon"
-    units()                           # every registered Vendor, in registration order
-
-Vendors are plug-ins: each distribution names its :class:`~npu_hil.targets.unit.Vendor` in the
-``npu_hil.vendors`` entry-point group (npu-hil's own three in its pyproject.toml), and the first
-lookup loads them all, never an import of a vendor package. :func:`register` makes a unit known
-for a while (a test) and also registers its layouts and report reader with the codec.
-"""
+"""The registry of vendor units (``unit_for("rk3588")``, ``vendor_of("rdk-x5")``, ``units()``):
+the first lookup loads every :class:`~npu_hil.targets.unit.Vendor` named in the ``npu_hil.vendors``
+entry-point group (docs/design/index.md, "Adding a vendor"); :func:`register` makes a unit known
+for a while (a test) and registers its layouts and report reader with the codec."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
-"""What a vendor is to the harness: one :class:`Vendor` per vendor package in ``npu_hil/targets/``.
-
-A vendor package (``npu_hil/targets/rockchip/``, ``npu_hil/targets/horizon/``,
-``npu_hil/targets/kneron/``) holds its seed tables with their provenance, its layouts and
-predictions, and builds one ``Vendor`` from them;
-:func:`npu_hil.targets.registry.register` makes it known. The rest of the harness asks the
-registry (``vendor_of``, ``unit_for``, ``units``) and never names a vendor or a target itself.
-
-Every field past the layouts is optional: a vendor without a report reader cannot decode a
-device report, one without a quantization model has no oracle, one without a simulated runtime
-cannot be simulated; the callers say so when they need what is missing.
-"""
+"""What a vendor is to the harness: one :class:`Vendor` per vendor package in ``npu_hil/targets/``
+(docs/design/index.md, "Adding a vendor"). Every field past the layouts is optional: the callers
+say so when they need what a vendor lacks."""
 
 from __future__ import annotations
 
