@@ -16,7 +16,6 @@ from typing_extensions import TypedDict
 from npu_hil.harness.errors import NpuHilError
 
 __all__ = [
-    "IDENTITY_STATES",
     "Compatible",
     "IdentityRow",
     "IdentityTableError",
@@ -25,8 +24,6 @@ __all__ = [
     "judge_identity",
     "load_identity_table",
 ]
-
-IDENTITY_STATES = ("match", "mismatch", "unknown")
 
 
 class IdentityTableError(NpuHilError):
@@ -58,7 +55,7 @@ class IdentityDocument(TypedDict):
 
 @dataclass(frozen=True)
 class IdentityVerdict:
-    """``state`` (:data:`IDENTITY_STATES`), the strings the board ``reported``, the
+    """``state`` (``match``, ``mismatch`` or ``unknown``), the strings the board ``reported``, the
     ``other_target`` a mismatch found and a one-line ``detail`` naming both sides."""
 
     state: str

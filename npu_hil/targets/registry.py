@@ -22,7 +22,6 @@ __all__ = [
     "load_vendors",
     "pass_through_adapters",
     "register",
-    "reload_vendors",
     "unit_for",
     "unit_named",
     "units",
@@ -104,12 +103,6 @@ def load_vendors() -> None:
         raise
 
 
-def reload_vendors() -> None:
-    """Load the entry-point group again (a distribution installed since, by a test)."""
-    _LOADED.clear()
-    load_vendors()
-
-
 def units() -> tuple[Vendor, ...]:
     load_vendors()
     return tuple(_UNITS.values())
@@ -168,7 +161,7 @@ class _HardwareAdapters(Mapping[str, str]):
     """Vendor name → the board adapter its real boards run by default, live over the registry."""
 
     def __getitem__(self, vendor: str) -> str:
-        adapter = unit_named(vendor).hardware_adapter if vendor in _names() else None
+        adapter = next((u.hardware_adapter for u in units() if u.name == vendor), None)
         if adapter is None:
             raise KeyError(vendor)
         return adapter
@@ -178,10 +171,6 @@ class _HardwareAdapters(Mapping[str, str]):
 
     def __len__(self) -> int:
         return sum(1 for u in units() if u.hardware_adapter)
-
-
-def _names() -> tuple[str, ...]:
-    return tuple(u.name for u in units())
 
 
 VENDOR_OF: Mapping[str, str] = _VendorOf()

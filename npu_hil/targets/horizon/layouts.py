@@ -341,8 +341,8 @@ def forensic_variants(
             for h_align in ROW_ALIGNMENTS:
                 for w_align in ROW_ALIGNMENTS:
                     aligned = list(shape)
-                    aligned[h_axis] = -(-shape[h_axis] // h_align) * h_align
-                    aligned[w_axis] = -(-shape[w_axis] // w_align) * w_align
+                    aligned[h_axis] = round_up(shape[h_axis], h_align)
+                    aligned[w_axis] = round_up(shape[w_axis], w_align)
                     stride = strides_of_aligned_shape(tuple(aligned), dtype.itemsize)
                     yield (
                         {"stride": list(stride)},
@@ -350,27 +350,18 @@ def forensic_variants(
                     )
     elif name in ("NV12", "Y") and len(shape) in (2, 3):
         for align in ROW_ALIGNMENTS:
-            yield {"stride": -(-shape[-1] // align) * align}, f"rows aligned to {align} bytes"
-
-
-def _strided_variants(layout: BlockedLayout) -> Iterator[HorizonLayoutParams]:
-    aligned = list(layout.attributes["predicted_alignedShape"])
-    item = layout.dtype.itemsize
-    last = len(aligned) - 1
-    for align in (1, 4, 8, 16, 64):
-        other = list(aligned)
-        other[last] = round_up(layout.shape[last], align)
-        yield {"stride": list(strides_of_aligned_shape(tuple(other), item))}
-    other = list(aligned)
-    other[last] += 32
-    yield {"stride": list(strides_of_aligned_shape(tuple(other), item))}
+            yield {"stride": round_up(shape[-1], align)}, f"rows aligned to {align} bytes"
 
 
 def fault_variants(layout: BlockedLayout) -> Iterator[HorizonLayoutParams]:
-    width = layout.shape[-1]
+    # Rows padded to 1, 4, 8, 16 and 64 elements, then 32 past the predicted padded row.
+    width, item = layout.shape[-1], layout.dtype.itemsize
     if layout.name == "strided":
-        yield from _strided_variants(layout)
+        aligned = list(layout.attributes["predicted_alignedShape"])
     else:
-        for align in (1, 4, 8, 16, 64):
-            yield {"stride": round_up(width, align)}
-        yield {"stride": round_up(width, 32) + 32}
+        aligned = [layout.attributes["predicted_row_stride"]]
+    for row in [*(round_up(width, align) for align in (1, 4, 8, 16, 64)), aligned[-1] + 32]:
+        if layout.name == "strided":
+            yield {"stride": list(strides_of_aligned_shape((*aligned[:-1], row), item))}
+        else:
+            yield {"stride": row}

@@ -144,18 +144,11 @@ class HorizonSim(VendorSim):
             quant = choose_horizon_shift(values, axis)
         else:
             quant = Cast(np.dtype("float32"))
-        held = quant.quantize(values)
-        buffer = self.output_buffer(info.name, layout, held)
-        attributes = properties(self.target, index, info.name, layout, quant)
+        buffer = self.output_buffer(info.name, layout, quant.quantize(values))
+        attributes = dict(properties(self.target, index, info.name, layout, quant))
+        dtype = layout.dtype.name
         return SimTensor(
-            info.name,
-            buffer,
-            layout.name,
-            layout.dtype.name,
-            list(shape),
-            dict(attributes),
-            layout,
-            "output",
+            info.name, buffer, layout.name, dtype, list(shape), attributes, layout, "output"
         )
 
     def normal_api_output(self, tensor: SimTensor, path: str) -> SimTensor:

@@ -50,6 +50,11 @@ class Kl730Format:
     stored_channels: int | None = None
     quirk_15bit: bool = False
 
+    @property
+    def dtype(self) -> np.dtype:
+        """The signed type the NPU's values are stored in."""
+        return np.dtype("int16" if self.bits == 16 else "int8")
+
 
 FORMATS: dict[str, Kl730Format] = {
     f.name: f

@@ -66,11 +66,6 @@ def node_descriptor_of(reported: Mapping[str, object]) -> NodeDescriptor:
     return cast(NodeDescriptor, reported)
 
 
-def storage_dtype(attributes: NodeDescriptor) -> np.dtype:
-    fmt = kl730.FORMATS[str(attributes["data_layout"])]
-    return np.dtype("int16" if fmt.bits == 16 else "int8")
-
-
 def quantizer(attributes: Mapping[str, object]) -> FixedPoint:
     """Fixed point from a node descriptor (per channel when it lists several radixes)."""
     descriptor = node_descriptor_of(attributes)
@@ -78,9 +73,8 @@ def quantizer(attributes: Mapping[str, object]) -> FixedPoint:
     radix = tuple(int(r) for r in descriptor["radix"])
     scale = tuple(_scale(s) for s in descriptor["scale"])
     axis = _axis(descriptor.get("quantized_axis", CHANNEL_AXIS)) if len(radix) > 1 else None
-    dtype = storage_dtype(descriptor)
-    bits = 15 if fmt.quirk_15bit else 8 * dtype.itemsize
-    return FixedPoint(radix, scale, axis, dtype, bits)
+    bits = 15 if fmt.quirk_15bit else 8 * fmt.dtype.itemsize
+    return FixedPoint(radix, scale, axis, fmt.dtype, bits)
 
 
 def _scale(value: float | None) -> float:

@@ -53,7 +53,7 @@ class KneronSim(VendorSim):
 
     @property
     def output_dtype(self) -> np.dtype:
-        return np.dtype("int16" if kl730.FORMATS[self.output_format].bits == 16 else "int8")
+        return kl730.FORMATS[self.output_format].dtype
 
     def check_model(self, graph: GraphInfo) -> None:
         for info in graph.outputs:
@@ -76,7 +76,6 @@ class KneronSim(VendorSim):
         channels = shape[CHANNEL_AXIS] if len(shape) > 1 else shape[0]
         default = default_input_format(channels, 16 if dtype.itemsize == 2 else 8)
         name = self.input_layout_name(given, tuple(kl730.FORMATS), default)
-        fmt = kl730.FORMATS[name]
         if dtype.kind == "f":
             if given.pass_through:
                 raise SimRefusal(
@@ -85,35 +84,21 @@ class KneronSim(VendorSim):
                     f"input {given.name!r}: pass-through data must be the NPU's fixed point "
                     f"(int8/int16), got {dtype.name}",
                 )
-            stored = np.dtype("int16" if fmt.bits == 16 else "int8")
+            stored = kl730.FORMATS[name].dtype
         else:
             stored = dtype
         layout = self.layout(name, shape, stored, "input", "run", given.name)
-        quant: FixedPoint
-        if given.pass_through:
-            buffer, held = self.place(layout, given, None)
-            quant = fixed_point_for_type(stored)
-        else:
-            logical = logical_input(given)[0]
+        quant, values = fixed_point_for_type(stored), None
+        if not given.pass_through:
+            values = logical_input(given)[0]
             if dtype.kind == "f":
-                quant = choose_fixed_point(
-                    logical, stored, value_bits=int(layout.attributes["value_bits"])
-                )
-                values = quant.quantize(logical)
-            else:
-                quant = fixed_point_for_type(stored)
-                values = logical
-            buffer, held = self.place(layout, given, values)
-        attributes = node_descriptor(index, given.name, layout, quant)
+                bits = int(layout.attributes["value_bits"])
+                quant = choose_fixed_point(values, stored, value_bits=bits)
+                values = quant.quantize(values)
+        buffer, held = self.place(layout, given, values)
+        attributes = dict(node_descriptor(index, given.name, layout, quant))
         tensor = SimTensor(
-            given.name,
-            buffer,
-            layout.name,
-            stored.name,
-            list(shape),
-            dict(attributes),
-            layout,
-            "input",
+            given.name, buffer, layout.name, stored.name, list(shape), attributes, layout, "input"
         )
         return HeldInput(tensor, model_input(attributes, held))
 
@@ -127,16 +112,9 @@ class KneronSim(VendorSim):
         layout = self.layout(self.output_format, shape, dtype, "output", "run", info.name)
         quant = choose_fixed_point(values, dtype, value_bits=int(layout.attributes["value_bits"]))
         buffer = self.output_buffer(info.name, layout, quant.quantize(values))
-        attributes = node_descriptor(index, info.name, layout, quant)
+        attributes = dict(node_descriptor(index, info.name, layout, quant))
         return SimTensor(
-            info.name,
-            buffer,
-            layout.name,
-            dtype.name,
-            list(shape),
-            dict(attributes),
-            layout,
-            "output",
+            info.name, buffer, layout.name, dtype.name, list(shape), attributes, layout, "output"
         )
 
 
