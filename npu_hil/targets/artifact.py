@@ -8,9 +8,10 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from typing_extensions import TypedDict
 
@@ -121,14 +122,13 @@ def open_bounded(path: str | os.PathLike[str], what: str) -> tuple[BinaryIO, int
     return os.fdopen(fd, "rb"), info.st_size
 
 
-def reader_for(path: str | os.PathLike[str], target: str) -> Any:
+def reader_for(path: str | os.PathLike[str], target: str) -> Callable[[Path], ArtifactInfo] | None:
     """The reader of ``target``'s vendor for ``path`` (by the vendor's artifact suffixes), or
     None when the file is not one of that vendor's compiled models (an ONNX file)."""
     from npu_hil.targets.registry import unit_for
 
     unit = unit_for(target)
-    suffix = Path(path).suffix.lower()
-    if unit.read_artifact is None or suffix not in unit.artifact_suffixes:
+    if Path(path).suffix.lower() not in unit.artifact_suffixes:
         return None
     return unit.read_artifact
 
@@ -137,7 +137,4 @@ def read_artifact(path: str | os.PathLike[str], target: str) -> ArtifactInfo | N
     """What the compiled model at ``path`` says about itself, read by the reader of
     ``target``'s vendor; None when the file is not one of that vendor's compiled models."""
     reader = reader_for(path, target)
-    if reader is None:
-        return None
-    info: ArtifactInfo = reader(Path(path))
-    return info
+    return None if reader is None else reader(Path(path))

@@ -5,7 +5,7 @@ for a while (a test) and registers its layouts and report reader with the codec.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from importlib.metadata import EntryPoint, entry_points
 
 from npu_hil.harness.codec import registry as codec_registry
@@ -143,35 +143,25 @@ def pass_through_adapters() -> frozenset[str]:
     return frozenset(a for unit in units() for a in unit.pass_through_adapters)
 
 
-class _VendorOf(Mapping[str, str]):
-    """Target → vendor name, live over the registry (a vendor registered later shows)."""
+class _Live(Mapping[str, str]):
+    """A mapping read from the registry on every use (a vendor registered later shows)."""
 
-    def __getitem__(self, target: str) -> str:
-        load_vendors()
-        return _BY_TARGET[target].name
+    def __init__(self, read: Callable[[], dict[str, str]]) -> None:
+        self._read = read
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(all_targets())
-
-    def __len__(self) -> int:
-        return len(all_targets())
-
-
-class _HardwareAdapters(Mapping[str, str]):
-    """Vendor name → the board adapter its real boards run by default, live over the registry."""
-
-    def __getitem__(self, vendor: str) -> str:
-        adapter = next((u.hardware_adapter for u in units() if u.name == vendor), None)
-        if adapter is None:
-            raise KeyError(vendor)
-        return adapter
+    def __getitem__(self, key: str) -> str:
+        return self._read()[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(u.name for u in units() if u.hardware_adapter)
+        return iter(self._read())
 
     def __len__(self) -> int:
-        return sum(1 for u in units() if u.hardware_adapter)
+        return len(self._read())
 
 
-VENDOR_OF: Mapping[str, str] = _VendorOf()
-HW_ADAPTERS: Mapping[str, str] = _HardwareAdapters()
+VENDOR_OF: Mapping[str, str] = _Live(lambda: {t: u.name for u in units() for t in u.targets})
+"""Target → vendor name."""
+HW_ADAPTERS: Mapping[str, str] = _Live(
+    lambda: {u.name: u.hardware_adapter for u in units() if u.hardware_adapter}
+)
+"""Vendor name → the board adapter its real boards run by default."""

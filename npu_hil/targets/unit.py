@@ -18,6 +18,7 @@ from npu_hil.targets.compiler import ModelCompiler
 from npu_hil.targets.quant import Quantizer
 
 if TYPE_CHECKING:
+    from npu_hil.targets.artifact import ArtifactInfo
     from npu_hil.targets.conv import ConvCheck, ConvSite
 
 __all__ = [
@@ -238,10 +239,9 @@ class Vendor:
     """Compiles the reference models for a real board (``npu-hil models build``)."""
     artifact_suffixes: tuple[str, ...] = ()
     """The compiled-model file suffixes of this vendor's toolchain."""
-    read_artifact: Callable[[Path], Any] | None = None
-    """Reads a compiled model's own version and target fields (an
-    :class:`~npu_hil.targets.artifact.ArtifactInfo`), bounded; a file that is not one is an
-    ArtifactError."""
+    read_artifact: Callable[[Path], ArtifactInfo] | None = None
+    """Reads a compiled model's own version and target fields, bounded; a file that is not one is
+    an ArtifactError."""
     compatibility: Path | None = None
     """The vendor's compatibility table (:mod:`npu_hil.targets.compat_table`)."""
     identity: Path | None = None

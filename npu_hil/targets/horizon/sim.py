@@ -1,19 +1,5 @@
 """Horizon BPU (RDK X3, X5, S100), simulated: libdnn's aligned buffers and
-``hbDNNTensorProperties``.
-
-- Inputs are held as given, in the ``strided`` layout with the codec's predicted strides
-  (tensorLayout NCHW, quantiType NONE: the model sees the values), or as ``NV12`` / ``Y``
-  frames when the input names that layout (rows ``stride`` bytes apart, width aligned to 32;
-  the model sees the Y, U, V planes, see :mod:`npu_hil.targets.horizon.quant`). ``NV12_SEPARATE``
-  (X3/X5, one image) is the NV12 frame in two memories, as hbDNNTensor holds it: Y in ``sysMem[0]``,
-  UV in ``sysMem[1]``, each allocated (and held to the 32-byte rule) on its own; the
-  properties say ``memories: [Y bytes, UV bytes]``. S100 has no image tensor types.
-- Outputs are S8 with ``SCALE`` per channel along quantizeAxis 1 (``output_quant``: ``shift``
-  for SHIFT, ``none`` for F32), in the ``strided`` layout with predicted strides and
-  ``alignedByteSize``; X3/X5 also report ``alignedShape``, S100 does not (spec notes).
-- Refusals: a buffer whose first address is not 32-byte aligned (seeds/003; simulate a caller's
-  own buffer with ``buffer_offset``), NV12 with odd H or W, anything the codec refuses.
-"""
+``hbDNNTensorProperties``; what it holds, reports and refuses: docs/runtime/agent.md."""
 
 from __future__ import annotations
 

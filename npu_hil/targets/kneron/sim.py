@@ -1,17 +1,5 @@
-"""Kneron KL730, simulated: generic data inference with raw fixed-point NPU nodes.
-
-- Inputs are held in the declared KL730 input format (the input's ``layout`` when it names a
-  format, else ``input_layout``, else 4W4C8B for up to 4 channels and 1W16C8B above, 1W16C8BHL
-  for 16-bit data) as signed fixed point: int8/int16 data is taken as the NPU's own numbers
-  (radix 0, scale 1); float data is quantized as Kneron PLUS does on the host (radix and scale
-  from the data range), into int8 or, for 16-bit formats, int16 with 15 significant bits.
-- Outputs are raw fixed-point nodes in ``output_layout`` (1W16C8B by default; a 16-bit format
-  gives int16), reported with the node descriptor the runtime returns: data_layout, shape,
-  stride_npu (in Kneron's convention: for 1W16C8B/1W16C8BHL the strides of one group of 16
-  channels, see docs/runtime/codec.md), stride_onnx, quantized_axis, radix, scale.
-- Refusals: formats the seed lists for inputs only requested as outputs, unsigned data, and
-  anything the codec refuses. The seeds give the KL730 no convolution width limits.
-"""
+"""Kneron KL730, simulated: generic data inference with raw fixed-point NPU nodes; what it holds,
+reports and refuses: docs/runtime/agent.md."""
 
 from __future__ import annotations
 
