@@ -1,9 +1,6 @@
-"""A convolution against its target's width limits, whichever vendor serves the target.
-
-Only the RKNN2 seed states convolution width limits (rules A and B,
-:mod:`npu_hil.targets.rockchip`); a vendor whose unit has no ``check_conv`` hook has none, and the
-answer says so.
-"""
+"""A convolution against its target's width limits, whichever vendor serves the target: only the
+RKNN2 seed states such limits (rules A and B, :mod:`npu_hil.targets.rockchip`); a vendor whose
+unit has no ``check_conv`` hook has none, and the answer says so."""
 
 from __future__ import annotations
 

@@ -122,14 +122,10 @@ def _quoted(strings: Sequence[str]) -> str:
 
 
 def judge_identity(
-    target: str,
-    reported: Sequence[str],
-    *,
-    source: str = "/proc/device-tree/compatible",
-    rows: dict[str, IdentityRow] | None = None,
+    target: str, reported: Sequence[str], *, source: str = "/proc/device-tree/compatible"
 ) -> IdentityVerdict:
     """The board's ``reported`` compatible strings against ``target`` (see the module doc)."""
-    table = identity_rows() if rows is None else rows
+    table = identity_rows()
     given = tuple(s.strip() for s in reported if s.strip())
     row = table.get(target)
     if row is None or not row.compatible:

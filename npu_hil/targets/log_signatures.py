@@ -106,12 +106,9 @@ def _signature(row: object, where: str) -> LogSignature:
     missing = [k for k in _FIELDS if not isinstance(row.get(k), str) or not row.get(k)]
     if missing:
         raise LogSignatureError(f"{where}: missing or empty: {', '.join(missing)}")
-    if row["log"] not in LOGS:
-        raise LogSignatureError(f"{where}: log must be one of {LOGS}, got {row['log']!r}")
-    if row["class"] not in LOG_CLASSES:
-        raise LogSignatureError(
-            f"{where}: class must be one of {LOG_CLASSES}, got {row['class']!r}"
-        )
+    for key, allowed in (("log", LOGS), ("class", LOG_CLASSES)):
+        if row[key] not in allowed:
+            raise LogSignatureError(f"{where}: {key} must be one of {allowed}, got {row[key]!r}")
     try:
         pattern = re.compile(row["regex"])
     except re.error as exc:

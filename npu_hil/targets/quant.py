@@ -7,7 +7,7 @@ handed to a runtime as is is calibrated on its type's full range (lossless for u
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -206,6 +206,12 @@ class Cast:
 
     def step(self, ndim: int) -> np.ndarray:
         return np.asarray(1.0 if self.dtype.kind in "iu" else 0.0)
+
+
+def float_graph(inputs: Sequence[Mapping[str, object]]) -> str:
+    """``QuantModel.numerics`` of a vendor whose simulated board computes the float graph and
+    quantizes only inputs and outputs (its compiler's numerics are not modeled through it yet)."""
+    return "float"
 
 
 # ----------------------------------------------------------------- parameter choice

@@ -1,11 +1,7 @@
-"""Horizon Robotics BPU (RDK X3, RDK X5, RDK S100): seeds/003 as data, and its predictions.
-
-A Horizon tensor is ``validShape`` (the data) plus ``stride``, the bytes to step one index along
-each axis; ``alignedByteSize`` is what to allocate. Layouts: ``strided`` (any tensor type),
-``NV12`` and ``Y`` (input frames, rows ``stride`` bytes apart). The seed gives no stride rule
-beyond its worked example, so each target's prediction is data with its source
-(:data:`SPATIAL_ALIGN`); the device's report always wins. The readings: docs/runtime/codec.md.
-"""
+"""Horizon Robotics BPU (RDK X3, RDK X5, RDK S100): seeds/003 as data, and its predictions: a
+tensor is ``validShape`` plus byte ``stride`` (layouts ``strided``, and ``NV12`` / ``Y`` input
+frames); each target's stride prediction is data with its source (:data:`SPATIAL_ALIGN`), and the
+device's report always wins. The readings: docs/runtime/codec.md."""
 
 from __future__ import annotations
 
@@ -68,6 +64,7 @@ TENSOR_TYPES = {
     "uint64": "U64",
     "float64": "F64",
 }
+DTYPE_OF_TYPE = {name: np.dtype(dtype) for dtype, name in TENSOR_TYPES.items()}
 
 STRIDED_PARAMS = ("stride", "aligned_shape", "aligned_byte_size", "tensor_layout")
 IMAGE_PARAMS = ("stride", "aligned_byte_size")
@@ -84,12 +81,9 @@ class HorizonLayoutParams(TypedDict, total=False):
 
 
 def needs_padding(valid_shape: tuple[int, ...], stride: tuple[int, ...], element_size: int) -> bool:
-    """seeds/003's test: padding is needed when ``prod(validShape[1:]) != stride[0]``.
-
-    The seed writes the product without the element size; strides are in bytes, and its worked
-    example (U16, [1,3,212,212], stride[0] = 301056) only balances with the element size
-    included, so this is the reading implemented: ``prod(validShape[1:]) * element_size``.
-    """
+    """seeds/003's padding test, ``prod(validShape[1:]) != stride[0]``, read with the element size
+    the seed leaves out (strides are in bytes: its worked example, U16 [1,3,212,212] with stride[0]
+    = 301056, only balances with it)."""
     return prod(valid_shape[1:]) * element_size != stride[0]
 
 

@@ -4,7 +4,7 @@ simulator share, and the decoder of a real board's values (``npu_hil.harness.far
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, cast
 
 import numpy as np
@@ -12,7 +12,7 @@ from typing_extensions import NotRequired, TypedDict
 
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.kneron import kl730
-from npu_hil.targets.quant import FixedPoint, per_axis
+from npu_hil.targets.quant import FixedPoint, float_graph, per_axis
 from npu_hil.targets.records import INTEGER, SEQUENCE, check_fields
 
 __all__ = [
@@ -96,12 +96,7 @@ def model_input(attributes: Mapping[str, object], held: np.ndarray) -> np.ndarra
 
 
 output_quantizer = quantizer
-
-
-def numerics(inputs: Sequence[Mapping[str, object]]) -> str:
-    """The float graph: its simulated board quantizes inputs and outputs only (its compiler's
-    numerics are not modeled through the graph yet)."""
-    return "float"
+numerics = float_graph
 
 
 class KneronDecode:
