@@ -169,18 +169,10 @@ def load_table(
             )
         if runtime is None:
             check.fail(label, "a runtime rule, and the table names no runtime version fields")
-        rules.append(
-            Rule(
-                id=rule_id,
-                kind=kind,
-                status=status,
-                reason=check.text(item.get("reason"), f"{label}.reason"),
-                source=check.text(item.get("source"), f"{label}.source"),
-                format_version=format_version,
-                runtimes=versions,
-                note=str(item.get("note", "")),
-            )
-        )
+        reason = check.text(item.get("reason"), f"{label}.reason")
+        source = check.text(item.get("source"), f"{label}.source")
+        note = str(item.get("note", ""))
+        rules.append(Rule(rule_id, kind, status, reason, source, format_version, versions, note))
     return CompatTable(where, name, runtime, driver, rows, tuple(rules))
 
 

@@ -31,7 +31,9 @@ class Finding:
         return asdict(self)
 
 
-def _reported(source: VersionSource | None, versions: Mapping[str, Any]) -> tuple[str, str] | None:
+def _reported(
+    source: VersionSource | None, versions: Mapping[str, object]
+) -> tuple[str, str] | None:
     """(field, value) of the first of ``source``'s fields the board reported, or None."""
     for key in source.keys if source is not None else ():
         value = versions.get(key)

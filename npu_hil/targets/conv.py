@@ -25,8 +25,6 @@ CONV_KINDS: tuple[str, ...] = ("conv", "depthwise", "deconv")
 #: The first layer's precision, which picks the rule where a table lists two.
 PRECISIONS: tuple[str, ...] = ("int8", "float16")
 
-ConditionName = Literal["(1)", "(2)", "N", "measured"]
-
 
 @dataclass(frozen=True)
 class ConvSite:
@@ -43,7 +41,7 @@ class ConvSite:
 class ConvCondition:
     """One condition of a width rule, evaluated, with the numbers in ``text``."""
 
-    name: ConditionName
+    name: Literal["(1)", "(2)", "N", "measured"]
     ok: bool
     text: str
 

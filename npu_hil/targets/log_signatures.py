@@ -90,9 +90,7 @@ def load_signatures(path: str | Path) -> tuple[LogSignature, ...]:
     rows = document.get("signatures")
     if not isinstance(rows, list):
         raise LogSignatureError(f"{where}: signatures: expected a list")
-    found: list[LogSignature] = []
-    for index, row in enumerate(rows):
-        found.append(_signature(row, f"{where}: signatures[{index}]"))
+    found = [_signature(row, f"{where}: signatures[{n}]") for n, row in enumerate(rows)]
     ids = [s.id for s in found]
     twice = sorted({i for i in ids if ids.count(i) > 1})
     if twice:

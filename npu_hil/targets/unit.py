@@ -164,12 +164,6 @@ class PathTensor:
     note: str = ""
 
 
-PathReader = Callable[[str, np.ndarray, Mapping[str, Any], tuple[int, ...]], PathTensor]
-"""``(name, data, reported attributes, logical shape)`` → the output as a :class:`PathTensor`."""
-AttributeNames = Callable[[Mapping[str, Any]], PathAttributes]
-"""Reported attributes → the shared names (:class:`PathTensor`), those this path reports."""
-
-
 @dataclass(frozen=True)
 class ApiPath:
     """One of a vendor's ways to run a model on its boards (``Vendor.api_paths``).
@@ -182,8 +176,9 @@ class ApiPath:
     adapter: str
     api: str
     native: bool
-    read: PathReader | None = None
-    attributes: AttributeNames | None = None
+    read: Callable[[str, np.ndarray, Mapping[str, Any], tuple[int, ...]], PathTensor] | None = None
+    """Called with the output's name, data, reported attributes and logical shape."""
+    attributes: Callable[[Mapping[str, Any]], PathAttributes] | None = None
 
 
 @dataclass(frozen=True)

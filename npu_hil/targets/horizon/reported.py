@@ -59,17 +59,14 @@ class HorizonReport:
         if kind in horizon.IMAGE_TYPES:
             if len(valid) != 4:
                 raise LayoutError(f"{where}: validShape must be 4-D, got {list(valid)}")
-            n, h, w = (
-                (valid[0], valid[1], valid[2])
-                if tensor_layout == "NHWC"
-                else (valid[0], valid[2], valid[3])
-            )
+            h_axis = 1 if tensor_layout == "NHWC" else 2
+            n, h, w = valid[0], valid[h_axis], valid[h_axis + 1]
             rows = h if kind == "Y" else h * 3 // 2
             if shape is None:
                 shape = (n, rows, w)
             if reported and aligned is not None and len(aligned) == 4:
                 # X3/X5: the row pitch is alignedShape's W (their NV12/Y strides are all 0).
-                row_stride = aligned[2] if tensor_layout == "NHWC" else aligned[3]
+                row_stride = aligned[h_axis + 1]
                 if row_stride < w:
                     raise LayoutError(
                         f"{where}: alignedShape {list(aligned)} is narrower than validShape "

@@ -149,10 +149,7 @@ def predict_stride_npu(fmt: Kl730Format, shape4: tuple[int, ...]) -> tuple[int, 
 
 
 def group_stride(
-    fmt: Kl730Format,
-    shape4: tuple[int, ...],
-    stride_npu: tuple[int, ...],
-    axes: tuple[int, ...] = (0, 1, 2, 3),
+    fmt: Kl730Format, shape4: tuple[int, ...], stride_npu: tuple[int, ...], axes: tuple[int, ...]
 ) -> int:
     """Kneron's channel group stride ``G`` of an outer-group format: the largest
     ``stride_npu[a] * shape[a]`` over the axes ``axes`` the device reports whose stride is not 1
@@ -183,10 +180,7 @@ def group_stride(
 
 
 def dims_from_strides(
-    fmt: Kl730Format,
-    shape4: tuple[int, ...],
-    stride_npu: tuple[int, ...],
-    axes: tuple[int, ...] = (0, 1, 2, 3),
+    fmt: Kl730Format, shape4: tuple[int, ...], stride_npu: tuple[int, ...], axes: tuple[int, ...]
 ) -> list[Dim]:
     """The engine's dims for ``stride_npu`` (N, C, H, W) in the runtime's units, placing each
     element where Kneron's reading puts it; ``axes`` are the axes the tensor has (the others are
@@ -198,14 +192,9 @@ def dims_from_strides(
     dims: list[Dim] = [Dim(0, n, sn * unit, 1, "n")]
     if fmt.outer and padded_c > fmt.group:
         # Channel c lands at (c & 15) * 1 + (c >> 4) * G: a group dim outside every other one.
+        g = group_stride(fmt, shape4, stride_npu, axes)
         dims += [
-            Dim(
-                1,
-                padded_c // fmt.group,
-                group_stride(fmt, shape4, stride_npu, axes),
-                fmt.group,
-                "group",
-            ),
+            Dim(1, padded_c // fmt.group, g, fmt.group, "group"),
             Dim(1, fmt.group, sc, 1, "c"),
         ]
     else:
