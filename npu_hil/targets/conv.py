@@ -110,14 +110,10 @@ def check_conv(
         raise LayoutError(f"width: expected a positive integer, got {width!r}")
     kh, kw = _positive_pair("kernel_hw", kernel_hw)
     dh, dw = _positive_pair("dilation_hw", dilation_hw)
-    if kind not in CONV_KINDS:
-        raise LayoutError(
-            f"convolution kind: expected one of {', '.join(CONV_KINDS)}, got {kind!r}"
-        )
-    if first_layer not in PRECISIONS:
-        raise LayoutError(
-            f"first_layer: expected one of {', '.join(PRECISIONS)}, got {first_layer!r}"
-        )
+    choices = (("convolution kind", kind, CONV_KINDS), ("first_layer", first_layer, PRECISIONS))
+    for what, value, allowed in choices:
+        if value not in allowed:
+            raise LayoutError(f"{what}: expected one of {', '.join(allowed)}, got {value!r}")
     if unit.check_conv is not None:
         return unit.check_conv(
             target, width, (kh, kw), (dh, dw), kind, rule, first_layer, site or ConvSite()

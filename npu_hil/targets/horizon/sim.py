@@ -198,18 +198,9 @@ def properties(
         stride = list(attrs["stride"])
         aligned = list(attrs["predicted_alignedShape"])
         tensor_type = horizon.TENSOR_TYPES[layout.dtype.name]
-    scale: list[float] = []
-    zero_point: list[int] = []
-    shift: list[int] = []
-    axis = 0
-    if isinstance(quant, HorizonScale):
-        quanti, scale, zero_point = "SCALE", list(quant.scale), list(quant.zero_point)
-        axis = quant.axis if quant.axis is not None else 0
-    elif isinstance(quant, HorizonShift):
-        quanti, shift = "SHIFT", list(quant.shift)
-        axis = quant.axis if quant.axis is not None else 0
-    else:
-        quanti = "NONE"
+    scaled = quant if isinstance(quant, HorizonScale) else None
+    shifted = quant if isinstance(quant, HorizonShift) else None
+    per_axis = scaled or shifted
     props: TensorProperties = {
         "index": index,
         "name": name,
@@ -217,11 +208,11 @@ def properties(
         "alignedShape": aligned,
         "tensorLayout": "NCHW",
         "tensorType": tensor_type,
-        "quantiType": quanti,
-        "scale": scale,
-        "zeroPoint": zero_point,
-        "shift": shift,
-        "quantizeAxis": axis,
+        "quantiType": "SCALE" if scaled else "SHIFT" if shifted else "NONE",
+        "scale": list(scaled.scale) if scaled else [],
+        "zeroPoint": list(scaled.zero_point) if scaled else [],
+        "shift": list(shifted.shift) if shifted else [],
+        "quantizeAxis": (per_axis.axis or 0) if per_axis else 0,
         "alignedByteSize": layout.nbytes,
         "stride": stride,
     }
