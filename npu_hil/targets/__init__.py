@@ -1,10 +1,6 @@
-"""Per-vendor seed tables as data, the predictions derived from them, and the vendor units.
-
-Each vendor is one package here (``rockchip``, ``horizon``, ``kneron``) holding its
-:class:`~npu_hil.targets.unit.Vendor` as ``UNIT``, named in the ``npu_hil.vendors`` entry-point
-group and loaded by :mod:`npu_hil.targets.registry` on the first lookup: importing this package
-imports no vendor. A new vendor is a distribution with one entry in that group.
-"""
+"""Per-vendor seed tables as data, the predictions derived from them, and the vendor units (one
+package each, loaded by :mod:`npu_hil.targets.registry` on the first lookup: importing this
+package imports no vendor)."""
 
 from __future__ import annotations
 

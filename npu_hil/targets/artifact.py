@@ -1,24 +1,17 @@
-"""What a compiled model file says about itself: the vendor, its file-format version, the toolkit
-that built it and the target platforms it was built for (:class:`ArtifactInfo`).
-
-Each vendor unit reads its own files (``Vendor.read_artifact``:
-``npu_hil/targets/<vendor>/artifact.py``);
-:func:`read_artifact` picks the reader by the file's suffix. Readers are bounded: they read a
-header of a few KiB and, where the format keeps its model information in a block of its own, that
-block up to :data:`MAX_INFO_BYTES`; never the whole weights. A file that is not what its suffix
-claims is an :class:`~npu_hil.harness.errors.ArtifactError` naming the file, what was expected
-and where. A field a reader cannot read with facts behind it stays ``None`` (unknown), and the
-compatibility check reports it as unknown: it is never guessed.
-"""
+"""What a compiled model file says about itself (:class:`ArtifactInfo`), read by the reader of its
+vendor unit (``Vendor.read_artifact``, picked by the file's suffix): bounded, never the whole
+weights; a field no reader can read with facts behind it stays ``None`` (unknown, never guessed).
+What each reader reads: docs/model-developer/preflight.md."""
 
 from __future__ import annotations
 
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from typing_extensions import TypedDict
 
@@ -129,14 +122,13 @@ def open_bounded(path: str | os.PathLike[str], what: str) -> tuple[BinaryIO, int
     return os.fdopen(fd, "rb"), info.st_size
 
 
-def reader_for(path: str | os.PathLike[str], target: str) -> Any:
+def reader_for(path: str | os.PathLike[str], target: str) -> Callable[[Path], ArtifactInfo] | None:
     """The reader of ``target``'s vendor for ``path`` (by the vendor's artifact suffixes), or
     None when the file is not one of that vendor's compiled models (an ONNX file)."""
     from npu_hil.targets.registry import unit_for
 
     unit = unit_for(target)
-    suffix = Path(path).suffix.lower()
-    if unit.read_artifact is None or suffix not in unit.artifact_suffixes:
+    if Path(path).suffix.lower() not in unit.artifact_suffixes:
         return None
     return unit.read_artifact
 
@@ -145,7 +137,4 @@ def read_artifact(path: str | os.PathLike[str], target: str) -> ArtifactInfo | N
     """What the compiled model at ``path`` says about itself, read by the reader of
     ``target``'s vendor; None when the file is not one of that vendor's compiled models."""
     reader = reader_for(path, target)
-    if reader is None:
-        return None
-    info: ArtifactInfo = reader(Path(path))
-    return info
+    return None if reader is None else reader(Path(path))

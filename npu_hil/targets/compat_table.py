@@ -1,13 +1,6 @@
-"""The compatibility tables: per vendor, which target platforms a board of each target loads,
-which board version fields name its runtime and driver, and the rules pairing a compiled model's
-toolkit and file format with a runtime. Data in ``npu_hil/targets/<vendor>/compatibility.json``,
-each row with the document, release note or measurement that says it (``source``).
-
-    table = table_for("rockchip")      # the vendor's table, validated (cached)
-    table.row("rk3566").platforms      # ("rk3566",)
-
-Every error names the file and the row (``rules[2] (format-6-old-runtimes): ...``).
-"""
+"""The compatibility tables (``npu_hil/targets/<vendor>/compatibility.json``, each row with its
+``source``), read and checked: every error names the file and the row (``rules[2]
+(format-6-old-runtimes): ...``). What they hold: docs/model-developer/preflight.md."""
 
 from __future__ import annotations
 
@@ -176,18 +169,10 @@ def load_table(
             )
         if runtime is None:
             check.fail(label, "a runtime rule, and the table names no runtime version fields")
-        rules.append(
-            Rule(
-                id=rule_id,
-                kind=kind,
-                status=status,
-                reason=check.text(item.get("reason"), f"{label}.reason"),
-                source=check.text(item.get("source"), f"{label}.source"),
-                format_version=format_version,
-                runtimes=versions,
-                note=str(item.get("note", "")),
-            )
-        )
+        reason = check.text(item.get("reason"), f"{label}.reason")
+        source = check.text(item.get("source"), f"{label}.source")
+        note = str(item.get("note", ""))
+        rules.append(Rule(rule_id, kind, status, reason, source, format_version, versions, note))
     return CompatTable(where, name, runtime, driver, rows, tuple(rules))
 
 

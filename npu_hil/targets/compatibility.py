@@ -1,12 +1,6 @@
-"""Does a compiled model go with a board? :func:`check_compatibility` holds what the model says
-about itself (:class:`~npu_hil.targets.artifact.ArtifactInfo`) against the board's target and the
-versions its runtime reported, by the vendor's table (:mod:`npu_hil.targets.compat_table`).
-
-Each check is one :class:`Finding`: ``ok``; ``refuse`` (the run stops before anything is
-deployed: :func:`refusal` builds the error); ``warn`` (reported, the run goes on); ``unknown`` (a
-version or field nobody said: reported as unknown, never taken for a match); ``skipped`` (not
-checked, and why: a simulated board runs its own runtime).
-"""
+"""Does a compiled model go with a board? :func:`check_compatibility` holds its
+:class:`~npu_hil.targets.artifact.ArtifactInfo` against the board's target and runtime versions by
+the vendor's table (docs/model-developer/preflight.md), one :class:`Finding` per check."""
 
 from __future__ import annotations
 
@@ -16,7 +10,7 @@ from typing import Any
 
 from npu_hil.harness.errors import CompatibilityError
 from npu_hil.targets.artifact import ArtifactInfo, parse_version
-from npu_hil.targets.compat_table import CompatTable, Rule, table_for
+from npu_hil.targets.compat_table import CompatTable, Rule, VersionSource, table_for
 
 __all__ = ["Finding", "check_compatibility", "refusal", "runtime_version"]
 
@@ -26,6 +20,8 @@ class Finding:
     check: str
     """``target-platform``, ``runtime``, ``driver``, or a rule's id."""
     status: str
+    """``ok``, ``refuse`` (the run stops before anything is deployed), ``warn``, ``unknown`` (nobody
+    said: never taken for a match) or ``skipped`` (not checked, and why)."""
     message: str
     source: str = ""
     reason: str = ""
@@ -35,17 +31,22 @@ class Finding:
         return asdict(self)
 
 
-def runtime_version(
-    table: CompatTable | None, versions: Mapping[str, Any]
+def _reported(
+    source: VersionSource | None, versions: Mapping[str, object]
 ) -> tuple[str, str] | None:
-    """(field, value) of the board's runtime version by the table's fields, or None."""
-    if table is None or table.runtime is None:
-        return None
-    for key in table.runtime.keys:
+    """(field, value) of the first of ``source``'s fields the board reported, or None."""
+    for key in source.keys if source is not None else ():
         value = versions.get(key)
         if isinstance(value, str) and value.strip():
             return key, value.strip()
     return None
+
+
+def runtime_version(
+    table: CompatTable | None, versions: Mapping[str, Any]
+) -> tuple[str, str] | None:
+    """(field, value) of the board's runtime version by the table's fields, or None."""
+    return _reported(table.runtime if table is not None else None, versions)
 
 
 def check_compatibility(
@@ -186,15 +187,9 @@ def _runtime(info: ArtifactInfo, table: CompatTable, versions: Mapping[str, Any]
             )
         ]
     fired = [
-        Finding(
-            rule.id,
-            rule.status,
-            _rule_message(rule, info, name, runtime, toolkit),
-            rule.source,
-            rule.reason,
-        )
+        Finding(rule.id, rule.status, said, rule.source, rule.reason)
         for rule in table.rules
-        if _fires(rule, info, runtime, toolkit)
+        if (said := _fired(rule, info, name, runtime, toolkit)) is not None
     ]
     if fired:
         return fired
@@ -209,50 +204,41 @@ def _runtime(info: ArtifactInfo, table: CompatTable, versions: Mapping[str, Any]
     ]
 
 
-def _fires(
-    rule: Rule, info: ArtifactInfo, runtime: tuple[int, ...], toolkit: tuple[int, ...]
-) -> bool:
-    if rule.kind == "runtime_at_least_toolkit":
-        return runtime < toolkit
-    if rule.kind == "same_major":
-        return runtime >= toolkit and runtime[0] != toolkit[0]
-    if rule.kind == "format_refused_by":
-        return info.format_version == rule.format_version and tuple(runtime) in rule.runtimes
-    return False
-
-
-def _rule_message(
+def _fired(
     rule: Rule, info: ArtifactInfo, name: str, runtime: tuple[int, ...], toolkit: tuple[int, ...]
-) -> str:
+) -> str | None:
+    """What ``rule`` says of this runtime and toolkit when it fires, else None."""
     if rule.kind == "runtime_at_least_toolkit":
+        fires = runtime < toolkit
         text = (
             f"{name} {_v(runtime)} is older than the toolkit {_v(toolkit)} that built {info.name}"
         )
     elif rule.kind == "same_major":
+        fires = runtime >= toolkit and runtime[0] != toolkit[0]
         text = f"{name} {_v(runtime)} and toolkit {_v(toolkit)} differ in their major version"
-    else:
+    else:  # format_refused_by, the last of RULE_KINDS (the table's loader checks the kind)
+        fires = info.format_version == rule.format_version and tuple(runtime) in rule.runtimes
         text = (
             f"{name} {_v(runtime)} was reported to refuse file-format version "
             f"{info.format_version}, which {info.name} has"
         )
+    if not fires:
+        return None
     return f"{text} ({rule.note})" if rule.note else text
 
 
 def _driver(table: CompatTable, versions: Mapping[str, Any]) -> list[Finding]:
-    if table.driver is None:
+    found = _reported(table.driver, versions)
+    if table.driver is None or found is None:
         return []
-    for key in table.driver.keys:
-        value = versions.get(key)
-        if isinstance(value, str) and value.strip():
-            return [
-                Finding(
-                    "driver",
-                    "unknown",
-                    f"{table.driver.name} {value.strip()}: no rule of the table pairs it with a "
-                    "toolkit (reported, not checked)",
-                )
-            ]
-    return []
+    return [
+        Finding(
+            "driver",
+            "unknown",
+            f"{table.driver.name} {found[1]}: no rule of the table pairs it with a toolkit "
+            "(reported, not checked)",
+        )
+    ]
 
 
 def _v(version: tuple[int, ...]) -> str:

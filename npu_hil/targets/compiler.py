@@ -1,8 +1,7 @@
 """What a vendor's model compiler is to ``npu-hil models build`` and ``models install-compiler``
 (``Vendor.compiler``): the harness plans the jobs (the reference models at the regression shapes,
 :mod:`npu_hil.harness.models.compile_set`) and writes the manifest; the vendor's compiler says
-what it builds, makes the jobs, runs them and reads back the tensors its files state.
-"""
+what it builds, makes the jobs, runs them and reads back the tensors its files state."""
 
 from __future__ import annotations
 

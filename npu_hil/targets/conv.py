@@ -1,9 +1,6 @@
-"""A convolution against its target's width limits, whichever vendor serves the target.
-
-Only the RKNN2 seed states convolution width limits (rules A and B,
-:mod:`npu_hil.targets.rockchip`); a vendor whose unit has no ``check_conv`` hook has none, and the
-answer says so.
-"""
+"""A convolution against its target's width limits, whichever vendor serves the target: only the
+RKNN2 seed states such limits (rules A and B, :mod:`npu_hil.targets.rockchip`); a vendor whose
+unit has no ``check_conv`` hook has none, and the answer says so."""
 
 from __future__ import annotations
 
@@ -28,8 +25,6 @@ CONV_KINDS: tuple[str, ...] = ("conv", "depthwise", "deconv")
 #: The first layer's precision, which picks the rule where a table lists two.
 PRECISIONS: tuple[str, ...] = ("int8", "float16")
 
-ConditionName = Literal["(1)", "(2)", "N", "measured"]
-
 
 @dataclass(frozen=True)
 class ConvSite:
@@ -46,7 +41,7 @@ class ConvSite:
 class ConvCondition:
     """One condition of a width rule, evaluated, with the numbers in ``text``."""
 
-    name: ConditionName
+    name: Literal["(1)", "(2)", "N", "measured"]
     ok: bool
     text: str
 
@@ -115,14 +110,10 @@ def check_conv(
         raise LayoutError(f"width: expected a positive integer, got {width!r}")
     kh, kw = _positive_pair("kernel_hw", kernel_hw)
     dh, dw = _positive_pair("dilation_hw", dilation_hw)
-    if kind not in CONV_KINDS:
-        raise LayoutError(
-            f"convolution kind: expected one of {', '.join(CONV_KINDS)}, got {kind!r}"
-        )
-    if first_layer not in PRECISIONS:
-        raise LayoutError(
-            f"first_layer: expected one of {', '.join(PRECISIONS)}, got {first_layer!r}"
-        )
+    choices = (("convolution kind", kind, CONV_KINDS), ("first_layer", first_layer, PRECISIONS))
+    for what, value, allowed in choices:
+        if value not in allowed:
+            raise LayoutError(f"{what}: expected one of {', '.join(allowed)}, got {value!r}")
     if unit.check_conv is not None:
         return unit.check_conv(
             target, width, (kh, kw), (dh, dw), kind, rule, first_layer, site or ConvSite()

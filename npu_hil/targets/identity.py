@@ -1,16 +1,7 @@
-"""Which SoC a board says it is, against the inventory's target: per vendor, the device-tree
-compatible strings a board of each target reports, as data in
-``npu_hil/targets/<vendor>/identity.json`` (each string with where it was read, ``source``, and
-whether it was ``verified`` in a public device tree).
-
-    verdict = judge_identity("rk3588", ["radxa,rock-5b", "rockchip,rk3588"])
-    verdict.state          # "match", "mismatch" or "unknown"
-
-A board reporting a string of its target matches. One reporting a *verified* string of another
-target is a mismatch naming both (the inventory or the wiring is wrong). Anything else is
-unknown: no device tree, a string no table knows, a target whose identity is not checked, or a
-string only an unverified row names; unknown is a warning, never a refusal.
-"""
+"""Which SoC a board says it is, against the inventory's target: the device-tree compatible strings
+of each vendor's ``npu_hil/targets/<vendor>/identity.json`` (each with its ``source`` and whether it
+was ``verified``) decide ``match``, ``mismatch`` or ``unknown`` (a warning, never a refusal); the
+rules: docs/farm/health.md and :func:`judge_identity`."""
 
 from __future__ import annotations
 
@@ -25,7 +16,6 @@ from typing_extensions import TypedDict
 from npu_hil.harness.errors import NpuHilError
 
 __all__ = [
-    "IDENTITY_STATES",
     "Compatible",
     "IdentityRow",
     "IdentityTableError",
@@ -34,8 +24,6 @@ __all__ = [
     "judge_identity",
     "load_identity_table",
 ]
-
-IDENTITY_STATES = ("match", "mismatch", "unknown")
 
 
 class IdentityTableError(NpuHilError):
@@ -67,7 +55,7 @@ class IdentityDocument(TypedDict):
 
 @dataclass(frozen=True)
 class IdentityVerdict:
-    """``state`` (:data:`IDENTITY_STATES`), the strings the board ``reported``, the
+    """``state`` (``match``, ``mismatch`` or ``unknown``), the strings the board ``reported``, the
     ``other_target`` a mismatch found and a one-line ``detail`` naming both sides."""
 
     state: str
@@ -134,14 +122,10 @@ def _quoted(strings: Sequence[str]) -> str:
 
 
 def judge_identity(
-    target: str,
-    reported: Sequence[str],
-    *,
-    source: str = "/proc/device-tree/compatible",
-    rows: dict[str, IdentityRow] | None = None,
+    target: str, reported: Sequence[str], *, source: str = "/proc/device-tree/compatible"
 ) -> IdentityVerdict:
     """The board's ``reported`` compatible strings against ``target`` (see the module doc)."""
-    table = identity_rows() if rows is None else rows
+    table = identity_rows()
     given = tuple(s.strip() for s in reported if s.strip())
     row = table.get(target)
     if row is None or not row.compatible:

@@ -1,21 +1,7 @@
-"""Known messages in a board's own logs, and the class each puts a test in.
-
-Signatures are data: ``npu_hil/targets/log_signatures.json`` for what any Linux board logs (the OOM
-killer) and ``npu_hil/targets/<vendor>/log_signatures.json`` for a vendor's driver and runtime, each
-with its regular expression, the log it is found in (``kernel`` or ``runtime``), its class, what it
-means, where the message is seen (``source``), a ``sample`` line and the simulated ``fault`` that
-writes it.
-
-    verdict = classify("rk3588", kernel=["[ 605.26] RKNPU: job timeout, flags: 0x0"], runtime=[])
-    verdict.log_class        # "infrastructure"
-    verdict.matches[0].signature.meaning
-
-Classes: ``infrastructure`` (the board or its driver failed: the test is an error, retried as
-infrastructure), ``compatibility`` (the model cannot run on this board's runtime or memory: a
-failure, never retried) and ``product`` (what is tested failed: a failure, never retried). A
-job whose lines match several classes takes the first of :data:`LOG_CLASSES`. Lines no signature
-knows are kept by the caller and change nothing.
-"""
+"""Known messages in a board's own logs, and the class each puts a test in: data with their sources
+(``npu_hil/targets/log_signatures.json`` for any Linux board, ``<vendor>/log_signatures.json`` for
+a vendor's driver and runtime); the classes and what each does to a test:
+docs/model-developer/failures.md."""
 
 from __future__ import annotations
 
@@ -104,9 +90,7 @@ def load_signatures(path: str | Path) -> tuple[LogSignature, ...]:
     rows = document.get("signatures")
     if not isinstance(rows, list):
         raise LogSignatureError(f"{where}: signatures: expected a list")
-    found: list[LogSignature] = []
-    for index, row in enumerate(rows):
-        found.append(_signature(row, f"{where}: signatures[{index}]"))
+    found = [_signature(row, f"{where}: signatures[{n}]") for n, row in enumerate(rows)]
     ids = [s.id for s in found]
     twice = sorted({i for i in ids if ids.count(i) > 1})
     if twice:
@@ -120,12 +104,9 @@ def _signature(row: object, where: str) -> LogSignature:
     missing = [k for k in _FIELDS if not isinstance(row.get(k), str) or not row.get(k)]
     if missing:
         raise LogSignatureError(f"{where}: missing or empty: {', '.join(missing)}")
-    if row["log"] not in LOGS:
-        raise LogSignatureError(f"{where}: log must be one of {LOGS}, got {row['log']!r}")
-    if row["class"] not in LOG_CLASSES:
-        raise LogSignatureError(
-            f"{where}: class must be one of {LOG_CLASSES}, got {row['class']!r}"
-        )
+    for key, allowed in (("log", LOGS), ("class", LOG_CLASSES)):
+        if row[key] not in allowed:
+            raise LogSignatureError(f"{where}: {key} must be one of {allowed}, got {row[key]!r}")
     try:
         pattern = re.compile(row["regex"])
     except re.error as exc:
@@ -152,7 +133,8 @@ def signatures_for(target: str) -> tuple[LogSignature, ...]:
 
 
 def classify(target: str, *, kernel: Sequence[str], runtime: Sequence[str]) -> LogVerdict:
-    """Every line of the job's kernel and runtime logs against the target's signatures."""
+    """Every line of the job's kernel and runtime logs against the target's signatures; lines of
+    several classes make the first of :data:`LOG_CLASSES` the job's."""
     matches: list[LogMatch] = []
     for log, lines in (("kernel", kernel), ("runtime", runtime)):
         chosen = [s for s in signatures_for(target) if s.log == log]

@@ -1,29 +1,13 @@
-"""Vendor quantization schemes, and how the sim picks their parameters from the data range.
-
-Schemes (:class:`Affine` for RKNN, :class:`FixedPoint` for the KL730, :class:`HorizonScale`
-and :class:`HorizonShift`, :class:`Cast` for none; each says its formula) round half to even, as
-``numpy.rint`` does, then clip to the storage type.
-
-Parameter choice (the sim's "calibration", deterministic, from the range of the very data it
-quantizes — a real compiled model fixes its parameters from a calibration set instead):
-
-- affine: the range [min, max] widened to include 0 (so 0 is exact), ``scale`` = range / 255
-  stored as float32, ``zp`` = rint(-128 - min / scale);
-- fixed point: ``amax`` = max |x|; ``radix`` = floor(log2(qmax / amax)) (the largest power of two
-  that keeps amax in range, possibly negative), ``scale`` = qmax / (amax * 2**radix) as float32,
-  in [1, 2), so amax maps onto qmax;
-- Horizon SCALE: symmetric per channel along ``axis``: ``scale_c`` = amax_c / 127 as float32,
-  zero point 0; SHIFT per channel: ``shift_c`` = floor(log2(127 / amax_c)) clipped to [0, 31];
-- an all-zero tensor (or channel) gets scale 1, radix 0, shift 0.
-
-Integer data handed to a runtime as is (a uint8 image) is calibrated on its type's full range,
-which for uint8 and int8 makes the conversion lossless (scale 1).
-"""
+"""Vendor quantization schemes (each class says its formula; all round half to even, as
+``numpy.rint``, then clip to the storage type) and the sim's choice of their parameters, from the
+range of the very data it quantizes (deterministic; a real compiled model fixes them from a
+calibration set): an all-zero tensor or channel gets scale 1, radix 0, shift 0, and integer data
+handed to a runtime as is is calibrated on its type's full range (lossless for uint8 and int8)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -224,11 +208,18 @@ class Cast:
         return np.asarray(1.0 if self.dtype.kind in "iu" else 0.0)
 
 
+def float_graph(inputs: Sequence[Mapping[str, object]]) -> str:
+    """``QuantModel.numerics`` of a vendor whose simulated board computes the float graph and
+    quantizes only inputs and outputs (its compiler's numerics are not modeled through it yet)."""
+    return "float"
+
+
 # ----------------------------------------------------------------- parameter choice
 
 
 def choose_affine(values: np.ndarray, dtype: np.dtype | str = "int8") -> Affine:
-    """Affine parameters covering the data's range widened to include 0."""
+    """Affine parameters covering the data's range widened to include 0 (so 0 is exact):
+    ``scale`` = range / 255 as float32, ``zp`` = rint(-128 - min / scale)."""
     kind = np.dtype(dtype)
     low_q, high_q = _limits(kind)
     data = _as_float(values)
@@ -254,7 +245,9 @@ def choose_fixed_point(
     value_bits: int | None = None,
     axis: int | None = None,
 ) -> FixedPoint:
-    """Radix and scale per tensor (``axis`` None) or per channel, so max |x| maps onto qmax."""
+    """Radix and scale per tensor (``axis`` None) or per channel, so max |x| maps onto qmax:
+    ``radix`` = floor(log2(qmax / amax)) (possibly negative), ``scale`` = qmax / (amax * 2**radix)
+    as float32, in [1, 2)."""
     kind = np.dtype(dtype)
     bits = value_bits if value_bits is not None else (15 if kind.itemsize == 2 else 8)
     top = _limits(kind, INT16_MAX_DEVICE if kind.itemsize == 2 else None)[1]
@@ -279,7 +272,8 @@ def fixed_point_for_type(dtype: np.dtype | str) -> FixedPoint:
 def choose_horizon_scale(
     values: np.ndarray, axis: int | None = 1, dtype: np.dtype | str = "int8"
 ) -> HorizonScale:
-    """Symmetric SCALE per channel along ``axis`` (per tensor when None), zero point 0."""
+    """Symmetric SCALE per channel along ``axis`` (per tensor when None): ``scale_c`` = amax_c /
+    127 as float32, zero point 0."""
     kind = np.dtype(dtype)
     top = _limits(kind)[1]
     scales = tuple(

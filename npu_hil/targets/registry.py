@@ -1,18 +1,11 @@
-"""The registry of vendor units: every stage of the harness finds a target's vendor here.
-
-    unit = unit_for("rk3588")         # the Vendor serving a target
-    vendor_of("rdk-x5")               # "horizon"
-    units()                           # every registered Vendor, in registration order
-
-Vendors are plug-ins: each distribution names its :class:`~npu_hil.targets.unit.Vendor` in the
-``npu_hil.vendors`` entry-point group (npu-hil's own three in its pyproject.toml), and the first
-lookup loads them all, never an import of a vendor package. :func:`register` makes a unit known
-for a while (a test) and also registers its layouts and report reader with the codec.
-"""
+"""The registry of vendor units (``unit_for("rk3588")``, ``vendor_of("rdk-x5")``, ``units()``):
+the first lookup loads every :class:`~npu_hil.targets.unit.Vendor` named in the ``npu_hil.vendors``
+entry-point group (docs/design/index.md, "Adding a vendor"); :func:`register` makes a unit known
+for a while (a test) and registers its layouts and report reader with the codec."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from importlib.metadata import EntryPoint, entry_points
 
 from npu_hil.harness.codec import registry as codec_registry
@@ -29,7 +22,6 @@ __all__ = [
     "load_vendors",
     "pass_through_adapters",
     "register",
-    "reload_vendors",
     "unit_for",
     "unit_named",
     "units",
@@ -111,12 +103,6 @@ def load_vendors() -> None:
         raise
 
 
-def reload_vendors() -> None:
-    """Load the entry-point group again (a distribution installed since, by a test)."""
-    _LOADED.clear()
-    load_vendors()
-
-
 def units() -> tuple[Vendor, ...]:
     load_vendors()
     return tuple(_UNITS.values())
@@ -157,39 +143,25 @@ def pass_through_adapters() -> frozenset[str]:
     return frozenset(a for unit in units() for a in unit.pass_through_adapters)
 
 
-class _VendorOf(Mapping[str, str]):
-    """Target → vendor name, live over the registry (a vendor registered later shows)."""
+class _Live(Mapping[str, str]):
+    """A mapping read from the registry on every use (a vendor registered later shows)."""
 
-    def __getitem__(self, target: str) -> str:
-        load_vendors()
-        return _BY_TARGET[target].name
+    def __init__(self, read: Callable[[], dict[str, str]]) -> None:
+        self._read = read
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(all_targets())
-
-    def __len__(self) -> int:
-        return len(all_targets())
-
-
-class _HardwareAdapters(Mapping[str, str]):
-    """Vendor name → the board adapter its real boards run by default, live over the registry."""
-
-    def __getitem__(self, vendor: str) -> str:
-        adapter = unit_named(vendor).hardware_adapter if vendor in _names() else None
-        if adapter is None:
-            raise KeyError(vendor)
-        return adapter
+    def __getitem__(self, key: str) -> str:
+        return self._read()[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(u.name for u in units() if u.hardware_adapter)
+        return iter(self._read())
 
     def __len__(self) -> int:
-        return sum(1 for u in units() if u.hardware_adapter)
+        return len(self._read())
 
 
-def _names() -> tuple[str, ...]:
-    return tuple(u.name for u in units())
-
-
-VENDOR_OF: Mapping[str, str] = _VendorOf()
-HW_ADAPTERS: Mapping[str, str] = _HardwareAdapters()
+VENDOR_OF: Mapping[str, str] = _Live(lambda: {t: u.name for u in units() for t in u.targets})
+"""Target → vendor name."""
+HW_ADAPTERS: Mapping[str, str] = _Live(
+    lambda: {u.name: u.hardware_adapter for u in units() if u.hardware_adapter}
+)
+"""Vendor name → the board adapter its real boards run by default."""

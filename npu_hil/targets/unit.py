@@ -1,15 +1,6 @@
-"""What a vendor is to the harness: one :class:`Vendor` per vendor package in ``npu_hil/targets/``.
-
-A vendor package (``npu_hil/targets/rockchip/``, ``npu_hil/targets/horizon/``,
-``npu_hil/targets/kneron/``) holds its seed tables with their provenance, its layouts and
-predictions, and builds one ``Vendor`` from them;
-:func:`npu_hil.targets.registry.register` makes it known. The rest of the harness asks the
-registry (``vendor_of``, ``unit_for``, ``units``) and never names a vendor or a target itself.
-
-Every field past the layouts is optional: a vendor without a report reader cannot decode a
-device report, one without a quantization model has no oracle, one without a simulated runtime
-cannot be simulated; the callers say so when they need what is missing.
-"""
+"""What a vendor is to the harness: one :class:`Vendor` per vendor package in ``npu_hil/targets/``
+(docs/design/index.md, "Adding a vendor"). Every field past the layouts is optional: the callers
+say so when they need what a vendor lacks."""
 
 from __future__ import annotations
 
@@ -27,6 +18,7 @@ from npu_hil.targets.compiler import ModelCompiler
 from npu_hil.targets.quant import Quantizer
 
 if TYPE_CHECKING:
+    from npu_hil.targets.artifact import ArtifactInfo
     from npu_hil.targets.conv import ConvCheck, ConvSite
 
 __all__ = [
@@ -172,12 +164,6 @@ class PathTensor:
     note: str = ""
 
 
-PathReader = Callable[[str, np.ndarray, Mapping[str, Any], tuple[int, ...]], PathTensor]
-"""``(name, data, reported attributes, logical shape)`` → the output as a :class:`PathTensor`."""
-AttributeNames = Callable[[Mapping[str, Any]], PathAttributes]
-"""Reported attributes → the shared names (:class:`PathTensor`), those this path reports."""
-
-
 @dataclass(frozen=True)
 class ApiPath:
     """One of a vendor's ways to run a model on its boards (``Vendor.api_paths``).
@@ -190,8 +176,9 @@ class ApiPath:
     adapter: str
     api: str
     native: bool
-    read: PathReader | None = None
-    attributes: AttributeNames | None = None
+    read: Callable[[str, np.ndarray, Mapping[str, Any], tuple[int, ...]], PathTensor] | None = None
+    """Called with the output's name, data, reported attributes and logical shape."""
+    attributes: Callable[[Mapping[str, Any]], PathAttributes] | None = None
 
 
 @dataclass(frozen=True)
@@ -247,10 +234,9 @@ class Vendor:
     """Compiles the reference models for a real board (``npu-hil models build``)."""
     artifact_suffixes: tuple[str, ...] = ()
     """The compiled-model file suffixes of this vendor's toolchain."""
-    read_artifact: Callable[[Path], Any] | None = None
-    """Reads a compiled model's own version and target fields (an
-    :class:`~npu_hil.targets.artifact.ArtifactInfo`), bounded; a file that is not one is an
-    ArtifactError."""
+    read_artifact: Callable[[Path], ArtifactInfo] | None = None
+    """Reads a compiled model's own version and target fields, bounded; a file that is not one is
+    an ArtifactError."""
     compatibility: Path | None = None
     """The vendor's compatibility table (:mod:`npu_hil.targets.compat_table`)."""
     identity: Path | None = None

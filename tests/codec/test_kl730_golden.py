@@ -246,7 +246,7 @@ def test_fixture_matches_a_fresh_extraction_of_the_seed() -> None:
 # to the entry's columns (16 for 16W1C8B/16W1C8BHL, 8 for 8W1C16B, 4 for 4W4C8B/4W4C8BHL), HW*
 # and RAW_* do not pad; channels pad to the group (16, or 4); outer mode (1W16C8B, 1W16C8BHL)
 # stores all rows of group 0, then group 1..., the groups outside the batch (Kneron's reading of
-# stride_npu, npu_hil/targets/kneron/kl730.py); 4W4C8B* hold at most 4 channels; inner mode
+# stride_npu, docs/runtime/codec.md); 4W4C8B* hold at most 4 channels; inner mode
 # (*_CH_COMPACT) the groups of a pixel one after another; HL formats turn each 16-byte entry of the
 # 8-bit layout into an L entry followed by an H entry. Below, that text as a formula, for 4-D
 # tensors.
@@ -339,7 +339,7 @@ def test_placement_follows_the_spec_for_any_shape(
 
 # ------------------------------------------------- Kneron's own reading of stride_npu, any shape
 # Restated from Kneron's conversion note for the KL730 and PLUS's conversion code (the sources
-# are named in npu_hil/targets/kneron/kl730.py), in this test's own words:
+# are named in docs/runtime/codec.md), in this test's own words:
 #   offset = sum(index[a] * stride_npu[a])                             every format, in its units;
 #   1W16C8B, 1W16C8BHL: + (c >> 4) * (G - 16), c the axis of stride 1,
 #                        G = max(stride_npu[a] * shape[a]) over the axes whose stride is not 1;

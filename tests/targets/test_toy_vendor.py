@@ -31,14 +31,13 @@ from npu_hil.harness.sim import SimConfigError, SimInput, SimNpu
 from npu_hil.harness.simkit.base import HeldInput, VendorSim, static_shape
 from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
 from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, logical_input
-from npu_hil.targets import tables_text
+from npu_hil.targets import registry, tables_text
 from npu_hil.targets.quant import Affine, Cast, Quantizer, choose_affine
 from npu_hil.targets.registry import (
     BUILT_IN,
     ENTRY_POINT_GROUP,
     VendorPluginError,
     register,
-    reload_vendors,
     unit_for,
     units,
     unregister,
@@ -49,6 +48,12 @@ from npu_hil.targets.unit import SimOption, Vendor
 TOY = "toy-1"
 LAYOUT = "rows"
 ROW_ALIGN = 8
+
+
+def reload_vendors() -> None:
+    """Load the entry-point group again (a distribution installed since)."""
+    registry._LOADED.clear()
+    registry.load_vendors()
 
 
 def build_layout(

@@ -1,16 +1,7 @@
-"""The two ways to run a Horizon BPU model, as the cross-API check compares them.
-
-- zero-copy (``hobot_native``): libdnn through ctypes, memories the adapter allocates
-  (``hbSysAllocCachedMem``, ``hbDNNInfer``); the aligned device bytes come back with
-  ``hbDNNTensorProperties``, read with the reported strides and quantization.
-- ``hobot_dnn`` (``hobot``, ``pyeasy_dnn`` ``Model.forward``): the runtime allocates the outputs
-  and ``.buffer`` hands back an array of ``validShape`` (as the vendor documents it: the valid
-  tensor, padding removed) in the element type of ``tensor_type``, still quantized; the
-  properties (``tensor_type``, ``layout``, ``validShape``, ``alignedShape``, ``scale_data``)
-  are compared with libdnn's. A build whose ``.buffer`` is known not to be the tensor (the
-  adapter's ``buffer_faithful: false``, X5 3.0.6 keeps the padding) cannot be compared: the
-  check says so instead of reporting that defect as a disagreement on every run.
-"""
+"""The two ways to run a Horizon BPU model as the cross-API check compares them: zero-copy
+(``hobot_native``: libdnn through ctypes, ``hbSysAllocCachedMem`` / ``hbDNNInfer`` on memories the
+adapter allocates, the aligned bytes read with ``hbDNNTensorProperties``' strides and quantization)
+and ``hobot_dnn`` (``hobot``: docs/model-developer/failures.md, "Two API paths that disagree")."""
 
 from __future__ import annotations
 

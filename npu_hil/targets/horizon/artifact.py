@@ -1,15 +1,10 @@
-"""What a Horizon ``.bin`` / ``.hbm`` model file can be shown to be before it is loaded.
-
-Horizon's documents describe the tools that print a compiled model's information (its model
-names, the BPU ``march`` it was compiled for: ``bernoulli2`` on the RDK X3, ``bayes-e`` on the
-X5, ``nash-e`` on the S100; the toolchain's version) and the runtime calls that name the models
-in a loaded file (``hbDNNGetModelNameList``). No public document found here gives the file's
-byte layout, and no compiled Horizon model was available to measure; so this reader reads no
-field of the file. It checks only that the file is a non-empty regular file, and that it is not
-one of the formats it is often confused with (an ONNX protobuf, an RKNN model, a ZIP), and it
-says that march and toolchain version are unknown: the compatibility check reports them as
-unknown, never as a match.
-"""
+"""What a Horizon ``.bin`` / ``.hbm`` model file can be shown to be before it is loaded. Horizon
+documents the tools that print a compiled model's information (model names, the BPU ``march``:
+``bernoulli2`` on the RDK X3, ``bayes-e`` on the X5, ``nash-e`` on the S100; the toolchain's
+version) and the runtime call that names a loaded file's models (``hbDNNGetModelNameList``), but
+no public document found here gives the file's byte layout and no compiled model was available to
+measure: this reader reads no field. It checks that the file is a non-empty regular file and not
+a format it is often confused with (ONNX, RKNN, ZIP); march and toolchain version stay unknown."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""Horizon Robotics BPU (RDK X3, RDK X5, RDK S100): seeds/003 as data, and its predictions.
-
-A Horizon tensor is ``validShape`` (the data) plus ``stride``, the bytes to step one index along
-each axis; ``alignedByteSize`` is what to allocate. Layouts: ``strided`` (any tensor type),
-``NV12`` and ``Y`` (input frames, rows ``stride`` bytes apart). The seed gives no stride rule
-beyond its worked example, so each target's prediction is data with its source
-(:data:`SPATIAL_ALIGN`); the device's report always wins. The readings: docs/runtime/codec.md.
-"""
+"""Horizon Robotics BPU (RDK X3, RDK X5, RDK S100): seeds/003 as data, and its predictions: a
+tensor is ``validShape`` plus byte ``stride`` (layouts ``strided``, and ``NV12`` / ``Y`` input
+frames); each target's stride prediction is data with its source (:data:`SPATIAL_ALIGN`), and the
+device's report always wins. The readings: docs/runtime/codec.md."""
 
 from __future__ import annotations
 
@@ -68,6 +64,7 @@ TENSOR_TYPES = {
     "uint64": "U64",
     "float64": "F64",
 }
+DTYPE_OF_TYPE = {name: np.dtype(dtype) for dtype, name in TENSOR_TYPES.items()}
 
 STRIDED_PARAMS = ("stride", "aligned_shape", "aligned_byte_size", "tensor_layout")
 IMAGE_PARAMS = ("stride", "aligned_byte_size")
@@ -84,12 +81,9 @@ class HorizonLayoutParams(TypedDict, total=False):
 
 
 def needs_padding(valid_shape: tuple[int, ...], stride: tuple[int, ...], element_size: int) -> bool:
-    """seeds/003's test: padding is needed when ``prod(validShape[1:]) != stride[0]``.
-
-    The seed writes the product without the element size; strides are in bytes, and its worked
-    example (U16, [1,3,212,212], stride[0] = 301056) only balances with the element size
-    included, so this is the reading implemented: ``prod(validShape[1:]) * element_size``.
-    """
+    """seeds/003's padding test, ``prod(validShape[1:]) != stride[0]``, read with the element size
+    the seed leaves out (strides are in bytes: its worked example, U16 [1,3,212,212] with stride[0]
+    = 301056, only balances with it)."""
     return prod(valid_shape[1:]) * element_size != stride[0]
 
 
@@ -341,8 +335,8 @@ def forensic_variants(
             for h_align in ROW_ALIGNMENTS:
                 for w_align in ROW_ALIGNMENTS:
                     aligned = list(shape)
-                    aligned[h_axis] = -(-shape[h_axis] // h_align) * h_align
-                    aligned[w_axis] = -(-shape[w_axis] // w_align) * w_align
+                    aligned[h_axis] = round_up(shape[h_axis], h_align)
+                    aligned[w_axis] = round_up(shape[w_axis], w_align)
                     stride = strides_of_aligned_shape(tuple(aligned), dtype.itemsize)
                     yield (
                         {"stride": list(stride)},
@@ -350,27 +344,18 @@ def forensic_variants(
                     )
     elif name in ("NV12", "Y") and len(shape) in (2, 3):
         for align in ROW_ALIGNMENTS:
-            yield {"stride": -(-shape[-1] // align) * align}, f"rows aligned to {align} bytes"
-
-
-def _strided_variants(layout: BlockedLayout) -> Iterator[HorizonLayoutParams]:
-    aligned = list(layout.attributes["predicted_alignedShape"])
-    item = layout.dtype.itemsize
-    last = len(aligned) - 1
-    for align in (1, 4, 8, 16, 64):
-        other = list(aligned)
-        other[last] = round_up(layout.shape[last], align)
-        yield {"stride": list(strides_of_aligned_shape(tuple(other), item))}
-    other = list(aligned)
-    other[last] += 32
-    yield {"stride": list(strides_of_aligned_shape(tuple(other), item))}
+            yield {"stride": round_up(shape[-1], align)}, f"rows aligned to {align} bytes"
 
 
 def fault_variants(layout: BlockedLayout) -> Iterator[HorizonLayoutParams]:
-    width = layout.shape[-1]
+    # Rows padded to 1, 4, 8, 16 and 64 elements, then 32 past the predicted padded row.
+    width, item = layout.shape[-1], layout.dtype.itemsize
     if layout.name == "strided":
-        yield from _strided_variants(layout)
+        aligned = list(layout.attributes["predicted_alignedShape"])
     else:
-        for align in (1, 4, 8, 16, 64):
-            yield {"stride": round_up(width, align)}
-        yield {"stride": round_up(width, 32) + 32}
+        aligned = [layout.attributes["predicted_row_stride"]]
+    for row in [*(round_up(width, align) for align in (1, 4, 8, 16, 64)), aligned[-1] + 32]:
+        if layout.name == "strided":
+            yield {"stride": list(strides_of_aligned_shape((*aligned[:-1], row), item))}
+        else:
+            yield {"stride": row}

@@ -3,22 +3,15 @@ have even H and W (seeds/003)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from npu_hil.targets.unit import PreflightContext, PreflightFinding
 
 
 def preflight(report: PreflightContext) -> None:
     report.notes.append(f"the seeds give no convolution width limits for {report.target}")
-    if (report.input_type or "").lower() == "nv12":
-        _check_nv12(report, report.inputs, report.shapes)
-
-
-def _check_nv12(
-    report: PreflightContext, inputs: list[Any], shapes: dict[str, list[int | None]]
-) -> None:
-    for value in inputs:
-        shape = shapes.get(value.name) or []
+    if (report.input_type or "").lower() != "nv12":
+        return
+    for value in report.inputs:
+        shape = report.shapes.get(value.name) or []
         if len(shape) != 4:
             continue
         h, w = (shape[1], shape[2]) if shape[3] in (1, 3) else (shape[2], shape[3])

@@ -5,15 +5,15 @@ values (``npu_hil.harness.farm.decode``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, cast
 
 import numpy as np
 from typing_extensions import NotRequired, TypedDict
 
 from npu_hil.harness.errors import DeviceError
-from npu_hil.targets.horizon.layouts import TENSOR_TYPES
-from npu_hil.targets.quant import Cast, HorizonScale, HorizonShift, Quantizer, per_axis
+from npu_hil.targets.horizon.layouts import DTYPE_OF_TYPE
+from npu_hil.targets.quant import Cast, HorizonScale, HorizonShift, Quantizer, float_graph, per_axis
 from npu_hil.targets.records import INTEGER, NAME_OR_CODE, SEQUENCE, check_fields
 
 __all__ = [
@@ -28,8 +28,6 @@ __all__ = [
     "quantizer",
     "y_plane",
 ]
-
-DTYPE_OF_TYPE = {name: np.dtype(dtype) for dtype, name in TENSOR_TYPES.items()}
 
 
 class TensorProperties(TypedDict):
@@ -105,12 +103,7 @@ def model_input(attributes: Mapping[str, object], held: np.ndarray) -> np.ndarra
 
 
 output_quantizer = quantizer
-
-
-def numerics(inputs: Sequence[Mapping[str, object]]) -> str:
-    """The float graph: its simulated board quantizes inputs and outputs only (its compiler's
-    numerics are not modeled through the graph yet)."""
-    return "float"
+numerics = float_graph
 
 
 # The BPU converts an NV12 frame inside the compiled model (the toolchain's colour conversion);

@@ -27,7 +27,6 @@ HORIZON_TYPE_CODES = dict(
 HORIZON_TYPE_CODES_S100 = dict(enumerate((*_TYPES, "BOOL8")))
 """``hbDNNDataType`` of the S100 hb_dnn.h (UCP 3.13.6): tensor types only, S4 = 0."""
 HORIZON_LAYOUT_CODES = {0: "NHWC", 2: "NCHW"}
-HORIZON_DTYPES = {name: np.dtype(dtype) for dtype, name in horizon.TENSOR_TYPES.items()}
 
 
 class HorizonReport:
@@ -60,17 +59,14 @@ class HorizonReport:
         if kind in horizon.IMAGE_TYPES:
             if len(valid) != 4:
                 raise LayoutError(f"{where}: validShape must be 4-D, got {list(valid)}")
-            n, h, w = (
-                (valid[0], valid[1], valid[2])
-                if tensor_layout == "NHWC"
-                else (valid[0], valid[2], valid[3])
-            )
+            h_axis = 1 if tensor_layout == "NHWC" else 2
+            n, h, w = valid[0], valid[h_axis], valid[h_axis + 1]
             rows = h if kind == "Y" else h * 3 // 2
             if shape is None:
                 shape = (n, rows, w)
             if reported and aligned is not None and len(aligned) == 4:
                 # X3/X5: the row pitch is alignedShape's W (their NV12/Y strides are all 0).
-                row_stride = aligned[2] if tensor_layout == "NHWC" else aligned[3]
+                row_stride = aligned[h_axis + 1]
                 if row_stride < w:
                     raise LayoutError(
                         f"{where}: alignedShape {list(aligned)} is narrower than validShape "
@@ -88,12 +84,8 @@ class HorizonReport:
             shape = valid
         extra["tensor_layout"] = tensor_layout
         if reported:
-            raw_stride = attributes.get("stride")
-            stride = (
-                [one_int(where, "stride", s) for s in raw_stride]
-                if raw_stride is not None
-                else None
-            )
+            raw = attributes.get("stride")
+            stride = None if raw is None else [one_int(where, "stride", s) for s in raw]
             strided = stride is not None and all(s > 0 for s in stride)
             if aligned is not None:
                 # X3/X5: the layout is validShape inside alignedShape (the documented rule); strides
@@ -125,12 +117,13 @@ def _horizon_type(attributes: Mapping[str, Any], target: str) -> str:
 
 
 def _horizon_dtype(kind: str) -> np.dtype:
-    if kind not in HORIZON_DTYPES:
+    if kind not in horizon.DTYPE_OF_TYPE:
         raise LayoutError(
             f"hbDNNTensorProperties: tensorType {kind} has no codec layout "
-            f"(tensor types: {', '.join(HORIZON_DTYPES)}; images: {', '.join(horizon.IMAGE_TYPES)})"
+            f"(tensor types: {', '.join(horizon.DTYPE_OF_TYPE)}; "
+            f"images: {', '.join(horizon.IMAGE_TYPES)})"
         )
-    return HORIZON_DTYPES[kind]
+    return horizon.DTYPE_OF_TYPE[kind]
 
 
 def _horizon_layout(attributes: Mapping[str, Any]) -> str:

@@ -1,19 +1,5 @@
 """Horizon BPU (RDK X3, X5, S100), simulated: libdnn's aligned buffers and
-``hbDNNTensorProperties``.
-
-- Inputs are held as given, in the ``strided`` layout with the codec's predicted strides
-  (tensorLayout NCHW, quantiType NONE: the model sees the values), or as ``NV12`` / ``Y``
-  frames when the input names that layout (rows ``stride`` bytes apart, width aligned to 32;
-  the model sees the Y, U, V planes, see :mod:`npu_hil.targets.horizon.quant`). ``NV12_SEPARATE``
-  (X3/X5, one image) is the NV12 frame in two memories, as hbDNNTensor holds it: Y in ``sysMem[0]``,
-  UV in ``sysMem[1]``, each allocated (and held to the 32-byte rule) on its own; the
-  properties say ``memories: [Y bytes, UV bytes]``. S100 has no image tensor types.
-- Outputs are S8 with ``SCALE`` per channel along quantizeAxis 1 (``output_quant``: ``shift``
-  for SHIFT, ``none`` for F32), in the ``strided`` layout with predicted strides and
-  ``alignedByteSize``; X3/X5 also report ``alignedShape``, S100 does not (spec notes).
-- Refusals: a buffer whose first address is not 32-byte aligned (seeds/003; simulate a caller's
-  own buffer with ``buffer_offset``), NV12 with odd H or W, anything the codec refuses.
-"""
+``hbDNNTensorProperties``; what it holds, reports and refuses: docs/runtime/agent.md."""
 
 from __future__ import annotations
 
@@ -144,18 +130,11 @@ class HorizonSim(VendorSim):
             quant = choose_horizon_shift(values, axis)
         else:
             quant = Cast(np.dtype("float32"))
-        held = quant.quantize(values)
-        buffer = self.output_buffer(info.name, layout, held)
-        attributes = properties(self.target, index, info.name, layout, quant)
+        buffer = self.output_buffer(info.name, layout, quant.quantize(values))
+        attributes = dict(properties(self.target, index, info.name, layout, quant))
+        dtype = layout.dtype.name
         return SimTensor(
-            info.name,
-            buffer,
-            layout.name,
-            layout.dtype.name,
-            list(shape),
-            dict(attributes),
-            layout,
-            "output",
+            info.name, buffer, layout.name, dtype, list(shape), attributes, layout, "output"
         )
 
     def normal_api_output(self, tensor: SimTensor, path: str) -> SimTensor:
@@ -219,18 +198,9 @@ def properties(
         stride = list(attrs["stride"])
         aligned = list(attrs["predicted_alignedShape"])
         tensor_type = horizon.TENSOR_TYPES[layout.dtype.name]
-    scale: list[float] = []
-    zero_point: list[int] = []
-    shift: list[int] = []
-    axis = 0
-    if isinstance(quant, HorizonScale):
-        quanti, scale, zero_point = "SCALE", list(quant.scale), list(quant.zero_point)
-        axis = quant.axis if quant.axis is not None else 0
-    elif isinstance(quant, HorizonShift):
-        quanti, shift = "SHIFT", list(quant.shift)
-        axis = quant.axis if quant.axis is not None else 0
-    else:
-        quanti = "NONE"
+    scaled = quant if isinstance(quant, HorizonScale) else None
+    shifted = quant if isinstance(quant, HorizonShift) else None
+    per_axis = scaled or shifted
     props: TensorProperties = {
         "index": index,
         "name": name,
@@ -238,11 +208,11 @@ def properties(
         "alignedShape": aligned,
         "tensorLayout": "NCHW",
         "tensorType": tensor_type,
-        "quantiType": quanti,
-        "scale": scale,
-        "zeroPoint": zero_point,
-        "shift": shift,
-        "quantizeAxis": axis,
+        "quantiType": "SCALE" if scaled else "SHIFT" if shifted else "NONE",
+        "scale": list(scaled.scale) if scaled else [],
+        "zeroPoint": list(scaled.zero_point) if scaled else [],
+        "shift": list(shifted.shift) if shifted else [],
+        "quantizeAxis": (per_axis.axis or 0) if per_axis else 0,
         "alignedByteSize": layout.nbytes,
         "stride": stride,
     }

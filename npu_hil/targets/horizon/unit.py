@@ -10,11 +10,6 @@ from npu_hil.targets.horizon.artifact import read_horizon_model
 from npu_hil.targets.horizon.reported import HorizonReport
 from npu_hil.targets.unit import NpuThroughput, PixelInput, SimOption, Vendor
 
-
-def default_input_layout(shape: tuple[int, ...]) -> str:
-    return "strided"
-
-
 NPU_THROUGHPUT = {
     # The RDK boards' published BPU figure.
     "rdk-x3": NpuThroughput(5.0, 1, "RDK X3 (Sunrise 3): 5 TOPS"),
@@ -38,7 +33,7 @@ UNIT = Vendor(
         )
     },
     npu_throughput=NPU_THROUGHPUT,
-    default_input_layout=default_input_layout,
+    default_input_layout=lambda shape: "strided",
     pass_through_adapters=("hobot_native",),
     hardware_adapter="hobot_native",
     read_artifact=read_horizon_model,

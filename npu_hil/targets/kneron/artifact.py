@@ -1,22 +1,13 @@
-"""What a Kneron ``.nef`` file can be shown to be before it is loaded.
-
-Facts from Kneron's public documents and its PLUS library's NEF reader (no NEF file was
-available here to measure):
-
-- the NEF header holds ``platform``, ``target``, ``crc``, ``kn_number``, ``encryption_mode``,
-  ``compiler_version``, ``toolchain_version`` (``kneron/toolchain:v0.20.1``) and
-  ``schema_version`` (Kneron's NEF utils guide, ``kneron_nef_utils --info``);
-- PLUS checks a NEF by a CRC-32 (the common polynomial, initial value and final XOR all ones)
-  over every byte but the last four, which hold that CRC little-endian, before it parses the
-  rest as a FlatBuffers buffer (its ``read_kneron_model``); a file whose CRC does not match is "Bad
-  model" there.
-
-The header is a FlatBuffers table, and its schema (which field slot holds the target and the
-version strings) is not in any public document found here; so this reader does not read the
-target chip or the toolchain version from the table: they stay unknown, and the compatibility
-check says so. What it checks is what PLUS checks first: the trailing CRC (streamed, never the
-whole file in memory) and a root offset that points inside the file.
-"""
+"""What a Kneron ``.nef`` file can be shown to be before it is loaded, from Kneron's public
+documents and its PLUS library's NEF reader (no NEF file was available here to measure). The NEF
+header (``platform``, ``target``, ``crc``, ``kn_number``, ``encryption_mode``,
+``compiler_version``, ``toolchain_version`` such as ``kneron/toolchain:v0.20.1``,
+``schema_version``: Kneron's NEF utils guide, ``kneron_nef_utils --info``) is a FlatBuffers table
+whose schema no public document found here gives: target chip and toolchain version stay unknown.
+Checked is what PLUS checks first (its ``read_kneron_model``; a mismatch is "Bad model" there): a
+CRC-32 (the common polynomial, initial value and final XOR all ones) over every byte but the last
+four, which hold it little-endian (streamed, never the whole file in memory), then a FlatBuffers
+root offset inside the file."""
 
 from __future__ import annotations
 

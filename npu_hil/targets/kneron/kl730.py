@@ -1,50 +1,6 @@
-"""Kneron KL730: the 16 NPU data layouts of seeds/000 as data, and their predictions.
-
-Every format is one row of :data:`FORMATS`. The prediction is the per-axis ``stride_npu`` the
-KL730 runtime reports, in Kneron's own convention (below), in the runtime's units: bytes for
-8-bit formats, 16-bit elements for ``8W1C16B``/``RAW_16B`` (and the ``HW1C16B`` formats), and for
-the HL formats the offsets of the equivalent 8-bit layout before each 16-byte entry is doubled into
-an L entry and an H entry. A device-reported ``stride_npu`` replaces the prediction; either way one
-function turns it into the engine's dims, reading it the way Kneron's host library does.
-
-How Kneron reads ``stride_npu`` (facts, not code, from these vendor sources):
-
-- Kneron's document center, "Convert ONNX & NPU Data on the KL730 Platform" (repository
-  github.com/kneron/document_center, file
-  docs/plus_c/appendix/convert_onnx_data_to_npu_data_on_kl730.md);
-- Kneron PLUS's own conversion code, as published in a public copy of the PLUS sources
-  (github.com/Ununvailable/Kneron-AI-Project at 709f9c7): ``src/kp_inference.c``,
-  ``kp_generic_inference_retrieve_fixed_node`` for shape-info version 2 (the KL730), and
-  ``ex_common/helper_functions.c``, ``helper_convert_onnx_data_to_npu_data``.
-
-1. Every format: the element at logical index ``i`` is at ``sum(i[a] * stride_npu[a])`` units.
-   For ``8W1C16B``/``RAW_16B`` that is an index into 16-bit words, read as ``u16 & 0xFFFE``.
-2. Outer channel group formats (``1W16C8B``, ``1W16C8BHL`` only): ``stride_npu`` describes ONE
-   group of 16 channels; the channel axis is the one whose stride is 1, and channel ``c`` adds
-   ``(c >> 4) * (G - 16)``, so it contributes ``(c & 15) + (c >> 4) * G``, with
-   ``G = max(stride_npu[a] * shape[a])`` over every axis whose stride is not 1, the batch
-   included: the groups lie outside the batch (group-major, then n, h, w). For (1, 32, 4, 5)
-   ``1W16C8B`` reports ``[320, 1, 80, 16]`` and channel 16 sits at byte 320; for N = 2 the same
-   strides put group 1 at 640, after both batch items' group 0. The host helper sizes the buffer
-   ``ceil(C / 16) * G``.
-3. HL formats (``4W4C8BHL``, ``1W16C8BHL``, ``1W16C8BHL_CH_COMPACT``, ``16W1C8BHL``): the offset
-   of rules 1-2 (with the group term for ``1W16C8BHL``) is an 8-bit-layout offset ``o``; the L byte
-   is at ``(o // 16) * 32 + o % 16``, the H byte 16 bytes after it. L holds bits [7:1] of the
-   value in its low 7 bits, H bits [15:8].
-4. No other format has a group term: ``4W4C8B``, ``4W4C8BHL``, ``1W16C8B_CH_COMPACT``, ``16W1C8B``,
-   ``RAW_*`` and ``8W1C16B`` are read with rule 1 alone. So ``4W4C8B``/``4W4C8BHL`` hold at most 4
-   channels: with the channel stride 1 and the column stride 4, channel 4 would alias pixel 1
-   channel 0. The codec refuses C > 4 for them (no vendor source reads them another way).
-5. The ``HW*`` input formats (PLUS 3.2) are absent from the PLUS 3.1 conversion code; the codec
-   reads them with rule 1 like every format without a group term (``HW4C8B_*``: channel stride
-   1, pixel stride 4, no row padding; ``HW1C8B``/``HW1C16B_*``: one plane per channel).
-
-Facts beyond the seed (spec/kl730-layouts.md): rows never share an entry, so "W" formats pad the
-row to the entry's column count; channels are padded to the group size (16, or 4 for the 4-channel
-formats), zero-filled; 16-bit data carries 15 significant bits on the device (``value_bits`` = 15,
-the default where the runtime reads it that way). Buffers are whole 16-byte entries: the last one
-is zero-padded.
-"""
+"""Kneron KL730: the 16 NPU data layouts of seeds/000 as data, and the ``stride_npu`` the runtime
+reports for each, read the way Kneron's host library reads it (rules 1-5 with their vendor sources
+and the facts beyond the seed: docs/runtime/codec.md, "How Kneron reads the KL730 stride_npu")."""
 
 from __future__ import annotations
 
@@ -93,52 +49,22 @@ class Kl730Format:
     channels: tuple[int, ...] = ()
     stored_channels: int | None = None
     quirk_15bit: bool = False
-    summary: str = ""
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The signed type the NPU's values are stored in."""
+        return np.dtype("int16" if self.bits == 16 else "int8")
 
 
 FORMATS: dict[str, Kl730Format] = {
     f.name: f
     for f in (
-        Kl730Format(
-            "4W4C8B",
-            8,
-            True,
-            4,
-            group=4,
-            max_channels=4,
-            input_only=True,
-            summary="4 columns x 4 channels an entry; C=3 leaves channel 3 zero",
-        ),
-        Kl730Format(
-            "1W16C8B_CH_COMPACT",
-            8,
-            True,
-            1,
-            group=16,
-            inner=True,
-            summary="1 column x 16 channels an entry, groups of a pixel adjacent",
-        ),
-        Kl730Format("16W1C8B", 8, False, 16, summary="16 columns of one channel an entry"),
-        Kl730Format(
-            "1W16C8B",
-            8,
-            True,
-            1,
-            group=16,
-            outer=True,
-            summary="1 column x 16 channels an entry, group-major",
-        ),
-        Kl730Format("RAW_8B", 8, False, 1, summary="16 consecutive values, flat NCHW"),
-        Kl730Format(
-            "HW4C8B_KEEP_A",
-            8,
-            True,
-            1,
-            group=4,
-            input_only=True,
-            channels=(4,),
-            summary="4 pixels x RGBA an entry, no column alignment",
-        ),
+        Kl730Format("4W4C8B", 8, True, 4, group=4, max_channels=4, input_only=True),
+        Kl730Format("1W16C8B_CH_COMPACT", 8, True, 1, group=16, inner=True),
+        Kl730Format("16W1C8B", 8, False, 16),
+        Kl730Format("1W16C8B", 8, True, 1, group=16, outer=True),
+        Kl730Format("RAW_8B", 8, False, 1),
+        Kl730Format("HW4C8B_KEEP_A", 8, True, 1, group=4, input_only=True, channels=(4,)),
         Kl730Format(
             "HW4C8B_DROP_A",
             8,
@@ -148,88 +74,39 @@ FORMATS: dict[str, Kl730Format] = {
             input_only=True,
             channels=(3, 4),
             stored_channels=3,
-            summary="4 pixels x RGB + a zero byte an entry",
         ),
+        Kl730Format("HW1C8B", 8, False, 1, input_only=True),
+        Kl730Format("8W1C16B", 16, False, 8, quirk_15bit=True),
+        Kl730Format("4W4C8BHL", 16, True, 4, group=4, max_channels=4, hl=True, quirk_15bit=True),
+        Kl730Format("1W16C8BHL", 16, True, 1, group=16, outer=True, hl=True, quirk_15bit=True),
+        Kl730Format("16W1C8BHL", 16, False, 16, hl=True, quirk_15bit=True),
         Kl730Format(
-            "HW1C8B",
-            8,
-            False,
-            1,
-            input_only=True,
-            summary="16 pixels of one channel an entry, no column alignment",
+            "1W16C8BHL_CH_COMPACT", 16, True, 1, group=16, inner=True, hl=True, quirk_15bit=True
         ),
-        Kl730Format(
-            "8W1C16B",
-            16,
-            False,
-            8,
-            quirk_15bit=True,
-            summary="8 columns of one channel an entry, 16-bit lanes",
-        ),
-        Kl730Format(
-            "4W4C8BHL",
-            16,
-            True,
-            4,
-            group=4,
-            max_channels=4,
-            hl=True,
-            quirk_15bit=True,
-            summary="L entry then H entry of 4 columns x 4 channels",
-        ),
-        Kl730Format(
-            "1W16C8BHL",
-            16,
-            True,
-            1,
-            group=16,
-            outer=True,
-            hl=True,
-            quirk_15bit=True,
-            summary="L then H entry of 1 column x 16 channels, group-major",
-        ),
-        Kl730Format(
-            "16W1C8BHL",
-            16,
-            False,
-            16,
-            hl=True,
-            quirk_15bit=True,
-            summary="L then H entry of 16 columns of one channel",
-        ),
-        Kl730Format(
-            "1W16C8BHL_CH_COMPACT",
-            16,
-            True,
-            1,
-            group=16,
-            inner=True,
-            hl=True,
-            quirk_15bit=True,
-            summary="L then H entry of 1 column x 16 channels, groups adjacent",
-        ),
-        Kl730Format(
-            "RAW_16B", 16, False, 1, quirk_15bit=True, summary="8 consecutive values, flat NCHW"
-        ),
-        Kl730Format(
-            "HW1C16B_LE",
-            16,
-            False,
-            1,
-            input_only=True,
-            summary="8 pixels an entry, little-endian, no column alignment",
-        ),
-        Kl730Format(
-            "HW1C16B_BE",
-            16,
-            False,
-            1,
-            big_endian=True,
-            input_only=True,
-            summary="8 pixels an entry, big-endian, no column alignment",
-        ),
+        Kl730Format("RAW_16B", 16, False, 1, quirk_15bit=True),
+        Kl730Format("HW1C16B_LE", 16, False, 1, input_only=True),
+        Kl730Format("HW1C16B_BE", 16, False, 1, big_endian=True, input_only=True),
     )
 }
+SUMMARIES = {
+    "4W4C8B": "4 columns x 4 channels an entry; C=3 leaves channel 3 zero",
+    "1W16C8B_CH_COMPACT": "1 column x 16 channels an entry, groups of a pixel adjacent",
+    "16W1C8B": "16 columns of one channel an entry",
+    "1W16C8B": "1 column x 16 channels an entry, group-major",
+    "RAW_8B": "16 consecutive values, flat NCHW",
+    "HW4C8B_KEEP_A": "4 pixels x RGBA an entry, no column alignment",
+    "HW4C8B_DROP_A": "4 pixels x RGB + a zero byte an entry",
+    "HW1C8B": "16 pixels of one channel an entry, no column alignment",
+    "8W1C16B": "8 columns of one channel an entry, 16-bit lanes",
+    "4W4C8BHL": "L entry then H entry of 4 columns x 4 channels",
+    "1W16C8BHL": "L then H entry of 1 column x 16 channels, group-major",
+    "16W1C8BHL": "L then H entry of 16 columns of one channel",
+    "1W16C8BHL_CH_COMPACT": "L then H entry of 1 column x 16 channels, groups adjacent",
+    "RAW_16B": "8 consecutive values, flat NCHW",
+    "HW1C16B_LE": "8 pixels an entry, little-endian, no column alignment",
+    "HW1C16B_BE": "8 pixels an entry, big-endian, no column alignment",
+}
+"""What ``npu-hil targets show kl730`` says of each format."""
 
 PARAMS = ("stride_npu", "value_bits")
 
@@ -261,8 +138,8 @@ def canonical_shape(shape: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int,
 
 def predict_stride_npu(fmt: Kl730Format, shape4: tuple[int, ...]) -> tuple[int, int, int, int]:
     """The per-axis strides (N, C, H, W) Kneron's library reads the codec's bytes with, in the
-    runtime's units. Outer-group formats describe one group of ``group`` channels (module
-    docstring, rule 2): the group stride is not a stride of any axis."""
+    runtime's units. Outer-group formats describe one group of ``group`` channels (the docs'
+    rule 2): the group stride is not a stride of any axis."""
     _, c, h, w = shape4
     row = round_up(w, fmt.entry_cols)
     if not fmt.pixel:
@@ -272,10 +149,7 @@ def predict_stride_npu(fmt: Kl730Format, shape4: tuple[int, ...]) -> tuple[int, 
 
 
 def group_stride(
-    fmt: Kl730Format,
-    shape4: tuple[int, ...],
-    stride_npu: tuple[int, ...],
-    axes: tuple[int, ...] = (0, 1, 2, 3),
+    fmt: Kl730Format, shape4: tuple[int, ...], stride_npu: tuple[int, ...], axes: tuple[int, ...]
 ) -> int:
     """Kneron's channel group stride ``G`` of an outer-group format: the largest
     ``stride_npu[a] * shape[a]`` over the axes ``axes`` the device reports whose stride is not 1
@@ -306,10 +180,7 @@ def group_stride(
 
 
 def dims_from_strides(
-    fmt: Kl730Format,
-    shape4: tuple[int, ...],
-    stride_npu: tuple[int, ...],
-    axes: tuple[int, ...] = (0, 1, 2, 3),
+    fmt: Kl730Format, shape4: tuple[int, ...], stride_npu: tuple[int, ...], axes: tuple[int, ...]
 ) -> list[Dim]:
     """The engine's dims for ``stride_npu`` (N, C, H, W) in the runtime's units, placing each
     element where Kneron's reading puts it; ``axes`` are the axes the tensor has (the others are
@@ -321,14 +192,9 @@ def dims_from_strides(
     dims: list[Dim] = [Dim(0, n, sn * unit, 1, "n")]
     if fmt.outer and padded_c > fmt.group:
         # Channel c lands at (c & 15) * 1 + (c >> 4) * G: a group dim outside every other one.
+        g = group_stride(fmt, shape4, stride_npu, axes)
         dims += [
-            Dim(
-                1,
-                padded_c // fmt.group,
-                group_stride(fmt, shape4, stride_npu, axes),
-                fmt.group,
-                "group",
-            ),
+            Dim(1, padded_c // fmt.group, g, fmt.group, "group"),
             Dim(1, fmt.group, sc, 1, "c"),
         ]
     else:
@@ -488,7 +354,7 @@ def tables_text(target: str = "kl730") -> str:
             ("HL planes" if f.hl else "big-endian" if f.big_endian else "little-endian")
             if f.bits == 16
             else "-",
-            f.summary,
+            SUMMARIES[f.name],
         )
         for f in FORMATS.values()
     ]

@@ -4,7 +4,7 @@ simulator share, and the decoder of a real board's values (``npu_hil.harness.far
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, cast
 
 import numpy as np
@@ -12,7 +12,7 @@ from typing_extensions import NotRequired, TypedDict
 
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.kneron import kl730
-from npu_hil.targets.quant import FixedPoint, per_axis
+from npu_hil.targets.quant import FixedPoint, float_graph, per_axis
 from npu_hil.targets.records import INTEGER, SEQUENCE, check_fields
 
 __all__ = [
@@ -66,11 +66,6 @@ def node_descriptor_of(reported: Mapping[str, object]) -> NodeDescriptor:
     return cast(NodeDescriptor, reported)
 
 
-def storage_dtype(attributes: NodeDescriptor) -> np.dtype:
-    fmt = kl730.FORMATS[str(attributes["data_layout"])]
-    return np.dtype("int16" if fmt.bits == 16 else "int8")
-
-
 def quantizer(attributes: Mapping[str, object]) -> FixedPoint:
     """Fixed point from a node descriptor (per channel when it lists several radixes)."""
     descriptor = node_descriptor_of(attributes)
@@ -78,9 +73,8 @@ def quantizer(attributes: Mapping[str, object]) -> FixedPoint:
     radix = tuple(int(r) for r in descriptor["radix"])
     scale = tuple(_scale(s) for s in descriptor["scale"])
     axis = _axis(descriptor.get("quantized_axis", CHANNEL_AXIS)) if len(radix) > 1 else None
-    dtype = storage_dtype(descriptor)
-    bits = 15 if fmt.quirk_15bit else 8 * dtype.itemsize
-    return FixedPoint(radix, scale, axis, dtype, bits)
+    bits = 15 if fmt.quirk_15bit else 8 * fmt.dtype.itemsize
+    return FixedPoint(radix, scale, axis, fmt.dtype, bits)
 
 
 def _scale(value: float | None) -> float:
@@ -102,12 +96,7 @@ def model_input(attributes: Mapping[str, object], held: np.ndarray) -> np.ndarra
 
 
 output_quantizer = quantizer
-
-
-def numerics(inputs: Sequence[Mapping[str, object]]) -> str:
-    """The float graph: its simulated board quantizes inputs and outputs only (its compiler's
-    numerics are not modeled through the graph yet)."""
-    return "float"
+numerics = float_graph
 
 
 class KneronDecode:

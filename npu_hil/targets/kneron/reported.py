@@ -23,7 +23,7 @@ class KneronReport:
     """The :class:`~npu_hil.harness.codec.registry.ReportReader` of the KL730."""
 
     def dtype(self, target: str, attributes: Mapping[str, Any]) -> np.dtype:
-        return np.dtype("int16" if _kl730_format(attributes).bits == 16 else "int8")
+        return _kl730_format(attributes).dtype
 
     def layout(
         self,

@@ -1,17 +1,5 @@
-"""Kneron KL730, simulated: generic data inference with raw fixed-point NPU nodes.
-
-- Inputs are held in the declared KL730 input format (the input's ``layout`` when it names a
-  format, else ``input_layout``, else 4W4C8B for up to 4 channels and 1W16C8B above, 1W16C8BHL
-  for 16-bit data) as signed fixed point: int8/int16 data is taken as the NPU's own numbers
-  (radix 0, scale 1); float data is quantized as Kneron PLUS does on the host (radix and scale
-  from the data range), into int8 or, for 16-bit formats, int16 with 15 significant bits.
-- Outputs are raw fixed-point nodes in ``output_layout`` (1W16C8B by default; a 16-bit format
-  gives int16), reported with the node descriptor the runtime returns: data_layout, shape,
-  stride_npu (in Kneron's convention: for 1W16C8B/1W16C8BHL the strides of one group of 16
-  channels, see npu_hil/targets/kneron/kl730.py), stride_onnx, quantized_axis, radix, scale.
-- Refusals: formats the seed lists for inputs only requested as outputs, unsigned data, and
-  anything the codec refuses. The seeds give the KL730 no convolution width limits.
-"""
+"""Kneron KL730, simulated: generic data inference with raw fixed-point NPU nodes; what it holds,
+reports and refuses: docs/runtime/agent.md."""
 
 from __future__ import annotations
 
@@ -53,7 +41,7 @@ class KneronSim(VendorSim):
 
     @property
     def output_dtype(self) -> np.dtype:
-        return np.dtype("int16" if kl730.FORMATS[self.output_format].bits == 16 else "int8")
+        return kl730.FORMATS[self.output_format].dtype
 
     def check_model(self, graph: GraphInfo) -> None:
         for info in graph.outputs:
@@ -76,7 +64,6 @@ class KneronSim(VendorSim):
         channels = shape[CHANNEL_AXIS] if len(shape) > 1 else shape[0]
         default = default_input_format(channels, 16 if dtype.itemsize == 2 else 8)
         name = self.input_layout_name(given, tuple(kl730.FORMATS), default)
-        fmt = kl730.FORMATS[name]
         if dtype.kind == "f":
             if given.pass_through:
                 raise SimRefusal(
@@ -85,35 +72,21 @@ class KneronSim(VendorSim):
                     f"input {given.name!r}: pass-through data must be the NPU's fixed point "
                     f"(int8/int16), got {dtype.name}",
                 )
-            stored = np.dtype("int16" if fmt.bits == 16 else "int8")
+            stored = kl730.FORMATS[name].dtype
         else:
             stored = dtype
         layout = self.layout(name, shape, stored, "input", "run", given.name)
-        quant: FixedPoint
-        if given.pass_through:
-            buffer, held = self.place(layout, given, None)
-            quant = fixed_point_for_type(stored)
-        else:
-            logical = logical_input(given)[0]
+        quant, values = fixed_point_for_type(stored), None
+        if not given.pass_through:
+            values = logical_input(given)[0]
             if dtype.kind == "f":
-                quant = choose_fixed_point(
-                    logical, stored, value_bits=int(layout.attributes["value_bits"])
-                )
-                values = quant.quantize(logical)
-            else:
-                quant = fixed_point_for_type(stored)
-                values = logical
-            buffer, held = self.place(layout, given, values)
-        attributes = node_descriptor(index, given.name, layout, quant)
+                bits = int(layout.attributes["value_bits"])
+                quant = choose_fixed_point(values, stored, value_bits=bits)
+                values = quant.quantize(values)
+        buffer, held = self.place(layout, given, values)
+        attributes = dict(node_descriptor(index, given.name, layout, quant))
         tensor = SimTensor(
-            given.name,
-            buffer,
-            layout.name,
-            stored.name,
-            list(shape),
-            dict(attributes),
-            layout,
-            "input",
+            given.name, buffer, layout.name, stored.name, list(shape), attributes, layout, "input"
         )
         return HeldInput(tensor, model_input(attributes, held))
 
@@ -127,16 +100,9 @@ class KneronSim(VendorSim):
         layout = self.layout(self.output_format, shape, dtype, "output", "run", info.name)
         quant = choose_fixed_point(values, dtype, value_bits=int(layout.attributes["value_bits"]))
         buffer = self.output_buffer(info.name, layout, quant.quantize(values))
-        attributes = node_descriptor(index, info.name, layout, quant)
+        attributes = dict(node_descriptor(index, info.name, layout, quant))
         return SimTensor(
-            info.name,
-            buffer,
-            layout.name,
-            dtype.name,
-            list(shape),
-            dict(attributes),
-            layout,
-            "output",
+            info.name, buffer, layout.name, dtype.name, list(shape), attributes, layout, "output"
         )
 
 

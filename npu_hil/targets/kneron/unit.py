@@ -9,11 +9,6 @@ from npu_hil.targets.kneron.artifact import read_kneron_model
 from npu_hil.targets.kneron.reported import KneronReport
 from npu_hil.targets.unit import ApiPath, NpuThroughput, PixelInput, Vendor
 
-
-def default_input_layout(shape: tuple[int, ...]) -> str:
-    return "1W16C8B"
-
-
 NPU_THROUGHPUT = {
     "kl730": NpuThroughput(3.6, 1, "KL730: about 3.6 TOPS (Kneron's int8-equivalent figure)"),
 }
@@ -29,7 +24,7 @@ UNIT = Vendor(
     decode=quant.KneronDecode(),
     simulator="npu_hil.targets.kneron.sim:KneronSim",
     npu_throughput=NPU_THROUGHPUT,
-    default_input_layout=default_input_layout,
+    default_input_layout=lambda shape: "1W16C8B",
     pass_through_adapters=("kneron",),
     hardware_adapter="kneron",
     read_artifact=read_kneron_model,
