@@ -1,35 +1,6 @@
-"""AgentClient: the host's handle on the board agent through any Transport.
-
-It deploys the agent (the board package ``npu_hil/harness/board``, and extra adapters: the simulated
-runtime's, a test's fakes) into the transport's working directory, content-addressed by sha256 so a
-redeploy copies nothing that is already there; sends model artifacts into a cache by sha256, in
-chunked frames through the agent's stream (:mod:`npu_hil.harness.agent.deploy`); and runs jobs
-either through one resident agent (framed requests over its stdin/stdout, a transport's stream; the
-default) or one agent process per job (a one-shot agent). Either way a job is one frame each way
-(:mod:`npu_hil.harness.agent.framed`): the document and the input buffers in the request, the result
-and the device buffers in the answer, each buffer hashed once by its sender and checked by its
-receiver; a one-shot agent reads its request from its stdin and answers on its stdout. With
-``keep_jobs`` the agent writes a job's files on the board after it ran.
-
-Remote layout, relative to the transport's workdir::
-
-    agent/<bundle>/npu_hil_board/**   the board package: python3 agent/<bundle>/npu_hil_board ...
-    agent/<bundle>/adapters/*.py      extra adapters, searched before the package's own
-    agent/<bundle>/.complete          written last: the bundle is whole (named by its sha256)
-    cache/<sha256>/<name>             model artifacts (--root)
-    jobs/<job id>-<nonce>/            a kept job's files (``keep_jobs``)
-
-Outcomes: ``submit`` returns a :class:`~npu_hil.harness.agent.protocol.Result` whenever the agent
-answered with one, including typed runtime errors and a timeout the agent caught itself
-(``result.error()`` maps them onto the harness's exceptions). Without a result it raises:
-``TransportError`` when the agent gave no answer in time (the agent is killed) or a buffer was
-damaged on the way,
-``AgentKilledError`` (infrastructure, and a DeviceError) when a signal ended the agent (SIGKILL,
-a vendor runtime's SIGSEGV), ``DeviceError`` when it exited otherwise without an answer,
-``ProtocolError`` when host and agent disagree.
-After a timeout or a crash the next job starts a new agent. Not thread-safe: one client per board
-and worker.
-"""
+"""AgentClient: the host's handle on the board agent through any Transport: deploys it, sends
+models, runs jobs (one frame each way) through a resident or a one-shot agent. The remote layout
+and the outcomes of ``submit``: docs/runtime/agent.md ("How the host side works")."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""Putting the agent and the models on a board: content-addressed, checked, repaired once.
-
-The agent bundle (the board package ``npu_hil/harness/board`` and the extra adapters) goes into
-``agent/<sha256[:16]>/`` and is marked complete last, so a half-copied bundle is never used and an
-unchanged one is never copied; the agent's hello lists the sha256 of every file as the board has
-it, and a damaged bundle is replaced once. The bundle is the one thing the transport copies as
-files: nothing on the board can read frames before it is there. Models then travel in the agent's
-stream, in chunks, into ``cache/<sha256>/<name>``.
-"""
+"""Putting the agent and the models on a board: content-addressed, checked, repaired once
+(docs/runtime/agent.md). The bundle is the one thing the transport copies as files: nothing on
+the board reads frames before it is there; models then travel in the agent's stream, in chunks."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
-"""The host's half of a job: sent as one bulk frame to the agent, its answer read back with the
-device buffers it carries.
-
-A job is what :meth:`AgentClient.submit` sends, to a resident or a one-shot agent (the hello's
-``features`` has ``framed-jobs``): the job document and the input buffers in one request, the
-result document and the device buffers in one answer, so a job costs no file transfers and no job
-folder on either side. Every buffer's size and sha256 is checked on arrival (the inputs by the
-agent, which refuses a damaged one as ``JobError`` with reason ``checksum``, the outputs here, a
-mismatch being a :class:`~npu_hil.harness.errors.TransportError`), and the result document is
-verified before a byte of it is trusted. Each sha256 is computed once on each side, while the
-buffer is written and while it is read (:mod:`npu_hil.harness.board.frames`: the digests travel
-in the frame's trailer).
-"""
+"""The host's half of a job: one bulk frame to the agent, its answer read back with the device
+buffers it carries, each buffer hashed while it arrives (:mod:`npu_hil.harness.board.frames`: the
+sender's digests travel in the frame's trailer)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""What the host sends the board agent: a job, as one frame to the agent (the document and the
-input buffers together).
-
-The bounds and the input description (:class:`InputSpec`) come from the board package itself, so
-an array that the agent would refuse is refused here, before anything is written or sent.
-"""
+"""What the host sends the board agent: a job, as one frame (the document and the input buffers).
+Bounds and :class:`InputSpec` come from the board package, so an array the agent would refuse is
+refused here, before anything is sent."""
 
 from __future__ import annotations
 

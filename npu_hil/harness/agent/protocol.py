@@ -1,12 +1,6 @@
-"""Host side of the board-agent job protocol: what a job's result holds, read and verified.
-
-The schema strings, bounds, the input description (:class:`InputSpec`) and the sha256 helper come
-from the board package itself (``npu_hil/harness/board/wire.py`` and ``job.py``), so the host and
-the board cannot drift apart. Reading a result checks everything the agent claims before a byte of
-it is trusted: the schema's major version (unknown: :class:`~npu_hil.harness.errors.ProtocolError`),
-every buffer's size and sha256 (mismatch: a corrupted transfer,
-:class:`~npu_hil.harness.errors.TransportError` naming the buffer), and buffer names that are plain,
-unique file names (a kept job's view writes them on the board)."""
+"""Host side of the board-agent job protocol: a job's result read and verified (schema major
+version, every buffer's size and sha256, plain unique buffer names) before a byte of it is
+trusted; schema strings and bounds come from the board package, so the two cannot drift."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The parts of result.json beside the tensors, read and checked on the host: ``canary`` (what the
-agent filled with the job's canary pattern before the run) and ``board_state`` (the board's
-clocks, governors, temperatures and load around the timed runs).
-:mod:`npu_hil.harness.agent.protocol` reads the rest of the result. ``board_log`` is the board's own
-logs in the job's window (:mod:`npu_hil.harness.board.kernlog`,
-:mod:`npu_hil.harness.board.runlog`)."""
+"""The parts of a result beside the tensors, read and checked on the host: ``canary``,
+``board_state`` and ``board_log`` (:mod:`npu_hil.harness.board.kernlog`, ``runlog``)."""
 
 from __future__ import annotations
 

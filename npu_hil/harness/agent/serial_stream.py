@@ -1,17 +1,6 @@
-"""A resident agent's stream over a serial console: the agent reached through the relay.
-
-The console is one byte stream and it carries the control shell, so a resident agent cannot be a
-process talking on stdin/stdout as over SSH. The stream starts the agent in the background
-instead (``npu_hil_board --listen``, a Unix socket in the workdir), and every request is one more
-console command, which runs the relay (``relay.py`` in the board package) to carry the request
-frames to the socket and the answers back, base64 and sha256-checked both ways. The agent keeps
-its runtime and loaded models between requests, and the console is a plain shell again in
-between, for the job's file transfers.
-
-The transport (:class:`~npu_hil.harness.transport.serial_console.SerialTransport`) carries commands
-and files and knows nothing of the agent: importing this module registers the stream with it. The
-relay's exit statuses and answer format come from the board package, never the other way round.
-"""
+"""A resident agent's stream over a serial console: the agent listens on a Unix socket and every
+request is one console command running the relay (docs/runtime/agent.md, "The serial console").
+Importing this module registers the stream with the transport, which knows nothing of agents."""
 
 from __future__ import annotations
 

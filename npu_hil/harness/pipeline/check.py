@@ -1,10 +1,6 @@
-"""The pipeline's expect and diff steps: what each fetched buffer must hold, computed on the host
-from what the device *reported* (its layouts, strides and quantization parameters), then every
-buffer diffed byte for byte and every reported attribute compared with the codec's prediction.
-
-Attribute disagreements are findings in the report, not failures: the bytes decide (DESIGN:
-predictions vs what the device says).
-"""
+"""The pipeline's expect and diff steps: what each buffer must hold, computed from what the device
+*reported*, then every buffer diffed byte for byte and every attribute compared with the codec's
+prediction (a disagreement is a finding, not a failure: the bytes decide)."""
 
 from __future__ import annotations
 

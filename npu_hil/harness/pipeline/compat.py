@@ -1,12 +1,6 @@
-"""The pipeline's check before deploying: does the compiled model go with the board?
-
-:func:`check_before_deploy` holds what the artifact says about itself
-(``npu_hil/targets/<vendor>/artifact.py``) against the runtime versions the board's agent
-reports, by the vendor's table (:func:`npu_hil.targets.compatibility.check_compatibility`); a
-refusal is a CompatibilityError and nothing was deployed. Some runtimes say their version only
-once a model is loaded (RKNN): :func:`check_after_run` holds the versions the run reported to the
-same table. What is checked where, a simulated board included: docs/model-developer/preflight.md.
-"""
+"""The pipeline's check before deploying: does the compiled model go with the board's runtime
+versions (:func:`npu_hil.targets.compatibility.check_compatibility`)? A refusal is a
+CompatibilityError, nothing deployed. What is checked where: docs/model-developer/preflight.md."""
 
 from __future__ import annotations
 

@@ -1,20 +1,8 @@
-"""The cross-API check: the same job run through two of the vendor's API paths (the board's own
-and the other its vendor unit names, ``Vendor.api_paths``: zero-copy and the normal API), and
-every output both returned compared as the model's tensor, values and attributes.
-
-Why: the two paths share the model and the NPU but not the code around them (who lays the input
-rows out, which attribute a buffer is sized from, who converts the output); the vendors' trackers
-show them disagreeing on widths that are not aligned, with each path plausible on its own. The
-board's path is checked byte for byte as always; the other path's outputs are read by the vendor
-unit (:attr:`~npu_hil.targets.unit.ApiPath.read`) as tensors and compared with the board's
-decoded ones: integers exactly, floats within the session's tolerance (in quantization steps of
-the native output where it has one) plus a few float32 rounding units, since the normal API
-dequantizes on the board. What a path documents converting (RKNN's float32 / NCHW outputs) is
-undone by decoding both sides first, never reported.
-
-A vendor with one path (or a board whose adapter is none of its paths) gets a note saying the
-check is not applicable, never a silent pass.
-"""
+"""The cross-API check: the same job through two of the vendor's API paths, every output compared
+as a tensor, values and attributes (docs/model-developer/failures.md). The two paths share the
+model and the NPU but not the code around them; the vendors' trackers show them disagreeing on
+unaligned widths, each plausible on its own. What a path documents converting is undone by
+decoding both sides first; a vendor with one path gets a note, never a silent pass."""
 
 from __future__ import annotations
 

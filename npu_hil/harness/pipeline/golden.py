@@ -1,16 +1,6 @@
-"""The golden job of a board's health check: the identity reference model on a tiny input,
-through the real agent and :func:`~npu_hil.harness.pipeline.run.run_once` (deploy, run, fetch, every
-buffer diffed), once, without retries.
-
-A board that cannot run it is unhealthy: its infrastructure errors reach the farm's health
-check as they are, a run whose buffers do not match is a :class:`GoldenJobError` with the
-diff's summary. The board's ``--sim-fault`` faults are left out: they rig the tests' results on
-purpose, and a health check that failed on them would turn every rigged failure into an
-unhealthy board. A real board without a compiled identity model in its manifest cannot run the
-job: that is said in the note and the check goes on without it.
-
-    Farm(inventory, health_job=golden_job)   # what the pytest plugin passes
-"""
+"""The golden job of a board's health check (docs/farm/health.md): the identity model on a tiny
+input through the real agent, once, without retries. The board's ``--sim-fault`` faults are left
+out: they rig the tests' results on purpose and would make every rigged board unhealthy."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The pipeline's pack step: the job's inputs, logical tensors where the board's runtime converts
-them, buffers packed by the host codec where the runtime takes only its native layout."""
+"""The pipeline's pack step: logical tensors where the board's runtime converts them, buffers
+packed by the host codec where the runtime takes only its native layout."""
 
 from __future__ import annotations
 

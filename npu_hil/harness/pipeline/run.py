@@ -1,19 +1,6 @@
-"""``run_model``: one model on one board, every device buffer checked (pack → deploy → run →
-fetch → expect → diff), retried per the session's retry policy.
-
-The steps are one module each: :mod:`~npu_hil.harness.pipeline.model` (which model the board loads),
-:mod:`~npu_hil.harness.pipeline.inputs` (pack), the agent client (deploy, run, fetch),
-:mod:`~npu_hil.harness.pipeline.check` (expect, diff), :mod:`~npu_hil.harness.pipeline.result` (what
-it found).
-
-Errors are not caught here: TransportError, DeviceError and LayoutError reach the caller, which
-maps them onto outcomes (error, error, failure before anything was sent). A TransportError or a
-timeout is first retried as the session's :class:`~npu_hil.harness.farm.recovery.RetryPolicy` says
-(the farm's: the same from a script as under pytest). Each attempt feeds the board's circuit breaker
-(:mod:`npu_hil.harness.farm.breaker`): the attempt whose infrastructure failure opens it raises
-:class:`~npu_hil.harness.farm.breaker.BoardBrokenError` (from that failure), and so does every later
-run on the board, at once; it is never retried.
-"""
+"""``run_model``: one model on one board, every device buffer checked, retried per the session's
+retry policy, each attempt feeding the board's circuit breaker
+(:mod:`npu_hil.harness.farm.breaker`). Errors are not caught here: the caller maps them."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Transports: how the host reaches a board's files and processes.
-
-:class:`Transport` and :class:`Stream` are the interface (``npu_hil.harness.transport.base``);
-:class:`LocalTransport` runs the agent on this machine. SSH and serial implement the same interface.
-How to reach a board is a typed configuration per kind (:mod:`npu_hil.harness.transport.config`),
-whose defaults and checks are :mod:`npu_hil.harness.transport.defaults`.
-"""
+"""Transports: how the host reaches a board's files and processes (docs/runtime/agent.md)."""
 
 from __future__ import annotations
 

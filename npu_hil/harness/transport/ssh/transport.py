@@ -1,22 +1,7 @@
-"""SshTransport: a board reached over SSH (paramiko), key authentication only.
-
-Host keys are checked by default (:mod:`~npu_hil.harness.transport.ssh.hostkeys`); a resident agent
-is an :class:`~npu_hil.harness.transport.ssh.process.SshStream` on an exec channel.
-
-One SSH connection is kept and reused. Small files go over SFTP and are read back; large ones
-are streamed over an exec channel and hashed on the board as they pass (``openssl dgst -sha256``
-where there is one, else ``sha256sum``; :mod:`~npu_hil.harness.transport.ssh.files`). Either way a
-transfer lands in a temporary name, is checked by size and sha256 end to end and then renamed,
-so a path never holds a partial or damaged file. A dropped or stalled connection (no progress
-for ``io_timeout`` seconds) is re-established with exponential backoff and an idempotent
-operation (put, get, exists, cleanup) is repeated; a command whose connection dropped mid-run is
-not repeated (it may have had effects) and raises.
-
-Every command is sent as a shell string whose every word is ``shlex.quote``-d. Every remote path
-is confined to the workdir by its spelling (:func:`~npu_hil.harness.transport.base.remote_path`)
-before anything is sent, and then on the board with symlinks followed
-(:class:`~npu_hil.harness.transport.ssh.paths.SymlinkGuard`).
-"""
+"""SshTransport: a board reached over SSH (paramiko), key authentication only, one reused
+connection; transfers checked end to end by size and sha256 and renamed into place, idempotent
+operations repeated after a reconnect, every command word ``shlex.quote``-d and every remote path
+confined to the workdir (docs/runtime/agent.md, "SSH")."""
 
 from __future__ import annotations
 
