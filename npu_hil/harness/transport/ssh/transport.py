@@ -65,8 +65,8 @@ class SshTransport:
     Transfers: files up to ``readback_max`` bytes go over SFTP (no process started on the board)
     and are read back to check them; larger ones are streamed over an exec channel and hashed on
     the board as they pass. ``window_size`` and ``max_packet_size`` are the channels' (paramiko's
-    defaults of 2 MB / 32 KB stall on the round trip). ``verify``: check size and sha256 of every
-    transfer end to end.
+    defaults of 2 MB / 32 KB stall on the round trip). Every transfer's size and sha256 are
+    checked end to end.
 
     Robustness: ``connect_timeout`` per attempt, ``keepalive_s`` SSH keepalives so a dead link is
     noticed, ``io_timeout`` seconds without progress on a transfer before the link counts as
@@ -92,7 +92,6 @@ class SshTransport:
         env: Mapping[str, str] | None = None,
         window_size: int = 16 * 1024 * 1024,
         max_packet_size: int = 256 * 1024,
-        verify: bool = True,
         readback_max: int = 1024 * 1024,
         io_timeout: float = 30.0,
     ) -> None:
@@ -117,7 +116,6 @@ class SshTransport:
         self.env = dict(env or {})
         self.window_size = window_size
         self.max_packet_size = max_packet_size
-        self.verify = verify
         self.readback_max = readback_max
         self.io_timeout = io_timeout
         self._guard = SymlinkGuard(self._workdir)
@@ -475,18 +473,13 @@ class SshTransport:
             try:
                 if size > self.readback_max:
                     sent, board_sha = files.put_stream(
-                        self._stream,
-                        local,
-                        tmp,
-                        what,
-                        verify=self.verify,
-                        io_timeout=self.io_timeout,
+                        self._stream, local, tmp, what, io_timeout=self.io_timeout
                     )
-                    landed = (int(sftp.stat(tmp).st_size or 0), board_sha) if self.verify else sent
+                    landed = (int(sftp.stat(tmp).st_size or 0), board_sha)
                 else:
                     # The size and sha256 of what landed come with the transfer's answers.
-                    sent, landed = files.put_sftp(sftp, local, tmp, verify=self.verify)
-                if self.verify and landed != sent:
+                    sent, landed = files.put_sftp(sftp, local, tmp)
+                if landed != sent:
                     raise TransportError(
                         f"{what}: landed as {landed[0]} bytes sha256 {landed[1]}, "
                         f"sent {sent[0]} bytes sha256 {sent[1]}"
@@ -523,13 +516,12 @@ class SshTransport:
                         tmp,
                         size,
                         what,
-                        verify=self.verify,
                         io_timeout=self.io_timeout,
                         window=self.window_size,
                     )
                 else:
-                    got, want = files.get_sftp(sftp, full, tmp, size, verify=self.verify)
-                if self.verify and got != want:
+                    got, want = files.get_sftp(sftp, full, tmp, size)
+                if got != want:
                     raise TransportError(
                         f"{what}: received {got[0]} bytes sha256 {got[1]}, "
                         f"the board has {want[0]} bytes sha256 {want[1]}"
