@@ -40,11 +40,17 @@ from npu_hil.harness.agent.framed import (
     Replay,
     StreamEnded,
     bulk_request,
-    framed_result,
     read_bulk,
     recv_exactly,
 )
-from npu_hil.harness.agent.protocol import JobSpec, ModelRef, Result, error_record, frame_job
+from npu_hil.harness.agent.protocol import (
+    JobSpec,
+    ModelRef,
+    Result,
+    error_record,
+    frame_job,
+    result_from_document,
+)
 from npu_hil.harness.board.wire import (
     AGENT_PROTOCOL_NAME,
     FRAME_HEADER,
@@ -219,7 +225,7 @@ class AgentClient(Deployment):
             kept = f"{what}: its files could not be kept on the board: {response['kept_error']}"
             self.events.append(kept)
             log.warning("%s", kept)
-        result = framed_result(
+        result = result_from_document(
             result_document,
             answer,
             where=f"{what}: the answer",

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 import errno as _errno
-import hashlib
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
 import numpy as np
 
+from npu_hil.harness.agent.framed import BulkAnswer
 from npu_hil.harness.agent.jobspec import JobSpec, ModelRef, frame_job
 from npu_hil.harness.agent.result_extras import (
     BoardLog,
@@ -49,7 +49,7 @@ __all__ = [
     "Result",
     "TensorRecord",
     "Timings",
-    "check_result_schema",
+    "error_record",
     "frame_job",
     "result_files",
     "result_from_document",
@@ -204,20 +204,6 @@ def _by_name(tensors: tuple[TensorRecord, ...], name: str, kind: str) -> TensorR
     raise KeyError(f"no {kind} {name!r}; the result has {[t.name for t in tensors]}")
 
 
-def check_result_schema(document: Mapping[str, Any], where: str) -> None:
-    """Refuse a result that is not ours or whose major version this harness does not read."""
-    schema = parse_schema(document.get("schema"))
-    if schema is None or schema[0] != RESULT_SCHEMA_NAME:
-        raise ProtocolError(
-            f"{where}: schema is {document.get('schema')!r}, expected {RESULT_SCHEMA!r}"
-        )
-    if schema[1] != SCHEMA_MAJOR:
-        raise ProtocolError(
-            f"{where}: schema {document['schema']!r} has major version {schema[1]}; this harness "
-            f"reads {RESULT_SCHEMA} (deploy the agent that ships with this harness)"
-        )
-
-
 def _field(record: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
     value = record.get(key)
     if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
@@ -245,8 +231,18 @@ def tensor_records(document: Mapping[str, object], key: str, where: str) -> list
 
 
 def result_files(document: Mapping[str, Any], where: str = RESULT_FILE) -> list[str]:
-    """The buffer names a result gives (inputs first), each a plain file name used once."""
-    check_result_schema(document, where)
+    """The buffer names a result gives (inputs first), each a plain file name used once; a
+    result that is not ours or whose major version this harness does not read is refused."""
+    schema = parse_schema(document.get("schema"))
+    if schema is None or schema[0] != RESULT_SCHEMA_NAME:
+        raise ProtocolError(
+            f"{where}: schema is {document.get('schema')!r}, expected {RESULT_SCHEMA!r}"
+        )
+    if schema[1] != SCHEMA_MAJOR:
+        raise ProtocolError(
+            f"{where}: schema {document['schema']!r} has major version {schema[1]}; this harness "
+            f"reads {RESULT_SCHEMA} (deploy the agent that ships with this harness)"
+        )
     names: list[str] = []
     for key in ("inputs", "outputs"):
         for index, record in enumerate(tensor_records(document, key, where)):
@@ -257,13 +253,10 @@ def result_files(document: Mapping[str, Any], where: str = RESULT_FILE) -> list[
     return names
 
 
-# A result's blob by its name, size and where it is named: its bytes, and their sha256 when the
-# reader already computed it as they arrived (None: hashed here).
-BlobReader = Callable[[str, int, str], tuple[np.ndarray, str | None]]
-
-
-def _load_tensor(blob: BlobReader, record: Mapping[str, Any], where: str) -> TensorRecord:
-    name = _blob_name(record.get("file"), where)
+def _load_tensor(
+    record: Mapping[str, Any], name: str, data: bytearray, ours: str, where: str
+) -> TensorRecord:
+    """A tensor record with its buffer (``ours``: its sha256 as computed while it arrived)."""
     sha = _field(record, "sha256", str, where)
     nbytes = _field(record, "nbytes", int, where)
     shape = _field(record, "shape", list, where)
@@ -272,24 +265,25 @@ def _load_tensor(blob: BlobReader, record: Mapping[str, Any], where: str) -> Ten
     attributes = record.get("attributes") or {}
     if not isinstance(attributes, dict):
         raise ProtocolError(f"{where}.attributes: expected an object, got {attributes!r}")
-    data, known = blob(name, nbytes, where)
-    actual = known if known is not None else hashlib.sha256(data.data).hexdigest()
-    if actual != sha.lower():
-        raise TransportError(f"{name}: sha256 {actual}, the agent wrote {sha} ({where})")
+    if len(data) != nbytes:
+        raise TransportError(f"{name}: {len(data)} bytes came, the record says {nbytes}")
+    if ours != sha.lower():
+        raise TransportError(f"{name}: sha256 {ours}, the agent wrote {sha} ({where})")
     return TensorRecord(
         name=_field(record, "name", str, where),
         file=name,
-        sha256=actual,
+        sha256=ours,
         nbytes=nbytes,
         layout=str(record.get("layout", "")),
         dtype=_field(record, "dtype", str, where),
         shape=tuple(shape),
         attributes=attributes,
-        data=data,
+        data=np.frombuffer(data, dtype=np.uint8),
     )
 
 
-def _error_record(raw: Any, where: str) -> ErrorRecord:
+def error_record(raw: Any, where: str) -> ErrorRecord:
+    """An error record of a result, or of an answer frame (a request the agent refused)."""
     if not isinstance(raw, dict):
         raise ProtocolError(f"{where}: expected an error record, got {raw!r}")
     code = raw.get("code")
@@ -305,11 +299,6 @@ def _error_record(raw: Any, where: str) -> ErrorRecord:
         errno=number if isinstance(number, int) and not isinstance(number, bool) else None,
         errno_name=name if isinstance(name, str) and name.isidentifier() else None,
     )
-
-
-def error_record(raw: Any, where: str = "error") -> ErrorRecord:
-    """An error record from an answer frame (a request the agent could not turn into a job)."""
-    return _error_record(raw, where)
 
 
 def _timings(raw: Any, where: str) -> Timings:
@@ -366,44 +355,45 @@ def _timings(raw: Any, where: str) -> Timings:
 
 
 def result_from_document(
-    document: Mapping[str, object],
-    blob: BlobReader,
-    *,
-    where: str,
-    job_id: str | None = None,
+    document: Mapping[str, object], answer: BulkAnswer | None, *, where: str, job_id: str
 ) -> Result:
-    """Verify a result document and the buffers it names, which ``blob(name, nbytes, where)``
-    gives as uint8 arrays (carried in the answer's frame) with their sha256 where the reader
-    computed it as they arrived."""
-    result_files(document, where)  # schema, then file names, before anything is read
+    """A job's verified result: the document, and each record's buffer the answer's buffer of
+    the same place (inputs first), of the size the record gives, with the sha256 the agent's
+    trailer gives in the record and the one computed here as it arrived compared with it."""
+    names = result_files(document, where)  # schema, then file names, before anything is read
+    placed = [
+        (key, index, record)
+        for key in ("inputs", "outputs")
+        for index, record in enumerate(tensor_records(document, key, where))
+    ]
+    answer = answer or BulkAnswer({}, [], [], [])
+    if len(answer.buffers) != len(placed):
+        raise TransportError(
+            f"{where}: the answer carries {len(answer.buffers)} buffers for {len(placed)} records"
+        )
     found_id = document.get("job_id")
-    if job_id is not None and found_id != job_id:
+    if found_id != job_id:
         raise ProtocolError(f"{where}: result of job {found_id!r}, expected job {job_id!r}")
     errors = document.get("errors")
     if not isinstance(errors, list):
         raise ProtocolError(f"{where}.errors: expected a list, got {errors!r}")
-    error_records = tuple(_error_record(e, f"{where}.errors[{i}]") for i, e in enumerate(errors))
+    error_records = tuple(error_record(e, f"{where}.errors[{i}]") for i, e in enumerate(errors))
     ok = _field(document, "ok", bool, where)
     if ok == bool(error_records):
         raise ProtocolError(f"{where}: ok is {ok} with {len(error_records)} error records")
     versions = document.get("versions") or {}
     if not isinstance(versions, dict):
         raise ProtocolError(f"{where}.versions: expected an object, got {versions!r}")
-    tensors = {
-        key: tuple(
-            _load_tensor(blob, record, f"{where}.{key}[{index}]")
-            for index, record in enumerate(tensor_records(document, key, where))
-        )
-        for key in ("inputs", "outputs")
-    }
     canary = read_canary(document.get("canary"), where)
-    if canary is not None:
-        tensors = {
-            key: tuple(dataclasses.replace(t, canary=canary.pattern) for t in tensors[key])
-            if getattr(canary, key)
-            else tensors[key]
-            for key in ("inputs", "outputs")
-        }
+    tensors: dict[str, list[TensorRecord]] = {"inputs": [], "outputs": []}
+    for at, (key, index, record) in enumerate(placed):
+        record["sha256"] = answer.theirs[at]
+        tensor = _load_tensor(
+            record, names[at], answer.buffers[at], answer.ours[at], f"{where}.{key}[{index}]"
+        )
+        if canary is not None and getattr(canary, key):
+            tensor = dataclasses.replace(tensor, canary=canary.pattern)
+        tensors[key].append(tensor)
     adapter = document.get("adapter")
     return Result(
         schema=str(document["schema"]),
@@ -412,8 +402,8 @@ def result_from_document(
         adapter=adapter if isinstance(adapter, str) else None,
         versions=versions,
         timings=_timings(document.get("timings"), where),
-        inputs=tensors["inputs"],
-        outputs=tensors["outputs"],
+        inputs=tuple(tensors["inputs"]),
+        outputs=tuple(tensors["outputs"]),
         errors=error_records,
         document=document,
         board_state=read_board_state(document.get("board_state"), where),
