@@ -25,7 +25,7 @@ from npu_hil.harness.board.job import (
 from npu_hil.harness.board.wire import JOB_SCHEMA
 from npu_hil.harness.errors import LayoutError
 
-__all__ = ["JobSpec", "ModelRef", "frame_job", "job_document"]
+__all__ = ["JobSpec", "ModelRef", "frame_job"]
 
 
 @dataclass(frozen=True)
@@ -105,19 +105,26 @@ def _arrays_by_input(
     return [_check_input(i, v) for i, v in zip(spec.inputs, values, strict=True)]
 
 
-def _input_record(spec: InputSpec, nbytes: int) -> InputJson:
-    return {
-        "name": spec.name,
-        "layout": spec.layout,
-        "shape": [int(d) for d in spec.shape],
-        "dtype": spec.dtype,
-        "pass_through": spec.pass_through,
-        "nbytes": nbytes,
-    }
-
-
-def job_document(spec: JobSpec, model: ModelRef, inputs: list[InputJson]) -> JobJson:
-    """The job as the agent reads it: the message of a job's frame."""
+def frame_job(
+    spec: JobSpec, input_arrays: Mapping[str, Any] | Sequence[Any], model: ModelRef
+) -> tuple[JobJson, list[memoryview]]:
+    """A job as one request to the agent (the ``job`` op's inline form): the document, whose
+    inputs carry their size instead of a file, and the input buffers that follow it in the same
+    frame (whose trailer carries their sha256, computed as they are written). The model is one
+    the board's cache already holds."""
+    arrays = _arrays_by_input(spec, input_arrays)
+    buffers = [a.reshape(-1).view(np.uint8).data for a in arrays]
+    inputs: list[InputJson] = [
+        {
+            "name": ispec.name,
+            "layout": ispec.layout,
+            "shape": [int(d) for d in ispec.shape],
+            "dtype": ispec.dtype,
+            "pass_through": ispec.pass_through,
+            "nbytes": b.nbytes,
+        }
+        for ispec, b in zip(spec.inputs, buffers, strict=True)
+    ]
     document: JobJson = {
         "schema": JOB_SCHEMA,
         "job_id": spec.job_id,
@@ -135,17 +142,4 @@ def job_document(spec: JobSpec, model: ModelRef, inputs: list[InputJson]) -> Job
         document["canary"] = bytes(spec.canary).hex()
     if spec.runtime_log_level is not None:
         document["runtime_log_level"] = int(spec.runtime_log_level)
-    return document
-
-
-def frame_job(
-    spec: JobSpec, input_arrays: Mapping[str, Any] | Sequence[Any], model: ModelRef
-) -> tuple[JobJson, list[memoryview]]:
-    """A job as one request to the agent (the ``job`` op's inline form): the document, whose
-    inputs carry their size instead of a file, and the input buffers that follow it in the same
-    frame (whose trailer carries their sha256, computed as they are written). The model is one
-    the board's cache already holds."""
-    arrays = _arrays_by_input(spec, input_arrays)
-    buffers = [a.reshape(-1).view(np.uint8).data for a in arrays]
-    inputs = [_input_record(ispec, b.nbytes) for ispec, b in zip(spec.inputs, buffers, strict=True)]
-    return job_document(spec, model, inputs), buffers
+    return document, buffers

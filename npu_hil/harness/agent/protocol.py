@@ -58,6 +58,13 @@ __all__ = [
 # Reasons the agent gives for refusing a job whose files do not match what the host announced:
 # the bytes changed on the way, which is infrastructure, not a protocol disagreement.
 _INTEGRITY_REASONS = frozenset({"checksum", "size"})
+# The harness's exception for each of the agent's error types (any other: DeviceError).
+_ERRORS: dict[str, type[NpuHilError]] = {
+    "TimeoutError": TransportError,
+    "JobError": ProtocolError,
+    "ProtocolError": ProtocolError,
+    "LayoutError": LayoutError,
+}
 
 
 # --- what comes back -----------------------------------------------------------------------------
@@ -114,17 +121,9 @@ class ErrorRecord:
             # The board's own disk or permissions (full, read-only): infrastructure. The errno
             # is the board's; its name says it on this machine too.
             return TransportError(message, errno=self._host_errno())
-        if self.type == "TimeoutError":
+        if self.type == "JobError" and self.reason in _INTEGRITY_REASONS:
             return TransportError(message)
-        if self.type == "JobError":
-            if self.reason in _INTEGRITY_REASONS:
-                return TransportError(message)
-            return ProtocolError(message)
-        if self.type == "ProtocolError":
-            return ProtocolError(message)
-        if self.type == "LayoutError":
-            return LayoutError(message)
-        return DeviceError(message)
+        return _ERRORS.get(self.type, DeviceError)(message)
 
     def _host_errno(self) -> int | None:
         if self.errno_name is not None and hasattr(_errno, self.errno_name):

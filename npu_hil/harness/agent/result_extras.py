@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from npu_hil.harness.errors import ProtocolError
 
@@ -75,18 +75,10 @@ class LogExcerpt:
     env: str | None = None
 
     def to_dict(self) -> LogJson:
-        out: LogJson = {"source": self.source, "lines": list(self.lines)}
-        if self.why:
-            out["why"] = self.why
-        if self.dropped:
-            out["dropped"] = self.dropped
-        if self.lost:
-            out["lost"] = self.lost
-        if self.level:
-            out["level"] = self.level
-        if self.env:
-            out["env"] = self.env
-        return out
+        """The excerpt as the agent sends it: the optional keys only where they say something."""
+        optional = ("why", "dropped", "lost", "level", "env")
+        out = {key: getattr(self, key) for key in optional if getattr(self, key)}
+        return cast("LogJson", {"source": self.source, "lines": list(self.lines), **out})
 
 
 @dataclass(frozen=True)

@@ -5,15 +5,7 @@ docs/reference/api/pipeline.md."""
 from __future__ import annotations
 
 from npu_hil.harness.models.preprocessing import Preprocessing, PreprocessingError
-from npu_hil.harness.pipeline.result import ModelRun, TensorRun
-from npu_hil.harness.pipeline.run import RunOptions, run_model, run_once
+from npu_hil.harness.pipeline.result import ModelRun
+from npu_hil.harness.pipeline.run import run_model
 
-__all__ = [
-    "ModelRun",
-    "Preprocessing",
-    "PreprocessingError",
-    "RunOptions",
-    "TensorRun",
-    "run_model",
-    "run_once",
-]
+__all__ = ["ModelRun", "Preprocessing", "PreprocessingError", "run_model"]

@@ -69,9 +69,10 @@ def other_path(session: BoardSession) -> Paths:
     the other, and the check's labels; (None, None, None, a note) when the check does not
     apply."""
     paths = unit_for(session.target).api_paths
+    names = ", ".join(p.adapter for p in paths)
     if len(paths) < 2:
-        names = ", ".join(p.adapter for p in paths) or "none named"
-        return None, None, None, CrossApi(note=f"not applicable (one API path: {names})")
+        note = f"not applicable (one API path: {names or 'none named'})"
+        return None, None, None, CrossApi(note=note)
     if session.adapter == SIM_ADAPTER:
         # The simulated runtime is the first (zero-copy) path unless told otherwise.
         given = session.adapter_options.get("api_path") or paths[0].adapter
@@ -82,16 +83,11 @@ def other_path(session: BoardSession) -> Paths:
     else:
         found = [p for p in paths if p.adapter == session.adapter]
         if not found:
-            names = ", ".join(p.adapter for p in paths)
-            return (
-                None,
-                None,
-                None,
-                CrossApi(
-                    note=f"not applicable (the board's adapter {session.adapter} is none of the "
-                    f"vendor's API paths: {names})"
-                ),
+            note = (
+                f"not applicable (the board's adapter {session.adapter} is none of the "
+                f"vendor's API paths: {names})"
             )
+            return None, None, None, CrossApi(note=note)
         mine = found[0]
         other = next(p for p in paths if p is not mine)
         replaced = dataclasses.replace(session, adapter=other.adapter)
@@ -234,15 +230,11 @@ def _floats(values: np.ndarray, reported: Mapping[str, Any], what: str) -> np.nd
 
 def _step(reported: Mapping[str, Any], stored: np.ndarray) -> float:
     """One quantization step of the native output (its largest scale), 1.0 for a float one."""
-    if stored.dtype.kind == "f":
+    value = reported.get("scale")
+    if stored.dtype.kind == "f" or value is None:
         return 1.0
-    for key in ("scale",):
-        value = reported.get(key)
-        if value is not None:
-            scales = np.abs(np.asarray(value, dtype=np.float64)).reshape(-1)
-            if scales.size:
-                return float(scales.max())
-    return 1.0
+    scales = np.abs(np.asarray(value, dtype=np.float64)).reshape(-1)
+    return float(scales.max()) if scales.size else 1.0
 
 
 def _value(values: np.ndarray, flat: int) -> str:

@@ -6,29 +6,16 @@ from npu_hil.harness.transport.base import (
     CompletedRun,
     RemotePathError,
     Stream,
-    StreamExit,
     Transport,
     remote_path,
 )
-from npu_hil.harness.transport.config import (
-    LocalConfig,
-    SerialConfig,
-    SshConfig,
-    TransportConfig,
-)
-from npu_hil.harness.transport.local import LocalStream, LocalTransport
+from npu_hil.harness.transport.local import LocalTransport
 
 __all__ = [
     "CompletedRun",
-    "LocalConfig",
-    "LocalStream",
     "LocalTransport",
     "RemotePathError",
-    "SerialConfig",
-    "SshConfig",
     "Stream",
-    "StreamExit",
     "Transport",
-    "TransportConfig",
     "remote_path",
 ]
