@@ -8,6 +8,8 @@ import hashlib
 import json
 import logging
 import os
+import re
+import signal
 import tempfile
 import time
 import uuid
@@ -17,13 +19,14 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
+from npu_hil.harness.errors import AgentKilledError, DeviceError
+
 if TYPE_CHECKING:
     from npu_hil.harness.board.documents import MemoryJson
 
 # Imported for its registration: an agent's stream over a serial console is this side's code.
 from npu_hil.harness import board
 from npu_hil.harness.agent import serial_stream  # noqa: F401
-from npu_hil.harness.agent.exits import agent_ended, describe_exit, safe_name, tail
 from npu_hil.harness.agent.framed import (
     FRAMED_JOBS,
     BulkAnswer,
@@ -54,7 +57,7 @@ from npu_hil.harness.board.wire import (
     parse_schema,
     sha256_file,
 )
-from npu_hil.harness.errors import DeviceError, ProtocolError, TransportError
+from npu_hil.harness.errors import ProtocolError, TransportError
 from npu_hil.harness.transport.base import Stream, Transport
 from npu_hil.harness.transport.serial_console import SerialTransport
 
@@ -81,6 +84,40 @@ CONSOLE_MODEL_CHUNK = 64 << 10
 CHUNK_TRIES = 3
 # Bytes a second a model chunk is allowed at the least, on top of the start-up timeout.
 MIN_MODEL_RATE = 16 << 10
+
+
+def describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "exit status unknown"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+def agent_ended(message: str, returncode: int | None) -> DeviceError:
+    """The error for an agent that ended without answering: killed by a signal is
+    infrastructure (AgentKilledError), any other end the runtime's (DeviceError)."""
+    if returncode is not None and returncode < 0:
+        return AgentKilledError(message, signal=-returncode)
+    return DeviceError(message)
+
+
+def tail(stderr: bytes, head: int = 1500, tail: int = 2500) -> str:
+    """The start and the end of a process's stderr: a crash report (Python's fault handler) puts
+    the crashing thread's stack first, the last log lines come last."""
+    text = stderr.decode("utf-8", errors="replace").strip()
+    if not text:
+        return "(nothing on stderr)"
+    if len(text) <= head + tail:
+        return text
+    return f"{text[:head]}\n[... {len(text) - head - tail} characters ...]\n{text[-tail:]}"
+
+
+def safe_name(name: str, limit: int = 80) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".")[:limit] or "x"
 
 
 class AgentClient:

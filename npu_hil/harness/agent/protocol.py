@@ -1,31 +1,37 @@
-"""Host side of the board-agent job protocol: a job's result read and verified (schema major
-version, every buffer's size and sha256, plain unique buffer names) before a byte of it is
-trusted; schema strings and bounds come from the board package, so the two cannot drift."""
+"""Host side of the board-agent job protocol: a job as one frame (its inputs checked against
+their spec before anything is sent), and its result read and verified (schema major version,
+every buffer's size and sha256, plain unique buffer names, the canary, board state and board log)
+before a byte of it is trusted. Schema strings and bounds come from the board package, so the
+two cannot drift."""
 
 from __future__ import annotations
 
 import dataclasses
 import errno as _errno
 import math
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from npu_hil.harness.agent.framed import BulkAnswer
-from npu_hil.harness.agent.jobspec import JobSpec, ModelRef, frame_job
-from npu_hil.harness.agent.result_extras import (
-    BoardLog,
-    Canary,
-    read_board_log,
-    read_board_state,
-    read_canary,
+from npu_hil.harness.board.documents import InputJson, JobJson, LogJson
+from npu_hil.harness.board.job import (
+    DEFAULT_RUNS,
+    DEFAULT_TIMEOUTS,
+    DEFAULT_WARMUP,
+    DTYPES,
+    MAX_ELEMENTS,
+    MAX_RANK,
+    MAX_RUNS,
+    InputSpec,
 )
-from npu_hil.harness.board.job import MAX_RUNS, InputSpec
 from npu_hil.harness.board.wire import (
     JOB_FILE,
+    JOB_SCHEMA,
     RESULT_FILE,
     RESULT_SCHEMA,
     RESULT_SCHEMA_NAME,
@@ -65,6 +71,123 @@ _ERRORS: dict[str, type[NpuHilError]] = {
     "ProtocolError": ProtocolError,
     "LayoutError": LayoutError,
 }
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One inference job: a model artifact on this machine, the adapter that runs it, the inputs."""
+
+    job_id: str
+    adapter: str
+    model: str | os.PathLike[str]
+    inputs: tuple[InputSpec, ...]
+    outputs: tuple[str, ...] | None = None
+    adapter_options: Mapping[str, Any] = field(default_factory=dict)
+    load_timeout_s: float = DEFAULT_TIMEOUTS["load"]
+    run_timeout_s: float = DEFAULT_TIMEOUTS["run"]
+    runs: int = DEFAULT_RUNS
+    warmup: int = DEFAULT_WARMUP
+    pin_clocks: bool = False
+    canary: bytes | None = None
+    """The pattern the agent fills every output buffer the adapter owns with before each run
+    (:func:`npu_hil.harness.board.job.canary_for` makes one from the job id); None: no canary."""
+    runtime_log_level: int | None = None  # on the runtime's own scale; None: its default
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """The model a job names: its path relative to the agent's cache root (``--root``), and the
+    artifact's sha256."""
+
+    path: str
+    sha256: str
+
+
+def _check_input(spec: InputSpec, value: Any) -> np.ndarray:
+    """The bytes to send for one input; LayoutError before anything is written when the array
+    does not match its spec."""
+    if spec.dtype not in DTYPES:
+        raise LayoutError(f"inputs[{spec.name!r}]: dtype {spec.dtype!r} is not one of {DTYPES}")
+    if len(spec.shape) > MAX_RANK or math.prod(spec.shape) > MAX_ELEMENTS:
+        raise LayoutError(
+            f"inputs[{spec.name!r}]: shape {spec.shape} exceeds the agent's bounds "
+            f"(rank <= {MAX_RANK}, <= {MAX_ELEMENTS} elements)"
+        )
+    array = np.asarray(value)
+    if spec.pass_through:
+        if array.dtype != np.uint8 or array.ndim != 1:
+            raise LayoutError(
+                f"inputs[{spec.name!r}]: a pass-through input is a packed device buffer "
+                f"(1-D uint8), got {array.dtype} with shape {array.shape}"
+            )
+        return np.ascontiguousarray(array)
+    if array.dtype != np.dtype(spec.dtype) or array.shape != tuple(spec.shape):
+        raise LayoutError(
+            f"inputs[{spec.name!r}]: expected {spec.dtype} {tuple(spec.shape)}, "
+            f"got {array.dtype} {array.shape}"
+        )
+    return np.ascontiguousarray(array)
+
+
+def _arrays_by_input(
+    spec: JobSpec, input_arrays: Mapping[str, Any] | Sequence[Any]
+) -> list[np.ndarray]:
+    if isinstance(input_arrays, Mapping):
+        unknown = sorted(set(input_arrays) - {i.name for i in spec.inputs})
+        if unknown:
+            raise LayoutError(f"inputs: {unknown} are not inputs of job {spec.job_id!r}")
+        missing = [i.name for i in spec.inputs if i.name not in input_arrays]
+        if missing:
+            raise LayoutError(f"inputs: no array for {missing} (job {spec.job_id!r})")
+        values = [input_arrays[i.name] for i in spec.inputs]
+    else:
+        values = list(input_arrays)
+        if len(values) != len(spec.inputs):
+            raise LayoutError(
+                f"inputs: job {spec.job_id!r} has {len(spec.inputs)} inputs, "
+                f"got {len(values)} arrays"
+            )
+    return [_check_input(i, v) for i, v in zip(spec.inputs, values, strict=True)]
+
+
+def frame_job(
+    spec: JobSpec, input_arrays: Mapping[str, Any] | Sequence[Any], model: ModelRef
+) -> tuple[JobJson, list[memoryview]]:
+    """A job as one request to the agent (the ``job`` op's inline form): the document, whose
+    inputs carry their size instead of a file, and the input buffers that follow it in the same
+    frame (whose trailer carries their sha256, computed as they are written). The model is one
+    the board's cache already holds."""
+    arrays = _arrays_by_input(spec, input_arrays)
+    buffers = [a.reshape(-1).view(np.uint8).data for a in arrays]
+    inputs: list[InputJson] = [
+        {
+            "name": ispec.name,
+            "layout": ispec.layout,
+            "shape": [int(d) for d in ispec.shape],
+            "dtype": ispec.dtype,
+            "pass_through": ispec.pass_through,
+            "nbytes": b.nbytes,
+        }
+        for ispec, b in zip(spec.inputs, buffers, strict=True)
+    ]
+    document: JobJson = {
+        "schema": JOB_SCHEMA,
+        "job_id": spec.job_id,
+        "model": {"path": model.path, "sha256": model.sha256},
+        "adapter": spec.adapter,
+        "adapter_options": dict(spec.adapter_options),
+        "inputs": inputs,
+        "outputs": None if spec.outputs is None else list(spec.outputs),
+        "timeouts": {"load": float(spec.load_timeout_s), "run": float(spec.run_timeout_s)},
+        "runs": int(spec.runs),
+        "warmup": int(spec.warmup),
+        "pin_clocks": bool(spec.pin_clocks),
+    }
+    if spec.canary is not None:
+        document["canary"] = bytes(spec.canary).hex()
+    if spec.runtime_log_level is not None:
+        document["runtime_log_level"] = int(spec.runtime_log_level)
+    return document, buffers
 
 
 # --- what comes back -----------------------------------------------------------------------------
@@ -129,6 +252,125 @@ class ErrorRecord:
         if self.errno_name is not None and hasattr(_errno, self.errno_name):
             return int(getattr(_errno, self.errno_name))
         return self.errno
+
+
+@dataclass(frozen=True)
+class Canary:
+    """result.json's ``canary``: the pattern, whether the outputs and the input buffers the
+    adapter allocates started the last run filled with it, and why not where they did not."""
+
+    pattern: bytes
+    outputs: bool
+    inputs: bool
+    reason: str = ""
+
+
+def read_canary(raw: Any, where: str) -> Canary | None:
+    """The checked ``canary`` object of a result (None: the job carried none)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ProtocolError(f"{where}.canary: expected an object, got {str(raw)[:200]}")
+    pattern = raw.get("pattern")
+    try:
+        value = bytes.fromhex(pattern) if isinstance(pattern, str) else b""
+    except ValueError:
+        value = b""
+    if len(value) < 2:
+        raise ProtocolError(f"{where}.canary.pattern: expected hex bytes, got {pattern!r}")
+    flags = {key: raw.get(key, False) for key in ("outputs", "inputs")}
+    if not all(isinstance(v, bool) for v in flags.values()):
+        raise ProtocolError(f"{where}.canary: outputs and inputs must be true or false: {raw!r}")
+    return Canary(value, flags["outputs"], flags["inputs"], str(raw.get("reason") or ""))
+
+
+def read_board_state(raw: object, where: str) -> dict[str, dict[str, object]]:
+    """The checked ``board_state`` object of a result ({} when the agent sent none): its
+    readings by phase, each an object (what it holds is read where it is used)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(
+        k in ("before", "after", "pinned") and isinstance(v, dict) for k, v in raw.items()
+    ):
+        raise ProtocolError(
+            f"{where}.board_state: expected {{'before': {{..}}, 'after': {{..}}}}, "
+            f"got {str(raw)[:200]}"
+        )
+    return raw
+
+
+@dataclass(frozen=True)
+class LogExcerpt:
+    """One of the board's logs in a job's window, as the agent read it: ``source`` (``kmsg``,
+    ``dmesg`` or ``stderr``; ``absent`` with ``why`` when it could not be read), the newest
+    ``lines`` within the agent's caps and how many older ones it ``dropped``; ``lost`` counts
+    kernel records the ring buffer overwrote before they were read."""
+
+    source: str
+    lines: tuple[str, ...] = ()
+    why: str = ""
+    dropped: int = 0
+    lost: int = 0
+    level: int | None = None
+    env: str | None = None
+
+    def to_dict(self) -> LogJson:
+        """The excerpt as the agent sends it: the optional keys only where they say something."""
+        optional = ("why", "dropped", "lost", "level", "env")
+        out = {key: getattr(self, key) for key in optional if getattr(self, key)}
+        return cast(LogJson, {"source": self.source, "lines": list(self.lines), **out})
+
+
+@dataclass(frozen=True)
+class BoardLog:
+    """result.json's ``board_log``: the kernel's and the runtime's logs in the job's window."""
+
+    kernel: LogExcerpt
+    runtime: LogExcerpt
+
+
+MAX_LOG_LINES = 1000
+"""Far above the agent's own cap: a result holding more was not written by an agent."""
+
+
+def read_board_log(raw: Any, where: str) -> BoardLog | None:
+    """The checked ``board_log`` of a result (None: an agent that sent none)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ProtocolError(f"{where}.board_log: expected an object, got {str(raw)[:200]}")
+    return BoardLog(
+        _excerpt(raw.get("kernel"), f"{where}.board_log.kernel"),
+        _excerpt(raw.get("runtime"), f"{where}.board_log.runtime"),
+    )
+
+
+def _excerpt(raw: Any, where: str) -> LogExcerpt:
+    if raw is None:
+        return LogExcerpt("absent", why="the agent did not read it")
+    if not isinstance(raw, dict) or not isinstance(raw.get("source"), str):
+        raise ProtocolError(f"{where}: expected an object with a source, got {str(raw)[:200]}")
+    lines = raw.get("lines") or []
+    if (
+        not isinstance(lines, list)
+        or len(lines) > MAX_LOG_LINES
+        or not all(isinstance(x, str) for x in lines)
+    ):
+        raise ProtocolError(f"{where}.lines: expected at most {MAX_LOG_LINES} strings")
+    numbers = {k: raw.get(k) or 0 for k in ("dropped", "lost")}
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in numbers.values()):
+        raise ProtocolError(f"{where}: dropped and lost must be counts: {numbers!r}")
+    level = raw.get("level")
+    env = raw.get("env")
+    return LogExcerpt(
+        raw["source"],
+        tuple(lines),
+        str(raw.get("why") or ""),
+        numbers["dropped"],
+        numbers["lost"],
+        level if isinstance(level, int) and not isinstance(level, bool) else None,
+        env if isinstance(env, str) else None,
+    )
 
 
 @dataclass(frozen=True)

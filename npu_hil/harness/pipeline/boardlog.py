@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import cast
 
-from npu_hil.harness.agent.protocol import Result
-from npu_hil.harness.agent.result_extras import BoardLog, LogExcerpt
+from npu_hil.harness.agent.protocol import BoardLog, LogExcerpt, Result
 from npu_hil.harness.errors import CompatibilityError, DeviceError, NpuHilError, TransportError
 from npu_hil.harness.redact import scrub
 from npu_hil.harness.report.records import BoardLogDocument, LogExcerptDocument

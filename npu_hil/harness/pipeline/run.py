@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 import onnx
 
-from npu_hil.harness.agent.protocol import JobSpec, Result
+from npu_hil.harness.agent.protocol import InputSpec, JobSpec, Result
 from npu_hil.harness.board.job import canary_for
+from npu_hil.harness.codec import get_layout
 from npu_hil.harness.diff.accuracy import Thresholds, thresholds_of
 from npu_hil.harness.errors import LayoutError, NpuHilError, ProtocolError
 from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError, CircuitBreaker
@@ -27,10 +28,10 @@ from npu_hil.harness.pipeline.boardlog import LogFinding, finding_of, judge_boar
 from npu_hil.harness.pipeline.check import check_result
 from npu_hil.harness.pipeline.compat import check_after_run, check_before_deploy
 from npu_hil.harness.pipeline.crossapi import judge_cross_api, other_path
-from npu_hil.harness.pipeline.inputs import job_inputs
 from npu_hil.harness.pipeline.model import input_digest, model_to_run, sha256
 from npu_hil.harness.pipeline.result import ModelRun
 from npu_hil.harness.pipeline.stale import derived_inputs, judge_stale
+from npu_hil.targets.registry import pass_through_adapters, unit_named
 
 __all__ = ["RunOptions", "run_model", "run_once"]
 
@@ -295,6 +296,41 @@ def _job(
         runtime_log_level=options.runtime_log_level,
     )
     return spec, arrays
+
+
+def job_inputs(
+    session: BoardSession,
+    given: Mapping[str, np.ndarray],
+    input_layout: str | Mapping[str, str] | None,
+) -> tuple[tuple[InputSpec, ...], dict[str, np.ndarray]]:
+    """The job's inputs: logical tensors where the runtime converts them, buffers packed by the
+    host codec where the runtime takes only its native layout."""
+    # Adapters whose runtime takes only native buffers: the host packs inputs with the codec.
+    pass_through = session.adapter in pass_through_adapters()
+    specs: list[InputSpec] = []
+    arrays: dict[str, np.ndarray] = {}
+    for name, value in given.items():
+        wanted = input_layout.get(name) if isinstance(input_layout, Mapping) else input_layout
+        if pass_through:
+            layout_name = wanted or _default_input_layout(session.board.vendor, value.shape)
+            layout = get_layout(session.target, layout_name, value.shape, value.dtype, role="input")
+            arrays[name] = layout.pack(value)
+        else:
+            # "NCHW" asks the runtime for its default native layout.
+            layout_name = wanted or "NCHW"
+            arrays[name] = value
+        specs.append(
+            InputSpec(name, layout_name, tuple(value.shape), value.dtype.name, pass_through)
+        )
+    return tuple(specs), arrays
+
+
+def _default_input_layout(vendor: str, shape: tuple[int, ...]) -> str:
+    """The native input layout packed for a pass-through runtime when the caller names none."""
+    default = unit_named(vendor).default_input_layout
+    if default is None:
+        raise LayoutError(f"vendor {vendor}: no default native input layout; name one")
+    return default(shape)
 
 
 def _cross_api(
