@@ -47,7 +47,8 @@ def check_result(
     to ``accuracy`` when given."""
     # The logical shapes are the model's: a runtime may give its tensors' native dims instead
     # (rknn_native: NC1HWC2 [N, C1, H, W, C2]), which the attributes carry anyway.
-    logical = {**_output_shapes(reference), **{k: v.shape for k, v in given.items()}}
+    graph = onnx.load_model(str(reference), load_external_data=False).graph
+    logical = {**_output_shapes(graph), **{k: v.shape for k, v in given.items()}}
     expected_in, expected_out = expect_run(
         target,
         reference,
@@ -57,13 +58,13 @@ def check_result(
     )
     check = _Checker(
         target=target,
-        last_ops=_last_ops(reference, target),
+        last_ops=_last_ops(graph, target),
         tolerance=tolerance,
         padding=padding,
         reports_dir=reports_dir,
         job_id=job_id,
         thresholds=accuracy,
-        floats=_float_reference(reference, given),
+        floats=_float_reference(reference, graph, given),
         canary_note=_canary_note(result),
     )
     checked_in = [check(record, e) for record, e in zip(result.inputs, expected_in, strict=True)]
@@ -94,12 +95,13 @@ class _Reported:
         return cls(record.name, tuple(shape), dict(record.attributes))
 
 
-def _float_reference(reference: Path, given: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _float_reference(
+    reference: Path, graph: onnx.GraphProto, given: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
     """The float model on the caller's own inputs, when they are the model's inputs (same names
     and shapes): what the device's output is measured against, input quantization included.
     Inputs in another form (an NV12 frame for an image model) are not the model's: then the
     oracle's output on what the device held stands in (:attr:`Expected.reference`)."""
-    graph = onnx.load_model(str(reference), load_external_data=False).graph
     constants = {init.name for init in graph.initializer}
     declared = {}
     for value in graph.input:
@@ -121,9 +123,8 @@ def _float_reference(reference: Path, given: Mapping[str, np.ndarray]) -> dict[s
         return {}
 
 
-def _output_shapes(reference: Path) -> dict[str, tuple[int, ...]]:
+def _output_shapes(graph: onnx.GraphProto) -> dict[str, tuple[int, ...]]:
     """The static shapes the reference model declares for its outputs."""
-    graph = onnx.load_model(str(reference), load_external_data=False).graph
     shapes = {}
     for value in graph.output:
         dims = value.type.tensor_type.shape.dim
@@ -216,10 +217,9 @@ class _Checker:
         return diff_attributes(predicted, attrs)
 
 
-def _last_ops(reference: Path, target: str) -> dict[str, str]:
+def _last_ops(graph: onnx.GraphProto, target: str) -> dict[str, str]:
     """Per output tensor of the graph: what the target's compiler makes of the op producing it
     (``conv``, ``conv_sigmoid`` or ``other``: RKNN pads output channels by it)."""
-    graph = onnx.load_model(str(reference), load_external_data=False).graph
     producers: dict[str, str] = {}
     kinds: dict[str, str] = {}
     for node in graph.node:

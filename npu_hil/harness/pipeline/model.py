@@ -4,6 +4,7 @@ artifact the manifest lists for the board's target on a real one."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -176,7 +177,6 @@ def _saved(proto: onnx.ModelProto, folder: Path, stem: str) -> Path:
     return path
 
 
-_DIGESTS: dict[tuple[str, int, int, int], str] = {}
 _BUILT: dict[tuple[str, str, tuple[int, ...]], Path] = {}
 _CACHE_SIZE = 256
 
@@ -197,14 +197,12 @@ def sha256(path: Path) -> str:
     """The file's sha256, computed once per content: a file whose inode, size and mtime did not
     change is the same file (every job of a run names its model again)."""
     info = path.stat()
-    key = (str(path.resolve()), info.st_ino, info.st_size, info.st_mtime_ns)
-    digest = _DIGESTS.get(key)
-    if digest is None:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        if len(_DIGESTS) >= _CACHE_SIZE:
-            _DIGESTS.pop(next(iter(_DIGESTS)))
-        _DIGESTS[key] = digest
-    return digest
+    return _sha256(str(path.resolve()), info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _sha256(path: str, inode: int, size: int, mtime_ns: int) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def safe_name(text: str) -> str:

@@ -253,7 +253,7 @@ def run_once(
         versions=dict(result.versions),
         artifact_hashes=hashes,
         fallback_reason=session.fallback_reason,
-        timings=_timings(result),
+        timings={k: getattr(result.timings, k) for k in ("load_s", "run_s", "copy_s", "total_s")},
         latency=_latency(result),
         board_state=dict(result.board_state),
         compatibility=compatibility,
@@ -400,11 +400,6 @@ def _feed_breaker(breaker: CircuitBreaker, board: str, exc: Exception) -> None:
         raise BoardBrokenError(
             breaker.opened or "", board=board, cause=breaker.failures[-1]
         ) from exc
-
-
-def _timings(result: Result) -> dict[str, float]:
-    t = result.timings
-    return {"load_s": t.load_s, "run_s": t.run_s, "copy_s": t.copy_s, "total_s": t.total_s}
 
 
 def _latency(result: Result) -> Latency | None:
