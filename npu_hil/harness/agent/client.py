@@ -232,15 +232,6 @@ class AgentClient:
                     f"the agent does not read framed jobs (its features: "
                     f"{self.hello.get('features')!r}); this harness sends jobs only as frames"
                 )
-        return self._framed_job(spec, inputs, model, ahead)
-
-    def _framed_job(
-        self,
-        spec: JobSpec,
-        inputs: Mapping[str, Any] | Sequence[Any],
-        model: ModelRef,
-        ahead: ModelAhead | None,
-    ) -> Result:
         what = f"job {spec.job_id}"
         started = time.perf_counter()
         document, buffers = frame_job(spec, inputs, model)
@@ -264,7 +255,7 @@ class AgentClient:
             for_model, for_job = self._exchange_all(outgoing, timeout, what)
             self._checked(ahead.message, for_model, f"model {model.path}")
             if not self._arrived(ahead, for_model[0]):
-                return self._framed_job(spec, inputs, self.deploy_model(spec.model), None)
+                return self._submit(spec, inputs, self.deploy_model(spec.model))
             response, answer = self._checked(request, for_job, what)
         answered = time.perf_counter()
         result_document = response.get("result")
@@ -477,7 +468,7 @@ class AgentClient:
         stream = opener(argv)
         self.agents_started += 1
         try:
-            hello = self._read_frame(stream, self.start_timeout_s)
+            hello, _ = self._read_answer(stream, self.start_timeout_s)
         except StreamEnded:
             ended = stream.close()
             raise agent_ended(
@@ -532,9 +523,6 @@ class AgentClient:
         ended = stream.close(timeout=timeout)
         self.last_exit = ended.returncode
         return f"{describe_exit(ended.returncode)}; stderr: {tail(ended.stderr)}"
-
-    def _read_frame(self, stream: Receiver, timeout: float) -> dict[str, object]:
-        return self._read_answer(stream, timeout)[0]
 
     def _read_answer(
         self, stream: Receiver, timeout: float
@@ -637,7 +625,7 @@ class AgentClient:
         done = self.transport.run(argv, timeout=timeout + self.start_timeout_s, stdin=stdin)
         replay = Replay(done.stdout)
         try:
-            hello = self._read_frame(replay, timeout)
+            hello, _ = self._read_answer(replay, timeout)
             damaged = self._damaged(hello)
             if damaged:
                 self._repair(damaged, repaired)

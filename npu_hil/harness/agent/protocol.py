@@ -358,7 +358,7 @@ def _excerpt(raw: Any, where: str) -> LogExcerpt:
     ):
         raise ProtocolError(f"{where}.lines: expected at most {MAX_LOG_LINES} strings")
     numbers = {k: raw.get(k) or 0 for k in ("dropped", "lost")}
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in numbers.values()):
+    if not all(_is_int(v) and v >= 0 for v in numbers.values()):
         raise ProtocolError(f"{where}: dropped and lost must be counts: {numbers!r}")
     level = raw.get("level")
     env = raw.get("env")
@@ -368,7 +368,7 @@ def _excerpt(raw: Any, where: str) -> LogExcerpt:
         str(raw.get("why") or ""),
         numbers["dropped"],
         numbers["lost"],
-        level if isinstance(level, int) and not isinstance(level, bool) else None,
+        level if _is_int(level) else None,
         env if isinstance(env, str) else None,
     )
 
@@ -445,6 +445,15 @@ def _by_name(tensors: tuple[TensorRecord, ...], name: str, kind: str) -> TensorR
     raise KeyError(f"no {kind} {name!r}; the result has {[t.name for t in tensors]}")
 
 
+def _is_int(value: object) -> bool:
+    """An integer of a JSON document (``true`` is no count)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _field(record: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
     value = record.get(key)
     if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
@@ -501,7 +510,7 @@ def _load_tensor(
     sha = _field(record, "sha256", str, where)
     nbytes = _field(record, "nbytes", int, where)
     shape = _field(record, "shape", list, where)
-    if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+    if not all(_is_int(d) for d in shape):
         raise ProtocolError(f"{where}.shape: expected integers, got {shape!r}")
     attributes = record.get("attributes") or {}
     if not isinstance(attributes, dict):
@@ -533,11 +542,11 @@ def error_record(raw: Any, where: str) -> ErrorRecord:
         type=_field(raw, "type", str, where),
         stage=str(raw.get("stage", "")),
         message=_field(raw, "message", str, where),
-        code=code if isinstance(code, int) and not isinstance(code, bool) else None,
+        code=code if _is_int(code) else None,
         field=raw.get("field") if isinstance(raw.get("field"), str) else None,
         reason=raw.get("reason") if isinstance(raw.get("reason"), str) else None,
         detail=raw.get("detail") if isinstance(raw.get("detail"), str) else None,
-        errno=number if isinstance(number, int) and not isinstance(number, bool) else None,
+        errno=number if _is_int(number) else None,
         errno_name=name if isinstance(name, str) and name.isidentifier() else None,
     )
 
@@ -548,7 +557,7 @@ def _timings(raw: Any, where: str) -> Timings:
 
     def seconds(key: str) -> float:
         value = raw.get(key, 0.0)
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
+        if not _is_number(value):
             raise ProtocolError(f"{where}.timings.{key}: expected seconds, got {value!r}")
         return float(value)
 
@@ -557,13 +566,7 @@ def _timings(raw: Any, where: str) -> Timings:
         if (
             not isinstance(values, list)
             or len(values) > MAX_RUNS
-            or not all(
-                isinstance(v, (int, float))
-                and not isinstance(v, bool)
-                and math.isfinite(v)
-                and v >= 0
-                for v in values
-            )
+            or not all(_is_number(v) and math.isfinite(v) and v >= 0 for v in values)
         ):
             raise ProtocolError(
                 f"{where}.timings.{key}: expected at most {MAX_RUNS} durations in seconds, "
@@ -572,7 +575,7 @@ def _timings(raw: Any, where: str) -> Timings:
         return tuple(float(v) for v in values)
 
     warmup = raw.get("warmup", 0)
-    if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0:
+    if not _is_int(warmup) or warmup < 0:
         raise ProtocolError(f"{where}.timings.warmup: expected a count, got {warmup!r}")
     runs_s = durations("runs_s")
     adapter_runs_s = durations("adapter_runs_s")

@@ -53,7 +53,7 @@ def model_to_run(
     """:func:`resolve_model`, or :func:`preprocessed` when the inputs' preprocessing is declared."""
     if declared is None:
         return ModelToRun(*resolve_model(session, model, given), dict(given), ())
-    return ModelToRun(*preprocessed(session, model, given, declared))
+    return preprocessed(session, model, given, declared)
 
 
 def resolve_model(
@@ -90,12 +90,10 @@ def preprocessed(
     model: str | os.PathLike[str] | onnx.ModelProto,
     given: Mapping[str, np.ndarray],
     declared: Preprocessing | Mapping[str, Preprocessing],
-) -> tuple[Path, Path, str, dict[str, np.ndarray], tuple[str, ...]]:
-    """:func:`resolve_model` for inputs whose preprocessing is declared: (reference, what the
-    board loads, label, the arrays the board is given, how the vendor takes them). The
-    reference is the model with the vendor's normalization in front; a simulated board loads
-    it, a real one the manifest's artifact compiled with that normalization
-    (``npu-hil models build --mean --std``)."""
+) -> ModelToRun:
+    """:func:`resolve_model` for inputs whose preprocessing is declared: the reference is the
+    model with the vendor's normalization in front; a simulated board loads it, a real one the
+    manifest's artifact compiled with that normalization (``npu-hil models build --mean --std``)."""
     entry = None
     if not session.simulated and isinstance(model, str):
         entry = _manifest(session).models.get(model)
@@ -117,7 +115,7 @@ def preprocessed(
             f"{session.name}: a real board runs a compiled artifact; name the manifest's model "
             f"(built with --mean/--std) instead of {label!r}"
         )
-    return reference, deployed, label, prepared.inputs, prepared.notes
+    return ModelToRun(reference, deployed, label, prepared.inputs, prepared.notes)
 
 
 def _manifest(session: BoardSession) -> Manifest:
