@@ -16,7 +16,6 @@ import uuid
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from npu_hil.harness.errors import AgentKilledError, DeviceError
@@ -690,12 +689,7 @@ class AgentClient:
     def __enter__(self) -> AgentClient:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

@@ -195,12 +195,13 @@ def sha256(path: Path) -> str:
     """The file's sha256, computed once per content: a file whose inode, size and mtime did not
     change is the same file (every job of a run names its model again)."""
     info = path.stat()
-    return _sha256(str(path.resolve()), info.st_ino, info.st_size, info.st_mtime_ns)
+    return _sha256((str(path.resolve()), info.st_ino, info.st_size, info.st_mtime_ns))
 
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
-def _sha256(path: str, inode: int, size: int, mtime_ns: int) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+def _sha256(key: tuple[str, int, int, int]) -> str:
+    """The sha256 of the file ``key`` names first (its inode, size and mtime: the cache's key)."""
+    return hashlib.sha256(Path(key[0]).read_bytes()).hexdigest()
 
 
 def safe_name(text: str) -> str:

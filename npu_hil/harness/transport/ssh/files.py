@@ -154,16 +154,13 @@ def put_pipelined(sftp: paramiko.SFTPClient, data: bytes, tmp: str) -> Digest:
     ]
     reads = _reads(handle, len(data))
     answers = _together(sftp, [*writes, (CMD_FSTAT, (handle,)), *reads, (CMD_CLOSE, (handle,))])
-    for t, msg in answers[: len(writes)]:
-        _status(sftp, t, msg, CMD_STATUS)
-        _ok(sftp, msg)
+    for answer in answers[: len(writes)]:
+        _ok(sftp, answer)
     t, msg = answers[len(writes)]
     _status(sftp, t, msg, CMD_ATTRS)
     landed = int(_ATTRIBUTES._from_msg(msg).st_size or 0)
     back = _read_data(sftp, answers[len(writes) + 1 : -1], len(data))
-    t, msg = answers[-1]
-    _status(sftp, t, msg, CMD_STATUS)
-    _ok(sftp, msg)
+    _ok(sftp, answers[-1])
     return landed, hashlib.sha256(back).hexdigest()
 
 
@@ -178,17 +175,17 @@ def get_pipelined(sftp: paramiko.SFTPClient, full: str, size: int) -> tuple[byte
     _status(sftp, t, msg, CMD_ATTRS)
     board_size = int(_ATTRIBUTES._from_msg(msg).st_size or 0)
     again = _read_data(sftp, answers[len(first) + 1 : -1], size)
-    t, msg = answers[-1]
-    _status(sftp, t, msg, CMD_STATUS)
-    _ok(sftp, msg)
+    _ok(sftp, answers[-1])
     return data, (board_size, hashlib.sha256(again).hexdigest())
 
 
-def _ok(sftp: Raw, msg: Message) -> None:
+def _ok(sftp: Raw, answer: tuple[int, Message]) -> None:
     """A status answer that must be OK (a write's, the close's). A failure the server names by
     no errno (SFTP's "Failure": a full disk, a short write) is the board's answer, not a lost
     link: a TransportError, so the caller asks the board what went wrong instead of
     reconnecting."""
+    t, msg = answer
+    _status(sftp, t, msg, CMD_STATUS)
     msg.rewind()
     msg.get_int()  # the request number
     code = msg.get_int()
