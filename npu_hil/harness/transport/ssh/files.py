@@ -35,6 +35,7 @@ from paramiko.sftp import (
     int64,
 )
 
+from npu_hil.harness.board.wire import sha256_file
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.transport.oserrors import errno_in_text
 
@@ -351,14 +352,6 @@ def link_lost(exc: BaseException) -> bool:
     )
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def readback(sftp: paramiko.SFTPClient, full: str) -> Digest:
     """Size and sha256 of a small remote file read back over SFTP: a round trip costs well
     under a millisecond where ``sha256sum`` would cost a fork of sshd and a shell."""
@@ -413,7 +406,7 @@ def get_sftp(sftp: paramiko.SFTPClient, full: str, tmp: Path, size: int) -> tupl
     else:
         # The file as it landed here, hashed from the disk, against the board's read-back.
         tmp.write_bytes(data)
-    return (tmp.stat().st_size, sha256_of(tmp)), board
+    return (tmp.stat().st_size, sha256_file(str(tmp))), board
 
 
 def get_stream(
