@@ -64,7 +64,7 @@ def check_result(
         reports_dir=reports_dir,
         job_id=job_id,
         thresholds=accuracy,
-        floats=_float_reference(reference, graph, given),
+        floats=_float_reference(reference, given),
         canary_note=_canary_note(result),
     )
     checked_in = [check(record, e) for record, e in zip(result.inputs, expected_in, strict=True)]
@@ -95,13 +95,12 @@ class _Reported:
         return cls(record.name, tuple(shape), dict(record.attributes))
 
 
-def _float_reference(
-    reference: Path, graph: onnx.GraphProto, given: Mapping[str, np.ndarray]
-) -> dict[str, np.ndarray]:
+def _float_reference(reference: Path, given: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The float model on the caller's own inputs, when they are the model's inputs (same names
     and shapes): what the device's output is measured against, input quantization included.
     Inputs in another form (an NV12 frame for an image model) are not the model's: then the
     oracle's output on what the device held stands in (:attr:`Expected.reference`)."""
+    graph = onnx.load_model(str(reference), load_external_data=False).graph
     constants = {init.name for init in graph.initializer}
     declared = {}
     for value in graph.input:
