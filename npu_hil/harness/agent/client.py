@@ -376,14 +376,8 @@ class AgentClient:
         if path.stat().st_size > self.model_chunk_bytes:
             return self.deploy_model(path), None
         data = path.read_bytes()
-        message: dict[str, object] = {
-            "op": "model",
-            "sha256": ref.sha256,
-            "name": name,
-            "size": len(data),
-            "offset": 0,
-            "replace": ref.path in self._stale_models,
-        }
+        message: dict[str, object] = {"op": "model", "sha256": ref.sha256, "name": name}
+        message.update(size=len(data), offset=0, replace=ref.path in self._stale_models)
         self.model_bytes_sent += len(data)
         return ref, ModelAhead(ref, message, data)
 

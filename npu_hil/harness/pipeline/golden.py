@@ -46,13 +46,6 @@ def golden_inputs(dtype: str = "float32") -> dict[str, np.ndarray]:
     return {"input": values.reshape(GOLDEN_SHAPE)}
 
 
-def _input_refused(exc: NpuHilError) -> bool:
-    """The runtime refused the input's element type before running (not a device fault)."""
-    if isinstance(exc, TransportError) or not isinstance(exc, (LayoutError, DeviceError)):
-        return False
-    return "input 'input'" in exc.message
-
-
 def golden_job(session: BoardSession) -> str:
     """Run the golden job on ``session``; a note on success, GoldenJobError on wrong buffers
     (an infrastructure error reaches the caller as it is)."""
@@ -67,8 +60,11 @@ def golden_job(session: BoardSession) -> str:
         except ManifestError as exc:
             return f"golden job not run: {exc.message}"
         except (LayoutError, DeviceError) as exc:
-            if _input_refused(exc) and n + 1 < len(INPUT_DTYPES):
-                continue  # this runtime takes another element type: try the next
+            # The runtime refused the input's element type before running (not a device fault,
+            # nor infrastructure): it takes another, so try the next.
+            refused = not isinstance(exc, TransportError) and "input 'input'" in exc.message
+            if refused and n + 1 < len(INPUT_DTYPES):
+                continue
             raise
         if not run.ok:
             raise GoldenJobError(

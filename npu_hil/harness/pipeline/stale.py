@@ -32,8 +32,7 @@ def derived_inputs(given: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
 def _redraw(array: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     dtype = array.dtype
     if dtype == np.bool_:
-        inverted: np.ndarray = np.logical_not(array)
-        return inverted
+        return np.asarray(np.logical_not(array))
     if array.size == 0:
         return np.array(array, copy=True)
     if dtype.kind in "iu":

@@ -21,7 +21,6 @@ __all__ = [
     "SshStream",
     "collect_until_exit",
     "exit_returncode",
-    "kill_command",
     "record_exit_signals",
 ]
 
@@ -107,16 +106,6 @@ def collect_until_exit(
             return False
         if not busy:
             time.sleep(0.002)
-
-
-# SshStream: a long-running remote process on an SSH exec channel (a resident agent), its
-# stderr drained by a thread into a tail.
-
-
-def kill_command(pid: int) -> str:
-    # sshd puts every command in its own POSIX session and process group, so the group of the
-    # shell we exec'd into holds exactly the command and its children.
-    return f"kill -KILL -- -{pid} 2>/dev/null || kill -KILL {pid} 2>/dev/null; true"
 
 
 class SshStream:

@@ -42,7 +42,6 @@ from npu_hil.harness.transport.ssh.process import (
     SshStream,
     collect_until_exit,
     exit_returncode,
-    kill_command,
     record_exit_signals,
 )
 from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
@@ -373,7 +372,11 @@ class SshTransport:
 
     def _kill(self, pid: int) -> None:
         with contextlib.suppress(Exception):
-            self._helper(kill_command(pid), 10.0)
+            # sshd puts every command in its own POSIX session and process group, so the group
+            # of the shell we exec'd into holds exactly the command and its children.
+            self._helper(
+                f"kill -KILL -- -{pid} 2>/dev/null || kill -KILL {pid} 2>/dev/null; true", 10.0
+            )
 
     def _start(self, argv: Sequence[str], deadline: float) -> tuple[paramiko.Channel, int]:
         def start() -> paramiko.Channel:
