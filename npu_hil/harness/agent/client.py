@@ -437,16 +437,12 @@ class AgentClient:
 
     # --- the resident agent ----------------------------------------------------------------------
 
+    def _agent_argv(self) -> list[str]:
+        """The agent serving framed requests on stdin/stdout, models cached in ``cache/``."""
+        return [self.python, str(self.deploy()), "--serve", "--root", CACHE_DIR]
+
     def _start_agent(self, repaired: bool = False) -> Stream:
-        argv = [
-            self.python,
-            str(self.deploy()),
-            "--serve",
-            "--root",
-            CACHE_DIR,
-            "--model-cache",
-            str(self.model_cache_size),
-        ]
+        argv = [*self._agent_argv(), "--model-cache", str(self.model_cache_size)]
         if self.verbose:
             argv.append("--verbose")
         opener: Callable[[Sequence[str]], Stream] | None
@@ -613,7 +609,7 @@ class AgentClient:
         own: the agent reads the requests and a shutdown from stdin, and its frames (hello, the
         answers, goodbye) come back as one command's stdout, read as a resident agent's stream
         is."""
-        argv = [self.python, str(self.deploy()), "--serve", "--root", CACHE_DIR]
+        argv = self._agent_argv()
         stdin = wire + encode_frame({"op": "shutdown"})
         done = self.transport.run(argv, timeout=timeout + self.start_timeout_s, stdin=stdin)
         replay = Replay(done.stdout)

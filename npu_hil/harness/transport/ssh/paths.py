@@ -63,8 +63,9 @@ class SymlinkGuard:
         current = self._workdir
         for part in path.parent.relative_to(self._workdir).parts:
             current = current / part
-            if self._known(current):
-                continue
+            with self._lock:
+                if current in self._safe:
+                    continue
             try:
                 attrs = sftp.lstat(str(current))
             except FileNotFoundError:
@@ -75,18 +76,10 @@ class SymlinkGuard:
                 except OSError:
                     # A concurrent mkdir is fine; anything else shows in the lstat.
                     self._check_entry(sftp, current, sftp.lstat(str(current)), path)
-                self._remember(current)
-                continue
-            self._check_entry(sftp, current, attrs, path)
-            self._remember(current)
-
-    def _known(self, directory: PurePosixPath) -> bool:
-        with self._lock:
-            return directory in self._safe
-
-    def _remember(self, directory: PurePosixPath) -> None:
-        with self._lock:
-            self._safe.add(directory)
+            else:
+                self._check_entry(sftp, current, attrs, path)
+            with self._lock:
+                self._safe.add(current)
 
     def _root_of(self, sftp: paramiko.SFTPClient) -> PurePosixPath:
         with self._lock:

@@ -288,21 +288,18 @@ class SshTransport:
 
     def _sftp_client(self) -> paramiko.SFTPClient:
         with self._lock:  # one SFTP channel per connection, whichever thread asks first
-            return self._open_sftp()
-
-    def _open_sftp(self) -> paramiko.SFTPClient:
-        client = self._connect()
-        if self._sftp is None:
-            transport = client.get_transport()
-            assert transport is not None
-            channel = transport.open_session(
-                window_size=self.window_size, max_packet_size=self.max_packet_size
-            )
-            # Bounded waits: a stalled link raises socket.timeout, which reconnects.
-            channel.settimeout(self.io_timeout)
-            channel.invoke_subsystem("sftp")
-            self._sftp = paramiko.SFTPClient(channel)
-        return self._sftp
+            client = self._connect()
+            if self._sftp is None:
+                transport = client.get_transport()
+                assert transport is not None
+                channel = transport.open_session(
+                    window_size=self.window_size, max_packet_size=self.max_packet_size
+                )
+                # Bounded waits: a stalled link raises socket.timeout, which reconnects.
+                channel.settimeout(self.io_timeout)
+                channel.invoke_subsystem("sftp")
+                self._sftp = paramiko.SFTPClient(channel)
+            return self._sftp
 
     def _stream(self, command: str) -> paramiko.Channel:
         """An exec channel for a bulk transfer, sized like the SFTP one."""
