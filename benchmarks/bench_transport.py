@@ -74,8 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(ROOT))
-    from npu_hil.harness.agent.client import AgentClient
-    from npu_hil.harness.agent.deploy import CACHE_DIR
+    from npu_hil.harness.agent.client import CACHE_DIR, AgentClient
     from npu_hil.harness.transport.ssh import SshTransport
     from npu_hil.harness.transport.ssh import files as ssh_stream
     from tests.transport.conftest import start_sshd, stop_sshd

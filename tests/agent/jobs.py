@@ -22,11 +22,17 @@ from npu_hil.harness.agent.framed import (
     Replay,
     StreamEnded,
     bulk_request,
-    framed_result,
     read_bulk,
     recv_exactly,
 )
-from npu_hil.harness.agent.protocol import InputSpec, JobSpec, ModelRef, Result, frame_job
+from npu_hil.harness.agent.protocol import (
+    InputSpec,
+    JobSpec,
+    ModelRef,
+    Result,
+    frame_job,
+    result_from_document,
+)
 from npu_hil.harness.board.wire import (
     FRAME_HEADER,
     decode_frame,
@@ -132,7 +138,7 @@ class OneShot:
         """The answer's result, verified as the client verifies it."""
         assert self.response is not None, f"no answer; stderr: {self.stderr[-2000:]}"
         document = self.response["result"]
-        return framed_result(
+        return result_from_document(
             document, self.answer, where="answer", job_id=job_id or str(document.get("job_id"))
         )
 

@@ -1,7 +1,7 @@
 """The job protocol end to end: the host frames a job, a one-shot agent process (the real board
 package with the test-only ``echo`` adapter, the job's bulk frame and a shutdown on its stdin)
 runs it, and the host verifies the answer's result document and the device buffers its frame
-carries, as the client does (:func:`~npu_hil.harness.agent.framed.framed_result`)."""
+carries, as the client does (:func:`~npu_hil.harness.agent.protocol.result_from_document`)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from npu_hil.harness.agent.framed import (
     BulkAnswer,
     Replay,
     StreamEnded,
-    framed_result,
     read_bulk,
     recv_exactly,
 )
@@ -32,6 +31,7 @@ from npu_hil.harness.agent.protocol import (
     Result,
     frame_job,
     result_files,
+    result_from_document,
 )
 from npu_hil.harness.board import wire as board
 from npu_hil.harness.board.loader import ADAPTERS_ENV
@@ -111,9 +111,9 @@ def test_round_trip_one_shot(tmp_path: Path, model: Path) -> None:
     assert [i["nbytes"] for i in document["inputs"]] == [240, 320]
     assert not any("file" in i for i in document["inputs"])
 
-    # The answer as the agent sent it, checked here independently of framed_result: every record
-    # names its buffer of the frame (inputs first), of the size the frame and the record give,
-    # whose sha256 the frame's trailer carries.
+    # The answer as the agent sent it, checked here independently of result_from_document:
+    # every record names its buffer of the frame (inputs first), of the size the frame and the
+    # record give, whose sha256 the frame's trailer carries.
     answer = shot.answer
     assert answer is not None
     raw = shot.response["result"]
@@ -278,7 +278,7 @@ def test_error_records_map_onto_the_hierarchy(
     record: dict[str, Any], kind: type[Exception]
 ) -> None:
     # An answer of no buffers: a plain frame, as the agent sends for a job that made none.
-    result = framed_result(bare_result(errors=[record]), None, where="answer", job_id="j")
+    result = result_from_document(bare_result(errors=[record]), None, where="answer", job_id="j")
     error = result.error()
     assert type(error) is kind
     assert "job j:" in str(error)
@@ -306,7 +306,7 @@ def answer(finished: OneShot) -> BulkAnswer:
 
 
 def verify(answer: BulkAnswer | None, document: dict[str, Any], job_id: str = "job-1") -> Result:
-    return framed_result(document, answer, where="job job-1: the answer", job_id=job_id)
+    return result_from_document(document, answer, where="job job-1: the answer", job_id=job_id)
 
 
 def result_of(answer: BulkAnswer) -> dict[str, Any]:

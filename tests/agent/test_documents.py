@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from npu_hil.harness.agent.deploy import HOST_ADAPTERS
+from npu_hil.harness.agent.client import HOST_ADAPTERS
 from npu_hil.harness.agent.protocol import frame_job
 from npu_hil.harness.board.adapters.hobot_native import HbPropertiesJson
 from npu_hil.harness.board.adapters.rknn_native import RknnAttrJson

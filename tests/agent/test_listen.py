@@ -19,10 +19,15 @@ import pytest
 from npu_hil.harness.agent.framed import (
     BulkAnswer,
     bulk_request,
-    framed_result,
     read_bulk,
 )
-from npu_hil.harness.agent.protocol import InputSpec, JobSpec, ModelRef, frame_job
+from npu_hil.harness.agent.protocol import (
+    InputSpec,
+    JobSpec,
+    ModelRef,
+    frame_job,
+    result_from_document,
+)
 from npu_hil.harness.board import relay
 from npu_hil.harness.board import wire as board
 from tests.agent.jobs import (
@@ -217,7 +222,7 @@ def test_the_end_of_a_connection_is_not_a_shutdown(listener: Listener) -> None:
     answer = first.ask_job(echo_request(listener.folder, "one"))
     assert answer["result"]["ok"] and not answer["result"]["timings"]["model_cached"]
     # The device buffers came back in the answer's frame, checked as the client checks them.
-    result = framed_result(answer["result"], first.answer, where="answer", job_id="one")
+    result = result_from_document(answer["result"], first.answer, where="answer", job_id="one")
     assert result.output("x_out").data.tobytes() == X.tobytes()
     first.close()
 

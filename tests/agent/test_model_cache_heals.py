@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from npu_hil.harness.agent.client import AgentClient
-from npu_hil.harness.agent.deploy import CACHE_DIR
+from npu_hil.harness.agent.client import CACHE_DIR, AgentClient
 from npu_hil.harness.transport import LocalTransport
 from tests.agent.jobs import FAKE_ADAPTERS, X, echo_job
 from tests.agent.test_resident_agent import PY

@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from npu_hil.harness.agent import client as client_module
-from npu_hil.harness.agent.client import AgentClient, Answered, Outgoing
-from npu_hil.harness.agent.deploy import CACHE_DIR, CHUNK_TRIES
+from npu_hil.harness.agent.client import CACHE_DIR, CHUNK_TRIES, AgentClient, Answered, Outgoing
 from npu_hil.harness.board.modelstore import MAX_MODEL_BYTES, answer_model
 from npu_hil.harness.errors import ProtocolError, TransportError
 from npu_hil.harness.transport import LocalTransport

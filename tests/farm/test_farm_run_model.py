@@ -16,7 +16,7 @@ from npu_hil.harness.errors import DeviceError, LayoutError
 from npu_hil.harness.farm import Farm, parse_inventory
 from npu_hil.harness.models import ManifestError, build, save
 from npu_hil.harness.pipeline import ModelRun, run_model
-from npu_hil.harness.pipeline.inputs import job_inputs
+from npu_hil.harness.pipeline.run import job_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 DTYPE = {"kl730": "int8", "rk2118": "float16"}

@@ -228,20 +228,20 @@ def test_stream_commands_on_posix_shells(tmp_path: Path, shell: str, hasher: str
     data = random_file(tmp_path / "src", 3 << 20, seed=5)
     sha = hashlib.sha256(data).hexdigest()
     path = str(tmp_path / "it's $(a)\n`b`; c.bin")
-    up = board(ssh_stream.upload_command(path, True), data)
+    up = board(ssh_stream.upload_command(path), data)
     assert up.returncode == 0, up.stderr
     ssh_stream.check_tee(up.stdout, "put", up.stderr)
     assert ssh_stream.parse_digest(up.stdout, "put") == sha
     assert Path(path).read_bytes() == data
-    down = board(ssh_stream.download_command(path, True))
+    down = board(ssh_stream.download_command(path))
     assert down.returncode == 0, down.stderr
     assert down.stdout == data
     assert ssh_stream.parse_digest(down.stderr, "get") == sha
     # Failures are the board's answer, in words.
-    failed = board(ssh_stream.upload_command(str(tmp_path / "no" / "dir"), True), data)
+    failed = board(ssh_stream.upload_command(str(tmp_path / "no" / "dir")), data)
     with pytest.raises(TransportError, match="writing the file on the board failed"):
         ssh_stream.check_tee(failed.stdout, "put", failed.stderr)
-    assert board(ssh_stream.download_command(str(tmp_path / "missing"), True)).returncode != 0
+    assert board(ssh_stream.download_command(str(tmp_path / "missing"))).returncode != 0
 
 
 # --- symlinks ------------------------------------------------------------------------------------

@@ -1,67 +1,31 @@
-"""AgentClient: the host's handle on the board agent through any Transport.
-
-It deploys the agent (the board package ``npu_hil/harness/board``, and extra adapters: the simulated
-runtime's, a test's fakes) into the transport's working directory, content-addressed by sha256 so a
-redeploy copies nothing that is already there; sends model artifacts into a cache by sha256, in
-chunked frames through the agent's stream (:mod:`npu_hil.harness.agent.deploy`); and runs jobs
-either through one resident agent (framed requests over its stdin/stdout, a transport's stream; the
-default) or one agent process per job (a one-shot agent). Either way a job is one frame each way
-(:mod:`npu_hil.harness.agent.framed`): the document and the input buffers in the request, the result
-and the device buffers in the answer, each buffer hashed once by its sender and checked by its
-receiver; a one-shot agent reads its request from its stdin and answers on its stdout. With
-``keep_jobs`` the agent writes a job's files on the board after it ran.
-
-Remote layout, relative to the transport's workdir::
-
-    agent/<bundle>/npu_hil_board/**   the board package: python3 agent/<bundle>/npu_hil_board ...
-    agent/<bundle>/adapters/*.py      extra adapters, searched before the package's own
-    agent/<bundle>/.complete          written last: the bundle is whole (named by its sha256)
-    cache/<sha256>/<name>             model artifacts (--root)
-    jobs/<job id>-<nonce>/            a kept job's files (``keep_jobs``)
-
-Outcomes: ``submit`` returns a :class:`~npu_hil.harness.agent.protocol.Result` whenever the agent
-answered with one, including typed runtime errors and a timeout the agent caught itself
-(``result.error()`` maps them onto the harness's exceptions). Without a result it raises:
-``TransportError`` when the agent gave no answer in time (the agent is killed) or a buffer was
-damaged on the way,
-``AgentKilledError`` (infrastructure, and a DeviceError) when a signal ended the agent (SIGKILL,
-a vendor runtime's SIGSEGV), ``DeviceError`` when it exited otherwise without an answer,
-``ProtocolError`` when host and agent disagree.
-After a timeout or a crash the next job starts a new agent. Not thread-safe: one client per board
-and worker.
-"""
+"""AgentClient: the host's handle on the board agent through any Transport: deploys it, sends
+models, runs jobs (one frame each way) through a resident or a one-shot agent. The remote layout
+and the outcomes of ``submit``: docs/runtime/agent.md ("How the host side works")."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
+import re
+import signal
+import tempfile
 import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
+
+from npu_hil.harness.errors import AgentKilledError, DeviceError
 
 if TYPE_CHECKING:
     from npu_hil.harness.board.documents import MemoryJson
 
 # Imported for its registration: an agent's stream over a serial console is this side's code.
+from npu_hil.harness import board
 from npu_hil.harness.agent import serial_stream  # noqa: F401
-from npu_hil.harness.agent.deploy import (
-    AGENT_DIR,
-    BOARD_SOURCE,
-    BUNDLE_PACKAGE,
-    CACHE_DIR,
-    CONSOLE_MODEL_CHUNK,
-    HOST_ADAPTERS,
-    JOBS_DIR,
-    MIN_MODEL_RATE,
-    MODEL_CHUNK,
-    Deployment,
-    ModelAhead,
-)
-from npu_hil.harness.agent.exits import agent_ended, describe_exit, safe_name, tail
 from npu_hil.harness.agent.framed import (
     FRAMED_JOBS,
     BulkAnswer,
@@ -69,11 +33,18 @@ from npu_hil.harness.agent.framed import (
     Replay,
     StreamEnded,
     bulk_request,
-    framed_result,
     read_bulk,
     recv_exactly,
 )
-from npu_hil.harness.agent.protocol import JobSpec, ModelRef, Result, error_record, frame_job
+from npu_hil.harness.agent.protocol import (
+    JobSpec,
+    ModelRef,
+    Result,
+    error_record,
+    frame_job,
+    result_from_document,
+)
+from npu_hil.harness.board.loader import EXTRA_ADAPTERS
 from npu_hil.harness.board.wire import (
     AGENT_PROTOCOL_NAME,
     FRAME_HEADER,
@@ -83,8 +54,9 @@ from npu_hil.harness.board.wire import (
     frame_length,
     is_bulk,
     parse_schema,
+    sha256_file,
 )
-from npu_hil.harness.errors import DeviceError, ProtocolError, TransportError
+from npu_hil.harness.errors import ProtocolError, TransportError
 from npu_hil.harness.transport.base import Stream, Transport
 from npu_hil.harness.transport.serial_console import SerialTransport
 
@@ -92,8 +64,62 @@ __all__ = ["AGENT_DIR", "BOARD_SOURCE", "BUNDLE_PACKAGE", "HOST_ADAPTERS", "Agen
 
 log = logging.getLogger(__name__)
 
+BOARD_SOURCE = Path(board.__file__).parent
+# The board package's name in a bundle: the folder the board's Python runs.
+BUNDLE_PACKAGE = "npu_hil_board"
+# Adapters that need the harness itself (the simulated runtime): sent to every board like a
+# test's fake, where they import only where the harness is installed (a simulated board); on a
+# real board the agent reports them as UnsupportedError, by their name.
+HOST_ADAPTERS = Path(__file__).with_name("host_adapters")
+CACHE_DIR = "cache"
+JOBS_DIR = "jobs"
+AGENT_DIR = "agent"
+_COMPLETE = ".complete"
+# A model chunk's size: over a socket a chunk costs one round trip; over a serial console a
+# damaged one costs its resend (the relay resends a whole request), so it stays small there.
+MODEL_CHUNK = 8 << 20
+CONSOLE_MODEL_CHUNK = 64 << 10
+# A model chunk is sent again at most this many times in a row before the link is given up.
+CHUNK_TRIES = 3
+# Bytes a second a model chunk is allowed at the least, on top of the start-up timeout.
+MIN_MODEL_RATE = 16 << 10
 
-class AgentClient(Deployment):
+
+def describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "exit status unknown"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+def agent_ended(message: str, returncode: int | None) -> DeviceError:
+    """The error for an agent that ended without answering: killed by a signal is
+    infrastructure (AgentKilledError), any other end the runtime's (DeviceError)."""
+    if returncode is not None and returncode < 0:
+        return AgentKilledError(message, signal=-returncode)
+    return DeviceError(message)
+
+
+def tail(stderr: bytes, head: int = 1500, tail: int = 2500) -> str:
+    """The start and the end of a process's stderr: a crash report (Python's fault handler) puts
+    the crashing thread's stack first, the last log lines come last."""
+    text = stderr.decode("utf-8", errors="replace").strip()
+    if not text:
+        return "(nothing on stderr)"
+    if len(text) <= head + tail:
+        return text
+    return f"{text[:head]}\n[... {len(text) - head - tail} characters ...]\n{text[-tail:]}"
+
+
+def safe_name(name: str, limit: int = 80) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".")[:limit] or "x"
+
+
+class AgentClient:
     """Runs jobs on one board through ``transport``.
 
     ``python``: the board's interpreter (default: the transport's). ``resident``: one resident agent
@@ -205,15 +231,6 @@ class AgentClient(Deployment):
                     f"the agent does not read framed jobs (its features: "
                     f"{self.hello.get('features')!r}); this harness sends jobs only as frames"
                 )
-        return self._framed_job(spec, inputs, model, ahead)
-
-    def _framed_job(
-        self,
-        spec: JobSpec,
-        inputs: Mapping[str, Any] | Sequence[Any],
-        model: ModelRef,
-        ahead: ModelAhead | None,
-    ) -> Result:
         what = f"job {spec.job_id}"
         started = time.perf_counter()
         document, buffers = frame_job(spec, inputs, model)
@@ -237,7 +254,7 @@ class AgentClient(Deployment):
             for_model, for_job = self._exchange_all(outgoing, timeout, what)
             self._checked(ahead.message, for_model, f"model {model.path}")
             if not self._arrived(ahead, for_model[0]):
-                return self._framed_job(spec, inputs, self.deploy_model(spec.model), None)
+                return self._submit(spec, inputs, self.deploy_model(spec.model))
             response, answer = self._checked(request, for_job, what)
         answered = time.perf_counter()
         result_document = response.get("result")
@@ -248,7 +265,7 @@ class AgentClient(Deployment):
             kept = f"{what}: its files could not be kept on the board: {response['kept_error']}"
             self.events.append(kept)
             log.warning("%s", kept)
-        result = framed_result(
+        result = result_from_document(
             result_document,
             answer,
             where=f"{what}: the answer",
@@ -263,18 +280,169 @@ class AgentClient(Deployment):
         }
         return result
 
+    # --- deploying the agent and the models ------------------------------------------------------
+
+    def _bundle(self) -> dict[str, bytes]:
+        """The bundle's files by their path in it: the whole board package, then the extras."""
+        files = {
+            f"{BUNDLE_PACKAGE}/{source.relative_to(BOARD_SOURCE).as_posix()}": source.read_bytes()
+            for source in sorted(BOARD_SOURCE.rglob("*.py"))
+        }
+        for folder in [HOST_ADAPTERS, *self.adapter_dirs]:
+            # A folder's __init__.py makes it a package of the harness; no adapter.
+            for source in sorted(p for p in folder.glob("*.py") if p.name != "__init__.py"):
+                files[f"{EXTRA_ADAPTERS}/{source.name}"] = source.read_bytes()
+        return files
+
+    def deploy(self) -> PurePosixPath:
+        """Put the agent and its adapters on the board (once per content) and return the remote
+        path of the agent: the package folder, which ``python3 <path> --serve`` runs. The
+        directory is named by the bundle's sha256 and marked complete last, so a half-copied
+        bundle is never used and an unchanged one is never copied."""
+        if self._agent_path is not None:
+            return self._agent_path
+        files = self._bundle()
+        manifest = {name: hashlib.sha256(data).hexdigest() for name, data in sorted(files.items())}
+        bundle = hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
+        folder = PurePosixPath(AGENT_DIR) / bundle[:16]
+        self._manifest = manifest
+        if not self.transport.exists(folder / _COMPLETE):
+            log.info("deploying agent bundle %s to %s", bundle[:16], self.transport.workdir)
+            with tempfile.TemporaryDirectory(prefix="npu-hil-deploy-") as tmp:
+                for name, data in files.items():
+                    local = Path(tmp, name)
+                    local.parent.mkdir(parents=True, exist_ok=True)
+                    local.write_bytes(data)
+                    self.transport.put(local, folder / name)
+                marker = Path(tmp, _COMPLETE)
+                marker.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+                self.transport.put(marker, folder / _COMPLETE)
+        self._agent_path = folder / BUNDLE_PACKAGE
+        return self._agent_path
+
+    def _damaged(self, hello: Mapping[str, Any]) -> list[str]:
+        """The deployed files whose sha256 on the board (the agent's hello) is not what was
+        deployed: the cache is trusted by name only after this check."""
+        remote = hello.get("bundle")
+        if not isinstance(remote, dict):
+            return []
+        return sorted(name for name, sha in self._manifest.items() if remote.get(name) != sha)
+
+    def _repair(self, damaged: list[str], repaired: bool) -> None:
+        """Remove a damaged bundle so the next deploy copies it afresh (once: a bundle that is
+        damaged again right after is something on the board, not the link)."""
+        assert self._agent_path is not None
+        if repaired:
+            raise DeviceError(
+                f"the agent bundle on the board is damaged again after a fresh copy "
+                f"({', '.join(damaged)}); something on the board changes it"
+            )
+        log.warning("agent bundle on the board is damaged (%s); copying it again", damaged)
+        self.transport.cleanup(self._agent_path.parent)
+        self._agent_path = None
+        self.repairs += 1
+        self.deploy()
+
+    def _model_sha(self, path: Path) -> str:
+        # Hashing a large artifact for every job would dominate small jobs; a file whose size and
+        # mtime did not change is the same artifact.
+        stat = path.stat()
+        key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+        if key not in self._model_shas:
+            self._model_shas[key] = sha256_file(str(path))
+        return self._model_shas[key]
+
+    def deploy_model(self, model: str | os.PathLike[str]) -> ModelRef:
+        """Put a model artifact into the board's cache (once per content); the returned path is
+        relative to the cache, which is the agent's ``--root``. The model travels in the
+        agent's stream as a job does, :attr:`model_chunk_bytes` per frame
+        (:mod:`npu_hil.harness.board.modelstore` on the board): a cut link resumes where it
+        stopped, and a damaged chunk is sent again, at most ``CHUNK_TRIES`` times in a
+        row."""
+        ref, path, name = self._model_ref(model)
+        if ref.path not in self._deployed_models:
+            self._send_model(path, ref.sha256, name, replace=ref.path in self._stale_models)
+            self._model_held(ref)
+        return ref
+
+    def _model_ahead(self, model: str | os.PathLike[str]) -> tuple[ModelRef, ModelAhead | None]:
+        """The model of a job, and what goes ahead of the job in the same exchange: a model the
+        board may not hold yet that fits in one chunk travels whole, before the job, so it
+        costs no round trip (over a serial console, no relay run) of its own; a larger one is
+        sent first, the checked way (:meth:`deploy_model`)."""
+        ref, path, name = self._model_ref(model)
+        if ref.path in self._deployed_models:
+            return ref, None
+        if path.stat().st_size > self.model_chunk_bytes:
+            return self.deploy_model(path), None
+        data = path.read_bytes()
+        message: dict[str, object] = {"op": "model", "sha256": ref.sha256, "name": name}
+        message.update(size=len(data), offset=0, replace=ref.path in self._stale_models)
+        self.model_bytes_sent += len(data)
+        return ref, ModelAhead(ref, message, data)
+
+    def _arrived(self, ahead: ModelAhead, response: Mapping[str, object]) -> bool:
+        """Whether the model sent ahead of a job is in the board's cache now (else, damaged on
+        the way, it is sent again the checked way and the job run again)."""
+        if _held(response, len(ahead.data)) != len(ahead.data):
+            log.warning("model %s arrived damaged; sent again", ahead.ref.path)
+            return False
+        self._model_held(ahead.ref)
+        return True
+
+    def _model_ref(self, model: str | os.PathLike[str]) -> tuple[ModelRef, Path, str]:
+        path = Path(model)
+        sha = self._model_sha(path)
+        name = safe_name(path.name)
+        return ModelRef(f"{sha}/{name}", sha), path, name
+
+    def _model_held(self, ref: ModelRef) -> None:
+        self._stale_models.discard(ref.path)
+        self._deployed_models.add(ref.path)
+
+    def _send_model(self, path: Path, sha: str, name: str, replace: bool) -> None:
+        size = path.stat().st_size
+        what = f"model {path.name}"
+        ask: dict[str, object] = {"op": "model", "sha256": sha, "name": name, "size": size}
+        have = _held(self._request(dict(ask, replace=replace), self.start_timeout_s, what), size)
+        tries = 0
+        with path.open("rb") as handle:
+            while have < size:
+                handle.seek(have)
+                chunk = handle.read(min(self.model_chunk_bytes, size - have))
+                if len(chunk) != min(self.model_chunk_bytes, size - have):
+                    raise TransportError(f"{what}: the file changed while it was sent")
+                timeout = self.start_timeout_s + len(chunk) / MIN_MODEL_RATE
+                sent = dict(ask, offset=have)
+                answer, _ = self._exchange(sent, timeout, what, [memoryview(chunk)])
+                held = _held(answer, size)
+                self.model_bytes_sent += len(chunk)
+                tries = tries + 1 if held <= have else 0
+                if tries >= CHUNK_TRIES:
+                    raise TransportError(
+                        f"{what}: the chunk at byte {have} did not arrive intact in "
+                        f"{CHUNK_TRIES} tries"
+                    )
+                if answer.get("damaged"):
+                    log.warning("%s: the chunk at byte %d arrived damaged; sent again", what, have)
+                have = held
+
+    def _forget_model(self, model: ModelRef) -> None:
+        """The board's copy of a model did not hash to its name (the agent refused it): the next
+        job (the plugin's retry) has the board drop it and copies it afresh instead of meeting
+        it again."""
+        log.warning("model %s in the board's cache is damaged; it is copied again", model.path)
+        self._deployed_models.discard(model.path)
+        self._stale_models.add(model.path)
+
     # --- the resident agent ----------------------------------------------------------------------
 
+    def _agent_argv(self) -> list[str]:
+        """The agent serving framed requests on stdin/stdout, models cached in ``cache/``."""
+        return [self.python, str(self.deploy()), "--serve", "--root", CACHE_DIR]
+
     def _start_agent(self, repaired: bool = False) -> Stream:
-        argv = [
-            self.python,
-            str(self.deploy()),
-            "--serve",
-            "--root",
-            CACHE_DIR,
-            "--model-cache",
-            str(self.model_cache_size),
-        ]
+        argv = [*self._agent_argv(), "--model-cache", str(self.model_cache_size)]
         if self.verbose:
             argv.append("--verbose")
         opener: Callable[[Sequence[str]], Stream] | None
@@ -289,7 +457,7 @@ class AgentClient(Deployment):
         stream = opener(argv)
         self.agents_started += 1
         try:
-            hello = self._read_frame(stream, self.start_timeout_s)
+            hello, _ = self._read_answer(stream, self.start_timeout_s)
         except StreamEnded:
             ended = stream.close()
             raise agent_ended(
@@ -344,9 +512,6 @@ class AgentClient(Deployment):
         ended = stream.close(timeout=timeout)
         self.last_exit = ended.returncode
         return f"{describe_exit(ended.returncode)}; stderr: {tail(ended.stderr)}"
-
-    def _read_frame(self, stream: Receiver, timeout: float) -> dict[str, object]:
-        return self._read_answer(stream, timeout)[0]
 
     def _read_answer(
         self, stream: Receiver, timeout: float
@@ -444,12 +609,12 @@ class AgentClient(Deployment):
         own: the agent reads the requests and a shutdown from stdin, and its frames (hello, the
         answers, goodbye) come back as one command's stdout, read as a resident agent's stream
         is."""
-        argv = [self.python, str(self.deploy()), "--serve", "--root", CACHE_DIR]
+        argv = self._agent_argv()
         stdin = wire + encode_frame({"op": "shutdown"})
         done = self.transport.run(argv, timeout=timeout + self.start_timeout_s, stdin=stdin)
         replay = Replay(done.stdout)
         try:
-            hello = self._read_frame(replay, timeout)
+            hello, _ = self._read_answer(replay, timeout)
             damaged = self._damaged(hello)
             if damaged:
                 self._repair(damaged, repaired)
@@ -514,12 +679,7 @@ class AgentClient(Deployment):
     def __enter__(self) -> AgentClient:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -546,3 +706,20 @@ def _pieces(requests: Sequence[Outgoing]) -> Iterator[bytes]:
 def _model_damaged(result: Result) -> bool:
     """The agent refused the job's model: its copy does not hash to the sha256 it is filed by."""
     return any(e.field == "model.sha256" and e.reason == "checksum" for e in result.errors)
+
+
+class ModelAhead(NamedTuple):
+    """A model sent whole ahead of its job, in the same exchange: its reference, the request
+    that carries it and its bytes."""
+
+    ref: ModelRef
+    message: dict[str, object]
+    data: bytes
+
+
+def _held(answer: Mapping[str, object], size: int) -> int:
+    """The bytes of a model the board holds, from its answer to a ``model`` request."""
+    have = answer.get("have")
+    if not isinstance(have, int) or isinstance(have, bool) or not 0 <= have <= size:
+        raise ProtocolError(f"a model request: expected 'have' in 0..{size}, got {answer!r}")
+    return have

@@ -1,16 +1,6 @@
-"""The host's half of a job: sent as one bulk frame to the agent, its answer read back with the
-device buffers it carries.
-
-A job is what :meth:`AgentClient.submit` sends, to a resident or a one-shot agent (the hello's
-``features`` has ``framed-jobs``): the job document and the input buffers in one request, the
-result document and the device buffers in one answer, so a job costs no file transfers and no job
-folder on either side. Every buffer's size and sha256 is checked on arrival (the inputs by the
-agent, which refuses a damaged one as ``JobError`` with reason ``checksum``, the outputs here, a
-mismatch being a :class:`~npu_hil.harness.errors.TransportError`), and the result document is
-verified before a byte of it is trusted. Each sha256 is computed once on each side, while the
-buffer is written and while it is read (:mod:`npu_hil.harness.board.frames`: the digests travel
-in the frame's trailer).
-"""
+"""The host's half of a job: one bulk frame to the agent, its answer read back with the device
+buffers it carries, each buffer hashed while it arrives (:mod:`npu_hil.harness.board.frames`: the
+sender's digests travel in the frame's trailer)."""
 
 from __future__ import annotations
 
@@ -20,14 +10,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-import numpy as np
-
-from npu_hil.harness.agent.protocol import (
-    Result,
-    result_files,
-    result_from_document,
-    tensor_records,
-)
 from npu_hil.harness.board.wire import (
     BULK_CHUNK,
     BULK_PREFIX,
@@ -36,7 +18,6 @@ from npu_hil.harness.board.wire import (
     decode_frame,
     encode_bulk_frame,
 )
-from npu_hil.harness.errors import TransportError
 
 __all__ = [
     "FRAMED_JOBS",
@@ -45,7 +26,6 @@ __all__ = [
     "Replay",
     "StreamEnded",
     "bulk_request",
-    "framed_result",
     "read_bulk",
     "recv_exactly",
 ]
@@ -140,31 +120,3 @@ def read_bulk(stream: Receiver, length: int, deadline: float) -> BulkAnswer:
     trailer = recv_exactly(stream, DIGEST_BYTES * len(sizes), deadline) if sizes else b""
     theirs = [trailer[i : i + DIGEST_BYTES].hex() for i in range(0, len(trailer), DIGEST_BYTES)]
     return BulkAnswer(message, buffers, ours, theirs)
-
-
-def framed_result(
-    document: Mapping[str, object], answer: BulkAnswer | None, *, where: str, job_id: str
-) -> Result:
-    """A job's result: the document verified, each record's blob the answer's buffer of the
-    same place (inputs first), of the size the record gives, with the sha256 the agent's trailer
-    gives in the record and the one computed here as it arrived compared with it."""
-    names = result_files(document, where)
-    records = [r for key in ("inputs", "outputs") for r in tensor_records(document, key, where)]
-    buffers = answer.buffers if answer is not None else []
-    if len(buffers) != len(records):
-        raise TransportError(
-            f"{where}: the answer carries {len(buffers)} buffers for {len(records)} records"
-        )
-    blobs: dict[str, tuple[bytearray, str]] = {}
-    for index, (name, record) in enumerate(zip(names, records, strict=True)):
-        assert answer is not None  # records without buffers were refused above
-        record["sha256"] = answer.theirs[index]
-        blobs[name] = (buffers[index], answer.ours[index])
-
-    def blob(name: str, nbytes: int, where: str) -> tuple[np.ndarray, str | None]:
-        data, digest = blobs[name]
-        if len(data) != nbytes:
-            raise TransportError(f"{name}: {len(data)} bytes came, the record says {nbytes}")
-        return np.frombuffer(data, dtype=np.uint8), digest
-
-    return result_from_document(document, blob, where=where, job_id=job_id)

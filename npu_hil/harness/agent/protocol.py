@@ -1,37 +1,37 @@
-"""Host side of the board-agent job protocol: what a job's result holds, read and verified.
-
-The schema strings, bounds, the input description (:class:`InputSpec`) and the sha256 helper come
-from the board package itself (``npu_hil/harness/board/wire.py`` and ``job.py``), so the host and
-the board cannot drift apart. Reading a result checks everything the agent claims before a byte of
-it is trusted: the schema's major version (unknown: :class:`~npu_hil.harness.errors.ProtocolError`),
-every buffer's size and sha256 (mismatch: a corrupted transfer,
-:class:`~npu_hil.harness.errors.TransportError` naming the buffer), and buffer names that are plain,
-unique file names (a kept job's view writes them on the board)."""
+"""Host side of the board-agent job protocol: a job as one frame (its inputs checked against
+their spec before anything is sent), and its result read and verified (schema major version,
+every buffer's size and sha256, plain unique buffer names, the canary, board state and board log)
+before a byte of it is trusted. Schema strings and bounds come from the board package, so the
+two cannot drift."""
 
 from __future__ import annotations
 
 import dataclasses
 import errno as _errno
-import hashlib
 import math
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from npu_hil.harness.agent.jobspec import JobSpec, ModelRef, frame_job
-from npu_hil.harness.agent.result_extras import (
-    BoardLog,
-    Canary,
-    read_board_log,
-    read_board_state,
-    read_canary,
+from npu_hil.harness.agent.framed import BulkAnswer
+from npu_hil.harness.board.documents import InputJson, JobJson, LogJson
+from npu_hil.harness.board.job import (
+    DEFAULT_RUNS,
+    DEFAULT_TIMEOUTS,
+    DEFAULT_WARMUP,
+    DTYPES,
+    MAX_ELEMENTS,
+    MAX_RANK,
+    MAX_RUNS,
+    InputSpec,
 )
-from npu_hil.harness.board.job import MAX_RUNS, InputSpec
 from npu_hil.harness.board.wire import (
     JOB_FILE,
+    JOB_SCHEMA,
     RESULT_FILE,
     RESULT_SCHEMA,
     RESULT_SCHEMA_NAME,
@@ -55,7 +55,7 @@ __all__ = [
     "Result",
     "TensorRecord",
     "Timings",
-    "check_result_schema",
+    "error_record",
     "frame_job",
     "result_files",
     "result_from_document",
@@ -64,6 +64,130 @@ __all__ = [
 # Reasons the agent gives for refusing a job whose files do not match what the host announced:
 # the bytes changed on the way, which is infrastructure, not a protocol disagreement.
 _INTEGRITY_REASONS = frozenset({"checksum", "size"})
+# The harness's exception for each of the agent's error types (any other: DeviceError).
+_ERRORS: dict[str, type[NpuHilError]] = {
+    "TimeoutError": TransportError,
+    "JobError": ProtocolError,
+    "ProtocolError": ProtocolError,
+    "LayoutError": LayoutError,
+}
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One inference job: a model artifact on this machine, the adapter that runs it, the inputs."""
+
+    job_id: str
+    adapter: str
+    model: str | os.PathLike[str]
+    inputs: tuple[InputSpec, ...]
+    outputs: tuple[str, ...] | None = None
+    adapter_options: Mapping[str, Any] = field(default_factory=dict)
+    load_timeout_s: float = DEFAULT_TIMEOUTS["load"]
+    run_timeout_s: float = DEFAULT_TIMEOUTS["run"]
+    runs: int = DEFAULT_RUNS
+    warmup: int = DEFAULT_WARMUP
+    pin_clocks: bool = False
+    canary: bytes | None = None
+    """The pattern the agent fills every output buffer the adapter owns with before each run
+    (:func:`npu_hil.harness.board.job.canary_for` makes one from the job id); None: no canary."""
+    runtime_log_level: int | None = None  # on the runtime's own scale; None: its default
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """The model a job names: its path relative to the agent's cache root (``--root``), and the
+    artifact's sha256."""
+
+    path: str
+    sha256: str
+
+
+def _check_input(spec: InputSpec, value: Any) -> np.ndarray:
+    """The bytes to send for one input; LayoutError before anything is written when the array
+    does not match its spec."""
+    if spec.dtype not in DTYPES:
+        raise LayoutError(f"inputs[{spec.name!r}]: dtype {spec.dtype!r} is not one of {DTYPES}")
+    if len(spec.shape) > MAX_RANK or math.prod(spec.shape) > MAX_ELEMENTS:
+        raise LayoutError(
+            f"inputs[{spec.name!r}]: shape {spec.shape} exceeds the agent's bounds "
+            f"(rank <= {MAX_RANK}, <= {MAX_ELEMENTS} elements)"
+        )
+    array = np.asarray(value)
+    if spec.pass_through:
+        if array.dtype != np.uint8 or array.ndim != 1:
+            raise LayoutError(
+                f"inputs[{spec.name!r}]: a pass-through input is a packed device buffer "
+                f"(1-D uint8), got {array.dtype} with shape {array.shape}"
+            )
+        return np.ascontiguousarray(array)
+    if array.dtype != np.dtype(spec.dtype) or array.shape != tuple(spec.shape):
+        raise LayoutError(
+            f"inputs[{spec.name!r}]: expected {spec.dtype} {tuple(spec.shape)}, "
+            f"got {array.dtype} {array.shape}"
+        )
+    return np.ascontiguousarray(array)
+
+
+def _arrays_by_input(
+    spec: JobSpec, input_arrays: Mapping[str, Any] | Sequence[Any]
+) -> list[np.ndarray]:
+    if isinstance(input_arrays, Mapping):
+        unknown = sorted(set(input_arrays) - {i.name for i in spec.inputs})
+        if unknown:
+            raise LayoutError(f"inputs: {unknown} are not inputs of job {spec.job_id!r}")
+        missing = [i.name for i in spec.inputs if i.name not in input_arrays]
+        if missing:
+            raise LayoutError(f"inputs: no array for {missing} (job {spec.job_id!r})")
+        values = [input_arrays[i.name] for i in spec.inputs]
+    else:
+        values = list(input_arrays)
+        if len(values) != len(spec.inputs):
+            raise LayoutError(
+                f"inputs: job {spec.job_id!r} has {len(spec.inputs)} inputs, "
+                f"got {len(values)} arrays"
+            )
+    return [_check_input(i, v) for i, v in zip(spec.inputs, values, strict=True)]
+
+
+def frame_job(
+    spec: JobSpec, input_arrays: Mapping[str, Any] | Sequence[Any], model: ModelRef
+) -> tuple[JobJson, list[memoryview]]:
+    """A job as one request to the agent (the ``job`` op's inline form): the document, whose
+    inputs carry their size instead of a file, and the input buffers that follow it in the same
+    frame (whose trailer carries their sha256, computed as they are written). The model is one
+    the board's cache already holds."""
+    arrays = _arrays_by_input(spec, input_arrays)
+    buffers = [a.reshape(-1).view(np.uint8).data for a in arrays]
+    inputs: list[InputJson] = [
+        {
+            "name": ispec.name,
+            "layout": ispec.layout,
+            "shape": [int(d) for d in ispec.shape],
+            "dtype": ispec.dtype,
+            "pass_through": ispec.pass_through,
+            "nbytes": b.nbytes,
+        }
+        for ispec, b in zip(spec.inputs, buffers, strict=True)
+    ]
+    document: JobJson = {
+        "schema": JOB_SCHEMA,
+        "job_id": spec.job_id,
+        "model": {"path": model.path, "sha256": model.sha256},
+        "adapter": spec.adapter,
+        "adapter_options": dict(spec.adapter_options),
+        "inputs": inputs,
+        "outputs": None if spec.outputs is None else list(spec.outputs),
+        "timeouts": {"load": float(spec.load_timeout_s), "run": float(spec.run_timeout_s)},
+        "runs": int(spec.runs),
+        "warmup": int(spec.warmup),
+        "pin_clocks": bool(spec.pin_clocks),
+    }
+    if spec.canary is not None:
+        document["canary"] = bytes(spec.canary).hex()
+    if spec.runtime_log_level is not None:
+        document["runtime_log_level"] = int(spec.runtime_log_level)
+    return document, buffers
 
 
 # --- what comes back -----------------------------------------------------------------------------
@@ -120,22 +244,133 @@ class ErrorRecord:
             # The board's own disk or permissions (full, read-only): infrastructure. The errno
             # is the board's; its name says it on this machine too.
             return TransportError(message, errno=self._host_errno())
-        if self.type == "TimeoutError":
+        if self.type == "JobError" and self.reason in _INTEGRITY_REASONS:
             return TransportError(message)
-        if self.type == "JobError":
-            if self.reason in _INTEGRITY_REASONS:
-                return TransportError(message)
-            return ProtocolError(message)
-        if self.type == "ProtocolError":
-            return ProtocolError(message)
-        if self.type == "LayoutError":
-            return LayoutError(message)
-        return DeviceError(message)
+        return _ERRORS.get(self.type, DeviceError)(message)
 
     def _host_errno(self) -> int | None:
         if self.errno_name is not None and hasattr(_errno, self.errno_name):
             return int(getattr(_errno, self.errno_name))
         return self.errno
+
+
+@dataclass(frozen=True)
+class Canary:
+    """result.json's ``canary``: the pattern, whether the outputs and the input buffers the
+    adapter allocates started the last run filled with it, and why not where they did not."""
+
+    pattern: bytes
+    outputs: bool
+    inputs: bool
+    reason: str = ""
+
+
+def read_canary(raw: Any, where: str) -> Canary | None:
+    """The checked ``canary`` object of a result (None: the job carried none)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ProtocolError(f"{where}.canary: expected an object, got {str(raw)[:200]}")
+    pattern = raw.get("pattern")
+    try:
+        value = bytes.fromhex(pattern) if isinstance(pattern, str) else b""
+    except ValueError:
+        value = b""
+    if len(value) < 2:
+        raise ProtocolError(f"{where}.canary.pattern: expected hex bytes, got {pattern!r}")
+    flags = {key: raw.get(key, False) for key in ("outputs", "inputs")}
+    if not all(isinstance(v, bool) for v in flags.values()):
+        raise ProtocolError(f"{where}.canary: outputs and inputs must be true or false: {raw!r}")
+    return Canary(value, flags["outputs"], flags["inputs"], str(raw.get("reason") or ""))
+
+
+def read_board_state(raw: object, where: str) -> dict[str, dict[str, object]]:
+    """The checked ``board_state`` object of a result ({} when the agent sent none): its
+    readings by phase, each an object (what it holds is read where it is used)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(
+        k in ("before", "after", "pinned") and isinstance(v, dict) for k, v in raw.items()
+    ):
+        raise ProtocolError(
+            f"{where}.board_state: expected {{'before': {{..}}, 'after': {{..}}}}, "
+            f"got {str(raw)[:200]}"
+        )
+    return raw
+
+
+@dataclass(frozen=True)
+class LogExcerpt:
+    """One of the board's logs in a job's window, as the agent read it: ``source`` (``kmsg``,
+    ``dmesg`` or ``stderr``; ``absent`` with ``why`` when it could not be read), the newest
+    ``lines`` within the agent's caps and how many older ones it ``dropped``; ``lost`` counts
+    kernel records the ring buffer overwrote before they were read."""
+
+    source: str
+    lines: tuple[str, ...] = ()
+    why: str = ""
+    dropped: int = 0
+    lost: int = 0
+    level: int | None = None
+    env: str | None = None
+
+    def to_dict(self) -> LogJson:
+        """The excerpt as the agent sends it: the optional keys only where they say something."""
+        optional = ("why", "dropped", "lost", "level", "env")
+        out = {key: getattr(self, key) for key in optional if getattr(self, key)}
+        return cast(LogJson, {"source": self.source, "lines": list(self.lines), **out})
+
+
+@dataclass(frozen=True)
+class BoardLog:
+    """result.json's ``board_log``: the kernel's and the runtime's logs in the job's window."""
+
+    kernel: LogExcerpt
+    runtime: LogExcerpt
+
+
+MAX_LOG_LINES = 1000
+"""Far above the agent's own cap: a result holding more was not written by an agent."""
+
+
+def read_board_log(raw: Any, where: str) -> BoardLog | None:
+    """The checked ``board_log`` of a result (None: an agent that sent none)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ProtocolError(f"{where}.board_log: expected an object, got {str(raw)[:200]}")
+    return BoardLog(
+        _excerpt(raw.get("kernel"), f"{where}.board_log.kernel"),
+        _excerpt(raw.get("runtime"), f"{where}.board_log.runtime"),
+    )
+
+
+def _excerpt(raw: Any, where: str) -> LogExcerpt:
+    if raw is None:
+        return LogExcerpt("absent", why="the agent did not read it")
+    if not isinstance(raw, dict) or not isinstance(raw.get("source"), str):
+        raise ProtocolError(f"{where}: expected an object with a source, got {str(raw)[:200]}")
+    lines = raw.get("lines") or []
+    if (
+        not isinstance(lines, list)
+        or len(lines) > MAX_LOG_LINES
+        or not all(isinstance(x, str) for x in lines)
+    ):
+        raise ProtocolError(f"{where}.lines: expected at most {MAX_LOG_LINES} strings")
+    numbers = {k: raw.get(k) or 0 for k in ("dropped", "lost")}
+    if not all(_is_int(v) and v >= 0 for v in numbers.values()):
+        raise ProtocolError(f"{where}: dropped and lost must be counts: {numbers!r}")
+    level = raw.get("level")
+    env = raw.get("env")
+    return LogExcerpt(
+        raw["source"],
+        tuple(lines),
+        str(raw.get("why") or ""),
+        numbers["dropped"],
+        numbers["lost"],
+        level if _is_int(level) else None,
+        env if isinstance(env, str) else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -210,18 +445,13 @@ def _by_name(tensors: tuple[TensorRecord, ...], name: str, kind: str) -> TensorR
     raise KeyError(f"no {kind} {name!r}; the result has {[t.name for t in tensors]}")
 
 
-def check_result_schema(document: Mapping[str, Any], where: str) -> None:
-    """Refuse a result that is not ours or whose major version this harness does not read."""
-    schema = parse_schema(document.get("schema"))
-    if schema is None or schema[0] != RESULT_SCHEMA_NAME:
-        raise ProtocolError(
-            f"{where}: schema is {document.get('schema')!r}, expected {RESULT_SCHEMA!r}"
-        )
-    if schema[1] != SCHEMA_MAJOR:
-        raise ProtocolError(
-            f"{where}: schema {document['schema']!r} has major version {schema[1]}; this harness "
-            f"reads {RESULT_SCHEMA} (deploy the agent that ships with this harness)"
-        )
+def _is_int(value: object) -> bool:
+    """An integer of a JSON document (``true`` is no count)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _field(record: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
@@ -251,8 +481,18 @@ def tensor_records(document: Mapping[str, object], key: str, where: str) -> list
 
 
 def result_files(document: Mapping[str, Any], where: str = RESULT_FILE) -> list[str]:
-    """The buffer names a result gives (inputs first), each a plain file name used once."""
-    check_result_schema(document, where)
+    """The buffer names a result gives (inputs first), each a plain file name used once; a
+    result that is not ours or whose major version this harness does not read is refused."""
+    schema = parse_schema(document.get("schema"))
+    if schema is None or schema[0] != RESULT_SCHEMA_NAME:
+        raise ProtocolError(
+            f"{where}: schema is {document.get('schema')!r}, expected {RESULT_SCHEMA!r}"
+        )
+    if schema[1] != SCHEMA_MAJOR:
+        raise ProtocolError(
+            f"{where}: schema {document['schema']!r} has major version {schema[1]}; this harness "
+            f"reads {RESULT_SCHEMA} (deploy the agent that ships with this harness)"
+        )
     names: list[str] = []
     for key in ("inputs", "outputs"):
         for index, record in enumerate(tensor_records(document, key, where)):
@@ -263,39 +503,37 @@ def result_files(document: Mapping[str, Any], where: str = RESULT_FILE) -> list[
     return names
 
 
-# A result's blob by its name, size and where it is named: its bytes, and their sha256 when the
-# reader already computed it as they arrived (None: hashed here).
-BlobReader = Callable[[str, int, str], tuple[np.ndarray, str | None]]
-
-
-def _load_tensor(blob: BlobReader, record: Mapping[str, Any], where: str) -> TensorRecord:
-    name = _blob_name(record.get("file"), where)
+def _load_tensor(
+    record: Mapping[str, Any], name: str, data: bytearray, ours: str, where: str
+) -> TensorRecord:
+    """A tensor record with its buffer (``ours``: its sha256 as computed while it arrived)."""
     sha = _field(record, "sha256", str, where)
     nbytes = _field(record, "nbytes", int, where)
     shape = _field(record, "shape", list, where)
-    if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+    if not all(_is_int(d) for d in shape):
         raise ProtocolError(f"{where}.shape: expected integers, got {shape!r}")
     attributes = record.get("attributes") or {}
     if not isinstance(attributes, dict):
         raise ProtocolError(f"{where}.attributes: expected an object, got {attributes!r}")
-    data, known = blob(name, nbytes, where)
-    actual = known if known is not None else hashlib.sha256(data.data).hexdigest()
-    if actual != sha.lower():
-        raise TransportError(f"{name}: sha256 {actual}, the agent wrote {sha} ({where})")
+    if len(data) != nbytes:
+        raise TransportError(f"{name}: {len(data)} bytes came, the record says {nbytes}")
+    if ours != sha.lower():
+        raise TransportError(f"{name}: sha256 {ours}, the agent wrote {sha} ({where})")
     return TensorRecord(
         name=_field(record, "name", str, where),
         file=name,
-        sha256=actual,
+        sha256=ours,
         nbytes=nbytes,
         layout=str(record.get("layout", "")),
         dtype=_field(record, "dtype", str, where),
         shape=tuple(shape),
         attributes=attributes,
-        data=data,
+        data=np.frombuffer(data, dtype=np.uint8),
     )
 
 
-def _error_record(raw: Any, where: str) -> ErrorRecord:
+def error_record(raw: Any, where: str) -> ErrorRecord:
+    """An error record of a result, or of an answer frame (a request the agent refused)."""
     if not isinstance(raw, dict):
         raise ProtocolError(f"{where}: expected an error record, got {raw!r}")
     code = raw.get("code")
@@ -304,18 +542,13 @@ def _error_record(raw: Any, where: str) -> ErrorRecord:
         type=_field(raw, "type", str, where),
         stage=str(raw.get("stage", "")),
         message=_field(raw, "message", str, where),
-        code=code if isinstance(code, int) and not isinstance(code, bool) else None,
+        code=code if _is_int(code) else None,
         field=raw.get("field") if isinstance(raw.get("field"), str) else None,
         reason=raw.get("reason") if isinstance(raw.get("reason"), str) else None,
         detail=raw.get("detail") if isinstance(raw.get("detail"), str) else None,
-        errno=number if isinstance(number, int) and not isinstance(number, bool) else None,
+        errno=number if _is_int(number) else None,
         errno_name=name if isinstance(name, str) and name.isidentifier() else None,
     )
-
-
-def error_record(raw: Any, where: str = "error") -> ErrorRecord:
-    """An error record from an answer frame (a request the agent could not turn into a job)."""
-    return _error_record(raw, where)
 
 
 def _timings(raw: Any, where: str) -> Timings:
@@ -324,7 +557,7 @@ def _timings(raw: Any, where: str) -> Timings:
 
     def seconds(key: str) -> float:
         value = raw.get(key, 0.0)
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
+        if not _is_number(value):
             raise ProtocolError(f"{where}.timings.{key}: expected seconds, got {value!r}")
         return float(value)
 
@@ -333,13 +566,7 @@ def _timings(raw: Any, where: str) -> Timings:
         if (
             not isinstance(values, list)
             or len(values) > MAX_RUNS
-            or not all(
-                isinstance(v, (int, float))
-                and not isinstance(v, bool)
-                and math.isfinite(v)
-                and v >= 0
-                for v in values
-            )
+            or not all(_is_number(v) and math.isfinite(v) and v >= 0 for v in values)
         ):
             raise ProtocolError(
                 f"{where}.timings.{key}: expected at most {MAX_RUNS} durations in seconds, "
@@ -348,7 +575,7 @@ def _timings(raw: Any, where: str) -> Timings:
         return tuple(float(v) for v in values)
 
     warmup = raw.get("warmup", 0)
-    if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0:
+    if not _is_int(warmup) or warmup < 0:
         raise ProtocolError(f"{where}.timings.warmup: expected a count, got {warmup!r}")
     runs_s = durations("runs_s")
     adapter_runs_s = durations("adapter_runs_s")
@@ -372,44 +599,45 @@ def _timings(raw: Any, where: str) -> Timings:
 
 
 def result_from_document(
-    document: Mapping[str, object],
-    blob: BlobReader,
-    *,
-    where: str,
-    job_id: str | None = None,
+    document: Mapping[str, object], answer: BulkAnswer | None, *, where: str, job_id: str
 ) -> Result:
-    """Verify a result document and the buffers it names, which ``blob(name, nbytes, where)``
-    gives as uint8 arrays (carried in the answer's frame) with their sha256 where the reader
-    computed it as they arrived."""
-    result_files(document, where)  # schema, then file names, before anything is read
+    """A job's verified result: the document, and each record's buffer the answer's buffer of
+    the same place (inputs first), of the size the record gives, with the sha256 the agent's
+    trailer gives in the record and the one computed here as it arrived compared with it."""
+    names = result_files(document, where)  # schema, then file names, before anything is read
+    placed = [
+        (key, index, record)
+        for key in ("inputs", "outputs")
+        for index, record in enumerate(tensor_records(document, key, where))
+    ]
+    answer = answer or BulkAnswer({}, [], [], [])
+    if len(answer.buffers) != len(placed):
+        raise TransportError(
+            f"{where}: the answer carries {len(answer.buffers)} buffers for {len(placed)} records"
+        )
     found_id = document.get("job_id")
-    if job_id is not None and found_id != job_id:
+    if found_id != job_id:
         raise ProtocolError(f"{where}: result of job {found_id!r}, expected job {job_id!r}")
     errors = document.get("errors")
     if not isinstance(errors, list):
         raise ProtocolError(f"{where}.errors: expected a list, got {errors!r}")
-    error_records = tuple(_error_record(e, f"{where}.errors[{i}]") for i, e in enumerate(errors))
+    error_records = tuple(error_record(e, f"{where}.errors[{i}]") for i, e in enumerate(errors))
     ok = _field(document, "ok", bool, where)
     if ok == bool(error_records):
         raise ProtocolError(f"{where}: ok is {ok} with {len(error_records)} error records")
     versions = document.get("versions") or {}
     if not isinstance(versions, dict):
         raise ProtocolError(f"{where}.versions: expected an object, got {versions!r}")
-    tensors = {
-        key: tuple(
-            _load_tensor(blob, record, f"{where}.{key}[{index}]")
-            for index, record in enumerate(tensor_records(document, key, where))
-        )
-        for key in ("inputs", "outputs")
-    }
     canary = read_canary(document.get("canary"), where)
-    if canary is not None:
-        tensors = {
-            key: tuple(dataclasses.replace(t, canary=canary.pattern) for t in tensors[key])
-            if getattr(canary, key)
-            else tensors[key]
-            for key in ("inputs", "outputs")
-        }
+    tensors: dict[str, list[TensorRecord]] = {"inputs": [], "outputs": []}
+    for at, (key, index, record) in enumerate(placed):
+        record["sha256"] = answer.theirs[at]
+        tensor = _load_tensor(
+            record, names[at], answer.buffers[at], answer.ours[at], f"{where}.{key}[{index}]"
+        )
+        if canary is not None and getattr(canary, key):
+            tensor = dataclasses.replace(tensor, canary=canary.pattern)
+        tensors[key].append(tensor)
     adapter = document.get("adapter")
     return Result(
         schema=str(document["schema"]),
@@ -418,8 +646,8 @@ def result_from_document(
         adapter=adapter if isinstance(adapter, str) else None,
         versions=versions,
         timings=_timings(document.get("timings"), where),
-        inputs=tensors["inputs"],
-        outputs=tensors["outputs"],
+        inputs=tuple(tensors["inputs"]),
+        outputs=tuple(tensors["outputs"]),
         errors=error_records,
         document=document,
         board_state=read_board_state(document.get("board_state"), where),

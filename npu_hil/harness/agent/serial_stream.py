@@ -1,17 +1,6 @@
-"""A resident agent's stream over a serial console: the agent reached through the relay.
-
-The console is one byte stream and it carries the control shell, so a resident agent cannot be a
-process talking on stdin/stdout as over SSH. The stream starts the agent in the background
-instead (``npu_hil_board --listen``, a Unix socket in the workdir), and every request is one more
-console command, which runs the relay (``relay.py`` in the board package) to carry the request
-frames to the socket and the answers back, base64 and sha256-checked both ways. The agent keeps
-its runtime and loaded models between requests, and the console is a plain shell again in
-between, for the job's file transfers.
-
-The transport (:class:`~npu_hil.harness.transport.serial_console.SerialTransport`) carries commands
-and files and knows nothing of the agent: importing this module registers the stream with it. The
-relay's exit statuses and answer format come from the board package, never the other way round.
-"""
+"""A resident agent's stream over a serial console: the agent listens on a Unix socket and every
+request is one console command running the relay (docs/runtime/agent.md, "The serial console").
+Importing this module registers the stream with the transport, which knows nothing of agents."""
 
 from __future__ import annotations
 
@@ -37,7 +26,7 @@ from npu_hil.harness.transport.serial_console import (
     register_agent_stream,
 )
 
-__all__ = ["SerialAgentStream", "open_serial_stream"]
+__all__ = ["SerialAgentStream"]
 
 log = logging.getLogger(__name__)
 
@@ -105,23 +94,12 @@ class SerialAgentStream:
     """A resident agent on a serial console, reached through the relay (the
     :class:`~npu_hil.harness.transport.base.Stream` of :meth:`SerialTransport.open_stream`).
 
-    The agent runs in the background (``npu_hil_board --listen``) under a small keeper shell that
-    waits for it and writes its exit status, so the host can say how it ended. ``send`` collects
-    request frames; the next ``recv`` runs the relay once for all of them, as one console command
-    with the caller's timeout, and hands out the answer frames (the first connection's hello
-    included, later ones dropped by the relay). The console is the control shell again between
-    requests.
-
-    How requests end: the relay could not reach the agent (it is gone: killed, rebooted, idle
-    too long) before anything was delivered, a :class:`TransportError`, as a send on a closed
-    pipe is; the agent ended part-way through its answers (a crash), end of stream once the
-    answers that did come are read; no answer within the timeout, a :class:`TransportError`
-    after the relay is interrupted. A request damaged by line noise is refused by the relay and
-    sent again; an answer damaged on the way back is fetched from the board's copy through the
-    checked file transfer, never by running its requests a second time.
-
-    Files, in the workdir: ``<name>.sock`` (the agent's socket), ``.err`` (its stderr), ``.pid``,
-    ``.status`` (its exit status) and ``.out`` (the last answer); ``close`` removes them.
+    ``send`` collects request frames; the next ``recv`` runs the relay once for all of them, with
+    the caller's timeout, and hands out the answer frames. A relay that cannot reach the agent
+    before delivering anything is a :class:`TransportError` (as a send on a closed pipe); an
+    agent that ended part-way is end of stream after the answers that came; no answer in time is
+    a :class:`TransportError` after the relay is interrupted. Its files in the workdir,
+    ``<name>.sock``, ``.err``, ``.pid``, ``.status`` and ``.out`` (the last answer), go on close.
     """
 
     def __init__(self, transport: SerialTransport, argv: Sequence[str]) -> None:
@@ -136,6 +114,7 @@ class SerialAgentStream:
         self._greeted = False
         self._ended = False
         self._exit: StreamExit | None = None
+        self._start()
 
     @property
     def name(self) -> str:
@@ -156,7 +135,7 @@ class SerialAgentStream:
             transport.command_timeout if timeout is None else timeout,
         )
 
-    def start(self) -> None:
+    def _start(self) -> None:
         """Start the agent in the background and return at once; the first ``recv`` waits for
         its hello."""
         agent = " ".join(shlex.quote(a) for a in self._agent)
@@ -362,12 +341,4 @@ def _last_line(output: bytes) -> str:
     return lines[-1][-300:] if lines else "no output"
 
 
-def open_serial_stream(transport: SerialTransport, argv: Sequence[str]) -> SerialAgentStream:
-    """Start the agent of ``argv`` on the console and return its stream (the transport's
-    ``open_stream``, once this module registered it)."""
-    stream = SerialAgentStream(transport, argv)
-    stream.start()
-    return stream
-
-
-register_agent_stream(open_serial_stream)
+register_agent_stream(SerialAgentStream)  # the transport's open_stream starts one

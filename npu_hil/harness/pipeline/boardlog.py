@@ -1,28 +1,14 @@
-"""The board's own logs of a job, classified, and the outcome their class gives.
-
-The agent sends the kernel's lines and the runtime's in the job's window
-(:class:`~npu_hil.harness.agent.result_extras.BoardLog`); the target's log signatures
-(:mod:`npu_hil.targets.log_signatures`) put them in a class, and the class decides, over the
-agent's own error type and over a clean byte diff:
-
-- ``infrastructure`` → :class:`BoardLogError`, a TransportError: the test's error, retried as an
-  infrastructure fault (a fresh agent, the board's breaker and health told);
-- ``compatibility`` → :class:`BoardLogCompatibilityError` (a CompatibilityError): a failure,
-  never retried;
-- ``product`` → :class:`BoardLogProductError` (a DeviceError): a failure, never retried.
-
-Lines no signature knows stay in the excerpt and change nothing. Every line is scrubbed of
-secrets before it is kept. The excerpt, as :class:`LogFinding`, rides on the exception raised
-(``board_log``) or on the run (:attr:`~npu_hil.harness.pipeline.result.ModelRun.board_log`).
-"""
+"""The board's own logs of a job, classified by the target's log signatures
+(:mod:`npu_hil.targets.log_signatures`), and the outcome their class gives: infrastructure a
+retried :class:`BoardLogError`, compatibility and product failures never retried
+(docs/model-developer/failures.md). Every line is scrubbed of secrets before it is kept."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import cast
 
-from npu_hil.harness.agent.protocol import Result
-from npu_hil.harness.agent.result_extras import BoardLog, LogExcerpt
+from npu_hil.harness.agent.protocol import BoardLog, LogExcerpt, Result
 from npu_hil.harness.errors import CompatibilityError, DeviceError, NpuHilError, TransportError
 from npu_hil.harness.redact import scrub
 from npu_hil.harness.report.records import BoardLogDocument, LogExcerptDocument

@@ -1,10 +1,6 @@
-"""The pipeline's expect and diff steps: what each fetched buffer must hold, computed on the host
-from what the device *reported* (its layouts, strides and quantization parameters), then every
-buffer diffed byte for byte and every reported attribute compared with the codec's prediction.
-
-Attribute disagreements are findings in the report, not failures: the bytes decide (DESIGN:
-predictions vs what the device says).
-"""
+"""The pipeline's expect and diff steps: what each buffer must hold, computed from what the device
+*reported*, then every buffer diffed byte for byte and every attribute compared with the codec's
+prediction (a disagreement is a finding, not a failure: the bytes decide)."""
 
 from __future__ import annotations
 
@@ -51,7 +47,8 @@ def check_result(
     to ``accuracy`` when given."""
     # The logical shapes are the model's: a runtime may give its tensors' native dims instead
     # (rknn_native: NC1HWC2 [N, C1, H, W, C2]), which the attributes carry anyway.
-    logical = {**_output_shapes(reference), **{k: v.shape for k, v in given.items()}}
+    graph = onnx.load_model(str(reference), load_external_data=False).graph
+    logical = {**_output_shapes(graph), **{k: v.shape for k, v in given.items()}}
     expected_in, expected_out = expect_run(
         target,
         reference,
@@ -61,7 +58,7 @@ def check_result(
     )
     check = _Checker(
         target=target,
-        last_ops=_last_ops(reference, target),
+        last_ops=_last_ops(graph, target),
         tolerance=tolerance,
         padding=padding,
         reports_dir=reports_dir,
@@ -125,9 +122,8 @@ def _float_reference(reference: Path, given: Mapping[str, np.ndarray]) -> dict[s
         return {}
 
 
-def _output_shapes(reference: Path) -> dict[str, tuple[int, ...]]:
+def _output_shapes(graph: onnx.GraphProto) -> dict[str, tuple[int, ...]]:
     """The static shapes the reference model declares for its outputs."""
-    graph = onnx.load_model(str(reference), load_external_data=False).graph
     shapes = {}
     for value in graph.output:
         dims = value.type.tensor_type.shape.dim
@@ -220,10 +216,9 @@ class _Checker:
         return diff_attributes(predicted, attrs)
 
 
-def _last_ops(reference: Path, target: str) -> dict[str, str]:
+def _last_ops(graph: onnx.GraphProto, target: str) -> dict[str, str]:
     """Per output tensor of the graph: what the target's compiler makes of the op producing it
     (``conv``, ``conv_sigmoid`` or ``other``: RKNN pads output channels by it)."""
-    graph = onnx.load_model(str(reference), load_external_data=False).graph
     producers: dict[str, str] = {}
     kinds: dict[str, str] = {}
     for node in graph.node:

@@ -1,12 +1,6 @@
-"""The pipeline's check before deploying: does the compiled model go with the board?
-
-:func:`check_before_deploy` holds what the artifact says about itself
-(``npu_hil/targets/<vendor>/artifact.py``) against the runtime versions the board's agent
-reports, by the vendor's table (:func:`npu_hil.targets.compatibility.check_compatibility`); a
-refusal is a CompatibilityError and nothing was deployed. Some runtimes say their version only
-once a model is loaded (RKNN): :func:`check_after_run` holds the versions the run reported to the
-same table. What is checked where, a simulated board included: docs/model-developer/preflight.md.
-"""
+"""The pipeline's check before deploying: does the compiled model go with the board's runtime
+versions (:func:`npu_hil.targets.compatibility.check_compatibility`)? A refusal is a
+CompatibilityError, nothing deployed. What is checked where: docs/model-developer/preflight.md."""
 
 from __future__ import annotations
 
@@ -22,7 +16,7 @@ from npu_hil.harness.errors import NpuHilError, TransportError
 from npu_hil.harness.farm.session import BoardSession
 from npu_hil.harness.models import ManifestError
 from npu_hil.targets.artifact import ArtifactInfo, read_artifact
-from npu_hil.targets.compatibility import Finding, check_compatibility, refusal
+from npu_hil.targets.compatibility import check_compatibility, refusal
 
 __all__ = [
     "artifact_of",
@@ -41,7 +35,11 @@ def artifact_of(
     """The compiled artifact the check reads: what a real board loads when it is one of the
     target's compiled formats; on a simulated board, the artifact the manifest lists for the
     board's target when the model is named there and the file exists."""
-    if not session.simulated or Path(deployed).suffix.lower() in _suffixes(session.target):
+    from npu_hil.targets.registry import unit_for
+
+    if not session.simulated:
+        return deployed
+    if Path(deployed).suffix.lower() in unit_for(session.target).artifact_suffixes:
         return deployed
     if session.manifest_path is None or not isinstance(model, str):
         return None
@@ -54,12 +52,6 @@ def artifact_of(
     entry = manifest.models.get(model) if manifest is not None else None
     listed = entry.artifact(session.target) if entry is not None else None
     return listed if listed is not None and listed.is_file() else None
-
-
-def _suffixes(target: str) -> tuple[str, ...]:
-    from npu_hil.targets.registry import unit_for
-
-    return unit_for(target).artifact_suffixes
 
 
 def stand_in_versions(session: BoardSession) -> dict[str, str]:
@@ -101,7 +93,9 @@ def check_before_deploy(
     versions = stand_in or ({} if session.simulated else board_versions(session))
     simulated = session.simulated and not stand_in
     findings = check_compatibility(info, session.target, versions, simulated=simulated)
-    _raise_refusal(session, info, versions, findings)
+    error = refusal(info, session.target, session.name, versions, findings)
+    if error is not None:
+        raise error
     return info, tuple(f.to_dict() for f in findings)
 
 
@@ -114,11 +108,3 @@ def check_after_run(
         return ()
     findings = check_compatibility(info, session.target, versions)
     return tuple(f.to_dict() for f in findings)
-
-
-def _raise_refusal(
-    session: BoardSession, info: ArtifactInfo, versions: Mapping[str, Any], findings: list[Finding]
-) -> None:
-    error = refusal(info, session.target, session.name, versions, findings)
-    if error is not None:
-        raise error

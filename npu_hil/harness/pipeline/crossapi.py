@@ -1,20 +1,8 @@
-"""The cross-API check: the same job run through two of the vendor's API paths (the board's own
-and the other its vendor unit names, ``Vendor.api_paths``: zero-copy and the normal API), and
-every output both returned compared as the model's tensor, values and attributes.
-
-Why: the two paths share the model and the NPU but not the code around them (who lays the input
-rows out, which attribute a buffer is sized from, who converts the output); the vendors' trackers
-show them disagreeing on widths that are not aligned, with each path plausible on its own. The
-board's path is checked byte for byte as always; the other path's outputs are read by the vendor
-unit (:attr:`~npu_hil.targets.unit.ApiPath.read`) as tensors and compared with the board's
-decoded ones: integers exactly, floats within the session's tolerance (in quantization steps of
-the native output where it has one) plus a few float32 rounding units, since the normal API
-dequantizes on the board. What a path documents converting (RKNN's float32 / NCHW outputs) is
-undone by decoding both sides first, never reported.
-
-A vendor with one path (or a board whose adapter is none of its paths) gets a note saying the
-check is not applicable, never a silent pass.
-"""
+"""The cross-API check: the same job through two of the vendor's API paths, every output compared
+as a tensor, values and attributes (docs/model-developer/failures.md). The two paths share the
+model and the NPU but not the code around them; the vendors' trackers show them disagreeing on
+unaligned widths, each plausible on its own. What a path documents converting is undone by
+decoding both sides first; a vendor with one path gets a note, never a silent pass."""
 
 from __future__ import annotations
 
@@ -81,9 +69,10 @@ def other_path(session: BoardSession) -> Paths:
     the other, and the check's labels; (None, None, None, a note) when the check does not
     apply."""
     paths = unit_for(session.target).api_paths
+    names = ", ".join(p.adapter for p in paths)
     if len(paths) < 2:
-        names = ", ".join(p.adapter for p in paths) or "none named"
-        return None, None, None, CrossApi(note=f"not applicable (one API path: {names})")
+        note = f"not applicable (one API path: {names or 'none named'})"
+        return None, None, None, CrossApi(note=note)
     if session.adapter == SIM_ADAPTER:
         # The simulated runtime is the first (zero-copy) path unless told otherwise.
         given = session.adapter_options.get("api_path") or paths[0].adapter
@@ -94,16 +83,11 @@ def other_path(session: BoardSession) -> Paths:
     else:
         found = [p for p in paths if p.adapter == session.adapter]
         if not found:
-            names = ", ".join(p.adapter for p in paths)
-            return (
-                None,
-                None,
-                None,
-                CrossApi(
-                    note=f"not applicable (the board's adapter {session.adapter} is none of the "
-                    f"vendor's API paths: {names})"
-                ),
+            note = (
+                f"not applicable (the board's adapter {session.adapter} is none of the "
+                f"vendor's API paths: {names})"
             )
+            return None, None, None, CrossApi(note=note)
         mine = found[0]
         other = next(p for p in paths if p is not mine)
         replaced = dataclasses.replace(session, adapter=other.adapter)
@@ -246,15 +230,11 @@ def _floats(values: np.ndarray, reported: Mapping[str, Any], what: str) -> np.nd
 
 def _step(reported: Mapping[str, Any], stored: np.ndarray) -> float:
     """One quantization step of the native output (its largest scale), 1.0 for a float one."""
-    if stored.dtype.kind == "f":
+    value = reported.get("scale")
+    if stored.dtype.kind == "f" or value is None:
         return 1.0
-    for key in ("scale",):
-        value = reported.get(key)
-        if value is not None:
-            scales = np.abs(np.asarray(value, dtype=np.float64)).reshape(-1)
-            if scales.size:
-                return float(scales.max())
-    return 1.0
+    scales = np.abs(np.asarray(value, dtype=np.float64)).reshape(-1)
+    return float(scales.max()) if scales.size else 1.0
 
 
 def _value(values: np.ndarray, flat: int) -> str:

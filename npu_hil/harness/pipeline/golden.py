@@ -1,16 +1,6 @@
-"""The golden job of a board's health check: the identity reference model on a tiny input,
-through the real agent and :func:`~npu_hil.harness.pipeline.run.run_once` (deploy, run, fetch, every
-buffer diffed), once, without retries.
-
-A board that cannot run it is unhealthy: its infrastructure errors reach the farm's health
-check as they are, a run whose buffers do not match is a :class:`GoldenJobError` with the
-diff's summary. The board's ``--sim-fault`` faults are left out: they rig the tests' results on
-purpose, and a health check that failed on them would turn every rigged failure into an
-unhealthy board. A real board without a compiled identity model in its manifest cannot run the
-job: that is said in the note and the check goes on without it.
-
-    Farm(inventory, health_job=golden_job)   # what the pytest plugin passes
-"""
+"""The golden job of a board's health check (docs/farm/health.md): the identity model on a tiny
+input through the real agent, once, without retries. The board's ``--sim-fault`` faults are left
+out: they rig the tests' results on purpose and would make every rigged board unhealthy."""
 
 from __future__ import annotations
 
@@ -56,13 +46,6 @@ def golden_inputs(dtype: str = "float32") -> dict[str, np.ndarray]:
     return {"input": values.reshape(GOLDEN_SHAPE)}
 
 
-def _input_refused(exc: NpuHilError) -> bool:
-    """The runtime refused the input's element type before running (not a device fault)."""
-    if isinstance(exc, TransportError) or not isinstance(exc, (LayoutError, DeviceError)):
-        return False
-    return "input 'input'" in exc.message
-
-
 def golden_job(session: BoardSession) -> str:
     """Run the golden job on ``session``; a note on success, GoldenJobError on wrong buffers
     (an infrastructure error reaches the caller as it is)."""
@@ -77,8 +60,11 @@ def golden_job(session: BoardSession) -> str:
         except ManifestError as exc:
             return f"golden job not run: {exc.message}"
         except (LayoutError, DeviceError) as exc:
-            if _input_refused(exc) and n + 1 < len(INPUT_DTYPES):
-                continue  # this runtime takes another element type: try the next
+            # The runtime refused the input's element type before running (not a device fault,
+            # nor infrastructure): it takes another, so try the next.
+            refused = not isinstance(exc, TransportError) and "input 'input'" in exc.message
+            if refused and n + 1 < len(INPUT_DTYPES):
+                continue
             raise
         if not run.ok:
             raise GoldenJobError(

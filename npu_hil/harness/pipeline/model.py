@@ -4,6 +4,7 @@ artifact the manifest lists for the board's target on a real one."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -52,7 +53,7 @@ def model_to_run(
     """:func:`resolve_model`, or :func:`preprocessed` when the inputs' preprocessing is declared."""
     if declared is None:
         return ModelToRun(*resolve_model(session, model, given), dict(given), ())
-    return ModelToRun(*preprocessed(session, model, given, declared))
+    return preprocessed(session, model, given, declared)
 
 
 def resolve_model(
@@ -89,12 +90,10 @@ def preprocessed(
     model: str | os.PathLike[str] | onnx.ModelProto,
     given: Mapping[str, np.ndarray],
     declared: Preprocessing | Mapping[str, Preprocessing],
-) -> tuple[Path, Path, str, dict[str, np.ndarray], tuple[str, ...]]:
-    """:func:`resolve_model` for inputs whose preprocessing is declared: (reference, what the
-    board loads, label, the arrays the board is given, how the vendor takes them). The
-    reference is the model with the vendor's normalization in front; a simulated board loads
-    it, a real one the manifest's artifact compiled with that normalization
-    (``npu-hil models build --mean --std``)."""
+) -> ModelToRun:
+    """:func:`resolve_model` for inputs whose preprocessing is declared: the reference is the
+    model with the vendor's normalization in front; a simulated board loads it, a real one the
+    manifest's artifact compiled with that normalization (``npu-hil models build --mean --std``)."""
     entry = None
     if not session.simulated and isinstance(model, str):
         entry = _manifest(session).models.get(model)
@@ -116,7 +115,7 @@ def preprocessed(
             f"{session.name}: a real board runs a compiled artifact; name the manifest's model "
             f"(built with --mean/--std) instead of {label!r}"
         )
-    return reference, deployed, label, prepared.inputs, prepared.notes
+    return ModelToRun(reference, deployed, label, prepared.inputs, prepared.notes)
 
 
 def _manifest(session: BoardSession) -> Manifest:
@@ -176,7 +175,6 @@ def _saved(proto: onnx.ModelProto, folder: Path, stem: str) -> Path:
     return path
 
 
-_DIGESTS: dict[tuple[str, int, int, int], str] = {}
 _BUILT: dict[tuple[str, str, tuple[int, ...]], Path] = {}
 _CACHE_SIZE = 256
 
@@ -197,14 +195,13 @@ def sha256(path: Path) -> str:
     """The file's sha256, computed once per content: a file whose inode, size and mtime did not
     change is the same file (every job of a run names its model again)."""
     info = path.stat()
-    key = (str(path.resolve()), info.st_ino, info.st_size, info.st_mtime_ns)
-    digest = _DIGESTS.get(key)
-    if digest is None:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        if len(_DIGESTS) >= _CACHE_SIZE:
-            _DIGESTS.pop(next(iter(_DIGESTS)))
-        _DIGESTS[key] = digest
-    return digest
+    return _sha256((str(path.resolve()), info.st_ino, info.st_size, info.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _sha256(key: tuple[str, int, int, int]) -> str:
+    """The sha256 of the file ``key`` names first (its inode, size and mtime: the cache's key)."""
+    return hashlib.sha256(Path(key[0]).read_bytes()).hexdigest()
 
 
 def safe_name(text: str) -> str:

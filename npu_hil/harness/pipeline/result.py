@@ -204,14 +204,9 @@ class ModelRun:
             lines.append(f"  also different: {tensor.role} {tensor.name} ({tensor.verdict})")
         if self.stale_check is not None:
             second = self.stale_check
-            bad = [t for t in second.tensors if not t.ok]
+            bad = ", ".join(f"{t.role} {t.name} ({t.verdict})" for t in second.tensors if not t.ok)
             lines.append(
-                "  stale check: second run on derived inputs "
-                + (
-                    "ok"
-                    if not bad
-                    else "FAILED: " + ", ".join(f"{t.role} {t.name} ({t.verdict})" for t in bad)
-                )
+                f"  stale check: second run on derived inputs {f'FAILED: {bad}' if bad else 'ok'}"
             )
         if self.cross_api is not None:
             lines.append(f"  {self.cross_api.summary()}")

@@ -1,19 +1,6 @@
-"""``run_model``: one model on one board, every device buffer checked (pack → deploy → run →
-fetch → expect → diff), retried per the session's retry policy.
-
-The steps are one module each: :mod:`~npu_hil.harness.pipeline.model` (which model the board loads),
-:mod:`~npu_hil.harness.pipeline.inputs` (pack), the agent client (deploy, run, fetch),
-:mod:`~npu_hil.harness.pipeline.check` (expect, diff), :mod:`~npu_hil.harness.pipeline.result` (what
-it found).
-
-Errors are not caught here: TransportError, DeviceError and LayoutError reach the caller, which
-maps them onto outcomes (error, error, failure before anything was sent). A TransportError or a
-timeout is first retried as the session's :class:`~npu_hil.harness.farm.recovery.RetryPolicy` says
-(the farm's: the same from a script as under pytest). Each attempt feeds the board's circuit breaker
-(:mod:`npu_hil.harness.farm.breaker`): the attempt whose infrastructure failure opens it raises
-:class:`~npu_hil.harness.farm.breaker.BoardBrokenError` (from that failure), and so does every later
-run on the board, at once; it is never retried.
-"""
+"""``run_model``: one model on one board, every device buffer checked, retried per the session's
+retry policy, each attempt feeding the board's circuit breaker
+(:mod:`npu_hil.harness.farm.breaker`). Errors are not caught here: the caller maps them."""
 
 from __future__ import annotations
 
@@ -28,8 +15,9 @@ from typing import Any
 import numpy as np
 import onnx
 
-from npu_hil.harness.agent.protocol import JobSpec, Result
+from npu_hil.harness.agent.protocol import InputSpec, JobSpec, Result
 from npu_hil.harness.board.job import canary_for
+from npu_hil.harness.codec import get_layout
 from npu_hil.harness.diff.accuracy import Thresholds, thresholds_of
 from npu_hil.harness.errors import LayoutError, NpuHilError, ProtocolError
 from npu_hil.harness.farm.breaker import INFRA_FAILURES, BoardBrokenError, CircuitBreaker
@@ -40,10 +28,10 @@ from npu_hil.harness.pipeline.boardlog import LogFinding, finding_of, judge_boar
 from npu_hil.harness.pipeline.check import check_result
 from npu_hil.harness.pipeline.compat import check_after_run, check_before_deploy
 from npu_hil.harness.pipeline.crossapi import judge_cross_api, other_path
-from npu_hil.harness.pipeline.inputs import job_inputs
 from npu_hil.harness.pipeline.model import input_digest, model_to_run, sha256
 from npu_hil.harness.pipeline.result import ModelRun
 from npu_hil.harness.pipeline.stale import derived_inputs, judge_stale
+from npu_hil.targets.registry import pass_through_adapters, unit_named
 
 __all__ = ["RunOptions", "run_model", "run_once"]
 
@@ -265,7 +253,7 @@ def run_once(
         versions=dict(result.versions),
         artifact_hashes=hashes,
         fallback_reason=session.fallback_reason,
-        timings=_timings(result),
+        timings={k: getattr(result.timings, k) for k in ("load_s", "run_s", "copy_s", "total_s")},
         latency=_latency(result),
         board_state=dict(result.board_state),
         compatibility=compatibility,
@@ -308,6 +296,41 @@ def _job(
         runtime_log_level=options.runtime_log_level,
     )
     return spec, arrays
+
+
+def job_inputs(
+    session: BoardSession,
+    given: Mapping[str, np.ndarray],
+    input_layout: str | Mapping[str, str] | None,
+) -> tuple[tuple[InputSpec, ...], dict[str, np.ndarray]]:
+    """The job's inputs: logical tensors where the runtime converts them, buffers packed by the
+    host codec where the runtime takes only its native layout."""
+    # Adapters whose runtime takes only native buffers: the host packs inputs with the codec.
+    pass_through = session.adapter in pass_through_adapters()
+    specs: list[InputSpec] = []
+    arrays: dict[str, np.ndarray] = {}
+    for name, value in given.items():
+        wanted = input_layout.get(name) if isinstance(input_layout, Mapping) else input_layout
+        if pass_through:
+            layout_name = wanted or _default_input_layout(session.board.vendor, value.shape)
+            layout = get_layout(session.target, layout_name, value.shape, value.dtype, role="input")
+            arrays[name] = layout.pack(value)
+        else:
+            # "NCHW" asks the runtime for its default native layout.
+            layout_name = wanted or "NCHW"
+            arrays[name] = value
+        specs.append(
+            InputSpec(name, layout_name, tuple(value.shape), value.dtype.name, pass_through)
+        )
+    return tuple(specs), arrays
+
+
+def _default_input_layout(vendor: str, shape: tuple[int, ...]) -> str:
+    """The native input layout packed for a pass-through runtime when the caller names none."""
+    default = unit_named(vendor).default_input_layout
+    if default is None:
+        raise LayoutError(f"vendor {vendor}: no default native input layout; name one")
+    return default(shape)
 
 
 def _cross_api(
@@ -377,11 +400,6 @@ def _feed_breaker(breaker: CircuitBreaker, board: str, exc: Exception) -> None:
         raise BoardBrokenError(
             breaker.opened or "", board=board, cause=breaker.failures[-1]
         ) from exc
-
-
-def _timings(result: Result) -> dict[str, float]:
-    t = result.timings
-    return {"load_s": t.load_s, "run_s": t.run_s, "copy_s": t.copy_s, "total_s": t.total_s}
 
 
 def _latency(result: Result) -> Latency | None:

@@ -1,13 +1,7 @@
-"""The stale-result check: the same model run twice, on the caller's inputs and on inputs derived
-from them, and every output that came back byte for byte the same flagged ``stale`` — unless the
-host's expectation did not change either, in which case the output cannot depend on the input
-and the check says it could not judge it.
-
-Why two runs and not one: a runtime that hands back the previous job's buffers (a missed cache
-sync, a job that never ran, a zero-copy buffer read before the NPU wrote it) returns plausible
-bytes; the byte diff catches them only when the previous job differed. Two runs on inputs that
-must give different outputs make the difference certain.
-"""
+"""The stale-result check (docs/model-developer/failures.md): the model run again on inputs derived
+from the caller's, and every output that came back byte for byte the same flagged ``stale``. A
+runtime handing back the previous job's buffers returns plausible bytes: two runs on inputs that
+must give different outputs make the difference certain."""
 
 from __future__ import annotations
 
@@ -38,8 +32,7 @@ def derived_inputs(given: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
 def _redraw(array: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     dtype = array.dtype
     if dtype == np.bool_:
-        inverted: np.ndarray = np.logical_not(array)
-        return inverted
+        return np.asarray(np.logical_not(array))
     if array.size == 0:
         return np.array(array, copy=True)
     if dtype.kind in "iu":

@@ -1,14 +1,5 @@
-"""The transport interface: how the host moves files to a board and runs processes there.
-
-A transport owns one remote working directory. Every remote path it accepts is relative to that
-directory and refused if it would leave it (absolute paths, ``..``), so nothing a job names can
-reach the rest of the board. Every call that waits takes or implies a timeout and raises
-:class:`~npu_hil.harness.errors.TransportError` instead of hanging: a lost link, an expired timeout
-and a file that did not arrive are all infrastructure failures.
-
-Implementations: :class:`~npu_hil.harness.transport.local.LocalTransport` (a subprocess on this
-machine); SSH and serial come next and implement the same two protocols.
-"""
+"""The transport interface: files and processes on a board, every remote path confined to one
+working directory by its spelling, every wait bounded (a TransportError, never a hang)."""
 
 from __future__ import annotations
 

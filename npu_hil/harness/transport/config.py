@@ -1,15 +1,7 @@
-"""How to reach a board, one frozen dataclass per transport kind, and the one binding of a kind
-to its configuration class and its transport class.
-
-The inventory reads a ``transport`` entry into one of these (:data:`CONFIGS` says which keys a
-kind takes), labgrid points one at an acquired place (:func:`dataclasses.replace`), and the farm
-opens it (:meth:`SshConfig.open` ...): nobody else branches on the kind. Defaults and checks are
-those of :mod:`npu_hil.harness.transport.defaults`; a configuration that breaks one is refused when
-it is built (ValueError), whoever builds it.
-
-The transport modules are imported only when a configuration is opened: paramiko and pyserial
-are heavy, and a farm of simulated boards never needs them.
-"""
+"""How to reach a board: one frozen dataclass per transport kind, checked when built, and the one
+binding of a kind to its configuration and transport classes (:data:`CONFIGS`). The transport
+modules are imported only when opened: paramiko and pyserial are heavy, simulated boards need
+neither."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Every transport setting's default and check, written once.
-
-The inventory, the farm's connect step, labgrid's places and the transports' own constructors
-all take their defaults from here (an SSH port of 22, a console at 115200 baud, ``python3`` on a
-board, ``/tmp/npu-hil`` as a board's workdir) and check a value with the one function for it,
-so a setting cannot mean one thing in the inventory and another in the transport.
-"""
+"""Every transport setting's default and check, written once, so a setting cannot mean one thing
+in the inventory and another in the transport."""
 
 from __future__ import annotations
 

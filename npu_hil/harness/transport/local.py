@@ -61,10 +61,6 @@ class LocalStream:
             lambda n: os.read(stderr_fd, n), (OSError,), name=f"stream {process.pid}", log=log
         )
 
-    @property
-    def pid(self) -> int:
-        return self._process.pid
-
     def send(self, data: bytes) -> None:
         if self._exit is not None:
             raise TransportError(f"stream {self._process.pid} is closed")

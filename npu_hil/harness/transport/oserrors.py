@@ -1,11 +1,6 @@
-"""The board's OS errors by name: a full or read-only board disk said as such.
-
-Where the board's answer carries an errno (a local OSError, the agent's error record) it is
-used as it is; where only text comes back (a shell's ``tee: ...: No space left on device``, a
-console's output) the errno is read back from the C library's message for it. Either way the
-TransportError carries ``errno`` and says ``ENOSPC (No space left on device)``, so a full disk
-is never reported as a short transfer or a missing file.
-"""
+"""The board's OS errors by name: a full or read-only board disk said as such (``ENOSPC (No space
+left on device)``), from an errno or read back from the C library's message in the board's text,
+so it is never reported as a short transfer or a missing file."""
 
 from __future__ import annotations
 

@@ -1,52 +1,7 @@
-"""SerialTransport: a board reached only through a shell on a serial console.
-
-The link is pyserial's ``serial_for_url``: a device path (``/dev/ttyUSB0``), ``rfc2217://host:port``
-(ser2net and friends) or ``socket://host:port`` (a raw TCP console server). The module is not called
-``serial.py`` so that ``import serial`` always means pyserial. One class does it all: the wire
-(pyserial reads and writes, counted), the console held for one exchange at a time (an ``flock``
-on the device), login and sync, one command line run between two markers with its exit status,
-the chunked transfers, and the Transport protocol on them.
-
-How it talks to the shell:
-
-- *Sync and login.* The transport sends a newline and reads what comes back. A login prompt gets
-  the user name, a password prompt gets the password from the environment variable named by
-  ``password_env`` (never from a file or an argument, so it cannot end up in an inventory or a
-  report), and a shell gets ``stty -echo`` and empty prompts so that only command output comes
-  back: echo would double the bytes on the wire and prompts would interleave with output.
-- *Commands.* Each command is framed by two markers carrying a fresh nonce:
-  ``printf '%s%s\\n' __NPU B<nonce>`` before and ``printf ... E<nonce> $?`` after. The marker text
-  as *printed* (``__NPUB<nonce>``) never occurs in the command as *typed* (``__NPU B<nonce>``), so
-  an echoing console cannot fake an end marker, and a nonce per command means stale output from
-  an earlier, timed-out command is never taken for this one's. Output goes to files on the board
-  and comes back through the checked ``get`` path, so binary output survives the tty's newline
-  translation and line noise.
-- *File transfer.* Base64 in chunks, each chunk verified by sha256 on the receiving side and
-  resent when it does not match, plus a sha256 over the whole file before it is renamed into
-  place (put) or handed to the caller (get). Why this rather than a binary framing protocol with
-  CRCs: a binary protocol needs a cooperating program on the board that reads the raw tty
-  (and raw mode, so ``^C``/``^D``/XON bytes survive), and a board console has only a shell and
-  busybox; base64 + ``sha256sum`` + ``dd`` exist on every board, pass through a canonical-mode tty
-  untouched, and cost a fixed 25 % (efficiency stays above 0.7 with 16 KiB chunks). Why per chunk
-  rather than only per file: at realistic noise rates a multi-megabyte file would almost never
-  arrive intact in one piece; a chunk usually does, so a retry costs 16 KiB, not the file.
-- *Recovery.* A timeout sends ``^C`` and resyncs with a marker, discarding everything before it
-  (line noise, a half-finished heredoc). A login prompt seen while waiting for a command means the
-  board rebooted: the text since the last good exchange is kept as :attr:`boot_log`, the
-  transport logs in again and the interrupted call raises :class:`TransportError` (its command's
-  effect is unknown), so the next call works on the fresh shell.
-- *Sharing.* Several processes of one host may open the same console device (pytest-xdist
-  workers taking turns on a board): each exchange holds an ``flock`` on the device, so two
-  commands never interleave on the line. A shell that another transport set up since ours (it
-  reports that transport's ``NPU_SID``) is still the same shell; only a shell with no ``NPU_SID``
-  at all is a fresh one, after a reboot.
-- *Resident agents.* The console is one byte stream and it carries the control shell, so a
-  resident agent cannot be a process talking on stdin/stdout as over SSH. ``open_stream`` hands the
-  console to the agent's own stream for a console (``npu_hil.harness.agent.serial_stream``, which
-  registers itself here when imported: the transport knows nothing of the agent's frames): it
-  starts the agent in the background on a Unix socket in the workdir and carries every request
-  as one more console command. One resident agent at a time.
-"""
+"""SerialTransport: a board reached only through a shell on a serial console (pyserial's
+``serial_for_url``: a device, ``rfc2217://`` or ``socket://``). How it talks to the shell, moves
+files and recovers: docs/runtime/agent.md ("The serial console"). Not called ``serial.py`` so
+that ``import serial`` always means pyserial."""
 
 from __future__ import annotations
 

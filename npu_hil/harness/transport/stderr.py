@@ -1,8 +1,5 @@
-"""A remote or local process's standard error, drained by a thread into a bounded tail.
-
-A chatty process must never block on a full stderr pipe, and a crash's last lines are what a
-report needs: both streams (local and SSH) keep the last ``STDERR_TAIL_BYTES`` this way.
-"""
+"""A process's stderr drained by a thread into a bounded tail: a chatty process never blocks on a
+full pipe, and a crash's last lines are kept for the report."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""The board workdir, checked before anything is deployed into it.
-
-The agent and its adapters are copied into the workdir and run from there, so a workdir another
-user of the board controls (owned by them, or mode 0777 like a shared ``/tmp/npu-hil``) would run
-their code as us. One shell command creates it private when it is missing and reports our uid and
-its ``ls -ldn`` line (POSIX ``ls``, busybox included); the answer is judged by the rule the agent
-and the host's own folders use (:func:`npu_hil.harness.board.folders.folder_problem`).
-"""
+"""The board workdir, checked before anything is deployed into it (docs/runtime/agent.md): made
+private when missing, refused unless ours alone, by the rule of
+:func:`npu_hil.harness.board.folders.folder_problem`."""
 
 from __future__ import annotations
 

@@ -1,19 +1,8 @@
 """The ``sim`` runtime adapter: a simulated NPU behind the agent's adapter contract.
 
-Unlike the vendor adapters this one imports the harness (:mod:`npu_hil.harness.sim`), so it is no
-part of the board package: it lives on the host side and reaches the agent as an extra adapter
-folder, the way a test's fake does (the client sends it in the bundle's ``adapters/``), and it runs
-only where npu-hil is installed (a simulated board: the host, a simulated farm's boards). On a board
-without the harness, importing it fails and the agent reports the adapter as unavailable there.
-
-Options (the job's ``adapter_options``): ``target`` (required), ``faults``, ``executor``,
-``input_layout``, ``output_layout``, ``buffer_offset``/``buffer_offsets`` and, per vendor,
-``precision`` (RKNN) or ``output_quant`` (Horizon), and ``api_path`` — see
-:mod:`npu_hil.harness.sim.options`. A run
-returns the device input buffers as the runtime holds them after they were set and the output
-buffers, each with the runtime's own attributes (``rknn_tensor_attr``,
-``hbDNNTensorProperties``, the KL730 node descriptor).
-"""
+It imports the harness (:mod:`npu_hil.harness.sim`), so it is no part of the board package: it
+reaches the agent as an extra adapter, as a test's fake does, and runs only where npu-hil is
+installed. Its options: :mod:`npu_hil.harness.sim.options`."""
 
 from __future__ import annotations
 

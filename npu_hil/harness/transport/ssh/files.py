@@ -35,18 +35,15 @@ from paramiko.sftp import (
     int64,
 )
 
+from npu_hil.harness.board.wire import sha256_file
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.transport.oserrors import errno_in_text
 
 __all__ = [
-    "BOARD_SHA256",
     "LINK_ERRORS",
     "ShortRead",
-    "StreamLinkLost",
     "check_tee",
     "download_command",
-    "finish",
-    "get_pipelined",
     "get_sftp",
     "get_stream",
     "link_lost",
@@ -54,33 +51,19 @@ __all__ = [
     "put_pipelined",
     "put_sftp",
     "put_stream",
-    "readback",
-    "receive",
-    "send",
     "send_all",
-    "sha256_of",
     "upload_command",
     "write_problem",
 ]
 
 
-# A small file over SFTP in three round trips, read back from the board all the same.
-#
-# paramiko's ``put`` and ``get`` wait for each answer before the next request: open, write, close,
-# then the read-back (open, stat, read, close), and a stat, about nine round trips for a file of
-# a few kilobytes. A job moves several such files each way, so over SSH those round trips, not the
-# bytes, were most of what a job cost beyond a local run. Here the requests that do not depend on
-# one another go out together and their answers are read after: open (its handle is needed), then
-# writes, the ``fstat``, the read-back of every byte and the close in one go (a put), or the reads
-# twice over, the ``fstat`` and the close (a get). What is checked does not change: the size the
-# board reports and the sha256 of bytes the board read back, against what was sent or received.
-#
-# An SFTP server processes the requests of one handle in the order sent (OpenSSH's does one at a
-# time), so a read after a write sees the write. A short read (allowed by the protocol, never seen
-# from OpenSSH below its 256 KB limit) falls back to paramiko's own calls.
-#
-# Uses paramiko's request primitives (``_async_request``, ``_read_response``), the ones its own
-# ``SFTPFile`` prefetch is built on.
+# A small file over SFTP in three round trips, read back all the same. paramiko's ``put``/``get``
+# wait for each answer (about nine round trips for a few kilobytes); here the requests that do not
+# depend on one another go out together (open, then the writes or reads, the ``fstat``, the
+# read-back and the close), on paramiko's own request primitives (``_async_request``,
+# ``_read_response``, as its ``SFTPFile`` prefetch). An SFTP server processes one handle's requests
+# in order (OpenSSH's one at a time), so a read after a write sees it. A short read (allowed, never
+# seen from OpenSSH below its 256 KB limit) falls back to paramiko's own calls.
 
 # paramiko's own request size (SFTPFile.MAX_REQUEST_SIZE): every SFTP server accepts it.
 REQUEST = 32768
@@ -172,16 +155,13 @@ def put_pipelined(sftp: paramiko.SFTPClient, data: bytes, tmp: str) -> Digest:
     ]
     reads = _reads(handle, len(data))
     answers = _together(sftp, [*writes, (CMD_FSTAT, (handle,)), *reads, (CMD_CLOSE, (handle,))])
-    for t, msg in answers[: len(writes)]:
-        _status(sftp, t, msg, CMD_STATUS)
-        _ok(sftp, msg)
+    for answer in answers[: len(writes)]:
+        _ok(sftp, answer)
     t, msg = answers[len(writes)]
     _status(sftp, t, msg, CMD_ATTRS)
     landed = int(_ATTRIBUTES._from_msg(msg).st_size or 0)
     back = _read_data(sftp, answers[len(writes) + 1 : -1], len(data))
-    t, msg = answers[-1]
-    _status(sftp, t, msg, CMD_STATUS)
-    _ok(sftp, msg)
+    _ok(sftp, answers[-1])
     return landed, hashlib.sha256(back).hexdigest()
 
 
@@ -196,17 +176,17 @@ def get_pipelined(sftp: paramiko.SFTPClient, full: str, size: int) -> tuple[byte
     _status(sftp, t, msg, CMD_ATTRS)
     board_size = int(_ATTRIBUTES._from_msg(msg).st_size or 0)
     again = _read_data(sftp, answers[len(first) + 1 : -1], size)
-    t, msg = answers[-1]
-    _status(sftp, t, msg, CMD_STATUS)
-    _ok(sftp, msg)
+    _ok(sftp, answers[-1])
     return data, (board_size, hashlib.sha256(again).hexdigest())
 
 
-def _ok(sftp: Raw, msg: Message) -> None:
+def _ok(sftp: Raw, answer: tuple[int, Message]) -> None:
     """A status answer that must be OK (a write's, the close's). A failure the server names by
     no errno (SFTP's "Failure": a full disk, a short write) is the board's answer, not a lost
     link: a TransportError, so the caller asks the board what went wrong instead of
     reconnecting."""
+    t, msg = answer
+    _status(sftp, t, msg, CMD_STATUS)
     msg.rewind()
     msg.get_int()  # the request number
     code = msg.get_int()
@@ -222,21 +202,11 @@ def _ok(sftp: Raw, msg: Message) -> None:
         raise TransportError(f"SFTP: {exc}") from None
 
 
-# Large files as one byte stream on an SSH exec channel, hashed on both ends in the same pass.
-#
-# Why not SFTP for large files: paramiko's SFTP client reads its channel a few bytes and one 32 KB
-# reply at a time, and every read of paramiko's channel buffer shifts all the bytes still queued in
-# it (``del buffer[:n]``), so with a large window a download goes quadratic (64 MB in 4.6 s with a
-# 64 MB window, 0.7 s with 2 MB, on 127.0.0.1); and SFTP needs a second pass on the board to hash
-# an upload. On an exec channel the host takes whatever the buffer holds in one read, and the
-# board hashes while it reads or writes the file.
-#
-# The board's shell is POSIX sh (busybox ash, dash): no process substitution, no ``pipefail``.
-# Upload: ``tee`` writes the file and passes the same bytes to the hasher (one pass); ``tee``'s
-# exit status goes out on fd 3 beside the digest, since a pipeline's status is its last command's.
-# Download: the hasher reads the file in the background while ``cat`` sends it; a single pass
-# would need a fifo on the board (a file to create and clean up, and not every filesystem has
-# them), and the second read comes from the page cache the first one filled.
+# Large files as one byte stream on an exec channel, hashed on both ends in the same pass
+# (paramiko's SFTP client goes quadratic on a large window: docs/runtime/agent.md, "SSH"). The
+# board's shell is POSIX sh (busybox ash, dash): no process substitution, no ``pipefail``, so
+# ``tee``'s exit status goes out on fd 3 beside the digest; a download hashes in a second read
+# from the page cache rather than through a fifo (not every filesystem has them).
 
 CHUNK = 1 << 20
 # sha256sum prints "<hex>  -", openssl "<hex> *stdin".
@@ -255,21 +225,15 @@ class StreamLinkLost(ConnectionError):
     """The connection went away mid-stream (a ConnectionError, so the caller reconnects)."""
 
 
-def upload_command(tmp: str, verify: bool) -> str:
-    """Write stdin to ``tmp``; with ``verify``, print ``tee <status>`` and the sha256 of what
-    was written on stdout."""
+def upload_command(tmp: str) -> str:
+    """Write stdin to ``tmp``; print ``tee <status>`` and the sha256 of what was written."""
     q = shlex.quote(tmp)
-    if not verify:
-        return f"exec cat > {q}"
     return BOARD_SHA256 + f'{{ {{ tee -- {q}; echo "tee $?" >&3; }} | sha256; }} 3>&1'
 
 
-def download_command(full: str, verify: bool) -> str:
-    """Send ``full`` on stdout; with ``verify``, its sha256 on stderr (stdout carries the file's
-    bytes alone)."""
+def download_command(full: str) -> str:
+    """Send ``full`` on stdout, its sha256 on stderr (stdout carries the file's bytes alone)."""
     q = shlex.quote(full)
-    if not verify:
-        return f"exec cat -- {q}"
     return BOARD_SHA256 + f"sha256 < {q} >&2 & cat -- {q} && wait $!"
 
 
@@ -367,14 +331,8 @@ def _tail(text: bytes) -> bytes:
     return text.strip()[-500:]
 
 
-# One file's bytes over SSH, either way, with what each side saw of them: small files over
-# SFTP and read back, large ones streamed over an exec channel and hashed on the board as they
-# pass (its section above). The caller
-# (:class:`~npu_hil.harness.transport.ssh. SshTransport`) compares the two sides' (size, sha256),
-# renames into place and retries.
-#
-# Each function returns ``(size, sha256)`` pairs, ``""`` for a sha256 not computed when
-# ``verify`` is off.
+# One file's bytes either way, as ``(size, sha256)`` pairs of what each side saw: the caller
+# (SshTransport) compares them, renames into place and retries.
 
 OpenStream = Callable[[str], paramiko.Channel]
 
@@ -394,14 +352,6 @@ def link_lost(exc: BaseException) -> bool:
     )
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def readback(sftp: paramiko.SFTPClient, full: str) -> Digest:
     """Size and sha256 of a small remote file read back over SFTP: a round trip costs well
     under a millisecond where ``sha256sum`` would cost a fork of sshd and a shell."""
@@ -416,29 +366,23 @@ def readback(sftp: paramiko.SFTPClient, full: str) -> Digest:
     return size, digest.hexdigest()
 
 
-def put_sftp(
-    sftp: paramiko.SFTPClient, local: Path, tmp: str, *, verify: bool
-) -> tuple[Digest, Digest]:
-    """A small file over SFTP, read back: (size, sha256) sent, and (size, sha256) as the board
-    has it (its size only when ``verify`` is off)."""
+def put_sftp(sftp: paramiko.SFTPClient, local: Path, tmp: str) -> tuple[Digest, Digest]:
+    """A small file over SFTP, read back: (size, sha256) sent, and as the board has it."""
     data = local.read_bytes()
-    sent = (len(data), hashlib.sha256(data).hexdigest() if verify else "")
-    if verify:
-        with contextlib.suppress(ShortRead):
-            return sent, put_pipelined(sftp, data, tmp)
+    sent = (len(data), hashlib.sha256(data).hexdigest())
+    with contextlib.suppress(ShortRead):
+        return sent, put_pipelined(sftp, data, tmp)
     # confirm=False: the size is checked by the caller together with the checksum.
     sftp.put(str(local), tmp, confirm=False)
-    if not verify:
-        return sent, sent
     return sent, (int(sftp.stat(tmp).st_size or 0), readback(sftp, tmp)[1])
 
 
 def put_stream(
-    open_stream: OpenStream, local: Path, tmp: str, what: str, *, verify: bool, io_timeout: float
+    open_stream: OpenStream, local: Path, tmp: str, what: str, *, io_timeout: float
 ) -> tuple[Digest, str]:
     """A large file on an exec channel: (size, sha256) sent, and the board's sha256 of the
     bytes it wrote."""
-    channel = open_stream(upload_command(tmp, verify))
+    channel = open_stream(upload_command(tmp))
     try:
         with local.open("rb") as source:
             sent = send(channel, source)
@@ -447,30 +391,22 @@ def put_stream(
         channel.close()
     if status != 0:
         raise TransportError(f"{what}: the board's side exited {status}: {err[-500:]!r}")
-    if not verify:
-        return sent, ""
     check_tee(out, what, err)
     return sent, parse_digest(out, what)
 
 
-def get_sftp(
-    sftp: paramiko.SFTPClient, full: str, tmp: Path, size: int, *, verify: bool
-) -> tuple[Digest, Digest]:
+def get_sftp(sftp: paramiko.SFTPClient, full: str, tmp: Path, size: int) -> tuple[Digest, Digest]:
     """A small file of ``size`` bytes over SFTP: (size, sha256) received, and as read back
     from the board."""
-    if verify:
-        try:
-            data, board = get_pipelined(sftp, full, size)
-        except ShortRead:
-            pass
-        else:
-            tmp.write_bytes(data)
-            # The file as it landed here, hashed from the disk, against the board's read-back.
-            return (tmp.stat().st_size, sha256_of(tmp)), board
-    sftp.get(full, str(tmp), prefetch=True)
-    if not verify:
-        return (0, ""), (0, "")
-    return (tmp.stat().st_size, sha256_of(tmp)), readback(sftp, full)
+    try:
+        data, board = get_pipelined(sftp, full, size)
+    except ShortRead:
+        sftp.get(full, str(tmp), prefetch=True)
+        board = readback(sftp, full)
+    else:
+        # The file as it landed here, hashed from the disk, against the board's read-back.
+        tmp.write_bytes(data)
+    return (tmp.stat().st_size, sha256_file(str(tmp))), board
 
 
 def get_stream(
@@ -480,13 +416,12 @@ def get_stream(
     size: int,
     what: str,
     *,
-    verify: bool,
     io_timeout: float,
     window: int,
 ) -> tuple[Digest, Digest]:
     """A large file on an exec channel: (size, sha256) received, and the size the board
     reported with the sha256 it computed while sending."""
-    channel = open_stream(download_command(full, verify))
+    channel = open_stream(download_command(full))
     try:
         with tmp.open("wb") as sink:
             got = receive(channel, sink, max(window, CHUNK))
@@ -495,7 +430,7 @@ def get_stream(
         channel.close()
     if status != 0:
         raise TransportError(f"{what}: the board's side exited {status}: {err[-500:]!r}")
-    return got, ((size, parse_digest(err, what)) if verify else got)
+    return got, (size, parse_digest(err, what))
 
 
 def write_problem(

@@ -1,10 +1,6 @@
 """SSH host keys, checked by default: the harness's own known_hosts (written under
-``accept-new``) plus the user's ``~/.ssh/known_hosts`` (read only).
-
-An unknown key is refused under ``strict`` and recorded under ``accept-new``; a changed key is
-always refused. Both are a TransportError naming the key's SHA256 fingerprint so an operator can
-compare it with the board's.
-"""
+``accept-new``) plus the user's ``~/.ssh/known_hosts`` (read only). A changed key is always
+refused, naming its SHA256 fingerprint."""
 
 from __future__ import annotations
 

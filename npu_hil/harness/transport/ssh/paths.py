@@ -1,25 +1,10 @@
 """Keep remote paths inside the workdir on the board, symlinks followed.
 
-:func:`~npu_hil.harness.transport.base.remote_path` confines a path by its spelling; a symlink
-inside the workdir (``workdir/evil -> /etc``) would still let ``evil/passwd`` reach outside. The
-guard walks each path from the workdir down, over SFTP:
-
-- a real directory below a checked directory is inside by induction, so it costs one ``lstat``
-  the first time and nothing after (checked directories are cached);
-- a symlink is resolved by the board's SFTP server (``realpath``, paramiko's ``normalize``) and
-  must land inside the resolved workdir;
-- a missing component ends the walk: nothing below it exists to follow, and what the transport
-  creates there is a real directory or file.
-
-Why SFTP ``realpath`` and not ``realpath -m`` over an exec channel: busybox ``realpath`` (the
-boards' shell tools) has no ``-m``, and an exec channel costs a fork of sshd and a shell per
-check, where an SFTP request is one round trip on the channel the transport already holds.
-
-The cache assumes that nothing on the board swaps a checked directory for a symlink behind the
-transport's back: the guard keeps stray and stale links from taking the harness outside its
-workdir, it is not a sandbox against a process on the board, which runs as the same user and
-could write outside by itself. The cache is dropped on every reconnect (the board may have
-rebooted) and below every path the transport removes.
+The guard walks each path from the workdir down over SFTP: a real directory below a checked one is
+inside (cached), a symlink must resolve (SFTP ``realpath``) inside the resolved workdir, a missing
+component ends the walk. Not ``realpath -m`` over exec: busybox has no ``-m``, and an exec costs a
+fork of sshd and a shell per check. It keeps stray links from taking the harness outside; it is
+no sandbox against a process on the board. The cache is dropped on reconnect and below removals.
 """
 
 from __future__ import annotations
@@ -78,8 +63,9 @@ class SymlinkGuard:
         current = self._workdir
         for part in path.parent.relative_to(self._workdir).parts:
             current = current / part
-            if self._known(current):
-                continue
+            with self._lock:
+                if current in self._safe:
+                    continue
             try:
                 attrs = sftp.lstat(str(current))
             except FileNotFoundError:
@@ -90,18 +76,10 @@ class SymlinkGuard:
                 except OSError:
                     # A concurrent mkdir is fine; anything else shows in the lstat.
                     self._check_entry(sftp, current, sftp.lstat(str(current)), path)
-                self._remember(current)
-                continue
-            self._check_entry(sftp, current, attrs, path)
-            self._remember(current)
-
-    def _known(self, directory: PurePosixPath) -> bool:
-        with self._lock:
-            return directory in self._safe
-
-    def _remember(self, directory: PurePosixPath) -> None:
-        with self._lock:
-            self._safe.add(directory)
+            else:
+                self._check_entry(sftp, current, attrs, path)
+            with self._lock:
+                self._safe.add(current)
 
     def _root_of(self, sftp: paramiko.SFTPClient) -> PurePosixPath:
         with self._lock:

@@ -21,18 +21,13 @@ __all__ = [
     "SshStream",
     "collect_until_exit",
     "exit_returncode",
-    "kill_command",
     "record_exit_signals",
 ]
 
 
-# How a remote command ended over SSH, a signal included.
-#
 # OpenSSH reports a command killed by a signal with an ``exit-signal`` channel request (RFC 4254
-# 6.10: the signal's name without ``SIG``, a core-dumped flag, a message) instead of an
-# ``exit-status``. paramiko ignores that request and leaves the channel's status at -1, which read
-# as a negative status is "killed by SIGHUP", whatever the signal was. This module records the
-# request on the channel so the status can be told as the signal it was.
+# 6.10: the signal's name without ``SIG``, ...) instead of an ``exit-status``; paramiko ignores it
+# and leaves the status at -1 ("killed by SIGHUP" whatever the signal was), so it is recorded here.
 
 EXIT_QUIET_S = 0.5
 """After a command's exit status, how long its output may stay silent without an EOF before the
@@ -61,24 +56,18 @@ def _handle_request(channel: paramiko.Channel, message: paramiko.Message) -> Non
     paramiko.Channel._handle_request(channel, message)  # type: ignore[attr-defined]
 
 
-def exit_signal(channel: paramiko.Channel) -> int | None:
-    """The number (on this host) of the signal the channel's command was killed by, or None."""
+def exit_returncode(channel: paramiko.Channel, status: int) -> int | None:
+    """A channel's end as a Popen-style return code: its exit status, minus the number (on this
+    host) of the signal that killed it, None when the board said neither (the link went away)."""
+    if status != -1:
+        return status
     name = getattr(channel, _ATTR, None)
     if not isinstance(name, str) or not name:
         return None
     try:
-        return int(signal.Signals[name if name.startswith("SIG") else f"SIG{name}"])
+        return -int(signal.Signals[name if name.startswith("SIG") else f"SIG{name}"])
     except KeyError:
         return None
-
-
-def exit_returncode(channel: paramiko.Channel, status: int) -> int | None:
-    """A channel's end as a Popen-style return code: its exit status, minus the signal's number
-    when a signal killed it, None when the board said neither (the link went away)."""
-    if status != -1:
-        return status
-    killed = exit_signal(channel)
-    return None if killed is None else -killed
 
 
 def collect_until_exit(
@@ -117,16 +106,6 @@ def collect_until_exit(
             return False
         if not busy:
             time.sleep(0.002)
-
-
-# SshStream: a long-running remote process on an SSH exec channel (a resident agent), its
-# stderr drained by a thread into a tail.
-
-
-def kill_command(pid: int) -> str:
-    # sshd puts every command in its own POSIX session and process group, so the group of the
-    # shell we exec'd into holds exactly the command and its children.
-    return f"kill -KILL -- -{pid} 2>/dev/null || kill -KILL {pid} 2>/dev/null; true"
 
 
 class SshStream:

@@ -1,22 +1,7 @@
-"""SshTransport: a board reached over SSH (paramiko), key authentication only.
-
-Host keys are checked by default (:mod:`~npu_hil.harness.transport.ssh.hostkeys`); a resident agent
-is an :class:`~npu_hil.harness.transport.ssh.process.SshStream` on an exec channel.
-
-One SSH connection is kept and reused. Small files go over SFTP and are read back; large ones
-are streamed over an exec channel and hashed on the board as they pass (``openssl dgst -sha256``
-where there is one, else ``sha256sum``; :mod:`~npu_hil.harness.transport.ssh.files`). Either way a
-transfer lands in a temporary name, is checked by size and sha256 end to end and then renamed,
-so a path never holds a partial or damaged file. A dropped or stalled connection (no progress
-for ``io_timeout`` seconds) is re-established with exponential backoff and an idempotent
-operation (put, get, exists, cleanup) is repeated; a command whose connection dropped mid-run is
-not repeated (it may have had effects) and raises.
-
-Every command is sent as a shell string whose every word is ``shlex.quote``-d. Every remote path
-is confined to the workdir by its spelling (:func:`~npu_hil.harness.transport.base.remote_path`)
-before anything is sent, and then on the board with symlinks followed
-(:class:`~npu_hil.harness.transport.ssh.paths.SymlinkGuard`).
-"""
+"""SshTransport: a board reached over SSH (paramiko), key authentication only, one reused
+connection; transfers checked end to end by size and sha256 and renamed into place, idempotent
+operations repeated after a reconnect, every command word ``shlex.quote``-d and every remote path
+confined to the workdir (docs/runtime/agent.md, "SSH")."""
 
 from __future__ import annotations
 
@@ -57,7 +42,6 @@ from npu_hil.harness.transport.ssh.process import (
     SshStream,
     collect_until_exit,
     exit_returncode,
-    kill_command,
     record_exit_signals,
 )
 from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
@@ -80,8 +64,8 @@ class SshTransport:
     Transfers: files up to ``readback_max`` bytes go over SFTP (no process started on the board)
     and are read back to check them; larger ones are streamed over an exec channel and hashed on
     the board as they pass. ``window_size`` and ``max_packet_size`` are the channels' (paramiko's
-    defaults of 2 MB / 32 KB stall on the round trip). ``verify``: check size and sha256 of every
-    transfer end to end.
+    defaults of 2 MB / 32 KB stall on the round trip). Every transfer's size and sha256 are
+    checked end to end.
 
     Robustness: ``connect_timeout`` per attempt, ``keepalive_s`` SSH keepalives so a dead link is
     noticed, ``io_timeout`` seconds without progress on a transfer before the link counts as
@@ -107,7 +91,6 @@ class SshTransport:
         env: Mapping[str, str] | None = None,
         window_size: int = 16 * 1024 * 1024,
         max_packet_size: int = 256 * 1024,
-        verify: bool = True,
         readback_max: int = 1024 * 1024,
         io_timeout: float = 30.0,
     ) -> None:
@@ -132,7 +115,6 @@ class SshTransport:
         self.env = dict(env or {})
         self.window_size = window_size
         self.max_packet_size = max_packet_size
-        self.verify = verify
         self.readback_max = readback_max
         self.io_timeout = io_timeout
         self._guard = SymlinkGuard(self._workdir)
@@ -306,21 +288,18 @@ class SshTransport:
 
     def _sftp_client(self) -> paramiko.SFTPClient:
         with self._lock:  # one SFTP channel per connection, whichever thread asks first
-            return self._open_sftp()
-
-    def _open_sftp(self) -> paramiko.SFTPClient:
-        client = self._connect()
-        if self._sftp is None:
-            transport = client.get_transport()
-            assert transport is not None
-            channel = transport.open_session(
-                window_size=self.window_size, max_packet_size=self.max_packet_size
-            )
-            # Bounded waits: a stalled link raises socket.timeout, which reconnects.
-            channel.settimeout(self.io_timeout)
-            channel.invoke_subsystem("sftp")
-            self._sftp = paramiko.SFTPClient(channel)
-        return self._sftp
+            client = self._connect()
+            if self._sftp is None:
+                transport = client.get_transport()
+                assert transport is not None
+                channel = transport.open_session(
+                    window_size=self.window_size, max_packet_size=self.max_packet_size
+                )
+                # Bounded waits: a stalled link raises socket.timeout, which reconnects.
+                channel.settimeout(self.io_timeout)
+                channel.invoke_subsystem("sftp")
+                self._sftp = paramiko.SFTPClient(channel)
+            return self._sftp
 
     def _stream(self, command: str) -> paramiko.Channel:
         """An exec channel for a bulk transfer, sized like the SFTP one."""
@@ -390,7 +369,11 @@ class SshTransport:
 
     def _kill(self, pid: int) -> None:
         with contextlib.suppress(Exception):
-            self._helper(kill_command(pid), 10.0)
+            # sshd puts every command in its own POSIX session and process group, so the group
+            # of the shell we exec'd into holds exactly the command and its children.
+            self._helper(
+                f"kill -KILL -- -{pid} 2>/dev/null || kill -KILL {pid} 2>/dev/null; true", 10.0
+            )
 
     def _start(self, argv: Sequence[str], deadline: float) -> tuple[paramiko.Channel, int]:
         def start() -> paramiko.Channel:
@@ -490,18 +473,13 @@ class SshTransport:
             try:
                 if size > self.readback_max:
                     sent, board_sha = files.put_stream(
-                        self._stream,
-                        local,
-                        tmp,
-                        what,
-                        verify=self.verify,
-                        io_timeout=self.io_timeout,
+                        self._stream, local, tmp, what, io_timeout=self.io_timeout
                     )
-                    landed = (int(sftp.stat(tmp).st_size or 0), board_sha) if self.verify else sent
+                    landed = (int(sftp.stat(tmp).st_size or 0), board_sha)
                 else:
                     # The size and sha256 of what landed come with the transfer's answers.
-                    sent, landed = files.put_sftp(sftp, local, tmp, verify=self.verify)
-                if self.verify and landed != sent:
+                    sent, landed = files.put_sftp(sftp, local, tmp)
+                if landed != sent:
                     raise TransportError(
                         f"{what}: landed as {landed[0]} bytes sha256 {landed[1]}, "
                         f"sent {sent[0]} bytes sha256 {sent[1]}"
@@ -538,13 +516,12 @@ class SshTransport:
                         tmp,
                         size,
                         what,
-                        verify=self.verify,
                         io_timeout=self.io_timeout,
                         window=self.window_size,
                     )
                 else:
-                    got, want = files.get_sftp(sftp, full, tmp, size, verify=self.verify)
-                if self.verify and got != want:
+                    got, want = files.get_sftp(sftp, full, tmp, size)
+                if got != want:
                     raise TransportError(
                         f"{what}: received {got[0]} bytes sha256 {got[1]}, "
                         f"the board has {want[0]} bytes sha256 {want[1]}"
