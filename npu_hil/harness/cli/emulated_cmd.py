@@ -1,10 +1,6 @@
-"""``npu-hil simfarm arm64-root build|path|status``: the root filesystem of the emulated aarch64
-boards (Debian's arm64 packages, run by qemu-user), cached in the user's cache folder.
-
-``build`` exits 0 with the root built or found (2 when qemu-user or mmdebstrap is missing or a
-step fails); ``path`` prints the root's folder and exits 0, or exits 1 when it is not built;
-``status`` exits 0 when the root for the current recipe is built and 1 otherwise.
-"""
+"""``npu-hil simfarm arm64-root build|path|status``: the emulated aarch64 boards' root
+(docs/farm/emulated.md). ``build`` exits 0 or 2; ``path`` and ``status`` exit 1 when the root for
+the current recipe is not built (or, for ``status``, a tool is missing)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""``npu-hil history``: the runs kept in a reports folder, per board and case: the outcome strip,
-failing since, flakiness, pass rate, latency p50 and SNR; ``--export`` writes every measurement
-as OpenMetrics text or JSON lines instead.
-
-Exit 0; 2 for a folder with no history (no run there wrote its measurements) or a kind of run
-it does not hold.
-"""
+"""``npu-hil history``: the runs kept in a reports folder, per board and case, or ``--export``
+(docs/farm/history.md). Exit 0; 2 for a folder with no history or a kind of run it does not hold."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""``npu-hil simfarm up|down|status``: simulated boards behind a real sshd and serial consoles on
-127.0.0.1, and the inventory that reaches them (``arm64-root``:
-:mod:`npu_hil.harness.cli.emulated_cmd`).
-
-``up`` exits 0 when the farm runs (2 when it cannot start or is already up); ``down`` exits 0
-whether or not anything was running; ``status`` exits 0 when every process of the farm is
-alive and 1 otherwise (nothing recorded, or some process gone).
-"""
+"""``npu-hil simfarm up|down|status`` (docs/farm/simfarm.md). ``up`` exits 0 when the farm runs
+(2 when it cannot start or is already up); ``down`` 0; ``status`` 0 when every process of the farm
+is alive, else 1."""
 
 from __future__ import annotations
 

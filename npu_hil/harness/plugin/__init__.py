@@ -1,14 +1,7 @@
-"""The npu-hil pytest plugin (entry point ``pytest11``).
+"""The npu-hil pytest plugin (entry point ``pytest11``; docs/model-developer/tests.md).
 
-Inert until used: installed in any environment it registers its options, markers and fixtures and
-nothing else. The inventory is read, boards are locked and a report folder is created only when a
-test asks for a board (the ``board`` or ``run_model`` fixture, or a ``soc``/``vendor`` marker).
-
-One feature per module, each with its own options, hooks and state (its docstring says which),
-registered in the order of :data:`FEATURES`; the options, markers and fixtures are listed on the
-generated "pytest markers, fixtures and options" page. Recovery and retry policy are the farm
-library's (:mod:`npu_hil.harness.farm.recovery`): the plugin maps its options onto them.
-"""
+Inert until a test asks for a board: it registers its options, markers and fixtures and nothing
+else. One feature per module, registered in the order of :data:`FEATURES`."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""The farm in pytest: the inventory (read only when a test asks for a board), parametrisation of
-board tests over the matching boards, the ``farm`` and ``board`` fixtures, and board health.
-
-A test is a board test when it uses the ``board`` fixture (``run_model`` does) or carries a
-``soc``/``vendor`` marker: one case per matching board (``test_x[rk3588-01]``), or one skipped
-case for a SoC no board serves. The ``board`` fixture holds the board's cross-process lock for the
-test and checks its health once per session; recovery is the farm library's
-(:mod:`npu_hil.harness.farm.recovery`), this module maps the options onto it. The farm itself is
-imported where a test asks for a board or an option names one, never at the top.
-"""
+"""The farm in pytest: the inventory (read only when a test asks for a board), board tests
+parametrised over the matching boards, the ``farm`` and ``board`` fixtures, and board health
+(docs/model-developer/tests.md#choosing-boards). Recovery is the farm library's
+(:mod:`npu_hil.harness.farm.recovery`); this module maps the options onto it."""
 
 from __future__ import annotations
 
@@ -267,18 +261,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     runtime = config.getoption("runtime", None)
     if not (targets or names or faults or runtime) or hasattr(config, "workerinput"):
         return
-    from npu_hil.harness.farm.selection import runtime_problem, selection_problem
-    from npu_hil.harness.plugin.sim_faults import sim_fault_problem
+    from npu_hil.harness.plugin.sim_faults import selection_problems
 
     try:
         inventory = config.stash[FARM_KEY].load_inventory()
     except pytest.fail.Exception:
         return  # an unusable inventory: its file:line:col error comes with the first board test
-    problem = (
-        selection_problem(inventory, targets, names)
-        or sim_fault_problem(inventory, config.getoption("backend"), faults)
-        or runtime_problem(inventory, runtime)
-    )
+    backend = config.getoption("backend")
+    problem = selection_problems(inventory, targets, names, backend, faults, runtime)
     if problem is not None:
         raise pytest.UsageError(problem)
 

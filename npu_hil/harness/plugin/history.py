@@ -1,28 +1,11 @@
 """Baselines: each case's latency and accuracy against the same case in the last K complete runs
-of the same run key, and the run kept in the history for the runs after it.
+of the same run key (``--baseline-*``, ``--no-baseline``, ``--history-keep``), and the run kept in
+the history (docs/model-developer/figures.md#baselines-and-regressions, docs/farm/history.md).
 
-``--baseline-runs K``, ``--baseline-k``, ``--baseline-floor PERCENT``: how the band is made
-(:mod:`npu_hil.harness.history.baseline`); ``--no-baseline``: no comparison (the run is still kept);
-``--history-keep N``: how many runs the index keeps.
-
-Each process (pytest-xdist workers too) loads the history once, when its first model run is
-evaluated; the run key comes from the controller so that every process compares with the same
-runs. :func:`check_run` is called by the ``run_model`` fixture after each run, where a failure
-can still fail the test; its findings go into the test's record (``regressions``), its JUnit
-properties (``regression.<metric>``), summary.json and the terminal's summary. At the end of the
-session the controller writes the run's ``measurements.json`` and updates the index
-(:func:`pytest_npu_hil_run_end`).
-
-Every pytest run declares these options and passes through the hooks below: the history's
-modules are imported where a board test's run is evaluated or kept, never at the top.
-
-The controller's share is done while the run runs rather than after it: from the run's first
-record on, the earlier runs of the kind are read in a background thread (the controller of a
-pytest-xdist run is idle while its workers test), one read serving both the baseline's window
-and the report's history view, and each record's point is made as the record arrives. At
-12,000 cases, reading the earlier runs and this run's own measurements back at the end took
-several seconds of the run's bookkeeping.
-"""
+Each process loads the history once, under the controller's run key; :func:`check_run` runs after
+each model run, where a failure can still fail the test. The controller reads the earlier runs
+in a background thread from the run's first record on, and makes each record's point as it
+arrives: at 12,000 cases, doing both at the end took several seconds."""
 
 from __future__ import annotations
 

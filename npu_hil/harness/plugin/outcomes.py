@@ -1,17 +1,7 @@
-"""Outcomes follow the error type: infrastructure trouble is an *error*, not a test failure.
-
-A :class:`~npu_hil.harness.errors.TransportError` (connection lost, checksum mismatch, a board that
-does not answer in time), a :class:`TimeoutError` or an unhealthy board is reported as an error of
-the test — counted with errors in the terminal, ``<error>`` in JUnit XML — with its message as the
-whole explanation (no traceback into the harness). A buffer mismatch stays a failure.
-
-How a phase counts is one value, :func:`phase_outcome`, computed from the phase and its
-exception; the records feature reads it. The hooks here only present it: the terminal's status
-and, for JUnit XML (which calls a failure outside the call phase an error), the report's phase.
-
-The hooks see every report of every run; the harness's exception classes are imported when a
-phase has failed, the only time they are asked about.
-"""
+"""Outcomes follow the error type: infrastructure trouble (a TransportError, a timeout, an unhealthy
+board) is an *error* with its message as the whole explanation, a buffer mismatch a failure
+(docs/model-developer/tests.md#outcomes). :func:`phase_outcome` is how a phase counts, for the
+records; the hooks here only present it (the terminal's status, JUnit XML's phase)."""
 
 from __future__ import annotations
 

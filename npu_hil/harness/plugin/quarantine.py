@@ -1,12 +1,6 @@
 """``--quarantine FILE`` and ``--quarantine-verify``: known failures that run but do not fail
-the run (docs/farm/quarantine.md).
-
-A listed test whose call fails is reported as ``quarantined``; infrastructure trouble and setup
-or teardown errors stay errors: the list hides a known product failure, never a sick board. The
-list is never silently ignored: a bad file, an expired entry and one that matches none of the
-collected tests (checked before ``-k`` and ``-m`` deselect any) are usage errors; under
-pytest-xdist an unknown entry is the workers' collection error instead.
-"""
+the run (docs/farm/quarantine.md). Under pytest-xdist an unknown entry is the workers' collection
+error."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
 """Records: one :class:`~npu_hil.harness.report.records.TestRecord` per board test, JUnit
 properties, and the run's report written on the controller at the end of the session.
 
-A worker builds the record with the test's teardown report and hangs it there as
-``npu_hil_record``: pytest-xdist ships it to the controller like an outcome. The controller
-appends each to ``<run>/records.jsonl`` as it arrives (a crashed run keeps what completed) and
-writes the run at the end, after the ``pytest_npu_hil_run_end`` hook; nothing is written when no
-test used a board. Records are fed in one direction: other features fill a test's record
-(:func:`item_info`), and nothing here writes their state. The modules that build and write a
-record are imported where a board test's record is made, never at the top.
-"""
+A worker hangs the record on the test's teardown report (``npu_hil_record``) for pytest-xdist to
+ship; the controller appends each to ``<run>/records.jsonl`` as it arrives and writes the run at
+the end. Other features fill a test's record (:func:`item_info`); nothing here writes theirs."""
 
 from __future__ import annotations
 

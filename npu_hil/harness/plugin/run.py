@@ -1,15 +1,6 @@
-"""The ``run_model`` fixture: one model run on the test's board, recorded for the report; and
-:func:`assert_run_ok`, the failure with the diff in it.
-
-    @pytest.mark.soc("rk3588", "rv1106")
-    def test_detector_head_layout(run_model):
-        result = run_model("detector.onnx", inputs={"images": frame})
-        assert_run_ok(result)          # or: assert result.ok, result.summary()
-
-Retries after infrastructure trouble are the farm's (:mod:`npu_hil.harness.farm.recovery`, applied
-by
-:func:`npu_hil.harness.pipeline.run_model`); this feature only records what they were paid for.
-"""
+"""The ``run_model`` fixture: one model run on the test's board, recorded for the report
+(docs/model-developer/tests.md). Retries after infrastructure trouble are the farm's
+(:mod:`npu_hil.harness.farm.recovery`); this feature only records them."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""Preflight: check an ONNX model against a target's tables before anything is deployed, or a
-compiled model against a board of the target (docs/model-developer/preflight.md).
-
-The graph is walked with ONNX shape inference; a graph that cannot be walked (a non-numeric input,
-a value read before it is made, convolution attributes of the wrong type) is a model that cannot
-be analysed (exit 2), never one that violates a rule. Then the target's vendor unit checks it
-(``Vendor.preflight``); each finding names the node, the rule and the numbers, e.g.
-``conv_17: width 6145 · 3 > 2048 · 9, rule A(1), rk3588``.
-"""
+"""Preflight: an ONNX model against a target's tables, or a compiled model against a board of the
+target (docs/model-developer/preflight.md). A graph that cannot be walked is a model that cannot
+be analysed (exit 2), never one that violates a rule."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""What the regression suite runs, and what the vendor tables say each case must give.
-
-Every expectation comes from the tables in ``npu_hil/targets/`` (through the host codec), never from
-the simulator: a case the tables list must round-trip byte for byte, a case they do not list must be
-refused by the board's runtime with the error type the harness maps it to.
-"""
+"""What the regression suite runs, and what the vendor tables say each case must give (never the
+simulator): a case the tables list round-trips byte for byte, one they do not is refused."""
 
 from __future__ import annotations
 
