@@ -11,11 +11,12 @@ from typing import Any
 import numpy as np
 
 from npu_hil.harness.board.job import JobRefused, check_canary
-from npu_hil.harness.cli.codec_cmd import load_npy, read_buffer
+from npu_hil.harness.cli.codec_cmd import read_buffer
 from npu_hil.harness.cli.common import add_layout_args, layout_from_args, parse_shape
 from npu_hil.harness.diff import diff_buffers
 from npu_hil.harness.diff.heatmap import render_heatmap
 from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.files import load_npy
 
 
 def add_parser(sub: Any) -> None:

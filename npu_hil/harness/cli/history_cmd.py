@@ -183,11 +183,8 @@ def _print_view(history: History, key: str | None, cases: list[CaseHistory], out
         table.add_column("case", overflow="fold")
         table.add_column("outcomes")
         table.add_column("failing since")
-        table.add_column("flaky", justify="right")
-        table.add_column("pass", justify="right")
-        table.add_column("p50 ms last", justify="right")
-        table.add_column("p50 ms median", justify="right")
-        table.add_column("SNR dB", justify="right")
+        for figure in ("flaky", "pass", "p50 ms last", "p50 ms median", "SNR dB"):
+            table.add_column(figure, justify="right")
         for case in rows:
             since = case.failing_since[0] if case.failing_since else "—"
             rate = "—" if case.pass_rate is None else f"{100 * case.pass_rate:.0f}%"

@@ -128,16 +128,8 @@ def run_install(args: argparse.Namespace) -> int:
 
 
 def _install(compiler: ModelCompiler) -> None:
-    command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        "--no-deps",
-        f"{compiler.toolkit}=={compiler.version}",
-    ]
+    pip = "-m pip install --quiet --disable-pip-version-check --no-deps"
+    command = [sys.executable, *pip.split(), f"{compiler.toolkit}=={compiler.version}"]
     done = subprocess.run(command, check=False)
     if done.returncode != 0:
         raise CompilerError(f"{' '.join(command[2:])} failed with status {done.returncode}")

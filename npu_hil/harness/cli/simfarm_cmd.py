@@ -45,10 +45,7 @@ def add_parser(sub: Any) -> None:
         "sshd, socat ptys, ser2net) and write the inventory that reaches them; stop them again.",
     )
     actions = simfarm.add_subparsers(dest="action", required=True, parser_class=type(simfarm))
-    dir_help = f"the farm's folder (default: {farm.default_dir()})"
-
     up = actions.add_parser("up", help="start the farm and write DIR/inventory.yaml")
-    up.add_argument("--dir", type=Path, help=dir_help)
     up.add_argument(
         "--boards",
         type=count_up_to(farm.MAX_BOARDS),
@@ -75,21 +72,20 @@ def add_parser(sub: Any) -> None:
         default="pty",
         help="serial consoles as a local pty, or served by ser2net as rfc2217:// (default: pty)",
     )
-    up.add_argument("--json", action="store_true")
     up.set_defaults(run=run_up)
 
     down = actions.add_parser("down", help="stop everything the farm started")
-    down.add_argument("--dir", type=Path, help=dir_help)
     down.add_argument(
         "--timeout", type=_timeout, default=5.0, help="seconds between SIGTERM and SIGKILL"
     )
-    down.add_argument("--json", action="store_true")
     down.set_defaults(run=run_down)
 
     status = actions.add_parser("status", help="which of the farm's processes are alive")
-    status.add_argument("--dir", type=Path, help=dir_help)
-    status.add_argument("--json", action="store_true")
     status.set_defaults(run=run_status)
+    dir_help = f"the farm's folder (default: {farm.default_dir()})"
+    for action in (up, down, status):
+        action.add_argument("--dir", type=Path, help=dir_help)
+        action.add_argument("--json", action="store_true")
 
     emulated_cmd.add_actions(actions)
 

@@ -152,17 +152,10 @@ def _seconds(args: argparse.Namespace) -> float | None:
 def _bounds(args: argparse.Namespace) -> Any:
     from npu_hil.harness.soak import Bounds
 
-    given: dict[str, Any] = {}
-    if args.max_leak_kib_per_1k is not None:
-        given["max_leak_kib_per_1k"] = args.max_leak_kib_per_1k
-    if args.max_leak_kib_per_hour is not None:
-        given["max_leak_kib_per_hour"] = args.max_leak_kib_per_hour
-        if args.max_leak_kib_per_1k is None:
-            given["max_leak_kib_per_1k"] = None  # the one bound asked for
-    if args.max_error_rate is not None:
-        given["max_error_rate"] = args.max_error_rate
-    if args.warmup_share is not None:
-        given["warmup_share"] = args.warmup_share
+    names = ("max_leak_kib_per_1k", "max_leak_kib_per_hour", "max_error_rate", "warmup_share")
+    given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    if args.max_leak_kib_per_hour is not None and args.max_leak_kib_per_1k is None:
+        given["max_leak_kib_per_1k"] = None  # the one bound asked for
     try:
         return Bounds(**given)
     except ValueError as exc:

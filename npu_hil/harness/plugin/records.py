@@ -30,7 +30,7 @@ from npu_hil.harness.plugin.outcomes import phase_outcome
 if TYPE_CHECKING:
     from npu_hil.harness.farm.health_store import HealthDocument
     from npu_hil.harness.report.case_texts import CaseTexts
-    from npu_hil.harness.report.records import FindingDocument, TestRecord
+    from npu_hil.harness.report.records import TestRecord
     from npu_hil.harness.report.runmeta import RunMeta
     from npu_hil.harness.report.runs import RunStart
 
@@ -112,7 +112,13 @@ class ItemInfo:
         props.update(latency_properties(record.latency))
         props.update(board_state_properties(record.board_state))
         props.update(accuracy_properties(record.tensors))
-        props.update(regression_properties(record.regressions))
+        # each finding's message, its severity first
+        props.update(
+            {
+                f"regression.{f.get('metric')}": f"{f.get('severity')}: {f.get('message')}"
+                for f in record.regressions
+            }
+        )
         if record.cross_api:
             props["cross_api"] = record.cross_api
         if record.preprocessing:
@@ -121,14 +127,6 @@ class ItemInfo:
             props["baseline"] = record.baseline_note
         props.update(board_log_properties(record))
         return props
-
-
-def regression_properties(regressions: list[FindingDocument]) -> dict[str, str]:
-    """``regression.<metric>``: each finding's message, its severity first."""
-    return {
-        f"regression.{f.get('metric')}": f"{f.get('severity')}: {f.get('message')}"
-        for f in regressions
-    }
 
 
 INFO_KEY = pytest.StashKey[ItemInfo]()
@@ -163,10 +161,6 @@ class RunState:
 
 
 RUN_KEY = pytest.StashKey[RunState]()
-
-
-def _is_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")
 
 
 def reports_root(config: pytest.Config) -> Path:
@@ -207,7 +201,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not _is_worker(config):
+    if not hasattr(config, "workerinput"):
         config.stash[RUN_KEY] = RunState(reports_root(config), uuid.uuid4().hex[:12])
         # pytest-xdist's controller: the report is written before xdist waits for its workers
         # to exit, while they close their boards' agents, not after.
