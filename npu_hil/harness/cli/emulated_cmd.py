@@ -5,9 +5,9 @@ the current recipe is not built (or, for ``status``, a tool is missing)."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
+from npu_hil.harness.cli.common import print_json
 from npu_hil.testkit.emulated import DEFAULT_RECIPE, build_root, cache_dir, find_root, missing_tools
 from npu_hil.testkit.emulated.root import BUILD_TIMEOUT
 
@@ -40,7 +40,7 @@ def add_actions(actions: Any) -> None:
 def run_build(args: argparse.Namespace) -> int:
     root = build_root(force=args.force, timeout=args.timeout)
     if args.json:
-        print(json.dumps(root.to_dict(), indent=2))
+        print_json(root.to_dict())
     else:
         print(f"arm64 root: {root.root} (Python {root.python_version}, numpy {root.numpy_version})")
         print(f"python: {root.launcher}")
@@ -67,7 +67,7 @@ def run_status(args: argparse.Namespace) -> int:
         **(root.to_dict() if root is not None else {}),
     }
     if args.json:
-        print(json.dumps(report, indent=2))
+        print_json(report)
     elif root is None:
         print(f"recipe {DEFAULT_RECIPE.key()}: not built")
     else:

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
 from typing import IO, Any
 
+from npu_hil.harness.cli.common import print_json
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.history.export import FORMATS, write_export
 from npu_hil.harness.history.flaky import ABSENT, DEFAULT_RUNS, CaseHistory, case_histories
@@ -116,7 +116,7 @@ def run_history(args: argparse.Namespace) -> int:
             "runs": [e.to_dict() for e in history.runs],
             "cases": [c.to_dict() for c in cases],
         }
-        print(json.dumps(doc, indent=2))
+        print_json(doc)
         return 0
     _print_view(history, key, cases, sys.stdout)
     return 0

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
+from npu_hil.harness.cli.common import print_json
 from npu_hil.harness.preflight import preflight
 
 
@@ -51,7 +51,7 @@ def run_preflight(args: argparse.Namespace) -> int:
         board_versions=_runtime_versions(args.target, args.runtime_version),
     )
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        print_json(report.to_dict())
     else:
         print(report.summary())
     return 0 if report.ok else 1

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from npu_hil.harness.cli import emulated_cmd
-from npu_hil.harness.cli.common import count_up_to
+from npu_hil.harness.cli.common import count_up_to, print_json
 from npu_hil.testkit.simfarm import farm
 
 MAX_STOP_TIMEOUT = 3600.0
@@ -99,7 +99,7 @@ def run_up(args: argparse.Namespace) -> int:
         serial=args.serial,
     )
     if args.json:
-        print(json.dumps(state.to_dict(), indent=2))
+        print_json(state.to_dict())
         return 0
     kinds = sorted({board.transport for board in state.boards})
     print(
@@ -113,7 +113,7 @@ def run_up(args: argparse.Namespace) -> int:
 def run_down(args: argparse.Namespace) -> int:
     results = farm.down(args.dir, timeout=args.timeout)
     if args.json:
-        print(json.dumps([{**r.record.to_dict(), "outcome": r.outcome} for r in results], indent=2))
+        print_json([{**r.record.to_dict(), "outcome": r.outcome} for r in results])
         return 0
     if not results:
         print("nothing running")
@@ -139,7 +139,7 @@ def run_status(args: argparse.Namespace) -> int:
             print("nothing running")
         return 1
     if args.json:
-        print(json.dumps(current.to_dict(), indent=2))
+        print_json(current.to_dict())
     else:
         state = current.state
         print(f"farm in {state.dir} (started {state.started}), inventory {state.inventory}")

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from npu_hil.harness.report.runmeta import RunMeta
     from npu_hil.harness.soak.documents import ErrorRate, FitDocument, SoakDocument
 
-__all__ = ["SoakUsageError", "add_parser", "run_soak"]
 
 PROGRESS_EVERY_S = 10.0
 

@@ -13,8 +13,6 @@ from typing import Any
 
 import pytest
 
-__all__ = ["board_of", "pytest_collection_modifyitems", "pytest_xdist_make_scheduler"]
-
 
 def board_of(nodeid: str, boards: Sequence[str]) -> str | None:
     """The board a case runs on, from its node id's parameter ids (``test_x[2048-rk3588-01]``):

@@ -340,22 +340,17 @@ def _check_names(
     """A typo in a marker is a collection error, not a silently skipped test."""
     from npu_hil.targets.registry import VENDOR_OF
 
-    where = metafunc.definition.nodeid
-    unknown = [s for s in socs if s not in VENDOR_OF]
-    if unknown:
-        pytest.fail(
-            f"{where}: soc({', '.join(map(repr, unknown))}): unknown SoC; known: "
-            f"{', '.join(VENDOR_OF)}",
-            pytrace=False,
-        )
-    known_vendors = sorted(set(VENDOR_OF.values()))
-    unknown = [v for v in vendors if v not in known_vendors]
-    if unknown:
-        pytest.fail(
-            f"{where}: vendor({', '.join(map(repr, unknown))}): unknown vendor; known: "
-            f"{', '.join(known_vendors)}",
-            pytrace=False,
-        )
+    for marker, noun, names, known in (
+        ("soc", "SoC", socs, list(VENDOR_OF)),
+        ("vendor", "vendor", vendors, sorted(set(VENDOR_OF.values()))),
+    ):
+        unknown = ", ".join(repr(name) for name in names if name not in known)
+        if unknown:
+            pytest.fail(
+                f"{metafunc.definition.nodeid}: {marker}({unknown}): unknown {noun}; known: "
+                f"{', '.join(known)}",
+                pytrace=False,
+            )
 
 
 def _skipped(param: BoardParam, case_id: str, filtered: bool = False) -> Any:

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from npu_hil.harness.report.runmeta import RunMeta
     from npu_hil.harness.report.summary import RunHistory
 
-__all__ = ["BaselineRegression", "check_run", "fail_on", "regression_lines"]
 
 RUN_KEY_INPUT = "npu_hil_run_key"
 
@@ -210,8 +209,23 @@ def run_history(config: pytest.Config) -> ControllerHistory:
     from the first call on, enough for both the baseline's window and the report's history
     view."""
     root, this_run = history_place(config)
-    runs = max(settings_of(config).runs, trend_runs() - 1)
-    return controller_history(config, root, this_run, _run_key(config), runs)
+    found = config.stash.get(CONTROLLER_HISTORY_KEY, None)
+    if found is None or found.run_id != this_run:
+        runs = max(settings_of(config).runs, trend_runs() - 1)
+        run_key = _run_key(config)
+        earlier: Future[History] = Future()
+
+        def read() -> None:
+            from npu_hil.harness.history.store import load_history
+
+            try:
+                earlier.set_result(load_history(root, run_key, limit=runs, before=this_run))
+            except BaseException as exc:  # re-raised by result(), where the report handles it
+                earlier.set_exception(exc)
+
+        threading.Thread(target=read, name="npu-hil-history-read", daemon=True).start()
+        found = config.stash[CONTROLLER_HISTORY_KEY] = ControllerHistory(this_run, earlier)
+    return found
 
 
 @dataclass
@@ -232,28 +246,6 @@ class ControllerHistory:
 
 
 CONTROLLER_HISTORY_KEY = pytest.StashKey[ControllerHistory]()
-
-
-def controller_history(
-    config: pytest.Config, root: Path, run_id: str, run_key: str, runs: int
-) -> ControllerHistory:
-    """The history state of run ``run_id`` in ``root``, made (and the read of up to ``runs``
-    earlier runs of ``run_key`` started) on first use."""
-    found = config.stash.get(CONTROLLER_HISTORY_KEY, None)
-    if found is None or found.run_id != run_id:
-        earlier: Future[History] = Future()
-
-        def read() -> None:
-            from npu_hil.harness.history.store import load_history
-
-            try:
-                earlier.set_result(load_history(root, run_key, limit=runs, before=run_id))
-            except BaseException as exc:  # re-raised by result(), where the report handles it
-                earlier.set_exception(exc)
-
-        threading.Thread(target=read, name="npu-hil-history-read", daemon=True).start()
-        found = config.stash[CONTROLLER_HISTORY_KEY] = ControllerHistory(run_id, earlier)
-    return found
 
 
 def newest_runs(history: History, runs: int) -> History:

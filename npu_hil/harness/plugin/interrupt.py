@@ -9,8 +9,6 @@ import signal
 import threading
 from types import FrameType
 
-__all__ = ["sigterm_interrupts"]
-
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)

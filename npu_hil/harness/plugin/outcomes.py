@@ -67,23 +67,24 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if report.failed and call.excinfo is not None and _is_harness_refusal(call.excinfo):
+    excinfo = call.excinfo
+    if not report.failed or excinfo is None:
+        return report
+    if _is_harness_refusal(excinfo):
         # A typed refusal (LayoutError, DeviceError, ...) says all it has to say in its
         # message: one line with where the test asked for it, not a traceback into the harness.
-        exc = call.excinfo.value
-        message = getattr(exc, "message", None) or str(exc)
-        report.longrepr = f"{_test_line(item, call.excinfo)}{type(exc).__name__}: {message}"
-        return report
-    if report.failed and is_infra(call.excinfo):
-        assert call.excinfo is not None
-        exc = call.excinfo.value
-        message = getattr(exc, "message", None) or str(exc)
-        report.longrepr = f"{type(exc).__name__}: {message}"
+        where = _test_line(item, excinfo)
+    elif is_infra(excinfo):
+        where = ""
         setattr(report, INFRA_ATTR, True)
         if report.when == "call":
             # JUnit XML calls a failed non-call phase an error; the test itself did not fail,
             # the infrastructure under it did. Presentation only: records read phase_outcome.
             report.when = "setup"
+    else:
+        return report
+    exc = excinfo.value
+    report.longrepr = f"{where}{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
     return report
 
 

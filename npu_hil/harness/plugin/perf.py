@@ -12,7 +12,6 @@ import pytest
 if TYPE_CHECKING:
     from npu_hil.harness.latency import Latency
 
-__all__ = ["LatencyExceeded", "PerfSpec", "check_latency", "perf_spec"]
 
 MARKER = (
     "perf(runs=1, warmup=0, **thresholds_ms): time the runtime call `runs` times after `warmup` "

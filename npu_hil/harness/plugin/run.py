@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from npu_hil.harness.plugin.assertion import assert_run_ok
 from npu_hil.harness.plugin.history import check_run, fail_on
 from npu_hil.harness.plugin.perf import PerfSpec, check_latency, perf_spec
 from npu_hil.harness.plugin.records import ItemInfo, heatmap_dir, heatmap_path, item_info
@@ -29,7 +28,6 @@ if TYPE_CHECKING:
 # The pipeline and its diff (numpy, onnx) are imported by the run_model fixture, where a test
 # asks for a model run: every pytest run imports this module to declare the options.
 
-__all__ = ["ACCURACY_MARKER", "CROSS_API_MARKER", "RunModel", "assert_run_ok", "run_model"]
 
 CROSS_API_MARKER = (
     "cross_api: run every model job of the test a second time through the vendor's other API "
@@ -101,13 +99,9 @@ class RunModel:
         **options: Any,
     ) -> ModelRun:
         """Run ``model`` with ``inputs``; ``output_layout`` asks the board's runtime for that
-        native output layout; other keyword arguments go to ``npu_hil.harness.pipeline.run_model``
-        (``outputs``, ``tolerance``, ``padding``, ``input_layout``, ``faults``, ``runs``,
-        ``warmup``, ``accuracy``: a test's own thresholds, over its ``accuracy`` marker's). Under
-        a ``perf`` marker its runs and warm-up are the default, and a figure over its thresholds
-        fails the test. Every run's figures are checked against the case's baseline
-        (:mod:`npu_hil.harness.plugin.history`): outside its band, a perf test's latency (or, with
-        accuracy thresholds, an accuracy figure) fails the test, anything else is a warning."""
+        native output layout; other keywords go to ``npu_hil.harness.pipeline.run_model``
+        (``accuracy``: over the ``accuracy`` marker's). The ``perf`` marker and the baselines
+        judge every run (docs/model-developer/figures.md)."""
         from npu_hil.harness.diff.accuracy import thresholds_of
         from npu_hil.harness.errors import NpuHilError
         from npu_hil.harness.farm.breaker import BoardBrokenError

@@ -11,8 +11,6 @@ import pytest
 from npu_hil.harness.plugin.inventory import inventory_path
 from npu_hil.harness.report.runmeta import RunKind, RunMeta, run_kind, run_meta
 
-__all__ = ["config_run_kind", "session_meta"]
-
 # options whose presence changes which cases run
 SELECTION_OPTIONS = (
     "keyword",

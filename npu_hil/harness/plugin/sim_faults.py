@@ -14,16 +14,6 @@ from typing_extensions import TypedDict
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.farm.inventory import SIM_ADAPTER, Inventory
 
-__all__ = [
-    "BoardFault",
-    "SimFaultError",
-    "faults_by_board",
-    "parse_board_fault",
-    "parse_board_faults",
-    "selection_problems",
-    "sim_fault_problem",
-]
-
 SYNTAX = "BOARD=FAULT[:key=value,...]"
 EXAMPLE = "NAME=slow:percent=20"
 
