@@ -79,6 +79,21 @@ def count_up_to(most: int) -> Callable[[str], int]:
     return parse
 
 
+def number_from_zero(most: float, expected: str) -> Callable[[str], float]:
+    """An argparse type: a number from 0 to ``most`` (never nan); ``expected`` says which."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not 0 <= value <= most:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    return parse
+
+
 def print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, sort_keys=False, default=str))
 

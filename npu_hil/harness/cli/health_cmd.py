@@ -24,7 +24,6 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "--inventory",
         type=Path,
-        default=None,
         help="the board inventory (default: inventory.yaml here, else the built-in farm)",
     )
     parser.add_argument(

@@ -44,14 +44,13 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "--runs",
         type=int,
-        default=None,
         metavar="N",
         help=f"the newest N runs (default {DEFAULT_RUNS}; an export: every indexed run)",
     )
-    parser.add_argument("--board", default=None, metavar="NAME", help="one board's cases")
-    parser.add_argument("--case", default=None, metavar="SUBSTRING", help="cases whose id has it")
-    parser.add_argument("--export", choices=FORMATS, default=None)
-    parser.add_argument("--out", type=Path, default=None, help="export file (default: stdout)")
+    parser.add_argument("--board", metavar="NAME", help="one board's cases")
+    parser.add_argument("--case", metavar="SUBSTRING", help="cases whose id has it")
+    parser.add_argument("--export", choices=FORMATS)
+    parser.add_argument("--out", type=Path, help="export file (default: stdout)")
     parser.add_argument("--json", action="store_true", help="the per-case view as JSON")
     parser.set_defaults(run=run_history)
 

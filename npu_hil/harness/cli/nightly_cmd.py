@@ -150,23 +150,18 @@ def pytest_command(args: argparse.Namespace, suite: Path) -> list[str]:
         # The suite has no property tests; hypothesis's plugin, where it is installed, imports
         # all of hypothesis at the end of every process of the run to print its statistics.
         cmd += ["-p", "no:hypothesispytest"]
-    cmd += ["--reports", str(args.reports)]
-    if args.inventory is not None:
-        cmd += ["--inventory", str(args.inventory)]
-    if args.simfarm:
-        cmd += ["--simfarm", args.simfarm]
-    if args.backend is not None:
-        cmd += ["--backend", args.backend]
     for flag, values in (
+        ("--reports", [args.reports]),
+        ("--inventory", [args.inventory]),
+        ("--simfarm", [args.simfarm]),
+        ("--backend", [args.backend]),
         ("--target", args.target),
         ("--board", args.board),
         ("--sim-fault", args.sim_fault),
+        ("--compare-with", [args.compare_with]),
+        ("--runtime", [args.runtime]),
     ):
-        cmd += [part for value in values for part in (flag, value)]
-    if args.compare_with:
-        cmd += ["--compare-with", str(args.compare_with)]
-    if args.runtime:
-        cmd += ["--runtime", str(args.runtime)]
+        cmd += [part for value in values if value for part in (flag, str(value))]
     if args.workers:
         # Board cases carry xdist_group(board): one worker per board starts its agent once.
         cmd += ["-n", str(args.workers), "--dist", "loadgroup"]
@@ -234,10 +229,8 @@ _TROUBLE = ("failed", "error", "quarantined")
 def _progress_table(tail: RecordTail, elapsed: float) -> Any:
     from rich.table import Table
 
-    total: Counter[str] = Counter()
-    for counts in tail.per_board.values():
-        total.update(counts)
-    table = Table(title=f"npu-hil nightly: {sum(total.values())} done, {elapsed:.0f}s")
+    done = sum(sum(counts.values()) for counts in tail.per_board.values())
+    table = Table(title=f"npu-hil nightly: {done} done, {elapsed:.0f}s")
     table.add_column("board")
     table.add_column("SIM/HW")
     for outcome in OUTCOMES:
@@ -251,9 +244,7 @@ def _progress_table(tail: RecordTail, elapsed: float) -> Any:
         table.add_row(board, tail.kind(board), *(str(counts[o]) for o in OUTCOMES))
     rest = boards[PROGRESS_ROWS:]
     if rest:
-        summed: Counter[str] = Counter()
-        for board in rest:
-            summed.update(tail.per_board[board])
+        summed = sum((tail.per_board[board] for board in rest), Counter[str]())
         table.add_row(f"{len(rest)} more boards", "", *(str(summed[o]) for o in OUTCOMES))
     return table
 
@@ -327,9 +318,8 @@ def _print_summary(run_dir: Path, code: int) -> None:
     # A quarantined column only when a listed test failed, as summary.json counts it.
     columns = (*OUTCOMES, *((QUARANTINED,) if outcomes.get(QUARANTINED) else ()))
     table = Table(title=f"npu-hil nightly {run_dir.name}: {summary['total']} tests, {mode}")
-    table.add_column("board")
-    table.add_column("target")
-    table.add_column("SIM/HW")
+    for head in ("board", "target", "SIM/HW"):
+        table.add_column(head)
     for outcome in columns:
         table.add_column(outcome, justify="right")
     for board, entry in summary["per_board"].items():

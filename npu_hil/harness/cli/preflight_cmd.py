@@ -22,7 +22,6 @@ def add_parser(sub: Any) -> None:
     )
     parser.add_argument(
         "--runtime-version",
-        default=None,
         help="a compiled model: the version of the board's runtime (1.6.0), checked against "
         "the toolkit that built the model (default: unknown, reported as such)",
     )
@@ -31,7 +30,6 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--rule", choices=("A", "B"), default=None)
     parser.add_argument(
         "--input-type",
-        default=None,
         help="the deployed input type as the target's vendor names it: a tensor type such as "
         "uint8 or float16 (default: what the vendor's compiler makes of the ONNX input), or an "
         "image type such as nv12",

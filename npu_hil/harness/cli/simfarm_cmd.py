@@ -10,24 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from npu_hil.harness.cli import emulated_cmd
-from npu_hil.harness.cli.common import count_up_to, print_json
+from npu_hil.harness.cli.common import count_up_to, number_from_zero, print_json
 from npu_hil.testkit.simfarm import farm
 
 MAX_STOP_TIMEOUT = 3600.0
 """``down --timeout``: an hour between SIGTERM and SIGKILL is already more than any process of
 the farm takes to stop."""
-
-
-def _timeout(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= MAX_STOP_TIMEOUT:
-        raise argparse.ArgumentTypeError(
-            f"expected seconds from 0 to {MAX_STOP_TIMEOUT:g}, got {text!r}"
-        )
-    return value
 
 
 def _names(text: str) -> list[str]:
@@ -76,7 +64,10 @@ def add_parser(sub: Any) -> None:
 
     down = actions.add_parser("down", help="stop everything the farm started")
     down.add_argument(
-        "--timeout", type=_timeout, default=5.0, help="seconds between SIGTERM and SIGKILL"
+        "--timeout",
+        type=number_from_zero(MAX_STOP_TIMEOUT, f"seconds from 0 to {MAX_STOP_TIMEOUT:g}"),
+        default=5.0,
+        help="seconds between SIGTERM and SIGKILL",
     )
     down.set_defaults(run=run_down)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 import time
@@ -116,14 +117,12 @@ def add_parser(sub: Any) -> None:
     soak.add_argument(
         "--max-error-rate",
         type=float,
-        default=None,
         metavar="SHARE",
         help="failed jobs / jobs allowed per board (default 0.01)",
     )
     soak.add_argument(
         "--warmup-share",
         type=float,
-        default=None,
         metavar="SHARE",
         help="share of each memory series left out of the fit (default 0.2)",
     )
@@ -225,10 +224,7 @@ def _shape(text: str) -> tuple[int, ...]:
     from npu_hil.harness.cli.common import parse_shape
 
     shape = parse_shape(text)
-    elements = 1
-    for dim in shape:
-        elements *= dim
-    if not shape or min(shape) < 1 or elements > MAX_SHAPE_ELEMENTS:
+    if not shape or min(shape) < 1 or math.prod(shape) > MAX_SHAPE_ELEMENTS:
         raise SoakUsageError(
             f"soak: --shape: expected positive dimensions of at most {MAX_SHAPE_ELEMENTS} "
             f"elements in all, got {text[:60]!r}"

@@ -71,7 +71,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--keep-remote",
         action="store_true",
-        default=False,
         help="keep each job's files on its board, in jobs/<job id>-<nonce>/ of the board's "
         "workdir (for debugging)",
     )
@@ -111,7 +110,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--runtime",
-        default=None,
         metavar="NAME",
         help="run on the runtime version NAME of the boards that have it installed (the "
         "inventory's runtimes); boards without it are left out. npu-hil nightly "

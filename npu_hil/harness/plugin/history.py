@@ -87,7 +87,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--no-baseline",
         action="store_true",
-        default=False,
         help="compare no figure with earlier runs (the run is still kept in the history)",
     )
 
@@ -338,17 +337,12 @@ def pytest_npu_hil_run_trends(config: pytest.Config) -> TrendsView | None:
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     state = config.stash.get(RUN_KEY, None)
-    for number, line in enumerate(regression_lines(state.records if state else [])):
+    records = state.records if state else []
+    for number, line in enumerate(_finding_lines(records) + _new_baseline_lines(records)):
         terminalreporter.write_line(line, yellow=True, bold=number == 0)
 
 
 NEW_BASELINES_SHOWN = 5
-
-
-def regression_lines(records: list[TestRecord]) -> list[str]:
-    """The terminal's lines for the run's findings (a count, then one line each), and for the
-    cases whose changed model or inputs started a new baseline (a count and the first few)."""
-    return _finding_lines(records) + _new_baseline_lines(records)
 
 
 def _new_baseline_lines(records: list[TestRecord]) -> list[str]:

@@ -14,7 +14,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("npu-hil").addoption(
         "--inventory",
         metavar="FILE",
-        default=None,
         help="the board inventory (default: inventory.yaml beside the inifile, else in the "
         "folder pytest runs in, when present)",
     )

@@ -36,7 +36,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("npu-hil").addoption(
         "--pin-clocks",
         action="store_true",
-        default=False,
         help="for perf tests, set the board's CPU, NPU and DDR governors to performance during "
         "the runs and restore them after",
     )

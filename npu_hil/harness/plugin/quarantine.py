@@ -41,7 +41,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--quarantine",
         metavar="FILE",
-        default=None,
         help="a quarantine list (YAML: test pattern, target or board, reason, link, expires): "
         "listed tests run, and a failure of one is reported as quarantined instead of failing "
         "the run; an expired entry or one that matches no test is a usage error",
@@ -49,7 +48,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--quarantine-verify",
         action="store_true",
-        default=False,
         help="run only the tests the --quarantine list names and report which now pass",
     )
 

@@ -52,7 +52,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--compare-with",
         metavar="RUN",
-        default=None,
         help="compare the run with this run (an id under the reports root, or a folder) instead "
         "of the last complete run of the same suite, inventory and selection",
     )

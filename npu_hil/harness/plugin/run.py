@@ -45,7 +45,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("npu-hil").addoption(
         "--stale-check",
         action="store_true",
-        default=False,
         help="run every model twice, on the test's inputs and on inputs derived from them, and "
         "fail an output that did not change (verdict 'stale') unless the host's expectation "
         "did not change either",
@@ -53,7 +52,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("npu-hil").addoption(
         "--cross-api",
         action="store_true",
-        default=False,
         help="run every model job a second time through the vendor's other API path (zero-copy "
         "and the normal API, where the board's vendor has two) and fail an output whose values "
         "or attributes the two disagree on (verdict 'cross-api'); a vendor with one path is "
@@ -62,7 +60,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("npu-hil").addoption(
         "--runtime-log-level",
         type=int,
-        default=None,
         metavar="N",
         help="the level every board's NPU runtime logs at in its jobs, on the runtime's own scale "
         "(written to the variable the runtime reads, e.g. 0..5 where 5 says most); the job's "

@@ -20,7 +20,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--simfarm",
         metavar="KINDS",
-        default=None,
         help="run the board tests on simulated boards behind a real sshd (ssh) and/or serial "
         "consoles (serial) on 127.0.0.1, started for this run: ssh, serial or ssh,serial",
     )
