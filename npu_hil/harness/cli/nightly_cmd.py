@@ -338,8 +338,10 @@ def _print_summary(run_dir: Path, code: int) -> None:
         # comparison.json as this run's report wrote it (build_comparison)
         comparison = cast("ComparisonDocument", json.loads(comparison_path.read_text("utf-8")))
         console.print(comparison_line(comparison), markup=False, highlight=False)
-    for line in health_lines(summary):
-        console.print(line, markup=False, highlight=False)
+    for board, events in summary.get("board_health", {}).items():
+        for event in events:
+            line = f"board health: {board}: {event['event']} ({event['cases']} cases)"
+            console.print(line, markup=False, highlight=False)
     console.print(f"report: {(run_dir / HTML_FILE).resolve()}")
     if code in INCOMPLETE_EXITS:
         console.print(f"pytest stopped early (exit {code}); its output is in {run_dir / LOG_FILE}")
@@ -371,14 +373,6 @@ def comparison_line(comparison: ComparisonDocument) -> str:
     )
 
 
-def health_lines(summary: PastSummary) -> list[str]:
-    lines = []
-    for board, events in summary.get("board_health", {}).items():
-        for event in events:
-            lines.append(f"board health: {board}: {event['event']} ({event['cases']} cases)")
-    return lines
-
-
 def _nightly_kind(args: argparse.Namespace, suite: Path) -> RunMeta:
     """The run key of a report nightly rebuilds itself, from its own arguments."""
     inventory = args.inventory
@@ -403,11 +397,9 @@ def _nightly_kind(args: argparse.Namespace, suite: Path) -> RunMeta:
 
 
 def _check_inventory(path: Path | None, args: argparse.Namespace) -> list[str]:
-    """Read the inventory before starting pytest, so a typo is the one ``file:line:col`` line
-    (exit 2) rather than a collection error per test module, and a ``--target``/``--board`` it
-    has no board for is one line (exit 2) rather than a run of skipped cases. The coordinator
-    of a labgrid section is not asked here: the run does that (and the plugin checks the
-    selection against the places it names). Returns the runtime names the boards list."""
+    """The runtime names the inventory's boards list, after checking the inventory and the
+    selection before pytest starts: a typo is one ``file:line:col`` line (exit 2), not an error
+    per test module or a run of skipped cases. A labgrid section's places are the run's to check."""
     from npu_hil.harness.cli.common import load_cli_inventory
     from npu_hil.harness.farm.selection import runtime_names
     from npu_hil.harness.plugin.sim_faults import parse_board_faults, selection_problems

@@ -249,10 +249,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """A ``--target``/``--board`` value no board of the inventory has is a usage error before
-    anything runs, not a run of skipped cases that exits 0; so is a ``--sim-fault`` for a board
-    it does not have or that does not run simulated. Checked once, on the controller;
-    without those options the inventory is still read only when a test asks for a board."""
+    """A ``--target``/``--board``/``--sim-fault``/``--runtime`` the inventory cannot serve is a
+    usage error before anything runs, not a run of skipped cases that exits 0 (checked once, on
+    the controller; without them the inventory is read only when a test asks for a board)."""
     config = session.config
     targets, names = config.getoption("target"), config.getoption("board")
     faults = sim_faults(config)

@@ -204,9 +204,8 @@ def trend_runs() -> int:
 
 
 def run_history(config: pytest.Config) -> ControllerHistory:
-    """The controller's history for this run: its earlier runs are read (in the background)
-    from the first call on, enough for both the baseline's window and the report's history
-    view."""
+    """The controller's history for this run: its earlier runs, enough for both the baseline's
+    window and the report's history view, are read in the background from the first call on."""
     root, this_run = history_place(config)
     found = config.stash.get(CONTROLLER_HISTORY_KEY, None)
     if found is None or found.run_id != this_run:

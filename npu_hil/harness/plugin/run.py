@@ -74,8 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @dataclasses.dataclass
 class RunModel:
-    """Callable behind the ``run_model`` fixture (see
-    :func:`npu_hil.harness.pipeline.run_model`)."""
+    """Callable behind the ``run_model`` fixture (:func:`npu_hil.harness.pipeline.run_model`)."""
 
     session: BoardSession
     info: ItemInfo

@@ -45,8 +45,7 @@ def _suite_of(config: pytest.Config) -> list[str]:
 
 
 def config_run_kind(config: pytest.Config) -> RunKind:
-    """The run kind of the pytest session ``config``
-    (:func:`npu_hil.harness.report.runmeta.run_kind`)."""
+    """The run kind (:func:`npu_hil.harness.report.runmeta.run_kind`) of a pytest session."""
     selection = {name: config.getoption(name, None) for name in SELECTION_OPTIONS}
     if selection.get("backend") == "auto":
         selection["backend"] = None

@@ -134,8 +134,7 @@ def selection_problems(
 
 
 def faults_by_board(faults: Iterable[BoardFault]) -> dict[str, list[dict[str, Any]]]:
-    """Board name → its faults in the order given (as ``adapter_options["faults"]`` takes
-    them)."""
+    """Board name → its faults in the order given, as ``adapter_options["faults"]`` takes them."""
     found: dict[str, list[dict[str, Any]]] = {}
     for item in faults:
         found.setdefault(item.board, []).append(dict(item.fault))
