@@ -31,7 +31,6 @@ FEATURES = (
     "npu_hil.harness.plugin.simfarm",
     "npu_hil.harness.plugin.workerexit",
 )
-GROUP = "npu-hil"
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
@@ -39,7 +38,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     # as it registers. Not `pytest_plugins`: pytest looks each name of that list up among the
     # installed distributions' entry points too, a scan of every package's metadata (about
     # 10 ms a name) that a run of tests that never use the plugin would pay.
-    parser.getgroup(GROUP, "npu-hil: NPU boards in the loop")
+    parser.getgroup("npu-hil", "npu-hil: NPU boards in the loop")
     for name in FEATURES:
         pluginmanager.import_plugin(name)
 

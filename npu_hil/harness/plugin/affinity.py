@@ -67,13 +67,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     cases of no board keep theirs; the order within a board is kept)."""
     if hasattr(config, "workerinput") or config.getoption("dist", "no") != "no":
         return  # the scheduler groups a worker's cases; every worker must collect alike
-    from npu_hil.harness.plugin.farm import BOARD
+    from npu_hil.harness.plugin.farm import board_param
 
     first: dict[str, int] = {}
     places = []
     for index, item in enumerate(items):
-        callspec = getattr(item, "callspec", None)
-        name = getattr(callspec.params.get(BOARD), "name", None) if callspec else None
+        name = getattr(board_param(item), "name", None)
         places.append(first.setdefault(name, index) if isinstance(name, str) else index)
     if len(first) > 1:
         order = sorted(range(len(items)), key=places.__getitem__)

@@ -9,7 +9,6 @@ arrives: at 12,000 cases, doing both at the end took several seconds."""
 
 from __future__ import annotations
 
-import os
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from npu_hil.harness.history.defaults import DEFAULT_KEEP
-from npu_hil.harness.plugin.records import RUN_KEY, ItemInfo, reports_root, run_id
+from npu_hil.harness.plugin.records import RUN_KEY, ItemInfo, run_folder
 
 if TYPE_CHECKING:
     from npu_hil.harness.history.baseline import Settings
@@ -102,15 +101,9 @@ def settings_of(config: pytest.Config) -> Settings:
 
 
 def history_place(config: pytest.Config) -> tuple[Path, str]:
-    """The reports root the history lives in and this run's id there: ``npu-hil nightly``
-    names the run folder itself (its parent is the root), a plain run has ``<reports>/<id>``."""
-    from npu_hil.harness.report.runs import RUN_DIR_ENV
-
-    named = os.environ.get(RUN_DIR_ENV)
-    if named:
-        path = Path(named).resolve()
-        return path.parent, path.name
-    return reports_root(config), run_id(config)
+    """The reports root the history lives in and this run's id there."""
+    path = run_folder(config).resolve()
+    return path.parent, path.name
 
 
 def _run_key(config: pytest.Config) -> str:

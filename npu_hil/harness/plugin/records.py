@@ -11,7 +11,6 @@ import copy
 import os
 import sys
 import time
-import uuid
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
     from npu_hil.harness.report.runs import RunStart
 
 RECORD_ATTR = "npu_hil_record"
-TOKEN_KEY = "npu_hil_token"
 RUN_ID_KEY = "npu_hil_run_id"
 HEATMAPS = "heatmaps"
 PROPERTY_PREFIX = "npu_hil."
@@ -148,7 +146,6 @@ class RunState:
     """Per-run state of the controller (or of a run without xdist)."""
 
     reports_root: Path
-    token: str
     run_id: str = ""  # chosen on first use (run_id()): a run of plain tests never needs one
     started: float = field(default_factory=time.time)
     run_dir: Path | None = None
@@ -182,15 +179,20 @@ def run_id(config: pytest.Config) -> str:
     return state.run_id
 
 
+def run_folder(config: pytest.Config) -> Path:
+    """This run's folder, made or not: the one ``npu-hil nightly`` named (its parent is the
+    reports root), else ``<reports>/<run id>``."""
+    from npu_hil.harness.report.runs import RUN_DIR_ENV
+
+    named = os.environ.get(RUN_DIR_ENV)
+    return Path(named) if named else reports_root(config) / run_id(config)
+
+
 def heatmap_dir(config: pytest.Config) -> Path:
     """Where this process writes a run's heatmaps: ``<run>/heatmaps/``, their final
     place, so a path printed in a failure message still exists after the run. Not created
     here: a run that writes no file leaves no folder."""
-    from npu_hil.harness.report.runs import RUN_DIR_ENV
-
-    named = os.environ.get(RUN_DIR_ENV)
-    run_dir = Path(named) if named else reports_root(config) / run_id(config)
-    return run_dir / HEATMAPS
+    return run_folder(config) / HEATMAPS
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -201,7 +203,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
-        config.stash[RUN_KEY] = RunState(reports_root(config), uuid.uuid4().hex[:12])
+        config.stash[RUN_KEY] = RunState(reports_root(config))
         # pytest-xdist's controller: the report is written before xdist waits for its workers
         # to exit, while they close their boards' agents, not after.
         distributed = config.getoption("dist", default="no") != "no"
@@ -211,8 +213,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """pytest-xdist, controller side: tell each worker the run's token and id (no files)."""
-    node.workerinput[TOKEN_KEY] = node.config.stash[RUN_KEY].token
+    """pytest-xdist, controller side: tell each worker the run's id (no files)."""
     node.workerinput[RUN_ID_KEY] = run_id(node.config)
 
 
