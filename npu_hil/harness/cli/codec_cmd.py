@@ -47,12 +47,6 @@ def add_parser(sub: Any) -> None:
     describe.set_defaults(run=run_describe)
 
 
-def load_npy(path: Path) -> np.ndarray:
-    """A logical tensor file: a regular file, its header checked before anything is allocated,
-    numbers only (never a pickle)."""
-    return files.load_npy(path)
-
-
 def read_buffer(path: Path, layout: BlockedLayout, what: str, *, slack: bool = False) -> bytes:
     """A packed buffer file, read only when it is a regular file of at most the layout's size
     (``slack``: a device buffer may be longer, which the diff reports; twice is the bound)."""
@@ -61,7 +55,7 @@ def read_buffer(path: Path, layout: BlockedLayout, what: str, *, slack: bool = F
 
 
 def run_pack(args: argparse.Namespace) -> int:
-    tensor = load_npy(args.src)
+    tensor = files.load_npy(args.src)
     layout = layout_from_args(args, tensor.shape, tensor.dtype.name)
     files.write_regular(args.dst, layout.pack(tensor).data, "the packed buffer")
     print(f"{args.dst}: {layout.nbytes} bytes ({layout.name}, {layout.padding_bytes} padding)")

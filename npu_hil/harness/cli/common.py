@@ -5,11 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from npu_hil.harness.codec import BlockedLayout, get_layout
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.registry import units
+
+if TYPE_CHECKING:
+    from npu_hil.harness.farm.inventory import Inventory
+
+DEFAULT_INVENTORY = Path("inventory.yaml")
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -73,5 +79,31 @@ def count_up_to(most: int) -> Callable[[str], int]:
     return parse
 
 
+def number_from_zero(most: float, expected: str) -> Callable[[str], float]:
+    """An argparse type: a number from 0 to ``most`` (never nan); ``expected`` says which."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not 0 <= value <= most:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    return parse
+
+
 def print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, sort_keys=False, default=str))
+
+
+def load_cli_inventory(path: Path | None) -> Inventory:
+    """``--inventory``, else ``inventory.yaml`` here, else the built-in simulated farm (a
+    labgrid section's places are not asked for)."""
+    from npu_hil.harness.farm.inventory import load_inventory
+    from npu_hil.harness.farm.starter import builtin_inventory
+
+    if path is None and DEFAULT_INVENTORY.is_file():
+        path = DEFAULT_INVENTORY
+    return builtin_inventory() if path is None else load_inventory(path)

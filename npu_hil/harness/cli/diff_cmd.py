@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import math
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -11,11 +11,17 @@ from typing import Any
 import numpy as np
 
 from npu_hil.harness.board.job import JobRefused, check_canary
-from npu_hil.harness.cli.codec_cmd import load_npy, read_buffer
-from npu_hil.harness.cli.common import add_layout_args, layout_from_args, parse_shape
+from npu_hil.harness.cli.codec_cmd import read_buffer
+from npu_hil.harness.cli.common import (
+    add_layout_args,
+    layout_from_args,
+    number_from_zero,
+    parse_shape,
+)
 from npu_hil.harness.diff import diff_buffers
 from npu_hil.harness.diff.heatmap import render_heatmap
 from npu_hil.harness.errors import LayoutError
+from npu_hil.harness.files import load_npy
 
 
 def add_parser(sub: Any) -> None:
@@ -26,7 +32,10 @@ def add_parser(sub: Any) -> None:
     source.add_argument("--expected-bin", type=Path, help="the expected packed buffer (.bin)")
     diff.add_argument("--device", required=True, type=Path, help="the device's raw buffer (.bin)")
     diff.add_argument(
-        "--tolerance", type=_tolerance, default=0, help="± in value units (default 0)"
+        "--tolerance",
+        type=number_from_zero(sys.float_info.max, "a finite number >= 0"),
+        default=0,
+        help="± in value units (default 0)",
     )
     diff.add_argument("--padding", choices=("zero", "ignore", "exact"), default="zero")
     diff.add_argument(
@@ -38,16 +47,6 @@ def add_parser(sub: Any) -> None:
     diff.add_argument("--json", action="store_true")
     diff.add_argument("--png", type=Path, help="write a heatmap of the mismatches here")
     diff.set_defaults(run=run_diff)
-
-
-def _tolerance(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
-    return value
 
 
 def _canary(text: str) -> bytes:

@@ -1,17 +1,13 @@
-"""``npu-hil simfarm arm64-root build|path|status``: the root filesystem of the emulated aarch64
-boards (Debian's arm64 packages, run by qemu-user), cached in the user's cache folder.
-
-``build`` exits 0 with the root built or found (2 when qemu-user or mmdebstrap is missing or a
-step fails); ``path`` prints the root's folder and exits 0, or exits 1 when it is not built;
-``status`` exits 0 when the root for the current recipe is built and 1 otherwise.
-"""
+"""``npu-hil simfarm arm64-root build|path|status``: the emulated aarch64 boards' root
+(docs/farm/emulated.md). ``build`` exits 0 or 2; ``path`` and ``status`` exit 1 when the root for
+the current recipe is not built (or, for ``status``, a tool is missing)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
+from npu_hil.harness.cli.common import print_json
 from npu_hil_testkit.emulated import DEFAULT_RECIPE, build_root, cache_dir, find_root, missing_tools
 from npu_hil_testkit.emulated.root import BUILD_TIMEOUT
 
@@ -44,7 +40,7 @@ def add_actions(actions: Any) -> None:
 def run_build(args: argparse.Namespace) -> int:
     root = build_root(force=args.force, timeout=args.timeout)
     if args.json:
-        print(json.dumps(root.to_dict(), indent=2))
+        print_json(root.to_dict())
     else:
         print(f"arm64 root: {root.root} (Python {root.python_version}, numpy {root.numpy_version})")
         print(f"python: {root.launcher}")
@@ -71,7 +67,7 @@ def run_status(args: argparse.Namespace) -> int:
         **(root.to_dict() if root is not None else {}),
     }
     if args.json:
-        print(json.dumps(report, indent=2))
+        print_json(report)
     elif root is None:
         print(f"recipe {DEFAULT_RECIPE.key()}: not built")
     else:

@@ -1,11 +1,6 @@
-"""``npu-hil health``: each board's health as kept across runs (good / bad / unknown, since when,
-the cause, the last events), and ``--clear BOARD`` to forget that a board is bad.
-
-It reads the same files the farm writes beside the board locks
-(:mod:`npu_hil.harness.farm.health_store`: ``$NPU_HIL_HEALTH_DIR``, else the farm workdir's
-``locks``), so a morning check needs no pytest run. Exit 0 when no listed board is bad, 1 when one
-is (a cron job or a lab dashboard can act on it), 2 for a board the inventory does not have.
-"""
+"""``npu-hil health``: each board's health as kept across runs, and ``--clear BOARD``
+(docs/farm/health.md). Exit 0 when no listed board is bad, 1 when one is, 2 for a board the
+inventory does not have."""
 
 from __future__ import annotations
 
@@ -14,10 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from npu_hil.harness.cli.common import print_json
+from npu_hil.harness.cli.common import load_cli_inventory, print_json
 from npu_hil.harness.errors import NpuHilError
 
-DEFAULT_INVENTORY = Path("inventory.yaml")
 EVENTS_SHOWN = 3
 
 
@@ -30,7 +24,6 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "--inventory",
         type=Path,
-        default=None,
         help="the board inventory (default: inventory.yaml here, else the built-in farm)",
     )
     parser.add_argument(
@@ -51,13 +44,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _boards(args: argparse.Namespace) -> tuple[list[str], str]:
-    from npu_hil.harness.farm.inventory import load_inventory
-    from npu_hil.harness.farm.starter import builtin_inventory
-
-    path = args.inventory
-    if path is None and DEFAULT_INVENTORY.is_file():
-        path = DEFAULT_INVENTORY
-    inventory = builtin_inventory() if path is None else load_inventory(path)
+    inventory = load_cli_inventory(args.inventory)
     names = [b.name for b in inventory.boards]
     for name in [*args.board, *args.clear]:
         if name not in names:

@@ -1,20 +1,15 @@
-"""``npu-hil history``: the runs kept in a reports folder, per board and case: the outcome strip,
-failing since, flakiness, pass rate, latency p50 and SNR; ``--export`` writes every measurement
-as OpenMetrics text or JSON lines instead.
-
-Exit 0; 2 for a folder with no history (no run there wrote its measurements) or a kind of run
-it does not hold.
-"""
+"""``npu-hil history``: the runs kept in a reports folder, per board and case, or ``--export``
+(docs/farm/history.md). Exit 0; 2 for a folder with no history or a kind of run it does not hold."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
 from typing import IO, Any
 
+from npu_hil.harness.cli.common import print_json
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.history.export import FORMATS, write_export
 from npu_hil.harness.history.flaky import ABSENT, DEFAULT_RUNS, CaseHistory, case_histories
@@ -49,14 +44,13 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "--runs",
         type=int,
-        default=None,
         metavar="N",
         help=f"the newest N runs (default {DEFAULT_RUNS}; an export: every indexed run)",
     )
-    parser.add_argument("--board", default=None, metavar="NAME", help="one board's cases")
-    parser.add_argument("--case", default=None, metavar="SUBSTRING", help="cases whose id has it")
-    parser.add_argument("--export", choices=FORMATS, default=None)
-    parser.add_argument("--out", type=Path, default=None, help="export file (default: stdout)")
+    parser.add_argument("--board", metavar="NAME", help="one board's cases")
+    parser.add_argument("--case", metavar="SUBSTRING", help="cases whose id has it")
+    parser.add_argument("--export", choices=FORMATS)
+    parser.add_argument("--out", type=Path, help="export file (default: stdout)")
     parser.add_argument("--json", action="store_true", help="the per-case view as JSON")
     parser.set_defaults(run=run_history)
 
@@ -121,7 +115,7 @@ def run_history(args: argparse.Namespace) -> int:
             "runs": [e.to_dict() for e in history.runs],
             "cases": [c.to_dict() for c in cases],
         }
-        print(json.dumps(doc, indent=2))
+        print_json(doc)
         return 0
     _print_view(history, key, cases, sys.stdout)
     return 0
@@ -188,11 +182,8 @@ def _print_view(history: History, key: str | None, cases: list[CaseHistory], out
         table.add_column("case", overflow="fold")
         table.add_column("outcomes")
         table.add_column("failing since")
-        table.add_column("flaky", justify="right")
-        table.add_column("pass", justify="right")
-        table.add_column("p50 ms last", justify="right")
-        table.add_column("p50 ms median", justify="right")
-        table.add_column("SNR dB", justify="right")
+        for figure in ("flaky", "pass", "p50 ms last", "p50 ms median", "SNR dB"):
+            table.add_column(figure, justify="right")
         for case in rows:
             since = case.failing_since[0] if case.failing_since else "—"
             rate = "—" if case.pass_rate is None else f"{100 * case.pass_rate:.0f}%"

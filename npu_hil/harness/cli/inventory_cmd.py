@@ -1,10 +1,5 @@
-"""``npu-hil inventory init|check``: a starting inventory to edit, and a check of one.
-
-``init`` writes the commented starting inventory (one simulated board per target, the lines a
-first real board needs) and refuses to overwrite a file without ``--force``. ``check`` reads an
-inventory as a run would (without asking a labgrid coordinator) and lists its boards; a bad one
-is its ``file:line:col`` line and exit 2.
-"""
+"""``npu-hil inventory init|check``: a starting inventory to edit (never overwritten without
+``--force``), and a check of one as a run reads it (docs/farm/inventory.md)."""
 
 from __future__ import annotations
 
@@ -12,9 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from npu_hil.harness.cli.common import print_json
-
-DEFAULT_PATH = Path("inventory.yaml")
+from npu_hil.harness.cli.common import DEFAULT_INVENTORY, print_json
 
 
 def add_parser(sub: Any) -> None:
@@ -25,13 +18,16 @@ def add_parser(sub: Any) -> None:
         "init", help="write a commented starting inventory: one simulated board per target"
     )
     init.add_argument(
-        "--path", type=Path, default=DEFAULT_PATH, help=f"the file (default {DEFAULT_PATH})"
+        "--path",
+        type=Path,
+        default=DEFAULT_INVENTORY,
+        help=f"the file (default {DEFAULT_INVENTORY})",
     )
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     init.set_defaults(run=run_init)
 
     check = actions.add_parser("check", help="read an inventory and list its boards")
-    check.add_argument("path", type=Path, nargs="?", default=DEFAULT_PATH)
+    check.add_argument("path", type=Path, nargs="?", default=DEFAULT_INVENTORY)
     check.add_argument("--json", action="store_true")
     check.set_defaults(run=run_check)
 

@@ -71,21 +71,18 @@ def add_parser(sub: Any) -> None:
     build.add_argument(
         "--mean",
         type=_floats,
-        default=None,
         help="per-channel mean baked into the compiled model, e.g. 123.675,116.28,103.53 "
         "(its input then takes raw uint8 pixels); with --std",
     )
-    build.add_argument("--std", type=_floats, default=None, help="per-channel std, with --mean")
+    build.add_argument("--std", type=_floats, help="per-channel std, with --mean")
     build.add_argument(
         "--precision",
         choices=list(dict.fromkeys(p for c in kinds for p in c.precisions)),
-        default=None,
         help=_each([c.precision_help for c in kinds], "; "),
     )
     build.add_argument(
         "--dataset",
         type=Path,
-        default=None,
         help="int8 calibration: NCHW .npy files (NNN.npy, or NNN.<input>.npy), in "
         "DIR/<model>-<shape>/, DIR/<model>/ or DIR; default: a generated set",
     )
@@ -128,16 +125,8 @@ def run_install(args: argparse.Namespace) -> int:
 
 
 def _install(compiler: ModelCompiler) -> None:
-    command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        "--no-deps",
-        f"{compiler.toolkit}=={compiler.version}",
-    ]
+    pip = "-m pip install --quiet --disable-pip-version-check --no-deps"
+    command = [sys.executable, *pip.split(), f"{compiler.toolkit}=={compiler.version}"]
     done = subprocess.run(command, check=False)
     if done.returncode != 0:
         raise CompilerError(f"{' '.join(command[2:])} failed with status {done.returncode}")

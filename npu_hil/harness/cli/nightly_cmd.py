@@ -1,12 +1,7 @@
-"""``npu-hil nightly``: the regression suite in a pytest subprocess, live progress, the report.
-
-The run folder is created here first and named to pytest in ``NPU_HIL_RUN_DIR``, so the progress
-display can follow ``records.jsonl`` as the plugin appends to it. pytest's own output goes to
-``<run>/pytest.log``. The exit code is pytest's (0: everything passed; 1 also when no case
-reached a board, the reason in the summary); a ``--target``/``--board`` the inventory has no
-board for, or a ``--sim-fault`` that does not parse or names a board that does not run
-simulated, is exit 2 before pytest starts.
-"""
+"""``npu-hil nightly``: the regression suite in a pytest subprocess, live progress, the report
+(docs/farm/nightly.md). The run folder is made here and named to pytest in ``NPU_HIL_RUN_DIR``,
+so the progress display follows its ``records.jsonl``; pytest's output goes to
+``<run>/pytest.log``. Exit: pytest's; 2 for bad input before pytest starts."""
 
 from __future__ import annotations
 
@@ -24,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
+from npu_hil.harness.cli.common import DEFAULT_INVENTORY
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.report.records import NO_BOARD, OUTCOMES, QUARANTINED, TestRecord
 from npu_hil.harness.report.runmeta import (
@@ -52,7 +48,6 @@ DEFAULT_SUITE = Path("tests") / "hil"
 """A suite of the user's own beside the inventory, run when the current folder has one."""
 SHIPPED_SUITE = "npu_hil.harness.suite"
 """The suite that ships with npu-hil, run otherwise, wherever the user stands."""
-DEFAULT_INVENTORY = "inventory.yaml"
 POLL_SECONDS = 0.25
 LOG_FILE = "pytest.log"
 LOG_TAIL_LINES = 15
@@ -155,23 +150,18 @@ def pytest_command(args: argparse.Namespace, suite: Path) -> list[str]:
         # The suite has no property tests; hypothesis's plugin, where it is installed, imports
         # all of hypothesis at the end of every process of the run to print its statistics.
         cmd += ["-p", "no:hypothesispytest"]
-    cmd += ["--reports", str(args.reports)]
-    if args.inventory is not None:
-        cmd += ["--inventory", str(args.inventory)]
-    if args.simfarm:
-        cmd += ["--simfarm", args.simfarm]
-    if args.backend is not None:
-        cmd += ["--backend", args.backend]
     for flag, values in (
+        ("--reports", [args.reports]),
+        ("--inventory", [args.inventory]),
+        ("--simfarm", [args.simfarm]),
+        ("--backend", [args.backend]),
         ("--target", args.target),
-        ("--board", getattr(args, "board", [])),
-        ("--sim-fault", getattr(args, "sim_fault", [])),
+        ("--board", args.board),
+        ("--sim-fault", args.sim_fault),
+        ("--compare-with", [args.compare_with]),
+        ("--runtime", [args.runtime]),
     ):
-        cmd += [part for value in values for part in (flag, value)]
-    if getattr(args, "compare_with", None):
-        cmd += ["--compare-with", str(args.compare_with)]
-    if getattr(args, "runtime", None):
-        cmd += ["--runtime", str(args.runtime)]
+        cmd += [part for value in values if value for part in (flag, str(value))]
     if args.workers:
         # Board cases carry xdist_group(board): one worker per board starts its agent once.
         cmd += ["-n", str(args.workers), "--dist", "loadgroup"]
@@ -239,10 +229,8 @@ _TROUBLE = ("failed", "error", "quarantined")
 def _progress_table(tail: RecordTail, elapsed: float) -> Any:
     from rich.table import Table
 
-    total: Counter[str] = Counter()
-    for counts in tail.per_board.values():
-        total.update(counts)
-    table = Table(title=f"npu-hil nightly: {sum(total.values())} done, {elapsed:.0f}s")
+    done = sum(sum(counts.values()) for counts in tail.per_board.values())
+    table = Table(title=f"npu-hil nightly: {done} done, {elapsed:.0f}s")
     table.add_column("board")
     table.add_column("SIM/HW")
     for outcome in OUTCOMES:
@@ -256,9 +244,7 @@ def _progress_table(tail: RecordTail, elapsed: float) -> Any:
         table.add_row(board, tail.kind(board), *(str(counts[o]) for o in OUTCOMES))
     rest = boards[PROGRESS_ROWS:]
     if rest:
-        summed: Counter[str] = Counter()
-        for board in rest:
-            summed.update(tail.per_board[board])
+        summed = sum((tail.per_board[board] for board in rest), Counter[str]())
         table.add_row(f"{len(rest)} more boards", "", *(str(summed[o]) for o in OUTCOMES))
     return table
 
@@ -332,9 +318,8 @@ def _print_summary(run_dir: Path, code: int) -> None:
     # A quarantined column only when a listed test failed, as summary.json counts it.
     columns = (*OUTCOMES, *((QUARANTINED,) if outcomes.get(QUARANTINED) else ()))
     table = Table(title=f"npu-hil nightly {run_dir.name}: {summary['total']} tests, {mode}")
-    table.add_column("board")
-    table.add_column("target")
-    table.add_column("SIM/HW")
+    for head in ("board", "target", "SIM/HW"):
+        table.add_column(head)
     for outcome in columns:
         table.add_column(outcome, justify="right")
     for board, entry in summary["per_board"].items():
@@ -353,8 +338,10 @@ def _print_summary(run_dir: Path, code: int) -> None:
         # comparison.json as this run's report wrote it (build_comparison)
         comparison = cast("ComparisonDocument", json.loads(comparison_path.read_text("utf-8")))
         console.print(comparison_line(comparison), markup=False, highlight=False)
-    for line in health_lines(summary):
-        console.print(line, markup=False, highlight=False)
+    for board, events in summary.get("board_health", {}).items():
+        for event in events:
+            line = f"board health: {board}: {event['event']} ({event['cases']} cases)"
+            console.print(line, markup=False, highlight=False)
     console.print(f"report: {(run_dir / HTML_FILE).resolve()}")
     if code in INCOMPLETE_EXITS:
         console.print(f"pytest stopped early (exit {code}); its output is in {run_dir / LOG_FILE}")
@@ -386,19 +373,11 @@ def comparison_line(comparison: ComparisonDocument) -> str:
     )
 
 
-def health_lines(summary: PastSummary) -> list[str]:
-    lines = []
-    for board, events in summary.get("board_health", {}).items():
-        for event in events:
-            lines.append(f"board health: {board}: {event['event']} ({event['cases']} cases)")
-    return lines
-
-
 def _nightly_kind(args: argparse.Namespace, suite: Path) -> RunMeta:
     """The run key of a report nightly rebuilds itself, from its own arguments."""
     inventory = args.inventory
-    if inventory is None and Path(DEFAULT_INVENTORY).exists():
-        inventory = Path(DEFAULT_INVENTORY)
+    if inventory is None and DEFAULT_INVENTORY.exists():
+        inventory = DEFAULT_INVENTORY
     try:
         where = suite.resolve().relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
@@ -407,65 +386,48 @@ def _nightly_kind(args: argparse.Namespace, suite: Path) -> RunMeta:
         where = SHIPPED_SUITE  # the same key wherever it is installed
     selection = {
         "target": list(args.target),
-        "board": list(getattr(args, "board", [])),
+        "board": list(args.board),
         "backend": args.backend,
         "simfarm": args.simfarm,
-        "runtime": getattr(args, "runtime", None),
+        "runtime": args.runtime,
         "pytest_args": list(args.pytest_args),
     }
     kind = run_kind([where], inventory.resolve() if inventory else None, selection)
     return {"run_kind": kind, "run_key": run_key(kind), "harness_version": harness_version()}
 
 
-def _check_inventory(
-    path: Path | None, targets: list[str], boards: list[str], args: argparse.Namespace
-) -> list[str]:
-    """Read the inventory before starting pytest, so a typo is the one ``file:line:col`` line
-    (exit 2) rather than a collection error per test module, and a ``--target``/``--board`` it
-    has no board for is one line (exit 2) rather than a run of skipped cases. The coordinator
-    of a labgrid section is not asked here: the run does that (and the plugin checks the
-    selection against the places it names). Returns the runtime names the boards list."""
-    from npu_hil.harness.farm.inventory import load_inventory
-    from npu_hil.harness.farm.selection import runtime_names, runtime_problem, selection_problem
-    from npu_hil.harness.farm.starter import builtin_inventory
-    from npu_hil.harness.files import check_regular
-    from npu_hil.harness.plugin.sim_faults import parse_board_faults, sim_fault_problem
+def _check_inventory(path: Path | None, args: argparse.Namespace) -> list[str]:
+    """The runtime names the inventory's boards list, after checking the inventory and the
+    selection before pytest starts: a typo is one ``file:line:col`` line (exit 2), not an error
+    per test module or a run of skipped cases. A labgrid section's places are the run's to check."""
+    from npu_hil.harness.cli.common import load_cli_inventory
+    from npu_hil.harness.farm.selection import runtime_names
+    from npu_hil.harness.plugin.sim_faults import parse_board_faults, selection_problems
 
-    faults = parse_board_faults(getattr(args, "sim_fault", []))  # SimFaultError: exit 2
-    if path is None:
-        # pytest's built-in simulated farm (no inventory given or found)
-        inventory = builtin_inventory()
-    else:
-        # A FIFO or /dev/zero named as the inventory would block or never end the parser's read.
-        check_regular(path, "the board inventory (YAML)")
-        inventory = load_inventory(path)
-    if inventory.labgrid is not None:
-        return runtime_names(inventory)
-    problem = (
-        selection_problem(inventory, targets, boards)
-        or sim_fault_problem(inventory, args.backend or "auto", faults)
-        or runtime_problem(inventory, getattr(args, "runtime", None))
-    )
-    if problem is not None:
-        raise NightlyError(problem)
+    faults = parse_board_faults(args.sim_fault)  # SimFaultError: exit 2
+    inventory = load_cli_inventory(path)
+    if inventory.labgrid is None:
+        problem = selection_problems(
+            inventory, args.target, args.board, args.backend or "auto", faults, args.runtime
+        )
+        if problem is not None:
+            raise NightlyError(problem)
     return runtime_names(inventory)
 
 
 def run_nightly(args: argparse.Namespace) -> int:
     suite = resolve_suite(args.suite)
-    targets, boards = list(args.target), list(getattr(args, "board", []))
     inventory = args.inventory
-    faults = list(getattr(args, "sim_fault", []))
-    matrix = bool(getattr(args, "runtime_matrix", False))
-    selecting = targets or boards or faults or getattr(args, "runtime", None) or matrix
+    faults = list(args.sim_fault)
+    matrix = bool(args.runtime_matrix)
+    selecting = args.target or args.board or faults or args.runtime or matrix
     if inventory is None and selecting and not args.simfarm:
         # pytest's default when run from the checkout; --simfarm writes its own inventory
-        default = Path(DEFAULT_INVENTORY)
-        inventory = default if default.is_file() else None
+        inventory = DEFAULT_INVENTORY if DEFAULT_INVENTORY.is_file() else None
     runtimes: list[str] = []
     if inventory is not None or (selecting and not args.simfarm):
         # no file: the plugin's built-in simulated farm is the one the faults must fit
-        runtimes = _check_inventory(inventory, targets, boards, args)
+        runtimes = _check_inventory(inventory, args)
     if not matrix:
         return _run_once(args, suite, faults)[1]
     if not runtimes:

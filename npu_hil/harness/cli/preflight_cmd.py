@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
+from npu_hil.harness.cli.common import print_json
 from npu_hil.harness.preflight import preflight
 
 
@@ -22,7 +22,6 @@ def add_parser(sub: Any) -> None:
     )
     parser.add_argument(
         "--runtime-version",
-        default=None,
         help="a compiled model: the version of the board's runtime (1.6.0), checked against "
         "the toolkit that built the model (default: unknown, reported as such)",
     )
@@ -31,7 +30,6 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--rule", choices=("A", "B"), default=None)
     parser.add_argument(
         "--input-type",
-        default=None,
         help="the deployed input type as the target's vendor names it: a tensor type such as "
         "uint8 or float16 (default: what the vendor's compiler makes of the ONNX input), or an "
         "image type such as nv12",
@@ -51,7 +49,7 @@ def run_preflight(args: argparse.Namespace) -> int:
         board_versions=_runtime_versions(args.target, args.runtime_version),
     )
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        print_json(report.to_dict())
     else:
         print(report.summary())
     return 0 if report.ok else 1

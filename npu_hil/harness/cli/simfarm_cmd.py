@@ -1,11 +1,6 @@
-"""``npu-hil simfarm up|down|status``: simulated boards behind a real sshd and serial consoles on
-127.0.0.1, and the inventory that reaches them (``arm64-root``:
-:mod:`npu_hil.harness.cli.emulated_cmd`).
-
-``up`` exits 0 when the farm runs (2 when it cannot start or is already up); ``down`` exits 0
-whether or not anything was running; ``status`` exits 0 when every process of the farm is
-alive and 1 otherwise (nothing recorded, or some process gone).
-"""
+"""``npu-hil simfarm up|down|status`` (docs/farm/simfarm.md). ``up`` exits 0 when the farm runs
+(2 when it cannot start or is already up); ``down`` 0; ``status`` 0 when every process of the farm
+is alive, else 1."""
 
 from __future__ import annotations
 
@@ -15,24 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from npu_hil.harness.cli import emulated_cmd
-from npu_hil.harness.cli.common import count_up_to
+from npu_hil.harness.cli.common import count_up_to, number_from_zero, print_json
 from npu_hil_testkit.simfarm import farm
 
 MAX_STOP_TIMEOUT = 3600.0
 """``down --timeout``: an hour between SIGTERM and SIGKILL is already more than any process of
 the farm takes to stop."""
-
-
-def _timeout(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= MAX_STOP_TIMEOUT:
-        raise argparse.ArgumentTypeError(
-            f"expected seconds from 0 to {MAX_STOP_TIMEOUT:g}, got {text!r}"
-        )
-    return value
 
 
 def _names(text: str) -> list[str]:
@@ -50,10 +33,7 @@ def add_parser(sub: Any) -> None:
         "sshd, socat ptys, ser2net) and write the inventory that reaches them; stop them again.",
     )
     actions = simfarm.add_subparsers(dest="action", required=True, parser_class=type(simfarm))
-    dir_help = f"the farm's folder (default: {farm.default_dir()})"
-
     up = actions.add_parser("up", help="start the farm and write DIR/inventory.yaml")
-    up.add_argument("--dir", type=Path, help=dir_help)
     up.add_argument(
         "--boards",
         type=count_up_to(farm.MAX_BOARDS),
@@ -80,21 +60,23 @@ def add_parser(sub: Any) -> None:
         default="pty",
         help="serial consoles as a local pty, or served by ser2net as rfc2217:// (default: pty)",
     )
-    up.add_argument("--json", action="store_true")
     up.set_defaults(run=run_up)
 
     down = actions.add_parser("down", help="stop everything the farm started")
-    down.add_argument("--dir", type=Path, help=dir_help)
     down.add_argument(
-        "--timeout", type=_timeout, default=5.0, help="seconds between SIGTERM and SIGKILL"
+        "--timeout",
+        type=number_from_zero(MAX_STOP_TIMEOUT, f"seconds from 0 to {MAX_STOP_TIMEOUT:g}"),
+        default=5.0,
+        help="seconds between SIGTERM and SIGKILL",
     )
-    down.add_argument("--json", action="store_true")
     down.set_defaults(run=run_down)
 
     status = actions.add_parser("status", help="which of the farm's processes are alive")
-    status.add_argument("--dir", type=Path, help=dir_help)
-    status.add_argument("--json", action="store_true")
     status.set_defaults(run=run_status)
+    dir_help = f"the farm's folder (default: {farm.default_dir()})"
+    for action in (up, down, status):
+        action.add_argument("--dir", type=Path, help=dir_help)
+        action.add_argument("--json", action="store_true")
 
     emulated_cmd.add_actions(actions)
 
@@ -108,7 +90,7 @@ def run_up(args: argparse.Namespace) -> int:
         serial=args.serial,
     )
     if args.json:
-        print(json.dumps(state.to_dict(), indent=2))
+        print_json(state.to_dict())
         return 0
     kinds = sorted({board.transport for board in state.boards})
     print(
@@ -122,7 +104,7 @@ def run_up(args: argparse.Namespace) -> int:
 def run_down(args: argparse.Namespace) -> int:
     results = farm.down(args.dir, timeout=args.timeout)
     if args.json:
-        print(json.dumps([{**r.record.to_dict(), "outcome": r.outcome} for r in results], indent=2))
+        print_json([{**r.record.to_dict(), "outcome": r.outcome} for r in results])
         return 0
     if not results:
         print("nothing running")
@@ -148,7 +130,7 @@ def run_status(args: argparse.Namespace) -> int:
             print("nothing running")
         return 1
     if args.json:
-        print(json.dumps(current.to_dict(), indent=2))
+        print_json(current.to_dict())
     else:
         state = current.state
         print(f"farm in {state.dir} (started {state.started}), inventory {state.inventory}")

@@ -1,14 +1,11 @@
-"""``npu-hil soak``: the chosen models looped on the chosen boards, judged on a bounded leak slope
-and error rate (:mod:`npu_hil.harness.soak`; docs/farm/health.md), the report written to
-``<reports>/soak-<run-id>/``. Exit 0: passed; 1: failed (each reason printed, naming the bound and
-the figures); 2: bad input (no board chosen, a board or target the inventory lacks, a
-``--sim-fault`` that does not fit, a bound out of range), before anything runs.
-"""
+"""``npu-hil soak``: models looped on boards, judged on a bounded leak slope and error rate
+(docs/farm/health.md). Exit 0 passed, 1 failed (each reason printed), 2 bad input."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 import time
@@ -23,9 +20,7 @@ if TYPE_CHECKING:
     from npu_hil.harness.report.runmeta import RunMeta
     from npu_hil.harness.soak.documents import ErrorRate, FitDocument, SoakDocument
 
-__all__ = ["SoakUsageError", "add_parser", "run_soak"]
 
-DEFAULT_INVENTORY = "inventory.yaml"
 PROGRESS_EVERY_S = 10.0
 
 
@@ -122,14 +117,12 @@ def add_parser(sub: Any) -> None:
     soak.add_argument(
         "--max-error-rate",
         type=float,
-        default=None,
         metavar="SHARE",
         help="failed jobs / jobs allowed per board (default 0.01)",
     )
     soak.add_argument(
         "--warmup-share",
         type=float,
-        default=None,
         metavar="SHARE",
         help="share of each memory series left out of the fit (default 0.2)",
     )
@@ -154,33 +147,13 @@ def _seconds(args: argparse.Namespace) -> float | None:
     return None if args.seconds is None else float(args.seconds)
 
 
-def _inventory(path: Path | None) -> Any:
-    from npu_hil.harness.farm.inventory import load_inventory
-    from npu_hil.harness.farm.starter import builtin_inventory
-    from npu_hil.harness.files import check_regular
-
-    if path is None and Path(DEFAULT_INVENTORY).is_file():
-        path = Path(DEFAULT_INVENTORY)
-    if path is None:
-        return builtin_inventory()
-    check_regular(path, "the board inventory (YAML)")
-    return load_inventory(path)
-
-
 def _bounds(args: argparse.Namespace) -> Any:
     from npu_hil.harness.soak import Bounds
 
-    given: dict[str, Any] = {}
-    if args.max_leak_kib_per_1k is not None:
-        given["max_leak_kib_per_1k"] = args.max_leak_kib_per_1k
-    if args.max_leak_kib_per_hour is not None:
-        given["max_leak_kib_per_hour"] = args.max_leak_kib_per_hour
-        if args.max_leak_kib_per_1k is None:
-            given["max_leak_kib_per_1k"] = None  # the one bound asked for
-    if args.max_error_rate is not None:
-        given["max_error_rate"] = args.max_error_rate
-    if args.warmup_share is not None:
-        given["warmup_share"] = args.warmup_share
+    names = ("max_leak_kib_per_1k", "max_leak_kib_per_hour", "max_error_rate", "warmup_share")
+    given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    if args.max_leak_kib_per_hour is not None and args.max_leak_kib_per_1k is None:
+        given["max_leak_kib_per_1k"] = None  # the one bound asked for
     try:
         return Bounds(**given)
     except ValueError as exc:
@@ -251,10 +224,7 @@ def _shape(text: str) -> tuple[int, ...]:
     from npu_hil.harness.cli.common import parse_shape
 
     shape = parse_shape(text)
-    elements = 1
-    for dim in shape:
-        elements *= dim
-    if not shape or min(shape) < 1 or elements > MAX_SHAPE_ELEMENTS:
+    if not shape or min(shape) < 1 or math.prod(shape) > MAX_SHAPE_ELEMENTS:
         raise SoakUsageError(
             f"soak: --shape: expected positive dimensions of at most {MAX_SHAPE_ELEMENTS} "
             f"elements in all, got {text[:60]!r}"
@@ -263,13 +233,13 @@ def _shape(text: str) -> tuple[int, ...]:
 
 
 def run_soak(args: argparse.Namespace) -> int:
+    from npu_hil.harness.cli.common import load_cli_inventory
     from npu_hil.harness.farm import Farm
-    from npu_hil.harness.farm.selection import selection_problem
     from npu_hil.harness.pipeline.golden import golden_job
     from npu_hil.harness.plugin.sim_faults import (
         faults_by_board,
         parse_board_faults,
-        sim_fault_problem,
+        selection_problems,
     )
     from npu_hil.harness.soak import SoakPlan, judge, soak
     from npu_hil.harness.soak.report import JSON_FILE, write_soak_report
@@ -278,10 +248,8 @@ def run_soak(args: argparse.Namespace) -> int:
         raise SoakUsageError("soak: choose the boards to soak with --board NAME or --target SOC")
     bounds = _bounds(args)
     faults = parse_board_faults(args.sim_fault)
-    inventory = _inventory(args.inventory)
-    problem = selection_problem(inventory, args.target, args.board) or sim_fault_problem(
-        inventory, args.backend, faults
-    )
+    inventory = load_cli_inventory(args.inventory)
+    problem = selection_problems(inventory, args.target, args.board, args.backend, faults)
     if problem is not None:
         raise SoakUsageError(problem)
     plan = SoakPlan(

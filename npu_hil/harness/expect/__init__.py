@@ -7,24 +7,6 @@ nothing here imports the simulator. Entry point: :func:`expect_run`.
 
 from __future__ import annotations
 
-from npu_hil.harness.expect.oracle import (
-    Expected,
-    ReportedTensor,
-    expect_run,
-    expected_input,
-    expected_outputs,
-    model_inputs,
-    npu_outputs,
-    semantics,
-)
+from npu_hil.harness.expect.oracle import Expected, expect_run, npu_outputs, semantics
 
-__all__ = [
-    "Expected",
-    "ReportedTensor",
-    "expect_run",
-    "expected_input",
-    "expected_outputs",
-    "model_inputs",
-    "npu_outputs",
-    "semantics",
-]
+__all__ = ["Expected", "expect_run", "npu_outputs", "semantics"]

@@ -1,17 +1,7 @@
-"""What a device must hold, computed on the host from the runtime's report alone.
-
-For each input: the layout the device reported, and the values it must hold (the caller's
-tensor, or for float data given to an integer buffer what the reported quantization makes of
-it). For each output: the reference model (onnxruntime) run on what the model sees — the held
-inputs decoded as the vendor does (the vendor unit's quantization model,
-``npu_hil/targets/<vendor>/quant.py``) — then quantized with the parameters the device reported, in
-the layout it reported. Diff the device's buffers against these with
-:func:`npu_hil.harness.diff.diff_buffers`.
-
-Nothing here reads the simulator: the same code checks a simulated board's result and a real
-one's (``tests/test_structure.py`` holds that this package imports nothing of
-``npu_hil.harness.sim``).
-"""
+"""What a device must hold, computed on the host from the runtime's report alone: inputs as
+handed over (quantized where the buffer is integer), outputs as the reference model computes them
+on the held inputs, quantized and laid out as the device reported. Nothing here reads the
+simulator (``tests/test_structure.py``)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""The npu-hil pytest plugin (entry point ``pytest11``).
+"""The npu-hil pytest plugin (entry point ``pytest11``; docs/model-developer/tests.md).
 
-Inert until used: installed in any environment it registers its options, markers and fixtures and
-nothing else. The inventory is read, boards are locked and a report folder is created only when a
-test asks for a board (the ``board`` or ``run_model`` fixture, or a ``soc``/``vendor`` marker).
-
-One feature per module, each with its own options, hooks and state (its docstring says which),
-registered in the order of :data:`FEATURES`; the options, markers and fixtures are listed on the
-generated "pytest markers, fixtures and options" page. Recovery and retry policy are the farm
-library's (:mod:`npu_hil.harness.farm.recovery`): the plugin maps its options onto them.
-"""
+Inert until a test asks for a board: it registers its options, markers and fixtures and nothing
+else. One feature per module, registered in the order of :data:`FEATURES`."""
 
 from __future__ import annotations
 
@@ -38,7 +31,6 @@ FEATURES = (
     "npu_hil.harness.plugin.simfarm",
     "npu_hil.harness.plugin.workerexit",
 )
-GROUP = "npu-hil"
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
@@ -46,7 +38,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     # as it registers. Not `pytest_plugins`: pytest looks each name of that list up among the
     # installed distributions' entry points too, a scan of every package's metadata (about
     # 10 ms a name) that a run of tests that never use the plugin would pay.
-    parser.getgroup(GROUP, "npu-hil: NPU boards in the loop")
+    parser.getgroup("npu-hil", "npu-hil: NPU boards in the loop")
     for name in FEATURES:
         pluginmanager.import_plugin(name)
 

@@ -1,21 +1,10 @@
-"""Board affinity under pytest-xdist: all of a board's cases on one worker, so each board's agent
-starts once and no worker waits on another's board lock.
+"""Board affinity under pytest-xdist ``--dist loadgroup``: all of a board's cases on one worker, so
+each board's agent starts once and no worker waits on another's board lock.
 
-pytest-xdist's ``--dist loadgroup`` reads a case's group from an ``@group`` suffix it writes into
-the item's node id on the worker; under pytest 9.2 that suffix no longer reaches the controller,
-and the groups silently fall apart (every case still passes). The plugin brings its own
-scheduler for ``--dist loadgroup`` instead (``pytest_xdist_make_scheduler``): a case's scope is
-its board, read from the board's parameter id in the node id (the plugin names that parameter
-after the board, :func:`npu_hil.harness.plugin.farm.pytest_generate_tests`), with the inventory's
-board names known to the controller. A suffix that does arrive (older pytest) is taken as it is;
-a case of no board is its own scope.
-
-Without workers, one process runs every board: its cases are put in board order (each board's
-cases together, where its first case was), as the scheduler does for a worker. Otherwise cases
-parametrized over the farm run board after board within each test, and with more boards than
-live agents a process may keep (least recently used closed first), every board's agent was
-closed and started again for each test: 226 agent starts for 50 boards.
-"""
+xdist's own ``@group`` node id suffix no longer reaches the controller under pytest 9.2 (the
+groups silently fall apart), so the plugin brings its own scheduler: a case's scope is its board,
+read from the board's parameter id. Without workers, a board's cases are put together: run board
+after board within each test, with more boards than live agents, 50 boards took 226 agent starts."""
 
 from __future__ import annotations
 
@@ -23,8 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-
-__all__ = ["board_of", "pytest_collection_modifyitems", "pytest_xdist_make_scheduler"]
 
 
 def board_of(nodeid: str, boards: Sequence[str]) -> str | None:
@@ -80,13 +67,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     cases of no board keep theirs; the order within a board is kept)."""
     if hasattr(config, "workerinput") or config.getoption("dist", "no") != "no":
         return  # the scheduler groups a worker's cases; every worker must collect alike
-    from npu_hil.harness.plugin.farm import BOARD
+    from npu_hil.harness.plugin.farm import board_param
 
     first: dict[str, int] = {}
     places = []
     for index, item in enumerate(items):
-        callspec = getattr(item, "callspec", None)
-        name = getattr(callspec.params.get(BOARD), "name", None) if callspec else None
+        name = getattr(board_param(item), "name", None)
         places.append(first.setdefault(name, index) if isinstance(name, str) else index)
     if len(first) > 1:
         order = sorted(range(len(items)), key=places.__getitem__)

@@ -1,13 +1,7 @@
-"""The farm in pytest: the inventory (read only when a test asks for a board), parametrisation of
-board tests over the matching boards, the ``farm`` and ``board`` fixtures, and board health.
-
-A test is a board test when it uses the ``board`` fixture (``run_model`` does) or carries a
-``soc``/``vendor`` marker: one case per matching board (``test_x[rk3588-01]``), or one skipped
-case for a SoC no board serves. The ``board`` fixture holds the board's cross-process lock for the
-test and checks its health once per session; recovery is the farm library's
-(:mod:`npu_hil.harness.farm.recovery`), this module maps the options onto it. The farm itself is
-imported where a test asks for a board or an option names one, never at the top.
-"""
+"""The farm in pytest: the inventory (read only when a test asks for a board), board tests
+parametrised over the matching boards, the ``farm`` and ``board`` fixtures, and board health
+(docs/model-developer/tests.md#choosing-boards). Recovery is the farm library's
+(:mod:`npu_hil.harness.farm.recovery`); this module maps the options onto it."""
 
 from __future__ import annotations
 
@@ -77,7 +71,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--keep-remote",
         action="store_true",
-        default=False,
         help="keep each job's files on its board, in jobs/<job id>-<nonce>/ of the board's "
         "workdir (for debugging)",
     )
@@ -117,7 +110,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--runtime",
-        default=None,
         metavar="NAME",
         help="run on the runtime version NAME of the boards that have it installed (the "
         "inventory's runtimes); boards without it are left out. npu-hil nightly "
@@ -257,28 +249,23 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """A ``--target``/``--board`` value no board of the inventory has is a usage error before
-    anything runs, not a run of skipped cases that exits 0; so is a ``--sim-fault`` for a board
-    it does not have or that does not run simulated. Checked once, on the controller;
-    without those options the inventory is still read only when a test asks for a board."""
+    """A ``--target``/``--board``/``--sim-fault``/``--runtime`` the inventory cannot serve is a
+    usage error before anything runs, not a run of skipped cases that exits 0 (checked once, on
+    the controller; without them the inventory is read only when a test asks for a board)."""
     config = session.config
     targets, names = config.getoption("target"), config.getoption("board")
     faults = sim_faults(config)
     runtime = config.getoption("runtime", None)
     if not (targets or names or faults or runtime) or hasattr(config, "workerinput"):
         return
-    from npu_hil.harness.farm.selection import runtime_problem, selection_problem
-    from npu_hil.harness.plugin.sim_faults import sim_fault_problem
+    from npu_hil.harness.plugin.sim_faults import selection_problems
 
     try:
         inventory = config.stash[FARM_KEY].load_inventory()
     except pytest.fail.Exception:
         return  # an unusable inventory: its file:line:col error comes with the first board test
-    problem = (
-        selection_problem(inventory, targets, names)
-        or sim_fault_problem(inventory, config.getoption("backend"), faults)
-        or runtime_problem(inventory, runtime)
-    )
+    backend = config.getoption("backend")
+    problem = selection_problems(inventory, targets, names, backend, faults, runtime)
     if problem is not None:
         raise pytest.UsageError(problem)
 
@@ -350,22 +337,17 @@ def _check_names(
     """A typo in a marker is a collection error, not a silently skipped test."""
     from npu_hil.targets.registry import VENDOR_OF
 
-    where = metafunc.definition.nodeid
-    unknown = [s for s in socs if s not in VENDOR_OF]
-    if unknown:
-        pytest.fail(
-            f"{where}: soc({', '.join(map(repr, unknown))}): unknown SoC; known: "
-            f"{', '.join(VENDOR_OF)}",
-            pytrace=False,
-        )
-    known_vendors = sorted(set(VENDOR_OF.values()))
-    unknown = [v for v in vendors if v not in known_vendors]
-    if unknown:
-        pytest.fail(
-            f"{where}: vendor({', '.join(map(repr, unknown))}): unknown vendor; known: "
-            f"{', '.join(known_vendors)}",
-            pytrace=False,
-        )
+    for marker, noun, names, known in (
+        ("soc", "SoC", socs, list(VENDOR_OF)),
+        ("vendor", "vendor", vendors, sorted(set(VENDOR_OF.values()))),
+    ):
+        unknown = ", ".join(repr(name) for name in names if name not in known)
+        if unknown:
+            pytest.fail(
+                f"{metafunc.definition.nodeid}: {marker}({unknown}): unknown {noun}; known: "
+                f"{', '.join(known)}",
+                pytrace=False,
+            )
 
 
 def _skipped(param: BoardParam, case_id: str, filtered: bool = False) -> Any:

@@ -1,32 +1,14 @@
 """Baselines: each case's latency and accuracy against the same case in the last K complete runs
-of the same run key, and the run kept in the history for the runs after it.
+of the same run key (``--baseline-*``, ``--no-baseline``, ``--history-keep``), and the run kept in
+the history (docs/model-developer/figures.md#baselines-and-regressions, docs/farm/history.md).
 
-``--baseline-runs K``, ``--baseline-k``, ``--baseline-floor PERCENT``: how the band is made
-(:mod:`npu_hil.harness.history.baseline`); ``--no-baseline``: no comparison (the run is still kept);
-``--history-keep N``: how many runs the index keeps.
-
-Each process (pytest-xdist workers too) loads the history once, when its first model run is
-evaluated; the run key comes from the controller so that every process compares with the same
-runs. :func:`check_run` is called by the ``run_model`` fixture after each run, where a failure
-can still fail the test; its findings go into the test's record (``regressions``), its JUnit
-properties (``regression.<metric>``), summary.json and the terminal's summary. At the end of the
-session the controller writes the run's ``measurements.json`` and updates the index
-(:func:`pytest_npu_hil_run_end`).
-
-Every pytest run declares these options and passes through the hooks below: the history's
-modules are imported where a board test's run is evaluated or kept, never at the top.
-
-The controller's share is done while the run runs rather than after it: from the run's first
-record on, the earlier runs of the kind are read in a background thread (the controller of a
-pytest-xdist run is idle while its workers test), one read serving both the baseline's window
-and the report's history view, and each record's point is made as the record arrives. At
-12,000 cases, reading the earlier runs and this run's own measurements back at the end took
-several seconds of the run's bookkeeping.
-"""
+Each process loads the history once, under the controller's run key; :func:`check_run` runs after
+each model run, where a failure can still fail the test. The controller reads the earlier runs
+in a background thread from the run's first record on, and makes each record's point as it
+arrives: at 12,000 cases, doing both at the end took several seconds."""
 
 from __future__ import annotations
 
-import os
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -36,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from npu_hil.harness.history.defaults import DEFAULT_KEEP
-from npu_hil.harness.plugin.records import RUN_KEY, ItemInfo, reports_root, run_id
+from npu_hil.harness.plugin.records import RUN_KEY, ItemInfo, run_folder
 
 if TYPE_CHECKING:
     from npu_hil.harness.history.baseline import Settings
@@ -47,7 +29,6 @@ if TYPE_CHECKING:
     from npu_hil.harness.report.runmeta import RunMeta
     from npu_hil.harness.report.summary import RunHistory
 
-__all__ = ["BaselineRegression", "check_run", "fail_on", "regression_lines"]
 
 RUN_KEY_INPUT = "npu_hil_run_key"
 
@@ -105,7 +86,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--no-baseline",
         action="store_true",
-        default=False,
         help="compare no figure with earlier runs (the run is still kept in the history)",
     )
 
@@ -121,15 +101,9 @@ def settings_of(config: pytest.Config) -> Settings:
 
 
 def history_place(config: pytest.Config) -> tuple[Path, str]:
-    """The reports root the history lives in and this run's id there: ``npu-hil nightly``
-    names the run folder itself (its parent is the root), a plain run has ``<reports>/<id>``."""
-    from npu_hil.harness.report.runs import RUN_DIR_ENV
-
-    named = os.environ.get(RUN_DIR_ENV)
-    if named:
-        path = Path(named).resolve()
-        return path.parent, path.name
-    return reports_root(config), run_id(config)
+    """The reports root the history lives in and this run's id there."""
+    path = run_folder(config).resolve()
+    return path.parent, path.name
 
 
 def _run_key(config: pytest.Config) -> str:
@@ -223,12 +197,26 @@ def trend_runs() -> int:
 
 
 def run_history(config: pytest.Config) -> ControllerHistory:
-    """The controller's history for this run: its earlier runs are read (in the background)
-    from the first call on, enough for both the baseline's window and the report's history
-    view."""
+    """The controller's history for this run: its earlier runs, enough for both the baseline's
+    window and the report's history view, are read in the background from the first call on."""
     root, this_run = history_place(config)
-    runs = max(settings_of(config).runs, trend_runs() - 1)
-    return controller_history(config, root, this_run, _run_key(config), runs)
+    found = config.stash.get(CONTROLLER_HISTORY_KEY, None)
+    if found is None or found.run_id != this_run:
+        runs = max(settings_of(config).runs, trend_runs() - 1)
+        run_key = _run_key(config)
+        earlier: Future[History] = Future()
+
+        def read() -> None:
+            from npu_hil.harness.history.store import load_history
+
+            try:
+                earlier.set_result(load_history(root, run_key, limit=runs, before=this_run))
+            except BaseException as exc:  # re-raised by result(), where the report handles it
+                earlier.set_exception(exc)
+
+        threading.Thread(target=read, name="npu-hil-history-read", daemon=True).start()
+        found = config.stash[CONTROLLER_HISTORY_KEY] = ControllerHistory(this_run, earlier)
+    return found
 
 
 @dataclass
@@ -249,28 +237,6 @@ class ControllerHistory:
 
 
 CONTROLLER_HISTORY_KEY = pytest.StashKey[ControllerHistory]()
-
-
-def controller_history(
-    config: pytest.Config, root: Path, run_id: str, run_key: str, runs: int
-) -> ControllerHistory:
-    """The history state of run ``run_id`` in ``root``, made (and the read of up to ``runs``
-    earlier runs of ``run_key`` started) on first use."""
-    found = config.stash.get(CONTROLLER_HISTORY_KEY, None)
-    if found is None or found.run_id != run_id:
-        earlier: Future[History] = Future()
-
-        def read() -> None:
-            from npu_hil.harness.history.store import load_history
-
-            try:
-                earlier.set_result(load_history(root, run_key, limit=runs, before=run_id))
-            except BaseException as exc:  # re-raised by result(), where the report handles it
-                earlier.set_exception(exc)
-
-        threading.Thread(target=read, name="npu-hil-history-read", daemon=True).start()
-        found = config.stash[CONTROLLER_HISTORY_KEY] = ControllerHistory(run_id, earlier)
-    return found
 
 
 def newest_runs(history: History, runs: int) -> History:
@@ -363,17 +329,12 @@ def pytest_npu_hil_run_trends(config: pytest.Config) -> TrendsView | None:
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     state = config.stash.get(RUN_KEY, None)
-    for number, line in enumerate(regression_lines(state.records if state else [])):
+    records = state.records if state else []
+    for number, line in enumerate(_finding_lines(records) + _new_baseline_lines(records)):
         terminalreporter.write_line(line, yellow=True, bold=number == 0)
 
 
 NEW_BASELINES_SHOWN = 5
-
-
-def regression_lines(records: list[TestRecord]) -> list[str]:
-    """The terminal's lines for the run's findings (a count, then one line each), and for the
-    cases whose changed model or inputs started a new baseline (a count and the first few)."""
-    return _finding_lines(records) + _new_baseline_lines(records)
 
 
 def _new_baseline_lines(records: list[TestRecord]) -> list[str]:

@@ -1,22 +1,13 @@
-"""SIGTERM ends a run the way Ctrl-C does: the session finishes, the boards' sessions close (their
-scratch folders with them) and the report is written, marked as stopped early.
-
-A CI job's timeout, ``timeout(1)``, systemd and ``npu-hil nightly`` itself (when it is
-interrupted) stop pytest with SIGTERM, whose default action ends the process where it stands:
-no report, and every board's scratch folder left behind. pytest already turns SIGINT into an
-orderly stop (KeyboardInterrupt); this gives SIGTERM the same path. It is installed only once the
-run is using boards (the plugin costs nothing in a run that does not), only over the default
-action (a handler the embedding program set is kept), and only once: a second SIGTERM ends the
-process at once, as a user who insists expects.
-"""
+"""SIGTERM ends a run the way Ctrl-C does: the session finishes, the boards' sessions close and the
+report is written, marked as stopped early (a CI timeout, ``timeout(1)``, systemd and ``npu-hil
+nightly`` stop pytest with SIGTERM). Installed once a run uses boards, only over the default
+action, and only once: a second SIGTERM ends the process at once."""
 
 from __future__ import annotations
 
 import signal
 import threading
 from types import FrameType
-
-__all__ = ["sigterm_interrupts"]
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

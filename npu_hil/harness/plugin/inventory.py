@@ -1,11 +1,5 @@
-"""``--inventory``: which inventory the run uses, and the line that says so when it is the
-built-in one.
-
-The farm feature reads the inventory from here, the records feature names it in the run's meta
-and run key (and prints :func:`inventory_line` at the end of a run that used boards),
-``--simfarm`` points the option at the inventory it wrote: all of them ask
-:func:`inventory_path`, none of them another feature.
-"""
+"""``--inventory``: which inventory the run uses, and the line that says so when it is the built-in
+one. Every feature asks :func:`inventory_path`, never another feature."""
 
 from __future__ import annotations
 
@@ -20,7 +14,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("npu-hil").addoption(
         "--inventory",
         metavar="FILE",
-        default=None,
         help="the board inventory (default: inventory.yaml beside the inifile, else in the "
         "folder pytest runs in, when present)",
     )

@@ -1,17 +1,7 @@
-"""Outcomes follow the error type: infrastructure trouble is an *error*, not a test failure.
-
-A :class:`~npu_hil.harness.errors.TransportError` (connection lost, checksum mismatch, a board that
-does not answer in time), a :class:`TimeoutError` or an unhealthy board is reported as an error of
-the test — counted with errors in the terminal, ``<error>`` in JUnit XML — with its message as the
-whole explanation (no traceback into the harness). A buffer mismatch stays a failure.
-
-How a phase counts is one value, :func:`phase_outcome`, computed from the phase and its
-exception; the records feature reads it. The hooks here only present it: the terminal's status
-and, for JUnit XML (which calls a failure outside the call phase an error), the report's phase.
-
-The hooks see every report of every run; the harness's exception classes are imported when a
-phase has failed, the only time they are asked about.
-"""
+"""Outcomes follow the error type: infrastructure trouble (a TransportError, a timeout, an unhealthy
+board) is an *error* with its message as the whole explanation, a buffer mismatch a failure
+(docs/model-developer/tests.md#outcomes). :func:`phase_outcome` is how a phase counts, for the
+records; the hooks here only present it (the terminal's status, JUnit XML's phase)."""
 
 from __future__ import annotations
 
@@ -77,23 +67,24 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if report.failed and call.excinfo is not None and _is_harness_refusal(call.excinfo):
+    excinfo = call.excinfo
+    if not report.failed or excinfo is None:
+        return report
+    if _is_harness_refusal(excinfo):
         # A typed refusal (LayoutError, DeviceError, ...) says all it has to say in its
         # message: one line with where the test asked for it, not a traceback into the harness.
-        exc = call.excinfo.value
-        message = getattr(exc, "message", None) or str(exc)
-        report.longrepr = f"{_test_line(item, call.excinfo)}{type(exc).__name__}: {message}"
-        return report
-    if report.failed and is_infra(call.excinfo):
-        assert call.excinfo is not None
-        exc = call.excinfo.value
-        message = getattr(exc, "message", None) or str(exc)
-        report.longrepr = f"{type(exc).__name__}: {message}"
+        where = _test_line(item, excinfo)
+    elif is_infra(excinfo):
+        where = ""
         setattr(report, INFRA_ATTR, True)
         if report.when == "call":
             # JUnit XML calls a failed non-call phase an error; the test itself did not fail,
             # the infrastructure under it did. Presentation only: records read phase_outcome.
             report.when = "setup"
+    else:
+        return report
+    exc = excinfo.value
+    report.longrepr = f"{where}{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
     return report
 
 

@@ -1,16 +1,5 @@
-"""The ``perf`` marker: a test's own run count and latency thresholds.
-
-    @pytest.mark.perf(runs=50, warmup=5, p99_ms=12.0, p50_ms=8.0)
-    def test_detector_latency(run_model):
-        run_model("detector.onnx", inputs={"images": frame})
-
-Every ``run_model`` call of the test times ``runs`` runs on the board after ``warmup`` untimed
-ones (unless the call names its own; ``--pin-clocks`` sets the board's governors to
-``performance`` for them, restored after), and a figure over its threshold fails the test with the
-figure, the threshold and the runs behind it. Thresholds may name any figure of
-:class:`~npu_hil.harness.latency.Latency` ending in ``_ms`` (``p50_ms``, ``p90_ms``, ``p99_ms``,
-``max_ms``, ``mean_ms``, ``jitter_ms`` ...).
-"""
+"""The ``perf`` marker: a test's own run count and latency thresholds (any ``_ms`` figure of
+:class:`~npu_hil.harness.latency.Latency`); docs/model-developer/figures.md."""
 
 from __future__ import annotations
 
@@ -23,7 +12,6 @@ import pytest
 if TYPE_CHECKING:
     from npu_hil.harness.latency import Latency
 
-__all__ = ["LatencyExceeded", "PerfSpec", "check_latency", "perf_spec"]
 
 MARKER = (
     "perf(runs=1, warmup=0, **thresholds_ms): time the runtime call `runs` times after `warmup` "
@@ -48,7 +36,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("npu-hil").addoption(
         "--pin-clocks",
         action="store_true",
-        default=False,
         help="for perf tests, set the board's CPU, NPU and DDR governors to performance during "
         "the runs and restore them after",
     )

@@ -1,12 +1,6 @@
 """``--quarantine FILE`` and ``--quarantine-verify``: known failures that run but do not fail
-the run (docs/farm/quarantine.md).
-
-A listed test whose call fails is reported as ``quarantined``; infrastructure trouble and setup
-or teardown errors stay errors: the list hides a known product failure, never a sick board. The
-list is never silently ignored: a bad file, an expired entry and one that matches none of the
-collected tests (checked before ``-k`` and ``-m`` deselect any) are usage errors; under
-pytest-xdist an unknown entry is the workers' collection error instead.
-"""
+the run (docs/farm/quarantine.md). Under pytest-xdist an unknown entry is the workers' collection
+error."""
 
 from __future__ import annotations
 
@@ -36,6 +30,7 @@ class QuarantineState:
 
     entries: tuple[QuarantineEntry, ...]
     verify: bool
+    quarantined: str  # the record's outcome, as the report names it
     came_out: dict[str, tuple[str, str]] = field(default_factory=dict)  # nodeid: outcome, entry
 
 
@@ -47,7 +42,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--quarantine",
         metavar="FILE",
-        default=None,
         help="a quarantine list (YAML: test pattern, target or board, reason, link, expires): "
         "listed tests run, and a failure of one is reported as quarantined instead of failing "
         "the run; an expired entry or one that matches no test is a usage error",
@@ -55,7 +49,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--quarantine-verify",
         action="store_true",
-        default=False,
         help="run only the tests the --quarantine list names and report which now pass",
     )
 
@@ -97,7 +90,9 @@ def pytest_configure(config: pytest.Config) -> None:
                 for e in expired
             )
         )
-    state = QuarantineState(entries, verify)
+    from npu_hil.harness.report.records import QUARANTINED
+
+    state = QuarantineState(entries, verify, QUARANTINED)
     # After the farm (a case's board) and the outcomes (whose report it turns into a quarantined
     # one): its makereport wrapper, registered later, runs outside theirs.
     config.pluginmanager.register(QuarantineRun(state), "npu-hil-quarantine")
@@ -110,10 +105,7 @@ class QuarantineRun:
     a run without a list pays nothing per test for it)."""
 
     def __init__(self, state: QuarantineState) -> None:
-        from npu_hil.harness.report.records import QUARANTINED
-
         self.state = state
-        self.quarantined = QUARANTINED  # the record's outcome, as the report names it
 
     @pytest.hookimpl(tryfirst=True)  # before -k/-m deselect: the whole suite is what entries name
     def pytest_collection_modifyitems(
@@ -196,7 +188,7 @@ class QuarantineRun:
 
     def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, Any] | None:
         if getattr(report, QUARANTINED_ATTR, False):
-            return self.quarantined, "Q", ("QUARANTINED", {"yellow": True})
+            return self.state.quarantined, "Q", ("QUARANTINED", {"yellow": True})
         return None
 
 
@@ -204,17 +196,14 @@ class QuarantineReporter:
     """Where the run's listed tests came out, said at the end (on the controller)."""
 
     def __init__(self, state: QuarantineState) -> None:
-        from npu_hil.harness.report.records import QUARANTINED
-
         self.state = state
-        self.quarantined = QUARANTINED  # the record's outcome, as the report names it
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         label = getattr(report, ENTRY_ATTR, None)
         if label is None or (report.when != "call" and report.passed):
             return
         if getattr(report, QUARANTINED_ATTR, False):
-            outcome = self.quarantined
+            outcome = self.state.quarantined
         elif report.failed and report.when != "call":
             outcome = "error"
         else:
@@ -224,7 +213,7 @@ class QuarantineReporter:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         came_out = self.state.came_out
         write = terminalreporter.write_line
-        for nodeid in sorted(n for n, (o, _) in came_out.items() if o == self.quarantined):
+        for nodeid in sorted(n for n, (o, _) in came_out.items() if o == self.state.quarantined):
             write(f"npu-hil: quarantined (not failing the run): {nodeid}: {came_out[nodeid][1]}")
         if not self.state.verify:
             return

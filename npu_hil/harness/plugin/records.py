@@ -1,14 +1,9 @@
 """Records: one :class:`~npu_hil.harness.report.records.TestRecord` per board test, JUnit
 properties, and the run's report written on the controller at the end of the session.
 
-A worker builds the record with the test's teardown report and hangs it there as
-``npu_hil_record``: pytest-xdist ships it to the controller like an outcome. The controller
-appends each to ``<run>/records.jsonl`` as it arrives (a crashed run keeps what completed) and
-writes the run at the end, after the ``pytest_npu_hil_run_end`` hook; nothing is written when no
-test used a board. Records are fed in one direction: other features fill a test's record
-(:func:`item_info`), and nothing here writes their state. The modules that build and write a
-record are imported where a board test's record is made, never at the top.
-"""
+A worker hangs the record on the test's teardown report (``npu_hil_record``) for pytest-xdist to
+ship; the controller appends each to ``<run>/records.jsonl`` as it arrives and writes the run at
+the end. Other features fill a test's record (:func:`item_info`); nothing here writes theirs."""
 
 from __future__ import annotations
 
@@ -16,7 +11,6 @@ import copy
 import os
 import sys
 import time
-import uuid
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -35,12 +29,11 @@ from npu_hil.harness.plugin.outcomes import phase_outcome
 if TYPE_CHECKING:
     from npu_hil.harness.farm.health_store import HealthDocument
     from npu_hil.harness.report.case_texts import CaseTexts
-    from npu_hil.harness.report.records import FindingDocument, TestRecord
+    from npu_hil.harness.report.records import TestRecord
     from npu_hil.harness.report.runmeta import RunMeta
     from npu_hil.harness.report.runs import RunStart
 
 RECORD_ATTR = "npu_hil_record"
-TOKEN_KEY = "npu_hil_token"
 RUN_ID_KEY = "npu_hil_run_id"
 HEATMAPS = "heatmaps"
 PROPERTY_PREFIX = "npu_hil."
@@ -57,7 +50,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--compare-with",
         metavar="RUN",
-        default=None,
         help="compare the run with this run (an id under the reports root, or a folder) instead "
         "of the last complete run of the same suite, inventory and selection",
     )
@@ -117,7 +109,13 @@ class ItemInfo:
         props.update(latency_properties(record.latency))
         props.update(board_state_properties(record.board_state))
         props.update(accuracy_properties(record.tensors))
-        props.update(regression_properties(record.regressions))
+        # each finding's message, its severity first
+        props.update(
+            {
+                f"regression.{f.get('metric')}": f"{f.get('severity')}: {f.get('message')}"
+                for f in record.regressions
+            }
+        )
         if record.cross_api:
             props["cross_api"] = record.cross_api
         if record.preprocessing:
@@ -126,14 +124,6 @@ class ItemInfo:
             props["baseline"] = record.baseline_note
         props.update(board_log_properties(record))
         return props
-
-
-def regression_properties(regressions: list[FindingDocument]) -> dict[str, str]:
-    """``regression.<metric>``: each finding's message, its severity first."""
-    return {
-        f"regression.{f.get('metric')}": f"{f.get('severity')}: {f.get('message')}"
-        for f in regressions
-    }
 
 
 INFO_KEY = pytest.StashKey[ItemInfo]()
@@ -156,7 +146,6 @@ class RunState:
     """Per-run state of the controller (or of a run without xdist)."""
 
     reports_root: Path
-    token: str
     run_id: str = ""  # chosen on first use (run_id()): a run of plain tests never needs one
     started: float = field(default_factory=time.time)
     run_dir: Path | None = None
@@ -168,10 +157,6 @@ class RunState:
 
 
 RUN_KEY = pytest.StashKey[RunState]()
-
-
-def _is_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")
 
 
 def reports_root(config: pytest.Config) -> Path:
@@ -194,15 +179,20 @@ def run_id(config: pytest.Config) -> str:
     return state.run_id
 
 
+def run_folder(config: pytest.Config) -> Path:
+    """This run's folder, made or not: the one ``npu-hil nightly`` named (its parent is the
+    reports root), else ``<reports>/<run id>``."""
+    from npu_hil.harness.report.runs import RUN_DIR_ENV
+
+    named = os.environ.get(RUN_DIR_ENV)
+    return Path(named) if named else reports_root(config) / run_id(config)
+
+
 def heatmap_dir(config: pytest.Config) -> Path:
     """Where this process writes a run's heatmaps: ``<run>/heatmaps/``, their final
     place, so a path printed in a failure message still exists after the run. Not created
     here: a run that writes no file leaves no folder."""
-    from npu_hil.harness.report.runs import RUN_DIR_ENV
-
-    named = os.environ.get(RUN_DIR_ENV)
-    run_dir = Path(named) if named else reports_root(config) / run_id(config)
-    return run_dir / HEATMAPS
+    return run_folder(config) / HEATMAPS
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -212,8 +202,8 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not _is_worker(config):
-        config.stash[RUN_KEY] = RunState(reports_root(config), uuid.uuid4().hex[:12])
+    if not hasattr(config, "workerinput"):
+        config.stash[RUN_KEY] = RunState(reports_root(config))
         # pytest-xdist's controller: the report is written before xdist waits for its workers
         # to exit, while they close their boards' agents, not after.
         distributed = config.getoption("dist", default="no") != "no"
@@ -223,8 +213,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """pytest-xdist, controller side: tell each worker the run's token and id (no files)."""
-    node.workerinput[TOKEN_KEY] = node.config.stash[RUN_KEY].token
+    """pytest-xdist, controller side: tell each worker the run's id (no files)."""
     node.workerinput[RUN_ID_KEY] = run_id(node.config)
 
 

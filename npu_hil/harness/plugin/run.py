@@ -1,15 +1,6 @@
-"""The ``run_model`` fixture: one model run on the test's board, recorded for the report; and
-:func:`assert_run_ok`, the failure with the diff in it.
-
-    @pytest.mark.soc("rk3588", "rv1106")
-    def test_detector_head_layout(run_model):
-        result = run_model("detector.onnx", inputs={"images": frame})
-        assert_run_ok(result)          # or: assert result.ok, result.summary()
-
-Retries after infrastructure trouble are the farm's (:mod:`npu_hil.harness.farm.recovery`, applied
-by
-:func:`npu_hil.harness.pipeline.run_model`); this feature only records what they were paid for.
-"""
+"""The ``run_model`` fixture: one model run on the test's board, recorded for the report
+(docs/model-developer/tests.md). Retries after infrastructure trouble are the farm's
+(:mod:`npu_hil.harness.farm.recovery`); this feature only records them."""
 
 from __future__ import annotations
 
@@ -20,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from npu_hil.harness.plugin.assertion import assert_run_ok
 from npu_hil.harness.plugin.history import check_run, fail_on
 from npu_hil.harness.plugin.perf import PerfSpec, check_latency, perf_spec
 from npu_hil.harness.plugin.records import ItemInfo, heatmap_dir, heatmap_path, item_info
@@ -38,7 +28,6 @@ if TYPE_CHECKING:
 # The pipeline and its diff (numpy, onnx) are imported by the run_model fixture, where a test
 # asks for a model run: every pytest run imports this module to declare the options.
 
-__all__ = ["ACCURACY_MARKER", "CROSS_API_MARKER", "RunModel", "assert_run_ok", "run_model"]
 
 CROSS_API_MARKER = (
     "cross_api: run every model job of the test a second time through the vendor's other API "
@@ -56,7 +45,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("npu-hil").addoption(
         "--stale-check",
         action="store_true",
-        default=False,
         help="run every model twice, on the test's inputs and on inputs derived from them, and "
         "fail an output that did not change (verdict 'stale') unless the host's expectation "
         "did not change either",
@@ -64,7 +52,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("npu-hil").addoption(
         "--cross-api",
         action="store_true",
-        default=False,
         help="run every model job a second time through the vendor's other API path (zero-copy "
         "and the normal API, where the board's vendor has two) and fail an output whose values "
         "or attributes the two disagree on (verdict 'cross-api'); a vendor with one path is "
@@ -73,7 +60,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("npu-hil").addoption(
         "--runtime-log-level",
         type=int,
-        default=None,
         metavar="N",
         help="the level every board's NPU runtime logs at in its jobs, on the runtime's own scale "
         "(written to the variable the runtime reads, e.g. 0..5 where 5 says most); the job's "
@@ -88,8 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @dataclasses.dataclass
 class RunModel:
-    """Callable behind the ``run_model`` fixture (see
-    :func:`npu_hil.harness.pipeline.run_model`)."""
+    """Callable behind the ``run_model`` fixture (:func:`npu_hil.harness.pipeline.run_model`)."""
 
     session: BoardSession
     info: ItemInfo
@@ -110,13 +95,9 @@ class RunModel:
         **options: Any,
     ) -> ModelRun:
         """Run ``model`` with ``inputs``; ``output_layout`` asks the board's runtime for that
-        native output layout; other keyword arguments go to ``npu_hil.harness.pipeline.run_model``
-        (``outputs``, ``tolerance``, ``padding``, ``input_layout``, ``faults``, ``runs``,
-        ``warmup``, ``accuracy``: a test's own thresholds, over its ``accuracy`` marker's). Under
-        a ``perf`` marker its runs and warm-up are the default, and a figure over its thresholds
-        fails the test. Every run's figures are checked against the case's baseline
-        (:mod:`npu_hil.harness.plugin.history`): outside its band, a perf test's latency (or, with
-        accuracy thresholds, an accuracy figure) fails the test, anything else is a warning."""
+        native output layout; other keywords go to ``npu_hil.harness.pipeline.run_model``
+        (``accuracy``: over the ``accuracy`` marker's). The ``perf`` marker and the baselines
+        judge every run (docs/model-developer/figures.md)."""
         from npu_hil.harness.diff.accuracy import thresholds_of
         from npu_hil.harness.errors import NpuHilError
         from npu_hil.harness.farm.breaker import BoardBrokenError

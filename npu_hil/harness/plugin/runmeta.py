@@ -11,8 +11,6 @@ import pytest
 from npu_hil.harness.plugin.inventory import inventory_path
 from npu_hil.harness.report.runmeta import RunKind, RunMeta, run_kind, run_meta
 
-__all__ = ["config_run_kind", "session_meta"]
-
 # options whose presence changes which cases run
 SELECTION_OPTIONS = (
     "keyword",
@@ -47,8 +45,7 @@ def _suite_of(config: pytest.Config) -> list[str]:
 
 
 def config_run_kind(config: pytest.Config) -> RunKind:
-    """The run kind of the pytest session ``config``
-    (:func:`npu_hil.harness.report.runmeta.run_kind`)."""
+    """The run kind (:func:`npu_hil.harness.report.runmeta.run_kind`) of a pytest session."""
     selection = {name: config.getoption(name, None) for name in SELECTION_OPTIONS}
     if selection.get("backend") == "auto":
         selection["backend"] = None

@@ -1,14 +1,7 @@
-"""Faults injected into a simulated board for a whole run: ``--sim-fault BOARD=FAULT[:k=v,...]``.
-
-``--sim-fault rk3588-01=slow:percent=20`` makes every job of that board carry the fault in its
-``adapter_options`` (the simulated runtime's faults, :mod:`npu_hil.harness.sim.faults`), so a run
-can be rigged on purpose and the baselines shown to catch it. A value reads as an integer, else a
-number, else text. A board the inventory does not have, one that will not run simulated (a
-hardware board without ``fallback: sim``, or any board under ``--backend hw``), an unknown fault
-or parameter: a :class:`SimFaultError` naming what was expected, before anything runs. The
-faults are not part of the run key (a rigged run compares with a clean one, which is the point)
-and are recorded in the run's meta (``sim_faults``).
-"""
+"""``--sim-fault BOARD=FAULT[:k=v,...]``: a fault in every job of a simulated board for a whole run
+(docs/model-developer/figures.md; the faults: :mod:`npu_hil.harness.sim.faults`). A value reads as
+an integer, else a number, else text. The faults are no part of the run key (a rigged run compares
+with a clean one) and are recorded in the run's meta (``sim_faults``)."""
 
 from __future__ import annotations
 
@@ -20,15 +13,6 @@ from typing_extensions import TypedDict
 
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.farm.inventory import SIM_ADAPTER, Inventory
-
-__all__ = [
-    "BoardFault",
-    "SimFaultError",
-    "faults_by_board",
-    "parse_board_fault",
-    "parse_board_faults",
-    "sim_fault_problem",
-]
 
 SYNTAX = "BOARD=FAULT[:key=value,...]"
 EXAMPLE = "NAME=slow:percent=20"
@@ -130,9 +114,27 @@ def sim_fault_problem(
     return None
 
 
+def selection_problems(
+    inventory: Inventory,
+    targets: Sequence[str],
+    boards: Sequence[str],
+    backend: str,
+    faults: Sequence[BoardFault],
+    runtime: str | None = None,
+) -> str | None:
+    """Why ``--target``/``--board``, ``--sim-fault`` or ``--runtime`` do not fit ``inventory``
+    (the first), or None."""
+    from npu_hil.harness.farm.selection import runtime_problem, selection_problem
+
+    return (
+        selection_problem(inventory, targets, boards)
+        or sim_fault_problem(inventory, backend, faults)
+        or runtime_problem(inventory, runtime)
+    )
+
+
 def faults_by_board(faults: Iterable[BoardFault]) -> dict[str, list[dict[str, Any]]]:
-    """Board name → its faults in the order given (as ``adapter_options["faults"]`` takes
-    them)."""
+    """Board name → its faults in the order given, as ``adapter_options["faults"]`` takes them."""
     found: dict[str, list[dict[str, Any]]] = {}
     for item in faults:
         found.setdefault(item.board, []).append(dict(item.fault))

@@ -1,16 +1,6 @@
-"""``--simfarm ssh|serial|ssh,serial``: the run's board tests on simulated boards behind real links.
-
-The controller process starts a farm in a box (:mod:`npu_hil_testkit.simfarm`: one sshd and one
-serial console per board on 127.0.0.1) before any test runs, points ``--inventory`` at the inventory
-it wrote and selects ``--backend hw``, so every board test goes through the SSH or serial transport
-exactly as it would to a real board; the farm is stopped when the run ends, however it ends.
-pytest-xdist workers use the controller's farm (its inventory reaches them in ``workerinput``)
-instead of starting their own.
-
-``--target`` narrows the farm as it narrows the tests: a board nobody will use is not started.
-A run killed with SIGKILL cannot stop its farm; the next ``--simfarm`` run does
-(:mod:`npu_hil_testkit.simfarm.ledger`).
-"""
+"""``--simfarm ssh|serial|ssh,serial``: the run's board tests on simulated boards behind real links
+(docs/farm/simfarm.md). The controller starts the farm (:mod:`npu_hil_testkit.simfarm`), points
+``--inventory`` at it and selects ``--backend hw``; workers get its inventory in ``workerinput``."""
 
 from __future__ import annotations
 
@@ -30,7 +20,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--simfarm",
         metavar="KINDS",
-        default=None,
         help="run the board tests on simulated boards behind a real sshd (ssh) and/or serial "
         "consoles (serial) on 127.0.0.1, started for this run: ssh, serial or ssh,serial",
     )

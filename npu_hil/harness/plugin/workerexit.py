@@ -1,19 +1,7 @@
-"""The end of a process that only exits after its session: its heap frozen before the last
-garbage collections.
-
-pytest collects garbage several times at unconfigure (to report exceptions raised in
-finalizers) and the interpreter again as it shuts down: over a heap of 6,000-12,000 cases'
-reports, items and records those walks took 1-3 s each, after the last test. ``gc.freeze``
-leaves the objects alive as they are and takes them out of those walks. Frozen are:
-
-- a pytest-xdist worker (the controller waits for it before it can end the run; a worker's
-  warnings after its session never reach the controller anyway);
-- the pytest process ``npu-hil nightly`` starts (it names the run folder in the environment),
-  which exits as its session ends.
-
-A pytest run inside a longer-lived process is never frozen: what it leaves must still be
-collectable.
-"""
+"""Freeze the heap (``gc.freeze``) before the last garbage collections of a process that exits
+after its session: a pytest-xdist worker, or the pytest ``npu-hil nightly`` starts. Over 6,000-
+12,000 cases' reports each of pytest's and the interpreter's final walks took 1-3 s. A pytest run
+inside a longer-lived process is never frozen: what it leaves must still be collectable."""
 
 from __future__ import annotations
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from npu_hil.harness.errors import PreflightError
-from npu_hil.harness.preflight.check import PreflightReport, preflight
-from npu_hil.targets.unit import PreflightFinding
+from npu_hil.harness.preflight.check import preflight
 
-__all__ = ["PreflightError", "PreflightFinding", "PreflightReport", "preflight"]
+__all__ = ["PreflightError", "preflight"]

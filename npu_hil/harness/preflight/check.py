@@ -1,12 +1,6 @@
-"""Preflight: check an ONNX model against a target's tables before anything is deployed, or a
-compiled model against a board of the target (docs/model-developer/preflight.md).
-
-The graph is walked with ONNX shape inference; a graph that cannot be walked (a non-numeric input,
-a value read before it is made, convolution attributes of the wrong type) is a model that cannot
-be analysed (exit 2), never one that violates a rule. Then the target's vendor unit checks it
-(``Vendor.preflight``); each finding names the node, the rule and the numbers, e.g.
-``conv_17: width 6145 · 3 > 2048 · 9, rule A(1), rk3588``.
-"""
+"""Preflight: an ONNX model against a target's tables, or a compiled model against a board of the
+target (docs/model-developer/preflight.md). A graph that cannot be walked is a model that cannot
+be analysed (exit 2), never one that violates a rule."""
 
 from __future__ import annotations
 
@@ -101,13 +95,9 @@ def preflight(
     input_type: str | None = None,
     board_versions: Mapping[str, Any] | None = None,
 ) -> PreflightReport:
-    """Check ``model`` (an ``onnx.ModelProto`` or a path) against ``target``'s tables; a
-    compiled model of the target's vendor is checked for compatibility instead
-    (:func:`preflight_artifact`). ``first_layer``: the precision of the compiled model's first
-    layer (default: the target's); ``output_precision``: its outputs'; ``rule`` forces a width
-    rule; ``input_type``: the type the deployed model's input takes (default: what the vendor's
-    compiler makes of the ONNX input), as the options of ``npu-hil preflight`` say.
-    """
+    """Check ``model`` (an ``onnx.ModelProto`` or a path) against ``target``'s tables, or a
+    compiled model of the target's vendor for compatibility (:func:`preflight_artifact`); the
+    keywords are the options of ``npu-hil preflight``."""
     if isinstance(model, str | Path) and reader_for(model, target) is not None:
         return preflight_artifact(model, target, board_versions)
     proto, name = _load(model)
@@ -253,12 +243,11 @@ def _check_graph(graph: Any, name: str) -> None:
     be walked, and is not a model that violates a rule."""
     import onnx
 
-    initializers = {init.name for init in graph.initializer}
     weights = {init.name: list(init.dims) for init in graph.initializer}
-    known = {value.name for value in graph.input} | initializers
+    known = {value.name for value in graph.input} | weights.keys()
     for value in graph.input:
         elem = value.type.tensor_type.elem_type if value.type.HasField("tensor_type") else 0
-        if value.name not in initializers and elem not in _numeric_elem_types():
+        if value.name not in weights and elem not in _numeric_elem_types():
             codes = onnx.TensorProto.DataType.values()
             name_of = onnx.TensorProto.DataType.Name(elem) if elem in codes else str(elem)
             raise PreflightError(

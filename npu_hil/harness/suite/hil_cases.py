@@ -1,9 +1,5 @@
-"""What the regression suite runs, and what the vendor tables say each case must give.
-
-Every expectation comes from the tables in ``npu_hil/targets/`` (through the host codec), never from
-the simulator: a case the tables list must round-trip byte for byte, a case they do not list must be
-refused by the board's runtime with the error type the harness maps it to.
-"""
+"""What the regression suite runs, and what the vendor tables say each case must give (never the
+simulator): a case the tables list round-trips byte for byte, one they do not is refused."""
 
 from __future__ import annotations
 
@@ -14,7 +10,6 @@ import numpy as np
 
 from npu_hil.harness.codec import get_layout
 from npu_hil.harness.errors import DeviceError, LayoutError
-from npu_hil.harness.models.compile_set import REGRESSION_SHAPES
 from npu_hil.targets import rockchip
 from npu_hil.targets.rockchip.observed import npu_input_types
 
@@ -27,9 +22,6 @@ SHAPES: tuple[tuple[int, int, int, int], ...] = (
     (2, 5, 3, 2),
 )
 """NCHW shapes: image-like channel counts (1, 3, 4) and others, odd sizes, a batch of two."""
-
-# `npu-hil models build` compiles the reference models at these shapes for a real board.
-MODEL_SHAPES = REGRESSION_SHAPES
 
 NO_CPU_PREPROCESSING = ("rv1103", "rv1106", "rv1103b")
 """RKNN2 input note 7: these SoCs do not run mean/scale/quant on the CPU."""
@@ -57,11 +49,12 @@ def tensor(shape: tuple[int, ...], dtype: np.dtype, seed: int = 0) -> np.ndarray
     return (rng.standard_normal(shape) * 2).astype(dtype)
 
 
-def _raises(check: Callable[[], Any]) -> LayoutError | None:
+def _refusal(check: Callable[[], Any]) -> type[Exception] | None:
+    """LayoutError when the tables refuse what ``check`` asks of them, else None."""
     try:
         check()
-    except LayoutError as exc:
-        return exc
+    except LayoutError:
+        return LayoutError
     return None
 
 
@@ -70,7 +63,7 @@ def rknn_input_refusal(
 ) -> type[Exception] | None:
     """None when the tables list this input, else the error the runtime must raise."""
     first = rockchip.default_first_layer(target)
-    if _raises(lambda: get_layout(target, layout, shape, dtype, role="input", first_layer=first)):
+    if _refusal(lambda: get_layout(target, layout, shape, dtype, role="input", first_layer=first)):
         return LayoutError
     on_npu = npu_input_types(target)
     if target in NO_CPU_PREPROCESSING and rockchip.input_type_of(dtype.name) not in on_npu:
@@ -113,15 +106,11 @@ def rknn_board_gap(board: Any, role: str, layout: str, shape: tuple[int, ...]) -
 
 def rknn_output_refusal(target: str, layout: str) -> type[Exception] | None:
     precision = rockchip.default_first_layer(target)
-    if _raises(lambda: rockchip.output_row(target, precision=precision, rank=4, layout=layout)):
-        return LayoutError
-    return None
+    return _refusal(lambda: rockchip.output_row(target, precision=precision, rank=4, layout=layout))
 
 
 def codec_refusal(
     target: str, layout: str, shape: tuple[int, ...], dtype: Any, role: str
 ) -> type[Exception] | None:
     """KL730 and Horizon: the codec refuses what the format tables do not serve."""
-    if _raises(lambda: get_layout(target, layout, shape, dtype, role=role)):
-        return LayoutError
-    return None
+    return _refusal(lambda: get_layout(target, layout, shape, dtype, role=role))

@@ -26,10 +26,6 @@ if TYPE_CHECKING:
 WIDTHS = (2048, 8192)
 
 
-def _precision(target: str) -> str:
-    return rockchip.default_first_layer(target)
-
-
 def _declared_input(model: onnx.ModelProto, dtype: np.dtype) -> onnx.ModelProto:
     """The model as the board's compiled artifact takes it: the input declared in the type the
     application feeds (uint8 images, float16 on RK2118), which picks the input-table row."""
@@ -51,7 +47,7 @@ def test_conv_width_rule(run_model: RunModel, board: BoardSession, width: int) -
     layer = rockchip.default_first_layer(target)
     allowed = check_conv(target, width, (3, 3), first_layer=layer, site=site).ok
     dtype = input_dtype(target, "rockchip")
-    report = preflight(_declared_input(model, dtype), target, output_precision=_precision(target))
+    report = preflight(_declared_input(model, dtype), target, output_precision=layer)
     assert report.ok is allowed, report.summary()
     x = tensor(shape, dtype)
     if allowed:

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from npu_hil.harness.models.compile_set import REGRESSION_SHAPES as MODEL_SHAPES
 from npu_hil.harness.plugin import assert_run_ok
-from npu_hil.harness.suite.hil_cases import MODEL_SHAPES, input_dtype, shape_id, tensor
+from npu_hil.harness.suite.hil_cases import input_dtype, shape_id, tensor
 
 if TYPE_CHECKING:
     from npu_hil.harness.farm.session import BoardSession
