@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from npu_hil.harness.codec.engine import PART, BlockedLayout
+from npu_hil.harness.codec.engine import BlockedLayout
 from npu_hil.harness.diff.diagnose import diagnose
 from npu_hil.harness.diff.given import as_bytes
 from npu_hil.harness.diff.report import DiffReport, Mismatch, Unwritten
@@ -309,13 +309,8 @@ def _channel_axis(layout: BlockedLayout) -> int | None:
 def _group_size(layout: BlockedLayout) -> int | None:
     """The channel block of a blocked channel axis (KL730 group, RKNN C2), if any."""
     axis = _channel_axis(layout)
-    if axis is None:
-        return None
-    canonical_axis = [
-        a for a in range(len(layout.canonical_shape)) if a not in layout.inserted_axes
-    ][axis]
-    blocks = [d.block for d in layout.dims if d.axis == canonical_axis and d.axis != PART]
-    return max(blocks) if max(blocks) > 1 else None
+    block = 1 if axis is None else layout.block_of(axis)
+    return block if block > 1 else None
 
 
 def _nonzero_padding(layout: BlockedLayout, device_buf: np.ndarray, common: int) -> np.ndarray:

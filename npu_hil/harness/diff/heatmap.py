@@ -197,8 +197,7 @@ def _padded_channels(layout: BlockedLayout) -> int:
     if "c" not in names:
         return 1
     logical = names.index("c")
-    keep = [a for a in range(len(layout.canonical_shape)) if a not in layout.inserted_axes]
-    axis = keep[logical]
+    axis = layout.logical_axes[logical]
     extents = [d.size * d.block for d in layout.dims if d.axis == axis]
     return max([layout.shape[logical], *extents])
 

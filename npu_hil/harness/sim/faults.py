@@ -14,7 +14,7 @@ import dataclasses
 import os
 import signal
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -192,9 +192,7 @@ def _check_params(name: str, params: Mapping[str, Any]) -> None:
         if key in params and not (is_int(params[key]) and low <= params[key] <= high):
             fail(key, f"an integer in [{low}, {high}]")
     fraction = params.get("fraction")
-    if fraction is not None and (
-        isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 < fraction <= 1
-    ):
+    if fraction is not None and not (is_number(fraction) and 0 < fraction <= 1):
         fail("fraction", "a number in (0, 1]")
     if "fraction" in params and "drop" in params:
         raise SimConfigError(f"fault {name}: give fraction or drop, not both")
@@ -280,7 +278,12 @@ def _wrong_alignment(tensor: SimTensor, params: Mapping[str, Any], _: int) -> bo
     layout = tensor.codec_layout
     values = _values(tensor, "wrong-alignment")
     given = params.get("layout_params")
-    variants = [dict(given)] if given is not None else list(alignment_variants(layout))
+    # Else the parameters a misbehaving runtime might use instead of the table's, in the vendor
+    # unit's order (the ones the diff's forensics also tries come first).
+    unit_variants = unit_for(layout.target).fault_variants
+    variants: list[Mapping[str, object]] = [dict(given)] if given is not None else []
+    if given is None and unit_variants is not None:
+        variants = list(unit_variants(layout))
     for variant in variants:
         try:
             other = get_layout(
@@ -302,23 +305,6 @@ def _wrong_alignment(tensor: SimTensor, params: Mapping[str, Any], _: int) -> bo
     return False
 
 
-def alignment_variants(layout: BlockedLayout) -> Iterator[Mapping[str, object]]:
-    """Layout parameters a misbehaving runtime might use instead of the table's, in the order
-    the fault tries them (the ones the diff's forensics also tries come first); the layout's
-    builder checks them."""
-    variants = unit_for(layout.target).fault_variants
-    if variants is not None:
-        yield from variants(layout)
-
-
-def channel_block(layout: BlockedLayout) -> int:
-    """The layout's channel block (C2, KL730 group), 1 when channels are not blocked."""
-    axis = layout.axis_names.index("c")
-    canonical = [a for a in range(len(layout.canonical_shape)) if a not in layout.inserted_axes]
-    blocks = [d.block for d in layout.dims if d.axis == canonical[axis]]
-    return max(blocks, default=1)
-
-
 def _swapped_channel_groups(tensor: SimTensor, params: Mapping[str, Any], _: int) -> bool:
     layout = tensor.codec_layout
     if "c" not in layout.axis_names:
@@ -326,7 +312,7 @@ def _swapped_channel_groups(tensor: SimTensor, params: Mapping[str, Any], _: int
     axis = layout.axis_names.index("c")
     channels = layout.shape[axis]
     a, b = params.get("groups", (0, 1))
-    size = int(params.get("group_size", 0)) or channel_block(layout)
+    size = int(params.get("group_size", 0)) or layout.block_of(axis)
     if (max(a, b) + 1) * size > channels:
         if "group_size" in params or max(a, b) >= channels:
             return False
@@ -519,10 +505,6 @@ def _crash(params: Mapping[str, Any]) -> None:
 
 _KEPT: list[bytes] = []
 """What ``leak`` has kept in this process: never released, on purpose."""
-
-
-def leaked_bytes() -> int:
-    return sum(len(b) for b in _KEPT)
 
 
 def apply_soak_faults(faults: Iterable[Fault], index: int) -> None:
