@@ -35,19 +35,12 @@ _scratch = threading.local()
 
 def _blocks_buffer(shape: tuple[int, ...]) -> np.ndarray:
     """An uninitialised uint8 array of ``shape``: this thread's scratch when small enough."""
-    size = int(np.prod(shape))
-    if size > SCRATCH_LIMIT:
-        return np.empty(shape, np.uint8)
-    held: np.ndarray | None = getattr(_scratch, "buffer", None)
-    if held is None or held.size < size:
-        held = np.empty(max(size, 1 << 16), np.uint8)
-        _scratch.buffer = held
-    return held[:size].reshape(shape)
+    return _scratch_array("blocks", shape, np.dtype(np.uint8))
 
 
 def _scratch_array(name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """An uninitialised array of ``shape`` and ``dtype``: this thread's scratch ``name`` when
-    small enough (apart from :func:`_blocks_buffer`'s, which may be in use beside it)."""
+    small enough (one per name: two may be in use side by side)."""
     size = int(np.prod(shape)) * dtype.itemsize
     if size > SCRATCH_LIMIT:
         return np.empty(shape, dtype)

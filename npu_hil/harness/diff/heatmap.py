@@ -1,11 +1,5 @@
-"""A picture of where a tensor went wrong: mismatches over H x W, one panel per channel or group.
-
-Each panel is one channel (or one channel group when there are many channels) of a 4-D NCHW
-tensor, summed over N: the colour is how many mismatched elements fall on that pixel. Padding
-columns the layout keeps to the right of each row are drawn in their own colour, and dirty
-padding bytes in another, so a row-alignment fault shows as a stripe. Channels the layout pads
-(C rounded up to its channel block) get panels of their own after the real ones, in the padding
-colour, with their dirty bytes marked. A legend names the three colours and the count scale.
+"""A picture of where a tensor went wrong: mismatches over H x W, one panel per channel or group,
+padding and dirty padding in their own colours (docs/runtime/diff.md).
 """
 
 from __future__ import annotations

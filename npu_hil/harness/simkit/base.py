@@ -54,8 +54,8 @@ class VendorSim(ABC):
 
     @property
     def numerics(self) -> str:
-        """How the NPU computes the graph (``npu_hil.harness.sim.graphquant.NUMERICS``):
-        ``float`` unless the vendor says otherwise."""
+        """How the NPU computes the graph (``float``, ``int8`` or ``float16``,
+        :mod:`npu_hil.harness.models.numerics`): ``float`` unless the vendor says otherwise."""
         return "float"
 
     def normal_api_output(self, tensor: SimTensor, path: str) -> SimTensor:
