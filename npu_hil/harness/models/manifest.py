@@ -161,10 +161,6 @@ class ModelEntry:
             )
         return self.onnx
 
-    def for_run(self, target: str, *, simulated: bool) -> Path:
-        """What a run deploys: the ONNX on a simulated board, the artifact on a real one."""
-        return self.require_onnx() if simulated else self.require_artifact(target)
-
 
 @dataclass(frozen=True)
 class Manifest:
@@ -319,11 +315,7 @@ def _accuracy(value: Any, source: str, where: str) -> dict[str, float]:
 
 
 def _compiled(value: Any, source: str, where: str) -> Compiled:
-    data = _mapping(value, source, where)
-    _known_keys(data, _COMPILED_KEYS, source, where + ".")
-    for key in _COMPILED_KEYS:
-        if key not in data:
-            raise ManifestError(f"{source}: {where}: missing {key!r}")
+    data = _record(value, _COMPILED_KEYS, source, where)
     compiler, precision = data["compiler"], data["precision"]
     if not isinstance(compiler, str) or not compiler:
         raise ManifestError(f"{source}: {where}.compiler: expected text, got {compiler!r}")
@@ -345,11 +337,7 @@ def _compiled(value: Any, source: str, where: str) -> Compiled:
 
 
 def _tensor(value: Any, source: str, where: str) -> CompiledTensor:
-    data = _mapping(value, source, where)
-    _known_keys(data, _TENSOR_KEYS, source, where + ".")
-    for key in _TENSOR_KEYS:
-        if key not in data:
-            raise ManifestError(f"{source}: {where}: missing {key!r}")
+    data = _record(value, _TENSOR_KEYS, source, where)
     name, dtype, size = data["name"], data["dtype"], data["size"]
     if not isinstance(name, str) or not name:
         raise ManifestError(f"{source}: {where}.name: expected a tensor name, got {name!r}")
@@ -403,6 +391,16 @@ def _mapping(value: Any, source: str, where: str) -> Mapping[Any, Any]:
             f"{source}: {where}: expected a mapping, got {type(value).__name__} {value!r}"
         )
     return value
+
+
+def _record(value: Any, keys: tuple[str, ...], source: str, where: str) -> Mapping[Any, Any]:
+    """A mapping of exactly ``keys``."""
+    data = _mapping(value, source, where)
+    _known_keys(data, keys, source, where + ".")
+    for key in keys:
+        if key not in data:
+            raise ManifestError(f"{source}: {where}: missing {key!r}")
+    return data
 
 
 def _known_keys(
