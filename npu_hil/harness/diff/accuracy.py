@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -178,13 +178,7 @@ class Thresholds:
         return bool(self.limits())
 
     def limits(self) -> dict[str, float]:
-        values = {
-            "cosine_min": self.cosine_min,
-            "snr_db_min": self.snr_db_min,
-            "max_abs_err_max": self.max_abs_err_max,
-            "max_rel_err_max": self.max_rel_err_max,
-        }
-        return {k: v for k, v in values.items() if v is not None}
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
     def merged(self, override: Thresholds | None) -> Thresholds:
         """These thresholds with every limit ``override`` sets taken from it (a test's over the

@@ -1,9 +1,6 @@
-"""Name the fault behind a diff: what a board-farm engineer would say after looking at it.
-
-Cheap element-level tests run on the mismatched elements only (off by one, single-bit flips,
-L/H bytes swapped, channel groups swapped); byte-level tests on the buffer (bytes swapped in
-pairs); and, when most of the tensor is wrong or the length is off, layout forensics: which known
-layout and parameters reproduce the device buffer.
+"""Name the fault behind a diff: cheap tests on the mismatched elements (off by one, bit flips,
+L/H bytes or channel groups swapped), on the buffer (bytes swapped in pairs), and layout
+forensics when most of the tensor is wrong or the length is off.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""Reference models, built with ``onnx.helper``: small, deterministic, one function each.
-
-Every builder takes the input shape (NCHW) and returns an ``onnx.ModelProto`` whose input is
-``input`` (``a`` and ``b`` for :func:`add_relu`) and whose output is ``output``. Weights come from
-``numpy.random.default_rng(seed)`` with a fixed default seed per model, scaled by 1/sqrt(fan-in)
-so outputs stay in the same range as inputs whatever the shape.
-
-Opset 13 and IR version 8: every onnxruntime release since 1.10 runs them, so the lower bound in
-``pyproject.toml`` stays honest.
+"""Reference models, built with ``onnx.helper``: small and deterministic, input ``input`` (``a``
+and ``b`` for :func:`add_relu`), output ``output``, weights from a fixed seed scaled by
+1/sqrt(fan-in) so outputs keep the inputs' range. Opset 13 and IR version 8: every onnxruntime
+release since 1.10 runs them, so the lower bound in ``pyproject.toml`` stays honest.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The reference models a real board needs compiled, and the manifest that lists them.
-
-``npu-hil models build`` compiles these: every reference model at the shapes the regression suite
-(npu_hil.harness.suite) runs it with, one manifest entry per model and shape, named
-``<model>-<N>x<C>x<H>x<W>``. On a real board the runner finds the entry by the reference model's
-content (the ONNX it builds for the test's shape is byte-identical to the entry's), so the suite's
-tests need no change.
+"""The reference models a real board needs compiled (``npu-hil models build``): each at the shapes
+the regression suite runs it with, one manifest entry per model and shape, named
+``<model>-<N>x<C>x<H>x<W>``; the runner finds an entry by the reference model's bytes.
 """
 
 from __future__ import annotations

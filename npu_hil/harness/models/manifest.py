@@ -1,9 +1,6 @@
-"""The model manifest: each reference model's ONNX file and its compiled artifact per target.
-
-A JSON or YAML file (YAML needs PyYAML); its format is docs/model-developer/models-build.md,
-"The manifest". Relative paths are relative to the manifest's folder. A compiled artifact may be
-absent: asking for one a target does not have is a :class:`ManifestError` that says so. Every
-message names the file and the key path (``models.conv3x3.artifacts.rk3588``) of what is wrong.
+"""The model manifest: each model's ONNX file and its compiled artifact per target, as JSON or
+YAML (docs/model-developer/models-build.md, "The manifest"); relative paths start at its folder.
+Every message names the file and the key path (``models.conv3x3.artifacts.rk3588``).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Faults a simulated board injects on purpose, so the harness can prove it catches each one.
-
-A fault is data: a name and JSON-friendly parameters (it travels in a job's ``adapter_options``).
-Buffer faults rewrite the native buffers after the run and leave the reported attributes alone;
-process faults stop the board from answering; timing faults change only the reported run time;
-soak faults keep memory or fail a share of runs. Every fault and its parameters:
+"""Faults a simulated board injects on purpose, so the harness can prove it catches each one: a
+name and JSON-friendly parameters (it travels in a job's ``adapter_options``); each fault:
 docs/runtime/agent.md, "Faults". A buffer fault that applies to no tensor of a run is an error,
 never a silent no-op: a test that thinks it injected a fault must really have.
 """
