@@ -6,7 +6,7 @@ One engine (:mod:`npu_hil.harness.codec.engine`) serves every format; the vendor
 
 from __future__ import annotations
 
-from npu_hil.harness.codec.buffers import aligned_empty, aligned_zeros, is_aligned
+from npu_hil.harness.codec.buffers import aligned_empty
 from npu_hil.harness.codec.engine import BlockedLayout, Dim
 from npu_hil.harness.codec.registry import get_layout, known_targets, layout_names
 from npu_hil.harness.errors import LayoutError
@@ -16,9 +16,7 @@ __all__ = [
     "Dim",
     "LayoutError",
     "aligned_empty",
-    "aligned_zeros",
     "get_layout",
-    "is_aligned",
     "known_targets",
     "layout_names",
 ]

@@ -25,23 +25,11 @@ def aligned_empty(nbytes: int, align: int = DEFAULT_ALIGN) -> np.ndarray:
     return aligned
 
 
-def aligned_zeros(nbytes: int, align: int = DEFAULT_ALIGN) -> np.ndarray:
-    """Like :func:`aligned_empty`, filled with zeros."""
-    buf = aligned_empty(nbytes, align)
-    buf.fill(0)
-    return buf
-
-
 def aligned_like(shape: tuple[int, ...], dtype: np.dtype, align: int = DEFAULT_ALIGN) -> np.ndarray:
     """An uninitialised C-contiguous array of ``shape`` and ``dtype`` on an aligned address."""
     dtype = np.dtype(dtype)
     count = int(np.prod(shape, dtype=np.int64))
     return aligned_empty(count * dtype.itemsize, align).view(dtype).reshape(shape)
-
-
-def is_aligned(array: np.ndarray, align: int = DEFAULT_ALIGN) -> bool:
-    """True when the array's first byte is on an ``align`` boundary."""
-    return int(array.ctypes.data) % align == 0
 
 
 def split_view(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -17,17 +17,15 @@ PADDING_COLOUR = "#c8c8c8"
 DIRTY_COLOUR = "#d01cd0"
 
 
-def mismatch_grid(
-    report: DiffReport, layout: BlockedLayout, max_panels: int = MAX_PANELS
-) -> tuple[np.ndarray, np.ndarray, int]:
+def mismatch_grid(report: DiffReport, layout: BlockedLayout) -> tuple[np.ndarray, np.ndarray, int]:
     """(counts [panels, H, Wp], dirty [panels, H, Wp], channels per panel).
 
     ``Wp`` covers the widest row position any dirty padding byte sits at, so padding to the
     right of a row is visible; cells at w >= W are padding.
     """
     height, width, channels, axes = _geometry(layout)
-    per_panel = max(1, -(-channels // max_panels))
-    if report.group_size and channels > max_panels:
+    per_panel = max(1, -(-channels // MAX_PANELS))
+    if report.group_size and channels > MAX_PANELS:
         per_panel = max(per_panel, report.group_size)
     panels = -(-channels // per_panel)
     dirty_cells = _dirty_cells(report, layout, axes, height)
@@ -47,14 +45,7 @@ def mismatch_grid(
     return counts, dirty, per_panel
 
 
-def render_heatmap(
-    report: DiffReport,
-    layout: BlockedLayout,
-    path: str | Path,
-    *,
-    max_panels: int = MAX_PANELS,
-    title: str | None = None,
-) -> Path:
+def render_heatmap(report: DiffReport, layout: BlockedLayout, path: str | Path) -> Path:
     """Write the heatmap of ``report`` as a PNG at ``path`` and return the path."""
     import matplotlib
 
@@ -65,7 +56,7 @@ def render_heatmap(
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
 
-    counts, dirty, per_panel = mismatch_grid(report, layout, max_panels)
+    counts, dirty, per_panel = mismatch_grid(report, layout)
     pad_dirty, first_pad, pad_per_panel = padded_channel_grid(report, layout)
     _, width, _, _ = _geometry(layout)
     real_panels = counts.shape[0]
@@ -115,8 +106,7 @@ def render_heatmap(
         label = f"c{first}" if per_panel == 1 else f"c{first}-{first + per_panel - 1}"
         ax.set_title(f"{label}: {int(counts[number].sum())}", fontsize=8)
     figure.suptitle(
-        title
-        or f"{report.target} {report.layout} {list(report.shape)}: {report.verdict} "
+        f"{report.target} {report.layout} {list(report.shape)}: {report.verdict} "
         f"({report.mismatched} mismatched, {report.dirty_padding_bytes} dirty padding)",
         fontsize=9,
     )
@@ -196,9 +186,7 @@ def _padded_channels(layout: BlockedLayout) -> int:
     return max([layout.shape[logical], *extents])
 
 
-def padded_channel_grid(
-    report: DiffReport, layout: BlockedLayout, max_panels: int = MAX_PAD_PANELS
-) -> tuple[np.ndarray, int, int]:
+def padded_channel_grid(report: DiffReport, layout: BlockedLayout) -> tuple[np.ndarray, int, int]:
     """(dirty [panels, H, Wp], first padded channel, channels per panel) for the channels the
     layout adds beyond C; no panels when it adds none."""
     height, width, channels, axes = _geometry(layout)
@@ -208,7 +196,7 @@ def padded_channel_grid(
     extra = padded - channels
     if extra <= 0:
         return np.zeros((0, height, padded_width), dtype=np.int64), channels, 1
-    per_panel = -(-extra // max_panels)
+    per_panel = -(-extra // MAX_PAD_PANELS)
     panels = -(-extra // per_panel)
     dirty = np.zeros((panels, height, padded_width), dtype=np.int64)
     for channel, row, column in dirty_cells:
