@@ -315,16 +315,18 @@ def _swapped_channel_groups(tensor: SimTensor, params: Mapping[str, Any], _: int
         size = 1  # fewer than two whole groups: swap single channels instead
     values = _values(tensor, "swapped-channel-groups")
     swapped = values.copy()
-    index_a: list[Any] = [slice(None)] * values.ndim
-    index_b: list[Any] = [slice(None)] * values.ndim
-    index_a[axis] = slice(a * size, (a + 1) * size)
-    index_b[axis] = slice(b * size, (b + 1) * size)
-    swapped[tuple(index_a)] = values[tuple(index_b)]
-    swapped[tuple(index_b)] = values[tuple(index_a)]
-    packed = layout.pack(swapped)
-    data = ~layout.padding_mask()  # only the data bytes: padding stays as the device left it
-    tensor.data[data] = packed[data]
+    by_channel, into = np.moveaxis(values, axis, 0), np.moveaxis(swapped, axis, 0)
+    into[a * size : (a + 1) * size] = by_channel[b * size : (b + 1) * size]
+    into[b * size : (b + 1) * size] = by_channel[a * size : (a + 1) * size]
+    _write_data(tensor, swapped)
     return True
+
+
+def _write_data(tensor: SimTensor, values: np.ndarray) -> None:
+    """``values`` packed into the tensor's buffer, its data bytes only: padding stays as the
+    device left it."""
+    data = ~tensor.codec_layout.padding_mask()
+    tensor.data[data] = tensor.codec_layout.pack(values)[data]
 
 
 def _byte_swap(tensor: SimTensor, params: Mapping[str, Any], _: int) -> bool:
@@ -397,7 +399,6 @@ def apply_stale_output(
 
 
 def _accuracy_drift(tensor: SimTensor, params: Mapping[str, Any], index: int) -> bool:
-    layout = tensor.codec_layout
     values = _values(tensor, "accuracy-drift")
     if values.size == 0:
         return False
@@ -422,9 +423,7 @@ def _accuracy_drift(tensor: SimTensor, params: Mapping[str, Any], index: int) ->
     moved[outside] = old[outside] - signs[outside] * lsb
     drifted = flat.copy()
     drifted[chosen] = np.clip(moved, low, high).astype(dtype)
-    packed = layout.pack(drifted.reshape(values.shape))
-    data = ~layout.padding_mask()  # only the data bytes: padding stays as the device left it
-    tensor.data[data] = packed[data]
+    _write_data(tensor, drifted.reshape(values.shape))
     return True
 
 
