@@ -257,12 +257,6 @@ class BlockedLayout:
     def padding_bytes(self) -> int:
         return self.nbytes - self.stored_elements * self.encoding.nparts
 
-    def needs_padding(self) -> bool:
-        """True when the buffer holds bytes no element reaches, so a dense tensor must be laid
-        out (seeds/003's test, generalised: for a Horizon tensor it is
-        ``prod(validShape[1:]) * element_size != stride[0]``, or a larger alignedByteSize)."""
-        return self.padding_bytes > 0
-
     @property
     def strides(self) -> tuple[int, ...]:
         """Byte stride of each logical axis, taken from its innermost dim (for an unblocked
