@@ -7,7 +7,11 @@ here. The views are never a copy, so that writes through a view reach the buffer
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+
+from npu_hil.harness.errors import LayoutError
 
 DEFAULT_ALIGN = 32
 
@@ -30,6 +34,18 @@ def aligned_like(shape: tuple[int, ...], dtype: np.dtype, align: int = DEFAULT_A
     dtype = np.dtype(dtype)
     count = int(np.prod(shape, dtype=np.int64))
     return aligned_empty(count * dtype.itemsize, align).view(dtype).reshape(shape)
+
+
+def as_bytes(value: Any, what: str) -> np.ndarray:
+    """A buffer given as an array or a bytes-like object, as a flat uint8 array (no copy)."""
+    if isinstance(value, np.ndarray):
+        return np.ascontiguousarray(value).reshape(-1).view(np.uint8)
+    try:
+        return np.frombuffer(value, dtype=np.uint8)
+    except TypeError as exc:
+        raise LayoutError(
+            f"{what}: expected a numpy array or a bytes-like buffer, got {type(value).__name__}"
+        ) from exc
 
 
 def split_view(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -17,7 +17,13 @@ from numpy.lib.stride_tricks import as_strided
 from typing_extensions import TypedDict
 
 from npu_hil.harness.codec import slot_blocks
-from npu_hil.harness.codec.buffers import aligned_empty, aligned_like, byte_view, split_view
+from npu_hil.harness.codec.buffers import (
+    aligned_empty,
+    aligned_like,
+    as_bytes,
+    byte_view,
+    split_view,
+)
 from npu_hil.harness.codec.encodings import Encoding
 from npu_hil.harness.codec.fastcopy import strided_copy
 from npu_hil.harness.codec.padding_runs import strided_runs
@@ -603,17 +609,7 @@ class BlockedLayout:
         return values
 
     def _check_buffer(self, buffer: Any) -> np.ndarray:
-        if isinstance(buffer, np.ndarray):
-            if not buffer.flags.c_contiguous:
-                buffer = np.ascontiguousarray(buffer)
-            buf = buffer.reshape(-1).view(np.uint8)
-        else:
-            try:
-                buf = np.frombuffer(buffer, dtype=np.uint8)
-            except TypeError as exc:
-                raise LayoutError(
-                    f"{self._what}: expected a bytes-like buffer, got {type(buffer).__name__}"
-                ) from exc
+        buf = as_bytes(buffer, self._what)
         if buf.size != self.nbytes:
             diff = buf.size - self.nbytes
             how = f"{abs(diff)} bytes {'long' if diff > 0 else 'short'}"

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from npu_hil.harness.codec.buffers import as_bytes
 from npu_hil.harness.codec.engine import BlockedLayout
 from npu_hil.harness.diff.diagnose import diagnose
-from npu_hil.harness.diff.given import as_bytes
 from npu_hil.harness.diff.report import DiffReport, Mismatch, Unwritten
 from npu_hil.harness.errors import LayoutError
 

@@ -14,8 +14,8 @@ import numpy as np
 from typing_extensions import TypedDict
 
 from npu_hil.harness.codec import get_layout, layout_names
+from npu_hil.harness.codec.buffers import as_bytes
 from npu_hil.harness.codec.engine import BlockedLayout
-from npu_hil.harness.diff.given import as_bytes
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.registry import unit_for
 
