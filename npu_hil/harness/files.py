@@ -1,11 +1,6 @@
-"""Input files read safely: regular files only, with a bound, and ``.npy`` headers checked
-against the file before anything is allocated.
-
-A FIFO blocks a reader forever, ``/dev/zero`` never ends, a 20 GiB sparse file is read whole, and
-an ``.npy`` header may claim a shape a thousand times its file: every input the command line or a
-library call names goes through :func:`read_regular` (or :func:`check_regular` where another
-reader takes the path), and each refusal is an :class:`InputFileError` naming the path and what
-was expected.
+"""Input files read safely: regular files only (a FIFO blocks forever, ``/dev/zero`` never ends),
+with a bound (a sparse 20 GiB file), and ``.npy`` headers checked against the file before anything
+is allocated. Every refusal is an :class:`InputFileError` naming the path and what was expected.
 """
 
 from __future__ import annotations

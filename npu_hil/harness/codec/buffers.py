@@ -1,8 +1,6 @@
-"""The codec's byte buffers: allocated on an alignment boundary, and viewed without a copy.
-
-Horizon's BPU requires the first address of every input and output buffer to be 32-byte aligned,
-and the other runtimes are happier with it too, so every buffer the codec hands out comes from
-here. The views are never a copy, so that writes through a view reach the buffer.
+"""The codec's byte buffers: 32-byte aligned (Horizon's BPU requires it of every input and output
+buffer's first address; the other runtimes are happier with it too), and viewed without a copy,
+so that writes through a view reach the buffer.
 """
 
 from __future__ import annotations

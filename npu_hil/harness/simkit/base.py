@@ -102,9 +102,9 @@ class VendorSim(ABC):
                     f"{layout.nbytes} bytes (the runtime's size_with_stride), got {data.size}",
                 )
             buffer[:] = data
-            return buffer, layout.unpack(buffer)
-        assert values is not None
-        layout.pack(values, out=buffer)
+        else:
+            assert values is not None
+            layout.pack(values, out=buffer)
         return buffer, layout.unpack(buffer)
 
     def output_buffer(self, name: str, layout: BlockedLayout, values: np.ndarray) -> np.ndarray:
