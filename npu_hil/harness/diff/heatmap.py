@@ -23,13 +23,12 @@ def mismatch_grid(report: DiffReport, layout: BlockedLayout) -> tuple[np.ndarray
     ``Wp`` covers the widest row position any dirty padding byte sits at, so padding to the
     right of a row is visible; cells at w >= W are padding.
     """
-    height, width, channels, axes = _geometry(layout)
+    height, _, channels, axes = _geometry(layout)
     per_panel = max(1, -(-channels // MAX_PANELS))
     if report.group_size and channels > MAX_PANELS:
         per_panel = max(per_panel, report.group_size)
     panels = -(-channels // per_panel)
-    dirty_cells = _dirty_cells(report, layout, axes, height)
-    padded_width = max([width, *(int(w) + 1 for _, _, w in dirty_cells)])
+    dirty_cells, padded_width = _dirty_cells(report, layout)
     counts = np.zeros((panels, height, padded_width), dtype=np.int64)
     dirty = np.zeros_like(counts)
     if report.mismatch_index is not None and report.mismatch_index.size:
@@ -153,25 +152,21 @@ def _geometry(layout: BlockedLayout) -> tuple[int, int, int, tuple[int | None, i
 
 
 def _dirty_cells(
-    report: DiffReport,
-    layout: BlockedLayout,
-    axes: tuple[int | None, int | None, int],
-    height: int,
-) -> list[tuple[int, int, int]]:
-    """(channel, row, column) of each dirty padding byte that sits in a row's padding."""
+    report: DiffReport, layout: BlockedLayout
+) -> tuple[list[tuple[int, int, int]], int]:
+    """(channel, row, column) of each dirty padding byte that sits in a row's padding, and the
+    grid width that shows them all (W or more)."""
+    height, width, _, (c_axis, h_axis, w_axis) = _geometry(layout)
     offsets = report.dirty_padding_offsets
-    if offsets is None or not offsets.size:
-        return []
-    located = layout.locate_many(offsets[:100_000])
-    c_axis, h_axis, w_axis = axes
     cells = []
-    for row in located.index:
-        c = int(row[c_axis]) if c_axis is not None else 0
-        h = int(row[h_axis]) if h_axis is not None else 0
-        w = int(row[w_axis])
-        if 0 <= h < height and c < _padded_channels(layout):
-            cells.append((c, h, w))
-    return cells
+    if offsets is not None and offsets.size:
+        padded = _padded_channels(layout)
+        for row in layout.locate_many(offsets[:100_000]).index:
+            c = int(row[c_axis]) if c_axis is not None else 0
+            h = int(row[h_axis]) if h_axis is not None else 0
+            if 0 <= h < height and c < padded:
+                cells.append((c, h, int(row[w_axis])))
+    return cells, max([width, *(w + 1 for _, _, w in cells)])
 
 
 def _padded_channels(layout: BlockedLayout) -> int:
@@ -189,11 +184,9 @@ def _padded_channels(layout: BlockedLayout) -> int:
 def padded_channel_grid(report: DiffReport, layout: BlockedLayout) -> tuple[np.ndarray, int, int]:
     """(dirty [panels, H, Wp], first padded channel, channels per panel) for the channels the
     layout adds beyond C; no panels when it adds none."""
-    height, width, channels, axes = _geometry(layout)
-    padded = _padded_channels(layout)
-    dirty_cells = _dirty_cells(report, layout, axes, height)
-    padded_width = max([width, *(int(w) + 1 for _, _, w in dirty_cells)])
-    extra = padded - channels
+    height, _, channels, _ = _geometry(layout)
+    dirty_cells, padded_width = _dirty_cells(report, layout)
+    extra = _padded_channels(layout) - channels
     if extra <= 0:
         return np.zeros((0, height, padded_width), dtype=np.int64), channels, 1
     per_panel = -(-extra // MAX_PAD_PANELS)
