@@ -9,8 +9,8 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from dataclasses import asdict, dataclass, field
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -119,15 +119,10 @@ class Location:
         return f"{where}: {idx}{part}"
 
     def to_dict(self) -> LocationDocument:
-        return {
-            "offset": self.offset,
-            "index": list(self.index) if self.index is not None else None,
-            "part": self.part,
-            "entry": self.entry,
-            "bits": self.bits,
-            "padding": self.padding,
-            "byte_in_element": self.byte_in_element,
-        }
+        data = asdict(self)
+        del data["axis_names"]
+        data["index"] = list(self.index) if self.index is not None else None
+        return cast(LocationDocument, data)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import importlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -86,13 +86,8 @@ class CompiledTensor:
     size: int
 
     def to_dict(self) -> CompiledTensorDocument:
-        return {
-            "name": self.name,
-            "dtype": self.dtype,
-            "shape": list(self.shape),
-            "native": list(self.native),
-            "size": self.size,
-        }
+        data = {**asdict(self), "shape": list(self.shape), "native": list(self.native)}
+        return cast(CompiledTensorDocument, data)
 
 
 @dataclass(frozen=True)

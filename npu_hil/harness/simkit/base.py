@@ -13,11 +13,12 @@ from typing import Any
 import numpy as np
 
 from npu_hil.harness.codec import BlockedLayout, get_layout
+from npu_hil.harness.codec.buffers import as_bytes
 from npu_hil.harness.errors import LayoutError
 from npu_hil.harness.simkit.errors import SimConfigError, SimRefusal
 from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
 from npu_hil.harness.simkit.options import RuntimeOptions
-from npu_hil.harness.simkit.tensors import InputLike, SimTensor, device_buffer, raw_bytes
+from npu_hil.harness.simkit.tensors import InputLike, SimTensor, device_buffer
 
 LOGICAL_LAYOUTS = ("NCHW", "logical")
 """Layout names an input may carry to mean "the logical tensor, lay it out the default way"."""
@@ -93,7 +94,7 @@ class VendorSim(ABC):
         copied as they come (they must fill the layout exactly); a logical tensor is packed."""
         buffer = self.allocate(given.name, "input", layout.nbytes)
         if given.pass_through:
-            data = raw_bytes(given)
+            data = as_bytes(given.data, f"input {given.name!r}")
             if data.size != layout.nbytes:
                 raise SimRefusal(
                     "LayoutError",

@@ -119,8 +119,3 @@ def input_dtype(given: InputLike, stage: str = "run") -> np.dtype:
         raise SimRefusal(
             "LayoutError", stage, f"input {given.name!r}: unknown dtype {given.dtype!r}"
         ) from None
-
-
-def raw_bytes(given: InputLike) -> np.ndarray:
-    data: np.ndarray = np.ascontiguousarray(given.data).reshape(-1).view(np.uint8)
-    return data
