@@ -1,12 +1,9 @@
 """Two byte slots one block apart, placed by one strided copy instead of one per slot.
 
-In KL730 4W4C8BHL an entry holds 4 pixels' low bytes (4 bytes a pixel) and, 16 bytes on, their
-high bytes; in 16W1C8BHL 16 low bytes then the 16 high bytes. There the slot dim (stride
-``part_stride``) sits exactly above the innermost dim of the last axis (``size * stride ==
-part_stride``), so the bytes of a row arranged as blocks of ``[B first-slot bytes | B
-second-slot bytes]`` (:func:`fastcopy.split16_blocks`) are contiguous with each other on both
-sides: the kernel merges block, slot and position into one dim and moves them in one pass, where
-the two plane-by-plane copies each moved runs of 4 (or 16) bytes with a gap between.
+KL730 4W4C8BHL and 16W1C8BHL hold a block of low bytes then, ``part_stride`` on, their high
+bytes: the slot dim sits exactly above the innermost dim of the last axis, so a row arranged as
+blocks of ``[B first-slot bytes | B second-slot bytes]`` (:func:`fastcopy.split16_blocks`) moves in
+one pass, where two plane-by-plane copies each moved runs of 4 (or 16) bytes with gaps between.
 """
 
 from __future__ import annotations
