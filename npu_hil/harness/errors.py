@@ -9,7 +9,6 @@ test failure carrying the diff as evidence.
 from __future__ import annotations
 
 import errno as _errno
-import signal as _signal
 
 from npu_hil.harness.redact import scrub
 
@@ -53,18 +52,11 @@ class AgentKilledError(DeviceError, TransportError):
     """The board agent was ended by a signal (SIGKILL from the OOM killer or an operator, a
     SIGSEGV in a vendor runtime): infrastructure, so an *error* of the test and retried like a
     lost link, never a test failure; still a DeviceError for code that catches those.
-    ``signal`` is the signal's number, ``signal_name`` its name (``"SIGKILL"``)."""
+    ``signal`` is the signal's number."""
 
     def __init__(self, message: str, *, signal: int) -> None:
         super().__init__(message)
         self.signal = signal
-
-    @property
-    def signal_name(self) -> str:
-        try:
-            return _signal.Signals(self.signal).name
-        except ValueError:
-            return f"signal {self.signal}"
 
 
 class ProtocolError(NpuHilError):

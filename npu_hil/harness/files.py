@@ -1,11 +1,6 @@
-"""Input files read safely: regular files only, with a bound, and ``.npy`` headers checked
-against the file before anything is allocated.
-
-A FIFO blocks a reader forever, ``/dev/zero`` never ends, a 20 GiB sparse file is read whole, and
-an ``.npy`` header may claim a shape a thousand times its file: every input the command line or a
-library call names goes through :func:`read_regular` (or :func:`check_regular` where another
-reader takes the path), and each refusal is an :class:`InputFileError` naming the path and what
-was expected.
+"""Input files read safely: regular files only (a FIFO blocks forever, ``/dev/zero`` never ends),
+with a bound (a sparse 20 GiB file), and ``.npy`` headers checked against the file before anything
+is allocated. Every refusal is an :class:`InputFileError` naming the path and what was expected.
 """
 
 from __future__ import annotations
@@ -69,11 +64,11 @@ class InputFileError(NpuHilError, ValueError):
 
 
 def _open(
-    path: str | os.PathLike[str], what: str, *, follow: bool = True
+    path: str | os.PathLike[str], what: str, limit: int, *, follow: bool = True
 ) -> tuple[int, os.stat_result]:
-    """An open descriptor on a regular file. O_NONBLOCK: opening a FIFO never waits for a
-    writer (the fstat that follows refuses it). ``follow=False``: a symlink as the last
-    component is refused (a file the harness itself wrote is never one)."""
+    """An open descriptor on a regular file of at most ``limit`` bytes. O_NONBLOCK: opening a
+    FIFO never waits for a writer (the fstat that follows refuses it). ``follow=False``: a
+    symlink as the last component is refused (a file the harness itself wrote is never one)."""
     name = os.fspath(path)
     if "\0" in str(name):
         raise InputFileError(f"{name!r}: expected {what}, got a path with a NUL character")
@@ -91,23 +86,22 @@ def _open(
         }.get(exc.errno or 0, exc.strerror or str(exc))
         raise InputFileError(f"{name}: expected {what}, got {reason}") from None
     info = os.fstat(fd)
+    problem = None
     if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
         kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
-        raise InputFileError(f"{name}: expected {what} (a regular file), got {kind}")
+        problem = f"{name}: expected {what} (a regular file), got {kind}"
+    elif info.st_size > limit:
+        problem = f"{name}: expected {what} of at most {limit} bytes, the file has {info.st_size}"
+    if problem is not None:
+        os.close(fd)
+        raise InputFileError(problem)
     return fd, info
 
 
 def check_regular(path: str | os.PathLike[str], what: str, limit: int = MAX_JSON_BYTES) -> Path:
     """``path`` when it names a regular file of at most ``limit`` bytes this process can open;
     else InputFileError. For paths a library then reads by name (the inventory)."""
-    fd, info = _open(path, what)
-    os.close(fd)
-    if info.st_size > limit:
-        raise InputFileError(
-            f"{os.fspath(path)}: expected {what} of at most {limit} bytes, the file has "
-            f"{info.st_size}"
-        )
+    os.close(_open(path, what, limit)[0])
     return Path(path)
 
 
@@ -116,13 +110,8 @@ def read_regular(
 ) -> bytearray:
     """The bytes of a regular file of at most ``limit`` bytes (checked before reading, and
     again while reading: a file that grows is cut at the bound and refused)."""
-    fd, info = _open(path, what, follow=follow)
+    fd, info = _open(path, what, limit, follow=follow)
     try:
-        if info.st_size > limit:
-            raise InputFileError(
-                f"{os.fspath(path)}: expected {what} of at most {limit} bytes, the file has "
-                f"{info.st_size}"
-            )
         os.set_blocking(fd, True)
         data = bytearray(info.st_size)
         view = memoryview(data)

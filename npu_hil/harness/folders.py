@@ -1,11 +1,7 @@
-"""Folders of this user's own: where the harness runs code from and writes into.
-
-A folder another local user can change is a way to run their code as us (an ``agent.py`` edited
-in a predictable ``/tmp`` folder, a symlink that sends our writes elsewhere). So every such folder
-is created private (0700) and, when it already exists, used only if it is a real folder, owned by
-us and writable by nobody else; anything else is an :class:`UnsafeFolderError` naming its owner
-and mode. The rule itself is :func:`npu_hil.harness.board.folders.folder_problem`, the one the agent
-applies on the board, so host and board cannot disagree on what a safe folder is.
+"""Folders of this user's own, where the harness runs code from and writes into: created private
+(0700), and an existing one used only when it is a real folder, ours and writable by nobody else
+(another user's folder would let them run their code as us). The rule is the agent's own,
+:func:`npu_hil.harness.board.folders.folder_problem`, so host and board agree on it.
 """
 
 from __future__ import annotations

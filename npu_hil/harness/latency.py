@@ -1,9 +1,5 @@
-"""Latency figures from the durations of N timed runs: percentiles, spread and jitter.
-
-Percentiles are nearest-rank (the smallest duration with at least p% of the runs at or below
-it): always a duration that was measured, never an interpolation between two. ``jitter_ms`` is
-p99 - p50, the tail over the typical run (``stdev_ms`` is given beside it). Standard library
-only.
+"""Latency figures from the durations of N timed runs: nearest-rank percentiles (always a measured
+duration, never an interpolation), spread, and ``jitter_ms`` = p99 - p50. Standard library only.
 """
 
 from __future__ import annotations

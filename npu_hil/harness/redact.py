@@ -1,18 +1,7 @@
-"""Key material and passwords, found and removed from text.
-
-Two uses, one definition of what a secret looks like: the inventory refuses a field that holds
-one (a private key pasted into ``key_file:``, a password in a URL), and every error text that
-reaches a record, a report or a log passes through :func:`scrub` on the way, so a secret that
-slipped into an exception message (a connect error quoting its "path") is never written down.
-
-What counts: a PEM block (``-----BEGIN ... KEY-----`` up to its END line, or to the end of the
-text when it was cut), an OpenSSH or PuTTY private key body, a long base64 run with the mixed
-case and digits of encoded key bytes (sha256 hex digests, paths and words do not match), the
-password of a ``scheme://user:password@host`` URL, and the value of a ``password=``, ``token:``,
-``secret=``, ``api_key=`` (and the like) setting, as a board's kernel or runtime log prints one.
-
-Every pattern is linear in the text (bounded repetitions, no nested quantifiers):
-``tests/report/test_scrub_bounds.py`` holds each to it at 10 MB.
+"""Key material and passwords, found and removed from text: one definition of what a secret looks
+like (docs/farm/inventory.md, "No secrets in the file"), for the inventory's refusals and for
+:func:`scrub`, which every error text reaching a record, a report or a log passes through.
+Every pattern is linear in the text: ``tests/report/test_scrub_bounds.py`` holds each to it.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""The one YAML reader of the harness: text to nodes with their positions, plain numbers from
-scalars, and plain documents; safely, whatever the text.
-
-Every YAML file the harness reads comes through here (the inventory and the quarantine list as
-composed nodes, :func:`compose`, handed on as plain data, :func:`plain_data`; the model manifest
-as a document, :func:`load`), with PyYAML's ``SafeLoader``. Nothing here constructs a Python object
-from a tag. Refused first, each at the offending character or node (:class:`YamlProblem`): text
-over :data:`MAX_CHARS` characters, nesting deeper than :data:`MAX_DEPTH` (PyYAML's composer
-recurses), any tag but the plain ones, and the ``<<`` merge key (its keys would arrive from
-elsewhere in the file). :func:`plain_integer` and :func:`plain_number` take decimal forms only:
-YAML 1.1 reads ``1:30`` as 90, ``022`` as 18, ``0x16`` as 22 and ``.inf`` as infinity.
+"""The one YAML reader of the harness (inventory, quarantine list, model manifest): PyYAML's
+``SafeLoader`` composing only, bounded in size and depth, plain tags only, no ``<<`` merge key;
+:func:`plain_integer` and :func:`plain_number` take decimal forms only (YAML 1.1 reads ``1:30``
+as 90, ``022`` as 18). Every refusal is a :class:`YamlProblem` at the offending node.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from npu_hil.harness.errors import NpuHilError
-from npu_hil.harness.models import Manifest, ManifestError, load_manifest
+from npu_hil.harness.models import Manifest, ManifestError, ModelEntry, load_manifest
 from npu_hil.harness.models.manifest import parse_manifest, save_manifest
 
 GOOD = {
@@ -64,15 +64,20 @@ def test_load(tmp_path: Path, name: str, content: Any) -> None:
     assert manifest.model("identity").artifacts == {}
 
 
+def for_run(entry: ModelEntry, target: str, *, simulated: bool) -> Path:
+    """What a run deploys: the ONNX on a simulated board, the artifact on a real one."""
+    return entry.require_onnx() if simulated else entry.require_artifact(target)
+
+
 def test_artifacts_on_disk_and_what_a_run_deploys(tmp_path: Path) -> None:
     manifest = load_manifest(write(tmp_path, "m.json", GOOD))
     entry = manifest.model("conv3x3")
     with pytest.raises(ManifestError, match=r"models.conv3x3.onnx: .* does not exist"):
-        entry.for_run("rk3588", simulated=True)
+        for_run(entry, "rk3588", simulated=True)
     (tmp_path / "conv3x3.onnx").write_bytes(b"onnx")
-    assert entry.for_run("rk3588", simulated=True) == tmp_path / "conv3x3.onnx"
+    assert for_run(entry, "rk3588", simulated=True) == tmp_path / "conv3x3.onnx"
     with pytest.raises(ManifestError, match=r"artifacts.rk3588: .*conv3x3.rk3588.rknn does not"):
-        entry.for_run("rk3588", simulated=False)
+        for_run(entry, "rk3588", simulated=False)
     (tmp_path / "build").mkdir()
     (tmp_path / "build" / "conv3x3.rk3588.rknn").write_bytes(b"rknn")
     assert entry.require_artifact("rk3588").name == "conv3x3.rk3588.rknn"

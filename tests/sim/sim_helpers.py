@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from npu_hil.harness.codec import BlockedLayout
 from npu_hil.harness.diff import DiffReport, diff_buffers
 from npu_hil.harness.expect import Expected, expect_run
 from npu_hil.harness.sim import SimInput, SimNpu, SimRun, SimTensor
@@ -29,6 +30,13 @@ FLOAT_INPUT_TARGETS = (
 )
 """Targets that take float32 data (converted by the runtime: RKNN on the CPU, KL730 on the host,
 Horizon as F32): not RV1103/RV1106/RV1103B (note 7), RV1106B (no row), RK2118 (float16 only)."""
+
+
+def packed_input(name: str, layout: BlockedLayout, array: np.ndarray) -> SimInput:
+    """A pass-through input: ``array`` packed by the host codec in ``layout``."""
+    return SimInput(
+        name, layout.pack(array), layout.name, list(layout.shape), layout.dtype.name, True
+    )
 
 
 def native_dtype(target: str) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from sim_helpers import inputs_for, random_tensor
+from sim_helpers import inputs_for, packed_input, random_tensor
 
 from npu_hil.harness.codec import get_layout
 from npu_hil.harness.models import build, save
@@ -196,10 +196,10 @@ def test_pass_through_must_be_native_and_whole() -> None:
     values = random_tensor((1, 3, 2, 5), "uint8")
     layout = get_layout("rk3588", "NHWC", (1, 3, 2, 5), "uint8", role="input")
     with pytest.raises(SimRefusal, match="native type INT8") as exc:
-        npu.run(loaded, [SimInput.packed("input", layout, values)])
+        npu.run(loaded, [packed_input("input", layout, values)])
     check(exc, "LayoutError", "run")
     int8 = get_layout("rk3588", "NHWC", (1, 3, 2, 5), "int8", role="input")
-    packed = SimInput.packed("input", int8, values.astype(np.int8))
+    packed = packed_input("input", int8, values.astype(np.int8))
     packed.data = packed.data[:-1]
     with pytest.raises(SimRefusal, match="must be 96 bytes"):
         npu.run(loaded, [packed])

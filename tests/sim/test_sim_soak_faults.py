@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from npu_hil.harness.sim.faults import Fault, apply_soak_faults, leaked_bytes
+from npu_hil.harness.sim.faults import _KEPT, Fault, apply_soak_faults
 from npu_hil.harness.simkit.errors import SimRefusal
+
+
+def leaked_bytes() -> int:
+    return sum(len(b) for b in _KEPT)
 
 
 def test_leak_keeps_kib_per_run() -> None:

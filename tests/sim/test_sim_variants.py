@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from sim_helpers import compare, inputs_for, random_tensor, run_sim
+from sim_helpers import compare, inputs_for, packed_input, random_tensor, run_sim
 
 from npu_hil.harness.codec import get_layout
 from npu_hil.harness.models import build, reference_outputs
@@ -116,7 +116,7 @@ def test_pass_through_bytes_are_held_as_given(
     values = random_tensor(shape, dtype, seed=4)
     native = get_layout(target, layout, shape, dtype, role="input", **params)
     npu = SimNpu(target)
-    run = npu.run(npu.load(model), [SimInput.packed("input", native, values)])
+    run = npu.run(npu.load(model), [packed_input("input", native, values)])
     held = run.inputs[0]
     assert np.array_equal(held.data, native.pack(values))
     if "pass_through" in held.attributes:

@@ -6,23 +6,17 @@ One engine (:mod:`npu_hil.harness.codec.engine`) serves every format; the vendor
 
 from __future__ import annotations
 
-from npu_hil.harness.codec.buffers import aligned_empty, aligned_zeros, is_aligned
-from npu_hil.harness.codec.engine import BlockedLayout, Dim, Location
+from npu_hil.harness.codec.buffers import aligned_empty
+from npu_hil.harness.codec.engine import BlockedLayout, Dim
 from npu_hil.harness.codec.registry import get_layout, known_targets, layout_names
 from npu_hil.harness.errors import LayoutError
-
-Layout = BlockedLayout
 
 __all__ = [
     "BlockedLayout",
     "Dim",
-    "Layout",
     "LayoutError",
-    "Location",
     "aligned_empty",
-    "aligned_zeros",
     "get_layout",
-    "is_aligned",
     "known_targets",
     "layout_names",
 ]

@@ -1,13 +1,15 @@
-"""The codec's byte buffers: allocated on an alignment boundary, and viewed without a copy.
-
-Horizon's BPU requires the first address of every input and output buffer to be 32-byte aligned,
-and the other runtimes are happier with it too, so every buffer the codec hands out comes from
-here. The views are never a copy, so that writes through a view reach the buffer.
+"""The codec's byte buffers: 32-byte aligned (Horizon's BPU requires it of every input and output
+buffer's first address; the other runtimes are happier with it too), and viewed without a copy,
+so that writes through a view reach the buffer.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+
+from npu_hil.harness.errors import LayoutError
 
 DEFAULT_ALIGN = 32
 
@@ -25,13 +27,6 @@ def aligned_empty(nbytes: int, align: int = DEFAULT_ALIGN) -> np.ndarray:
     return aligned
 
 
-def aligned_zeros(nbytes: int, align: int = DEFAULT_ALIGN) -> np.ndarray:
-    """Like :func:`aligned_empty`, filled with zeros."""
-    buf = aligned_empty(nbytes, align)
-    buf.fill(0)
-    return buf
-
-
 def aligned_like(shape: tuple[int, ...], dtype: np.dtype, align: int = DEFAULT_ALIGN) -> np.ndarray:
     """An uninitialised C-contiguous array of ``shape`` and ``dtype`` on an aligned address."""
     dtype = np.dtype(dtype)
@@ -39,9 +34,16 @@ def aligned_like(shape: tuple[int, ...], dtype: np.dtype, align: int = DEFAULT_A
     return aligned_empty(count * dtype.itemsize, align).view(dtype).reshape(shape)
 
 
-def is_aligned(array: np.ndarray, align: int = DEFAULT_ALIGN) -> bool:
-    """True when the array's first byte is on an ``align`` boundary."""
-    return int(array.ctypes.data) % align == 0
+def as_bytes(value: Any, what: str) -> np.ndarray:
+    """A buffer given as an array or a bytes-like object, as a flat uint8 array (no copy)."""
+    if isinstance(value, np.ndarray):
+        return np.ascontiguousarray(value).reshape(-1).view(np.uint8)
+    try:
+        return np.frombuffer(value, dtype=np.uint8)
+    except TypeError as exc:
+        raise LayoutError(
+            f"{what}: expected a numpy array or a bytes-like buffer, got {type(value).__name__}"
+        ) from exc
 
 
 def split_view(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -1,18 +1,6 @@
-"""Element encodings: how one logical value becomes the bytes a layout places in memory.
-
-An encoding turns an array of values into an array with one more axis, ``parts``, of uint8: the
-bytes of each value in the order of the memory slots the layout gives them (slot 0 at the element's
-base offset, slot k at ``k * part_stride``). The layout decides where the slots go; the encoding
-only decides which byte of the value goes into which slot and how the value is rebuilt.
-
-- ``raw``: the value's little-endian bytes (slot 0 is the low byte) — int8/uint8 have one part.
-- ``raw_be``: big-endian bytes (slot 0 is the high byte), for KL730 ``HW1C16B_BE``.
-- ``kl15``: 16-bit little-endian with bit 0 dropped. The Kneron runtime reads 16-bit NPU data as
-  ``int16(u16 & 0xFFFE)`` (15 significant bits); packing clears bit 0 so what the host writes is
-  what the device will see.
-- ``kl15_hl``: the KL730 high/low byte planes. The low plane holds bits [7:1] of the value in its
-  low 7 bits, the high plane bits [15:8]; the value is ``int16(((lo & 0x7F) | (hi << 7)) << 1)``.
-  Bit 0 is lost, as on the device.
+"""Element encodings: which byte of a value goes into which memory slot of its element, and how
+the value is rebuilt (the layout decides where the slots go). The kinds (``raw``, ``raw_be``,
+``kl15``, ``kl15_hl``): docs/runtime/codec.md, "The engine".
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
 """The one layout engine: a blocked, padded, strided placement of a logical tensor in bytes.
 
-Every vendor format is data for this engine (built in ``npu_hil/targets/``), never its own code
-path.
-
-A layout is a list of physical *dims*. Each dim walks one logical axis (or the byte slots of an
-element, the *part* dim) with a byte stride; a logical axis split into blocks (KL730 channel
-groups, RKNN C2) has two dims, ``outer`` counting whole blocks and ``inner`` the position inside a
-block. The byte offset of an element's slot is a mixed-radix sum, as in oneDNN's ``off_v``::
-
-    offset(index, slot) = sum(((index[d.axis] // d.block) % d.size) * d.stride for d in dims)
-                          + slot * part_stride
-
-Padding is every byte no stored element reaches: row tails, padded channels inside a block, plane
-tails, the tail of the last 16-byte entry. Packing writes it as zero.
-
-The strides must *nest* (sorted by stride, each dim's stride is at least the span of the dims
-below it), which every format in the seeds does and which makes ``locate`` a closed form: divide
-the offset by the strides from the largest down.
+Every vendor format is data for this engine (built in ``npu_hil/targets/``); how it places and
+locates bytes: docs/runtime/codec.md, "The engine".
 """
 
 from __future__ import annotations
@@ -24,15 +9,21 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from dataclasses import asdict, dataclass, field
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from typing_extensions import TypedDict
 
 from npu_hil.harness.codec import slot_blocks
-from npu_hil.harness.codec.buffers import aligned_empty, aligned_like, byte_view, split_view
+from npu_hil.harness.codec.buffers import (
+    aligned_empty,
+    aligned_like,
+    as_bytes,
+    byte_view,
+    split_view,
+)
 from npu_hil.harness.codec.encodings import Encoding
 from npu_hil.harness.codec.fastcopy import strided_copy
 from npu_hil.harness.codec.padding_runs import strided_runs
@@ -128,15 +119,10 @@ class Location:
         return f"{where}: {idx}{part}"
 
     def to_dict(self) -> LocationDocument:
-        return {
-            "offset": self.offset,
-            "index": list(self.index) if self.index is not None else None,
-            "part": self.part,
-            "entry": self.entry,
-            "bits": self.bits,
-            "padding": self.padding,
-            "byte_in_element": self.byte_in_element,
-        }
+        data = asdict(self)
+        del data["axis_names"]
+        data["index"] = list(self.index) if self.index is not None else None
+        return cast(LocationDocument, data)
 
 
 @dataclass(frozen=True)
@@ -272,12 +258,6 @@ class BlockedLayout:
     def padding_bytes(self) -> int:
         return self.nbytes - self.stored_elements * self.encoding.nparts
 
-    def needs_padding(self) -> bool:
-        """True when the buffer holds bytes no element reaches, so a dense tensor must be laid
-        out (seeds/003's test, generalised: for a Horizon tensor it is
-        ``prod(validShape[1:]) * element_size != stride[0]``, or a larger alignedByteSize)."""
-        return self.padding_bytes > 0
-
     @property
     def strides(self) -> tuple[int, ...]:
         """Byte stride of each logical axis, taken from its innermost dim (for an unblocked
@@ -286,8 +266,7 @@ class BlockedLayout:
         for dim in self.dims:
             if dim.axis != PART and (dim.axis not in inner or dim.block == 1):
                 inner[dim.axis] = dim.stride
-        canonical = tuple(inner[a] for a in range(len(self.canonical_shape)))
-        return self._to_logical(canonical)
+        return tuple(inner[a] for a in self.logical_axes)
 
     def config(self) -> LayoutConfig:
         """Everything :func:`npu_hil.harness.codec.get_layout` needs to build this layout again."""
@@ -498,17 +477,12 @@ class BlockedLayout:
         if rest or any(i >= s for i, s in zip(index, self.stored, strict=True)):
             return padding
         part = self.encoding.part_names[slot]
-        return Location(
-            offset, self._to_logical(tuple(index)), part, entry, bits, False, slot, self.axis_names
-        )
+        logical = tuple(index[a] for a in self.logical_axes)
+        return Location(offset, logical, part, entry, bits, False, slot, self.axis_names)
 
     def offset_of(self, index: tuple[int, ...], slot: int = 0) -> int:
         """Byte offset of slot ``slot`` of the element at logical ``index`` (the forward map)."""
-        canonical = self._to_canonical(index)
-        total = slot * self.part_stride
-        for dim in self.dims:
-            total += ((canonical[dim.axis] // dim.block) % dim.size) * dim.stride
-        return total
+        return int(self.offsets_of(np.asarray([index]), slot)[0])
 
     # --------------------------------------------------------------- helpers
 
@@ -529,15 +503,14 @@ class BlockedLayout:
                 index[:, dim.axis] += pos * dim.block
         padding |= rest != 0
         padding |= (index >= np.asarray(self.stored, dtype=np.int64)).any(axis=1)
-        keep = [a for a in range(len(self.canonical_shape)) if a not in self.inserted_axes]
-        return LocatedOffsets(np.asarray(offsets).reshape(-1), index[:, keep], slot, padding)
+        logical = index[:, self.logical_axes]
+        return LocatedOffsets(np.asarray(offsets).reshape(-1), logical, slot, padding)
 
     def offsets_of(self, index: np.ndarray, slot: int = 0) -> np.ndarray:
         """:meth:`offset_of` for an (k, rank) array of logical indices."""
         logical = np.asarray(index, dtype=np.int64).reshape(-1, len(self.shape))
         canonical = np.zeros((logical.shape[0], len(self.canonical_shape)), dtype=np.int64)
-        keep = [a for a in range(len(self.canonical_shape)) if a not in self.inserted_axes]
-        canonical[:, keep] = logical
+        canonical[:, self.logical_axes] = logical
         total = np.full(logical.shape[0], slot * self.part_stride, dtype=np.int64)
         for dim in self.dims:
             total += ((canonical[:, dim.axis] // dim.block) % dim.size) * dim.stride
@@ -559,14 +532,15 @@ class BlockedLayout:
         dims = [d for d in self._all_dims() if d.size > 1]
         return sorted(dims, key=lambda d: d.stride, reverse=True)
 
-    def _to_logical(self, canonical: tuple[int, ...]) -> tuple[int, ...]:
-        dropped = self.inserted_axes
-        return tuple(v for a, v in enumerate(canonical) if a not in dropped)
+    @property
+    def logical_axes(self) -> list[int]:
+        """The canonical axis of each logical axis (all but ``inserted_axes``)."""
+        return [a for a in range(len(self.canonical_shape)) if a not in self.inserted_axes]
 
-    def _to_canonical(self, index: tuple[int, ...]) -> tuple[int, ...]:
-        dropped = self.inserted_axes
-        values = iter(index)
-        return tuple(0 if a in dropped else next(values) for a in range(len(self.canonical_shape)))
+    def block_of(self, axis: int) -> int:
+        """The block of logical ``axis`` (a KL730 channel group, RKNN C2); 1 when unblocked."""
+        canonical = self.logical_axes[axis]
+        return max((d.block for d in self.dims if d.axis == canonical), default=1)
 
     def _pieces(self) -> list[_Piece]:
         return self.memo("_pieces_cache", self._build_pieces)
@@ -630,17 +604,7 @@ class BlockedLayout:
         return values
 
     def _check_buffer(self, buffer: Any) -> np.ndarray:
-        if isinstance(buffer, np.ndarray):
-            if not buffer.flags.c_contiguous:
-                buffer = np.ascontiguousarray(buffer)
-            buf = buffer.reshape(-1).view(np.uint8)
-        else:
-            try:
-                buf = np.frombuffer(buffer, dtype=np.uint8)
-            except TypeError as exc:
-                raise LayoutError(
-                    f"{self._what}: expected a bytes-like buffer, got {type(buffer).__name__}"
-                ) from exc
+        buf = as_bytes(buffer, self._what)
         if buf.size != self.nbytes:
             diff = buf.size - self.nbytes
             how = f"{abs(diff)} bytes {'long' if diff > 0 else 'short'}"

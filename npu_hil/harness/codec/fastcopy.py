@@ -1,17 +1,8 @@
-"""Fast strided copies for the layout engine.
-
-Packing a logical tensor into an NPU layout is a copy from a contiguous array into an
-``as_strided`` view of a byte buffer, unpacking the reverse. ``np.copyto`` runs such copies in a
-fixed loop order, element by element, often 10-30x slower than a contiguous copy of the same
-bytes. :func:`strided_copy` hands them to the compiled kernel ``npu_hil.harness.codec._kernels``,
-which merges dims, picks the loop order and tiles the transposes, and falls back to ``np.copyto``
-when the kernel is not built, when the pair does not qualify, or for tiny copies.
-
-The copy is bitwise: when the dtypes differ (with equal itemsize), ``src`` is reinterpreted as
-``dst.dtype``, never cast.
-
-Setting ``NPU_HIL_NO_KERNEL=1`` in the environment before this module is imported forces the
-numpy fallback (for tests, and to benchmark the gap).
+"""Fast strided copies for the layout engine: ``np.copyto`` runs a strided copy element by element
+in a fixed loop order, often 10-30x slower than a contiguous copy of the same bytes, so
+:func:`strided_copy` hands it to the compiled kernel ``_kernels`` (dims merged, loop order picked,
+transposes tiled), or to ``np.copyto`` without it. Bitwise: ``src`` is reinterpreted as
+``dst.dtype``, never cast. ``NPU_HIL_NO_KERNEL=1`` before import forces the numpy fallback.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""A padding mask as a few strided runs, so a buffer packed again zeroes only its padding.
-
-A run is ``(start, length, count, stride, count2, stride2)``: ``count2`` groups ``stride2``
-apart, each of ``count`` stretches of ``length`` bytes ``stride`` apart (a row tail in every
-row of every plane). Found once per layout from its padding mask
-(``BlockedLayout._padding_runs``); none when clearing the whole buffer costs less.
+"""A padding mask as a few strided runs ``(start, length, count, stride, count2, stride2)``:
+``count2`` groups ``stride2`` apart of ``count`` stretches of ``length`` bytes ``stride`` apart (a
+row tail in every row of every plane), so a buffer packed again zeroes only its padding.
 """
 
 from __future__ import annotations

@@ -69,15 +69,10 @@ PADDING_SLACK = 1 << 20
 """Bytes any layout may add on top (alignment of a small tensor's rows and planes)."""
 
 
-def max_layout_bytes(dense: int) -> int:
-    """The most bytes a layout of a tensor of ``dense`` bytes can need."""
-    return min(MAX_BUFFER_BYTES, PADDING_FACTOR * dense + PADDING_SLACK)
-
-
 def bounded_size(where: str, key: str, value: int, dense: int) -> int:
     """``value`` (a buffer size or the reach of a layout's dims) when a tensor of ``dense`` bytes
     can need it; LayoutError otherwise, before anything is allocated."""
-    bound = max_layout_bytes(dense)
+    bound = min(MAX_BUFFER_BYTES, PADDING_FACTOR * dense + PADDING_SLACK)
     if value > bound:
         shown = f"{value}" if value < 10**30 else f"{float(value):.3g}"
         raise LayoutError(

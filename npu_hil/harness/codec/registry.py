@@ -1,11 +1,6 @@
 """The one registry from target names to the vendor code that builds their layouts and reads
-their reports.
-
-The vendor units live in ``npu_hil/targets/`` and register here when the vendor registry loads
-them (from the ``npu_hil.vendors`` entry-point group). The codec does not import them (they import
-the codec's engine): the first lookup asks the module named by :data:`VENDOR_LOADER` to load every
-vendor, so importing the codec stays cheap and ``get_layout`` works without the caller loading
-the vendors first.
+their reports. The vendor units (``npu_hil/targets/``) import the codec, not the reverse: the
+first lookup loads them all through :data:`VENDOR_LOADER`.
 """
 
 from __future__ import annotations

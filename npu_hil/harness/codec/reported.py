@@ -1,17 +1,7 @@
-"""The codec layout of a tensor as a runtime reported it, so the host unpacks with what the
-device says (DESIGN: predictions vs what the device says).
-
-    layout = layout_from_report(target, "output", attr)     # attr: the runtime's own fields
-    tensor = layout.unpack(device_bytes)
-
-Each vendor unit reads its runtime's own field names (``npu_hil/targets/<vendor>/reported.py``, a
-:class:`~npu_hil.harness.codec.registry.ReportReader` registered for its targets); this module
-checks what every report must be and hands it to the target's reader.
-
-The logical shape comes from the report where it determines it; pass ``shape`` where it does not
-(an NC1HWC2 tensor reported without ``n_elems``). :func:`predicted_layout` builds the codec's own
-prediction for the same tensor (same layout, shape and dtype, no device geometry), the other side
-of :func:`npu_hil.harness.diff.attributes.diff_attributes`.
+"""The codec layout of a tensor as a runtime reported it, so the host unpacks with what the device
+says: each vendor unit's :class:`~npu_hil.harness.codec.registry.ReportReader` reads its runtime's
+fields. Pass ``shape`` where the report does not determine it; :func:`predicted_layout` is the
+other side of :func:`npu_hil.harness.diff.attributes.diff_attributes`.
 """
 
 from __future__ import annotations

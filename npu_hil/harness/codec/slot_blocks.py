@@ -1,12 +1,9 @@
 """Two byte slots one block apart, placed by one strided copy instead of one per slot.
 
-In KL730 4W4C8BHL an entry holds 4 pixels' low bytes (4 bytes a pixel) and, 16 bytes on, their
-high bytes; in 16W1C8BHL 16 low bytes then the 16 high bytes. There the slot dim (stride
-``part_stride``) sits exactly above the innermost dim of the last axis (``size * stride ==
-part_stride``), so the bytes of a row arranged as blocks of ``[B first-slot bytes | B
-second-slot bytes]`` (:func:`fastcopy.split16_blocks`) are contiguous with each other on both
-sides: the kernel merges block, slot and position into one dim and moves them in one pass, where
-the two plane-by-plane copies each moved runs of 4 (or 16) bytes with a gap between.
+KL730 4W4C8BHL and 16W1C8BHL hold a block of low bytes then, ``part_stride`` on, their high
+bytes: the slot dim sits exactly above the innermost dim of the last axis, so a row arranged as
+blocks of ``[B first-slot bytes | B second-slot bytes]`` (:func:`fastcopy.split16_blocks`) moves in
+one pass, where two plane-by-plane copies each moved runs of 4 (or 16) bytes with gaps between.
 """
 
 from __future__ import annotations
@@ -35,19 +32,12 @@ _scratch = threading.local()
 
 def _blocks_buffer(shape: tuple[int, ...]) -> np.ndarray:
     """An uninitialised uint8 array of ``shape``: this thread's scratch when small enough."""
-    size = int(np.prod(shape))
-    if size > SCRATCH_LIMIT:
-        return np.empty(shape, np.uint8)
-    held: np.ndarray | None = getattr(_scratch, "buffer", None)
-    if held is None or held.size < size:
-        held = np.empty(max(size, 1 << 16), np.uint8)
-        _scratch.buffer = held
-    return held[:size].reshape(shape)
+    return _scratch_array("blocks", shape, np.dtype(np.uint8))
 
 
 def _scratch_array(name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """An uninitialised array of ``shape`` and ``dtype``: this thread's scratch ``name`` when
-    small enough (apart from :func:`_blocks_buffer`'s, which may be in use beside it)."""
+    small enough (one per name: two may be in use side by side)."""
     size = int(np.prod(shape)) * dtype.itemsize
     if size > SCRATCH_LIMIT:
         return np.empty(shape, dtype)

@@ -3,15 +3,7 @@
 from __future__ import annotations
 
 from npu_hil.harness.diff.buffers import diff_buffers
-from npu_hil.harness.diff.forensics import Candidate, Explanation, explain
-from npu_hil.harness.diff.report import DiffReport, Finding, Mismatch
+from npu_hil.harness.diff.forensics import explain
+from npu_hil.harness.diff.report import DiffReport
 
-__all__ = [
-    "Candidate",
-    "DiffReport",
-    "Explanation",
-    "Finding",
-    "Mismatch",
-    "diff_buffers",
-    "explain",
-]
+__all__ = ["DiffReport", "diff_buffers", "explain"]

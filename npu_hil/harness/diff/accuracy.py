@@ -1,22 +1,13 @@
-"""Accuracy of a device's output against the float reference: cosine similarity, SNR in dB, max
-absolute and max relative error, and the thresholds a test or a model's manifest entry sets.
-
-The byte diff says whether a device holds what the vendor's quantization of the reference makes
-of it (the verdict for layout tests); these figures say how far the dequantized device output is
-from the float model, which is what a model developer asks after quantization.
-
-Edge cases are explicit rather than NaN: the cosine of an all-zero tensor is undefined
-(``cosine`` None, with ``cosine_note`` saying why); the SNR of an exact match is +inf (JSON:
-the string ``"inf"``, as :meth:`Accuracy.to_dict` writes it); the relative error ignores the
-elements where the reference is 0 (``max_rel_err`` None when every element is 0). Integer and
-float16 tensors are computed in float64.
+"""Accuracy of a device's output against the float reference (cosine, SNR in dB, max absolute
+and relative error) and the thresholds a test or a manifest entry sets; the edge cases are
+explicit values, never NaN (see :class:`Accuracy`). docs/model-developer/figures.md says more.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -187,13 +178,7 @@ class Thresholds:
         return bool(self.limits())
 
     def limits(self) -> dict[str, float]:
-        values = {
-            "cosine_min": self.cosine_min,
-            "snr_db_min": self.snr_db_min,
-            "max_abs_err_max": self.max_abs_err_max,
-            "max_rel_err_max": self.max_rel_err_max,
-        }
-        return {k: v for k, v in values.items() if v is not None}
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
     def merged(self, override: Thresholds | None) -> Thresholds:
         """These thresholds with every limit ``override`` sets taken from it (a test's over the

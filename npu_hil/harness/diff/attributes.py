@@ -1,10 +1,6 @@
-"""Attribute diff: the codec's predictions against what the device's runtime reported.
-
-Runtimes report the geometry they really use (row strides, buffer sizes, native dims, per-axis
-strides, in each runtime's own field names). The harness unpacks with
-what the device says and turns every disagreement with the seed tables into a finding that names
-the table row behind the prediction, so a runtime that drifted from its documentation is seen.
-What differs per vendor (enum prefixes, a documented address rule) comes from its vendor unit.
+"""Attribute diff: the codec's predictions against what the device's runtime reported, each
+disagreement a finding naming the table row behind the prediction (docs/runtime/diff.md); what
+differs per vendor (enum prefixes, a documented address rule) comes from its vendor unit.
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from npu_hil.harness.codec.engine import PART, BlockedLayout
+from npu_hil.harness.codec.buffers import as_bytes
+from npu_hil.harness.codec.engine import BlockedLayout
 from npu_hil.harness.diff.diagnose import diagnose
-from npu_hil.harness.diff.given import as_bytes
 from npu_hil.harness.diff.report import DiffReport, Mismatch, Unwritten
 from npu_hil.harness.errors import LayoutError
 
@@ -58,16 +58,9 @@ def diff_buffers(
     common = min(device_buf.size, layout.nbytes)
 
     if device_buf.size == layout.nbytes and np.array_equal(expected_buf, device_buf):
-        dirty = np.zeros(0, dtype=np.int64)
-        if padding == "zero" and not expected_is_tensor:
-            dirty = _nonzero_padding(layout, device_buf, common)
-        report = _report(
-            layout, tolerance, padding, device_buf.size, common, dirty, first, canary=canary
-        )
-        report.expected_buffer = expected_buf
-        return report
-
-    differing = np.flatnonzero(expected_buf[:common] != device_buf[:common])
+        differing = np.zeros(0, dtype=np.int64)  # the usual answer, in one pass
+    else:
+        differing = np.flatnonzero(expected_buf[:common] != device_buf[:common])
     unwritten = unwritten_stretch = np.zeros(0, dtype=np.int64)
     if canary is not None and differing.size:
         stretches = _canary_stretches(device_buf[:common], canary)
@@ -86,46 +79,6 @@ def diff_buffers(
         dirty = _nonzero_padding(layout, device_buf, common)
         if unwritten.size:
             dirty = np.setdiff1d(dirty, unwritten, assume_unique=True)
-    element_rows = ~located.padding
-    report = _report(
-        layout,
-        tolerance,
-        padding,
-        device_buf.size,
-        common,
-        dirty,
-        first,
-        unwritten=unwritten,
-        unwritten_stretch=unwritten_stretch,
-        canary=canary,
-        expected_buf=expected_buf,
-        device_buf=device_buf,
-        offsets=differing[element_rows],
-        index=located.index[element_rows],
-        slots=located.slot[element_rows],
-    )
-    report.expected_buffer = expected_buf
-    return report
-
-
-def _report(
-    layout: BlockedLayout,
-    tolerance: float,
-    padding: str,
-    device_nbytes: int,
-    common: int,
-    dirty: np.ndarray,
-    first: int,
-    *,
-    unwritten: np.ndarray | None = None,
-    unwritten_stretch: np.ndarray | None = None,
-    canary: bytes | None = None,
-    expected_buf: np.ndarray | None = None,
-    device_buf: np.ndarray | None = None,
-    offsets: np.ndarray | None = None,
-    index: np.ndarray | None = None,
-    slots: np.ndarray | None = None,
-) -> DiffReport:
     total = int(np.prod(layout.shape))
     missing = _elements_beyond(layout, common) if common < layout.nbytes else 0
     group_size = _group_size(layout)
@@ -139,7 +92,7 @@ def _report(
         tolerance=float(tolerance),
         padding_policy=padding,
         expected_nbytes=layout.nbytes,
-        device_nbytes=int(device_nbytes),
+        device_nbytes=int(device_buf.size),
         elements_total=total,
         elements_compared=total - missing,
         elements_missing=missing,
@@ -154,20 +107,17 @@ def _report(
         group_size=group_size,
         dirty_padding_offsets=dirty,
         canary=None if canary is None else bytes(canary).hex(),
+        expected_buffer=expected_buf,
     )
-    if unwritten is not None and unwritten.size:
-        assert unwritten_stretch is not None
+    if unwritten.size:
         _locate_unwritten(report, layout, unwritten, unwritten_stretch, first)
-    if offsets is not None and offsets.size:
-        assert expected_buf is not None and device_buf is not None
-        assert index is not None and slots is not None
+    rows = ~located.padding
+    if rows.any():
+        offsets, index, slots = differing[rows], located.index[rows], located.slot[rows]
         _compare_elements(
             report, layout, tolerance, first, expected_buf, device_buf, offsets, index, slots
         )
-    if expected_buf is not None and device_buf is not None:
-        report.findings = diagnose(layout, report, expected_buf, device_buf)
-    elif report.dirty_padding_bytes or report.length_delta:
-        report.findings = diagnose(layout, report, None, None)
+    report.findings = diagnose(layout, report, expected_buf, device_buf)
     return report
 
 
@@ -309,13 +259,8 @@ def _channel_axis(layout: BlockedLayout) -> int | None:
 def _group_size(layout: BlockedLayout) -> int | None:
     """The channel block of a blocked channel axis (KL730 group, RKNN C2), if any."""
     axis = _channel_axis(layout)
-    if axis is None:
-        return None
-    canonical_axis = [
-        a for a in range(len(layout.canonical_shape)) if a not in layout.inserted_axes
-    ][axis]
-    blocks = [d.block for d in layout.dims if d.axis == canonical_axis and d.axis != PART]
-    return max(blocks) if max(blocks) > 1 else None
+    block = 1 if axis is None else layout.block_of(axis)
+    return block if block > 1 else None
 
 
 def _nonzero_padding(layout: BlockedLayout, device_buf: np.ndarray, common: int) -> np.ndarray:

@@ -1,9 +1,6 @@
-"""Name the fault behind a diff: what a board-farm engineer would say after looking at it.
-
-Cheap element-level tests run on the mismatched elements only (off by one, single-bit flips,
-L/H bytes swapped, channel groups swapped); byte-level tests on the buffer (bytes swapped in
-pairs); and, when most of the tensor is wrong or the length is off, layout forensics: which known
-layout and parameters reproduce the device buffer.
+"""Name the fault behind a diff: cheap tests on the mismatched elements (off by one, bit flips,
+L/H bytes or channel groups swapped), on the buffer (bytes swapped in pairs), and layout
+forensics when most of the tensor is wrong or the length is off.
 """
 
 from __future__ import annotations
@@ -19,10 +16,7 @@ FORENSICS_MAX_BYTES = 256 << 20
 
 
 def diagnose(
-    layout: BlockedLayout,
-    report: DiffReport,
-    expected_buf: np.ndarray | None,
-    device_buf: np.ndarray | None,
+    layout: BlockedLayout, report: DiffReport, expected_buf: np.ndarray, device_buf: np.ndarray
 ) -> list[Finding]:
     findings: list[Finding] = []
     if report.length_delta:
@@ -60,9 +54,7 @@ def diagnose(
                 + (f" (entry {where.entry} bits {where.bits})" if where.entry is not None else ""),
             )
         )
-    both = expected_buf is not None and device_buf is not None
-    if both and _wants_forensics(report):
-        assert expected_buf is not None and device_buf is not None
+    if _wants_forensics(report):
         swapped_pairs = _byte_patterns(expected_buf, device_buf)
         if swapped_pairs:
             return findings + swapped_pairs
@@ -70,8 +62,7 @@ def diagnose(
     if report.mismatched and report.mismatch_expected is not None:
         patterns = _value_patterns(layout, report, expected_buf, device_buf)
         findings += patterns
-    if not patterns and both and _wants_forensics(report):
-        assert expected_buf is not None and device_buf is not None
+    if not patterns and _wants_forensics(report):
         findings += _forensics(layout, report, expected_buf, device_buf)
     return findings
 
@@ -84,10 +75,7 @@ def _wants_forensics(report: DiffReport) -> bool:
 
 
 def _value_patterns(
-    layout: BlockedLayout,
-    report: DiffReport,
-    expected_buf: np.ndarray | None,
-    device_buf: np.ndarray | None,
+    layout: BlockedLayout, report: DiffReport, expected_buf: np.ndarray, device_buf: np.ndarray
 ) -> list[Finding]:
     assert report.mismatch_expected is not None and report.mismatch_got is not None
     expected, got = report.mismatch_expected, report.mismatch_got
@@ -108,9 +96,9 @@ def _value_patterns(
                     f"(bit {', '.join(str(b) for b in bits[:8])})",
                 )
             )
-    if layout.encoding.nparts == 2 and expected_buf is not None and device_buf is not None:
+    if layout.encoding.nparts == 2:
         findings += _swapped_parts(layout, report, device_buf)
-    if expected_buf is not None and device_buf is not None and report.per_channel:
+    if report.per_channel:
         findings += _swapped_channels(layout, report, expected_buf, device_buf)
     return findings
 

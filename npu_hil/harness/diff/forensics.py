@@ -1,10 +1,5 @@
-"""Layout forensics: which known layout and parameters reproduce a device buffer?
-
-Given the raw device buffer and the logical tensor that should be in it, :func:`explain` packs
-the tensor with every layout the target knows, under the parameter variants devices get wrong
-(row alignment 1/4/8/16/32, outer vs inner channel groups, C2 blocks, last-op channel padding,
-H·W plane padding, 15- vs 16-bit data, swapped L/H bytes), and ranks the candidates by how much
-of the buffer they reproduce. Each candidate costs one pack and one vectorised compare.
+"""Layout forensics: which known layout and parameters reproduce a device buffer (each candidate
+one pack and one vectorised compare; the variants tried: docs/runtime/diff.md).
 """
 
 from __future__ import annotations
@@ -19,8 +14,8 @@ import numpy as np
 from typing_extensions import TypedDict
 
 from npu_hil.harness.codec import get_layout, layout_names
+from npu_hil.harness.codec.buffers import as_bytes
 from npu_hil.harness.codec.engine import BlockedLayout
-from npu_hil.harness.diff.given import as_bytes
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.registry import unit_for
 

@@ -1,11 +1,5 @@
-"""A picture of where a tensor went wrong: mismatches over H x W, one panel per channel or group.
-
-Each panel is one channel (or one channel group when there are many channels) of a 4-D NCHW
-tensor, summed over N: the colour is how many mismatched elements fall on that pixel. Padding
-columns the layout keeps to the right of each row are drawn in their own colour, and dirty
-padding bytes in another, so a row-alignment fault shows as a stripe. Channels the layout pads
-(C rounded up to its channel block) get panels of their own after the real ones, in the padding
-colour, with their dirty bytes marked. A legend names the three colours and the count scale.
+"""A picture of where a tensor went wrong: mismatches over H x W, one panel per channel or group,
+padding and dirty padding in their own colours (docs/runtime/diff.md).
 """
 
 from __future__ import annotations
@@ -23,21 +17,18 @@ PADDING_COLOUR = "#c8c8c8"
 DIRTY_COLOUR = "#d01cd0"
 
 
-def mismatch_grid(
-    report: DiffReport, layout: BlockedLayout, max_panels: int = MAX_PANELS
-) -> tuple[np.ndarray, np.ndarray, int]:
+def mismatch_grid(report: DiffReport, layout: BlockedLayout) -> tuple[np.ndarray, np.ndarray, int]:
     """(counts [panels, H, Wp], dirty [panels, H, Wp], channels per panel).
 
     ``Wp`` covers the widest row position any dirty padding byte sits at, so padding to the
     right of a row is visible; cells at w >= W are padding.
     """
-    height, width, channels, axes = _geometry(layout)
-    per_panel = max(1, -(-channels // max_panels))
-    if report.group_size and channels > max_panels:
+    height, _, channels, axes = _geometry(layout)
+    per_panel = max(1, -(-channels // MAX_PANELS))
+    if report.group_size and channels > MAX_PANELS:
         per_panel = max(per_panel, report.group_size)
     panels = -(-channels // per_panel)
-    dirty_cells = _dirty_cells(report, layout, axes, height)
-    padded_width = max([width, *(int(w) + 1 for _, _, w in dirty_cells)])
+    dirty_cells, padded_width = _dirty_cells(report, layout)
     counts = np.zeros((panels, height, padded_width), dtype=np.int64)
     dirty = np.zeros_like(counts)
     if report.mismatch_index is not None and report.mismatch_index.size:
@@ -53,14 +44,7 @@ def mismatch_grid(
     return counts, dirty, per_panel
 
 
-def render_heatmap(
-    report: DiffReport,
-    layout: BlockedLayout,
-    path: str | Path,
-    *,
-    max_panels: int = MAX_PANELS,
-    title: str | None = None,
-) -> Path:
+def render_heatmap(report: DiffReport, layout: BlockedLayout, path: str | Path) -> Path:
     """Write the heatmap of ``report`` as a PNG at ``path`` and return the path."""
     import matplotlib
 
@@ -71,7 +55,7 @@ def render_heatmap(
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
 
-    counts, dirty, per_panel = mismatch_grid(report, layout, max_panels)
+    counts, dirty, per_panel = mismatch_grid(report, layout)
     pad_dirty, first_pad, pad_per_panel = padded_channel_grid(report, layout)
     _, width, _, _ = _geometry(layout)
     real_panels = counts.shape[0]
@@ -121,8 +105,7 @@ def render_heatmap(
         label = f"c{first}" if per_panel == 1 else f"c{first}-{first + per_panel - 1}"
         ax.set_title(f"{label}: {int(counts[number].sum())}", fontsize=8)
     figure.suptitle(
-        title
-        or f"{report.target} {report.layout} {list(report.shape)}: {report.verdict} "
+        f"{report.target} {report.layout} {list(report.shape)}: {report.verdict} "
         f"({report.mismatched} mismatched, {report.dirty_padding_bytes} dirty padding)",
         fontsize=9,
     )
@@ -169,25 +152,21 @@ def _geometry(layout: BlockedLayout) -> tuple[int, int, int, tuple[int | None, i
 
 
 def _dirty_cells(
-    report: DiffReport,
-    layout: BlockedLayout,
-    axes: tuple[int | None, int | None, int],
-    height: int,
-) -> list[tuple[int, int, int]]:
-    """(channel, row, column) of each dirty padding byte that sits in a row's padding."""
+    report: DiffReport, layout: BlockedLayout
+) -> tuple[list[tuple[int, int, int]], int]:
+    """(channel, row, column) of each dirty padding byte that sits in a row's padding, and the
+    grid width that shows them all (W or more)."""
+    height, width, _, (c_axis, h_axis, w_axis) = _geometry(layout)
     offsets = report.dirty_padding_offsets
-    if offsets is None or not offsets.size:
-        return []
-    located = layout.locate_many(offsets[:100_000])
-    c_axis, h_axis, w_axis = axes
     cells = []
-    for row in located.index:
-        c = int(row[c_axis]) if c_axis is not None else 0
-        h = int(row[h_axis]) if h_axis is not None else 0
-        w = int(row[w_axis])
-        if 0 <= h < height and c < _padded_channels(layout):
-            cells.append((c, h, w))
-    return cells
+    if offsets is not None and offsets.size:
+        padded = _padded_channels(layout)
+        for row in layout.locate_many(offsets[:100_000]).index:
+            c = int(row[c_axis]) if c_axis is not None else 0
+            h = int(row[h_axis]) if h_axis is not None else 0
+            if 0 <= h < height and c < padded:
+                cells.append((c, h, int(row[w_axis])))
+    return cells, max([width, *(w + 1 for _, _, w in cells)])
 
 
 def _padded_channels(layout: BlockedLayout) -> int:
@@ -197,25 +176,20 @@ def _padded_channels(layout: BlockedLayout) -> int:
     if "c" not in names:
         return 1
     logical = names.index("c")
-    keep = [a for a in range(len(layout.canonical_shape)) if a not in layout.inserted_axes]
-    axis = keep[logical]
+    axis = layout.logical_axes[logical]
     extents = [d.size * d.block for d in layout.dims if d.axis == axis]
     return max([layout.shape[logical], *extents])
 
 
-def padded_channel_grid(
-    report: DiffReport, layout: BlockedLayout, max_panels: int = MAX_PAD_PANELS
-) -> tuple[np.ndarray, int, int]:
+def padded_channel_grid(report: DiffReport, layout: BlockedLayout) -> tuple[np.ndarray, int, int]:
     """(dirty [panels, H, Wp], first padded channel, channels per panel) for the channels the
     layout adds beyond C; no panels when it adds none."""
-    height, width, channels, axes = _geometry(layout)
-    padded = _padded_channels(layout)
-    dirty_cells = _dirty_cells(report, layout, axes, height)
-    padded_width = max([width, *(int(w) + 1 for _, _, w in dirty_cells)])
-    extra = padded - channels
+    height, _, channels, _ = _geometry(layout)
+    dirty_cells, padded_width = _dirty_cells(report, layout)
+    extra = _padded_channels(layout) - channels
     if extra <= 0:
         return np.zeros((0, height, padded_width), dtype=np.int64), channels, 1
-    per_panel = -(-extra // max_panels)
+    per_panel = -(-extra // MAX_PAD_PANELS)
     panels = -(-extra // per_panel)
     dirty = np.zeros((panels, height, padded_width), dtype=np.int64)
     for channel, row, column in dirty_cells:

@@ -1,17 +1,13 @@
-"""Reference models, built with ``onnx.helper``: small, deterministic, one function each.
-
-Every builder takes the input shape (NCHW) and returns an ``onnx.ModelProto`` whose input is
-``input`` (``a`` and ``b`` for :func:`add_relu`) and whose output is ``output``. Weights come from
-``numpy.random.default_rng(seed)`` with a fixed default seed per model, scaled by 1/sqrt(fan-in)
-so outputs stay in the same range as inputs whatever the shape.
-
-Opset 13 and IR version 8: every onnxruntime release since 1.10 runs them, so the lower bound in
-``pyproject.toml`` stays honest.
+"""Reference models, built with ``onnx.helper``: small and deterministic, input ``input`` (``a``
+and ``b`` for :func:`add_relu`), output ``output``, weights from a fixed seed scaled by
+1/sqrt(fan-in) so outputs keep the inputs' range. Opset 13 and IR version 8: every onnxruntime
+release since 1.10 runs them, so the lower bound in ``pyproject.toml`` stays honest.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -77,70 +73,61 @@ def identity(shape: Sequence[int]) -> onnx.ModelProto:
     return _model("identity", [node], [_value(INPUT, dims)], dims)
 
 
+def _conv(
+    name: str,
+    node_name: str,
+    dims: tuple[int, int, int, int],
+    out_shape: tuple[int, int, int, int],
+    weight: np.ndarray,
+    seed: int,
+    op: str = "Conv",
+    **attrs: Any,
+) -> onnx.ModelProto:
+    """Model ``name``: one ``op`` node with ``weight`` and a bias of the output's channels."""
+    node = helper.make_node(op, [INPUT, "weight", "bias"], [OUTPUT], name=node_name, **attrs)
+    initializers = [("weight", weight), ("bias", _bias(seed, out_shape[1]))]
+    return _model(name, [node], [_value(INPUT, dims)], out_shape, initializers)
+
+
 def conv1x1(
     shape: Sequence[int], out_channels: int | None = None, seed: int = 11
 ) -> onnx.ModelProto:
     """A 1x1 convolution with bias (pointwise), ``out_channels`` defaulting to the input's."""
-    n, c, h, w = _check_shape(shape, "conv1x1")
+    n, c, h, w = dims = _check_shape(shape, "conv1x1")
     m = out_channels or c
     weight = _weights(seed, (m, c, 1, 1), c)
-    node = helper.make_node(
-        "Conv", [INPUT, "weight", "bias"], [OUTPUT], name="conv_0", kernel_shape=[1, 1]
-    )
-    return _model(
-        "conv1x1",
-        [node],
-        [_value(INPUT, (n, c, h, w))],
-        (n, m, h, w),
-        [("weight", weight), ("bias", _bias(seed, m))],
-    )
+    return _conv("conv1x1", "conv_0", dims, (n, m, h, w), weight, seed, kernel_shape=[1, 1])
 
 
 def conv3x3(
     shape: Sequence[int], out_channels: int | None = None, dilation: int = 1, seed: int = 13
 ) -> onnx.ModelProto:
     """A 3x3 convolution, padded to keep H and W ("same"), optionally dilated."""
-    n, c, h, w = _check_shape(shape, "conv3x3")
+    n, c, h, w = dims = _check_shape(shape, "conv3x3")
     m = out_channels or c
     weight = _weights(seed, (m, c, 3, 3), 9 * c)
-    node = helper.make_node(
-        "Conv",
-        [INPUT, "weight", "bias"],
-        [OUTPUT],
-        name="conv_0",
-        kernel_shape=[3, 3],
-        dilations=[dilation, dilation],
-        pads=[dilation] * 4,
-    )
-    return _model(
-        "conv3x3",
-        [node],
-        [_value(INPUT, (n, c, h, w))],
-        (n, m, h, w),
-        [("weight", weight), ("bias", _bias(seed, m))],
+    spacing: dict[str, Any] = {"dilations": [dilation, dilation], "pads": [dilation] * 4}
+    return _conv(
+        "conv3x3", "conv_0", dims, (n, m, h, w), weight, seed, kernel_shape=[3, 3], **spacing
     )
 
 
 def depthwise(shape: Sequence[int], dilation: int = 1, seed: int = 17) -> onnx.ModelProto:
     """A 3x3 depthwise convolution (group = channels), "same" padding."""
-    n, c, h, w = _check_shape(shape, "depthwise")
+    dims = _check_shape(shape, "depthwise")
+    c = dims[1]
     weight = _weights(seed, (c, 1, 3, 3), 9)
-    node = helper.make_node(
-        "Conv",
-        [INPUT, "weight", "bias"],
-        [OUTPUT],
-        name="depthwise_0",
-        kernel_shape=[3, 3],
-        dilations=[dilation, dilation],
-        pads=[dilation] * 4,
-        group=c,
-    )
-    return _model(
+    spacing: dict[str, Any] = {"dilations": [dilation, dilation], "pads": [dilation] * 4}
+    return _conv(
         "depthwise",
-        [node],
-        [_value(INPUT, (n, c, h, w))],
-        (n, c, h, w),
-        [("weight", weight), ("bias", _bias(seed, c))],
+        "depthwise_0",
+        dims,
+        dims,
+        weight,
+        seed,
+        kernel_shape=[3, 3],
+        group=c,
+        **spacing,
     )
 
 
@@ -148,24 +135,12 @@ def deconv(
     shape: Sequence[int], out_channels: int | None = None, seed: int = 19
 ) -> onnx.ModelProto:
     """A 2x2 stride-2 transposed convolution (ConvTranspose): doubles H and W."""
-    n, c, h, w = _check_shape(shape, "deconv")
+    n, c, h, w = dims = _check_shape(shape, "deconv")
     m = out_channels or c
     weight = _weights(seed, (c, m, 2, 2), c)
-    node = helper.make_node(
-        "ConvTranspose",
-        [INPUT, "weight", "bias"],
-        [OUTPUT],
-        name="deconv_0",
-        kernel_shape=[2, 2],
-        strides=[2, 2],
-    )
-    return _model(
-        "deconv",
-        [node],
-        [_value(INPUT, (n, c, h, w))],
-        (n, m, 2 * h, 2 * w),
-        [("weight", weight), ("bias", _bias(seed, m))],
-    )
+    stride: dict[str, Any] = {"kernel_shape": [2, 2], "strides": [2, 2]}
+    out_shape = (n, m, 2 * h, 2 * w)
+    return _conv("deconv", "deconv_0", dims, out_shape, weight, seed, "ConvTranspose", **stride)
 
 
 def add_relu(shape: Sequence[int]) -> onnx.ModelProto:

@@ -1,10 +1,6 @@
-"""The reference models a real board needs compiled, and the manifest that lists them.
-
-``npu-hil models build`` compiles these: every reference model at the shapes the regression suite
-(npu_hil.harness.suite) runs it with, one manifest entry per model and shape, named
-``<model>-<N>x<C>x<H>x<W>``. On a real board the runner finds the entry by the reference model's
-content (the ONNX it builds for the test's shape is byte-identical to the entry's), so the suite's
-tests need no change.
+"""The reference models a real board needs compiled (``npu-hil models build``): each at the shapes
+the regression suite runs it with, one manifest entry per model and shape, named
+``<model>-<N>x<C>x<H>x<W>``; the runner finds an entry by the reference model's bytes.
 """
 
 from __future__ import annotations
@@ -88,38 +84,43 @@ def plan(
     for name in names:
         for shape in shapes:
             key = entry_key(name, shape)
-            proto = build(name, shape)
-            onnx_path = out / "onnx" / f"{key}.onnx"
-            onnx_path.parent.mkdir(parents=True, exist_ok=True)
             # The same bytes the runner writes for this model and shape: it matches by content.
-            onnx_path.write_bytes(proto.SerializeToString())
-            graph, inputs = graph_of(proto)
-            input_shapes = {n: graph[n] for n in inputs}
-            subfolders = () if dataset is None else (dataset / key, dataset / name)
-            samples = _calibration(compiler, precision, out, key, input_shapes, dataset, subfolders)
+            proto = build(name, shape)
+            data = proto.SerializeToString()
             jobs.append(
-                compiler.job(key, onnx_path, target, precision, out, graph, inputs, samples)
+                _job(compiler, target, precision, out, key, proto, data, dataset, (key, name))
             )
     return jobs
 
 
-def _calibration(
+def _job(
     compiler: ModelCompiler,
+    target: str,
     precision: str,
     out: Path,
     key: str,
-    shapes: dict[str, tuple[int, ...]],
+    proto: onnx.ModelProto,
+    data: bytes,
     dataset: Path | None,
-    subfolders: Sequence[Path],
-) -> list[dict[str, Path]]:
-    """An int8 build's calibration set: the first of ``subfolders`` of ``dataset`` that exists
-    (else ``dataset`` itself), or a generated one under ``out/calibration/<key>``."""
-    if precision != "int8":
-        return []
-    if dataset is None:
-        return compiler.write_calibration(out / "calibration" / key, shapes)
-    folder = next((d for d in subfolders if d.is_dir()), dataset)
-    return compiler.read_dataset(folder, shapes)
+    subfolders: Sequence[str],
+    normalize: Normalize | None = None,
+) -> CompileJob:
+    """One model's build job: ``data`` written to ``out/onnx/<key>.onnx`` (the runner matches a
+    test's model to its entry by these bytes) and an int8 build's calibration set: the first of
+    ``subfolders`` of ``dataset`` that exists (else ``dataset`` itself), or a generated one under
+    ``out/calibration/<key>``."""
+    onnx_path = out / "onnx" / f"{key}.onnx"
+    onnx_path.parent.mkdir(parents=True, exist_ok=True)
+    onnx_path.write_bytes(data)
+    graph, inputs = graph_of(proto)
+    shapes = {n: graph[n] for n in inputs}
+    samples: list[dict[str, Path]] = []
+    if precision == "int8" and dataset is None:
+        samples = compiler.write_calibration(out / "calibration" / key, shapes)
+    elif precision == "int8" and dataset is not None:
+        folder = next((d for d in (dataset / s for s in subfolders) if d.is_dir()), dataset)
+        samples = compiler.read_dataset(folder, shapes)
+    return compiler.job(key, onnx_path, target, precision, out, graph, inputs, samples, normalize)
 
 
 def user_key(path: Path, data: bytes, precision: str, normalize: Normalize | None) -> str:
@@ -170,14 +171,9 @@ def plan_files(
                         f"{len(normalize[0])}"
                     )
         key = user_key(Path(path), data, precision, normalize)
-        onnx_path = out / "onnx" / f"{key}.onnx"
-        onnx_path.parent.mkdir(parents=True, exist_ok=True)
-        onnx_path.write_bytes(data)
-        input_shapes = {n: graph[n] for n in inputs}
-        subfolders = () if dataset is None else (dataset / Path(path).stem,)
-        samples = _calibration(compiler, precision, out, key, input_shapes, dataset, subfolders)
+        stem = (Path(path).stem,)
         jobs.append(
-            compiler.job(key, onnx_path, target, precision, out, graph, inputs, samples, normalize)
+            _job(compiler, target, precision, out, key, proto, data, dataset, stem, normalize)
         )
     return jobs
 

@@ -1,9 +1,6 @@
-"""The model manifest: each reference model's ONNX file and its compiled artifact per target.
-
-A JSON or YAML file (YAML needs PyYAML); its format is docs/model-developer/models-build.md,
-"The manifest". Relative paths are relative to the manifest's folder. A compiled artifact may be
-absent: asking for one a target does not have is a :class:`ManifestError` that says so. Every
-message names the file and the key path (``models.conv3x3.artifacts.rk3588``) of what is wrong.
+"""The model manifest: each model's ONNX file and its compiled artifact per target, as JSON or
+YAML (docs/model-developer/models-build.md, "The manifest"); relative paths start at its folder.
+Every message names the file and the key path (``models.conv3x3.artifacts.rk3588``).
 """
 
 from __future__ import annotations
@@ -12,7 +9,7 @@ import importlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -89,13 +86,8 @@ class CompiledTensor:
     size: int
 
     def to_dict(self) -> CompiledTensorDocument:
-        return {
-            "name": self.name,
-            "dtype": self.dtype,
-            "shape": list(self.shape),
-            "native": list(self.native),
-            "size": self.size,
-        }
+        data = {**asdict(self), "shape": list(self.shape), "native": list(self.native)}
+        return cast(CompiledTensorDocument, data)
 
 
 @dataclass(frozen=True)
@@ -160,10 +152,6 @@ class ModelEntry:
                 f"{self.source}: models.{self.name}.onnx: {self.onnx} does not exist"
             )
         return self.onnx
-
-    def for_run(self, target: str, *, simulated: bool) -> Path:
-        """What a run deploys: the ONNX on a simulated board, the artifact on a real one."""
-        return self.require_onnx() if simulated else self.require_artifact(target)
 
 
 @dataclass(frozen=True)
@@ -319,11 +307,7 @@ def _accuracy(value: Any, source: str, where: str) -> dict[str, float]:
 
 
 def _compiled(value: Any, source: str, where: str) -> Compiled:
-    data = _mapping(value, source, where)
-    _known_keys(data, _COMPILED_KEYS, source, where + ".")
-    for key in _COMPILED_KEYS:
-        if key not in data:
-            raise ManifestError(f"{source}: {where}: missing {key!r}")
+    data = _record(value, _COMPILED_KEYS, source, where)
     compiler, precision = data["compiler"], data["precision"]
     if not isinstance(compiler, str) or not compiler:
         raise ManifestError(f"{source}: {where}.compiler: expected text, got {compiler!r}")
@@ -345,11 +329,7 @@ def _compiled(value: Any, source: str, where: str) -> Compiled:
 
 
 def _tensor(value: Any, source: str, where: str) -> CompiledTensor:
-    data = _mapping(value, source, where)
-    _known_keys(data, _TENSOR_KEYS, source, where + ".")
-    for key in _TENSOR_KEYS:
-        if key not in data:
-            raise ManifestError(f"{source}: {where}: missing {key!r}")
+    data = _record(value, _TENSOR_KEYS, source, where)
     name, dtype, size = data["name"], data["dtype"], data["size"]
     if not isinstance(name, str) or not name:
         raise ManifestError(f"{source}: {where}.name: expected a tensor name, got {name!r}")
@@ -403,6 +383,16 @@ def _mapping(value: Any, source: str, where: str) -> Mapping[Any, Any]:
             f"{source}: {where}: expected a mapping, got {type(value).__name__} {value!r}"
         )
     return value
+
+
+def _record(value: Any, keys: tuple[str, ...], source: str, where: str) -> Mapping[Any, Any]:
+    """A mapping of exactly ``keys``."""
+    data = _mapping(value, source, where)
+    _known_keys(data, keys, source, where + ".")
+    for key in keys:
+        if key not in data:
+            raise ManifestError(f"{source}: {where}: missing {key!r}")
+    return data
 
 
 def _known_keys(

@@ -1,19 +1,8 @@
-"""The model as an NPU computes it: the float graph quantized through, as the vendor's compiler
-would quantize it, so that a simulated board's accuracy means what a board's would. The simulated
-board computes with it and the host's expectation (``npu_hil.harness.expect``) computes the same
-model on the same inputs, so the two still agree bit for bit.
-
-- int8: onnxruntime's static quantization (``quantize_static``, QDQ format): weights symmetric
-  int8 per output channel, activations asymmetric int8 per tensor, ranges by min/max calibration
-  over the given samples; what rknn-toolkit2's default ``asymmetric_quantized-8`` with
-  per-channel weights does; Softmax stays float, as the compiler keeps it in float16. The
-  quantized graph is run node by node (``exact``), so the int8 values are computed exactly.
-- float16: every weight and every float activation rounded to float16 (a Cast pair after each
-  node), accumulation in float32: the NPU's float16 path.
-
-Calibration: by default the run's own inputs (both sides have them); a simulated board given a
-dataset (``SimNpu.calibrate``) is then checked by its accuracy, as a real board is. A quantized
-model is made once per (model, calibration) and kept.
+"""The model as an NPU computes it: int8 (QDQ static quantization, what rknn-toolkit2's default
+``asymmetric_quantized-8`` with per-channel weights does) or float16 through the whole graph,
+made once per (model, calibration). The simulated board and the host's expectation compute the
+same model on the same inputs, so they agree bit for bit: docs/model-developer/figures.md, "How
+a simulated board computes".
 """
 
 from __future__ import annotations
@@ -39,8 +28,6 @@ class NumericsError(NpuHilError):
     """A model that cannot be computed with the NPU's numerics here."""
 
 
-NUMERICS = ("float", "int8", "float16")
-"""How a simulated NPU computes: the float graph, int8 through the graph, float16."""
 _CACHE_SIZE = 2
 _MADE: OrderedDict[str, onnx.ModelProto] = OrderedDict()
 

@@ -1,11 +1,6 @@
 """A model's preprocessing, declared once (:class:`Preprocessing`): what its inputs are, and how
-every vendor's board takes them (docs/model-developer/tests.md says each declaration and vendor).
-
-Integer data given to a model declared to take normalized input is refused: uint8 pixels fed to
-such a model would still run and even look plausible. :func:`prepare` turns a declaration, a
-model and the test's inputs into the model the board runs (the original with the vendor's
-normalization in front, an ONNX graph whose float reference is the original model on the
-normalized pixels) and the arrays the board is given.
+every vendor's board takes them (docs/model-developer/tests.md). :func:`prepare` makes the model
+the board runs (the vendor's normalization in front) and the arrays it is given.
 """
 
 from __future__ import annotations

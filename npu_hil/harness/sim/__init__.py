@@ -1,9 +1,6 @@
-"""The simulated NPU: every target of the harness, behaving as its vendor's runtime does as far as
-the seeds and spec notes tell (native layouts, quantization, reported attributes, refusals), with
-faults to inject on purpose.
-
-Entry points: :class:`SimNpu` (load, run), :class:`SimInput`, :class:`Fault`; the host-side
-expectation of what a device must hold is in :mod:`npu_hil.harness.expect`.
+"""The simulated NPU: every target of the harness, behaving as its vendor's runtime does (native
+layouts, quantization, reported attributes, refusals), with faults to inject on purpose. The
+host-side expectation of what a device must hold is in :mod:`npu_hil.harness.expect`.
 """
 
 from __future__ import annotations

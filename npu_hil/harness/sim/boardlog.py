@@ -1,19 +1,7 @@
-"""A simulated board's own logs: kernel records in its fake kmsg, the runtime's lines on stderr.
-
-The log faults make the simulated runtime fail the way a real board does and log what a real
-board logs (the sample lines of the target's log signatures that name the fault,
-:func:`npu_hil.targets.log_signatures.fault_lines`):
-
-- ``npu-timeout``: the run fails, and the kernel logs the NPU driver's job timeout and reset (or
-  the runtime its timeout, where the vendor's driver logs nothing public);
-- ``oom-kill``: the run fails, and the kernel logs the OOM killer;
-- ``bad-model-version``: the load fails, and the runtime logs that the model's version is not
-  one it reads.
-
-Kernel lines are appended as kmsg records (``pri,seq,usec,-;message``) to the board's kernel log
-(``NPU_HIL_KMSG``, or ``dev/kmsg`` under ``NPU_HIL_SYSFS_ROOT``), never to the real ``/dev/kmsg``;
-runtime lines are written to file descriptor 2, as a C runtime writes them. At
-``NPU_HIL_SIM_LOG_LEVEL`` 3 or more the simulated runtime also logs its loads and runs there.
+"""A simulated board's own logs for the log faults (docs/runtime/agent.md, "Faults"): the lines
+a real board logs (:func:`npu_hil.targets.log_signatures.fault_lines`), kernel records appended to
+the board's fake kmsg (``NPU_HIL_KMSG``, never the real ``/dev/kmsg``), runtime lines on stderr; at
+``NPU_HIL_SIM_LOG_LEVEL`` 3 or more its loads and runs too.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Running the reference model on the simulated board: onnxruntime, or the numpy path.
-
-``auto`` uses onnxruntime when it is importable (through :mod:`npu_hil.harness.models.reference`,
-the same sessions the host's expectation uses, so the two agree bit for bit) and the numpy path
-otherwise. The numpy path interprets only the simplest graphs, so a simulated board runs the
-pass-through and 1x1-convolution models where onnxruntime is not installed: Identity, Conv with a
-1x1 kernel (stride 1, no padding, group 1), Add and Relu. Anything else is refused, the op named.
+"""Running the reference model on the simulated board: onnxruntime (the sessions of
+:mod:`npu_hil.harness.models.reference`, so the host's expectation agrees bit for bit), or where
+it is not installed a numpy path for the simplest graphs (:data:`SUPPORTED`; others refused).
 """
 
 from __future__ import annotations
@@ -16,21 +12,17 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from npu_hil.harness.simkit.errors import SimConfigError, SimRefusal
+from npu_hil.harness.simkit.errors import SimRefusal
 
 EXECUTORS = ("auto", "onnxruntime", "numpy")
 SUPPORTED = ("Identity", "Conv (1x1, stride 1, no padding, group 1)", "Add", "Relu")
 
 
-def onnxruntime_available() -> bool:
-    return importlib.util.find_spec("onnxruntime") is not None
-
-
 def resolve(executor: str) -> str:
-    if executor not in EXECUTORS:
-        raise SimConfigError(f"executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+    """The executor to run (``executor`` as :class:`~npu_hil.harness.sim.options.SimOptions`
+    checked it): ``auto`` is onnxruntime where it is importable."""
     if executor == "auto":
-        return "onnxruntime" if onnxruntime_available() else "numpy"
+        return "onnxruntime" if importlib.util.find_spec("onnxruntime") else "numpy"
     return executor
 
 

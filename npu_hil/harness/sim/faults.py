@@ -1,9 +1,5 @@
-"""Faults a simulated board injects on purpose, so the harness can prove it catches each one.
-
-A fault is data: a name and JSON-friendly parameters (it travels in a job's ``adapter_options``).
-Buffer faults rewrite the native buffers after the run and leave the reported attributes alone;
-process faults stop the board from answering; timing faults change only the reported run time;
-soak faults keep memory or fail a share of runs. Every fault and its parameters:
+"""Faults a simulated board injects on purpose, so the harness can prove it catches each one: a
+name and JSON-friendly parameters (it travels in a job's ``adapter_options``); each fault:
 docs/runtime/agent.md, "Faults". A buffer fault that applies to no tensor of a run is an error,
 never a silent no-op: a test that thinks it injected a fault must really have.
 """
@@ -14,7 +10,7 @@ import dataclasses
 import os
 import signal
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -192,9 +188,7 @@ def _check_params(name: str, params: Mapping[str, Any]) -> None:
         if key in params and not (is_int(params[key]) and low <= params[key] <= high):
             fail(key, f"an integer in [{low}, {high}]")
     fraction = params.get("fraction")
-    if fraction is not None and (
-        isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 < fraction <= 1
-    ):
+    if fraction is not None and not (is_number(fraction) and 0 < fraction <= 1):
         fail("fraction", "a number in (0, 1]")
     if "fraction" in params and "drop" in params:
         raise SimConfigError(f"fault {name}: give fraction or drop, not both")
@@ -280,7 +274,12 @@ def _wrong_alignment(tensor: SimTensor, params: Mapping[str, Any], _: int) -> bo
     layout = tensor.codec_layout
     values = _values(tensor, "wrong-alignment")
     given = params.get("layout_params")
-    variants = [dict(given)] if given is not None else list(alignment_variants(layout))
+    # Else the parameters a misbehaving runtime might use instead of the table's, in the vendor
+    # unit's order (the ones the diff's forensics also tries come first).
+    unit_variants = unit_for(layout.target).fault_variants
+    variants: list[Mapping[str, object]] = [dict(given)] if given is not None else []
+    if given is None and unit_variants is not None:
+        variants = list(unit_variants(layout))
     for variant in variants:
         try:
             other = get_layout(
@@ -302,23 +301,6 @@ def _wrong_alignment(tensor: SimTensor, params: Mapping[str, Any], _: int) -> bo
     return False
 
 
-def alignment_variants(layout: BlockedLayout) -> Iterator[Mapping[str, object]]:
-    """Layout parameters a misbehaving runtime might use instead of the table's, in the order
-    the fault tries them (the ones the diff's forensics also tries come first); the layout's
-    builder checks them."""
-    variants = unit_for(layout.target).fault_variants
-    if variants is not None:
-        yield from variants(layout)
-
-
-def channel_block(layout: BlockedLayout) -> int:
-    """The layout's channel block (C2, KL730 group), 1 when channels are not blocked."""
-    axis = layout.axis_names.index("c")
-    canonical = [a for a in range(len(layout.canonical_shape)) if a not in layout.inserted_axes]
-    blocks = [d.block for d in layout.dims if d.axis == canonical[axis]]
-    return max(blocks, default=1)
-
-
 def _swapped_channel_groups(tensor: SimTensor, params: Mapping[str, Any], _: int) -> bool:
     layout = tensor.codec_layout
     if "c" not in layout.axis_names:
@@ -326,23 +308,25 @@ def _swapped_channel_groups(tensor: SimTensor, params: Mapping[str, Any], _: int
     axis = layout.axis_names.index("c")
     channels = layout.shape[axis]
     a, b = params.get("groups", (0, 1))
-    size = int(params.get("group_size", 0)) or channel_block(layout)
+    size = int(params.get("group_size", 0)) or layout.block_of(axis)
     if (max(a, b) + 1) * size > channels:
         if "group_size" in params or max(a, b) >= channels:
             return False
         size = 1  # fewer than two whole groups: swap single channels instead
     values = _values(tensor, "swapped-channel-groups")
     swapped = values.copy()
-    index_a: list[Any] = [slice(None)] * values.ndim
-    index_b: list[Any] = [slice(None)] * values.ndim
-    index_a[axis] = slice(a * size, (a + 1) * size)
-    index_b[axis] = slice(b * size, (b + 1) * size)
-    swapped[tuple(index_a)] = values[tuple(index_b)]
-    swapped[tuple(index_b)] = values[tuple(index_a)]
-    packed = layout.pack(swapped)
-    data = ~layout.padding_mask()  # only the data bytes: padding stays as the device left it
-    tensor.data[data] = packed[data]
+    by_channel, into = np.moveaxis(values, axis, 0), np.moveaxis(swapped, axis, 0)
+    into[a * size : (a + 1) * size] = by_channel[b * size : (b + 1) * size]
+    into[b * size : (b + 1) * size] = by_channel[a * size : (a + 1) * size]
+    _write_data(tensor, swapped)
     return True
+
+
+def _write_data(tensor: SimTensor, values: np.ndarray) -> None:
+    """``values`` packed into the tensor's buffer, its data bytes only: padding stays as the
+    device left it."""
+    data = ~tensor.codec_layout.padding_mask()
+    tensor.data[data] = tensor.codec_layout.pack(values)[data]
 
 
 def _byte_swap(tensor: SimTensor, params: Mapping[str, Any], _: int) -> bool:
@@ -415,7 +399,6 @@ def apply_stale_output(
 
 
 def _accuracy_drift(tensor: SimTensor, params: Mapping[str, Any], index: int) -> bool:
-    layout = tensor.codec_layout
     values = _values(tensor, "accuracy-drift")
     if values.size == 0:
         return False
@@ -440,9 +423,7 @@ def _accuracy_drift(tensor: SimTensor, params: Mapping[str, Any], index: int) ->
     moved[outside] = old[outside] - signs[outside] * lsb
     drifted = flat.copy()
     drifted[chosen] = np.clip(moved, low, high).astype(dtype)
-    packed = layout.pack(drifted.reshape(values.shape))
-    data = ~layout.padding_mask()  # only the data bytes: padding stays as the device left it
-    tensor.data[data] = packed[data]
+    _write_data(tensor, drifted.reshape(values.shape))
     return True
 
 
@@ -519,10 +500,6 @@ def _crash(params: Mapping[str, Any]) -> None:
 
 _KEPT: list[bytes] = []
 """What ``leak`` has kept in this process: never released, on purpose."""
-
-
-def leaked_bytes() -> int:
-    return sum(len(b) for b in _KEPT)
 
 
 def apply_soak_faults(faults: Iterable[Fault], index: int) -> None:

@@ -1,19 +1,7 @@
 """The simulated NPU: loads an ONNX model, runs it as the target's runtime would, and hands back
-the device's input and output buffers with the runtime's own attributes.
-
-    npu = SimNpu("rk3588", faults=["dirty-padding"])
-    model = npu.load("conv3x3.onnx")
-    run = npu.run(model, [SimInput.logical("input", image)])
-    run.outputs[0].data, run.outputs[0].attributes   # NC1HWC2 bytes, rknn_tensor_attr
-
-One run: set the inputs (laid out natively, attributes as reported after setting them), compute
-the model as the target's NPU does (``numerics``: int8 or float16 through the graph, by
-:mod:`npu_hil.harness.models.numerics`; the float graph with ``numerics: float`` or the numpy
-path), quantize and lay out the outputs, then apply
-the buffer faults and the process faults (hang, crash), in that order. The run time reported
-(``timings["run_s"]``) is the target's modeled device time (:mod:`npu_hil.harness.sim.timing`),
-changed only by the timing faults; the host's wall time for the float model is
-``timings["host_s"]``.
+the device's input and output buffers with the runtime's own attributes (docs/runtime/agent.md,
+"The simulated NPU"). A run's ``timings["run_s"]`` is the modeled device time
+(:mod:`npu_hil.harness.sim.timing`); ``host_s`` is the host's wall time for the model.
 """
 
 from __future__ import annotations

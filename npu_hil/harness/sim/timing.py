@@ -1,14 +1,8 @@
 """The simulated board's device time: a small cost model of the target's NPU.
 
-A simulated runtime reports its run time (``SimRun.timings["run_s"]``) as a vendor's runtime
-reports its own. It is *modeled*, not measured: onnxruntime's wall time on the host says how
-loaded the CI machine is, not how fast the target is, and a baseline built from it on a shared
-2-core runner would flag noise. The modeled time is
-
-    (overhead + ops / (tops · utilisation)) · spread
-
-(docs/model-developer/figures.md, "Simulated timing", says each term). It is NOT a prediction of
-a real board's speed: the table orders the targets as their vendors rate them, and that is all.
+Modeled, not measured (onnxruntime's wall time on a shared CI runner says how loaded it is, not
+how fast the target is): ``(overhead + ops / (tops · utilisation)) · spread``, each term in
+docs/model-developer/figures.md, "Simulated timing". No prediction of a real board's speed.
 """
 
 from __future__ import annotations
@@ -127,12 +121,8 @@ def spread(seed: int, index: int) -> float:
     return 1.0 + SPREAD * float(rng.uniform(-1.0, 1.0))
 
 
-def target_seed(target: str) -> int:
-    """A stable seed per target (Python's ``hash`` of a string changes per process)."""
-    return zlib.crc32(target.encode("utf-8"))
-
-
 def modeled_s(work: Work, target: str, index: int, seed: int | None = None) -> float:
     """The device time of call ``index`` of a model of ``work`` on ``target``."""
-    base = target_seed(target) if seed is None else seed
+    # A stable seed per target (Python's ``hash`` of a string changes per process).
+    base = zlib.crc32(target.encode("utf-8")) if seed is None else seed
     return nominal_s(work, target) * spread(base, index)

@@ -13,11 +13,12 @@ from typing import Any
 import numpy as np
 
 from npu_hil.harness.codec import BlockedLayout, get_layout
+from npu_hil.harness.codec.buffers import as_bytes
 from npu_hil.harness.errors import LayoutError
 from npu_hil.harness.simkit.errors import SimConfigError, SimRefusal
 from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
 from npu_hil.harness.simkit.options import RuntimeOptions
-from npu_hil.harness.simkit.tensors import InputLike, SimTensor, device_buffer, raw_bytes
+from npu_hil.harness.simkit.tensors import InputLike, SimTensor, device_buffer
 
 LOGICAL_LAYOUTS = ("NCHW", "logical")
 """Layout names an input may carry to mean "the logical tensor, lay it out the default way"."""
@@ -54,8 +55,8 @@ class VendorSim(ABC):
 
     @property
     def numerics(self) -> str:
-        """How the NPU computes the graph (``npu_hil.harness.sim.graphquant.NUMERICS``):
-        ``float`` unless the vendor says otherwise."""
+        """How the NPU computes the graph (``float``, ``int8`` or ``float16``,
+        :mod:`npu_hil.harness.models.numerics`): ``float`` unless the vendor says otherwise."""
         return "float"
 
     def normal_api_output(self, tensor: SimTensor, path: str) -> SimTensor:
@@ -93,7 +94,7 @@ class VendorSim(ABC):
         copied as they come (they must fill the layout exactly); a logical tensor is packed."""
         buffer = self.allocate(given.name, "input", layout.nbytes)
         if given.pass_through:
-            data = raw_bytes(given)
+            data = as_bytes(given.data, f"input {given.name!r}")
             if data.size != layout.nbytes:
                 raise SimRefusal(
                     "LayoutError",
@@ -102,9 +103,9 @@ class VendorSim(ABC):
                     f"{layout.nbytes} bytes (the runtime's size_with_stride), got {data.size}",
                 )
             buffer[:] = data
-            return buffer, layout.unpack(buffer)
-        assert values is not None
-        layout.pack(values, out=buffer)
+        else:
+            assert values is not None
+            layout.pack(values, out=buffer)
         return buffer, layout.unpack(buffer)
 
     def output_buffer(self, name: str, layout: BlockedLayout, values: np.ndarray) -> np.ndarray:

@@ -62,14 +62,6 @@ class GraphInfo:
     nodes: tuple[tuple[str, frozenset[str]], ...] = ()
     """Every node's op type and the names of the attributes it sets, in graph order."""
 
-    def input(self, name: str) -> TensorInfo | None:
-        return next((t for t in self.inputs if t.name == name), None)
-
-    def last_op(self, output: str) -> str:
-        """``conv`` when a Conv/ConvTranspose produced ``output``, else ``other`` (a vendor
-        unit that fuses ops reads :attr:`producers` and :attr:`feeders` itself)."""
-        return "conv" if self.producers.get(output, "") in CONV_OPS else "other"
-
 
 def _shape(value: onnx.ValueInfoProto) -> tuple[int | None, ...]:
     dims = value.type.tensor_type.shape.dim

@@ -59,13 +59,6 @@ class SimInput:
             name, values.reshape(-1).view(np.uint8), layout, list(values.shape), values.dtype.name
         )
 
-    @classmethod
-    def packed(cls, name: str, layout: BlockedLayout, array: np.ndarray) -> SimInput:
-        """A pass-through input: ``array`` packed by the host codec in ``layout``."""
-        return cls(
-            name, layout.pack(array), layout.name, list(layout.shape), layout.dtype.name, True
-        )
-
 
 @dataclass
 class SimTensor:
@@ -93,19 +86,6 @@ class SimRun:
     inputs: list[SimTensor]
     outputs: list[SimTensor]
     timings: dict[str, float] = field(default_factory=dict)
-
-    def output(self, name: str) -> SimTensor:
-        return _named(self.outputs, name, "output")
-
-    def input(self, name: str) -> SimTensor:
-        return _named(self.inputs, name, "input")
-
-
-def _named(tensors: list[SimTensor], name: str, what: str) -> SimTensor:
-    for tensor in tensors:
-        if tensor.name == name:
-            return tensor
-    raise KeyError(f"no {what} named {name!r}; {what}s: {', '.join(t.name for t in tensors)}")
 
 
 def device_buffer(nbytes: int, offset: int = 0) -> np.ndarray:
@@ -139,8 +119,3 @@ def input_dtype(given: InputLike, stage: str = "run") -> np.dtype:
         raise SimRefusal(
             "LayoutError", stage, f"input {given.name!r}: unknown dtype {given.dtype!r}"
         ) from None
-
-
-def raw_bytes(given: InputLike) -> np.ndarray:
-    data: np.ndarray = np.ascontiguousarray(given.data).reshape(-1).view(np.uint8)
-    return data

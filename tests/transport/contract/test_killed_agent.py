@@ -49,7 +49,7 @@ def test_a_killed_agent_is_reported_by_its_signal(
         assert time.monotonic() - started < 30
         error = caught.value
         assert isinstance(error, TransportError)  # infrastructure: an error, retried
-        assert (error.signal, error.signal_name) == (signum, signum.name)
+        assert (error.signal, signal.Signals(error.signal).name) == (signum, signum.name)
         assert f"killed by {signum.name}" in error.message
         assert "SIGHUP" not in error.message
         # The next job gets a new agent.
