@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from npu_hil.harness.board import kernlog
+from npu_hil.harness.board.boardstate import SYSFS_ROOT_ENV
 from npu_hil.harness.board.kernlog import KernelLog, parse_record
 from npu_hil.harness.board.runlog import StderrCapture, StderrTee, set_log_level
 from tests.agent.jobs import PY38, py38_problem
@@ -128,7 +129,7 @@ def test_a_missing_log_under_a_fake_root_is_absent_with_why(
 ) -> None:
     monkeypatch.delenv(kernlog.KMSG_ENV, raising=False)
     monkeypatch.delenv(kernlog.DMESG_ENV, raising=False)
-    monkeypatch.setenv(kernlog.SYSFS_ROOT_ENV, str(tmp_path))
+    monkeypatch.setenv(SYSFS_ROOT_ENV, str(tmp_path))
     log = KernelLog()
     log.mark()
     delta = log.delta()
@@ -156,7 +157,7 @@ def test_without_kmsg_the_dmesg_lines_after_the_mark(
     fake.write_text(f"#!/bin/sh\ncat {output}\n")
     fake.chmod(0o755)
     monkeypatch.delenv(kernlog.KMSG_ENV, raising=False)
-    monkeypatch.setenv(kernlog.SYSFS_ROOT_ENV, str(tmp_path))  # no dev/kmsg there
+    monkeypatch.setenv(SYSFS_ROOT_ENV, str(tmp_path))  # no dev/kmsg there
     monkeypatch.setenv(kernlog.DMESG_ENV, str(fake))
     log = KernelLog()
     log.mark()
@@ -179,7 +180,7 @@ def test_a_failing_dmesg_is_absent_with_both_reasons(
     )
     fake.chmod(0o755)
     monkeypatch.delenv(kernlog.KMSG_ENV, raising=False)
-    monkeypatch.setenv(kernlog.SYSFS_ROOT_ENV, str(tmp_path))
+    monkeypatch.setenv(SYSFS_ROOT_ENV, str(tmp_path))
     monkeypatch.setenv(kernlog.DMESG_ENV, str(fake))
     log = KernelLog()
     log.mark()
@@ -193,7 +194,7 @@ def test_the_real_dev_kmsg_marks_at_its_end(monkeypatch: pytest.MonkeyPatch) -> 
     # Read only: the machine's kernel log is never written. SEEK_END puts the reader after the
     # newest record, so the delta holds at most what the kernel logged in these few lines.
     monkeypatch.delenv(kernlog.KMSG_ENV, raising=False)
-    monkeypatch.delenv(kernlog.SYSFS_ROOT_ENV, raising=False)
+    monkeypatch.delenv(SYSFS_ROOT_ENV, raising=False)
     log = KernelLog()
     log.mark()
     assert log.fd is not None, log.why

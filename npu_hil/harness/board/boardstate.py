@@ -43,8 +43,8 @@ class SysfsReader:
     """Reads files under one root (a path relative to it, or one already joined), noting what was
     absent and what could not be read."""
 
-    def __init__(self, root: str) -> None:
-        self.root = root
+    def __init__(self, root: str | None = None) -> None:
+        self.root = root if root is not None else sysfs_root()
         self.absent: list[str] = []
         self.unreadable: list[UnreadableJson] = []
 
@@ -79,9 +79,9 @@ class SysfsReader:
             self.unreadable.append({"path": self.shown(full), "error": f"not an integer: {text!r}"})
             return None
 
-    def listing(self, pattern: str) -> list[str]:
+    def listing(self, pattern: str, note_absent: bool = True) -> list[str]:
         found = sorted(glob.glob(self.path(pattern)))
-        if not found:
+        if not found and note_absent:
             self.absent.append("/" + pattern)
         return found[:MAX_ENTRIES]
 
@@ -115,7 +115,7 @@ def read_board_state(root: str | None = None) -> BoardStateJson:
     (devfreq devices matched by name: governor, cur_freq_hz), ``thermal`` (per zone: type,
     temp_mc in millidegrees C), ``loadavg`` (1, 5, 15 min), and ``absent`` / ``unreadable``:
     the paths tried that were missing, or held what is not a number."""
-    reader = SysfsReader(root if root is not None else sysfs_root())
+    reader = SysfsReader(root)
     cpu: list[CpuPolicyJson] = [
         {
             "policy": os.path.basename(full),
@@ -124,7 +124,7 @@ def read_board_state(root: str | None = None) -> BoardStateJson:
         }
         for full in reader.listing(CPUFREQ + "/policy*")
     ]
-    devices = sorted(glob.glob(reader.path(DEVFREQ + "/*")))[:MAX_ENTRIES]
+    devices = reader.listing(DEVFREQ + "/*", note_absent=False)
     npu = _devfreq(reader, devices, NPU_NAME)
     ddr = _devfreq(reader, devices, DDR_NAME)
     if not npu:
@@ -170,14 +170,14 @@ def _write(full: str, value: str) -> str | None:
     return None
 
 
-def pin_clocks(root: str | None = None) -> list[GovernorJson]:
+def pin_clocks() -> list[GovernorJson]:
     """Set every cpufreq policy's and the NPU's and DDR's devfreq governor to ``performance``
     for a perf run. Returns one entry per governor file: its path as on the board, the governor
     it had (``was``) and ``error`` when it could not be set (not root, a governor the kernel
     lacks); :func:`restore_clocks` puts back what was there."""
-    reader = SysfsReader(root if root is not None else sysfs_root())
+    reader = SysfsReader()
     files = [os.path.join(p, "scaling_governor") for p in reader.listing(CPUFREQ + "/policy*")]
-    for full in sorted(glob.glob(reader.path(DEVFREQ + "/*")))[:MAX_ENTRIES]:
+    for full in reader.listing(DEVFREQ + "/*", note_absent=False):
         name = os.path.basename(full)
         if NPU_NAME.search(name) or DDR_NAME.search(name):
             files.append(os.path.join(full, "governor"))
@@ -195,10 +195,10 @@ def pin_clocks(root: str | None = None) -> list[GovernorJson]:
     return pinned
 
 
-def restore_clocks(pinned: list[GovernorJson], root: str | None = None) -> list[GovernorJson]:
+def restore_clocks(pinned: list[GovernorJson]) -> list[GovernorJson]:
     """Put back the governors :func:`pin_clocks` changed; the ones that could not be restored,
     with why (empty when all were)."""
-    base = root if root is not None else sysfs_root()
+    base = sysfs_root()
     failed: list[GovernorJson] = []
     for entry in pinned:
         if entry.get("error") or entry.get("was") in (None, PERFORMANCE):
@@ -226,7 +226,7 @@ def read_identity(root: str | None = None) -> IdentityJson:
     """``source`` (the path as on the board), ``compatible`` (the strings, board first, SoC
     last; empty when absent), ``model`` (or None), ``absent`` (no such file) and ``error`` (why
     it could not be read, or None)."""
-    reader = SysfsReader(root if root is not None else sysfs_root())
+    reader = SysfsReader(root)
     raw = reader.text(COMPATIBLE)
     errors = [u["error"] for u in reader.unreadable]
     models = _strings(reader.text(MODEL) or "")

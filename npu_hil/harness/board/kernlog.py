@@ -12,11 +12,12 @@ import subprocess
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypedDict
 
+from .boardstate import sysfs_root
+
 if TYPE_CHECKING:
     from .documents import LogJson
 
 KMSG_ENV = "NPU_HIL_KMSG"
-SYSFS_ROOT_ENV = "NPU_HIL_SYSFS_ROOT"
 DMESG_ENV = "NPU_HIL_DMESG"
 REAL_KMSG = "/dev/kmsg"
 MAX_LINES = 200
@@ -34,8 +35,7 @@ def kmsg_path() -> str:
     given = os.environ.get(KMSG_ENV)
     if given:
         return given
-    root = os.environ.get(SYSFS_ROOT_ENV) or "/"
-    return os.path.join(root, REAL_KMSG.lstrip("/"))
+    return os.path.join(sysfs_root(), REAL_KMSG.lstrip("/"))
 
 
 class KmsgRecord(TypedDict):
@@ -75,9 +75,7 @@ def format_line(record: KmsgRecord) -> str:
 class Bounded:
     """Lines kept newest-first within the caps; ``dropped`` counts what fell out."""
 
-    def __init__(self, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES) -> None:
-        self.max_lines = max_lines
-        self.max_bytes = max_bytes
+    def __init__(self) -> None:
         self.lines: list[str] = []
         self.size = 0
         self.dropped = 0
@@ -87,7 +85,7 @@ class Bounded:
             line = line[: MAX_LINE_CHARS - 3] + "..."
         self.lines.append(line)
         self.size += len(line.encode("utf-8", "replace")) + 1
-        while self.lines and (len(self.lines) > self.max_lines or self.size > self.max_bytes):
+        while self.lines and (len(self.lines) > MAX_LINES or self.size > MAX_BYTES):
             old = self.lines.pop(0)
             self.size -= len(old.encode("utf-8", "replace")) + 1
             self.dropped += 1
@@ -97,13 +95,9 @@ class KernelLog:
     """``mark()`` before a job, ``delta()`` after it (a dict for result.json's ``board_log``)."""
 
     def __init__(
-        self,
-        path: str | None = None,
-        run: Callable[[list[str]], bytes] | None = None,
-        read: Callable[[int, int], bytes] = os.read,
+        self, path: str | None = None, read: Callable[[int, int], bytes] = os.read
     ) -> None:
         self.path = path or kmsg_path()
-        self._run = run or _run_dmesg
         self._read = read
         self.fd: int | None = None
         self.why = ""
@@ -135,7 +129,7 @@ class KernelLog:
 
     def _mark_dmesg(self) -> None:
         try:
-            self.dmesg_tail = _lines(self._run(_dmesg_argv()))
+            self.dmesg_tail = _lines(_run_dmesg())
         except (OSError, subprocess.SubprocessError) as exc:
             self.why += f"; dmesg: {exc}"
 
@@ -187,7 +181,7 @@ class KernelLog:
 
     def _dmesg_delta(self, before: list[str]) -> LogJson:
         try:
-            after = _lines(self._run(_dmesg_argv()))
+            after = _lines(_run_dmesg())
         except (OSError, subprocess.SubprocessError) as exc:
             return {"source": "absent", "why": f"{self.why}; dmesg: {exc}", "lines": []}
         kept = Bounded()
@@ -219,13 +213,9 @@ def _lines(raw: bytes) -> list[str]:
     return [line for line in raw.decode("utf-8", "replace").splitlines() if line.strip()]
 
 
-def _dmesg_argv() -> list[str]:
-    return [os.environ.get(DMESG_ENV) or "dmesg"]
-
-
-def _run_dmesg(argv: list[str]) -> bytes:
+def _run_dmesg() -> bytes:
     done = subprocess.run(
-        argv,
+        [os.environ.get(DMESG_ENV) or "dmesg"],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         timeout=DMESG_TIMEOUT_S,

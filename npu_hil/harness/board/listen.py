@@ -79,9 +79,37 @@ def listen(
     LISTENING.append(path)
     log.info("listening at %s", path)
     try:
-        return _accept_loop(
-            agent, server, idle_timeout, read_timeout, max_connections, max_job_bytes
-        )
+        shared = _Connections()
+        server.settimeout(min(idle_timeout, _ACCEPT_POLL_S))
+        while not shared.done.is_set():
+            try:
+                connection, _ = server.accept()
+            # Not TimeoutError: on Python 3.8 socket.timeout is not yet an alias of it.
+            except socket.timeout:  # noqa: UP041
+                with shared.lock:
+                    idle = (
+                        shared.active == 0 and time.monotonic() - shared.last_seen >= idle_timeout
+                    )
+                if idle and not shared.done.is_set():
+                    log.info("no connection for %g s: exiting", idle_timeout)
+                    agent.shutdown()
+                    return EXIT_OK
+                continue
+            with shared.lock:
+                busy = shared.active >= max_connections
+                if not busy:
+                    shared.active += 1
+            if busy:
+                _refuse_connection(connection, max_connections)
+                continue
+            worker = threading.Thread(
+                target=_serve_connection,
+                args=(agent, connection, shared, read_timeout, max_job_bytes),
+                name="npu-hil-connection",
+                daemon=True,
+            )
+            worker.start()
+        return EXIT_OK if shared.status is None else shared.status
     finally:
         server.close()
         remove_socket(path)
@@ -101,45 +129,6 @@ class _Connections:
 
 # How often the accept loop looks up from accept(): for a shutdown asked on a connection thread.
 _ACCEPT_POLL_S = 0.2
-
-
-def _accept_loop(
-    agent: Agent,
-    server: socket.socket,
-    idle_timeout: float,
-    read_timeout: float,
-    max_connections: int,
-    max_job_bytes: int,
-) -> int:
-    shared = _Connections()
-    server.settimeout(min(idle_timeout, _ACCEPT_POLL_S))
-    while not shared.done.is_set():
-        try:
-            connection, _ = server.accept()
-        # Not TimeoutError: on Python 3.8 socket.timeout is not yet an alias of it.
-        except socket.timeout:  # noqa: UP041
-            with shared.lock:
-                idle = shared.active == 0 and time.monotonic() - shared.last_seen >= idle_timeout
-            if idle and not shared.done.is_set():
-                log.info("no connection for %g s: exiting", idle_timeout)
-                agent.shutdown()
-                return EXIT_OK
-            continue
-        with shared.lock:
-            busy = shared.active >= max_connections
-            if not busy:
-                shared.active += 1
-        if busy:
-            _refuse_connection(connection, max_connections)
-            continue
-        worker = threading.Thread(
-            target=_serve_connection,
-            args=(agent, connection, shared, read_timeout, max_job_bytes),
-            name="npu-hil-connection",
-            daemon=True,
-        )
-        worker.start()
-    return EXIT_OK if shared.status is None else shared.status
 
 
 def _serve_connection(

@@ -9,7 +9,7 @@ import os
 import re
 from typing import TYPE_CHECKING, cast
 
-from .boardstate import MAX_ENTRIES, SysfsReader, sysfs_root
+from .boardstate import MAX_ENTRIES, SysfsReader
 
 if TYPE_CHECKING:
     from .documents import CmaJson, DmabufJson, MemoryJson
@@ -106,9 +106,8 @@ def read_memory(root: str | None = None) -> MemoryJson:
     ``meminfo`` (CmaTotal, CmaFree, MemAvailable in KiB); ``cma`` (per CMA area: its page
     counters); ``dmabuf`` (buffers, bytes, source; None where neither source is readable);
     ``absent`` / ``unreadable``: the paths tried that were missing or could not be read."""
-    base = root if root is not None else sysfs_root()
-    reads = SysfsReader(base)
-    own = SysfsReader(_status_path(base))
+    reads = SysfsReader(root)
+    own = SysfsReader(_status_path(reads.root))
     process = _kib_fields(own, STATUS, STATUS_KEYS)
     meminfo = _kib_fields(reads, MEMINFO, MEMINFO_KEYS)
     return {

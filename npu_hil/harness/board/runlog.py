@@ -10,9 +10,10 @@ import os
 import select
 import subprocess
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from .kernlog import MAX_BYTES, Bounded
+from .kernlog import Bounded
 
 if TYPE_CHECKING:
     from .documents import LogJson
@@ -220,7 +221,7 @@ class StderrCapture:
             why = self.why or self.tee.why or "not captured"
             return {"level": level, "env": env, "source": "absent", "why": why, "lines": []}
         raw, dropped = got
-        kept = Bounded(max_bytes=MAX_BYTES)
+        kept = Bounded()
         for line in raw.decode("utf-8", "replace").splitlines():
             if line.strip():
                 kept.add(line.rstrip())
@@ -230,14 +231,12 @@ class StderrCapture:
         return out
 
 
-class _flushed:
+@contextlib.contextmanager
+def _flushed() -> Iterator[None]:
     """Python's own buffered stderr written out before the descriptor changes hands."""
-
-    def __enter__(self) -> None:
-        _flush()
-
-    def __exit__(self, *exc: object) -> None:
-        _flush()
+    _flush()
+    yield
+    _flush()
 
 
 def _flush() -> None:

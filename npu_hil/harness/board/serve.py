@@ -123,13 +123,18 @@ class FrameStream:
     def _send(self, data: memoryview) -> int:
         return os.write(self.write_fd, data)
 
+    def _recv_some(self, view: memoryview) -> int:
+        """Bytes read into ``view`` (at least one); EOFError when the stream has ended."""
+        got = self._recv_into(view)
+        if not got:
+            raise EOFError("stream ended inside a frame")
+        return got
+
     def _fill(self, view: memoryview, digest: Any) -> bytes:
         """Read exactly ``len(view)`` bytes into ``view`` (a buffer lands where the job reads
         it, with no copy in between), adding each piece to ``digest`` as it lands; its sha256."""
         while view:
-            got = self._recv_into(view[:BULK_CHUNK])
-            if not got:
-                raise EOFError("stream ended inside a frame")
+            got = self._recv_some(view[:BULK_CHUNK])
             digest.update(view[:got])
             view = view[got:]
         return bytes(digest.digest())
@@ -149,9 +154,7 @@ class FrameStream:
             chunk = bytearray(BULK_CHUNK)
             done = 0
             while done < n:
-                got = self._recv_into(memoryview(chunk)[: min(n - done, BULK_CHUNK)])
-                if not got:
-                    raise EOFError("stream ended inside a frame")
+                got = self._recv_some(memoryview(chunk)[: min(n - done, BULK_CHUNK)])
                 piece = memoryview(chunk)[:got]
                 digest.update(piece)
                 try:
@@ -203,10 +206,7 @@ class FrameStream:
     def _skip(self, n: int) -> None:
         scratch = bytearray(min(n, BULK_CHUNK))
         while n:
-            got = self._recv_into(memoryview(scratch)[: min(n, len(scratch))])
-            if not got:
-                raise EOFError("stream ended inside a frame")
-            n -= got
+            n -= self._recv_some(memoryview(scratch)[: min(n, len(scratch))])
 
     def _read_exactly(self, n: int, first: bool = False) -> bytes:
         """``n`` bytes; EOFError when the stream ends inside them, except at the ``first`` byte
@@ -304,12 +304,7 @@ class SocketFrameStream(FrameStream):
     sending nothing does (a ReadTimeout naming the time that elapsed); a stuck write is a
     socket.timeout (an OSError) after ``timeout`` seconds."""
 
-    def __init__(
-        self,
-        connection: socket.socket,
-        timeout: float,
-        max_job_bytes: int = MAX_JOB_INPUT_BYTES,
-    ) -> None:
+    def __init__(self, connection: socket.socket, timeout: float, max_job_bytes: int) -> None:
         fd = connection.fileno()
         super().__init__(fd, fd, max_job_bytes)
         self.connection = connection
@@ -366,7 +361,7 @@ class SocketFrameStream(FrameStream):
         return self.connection.send(data)
 
 
-def private_stdio(max_job_bytes: int = MAX_JOB_INPUT_BYTES) -> FrameStream:
+def private_stdio(max_job_bytes: int) -> FrameStream:
     """Take fds 0 and 1 for the frame stream and point the originals at /dev/null and stderr, so
     vendor libraries that read stdin or printf to stdout cannot touch the protocol."""
     frames_in = os.dup(0)

@@ -120,18 +120,6 @@ def bulk_sizes(message: Mapping[str, object], rest: int) -> list[int]:
     return sizes
 
 
-def loads_bounded(text: str | bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """``json.loads`` that cannot be knocked over: a document nested deeper than ``max_depth``
-    is a ValueError, whether the parser itself ran out of stack (RecursionError) or not."""
-    try:
-        document = json.loads(text)
-    except RecursionError:
-        raise ValueError(f"JSON nested deeper than {max_depth} levels") from None
-    if nested_deeper(document, max_depth):
-        raise ValueError(f"JSON nested deeper than {max_depth} levels")
-    return document
-
-
 def nested_deeper(document: Any, max_depth: int) -> bool:
     """Whether a parsed JSON document nests objects and arrays deeper than ``max_depth``.
     A level at a time, so a deep document cannot exhaust the stack here either; each level's
@@ -151,9 +139,14 @@ def nested_deeper(document: Any, max_depth: int) -> bool:
 
 
 def decode_frame(payload: bytes) -> dict[str, object]:
-    """The JSON object of a frame payload, its values unchecked; ValueError when it is not
-    one."""
-    message = loads_bounded(payload.decode("utf-8"))
+    """The JSON object of a frame payload, its values unchecked; ValueError when it is not one,
+    or nests deeper than MAX_JSON_DEPTH (whether the parser itself ran out of stack or not)."""
+    try:
+        message = json.loads(payload.decode("utf-8"))
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    if nested_deeper(message, MAX_JSON_DEPTH):
+        raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     if not isinstance(message, dict):
         raise ValueError(f"frame payload is {type(message).__name__}, not a JSON object")
     return message
