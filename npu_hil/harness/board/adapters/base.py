@@ -178,6 +178,9 @@ class Adapter:
     """The environment variable the runtime reads its log level from when it initialises (None:
     the runtime has none); the agent writes the job's ``runtime_log_level`` there before the
     adapter is created."""
+    canary_reason: Optional[str] = None
+    """Why no buffer of the runtime's can start a run filled (the default :meth:`fill_canary`
+    says it; None: a generic reason)."""
 
     def __init__(self, options: Dict[str, Any]) -> None:
         self.options = dict(options)
@@ -204,8 +207,9 @@ class Adapter:
     def fill_canary(self, model: Any, pattern: bytes) -> CanaryFill:
         """Fill the buffers you own for ``model`` with ``pattern`` (:func:`canary_bytes`) before
         the next run, and return what will start it filled (the contract: the docs page). The
-        default fills nothing and says so in ``reason``."""
-        return CanaryFill(reason=f"adapter {self.name!r} does not fill buffers with a canary")
+        default fills nothing and says why in ``reason`` (``canary_reason``)."""
+        generic = f"adapter {self.name!r} does not fill buffers with a canary"
+        return CanaryFill(reason=self.canary_reason or generic)
 
     def release(self, model: Any) -> None:
         """Free a loaded model."""

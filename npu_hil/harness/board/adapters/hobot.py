@@ -17,7 +17,6 @@ import numpy as np
 from .base import (
     Adapter,
     AdapterError,
-    CanaryFill,
     InputTensor,
     RunOutput,
     TensorOut,
@@ -105,6 +104,11 @@ class HobotAdapter(Adapter):
 
     name = "hobot"
     log_level_env = "HB_DNN_LOG_LEVEL"  # libdnn reads it: 0 (verbose) .. 6; default 3 (warnings)
+    canary_reason = (
+        "hobot_dnn (pyeasy_dnn) forward() returns output tensors the runtime allocates "
+        "during the run; use hobot_native, whose memories the adapter allocates, for the "
+        "canary check."
+    )
 
     def __init__(self, options: dict[str, Any]) -> None:
         super().__init__(options)
@@ -160,17 +164,6 @@ class HobotAdapter(Adapter):
         if isinstance(model, HobotModel):
             model.released = True
             model.model = None
-
-    def fill_canary(self, model: Any, pattern: bytes) -> CanaryFill:
-        """Not applicable: no buffer of the runtime's exists before the run (the reason says
-        why, from the vendor's API)."""
-        return CanaryFill(
-            reason=(
-                "hobot_dnn (pyeasy_dnn) forward() returns output tensors the runtime allocates "
-                "during the run; use hobot_native, whose memories the adapter allocates, for the "
-                "canary check."
-            )
-        )
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         self.loaded(model, HobotModel)

@@ -10,6 +10,7 @@ import ctypes
 import ctypes.util
 import glob
 import importlib
+import operator
 import os
 import time
 from dataclasses import dataclass, field, fields
@@ -21,7 +22,6 @@ import numpy as np
 from .base import (
     Adapter,
     AdapterError,
-    CanaryFill,
     InputTensor,
     RunOutput,
     TensorOut,
@@ -408,6 +408,12 @@ class KneronAdapter(Adapter):
     """Kneron PLUS generic data inference on a USB KL730; raw NPU node bytes with descriptors."""
 
     name = "kneron"
+    canary_reason = (
+        "the KL730's output nodes are written in the device's own memory and come back "
+        "over USB in the receive buffer Kneron PLUS fills "
+        "(generic_data_inference_receive); the host cannot fill the device's memory "
+        "first."
+    )
 
     def __init__(self, options: dict[str, Any]) -> None:
         super().__init__(options)
@@ -433,11 +439,13 @@ class KneronAdapter(Adapter):
                 ) from exc
         return self._kp
 
-    def _vendor(self, stage: str, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
-        """Call into kp; its exceptions (ApiKPException with a KP_API_RETURN_CODE) become typed
-        errors of this stage."""
+    def _vendor(self, stage: str, call: str, what: str = "", **kwargs: Any) -> Any:
+        """``kp.<call>`` (``core.connect_devices`` ...); its exceptions (ApiKPException with a
+        KP_API_RETURN_CODE) become typed errors of this stage, naming ``kp.<call><what>``."""
+        func = operator.attrgetter(call)(self.kp())
+        what = f"kp.{call}{what}"
         try:
-            return func(*args, **kwargs)
+            return func(**kwargs)
         except AdapterError:
             raise
         except Exception as exc:
@@ -450,15 +458,12 @@ class KneronAdapter(Adapter):
             return self._device
         kp = self.kp()
         port = int(self.options.get("port_id", 0))
-        device = self._vendor(
-            "init", "kp.core.connect_devices", kp.core.connect_devices, usb_port_ids=[port]
-        )
+        device = self._vendor("init", "core.connect_devices", usb_port_ids=[port])
         try:
             if "timeout_ms" in self.options:
                 self._vendor(
                     "init",
-                    "kp.core.set_timeout",
-                    kp.core.set_timeout,
+                    "core.set_timeout",
                     device_group=device,
                     milliseconds=int(self.options["timeout_ms"]),
                 )
@@ -466,8 +471,7 @@ class KneronAdapter(Adapter):
             if scpu:
                 self._vendor(
                     "init",
-                    "kp.core.load_firmware_from_file",
-                    kp.core.load_firmware_from_file,
+                    "core.load_firmware_from_file",
                     device_group=device,
                     scpu_fw_path=str(scpu),
                     ncpu_fw_path=str(self.options.get("ncpu_firmware") or ""),
@@ -518,8 +522,8 @@ class KneronAdapter(Adapter):
         """The NEF onto the device (which holds one at a time); its descriptor."""
         return self._vendor(
             "load",
-            f"kp.core.load_model_from_file({path!r})",
-            self.kp().core.load_model_from_file,
+            "core.load_model_from_file",
+            f"({path!r})",
             device_group=self.device(),
             file_path=path,
         )
@@ -558,18 +562,6 @@ class KneronAdapter(Adapter):
 
     # -- run ------------------------------------------------------------------------------
 
-    def fill_canary(self, model: Any, pattern: bytes) -> CanaryFill:
-        """Not applicable: no buffer of the runtime's exists before the run (the reason says
-        why, from the vendor's API)."""
-        return CanaryFill(
-            reason=(
-                "the KL730's output nodes are written in the device's own memory and come back "
-                "over USB in the receive buffer Kneron PLUS fills "
-                "(generic_data_inference_receive); the host cannot fill the device's memory "
-                "first."
-            )
-        )
-
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         self.loaded(model, KneronModel)
         kp = self.kp()
@@ -596,16 +588,12 @@ class KneronAdapter(Adapter):
         start = time.perf_counter()
         self._vendor(
             "run",
-            "kp.inference.generic_data_inference_send",
-            kp.inference.generic_data_inference_send,
+            "inference.generic_data_inference_send",
             device_group=device,
             generic_inference_input_descriptor=descriptor,
         )
         result = self._vendor(
-            "run",
-            "kp.inference.generic_data_inference_receive",
-            kp.inference.generic_data_inference_receive,
-            device_group=device,
+            "run", "inference.generic_data_inference_receive", device_group=device
         )
         timings["run_s"] = time.perf_counter() - start
 

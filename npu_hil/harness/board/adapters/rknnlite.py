@@ -17,7 +17,6 @@ import numpy as np
 from .base import (
     Adapter,
     AdapterError,
-    CanaryFill,
     InputTensor,
     RunOutput,
     TensorOut,
@@ -57,6 +56,13 @@ class RknnLiteAdapter(Adapter):
 
     name = "rknnlite"
     log_level_env = "RKNN_LOG_LEVEL"  # librknnrt reads it at rknn_init: 0 (none) .. 5 (most)
+    canary_reason = (
+        "RKNNLite.inference() hands back numpy arrays it allocates during the call (its "
+        "Python API has no preallocated outputs; reuse_outputs=True only overwrites the "
+        "previous call's arrays, and the first call of a model allocates), so no buffer "
+        "of the runtime's exists before the run to fill; use rknn_native (zero-copy) "
+        "for the canary check."
+    )
 
     def __init__(self, options: dict[str, Any]) -> None:
         super().__init__(options)
@@ -160,19 +166,6 @@ class RknnLiteAdapter(Adapter):
         _call(model.rknn.release, "release", "RKNNLite.release")
 
     # -- run ------------------------------------------------------------------------------
-
-    def fill_canary(self, model: Any, pattern: bytes) -> CanaryFill:
-        """Not applicable: no buffer of the runtime's exists before the run (the reason says
-        why, from the vendor's API)."""
-        return CanaryFill(
-            reason=(
-                "RKNNLite.inference() hands back numpy arrays it allocates during the call (its "
-                "Python API has no preallocated outputs; reuse_outputs=True only overwrites the "
-                "previous call's arrays, and the first call of a model allocates), so no buffer "
-                "of the runtime's exists before the run to fill; use rknn_native (zero-copy) "
-                "for the canary check."
-            )
-        )
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         self.loaded(model, LiteModel)
