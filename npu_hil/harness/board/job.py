@@ -231,10 +231,10 @@ def _count(doc: Mapping[str, object], key: str, default: T, low: int, high: int)
     return value
 
 
-def _flag(doc: Mapping[str, object], key: str) -> bool:
+def _flag(doc: Mapping[str, object], key: str, field: str = "") -> bool:
     value = doc.get(key, False)
     if not isinstance(value, bool):
-        raise JobRefused(key, "type", f"expected true or false, got {value!r}")
+        raise JobRefused(field + key, "type", f"expected true or false, got {value!r}")
     return value
 
 
@@ -353,11 +353,7 @@ def _input(index: int, raw: object) -> JobInput:
     dtype = _require(raw, field, "dtype", str, "a dtype name")
     if dtype not in DTYPES:
         raise JobRefused(field + "dtype", "dtype", f"{dtype!r} is not one of {', '.join(DTYPES)}")
-    pass_through = raw.get("pass_through", False)
-    if not isinstance(pass_through, bool):
-        raise JobRefused(
-            field + "pass_through", "type", f"expected true or false, got {pass_through!r}"
-        )
+    pass_through = _flag(raw, "pass_through", field)
     want = math.prod(shape) * DTYPE_SIZES[dtype]
     if want > MAX_INPUT_BYTES:
         raise JobRefused(

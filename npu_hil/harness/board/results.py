@@ -32,9 +32,7 @@ def create_new(path: str, mode: str) -> Any:
         os.unlink(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(path, flags, 0o666)
-    if "b" in mode:
-        return os.fdopen(fd, mode)
-    return os.fdopen(fd, mode, encoding="utf-8")
+    return os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8")
 
 
 def device_bytes(tensor: TensorOut) -> np.ndarray:

@@ -51,10 +51,7 @@ MAX_JSON_DEPTH = 32
 
 SCHEMA_RE = re.compile(r"([a-z0-9-]+)/([0-9]+)(?:\.([0-9]+))?\Z")
 
-# A job's status in its answer: 0 the job ran (runtime errors, if any, are typed records in the
-# result); 2 the agent refused the job; 3 an adapter call timed out (the agent then exits with
-# it, its runtime thread stuck); 1 anything else. The agent's own exit status is 0 after a
-# shutdown, 1 when it cannot start or its stream broke, 3 after a stuck runtime call.
+# A job's status in its answer, and the agent's own exit status (what each means: the page).
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_REFUSED = 2

@@ -4,11 +4,14 @@ an adapter). Board-side: Python >= 3.8, standard library and numpy, nothing from
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
 
 
 class AdapterError(Exception):
@@ -153,6 +156,17 @@ def pick_model(names: List[str], wanted: Any, path: str) -> int:
             "LayoutError", "load", f"{path} packs {len(names)} models {names}: set model_name"
         )
     return 0
+
+
+def undo_on_failure(step: Callable[[], T], undo: Callable[[], object]) -> T:
+    """``step()``; when it fails, ``undo()`` (free what was made) before the failure goes on: it
+    is the error worth reporting, so an AdapterError of the undo gives way to it."""
+    try:
+        return step()
+    except BaseException:
+        with contextlib.suppress(AdapterError):
+            undo()
+        raise
 
 
 def describe(exc: BaseException) -> str:

@@ -5,7 +5,6 @@ sequences, the options and the return codes: ``docs/runtime/agent.md`` (Adapters
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import time
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from .base import (
     match_inputs,
     match_outputs,
     pick_model,
+    undo_on_failure,
 )
 
 FIRST_ADDRESS_ALIGNMENT = 32
@@ -620,12 +620,7 @@ class HobotNativeAdapter(Adapter):
             "load", f"hbDNNInitializeFromFiles({model_path!r})", ctypes.byref(packed), files, 1
         )
         model = HorizonModel(path=model_path, model_name="", packed=packed, dnn=ctypes.c_void_p())
-        try:
-            self._describe(model)
-        except BaseException:
-            with contextlib.suppress(AdapterError):
-                self.release(model)
-            raise
+        undo_on_failure(lambda: self._describe(model), lambda: self.release(model))
         return model
 
     def _describe(self, model: HorizonModel) -> None:
@@ -683,12 +678,10 @@ class HobotNativeAdapter(Adapter):
         wanted, out_matched_by = match_outputs([t.name for t in model.outputs], outputs)
         job = _Job()
         try:
-            result = self._run(model, inputs, order, wanted, matched_by, out_matched_by, job)
-        except BaseException:
-            # The failure in flight is the one worth reporting; still free everything.
-            with contextlib.suppress(AdapterError):
-                self._cleanup(job)
-            raise
+            result = undo_on_failure(
+                lambda: self._run(model, inputs, order, wanted, matched_by, out_matched_by, job),
+                lambda: self._cleanup(job),
+            )
         finally:
             self.canary = None  # armed for one run: the agent fills again before the next
         self._cleanup(job)

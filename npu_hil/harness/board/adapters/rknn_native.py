@@ -5,7 +5,6 @@ options: ``docs/runtime/agent.md`` (Adapters).
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import platform
@@ -26,6 +25,7 @@ from .base import (
     canary_bytes,
     match_inputs,
     match_outputs,
+    undo_on_failure,
 )
 
 # rknn_api.h, mirrored. Field order and types are the header's; tests hold every size, alignment,
@@ -365,13 +365,7 @@ class RknnNativeAdapter(Adapter):
         )
         _check(int(ret), "load", f"rknn_init({os.path.basename(model_path)})")
         model = RknnModel(path=model_path, context=int(ctx.value), model_bytes=model_bytes)
-        try:
-            self._setup(model)
-        except BaseException:
-            # Free what was created; the setup failure is the error worth reporting.
-            with contextlib.suppress(AdapterError):
-                self._teardown(model)
-            raise
+        undo_on_failure(lambda: self._setup(model), lambda: self._teardown(model))
         return model
 
     def _setup(self, model: RknnModel) -> None:
