@@ -319,58 +319,37 @@ class HorizonRuntime:
             self._open(str(extra), ctypes.RTLD_GLOBAL)
 
         P, T, M = abi.properties, abi.tensor, abi.mem
-        vp, i32 = ctypes.c_void_p, ctypes.c_int32
-        self._bind("hbDNNGetVersion", [], ctypes.c_char_p)
-        self._bind(
-            "hbDNNInitializeFromFiles",
-            [ctypes.POINTER(vp), ctypes.POINTER(ctypes.c_char_p), i32],
-            i32,
-        )
-        self._bind(
-            "hbDNNGetModelNameList",
-            [ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p)), ctypes.POINTER(i32), vp],
-            i32,
-        )
-        self._bind("hbDNNGetModelHandle", [ctypes.POINTER(vp), vp, ctypes.c_char_p], i32)
-        self._bind("hbDNNGetInputCount", [ctypes.POINTER(i32), vp], i32)
-        self._bind("hbDNNGetOutputCount", [ctypes.POINTER(i32), vp], i32)
-        self._bind("hbDNNGetInputTensorProperties", [ctypes.POINTER(P), vp, i32], i32)
-        self._bind("hbDNNGetOutputTensorProperties", [ctypes.POINTER(P), vp, i32], i32)
+        vp, i32, text, ptr = ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p, ctypes.POINTER
+        self._bind("hbDNNGetVersion", [], text)
+        self._bind("hbDNNInitializeFromFiles", [ptr(vp), ptr(text), i32], i32)
+        self._bind("hbDNNGetModelNameList", [ptr(ptr(text)), ptr(i32), vp], i32)
+        self._bind("hbDNNGetModelHandle", [ptr(vp), vp, text], i32)
+        self._bind("hbDNNGetInputCount", [ptr(i32), vp], i32)
+        self._bind("hbDNNGetOutputCount", [ptr(i32), vp], i32)
+        self._bind("hbDNNGetInputTensorProperties", [ptr(P), vp, i32], i32)
+        self._bind("hbDNNGetOutputTensorProperties", [ptr(P), vp, i32], i32)
         self._bind("hbDNNRelease", [vp], i32)
         self.has_names = self._bind(
-            "hbDNNGetInputName", [ctypes.POINTER(ctypes.c_char_p), vp, i32], i32, False
-        ) and self._bind(
-            "hbDNNGetOutputName", [ctypes.POINTER(ctypes.c_char_p), vp, i32], i32, False
-        )
-        self.has_error_desc = self._bind("hbDNNGetErrorDesc", [i32], ctypes.c_char_p, False)
+            "hbDNNGetInputName", [ptr(text), vp, i32], i32, False
+        ) and self._bind("hbDNNGetOutputName", [ptr(text), vp, i32], i32, False)
+        self.has_error_desc = self._bind("hbDNNGetErrorDesc", [i32], text, False)
         if abi.name == "x3x5":
-            self._bind(
-                "hbDNNInfer",
-                [
-                    ctypes.POINTER(vp),
-                    ctypes.POINTER(ctypes.POINTER(T)),
-                    ctypes.POINTER(T),
-                    vp,
-                    ctypes.POINTER(InferCtrlParam),
-                ],
-                i32,
-            )
+            infer = [ptr(vp), ptr(ptr(T)), ptr(T), vp, ptr(InferCtrlParam)]
+            self._bind("hbDNNInfer", infer, i32)
             self._bind("hbDNNWaitTaskDone", [vp, i32], i32)
             self._bind("hbDNNReleaseTask", [vp], i32)
-            self._bind("hbSysAllocCachedMem", [ctypes.POINTER(M), ctypes.c_uint32], i32)
-            self._bind("hbSysFlushMem", [ctypes.POINTER(M), i32], i32)
-            self._bind("hbSysFreeMem", [ctypes.POINTER(M)], i32)
+            self._bind("hbSysAllocCachedMem", [ptr(M), ctypes.c_uint32], i32)
+            self._bind("hbSysFlushMem", [ptr(M), i32], i32)
+            self._bind("hbSysFreeMem", [ptr(M)], i32)
         else:
-            self._bind(
-                "hbDNNInferV2", [ctypes.POINTER(vp), ctypes.POINTER(T), ctypes.POINTER(T), vp], i32
-            )
-            self._bind("hbUCPSubmitTask", [vp, ctypes.POINTER(UCPSchedParam)], i32)
+            self._bind("hbDNNInferV2", [ptr(vp), ptr(T), ptr(T), vp], i32)
+            self._bind("hbUCPSubmitTask", [vp, ptr(UCPSchedParam)], i32)
             self._bind("hbUCPWaitTaskDone", [vp, i32], i32)
             self._bind("hbUCPReleaseTask", [vp], i32)
-            self._bind("hbUCPMallocCached", [ctypes.POINTER(M), ctypes.c_uint64, i32], i32)
-            self._bind("hbUCPMemFlush", [ctypes.POINTER(M), i32], i32)
-            self._bind("hbUCPFree", [ctypes.POINTER(M)], i32)
-            self.has_ucp_version = self._bind("hbUCPGetVersion", [], ctypes.c_char_p, False)
+            self._bind("hbUCPMallocCached", [ptr(M), ctypes.c_uint64, i32], i32)
+            self._bind("hbUCPMemFlush", [ptr(M), i32], i32)
+            self._bind("hbUCPFree", [ptr(M)], i32)
+            self.has_ucp_version = self._bind("hbUCPGetVersion", [], text, False)
 
     def _open(self, path: str, mode: int) -> None:
         try:

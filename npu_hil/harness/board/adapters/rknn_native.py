@@ -193,26 +193,14 @@ class RknnLibrary:
                 f"cannot load the RKNN runtime {path!r}: {exc} (set adapter_options.library)",
             ) from exc
         self.path = path
-        ctx = rknn_context
+        ctx, u32, ptr = rknn_context, ctypes.c_uint32, ctypes.POINTER
         self._bind(
-            "rknn_init",
-            [
-                ctypes.POINTER(ctx),
-                ctypes.c_void_p,
-                ctypes.c_uint32,
-                ctypes.c_uint32,
-                ctypes.c_void_p,
-            ],
-            ctypes.c_int,
+            "rknn_init", [ptr(ctx), ctypes.c_void_p, u32, u32, ctypes.c_void_p], ctypes.c_int
         )
-        self._bind(
-            "rknn_query", [ctx, ctypes.c_int, ctypes.c_void_p, ctypes.c_uint32], ctypes.c_int
-        )
-        self._bind("rknn_create_mem", [ctx, ctypes.c_uint32], MemPointer)
+        self._bind("rknn_query", [ctx, ctypes.c_int, ctypes.c_void_p, u32], ctypes.c_int)
+        self._bind("rknn_create_mem", [ctx, u32], MemPointer)
         self._bind("rknn_destroy_mem", [ctx, MemPointer], ctypes.c_int)
-        self._bind(
-            "rknn_set_io_mem", [ctx, MemPointer, ctypes.POINTER(RknnTensorAttr)], ctypes.c_int
-        )
+        self._bind("rknn_set_io_mem", [ctx, MemPointer, ptr(RknnTensorAttr)], ctypes.c_int)
         self._bind("rknn_run", [ctx, ctypes.c_void_p], ctypes.c_int)
         self._bind("rknn_destroy", [ctx], ctypes.c_int)
         # Newer runtimes only: used when present.
