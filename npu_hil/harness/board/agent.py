@@ -173,12 +173,7 @@ class Agent(AdapterCache):
             timings["adapter"] = reported
 
     def _runs(
-        self,
-        job: Job,
-        adapter: Adapter,
-        model: Any,
-        tensors: list[InputTensor],
-        result: ResultJson,
+        self, job: Job, adapter: Adapter, model: Any, tensors: list[InputTensor], result: ResultJson
     ) -> tuple[Any, float]:
         """``job.warmup`` untimed calls, then ``job.runs`` timed ones, each under the run
         timeout; the board's state is read just before and just after the timed calls. Records

@@ -16,13 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .loader import available_adapters, is_adapter_name
-from .wire import (
-    JOB_SCHEMA,
-    JOB_SCHEMA_NAME,
-    SCHEMA_MAJOR,
-    failure,
-    parse_schema,
-)
+from .wire import JOB_SCHEMA, JOB_SCHEMA_NAME, SCHEMA_MAJOR, failure, parse_schema
 
 if TYPE_CHECKING:
     from .documents import ErrorJson

@@ -76,11 +76,7 @@ def new_kept_dir(value: Any) -> str:
 
 
 def write_kept_view(
-    folder: str,
-    doc: object,
-    inputs: list[Any],
-    result: ResultJson,
-    device: list[memoryview],
+    folder: str, doc: object, inputs: list[Any], result: ResultJson, device: list[memoryview]
 ) -> OSError | None:
     """A job's files for a person to read, written after it ran: job.json (the document, each
     input naming its file), ``input_<i>.bin``, the device buffers under the names

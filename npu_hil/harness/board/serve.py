@@ -114,9 +114,6 @@ class FrameStream:
         self.write_fd = write_fd
         self.max_job_bytes = max_job_bytes
 
-    def _recv(self, n: int) -> bytes:
-        return os.read(self.read_fd, n)
-
     def _recv_into(self, view: memoryview) -> int:
         return os.readv(self.read_fd, [view])
 
@@ -211,17 +208,16 @@ class FrameStream:
     def _read_exactly(self, n: int, first: bool = False) -> bytes:
         """``n`` bytes; EOFError when the stream ends inside them, except at the ``first`` byte
         of a frame (then b"")."""
-        chunks = []
-        remaining = n
-        while remaining:
-            chunk = self._recv(min(remaining, 1 << 20))
-            if not chunk:
-                if first and remaining == n:
+        data = bytearray(n)
+        view = memoryview(data)
+        while view:
+            got = self._recv_into(view[: 1 << 20])
+            if not got:
+                if first and len(view) == n:
                     return b""
                 raise EOFError("stream ended inside a frame")
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
+            view = view[got:]
+        return bytes(data)
 
     def read(self) -> Request | None:
         """The next request, or None at end of stream."""
@@ -342,13 +338,6 @@ class SocketFrameStream(FrameStream):
             f"no complete request within {elapsed:.3g} s "
             f"(the deadline of a request: {self.timeout:g} s)"
         )
-
-    def _recv(self, n: int) -> bytes:
-        self._arm()
-        try:
-            return self.connection.recv(n)
-        except socket.timeout:  # noqa: UP041 (not yet TimeoutError on Python 3.8)
-            raise self._timed_out() from None
 
     def _recv_into(self, view: memoryview) -> int:
         self._arm()

@@ -19,14 +19,7 @@ from typing import Any
 import numpy as np
 
 # Relative: loaded as adapters.<name> or npu_hil...adapters.<name>, the base is the one beside it.
-from .base import (
-    Adapter,
-    AdapterError,
-    InputTensor,
-    RunOutput,
-    TensorOut,
-    pick_outputs,
-)
+from .base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut, pick_outputs
 
 # kp_model_tensor_data_layout_t as the PLUS 3.2 kp_struct.h numbers it (0-12 as in 3.1, 13-17 the
 # HW* input formats added later). Only a fallback: the installed kp's own enum is asked first.

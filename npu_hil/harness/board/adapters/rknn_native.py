@@ -250,9 +250,7 @@ def refuse_single_core(soc: str | None, mask: int) -> None:
     """A core mask other than auto is refused on a SoC known to have one NPU core."""
     if soc and soc not in MULTI_CORE_SOCS and mask != 0:
         raise AdapterError(
-            "UnsupportedError",
-            "init",
-            f"core_mask is only supported on RK3588/RK3576, not {soc}",
+            "UnsupportedError", "init", f"core_mask is only supported on RK3588/RK3576, not {soc}"
         )
 
 
