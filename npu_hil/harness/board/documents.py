@@ -1,9 +1,6 @@
-"""The JSON documents the agent and the host exchange, each as a TypedDict of its keys.
-
-A document from the other side is a plain ``dict[str, object]`` until it is checked where it
-enters (DESIGN.md says where). Python 3.8's typing: keys a document may leave out are declared in
-a ``total=False`` subclass.
-"""
+"""The JSON documents the agent and the host exchange, each as a TypedDict of its keys (a plain
+``dict[str, object]`` until checked where it enters: DESIGN.md). Python 3.8's typing: keys a
+document may leave out are declared in a ``total=False`` subclass."""
 
 from __future__ import annotations
 

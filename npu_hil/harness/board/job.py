@@ -1,9 +1,6 @@
-"""A job as the agent accepts it: the job document's schema, its bounds, and the model it may name.
-
-The document's fields and what each means: ``docs/runtime/agent.md`` (The job document). A refusal
-(:class:`JobRefused`) names the field. :class:`InputSpec` is the one description of an input, the
-host's (what it sends) and the agent's (what it checked). Standard library only: the host imports
-this module too."""
+"""A job as the agent accepts it: the job document's schema, its bounds, and the model it may name
+(``docs/runtime/agent.md``, The job document). Standard library only: the host imports it too, and
+:class:`InputSpec` is the one description of an input on both sides."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 #!/usr/bin/env python3
 """npu-hil relay: one batch of requests from a shell command to a listening agent, and back.
-
-Deployed in the board package; standard library only, no numpy (the frame format is ``frames.py``
-beside it). Its options and exit statuses: ``docs/runtime/agent.md`` (Listening, and the relay).
-"""
+Standard library only, no numpy (the frame format is ``frames.py`` beside it). Its options and exit
+statuses: ``docs/runtime/agent.md`` (Listening, and the relay)."""
 
 from __future__ import annotations
 

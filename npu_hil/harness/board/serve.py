@@ -1,7 +1,5 @@
-"""The serve loop: a resident agent's requests framed over a byte stream, one answer frame each.
-
-The requests, their answers and their bounds: ``docs/runtime/agent.md`` (Frames and requests).
-"""
+"""The serve loop: a resident agent's requests framed over a byte stream, one answer frame each
+(the requests, their answers and their bounds: ``docs/runtime/agent.md``, Frames and requests)."""
 
 from __future__ import annotations
 

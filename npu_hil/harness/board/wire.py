@@ -1,10 +1,6 @@
-"""The agent's wire format: schema names, file names, frame payloads, exit statuses, error records
-(``docs/runtime/agent.md``, Frames and requests).
-
-Both sides import it, the agent and the host's client and protocol reader, so the two cannot
-drift apart. Standard library only (no numpy), so importing it costs the host and the relay
-nothing; numpy values in a runtime's attributes are still made JSON when numpy is loaded.
-"""
+"""The agent's wire format, imported by both sides so that they cannot drift apart: schema names,
+file names, frame payloads, exit statuses, error records (``docs/runtime/agent.md``, Frames and
+requests). Standard library only (no numpy): importing it costs the host and the relay nothing."""
 
 from __future__ import annotations
 

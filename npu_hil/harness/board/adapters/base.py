@@ -90,6 +90,18 @@ class CanaryFill:
     reason: str = ""
 
 
+def packed_bytes(inp: InputTensor, takes: str, detail: str = "") -> np.ndarray:
+    """An input's bytes as the host codec packed them (``pass_through``), flat uint8; else a
+    LayoutError that says what the runtime ``takes``."""
+    if not inp.pass_through:
+        raise AdapterError(
+            "LayoutError",
+            "run",
+            f"input {inp.name!r}: {takes} (pass_through); pack it with the host codec{detail}",
+        )
+    return np.ascontiguousarray(inp.data, dtype=np.uint8).reshape(-1)
+
+
 def canary_bytes(pattern: bytes, nbytes: int) -> np.ndarray:
     """``pattern`` repeated over ``nbytes`` bytes, starting at the buffer's first byte (the
     phase the host assumes when it looks for the pattern)."""

@@ -23,6 +23,7 @@ from .base import (
     canary_bytes,
     match_inputs,
     match_outputs,
+    packed_bytes,
     pick_model,
     undo_on_failure,
 )
@@ -761,15 +762,8 @@ class HobotNativeAdapter(Adapter):
 
     def _input_buffers(self, tensor: HbTensor, inp: InputTensor, job: _Job) -> list[_Buffer]:
         """The input's memories: one, or Y then UV for NV12_SEPARATE (sysMem[0], sysMem[1])."""
-        if not inp.pass_through:
-            raise AdapterError(
-                "LayoutError",
-                "run",
-                f"input {inp.name!r}: hobot_native takes the aligned layout (pass_through); "
-                f"pack it with the host codec (validShape {tensor.record['validShape']}, "
-                f"stride {tensor.record['stride']})",
-            )
-        data = np.ascontiguousarray(inp.data, dtype=np.uint8).reshape(-1)
+        shapes = f" (validShape {tensor.record['validShape']}, stride {tensor.record['stride']})"
+        data = packed_bytes(inp, "hobot_native takes the aligned layout", shapes)
         size = int(tensor.record["alignedByteSize"])
         if size > 0 and data.nbytes != size:
             raise AdapterError(

@@ -19,7 +19,15 @@ from typing import Any
 import numpy as np
 
 # Relative: loaded as adapters.<name> or npu_hil...adapters.<name>, the base is the one beside it.
-from .base import Adapter, AdapterError, InputTensor, RunOutput, TensorOut, pick_outputs
+from .base import (
+    Adapter,
+    AdapterError,
+    InputTensor,
+    RunOutput,
+    TensorOut,
+    packed_bytes,
+    pick_outputs,
+)
 
 # kp_model_tensor_data_layout_t as the PLUS 3.2 kp_struct.h numbers it (0-12 as in 3.1, 13-17 the
 # HW* input formats added later). Only a fallback: the installed kp's own enum is asked first.
@@ -569,7 +577,10 @@ class KneronAdapter(Adapter):
             timings["load_s"] = time.perf_counter() - start
 
         start = time.perf_counter()
-        nodes = [kp.GenericInputNodeData(buffer=self._input_bytes(inp)) for inp in inputs]
+        takes = "the KL730 takes its NPU layout"
+        nodes = [
+            kp.GenericInputNodeData(buffer=packed_bytes(inp, takes).tobytes()) for inp in inputs
+        ]
         self._inference_number += 1
         descriptor = kp.GenericDataInferenceDescriptor(
             model_id=model.model_id,
@@ -604,16 +615,6 @@ class KneronAdapter(Adapter):
             self._kplus = KplusLibrary(path)
             self._versions["libkplus"] = path
         return self._kplus
-
-    def _input_bytes(self, inp: InputTensor) -> bytes:
-        if not inp.pass_through:
-            raise AdapterError(
-                "LayoutError",
-                "run",
-                f"input {inp.name!r}: the KL730 takes its NPU layout (pass_through); pack it "
-                "with the host codec",
-            )
-        return np.ascontiguousarray(inp.data, dtype=np.uint8).tobytes()
 
     def _tensor(self, kp: Any, node: RawNode) -> TensorOut:
         layout = _layout_name(kp, node.data_layout_code)

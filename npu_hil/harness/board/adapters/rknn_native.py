@@ -25,6 +25,7 @@ from .base import (
     canary_bytes,
     match_inputs,
     match_outputs,
+    packed_bytes,
     undo_on_failure,
 )
 
@@ -505,15 +506,8 @@ class RknnNativeAdapter(Adapter):
             )
 
     def _write_input(self, tensor: NativeTensor, inp: InputTensor) -> None:
-        if not inp.pass_through:
-            raise AdapterError(
-                "LayoutError",
-                "run",
-                f"input {inp.name!r}: rknn_native takes the native layout (pass_through); "
-                f"pack it with the host codec ({tensor.record['fmt']}, "
-                f"w_stride {tensor.record['w_stride']})",
-            )
-        data = np.ascontiguousarray(inp.data, dtype=np.uint8).reshape(-1)
+        layout = f" ({tensor.record['fmt']}, w_stride {tensor.record['w_stride']})"
+        data = packed_bytes(inp, "rknn_native takes the native layout", layout)
         if data.nbytes != tensor.nbytes:
             raise AdapterError(
                 "LayoutError",
