@@ -44,6 +44,8 @@ RKNN_QUERY_NATIVE_INPUT_ATTR = 8
 RKNN_QUERY_NATIVE_OUTPUT_ATTR = 9
 RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR = 10
 RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR = 11
+# The commands by name: a query is asked by its name, which its error message gives.
+QUERY_CODES = {name: code for name, code in globals().items() if name.startswith("RKNN_QUERY_")}
 
 RKNN_MEMORY_SYNC_TO_DEVICE = 0x1
 RKNN_MEMORY_SYNC_FROM_DEVICE = 0x2
@@ -318,8 +320,9 @@ class RknnNativeAdapter(Adapter):
             self._versions["library"] = path
         return self._lib
 
-    def _query(self, ctx: int, cmd: int, name: str, out: T, index: int | None = None) -> T:
-        """``rknn_query(cmd)`` into ``out`` (for a tensor attribute: the tensor's ``index``)."""
+    def _query(self, ctx: int, name: str, out: T, index: int | None = None) -> T:
+        """``rknn_query(name)`` into ``out`` (for a tensor attribute: the tensor's ``index``)."""
+        cmd = QUERY_CODES[name]
         call = f"rknn_query({name})"
         if index is not None:
             out.index = index  # an RknnTensorAttr
@@ -361,38 +364,27 @@ class RknnNativeAdapter(Adapter):
         model.core_mask, model.core_mask_set = self._apply_core_mask(ctx)
         self._query_versions(ctx)
 
-        io_num = self._query(
-            ctx, RKNN_QUERY_IN_OUT_NUM, "RKNN_QUERY_IN_OUT_NUM", RknnInputOutputNum()
-        )
+        io_num = self._query(ctx, "RKNN_QUERY_IN_OUT_NUM", RknnInputOutputNum())
         out_query = str(self.options.get("output_query") or self._query_of_layout()).lower()
-        queries = {
-            "native": RKNN_QUERY_NATIVE_OUTPUT_ATTR,
-            "native_nhwc": RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR,
-        }
-        if out_query not in queries:
+        if out_query not in ("native", "native_nhwc"):
             raise AdapterError(
                 "LayoutError",
                 "load",
                 f"output_query must be 'native' or 'native_nhwc', not {out_query!r}",
             )
-        out_cmd = queries[out_query]
         out_name = f"RKNN_QUERY_{out_query.upper()}_OUTPUT_ATTR"
         in_name = "RKNN_QUERY_NATIVE_INPUT_ATTR"
         for i in range(int(io_num.n_input)):
-            logical = self._query(
-                ctx, RKNN_QUERY_INPUT_ATTR, "RKNN_QUERY_INPUT_ATTR", RknnTensorAttr(), i
-            )
-            native = self._query(ctx, RKNN_QUERY_NATIVE_INPUT_ATTR, in_name, RknnTensorAttr(), i)
+            logical = self._query(ctx, "RKNN_QUERY_INPUT_ATTR", RknnTensorAttr(), i)
+            native = self._query(ctx, in_name, RknnTensorAttr(), i)
             # Recorded as the runtime reported it, before the adapter sets pass_through: the
             # bytes we copy in are already native (packed by the host codec), no conversion.
             reported = attr_record(native)
             native.pass_through = 1
             model.inputs.append(NativeTensor(native, reported, attr_record(logical), in_name))
         for i in range(int(io_num.n_output)):
-            logical = self._query(
-                ctx, RKNN_QUERY_OUTPUT_ATTR, "RKNN_QUERY_OUTPUT_ATTR", RknnTensorAttr(), i
-            )
-            native = self._query(ctx, out_cmd, out_name, RknnTensorAttr(), i)
+            logical = self._query(ctx, "RKNN_QUERY_OUTPUT_ATTR", RknnTensorAttr(), i)
+            native = self._query(ctx, out_name, RknnTensorAttr(), i)
             model.outputs.append(
                 NativeTensor(native, attr_record(native), attr_record(logical), out_name)
             )
@@ -443,7 +435,7 @@ class RknnNativeAdapter(Adapter):
         return mask, given
 
     def _query_versions(self, ctx: int) -> None:
-        sdk = self._query(ctx, RKNN_QUERY_SDK_VERSION, "RKNN_QUERY_SDK_VERSION", RknnSdkVersion())
+        sdk = self._query(ctx, "RKNN_QUERY_SDK_VERSION", RknnSdkVersion())
         self._versions["api_version"] = sdk.api_version.decode("utf-8", "replace")
         self._versions["drv_version"] = sdk.drv_version.decode("utf-8", "replace")
 
