@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from npu_hil.harness.board import kernlog
 from npu_hil.harness.board.boardstate import SYSFS_ROOT_ENV
 from npu_hil.harness.board.kernlog import KernelLog, parse_record
-from npu_hil.harness.board.runlog import StderrCapture, StderrTee, set_log_level
+from npu_hil.harness.board.runlog import SYNC_WAIT_S, StderrCapture, StderrTee, set_log_level
 from tests.agent.jobs import PY38, py38_problem
 
 
@@ -203,6 +204,27 @@ def test_the_real_dev_kmsg_marks_at_its_end(monkeypatch: pytest.MonkeyPatch) -> 
     assert len(delta["lines"]) < 50
 
 
+def close_tee(tee: StderrTee) -> None:
+    """Descriptor 2 put back and the tee ended (the agent never needs it: the tee ends with the
+    process; a test does)."""
+    if tee.saved is not None:
+        sys.stderr.flush()
+        os.dup2(tee.saved, 2)
+        sys.stderr.flush()
+        os.close(tee.saved)
+        tee.saved = None
+    if tee.ack is not None:
+        os.close(tee.ack)
+        tee.ack = None
+    if tee.proc is not None:
+        try:
+            tee.proc.wait(timeout=SYNC_WAIT_S)
+        except subprocess.TimeoutExpired:
+            tee.proc.kill()
+            tee.proc.wait()
+        tee.proc = None
+
+
 def test_the_runtime_stderr_is_captured_in_the_window() -> None:
     tee = StderrTee()
     try:
@@ -220,7 +242,7 @@ def test_the_runtime_stderr_is_captured_in_the_window() -> None:
         os.write(2, b"second job\n")
         again = second.stop(None, None)
     finally:
-        tee.close()
+        close_tee(tee)
     assert got["source"] == "stderr" and got["level"] == 5 and got["env"] == "RKNN_LOG_LEVEL"
     assert got["lines"] == [
         "E RKNN: [17:10:15.696] Invalid RKNN model version 6",

@@ -161,25 +161,6 @@ class StderrTee:
             return False
         return True
 
-    def close(self) -> None:
-        """Descriptor 2 put back and the tee ended (the agent never needs it: the tee ends with
-        the process; a test does)."""
-        if self.saved is not None:
-            with _flushed():
-                os.dup2(self.saved, 2)
-            os.close(self.saved)
-            self.saved = None
-        if self.ack is not None:
-            os.close(self.ack)
-            self.ack = None
-        if self.proc is not None:
-            try:
-                self.proc.wait(timeout=SYNC_WAIT_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
-
 
 def _read_line(fd: int, timeout: float) -> tuple[bytes, bytes]:
     """A line from ``fd`` and what came after it in the same reads (the tee writes its answer's
