@@ -75,16 +75,16 @@ def toolkit_version() -> str | None:
         return None
 
 
-def probe(python: str | None = None, timeout_s: float = 120.0) -> str | None:
+def probe(timeout_s: float = 120.0) -> str | None:
     """None when the compiler imports in a child process, else why not (one line)."""
-    if toolkit_version() is None and python is None:
+    if toolkit_version() is None:
         return (
             f"{TOOLKIT} is not installed (pip install 'npu-hil[rknn]' and then "
             "`npu-hil models install-compiler`)"
         )
     try:
         done = subprocess.run(
-            [python or sys.executable, "-m", "npu_hil.targets.rockchip.compiler.child", "--probe"],
+            [sys.executable, "-m", "npu_hil.targets.rockchip.compiler.child", "--probe"],
             capture_output=True,
             text=True,
             timeout=timeout_s,
