@@ -1,10 +1,6 @@
-"""Compile ONNX models to ``.rknn`` with Rockchip's compiler, one child process per model.
-
-The compiler (rknn-toolkit2, the ``rknn`` extra) runs in :mod:`.child`; this side writes the
-calibration set, starts the child, keeps its output as the model's build log and reads the
-compiled file's tensor table (:mod:`.artifact`). A child that fails or dies is that model's error
-(:class:`BuildFailure`, with the signal and the log's last lines); the other models go on.
-"""
+"""Compile ONNX models to ``.rknn`` with Rockchip's compiler (:mod:`.child`), one child process per
+model: the calibration set, the build log, the compiled file's tensor table, and a failure that is
+its model's own (docs/model-developer/models-build.md, "One process per model")."""
 
 from __future__ import annotations
 
