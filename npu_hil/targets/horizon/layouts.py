@@ -87,10 +87,6 @@ def needs_padding(valid_shape: tuple[int, ...], stride: tuple[int, ...], element
     return prod(valid_shape[1:]) * element_size != stride[0]
 
 
-def layout_names() -> tuple[str, ...]:
-    return LAYOUTS
-
-
 def predict_aligned_shape(
     target: str, shape: tuple[int, ...], tensor_layout: str
 ) -> tuple[int, ...]:
