@@ -155,9 +155,8 @@ class PathAttributes(TypedDict, total=False):
 class PathTensor:
     """An output as one API path handed it back, read as the model's tensor: ``values`` in the
     model's logical shape (None when the path's buffer is not the tensor: ``note`` says why),
-    and ``attributes`` under the names every path shares (``shape``, ``dtype``, ``layout``,
-    ``valid_shape``, ``aligned_shape``, ``scale``, ``zero_point``, ``stride``, ``size``): only
-    those that describe the model's tensor, not a conversion the path documents making."""
+    and ``attributes`` under the names every path shares (:class:`PathAttributes`): only those
+    that describe the model's tensor, not a conversion the path documents making."""
 
     values: np.ndarray | None
     attributes: Mapping[str, Any]
@@ -254,6 +253,7 @@ class Vendor:
     """How the boards take uint8 pixels with the normalization compiled in (None: the vendor
     has no such path, and pixels are refused)."""
     preflight: Callable[[PreflightContext], None] | None = None
+    """Checks a model against the vendor's tables before it is compiled (``npu-hil preflight``)."""
     # The convolution width rule (target, width, kernel, dilation, kind, rule, first layer,
     # site), for a vendor whose documents state one or whose compiler was measured
     # (npu_hil.targets.conv checks the arguments first).
@@ -264,6 +264,5 @@ class Vendor:
         ]
         | None
     ) = None
-    """Checks a model against the vendor's tables before it is compiled (``npu-hil preflight``)."""
     extras: Mapping[str, Any] = field(default_factory=dict)
     """Vendor-specific hooks for one caller (preflight, cli), named by that caller."""

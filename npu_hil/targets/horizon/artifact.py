@@ -1,10 +1,6 @@
-"""What a Horizon ``.bin`` / ``.hbm`` model file can be shown to be before it is loaded. Horizon
-documents the tools that print a compiled model's information (model names, the BPU ``march``:
-``bernoulli2`` on the RDK X3, ``bayes-e`` on the X5, ``nash-e`` on the S100; the toolchain's
-version) and the runtime call that names a loaded file's models (``hbDNNGetModelNameList``), but
-no public document found here gives the file's byte layout and no compiled model was available to
-measure: this reader reads no field. It checks that the file is a non-empty regular file and not
-a format it is often confused with (ONNX, RKNN, ZIP); march and toolchain version stay unknown."""
+"""What a Horizon ``.bin`` / ``.hbm`` model file can be shown to be before it is loaded: no
+public document gives its byte layout, so only what it is not (docs/model-developer/preflight.md,
+"From the file")."""
 
 from __future__ import annotations
 

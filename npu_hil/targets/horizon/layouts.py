@@ -87,10 +87,6 @@ def needs_padding(valid_shape: tuple[int, ...], stride: tuple[int, ...], element
     return prod(valid_shape[1:]) * element_size != stride[0]
 
 
-def layout_names() -> tuple[str, ...]:
-    return LAYOUTS
-
-
 def predict_aligned_shape(
     target: str, shape: tuple[int, ...], tensor_layout: str
 ) -> tuple[int, ...]:
@@ -102,13 +98,6 @@ def predict_aligned_shape(
         aligned[h_axis] = round_up(shape[h_axis], rule.h)
         aligned[w_axis] = round_up(shape[w_axis], rule.w)
     return tuple(aligned)
-
-
-def predict_stride(
-    target: str, shape: tuple[int, ...], itemsize: int, tensor_layout: str
-) -> tuple[int, ...]:
-    """Byte strides the target's runtime is expected to report for ``shape``."""
-    return strides_of_aligned_shape(predict_aligned_shape(target, shape, tensor_layout), itemsize)
 
 
 def strides_of_aligned_shape(aligned: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
@@ -152,7 +141,9 @@ def _strided(
     if tensor_layout not in ("NCHW", "NHWC"):
         raise LayoutError(f"{where}: tensor_layout must be NCHW or NHWC, got {tensor_layout!r}")
     item = dtype.itemsize
-    predicted = predict_stride(target, shape, item, tensor_layout)
+    # The byte strides the target's runtime is expected to report.
+    predicted_aligned = predict_aligned_shape(target, shape, tensor_layout)
+    predicted = strides_of_aligned_shape(predicted_aligned, item)
     provenance: dict[str, str] = {}
     if "stride" in params and "aligned_shape" in params:
         raise LayoutError(f"{where}: give either stride or aligned_shape, not both")
@@ -194,14 +185,18 @@ def _strided(
         dims=dims,
         nbytes=nbytes,
         encoding=Encoding("raw", dtype),
-        axis_names=_axis_names(len(shape), tensor_layout),
+        axis_names=(
+            tuple(tensor_layout.lower())
+            if len(shape) == 4
+            else tuple(f"d{a}" for a in range(len(shape)))
+        ),
         params=dict(params),
         provenance=provenance,
         attributes={
             "validShape": list(shape),
             "stride": list(stride),
             "predicted_stride": list(predicted),
-            "predicted_alignedShape": list(predict_aligned_shape(target, shape, tensor_layout)),
+            "predicted_alignedShape": list(predicted_aligned),
             "alignedByteSize": nbytes,
             "tensorType": TENSOR_TYPES[dtype.name],
             "needs_padding": needs_padding(shape, stride, item),
@@ -295,12 +290,6 @@ def _size(where: str, params: Mapping[str, object], default: int) -> tuple[int, 
                 )
             return size, "given (device-reported)"
     return default, "stride[0] * validShape[0]"
-
-
-def _axis_names(rank: int, tensor_layout: str) -> tuple[str, ...]:
-    if rank == 4:
-        return tuple(tensor_layout.lower())
-    return tuple(f"d{a}" for a in range(rank))
 
 
 def tables_text(target: str) -> str:

@@ -34,7 +34,15 @@ class HorizonReport:
 
     def dtype(self, target: str, attributes: Mapping[str, Any]) -> np.dtype:
         kind = _horizon_type(attributes, target)
-        return np.dtype("uint8") if kind in horizon.IMAGE_TYPES else _horizon_dtype(kind)
+        if kind in horizon.IMAGE_TYPES:
+            return np.dtype("uint8")
+        if kind not in horizon.DTYPE_OF_TYPE:
+            raise LayoutError(
+                f"hbDNNTensorProperties: tensorType {kind} has no codec layout "
+                f"(tensor types: {', '.join(horizon.DTYPE_OF_TYPE)}; "
+                f"images: {', '.join(horizon.IMAGE_TYPES)})"
+            )
+        return horizon.DTYPE_OF_TYPE[kind]
 
     def layout(
         self,
@@ -114,16 +122,6 @@ def _horizon_type(attributes: Mapping[str, Any], target: str) -> str:
             raise LayoutError(f"{target} hbDNNTensorProperties: unknown tensorType code {raw}")
         return codes[raw]
     return str(raw).upper().removeprefix("HB_DNN_TENSOR_TYPE_").removeprefix("HB_DNN_IMG_TYPE_")
-
-
-def _horizon_dtype(kind: str) -> np.dtype:
-    if kind not in horizon.DTYPE_OF_TYPE:
-        raise LayoutError(
-            f"hbDNNTensorProperties: tensorType {kind} has no codec layout "
-            f"(tensor types: {', '.join(horizon.DTYPE_OF_TYPE)}; "
-            f"images: {', '.join(horizon.IMAGE_TYPES)})"
-        )
-    return horizon.DTYPE_OF_TYPE[kind]
 
 
 def _horizon_layout(attributes: Mapping[str, Any]) -> str:

@@ -1,13 +1,6 @@
-"""What a Kneron ``.nef`` file can be shown to be before it is loaded, from Kneron's public
-documents and its PLUS library's NEF reader (no NEF file was available here to measure). The NEF
-header (``platform``, ``target``, ``crc``, ``kn_number``, ``encryption_mode``,
-``compiler_version``, ``toolchain_version`` such as ``kneron/toolchain:v0.20.1``,
-``schema_version``: Kneron's NEF utils guide, ``kneron_nef_utils --info``) is a FlatBuffers table
-whose schema no public document found here gives: target chip and toolchain version stay unknown.
-Checked is what PLUS checks first (its ``read_kneron_model``; a mismatch is "Bad model" there): a
-CRC-32 (the common polynomial, initial value and final XOR all ones) over every byte but the last
-four, which hold it little-endian (streamed, never the whole file in memory), then a FlatBuffers
-root offset inside the file."""
+"""What a Kneron ``.nef`` file can be shown to be before it is loaded (no NEF file was available
+here to measure): its CRC-32 and FlatBuffers root offset, as Kneron PLUS checks them first
+(docs/model-developer/preflight.md, "From the file")."""
 
 from __future__ import annotations
 

@@ -121,10 +121,6 @@ class Kl730LayoutParams(TypedDict, total=False):
 DTYPES = {8: ("int8", "uint8"), 16: ("int16", "uint16")}
 
 
-def layout_names() -> tuple[str, ...]:
-    return tuple(FORMATS)
-
-
 def canonical_shape(shape: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(N, C, H, W) and the axes added to reach it: rank 1 is (C), 2 is (N, C), 3 is (N, C, W)."""
     inserted = {1: (0, 2, 3), 2: (2, 3), 3: (2,), 4: ()}.get(len(shape))

@@ -16,12 +16,6 @@ from npu_hil.targets.kneron.quant import CHANNEL_AXIS, NodeDescriptor, model_inp
 from npu_hil.targets.quant import FixedPoint, choose_fixed_point, fixed_point_for_type
 
 
-def default_input_format(channels: int, bits: int) -> str:
-    if bits == 16:
-        return "1W16C8BHL"
-    return "4W4C8B" if channels <= 4 else "1W16C8B"
-
-
 class KneronSim(VendorSim):
     def __init__(self, options: RuntimeOptions) -> None:
         super().__init__(options)
@@ -62,7 +56,9 @@ class KneronSim(VendorSim):
                 f"float data to quantize), got {dtype.name}",
             )
         channels = shape[CHANNEL_AXIS] if len(shape) > 1 else shape[0]
-        default = default_input_format(channels, 16 if dtype.itemsize == 2 else 8)
+        default = "4W4C8B" if channels <= 4 else "1W16C8B"
+        if dtype.itemsize == 2:
+            default = "1W16C8BHL"
         name = self.input_layout_name(given, tuple(kl730.FORMATS), default)
         if dtype.kind == "f":
             if given.pass_through:

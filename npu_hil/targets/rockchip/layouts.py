@@ -84,10 +84,6 @@ class RknnPrediction(TypedDict, total=False):
 # and each is checked (one_int, int_tuple) where it is read.
 
 
-def layout_names() -> tuple[str, ...]:
-    return OUTPUT_LAYOUTS
-
-
 def build(
     target: str,
     name: str,

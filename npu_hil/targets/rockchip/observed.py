@@ -333,8 +333,7 @@ def conv_sigmoid_channels(target: str, channels: int) -> int | None:
 # from the seed's input table.
 _INPUT_WIDTH_ALIGN: dict[tuple[str, str, int], tuple[int, str]] = {
     **{(RV1103B_RV1106B, "int8", c): (16, "input-width-16") for c in (1, 3, 4)},
-    (RK2118, "float16", 1): (8, "rk2118-fp16-width"),
-    (RK2118, "float16", 3): (8, "rk2118-fp16-width"),
+    **{(RK2118, "float16", c): (8, "rk2118-fp16-width") for c in (1, 3)},
     (RK2118, "float16", 4): (1, "rk2118-fp16-width"),
     (RK3566_RK3568, "float16", 4): (1, "fp16-c4-unaligned"),
 }

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from npu_hil.harness.errors import LayoutError, PreflightError
-from npu_hil.targets.conv import ConvSite, check_conv
+from npu_hil.targets.conv import ConvCheck, ConvSite, check_conv
 from npu_hil.targets.onnx_graph import attribute, elem_type_name
 from npu_hil.targets.rockchip import convolution, observed
 from npu_hil.targets.rockchip import tables as rockchip
@@ -220,7 +220,7 @@ def _check_convs(report: PreflightContext, rule: str, layer: str) -> None:
         )
 
 
-def _conv_message(label: str, target: str, result: Any) -> str:
+def _conv_message(label: str, target: str, result: ConvCheck) -> str:
     kind = "" if result.kind == "conv" else f" ({result.kind})"
     if result.seed is not None:  # the compiler's measured limit decided; the seed's beside it
         (measured,) = result.conditions

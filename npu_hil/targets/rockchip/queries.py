@@ -85,19 +85,15 @@ def predict_attributes(
     return out
 
 
-def compared_fields(query: str, fmt: int) -> tuple[str, ...]:
-    role = "input" if "INPUT" in query else "output"
-    name = next(n for n, code in FMT_CODES.items() if code == fmt)
-    return COMPARED.get(f"{name}/{role}", ("fmt", "dims", "size"))
-
-
 def differences(
     predicted: dict[str, Any], reported: dict[str, Any], query: str
 ) -> list[tuple[str, Any, Any]]:
     """``(field, predicted, reported)`` for every compared field that differs."""
-    fields = compared_fields(query, int(reported.get("fmt", predicted["fmt"])))
+    fmt = int(reported.get("fmt", predicted["fmt"]))
+    name = next(n for n, code in FMT_CODES.items() if code == fmt)
+    role = "input" if "INPUT" in query else "output"
     out = []
-    for field in fields:
+    for field in COMPARED.get(f"{name}/{role}", ("fmt", "dims", "size")):
         want = predicted.get(field)
         got = reported.get(field)
         if field == "dims" and got is not None:

@@ -1,10 +1,6 @@
-"""Compile ONNX models to ``.rknn`` with Rockchip's compiler, one child process per model.
-
-The compiler (rknn-toolkit2, the ``rknn`` extra) runs in :mod:`.child`; this side writes the
-calibration set, starts the child, keeps its output as the model's build log and reads the
-compiled file's tensor table (:mod:`.artifact`). A child that fails or dies is that model's error
-(:class:`BuildFailure`, with the signal and the log's last lines); the other models go on.
-"""
+"""Compile ONNX models to ``.rknn`` with Rockchip's compiler (:mod:`.child`), one child process per
+model: the calibration set, the build log, the compiled file's tensor table, and a failure that is
+its model's own (docs/model-developer/models-build.md, "One process per model")."""
 
 from __future__ import annotations
 
@@ -75,16 +71,16 @@ def toolkit_version() -> str | None:
         return None
 
 
-def probe(python: str | None = None, timeout_s: float = 120.0) -> str | None:
+def probe(timeout_s: float = 120.0) -> str | None:
     """None when the compiler imports in a child process, else why not (one line)."""
-    if toolkit_version() is None and python is None:
+    if toolkit_version() is None:
         return (
             f"{TOOLKIT} is not installed (pip install 'npu-hil[rknn]' and then "
             "`npu-hil models install-compiler`)"
         )
     try:
         done = subprocess.run(
-            [python or sys.executable, "-m", "npu_hil.targets.rockchip.compiler.child", "--probe"],
+            [sys.executable, "-m", "npu_hil.targets.rockchip.compiler.child", "--probe"],
             capture_output=True,
             text=True,
             timeout=timeout_s,

@@ -1,9 +1,6 @@
 """The child process that runs rknn-toolkit2 on one model (``python -m
-npu_hil.targets.rockchip.compiler.child JOB.json``; the parent, :mod:`.build`, reads the compiled
-file). One model per process because the compiler can abort its process (an int8 convolution for
-RK2118 does, with 2.5.0). ``--serve`` imports the toolkit once and forks a process per model (the
-import costs about 4 s of CPU, a small model's build about 1 s); ``--probe`` only imports it. The
-compiler's own output is the model's build log."""
+npu_hil.targets.rockchip.compiler.child JOB.json``, ``--serve`` or ``--probe``; the parent is
+:mod:`.build`): docs/model-developer/models-build.md, "One process per model"."""
 
 from __future__ import annotations
 
