@@ -30,17 +30,6 @@ from npu_hil.harness.farm.health_store import board_file, distrust, utc_now, wri
 from npu_hil.harness.files import read_json
 from npu_hil.harness.folders import private_dir
 
-__all__ = [
-    "DEFAULT_THRESHOLD",
-    "INFRA_FAILURES",
-    "MAX_FAILURES",
-    "MAX_RUNS",
-    "BoardBrokenError",
-    "BreakerFile",
-    "BreakerState",
-    "CircuitBreaker",
-]
-
 log = logging.getLogger(__name__)
 
 SCHEMA = 1
