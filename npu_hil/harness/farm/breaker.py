@@ -1,13 +1,6 @@
-"""A per-board circuit breaker: a board whose infrastructure failed N times in a row is taken
-out (:class:`BoardBrokenError` at once) until a power cycle; with a :class:`BreakerFile` it counts
-for the whole pytest-xdist run (docs/farm/health.md, "Retries, power cycles and the circuit
-breaker").
-
-An infrastructure failure (TransportError, a killed agent, a timeout) counts one; anything that
-reached the board's runtime and came back (a result, a DeviceError, a mismatch) resets the count.
-The file is rewritten whole under a file lock and read without it only when it changed (one
-``stat`` before each job).
-"""
+"""A per-board circuit breaker: N infrastructure failures in a row take a board out until a
+power cycle, counted for the whole run through a :class:`BreakerFile` (docs/farm/health.md,
+"Retries, power cycles and the circuit breaker")."""
 
 from __future__ import annotations
 
@@ -29,17 +22,6 @@ from npu_hil.harness.farm.defaults import DEFAULT_THRESHOLD
 from npu_hil.harness.farm.health_store import board_file, distrust, utc_now, write_private
 from npu_hil.harness.files import read_json
 from npu_hil.harness.folders import private_dir
-
-__all__ = [
-    "DEFAULT_THRESHOLD",
-    "INFRA_FAILURES",
-    "MAX_FAILURES",
-    "MAX_RUNS",
-    "BoardBrokenError",
-    "BreakerFile",
-    "BreakerState",
-    "CircuitBreaker",
-]
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +50,8 @@ _EMPTY = BreakerState()
 
 
 class BreakerFile:
-    """The shared breaker state of ``board`` for the run ``run_id``, in ``folder``."""
+    """The shared breaker state of ``board`` for the run ``run_id``, in ``folder``: rewritten
+    whole under a file lock, read without it only when it changed (one ``stat`` before a job)."""
 
     def __init__(self, folder: str | os.PathLike[str], board: str, run_id: str) -> None:
         self.folder = Path(folder)

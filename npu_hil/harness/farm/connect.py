@@ -13,8 +13,6 @@ from npu_hil.harness.transport.base import Transport
 from npu_hil.harness.transport.config import LocalConfig
 from npu_hil.harness.transport.defaults import BOARD_PYTHON, BOARD_WORKDIR
 
-__all__ = ["close_transport", "connect"]
-
 
 def connect(board: Board, local_workdir: Path) -> Transport:
     """The board's transport, connected and checked with a trivial command.

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["BACKENDS", "DEFAULT_BACKOFF_S", "DEFAULT_RETRIES", "DEFAULT_THRESHOLD", "BoardBackend"]
-
 BACKENDS = ("auto", "sim", "hw")
 """What a run asks for (``Farm(backend=...)``, ``--backend``): ``auto`` each board as the
 inventory says (falling back to sim where allowed), ``sim`` every board simulated, ``hw`` real

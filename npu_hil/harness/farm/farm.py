@@ -24,9 +24,9 @@ import npu_hil
 from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.board.kernlog import KMSG_ENV
 from npu_hil.harness.errors import NpuHilError, TransportError
-from npu_hil.harness.farm.breaker import DEFAULT_THRESHOLD, BreakerFile, CircuitBreaker
+from npu_hil.harness.farm.breaker import BreakerFile, CircuitBreaker
 from npu_hil.harness.farm.connect import connect
-from npu_hil.harness.farm.defaults import BACKENDS
+from npu_hil.harness.farm.defaults import BACKENDS, DEFAULT_THRESHOLD
 from npu_hil.harness.farm.health_store import (
     BAD,
     GOOD,
@@ -47,16 +47,15 @@ from npu_hil.harness.farm.recovery import (
     BoardCondition,
     BoardIdentityError,
     BoardUnhealthyError,
+    Health,
     RetryPolicy,
     board_identity,
     health_problem,
 )
-from npu_hil.harness.farm.session import BoardSession, Health
+from npu_hil.harness.farm.session import BoardSession
 from npu_hil.harness.folders import default_workdir, private_dir
 from npu_hil.harness.transport.base import Transport
 from npu_hil.harness.transport.local import LocalTransport
-
-__all__ = ["Farm"]
 
 log = logging.getLogger(__name__)
 

@@ -24,22 +24,6 @@ from npu_hil.harness.errors import NpuHilError, UnsafeFolderError
 from npu_hil.harness.files import InputFileError, read_json
 from npu_hil.harness.folders import check_private_dir, file_problem, private_dir
 
-__all__ = [
-    "BAD",
-    "GOOD",
-    "HEALTH_DIR_ENV",
-    "MAX_HISTORY",
-    "STATES",
-    "UNKNOWN",
-    "BoardHealth",
-    "HealthEvent",
-    "HealthStore",
-    "health_folder",
-    "state_key",
-    "stored_health",
-    "utc_now",
-]
-
 GOOD, BAD, UNKNOWN = "good", "bad", "unknown"
 STATES = (GOOD, BAD, UNKNOWN)
 SCHEMA = 1

@@ -23,8 +23,6 @@ from npu_hil.harness.yaml_reader import (
     plain_data,
 )
 
-__all__ = ["Entry", "InventoryError", "Located", "expected", "problem", "shown", "validate"]
-
 Loc = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)
 

@@ -14,8 +14,6 @@ from npu_hil.harness.farm.inventory_reader import TYPED, InventoryError, dotted
 from npu_hil.harness.redact import find_secret, secret_key_name
 from npu_hil.harness.yaml_reader import Node, ScalarNode
 
-__all__ = ["refuse_secret_text", "secret_check", "secret_use"]
-
 SECRETS = {"password": "password_env (the name of an environment variable)", "key": "key_file"}
 ADVICE = "use key_file (the key's path) and password_env (the name of an environment variable)"
 _BINARY = "tag:yaml.org,2002:binary"

@@ -22,24 +22,6 @@ from npu_hil.harness.farm.inventory_reader import expected, problem
 from npu_hil.harness.transport.defaults import BAUDRATE, BAUDRATES
 from npu_hil.harness.yaml_reader import Written, plain_integer, plain_number
 
-__all__ = [
-    "MAX_SECONDS",
-    "Baudrate",
-    "Command",
-    "FilePath",
-    "LocalPath",
-    "Options",
-    "PasswordEnv",
-    "Port",
-    "Runtimes",
-    "Seconds",
-    "Target",
-    "Text",
-    "Word",
-    "matching",
-    "number",
-]
-
 MAX_SECONDS = 24 * 3600.0
 """No step waits longer than a day: a larger timeout is a typo (and 1e300 overflows a timer)."""
 MAX_TEXT = 4096

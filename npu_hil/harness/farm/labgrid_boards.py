@@ -31,8 +31,6 @@ from npu_hil.harness.labgrid.power import PowerAction
 from npu_hil.harness.transport.config import SerialConfig, SshConfig
 from npu_hil.targets.registry import HW_ADAPTERS, VENDOR_OF
 
-__all__ = ["FarmPlaces", "board_at", "resolve_labgrid_boards"]
-
 log = logging.getLogger(__name__)
 
 LISTING_TIMEOUT_S = 20.0

@@ -15,8 +15,6 @@ from npu_hil.harness.farm.inventory import Board
 if TYPE_CHECKING:
     from npu_hil.harness.farm.labgrid_boards import FarmPlaces
 
-__all__ = ["power_cycle", "run_power_command"]
-
 log = logging.getLogger(__name__)
 
 

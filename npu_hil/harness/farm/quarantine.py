@@ -17,15 +17,6 @@ from npu_hil.harness.farm.inventory_reader import Entry, InventoryError, expecte
 from npu_hil.harness.farm.inventory_types import Text, matching
 from npu_hil.harness.yaml_reader import ALLOWED_TAGS, MAX_CHARS, Written, YamlProblem, compose
 
-__all__ = [
-    "QuarantineEntry",
-    "QuarantineError",
-    "expired_entries",
-    "parse_quarantine",
-    "read_quarantine",
-    "today_utc",
-]
-
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 _URL = re.compile(r"https?://[^\s]+\Z")
 # A bare YAML date (expires: 2027-01-31) is resolved as a timestamp: taken for ``expires`` only,

@@ -18,20 +18,6 @@ if TYPE_CHECKING:
     from npu_hil.harness.farm.inventory import Board
 
 
-__all__ = [
-    "NO_RETRY",
-    "BoardCondition",
-    "BoardIdentityError",
-    "BoardUnhealthyError",
-    "Health",
-    "RetryPolicy",
-    "board_identity",
-    "breaker_event",
-    "fallback_event",
-    "health_problem",
-    "unreachable_event",
-]
-
 T = TypeVar("T")
 
 

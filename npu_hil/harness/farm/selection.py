@@ -9,8 +9,6 @@ from collections.abc import Iterable
 from npu_hil.harness.farm.inventory import Inventory
 from npu_hil.targets.registry import VENDOR_OF
 
-__all__ = ["runtime_names", "runtime_problem", "selection_problem"]
-
 
 def _listed(values: Iterable[str]) -> str:
     return ", ".join(dict.fromkeys(values)) or "none"

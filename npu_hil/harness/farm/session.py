@@ -12,11 +12,9 @@ from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.farm.breaker import CircuitBreaker
 from npu_hil.harness.farm.connect import close_transport
 from npu_hil.harness.farm.inventory import Board
-from npu_hil.harness.farm.recovery import Health, RetryPolicy
+from npu_hil.harness.farm.recovery import RetryPolicy
 from npu_hil.harness.models import Manifest, load_manifest
 from npu_hil.harness.transport.base import Transport
-
-__all__ = ["BoardSession", "Health"]
 
 log = logging.getLogger(__name__)
 

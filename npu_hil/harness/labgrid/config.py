@@ -8,8 +8,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-__all__ = ["DEFAULT_PORT", "LabgridConfig", "PlaceState", "ReservationInfo", "normalise_address"]
-
 DEFAULT_PORT = 20408
 """The coordinator's port when an address names none (labgrid's own default)."""
 

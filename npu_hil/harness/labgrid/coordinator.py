@@ -31,8 +31,6 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised where labgrid is absent
     raise LabgridMissingError(str(exc)) from exc
 
-__all__ = ["CoordinatorClient", "PlaceState", "ReservationInfo", "own_connection"]
-
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")

@@ -13,16 +13,6 @@ from typing import Any
 
 from npu_hil.harness.labgrid.errors import LabgridError
 
-__all__ = [
-    "POWER_DRIVERS",
-    "PlaceEndpoints",
-    "PowerEndpoint",
-    "ResourceState",
-    "SerialEndpoint",
-    "SshEndpoint",
-    "endpoints_of",
-]
-
 POWER_DRIVERS: Mapping[str, str] = MappingProxyType(
     {
         # The pairs labgrid-client's own ``power`` command uses.

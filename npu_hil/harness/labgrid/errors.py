@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from npu_hil.harness.errors import NpuHilError, TransportError
 
-__all__ = ["LabgridError", "LabgridMissingError", "PlaceBusyError", "PlaceLostError"]
-
 
 class LabgridMissingError(NpuHilError):
     """``source: labgrid`` was asked for, but labgrid is not installed in this environment."""

@@ -16,8 +16,6 @@ import weakref
 from types import FrameType
 from typing import Any, Protocol
 
-__all__ = ["register", "unregister"]
-
 log = logging.getLogger(__name__)
 
 SIGNALS = tuple(

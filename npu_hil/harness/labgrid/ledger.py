@@ -20,8 +20,6 @@ from filelock import FileLock
 
 from npu_hil.harness.procstat import proc_stat
 
-__all__ = ["Holder", "Holding", "PlaceLedger", "current_holder", "holder_alive"]
-
 log = logging.getLogger(__name__)
 
 VERSION = 1

@@ -18,8 +18,6 @@ from npu_hil.harness.labgrid.errors import LabgridError, PlaceBusyError, PlaceLo
 from npu_hil.harness.labgrid.ledger import Holding, PlaceLedger, current_holder
 from npu_hil.harness.labgrid.power import PowerAction, switch_power
 
-__all__ = ["LabgridPlaces", "select_places", "selected_by_tags"]
-
 log = logging.getLogger(__name__)
 
 POLL_S = 0.5

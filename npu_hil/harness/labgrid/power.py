@@ -11,8 +11,6 @@ from typing import Any, Literal
 from npu_hil.harness.labgrid.endpoints import PowerEndpoint
 from npu_hil.harness.labgrid.errors import LabgridError, LabgridMissingError
 
-__all__ = ["PowerAction", "switch_power"]
-
 log = logging.getLogger(__name__)
 
 PowerAction = Literal["on", "off", "cycle"]

@@ -11,8 +11,6 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CANDIDATES", "SerialProvider", "serial_provider"]
-
 CANDIDATES = ("pyserial", "pyserial-labgrid")
 _MARKER = "serial/__init__.py"
 

@@ -1,11 +1,6 @@
 """Baselines: each case's latency and accuracy against the same case in the last K complete runs
 of the same run key (``--baseline-*``, ``--no-baseline``, ``--history-keep``), and the run kept in
-the history (docs/model-developer/figures.md#baselines-and-regressions, docs/farm/history.md).
-
-Each process loads the history once, under the controller's run key; :func:`check_run` runs after
-each model run, where a failure can still fail the test. The controller reads the earlier runs
-in a background thread from the run's first record on, and makes each record's point as it
-arrives: at 12,000 cases, doing both at the end took several seconds."""
+the history (docs/model-developer/figures.md#baselines-and-regressions, docs/farm/history.md)."""
 
 from __future__ import annotations
 
@@ -198,7 +193,8 @@ def trend_runs() -> int:
 
 def run_history(config: pytest.Config) -> ControllerHistory:
     """The controller's history for this run: its earlier runs, enough for both the baseline's
-    window and the report's history view, are read in the background from the first call on."""
+    window and the report's history view, are read in the background from the first call on
+    (each record's point is made as it arrives: at 12,000 cases, both at the end took seconds)."""
     root, this_run = history_place(config)
     found = config.stash.get(CONTROLLER_HISTORY_KEY, None)
     if found is None or found.run_id != this_run:
