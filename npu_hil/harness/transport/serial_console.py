@@ -241,7 +241,7 @@ class SerialTransport:
         command = " ".join(shlex.quote(a) for a in argv)
         line = f"cd {shlex.quote(self._workdir)} && {command} <{redirect_in} >{out} 2>{err}"
         try:
-            _, returncode = self._exec(line, timeout, interrupt_on_timeout=True)
+            _, returncode = self._exec(line, timeout)
             stdout = self._get_bytes(f"{base}.out")
             stderr = self._get_bytes(f"{base}.err")
         finally:
@@ -351,59 +351,52 @@ class SerialTransport:
             with contextlib.suppress(OSError):
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
-    def _exec(
-        self, command: str, timeout: float, *, interrupt_on_timeout: bool = True
-    ) -> tuple[bytes, int]:
-        """Run one shell command line; its output (``\\r`` removed) and exit status."""
+    def _exec(self, command: str, timeout: float) -> tuple[bytes, int]:
+        """Run one shell command line; its output (``\\r`` removed) and exit status. A command
+        without its end marker in time is interrupted."""
         with self._hold(timeout):
-            return self._exec_held(command, timeout, interrupt_on_timeout)
-
-    def _exec_held(
-        self, command: str, timeout: float, interrupt_on_timeout: bool
-    ) -> tuple[bytes, int]:
-        nonce = uuid.uuid4().hex[:12]
-        begin, end = f"__NPUB{nonce}".encode(), f"__NPUE{nonce}".encode()
-        pattern = re.compile(
-            re.escape(begin) + rb"\r?\n(.*?)" + re.escape(end) + rb" (\d+) ?(\w*)\r?\n", re.S
-        )
-        self._buffer.clear()
-        self._write(
-            f"printf '%s%s\\n' __NPU B{nonce}; {command}\n"
-            f"printf '%s%s %d %s\\n' __NPU E{nonce} $? \"$NPU_SID\"\n".encode()
-        )
-        try:
-            match = self._wait_for(pattern, time.monotonic() + timeout)
-        except TransportError:
-            if interrupt_on_timeout:
+            nonce = uuid.uuid4().hex[:12]
+            begin, end = f"__NPUB{nonce}".encode(), f"__NPUE{nonce}".encode()
+            pattern = re.compile(
+                re.escape(begin) + rb"\r?\n(.*?)" + re.escape(end) + rb" (\d+) ?(\w*)\r?\n", re.S
+            )
+            self._buffer.clear()
+            self._write(
+                f"printf '%s%s\\n' __NPU B{nonce}; {command}\n"
+                f"printf '%s%s %d %s\\n' __NPU E{nonce} $? \"$NPU_SID\"\n".encode()
+            )
+            try:
+                match = self._wait_for(pattern, time.monotonic() + timeout)
+            except TransportError:
                 self._recover()
-            raise TransportError(
-                f"serial {self.url}: no end marker within {timeout:.1f} s; command interrupted"
-            ) from None
-        if match is None:
-            self._sync(self.connect_timeout)
-            raise TransportError(
-                f"serial {self.url}: the board rebooted during a command (boot log kept)"
-            )
-        # Take the groups before trimming: a match on a bytearray reads the live buffer.
-        output = bytes(match.group(1)).replace(b"\r\n", b"\n")
-        status = int(match.group(2))
-        sid = bytes(match.group(3)).decode()
-        del self._buffer[: match.end()]
-        if sid and sid != self._sid:
-            # Another transport on this host set the same shell up since ours (pytest-xdist
-            # workers taking turns on a board): a fresh shell has no NPU_SID at all.
-            log.debug("serial %s: the shell was set up again by another transport", self.url)
-            self._sid = sid
-        elif sid != self._sid:
-            # The end marker came from another shell than the one we set up: the board rebooted
-            # (or the shell died) while the command ran, and what came between is its boot log.
-            self.boot_log = output[-BOOT_LOG_LIMIT:].decode(errors="replace")
-            self._sync(self.connect_timeout)
-            raise TransportError(
-                f"serial {self.url}: the shell was replaced during a command (reboot?); "
-                "boot log kept"
-            )
-        return output, status
+                raise TransportError(
+                    f"serial {self.url}: no end marker within {timeout:.1f} s; command interrupted"
+                ) from None
+            if match is None:
+                self._sync(self.connect_timeout)
+                raise TransportError(
+                    f"serial {self.url}: the board rebooted during a command (boot log kept)"
+                )
+            # Take the groups before trimming: a match on a bytearray reads the live buffer.
+            output = bytes(match.group(1)).replace(b"\r\n", b"\n")
+            status = int(match.group(2))
+            sid = bytes(match.group(3)).decode()
+            del self._buffer[: match.end()]
+            if sid and sid != self._sid:
+                # Another transport on this host set the same shell up since ours (pytest-xdist
+                # workers taking turns on a board): a fresh shell has no NPU_SID at all.
+                log.debug("serial %s: the shell was set up again by another transport", self.url)
+                self._sid = sid
+            elif sid != self._sid:
+                # The end marker came from another shell than the one we set up: the board rebooted
+                # (or the shell died) while the command ran, and what came between is its boot log.
+                self.boot_log = output[-BOOT_LOG_LIMIT:].decode(errors="replace")
+                self._sync(self.connect_timeout)
+                raise TransportError(
+                    f"serial {self.url}: the shell was replaced during a command (reboot?); "
+                    "boot log kept"
+                )
+            return output, status
 
     def _recover(self) -> None:
         """After a timeout: interrupt whatever runs (or a half-typed heredoc) and resync."""

@@ -35,7 +35,6 @@ from npu_hil.harness.transport.ssh.hostkeys import (
     DEFAULT_KNOWN_HOSTS,
     USER_KNOWN_HOSTS,
     KnownHostsPolicy,
-    fingerprint,
 )
 from npu_hil.harness.transport.ssh.paths import SymlinkGuard
 from npu_hil.harness.transport.ssh.process import (
@@ -46,7 +45,7 @@ from npu_hil.harness.transport.ssh.process import (
 )
 from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
 
-__all__ = ["SshStream", "SshTransport", "fingerprint"]
+__all__ = ["SshStream", "SshTransport"]
 
 log = logging.getLogger(__name__)
 
@@ -165,8 +164,8 @@ class SshTransport:
             client.close()
             raise TransportError(
                 f"host key for {self.host}:{self.port} changed: the board offered "
-                f"{exc.key.get_name()} {fingerprint(exc.key)}, known_hosts has "
-                f"{fingerprint(exc.expected_key)}; refused (possible man-in-the-middle)"
+                f"{exc.key.get_name()} {exc.key.fingerprint}, known_hosts has "
+                f"{exc.expected_key.fingerprint}; refused (possible man-in-the-middle)"
             ) from None
         except paramiko.AuthenticationException as exc:
             client.close()
@@ -360,20 +359,17 @@ class SshTransport:
             raise TransportError(f"ssh {self.host}: {command!r} exited {status}: {stderr.read()!r}")
         return out
 
-    def _helper(self, command: str, timeout: float = 60.0) -> bytes:
+    def _kill(self, pid: int) -> None:
+        # sshd puts every command in its own POSIX session and process group, so the group of
+        # the shell we exec'd into holds exactly the command and its children.
+        command = f"kill -KILL -- -{pid} 2>/dev/null || kill -KILL {pid} 2>/dev/null; true"
+
         def attempt() -> bytes:
             self._connect()
-            return self._exec_checked(command, timeout)
+            return self._exec_checked(command, 10.0)
 
-        return self._retrying(command, attempt)
-
-    def _kill(self, pid: int) -> None:
         with contextlib.suppress(Exception):
-            # sshd puts every command in its own POSIX session and process group, so the group
-            # of the shell we exec'd into holds exactly the command and its children.
-            self._helper(
-                f"kill -KILL -- -{pid} 2>/dev/null || kill -KILL {pid} 2>/dev/null; true", 10.0
-            )
+            self._retrying(command, attempt)
 
     def _start(self, argv: Sequence[str], deadline: float) -> tuple[paramiko.Channel, int]:
         def start() -> paramiko.Channel:
