@@ -29,13 +29,7 @@ from npu_hil.harness.transport.defaults import BAUDRATE, BOARD_PYTHON
 from npu_hil.harness.transport.oserrors import board_os_error, errno_in_text
 from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
 
-__all__ = [
-    "ConsoleStream",
-    "SerialTransport",
-    "base64_heredoc",
-    "prepare_url",
-    "register_agent_stream",
-]
+__all__ = ["SerialTransport", "base64_heredoc", "prepare_url", "register_agent_stream"]
 
 log = logging.getLogger(__name__)
 
@@ -127,8 +121,8 @@ class SerialTransport:
         if not workdir.startswith("/"):
             raise ValueError(f"workdir {workdir!r}: expected an absolute path on the board")
         self.url = prepare_url(url)
-        self._workdir = workdir.rstrip("/") or "/"
-        self._python = python
+        self.workdir = workdir.rstrip("/") or "/"
+        self.python = python
         self.user = user
         self.password_env = password_env
         self.command_timeout = command_timeout
@@ -161,21 +155,13 @@ class SerialTransport:
         try:
             self._sync(self.connect_timeout)
             # Before anything is deployed there: whose folder it is (UnsafeFolderError).
-            probe = self._checked(workdir_probe(self._workdir), "create workdir")
-            check_workdir_probe(self._workdir, probe, f"serial {self.url}")
+            probe = self._checked(workdir_probe(self.workdir), "create workdir")
+            check_workdir_probe(self.workdir, probe, f"serial {self.url}")
         except BaseException:
             self.close()
             raise
 
     # --- the Transport protocol -------------------------------------------------------------
-
-    @property
-    def workdir(self) -> str:
-        return self._workdir
-
-    @property
-    def python(self) -> str:
-        return self._python
 
     def take_boot_log(self) -> str:
         """The boot log of the last reboot seen (``""`` if none since the last call); taken, so a
@@ -239,7 +225,7 @@ class SerialTransport:
             redirect_in = self._remote(f"{base}.in")
         out, err = self._remote(f"{base}.out"), self._remote(f"{base}.err")
         command = " ".join(shlex.quote(a) for a in argv)
-        line = f"cd {shlex.quote(self._workdir)} && {command} <{redirect_in} >{out} 2>{err}"
+        line = f"cd {shlex.quote(self.workdir)} && {command} <{redirect_in} >{out} 2>{err}"
         try:
             _, returncode = self._exec(line, timeout)
             stdout = self._get_bytes(f"{base}.out")
@@ -479,14 +465,14 @@ class SerialTransport:
     # --- files: base64 in chunks, each checked by sha256 ------------------------------------
 
     def _remote(self, path: str | PurePosixPath) -> str:
-        return shlex.quote(f"{self._workdir}/{remote_path(path)}")
+        return shlex.quote(f"{self.workdir}/{remote_path(path)}")
 
     def _put_bytes(self, data: bytes, path: str | PurePosixPath) -> None:
         pure = remote_path(path)
         target = self._remote(pure)
         tmp = self._remote(f"{pure.parent}/.{pure.name}.{uuid.uuid4().hex[:8]}.tmp")
         chunk_file = f"{tmp}.c"
-        parent = shlex.quote(f"{self._workdir}/{pure.parent}")
+        parent = shlex.quote(f"{self.workdir}/{pure.parent}")
         digest = hashlib.sha256(data).hexdigest()
         try:
             if len(data) <= self.chunk_size:
@@ -551,7 +537,7 @@ class SerialTransport:
         for _ in range(self.retries + 1):
             output, status = self._exec(command, self.command_timeout)
             if status != 0:
-                raise TransportError(f"get {path}: no such file in {self._workdir} on the board")
+                raise TransportError(f"get {path}: no such file in {self.workdir} on the board")
             lines = output.split(b"\n", 2)
             sha = lines[1][:64].decode(errors="replace") if len(lines) > 1 else ""
             if not lines[0].strip().isdigit() or not _SHA256.fullmatch(sha):
