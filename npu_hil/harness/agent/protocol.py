@@ -243,15 +243,11 @@ class ErrorRecord:
         if self.type == "OSError":
             # The board's own disk or permissions (full, read-only): infrastructure. The errno
             # is the board's; its name says it on this machine too.
-            return TransportError(message, errno=self._host_errno())
+            number = getattr(_errno, self.errno_name or "", self.errno)
+            return TransportError(message, errno=None if number is None else int(number))
         if self.type == "JobError" and self.reason in _INTEGRITY_REASONS:
             return TransportError(message)
         return _ERRORS.get(self.type, DeviceError)(message)
-
-    def _host_errno(self) -> int | None:
-        if self.errno_name is not None and hasattr(_errno, self.errno_name):
-            return int(getattr(_errno, self.errno_name))
-        return self.errno
 
 
 @dataclass(frozen=True)

@@ -86,8 +86,8 @@ def prepare_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme != "rfc2217":
         return url
+    # keep_blank_values: a bare ``ign_set_control`` (no ``=``) is a key too.
     keys = {key for key, _ in parse_qsl(parts.query, keep_blank_values=True)}
-    keys |= {item for item in parts.query.split("&") if item and "=" not in item}
     if "ign_set_control" in keys:
         return url
     query = f"{parts.query}&ign_set_control" if parts.query else "ign_set_control"
