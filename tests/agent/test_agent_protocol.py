@@ -30,8 +30,8 @@ from npu_hil.harness.agent.protocol import (
     ModelRef,
     Result,
     frame_job,
-    result_files,
     result_from_document,
+    result_records,
 )
 from npu_hil.harness.board import wire as board
 from npu_hil.harness.board.loader import ADAPTERS_ENV
@@ -475,7 +475,7 @@ def test_result_naming_files_outside_the_kept_folder_is_refused(
     document = result_of(answer)
     document["outputs"][0]["file"] = name
     with pytest.raises(ProtocolError, match="leaves the job's folder"):
-        result_files(document)
+        result_records(document)
     with pytest.raises(ProtocolError, match=r"outputs\[0\]\.file"):
         verify(answer, document)
 

@@ -438,7 +438,8 @@ class AgentClient:
     # --- the resident agent ----------------------------------------------------------------------
 
     def _agent_argv(self) -> list[str]:
-        """The agent serving framed requests on stdin/stdout, models cached in ``cache/``."""
+        """The agent serving framed requests on stdin/stdout, models cached in ``cache/``
+        (deployed first: every request starts here)."""
         return [self.python, str(self.deploy()), "--serve", "--root", CACHE_DIR]
 
     def _start_agent(self, repaired: bool = False) -> Stream:
@@ -636,14 +637,12 @@ class AgentClient:
 
     def ping(self, timeout: float = 30.0) -> dict[str, object]:
         """Ask the agent whether it is alive: pid, jobs run, cached model sha256s."""
-        self.deploy()
         return self._request({"op": "ping"}, timeout, "ping")
 
     def versions(
         self, adapter: str, options: Mapping[str, object] | None = None, timeout: float = 300.0
     ) -> dict[str, str]:
         """Runtime, driver and SDK versions of an adapter on the board, plus Python and numpy."""
-        self.deploy()
         response = self._request(
             {"op": "versions", "adapter": adapter, "options": dict(options or {})},
             timeout,
@@ -660,7 +659,6 @@ class AgentClient:
         """The agent's own memory (RSS, high-water mark) and the board's CMA and DMA-buffer
         figures, as :func:`npu_hil.harness.board.memory.read_memory` reads them (absent ones
         listed)."""
-        self.deploy()
         response = self._request({"op": "memory"}, timeout, "memory")
         memory = response.get("memory")
         if not isinstance(memory, dict) or not isinstance(memory.get("process"), dict):

@@ -57,8 +57,8 @@ __all__ = [
     "Timings",
     "error_record",
     "frame_job",
-    "result_files",
     "result_from_document",
+    "result_records",
 ]
 
 # Reasons the agent gives for refusing a job whose files do not match what the host announced:
@@ -243,15 +243,11 @@ class ErrorRecord:
         if self.type == "OSError":
             # The board's own disk or permissions (full, read-only): infrastructure. The errno
             # is the board's; its name says it on this machine too.
-            return TransportError(message, errno=self._host_errno())
+            number = getattr(_errno, self.errno_name or "", self.errno)
+            return TransportError(message, errno=None if number is None else int(number))
         if self.type == "JobError" and self.reason in _INTEGRITY_REASONS:
             return TransportError(message)
         return _ERRORS.get(self.type, DeviceError)(message)
-
-    def _host_errno(self) -> int | None:
-        if self.errno_name is not None and hasattr(_errno, self.errno_name):
-            return int(getattr(_errno, self.errno_name))
-        return self.errno
 
 
 @dataclass(frozen=True)
@@ -472,17 +468,12 @@ def _blob_name(value: Any, where: str) -> str:
     return value
 
 
-def tensor_records(document: Mapping[str, object], key: str, where: str) -> list[dict[str, object]]:
-    """A result's ``inputs`` or ``outputs``: a list of objects, their keys not yet checked."""
-    records = document.get(key)
-    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-        raise ProtocolError(f"{where}.{key}: expected a list of tensor records")
-    return records
-
-
-def result_files(document: Mapping[str, Any], where: str = RESULT_FILE) -> list[str]:
-    """The buffer names a result gives (inputs first), each a plain file name used once; a
-    result that is not ours or whose major version this harness does not read is refused."""
+def result_records(
+    document: Mapping[str, Any], where: str = RESULT_FILE
+) -> list[tuple[str, int, dict[str, object], str]]:
+    """The tensor records a result gives (inputs first) as (key, index, record, buffer name),
+    each name a plain file name used once; a result that is not ours or whose major version
+    this harness does not read is refused."""
     schema = parse_schema(document.get("schema"))
     if schema is None or schema[0] != RESULT_SCHEMA_NAME:
         raise ProtocolError(
@@ -493,14 +484,19 @@ def result_files(document: Mapping[str, Any], where: str = RESULT_FILE) -> list[
             f"{where}: schema {document['schema']!r} has major version {schema[1]}; this harness "
             f"reads {RESULT_SCHEMA} (deploy the agent that ships with this harness)"
         )
-    names: list[str] = []
+    placed: list[tuple[str, int, dict[str, object], str]] = []
+    names: set[str] = set()
     for key in ("inputs", "outputs"):
-        for index, record in enumerate(tensor_records(document, key, where)):
+        records = document.get(key)
+        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+            raise ProtocolError(f"{where}.{key}: expected a list of tensor records")
+        for index, record in enumerate(records):
             name = _blob_name(record.get("file"), f"{where}.{key}[{index}]")
             if name in names or name in (JOB_FILE, RESULT_FILE):
                 raise ProtocolError(f"{where}.{key}[{index}].file: {name!r} is used twice")
-            names.append(name)
-    return names
+            names.add(name)
+            placed.append((key, index, record, name))
+    return placed
 
 
 def _load_tensor(
@@ -604,12 +600,7 @@ def result_from_document(
     """A job's verified result: the document, and each record's buffer the answer's buffer of
     the same place (inputs first), of the size the record gives, with the sha256 the agent's
     trailer gives in the record and the one computed here as it arrived compared with it."""
-    names = result_files(document, where)  # schema, then file names, before anything is read
-    placed = [
-        (key, index, record)
-        for key in ("inputs", "outputs")
-        for index, record in enumerate(tensor_records(document, key, where))
-    ]
+    placed = result_records(document, where)  # schema, then file names, before anything is read
     answer = answer or BulkAnswer({}, [], [], [])
     if len(answer.buffers) != len(placed):
         raise TransportError(
@@ -630,10 +621,10 @@ def result_from_document(
         raise ProtocolError(f"{where}.versions: expected an object, got {versions!r}")
     canary = read_canary(document.get("canary"), where)
     tensors: dict[str, list[TensorRecord]] = {"inputs": [], "outputs": []}
-    for at, (key, index, record) in enumerate(placed):
+    for at, (key, index, record, name) in enumerate(placed):
         record["sha256"] = answer.theirs[at]
         tensor = _load_tensor(
-            record, names[at], answer.buffers[at], answer.ours[at], f"{where}.{key}[{index}]"
+            record, name, answer.buffers[at], answer.ours[at], f"{where}.{key}[{index}]"
         )
         if canary is not None and getattr(canary, key):
             tensor = dataclasses.replace(tensor, canary=canary.pattern)

@@ -102,14 +102,7 @@ def _float_reference(reference: Path, given: Mapping[str, np.ndarray]) -> dict[s
     oracle's output on what the device held stands in (:attr:`Expected.reference`)."""
     graph = onnx.load_model(str(reference), load_external_data=False).graph
     constants = {init.name for init in graph.initializer}
-    declared = {}
-    for value in graph.input:
-        if value.name in constants:
-            continue
-        dims = value.type.tensor_type.shape.dim
-        declared[value.name] = tuple(
-            int(d.dim_value) if d.HasField("dim_value") else -1 for d in dims
-        )
+    declared = {value.name: _dims(value) for value in graph.input if value.name not in constants}
     if set(declared) != set(given) or any(
         len(shape) != np.ndim(given[name])
         or any(d not in (-1, g) for d, g in zip(shape, np.shape(given[name]), strict=True))
@@ -124,12 +117,14 @@ def _float_reference(reference: Path, given: Mapping[str, np.ndarray]) -> dict[s
 
 def _output_shapes(graph: onnx.GraphProto) -> dict[str, tuple[int, ...]]:
     """The static shapes the reference model declares for its outputs."""
-    shapes = {}
-    for value in graph.output:
-        dims = value.type.tensor_type.shape.dim
-        if dims and all(d.HasField("dim_value") for d in dims):
-            shapes[value.name] = tuple(int(d.dim_value) for d in dims)
-    return shapes
+    shapes = {value.name: _dims(value) for value in graph.output}
+    return {name: dims for name, dims in shapes.items() if dims and -1 not in dims}
+
+
+def _dims(value: onnx.ValueInfoProto) -> tuple[int, ...]:
+    """A graph input's or output's declared dims (-1: not fixed)."""
+    dims = value.type.tensor_type.shape.dim
+    return tuple(int(d.dim_value) if d.HasField("dim_value") else -1 for d in dims)
 
 
 @dataclass(frozen=True)

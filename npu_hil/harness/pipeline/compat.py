@@ -18,13 +18,7 @@ from npu_hil.harness.models import ManifestError
 from npu_hil.targets.artifact import ArtifactInfo, read_artifact
 from npu_hil.targets.compatibility import check_compatibility, refusal
 
-__all__ = [
-    "artifact_of",
-    "board_versions",
-    "check_after_run",
-    "check_before_deploy",
-    "stand_in_versions",
-]
+__all__ = ["board_versions", "check_after_run", "check_before_deploy"]
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,7 @@
 """The cross-API check: the same job through two of the vendor's API paths, every output compared
-as a tensor, values and attributes (docs/model-developer/failures.md). The two paths share the
-model and the NPU but not the code around them; the vendors' trackers show them disagreeing on
-unaligned widths, each plausible on its own. What a path documents converting is undone by
-decoding both sides first; a vendor with one path gets a note, never a silent pass."""
+as a tensor, values and attributes, both sides decoded first (docs/model-developer/failures.md).
+The two paths share the model and the NPU but not the code around them; the vendors' trackers
+show them disagreeing on unaligned widths, each plausible on its own."""
 
 from __future__ import annotations
 

@@ -13,14 +13,7 @@ from npu_hil.harness.farm.session import BoardSession
 from npu_hil.harness.models import ManifestError
 from npu_hil.harness.pipeline.run import run_once
 
-__all__ = [
-    "GOLDEN_MODEL",
-    "GOLDEN_SHAPE",
-    "INPUT_DTYPES",
-    "GoldenJobError",
-    "golden_inputs",
-    "golden_job",
-]
+__all__ = ["GoldenJobError", "golden_job"]
 
 GOLDEN_MODEL = "identity"
 GOLDEN_SHAPE = (1, 3, 2, 2)

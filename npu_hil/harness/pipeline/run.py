@@ -88,36 +88,20 @@ def run_model(
     An infrastructure failure is retried per ``session.retry`` with a fresh agent;
     ``on_retry`` hears each error a retry was paid for (``"TransportError: ..."``).
     ``accuracy`` (``{"cosine_min": 0.99, "snr_db_min": 30}``) holds every output to those
-    figures against the float reference, over what the model's manifest entry sets; a breach
-    fails the run. Without thresholds the figures are measured and reported only.
-    ``runs`` timed runs of the runtime call follow ``warmup`` untimed ones on the board; their
-    figures are :attr:`ModelRun.latency`, the buffers checked are the last run's. ``pin_clocks``
-    sets the board's CPU, NPU and DDR governors to ``performance`` for the runs and restores
-    them after (``board_state["pinned"]`` says what was set and anything not restored); a
-    simulated board is never pinned.
+    figures against the float reference, over what the model's manifest entry sets; without
+    thresholds the figures are reported only. ``runs`` timed runs follow ``warmup`` untimed
+    ones (:attr:`ModelRun.latency`; the buffers checked are the last run's); ``pin_clocks`` sets
+    the board's CPU, NPU and DDR governors to ``performance`` for the runs and restores them
+    (``board_state["pinned"]``; a simulated board is never pinned).
 
-    Every job carries a canary (a pattern derived from its job id) that the board fills the
-    buffers its adapter owns with before each run; bytes that still hold it come back as the
-    diff's ``unwritten`` finding. ``stale_check`` runs the model a second time on inputs derived
-    from ``inputs`` (:func:`~npu_hil.harness.pipeline.stale.derived_inputs`) and flags each output
-    that did not change although the host's expectation did (verdict ``stale``); the second run is
-    :attr:`ModelRun.stale_check`, its buffers checked too. ``cross_api`` runs the same job a
-    second time through the vendor's other API path (zero-copy and the normal API: the vendor
-    unit's ``api_paths``) and flags each output the two disagree on, values or attributes
-    (verdict ``cross-api``, :mod:`~npu_hil.harness.pipeline.crossapi`); :attr:`ModelRun.cross_api`
-    names both paths, or says why the check is not applicable (a vendor with one path).
-
-    Every job brings back the board's own logs in its window: the kernel's (``/dev/kmsg``, else
-    ``dmesg``) and the runtime's standard error, at ``runtime_log_level`` (the runtime's own
-    scale; None: its default). A line a known signature matches decides the outcome
-    (:mod:`npu_hil.harness.pipeline.boardlog`): infrastructure is a retried TransportError,
-    compatibility and product are failures never retried; the excerpt is
-    :attr:`ModelRun.board_log`, or the raised error's ``board_log``.
-
-    ``preprocessing`` declares what the inputs are (one declaration, or one per input):
-    :meth:`Preprocessing.pixels` takes uint8 pixels and gives them to each vendor's board its way
-    (the normalization compiled into the model the board runs), :meth:`Preprocessing.normalized`
-    takes float input and refuses integer data (:mod:`npu_hil.harness.models.preprocessing`).
+    The checks, each in docs/model-developer/failures.md: every job carries a canary (unwritten
+    bytes are the diff's ``unwritten`` finding); ``stale_check`` runs the model again on derived
+    inputs (:attr:`ModelRun.stale_check`), ``cross_api`` through the vendor's other API path
+    (:attr:`ModelRun.cross_api`); the board's kernel log and the runtime's, at
+    ``runtime_log_level`` (the runtime's own scale), come back with every job and a known
+    signature decides the outcome (:attr:`ModelRun.board_log`, or the raised error's).
+    ``preprocessing`` declares what the inputs are, one declaration or one per input
+    (:mod:`npu_hil.harness.models.preprocessing`).
     """
     options = RunOptions(
         outputs=None if outputs is None else tuple(outputs),

@@ -72,21 +72,17 @@ class Stream(Protocol):
 
     def send(self, data: bytes) -> None:
         """Write all of ``data``; TransportError when the stream is closed or lost."""
-        ...
 
     def recv(self, n: int, timeout: float) -> bytes:
         """Between 1 and ``n`` bytes as soon as any arrive; ``b""`` once the remote process closed
         its stdout; TransportError when nothing arrived within ``timeout`` seconds."""
-        ...
 
     def stderr_tail(self) -> bytes:
         """The last few kilobytes the process wrote to stderr so far."""
-        ...
 
     def close(self, timeout: float = 5.0) -> StreamExit:
         """End the remote process (close its stdin, wait up to ``timeout``, then kill it) and say
         how it ended. Idempotent."""
-        ...
 
 
 @runtime_checkable
@@ -99,37 +95,29 @@ class Transport(Protocol):
     @property
     def workdir(self) -> str:
         """The remote working directory (an absolute path on the board)."""
-        ...
 
     @property
     def python(self) -> str:
         """The board's Python interpreter (a command or a path)."""
-        ...
 
     def put(self, local_path: str | Path, remote_path: str | PurePosixPath) -> None:
         """Copy one local file to the board, creating parent directories. Atomic: the remote path
         holds either its old content or all of the new content, never a partial file."""
-        ...
 
     def get(self, remote_path: str | PurePosixPath, local_path: str | Path) -> None:
         """Copy one remote file to this machine; TransportError when it is missing."""
-        ...
 
     def exists(self, remote_path: str | PurePosixPath) -> bool:
         """Whether a remote file or directory exists (content-addressed deploys ask this)."""
-        ...
 
     def run(
         self, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None
     ) -> CompletedRun:
         """Run a command in the working directory and wait for it; TransportError (after killing
         it) when it does not finish within ``timeout`` seconds or the link is lost."""
-        ...
 
     def open_stream(self, argv: Sequence[str]) -> Stream:
         """Start a long-running command in the working directory, connected by a Stream."""
-        ...
 
     def cleanup(self, remote_path: str | PurePosixPath) -> None:
         """Remove a remote file or directory tree (missing is fine)."""
-        ...

@@ -120,16 +120,9 @@ class LocalTransport:
         # The agent is deployed here and run from here: a folder of ours alone.
         root = private_dir(workdir)
         self._workdir = root.resolve()
-        self._python = python
+        self.workdir = str(self._workdir)
+        self.python = python
         self._env = {**os.environ, **(env or {})}
-
-    @property
-    def workdir(self) -> str:
-        return str(self._workdir)
-
-    @property
-    def python(self) -> str:
-        return self._python
 
     def _local(self, remote: str | PurePosixPath) -> Path:
         full = self._workdir / remote_path(remote)

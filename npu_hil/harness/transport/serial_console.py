@@ -29,13 +29,7 @@ from npu_hil.harness.transport.defaults import BAUDRATE, BOARD_PYTHON
 from npu_hil.harness.transport.oserrors import board_os_error, errno_in_text
 from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
 
-__all__ = [
-    "ConsoleStream",
-    "SerialTransport",
-    "base64_heredoc",
-    "prepare_url",
-    "register_agent_stream",
-]
+__all__ = ["SerialTransport", "base64_heredoc", "prepare_url", "register_agent_stream"]
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +86,8 @@ def prepare_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme != "rfc2217":
         return url
+    # keep_blank_values: a bare ``ign_set_control`` (no ``=``) is a key too.
     keys = {key for key, _ in parse_qsl(parts.query, keep_blank_values=True)}
-    keys |= {item for item in parts.query.split("&") if item and "=" not in item}
     if "ign_set_control" in keys:
         return url
     query = f"{parts.query}&ign_set_control" if parts.query else "ign_set_control"
@@ -127,8 +121,8 @@ class SerialTransport:
         if not workdir.startswith("/"):
             raise ValueError(f"workdir {workdir!r}: expected an absolute path on the board")
         self.url = prepare_url(url)
-        self._workdir = workdir.rstrip("/") or "/"
-        self._python = python
+        self.workdir = workdir.rstrip("/") or "/"
+        self.python = python
         self.user = user
         self.password_env = password_env
         self.command_timeout = command_timeout
@@ -161,21 +155,13 @@ class SerialTransport:
         try:
             self._sync(self.connect_timeout)
             # Before anything is deployed there: whose folder it is (UnsafeFolderError).
-            probe = self._checked(workdir_probe(self._workdir), "create workdir")
-            check_workdir_probe(self._workdir, probe, f"serial {self.url}")
+            probe = self._checked(workdir_probe(self.workdir), "create workdir")
+            check_workdir_probe(self.workdir, probe, f"serial {self.url}")
         except BaseException:
             self.close()
             raise
 
     # --- the Transport protocol -------------------------------------------------------------
-
-    @property
-    def workdir(self) -> str:
-        return self._workdir
-
-    @property
-    def python(self) -> str:
-        return self._python
 
     def take_boot_log(self) -> str:
         """The boot log of the last reboot seen (``""`` if none since the last call); taken, so a
@@ -239,9 +225,9 @@ class SerialTransport:
             redirect_in = self._remote(f"{base}.in")
         out, err = self._remote(f"{base}.out"), self._remote(f"{base}.err")
         command = " ".join(shlex.quote(a) for a in argv)
-        line = f"cd {shlex.quote(self._workdir)} && {command} <{redirect_in} >{out} 2>{err}"
+        line = f"cd {shlex.quote(self.workdir)} && {command} <{redirect_in} >{out} 2>{err}"
         try:
-            _, returncode = self._exec(line, timeout, interrupt_on_timeout=True)
+            _, returncode = self._exec(line, timeout)
             stdout = self._get_bytes(f"{base}.out")
             stderr = self._get_bytes(f"{base}.err")
         finally:
@@ -351,59 +337,52 @@ class SerialTransport:
             with contextlib.suppress(OSError):
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
-    def _exec(
-        self, command: str, timeout: float, *, interrupt_on_timeout: bool = True
-    ) -> tuple[bytes, int]:
-        """Run one shell command line; its output (``\\r`` removed) and exit status."""
+    def _exec(self, command: str, timeout: float) -> tuple[bytes, int]:
+        """Run one shell command line; its output (``\\r`` removed) and exit status. A command
+        without its end marker in time is interrupted."""
         with self._hold(timeout):
-            return self._exec_held(command, timeout, interrupt_on_timeout)
-
-    def _exec_held(
-        self, command: str, timeout: float, interrupt_on_timeout: bool
-    ) -> tuple[bytes, int]:
-        nonce = uuid.uuid4().hex[:12]
-        begin, end = f"__NPUB{nonce}".encode(), f"__NPUE{nonce}".encode()
-        pattern = re.compile(
-            re.escape(begin) + rb"\r?\n(.*?)" + re.escape(end) + rb" (\d+) ?(\w*)\r?\n", re.S
-        )
-        self._buffer.clear()
-        self._write(
-            f"printf '%s%s\\n' __NPU B{nonce}; {command}\n"
-            f"printf '%s%s %d %s\\n' __NPU E{nonce} $? \"$NPU_SID\"\n".encode()
-        )
-        try:
-            match = self._wait_for(pattern, time.monotonic() + timeout)
-        except TransportError:
-            if interrupt_on_timeout:
+            nonce = uuid.uuid4().hex[:12]
+            begin, end = f"__NPUB{nonce}".encode(), f"__NPUE{nonce}".encode()
+            pattern = re.compile(
+                re.escape(begin) + rb"\r?\n(.*?)" + re.escape(end) + rb" (\d+) ?(\w*)\r?\n", re.S
+            )
+            self._buffer.clear()
+            self._write(
+                f"printf '%s%s\\n' __NPU B{nonce}; {command}\n"
+                f"printf '%s%s %d %s\\n' __NPU E{nonce} $? \"$NPU_SID\"\n".encode()
+            )
+            try:
+                match = self._wait_for(pattern, time.monotonic() + timeout)
+            except TransportError:
                 self._recover()
-            raise TransportError(
-                f"serial {self.url}: no end marker within {timeout:.1f} s; command interrupted"
-            ) from None
-        if match is None:
-            self._sync(self.connect_timeout)
-            raise TransportError(
-                f"serial {self.url}: the board rebooted during a command (boot log kept)"
-            )
-        # Take the groups before trimming: a match on a bytearray reads the live buffer.
-        output = bytes(match.group(1)).replace(b"\r\n", b"\n")
-        status = int(match.group(2))
-        sid = bytes(match.group(3)).decode()
-        del self._buffer[: match.end()]
-        if sid and sid != self._sid:
-            # Another transport on this host set the same shell up since ours (pytest-xdist
-            # workers taking turns on a board): a fresh shell has no NPU_SID at all.
-            log.debug("serial %s: the shell was set up again by another transport", self.url)
-            self._sid = sid
-        elif sid != self._sid:
-            # The end marker came from another shell than the one we set up: the board rebooted
-            # (or the shell died) while the command ran, and what came between is its boot log.
-            self.boot_log = output[-BOOT_LOG_LIMIT:].decode(errors="replace")
-            self._sync(self.connect_timeout)
-            raise TransportError(
-                f"serial {self.url}: the shell was replaced during a command (reboot?); "
-                "boot log kept"
-            )
-        return output, status
+                raise TransportError(
+                    f"serial {self.url}: no end marker within {timeout:.1f} s; command interrupted"
+                ) from None
+            if match is None:
+                self._sync(self.connect_timeout)
+                raise TransportError(
+                    f"serial {self.url}: the board rebooted during a command (boot log kept)"
+                )
+            # Take the groups before trimming: a match on a bytearray reads the live buffer.
+            output = bytes(match.group(1)).replace(b"\r\n", b"\n")
+            status = int(match.group(2))
+            sid = bytes(match.group(3)).decode()
+            del self._buffer[: match.end()]
+            if sid and sid != self._sid:
+                # Another transport on this host set the same shell up since ours (pytest-xdist
+                # workers taking turns on a board): a fresh shell has no NPU_SID at all.
+                log.debug("serial %s: the shell was set up again by another transport", self.url)
+                self._sid = sid
+            elif sid != self._sid:
+                # The end marker came from another shell than the one we set up: the board rebooted
+                # (or the shell died) while the command ran, and what came between is its boot log.
+                self.boot_log = output[-BOOT_LOG_LIMIT:].decode(errors="replace")
+                self._sync(self.connect_timeout)
+                raise TransportError(
+                    f"serial {self.url}: the shell was replaced during a command (reboot?); "
+                    "boot log kept"
+                )
+            return output, status
 
     def _recover(self) -> None:
         """After a timeout: interrupt whatever runs (or a half-typed heredoc) and resync."""
@@ -486,14 +465,14 @@ class SerialTransport:
     # --- files: base64 in chunks, each checked by sha256 ------------------------------------
 
     def _remote(self, path: str | PurePosixPath) -> str:
-        return shlex.quote(f"{self._workdir}/{remote_path(path)}")
+        return shlex.quote(f"{self.workdir}/{remote_path(path)}")
 
     def _put_bytes(self, data: bytes, path: str | PurePosixPath) -> None:
         pure = remote_path(path)
         target = self._remote(pure)
         tmp = self._remote(f"{pure.parent}/.{pure.name}.{uuid.uuid4().hex[:8]}.tmp")
         chunk_file = f"{tmp}.c"
-        parent = shlex.quote(f"{self._workdir}/{pure.parent}")
+        parent = shlex.quote(f"{self.workdir}/{pure.parent}")
         digest = hashlib.sha256(data).hexdigest()
         try:
             if len(data) <= self.chunk_size:
@@ -558,7 +537,7 @@ class SerialTransport:
         for _ in range(self.retries + 1):
             output, status = self._exec(command, self.command_timeout)
             if status != 0:
-                raise TransportError(f"get {path}: no such file in {self._workdir} on the board")
+                raise TransportError(f"get {path}: no such file in {self.workdir} on the board")
             lines = output.split(b"\n", 2)
             sha = lines[1][:64].decode(errors="replace") if len(lines) > 1 else ""
             if not lines[0].strip().isdigit() or not _SHA256.fullmatch(sha):

@@ -13,8 +13,8 @@ STDERR_TAIL_BYTES = 64 * 1024
 
 
 class StderrTail:
-    """Reads ``read(n)`` on a daemon thread until it returns ``b""`` or raises one of
-    ``lost`` (the stream ended), keeping the last ``limit`` bytes; each chunk also goes to
+    """Reads ``read(n)`` on a daemon thread until it returns ``b""`` or raises one of ``lost``
+    (the stream ended), keeping the last :data:`STDERR_TAIL_BYTES`; each chunk also goes to
     ``log`` at debug level when one is given."""
 
     def __init__(
@@ -24,13 +24,11 @@ class StderrTail:
         *,
         name: str,
         log: logging.Logger | None = None,
-        limit: int = STDERR_TAIL_BYTES,
     ) -> None:
         self._read = read
         self._lost = lost
         self._name = name
         self._log = log
-        self._limit = limit
         self._tail = bytearray()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._drain, daemon=True)
@@ -48,7 +46,7 @@ class StderrTail:
                 self._log.debug("%s stderr: %s", self._name, chunk.decode(errors="replace"))
             with self._lock:
                 self._tail += chunk
-                del self._tail[: -self._limit]
+                del self._tail[:-STDERR_TAIL_BYTES]
 
     def tail(self) -> bytes:
         with self._lock:

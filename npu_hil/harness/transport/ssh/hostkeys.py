@@ -13,7 +13,7 @@ from filelock import FileLock
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.transport.defaults import HostKeyPolicy
 
-__all__ = ["DEFAULT_KNOWN_HOSTS", "USER_KNOWN_HOSTS", "KnownHostsPolicy", "fingerprint"]
+__all__ = ["DEFAULT_KNOWN_HOSTS", "USER_KNOWN_HOSTS", "KnownHostsPolicy"]
 
 log = logging.getLogger("npu_hil.harness.transport.ssh")
 
@@ -21,13 +21,9 @@ DEFAULT_KNOWN_HOSTS = Path("~/.config/npu-hil/known_hosts")
 USER_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 
 
-def fingerprint(key: paramiko.PKey) -> str:
-    """The key's fingerprint as OpenSSH prints it (``SHA256:<base64, no padding>``)."""
-    return key.fingerprint
-
-
 class KnownHostsPolicy(paramiko.MissingHostKeyPolicy):
-    """Called by paramiko only for a key it found in no known_hosts file."""
+    """Called by paramiko only for a key it found in no known_hosts file. A key is named by its
+    ``fingerprint`` as OpenSSH prints it (``SHA256:<base64, no padding>``)."""
 
     def __init__(self, policy: HostKeyPolicy, own_file: Path) -> None:
         self.policy = policy
@@ -38,7 +34,7 @@ class KnownHostsPolicy(paramiko.MissingHostKeyPolicy):
     ) -> None:
         if self.policy != "accept-new":
             raise TransportError(
-                f"unknown host key for {hostname}: {key.get_name()} {fingerprint(key)}; "
+                f"unknown host key for {hostname}: {key.get_name()} {key.fingerprint}; "
                 f"refused (host_key_policy='strict'); add it to {self.own_file} after checking it "
                 "on the board, or use host_key_policy='accept-new'"
             )
@@ -52,7 +48,7 @@ class KnownHostsPolicy(paramiko.MissingHostKeyPolicy):
                 if recorded.asbytes() != key.asbytes():
                     raise TransportError(
                         f"host key for {hostname} changed: the board offers {key.get_name()} "
-                        f"{fingerprint(key)}, {self.own_file} has {fingerprint(recorded)} "
+                        f"{key.fingerprint}, {self.own_file} has {recorded.fingerprint} "
                         "(recorded by another process meanwhile); refused"
                     )
                 return
@@ -67,7 +63,7 @@ class KnownHostsPolicy(paramiko.MissingHostKeyPolicy):
             "accepted new host key for %s: %s %s (recorded in %s)",
             hostname,
             key.get_name(),
-            fingerprint(key),
+            key.fingerprint,
             self.own_file,
         )
 

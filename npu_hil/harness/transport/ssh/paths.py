@@ -1,11 +1,5 @@
-"""Keep remote paths inside the workdir on the board, symlinks followed.
-
-The guard walks each path from the workdir down over SFTP: a real directory below a checked one is
-inside (cached), a symlink must resolve (SFTP ``realpath``) inside the resolved workdir, a missing
-component ends the walk. Not ``realpath -m`` over exec: busybox has no ``-m``, and an exec costs a
-fork of sshd and a shell per check. It keeps stray links from taking the harness outside; it is
-no sandbox against a process on the board. The cache is dropped on reconnect and below removals.
-"""
+"""Keep remote paths inside the workdir on the board, symlinks followed, walked over SFTP (how
+and why: docs/runtime/agent.md, "Transports")."""
 
 from __future__ import annotations
 

@@ -16,13 +16,7 @@ from npu_hil.harness.errors import TransportError
 from npu_hil.harness.transport.base import StreamExit
 from npu_hil.harness.transport.stderr import StderrTail
 
-__all__ = [
-    "EXIT_QUIET_S",
-    "SshStream",
-    "collect_until_exit",
-    "exit_returncode",
-    "record_exit_signals",
-]
+__all__ = ["SshStream", "collect_until_exit", "exit_returncode", "record_exit_signals"]
 
 
 # OpenSSH reports a command killed by a signal with an ``exit-signal`` channel request (RFC 4254

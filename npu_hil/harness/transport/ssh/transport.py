@@ -35,7 +35,6 @@ from npu_hil.harness.transport.ssh.hostkeys import (
     DEFAULT_KNOWN_HOSTS,
     USER_KNOWN_HOSTS,
     KnownHostsPolicy,
-    fingerprint,
 )
 from npu_hil.harness.transport.ssh.paths import SymlinkGuard
 from npu_hil.harness.transport.ssh.process import (
@@ -46,7 +45,7 @@ from npu_hil.harness.transport.ssh.process import (
 )
 from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
 
-__all__ = ["SshStream", "SshTransport", "fingerprint"]
+__all__ = ["SshStream", "SshTransport"]
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +99,8 @@ class SshTransport:
         self.host = host
         self.port = port
         self.user = user or os.environ.get("USER") or "root"
-        self._workdir = str(PurePosixPath(workdir))
-        self._python = python
+        self.workdir = str(PurePosixPath(workdir))
+        self.python = python
         self.key_file = None if key_file is None else str(Path(key_file).expanduser())
         self.known_hosts = Path(known_hosts or DEFAULT_KNOWN_HOSTS).expanduser()
         self.user_known_hosts = (
@@ -117,8 +116,8 @@ class SshTransport:
         self.max_packet_size = max_packet_size
         self.readback_max = readback_max
         self.io_timeout = io_timeout
-        self._guard = SymlinkGuard(self._workdir)
-        self._workdir_checked = False
+        self._guard = SymlinkGuard(self.workdir)
+        self.workdir_checked = False
         self._client: paramiko.SSHClient | None = None
         self._sftp: paramiko.SFTPClient | None = None
         self._lock = threading.RLock()
@@ -130,14 +129,6 @@ class SshTransport:
         self.connects = 0  # how many connections were made (tests and benchmarks read it)
 
     # --- the connection --------------------------------------------------------------------------
-
-    @property
-    def workdir(self) -> str:
-        return self._workdir
-
-    @property
-    def python(self) -> str:
-        return self._python
 
     def _connect_once(self) -> None:
         client = paramiko.SSHClient()
@@ -165,8 +156,8 @@ class SshTransport:
             client.close()
             raise TransportError(
                 f"host key for {self.host}:{self.port} changed: the board offered "
-                f"{exc.key.get_name()} {fingerprint(exc.key)}, known_hosts has "
-                f"{fingerprint(exc.expected_key)}; refused (possible man-in-the-middle)"
+                f"{exc.key.get_name()} {exc.key.fingerprint}, known_hosts has "
+                f"{exc.expected_key.fingerprint}; refused (possible man-in-the-middle)"
             ) from None
         except paramiko.AuthenticationException as exc:
             client.close()
@@ -198,16 +189,16 @@ class SshTransport:
         and a stat costs a round trip where an exec costs a fork of sshd and a shell (a good
         part of a reconnect). A board without the SFTP subsystem still gets its workdir and
         can run commands."""
-        if not self._workdir_checked:
+        if not self.workdir_checked:
             # Once per transport, before the first deployment: whose folder it is.
             where = f"ssh {self.user}@{self.host}:{self.port}"
             check_workdir_probe(
-                self._workdir, self._exec_checked(workdir_probe(self._workdir), 30.0), where
+                self.workdir, self._exec_checked(workdir_probe(self.workdir), 30.0), where
             )
-            self._workdir_checked = True
+            self.workdir_checked = True
             return
         try:
-            self._sftp_client().stat(self._workdir)
+            self._sftp_client().stat(self.workdir)
             return
         except FileNotFoundError:
             pass
@@ -215,7 +206,7 @@ class SshTransport:
             transport = self._client.get_transport() if self._client else None
             if transport is None or not transport.is_active():
                 raise
-        self._exec_checked(f"mkdir -p -- {shlex.quote(self._workdir)}", 30.0)
+        self._exec_checked(f"mkdir -p -- {shlex.quote(self.workdir)}", 30.0)
 
     def _connect(self) -> paramiko.SSHClient:
         """The live connection, (re)connecting with backoff. Host key and authentication
@@ -336,7 +327,7 @@ class SshTransport:
     # --- commands --------------------------------------------------------------------------------
 
     def _full(self, remote: str | PurePosixPath) -> str:
-        return str(PurePosixPath(self._workdir) / remote_path(remote))
+        return str(PurePosixPath(self.workdir) / remote_path(remote))
 
     def _command(self, argv: Sequence[str]) -> str:
         if not argv:
@@ -345,7 +336,7 @@ class SshTransport:
         words = ["env", *env, *argv] if env else list(argv)
         # The first stdout line is the shell's pid (the command is exec'd into it), so a timed
         # out command can be killed with its whole process group.
-        return f"echo $$ && cd -- {shlex.quote(self._workdir)} && exec " + " ".join(
+        return f"echo $$ && cd -- {shlex.quote(self.workdir)} && exec " + " ".join(
             shlex.quote(w) for w in words
         )
 
@@ -360,20 +351,17 @@ class SshTransport:
             raise TransportError(f"ssh {self.host}: {command!r} exited {status}: {stderr.read()!r}")
         return out
 
-    def _helper(self, command: str, timeout: float = 60.0) -> bytes:
+    def _kill(self, pid: int) -> None:
+        # sshd puts every command in its own POSIX session and process group, so the group of
+        # the shell we exec'd into holds exactly the command and its children.
+        command = f"kill -KILL -- -{pid} 2>/dev/null || kill -KILL {pid} 2>/dev/null; true"
+
         def attempt() -> bytes:
             self._connect()
-            return self._exec_checked(command, timeout)
+            return self._exec_checked(command, 10.0)
 
-        return self._retrying(command, attempt)
-
-    def _kill(self, pid: int) -> None:
         with contextlib.suppress(Exception):
-            # sshd puts every command in its own POSIX session and process group, so the group
-            # of the shell we exec'd into holds exactly the command and its children.
-            self._helper(
-                f"kill -KILL -- -{pid} 2>/dev/null || kill -KILL {pid} 2>/dev/null; true", 10.0
-            )
+            self._retrying(command, attempt)
 
     def _start(self, argv: Sequence[str], deadline: float) -> tuple[paramiko.Channel, int]:
         def start() -> paramiko.Channel:
@@ -507,7 +495,7 @@ class SshTransport:
             sftp = self._sftp_client()
             size = self._size_of(sftp, full)
             if size is None:
-                raise TransportError(f"{what}: no such file in {self._workdir}")
+                raise TransportError(f"{what}: no such file in {self.workdir}")
             try:
                 if size > self.readback_max:
                     got, want = files.get_stream(
