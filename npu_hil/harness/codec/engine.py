@@ -141,18 +141,6 @@ class LocatedOffsets:
     padding: np.ndarray
 
 
-class LayoutConfig(TypedDict):
-    """:meth:`BlockedLayout.config`: what builds a layout again (``get_layout``'s arguments),
-    as a run's record and ``npu-hil layout --json`` keep it."""
-
-    target: str
-    layout: str
-    shape: list[int]
-    dtype: str
-    role: str
-    params: dict[str, object]
-
-
 @dataclass(frozen=True)
 class BlockedLayout:
     """A logical tensor (``shape``, ``dtype``) placed in ``nbytes`` bytes by ``dims``.
@@ -255,12 +243,8 @@ class BlockedLayout:
         return span(self.dims, self.encoding.nparts, self.part_stride)
 
     @property
-    def stored_elements(self) -> int:
-        return math.prod(self.stored)
-
-    @property
     def padding_bytes(self) -> int:
-        return self.nbytes - self.stored_elements * self.encoding.nparts
+        return self.nbytes - math.prod(self.stored) * self.encoding.nparts
 
     @property
     def strides(self) -> tuple[int, ...]:
@@ -271,17 +255,6 @@ class BlockedLayout:
             if dim.axis != PART and (dim.axis not in inner or dim.block == 1):
                 inner[dim.axis] = dim.stride
         return tuple(inner[a] for a in self.logical_axes)
-
-    def config(self) -> LayoutConfig:
-        """Everything :func:`npu_hil.harness.codec.get_layout` needs to build this layout again."""
-        return {
-            "target": self.target,
-            "layout": self.name,
-            "shape": list(self.shape),
-            "dtype": self.dtype.name,
-            "role": self.role,
-            "params": dict(self.params),
-        }
 
     # ----------------------------------------------------------- pack/unpack
 
