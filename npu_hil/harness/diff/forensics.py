@@ -171,7 +171,7 @@ def _declared_fault(
     return None
 
 
-def _with_params(name: str, params: Mapping[str, Any]) -> str:
+def _with_params(name: str, params: Mapping[str, object]) -> str:
     listed = ", ".join(f"{k}={v}" for k, v in params.items())
     return name + (f" ({listed})" if listed else "")
 
