@@ -63,6 +63,12 @@ def span(dims: list[Dim] | tuple[Dim, ...], nparts: int = 1, part_stride: int = 
     return 1 + sum((d.size - 1) * d.stride for d in dims) + (nparts - 1) * part_stride
 
 
+def index_text(axis_names: tuple[str, ...], index: tuple[int, ...]) -> str:
+    """``c=3, h=0, ...``: a logical index by axis name (``d0``, ``d1``... when unnamed)."""
+    names = axis_names or tuple(f"d{a}" for a in range(len(index)))
+    return ", ".join(f"{n}={i}" for n, i in zip(names, index, strict=True))
+
+
 _T = TypeVar("_T")
 
 _AxisOption = tuple[slice, tuple[int, ...], int, tuple[int, ...], tuple[int, ...]]
@@ -113,10 +119,8 @@ class Location:
             where += f", entry {self.entry} bits {self.bits}"
         if self.padding or self.index is None:
             return f"{where}: padding"
-        names = self.axis_names or tuple(f"d{i}" for i in range(len(self.index)))
-        idx = ", ".join(f"{n}={i}" for n, i in zip(names, self.index, strict=True))
         part = f" ({self.part} byte)" if self.part else ""
-        return f"{where}: {idx}{part}"
+        return f"{where}: {index_text(self.axis_names, self.index)}{part}"
 
     def to_dict(self) -> LocationDocument:
         data = asdict(self)
@@ -135,18 +139,6 @@ class LocatedOffsets:
     index: np.ndarray
     slot: np.ndarray
     padding: np.ndarray
-
-
-class LayoutConfig(TypedDict):
-    """:meth:`BlockedLayout.config`: what builds a layout again (``get_layout``'s arguments),
-    as a run's record and ``npu-hil layout --json`` keep it."""
-
-    target: str
-    layout: str
-    shape: list[int]
-    dtype: str
-    role: str
-    params: dict[str, object]
 
 
 @dataclass(frozen=True)
@@ -251,12 +243,8 @@ class BlockedLayout:
         return span(self.dims, self.encoding.nparts, self.part_stride)
 
     @property
-    def stored_elements(self) -> int:
-        return math.prod(self.stored)
-
-    @property
     def padding_bytes(self) -> int:
-        return self.nbytes - self.stored_elements * self.encoding.nparts
+        return self.nbytes - math.prod(self.stored) * self.encoding.nparts
 
     @property
     def strides(self) -> tuple[int, ...]:
@@ -267,17 +255,6 @@ class BlockedLayout:
             if dim.axis != PART and (dim.axis not in inner or dim.block == 1):
                 inner[dim.axis] = dim.stride
         return tuple(inner[a] for a in self.logical_axes)
-
-    def config(self) -> LayoutConfig:
-        """Everything :func:`npu_hil.harness.codec.get_layout` needs to build this layout again."""
-        return {
-            "target": self.target,
-            "layout": self.name,
-            "shape": list(self.shape),
-            "dtype": self.dtype.name,
-            "role": self.role,
-            "params": dict(self.params),
-        }
 
     # ----------------------------------------------------------- pack/unpack
 
@@ -351,18 +328,21 @@ class BlockedLayout:
             out.byteswap(inplace=True)
         return out.reshape(self.shape)
 
-    def _views(self, buf: np.ndarray, slot: int | None) -> Iterator[tuple[_Piece, np.ndarray]]:
-        """Each piece with its strided view of ``buf``: the whole element (``slot`` None, the
-        part dim last) or one slot of it."""
+    def _views(
+        self, buf: np.ndarray, slot: int | None
+    ) -> Iterator[tuple[tuple[slice, ...], tuple[int, ...], np.ndarray]]:
+        """Each piece's source index and shape with its strided view of ``buf``: the whole
+        element (``slot`` None, the part dim last) or one slot of it."""
         # np.ndarray over the buffer rather than as_strided: the same view (numpy checks that it
         # fits the buffer) for about a tenth of the fixed cost, which is most of a small copy.
         for piece in self._pieces():
             if slot is None:
-                yield piece, byte_view(buf, piece.dst_offset, piece.dst_shape, piece.dst_strides)
+                view = byte_view(buf, piece.dst_offset, piece.dst_shape, piece.dst_strides)
+                yield piece.src_index, piece.src_shape, view
             else:
                 start = piece.dst_offset + slot * self.part_stride
                 view = byte_view(buf, start, piece.dst_shape[:-1], piece.dst_strides[:-1])
-                yield piece, view
+                yield piece.src_index[:-1], piece.src_shape[:-1], view
 
     def _zero_padding(self, buf: np.ndarray) -> None:
         """Write zero to the padding bytes of ``buf``, and only to them when that is cheaper
@@ -395,15 +375,11 @@ class BlockedLayout:
         return self.memo("_padding_runs_cache", lambda: strided_runs(self.padding_mask()))
 
     def _copy_in(self, buf: np.ndarray, source: np.ndarray, slot: int | None) -> None:
-        for piece, view in self._views(buf, slot):
-            index = piece.src_index if slot is None else piece.src_index[:-1]
-            shape = piece.src_shape if slot is None else piece.src_shape[:-1]
+        for index, shape, view in self._views(buf, slot):
             strided_copy(view, source[index].reshape(shape))
 
     def _copy_out(self, buf: np.ndarray, target: np.ndarray, slot: int | None) -> None:
-        for piece, view in self._views(buf, slot):
-            index = piece.src_index if slot is None else piece.src_index[:-1]
-            shape = piece.src_shape if slot is None else piece.src_shape[:-1]
+        for index, shape, view in self._views(buf, slot):
             strided_copy(split_view(target[index], shape), view)
 
     def _out_buffer(self, out: np.ndarray | None) -> np.ndarray:

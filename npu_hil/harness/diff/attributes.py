@@ -154,17 +154,13 @@ SPELLINGS = {"UNDEFINED": "UNDEFINE"}
 """The runtime's enum name → the seed's (an API says UNDEFINED where the tables say UNDEFINE)."""
 
 
-def _enum_prefixes() -> tuple[str, ...]:
-    """The prefixes every vendor's runtime puts on its enum names (dropped before comparing)."""
-    return tuple(p for unit in units() for p in unit.enum_prefixes)
-
-
 def _normalise(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return tuple(_normalise(v) for v in value)
     if isinstance(value, str):
         name = value.upper()
-        for prefix in _enum_prefixes():
+        # the prefixes every vendor's runtime puts on its enum names
+        for prefix in (p for unit in units() for p in unit.enum_prefixes):
             name = name.removeprefix(prefix)
         return SPELLINGS.get(name, name)
     return value

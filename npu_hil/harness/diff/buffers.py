@@ -81,7 +81,10 @@ def diff_buffers(
         if unwritten.size:
             dirty = np.setdiff1d(dirty, unwritten, assume_unique=True)
     total = int(np.prod(layout.shape))
-    missing = _elements_beyond(layout, common) if common < layout.nbytes else 0
+    # the elements with a byte at or past ``common``: lost in a short device buffer
+    missing = (
+        _elements_touched(layout, np.arange(common, layout.nbytes)) if common < layout.nbytes else 0
+    )
     group_size = _group_size(layout)
     report = DiffReport(
         target=layout.target,
@@ -135,18 +138,14 @@ def _compare_elements(
 ) -> None:
     """Decode the elements the differing bytes belong to and compare their values."""
     flat = np.ravel_multi_index(tuple(index.T), layout.shape)
-    elements, first_row = np.unique(flat, return_index=True)
+    _, first_row = np.unique(flat, return_index=True)
     element_index = index[first_row]
     nparts = layout.encoding.nparts
     slot_offsets = np.stack(
         [layout.offsets_of(element_index, slot) for slot in range(nparts)], axis=1
     )
     complete = (slot_offsets < device_buf.size).all(axis=1)
-    slot_offsets, element_index, elements = (
-        slot_offsets[complete],
-        element_index[complete],
-        elements[complete],
-    )
+    slot_offsets, element_index = slot_offsets[complete], element_index[complete]
     expected = layout.encoding.decode_slots(expected_buf[slot_offsets])
     got = layout.encoding.decode_slots(device_buf[slot_offsets])
     exp_f, got_f = expected.astype(np.float64), got.astype(np.float64)
@@ -226,12 +225,7 @@ def _locate_unwritten(
     expected value happens to equal the pattern cannot be told apart and does not split it."""
     report.unwritten_bytes = int(offsets.size)
     report.unwritten_offsets = offsets
-    located = layout.locate_many(offsets)
-    index = located.index[~located.padding]
-    if index.size:
-        report.unwritten_elements = int(
-            np.unique(np.ravel_multi_index(tuple(index.T), layout.shape)).size
-        )
+    report.unwritten_elements = _elements_touched(layout, offsets)
     starts = np.concatenate(([0], np.flatnonzero(np.diff(stretch) != 0) + 1))
     ends = np.concatenate((starts[1:], [offsets.size]))
     for start, end in zip(starts[:first], ends[:first], strict=True):
@@ -282,9 +276,9 @@ def _nonzero_padding(layout: BlockedLayout, device_buf: np.ndarray, common: int)
     return np.flatnonzero(device_buf[:common] & mask)
 
 
-def _elements_beyond(layout: BlockedLayout, common: int) -> int:
-    """How many elements have a byte at or past ``common`` (lost in a short device buffer)."""
-    located = layout.locate_many(np.arange(common, layout.nbytes))
+def _elements_touched(layout: BlockedLayout, offsets: np.ndarray) -> int:
+    """How many elements have a byte at one of ``offsets``."""
+    located = layout.locate_many(offsets)
     index = located.index[~located.padding]
     if not index.size:
         return 0

@@ -140,9 +140,7 @@ def _swapped_channels(
     axis = layout.axis_names.index("c")
     channels = layout.shape[axis]
     # A swapped block is wrong almost everywhere; scattered errors touch every block a little.
-    per_block: dict[int, int] = {}
-    for channel, count in report.per_channel.items():
-        per_block[channel // size] = per_block.get(channel // size, 0) + count
+    per_block = report.per_group if report.group_size else report.per_channel
     elements_per_channel = int(np.prod(layout.shape)) // channels
     bad_blocks = sorted(b for b, n in per_block.items() if n >= 0.5 * size * elements_per_channel)
     if len(bad_blocks) < 2 or len(bad_blocks) > 64:

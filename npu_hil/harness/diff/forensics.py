@@ -37,8 +37,7 @@ class Candidate:
     note: str = ""
 
     def describe(self) -> str:
-        params = ", ".join(f"{k}={v}" for k, v in self.params.items())
-        text = self.layout + (f" ({params})" if params else "")
+        text = _with_params(self.layout, self.params)
         if self.swapped:
             text += " with its L/H bytes swapped"
         return text + (f" [{self.note}]" if self.note else "")
@@ -143,7 +142,7 @@ def explain(
     candidates.sort(key=lambda c: (not c.exact, -c.matching, c.swapped, len(c.params)))
     return Explanation(
         target=target,
-        declared=_describe_declared(declared),
+        declared=None if declared is None else _with_params(declared.name, declared.params),
         candidates=candidates[:limit],
         declared_fault=_declared_fault(declared, tensor, device) if check_declared else None,
     )
@@ -172,11 +171,9 @@ def _declared_fault(
     return None
 
 
-def _describe_declared(layout: BlockedLayout | None) -> str | None:
-    if layout is None:
-        return None
-    params = ", ".join(f"{k}={v}" for k, v in layout.params.items())
-    return layout.name + (f" ({params})" if params else "")
+def _with_params(name: str, params: Mapping[str, object]) -> str:
+    listed = ", ".join(f"{k}={v}" for k, v in params.items())
+    return name + (f" ({listed})" if listed else "")
 
 
 def _score(

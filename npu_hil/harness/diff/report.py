@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import cast
 
 import numpy as np
 from typing_extensions import TypedDict
+
+from npu_hil.harness.codec.engine import index_text
 
 VERDICT_EQUAL = "equal"
 VERDICT_WITHIN = "equal within tolerance"
@@ -42,8 +44,7 @@ class Mismatch:
     got: float
 
     def describe(self, axis_names: tuple[str, ...]) -> str:
-        names = axis_names or tuple(f"d{a}" for a in range(len(self.index)))
-        where = ", ".join(f"{n}={i}" for n, i in zip(names, self.index, strict=True))
+        where = index_text(axis_names, self.index)
         byte = f"offset {self.offset}"
         if self.entry is not None:
             byte += f" (entry {self.entry} bits {self.bits})"
@@ -64,11 +65,7 @@ class Unwritten:
     padding: bool
 
     def describe(self, axis_names: tuple[str, ...]) -> str:
-        if self.index is None:
-            where = "padding"
-        else:
-            names = axis_names or tuple(f"d{a}" for a in range(len(self.index)))
-            where = ", ".join(f"{n}={i}" for n, i in zip(names, self.index, strict=True))
+        where = "padding" if self.index is None else index_text(axis_names, self.index)
         return f"{self.count} bytes unwritten from offset {self.offset} ({where})"
 
 
@@ -249,11 +246,9 @@ class DiffReport:
 
     def to_dict(self) -> DiffDocument:
         data = asdict(self)
-        for array_field in ("mismatch_index", "mismatch_expected", "mismatch_got"):
-            data.pop(array_field)
-        data.pop("dirty_padding_offsets")
-        data.pop("unwritten_offsets")
-        data.pop("expected_buffer")
+        for array_field in fields(self):  # the arrays (repr=False) stay out of the document
+            if not array_field.repr:
+                data.pop(array_field.name)
         data["shape"] = list(self.shape)
         data["verdict"] = self.verdict
         data["length_delta"] = self.length_delta

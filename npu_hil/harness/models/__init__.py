@@ -3,16 +3,7 @@ their compiled artifacts per target in a manifest."""
 
 from __future__ import annotations
 
-from npu_hil.harness.models.builders import (
-    MODELS,
-    add_relu,
-    build,
-    conv1x1,
-    conv3x3,
-    deconv,
-    depthwise,
-    identity,
-)
+from npu_hil.harness.models.builders import MODELS, build, conv3x3, deconv, depthwise
 from npu_hil.harness.models.files import load, save
 from npu_hil.harness.models.manifest import Manifest, ManifestError, ModelEntry, load_manifest
 from npu_hil.harness.models.reference import ModelInputError, reference_outputs
@@ -23,13 +14,10 @@ __all__ = [
     "ManifestError",
     "ModelEntry",
     "ModelInputError",
-    "add_relu",
     "build",
-    "conv1x1",
     "conv3x3",
     "deconv",
     "depthwise",
-    "identity",
     "load",
     "load_manifest",
     "reference_outputs",

@@ -21,11 +21,6 @@ from npu_hil.targets.registry import all_targets, unit_for
 VERSION = 1
 
 
-def artifact_suffixes(target: str) -> tuple[str, ...]:
-    """What a compiled model looks like for ``target``: its vendor unit's toolchain suffixes."""
-    return unit_for(target).artifact_suffixes
-
-
 _TOP_KEYS = ("version", "models")
 _MODEL_KEYS = ("onnx", "artifacts", "model", "shape", "compiled", "accuracy")
 ACCURACY_KEYS = ("cosine_min", "snr_db_min", "max_abs_err_max", "max_rel_err_max")
@@ -259,7 +254,7 @@ def parse_manifest(
             key = f"{where}.artifacts.{target}"
             _require_target(target, f"{source}: {key}")
             path = _path(value, root, source, key)
-            if path.suffix.lower() not in artifact_suffixes(target):
+            if path.suffix.lower() not in unit_for(target).artifact_suffixes:
                 raise ManifestError(
                     f"{source}: {key}: expected a {_suffix_text(target)} file for {target}, "
                     f"got {value!r}"
@@ -420,4 +415,5 @@ def _require_target(target: Any, where: str) -> None:
 
 
 def _suffix_text(target: str) -> str:
-    return " or ".join(artifact_suffixes(target))
+    """What a compiled model looks like for ``target``: its vendor unit's toolchain suffixes."""
+    return " or ".join(unit_for(target).artifact_suffixes)

@@ -169,6 +169,10 @@ def _check_params(name: str, params: Mapping[str, Any]) -> None:
     def is_int(value: Any) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
 
+    def number_up_to(key: str, high: int) -> None:
+        if params.get(key) is not None and not (is_number(params[key]) and 0 < params[key] <= high):
+            fail(key, f"a number in (0, {high}]")
+
     if params.get("applies_to", "outputs") not in APPLIES_TO:
         fail("applies_to", " / ".join(APPLIES_TO))
     tensors = params.get("tensors")
@@ -187,9 +191,7 @@ def _check_params(name: str, params: Mapping[str, Any]) -> None:
     for key, low, high in (("group_size", 1, 1 << 16), ("value", 1, 255), ("drop", 1, 1 << 40)):
         if key in params and not (is_int(params[key]) and low <= params[key] <= high):
             fail(key, f"an integer in [{low}, {high}]")
-    fraction = params.get("fraction")
-    if fraction is not None and not (is_number(fraction) and 0 < fraction <= 1):
-        fail("fraction", "a number in (0, 1]")
+    number_up_to("fraction", 1)
     if "fraction" in params and "drop" in params:
         raise SimConfigError(f"fault {name}: give fraction or drop, not both")
     if "seed" in params and not is_int(params["seed"]):
@@ -208,16 +210,12 @@ def _check_params(name: str, params: Mapping[str, Any]) -> None:
         fail("exit_code", "an integer in [0, 255]")
     if "layout_params" in params and not isinstance(params["layout_params"], Mapping):
         fail("layout_params", "a mapping of layout parameters")
-    percent = params.get("percent")
-    if percent is not None and not (is_number(percent) and 0 < percent <= MAX_PERCENT):
-        fail("percent", f"a number in (0, {MAX_PERCENT}]")
+    number_up_to("percent", MAX_PERCENT)
     if "lsb" in params and not (is_int(params["lsb"]) and params["lsb"] >= 1):
         fail("lsb", "an integer >= 1")
     if "kib" in params and not (is_int(params["kib"]) and 1 <= params["kib"] <= 65536):
         fail("kib", "an integer in [1, 65536]")
-    rate = params.get("rate")
-    if rate is not None and not (is_number(rate) and 0 < rate <= 1):
-        fail("rate", "a number in (0, 1]")
+    number_up_to("rate", 1)
     if params.get("path", "normal") not in API_PATH_KINDS:
         fail("path", " or ".join(API_PATH_KINDS))
 

@@ -76,14 +76,8 @@ class SimOptions(RuntimeOptions):
                 f"sim options for {target}: unknown option(s) {', '.join(unknown)}; "
                 f"accepted: {listed}"
             )
-        executor = options.get("executor", "auto")
-        if executor not in EXECUTORS:
-            choices = ", ".join(EXECUTORS)
-            raise SimConfigError(f"executor must be one of {choices}, got {executor!r}")
-        numerics = options.get("numerics", "auto")
-        if numerics not in NUMERICS_CHOICES:
-            choices = ", ".join(NUMERICS_CHOICES)
-            raise SimConfigError(f"numerics must be one of {choices}, got {numerics!r}")
+        executor = _choice("executor", options.get("executor", "auto"), EXECUTORS)
+        numerics = _choice("numerics", options.get("numerics", "auto"), NUMERICS_CHOICES)
         offsets = options.get("buffer_offsets") or {}
         if not isinstance(offsets, Mapping):
             raise SimConfigError(f"buffer_offsets must map tensor names to bytes, got {offsets!r}")

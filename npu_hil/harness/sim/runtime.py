@@ -55,10 +55,6 @@ class SimModel:
     each run's own inputs."""
 
 
-def _artifact_suffixes() -> list[str]:
-    return sorted({suffix for unit in units() for suffix in unit.artifact_suffixes})
-
-
 def _vendor_sim(options: SimOptions) -> VendorSim:
     """The vendor unit's simulated runtime for the target (named ``module:attribute`` where the
     unit does not hold the factory itself)."""
@@ -118,11 +114,12 @@ class SimNpu:
             path = Path(model)
             source = str(path)
             if path.suffix.lower() != ".onnx":
+                suffixes = sorted({suffix for unit in units() for suffix in unit.artifact_suffixes})
                 raise SimRefusal(
                     "UnsupportedError",
                     "load",
                     f"{path.name}: the simulated runtime runs ONNX reference models; compiled "
-                    f"artifacts ({', '.join(_artifact_suffixes())}) run on real boards",
+                    f"artifacts ({', '.join(suffixes)}) run on real boards",
                 )
             try:
                 proto = onnx.load_model(str(path))

@@ -105,9 +105,7 @@ def inspect(model: onnx.ModelProto) -> GraphInfo:
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         group = int(attrs.get("group", 1))
         x_shape = shapes.get(node.input[0], ())
-        channels = x_shape[1] if len(x_shape) == 4 else None
-        width = x_shape[3] if len(x_shape) == 4 else None
-        height = x_shape[2] if len(x_shape) == 4 else None
+        channels, height, width = x_shape[1:] if len(x_shape) == 4 else (None, None, None)
         kernel = attrs.get("kernel_shape")
         if kernel is None and node.input[1] in constants:
             kernel = list(numpy_helper.to_array(constants[node.input[1]]).shape[2:])
