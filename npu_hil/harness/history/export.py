@@ -24,14 +24,6 @@ from npu_hil.harness.history.model import (
 from npu_hil.harness.history.store import History
 from npu_hil.harness.report.compare import outcome_state
 
-__all__ = [
-    "FAMILIES",
-    "FORMATS",
-    "jsonl_lines",
-    "openmetrics_lines",
-    "write_export",
-]
-
 PREFIX = "npu_hil_"
 FORMATS = ("openmetrics", "jsonl")
 

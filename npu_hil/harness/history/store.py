@@ -32,17 +32,6 @@ from npu_hil.harness.report.atomic import write_text_atomic
 from npu_hil.harness.report.runs import RUN_ID_PATTERN, root_problem
 from npu_hil.harness.report.sanitize import clean_json
 
-__all__ = [
-    "DEFAULT_KEEP",
-    "History",
-    "HistoryLockError",
-    "load_history",
-    "read_index",
-    "read_measurements",
-    "update_index",
-    "write_measurements",
-]
-
 LOCK_FILE = "." + INDEX_FILE + ".lock"  # hidden: a listing of the reports root shows runs
 LOCK_TIMEOUT_S = 30.0
 

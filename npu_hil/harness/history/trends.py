@@ -32,8 +32,6 @@ PLOTS = PlotStyle(
 LINES_WITH_LEGEND = 8
 MARKED_RUNS = 60  # more lines than this: no legend (nodeids would fill the plot)
 
-__all__ = ["MAX_BOARDS", "MAX_CASES", "trends_view"]
-
 
 class CaseRow(TypedDict):
     """A case's row under its board in the page's history view."""

@@ -20,8 +20,6 @@ from npu_hil.harness.soak.documents import SoakDocument
 from npu_hil.harness.soak.loop import BoardSoak, SoakRun
 from npu_hil.harness.soak.verdict import Verdict, sample_value
 
-__all__ = ["HTML_FILE", "JSON_FILE", "SCHEMA", "soak_document", "write_soak_report"]
-
 SCHEMA = "npu-hil-soak/1"
 JSON_FILE = "soak.json"
 HTML_FILE = "soak.html"
