@@ -122,14 +122,6 @@ def add_parser(sub: Any) -> None:
     nightly.set_defaults(run=run_nightly)
 
 
-def plugin_args(workers: str | None) -> list[str]:
-    """``-p`` options: with plugin autoloading on, the entry points already load npu-hil and
-    xdist (and ``-p npu_hil.harness.plugin`` would register it twice); with it off, name them."""
-    if not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
-        return []
-    return ["-p", "npu_hil.harness.plugin", *(["-p", "xdist"] if workers else [])]
-
-
 def shipped_suite() -> Path:
     """Where the suite shipped with npu-hil is installed (found, not imported: it is pytest's)."""
     spec = importlib.util.find_spec(SHIPPED_SUITE)
@@ -139,7 +131,11 @@ def shipped_suite() -> Path:
 
 
 def pytest_command(args: argparse.Namespace, suite: Path) -> list[str]:
-    cmd = [sys.executable, "-m", "pytest", str(suite), *plugin_args(args.workers)]
+    cmd = [sys.executable, "-m", "pytest", str(suite)]
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        # With plugin autoloading on, the entry points already load npu-hil and xdist (and
+        # ``-p npu_hil.harness.plugin`` would register it twice); with it off, name them.
+        cmd += ["-p", "npu_hil.harness.plugin", *(["-p", "xdist"] if args.workers else [])]
     if suite == shipped_suite():
         # The same case ids wherever npu-hil is installed (a checkout, a venv, site-packages),
         # so that the history compares one night with the next.

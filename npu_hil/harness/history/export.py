@@ -96,10 +96,6 @@ def _escape_label(value: str) -> str:
     return "".join(c if c >= " " and c != "\x7f" else f"\\\\x{ord(c):02x}" for c in escaped)
 
 
-def _escape_help(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n")
-
-
 def _number(value: float) -> str:
     if math.isnan(value):
         return "NaN"
@@ -137,7 +133,8 @@ def openmetrics_lines(history: History) -> Iterator[str]:
         yield f"# TYPE {family.name} gauge\n"
         if family.unit:
             yield f"# UNIT {family.name} {family.unit}\n"
-        yield f"# HELP {family.name} {_escape_help(family.help)}\n"
+        help_text = family.help.replace("\\", "\\\\").replace("\n", "\\n")
+        yield f"# HELP {family.name} {help_text}\n"
         for point, labels, stamp in labelled:
             value = family.value(point)
             if value is not None:

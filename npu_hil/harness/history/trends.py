@@ -106,11 +106,6 @@ def _iso(started: float) -> str:
     return datetime.fromtimestamp(started, timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
-def _priority(case: CaseHistory) -> tuple[int, float, str, str]:
-    failing = 0 if case.failing_since is not None else 1
-    return (failing, -case.flakiness, case.board, case.nodeid)
-
-
 def _short(nodeid: str) -> str:
     name = nodeid.rsplit("::", 1)[-1]
     return name if len(name) <= 40 else name[:37] + "..."
@@ -218,8 +213,6 @@ def trends_view(
     runs: int = DEFAULT_RUNS,
     *,
     plots: bool = True,
-    max_boards: int = MAX_BOARDS,
-    max_cases: int = MAX_CASES,
 ) -> TrendsView:
     """The view of the last ``runs`` runs of ``history`` (see the module's docstring)."""
     cases = case_histories(history, runs)
@@ -228,11 +221,15 @@ def trends_view(
     per_board: dict[str, list[CaseHistory]] = {}
     for case in cases:
         per_board.setdefault(case.board, []).append(case)
-    boards = sorted(per_board)[:max_boards]
+    boards = sorted(per_board)[:MAX_BOARDS]
     shown_boards = set(boards)
-    candidates = sorted((c for c in cases if c.board in shown_boards), key=_priority)
+    # failing first, then the flakiest
+    candidates = sorted(
+        (c for c in cases if c.board in shown_boards),
+        key=lambda c: (c.failing_since is None, -c.flakiness, c.board, c.nodeid),
+    )
     drawn: dict[str, list[CaseHistory]] = {}
-    for case in candidates[:max_cases]:
+    for case in candidates[:MAX_CASES]:
         drawn.setdefault(case.board, []).append(case)
     # One run draws no trend: a single point on empty axes says nothing.
     plots = plots and len(window) > 1
