@@ -227,8 +227,8 @@ def _header(run_dir: Path, summary: Mapping[str, Any]) -> str:
     meta = summary.get("meta", {})
     outcomes = summary["outcomes"]
     counts = " ".join(_badge(f"{outcomes.get(o, 0)} {o}", o) for o in OUTCOMES)
-    for key, what in ((QUARANTINED, QUARANTINED), ("unstable", "unstable")):
-        count = outcomes.get(key) or (summary.get(key) or {}).get("count", 0)
+    for what in (QUARANTINED, "unstable"):
+        count = outcomes.get(what) or (summary.get(what) or {}).get("count", 0)
         counts += f" {_badge(f'{count} {what}', what)}" if count else ""
     failure = summary.get("run_failure")
     failed = (
