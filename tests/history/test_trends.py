@@ -71,7 +71,7 @@ def test_the_page_is_capped(reports: Path, write: Any) -> None:
     outcomes[("board-00", "tests/t.py::test_case[000-board-00]")] = ["passed", "failed"]
     outcomes[failing] = ["passed", "failed"]
     write(outcomes)
-    view = trends_view(load_history(reports), plots=False, max_boards=30, max_cases=200)
+    view = trends_view(load_history(reports), plots=False)
     assert len(view["boards"]) == 30 and view["omitted_boards"] == 5
     drawn = sum(len(b["cases"]) for b in view["boards"])
     assert drawn == 200 and view["omitted_cases"] == 35 * 8 - 200

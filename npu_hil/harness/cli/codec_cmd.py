@@ -25,15 +25,14 @@ def add_parser(sub: Any) -> None:
 
     pack = actions.add_parser("pack", help="logical tensor (.npy) -> device buffer (.bin)")
     add_layout_args(pack, tensor=False)
-    pack.add_argument("--in", dest="src", required=True, type=Path)
-    pack.add_argument("--out", dest="dst", required=True, type=Path)
     pack.set_defaults(run=run_pack)
 
     unpack = actions.add_parser("unpack", help="device buffer (.bin) -> logical tensor (.npy)")
     add_layout_args(unpack)
-    unpack.add_argument("--in", dest="src", required=True, type=Path)
-    unpack.add_argument("--out", dest="dst", required=True, type=Path)
     unpack.set_defaults(run=run_unpack)
+    for action in (pack, unpack):
+        action.add_argument("--in", dest="src", required=True, type=Path)
+        action.add_argument("--out", dest="dst", required=True, type=Path)
 
     locate = actions.add_parser("locate", help="what lives at a byte offset")
     add_layout_args(locate)
@@ -84,8 +83,9 @@ def run_locate(args: argparse.Namespace) -> int:
     return 0
 
 
-def describe(layout: BlockedLayout) -> dict[str, Any]:
-    return {
+def run_describe(args: argparse.Namespace) -> int:
+    layout = layout_from_args(args, parse_shape(args.shape), args.dtype)
+    info = {
         "target": layout.target,
         "layout": layout.name,
         "role": layout.role,
@@ -105,11 +105,6 @@ def describe(layout: BlockedLayout) -> dict[str, Any]:
         "provenance": dict(layout.provenance),
         "attributes": dict(layout.attributes),
     }
-
-
-def run_describe(args: argparse.Namespace) -> int:
-    layout = layout_from_args(args, parse_shape(args.shape), args.dtype)
-    info = describe(layout)
     if args.json:
         print_json(info)
         return 0

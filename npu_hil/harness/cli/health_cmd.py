@@ -67,7 +67,17 @@ def run_health(args: argparse.Namespace) -> int:
         store.clear(name, by="npu-hil health --clear")
     kept = {name: store.read(name) for name in boards}
     _trusted(store.folder)
-    _warn_unreadable(kept)
+    from npu_hil.harness.report.sanitize import clean_text
+
+    # a health file that could not be believed (damaged, not a regular file, another user's):
+    # one named line on stderr; the board reads as ``unknown``
+    for name, health in kept.items():
+        if health.problem:
+            print(
+                f"npu-hil: warning: {clean_text(name)}: health file ignored, read as unknown: "
+                f"{clean_text(health.problem)}",
+                file=sys.stderr,
+            )
     if args.json:
         print_json({name: health.to_dict() for name, health in kept.items()})
     else:
@@ -91,20 +101,6 @@ def _trusted(folder: Path) -> None:
         raise UnsafeFolderError(
             f"{folder}: expected the folder of the boards' health, got a path through a file"
         ) from None
-
-
-def _warn_unreadable(kept: dict[str, Any]) -> None:
-    """One named line on stderr per health file that could not be believed (damaged, not a
-    regular file, another user's): the board reads as ``unknown``, and says why."""
-    from npu_hil.harness.report.sanitize import clean_text
-
-    for name, health in kept.items():
-        if health.problem:
-            print(
-                f"npu-hil: warning: {clean_text(name)}: health file ignored, read as unknown: "
-                f"{clean_text(health.problem)}",
-                file=sys.stderr,
-            )
 
 
 def _print_table(kept: dict[str, Any], source: str, folder: Path) -> None:

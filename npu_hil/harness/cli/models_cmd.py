@@ -119,21 +119,17 @@ def _floats(text: str) -> tuple[float, ...]:
 
 
 def run_install(args: argparse.Namespace) -> int:
-    for compiler in dict.fromkeys(_compilers().values()):
-        _install(compiler)
-    return 0
-
-
-def _install(compiler: ModelCompiler) -> None:
     pip = "-m pip install --quiet --disable-pip-version-check --no-deps"
-    command = [sys.executable, *pip.split(), f"{compiler.toolkit}=={compiler.version}"]
-    done = subprocess.run(command, check=False)
-    if done.returncode != 0:
-        raise CompilerError(f"{' '.join(command[2:])} failed with status {done.returncode}")
-    reason = compiler.probe()
-    if reason is not None:
-        raise CompilerError(f"{reason} {compiler.install_hint}")
-    print(f"{compiler.toolkit} {compiler.version} installed and imports")
+    for compiler in dict.fromkeys(_compilers().values()):
+        command = [sys.executable, *pip.split(), f"{compiler.toolkit}=={compiler.version}"]
+        done = subprocess.run(command, check=False)
+        if done.returncode != 0:
+            raise CompilerError(f"{' '.join(command[2:])} failed with status {done.returncode}")
+        reason = compiler.probe()
+        if reason is not None:
+            raise CompilerError(f"{reason} {compiler.install_hint}")
+        print(f"{compiler.toolkit} {compiler.version} installed and imports")
+    return 0
 
 
 def _normalize(args: argparse.Namespace) -> Normalize | None:

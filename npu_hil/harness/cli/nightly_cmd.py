@@ -122,14 +122,6 @@ def add_parser(sub: Any) -> None:
     nightly.set_defaults(run=run_nightly)
 
 
-def plugin_args(workers: str | None) -> list[str]:
-    """``-p`` options: with plugin autoloading on, the entry points already load npu-hil and
-    xdist (and ``-p npu_hil.harness.plugin`` would register it twice); with it off, name them."""
-    if not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
-        return []
-    return ["-p", "npu_hil.harness.plugin", *(["-p", "xdist"] if workers else [])]
-
-
 def shipped_suite() -> Path:
     """Where the suite shipped with npu-hil is installed (found, not imported: it is pytest's)."""
     spec = importlib.util.find_spec(SHIPPED_SUITE)
@@ -139,7 +131,11 @@ def shipped_suite() -> Path:
 
 
 def pytest_command(args: argparse.Namespace, suite: Path) -> list[str]:
-    cmd = [sys.executable, "-m", "pytest", str(suite), *plugin_args(args.workers)]
+    cmd = [sys.executable, "-m", "pytest", str(suite)]
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        # With plugin autoloading on, the entry points already load npu-hil and xdist (and
+        # ``-p npu_hil.harness.plugin`` would register it twice); with it off, name them.
+        cmd += ["-p", "npu_hil.harness.plugin", *(["-p", "xdist"] if args.workers else [])]
     if suite == shipped_suite():
         # The same case ids wherever npu-hil is installed (a checkout, a venv, site-packages),
         # so that the history compares one night with the next.
@@ -418,9 +414,8 @@ def _check_inventory(path: Path | None, args: argparse.Namespace) -> list[str]:
 def run_nightly(args: argparse.Namespace) -> int:
     suite = resolve_suite(args.suite)
     inventory = args.inventory
-    faults = list(args.sim_fault)
     matrix = bool(args.runtime_matrix)
-    selecting = args.target or args.board or faults or args.runtime or matrix
+    selecting = args.target or args.board or args.sim_fault or args.runtime or matrix
     if inventory is None and selecting and not args.simfarm:
         # pytest's default when run from the checkout; --simfarm writes its own inventory
         inventory = DEFAULT_INVENTORY if DEFAULT_INVENTORY.is_file() else None
@@ -429,24 +424,22 @@ def run_nightly(args: argparse.Namespace) -> int:
         # no file: the plugin's built-in simulated farm is the one the faults must fit
         runtimes = _check_inventory(inventory, args)
     if not matrix:
-        return _run_once(args, suite, faults)[1]
+        return _run_once(args, suite)[1]
     if not runtimes:
         raise NightlyError(
             f"--runtime-matrix: the boards of {inventory or 'the built-in farm'} list no "
             "runtimes (give a board `runtimes:` in the inventory)"
         )
-    return _run_matrix(args, suite, faults, runtimes)
+    return _run_matrix(args, suite, runtimes)
 
 
-def _run_matrix(
-    args: argparse.Namespace, suite: Path, faults: list[str], runtimes: list[str]
-) -> int:
+def _run_matrix(args: argparse.Namespace, suite: Path, runtimes: list[str]) -> int:
     from npu_hil.harness.report.matrix import MATRIX_HTML, MatrixRun, build_matrix, write_matrix
 
     runs = []
     for name in runtimes:
         one = argparse.Namespace(**{**vars(args), "runtime": name, "runtime_matrix": False})
-        run_dir, code = _run_once(one, suite, faults)
+        run_dir, code = _run_once(one, suite)
         runs.append(MatrixRun(runtime=name, run_dir=run_dir, exit_code=code))
     folder = new_run_dir(args.reports)
     folder = folder.rename(folder.with_name(f"matrix-{folder.name}"))
@@ -459,7 +452,7 @@ def _run_matrix(
     return max((run.exit_code for run in runs), default=0)
 
 
-def _run_once(args: argparse.Namespace, suite: Path, faults: list[str]) -> tuple[Path, int]:
+def _run_once(args: argparse.Namespace, suite: Path) -> tuple[Path, int]:
     """One pytest run of the suite into a new run folder, its report and summary printed:
     (the folder, pytest's exit status)."""
     from npu_hil.harness.plugin.sim_faults import parse_board_faults
@@ -483,7 +476,7 @@ def _run_once(args: argparse.Namespace, suite: Path, faults: list[str]) -> tuple
             "argv": cmd[3:],
             "launched_by": launched_by,
             **_nightly_kind(args, suite),
-            "sim_faults": [f.to_dict() for f in parse_board_faults(faults)],
+            "sim_faults": [f.to_dict() for f in parse_board_faults(args.sim_fault)],
         }
         write_run(run_dir, load_records(run_dir), meta)
     _print_summary(run_dir, code)

@@ -140,11 +140,10 @@ def add_parser(sub: Any) -> None:
 
 
 def _seconds(args: argparse.Namespace) -> float | None:
-    if args.hours is not None:
-        return float(args.hours) * 3600.0
-    if args.minutes is not None:
-        return float(args.minutes) * 60.0
-    return None if args.seconds is None else float(args.seconds)
+    for given, scale in ((args.hours, 3600.0), (args.minutes, 60.0), (args.seconds, 1.0)):
+        if given is not None:
+            return float(given) * scale
+    return None
 
 
 def _bounds(args: argparse.Namespace) -> Any:
@@ -197,6 +196,9 @@ class SoakOutcome(TypedDict):
     slopes: list[Slope]
 
 
+_NOT_SLOPE = ("pid", "samples", "warmup_dropped")
+
+
 def _outcome(folder: Path, document: SoakDocument) -> SoakOutcome:
     verdict = document["verdict"]
     return {
@@ -205,16 +207,9 @@ def _outcome(folder: Path, document: SoakDocument) -> SoakOutcome:
         "report": str(folder),
         "elapsed_s": document["elapsed_s"],
         "error_rates": verdict["error_rates"],
+        # each series without its pid, samples and warm-up (soak.json has them)
         "slopes": [
-            {
-                "board": s["board"],
-                "context": s["context"],
-                "metric": s["metric"],
-                "kib_per_1k_jobs": s["kib_per_1k_jobs"],
-                "kib_per_hour": s["kib_per_hour"],
-                "problem": s["problem"],
-                "failed": s["failed"],
-            }
+            cast(Slope, {k: v for k, v in s.items() if k not in _NOT_SLOPE})
             for s in verdict["series"]
         ],
     }

@@ -14,19 +14,6 @@ from typing import cast
 from npu_hil.harness.history.model import Band, CasePoint, Regression, as_figure, strict_json
 from npu_hil.harness.report.records import FindingDocument
 
-__all__ = [
-    "ACCURACY_METRICS",
-    "LATENCY_METRICS",
-    "MAD_SCALE",
-    "P99_MIN_RUNS",
-    "Settings",
-    "band_for",
-    "evaluate",
-    "finding_dict",
-    "metric_value",
-    "new_baseline_note",
-]
-
 MAD_SCALE = 1.4826  # MAD → standard deviation, for normally spread figures
 P99_MIN_RUNS = 10
 LATENCY_METRICS = ("p50_ms", "p99_ms")

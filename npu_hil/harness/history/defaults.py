@@ -4,7 +4,5 @@ nothing of the store (its file lock, the report's modules)."""
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_KEEP"]
-
 DEFAULT_KEEP = 200
 """How many runs the history index keeps, newest first."""

@@ -24,14 +24,6 @@ from npu_hil.harness.history.model import (
 from npu_hil.harness.history.store import History
 from npu_hil.harness.report.compare import outcome_state
 
-__all__ = [
-    "FAMILIES",
-    "FORMATS",
-    "jsonl_lines",
-    "openmetrics_lines",
-    "write_export",
-]
-
 PREFIX = "npu_hil_"
 FORMATS = ("openmetrics", "jsonl")
 
@@ -104,10 +96,6 @@ def _escape_label(value: str) -> str:
     return "".join(c if c >= " " and c != "\x7f" else f"\\\\x{ord(c):02x}" for c in escaped)
 
 
-def _escape_help(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n")
-
-
 def _number(value: float) -> str:
     if math.isnan(value):
         return "NaN"
@@ -145,7 +133,8 @@ def openmetrics_lines(history: History) -> Iterator[str]:
         yield f"# TYPE {family.name} gauge\n"
         if family.unit:
             yield f"# UNIT {family.name} {family.unit}\n"
-        yield f"# HELP {family.name} {_escape_help(family.help)}\n"
+        help_text = family.help.replace("\\", "\\\\").replace("\n", "\\n")
+        yield f"# HELP {family.name} {help_text}\n"
         for point, labels, stamp in labelled:
             value = family.value(point)
             if value is not None:

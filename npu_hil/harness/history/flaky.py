@@ -18,17 +18,6 @@ from npu_hil.harness.report.compare import outcome_state, state_flips
 DEFAULT_RUNS = 20
 ABSENT = ""  # the strip's outcome for a run the case was not in
 
-__all__ = [
-    "ABSENT",
-    "DEFAULT_RUNS",
-    "CaseHistory",
-    "case_histories",
-    "failing_since",
-    "figure",
-    "flakiness",
-    "numeric",
-]
-
 
 class StripCell(TypedDict):
     """A run's outcome of a case in a history's strip (``absent``: not in that run)."""

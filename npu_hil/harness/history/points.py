@@ -14,16 +14,6 @@ from npu_hil.harness.history.model import CasePoint, RunEntry, WorstAccuracy, as
 from npu_hil.harness.report.perf import CLOCKS
 from npu_hil.harness.report.records import OUTCOMES, TestRecord
 
-__all__ = [
-    "LATENCY_FIELDS",
-    "THERMAL_STEP_MC",
-    "case_point",
-    "noise_reason",
-    "run_entry",
-    "subject_after",
-    "worst_accuracy",
-]
-
 # What the history keeps of a Latency (the rest is in the run's records).
 LATENCY_FIELDS = ("p50_ms", "p90_ms", "p99_ms", "min_ms", "max_ms", "jitter_ms", "runs", "source")
 

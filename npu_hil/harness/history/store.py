@@ -32,17 +32,6 @@ from npu_hil.harness.report.atomic import write_text_atomic
 from npu_hil.harness.report.runs import RUN_ID_PATTERN, root_problem
 from npu_hil.harness.report.sanitize import clean_json
 
-__all__ = [
-    "DEFAULT_KEEP",
-    "History",
-    "HistoryLockError",
-    "load_history",
-    "read_index",
-    "read_measurements",
-    "update_index",
-    "write_measurements",
-]
-
 LOCK_FILE = "." + INDEX_FILE + ".lock"  # hidden: a listing of the reports root shows runs
 LOCK_TIMEOUT_S = 30.0
 
@@ -182,13 +171,6 @@ def read_index(
     return [entry for entry in map(_entry, runs) if entry is not None]
 
 
-def _index_text(keep: int, runs: Sequence[RunEntry]) -> str:
-    """The index, a run a line. Each line is dumped alone: ``json.dumps(..., indent=...)`` takes
-    the pure-Python encoder, which made a 1,000-run index take a tenth of a second to write."""
-    lines = ",\n".join(json.dumps(e.to_dict(), sort_keys=True) for e in runs)
-    return f'{{"keep": {keep}, "runs": [\n{lines}\n], "schema": {SCHEMA_VERSION}}}\n'
-
-
 def _lock_path(root: Path) -> Path:
     """The index's lock file, checked first: filelock opens it with O_TRUNC and follows a
     symlink, so a symlink planted there by someone else would empty a file of ours."""
@@ -221,7 +203,11 @@ def update_index(reports_root: Path, entry: RunEntry, keep: int = DEFAULT_KEEP) 
         runs = {e.run_id: e for e in read_index(root, skip=entry.run_id)}
         runs[entry.run_id] = entry
         kept = sorted(runs.values(), key=lambda e: e.run_id)[-keep:]
-        write_text_atomic(root / INDEX_FILE, _index_text(keep, kept))
+        # A run a line, each dumped alone: json.dumps(..., indent=...) takes the pure-Python
+        # encoder, which made a 1,000-run index take a tenth of a second to write.
+        lines = ",\n".join(json.dumps(e.to_dict(), sort_keys=True) for e in kept)
+        text = f'{{"keep": {keep}, "runs": [\n{lines}\n], "schema": {SCHEMA_VERSION}}}\n'
+        write_text_atomic(root / INDEX_FILE, text)
     return kept
 
 

@@ -32,8 +32,6 @@ PLOTS = PlotStyle(
 LINES_WITH_LEGEND = 8
 MARKED_RUNS = 60  # more lines than this: no legend (nodeids would fill the plot)
 
-__all__ = ["MAX_BOARDS", "MAX_CASES", "trends_view"]
-
 
 class CaseRow(TypedDict):
     """A case's row under its board in the page's history view."""
@@ -106,11 +104,6 @@ def _iso(started: float) -> str:
     if not started:
         return ""
     return datetime.fromtimestamp(started, timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
-
-
-def _priority(case: CaseHistory) -> tuple[int, float, str, str]:
-    failing = 0 if case.failing_since is not None else 1
-    return (failing, -case.flakiness, case.board, case.nodeid)
 
 
 def _short(nodeid: str) -> str:
@@ -220,8 +213,6 @@ def trends_view(
     runs: int = DEFAULT_RUNS,
     *,
     plots: bool = True,
-    max_boards: int = MAX_BOARDS,
-    max_cases: int = MAX_CASES,
 ) -> TrendsView:
     """The view of the last ``runs`` runs of ``history`` (see the module's docstring)."""
     cases = case_histories(history, runs)
@@ -230,11 +221,15 @@ def trends_view(
     per_board: dict[str, list[CaseHistory]] = {}
     for case in cases:
         per_board.setdefault(case.board, []).append(case)
-    boards = sorted(per_board)[:max_boards]
+    boards = sorted(per_board)[:MAX_BOARDS]
     shown_boards = set(boards)
-    candidates = sorted((c for c in cases if c.board in shown_boards), key=_priority)
+    # failing first, then the flakiest
+    candidates = sorted(
+        (c for c in cases if c.board in shown_boards),
+        key=lambda c: (c.failing_since is None, -c.flakiness, c.board, c.nodeid),
+    )
     drawn: dict[str, list[CaseHistory]] = {}
-    for case in candidates[:max_cases]:
+    for case in candidates[:MAX_CASES]:
         drawn.setdefault(case.board, []).append(case)
     # One run draws no trend: a single point on empty axes says nothing.
     plots = plots and len(window) > 1

@@ -12,15 +12,6 @@ from typing_extensions import TypedDict
 
 from npu_hil.harness.report.records import LogExcerptDocument, TestRecord
 
-__all__ = [
-    "CSS",
-    "board_log_html",
-    "board_log_properties",
-    "board_log_summary",
-    "board_log_text",
-]
-
-
 LOGS: tuple[Literal["kernel"], Literal["runtime"]] = ("kernel", "runtime")
 
 

@@ -12,8 +12,6 @@ from npu_hil.harness.report.html import row_parts
 from npu_hil.harness.report.junit import testcase_text
 from npu_hil.harness.report.records import TestRecord
 
-__all__ = ["CaseTexts", "folded"]
-
 
 def folded(record: TestRecord) -> bool:
     """Whether the page shows the case folded (passed, skipped, quarantined) or open."""

@@ -129,19 +129,15 @@ def _earlier_runs(run_dir: Path) -> list[Path]:
     return [p for p in siblings[:SCAN_LIMIT] if p.name < run_dir.name]
 
 
-def _record_count(run_dir: Path) -> int:
-    try:
-        with (run_dir / RECORDS_FILE).open("rb") as handle:
-            return sum(1 for line in handle if line.strip())
-    except OSError:
-        return 0
-
-
 def incomplete_reason(run_dir: Path, summary: PastSummary | None) -> str | None:
     """Why the run at ``run_dir`` is incomplete, or None when it finished. ``summary`` is its
     summary.json (None: it has none)."""
     if summary is None:
-        count = _record_count(run_dir)
+        try:
+            with (run_dir / RECORDS_FILE).open("rb") as handle:
+                count = sum(1 for line in handle if line.strip())
+        except OSError:
+            count = 0
         return f"it crashed or was killed: no summary.json, {count} test records written"
     meta = summary.get("meta", {})
     if meta.get("complete"):

@@ -104,16 +104,6 @@ def _badge(text: str, cls: str) -> str:
     return f'<span class="b {escape(cls)}">{escape(text)}</span>'
 
 
-def _prov_badge(provenance: str) -> str:
-    if provenance in ("hw", "sim"):
-        return _badge(provenance.upper(), provenance)
-    return _badge("-", "none")
-
-
-def _kind_badge(kind: str) -> str:
-    return _badge(kind, {"HW": "hw", "SIM": "sim", "HW+SIM": "mixedb"}.get(kind, "none"))
-
-
 def embed_png(run_dir: Path, relative: str) -> str | None:
     """A ``data:`` URI of the PNG at ``run_dir / relative``, or None when it is missing."""
     path = run_dir / relative
@@ -237,8 +227,8 @@ def _header(run_dir: Path, summary: Mapping[str, Any]) -> str:
     meta = summary.get("meta", {})
     outcomes = summary["outcomes"]
     counts = " ".join(_badge(f"{outcomes.get(o, 0)} {o}", o) for o in OUTCOMES)
-    for key, what in ((QUARANTINED, QUARANTINED), ("unstable", "unstable")):
-        count = outcomes.get(key) or (summary.get(key) or {}).get("count", 0)
+    for what in (QUARANTINED, "unstable"):
+        count = outcomes.get(what) or (summary.get(what) or {}).get("count", 0)
         counts += f" {_badge(f'{count} {what}', what)}" if count else ""
     failure = summary.get("run_failure")
     failed = (
@@ -356,7 +346,9 @@ def _boards(summary: Mapping[str, Any], comparison: Mapping[str, Any]) -> str:
     for board, entry in summary["per_board"].items():
         bad = entry.get("failed", 0) + entry.get("error", 0)
         cells = "".join(f"<td>{entry.get(o, 0)}</td>" for o in OUTCOMES)
-        kind = "" if board == NO_BOARD else _kind_badge(str(entry.get("kind", "-")))
+        kind = str(entry.get("kind", "-"))
+        css = {"HW": "hw", "SIM": "sim", "HW+SIM": "mixedb"}.get(kind, "none")
+        kind = "" if board == NO_BOARD else _badge(kind, css)
         link = f'<a href="#board={escape(board)}">{escape(board)}</a>'
         rows.append(
             f'<tr class="{"row-failed" if bad else ""}"><td>{link}</td>'
@@ -648,6 +640,7 @@ def row_parts(run_dir: Path, r: TestRecord, folded: bool) -> tuple[str, str]:
         "folded": "1" if folded else "0",
     }
     attrs = " ".join(f'data-{k}="{escape(v)}"' for k, v in data.items())
+    ran = _badge(r.provenance.upper(), r.provenance) if r.provenance in ("hw", "sim") else ""
     message = f"<div>{escape(r.message)}</div>" if r.message else ""
     message += stability_notes(r) + board_log_html(r) + latency_html(r)
     if folded:  # a passing case keeps its accuracy figures in view (the details are folded)
@@ -667,7 +660,7 @@ def row_parts(run_dir: Path, r: TestRecord, folded: bool) -> tuple[str, str]:
     return (
         f'<tr class="case row-{escape(r.outcome)}" {attrs}><td>{_badge(r.outcome, r.outcome)}'
         f"{stability_badges(r)}",
-        f"</td><td>{_prov_badge(r.provenance)}</td><td>{escape(board)}</td>"
+        f"</td><td>{ran or _badge('-', 'none')}</td><td>{escape(board)}</td>"
         f"<td>{escape(r.layout)}</td><td><code>{escape(r.nodeid)}</code>{message}{detail}</td>"
         f"<td>{r.duration_s:.2f}s</td></tr>",
     )

@@ -16,8 +16,6 @@ from npu_hil.harness.report.atomic import write_text_atomic
 from npu_hil.harness.report.records import TestRecord
 from npu_hil.harness.report.runs import PastSummary, load_records, read_summary
 
-__all__ = ["MATRIX_HTML", "MATRIX_JSON", "MatrixRun", "build_matrix", "write_matrix"]
-
 MATRIX_JSON = "matrix.json"
 MATRIX_HTML = "matrix.html"
 ABSENT = "absent"

@@ -9,8 +9,6 @@ from typing import Any
 
 from npu_hil.harness.report.records import TestRecord
 
-__all__ = ["board_state_properties", "latency_html", "latency_properties"]
-
 # A board state reading's clocks: (list, its entries' key, their frequency's field)
 CLOCKS = (
     ("cpu", "policy", "cur_freq_khz"),

@@ -8,8 +8,6 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PlotStyle"]
-
 
 @dataclass(frozen=True)
 class PlotStyle:

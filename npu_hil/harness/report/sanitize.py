@@ -9,8 +9,6 @@ import json
 import re
 from typing import Any
 
-__all__ = ["REPLACEMENT", "clean_json", "clean_text", "clean_value"]
-
 REPLACEMENT = "\ufffd"
 
 # Surrogates and noncharacters (U+FDD0-U+FDEF, and the last two code points of every plane).

@@ -10,14 +10,6 @@ from typing_extensions import TypedDict
 
 from npu_hil.harness.report.records import QUARANTINED, TestRecord
 
-__all__ = [
-    "CSS",
-    "stability_badges",
-    "stability_notes",
-    "stability_properties",
-    "stability_summary",
-]
-
 
 class UnstableCase(TypedDict):
     """A pass that needed a retry, in summary.json's ``unstable.cases``."""

@@ -12,8 +12,6 @@ import numpy as np
 
 from npu_hil.harness.soak.documents import FitDocument
 
-__all__ = ["MAX_POINTS", "Fit", "theil_sen"]
-
 MAX_POINTS = 800
 """More samples than this are thinned evenly first (the pairs grow as n²)."""
 Z_95 = 1.959963984540054

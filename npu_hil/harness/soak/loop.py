@@ -34,8 +34,6 @@ from npu_hil.harness.soak.samples import (
 )
 from npu_hil.harness.transport.local import LocalTransport
 
-__all__ = ["BoardSoak", "SoakError", "SoakRun", "soak"]
-
 log = logging.getLogger(__name__)
 
 MAX_FAILURES_KEPT = 2000
@@ -289,20 +287,14 @@ def soak(
             )
             threads.append(thread)
             thread.start()
-        try:
-            while any(t.is_alive() for t in threads):
-                for thread in threads:
-                    thread.join(timeout=1.0 / max(1, len(threads)))
-                if on_progress is not None:
-                    run.elapsed_s = time.monotonic() - started
-                    on_progress(run)
-        except KeyboardInterrupt:
-            run.interrupted = True
-            stop.set()
+        while any(t.is_alive() for t in threads):
             for thread in threads:
-                thread.join()
+                thread.join(timeout=1.0 / max(1, len(threads)))
+            if on_progress is not None:
+                run.elapsed_s = time.monotonic() - started
+                on_progress(run)
     except KeyboardInterrupt:
-        # While the boards were made ready or primed: what ran so far is the soak's report.
+        # While the boards were made ready, primed or ran: what ran so far is the soak's report.
         run.interrupted = True
         stop.set()
         for thread in threads:

@@ -1,8 +1,6 @@
-"""The soak's report: a new private ``<reports>/soak-<run-id>/`` with ``soak.json`` (the plan,
-the bounds, every sample, the counts, the fits, the verdict) and ``soak.html`` (the verdict and
-per board plots of RSS, CMA in use and failed jobs over time, embedded as PNG data). The folder's
-name is no nightly run id, so the nightly's history and comparisons never take a soak for a run.
-"""
+"""The soak's report in a new private ``<reports>/soak-<run-id>/``: ``soak.json`` and ``soak.html``
+(docs/farm/health.md, "Soak"). The folder's name is no nightly run id, so the nightly's history
+and comparisons never take a soak for a run."""
 
 from __future__ import annotations
 
@@ -19,8 +17,6 @@ from npu_hil.harness.report.runs import new_run_id
 from npu_hil.harness.soak.documents import SoakDocument
 from npu_hil.harness.soak.loop import BoardSoak, SoakRun
 from npu_hil.harness.soak.verdict import Verdict, sample_value
-
-__all__ = ["HTML_FILE", "JSON_FILE", "SCHEMA", "soak_document", "write_soak_report"]
 
 SCHEMA = "npu-hil-soak/1"
 JSON_FILE = "soak.json"

@@ -13,8 +13,6 @@ from npu_hil.harness.soak.documents import (
     SampleDocument,
 )
 
-__all__ = ["ContextCounts", "Failure", "MemorySample", "SoakPlan", "sample_from"]
-
 
 @dataclass(frozen=True)
 class SoakPlan:

@@ -24,8 +24,6 @@ from npu_hil.harness.soak.fit import Fit, theil_sen
 from npu_hil.harness.soak.loop import BoardSoak, SoakRun
 from npu_hil.harness.soak.samples import MemorySample
 
-__all__ = ["DEFAULT_LEAK_KIB_PER_1K", "Bounds", "SeriesFit", "Verdict", "judge", "sample_value"]
-
 DEFAULT_LEAK_KIB_PER_1K = 4096.0
 """The leak bound when none is given: 4 MiB per 1000 jobs of one agent (a clean simulated
 agent grows about 1.3 KiB per job over its first few hundred jobs: Python's allocator)."""
