@@ -26,14 +26,14 @@ REPO = Path(__file__).resolve().parents[1]
 # small model carried ahead of its job): the one way to travel that this budget's issue asks for;
 # then lowered by merging the modules one concept was split over, folding repeats, moving the
 # test support out of the runtime package (npu_hil_testkit) and dropping what only tests used.
-PACKAGE_LINES = 45_608
+PACKAGE_LINES = 44_926
 # Signatures (parameters and return) in npu_hil/ that take or give a ``dict[str, Any]``: the
 # documents with a fixed shape become typed classes, toward 40; a budget that only comes down.
-UNTYPED_SIGNATURES = 24
+UNTYPED_SIGNATURES = 22
 # The same with any mapping of ``Any`` (``Mapping``, ``MutableMapping``, ``typing.Dict``), so
 # that a document cannot leave the count above by a change of spelling: settings the user writes
 # (adapter options, fault parameters) and JSON carried through unread.
-ANY_MAPPING_SIGNATURES = 117
+ANY_MAPPING_SIGNATURES = 115
 SUITE = REPO / "npu_hil" / "harness" / "suite"
 
 # Files outside targets/ whose code (not their docstrings) names a vendor, a runtime or a target.
