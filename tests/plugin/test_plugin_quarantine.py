@@ -6,6 +6,7 @@ error; ``--quarantine-verify`` runs only the listed tests and says which now pas
 from __future__ import annotations
 
 import json
+import os
 import xml.etree.ElementTree as ET
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -343,6 +344,18 @@ def test_verify_runs_only_the_listed_tests_and_names_those_that_pass(
     assert [n.split("::")[1] for n in summary["quarantine"]["now_passing"]] == [
         "test_fixed[rk3588-01]"
     ]
+
+
+def test_a_quarantine_path_that_is_no_regular_file_is_refused_not_waited_on(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(test_quarantine_cases=CASES)
+    os.mkfifo(project.path / "quarantine.yaml")  # no writer: reading it would wait for ever
+    result = project.runpytest("--quarantine", "quarantine.yaml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    errors = [line for line in result.errlines if line.startswith("ERROR:")]
+    assert len(errors) == 1 and "--quarantine quarantine.yaml: cannot read the file" in errors[0]
+    assert "a quarantine file (YAML)" in errors[0], errors
 
 
 def test_verify_needs_the_list(project: pytest.Pytester) -> None:

@@ -70,11 +70,14 @@ def pytest_configure(config: pytest.Config) -> None:
     path = Path(given)
     if not path.is_absolute():
         path = Path(config.invocation_params.dir) / path
+    from npu_hil.harness.files import InputFileError, read_regular
+    from npu_hil.harness.yaml_reader import MAX_CHARS
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise pytest.UsageError(f"--quarantine {given}: cannot read the file: {reason}") from None
+        # A regular file within the YAML reader's bound: a FIFO is refused, not waited on.
+        text = bytes(read_regular(path, "a quarantine file (YAML)", MAX_CHARS)).decode("utf-8")
+    except (InputFileError, UnicodeDecodeError) as exc:
+        raise pytest.UsageError(f"--quarantine {given}: cannot read the file: {exc}") from None
     try:
         entries = parse_quarantine(text, source=str(given))
     except QuarantineError as exc:
