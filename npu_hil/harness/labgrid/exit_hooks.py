@@ -1,20 +1,28 @@
-"""Releasing places when the process ends: an ``atexit`` hook, and while places are held a
-handler of SIGINT, SIGTERM and SIGHUP that releases them at once and then raises
-KeyboardInterrupt (so pytest still writes its report). At once: SIGTERM's default runs neither
-``finally`` blocks nor ``atexit``, and a teardown after Ctrl-C can outlast the sender's patience.
-Installed only over the default action, from the main thread; SIGKILL is the ledger's.
+"""Releasing places when the process ends: normally, on Ctrl-C, on SIGTERM or SIGHUP.
+
+- Normal end: the caller (pytest, a script) closes the farm, which releases; an ``atexit`` hook
+  releases whatever is still held after that.
+- Ctrl-C (SIGINT), SIGTERM and SIGHUP (a CI job cancelled, a terminal closed): while places are
+  held, a handler releases them first and then raises KeyboardInterrupt, so the run ends the way
+  Ctrl-C ends it (pytest still writes its report). Released at once rather than at the end of
+  the unwinding: SIGTERM's default runs neither ``finally`` blocks nor ``atexit``, and a
+  process's teardown after Ctrl-C can take longer than the one who sent it waits. The handler is
+  installed only over the default action (Python's KeyboardInterrupt for SIGINT) and only from
+  the main thread, and the previous handler comes back when the last holder closes.
+- SIGKILL cannot be caught: :mod:`npu_hil.harness.labgrid.ledger` covers it on the next start.
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import logging
 import signal
 import threading
 import weakref
 from types import FrameType
 from typing import Any, Protocol
+
+__all__ = ["register", "unregister"]
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +41,7 @@ class _Closable(Protocol):
 
 _open: weakref.WeakSet[Any] = weakref.WeakSet()
 _previous: dict[int, Any] = {}
+_atexit_registered = False
 _lock = threading.RLock()
 
 
@@ -42,9 +51,6 @@ def _release_all() -> None:
             holder.close()
         except Exception as exc:  # one coordinator's trouble must not keep the others' places
             log.warning("releasing labgrid places at exit: %s", exc)
-
-
-atexit.register(_release_all)  # with nothing held, it releases nothing
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
@@ -74,16 +80,22 @@ def _restore() -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     for signum, previous in list(_previous.items()):
-        with contextlib.suppress(ValueError, OSError):
+        try:
             if signal.getsignal(signum) is _on_signal:
                 signal.signal(signum, previous)
+        except (ValueError, OSError):
+            pass
         del _previous[signum]
 
 
 def register(holder: _Closable) -> None:
     """Release ``holder``'s places (``holder.close()``) however the process ends."""
+    global _atexit_registered
     with _lock:
         _open.add(holder)
+        if not _atexit_registered:
+            atexit.register(_release_all)
+            _atexit_registered = True
         _install()
 
 
