@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+import npu_hil.harness.farm.quarantine as farm_quarantine
+
 # The first model run of each test raises TransportError (a dropped link), once: the farm's
 # retry passes it.
 DROPS_ONCE = """
@@ -73,8 +75,24 @@ def test_fixed(run_model):
 """
 
 
+# "Today" for the whole module, fixed when it is collected, and the plugin is told the same day:
+# a run that crosses midnight UTC would otherwise find the entries' dates a day off.
+TODAY = datetime.now(timezone.utc).date()
+# The same, for a run in a subprocess (a conftest of the project).
+PIN_TODAY = f"""
+import datetime
+import npu_hil.harness.farm.quarantine as quarantine
+quarantine.today_utc = lambda: datetime.date.fromisoformat("{TODAY.isoformat()}")
+"""
+
+
+@pytest.fixture(autouse=True)
+def today_pinned(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(farm_quarantine, "today_utc", lambda: TODAY)
+
+
 def _day(offset: int) -> str:
-    return (datetime.now(timezone.utc).date() + timedelta(days=offset)).isoformat()
+    return (TODAY + timedelta(days=offset)).isoformat()
 
 
 def _quarantine(project: pytest.Pytester, *entries: str) -> Path:
@@ -370,6 +388,7 @@ def test_under_xdist_the_list_holds_and_an_unknown_entry_stops_the_run(
     project: pytest.Pytester,
 ) -> None:
     project.makepyfile(test_quarantine_cases=CASES)
+    project.makeconftest(PIN_TODAY)
     _quarantine(project, KNOWN_BAD, FIXED)
     args = ("-n", "2", "-p", "xdist", "-p", "no:cacheprovider", "--quarantine", "quarantine.yaml")
     result = project.runpytest_subprocess(*args, "-k", "not new_bad")
