@@ -38,6 +38,19 @@ EXPORTER = "npu-exporter"
 SSH_PLACE = "rk3588-ssh-01"
 SERIAL_PLACE = "rk3588-serial-01"
 RAW_PLACE = "kl730-raw-01"
+
+
+def as_foreground(command: Sequence[str]) -> list[str]:
+    """``command`` with SIGINT at its default, as Ctrl-C finds a terminal's foreground job, for a
+    process the tests stop with SIGINT. A process inherits an ignored SIGINT (a script's
+    background job, a CI runner that starts jobs so), and Python then never turns SIGINT into
+    KeyboardInterrupt: the test would wait on a process that rightly ignores it. Reset in a
+    process that then execs, not in ``preexec_fn``: Python code between fork and exec crashes
+    beside grpc's threads."""
+    reset = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    return [sys.executable, "-c", reset + "os.execv(sys.argv[1], sys.argv[1:])", *command]
+
+
 COLLEAGUE = {"LG_HOSTNAME": "desk-7", "LG_USERNAME": "colleague"}
 
 

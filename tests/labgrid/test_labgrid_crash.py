@@ -19,7 +19,7 @@ from npu_hil.harness.labgrid.config import LabgridConfig
 from npu_hil.harness.labgrid.errors import PlaceBusyError
 from npu_hil.harness.labgrid.ledger import Holder, PlaceLedger, current_holder, holder_alive
 from npu_hil.harness.labgrid.places import LabgridPlaces
-from tests.labgrid.lab import SSH_PLACE, Lab
+from tests.labgrid.lab import SSH_PLACE, Lab, as_foreground
 
 HOLDER = Path(__file__).with_name("holder.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +30,9 @@ class Holding:
 
     def __init__(self, lab: Lab, workdir: Path, *extra: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, str(HOLDER), lab.address, SSH_PLACE, str(workdir), *extra],
+            as_foreground(
+                [sys.executable, str(HOLDER), lab.address, SSH_PLACE, str(workdir), *extra]
+            ),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -20,7 +20,14 @@ from npu_hil.harness.errors import TransportError
 from npu_hil.harness.farm import Farm, Inventory, load_inventory
 from npu_hil.harness.farm.labgrid_boards import FarmPlaces
 from npu_hil.harness.farm.power import power_cycle
-from tests.labgrid.lab import COLLEAGUE, SERIAL_PLACE, SSH_PLACE, Lab, labgrid_inventory
+from tests.labgrid.lab import (
+    COLLEAGUE,
+    SERIAL_PLACE,
+    SSH_PLACE,
+    Lab,
+    as_foreground,
+    labgrid_inventory,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 # One quick regression case: enough to prove a board was reached, acquired and released.
@@ -206,7 +213,7 @@ def _start_and_wait_for_the_place(
     lab: Lab, inventory: Path, tmp_path: Path, *args: str
 ) -> subprocess.Popen[str]:
     run = subprocess.Popen(
-        suite_command(inventory, tmp_path, *args),
+        as_foreground(suite_command(inventory, tmp_path, *args)),
         cwd=ROOT,
         env=suite_env(tmp_path),
         stdout=subprocess.PIPE,
