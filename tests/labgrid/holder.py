@@ -10,6 +10,8 @@ the interpreter's exit hooks can release the place.
 
 from __future__ import annotations
 
+import faulthandler
+import signal
 import sys
 from pathlib import Path
 
@@ -18,6 +20,8 @@ from npu_hil.harness.labgrid.places import LabgridPlaces
 
 
 def main(argv: list[str]) -> int:
+    # SIGUSR1 prints every thread's stack: what a test that waited in vain shows.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     coordinator, place, workdir = argv[:3]
     places = LabgridPlaces(
         LabgridConfig(coordinator, places=(place,), wait=30.0), workdir=Path(workdir)

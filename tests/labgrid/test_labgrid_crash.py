@@ -50,7 +50,16 @@ class Holding:
 
     def signal(self, signum: int) -> int:
         self.process.send_signal(signum)
-        return self.process.wait(30)
+        try:
+            return self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.send_signal(signal.SIGUSR1)  # its threads' stacks, then its end
+            time.sleep(1.0)
+            self.process.kill()
+            _, stderr = self.process.communicate(timeout=10)
+            raise AssertionError(
+                f"holder still running 30 s after signal {signum}:\n{stderr}"
+            ) from None
 
     def stop(self) -> int:
         assert self.process.stdin is not None
