@@ -108,7 +108,7 @@ def _local(folder: Path) -> Any:
 @contextmanager
 def _ssh(folder: Path) -> Iterator[Any]:
     from npu_hil.harness.transport.ssh import SshTransport
-    from npu_hil.testkit.simfarm import sshd as sshd_module
+    from npu_hil_testkit.simfarm import sshd as sshd_module
 
     process, sshd = sshd_module.start_sshd(folder / "sshd", env={"PYTHONPATH": str(REPO)})
     known = folder / "known_hosts"

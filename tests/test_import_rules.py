@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES = ("npu_hil", "tests", "benchmarks")
+SOURCES = ("npu_hil", "testkit/npu_hil_testkit", "tests", "benchmarks")
 BARE = ("harness", "targets")
 MODULE_STRING = re.compile(r"(harness|targets)(\.[a-z_]\w*)+\Z")
 CODE_STRING = re.compile(r"(?:^|[\n;])\s*(?:from|import)\s+(?:harness|targets)\b")

@@ -88,3 +88,16 @@ class ArtifactError(CompatibilityError):
     """A compiled model file that is not what its suffix claims: the wrong magic, a header or
     model-info block cut short or out of bounds, a model-info block that is not the JSON the
     toolkit writes. The message names the file, what was expected and at which offset."""
+
+
+class TestSupportMissingError(NpuHilError):
+    """``npu-hil simfarm`` or ``--simfarm`` without the test support, which is a distribution of
+    its own (npu-hil-testkit) so that the runtime package never ships it."""
+
+    __test__ = False  # not a test class, whatever its name says to pytest
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"{what} needs npu-hil's test support, a distribution of its own: "
+            "pip install 'npu-hil[simfarm]' (from a clone: pip install ./testkit)"
+        )

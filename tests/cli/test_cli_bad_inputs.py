@@ -251,8 +251,8 @@ def test_one_group_is_the_tensor_of_the_cases() -> None:
 
 
 def test_simfarm_up_refuses_an_absurd_board_count_before_the_lock(tmp_path: Path) -> None:
-    from npu_hil.testkit.simfarm import farm
-    from npu_hil.testkit.simfarm.errors import SimFarmError
+    from npu_hil_testkit.simfarm import farm
+    from npu_hil_testkit.simfarm.errors import SimFarmError
 
     with pytest.raises(SimFarmError, match="1 to 64 boards"):
         farm.up(tmp_path / "farm", boards=10**20, targets=["rk3588"])
@@ -269,8 +269,8 @@ def test_simfarm_up_refuses_an_absurd_board_count_before_the_lock(tmp_path: Path
     ],
 )
 def test_a_malformed_state_file_is_a_simfarm_error(text: str, tmp_path: Path) -> None:
-    from npu_hil.testkit.simfarm.errors import SimFarmError
-    from npu_hil.testkit.simfarm.state import load_state
+    from npu_hil_testkit.simfarm.errors import SimFarmError
+    from npu_hil_testkit.simfarm.state import load_state
 
     folder = tmp_path / "farm"
     folder.mkdir(mode=0o700)

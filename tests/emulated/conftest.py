@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from npu_hil.testkit.emulated import (
+from npu_hil_testkit.emulated import (
     EmulatedBoard,
     EmulationError,
     build_root,

@@ -21,9 +21,9 @@ from npu_hil.harness.farm.connect import connect
 from npu_hil.harness.farm.inventory import load_inventory
 from npu_hil.harness.transport import LocalTransport
 from npu_hil.harness.transport.ssh import SshTransport
-from npu_hil.testkit.emulated import EmulatedBoard
-from npu_hil.testkit.simfarm import Sshd, start_sshd, stop_sshd
-from npu_hil.testkit.simfarm.errors import SimFarmError
+from npu_hil_testkit.emulated import EmulatedBoard
+from npu_hil_testkit.simfarm import Sshd, start_sshd, stop_sshd
+from npu_hil_testkit.simfarm.errors import SimFarmError
 
 # End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
 pytestmark = pytest.mark.e2e

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from fake_compile import compile_manifest
 
-from npu_hil.testkit.emulated import EmulatedBoard
+from npu_hil_testkit.emulated import EmulatedBoard
 
 # End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
 pytestmark = pytest.mark.e2e

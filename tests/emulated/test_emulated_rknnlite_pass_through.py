@@ -18,7 +18,7 @@ from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.agent.protocol import InputSpec, JobSpec, Result
 from npu_hil.harness.codec import get_layout
 from npu_hil.harness.transport import LocalTransport
-from npu_hil.testkit.emulated import EmulatedBoard
+from npu_hil_testkit.emulated import EmulatedBoard
 
 # End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
 pytestmark = pytest.mark.e2e

@@ -20,7 +20,7 @@ from npu_hil.harness.errors import UnsafeFolderError
 from npu_hil.harness.farm import Farm, parse_inventory
 from npu_hil.harness.folders import default_workdir, private_dir
 from npu_hil.harness.transport import LocalTransport
-from npu_hil.testkit.simfarm import SimFarmError, up
+from npu_hil_testkit.simfarm import SimFarmError, up
 
 NOBODY = 65534
 BOARD = "kl730-sim"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from npu_hil.testkit.simfarm import MissingToolError, SimFarmError, down, up
-from npu_hil.testkit.simfarm.console import require_ser2net
-from npu_hil.testkit.simfarm.procs import free_port, is_listening, spawn, wait_until
+from npu_hil_testkit.simfarm import MissingToolError, SimFarmError, down, up
+from npu_hil_testkit.simfarm.console import require_ser2net
+from npu_hil_testkit.simfarm.procs import free_port, is_listening, spawn, wait_until
 from tests.labgrid.lab import (
     COLLEAGUE,
     EXPORTER,

@@ -1,5 +1,5 @@
 """A labgrid lab on 127.0.0.1: a real ``labgrid-coordinator`` and ``labgrid-exporter`` (free ports,
-temporary folders) exporting simulated boards of :mod:`npu_hil.testkit.simfarm`:
+temporary folders) exporting simulated boards of :mod:`npu_hil_testkit.simfarm`:
 
 - ``rk3588-ssh-01``: a ``NetworkService`` for the farm's sshd and a ``NetworkPowerPort`` (labgrid's
   ``simplerest`` model) switched by a small HTTP power switch on 127.0.0.1;
@@ -30,9 +30,9 @@ from typing import Any
 
 import pytest
 
-from npu_hil.testkit.simfarm import FarmState
-from npu_hil.testkit.simfarm.console import require_ser2net, start_serial_board, stop_serial_board
-from npu_hil.testkit.simfarm.procs import free_port, is_listening, spawn, stop_popen, wait_until
+from npu_hil_testkit.simfarm import FarmState
+from npu_hil_testkit.simfarm.console import require_ser2net, start_serial_board, stop_serial_board
+from npu_hil_testkit.simfarm.procs import free_port, is_listening, spawn, stop_popen, wait_until
 
 EXPORTER = "npu-exporter"
 SSH_PLACE = "rk3588-ssh-01"

@@ -160,7 +160,7 @@ def test_power_needs_a_held_place(lab: Lab, workdir: Path) -> None:
 
 @pytest.mark.needs_labgrid
 def test_unreachable_coordinator_is_a_labgrid_error(workdir: Path) -> None:
-    from npu_hil.testkit.simfarm.procs import free_port
+    from npu_hil_testkit.simfarm.procs import free_port
 
     config = LabgridConfig(f"127.0.0.1:{free_port()}", places=("x-01",))
     started = time.monotonic()

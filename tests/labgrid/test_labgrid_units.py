@@ -211,7 +211,7 @@ def test_section_errors_say_where(section: str, message: str) -> None:
 
 @pytest.mark.needs_labgrid
 def test_unreachable_coordinator_at_load(tmp_path: Path) -> None:
-    from npu_hil.testkit.simfarm.procs import free_port
+    from npu_hil_testkit.simfarm.procs import free_port
 
     address = f"127.0.0.1:{free_port()}"
     named = tmp_path / "named.yaml"

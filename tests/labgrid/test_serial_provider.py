@@ -16,9 +16,9 @@ import pytest
 
 from npu_hil.harness.labgrid.serial_provider import CANDIDATES, serial_provider
 from npu_hil.harness.transport.serial_console import SerialTransport, prepare_url
-from npu_hil.testkit.simfarm import MissingToolError, SerialBoard, start_ser2net, stop_serial_board
-from npu_hil.testkit.simfarm.console import require_ser2net, start_serial_board
-from npu_hil.testkit.simfarm.procs import free_port, is_listening, spawn, stop_popen, wait_until
+from npu_hil_testkit.simfarm import MissingToolError, SerialBoard, start_ser2net, stop_serial_board
+from npu_hil_testkit.simfarm.console import require_ser2net, start_serial_board
+from npu_hil_testkit.simfarm.procs import free_port, is_listening, spawn, stop_popen, wait_until
 
 # End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
 pytestmark = pytest.mark.e2e

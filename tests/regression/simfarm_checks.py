@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from npu_hil.testkit.simfarm import MissingToolError
-from npu_hil.testkit.simfarm.console import require_socat
-from npu_hil.testkit.simfarm.sshd import require_openssh
+from npu_hil_testkit.simfarm import MissingToolError
+from npu_hil_testkit.simfarm.console import require_socat
+from npu_hil_testkit.simfarm.sshd import require_openssh
 
 
 def require_link(kind: str) -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from simfarm_checks import require_link
 
-from npu_hil.testkit.simfarm import down
-from npu_hil.testkit.simfarm.ledger import SimFarmLedger
+from npu_hil_testkit.simfarm import down
+from npu_hil_testkit.simfarm.ledger import SimFarmLedger
 
 # End to end: real servers, boards or whole runs in subprocesses (README: test tiers).
 pytestmark = pytest.mark.e2e

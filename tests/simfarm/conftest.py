@@ -13,7 +13,7 @@ import pytest
 from npu_hil.harness.farm.inventory import Board
 from npu_hil.harness.transport.serial_console import SerialTransport
 from npu_hil.harness.transport.ssh import SshTransport
-from npu_hil.testkit.simfarm import FarmState, MissingToolError, down, up
+from npu_hil_testkit.simfarm import FarmState, MissingToolError, down, up
 
 # Two targets of different vendors, two boards each per transport: enough to see that boards
 # share one sshd but not a workdir, and each serial board has its own console.

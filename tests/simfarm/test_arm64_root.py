@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from npu_hil.harness.cli.main import main
-from npu_hil.testkit.emulated import (
+from npu_hil_testkit.emulated import (
     DEFAULT_RECIPE,
     EmulatedRoot,
     EmulationError,
@@ -21,8 +21,8 @@ from npu_hil.testkit.emulated import (
     find_root,
     make_board,
 )
-from npu_hil.testkit.emulated.recipe import host_mirror
-from npu_hil.testkit.emulated.root import write_launcher
+from npu_hil_testkit.emulated.recipe import host_mirror
+from npu_hil_testkit.emulated.root import write_launcher
 
 
 def test_the_key_changes_with_every_part_of_the_recipe() -> None:

@@ -14,8 +14,8 @@ from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.agent.protocol import InputSpec, JobSpec
 from npu_hil.harness.farm.inventory import load_inventory
 from npu_hil.harness.models import build, save
-from npu_hil.testkit.simfarm import FarmState, SimFarmError, status, up
-from npu_hil.testkit.simfarm.inventory import checkout_manifest
+from npu_hil_testkit.simfarm import FarmState, SimFarmError, status, up
+from npu_hil_testkit.simfarm.inventory import checkout_manifest
 from tests.simfarm.conftest import TARGETS, of_kind, serial_transport, ssh_transport
 
 # End to end: real servers, boards or whole runs in subprocesses (README: test tiers).

@@ -13,7 +13,7 @@ import pytest
 
 from npu_hil.harness.cli.main import main
 from npu_hil.harness.farm.inventory import load_inventory
-from npu_hil.testkit.simfarm import harness_root
+from npu_hil_testkit.simfarm import harness_root
 from tests.simfarm.conftest import gone
 
 # End to end: real servers, boards or whole runs in subprocesses (README: test tiers).

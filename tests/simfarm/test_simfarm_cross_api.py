@@ -16,7 +16,7 @@ from npu_hil.harness.farm import Farm
 from npu_hil.harness.farm.session import BoardSession
 from npu_hil.harness.pipeline import run_model
 from npu_hil.harness.transport.ssh import SshTransport
-from npu_hil.testkit.simfarm import FarmState, down
+from npu_hil_testkit.simfarm import FarmState, down
 from tests.simfarm.conftest import start_farm
 
 # End to end: real servers, boards or whole runs in subprocesses (README: test tiers).

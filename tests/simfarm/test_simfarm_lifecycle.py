@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from npu_hil.harness.farm.inventory import load_inventory
-from npu_hil.testkit.simfarm import SimFarmError, default_dir, down, load_state, status, up
-from npu_hil.testkit.simfarm.procs import ProcessRecord, process_state, record_process
-from npu_hil.testkit.simfarm.state import STATE_FILE, FarmState, save_state
+from npu_hil_testkit.simfarm import SimFarmError, default_dir, down, load_state, status, up
+from npu_hil_testkit.simfarm.procs import ProcessRecord, process_state, record_process
+from npu_hil_testkit.simfarm.state import STATE_FILE, FarmState, save_state
 from tests.simfarm.conftest import gone, of_kind, serial_transport, ssh_transport, start_farm
 
 # End to end: real servers, boards or whole runs in subprocesses (README: test tiers).

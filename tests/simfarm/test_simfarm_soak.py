@@ -12,7 +12,7 @@ import pytest
 from npu_hil.harness.farm import Farm
 from npu_hil.harness.soak import SoakPlan, judge, soak
 from npu_hil.harness.transport.ssh import SshTransport
-from npu_hil.testkit.simfarm import FarmState, down
+from npu_hil_testkit.simfarm import FarmState, down
 from tests.simfarm.conftest import start_farm
 
 # End to end: real servers, boards or whole runs in subprocesses (README: test tiers).

@@ -1,4 +1,4 @@
-"""Fixtures for the transport tests: the simulated farm's pieces (:mod:`npu_hil.testkit.simfarm`),
+"""Fixtures for the transport tests: the simulated farm's pieces (:mod:`npu_hil_testkit.simfarm`),
 one at a time. A program that is not installed here skips the tests that need it."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from npu_hil.testkit.simfarm import (
+from npu_hil_testkit.simfarm import (
     MissingToolError,
     SerialBoard,
     SimFarmError,
@@ -23,10 +23,10 @@ from npu_hil.testkit.simfarm import (
     start_ser2net,
     stop_serial_board,
 )
-from npu_hil.testkit.simfarm import console as _console
-from npu_hil.testkit.simfarm import sshd as _sshd
-from npu_hil.testkit.simfarm.procs import free_port as _free_port
-from npu_hil.testkit.simfarm.sshd import keygen as _keygen
+from npu_hil_testkit.simfarm import console as _console
+from npu_hil_testkit.simfarm import sshd as _sshd
+from npu_hil_testkit.simfarm.procs import free_port as _free_port
+from npu_hil_testkit.simfarm.sshd import keygen as _keygen
 
 __all__ = [
     "NoisyRelay",
@@ -79,7 +79,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
 
 
 def start_serial_board(root: Path, *, user: str = "", password: str = "") -> SerialBoard:
-    """A fake board's console on a pty (see :data:`npu_hil.testkit.simfarm.BOARD_SCRIPT`)."""
+    """A fake board's console on a pty (see :data:`npu_hil_testkit.simfarm.BOARD_SCRIPT`)."""
     try:
         return _console.start_serial_board(root, user=user, password=password)
     except MissingToolError as exc:

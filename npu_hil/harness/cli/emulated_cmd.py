@@ -8,8 +8,8 @@ import argparse
 from typing import Any
 
 from npu_hil.harness.cli.common import print_json
-from npu_hil.testkit.emulated import DEFAULT_RECIPE, build_root, cache_dir, find_root, missing_tools
-from npu_hil.testkit.emulated.root import BUILD_TIMEOUT
+from npu_hil_testkit.emulated import DEFAULT_RECIPE, build_root, cache_dir, find_root, missing_tools
+from npu_hil_testkit.emulated.root import BUILD_TIMEOUT
 
 
 def add_actions(actions: Any) -> None:

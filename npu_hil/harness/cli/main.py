@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from npu_hil.harness.cli import (
     codec_cmd,
@@ -18,26 +19,12 @@ from npu_hil.harness.cli import (
     models_cmd,
     nightly_cmd,
     preflight_cmd,
-    simfarm_cmd,
     soak_cmd,
     targets_cmd,
 )
-from npu_hil.harness.errors import NpuHilError
+from npu_hil.harness.errors import NpuHilError, TestSupportMissingError
 
 EXIT_BAD_INPUT = 2
-COMMANDS = (
-    codec_cmd,
-    diff_cmd,
-    health_cmd,
-    history_cmd,
-    inventory_cmd,
-    models_cmd,
-    nightly_cmd,
-    preflight_cmd,
-    simfarm_cmd,
-    soak_cmd,
-    targets_cmd,
-)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -50,9 +37,43 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="npu-hil", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for command in COMMANDS:
-        command.add_parser(sub)
+    for add in ADD_COMMANDS:
+        add(sub)
     return parser
+
+
+def _add_simfarm(sub: Any) -> None:
+    """``npu-hil simfarm``, whose farm is the test support's (npu-hil-testkit): without it the
+    command is still listed and says how to install it."""
+    try:
+        from npu_hil.harness.cli import simfarm_cmd
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("npu_hil_testkit"):
+            raise
+        parser = sub.add_parser("simfarm", help="simulated boards (needs npu-hil-testkit)")
+        parser.add_argument("words", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        parser.set_defaults(run=_needs_test_support)
+        return
+    simfarm_cmd.add_parser(sub)
+
+
+def _needs_test_support(args: argparse.Namespace) -> int:
+    raise TestSupportMissingError("npu-hil simfarm")
+
+
+ADD_COMMANDS: tuple[Callable[[Any], None], ...] = (
+    codec_cmd.add_parser,
+    diff_cmd.add_parser,
+    health_cmd.add_parser,
+    history_cmd.add_parser,
+    inventory_cmd.add_parser,
+    models_cmd.add_parser,
+    nightly_cmd.add_parser,
+    preflight_cmd.add_parser,
+    _add_simfarm,
+    soak_cmd.add_parser,
+    targets_cmd.add_parser,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,7 +11,7 @@ from typing import Any
 
 from npu_hil.harness.cli import emulated_cmd
 from npu_hil.harness.cli.common import count_up_to, number_from_zero, print_json
-from npu_hil.testkit.simfarm import farm
+from npu_hil_testkit.simfarm import farm
 
 MAX_STOP_TIMEOUT = 3600.0
 """``down --timeout``: an hour between SIGTERM and SIGKILL is already more than any process of

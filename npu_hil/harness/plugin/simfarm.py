@@ -1,5 +1,5 @@
 """``--simfarm ssh|serial|ssh,serial``: the run's board tests on simulated boards behind real links
-(docs/farm/simfarm.md). The controller starts the farm (:mod:`npu_hil.testkit.simfarm`), points
+(docs/farm/simfarm.md). The controller starts the farm (:mod:`npu_hil_testkit.simfarm`), points
 ``--inventory`` at it and selects ``--backend hw``; workers get its inventory in ``workerinput``."""
 
 from __future__ import annotations
@@ -64,10 +64,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _start(config: pytest.Config, kinds: tuple[str, ...]) -> str:
-    from npu_hil.harness.errors import NpuHilError
+    from npu_hil.harness.errors import NpuHilError, TestSupportMissingError
     from npu_hil.harness.folders import default_workdir, private_dir
-    from npu_hil.testkit.simfarm import down, up
-    from npu_hil.testkit.simfarm.ledger import FOLDER_PREFIX, SimFarmLedger
+
+    try:
+        from npu_hil_testkit.simfarm import down, up
+        from npu_hil_testkit.simfarm.ledger import FOLDER_PREFIX, SimFarmLedger
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("npu_hil_testkit"):
+            raise
+        raise pytest.UsageError(TestSupportMissingError("--simfarm").message) from None
 
     # A run killed with SIGKILL left its farm running: stopped and removed here.
     ledger = SimFarmLedger(private_dir(default_workdir()))

@@ -282,7 +282,7 @@ def test_a_folder_we_may_not_write_is_eacces_over_ssh(
     login user may not write the model cache)."""
     import shutil
 
-    from npu_hil.testkit.simfarm import sshd as sshd_module
+    from npu_hil_testkit.simfarm import sshd as sshd_module
 
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("dropping CAP_DAC_OVERRIDE needs root and setpriv")

@@ -14,9 +14,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from npu_hil.testkit.simfarm.errors import MissingToolError
-from npu_hil.testkit.simfarm.inventory import harness_root
-from npu_hil.testkit.simfarm.procs import (
+from npu_hil_testkit.simfarm.errors import MissingToolError
+from npu_hil_testkit.simfarm.inventory import harness_root
+from npu_hil_testkit.simfarm.procs import (
     is_listening,
     spawn,
     start_listener,

@@ -9,7 +9,7 @@ need two trees because ``qemu-user -L`` gives a process one root.
 Folder layout::
 
     DIR/root           the board's tree
-    DIR/launch-python  its python (see npu_hil.testkit.emulated.root.write_launcher)
+    DIR/launch-python  its python (see npu_hil_testkit.emulated.root.write_launcher)
     DIR/board.json     what was put on it, and the key of the root it was copied from
 """
 
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from npu_hil.testkit.emulated.root import EmulatedRoot, EmulationError, write_launcher
+from npu_hil_testkit.emulated.root import EmulatedRoot, EmulationError, write_launcher
 
 __all__ = ["EmulatedBoard", "make_board"]
 

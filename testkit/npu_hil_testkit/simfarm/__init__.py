@@ -1,14 +1,14 @@
 """Simulated boards behind real transports on 127.0.0.1: a real OpenSSH sshd, serial consoles
 on pseudo-terminals (socat) and RFC 2217 (ser2net).
 
-:mod:`~npu_hil.testkit.simfarm.farm` brings a whole farm up and down (``npu-hil simfarm``);
-:mod:`~npu_hil.testkit.simfarm.sshd` and :mod:`~npu_hil.testkit.simfarm.console` start the single
+:mod:`~npu_hil_testkit.simfarm.farm` brings a whole farm up and down (``npu-hil simfarm``);
+:mod:`~npu_hil_testkit.simfarm.sshd` and :mod:`~npu_hil_testkit.simfarm.console` start the single
 pieces, which the transport tests use directly.
 """
 
 from __future__ import annotations
 
-from npu_hil.testkit.simfarm.console import (
+from npu_hil_testkit.simfarm.console import (
     BOARD_SCRIPT,
     Ser2net,
     SerialBoard,
@@ -16,12 +16,12 @@ from npu_hil.testkit.simfarm.console import (
     start_serial_board,
     stop_serial_board,
 )
-from npu_hil.testkit.simfarm.errors import MissingToolError, SimFarmError
-from npu_hil.testkit.simfarm.farm import FarmStatus, default_dir, down, plan_boards, status, up
-from npu_hil.testkit.simfarm.inventory import harness_root, write_python_wrapper
-from npu_hil.testkit.simfarm.procs import ProcessRecord, StopResult, free_port, process_state
-from npu_hil.testkit.simfarm.sshd import Sshd, fingerprint, keygen, start_sshd, stop_sshd
-from npu_hil.testkit.simfarm.state import FarmBoard, FarmState, load_state
+from npu_hil_testkit.simfarm.errors import MissingToolError, SimFarmError
+from npu_hil_testkit.simfarm.farm import FarmStatus, default_dir, down, plan_boards, status, up
+from npu_hil_testkit.simfarm.inventory import harness_root, write_python_wrapper
+from npu_hil_testkit.simfarm.procs import ProcessRecord, StopResult, free_port, process_state
+from npu_hil_testkit.simfarm.sshd import Sshd, fingerprint, keygen, start_sshd, stop_sshd
+from npu_hil_testkit.simfarm.state import FarmBoard, FarmState, load_state
 
 __all__ = [
     "BOARD_SCRIPT",

@@ -14,8 +14,8 @@ from typing import Any
 from typing_extensions import TypedDict
 
 from npu_hil.harness.files import InputFileError, read_regular
-from npu_hil.testkit.simfarm.errors import SimFarmError
-from npu_hil.testkit.simfarm.procs import ProcessDocument, ProcessRecord
+from npu_hil_testkit.simfarm.errors import SimFarmError
+from npu_hil_testkit.simfarm.procs import ProcessDocument, ProcessRecord
 
 __all__ = ["STATE_FILE", "FarmBoard", "FarmState", "load_state", "remove_state", "save_state"]
 

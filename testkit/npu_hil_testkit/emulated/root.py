@@ -26,7 +26,7 @@ from typing import Any
 from filelock import FileLock
 
 from npu_hil.harness.errors import NpuHilError
-from npu_hil.testkit.emulated.recipe import DEFAULT_RECIPE, RootRecipe, host_mirror
+from npu_hil_testkit.emulated.recipe import DEFAULT_RECIPE, RootRecipe, host_mirror
 
 __all__ = [
     "BUILD_TIMEOUT",

@@ -15,7 +15,7 @@ from pathlib import Path
 __all__ = ["DEFAULT_RECIPE", "RECIPE_VERSION", "RootRecipe", "host_mirror"]
 
 RECIPE_VERSION = 3
-"""Bumped when the build steps themselves change (what :mod:`npu_hil.testkit.emulated.root` does
+"""Bumped when the build steps themselves change (what :mod:`npu_hil_testkit.emulated.root` does
 with a recipe), so roots built by older steps are not taken for current ones."""
 
 

@@ -6,7 +6,7 @@ cut: then they would run, and their folder of keys stay, forever. So each run wr
 folder down, with its own pid and start time (a reused pid is not mistaken for it), in a file
 of this user's own (the farm's default workdir), and every later run stops and removes the farms
 of runs that are gone. A recorded process is only ever signalled by
-:func:`npu_hil.testkit.simfarm.down`, which checks its start time and command line first; a folder
+:func:`npu_hil_testkit.simfarm.down`, which checks its start time and command line first; a folder
 is only removed when it is still a real folder of this user's named like one the run made (never
 through a link).
 
@@ -111,7 +111,7 @@ class SimFarmLedger:
     def reap(self) -> list[Path]:
         """Stop and remove the farms of runs that are gone (recorded on this host); the folders
         cleaned. A farm that cannot be stopped stays recorded, for the next run to try."""
-        from npu_hil.testkit.simfarm.farm import down
+        from npu_hil_testkit.simfarm.farm import down
 
         cleaned: list[Path] = []
         with self._runs() as runs:

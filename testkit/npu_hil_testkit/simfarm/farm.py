@@ -32,20 +32,20 @@ from npu_hil.harness.board.kernlog import KMSG_ENV
 from npu_hil.harness.codec import known_targets
 from npu_hil.harness.errors import UnsafeFolderError
 from npu_hil.harness.folders import private_dir, user_folder
-from npu_hil.testkit.simfarm.console import (
+from npu_hil_testkit.simfarm.console import (
     require_ser2net,
     require_socat,
     start_ser2net,
     start_serial_board,
 )
-from npu_hil.testkit.simfarm.errors import SimFarmError
-from npu_hil.testkit.simfarm.inventory import (
+from npu_hil_testkit.simfarm.errors import SimFarmError
+from npu_hil_testkit.simfarm.inventory import (
     checkout_manifest,
     harness_root,
     write_inventory,
     write_python_wrapper,
 )
-from npu_hil.testkit.simfarm.procs import (
+from npu_hil_testkit.simfarm.procs import (
     ProcessRecord,
     ProcessState,
     StopResult,
@@ -53,8 +53,8 @@ from npu_hil.testkit.simfarm.procs import (
     record_process,
     stop_records,
 )
-from npu_hil.testkit.simfarm.sshd import login_user, require_openssh, start_sshd
-from npu_hil.testkit.simfarm.state import (
+from npu_hil_testkit.simfarm.sshd import login_user, require_openssh, start_sshd
+from npu_hil_testkit.simfarm.state import (
     FarmBoard,
     FarmState,
     load_state,

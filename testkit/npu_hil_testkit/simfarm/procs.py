@@ -26,7 +26,7 @@ from typing import Any, Literal
 from typing_extensions import TypedDict
 
 from npu_hil.harness.procstat import proc_stat
-from npu_hil.testkit.simfarm.errors import SimFarmError
+from npu_hil_testkit.simfarm.errors import SimFarmError
 
 __all__ = [
     "ProcessRecord",

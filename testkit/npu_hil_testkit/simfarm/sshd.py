@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from npu_hil.testkit.simfarm.errors import MissingToolError, SimFarmError
-from npu_hil.testkit.simfarm.procs import start_listener
+from npu_hil_testkit.simfarm.errors import MissingToolError, SimFarmError
+from npu_hil_testkit.simfarm.procs import start_listener
 
 __all__ = [
     "Sshd",
