@@ -203,3 +203,27 @@ def test_inventory_init_then_pytest_uses_it(
     assert done.returncode == 0, output
     assert "built-in simulated farm" not in output
     assert "rk3588-01" in output or "3 passed" in output, output
+
+
+def test_the_test_support_is_a_wheel_of_its_own(installed: tuple[Path, dict[str, str]]) -> None:
+    """`npu-hil simfarm` without the test support says how to get it; the clone's testkit/
+    installs beside the wheel as a distribution of its own, with one top-level name, and the
+    command works. Last in this file: the other tests use the venv without it."""
+    venv, env = installed
+    npu_hil = str(venv / "bin" / "npu-hil")
+    farm = str(venv.parent / "simfarm")
+    done = run([npu_hil, "simfarm", "status", "--dir", farm], venv.parent, env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == (
+        "npu-hil: error: npu-hil simfarm needs npu-hil's test support, a distribution of its "
+        "own: pip install 'npu-hil[simfarm]' (from a clone: pip install ./testkit)"
+    )
+    testkit = venv.parent / "npu-hil" / "testkit"
+    python = str(venv / "bin" / "python")
+    done = run([python, "-m", "pip", "install", "-q", str(testkit)], venv.parent, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    top_level = next(site.glob("npu_hil_testkit-*.dist-info/top_level.txt"))
+    assert top_level.read_text(encoding="utf-8").split() == ["npu_hil_testkit"]
+    done = run([npu_hil, "simfarm", "status", "--dir", farm], venv.parent, env)
+    assert (done.returncode, done.stdout) == (1, "nothing running\n"), done.stderr
