@@ -9,6 +9,7 @@ test failure carrying the diff as evidence.
 from __future__ import annotations
 
 import errno as _errno
+import importlib.util
 
 from npu_hil.harness.redact import scrub
 
@@ -90,14 +91,17 @@ class ArtifactError(CompatibilityError):
     toolkit writes. The message names the file, what was expected and at which offset."""
 
 
-class TestSupportMissingError(NpuHilError):
+class MissingTestSupportError(NpuHilError):
     """``npu-hil simfarm`` or ``--simfarm`` without the test support, which is a distribution of
     its own (npu-hil-testkit) so that the runtime package never ships it."""
-
-    __test__ = False  # not a test class, whatever its name says to pytest
 
     def __init__(self, what: str) -> None:
         super().__init__(
             f"{what} needs npu-hil's test support, a distribution of its own: "
             "pip install 'npu-hil[simfarm]' (from a clone: pip install ./testkit)"
         )
+
+
+def has_test_support() -> bool:
+    """Whether npu-hil-testkit (import name ``npu_hil_testkit``) is installed."""
+    return importlib.util.find_spec("npu_hil_testkit") is not None

@@ -22,7 +22,7 @@ from npu_hil.harness.cli import (
     soak_cmd,
     targets_cmd,
 )
-from npu_hil.harness.errors import NpuHilError, TestSupportMissingError
+from npu_hil.harness.errors import MissingTestSupportError, NpuHilError, has_test_support
 
 EXIT_BAD_INPUT = 2
 
@@ -45,20 +45,18 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_simfarm(sub: Any) -> None:
     """``npu-hil simfarm``, whose farm is the test support's (npu-hil-testkit): without it the
     command is still listed and says how to install it."""
-    try:
-        from npu_hil.harness.cli import simfarm_cmd
-    except ModuleNotFoundError as exc:
-        if not (exc.name or "").startswith("npu_hil_testkit"):
-            raise
+    if not has_test_support():
         parser = sub.add_parser("simfarm", help="simulated boards (needs npu-hil-testkit)")
         parser.add_argument("words", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
         parser.set_defaults(run=_needs_test_support)
         return
+    from npu_hil.harness.cli import simfarm_cmd
+
     simfarm_cmd.add_parser(sub)
 
 
 def _needs_test_support(args: argparse.Namespace) -> int:
-    raise TestSupportMissingError("npu-hil simfarm")
+    raise MissingTestSupportError("npu-hil simfarm")
 
 
 ADD_COMMANDS: tuple[Callable[[Any], None], ...] = (

@@ -64,16 +64,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _start(config: pytest.Config, kinds: tuple[str, ...]) -> str:
-    from npu_hil.harness.errors import NpuHilError, TestSupportMissingError
+    from npu_hil.harness.errors import MissingTestSupportError, NpuHilError, has_test_support
     from npu_hil.harness.folders import default_workdir, private_dir
 
-    try:
-        from npu_hil_testkit.simfarm import down, up
-        from npu_hil_testkit.simfarm.ledger import FOLDER_PREFIX, SimFarmLedger
-    except ModuleNotFoundError as exc:
-        if not (exc.name or "").startswith("npu_hil_testkit"):
-            raise
-        raise pytest.UsageError(TestSupportMissingError("--simfarm").message) from None
+    if not has_test_support():
+        raise pytest.UsageError(MissingTestSupportError("--simfarm").message)
+    from npu_hil_testkit.simfarm import down, up
+    from npu_hil_testkit.simfarm.ledger import FOLDER_PREFIX, SimFarmLedger
 
     # A run killed with SIGKILL left its farm running: stopped and removed here.
     ledger = SimFarmLedger(private_dir(default_workdir()))
