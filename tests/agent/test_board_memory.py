@@ -1,6 +1,7 @@
-"""The agent's memory reading (npu_hil/harness/board/memory.py) from a fake /proc and /sys tree:
-exact figures, absent files named, unreadable ones recorded, reads bounded; and the ``memory``
-request answered by a real resident agent under Python 3.8 with the tree moved in."""
+"""The agent's memory reading (read_memory of npu_hil/harness/board/boardstate.py) from a fake
+/proc and /sys tree: exact figures, absent files named, unreadable ones recorded, reads bounded;
+and the ``memory`` request answered by a real resident agent under Python 3.8 with the tree moved
+in."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from npu_hil.harness.agent.client import AgentClient
-from npu_hil.harness.board.boardstate import SYSFS_ROOT_ENV
-from npu_hil.harness.board.memory import MAX_BUFFERS, read_memory
+from npu_hil.harness.board.boardstate import MAX_BUFFERS, SYSFS_ROOT_ENV, read_memory
 from npu_hil.harness.transport.local import LocalTransport
 from tests.agent.jobs import PY38, py38_problem
 

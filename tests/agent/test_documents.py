@@ -14,7 +14,7 @@ from npu_hil.harness.agent.client import HOST_ADAPTERS
 from npu_hil.harness.agent.protocol import frame_job
 from npu_hil.harness.board.adapters.hobot_native import HbPropertiesJson
 from npu_hil.harness.board.adapters.rknn_native import RknnAttrJson
-from npu_hil.harness.board.boardstate import read_board_state, read_identity
+from npu_hil.harness.board.boardstate import read_board_state, read_identity, read_memory
 from npu_hil.harness.board.documents import (
     BoardLogJson,
     BoardStateJson,
@@ -30,7 +30,6 @@ from npu_hil.harness.board.documents import (
     TimingsJson,
 )
 from npu_hil.harness.board.job import canary_for
-from npu_hil.harness.board.memory import read_memory
 from npu_hil.harness.board.wire import EXIT_OK, EXIT_REFUSED
 from npu_hil.harness.errors import LayoutError
 from npu_hil.targets.horizon.quant import TensorProperties

@@ -657,7 +657,7 @@ class AgentClient:
 
     def memory(self, timeout: float = 30.0) -> MemoryJson:
         """The agent's own memory (RSS, high-water mark) and the board's CMA and DMA-buffer
-        figures, as :func:`npu_hil.harness.board.memory.read_memory` reads them (absent ones
+        figures, as :func:`npu_hil.harness.board.boardstate.read_memory` reads them (absent ones
         listed)."""
         response = self._request({"op": "memory"}, timeout, "memory")
         memory = response.get("memory")

@@ -242,7 +242,7 @@ class DmabufJson(TypedDict, total=False):
 
 
 class MemoryJson(TypedDict):
-    """The agent's memory and the board's CMA and DMA buffers (``memory.read_memory``)."""
+    """The agent's memory and the board's CMA and DMA buffers (``boardstate.read_memory``)."""
 
     pid: int
     process: dict[str, int | None]

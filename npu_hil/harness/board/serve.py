@@ -17,12 +17,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, NoReturn
 
 from .agent import Agent
-from .boardstate import read_identity
+from .boardstate import read_identity, read_memory
 from .cache import StageFailed
 from .folders import UnsafeFolder, check_folder
 from .job import DEFAULT_TIMEOUTS, MAX_INPUTS, MAX_JOB_INPUT_BYTES, JobRefused
 from .loader import EXTRA_ADAPTERS, PACKAGE_DIR, available_adapters, is_adapter_name
-from .memory import read_memory
 from .modelstore import answer_model
 from .results import new_kept_dir, write_kept_view
 from .wire import (

@@ -60,7 +60,7 @@ def sample_from(
     memory: Mapping[str, object], *, board: str, context: int, t_s: float, jobs: int, errors: int
 ) -> MemorySample:
     """A sample from an agent's ``memory`` answer
-    (:func:`npu_hil.harness.board.memory.read_memory`), each figure checked here."""
+    (:func:`npu_hil.harness.board.boardstate.read_memory`), each figure checked here."""
 
     def kib(section: str, key: str) -> int | None:
         found = memory.get(section)
