@@ -196,12 +196,10 @@ class Agent(AdapterCache):
             )
             wall = time.perf_counter() - t0
             if not isinstance(out, self.base.RunOutput):
-                raise StageFailed(
-                    failure(
-                        "DeviceError",
-                        "run",
-                        f"adapter {job.adapter!r} returned {out!r}, not a RunOutput",
-                    )
+                raise StageFailed.of(
+                    "DeviceError",
+                    "run",
+                    f"adapter {job.adapter!r} returned {out!r}, not a RunOutput",
                 )
             return out, wall
 
@@ -247,12 +245,10 @@ class Agent(AdapterCache):
             "run", job.adapter, lambda: adapter.fill_canary(model, pattern), job.timeouts["run"]
         )
         if not isinstance(fill, self.base.CanaryFill):
-            raise StageFailed(
-                failure(
-                    "AgentError",
-                    "run",
-                    f"adapter {job.adapter!r} fill_canary returned {fill!r}, not a CanaryFill",
-                )
+            raise StageFailed.of(
+                "AgentError",
+                "run",
+                f"adapter {job.adapter!r} fill_canary returned {fill!r}, not a CanaryFill",
             )
         return {
             "pattern": pattern.hex(),

@@ -108,6 +108,10 @@ class StageFailed(Exception):
         super().__init__(record["message"])
         self.record = record
 
+    @classmethod
+    def of(cls, kind: str, stage: str, message: str, **extra: object) -> StageFailed:
+        return cls(failure(kind, stage, message, **extra))
+
 
 class AdapterCache:
     """Adapters and loaded models of one agent process, each call under the watchdog."""
@@ -144,19 +148,15 @@ class AdapterCache:
                 module = importlib.import_module("adapters." + name)
             except ImportError as exc:
                 # The vendor package or library is not on this board.
-                raise StageFailed(
-                    failure(
-                        "UnsupportedError",
-                        "init",
-                        f"adapter {name!r} cannot be imported here: {describe_exception(exc)}",
-                    )
+                raise StageFailed.of(
+                    "UnsupportedError",
+                    "init",
+                    f"adapter {name!r} cannot be imported here: {describe_exception(exc)}",
                 ) from None
             cls = getattr(module, "ADAPTER", None)
             if not isinstance(cls, type) or not issubclass(cls, self.base.Adapter):
-                raise StageFailed(
-                    failure(
-                        "UnsupportedError", "init", f"adapters/{name}.py defines no ADAPTER class"
-                    )
+                raise StageFailed.of(
+                    "UnsupportedError", "init", f"adapters/{name}.py defines no ADAPTER class"
                 )
             set_log_level(getattr(cls, "log_level_env", None), self.log_level)
             instance: Adapter = cls(dict(options))
@@ -225,13 +225,11 @@ class AdapterCache:
         try:
             return self.runtime.call(stage, fn, timeout)
         except CallTimedOut as exc:
-            raise StageFailed(
-                failure(
-                    "TimeoutError",
-                    stage,
-                    f"adapter {adapter!r} did not return from {stage} within {exc.seconds:g} s; "
-                    "a hung runtime call cannot be interrupted, so the agent exits after reporting",
-                )
+            raise StageFailed.of(
+                "TimeoutError",
+                stage,
+                f"adapter {adapter!r} did not return from {stage} within {exc.seconds:g} s; "
+                "a hung runtime call cannot be interrupted, so the agent exits after reporting",
             ) from None
         except StageFailed:
             raise
@@ -239,13 +237,11 @@ class AdapterCache:
             raise StageFailed(exc.record()) from None
         except BaseException as exc:
             log.error("adapter %s raised during %s:\n%s", adapter, stage, traceback_tail(exc))
-            raise StageFailed(
-                failure(
-                    "DeviceError",
-                    stage,
-                    f"adapter {adapter!r} raised {describe_exception(exc)} during {stage}",
-                    detail=traceback_tail(exc),
-                )
+            raise StageFailed.of(
+                "DeviceError",
+                stage,
+                f"adapter {adapter!r} raised {describe_exception(exc)} during {stage}",
+                detail=traceback_tail(exc),
             ) from None
 
     def shutdown(self, timeout: float = 30.0) -> None:
