@@ -16,8 +16,14 @@ import pytest
 
 from npu_hil.harness.board import kernlog
 from npu_hil.harness.board.boardstate import SYSFS_ROOT_ENV
-from npu_hil.harness.board.kernlog import KernelLog, parse_record
-from npu_hil.harness.board.runlog import SYNC_WAIT_S, StderrCapture, StderrTee, set_log_level
+from npu_hil.harness.board.kernlog import (
+    SYNC_WAIT_S,
+    KernelLog,
+    StderrCapture,
+    StderrTee,
+    parse_record,
+    set_log_level,
+)
 from tests.agent.jobs import PY38, py38_problem
 
 

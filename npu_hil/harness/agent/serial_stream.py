@@ -200,7 +200,7 @@ class SerialAgentStream:
         try:
             returncode = self._stop(timeout)
             if returncode:
-                # The agent's stderr reaches the file through its log tee (board.runlog), a child
+                # The agent's stderr reaches the file through its log tee (board.kernlog), a child
                 # that drains the pipe after the agent is gone: a crash's last lines land a
                 # moment after its exit status.
                 time.sleep(TEE_DRAIN_S)

@@ -1,5 +1,5 @@
 """The agent: runs one job, from its document and input buffers to its result and device buffers,
-with the board's logs around it (:mod:`kernlog`, :mod:`runlog`). The failures it records:
+with the board's logs around it (:mod:`kernlog`). The failures it records:
 ``docs/runtime/agent.md`` (The job document).
 """
 
@@ -14,9 +14,8 @@ import numpy as np
 from .boardstate import pin_clocks, read_board_state, restore_clocks
 from .cache import AdapterCache, StageFailed, describe_exception, traceback_tail
 from .job import Job, JobRefused, check_buffers, validate_job
-from .kernlog import KernelLog
+from .kernlog import KernelLog, StderrCapture
 from .results import describe_tensor, device_bytes
-from .runlog import StderrCapture
 from .wire import (
     EXIT_FAILED,
     EXIT_OK,

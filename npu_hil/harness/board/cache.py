@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import numpy as np
 
 from .job import Job, JobRefused
+from .kernlog import set_log_level
 from .loader import load_adapter_base
-from .runlog import set_log_level
 from .wire import AGENT_VERSION, failure, jsonable, sha256_file
 
 if TYPE_CHECKING:
