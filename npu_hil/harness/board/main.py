@@ -13,9 +13,8 @@ from .agent import Agent
 from .cache import traceback_tail
 from .folders import UnsafeFolder, check_workdir
 from .job import MAX_JOB_INPUT_BYTES
-from .listen import listen
 from .loader import ADAPTERS_ENV, adapter_dirs_from
-from .serve import private_stdio, serve
+from .serve import listen, private_stdio, serve
 from .wire import EXIT_FAILED, EXIT_OK
 
 log = logging.getLogger("npu-hil-agent")
