@@ -89,13 +89,15 @@ class JobRefused(Exception):
     machine-readable class (``checksum`` and ``size`` mean a buffer's bytes do not match what the
     host announced, which the host treats as a corrupted transfer)."""
 
+    stage = "validate"
+
     def __init__(self, field: str, reason: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
         self.reason = reason
 
     def record(self) -> ErrorJson:
-        return failure("JobError", "validate", str(self), field=self.field, reason=self.reason)
+        return failure("JobError", self.stage, str(self), field=self.field, reason=self.reason)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from mmap import mmap
 
 from .folders import UnsafeFolder, check_folder
+from .job import JobRefused
 from .wire import failure, os_error_record, sha256_file
 
 # A model is at most this large: more is no NPU model, and the cap bounds what a host can make
@@ -21,13 +22,10 @@ _SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 _NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}\Z")
 
 
-class ModelRefused(Exception):
+class ModelRefused(JobRefused):
     """A model request the agent cannot take: the field, and why."""
 
-    def __init__(self, field: str, reason: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.reason = reason
+    stage = "model"
 
 
 def answer_model(
@@ -52,10 +50,7 @@ def answer_model(
             return {"op": "model", "have": store.settle(), "damaged": True}
         return {"op": "model", "have": store.add(offset, memoryview(buffers[0]))}
     except ModelRefused as no:
-        return {
-            "op": "model",
-            "error": failure("JobError", "model", str(no), field=no.field, reason=no.reason),
-        }
+        return {"op": "model", "error": no.record()}
     except UnsafeFolder as exc:
         return {"op": "model", "error": failure("JobError", "model", str(exc), reason="folder")}
     except OSError as exc:
