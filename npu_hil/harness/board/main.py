@@ -9,8 +9,7 @@ import logging
 import os
 import sys
 
-from .agent import Agent
-from .cache import traceback_tail
+from .agent import Agent, traceback_tail
 from .folders import UnsafeFolder, check_workdir
 from .job import MAX_JOB_INPUT_BYTES
 from .loader import ADAPTERS_ENV, adapter_dirs_from

@@ -20,9 +20,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, NoReturn
 
-from .agent import Agent, new_kept_dir, write_kept_view
+from .agent import Agent, StageFailed, new_kept_dir, traceback_tail, write_kept_view
 from .boardstate import read_identity, read_memory
-from .cache import StageFailed, traceback_tail
 from .folders import UnsafeFolder, check_folder
 from .job import DEFAULT_TIMEOUTS, MAX_INPUTS, MAX_JOB_INPUT_BYTES, JobRefused
 from .loader import EXTRA_ADAPTERS, PACKAGE_DIR, available_adapters, is_adapter_name
