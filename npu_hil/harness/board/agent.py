@@ -134,8 +134,9 @@ class StageFailed(Exception):
         return cls(failure(kind, stage, message, **extra))
 
 
-class AdapterCache:
-    """Adapters and loaded models of one agent process, each call under the watchdog."""
+class Agent:
+    """Runs jobs. One instance per process; serving, it keeps adapters and loaded models between
+    jobs, each adapter call under the watchdog."""
 
     def __init__(
         self, adapter_dirs: list[str], root: str | None, model_cache_size: int = 4
@@ -154,6 +155,8 @@ class AdapterCache:
         # One request at a time, whichever connection it came on: the caches and the runtime
         # thread are shared, and a vendor runtime is not re-entrant.
         self.lock = threading.Lock()
+        self.jobs_run = 0
+        self.log_env: str | None = None
 
     def _adapter_key(self, name: str, options: Mapping[str, object]) -> tuple[str, str]:
         level = "" if self.log_level is None else f" log_level={self.log_level}"
@@ -271,17 +274,6 @@ class AdapterCache:
             (adapter_key, sha), handle = self.models.popitem(last=False)
             self._release(adapter_key, sha, handle, timeout)
         self.runtime.stop()
-
-
-class Agent(AdapterCache):
-    """Runs jobs. One instance per process; serving, it keeps adapters and models between jobs."""
-
-    def __init__(
-        self, adapter_dirs: list[str], root: str | None, model_cache_size: int = 4
-    ) -> None:
-        super().__init__(adapter_dirs, root, model_cache_size)
-        self.jobs_run = 0
-        self.log_env: str | None = None
 
     def run_job(
         self, doc: object, buffers: list[Any], damaged: tuple[int, ...] = ()
