@@ -20,7 +20,8 @@ import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from concurrent.futures import Future, wait
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -63,29 +64,13 @@ class CallTimedOut(Exception):
         self.seconds = seconds
 
 
-class _Task(Generic[T]):
-    def __init__(self, fn: Callable[[], T]) -> None:
-        self.fn = fn
-        self.done = threading.Event()
-        self.value: T | None = None
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self.value = self.fn()
-        except BaseException as exc:  # handed to the waiting thread, which decides
-            self.error = exc
-        finally:
-            self.done.set()
-
-
 class RuntimeThread:
     """Runs every adapter call on one long-lived daemon thread (vendor runtimes may tie a context
     to the thread that made it); a call past its timeout marks it stuck, never to be reused."""
 
     def __init__(self) -> None:
         self.stuck = False
-        self._tasks: queue.Queue[_Task[Any] | None] = queue.Queue()
+        self._tasks: queue.Queue[tuple[Callable[[], Any], Future[Any]] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._loop, name="npu-runtime", daemon=True)
         self._thread.start()
 
@@ -94,19 +79,21 @@ class RuntimeThread:
             task = self._tasks.get()
             if task is None:
                 return
-            task.run()
+            fn, future = task
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # handed to the waiting thread, which decides
+                future.set_exception(exc)
 
     def call(self, stage: str, fn: Callable[[], T], timeout: float) -> T:
         if self.stuck:
             raise CallTimedOut(stage, 0.0)
-        task = _Task(fn)
-        self._tasks.put(task)
-        if not task.done.wait(timeout):
+        future: Future[T] = Future()
+        self._tasks.put((fn, future))
+        if not wait([future], timeout).done:
             self.stuck = True
             raise CallTimedOut(stage, timeout)
-        if task.error is not None:
-            raise task.error
-        return task.value  # type: ignore[return-value]  # set whenever error is None
+        return future.result()
 
     def stop(self) -> None:
         if not self.stuck:
