@@ -40,10 +40,11 @@ def adapter_dirs_from(cli_dirs: list[str]) -> list[str]:
     return [*given, extra, os.path.join(PACKAGE_DIR, "adapters")]
 
 
-def _adapter_package(adapter_dirs: list[str]) -> ModuleType:
-    """Register the ``adapters`` package with every search folder on its ``__path__``: by hand,
-    so that a folder holding only ``echo.py`` still sees the board package's ``adapters.base``,
-    whether or not either folder has an ``__init__.py``."""
+def load_adapter_base(adapter_dirs: list[str]) -> ModuleType:
+    """``adapters.base``, the contract every adapter module subclasses, once the ``adapters``
+    package is registered with every search folder on its ``__path__``: by hand, so that a folder
+    holding only ``echo.py`` still sees the board package's ``adapters.base``, whether or not
+    either folder has an ``__init__.py``."""
     package = sys.modules.get("adapters")
     if package is None:
         spec = importlib.machinery.ModuleSpec("adapters", None, is_package=True)
@@ -55,12 +56,6 @@ def _adapter_package(adapter_dirs: list[str]) -> ModuleType:
         for folder in reversed(adapter_dirs):
             if folder not in search:
                 search.insert(0, folder)
-    return package
-
-
-def load_adapter_base(adapter_dirs: list[str]) -> ModuleType:
-    """``adapters.base``, the contract every adapter module subclasses."""
-    _adapter_package(adapter_dirs)
     return importlib.import_module("adapters.base")
 
 
