@@ -383,7 +383,8 @@ class Agent:
             (result["outputs"], "out", run.outputs),
         ):
             for index, tensor in enumerate(tensors_out):
-                flat = device_bytes(tensor)
+                # The buffer's bytes as the runtime holds them, whatever its dtype.
+                flat = np.ascontiguousarray(tensor.data).reshape(-1).view(np.uint8)
                 device.append(flat.data)
                 records.append(describe_tensor(f"{prefix}_{index}.bin", tensor, flat))
         timings["copy_s"] = reported.get("copy_s", 0.0) + (time.perf_counter() - t0)
@@ -489,11 +490,6 @@ def create_new(path: str, mode: str) -> Any:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(path, flags, 0o666)
     return os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8")
-
-
-def device_bytes(tensor: TensorOut) -> np.ndarray:
-    """A device buffer's bytes as the runtime holds them, whatever its dtype (flat uint8)."""
-    return np.ascontiguousarray(tensor.data).reshape(-1).view(np.uint8)
 
 
 def describe_tensor(filename: str, tensor: TensorOut, flat: np.ndarray) -> TensorJson:
