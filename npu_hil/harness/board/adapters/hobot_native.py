@@ -273,9 +273,8 @@ class HbPropertiesJson(_PropertiesJson, total=False):
 def properties_record(props: Any, abi: Abi) -> HbPropertiesJson:
     """``hbDNNTensorProperties`` as the runtime reported it: the header's names, enums by name."""
     valid = _shape(props.validShape)
-    record = cast(
-        "HbPropertiesJson", {"validShape": valid}
-    )  # the rest follows, in the header's order
+    # The rest follows, in the header's order.
+    record = cast("HbPropertiesJson", {"validShape": valid})
     if abi.has_aligned_shape:
         record["alignedShape"] = _shape(props.alignedShape)
         layout = int(props.tensorLayout)
