@@ -16,7 +16,7 @@ from npu_hil.targets.rockchip import (
 )
 from npu_hil.targets.rockchip.apipaths import API_PATHS
 from npu_hil.targets.rockchip.artifact import read_rockchip_model
-from npu_hil.targets.rockchip.compiler.toolkit import COMPILER
+from npu_hil.targets.rockchip.compiler.build import COMPILER
 from npu_hil.targets.rockchip.reported import RockchipReport
 from npu_hil.targets.unit import NpuThroughput, PixelInput, SimOption, Vendor
 
