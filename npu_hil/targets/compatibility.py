@@ -389,53 +389,42 @@ def _platform(info: ArtifactInfo, target: str, table: CompatTable) -> Finding:
 
 
 def _runtime(info: ArtifactInfo, table: CompatTable, versions: Mapping[str, Any]) -> list[Finding]:
-    if table.runtime is None:
-        return [
-            Finding(
-                "runtime", "unknown", f"the {table.vendor} table names no runtime version fields"
-            )
-        ]
+    """The rules that fire for the board's runtime and the model's toolkit (``ok`` when none
+    does), or why their pairing is ``unknown``."""
     found = runtime_version(table, versions)
-    name = table.runtime.name
-    if found is None:
-        return [
-            Finding(
-                "runtime",
-                "unknown",
-                f"the board reported no {name} version ({' or '.join(table.runtime.keys)}): "
-                "its pairing with the model is unknown",
-            )
-        ]
-    key, text = found
-    runtime = parse_version(text)
+    runtime = parse_version(found[1]) if found else None
     toolkit = parse_version(info.toolkit_version)
-    if runtime is None:
-        return [Finding("runtime", "unknown", f"{name} {key} {text!r} holds no version number")]
-    if toolkit is None:
-        return [
+    if table.runtime is None:
+        unknown = f"the {table.vendor} table names no runtime version fields"
+    elif found is None:
+        unknown = (
+            f"the board reported no {table.runtime.name} version "
+            f"({' or '.join(table.runtime.keys)}): its pairing with the model is unknown"
+        )
+    elif runtime is None:
+        unknown = f"{table.runtime.name} {found[0]} {found[1]!r} holds no version number"
+    elif toolkit is None:
+        unknown = (
+            f"{info.name} names no toolkit version: its pairing with {table.runtime.name} "
+            f"{_v(runtime)} is unknown"
+        )
+    else:
+        name = table.runtime.name
+        fired = [
+            Finding(rule.id, rule.status, said, rule.source, rule.reason)
+            for rule in table.rules
+            if (said := _fired(rule, info, name, runtime, toolkit)) is not None
+        ]
+        return fired or [
             Finding(
                 "runtime",
-                "unknown",
-                f"{info.name} names no toolkit version: its pairing with {name} "
-                f"{_v(runtime)} is unknown",
+                "ok",
+                f"{name} {_v(runtime)} with a model of toolkit {_v(toolkit)}: no rule of the "
+                "table refuses it",
+                table.path,
             )
         ]
-    fired = [
-        Finding(rule.id, rule.status, said, rule.source, rule.reason)
-        for rule in table.rules
-        if (said := _fired(rule, info, name, runtime, toolkit)) is not None
-    ]
-    if fired:
-        return fired
-    return [
-        Finding(
-            "runtime",
-            "ok",
-            f"{name} {_v(runtime)} with a model of toolkit {_v(toolkit)}: no rule of the table "
-            "refuses it",
-            table.path,
-        )
-    ]
+    return [Finding("runtime", "unknown", unknown)]
 
 
 def _fired(
