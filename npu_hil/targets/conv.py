@@ -95,7 +95,7 @@ def check_conv(
     site: ConvSite | None = None,
 ) -> ConvCheck:
     """Check a convolution's input width and kernel against ``target``'s width-limit rule (the
-    unit's ``check_conv``; see :func:`npu_hil.targets.rockchip.convolution.check_conv`).
+    unit's ``check_conv``; see :func:`npu_hil.targets.rockchip.measuredwidths.check_conv`).
 
     ``kind`` is "conv", "depthwise" or "deconv"; ``rule`` and ``first_layer`` pick the rule where
     the target has several. ``site`` says where the convolution sits, for the limits measured

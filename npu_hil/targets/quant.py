@@ -41,16 +41,6 @@ def _limits(dtype: np.dtype, top: int | None = None) -> tuple[int, int]:
     return int(info.min), int(info.max if top is None else min(top, info.max))
 
 
-def _along(values: tuple[float, ...], axis: int | None, ndim: int) -> np.ndarray:
-    """Per-tensor (one value) or per-channel parameters shaped to broadcast along ``axis``."""
-    array = np.asarray(values, dtype=np.float64)
-    if array.size == 1 or axis is None:
-        return array.reshape(())
-    shape = [1] * ndim
-    shape[axis] = array.size
-    return array.reshape(shape)
-
-
 def _store(values: np.ndarray, dtype: np.dtype, top: int | None = None) -> np.ndarray:
     low, high = _limits(dtype, top)
     stored: np.ndarray = np.clip(values, low, high).astype(dtype)
@@ -114,8 +104,9 @@ class FixedPoint:
     value_bits: int = 8
 
     def _factor(self, ndim: int) -> np.ndarray:
-        radix = _along(tuple(float(r) for r in self.radix), self.axis, ndim)
-        factor: np.ndarray = _along(self.scale, self.axis, ndim) * np.exp2(radix)
+        factor: np.ndarray = per_axis(self.scale, self.axis, ndim) * np.exp2(
+            per_axis(self.radix, self.axis, ndim)
+        )
         return factor
 
     def _top(self) -> int | None:
@@ -150,18 +141,17 @@ class HorizonScale:
 
     def quantize(self, values: np.ndarray) -> np.ndarray:
         ndim = np.ndim(values)
-        zero = _along(tuple(float(z) for z in self.zero_point), self.axis, ndim)
-        scaled = np.rint(_as_float(values) / _along(self.scale, self.axis, ndim)) + zero
-        return _store(scaled, self.dtype)
+        scaled = np.rint(_as_float(values) / per_axis(self.scale, self.axis, ndim))
+        return _store(scaled + per_axis(self.zero_point, self.axis, ndim), self.dtype)
 
     def dequantize(self, stored: np.ndarray) -> np.ndarray:
         ndim = np.ndim(stored)
-        zero = _along(tuple(float(z) for z in self.zero_point), self.axis, ndim)
-        dequantized: np.ndarray = (_as_float(stored) - zero) * _along(self.scale, self.axis, ndim)
+        zero = per_axis(self.zero_point, self.axis, ndim)
+        dequantized: np.ndarray = (_as_float(stored) - zero) * per_axis(self.scale, self.axis, ndim)
         return dequantized
 
     def step(self, ndim: int) -> np.ndarray:
-        return _along(self.scale, self.axis, ndim)
+        return per_axis(self.scale, self.axis, ndim)
 
 
 @dataclass(frozen=True)
@@ -173,7 +163,7 @@ class HorizonShift:
     dtype: np.dtype = INT8
 
     def _factor(self, ndim: int) -> np.ndarray:
-        factor: np.ndarray = np.exp2(_along(tuple(float(s) for s in self.shift), self.axis, ndim))
+        factor: np.ndarray = np.exp2(per_axis(self.shift, self.axis, ndim))
         return factor
 
     def quantize(self, values: np.ndarray) -> np.ndarray:
@@ -298,13 +288,15 @@ def choose_horizon_shift(
     return HorizonShift(shifts, axis, kind)
 
 
-def per_axis(values: Sequence[float] | float, axis: int, ndim: int, what: str) -> np.ndarray:
-    """Reported quantization parameters shaped to broadcast along ``axis`` (one value: a scalar).
-    More values than a tensor's axis can take is the device's error, not a numpy one."""
+def per_axis(
+    values: Sequence[float] | float, axis: int | None, ndim: int, what: str = "quantization"
+) -> np.ndarray:
+    """Per-tensor (one value: a scalar) or per-channel parameters shaped to broadcast along
+    ``axis``. More values than a tensor's axis can take is the device's error, not a numpy one."""
     array = np.asarray(values, dtype=np.float64).reshape(-1)
     if array.size == 1:
         return array.reshape(())
-    if not 0 <= axis < ndim:
+    if axis is None or not 0 <= axis < ndim:
         raise DeviceError(f"{what}: {array.size} values along axis {axis} of a {ndim}-D tensor")
     shape = [1] * ndim
     shape[axis] = array.size

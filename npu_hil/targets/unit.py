@@ -237,7 +237,7 @@ class Vendor:
     """Reads a compiled model's own version and target fields, bounded; a file that is not one is
     an ArtifactError."""
     compatibility: Path | None = None
-    """The vendor's compatibility table (:mod:`npu_hil.targets.compat_table`)."""
+    """The vendor's compatibility table (:mod:`npu_hil.targets.compatibility`)."""
     identity: Path | None = None
     """The SoC identity table: which device-tree compatible strings a board of each target
     reports (:mod:`npu_hil.targets.identity`)."""

@@ -14,8 +14,7 @@ import pytest
 
 from npu_hil.harness.errors import CompatibilityError
 from npu_hil.targets.artifact import ArtifactInfo
-from npu_hil.targets.compat_table import load_table, table_for
-from npu_hil.targets.compatibility import check_compatibility, refusal
+from npu_hil.targets.compatibility import check_compatibility, load_table, refusal, table_for
 from npu_hil.targets.registry import unit_named, units
 from npu_hil.targets.rockchip.artifact import read_rockchip_model
 

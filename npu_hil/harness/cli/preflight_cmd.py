@@ -59,7 +59,7 @@ def _runtime_versions(target: str, version: str | None) -> dict[str, str] | None
     """``--runtime-version`` as the board versions the target's table reads its runtime from."""
     if version is None:
         return None
-    from npu_hil.targets.compat_table import table_for
+    from npu_hil.targets.compatibility import table_for
     from npu_hil.targets.registry import vendor_of
 
     table = table_for(vendor_of(target))

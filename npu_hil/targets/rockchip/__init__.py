@@ -6,8 +6,8 @@ them. The table lookups are re-exported here (``from npu_hil.targets import rock
 from __future__ import annotations
 
 from npu_hil.targets.conv import dilated_kernel
-from npu_hil.targets.rockchip.convolution import CONV_RULES, c2_default
 from npu_hil.targets.rockchip.tables import (
+    CONV_RULES,
     INPUT_ROWS,
     INPUT_TYPES,
     OUTPUT_ROWS,
@@ -16,6 +16,7 @@ from npu_hil.targets.rockchip.tables import (
     TARGETS,
     InputRow,
     OutputRow,
+    c2_default,
     default_first_layer,
     input_row,
     input_rows,
@@ -23,8 +24,8 @@ from npu_hil.targets.rockchip.tables import (
     output_row,
     output_rows,
     precision_of,
+    tables_text,
 )
-from npu_hil.targets.rockchip.text import tables_text
 
 __all__ = [
     "CONV_RULES",

@@ -16,7 +16,7 @@ from npu_hil.harness.codec.encodings import Encoding
 from npu_hil.harness.codec.engine import BlockedLayout, Dim
 from npu_hil.harness.codec.params import bounded_size, int_tuple, one_int, round_up, take_params
 from npu_hil.harness.errors import LayoutError
-from npu_hil.targets.rockchip import convolution, observed
+from npu_hil.targets.rockchip import observed
 from npu_hil.targets.rockchip import tables as rockchip
 from npu_hil.targets.rockchip.quant import RKNN_TYPES
 from npu_hil.targets.rockchip.tables import WidthRule
@@ -458,7 +458,7 @@ def _c2(ask: _Ask) -> tuple[int, str]:
             f"{dtype.name}; give the device's c2 or native_dims"
         )
     precision = rockchip.precision_of(dtype.name)
-    c2, source = convolution.c2_default(target, precision)
+    c2, source = rockchip.c2_default(target, precision)
     seen = observed.c2_observed(target, precision)
     if seen is not None:
         return seen[0], (

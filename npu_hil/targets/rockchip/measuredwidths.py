@@ -1,8 +1,10 @@
 """The widths at which rknn-toolkit2 stops building a first-layer convolution, measured
 (``conv_widths.json``, made by ``tests/vendor_rknn/widths_record.py``): where a measurement
 covers a convolution its verdict decides and the seed's rule A/B is kept beside it; elsewhere the
-seed's rule stands. The limits per platform and what a measurement covers (kernel, dilation,
-input channels, a graph input, the heights): docs/model-developer/preflight.md."""
+seed's rule stands (:func:`check_conv`, the unit's hook behind
+:func:`npu_hil.targets.conv.check_conv`, which checks the arguments). The limits per platform and
+what a measurement covers (kernel, dilation, input channels, a graph input, the heights):
+docs/model-developer/preflight.md."""
 
 from __future__ import annotations
 
@@ -13,11 +15,11 @@ from typing import cast
 
 from typing_extensions import TypedDict
 
-from npu_hil.targets.conv import ConvCondition, ConvSite
+from npu_hil.targets.conv import ConvCheck, ConvCondition, ConvSite
 from npu_hil.targets.rockchip.operators import load_measured
-from npu_hil.targets.rockchip.tables import platform_of
+from npu_hil.targets.rockchip.tables import platform_of, seed_check
 
-__all__ = ["DATA", "measured_verdict", "measurements"]
+__all__ = ["DATA", "check_conv", "measured_verdict", "measurements"]
 
 DATA = Path(__file__).with_name("conv_widths.json")
 
@@ -127,4 +129,39 @@ def measured_verdict(
         True,
         f"width {width}: the compiler builds it (every width tried up to "
         f"{document['tried_up_to']} outside the refused ranges) [{source}{note}]",
+    )
+
+
+def check_conv(
+    target: str,
+    width: int,
+    kernel_hw: tuple[int, int],
+    dilation_hw: tuple[int, int],
+    kind: str,
+    rule: str | None,
+    first_layer: str,
+    site: ConvSite,
+) -> ConvCheck:
+    """The compiler's measured limit where one covers the convolution's ``site``, the seed's
+    verdict beside it; else the seed's rule (:func:`seed_check`)."""
+    seed = seed_check(target, width, kernel_hw, dilation_hw, kind, rule, first_layer)
+    measured = measured_verdict(target, width, kernel_hw, dilation_hw, kind, first_layer, site)
+    if measured is None:
+        return seed
+    seed_says = "supported" if seed.ok else f"unsupported, fails {', '.join(seed.failed)}"
+    verdict = "supported" if measured.ok else "unsupported"
+    return ConvCheck(
+        ok=measured.ok,
+        n=seed.n,
+        rule=seed.rule,
+        kind=kind,
+        width=width,
+        dilated_kernel_hw=seed.dilated_kernel_hw,
+        conditions=(measured,),
+        failed=() if measured.ok else ("measured",),
+        message=(
+            f"{target}, width {width}, kernel {kernel_hw[0]}x{kernel_hw[1]}: {verdict}: "
+            f"{measured.text}; the seed's rule {seed.rule} says {seed_says}"
+        ),
+        seed=seed,
     )

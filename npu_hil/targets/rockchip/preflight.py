@@ -11,7 +11,7 @@ import numpy as np
 from npu_hil.harness.errors import LayoutError, PreflightError
 from npu_hil.targets.conv import ConvCheck, ConvSite, check_conv
 from npu_hil.targets.onnx_graph import attribute, elem_type_name
-from npu_hil.targets.rockchip import convolution, observed
+from npu_hil.targets.rockchip import observed
 from npu_hil.targets.rockchip import tables as rockchip
 from npu_hil.targets.rockchip.layouts import input_row_for
 from npu_hil.targets.rockchip.operators import measured_operators, refusal
@@ -99,7 +99,7 @@ def _rule_for_inputs(report: PreflightContext, layer: str, deployed: dict[str, s
             continue
         if row.width_rule is not None:
             return row.width_rule
-    first = convolution.conv_rules(target)[0].rule
+    first = rockchip.conv_rules(target)[0].rule
     report.notes.append(
         f"{', '.join(v.name for v in image_like)}: no input row gives a width rule for the "
         f"deployed type; convolutions checked against rule {first}"

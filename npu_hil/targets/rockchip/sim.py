@@ -23,13 +23,12 @@ from npu_hil.targets.rockchip.layouts import INPUT_LAYOUTS, OUTPUT_LAYOUTS
 from npu_hil.targets.rockchip.observed import npu_input_types
 from npu_hil.targets.rockchip.operators import refusal
 from npu_hil.targets.rockchip.quant import AFFINE, NONE, RKNN_TYPES, RknnTensorAttr, model_input
-from npu_hil.targets.rockchip.queries import NHWC_CHANNELS
+from npu_hil.targets.rockchip.queries import FMT_CODES, NHWC_CHANNELS
+from npu_hil.targets.rockchip.reported import RKNN_FMT_CODES
 
 NO_CPU_PREPROCESSING = ("rv1103", "rv1106", "rv1103b")
 """RKNN2 input note 7: RV1106/RV1103/RV1103B do not run mean/scale/quant on the CPU."""
 
-FMT_NAMES = {"NCHW": "NCHW", "NHWC": "NHWC", "NC1HWC2": "NC1HWC2", "UNDEFINE": "UNDEFINED"}
-"""Codec layout name → ``rknn_tensor_format`` name."""
 WIDTH_RULE_CHANNELS = (1, 3, 4)
 
 
@@ -269,7 +268,7 @@ def tensor_attr(
         "dims": dims,
         "n_elems": prod(dims),
         "size": size,
-        "fmt": FMT_NAMES[fmt],
+        "fmt": RKNN_FMT_CODES[FMT_CODES[fmt]],
         "type": RKNN_TYPES[layout.dtype.name],
         "qnt_type": AFFINE if affine else NONE,
         "fl": 0,

@@ -5,24 +5,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from npu_hil.targets.rockchip import (
-    convolution,
     layouts,
+    measuredwidths,
     observed,
     preflight,
     quant,
     queries,
     tables,
-    text,
 )
 from npu_hil.targets.rockchip.apipaths import API_PATHS
 from npu_hil.targets.rockchip.artifact import read_rockchip_model
-from npu_hil.targets.rockchip.compiler.toolkit import COMPILER
+from npu_hil.targets.rockchip.compiler.build import COMPILER
 from npu_hil.targets.rockchip.reported import RockchipReport
 from npu_hil.targets.unit import NpuThroughput, PixelInput, SimOption, Vendor
 
 
 def tables_text(target: str) -> str:
-    return text.tables_text(target) + observed.deviations_text(target)
+    return tables.tables_text(target) + observed.deviations_text(target)
 
 
 def default_input_layout(shape: tuple[int, ...]) -> str:
@@ -95,7 +94,7 @@ UNIT = Vendor(
         # pixels exact in it; the others an int8 input the runtime fills from uint8.
         dtypes={"rk2118": "float16"},
     ),
-    check_conv=convolution.check_conv,
+    check_conv=measuredwidths.check_conv,
     enum_prefixes=("RKNN_TENSOR_",),
     last_op_kind=observed.last_op_kind,
     extras={"check_observations": queries.check_observations},

@@ -1,6 +1,8 @@
 """Compile ONNX models to ``.rknn`` with Rockchip's compiler (:mod:`.child`), one child process per
 model: the calibration set, the build log, the compiled file's tensor table, and a failure that is
-its model's own (docs/model-developer/models-build.md, "One process per model")."""
+its model's own (docs/model-developer/models-build.md, "One process per model"); and the vendor
+unit's compiler hook (:data:`COMPILER`, a :class:`~npu_hil.targets.compiler.ModelCompiler`) on
+it, with the toolkit's own simulator as a reference (``numerics: vendor``)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,10 +23,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+import onnx
 
 from npu_hil.harness.errors import ArtifactError
 from npu_hil.harness.files import load_npy
-from npu_hil.targets.compiler import CompilerError as CompilerError  # its home before the hook
+from npu_hil.targets.compiler import (
+    CompileFailure,
+    CompileJob,
+    CompilerError,
+    CompileResult,
+    Normalize,
+)
 from npu_hil.targets.rockchip.artifact import NativeTensor, read_tensor_table
 
 if TYPE_CHECKING:
@@ -419,3 +429,120 @@ def build_all(
     for worker in workers:
         worker.join()
     return [outcomes[index] for index in range(len(jobs))]
+
+
+def _graph(proto: onnx.ModelProto) -> tuple[dict[str, tuple[int, ...]], tuple[str, ...]]:
+    constants = {init.name for init in proto.graph.initializer}
+    inputs = [v for v in proto.graph.input if v.name not in constants]
+
+    def shape(value: onnx.ValueInfoProto) -> tuple[int, ...]:
+        return tuple(int(d.dim_value) for d in value.type.tensor_type.shape.dim)
+
+    graph = {v.name: shape(v) for v in (*inputs, *proto.graph.output)}
+    return graph, tuple(v.name for v in inputs)
+
+
+class RknnCompiler:
+    toolkit = TOOLKIT
+    version = TOOLKIT_VERSION
+    described = f"Rockchip's compiler ({TOOLKIT}, the `rknn` extra)"
+    install_described = (
+        f"pip install --no-deps {TOOLKIT}=={TOOLKIT_VERSION}: the `rknn` extra "
+        "brings the dependencies its ONNX path imports (a CPU torch instead of its torch<=2.4.0 "
+        "pin), which pip extras cannot say. Then checks that it imports."
+    )
+    install_hint = "(install the `rknn` extra: pip install 'npu-hil[rknn]')"
+    suffix = ".rknn"
+    artifact_key = "rknn"
+    precisions: tuple[str, ...] = PRECISIONS
+    precision_help = "default: int8, or float16 on RK2118 (which builds nothing else)"
+
+    # What the compiler hook asks that the driver answers as it is.
+    default_precision = staticmethod(default_precision)
+    check_precision = staticmethod(check_precision)
+    check_dataset = staticmethod(check_dataset)
+    probe = staticmethod(probe)
+    write_calibration = staticmethod(write_calibration)
+    read_dataset = staticmethod(read_dataset)
+
+    def job(
+        self,
+        key: str,
+        onnx: Path,
+        target: str,
+        precision: str,
+        out: Path,
+        graph: Mapping[str, tuple[int, ...]],
+        inputs: tuple[str, ...],
+        dataset: Sequence[Mapping[str, Path]],
+        normalize: Normalize | None = None,
+    ) -> BuildJob:
+        return BuildJob(
+            key=key,
+            onnx=onnx,
+            target=target,
+            precision=precision,
+            rknn=out / target / f"{key}{self.suffix}",
+            graph=graph,
+            inputs=inputs,
+            dataset=tuple(dataset),
+            normalize=normalize,
+        )
+
+    def simulate(
+        self,
+        proto: onnx.ModelProto,
+        target: str,
+        precision: str,
+        calibration: Sequence[Mapping[str, np.ndarray]],
+        samples: Sequence[Mapping[str, np.ndarray]],
+    ) -> list[dict[str, np.ndarray]]:
+        """Per sample, the model's outputs (name → float32 array) as rknn-toolkit2's own simulator
+        (``init_runtime(target=None)``, in a child process) gives them for ``target`` at
+        ``precision``, calibrated on ``calibration`` (int8): what a simulated board with
+        ``numerics: vendor`` computes. CompilerError when the toolkit is not installed or refuses
+        the model."""
+        reason = probe()
+        if reason is not None:
+            raise CompilerError(f"the vendor's simulator cannot run here: {reason}")
+        graph, inputs = _graph(proto)
+        outputs = [name for name in graph if name not in inputs]
+        with tempfile.TemporaryDirectory(prefix="npu-hil-rknn-sim-") as folder:
+            work = Path(folder)
+            onnx_path = work / "model.onnx"
+            onnx.save_model(proto, str(onnx_path))
+            job = BuildJob(
+                key="model",
+                onnx=onnx_path,
+                target=target,
+                precision=precision,
+                rknn=work / "model.rknn",
+                graph=graph,
+                inputs=inputs,
+                dataset=tuple(write_samples(work / "calibration", calibration))
+                if precision == "int8"
+                else (),
+                simulate=tuple(write_samples(work / "samples", samples)),
+            )
+            outcome = build_one(job)
+            if isinstance(outcome, BuildFailure):
+                raise CompilerError(outcome.message)
+            with np.load(job.simulated) as kept:
+                return [
+                    {name: np.asarray(kept[f"s{k}_o{j}"]) for j, name in enumerate(outputs)}
+                    for k in range(len(samples))
+                ]
+
+    def build(
+        self, jobs: Sequence[CompileJob], parallel: int
+    ) -> tuple[list[CompileResult], list[CompileFailure]]:
+        mine = [job for job in jobs if isinstance(job, BuildJob)]
+        if len(mine) != len(jobs):
+            raise TypeError("RknnCompiler.build takes the jobs RknnCompiler.job made")
+        outcomes = build_all(mine, parallel=parallel)
+        results: list[CompileResult] = [o for o in outcomes if isinstance(o, BuildResult)]
+        failures: list[CompileFailure] = [o for o in outcomes if isinstance(o, BuildFailure)]
+        return results, failures
+
+
+COMPILER = RknnCompiler()
