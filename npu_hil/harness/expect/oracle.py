@@ -70,34 +70,6 @@ def expected_input(target: str, reported: ReportedTensor, given: np.ndarray) -> 
     return Expected(reported.name, "input", layout, held, dict(reported.attributes))
 
 
-def model_inputs(target: str, inputs: Sequence[Expected]) -> dict[str, np.ndarray]:
-    """The float tensors the model computes on, decoded from what the device holds."""
-    vendor = semantics(target)
-    return {e.name: vendor.model_input(e.attributes, e.values) for e in inputs}
-
-
-def expected_outputs(
-    target: str,
-    model: onnx.ModelProto | str | os.PathLike[str],
-    inputs: Sequence[Expected],
-    reported: Sequence[ReportedTensor],
-) -> list[Expected]:
-    """The reference outputs, computed as the target's NPU computes the graph (the vendor's
-    numerics, calibrated on these inputs, as a simulated board does), then quantized and laid
-    out as the device reported them. ``reference`` stays the float model's output."""
-    vendor = semantics(target)
-    floats, computed = npu_outputs(target, model, inputs)
-    out = []
-    for tensor in reported:
-        attrs = tensor.attributes
-        layout = layout_from_report(target, "output", attrs, shape=list(tensor.shape))
-        values = vendor.output_quantizer(attrs).quantize(_as_computed(computed[tensor.name]))
-        out.append(
-            Expected(tensor.name, "output", layout, values, dict(attrs), floats[tensor.name])
-        )
-    return out
-
-
 def expect_run(
     target: str,
     model: onnx.ModelProto | str | os.PathLike[str],
@@ -105,9 +77,25 @@ def expect_run(
     reported_inputs: Sequence[ReportedTensor],
     reported_outputs: Sequence[ReportedTensor],
 ) -> tuple[list[Expected], list[Expected]]:
-    """Expectations for a whole run: inputs as handed over (name → logical tensor)."""
+    """Expectations for a whole run: inputs as handed over (name → logical tensor); the
+    reference outputs, computed as the target's NPU computes the graph (the vendor's numerics,
+    calibrated on these inputs, as a simulated board does), then quantized and laid out as the
+    device reported them. An output's ``reference`` stays the float model's output."""
     inputs = [expected_input(target, t, given[t.name]) for t in reported_inputs]
-    return inputs, expected_outputs(target, model, inputs, reported_outputs)
+    vendor = semantics(target)
+    floats, computed = npu_outputs(target, model, inputs)
+    outputs = []
+    for tensor in reported_outputs:
+        attrs = tensor.attributes
+        layout = layout_from_report(target, "output", attrs, shape=list(tensor.shape))
+        values = computed[tensor.name]
+        if values.dtype == np.float16:  # as float32, what the simulated board quantizes from
+            values = values.astype(np.float32)
+        values = vendor.output_quantizer(attrs).quantize(values)
+        outputs.append(
+            Expected(tensor.name, "output", layout, values, dict(attrs), floats[tensor.name])
+        )
+    return inputs, outputs
 
 
 def npu_outputs(
@@ -117,7 +105,8 @@ def npu_outputs(
     vendor's numerics through the graph, calibrated on these inputs; the float ones where the
     vendor models none). A vendor unit without ``numerics`` computes the float graph."""
     vendor = semantics(target)
-    feeds = model_inputs(target, inputs)
+    # The float tensors the model computes on, decoded from what the device holds.
+    feeds = {e.name: vendor.model_input(e.attributes, e.values) for e in inputs}
     proto = model if isinstance(model, onnx.ModelProto) else onnx.load_model(str(model))
     floats = reference_outputs(proto, feeds)
     numerics = getattr(vendor, "numerics", None)
@@ -126,8 +115,3 @@ def npu_outputs(
         return floats, floats
     npu_model = numeric_model(proto, kind, [feeds])
     return floats, reference_outputs(npu_model, feeds, optimized=False)
-
-
-def _as_computed(values: np.ndarray) -> np.ndarray:
-    """A float16 graph's output as float32 (what the simulated board quantizes from)."""
-    return values.astype(np.float32) if values.dtype == np.float16 else values
