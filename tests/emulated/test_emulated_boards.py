@@ -17,8 +17,8 @@ import pytest
 
 from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.agent.protocol import InputSpec, JobSpec, Result
-from npu_hil.harness.farm.connect import connect
 from npu_hil.harness.farm.inventory import load_inventory
+from npu_hil.harness.farm.session import connect
 from npu_hil.harness.transport import LocalTransport
 from npu_hil.harness.transport.ssh import SshTransport
 from npu_hil_testkit.emulated import EmulatedBoard

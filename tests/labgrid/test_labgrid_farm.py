@@ -19,7 +19,7 @@ import pytest
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.farm import Farm, Inventory, load_inventory
 from npu_hil.harness.farm.labgrid_boards import FarmPlaces
-from npu_hil.harness.farm.power import power_cycle
+from npu_hil.harness.farm.recovery import power_cycle
 from tests.labgrid.lab import (
     COLLEAGUE,
     SERIAL_PLACE,

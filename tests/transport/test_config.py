@@ -13,8 +13,8 @@ import pytest
 
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.farm import Board, InventoryError, parse_inventory
-from npu_hil.harness.farm.connect import connect
 from npu_hil.harness.farm.inventory import LocalEntry, SerialEntry, SshEntry
+from npu_hil.harness.farm.session import connect
 from npu_hil.harness.transport import LocalTransport
 from npu_hil.harness.transport.config import (
     CONFIGS,

@@ -23,8 +23,12 @@ if TYPE_CHECKING:
         parse_inventory,
     )
     from npu_hil.harness.farm.labgrid_boards import resolve_labgrid_boards
-    from npu_hil.harness.farm.power import power_cycle
-    from npu_hil.harness.farm.recovery import NO_RETRY, BoardUnhealthyError, RetryPolicy
+    from npu_hil.harness.farm.recovery import (
+        NO_RETRY,
+        BoardUnhealthyError,
+        RetryPolicy,
+        power_cycle,
+    )
     from npu_hil.harness.farm.session import BoardSession
 
 # name -> the module of this package that defines it (the imports above, for type checkers)
@@ -38,7 +42,7 @@ _EXPORTS = {
     "load_inventory": "inventory",
     "parse_inventory": "inventory",
     "resolve_labgrid_boards": "labgrid_boards",
-    "power_cycle": "power",
+    "power_cycle": "recovery",
     "NO_RETRY": "recovery",
     "BoardUnhealthyError": "recovery",
     "RetryPolicy": "recovery",

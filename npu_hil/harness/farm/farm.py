@@ -25,7 +25,6 @@ from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.board.kernlog import KMSG_ENV
 from npu_hil.harness.errors import NpuHilError, TransportError
 from npu_hil.harness.farm.breaker import BreakerFile, CircuitBreaker
-from npu_hil.harness.farm.connect import connect
 from npu_hil.harness.farm.defaults import BACKENDS, DEFAULT_THRESHOLD
 from npu_hil.harness.farm.health_store import (
     BAD,
@@ -42,7 +41,6 @@ from npu_hil.harness.farm.health_store import POWER_CYCLED as _POWER_CYCLED
 from npu_hil.harness.farm.health_store import RECOVERY_FAILED as _RECOVERY_FAILED
 from npu_hil.harness.farm.inventory import SIM_ADAPTER, Board, Inventory, load_inventory
 from npu_hil.harness.farm.labgrid_boards import FarmPlaces, resolve_labgrid_boards
-from npu_hil.harness.farm.power import power_cycle as _power_cycle
 from npu_hil.harness.farm.recovery import (
     BoardCondition,
     BoardIdentityError,
@@ -52,7 +50,8 @@ from npu_hil.harness.farm.recovery import (
     board_identity,
     health_problem,
 )
-from npu_hil.harness.farm.session import BoardSession
+from npu_hil.harness.farm.recovery import power_cycle as _power_cycle
+from npu_hil.harness.farm.session import BoardSession, connect
 from npu_hil.harness.folders import default_workdir, private_dir
 from npu_hil.harness.transport.base import Transport
 from npu_hil.harness.transport.local import LocalTransport

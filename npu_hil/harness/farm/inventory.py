@@ -23,9 +23,10 @@ from npu_hil.harness.farm.inventory_reader import (
     Located,
     expected,
     problem,
+    refuse_secret_text,
+    secret_check,
     validate,
 )
-from npu_hil.harness.farm.inventory_secrets import refuse_secret_text, secret_check
 from npu_hil.harness.farm.inventory_types import (
     MAX_SECONDS,
     Baudrate,

@@ -26,8 +26,7 @@ from npu_hil.harness.farm.inventory import (
 from npu_hil.harness.labgrid.config import PlaceState
 from npu_hil.harness.labgrid.endpoints import POWER_DRIVERS, PlaceEndpoints
 from npu_hil.harness.labgrid.errors import LabgridError, LabgridMissingError
-from npu_hil.harness.labgrid.places import LabgridPlaces, select_places
-from npu_hil.harness.labgrid.power import PowerAction
+from npu_hil.harness.labgrid.places import LabgridPlaces, PowerAction, select_places
 from npu_hil.harness.transport.config import SerialConfig, SshConfig
 from npu_hil.targets.registry import HW_ADAPTERS, VENDOR_OF
 

@@ -1,22 +1,82 @@
 """A board session: one board's transport and agent client, and whether it is really simulated:
-what a test holds and :func:`npu_hil.harness.pipeline.run_model` runs on."""
+what a test holds and :func:`npu_hil.harness.pipeline.run_model` runs on. A real board's
+inventory transport is opened and proven at once (:func:`connect`), so an unreachable board is a
+:class:`TransportError` while the farm can still fall back to a simulated one, not halfway
+through the first test."""
 
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from npu_hil.harness.agent.client import AgentClient
+from npu_hil.harness.errors import TransportError
 from npu_hil.harness.farm.breaker import CircuitBreaker
-from npu_hil.harness.farm.connect import close_transport
 from npu_hil.harness.farm.inventory import Board
 from npu_hil.harness.farm.recovery import RetryPolicy
 from npu_hil.harness.models import Manifest, load_manifest
 from npu_hil.harness.transport.base import Transport
+from npu_hil.harness.transport.config import LocalConfig
+from npu_hil.harness.transport.defaults import BOARD_PYTHON, BOARD_WORKDIR
 
 log = logging.getLogger(__name__)
+
+
+def connect(board: Board, local_workdir: Path) -> Transport:
+    """The board's transport, connected and checked with a trivial command.
+
+    ``local_workdir`` is the board's folder under the farm; it is the remote workdir only for a
+    ``local`` board without one of its own (the harness runs on the board itself).
+    """
+    config = board.transport
+    if isinstance(config, LocalConfig):
+        workdir = Path(board.workdir) if board.workdir else local_workdir / "remote"
+        return config.open(
+            workdir=workdir,
+            python=board.python or sys.executable,
+            connect_timeout=board.timeouts.connect,
+        )
+    try:
+        transport = config.open(
+            workdir=board.workdir or BOARD_WORKDIR,
+            python=board.python or BOARD_PYTHON,
+            connect_timeout=board.timeouts.connect,
+        )
+        _prove(board, transport)
+    except (TransportError, ValueError) as exc:
+        # One prefix, whichever step failed: the report must say which board could not be reached.
+        message = exc.message if isinstance(exc, TransportError) else str(exc)
+        raise TransportError(f"{board.name}: {message}") from None
+    return transport
+
+
+def _prove(board: Board, transport: Transport) -> None:
+    try:
+        prove = getattr(transport, "prove", None)
+        if callable(prove):
+            # A transport that proves its link by itself (SSH: the connection and its workdir
+            # probe through the shell) spares the board a process of its own for `true`.
+            prove()
+            return
+        done = transport.run(["true"], timeout=board.timeouts.connect)
+        if done.returncode != 0:
+            raise TransportError(
+                "the board's shell answered `true` with exit status "
+                f"{done.returncode}: {done.stderr.decode(errors='replace').strip()[:200]}"
+            )
+    except TransportError:
+        close_transport(transport)
+        raise
+
+
+def close_transport(transport: Transport) -> None:
+    """Close a transport that holds a connection (SSH, serial); a local one holds none."""
+    close = getattr(transport, "close", None)
+    if callable(close):
+        close()
 
 
 @dataclass

@@ -1,22 +1,31 @@
 """Places of a labgrid coordinator as the harness's boards: selected, reserved, acquired, kept,
-released (how and why: docs/farm/labgrid.md, "What happens to the places")."""
+released (how and why: docs/farm/labgrid.md, "What happens to the places"), and their power
+switched with labgrid's own power drivers, as labgrid-client does: the power resource rebuilt on
+a throw-away ``Target`` with its ``extra`` (proxy hints of an isolated exporter), so every PDU
+labgrid supports works here (docs/labgrid-notes.md, "Exporter")."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
 import npu_hil.harness.labgrid.exit_hooks as exit_hooks
 from npu_hil.harness.labgrid.config import LabgridConfig, PlaceState
-from npu_hil.harness.labgrid.endpoints import PlaceEndpoints, endpoints_of
-from npu_hil.harness.labgrid.errors import LabgridError, PlaceBusyError, PlaceLostError
+from npu_hil.harness.labgrid.endpoints import PlaceEndpoints, PowerEndpoint, endpoints_of
+from npu_hil.harness.labgrid.errors import (
+    LabgridError,
+    LabgridMissingError,
+    PlaceBusyError,
+    PlaceLostError,
+)
 from npu_hil.harness.labgrid.ledger import Holding, PlaceLedger, current_holder
-from npu_hil.harness.labgrid.power import PowerAction, switch_power
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +33,43 @@ POLL_S = 0.5
 """How often a waiting reservation is polled: a released place goes to the first reservation in
 the coordinator's queue at once, and this bounds how long it then sits unused."""
 POWER_DELAY_S = 2.0
+
+PowerAction = Literal["on", "off", "cycle"]
+
+
+def switch_power(place: str, power: PowerEndpoint, action: PowerAction, *, delay: float) -> None:
+    """Switch the place's power ``on``, ``off`` or ``cycle`` it (off, ``delay`` seconds, on).
+    Any failure of the PDU or its driver is a LabgridError naming the place."""
+    try:
+        labgrid: Any = importlib.import_module("labgrid")
+    except ImportError as exc:  # pragma: no cover - exercised where labgrid is absent
+        raise LabgridMissingError(str(exc)) from exc
+
+    resource = power.resource
+    target_factory = labgrid.target_factory
+    target = labgrid.Target(f"npu-hil-{place}")
+    try:
+        made: Any = target_factory.make_resource(
+            target, resource.cls, resource.name, dict(resource.params)
+        )
+        made.extra = dict(resource.extra)
+        driver_cls = target_factory.class_from_string(power.driver)
+        driver: Any = driver_cls(target, name=None)
+        if hasattr(driver, "delay"):
+            driver.delay = float(delay)
+        target.activate(driver)
+        log.info("%s: power %s through %s (%s)", place, action, power.driver, resource.cls)
+        getattr(driver, action)()
+    except Exception as exc:  # labgrid's drivers raise whatever their PDU library raises
+        raise LabgridError(
+            f"place {place}: power {action} through labgrid {power.driver} "
+            f"({resource.cls} {resource.name}): {type(exc).__name__}: {exc}"
+        ) from None
+    finally:
+        try:
+            target.deactivate_all_drivers()
+        except Exception as exc:  # cleanup must not hide the action's own outcome
+            log.debug("%s: deactivating labgrid drivers: %s", place, exc)
 
 
 def selected_by_tags(config: LabgridConfig, place: PlaceState) -> bool:

@@ -19,9 +19,8 @@ from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.farm import Farm
 from npu_hil.harness.farm.breaker import BoardBrokenError
-from npu_hil.harness.farm.connect import close_transport, connect
 from npu_hil.harness.farm.inventory import Board
-from npu_hil.harness.farm.session import BoardSession
+from npu_hil.harness.farm.session import BoardSession, close_transport, connect
 from npu_hil.harness.models import build
 from npu_hil.harness.pipeline import run_model
 from npu_hil.harness.soak.documents import BoardDocument
