@@ -9,14 +9,16 @@ from datetime import datetime, timezone
 from html import escape
 from pathlib import Path
 
+from typing_extensions import TypedDict
+
 from npu_hil.harness.folders import private_dir
 from npu_hil.harness.report.atomic import write_text_atomic
 from npu_hil.harness.report.plots import PlotStyle
 from npu_hil.harness.report.runmeta import RunMeta
 from npu_hil.harness.report.runs import new_run_id
-from npu_hil.harness.soak.documents import SoakDocument
-from npu_hil.harness.soak.loop import BoardSoak, SoakRun
-from npu_hil.harness.soak.verdict import Verdict, sample_value
+from npu_hil.harness.soak.loop import BoardDocument, BoardSoak, SoakRun
+from npu_hil.harness.soak.samples import PlanDocument
+from npu_hil.harness.soak.verdict import Verdict, VerdictDocument, sample_value
 
 SCHEMA = "npu-hil-soak/1"
 JSON_FILE = "soak.json"
@@ -24,6 +26,19 @@ HTML_FILE = "soak.html"
 PLOTS = PlotStyle(
     xlabel="time since start (s)", inches=(8.0, 2.8), dpi=90, margins=(0.1, 0.98, 0.88, 0.18)
 )
+
+
+class SoakDocument(TypedDict):
+    """soak.json (``soak_document``)."""
+
+    schema: str
+    started: str
+    elapsed_s: float
+    interrupted: bool
+    plan: PlanDocument
+    verdict: VerdictDocument
+    boards: list[BoardDocument]
+    meta: RunMeta
 
 
 def soak_document(run: SoakRun, verdict: Verdict, meta: RunMeta | None = None) -> SoakDocument:
