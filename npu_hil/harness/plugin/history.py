@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from npu_hil.harness.history.defaults import DEFAULT_KEEP
+from npu_hil.harness.history import DEFAULT_KEEP
 from npu_hil.harness.plugin.records import RUN_KEY, ItemInfo, run_folder
 
 if TYPE_CHECKING:
