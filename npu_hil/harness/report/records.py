@@ -237,7 +237,7 @@ class TestRecord:
     # a class here decided the outcome (infrastructure: an error)
     board_log: BoardLogDocument = field(default_factory=lambda: BoardLogDocument())
     # what its figures are of: its model runs' artifacts and inputs as one digest
-    # (history.points.subject_after); baselines compare only runs of the same subject
+    # (history.model.subject_after); baselines compare only runs of the same subject
     subject: str = ""
     # why its figures start a new baseline: the model or the inputs changed since the last run
     baseline_note: str = ""
