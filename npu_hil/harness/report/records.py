@@ -131,13 +131,9 @@ class TensorFinding:
 
 
 def _num(value: Any) -> str:
-    return (
-        f"{value:.4g}"
-        if isinstance(value, (int, float))
-        else "n/a"
-        if value is None
-        else str(value)
-    )
+    if isinstance(value, (int, float)):
+        return f"{value:.4g}"
+    return "n/a" if value is None else str(value)
 
 
 def accuracy_properties(tensors: list[TensorFinding]) -> dict[str, str]:

@@ -125,21 +125,16 @@ _STYLE = (
 def _series_rows(verdict: Verdict, board: str) -> str:
     rows = []
     for s in (x for x in verdict.series if x.board == board):
-        per_1k = s.per_1k
-        per_h = s.per_hour
-        who = "board" if s.context is None else f"context {s.context} (pid {s.pid})"
-        rows.append(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>".format(
-                escape(who),
-                escape(s.metric),
-                s.samples,
-                "-"
-                if per_1k is None
-                else f"{per_1k.slope:.1f} [{per_1k.low:.1f}, {per_1k.high:.1f}]",
-                "-" if per_h is None else f"{per_h.slope:.0f} [{per_h.low:.0f}, {per_h.high:.0f}]",
-                escape("; ".join(s.failed) or s.problem or "ok"),
-            )
+        per_1k, per_h = s.per_1k, s.per_hour
+        cells = (
+            "board" if s.context is None else f"context {s.context} (pid {s.pid})",
+            s.metric,
+            str(s.samples),
+            "-" if per_1k is None else f"{per_1k.slope:.1f} [{per_1k.low:.1f}, {per_1k.high:.1f}]",
+            "-" if per_h is None else f"{per_h.slope:.0f} [{per_h.low:.0f}, {per_h.high:.0f}]",
+            "; ".join(s.failed) or s.problem or "ok",
         )
+        rows.append("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in cells) + "</tr>")
     return "".join(rows)
 
 
