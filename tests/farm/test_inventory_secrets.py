@@ -15,7 +15,8 @@ from npu_hil.harness.errors import TransportError
 from npu_hil.harness.farm import InventoryError, load_inventory
 from npu_hil.harness.redact import REDACTED, scrub
 from npu_hil.harness.report.records import TestRecord
-from npu_hil.harness.report.writer import append_record, write_run
+from npu_hil.harness.report.runs import append_record
+from npu_hil.harness.report.writer import write_run
 
 
 def keygen(tmp_path: Path, *options: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from npu_hil.harness.history.points import noise_reason
+from npu_hil.harness.history.model import noise_reason
 
 
 def _reading(temp_mc: int = 45000, khz: int = 1800000, npu_hz: int = 1000000000) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from npu_hil.harness.history.points import case_point, run_entry
+from npu_hil.harness.history.model import case_point, run_entry
 from npu_hil.harness.report.records import TensorFinding, TestRecord, last_attempts
 
 LATENCY = {

@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from npu_hil.harness.history.baseline import Settings, evaluate, new_baseline_note, same_subject
-from npu_hil.harness.history.model import CasePoint
-from npu_hil.harness.history.points import subject_after
+from npu_hil.harness.history.model import CasePoint, subject_after
 from npu_hil.harness.pipeline.model import input_digest
 
 MODEL = {"identity.onnx": "a" * 64}

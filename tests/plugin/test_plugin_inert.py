@@ -135,7 +135,6 @@ LIGHT_MODULES = {
     "npu_hil.harness.farm.defaults",
     "npu_hil.harness.lazyexports",
     "npu_hil.harness.history",
-    "npu_hil.harness.history.defaults",
 }
 
 

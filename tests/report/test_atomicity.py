@@ -13,12 +13,13 @@ import pytest
 
 from npu_hil.harness.report import atomic
 from npu_hil.harness.report.records import TensorFinding, TestRecord
-from npu_hil.harness.report.writer import append_record, load_records, new_run_dir, write_run
+from npu_hil.harness.report.runs import append_record, load_records, new_run_dir
+from npu_hil.harness.report.writer import write_run
 
 CRASHING_RUN = """
 import os, sys
 from npu_hil.harness.report.records import TestRecord
-from npu_hil.harness.report.writer import append_record
+from npu_hil.harness.report.runs import append_record
 run_dir = sys.argv[1]
 for i in range(20):
     append_record(run_dir, TestRecord(f"t.py::test_{i}", "passed" if i % 3 else "failed", 0.1,
@@ -86,7 +87,7 @@ def test_concurrent_appends_keep_lines_whole(tmp_path: Path) -> None:
     script = (
         "import sys\n"
         "from npu_hil.harness.report.records import TestRecord\n"
-        "from npu_hil.harness.report.writer import append_record\n"
+        "from npu_hil.harness.report.runs import append_record\n"
         "for i in range(200):\n"
         "    append_record(sys.argv[1], TestRecord(f't.py::w{sys.argv[2]}_{i}', 'passed', 0.0,"
         " message='x' * 500))\n"

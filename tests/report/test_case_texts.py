@@ -10,9 +10,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from npu_hil.harness.report.case_texts import CaseTexts
 from npu_hil.harness.report.records import TestRecord, scrubbed
-from npu_hil.harness.report.writer import HTML_FILE, JUNIT_FILE, write_run
+from npu_hil.harness.report.writer import HTML_FILE, JUNIT_FILE, CaseTexts, write_run
 
 _CASE = st.tuples(
     st.integers(min_value=0, max_value=5),  # which test: the same number is a rerun

@@ -73,7 +73,7 @@ def test_one_flip_is_not_flaky(tmp_path: Path) -> None:
 
 
 def test_crashed_previous_run_is_no_baseline(tmp_path: Path) -> None:
-    from npu_hil.harness.report.writer import append_record
+    from npu_hil.harness.report.runs import append_record
 
     _run(tmp_path, "20260101T000000Z-000001", {"a": "passed"})
     crashed = tmp_path / "20260102T000000Z-000002"

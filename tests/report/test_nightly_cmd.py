@@ -25,7 +25,7 @@ pytestmark = pytest.mark.e2e
 CONFTEST = """
 from npu_hil.harness.report.records import TestRecord
 from npu_hil.harness.report.runs import run_dir_for_session
-from npu_hil.harness.report.writer import append_record
+from npu_hil.harness.report.runs import append_record
 
 def pytest_runtest_logreport(report):
     if report.when != "call":
@@ -112,7 +112,7 @@ def test_nightly_exit_code_is_pytests_and_compares_with_last_night(tmp_path: Pat
 PROVENANCE_CONFTEST = """
 from npu_hil.harness.report.records import TestRecord
 from npu_hil.harness.report.runs import run_dir_for_session
-from npu_hil.harness.report.writer import append_record
+from npu_hil.harness.report.runs import append_record
 
 REASON = "no connection after 4 attempts"
 
@@ -214,7 +214,7 @@ def test_record_tail_names_where_cases_ran(tmp_path: Path) -> None:
     """The live table says what the final one says: a skipped case on a hardware board is not
     hardware."""
     from npu_hil.harness.report.records import TestRecord
-    from npu_hil.harness.report.writer import append_record
+    from npu_hil.harness.report.runs import append_record
 
     tail = RecordTail(tmp_path / "records.jsonl")
     append_record(tmp_path, TestRecord("t::a[hw-01]", "skipped", 0.0, board="hw-01"))

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from npu_hil.harness.report.records import TestRecord
-from npu_hil.harness.report.runs import RUN_ID_PATTERN, new_run_id
-from npu_hil.harness.report.writer import new_run_dir, write_run
+from npu_hil.harness.report.runs import RUN_ID_PATTERN, new_run_dir, new_run_id
+from npu_hil.harness.report.writer import write_run
 
 META = {"started": "2026-01-01T00:00:00Z", "backend": "auto", "inventory": "inventory.yaml"}
 

@@ -35,11 +35,12 @@ from npu_hil.harness.report.runs import (
     RUN_DIR_ENV,
     SUMMARY_FILE,
     PastSummary,
+    load_records,
     new_run_dir,
     read_summary,
 )
 from npu_hil.harness.report.summary import board_kind
-from npu_hil.harness.report.writer import COMPARISON_FILE, HTML_FILE, load_records, write_run
+from npu_hil.harness.report.writer import COMPARISON_FILE, HTML_FILE, write_run
 
 if TYPE_CHECKING:
     from npu_hil.harness.report.compare import ComparisonDocument

@@ -18,7 +18,9 @@ from npu_hil.harness.errors import NpuHilError
 
 if TYPE_CHECKING:
     from npu_hil.harness.report.runmeta import RunMeta
-    from npu_hil.harness.soak.documents import ErrorRate, FitDocument, SoakDocument
+    from npu_hil.harness.soak.fit import FitDocument
+    from npu_hil.harness.soak.report import SoakDocument
+    from npu_hil.harness.soak.verdict import ErrorRate
 
 
 PROGRESS_EVERY_S = 10.0

@@ -110,16 +110,12 @@ class CaseHistory:
 
 def numeric(value: Any) -> float | None:
     """A figure as the records keep it (a number, ``"inf"``, null) as a float or None."""
-    if isinstance(value, bool) or value is None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)  # "inf", "-inf", "nan"
-        except ValueError:
-            return None
-    return None
+    try:
+        return float(value)  # a string too: "inf", "-inf", "nan"
+    except ValueError:
+        return None
 
 
 # outcome_state as a table: a history's view walks a million points, no call per point (the

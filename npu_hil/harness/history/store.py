@@ -17,7 +17,7 @@ from filelock import FileLock
 
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.files import InputFileError, read_json
-from npu_hil.harness.history.defaults import DEFAULT_KEEP
+from npu_hil.harness.history import DEFAULT_KEEP
 from npu_hil.harness.history.model import (
     INDEX_FILE,
     MEASUREMENTS_FILE,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from npu_hil.harness.history.defaults import DEFAULT_KEEP
+from npu_hil.harness.history import DEFAULT_KEEP
 from npu_hil.harness.plugin.records import RUN_KEY, ItemInfo, run_folder
 
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ def check_run(
     if config.getoption("no_baseline"):
         return []
     from npu_hil.harness.history.baseline import evaluate, finding_dict, new_baseline_note
-    from npu_hil.harness.history.points import case_point
+    from npu_hil.harness.history.model import case_point
 
     known = baselines(config)
     record = info.record
@@ -226,7 +226,7 @@ class ControllerHistory:
     entry: RunEntry | None = None  # this run's index entry, once the run has ended
 
     def keep(self, record: TestRecord) -> None:
-        from npu_hil.harness.history.points import case_point
+        from npu_hil.harness.history.model import case_point
 
         self.points.pop(record.nodeid, None)
         self.points[record.nodeid] = case_point(record, self.run_id)
@@ -272,7 +272,7 @@ def pytest_npu_hil_run_end(
     """Controller, end of the session: ``<run>/measurements.json`` and the index entry for the
     run (complete or not, as ``meta`` says); returns summary.json's ``history`` and keeps the
     report's history view for :func:`pytest_npu_hil_run_trends`."""
-    from npu_hil.harness.history.points import run_entry
+    from npu_hil.harness.history.model import run_entry
     from npu_hil.harness.history.store import HistoryLockError, update_index, write_measurements
 
     state = run_history(config)

@@ -28,10 +28,10 @@ from npu_hil.harness.plugin.outcomes import phase_outcome
 
 if TYPE_CHECKING:
     from npu_hil.harness.farm.health_store import HealthDocument
-    from npu_hil.harness.report.case_texts import CaseTexts
     from npu_hil.harness.report.records import TestRecord
     from npu_hil.harness.report.runmeta import RunMeta
     from npu_hil.harness.report.runs import RunStart
+    from npu_hil.harness.report.writer import CaseTexts
 
 RECORD_ATTR = "npu_hil_record"
 RUN_ID_KEY = "npu_hil_run_id"
@@ -352,7 +352,7 @@ class RunCollector:
         kept = append_record(self.state.run_dir, record)
         self.state.records.append(kept)
         if self.state.texts is None:
-            from npu_hil.harness.report.case_texts import CaseTexts
+            from npu_hil.harness.report.writer import CaseTexts
 
             self.state.texts = CaseTexts(self.state.run_dir)
         self.state.texts.add(kept)

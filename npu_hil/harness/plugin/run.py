@@ -157,7 +157,7 @@ class RunModel:
         return run
 
     def _record(self, run: ModelRun) -> None:
-        from npu_hil.harness.history.points import subject_after
+        from npu_hil.harness.history.model import subject_after
         from npu_hil.harness.report.records import TensorFinding
 
         self.runs.append(run)

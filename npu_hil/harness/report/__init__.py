@@ -10,16 +10,17 @@ from npu_hil.harness.lazyexports import lazy_exports
 
 if TYPE_CHECKING:
     from npu_hil.harness.report.records import OUTCOMES, TensorFinding, TestRecord
-    from npu_hil.harness.report.writer import append_record, load_records, new_run_dir, write_run
+    from npu_hil.harness.report.runs import append_record, load_records, new_run_dir
+    from npu_hil.harness.report.writer import write_run
 
 # name -> the module of this package that defines it (the imports above, for type checkers)
 _EXPORTS = {
     "OUTCOMES": "records",
     "TensorFinding": "records",
     "TestRecord": "records",
-    "append_record": "writer",
-    "load_records": "writer",
-    "new_run_dir": "writer",
+    "append_record": "runs",
+    "load_records": "runs",
+    "new_run_dir": "runs",
     "write_run": "writer",
 }
 

@@ -29,7 +29,7 @@ from npu_hil.harness.report.stability import stability_badges, stability_notes
 if TYPE_CHECKING:
     from npu_hil.harness.history.flaky import StripCell
     from npu_hil.harness.history.trends import CaseRow, Highlight, Highlighted, TrendsView
-    from npu_hil.harness.report.case_texts import CaseTexts
+    from npu_hil.harness.report.writer import CaseTexts
 
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
@@ -607,6 +607,11 @@ def _filters(records: Sequence[TestRecord]) -> str:
     )
 
 
+def folded(record: TestRecord) -> bool:
+    """Whether the page shows the case folded (passed, skipped, quarantined) or open."""
+    return record.outcome not in ("failed", "error")
+
+
 def _folded(title: str, text: str) -> str:
     return f"<details><summary>{escape(title)}</summary><pre>{escape(text)}</pre></details>"
 
@@ -678,12 +683,12 @@ def _tests(
     ordered = sorted(
         records, key=lambda r: (0 if r.nodeid in new else _ORDER.get(r.outcome, 2), r.nodeid)
     )
-    open_rows = [r for r in ordered if r.outcome in ("failed", "error")]
-    folded = [r for r in ordered if r.outcome not in ("failed", "error")]
-    skipped = sum(r.outcome == "skipped" for r in folded)
-    quarantined = sum(r.outcome == QUARANTINED for r in folded)
+    open_rows = [r for r in ordered if not folded(r)]
+    closed = [r for r in ordered if folded(r)]
+    skipped = sum(r.outcome == "skipped" for r in closed)
+    quarantined = sum(r.outcome == QUARANTINED for r in closed)
     first = "".join(_row(run_dir, r, new, False, texts) for r in open_rows)
-    rest = "".join(_row(run_dir, r, new, True, texts) for r in folded)
+    rest = "".join(_row(run_dir, r, new, True, texts) for r in closed)
     failures = (
         f'<table class="cases" id="failures">{_HEAD}{first}</table>'
         if open_rows
@@ -693,7 +698,7 @@ def _tests(
         f'<h2 id="tests">Tests</h2>{_filters(records)}'
         f"<h3>Failures and errors: {len(open_rows)}</h3>"
         f'{failures}<details id="folded"><summary>Passed and skipped: '
-        f"{len(folded) - skipped - quarantined} passed, {skipped} skipped"
+        f"{len(closed) - skipped - quarantined} passed, {skipped} skipped"
         f"{f', {quarantined} quarantined' if quarantined else ''} (collapsed)</summary>"
         f'<table class="cases" id="passes">{_HEAD}{rest}</table></details>'
     )

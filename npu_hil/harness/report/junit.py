@@ -15,7 +15,7 @@ from npu_hil.harness.report.sanitize import clean_text
 from npu_hil.harness.report.stability import stability_properties
 
 if TYPE_CHECKING:
-    from npu_hil.harness.report.case_texts import CaseTexts
+    from npu_hil.harness.report.writer import CaseTexts
 
 
 def split_nodeid(nodeid: str) -> tuple[str, str]:

@@ -131,13 +131,9 @@ class TensorFinding:
 
 
 def _num(value: Any) -> str:
-    return (
-        f"{value:.4g}"
-        if isinstance(value, (int, float))
-        else "n/a"
-        if value is None
-        else str(value)
-    )
+    if isinstance(value, (int, float)):
+        return f"{value:.4g}"
+    return "n/a" if value is None else str(value)
 
 
 def accuracy_properties(tensors: list[TensorFinding]) -> dict[str, str]:
@@ -237,7 +233,7 @@ class TestRecord:
     # a class here decided the outcome (infrastructure: an error)
     board_log: BoardLogDocument = field(default_factory=lambda: BoardLogDocument())
     # what its figures are of: its model runs' artifacts and inputs as one digest
-    # (history.points.subject_after); baselines compare only runs of the same subject
+    # (history.model.subject_after); baselines compare only runs of the same subject
     subject: str = ""
     # why its figures start a new baseline: the model or the inputs changed since the last run
     baseline_note: str = ""

@@ -1,31 +1,27 @@
-"""A run's report files. The plugin calls :func:`append_record` as each test finishes and
-:func:`write_run` at the session's end; ``write_run(run_dir, None, meta)`` rebuilds the report of
-a run that crashed before its end."""
+"""A run's report files, and each case's JUnit ``<testcase>`` and page row made as its record
+arrives (:class:`CaseTexts`: at 12,000 cases, rendering them all at the end took 2-3 s of the
+run's bookkeeping, while the controller idles during the run; a record first met at the end, as
+in a report rebuilt from records.jsonl, is rendered then). The plugin calls
+:func:`~npu_hil.harness.report.runs.append_record` as each test finishes and :func:`write_run` at
+the session's end; ``write_run(run_dir, None, meta)`` rebuilds the report of a run that crashed
+before its end."""
 
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from npu_hil.harness.report.atomic import sync_file, write_chunks_atomic, write_text_atomic
-from npu_hil.harness.report.case_texts import CaseTexts
 from npu_hil.harness.report.compare import build_comparison
-from npu_hil.harness.report.html import build_html
-from npu_hil.harness.report.junit import junit_chunks
+from npu_hil.harness.report.html import build_html, folded, row_parts
+from npu_hil.harness.report.junit import junit_chunks, testcase_text
 from npu_hil.harness.report.records import TestRecord, last_attempts
 from npu_hil.harness.report.records import scrubbed as scrub_record
 from npu_hil.harness.report.runmeta import RunMeta
-from npu_hil.harness.report.runs import (
-    RECORDS_FILE,
-    SUMMARY_FILE,
-    append_record,
-    load_records,
-    new_run_dir,
-    run_dir_for_session,
-    write_outcomes,
-)
+from npu_hil.harness.report.runs import RECORDS_FILE, SUMMARY_FILE, load_records, write_outcomes
 from npu_hil.harness.report.sanitize import clean_value
 from npu_hil.harness.report.summary import RunHistory, build_summary
 
@@ -36,18 +32,45 @@ JUNIT_FILE = "junit.xml"
 COMPARISON_FILE = "comparison.json"
 HTML_FILE = "report.html"
 
-__all__ = [
-    "COMPARISON_FILE",
-    "HTML_FILE",
-    "JUNIT_FILE",
-    "RECORDS_FILE",
-    "SUMMARY_FILE",
-    "append_record",
-    "load_records",
-    "new_run_dir",
-    "run_dir_for_session",
-    "write_run",
-]
+
+class CaseTexts:
+    """Texts by record, deflated (a 12,000-case run's are 50 MB as text, a few MB so): the
+    record itself is kept beside them, so a text is only ever given for the very record it was
+    made from (an id is reused once its object is gone)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self._junit: dict[int, tuple[TestRecord, bytes]] = {}
+        self._rows: dict[int, tuple[TestRecord, int, bytes]] = {}
+
+    def add(self, record: TestRecord) -> None:
+        self._junit[id(record)] = (record, _deflated(testcase_text(record) + "\n"))
+        before, after = row_parts(self.run_dir, record, folded(record))
+        self._rows[id(record)] = (record, len(before), _deflated(before + after))
+
+    def junit(self, record: TestRecord) -> bytes:
+        """The record's ``<testcase>`` element and its newline, UTF-8."""
+        found = self._junit.get(id(record))
+        if found is not None and found[0] is record:
+            return zlib.decompress(found[1])
+        return (testcase_text(record) + "\n").encode("utf-8")
+
+    def html_row(self, run_dir: Path, record: TestRecord, shown_folded: bool) -> tuple[str, str]:
+        found = self._rows.get(id(record))
+        if (
+            found is not None
+            and found[0] is record
+            and run_dir == self.run_dir
+            and shown_folded == folded(record)
+        ):
+            row = zlib.decompress(found[2]).decode("utf-8")
+            return row[: found[1]], row[found[1] :]
+        return row_parts(run_dir, record, shown_folded)
+
+
+def _deflated(text: str) -> bytes:
+    # Level 1: a tenth of the size for a fraction of the time of a higher level.
+    return zlib.compress(text.encode("utf-8"), 1)
 
 
 def write_run(
@@ -63,7 +86,7 @@ def write_run(
     """Write every report file of the run; ``records=None`` reads them from records.jsonl.
     ``history``: summary.json's ``history`` (None: not known, as in a report rebuilt after a
     crash); ``trends``: the page's history view, if any; ``scrubbed``: the records are the ones
-    :func:`append_record` returned; ``texts``: their JUnit elements and page rows, if made."""
+    ``append_record`` returned; ``texts``: their JUnit elements and page rows, if made."""
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
     chosen = last_attempts(load_records(path) if records is None else records)

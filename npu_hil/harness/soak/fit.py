@@ -9,12 +9,21 @@ from dataclasses import asdict, dataclass
 from typing import cast
 
 import numpy as np
-
-from npu_hil.harness.soak.documents import FitDocument
+from typing_extensions import TypedDict
 
 MAX_POINTS = 800
 """More samples than this are thinned evenly first (the pairs grow as n²)."""
 Z_95 = 1.959963984540054
+
+
+class FitDocument(TypedDict):
+    """A fitted slope and its 95 % interval (``Fit.to_dict``)."""
+
+    slope: float
+    intercept: float
+    low: float
+    high: float
+    points: int
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from typing_extensions import TypedDict
 
 from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.errors import NpuHilError
@@ -23,11 +24,13 @@ from npu_hil.harness.farm.inventory import Board
 from npu_hil.harness.farm.session import BoardSession, close_transport, connect
 from npu_hil.harness.models import build
 from npu_hil.harness.pipeline import run_model
-from npu_hil.harness.soak.documents import BoardDocument
 from npu_hil.harness.soak.samples import (
     ContextCounts,
+    ContextDocument,
     Failure,
+    FailureDocument,
     MemorySample,
+    SampleDocument,
     SoakPlan,
     sample_from,
 )
@@ -41,6 +44,21 @@ MAX_FAILURES_KEPT = 2000
 
 class SoakError(NpuHilError):
     """A soak that cannot start: no board, no model, a plan that does not hold together."""
+
+
+class BoardDocument(TypedDict):
+    """A board's part in soak.json's ``boards`` (``BoardSoak.to_dict``)."""
+
+    board: str
+    target: str
+    simulated: bool
+    jobs: int
+    errors: int
+    max_concurrent: int
+    problem: str | None
+    contexts: list[ContextDocument]
+    failures: list[FailureDocument]
+    samples: list[SampleDocument]
 
 
 @dataclass

@@ -9,14 +9,16 @@ from datetime import datetime, timezone
 from html import escape
 from pathlib import Path
 
+from typing_extensions import TypedDict
+
 from npu_hil.harness.folders import private_dir
 from npu_hil.harness.report.atomic import write_text_atomic
 from npu_hil.harness.report.plots import PlotStyle
 from npu_hil.harness.report.runmeta import RunMeta
 from npu_hil.harness.report.runs import new_run_id
-from npu_hil.harness.soak.documents import SoakDocument
-from npu_hil.harness.soak.loop import BoardSoak, SoakRun
-from npu_hil.harness.soak.verdict import Verdict, sample_value
+from npu_hil.harness.soak.loop import BoardDocument, BoardSoak, SoakRun
+from npu_hil.harness.soak.samples import PlanDocument
+from npu_hil.harness.soak.verdict import Verdict, VerdictDocument, sample_value
 
 SCHEMA = "npu-hil-soak/1"
 JSON_FILE = "soak.json"
@@ -24,6 +26,19 @@ HTML_FILE = "soak.html"
 PLOTS = PlotStyle(
     xlabel="time since start (s)", inches=(8.0, 2.8), dpi=90, margins=(0.1, 0.98, 0.88, 0.18)
 )
+
+
+class SoakDocument(TypedDict):
+    """soak.json (``soak_document``)."""
+
+    schema: str
+    started: str
+    elapsed_s: float
+    interrupted: bool
+    plan: PlanDocument
+    verdict: VerdictDocument
+    boards: list[BoardDocument]
+    meta: RunMeta
 
 
 def soak_document(run: SoakRun, verdict: Verdict, meta: RunMeta | None = None) -> SoakDocument:
@@ -110,21 +125,16 @@ _STYLE = (
 def _series_rows(verdict: Verdict, board: str) -> str:
     rows = []
     for s in (x for x in verdict.series if x.board == board):
-        per_1k = s.per_1k
-        per_h = s.per_hour
-        who = "board" if s.context is None else f"context {s.context} (pid {s.pid})"
-        rows.append(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>".format(
-                escape(who),
-                escape(s.metric),
-                s.samples,
-                "-"
-                if per_1k is None
-                else f"{per_1k.slope:.1f} [{per_1k.low:.1f}, {per_1k.high:.1f}]",
-                "-" if per_h is None else f"{per_h.slope:.0f} [{per_h.low:.0f}, {per_h.high:.0f}]",
-                escape("; ".join(s.failed) or s.problem or "ok"),
-            )
+        per_1k, per_h = s.per_1k, s.per_hour
+        cells = (
+            "board" if s.context is None else f"context {s.context} (pid {s.pid})",
+            s.metric,
+            str(s.samples),
+            "-" if per_1k is None else f"{per_1k.slope:.1f} [{per_1k.low:.1f}, {per_1k.high:.1f}]",
+            "-" if per_h is None else f"{per_h.slope:.0f} [{per_h.low:.0f}, {per_h.high:.0f}]",
+            "; ".join(s.failed) or s.problem or "ok",
         )
+        rows.append("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in cells) + "</tr>")
     return "".join(rows)
 
 

@@ -1,4 +1,5 @@
-"""What a soak records: memory samples per board and context, failures, and the plan it ran."""
+"""What a soak records: memory samples per board and context, failures, the plan it ran, and
+their parts of soak.json (each ``to_dict``)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,57 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import cast
 
-from npu_hil.harness.soak.documents import (
-    ContextDocument,
-    FailureDocument,
-    PlanDocument,
-    SampleDocument,
-)
+from typing_extensions import TypedDict
+
+
+class PlanDocument(TypedDict):
+    """soak.json's ``plan`` (``SoakPlan.to_dict``)."""
+
+    models: list[str]
+    contexts: int
+    seconds: float | None
+    iterations: int | None
+    sample_every_s: float
+    shape: list[int]
+
+
+class SampleDocument(TypedDict):
+    """A memory reading in a board's ``samples`` (``MemorySample.to_dict``)."""
+
+    board: str
+    context: int
+    t_s: float
+    jobs: int
+    errors: int
+    pid: int | None
+    rss_kib: int | None
+    hwm_kib: int | None
+    cma_free_kib: int | None
+    cma_total_kib: int | None
+    dmabuf_bytes: int | None
+
+
+class FailureDocument(TypedDict):
+    """A failed job in a board's ``failures`` (``Failure.to_dict``)."""
+
+    board: str
+    context: int
+    t_s: float
+    model: str
+    kind: str
+    message: str
+
+
+class ContextDocument(TypedDict):
+    """A context's tally in a board's ``contexts`` (``ContextCounts.to_dict``)."""
+
+    board: str
+    context: int
+    jobs: int
+    errors: int
+    by_kind: dict[str, int]
+    pids: list[int]
+    stopped: str | None
 
 
 @dataclass(frozen=True)

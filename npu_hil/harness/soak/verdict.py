@@ -13,14 +13,9 @@ from dataclasses import dataclass, field, replace
 from typing import cast
 
 import numpy as np
+from typing_extensions import TypedDict
 
-from npu_hil.harness.soak.documents import (
-    BoundsDocument,
-    ErrorRate,
-    SeriesDocument,
-    VerdictDocument,
-)
-from npu_hil.harness.soak.fit import Fit, theil_sen
+from npu_hil.harness.soak.fit import Fit, FitDocument, theil_sen
 from npu_hil.harness.soak.loop import BoardSoak, SoakRun
 from npu_hil.harness.soak.samples import MemorySample
 
@@ -29,6 +24,17 @@ DEFAULT_LEAK_KIB_PER_1K = 4096.0
 agent grows about 1.3 KiB per job over its first few hundred jobs: Python's allocator)."""
 DEFAULT_ERROR_RATE = 0.01
 METRICS = ("rss_kib", "cma_used_kib", "dmabuf_kib")
+
+
+class BoundsDocument(TypedDict):
+    """The verdict's ``bounds`` (``Bounds.to_dict``)."""
+
+    max_leak_kib_per_1k: float | None
+    max_leak_kib_per_hour: float | None
+    max_error_rate: float
+    warmup_share: float
+    min_samples: int
+    floor_kib: float
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,21 @@ class Bounds:
 
     def to_dict(self) -> BoundsDocument:
         return cast(BoundsDocument, {k: getattr(self, k) for k in self.__dataclass_fields__})
+
+
+class SeriesDocument(TypedDict):
+    """A memory series in the verdict's ``series`` (``SeriesFit.to_dict``)."""
+
+    board: str
+    context: int | None
+    metric: str
+    pid: int | None
+    samples: int
+    warmup_dropped: int
+    kib_per_1k_jobs: FitDocument | None
+    kib_per_hour: FitDocument | None
+    problem: str | None
+    failed: list[str]
 
 
 @dataclass
@@ -90,6 +111,25 @@ class SeriesFit:
             "problem": self.problem,
             "failed": list(self.failed),
         }
+
+
+class ErrorRate(TypedDict):
+    """A board's entry in the verdict's ``error_rates``."""
+
+    jobs: int
+    errors: int
+    rate: float
+    by_kind: dict[str, int]
+
+
+class VerdictDocument(TypedDict):
+    """soak.json's ``verdict`` (``Verdict.to_dict``)."""
+
+    passed: bool
+    reasons: list[str]
+    bounds: BoundsDocument
+    error_rates: dict[str, ErrorRate]
+    series: list[SeriesDocument]
 
 
 @dataclass
