@@ -27,7 +27,6 @@ FEATURES = (
     # After the farm (it reads a case's board) and before the features whose reports it turns
     # into quarantined ones.
     "npu_hil.harness.plugin.quarantine",
-    "npu_hil.harness.plugin.perf",
     "npu_hil.harness.plugin.history",
     "npu_hil.harness.plugin.run",
     "npu_hil.harness.plugin.simfarm",
