@@ -17,8 +17,6 @@ def no_test_support(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(sys.modules):
         if name.startswith(("npu_hil_testkit", "npu_hil.harness.cli.simfarm_cmd")):
             monkeypatch.delitem(sys.modules, name)
-        if name == "npu_hil.harness.cli.emulated_cmd":
-            monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "npu_hil_testkit", None)
 
 

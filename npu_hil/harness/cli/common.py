@@ -61,6 +61,33 @@ def add_layout_args(parser: argparse.ArgumentParser, *, tensor: bool = True) -> 
         parser.add_argument("--dtype", required=True, help="e.g. int8, uint8, int16, float16")
 
 
+def add_board_args(
+    parser: argparse.ArgumentParser, *, targets: bool = True, sim_fault: str = ""
+) -> None:
+    """``--inventory``, ``--target`` and ``--board`` as the commands that reach boards take them;
+    ``--sim-fault`` when ``sim_fault`` says what a fault goes into."""
+    parser.add_argument(
+        "--inventory",
+        type=Path,
+        help="the board inventory (default: inventory.yaml here, else the built-in simulated farm)",
+    )
+    if targets:
+        parser.add_argument(
+            "--target", action="append", default=[], metavar="SOC", help="only these targets"
+        )
+    parser.add_argument(
+        "--board", action="append", default=[], metavar="NAME", help="only these boards"
+    )
+    if sim_fault:
+        parser.add_argument(
+            "--sim-fault",
+            action="append",
+            default=[],
+            metavar="BOARD=FAULT[:key=value,...]",
+            help=f"inject a fault into {sim_fault}",
+        )
+
+
 def layout_from_args(args: argparse.Namespace, shape: tuple[int, ...], dtype: str) -> BlockedLayout:
     return get_layout(
         args.target, args.layout, shape, dtype, role=args.role, **parse_params(args.param)

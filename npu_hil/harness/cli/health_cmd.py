@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from npu_hil.harness.cli.common import load_cli_inventory, print_json
+from npu_hil.harness.cli.common import add_board_args, load_cli_inventory, print_json
 from npu_hil.harness.errors import NpuHilError
 
 EVENTS_SHOWN = 3
@@ -21,14 +21,7 @@ def add_parser(sub: Any) -> None:
         help="each board's health kept across runs (good, bad, unknown); --clear forgets a bad "
         "board",
     )
-    parser.add_argument(
-        "--inventory",
-        type=Path,
-        help="the board inventory (default: inventory.yaml here, else the built-in farm)",
-    )
-    parser.add_argument(
-        "--board", action="append", default=[], metavar="NAME", help="only these boards"
-    )
+    add_board_args(parser, targets=False)
     parser.add_argument(
         "--clear",
         action="append",

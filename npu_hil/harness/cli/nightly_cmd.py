@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from npu_hil.harness.cli.common import DEFAULT_INVENTORY
+from npu_hil.harness.cli.common import DEFAULT_INVENTORY, add_board_args, load_cli_inventory
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.report.records import NO_BOARD, OUTCOMES, QUARANTINED, TestRecord
 from npu_hil.harness.report.runmeta import (
@@ -69,16 +69,14 @@ def add_parser(sub: Any) -> None:
         "plugin, show "
         "progress per board, write reports/<run-id>/. Arguments after -- go to pytest.",
     )
-    nightly.add_argument("--inventory", type=Path, help="the board inventory (farm.yaml)")
+    add_board_args(
+        nightly,
+        sim_fault="every job of a simulated board, e.g. NAME=slow:percent=20 (repeatable); not "
+        "part of the run key, recorded in the summary's meta",
+    )
     nightly.add_argument("-n", dest="workers", metavar="N", help="pytest-xdist workers, or auto")
     nightly.add_argument("--reports", type=Path, default=Path("reports"), help="reports root")
     nightly.add_argument("--backend", choices=("auto", "sim", "hw"), help="default: auto")
-    nightly.add_argument(
-        "--target", action="append", default=[], metavar="SOC", help="only these targets"
-    )
-    nightly.add_argument(
-        "--board", action="append", default=[], metavar="NAME", help="only these boards"
-    )
     nightly.add_argument(
         "--suite",
         type=Path,
@@ -90,14 +88,6 @@ def add_parser(sub: Any) -> None:
         metavar="KINDS",
         help="rehearse over real links: simulated boards behind an sshd (ssh) and/or serial "
         "consoles (serial) on 127.0.0.1, started for the run and stopped after it",
-    )
-    nightly.add_argument(
-        "--sim-fault",
-        action="append",
-        default=[],
-        metavar="BOARD=FAULT[:key=value,...]",
-        help="inject a fault into every job of a simulated board, e.g. NAME=slow:percent=20 "
-        "(repeatable); not part of the run key, recorded in the summary's meta",
     )
     nightly.add_argument(
         "--compare-with",
@@ -397,7 +387,6 @@ def _check_inventory(path: Path | None, args: argparse.Namespace) -> list[str]:
     """The runtime names the inventory's boards list, after checking the inventory and the
     selection before pytest starts: a typo is one ``file:line:col`` line (exit 2), not an error
     per test module or a run of skipped cases. A labgrid section's places are the run's to check."""
-    from npu_hil.harness.cli.common import load_cli_inventory
     from npu_hil.harness.farm.selection import runtime_names
     from npu_hil.harness.plugin.sim_faults import parse_board_faults, selection_problems
 

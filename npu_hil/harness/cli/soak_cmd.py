@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from typing_extensions import TypedDict
 
+from npu_hil.harness.cli.common import add_board_args, load_cli_inventory, parse_shape
 from npu_hil.harness.errors import NpuHilError
 
 if TYPE_CHECKING:
@@ -65,14 +66,8 @@ def add_parser(sub: Any) -> None:
         "contexts at once; sample each agent's RSS and the board's CMA / DMA-buffer figures; "
         "pass on a bounded leak slope (Theil-Sen, after a warm-up) and error rate.",
     )
-    soak.add_argument(
-        "--inventory",
-        type=Path,
-        help="the board inventory (default: inventory.yaml here, else the built-in simulated farm)",
-    )
+    add_board_args(soak, sim_fault="a simulated board, e.g. NAME=leak:kib=64")
     soak.add_argument("--backend", choices=("auto", "sim", "hw"), default="auto")
-    soak.add_argument("--target", action="append", default=[], metavar="SOC")
-    soak.add_argument("--board", action="append", default=[], metavar="NAME")
     soak.add_argument(
         "--model",
         action="append",
@@ -130,13 +125,6 @@ def add_parser(sub: Any) -> None:
     )
     soak.add_argument("--reports", type=Path, default=Path("reports"), help="reports root")
     soak.add_argument("--workdir", type=Path, help="the farm's workdir (locks, simulated boards)")
-    soak.add_argument(
-        "--sim-fault",
-        action="append",
-        default=[],
-        metavar="BOARD=FAULT[:key=value,...]",
-        help="inject a fault into a simulated board, e.g. NAME=leak:kib=64",
-    )
     soak.add_argument("--json", action="store_true", help="print the outcome as JSON")
     soak.set_defaults(run=run_soak)
 
@@ -218,8 +206,6 @@ def _outcome(folder: Path, document: SoakDocument) -> SoakOutcome:
 
 
 def _shape(text: str) -> tuple[int, ...]:
-    from npu_hil.harness.cli.common import parse_shape
-
     shape = parse_shape(text)
     if not shape or min(shape) < 1 or math.prod(shape) > MAX_SHAPE_ELEMENTS:
         raise SoakUsageError(
@@ -230,7 +216,6 @@ def _shape(text: str) -> tuple[int, ...]:
 
 
 def run_soak(args: argparse.Namespace) -> int:
-    from npu_hil.harness.cli.common import load_cli_inventory
     from npu_hil.harness.farm import Farm
     from npu_hil.harness.pipeline.golden import golden_job
     from npu_hil.harness.plugin.sim_faults import (

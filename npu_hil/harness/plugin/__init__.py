@@ -6,10 +6,12 @@ else. One feature per module, registered in the order of :data:`FEATURES`."""
 from __future__ import annotations
 
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pytest
 
-from npu_hil.harness.plugin.assertion import assert_run_ok
+if TYPE_CHECKING:
+    from npu_hil.harness.pipeline import ModelRun
 
 __all__ = ["assert_run_ok"]
 
@@ -25,11 +27,9 @@ FEATURES = (
     # After the farm (it reads a case's board) and before the features whose reports it turns
     # into quarantined ones.
     "npu_hil.harness.plugin.quarantine",
-    "npu_hil.harness.plugin.perf",
     "npu_hil.harness.plugin.history",
     "npu_hil.harness.plugin.run",
     "npu_hil.harness.plugin.simfarm",
-    "npu_hil.harness.plugin.workerexit",
 )
 
 
@@ -41,6 +41,14 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     parser.getgroup("npu-hil", "npu-hil: NPU boards in the loop")
     for name in FEATURES:
         pluginmanager.import_plugin(name)
+
+
+def assert_run_ok(result: ModelRun) -> None:
+    """Fail the test with the run's diff summary unless every buffer matched (and every output
+    met the accuracy thresholds the test or the manifest set)."""
+    __tracebackhide__ = True
+    if not result.ok:
+        pytest.fail(result.summary(), pytrace=False)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from npu_hil.harness.history import DEFAULT_KEEP
-from npu_hil.harness.plugin.records import RUN_KEY, ItemInfo, run_folder
+from npu_hil.harness.plugin.records import RUN_KEY, ItemInfo, config_run_kind, run_folder
 
 if TYPE_CHECKING:
     from npu_hil.harness.history.baseline import Settings
@@ -105,7 +105,6 @@ def _run_key(config: pytest.Config) -> str:
     workerinput: dict[str, Any] = getattr(config, "workerinput", {})
     if workerinput.get(RUN_KEY_INPUT):
         return str(workerinput[RUN_KEY_INPUT])
-    from npu_hil.harness.plugin.runmeta import config_run_kind
     from npu_hil.harness.report.runmeta import run_key
 
     return run_key(config_run_kind(config))

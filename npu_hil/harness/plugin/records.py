@@ -1,5 +1,6 @@
 """Records: one :class:`~npu_hil.harness.report.records.TestRecord` per board test, JUnit
-properties, and the run's report written on the controller at the end of the session.
+properties, and the run's report (its kind and meta read off the config) written on the
+controller at the end of the session.
 
 A worker hangs the record on the test's teardown report (``npu_hil_record``) for pytest-xdist to
 ship; the controller appends each to ``<run>/records.jsonl`` as it arrives and writes the run at
@@ -8,6 +9,7 @@ the end. Other features fill a test's record (:func:`item_info`); nothing here w
 from __future__ import annotations
 
 import copy
+import gc
 import os
 import sys
 import time
@@ -22,6 +24,7 @@ import pytest
 from npu_hil.harness.plugin.inventory import (
     health_key,
     inventory_line,
+    inventory_path,
     inventory_source,
 )
 from npu_hil.harness.plugin.outcomes import phase_outcome
@@ -29,7 +32,7 @@ from npu_hil.harness.plugin.outcomes import phase_outcome
 if TYPE_CHECKING:
     from npu_hil.harness.farm.health_store import HealthDocument
     from npu_hil.harness.report.records import TestRecord
-    from npu_hil.harness.report.runmeta import RunMeta
+    from npu_hil.harness.report.runmeta import RunKind, RunMeta
     from npu_hil.harness.report.runs import RunStart
     from npu_hil.harness.report.writer import CaseTexts
 
@@ -37,6 +40,22 @@ RECORD_ATTR = "npu_hil_record"
 RUN_ID_KEY = "npu_hil_run_id"
 HEATMAPS = "heatmaps"
 PROPERTY_PREFIX = "npu_hil."
+# options whose presence changes which cases run
+SELECTION_OPTIONS = (
+    "keyword",
+    "markexpr",
+    "target",
+    "board",
+    "backend",
+    "simfarm",
+    "lf",
+    "failedfirst",
+    "deselect",
+    "ignore",
+    "ignore_glob",
+    "quarantine_verify",
+    "runtime",
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -217,6 +236,79 @@ def pytest_configure_node(node: Any) -> None:
     node.workerinput[RUN_ID_KEY] = run_id(node.config)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Freeze the heap (``gc.freeze``) before the last garbage collections of a process that
+    exits after its session: a pytest-xdist worker, or the pytest ``npu-hil nightly`` starts.
+    Over 6,000-12,000 cases' reports each of pytest's and the interpreter's final walks took
+    1-3 s. A pytest run inside a longer-lived process is never frozen: what it leaves must still
+    be collectable."""
+    if hasattr(config, "workerinput") or _nightly_run(config):
+        gc.freeze()
+
+
+def _nightly_run(config: pytest.Config) -> bool:
+    state = config.stash.get(RUN_KEY, None)
+    if state is None or state.run_dir is None:
+        return False  # no board case ran: nothing imported for it either
+    from npu_hil.harness.report.runs import RUN_DIR_ENV
+
+    return bool(os.environ.get(RUN_DIR_ENV))
+
+
+# ------------------------------------------------------------------------- the run's kind
+
+
+def _suite_of(config: pytest.Config) -> list[str]:
+    """The test paths pytest was given, relative to the rootdir when under it."""
+    root = config.rootpath
+    paths = []
+    for arg in config.args:
+        path = Path(arg.split("::")[0])
+        path = path if path.is_absolute() else Path(config.invocation_params.dir) / path
+        try:
+            rel = path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            rel = path.resolve().as_posix()
+        paths.append(rel + ("::" + arg.split("::", 1)[1] if "::" in arg else ""))
+    return paths
+
+
+def config_run_kind(config: pytest.Config) -> RunKind:
+    """The run kind (suite, inventory, selection:
+    :func:`npu_hil.harness.report.runmeta.run_kind`) of a pytest session."""
+    from npu_hil.harness.report.runmeta import run_kind
+
+    selection = {name: config.getoption(name, None) for name in SELECTION_OPTIONS}
+    if selection.get("backend") == "auto":
+        selection["backend"] = None
+    return run_kind(_suite_of(config), inventory_path(config), selection)
+
+
+def session_meta(
+    config: pytest.Config, exitstatus: int, started: float, *, stopped: bool = False
+) -> RunMeta:
+    """The fields the plugin adds to a run's meta at the end of the session; ``sim_faults``:
+    the faults ``--sim-fault`` injected (``[{board, fault}]``), so a reader knows the run was
+    rigged (they are no part of the run key)."""
+    from npu_hil.harness.plugin.sim_faults import parse_board_faults
+    from npu_hil.harness.report.runmeta import run_meta
+
+    meta = run_meta(
+        config_run_kind(config),
+        exitstatus=exitstatus,
+        started=started,
+        rootpath=config.rootpath,
+        args=list(config.invocation_params.args),
+        compare_with=config.getoption("compare_with", None) or "",
+        stopped=stopped,
+    )
+    # checked when the session was configured (npu_hil.harness.plugin.farm): they parse
+    faults = parse_board_faults(config.getoption("sim_fault", None) or [])
+    meta["sim_faults"] = [f.to_dict() for f in faults]
+    return meta
+
+
 # ------------------------------------------------------------------------- per test
 
 
@@ -375,7 +467,6 @@ class RunCollector:
             return
         if not state.records or state.run_dir is None:
             return
-        from npu_hil.harness.plugin.runmeta import session_meta
         from npu_hil.harness.report.summary import nothing_reached
         from npu_hil.harness.report.writer import write_run
 
@@ -477,7 +568,6 @@ def _selection_text(config: pytest.Config) -> str:
 
 def _write_run_start(config: pytest.Config, state: RunState) -> None:
     """run.json: the run's key, so a later run knows this one even if it never ends."""
-    from npu_hil.harness.plugin.runmeta import config_run_kind
     from npu_hil.harness.report.runmeta import run_key
     from npu_hil.harness.report.runs import write_run_start
 

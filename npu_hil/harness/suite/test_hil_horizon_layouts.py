@@ -17,11 +17,10 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.vendor("horizon")
 
-SHAPE_IDS = [shape_id(s) for s in SHAPES]
 DTYPES = ("float32", "int8", "uint8")
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+@pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_strided_round_trip(
     run_model: RunModel, board: BoardSession, dtype: str, shape: tuple[int, ...]
@@ -35,7 +34,7 @@ def test_strided_round_trip(
     assert [t.layout.name for t in result.tensors] == ["strided", "strided"]
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+@pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
 def test_strided_default_input(
     run_model: RunModel, board: BoardSession, shape: tuple[int, ...]
 ) -> None:

@@ -22,14 +22,13 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.soc(*kl730.TARGETS)
 
 FORMATS = tuple(kl730.FORMATS)
-SHAPE_IDS = [shape_id(s) for s in SHAPES]
 
 
 def _stored(fmt: str) -> str:
     return "int16" if kl730.FORMATS[fmt].bits == 16 else "int8"
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+@pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_input_format_round_trip(
     run_model: RunModel, board: BoardSession, fmt: str, shape: tuple[int, ...]
@@ -43,7 +42,7 @@ def test_input_format_round_trip(
     assert_run_ok(run_model("identity", {"input": x}, input_layout=fmt))
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+@pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_output_format_round_trip(
     run_model: RunModel, board: BoardSession, fmt: str, shape: tuple[int, ...]

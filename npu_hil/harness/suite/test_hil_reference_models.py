@@ -19,7 +19,7 @@ MODELS = ("identity", "conv1x1", "conv3x3", "depthwise", "deconv")
 TOLERANCE = 1.0
 
 
-@pytest.mark.parametrize("shape", MODEL_SHAPES, ids=[shape_id(s) for s in MODEL_SHAPES])
+@pytest.mark.parametrize("shape", MODEL_SHAPES, ids=shape_id)
 @pytest.mark.parametrize("model", MODELS)
 def test_reference_model(
     run_model: RunModel, board: BoardSession, model: str, shape: tuple[int, ...]
@@ -30,7 +30,7 @@ def test_reference_model(
     assert result.artifact_hashes  # provenance: what ran
 
 
-@pytest.mark.parametrize("shape", MODEL_SHAPES, ids=[shape_id(s) for s in MODEL_SHAPES])
+@pytest.mark.parametrize("shape", MODEL_SHAPES, ids=shape_id)
 def test_add_relu_two_inputs(
     run_model: RunModel, board: BoardSession, shape: tuple[int, ...]
 ) -> None:

@@ -31,10 +31,8 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.vendor("rockchip")
 
-SHAPE_IDS = [shape_id(s) for s in SHAPES]
 
-
-@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+@pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
 @pytest.mark.parametrize("layout", INPUT_LAYOUTS)
 def test_input_layout_round_trip(
     run_model: RunModel, board: BoardSession, layout: str, shape: tuple[int, ...]
@@ -54,7 +52,7 @@ def test_input_layout_round_trip(
     assert result.inputs[0].reported  # the runtime's own attributes came back
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+@pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
 @pytest.mark.parametrize("layout", OUTPUT_LAYOUTS)
 def test_output_layout_round_trip(
     run_model: RunModel, board: BoardSession, layout: str, shape: tuple[int, ...]
