@@ -9,9 +9,8 @@ from pathlib import Path
 
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.farm.inventory import Board
-from npu_hil.harness.transport.base import Transport
+from npu_hil.harness.transport.base import BOARD_PYTHON, BOARD_WORKDIR, Transport
 from npu_hil.harness.transport.config import LocalConfig
-from npu_hil.harness.transport.defaults import BOARD_PYTHON, BOARD_WORKDIR
 
 
 def connect(board: Board, local_workdir: Path) -> Transport:

@@ -11,7 +11,7 @@ import paramiko
 from filelock import FileLock
 
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport.defaults import HostKeyPolicy
+from npu_hil.harness.transport.base import HostKeyPolicy
 
 __all__ = ["DEFAULT_KNOWN_HOSTS", "USER_KNOWN_HOSTS", "KnownHostsPolicy"]
 

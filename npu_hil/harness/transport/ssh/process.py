@@ -13,8 +13,7 @@ import paramiko
 from paramiko.common import MSG_CHANNEL_REQUEST
 
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport.base import StreamExit
-from npu_hil.harness.transport.stderr import StderrTail
+from npu_hil.harness.transport.base import StderrTail, StreamExit
 
 __all__ = ["SshStream", "collect_until_exit", "exit_returncode", "record_exit_signals"]
 

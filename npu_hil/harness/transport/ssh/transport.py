@@ -21,14 +21,17 @@ from typing import TypeVar
 import paramiko
 
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport.base import CompletedRun, remote_path
-from npu_hil.harness.transport.defaults import (
+from npu_hil.harness.transport.base import (
     BOARD_PYTHON,
     SSH_PORT,
+    CompletedRun,
     HostKeyPolicy,
+    board_os_error,
     check_host_key_policy,
+    check_workdir_probe,
+    remote_path,
+    workdir_probe,
 )
-from npu_hil.harness.transport.oserrors import board_os_error
 from npu_hil.harness.transport.ssh import files
 from npu_hil.harness.transport.ssh.files import LINK_ERRORS, link_lost
 from npu_hil.harness.transport.ssh.hostkeys import (
@@ -43,7 +46,6 @@ from npu_hil.harness.transport.ssh.process import (
     exit_returncode,
     record_exit_signals,
 )
-from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
 
 __all__ = ["SshStream", "SshTransport"]
 
