@@ -58,8 +58,6 @@ from npu_hil.harness.errors import ProtocolError, TransportError
 from npu_hil.harness.transport.base import Stream, Transport
 from npu_hil.harness.transport.serial_console import SerialTransport
 
-__all__ = ["AGENT_DIR", "BOARD_SOURCE", "BUNDLE_PACKAGE", "HOST_ADAPTERS", "AgentClient"]
-
 log = logging.getLogger(__name__)
 
 BOARD_SOURCE = Path(board.__file__).parent

@@ -25,8 +25,6 @@ from npu_hil.harness.transport.serial_console import (
     register_agent_stream,
 )
 
-__all__ = ["SerialAgentStream"]
-
 log = logging.getLogger(__name__)
 
 # The files of an agent's stream live beside the workdir's other content as <name>.<suffix>.

@@ -23,31 +23,6 @@ from typing import Literal, Protocol, runtime_checkable
 from npu_hil.harness.board.folders import folder_problem
 from npu_hil.harness.errors import NpuHilError, TransportError, UnsafeFolderError
 
-__all__ = [
-    "BAUDRATE",
-    "BAUDRATES",
-    "BOARD_PYTHON",
-    "BOARD_WORKDIR",
-    "HOST_KEY_POLICIES",
-    "SSH_PORT",
-    "STDERR_TAIL_BYTES",
-    "CompletedRun",
-    "HostKeyPolicy",
-    "RemotePathError",
-    "StderrTail",
-    "Stream",
-    "StreamExit",
-    "Transport",
-    "board_os_error",
-    "check_host_key_policy",
-    "check_workdir_probe",
-    "describe_errno",
-    "errno_in_text",
-    "mode_from_ls",
-    "remote_path",
-    "workdir_probe",
-]
-
 HostKeyPolicy = Literal["strict", "accept-new"]
 HOST_KEY_POLICIES: tuple[HostKeyPolicy, ...] = ("strict", "accept-new")
 """``strict``: a host key no known_hosts file has is refused; ``accept-new``: it is recorded in

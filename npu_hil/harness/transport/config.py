@@ -17,15 +17,6 @@ from npu_hil.harness.transport.base import (
     check_host_key_policy,
 )
 
-__all__ = [
-    "CONFIGS",
-    "KINDS",
-    "LocalConfig",
-    "SerialConfig",
-    "SshConfig",
-    "TransportConfig",
-]
-
 
 @dataclass(frozen=True)
 class LocalConfig:

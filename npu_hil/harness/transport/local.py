@@ -28,8 +28,6 @@ from npu_hil.harness.transport.base import (
     remote_path,
 )
 
-__all__ = ["LocalStream", "LocalTransport"]
-
 log = logging.getLogger(__name__)
 
 # A stream's pipes hold this much (Linux's default is 64 KiB, and 1 MiB the most an unprivileged

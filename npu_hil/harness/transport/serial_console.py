@@ -36,8 +36,6 @@ from npu_hil.harness.transport.base import (
     workdir_probe,
 )
 
-__all__ = ["SerialTransport", "base64_heredoc", "prepare_url", "register_agent_stream"]
-
 log = logging.getLogger(__name__)
 
 LOGIN_RE = re.compile(rb"(?i)login:\s*$")

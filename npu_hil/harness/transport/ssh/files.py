@@ -39,24 +39,6 @@ from npu_hil.harness.board.wire import sha256_file
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.transport.base import errno_in_text
 
-__all__ = [
-    "LINK_ERRORS",
-    "ShortRead",
-    "check_tee",
-    "download_command",
-    "get_sftp",
-    "get_stream",
-    "link_lost",
-    "parse_digest",
-    "put_pipelined",
-    "put_sftp",
-    "put_stream",
-    "send_all",
-    "upload_command",
-    "write_problem",
-]
-
-
 # A small file over SFTP in three round trips, read back all the same. paramiko's ``put``/``get``
 # wait for each answer (about nine round trips for a few kilobytes); here the requests that do not
 # depend on one another go out together (open, then the writes or reads, the ``fstat``, the

@@ -44,8 +44,6 @@ from npu_hil.harness.transport.base import (
 from npu_hil.harness.transport.ssh import files
 from npu_hil.harness.transport.ssh.files import LINK_ERRORS, link_lost
 
-__all__ = ["SshStream", "SshTransport"]
-
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
