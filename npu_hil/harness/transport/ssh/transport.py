@@ -239,17 +239,11 @@ class SshStream:
         returncode: int | None = None
         with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
             self._channel.shutdown_write()
-        deadline = time.monotonic() + max(0.0, timeout)
-        while not self._channel.exit_status_ready() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        if self._channel.exit_status_ready():
+        if self._exited(max(0.0, timeout)):
             returncode = exit_returncode(self._channel, self._channel.recv_exit_status())
         else:
             self._kill(self.pid)
-            end = time.monotonic() + 2.0
-            while not self._channel.exit_status_ready() and time.monotonic() < end:
-                time.sleep(0.01)
-            if self._channel.exit_status_ready():
+            if self._exited(2.0):
                 # An exit by signal the board did not name: SIGKILL is what we sent.
                 status = self._channel.recv_exit_status()
                 returncode = exit_returncode(self._channel, status)
@@ -259,6 +253,13 @@ class SshStream:
         self._channel.close()
         self._exit = StreamExit(returncode, self.stderr_tail())
         return self._exit
+
+    def _exited(self, seconds: float) -> bool:
+        """Whether the process exits within ``seconds``."""
+        end = time.monotonic() + seconds
+        while not self._channel.exit_status_ready() and time.monotonic() < end:
+            time.sleep(0.01)
+        return self._channel.exit_status_ready()
 
 
 # --- remote paths: kept inside the workdir on the board, symlinks followed, walked over SFTP ------
