@@ -29,8 +29,8 @@ from npu_hil.harness.board.job import (
     MAX_ELEMENTS,
     MAX_RANK,
     MAX_RUNS,
-    InputSpec,
 )
+from npu_hil.harness.board.job import InputSpec as InputSpec
 from npu_hil.harness.board.wire import (
     BULK_CHUNK,
     BULK_PREFIX,
@@ -53,29 +53,6 @@ from npu_hil.harness.errors import (
     ProtocolError,
     TransportError,
 )
-
-__all__ = [
-    "FRAMED_JOBS",
-    "BulkAnswer",
-    "Canary",
-    "ErrorRecord",
-    "InputSpec",
-    "JobSpec",
-    "ModelRef",
-    "Receiver",
-    "Replay",
-    "Result",
-    "StreamEnded",
-    "TensorRecord",
-    "Timings",
-    "bulk_request",
-    "error_record",
-    "frame_job",
-    "read_bulk",
-    "recv_exactly",
-    "result_from_document",
-    "result_records",
-]
 
 # Reasons the agent gives for refusing a job whose files do not match what the host announced:
 # the bytes changed on the way, which is infrastructure, not a protocol disagreement.

@@ -36,11 +36,6 @@ STREAM_PIPE_BYTES = 1 << 20
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Python < 3.10 lacks the name
 
 
-def _widen_pipe(fd: int) -> None:
-    with contextlib.suppress(OSError):  # not Linux, or past the system's pipe-max-size
-        fcntl.fcntl(fd, _F_SETPIPE_SZ, STREAM_PIPE_BYTES)
-
-
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     """Kill the process and anything it started: each child runs in its own POSIX session, so its
     process group holds exactly its descendants."""
@@ -204,7 +199,8 @@ class LocalTransport:
         process = self._popen(argv, subprocess.PIPE)
         for stream in (process.stdin, process.stdout):
             if stream is not None:
-                _widen_pipe(stream.fileno())
+                with contextlib.suppress(OSError):  # not Linux, or past the system's pipe-max-size
+                    fcntl.fcntl(stream.fileno(), _F_SETPIPE_SZ, STREAM_PIPE_BYTES)
         return LocalStream(process)
 
     def cleanup(self, remote_path: str | PurePosixPath) -> None:
