@@ -17,20 +17,18 @@ from typing import Any
 import numpy as np
 
 from npu_hil.harness import board
-from npu_hil.harness.agent.framed import (
-    BulkAnswer,
-    Replay,
-    StreamEnded,
-    bulk_request,
-    read_bulk,
-    recv_exactly,
-)
 from npu_hil.harness.agent.protocol import (
+    BulkAnswer,
     InputSpec,
     JobSpec,
     ModelRef,
+    Replay,
     Result,
+    StreamEnded,
+    bulk_request,
     frame_job,
+    read_bulk,
+    recv_exactly,
     result_from_document,
 )
 from npu_hil.harness.board.wire import (

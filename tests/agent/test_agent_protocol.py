@@ -16,20 +16,18 @@ import numpy as np
 import pytest
 
 from npu_hil.harness.agent.client import AgentClient
-from npu_hil.harness.agent.framed import (
-    BulkAnswer,
-    Replay,
-    StreamEnded,
-    read_bulk,
-    recv_exactly,
-)
 from npu_hil.harness.agent.protocol import (
+    BulkAnswer,
     ErrorRecord,
     InputSpec,
     JobSpec,
     ModelRef,
+    Replay,
     Result,
+    StreamEnded,
     frame_job,
+    read_bulk,
+    recv_exactly,
     result_from_document,
     result_records,
 )

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from npu_hil.harness.agent import client as client_module
-from npu_hil.harness.agent import framed
+from npu_hil.harness.agent import protocol
 from npu_hil.harness.agent.client import AgentClient
 from npu_hil.harness.agent.protocol import InputSpec, JobSpec, ModelRef, frame_job
 from npu_hil.harness.board import wire as board
@@ -108,7 +108,7 @@ def test_a_resident_sim_job_matches_a_one_shot_job(tmp_path: Path) -> None:
 def test_an_answer_damaged_on_the_way_is_caught(
     tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = framed.recv_buffer
+    real = protocol.recv_buffer
     calls: list[int] = []
 
     def damaging(session: object, n: int, deadline: float) -> tuple[bytearray, str]:
@@ -119,7 +119,7 @@ def test_an_answer_damaged_on_the_way_is_caught(
             return data, hashlib.sha256(data).hexdigest()
         return data, digest
 
-    monkeypatch.setattr(framed, "recv_buffer", damaging)
+    monkeypatch.setattr(protocol, "recv_buffer", damaging)
     with (
         client_for(tmp_path, "board") as c,
         pytest.raises(TransportError, match=r"out_0\.bin: sha256 [0-9a-f]+, the agent wrote"),

@@ -18,8 +18,7 @@ from typing import IO, Any
 
 import pytest
 
-from npu_hil.harness.agent.framed import bulk_request, read_bulk
-from npu_hil.harness.agent.protocol import ModelRef, frame_job
+from npu_hil.harness.agent.protocol import ModelRef, bulk_request, frame_job, read_bulk
 from npu_hil.harness.board import wire as board
 from tests.agent.jobs import FAKE_ADAPTERS, X, echo_job
 from tests.agent.test_listen import AGENT, PYTHONS, Connection, Listener

@@ -16,16 +16,14 @@ from typing import Any
 
 import pytest
 
-from npu_hil.harness.agent.framed import (
-    BulkAnswer,
-    bulk_request,
-    read_bulk,
-)
 from npu_hil.harness.agent.protocol import (
+    BulkAnswer,
     InputSpec,
     JobSpec,
     ModelRef,
+    bulk_request,
     frame_job,
+    read_bulk,
     result_from_document,
 )
 from npu_hil.harness.board import relay

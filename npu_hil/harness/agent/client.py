@@ -26,22 +26,20 @@ if TYPE_CHECKING:
 # Imported for its registration: an agent's stream over a serial console is this side's code.
 from npu_hil.harness import board
 from npu_hil.harness.agent import serial_stream  # noqa: F401
-from npu_hil.harness.agent.framed import (
+from npu_hil.harness.agent.protocol import (
     FRAMED_JOBS,
     BulkAnswer,
-    Receiver,
-    Replay,
-    StreamEnded,
-    bulk_request,
-    read_bulk,
-    recv_exactly,
-)
-from npu_hil.harness.agent.protocol import (
     JobSpec,
     ModelRef,
+    Receiver,
+    Replay,
     Result,
+    StreamEnded,
+    bulk_request,
     error_record,
     frame_job,
+    read_bulk,
+    recv_exactly,
     result_from_document,
 )
 from npu_hil.harness.board.loader import EXTRA_ADAPTERS
@@ -59,8 +57,6 @@ from npu_hil.harness.board.wire import (
 from npu_hil.harness.errors import ProtocolError, TransportError
 from npu_hil.harness.transport.base import Stream, Transport
 from npu_hil.harness.transport.serial_console import SerialTransport
-
-__all__ = ["AGENT_DIR", "BOARD_SOURCE", "BUNDLE_PACKAGE", "HOST_ADAPTERS", "AgentClient"]
 
 log = logging.getLogger(__name__)
 

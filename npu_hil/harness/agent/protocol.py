@@ -1,23 +1,25 @@
 """Host side of the board-agent job protocol: a job as one frame (its inputs checked against
-their spec before anything is sent), and its result read and verified (schema major version,
-every buffer's size and sha256, plain unique buffer names, the canary, board state and board log)
-before a byte of it is trusted. Schema strings and bounds come from the board package, so the
-two cannot drift."""
+their spec before anything is sent), the frames read back from the agent's stream (each buffer
+hashed while it arrives; :mod:`npu_hil.harness.board.frames`: the sender's digests travel in the
+frame's trailer), and a result read and verified (schema major version, every buffer's size and
+sha256, plain unique buffer names, the canary, board state and board log) before a byte of it is
+trusted. Schema strings and bounds come from the board package, so the two cannot drift."""
 
 from __future__ import annotations
 
 import dataclasses
 import errno as _errno
+import hashlib
 import math
 import os
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import numpy as np
 
-from npu_hil.harness.agent.framed import BulkAnswer
 from npu_hil.harness.board.documents import InputJson, JobJson, LogJson
 from npu_hil.harness.board.job import (
     DEFAULT_RUNS,
@@ -27,15 +29,21 @@ from npu_hil.harness.board.job import (
     MAX_ELEMENTS,
     MAX_RANK,
     MAX_RUNS,
-    InputSpec,
 )
+from npu_hil.harness.board.job import InputSpec as InputSpec
 from npu_hil.harness.board.wire import (
+    BULK_CHUNK,
+    BULK_PREFIX,
+    DIGEST_BYTES,
     JOB_FILE,
     JOB_SCHEMA,
     RESULT_FILE,
     RESULT_SCHEMA,
     RESULT_SCHEMA_NAME,
     SCHEMA_MAJOR,
+    bulk_sizes,
+    decode_frame,
+    encode_bulk_frame,
     parse_schema,
 )
 from npu_hil.harness.errors import (
@@ -45,21 +53,6 @@ from npu_hil.harness.errors import (
     ProtocolError,
     TransportError,
 )
-
-__all__ = [
-    "Canary",
-    "ErrorRecord",
-    "InputSpec",
-    "JobSpec",
-    "ModelRef",
-    "Result",
-    "TensorRecord",
-    "Timings",
-    "error_record",
-    "frame_job",
-    "result_from_document",
-    "result_records",
-]
 
 # Reasons the agent gives for refusing a job whose files do not match what the host announced:
 # the bytes changed on the way, which is infrastructure, not a protocol disagreement.
@@ -188,6 +181,100 @@ def frame_job(
     if spec.runtime_log_level is not None:
         document["runtime_log_level"] = int(spec.runtime_log_level)
     return document, buffers
+
+
+# --- the frames on the agent's stream ----------------------------------------------------------
+
+# The hello's feature that says the agent reads framed jobs.
+FRAMED_JOBS = "framed-jobs"
+
+
+class StreamEnded(Exception):
+    """The agent's stdout closed: the agent process is gone."""
+
+
+class Receiver(Protocol):
+    """What frames are read from: a resident agent's stream, or a one-shot agent's whole stdout."""
+
+    def recv(self, n: int, timeout: float) -> bytes: ...
+
+
+class Replay:
+    """A finished one-shot agent's stdout read as a resident agent's stream is: the same frames,
+    read by the same code; ``b""`` at its end, as the stream of an agent that exited."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = memoryview(data)
+        self._at = 0
+
+    def recv(self, n: int, timeout: float) -> bytes:
+        chunk = self._data[self._at : self._at + n]
+        self._at += len(chunk)
+        return bytes(chunk)
+
+
+def recv_exactly(stream: Receiver, n: int, deadline: float) -> bytes:
+    chunks: list[bytes] = []
+    remaining = n
+    while remaining:
+        chunk = stream.recv(remaining, max(0.0, deadline - time.monotonic()))
+        if not chunk:
+            raise StreamEnded
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def recv_buffer(stream: Receiver, n: int, deadline: float) -> tuple[bytearray, str]:
+    """``n`` bytes straight into one buffer (the result's arrays are views of it), hashed piece
+    by piece as they arrive; the buffer and its sha256."""
+    data = bytearray(n)
+    view = memoryview(data)
+    digest = hashlib.sha256()
+    filled = 0
+    while filled < n:
+        chunk = stream.recv(min(n - filled, BULK_CHUNK), max(0.0, deadline - time.monotonic()))
+        if not chunk:
+            raise StreamEnded
+        view[filled : filled + len(chunk)] = chunk
+        digest.update(chunk)
+        filled += len(chunk)
+    return data, digest.hexdigest()
+
+
+def bulk_request(message: Mapping[str, object], buffers: list[memoryview]) -> Iterator[bytes]:
+    """A request frame carrying ``buffers`` after its message, as the pieces to send in turn
+    (each input hashed piece by piece as it goes, the trailer last)."""
+    for part in encode_bulk_frame(message, buffers):
+        yield bytes(part)
+
+
+@dataclass
+class BulkAnswer:
+    """A bulk frame as read: its message, its buffers, their sha256 as computed here while they
+    arrived, and as the sender's trailer gives them."""
+
+    message: dict[str, object]
+    buffers: list[bytearray]
+    ours: list[str]
+    theirs: list[str]
+
+
+def read_bulk(stream: Receiver, length: int, deadline: float) -> BulkAnswer:
+    """The rest of a bulk frame whose header announced ``length`` bytes."""
+    (message_bytes,) = BULK_PREFIX.unpack(recv_exactly(stream, BULK_PREFIX.size, deadline))
+    if message_bytes > length - BULK_PREFIX.size:
+        raise ValueError(f"a bulk frame's message of {message_bytes} bytes does not fit")
+    message = decode_frame(recv_exactly(stream, message_bytes, deadline))
+    sizes = bulk_sizes(message, length - BULK_PREFIX.size - message_bytes)
+    buffers, ours = [], []
+    for size in sizes:
+        data, digest = recv_buffer(stream, size, deadline)
+        buffers.append(data)
+        ours.append(digest)
+    trailer = recv_exactly(stream, DIGEST_BYTES * len(sizes), deadline) if sizes else b""
+    theirs = [trailer[i : i + DIGEST_BYTES].hex() for i in range(0, len(trailer), DIGEST_BYTES)]
+    return BulkAnswer(message, buffers, ours, theirs)
 
 
 # --- what comes back -----------------------------------------------------------------------------

@@ -9,22 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from npu_hil.harness.transport.base import Transport
-from npu_hil.harness.transport.defaults import (
+from npu_hil.harness.transport.base import (
     BAUDRATE,
     SSH_PORT,
     HostKeyPolicy,
+    Transport,
     check_host_key_policy,
 )
-
-__all__ = [
-    "CONFIGS",
-    "KINDS",
-    "LocalConfig",
-    "SerialConfig",
-    "SshConfig",
-    "TransportConfig",
-]
 
 
 @dataclass(frozen=True)

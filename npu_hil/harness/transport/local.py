@@ -18,12 +18,15 @@ from pathlib import Path, PurePosixPath
 
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.folders import private_dir
-from npu_hil.harness.transport.base import CompletedRun, RemotePathError, StreamExit, remote_path
-from npu_hil.harness.transport.defaults import BOARD_PYTHON
-from npu_hil.harness.transport.oserrors import board_os_error
-from npu_hil.harness.transport.stderr import StderrTail
-
-__all__ = ["LocalStream", "LocalTransport"]
+from npu_hil.harness.transport.base import (
+    BOARD_PYTHON,
+    CompletedRun,
+    RemotePathError,
+    StderrTail,
+    StreamExit,
+    board_os_error,
+    remote_path,
+)
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +34,6 @@ log = logging.getLogger(__name__)
 # process may ask): a job's buffers then cross in a few wake-ups of each side, not one per 64 KiB.
 STREAM_PIPE_BYTES = 1 << 20
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Python < 3.10 lacks the name
-
-
-def _widen_pipe(fd: int) -> None:
-    with contextlib.suppress(OSError):  # not Linux, or past the system's pipe-max-size
-        fcntl.fcntl(fd, _F_SETPIPE_SZ, STREAM_PIPE_BYTES)
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -201,7 +199,8 @@ class LocalTransport:
         process = self._popen(argv, subprocess.PIPE)
         for stream in (process.stdin, process.stdout):
             if stream is not None:
-                _widen_pipe(stream.fileno())
+                with contextlib.suppress(OSError):  # not Linux, or past the system's pipe-max-size
+                    fcntl.fcntl(stream.fileno(), _F_SETPIPE_SZ, STREAM_PIPE_BYTES)
         return LocalStream(process)
 
     def cleanup(self, remote_path: str | PurePosixPath) -> None:

@@ -1,6 +1,5 @@
-"""The SSH transport (paramiko): the connection and file operations (``transport``), one file's
-bytes either way (``files``), remote processes (``process``), host keys (``hostkeys``) and
-workdir confinement with symlinks followed (``paths``)."""
+"""The SSH transport (paramiko): the connection, host keys, remote processes, workdir confinement
+and file operations (``transport``), one file's bytes either way (``files``)."""
 
 from __future__ import annotations
 

@@ -37,25 +37,7 @@ from paramiko.sftp import (
 
 from npu_hil.harness.board.wire import sha256_file
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport.oserrors import errno_in_text
-
-__all__ = [
-    "LINK_ERRORS",
-    "ShortRead",
-    "check_tee",
-    "download_command",
-    "get_sftp",
-    "get_stream",
-    "link_lost",
-    "parse_digest",
-    "put_pipelined",
-    "put_sftp",
-    "put_stream",
-    "send_all",
-    "upload_command",
-    "write_problem",
-]
-
+from npu_hil.harness.transport.base import errno_in_text
 
 # A small file over SFTP in three round trips, read back all the same. paramiko's ``put``/``get``
 # wait for each answer (about nine round trips for a few kilobytes); here the requests that do not
@@ -277,8 +259,9 @@ def receive(channel: paramiko.Channel, sink: BinaryIO, most: int) -> tuple[int, 
     return size, digest.hexdigest()
 
 
-def finish(channel: paramiko.Channel, timeout: float) -> tuple[int, bytes, bytes]:
-    """The command's exit status and the rest of its stdout and its stderr, once it ended.
+def finish(channel: paramiko.Channel, timeout: float, what: str) -> tuple[bytes, bytes]:
+    """The rest of the command's stdout and its stderr, once it ended; TransportError when it
+    exited other than 0.
 
     StreamLinkLost when the connection closed before an exit status came: paramiko closes a
     channel's buffers when its transport dies, which reads like an ordinary end of stream. The
@@ -294,7 +277,10 @@ def finish(channel: paramiko.Channel, timeout: float) -> tuple[int, bytes, bytes
         raise StreamLinkLost(
             f"the connection closed before the command's exit status{_cause(channel)}"
         )
-    return channel.recv_exit_status(), out, err
+    status = channel.recv_exit_status()
+    if status != 0:
+        raise TransportError(f"{what}: the board's side exited {status}: {err[-500:]!r}")
+    return out, err
 
 
 def _cause(channel: paramiko.Channel) -> str:
@@ -386,11 +372,9 @@ def put_stream(
     try:
         with local.open("rb") as source:
             sent = send(channel, source)
-        status, out, err = finish(channel, io_timeout)
+        out, err = finish(channel, io_timeout, what)
     finally:
         channel.close()
-    if status != 0:
-        raise TransportError(f"{what}: the board's side exited {status}: {err[-500:]!r}")
     check_tee(out, what, err)
     return sent, parse_digest(out, what)
 
@@ -425,11 +409,9 @@ def get_stream(
     try:
         with tmp.open("wb") as sink:
             got = receive(channel, sink, max(window, CHUNK))
-        status, _, err = finish(channel, io_timeout)
+        _, err = finish(channel, io_timeout, what)
     finally:
         channel.close()
-    if status != 0:
-        raise TransportError(f"{what}: the board's side exited {status}: {err[-500:]!r}")
     return got, (size, parse_digest(err, what))
 
 

@@ -1,7 +1,10 @@
 """SshTransport: a board reached over SSH (paramiko), key authentication only, one reused
 connection; transfers checked end to end by size and sha256 and renamed into place, idempotent
 operations repeated after a reconnect, every command word ``shlex.quote``-d and every remote path
-confined to the workdir (docs/runtime/agent.md, "SSH")."""
+confined to the workdir, symlinks followed (docs/runtime/agent.md, "SSH", "Transports"). Host keys
+are checked by default: the harness's own known_hosts (written under ``accept-new``) plus the
+user's ``~/.ssh/known_hosts`` (read only); a changed key is always refused, naming its SHA256
+fingerprint. A remote process's end is told with the signal that killed it."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import contextlib
 import logging
 import os
 import shlex
+import signal
 import socket
 import stat
 import threading
@@ -16,40 +20,348 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import paramiko
+from filelock import FileLock
+from paramiko.common import MSG_CHANNEL_REQUEST
 
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport.base import CompletedRun, remote_path
-from npu_hil.harness.transport.defaults import (
+from npu_hil.harness.transport.base import (
     BOARD_PYTHON,
     SSH_PORT,
+    CompletedRun,
     HostKeyPolicy,
+    RemotePathError,
+    StderrTail,
+    StreamExit,
+    board_os_error,
     check_host_key_policy,
+    check_workdir_probe,
+    remote_path,
+    workdir_probe,
 )
-from npu_hil.harness.transport.oserrors import board_os_error
 from npu_hil.harness.transport.ssh import files
 from npu_hil.harness.transport.ssh.files import LINK_ERRORS, link_lost
-from npu_hil.harness.transport.ssh.hostkeys import (
-    DEFAULT_KNOWN_HOSTS,
-    USER_KNOWN_HOSTS,
-    KnownHostsPolicy,
-)
-from npu_hil.harness.transport.ssh.paths import SymlinkGuard
-from npu_hil.harness.transport.ssh.process import (
-    SshStream,
-    collect_until_exit,
-    exit_returncode,
-    record_exit_signals,
-)
-from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
-
-__all__ = ["SshStream", "SshTransport"]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+# --- host keys -----------------------------------------------------------------------------------
+
+DEFAULT_KNOWN_HOSTS = Path("~/.config/npu-hil/known_hosts")
+USER_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
+
+
+class KnownHostsPolicy(paramiko.MissingHostKeyPolicy):
+    """Called by paramiko only for a key it found in no known_hosts file. A key is named by its
+    ``fingerprint`` as OpenSSH prints it (``SHA256:<base64, no padding>``)."""
+
+    def __init__(self, policy: HostKeyPolicy, own_file: Path) -> None:
+        self.policy = policy
+        self.own_file = own_file
+
+    def missing_host_key(
+        self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
+    ) -> None:
+        if self.policy != "accept-new":
+            raise TransportError(
+                f"unknown host key for {hostname}: {key.get_name()} {key.fingerprint}; "
+                f"refused (host_key_policy='strict'); add it to {self.own_file} after checking it "
+                "on the board, or use host_key_policy='accept-new'"
+            )
+        self.own_file.parent.mkdir(parents=True, exist_ok=True)
+        # Several processes (xdist workers, parallel nightlies) may meet the same new board at
+        # once: under the lock the file is read again, so the key is appended once, and a
+        # different key another process recorded meanwhile is refused like any changed key.
+        with FileLock(f"{self.own_file}.lock", timeout=60.0):
+            recorded = recorded_key(self.own_file, hostname, key.get_name())
+            if recorded is not None:
+                if recorded.asbytes() != key.asbytes():
+                    raise TransportError(
+                        f"host key for {hostname} changed: the board offers {key.get_name()} "
+                        f"{key.fingerprint}, {self.own_file} has {recorded.fingerprint} "
+                        "(recorded by another process meanwhile); refused"
+                    )
+                return
+            entry = paramiko.hostkeys.HostKeyEntry([hostname], key)
+            # Append, never rewrite: the file may hold keys of other boards.
+            line = entry.to_line()
+            if line is None:  # paramiko writes no line for an entry it cannot express
+                raise TransportError(f"host key for {hostname}: cannot write it to {self.own_file}")
+            with self.own_file.open("a", encoding="utf-8") as stream:
+                stream.write(line)
+        log.warning(
+            "accepted new host key for %s: %s %s (recorded in %s)",
+            hostname,
+            key.get_name(),
+            key.fingerprint,
+            self.own_file,
+        )
+
+
+def recorded_key(path: Path, hostname: str, key_type: str) -> paramiko.PKey | None:
+    """The ``key_type`` key ``path`` records for ``hostname`` now (None: none, or no file)."""
+    if not path.is_file():
+        return None
+    keys = paramiko.HostKeys()
+    keys.load(str(path))
+    found = keys.lookup(hostname)
+    return None if found is None else found.get(key_type)
+
+
+# --- remote processes ----------------------------------------------------------------------------
+
+# OpenSSH reports a command killed by a signal with an ``exit-signal`` channel request (RFC 4254
+# 6.10: the signal's name without ``SIG``, ...) instead of an ``exit-status``; paramiko ignores it
+# and leaves the status at -1 ("killed by SIGHUP" whatever the signal was), so it is recorded here.
+
+EXIT_QUIET_S = 0.5
+"""After a command's exit status, how long its output may stay silent without an EOF before the
+rest is no longer waited for (a background child holding the pipe open)."""
+
+_ATTR = "npu_hil_exit_signal"
+
+
+def record_exit_signals(transport: paramiko.Transport) -> None:
+    """Make ``transport`` note every ``exit-signal`` its channels receive (the rest of each
+    channel request is paramiko's as before). paramiko looks its message handlers up on the
+    transport object, so this touches this connection only."""
+    # paramiko's private handler table and request handler: its stubs do not declare them.
+    table: dict[int, Any] = dict(type(transport)._channel_handler_table)  # type: ignore[attr-defined]
+    table[MSG_CHANNEL_REQUEST] = _handle_request
+    transport._channel_handler_table = table  # type: ignore[attr-defined]
+
+
+def _handle_request(channel: paramiko.Channel, message: paramiko.Message) -> None:
+    start = message.packet.tell()
+    with contextlib.suppress(Exception):  # a malformed request stays paramiko's to refuse
+        if message.get_text() == "exit-signal":
+            message.get_boolean()  # want reply: always false for exit-signal
+            setattr(channel, _ATTR, message.get_text())
+    message.packet.seek(start)
+    paramiko.Channel._handle_request(channel, message)  # type: ignore[attr-defined]
+
+
+def exit_returncode(channel: paramiko.Channel, status: int) -> int | None:
+    """A channel's end as a Popen-style return code: its exit status, minus the number (on this
+    host) of the signal that killed it, None when the board said neither (the link went away)."""
+    if status != -1:
+        return status
+    name = getattr(channel, _ATTR, None)
+    if not isinstance(name, str) or not name:
+        return None
+    try:
+        return -int(signal.Signals[name if name.startswith("SIG") else f"SIG{name}"])
+    except KeyError:
+        return None
+
+
+def collect_until_exit(
+    channel: paramiko.Channel, stdout: bytearray, stderr: bytearray, deadline: float, name: str
+) -> bool:
+    """Read the command's output into ``stdout`` and ``stderr`` until it has exited and said
+    all (True), or until ``deadline`` (False: the caller kills it). Polled, so a command that
+    keeps its pipes open past the deadline is still caught; a link lost first is a
+    TransportError naming the command."""
+    channel.setblocking(False)
+    heard = time.monotonic()  # output or the exit status, whichever came last
+    exited = False
+    while True:
+        busy = False
+        while channel.recv_ready():
+            stdout += channel.recv(65536)
+            busy = True
+        while channel.recv_stderr_ready():
+            stderr += channel.recv_stderr(65536)
+            busy = True
+        if busy or (channel.exit_status_ready() and not exited):
+            heard = time.monotonic()
+            exited = channel.exit_status_ready()
+        # sshd may send the exit status before the last of the output (RFC 4254 orders
+        # neither), so the end is the EOF after it; a background child that keeps the pipe open
+        # gets a moment of silence instead.
+        ended = channel.eof_received or channel.closed
+        quiet = time.monotonic() - heard > EXIT_QUIET_S
+        drained = not channel.recv_ready() and not channel.recv_stderr_ready()
+        if exited and (ended or quiet) and drained:
+            return True
+        transport = channel.get_transport()
+        if channel.closed or transport is None or not transport.is_active():
+            raise TransportError(f"{name!r}: link lost while it ran")
+        if time.monotonic() > deadline:
+            return False
+        if not busy:
+            time.sleep(0.002)
+
+
+class SshStream:
+    """A long-running remote process on an exec channel; stderr drained by a thread into a tail.
+    ``kill`` kills a process group on the board (over a channel of its own)."""
+
+    def __init__(self, channel: paramiko.Channel, pid: int, kill: Callable[[int], None]) -> None:
+        self._kill = kill
+        self._channel = channel
+        self.pid = pid
+        self._exit: StreamExit | None = None
+        self._stderr = StderrTail(
+            channel.recv_stderr, (OSError, EOFError, paramiko.SSHException), name=f"ssh {pid}"
+        )
+
+    def send(self, data: bytes) -> None:
+        if self._exit is not None:
+            raise TransportError(f"ssh stream {self.pid} is closed")
+        try:
+            self._channel.sendall(data)
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            raise TransportError(f"ssh stream {self.pid}: cannot send ({exc})") from exc
+
+    def recv(self, n: int, timeout: float) -> bytes:
+        if self._exit is not None:
+            return b""
+        self._channel.settimeout(max(0.001, timeout))
+        try:
+            return self._channel.recv(n)
+        except TimeoutError:
+            raise TransportError(
+                f"ssh stream {self.pid}: nothing received within {timeout:.1f} s"
+            ) from None
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            raise TransportError(f"ssh stream {self.pid}: link lost ({exc})") from exc
+
+    def stderr_tail(self) -> bytes:
+        return self._stderr.tail()
+
+    def close(self, timeout: float = 5.0) -> StreamExit:
+        if self._exit is not None:
+            return self._exit
+        returncode: int | None = None
+        with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
+            self._channel.shutdown_write()
+        if self._exited(max(0.0, timeout)):
+            returncode = exit_returncode(self._channel, self._channel.recv_exit_status())
+        else:
+            self._kill(self.pid)
+            if self._exited(2.0):
+                # An exit by signal the board did not name: SIGKILL is what we sent.
+                status = self._channel.recv_exit_status()
+                returncode = exit_returncode(self._channel, status)
+                if returncode is None:
+                    returncode = -signal.SIGKILL
+        self._stderr.join(1.0)
+        self._channel.close()
+        self._exit = StreamExit(returncode, self.stderr_tail())
+        return self._exit
+
+    def _exited(self, seconds: float) -> bool:
+        """Whether the process exits within ``seconds``."""
+        end = time.monotonic() + seconds
+        while not self._channel.exit_status_ready() and time.monotonic() < end:
+            time.sleep(0.01)
+        return self._channel.exit_status_ready()
+
+
+# --- remote paths: kept inside the workdir on the board, symlinks followed, walked over SFTP ------
+
+
+class SymlinkGuard:
+    """Refuses a remote path whose symlinks lead out of ``workdir`` (RemotePathError)."""
+
+    def __init__(self, workdir: str) -> None:
+        self._workdir = PurePosixPath(workdir)
+        self._root: PurePosixPath | None = None  # the workdir as the board resolves it
+        self._safe: set[PurePosixPath] = set()  # directories known to resolve inside
+        self._lock = threading.Lock()
+
+    def reset(self) -> None:
+        """Forget everything: a new connection may be a rebooted board with other links."""
+        with self._lock:
+            self._root = None
+            self._safe.clear()
+
+    def forget(self, full: str) -> None:
+        """Forget ``full`` and every directory below it (it was removed; it may come back as a
+        link)."""
+        gone = PurePosixPath(full)
+        with self._lock:
+            self._safe = {d for d in self._safe if not d.is_relative_to(gone)}
+
+    def check(
+        self, sftp: paramiko.SFTPClient, full: str, *, create_dirs: bool = False
+    ) -> paramiko.SFTPAttributes | None:
+        """Check ``full``: its directories, then itself; with ``create_dirs``, make the missing
+        directories (``mkdir -p`` over SFTP, no exec channel). Returns the ``lstat`` of ``full``
+        (None: missing); for a symlink that stays inside, the link's own attributes."""
+        path = PurePosixPath(full)
+        self._check_dirs(sftp, path, create=create_dirs)
+        try:
+            attrs = sftp.lstat(full)
+        except FileNotFoundError:
+            return None
+        self._check_entry(sftp, path, attrs, path)
+        return attrs
+
+    # --- internals -------------------------------------------------------------------------------
+
+    def _check_dirs(self, sftp: paramiko.SFTPClient, path: PurePosixPath, *, create: bool) -> None:
+        current = self._workdir
+        for part in path.parent.relative_to(self._workdir).parts:
+            current = current / part
+            with self._lock:
+                if current in self._safe:
+                    continue
+            try:
+                attrs = sftp.lstat(str(current))
+            except FileNotFoundError:
+                if not create:
+                    return
+                try:
+                    sftp.mkdir(str(current))
+                except OSError:
+                    # A concurrent mkdir is fine; anything else shows in the lstat.
+                    self._check_entry(sftp, current, sftp.lstat(str(current)), path)
+            else:
+                self._check_entry(sftp, current, attrs, path)
+            with self._lock:
+                self._safe.add(current)
+
+    def _root_of(self, sftp: paramiko.SFTPClient) -> PurePosixPath:
+        with self._lock:
+            root = self._root
+        if root is None:
+            root = PurePosixPath(sftp.normalize(str(self._workdir)))
+            with self._lock:
+                self._root = root
+        return root
+
+    def _check_entry(
+        self,
+        sftp: paramiko.SFTPClient,
+        path: PurePosixPath,
+        attrs: paramiko.SFTPAttributes,
+        requested: PurePosixPath,
+    ) -> None:
+        if not stat.S_ISLNK(attrs.st_mode or 0):
+            return  # a real entry in a checked directory
+        try:
+            resolved = PurePosixPath(sftp.normalize(str(path)))
+        except FileNotFoundError:
+            # The link points into a directory that does not exist: nothing can be read through
+            # it, and the transport never creates through a link (mkdir and rename act on the
+            # link itself; rm -rf removes the link, not its target).
+            return
+        root = self._root_of(sftp)
+        if not resolved.is_relative_to(root):
+            asked = str(requested.relative_to(self._workdir))
+            link = str(path.relative_to(self._workdir))
+            raise RemotePathError(
+                f"remote path {asked!r}: the symlink {link!r} leads to {resolved} on the board, "
+                f"outside the workdir {self._workdir}"
+            )
+
+
+# --- the transport -------------------------------------------------------------------------------
 
 
 class SshTransport:
