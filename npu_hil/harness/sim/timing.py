@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper, shape_inference
 
-from npu_hil.harness.sim.targets import unit_of
+from npu_hil.harness.sim.options import unit_of
 from npu_hil.targets.unit import NpuThroughput
 
 OVERHEAD_S = 100e-6
