@@ -421,7 +421,7 @@ class BlockedLayout:
     # ---------------------------------------------------------------- locate
 
     def locate(self, offset: int) -> Location:
-        """What lives at byte ``offset``: closed form, by dividing by the strides largest first."""
+        """What lives at byte ``offset`` (:meth:`locate_many` for one offset)."""
         try:
             offset = strict_int(offset)
         except (TypeError, ValueError) as exc:
@@ -434,32 +434,21 @@ class BlockedLayout:
         if self.entry_bytes:
             entry, byte = divmod(offset, self.entry_bytes)
             bits = f"[{8 * byte + 7}:{8 * byte}]"
-        padding = Location(offset, None, None, entry, bits, True, None, self.axis_names)
-        rest = offset
-        index = [0] * len(self.canonical_shape)
-        slot = 0
-        for dim in self._dims_by_stride():
-            pos, rest = divmod(rest, dim.stride)
-            if pos >= dim.size:
-                return padding
-            if dim.axis == PART:
-                slot = pos
-            else:
-                index[dim.axis] += pos * dim.block
-        if rest or any(i >= s for i, s in zip(index, self.stored, strict=True)):
-            return padding
+        found = self.locate_many(np.asarray([offset]))
+        if found.padding[0]:
+            return Location(offset, None, None, entry, bits, True, None, self.axis_names)
+        slot = int(found.slot[0])
         part = self.encoding.part_names[slot]
-        logical = tuple(index[a] for a in self.logical_axes)
+        logical = tuple(int(i) for i in found.index[0])
         return Location(offset, logical, part, entry, bits, False, slot, self.axis_names)
 
     def offset_of(self, index: tuple[int, ...], slot: int = 0) -> int:
         """Byte offset of slot ``slot`` of the element at logical ``index`` (the forward map)."""
         return int(self.offsets_of(np.asarray([index]), slot)[0])
 
-    # --------------------------------------------------------------- helpers
-
     def locate_many(self, offsets: np.ndarray) -> LocatedOffsets:
-        """:meth:`locate` for many offsets at once (vectorised, same closed form)."""
+        """What lives at each of ``offsets``: closed form, vectorised, by dividing by the strides
+        largest first."""
         rest = np.asarray(offsets, dtype=np.int64).reshape(-1).copy()
         if rest.size and (rest.min() < 0 or rest.max() >= self.nbytes):
             raise LayoutError(f"{self._what}: offsets outside the buffer of {self.nbytes} bytes")
@@ -487,6 +476,8 @@ class BlockedLayout:
         for dim in self.dims:
             total += ((canonical[:, dim.axis] // dim.block) % dim.size) * dim.stride
         return total
+
+    # --------------------------------------------------------------- helpers
 
     def memo(self, key: str, compute: Callable[[], _T]) -> _T:
         """``compute()`` once per layout, kept on it (past the frozen dataclass's ``__setattr__``):
