@@ -189,7 +189,13 @@ def _check_params(name: str, params: Mapping[str, Any]) -> None:
         and groups[0] != groups[1]
     ):
         fail("groups", "two different group numbers")
-    for key, low, high in (("group_size", 1, 1 << 16), ("value", 1, 255), ("drop", 1, 1 << 40)):
+    for key, low, high in (
+        ("group_size", 1, 1 << 16),
+        ("value", 1, 255),
+        ("drop", 1, 1 << 40),
+        ("exit_code", 0, 255),
+        ("kib", 1, 65536),
+    ):
         if key in params and not (is_int(params[key]) and low <= params[key] <= high):
             fail(key, f"an integer in [{low}, {high}]")
     number_up_to("fraction", 1)
@@ -206,16 +212,11 @@ def _check_params(name: str, params: Mapping[str, Any]) -> None:
         isinstance(params["signal"], str) and hasattr(signal, params["signal"])
     ):
         fail("signal", "a signal name such as SIGSEGV")
-    exit_code = params.get("exit_code", 0)
-    if not (is_int(exit_code) and 0 <= exit_code < 256):
-        fail("exit_code", "an integer in [0, 255]")
     if "layout_params" in params and not isinstance(params["layout_params"], Mapping):
         fail("layout_params", "a mapping of layout parameters")
     number_up_to("percent", MAX_PERCENT)
     if "lsb" in params and not (is_int(params["lsb"]) and params["lsb"] >= 1):
         fail("lsb", "an integer >= 1")
-    if "kib" in params and not (is_int(params["kib"]) and 1 <= params["kib"] <= 65536):
-        fail("kib", "an integer in [1, 65536]")
     number_up_to("rate", 1)
     if params.get("path", "normal") not in API_PATH_KINDS:
         fail("path", " or ".join(API_PATH_KINDS))
