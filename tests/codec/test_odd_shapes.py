@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from npu_hil.harness.codec import fastcopy, get_layout, padding_runs
+from npu_hil.harness.codec import engine, fastcopy, get_layout
 from npu_hil.harness.errors import LayoutError
 
 CHANNELS = (1, 3, 17, 255, 256, 1000)
@@ -156,7 +156,7 @@ def test_strided_runs_rebuild_the_mask(pattern: list[tuple[int, int, int, int]])
         for _ in range(count):
             mask[pos : pos + length] = True
             pos += length + spacing + 1
-    runs = padding_runs.strided_runs(mask)
+    runs = engine.strided_runs(mask)
     if runs is None:
         return
     rebuilt = np.zeros_like(mask)

@@ -26,7 +26,6 @@ from npu_hil.harness.codec.buffers import (
 )
 from npu_hil.harness.codec.encodings import Encoding
 from npu_hil.harness.codec.fastcopy import strided_copy
-from npu_hil.harness.codec.padding_runs import strided_runs
 from npu_hil.harness.codec.params import bounded_size, strict_int
 from npu_hil.harness.errors import LayoutError
 
@@ -363,10 +362,7 @@ class BlockedLayout:
             strided_copy(view, byte_view(zero, 0, (count2, count, length), (0, 0, 1)))
 
     def _padding_runs(self) -> list[tuple[int, int, int, int, int, int]] | None:
-        """The padding as at most ``padding_runs.MAX_PADDING_RUNS`` strided runs ``(start,
-        length, count, stride, count2, stride2)``: ``count2`` groups ``stride2`` apart of ``count``
-        runs of ``length`` zero bytes ``stride`` apart; None when it does not fit in so few or
-        its runs are too short to beat clearing the whole buffer (cached per layout)."""
+        """The padding as :func:`strided_runs` (cached per layout)."""
         # Finding the runs costs a few passes over the buffer: a layout packed once clears the
         # whole buffer, one packed again (a nightly's tensors) pays for them once.
         if "_padding_runs_cache" not in self.__dict__ and not self.__dict__.get("_packed_before"):
@@ -425,7 +421,7 @@ class BlockedLayout:
     # ---------------------------------------------------------------- locate
 
     def locate(self, offset: int) -> Location:
-        """What lives at byte ``offset``: closed form, by dividing by the strides largest first."""
+        """What lives at byte ``offset`` (:meth:`locate_many` for one offset)."""
         try:
             offset = strict_int(offset)
         except (TypeError, ValueError) as exc:
@@ -438,32 +434,21 @@ class BlockedLayout:
         if self.entry_bytes:
             entry, byte = divmod(offset, self.entry_bytes)
             bits = f"[{8 * byte + 7}:{8 * byte}]"
-        padding = Location(offset, None, None, entry, bits, True, None, self.axis_names)
-        rest = offset
-        index = [0] * len(self.canonical_shape)
-        slot = 0
-        for dim in self._dims_by_stride():
-            pos, rest = divmod(rest, dim.stride)
-            if pos >= dim.size:
-                return padding
-            if dim.axis == PART:
-                slot = pos
-            else:
-                index[dim.axis] += pos * dim.block
-        if rest or any(i >= s for i, s in zip(index, self.stored, strict=True)):
-            return padding
+        found = self.locate_many(np.asarray([offset]))
+        if found.padding[0]:
+            return Location(offset, None, None, entry, bits, True, None, self.axis_names)
+        slot = int(found.slot[0])
         part = self.encoding.part_names[slot]
-        logical = tuple(index[a] for a in self.logical_axes)
+        logical = tuple(int(i) for i in found.index[0])
         return Location(offset, logical, part, entry, bits, False, slot, self.axis_names)
 
     def offset_of(self, index: tuple[int, ...], slot: int = 0) -> int:
         """Byte offset of slot ``slot`` of the element at logical ``index`` (the forward map)."""
         return int(self.offsets_of(np.asarray([index]), slot)[0])
 
-    # --------------------------------------------------------------- helpers
-
     def locate_many(self, offsets: np.ndarray) -> LocatedOffsets:
-        """:meth:`locate` for many offsets at once (vectorised, same closed form)."""
+        """What lives at each of ``offsets``: closed form, vectorised, by dividing by the strides
+        largest first."""
         rest = np.asarray(offsets, dtype=np.int64).reshape(-1).copy()
         if rest.size and (rest.min() < 0 or rest.max() >= self.nbytes):
             raise LayoutError(f"{self._what}: offsets outside the buffer of {self.nbytes} bytes")
@@ -491,6 +476,8 @@ class BlockedLayout:
         for dim in self.dims:
             total += ((canonical[:, dim.axis] // dim.block) % dim.size) * dim.stride
         return total
+
+    # --------------------------------------------------------------- helpers
 
     def memo(self, key: str, compute: Callable[[], _T]) -> _T:
         """``compute()`` once per layout, kept on it (past the frozen dataclass's ``__setattr__``):
@@ -588,3 +575,82 @@ class BlockedLayout:
                 f"{self._what}: expected a buffer of {self.nbytes} bytes, got {buf.size} ({how})"
             )
         return np.asarray(buf, dtype=np.uint8)
+
+
+# ------------------------------------------------------------------ padding runs
+
+MAX_PADDING_RUNS = 16
+"""Most strided runs :meth:`BlockedLayout._zero_padding` zeroes one by one (each costs a few
+microseconds of Python) before it clears the whole buffer instead."""
+
+RUN_COST_BYTES = 32
+"""What zeroing one run costs beyond its bytes, in bytes of a whole-buffer clear (a store or a
+short move per run against a memset's 32 bytes a cycle): the runs are zeroed one by one when
+``runs * RUN_COST_BYTES + padding bytes < buffer bytes``, else the whole buffer is cleared."""
+
+
+def strided_runs(mask: np.ndarray) -> list[tuple[int, int, int, int, int, int]] | None:
+    """The True bytes of ``mask`` as few strided runs ``(start, length, count, stride, count2,
+    stride2)``: ``count2`` groups ``stride2`` apart of ``count`` stretches of ``length`` bytes
+    ``stride`` apart (a row tail in every row of every plane), so a buffer packed again zeroes
+    only its padding; or None when there are more than :data:`MAX_PADDING_RUNS` or so many
+    short ones that clearing the whole buffer is cheaper (:data:`RUN_COST_BYTES`)."""
+    flags = np.concatenate(([False], np.asarray(mask, dtype=bool), [False])).view(np.int8)
+    edges = np.flatnonzero(np.diff(flags))
+    starts, ends = edges[0::2], edges[1::2]
+    if starts.size == 0:
+        return []
+    lengths = ends - starts
+    if RUN_COST_BYTES * starts.size + int(lengths.sum()) >= mask.size:
+        return None
+    level1 = _progressions(starts, lengths)
+    if level1 is None:
+        return None
+    # Second level: equal first-level runs spaced evenly (one per row or per plane).
+    groups: dict[tuple[int, int, int], list[int]] = {}
+    for start, length, count, stride in level1:
+        groups.setdefault((length, count, stride), []).append(start)
+    runs: list[tuple[int, int, int, int, int, int]] = []
+    for (length, count, stride), group_starts in groups.items():
+        first = np.asarray(group_starts, dtype=np.int64)
+        ones = np.ones(first.size, dtype=np.int64)
+        level2 = _progressions(first, ones)
+        if level2 is None:
+            return None
+        runs.extend((s, length, count, stride, n, step) for s, _, n, step in level2)
+        if len(runs) > MAX_PADDING_RUNS:
+            return None
+    return runs
+
+
+def _progressions(
+    starts: np.ndarray, lengths: np.ndarray, limit: int = 4 * MAX_PADDING_RUNS
+) -> list[tuple[int, int, int, int]] | None:
+    """Sorted ``starts`` with their ``lengths`` as maximal arithmetic progressions of equal
+    length, ``(start, length, count, step)``; None beyond ``limit`` of them."""
+    n = int(starts.size)
+    step = np.diff(starts)
+    # Start indices where the step (to the next start) or the length changes.
+    step_changes = np.flatnonzero(step[1:] != step[:-1]) + 1
+    length_changes = np.flatnonzero(lengths[1:] != lengths[:-1]) + 1
+    out: list[tuple[int, int, int, int]] = []
+    i = 0
+    while i < n:
+        if len(out) >= limit:
+            return None
+        if i == n - 1:
+            out.append((int(starts[i]), int(lengths[i]), 1, 1))
+            break
+        # The progression from i keeps step[i] through start index j_step and the length
+        # through j_len.
+        k = int(np.searchsorted(step_changes, i, side="right"))
+        j_step = int(step_changes[k]) if k < step_changes.size else n - 1
+        k = int(np.searchsorted(length_changes, i, side="right"))
+        j_len = int(length_changes[k]) - 1 if k < length_changes.size else n - 1
+        j = min(j_step, j_len)
+        if j == i:
+            out.append((int(starts[i]), int(lengths[i]), 1, 1))
+        else:
+            out.append((int(starts[i]), int(lengths[i]), j - i + 1, int(step[i])))
+        i = j + 1
+    return out

@@ -30,15 +30,12 @@ few MB costs its page faults on every call (as much again as the copy), a reused
 _scratch = threading.local()
 
 
-def _blocks_buffer(shape: tuple[int, ...]) -> np.ndarray:
-    """An uninitialised uint8 array of ``shape``: this thread's scratch when small enough."""
-    return _scratch_array("blocks", shape, np.dtype(np.uint8))
-
-
-def _scratch_array(name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+def _scratch_array(
+    name: str, shape: tuple[int, ...], dtype: type[np.generic] = np.uint8
+) -> np.ndarray:
     """An uninitialised array of ``shape`` and ``dtype``: this thread's scratch ``name`` when
     small enough (one per name: two may be in use side by side)."""
-    size = int(np.prod(shape)) * dtype.itemsize
+    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
     if size > SCRATCH_LIMIT:
         return np.empty(shape, dtype)
     held: dict[str, np.ndarray] = getattr(_scratch, "named", None) or {}
@@ -76,7 +73,7 @@ def encode(layout: BlockedLayout, values: np.ndarray, block: int) -> np.ndarray:
     """The stored values' bytes as blocks (shape ``(*stored[:-1], nblocks, 2, block)``)."""
     mode, _, swap = _modes(layout)
     nb = -(-values.shape[-1] // block)
-    out = _blocks_buffer((*values.shape[:-1], nb, 2, block))
+    out = _scratch_array("blocks", (*values.shape[:-1], nb, 2, block))
     return split16_blocks(values, block, mode, swap, out=out)
 
 
@@ -142,7 +139,7 @@ def place(layout: BlockedLayout, buf: np.ndarray, blocks: np.ndarray, block: int
 def unpack(layout: BlockedLayout, buf: np.ndarray, out: np.ndarray, block: int) -> None:
     """The stored values from the buffer into ``out`` (C-contiguous, the stored shape)."""
     n = out.shape[-1]
-    blocks = _blocks_buffer((*out.shape[:-1], -(-n // block), 2, block))
+    blocks = _scratch_array("blocks", (*out.shape[:-1], -(-n // block), 2, block))
     for view, target in _pairs(layout, buf, blocks, block):
         strided_copy(target, view)
     _, mode, swap = _modes(layout)
@@ -232,7 +229,7 @@ def pack_channels(
 ) -> None:
     """Place ``values`` (the canonical shape) into ``buf``, padding of the entries included."""
     view, vshape = _channel_views(layout, buf, axis, block)
-    lanes = _scratch_array("values", vshape, np.dtype(np.uint16))
+    lanes = _scratch_array("values", vshape, np.uint16)
     grouped, tail = _split_axis(values.view(np.uint16), axis, block)
     whole = grouped.shape[axis]
     strided_copy(lanes[(slice(None),) * axis + (slice(0, whole),)], grouped)
@@ -246,7 +243,7 @@ def pack_channels(
     if view.flags.c_contiguous:  # entries back to back: the blocks go straight in
         split16_blocks(flat, block, mode, swap, out=split_view(view, shape))
         return
-    blocks = _blocks_buffer(shape)
+    blocks = _scratch_array("blocks", shape)
     split16_blocks(flat, block, mode, swap, out=blocks)
     strided_copy(view, blocks.reshape(view.shape))
 
@@ -260,9 +257,9 @@ def unpack_channels(
     if view.flags.c_contiguous:
         blocks = split_view(view, shape)
     else:
-        blocks = _blocks_buffer(shape)
+        blocks = _scratch_array("blocks", shape)
         strided_copy(blocks.reshape(view.shape), view)
-    lanes = _scratch_array("values", vshape, np.dtype(np.uint16))
+    lanes = _scratch_array("values", vshape, np.uint16)
     _, mode, swap = _modes(layout)
     join16_blocks(blocks, lanes.reshape(1, -1), block, mode, swap)
     grouped, tail = _split_axis(out.view(np.uint16), axis, block)

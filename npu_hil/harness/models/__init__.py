@@ -3,8 +3,15 @@ their compiled artifacts per target in a manifest."""
 
 from __future__ import annotations
 
-from npu_hil.harness.models.builders import MODELS, build, conv3x3, deconv, depthwise
-from npu_hil.harness.models.files import load, save
+from npu_hil.harness.models.builders import (
+    MODELS,
+    build,
+    conv3x3,
+    deconv,
+    depthwise,
+    load,
+    save,
+)
 from npu_hil.harness.models.manifest import Manifest, ManifestError, ModelEntry, load_manifest
 from npu_hil.harness.models.reference import ModelInputError, reference_outputs
 

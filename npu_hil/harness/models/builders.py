@@ -6,7 +6,9 @@ release since 1.10 runs them, so the lower bound in ``pyproject.toml`` stays hon
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -173,3 +175,16 @@ def build(name: str, shape: Sequence[int], **options: int) -> onnx.ModelProto:
     except KeyError:
         raise ValueError(f"unknown reference model {name!r}; known: {', '.join(MODELS)}") from None
     return builder(shape, **options)
+
+
+def save(model: onnx.ModelProto, path: str | os.PathLike[str]) -> Path:
+    """Write ``model`` to ``path`` (parent folders created); returns the path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save_model(model, str(target))
+    return target
+
+
+def load(path: str | os.PathLike[str]) -> onnx.ModelProto:
+    """Read an ONNX model from ``path``."""
+    return onnx.load_model(str(path))

@@ -5,6 +5,7 @@ the regression suite runs it with, one manifest entry per model and shape, named
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -212,9 +213,7 @@ def record(
         if old is not None:
             artifacts = {t: p for t, p in old.artifacts.items() if t != job.target}
             compiled = {t: c for t, c in old.compiled.items() if t != job.target}
-            entries[job.key] = ModelEntry(
-                old.name, old.onnx, artifacts, old.source, old.model, old.shape, compiled
-            )
+            entries[job.key] = dataclasses.replace(old, artifacts=artifacts, compiled=compiled)
     for result in results:
         job = result.job
         old = entries.get(job.key)

@@ -346,14 +346,13 @@ def _cross_api(
 
 
 def _thresholds(session: BoardSession, label: str, given: Thresholds | None) -> Thresholds | None:
-    """The test's accuracy thresholds over the manifest entry's for the model, if it has one."""
+    """The test's accuracy thresholds over the manifest entry's for the model, if it has one
+    (checked when the manifest was read)."""
     manifest = session.manifest
     entry = manifest.models.get(label) if manifest is not None else None
     if entry is None or not entry.accuracy:
         return given
-    where = f"{manifest.source if manifest else ''}: models.{label}.accuracy"
-    base = thresholds_of(dict(entry.accuracy), where) or Thresholds()
-    return base.merged(given)
+    return Thresholds(**entry.accuracy).merged(given)
 
 
 def _submit(session: BoardSession, spec: JobSpec, arrays: Mapping[str, np.ndarray]) -> Result:

@@ -6,8 +6,8 @@ host-side expectation of what a device must hold is in :mod:`npu_hil.harness.exp
 from __future__ import annotations
 
 from npu_hil.harness.sim.faults import FAULT_NAMES, Fault, parse_faults
+from npu_hil.harness.sim.options import SIM_TARGETS, vendor_of
 from npu_hil.harness.sim.runtime import SimModel, SimNpu
-from npu_hil.harness.sim.targets import SIM_TARGETS, vendor_of
 from npu_hil.harness.simkit.errors import SimConfigError, SimRefusal
 from npu_hil.harness.simkit.tensors import SimInput, SimRun, SimTensor
 

@@ -17,11 +17,13 @@ from typing import Any, cast
 import numpy as np
 from typing_extensions import TypedDict
 
+from npu_hil.harness.board.kernlog import REAL_KMSG, kmsg_path, parse_record
 from npu_hil.harness.codec import BlockedLayout, get_layout
 from npu_hil.harness.errors import LayoutError
 from npu_hil.harness.simkit.base import HeldInput
 from npu_hil.harness.simkit.errors import SimConfigError, SimRefusal
 from npu_hil.harness.simkit.tensors import SimTensor
+from npu_hil.targets.log_signatures import fault_lines
 from npu_hil.targets.registry import unit_for
 
 BUFFER_FAULTS = (
@@ -39,8 +41,7 @@ STATE_FAULTS = ("stale-output",)
 INPUT_FAULTS = ("unaligned-width",)
 API_PATH_KINDS = ("normal", "zero-copy")
 PROCESS_FAULTS = ("hang", "crash")
-# Faults the board's own logs tell (npu_hil.harness.sim.boardlog): applied by the runtime at load or
-# run.
+# Faults the board's own logs tell (apply_log_fault): applied by the runtime at load or run.
 LOG_FAULTS = ("npu-timeout", "oom-kill", "bad-model-version")
 TIMING_FAULTS = ("slow", "noisy-latency")
 ACCURACY_FAULTS = ("accuracy-drift",)
@@ -188,7 +189,13 @@ def _check_params(name: str, params: Mapping[str, Any]) -> None:
         and groups[0] != groups[1]
     ):
         fail("groups", "two different group numbers")
-    for key, low, high in (("group_size", 1, 1 << 16), ("value", 1, 255), ("drop", 1, 1 << 40)):
+    for key, low, high in (
+        ("group_size", 1, 1 << 16),
+        ("value", 1, 255),
+        ("drop", 1, 1 << 40),
+        ("exit_code", 0, 255),
+        ("kib", 1, 65536),
+    ):
         if key in params and not (is_int(params[key]) and low <= params[key] <= high):
             fail(key, f"an integer in [{low}, {high}]")
     number_up_to("fraction", 1)
@@ -205,16 +212,11 @@ def _check_params(name: str, params: Mapping[str, Any]) -> None:
         isinstance(params["signal"], str) and hasattr(signal, params["signal"])
     ):
         fail("signal", "a signal name such as SIGSEGV")
-    exit_code = params.get("exit_code", 0)
-    if not (is_int(exit_code) and 0 <= exit_code < 256):
-        fail("exit_code", "an integer in [0, 255]")
     if "layout_params" in params and not isinstance(params["layout_params"], Mapping):
         fail("layout_params", "a mapping of layout parameters")
     number_up_to("percent", MAX_PERCENT)
     if "lsb" in params and not (is_int(params["lsb"]) and params["lsb"] >= 1):
         fail("lsb", "an integer >= 1")
-    if "kib" in params and not (is_int(params["kib"]) and 1 <= params["kib"] <= 65536):
-        fail("kib", "an integer in [1, 65536]")
     number_up_to("rate", 1)
     if params.get("path", "normal") not in API_PATH_KINDS:
         fail("path", " or ".join(API_PATH_KINDS))
@@ -580,3 +582,87 @@ def apply_unaligned_width(
             "input whose layout pads its rows (a width that is not a multiple of the row "
             "alignment)"
         )
+
+
+# ---------------------------------------------------------------------------- log faults
+# A simulated board's own logs (docs/runtime/agent.md, "Faults"): the lines a real board logs
+# (npu_hil.targets.log_signatures.fault_lines), kernel records appended to the board's fake kmsg
+# (NPU_HIL_KMSG, never the real /dev/kmsg), runtime lines on stderr; at NPU_HIL_SIM_LOG_LEVEL 3
+# or more its loads and runs too.
+
+SIM_LOG_LEVEL_ENV = "NPU_HIL_SIM_LOG_LEVEL"
+INFO_LEVEL = 3
+STAGE = {"npu-timeout": "run", "oom-kill": "run", "bad-model-version": "load"}
+FAILURE = {
+    "npu-timeout": "the NPU job did not complete before the driver's timeout",
+    "oom-kill": "out of memory: the runtime's buffers could not be allocated",
+    "bad-model-version": "the runtime refused the model: its version is not one this runtime reads",
+}
+KERNEL_PRI = 3  # LOG_ERR, facility kernel
+
+
+def runtime_info(message: str) -> None:
+    """An informational runtime line, written only at the info level or above."""
+    try:
+        level = int(os.environ.get(SIM_LOG_LEVEL_ENV) or "0")
+    except ValueError:
+        level = 0
+    if level >= INFO_LEVEL:
+        _stderr([f"I sim: {message}"])
+
+
+def apply_log_fault(faults: Iterable[Fault], target: str, stage: str) -> None:
+    """The first log fault of ``faults`` for ``stage`` (``load`` or ``run``): its lines logged,
+    then the stage fails as the runtime's DeviceError."""
+    for fault in faults:
+        name = fault.name
+        if name not in LOG_FAULTS or STAGE[name] != stage:
+            continue
+        lines = fault_lines(target, name)
+        if not lines["kernel"] and not lines["runtime"]:
+            raise SimConfigError(
+                f"fault {name}: no log signature of {target}'s tables names it, so a board of "
+                f"{target} has nothing to log for it"
+            )
+        if lines["kernel"]:
+            append_kernel(lines["kernel"])
+        if lines["runtime"]:
+            _stderr(lines["runtime"])
+        raise SimRefusal("DeviceError", stage, FAILURE[name])
+
+
+def append_kernel(messages: list[str]) -> None:
+    """Append kernel records to the simulated board's kernel log."""
+    path = kmsg_path()
+    if os.path.realpath(path) == REAL_KMSG:
+        raise SimConfigError(
+            f"a log fault writes the simulated board's kernel log, and {path} is this machine's: "
+            f"set NPU_HIL_KMSG to the board's own file"
+        )
+    seq = _next_seq(path)
+    usec = int(time.monotonic() * 1e6)
+    records = "".join(
+        f"{KERNEL_PRI},{seq + i},{usec + i},-;{message}\n" for i, message in enumerate(messages)
+    )
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(records)
+
+
+def _next_seq(path: str) -> int:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 4096))
+            tail = handle.read().decode("utf-8", "replace").splitlines()
+    except FileNotFoundError:
+        return 0
+    for line in reversed(tail):
+        record = parse_record(line)
+        if record is not None:
+            return int(record["seq"]) + 1
+    return 0
+
+
+def _stderr(lines: list[str]) -> None:
+    os.write(2, "".join(f"{line}\n" for line in lines).encode("utf-8"))

@@ -1,4 +1,5 @@
-"""The simulated board's options (the job's ``adapter_options`` for the ``sim`` adapter)."""
+"""The simulated board's options (the job's ``adapter_options`` for the ``sim`` adapter), and
+which vendor's runtime each target it can be behaves like (the vendor units' registry)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,33 @@ from typing import Any
 
 from npu_hil.harness.sim.execute import EXECUTORS
 from npu_hil.harness.sim.faults import Fault, parse_faults
-from npu_hil.harness.sim.targets import unit_of, vendor_of
+from npu_hil.harness.simkit.base import RuntimeOptions
 from npu_hil.harness.simkit.errors import SimConfigError
-from npu_hil.harness.simkit.options import RuntimeOptions
+from npu_hil.targets.registry import all_targets, unit_for
+from npu_hil.targets.unit import Vendor
+
+
+def _simulated() -> tuple[str, ...]:
+    return tuple(t for t in all_targets() if unit_for(t).simulator)
+
+
+SIM_TARGETS = _simulated()
+"""Every target a simulated board can be (the built-in ones; a unit registered later is
+simulated too, see :func:`unit_of`)."""
+
+
+def unit_of(target: str) -> Vendor:
+    """The vendor unit of a target a simulated board can be."""
+    if isinstance(target, str) and target in _simulated():
+        return unit_for(target)
+    raise SimConfigError(
+        f"unknown target {target!r}; a simulated board can be: {', '.join(_simulated())}"
+    )
+
+
+def vendor_of(target: str) -> str:
+    return unit_of(target).name
+
 
 COMMON = (
     "target",

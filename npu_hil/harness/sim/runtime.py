@@ -20,17 +20,17 @@ import onnx
 from npu_hil.harness.errors import NpuHilError
 from npu_hil.harness.models import numerics as npu_numerics
 from npu_hil.harness.sim import execute
-from npu_hil.harness.sim.boardlog import apply_log_fault, runtime_info
 from npu_hil.harness.sim.faults import (
     apply_buffer_faults,
+    apply_log_fault,
     apply_process_faults,
     apply_soak_faults,
     apply_stale_output,
     apply_timing_faults,
     apply_unaligned_width,
+    runtime_info,
 )
-from npu_hil.harness.sim.options import SimOptions
-from npu_hil.harness.sim.targets import unit_of
+from npu_hil.harness.sim.options import SimOptions, unit_of
 from npu_hil.harness.sim.timing import Work, count_work, modeled_s
 from npu_hil.harness.simkit.base import VendorSim
 from npu_hil.harness.simkit.errors import SimConfigError, SimRefusal

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper, shape_inference
+from onnx import helper
 
-from npu_hil.harness.sim.targets import unit_of
+from npu_hil.harness.sim.options import unit_of
+from npu_hil.harness.simkit.graph import inferred_shapes
 from npu_hil.targets.unit import NpuThroughput
 
 OVERHEAD_S = 100e-6
@@ -59,22 +60,11 @@ def _count(shape: tuple[int | None, ...] | None) -> int | None:
     return int(np.prod(dims, dtype=np.int64)) if dims else 1
 
 
-def _shapes(model: onnx.ModelProto) -> dict[str, tuple[int | None, ...]]:
-    graph = shape_inference.infer_shapes(model).graph
-    shapes: dict[str, tuple[int | None, ...]] = {}
-    for value in [*graph.input, *graph.value_info, *graph.output]:
-        dims = value.type.tensor_type.shape.dim
-        shapes[value.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
-    for init in graph.initializer:
-        shapes[init.name] = tuple(int(d) for d in init.dims)
-    return shapes
-
-
 def count_work(model: onnx.ModelProto) -> Work:
     """The MACs and element count of ``model`` (shapes by ONNX shape inference; a node whose
     shapes are not static counts its output elements only, or nothing)."""
-    shapes = _shapes(model)
-    weights = {init.name: init for init in model.graph.initializer}
+    graph, shapes = inferred_shapes(model)
+    shapes.update({init.name: tuple(int(d) for d in init.dims) for init in graph.initializer})
     macs = elements = 0
     for node in model.graph.node:
         out = _count(shapes.get(node.output[0])) if node.output else None
@@ -82,8 +72,6 @@ def count_work(model: onnx.ModelProto) -> Work:
             elements += out or 0
             continue
         weight_shape = shapes.get(node.input[1]) if len(node.input) > 1 else None
-        if weight_shape is None and len(node.input) > 1 and node.input[1] in weights:
-            weight_shape = tuple(numpy_helper.to_array(weights[node.input[1]]).shape)
         if out is None or not weight_shape or any(d is None for d in weight_shape):
             elements += out or 0
             continue

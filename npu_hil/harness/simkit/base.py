@@ -7,7 +7,7 @@ it."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -17,8 +17,36 @@ from npu_hil.harness.codec.buffers import as_bytes
 from npu_hil.harness.errors import LayoutError
 from npu_hil.harness.simkit.errors import SimConfigError, SimRefusal
 from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
-from npu_hil.harness.simkit.options import RuntimeOptions
 from npu_hil.harness.simkit.tensors import InputLike, SimTensor, device_buffer
+
+
+@dataclass(frozen=True)
+class RuntimeOptions:
+    """One simulated board's options as its runtime reads them (checked by
+    ``npu_hil.harness.sim.options``)."""
+
+    target: str
+    faults: tuple[Any, ...] = ()
+    executor: str = "auto"
+    numerics: str = "auto"
+    """``auto``: the vendor's own numerics through the graph; ``float``: the float graph."""
+    buffer_offset: int = 0
+    buffer_offsets: dict[str, int] = field(default_factory=dict)
+    input_layout: str | None = None
+    output_layout: str | None = None
+    vendor_options: dict[str, str] = field(default_factory=dict)
+    """The vendor unit's own options that were given (name → one of its choices)."""
+    api_path: str | None = None
+    """The vendor's API path the board is run through (an adapter of ``Vendor.api_paths``);
+    None: the first, the native zero-copy path the simulated runtime is."""
+
+    def option(self, name: str) -> str | None:
+        """A vendor option's value, None when not given."""
+        return self.vendor_options.get(name)
+
+    def offset_for(self, name: str) -> int:
+        return self.buffer_offsets.get(name, self.buffer_offset)
+
 
 LOGICAL_LAYOUTS = ("NCHW", "logical")
 """Layout names an input may carry to mean "the logical tensor, lay it out the default way"."""

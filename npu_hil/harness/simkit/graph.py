@@ -81,12 +81,18 @@ def _pair(values: list[int], default: int) -> tuple[int, int]:
     return default, default
 
 
+def inferred_shapes(
+    model: onnx.ModelProto,
+) -> tuple[onnx.GraphProto, dict[str, tuple[int | None, ...]]]:
+    """The graph after ONNX shape inference, and the shape of every value it names."""
+    graph = shape_inference.infer_shapes(model).graph
+    return graph, {v.name: _shape(v) for v in [*graph.input, *graph.value_info, *graph.output]}
+
+
 def inspect(model: onnx.ModelProto) -> GraphInfo:
     """Shape inference, then the inputs, outputs, convolutions and output producers."""
-    inferred = shape_inference.infer_shapes(model)
-    graph = inferred.graph
+    graph, shapes = inferred_shapes(model)
     constants = {init.name: init for init in graph.initializer}
-    shapes = {v.name: _shape(v) for v in [*graph.input, *graph.value_info, *graph.output]}
     graph_inputs = {v.name for v in graph.input if v.name not in constants}
     convs = []
     producers: dict[str, str] = {}

@@ -6,10 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from npu_hil.harness.codec import BlockedLayout
-from npu_hil.harness.simkit.base import HeldInput, VendorSim, static_shape
+from npu_hil.harness.simkit.base import HeldInput, RuntimeOptions, VendorSim, static_shape
 from npu_hil.harness.simkit.errors import SimRefusal
 from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
-from npu_hil.harness.simkit.options import RuntimeOptions
 from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, logical_input
 from npu_hil.targets.horizon import layouts as horizon
 from npu_hil.targets.horizon.layouts import ALIGNED_SHAPE_TARGETS, IMAGE_TYPES

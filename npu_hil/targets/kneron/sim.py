@@ -6,10 +6,15 @@ from __future__ import annotations
 import numpy as np
 
 from npu_hil.harness.codec import BlockedLayout
-from npu_hil.harness.simkit.base import HeldInput, VendorSim, dense_strides, static_shape
+from npu_hil.harness.simkit.base import (
+    HeldInput,
+    RuntimeOptions,
+    VendorSim,
+    dense_strides,
+    static_shape,
+)
 from npu_hil.harness.simkit.errors import SimRefusal
 from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
-from npu_hil.harness.simkit.options import RuntimeOptions
 from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, logical_input
 from npu_hil.targets.kneron import kl730
 from npu_hil.targets.kneron.quant import CHANNEL_AXIS, NodeDescriptor, model_input

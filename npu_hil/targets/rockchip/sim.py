@@ -10,10 +10,9 @@ import numpy as np
 
 from npu_hil.harness.codec import BlockedLayout
 from npu_hil.harness.errors import LayoutError
-from npu_hil.harness.simkit.base import HeldInput, VendorSim, static_shape
+from npu_hil.harness.simkit.base import HeldInput, RuntimeOptions, VendorSim, static_shape
 from npu_hil.harness.simkit.errors import SimRefusal
 from npu_hil.harness.simkit.graph import GraphInfo, TensorInfo
-from npu_hil.harness.simkit.options import RuntimeOptions
 from npu_hil.harness.simkit.tensors import InputLike, SimTensor, input_dtype, logical_input
 from npu_hil.targets.conv import ConvSite, check_conv
 from npu_hil.targets.quant import Affine, Cast, Quantizer, affine_for_type, choose_affine

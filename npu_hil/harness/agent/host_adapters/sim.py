@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
 from npu_hil.harness.errors import LayoutError
 from npu_hil.harness.models.reference import ModelInputError
 from npu_hil.harness.sim import SimConfigError, SimModel, SimNpu, SimRefusal, SimTensor
-from npu_hil.harness.sim.boardlog import SIM_LOG_LEVEL_ENV
+from npu_hil.harness.sim.faults import SIM_LOG_LEVEL_ENV
 
 if TYPE_CHECKING:
     from npu_hil.harness.board.adapters.base import (
