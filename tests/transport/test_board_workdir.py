@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from npu_hil.harness.errors import TransportError, UnsafeFolderError
-from npu_hil.harness.transport.base import check_workdir_probe, mode_from_ls
+from npu_hil.harness.transport.workdir import check_workdir_probe, mode_from_ls
 
 
 def test_ls_mode_fields() -> None:

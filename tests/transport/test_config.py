@@ -1,5 +1,5 @@
 """The typed transport configurations: one class per kind, each default and each check in one
-place (npu_hil.harness.transport.base), whoever builds the configuration: the inventory, labgrid
+place (npu_hil.harness.transport.defaults), whoever builds the configuration: the inventory, labgrid
 or a script."""
 
 from __future__ import annotations
@@ -16,19 +16,19 @@ from npu_hil.harness.farm import Board, InventoryError, parse_inventory
 from npu_hil.harness.farm.inventory import LocalEntry, SerialEntry, SshEntry
 from npu_hil.harness.farm.session import connect
 from npu_hil.harness.transport import LocalTransport
-from npu_hil.harness.transport.base import (
-    BAUDRATE,
-    BOARD_PYTHON,
-    HOST_KEY_POLICIES,
-    SSH_PORT,
-    check_host_key_policy,
-)
 from npu_hil.harness.transport.config import (
     CONFIGS,
     KINDS,
     LocalConfig,
     SerialConfig,
     SshConfig,
+)
+from npu_hil.harness.transport.defaults import (
+    BAUDRATE,
+    BOARD_PYTHON,
+    HOST_KEY_POLICIES,
+    SSH_PORT,
+    check_host_key_policy,
 )
 from npu_hil.harness.transport.ssh import SshTransport
 

@@ -18,7 +18,8 @@ from pathlib import PurePosixPath
 from npu_hil.harness.board.relay import EXIT_CUT, EXIT_DAMAGED, EXIT_GONE, EXIT_OK, TRAILER
 from npu_hil.harness.board.wire import whole_frames
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport.base import StreamExit, describe_errno, errno_in_text
+from npu_hil.harness.transport.base import StreamExit
+from npu_hil.harness.transport.oserrors import describe_errno, errno_in_text
 from npu_hil.harness.transport.serial_console import (
     SerialTransport,
     base64_heredoc,

@@ -46,7 +46,6 @@ from npu_hil.harness.farm.inventory_types import (
 )
 from npu_hil.harness.files import InputFileError, read_regular
 from npu_hil.harness.labgrid.config import LabgridConfig
-from npu_hil.harness.transport.base import HostKeyPolicy
 from npu_hil.harness.transport.config import (
     CONFIGS,
     KINDS,
@@ -55,6 +54,7 @@ from npu_hil.harness.transport.config import (
     SshConfig,
     TransportConfig,
 )
+from npu_hil.harness.transport.defaults import HostKeyPolicy
 from npu_hil.harness.yaml_reader import MAX_CHARS, YamlProblem, compose
 from npu_hil.targets.registry import HW_ADAPTERS, VENDOR_OF
 

@@ -19,7 +19,7 @@ from pydantic_core import PydanticCustomError
 
 from npu_hil.harness.codec import known_targets
 from npu_hil.harness.farm.inventory_reader import expected, problem
-from npu_hil.harness.transport.base import BAUDRATE, BAUDRATES
+from npu_hil.harness.transport.defaults import BAUDRATE, BAUDRATES
 from npu_hil.harness.yaml_reader import Written, plain_integer, plain_number
 
 MAX_SECONDS = 24 * 3600.0

@@ -18,8 +18,9 @@ from npu_hil.harness.farm.breaker import CircuitBreaker
 from npu_hil.harness.farm.inventory import Board
 from npu_hil.harness.farm.recovery import RetryPolicy
 from npu_hil.harness.models import Manifest, load_manifest
-from npu_hil.harness.transport.base import BOARD_PYTHON, BOARD_WORKDIR, Transport
+from npu_hil.harness.transport.base import Transport
 from npu_hil.harness.transport.config import LocalConfig
+from npu_hil.harness.transport.defaults import BOARD_PYTHON, BOARD_WORKDIR
 
 log = logging.getLogger(__name__)
 

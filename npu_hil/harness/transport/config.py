@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from npu_hil.harness.transport.base import (
+from npu_hil.harness.transport.base import Transport
+from npu_hil.harness.transport.defaults import (
     BAUDRATE,
     SSH_PORT,
     HostKeyPolicy,
-    Transport,
     check_host_key_policy,
 )
 

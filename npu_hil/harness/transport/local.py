@@ -18,15 +18,10 @@ from pathlib import Path, PurePosixPath
 
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.folders import private_dir
-from npu_hil.harness.transport.base import (
-    BOARD_PYTHON,
-    CompletedRun,
-    RemotePathError,
-    StderrTail,
-    StreamExit,
-    board_os_error,
-    remote_path,
-)
+from npu_hil.harness.transport.base import CompletedRun, RemotePathError, StreamExit, remote_path
+from npu_hil.harness.transport.defaults import BOARD_PYTHON
+from npu_hil.harness.transport.oserrors import board_os_error
+from npu_hil.harness.transport.stderr import StderrTail
 
 log = logging.getLogger(__name__)
 

@@ -24,17 +24,10 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import serial
 
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport.base import (
-    BAUDRATE,
-    BOARD_PYTHON,
-    CompletedRun,
-    Stream,
-    board_os_error,
-    check_workdir_probe,
-    errno_in_text,
-    remote_path,
-    workdir_probe,
-)
+from npu_hil.harness.transport.base import CompletedRun, Stream, remote_path
+from npu_hil.harness.transport.defaults import BAUDRATE, BOARD_PYTHON
+from npu_hil.harness.transport.oserrors import board_os_error, errno_in_text
+from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from paramiko.sftp import (
 
 from npu_hil.harness.board.wire import sha256_file
 from npu_hil.harness.errors import TransportError
-from npu_hil.harness.transport.base import errno_in_text
+from npu_hil.harness.transport.oserrors import errno_in_text
 
 # A small file over SFTP in three round trips, read back all the same. paramiko's ``put``/``get``
 # wait for each answer (about nine round trips for a few kilobytes); here the requests that do not

@@ -28,21 +28,22 @@ from paramiko.common import MSG_CHANNEL_REQUEST
 
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.transport.base import (
+    CompletedRun,
+    RemotePathError,
+    StreamExit,
+    remote_path,
+)
+from npu_hil.harness.transport.defaults import (
     BOARD_PYTHON,
     SSH_PORT,
-    CompletedRun,
     HostKeyPolicy,
-    RemotePathError,
-    StderrTail,
-    StreamExit,
-    board_os_error,
     check_host_key_policy,
-    check_workdir_probe,
-    remote_path,
-    workdir_probe,
 )
+from npu_hil.harness.transport.oserrors import board_os_error
 from npu_hil.harness.transport.ssh import files
 from npu_hil.harness.transport.ssh.files import LINK_ERRORS, link_lost
+from npu_hil.harness.transport.stderr import StderrTail
+from npu_hil.harness.transport.workdir import check_workdir_probe, workdir_probe
 
 log = logging.getLogger(__name__)
 
