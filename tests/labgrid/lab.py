@@ -41,13 +41,16 @@ RAW_PLACE = "kl730-raw-01"
 
 
 def as_foreground(command: Sequence[str]) -> list[str]:
-    """``command`` with SIGINT at its default, as Ctrl-C finds a terminal's foreground job, for a
-    process the tests stop with SIGINT. A process inherits an ignored SIGINT (a script's
-    background job, a CI runner that starts jobs so), and Python then never turns SIGINT into
-    KeyboardInterrupt: the test would wait on a process that rightly ignores it. Reset in a
-    process that then execs, not in ``preexec_fn``: Python code between fork and exec crashes
-    beside grpc's threads."""
-    reset = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    """``command`` with SIGINT, SIGTERM and SIGHUP at their defaults, as a terminal's foreground
+    job finds them, for a process the tests stop with one of them. A process inherits an ignored
+    signal (``nohup`` ignores SIGHUP; a script's background job, or a CI runner that starts jobs
+    so, ignores SIGINT), and the harness rightly leaves an ignored signal alone: the test would
+    wait on a process that does what it was told. Reset in a process that then execs, not in
+    ``preexec_fn``: Python code between fork and exec crashes beside grpc's threads."""
+    reset = (
+        "import os, signal as s, sys\n"
+        "for n in (s.SIGINT, s.SIGTERM, s.SIGHUP): s.signal(n, s.SIG_DFL)\n"
+    )
     return [sys.executable, "-c", reset + "os.execv(sys.argv[1], sys.argv[1:])", *command]
 
 
