@@ -126,9 +126,18 @@ def test_the_manifest_keeps_what_the_compiler_stated(tmp_path: Path) -> None:
     }
     loaded = load_manifest(path).model("conv3x3-1x16x5x7")
     assert loaded.compiled["rk3588"].outputs[0].native == (1, 2, 5, 7, 16)
+    # thresholds a user wrote into the entry survive a rebuild, and a failed one
+    data["models"]["conv3x3-1x16x5x7"]["accuracy"] = {"cosine_min": 0.99, "snr_db_min": 30}
+    path.write_text(json.dumps(data))
+    record(path, [result], {job.key: "conv3x3"})
+    assert load_manifest(path).model("conv3x3-1x16x5x7").accuracy == {
+        "cosine_min": 0.99,
+        "snr_db_min": 30,
+    }
     # a failed rebuild drops what the manifest listed for that target
     record(path, [], {}, failed=[job])
-    assert not load_manifest(path).model("conv3x3-1x16x5x7").artifacts
+    entry_after = load_manifest(path).model("conv3x3-1x16x5x7")
+    assert not entry_after.artifacts and entry_after.accuracy["cosine_min"] == 0.99
 
 
 @pytest.mark.parametrize(

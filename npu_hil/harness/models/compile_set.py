@@ -226,14 +226,14 @@ def record(
             tuple(compiled_tensor(t) for t in result.inputs),
             tuple(compiled_tensor(t) for t in result.outputs),
         )
-        first = job.graph[job.inputs[0]]
         entries[job.key] = ModelEntry(
             job.key,
             job.onnx,
             artifacts,
             str(manifest_path),
             models.get(job.key),
-            tuple(first),
+            tuple(job.graph[job.inputs[0]]),
             compiled,
+            dict(old.accuracy) if old else {},  # a user's thresholds hold for every target
         )
     return save_manifest(Manifest(entries, str(manifest_path)), manifest_path)
