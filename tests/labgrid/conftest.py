@@ -136,7 +136,9 @@ def colleague(lab: Lab) -> Iterator[list[str]]:
 
 @pytest.fixture(autouse=True)
 def _nothing_left_acquired(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Every test leaves the lab's places free, or the next test would wait on them."""
+    """Every test leaves the lab's places free and unreserved, or the next test would wait on
+    them: what one leaves is freed (so one failure does not fail the tests after it) and fails
+    it."""
     yield
     if "lab" not in request.fixturenames:
         return
@@ -144,4 +146,6 @@ def _nothing_left_acquired(request: pytest.FixtureRequest) -> Iterator[None]:
     leftovers = [p for p in (SSH_PLACE, SERIAL_PLACE, RAW_PLACE) if lab.acquired_by(p)]
     for place in leftovers:
         lab.client("-p", place, "release", "--kick", check=False)
+    reserved = [p for p in (SSH_PLACE, SERIAL_PLACE, RAW_PLACE) if lab.cancel_reservations(p)]
     assert not leftovers, f"places left acquired: {leftovers}"
+    assert not reserved, f"places left reserved: {reserved}"

@@ -144,14 +144,15 @@ class Observer:
 
         return self._run(look())  # type: ignore[no-any-return]
 
-    def reservations(self) -> list[tuple[dict[str, str], str]]:
+    def reservations(self) -> list[tuple[dict[str, str], str, str]]:
+        """Every reservation's filter, state and token."""
         from labgrid.remote.common import Reservation
         from labgrid.remote.generated import labgrid_coordinator_pb2 as pb
 
-        async def fetch() -> list[tuple[dict[str, str], str]]:
+        async def fetch() -> list[tuple[dict[str, str], str, str]]:
             reply = await self.session.stub.GetReservations(pb.GetReservationsRequest())
             found = [Reservation.from_pb2(r) for r in reply.reservations]
-            return [(dict(r.filters["main"]), r.state.name) for r in found]
+            return [(dict(r.filters["main"]), r.state.name, r.token) for r in found]
 
         return self._run(fetch())  # type: ignore[no-any-return]
 
@@ -233,10 +234,17 @@ class Lab:
 
     def reservations(self) -> list[tuple[dict[str, str], str]]:
         """Every reservation's filter and state."""
-        return self.observer.reservations()
+        return [(filters, state) for filters, state, _ in self.observer.reservations()]
 
     def reserved(self, place: str) -> bool:
         return any(f.get("name") == place for f, _ in self.reservations())
+
+    def cancel_reservations(self, place: str) -> bool:
+        """Cancel what still reserves ``place`` (a test that failed left it); whether any did."""
+        tokens = [t for f, _, t in self.observer.reservations() if f.get("name") == place]
+        for token in tokens:
+            self.client("cancel-reservation", token, check=False)
+        return bool(tokens)
 
     def board(self, name: str) -> str:
         return next(b.address for b in self.farm.boards if b.name == name)
