@@ -31,11 +31,13 @@ def read_one(data: bytes) -> board_serve.Request:
 
     sender = threading.Thread(target=send)
     sender.start()
+    answers = os.open(os.devnull, os.O_WRONLY)
     try:
-        request = FrameStream(read_fd, os.open(os.devnull, os.O_WRONLY)).read()
+        request = FrameStream(read_fd, answers).read()
     finally:
         sender.join()
         os.close(read_fd)
+        os.close(answers)
     assert request is not None
     return request
 
