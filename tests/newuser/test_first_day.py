@@ -225,5 +225,7 @@ def test_the_test_support_is_a_wheel_of_its_own(installed: tuple[Path, dict[str,
     site = next((venv / "lib").glob("python3*/site-packages"))
     top_level = next(site.glob("npu_hil_testkit-*.dist-info/top_level.txt"))
     assert top_level.read_text(encoding="utf-8").split() == ["npu_hil_testkit"]
+    license_file = next(site.glob("npu_hil_testkit-*.dist-info/licenses/LICENSE"))
+    assert license_file.read_bytes() == (REPO / "LICENSE").read_bytes()
     done = run([npu_hil, "simfarm", "status", "--dir", farm], venv.parent, env)
     assert (done.returncode, done.stdout) == (1, "nothing running\n"), done.stderr
