@@ -269,6 +269,9 @@ def test_a_bulk_frame_whose_message_is_not_json_is_answered_and_the_session_goes
     assert answer["op"] == "error" and answer["error"]["type"] == "ProtocolError"
     raw.send({"op": "ping"})
     assert raw.read()["op"] == "ping"
+    raw.send({"op": "shutdown"})
+    raw.read()
+    assert raw.finish()[0] == 0
 
 
 @pytest.mark.slow
