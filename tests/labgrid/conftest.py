@@ -146,6 +146,6 @@ def _nothing_left_acquired(request: pytest.FixtureRequest) -> Iterator[None]:
     leftovers = [p for p in (SSH_PLACE, SERIAL_PLACE, RAW_PLACE) if lab.acquired_by(p)]
     for place in leftovers:
         lab.client("-p", place, "release", "--kick", check=False)
-    reserved = [p for p in (SSH_PLACE, SERIAL_PLACE, RAW_PLACE) if lab.cancel_reservations(p)]
+    reserved = lab.cancel_reservations((SSH_PLACE, SERIAL_PLACE, RAW_PLACE))
     assert not leftovers, f"places left acquired: {leftovers}"
     assert not reserved, f"places left reserved: {reserved}"

@@ -239,12 +239,15 @@ class Lab:
     def reserved(self, place: str) -> bool:
         return any(f.get("name") == place for f, _ in self.reservations())
 
-    def cancel_reservations(self, place: str) -> bool:
-        """Cancel what still reserves ``place`` (a test that failed left it); whether any did."""
-        tokens = [t for f, _, t in self.observer.reservations() if f.get("name") == place]
-        for token in tokens:
+    def cancel_reservations(self, places: Sequence[str]) -> list[str]:
+        """Cancel what still reserves any of ``places`` (a test that failed left it); the places
+        that were reserved."""
+        stale = [
+            (f["name"], t) for f, _, t in self.observer.reservations() if f.get("name") in places
+        ]
+        for _, token in stale:
             self.client("cancel-reservation", token, check=False)
-        return bool(tokens)
+        return sorted({name for name, _ in stale})
 
     def board(self, name: str) -> str:
         return next(b.address for b in self.farm.boards if b.name == name)
