@@ -125,6 +125,51 @@ def test_sigkill_is_cleaned_up_by_the_next_start(
     assert lab.acquired_by(SSH_PLACE) is None
 
 
+def _killed_in_acquire(lab: Lab, workdir: Path, moment: str) -> None:
+    """holder.py, killed just before or just after the coordinator acquires the place for it."""
+    died = subprocess.run(
+        [sys.executable, str(HOLDER), lab.address, SSH_PLACE, str(workdir), f"--killed-{moment}"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
+    assert died.returncode == -signal.SIGKILL, died.stdout + died.stderr
+    time.sleep(0.5)
+
+
+@pytest.mark.parametrize("moment", ["before-acquire", "after-acquire"])
+def test_a_kill_next_to_the_acquire_is_cleaned_up_by_the_next_start(
+    lab: Lab, workdir: Path, moment: str
+) -> None:
+    _killed_in_acquire(lab, workdir, moment)
+    acquired = moment == "after-acquire"
+    assert (lab.acquired_by(SSH_PLACE) is not None) is acquired
+    assert lab.reserved(SSH_PLACE)  # the dead run's reservation keeps everyone else out
+    config = LabgridConfig(lab.address, places=(SSH_PLACE,), wait=0.0)
+    with LabgridPlaces(config, workdir=workdir) as places:
+        assert places.released_stale == ([SSH_PLACE] if acquired else [])
+        assert lab.acquired_by(SSH_PLACE) is None
+        assert not lab.reserved(SSH_PLACE)
+        places.acquire(SSH_PLACE)  # usable at once, without waiting
+    assert lab.acquired_by(SSH_PLACE) is None
+
+
+def test_a_record_of_a_place_never_acquired_spares_another_runs_hold(
+    lab: Lab, workdir: Path, tmp_path: Path, holders: list[Holding]
+) -> None:
+    _killed_in_acquire(lab, workdir, "before-acquire")
+    lab.cancel_reservations([SSH_PLACE])  # the dead run's reservation expires
+    # A run of the same identity in another workdir acquires the place under its own reservation.
+    holders.append(other := Holding(lab, tmp_path / "other"))
+    config = LabgridConfig(lab.address, places=(SSH_PLACE,), wait=0.0)
+    with LabgridPlaces(config, workdir=workdir) as places:
+        assert places.released_stale == []
+    assert lab.acquired_by(SSH_PLACE) == other.identity
+    assert other.stop() == 0
+    assert lab.acquired_by(SSH_PLACE) is None
+
+
 def test_sigkilled_holder_with_a_live_sibling_is_not_released(
     lab: Lab, workdir: Path, holders: list[Holding]
 ) -> None:

@@ -112,7 +112,8 @@ class PlaceLedger:
                 log.warning("labgrid ledger %s: dropping a malformed entry %r", self.path, name)
         return holdings
 
-    def _save(self, holdings: dict[str, Holding]) -> None:
+    def save(self, holdings: dict[str, Holding]) -> None:
+        """Write the holdings now: inside a transaction, before a step a kill could cut short."""
         data = {
             "version": VERSION,
             "coordinator": self.coordinator,
@@ -129,7 +130,7 @@ class PlaceLedger:
         with self._lock:
             holdings = self._load()
             yield holdings
-            self._save(holdings)
+            self.save(holdings)
 
     def prune(self, holding: Holding) -> list[Holder]:
         """Drop the dead holders of a holding recorded on this host; return those left. A holding

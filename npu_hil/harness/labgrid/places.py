@@ -191,13 +191,12 @@ class LabgridPlaces:
             state = self._client.place(name)
             holding = holdings.get(name)
             if holding is not None:
-                alive = self._ledger.prune(holding)
-                if state.acquired != holding.owner:
-                    del holdings[name]  # the coordinator says otherwise: the record is stale
-                elif not alive:
-                    self._release_holding(holding)
+                if not self._ledger.prune(holding):
+                    self._release_dead(holding, state)
                     del holdings[name]
                     state = self._client.place(name)
+                elif state.acquired != holding.owner:
+                    del holdings[name]  # the coordinator says otherwise: the record is stale
                 else:
                     holding.holders.append(current_holder())
                     if token is not None and token != holding.token:
@@ -210,17 +209,17 @@ class LabgridPlaces:
             if info is None or info.state in ("expired", "invalid"):
                 return None, None, f"reservation {token} lapsed ({info.state if info else 'gone'})"
             if info.state == "allocated" and name in info.allocations:
+                # Recorded before it is acquired: a run killed in between leaves a record the
+                # next start acts on, where a place acquired without one stays acquired for ever.
+                holdings[name] = Holding(
+                    name, self.identity, token, self._ledger.host, [current_holder()]
+                )
+                self._ledger.save(holdings)
                 try:
                     self._client.acquire(name)
                 except PlaceBusyError as exc:
+                    del holdings[name]
                     return token, None, exc.message
-                holdings[name] = Holding(
-                    place=name,
-                    owner=self.identity,
-                    token=token,
-                    host=self._ledger.host,
-                    holders=[current_holder()],
-                )
                 return token, _Held(token, shared=False), ""
         if state.acquired:
             return token, None, f"acquired by {state.acquired}"
@@ -324,6 +323,18 @@ class LabgridPlaces:
         if holding.token is not None:
             self._client.cancel(holding.token)
 
+    def _release_dead(self, holding: Holding, state: PlaceState) -> bool:
+        """Release what a dead run's record names, if the coordinator still shows that run's
+        acquisition, and cancel its reservation; whether a place was released. A run killed
+        before its acquire left a record of a place it never held, which another run of the same
+        identity (another workdir) may hold now under a reservation of its own."""
+        ours = state.acquired == holding.owner and state.reservation in (None, holding.token)
+        if ours:
+            self._release_holding(holding)
+        elif holding.token is not None:
+            self._client.cancel(holding.token)
+        return ours
+
     def release_stale(self) -> list[str]:
         """Release the places that runs of this host acquired and that no live process holds any
         more (a run killed with SIGKILL); return their names."""
@@ -332,13 +343,12 @@ class LabgridPlaces:
             for name, holding in list(holdings.items()):
                 if self._ledger.prune(holding):
                     continue
-                if holding.host == self._ledger.host:
+                # A record from another host (a shared workdir) names pids that mean nothing here.
+                mine = holding.host == self._ledger.host
+                if mine and self._release_dead(holding, self._client.place(name)):
                     log.warning(
-                        "labgrid place %s: left acquired by a dead run (%s); releasing it",
-                        name,
-                        holding.owner,
+                        "labgrid place %s: released, left by a dead run (%s)", name, holding.owner
                     )
-                    self._release_holding(holding)
                     released.append(name)
                 del holdings[name]
         return released
