@@ -10,6 +10,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
+from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,70 +32,9 @@ if TYPE_CHECKING:
     from npu_hil.harness.history.trends import CaseRow, Highlight, Highlighted, TrendsView
     from npu_hil.harness.report.writer import CaseTexts
 
-CSS = """
-body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
-h1{margin:0 0 .3em}h2{margin-top:1.4em;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:3px 8px;
-text-align:left;vertical-align:top}th{background:#f3f3f3}
-.b{display:inline-block;padding:1px 7px;border-radius:3px;font-weight:600;font-size:12px}
-.passed{background:#d8f5d8;color:#135c13}.failed{background:#fbd5d5;color:#8a1111}
-.error{background:#ffe3b3;color:#7a4500}.skipped{background:#e6e6e6;color:#555}
-.sim{background:#dbe7ff;color:#1a3f8a}.hw{background:#3a3a3a;color:#fff}
-.none{background:#f3f3f3;color:#777}.mixedb{background:#fff4c2;color:#6b5200}
-.new{background:#8a1111;color:#fff}.banner{padding:.6em 1em;margin:.6em 0;border-radius:4px;
-background:#dbe7ff;color:#1a3f8a;font-weight:600}.banner.mixed{background:#fff4c2;color:#6b5200}
-.banner.hwonly{background:#3a3a3a;color:#fff}.banner.failrun{background:#8a1111;color:#fff}.banner.warn{background:#ffe3b3;color:#7a4500}
-pre{background:#f7f7f7;padding:.5em;overflow-x:auto;white-space:pre-wrap;margin:.3em 0}
-img.heat{max-width:100%;border:1px solid #ccc;margin:.3em 0}.muted{color:#777}
-tr.row-failed td,tr.row-error td{background:#fff8f8}
-table.matrix td{text-align:center;min-width:4em}table.matrix a{color:inherit;text-decoration:none;
-display:block}td.cell-fail{background:#e53935;color:#fff;font-weight:700}
-td.cell-pass{background:#d8f5d8}td.cell-skip{background:#eee;color:#777}
-table.matrix th{white-space:nowrap;font-size:12px}.scroll{overflow-x:auto;max-width:100%}
-.trend span{display:inline-block;width:10px;height:14px;margin-right:2px;border-radius:2px}
-.trend .t-pass{background:#4caf50}.trend .t-fail{background:#e53935}.trend .t-none{background:#ccc}
-.filters{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ddd}
-.filters label{margin-right:1em}#count{font-weight:600}
-.strip{white-space:nowrap}.strip span{display:inline-block;width:9px;height:14px;margin-right:1px;
-border-radius:2px}
-.strip .s-passed{background:#4caf50}.strip .s-failed,.strip .s-error{background:#e53935}
-.strip .s-skipped{background:#bdbdbd}.strip .s-absent{background:#f1f1f1;border:1px solid #ddd}
-img.trend{border:1px solid #ddd;margin:.3em .5em .3em 0}.sev-failure{color:#8a1111;
-font-weight:700}.sev-warning{color:#7a4500;font-weight:600}.sev-noisy{color:#555}
-"""
-
-# Filtering: state in the URL fragment (#board=..&layout=..&outcome=..&q=..), so a matrix cell is
-# a link to its cases and a filtered view can be shared; no network, no library.
-SCRIPT = """
-(function(){
-var keys=['board','target','layout','outcome','prov'];
-function state(){var s={};location.hash.replace(/^#/,'').split('&').forEach(function(p){
- var i=p.indexOf('=');if(i>0){s[p.slice(0,i)]=decodeURIComponent(p.slice(i+1));}});return s;}
-function apply(s){var q=(s.q||'').toLowerCase(),shown=0,shownPass=0;
- keys.forEach(function(k){var e=document.getElementById('f-'+k);if(e){e.value=s[k]||'';}});
- var box=document.getElementById('f-q');if(box&&box.value!==(s.q||'')){box.value=s.q||'';}
- var rows=document.querySelectorAll('tr.case');
- for(var i=0;i<rows.length;i++){var r=rows[i],d=r.dataset,ok=true;
-  for(var j=0;j<keys.length;j++){var v=s[keys[j]];if(v&&d[keys[j]]!==v){ok=false;break;}}
-  if(ok&&q&&d.q.indexOf(q)<0){ok=false;}
-  r.hidden=!ok;if(ok){shown++;if(d.folded==='1'){shownPass++;}}}
- var c=document.getElementById('count');if(c){c.textContent=shown+' of '+rows.length+' cases';}
- var f=document.getElementById('folded');
- if(f&&(s.outcome==='passed'||s.outcome==='skipped'||(q&&shownPass>0))){f.open=true;}}
-function fromInputs(){var s={};keys.forEach(function(k){var e=document.getElementById('f-'+k);
- if(e&&e.value){s[k]=e.value;}});var b=document.getElementById('f-q');if(b&&b.value){s.q=b.value;}
- var h=Object.keys(s).map(function(k){return k+'='+encodeURIComponent(s[k]);}).join('&');
- history.replaceState(null,'',h?'#'+h:location.pathname);apply(s);}
-window.addEventListener('hashchange',function(){apply(state());});
-document.addEventListener('DOMContentLoaded',function(){
- keys.concat(['q']).forEach(function(k){var e=document.getElementById('f-'+k);
-  if(e){e.addEventListener(k==='q'?'input':'change',fromInputs);}});
- var reset=document.getElementById('f-reset');
- if(reset){reset.addEventListener('click',function(){history.replaceState(null,'',
-  location.pathname);apply({});});}
- apply(state());});
-})();
-"""
+# report.html's style and filters, files of their own so they read and lint as what they are.
+CSS = (files("npu_hil.harness.report") / "report.css").read_text(encoding="utf-8")
+SCRIPT = (files("npu_hil.harness.report") / "report.js").read_text(encoding="utf-8")
 
 _ORDER = {"failed": 1, "error": 1, "skipped": 3, "passed": 4}
 NO_LAYOUT = "(none)"

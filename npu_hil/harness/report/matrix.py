@@ -8,6 +8,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
+from importlib.resources import files
 from pathlib import Path
 
 from typing_extensions import NotRequired, TypedDict
@@ -128,13 +129,7 @@ def write_matrix(folder: Path, matrix: MatrixDocument) -> None:
     write_text_atomic(folder / MATRIX_HTML, matrix_html(matrix))
 
 
-CSS = """
-body{font-family:system-ui,sans-serif;margin:1.5em}table{border-collapse:collapse}
-td,th{border:1px solid #ccc;padding:.25em .5em;vertical-align:top;font-size:90%}
-.o-passed{background:#e8f5e9}.o-failed,.o-error{background:#ffebee}.o-skipped{background:#f5f5f5}
-.o-absent{color:#999}.o-quarantined{background:#fff8e1}tr.disagree td.case{border-left:4px solid
-#e53935}.small{color:#555;font-size:85%}
-"""
+CSS = (files("npu_hil.harness.report") / "matrix.css").read_text(encoding="utf-8")
 
 
 def _html_cell(cell: MatrixCell) -> str:
