@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -204,3 +204,41 @@ def read_frames(data: bytes) -> list[tuple[dict[str, Any], BulkAnswer | None]]:
                 found.append((decode_frame(recv_exactly(replay, length, float("inf"))), None))
         except StreamEnded:
             return found
+
+
+class RawSession:
+    """The resident agent spoken to directly: ``--serve`` in ``tmp_path``, its model cache
+    ``cache/`` there (``--root``), as the client starts it. A test finishes every one it opens
+    (tests/agent/conftest.py checks): one left running holds its three pipes until the test
+    process exits."""
+
+    opened: ClassVar[list[RawSession]] = []
+
+    def __init__(self, tmp_path: Path, *extra: str) -> None:
+        argv = [sys.executable, str(BOARD_PACKAGE), "--serve", "--root", "cache"]
+        self.process = subprocess.Popen(
+            [*argv, "--adapters", str(FAKE_ADAPTERS), *extra],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=tmp_path,
+        )
+        RawSession.opened.append(self)
+
+    def send_bytes(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.send_bytes(encode_frame(message))
+
+    def read(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        header = self.process.stdout.read(8)
+        assert len(header) == 8, header
+        return decode_frame(self.process.stdout.read(frame_length(header)))
+
+    def finish(self) -> tuple[int, bytes, bytes]:
+        out, err = self.process.communicate(timeout=30)
+        return self.process.returncode, out, err

@@ -26,8 +26,8 @@ from npu_hil.harness.board import wire as board
 from npu_hil.harness.board.frames import BULK_FLAG, FRAME_HEADER
 from npu_hil.harness.errors import TransportError
 from npu_hil.harness.transport import LocalTransport
-from tests.agent.jobs import FAKE_ADAPTERS, X, echo_job, sim_job
-from tests.agent.test_resident_agent import PY, RawSession
+from tests.agent.jobs import FAKE_ADAPTERS, RawSession, X, echo_job, sim_job
+from tests.agent.test_resident_agent import PY
 
 # Three inputs of three element types: each buffer must land at its own offset of the frame.
 MULTI = (

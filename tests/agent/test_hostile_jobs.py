@@ -21,8 +21,7 @@ from npu_hil.harness.agent.protocol import InputSpec, JobSpec, ModelRef, frame_j
 from npu_hil.harness.board import job as board_job
 from npu_hil.harness.board import wire as board
 from npu_hil.harness.errors import ProtocolError, TransportError
-from tests.agent.jobs import FAKE_ADAPTERS, OneShot, cache_model, run_once
-from tests.agent.test_resident_agent import RawSession
+from tests.agent.jobs import FAKE_ADAPTERS, OneShot, RawSession, cache_model, run_once
 
 # Seconds a test (README: test tiers).
 pytestmark = pytest.mark.slow

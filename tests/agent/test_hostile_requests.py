@@ -20,9 +20,8 @@ import pytest
 
 from npu_hil.harness.agent.protocol import ModelRef, bulk_request, frame_job, read_bulk
 from npu_hil.harness.board import wire as board
-from tests.agent.jobs import FAKE_ADAPTERS, X, echo_job
+from tests.agent.jobs import FAKE_ADAPTERS, RawSession, X, echo_job
 from tests.agent.test_listen import AGENT, PYTHONS, Connection, Listener
-from tests.agent.test_resident_agent import RawSession
 
 # Seconds a test (README: test tiers).
 pytestmark = pytest.mark.slow

@@ -61,6 +61,7 @@ class Listener:
         self.python = python
         self.folder = folder
         self.log = folder / "agent.err"
+        self.connections: list[Connection] = []
         with self.log.open("wb") as err:
             self.process = subprocess.Popen(
                 [
@@ -100,12 +101,16 @@ class Listener:
                 probe.close()
 
     def connect(self) -> Connection:
-        return Connection(self.socket)
+        """A new connection, closed by :meth:`stop` if the test has not closed it."""
+        self.connections.append(connection := Connection(self.socket))
+        return connection
 
     def wait(self, timeout: float = 30.0) -> int:
         return self.process.wait(timeout)
 
     def stop(self) -> None:
+        for connection in self.connections:
+            connection.close()
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)

@@ -6,12 +6,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any
 from unittest.mock import ANY
 
 import numpy as np
@@ -22,10 +20,9 @@ from npu_hil.harness.board import wire as board
 from npu_hil.harness.errors import DeviceError, ProtocolError, TransportError
 from npu_hil.harness.transport import LocalTransport
 from npu_hil.harness.transport.base import Stream, StreamExit
-from tests.agent.jobs import BOARD_PACKAGE, FAKE_ADAPTERS, X
+from tests.agent.jobs import FAKE_ADAPTERS, RawSession, X
 from tests.agent.jobs import echo_job as spec
 
-AGENT = BOARD_PACKAGE
 PY = sys.executable
 
 
@@ -331,39 +328,6 @@ def test_a_buffer_damaged_in_the_stream_is_caught(tmp_path: Path, model: Path) -
 
 
 # --- the frame stream, spoken directly -----------------------------------------------------------
-
-
-class RawSession:
-    """The resident agent spoken to directly: ``--serve`` in ``tmp_path``, its model cache
-    ``cache/`` there (``--root``), as the client starts it."""
-
-    def __init__(self, tmp_path: Path, *extra: str) -> None:
-        argv = [PY, str(AGENT), "--serve", "--root", "cache", "--adapters", str(FAKE_ADAPTERS)]
-        self.process = subprocess.Popen(
-            [*argv, *extra],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=tmp_path,
-        )
-
-    def send_bytes(self, data: bytes) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(data)
-        self.process.stdin.flush()
-
-    def send(self, message: dict[str, Any]) -> None:
-        self.send_bytes(board.encode_frame(message))
-
-    def read(self) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        header = self.process.stdout.read(8)
-        assert len(header) == 8, header
-        return board.decode_frame(self.process.stdout.read(board.frame_length(header)))
-
-    def finish(self) -> tuple[int, bytes, bytes]:
-        out, err = self.process.communicate(timeout=30)
-        return self.process.returncode, out, err
 
 
 @pytest.mark.slow
