@@ -48,10 +48,15 @@ class Holding:
         assert line[0] == "held", line
         self.identity, self.how = line[1], line[2]
 
+    def ended(self, timeout: float) -> int:
+        """Its exit status once it has ended, its pipes closed."""
+        self.process.communicate(timeout=timeout)
+        return self.process.returncode
+
     def signal(self, signum: int) -> int:
         self.process.send_signal(signum)
         try:
-            return self.process.wait(30)
+            return self.ended(30)
         except subprocess.TimeoutExpired:
             self.process.send_signal(signal.SIGUSR1)  # its threads' stacks, then its end
             time.sleep(1.0)
@@ -65,12 +70,12 @@ class Holding:
         assert self.process.stdin is not None
         self.process.stdin.write("\n")
         self.process.stdin.flush()
-        return self.process.wait(30)
+        return self.ended(30)
 
     def kill(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
-            self.process.wait(30)
+        self.ended(30)
 
 
 @pytest.fixture
@@ -80,6 +85,7 @@ def holders() -> Iterator[list[Holding]]:
     for holding in started:
         if holding.process.poll() is None:
             holding.stop()
+        holding.ended(30)  # its pipes closed, however it ended
 
 
 def test_closing_releases(lab: Lab, workdir: Path, holders: list[Holding]) -> None:
@@ -92,7 +98,7 @@ def test_closing_releases(lab: Lab, workdir: Path, holders: list[Holding]) -> No
 
 def test_interpreter_exit_releases(lab: Lab, workdir: Path, holders: list[Holding]) -> None:
     holders.append(holding := Holding(lab, workdir, "--exit"))
-    assert holding.process.wait(30) == 0
+    assert holding.ended(30) == 0
     assert lab.acquired_by(SSH_PLACE) is None
 
 
