@@ -25,19 +25,27 @@ HOLDER = Path(__file__).with_name("holder.py")
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def holder_env() -> dict[str, str]:
+    """This environment, with the repository importable (holder.py imports ``npu_hil``)."""
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def holder_command(lab: Lab, workdir: Path, *extra: str) -> list[str]:
+    """holder.py holding the SSH place of ``lab`` for ``workdir``."""
+    return [sys.executable, str(HOLDER), lab.address, SSH_PLACE, str(workdir), *extra]
+
+
 class Holding:
     """holder.py in a process of its own (its own process group, so a signal reaches it only)."""
 
     def __init__(self, lab: Lab, workdir: Path, *extra: str) -> None:
         self.process = subprocess.Popen(
-            as_foreground(
-                [sys.executable, str(HOLDER), lab.address, SSH_PLACE, str(workdir), *extra]
-            ),
+            as_foreground(holder_command(lab, workdir, *extra)),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env=holder_env(),
             start_new_session=True,
         )
         assert self.process.stdout is not None
@@ -134,10 +142,10 @@ def test_sigkill_is_cleaned_up_by_the_next_start(
 def _killed_in_acquire(lab: Lab, workdir: Path, moment: str) -> None:
     """holder.py, killed just before or just after the coordinator acquires the place for it."""
     died = subprocess.run(
-        [sys.executable, str(HOLDER), lab.address, SSH_PLACE, str(workdir), f"--killed-{moment}"],
+        holder_command(lab, workdir, f"--killed-{moment}"),
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=holder_env(),
         timeout=60,
     )
     assert died.returncode == -signal.SIGKILL, died.stdout + died.stderr
