@@ -1,11 +1,11 @@
 """Bad inputs for every ``npu-hil`` subcommand, and a runner that tells a typed refusal from a
 traceback or a hang.
 
-Each case runs ``npu_hil.harness.cli.main.main(argv)`` in a forked child (cheap: the modules
-are already imported) with its stderr on a pipe, an address-space limit (an allocation the
-input asked for fails fast instead of eating the machine) and a timeout (a FIFO or
-``/dev/zero`` read without a bound shows as a hang, and the child is killed). The promise under
-test: exit 2 and exactly one non-empty line on stderr, no ``Traceback``.
+Each case runs ``npu_hil.harness.cli.main.main(argv)`` in a child forked from a fork server
+(cheap: the modules are already imported there) with its stderr on a pipe, an address-space
+limit (an allocation the input asked for fails fast instead of eating the machine) and a timeout
+(a FIFO or ``/dev/zero`` read without a bound shows as a hang, and the child is killed). The
+promise under test: exit 2 and exactly one non-empty line on stderr, no ``Traceback``.
 
 Run as a script for the figures of the closing note (inputs tried, tracebacks, hangs)::
 
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import multiprocessing
+import multiprocessing.forkserver
 import os
 import resource
 import select
@@ -28,6 +30,7 @@ import traceback
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +40,12 @@ CASE_TIMEOUT = 10.0
 CHILD_ADDRESS_SPACE = 3 << 30
 """The child's RLIMIT_AS: the interpreter, numpy and onnx need a few hundred MiB; an input that
 makes the CLI allocate gigabytes hits this and dies as a MemoryError (a traceback)."""
+
+# The cases fork from a server process that has one thread and the modules already imported:
+# cheap, and free of what a fork of a threaded process (a pytest-xdist worker) may inherit, such
+# as a lock another thread held.
+FORK_SERVER = multiprocessing.get_context("forkserver")
+PRELOAD = ["cli_warm", __name__]
 
 KL730 = ["--target", "kl730", "--layout", "1W16C8B"]
 ONE_GROUP = [*KL730, "--shape", "1,16,1,1", "--dtype", "int8"]
@@ -68,65 +77,75 @@ class Outcome:
         return self.code == 2 and len(self.lines) == 1 and not self.traceback
 
 
-def run_case(argv: list[str], *, cwd: Path, timeout: float = CASE_TIMEOUT) -> Outcome:
-    """``main(argv)`` in a forked child, as the console script would run it."""
-    read_end, write_end = os.pipe()
-    started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        code = 1
-        try:
-            os.setsid()
-            os.dup2(write_end, 2)
-            null = os.open(os.devnull, os.O_RDWR)
-            os.dup2(null, 0)
-            os.dup2(null, 1)
-            sys.stdin = open(0)  # noqa: SIM115 - the child ends with os._exit
-            sys.stdout = open(1, "w")  # noqa: SIM115
-            sys.stderr = open(2, "w")  # noqa: SIM115
-            resource.setrlimit(resource.RLIMIT_AS, (CHILD_ADDRESS_SPACE, CHILD_ADDRESS_SPACE))
-            os.chdir(cwd)
-            from npu_hil.harness.cli.main import main
+def _child(argv: list[str], cwd: str, env: dict[str, str], stderr: Connection) -> None:
+    """One case, in a child of the fork server: never returns."""
+    code = 1
+    try:
+        os.setsid()
+        os.dup2(stderr.fileno(), 2)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(null, 1)
+        sys.stdin = open(0)  # noqa: SIM115 - the child ends with os._exit
+        sys.stdout = open(1, "w")  # noqa: SIM115
+        sys.stderr = open(2, "w")  # noqa: SIM115
+        os.environ.clear()  # the caller's environment now, not the server's when it started
+        os.environ.update(env)
+        resource.setrlimit(resource.RLIMIT_AS, (CHILD_ADDRESS_SPACE, CHILD_ADDRESS_SPACE))
+        os.chdir(cwd)
+        from npu_hil.harness.cli.main import main
 
-            code = int(main(argv))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-            if exc.code is not None and not isinstance(exc.code, int):
-                print(exc.code, file=sys.stderr)
-        except BaseException:
-            traceback.print_exc()
-            code = 1
+        code = int(main(argv))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+        if exc.code is not None and not isinstance(exc.code, int):
+            print(exc.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    finally:
+        try:
+            sys.stderr.flush()
         finally:
-            try:
-                sys.stderr.flush()
-            finally:
-                os._exit(code)
-    os.close(write_end)
+            os._exit(code)
+
+
+def run_case(argv: list[str], *, cwd: Path, timeout: float = CASE_TIMEOUT) -> Outcome:
+    """``main(argv)`` in a child of the fork server, as the console script would run it."""
+    started = time.monotonic()
+    reader, writer = FORK_SERVER.Pipe(duplex=False)
+    child = FORK_SERVER.Process(target=_child, args=(argv, str(cwd), dict(os.environ), writer))
+    child.start()
+    writer.close()  # the child's copy is the only write end left: its exit is the end of stderr
     chunks: list[bytes] = []
     deadline = started + timeout
     hung = False
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            hung = True
-            break
-        ready, _, _ = select.select([read_end], [], [], left)
-        if not ready:
-            continue
-        chunk = os.read(read_end, 65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    if hung:
-        # The child leads its own session: its group goes too (nothing else is in it).
-        os.killpg(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    os.close(read_end)
-    stderr = b"".join(chunks).decode("utf-8", errors="replace")
-    if hung:
-        return Outcome(None, stderr, time.monotonic() - started)
-    code = os.waitstatus_to_exitcode(status)
-    return Outcome(code, stderr, time.monotonic() - started)
+    with reader:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                hung = True
+                break
+            ready, _, _ = select.select([reader.fileno()], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(reader.fileno(), 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        if hung:
+            # The child leads its own session: its group goes too (nothing else is in it), or
+            # the child alone if it has not come as far as its setsid.
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                child.kill()
+        child.join()
+    code = None if hung else child.exitcode
+    child.close()
+    return Outcome(
+        code, b"".join(chunks).decode("utf-8", errors="replace"), time.monotonic() - started
+    )
 
 
 # ----------------------------------------------------------------------------- the inputs
@@ -935,12 +954,20 @@ def write_inputs(root: Path) -> Path:
 
 
 def preload() -> None:
-    """Import what the subcommands import lazily, once, before the children fork."""
-    import onnx  # noqa: F401
-    import rich.console  # noqa: F401
-
-    import npu_hil.harness.cli.main
-    import npu_hil.harness.farm.inventory  # noqa: F401
+    """Have the fork server import what the subcommands import lazily, once, before its
+    children fork (a no-op once it runs)."""
+    FORK_SERVER.set_forkserver_preload(PRELOAD)
+    # The server ignores the sys.path it is handed (Python 3.12) and drops a failed preload
+    # import silently: this folder reaches it through its environment, set while it starts.
+    previous = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent), previous]))
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        if previous is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = previous
 
 
 def sweep(root: Path, *, verbose: bool = False, match: str = "") -> dict[str, int]:

@@ -1,5 +1,5 @@
 """Every bad input to every ``npu-hil`` subcommand is exit 2 and one line: no traceback, no hang,
-no huge allocation (the sweep of ``cli_bad_inputs``), checked in process through a fork per case
+no huge allocation (the sweep of ``cli_bad_inputs``), checked through a fork per case
 and, for a sample, as the separate process users run. The library refuses the same parameters
 and files the command line does."""
 

@@ -27,8 +27,8 @@ def _preloaded() -> None:
 def health(
     cwd: Path, monkeypatch: pytest.MonkeyPatch, *args: str, health_dir: Path | None = None
 ) -> Outcome:
-    """``npu-hil health`` in a forked child with a timeout (a FIFO read without a bound shows
-    as a hang): its exit status and stderr."""
+    """``npu-hil health`` in a forked child, with this environment and a timeout (a FIFO read
+    without a bound shows as a hang): its exit status and stderr."""
     if health_dir is None:
         monkeypatch.delenv("NPU_HIL_HEALTH_DIR", raising=False)
     else:
