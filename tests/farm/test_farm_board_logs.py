@@ -25,9 +25,11 @@ ROOT = Path(__file__).resolve().parents[2]
 SHAPE = (1, 3, 5, 7)
 
 
-@pytest.fixture(scope="module")
-def sim_farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Farm]:
-    with Farm(ROOT / "inventory.yaml", workdir=tmp_path_factory.mktemp("farm")) as farm:
+@pytest.fixture
+def sim_farm(tmp_path: Path) -> Iterator[Farm]:
+    # One farm per test: a farm reads board health from the folder of the test that made it, so
+    # a shared one would carry one test's failures (the circuit breaker's count) into the next.
+    with Farm(ROOT / "inventory.yaml", workdir=tmp_path / "farm") as farm:
         yield farm
 
 
