@@ -86,7 +86,8 @@ def test_killed_agents_trip_the_breaker_and_are_errors(pytester: pytest.Pytester
 def test_a_retried_pass_keeps_what_was_retried(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", inventory=INVENTORY)
     pytester.makeini("[pytest]\nnpu_hil_retry_backoff = 0.01\n")
-    # The agent is killed under the first attempt only: the retry passes.
+    # The agent is killed under the first attempt only (a second into its 5 s hang, or before
+    # the hang began): the retry, which hangs as long, passes.
     pytester.makepyfile(
         """
         import os, signal, threading
@@ -102,7 +103,7 @@ def test_a_retried_pass_keeps_what_was_retried(pytester: pytest.Pytester) -> Non
             board.client.ping()
             pid = board.client.agent_pid
             threading.Timer(1.0, os.kill, (pid, signal.SIGKILL)).start()
-            result = run_model("identity", X, faults=[{"name": "hang", "seconds": 30}])
+            result = run_model("identity", X, faults=[{"name": "hang", "seconds": 5}])
             assert result.ok
         """
     )
