@@ -200,7 +200,7 @@ def test_dynamic_strides_come_from_the_options() -> None:
     assert a._input_strides(tensor) == [384, 128, 32, 1]
     err = error_of(hobot_native.ADAPTER({"abi": "s100"})._input_strides, tensor)
     assert (err.kind, err.stage) == ("LayoutError", "run")
-    err = error_of(hobot_native._buffer_size, tensor, "run")
+    err = error_of(hobot_native._buffer_size, tensor, hobot_native.ABIS["s100"])
     assert err.kind == "LayoutError"
 
 
@@ -288,6 +288,6 @@ def test_x3x5_output_size_falls_back_to_the_aligned_shape() -> None:
         "tensorType": "F16",
     }
     tensor = hobot_native.HbTensor("out", None, record)
-    assert hobot_native._buffer_size(tensor, "run", hobot_native.ABIS["x3x5"]) == 3 * 4 * 16 * 2
-    err = error_of(hobot_native._buffer_size, tensor, "run", hobot_native.ABIS["s100"])
+    assert hobot_native._buffer_size(tensor, hobot_native.ABIS["x3x5"]) == 3 * 4 * 16 * 2
+    err = error_of(hobot_native._buffer_size, tensor, hobot_native.ABIS["s100"])
     assert err.kind == "LayoutError"

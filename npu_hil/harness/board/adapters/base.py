@@ -5,9 +5,11 @@ an adapter). Board-side: Python >= 3.8, standard library and numpy, nothing from
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib.metadata
+import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, TypeVar
 
 import numpy as np
 
@@ -181,8 +183,67 @@ def undo_on_failure(step: Callable[[], T], undo: Callable[[], object]) -> T:
         raise
 
 
+@contextlib.contextmanager
+def timed(timings: Dict[str, float], key: str) -> Iterator[None]:
+    """Add the seconds the block takes to ``timings[key]`` (a run's ``copy_s``, ``run_s`` ...)."""
+    start = time.perf_counter()
+    yield
+    timings[key] = timings.get(key, 0.0) + time.perf_counter() - start
+
+
 def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+def vendor_call(func: Callable[..., T], stage: str, what: str, *args: Any, **kwargs: Any) -> T:
+    """``func(*args, **kwargs)``, a call into the vendor's Python package: an exception it raises
+    becomes a DeviceError of ``stage`` that names the call (``what``)."""
+    try:
+        return func(*args, **kwargs)
+    except AdapterError:
+        raise
+    except Exception as exc:
+        raise AdapterError("DeviceError", stage, f"{what} raised {describe(exc)}") from exc
+
+
+class CLibrary:
+    """Native libraries opened by ctypes, and the functions bound from them with the signatures
+    of their headers: the one place an adapter knows its C calls."""
+
+    def __init__(self, stage: str, hint: str) -> None:
+        self.stage = stage  # where a missing library or function fails
+        self.hint = hint  # how a job points the adapter at its libraries
+        self.libs: List[Any] = []
+        self.paths: List[str] = []
+        self.funcs: Dict[str, Any] = {}
+
+    def open(self, path: str, mode: int = ctypes.DEFAULT_MODE) -> None:
+        try:
+            self.libs.append(ctypes.CDLL(path, mode=mode))
+        except OSError as exc:
+            message = f"cannot load {path!r}: {exc} ({self.hint})"
+            raise AdapterError("UnsupportedError", self.stage, message) from exc
+        self.paths.append(path)
+
+    def bind(self, name: str, argtypes: List[Any], restype: Any, required: bool = True) -> bool:
+        """Bind ``name`` from the first library that exports it. A function the library lacks is
+        an UnsupportedError when ``required``; else False (newer runtimes only: used when
+        present)."""
+        for lib in self.libs:
+            func = getattr(lib, name, None)
+            if func is not None:
+                func.argtypes = argtypes
+                func.restype = restype
+                self.funcs[name] = func
+                return True
+        if required:
+            where = ", ".join(self.paths)
+            message = f"{name} is not exported by {where} ({self.hint})"
+            raise AdapterError("UnsupportedError", self.stage, message)
+        return False
+
+    def call(self, name: str, *args: Any) -> Any:
+        return self.funcs[name](*args)
 
 
 def package_version(dist: str) -> str:

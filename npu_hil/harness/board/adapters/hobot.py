@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ctypes
 import importlib
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,10 +19,11 @@ from .base import (
     InputTensor,
     RunOutput,
     TensorOut,
-    describe,
     package_version,
     pick_model,
     pick_outputs,
+    timed,
+    vendor_call,
 )
 
 # The X3/X5 header's hbDNNTensorShape (8 int32 dimensions, then numDimensions: 36 bytes).
@@ -144,10 +144,7 @@ class HobotAdapter(Adapter):
 
     def load(self, model_path: str) -> HobotModel:
         dnn = self.dnn()
-        try:
-            models = list(dnn.load(model_path))
-        except Exception as exc:
-            raise AdapterError("DeviceError", "load", f"pyeasy_dnn.load: {describe(exc)}") from exc
+        models = vendor_call(lambda: list(dnn.load(model_path)), "load", "pyeasy_dnn.load")
         if not models:
             raise AdapterError(
                 "DeviceError", "load", f"pyeasy_dnn.load({model_path!r}) gave no model"
@@ -167,29 +164,24 @@ class HobotAdapter(Adapter):
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         self.loaded(model, HobotModel)
-        start = time.perf_counter()
-        arrays = [self._array(inp) for inp in inputs]
-        copy_s = time.perf_counter() - start
-
-        start = time.perf_counter()
-        try:
-            results = model.model.forward(
-                arrays,
-                core_id=int(self.options.get("core_id", 0)),
-                priority=int(self.options.get("priority", 0)),
+        timings: dict[str, float] = {}
+        with timed(timings, "copy_s"):
+            arrays = [self._array(inp) for inp in inputs]
+        with timed(timings, "run_s"):
+            core_id, priority = self.options.get("core_id", 0), self.options.get("priority", 0)
+            results = vendor_call(
+                lambda: model.model.forward(arrays, core_id=int(core_id), priority=int(priority)),
+                "run",
+                "Model.forward",
             )
-        except Exception as exc:
-            raise AdapterError("DeviceError", "run", f"Model.forward: {describe(exc)}") from exc
-        run_s = time.perf_counter() - start
         if not results:
             raise AdapterError("DeviceError", "run", "Model.forward returned no outputs")
-
-        start = time.perf_counter()
-        results = list(results)
-        names = [str(getattr(r, "name", f"output{i}")) for i, r in enumerate(results)]
-        tensors = [self._tensor(names[i], results[i], model) for i in pick_outputs(names, outputs)]
-        copy_s += time.perf_counter() - start
-        return RunOutput(inputs=[], outputs=tensors, timings={"run_s": run_s, "copy_s": copy_s})
+        with timed(timings, "copy_s"):
+            results = list(results)
+            names = [str(getattr(r, "name", f"output{i}")) for i, r in enumerate(results)]
+            wanted = pick_outputs(names, outputs)
+            tensors = [self._tensor(names[i], results[i], model) for i in wanted]
+        return RunOutput(inputs=[], outputs=tensors, timings=timings)
 
     def _array(self, inp: InputTensor) -> np.ndarray:
         if inp.pass_through:

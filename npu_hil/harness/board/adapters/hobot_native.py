@@ -6,7 +6,6 @@ sequences, the options and the return codes: ``docs/runtime/agent.md`` (Adapters
 from __future__ import annotations
 
 import ctypes
-import time
 from dataclasses import dataclass, field
 from typing import Any, List, TypedDict, cast
 
@@ -17,6 +16,7 @@ from .base import (
     Adapter,
     AdapterError,
     CanaryFill,
+    CLibrary,
     InputTensor,
     RunOutput,
     TensorOut,
@@ -25,6 +25,7 @@ from .base import (
     match_outputs,
     packed_bytes,
     pick_model,
+    timed,
     undo_on_failure,
 )
 
@@ -298,90 +299,58 @@ def properties_record(props: Any, abi: Abi) -> HbPropertiesJson:
 # The runtime binding: one place that knows the C signatures of each ABI.
 
 
-class HorizonRuntime:
+class HorizonRuntime(CLibrary):
     """libdnn (+ hbSys or hbUCP) with argtypes from the headers of one ABI."""
 
     def __init__(self, abi: Abi, options: dict[str, Any]) -> None:
+        hint = f"abi {abi.name}; set adapter_options.library / ucp_library / preload"
+        super().__init__("init", hint)
         self.abi = abi
-        self.libs: list[Any] = []
-        self.funcs: dict[str, Any] = {}
         self.has_ucp_version = False
         for path in options.get("preload") or []:
-            self._open(str(path), ctypes.RTLD_GLOBAL)
+            self.open(str(path), ctypes.RTLD_GLOBAL)
         self.dnn_path = str(options.get("library") or "libdnn.so")
-        self._open(self.dnn_path, ctypes.RTLD_GLOBAL)
+        self.open(self.dnn_path, ctypes.RTLD_GLOBAL)
         extra = (
             options.get("ucp_library") or "libhbucp.so"
             if abi.name == "s100"
             else options.get("sys_library")
         )
         if extra and str(extra) != self.dnn_path:
-            self._open(str(extra), ctypes.RTLD_GLOBAL)
+            self.open(str(extra), ctypes.RTLD_GLOBAL)
 
         P, T, M = abi.properties, abi.tensor, abi.mem
         vp, i32, text, ptr = ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p, ctypes.POINTER
-        self._bind("hbDNNGetVersion", [], text)
-        self._bind("hbDNNInitializeFromFiles", [ptr(vp), ptr(text), i32], i32)
-        self._bind("hbDNNGetModelNameList", [ptr(ptr(text)), ptr(i32), vp], i32)
-        self._bind("hbDNNGetModelHandle", [ptr(vp), vp, text], i32)
-        self._bind("hbDNNGetInputCount", [ptr(i32), vp], i32)
-        self._bind("hbDNNGetOutputCount", [ptr(i32), vp], i32)
-        self._bind("hbDNNGetInputTensorProperties", [ptr(P), vp, i32], i32)
-        self._bind("hbDNNGetOutputTensorProperties", [ptr(P), vp, i32], i32)
-        self._bind("hbDNNRelease", [vp], i32)
-        self.has_names = self._bind(
+        self.bind("hbDNNGetVersion", [], text)
+        self.bind("hbDNNInitializeFromFiles", [ptr(vp), ptr(text), i32], i32)
+        self.bind("hbDNNGetModelNameList", [ptr(ptr(text)), ptr(i32), vp], i32)
+        self.bind("hbDNNGetModelHandle", [ptr(vp), vp, text], i32)
+        self.bind("hbDNNGetInputCount", [ptr(i32), vp], i32)
+        self.bind("hbDNNGetOutputCount", [ptr(i32), vp], i32)
+        self.bind("hbDNNGetInputTensorProperties", [ptr(P), vp, i32], i32)
+        self.bind("hbDNNGetOutputTensorProperties", [ptr(P), vp, i32], i32)
+        self.bind("hbDNNRelease", [vp], i32)
+        self.has_names = self.bind(
             "hbDNNGetInputName", [ptr(text), vp, i32], i32, False
-        ) and self._bind("hbDNNGetOutputName", [ptr(text), vp, i32], i32, False)
-        self.has_error_desc = self._bind("hbDNNGetErrorDesc", [i32], text, False)
+        ) and self.bind("hbDNNGetOutputName", [ptr(text), vp, i32], i32, False)
+        self.has_error_desc = self.bind("hbDNNGetErrorDesc", [i32], text, False)
         if abi.name == "x3x5":
             infer = [ptr(vp), ptr(ptr(T)), ptr(T), vp, ptr(InferCtrlParam)]
-            self._bind("hbDNNInfer", infer, i32)
-            self._bind("hbDNNWaitTaskDone", [vp, i32], i32)
-            self._bind("hbDNNReleaseTask", [vp], i32)
-            self._bind("hbSysAllocCachedMem", [ptr(M), ctypes.c_uint32], i32)
-            self._bind("hbSysFlushMem", [ptr(M), i32], i32)
-            self._bind("hbSysFreeMem", [ptr(M)], i32)
+            self.bind("hbDNNInfer", infer, i32)
+            self.bind("hbDNNWaitTaskDone", [vp, i32], i32)
+            self.bind("hbDNNReleaseTask", [vp], i32)
+            self.bind("hbSysAllocCachedMem", [ptr(M), ctypes.c_uint32], i32)
+            self.bind("hbSysFlushMem", [ptr(M), i32], i32)
+            self.bind("hbSysFreeMem", [ptr(M)], i32)
         else:
-            self._bind("hbDNNInferV2", [ptr(vp), ptr(T), ptr(T), vp], i32)
-            self._bind("hbUCPSubmitTask", [vp, ptr(UCPSchedParam)], i32)
-            self._bind("hbUCPWaitTaskDone", [vp, i32], i32)
-            self._bind("hbUCPReleaseTask", [vp], i32)
-            self._bind("hbUCPMallocCached", [ptr(M), ctypes.c_uint64, i32], i32)
-            self._bind("hbUCPMemFlush", [ptr(M), i32], i32)
-            self._bind("hbUCPFree", [ptr(M)], i32)
-            self.has_ucp_version = self._bind("hbUCPGetVersion", [], text, False)
-
-    def _open(self, path: str, mode: int) -> None:
-        try:
-            self.libs.append(ctypes.CDLL(path, mode=mode))
-        except OSError as exc:
-            raise AdapterError(
-                "UnsupportedError",
-                "init",
-                f"cannot load {path!r}: {exc} (set adapter_options.library / ucp_library / "
-                "preload)",
-            ) from exc
-
-    def _bind(self, name: str, argtypes: list[Any], restype: Any, required: bool = True) -> bool:
-        for lib in self.libs:
-            try:
-                func = getattr(lib, name)
-            except AttributeError:
-                continue
-            func.argtypes = argtypes
-            func.restype = restype
-            self.funcs[name] = func
-            return True
-        if required:
-            raise AdapterError(
-                "UnsupportedError",
-                "init",
-                f"no loaded library exports {name} (abi {self.abi.name})",
-            )
-        return False
-
-    def call(self, name: str, *args: Any) -> Any:
-        return self.funcs[name](*args)
+            self.bind("hbDNNInferV2", [ptr(vp), ptr(T), ptr(T), vp], i32)
+            self.bind("hbUCPSubmitTask", [vp, ptr(UCPSchedParam)], i32)
+            self.bind("hbUCPWaitTaskDone", [vp, i32], i32)
+            self.bind("hbUCPReleaseTask", [vp], i32)
+            self.bind("hbUCPMallocCached", [ptr(M), ctypes.c_uint64, i32], i32)
+            self.bind("hbUCPMemFlush", [ptr(M), i32], i32)
+            self.bind("hbUCPFree", [ptr(M)], i32)
+            self.has_ucp_version = self.bind("hbUCPGetVersion", [], text, False)
 
     def checked(self, stage: str, what: str, *args: Any) -> None:
         """Call the function ``what`` names (up to its first parenthesis) and check its code."""
@@ -434,11 +403,10 @@ class HorizonRuntime:
             return task
         self.checked("run", "hbDNNInferV2", ctypes.byref(task), outputs, inputs, dnn)
         sched = UCPSchedParam(priority=0, customId=0, backend=core, deviceId=0)
-        try:
-            self.checked("run", "hbUCPSubmitTask", task, ctypes.byref(sched))
-        except AdapterError:
-            self.release_task(task)
-            raise
+        undo_on_failure(
+            lambda: self.checked("run", "hbUCPSubmitTask", task, ctypes.byref(sched)),
+            lambda: self.release_task(task),
+        )
         return task
 
     def wait(self, task: Any, timeout_ms: int) -> None:
@@ -508,7 +476,7 @@ class _Job:
     buffers: list[_Buffer] = field(default_factory=list)
 
 
-def _buffer_size(tensor: HbTensor, stage: str, abi: Abi | None = None) -> int:
+def _buffer_size(tensor: HbTensor, abi: Abi) -> int:
     """The bytes to allocate: alignedByteSize when > 0 (the seed's rule), else from alignedShape
     (X3/X5: the aligned data's shape) or the strides (S100)."""
     size = int(tensor.record["alignedByteSize"])
@@ -518,13 +486,13 @@ def _buffer_size(tensor: HbTensor, stage: str, abi: Abi | None = None) -> int:
     aligned = tensor.record.get("alignedShape") or []
     item = ELEMENT_SIZES.get(str(tensor.record.get("tensorType")))
     usable = aligned and item and all(d > 0 for d in aligned)
-    if abi is not None and abi.has_aligned_shape and usable and item:
+    if abi.has_aligned_shape and usable and item:
         return int(np.prod(aligned)) * item
     if stride and valid and all(s > 0 for s in stride):
         return int(stride[0]) * int(valid[0])
     raise AdapterError(
         "LayoutError",
-        stage,
+        "run",
         f"{tensor.name!r}: alignedByteSize {size}, alignedShape {aligned or None} and stride "
         f"{stride} give no buffer size",
     )
@@ -653,13 +621,10 @@ class HobotNativeAdapter(Adapter):
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         self.loaded(model, HorizonModel)
-        order, matched_by = match_inputs([t.name for t in model.inputs], inputs)
-        wanted, out_matched_by = match_outputs([t.name for t in model.outputs], outputs)
         job = _Job()
         try:
             result = undo_on_failure(
-                lambda: self._run(model, inputs, order, wanted, matched_by, out_matched_by, job),
-                lambda: self._cleanup(job),
+                lambda: self._run(model, inputs, outputs, job), lambda: self._cleanup(job)
             )
         finally:
             self.canary = None  # armed for one run: the agent fills again before the next
@@ -667,15 +632,10 @@ class HobotNativeAdapter(Adapter):
         return result
 
     def _run(
-        self,
-        model: HorizonModel,
-        inputs: list[InputTensor],
-        order: list[int],
-        wanted: list[int],
-        matched_by: str,
-        out_matched_by: str,
-        job: _Job,
+        self, model: HorizonModel, inputs: list[InputTensor], outputs: list[str] | None, job: _Job
     ) -> RunOutput:
+        order, matched_by = match_inputs([t.name for t in model.inputs], inputs)
+        wanted, out_matched_by = match_outputs([t.name for t in model.outputs], outputs)
         rt = self.runtime()
         timings = {"copy_s": 0.0, "run_s": 0.0}
         in_array = (self.abi.tensor * max(1, len(model.inputs)))()
@@ -683,38 +643,32 @@ class HobotNativeAdapter(Adapter):
         in_buffers: dict[int, list[_Buffer]] = {}
         out_buffers: list[_Buffer] = []
 
-        start = time.perf_counter()
-        for position, index in enumerate(order):
-            tensor = model.inputs[index]
-            planes = self._input_buffers(tensor, inputs[position], job)
-            self._attach(in_array[index], planes, tensor, self._input_strides(tensor))
-            in_buffers[index] = planes
-        for index, tensor in enumerate(model.outputs):
-            size = _buffer_size(tensor, "run", self.abi)
-            buffer = self._allocate(size, f"output {tensor.name!r}", job)
-            self._attach(out_array[index], [buffer], tensor, None)
-            out_buffers.append(buffer)
-        timings["copy_s"] += time.perf_counter() - start
+        with timed(timings, "copy_s"):
+            for position, index in enumerate(order):
+                tensor = model.inputs[index]
+                planes = self._input_buffers(tensor, inputs[position], job)
+                self._attach(in_array[index], planes, tensor, self._input_strides(tensor))
+                in_buffers[index] = planes
+            for index, tensor in enumerate(model.outputs):
+                size = _buffer_size(tensor, self.abi)
+                buffer = self._allocate(size, f"output {tensor.name!r}", job)
+                self._attach(out_array[index], [buffer], tensor, None)
+                out_buffers.append(buffer)
 
-        start = time.perf_counter()
-        job.task = rt.submit(in_array, out_array, model.dnn, self.options)
-        rt.wait(job.task, int(self.options.get("timeout_ms", 10000)))
-        timings["run_s"] = time.perf_counter() - start
+        with timed(timings, "run_s"):
+            job.task = rt.submit(in_array, out_array, model.dnn, self.options)
+            rt.wait(job.task, int(self.options.get("timeout_ms", 10000)))
 
-        start = time.perf_counter()
-        for buffer in job.buffers:
-            rt.flush(buffer.mem, HB_SYS_MEM_CACHE_INVALIDATE, buffer.what)
-        result = RunOutput(
-            inputs=[
-                self._read(model.inputs[index], in_buffers[index], matched_by) for index in order
-            ],
-            outputs=[
-                self._read(model.outputs[i], [out_buffers[i]], out_matched_by) for i in wanted
-            ],
-            timings=timings,
-        )
-        timings["copy_s"] += time.perf_counter() - start
-        return result
+        with timed(timings, "copy_s"):
+            for buffer in job.buffers:
+                rt.flush(buffer.mem, HB_SYS_MEM_CACHE_INVALIDATE, buffer.what)
+            return RunOutput(
+                inputs=[self._read(model.inputs[i], in_buffers[i], matched_by) for i in order],
+                outputs=[
+                    self._read(model.outputs[i], [out_buffers[i]], out_matched_by) for i in wanted
+                ],
+                timings=timings,
+            )
 
     def _input_strides(self, tensor: HbTensor) -> list[int] | None:
         """Strides to fill in where the model leaves them dynamic (-1), from the options."""

@@ -12,7 +12,6 @@ import glob
 import importlib
 import operator
 import os
-import time
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -22,11 +21,14 @@ import numpy as np
 from .base import (
     Adapter,
     AdapterError,
+    CLibrary,
     InputTensor,
     RunOutput,
     TensorOut,
+    describe,
     packed_bytes,
     pick_outputs,
+    timed,
 )
 
 # kp_model_tensor_data_layout_t as the PLUS 3.2 kp_struct.h numbers it (0-12 as in 3.1, 13-17 the
@@ -207,31 +209,16 @@ class RawNode:
     scale_dtype: list[str] = field(default_factory=list)
 
 
-class KplusLibrary:
+class KplusLibrary(CLibrary):
     """``libkplus`` with the raw-node call and its release bound from ``kp_inference.h``."""
 
     def __init__(self, path: str) -> None:
-        try:
-            self.lib = ctypes.CDLL(path)
-        except OSError as exc:
-            raise AdapterError(
-                "UnsupportedError", "fetch", f"cannot load libkplus {path!r}: {exc}"
-            ) from exc
-        self.path = path
-        try:
-            self.retrieve = self.lib.kp_generic_inference_retrieve_raw_fixed_node
-        except AttributeError as exc:
-            raise AdapterError(
-                "UnsupportedError",
-                "fetch",
-                f"{path} has no kp_generic_inference_retrieve_raw_fixed_node",
-            ) from exc
-        self.retrieve.argtypes = [ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint8)]
-        self.retrieve.restype = ctypes.POINTER(KpInfRawFixedNodeOutput)
-        self.release = getattr(self.lib, "kp_release_raw_fixed_node_output", None)
-        if self.release is not None:
-            self.release.argtypes = [ctypes.POINTER(KpInfRawFixedNodeOutput)]
-            self.release.restype = None
+        super().__init__("fetch", "libkplus; set adapter_options.kplus_library")
+        self.open(path)
+        node = ctypes.POINTER(KpInfRawFixedNodeOutput)
+        args = [ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint8)]
+        self.bind("kp_generic_inference_retrieve_raw_fixed_node", args, node)
+        self.has_release = self.bind("kp_release_raw_fixed_node_output", [node], None, False)
 
 
 def find_kplus_library(kp: Any) -> str:
@@ -359,7 +346,7 @@ def retrieve_raw_fixed_nodes(
     )
     nodes = []
     for index in range(count):
-        pointer = library.retrieve(index, buffer)
+        pointer = library.call("kp_generic_inference_retrieve_raw_fixed_node", index, buffer)
         if not pointer:
             raise AdapterError(
                 "DeviceError",
@@ -369,8 +356,8 @@ def retrieve_raw_fixed_nodes(
         try:
             nodes.append(_read_node(pointer.contents))
         finally:
-            if library.release is not None:
-                library.release(pointer)
+            if library.has_release:
+                library.call("kp_release_raw_fixed_node_output", pointer)
     return nodes
 
 
@@ -452,7 +439,7 @@ class KneronAdapter(Adapter):
         except Exception as exc:
             code = _api_code(exc)
             kind = "TimeoutError" if code in TIMEOUT_CODES else "DeviceError"
-            raise AdapterError(kind, stage, f"{what}: {type(exc).__name__}: {exc}", code) from exc
+            raise AdapterError(kind, stage, f"{what}: {describe(exc)}", code) from exc
 
     def device(self) -> Any:
         if self._device is not None:
@@ -570,43 +557,39 @@ class KneronAdapter(Adapter):
         timings = {"copy_s": 0.0, "run_s": 0.0, "reloads": 0.0}
         if self._on_device is not model:
             # The device holds one NEF: bring this one back before running it.
-            start = time.perf_counter()
-            self._upload(model.path)
+            with timed(timings, "load_s"):
+                self._upload(model.path)
             self._on_device = model
             timings["reloads"] = 1.0
-            timings["load_s"] = time.perf_counter() - start
 
-        start = time.perf_counter()
-        takes = "the KL730 takes its NPU layout"
-        nodes = [
-            kp.GenericInputNodeData(buffer=packed_bytes(inp, takes).tobytes()) for inp in inputs
-        ]
-        self._inference_number += 1
-        descriptor = kp.GenericDataInferenceDescriptor(
-            model_id=model.model_id,
-            inference_number=self._inference_number,
-            input_node_data_list=nodes,
-        )
-        timings["copy_s"] += time.perf_counter() - start
+        with timed(timings, "copy_s"):
+            takes = "the KL730 takes its NPU layout"
+            nodes = [
+                kp.GenericInputNodeData(buffer=packed_bytes(inp, takes).tobytes()) for inp in inputs
+            ]
+            self._inference_number += 1
+            descriptor = kp.GenericDataInferenceDescriptor(
+                model_id=model.model_id,
+                inference_number=self._inference_number,
+                input_node_data_list=nodes,
+            )
 
-        start = time.perf_counter()
-        self._vendor(
-            "run",
-            "inference.generic_data_inference_send",
-            device_group=device,
-            generic_inference_input_descriptor=descriptor,
-        )
-        result = self._vendor(
-            "run", "inference.generic_data_inference_receive", device_group=device
-        )
-        timings["run_s"] = time.perf_counter() - start
+        with timed(timings, "run_s"):
+            self._vendor(
+                "run",
+                "inference.generic_data_inference_send",
+                device_group=device,
+                generic_inference_input_descriptor=descriptor,
+            )
+            result = self._vendor(
+                "run", "inference.generic_data_inference_receive", device_group=device
+            )
 
-        start = time.perf_counter()
-        count = int(result.header.num_output_node)
-        raw_nodes = retrieve_raw_fixed_nodes(self.kplus(), raw_result_bytes(result), count)
-        tensors = [self._tensor(kp, node) for node in raw_nodes]
-        tensors = [tensors[i] for i in pick_outputs([t.name for t in tensors], outputs)]
-        timings["copy_s"] += time.perf_counter() - start
+        with timed(timings, "copy_s"):
+            count = int(result.header.num_output_node)
+            raw_nodes = retrieve_raw_fixed_nodes(self.kplus(), raw_result_bytes(result), count)
+            tensors = [self._tensor(kp, node) for node in raw_nodes]
+            tensors = [tensors[i] for i in pick_outputs([t.name for t in tensors], outputs)]
         return RunOutput(inputs=[], outputs=tensors, timings=timings)
 
     def kplus(self) -> KplusLibrary:

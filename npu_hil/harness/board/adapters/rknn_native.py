@@ -8,7 +8,6 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
-import time
 from dataclasses import dataclass, field
 from typing import Any, List, TypedDict, TypeVar
 
@@ -19,6 +18,7 @@ from .base import (
     Adapter,
     AdapterError,
     CanaryFill,
+    CLibrary,
     InputTensor,
     RunOutput,
     TensorOut,
@@ -26,6 +26,7 @@ from .base import (
     match_inputs,
     match_outputs,
     packed_bytes,
+    timed,
     undo_on_failure,
 )
 
@@ -183,52 +184,28 @@ def _check(ret: int, stage: str, call: str) -> None:
 # The library binding: one place that knows the C signatures.
 
 
-class RknnLibrary:
+class RknnLibrary(CLibrary):
     """The subset of ``librknnrt`` this adapter calls, with argtypes set from the header."""
 
     def __init__(self, path: str) -> None:
-        try:
-            self.lib = ctypes.CDLL(path)
-        except OSError as exc:
-            raise AdapterError(
-                "UnsupportedError",
-                "init",
-                f"cannot load the RKNN runtime {path!r}: {exc} (set adapter_options.library)",
-            ) from exc
+        super().__init__("init", "the RKNN runtime; set adapter_options.library")
+        self.open(path)
         self.path = path
         ctx, u32, ptr = rknn_context, ctypes.c_uint32, ctypes.POINTER
-        self._bind(
-            "rknn_init", [ptr(ctx), ctypes.c_void_p, u32, u32, ctypes.c_void_p], ctypes.c_int
-        )
-        self._bind("rknn_query", [ctx, ctypes.c_int, ctypes.c_void_p, u32], ctypes.c_int)
-        self._bind("rknn_create_mem", [ctx, u32], MemPointer)
-        self._bind("rknn_destroy_mem", [ctx, MemPointer], ctypes.c_int)
-        self._bind("rknn_set_io_mem", [ctx, MemPointer, ptr(RknnTensorAttr)], ctypes.c_int)
-        self._bind("rknn_run", [ctx, ctypes.c_void_p], ctypes.c_int)
-        self._bind("rknn_destroy", [ctx], ctypes.c_int)
+        self.bind("rknn_init", [ptr(ctx), ctypes.c_void_p, u32, u32, ctypes.c_void_p], ctypes.c_int)
+        self.bind("rknn_query", [ctx, ctypes.c_int, ctypes.c_void_p, u32], ctypes.c_int)
+        self.bind("rknn_create_mem", [ctx, u32], MemPointer)
+        self.bind("rknn_destroy_mem", [ctx, MemPointer], ctypes.c_int)
+        self.bind("rknn_set_io_mem", [ctx, MemPointer, ptr(RknnTensorAttr)], ctypes.c_int)
+        self.bind("rknn_run", [ctx, ctypes.c_void_p], ctypes.c_int)
+        self.bind("rknn_destroy", [ctx], ctypes.c_int)
         # Newer runtimes only: used when present.
-        self.has_core_mask = self._bind(
-            "rknn_set_core_mask", [ctx, ctypes.c_int], ctypes.c_int, required=False
+        self.has_core_mask = self.bind(
+            "rknn_set_core_mask", [ctx, ctypes.c_int], ctypes.c_int, False
         )
-        self.has_mem_sync = self._bind(
-            "rknn_mem_sync", [ctx, MemPointer, ctypes.c_int], ctypes.c_int, required=False
+        self.has_mem_sync = self.bind(
+            "rknn_mem_sync", [ctx, MemPointer, ctypes.c_int], ctypes.c_int, False
         )
-
-    def _bind(self, name: str, argtypes: list[Any], restype: Any, required: bool = True) -> bool:
-        try:
-            func = getattr(self.lib, name)
-        except AttributeError as exc:
-            if not required:
-                return False
-            raise AdapterError(
-                "UnsupportedError", "init", f"{self.path} does not export {name}"
-            ) from exc
-        func.argtypes = argtypes
-        func.restype = restype
-        return True
-
-    def call(self, name: str, *args: Any) -> Any:
-        return getattr(self.lib, name)(*args)
 
 
 def _default_library(soc: str | None) -> str:
@@ -237,24 +214,29 @@ def _default_library(soc: str | None) -> str:
     return "librknnrt.so"
 
 
-def core_mask_key(value: Any) -> str:
-    """The ``CORE_MASKS`` key a ``core_mask`` option names (``0_1``, ``NPU_CORE_0_1`` ...)."""
-    text = str(value).lower()
-    for prefix in ("rknn_npu_core_", "npu_core_"):
-        if text.startswith(prefix):
-            text = text[len(prefix) :]
-    if text not in CORE_MASKS:
-        known = ", ".join(sorted(CORE_MASKS))
-        raise AdapterError("LayoutError", "init", f"unknown core_mask {value!r} (one of {known})")
-    return text
-
-
-def refuse_single_core(soc: str | None, mask: int) -> None:
-    """A core mask other than auto is refused on a SoC known to have one NPU core."""
+def core_mask(value: Any, soc: str | None, constants: Any = None) -> int:
+    """The mask a ``core_mask`` option asks for: an int as it is; a name (``0_1``,
+    ``NPU_CORE_0_1`` ...) as ``constants.NPU_CORE_<NAME>`` (RKNNLite's own) where there is one,
+    else as ``CORE_MASKS``. A mask other than auto is refused on a SoC known to have one NPU core.
+    """
+    if isinstance(value, int):
+        mask = value
+    else:
+        key = str(value).lower()
+        for prefix in ("rknn_npu_core_", "npu_core_"):
+            if key.startswith(prefix):
+                key = key[len(prefix) :]
+        if key not in CORE_MASKS:
+            known = ", ".join(sorted(CORE_MASKS))
+            raise AdapterError(
+                "LayoutError", "init", f"unknown core_mask {value!r} (one of {known})"
+            )
+        mask = int(getattr(constants, "NPU_CORE_" + key.upper(), CORE_MASKS[key]))
     if soc and soc not in MULTI_CORE_SOCS and mask != 0:
         raise AdapterError(
             "UnsupportedError", "init", f"core_mask is only supported on RK3588/RK3576, not {soc}"
         )
+    return mask
 
 
 # The adapter
@@ -362,7 +344,9 @@ class RknnNativeAdapter(Adapter):
         lib = self.library()
         ctx = model.context
         model.core_mask, model.core_mask_set = self._apply_core_mask(ctx)
-        self._query_versions(ctx)
+        sdk = self._query(ctx, "RKNN_QUERY_SDK_VERSION", RknnSdkVersion())
+        self._versions["api_version"] = sdk.api_version.decode("utf-8", "replace")
+        self._versions["drv_version"] = sdk.drv_version.decode("utf-8", "replace")
 
         io_num = self._query(ctx, "RKNN_QUERY_IN_OUT_NUM", RknnInputOutputNum())
         out_query = str(self.options.get("output_query") or self._query_of_layout()).lower()
@@ -418,11 +402,9 @@ class RknnNativeAdapter(Adapter):
 
     def _apply_core_mask(self, ctx: int) -> tuple[int | None, int | None]:
         """Set the core mask when asked: (the mask asked, the mask the runtime was given)."""
-        if "core_mask" not in self.options or self.options["core_mask"] is None:
+        if self.options.get("core_mask") is None:
             return None, None
-        value = self.options["core_mask"]
-        mask = value if isinstance(value, int) else CORE_MASKS[core_mask_key(value)]
-        refuse_single_core(self.soc, mask)
+        mask = core_mask(self.options["core_mask"], self.soc)
         given = RK3576_REMAP.get(mask, mask) if self.soc == "rk3576" else mask
         lib = self.library()
         if not lib.has_core_mask:
@@ -434,11 +416,6 @@ class RknnNativeAdapter(Adapter):
         )
         return mask, given
 
-    def _query_versions(self, ctx: int) -> None:
-        sdk = self._query(ctx, "RKNN_QUERY_SDK_VERSION", RknnSdkVersion())
-        self._versions["api_version"] = sdk.api_version.decode("utf-8", "replace")
-        self._versions["drv_version"] = sdk.drv_version.decode("utf-8", "replace")
-
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         self.loaded(model, RknnModel)
         lib = self.library()
@@ -446,31 +423,25 @@ class RknnNativeAdapter(Adapter):
         timings: dict[str, float] = {}
 
         order, matched_by = match_inputs([t.name for t in model.inputs], inputs)
-        start = time.perf_counter()
-        for position, index in enumerate(order):
-            self._write_input(model.inputs[index], inputs[position])
-        timings["copy_s"] = time.perf_counter() - start
-
-        start = time.perf_counter()
-        for tensor in model.inputs:
-            self._sync(model, tensor, RKNN_MEMORY_SYNC_TO_DEVICE, "run")
-        _check(int(lib.call("rknn_run", ctx, None)), "run", "rknn_run")
-        # The runtime invalidates output caches itself unless RKNN_FLAG_DISABLE_FLUSH_* was
-        # given at init; syncing here keeps the read-back right in either case.
-        for tensor in model.inputs + model.outputs:
-            self._sync(model, tensor, RKNN_MEMORY_SYNC_FROM_DEVICE, "fetch")
-        timings["run_s"] = time.perf_counter() - start
-
-        start = time.perf_counter()
-        wanted, out_matched_by = match_outputs([t.name for t in model.outputs], outputs)
-        result = RunOutput(
-            inputs=[self._read(model, t, matched_by) for t in model.inputs],
-            outputs=[self._read(model, model.outputs[i], out_matched_by) for i in wanted],
-            timings=timings,
-        )
+        with timed(timings, "copy_s"):
+            for position, index in enumerate(order):
+                self._write_input(model.inputs[index], inputs[position])
+        with timed(timings, "run_s"):
+            for tensor in model.inputs:
+                self._sync(model, tensor, RKNN_MEMORY_SYNC_TO_DEVICE, "run")
+            _check(int(lib.call("rknn_run", ctx, None)), "run", "rknn_run")
+            # The runtime invalidates output caches itself unless RKNN_FLAG_DISABLE_FLUSH_* was
+            # given at init; syncing here keeps the read-back right in either case.
+            for tensor in model.inputs + model.outputs:
+                self._sync(model, tensor, RKNN_MEMORY_SYNC_FROM_DEVICE, "fetch")
         # copy_s: both directions of the copy, apart from the run itself (the agent reads it)
-        timings["copy_s"] += time.perf_counter() - start
-        return result
+        with timed(timings, "copy_s"):
+            wanted, out_matched_by = match_outputs([t.name for t in model.outputs], outputs)
+            return RunOutput(
+                inputs=[self._read(model, t, matched_by) for t in model.inputs],
+                outputs=[self._read(model, model.outputs[i], out_matched_by) for i in wanted],
+                timings=timings,
+            )
 
     def fill_canary(self, model: Any, pattern: bytes) -> CanaryFill:
         """The zero-copy memories are the adapter's (``rknn_create_mem`` at load, bound by

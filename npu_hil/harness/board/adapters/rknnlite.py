@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,13 +19,14 @@ from .base import (
     InputTensor,
     RunOutput,
     TensorOut,
-    describe,
     package_version,
+    timed,
+    vendor_call,
 )
 
 # The option's values, RKNNLite's NPU_CORE_<KEY> (whose values rknn_api.h gives, for a toolkit
 # that lacks the attribute), the SoC guard and RKNNLite 2.5.0's RK3576 remap are rknn_native's.
-from .rknn_native import CORE_MASKS, RK3576_REMAP, core_mask_key, refuse_single_core
+from .rknn_native import CORE_MASKS, RK3576_REMAP, core_mask
 
 DATA_TYPES = ("int8", "uint8", "int16", "float16", "float32")
 # C2 candidates of a 5-D NC1HWC2 native input, by element size, most common first (observed:
@@ -97,19 +97,6 @@ class RknnLiteAdapter(Adapter):
 
     # -- load / release -------------------------------------------------------------------
 
-    def _core_mask(self, cls: Any) -> int | None:
-        """The ``core_mask`` for ``init_runtime`` (RKNNLite's own constant), or None for none."""
-        value = self.options.get("core_mask")
-        if value is None:
-            return None
-        if isinstance(value, int):
-            mask = value
-        else:
-            key = core_mask_key(value)
-            mask = int(getattr(cls, "NPU_CORE_" + key.upper(), CORE_MASKS[key]))
-        refuse_single_core(str(self.options.get("soc") or "").lower(), mask)
-        return mask
-
     def _effective_core_mask(self, mask: int) -> int:
         """What RKNNLite 2.5.0 passes on for ``mask``: ALL becomes 0_1_2; on RK3576 the masks
         naming core 2 become their two-core counterparts."""
@@ -124,30 +111,28 @@ class RknnLiteAdapter(Adapter):
         runtime_args: dict[str, Any] = {
             k: self.options[k] for k in ("target", "device_id", "async_mode") if k in self.options
         }
-        mask = self._core_mask(cls)
+        # The core_mask for init_runtime: RKNNLite's own constant.
+        mask = self.options.get("core_mask")
         if mask is not None:
+            mask = core_mask(mask, str(self.options.get("soc") or "").lower(), cls)
             runtime_args["core_mask"] = mask
-        try:
-            rknn = cls(verbose=bool(self.options.get("verbose", False)))
-        except Exception as exc:
-            raise AdapterError("DeviceError", "init", f"RKNNLite(): {describe(exc)}") from exc
+        rknn = vendor_call(cls, "init", "RKNNLite()", verbose=bool(self.options.get("verbose")))
         load_args: dict[str, Any] = {}
         if self.options.get("key_path"):
             # Only when asked: toolkits before 2.5.0 have no key_path parameter.
             load_args["key_path"] = str(self.options["key_path"])
-        ret = _call(rknn.load_rknn, "load", "RKNNLite.load_rknn", model_path, **load_args)
-        if ret != 0:
-            _release_quietly(rknn)
-            raise AdapterError(
-                "DeviceError", "load", f"RKNNLite.load_rknn({model_path!r}) returned {ret}", ret
-            )
-        ret = _call(rknn.init_runtime, "init", "RKNNLite.init_runtime", **runtime_args)
-        if ret != 0:
-            _release_quietly(rknn)
-            raise AdapterError(
-                "DeviceError", "init", f"RKNNLite.init_runtime({runtime_args}) returned {ret}", ret
-            )
-        sdk = _call(rknn.get_sdk_version, "init", "RKNNLite.get_sdk_version")
+        steps = (
+            ("load", f"load_rknn({model_path!r})", lambda: rknn.load_rknn(model_path, **load_args)),
+            ("init", f"init_runtime({runtime_args})", lambda: rknn.init_runtime(**runtime_args)),
+        )
+        for stage, call, step in steps:
+            ret = vendor_call(step, stage, f"RKNNLite.{call}")
+            if ret != 0:
+                # The failure is the error worth reporting, not a failing release after it.
+                with contextlib.suppress(Exception):
+                    rknn.release()
+                raise AdapterError("DeviceError", stage, f"RKNNLite.{call} returned {ret}", ret)
+        sdk = vendor_call(rknn.get_sdk_version, "init", "RKNNLite.get_sdk_version")
         if sdk is not None:
             self._versions["sdk_version"] = str(sdk)
             self._versions.update(parse_sdk_banner(str(sdk)))
@@ -163,64 +148,63 @@ class RknnLiteAdapter(Adapter):
         if not isinstance(model, LiteModel) or model.released:
             return
         model.released = True
-        _call(model.rknn.release, "release", "RKNNLite.release")
+        vendor_call(model.rknn.release, "release", "RKNNLite.release")
 
     # -- run ------------------------------------------------------------------------------
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
         self.loaded(model, LiteModel)
-        start = time.perf_counter()
-        arrays = [self._array(inp) for inp in inputs]
-        kwargs: dict[str, Any] = {
-            "inputs": arrays,
-            "inputs_pass_through": [1 if inp.pass_through else 0 for inp in inputs],
-        }
-        dtypes = [str(np.dtype(inp.dtype)) for inp in inputs]
-        for dt in dtypes:
-            if dt not in DATA_TYPES:
-                raise AdapterError(
-                    "LayoutError", "run", f"RKNNLite takes {', '.join(DATA_TYPES)} inputs, not {dt}"
-                )
-        if dtypes:
-            # One type for all inputs is the documented form; mixed types go as a list.
-            kwargs["data_type"] = dtypes[0] if len(set(dtypes)) == 1 else dtypes
-        data_format = self._data_format(inputs)
-        if data_format is not None:
-            kwargs["data_format"] = data_format
-        if "reuse_outputs" in self.options:
-            kwargs["reuse_outputs"] = bool(self.options["reuse_outputs"])
-        copy_s = time.perf_counter() - start
+        timings: dict[str, float] = {}
+        with timed(timings, "copy_s"):
+            kwargs: dict[str, Any] = {
+                "inputs": [
+                    self._pass_through_array(inp)
+                    if inp.pass_through
+                    else np.ascontiguousarray(inp.logical())
+                    for inp in inputs
+                ],
+                "inputs_pass_through": [1 if inp.pass_through else 0 for inp in inputs],
+            }
+            dtypes = [str(np.dtype(inp.dtype)) for inp in inputs]
+            for dt in dtypes:
+                if dt not in DATA_TYPES:
+                    raise AdapterError(
+                        "LayoutError",
+                        "run",
+                        f"RKNNLite takes {', '.join(DATA_TYPES)} inputs, not {dt}",
+                    )
+            if dtypes:
+                # One type for all inputs is the documented form; mixed types go as a list.
+                kwargs["data_type"] = dtypes[0] if len(set(dtypes)) == 1 else dtypes
+            data_format = self._data_format(inputs)
+            if data_format is not None:
+                kwargs["data_format"] = data_format
+            if "reuse_outputs" in self.options:
+                kwargs["reuse_outputs"] = bool(self.options["reuse_outputs"])
 
-        start = time.perf_counter()
-        results = _call(model.rknn.inference, "run", "RKNNLite.inference", **kwargs)
-        run_s = time.perf_counter() - start
+        with timed(timings, "run_s"):
+            results = vendor_call(model.rknn.inference, "run", "RKNNLite.inference", **kwargs)
         if results is None:
             raise AdapterError(
                 "DeviceError", "run", "RKNNLite.inference returned None (the toolkit logged why)"
             )
 
-        start = time.perf_counter()
-        results = list(results)
-        names = self._output_names(len(results), outputs)
-        wanted: list[int] = list(range(len(results)))
-        if outputs is not None:
-            missing = [w for w in outputs if w not in names]
-            if missing:
+        with timed(timings, "copy_s"):
+            results = list(results)
+            names = self._output_names(len(results), outputs)
+            if outputs is None:
+                wanted = list(range(len(results)))
+            elif any(w not in names for w in outputs):
                 raise AdapterError(
                     "LayoutError",
                     "fetch",
-                    f"outputs {missing} unknown: RKNNLite does not name its outputs; "
-                    f"set adapter_options.output_names (have {names})",
+                    f"outputs {[w for w in outputs if w not in names]} unknown: RKNNLite does "
+                    f"not name its outputs; set adapter_options.output_names (have {names})",
                 )
-            wanted = [names.index(w) for w in outputs]
-        tensors = [self._tensor(names[i], results[i], model) for i in wanted]
-        copy_s += time.perf_counter() - start
-        return RunOutput(inputs=[], outputs=tensors, timings={"run_s": run_s, "copy_s": copy_s})
-
-    def _array(self, inp: InputTensor) -> np.ndarray:
-        if inp.pass_through:
-            return self._pass_through_array(inp)
-        return np.ascontiguousarray(inp.logical())
+            else:
+                wanted = [names.index(w) for w in outputs]
+            tensors = [self._tensor(names[i], results[i], model) for i in wanted]
+        return RunOutput(inputs=[], outputs=tensors, timings=timings)
 
     def _pass_through_array(self, inp: InputTensor) -> np.ndarray:
         """Native bytes, packed by the host codec, as RKNNLite takes them: the native rank and
@@ -371,22 +355,6 @@ def parse_sdk_banner(text: str) -> dict[str, str]:
         found["API"].append(text.strip())
     names = {"API": "api_version", "DRV": "drv_version"}
     return {names[key]: "; ".join(values) for key, values in found.items() if values}
-
-
-def _call(func: Any, stage: str, what: str, *args: Any, **kwargs: Any) -> Any:
-    """Call into the toolkit; an exception it raises becomes a DeviceError of this stage."""
-    try:
-        return func(*args, **kwargs)
-    except AdapterError:
-        raise
-    except Exception as exc:
-        raise AdapterError("DeviceError", stage, f"{what} raised {describe(exc)}") from exc
-
-
-def _release_quietly(rknn: Any) -> None:
-    # The load failure is the error worth reporting, not a failing release after it.
-    with contextlib.suppress(Exception):
-        rknn.release()
 
 
 ADAPTER = RknnLiteAdapter
