@@ -15,26 +15,12 @@ from npu_hil.harness.sim import SimConfigError, SimModel, SimNpu, SimRefusal, Si
 from npu_hil.harness.sim.faults import SIM_LOG_LEVEL_ENV
 
 if TYPE_CHECKING:
-    from npu_hil.harness.board.adapters.base import (
-        Adapter,
-        AdapterError,
-        CanaryFill,
-        InputTensor,
-        RunOutput,
-        TensorOut,
-    )
+    from npu_hil.harness.board.adapters import base
 else:
     # The agent's own contract, the module its checks use: it loads this file as adapters.sim,
     # beside the board package's adapters.base (npu_hil.harness.board.loader), as it loads a
     # vendor's.
-    from adapters.base import (
-        Adapter,
-        AdapterError,
-        CanaryFill,
-        InputTensor,
-        RunOutput,
-        TensorOut,
-    )
+    import adapters.base as base
 
 
 @contextmanager
@@ -43,15 +29,15 @@ def _typed_errors(stage: str) -> Iterator[None]:
     try:
         yield
     except SimRefusal as exc:
-        raise AdapterError(exc.kind, exc.stage, exc.message) from None
+        raise base.AdapterError(exc.kind, exc.stage, exc.message) from None
     except SimConfigError as exc:
-        raise AdapterError("UnsupportedError", stage, f"sim: {exc.message}") from None
+        raise base.AdapterError("UnsupportedError", stage, f"sim: {exc.message}") from None
     except (LayoutError, ModelInputError) as exc:
-        raise AdapterError("LayoutError", stage, exc.message) from None
+        raise base.AdapterError("LayoutError", stage, exc.message) from None
 
 
-def _tensor_out(tensor: SimTensor) -> TensorOut:
-    return TensorOut(
+def _tensor_out(tensor: SimTensor) -> base.TensorOut:
+    return base.TensorOut(
         name=tensor.name,
         data=tensor.data,
         layout=tensor.layout,
@@ -61,7 +47,7 @@ def _tensor_out(tensor: SimTensor) -> TensorOut:
     )
 
 
-class SimAdapter(Adapter):
+class SimAdapter(base.Adapter):
     """A simulated board of ``options["target"]``."""
 
     name = "sim"
@@ -81,32 +67,36 @@ class SimAdapter(Adapter):
         with _typed_errors("load"):
             return self.npu.load(model_path)
 
-    def run(self, model: Any, inputs: List[InputTensor], outputs: Optional[List[str]]) -> RunOutput:
+    def run(
+        self, model: Any, inputs: List[base.InputTensor], outputs: Optional[List[str]]
+    ) -> base.RunOutput:
         if not isinstance(model, SimModel):
-            raise AdapterError("DeviceError", "run", f"not a model this adapter loaded: {model!r}")
+            raise base.AdapterError(
+                "DeviceError", "run", f"not a model this adapter loaded: {model!r}"
+            )
         canary, self.canary = self.canary, None  # armed for one run
         with _typed_errors("run"):
             run = self.npu.run(model, inputs, outputs, canary=canary)
-        return RunOutput(
+        return base.RunOutput(
             inputs=[_tensor_out(t) for t in run.inputs],
             outputs=[_tensor_out(t) for t in run.outputs],
             timings=dict(run.timings),
         )
 
-    def fill_canary(self, model: Any, pattern: bytes) -> CanaryFill:
+    def fill_canary(self, model: Any, pattern: bytes) -> base.CanaryFill:
         """As a zero-copy runtime: the next run's input and output buffers start filled with
         the pattern, and the simulated NPU writes over it what it writes. Run through the
         vendor's other API path (``api_path``), the runtime allocates the outputs it hands back
         during the run, as that API does: nothing to fill."""
         if self.npu.options.api_path is not None:
-            return CanaryFill(
+            return base.CanaryFill(
                 reason=(
                     f"the simulated {self.npu.options.api_path} path (the vendor's normal API) "
                     "hands back outputs it allocates during the run"
                 )
             )
         self.canary = bytes(pattern)
-        return CanaryFill(outputs=True, inputs=True)
+        return base.CanaryFill(outputs=True, inputs=True)
 
     def release(self, model: Any) -> None:
         """Nothing to free: the model is a parsed ONNX graph."""

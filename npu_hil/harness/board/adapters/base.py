@@ -245,6 +245,15 @@ class CLibrary:
     def call(self, name: str, *args: Any) -> Any:
         return self.funcs[name](*args)
 
+    def checked(self, stage: str, what: str, *args: Any) -> None:
+        """Call the function ``what`` names (up to its first parenthesis) and check its code."""
+        self.check(int(self.call(what.split("(")[0], *args)), stage, what)
+
+    def check(self, ret: int, stage: str, call: str) -> None:
+        """The map from the library's return codes to typed errors (0 is success)."""
+        if ret != 0:
+            raise AdapterError("DeviceError", stage, f"{call} returned {ret}", ret)
+
 
 def package_version(dist: str) -> str:
     """The installed version of a distribution, or "" when it is not installed as one (an

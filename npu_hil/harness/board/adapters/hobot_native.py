@@ -352,12 +352,7 @@ class HorizonRuntime(CLibrary):
             self.bind("hbUCPFree", [ptr(M)], i32)
             self.has_ucp_version = self.bind("hbUCPGetVersion", [], text, False)
 
-    def checked(self, stage: str, what: str, *args: Any) -> None:
-        """Call the function ``what`` names (up to its first parenthesis) and check its code."""
-        self.check(int(self.call(what.split("(")[0], *args)), stage, what)
-
     def check(self, ret: int, stage: str, call: str, kind: str = "DeviceError") -> None:
-        """One map from the runtime's return codes to typed errors."""
         if ret == 0:
             return
         desc = ""
@@ -574,13 +569,8 @@ class HobotNativeAdapter(Adapter):
         rt = self.runtime()
         name_list = ctypes.POINTER(ctypes.c_char_p)()
         count = ctypes.c_int32()
-        rt.checked(
-            "load",
-            "hbDNNGetModelNameList",
-            ctypes.byref(name_list),
-            ctypes.byref(count),
-            model.packed,
-        )
+        listed = (ctypes.byref(name_list), ctypes.byref(count), model.packed)
+        rt.checked("load", "hbDNNGetModelNameList", *listed)
         names = [(name_list[i] or b"").decode("utf-8", "replace") for i in range(count.value)]
         model.model_name = names[pick_model(names, self.options.get("model_name"), model.path)]
         handle = (ctypes.byref(model.dnn), model.packed, model.model_name.encode())
@@ -592,13 +582,8 @@ class HobotNativeAdapter(Adapter):
                 props = self.abi.properties()
                 call = f"hbDNNGet{kind}TensorProperties"
                 rt.checked("load", f"{call}({i})", ctypes.byref(props), model.dnn, i)
-                target.append(
-                    HbTensor(
-                        self._tensor_name(kind, model.dnn, i),
-                        props,
-                        properties_record(props, self.abi),
-                    )
-                )
+                name = self._tensor_name(kind, model.dnn, i)
+                target.append(HbTensor(name, props, properties_record(props, self.abi)))
 
     def _tensor_name(self, kind: str, dnn: Any, index: int) -> str:
         rt = self.runtime()
@@ -614,8 +599,7 @@ class HobotNativeAdapter(Adapter):
             return
         model.released = True
         if model.packed:
-            rt = self.runtime()
-            rt.checked("release", "hbDNNRelease", model.packed)
+            self.runtime().checked("release", "hbDNNRelease", model.packed)
 
     # -- run ------------------------------------------------------------------------------
 
@@ -749,12 +733,8 @@ class HobotNativeAdapter(Adapter):
             (only,) = buffers  # S100's hbDNNTensor has one memory
             slot.sysMem = only.mem
         # The model's own properties: the bytes were prepared to them (aligned), so nothing is
-        # changed, except dynamic strides the job had to supply.
-        ctypes.memmove(
-            ctypes.addressof(slot.properties),
-            ctypes.addressof(tensor.properties),
-            ctypes.sizeof(tensor.properties),
-        )
+        # changed, except dynamic strides the job had to supply. (Assigning a struct copies it.)
+        slot.properties = tensor.properties
         if strides is not None:
             for i, s in enumerate(strides):
                 slot.properties.stride[i] = s

@@ -172,15 +172,6 @@ def attr_record(attr: RknnTensorAttr) -> RknnAttrJson:
     }
 
 
-def _check(ret: int, stage: str, call: str) -> None:
-    """One map from the runtime's return codes to typed errors."""
-    if ret == 0:
-        return
-    kind = "TimeoutError" if ret == RKNN_ERR_TIMEOUT else "DeviceError"
-    name = ERROR_NAMES.get(ret, "unknown error")
-    raise AdapterError(kind, stage, f"{call} returned {ret} ({name})", ret)
-
-
 # The library binding: one place that knows the C signatures.
 
 
@@ -190,7 +181,6 @@ class RknnLibrary(CLibrary):
     def __init__(self, path: str) -> None:
         super().__init__("init", "the RKNN runtime; set adapter_options.library")
         self.open(path)
-        self.path = path
         ctx, u32, ptr = rknn_context, ctypes.c_uint32, ctypes.POINTER
         self.bind("rknn_init", [ptr(ctx), ctypes.c_void_p, u32, u32, ctypes.c_void_p], ctypes.c_int)
         self.bind("rknn_query", [ctx, ctypes.c_int, ctypes.c_void_p, u32], ctypes.c_int)
@@ -206,6 +196,13 @@ class RknnLibrary(CLibrary):
         self.has_mem_sync = self.bind(
             "rknn_mem_sync", [ctx, MemPointer, ctypes.c_int], ctypes.c_int, False
         )
+
+    def check(self, ret: int, stage: str, call: str) -> None:
+        if ret == 0:
+            return
+        kind = "TimeoutError" if ret == RKNN_ERR_TIMEOUT else "DeviceError"
+        name = ERROR_NAMES.get(ret, "unknown error")
+        raise AdapterError(kind, stage, f"{call} returned {ret} ({name})", ret)
 
 
 def _default_library(soc: str | None) -> str:
@@ -309,8 +306,7 @@ class RknnNativeAdapter(Adapter):
         if index is not None:
             out.index = index  # an RknnTensorAttr
             call += f"(index={index})"
-        ret = self.library().call("rknn_query", ctx, cmd, ctypes.byref(out), ctypes.sizeof(out))
-        _check(int(ret), "load", call)
+        self.library().checked("load", call, ctx, cmd, ctypes.byref(out), ctypes.sizeof(out))
         return out
 
     # -- Adapter API ----------------------------------------------------------------------
@@ -327,15 +323,15 @@ class RknnNativeAdapter(Adapter):
             blob = handle.read()
         model_bytes = ctypes.create_string_buffer(blob, len(blob))
         ctx = rknn_context(0)
-        ret = lib.call(
-            "rknn_init",
+        lib.checked(
+            "load",
+            f"rknn_init({os.path.basename(model_path)})",
             ctypes.byref(ctx),
             ctypes.cast(model_bytes, ctypes.c_void_p),
             len(blob),
             int(self.options.get("init_flags", 0)),
             None,
         )
-        _check(int(ret), "load", f"rknn_init({os.path.basename(model_path)})")
         model = RknnModel(path=model_path, context=int(ctx.value), model_bytes=model_bytes)
         undo_on_failure(lambda: self._setup(model), lambda: self._teardown(model))
         return model
@@ -382,8 +378,8 @@ class RknnNativeAdapter(Adapter):
                     f"rknn_create_mem({tensor.nbytes}) returned NULL for {tensor.name!r}",
                 )
             tensor.mem = mem
-            ret = lib.call("rknn_set_io_mem", ctx, mem, ctypes.byref(tensor.attr))
-            _check(int(ret), "load", f"rknn_set_io_mem({tensor.name!r})")
+            call = f"rknn_set_io_mem({tensor.name!r})"
+            lib.checked("load", call, ctx, mem, ctypes.byref(tensor.attr))
 
     def _query_of_layout(self) -> str:
         layout = self.options.get("output_layout")
@@ -408,12 +404,10 @@ class RknnNativeAdapter(Adapter):
         given = RK3576_REMAP.get(mask, mask) if self.soc == "rk3576" else mask
         lib = self.library()
         if not lib.has_core_mask:
-            raise AdapterError("UnsupportedError", "init", f"{lib.path} has no rknn_set_core_mask")
-        _check(
-            int(lib.call("rknn_set_core_mask", ctx, given)),
-            "init",
-            f"rknn_set_core_mask({given:#x})",
-        )
+            raise AdapterError(
+                "UnsupportedError", "init", f"{lib.paths[0]} has no rknn_set_core_mask"
+            )
+        lib.checked("init", f"rknn_set_core_mask({given:#x})", ctx, given)
         return mask, given
 
     def run(self, model: Any, inputs: list[InputTensor], outputs: list[str] | None) -> RunOutput:
@@ -429,7 +423,7 @@ class RknnNativeAdapter(Adapter):
         with timed(timings, "run_s"):
             for tensor in model.inputs:
                 self._sync(model, tensor, RKNN_MEMORY_SYNC_TO_DEVICE, "run")
-            _check(int(lib.call("rknn_run", ctx, None)), "run", "rknn_run")
+            lib.checked("run", "rknn_run", ctx, None)
             # The runtime invalidates output caches itself unless RKNN_FLAG_DISABLE_FLUSH_* was
             # given at init; syncing here keeps the read-back right in either case.
             for tensor in model.inputs + model.outputs:
@@ -462,11 +456,8 @@ class RknnNativeAdapter(Adapter):
         lib = self.library()
         if lib.has_mem_sync:
             way = "TO_DEVICE" if flag == RKNN_MEMORY_SYNC_TO_DEVICE else "FROM_DEVICE"
-            _check(
-                int(lib.call("rknn_mem_sync", model.context, tensor.mem, flag)),
-                stage,
-                f"rknn_mem_sync({tensor.name!r}, {way}){why}",
-            )
+            call = f"rknn_mem_sync({tensor.name!r}, {way}){why}"
+            lib.checked(stage, call, model.context, tensor.mem, flag)
 
     def _write_input(self, tensor: NativeTensor, inp: InputTensor) -> None:
         layout = f" ({tensor.record['fmt']}, w_stride {tensor.record['w_stride']})"
@@ -514,17 +505,14 @@ class RknnNativeAdapter(Adapter):
         for tensor in model.inputs + model.outputs:
             if tensor.mem:
                 try:
-                    _check(
-                        int(lib.call("rknn_destroy_mem", model.context, tensor.mem)),
-                        "release",
-                        f"rknn_destroy_mem({tensor.name!r})",
-                    )
+                    call = f"rknn_destroy_mem({tensor.name!r})"
+                    lib.checked("release", call, model.context, tensor.mem)
                 except AdapterError as exc:
                     first = first or exc
                 tensor.mem = None
         if model.context:
             try:
-                _check(int(lib.call("rknn_destroy", model.context)), "release", "rknn_destroy")
+                lib.checked("release", "rknn_destroy", model.context)
             except AdapterError as exc:
                 first = first or exc
         model.released = True
