@@ -9,7 +9,7 @@ import ctypes
 import importlib.metadata
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
@@ -181,6 +181,19 @@ def undo_on_failure(step: Callable[[], T], undo: Callable[[], object]) -> T:
         with contextlib.suppress(AdapterError):
             undo()
         raise
+
+
+def release_all(steps: Sequence[Callable[[], object]]) -> None:
+    """Every step of a release, whatever fails (what one step cannot free must not keep the
+    others from being freed); then the first AdapterError."""
+    errors: List[AdapterError] = []
+    for step in steps:
+        try:
+            step()
+        except AdapterError as exc:
+            errors.append(exc)
+    if errors:
+        raise errors[0]
 
 
 @contextlib.contextmanager

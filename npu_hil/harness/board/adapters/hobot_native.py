@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, List, TypedDict, cast
 
 import numpy as np
@@ -25,6 +26,7 @@ from .base import (
     match_outputs,
     packed_bytes,
     pick_model,
+    release_all,
     timed,
     undo_on_failure,
 )
@@ -595,11 +597,10 @@ class HobotNativeAdapter(Adapter):
         return f"{kind.lower()}{index}"
 
     def release(self, model: Any) -> None:
-        if not isinstance(model, HorizonModel) or model.released:
-            return
-        model.released = True
-        if model.packed:
-            self.runtime().checked("release", "hbDNNRelease", model.packed)
+        if isinstance(model, HorizonModel) and not model.released:
+            model.released = True
+            if model.packed:
+                self.runtime().checked("release", "hbDNNRelease", model.packed)
 
     # -- run ------------------------------------------------------------------------------
 
@@ -764,21 +765,11 @@ class HobotNativeAdapter(Adapter):
     def _cleanup(self, job: _Job) -> None:
         """Release the task and every allocation, whatever fails; then raise the first failure."""
         rt = self.runtime()
-        errors: list[AdapterError] = []
+        steps = [partial(rt.free, buffer.mem, buffer.what) for buffer in job.buffers]
         if job.task is not None and job.task.value:
-            try:
-                rt.release_task(job.task)
-            except AdapterError as exc:
-                errors.append(exc)
-        job.task = None
-        for buffer in job.buffers:
-            try:
-                rt.free(buffer.mem, buffer.what)
-            except AdapterError as exc:
-                errors.append(exc)
-        job.buffers = []
-        if errors:
-            raise errors[0]
+            steps.insert(0, partial(rt.release_task, job.task))
+        job.task, job.buffers = None, []
+        release_all(steps)
 
 
 ADAPTER = HobotNativeAdapter

@@ -538,15 +538,14 @@ class KneronAdapter(Adapter):
         return model
 
     def release(self, model: Any) -> None:
-        if not isinstance(model, KneronModel) or model.released:
-            return
-        model.released = True
-        self._live -= 1
-        if self._on_device is model:
-            self._on_device = None
-        if self._live <= 0 and self._device is not None:
-            device, self._device = self._device, None
-            self._disconnect(device)
+        if isinstance(model, KneronModel) and not model.released:
+            model.released = True
+            self._live -= 1
+            if self._on_device is model:
+                self._on_device = None
+            if self._live <= 0 and self._device is not None:
+                device, self._device = self._device, None
+                self._disconnect(device)
 
     # -- run ------------------------------------------------------------------------------
 

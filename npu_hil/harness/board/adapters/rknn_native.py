@@ -9,6 +9,7 @@ import ctypes
 import os
 import platform
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, List, TypedDict, TypeVar
 
 import numpy as np
@@ -26,6 +27,7 @@ from .base import (
     match_inputs,
     match_outputs,
     packed_bytes,
+    release_all,
     timed,
     undo_on_failure,
 )
@@ -494,30 +496,23 @@ class RknnNativeAdapter(Adapter):
         )
 
     def release(self, model: Any) -> None:
-        if not isinstance(model, RknnModel) or model.released:
-            return
-        self._teardown(model)
+        if isinstance(model, RknnModel) and not model.released:
+            self._teardown(model)
 
     def _teardown(self, model: RknnModel) -> None:
         """Free every memory and the context; report the first failure after trying them all."""
         lib = self.library()
-        first: AdapterError | None = None
-        for tensor in model.inputs + model.outputs:
-            if tensor.mem:
-                try:
-                    call = f"rknn_destroy_mem({tensor.name!r})"
-                    lib.checked("release", call, model.context, tensor.mem)
-                except AdapterError as exc:
-                    first = first or exc
-                tensor.mem = None
+        steps = [
+            partial(lib.checked, "release", f"rknn_destroy_mem({t.name!r})", model.context, t.mem)
+            for t in model.inputs + model.outputs
+            if t.mem
+        ]
         if model.context:
-            try:
-                lib.checked("release", "rknn_destroy", model.context)
-            except AdapterError as exc:
-                first = first or exc
+            steps.append(partial(lib.checked, "release", "rknn_destroy", model.context))
+        for tensor in model.inputs + model.outputs:
+            tensor.mem = None
         model.released = True
-        if first is not None:
-            raise first
+        release_all(steps)
 
 
 ADAPTER = RknnNativeAdapter

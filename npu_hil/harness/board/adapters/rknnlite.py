@@ -145,10 +145,9 @@ class RknnLiteAdapter(Adapter):
         )
 
     def release(self, model: Any) -> None:
-        if not isinstance(model, LiteModel) or model.released:
-            return
-        model.released = True
-        vendor_call(model.rknn.release, "release", "RKNNLite.release")
+        if isinstance(model, LiteModel) and not model.released:
+            model.released = True
+            vendor_call(model.rknn.release, "release", "RKNNLite.release")
 
     # -- run ------------------------------------------------------------------------------
 
