@@ -146,13 +146,14 @@ def match_outputs(names: List[str], outputs: Optional[List[str]]) -> Tuple[List[
     return match_names(names, list(outputs), "fetch", "outputs")
 
 
-def pick_outputs(names: List[str], outputs: Optional[List[str]]) -> List[int]:
-    """Positions of the wanted ``outputs`` among ``names`` (None: all), by name only."""
+def pick_outputs(names: List[str], outputs: Optional[List[str]], hint: str = "") -> List[int]:
+    """Positions of the wanted ``outputs`` among ``names`` (None: all), by name only; ``hint``
+    says where an adapter's names come from."""
     if outputs is None:
         return list(range(len(names)))
     missing = [w for w in outputs if w not in names]
     if missing:
-        raise AdapterError("LayoutError", "fetch", f"outputs {missing} not in {names}")
+        raise AdapterError("LayoutError", "fetch", f"outputs {missing} not in {names}{hint}")
     return [names.index(w) for w in outputs]
 
 

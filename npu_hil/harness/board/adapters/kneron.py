@@ -489,12 +489,7 @@ class KneronAdapter(Adapter):
         return found
 
     def _disconnect(self, device: Any) -> None:
-        try:
-            self.kp().core.disconnect_devices(device_group=device)
-        except Exception as exc:
-            raise AdapterError(
-                "DeviceError", "release", f"kp.core.disconnect_devices: {exc}"
-            ) from exc
+        self._vendor("release", "core.disconnect_devices", device_group=device)
 
     def versions(self) -> dict[str, str]:
         kp = self.kp()

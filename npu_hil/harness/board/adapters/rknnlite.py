@@ -20,6 +20,7 @@ from .base import (
     RunOutput,
     TensorOut,
     package_version,
+    pick_outputs,
     timed,
     vendor_call,
 )
@@ -97,25 +98,22 @@ class RknnLiteAdapter(Adapter):
 
     # -- load / release -------------------------------------------------------------------
 
-    def _effective_core_mask(self, mask: int) -> int:
-        """What RKNNLite 2.5.0 passes on for ``mask``: ALL becomes 0_1_2; on RK3576 the masks
-        naming core 2 become their two-core counterparts."""
-        if mask == CORE_MASKS["all"]:
-            mask = CORE_MASKS["0_1_2"]
-        if str(self.options.get("soc") or "").lower() == "rk3576":
-            mask = RK3576_REMAP.get(mask, mask)
-        return mask
-
     def load(self, model_path: str) -> LiteModel:
         cls = self.rknnlite()
         runtime_args: dict[str, Any] = {
             k: self.options[k] for k in ("target", "device_id", "async_mode") if k in self.options
         }
-        # The core_mask for init_runtime: RKNNLite's own constant.
-        mask = self.options.get("core_mask")
+        # The core_mask for init_runtime (RKNNLite's own constant), and what RKNNLite 2.5.0
+        # passes on for it: ALL becomes 0_1_2; on RK3576 the masks naming core 2 become their
+        # two-core counterparts.
+        mask = effective = self.options.get("core_mask")
         if mask is not None:
-            mask = core_mask(mask, str(self.options.get("soc") or "").lower(), cls)
+            soc = str(self.options.get("soc") or "").lower()
+            mask = core_mask(mask, soc, cls)
             runtime_args["core_mask"] = mask
+            effective = CORE_MASKS["0_1_2"] if mask == CORE_MASKS["all"] else mask
+            if soc == "rk3576":
+                effective = RK3576_REMAP.get(effective, effective)
         rknn = vendor_call(cls, "init", "RKNNLite()", verbose=bool(self.options.get("verbose")))
         load_args: dict[str, Any] = {}
         if self.options.get("key_path"):
@@ -141,7 +139,7 @@ class RknnLiteAdapter(Adapter):
             rknn=rknn,
             sdk_version=None if sdk is None else str(sdk),
             core_mask=mask,
-            core_mask_effective=None if mask is None else self._effective_core_mask(mask),
+            core_mask_effective=effective,
         )
 
     def release(self, model: Any) -> None:
@@ -191,17 +189,8 @@ class RknnLiteAdapter(Adapter):
         with timed(timings, "copy_s"):
             results = list(results)
             names = self._output_names(len(results), outputs)
-            if outputs is None:
-                wanted = list(range(len(results)))
-            elif any(w not in names for w in outputs):
-                raise AdapterError(
-                    "LayoutError",
-                    "fetch",
-                    f"outputs {[w for w in outputs if w not in names]} unknown: RKNNLite does "
-                    f"not name its outputs; set adapter_options.output_names (have {names})",
-                )
-            else:
-                wanted = [names.index(w) for w in outputs]
+            hint = ": RKNNLite does not name its outputs; set adapter_options.output_names"
+            wanted = pick_outputs(names, outputs, hint)
             tensors = [self._tensor(names[i], results[i], model) for i in wanted]
         return RunOutput(inputs=[], outputs=tensors, timings=timings)
 
