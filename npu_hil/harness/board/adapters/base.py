@@ -240,9 +240,9 @@ class CLibrary:
         self.paths.append(path)
 
     def bind(self, name: str, argtypes: List[Any], restype: Any, required: bool = True) -> bool:
-        """Bind ``name`` from the first library that exports it. A function the library lacks is
-        an UnsupportedError when ``required``; else False (newer runtimes only: used when
-        present)."""
+        """Bind ``name`` from the first library that exports it. A function none exports is an
+        UnsupportedError when ``required``; else False (a function of newer runtimes only, used
+        where present)."""
         for lib in self.libs:
             func = getattr(lib, name, None)
             if func is not None:
