@@ -346,46 +346,25 @@ def _joined(parts: list[str]) -> str:
 def _platform(info: ArtifactInfo, target: str, table: CompatTable) -> Finding:
     row = table.row(target)
     if row is None:
-        return Finding(
-            "target-platform",
-            "unknown",
-            f"the {table.vendor} table has no row for {target}",
-            table.path,
-        )
+        said = f"the {table.vendor} table has no row for {target}"
+        return Finding("target-platform", "unknown", said, table.path)
     built = tuple(p.lower() for p in info.target_platforms)
+    is_built = f"{info.name} is built for {', '.join(built)}"
+    loads = f"a board of {target} loads models for {', '.join(row.platforms)}"
     if not built:
         why = "; ".join(info.unverified) or "the file names none"
-        return Finding(
-            "target-platform",
-            "unknown",
-            f"{info.name} does not say which platform it was built for ({why}); a board of "
-            f"{target} loads models for {', '.join(row.platforms)}",
-            row.source,
-        )
+        said = f"{info.name} does not say which platform it was built for ({why}); {loads}"
+        return Finding("target-platform", "unknown", said, row.source)
     if any(p in row.platforms for p in built):
-        return Finding(
-            "target-platform",
-            "ok",
-            f"{info.name} is built for {', '.join(built)}; {target} loads it",
-            row.source,
-        )
+        return Finding("target-platform", "ok", f"{is_built}; {target} loads it", row.source)
     if any(p in row.same_program for p in built):
-        return Finding(
-            "target-platform",
-            "warn",
-            f"{info.name} is built for {', '.join(built)}, the board is {target}: the compiler "
-            "writes the same program for both, but whether the runtime accepts the other "
-            "platform's name was not measured",
-            row.same_program_source,
+        said = (
+            f"{is_built}, the board is {target}: the compiler writes the same program for both, "
+            "but whether the runtime accepts the other platform's name was not measured"
         )
-    return Finding(
-        "target-platform",
-        "refuse",
-        f"{info.name} is built for {', '.join(built)}; a board of {target} loads models for "
-        f"{', '.join(row.platforms)}",
-        row.source,
-        reason="the target platform differs",
-    )
+        return Finding("target-platform", "warn", said, row.same_program_source)
+    differs = "the target platform differs"
+    return Finding("target-platform", "refuse", f"{is_built}; {loads}", row.source, differs)
 
 
 def _runtime(info: ArtifactInfo, table: CompatTable, versions: Mapping[str, Any]) -> list[Finding]:

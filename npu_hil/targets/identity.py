@@ -8,8 +8,9 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import cast
 
 from typing_extensions import TypedDict
 
@@ -64,12 +65,7 @@ class IdentityVerdict:
     other_target: str | None = None
 
     def to_dict(self) -> IdentityDocument:
-        return {
-            "state": self.state,
-            "reported": list(self.reported),
-            "detail": self.detail,
-            "other_target": self.other_target,
-        }
+        return cast(IdentityDocument, {**asdict(self), "reported": list(self.reported)})
 
 
 def load_identity_table(path: str | Path) -> dict[str, IdentityRow]:

@@ -102,10 +102,7 @@ def predict_aligned_shape(
 
 def strides_of_aligned_shape(aligned: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     """Contiguous byte strides over ``aligned`` (how X3/X5's alignedShape is laid out)."""
-    strides = [itemsize] * len(aligned)
-    for axis in range(len(aligned) - 2, -1, -1):
-        strides[axis] = strides[axis + 1] * aligned[axis + 1]
-    return tuple(strides)
+    return tuple(itemsize * prod(aligned[axis + 1 :]) for axis in range(len(aligned)))
 
 
 def build(

@@ -71,21 +71,18 @@ def properties_of(reported: Mapping[str, object]) -> TensorProperties:
 
 def quantizer(attributes: Mapping[str, object]) -> Quantizer:
     """How the tensor's values relate to floats, from its properties."""
-    return _quantizer(properties_of(attributes))
-
-
-def _quantizer(attributes: TensorProperties) -> Quantizer:
-    kind = attributes.get("quantiType", "NONE")
-    tensor_type = str(attributes.get("tensorType"))
+    properties = properties_of(attributes)
+    kind = properties.get("quantiType", "NONE")
+    tensor_type = str(properties.get("tensorType"))
     dtype = DTYPE_OF_TYPE.get(tensor_type, np.dtype("uint8"))
     if kind == "SCALE":
-        scales = tuple(float(s) for s in attributes["scale"])
-        zeros = tuple(int(z) for z in attributes.get("zeroPoint") or [0] * len(scales))
-        axis = int(attributes.get("quantizeAxis", 0)) if len(scales) > 1 else None
+        scales = tuple(float(s) for s in properties["scale"])
+        zeros = tuple(int(z) for z in properties.get("zeroPoint") or [0] * len(scales))
+        axis = int(properties.get("quantizeAxis", 0)) if len(scales) > 1 else None
         return HorizonScale(scales, zeros, axis, dtype)
     if kind == "SHIFT":
-        shifts = tuple(int(s) for s in attributes["shift"])
-        axis = int(attributes.get("quantizeAxis", 0)) if len(shifts) > 1 else None
+        shifts = tuple(int(s) for s in properties["shift"])
+        axis = int(properties.get("quantizeAxis", 0)) if len(shifts) > 1 else None
         return HorizonShift(shifts, axis, dtype)
     return Cast(dtype)
 
@@ -98,7 +95,7 @@ def model_input(attributes: Mapping[str, object], held: np.ndarray) -> np.ndarra
         return nv12_planes(held)
     if tensor_type == "Y":
         return y_plane(held)
-    dequantized: np.ndarray = _quantizer(properties).dequantize(held).astype(np.float32)
+    dequantized: np.ndarray = quantizer(properties).dequantize(held).astype(np.float32)
     return dequantized
 
 

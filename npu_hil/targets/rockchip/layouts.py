@@ -433,12 +433,7 @@ def _flat(
     """C order over ``padded`` (the shape with its last axis padded; default: unpadded)."""
     shape, item, key = ask.shape, ask.dtype.itemsize, ask.size_key
     room = padded or shape
-    strides = [item] * len(shape)
-    for axis in range(len(shape) - 2, -1, -1):
-        strides[axis] = strides[axis + 1] * room[axis + 1]
-    dims = tuple(
-        Dim(a, d, s, 1, f"d{a}") for a, (d, s) in enumerate(zip(shape, strides, strict=True))
-    )
+    dims = tuple(Dim(a, d, item * prod(room[a + 1 :]), 1, f"d{a}") for a, d in enumerate(shape))
     nbytes, source = (
         _size(ask, default_size, where=f"{ask.target} {ask.name}")
         if key in ask.params
