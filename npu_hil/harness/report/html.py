@@ -101,10 +101,11 @@ def provenance_banner(summary: Mapping[str, Any]) -> str:
 
 
 def _links(run_dir: Path) -> str:
-    links = []
-    for name in ("junit.xml", "pytest.log", "summary.json", "comparison.json", "records.jsonl"):
-        if name in ("junit.xml", "summary.json", "comparison.json") or (run_dir / name).exists():
-            links.append(f'<a href="{name}">{name}</a>')
+    links = [
+        f'<a href="{name}">{name}</a>'
+        for name in ("junit.xml", "pytest.log", "summary.json", "comparison.json", "records.jsonl")
+        if name in ("junit.xml", "summary.json", "comparison.json") or (run_dir / name).exists()
+    ]
     return f"<p>files: {' · '.join(links)}</p>"
 
 
