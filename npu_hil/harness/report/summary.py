@@ -100,10 +100,6 @@ def _zero() -> dict[str, int]:
     return dict.fromkeys(OUTCOMES, 0)
 
 
-def _count(counts: dict[str, int], outcome: str) -> None:
-    counts[outcome] = counts.get(outcome, 0) + 1
-
-
 def board_kind(entry: Mapping[str, Any]) -> str:
     """``HW``, ``SIM``, ``HW+SIM`` (some cases fell back) or ``-`` (nothing ran on it)."""
     hw, sim = entry.get("ran_hw", 0), entry.get("ran_sim", 0)
@@ -222,10 +218,9 @@ def build_summary(
     by_backend = {"simulated": _zero(), "hardware": _zero(), "not run": _zero()}
     no_board = 0
     for record in records:
-        _count(totals, record.outcome)
-        board = record.board or NO_BOARD
+        where = record.provenance
         entry = per_board.setdefault(
-            board,
+            record.board or NO_BOARD,
             {
                 "target": record.target,
                 "backend": record.backend,
@@ -236,16 +231,13 @@ def build_summary(
                 **_zero(),
             },
         )
-        _count(entry, record.outcome)
-        where = record.provenance
-        if where == "hw":
-            entry["ran_hw"] += 1
-        elif where == "sim":
-            entry["ran_sim"] += 1
-            entry["simulated"] = True
+        target = per_target.setdefault(record.target or NO_TARGET, _zero())
+        for counts in (totals, entry, target, by_backend[_KIND[where]]):
+            counts[record.outcome] = counts.get(record.outcome, 0) + 1
+        if where:
+            entry[f"ran_{where}"] += 1
+        entry["simulated"] |= where == "sim"
         entry["runtime_versions"].update(record.runtime_versions)
-        _count(per_target.setdefault(record.target or NO_TARGET, _zero()), record.outcome)
-        _count(by_backend[_KIND[where]], record.outcome)
         no_board += record.board is None
     for entry in per_board.values():
         entry["kind"] = board_kind(entry)
