@@ -200,7 +200,7 @@ def build_comparison(
         if baseline is None:
             how = f"--compare-with {asked_name}: no finished run there"
         else:
-            why = incomplete_reason(baseline[0], baseline[1])
+            why = incomplete_reason(*baseline)
             if why is not None:
                 incomplete = [{"run_id": baseline[0].name, "why": why}]
                 how += f"; that run is INCOMPLETE: {why}, so tests it did not reach are absent"
