@@ -181,26 +181,21 @@ def _latency_by_target(records: Sequence[TestRecord]) -> dict[str, TargetLatency
 def _accuracy_by_target(records: Sequence[TestRecord]) -> dict[str, TargetAccuracy]:
     """Per target, the outputs compared with the float reference: how many, how many failed a
     threshold, and the lowest SNR and cosine among them."""
-    rows: dict[str, dict[str, Any]] = {}
+    measured: dict[str, list[dict[str, Any]]] = {}
+    breached: Counter[str] = Counter()
     for record in records:
         for tensor in record.tensors:
-            if tensor.accuracy is None:
-                continue
-            row = rows.setdefault(
-                record.target or NO_TARGET, {"outputs": 0, "breached": 0, "snr": [], "cos": []}
-            )
-            row["outputs"] += 1
-            row["breached"] += bool(tensor.accuracy_breaches)
-            row["snr"] += _figures([tensor.accuracy.get("snr_db")])
-            row["cos"] += _figures([tensor.accuracy.get("cosine")])
+            if tensor.accuracy is not None:
+                measured.setdefault(record.target or NO_TARGET, []).append(tensor.accuracy)
+                breached[record.target or NO_TARGET] += bool(tensor.accuracy_breaches)
     return {
         target: {
-            "outputs": row["outputs"],
-            "breached": row["breached"],
-            "snr_db_min": _worst(row["snr"], min),
-            "cosine_min": _worst(row["cos"], min),
+            "outputs": len(figures),
+            "breached": breached[target],
+            "snr_db_min": _worst(_figures(x.get("snr_db") for x in figures), min),
+            "cosine_min": _worst(_figures(x.get("cosine") for x in figures), min),
         }
-        for target, row in sorted(rows.items())
+        for target, figures in sorted(measured.items())
     }
 
 
