@@ -150,14 +150,10 @@ def evaluate(
         if band is None:
             continue
         latency = metric in LATENCY_METRICS
-        if latency:
-            if not value > band.high:
-                continue
-            side = "above"
-        else:
-            if math.isinf(value) or not value < band.low:
-                continue
-            side = "below"
+        # latency regresses upwards; accuracy downwards (an exact match never regresses)
+        if not (value > band.high if latency else not math.isinf(value) and value < band.low):
+            continue
+        side = "above" if latency else "below"
         if latency and point.noisy:
             severity = "noisy"
         elif (latency and perf) or (not latency and accuracy_thresholds):

@@ -72,20 +72,17 @@ class CaseHistory:
 
     @property
     def last_outcome(self) -> str:
-        present = [o for o in self.strip if o != ABSENT]
-        return present[-1] if present else ABSENT
+        return next((o for o in reversed(self.strip) if o != ABSENT), ABSENT)
 
     def latency_last(self) -> float | None:
-        values = [v for v in self.latency_p50 if v is not None]
-        return values[-1] if values else None
+        return next((v for v in reversed(self.latency_p50) if v is not None), None)
 
     def latency_median(self) -> float | None:
         values = [v for v in self.latency_p50 if v is not None]
         return float(median(values)) if values else None
 
     def snr_last(self) -> float | None:
-        values = [v for v in self.snr_db if v is not None]
-        return values[-1] if values else None
+        return next((v for v in reversed(self.snr_db) if v is not None), None)
 
     def to_dict(self) -> CaseHistoryDocument:
         since = self.failing_since
@@ -158,9 +155,7 @@ def case_histories(
     run_ids = tuple(entry.run_id for entry in window)
     found = []
     for key in sorted(history.points):
-        if board is not None and key[0] != board:
-            continue
-        if case is not None and case not in key[1]:
+        if (board is not None and key[0] != board) or (case is not None and case not in key[1]):
             continue
         placed = _placed(history.points[key], position, len(window))
         if placed is None:

@@ -16,7 +16,6 @@ from typing import Any, cast
 from filelock import FileLock
 
 from npu_hil.harness.errors import NpuHilError
-from npu_hil.harness.files import InputFileError, read_json
 from npu_hil.harness.history import DEFAULT_KEEP
 from npu_hil.harness.history.model import (
     INDEX_FILE,
@@ -29,7 +28,7 @@ from npu_hil.harness.history.model import (
     WorstAccuracy,
 )
 from npu_hil.harness.report.atomic import write_text_atomic
-from npu_hil.harness.report.runs import RUN_ID_PATTERN, root_problem
+from npu_hil.harness.report.runs import RUN_ID_PATTERN, past_document, root_problem
 from npu_hil.harness.report.sanitize import clean_json
 
 LOCK_FILE = "." + INDEX_FILE + ".lock"  # hidden: a listing of the reports root shows runs
@@ -84,28 +83,14 @@ class HistoryLockError(NpuHilError):
     make the lock truncate whatever it points at), or the reports folder is not trusted."""
 
 
-def _document(path: Path, what: str, problems: list[str] | None) -> Any:
-    """The JSON document at ``path``, or None: absent (said nowhere: a run still running has no
-    file yet), or damaged (said in ``problems``)."""
-    try:
-        return read_json(path, what, follow=False)
-    except InputFileError as exc:
-        if not os.path.lexists(path):
-            return None
-        if problems is not None:
-            problems.append(f"{exc.message}: left out of the history")
-        return None
-
-
 def read_measurements(
     run_dir: Path, problems: list[str] | None = None
 ) -> tuple[RunEntry, list[CasePoint]] | None:
     """A run's entry and points, or None when it has no readable measurements.json (damage
     named in ``problems``)."""
-    doc = _document(Path(run_dir) / MEASUREMENTS_FILE, "a run's measurements", problems)
-    if doc is None:
-        return None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA_VERSION:
+    path = Path(run_dir) / MEASUREMENTS_FILE
+    doc = past_document(path, "a run's measurements", problems=problems)
+    if doc is None or doc.get("schema") != SCHEMA_VERSION:
         return None
     cases = doc.get("cases")
     if not isinstance(cases, list):
@@ -117,10 +102,7 @@ def read_measurements(
     run_id = entry.run_id
     for case in cases:
         # one lookup per field and no intermediate dict: a history's load builds a million
-        if not isinstance(case, dict):
-            continue
-        nodeid = case.get("nodeid")
-        if not isinstance(nodeid, str):
+        if not isinstance(case, dict) or not isinstance(nodeid := case.get("nodeid"), str):
             continue
         latency = case.get("latency")
         accuracy = case.get("accuracy")
@@ -163,9 +145,8 @@ def read_index(
     root = Path(reports_root)
     if not root.is_dir():
         return []
-    doc = _document(root / INDEX_FILE, "the history index", problems)
-    ours = isinstance(doc, dict) and doc.get("schema") == SCHEMA_VERSION
-    runs = doc.get("runs") if ours else None
+    doc = past_document(root / INDEX_FILE, "the history index", problems=problems)
+    runs = doc.get("runs") if doc is not None and doc.get("schema") == SCHEMA_VERSION else None
     if not isinstance(runs, list):
         return _scan(root, problems, skip)
     return [entry for entry in map(_entry, runs) if entry is not None]

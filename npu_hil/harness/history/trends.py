@@ -129,12 +129,10 @@ def latency_plot(board: str, cases: Sequence[CaseHistory]) -> str | None:
 
 def pass_rate_per_run(cases: Sequence[CaseHistory]) -> list[float | None]:
     """Per run of the window: the share of the cases' pass/fail states that passed."""
-    if not cases:
-        return []
     rates: list[float | None] = []
-    for index in range(len(cases[0].strip)):
-        states = [outcome_state(c.strip[index]) for c in cases]
-        counted = [s for s in states if s is not None]
+    # every strip spans the window: a run's outcomes, one per case
+    for outcomes in zip(*(c.strip for c in cases), strict=True):
+        counted = [s for s in map(outcome_state, outcomes) if s is not None]
         rates.append(counted.count("pass") / len(counted) if counted else None)
     return rates
 
@@ -250,14 +248,12 @@ def trends_view(
                 "cases": [_case_row(c, run_ids) for c in chosen],
             }
         )
-    omitted_boards = len(per_board) - len(boards)
-    omitted_cases = len(cases) - sum(len(v) for v in drawn.values())
     return {
         "runs": [{"run_id": e.run_id, "started": _iso(e.started)} for e in window],
         "run_key": window[-1].run_key if window else "",
         "boards": board_views,
         "highlights": highlights(cases),
         "cases_total": len(cases),
-        "omitted_boards": omitted_boards,
-        "omitted_cases": omitted_cases,
+        "omitted_boards": len(per_board) - len(boards),
+        "omitted_cases": len(cases) - sum(len(v) for v in drawn.values()),
     }

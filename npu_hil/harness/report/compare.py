@@ -200,7 +200,7 @@ def build_comparison(
         if baseline is None:
             how = f"--compare-with {asked_name}: no finished run there"
         else:
-            why = incomplete_reason(baseline[0], baseline[1])
+            why = incomplete_reason(*baseline)
             if why is not None:
                 incomplete = [{"run_id": baseline[0].name, "why": why}]
                 how += f"; that run is INCOMPLETE: {why}, so tests it did not reach are absent"
@@ -223,18 +223,16 @@ def build_comparison(
     if untrusted is not None and not asked_name:
         how = f"{untrusted}; earlier runs not compared"
     previous = _outcomes(_cases(*baseline)) if baseline is not None else {}
-    new_failures: list[ChangedCase] = []
-    fixed: list[ChangedCase] = []
-    still_failing: list[ChangedCase] = []
-    for nodeid, outcome in current.items():
+    changed: dict[str, list[ChangedCase]] = {"new_failures": [], "fixed": [], "still_failing": []}
+    for nodeid, outcome in sorted(current.items()):
         before = previous.get(nodeid)
-        entry: ChangedCase = {"nodeid": nodeid, "outcome": outcome, "previous": before}
-        if outcome in FAILING and before in FAILING:
-            still_failing.append(entry)
-        elif outcome in FAILING:
-            new_failures.append(entry)
+        if outcome in FAILING:
+            kind = "still_failing" if before in FAILING else "new_failures"
         elif outcome == "passed" and before in FAILING:
-            fixed.append(entry)
+            kind = "fixed"
+        else:
+            continue
+        changed[kind].append({"nodeid": nodeid, "outcome": outcome, "previous": before})
     flaky_runs = history[: FLAKY_WINDOW - 1]
     past_cases = {run: _cases(run, summary) for run, summary in history[: TREND_RUNS - 1]}
     runs_oldest_first = [_outcomes(past_cases[run]) for run, _ in reversed(flaky_runs)]
@@ -242,8 +240,7 @@ def build_comparison(
     flaky: list[FlakyCase] = []
     for nodeid in sorted(current):
         trail = [run.get(nodeid) for run in runs_oldest_first]
-        states = [s for s in (outcome_state(o) for o in trail) if s is not None]
-        flips = state_flips(states)
+        flips = state_flips([s for s in map(outcome_state, trail) if s is not None])
         if flips > 1:
             flaky.append({"nodeid": nodeid, "flips": flips, "history": trail})
     trend: list[TrendPoint] = [
@@ -261,18 +258,19 @@ def build_comparison(
             "per_board": _board_counts([(r.nodeid, r.board or "", r.outcome) for r in records]),
         }
     )
+    baseline_meta = baseline[1].get("meta", {}) if baseline is not None else {}
     return {
         "run_id": run_dir.name,
         "run_key": key,
         "previous_run": baseline[0].name if baseline is not None else None,
-        "previous_started": baseline[1].get("meta", {}).get("started", "") if baseline else "",
-        "previous_commit": baseline[1].get("meta", {}).get("git_commit", "") if baseline else "",
+        "previous_started": baseline_meta.get("started", ""),
+        "previous_commit": baseline_meta.get("git_commit", ""),
         "baseline": how,
         "previous_incomplete": incomplete,
         "window": [past.name for past, _ in reversed(flaky_runs)] + [run_dir.name],
-        "new_failures": sorted(new_failures, key=lambda e: str(e["nodeid"])),
-        "fixed": sorted(fixed, key=lambda e: str(e["nodeid"])),
-        "still_failing": sorted(still_failing, key=lambda e: str(e["nodeid"])),
+        "new_failures": changed["new_failures"],
+        "fixed": changed["fixed"],
+        "still_failing": changed["still_failing"],
         "flaky": flaky,
         "trend": trend,
     }

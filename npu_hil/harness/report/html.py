@@ -101,10 +101,11 @@ def provenance_banner(summary: Mapping[str, Any]) -> str:
 
 
 def _links(run_dir: Path) -> str:
-    links = []
-    for name in ("junit.xml", "pytest.log", "summary.json", "comparison.json", "records.jsonl"):
-        if name in ("junit.xml", "summary.json", "comparison.json") or (run_dir / name).exists():
-            links.append(f'<a href="{name}">{name}</a>')
+    links = [
+        f'<a href="{name}">{name}</a>'
+        for name in ("junit.xml", "pytest.log", "summary.json", "comparison.json", "records.jsonl")
+        if name in ("junit.xml", "summary.json", "comparison.json") or (run_dir / name).exists()
+    ]
     return f"<p>files: {' · '.join(links)}</p>"
 
 
@@ -148,12 +149,12 @@ def _meta_table(summary: Mapping[str, Any]) -> str:
         for k, v in rows
         if v not in ("", None)
     )
-    versions = []
-    for board, entry in summary["per_board"].items():
-        runtime = entry.get("runtime_versions") or {}
-        if runtime:
-            text = ", ".join(f"{k} {v}" for k, v in sorted(runtime.items()))
-            versions.append(f"<tr><td>{escape(board)}</td><td>{escape(text)}</td></tr>")
+    versions = [
+        f"<tr><td>{escape(board)}</td><td>"
+        f"{escape(', '.join(f'{k} {v}' for k, v in sorted(runtime.items())))}</td></tr>"
+        for board, entry in summary["per_board"].items()
+        if (runtime := entry.get("runtime_versions"))
+    ]
     table = f"<table>{cells}</table>"
     if versions:
         table += (
@@ -192,20 +193,18 @@ def _health(summary: Mapping[str, Any]) -> str:
             '<h2 id="health">Board health</h2><p class="muted">Every board answered: no '
             "fallback to a simulated board, no unreachable board, no power cycle.</p>"
         )
-    rows = []
-    for board, events in health.items():
-        for event in events:
-            rows.append(
-                f"<tr><td>{escape(board)}</td><td>{escape(str(event['event']))}</td>"
-                f"<td>{int(event['cases'])}</td></tr>"
-            )
-    for board, kept in (summary.get("health_history") or {}).items():
-        for event in (kept.get("history") or [])[-5:]:  # the latest events across runs
-            rows.append(
-                f"<tr><td>{escape(board)}</td><td>{escape(str(event.get('time')))} "
-                f"{escape(str(event.get('state')))}: {escape(str(event.get('what')))} "
-                f"{escape(str(event.get('cause')))[:300]}</td><td>run</td></tr>"
-            )
+    rows = [
+        f"<tr><td>{escape(board)}</td><td>{escape(str(event['event']))}</td>"
+        f"<td>{int(event['cases'])}</td></tr>"
+        for board, events in health.items()
+        for event in events
+    ] + [
+        f"<tr><td>{escape(board)}</td><td>{escape(str(event.get('time')))} "
+        f"{escape(str(event.get('state')))}: {escape(str(event.get('what')))} "
+        f"{escape(str(event.get('cause')))[:300]}</td><td>run</td></tr>"
+        for board, kept in (summary.get("health_history") or {}).items()
+        for event in (kept.get("history") or [])[-5:]  # the latest events across runs
+    ]
     return (
         '<h2 id="health">Board health</h2><table class="health"><tr><th>board</th>'
         f"<th>what happened</th><th>cases</th></tr>{''.join(rows)}</table>"

@@ -57,21 +57,12 @@ def _attr(value: str) -> str:
     # Most values (figures, names, hashes) need nothing: one regex search, not seven replaces.
     if _ATTR_SPECIAL.search(value) is None:
         return f'"{value}"'
-    return f'"{value.translate(_ATTR_ESCAPES)}"'
+    return f'"{escape(value, _ATTR_ENTITIES)}"'
 
 
 _ATTR_SPECIAL = re.compile(r'[&<>"\n\r\t]')
-_ATTR_ESCAPES = str.maketrans(
-    {
-        "&": "&amp;",
-        "<": "&lt;",
-        ">": "&gt;",
-        '"': "&quot;",
-        "\n": "&#10;",
-        "\r": "&#13;",
-        "\t": "&#09;",
-    }
-)
+# beyond the &, < and > that escape() always replaces
+_ATTR_ENTITIES = {'"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#09;"}
 
 
 def _property_lines(pairs: Sequence[tuple[str, str]], indent: str) -> list[str]:
@@ -106,16 +97,13 @@ def junit_chunks(
     lines.append("  </properties>")
     yield ("\n".join(lines) + "\n").encode("utf-8")
     for record in records:
-        if texts is not None:
-            yield texts.junit(record)
-        else:
-            yield (testcase_text(record) + "\n").encode("utf-8")
+        yield texts.junit(record) if texts is not None else testcase_text(record).encode("utf-8")
     yield b"</testsuite>\n"
 
 
 def testcase_text(record: TestRecord) -> str:
-    """One ``<testcase>`` element, its lines: the record's text is clean already (records are
-    scrubbed and cleaned where they are made), so it is only escaped here."""
+    """One ``<testcase>`` element, its lines, and a newline: the record's text is clean already
+    (records are scrubbed and cleaned where they are made), so it is only escaped here."""
     classname, name = split_nodeid(record.nodeid)
     lines = [
         f"  <testcase classname={_attr(classname)} name={_attr(name)}"
@@ -136,5 +124,5 @@ def testcase_text(record: TestRecord) -> str:
     out = "\n".join(x for x in (record.boot_log, board_log_text(record)) if x)
     if out:
         lines.append(f"    <system-out>{escape(out)}</system-out>")
-    lines.append("  </testcase>")
+    lines.append("  </testcase>\n")
     return "\n".join(lines)

@@ -153,12 +153,18 @@ def write_run_start(run_dir: str | Path, meta: RunStart) -> None:
     write_text_atomic(Path(run_dir) / RUN_FILE, text + "\n")
 
 
-def _past_document(path: Path, what: str, *objects: str) -> dict[str, object] | None:
+def past_document(
+    path: Path, what: str, *objects: str, problems: list[str] | None = None
+) -> dict[str, object] | None:
     """A JSON object an earlier run wrote, or None when absent or damaged: read bounded
-    (:func:`npu_hil.harness.files.read_json`), so a FIFO or a nested bomb costs only that run."""
+    (:func:`npu_hil.harness.files.read_json`), so a FIFO or a nested bomb costs only that run.
+    A file that cannot be read is named in ``problems``, if given; an absent one is not (a run
+    still running has no file yet)."""
     try:
         data = read_json(path, what, follow=False)
-    except InputFileError:
+    except InputFileError as exc:
+        if problems is not None and os.path.lexists(path):
+            problems.append(f"{exc.message}: left out of the history")
         return None
     if not isinstance(data, dict) or any(
         not isinstance(data.get(key, {}), dict) for key in objects
@@ -169,7 +175,7 @@ def _past_document(path: Path, what: str, *objects: str) -> dict[str, object] | 
 
 def read_run_start(run_dir: Path) -> RunStart | None:
     """A past run's run.json, or None (a ``run_key`` not a string is damage: None too)."""
-    data = _past_document(run_dir / RUN_FILE, "a run's start record")
+    data = past_document(run_dir / RUN_FILE, "a run's start record")
     if data is None or not isinstance(data.get("run_key", ""), str):
         return None
     return cast(RunStart, data)
@@ -180,7 +186,7 @@ def read_summary(run_dir: Path) -> PastSummary | None:
     cannot be read, or its ``meta`` or ``outcomes`` is not an object."""
     return cast(
         "PastSummary | None",
-        _past_document(run_dir / SUMMARY_FILE, "a run's summary", "meta", "outcomes"),
+        past_document(run_dir / SUMMARY_FILE, "a run's summary", "meta", "outcomes"),
     )
 
 
@@ -195,7 +201,7 @@ def write_outcomes(run_dir: str | Path, records: Sequence[TestRecord]) -> None:
 def read_outcomes(run_dir: Path) -> list[tuple[str, str, str]] | None:
     """A past run's ``[nodeid, board, outcome]`` rows, or None when it wrote none (a run of an
     older harness: its summary.json embeds the records instead)."""
-    data = _past_document(run_dir / OUTCOMES_FILE, "a run's outcomes")
+    data = past_document(run_dir / OUTCOMES_FILE, "a run's outcomes")
     cases = data.get("cases") if data is not None else None
     if not isinstance(cases, list):
         return None

@@ -100,10 +100,6 @@ def _zero() -> dict[str, int]:
     return dict.fromkeys(OUTCOMES, 0)
 
 
-def _count(counts: dict[str, int], outcome: str) -> None:
-    counts[outcome] = counts.get(outcome, 0) + 1
-
-
 def board_kind(entry: Mapping[str, Any]) -> str:
     """``HW``, ``SIM``, ``HW+SIM`` (some cases fell back) or ``-`` (nothing ran on it)."""
     hw, sim = entry.get("ran_hw", 0), entry.get("ran_sim", 0)
@@ -185,26 +181,21 @@ def _latency_by_target(records: Sequence[TestRecord]) -> dict[str, TargetLatency
 def _accuracy_by_target(records: Sequence[TestRecord]) -> dict[str, TargetAccuracy]:
     """Per target, the outputs compared with the float reference: how many, how many failed a
     threshold, and the lowest SNR and cosine among them."""
-    rows: dict[str, dict[str, Any]] = {}
+    measured: dict[str, list[dict[str, Any]]] = {}
+    breached: Counter[str] = Counter()
     for record in records:
         for tensor in record.tensors:
-            if tensor.accuracy is None:
-                continue
-            row = rows.setdefault(
-                record.target or NO_TARGET, {"outputs": 0, "breached": 0, "snr": [], "cos": []}
-            )
-            row["outputs"] += 1
-            row["breached"] += bool(tensor.accuracy_breaches)
-            row["snr"] += _figures([tensor.accuracy.get("snr_db")])
-            row["cos"] += _figures([tensor.accuracy.get("cosine")])
+            if tensor.accuracy is not None:
+                measured.setdefault(record.target or NO_TARGET, []).append(tensor.accuracy)
+                breached[record.target or NO_TARGET] += bool(tensor.accuracy_breaches)
     return {
         target: {
-            "outputs": row["outputs"],
-            "breached": row["breached"],
-            "snr_db_min": _worst(row["snr"], min),
-            "cosine_min": _worst(row["cos"], min),
+            "outputs": len(figures),
+            "breached": breached[target],
+            "snr_db_min": _worst(_figures(x.get("snr_db") for x in figures), min),
+            "cosine_min": _worst(_figures(x.get("cosine") for x in figures), min),
         }
-        for target, row in sorted(rows.items())
+        for target, figures in sorted(measured.items())
     }
 
 
@@ -222,10 +213,9 @@ def build_summary(
     by_backend = {"simulated": _zero(), "hardware": _zero(), "not run": _zero()}
     no_board = 0
     for record in records:
-        _count(totals, record.outcome)
-        board = record.board or NO_BOARD
+        where = record.provenance
         entry = per_board.setdefault(
-            board,
+            record.board or NO_BOARD,
             {
                 "target": record.target,
                 "backend": record.backend,
@@ -236,16 +226,13 @@ def build_summary(
                 **_zero(),
             },
         )
-        _count(entry, record.outcome)
-        where = record.provenance
-        if where == "hw":
-            entry["ran_hw"] += 1
-        elif where == "sim":
-            entry["ran_sim"] += 1
-            entry["simulated"] = True
+        target = per_target.setdefault(record.target or NO_TARGET, _zero())
+        for counts in (totals, entry, target, by_backend[_KIND[where]]):
+            counts[record.outcome] = counts.get(record.outcome, 0) + 1
+        if where:
+            entry[f"ran_{where}"] += 1
+        entry["simulated"] |= where == "sim"
         entry["runtime_versions"].update(record.runtime_versions)
-        _count(per_target.setdefault(record.target or NO_TARGET, _zero()), record.outcome)
-        _count(by_backend[_KIND[where]], record.outcome)
         no_board += record.board is None
     for entry in per_board.values():
         entry["kind"] = board_kind(entry)

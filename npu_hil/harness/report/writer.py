@@ -40,32 +40,29 @@ class CaseTexts:
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
-        self._junit: dict[int, tuple[TestRecord, bytes]] = {}
-        self._rows: dict[int, tuple[TestRecord, int, bytes]] = {}
+        # id -> (the record, its <testcase>, the length of its row's first part, its row)
+        self._texts: dict[int, tuple[TestRecord, bytes, int, bytes]] = {}
 
     def add(self, record: TestRecord) -> None:
-        self._junit[id(record)] = (record, _deflated(testcase_text(record) + "\n"))
         before, after = row_parts(self.run_dir, record, folded(record))
-        self._rows[id(record)] = (record, len(before), _deflated(before + after))
+        junit = _deflated(testcase_text(record))
+        self._texts[id(record)] = (record, junit, len(before), _deflated(before + after))
+
+    def _made(self, record: TestRecord) -> tuple[TestRecord, bytes, int, bytes] | None:
+        found = self._texts.get(id(record))
+        return found if found is not None and found[0] is record else None
 
     def junit(self, record: TestRecord) -> bytes:
         """The record's ``<testcase>`` element and its newline, UTF-8."""
-        found = self._junit.get(id(record))
-        if found is not None and found[0] is record:
-            return zlib.decompress(found[1])
-        return (testcase_text(record) + "\n").encode("utf-8")
+        found = self._made(record)
+        return zlib.decompress(found[1]) if found else testcase_text(record).encode("utf-8")
 
     def html_row(self, run_dir: Path, record: TestRecord, shown_folded: bool) -> tuple[str, str]:
-        found = self._rows.get(id(record))
-        if (
-            found is not None
-            and found[0] is record
-            and run_dir == self.run_dir
-            and shown_folded == folded(record)
-        ):
-            row = zlib.decompress(found[2]).decode("utf-8")
-            return row[: found[1]], row[found[1] :]
-        return row_parts(run_dir, record, shown_folded)
+        found = self._made(record)
+        if found is None or run_dir != self.run_dir or shown_folded != folded(record):
+            return row_parts(run_dir, record, shown_folded)
+        row = zlib.decompress(found[3]).decode("utf-8")
+        return row[: found[2]], row[found[2] :]
 
 
 def _deflated(text: str) -> bytes:

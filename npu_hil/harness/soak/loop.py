@@ -296,14 +296,10 @@ def soak(
         # The clock of the run starts once every context is primed.
         deadline = time.monotonic() + plan.seconds if plan.seconds is not None else None
         for shared, session, counts in primed:
-            thread = threading.Thread(
-                target=_run_context,
-                args=(shared, session, counts, deadline, stop),
-                name=f"soak-{counts.board}-{counts.context}",
-                daemon=True,
-            )
-            threads.append(thread)
-            thread.start()
+            name = f"soak-{counts.board}-{counts.context}"
+            args = (shared, session, counts, deadline, stop)
+            threads.append(threading.Thread(target=_run_context, args=args, name=name, daemon=True))
+            threads[-1].start()
         while any(t.is_alive() for t in threads):
             for thread in threads:
                 thread.join(timeout=1.0 / max(1, len(threads)))

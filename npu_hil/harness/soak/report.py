@@ -178,13 +178,12 @@ def soak_html(run: SoakRun, verdict: Verdict) -> str:
             if image is not None:
                 parts.append(f"<img alt='plot' src='{image}'>")
         if part.failures:
-            shown = part.failures[:20]
             parts.append(
                 "<p>First failures:</p><ul>"
                 + "".join(
                     f"<li>{f.t_s:.1f} s, context {f.context}, {escape(f.model)}: "
                     f"{escape(f.kind)}: {escape(f.message[:300])}</li>"
-                    for f in shown
+                    for f in part.failures[:20]
                 )
                 + "</ul>"
             )

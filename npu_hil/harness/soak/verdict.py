@@ -162,15 +162,16 @@ def sample_value(sample: MemorySample, metric: str) -> float | None:
 
 
 def _series(part: BoardSoak) -> list[tuple[int | None, str, list[MemorySample]]]:
-    found: list[tuple[int | None, str, list[MemorySample]]] = []
-    for counts in part.contexts:
-        own = [s for s in part.samples if s.context == counts.context]
-        found.append((counts.context, "rss_kib", own))
+    found: list[tuple[int | None, str, list[MemorySample]]] = [
+        (c.context, "rss_kib", [s for s in part.samples if s.context == c.context])
+        for c in part.contexts
+    ]
     first = [s for s in part.samples if s.context == 0]
-    for metric in METRICS[1:]:
-        if any(sample_value(s, metric) is not None for s in first):
-            found.append((None, metric, first))
-    return found
+    return found + [
+        (None, metric, first)
+        for metric in METRICS[1:]
+        if any(sample_value(s, metric) is not None for s in first)
+    ]
 
 
 def _fit_series(
