@@ -114,15 +114,13 @@ def run_down(args: argparse.Namespace) -> int:
     if not results:
         print("nothing running")
         return 0
+    notes = {
+        "replaced": "left alone: the pid belongs to another process now",
+        "stopped": "was not running",
+    }
     for result in results:
-        record = result.record
-        if result.outcome == "replaced":
-            note = "left alone: the pid belongs to another process now"
-        elif result.outcome == "stopped":
-            note = "was not running"
-        else:
-            note = result.outcome
-        print(f"{record.name} (pid {record.pid}): {note}")
+        note = notes.get(result.outcome, result.outcome)
+        print(f"{result.record.name} (pid {result.record.pid}): {note}")
     return 0
 
 

@@ -98,31 +98,22 @@ def add_parser(sub: Any) -> None:
         metavar="SECONDS",
         help="memory sampling period (default 10 s)",
     )
-    soak.add_argument(
-        "--max-leak-kib-per-1k",
-        type=float,
-        metavar="KIB",
-        help="bound on an agent's memory growth per 1000 jobs (default 4096; not judged when "
-        "only --max-leak-kib-per-hour is given)",
-    )
-    soak.add_argument(
-        "--max-leak-kib-per-hour",
-        type=float,
-        metavar="KIB",
-        help="bound on memory growth per hour (default: not judged)",
-    )
-    soak.add_argument(
-        "--max-error-rate",
-        type=float,
-        metavar="SHARE",
-        help="failed jobs / jobs allowed per board (default 0.01)",
-    )
-    soak.add_argument(
-        "--warmup-share",
-        type=float,
-        metavar="SHARE",
-        help="share of each memory series left out of the fit (default 0.2)",
-    )
+    for flag, metavar, text in (
+        (
+            "--max-leak-kib-per-1k",
+            "KIB",
+            "bound on an agent's memory growth per 1000 jobs (default 4096; not judged when only "
+            "--max-leak-kib-per-hour is given)",
+        ),
+        ("--max-leak-kib-per-hour", "KIB", "bound on memory growth per hour (default: not judged)"),
+        ("--max-error-rate", "SHARE", "failed jobs / jobs allowed per board (default 0.01)"),
+        (
+            "--warmup-share",
+            "SHARE",
+            "share of each memory series left out of the fit (default 0.2)",
+        ),
+    ):
+        soak.add_argument(flag, type=float, metavar=metavar, help=text)
     soak.add_argument("--reports", type=Path, default=Path("reports"), help="reports root")
     soak.add_argument("--workdir", type=Path, help="the farm's workdir (locks, simulated boards)")
     soak.add_argument("--json", action="store_true", help="print the outcome as JSON")

@@ -18,7 +18,7 @@ from npu_hil.harness.farm.defaults import (
     DEFAULT_THRESHOLD,
 )
 from npu_hil.harness.plugin.inventory import health_key, inventory_path
-from npu_hil.harness.plugin.records import item_info
+from npu_hil.harness.plugin.records import filters_text, item_info
 
 if TYPE_CHECKING:
     from npu_hil.harness.farm.farm import Farm
@@ -277,10 +277,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def _marker_names(metafunc: pytest.Metafunc, name: str) -> tuple[str, ...]:
-    names: list[str] = []
-    for marker in metafunc.definition.iter_markers(name):
-        names.extend(str(arg) for arg in marker.args)
-    return tuple(dict.fromkeys(names))
+    markers = metafunc.definition.iter_markers(name)
+    return tuple(dict.fromkeys(str(arg) for marker in markers for arg in marker.args))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -318,14 +316,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         else boards
     )
     inventoried = {b.target for b in unfiltered}
+    source = state.load_inventory().source  # the farm is built: the inventory is read
     for soc in socs:
         if soc not in served:
-            reason = f"no board for SoC {soc} in {farm_source(state)}" + _filters_text(config)
+            reason = f"no board for SoC {soc} in {source}" + filters_text(config)
             filtered = soc in inventoried
             params.append(_skipped(BoardParam(None, soc, reason), f"{soc}-no-board", filtered))
     if not params:
         what = ", ".join(vendors) if vendors else "any target"
-        reason = f"no board for {what} in {farm_source(state)}" + _filters_text(config)
+        reason = f"no board for {what} in {source}" + filters_text(config)
         filtered = bool(unfiltered)
         params.append(_skipped(BoardParam(None, "", reason), "no-board", filtered))
     metafunc.parametrize(BOARD, params, indirect=True)
@@ -364,27 +363,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     (reported by pytest as deselected, never as skipped placeholders)."""
     if not (config.getoption("target") or config.getoption("board")):
         return  # nothing was filtered: a run that uses no board pays nothing here
-    kept: list[pytest.Item] = []
-    dropped: list[pytest.Item] = []
-    for item in items:
-        (dropped if item.get_closest_marker("npu_hil_filtered") else kept).append(item)
+    dropped = [item for item in items if item.get_closest_marker("npu_hil_filtered")]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
-
-
-def farm_source(state: FarmState) -> str:
-    return state.inventory.source if state.inventory is not None else "the inventory"
-
-
-def _filters_text(config: pytest.Config) -> str:
-    parts = [f"--target {t}" for t in config.getoption("target")]
-    parts += [f"--board {b}" for b in config.getoption("board")]
-    if config.getoption("backend") == "hw" and config.getoption("simfarm", None) is None:
-        parts.append("--backend hw: simulated boards left out")
-    if config.getoption("runtime", None):
-        parts.append(f"--runtime {config.getoption('runtime')}: boards without it left out")
-    return f" (filters: {' '.join(parts)})" if parts else ""
+        items[:] = [item for item in items if not item.get_closest_marker("npu_hil_filtered")]
 
 
 @pytest.fixture(scope="session")

@@ -183,13 +183,6 @@ def fail_on(findings: list[Regression]) -> None:
         )
 
 
-def trend_runs() -> int:
-    """How many runs the report's history view shows (this one included)."""
-    from npu_hil.harness.history.flaky import DEFAULT_RUNS
-
-    return DEFAULT_RUNS
-
-
 def run_history(config: pytest.Config) -> ControllerHistory:
     """The controller's history for this run: its earlier runs, enough for both the baseline's
     window and the report's history view, are read in the background from the first call on
@@ -197,7 +190,9 @@ def run_history(config: pytest.Config) -> ControllerHistory:
     root, this_run = history_place(config)
     found = config.stash.get(CONTROLLER_HISTORY_KEY, None)
     if found is None or found.run_id != this_run:
-        runs = max(settings_of(config).runs, trend_runs() - 1)
+        from npu_hil.harness.history.flaky import DEFAULT_RUNS  # the report's view, this run too
+
+        runs = max(settings_of(config).runs, DEFAULT_RUNS - 1)
         run_key = _run_key(config)
         earlier: Future[History] = Future()
 
@@ -242,12 +237,8 @@ def newest_runs(history: History, runs: int) -> History:
         return history
     kept = history.runs[-runs:] if runs > 0 else []
     ids = {e.run_id for e in kept}
-    points = {}
-    for key, series in history.points.items():
-        inside = [p for p in series if p.run_id in ids]
-        if inside:
-            points[key] = inside
-    return History(kept, points, list(history.problems))
+    inside = {key: [p for p in series if p.run_id in ids] for key, series in history.points.items()}
+    return History(kept, {key: s for key, s in inside.items() if s}, list(history.problems))
 
 
 def with_run(history: History, entry: RunEntry, points: list[CasePoint]) -> History:
@@ -308,13 +299,13 @@ def pytest_npu_hil_run_end(
 def pytest_npu_hil_run_trends(config: pytest.Config) -> TrendsView | None:
     """The report's history view: the last runs of this kind and this run when it is complete
     (None when nothing was kept)."""
+    from npu_hil.harness.history.flaky import DEFAULT_RUNS as runs
     from npu_hil.harness.history.trends import trends_view
 
     state = config.stash.get(CONTROLLER_HISTORY_KEY, None)
     if state is None or state.entry is None:
         return None
     earlier, entry = state.earlier.result(), state.entry
-    runs = trend_runs()
     if entry.complete:
         history = with_run(newest_runs(earlier, runs - 1), entry, list(state.points.values()))
     else:

@@ -17,16 +17,15 @@ QUARANTINED_ATTR = "npu_hil_quarantined"
 HARNESS_ROOT = Path(__file__).resolve().parents[1]  # npu_hil/harness/, above this package
 
 
-def infra_errors() -> tuple[type[BaseException], ...]:
-    """What counts as infrastructure trouble: a TransportError, a timeout, an unhealthy board."""
+def is_infra(excinfo: pytest.ExceptionInfo[BaseException] | None) -> bool:
+    """Whether the error is infrastructure trouble: a TransportError, a timeout, an unhealthy
+    board."""
+    if excinfo is None:
+        return False
     from npu_hil.harness.errors import TransportError
     from npu_hil.harness.farm.recovery import BoardUnhealthyError
 
-    return (TransportError, TimeoutError, BoardUnhealthyError)
-
-
-def is_infra(excinfo: pytest.ExceptionInfo[BaseException] | None) -> bool:
-    return excinfo is not None and excinfo.errisinstance(infra_errors())
+    return excinfo.errisinstance((TransportError, TimeoutError, BoardUnhealthyError))
 
 
 def phase_outcome(call: pytest.CallInfo[None], report: pytest.TestReport) -> str:

@@ -285,30 +285,6 @@ def config_run_kind(config: pytest.Config) -> RunKind:
     return run_kind(_suite_of(config), inventory_path(config), selection)
 
 
-def session_meta(
-    config: pytest.Config, exitstatus: int, started: float, *, stopped: bool = False
-) -> RunMeta:
-    """The fields the plugin adds to a run's meta at the end of the session; ``sim_faults``:
-    the faults ``--sim-fault`` injected (``[{board, fault}]``), so a reader knows the run was
-    rigged (they are no part of the run key)."""
-    from npu_hil.harness.plugin.sim_faults import parse_board_faults
-    from npu_hil.harness.report.runmeta import run_meta
-
-    meta = run_meta(
-        config_run_kind(config),
-        exitstatus=exitstatus,
-        started=started,
-        rootpath=config.rootpath,
-        args=list(config.invocation_params.args),
-        compare_with=config.getoption("compare_with", None) or "",
-        stopped=stopped,
-    )
-    # checked when the session was configured (npu_hil.harness.plugin.farm): they parse
-    faults = parse_board_faults(config.getoption("sim_fault", None) or [])
-    meta["sim_faults"] = [f.to_dict() for f in faults]
-    return meta
-
-
 # ------------------------------------------------------------------------- per test
 
 
@@ -432,21 +408,19 @@ class RunCollector:
         record = rerun_unstable(TestRecord.from_dict(data), self.state.failed_attempts)
         if record.outcome in ("failed", "error"):
             self.state.failed_attempts.setdefault(record.nodeid, record)
-        if self.state.run_dir is None:
+        if self.state.run_dir is None or self.state.texts is None:
             from npu_hil.harness.plugin.interrupt import sigterm_interrupts
+            from npu_hil.harness.report.writer import CaseTexts
 
             self.state.run_dir = run_dir_for_session(self.state.reports_root, run_id(self.config))
             _write_run_start(self.config, self.state)
+            self.state.texts = CaseTexts(self.state.run_dir)
             # The controller of an xdist run: a SIGTERM from here on still writes the report.
             sigterm_interrupts()
         # The record is scrubbed once, here, as the case ends: the report at the end takes the
         # run's records as clean (at 12,000 cases a second pass was 3 s of its bookkeeping).
         kept = append_record(self.state.run_dir, record)
         self.state.records.append(kept)
-        if self.state.texts is None:
-            from npu_hil.harness.report.writer import CaseTexts
-
-            self.state.texts = CaseTexts(self.state.run_dir)
         self.state.texts.add(kept)
         self.config.hook.pytest_npu_hil_record_kept(config=self.config, record=kept)
 
@@ -461,19 +435,21 @@ class RunCollector:
             # --target/--board deselected every case: no silent "no tests ran" either.
             state.failure = (
                 "no test reached a board: the filters left no board case to run"
-                + _selection_text(config)
+                + filters_text(config)
             )
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
             return
         if not state.records or state.run_dir is None:
             return
+        from npu_hil.harness.plugin.sim_faults import parse_board_faults
+        from npu_hil.harness.report.runmeta import run_meta
         from npu_hil.harness.report.summary import nothing_reached
         from npu_hil.harness.report.writer import write_run
 
         # No silent green: a run whose board cases all missed their boards has failed.
         state.failure = nothing_reached(state.records)
         if state.failure is not None:
-            state.failure += _selection_text(config)
+            state.failure += filters_text(config)
             if exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED
         meta: RunMeta = {
@@ -488,12 +464,20 @@ class RunCollector:
             "python": sys.version.split()[0],
             "run_failure": state.failure or "",
             "health_history": _health_history(config, state.records),
-            **session_meta(
-                config,
-                int(exitstatus),
-                state.started,
+            **run_meta(
+                config_run_kind(config),
+                exitstatus=int(exitstatus),
+                started=state.started,
+                rootpath=config.rootpath,
+                args=list(config.invocation_params.args),
+                compare_with=config.getoption("compare_with", None) or "",
                 stopped=bool(session.shouldfail or session.shouldstop),
             ),
+            # what --sim-fault injected (it parsed when the farm feature configured the run), so
+            # a reader knows the run was rigged (no part of the run key)
+            "sim_faults": [
+                f.to_dict() for f in parse_board_faults(config.getoption("sim_fault", None) or [])
+            ],
         }
         meta["run_warnings"] = state.warnings
         # After the meta (whether the run is complete), before the report that shows it. What
@@ -557,13 +541,17 @@ class XdistRunCollector(RunCollector):
         super().pytest_sessionfinish(session, exitstatus)
 
 
-def _selection_text(config: pytest.Config) -> str:
-    """The options that chose the boards, to say with a run that reached none."""
+def filters_text(config: pytest.Config) -> str:
+    """The options that chose the boards, to say with a case or a run that reached none."""
     parts = [f"--target {t}" for t in config.getoption("target")]
     parts += [f"--board {b}" for b in config.getoption("board")]
-    if config.getoption("backend") != "auto" and config.getoption("simfarm", None) is None:
-        parts.append(f"--backend {config.getoption('backend')}")
-    return f" (selection: {' '.join(parts)})" if parts else ""
+    backend = config.getoption("backend")
+    if backend != "auto" and config.getoption("simfarm", None) is None:
+        left_out = ": simulated boards left out" if backend == "hw" else ""
+        parts.append(f"--backend {backend}{left_out}")
+    if config.getoption("runtime", None):
+        parts.append(f"--runtime {config.getoption('runtime')}: boards without it left out")
+    return f" (filters: {' '.join(parts)})" if parts else ""
 
 
 def _write_run_start(config: pytest.Config, state: RunState) -> None:
