@@ -189,7 +189,7 @@ def _shorthand(value: Any) -> Any:
         raise expected(f"one of {', '.join(KINDS)}", choices=KINDS)
     address = CONFIGS[value].address
     if address is not None:
-        raise problem(f"expected {{kind: {value}, {address[0]}: ...}}, got {value!r}")
+        raise problem(f"expected {{kind: {value}, {address}: ...}}, got {value!r}")
     return {KIND: value}
 
 

@@ -85,12 +85,8 @@ class Entry(BaseModel):
 def shown(value: str, *, quoted: bool = True, limit: int = 60) -> str:
     """``value`` for an error message: JSON-escaped (no control character, no lone surrogate
     reaches a report) and cut to about ``limit`` characters."""
-    cut = value if len(value) <= limit else value[:limit]
-    text = json.dumps(cut)
-    if not quoted and text[1:-1] == cut:
-        text = cut
-    elif not quoted:
-        text = text[1:-1]
+    text = json.dumps(value[:limit])
+    text = text if quoted else text[1:-1]
     if len(value) > limit:
         text += f"... ({len(value)} characters)"
     return text

@@ -23,8 +23,8 @@ class LocalConfig:
     """The board is this machine: the agent runs in a subprocess here."""
 
     kind: ClassVar[str] = "local"
-    address: ClassVar[tuple[str, str] | None] = None
-    """The field that says where the board is, and how an error asks for it."""
+    address: ClassVar[str | None] = None
+    """The field that says where the board is."""
 
     def open(self, *, workdir: str | Path, python: str, connect_timeout: float) -> Transport:
         from npu_hil.harness.transport.local import LocalTransport
@@ -38,7 +38,7 @@ class SshConfig:
     place's NetworkService gives it once acquired)."""
 
     kind: ClassVar[str] = "ssh"
-    address: ClassVar[tuple[str, str] | None] = ("host", "a host for an ssh transport")
+    address: ClassVar[str | None] = "host"
     host: str | None = None
     port: int = SSH_PORT
     user: str | None = None
@@ -77,10 +77,7 @@ class SerialConfig:
     pyserial URL (``rfc2217://host:port``); None only for a labgrid place's template."""
 
     kind: ClassVar[str] = "serial"
-    address: ClassVar[tuple[str, str] | None] = (
-        "port",
-        "a port (a device path or URL) for serial",
-    )
+    address: ClassVar[str | None] = "port"
     port: str | None = None
     baudrate: int = BAUDRATE
     user: str | None = None

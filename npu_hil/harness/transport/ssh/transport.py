@@ -364,6 +364,11 @@ class SymlinkGuard:
 
 # --- the transport -------------------------------------------------------------------------------
 
+# The file channels' window and packet sizes: paramiko's defaults of 2 MB / 32 KB stall on the
+# round trip.
+WINDOW_SIZE = 16 * 1024 * 1024
+MAX_PACKET_SIZE = 256 * 1024
+
 
 class SshTransport:
     """Files and processes in ``workdir`` on ``host``, over one reused SSH connection.
@@ -375,9 +380,8 @@ class SshTransport:
 
     Transfers: files up to ``readback_max`` bytes go over SFTP (no process started on the board)
     and are read back to check them; larger ones are streamed over an exec channel and hashed on
-    the board as they pass. ``window_size`` and ``max_packet_size`` are the channels' (paramiko's
-    defaults of 2 MB / 32 KB stall on the round trip). Every transfer's size and sha256 are
-    checked end to end.
+    the board as they pass, on channels of :data:`WINDOW_SIZE` and :data:`MAX_PACKET_SIZE`.
+    Every transfer's size and sha256 are checked end to end.
 
     Robustness: ``connect_timeout`` per attempt, ``keepalive_s`` SSH keepalives so a dead link is
     noticed, ``io_timeout`` seconds without progress on a transfer before the link counts as
@@ -401,8 +405,6 @@ class SshTransport:
         retries: int = 3,
         backoff_s: float = 0.5,
         env: Mapping[str, str] | None = None,
-        window_size: int = 16 * 1024 * 1024,
-        max_packet_size: int = 256 * 1024,
         readback_max: int = 1024 * 1024,
         io_timeout: float = 30.0,
     ) -> None:
@@ -425,8 +427,6 @@ class SshTransport:
         self.retries = retries
         self.backoff_s = backoff_s
         self.env = dict(env or {})
-        self.window_size = window_size
-        self.max_packet_size = max_packet_size
         self.readback_max = readback_max
         self.io_timeout = io_timeout
         self._guard = SymlinkGuard(self.workdir)
@@ -592,29 +592,26 @@ class SshTransport:
 
     def _sftp_client(self) -> paramiko.SFTPClient:
         with self._lock:  # one SFTP channel per connection, whichever thread asks first
-            client = self._connect()
             if self._sftp is None:
-                transport = client.get_transport()
-                assert transport is not None
-                channel = transport.open_session(
-                    window_size=self.window_size, max_packet_size=self.max_packet_size
-                )
-                # Bounded waits: a stalled link raises socket.timeout, which reconnects.
-                channel.settimeout(self.io_timeout)
+                channel = self._file_channel()
                 channel.invoke_subsystem("sftp")
                 self._sftp = paramiko.SFTPClient(channel)
             return self._sftp
 
-    def _stream(self, command: str) -> paramiko.Channel:
-        """An exec channel for a bulk transfer, sized like the SFTP one."""
+    def _file_channel(self) -> paramiko.Channel:
+        """A channel for files (the SFTP one, or a bulk transfer's exec channel)."""
         transport = self._connect().get_transport()
         assert transport is not None
         channel = transport.open_session(
-            window_size=self.window_size,
-            max_packet_size=self.max_packet_size,
-            timeout=self.connect_timeout,
+            window_size=WINDOW_SIZE, max_packet_size=MAX_PACKET_SIZE, timeout=self.connect_timeout
         )
+        # Bounded waits: a stalled link raises socket.timeout, which reconnects.
         channel.settimeout(self.io_timeout)
+        return channel
+
+    def _stream(self, command: str) -> paramiko.Channel:
+        """An exec channel for a bulk transfer, sized like the SFTP one."""
+        channel = self._file_channel()
         channel.exec_command(command)
         return channel
 
@@ -668,13 +665,8 @@ class SshTransport:
         # sshd puts every command in its own POSIX session and process group, so the group of
         # the shell we exec'd into holds exactly the command and its children.
         command = f"kill -KILL -- -{pid} 2>/dev/null || kill -KILL {pid} 2>/dev/null; true"
-
-        def attempt() -> bytes:
-            self._connect()
-            return self._exec_checked(command, 10.0)
-
-        with contextlib.suppress(Exception):
-            self._retrying(command, attempt)
+        with contextlib.suppress(Exception):  # _retrying connects before each attempt
+            self._retrying(command, lambda: self._exec_checked(command, 10.0))
 
     def _start(self, argv: Sequence[str], deadline: float) -> tuple[paramiko.Channel, int]:
         def start() -> paramiko.Channel:
@@ -818,7 +810,7 @@ class SshTransport:
                         size,
                         what,
                         io_timeout=self.io_timeout,
-                        window=self.window_size,
+                        window=WINDOW_SIZE,
                     )
                 else:
                     got, want = files.get_sftp(sftp, full, tmp, size)
