@@ -27,16 +27,13 @@ from npu_hil.harness.agent.protocol import (
     StreamEnded,
     bulk_request,
     frame_job,
-    read_bulk,
-    recv_exactly,
+    read_frame,
     result_from_document,
 )
 from npu_hil.harness.board.wire import (
-    FRAME_HEADER,
     decode_frame,
     encode_frame,
     frame_length,
-    is_bulk,
     sha256_file,
 )
 from npu_hil.harness.models import build, save
@@ -195,13 +192,7 @@ def read_frames(data: bytes) -> list[tuple[dict[str, Any], BulkAnswer | None]]:
     replay = Replay(data)
     while True:
         try:
-            header = recv_exactly(replay, FRAME_HEADER.size, float("inf"))
-            length = frame_length(header)
-            if is_bulk(header):
-                answer = read_bulk(replay, length, float("inf"))
-                found.append((answer.message, answer))
-            else:
-                found.append((decode_frame(recv_exactly(replay, length, float("inf"))), None))
+            found.append(read_frame(replay, float("inf")))
         except StreamEnded:
             return found
 

@@ -31,26 +31,20 @@ from npu_hil.harness.agent.protocol import (
     BulkAnswer,
     JobSpec,
     ModelRef,
-    Receiver,
     Replay,
     Result,
     StreamEnded,
     bulk_request,
     error_record,
     frame_job,
-    read_bulk,
-    recv_exactly,
+    read_frame,
     result_from_document,
 )
 from npu_hil.harness.board.loader import EXTRA_ADAPTERS
 from npu_hil.harness.board.wire import (
     AGENT_PROTOCOL_NAME,
-    FRAME_HEADER,
     SCHEMA_MAJOR,
-    decode_frame,
     encode_frame,
-    frame_length,
-    is_bulk,
     parse_schema,
     sha256_file,
 )
@@ -454,7 +448,7 @@ class AgentClient:
         stream = opener(argv)
         self.agents_started += 1
         try:
-            hello, _ = self._read_answer(stream, self.start_timeout_s)
+            hello, _ = read_frame(stream, self.start_timeout_s)
         except StreamEnded:
             ended = stream.close()
             raise agent_ended(
@@ -510,21 +504,6 @@ class AgentClient:
         self.last_exit = ended.returncode
         return f"{describe_exit(ended.returncode)}; stderr: {tail(ended.stderr)}"
 
-    def _read_answer(
-        self, stream: Receiver, timeout: float
-    ) -> tuple[dict[str, object], BulkAnswer | None]:
-        """The next frame: its message and, from a bulk frame, the bytes of its buffers."""
-        deadline = time.monotonic() + timeout
-        header = recv_exactly(stream, FRAME_HEADER.size, deadline)
-        try:
-            length = frame_length(header)
-            if is_bulk(header):
-                answer = read_bulk(stream, length, deadline)
-                return answer.message, answer
-            return decode_frame(recv_exactly(stream, length, deadline)), None
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise TransportError(f"the agent's stream is corrupted: {exc}") from None
-
     def _request(
         self, message: Mapping[str, object], timeout: float, what: str
     ) -> dict[str, object]:
@@ -578,7 +557,7 @@ class AgentClient:
         try:
             for piece in _pieces(requests):
                 stream.send(piece)
-            return [self._read_answer(stream, timeout) for _ in range(answers)]
+            return [read_frame(stream, timeout) for _ in range(answers)]
         except StreamEnded:
             self.last_exit = None
             how = self._drop_agent(timeout=5.0)
@@ -611,13 +590,13 @@ class AgentClient:
         done = self.transport.run(argv, timeout=timeout + self.start_timeout_s, stdin=stdin)
         replay = Replay(done.stdout)
         try:
-            hello, _ = self._read_answer(replay, timeout)
+            hello, _ = read_frame(replay, timeout)
             damaged = self._damaged(hello)
             if damaged:
                 self._repair(damaged, repaired)
                 return self._oneshot_request(wire, answers, timeout, what, repaired=True)
             self.hello = hello
-            return [self._read_answer(replay, timeout) for _ in range(answers)]
+            return [read_frame(replay, timeout) for _ in range(answers)]
         except StreamEnded:
             if done.returncode == 0:
                 # The agent answered and left as asked: what is missing was lost on the way.

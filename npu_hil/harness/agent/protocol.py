@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import errno as _errno
 import hashlib
+import io
 import math
 import os
 import time
@@ -35,6 +36,7 @@ from npu_hil.harness.board.wire import (
     BULK_CHUNK,
     BULK_PREFIX,
     DIGEST_BYTES,
+    FRAME_HEADER,
     JOB_FILE,
     JOB_SCHEMA,
     RESULT_FILE,
@@ -44,6 +46,8 @@ from npu_hil.harness.board.wire import (
     bulk_sizes,
     decode_frame,
     encode_bulk_frame,
+    frame_length,
+    is_bulk,
     parse_schema,
 )
 from npu_hil.harness.errors import (
@@ -113,8 +117,7 @@ def _check_input(spec: InputSpec, value: Any) -> np.ndarray:
                 f"inputs[{spec.name!r}]: a pass-through input is a packed device buffer "
                 f"(1-D uint8), got {array.dtype} with shape {array.shape}"
             )
-        return np.ascontiguousarray(array)
-    if array.dtype != np.dtype(spec.dtype) or array.shape != tuple(spec.shape):
+    elif array.dtype != np.dtype(spec.dtype) or array.shape != tuple(spec.shape):
         raise LayoutError(
             f"inputs[{spec.name!r}]: expected {spec.dtype} {tuple(spec.shape)}, "
             f"got {array.dtype} {array.shape}"
@@ -199,54 +202,45 @@ class Receiver(Protocol):
     def recv(self, n: int, timeout: float) -> bytes: ...
 
 
-class Replay:
+class Replay(io.BytesIO):
     """A finished one-shot agent's stdout read as a resident agent's stream is: the same frames,
     read by the same code; ``b""`` at its end, as the stream of an agent that exited."""
 
-    def __init__(self, data: bytes) -> None:
-        self._data = memoryview(data)
-        self._at = 0
-
     def recv(self, n: int, timeout: float) -> bytes:
-        chunk = self._data[self._at : self._at + n]
-        self._at += len(chunk)
-        return bytes(chunk)
+        return self.read(n)
 
 
-def recv_exactly(stream: Receiver, n: int, deadline: float) -> bytes:
-    chunks: list[bytes] = []
-    remaining = n
-    while remaining:
-        chunk = stream.recv(remaining, max(0.0, deadline - time.monotonic()))
-        if not chunk:
-            raise StreamEnded
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
-
-
-def recv_buffer(stream: Receiver, n: int, deadline: float) -> tuple[bytearray, str]:
-    """``n`` bytes straight into one buffer (the result's arrays are views of it), hashed piece
-    by piece as they arrive; the buffer and its sha256."""
+def _receive(stream: Receiver, n: int, deadline: float, digest: Any = None) -> bytearray:
+    """``n`` bytes straight into one buffer, each piece added to ``digest`` as it arrives."""
     data = bytearray(n)
     view = memoryview(data)
-    digest = hashlib.sha256()
     filled = 0
     while filled < n:
         chunk = stream.recv(min(n - filled, BULK_CHUNK), max(0.0, deadline - time.monotonic()))
         if not chunk:
             raise StreamEnded
         view[filled : filled + len(chunk)] = chunk
-        digest.update(chunk)
+        if digest is not None:
+            digest.update(chunk)
         filled += len(chunk)
-    return data, digest.hexdigest()
+    return data
+
+
+def recv_exactly(stream: Receiver, n: int, deadline: float) -> bytes:
+    return bytes(_receive(stream, n, deadline))
+
+
+def recv_buffer(stream: Receiver, n: int, deadline: float) -> tuple[bytearray, str]:
+    """``n`` bytes straight into one buffer (the result's arrays are views of it), hashed piece
+    by piece as they arrive; the buffer and its sha256."""
+    digest = hashlib.sha256()
+    return _receive(stream, n, deadline, digest), digest.hexdigest()
 
 
 def bulk_request(message: Mapping[str, object], buffers: list[memoryview]) -> Iterator[bytes]:
     """A request frame carrying ``buffers`` after its message, as the pieces to send in turn
     (each input hashed piece by piece as it goes, the trailer last)."""
-    for part in encode_bulk_frame(message, buffers):
-        yield bytes(part)
+    return map(bytes, encode_bulk_frame(message, buffers))
 
 
 @dataclass
@@ -267,14 +261,25 @@ def read_bulk(stream: Receiver, length: int, deadline: float) -> BulkAnswer:
         raise ValueError(f"a bulk frame's message of {message_bytes} bytes does not fit")
     message = decode_frame(recv_exactly(stream, message_bytes, deadline))
     sizes = bulk_sizes(message, length - BULK_PREFIX.size - message_bytes)
-    buffers, ours = [], []
-    for size in sizes:
-        data, digest = recv_buffer(stream, size, deadline)
-        buffers.append(data)
-        ours.append(digest)
+    received = [recv_buffer(stream, size, deadline) for size in sizes]
     trailer = recv_exactly(stream, DIGEST_BYTES * len(sizes), deadline) if sizes else b""
     theirs = [trailer[i : i + DIGEST_BYTES].hex() for i in range(0, len(trailer), DIGEST_BYTES)]
-    return BulkAnswer(message, buffers, ours, theirs)
+    return BulkAnswer(message, [d for d, _ in received], [h for _, h in received], theirs)
+
+
+def read_frame(stream: Receiver, timeout: float) -> tuple[dict[str, object], BulkAnswer | None]:
+    """The next frame: its message and, from a bulk frame, the bytes of its buffers;
+    TransportError when the stream holds no frame there."""
+    deadline = time.monotonic() + timeout
+    header = recv_exactly(stream, FRAME_HEADER.size, deadline)
+    try:
+        length = frame_length(header)
+        if is_bulk(header):
+            answer = read_bulk(stream, length, deadline)
+            return answer.message, answer
+        return decode_frame(recv_exactly(stream, length, deadline)), None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise TransportError(f"the agent's stream is corrupted: {exc}") from None
 
 
 # --- what comes back -----------------------------------------------------------------------------
@@ -510,8 +515,7 @@ class Result:
             raise error
 
     def summary(self) -> str:
-        head = f"job {self.job_id} on {self.adapter}: {'ok' if self.ok else 'failed'}"
-        lines = [head]
+        lines = [f"job {self.job_id} on {self.adapter}: {'ok' if self.ok else 'failed'}"]
         lines += [f"  {e}" for e in self.errors]
         lines += [
             f"  {kind} {t.name}: {t.layout} {t.dtype} {list(t.shape)}, {t.nbytes} bytes"

@@ -189,13 +189,11 @@ class Agent:
                 # Versions are evidence, not a precondition: a runtime that cannot say still runs.
                 found = {"versions_error": failed.record["message"]}
             found.update(
-                {
-                    "agent": AGENT_VERSION,
-                    "python": platform.python_version(),
-                    "numpy": np.__version__,
-                    "platform": platform.platform(),
-                    "machine": platform.machine(),
-                }
+                agent=AGENT_VERSION,
+                python=platform.python_version(),
+                numpy=np.__version__,
+                platform=platform.platform(),
+                machine=platform.machine(),
             )
             self.versions_cache[key] = found
         return dict(self.versions_cache[key])

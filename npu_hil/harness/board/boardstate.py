@@ -162,14 +162,12 @@ def _write(full: str, value: str) -> str | None:
         # Without O_CREAT: a governor file that is not there is not made up. O_TRUNC as a
         # shell's ``echo >`` opens it (sysfs ignores it; a plain file in a test tree needs it).
         fd = os.open(full, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+        try:
+            os.write(fd, value.encode())
+        finally:
+            os.close(fd)
     except OSError as exc:
         return str(exc)
-    try:
-        os.write(fd, value.encode())
-    except OSError as exc:
-        return str(exc)
-    finally:
-        os.close(fd)
     return None
 
 

@@ -142,20 +142,6 @@ class Job:
     log_level: int | None = None
 
 
-def _check_relative(field: str, value: object, where: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise JobRefused(field, "path", f"expected a relative file path, got {value!r}")
-    if "\x00" in value:
-        raise JobRefused(field, "path", f"{value!r} contains a NUL byte")
-    if value.startswith(("/", "\\")) or os.path.isabs(value):
-        raise JobRefused(
-            field, "path", f"{value!r} is an absolute path; paths are relative to {where}"
-        )
-    if ".." in re.split(r"[/\\]", value):
-        raise JobRefused(field, "path", f"{value!r} leaves {where}")
-    return value
-
-
 def _require(obj: Mapping[str, object], field: str, key: str, kind: type[T], what: str) -> T:
     if key not in obj:
         raise JobRefused(field + key, "missing", f"required {what} is missing")
@@ -311,14 +297,23 @@ def validate_job(doc: Mapping[str, object], root: str | None, adapter_dirs: list
     )
 
 
-def _model_path(value: object, root: str | None) -> str:
+def _model_path(rel: object, root: str | None) -> str:
     """The model lives in the cache root (deployed once per content); its path may not leave it,
     not even through a symlink."""
     field = "model.path"
     where = "the model cache"
     if root is None:
         raise JobRefused(field, "missing", "a job needs the agent's model cache (--root)")
-    rel = _check_relative(field, value, where)
+    if not isinstance(rel, str) or not rel:
+        raise JobRefused(field, "path", f"expected a relative file path, got {rel!r}")
+    if "\x00" in rel:
+        raise JobRefused(field, "path", f"{rel!r} contains a NUL byte")
+    if rel.startswith(("/", "\\")) or os.path.isabs(rel):
+        raise JobRefused(
+            field, "path", f"{rel!r} is an absolute path; paths are relative to {where}"
+        )
+    if ".." in re.split(r"[/\\]", rel):
+        raise JobRefused(field, "path", f"{rel!r} leaves {where}")
     base = os.path.realpath(root)
     if not os.path.lexists(os.path.join(base, rel)):
         raise JobRefused(field, "missing", f"{rel!r} does not exist in {where}")

@@ -361,15 +361,18 @@ class StderrTee:
         _flush()
         try:
             os.write(2, SYNC)
-            line, data = _read_line(self.ack, SYNC_WAIT_S)
-            head = line.split()
-            size, dropped = int(head[0]), int(head[1])
-            while len(data) < size:
+            # The answer: a line "<bytes> <dropped>", then the bytes.
+            data, size, dropped = b"", -1, 0
+            while size < 0 or len(data) < size:
                 ready, _, _ = select.select([self.ack], [], [], SYNC_WAIT_S)
-                chunk = os.read(self.ack, size - len(data)) if ready else b""
+                chunk = os.read(self.ack, 65536) if ready else b""
                 if not chunk:
                     raise OSError("the runtime's log tee stopped answering")
                 data += chunk
+                if size < 0 and b"\n" in data:
+                    line, data = data.split(b"\n", 1)
+                    head = line.split()
+                    size, dropped = int(head[0]), int(head[1])
             return data, dropped
         except (OSError, ValueError, IndexError):
             self.why = f"the runtime's log tee did not answer within {SYNC_WAIT_S:g} s"
@@ -388,20 +391,6 @@ class StderrTee:
             self.why = f"the runtime's log tee cannot be reached: {exc}"
             return False
         return True
-
-
-def _read_line(fd: int, timeout: float) -> tuple[bytes, bytes]:
-    """A line from ``fd`` and what came after it in the same reads (the tee writes its answer's
-    header and bytes at once, so one read usually holds both)."""
-    got = b""
-    while b"\n" not in got:
-        ready, _, _ = select.select([fd], [], [], timeout)
-        chunk = os.read(fd, 65536) if ready else b""
-        if not chunk:
-            raise OSError("the runtime's log tee ended")
-        got += chunk
-    line, rest = got.split(b"\n", 1)
-    return line, rest
 
 
 _TEE_OF_PROCESS = StderrTee()

@@ -85,19 +85,19 @@ _VALUED = {
 def parse_options(argv: list[str]) -> Options:
     """The options, or RelayError(EXIT_USAGE). By hand: argparse alone would cost more than the
     rest of the relay's start-up."""
+    options = Options("")
     positional: list[str] = []
-    settings: list[tuple[str, object]] = []
     args = iter(argv)
     for arg in args:
         if arg in _FLAGS:
-            settings.append((_FLAGS[arg], True))
+            setattr(options, _FLAGS[arg], True)
         elif arg in _VALUED:
             name, kind = _VALUED[arg]
             text = next(args, None)
             if text is None:
                 raise RelayError(EXIT_USAGE, f"{arg} needs a value ({USAGE})")
             try:
-                settings.append((name, kind(text)))
+                setattr(options, name, kind(text))
             except ValueError:
                 raise RelayError(EXIT_USAGE, f"{arg}: bad value {text!r} ({USAGE})") from None
         elif arg.startswith("-") and arg != "-":
@@ -106,9 +106,7 @@ def parse_options(argv: list[str]) -> Options:
             positional.append(arg)
     if len(positional) != 1:
         raise RelayError(EXIT_USAGE, USAGE)
-    options = Options(positional[0])
-    for name, setting in settings:
-        setattr(options, name, setting)
+    options.socket = positional[0]
     return options
 
 

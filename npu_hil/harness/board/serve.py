@@ -400,35 +400,33 @@ def serve(agent: Agent, stream: FrameStream, shutdown_on_eof: bool = True) -> in
     except OSError as exc:
         # The host went away (broken pipe): nobody is left to answer.
         log.error("the request stream is lost: %s", exc)
-        if not shutdown_on_eof:
-            return None
-        if not agent.runtime.stuck:
-            agent.shutdown()
-        return EXIT_FAILED
+        return _stream_over(agent, shutdown_on_eof, EXIT_FAILED)
+
+
+def _stream_over(agent: Agent, shutdown_on_eof: bool, status: int) -> int | None:
+    """The stream ended: the agent shuts down and leaves with ``status``, except after a
+    connection of a listening agent (None: only that connection is over, the agent is fine)."""
+    if not shutdown_on_eof:
+        return None
+    agent.shutdown()  # releases nothing while the runtime thread is stuck in a vendor call
+    return status
 
 
 def _serve_requests(agent: Agent, stream: FrameStream, shutdown_on_eof: bool) -> int | None:
     while True:
         try:
             request = stream.read()
-        except BadFrame as exc:
-            # A whole frame that is not a request: the stream is still in step.
-            log.error("bad request: %s", exc)
-            stream.write({"op": "error", "error": failure("ProtocolError", "request", str(exc))})
-            continue
         except (ValueError, EOFError, ReadTimeout) as exc:
-            # A desynchronised, cut or silent stream cannot be recovered: say so once and leave.
-            log.error("bad frame: %s", exc)
+            # A BadFrame is a whole frame that is not a request: the stream is still in step. A
+            # desynchronised, cut or silent stream cannot be recovered: say so once and leave.
+            in_step = isinstance(exc, BadFrame)
+            log.error("bad request: %s" if in_step else "bad frame: %s", exc)
             stream.write({"op": "error", "error": failure("ProtocolError", "request", str(exc))})
-            if not shutdown_on_eof:
-                return None  # only this connection is lost; the agent itself is fine
-            agent.shutdown()
-            return EXIT_FAILED
+            if in_step:
+                continue
+            return _stream_over(agent, shutdown_on_eof, EXIT_FAILED)
         if request is None:
-            if not shutdown_on_eof:
-                return None
-            agent.shutdown()
-            return EXIT_OK
+            return _stream_over(agent, shutdown_on_eof, EXIT_OK)
         with agent.lock:
             status = _answer(agent, stream, request)
         if status is not None:
