@@ -238,12 +238,12 @@ def apply_buffer_faults(
         if fault.name not in BUFFER_FAULTS and fault.name not in ACCURACY_FAULTS:
             continue
         chosen = _select(fault, inputs, outputs)
-        applied = [_APPLY[fault.name](tensor, fault.params, i) for i, tensor in enumerate(chosen)]
-        if not any(applied):
+        apply, when = _APPLY[fault.name]
+        if not any([apply(tensor, fault.params, i) for i, tensor in enumerate(chosen)]):
             names = ", ".join(t.name for t in chosen) or "none"
             raise SimConfigError(
                 f"fault {fault.name} applies to no tensor of this run (selected: {names}; "
-                f"{_WHEN[fault.name]})"
+                f"it needs {when})"
             )
 
 
@@ -427,26 +427,18 @@ def _accuracy_drift(tensor: SimTensor, params: Mapping[str, Any], index: int) ->
     return True
 
 
-_APPLY: dict[str, Callable[[SimTensor, Mapping[str, Any], int], bool]] = {
-    "wrong-alignment": _wrong_alignment,
-    "swapped-channel-groups": _swapped_channel_groups,
-    "byte-swap": _byte_swap,
-    "dirty-padding": _dirty_padding,
-    "truncated-output": _truncated,
-    "garbage": _garbage,
-    "unwritten-output": _unwritten,
-    "accuracy-drift": _accuracy_drift,
+_APPLY: dict[str, tuple[Callable[[SimTensor, Mapping[str, Any], int], bool], str]] = {
+    "wrong-alignment": (_wrong_alignment, "a layout whose padding another alignment changes"),
+    "swapped-channel-groups": (_swapped_channel_groups, "a channel axis with the groups named"),
+    "byte-swap": (_byte_swap, "buffers of at least two bytes"),
+    "dirty-padding": (_dirty_padding, "a layout with padding bytes"),
+    "truncated-output": (_truncated, "a non-empty buffer"),
+    "garbage": (_garbage, "a buffer"),
+    "unwritten-output": (_unwritten, "a non-empty buffer"),
+    "accuracy-drift": (_accuracy_drift, "a tensor with elements"),
 }
-_WHEN = {
-    "wrong-alignment": "it needs a layout whose padding another alignment changes",
-    "swapped-channel-groups": "it needs a channel axis with the groups named",
-    "byte-swap": "it needs buffers of at least two bytes",
-    "dirty-padding": "it needs a layout with padding bytes",
-    "truncated-output": "it needs a non-empty buffer",
-    "garbage": "it needs a buffer",
-    "unwritten-output": "it needs a non-empty buffer",
-    "accuracy-drift": "it needs a tensor with elements",
-}
+"""Each buffer fault's function (False when the tensor has nothing it applies to) and what a
+tensor needs for it to apply."""
 
 
 # ------------------------------------------------------------------------- timing faults
