@@ -40,23 +40,6 @@ STATE_FAULTS = ("stale-output",)
 # Faults in what the model reads of its inputs, on one API path.
 INPUT_FAULTS = ("unaligned-width",)
 API_PATH_KINDS = ("normal", "zero-copy")
-PROCESS_FAULTS = ("hang", "crash")
-# Faults the board's own logs tell (apply_log_fault): applied by the runtime at load or run.
-LOG_FAULTS = ("npu-timeout", "oom-kill", "bad-model-version")
-TIMING_FAULTS = ("slow", "noisy-latency")
-ACCURACY_FAULTS = ("accuracy-drift",)
-# A soak's faults: memory kept per run, a share of runs failing (apply_soak_faults).
-SOAK_FAULTS = ("leak", "flaky-errors")
-FAULT_NAMES = (
-    *BUFFER_FAULTS,
-    *STATE_FAULTS,
-    *INPUT_FAULTS,
-    *PROCESS_FAULTS,
-    *TIMING_FAULTS,
-    *ACCURACY_FAULTS,
-    *SOAK_FAULTS,
-    *LOG_FAULTS,
-)
 APPLIES_TO = ("outputs", "inputs", "all")
 MAX_PERCENT = 10000
 NOISE_FLOOR = 0.01
@@ -77,12 +60,16 @@ _PARAMS: dict[str, tuple[str, ...]] = {
     "slow": ("percent",),
     "noisy-latency": ("percent", "seed"),
     "accuracy-drift": ("lsb", "fraction", "seed", *_COMMON),
+    # A soak's faults: memory kept per run, a share of runs failing (apply_soak_faults).
     "leak": ("kib",),
     "flaky-errors": ("rate", "seed"),
+    # Faults the board's own logs tell (apply_log_fault): applied by the runtime at load or run.
     "npu-timeout": (),
     "oom-kill": (),
     "bad-model-version": (),
 }
+FAULT_NAMES = tuple(_PARAMS)
+"""Every fault, by kind: buffer, state, input, process, timing, accuracy, soak, log."""
 
 
 class FaultParams(TypedDict, total=False):
@@ -235,7 +222,7 @@ def apply_buffer_faults(
     """Apply the buffer faults and the accuracy fault, in order, to the tensors each one
     selects."""
     for fault in faults:
-        if fault.name not in BUFFER_FAULTS and fault.name not in ACCURACY_FAULTS:
+        if fault.name not in _APPLY:
             continue
         chosen = _select(fault, inputs, outputs)
         apply, when = _APPLY[fault.name]
@@ -608,7 +595,7 @@ def apply_log_fault(faults: Iterable[Fault], target: str, stage: str) -> None:
     then the stage fails as the runtime's DeviceError."""
     for fault in faults:
         name = fault.name
-        if name not in LOG_FAULTS or STAGE[name] != stage:
+        if STAGE.get(name) != stage:
             continue
         lines = fault_lines(target, name)
         if not lines["kernel"] and not lines["runtime"]:
