@@ -537,21 +537,17 @@ class BlockedLayout:
                 )
             per_axis.append(options)
         nparts = self.encoding.nparts
-        pieces = []
-        for combo in itertools.product(*per_axis):
-            pieces.append(
-                _Piece(
-                    src_index=(*(c[0] for c in combo), slice(None)),
-                    src_shape=(*itertools.chain.from_iterable(c[1] for c in combo), nparts),
-                    dst_offset=sum(c[2] for c in combo),
-                    dst_shape=(*itertools.chain.from_iterable(c[3] for c in combo), nparts),
-                    dst_strides=(
-                        *itertools.chain.from_iterable(c[4] for c in combo),
-                        self.part_stride,
-                    ),
-                )
+        chain = itertools.chain.from_iterable
+        return [
+            _Piece(
+                src_index=(*(c[0] for c in combo), slice(None)),
+                src_shape=(*chain(c[1] for c in combo), nparts),
+                dst_offset=sum(c[2] for c in combo),
+                dst_shape=(*chain(c[3] for c in combo), nparts),
+                dst_strides=(*chain(c[4] for c in combo), self.part_stride),
             )
-        return pieces
+            for combo in itertools.product(*per_axis)
+        ]
 
     def _check_array(self, array: Any) -> np.ndarray:
         values = np.asarray(array)

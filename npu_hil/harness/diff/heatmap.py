@@ -131,10 +131,7 @@ def render_heatmap(report: DiffReport, layout: BlockedLayout, path: str | Path) 
 
 
 def _widen(grid: np.ndarray, width: int) -> np.ndarray:
-    if grid.shape[2] >= width:
-        return grid
-    pad = np.zeros((grid.shape[0], grid.shape[1], width - grid.shape[2]), dtype=grid.dtype)
-    return np.concatenate([grid, pad], axis=2)
+    return np.pad(grid, ((0, 0), (0, 0), (0, max(0, width - grid.shape[2]))))
 
 
 def _geometry(layout: BlockedLayout) -> tuple[int, int, int, tuple[int | None, int | None, int]]:

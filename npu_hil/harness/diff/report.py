@@ -122,15 +122,15 @@ class DiffDocument(TypedDict):
     elements_total: int
     elements_compared: int
     elements_missing: int
+    dirty_padding_bytes: int
+    first_dirty_padding: list[int]
+    group_size: int | None
     mismatched: int
     within_tolerance: int
     max_abs_error: float
-    dirty_padding_bytes: int
-    first_dirty_padding: list[int]
     first_mismatches: list[MismatchDocument]
     per_channel: dict[str, int]
     per_group: dict[str, int]
-    group_size: int | None
     findings: list[FindingDocument]
     unwritten_bytes: int
     unwritten_elements: int
@@ -158,15 +158,15 @@ class DiffReport:
     elements_total: int
     elements_compared: int
     elements_missing: int
-    mismatched: int
-    within_tolerance: int
-    max_abs_error: float
     dirty_padding_bytes: int
     first_dirty_padding: list[int]
-    first_mismatches: list[Mismatch]
-    per_channel: dict[int, int]
-    per_group: dict[int, int]
     group_size: int | None
+    mismatched: int = 0
+    within_tolerance: int = 0
+    max_abs_error: float = 0.0
+    first_mismatches: list[Mismatch] = field(default_factory=list)
+    per_channel: dict[int, int] = field(default_factory=dict)
+    per_group: dict[int, int] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     unwritten_bytes: int = 0
     """Device bytes that still hold the canary where the expected buffer differs from it."""
@@ -231,15 +231,12 @@ class DiffReport:
                 f"  {self.unwritten_bytes} bytes unwritten (still the canary {self.canary}), "
                 f"{self.unwritten_elements} elements"
             )
-            for run in self.first_unwritten[:lines]:
-                out.append(f"  {run.describe(self.axis_names)}")
-        for mismatch in self.first_mismatches[:lines]:
-            out.append(f"  {mismatch.describe(self.axis_names)}")
+            out += [f"  {run.describe(self.axis_names)}" for run in self.first_unwritten[:lines]]
+        out += [f"  {found.describe(self.axis_names)}" for found in self.first_mismatches[:lines]]
         if self.dirty_padding_bytes and self.first_dirty_padding:
             first = ", ".join(str(o) for o in self.first_dirty_padding[:lines])
             out.append(f"  dirty padding at offsets {first}")
-        for finding in self.findings:
-            out.append(f"  {finding.kind}: {finding.message}")
+        out += [f"  {finding.kind}: {finding.message}" for finding in self.findings]
         if self.canary_note:
             out.append(f"  canary: {self.canary_note}")
         return "\n".join(out)

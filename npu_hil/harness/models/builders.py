@@ -63,9 +63,7 @@ def _weights(seed: int, shape: tuple[int, ...], fan_in: int) -> np.ndarray:
 
 
 def _bias(seed: int, channels: int) -> np.ndarray:
-    rng = np.random.default_rng(seed + 1000)
-    bias: np.ndarray = rng.uniform(-0.5, 0.5, channels).astype(np.float32)
-    return bias
+    return np.random.default_rng(seed + 1000).uniform(-0.5, 0.5, channels).astype(np.float32)
 
 
 def identity(shape: Sequence[int]) -> onnx.ModelProto:

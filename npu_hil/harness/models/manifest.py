@@ -169,11 +169,8 @@ class Manifest:
         """The manifest as data (paths relative to ``relative_to`` when given)."""
 
         def text(path: Path) -> str:
-            if relative_to is not None:
-                try:
-                    return str(path.relative_to(Path(relative_to)))
-                except ValueError:
-                    pass
+            if relative_to is not None and path.is_relative_to(relative_to):
+                return str(path.relative_to(relative_to))
             return str(path)
 
         def model(entry: ModelEntry) -> ModelDocument:

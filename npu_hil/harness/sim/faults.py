@@ -40,23 +40,6 @@ STATE_FAULTS = ("stale-output",)
 # Faults in what the model reads of its inputs, on one API path.
 INPUT_FAULTS = ("unaligned-width",)
 API_PATH_KINDS = ("normal", "zero-copy")
-PROCESS_FAULTS = ("hang", "crash")
-# Faults the board's own logs tell (apply_log_fault): applied by the runtime at load or run.
-LOG_FAULTS = ("npu-timeout", "oom-kill", "bad-model-version")
-TIMING_FAULTS = ("slow", "noisy-latency")
-ACCURACY_FAULTS = ("accuracy-drift",)
-# A soak's faults: memory kept per run, a share of runs failing (apply_soak_faults).
-SOAK_FAULTS = ("leak", "flaky-errors")
-FAULT_NAMES = (
-    *BUFFER_FAULTS,
-    *STATE_FAULTS,
-    *INPUT_FAULTS,
-    *PROCESS_FAULTS,
-    *TIMING_FAULTS,
-    *ACCURACY_FAULTS,
-    *SOAK_FAULTS,
-    *LOG_FAULTS,
-)
 APPLIES_TO = ("outputs", "inputs", "all")
 MAX_PERCENT = 10000
 NOISE_FLOOR = 0.01
@@ -77,12 +60,16 @@ _PARAMS: dict[str, tuple[str, ...]] = {
     "slow": ("percent",),
     "noisy-latency": ("percent", "seed"),
     "accuracy-drift": ("lsb", "fraction", "seed", *_COMMON),
+    # A soak's faults: memory kept per run, a share of runs failing (apply_soak_faults).
     "leak": ("kib",),
     "flaky-errors": ("rate", "seed"),
+    # Faults the board's own logs tell (apply_log_fault): applied by the runtime at load or run.
     "npu-timeout": (),
     "oom-kill": (),
     "bad-model-version": (),
 }
+FAULT_NAMES = tuple(_PARAMS)
+"""Every fault, by kind: buffer, state, input, process, timing, accuracy, soak, log."""
 
 
 class FaultParams(TypedDict, total=False):
@@ -235,15 +222,15 @@ def apply_buffer_faults(
     """Apply the buffer faults and the accuracy fault, in order, to the tensors each one
     selects."""
     for fault in faults:
-        if fault.name not in BUFFER_FAULTS and fault.name not in ACCURACY_FAULTS:
+        if fault.name not in _APPLY:
             continue
         chosen = _select(fault, inputs, outputs)
-        applied = [_APPLY[fault.name](tensor, fault.params, i) for i, tensor in enumerate(chosen)]
-        if not any(applied):
+        apply, when = _APPLY[fault.name]
+        if not any([apply(tensor, fault.params, i) for i, tensor in enumerate(chosen)]):
             names = ", ".join(t.name for t in chosen) or "none"
             raise SimConfigError(
                 f"fault {fault.name} applies to no tensor of this run (selected: {names}; "
-                f"{_WHEN[fault.name]})"
+                f"it needs {when})"
             )
 
 
@@ -427,26 +414,18 @@ def _accuracy_drift(tensor: SimTensor, params: Mapping[str, Any], index: int) ->
     return True
 
 
-_APPLY: dict[str, Callable[[SimTensor, Mapping[str, Any], int], bool]] = {
-    "wrong-alignment": _wrong_alignment,
-    "swapped-channel-groups": _swapped_channel_groups,
-    "byte-swap": _byte_swap,
-    "dirty-padding": _dirty_padding,
-    "truncated-output": _truncated,
-    "garbage": _garbage,
-    "unwritten-output": _unwritten,
-    "accuracy-drift": _accuracy_drift,
+_APPLY: dict[str, tuple[Callable[[SimTensor, Mapping[str, Any], int], bool], str]] = {
+    "wrong-alignment": (_wrong_alignment, "a layout whose padding another alignment changes"),
+    "swapped-channel-groups": (_swapped_channel_groups, "a channel axis with the groups named"),
+    "byte-swap": (_byte_swap, "buffers of at least two bytes"),
+    "dirty-padding": (_dirty_padding, "a layout with padding bytes"),
+    "truncated-output": (_truncated, "a non-empty buffer"),
+    "garbage": (_garbage, "a buffer"),
+    "unwritten-output": (_unwritten, "a non-empty buffer"),
+    "accuracy-drift": (_accuracy_drift, "a tensor with elements"),
 }
-_WHEN = {
-    "wrong-alignment": "it needs a layout whose padding another alignment changes",
-    "swapped-channel-groups": "it needs a channel axis with the groups named",
-    "byte-swap": "it needs buffers of at least two bytes",
-    "dirty-padding": "it needs a layout with padding bytes",
-    "truncated-output": "it needs a non-empty buffer",
-    "garbage": "it needs a buffer",
-    "unwritten-output": "it needs a non-empty buffer",
-    "accuracy-drift": "it needs a tensor with elements",
-}
+"""Each buffer fault's function (False when the tensor has nothing it applies to) and what a
+tensor needs for it to apply."""
 
 
 # ------------------------------------------------------------------------- timing faults
@@ -616,7 +595,7 @@ def apply_log_fault(faults: Iterable[Fault], target: str, stage: str) -> None:
     then the stage fails as the runtime's DeviceError."""
     for fault in faults:
         name = fault.name
-        if name not in LOG_FAULTS or STAGE[name] != stage:
+        if STAGE.get(name) != stage:
             continue
         lines = fault_lines(target, name)
         if not lines["kernel"] and not lines["runtime"]:

@@ -37,18 +37,6 @@ def vendor_of(target: str) -> str:
     return unit_of(target).name
 
 
-COMMON = (
-    "target",
-    "faults",
-    "executor",
-    "numerics",
-    "buffer_offset",
-    "buffer_offsets",
-    "input_layout",
-    "output_layout",
-    "runtime_versions",
-    "api_path",
-)
 OPTION_HELP = {
     "target": "the board to be: any target of a vendor unit (npu-hil targets list)",
     "faults": "faults to inject: names or {name, ...params} (see npu_hil.harness.sim.faults)",
@@ -68,6 +56,7 @@ OPTION_HELP = {
     "cross-API check); the first, zero-copy, by default",
 }
 """The common options; each vendor unit adds its own (``Vendor.sim_options``)."""
+COMMON = tuple(OPTION_HELP)
 NUMERICS_CHOICES = ("auto", "float", "vendor")
 
 
