@@ -9,9 +9,9 @@ import os
 import re
 import stat
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import BinaryIO
 
 from typing_extensions import TypedDict
 
@@ -73,8 +73,17 @@ class ArtifactInfo:
         return Path(self.path).name
 
     def to_dict(self) -> ArtifactDocument:
-        document = {**asdict(self), "target_platforms": list(self.target_platforms)}
-        return cast(ArtifactDocument, {**document, "unverified": list(self.unverified)})
+        return {
+            "path": self.path,
+            "vendor": self.vendor,
+            "format": self.format,
+            "format_version": self.format_version,
+            "toolkit_version": self.toolkit_version,
+            "target_platforms": list(self.target_platforms),
+            "compiler_version": self.compiler_version,
+            "extras": dict(self.extras),
+            "unverified": list(self.unverified),
+        }
 
 
 _VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")

@@ -8,9 +8,8 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 from typing_extensions import TypedDict
 
@@ -65,7 +64,12 @@ class IdentityVerdict:
     other_target: str | None = None
 
     def to_dict(self) -> IdentityDocument:
-        return cast(IdentityDocument, {**asdict(self), "reported": list(self.reported)})
+        return {
+            "state": self.state,
+            "reported": list(self.reported),
+            "detail": self.detail,
+            "other_target": self.other_target,
+        }
 
 
 def load_identity_table(path: str | Path) -> dict[str, IdentityRow]:

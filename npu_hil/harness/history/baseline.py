@@ -151,7 +151,8 @@ def evaluate(
             continue
         latency = metric in LATENCY_METRICS
         # latency regresses upwards; accuracy downwards (an exact match never regresses)
-        if not (value > band.high if latency else not math.isinf(value) and value < band.low):
+        regressed = value > band.high if latency else not math.isinf(value) and value < band.low
+        if not regressed:
             continue
         side = "above" if latency else "below"
         if latency and point.noisy:
