@@ -97,12 +97,13 @@ def _child(argv: list[str], cwd: str, env: dict[str, str], stderr: Connection) -
 
         code = int(main(argv))
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-        if exc.code is not None and not isinstance(exc.code, int):
+        # as the interpreter ends on it: None is 0, a number its status, anything else printed
+        if exc.code is None or isinstance(exc.code, int):
+            code = exc.code or 0
+        else:
             print(exc.code, file=sys.stderr)
     except BaseException:
         traceback.print_exc()
-        code = 1
     finally:
         try:
             sys.stderr.flush()

@@ -166,3 +166,14 @@ def test_the_simulated_last_op_matches_the_compiled_graph() -> None:
         seen[(kind, want)] += 1
         assert kind == want, record["id"]
     assert seen[("conv_sigmoid", "conv_sigmoid")] > 0
+
+
+def test_a_reported_format_code_of_no_format_is_a_difference_not_a_crash() -> None:
+    # rknn_api.h's RKNN_TENSOR_FORMAT_MAX (4) names no format: the fields every query has are
+    # still compared, and the code itself is the first difference.
+    predicted = {"fmt": 1, "dims": [1, 8, 8, 3], "size": 192, "w_stride": 8}
+    reported = {"fmt": 4, "n_dims": 4, "dims": [1, 8, 8, 3], "size": 256, "w_stride": 16}
+    assert differences(predicted, reported, "NATIVE_INPUT_ATTR") == [
+        ("fmt", 1, 4),
+        ("size", 192, 256),
+    ]

@@ -15,7 +15,6 @@ import socket
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from filelock import FileLock
 
@@ -47,13 +46,17 @@ class Holding:
     holders: list[Holder] = field(default_factory=list)
 
     @classmethod
-    def from_dict(cls, data: Any) -> Holding:
-        """A ledger entry read back (as :func:`~dataclasses.asdict` wrote it); KeyError,
-        TypeError or ValueError when it is not one."""
+    def from_dict(cls, data: object) -> Holding:
+        """A ledger entry read back; KeyError, TypeError or ValueError when it is not one."""
         if not isinstance(data, dict):
             raise TypeError(f"a ledger entry is an object, not {type(data).__name__}")
-        holders = [Holder(int(h["pid"]), h.get("start")) for h in data.get("holders", [])]
-        return cls(**{**data, "holders": holders})
+        return cls(
+            place=str(data["place"]),
+            owner=str(data["owner"]),
+            token=data.get("token"),
+            host=str(data["host"]),
+            holders=[Holder(int(h["pid"]), h.get("start")) for h in data.get("holders", [])],
+        )
 
 
 def current_holder() -> Holder:

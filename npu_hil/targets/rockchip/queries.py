@@ -90,7 +90,8 @@ def differences(
 ) -> list[tuple[str, Any, Any]]:
     """``(field, predicted, reported)`` for every compared field that differs."""
     fmt = int(reported.get("fmt", predicted["fmt"]))
-    name = next(n for n, code in FMT_CODES.items() if code == fmt)
+    # a code of no format (RKNN_TENSOR_FORMAT_MAX, say): the fields every query has
+    name = next((n for n, code in FMT_CODES.items() if code == fmt), "")
     role = "input" if "INPUT" in query else "output"
     out = []
     for field in COMPARED.get(f"{name}/{role}", ("fmt", "dims", "size")):
