@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 # small model carried ahead of its job): the one way to travel that this budget's issue asks for;
 # then lowered by merging the modules one concept was split over, folding repeats, dropping what
 # only tests used, and moving the test support to a distribution of its own (testkit/).
-PACKAGE_LINES = 43_996
+PACKAGE_LINES = 43_990
 # Signatures (parameters and return) in npu_hil/ that take or give a ``dict[str, Any]``: the
 # documents with a fixed shape become typed classes, toward 40; a budget that only comes down.
 UNTYPED_SIGNATURES = 22

@@ -18,9 +18,21 @@ from sim_helpers import Compared, compare, inputs_for, kinds, native_dtype, run_
 
 from npu_hil.harness.models import build
 from npu_hil.harness.sim import FAULT_NAMES, Fault, SimConfigError, SimInput, SimNpu, parse_faults
-from npu_hil.harness.sim.faults import BUFFER_FAULTS, INPUT_FAULTS, STATE_FAULTS
 
 ROOT = Path(__file__).resolve().parents[2]
+# The faults by where they act: in the buffers a run hands back, in the board's memory of
+# earlier runs, in what the model reads of its inputs.
+BUFFER_FAULTS = (
+    "wrong-alignment",
+    "swapped-channel-groups",
+    "byte-swap",
+    "dirty-padding",
+    "truncated-output",
+    "garbage",
+    "unwritten-output",
+)
+STATE_FAULTS = ("stale-output",)
+INPUT_FAULTS = ("unaligned-width",)
 
 # (target, model, input shape, model options, sim options): outputs with channel blocks of
 # 16 (RKNN C2, KL730 groups), 8 (RK3566 C2), none (Horizon), 16-bit HL planes.

@@ -224,8 +224,9 @@ def build_comparison(
         how = f"{untrusted}; earlier runs not compared"
     previous = _outcomes(_cases(*baseline)) if baseline is not None else {}
     changed: dict[str, list[ChangedCase]] = {"new_failures": [], "fixed": [], "still_failing": []}
-    for nodeid, outcome in sorted(current.items()):
-        before = previous.get(nodeid)
+    ordered = sorted(current)  # every list of the comparison is in nodeid order
+    for nodeid in ordered:
+        outcome, before = current[nodeid], previous.get(nodeid)
         if outcome in FAILING:
             kind = "still_failing" if before in FAILING else "new_failures"
         elif outcome == "passed" and before in FAILING:
@@ -238,7 +239,7 @@ def build_comparison(
     runs_oldest_first = [_outcomes(past_cases[run]) for run, _ in reversed(flaky_runs)]
     runs_oldest_first.append(current)
     flaky: list[FlakyCase] = []
-    for nodeid in sorted(current):
+    for nodeid in ordered:
         trail = [run.get(nodeid) for run in runs_oldest_first]
         flips = state_flips([s for s in map(outcome_state, trail) if s is not None])
         if flips > 1:

@@ -26,19 +26,6 @@ from npu_hil.harness.simkit.tensors import SimTensor
 from npu_hil.targets.log_signatures import fault_lines
 from npu_hil.targets.registry import unit_for
 
-BUFFER_FAULTS = (
-    "wrong-alignment",
-    "swapped-channel-groups",
-    "byte-swap",
-    "dirty-padding",
-    "truncated-output",
-    "garbage",
-    "unwritten-output",
-)
-# Faults that need the board's memory of earlier runs: applied by the runtime itself.
-STATE_FAULTS = ("stale-output",)
-# Faults in what the model reads of its inputs, on one API path.
-INPUT_FAULTS = ("unaligned-width",)
 API_PATH_KINDS = ("normal", "zero-copy")
 APPLIES_TO = ("outputs", "inputs", "all")
 MAX_PERCENT = 10000
@@ -46,6 +33,7 @@ NOISE_FLOOR = 0.01
 """``noisy-latency``'s smallest factor: a run never takes no time (or less)."""
 _COMMON = ("applies_to", "tensors")
 _PARAMS: dict[str, tuple[str, ...]] = {
+    # Faults in the buffers a run hands back (apply_buffer_faults, as accuracy-drift is).
     "wrong-alignment": ("layout_params", *_COMMON),
     "swapped-channel-groups": ("groups", "group_size", *_COMMON),
     "byte-swap": _COMMON,
@@ -53,7 +41,9 @@ _PARAMS: dict[str, tuple[str, ...]] = {
     "truncated-output": ("drop", *_COMMON),
     "garbage": ("seed", *_COMMON),
     "unwritten-output": ("fraction", "drop", *_COMMON),
+    # A fault that needs the board's memory of earlier runs: applied by the runtime itself.
     "stale-output": ("tensors",),
+    # A fault in what the model reads of its inputs, on one API path.
     "unaligned-width": ("path", "tensors"),
     "hang": ("seconds",),
     "crash": ("signal", "exit_code"),
